@@ -1,0 +1,1 @@
+"""The platform API: current state in, changes out."""

@@ -1,0 +1,90 @@
+"""API failures as a small hierarchy chosen by HTTP status (after github3.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class ApiError(Exception):
+    """A request that failed, with what the server said about it."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        request_id: str | None = None,
+        retry_after: float | None = None,
+        details: Any = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.request_id = request_id
+        self.retry_after = retry_after
+        self.details = details  # per-field problems from the envelope's data
+
+    def __str__(self) -> str:
+        status = f"HTTP {self.status}: " if self.status else ""
+        request = f" (requestId {self.request_id})" if self.request_id else ""
+        return f"{status}{self.message}{request}"
+
+
+class TransportError(ApiError):
+    """No HTTP answer: connection refused or dropped, timeout, TLS failure."""
+
+    def __init__(self, message: str, *, maybe_sent: bool) -> None:
+        super().__init__(message)
+        # False only when the request certainly never reached the server.
+        self.maybe_sent = maybe_sent
+
+
+class InvalidRequest(ApiError):
+    """400: the server rejected the body."""
+
+
+class AuthenticationFailed(ApiError):
+    """401: credentials refused, or token missing, invalid or expired."""
+
+
+class PermissionDenied(ApiError):
+    """403: the token lacks a scope the operation needs."""
+
+
+class NotFound(ApiError):
+    """404: no invite with that id."""
+
+
+class Conflict(ApiError):
+    """409: the invite is no longer pending."""
+
+
+class RateLimited(ApiError):
+    """429: too many requests; retry_after says how long to wait."""
+
+
+class ServerError(ApiError):
+    """5xx: a fault on the server or a gateway in front of it."""
+
+
+class UnexpectedResponse(ApiError):
+    """A status or body the contract does not describe."""
+
+
+_BY_STATUS: dict[int, type[ApiError]] = {
+    400: InvalidRequest,
+    401: AuthenticationFailed,
+    403: PermissionDenied,
+    404: NotFound,
+    409: Conflict,
+    422: InvalidRequest,
+    429: RateLimited,
+}
+
+
+def error_class_for(status: int) -> type[ApiError]:
+    if status in _BY_STATUS:
+        return _BY_STATUS[status]
+    if 500 <= status <= 599:
+        return ServerError
+    return UnexpectedResponse

@@ -1,0 +1,75 @@
+"""`reconcile sandbox`: serve a local stand-in of the platform API."""
+
+from __future__ import annotations
+
+import ipaddress
+
+import click
+
+from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox, SandboxOptions
+
+_share = click.FloatRange(0.0, 1.0)
+
+
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", default=8787, show_default=True, type=click.IntRange(0, 65535))
+@click.option(
+    "--state",
+    "state_file",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Invites to serve, YAML or JSON (default: the bundled example state).",
+)
+@click.option(
+    "--latency", type=click.FloatRange(0), default=0.0, help="Seconds added to every answer."
+)
+@click.option("--error-rate", type=_share, default=0.0, help="Share of answers that are 503.")
+@click.option("--html-error-rate", type=_share, default=0.0, help="Share answered 502 with HTML.")
+@click.option(
+    "--drop-rate", type=_share, default=0.0, help="Share of connections dropped unanswered."
+)
+@click.option("--slow-rate", type=_share, default=0.0, help="Share answered after --slow-seconds.")
+@click.option("--slow-seconds", type=click.FloatRange(0), default=0.0)
+@click.option(
+    "--rate-limit", type=click.FloatRange(0, min_open=True), help="Requests per second, then 429."
+)
+@click.option(
+    "--token-ttl", type=click.FloatRange(0, min_open=True), default=86400.0, show_default=True
+)
+@click.option("--seed", type=int, help="Seed for the random knobs, for repeatable runs.")
+def sandbox(host: str, port: int, state_file: str | None, **knobs: float | None) -> int:
+    """Serve a local stand-in of the platform API, for trying the tool and for tests.
+
+    It speaks the platform contract (token endpoint, GET/PATCH invite, resend)
+    with fixed credentials that are not secrets, and keeps its state in memory.
+    """
+    options = SandboxOptions(**knobs)  # type: ignore[arg-type]
+    server = Sandbox(state_file=state_file, options=options, host=host, port=port)
+    if not _is_loopback(host):
+        click.echo(
+            f"warning: listening on {host}, which is reachable from other machines", err=True
+        )
+    click.echo(
+        f"Sandbox API listening on {server.url} with {len(server.store)} invites "
+        f"from {state_file or 'the bundled example state'}.\n"
+        "Point reconcile at it with these fixed sandbox credentials (not secrets):\n"
+        f"  export RECONCILER_BASE_URL={server.url}\n"
+        f"  export RECONCILER_CLIENT_ID={SANDBOX_CLIENT_ID}\n"
+        f"  export RECONCILER_CLIENT_SECRET={SANDBOX_CLIENT_SECRET}\n"
+        "Press Ctrl-C to stop.",
+        err=True,
+    )
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        click.echo("Sandbox stopped.", err=True)
+    finally:
+        server.stop()
+    return 0
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

@@ -1,0 +1,41 @@
+"""Ctrl-C and SIGTERM during writes: finish what is in flight, start nothing new."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from types import FrameType
+from typing import Any
+
+
+class GracefulInterrupt:
+    """While active, the first signal sets ``event``; a second one quits at once."""
+
+    def __init__(self, what: str, event: threading.Event | None = None) -> None:
+        self.event = event or threading.Event()
+        self._what = what
+        self._previous: dict[int, Any] = {}
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if self.event.is_set():
+            sys.stderr.write("\nSecond interrupt: quitting now.\n")
+            sys.stderr.flush()
+            os._exit(1)
+        self.event.set()
+        sys.stderr.write(
+            f"\nInterrupted: {self._what} in flight will finish, no new ones start "
+            "(interrupt again to quit at once).\n"
+        )
+        sys.stderr.flush()
+
+    def __enter__(self) -> GracefulInterrupt:
+        if threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                self._previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)

@@ -1,0 +1,105 @@
+"""The plan and apply results as plain text for a terminal or a CI log."""
+
+from __future__ import annotations
+
+import click
+
+from reconciler.apply import ApplyReport, ChangeResult, WriteState
+from reconciler.plan import FieldChange, InviteChange, InviteProblem, Plan
+from reconciler.render.common import max_changes_warning, plural, show, summary_line
+
+
+class TextRenderer:
+    def __init__(self, color: bool = False) -> None:
+        self.color = color
+
+    def _style(self, text: str, **style: object) -> str:
+        return click.style(text, **style) if self.color else text  # type: ignore[arg-type]
+
+    # -- plan -----------------------------------------------------------------
+
+    def render(self, plan: Plan) -> str:
+        blocks = [self._change(c) for c in plan.changes]
+        blocks += [self._problem(e) for e in plan.errors]
+        footer = []
+        warning = max_changes_warning(plan)
+        if warning:
+            footer.append(self._style(f"Warning: {warning}", fg="red", bold=True))
+        if not plan.changes:
+            footer.append("No changes." if not plan.errors else "No changes to apply.")
+        footer.append(summary_line(plan))
+        return "\n\n".join([*blocks, "\n".join(footer)]) + "\n"
+
+    def _heading(self, mark: str, invite_id: str, name: str | None, source: str, fg: str) -> str:
+        label = f"{mark} {invite_id}"
+        parts = [self._style(label, fg=fg, bold=True)]
+        if name:
+            parts.append(name)
+        parts.append(f"({source})")
+        return "  ".join(parts)
+
+    def _change(self, change: InviteChange) -> str:
+        lines = [self._heading("~", change.id, change.name, change.source, "yellow")]
+        for field_change in change.field_changes:
+            lines.extend(f"    {line}" for line in self._field(field_change))
+        if change.resend:
+            lines.append(
+                "    " + self._style("will re-send the invitation (resendOnChange)", fg="cyan")
+            )
+        return "\n".join(lines)
+
+    def _field(self, change: FieldChange) -> list[str]:
+        if change.is_set and isinstance(change.before, list):
+            items = [self._style(f"+ {show(i)}", fg="green") for i in change.added]
+            items += [self._style(f"- {show(i)}", fg="red") for i in change.removed]
+            return [f"{change.field}: {', '.join(items)}"]
+        if change.is_object and isinstance(change.before, dict):
+            return [
+                f"{change.field}.{key}: {self._old(before)} -> {self._new(after)}"
+                for key, before, after in change.sub_changes()
+            ]
+        return [f"{change.field}: {self._old(change.before)} -> {self._new(change.after)}"]
+
+    def _old(self, value: object) -> str:
+        return self._style(show(value), fg="red")
+
+    def _new(self, value: object) -> str:
+        return self._style(show(value), fg="green")
+
+    def _problem(self, problem: InviteProblem) -> str:
+        heading = self._heading("!", problem.id, None, problem.source, "red")
+        return f"{heading}\n    {problem.message}"
+
+    # -- apply ----------------------------------------------------------------
+
+    def apply_result(self, result: ChangeResult) -> str:
+        change = result.change
+        where = f"{change.id}  ({change.source})"
+        if result.state is WriteState.UPDATED:
+            line = f"{self._style('updated', fg='green')}      {where}: {', '.join(change.patch)}"
+            if result.resent:
+                line += "\n" + f"{self._style('re-sent', fg='cyan')}      {change.id}: invitation"
+            if result.resend_error:
+                line += "\n" + (
+                    f"{self._style('not re-sent', fg='red')}  {change.id}: {result.resend_error}; "
+                    f"the update was applied, re-send it with: reconcile resend {change.id}"
+                )
+            return line
+        if result.state is WriteState.FAILED:
+            return f"{self._style('failed', fg='red')}       {where}: {result.error}"
+        return f"{self._style('not started', fg='yellow')}  {where}"
+
+    def apply_summary(self, report: ApplyReport) -> str:
+        updated = report.count(WriteState.UPDATED)
+        failed = report.count(WriteState.FAILED)
+        parts = [f"{updated} updated", f"{failed} failed"]
+        not_started = report.count(WriteState.NOT_STARTED)
+        if not_started:
+            parts.append(f"{not_started} not started")
+        if report.resend_failures:
+            parts.append(f"{plural(report.resend_failures, 'invitation')} not re-sent")
+        lines = []
+        if report.stopped_by:
+            lines.append(self._style(f"Stopped: {report.stopped_by}.", fg="red", bold=True))
+        lines.append(f"Apply: {', '.join(parts)}.")
+        return "\n".join(lines)

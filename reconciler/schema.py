@@ -1,0 +1,135 @@
+"""JSON Schema validation whose errors point at the file, line and field."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+from jsonschema import Draft202012Validator, FormatChecker
+
+from reconciler.errors import SourceError
+from reconciler.resources import invite_schema_path
+from reconciler.yaml_source import MarkedDict, locate, raw_text
+
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s.]+$")
+_format_checker = FormatChecker()
+
+
+@_format_checker.checks("email")
+def _is_email(value: object) -> bool:
+    # jsonschema's own check only looks for an "@".
+    return not isinstance(value, str) or bool(_EMAIL.match(value))
+
+
+@cache
+def load_schema(path: Path) -> dict[str, Any]:
+    schema: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return schema
+
+
+def invite_schema() -> dict[str, Any]:
+    return load_schema(invite_schema_path())
+
+
+@cache
+def _validator_for(path: Path) -> Draft202012Validator:
+    return Draft202012Validator(load_schema(path), format_checker=_format_checker)
+
+
+def validate_document(document: Any, source: str, schema_path: Path) -> list[SourceError]:
+    """Every schema violation in ``document``, each with its position."""
+    validator = _validator_for(schema_path)
+    problems = []
+    for error in validator.iter_errors(document):
+        problems.extend(_describe(error, document, source))
+    return problems
+
+
+def _field_name(path: tuple[Any, ...]) -> str:
+    parts = [p for p in path if isinstance(p, str)]
+    return parts[-1] if parts else "document"
+
+
+def _yaml_type(value: Any) -> str:
+    names = {bool: "a boolean", int: "a number", float: "a number", type(None): "empty"}
+    return names.get(type(value), f"a {type(value).__name__}")
+
+
+def _describe(error: jsonschema.ValidationError, document: Any, source: str) -> list[SourceError]:
+    path = tuple(error.absolute_path)
+    line, column = locate(document, path)
+    field = _field_name(path)
+    validator = error.validator
+    if validator == "additionalProperties" and isinstance(error.instance, dict):
+        allowed = sorted(error.schema.get("properties", {}))
+        extra = [k for k in error.instance if k not in allowed]
+        out = []
+        for key in extra:
+            mark = (
+                error.instance.key_marks.get(key)
+                if isinstance(error.instance, MarkedDict)
+                else None
+            )
+            hint = difflib.get_close_matches(str(key), allowed, n=1)
+            advice = f"did you mean `{hint[0]}`?" if hint else f"allowed: {', '.join(allowed)}"
+            out.append(
+                SourceError(
+                    source,
+                    mark.line if mark else line,
+                    mark.column if mark else column,
+                    f"unknown field `{key}`; {advice}",
+                )
+            )
+        return out
+    if validator == "required":
+        missing = re.findall(r"'([^']+)' is a required property", error.message)
+        what = (
+            "invite" if path and isinstance(path[-1], int) else (f"`{field}`" if path else "file")
+        )
+        return [
+            SourceError(source, line, column, f"{what} is missing required field `{name}`")
+            for name in missing
+        ]
+    if validator == "type":
+        expected = error.validator_value
+        raw = raw_text(document, path)
+        if expected == "string" and raw is not None:
+            message = (
+                f"`{field}` must be text, but YAML reads {raw} as {_yaml_type(error.instance)} "
+                f'({error.instance!r}); put it in quotes: "{raw}"'
+            )
+        else:
+            message = f"`{field}` must be {_a(expected)}, not {_yaml_type(error.instance)}"
+        return [SourceError(source, line, column, message)]
+    if validator == "format" and error.validator_value == "email":
+        message = f"`{field}`: {error.instance!r} is not a valid email address"
+    elif validator == "pattern" and field in ("phone",):
+        message = f'`{field}`: {error.instance!r} is not E.164 text such as "+442079460000"'
+    elif validator == "pattern" and field == "id":
+        message = (
+            f"`id`: {error.instance!r} is not a valid inviteId "
+            "(1 to 128 letters, digits, `_`, `-`, `.`)"
+        )
+    elif validator == "uniqueItems":
+        message = f"`{field}` lists the same item twice; it is a set"
+    elif validator in ("minLength", "maxLength"):
+        message = f"`{field}` must be {error.validator_value} characters at {_bound(validator)}"
+    else:
+        message = f"`{field}`: {error.message}"
+    return [SourceError(source, line, column, message)]
+
+
+def _a(expected: Any) -> str:
+    names = {"string": "text", "array": "a list", "object": "a mapping", "boolean": "true or false"}
+    if isinstance(expected, list):
+        return " or ".join(names.get(e, str(e)) for e in expected)
+    return names.get(expected, str(expected))
+
+
+def _bound(validator: str) -> str:
+    return "least" if validator == "minLength" else "most"
