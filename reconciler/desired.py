@@ -101,9 +101,15 @@ def load_file(file: Path) -> tuple[list[DesiredInvite], list[SourceError]]:
         message = "top level must be a mapping with an `invites:` list"
         return [], [*problems, SourceError(source, line, column, message)]
     problems.extend(validate_document(document, source, invite_schema_path()))
-    if problems:
-        return [], problems
-    return [_desired_invite(entry, source) for entry in document["invites"]], []
+    # Entries with a usable id are kept even when the file has problems, so that
+    # duplicate ids are reported in the same run; any problem stops the run anyway.
+    entries = document.get("invites")
+    invites = [
+        _desired_invite(entry, source)
+        for entry in (entries if isinstance(entries, list) else [])
+        if isinstance(entry, MarkedDict) and isinstance(entry.get("id"), str)
+    ]
+    return invites, problems
 
 
 def _desired_invite(entry: MarkedDict, source: str) -> DesiredInvite:
