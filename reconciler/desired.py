@@ -20,6 +20,7 @@ RECONCILER_KEYS = ("id", "resendOnChange")
 class SourceLocation:
     path: str
     line: int
+    column: int = 1
 
     def __str__(self) -> str:
         return f"{self.path}:{self.line}"
@@ -117,7 +118,7 @@ def _desired_invite(entry: MarkedDict, source: str) -> DesiredInvite:
     return DesiredInvite(
         id=entry["id"],
         fields=fields,
-        source=SourceLocation(source, entry.mark.line),
+        source=SourceLocation(source, entry.mark.line, entry.mark.column),
         resend_on_change=bool(entry.get("resendOnChange", False)),
     )
 
@@ -132,7 +133,7 @@ def _duplicate_ids(invites: list[DesiredInvite]) -> list[SourceError]:
                 SourceError(
                     invite.source.path,
                     invite.source.line,
-                    1,
+                    invite.source.column,
                     f"invite id `{invite.id}` is already defined at {first.source}",
                 )
             )

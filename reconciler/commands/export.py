@@ -31,7 +31,9 @@ class _Quoted(str):
 
 
 class _ExportDumper(yaml.SafeDumper):
-    pass
+    def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
+        # Indent list items under their key, as people write them by hand.
+        super().increase_indent(flow, False)
 
 
 _ExportDumper.add_representer(

@@ -17,7 +17,7 @@ _TAIL_RESERVE = 600  # room kept for the closing note
 
 
 def _code(text: str) -> str:
-    return "<code>" + html.escape(text).replace("|", "&#124;") + "</code>"
+    return "<code>" + html.escape(text, quote=False).replace("|", "&#124;") + "</code>"
 
 
 class MarkdownRenderer:

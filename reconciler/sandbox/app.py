@@ -75,6 +75,7 @@ class RecordedRequest(NamedTuple):
     path: str
     body: Any
     status: int
+    arrived: float = 0.0  # time.monotonic() when the request was read
 
 
 @dataclass
@@ -161,13 +162,15 @@ class SandboxApp:
 
     def handle(self, method: str, target: str, headers: Any, body: bytes) -> Response:
         path = urlsplit(target).path
+        arrived = time.monotonic()
         self.stats.begin()
         response = DROP
         try:
             response = self._with_trouble(method, path, headers, body)
             return response
         finally:
-            self.stats.end(RecordedRequest(method, path, _decoded(body), response.status))
+            record = RecordedRequest(method, path, _decoded(body), response.status, arrived)
+            self.stats.end(record)
 
     def _chance(self, share: float) -> bool:
         if share <= 0:

@@ -1,0 +1,290 @@
+"""plan and apply end to end: the installed CLI against the sandbox over HTTP."""
+
+from __future__ import annotations
+
+import copy
+import os
+import pty
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import yaml
+from conftest import EXAMPLES, RECONCILE, REPO, clean_env, run_cli, sandbox_env
+
+COLOUR = re.compile(r"\x1b\[[0-9;]*m")  # SGR sequences; the progress bar also hides the cursor
+
+ACME = {
+    "id": "inv_acme",
+    "status": "pending",
+    "name": "Acme Holdings Ltd",
+    "email": "old@acme.example",
+    "phone": "+442079460000",
+    "primaryContact": {"name": "Jane Doe", "email": "jane@acme.example", "phone": "+442079460001"},
+    "groups": ["emea", "enterprise"],
+    "addOns": ["edd"],
+    "attachments": ["proof-of-address"],
+}
+
+
+def desired_entry(invite: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    entry = {k: copy.deepcopy(v) for k, v in invite.items() if k not in ("status", "createdAt")}
+    entry.update(changes)
+    return entry
+
+
+def write_invites(
+    directory: Path, entries: list[dict[str, Any]], name: str = "invites.yaml"
+) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / name
+    path.write_text(yaml.safe_dump({"invites": entries}, allow_unicode=True), encoding="utf-8")
+    return path
+
+
+def test_quick_start_plans_the_examples_against_the_bundled_sandbox():
+    result = run_cli("plan", "--sandbox", "examples/invites", cwd=REPO)
+    assert result.returncode == 0, result.stderr
+    assert "Plan: 3 to update, 7 unchanged, 0 errors." in result.stdout
+    assert "will re-send the invitation" in result.stdout
+    assert "Traceback" not in result.stderr
+
+
+def test_no_op_plan_and_apply_send_no_patch(start_sandbox, tmp_path):
+    server = start_sandbox([ACME])
+    write_invites(tmp_path / "invites", [desired_entry(ACME)])
+    env = sandbox_env(server)
+    plan = run_cli("plan", "--detailed-exitcode", cwd=tmp_path, env=env)
+    assert plan.returncode == 0, plan.stderr
+    assert "No changes." in plan.stdout
+    assert "Plan: 0 to update, 1 unchanged, 0 errors." in plan.stdout
+    apply = run_cli("apply", "--auto-approve", cwd=tmp_path, env=env)
+    assert apply.returncode == 0, apply.stderr
+    assert server.stats.calls("PATCH") == []
+
+
+def test_one_field_change_sends_exactly_that_field(start_sandbox, tmp_path):
+    server = start_sandbox([ACME])
+    write_invites(tmp_path / "invites", [desired_entry(ACME, email="new@acme.example")])
+    env = sandbox_env(server)
+    plan = run_cli("plan", "--detailed-exitcode", cwd=tmp_path, env=env)
+    assert plan.returncode == 2
+    assert 'email: "old@acme.example" -> "new@acme.example"' in plan.stdout
+    assert "Plan: 1 to update, 0 unchanged, 0 errors." in plan.stdout
+    apply = run_cli("apply", "--auto-approve", cwd=tmp_path, env=env)
+    assert apply.returncode == 0, apply.stderr
+    assert "Apply: 1 updated, 0 failed." in apply.stdout
+    patches = server.stats.calls("PATCH")
+    assert [p.body for p in patches] == [{"email": "new@acme.example"}]
+    assert server.store.get("inv_acme")["email"] == "new@acme.example"
+
+
+def test_list_reordering_and_repeats_are_not_changes(start_sandbox, tmp_path):
+    server = start_sandbox([ACME])
+    entry = desired_entry(ACME, groups=["enterprise", "emea"])
+    write_invites(tmp_path / "invites", [entry])
+    result = run_cli("plan", "--detailed-exitcode", cwd=tmp_path, env=sandbox_env(server))
+    assert result.returncode == 0, result.stdout
+    assert "No changes." in result.stdout
+
+
+def test_list_change_shows_items_added_and_removed_and_sends_the_whole_set(start_sandbox, tmp_path):
+    server = start_sandbox([ACME])
+    write_invites(tmp_path / "invites", [desired_entry(ACME, groups=["emea", "vip"])])
+    env = sandbox_env(server)
+    plan = run_cli("plan", cwd=tmp_path, env=env)
+    assert 'groups: + "vip", - "enterprise"' in plan.stdout
+    run_cli("apply", "--auto-approve", cwd=tmp_path, env=env)
+    assert [p.body for p in server.stats.calls("PATCH")] == [{"groups": ["emea", "vip"]}]
+
+
+def test_unmanaged_fields_are_never_compared_or_sent(start_sandbox, tmp_path):
+    server = start_sandbox([ACME])
+    # Only id, email and a partial contact are managed; the contact's phone is not.
+    entry = {
+        "id": "inv_acme",
+        "email": "new@acme.example",
+        "primaryContact": {"name": "Janet Doe", "email": "jane@acme.example"},
+    }
+    write_invites(tmp_path / "invites", [entry])
+    result = run_cli("apply", "--auto-approve", cwd=tmp_path, env=sandbox_env(server))
+    assert result.returncode == 0, result.stderr
+    (patch,) = server.stats.calls("PATCH")
+    assert set(patch.body) == {"email", "primaryContact"}
+    # The object is sent whole, keeping the server's unmanaged sub-field.
+    assert patch.body["primaryContact"] == {
+        "name": "Janet Doe",
+        "email": "jane@acme.example",
+        "phone": "+442079460001",
+    }
+    after = server.store.get("inv_acme")
+    for field in ("name", "phone", "groups", "addOns", "attachments"):
+        assert after[field] == ACME[field]
+
+
+def test_unknown_and_accepted_invites_fail_by_id_while_the_rest_are_applied(
+    start_sandbox, tmp_path
+):
+    accepted = dict(ACME, id="inv_done", status="accepted")
+    other = dict(ACME, id="inv_other")
+    server = start_sandbox([ACME, accepted, other])
+    entries = [
+        desired_entry(ACME, email="a@acme.example"),
+        {"id": "inv_gone", "name": "Nobody Ltd"},
+        desired_entry(accepted, email="b@acme.example"),
+        desired_entry(other, email="c@acme.example"),
+    ]
+    write_invites(tmp_path / "invites", entries)
+    env = sandbox_env(server)
+
+    plan = run_cli("plan", "--detailed-exitcode", cwd=tmp_path, env=env)
+    assert plan.returncode == 1
+    assert "inv_gone" in plan.stdout and "HTTP 404" in plan.stdout
+    assert "not found" in plan.stdout and "requestId" in plan.stdout
+    assert "inv_done" in plan.stdout and "not pending" in plan.stdout
+    assert "Plan: 2 to update, 0 unchanged, 2 errors." in plan.stdout
+
+    apply = run_cli("apply", "--auto-approve", cwd=tmp_path, env=env)
+    assert apply.returncode == 1
+    assert "Apply: 2 updated, 0 failed." in apply.stdout
+    patched = {p.path.rsplit("/", 1)[-1] for p in server.stats.calls("PATCH")}
+    assert patched == {"inv_acme", "inv_other"}  # never a PATCH for the accepted invite
+    assert server.store.get("inv_other")["email"] == "c@acme.example"
+    assert server.store.get("inv_done")["email"] == ACME["email"]
+
+
+def test_second_plan_after_apply_is_clean_and_unicode_survives(start_sandbox, tmp_path):
+    names = ["Müller & Söhne GmbH", "株式会社サクラ商事", "서울 핀테크 주식회사", "Ørsted Vind ApS"]
+    state = [dict(ACME, id=f"inv_{i}", name="Placeholder") for i in range(len(names))]
+    server = start_sandbox(state)
+    entries = [desired_entry(s, name=n) for s, n in zip(state, names, strict=True)]
+    write_invites(tmp_path / "invites", entries)
+    env = sandbox_env(server)
+    apply = run_cli("apply", "--auto-approve", cwd=tmp_path, env=env)
+    assert apply.returncode == 0, apply.stderr
+    assert [server.store.get(f"inv_{i}")["name"] for i in range(len(names))] == names
+    again = run_cli("plan", "--detailed-exitcode", cwd=tmp_path, env=env)
+    assert again.returncode == 0, again.stdout
+    assert "No changes." in again.stdout
+
+
+def test_resend_on_change_re_sends_once_after_a_successful_update_only(start_sandbox, tmp_path):
+    same = dict(ACME, id="inv_same")
+    server = start_sandbox([ACME, same])
+    entries = [
+        desired_entry(ACME, email="new@acme.example", resendOnChange=True),
+        desired_entry(same, resendOnChange=True),
+    ]
+    write_invites(tmp_path / "invites", entries)
+    apply = run_cli("apply", "--auto-approve", cwd=tmp_path, env=sandbox_env(server))
+    assert apply.returncode == 0, apply.stderr
+    assert "re-sent" in apply.stdout
+    assert dict(server.store.resends) == {"inv_acme": 1}
+    # resendOnChange is the reconciler's option: never sent to the API.
+    assert all("resendOnChange" not in (p.body or {}) for p in server.stats.calls("PATCH"))
+
+
+def test_target_restricts_the_run(start_sandbox, tmp_path):
+    other = dict(ACME, id="inv_other")
+    server = start_sandbox([ACME, other])
+    entries = [desired_entry(ACME, email="a@x.example"), desired_entry(other, email="b@x.example")]
+    write_invites(tmp_path / "invites", entries)
+    env = sandbox_env(server)
+    result = run_cli("apply", "--auto-approve", "--target", "inv_other", cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr
+    assert [p.path.rsplit("/", 1)[-1] for p in server.stats.calls("PATCH")] == ["inv_other"]
+    assert [g.path.rsplit("/", 1)[-1] for g in server.stats.calls("GET")] == ["inv_other"]
+    unknown = run_cli("plan", "--target", "inv_nope", cwd=tmp_path, env=env)
+    assert unknown.returncode == 1
+    assert "inv_nope" in unknown.stderr
+
+
+def test_apply_refuses_without_a_terminal_and_changes_nothing(start_sandbox, tmp_path):
+    server = start_sandbox([ACME])
+    write_invites(tmp_path / "invites", [desired_entry(ACME, email="new@acme.example")])
+    result = run_cli("apply", cwd=tmp_path, env=sandbox_env(server), input="y\n")
+    assert result.returncode == 1
+    assert "--auto-approve" in result.stderr
+    assert server.stats.calls("PATCH") == []
+
+
+def _run_on_terminal(
+    args: list[str], cwd: Path, env: dict[str, str], answer: str
+) -> tuple[int, str]:
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        [*RECONCILE, *args], cwd=cwd, env=env, stdin=follower, stdout=follower, stderr=follower
+    )
+    os.close(follower)
+    output = b""
+    answered = False
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        output += chunk
+        if not answered and b"[y/N]" in output:
+            os.write(leader, answer.encode() + b"\n")
+            answered = True
+    os.close(leader)
+    return proc.wait(timeout=60), output.decode("utf-8", "replace")
+
+
+def test_apply_asks_on_a_terminal_and_only_yes_applies(start_sandbox, tmp_path):
+    server = start_sandbox([ACME])
+    write_invites(tmp_path / "invites", [desired_entry(ACME, email="new@acme.example")])
+    env = sandbox_env(server, NO_COLOR="1")
+    code, output = _run_on_terminal(["apply"], tmp_path, env, "n")
+    assert "Apply these changes? [y/N]" in output
+    assert code == 1
+    assert server.stats.calls("PATCH") == []
+    code, output = _run_on_terminal(["apply"], tmp_path, env, "y")
+    assert code == 0, output
+    assert "Apply: 1 updated, 0 failed." in output
+    assert not COLOUR.search(output)  # NO_COLOR
+    assert len(server.stats.calls("PATCH")) == 1
+
+
+def test_colour_only_on_a_terminal(start_sandbox, tmp_path):
+    server = start_sandbox([ACME])
+    write_invites(tmp_path / "invites", [desired_entry(ACME, email="new@acme.example")])
+    piped = run_cli("plan", cwd=tmp_path, env=sandbox_env(server))
+    assert not COLOUR.search(piped.stdout)
+    code, output = _run_on_terminal(["plan"], tmp_path, sandbox_env(server), "")
+    assert code == 0
+    assert COLOUR.search(output)
+
+
+def test_missing_credentials_and_usage_errors_exit_1_without_traceback(tmp_path):
+    write_invites(tmp_path / "invites", [{"id": "inv_a", "name": "A"}])
+    missing = run_cli("plan", cwd=tmp_path, env=clean_env())
+    assert missing.returncode == 1
+    assert "RECONCILER_BASE_URL" in missing.stderr and "--sandbox" in missing.stderr
+    usage = run_cli("plan", "--no-such-option", cwd=tmp_path)
+    assert usage.returncode == 1
+    bad_format = run_cli("plan", "--format", "xml", cwd=tmp_path)
+    assert bad_format.returncode == 1
+    for result in (missing, usage, bad_format):
+        assert "Traceback" not in result.stderr
+
+
+def test_invalid_files_stop_the_run_before_any_request(start_sandbox, tmp_path):
+    server = start_sandbox([ACME])
+    (tmp_path / "invites").mkdir()
+    (tmp_path / "invites" / "a.yaml").write_text(
+        "invites:\n  - id: inv_acme\n    phone: +442079460000\n", encoding="utf-8"
+    )
+    result = run_cli("apply", "--auto-approve", cwd=tmp_path, env=sandbox_env(server))
+    assert result.returncode == 1
+    assert "invites/a.yaml:3:12:" in result.stderr
+    assert "quotes" in result.stderr
+    assert server.stats.total == 0
+
+
+def test_examples_directory_is_valid():
+    result = run_cli("validate", str(EXAMPLES))
+    assert result.returncode == 0, result.stderr
