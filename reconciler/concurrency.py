@@ -7,15 +7,19 @@ so Ctrl-C and SIGTERM handlers run promptly.
 
 from __future__ import annotations
 
+import queue
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from typing import Generic, NamedTuple, TypeVar
+from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from reconciler.api.errors import ApiError
 
 T = TypeVar("T")
 R = TypeVar("R")
+
+_WAIT_SLICE = 0.2  # seconds the main thread blocks before looking at signals again
 
 
 class Outcome(NamedTuple, Generic[R]):
@@ -36,38 +40,49 @@ def ordered_map(
     stop: threading.Event | None = None,
 ) -> Iterator[tuple[T, Outcome[R]]]:
     """Yield ``(item, outcome)`` in item order; once ``stop`` is set, no new call starts."""
-    stop = stop or threading.Event()
-    window = max(1, parallelism) * 8  # how far ahead of the slowest answer we may run
+    parallelism = max(1, parallelism)
+    # How far ahead of the oldest unanswered item we may run: bounds memory
+    # held for out-of-order answers while one slow answer holds up the output.
+    window = parallelism * 8
+    finished: queue.SimpleQueue[int] = queue.SimpleQueue()
     futures: dict[int, Future[R]] = {}
-    next_submit = next_yield = 0
-    with ThreadPoolExecutor(max_workers=max(1, parallelism), thread_name_prefix="api") as pool:
+    ready: set[int] = set()
+    next_submit = next_yield = in_flight = 0
+    with ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="api") as pool:
         try:
             while next_yield < len(items):
-                in_flight = sum(1 for f in futures.values() if not f.done())
                 while (
-                    not stop.is_set()
+                    in_flight < parallelism
                     and next_submit < len(items)
-                    and in_flight < parallelism
                     and next_submit - next_yield < window
+                    and not (stop and stop.is_set())
                 ):
-                    futures[next_submit] = pool.submit(call, items[next_submit])
+                    future = pool.submit(call, items[next_submit])
+                    future.add_done_callback(partial(_put_index, finished, next_submit))
+                    futures[next_submit] = future
                     next_submit += 1
                     in_flight += 1
-                head = futures.get(next_yield)
-                if head is None:  # stopped before this item was started
-                    yield items[next_yield], NOT_RUN
+                if next_yield in ready:
+                    ready.discard(next_yield)
+                    yield items[next_yield], _outcome(futures.pop(next_yield))
                     next_yield += 1
-                    continue
-                if not head.done():
-                    wait(list(futures.values()), timeout=0.2, return_when=FIRST_COMPLETED)
-                    continue
-                del futures[next_yield]
-                yield items[next_yield], _outcome(head)
-                next_yield += 1
+                elif next_yield >= next_submit and in_flight == 0:
+                    yield items[next_yield], NOT_RUN  # stopped before it started
+                    next_yield += 1
+                else:
+                    try:
+                        ready.add(finished.get(timeout=_WAIT_SLICE))
+                        in_flight -= 1
+                    except queue.Empty:
+                        pass
         finally:
             # A consumer that stops early: drop what has not started yet.
             for future in futures.values():
                 future.cancel()
+
+
+def _put_index(finished: queue.SimpleQueue[int], index: int, _: Future[Any]) -> None:
+    finished.put(index)
 
 
 def _outcome(future: Future[R]) -> Outcome[R]:

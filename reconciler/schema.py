@@ -38,7 +38,26 @@ def invite_schema() -> dict[str, Any]:
 
 @cache
 def _validator_for(path: Path) -> Draft202012Validator:
-    return Draft202012Validator(load_schema(path), format_checker=_format_checker)
+    # Local references are inlined once here: resolving them cost jsonschema
+    # more than the rest of the validation of an invite.
+    return Draft202012Validator(_inline_refs(load_schema(path)), format_checker=_format_checker)
+
+
+def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    definitions = schema.get("$defs", {})
+
+    def inline(node: Any) -> Any:
+        if isinstance(node, list):
+            return [inline(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/") and "/" not in ref[8:]:
+            siblings = {k: v for k, v in node.items() if k != "$ref"}
+            return inline({**definitions[ref[8:]], **siblings})
+        return {k: inline(v) for k, v in node.items()}
+
+    return inline(schema)
 
 
 def validate_document(document: Any, source: str, schema_path: Path) -> list[SourceError]:
@@ -113,7 +132,7 @@ def _describe(error: jsonschema.ValidationError, document: Any, source: str) -> 
     elif validator == "pattern" and field == "id":
         message = (
             f"`id`: {error.instance!r} is not a valid inviteId "
-            "(1 to 128 letters, digits, `_`, `-`, `.`)"
+            "(1 to 128 letters, digits, `_`, `-`, `.`, and not dots alone)"
         )
     elif validator == "uniqueItems":
         message = f"`{field}` lists the same item twice; it is a set"

@@ -50,12 +50,18 @@ class MarkedList(list):
 
 
 def _non_string_plain(node: yaml.Node) -> str | None:
-    if isinstance(node, yaml.ScalarNode) and node.style is None and node.tag != _STR_TAG:
+    # A plain scalar has style None (pure-Python parser) or "" (libyaml).
+    if isinstance(node, yaml.ScalarNode) and not node.style and node.tag != _STR_TAG:
         return str(node.value)
     return None
 
 
-class _MarkedLoader(yaml.SafeLoader):
+# libyaml's parser when PyYAML was built with it (the wheels are): several
+# times faster, and its nodes carry the same marks.
+_BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _MarkedLoader(_BaseLoader):  # type: ignore[misc, valid-type]
     def __init__(self, stream: str, path: str) -> None:
         super().__init__(stream)
         self.path = path

@@ -1,0 +1,181 @@
+"""The GitOps workflow end to end: saved plans, JSON and Markdown, export, max-changes."""
+
+from __future__ import annotations
+
+import json
+
+import yaml
+from conftest import EXAMPLES, run_cli, sandbox_env
+from test_plan_apply import ACME, desired_entry, write_invites
+
+from reconciler.render.markdown import COMMENT_LIMIT
+
+
+def _two_changes(start_sandbox, tmp_path):
+    other = dict(ACME, id="inv_other")
+    server = start_sandbox([ACME, other])
+    entries = [
+        desired_entry(ACME, email="new@acme.example"),
+        desired_entry(other, groups=["emea", "vip"]),
+    ]
+    write_invites(tmp_path / "invites", entries)
+    return server, sandbox_env(server)
+
+
+def test_saved_plan_applies_exactly_its_patches_even_after_the_yaml_moved_on(
+    start_sandbox, tmp_path
+):
+    server, env = _two_changes(start_sandbox, tmp_path)
+    plan = run_cli("plan", "--out", "plan.json", cwd=tmp_path, env=env)
+    assert plan.returncode == 0, plan.stderr
+    # The YAML changes after review; the saved plan must not pick that up.
+    write_invites(tmp_path / "invites", [desired_entry(ACME, email="later@acme.example")])
+    apply = run_cli("apply", "--plan", "plan.json", cwd=tmp_path, env=env)
+    assert apply.returncode == 0, apply.stderr
+    assert "Apply: 2 updated, 0 failed." in apply.stdout
+    bodies = sorted(json.dumps(p.body) for p in server.stats.calls("PATCH"))
+    assert bodies == sorted(
+        [json.dumps({"email": "new@acme.example"}), json.dumps({"groups": ["emea", "vip"]})]
+    )
+    assert server.store.get("inv_acme")["email"] == "new@acme.example"
+
+
+def test_stale_saved_plan_is_refused_whole_with_nothing_written(start_sandbox, tmp_path):
+    server, env = _two_changes(start_sandbox, tmp_path)
+    assert run_cli("plan", "--out", "plan.json", cwd=tmp_path, env=env).returncode == 0
+    # Someone changes an invite on the platform after the plan was reviewed.
+    server.store.put(dict(server.store.get("inv_other"), groups=["apac"]))
+    apply = run_cli("apply", "--plan", "plan.json", cwd=tmp_path, env=env)
+    assert apply.returncode == 1
+    assert "refusing the whole plan" in apply.stderr
+    assert "inv_other" in apply.stderr and "`groups`" in apply.stderr
+    assert "inv_acme" not in apply.stderr  # only what drifted is named
+    assert server.stats.calls("PATCH") == []
+
+
+def test_saved_plan_for_another_server_is_refused(start_sandbox, tmp_path):
+    server, env = _two_changes(start_sandbox, tmp_path)
+    assert run_cli("plan", "--out", "plan.json", cwd=tmp_path, env=env).returncode == 0
+    elsewhere = start_sandbox([ACME])
+    apply = run_cli("apply", "--plan", "plan.json", cwd=tmp_path, env=sandbox_env(elsewhere))
+    assert apply.returncode == 1
+    assert server.url in apply.stderr and elsewhere.url in apply.stderr
+    assert elsewhere.stats.calls("PATCH") == []
+
+
+def test_corrupt_or_foreign_plan_files_get_a_clear_error(start_sandbox, tmp_path):
+    server, env = _two_changes(start_sandbox, tmp_path)
+    cases = {
+        "truncated.json": '{"format_version": 1, "changes": [',
+        "foreign.json": json.dumps({"name": "my-package", "version": "1.0.0"}),
+        "future.json": json.dumps({"format_version": 7, "changes": []}),
+        "binary.json": "\udcff",
+    }
+    for name, text in cases.items():
+        (tmp_path / name).write_text(text, encoding="utf-8", errors="surrogateescape")
+        result = run_cli("apply", "--plan", name, cwd=tmp_path, env=env)
+        assert result.returncode == 1, name
+        assert name in result.stderr, result.stderr
+        assert "Traceback" not in result.stderr
+    assert (
+        "format_version 7"
+        in run_cli("apply", "--plan", "future.json", cwd=tmp_path, env=env).stderr
+    )
+    assert server.stats.calls("PATCH") == []
+
+
+def test_json_output_is_the_documented_plan_document(start_sandbox, tmp_path):
+    server, env = _two_changes(start_sandbox, tmp_path)
+    write_invites(tmp_path / "invites", [{"id": "inv_gone", "name": "Nobody"}], name="z.yaml")
+    result = run_cli("plan", "--format", "json", "--out", "saved.json", cwd=tmp_path, env=env)
+    assert result.returncode == 1  # one error
+    document = json.loads(result.stdout)
+    assert document["format_version"] == 1
+    assert document["base_url"] == server.url
+    assert document["summary"] == {"update": 2, "unchanged": 0, "error": 1}
+    first = document["changes"][0]
+    assert first["id"] == "inv_acme"
+    assert first["source"] == "invites/invites.yaml:2"
+    assert first["before"] == {"email": "old@acme.example"}
+    assert first["after"] == first["patch"] == {"email": "new@acme.example"}
+    assert first["resend"] is False
+    (error,) = document["errors"]
+    assert error["id"] == "inv_gone" and "404" in error["message"]
+    assert error["source"] == "invites/z.yaml:2"
+    saved = json.loads((tmp_path / "saved.json").read_text(encoding="utf-8"))
+    assert saved["changes"] == document["changes"]
+
+
+def test_markdown_plan_has_a_table_and_stays_under_the_comment_limit(start_sandbox, tmp_path):
+    count = 2000
+    state = [
+        dict(ACME, id=f"inv_{i:05d}", name=f"Société Nº{i} — Ünïcødé Holdings Ltd")
+        for i in range(count)
+    ]
+    server = start_sandbox(state)
+    entries = [desired_entry(s, email=f"new{i}@acme.example") for i, s in enumerate(state)]
+    write_invites(tmp_path / "invites", entries)
+    result = run_cli("plan", "--format", "markdown", cwd=tmp_path, env=sandbox_env(server))
+    assert result.returncode == 0, result.stderr
+    comment = result.stdout
+    assert comment.startswith("### Invite plan: 2000 to update, 0 unchanged, 0 errors.")
+    assert "| field | before | after |" in comment
+    assert (
+        '| email | <code>"old@acme.example"</code> | <code>"new0@acme.example"</code> |' in comment
+    )
+    assert "<details>" in comment and "</details>" in comment
+    assert len(comment) <= COMMENT_LIMIT
+    assert "Not shown" in comment and "change" in comment
+
+
+def test_small_markdown_plan_is_complete_and_unfolded(start_sandbox, tmp_path):
+    _server, env = _two_changes(start_sandbox, tmp_path)
+    comment = run_cli("plan", "--format", "markdown", cwd=tmp_path, env=env).stdout
+    assert "<details>" not in comment and "Not shown" not in comment
+    assert comment.count("| field | before | after |") == 2
+    assert '<code>+ "vip"</code><br><code>- "enterprise"</code>' in comment
+
+
+def test_export_round_trips_to_a_clean_plan(sandbox, tmp_path):
+    ids = [inv["id"] for inv in yaml.safe_load((EXAMPLES / "emea.yaml").read_text())["invites"]]
+    ids += ["inv_0z9y8", "inv_5q5q5"]  # an accepted one and one not in the examples
+    env = sandbox_env(sandbox)
+    (tmp_path / "invites").mkdir()
+    export = run_cli("export", *ids, "--out", "invites/exported.yaml", cwd=tmp_path, env=env)
+    assert export.returncode == 0, export.stderr
+    text = (tmp_path / "invites" / "exported.yaml").read_text(encoding="utf-8")
+    assert text.startswith("# yaml-language-server: $schema=")
+    assert 'phone: "+442079460000"' in text
+    assert "Müller & Söhne GmbH" in text  # unicode kept readable
+    assert run_cli("validate", cwd=tmp_path).returncode == 0
+    plan = run_cli("plan", "--detailed-exitcode", cwd=tmp_path, env=env)
+    assert plan.returncode == 0, plan.stdout + plan.stderr
+    assert f"Plan: 0 to update, {len(ids)} unchanged, 0 errors." in plan.stdout
+
+
+def test_export_of_an_unknown_id_writes_nothing(sandbox, tmp_path):
+    result = run_cli(
+        "export", "inv_8f2k1", "inv_nope", "--out", "x.yaml", cwd=tmp_path, env=sandbox_env(sandbox)
+    )
+    assert result.returncode == 1
+    assert "inv_nope" in result.stderr and "404" in result.stderr
+    assert not (tmp_path / "x.yaml").exists()
+
+
+def test_max_changes_warns_in_the_plan_and_apply_refuses(start_sandbox, tmp_path):
+    server, env = _two_changes(start_sandbox, tmp_path)
+    plan = run_cli("plan", "--max-changes", "1", cwd=tmp_path, env=env)
+    assert "more than max_changes (1)" in plan.stdout
+    markdown = run_cli("plan", "--max-changes", "1", "--format", "markdown", cwd=tmp_path, env=env)
+    assert "more than max_changes (1)" in markdown.stdout
+    apply = run_cli("apply", "--auto-approve", "--max-changes", "1", cwd=tmp_path, env=env)
+    assert apply.returncode == 1
+    assert "refusing to apply" in apply.stderr
+    # From the config file too, and for saved plans.
+    (tmp_path / "reconciler.yaml").write_text("max_changes: 1\n", encoding="utf-8")
+    assert run_cli("plan", "--out", "plan.json", cwd=tmp_path, env=env).returncode == 0
+    saved = run_cli("apply", "--plan", "plan.json", cwd=tmp_path, env=env)
+    assert saved.returncode == 1 and "max_changes" in saved.stderr
+    assert server.stats.calls("PATCH") == []
+    allowed = run_cli("apply", "--auto-approve", "--max-changes", "2", cwd=tmp_path, env=env)
+    assert allowed.returncode == 0, allowed.stderr
