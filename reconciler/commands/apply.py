@@ -7,7 +7,7 @@ import sys
 import click
 
 from reconciler.api.client import ApiClient
-from reconciler.apply import Applier, ChangeResult
+from reconciler.apply import Applier, ChangeResult, WriteState
 from reconciler.audit import AuditLog
 from reconciler.commands.common import (
     api_client,
@@ -121,7 +121,8 @@ def _apply(plan: Plan, client: ApiClient, settings: Settings, renderer: TextRend
     applier = Applier(client, parallelism=settings.parallelism, stop=client.halt, audit=audit)
 
     def show(result: ChangeResult) -> None:
-        progress.advance()
+        if result.state is not WriteState.NOT_STARTED:
+            progress.advance()
         click.echo(renderer.apply_result(result))
 
     try:

@@ -1,0 +1,74 @@
+"""Ctrl-C and SIGTERM during apply: no new write starts, in-flight ones finish."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+
+import pytest
+from conftest import RECONCILE, sandbox_env
+from test_plan_apply import ACME, desired_entry, write_invites
+
+
+def _start_apply(start_sandbox, tmp_path, count=40, latency=0.2):
+    state = [dict(ACME, id=f"inv_{i:03d}") for i in range(count)]
+    server = start_sandbox(state, latency=latency)
+    write_invites(
+        tmp_path / "invites",
+        [desired_entry(s, email=f"n{i}@acme.example") for i, s in enumerate(state)],
+    )
+    proc = subprocess.Popen(
+        [*RECONCILE, "apply", "--auto-approve", "--parallelism", "4", "--audit-log", "audit.jsonl"],
+        cwd=tmp_path,
+        env=sandbox_env(server),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 30
+    while not server.stats.calls("PATCH") and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return server, proc
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_first_interrupt_finishes_in_flight_writes_and_reports_exactly(
+    start_sandbox, tmp_path, signum
+):
+    server, proc = _start_apply(start_sandbox, tmp_path)
+    proc.send_signal(signum)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 1
+    assert "Interrupted" in stderr and "Traceback" not in stderr
+    updated = {line.split()[1] for line in stdout.splitlines() if line.startswith("updated")}
+    not_started = {
+        line.split()[2] for line in stdout.splitlines() if line.startswith("not started")
+    }
+    assert updated and not_started
+    assert len(updated) + len(not_started) == 40
+    assert f"Apply: {len(updated)} updated, 0 failed, {len(not_started)} not started." in stdout
+    # What the output says is exactly what the server holds.
+    snapshot = server.store.snapshot()
+    changed = {i for i, invite in snapshot.items() if invite["email"] != ACME["email"]}
+    assert changed == updated
+    patched = {r.path.rsplit("/", 1)[-1] for r in server.stats.calls("PATCH")}
+    assert patched == updated
+    audit_lines = (tmp_path / "audit.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(audit_lines) == len(updated)
+
+
+def test_second_interrupt_quits_at_once(start_sandbox, tmp_path):
+    # Slow writes, so the first interrupt leaves them in flight for a while.
+    _server, proc = _start_apply(start_sandbox, tmp_path, count=8, latency=1.5)
+    proc.send_signal(signal.SIGINT)
+    # Signals that arrive together are delivered to Python once; a person's
+    # second Ctrl-C comes a moment later.
+    time.sleep(0.5)
+    started = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    _stdout, stderr = proc.communicate(timeout=10)
+    assert time.monotonic() - started < 0.9  # did not wait for the writes in flight
+    assert proc.returncode != 0
+    assert "quitting now" in stderr
+    assert "Traceback" not in stderr
