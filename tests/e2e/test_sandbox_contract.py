@@ -1,0 +1,232 @@
+"""The sandbox speaks the platform contract, checked with plain HTTP (not our client)."""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import json
+import re
+import shutil
+import socket
+import subprocess
+import time
+
+import pytest
+import requests
+from conftest import RECONCILE, clean_env
+
+from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET
+
+INVITE = "/public-api/v1/kyb/invites/"
+TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+
+
+def token(
+    base: str, scope: str | None = None, secret: str = SANDBOX_CLIENT_SECRET
+) -> requests.Response:
+    form = {
+        "grant_type": "client_credentials",
+        "client_id": SANDBOX_CLIENT_ID,
+        "client_secret": secret,
+    }
+    if scope is not None:
+        form["scope"] = scope
+    return requests.post(base + "/oauth/token", data=form, timeout=5)
+
+
+def bearer(base: str, scope: str | None = None) -> dict[str, str]:
+    return {"Authorization": "Bearer " + token(base, scope).json()["data"]["access_token"]}
+
+
+def assert_envelope(response: requests.Response, status: int) -> dict:
+    assert response.status_code == status
+    body = response.json()
+    assert body["status"] == status
+    assert body["success"] is (status < 400)
+    assert isinstance(body["message"], str) and body["message"]
+    assert body["metadata"]["requestId"].isdigit()
+    assert TIMESTAMP.match(body["metadata"]["timestamp"])
+    assert isinstance(body["details"]["hint"], str)
+    return body
+
+
+def test_token_is_a_signed_jwt_in_the_201_envelope(sandbox):
+    body = assert_envelope(token(sandbox.url, "kyb:invites:read kyb:invites:write"), 201)
+    data = body["data"]
+    assert data["token_type"] == "Bearer"
+    assert data["expires_in"] == 86400
+    _header, claims, signature = data["access_token"].split(".")
+    decoded = json.loads(base64.urlsafe_b64decode(claims + "=" * (-len(claims) % 4)))
+    assert decoded["scope"] == "kyb:invites:read kyb:invites:write"
+    assert signature
+    assert "created" in body["details"]["hint"]
+
+
+def test_wrong_credentials_and_bad_token_requests(sandbox):
+    assert_envelope(token(sandbox.url, secret="wrong"), 401)
+    json_body = requests.post(sandbox.url + "/oauth/token", json={"grant_type": "x"}, timeout=5)
+    assert_envelope(json_body, 400)
+    assert_envelope(token(sandbox.url, scope="kyb:everything"), 400)
+
+
+def test_read_update_and_resend_an_invite(sandbox):
+    headers = bearer(sandbox.url)
+    read = assert_envelope(
+        requests.get(sandbox.url + INVITE + "inv_8f2k1", headers=headers, timeout=5), 200
+    )
+    assert read["data"]["id"] == "inv_8f2k1" and read["data"]["status"] == "pending"
+    patch = requests.patch(
+        sandbox.url + INVITE + "inv_8f2k1",
+        json={"email": "x@acme.example"},
+        headers=headers,
+        timeout=5,
+    )
+    updated = assert_envelope(patch, 200)["data"]
+    assert updated["email"] == "x@acme.example"
+    assert updated["name"] == read["data"]["name"]  # omitted fields keep their values
+    resend = requests.post(
+        sandbox.url + INVITE + "inv_8f2k1/resend", json={}, headers=headers, timeout=5
+    )
+    assert_envelope(resend, 200)
+    assert sandbox.store.resends["inv_8f2k1"] == 1
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"emial": "x@y.example"}, "emial"),
+        ({"name": 42}, "name"),
+        ({"groups": "emea"}, "groups"),
+        ({"email": "not-an-email"}, "email"),
+        ({"status": "accepted"}, "status"),
+    ],
+)
+def test_invalid_update_bodies_get_400_with_per_field_problems(sandbox, body, field):
+    response = requests.patch(
+        sandbox.url + INVITE + "inv_8f2k1", json=body, headers=bearer(sandbox.url), timeout=5
+    )
+    problems = assert_envelope(response, 400)["data"]
+    assert any(field in key or field in message for key, message in problems.items())
+
+
+def test_missing_forged_and_expired_tokens_get_401(start_sandbox):
+    server = start_sandbox(token_ttl=0.5)
+    url = server.url + INVITE + "inv_8f2k1"
+    assert_envelope(requests.get(url, timeout=5), 401)
+    good = bearer(server.url)["Authorization"]
+    forged = good[:-4] + ("AAAA" if not good.endswith("AAAA") else "BBBB")
+    assert_envelope(requests.get(url, headers={"Authorization": forged}, timeout=5), 401)
+    time.sleep(0.6)
+    expired = assert_envelope(requests.get(url, headers={"Authorization": good}, timeout=5), 401)
+    assert "expired" in expired["message"]
+
+
+def test_scope_404_and_409(sandbox):
+    read_only = bearer(sandbox.url, "kyb:invites:read")
+    patch = requests.patch(
+        sandbox.url + INVITE + "inv_8f2k1", json={"name": "X"}, headers=read_only, timeout=5
+    )
+    assert_envelope(patch, 403)
+    headers = bearer(sandbox.url)
+    assert_envelope(
+        requests.get(sandbox.url + INVITE + "inv_nope", headers=headers, timeout=5), 404
+    )
+    accepted = requests.patch(
+        sandbox.url + INVITE + "inv_0z9y8", json={"name": "X"}, headers=headers, timeout=5
+    )
+    assert_envelope(accepted, 409)
+    resend = requests.post(
+        sandbox.url + INVITE + "inv_0z9y8/resend", json={}, headers=headers, timeout=5
+    )
+    assert_envelope(resend, 409)
+
+
+def test_percent_encoded_ids_and_keep_alive(start_sandbox):
+    server = start_sandbox([{"id": "inv.a-b_c", "status": "pending", "name": "Dots"}])
+    headers = bearer(server.url)
+    connection = http.client.HTTPConnection("127.0.0.1", int(server.url.rsplit(":", 1)[1]))
+    local_ports = set()
+    for _ in range(3):
+        connection.request("GET", INVITE + "inv%2Ea-b_c", headers=headers)
+        response = connection.getresponse()
+        body = json.loads(response.read())
+        assert response.status == 200 and body["data"]["name"] == "Dots"
+        local_ports.add(connection.sock.getsockname()[1])
+    connection.close()
+    assert len(local_ports) == 1  # one kept-alive connection served every request
+
+
+def test_rate_limit_answers_429_with_retry_after(start_sandbox):
+    server = start_sandbox(rate_limit=5)
+    statuses = [token(server.url).status_code for _ in range(12)]
+    assert 429 in statuses
+    limited = token(server.url)
+    assert limited.status_code == 429
+    assert int(limited.headers["Retry-After"]) >= 1
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
+def test_reconcile_sandbox_command_serves_curl(tmp_path):
+    port = _free_port()
+    proc = subprocess.Popen(
+        [*RECONCILE, "sandbox", "--port", str(port)],
+        env=clean_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        for _ in range(100):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+
+        def curl(*args: str) -> dict:
+            out = subprocess.run(["curl", "-s", *args], capture_output=True, text=True, timeout=10)
+            return json.loads(out.stdout)
+
+        issued = curl(
+            "-X",
+            "POST",
+            base + "/oauth/token",
+            "-d",
+            "grant_type=client_credentials",
+            "-d",
+            f"client_id={SANDBOX_CLIENT_ID}",
+            "-d",
+            f"client_secret={SANDBOX_CLIENT_SECRET}",
+            "-d",
+            "scope=kyb:invites:read kyb:invites:write",
+        )
+        auth = "Authorization: Bearer " + issued["data"]["access_token"]
+        assert curl("-H", auth, base + INVITE + "inv_8f2k1")["data"]["name"] == "Acme Holdings Ltd"
+        patched = curl(
+            "-X",
+            "PATCH",
+            "-H",
+            auth,
+            "-H",
+            "Content-Type: application/json",
+            "-d",
+            '{"phone": "+442079460999"}',
+            base + INVITE + "inv_8f2k1",
+        )
+        assert patched["data"]["phone"] == "+442079460999"
+        assert curl("-X", "POST", "-H", auth, "-d", "{}", base + INVITE + "inv_8f2k1/resend")[
+            "success"
+        ]
+    finally:
+        proc.terminate()
+        _out, err = proc.communicate(timeout=10)
+    assert f"listening on http://127.0.0.1:{port}" in err
+    assert f"RECONCILER_CLIENT_ID={SANDBOX_CLIENT_ID}" in err
+    assert "Traceback" not in err
