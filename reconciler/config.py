@@ -81,7 +81,7 @@ def _read_config_file(path: str) -> dict[str, Any]:
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read config file: {exc.strerror}") from None
     text, problems = decode_source(data, path)
-    document, parse_problems = load_yaml(text, path) if text is not None else (None, [])
+    document, parse_problems, _ = load_yaml(text, path) if text is not None else (None, [], None)
     problems += parse_problems
     if document is None and not problems:
         return {}

@@ -91,16 +91,15 @@ def load_file(file: Path) -> tuple[list[DesiredInvite], list[SourceError]]:
     text, problems = decode_source(data, source)
     if text is None:
         return [], problems
-    document, problems = load_yaml(text, source)
+    document, problems, start = load_yaml(text, source)
     if problems and document is None:
         return [], problems
     if document is None:
         message = "file is empty; expected a mapping with an `invites:` list"
         return [], [*problems, SourceError(source, 1, 1, message)]
     if not isinstance(document, MarkedDict):
-        line, column = getattr(document, "mark", (1, 1))
         message = "top level must be a mapping with an `invites:` list"
-        return [], [*problems, SourceError(source, line, column, message)]
+        return [], [*problems, SourceError(source, start.line, start.column, message)]
     problems.extend(validate_document(document, source, invite_schema_path()))
     # Entries with a usable id are kept even when the file has problems, so that
     # duplicate ids are reported in the same run; any problem stops the run anyway.

@@ -49,6 +49,8 @@ def load_plan(path: str) -> Plan:
             f"{path}:{exc.lineno}:{exc.colno}: not a plan file (invalid JSON: {exc.msg}); "
             "save one with `reconcile plan --out FILE`"
         ) from None
+    except (ValueError, RecursionError) as exc:  # absurd numbers, absurd nesting
+        raise ReconcilerError(f"{path}: not a plan file ({type(exc).__name__})") from None
     if isinstance(document, dict) and isinstance(document.get("format_version"), int):
         version = document["format_version"]
         if version != 1:

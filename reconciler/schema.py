@@ -75,8 +75,25 @@ def _field_name(path: tuple[Any, ...]) -> str:
 
 
 def _yaml_type(value: Any) -> str:
-    names = {bool: "a boolean", int: "a number", float: "a number", type(None): "empty"}
-    return names.get(type(value), f"a {type(value).__name__}")
+    for kind, name in (
+        (bool, "a boolean"),
+        (int, "a number"),
+        (float, "a number"),
+        (str, "text"),
+        (dict, "a mapping"),
+        (list, "a list"),
+    ):
+        if isinstance(value, kind):
+            return name
+    return "a date" if hasattr(value, "year") else f"a {type(value).__name__}"
+
+
+def _place(path: tuple[Any, ...]) -> str:
+    """How a message names the value at ``path``."""
+    if path and isinstance(path[-1], int):
+        parent = _field_name(path[:-1])
+        return "each invite entry" if parent == "invites" else f"each item of `{parent}`"
+    return f"`{_field_name(path)}`" if path else "the file"
 
 
 def _describe(error: jsonschema.ValidationError, document: Any, source: str) -> list[SourceError]:
@@ -117,13 +134,18 @@ def _describe(error: jsonschema.ValidationError, document: Any, source: str) -> 
     if validator == "type":
         expected = error.validator_value
         raw = raw_text(document, path)
-        if expected == "string" and raw is not None:
+        place = _place(path)
+        if error.instance is None:
+            message = f"{place} is empty; give it a value or remove it"
+        elif expected == "string" and raw is not None:
             message = (
-                f"`{field}` must be text, but YAML reads {raw} as {_yaml_type(error.instance)} "
+                f"{place} must be text, but YAML reads {raw} as {_yaml_type(error.instance)} "
                 f'({error.instance!r}); put it in quotes: "{raw}"'
             )
         else:
-            message = f"`{field}` must be {_a(expected)}, not {_yaml_type(error.instance)}"
+            message = f"{place} must be {_a(expected)}, not {_yaml_type(error.instance)}"
+            if place == "each invite entry":
+                message += " (start each entry with `- id: ...`)"
         return [SourceError(source, line, column, message)]
     if validator == "format" and error.validator_value == "email":
         message = f"`{field}`: {error.instance!r} is not a valid email address"

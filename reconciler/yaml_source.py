@@ -9,6 +9,7 @@ other than a string, so a later type error can tell the user what to quote.
 
 from __future__ import annotations
 
+import re
 from typing import Any, NamedTuple
 
 import yaml
@@ -16,6 +17,9 @@ import yaml
 from reconciler.errors import SourceError
 
 _STR_TAG = "tag:yaml.org,2002:str"
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+# Characters YAML does not allow in a stream (YAML 1.1 section 5.1).
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x84\x86-\x9f\ufffe\uffff]")
 
 
 class Mark(NamedTuple):
@@ -67,14 +71,34 @@ class _MarkedLoader(_BaseLoader):  # type: ignore[misc, valid-type]
         self.path = path
         self.problems: list[SourceError] = []
 
+        self.current_node: yaml.Node | None = None
+
     def problem(self, mark: Mark, message: str) -> None:
         self.problems.append(SourceError(self.path, mark.line, mark.column, message))
 
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        # Remembered so that a value that does not fit an explicit tag
+        # (`!!int twelve`) can be reported where it stands.
+        self.current_node = node
+        return super().construct_object(node, deep=deep)
+
+
+def _expect(node: yaml.Node, kind: type[yaml.Node], what: str) -> None:
+    if not isinstance(node, kind):
+        tag = node.tag.rsplit(":", 1)[-1]
+        raise yaml.constructor.ConstructorError(
+            None, None, f"the tag !!{tag} needs {what}, but the value is {node.id}", node.start_mark
+        )
+
 
 def _construct_mapping(loader: _MarkedLoader, node: yaml.MappingNode) -> MarkedDict:
-    loader.flatten_mapping(node)  # resolves `<<` merge keys
+    _expect(node, yaml.MappingNode, "a mapping")
+    explicit = sum(1 for key_node, _ in node.value if key_node.tag != _MERGE_TAG)
+    loader.flatten_mapping(node)  # puts the `<<` merged pairs first
+    merged = len(node.value) - explicit
     result = MarkedDict(_mark(node))
-    for key_node, value_node in node.value:
+    explicit_keys: set[Any] = set()
+    for index, (key_node, value_node) in enumerate(node.value):
         key = loader.construct_object(key_node, deep=True)
         key_mark = _mark(key_node)
         if not isinstance(key, str):
@@ -84,7 +108,9 @@ def _construct_mapping(loader: _MarkedLoader, node: yaml.MappingNode) -> MarkedD
                 f"{key!r}; put it in quotes",
             )
             key = str(key_node.value)
-        if key in result:
+        # A key written in the mapping overrides one merged in with `<<`.
+        from_merge = index < merged
+        if not from_merge and key in explicit_keys:
             first = result.key_marks[key]
             loader.problem(
                 key_mark,
@@ -92,6 +118,8 @@ def _construct_mapping(loader: _MarkedLoader, node: yaml.MappingNode) -> MarkedD
                 "YAML would silently keep only the last one",
             )
             continue
+        if not from_merge:
+            explicit_keys.add(key)
         result[key] = loader.construct_object(value_node, deep=True)
         result.key_marks[key] = key_mark
         result.value_marks[key] = _mark(value_node)
@@ -102,6 +130,7 @@ def _construct_mapping(loader: _MarkedLoader, node: yaml.MappingNode) -> MarkedD
 
 
 def _construct_sequence(loader: _MarkedLoader, node: yaml.SequenceNode) -> MarkedList:
+    _expect(node, yaml.SequenceNode, "a list")
     result = MarkedList(_mark(node))
     for index, item_node in enumerate(node.value):
         result.append(loader.construct_object(item_node, deep=True))
@@ -124,32 +153,83 @@ def decode_source(data: bytes, path: str) -> tuple[str | None, list[SourceError]
     except UnicodeDecodeError as exc:
         before = data[: exc.start]
         line = before.count(b"\n") + 1
-        column = exc.start - (before.rfind(b"\n") + 1) + 1
+        line_start = before.rfind(b"\n") + 1
+        # Columns count characters everywhere else, so count them here too.
+        column = len(data[line_start : exc.start].decode("utf-8", "replace")) + 1
         byte = data[exc.start : exc.start + 1].hex()
         message = f"not valid UTF-8 (byte 0x{byte}); save the file as UTF-8"
         return None, [SourceError(path, line, column, message)]
 
 
-def load_yaml(text: str, path: str) -> tuple[Any, list[SourceError]]:
-    """The single document in ``text`` with marks, and every problem found.
+class LoadedYaml(NamedTuple):
+    document: Any  # None when the text is empty or cannot be parsed
+    problems: list[SourceError]
+    mark: Mark  # where the document starts
 
-    Returns ``(None, problems)`` when the text cannot be parsed at all.
-    """
+
+def _position(text: str, index: int) -> Mark:
+    return Mark(text.count("\n", 0, index) + 1, index - (text.rfind("\n", 0, index) + 1) + 1)
+
+
+def load_yaml(text: str, path: str) -> LoadedYaml:
+    """The single document in ``text`` with marks, and every problem found."""
+    control = _CONTROL.search(text)
+    if control:
+        message = (
+            f"control character U+{ord(control.group()):04X} is not allowed in YAML; remove it"
+        )
+        mark = _position(text, control.start())
+        return LoadedYaml(None, [SourceError(path, *mark, message)], mark)
     loader = _MarkedLoader(text, path)
     try:
-        document = loader.get_single_data()
+        node = loader.get_single_node()
+        if node is None:
+            return LoadedYaml(None, loader.problems, Mark(1, 1))
+        document = loader.construct_document(node)
+        return LoadedYaml(document, loader.problems, _mark(node))
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-        problem = " ".join(p for p in (exc.context, exc.problem) if p) or "invalid YAML"
-        if "expected a single document" in problem:
-            problem = "holds more than one YAML document; keep one document per file"
-        return None, [SourceError(path, line, column, problem)]
-    except yaml.YAMLError as exc:  # e.g. a reader error on control characters
-        return None, [SourceError(path, 1, 1, f"invalid YAML: {exc}")]
+        return LoadedYaml(None, [_syntax_problem(exc, text, path)], Mark(1, 1))
+    except yaml.YAMLError as exc:
+        return LoadedYaml(None, [SourceError(path, 1, 1, f"invalid YAML: {exc}")], Mark(1, 1))
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError) as exc:
+        # PyYAML's constructors raise plain errors for a value its explicit tag
+        # cannot hold, such as `!!int twelve` or `!!timestamp 2024-13-45`.
+        return LoadedYaml(None, [_tag_problem(loader.current_node, exc, path)], Mark(1, 1))
+    except RecursionError:
+        return LoadedYaml(None, [SourceError(path, 1, 1, "nested too deeply")], Mark(1, 1))
     finally:
         loader.dispose()
-    return document, loader.problems
+
+
+def _syntax_problem(exc: yaml.MarkedYAMLError, text: str, path: str) -> SourceError:
+    context = exc.context or ""
+    # An unclosed bracket or quote is best shown where it was opened.
+    opened = "flow" in context or "quoted" in context
+    mark = (exc.context_mark if opened else None) or exc.problem_mark or exc.context_mark
+    where = Mark(mark.line + 1, mark.column + 1) if mark else Mark(1, 1)
+    problem = " ".join(p for p in (exc.context, exc.problem) if p) or "invalid YAML"
+    if "expected a single document" in problem:
+        problem = "holds more than one YAML document; keep one document per file"
+    elif exc.problem_mark is not None and _char_at(text, exc.problem_mark) == "\t":
+        where = Mark(exc.problem_mark.line + 1, exc.problem_mark.column + 1)
+        problem = "a tab character here; YAML must be indented with spaces"
+    return SourceError(path, where.line, where.column, problem)
+
+
+def _char_at(text: str, mark: Any) -> str:
+    lines = text.split("\n")
+    if mark.line < len(lines) and mark.column < len(lines[mark.line]):
+        return lines[mark.line][mark.column]
+    return ""
+
+
+def _tag_problem(node: yaml.Node | None, exc: Exception, path: str) -> SourceError:
+    if node is None:
+        return SourceError(path, 1, 1, f"cannot read a value: {type(exc).__name__}")
+    tag = node.tag.rsplit(":", 1)[-1]
+    value = node.value if isinstance(node, yaml.ScalarNode) else node.id
+    message = f"{value!r} does not fit its tag !!{tag}; remove the tag or fix the value"
+    return SourceError(path, *_mark(node), message)
 
 
 def locate(document: Any, path: tuple[Any, ...] | list[Any]) -> Mark:

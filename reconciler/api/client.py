@@ -257,7 +257,9 @@ class ApiClient:
                     elapsed_ms,
                     _request_id(response) or "-",
                 )
-                if response.ok:
+                # Only 2xx is success: a redirect or an informational answer
+                # did not do what was asked.
+                if 200 <= response.status_code < 300:
                     self.pacer.on_success()
                     return response
                 error = _error_from_response(response)
