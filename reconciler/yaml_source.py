@@ -87,7 +87,10 @@ def _expect(node: yaml.Node, kind: type[yaml.Node], what: str) -> None:
     if not isinstance(node, kind):
         tag = node.tag.rsplit(":", 1)[-1]
         raise yaml.constructor.ConstructorError(
-            None, None, f"the tag !!{tag} needs {what}, but the value is {node.id}", node.start_mark
+            None,
+            None,
+            f"the tag !!{tag} needs {what}, but the value is {getattr(node, 'id', 'another kind')}",
+            node.start_mark,
         )
 
 
@@ -227,7 +230,7 @@ def _tag_problem(node: yaml.Node | None, exc: Exception, path: str) -> SourceErr
     if node is None:
         return SourceError(path, 1, 1, f"cannot read a value: {type(exc).__name__}")
     tag = node.tag.rsplit(":", 1)[-1]
-    value = node.value if isinstance(node, yaml.ScalarNode) else node.id
+    value = node.value if isinstance(node, yaml.ScalarNode) else getattr(node, "id", "node")
     message = f"{value!r} does not fit its tag !!{tag}; remove the tag or fix the value"
     return SourceError(path, *_mark(node), message)
 
