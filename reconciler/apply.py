@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from reconciler.api.client import ApiClient, Receipt
-from reconciler.api.errors import ApiError
+from reconciler.api.errors import ApiError, TransportError
 from reconciler.audit import AuditLog
 from reconciler.concurrency import ordered_map
 from reconciler.plan import RUN_FATAL_ERRORS, InviteChange, Plan
@@ -28,6 +28,11 @@ class ChangeResult:
     resent: bool = False
     resend_error: ApiError | None = None
 
+    @property
+    def resend_unknown(self) -> bool:
+        """The re-send may have reached the server: sending it again could duplicate it."""
+        return isinstance(self.resend_error, TransportError) and self.resend_error.outcome_unknown
+
 
 @dataclass
 class ApplyReport:
@@ -40,7 +45,11 @@ class ApplyReport:
 
     @property
     def resend_failures(self) -> int:
-        return sum(1 for r in self.results if r.resend_error is not None)
+        return sum(1 for r in self.results if r.resend_error is not None and not r.resend_unknown)
+
+    @property
+    def resends_unknown(self) -> int:
+        return sum(1 for r in self.results if r.resend_unknown)
 
     @property
     def ok(self) -> bool:
@@ -112,8 +121,9 @@ class Applier:
             try:
                 receipt = self._client.resend_invite(change.id)
             except ApiError as error:
-                self._record(change.id, "resend", "failed", None, error)
                 result.resend_error = error
+                outcome = "unknown" if result.resend_unknown else "failed"
+                self._record(change.id, "resend", outcome, None, error)
             else:
                 self._record(change.id, "resend", "ok", receipt=receipt)
                 result.resent = True

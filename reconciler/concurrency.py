@@ -39,7 +39,10 @@ def ordered_map(
     parallelism: int,
     stop: threading.Event | None = None,
 ) -> Iterator[tuple[T, Outcome[R]]]:
-    """Yield ``(item, outcome)`` in item order; once ``stop`` is set, no new call starts."""
+    """Yield ``(item, outcome)`` in item order; once ``stop`` is set, no new call starts.
+
+    If the consumer abandons the iteration, ``stop`` is set for it.
+    """
     parallelism = max(1, parallelism)
     # How far ahead of the oldest unanswered item we may run: bounds memory
     # held for out-of-order answers while one slow answer holds up the output.
@@ -75,10 +78,14 @@ def ordered_map(
                         in_flight -= 1
                     except queue.Empty:
                         pass
-        finally:
-            # A consumer that stops early: drop what has not started yet.
+        except BaseException:
+            # The consumer gave up (a run-fatal error, Ctrl-C): calls in flight
+            # stop retrying, and what has not started never will.
+            if stop is not None:
+                stop.set()
             for future in futures.values():
                 future.cancel()
+            raise
 
 
 def _put_index(finished: queue.SimpleQueue[int], index: int, _: Future[Any]) -> None:

@@ -132,6 +132,7 @@ class ApiClient:
         self._session.trust_env = False
         self._token: _Token | None = None
         self._token_lock = threading.Lock()
+        self._token_failure: ApiError | None = None
         # Set when the run is interrupted: finish the attempt in flight, retry no more.
         self.halt = threading.Event()
         self.requests_sent = 0
@@ -295,9 +296,17 @@ class ApiClient:
 
     def _access_token(self) -> _Token:
         with self._token_lock:
+            if self._token_failure is not None:
+                # Workers queued on the lock while a fetch failed after all its
+                # retries must not each run a retry budget of their own.
+                raise self._token_failure
             token = self._token
             if token is None or self._clock() >= token.refresh_at:
-                token = self._token = self._fetch_token()
+                try:
+                    token = self._token = self._fetch_token()
+                except ApiError as error:
+                    self._token_failure = error
+                    raise
             return token
 
     def _forget_token(self, token: _Token) -> None:
@@ -343,7 +352,7 @@ class ApiClient:
 
 def _may_retry(error: ApiError, idempotent: bool) -> bool:
     if isinstance(error, TransportError):
-        return idempotent or not error.maybe_sent
+        return not error.permanent and (idempotent or not error.maybe_sent)
     return idempotent and isinstance(error, RateLimited | ServerError)
 
 
@@ -354,7 +363,9 @@ def _transport_error(exc: requests.RequestException, timeout: float) -> Transpor
     if isinstance(exc, requests.Timeout):
         return TransportError(f"no answer within {timeout:g}s (timeout)", maybe_sent=True)
     if isinstance(exc, requests.exceptions.SSLError):
-        return TransportError(f"TLS verification failed: {_reason(exc)}", maybe_sent=False)
+        return TransportError(
+            f"TLS verification failed: {_reason(exc)}", maybe_sent=False, permanent=True
+        )
     if isinstance(exc, requests.ConnectionError):
         reason = _reason(exc)
         refused = "NewConnectionError" in repr(exc) or "Connection refused" in reason

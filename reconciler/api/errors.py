@@ -33,10 +33,16 @@ class ApiError(Exception):
 class TransportError(ApiError):
     """No HTTP answer: connection refused or dropped, timeout, TLS failure."""
 
-    def __init__(self, message: str, *, maybe_sent: bool) -> None:
+    def __init__(self, message: str, *, maybe_sent: bool, permanent: bool = False) -> None:
         super().__init__(message)
         # False only when the request certainly never reached the server.
         self.maybe_sent = maybe_sent
+        # True when trying again cannot help (a certificate that fails verification).
+        self.permanent = permanent
+
+    @property
+    def outcome_unknown(self) -> bool:
+        return self.maybe_sent
 
 
 class InvalidRequest(ApiError):

@@ -148,5 +148,5 @@ def read_current(
 
 
 def compute_plan(client: ApiClient, state: DesiredState, settings: Settings) -> Plan:
-    readings = read_current(client, state.invites, settings.parallelism)
+    readings = read_current(client, state.invites, settings.parallelism, client.halt)
     return make_plan(client.base_url, readings, settings.max_changes)

@@ -79,7 +79,13 @@ class TextRenderer:
             line = f"{self._style('updated', fg='green')}      {where}: {', '.join(change.patch)}"
             if result.resent:
                 line += "\n" + f"{self._style('re-sent', fg='cyan')}      {change.id}: invitation"
-            if result.resend_error:
+            if result.resend_unknown:
+                line += "\n" + (
+                    f"{self._style('re-send unknown', fg='red')}  {change.id}: "
+                    f"{result.resend_error}; the invitation may have been sent. Check with the "
+                    f"invitee before sending it again (reconcile resend {change.id})"
+                )
+            elif result.resend_error:
                 line += "\n" + (
                     f"{self._style('not re-sent', fg='red')}  {change.id}: {result.resend_error}; "
                     f"the update was applied, re-send it with: reconcile resend {change.id}"
@@ -98,6 +104,10 @@ class TextRenderer:
             parts.append(f"{not_started} not started")
         if report.resend_failures:
             parts.append(f"{plural(report.resend_failures, 'invitation')} not re-sent")
+        if report.resends_unknown:
+            parts.append(
+                f"{plural(report.resends_unknown, 'invitation')} with unknown re-send outcome"
+            )
         lines = []
         if report.stopped_by:
             lines.append(self._style(f"Stopped: {report.stopped_by}.", fg="red", bold=True))

@@ -1,0 +1,572 @@
+"""End to end: the client secret and access tokens never leave the HTTP headers.
+
+Every command runs for real (with --verbose where it has it) against the
+sandbox over HTTP, succeeding and failing, and nothing it writes -- stdout,
+stderr, the plan file, the audit log, an exported file -- may hold the client
+secret or an access token. Tokens are JWTs; the sandbox's own tokens are
+recorded as it issues them, and every request target it receives is checked
+too (tokens never go in a URL). Also: plain http:// is refused for a remote
+host before anything is sent, and https:// verifies certificates.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import shutil
+import socket
+import ssl
+import subprocess
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import clean_env, run_cli, sandbox_env
+
+from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox, SandboxOptions
+from reconciler.sandbox.app import SandboxApp
+
+pytestmark = pytest.mark.e2e
+
+JWT = re.compile(r"eyJ[\w-]+\.[\w-]+\.[\w-]+")
+LEAKY_SECRET = "s3cr3t-DO-NOT-LEAK-xyz"
+# Runs that are meant to fail should fail fast.
+QUICK_CONFIG = "max_attempts: 2\nretry_max_seconds: 1\nparallelism: 2\n"
+TLS_ENV = ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "SSL_CERT_FILE", "SSL_CERT_DIR")
+PROXY_ENV = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
+
+NAMES = (
+    "Müller & Söhne GmbH",
+    "株式会社サクラ商事",
+    "서울 핀테크 주식회사",
+    "Société Générale de Café SARL",
+    "Ørsted Vind ApS",
+    "Κάππα Εμπορική Α.Ε.",
+    "Nuñez Exportaciones S.A.",
+    "Łódź Logistyka Sp. z o.o.",
+)
+
+
+# -- data ------------------------------------------------------------------------------
+
+
+@dataclass
+class Dataset:
+    root: Path
+    server: list[dict[str, Any]]
+    changed: list[str]
+    ids: list[str] = field(default_factory=list)
+
+
+def build_dataset(root: Path, n: int = 45, seed: int = 1, differ: bool = True) -> Dataset:
+    """n invites in two files; a third differ from the server, half of those re-send."""
+    rng = random.Random(seed)
+    server, entries, changed = [], [], []
+    for i in range(n):
+        invite_id = f"inv_s{seed}_{i:03d}"
+        current = {
+            "id": invite_id,
+            "status": "pending",
+            "name": f"{NAMES[i % len(NAMES)]} {i}",
+            "email": f"kyb{i}@firma-{i}.example",
+            "phone": f"+4930{i:07d}",
+            "primaryContact": {"name": f"Zoë Ångström {i}", "email": f"zoe{i}@firma.example"},
+            "groups": rng.sample(["emea", "apac", "latam", "na", "enterprise"], 2),
+            "attachments": ["certificate-of-incorporation"],
+        }
+        entry = {k: v for k, v in current.items() if k != "status"}
+        if differ and i % 3 == 0:
+            entry["email"] = f"compliance{i}@firma-{i}.example"
+            entry["groups"] = [*entry["groups"], "smb"]
+            changed.append(invite_id)
+            if i % 2 == 0:
+                entry["resendOnChange"] = True
+        server.append(current)
+        entries.append(entry)
+    for name, chunk in (("emea.yaml", entries[0::2]), ("apac.yml", entries[1::2])):
+        root.mkdir(parents=True, exist_ok=True)
+        text = yaml.safe_dump({"invites": chunk}, allow_unicode=True, sort_keys=False)
+        (root / name).write_text(text, encoding="utf-8")
+    return Dataset(root, server, changed, [i["id"] for i in server])
+
+
+# -- watching for leaks --------------------------------------------------------------------
+
+
+class LeakWatch:
+    """Records the tokens a sandbox issues and the raw request targets it receives."""
+
+    def __init__(self) -> None:
+        self.tokens: list[str] = []
+        self.targets: list[str] = []
+        self.apps: list[SandboxApp] = []
+
+    def attach(self, app: SandboxApp) -> None:
+        issue, handle = app.tokens.issue, app.handle
+
+        def recording_issue(*args: Any, **kwargs: Any) -> str:
+            token = issue(*args, **kwargs)
+            self.tokens.append(token)
+            return token
+
+        def recording_handle(method: str, target: str, *args: Any) -> Any:
+            self.targets.append(target)  # the whole target, query string included
+            return handle(method, target, *args)
+
+        self.apps.append(app)
+        app.tokens.issue = recording_issue  # type: ignore[method-assign]
+        app.handle = recording_handle  # type: ignore[method-assign]
+
+    def assert_clean(self, secrets: tuple[str, ...], **texts: str) -> None:
+        for where, text in texts.items():
+            found = JWT.search(text)
+            assert not found, f"an access token (JWT) appears in {where} at {found.start()}"
+            for secret in secrets:
+                assert secret not in text, f"the client secret appears in {where}"
+            for token in self.tokens:
+                # Claims and signature: any one of them alone is already a leak.
+                for part in token.split(".")[1:]:
+                    assert part not in text, f"part of an access token appears in {where}"
+        # What the sandbox itself recorded, and the raw targets (query strings too).
+        recorded = [r.path for app in self.apps for r in app.stats.requests]
+        for target in [*recorded, *self.targets]:
+            assert not JWT.search(target), f"a token in a request URL: {target}"
+            assert "token=" not in target and "secret" not in target, target
+            for secret in secrets:
+                assert secret not in target, f"the client secret in a request URL: {target}"
+
+
+@pytest.fixture
+def watched_sandbox(
+    start_sandbox: Callable[..., Sandbox],
+) -> Callable[..., tuple[Sandbox, LeakWatch]]:
+    def start(invites: list[dict[str, Any]], **knobs: Any) -> tuple[Sandbox, LeakWatch]:
+        sandbox = start_sandbox(invites, **knobs)
+        watch = LeakWatch()
+        watch.attach(sandbox.app)
+        return sandbox, watch
+
+    return start
+
+
+def check(
+    result: subprocess.CompletedProcess[str],
+    watch: LeakWatch,
+    *,
+    secrets: tuple[str, ...] = (SANDBOX_CLIENT_SECRET,),
+    exit_code: int,
+    files: tuple[Path, ...] = (),
+) -> None:
+    where = " ".join(str(a) for a in result.args[1:])
+    assert "Traceback" not in result.stderr + result.stdout, result.stderr
+    assert result.returncode == exit_code, f"{where}:\n{result.stdout}\n{result.stderr}"
+    texts = {f"stdout of `{where}`": result.stdout, f"stderr of `{where}`": result.stderr}
+    for path in files:
+        assert path.exists(), f"{path} was not written"
+        texts[str(path)] = path.read_text(encoding="utf-8")
+    watch.assert_clean(secrets, **texts)
+
+
+def write_config(directory: Path, text: str = QUICK_CONFIG) -> Path:
+    path = directory / "quick.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+# -- successful runs ---------------------------------------------------------------------
+
+
+def test_no_secret_or_token_in_any_output_of_successful_commands(
+    watched_sandbox: Callable[..., tuple[Sandbox, LeakWatch]], tmp_path: Path
+) -> None:
+    ds = build_dataset(tmp_path / "invites", seed=1)
+    sandbox, watch = watched_sandbox(ds.server)
+    env = sandbox_env(sandbox)
+    root = str(ds.root)
+
+    check(run_cli("validate", root, env=env), watch, exit_code=0)
+    check(run_cli("plan", "-v", root, env=env), watch, exit_code=0)
+    for fmt in ("json", "markdown", "text"):
+        result = run_cli("plan", "--verbose", "--format", fmt, root, env=env)
+        check(result, watch, exit_code=0)
+        assert ds.changed[0] in result.stdout
+    plan_file = tmp_path / "plan.json"
+    result = run_cli("plan", "-v", "--out", str(plan_file), root, env=env)
+    check(result, watch, exit_code=0, files=(plan_file,))
+    assert len(json.loads(plan_file.read_text(encoding="utf-8"))["changes"]) == len(ds.changed)
+
+    audit = tmp_path / "audit-plan.jsonl"
+    result = run_cli("apply", "-v", "--plan", str(plan_file), "--audit-log", str(audit), env=env)
+    check(result, watch, exit_code=0, files=(audit,))
+    assert f"Apply: {len(ds.changed)} updated, 0 failed." in result.stdout
+
+    export_file = tmp_path / "export.yaml"
+    check(run_cli("export", "-v", *ds.ids[:5], env=env), watch, exit_code=0)
+    result = run_cli("export", "-v", "--out", str(export_file), *ds.ids, env=env)
+    check(result, watch, exit_code=0, files=(export_file,))
+    result = run_cli("resend", "-v", "--auto-approve", ds.ids[1], ds.ids[2], env=env)
+    check(result, watch, exit_code=0)
+    assert sandbox.store.resends[ds.ids[1]] == 1
+
+    # A fresh server for `apply --auto-approve`, with its audit log.
+    other = build_dataset(tmp_path / "more", seed=2)
+    sandbox2, watch2 = watched_sandbox(other.server)
+    audit2 = tmp_path / "audit-apply.jsonl"
+    result = run_cli(
+        "apply",
+        "--auto-approve",
+        "--verbose",
+        "--audit-log",
+        str(audit2),
+        str(other.root),
+        env=sandbox_env(sandbox2),
+    )
+    check(result, watch2, exit_code=0, files=(audit2,))
+    assert f"Apply: {len(other.changed)} updated, 0 failed." in result.stdout
+
+    # The runs above really did get (several) tokens, so the checks were not vacuous.
+    assert watch.tokens and watch2.tokens
+    assert all(JWT.fullmatch(t) for t in watch.tokens)
+    assert len(watch.targets) > 3 * len(ds.ids)
+
+
+# -- failing runs --------------------------------------------------------------------------
+
+
+def test_wrong_secret_401_never_echoes_the_secret(
+    watched_sandbox: Callable[..., tuple[Sandbox, LeakWatch]], tmp_path: Path
+) -> None:
+    ds = build_dataset(tmp_path / "invites", seed=3)
+    sandbox, watch = watched_sandbox(ds.server)
+    before = sandbox.store.snapshot()
+    env = {**sandbox_env(sandbox), "RECONCILER_CLIENT_SECRET": LEAKY_SECRET}
+    audit = tmp_path / "audit.jsonl"
+    plan_file = tmp_path / "plan.json"
+    runs = [
+        ("plan", "-v", str(ds.root)),
+        ("plan", "-v", "--out", str(plan_file), "--format", "json", str(ds.root)),
+        ("apply", "-v", "--auto-approve", "--audit-log", str(audit), str(ds.root)),
+        ("export", "-v", ds.ids[0]),
+        ("resend", "-v", "--auto-approve", ds.ids[0]),
+    ]
+    for args in runs:
+        result = run_cli(*args, env=env)
+        check(result, watch, secrets=(LEAKY_SECRET,), exit_code=1)
+        assert "401" in result.stdout + result.stderr, result.stderr
+        assert "invalid client credentials" in result.stdout + result.stderr
+    for path in (audit, plan_file):
+        if path.exists():
+            watch.assert_clean((LEAKY_SECRET,), **{str(path): path.read_text(encoding="utf-8")})
+    assert not watch.tokens, "the sandbox issued a token for a wrong secret"
+    assert sandbox.store.snapshot() == before and not sandbox.store.resends
+
+
+def test_missing_write_scope_403_on_apply(
+    watched_sandbox: Callable[..., tuple[Sandbox, LeakWatch]], tmp_path: Path
+) -> None:
+    ds = build_dataset(tmp_path / "invites", seed=4)
+    sandbox, watch = watched_sandbox(ds.server)
+    before = sandbox.store.snapshot()
+    audit = tmp_path / "audit.jsonl"
+    env = sandbox_env(sandbox, RECONCILER_SCOPE="kyb:invites:read")
+    result = run_cli(
+        "apply", "--verbose", "--auto-approve", "--audit-log", str(audit), str(ds.root), env=env
+    )
+    check(result, watch, exit_code=1, files=(audit,))
+    assert "403" in result.stdout + result.stderr
+    assert "kyb:invites:write" in result.stdout + result.stderr
+    lines = [json.loads(line) for line in audit.read_text(encoding="utf-8").splitlines()]
+    assert lines and all(e["outcome"] == "failed" and e["http_status"] == 403 for e in lines)
+    assert sandbox.store.snapshot() == before
+    assert watch.tokens
+
+
+def test_api_down_errors_hold_no_secret_or_token(
+    watched_sandbox: Callable[..., tuple[Sandbox, LeakWatch]], tmp_path: Path
+) -> None:
+    ds = build_dataset(tmp_path / "invites", n=40, seed=5)
+    sandbox, watch = watched_sandbox(ds.server, error_rate=1.0)
+    config = str(write_config(tmp_path))
+    env = sandbox_env(sandbox)
+    audit = tmp_path / "audit.jsonl"
+    runs = [
+        ("plan", "-v", "--config", config, str(ds.root)),
+        (
+            "apply",
+            "-v",
+            "--auto-approve",
+            "--audit-log",
+            str(audit),
+            "--config",
+            config,
+            str(ds.root),
+        ),
+        ("export", "-v", "--config", config, ds.ids[0]),
+        ("resend", "-v", "--auto-approve", "--config", config, ds.ids[0]),
+    ]
+    for args in runs:
+        result = run_cli(*args, env=env, timeout=60)
+        check(result, watch, exit_code=1)
+        assert "503" in result.stdout + result.stderr
+
+
+def test_unreachable_port_errors_hold_no_secret(tmp_path: Path) -> None:
+    ds = build_dataset(tmp_path / "invites", n=40, seed=6)
+    config = str(write_config(tmp_path))
+    env = clean_env(
+        RECONCILER_BASE_URL=f"http://127.0.0.1:{free_port()}",
+        RECONCILER_CLIENT_ID=SANDBOX_CLIENT_ID,
+        RECONCILER_CLIENT_SECRET=LEAKY_SECRET,
+    )
+    watch = LeakWatch()
+    for args in (
+        ("plan", "-v", "--config", config, str(ds.root)),
+        ("apply", "-v", "--auto-approve", "--config", config, str(ds.root)),
+        ("resend", "-v", "--auto-approve", "--config", config, ds.ids[0]),
+    ):
+        result = run_cli(*args, env=env, timeout=60)
+        check(result, watch, secrets=(LEAKY_SECRET,), exit_code=1)
+        assert "could not connect" in result.stdout + result.stderr
+
+
+# -- transport security ----------------------------------------------------------------------
+
+
+class _Listener:
+    """A TCP port that counts the connections made to it and closes each at once."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.connections = 0
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.connections += 1
+            conn.close()
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+@pytest.fixture
+def proxy_trap() -> Iterator[_Listener]:
+    listener = _Listener()
+    yield listener
+    listener.close()
+
+
+def _via_proxy(port: int, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in clean_env(**extra).items() if k.upper() not in PROXY_ENV}
+    proxy = f"http://127.0.0.1:{port}"
+    env.update(HTTP_PROXY=proxy, HTTPS_PROXY=proxy, http_proxy=proxy, https_proxy=proxy)
+    return env
+
+
+def test_plain_http_to_a_remote_host_is_refused_before_sending(
+    proxy_trap: _Listener, tmp_path: Path
+) -> None:
+    ds = build_dataset(tmp_path / "invites", n=40, seed=7)
+    config = str(write_config(tmp_path, "max_attempts: 1\nparallelism: 2\n"))
+    # All traffic would go through the trap: if the client sent anything, it would count.
+    env = _via_proxy(
+        proxy_trap.port,
+        RECONCILER_BASE_URL="http://api.example.com",
+        RECONCILER_CLIENT_ID=SANDBOX_CLIENT_ID,
+        RECONCILER_CLIENT_SECRET=LEAKY_SECRET,
+    )
+    watch = LeakWatch()
+    for args in (
+        ("plan", "-v", "--config", config, str(ds.root)),
+        ("apply", "-v", "--auto-approve", "--config", config, str(ds.root)),
+        ("export", "-v", "--config", config, ds.ids[0]),
+    ):
+        result = run_cli(*args, env=env, timeout=60)
+        check(result, watch, secrets=(LEAKY_SECRET,), exit_code=1)
+        assert "https://" in result.stderr and "api.example.com" in result.stderr
+        assert len(result.stderr.strip().splitlines()) <= 3, result.stderr
+    assert proxy_trap.connections == 0, "a request left for a plain-http remote host"
+
+    # Control: the same trap does catch a request the client is allowed to make.
+    env["RECONCILER_BASE_URL"] = "https://api.example.com"
+    result = run_cli("plan", "--config", config, str(ds.root), env=env, timeout=60)
+    check(result, watch, secrets=(LEAKY_SECRET,), exit_code=1)
+    assert proxy_trap.connections > 0, "the trap never saw a request: this test is void"
+
+
+def _self_signed_cert(directory: Path) -> tuple[Path, Path]:
+    cert, key = directory / "cert.pem", directory / "key.pem"
+    try:
+        from cryptography import x509  # noqa: F401 - only to pick the generator
+    except ImportError:
+        openssl = shutil.which("openssl")
+        if openssl is None:
+            pytest.skip("neither the `cryptography` package nor the `openssl` command exists")
+        subprocess.run(
+            [
+                openssl,
+                "req",
+                "-x509",
+                "-newkey",
+                "ec",
+                "-pkeyopt",
+                "ec_paramgen_curve:prime256v1",
+                "-nodes",
+                "-days",
+                "2",
+                "-subj",
+                "/CN=127.0.0.1",
+                "-addext",
+                "subjectAltName=IP:127.0.0.1",
+                "-keyout",
+                str(key),
+                "-out",
+                str(cert),
+            ],
+            check=True,
+            capture_output=True,
+        )
+        return cert, key
+    return _cryptography_cert(cert, key)
+
+
+def _cryptography_cert(cert: Path, key: Path) -> tuple[Path, Path]:
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    private = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(private.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=2))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(private, hashes.SHA256())
+    )
+    cert.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    key.write_bytes(
+        private.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return cert, key
+
+
+class _AppHandler(BaseHTTPRequestHandler):
+    """Serves a SandboxApp: request in, response out."""
+
+    protocol_version = "HTTP/1.1"
+    server: _TlsServer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def _serve(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        response = self.server.app.handle(self.command, self.path, self.headers, body)
+        self.send_response(response.status)
+        for name, value in response.headers.items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(response.body)))
+        self.end_headers()
+        self.wfile.write(response.body)
+
+    do_GET = do_POST = do_PATCH = _serve
+
+
+class _TlsServer(ThreadingHTTPServer):
+    daemon_threads = True
+    app: SandboxApp
+
+
+@pytest.fixture
+def https_sandbox(tmp_path: Path) -> Iterator[tuple[str, Path, SandboxApp, Dataset]]:
+    """The sandbox's API behind TLS with a fresh self-signed certificate."""
+    cert, key = _self_signed_cert(tmp_path)
+    ds = build_dataset(tmp_path / "invites", n=3, seed=8, differ=False)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server = _TlsServer(("127.0.0.1", 0), _AppHandler)
+    server.app = SandboxApp(ds.server, SandboxOptions())
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"https://127.0.0.1:{server.server_address[1]}", cert, server.app, ds
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def test_https_verifies_the_certificate(
+    https_sandbox: tuple[str, Path, SandboxApp, Dataset], tmp_path: Path
+) -> None:
+    url, cert, app, ds = https_sandbox
+    watch = LeakWatch()
+    watch.attach(app)
+    config = str(write_config(tmp_path))
+    base = {k: v for k, v in clean_env().items() if k not in TLS_ENV}
+    env = {
+        **base,
+        "RECONCILER_BASE_URL": url,
+        "RECONCILER_CLIENT_ID": SANDBOX_CLIENT_ID,
+        "RECONCILER_CLIENT_SECRET": SANDBOX_CLIENT_SECRET,
+    }
+
+    # Untrusted certificate: refused during the handshake, before any HTTP request.
+    result = run_cli("plan", "-v", "--config", config, str(ds.root), env=env, timeout=60)
+    check(result, watch, exit_code=1)
+    assert "TLS verification failed" in result.stderr, result.stderr
+    assert "certificate verify failed" in result.stderr, result.stderr
+    assert not watch.targets, "an HTTP request went over an unverified connection"
+
+    # Trusted through REQUESTS_CA_BUNDLE: the same command gets through and plans.
+    result = run_cli(
+        "plan",
+        "-v",
+        "--config",
+        config,
+        str(ds.root),
+        env={**env, "REQUESTS_CA_BUNDLE": str(cert)},
+        timeout=60,
+    )
+    check(result, watch, exit_code=0)
+    assert "No changes." in result.stdout
+    assert "/oauth/token" in watch.targets and watch.tokens
+    assert sum(1 for t in watch.targets if t.startswith("/public-api/v1/kyb/invites/")) == 3
