@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -181,6 +181,3 @@ def _env_float(name: str, raw: str) -> float:
     if value <= 0:
         raise ConfigError(f"{name}={raw!r} must be more than 0")
     return value
-
-
-SETTING_NAMES = tuple(f.name for f in fields(Settings))

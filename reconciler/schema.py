@@ -17,10 +17,10 @@ from reconciler.resources import invite_schema_path
 from reconciler.yaml_source import MarkedDict, locate, raw_text
 
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s.]+$")
-_format_checker = FormatChecker()
+FORMAT_CHECKER = FormatChecker()
 
 
-@_format_checker.checks("email")
+@FORMAT_CHECKER.checks("email")
 def _is_email(value: object) -> bool:
     # jsonschema's own check only looks for an "@".
     return not isinstance(value, str) or bool(_EMAIL.match(value))
@@ -40,7 +40,7 @@ def invite_schema() -> dict[str, Any]:
 def _validator_for(path: Path) -> Draft202012Validator:
     # Local references are inlined once here: resolving them cost jsonschema
     # more than the rest of the validation of an invite.
-    return Draft202012Validator(_inline_refs(load_schema(path)), format_checker=_format_checker)
+    return Draft202012Validator(_inline_refs(load_schema(path)), format_checker=FORMAT_CHECKER)
 
 
 def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:

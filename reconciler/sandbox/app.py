@@ -23,7 +23,7 @@ from jsonschema import Draft202012Validator
 from reconciler.config import UPDATABLE_FIELDS
 from reconciler.sandbox.state import InviteStore, now_iso
 from reconciler.sandbox.tokens import TokenAuthority
-from reconciler.schema import _format_checker, invite_schema
+from reconciler.schema import FORMAT_CHECKER, invite_schema
 
 SANDBOX_CLIENT_ID = "sandbox-client"
 SANDBOX_CLIENT_SECRET = "sandbox-secret"  # fixed and documented: not a secret
@@ -143,7 +143,7 @@ def _patch_validator() -> Draft202012Validator:
         "additionalProperties": False,
         "properties": properties,
     }
-    return Draft202012Validator(patch_schema, format_checker=_format_checker)
+    return Draft202012Validator(patch_schema, format_checker=FORMAT_CHECKER)
 
 
 class SandboxApp:

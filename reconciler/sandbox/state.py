@@ -65,25 +65,30 @@ class InviteStore:
             record.setdefault("status", "pending")
             self._invites[record["id"]] = record
 
+    def _pending(self, invite_id: str) -> tuple[dict[str, Any] | None, str]:
+        """The stored invite if it may change, else None and why. Hold the lock."""
+        invite = self._invites.get(invite_id)
+        if invite is None:
+            return None, "missing"
+        if invite.get("status") != "pending":
+            return None, "not-pending"
+        return invite, ""
+
     def update(self, invite_id: str, changes: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
         """The updated invite, or None and why ("missing" or "not-pending")."""
         with self._lock:
-            invite = self._invites.get(invite_id)
+            invite, why = self._pending(invite_id)
             if invite is None:
-                return None, "missing"
-            if invite.get("status") != "pending":
-                return None, "not-pending"
+                return None, why
             invite.update(copy.deepcopy(changes))
             invite["updatedAt"] = now_iso()
             return copy.deepcopy(invite), ""
 
     def resend(self, invite_id: str) -> tuple[dict[str, Any] | None, str]:
         with self._lock:
-            invite = self._invites.get(invite_id)
+            invite, why = self._pending(invite_id)
             if invite is None:
-                return None, "missing"
-            if invite.get("status") != "pending":
-                return None, "not-pending"
+                return None, why
             self.resends[invite_id] += 1
             invite["lastSentAt"] = now_iso()
             return {"id": invite_id, "lastSentAt": invite["lastSentAt"]}, ""
