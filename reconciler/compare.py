@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from deepdiff import DeepDiff
-
 SET_FIELDS = frozenset({"groups", "addOns", "attachments"})
 OBJECT_FIELDS = frozenset({"primaryContact"})
 
@@ -44,6 +42,10 @@ def compare_invite(desired: dict[str, Any], current: dict[str, Any]) -> dict[str
     # Cheap exact check first: most invites in a plan are unchanged.
     if all(values_equal(f, desired[f], managed[f]) for f in desired):
         return {}
+    # Imported here: most runs compare few changed invites, and the import
+    # costs more start-up time than the rest of the tool's imports together.
+    from deepdiff import DeepDiff
+
     # ignore_order: list fields are sets; report_repetition off: repeats carry no meaning.
     diff = DeepDiff(managed, desired, ignore_order=True, report_repetition=False)
     patch = {}

@@ -86,6 +86,14 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+class _IgnoredCookies(requests.cookies.RequestsCookieJar):
+    """The API authenticates with bearer tokens: a cookie it sets is never kept or sent,
+    which also spares parsing Set-Cookie on every answer."""
+
+    def extract_cookies(self, response: Any, request: Any) -> None:
+        return None
+
+
 class _Token:
     """Holds the access token; repr and str never show it."""
 
@@ -130,6 +138,7 @@ class ApiClient:
         self._session.proxies.update(environment["proxies"])
         self._session.verify = environment["verify"]
         self._session.trust_env = False
+        self._session.cookies = _IgnoredCookies()
         self._token: _Token | None = None
         self._token_lock = threading.Lock()
         self._token_failure: ApiError | None = None
@@ -211,8 +220,8 @@ class ApiClient:
 
     def _send(self, method: str, url: str, token: _Token, json_body: Any) -> requests.Response:
         # Prepared by hand and sent on the session: Session.request would merge
-        # cookies, hooks and settings anew on every call, the largest CPU cost per
-        # invite in a plan; none of them apply to this API.
+        # settings, cookies and hooks anew on every call, a large CPU cost per
+        # invite in a plan, and none of it applies to this API.
         request = requests.PreparedRequest()
         request.prepare(
             method=method,

@@ -1020,3 +1020,16 @@ def test_successful_run_with_debug_logging_never_logs_secret_or_token(
     for request in api_calls(requests_mock):
         assert SECRET not in (request.text or "")
         assert SECRET not in str(request.headers)
+
+
+def test_cookies_the_api_sets_are_never_sent_back(
+    requests_mock: Any, token_endpoint: Any, client: ApiClient
+) -> None:
+    # Bearer tokens are the only credential: a Set-Cookie is neither kept nor replayed.
+    answer = ok_invite()
+    requests_mock.get(INVITE_URL, headers={"Set-Cookie": "session=abc123; Path=/"}, **answer)
+    client.get_invite("inv_8f2k1")
+    client.get_invite("inv_8f2k1")
+    gets = [r for r in requests_mock.request_history if r.method == "GET"]
+    assert len(gets) == 2
+    assert all("Cookie" not in r.headers for r in gets)
