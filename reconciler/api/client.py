@@ -142,9 +142,9 @@ class ApiClient:
         self._token: _Token | None = None
         self._token_lock = threading.Lock()
         self._token_failure: ApiError | None = None
-        # Set when the run is interrupted: finish the attempt in flight, retry no more.
+        # Set on an interrupt or a run-fatal error: attempts in flight finish,
+        # none is retried, and no new call starts.
         self.halt = threading.Event()
-        self.requests_sent = 0
 
     def __repr__(self) -> str:
         return f"ApiClient(base_url={self.base_url!r}, client_id={self.settings.client_id!r})"
@@ -253,7 +253,6 @@ class ApiClient:
             self.pacer.wait_turn()
             started = self._clock()
             try:
-                self.requests_sent += 1
                 response = send()
             except requests.RequestException as exc:
                 error: ApiError = _transport_error(exc, self.settings.timeout)
