@@ -84,7 +84,7 @@ class Applier:
             if on_result:
                 on_result(result)
         if self._fatal is not None:
-            report.stopped_by = f"the API kept failing ({self._fatal}); no new writes were started"
+            report.stopped_by = f"{self._fatal}; no new writes were started"
         elif self._stop.is_set() and report.count(WriteState.NOT_STARTED):
             report.interrupted = True
             report.stopped_by = "interrupted; no new writes were started"

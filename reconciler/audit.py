@@ -12,7 +12,7 @@ from reconciler.errors import ReconcilerError
 
 
 class AuditLog:
-    def __init__(self, path: str, client_id: str | None, plan_hash: str) -> None:
+    def __init__(self, path: str, client_id: str | None, plan_hash: str | None = None) -> None:
         self.path = path
         self._client_id = client_id
         self._plan_hash = plan_hash
@@ -42,7 +42,7 @@ class AuditLog:
             "http_status": status,
             "request_id": request_id,
             "client_id": self._client_id,
-            "plan_hash": self._plan_hash,
+            "plan_hash": self._plan_hash,  # None for writes made by hand (`resend`)
         }
         if message:
             entry["message"] = message

@@ -16,6 +16,7 @@ from reconciler.commands.sandbox import sandbox
 from reconciler.commands.schema import schema
 from reconciler.commands.validate import validate
 from reconciler.errors import InputError, ReconcilerError
+from reconciler.render.common import plural
 
 EXIT_OK = 0
 EXIT_FAILURE = 1  # cli.md: 2 is kept for `plan --detailed-exitcode` alone
@@ -52,7 +53,7 @@ def run(argv: list[str] | None = None) -> int:
         return EXIT_FAILURE
     except InputError as exc:
         click.echo(str(exc), err=True)
-        click.echo(f"Found {len(exc.problems)} problem(s); nothing was sent.", err=True)
+        click.echo(f"Found {plural(len(exc.problems), 'problem')}; nothing was sent.", err=True)
         return EXIT_FAILURE
     except (ReconcilerError, ApiError) as exc:
         click.echo(f"error: {exc}", err=True)

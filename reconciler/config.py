@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from reconciler.desired import DEFAULT_PATH
 from reconciler.errors import ConfigError, InputError, SourceError
 from reconciler.resources import resource_path
 from reconciler.schema import validate_document
@@ -26,7 +27,7 @@ class Settings:
     client_id: str | None = None
     client_secret: str | None = field(default=None, repr=False)
     scope: str = DEFAULT_SCOPE
-    paths: tuple[str, ...] = ("invites",)
+    paths: tuple[str, ...] = (DEFAULT_PATH,)
     parallelism: int = 16
     timeout: float = 30.0
     max_attempts: int = 5
@@ -58,8 +59,8 @@ class Settings:
         ]
         if missing:
             raise ConfigError(
-                f"missing {', '.join(missing)}: set them in the environment "
-                "(base_url and client_id may also go in reconciler.yaml), "
+                f"missing {', '.join(missing)}: set {'it' if len(missing) == 1 else 'them'} in "
+                "the environment (base_url and client_id may also go in reconciler.yaml), "
                 "or try the tool with --sandbox"
             )
 
@@ -97,7 +98,8 @@ def _read_config_file(path: str) -> dict[str, Any]:
     values = to_plain(document)
     base = file.parent
     if "paths" in values:
-        values["paths"] = tuple(_relative_to(base, p) for p in values["paths"])
+        paths = [values["paths"]] if isinstance(values["paths"], str) else values["paths"]
+        values["paths"] = tuple(_relative_to(base, p) for p in paths)
     if "audit_log" in values:
         values["audit_log"] = _relative_to(base, values["audit_log"])
     return values

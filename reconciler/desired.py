@@ -12,6 +12,7 @@ from reconciler.schema import validate_document
 from reconciler.yaml_source import MarkedDict, decode_source, load_yaml, to_plain
 
 YAML_SUFFIXES = (".yaml", ".yml")
+DEFAULT_PATH = "invites"  # read when no PATH is given and the config sets no `paths`
 # Keys of an invite entry that steer the reconciler and are never sent.
 RECONCILER_KEYS = ("id", "resendOnChange")
 
@@ -57,15 +58,25 @@ def find_files(paths: list[str]) -> tuple[list[Path], list[SourceError]]:
             found = sorted(p for p in path.rglob("*") if p.suffix in YAML_SUFFIXES and p.is_file())
             if not found:
                 problems.append(
-                    SourceError(raw, 1, 1, "no *.yaml or *.yml files in this directory")
+                    SourceError(raw, 0, 0, "no *.yaml or *.yml files in this directory")
                 )
             files.extend(found)
         elif path.is_file():
             files.append(path)
         else:
-            problems.append(SourceError(raw, 1, 1, "no such file or directory"))
+            problems.append(SourceError(raw, 0, 0, _missing(raw)))
     unique = list(dict.fromkeys(files))
     return unique, problems
+
+
+def _missing(raw: str) -> str:
+    message = "no such file or directory"
+    if raw == DEFAULT_PATH:
+        message += (
+            " (read when no PATH is given and reconciler.yaml sets no `paths`; "
+            "pass a PATH, or set `paths:` in reconciler.yaml)"
+        )
+    return message
 
 
 def load_desired_state(paths: list[str]) -> DesiredState:

@@ -22,6 +22,8 @@ class SourceError(NamedTuple):
     message: str
 
     def __str__(self) -> str:
+        if self.line == 0:  # about the path itself, not a place in it
+            return f"{self.path}: {self.message}"
         return f"{self.path}:{self.line}:{self.column}: {self.message}"
 
 

@@ -20,7 +20,10 @@ class GracefulInterrupt:
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         if self.event.is_set():
-            sys.stderr.write("\nSecond interrupt: quitting now.\n")
+            sys.stderr.write(
+                f"\nSecond interrupt: quitting now. {self._what.capitalize()} in flight may "
+                "have completed; run `reconcile plan` to see where things stand.\n"
+            )
             sys.stderr.flush()
             os._exit(1)
         self.event.set()

@@ -214,9 +214,7 @@ def make_plan(
             raise ReconcilerError("interrupted while reading invites; nothing was changed")
         if outcome.error is not None:
             if isinstance(outcome.error, RUN_FATAL_ERRORS):
-                raise ReconcilerError(
-                    f"cannot read invite {desired.id} ({source}): {outcome.error}"
-                )
+                raise ReconcilerError(f"stopped reading invites: {outcome.error}")
             plan.errors.append(_problem(desired, source, outcome.error))
             continue
         current = outcome.value

@@ -65,6 +65,13 @@ def load_plan(path: str) -> Plan:
         raise ReconcilerError(
             f"{path}: not a plan file saved by `reconcile plan --out` ({where}: {error.message})"
         )
+    for index, change in enumerate(document["changes"]):
+        if change["after"] != change["patch"] or set(change["before"]) != set(change["patch"]):
+            raise ReconcilerError(
+                f"{path}: changes/{index} ({change['id']}): `before`, `after` and `patch` do "
+                "not name the same values; the file was edited by hand or is damaged. "
+                "Make and review a new plan."
+            )
     return Plan.from_document(document)
 
 

@@ -28,6 +28,17 @@ class Progress:
         if self._bar is not None:
             self._bar.update(count)
 
+    def echo(self, text: str) -> None:
+        """Print a result line on stdout without it running into the bar."""
+        if self._bar is None:
+            click.echo(text)
+            return
+        sys.stderr.write("\r\x1b[2K")  # clear the bar's line, write, draw the bar again
+        sys.stderr.flush()
+        click.echo(text)
+        sys.stdout.flush()
+        self._bar.render_progress()
+
     def finish(self) -> None:
         if self._bar is not None:
             self._bar.__exit__(None, None, None)

@@ -14,7 +14,7 @@ from jsonschema import Draft202012Validator, FormatChecker
 
 from reconciler.errors import SourceError
 from reconciler.resources import invite_schema_path
-from reconciler.yaml_source import MarkedDict, locate, raw_text
+from reconciler.yaml_source import MarkedDict, locate, locate_key, raw_text
 
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s.]+$")
 FORMAT_CHECKER = FormatChecker()
@@ -123,6 +123,7 @@ def _describe(error: jsonschema.ValidationError, document: Any, source: str) -> 
             )
         return out
     if validator == "required":
+        line, column = locate_key(document, path)
         missing = re.findall(r"'([^']+)' is a required property", error.message)
         what = (
             "invite" if path and isinstance(path[-1], int) else (f"`{field}`" if path else "file")

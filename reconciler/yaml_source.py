@@ -9,6 +9,7 @@ other than a string, so a later type error can tell the user what to quote.
 
 from __future__ import annotations
 
+import codecs
 import re
 from typing import Any, NamedTuple
 
@@ -151,8 +152,12 @@ _MarkedLoader.add_constructor("tag:yaml.org,2002:omap", _construct_sequence)
 
 def decode_source(data: bytes, path: str) -> tuple[str | None, list[SourceError]]:
     """UTF-8 text of a file, or the position of its first undecodable byte."""
+    # The BOM is stripped by hand: the utf-8-sig codec reports error offsets
+    # that do not match the bytes given to it.
+    if data.startswith(codecs.BOM_UTF8):
+        data = data[len(codecs.BOM_UTF8) :]
     try:
-        return data.decode("utf-8-sig"), []
+        return data.decode("utf-8"), []
     except UnicodeDecodeError as exc:
         before = data[: exc.start]
         line = before.count(b"\n") + 1
@@ -211,12 +216,29 @@ def _syntax_problem(exc: yaml.MarkedYAMLError, text: str, path: str) -> SourceEr
     mark = (exc.context_mark if opened else None) or exc.problem_mark or exc.context_mark
     where = Mark(mark.line + 1, mark.column + 1) if mark else Mark(1, 1)
     problem = " ".join(p for p in (exc.context, exc.problem) if p) or "invalid YAML"
+    hint = next((h for words, h in _SYNTAX_HINTS if words in problem), None)
+    if hint:
+        problem += f" ({hint})"
     if "expected a single document" in problem:
         problem = "holds more than one YAML document; keep one document per file"
     elif exc.problem_mark is not None and _char_at(text, exc.problem_mark) == "\t":
         where = Mark(exc.problem_mark.line + 1, exc.problem_mark.column + 1)
         problem = "a tab character here; YAML must be indented with spaces"
     return SourceError(path, where.line, where.column, problem)
+
+
+# PyYAML's wording for common hand-writing mistakes, and what usually causes them.
+_SYNTAX_HINTS = (
+    (
+        "mapping values are not allowed",
+        "often a missing space after `:`, or a line indented wrongly",
+    ),
+    ("did not find expected '-' indicator", "list items under a key must line up"),
+    ("did not find expected key", "check the indentation of this line against the one above"),
+    ("could not find expected ':'", "a key needs a `:` after it"),
+    ("found unexpected end of stream", "a quote or bracket is not closed"),
+    ("found undefined alias", "an `*alias` needs an `&anchor` earlier in the file"),
+)
 
 
 def _char_at(text: str, mark: Any) -> str:
@@ -249,6 +271,21 @@ def locate(document: Any, path: tuple[Any, ...] | list[Any]) -> Mark:
         else:
             break
     return mark
+
+
+def locate_key(document: Any, path: tuple[Any, ...] | list[Any]) -> Mark:
+    """The position of the key naming the value at ``path``, else of the value."""
+    if path and isinstance(path[-1], str):
+        parent = document
+        for step in path[:-1]:
+            try:
+                parent = parent[step]
+            except (KeyError, IndexError, TypeError):
+                break
+        else:
+            if isinstance(parent, MarkedDict) and path[-1] in parent.key_marks:
+                return parent.key_marks[path[-1]]
+    return locate(document, path)
 
 
 def raw_text(document: Any, path: tuple[Any, ...] | list[Any]) -> str | None:

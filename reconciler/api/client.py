@@ -6,6 +6,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 import random
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -20,7 +21,9 @@ from reconciler import __version__
 from reconciler.api.errors import (
     ApiError,
     AuthenticationFailed,
+    Conflict,
     InvalidRequest,
+    NotFound,
     PermissionDenied,
     RateLimited,
     ServerError,
@@ -121,6 +124,7 @@ class ApiClient:
         settings.require_credentials()
         assert settings.base_url and settings.client_id and settings.client_secret
         self.base_url = check_base_url(settings.base_url)
+        self._host = urlsplit(self.base_url).netloc
         self.settings = settings
         self.pacer = pacer or RequestPacer(clock=clock, sleep=sleep)
         self._clock = clock
@@ -255,7 +259,7 @@ class ApiClient:
             try:
                 response = send()
             except requests.RequestException as exc:
-                error: ApiError = _transport_error(exc, self.settings.timeout)
+                error: ApiError = _transport_error(exc, self.settings.timeout, self._host)
             else:
                 elapsed_ms = (self._clock() - started) * 1000
                 log.debug(
@@ -276,8 +280,8 @@ class ApiClient:
                     self.pacer.on_rate_limited(error.retry_after)
                 if isinstance(error, PermissionDenied):
                     error.message += (
-                        f"; the token lacks a scope this operation needs "
-                        f"(configured scope: {self.settings.scope!r}, set with RECONCILER_SCOPE)"
+                        f"; the client's token does not carry the scope this needs "
+                        f"(asked for: {self.settings.scope!r}, set with RECONCILER_SCOPE)"
                     )
             if not _may_retry(error, idempotent) or self.halt.is_set():
                 raise error
@@ -289,7 +293,12 @@ class ApiClient:
             if attempt >= self.settings.max_attempts or self._clock() + waits > deadline:
                 error.message += f" (gave up after {attempt} attempts)"
                 raise error
-            log.debug("%s %s failed (%s); retry %d in %.2fs", method, path, error, attempt, delay)
+            if isinstance(error, RateLimited):
+                log.debug("%s %s rate limited; every request waits %ss", method, path, waits)
+            else:
+                log.debug(
+                    "%s %s failed (%s); retry %d in %.2fs", method, path, error, attempt, delay
+                )
             self._sleep(delay)
 
     def _retry_delay(self, error: ApiError, attempt: int) -> float:
@@ -342,6 +351,17 @@ class ApiClient:
                 f"{exc.message}; check RECONCILER_CLIENT_ID and RECONCILER_CLIENT_SECRET"
             )
             raise
+        except (InvalidRequest, PermissionDenied, NotFound, Conflict, UnexpectedResponse) as exc:
+            # No token means no request of this run can succeed: one clear error,
+            # not the same refusal repeated for every invite.
+            raise AuthenticationFailed(
+                f"the token endpoint refused the request: {exc.message}; check "
+                f"RECONCILER_SCOPE ({self.settings.scope!r}), RECONCILER_CLIENT_ID and "
+                "token_path",
+                status=exc.status,
+                request_id=exc.request_id,
+                details=exc.details,
+            ) from None
         data = _envelope_data(response)
         # Tolerate a bare RFC 6749 body as well as the envelope.
         payload = data if isinstance(data, dict) and "access_token" in data else _json(response)
@@ -364,28 +384,40 @@ def _may_retry(error: ApiError, idempotent: bool) -> bool:
     return idempotent and isinstance(error, RateLimited | ServerError)
 
 
-def _transport_error(exc: requests.RequestException, timeout: float) -> TransportError:
+def _transport_error(exc: requests.RequestException, timeout: float, host: str) -> TransportError:
+    """What went wrong on the network, in words a user can act on."""
+    text = repr(exc)
     # Only a failure to connect proves the server never saw the request.
     if isinstance(exc, requests.ConnectTimeout):
-        return TransportError("could not connect (timed out)", maybe_sent=False)
+        return TransportError(f"could not connect to {host} within {timeout:g}s", maybe_sent=False)
     if isinstance(exc, requests.Timeout):
-        return TransportError(f"no answer within {timeout:g}s (timeout)", maybe_sent=True)
+        return TransportError(f"no answer from {host} within {timeout:g}s", maybe_sent=True)
     if isinstance(exc, requests.exceptions.SSLError):
-        return TransportError(
-            f"TLS verification failed: {_reason(exc)}", maybe_sent=False, permanent=True
-        )
+        if "CERTIFICATE_VERIFY_FAILED" in text:
+            # OpenSSL's reason says what to fix: self-signed, expired, wrong host...
+            reason = re.search(r"certificate verify failed: ([^'\"()]+)", text)
+            detail = f"certificate verify failed: {reason.group(1).strip()}" if reason else ""
+            message = (
+                f"TLS verification failed for {host} ({detail or 'certificate not trusted'}); "
+                "for a private CA, point REQUESTS_CA_BUNDLE at its certificate"
+            )
+        elif "WRONG_VERSION_NUMBER" in text:
+            message = f"TLS handshake with {host} failed: it does not speak TLS on this port"
+        else:
+            message = f"TLS handshake with {host} failed"
+        return TransportError(message, maybe_sent=False, permanent=True)
     if isinstance(exc, requests.ConnectionError):
-        reason = _reason(exc)
-        refused = "NewConnectionError" in repr(exc) or "Connection refused" in reason
-        what = "could not connect" if refused else "connection failed"
-        return TransportError(f"{what}: {reason}", maybe_sent=not refused)
-    return TransportError(f"request failed: {type(exc).__name__}", maybe_sent=True)
-
-
-def _reason(exc: Exception) -> str:
-    # urllib3 messages name host and path, never headers or bodies.
-    text = str(exc.args[0]) if exc.args else type(exc).__name__
-    return text.split("Caused by ")[-1].strip("()") if "Caused by" in text else text
+        if "NameResolutionError" in text or "Name or service not known" in text:
+            return TransportError(
+                f"cannot resolve the host of {host}; check RECONCILER_BASE_URL", maybe_sent=False
+            )
+        if "NewConnectionError" in text or "Connection refused" in text:
+            return TransportError(
+                f"could not connect to {host} (connection refused); check RECONCILER_BASE_URL",
+                maybe_sent=False,
+            )
+        return TransportError(f"connection to {host} closed without an answer", maybe_sent=True)
+    return TransportError(f"request to {host} failed ({type(exc).__name__})", maybe_sent=True)
 
 
 def _json(response: requests.Response) -> Any:

@@ -27,7 +27,16 @@ class ApiError(Exception):
     def __str__(self) -> str:
         status = f"HTTP {self.status}: " if self.status else ""
         request = f" (requestId {self.request_id})" if self.request_id else ""
-        return f"{status}{self.message}{request}"
+        return f"{status}{self.message}{_problems(self.details)}{request}"
+
+
+def _problems(details: Any) -> str:
+    """The server's per-field problems, when a failure body lists them."""
+    if not isinstance(details, dict) or not details:
+        return ""
+    shown = [f"{key}: {value}" for key, value in list(details.items())[:5]]
+    more = f"; and {len(details) - 5} more" if len(details) > 5 else ""
+    return f" [{'; '.join(shown)}{more}]"
 
 
 class TransportError(ApiError):

@@ -24,7 +24,7 @@ from reconciler.interrupt import GracefulInterrupt
 from reconciler.plan import Plan
 from reconciler.planfile import find_drift, load_plan
 from reconciler.progress import Progress
-from reconciler.render.common import max_changes_warning
+from reconciler.render.common import plural, too_many_changes
 from reconciler.render.text import TextRenderer
 
 
@@ -94,10 +94,11 @@ def _check_saved_plan(plan: Plan, client: ApiClient, settings: Settings, path: s
 
 
 def _check_max_changes(plan: Plan, settings: Settings) -> None:
-    plan.max_changes = settings.max_changes
-    warning = max_changes_warning(plan)
-    if warning:
-        raise ReconcilerError(f"refusing to apply, nothing was changed: {warning}")
+    # A saved plan keeps the limit it was reviewed under; this run may add a stricter one.
+    limits = [n for n in (plan.max_changes, settings.max_changes) if n is not None]
+    plan.max_changes = min(limits) if limits else None
+    if plan.over_max_changes:
+        raise ReconcilerError(f"refusing to apply, nothing was changed: {too_many_changes(plan)}")
 
 
 def _confirm() -> None:
@@ -123,7 +124,7 @@ def _apply(plan: Plan, client: ApiClient, settings: Settings, renderer: TextRend
     def show(result: ChangeResult) -> None:
         if result.state is not WriteState.NOT_STARTED:
             progress.advance()
-        click.echo(renderer.apply_result(result))
+        progress.echo(renderer.apply_result(result))
 
     try:
         with GracefulInterrupt("writes", client.halt):
@@ -133,4 +134,10 @@ def _apply(plan: Plan, client: ApiClient, settings: Settings, renderer: TextRend
         if audit:
             audit.close()
     click.echo(renderer.apply_summary(report))
+    if plan.errors:
+        count = len(plan.errors)
+        click.echo(
+            f"{plural(count, 'invite')} could not be planned (errors above) and "
+            f"{'was' if count == 1 else 'were'} left alone."
+        )
     return 0 if report.ok and not plan.errors else 1

@@ -6,6 +6,7 @@ plans clean against the server it came from.
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime
 from typing import Any
 
@@ -24,6 +25,7 @@ from reconciler.concurrency import ordered_map
 from reconciler.config import UPDATABLE_FIELDS
 from reconciler.errors import ReconcilerError
 from reconciler.plan import RUN_FATAL_ERRORS
+from reconciler.render.common import plural
 
 
 class _Quoted(str):
@@ -96,6 +98,7 @@ def render_export(invites: list[CurrentInvite], base_url: str, schema_ref: str) 
 @click.command()
 @click.argument("invite_ids", nargs=-1, required=True, metavar="ID...")
 @click.option("--out", type=click.Path(dir_okay=False), help="Write here instead of stdout.")
+@click.option("--force", is_flag=True, help="Overwrite --out if it exists.")
 @click.option("--schema-ref", help="The $schema reference written on the first line.")
 @config_option
 @click.option("--sandbox", is_flag=True, help="Export from an in-process sandbox.")
@@ -103,6 +106,7 @@ def render_export(invites: list[CurrentInvite], base_url: str, schema_ref: str) 
 def export(
     invite_ids: tuple[str, ...],
     out: str | None,
+    force: bool,
     schema_ref: str | None,
     config_file: str | None,
     sandbox: bool,
@@ -110,6 +114,11 @@ def export(
 ) -> int:
     """Write the current state of the given invites as a desired-state YAML file."""
     setup_logging(verbose)
+    if out and os.path.exists(out) and not force:
+        raise ReconcilerError(
+            f"{out} exists; it may hold invites you manage. Choose another --out, "
+            "or pass --force to overwrite it"
+        )
     settings = settings_for(config_file, schema_ref=schema_ref)
     ids = list(dict.fromkeys(invite_ids))
     with api_client(settings, sandbox) as client:
@@ -118,7 +127,7 @@ def export(
         for invite_id, outcome in ordered_map(client.get_invite, ids, settings.parallelism):
             if outcome.error is not None:
                 if isinstance(outcome.error, RUN_FATAL_ERRORS):
-                    raise ReconcilerError(f"cannot read invite {invite_id}: {outcome.error}")
+                    raise ReconcilerError(f"stopped reading invites: {outcome.error}")
                 problems.append(f"{invite_id}: {outcome.error}")
             elif outcome.value is not None:
                 found.append(outcome.value)
@@ -138,7 +147,7 @@ def export(
                 handle.write(text)
         except OSError as exc:
             raise ReconcilerError(f"{out}: cannot write: {exc.strerror}") from None
-        click.echo(f"Exported {len(found)} invites to {out}.", err=True)
+        click.echo(f"Exported {plural(len(found), 'invite')} to {out}.", err=True)
     else:
         click.echo(text, nl=False)
     return 0

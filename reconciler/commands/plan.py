@@ -15,6 +15,7 @@ from reconciler.commands.common import (
 )
 from reconciler.planfile import save_plan
 from reconciler.render import renderer_for
+from reconciler.render.common import plural
 
 
 @click.command()
@@ -53,8 +54,13 @@ def plan(
         save_plan(the_plan, out)
     click.echo(renderer_for(output_format, use_color()).render(the_plan), nl=False)
     if out:
+        errors = the_plan.errors
+        caveat = (
+            f" ({plural(len(errors), 'invite')} with errors will be left alone)" if errors else ""
+        )
         click.echo(
-            f"Saved the plan to {out}; apply it with: reconcile apply --plan {out}", err=True
+            f"Saved the plan to {out}{caveat}; apply it with: reconcile apply --plan {out}",
+            err=True,
         )
     if the_plan.errors:
         return 1

@@ -6,7 +6,9 @@ import sys
 
 import click
 
-from reconciler.api.errors import ApiError
+from reconciler.api.client import ApiClient
+from reconciler.api.errors import ApiError, TransportError
+from reconciler.audit import AuditLog
 from reconciler.commands.common import (
     api_client,
     config_option,
@@ -15,24 +17,31 @@ from reconciler.commands.common import (
     verbose_option,
 )
 from reconciler.errors import ReconcilerError
+from reconciler.render.common import plural
 
 
 @click.command()
 @click.argument("invite_ids", nargs=-1, required=True, metavar="ID...")
 @click.option("--auto-approve", is_flag=True, help="Do not ask for confirmation.")
+@click.option(
+    "--audit-log",
+    type=click.Path(dir_okay=False),
+    help="Append one JSON line per re-send attempted to this file.",
+)
 @config_option
 @click.option("--sandbox", is_flag=True, help="Use an in-process sandbox.")
 @verbose_option
 def resend(
     invite_ids: tuple[str, ...],
     auto_approve: bool,
+    audit_log: str | None,
     config_file: str | None,
     sandbox: bool,
     verbose: bool,
 ) -> int:
     """Re-send the invitation of each given invite, once. Never retried automatically."""
     setup_logging(verbose)
-    settings = settings_for(config_file)
+    settings = settings_for(config_file, audit_log=audit_log)
     ids = list(dict.fromkeys(invite_ids))
     if not auto_approve:
         if not sys.stdin.isatty():
@@ -40,17 +49,46 @@ def resend(
                 "refusing to re-send without confirmation: standard input is not a terminal; "
                 "pass --auto-approve"
             )
-        if not click.confirm(f"Re-send {len(ids)} invitation(s)?", default=False, err=True):
+        question = f"Re-send {plural(len(ids), 'invitation')}?"
+        if not click.confirm(question, default=False, err=True):
             raise ReconcilerError("cancelled; nothing was sent")
+    audit = AuditLog(settings.audit_log, settings.client_id) if settings.audit_log else None
     failed = 0
-    with api_client(settings, sandbox) as client:
-        for invite_id in ids:  # one at a time: each is a message to a person
-            try:
-                client.resend_invite(invite_id)
-            except ApiError as error:
-                failed += 1
-                click.echo(f"failed   {invite_id}: {error}")
-            else:
-                click.echo(f"re-sent  {invite_id}")
+    try:
+        with api_client(settings, sandbox) as client:
+            for invite_id in ids:  # one at a time: each is a message to a person
+                failed += not _resend_one(client, invite_id, audit)
+    finally:
+        if audit:
+            audit.close()
     click.echo(f"Resend: {len(ids) - failed} re-sent, {failed} failed.")
     return 1 if failed else 0
+
+
+def _resend_one(client: ApiClient, invite_id: str, audit: AuditLog | None) -> bool:
+    try:
+        receipt = client.resend_invite(invite_id)
+    except ApiError as error:
+        unknown = isinstance(error, TransportError) and error.outcome_unknown
+        if audit:
+            audit.record(
+                invite_id=invite_id,
+                operation="resend",
+                outcome="unknown" if unknown else "failed",
+                status=error.status,
+                request_id=error.request_id,
+                message=error.message,
+            )
+        label = "unknown" if unknown else "failed "
+        click.echo(f"{label}  {invite_id}: {error}")
+        return False
+    if audit:
+        audit.record(
+            invite_id=invite_id,
+            operation="resend",
+            outcome="ok",
+            status=receipt.status,
+            request_id=receipt.request_id,
+        )
+    click.echo(f"re-sent  {invite_id}")
+    return True

@@ -13,7 +13,13 @@ _share = click.FloatRange(0.0, 1.0)
 
 @click.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option("--port", default=8787, show_default=True, type=click.IntRange(0, 65535))
+@click.option(
+    "--port",
+    default=8787,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="Port to listen on; 0 picks a free one.",
+)
 @click.option(
     "--state",
     "state_file",
@@ -29,12 +35,21 @@ _share = click.FloatRange(0.0, 1.0)
     "--drop-rate", type=_share, default=0.0, help="Share of connections dropped unanswered."
 )
 @click.option("--slow-rate", type=_share, default=0.0, help="Share answered after --slow-seconds.")
-@click.option("--slow-seconds", type=click.FloatRange(0), default=0.0)
+@click.option(
+    "--slow-seconds",
+    type=click.FloatRange(0),
+    default=0.0,
+    help="How slow --slow-rate answers are.",
+)
 @click.option(
     "--rate-limit", type=click.FloatRange(0, min_open=True), help="Requests per second, then 429."
 )
 @click.option(
-    "--token-ttl", type=click.FloatRange(0, min_open=True), default=86400.0, show_default=True
+    "--token-ttl",
+    type=click.FloatRange(0, min_open=True),
+    default=86400.0,
+    show_default=True,
+    help="Seconds an access token lives.",
 )
 @click.option("--seed", type=int, help="Seed for the random knobs, for repeatable runs.")
 def sandbox(host: str, port: int, state_file: str | None, **knobs: float | None) -> int:
@@ -45,15 +60,18 @@ def sandbox(host: str, port: int, state_file: str | None, **knobs: float | None)
     """
     options = SandboxOptions(**knobs)  # type: ignore[arg-type]
     server = Sandbox(state_file=state_file, options=options, host=host, port=port)
+    url = server.url
     if not _is_loopback(host):
         click.echo(
             f"warning: listening on {host}, which is reachable from other machines", err=True
         )
+        # reconcile speaks plain http only to loopback; use this address from here.
+        url = f"http://127.0.0.1:{server.url.rsplit(':', 1)[1]}"
     click.echo(
         f"Sandbox API listening on {server.url} with {len(server.store)} invites "
         f"from {state_file or 'the bundled example state'}.\n"
         "Point reconcile at it with these fixed sandbox credentials (not secrets):\n"
-        f"  export RECONCILER_BASE_URL={server.url}\n"
+        f"  export RECONCILER_BASE_URL={url}\n"
         f"  export RECONCILER_CLIENT_ID={SANDBOX_CLIENT_ID}\n"
         f"  export RECONCILER_CLIENT_SECRET={SANDBOX_CLIENT_SECRET}\n"
         "Press Ctrl-C to stop.",

@@ -22,10 +22,14 @@ def summary_line(plan: Plan) -> str:
     return f"Plan: {s.update} to update, {s.unchanged} unchanged, {plural(s.error, 'error')}."
 
 
+def too_many_changes(plan: Plan) -> str:
+    return (
+        f"the plan updates {len(plan.changes)} invites, more than max_changes "
+        f"({plan.max_changes}). Split the change or raise the limit."
+    )
+
+
 def max_changes_warning(plan: Plan) -> str | None:
     if not plan.over_max_changes:
         return None
-    return (
-        f"This plan updates {len(plan.changes)} invites, more than max_changes "
-        f"({plan.max_changes}): apply will refuse it. Split the change or raise the limit."
-    )
+    return f"apply will refuse this plan: {too_many_changes(plan)}"

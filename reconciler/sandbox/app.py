@@ -83,13 +83,15 @@ class SandboxStats:
     """What the sandbox saw; tests and benchmarks read it."""
 
     statuses: Counter[int] = field(default_factory=Counter)
-    requests: list[RecordedRequest] = field(default_factory=list)
+    started: Counter[str] = field(default_factory=Counter)  # requests begun, by method
+    requests: list[RecordedRequest] = field(default_factory=list)  # recorded as they end
     in_flight: int = 0
     max_in_flight: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def begin(self) -> None:
+    def begin(self, method: str) -> None:
         with self.lock:
+            self.started[method] += 1
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
 
@@ -163,7 +165,7 @@ class SandboxApp:
     def handle(self, method: str, target: str, headers: Any, body: bytes) -> Response:
         path = urlsplit(target).path
         arrived = time.monotonic()
-        self.stats.begin()
+        self.stats.begin(method)
         response = DROP
         try:
             response = self._with_trouble(method, path, headers, body)

@@ -15,6 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from reconciler.errors import ReconcilerError
 from reconciler.sandbox.app import (
     DROP,
     SANDBOX_CLIENT_ID,
@@ -100,7 +101,13 @@ class Sandbox:
         if invites is None:
             invites = load_state_file(state_file)
         self.app = SandboxApp(invites, options or SandboxOptions())
-        self._server = _Server((host, port), _Handler)
+        try:
+            self._server = _Server((host, port), _Handler)
+        except OSError as exc:
+            raise ReconcilerError(
+                f"the sandbox cannot listen on {host}:{port}: {exc.strerror}; "
+                "pass --port N, or --port 0 for any free port"
+            ) from None
         self._server.app = self.app
         self._thread: threading.Thread | None = None
 

@@ -26,10 +26,13 @@ def _start_apply(start_sandbox, tmp_path, count=40, latency=0.2):
         stderr=subprocess.PIPE,
         text=True,
     )
-    deadline = time.monotonic() + 30
-    while not server.stats.calls("PATCH") and time.monotonic() < deadline:
-        time.sleep(0.02)
     return server, proc
+
+
+def _wait_until(condition, timeout=30):
+    deadline = time.monotonic() + timeout
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.01)
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
@@ -37,6 +40,7 @@ def test_first_interrupt_finishes_in_flight_writes_and_reports_exactly(
     start_sandbox, tmp_path, signum
 ):
     server, proc = _start_apply(start_sandbox, tmp_path)
+    _wait_until(lambda: server.stats.calls("PATCH"))  # some writes done, more to come
     proc.send_signal(signum)
     stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 1
@@ -60,7 +64,9 @@ def test_first_interrupt_finishes_in_flight_writes_and_reports_exactly(
 
 def test_second_interrupt_quits_at_once(start_sandbox, tmp_path):
     # Slow writes, so the first interrupt leaves them in flight for a while.
-    _server, proc = _start_apply(start_sandbox, tmp_path, count=8, latency=1.5)
+    server, proc = _start_apply(start_sandbox, tmp_path, count=8, latency=1.5)
+    # Interrupt while the first writes are in flight (begun, not yet answered).
+    _wait_until(lambda: server.stats.started["PATCH"] > 0)
     proc.send_signal(signal.SIGINT)
     # Signals that arrive together are delivered to Python once; a person's
     # second Ctrl-C comes a moment later.
@@ -71,4 +77,5 @@ def test_second_interrupt_quits_at_once(start_sandbox, tmp_path):
     assert time.monotonic() - started < 0.9  # did not wait for the writes in flight
     assert proc.returncode != 0
     assert "quitting now" in stderr
+    assert "may have completed" in stderr  # and says what that means
     assert "Traceback" not in stderr

@@ -739,7 +739,7 @@ def test_every_problem_of_a_run_is_reported_together_in_order(
 
     problems = info.value.problems
     assert [(p.path, p.line) for p in problems] == [
-        (str(missing), 1),  # "elsewhere" sorts before "invites/..."
+        (str(missing), 0),  # about the path itself; "elsewhere" sorts before "invites/..."
         (str(a), 3),
         (str(a), 4),
         (str(b), 4),
@@ -749,6 +749,7 @@ def test_every_problem_of_a_run_is_reported_together_in_order(
     assert problems == sorted(problems)
     # The error's text is the list a user sees: one `path:line:column: message` per line.
     assert str(info.value).splitlines() == [str(p) for p in problems]
+    assert str(problems[0]) == f"{missing}: no such file or directory"  # no made-up position
     assert "already defined" in problems[4].message
     assert f"{a}:2" in problems[4].message
 
