@@ -233,7 +233,10 @@ _SYNTAX_HINTS = (
         "mapping values are not allowed",
         "often a missing space after `:`, or a line indented wrongly",
     ),
-    ("did not find expected '-' indicator", "list items under a key must line up"),
+    (
+        "did not find expected '-' indicator",
+        "check the indentation: an entry's keys line up, and each entry starts with `- `",
+    ),
     ("did not find expected key", "check the indentation of this line against the one above"),
     ("could not find expected ':'", "a key needs a `:` after it"),
     ("found unexpected end of stream", "a quote or bracket is not closed"),

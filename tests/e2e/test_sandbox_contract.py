@@ -230,3 +230,17 @@ def test_reconcile_sandbox_command_serves_curl(tmp_path):
     assert f"listening on http://127.0.0.1:{port}" in err
     assert f"RECONCILER_CLIENT_ID={SANDBOX_CLIENT_ID}" in err
     assert "Traceback" not in err
+
+
+def test_a_busy_port_is_a_plain_error(sandbox):
+    port = sandbox.url.rsplit(":", 1)[1]
+    result = run_cli_sandbox("--port", port)
+    assert result.returncode == 1
+    assert f"cannot listen on 127.0.0.1:{port}" in result.stderr and "--port" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def run_cli_sandbox(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*RECONCILE, "sandbox", *args], env=clean_env(), capture_output=True, text=True, timeout=30
+    )

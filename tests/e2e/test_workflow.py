@@ -179,3 +179,72 @@ def test_max_changes_warns_in_the_plan_and_apply_refuses(start_sandbox, tmp_path
     assert server.stats.calls("PATCH") == []
     allowed = run_cli("apply", "--auto-approve", "--max-changes", "2", cwd=tmp_path, env=env)
     assert allowed.returncode == 0, allowed.stderr
+
+
+def test_saved_plan_keeps_the_max_changes_it_was_reviewed_under(start_sandbox, tmp_path):
+    server, env = _two_changes(start_sandbox, tmp_path)
+    plan = run_cli("plan", "--max-changes", "1", "--out", "plan.json", cwd=tmp_path, env=env)
+    assert "apply will refuse this plan" in plan.stdout
+    # No limit in this run's settings: the plan's own limit still holds.
+    apply = run_cli("apply", "--plan", "plan.json", cwd=tmp_path, env=env)
+    assert apply.returncode == 1
+    assert "more than max_changes (1)" in apply.stderr
+    assert server.stats.calls("PATCH") == []
+
+
+def test_a_hand_edited_saved_plan_is_refused(start_sandbox, tmp_path):
+    server, env = _two_changes(start_sandbox, tmp_path)
+    assert run_cli("plan", "--out", "plan.json", cwd=tmp_path, env=env).returncode == 0
+    document = json.loads((tmp_path / "plan.json").read_text(encoding="utf-8"))
+    document["changes"][0]["patch"] = {"email": "evil@attacker.example"}
+    (tmp_path / "plan.json").write_text(json.dumps(document), encoding="utf-8")
+    apply = run_cli("apply", "--plan", "plan.json", cwd=tmp_path, env=env)
+    assert apply.returncode == 1
+    assert "edited by hand or is damaged" in apply.stderr
+    assert server.stats.calls("PATCH") == []
+
+
+def test_export_never_overwrites_a_file_without_force(sandbox, tmp_path):
+    env = sandbox_env(sandbox)
+    target = tmp_path / "apac.yaml"
+    target.write_text("invites: []\n", encoding="utf-8")
+    refused = run_cli("export", "inv_6p3j9", "--out", str(target), cwd=tmp_path, env=env)
+    assert refused.returncode == 1
+    assert "--force" in refused.stderr
+    assert target.read_text(encoding="utf-8") == "invites: []\n"
+    forced = run_cli("export", "inv_6p3j9", "--out", str(target), "--force", cwd=tmp_path, env=env)
+    assert forced.returncode == 0, forced.stderr
+    assert "inv_6p3j9" in target.read_text(encoding="utf-8")
+
+
+def test_manual_resends_are_audited(sandbox, tmp_path):
+    env = sandbox_env(sandbox)
+    result = run_cli(
+        "resend",
+        "inv_8f2k1",
+        "inv_nope",
+        "--auto-approve",
+        "--audit-log",
+        "audit.jsonl",
+        cwd=tmp_path,
+        env=env,
+    )
+    assert result.returncode == 1
+    assert "Resend: 1 re-sent, 1 failed." in result.stdout
+    lines = [json.loads(x) for x in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    assert [(x["invite_id"], x["operation"], x["outcome"], x["http_status"]) for x in lines] == [
+        ("inv_8f2k1", "resend", "ok", 200),
+        ("inv_nope", "resend", "failed", 404),
+    ]
+    assert all(x["request_id"] and x["plan_hash"] is None for x in lines)
+    assert sandbox.store.resends["inv_8f2k1"] == 1
+
+
+def test_a_refused_token_request_is_one_run_level_error(sandbox, tmp_path):
+    write_invites(tmp_path / "invites", [{"id": "inv_8f2k1"}, {"id": "inv_3m9q7"}])
+    env = sandbox_env(sandbox, RECONCILER_SCOPE="kyb:everything")
+    result = run_cli("plan", cwd=tmp_path, env=env)
+    assert result.returncode == 1
+    assert result.stderr.count("unknown scope") == 1
+    assert "RECONCILER_SCOPE" in result.stderr
+    assert sandbox.stats.calls("GET") == []

@@ -1033,3 +1033,27 @@ def test_cookies_the_api_sets_are_never_sent_back(
     gets = [r for r in requests_mock.request_history if r.method == "GET"]
     assert len(gets) == 2
     assert all("Cookie" not in r.headers for r in gets)
+
+
+def test_the_servers_per_field_problems_are_part_of_the_error(
+    requests_mock: Any, token_endpoint: Any, client: ApiClient
+) -> None:
+    body = envelope({"phoneNumber": "unknown field"}, status=400, message="invalid invite update")
+    requests_mock.patch(INVITE_URL, status_code=400, json=body)
+    with pytest.raises(InvalidRequest) as info:
+        client.update_invite("inv_8f2k1", {"phone": "+442079460000"})
+    assert "invalid invite update [phoneNumber: unknown field]" in str(info.value)
+
+
+def test_a_refused_connection_says_what_to_check(
+    requests_mock: Any, make_client: Callable[..., ApiClient]
+) -> None:
+    refused = requests.exceptions.ConnectionError(
+        "NewConnectionError: [Errno 111] Connection refused"
+    )
+    requests_mock.post(TOKEN_URL, exc=refused)
+    with pytest.raises(TransportError) as info:
+        make_client(max_attempts=1).get_invite("inv_8f2k1")
+    message = str(info.value)
+    assert "could not connect to api.example.test" in message
+    assert "RECONCILER_BASE_URL" in message

@@ -278,3 +278,10 @@ def test_settings_repr_never_shows_the_secret(tmp_path: Path) -> None:
         assert SECRET not in repr(settings)
         assert SECRET not in str(settings)
         assert SECRET not in repr(settings.with_overrides(parallelism=2))
+
+
+def test_paths_may_be_a_single_string(tmp_path: Path) -> None:
+    config = tmp_path / "reconciler.yaml"
+    config.write_text("paths: invites\n", encoding="utf-8")
+    settings = load_settings(str(config), env={})
+    assert settings.paths == (str(tmp_path / "invites"),)

@@ -809,3 +809,21 @@ def test_directory_without_yaml_files_is_reported(write_yaml: WriteYaml, tmp_pat
 
     assert problem.path == str(tmp_path / "invites")
     assert "no *.yaml or *.yml files" in problem.message
+
+
+def test_yaml_syntax_errors_carry_a_hint(write_yaml: WriteYaml) -> None:
+    path = write_yaml(
+        "hint.yaml", "invites:\n  - id: inv_8f2k1\n    name:Acme: x\n   email: a@b.example\n"
+    )
+    problem = only_problem(path)
+    assert problem.line == 4
+    assert "(" in problem.message and "indent" in problem.message
+
+
+def test_undecodable_byte_is_named_correctly_with_and_without_bom(tmp_path: Path) -> None:
+    for prefix in (b"", b"\xef\xbb\xbf"):
+        path = tmp_path / "latin1.yaml"
+        path.write_bytes(prefix + b"invites:\n  - id: inv_1\n    name: Caf\xe9\n")
+        problem = only_problem(path)
+        assert (problem.line, problem.column) == (3, 14)
+        assert "0xe9" in problem.message
