@@ -25,37 +25,27 @@ class MarkdownRenderer:
         self.limit = limit
 
     def render(self, plan: Plan) -> str:
-        head = [f"### Invite plan: {summary_line(plan)[len('Plan: ') :]}", ""]
+        head = [f"### Invite plan: {summary_line(plan)[len('Plan: ') :]}"]
         warning = max_changes_warning(plan)
         if warning:
-            head += [f"> [!WARNING]\n> {warning}", ""]
+            head.append(f"> [!WARNING]\n> {warning}")
         if not plan.changes and not plan.errors:
-            head += ["No changes: every invite matches the desired state.", ""]
-        body = "\n".join(head)
+            head.append("No changes: every invite matches the desired state.")
+        body = "\n\n".join(head) + "\n\n"
         budget = self.limit - _TAIL_RESERVE
+        # Errors first: with a long plan they are what a reviewer must not miss.
+        omitted_errors = 0
+        if plan.errors:
+            lines = [f"- `{e.id}` ({e.source}): {html.escape(e.message)}\n" for e in plan.errors]
+            body, omitted_errors = self._fill(body + "#### Errors\n\n", budget, lines)
+            body += "\n"
         sections = [self._change(c) for c in plan.changes]
         folded = len(sections) > _FOLD_AFTER
         if folded:
             body += f"<details><summary>{plural(len(sections), 'invite')} to update</summary>\n\n"
-        shown = 0
-        for section in sections:
-            if len(body) + len(section) > budget:
-                break
-            body += section
-            shown += 1
+        body, omitted_changes = self._fill(body, budget, sections)
         if folded:
             body += "</details>\n\n"
-        omitted_changes = len(sections) - shown
-        omitted_errors = 0
-        if plan.errors:
-            body += "#### Errors\n\n"
-            for error in plan.errors:
-                line = f"- `{error.id}` ({error.source}): {html.escape(error.message)}\n"
-                if len(body) + len(line) > budget:
-                    omitted_errors = len(plan.errors) - plan.errors.index(error)
-                    break
-                body += line
-            body += "\n"
         if omitted_changes or omitted_errors:
             body += (
                 f"_Not shown, to keep this comment under {self.limit:,} characters: "
@@ -63,6 +53,15 @@ class MarkdownRenderer:
                 "The job log and the saved plan file have the whole plan._\n"
             )
         return body
+
+    @staticmethod
+    def _fill(body: str, budget: int, pieces: list[str]) -> tuple[str, int]:
+        """``body`` with as many of ``pieces`` as fit, and how many did not."""
+        for shown, piece in enumerate(pieces):
+            if len(body) + len(piece) > budget:
+                return body, len(pieces) - shown
+            body += piece
+        return body, 0
 
     def _change(self, change: InviteChange) -> str:
         title = f"`{change.id}`" + (f" {html.escape(change.name)}" if change.name else "")
