@@ -64,6 +64,8 @@ def apply(
     renderer = TextRenderer(color=use_color())
     saved = load_plan(plan_file) if plan_file else None
     state = None if saved else read_desired(settings, paths, targets)
+    if saved is not None:
+        _check_max_changes(saved, settings)  # needs no request: before the drift check
     with api_client(settings, sandbox) as client:
         if saved is not None:
             the_plan = saved
@@ -74,9 +76,10 @@ def apply(
         click.echo(renderer.render(the_plan), nl=False)
         if not the_plan.has_changes:
             return 1 if the_plan.errors else 0
-        _check_max_changes(the_plan, settings)
-        if saved is None and not auto_approve:
-            _confirm()
+        if saved is None:
+            _check_max_changes(the_plan, settings)
+            if not auto_approve:
+                _confirm()
         return _apply(the_plan, client, settings, renderer)
 
 
