@@ -122,8 +122,19 @@ def api_client(settings: Settings, sandbox: bool) -> Iterator[ApiClient]:
             "(nothing real is read or changed).",
             err=True,
         )
+        # The sandbox speaks the contract as published: a deployment's renamed
+        # fields, paths or scopes in reconciler.yaml do not apply to it.
+        contract = Settings()
         local = settings.with_overrides(
-            base_url=server.url, client_id=SANDBOX_CLIENT_ID, client_secret=SANDBOX_CLIENT_SECRET
+            base_url=server.url,
+            client_id=SANDBOX_CLIENT_ID,
+            client_secret=SANDBOX_CLIENT_SECRET,
+            scope=contract.scope,
+            token_path=contract.token_path,
+            get_invite_path=contract.get_invite_path,
+            update_invite_path=contract.update_invite_path,
+            resend_invite_path=contract.resend_invite_path,
+            field_names=contract.field_names,
         )
         with ApiClient(local) as client:
             yield client

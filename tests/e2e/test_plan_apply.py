@@ -288,3 +288,16 @@ def test_invalid_files_stop_the_run_before_any_request(start_sandbox, tmp_path):
 def test_examples_directory_is_valid():
     result = run_cli("validate", str(EXAMPLES))
     assert result.returncode == 0, result.stderr
+
+
+def test_sandbox_runs_speak_the_contract_whatever_the_config_renames(tmp_path):
+    # A team's reconciler.yaml for its real deployment must not break --sandbox.
+    (tmp_path / "reconciler.yaml").write_text(
+        "field_names: {phone: phoneNumber}\nscope: custom:scope\nget_invite_path: /v9/{inviteId}\n",
+        encoding="utf-8",
+    )
+    result = run_cli(
+        "apply", "--sandbox", "--auto-approve", str(EXAMPLES), cwd=tmp_path, env=clean_env()
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Apply: 3 updated, 0 failed." in result.stdout
