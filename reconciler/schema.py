@@ -136,7 +136,9 @@ def _describe(error: jsonschema.ValidationError, document: Any, source: str) -> 
         expected = error.validator_value
         raw = raw_text(document, path)
         place = _place(path)
-        if error.instance is None:
+        if error.instance is None and path == ("invites",):
+            message = "`invites` is empty; list invites under it, or write `invites: []`"
+        elif error.instance is None:
             message = f"{place} is empty; give it a value or remove it"
         elif expected == "string" and raw is not None:
             message = (

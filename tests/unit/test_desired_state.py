@@ -827,3 +827,9 @@ def test_undecodable_byte_is_named_correctly_with_and_without_bom(tmp_path: Path
         problem = only_problem(path)
         assert (problem.line, problem.column) == (3, 14)
         assert "0xe9" in problem.message
+
+
+def test_an_empty_invites_key_says_how_to_write_an_empty_list(write_yaml: WriteYaml) -> None:
+    problem = only_problem(write_yaml("empty-list.yaml", "# nothing yet\ninvites:\n"))
+    assert (problem.line, problem.column) == (2, 9)
+    assert "invites: []" in problem.message
