@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from reconciler.api.client import ApiClient, Receipt
-from reconciler.api.errors import ApiError, TransportError
+from reconciler.api.errors import ApiError
 from reconciler.audit import AuditLog
 from reconciler.concurrency import ordered_map
 from reconciler.plan import RUN_FATAL_ERRORS, InviteChange, Plan
@@ -31,7 +31,7 @@ class ChangeResult:
     @property
     def resend_unknown(self) -> bool:
         """The re-send may have reached the server: sending it again could duplicate it."""
-        return isinstance(self.resend_error, TransportError) and self.resend_error.outcome_unknown
+        return self.resend_error is not None and self.resend_error.outcome_unknown
 
 
 @dataclass

@@ -201,6 +201,12 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def stop_if_run_fatal(error: ApiError) -> None:
+    """Raise for an error that would repeat for every invite; per-invite ones pass."""
+    if isinstance(error, RUN_FATAL_ERRORS):
+        raise ReconcilerError(f"stopped reading invites: {error}")
+
+
 def make_plan(
     base_url: str,
     readings: Iterable[tuple[DesiredInvite, Outcome[CurrentInvite]]],
@@ -213,8 +219,7 @@ def make_plan(
         if not outcome.ran:
             raise ReconcilerError("interrupted while reading invites; nothing was changed")
         if outcome.error is not None:
-            if isinstance(outcome.error, RUN_FATAL_ERRORS):
-                raise ReconcilerError(f"stopped reading invites: {outcome.error}")
+            stop_if_run_fatal(outcome.error)
             plan.errors.append(_problem(desired, source, outcome.error))
             continue
         current = outcome.value

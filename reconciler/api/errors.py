@@ -24,6 +24,11 @@ class ApiError(Exception):
         self.retry_after = retry_after
         self.details = details  # per-field problems from the envelope's data
 
+    @property
+    def outcome_unknown(self) -> bool:
+        """Whether the request may have been carried out although no answer says so."""
+        return False
+
     def __str__(self) -> str:
         status = f"HTTP {self.status}: " if self.status else ""
         request = f" (requestId {self.request_id})" if self.request_id else ""

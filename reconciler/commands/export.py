@@ -24,7 +24,7 @@ from reconciler.commands.common import (
 from reconciler.concurrency import ordered_map
 from reconciler.config import UPDATABLE_FIELDS
 from reconciler.errors import ReconcilerError
-from reconciler.plan import RUN_FATAL_ERRORS
+from reconciler.plan import stop_if_run_fatal
 from reconciler.render.common import plural
 
 
@@ -124,10 +124,10 @@ def export(
     with api_client(settings, sandbox) as client:
         found: list[CurrentInvite] = []
         problems = []
-        for invite_id, outcome in ordered_map(client.get_invite, ids, settings.parallelism):
+        reads = ordered_map(client.get_invite, ids, settings.parallelism, client.halt)
+        for invite_id, outcome in reads:
             if outcome.error is not None:
-                if isinstance(outcome.error, RUN_FATAL_ERRORS):
-                    raise ReconcilerError(f"stopped reading invites: {outcome.error}")
+                stop_if_run_fatal(outcome.error)
                 problems.append(f"{invite_id}: {outcome.error}")
             elif outcome.value is not None:
                 found.append(outcome.value)

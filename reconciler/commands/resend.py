@@ -7,7 +7,7 @@ import sys
 import click
 
 from reconciler.api.client import ApiClient
-from reconciler.api.errors import ApiError, TransportError
+from reconciler.api.errors import ApiError
 from reconciler.audit import AuditLog
 from reconciler.commands.common import (
     api_client,
@@ -69,7 +69,7 @@ def _resend_one(client: ApiClient, invite_id: str, audit: AuditLog | None) -> bo
     try:
         receipt = client.resend_invite(invite_id)
     except ApiError as error:
-        unknown = isinstance(error, TransportError) and error.outcome_unknown
+        unknown = error.outcome_unknown
         if audit:
             audit.record(
                 invite_id=invite_id,
