@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from reconciler.errors import ReconcilerError
 
-class ApiError(Exception):
+
+class ApiError(ReconcilerError):
     """A request that failed, with what the server said about it."""
 
     def __init__(

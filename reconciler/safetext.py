@@ -1,0 +1,84 @@
+"""Strings from outside (files, servers, the environment) made safe to show.
+
+Two rules, one home each:
+
+- ``escape``: no control character from outside ever reaches a terminal, a CI
+  log or a ``path:line:col`` line raw. A file name holding ``ESC ] 0;...BEL``
+  would retitle the terminal; a newline would split one error into two.
+- ``redact``: the client secret and every token issued in this run never
+  reach output, even when a server echoes them back. The API client
+  registers them with ``register_secret`` as soon as it holds them; every
+  sink (error messages, plan files, the audit log) passes text through
+  ``redact``.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+
+REDACTED = "[redacted]"
+
+# C0 controls, DEL, the C1 range, and the Unicode format characters that
+# reorder or hide text on screen (bidi overrides and isolates, line and
+# paragraph separators).
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\x1b": "\\x1b", "\x07": "\\x07"}
+_BEARER = re.compile(r"(?i)\b(bearer)\s+[^\s\"',;]+")
+# Shorter than this, a "secret" would redact ordinary words; the config
+# refuses such secrets anyway, and tokens are far longer.
+_MIN_SECRET_LENGTH = 6
+
+
+def _escape_one(match: re.Match[str]) -> str:
+    char = match.group()
+    named = _NAMED.get(char)
+    if named:
+        return named
+    code = ord(char)
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+def escape(text: str) -> str:
+    """``text`` with every control or reordering character shown as an escape."""
+    return _UNSAFE.sub(_escape_one, text)
+
+
+class Redactor:
+    """Secrets known to this process, and what replaces them in any text."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._secrets: tuple[str, ...] = ()
+
+    def register(self, secret: str | None) -> None:
+        if not secret or len(secret) < _MIN_SECRET_LENGTH:
+            return
+        with self._lock:
+            if secret not in self._secrets:
+                # Longest first, so a secret containing another is removed whole.
+                self._secrets = tuple(sorted((*self._secrets, secret), key=len, reverse=True))
+
+    def redact(self, text: str) -> str:
+        for secret in self._secrets:  # a tuple, replaced whole: safe to read unlocked
+            if secret in text:
+                text = text.replace(secret, REDACTED)
+        return _BEARER.sub(rf"\1 {REDACTED}", text)
+
+
+_REDACTOR = Redactor()
+
+
+def register_secret(secret: str | None) -> None:
+    """From now on, ``secret`` is replaced by ``[redacted]`` wherever text is cleaned."""
+    _REDACTOR.register(secret)
+
+
+def redact(text: str) -> str:
+    """``text`` without any registered secret or bearer token."""
+    return _REDACTOR.redact(text)
+
+
+def clean(text: str) -> str:
+    """A one-line string from outside, fit for a terminal, a log or a file."""
+    return escape(redact(text))
