@@ -81,8 +81,8 @@ class HostileServer:
         self.bytes_sent = 0
         self.stopping = threading.Event()
         self.lock = threading.Lock()
-        self._server = ThreadingHTTPServer((host, 0), _handler_for(self))
-        self._server.daemon_threads = True
+        self._server = _Server((host, 0), _Handler)
+        self._server.hostile = self
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property
@@ -135,93 +135,97 @@ class HostileServer:
         return 200, envelope(200, answered)
 
 
-def _handler_for(server: HostileServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    hostile: HostileServer
 
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
 
-        def do_POST(self) -> None:
-            self._handle("POST")
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
 
-        def do_GET(self) -> None:
-            self._handle("GET")
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
 
-        def do_PATCH(self) -> None:
-            self._handle("PATCH")
+    def do_POST(self) -> None:
+        self._handle("POST")
 
-        def _handle(self, method: str) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            raw = self.rfile.read(length).decode("utf-8", "replace")
-            with server.lock:
-                server.seen.append(Seen(method, self.path, dict(self.headers), raw))
-            path = urlsplit(self.path).path
-            if method == "POST" and path == "/oauth/token":
-                status, body, headers = server.token(parse_qs(raw), raw)
-                return self._answer(status, body, headers)
-            if not path.startswith(INVITES):
-                return self._answer(404, envelope(404, None, "no such endpoint"), {})
-            invite_id = unquote(path[len(INVITES) :].removesuffix("/resend"))
-            operation = "RESEND" if path.endswith("/resend") else method
-            h = server.hostility
-            if method == "GET" and h.retry_after is not None:
-                headers = {"Retry-After": h.retry_after}
-                return self._answer(429, envelope(429, None, "rate limit exceeded"), headers)
-            if method == "GET" and h.huge_body is not None:
-                return self._flood(h.huge_body, h.huge_body_length_header)
-            body = json.loads(raw) if raw else None
-            auth = self.headers.get("Authorization", "")
-            status, answer = server.invite(operation, invite_id, body, auth)
-            if method == "GET" and h.drip_seconds is not None:
-                return self._drip(answer, h.drip_seconds)
-            return self._answer(status, answer, {})
+    def do_GET(self) -> None:
+        self._handle("GET")
 
-        def _answer(self, status: int, body: bytes, headers: dict[str, str]) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            for name, value in headers.items():
-                self.send_header(name, value)
-            self.end_headers()
-            self._write(body)
+    def do_PATCH(self) -> None:
+        self._handle("PATCH")
 
-        def _write(self, data: bytes) -> bool:
-            try:
-                self.wfile.write(data)
-                self.wfile.flush()
-            except OSError:  # the client hung up: what a bounded client does
-                self.close_connection = True
-                return False
-            with server.lock:
-                server.bytes_sent += len(data)
-            return True
+    def _handle(self, method: str) -> None:
+        hostile = self.server.hostile
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length).decode("utf-8", "replace")
+        with hostile.lock:
+            hostile.seen.append(Seen(method, self.path, dict(self.headers), raw))
+        path = urlsplit(self.path).path
+        if method == "POST" and path == "/oauth/token":
+            status, body, headers = hostile.token(parse_qs(raw), raw)
+            return self._answer(status, body, headers)
+        if not path.startswith(INVITES):
+            return self._answer(404, envelope(404, None, "no such endpoint"), {})
+        invite_id = unquote(path[len(INVITES) :].removesuffix("/resend"))
+        operation = "RESEND" if path.endswith("/resend") else method
+        h = hostile.hostility
+        if method == "GET" and h.retry_after is not None:
+            headers = {"Retry-After": h.retry_after}
+            return self._answer(429, envelope(429, None, "rate limit exceeded"), headers)
+        if method == "GET" and h.huge_body is not None:
+            return self._flood(h.huge_body, h.huge_body_length_header)
+        body = json.loads(raw) if raw else None
+        auth = self.headers.get("Authorization", "")
+        status, answer = hostile.invite(operation, invite_id, body, auth)
+        if method == "GET" and h.drip_seconds is not None:
+            return self._drip(answer, h.drip_seconds)
+        return self._answer(status, answer, {})
 
-        def _drip(self, body: bytes, seconds: float) -> None:
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Connection", "close")  # no length: the body ends when we say
-            self.end_headers()
-            for byte in _endless(body):
-                if server.stopping.is_set() or not self._write(byte):
-                    break
-                time.sleep(seconds)
+    def _answer(self, status: int, body: bytes, headers: dict[str, str]) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self._write(body)
+
+    def _write(self, data: bytes) -> bool:
+        try:
+            self.wfile.write(data)
+            self.wfile.flush()
+        except OSError:  # the client hung up: what a bounded client does
             self.close_connection = True
+            return False
+        with self.server.hostile.lock:
+            self.server.hostile.bytes_sent += len(data)
+        return True
 
-        def _flood(self, size: int, announce: bool) -> None:
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            if announce:
-                self.send_header("Content-Length", str(size))
-            self.send_header("Connection", "close")
-            self.end_headers()
-            block = b'{"data": "' + b"x" * (64 * 1024)
-            sent = 0
-            while sent < size and not server.stopping.is_set() and self._write(block):
-                sent += len(block)
-            self.close_connection = True
+    def _drip(self, body: bytes, seconds: float) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Connection", "close")  # no length: the body ends when we say
+        self.end_headers()
+        for byte in _endless(body):
+            if self.server.hostile.stopping.is_set() or not self._write(byte):
+                break
+            time.sleep(seconds)
+        self.close_connection = True
 
-    return Handler
+    def _flood(self, size: int, announce: bool) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        if announce:
+            self.send_header("Content-Length", str(size))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        block = b'{"data": "' + b"x" * (64 * 1024)
+        sent = 0
+        while sent < size and not self.server.hostile.stopping.is_set() and self._write(block):
+            sent += len(block)
+        self.close_connection = True
 
 
 def _endless(body: bytes) -> Iterator[bytes]:
