@@ -66,7 +66,7 @@ def read_answer(response: requests.Response, limits: Limits) -> Answer:
     return Answer(response.status_code, body, request_id, error)
 
 
-def read_body(response: requests.Response, limits: Limits) -> bytes:
+def read_body(response: requests.Response, limits: Limits) -> bytearray:
     """The body, or an error once it passes ``max_bytes`` or the deadline."""
     declared = response.headers.get("Content-Length", "")
     if declared.isdigit() and int(declared) > limits.max_bytes:
@@ -86,7 +86,7 @@ def read_body(response: requests.Response, limits: Limits) -> bytes:
         # so a body dripped a byte at a time still meets the deadline check.
         chunk = raw.read1(_CHUNK, decode_content=True)
         if not chunk:
-            return bytes(received)
+            return received
         received += chunk
         if len(received) > limits.max_bytes:
             raise _too_large(response, limits, "stopped reading there")
@@ -108,7 +108,7 @@ def _too_large(response: requests.Response, limits: Limits, detail: str) -> Answ
     )
 
 
-def _parse_json(raw: bytes) -> Any:
+def _parse_json(raw: bytearray) -> Any:
     if not raw:
         return None
     try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -60,7 +61,12 @@ def token_from_payload(data: Any, body: Any, now: float) -> Token:
             f"header ({problem}); it was not used, so no request was sent with it"
         )
     expires_in = payload.get("expires_in")
-    if not isinstance(expires_in, int | float) or isinstance(expires_in, bool) or expires_in <= 0:
+    if (
+        not isinstance(expires_in, int | float)
+        or isinstance(expires_in, bool)
+        or not math.isfinite(expires_in)
+        or expires_in <= 0
+    ):
         expires_in = _DEFAULT_LIFETIME
     log.debug("obtained an access token valid for %ss", expires_in)
     return Token(value, float(expires_in), now)

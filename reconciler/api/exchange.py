@@ -25,6 +25,7 @@ from reconciler.api.errors import (
     NotSent,
     PermissionDenied,
     RateLimited,
+    Redirected,
     TransportError,
     UnexpectedResponse,
 )
@@ -250,10 +251,14 @@ class Exchange:
         except (InvalidRequest, PermissionDenied, NotFound, Conflict, UnexpectedResponse) as exc:
             # No token means no request of this run can succeed: one clear error,
             # not the same refusal repeated for every invite.
+            check = (
+                "RECONCILER_BASE_URL and token_path"
+                if isinstance(exc, Redirected)
+                else f"RECONCILER_SCOPE ({self.settings.scope!r}), RECONCILER_CLIENT_ID and "
+                "token_path"
+            )
             raise AuthenticationFailed(
-                f"no token from the token endpoint: {exc.message}; check "
-                f"RECONCILER_SCOPE ({self.settings.scope!r}), RECONCILER_CLIENT_ID and "
-                "token_path",
+                f"no token from the token endpoint: {exc.message}; check {check}",
                 status=exc.status,
                 request_id=exc.request_id,
                 details=exc.details,

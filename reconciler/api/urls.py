@@ -20,7 +20,10 @@ def check_base_url(base_url: str) -> str:
         parts = urlsplit(base_url)
         parts.port  # noqa: B018 - parsing the port is what raises for a bad one
     except ValueError:
-        raise ConfigError("base_url is not a valid URL (set RECONCILER_BASE_URL)") from None
+        scheme = escape(base_url.partition(":")[0][:20])
+        raise ConfigError(
+            f"base_url ({scheme}://...) is not a valid URL; set RECONCILER_BASE_URL"
+        ) from None
     shown = _shown(parts)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConfigError(f"base_url {shown} is not an http(s) URL")

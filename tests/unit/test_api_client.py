@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import email.utils
+import gzip
 import logging
 import re
 from collections.abc import Callable, Iterator
@@ -1347,3 +1348,18 @@ def test_a_halted_client_waits_for_no_turn(
 
     assert "not sent" in str(caught.value) and not caught.value.outcome_unknown
     assert len(api_calls(requests_mock)) == 1
+
+
+def test_a_compressed_answer_is_capped_after_decompression(
+    make_client: Callable[..., ApiClient], requests_mock: Any, token_endpoint: Any
+) -> None:
+    # 20 MB of JSON squeezed into ~20 KB: the cap is on what it unpacks to.
+    client = make_client(max_response_bytes=1024 * 1024)
+    bomb = gzip.compress(b'{"data": "' + b"0" * 20_000_000 + b'"}', compresslevel=9)
+    assert len(bomb) < 1024 * 1024
+    requests_mock.get(INVITE_URL, content=bomb, headers={"Content-Encoding": "gzip"})
+
+    with pytest.raises(AnswerTooLarge) as caught:
+        client.get_invite("inv_8f2k1")
+
+    assert "1,048,576 bytes" in str(caught.value)
