@@ -30,6 +30,7 @@ class Hostility:
     envelope_failure: Collection[str] = ()  # 3: these methods get 200 with success: false
     retry_after: str | None = None  # 4: GET answered 429 with this Retry-After
     drip_seconds: float | None = None  # 5: GET bodies sent one byte per this many seconds
+    header_drip_seconds: float | None = None  # 5: GET status line and headers, likewise
     huge_body: int | None = None  # 6: GET bodies this many bytes long, sent as they are made
     huge_body_length_header: bool = False  # 6: announce that length in Content-Length
     echo_form_on_401: bool = False  # 7: the token endpoint refuses, echoing the posted form
@@ -174,6 +175,8 @@ class _Handler(BaseHTTPRequestHandler):
         if method == "GET" and h.retry_after is not None:
             headers = {"Retry-After": h.retry_after}
             return self._answer(429, envelope(429, None, "rate limit exceeded"), headers)
+        if method == "GET" and h.header_drip_seconds is not None:
+            return self._drip_headers(h.header_drip_seconds)
         if method == "GET" and h.huge_body is not None:
             return self._flood(h.huge_body, h.huge_body_length_header)
         body = json.loads(raw) if raw else None
@@ -214,6 +217,15 @@ class _Handler(BaseHTTPRequestHandler):
             time.sleep(seconds)
         self.close_connection = True
 
+    def _drip_headers(self, seconds: float) -> None:
+        """An answer that never gets past its headers: each read gets a byte in time."""
+        head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+        for byte in _endless(head, b"X-Padding: " + b"a" * 1000 + b"\r\n"):
+            if self.server.hostile.stopping.is_set() or not self._write(byte):
+                break
+            time.sleep(seconds)
+        self.close_connection = True
+
     def _flood(self, size: int, announce: bool) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -228,9 +240,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.close_connection = True
 
 
-def _endless(body: bytes) -> Iterator[bytes]:
-    """The body a byte at a time, then spaces forever: a drip that never ends."""
-    for i in range(len(body)):
-        yield body[i : i + 1]
+def _endless(start: bytes, then: bytes = b" ") -> Iterator[bytes]:
+    """``start`` a byte at a time, then ``then`` over and over: a drip that never ends."""
+    for i in range(len(start)):
+        yield start[i : i + 1]
     while True:
-        yield b" "
+        for i in range(len(then)):
+            yield then[i : i + 1]

@@ -16,6 +16,7 @@ from requests.auth import AuthBase
 
 from reconciler.api.answer import Answer, Limits, read_answer
 from reconciler.api.auth import BearerAuth, Token, TokenSource, token_from_payload
+from reconciler.api.deadline import attempt_deadline
 from reconciler.api.errors import (
     ApiError,
     AuthenticationFailed,
@@ -207,13 +208,24 @@ class Exchange:
             data=form,
             auth=auth,
         )
-        response = self._send(request, allowance)
+        with attempt_deadline(allowance) as deadline:
+            try:
+                response = self._send(request, allowance)
+            except TransportError:
+                if deadline.expired:  # the answer had not even begun at the deadline
+                    raise self._too_slow(allowance) from None
+                raise
         try:
             return read_answer(response, limits)
         except _READ_FAILURES as exc:
             raise transport_error(exc, self._host, allowance) from None
         finally:
             response.close()
+
+    def _too_slow(self, allowance: float) -> TransportError:
+        return TransportError(
+            f"no complete answer from {self._host} within {allowance:g}s", maybe_sent=True
+        )
 
     def _send(self, request: requests.PreparedRequest, allowance: float) -> requests.Response:
         try:

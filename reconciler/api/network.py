@@ -12,9 +12,9 @@ from typing import Any
 
 import requests
 import urllib3.exceptions as u3
-from requests.adapters import HTTPAdapter
 
 from reconciler import __version__
+from reconciler.api.deadline import GuardedAdapter
 from reconciler.api.errors import TransportError
 
 CONNECT_TIMEOUT = 10.0
@@ -39,7 +39,7 @@ class _NeverRedirects(requests.Session):
 
 def make_session(base_url: str, parallelism: int) -> requests.Session:
     session = _NeverRedirects()
-    adapter = HTTPAdapter(pool_connections=2, pool_maxsize=max(parallelism, 4), max_retries=0)
+    adapter = GuardedAdapter(pool_connections=2, pool_maxsize=max(parallelism, 4), max_retries=0)
     session.mount("https://", adapter)
     session.mount("http://", adapter)
     session.headers["User-Agent"] = f"invite-reconciler/{__version__}"

@@ -300,6 +300,21 @@ def test_5_a_dripping_answer_ends_within_the_attempt_deadline(
     assert elapsed < 20, f"the run took {elapsed:.0f}s"
 
 
+def test_5_an_answer_whose_headers_drip_ends_within_the_attempt_deadline(
+    hostile: Callable[..., HostileServer], reconcile: Callable[..., Run]
+) -> None:
+    server = hostile(Hostility(header_drip_seconds=0.05))
+    started = time.monotonic()
+
+    result = reconcile(server, "plan", "--target", "inv_acme", "invites", RECONCILER_TIMEOUT="1")
+
+    elapsed = time.monotonic() - started
+    assert result.code == 1
+    assert "no complete answer" in result.stderr and "within 1s" in result.stderr
+    assert len(server.calls("GET")) == 2
+    assert elapsed < 20, f"the run took {elapsed:.0f}s"
+
+
 # -- 6: an enormous answer -----------------------------------------------------------------
 
 
