@@ -215,6 +215,9 @@ class Exchange:
                 if deadline.expired:  # the answer had not even begun at the deadline
                     raise self._too_slow(allowance) from None
                 raise
+        if deadline.expired:  # cut mid-headers: what http.client parsed is not an answer
+            response.close()
+            raise self._too_slow(allowance)
         try:
             return read_answer(response, limits)
         except _READ_FAILURES as exc:
