@@ -32,6 +32,7 @@ class Settings:
     timeout: float = 30.0
     max_attempts: int = 5
     retry_max_seconds: float = 60.0
+    max_response_bytes: int = 4 * 1024 * 1024  # API answers are a few KiB
     max_changes: int | None = None
     audit_log: str | None = None
     schema_ref: str = "../schemas/invites.schema.json"
@@ -136,9 +137,11 @@ def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
     for name, key in (
         ("RECONCILER_PARALLELISM", "parallelism"),
         ("RECONCILER_MAX_CHANGES", "max_changes"),
+        ("RECONCILER_MAX_RESPONSE_BYTES", "max_response_bytes"),
     ):
         if env.get(name):
-            values[key] = _env_int(name, env[name], minimum=1 if key == "parallelism" else 0)
+            minimum = {"parallelism": 1, "max_response_bytes": 1024}.get(key, 0)
+            values[key] = _env_int(name, env[name], minimum=minimum)
     if env.get("RECONCILER_TIMEOUT"):
         values["timeout"] = _env_float("RECONCILER_TIMEOUT", env["RECONCILER_TIMEOUT"])
     secret = _secret_from_env(env)

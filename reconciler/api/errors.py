@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from reconciler.errors import ReconcilerError
+from reconciler.safetext import clean
 
 
 class ApiError(ReconcilerError):
@@ -19,10 +20,13 @@ class ApiError(ReconcilerError):
         retry_after: float | None = None,
         details: Any = None,
     ) -> None:
+        # Messages and ids often come from the server, which may echo what it was
+        # sent: cleaned here, whoever builds the error (cleaning twice is harmless).
+        message = clean(message)
         super().__init__(message)
         self.message = message
         self.status = status
-        self.request_id = request_id
+        self.request_id = clean(request_id) if request_id is not None else None
         self.retry_after = retry_after
         self.details = details  # per-field problems from the envelope's data
 
@@ -41,7 +45,7 @@ def _problems(details: Any) -> str:
     """The server's per-field problems, when a failure body lists them."""
     if not isinstance(details, dict) or not details:
         return ""
-    shown = [f"{key}: {value}" for key, value in list(details.items())[:5]]
+    shown = [f"{clean(str(key))}: {clean(str(value))}" for key, value in list(details.items())[:5]]
     more = f"; and {len(details) - 5} more" if len(details) > 5 else ""
     return f" [{'; '.join(shown)}{more}]"
 
@@ -91,6 +95,30 @@ class ServerError(ApiError):
 
 class UnexpectedResponse(ApiError):
     """A status or body the contract does not describe."""
+
+
+class Redirected(UnexpectedResponse):
+    """3xx: no endpoint of the API redirects, so the answer is never followed."""
+
+
+class EnvelopeFailure(UnexpectedResponse):
+    """A 2xx whose envelope says ``success: false``: a failure whatever the status."""
+
+
+class WrongInvite(UnexpectedResponse):
+    """An answer about another invite than the one asked for."""
+
+
+class AnswerTooLarge(UnexpectedResponse):
+    """A body longer than ``max_response_bytes``: reading stopped at the cap."""
+
+
+class TokenRefused(AuthenticationFailed):
+    """The token endpoint's answer holds no token an HTTP header can carry."""
+
+
+class NotSent(ApiError):
+    """The run stopped, or a wait would outlast the retry budget, before sending."""
 
 
 _BY_STATUS: dict[int, type[ApiError]] = {

@@ -2,26 +2,35 @@
 
 from __future__ import annotations
 
+import datetime
+import email.utils
+import gzip
 import logging
 import re
 from collections.abc import Callable, Iterator
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, quote_plus, urlsplit
 
 import pytest
 import requests
+from urllib3.exceptions import MaxRetryError, NewConnectionError
 
 from reconciler.api.client import ApiClient, CurrentInvite, Receipt, check_base_url
 from reconciler.api.errors import (
+    AnswerTooLarge,
     ApiError,
     AuthenticationFailed,
     Conflict,
+    EnvelopeFailure,
     InvalidRequest,
     NotFound,
+    NotSent,
     PermissionDenied,
     RateLimited,
+    Redirected,
     ServerError,
     TransportError,
+    WrongInvite,
 )
 from reconciler.config import DEFAULT_SCOPE, Settings
 from reconciler.errors import ConfigError, ReconcilerError
@@ -395,7 +404,9 @@ def test_custom_path_templates_and_base_url_prefix(
     )
     prefix = "https://gw.example.test/platform"
     requests_mock.post(prefix + "/auth/v2/token", [token_response()])
-    requests_mock.get(prefix + "/kyb/v2/invites/inv_1/details", **ok_invite())
+    requests_mock.get(
+        prefix + "/kyb/v2/invites/inv_1/details", **ok_invite({**INVITE, "id": "inv_1"})
+    )
     requests_mock.patch(prefix + "/kyb/v2/invites/inv_1", json=envelope(INVITE))
     requests_mock.post(prefix + "/kyb/v2/invites/inv_1:resend", json=envelope(None))
 
@@ -426,8 +437,9 @@ def test_custom_path_templates_and_base_url_prefix(
 def test_invite_id_is_percent_encoded_in_path(
     client: ApiClient, requests_mock: Any, token_endpoint: Any, invite_id: str, in_path: str
 ) -> None:
-    requests_mock.get(re.compile(r"/public-api/v1/kyb/invites/"), **ok_invite())
-    requests_mock.patch(re.compile(r"/public-api/v1/kyb/invites/"), json=envelope(INVITE))
+    answer = envelope({**INVITE, "id": invite_id})
+    requests_mock.get(re.compile(r"/public-api/v1/kyb/invites/"), json=answer)
+    requests_mock.patch(re.compile(r"/public-api/v1/kyb/invites/"), json=answer)
     requests_mock.post(re.compile(r"/resend$"), json=envelope(None))
 
     client.get_invite(invite_id)
@@ -914,9 +926,9 @@ def test_loopback_http_client_talks_to_the_sandbox_address(
 ) -> None:
     client = make_client(base_url="http://127.0.0.1:8765")
     requests_mock.post("http://127.0.0.1:8765/oauth/token", [token_response()])
-    requests_mock.get("http://127.0.0.1:8765/public-api/v1/kyb/invites/inv_1", **ok_invite())
+    requests_mock.get("http://127.0.0.1:8765/public-api/v1/kyb/invites/inv_8f2k1", **ok_invite())
 
-    assert client.get_invite("inv_1").is_pending
+    assert client.get_invite("inv_8f2k1").is_pending
 
 
 @pytest.mark.parametrize(
@@ -1048,12 +1060,306 @@ def test_the_servers_per_field_problems_are_part_of_the_error(
 def test_a_refused_connection_says_what_to_check(
     requests_mock: Any, make_client: Callable[..., ApiClient]
 ) -> None:
-    refused = requests.exceptions.ConnectionError(
-        "NewConnectionError: [Errno 111] Connection refused"
-    )
+    # What requests raises: its ConnectionError around urllib3's, around the OS's.
+    cause = NewConnectionError(None, "Failed to establish a new connection")
+    cause.__cause__ = ConnectionRefusedError(111, "Connection refused")
+    refused = requests.exceptions.ConnectionError(MaxRetryError(None, TOKEN_URL, cause))
     requests_mock.post(TOKEN_URL, exc=refused)
     with pytest.raises(TransportError) as info:
         make_client(max_attempts=1).get_invite("inv_8f2k1")
     message = str(info.value)
     assert "could not connect to api.example.test" in message
     assert "RECONCILER_BASE_URL" in message
+
+
+# -- what the server says is not taken on trust (issue 10) ---------------------------
+
+
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+def test_a_redirected_token_request_is_not_followed(
+    client: ApiClient, requests_mock: Any, status: int
+) -> None:
+    requests_mock.post(
+        TOKEN_URL, status_code=status, headers={"Location": "http://evil.example:8080/steal"}
+    )
+    trap = requests_mock.post("http://evil.example:8080/steal", json={})
+    get = requests_mock.get(INVITE_URL, **ok_invite())
+
+    with pytest.raises(AuthenticationFailed) as caught:
+        client.get_invite("inv_8f2k1")
+
+    assert not trap.called and not get.called
+    assert len(token_calls(requests_mock)) == 1  # a redirect is not retried either
+    text = str(caught.value)
+    assert f"HTTP {status}" in text and "evil.example:8080" in text
+    assert "not followed" in text
+
+
+@pytest.mark.parametrize("method", ["GET", "PATCH", "POST"])
+def test_a_redirected_invite_request_is_a_per_invite_error(
+    client: ApiClient, requests_mock: Any, token_endpoint: Any, method: str
+) -> None:
+    location = "https://other.example/\x1b]0;pwned\x07"
+    requests_mock.register_uri(
+        method, re.compile("/kyb/"), status_code=302, headers={"Location": location}
+    )
+    calls = {
+        "GET": lambda: client.get_invite("inv_8f2k1"),
+        "PATCH": lambda: client.update_invite("inv_8f2k1", {"name": "X"}),
+        "POST": lambda: client.resend_invite("inv_8f2k1"),
+    }
+
+    with pytest.raises(Redirected) as caught:
+        calls[method]()
+
+    assert len(api_calls(requests_mock)) == 1
+    assert "other.example" in str(caught.value) and "\x1b" not in str(caught.value)
+    assert not caught.value.outcome_unknown
+
+
+def test_a_get_answered_about_another_invite_names_both_ids(
+    client: ApiClient, requests_mock: Any, token_endpoint: Any
+) -> None:
+    requests_mock.get(INVITE_URL, **ok_invite({**INVITE, "id": "inv_SOMEONE_ELSE"}))
+
+    with pytest.raises(WrongInvite) as caught:
+        client.get_invite("inv_8f2k1")
+
+    text = str(caught.value)
+    assert "inv_8f2k1" in text and "inv_SOMEONE_ELSE" in text
+    assert len(api_calls(requests_mock)) == 1
+
+
+def test_a_get_answer_without_an_id_is_not_taken_for_the_invite(
+    client: ApiClient, requests_mock: Any, token_endpoint: Any
+) -> None:
+    requests_mock.get(INVITE_URL, **ok_invite({k: v for k, v in INVITE.items() if k != "id"}))
+
+    with pytest.raises(WrongInvite) as caught:
+        client.get_invite("inv_8f2k1")
+
+    assert "no id" in str(caught.value)
+
+
+@pytest.mark.parametrize("operation", ["get", "update", "resend"])
+def test_success_false_is_a_failure_whatever_the_status(
+    client: ApiClient, requests_mock: Any, token_endpoint: Any, operation: str
+) -> None:
+    lying = {**envelope(INVITE, message="could not process", request_id="4711"), "success": False}
+    requests_mock.get(INVITE_URL, json=lying)
+    requests_mock.patch(INVITE_URL, json=lying)
+    requests_mock.post(RESEND_URL, json=lying)
+    calls = {
+        "get": lambda: client.get_invite("inv_8f2k1"),
+        "update": lambda: client.update_invite("inv_8f2k1", {"name": "X"}),
+        "resend": lambda: client.resend_invite("inv_8f2k1"),
+    }
+
+    with pytest.raises(EnvelopeFailure) as caught:
+        calls[operation]()
+
+    text = str(caught.value)
+    assert "success: false" in text and "could not process" in text and "4711" in text
+    assert len(api_calls(requests_mock)) == 1
+
+
+def test_retry_after_past_the_budget_gives_up_at_once_saying_so(
+    client: ApiClient, requests_mock: Any, token_endpoint: Any, fake_time: FakeTime
+) -> None:
+    requests_mock.get(INVITE_URL, **failure(429, "slow down", headers={"Retry-After": "100000"}))
+    start = fake_time.now
+
+    with pytest.raises(RateLimited) as caught:
+        client.get_invite("inv_8f2k1")
+
+    assert fake_time.now == start  # no wait at all
+    assert len(api_calls(requests_mock)) == 1
+    assert "the server asked to wait 100000 s" in str(caught.value)
+    # Every other request of the run is refused at once too, rather than wait.
+    with pytest.raises(RateLimited) as other:
+        client.update_invite("inv_8f2k1", {"name": "X"})
+    assert "not sent" in str(other.value)
+    assert len(api_calls(requests_mock)) == 1 and fake_time.now == start
+
+
+def test_an_http_date_retry_after_is_understood(
+    client: ApiClient, requests_mock: Any, token_endpoint: Any, fake_time: FakeTime
+) -> None:
+    when = email.utils.format_datetime(
+        datetime.datetime.now(datetime.UTC) + datetime.timedelta(days=2), usegmt=True
+    )
+    requests_mock.get(INVITE_URL, **failure(503, "maintenance", headers={"Retry-After": when}))
+
+    with pytest.raises(ServerError) as caught:
+        client.get_invite("inv_8f2k1")
+
+    assert caught.value.retry_after is not None and caught.value.retry_after > 86400
+    assert "the server asked to wait" in str(caught.value)
+    assert len(api_calls(requests_mock)) == 1
+
+
+@pytest.mark.parametrize("announced", [True, False], ids=["content-length", "streamed"])
+def test_an_answer_past_the_size_cap_is_a_clear_error(
+    make_client: Callable[..., ApiClient], requests_mock: Any, token_endpoint: Any, announced: bool
+) -> None:
+    client = make_client(max_response_bytes=4096)
+    body = b'{"data": "' + b"x" * 100_000 + b'"}'
+    headers = {} if announced else {"Content-Length": ""}
+    requests_mock.get(INVITE_URL, content=body, headers=headers)
+
+    with pytest.raises(AnswerTooLarge) as caught:
+        client.get_invite("inv_8f2k1")
+
+    assert "max_response_bytes" in str(caught.value) and "4,096" in str(caught.value)
+    assert len(api_calls(requests_mock)) == 1  # not retried: it would be as large again
+
+
+@pytest.mark.parametrize(
+    "token",
+    ["tokABC\r\nX-Injected: 1", "tokABC\nDEF", "tökén-€ABC", "tokABC DEF", "", "\ttokABCDEF"],
+    ids=["crlf", "lf", "non-latin-1", "space", "empty", "tab"],
+)
+@pytest.mark.parametrize("operation", ["get", "resend"])
+def test_a_token_http_cannot_carry_is_refused_at_the_token_step(
+    client: ApiClient, requests_mock: Any, token: str, operation: str
+) -> None:
+    requests_mock.post(TOKEN_URL, [token_response(token)])
+    get = requests_mock.get(INVITE_URL, **ok_invite())
+    resend = requests_mock.post(RESEND_URL, json=envelope(None))
+
+    for _ in range(2):  # a second call does not ask for another token
+        with pytest.raises(AuthenticationFailed) as caught:
+            if operation == "get":
+                client.get_invite("inv_8f2k1")
+            else:
+                client.resend_invite("inv_8f2k1")
+        error = caught.value
+        assert not error.outcome_unknown  # the re-send surely never left
+        assert "no request was sent" in str(error)
+        if token:
+            assert "tokABC" not in str(error) and "tökén" not in str(error)
+
+    assert not get.called and not resend.called
+    assert len(token_calls(requests_mock)) == 1
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "ftp://user:hunter2pw@api.example.com",
+        "https://user:hunter2pw@api.example.com/x",
+        "https://api.example.com/platform?access_token=hunter2pw",
+        "http://api.example.com/?token=hunter2pw",
+        "https://api.example.com/#hunter2pw",
+    ],
+)
+def test_a_refused_base_url_shows_only_scheme_host_and_path(url: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        check_base_url(url)
+
+    text = str(caught.value)
+    assert "hunter2pw" not in text
+    assert "api.example.com" in text
+
+
+def test_the_echoed_form_and_authorization_header_are_redacted(
+    make_client: Callable[..., ApiClient], requests_mock: Any
+) -> None:
+    secret = "cs+live/SECRET&value=42"  # changes when form-encoded
+    client = make_client(client_secret=secret, max_attempts=1)
+    echo_form = {
+        "status_code": 401,
+        "json": lambda request, context: envelope(
+            None, status=401, message=f"invalid client: {request.text}"
+        ),
+    }
+    requests_mock.post(TOKEN_URL, [token_response(TOKEN), echo_form])
+    echo_header = lambda request, context: envelope(  # noqa: E731
+        {"authorization": request.headers["Authorization"]},
+        status=400,
+        message=f"bad header Authorization: {request.headers['Authorization']}",
+    )
+    requests_mock.get(INVITE_URL, status_code=400, json=echo_header)
+
+    with pytest.raises(InvalidRequest) as echoed:
+        client.get_invite("inv_8f2k1")
+    tokens = client._exchange._tokens
+    with pytest.raises(AuthenticationFailed) as refused:
+        tokens.renew(tokens.current())  # the next token request is answered with the echo
+
+    for error in (echoed.value, refused.value):
+        text = f"{error} {error.message} {error.details}"
+        for leaked in (secret, quote_plus(secret), TOKEN, TOKEN.split(".")[1]):
+            assert leaked not in text
+        assert "[redacted]" in text
+
+
+def test_the_observer_hears_of_every_attempt_of_an_invite_operation(
+    make_client: Callable[..., ApiClient],
+    requests_mock: Any,
+    token_endpoint: Any,
+    fake_time: FakeTime,
+) -> None:
+    heard: list[tuple[float, int | None]] = []
+    client = ApiClient(
+        Settings(base_url=BASE, client_id=CLIENT_ID, client_secret=SECRET),
+        clock=fake_time.clock,
+        sleep=fake_time.sleep,
+        observer=lambda seconds, status: heard.append((seconds, status)),
+    )
+    requests_mock.get(
+        INVITE_URL,
+        [failure(503, "busy"), {"exc": requests.exceptions.ReadTimeout}, ok_invite()],
+    )
+
+    client.get_invite("inv_8f2k1")
+
+    assert [status for _, status in heard] == [503, None, 200]  # the token request is not one
+    assert all(seconds >= 0 for seconds, _ in heard)
+
+
+def test_a_failing_observer_never_fails_a_request(
+    requests_mock: Any, token_endpoint: Any, fake_time: FakeTime
+) -> None:
+    def broken(seconds: float, status: int | None) -> None:
+        raise RuntimeError("observer bug")
+
+    client = ApiClient(
+        Settings(base_url=BASE, client_id=CLIENT_ID, client_secret=SECRET),
+        clock=fake_time.clock,
+        sleep=fake_time.sleep,
+        observer=broken,
+    )
+    requests_mock.get(INVITE_URL, **ok_invite())
+
+    assert client.get_invite("inv_8f2k1").is_pending
+
+
+def test_a_halted_client_waits_for_no_turn(
+    client: ApiClient, requests_mock: Any, token_endpoint: Any
+) -> None:
+    requests_mock.get(INVITE_URL, **ok_invite())
+    client.get_invite("inv_8f2k1")  # the token is fetched
+    client.pacer.on_rate_limited(30.0)
+    client.halt.set()
+
+    with pytest.raises(NotSent) as caught:
+        client.get_invite("inv_8f2k1")
+
+    assert "not sent" in str(caught.value) and not caught.value.outcome_unknown
+    assert len(api_calls(requests_mock)) == 1
+
+
+def test_a_compressed_answer_is_capped_after_decompression(
+    make_client: Callable[..., ApiClient], requests_mock: Any, token_endpoint: Any
+) -> None:
+    # 20 MB of JSON squeezed into ~20 KB: the cap is on what it unpacks to.
+    client = make_client(max_response_bytes=1024 * 1024)
+    bomb = gzip.compress(b'{"data": "' + b"0" * 20_000_000 + b'"}', compresslevel=9)
+    assert len(bomb) < 1024 * 1024
+    requests_mock.get(INVITE_URL, content=bomb, headers={"Content-Encoding": "gzip"})
+
+    with pytest.raises(AnswerTooLarge) as caught:
+        client.get_invite("inv_8f2k1")
+
+    assert "1,048,576 bytes" in str(caught.value)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import itertools
+import threading
 
 import pytest
 
-from reconciler.api.pacing import RequestPacer
+from reconciler.api.pacing import NoTurn, RequestPacer
 
 
 class FakeTime:
@@ -176,3 +177,96 @@ def test_rate_never_drops_to_zero(pacer: RequestPacer, fake_time: FakeTime) -> N
     assert pacer.rate is not None and pacer.rate > 0
     times = starts(pacer, fake_time, 3)
     assert times[-1] - times[0] < 10
+
+
+def test_a_429_without_retry_after_pauses_one_second(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    pacer.on_rate_limited(None)
+    limited_at = fake_time.now
+
+    pacer.wait_turn()
+
+    assert fake_time.now == pytest.approx(limited_at + 1.0)
+
+
+def test_a_second_429_while_paced_cuts_the_rate_by_a_tenth(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    succeed(pacer, fake_time, 5, over=1.0)
+    pacer.on_rate_limited(1.0)
+    fake_time.now += 1.5  # the pause is over
+    # More successes in the last second than the paced rate: the estimate would raise it.
+    succeed(pacer, fake_time, 10, over=1.0)
+    paced = pacer.rate
+    assert paced is not None
+
+    pacer.on_rate_limited(1.0)
+
+    assert pacer.rate == pytest.approx(paced * 0.9)
+
+
+def test_the_rate_never_falls_below_one_request_per_second(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    pacer.on_rate_limited(1.0)
+    for _ in range(30):  # 429 after 429, nothing ever succeeding
+        fake_time.now += 2.0
+        pacer.on_rate_limited(1.0)
+
+    assert pacer.rate == 1.0
+    pacer.wait_turn()
+    times = starts(pacer, fake_time, 4)
+    assert [b - a for a, b in itertools.pairwise(times)] == pytest.approx([1.0] * 3)
+
+
+def test_a_waiting_worker_looks_up_at_least_four_times_a_second(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    pacer.on_rate_limited(5.0)
+
+    pacer.wait_turn()
+
+    assert fake_time.sleeps and max(fake_time.sleeps) <= 0.25
+    assert sum(fake_time.sleeps) == pytest.approx(5.0)
+
+
+def test_a_stopped_run_leaves_no_worker_waiting(fake_time: FakeTime) -> None:
+    stop = threading.Event()
+
+    def sleep(seconds: float) -> None:
+        fake_time.sleep(seconds)
+        stop.set()  # the run stops while this worker waits out a long pause
+
+    pacer = RequestPacer(clock=fake_time.clock, sleep=sleep)
+    pacer.on_rate_limited(100000.0)
+
+    with pytest.raises(NoTurn) as caught:
+        pacer.wait_turn(stop=stop)
+
+    assert caught.value.stopped
+    assert len(fake_time.sleeps) == 1 and fake_time.sleeps[0] <= 0.25
+
+
+def test_a_stopped_run_still_lets_a_worker_go_when_no_wait_is_needed(
+    pacer: RequestPacer,
+) -> None:
+    # The re-send of a write already done must finish after an interrupt.
+    stop = threading.Event()
+    stop.set()
+
+    pacer.wait_turn(stop=stop)
+
+
+def test_a_turn_past_the_callers_deadline_is_refused_without_waiting(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    pacer.on_rate_limited(100000.0)
+
+    with pytest.raises(NoTurn) as caught:
+        pacer.wait_turn(give_up_at=fake_time.now + 60)
+
+    assert not caught.value.stopped
+    assert caught.value.wait == pytest.approx(100000.0)
+    assert fake_time.sleeps == []
+    pacer.wait_turn(give_up_at=fake_time.now + 100001)  # a deadline after the pause: it waits

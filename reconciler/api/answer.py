@@ -1,0 +1,202 @@
+"""The one place that reads an answer: bounded in size and time, parsed once,
+checked against the envelope, and turned into an error chosen by status.
+
+Every string taken from the server (message, per-field problems, requestId,
+a redirect's host) is cleaned (``safetext.clean``) before it is kept.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import requests
+from urllib3.util.retry import Retry
+
+from reconciler.api.errors import (
+    AnswerTooLarge,
+    ApiError,
+    EnvelopeFailure,
+    Redirected,
+    TransportError,
+    error_class_for,
+)
+from reconciler.api.urls import host_of
+from reconciler.safetext import clean
+
+_CHUNK = 64 * 1024
+_MAX_MESSAGE = 500  # characters of a server's message worth showing
+_MAX_REQUEST_ID = 100
+# urllib3 caps Retry-After at six hours by default; the real figure is what a user
+# must see ("asked to wait 100000 s"), bounded only so it stays a number.
+_RETRY_AFTER = Retry(retry_after_max=10**9)
+
+
+class Answer(NamedTuple):
+    """A complete answer: its status, JSON body (None if not JSON) and requestId."""
+
+    status: int
+    body: Any
+    request_id: str | None
+    error: ApiError | None  # None when the answer says the operation succeeded
+
+    @property
+    def data(self) -> Any:
+        """The envelope's ``data``, or the whole body when it is not an envelope."""
+        if isinstance(self.body, dict) and "data" in self.body:
+            return self.body["data"]
+        return self.body
+
+
+class Limits(NamedTuple):
+    deadline: float  # clock time by which the whole answer must have arrived
+    max_bytes: int
+    clock: Callable[[], float]
+    host: str
+    timeout: float  # the attempt's time allowance, for messages
+
+
+def read_answer(response: requests.Response, limits: Limits) -> Answer:
+    """Read ``response`` (sent with stream=True) whole, within ``limits``."""
+    raw = read_body(response, limits)
+    body = _parse_json(raw)
+    request_id = _request_id(body, response)
+    error = _error_for(response, body, len(raw), request_id)
+    return Answer(response.status_code, body, request_id, error)
+
+
+def read_body(response: requests.Response, limits: Limits) -> bytearray:
+    """The body, or an error once it passes ``max_bytes`` or the deadline."""
+    declared = response.headers.get("Content-Length", "")
+    if declared.isdigit() and int(declared) > limits.max_bytes:
+        raise _too_large(response, limits, f"it announced {int(declared):,} bytes")
+    received = bytearray()
+    raw = response.raw
+    while True:
+        left = limits.deadline - limits.clock()
+        if left <= 0:
+            raise TransportError(
+                f"no complete answer from {limits.host} within {limits.timeout:g}s "
+                f"(HTTP {response.status_code}, {len(received):,} bytes so far)",
+                maybe_sent=True,
+            )
+        _shorten_socket_timeout(raw, left)
+        # read1 returns what has arrived instead of waiting for a full chunk,
+        # so a body dripped a byte at a time still meets the deadline check.
+        chunk = raw.read1(_CHUNK, decode_content=True)
+        if not chunk:
+            return received
+        received += chunk
+        if len(received) > limits.max_bytes:
+            raise _too_large(response, limits, "stopped reading there")
+
+
+def _shorten_socket_timeout(raw: Any, left: float) -> None:
+    """No single read may wait past the attempt's deadline."""
+    sock = getattr(getattr(raw, "connection", None), "sock", None)
+    if sock is not None:
+        sock.settimeout(max(left, 0.001))
+
+
+def _too_large(response: requests.Response, limits: Limits, detail: str) -> AnswerTooLarge:
+    return AnswerTooLarge(
+        f"the answer from {limits.host} is larger than max_response_bytes "
+        f"({limits.max_bytes:,} bytes; {detail}); API answers are a few KiB",
+        status=response.status_code,
+        request_id=clean(response.headers.get("X-Request-Id", ""))[:_MAX_REQUEST_ID] or None,
+    )
+
+
+def _parse_json(raw: bytearray) -> Any:
+    if not raw:
+        return None
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested past all reason
+        return None
+
+
+def _request_id(body: Any, response: requests.Response) -> str | None:
+    value: Any = None
+    if isinstance(body, dict) and isinstance(body.get("metadata"), dict):
+        value = body["metadata"].get("requestId")
+    if value is None:
+        value = response.headers.get("X-Request-Id")
+    if value is None or isinstance(value, dict | list):
+        return None
+    return clean(str(value))[:_MAX_REQUEST_ID] or None
+
+
+def _error_for(
+    response: requests.Response, body: Any, size: int, request_id: str | None
+) -> ApiError | None:
+    """None for a success; otherwise the error class the status calls for."""
+    status = response.status_code
+    envelope = body if isinstance(body, dict) else {}
+    if 300 <= status < 400:
+        location = response.headers.get("Location")
+        target = clean(host_of(location)) if location else "nowhere (no Location header)"
+        return Redirected(
+            f"the server answered with a redirect to {target}; the API never redirects, "
+            "so it was not followed and nothing was re-sent there",
+            status=status,
+            request_id=request_id,
+        )
+    if 200 <= status < 300:
+        if "success" not in envelope or envelope["success"] is True:
+            return None
+        return EnvelopeFailure(
+            f"the envelope says success: {clean(json.dumps(envelope['success']))[:20]}"
+            f"{_said(envelope)}; treated as a failure",
+            status=status,
+            request_id=request_id,
+        )
+    return error_class_for(status)(
+        _message(response, envelope, size),
+        status=status,
+        request_id=request_id,
+        retry_after=_retry_after(response),
+        details=_details(envelope.get("data")),
+    )
+
+
+def _said(envelope: dict[str, Any]) -> str:
+    message = envelope.get("message")
+    return f" ({_short(message)})" if isinstance(message, str) and message else ""
+
+
+def _short(text: str) -> str:
+    text = clean(text)
+    return text if len(text) <= _MAX_MESSAGE else text[:_MAX_MESSAGE] + "…"
+
+
+def _message(response: requests.Response, envelope: dict[str, Any], size: int) -> str:
+    message = envelope.get("message")
+    if isinstance(message, str) and message.strip():
+        return _short(message)
+    reason = clean(response.reason or "error")[:80]
+    if not size:
+        return f"{reason} (empty body)"
+    kind = clean(response.headers.get("Content-Type", "").split(";")[0])[:80] or "unknown type"
+    if "html" in kind:
+        return f"{reason} (an HTML page, probably from a proxy or gateway)"
+    return f"{reason} (body is not the API's JSON envelope: {kind})"
+
+
+def _details(data: Any) -> dict[str, str] | None:
+    """The envelope's per-field problems, cleaned and bounded."""
+    if not isinstance(data, dict) or not data:
+        return None
+    return {_short(str(k))[:100]: _short(str(v))[:200] for k, v in list(data.items())[:20]}
+
+
+def _retry_after(response: requests.Response) -> float | None:
+    raw = response.headers.get("Retry-After")
+    if raw is None:
+        return None
+    try:
+        # Seconds or an HTTP date; urllib3 knows both forms.
+        return max(0.0, float(_RETRY_AFTER.parse_retry_after(raw.strip())))
+    except Exception:  # an unreadable header is as good as none
+        return None

@@ -1,0 +1,141 @@
+"""A deadline for the start of an answer, which no socket timeout gives.
+
+A socket timeout bounds each read, so a server that sends its status line and
+headers a byte at a time holds a worker for as long as it likes. While an
+attempt waits for an answer to begin, one shared watchdog thread stands ready
+to shut the socket down at the attempt's deadline; the blocked read then ends.
+(The body is read in ``answer.read_body``, which checks the deadline itself.)
+"""
+
+from __future__ import annotations
+
+import contextvars
+import heapq
+import itertools
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from typing import Any
+
+from requests.adapters import HTTPAdapter
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+
+
+class AttemptDeadline:
+    def __init__(self, seconds: float) -> None:
+        self.at = time.monotonic() + seconds
+        self.expired = False  # the watchdog cut an answer off
+
+    def cut(self, sock: socket.socket) -> None:
+        self.expired = True
+        with suppress(OSError):  # already closed: nothing left to cut
+            sock.shutdown(socket.SHUT_RDWR)
+
+
+_CURRENT: contextvars.ContextVar[AttemptDeadline | None] = contextvars.ContextVar(
+    "attempt_deadline", default=None
+)
+
+
+@contextmanager
+def attempt_deadline(seconds: float) -> Iterator[AttemptDeadline]:
+    """Requests sent in this block by this thread must begin answering in ``seconds``."""
+    deadline = AttemptDeadline(seconds)
+    token = _CURRENT.set(deadline)
+    try:
+        yield deadline
+    finally:
+        _CURRENT.reset(token)
+
+
+class _Watchdog:
+    """One thread running actions at their times; cancelled ones are skipped."""
+
+    def __init__(self) -> None:
+        self._wake = threading.Condition()
+        self._due: list[list[Any]] = []  # heap of [time, sequence, action or None]
+        self._sequence = itertools.count()
+        self._thread: threading.Thread | None = None
+
+    def arm(self, at: float, action: Callable[[], None]) -> list[Any]:
+        entry = [at, next(self._sequence), action]
+        with self._wake:
+            heapq.heappush(self._due, entry)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="deadline", daemon=True)
+                self._thread.start()
+            self._wake.notify()
+        return entry
+
+    @staticmethod
+    def disarm(entry: list[Any]) -> None:
+        entry[2] = None
+
+    def _run(self) -> None:
+        with self._wake:
+            while True:
+                while self._due and self._due[0][2] is None:
+                    heapq.heappop(self._due)
+                wait = self._due[0][0] - time.monotonic() if self._due else None
+                if wait is None or wait > 0:
+                    self._wake.wait(wait)
+                    continue
+                action = heapq.heappop(self._due)[2]
+                if action is not None:
+                    action()
+
+
+_WATCHDOG = _Watchdog()
+
+
+class _Guarded:
+    """Mixed into urllib3's connections: the wait for an answer has a deadline."""
+
+    sock: socket.socket | None
+
+    def getresponse(self) -> Any:
+        deadline = _CURRENT.get()
+        sock = self.sock
+        if deadline is None or sock is None:
+            return super().getresponse()  # type: ignore[misc]
+        entry = _WATCHDOG.arm(deadline.at, lambda: deadline.cut(sock))
+        try:
+            return super().getresponse()  # type: ignore[misc]
+        finally:
+            _WATCHDOG.disarm(entry)
+
+
+class _HTTPConnection(_Guarded, HTTPConnection):
+    pass
+
+
+class _HTTPSConnection(_Guarded, HTTPSConnection):
+    pass
+
+
+class _HTTPPool(HTTPConnectionPool):
+    ConnectionCls = _HTTPConnection
+
+
+class _HTTPSPool(HTTPSConnectionPool):
+    ConnectionCls = _HTTPSConnection
+
+
+_POOLS = {"http": _HTTPPool, "https": _HTTPSPool}
+
+
+class GuardedAdapter(HTTPAdapter):
+    """requests' adapter, with connections whose wait for an answer has a deadline."""
+
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = dict(_POOLS)
+
+    def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
+        manager = super().proxy_manager_for(proxy, **proxy_kwargs)
+        if not proxy.lower().startswith("socks"):  # SOCKS brings pools of its own
+            manager.pool_classes_by_scheme = dict(_POOLS)
+        return manager

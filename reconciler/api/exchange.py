@@ -1,0 +1,292 @@
+"""One request, start to finish: a turn from the pacer, attempts bounded in time
+and size, retries as ``retry.decide_retry`` says, and the token fetched on the way.
+"""
+
+from __future__ import annotations
+
+import http.client
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import requests
+import urllib3.exceptions
+from requests.auth import AuthBase
+
+from reconciler.api.answer import Answer, Limits, read_answer
+from reconciler.api.auth import BearerAuth, Token, TokenSource, token_from_payload
+from reconciler.api.deadline import attempt_deadline
+from reconciler.api.errors import (
+    ApiError,
+    AuthenticationFailed,
+    Conflict,
+    InvalidRequest,
+    NotFound,
+    NotSent,
+    PermissionDenied,
+    RateLimited,
+    Redirected,
+    TransportError,
+    UnexpectedResponse,
+)
+from reconciler.api.network import CONNECT_TIMEOUT, make_session, transport_error
+from reconciler.api.pacing import SLEEP_SLICE, NoTurn, RequestPacer
+from reconciler.api.retry import decide_retry
+from reconciler.config import Settings
+
+log = logging.getLogger("reconciler.api")
+
+# (seconds an attempt took, its HTTP status or None when no answer came)
+Observer = Callable[[float, "int | None"], None]
+Send = Callable[["float | None"], Answer]
+
+_MIN_ATTEMPT = 1.0  # seconds a retry is given even when the budget is nearly spent
+_READ_FAILURES = (
+    requests.RequestException,
+    urllib3.exceptions.HTTPError,
+    http.client.HTTPException,
+    OSError,
+)
+
+
+class Exchange:
+    def __init__(
+        self,
+        settings: Settings,
+        base_url: str,
+        host: str,
+        pacer: RequestPacer,
+        *,
+        clock: Callable[[], float],
+        sleep: Callable[[float], None],
+        jitter: Callable[[], float],
+        observer: Observer | None,
+    ) -> None:
+        self.settings = settings
+        self._base_url = base_url
+        self._host = host
+        self._pacer = pacer
+        self._clock = clock
+        self._sleep = sleep
+        self._jitter = jitter
+        self._observer = observer
+        self._session = make_session(base_url, settings.parallelism)
+        self._tokens = TokenSource(self._fetch_token, clock)
+        self._auth = BearerAuth(self._tokens)
+        self.halt = threading.Event()
+
+    def close(self) -> None:
+        self._session.close()
+
+    def call(self, method: str, path: str, *, json_body: Any = None, idempotent: bool) -> Answer:
+        """An invite operation: authenticated, observed, retried when safe."""
+
+        def send(give_up_at: float | None) -> Answer:
+            return self._attempt(
+                method, path, self._auth, json_body=json_body, give_up_at=give_up_at
+            )
+
+        return self._with_retries(method, path, send, idempotent=idempotent, observe=True)
+
+    # -- the retry loop ---------------------------------------------------------
+
+    def _with_retries(
+        self, method: str, path: str, send: Send, *, idempotent: bool, observe: bool
+    ) -> Answer:
+        give_up_at = self._clock() + self.settings.retry_max_seconds
+        attempt = 0
+        while True:
+            attempt += 1
+            self._take_turn(give_up_at)
+            started = self._clock()
+            answer: Answer | None = None
+            try:
+                answer = send(give_up_at if attempt > 1 else None)
+                error = answer.error
+            except ApiError as failure:
+                error = failure
+            if error is not None and error is self._tokens.failure:
+                # The token request already had its retries; this one never left.
+                raise _unsent(error)
+            elapsed = self._clock() - started
+            status = answer.status if answer else getattr(error, "status", None)
+            log.debug(
+                "%s %s -> %s (%.0f ms, requestId %s)",
+                method,
+                path,
+                status or type(error).__name__,
+                elapsed * 1000,
+                (answer.request_id if answer else None) or "-",
+            )
+            if observe:
+                self._observe(elapsed, status)
+            if error is None:
+                assert answer is not None
+                self._pacer.on_success()
+                return answer
+            self._take_note(error)
+            decision = decide_retry(
+                error,
+                attempt,
+                give_up_at - self._clock(),
+                idempotent=idempotent,
+                max_attempts=self.settings.max_attempts,
+                jitter=self._jitter(),
+            )
+            if not decision.retry or self.halt.is_set():
+                error.message += decision.note
+                raise error
+            log.debug(
+                "%s %s failed (%s); retry %d in %.2fs", method, path, error, attempt, decision.delay
+            )
+            self._pause(decision.delay, error)
+
+    def _take_turn(self, give_up_at: float) -> None:
+        try:
+            self._pacer.wait_turn(stop=self.halt, give_up_at=give_up_at)
+        except NoTurn as no:
+            if no.stopped:
+                raise NotSent("not sent: the run is stopping") from None
+            raise RateLimited(
+                f"not sent: after the server's 429 answers no request may start for "
+                f"{no.wait:.0f} s, longer than this request's retry budget "
+                f"(retry_max_seconds: {self.settings.retry_max_seconds:g})"
+            ) from None
+
+    def _take_note(self, error: ApiError) -> None:
+        if isinstance(error, RateLimited) and error.status == 429:
+            self._pacer.on_rate_limited(error.retry_after)
+        if isinstance(error, PermissionDenied):
+            error.message += (
+                f"; the client's token does not carry the scope this needs "
+                f"(asked for: {self.settings.scope!r}, set with RECONCILER_SCOPE)"
+            )
+
+    def _pause(self, seconds: float, error: ApiError) -> None:
+        """Wait before a retry, in short slices so a stopped run does not wait."""
+        end = self._clock() + seconds
+        while (left := end - self._clock()) > 0:
+            if self.halt.is_set():
+                raise error
+            self._sleep(min(left, SLEEP_SLICE))
+
+    def _observe(self, seconds: float, status: int | None) -> None:
+        if self._observer is None:
+            return
+        try:
+            self._observer(seconds, status)
+        except Exception:  # a watcher's fault must not fail a request
+            log.debug("the request observer failed", exc_info=True)
+
+    # -- one attempt ------------------------------------------------------------
+
+    def _attempt(
+        self,
+        method: str,
+        path: str,
+        auth: AuthBase | None,
+        *,
+        json_body: Any = None,
+        form: dict[str, str] | None = None,
+        give_up_at: float | None = None,
+    ) -> Answer:
+        """One HTTP exchange, whole answer included, within the attempt's time."""
+        now = self._clock()
+        allowance = self.settings.timeout
+        if give_up_at is not None:  # a retry ends with the retry budget
+            allowance = min(allowance, max(give_up_at - now, _MIN_ATTEMPT))
+        limits = Limits(
+            now + allowance, self.settings.max_response_bytes, self._clock, self._host, allowance
+        )
+        request = requests.PreparedRequest()
+        request.prepare(
+            method=method,
+            url=self._base_url + path,
+            headers=dict(self._session.headers),
+            json=json_body,
+            data=form,
+            auth=auth,
+        )
+        with attempt_deadline(allowance) as deadline:
+            try:
+                response = self._send(request, allowance)
+            except TransportError:
+                if deadline.expired:  # the answer had not even begun at the deadline
+                    raise self._too_slow(allowance) from None
+                raise
+        if deadline.expired:  # cut mid-headers: what http.client parsed is not an answer
+            response.close()
+            raise self._too_slow(allowance)
+        try:
+            return read_answer(response, limits)
+        except _READ_FAILURES as exc:
+            raise transport_error(exc, self._host, allowance) from None
+        finally:
+            response.close()
+
+    def _too_slow(self, allowance: float) -> TransportError:
+        return TransportError(
+            f"no complete answer from {self._host} within {allowance:g}s", maybe_sent=True
+        )
+
+    def _send(self, request: requests.PreparedRequest, allowance: float) -> requests.Response:
+        try:
+            return self._session.send(
+                request,
+                stream=True,
+                timeout=(min(CONNECT_TIMEOUT, allowance), allowance),
+                allow_redirects=False,
+            )
+        except requests.RequestException as exc:
+            raise transport_error(exc, self._host, allowance) from None
+
+    # -- the token --------------------------------------------------------------
+
+    def _fetch_token(self) -> Token:
+        path = self.settings.token_path
+        form = {
+            "grant_type": "client_credentials",
+            "client_id": self.settings.client_id or "",
+            "client_secret": self.settings.client_secret or "",
+            "scope": self.settings.scope,
+        }
+
+        def send(give_up_at: float | None) -> Answer:
+            return self._attempt("POST", path, None, form=form, give_up_at=give_up_at)
+
+        try:
+            answer = self._with_retries("POST", path, send, idempotent=True, observe=False)
+        except AuthenticationFailed as exc:
+            exc.message = (
+                f"the token endpoint refused client id {self.settings.client_id!r}: "
+                f"{exc.message}; check RECONCILER_CLIENT_ID and RECONCILER_CLIENT_SECRET"
+            )
+            raise
+        except (InvalidRequest, PermissionDenied, NotFound, Conflict, UnexpectedResponse) as exc:
+            # No token means no request of this run can succeed: one clear error,
+            # not the same refusal repeated for every invite.
+            check = (
+                "RECONCILER_BASE_URL and token_path"
+                if isinstance(exc, Redirected)
+                else f"RECONCILER_SCOPE ({self.settings.scope!r}), RECONCILER_CLIENT_ID and "
+                "token_path"
+            )
+            raise AuthenticationFailed(
+                f"no token from the token endpoint: {exc.message}; check {check}",
+                status=exc.status,
+                request_id=exc.request_id,
+                details=exc.details,
+            ) from None
+        return token_from_payload(answer.data, answer.body, self._clock())
+
+
+def _unsent(error: ApiError) -> ApiError:
+    """The token step's failure, as seen by a request it kept from leaving."""
+    if isinstance(error, TransportError):  # its maybe_sent was about the token request
+        return TransportError(
+            f"{error.message} (while getting a token; this request was not sent)",
+            maybe_sent=False,
+            permanent=error.permanent,
+        )
+    return error

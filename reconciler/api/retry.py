@@ -1,0 +1,67 @@
+"""Whether to try a failed request again, and after how long: a pure function.
+
+It sees only the error, how many attempts were made and how much of the
+retry budget is left, so every rule is tested without HTTP or clocks.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from reconciler.api.errors import ApiError, RateLimited, ServerError, TransportError
+from reconciler.api.pacing import DEFAULT_PAUSE
+
+BACKOFF_BASE = 0.5
+BACKOFF_CAP = 8.0
+
+
+class RetryDecision(NamedTuple):
+    retry: bool
+    delay: float = 0.0  # seconds to wait before the next attempt
+    note: str = ""  # appended to the error's message when giving up after retrying
+
+
+def may_retry(error: ApiError, idempotent: bool) -> bool:
+    """Whether another attempt could succeed and do no harm."""
+    if isinstance(error, TransportError):
+        # A request that may have reached the server is repeated only if repeating is safe.
+        return not error.permanent and (idempotent or not error.maybe_sent)
+    return idempotent and isinstance(error, RateLimited | ServerError)
+
+
+def decide_retry(
+    error: ApiError,
+    attempt: int,
+    time_left: float,
+    *,
+    idempotent: bool,
+    max_attempts: int,
+    jitter: float,
+) -> RetryDecision:
+    """``attempt`` attempts failed, the last with ``error``; ``jitter`` is in [0, 1)."""
+    if not may_retry(error, idempotent):
+        return RetryDecision(False)
+    tried = f"gave up after {attempt} attempt{'s' if attempt != 1 else ''}"
+    asked = error.retry_after
+    if asked is not None and asked > time_left:
+        return RetryDecision(
+            False,
+            note=f" ({tried}: the server asked to wait {asked:.0f} s, more than the "
+            f"{max(time_left, 0.0):.0f} s left of retry_max_seconds)",
+        )
+    if attempt >= max_attempts:
+        return RetryDecision(False, note=f" ({tried})")
+    wait = _wait(error, attempt, jitter)
+    if wait >= time_left:
+        return RetryDecision(False, note=f" ({tried}: retry_max_seconds spent)")
+    # A 429's wait happens in the pacer, for every worker at once; it still spends the budget.
+    return RetryDecision(True, 0.0 if isinstance(error, RateLimited) else wait)
+
+
+def _wait(error: ApiError, attempt: int, jitter: float) -> float:
+    if error.retry_after is not None:
+        return error.retry_after
+    if isinstance(error, RateLimited):
+        return DEFAULT_PAUSE
+    # Exponential backoff with full jitter, so workers do not retry in step.
+    return jitter * min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (attempt - 1))

@@ -1,0 +1,78 @@
+"""Where requests may go: the base URL a secret may be sent to, and invite paths."""
+
+from __future__ import annotations
+
+import ipaddress
+from urllib.parse import SplitResult, quote, urlsplit
+
+from reconciler.api.errors import InvalidRequest
+from reconciler.errors import ConfigError
+from reconciler.safetext import escape
+
+
+def check_base_url(base_url: str) -> str:
+    """The base URL without a trailing slash, if it is safe to send a secret to.
+
+    Errors show only scheme, host and path: the user info or query string of a
+    refused URL is exactly where a credential would sit.
+    """
+    try:
+        parts = urlsplit(base_url)
+        parts.port  # noqa: B018 - parsing the port is what raises for a bad one
+    except ValueError:
+        scheme = escape(base_url.partition(":")[0][:20])
+        raise ConfigError(
+            f"base_url ({scheme}://...) is not a valid URL; set RECONCILER_BASE_URL"
+        ) from None
+    shown = _shown(parts)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"base_url {shown} is not an http(s) URL")
+    if parts.username is not None or parts.password is not None:
+        raise ConfigError(
+            f"base_url {shown} must not carry credentials (user info before the host); "
+            "use RECONCILER_CLIENT_ID and RECONCILER_CLIENT_SECRET"
+        )
+    if parts.query or parts.fragment or base_url.rstrip().endswith(("?", "#")):
+        raise ConfigError(f"base_url {shown} must not have a query string or fragment")
+    if parts.scheme == "http" and not _is_loopback(parts.hostname):
+        raise ConfigError(
+            f"base_url {shown} uses plain http://, which would send the client secret "
+            "and tokens unencrypted; use https:// (http:// is allowed only for loopback "
+            "hosts such as 127.0.0.1, where the sandbox runs)"
+        )
+    return base_url.rstrip("/")
+
+
+def _shown(parts: SplitResult) -> str:
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    port = f":{parts.port}" if parts.port is not None else ""
+    return escape(repr(f"{parts.scheme}://{host}{port}{parts.path}"))
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def invite_path(template: str, invite_id: str) -> str:
+    """The template with the id percent-encoded into it."""
+    if not invite_id.strip("."):
+        # URL normalisation would turn "." and ".." into other resources' paths.
+        raise InvalidRequest(f"invite id {escape(repr(invite_id))} cannot be used in a URL")
+    return template.replace("{inviteId}", quote(invite_id, safe=""))
+
+
+def host_of(url: str) -> str:
+    """The host (and port) of a URL, for messages; never its user info or query."""
+    try:
+        parts = urlsplit(url)
+        port = f":{parts.port}" if parts.port is not None else ""
+    except ValueError:
+        return "an unreadable address"
+    return f"{parts.hostname}{port}" if parts.hostname else "the same host"

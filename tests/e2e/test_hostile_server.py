@@ -1,0 +1,426 @@
+"""End to end: the real CLI against a hostile API on 127.0.0.1, one test per row of
+issue 10's table (redirects, lying answers, endless answers, echoed secrets).
+
+Runs are in-process (``reconciler.cli.run``), except where the process ending
+is the point. Every run is checked for the client secret and every token the
+server issued, in every output and file it wrote.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote_plus
+
+import pytest
+from conftest import clean_env, run_cli
+from hostile_server import CLIENT_ID, HostileServer, Hostility
+
+from reconciler.cli import run
+
+pytestmark = pytest.mark.e2e
+
+SECRET = "s3cr3t/DO+NOT&LEAK=xyz"  # changes when form-encoded, as echoed forms are
+JWT = re.compile(r"eyJ[\w-]+\.[\w-]+\.[\w-]+")
+QUICK = "max_attempts: 2\nretry_max_seconds: 3\nparallelism: 4\n"
+
+SERVER = [
+    {"id": "inv_acme", "status": "pending", "name": "Acme Holdings Ltd",
+     "email": "old@acme.example", "groups": ["emea"]},
+    {"id": "inv_mueller", "status": "pending", "name": "Müller & Söhne GmbH",
+     "email": "kyb@mueller.example", "groups": ["emea", "enterprise"]},
+    {"id": "inv_sakura", "status": "pending", "name": "株式会社サクラ商事",
+     "email": "old@sakura.example", "groups": ["apac"]},
+    {"id": "inv_nunez", "status": "pending", "name": "Nuñez Exportaciones S.A.",
+     "email": "cumplimiento@nunez.example", "groups": ["latam"]},
+    {"id": "inv_SOMEONE_ELSE", "status": "pending", "name": "Someone Else's Business Ltd",
+     "email": "private@someone-else.example", "groups": ["na"]},
+]  # fmt: skip
+
+DESIRED = """\
+# Hand-written, as a compliance team keeps it.
+invites:
+  - id: inv_acme
+    name: Acme Holdings Ltd
+    email: compliance@acme.example   # was old@acme.example
+    groups: [emea]
+    resendOnChange: true
+
+  - id: inv_mueller
+    name: Müller & Söhne GmbH
+    email: kyb@mueller.example
+    groups: [enterprise, emea]
+
+  - id: inv_sakura
+    name: 株式会社サクラ商事
+    email: kyb@sakura.example
+    groups: [apac]
+    resendOnChange: true
+
+  - id: inv_nunez
+    name: Nuñez Exportaciones S.A.
+    email: cumplimiento@nunez.example
+    groups: [latam]
+"""
+
+
+@dataclass
+class Run:
+    code: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    (tmp_path / "invites").mkdir()
+    (tmp_path / "invites" / "business.yaml").write_text(DESIRED, encoding="utf-8")
+    (tmp_path / "reconciler.yaml").write_text(QUICK, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.fixture
+def hostile() -> Iterator[Callable[..., HostileServer]]:
+    servers: list[HostileServer] = []
+
+    def start(hostility: Hostility | None = None, host: str = "127.0.0.1") -> HostileServer:
+        server = HostileServer(SERVER, hostility, secret=SECRET, host=host).__enter__()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.__exit__()
+
+
+@pytest.fixture
+def reconcile(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], workdir: Path
+) -> Callable[..., Run]:
+    def call(server: HostileServer | None, *args: str, **env: str) -> Run:
+        for name in [n for n in os.environ if n.startswith("RECONCILER_")]:
+            monkeypatch.delenv(name)
+        values = {"RECONCILER_CLIENT_ID": CLIENT_ID, "RECONCILER_CLIENT_SECRET": SECRET}
+        if server is not None:
+            values["RECONCILER_BASE_URL"] = server.url
+        for name, value in {**values, **env}.items():
+            monkeypatch.setenv(name, value)
+        capsys.readouterr()
+        logger = logging.getLogger("reconciler")
+        handlers, level = list(logger.handlers), logger.level
+        try:
+            code = run(list(args))
+        finally:
+            # --verbose adds a handler on this run's stderr; a process runs only once.
+            logger.handlers[:] = handlers
+            logger.setLevel(level)
+        out, err = capsys.readouterr()
+        return Run(code, out, err)
+
+    return call
+
+
+def assert_nothing_leaked(servers: list[HostileServer], *texts: str) -> None:
+    tokens = [t for s in servers for t in s.tokens if len(t) >= 6]
+    for text in texts:
+        assert SECRET not in text and quote_plus(SECRET) not in text
+        assert not JWT.search(text), JWT.search(text)
+        for token in tokens:
+            assert token not in text
+            for part in token.split(".")[1:]:
+                assert part not in text
+        assert "Traceback" not in text
+
+
+def files(workdir: Path, *names: str) -> list[str]:
+    return [(workdir / n).read_text(encoding="utf-8") for n in names if (workdir / n).exists()]
+
+
+# -- 1: redirects ---------------------------------------------------------------------
+
+
+def _other_loopback_host() -> str:
+    try:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.2", 0))
+        return "127.0.0.2"
+    except OSError:
+        return "127.0.0.1"
+
+
+@pytest.mark.parametrize("status", [307, 308])
+def test_1_a_redirected_token_request_is_not_followed(
+    hostile: Callable[..., HostileServer], reconcile: Callable[..., Run], status: int
+) -> None:
+    trap = hostile(host=_other_loopback_host())
+    trap_url = f"{trap.url}/oauth/token"
+    server = hostile(Hostility(token_redirect=trap_url, redirect_status=status))
+
+    result = reconcile(server, "plan", "invites")
+
+    assert result.code == 1
+    assert trap.seen == [], "the form with the client secret went to the redirect target"
+    assert len(server.calls("POST", "/oauth/token")) == 1  # not retried either
+    assert not server.calls("GET")
+    assert f"HTTP {status}" in result.stderr
+    assert trap.url.removeprefix("http://") in result.stderr  # names where it pointed
+    assert_nothing_leaked([server, trap], result.stdout, result.stderr)
+
+
+# -- 2: an answer about another invite ----------------------------------------------------
+
+
+def test_2_an_answer_about_another_invite_is_never_acted_on(
+    hostile: Callable[..., HostileServer], reconcile: Callable[..., Run], workdir: Path
+) -> None:
+    server = hostile(Hostility(wrong_ids={"inv_acme": "inv_SOMEONE_ELSE"}))
+
+    planned = reconcile(server, "plan", "invites")
+    applied = reconcile(server, "apply", "--auto-approve", "--audit-log", "audit.jsonl", "invites")
+    exported = reconcile(server, "export", "inv_acme", "inv_nunez", "--out", "export.yaml")
+
+    for result in (planned, applied):
+        assert result.code == 1
+        assert re.search(r"inv_acme.*\n?.*inv_SOMEONE_ELSE", result.stdout + result.stderr)
+    # Neither inv_acme (never PATCHed, never re-sent) nor the other invite is written.
+    assert not [s for s in server.seen if s.method != "GET" and "inv_acme" in s.target]
+    assert not [s for s in server.seen if s.method != "GET" and "SOMEONE" in s.target]
+    assert server.invites["inv_SOMEONE_ELSE"]["email"] == "private@someone-else.example"
+    assert server.invites["inv_sakura"]["email"] == "kyb@sakura.example"  # others went through
+    assert exported.code == 1 and "nothing exported" in exported.stderr
+    assert not (workdir / "export.yaml").exists()
+    assert "private@someone-else.example" not in exported.stdout + exported.stderr
+
+
+# -- 3: success: false ---------------------------------------------------------------------
+
+
+def test_3_success_false_on_writes_is_a_failure_in_the_report_and_audit_log(
+    hostile: Callable[..., HostileServer], reconcile: Callable[..., Run], workdir: Path
+) -> None:
+    server = hostile(Hostility(envelope_failure=("PATCH",)))
+
+    result = reconcile(server, "apply", "--auto-approve", "--audit-log", "audit.jsonl", "invites")
+
+    assert result.code == 1
+    assert "success: false" in result.stdout + result.stderr
+    entries = [json.loads(line) for line in files(workdir, "audit.jsonl")[0].splitlines()]
+    updates = [e for e in entries if e["operation"] == "update"]
+    assert updates and all(e["outcome"] == "failed" for e in updates)
+    assert not server.resends  # a failed update is never followed by its re-send
+
+
+def test_3_success_false_on_resend_is_a_failed_resend(
+    hostile: Callable[..., HostileServer], reconcile: Callable[..., Run], workdir: Path
+) -> None:
+    server = hostile(Hostility(envelope_failure=("RESEND",)))
+
+    result = reconcile(server, "resend", "inv_acme", "--auto-approve", "--audit-log", "a.jsonl")
+
+    assert result.code == 1
+    assert "failed" in result.stdout and "unknown" not in result.stdout
+    (entry,) = [json.loads(line) for line in files(workdir, "a.jsonl")[0].splitlines()]
+    assert entry["outcome"] == "failed"
+
+
+def test_3_success_false_on_reads_is_never_taken_for_the_current_state(
+    hostile: Callable[..., HostileServer], reconcile: Callable[..., Run]
+) -> None:
+    server = hostile(Hostility(envelope_failure=("GET",)))
+
+    result = reconcile(server, "apply", "--auto-approve", "invites")
+
+    assert result.code == 1
+    assert "Plan: 0 to update, 0 unchanged, 4 errors." in result.stdout
+    assert not server.calls("PATCH") and not server.calls("POST")
+
+
+# -- 4: Retry-After far beyond the retry budget ------------------------------------------
+
+
+def test_4_a_huge_retry_after_ends_the_process_at_once(
+    hostile: Callable[..., HostileServer], workdir: Path
+) -> None:
+    server = hostile(Hostility(retry_after="100000"))
+    env = clean_env(
+        RECONCILER_BASE_URL=server.url,
+        RECONCILER_CLIENT_ID=CLIENT_ID,
+        RECONCILER_CLIENT_SECRET=SECRET,
+        RECONCILER_PARALLELISM="16",
+    )
+    (workdir / "reconciler.yaml").write_text("retry_max_seconds: 60\n", encoding="utf-8")
+
+    try:
+        result = run_cli("plan", "invites", env=env, cwd=workdir, timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail("`reconcile plan` never exited: workers left waiting in the pacer")
+
+    assert result.returncode == 1
+    assert "429" in result.stderr and "asked to wait 100000 s" in result.stderr
+    assert len(server.calls("GET")) <= 4  # no worker kept trying
+    assert_nothing_leaked([server], result.stdout, result.stderr)
+
+
+def test_4_an_http_date_retry_after_is_understood(
+    hostile: Callable[..., HostileServer], reconcile: Callable[..., Run]
+) -> None:
+    server = hostile(Hostility(retry_after="Wed, 21 Oct 2099 07:28:00 GMT"))
+
+    result = reconcile(server, "plan", "invites")
+
+    assert result.code == 1
+    assert re.search(r"asked to wait \d{9,} s", result.stderr), result.stderr
+
+
+# -- 5: an answer that drips ---------------------------------------------------------------
+
+
+def test_5_a_dripping_answer_ends_within_the_attempt_deadline(
+    hostile: Callable[..., HostileServer], reconcile: Callable[..., Run]
+) -> None:
+    server = hostile(Hostility(drip_seconds=0.2))
+    started = time.monotonic()
+
+    result = reconcile(server, "plan", "--target", "inv_acme", "invites", RECONCILER_TIMEOUT="1")
+
+    elapsed = time.monotonic() - started
+    assert result.code == 1
+    assert "no complete answer" in result.stderr and "within 1s" in result.stderr
+    assert len(server.calls("GET")) == 2  # max_attempts: 2, each cut off at its deadline
+    # Bounded: two one-second attempts in a three-second budget, not an endless drip.
+    assert elapsed < 20, f"the run took {elapsed:.0f}s"
+
+
+def test_5_an_answer_whose_headers_drip_ends_within_the_attempt_deadline(
+    hostile: Callable[..., HostileServer], reconcile: Callable[..., Run]
+) -> None:
+    server = hostile(Hostility(header_drip_seconds=0.05))
+    started = time.monotonic()
+
+    result = reconcile(server, "plan", "--target", "inv_acme", "invites", RECONCILER_TIMEOUT="1")
+
+    elapsed = time.monotonic() - started
+    assert result.code == 1
+    assert "no complete answer" in result.stderr and "within 1s" in result.stderr
+    assert len(server.calls("GET")) == 2
+    assert elapsed < 20, f"the run took {elapsed:.0f}s"
+
+
+# -- 6: an enormous answer -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("announced", [True, False], ids=["content-length", "no-length"])
+def test_6_a_1000_mb_answer_is_refused_at_the_size_cap(
+    hostile: Callable[..., HostileServer], reconcile: Callable[..., Run], announced: bool
+) -> None:
+    hostility = Hostility(huge_body=1000 * 1024 * 1024, huge_body_length_header=announced)
+    server = hostile(hostility)
+
+    result = reconcile(server, "plan", "invites")
+
+    assert result.code == 1
+    assert "larger than max_response_bytes" in result.stdout + result.stderr
+    # Four invites read, each stopped near the 4 MiB cap: the rest was never taken in.
+    time.sleep(0.2)  # let the server notice the hang-ups
+    assert server.bytes_sent < 4 * 16 * 1024 * 1024, server.bytes_sent
+
+
+# -- 7: a server that echoes secrets ------------------------------------------------------
+
+
+def test_7_an_echoed_form_never_shows_the_client_secret(
+    hostile: Callable[..., HostileServer], reconcile: Callable[..., Run]
+) -> None:
+    server = hostile(Hostility(echo_form_on_401=True))
+
+    result = reconcile(server, "plan", "invites", "--verbose")
+
+    assert result.code == 1
+    assert "client_secret=[redacted]" in result.stderr
+    assert_nothing_leaked([server], result.stdout, result.stderr)
+
+
+def test_7_an_echoed_authorization_header_reaches_no_output_or_file(
+    hostile: Callable[..., HostileServer], reconcile: Callable[..., Run], workdir: Path
+) -> None:
+    server = hostile(Hostility(echo_authorization=("GET",)))
+    planned = reconcile(server, "plan", "invites", "--format", "markdown", "--out", "plan.json")
+    as_json = reconcile(server, "plan", "invites", "--format", "json", "-v")
+    server.hostility = Hostility(echo_authorization=("PATCH",))
+    applied = reconcile(server, "apply", "--auto-approve", "--audit-log", "audit.jsonl", "invites")
+
+    assert planned.code == applied.code == 1
+    assert "[redacted]" in planned.stdout and "[redacted]" in files(workdir, "audit.jsonl")[0]
+    assert len(server.tokens) >= 3
+    outputs = [r.stdout + r.stderr for r in (planned, as_json, applied)]
+    assert_nothing_leaked([server], *outputs, *files(workdir, "plan.json", "audit.jsonl"))
+
+
+# -- 8: a token HTTP cannot carry ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "token",
+    ["eyJhbGciOi.tok\r\nX-Evil: 1.sig", "eyJhbGciOi.tökén€.sig", "eyJhbGciOi.tok en.sig"],
+    ids=["crlf", "non-latin-1", "space"],
+)
+def test_8_an_uncarriable_token_is_refused_before_anything_is_sent(
+    hostile: Callable[..., HostileServer], reconcile: Callable[..., Run], token: str
+) -> None:
+    server = hostile(Hostility(token_value=token))
+
+    planned = reconcile(server, "plan", "invites")
+    resent = reconcile(server, "resend", "inv_acme", "--auto-approve")
+
+    for result in (planned, resent):
+        assert result.code == 1
+        assert "cannot be sent in an HTTP header" in result.stdout + result.stderr
+        assert "Traceback" not in result.stderr
+    assert "unknown" not in resent.stdout and "no request was sent" in resent.stdout
+    assert not server.calls("GET") and not server.calls("POST") and not server.resends
+    assert len(server.calls("POST", "/oauth/token")) == 2  # once per run: never retried
+
+
+# -- 9: credentials in the base URL -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "base_url",
+    [
+        "ftp://user:SECRET-IN-URL@127.0.0.1/api",
+        "https://user:SECRET-IN-URL@api.example.com/api",
+        "https://api.example.com/api?access_token=SECRET-IN-URL",
+    ],
+)
+def test_9_a_base_url_with_credentials_is_refused_without_echoing_them(
+    reconcile: Callable[..., Run], base_url: str
+) -> None:
+    result = reconcile(None, "plan", "invites", RECONCILER_BASE_URL=base_url)
+
+    assert result.code == 1
+    assert "SECRET-IN-URL" not in result.stdout + result.stderr
+    assert "/api" in result.stderr and "base_url" in result.stderr
+
+
+def test_a_well_behaved_server_still_converges(
+    hostile: Callable[..., HostileServer], reconcile: Callable[..., Run], workdir: Path
+) -> None:
+    # The control: the same server with no hostility set behaves like the platform.
+    server = hostile()
+
+    applied = reconcile(server, "apply", "--auto-approve", "--audit-log", "audit.jsonl", "invites")
+    planned = reconcile(server, "plan", "invites")
+
+    assert applied.code == 0, applied.stdout + applied.stderr
+    assert server.resends == {"inv_acme": 1, "inv_sakura": 1}
+    assert "Plan: 0 to update, 4 unchanged, 0 errors." in planned.stdout
+    assert_nothing_leaked([server], applied.stdout, applied.stderr, *files(workdir, "audit.jsonl"))

@@ -1,0 +1,249 @@
+"""A small platform API on 127.0.0.1 that lies, stalls, floods and echoes secrets.
+
+Each knob of ``Hostility`` reproduces one row of issue 10's table; with none
+set it answers like the sandbox. It records every request it receives (a
+redirect target is just another HostileServer that should record nothing).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import threading
+import time
+from collections import Counter
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, NamedTuple
+from urllib.parse import parse_qs, unquote, urlsplit
+
+CLIENT_ID = "hostile-ci"
+INVITES = "/public-api/v1/kyb/invites/"
+
+
+@dataclass
+class Hostility:
+    token_redirect: str | None = None  # 1: the token request answered 307 to this URL
+    redirect_status: int = 307
+    wrong_ids: dict[str, str] = field(default_factory=dict)  # 2: GET key answers about value
+    envelope_failure: Collection[str] = ()  # 3: these methods get 200 with success: false
+    retry_after: str | None = None  # 4: GET answered 429 with this Retry-After
+    drip_seconds: float | None = None  # 5: GET bodies sent one byte per this many seconds
+    header_drip_seconds: float | None = None  # 5: GET status line and headers, likewise
+    huge_body: int | None = None  # 6: GET bodies this many bytes long, sent as they are made
+    huge_body_length_header: bool = False  # 6: announce that length in Content-Length
+    echo_form_on_401: bool = False  # 7: the token endpoint refuses, echoing the posted form
+    echo_authorization: Collection[str] = ()  # 7: these methods get a 400 echoing the header
+    token_value: str | None = None  # 8: the access token issued (default: a fresh JWT-like one)
+
+
+class Seen(NamedTuple):
+    method: str
+    target: str
+    headers: dict[str, str]
+    body: str
+
+
+def jwt_like() -> str:
+    return "eyJhbGciOiJIUzI1NiJ9." + secrets.token_urlsafe(24) + "." + secrets.token_urlsafe(16)
+
+
+def envelope(status: int, data: Any, message: str = "OK", success: bool | None = None) -> bytes:
+    body = {
+        "status": status,
+        "success": 200 <= status < 300 if success is None else success,
+        "message": message,
+        "data": data,
+        "metadata": {
+            "requestId": str(secrets.randbelow(10**9)),
+            "timestamp": "2026-11-23T08:00:00.000Z",
+        },
+        "details": {"hint": "hostile test server"},
+    }
+    return json.dumps(body, ensure_ascii=False).encode("utf-8")
+
+
+class HostileServer:
+    def __init__(
+        self,
+        invites: list[dict[str, Any]] | None = None,
+        hostility: Hostility | None = None,
+        *,
+        secret: str,
+        host: str = "127.0.0.1",
+    ) -> None:
+        self.invites = {i["id"]: dict(i) for i in invites or []}
+        self.hostility = hostility or Hostility()
+        self.secret = secret
+        self.seen: list[Seen] = []
+        self.tokens: list[str] = []  # every token issued
+        self.resends: Counter[str] = Counter()
+        self.bytes_sent = 0
+        self.stopping = threading.Event()
+        self.lock = threading.Lock()
+        self._server = _Server((host, 0), _Handler)
+        self._server.hostile = self
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def __enter__(self) -> HostileServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stopping.set()
+        self._server.shutdown()
+        self._server.server_close()
+
+    def calls(self, method: str, prefix: str = INVITES) -> list[Seen]:
+        return [s for s in self.seen if s.method == method and s.target.startswith(prefix)]
+
+    # -- answers ------------------------------------------------------------------
+
+    def token(self, form: dict[str, list[str]], raw: str) -> tuple[int, bytes, dict[str, str]]:
+        h = self.hostility
+        if h.token_redirect:
+            return h.redirect_status, b"", {"Location": h.token_redirect}
+        if form.get("client_secret") != [self.secret] or h.echo_form_on_401:
+            return 401, envelope(401, None, f"invalid client; you sent: {raw}"), {}
+        value = h.token_value if h.token_value is not None else jwt_like()
+        with self.lock:
+            self.tokens.append(value)
+        data = {"access_token": value, "token_type": "Bearer", "expires_in": 3600}
+        return 201, envelope(201, data, "Token created"), {}
+
+    def invite(self, method: str, invite_id: str, body: Any, auth: str) -> tuple[int, bytes]:
+        h = self.hostility
+        if method in h.echo_authorization:
+            echoed = {"authorization": auth}
+            return 400, envelope(400, echoed, f"malformed request header Authorization: {auth}")
+        if method in h.envelope_failure:
+            current = self.invites.get(invite_id)
+            return 200, envelope(200, current, "request could not be processed", success=False)
+        if invite_id not in self.invites:
+            return 404, envelope(404, None, f"invite {invite_id} not found")
+        if method == "PATCH":
+            self.invites[invite_id].update(body if isinstance(body, dict) else {})
+        elif method == "RESEND":
+            self.resends[invite_id] += 1
+            return 200, envelope(200, None)
+        answered = self.invites.get(h.wrong_ids.get(invite_id, invite_id))
+        return 200, envelope(200, answered)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    hostile: HostileServer
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        self._handle("POST")
+
+    def do_GET(self) -> None:
+        self._handle("GET")
+
+    def do_PATCH(self) -> None:
+        self._handle("PATCH")
+
+    def _handle(self, method: str) -> None:
+        hostile = self.server.hostile
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length).decode("utf-8", "replace")
+        with hostile.lock:
+            hostile.seen.append(Seen(method, self.path, dict(self.headers), raw))
+        path = urlsplit(self.path).path
+        if method == "POST" and path == "/oauth/token":
+            status, body, headers = hostile.token(parse_qs(raw), raw)
+            return self._answer(status, body, headers)
+        if not path.startswith(INVITES):
+            return self._answer(404, envelope(404, None, "no such endpoint"), {})
+        invite_id = unquote(path[len(INVITES) :].removesuffix("/resend"))
+        operation = "RESEND" if path.endswith("/resend") else method
+        h = hostile.hostility
+        if method == "GET" and h.retry_after is not None:
+            headers = {"Retry-After": h.retry_after}
+            return self._answer(429, envelope(429, None, "rate limit exceeded"), headers)
+        if method == "GET" and h.header_drip_seconds is not None:
+            return self._drip_headers(h.header_drip_seconds)
+        if method == "GET" and h.huge_body is not None:
+            return self._flood(h.huge_body, h.huge_body_length_header)
+        body = json.loads(raw) if raw else None
+        auth = self.headers.get("Authorization", "")
+        status, answer = hostile.invite(operation, invite_id, body, auth)
+        if method == "GET" and h.drip_seconds is not None:
+            return self._drip(answer, h.drip_seconds)
+        return self._answer(status, answer, {})
+
+    def _answer(self, status: int, body: bytes, headers: dict[str, str]) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self._write(body)
+
+    def _write(self, data: bytes) -> bool:
+        try:
+            self.wfile.write(data)
+            self.wfile.flush()
+        except OSError:  # the client hung up: what a bounded client does
+            self.close_connection = True
+            return False
+        with self.server.hostile.lock:
+            self.server.hostile.bytes_sent += len(data)
+        return True
+
+    def _drip(self, body: bytes, seconds: float) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Connection", "close")  # no length: the body ends when we say
+        self.end_headers()
+        for byte in _endless(body):
+            if self.server.hostile.stopping.is_set() or not self._write(byte):
+                break
+            time.sleep(seconds)
+        self.close_connection = True
+
+    def _drip_headers(self, seconds: float) -> None:
+        """An answer that never gets past its headers: each read gets a byte in time."""
+        head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+        for byte in _endless(head, b"X-Padding: " + b"a" * 1000 + b"\r\n"):
+            if self.server.hostile.stopping.is_set() or not self._write(byte):
+                break
+            time.sleep(seconds)
+        self.close_connection = True
+
+    def _flood(self, size: int, announce: bool) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        if announce:
+            self.send_header("Content-Length", str(size))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        block = b'{"data": "' + b"x" * (64 * 1024)
+        sent = 0
+        while sent < size and not self.server.hostile.stopping.is_set() and self._write(block):
+            sent += len(block)
+        self.close_connection = True
+
+
+def _endless(start: bytes, then: bytes = b" ") -> Iterator[bytes]:
+    """``start`` a byte at a time, then ``then`` over and over: a drip that never ends."""
+    for i in range(len(start)):
+        yield start[i : i + 1]
+    while True:
+        for i in range(len(then)):
+            yield then[i : i + 1]
