@@ -29,9 +29,8 @@ def read_bounded_text(path: str, limit: int, what: str) -> str:
     except OSError as exc:
         raise ReconcilerError(f"{escape(path)}: cannot read {what}: {exc.strerror}") from None
     if len(data) > limit:
-        raise ReconcilerError(
-            f"{escape(path)}: larger than {limit // (1024 * 1024)} MiB, too large for {what}"
-        )
+        size = f"{limit // 1048576} MiB" if limit >= 1048576 else f"{limit:,} bytes"
+        raise ReconcilerError(f"{escape(path)}: larger than {size}: too large for {what}")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:

@@ -30,9 +30,14 @@ _TAIL_RESERVE = 600  # room kept for the closing note
 _MARKDOWN_SIGNS = str.maketrans({c: f"&#{ord(c)};" for c in "|`*_[]\\~"})
 
 
-def _code(text: str) -> str:
+# In a heading, @ and # as well: a name like "Northwind @octocat #1 <b>" must neither
+# mention a user nor link an issue, even where <code> were not honoured.
+_HEADING_SIGNS = str.maketrans({c: f"&#{ord(c)};" for c in "|`*_[]\\~@#"})
+
+
+def _code(text: str, signs: dict[int, str] = _MARKDOWN_SIGNS) -> str:
     """``text`` from a file or a server, shown literally wherever it stands."""
-    escaped = html.escape(clean(text), quote=False).translate(_MARKDOWN_SIGNS)
+    escaped = html.escape(clean(text), quote=False).translate(signs)
     return f"<code>{escaped}</code>"
 
 
@@ -146,6 +151,4 @@ def _row(label: str, before: object, after: object) -> str:
 
 
 def _title(invite_id: str, name: str | None) -> str:
-    # A heading is where a name like "Northwind @octocat #1 <b>" would mention a user and
-    # link an issue: inside <code> it does neither.
-    return _id(invite_id) + (f" {_code(name)}" if name else "")
+    return _id(invite_id) + (f" {_code(name, _HEADING_SIGNS)}" if name else "")
