@@ -9,7 +9,6 @@ matter in neither).
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 SET_FIELDS = frozenset({"groups", "addOns", "attachments"})
@@ -18,25 +17,31 @@ OBJECT_FIELDS = frozenset({"primaryContact"})
 
 def _canonical_value(value: Any) -> Any:
     """A form in which ``==`` is JSON's equality: a bool is not a number, 1 is not 1.0."""
+    if type(value) is str or value is None:  # most values: a str equals only a str
+        return value
     if isinstance(value, dict):
-        return {str(key): _canonical_value(item) for key, item in value.items()}
+        # Keys in order, so that equal objects also print alike (see _order_key).
+        return {str(k): _canonical_value(v) for k, v in sorted(value.items(), key=_key_text)}
     if isinstance(value, list | tuple):
         return [_canonical_value(item) for item in value]
     if isinstance(value, float):
         # NaN is not even equal to itself, and -0.0 prints apart from 0.0: one form each.
         return ("float", "nan") if value != value else ("float", value + 0.0)
-    return (type(value).__name__, value)
+    return (type(value).__name__, value)  # True, 1 and 1.0 no longer compare equal
 
 
-def _order_key(item: Any) -> str:
-    return json.dumps(item, sort_keys=True, ensure_ascii=False)
+def _key_text(item: tuple[Any, Any]) -> str:
+    return str(item[0])
 
 
 def canonical(field: str, value: Any) -> Any:
     """``value`` of ``field`` as compared: set fields sorted and without repeats."""
     if field in SET_FIELDS and isinstance(value, list):
-        # Keyed by their JSON text: sortable and hashable whatever a server puts in a list.
-        unique = {_order_key(item): item for item in map(_canonical_value, value)}
+        if all(type(item) is str for item in value):
+            return sorted(set(value))
+        # Keyed by their text: sortable and hashable whatever a server puts in a list;
+        # canonical forms that are equal print alike, and only those.
+        unique = {repr(item): item for item in map(_canonical_value, value)}
         return [unique[key] for key in sorted(unique)]
     return _canonical_value(value)
 

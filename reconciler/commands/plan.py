@@ -73,6 +73,9 @@ def plan(
 
 
 def _say_saved(the_plan: Plan, out: str) -> None:
+    if the_plan.too_much_change() is not None:
+        click.echo(f"Saved the plan to {escape(out)}, for the record.", err=True)
+        return
     errors = the_plan.errors
     caveat = f" ({plural(len(errors), 'invite')} with errors will be left alone)" if errors else ""
     click.echo(

@@ -88,7 +88,7 @@ def test_fields_the_files_do_not_manage_are_never_compared():
     assert compare_invite({"email": "a@x.example"}, {"email": "a@x.example", "name": "Z"}) == {}
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(desired=invites, current=invites)
 @example(desired={"name": True, "email": "a"}, current={"name": 1, "email": "b"})
 def test_a_fields_patch_never_depends_on_the_other_fields(desired, current):
@@ -99,7 +99,7 @@ def test_a_fields_patch_never_depends_on_the_other_fields(desired, current):
     assert set(whole) <= set(desired)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(field=st.sampled_from(FIELDS), want=values, have=values)
 def test_the_quick_check_and_deepdiff_agree_on_every_value(field, want, have):
     held = managed_part(field, want, have)
