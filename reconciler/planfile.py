@@ -38,7 +38,6 @@ _NEW_PLAN = "Make and review a new plan with `reconcile plan --out FILE`."
 
 def sign_plan(plan: Plan, secret: str) -> None:
     """Sign ``plan`` with a key derived from ``secret``; the key is never kept."""
-    plan.signature = None
     plan.signature = signature_for(plan.to_document(), secret)
 
 

@@ -44,6 +44,7 @@ def test_an_integer_and_a_float_differ_but_nan_and_negative_zero_do_not():
     assert compare_invite({"name": 1.0}, {"name": 1}) == {"name": 1.0}
     assert compare_invite({"name": float("nan")}, {"name": float("nan")}) == {}
     assert compare_invite({"name": -0.0}, {"name": 0.0}) == {}
+    assert compare_invite({"groups": [0.0]}, {"groups": [-0.0, 0.0]}) == {}
 
 
 def test_set_fields_ignore_order_and_repeats_even_when_another_field_changes():

@@ -32,6 +32,7 @@ from reconciler.plan import (
     TooMuchChange,
     make_plan,
 )
+from reconciler.safetext import register_secret
 
 BASE = "https://api.example.test"
 
@@ -93,6 +94,14 @@ def test_an_error_that_would_repeat_for_every_invite_stops_the_run_at_once(error
     assert str(raised.value).startswith("stopped reading invites:")
     assert str(error) in str(raised.value)
     assert consumed == [0]  # one error, not 500
+
+
+def test_a_secret_a_server_echoes_never_reaches_the_plan():
+    register_secret("plan-model-secret-7f3a")
+    error = InvalidRequest("client plan-model-secret-7f3a sent Bearer eyJ.abc.def", status=400)
+    (problem,) = make_plan(BASE, [(desired(1), Outcome(error=error))]).errors
+    assert "plan-model-secret-7f3a" not in problem.message and "eyJ.abc" not in problem.message
+    assert problem.message == "HTTP 400: client [redacted] sent Bearer [redacted]"
 
 
 def test_an_interrupted_read_stops_the_plan():

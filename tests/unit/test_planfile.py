@@ -141,6 +141,28 @@ def test_deep_nesting_is_refused_before_parsing_with_its_place(tmp_path):
     assert load_plan(write(tmp_path / "brackets.json", document)).changes[0].name.startswith("[[")
 
 
+def test_nesting_up_to_the_limit_is_parsed_and_one_more_level_is_not(tmp_path):
+    at_limit = tmp_path / "64.json"
+    at_limit.write_text("[" * 64 + "]" * 64, encoding="utf-8")
+    with pytest.raises(ReconcilerError, match="not a plan file saved by"):  # parsed, then schema
+        load_plan(str(at_limit))
+    past = tmp_path / "65.json"
+    past.write_text("[" * 65 + "]" * 65, encoding="utf-8")
+    with pytest.raises(ReconcilerError, match=r"65.json:1:65: nested too deeply \(limit 64\)"):
+        load_plan(str(past))
+
+
+def test_a_change_whose_before_after_and_patch_disagree_is_refused_as_damaged(tmp_path):
+    document = json.loads(json.dumps(sample_plan().to_document()))  # as read from a file
+    document["changes"][0]["patch"]["email"] = "evil@attacker.example"  # `after` not edited
+    with pytest.raises(ReconcilerError, match="edited by hand or is damaged"):
+        load_plan(write(tmp_path / "edited.json", document))
+    document = sample_plan().to_document()
+    document["changes"][0]["before"] = {"email": "old@acme.example"}  # `groups` dropped
+    with pytest.raises(ReconcilerError, match=r"changes/0 \(inv_acme\)"):
+        load_plan(write(tmp_path / "before.json", document))
+
+
 def test_an_oversized_file_is_refused_without_reading_it_all(tmp_path, monkeypatch):
     monkeypatch.setattr(planfile, "MAX_PLAN_BYTES", 1000)
     document = sample_plan().to_document()
