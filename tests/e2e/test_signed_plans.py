@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -31,7 +32,7 @@ def reconcile(monkeypatch, capsys, tmp_path) -> Callable[..., Result]:
 
     def invoke(*args: str, env: dict[str, str]) -> Result:
         with monkeypatch.context() as patch:
-            for name in [n for n in __import__("os").environ if n.startswith("RECONCILER_")]:
+            for name in [n for n in os.environ if n.startswith("RECONCILER_")]:
                 patch.delenv(name)
             for name, value in env.items():
                 if name.startswith("RECONCILER_") or name in ("NO_COLOR", "TERM"):
