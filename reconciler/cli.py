@@ -14,6 +14,7 @@ from reconciler.commands.plan import plan
 from reconciler.commands.resend import resend
 from reconciler.commands.sandbox import sandbox
 from reconciler.commands.schema import schema
+from reconciler.commands.show import show
 from reconciler.commands.validate import validate
 from reconciler.errors import InputError, ReconcilerError
 from reconciler.render.common import plural
@@ -28,7 +29,7 @@ def cli() -> None:
     """Keep KYB business invites in git: validate, plan and apply changes."""
 
 
-for command in (validate, plan, apply, export, resend, sandbox, schema):
+for command in (validate, plan, apply, export, show, resend, sandbox, schema):
     cli.add_command(command)
 
 

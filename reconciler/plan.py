@@ -1,7 +1,8 @@
 """The plan: what apply would change, made of per-invite changes and errors.
 
-Computing a plan is separate from showing it (reconciler.render) and from
-carrying it out (reconciler.apply).
+Computing a plan is separate from showing it (reconciler.render), from saving
+it (reconciler.planfile) and from carrying it out (reconciler.apply). Each
+record owns its JSON form; ``Plan.to_document`` is the saved plan of cli.md.
 """
 
 from __future__ import annotations
@@ -22,12 +23,28 @@ from reconciler.api.errors import (
     ServerError,
     TransportError,
 )
-from reconciler.compare import OBJECT_FIELDS, SET_FIELDS, compare_invite
+from reconciler.changes import FieldChange, InviteChange, InviteProblem, NotUpdatable
+from reconciler.compare import compare_invite, managed_part
 from reconciler.concurrency import Outcome
 from reconciler.desired import DesiredInvite
 from reconciler.errors import ReconcilerError
+from reconciler.safetext import redact
 
-FORMAT_VERSION = 1
+__all__ = [
+    "FORMAT_VERSION",
+    "RUN_FATAL_ERRORS",
+    "FieldChange",
+    "InviteChange",
+    "InviteProblem",
+    "NotUpdatable",
+    "Plan",
+    "Summary",
+    "TooMuchChange",
+    "make_plan",
+]
+
+FORMAT_VERSION = 2  # 2: signed, with `not_updatable`
+READABLE_FORMAT_VERSIONS = (1, 2)  # a version 1 plan can be shown, never applied (unsigned)
 
 # Errors that would repeat for every invite: stop the run rather than list them all.
 RUN_FATAL_ERRORS = (
@@ -39,65 +56,15 @@ RUN_FATAL_ERRORS = (
 )
 
 
-class FieldChange(NamedTuple):
-    field: str
-    before: Any
-    after: Any
+class TooMuchChange(ReconcilerError):
+    """The plan updates more invites than max_changes allows (octoDNS's TooMuchChange)."""
 
-    @property
-    def added(self) -> list[Any]:
-        return _set_difference(self.after, self.before)
-
-    @property
-    def removed(self) -> list[Any]:
-        return _set_difference(self.before, self.after)
-
-    @property
-    def is_set(self) -> bool:
-        return self.field in SET_FIELDS and isinstance(self.after, list)
-
-    def sub_changes(self) -> list[tuple[str, Any, Any]]:
-        """For an object field: (sub-field, before, after) of what differs."""
-        before = self.before if isinstance(self.before, dict) else {}
-        after = self.after if isinstance(self.after, dict) else {}
-        keys = list(dict.fromkeys([*after, *before]))
-        return [(k, before.get(k), after.get(k)) for k in keys if before.get(k) != after.get(k)]
-
-    @property
-    def is_object(self) -> bool:
-        return self.field in OBJECT_FIELDS and isinstance(self.after, dict)
-
-
-def _set_difference(a: Any, b: Any) -> list[Any]:
-    b_items = b if isinstance(b, list) else []
-    return [x for x in (a if isinstance(a, list) else []) if x not in b_items]
-
-
-@dataclass(frozen=True)
-class InviteChange:
-    id: str
-    source: str
-    name: str | None
-    before: dict[str, Any]  # the server's values of exactly the patched fields
-    patch: dict[str, Any]
-    resend: bool
-
-    @property
-    def after(self) -> dict[str, Any]:
-        return self.patch
-
-    @property
-    def field_changes(self) -> list[FieldChange]:
-        return [FieldChange(f, self.before.get(f), v) for f, v in self.patch.items()]
-
-
-@dataclass(frozen=True)
-class InviteProblem:
-    id: str
-    source: str
-    message: str
-    status: int | None = None
-    request_id: str | None = None
+    def __init__(self, changes: int, limit: int) -> None:
+        self.reason = (
+            f"the plan updates {changes} invite{'' if changes == 1 else 's'}, more than "
+            f"max_changes ({limit}). Split the change or raise the limit."
+        )
+        super().__init__(f"refusing to apply, nothing was changed: {self.reason}")
 
 
 class Summary(NamedTuple):
@@ -114,6 +81,9 @@ class Plan:
     unchanged: int = 0
     created_at: str = field(default_factory=lambda: _now())
     max_changes: int | None = None
+    not_updatable: list[NotUpdatable] = field(default_factory=list)
+    format_version: int = FORMAT_VERSION
+    signature: str | None = None  # "hmac-sha256:<hex>", set by reconciler.signature
 
     @property
     def summary(self) -> Summary:
@@ -123,9 +93,19 @@ class Plan:
     def has_changes(self) -> bool:
         return bool(self.changes)
 
-    @property
-    def over_max_changes(self) -> bool:
-        return self.max_changes is not None and len(self.changes) > self.max_changes
+    def too_much_change(self, limit: int | None = None) -> TooMuchChange | None:
+        """Why apply would refuse this plan under max_changes (its own, or ``limit``)."""
+        # A saved plan keeps the limit it was reviewed under; a run may add a stricter one.
+        limits = [n for n in (self.max_changes, limit) if n is not None]
+        if not limits or len(self.changes) <= min(limits):
+            return None
+        return TooMuchChange(len(self.changes), min(limits))
+
+    def raise_if_unsafe(self, limit: int | None = None) -> None:
+        """The one home of the max_changes rule; raises TooMuchChange."""
+        problem = self.too_much_change(limit)
+        if problem is not None:
+            raise problem
 
     def digest(self) -> str:
         """A hash of what the plan would write, for the audit log."""
@@ -134,40 +114,19 @@ class Plan:
         return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
     def to_document(self) -> dict[str, Any]:
-        summary = self.summary
-        return {
-            "format_version": FORMAT_VERSION,
+        document: dict[str, Any] = {
+            "format_version": self.format_version,
             "created_at": self.created_at,
             "base_url": self.base_url,
             "max_changes": self.max_changes,
-            "changes": [
-                {
-                    "id": c.id,
-                    "name": c.name,
-                    "source": c.source,
-                    "before": c.before,
-                    "after": c.after,
-                    "patch": c.patch,
-                    "resend": c.resend,
-                }
-                for c in self.changes
-            ],
-            "errors": [
-                {
-                    "id": e.id,
-                    "source": e.source,
-                    "message": e.message,
-                    "status": e.status,
-                    "request_id": e.request_id,
-                }
-                for e in self.errors
-            ],
-            "summary": {
-                "update": summary.update,
-                "unchanged": summary.unchanged,
-                "error": summary.error,
-            },
+            "changes": [c.to_json() for c in self.changes],
+            "not_updatable": [n.to_json() for n in self.not_updatable],
+            "errors": [e.to_json() for e in self.errors],
+            "summary": self.summary._asdict(),
         }
+        if self.signature is not None:
+            document["signature"] = self.signature
+        return document
 
     @classmethod
     def from_document(cls, document: dict[str, Any]) -> Plan:
@@ -177,23 +136,11 @@ class Plan:
             created_at=document["created_at"],
             max_changes=document.get("max_changes"),
             unchanged=document["summary"]["unchanged"],
-            changes=[
-                InviteChange(
-                    id=c["id"],
-                    source=c["source"],
-                    name=c.get("name"),
-                    before={k: c["before"].get(k) for k in c["patch"]},
-                    patch=c["patch"],
-                    resend=c["resend"],
-                )
-                for c in document["changes"]
-            ],
-            errors=[
-                InviteProblem(
-                    e["id"], e["source"], e["message"], e.get("status"), e.get("request_id")
-                )
-                for e in document["errors"]
-            ],
+            changes=[InviteChange.from_json(c) for c in document["changes"]],
+            errors=[InviteProblem.from_json(e) for e in document["errors"]],
+            not_updatable=[NotUpdatable.from_json(n) for n in document.get("not_updatable", [])],
+            format_version=document["format_version"],
+            signature=document.get("signature"),
         )
 
 
@@ -212,39 +159,43 @@ def make_plan(
     readings: Iterable[tuple[DesiredInvite, Outcome[CurrentInvite]]],
     max_changes: int | None = None,
 ) -> Plan:
-    """Compare each desired invite with the server's copy as the readings arrive."""
+    """Compare each desired invite with the server's copy as the readings arrive.
+
+    Only changes, errors and counts are kept: a server copy is dropped as soon
+    as it has been compared, so memory follows the changes, not the invites.
+    """
     plan = Plan(base_url=base_url, max_changes=max_changes)
     for desired, outcome in readings:
-        source = str(desired.source)
         if not outcome.ran:
             raise ReconcilerError("interrupted while reading invites; nothing was changed")
         if outcome.error is not None:
             stop_if_run_fatal(outcome.error)
-            plan.errors.append(_problem(desired, source, outcome.error))
+            plan.errors.append(_problem(desired, outcome.error))
             continue
-        current = outcome.value
-        assert current is not None
-        patch = compare_invite(desired.fields, current.fields)
-        if not patch:
-            plan.unchanged += 1
-        elif not current.is_pending:
-            plan.errors.append(
-                InviteProblem(
-                    desired.id,
-                    source,
-                    f"invite is {current.status or 'in an unknown state'}, not pending, so it "
-                    f"can no longer be updated; differing: {', '.join(patch)}",
-                )
-            )
-        else:
-            before = {f: current.fields.get(f) for f in patch}
-            plan.changes.append(
-                InviteChange(
-                    desired.id, source, desired.name, before, patch, desired.resend_on_change
-                )
-            )
+        assert outcome.value is not None
+        _place(plan, desired, outcome.value)
     return plan
 
 
-def _problem(desired: DesiredInvite, source: str, error: ApiError) -> InviteProblem:
-    return InviteProblem(desired.id, source, str(error), error.status, error.request_id)
+def _place(plan: Plan, desired: DesiredInvite, current: CurrentInvite) -> None:
+    patch = compare_invite(desired.fields, current.fields)
+    source = str(desired.source)
+    if not patch:
+        plan.unchanged += 1
+        return
+    before = {f: current.fields.get(f) for f in patch}
+    if current.is_pending:
+        change = InviteChange(
+            desired.id, source, desired.name, before, patch, desired.resend_on_change
+        )
+        plan.changes.append(change)
+        return
+    shown = {f: managed_part(f, desired.fields[f], before[f]) for f in patch}
+    wanted = {f: desired.fields[f] for f in patch}
+    status = current.status or "in an unknown state"
+    plan.not_updatable.append(NotUpdatable(desired.id, source, desired.name, status, shown, wanted))
+
+
+def _problem(desired: DesiredInvite, error: ApiError) -> InviteProblem:
+    message = redact(str(error))
+    return InviteProblem(desired.id, str(desired.source), message, error.status, error.request_id)

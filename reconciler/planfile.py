@@ -1,4 +1,9 @@
-"""Saved plans: written by `plan --out`, applied exactly by `apply --plan`."""
+"""Saved plans: written and signed by `plan --out`, applied exactly by `apply --plan`.
+
+Reading one trusts nothing in it: its size and nesting are bounded before
+parsing, it must match schemas/plan.schema.json, name each invite once, and
+carry a signature made with this run's client secret (reconciler.signature).
+"""
 
 from __future__ import annotations
 
@@ -6,20 +11,34 @@ import json
 import os
 import tempfile
 import threading
+from collections import Counter
 from collections.abc import Callable
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from jsonschema import Draft202012Validator
 
 from reconciler.api.client import CurrentInvite
+from reconciler.boundedjson import loads_bounded, read_bounded_text
 from reconciler.compare import values_equal
 from reconciler.concurrency import ordered_map
 from reconciler.errors import ReconcilerError
-from reconciler.plan import Plan
+from reconciler.plan import FORMAT_VERSION, READABLE_FORMAT_VERSIONS, Plan
 from reconciler.render.json import JsonRenderer
 from reconciler.resources import resource_path
-from reconciler.schema import load_schema
+from reconciler.safetext import clean, escape
+from reconciler.signature import SignatureCheck, check, signature_for
+
+MAX_PLAN_BYTES = 128 * 1024 * 1024  # some 200,000 changes; a real plan is far smaller
+MAX_PLAN_DEPTH = 64  # a plan nests about 6 deep; a server's odd values get room to spare
+_WHAT = "a plan file"
+_NEW_PLAN = "Make and review a new plan with `reconcile plan --out FILE`."
+
+
+def sign_plan(plan: Plan, secret: str) -> None:
+    """Sign ``plan`` with a key derived from ``secret``; the key is never kept."""
+    plan.signature = signature_for(plan.to_document(), secret)
 
 
 def save_plan(plan: Plan, path: str) -> None:
@@ -32,46 +51,100 @@ def save_plan(plan: Plan, path: str) -> None:
             handle.write(JsonRenderer().render(plan))
         os.replace(tmp, target)
     except OSError as exc:
-        raise ReconcilerError(f"{path}: cannot write plan file: {exc.strerror}") from None
+        raise ReconcilerError(f"{escape(path)}: cannot write plan file: {exc.strerror}") from None
 
 
-def load_plan(path: str) -> Plan:
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ReconcilerError(f"{path}: cannot read plan file: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise ReconcilerError(f"{path}: not a plan file (not UTF-8 text)") from None
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ReconcilerError(
-            f"{path}:{exc.lineno}:{exc.colno}: not a plan file (invalid JSON: {exc.msg}); "
-            "save one with `reconcile plan --out FILE`"
-        ) from None
-    except (ValueError, RecursionError) as exc:  # absurd numbers, absurd nesting
-        raise ReconcilerError(f"{path}: not a plan file ({type(exc).__name__})") from None
-    if isinstance(document, dict) and isinstance(document.get("format_version"), int):
-        version = document["format_version"]
-        if version != 1:
-            raise ReconcilerError(
-                f"{path}: plan format_version {version} is not supported by this reconcile "
-                "(it reads version 1); make the plan with the same version of the tool"
-            )
-    validator = Draft202012Validator(load_schema(resource_path("schemas/plan.schema.json")))
-    error = next(iter(sorted(validator.iter_errors(document), key=lambda e: e.path)), None)
+@cache
+def _validator() -> Draft202012Validator:
+    schema = json.loads(resource_path("schemas/plan.schema.json").read_text(encoding="utf-8"))
+    return Draft202012Validator(schema)
+
+
+def read_plan_document(path: str) -> dict[str, Any]:
+    """The plan file's document, checked for everything but its signature."""
+    text = read_bounded_text(path, MAX_PLAN_BYTES, _WHAT)
+    document = loads_bounded(text, path, MAX_PLAN_DEPTH, _WHAT)
+    _check_version(document, path)
+    errors = sorted(_validator().iter_errors(document), key=lambda e: _sortable(e.absolute_path))
+    error = errors[0] if errors else None
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path) or "top level"
         raise ReconcilerError(
-            f"{path}: not a plan file saved by `reconcile plan --out` ({where}: {error.message})"
+            f"{escape(path)}: not a plan file saved by `reconcile plan --out` "
+            f"({clean(where)}: {clean(error.message[:300])})"
         )
+    _check_consistent(document, path)
+    _check_each_invite_once(document, path)
+    return document
+
+
+def _sortable(path: Any) -> list[tuple[int, str]]:
+    # Indexes and keys side by side: compare them as text, indexes padded to sort as numbers.
+    return [(0, f"{p:012d}") if isinstance(p, int) else (1, str(p)) for p in path]
+
+
+def _check_version(document: Any, path: str) -> None:
+    if isinstance(document, dict) and isinstance(document.get("format_version"), int):
+        version = document["format_version"]
+        if version not in READABLE_FORMAT_VERSIONS:
+            raise ReconcilerError(
+                f"{escape(path)}: plan format_version {version} is not supported by this "
+                f"reconcile (it reads version {FORMAT_VERSION}); make the plan with the same "
+                "version of the tool"
+            )
+
+
+def _check_consistent(document: dict[str, Any], path: str) -> None:
     for index, change in enumerate(document["changes"]):
         if change["after"] != change["patch"] or set(change["before"]) != set(change["patch"]):
             raise ReconcilerError(
-                f"{path}: changes/{index} ({change['id']}): `before`, `after` and `patch` do "
-                "not name the same values; the file was edited by hand or is damaged. "
-                "Make and review a new plan."
+                f"{escape(path)}: changes/{index} ({change['id']}): `before`, `after` and "
+                "`patch` do not name the same values; the file was edited by hand or is "
+                f"damaged. {_NEW_PLAN}"
             )
+
+
+def _check_each_invite_once(document: dict[str, Any], path: str) -> None:
+    # Whatever the signature says: applying one invite twice would re-send it twice.
+    named = Counter(
+        entry["id"]
+        for key in ("changes", "not_updatable", "errors")
+        for entry in document.get(key, [])
+    )
+    repeated = sorted(invite_id for invite_id, count in named.items() if count > 1)
+    if repeated:
+        raise ReconcilerError(
+            f"{escape(path)}: refusing the plan, nothing was changed: it names "
+            f"{clean(', '.join(repeated[:10]))} more than once, which `reconcile plan` never "
+            f"does. {_NEW_PLAN}"
+        )
+
+
+def load_plan(path: str) -> Plan:
+    """The saved plan, signature not checked (for `show`; apply uses load_signed_plan)."""
+    return Plan.from_document(read_plan_document(path))
+
+
+def load_signed_plan(path: str, secret: str | None) -> Plan:
+    """The saved plan, refused unless its signature verifies with ``secret``."""
+    document = read_plan_document(path)
+    if not secret:
+        raise ReconcilerError(
+            f"{escape(path)}: cannot check the plan's signature: no client secret is set "
+            "(RECONCILER_CLIENT_SECRET); nothing was changed"
+        )
+    outcome = check(document, secret)
+    if outcome == SignatureCheck.UNSIGNED:
+        raise ReconcilerError(
+            f"{escape(path)}: refusing the plan, nothing was changed: it is not signed "
+            f"(format_version {document['format_version']}). {_NEW_PLAN}"
+        )
+    if outcome != SignatureCheck.VALID:
+        raise ReconcilerError(
+            f"{escape(path)}: refusing the plan, nothing was changed: its signature does not "
+            "verify with this client secret: the plan was altered, or made with another "
+            f"credential. {_NEW_PLAN}"
+        )
     return Plan.from_document(document)
 
 
@@ -86,28 +159,27 @@ def find_drift(
     if plan.base_url.rstrip("/") != base_url.rstrip("/"):
         return [f"the plan was made against {plan.base_url}, but this run talks to {base_url}"]
     drift = []
-    ids = [change.id for change in plan.changes]
     by_id = {change.id: change for change in plan.changes}
-    for invite_id, outcome in ordered_map(read, ids, parallelism, stop):
+    for invite_id, outcome in ordered_map(read, list(by_id), parallelism, stop):
         change = by_id[invite_id]
+        where = f"{invite_id} ({clean(change.source)})"
         if not outcome.ran:
             raise ReconcilerError("interrupted while checking the plan; nothing was changed")
         if outcome.error is not None:
-            drift.append(f"{invite_id} ({change.source}): cannot re-read it: {outcome.error}")
+            drift.append(f"{where}: cannot re-read it: {clean(str(outcome.error))}")
             continue
         current = outcome.value
         assert current is not None
         if not current.is_pending:
-            drift.append(f"{invite_id} ({change.source}): is now {current.status}, not pending")
+            drift.append(f"{where}: is now {clean(str(current.status))}, not pending")
         for name, planned in change.before.items():
             now = current.fields.get(name)
             if not values_equal(name, planned, now):
                 drift.append(
-                    f"{invite_id} ({change.source}): `{name}` was {_show(planned)} "
-                    f"when planned, is now {_show(now)}"
+                    f"{where}: `{name}` was {_show(planned)} when planned, is now {_show(now)}"
                 )
     return drift
 
 
 def _show(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)
+    return clean(json.dumps(value, ensure_ascii=False))

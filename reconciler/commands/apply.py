@@ -18,13 +18,14 @@ from reconciler.commands.common import (
     setup_logging,
     use_color,
 )
+from reconciler.commands.plan import signing_secret
 from reconciler.config import Settings
 from reconciler.errors import ReconcilerError
 from reconciler.interrupt import GracefulInterrupt
 from reconciler.plan import Plan
-from reconciler.planfile import find_drift, load_plan
+from reconciler.planfile import find_drift, load_signed_plan
 from reconciler.progress import Progress
-from reconciler.render.common import plural, too_many_changes
+from reconciler.render.common import plural
 from reconciler.render.text import TextRenderer
 
 
@@ -62,10 +63,10 @@ def apply(
         config_file, parallelism=parallelism, max_changes=max_changes, audit_log=audit_log
     )
     renderer = TextRenderer(color=use_color())
-    saved = load_plan(plan_file) if plan_file else None
+    saved = load_signed_plan(plan_file, signing_secret(settings, sandbox)) if plan_file else None
     state = None if saved else read_desired(settings, paths, targets)
     if saved is not None:
-        _check_max_changes(saved, settings)  # needs no request: before the drift check
+        saved.raise_if_unsafe(settings.max_changes)  # needs no request: before the drift check
     with api_client(settings, sandbox) as client:
         if saved is not None:
             the_plan = saved
@@ -77,7 +78,7 @@ def apply(
         if not the_plan.has_changes:
             return 1 if the_plan.errors else 0
         if saved is None:
-            _check_max_changes(the_plan, settings)
+            the_plan.raise_if_unsafe(settings.max_changes)
             if not auto_approve:
                 _confirm()
         return _apply(the_plan, client, settings, renderer)
@@ -94,14 +95,6 @@ def _check_saved_plan(plan: Plan, client: ApiClient, settings: Settings, path: s
             f"{path}: refusing the whole plan, nothing was changed: the server no longer "
             f"matches what was reviewed:\n{lines}\nMake and review a new plan."
         )
-
-
-def _check_max_changes(plan: Plan, settings: Settings) -> None:
-    # A saved plan keeps the limit it was reviewed under; this run may add a stricter one.
-    limits = [n for n in (plan.max_changes, settings.max_changes) if n is not None]
-    plan.max_changes = min(limits) if limits else None
-    if plan.over_max_changes:
-        raise ReconcilerError(f"refusing to apply, nothing was changed: {too_many_changes(plan)}")
 
 
 def _confirm() -> None:

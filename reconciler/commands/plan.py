@@ -13,9 +13,18 @@ from reconciler.commands.common import (
     setup_logging,
     use_color,
 )
-from reconciler.planfile import save_plan
+from reconciler.config import Settings
+from reconciler.plan import Plan
+from reconciler.planfile import save_plan, sign_plan
 from reconciler.render import renderer_for
 from reconciler.render.common import plural
+from reconciler.safetext import escape
+from reconciler.sandbox import SANDBOX_CLIENT_SECRET
+
+
+def signing_secret(settings: Settings, sandbox: bool) -> str | None:
+    """The secret that signs and verifies plans of this run: the sandbox's own for --sandbox."""
+    return SANDBOX_CLIENT_SECRET if sandbox else settings.client_secret
 
 
 @click.command()
@@ -29,7 +38,9 @@ from reconciler.render.common import plural
     help="How the plan is printed on stdout.",
 )
 @click.option(
-    "--out", type=click.Path(dir_okay=False), help="Also save the plan for `apply --plan FILE`."
+    "--out",
+    type=click.Path(dir_okay=False),
+    help="Also save the plan, signed, for `apply --plan FILE`.",
 )
 @click.option("--detailed-exitcode", is_flag=True, help="Exit 2 when there are changes.")
 def plan(
@@ -50,18 +61,37 @@ def plan(
     state = read_desired(settings, paths, targets)
     with api_client(settings, sandbox) as client:
         the_plan = compute_plan(client, state, settings)
+    secret = signing_secret(settings, sandbox)
+    if secret:  # always, in practice: reading the invites needed it
+        sign_plan(the_plan, secret)
     if out:
         save_plan(the_plan, out)
     click.echo(renderer_for(output_format, use_color()).render(the_plan), nl=False)
     if out:
-        errors = the_plan.errors
-        caveat = (
-            f" ({plural(len(errors), 'invite')} with errors will be left alone)" if errors else ""
-        )
-        click.echo(
-            f"Saved the plan to {out}{caveat}; apply it with: reconcile apply --plan {out}",
-            err=True,
-        )
+        _say_saved(the_plan, out)
+    return _exit_code(the_plan, detailed_exitcode)
+
+
+def _say_saved(the_plan: Plan, out: str) -> None:
+    if the_plan.too_much_change() is not None:
+        click.echo(f"Saved the plan to {escape(out)}, for the record.", err=True)
+        return
+    errors = the_plan.errors
+    caveat = f" ({plural(len(errors), 'invite')} with errors will be left alone)" if errors else ""
+    click.echo(
+        f"Saved the plan to {escape(out)}{caveat}; apply it with: "
+        f"reconcile apply --plan {escape(out)}",
+        err=True,
+    )
+
+
+def _exit_code(the_plan: Plan, detailed_exitcode: bool) -> int:
+    """1 when apply would fail or refuse; invites no longer pending never count."""
+    refusal = the_plan.too_much_change()
+    if refusal is not None:
+        # The check apply would fail fails here too, so a pull request is not green for it.
+        click.echo(f"error: apply will refuse this plan: {refusal.reason}", err=True)
+        return 1
     if the_plan.errors:
         return 1
     return 2 if detailed_exitcode and the_plan.has_changes else 0

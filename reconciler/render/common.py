@@ -6,11 +6,12 @@ import json
 from typing import Any
 
 from reconciler.plan import Plan
+from reconciler.safetext import clean
 
 
 def show(value: Any) -> str:
-    """A value as the user wrote it in YAML terms: strings quoted, lists inline."""
-    return json.dumps(value, ensure_ascii=False)
+    """A value as the user wrote it in YAML terms: strings quoted, lists inline, made safe."""
+    return clean(json.dumps(value, ensure_ascii=False))
 
 
 def plural(count: int, word: str) -> str:
@@ -19,17 +20,22 @@ def plural(count: int, word: str) -> str:
 
 def summary_line(plan: Plan) -> str:
     s = plan.summary
-    return f"Plan: {s.update} to update, {s.unchanged} unchanged, {plural(s.error, 'error')}."
-
-
-def too_many_changes(plan: Plan) -> str:
-    return (
-        f"the plan updates {len(plan.changes)} invites, more than max_changes "
-        f"({plan.max_changes}). Split the change or raise the limit."
-    )
+    line = f"Plan: {s.update} to update, {s.unchanged} unchanged, {plural(s.error, 'error')}"
+    if plan.not_updatable:
+        line += f", {len(plan.not_updatable)} no longer updatable"
+    return line + "."
 
 
 def max_changes_warning(plan: Plan) -> str | None:
-    if not plan.over_max_changes:
-        return None
-    return f"apply will refuse this plan: {too_many_changes(plan)}"
+    problem = plan.too_much_change()
+    return None if problem is None else f"apply will refuse this plan: {problem.reason}"
+
+
+NOT_UPDATABLE_HEADING = "no longer updatable"
+
+
+def not_updatable_note(status: str) -> str:
+    return (
+        f"{clean(status)}, not pending: it can no longer be updated and apply leaves it "
+        "alone; these fields differ from the files:"
+    )

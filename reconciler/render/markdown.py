@@ -7,17 +7,51 @@ invites before it would pass the limit and says how many were left out.
 from __future__ import annotations
 
 import html
+import re
 
-from reconciler.plan import FieldChange, InviteChange, Plan
-from reconciler.render.common import max_changes_warning, plural, show, summary_line
+from reconciler.plan import FieldChange, InviteChange, NotUpdatable, Plan
+from reconciler.render.common import (
+    NOT_UPDATABLE_HEADING,
+    max_changes_warning,
+    plural,
+    show,
+    summary_line,
+)
+from reconciler.safetext import clean
 
 COMMENT_LIMIT = 65_000
 _FOLD_AFTER = 10  # changes shown open; more are folded in <details>
 _TAIL_RESERVE = 600  # room kept for the closing note
 
 
-def _code(text: str) -> str:
-    return "<code>" + html.escape(text, quote=False).replace("|", "&#124;") + "</code>"
+# Inside <code>, GitHub neither mentions @users nor links #issues; these characters are
+# written as references so that Markdown cannot read them as a code span, a table cell,
+# emphasis or a link either.
+_MARKDOWN_SIGNS = str.maketrans({c: f"&#{ord(c)};" for c in "|`*_[]\\~"})
+
+
+# In a heading, @ and # as well: a name like "Northwind @octocat #1 <b>" must neither
+# mention a user nor link an issue, even where <code> were not honoured.
+_HEADING_SIGNS = str.maketrans({c: f"&#{ord(c)};" for c in "|`*_[]\\~@#"})
+
+
+def _code(text: str, signs: dict[int, str] = _MARKDOWN_SIGNS) -> str:
+    """``text`` from a file or a server, shown literally wherever it stands."""
+    escaped = html.escape(clean(text), quote=False).translate(signs)
+    return f"<code>{escaped}</code>"
+
+
+_PLAIN = re.compile(r"[A-Za-z0-9]+(?:\.[A-Za-z0-9]+)?")
+_ID = re.compile(r"[A-Za-z0-9_.-]{1,128}")
+
+
+def _label(text: str) -> str:
+    """A field name: as it is when it is a plain word, else shown literally."""
+    return text if _PLAIN.fullmatch(text) else _code(text)
+
+
+def _id(invite_id: str) -> str:
+    return f"`{invite_id}`" if _ID.fullmatch(invite_id) else _code(invite_id)
 
 
 class MarkdownRenderer:
@@ -29,15 +63,20 @@ class MarkdownRenderer:
         warning = max_changes_warning(plan)
         if warning:
             head.append(f"> [!WARNING]\n> {warning}")
-        if not plan.changes and not plan.errors:
+        if not plan.changes and not plan.errors and not plan.not_updatable:
             head.append("No changes: every invite matches the desired state.")
         body = "\n\n".join(head) + "\n\n"
         budget = self.limit - _TAIL_RESERVE
-        # Errors first: with a long plan they are what a reviewer must not miss.
+        # What a reviewer must not miss first: invites apply will leave alone, then errors.
         omitted_errors = 0
+        if plan.not_updatable:
+            body, omitted_errors = self._fill(body, budget, self._not_updatable(plan))
         if plan.errors:
-            lines = [f"- `{e.id}` ({e.source}): {html.escape(e.message)}\n" for e in plan.errors]
-            body, omitted_errors = self._fill(body + "#### Errors\n\n", budget, lines)
+            lines = [
+                f"- {_id(e.id)} ({_code(e.source)}): {_code(e.message)}\n" for e in plan.errors
+            ]
+            body, omitted = self._fill(body + "#### Errors\n\n", budget, lines)
+            omitted_errors += omitted
             body += "\n"
         sections = [self._change(c) for c in plan.changes]
         folded = len(sections) > _FOLD_AFTER
@@ -63,9 +102,28 @@ class MarkdownRenderer:
             body += piece
         return body, 0
 
+    def _not_updatable(self, plan: Plan) -> list[str]:
+        pieces = []
+        for status in dict.fromkeys(n.status for n in plan.not_updatable):
+            pieces.append(f"#### {NOT_UPDATABLE_HEADING.capitalize()}: {_code(status)}\n\n")
+            pieces += [self._stale(n) for n in plan.not_updatable if n.status == status]
+        return pieces
+
+    def _stale(self, invite: NotUpdatable) -> str:
+        rows = ["| field | on the platform | in the files |", "|---|---|---|"]
+        for field_change in invite.field_changes:
+            rows.extend(self._rows(field_change))
+        return (
+            f"##### {_title(invite.id, invite.name)}\n{_code(invite.source)} · "
+            f"{_code(invite.status)}, not pending: it can no longer be updated and apply leaves "
+            "it alone.\n\n" + "\n".join(rows) + "\n\n"
+            f"Fix: remove it from {_code(invite.source)}, or bring the file in line with "
+            f"`reconcile export {invite.id}`.\n\n"
+        )
+
     def _change(self, change: InviteChange) -> str:
-        title = f"`{change.id}`" + (f" {html.escape(change.name)}" if change.name else "")
-        notes = [f"`{change.source}`"]
+        title = _title(change.id, change.name)
+        notes = [_code(change.source)]
         if change.resend:
             notes.append("invitation will be re-sent")
         rows = ["| field | before | after |", "|---|---|---|"]
@@ -79,10 +137,18 @@ class MarkdownRenderer:
                 f"- {show(i)}" for i in change.removed
             ]
             after = "<br>".join(_code(d) for d in delta)
-            return [f"| {change.field} | {_code(show(change.before))} | {after} |"]
+            return [f"| {_label(change.field)} | {_code(show(change.before))} | {after} |"]
         if change.is_object and isinstance(change.before, dict):
             return [
-                f"| {change.field}.{key} | {_code(show(before))} | {_code(show(after))} |"
+                _row(f"{change.field}.{key}", before, after)
                 for key, before, after in change.sub_changes()
             ]
-        return [f"| {change.field} | {_code(show(change.before))} | {_code(show(change.after))} |"]
+        return [_row(change.field, change.before, change.after)]
+
+
+def _row(label: str, before: object, after: object) -> str:
+    return f"| {_label(label)} | {_code(show(before))} | {_code(show(after))} |"
+
+
+def _title(invite_id: str, name: str | None) -> str:
+    return _id(invite_id) + (f" {_code(name, _HEADING_SIGNS)}" if name else "")

@@ -5,8 +5,16 @@ from __future__ import annotations
 import click
 
 from reconciler.apply import ApplyReport, ChangeResult, WriteState
-from reconciler.plan import FieldChange, InviteChange, InviteProblem, Plan
-from reconciler.render.common import max_changes_warning, plural, show, summary_line
+from reconciler.plan import FieldChange, InviteChange, InviteProblem, NotUpdatable, Plan
+from reconciler.render.common import (
+    NOT_UPDATABLE_HEADING,
+    max_changes_warning,
+    not_updatable_note,
+    plural,
+    show,
+    summary_line,
+)
+from reconciler.safetext import clean
 
 
 class TextRenderer:
@@ -21,6 +29,7 @@ class TextRenderer:
     def render(self, plan: Plan) -> str:
         blocks = [self._change(c) for c in plan.changes]
         blocks += [self._problem(e) for e in plan.errors]
+        blocks += self._not_updatable(plan.not_updatable)
         footer = []
         warning = max_changes_warning(plan)
         if warning:
@@ -31,11 +40,11 @@ class TextRenderer:
         return "\n\n".join([*blocks, "\n".join(footer)]) + "\n"
 
     def _heading(self, mark: str, invite_id: str, name: str | None, source: str, fg: str) -> str:
-        label = f"{mark} {invite_id}"
+        label = f"{mark} {clean(invite_id)}"
         parts = [self._style(label, fg=fg, bold=True)]
         if name:
-            parts.append(name)
-        parts.append(f"({source})")
+            parts.append(clean(name))
+        parts.append(f"({clean(source)})")
         return "  ".join(parts)
 
     def _change(self, change: InviteChange) -> str:
@@ -48,17 +57,32 @@ class TextRenderer:
             )
         return "\n".join(lines)
 
+    def _not_updatable(self, invites: list[NotUpdatable]) -> list[str]:
+        blocks = []
+        for status in dict.fromkeys(n.status for n in invites):
+            heading = f"{NOT_UPDATABLE_HEADING.capitalize()}: {clean(status)}"
+            blocks.append(self._style(heading, fg="magenta", bold=True))
+            for invite in (n for n in invites if n.status == status):
+                lines = [self._heading("!", invite.id, invite.name, invite.source, "magenta")]
+                lines.append(f"    {not_updatable_note(invite.status)}")
+                for field_change in invite.field_changes:
+                    lines.extend(f"      {line}" for line in self._field(field_change))
+                lines.append(f"    fix: {clean(invite.fix)}")
+                blocks.append("\n".join(lines))
+        return blocks
+
     def _field(self, change: FieldChange) -> list[str]:
+        name = clean(change.field)
         if change.is_set and isinstance(change.before, list):
             items = [self._style(f"+ {show(i)}", fg="green") for i in change.added]
             items += [self._style(f"- {show(i)}", fg="red") for i in change.removed]
-            return [f"{change.field}: {', '.join(items)}"]
+            return [f"{name}: {', '.join(items)}"]
         if change.is_object and isinstance(change.before, dict):
             return [
-                f"{change.field}.{key}: {self._old(before)} -> {self._new(after)}"
+                f"{name}.{clean(str(key))}: {self._old(before)} -> {self._new(after)}"
                 for key, before, after in change.sub_changes()
             ]
-        return [f"{change.field}: {self._old(change.before)} -> {self._new(change.after)}"]
+        return [f"{name}: {self._old(change.before)} -> {self._new(change.after)}"]
 
     def _old(self, value: object) -> str:
         return self._style(show(value), fg="red")
@@ -68,31 +92,33 @@ class TextRenderer:
 
     def _problem(self, problem: InviteProblem) -> str:
         heading = self._heading("!", problem.id, None, problem.source, "red")
-        return f"{heading}\n    {problem.message}"
+        return f"{heading}\n    {clean(problem.message)}"
 
     # -- apply ----------------------------------------------------------------
 
     def apply_result(self, result: ChangeResult) -> str:
         change = result.change
-        where = f"{change.id}  ({change.source})"
+        invite_id = clean(change.id)
+        where = f"{invite_id}  ({clean(change.source)})"
+        resend_error = clean(str(result.resend_error))
         if result.state is WriteState.UPDATED:
             line = f"{self._style('updated', fg='green')}      {where}: {', '.join(change.patch)}"
             if result.resent:
-                line += "\n" + f"{self._style('re-sent', fg='cyan')}      {change.id}: invitation"
+                line += "\n" + f"{self._style('re-sent', fg='cyan')}      {invite_id}: invitation"
             if result.resend_unknown:
                 line += "\n" + (
-                    f"{self._style('re-send unknown', fg='red')}  {change.id}: "
-                    f"{result.resend_error}; the invitation may have been sent. Check with the "
-                    f"invitee before sending it again (reconcile resend {change.id})"
+                    f"{self._style('re-send unknown', fg='red')}  {invite_id}: "
+                    f"{resend_error}; the invitation may have been sent. Check with the "
+                    f"invitee before sending it again (reconcile resend {invite_id})"
                 )
             elif result.resend_error:
                 line += "\n" + (
-                    f"{self._style('not re-sent', fg='red')}  {change.id}: {result.resend_error}; "
-                    f"the update was applied, re-send it with: reconcile resend {change.id}"
+                    f"{self._style('not re-sent', fg='red')}  {invite_id}: {resend_error}; "
+                    f"the update was applied, re-send it with: reconcile resend {invite_id}"
                 )
             return line
         if result.state is WriteState.FAILED:
-            return f"{self._style('failed', fg='red')}       {where}: {result.error}"
+            return f"{self._style('failed', fg='red')}       {where}: {clean(str(result.error))}"
         return f"{self._style('not started', fg='yellow')}  {where}"
 
     def apply_summary(self, report: ApplyReport) -> str:

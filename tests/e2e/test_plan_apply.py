@@ -123,7 +123,7 @@ def test_unmanaged_fields_are_never_compared_or_sent(start_sandbox, tmp_path):
         assert after[field] == ACME[field]
 
 
-def test_unknown_and_accepted_invites_fail_by_id_while_the_rest_are_applied(
+def test_unknown_invites_fail_by_id_accepted_ones_are_set_apart_and_the_rest_applied(
     start_sandbox, tmp_path
 ):
     accepted = dict(ACME, id="inv_done", status="accepted")
@@ -139,11 +139,13 @@ def test_unknown_and_accepted_invites_fail_by_id_while_the_rest_are_applied(
     env = sandbox_env(server)
 
     plan = run_cli("plan", "--detailed-exitcode", cwd=tmp_path, env=env)
-    assert plan.returncode == 1
+    assert plan.returncode == 1  # the unknown invite; the accepted one is not a failure
     assert "inv_gone" in plan.stdout and "HTTP 404" in plan.stdout
     assert "not found" in plan.stdout and "requestId" in plan.stdout
-    assert "inv_done" in plan.stdout and "not pending" in plan.stdout
-    assert "Plan: 2 to update, 0 unchanged, 2 errors." in plan.stdout
+    assert "No longer updatable: accepted\n\n! inv_done" in plan.stdout
+    assert "accepted, not pending" in plan.stdout
+    assert 'email: "old@acme.example" -> "b@acme.example"' in plan.stdout
+    assert "Plan: 2 to update, 0 unchanged, 1 error, 1 no longer updatable." in plan.stdout
 
     apply = run_cli("apply", "--auto-approve", cwd=tmp_path, env=env)
     assert apply.returncode == 1

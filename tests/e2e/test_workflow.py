@@ -90,7 +90,7 @@ def test_json_output_is_the_documented_plan_document(start_sandbox, tmp_path):
     result = run_cli("plan", "--format", "json", "--out", "saved.json", cwd=tmp_path, env=env)
     assert result.returncode == 1  # one error
     document = json.loads(result.stdout)
-    assert document["format_version"] == 1
+    assert document["format_version"] == 2
     assert document["base_url"] == server.url
     assert document["summary"] == {"update": 2, "unchanged": 0, "error": 1}
     first = document["changes"][0]
@@ -173,7 +173,8 @@ def test_max_changes_warns_in_the_plan_and_apply_refuses(start_sandbox, tmp_path
     assert "refusing to apply" in apply.stderr
     # From the config file too, and for saved plans.
     (tmp_path / "reconciler.yaml").write_text("max_changes: 1\n", encoding="utf-8")
-    assert run_cli("plan", "--out", "plan.json", cwd=tmp_path, env=env).returncode == 0
+    # plan fails the check apply would fail (exit 1), and still saves the plan it shows.
+    assert run_cli("plan", "--out", "plan.json", cwd=tmp_path, env=env).returncode == 1
     saved = run_cli("apply", "--plan", "plan.json", cwd=tmp_path, env=env)
     assert saved.returncode == 1 and "max_changes" in saved.stderr
     assert server.stats.calls("PATCH") == []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from reconciler.plan import InviteChange, InviteProblem, Plan
+from reconciler.plan import InviteChange, InviteProblem, NotUpdatable, Plan
 from reconciler.render import JsonRenderer, MarkdownRenderer, TextRenderer
 
 
@@ -105,3 +105,83 @@ def test_json_is_the_saved_plan_document_and_reads_back():
     again = Plan.from_document(document)
     assert again.changes == plan.changes and again.errors == plan.errors
     assert again.digest() == plan.digest()
+
+
+def _stale() -> NotUpdatable:
+    return NotUpdatable(
+        "inv_done",
+        "invites/d.yaml:4",
+        "Done Ltd",
+        "accepted",
+        {"email": "old@x.example", "primaryContact": {"name": "Jane"}},
+        {"email": "new@x.example", "primaryContact": {"name": "Janet"}},
+    )
+
+
+def test_text_lists_invites_no_longer_updatable_under_their_own_heading_with_the_fix():
+    plan = Plan(base_url="https://x.test", changes=[change(1)], not_updatable=[_stale()])
+    text = TextRenderer().render(plan)
+    block = text.split("No longer updatable: accepted\n\n")[1]
+    assert block.startswith(
+        "! inv_done  Done Ltd  (invites/d.yaml:4)\n"
+        "    accepted, not pending: it can no longer be updated and apply leaves it alone; "
+        "these fields differ from the files:\n"
+        '      email: "old@x.example" -> "new@x.example"\n'
+        '      primaryContact.name: "Jane" -> "Janet"\n'
+        "    fix: remove it from invites/d.yaml:4, or bring the file in line with "
+        "`reconcile export inv_done`\n"
+    )
+    assert text.rstrip().endswith(
+        "Plan: 1 to update, 0 unchanged, 0 errors, 1 no longer updatable."
+    )
+
+
+def test_markdown_shows_invites_no_longer_updatable_first():
+    plan = Plan(
+        base_url="https://x.test",
+        changes=[change(1)],
+        errors=[problem(1)],
+        not_updatable=[_stale()],
+    )
+    comment = MarkdownRenderer().render(plan)
+    first = comment.index("#### No longer updatable: <code>accepted</code>")
+    assert first < comment.index("#### Errors") < comment.index("#### `inv_0001`")
+    assert "| field | on the platform | in the files |" in comment
+    assert "Fix: remove it from <code>invites/d.yaml:4</code>" in comment
+    assert "No changes" not in MarkdownRenderer().render(
+        Plan(base_url="https://x.test", not_updatable=[_stale()])
+    )
+
+
+def test_control_characters_from_files_and_servers_never_reach_a_terminal_raw():
+    hostile = "evil\x1b]0;PWNED\x07\u202e\x9b2J\nnext"
+    plan = Plan(
+        base_url="https://x.test",
+        changes=[
+            InviteChange(
+                "inv_a",
+                f"invites/{hostile}.yaml:2",
+                hostile,
+                {"name": hostile},
+                {"name": "B"},
+                False,
+            )
+        ],
+        errors=[InviteProblem("inv_b", "b.yaml:1", f"HTTP 500: {hostile}", 500, None)],
+    )
+    text = TextRenderer().render(plan)
+    assert "~ inv_a  evil\\x1b]0;PWNED\\x07\\u202e\\x9b2J\\nnext  (invites/evil" in text
+    for rendered in (text, MarkdownRenderer().render(plan)):
+        assert not any(c in rendered for c in "\x1b\x07\u202e\x9b")
+        assert "0;PWNED" in rendered.replace("&#93;", "]")  # shown, as escapes
+    document = JsonRenderer().render(plan)
+    assert not any(c in document for c in "\x07\u202e\x9b")
+    assert json.loads(document)["changes"][0]["name"] == hostile  # same value, escaped form
+
+
+def test_a_token_a_server_echoes_is_redacted_from_the_text():
+    plan = Plan(
+        base_url="https://x.test",
+        errors=[InviteProblem("inv_b", "b.yaml:1", "HTTP 401: bad Bearer abc.def.ghi", 401)],
+    )
+    assert "abc.def.ghi" not in TextRenderer().render(plan)

@@ -1,0 +1,142 @@
+"""The records a plan is made of: one per invite that changes, cannot change, or failed.
+
+Each record owns its JSON form (``to_json``/``from_json``), the pieces of the
+saved plan of cli.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from reconciler.compare import OBJECT_FIELDS, SET_FIELDS
+
+
+class FieldChange(NamedTuple):
+    field: str
+    before: Any
+    after: Any
+
+    @property
+    def added(self) -> list[Any]:
+        return _set_difference(self.after, self.before)
+
+    @property
+    def removed(self) -> list[Any]:
+        return _set_difference(self.before, self.after)
+
+    @property
+    def is_set(self) -> bool:
+        return self.field in SET_FIELDS and isinstance(self.after, list)
+
+    def sub_changes(self) -> list[tuple[str, Any, Any]]:
+        """For an object field: (sub-field, before, after) of what differs."""
+        before = self.before if isinstance(self.before, dict) else {}
+        after = self.after if isinstance(self.after, dict) else {}
+        keys = list(dict.fromkeys([*after, *before]))
+        return [(k, before.get(k), after.get(k)) for k in keys if before.get(k) != after.get(k)]
+
+    @property
+    def is_object(self) -> bool:
+        return self.field in OBJECT_FIELDS and isinstance(self.after, dict)
+
+
+def _set_difference(a: Any, b: Any) -> list[Any]:
+    b_items = b if isinstance(b, list) else []
+    return [x for x in (a if isinstance(a, list) else []) if x not in b_items]
+
+
+@dataclass(frozen=True)
+class InviteChange:
+    id: str
+    source: str
+    name: str | None
+    before: dict[str, Any]  # the server's values of exactly the patched fields
+    patch: dict[str, Any]
+    resend: bool
+
+    @property
+    def after(self) -> dict[str, Any]:
+        return self.patch
+
+    @property
+    def field_changes(self) -> list[FieldChange]:
+        return [FieldChange(f, self.before.get(f), v) for f, v in self.patch.items()]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "source": self.source,
+            "before": self.before,
+            "after": self.after,
+            "patch": self.patch,
+            "resend": self.resend,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> InviteChange:
+        patch = data["patch"]
+        before = {k: data["before"].get(k) for k in patch}
+        return cls(data["id"], data["source"], data.get("name"), before, patch, data["resend"])
+
+
+@dataclass(frozen=True)
+class NotUpdatable:
+    """An invite that differs from git but is no longer pending: never patched."""
+
+    id: str
+    source: str
+    name: str | None
+    status: str
+    before: dict[str, Any]  # the server's values of the differing fields
+    after: dict[str, Any]  # what the files ask for
+
+    @property
+    def field_changes(self) -> list[FieldChange]:
+        return [FieldChange(f, self.before.get(f), v) for f, v in self.after.items()]
+
+    @property
+    def fix(self) -> str:
+        return (
+            f"remove it from {self.source}, or bring the file in line with "
+            f"`reconcile export {self.id}`"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "source": self.source,
+            "status": self.status,
+            "before": self.before,
+            "after": self.after,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> NotUpdatable:
+        keys = ("id", "source", "name", "status", "before", "after")
+        return cls(*(data.get(key) for key in keys))  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class InviteProblem:
+    id: str
+    source: str
+    message: str
+    status: int | None = None
+    request_id: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "source": self.source,
+            "message": self.message,
+            "status": self.status,
+            "request_id": self.request_id,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> InviteProblem:
+        keys = ("id", "source", "message", "status", "request_id")
+        return cls(*(data.get(key) for key in keys))  # type: ignore[arg-type]

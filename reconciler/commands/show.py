@@ -1,0 +1,63 @@
+"""`reconcile show PLANFILE`: render a saved plan for review, without contacting the API."""
+
+from __future__ import annotations
+
+import click
+
+from reconciler.commands.common import use_color
+from reconciler.config import load_settings
+from reconciler.errors import ReconcilerError
+from reconciler.plan import Plan
+from reconciler.planfile import read_plan_document
+from reconciler.render import renderer_for
+from reconciler.render.json import document_json
+from reconciler.safetext import escape
+from reconciler.signature import SignatureCheck, check
+
+
+@click.command()
+@click.argument("planfile", type=click.Path(dir_okay=False))
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["text", "json", "markdown"]),
+    default="text",
+    show_default=True,
+    help="How the plan is printed on stdout.",
+)
+def show(planfile: str, output_format: str) -> int:
+    """Print a plan saved by `plan --out`; no credentials needed.
+
+    With RECONCILER_CLIENT_SECRET set, its signature is checked as apply
+    would, and a plan apply would refuse exits 1; without it, the plan is
+    shown and stderr says the signature was not checked.
+    """
+    document = read_plan_document(planfile)
+    if output_format == "json":
+        click.echo(document_json(document), nl=False)  # the file's own document, signature too
+    else:
+        rendered = renderer_for(output_format, use_color()).render(Plan.from_document(document))
+        click.echo(rendered, nl=False)
+    verdict, message = _signature_verdict(document)
+    click.echo(f"{escape(planfile)}: {message}", err=True)
+    return 0 if verdict in (SignatureCheck.VALID, None) else 1
+
+
+def _signature_verdict(document: dict) -> tuple[str | None, str]:
+    if not document.get("signature"):
+        return SignatureCheck.UNSIGNED, "the plan is not signed: apply will refuse it."
+    try:
+        secret = load_settings(None).client_secret
+    except ReconcilerError as exc:
+        return None, f"signature not checked ({exc})."
+    if not secret:
+        return None, (
+            "signature not checked: no client secret is set (RECONCILER_CLIENT_SECRET); "
+            "apply checks it before writing anything."
+        )
+    if check(document, secret) == SignatureCheck.VALID:
+        return SignatureCheck.VALID, "signature verified with this client secret."
+    return SignatureCheck.INVALID, (
+        "the signature does not verify with this client secret: the plan was altered, or "
+        "made with another credential. apply will refuse it."
+    )
