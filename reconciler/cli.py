@@ -1,13 +1,16 @@
-"""The `reconcile` command. Every failure becomes one exit code, here and only here."""
+"""The `reconcile` command. Every failure becomes one exit code, here and only here.
+
+`main()` returns the exit code; the console script and `python -m reconciler`
+hand it to the interpreter (`raise SystemExit(main())`), as pre-commit does.
+"""
 
 from __future__ import annotations
 
-import sys
+from collections.abc import Sequence
 
 import click
 
 from reconciler import __version__
-from reconciler.api.errors import ApiError
 from reconciler.commands.apply import apply
 from reconciler.commands.export import export
 from reconciler.commands.plan import plan
@@ -25,27 +28,32 @@ EXIT_FAILURE = 1  # cli.md: 2 is kept for `plan --detailed-exitcode` alone
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="reconcile")
 def cli() -> None:
-    """Keep KYB business invites in git: validate, plan and apply changes."""
+    """Keep KYB business invites in git: validate, plan and apply changes.
+
+    Run `reconcile COMMAND --help` for a command's options and the environment
+    variables and reconciler.yaml settings it reads.
+    """
 
 
 for command in (validate, plan, apply, export, resend, sandbox, schema):
     cli.add_command(command)
 
 
-def main(argv: list[str] | None = None) -> None:
-    sys.exit(run(argv))
-
-
-def run(argv: list[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line ``argv`` (default: the process's) and return its exit code."""
     try:
-        result = cli.main(args=argv, prog_name="reconcile", standalone_mode=False)
+        result = cli.main(
+            args=list(argv) if argv is not None else None,
+            prog_name="reconcile",
+            standalone_mode=False,
+        )
+    except click.exceptions.NoArgsIsHelpError as exc:  # `reconcile` alone: help, success
+        click.echo(exc.ctx.get_help())
+        return EXIT_OK
     except click.exceptions.Exit as exc:  # --help, --version
         return EXIT_FAILURE if exc.exit_code else EXIT_OK
-    except click.UsageError as exc:
-        # click would exit 2, which cli.md keeps for "changes pending".
-        exc.show()
-        return EXIT_FAILURE
     except click.ClickException as exc:
+        # Usage errors included: click would exit 2, which cli.md keeps for "changes pending".
         exc.show()
         return EXIT_FAILURE
     except click.Abort:
@@ -55,7 +63,7 @@ def run(argv: list[str] | None = None) -> int:
         click.echo(str(exc), err=True)
         click.echo(f"Found {plural(len(exc.problems), 'problem')}; nothing was sent.", err=True)
         return EXIT_FAILURE
-    except (ReconcilerError, ApiError) as exc:
+    except ReconcilerError as exc:  # ApiError included
         click.echo(f"error: {exc}", err=True)
         return EXIT_FAILURE
     except KeyboardInterrupt:
@@ -64,3 +72,7 @@ def run(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return EXIT_FAILURE
     return result if isinstance(result, int) else EXIT_OK
+
+
+# In-process callers (tests, embedding) have used this name; it is main().
+run = main

@@ -6,29 +6,36 @@ import sys
 
 import click
 
+from reconciler.annotations import github_enabled, report_plan, reporting_input_errors
 from reconciler.api.client import ApiClient
 from reconciler.apply import Applier, ChangeResult, WriteState
 from reconciler.audit import AuditLog
-from reconciler.commands.common import (
-    api_client,
-    compute_plan,
-    read_desired,
+from reconciler.color import use_color
+from reconciler.commands.common import api_client, compute_plan, read_desired, settings_for
+from reconciler.commands.options import (
+    RUN_ENV,
+    audit_log_option,
+    auto_approve_option,
     run_options,
-    settings_for,
-    setup_logging,
-    use_color,
+    settings_help,
 )
 from reconciler.config import Settings
 from reconciler.errors import ReconcilerError
 from reconciler.interrupt import GracefulInterrupt
+from reconciler.logsetup import setup_logging
 from reconciler.plan import Plan
 from reconciler.planfile import find_drift, load_plan
 from reconciler.progress import Progress
 from reconciler.render.common import plural, too_many_changes
 from reconciler.render.text import TextRenderer
+from reconciler.selection import Selection
 
 
-@click.command()
+@click.command(
+    epilog=settings_help(
+        api=True, reads_paths=True, extra=("max_changes", "audit_log"), other_env=RUN_ENV
+    )
+)
 @run_options
 @click.option(
     "--plan",
@@ -36,19 +43,19 @@ from reconciler.render.text import TextRenderer
     type=click.Path(dir_okay=False),
     help="Apply exactly this saved plan (from `plan --out`), without asking.",
 )
-@click.option("--auto-approve", is_flag=True, help="Do not ask for confirmation.")
-@click.option(
-    "--audit-log",
-    type=click.Path(dir_okay=False),
-    help="Append one JSON line per write attempted to this file.",
-)
+@auto_approve_option
+@audit_log_option
 def apply(
     paths: tuple[str, ...],
     config_file: str | None,
     targets: tuple[str, ...],
+    excludes: tuple[str, ...],
+    changed_since: str | None,
     parallelism: int | None,
     max_changes: int | None,
     sandbox: bool,
+    color: str,
+    annotations: str,
     verbose: bool,
     plan_file: str | None,
     auto_approve: bool,
@@ -56,14 +63,20 @@ def apply(
 ) -> int:
     """Apply the changes the plan shows, sending only the fields that differ."""
     setup_logging(verbose)
-    if plan_file and (paths or targets):
-        raise click.UsageError("--plan applies a saved plan as it is; do not give PATH or --target")
-    settings = settings_for(
-        config_file, parallelism=parallelism, max_changes=max_changes, audit_log=audit_log
-    )
-    renderer = TextRenderer(color=use_color())
+    selection = Selection(targets, excludes, changed_since)
+    if plan_file and (paths or not selection.is_everything):
+        raise click.UsageError(
+            "--plan applies a saved plan as it is; do not give PATH, --target, --exclude "
+            "or --changed-since"
+        )
+    github = github_enabled(annotations)
+    with reporting_input_errors(github):
+        settings = settings_for(
+            config_file, parallelism=parallelism, max_changes=max_changes, audit_log=audit_log
+        )
+        state = None if plan_file else read_desired(settings, paths, selection)
+    renderer = TextRenderer(color=use_color(color))
     saved = load_plan(plan_file) if plan_file else None
-    state = None if saved else read_desired(settings, paths, targets)
     if saved is not None:
         _check_max_changes(saved, settings)  # needs no request: before the drift check
     with api_client(settings, sandbox) as client:
@@ -74,6 +87,7 @@ def apply(
             assert state is not None
             the_plan = compute_plan(client, state, settings)
         click.echo(renderer.render(the_plan), nl=False)
+        report_plan(the_plan, github)
         if not the_plan.has_changes:
             return 1 if the_plan.errors else 0
         if saved is None:
