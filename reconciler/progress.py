@@ -21,7 +21,7 @@ def duration(seconds: float) -> str:
     """A short human duration: "14 s", "3 min", "1 h 5 min"."""
     if seconds < 59.5:
         return f"{seconds:.0f} s"
-    minutes = round(seconds / 60)
+    minutes = max(1, int(seconds // 60))
     if minutes < 60:
         return f"{minutes} min"
     return f"{minutes // 60} h {minutes % 60} min"

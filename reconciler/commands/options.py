@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 import click
 
 from reconciler.annotations import ANNOTATION_CHOICES
-from reconciler.color import COLOR_CHOICES
+from reconciler.color import COLOR_CHOICES, use_color
 from reconciler.config import ENV_VARS, SECRET_ENV, SECRET_FILE_ENV
 from reconciler.setting_values import SettingType
 
@@ -64,12 +64,19 @@ def audit_log_option(f: F) -> F:
     )(f)
 
 
+def _decide_color(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    # click.echo strips styles unless the context says otherwise: one decision for all output.
+    ctx.color = use_color(value)
+    return value
+
+
 def color_option(f: F) -> F:
     return click.option(
         "--color",
         type=click.Choice(COLOR_CHOICES),
         default="auto",
         show_default=True,
+        callback=_decide_color,
         help="Colour on stdout; auto: a terminal, NO_COLOR unset or empty, TERM not dumb.",
     )(f)
 
