@@ -10,12 +10,13 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
-from reconciler.desired import YAML_SUFFIXES, DesiredInvite, load_file
+from reconciler.desired import RECONCILER_KEYS, YAML_SUFFIXES, DesiredInvite
 from reconciler.errors import ReconcilerError
+from reconciler.yaml_source import MarkedDict, decode_source, load_yaml, to_plain
 
 _GIT_TIMEOUT = 120.0
 
@@ -24,13 +25,13 @@ def changed_invite_ids(ref: str, paths: Iterable[str], invites: list[DesiredInvi
     """Ids of ``invites`` that are new since ``ref`` or whose entry differs from it."""
     top = _toplevel(ref)
     commit = _commit(ref, top)
-    before = {invite.id: _value(invite) for invite in _invites_at(commit, top, paths)}
-    return {invite.id for invite in invites if before.get(invite.id) != _value(invite)}
+    before = _entries_at(commit, top, paths)
+    return {i.id for i in invites if before.get(i.id) != _value(i.fields, i.resend_on_change)}
 
 
-def _value(invite: DesiredInvite) -> str:
+def _value(fields: dict[str, Any], resend_on_change: bool) -> str:
     # JSON keeps what YAML means: `true` and `1` differ here, as they do on the wire.
-    return json.dumps([invite.fields, invite.resend_on_change], sort_keys=True, default=str)
+    return json.dumps([fields, resend_on_change], sort_keys=True, default=str)
 
 
 def _git(args: list[str], cwd: str | None = None, stdin: bytes | None = None) -> bytes:
@@ -83,8 +84,8 @@ def _commit(ref: str, top: str) -> str:
         ) from None
 
 
-def _invites_at(commit: str, top: str, paths: Iterable[str]) -> list[DesiredInvite]:
-    """Every invite in the YAML files under ``paths`` as they were at ``commit``."""
+def _entries_at(commit: str, top: str, paths: Iterable[str]) -> dict[str, str]:
+    """Each invite id in the YAML files under ``paths`` at ``commit``, with its entry's value."""
     root = Path(top).resolve()
     relative = []
     for raw in paths:
@@ -97,22 +98,30 @@ def _invites_at(commit: str, top: str, paths: Iterable[str]) -> list[DesiredInvi
     listing = _git(["ls-tree", "-r", "-z", "--name-only", commit, "--", *relative], cwd=top)
     names = [n for n in listing.decode("utf-8", "surrogateescape").split("\0") if n]
     names = [n for n in names if n.endswith(YAML_SUFFIXES)]
+    entries: dict[str, str] = {}
+    for name, data in zip(names, _cat_files(commit, names, top), strict=True):
+        entries.update(_entries_of(data, name))
+    return entries
+
+
+def _entries_of(data: bytes | None, name: str) -> dict[str, str]:
+    # Read as the current files are (positions, no implicit types), but not checked:
+    # the old version is only compared with; the current one is what gets checked.
+    text = decode_source(data, name)[0] if data is not None else None
+    document = load_yaml(text, name)[0] if text is not None else None
+    entries = document.get("invites") if isinstance(document, MarkedDict) else None
+    found = {}
+    for entry in entries if isinstance(entries, list) else []:
+        if isinstance(entry, MarkedDict) and isinstance(entry.get("id"), str):
+            fields = {k: to_plain(v) for k, v in entry.items() if k not in RECONCILER_KEYS}
+            found[entry["id"]] = _value(fields, bool(entry.get("resendOnChange", False)))
+    return found
+
+
+def _cat_files(commit: str, names: list[str], top: str) -> list[bytes | None]:
+    """The contents of many files at one commit, from one `git cat-file --batch`."""
     if not names:
         return []
-    blobs = _cat_files(commit, names, top)
-    invites: list[DesiredInvite] = []
-    with tempfile.TemporaryDirectory(prefix="reconcile-changed-since-") as tmp:
-        for index, data in enumerate(blobs):
-            old = Path(tmp) / f"{index}.yaml"
-            old.write_bytes(data)
-            # An old version with problems still yields its entries with usable ids;
-            # whatever it got wrong, the current version is what gets checked.
-            invites.extend(load_file(old)[0])
-    return invites
-
-
-def _cat_files(commit: str, names: list[str], top: str) -> list[bytes]:
-    """The contents of many files at one commit, from one `git cat-file --batch`."""
     request = "".join(f"{commit}:{name}\n" for name in names).encode("utf-8", "surrogateescape")
     out = _git(["cat-file", "--batch"], cwd=top, stdin=request)
     blobs, pos = [], 0
@@ -121,9 +130,9 @@ def _cat_files(commit: str, names: list[str], top: str) -> list[bytes]:
         header = out[pos:end].split()
         pos = end + 1
         if header[-1] == b"missing" or len(header) < 3:
+            blobs.append(None)
             continue
         size = int(header[2])
-        if header[1] == b"blob":
-            blobs.append(out[pos : pos + size])
+        blobs.append(out[pos : pos + size] if header[1] == b"blob" else None)
         pos += size + 1  # the contents, then a newline
     return blobs

@@ -140,7 +140,7 @@ def _apply(plan: Plan, client: ApiClient, settings: Settings, renderer: TextRend
 
     def show(result: ChangeResult) -> None:
         if result.state is not WriteState.NOT_STARTED:
-            progress.advance()
+            progress.advance(failed=result.state is WriteState.FAILED)
         progress.echo(renderer.apply_result(result))
 
     try:
