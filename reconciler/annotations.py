@@ -20,6 +20,7 @@ from reconciler.render.markdown import MarkdownRenderer
 from reconciler.safetext import clean
 
 ANNOTATION_CHOICES = ("auto", "github", "none")
+GITHUB_ANNOTATIONS = "reconciler.github_annotations"  # the key in click's Context.meta
 TITLE = "invite-reconciler"
 SUMMARY_LIMIT = 1024 * 1024  # GitHub refuses a step summary over 1 MiB
 
@@ -86,33 +87,27 @@ def report_plan(plan: Plan, github: bool, env: Mapping[str, str] | None = None) 
     append_step_summary(MarkdownRenderer().render(plan), env)
 
 
-@contextmanager
-def reporting_input_errors(
-    github: bool, codequality: str | None = None
-) -> Iterator[list[SourceError]]:
-    """Report errors raised inside as annotations, and input errors as a Code Quality file.
+def annotate_error(error: ReconcilerError) -> None:
+    """The error that ends a run, as annotations: one per input problem, else one."""
+    if isinstance(error, InputError):
+        emit(input_error_commands(error.problems))
+    else:
+        emit([error_command(str(error))])
 
-    The list yielded collects the problems, so a caller that finishes without
-    error can still write an (empty) Code Quality report.
-    """
+
+@contextmanager
+def writing_codequality(path: str | None) -> Iterator[None]:
+    """Write a Code Quality report of the input errors raised inside (an empty one if none)."""
     from reconciler.codequality import write_report
 
-    problems: list[SourceError] = []
     try:
-        yield problems
+        yield
     except InputError as error:
-        problems.extend(error.problems)
-        if github:
-            emit(input_error_commands(error.problems))
-        if codequality:
-            write_report(codequality, problems)
+        if path:
+            write_report(path, error.problems)
         raise
-    except ReconcilerError as error:
-        if github:  # a run-fatal error: one annotation, then the error itself
-            emit([error_command(str(error))])
-        raise
-    if codequality:
-        write_report(codequality, problems)
+    if path:
+        write_report(path, [])
 
 
 def append_step_summary(markdown: str, env: Mapping[str, str] | None = None) -> None:

@@ -6,11 +6,13 @@ hand it to the interpreter (`raise SystemExit(main())`), as pre-commit does.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 
 import click
 
 from reconciler import __version__
+from reconciler.annotations import GITHUB_ANNOTATIONS, annotate_error
 from reconciler.commands.apply import apply
 from reconciler.commands.export import export
 from reconciler.commands.plan import plan
@@ -41,12 +43,15 @@ for command in (validate, plan, apply, export, resend, sandbox, schema):
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line ``argv`` (default: the process's) and return its exit code."""
+    meta: dict[str, object] = {}  # shared by every context of this run: options leave notes
     try:
-        result = cli.main(
-            args=list(argv) if argv is not None else None,
-            prog_name="reconcile",
-            standalone_mode=False,
-        )
+        with cli.make_context("reconcile", list(sys.argv[1:] if argv is None else argv)) as ctx:
+            meta = ctx.meta
+            result = cli.invoke(ctx)
+    except ReconcilerError as exc:
+        if meta.get(GITHUB_ANNOTATIONS):
+            annotate_error(exc)
+        return _report(exc)
     except click.exceptions.NoArgsIsHelpError as exc:  # `reconcile` alone: help, success
         click.echo(exc.ctx.get_help())
         return EXIT_OK
@@ -59,19 +64,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     except click.Abort:
         click.echo("Aborted.", err=True)
         return EXIT_FAILURE
-    except InputError as exc:
-        click.echo(str(exc), err=True)
-        click.echo(f"Found {plural(len(exc.problems), 'problem')}; nothing was sent.", err=True)
-        return EXIT_FAILURE
-    except ReconcilerError as exc:  # ApiError included
-        click.echo(f"error: {exc}", err=True)
-        return EXIT_FAILURE
     except KeyboardInterrupt:
         click.echo("\nInterrupted.", err=True)
         return EXIT_FAILURE
     except BrokenPipeError:
         return EXIT_FAILURE
     return result if isinstance(result, int) else EXIT_OK
+
+
+def _report(exc: ReconcilerError) -> int:
+    if isinstance(exc, InputError):
+        click.echo(str(exc), err=True)
+        click.echo(f"Found {plural(len(exc.problems), 'problem')}; nothing was sent.", err=True)
+    else:  # ApiError included
+        click.echo(f"error: {exc}", err=True)
+    return EXIT_FAILURE
 
 
 # In-process callers (tests, embedding) have used this name; it is main().

@@ -6,7 +6,12 @@ import sys
 
 import click
 
-from reconciler.annotations import github_enabled, report_plan, reporting_input_errors
+from reconciler.annotations import (
+    emit,
+    github_enabled,
+    invite_error_commands,
+    report_plan,
+)
 from reconciler.api.client import ApiClient
 from reconciler.apply import Applier, ChangeResult, WriteState
 from reconciler.audit import AuditLog
@@ -70,11 +75,10 @@ def apply(
             "or --changed-since"
         )
     github = github_enabled(annotations)
-    with reporting_input_errors(github):
-        settings = settings_for(
-            config_file, parallelism=parallelism, max_changes=max_changes, audit_log=audit_log
-        )
-        state = None if plan_file else read_desired(settings, paths, selection)
+    settings = settings_for(
+        config_file, parallelism=parallelism, max_changes=max_changes, audit_log=audit_log
+    )
+    state = None if plan_file else read_desired(settings, paths, selection)
     renderer = TextRenderer(color=use_color(color))
     saved = load_plan(plan_file) if plan_file else None
     if saved is not None:
@@ -94,7 +98,7 @@ def apply(
             _check_max_changes(the_plan, settings)
             if not auto_approve:
                 _confirm()
-        return _apply(the_plan, client, settings, renderer)
+        return _apply(the_plan, client, settings, renderer, github)
 
 
 def _check_saved_plan(plan: Plan, client: ApiClient, settings: Settings, path: str) -> None:
@@ -128,7 +132,9 @@ def _confirm() -> None:
         raise ReconcilerError("apply cancelled; nothing was changed")
 
 
-def _apply(plan: Plan, client: ApiClient, settings: Settings, renderer: TextRenderer) -> int:
+def _apply(
+    plan: Plan, client: ApiClient, settings: Settings, renderer: TextRenderer, github: bool = False
+) -> int:
     audit = (
         AuditLog(settings.audit_log, settings.client_id, plan.digest())
         if settings.audit_log
@@ -150,6 +156,8 @@ def _apply(plan: Plan, client: ApiClient, settings: Settings, renderer: TextRend
         progress.finish()
         if audit:
             audit.close()
+    if github:
+        emit(invite_error_commands((r.change.id, str(r.error)) for r in report.results if r.error))
     click.echo(renderer.apply_summary(report))
     if plan.errors:
         count = len(plan.errors)

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import click
 
-from reconciler.annotations import ANNOTATION_CHOICES
+from reconciler.annotations import ANNOTATION_CHOICES, GITHUB_ANNOTATIONS, github_enabled
 from reconciler.color import COLOR_CHOICES, use_color
 from reconciler.config import ENV_VARS, SECRET_ENV, SECRET_FILE_ENV
 from reconciler.setting_values import SettingType
@@ -81,12 +81,19 @@ def color_option(f: F) -> F:
     )(f)
 
 
+def _decide_annotations(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    # Read by cli.main, the one place errors become exit codes (and annotations).
+    ctx.meta[GITHUB_ANNOTATIONS] = github_enabled(value)
+    return value
+
+
 def annotations_option(f: F) -> F:
     return click.option(
         "--annotations",
         type=click.Choice(ANNOTATION_CHOICES),
         default="auto",
         show_default=True,
+        callback=_decide_annotations,
         help="Also print errors as GitHub workflow commands (::error file=...), so they show "
         "on the pull request; auto: when GITHUB_ACTIONS=true.",
     )(f)

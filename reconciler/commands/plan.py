@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from reconciler.annotations import github_enabled, report_plan, reporting_input_errors
+from reconciler.annotations import github_enabled, report_plan
 from reconciler.color import use_color
 from reconciler.commands.common import api_client, compute_plan, read_desired, settings_for
 from reconciler.commands.options import RUN_ENV, run_options, settings_help
@@ -49,16 +49,14 @@ def plan(
 ) -> int:
     """Read the invite files and the current invites; print what apply would change."""
     setup_logging(verbose)
-    github = github_enabled(annotations)
-    with reporting_input_errors(github):
-        settings = settings_for(config_file, parallelism=parallelism, max_changes=max_changes)
-        state = read_desired(settings, paths, Selection(targets, excludes, changed_since))
-        with api_client(settings, sandbox) as client:
-            the_plan = compute_plan(client, state, settings)
+    settings = settings_for(config_file, parallelism=parallelism, max_changes=max_changes)
+    state = read_desired(settings, paths, Selection(targets, excludes, changed_since))
+    with api_client(settings, sandbox) as client:
+        the_plan = compute_plan(client, state, settings)
     if out:
         save_plan(the_plan, out)
     click.echo(renderer_for(output_format, use_color(color)).render(the_plan), nl=False)
-    report_plan(the_plan, github)
+    report_plan(the_plan, github_enabled(annotations))
     if out:
         errors = the_plan.errors
         caveat = (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from reconciler.annotations import github_enabled, reporting_input_errors
+from reconciler.annotations import writing_codequality
 from reconciler.commands.common import read_desired, settings_for
 from reconciler.commands.options import annotations_option, config_option, settings_help
 from reconciler.render.common import plural
@@ -27,7 +27,7 @@ def validate(
 
     Needs no credentials and no network.
     """
-    with reporting_input_errors(github_enabled(annotations), codequality):
+    with writing_codequality(codequality):
         state = read_desired(settings_for(config_file), paths)
     click.echo(
         f"OK: {plural(len(state.invites), 'invite')} in {plural(len(state.files), 'file')} checked."

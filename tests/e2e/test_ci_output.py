@@ -218,3 +218,27 @@ def test_export_writes_a_schema_line_that_resolves_or_says_how(
     assert first.endswith("$schema=../../schemas/invites.schema.json")
     assert (tmp_path / "x" / "y" / "../../schemas/invites.schema.json").exists()
     assert "does not exist" not in err
+
+
+def test_apply_under_github_annotates_each_write_that_failed(
+    reconcile: Any,
+    start_sandbox: Callable[..., Sandbox],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    server = two_invites(start_sandbox, tmp_path)
+    update = server.store.update
+
+    def accepted_just_before_the_write(invite_id: str, changes: dict[str, Any]) -> Any:
+        if invite_id == "inv_other":  # the invitee accepts between the read and the write
+            server.store.put(dict(server.store.get(invite_id), status="accepted"))
+        return update(invite_id, changes)
+
+    monkeypatch.setattr(server.store, "update", accepted_just_before_the_write)
+    env = sandbox_env(server, GITHUB_ACTIONS="true")
+    code, out, err = reconcile("apply", "--auto-approve", env=env)
+    assert code == 1
+    annotations = [line for line in err.splitlines() if line.startswith("::error")]
+    assert len(annotations) == 1, out + err
+    assert annotations[0].startswith("::error title=inv_other::") and "409" in annotations[0]
+    assert "1 updated, 1 failed" in out
