@@ -16,6 +16,7 @@ from typing import Any
 
 from reconciler.desired import RECONCILER_KEYS, YAML_SUFFIXES, DesiredInvite
 from reconciler.errors import ReconcilerError
+from reconciler.safetext import clean
 from reconciler.yaml_source import MarkedDict, decode_source, load_yaml, to_plain
 
 _GIT_TIMEOUT = 120.0
@@ -47,20 +48,25 @@ def _git(args: list[str], cwd: str | None = None, stdin: bytes | None = None) ->
             f"--changed-since: git {args[0]} took over {_GIT_TIMEOUT:.0f} s"
         ) from None
     if done.returncode != 0:
-        raise _GitFailed(done.stderr.decode("utf-8", "replace").strip())
+        lines = done.stderr[-2000:].decode("utf-8", "replace").strip().splitlines()
+        raise _GitFailed(args[0], clean(lines[-1]) if lines else f"exit {done.returncode}")
     return done.stdout
 
 
-class _GitFailed(Exception):
-    pass
+class _GitFailed(ReconcilerError):
+    """git refused; the message carries git's own last line."""
+
+    def __init__(self, command: str, said: str) -> None:
+        self.said = said
+        super().__init__(f"--changed-since: git {command} failed: {said}")
 
 
 def _toplevel(ref: str) -> str:
     try:
         return _git(["rev-parse", "--show-toplevel"]).decode().strip()
-    except _GitFailed:
+    except _GitFailed as failed:
         raise ReconcilerError(
-            f"--changed-since {ref}: the working directory is not in a git repository"
+            f"--changed-since {ref}: the working directory is not in a git repository ({failed})"
         ) from None
 
 
