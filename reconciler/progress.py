@@ -8,6 +8,7 @@ error is printed, so the error is the last thing a log shows.
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -37,6 +38,7 @@ class Progress:
         clock: Callable[[], float] = time.monotonic,
         interactive: bool | None = None,
         interval: float = LOG_INTERVAL,
+        ticker: bool = True,
     ) -> None:
         self.label = label
         self.total = total
@@ -48,12 +50,20 @@ class Progress:
         self._enabled = enabled and total > 0
         self._closed = False
         self._bar: Any = None
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._ticker: threading.Thread | None = None
         interactive = sys.stderr.isatty() if interactive is None else interactive
         if self._enabled and interactive:
             self._bar = click.progressbar(
                 length=total, label=label, file=sys.stderr, show_pos=True, show_eta=True
             )
             self._bar.__enter__()
+        elif self._enabled and ticker:
+            # A slow request must not leave a CI log silent: the ticker prints when
+            # nothing finished for an interval, advance() when something did.
+            self._ticker = threading.Thread(target=self._tick, name="progress", daemon=True)
+            self._ticker.start()
 
     def __enter__(self) -> Progress:
         return self
@@ -63,15 +73,25 @@ class Progress:
 
     def advance(self, count: int = 1, *, failed: bool = False) -> None:
         """Count finished work; ``failed`` work was tried and did not succeed."""
-        if failed:
-            self.failed += count
-        else:
-            self.done += count
-        if self._bar is not None:
-            self._bar.update(count)
-        elif self._enabled and self._clock() - self._last_line >= self._interval:
+        with self._lock:
+            if failed:
+                self.failed += count
+            else:
+                self.done += count
+            if self._bar is not None:
+                self._bar.update(count)
+            else:
+                self._line_if_due()
+
+    def _line_if_due(self) -> None:
+        if self._enabled and not self._closed and self._clock() - self._last_line >= self._interval:
             self._last_line = self._clock()
             click.echo(self._running_line(), err=True)
+
+    def _tick(self) -> None:
+        while not self._stop.wait(min(self._interval / 4, 1.0)):
+            with self._lock:
+                self._line_if_due()
 
     def echo(self, text: str) -> None:
         """Print a result line on stdout without it running into the bar."""
@@ -86,6 +106,10 @@ class Progress:
 
     def finish(self) -> None:
         """Close the bar or print the closing line; only the first call does anything."""
+        self._stop.set()
+        if self._ticker is not None:
+            self._ticker.join()
+            self._ticker = None
         if self._closed:
             return
         self._closed = True

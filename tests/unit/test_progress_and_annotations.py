@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import threading
 
 import pytest
 
@@ -32,7 +33,7 @@ def test_progress_off_a_terminal_prints_a_line_about_every_ten_seconds(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     clock = FakeClock()
-    progress = Progress("Reading invites", 20_000, clock=clock, interactive=False)
+    progress = Progress("Reading invites", 20_000, clock=clock, interactive=False, ticker=False)
     for _ in range(1_200):
         clock.now += 14 / 1_200
         progress.advance()
@@ -47,7 +48,7 @@ def test_progress_line_wording_matches_the_issue_example(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     clock = FakeClock()
-    progress = Progress("Reading invites", 20_000, clock=clock, interactive=False)
+    progress = Progress("Reading invites", 20_000, clock=clock, interactive=False, ticker=False)
     progress.advance(1_199)
     clock.now += 14
     progress.advance()
@@ -60,7 +61,7 @@ def test_a_run_that_stops_early_never_claims_the_work_it_did_not_do(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     clock = FakeClock()
-    progress = Progress("Reading invites", 6, clock=clock, interactive=False)
+    progress = Progress("Reading invites", 6, clock=clock, interactive=False, ticker=False)
     progress.advance(failed=True)  # the first read failed: a run-fatal error follows
     clock.now += 2
     progress.finish()
@@ -72,11 +73,32 @@ def test_a_run_that_stops_early_never_claims_the_work_it_did_not_do(
 
 def test_a_finished_run_says_what_was_done(capsys: pytest.CaptureFixture[str]) -> None:
     clock = FakeClock()
-    with Progress("Applying", 3, clock=clock, interactive=False) as progress:
+    with Progress("Applying", 3, clock=clock, interactive=False, ticker=False) as progress:
         progress.advance(2)
         progress.advance(failed=True)
         clock.now += 75
     assert capsys.readouterr().err == "Applying: 2 of 3 done, 1 failed, in 1 min.\n"
+
+
+def test_a_stalled_run_still_prints_a_line_every_interval(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    clock = FakeClock()
+    progress = Progress("Reading invites", 400, clock=clock, interactive=False, interval=10)
+    progress.advance(20)
+    clock.now += 21  # one slow request: nothing finishes for 21 s
+    seen = ""
+    for _ in range(3000):  # the ticker looks every second; wait for it, up to ~30 s
+        seen += capsys.readouterr().err
+        if seen:
+            break
+        threading.Event().wait(0.01)
+    progress.finish()
+    seen += capsys.readouterr().err
+    lines = seen.splitlines()
+    assert lines[0] == "Reading invites: 20 of 400 (5%), 21 s elapsed, ~6 min left"
+    assert lines[-1] == "Reading invites: stopped after 20 of 400 done, in 21 s."
+    assert len(lines) == 2  # the ticker is gone once finished
 
 
 def test_nothing_to_do_prints_no_progress(capsys: pytest.CaptureFixture[str]) -> None:
