@@ -9,8 +9,7 @@ or start a second one.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping
 
 import click
 
@@ -57,7 +56,9 @@ def error_command(
         if col:
             props.append(f"col={col}")
     props.append(f"title={escape_property(clean(title))}")
-    return f"::error {','.join(props)}::{escape_data(clean(message))}"
+    # Lines are kept (GitHub shows %0A as a line break); what is in them is cleaned.
+    text = "\n".join(clean(line) for line in message.splitlines())
+    return f"::error {','.join(props)}::{escape_data(text)}"
 
 
 def input_error_commands(problems: Iterable[SourceError]) -> list[str]:
@@ -93,21 +94,6 @@ def annotate_error(error: ReconcilerError) -> None:
         emit(input_error_commands(error.problems))
     else:
         emit([error_command(str(error))])
-
-
-@contextmanager
-def writing_codequality(path: str | None) -> Iterator[None]:
-    """Write a Code Quality report of the input errors raised inside (an empty one if none)."""
-    from reconciler.codequality import write_report
-
-    try:
-        yield
-    except InputError as error:
-        if path:
-            write_report(path, error.problems)
-        raise
-    if path:
-        write_report(path, [])
 
 
 def append_step_summary(markdown: str, env: Mapping[str, str] | None = None) -> None:

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
-from reconciler.errors import ReconcilerError, SourceError
+from reconciler.errors import InputError, ReconcilerError, SourceError
 from reconciler.safetext import clean
 
 CHECK_NAME = "invite-reconciler/validate"
@@ -41,3 +42,16 @@ def write_report(path: str, problems: Iterable[SourceError]) -> None:
         raise ReconcilerError(
             f"{path}: cannot write the Code Quality report: {exc.strerror}"
         ) from None
+
+
+@contextmanager
+def writing_codequality(path: str | None) -> Iterator[None]:
+    """Write a Code Quality report of the input errors raised inside (an empty one if none)."""
+    try:
+        yield
+    except InputError as error:
+        if path:
+            write_report(path, error.problems)
+        raise
+    if path:
+        write_report(path, [])

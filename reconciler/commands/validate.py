@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from reconciler.annotations import writing_codequality
+from reconciler.codequality import writing_codequality
 from reconciler.commands.common import read_desired, settings_for
 from reconciler.commands.options import annotations_option, config_option, settings_help
 from reconciler.render.common import plural

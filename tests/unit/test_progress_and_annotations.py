@@ -144,7 +144,7 @@ def test_values_cannot_end_the_command_early_or_start_another() -> None:
     )
     assert "file=invites/a%2Cb%3Ac.yaml" in command
     assert "title=inv_x%2C ok%3A yes" in command
-    assert command.endswith("::50%25 done\\nmore\\r::warning::x")
+    assert command.endswith("::50%25 done%0Amore%0A::warning::x")
     assert escape_property("%") == "%25"
 
 
