@@ -3,4 +3,4 @@ from __future__ import annotations
 from reconciler.cli import main
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

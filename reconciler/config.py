@@ -1,4 +1,8 @@
-"""Settings: command-line options, then environment, then config file, then defaults."""
+"""Settings: command-line options, then environment, then config file, then defaults.
+
+Every source goes through the same conversions (reconciler.setting_values), so
+RECONCILER_PARALLELISM=1000 is refused exactly as `--parallelism 1000` is.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +10,14 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 from reconciler.desired import DEFAULT_PATH
 from reconciler.errors import ConfigError, InputError, SourceError
 from reconciler.resources import resource_path
 from reconciler.schema import validate_document
+from reconciler.setting_values import NUMBER_SETTINGS
 from reconciler.yaml_source import MarkedDict, decode_source, load_yaml, to_plain
 
 DEFAULT_CONFIG_FILE = "reconciler.yaml"
@@ -19,6 +25,35 @@ DEFAULT_SCOPE = "kyb:invites:read kyb:invites:write"
 INVITE_PATH = "/public-api/v1/kyb/invites/{inviteId}"
 UPDATABLE_FIELDS = ("name", "email", "phone", "primaryContact", "groups", "addOns", "attachments")
 _SECRET_KEYS = {"client_secret", "secret", "access_token", "token", "password", "api_key"}
+# Settings read from the environment, and the variable each is read from.
+ENV_VARS = {
+    "base_url": "RECONCILER_BASE_URL",
+    "client_id": "RECONCILER_CLIENT_ID",
+    "scope": "RECONCILER_SCOPE",
+    "audit_log": "RECONCILER_AUDIT_LOG",
+    "parallelism": "RECONCILER_PARALLELISM",
+    "max_changes": "RECONCILER_MAX_CHANGES",
+    "timeout": "RECONCILER_TIMEOUT",
+    "max_response_bytes": "RECONCILER_MAX_RESPONSE_BYTES",
+}
+SECRET_ENV = "RECONCILER_CLIENT_SECRET"
+SECRET_FILE_ENV = "RECONCILER_CLIENT_SECRET_FILE"
+_SECRET_FILE_LIMIT = 64 * 1024
+
+
+class Contract(NamedTuple):
+    """How a deployment speaks the platform contract: paths, wire names and scope.
+
+    One record, so a run against the sandbox (which speaks the contract as
+    published) swaps all of it at once.
+    """
+
+    scope: str = DEFAULT_SCOPE
+    token_path: str = "/oauth/token"
+    get_invite_path: str = INVITE_PATH
+    update_invite_path: str = INVITE_PATH
+    resend_invite_path: str = INVITE_PATH + "/resend"
+    field_names: Mapping[str, str] = MappingProxyType({})
 
 
 @dataclass(frozen=True)
@@ -47,6 +82,13 @@ class Settings:
 
     def with_overrides(self, **overrides: Any) -> Settings:
         return replace(self, **{k: v for k, v in overrides.items() if v is not None})
+
+    @property
+    def contract(self) -> Contract:
+        return Contract(**{name: getattr(self, name) for name in Contract._fields})
+
+    def with_contract(self, contract: Contract) -> Settings:
+        return replace(self, **contract._asdict())
 
     def require_credentials(self) -> None:
         missing = [
@@ -97,6 +139,10 @@ def _read_config_file(path: str) -> dict[str, Any]:
     if problems:
         raise InputError(problems)
     values = to_plain(document)
+    for key, rule in NUMBER_SETTINGS.items():
+        if key in values:
+            line, column = document.key_marks[key]
+            values[key] = rule.convert(values[key], f"{path}:{line}:{column}: {key}")
     base = file.parent
     if "paths" in values:
         paths = [values["paths"]] if isinstance(values["paths"], str) else values["paths"]
@@ -126,24 +172,12 @@ def _relative_to(base: Path, value: str) -> str:
 
 def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
     values: dict[str, Any] = {}
-    for name, key in (
-        ("RECONCILER_BASE_URL", "base_url"),
-        ("RECONCILER_CLIENT_ID", "client_id"),
-        ("RECONCILER_SCOPE", "scope"),
-        ("RECONCILER_AUDIT_LOG", "audit_log"),
-    ):
-        if env.get(name):
-            values[key] = env[name]
-    for name, key in (
-        ("RECONCILER_PARALLELISM", "parallelism"),
-        ("RECONCILER_MAX_CHANGES", "max_changes"),
-        ("RECONCILER_MAX_RESPONSE_BYTES", "max_response_bytes"),
-    ):
-        if env.get(name):
-            minimum = {"parallelism": 1, "max_response_bytes": 1024}.get(key, 0)
-            values[key] = _env_int(name, env[name], minimum=minimum)
-    if env.get("RECONCILER_TIMEOUT"):
-        values["timeout"] = _env_float("RECONCILER_TIMEOUT", env["RECONCILER_TIMEOUT"])
+    for key, name in ENV_VARS.items():
+        raw = env.get(name)
+        if not raw:  # an empty variable changes nothing
+            continue
+        rule = NUMBER_SETTINGS.get(key)
+        values[key] = rule.convert(raw, name) if rule else raw
     secret = _secret_from_env(env)
     if secret:
         values["client_secret"] = secret
@@ -151,38 +185,22 @@ def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
 
 
 def _secret_from_env(env: Mapping[str, str]) -> str | None:
-    if env.get("RECONCILER_CLIENT_SECRET"):
-        return env["RECONCILER_CLIENT_SECRET"]
-    secret_file = env.get("RECONCILER_CLIENT_SECRET_FILE")
+    secret, secret_file = env.get(SECRET_ENV), env.get(SECRET_FILE_ENV)
+    if secret and secret_file:
+        raise ConfigError(
+            f"both {SECRET_ENV} and {SECRET_FILE_ENV} are set; "
+            "set only one, so it is clear which secret is used"
+        )
+    if secret:
+        return secret
     if not secret_file:
         return None
     try:
-        secret = Path(secret_file).read_text(encoding="utf-8").strip()
+        with open(secret_file, "rb") as handle:  # a secret is short; never read a whole disk
+            secret = handle.read(_SECRET_FILE_LIMIT).decode("utf-8").strip()
     except (OSError, UnicodeDecodeError) as exc:
         reason = getattr(exc, "strerror", None) or "not UTF-8 text"
-        raise ConfigError(
-            f"RECONCILER_CLIENT_SECRET_FILE={secret_file}: cannot read: {reason}"
-        ) from None
+        raise ConfigError(f"{SECRET_FILE_ENV}={secret_file}: cannot read: {reason}") from None
     if not secret:
-        raise ConfigError(f"RECONCILER_CLIENT_SECRET_FILE={secret_file}: file is empty")
+        raise ConfigError(f"{SECRET_FILE_ENV}={secret_file}: file is empty")
     return secret
-
-
-def _env_int(name: str, raw: str, minimum: int) -> int:
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ConfigError(f"{name}={raw!r} is not a whole number") from None
-    if value < minimum:
-        raise ConfigError(f"{name}={raw!r} must be at least {minimum}")
-    return value
-
-
-def _env_float(name: str, raw: str) -> float:
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ConfigError(f"{name}={raw!r} is not a number of seconds") from None
-    if value <= 0:
-        raise ConfigError(f"{name}={raw!r} must be more than 0")
-    return value

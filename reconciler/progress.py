@@ -1,32 +1,97 @@
-"""Progress on stderr: a bar on a terminal, one closing line in CI."""
+"""Progress on stderr: a bar on a terminal; in a CI log, a line every ~10 s and one at the end.
+
+The closing line says only what happened: "stopped after 1,200 of 20,000" when a
+run ends early, never "20,000 of 20,000". Callers close the progress before an
+error is printed, so the error is the last thing a log shows.
+"""
 
 from __future__ import annotations
 
 import sys
+import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import click
 
+LOG_INTERVAL = 10.0  # seconds between progress lines off a terminal
+
+
+def duration(seconds: float) -> str:
+    """A short human duration: "14 s", "3 min", "1 h 5 min"."""
+    if seconds < 59.5:
+        return f"{seconds:.0f} s"
+    minutes = max(1, int(seconds // 60))
+    if minutes < 60:
+        return f"{minutes} min"
+    return f"{minutes // 60} h {minutes % 60} min"
+
 
 class Progress:
-    def __init__(self, label: str, total: int, *, enabled: bool = True) -> None:
+    def __init__(
+        self,
+        label: str,
+        total: int,
+        *,
+        enabled: bool = True,
+        clock: Callable[[], float] = time.monotonic,
+        interactive: bool | None = None,
+        interval: float = LOG_INTERVAL,
+        ticker: bool = True,
+    ) -> None:
         self.label = label
         self.total = total
         self.done = 0
-        self._started = time.monotonic()
+        self.failed = 0
+        self._clock = clock
+        self._started = self._last_line = clock()
+        self._interval = interval
         self._enabled = enabled and total > 0
+        self._closed = False
         self._bar: Any = None
-        if self._enabled and sys.stderr.isatty():
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._ticker: threading.Thread | None = None
+        interactive = sys.stderr.isatty() if interactive is None else interactive
+        if self._enabled and interactive:
             self._bar = click.progressbar(
                 length=total, label=label, file=sys.stderr, show_pos=True, show_eta=True
             )
             self._bar.__enter__()
+        elif self._enabled and ticker:
+            # A slow request must not leave a CI log silent: the ticker prints when
+            # nothing finished for an interval, advance() when something did.
+            self._ticker = threading.Thread(target=self._tick, name="progress", daemon=True)
+            self._ticker.start()
 
-    def advance(self, count: int = 1) -> None:
-        self.done += count
-        if self._bar is not None:
-            self._bar.update(count)
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.finish()
+
+    def advance(self, count: int = 1, *, failed: bool = False) -> None:
+        """Count finished work; ``failed`` work was tried and did not succeed."""
+        with self._lock:
+            if failed:
+                self.failed += count
+            else:
+                self.done += count
+            if self._bar is not None:
+                self._bar.update(count)
+            else:
+                self._line_if_due()
+
+    def _line_if_due(self) -> None:
+        if self._enabled and not self._closed and self._clock() - self._last_line >= self._interval:
+            self._last_line = self._clock()
+            click.echo(self._running_line(), err=True)
+
+    def _tick(self) -> None:
+        while not self._stop.wait(min(self._interval / 4, 1.0)):
+            with self._lock:
+                self._line_if_due()
 
     def echo(self, text: str) -> None:
         """Print a result line on stdout without it running into the bar."""
@@ -40,9 +105,40 @@ class Progress:
         self._bar.render_progress()
 
     def finish(self) -> None:
+        """Close the bar or print the closing line; only the first call does anything."""
+        self._stop.set()
+        if self._ticker is not None:
+            self._ticker.join()
+            self._ticker = None
+        if self._closed:
+            return
+        self._closed = True
+        complete = self.done + self.failed >= self.total
         if self._bar is not None:
             self._bar.__exit__(None, None, None)
             self._bar = None
-        elif self._enabled:
-            elapsed = time.monotonic() - self._started
-            click.echo(f"{self.label}: {self.done} of {self.total} in {elapsed:.1f}s", err=True)
+            if complete:
+                return  # the finished bar says it all
+        if self._enabled:
+            click.echo(self._closing_line(), err=True)
+
+    def _running_line(self) -> str:
+        finished = self.done + self.failed
+        elapsed = self._clock() - self._started
+        line = f"{self.label}: {finished:,} of {self.total:,} ({finished * 100 // self.total}%)"
+        if self.failed:
+            line += f", {self.failed:,} failed"
+        line += f", {duration(elapsed)} elapsed"
+        if finished:
+            line += f", ~{duration(elapsed / finished * (self.total - finished))} left"
+        return line
+
+    def _closing_line(self) -> str:
+        elapsed = duration(self._clock() - self._started)
+        failed = f", {self.failed:,} failed" if self.failed else ""
+        if self.done + self.failed >= self.total:
+            return f"{self.label}: {self.done:,} of {self.total:,} done{failed}, in {elapsed}."
+        return (
+            f"{self.label}: stopped after {self.done:,} of {self.total:,} done{failed}, "
+            f"in {elapsed}."
+        )

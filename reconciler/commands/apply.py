@@ -6,30 +6,42 @@ import sys
 
 import click
 
+from reconciler.annotations import (
+    emit,
+    github_enabled,
+    invite_error_commands,
+    report_plan,
+)
 from reconciler.api.client import ApiClient
 from reconciler.apply import Applier, ChangeResult, WriteState
 from reconciler.audit import AuditLog
-from reconciler.commands.common import (
-    api_client,
-    compute_plan,
-    read_desired,
+from reconciler.color import use_color
+from reconciler.commands.common import api_client, compute_plan, read_desired, settings_for
+from reconciler.commands.options import (
+    RUN_ENV,
+    audit_log_option,
+    auto_approve_option,
     run_options,
-    settings_for,
-    setup_logging,
-    use_color,
+    settings_help,
 )
 from reconciler.commands.plan import signing_secret
 from reconciler.config import Settings
 from reconciler.errors import ReconcilerError
 from reconciler.interrupt import GracefulInterrupt
+from reconciler.logsetup import setup_logging
 from reconciler.plan import Plan
 from reconciler.planfile import find_drift, load_signed_plan
 from reconciler.progress import Progress
 from reconciler.render.common import plural
 from reconciler.render.text import TextRenderer
+from reconciler.selection import Selection
 
 
-@click.command()
+@click.command(
+    epilog=settings_help(
+        api=True, reads_paths=True, extra=("max_changes", "audit_log"), other_env=RUN_ENV
+    )
+)
 @run_options
 @click.option(
     "--plan",
@@ -37,19 +49,19 @@ from reconciler.render.text import TextRenderer
     type=click.Path(dir_okay=False),
     help="Apply exactly this saved plan (from `plan --out`), without asking.",
 )
-@click.option("--auto-approve", is_flag=True, help="Do not ask for confirmation.")
-@click.option(
-    "--audit-log",
-    type=click.Path(dir_okay=False),
-    help="Append one JSON line per write attempted to this file.",
-)
+@auto_approve_option
+@audit_log_option
 def apply(
     paths: tuple[str, ...],
     config_file: str | None,
     targets: tuple[str, ...],
+    excludes: tuple[str, ...],
+    changed_since: str | None,
     parallelism: int | None,
     max_changes: int | None,
     sandbox: bool,
+    color: str,
+    annotations: str,
     verbose: bool,
     plan_file: str | None,
     auto_approve: bool,
@@ -57,14 +69,19 @@ def apply(
 ) -> int:
     """Apply the changes the plan shows, sending only the fields that differ."""
     setup_logging(verbose)
-    if plan_file and (paths or targets):
-        raise click.UsageError("--plan applies a saved plan as it is; do not give PATH or --target")
+    selection = Selection(targets, excludes, changed_since)
+    if plan_file and (paths or not selection.is_everything):
+        raise click.UsageError(
+            "--plan applies a saved plan as it is; do not give PATH, --target, --exclude "
+            "or --changed-since"
+        )
+    github = github_enabled(annotations)
     settings = settings_for(
         config_file, parallelism=parallelism, max_changes=max_changes, audit_log=audit_log
     )
-    renderer = TextRenderer(color=use_color())
+    renderer = TextRenderer(color=use_color(color))
     saved = load_signed_plan(plan_file, signing_secret(settings, sandbox)) if plan_file else None
-    state = None if saved else read_desired(settings, paths, targets)
+    state = None if saved else read_desired(settings, paths, selection)
     if saved is not None:
         saved.raise_if_unsafe(settings.max_changes)  # needs no request: before the drift check
     with api_client(settings, sandbox) as client:
@@ -75,13 +92,14 @@ def apply(
             assert state is not None
             the_plan = compute_plan(client, state, settings)
         click.echo(renderer.render(the_plan), nl=False)
+        report_plan(the_plan, github)
         if not the_plan.has_changes:
             return 1 if the_plan.errors else 0
         if saved is None:
             the_plan.raise_if_unsafe(settings.max_changes)
             if not auto_approve:
                 _confirm()
-        return _apply(the_plan, client, settings, renderer)
+        return _apply(the_plan, client, settings, renderer, github)
 
 
 def _check_saved_plan(plan: Plan, client: ApiClient, settings: Settings, path: str) -> None:
@@ -107,7 +125,9 @@ def _confirm() -> None:
         raise ReconcilerError("apply cancelled; nothing was changed")
 
 
-def _apply(plan: Plan, client: ApiClient, settings: Settings, renderer: TextRenderer) -> int:
+def _apply(
+    plan: Plan, client: ApiClient, settings: Settings, renderer: TextRenderer, github: bool = False
+) -> int:
     audit = (
         AuditLog(settings.audit_log, settings.client_id, plan.digest())
         if settings.audit_log
@@ -119,7 +139,7 @@ def _apply(plan: Plan, client: ApiClient, settings: Settings, renderer: TextRend
 
     def show(result: ChangeResult) -> None:
         if result.state is not WriteState.NOT_STARTED:
-            progress.advance()
+            progress.advance(failed=result.state is WriteState.FAILED)
         progress.echo(renderer.apply_result(result))
 
     try:
@@ -129,6 +149,8 @@ def _apply(plan: Plan, client: ApiClient, settings: Settings, renderer: TextRend
         progress.finish()
         if audit:
             audit.close()
+    if github:
+        emit(invite_error_commands((r.change.id, str(r.error)) for r in report.results if r.error))
     click.echo(renderer.apply_summary(report))
     if plan.errors:
         count = len(plan.errors)

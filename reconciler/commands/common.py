@@ -2,110 +2,49 @@
 
 from __future__ import annotations
 
-import logging
-import os
-import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 
 from reconciler.api.client import ApiClient, CurrentInvite
+from reconciler.changed import changed_invite_ids
 from reconciler.concurrency import Outcome, ordered_map
-from reconciler.config import Settings, load_settings
+from reconciler.config import Contract, Settings, load_settings
 from reconciler.desired import DesiredInvite, DesiredState, load_desired_state
-from reconciler.errors import ReconcilerError
 from reconciler.plan import Plan, make_plan
 from reconciler.progress import Progress
+from reconciler.render.common import plural
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def config_option(f: F) -> F:
-    return click.option(
-        "--config",
-        "config_file",
-        type=click.Path(dir_okay=False),
-        help="Config file (default: ./reconciler.yaml if present).",
-    )(f)
-
-
-def verbose_option(f: F) -> F:
-    return click.option(
-        "-v", "--verbose", is_flag=True, help="More detail on stderr (never a secret or token)."
-    )(f)
-
-
-def run_options(f: F) -> F:
-    """Options of plan and apply that pick invites and shape the run."""
-    for option in reversed(
-        [
-            click.argument("paths", nargs=-1, type=click.Path()),
-            config_option,
-            click.option(
-                "--target",
-                "targets",
-                multiple=True,
-                metavar="ID",
-                help="Only this invite id (repeatable).",
-            ),
-            click.option(
-                "--parallelism",
-                type=click.IntRange(1, 256),
-                help="Requests in flight at once (default 16).",
-            ),
-            click.option(
-                "--max-changes",
-                type=click.IntRange(0),
-                help="Refuse to apply a plan that updates more invites than this.",
-            ),
-            click.option(
-                "--sandbox",
-                is_flag=True,
-                help="Run against an in-process sandbox seeded with the bundled example state.",
-            ),
-            verbose_option,
-        ]
-    ):
-        f = option(f)
-    return f
-
-
-def setup_logging(verbose: bool) -> None:
-    if not verbose:
-        return
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s: %(message)s", "%H:%M:%S"))
-    logger = logging.getLogger("reconciler")
-    logger.addHandler(handler)
-    logger.setLevel(logging.DEBUG)
+from reconciler.selection import EVERYTHING, Selection, select_invites
 
 
 def settings_for(config_file: str | None, **overrides: Any) -> Settings:
     return load_settings(config_file).with_overrides(**overrides)
 
 
-def use_color() -> bool:
-    return sys.stdout.isatty() and "NO_COLOR" not in os.environ
-
-
 def read_desired(
-    settings: Settings, paths: tuple[str, ...], targets: tuple[str, ...]
+    settings: Settings, paths: tuple[str, ...], selection: Selection = EVERYTHING
 ) -> DesiredState:
-    state = load_desired_state(list(paths or settings.paths))
-    if targets:
-        known = {invite.id for invite in state.invites}
-        unknown = [t for t in targets if t not in known]
-        if unknown:
-            raise ReconcilerError(
-                f"--target {', '.join(unknown)}: no invite with this id in the files read "
-                f"({', '.join(paths or settings.paths)})"
-            )
-        wanted = set(targets)
-        state.invites = [invite for invite in state.invites if invite.id in wanted]
+    """The desired state of the files read, narrowed to the invites selected."""
+    where = list(paths or settings.paths)
+    state = load_desired_state(where)
+    if selection.is_everything:
+        return state
+    changed = None
+    if selection.changed_since:
+        changed = changed_invite_ids(selection.changed_since, where, state.invites)
+    total = len(state.invites)
+    state.invites = select_invites(state.invites, selection, ", ".join(where), changed)
+    if selection.changed_since:
+        click.echo(
+            f"--changed-since {selection.changed_since}: "
+            f"{plural(len(state.invites), 'invite')} of {total:,} added or changed; "
+            "reading only those.",
+            err=True,
+        )
     return state
 
 
@@ -124,18 +63,9 @@ def api_client(settings: Settings, sandbox: bool) -> Iterator[ApiClient]:
         )
         # The sandbox speaks the contract as published: a deployment's renamed
         # fields, paths or scopes in reconciler.yaml do not apply to it.
-        contract = Settings()
         local = settings.with_overrides(
-            base_url=server.url,
-            client_id=SANDBOX_CLIENT_ID,
-            client_secret=SANDBOX_CLIENT_SECRET,
-            scope=contract.scope,
-            token_path=contract.token_path,
-            get_invite_path=contract.get_invite_path,
-            update_invite_path=contract.update_invite_path,
-            resend_invite_path=contract.resend_invite_path,
-            field_names=contract.field_names,
-        )
+            base_url=server.url, client_id=SANDBOX_CLIENT_ID, client_secret=SANDBOX_CLIENT_SECRET
+        ).with_contract(Contract())
         with ApiClient(local) as client:
             yield client
 
@@ -152,7 +82,8 @@ def read_current(
         for invite, outcome in ordered_map(
             lambda i: client.get_invite(i.id), invites, parallelism, stop
         ):
-            progress.advance()
+            if outcome.ran:  # an invite never read is not counted as read
+                progress.advance(failed=outcome.error is not None)
             yield invite, outcome
     finally:
         progress.finish()
@@ -160,4 +91,9 @@ def read_current(
 
 def compute_plan(client: ApiClient, state: DesiredState, settings: Settings) -> Plan:
     readings = read_current(client, state.invites, settings.parallelism, client.halt)
-    return make_plan(client.base_url, readings, settings.max_changes)
+    try:
+        return make_plan(client.base_url, readings, settings.max_changes)
+    finally:
+        # Closed here, not when garbage is collected: the progress line comes before
+        # any error the caller prints, so the error is the last line of the log.
+        readings.close()

@@ -14,18 +14,21 @@ import click
 import yaml
 
 from reconciler.api.client import CurrentInvite
-from reconciler.commands.common import (
-    api_client,
+from reconciler.commands.common import api_client, settings_for
+from reconciler.commands.export_checks import refuse_known_ids, schema_ref_for
+from reconciler.commands.options import (
     config_option,
-    settings_for,
-    setup_logging,
+    sandbox_option,
+    settings_help,
     verbose_option,
 )
 from reconciler.concurrency import ordered_map
 from reconciler.config import UPDATABLE_FIELDS
 from reconciler.errors import ReconcilerError
+from reconciler.logsetup import setup_logging
 from reconciler.plan import stop_if_run_fatal
 from reconciler.render.common import plural
+from reconciler.safetext import clean
 
 
 class _Quoted(str):
@@ -95,13 +98,17 @@ def render_export(invites: list[CurrentInvite], base_url: str, schema_ref: str) 
     return header + body
 
 
-@click.command()
+@click.command(epilog=settings_help(api=True, reads_paths=True, extra=("schema_ref",)))
 @click.argument("invite_ids", nargs=-1, required=True, metavar="ID...")
 @click.option("--out", type=click.Path(dir_okay=False), help="Write here instead of stdout.")
 @click.option("--force", is_flag=True, help="Overwrite --out if it exists.")
-@click.option("--schema-ref", help="The $schema reference written on the first line.")
+@click.option(
+    "--schema-ref",
+    help="The $schema reference written on the first line (default: the schema in this "
+    "repository, relative to --out).",
+)
 @config_option
-@click.option("--sandbox", is_flag=True, help="Export from an in-process sandbox.")
+@sandbox_option
 @verbose_option
 def export(
     invite_ids: tuple[str, ...],
@@ -112,15 +119,21 @@ def export(
     sandbox: bool,
     verbose: bool,
 ) -> int:
-    """Write the current state of the given invites as a desired-state YAML file."""
+    """Write the current state of the given invites as a desired-state YAML file.
+
+    Refuses ids already defined in the invite files (PATHS of reconciler.yaml, else
+    ./invites): one id must live in one place.
+    """
     setup_logging(verbose)
     if out and os.path.exists(out) and not force:
         raise ReconcilerError(
             f"{out} exists; it may hold invites you manage. Choose another --out, "
             "or pass --force to overwrite it"
         )
-    settings = settings_for(config_file, schema_ref=schema_ref)
+    settings = settings_for(config_file)
     ids = list(dict.fromkeys(invite_ids))
+    refuse_known_ids(ids, settings.paths, replacing=out if force else None)
+    ref, note = schema_ref_for(out, schema_ref, settings.schema_ref)
     with api_client(settings, sandbox) as client:
         found: list[CurrentInvite] = []
         problems = []
@@ -137,10 +150,11 @@ def export(
     for invite in found:
         if not invite.is_pending:
             click.echo(
-                f"note: {invite.id} is {invite.status}, not pending; it can no longer be updated",
+                f"note: {clean(invite.id)} is {clean(str(invite.status))}, not pending; "
+                "it can no longer be updated",
                 err=True,
             )
-    text = render_export(found, base_url, settings.schema_ref)
+    text = render_export(found, base_url, ref)
     if out:
         try:
             with open(out, "w", encoding="utf-8") as handle:
@@ -150,4 +164,6 @@ def export(
         click.echo(f"Exported {plural(len(found), 'invite')} to {out}.", err=True)
     else:
         click.echo(text, nl=False)
+    if note:
+        click.echo(note, err=True)
     return 0

@@ -4,22 +4,19 @@ from __future__ import annotations
 
 import click
 
-from reconciler.commands.common import (
-    api_client,
-    compute_plan,
-    read_desired,
-    run_options,
-    settings_for,
-    setup_logging,
-    use_color,
-)
+from reconciler.annotations import github_enabled, report_plan
+from reconciler.color import use_color
+from reconciler.commands.common import api_client, compute_plan, read_desired, settings_for
+from reconciler.commands.options import RUN_ENV, run_options, settings_help
 from reconciler.config import Settings
+from reconciler.logsetup import setup_logging
 from reconciler.plan import Plan
 from reconciler.planfile import save_plan, sign_plan
 from reconciler.render import renderer_for
 from reconciler.render.common import plural
 from reconciler.safetext import escape
 from reconciler.sandbox import SANDBOX_CLIENT_SECRET
+from reconciler.selection import Selection
 
 
 def signing_secret(settings: Settings, sandbox: bool) -> str | None:
@@ -27,7 +24,9 @@ def signing_secret(settings: Settings, sandbox: bool) -> str | None:
     return SANDBOX_CLIENT_SECRET if sandbox else settings.client_secret
 
 
-@click.command()
+@click.command(
+    epilog=settings_help(api=True, reads_paths=True, extra=("max_changes",), other_env=RUN_ENV)
+)
 @run_options
 @click.option(
     "--format",
@@ -47,9 +46,13 @@ def plan(
     paths: tuple[str, ...],
     config_file: str | None,
     targets: tuple[str, ...],
+    excludes: tuple[str, ...],
+    changed_since: str | None,
     parallelism: int | None,
     max_changes: int | None,
     sandbox: bool,
+    color: str,
+    annotations: str,
     verbose: bool,
     output_format: str,
     out: str | None,
@@ -58,7 +61,7 @@ def plan(
     """Read the invite files and the current invites; print what apply would change."""
     setup_logging(verbose)
     settings = settings_for(config_file, parallelism=parallelism, max_changes=max_changes)
-    state = read_desired(settings, paths, targets)
+    state = read_desired(settings, paths, Selection(targets, excludes, changed_since))
     with api_client(settings, sandbox) as client:
         the_plan = compute_plan(client, state, settings)
     secret = signing_secret(settings, sandbox)
@@ -66,7 +69,8 @@ def plan(
         sign_plan(the_plan, secret)
     if out:
         save_plan(the_plan, out)
-    click.echo(renderer_for(output_format, use_color()).render(the_plan), nl=False)
+    click.echo(renderer_for(output_format, use_color(color)).render(the_plan), nl=False)
+    report_plan(the_plan, github_enabled(annotations))
     if out:
         _say_saved(the_plan, out)
     return _exit_code(the_plan, detailed_exitcode)

@@ -9,27 +9,26 @@ import click
 from reconciler.api.client import ApiClient
 from reconciler.api.errors import ApiError
 from reconciler.audit import AuditLog
-from reconciler.commands.common import (
-    api_client,
+from reconciler.commands.common import api_client, settings_for
+from reconciler.commands.options import (
+    audit_log_option,
+    auto_approve_option,
     config_option,
-    settings_for,
-    setup_logging,
+    sandbox_option,
+    settings_help,
     verbose_option,
 )
 from reconciler.errors import ReconcilerError
+from reconciler.logsetup import setup_logging
 from reconciler.render.common import plural
 
 
-@click.command()
+@click.command(epilog=settings_help(api=True, extra=("audit_log",)))
 @click.argument("invite_ids", nargs=-1, required=True, metavar="ID...")
-@click.option("--auto-approve", is_flag=True, help="Do not ask for confirmation.")
-@click.option(
-    "--audit-log",
-    type=click.Path(dir_okay=False),
-    help="Append one JSON line per re-send attempted to this file.",
-)
+@auto_approve_option
+@audit_log_option
 @config_option
-@click.option("--sandbox", is_flag=True, help="Use an in-process sandbox.")
+@sandbox_option
 @verbose_option
 def resend(
     invite_ids: tuple[str, ...],

@@ -6,12 +6,13 @@ import ipaddress
 
 import click
 
+from reconciler.render.common import plural
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox, SandboxOptions
 
 _share = click.FloatRange(0.0, 1.0)
 
 
-@click.command()
+@click.command(epilog="Reads no environment variables and no reconciler.yaml.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option(
     "--port",
@@ -68,7 +69,7 @@ def sandbox(host: str, port: int, state_file: str | None, **knobs: float | None)
         # reconcile speaks plain http only to loopback; use this address from here.
         url = f"http://127.0.0.1:{server.url.rsplit(':', 1)[1]}"
     click.echo(
-        f"Sandbox API listening on {server.url} with {len(server.store)} invites "
+        f"Sandbox API listening on {server.url} with {plural(len(server.store), 'invite')} "
         f"from {state_file or 'the bundled example state'}.\n"
         "Point reconcile at it with these fixed sandbox credentials (not secrets):\n"
         f"  export RECONCILER_BASE_URL={url}\n"

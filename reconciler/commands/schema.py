@@ -7,7 +7,7 @@ import click
 from reconciler.resources import invite_schema_path
 
 
-@click.command()
+@click.command(epilog="Reads no environment variables and no reconciler.yaml.")
 def schema() -> int:
     """Print the JSON Schema of desired-state files.
 

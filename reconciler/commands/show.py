@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from reconciler.commands.common import use_color
+from reconciler.color import use_color
+from reconciler.commands.options import color_option, config_option
 from reconciler.config import load_settings
 from reconciler.errors import ReconcilerError
 from reconciler.plan import Plan
@@ -25,7 +26,9 @@ from reconciler.signature import SignatureCheck, check
     show_default=True,
     help="How the plan is printed on stdout.",
 )
-def show(planfile: str, output_format: str) -> int:
+@color_option
+@config_option
+def show(planfile: str, output_format: str, color: str, config_file: str | None) -> int:
     """Print a plan saved by `plan --out`; no credentials needed.
 
     With RECONCILER_CLIENT_SECRET set, its signature is checked as apply
@@ -36,18 +39,18 @@ def show(planfile: str, output_format: str) -> int:
     if output_format == "json":
         click.echo(document_json(document), nl=False)  # the file's own document, signature too
     else:
-        rendered = renderer_for(output_format, use_color()).render(Plan.from_document(document))
+        rendered = renderer_for(output_format, use_color(color)).render(Plan.from_document(document))
         click.echo(rendered, nl=False)
-    verdict, message = _signature_verdict(document)
+    verdict, message = _signature_verdict(document, config_file)
     click.echo(f"{escape(planfile)}: {message}", err=True)
     return 0 if verdict in (SignatureCheck.VALID, None) else 1
 
 
-def _signature_verdict(document: dict) -> tuple[str | None, str]:
+def _signature_verdict(document: dict, config_file: str | None) -> tuple[str | None, str]:
     if not document.get("signature"):
         return SignatureCheck.UNSIGNED, "the plan is not signed: apply will refuse it."
     try:
-        secret = load_settings(None).client_secret
+        secret = load_settings(config_file).client_secret
     except ReconcilerError as exc:
         return None, f"signature not checked ({exc})."
     if not secret:

@@ -4,19 +4,31 @@ from __future__ import annotations
 
 import click
 
-from reconciler.commands.common import config_option, read_desired, settings_for
+from reconciler.codequality import writing_codequality
+from reconciler.commands.common import read_desired, settings_for
+from reconciler.commands.options import annotations_option, config_option, settings_help
 from reconciler.render.common import plural
 
 
-@click.command()
+@click.command(epilog=settings_help(api=False, reads_paths=True, other_env=("GITHUB_ACTIONS",)))
 @click.argument("paths", nargs=-1, type=click.Path())
 @config_option
-def validate(paths: tuple[str, ...], config_file: str | None) -> int:
+@annotations_option
+@click.option(
+    "--codequality",
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    help="Also write the problems found as a GitLab Code Quality report (JSON) to FILE.",
+)
+def validate(
+    paths: tuple[str, ...], config_file: str | None, annotations: str, codequality: str | None
+) -> int:
     """Check invite files offline: YAML, schema, duplicate keys and ids, silent type changes.
 
     Needs no credentials and no network.
     """
-    state = read_desired(settings_for(config_file), paths, ())
+    with writing_codequality(codequality):
+        state = read_desired(settings_for(config_file), paths)
     click.echo(
         f"OK: {plural(len(state.invites), 'invite')} in {plural(len(state.files), 'file')} checked."
     )

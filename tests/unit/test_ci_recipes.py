@@ -1,321 +1,58 @@
-"""The CI recipes in examples/ci and the pre-commit hook: valid, runnable, exit codes honoured.
+"""The CI recipes in examples/ci, the composite action and the pre-commit hook: valid,
+pinned, every command one the CLI accepts, exit codes 0, 1 and 2 honoured.
 
-The shell steps are taken out of the recipes and run with bash, the way the CI
-runner would, against a stub `reconcile` that exits 0, 1 or 2, and against the
-real CLI talking to the sandbox.
+The GitHub jobs run through tests/ci_runner.py (steps, expressions, the composite
+action's own steps); GitLab scripts run with bash as the runner would. Here
+`reconcile` is a stub that exits 0, 1 or 2; tests/e2e/test_ci_recipes_sandbox.py
+runs the same jobs with the real tool against the sandbox.
 """
 
 from __future__ import annotations
 
-import functools
-import json
 import os
 import re
 import shlex
 import shutil
 import subprocess
-import sys
-import threading
-from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import ci_recipes
 import pytest
-import yaml
+from ci_recipes import (
+    ACTION,
+    CI,
+    EXAMPLE_INVITES,
+    GITHUB,
+    GITLAB,
+    HOOKS,
+    RECONCILE,
+    REPO,
+    action_steps,
+    all_reconcile_commands,
+    command_problems,
+    github_steps,
+    github_triggers,
+    gitlab_job_script,
+    gitlab_jobs,
+    hooks,
+    load_help_in_parallel,
+    reconcile_commands,
+    write_stub,
+)
+from ci_runner import Runner, StepResult, base_env, load
 
-from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox
+from reconciler.sandbox import SANDBOX_CLIENT_SECRET
 
-REPO = Path(__file__).resolve().parents[2]
-CI = REPO / "examples" / "ci"
-GITHUB = CI / "github-actions.yml"
-GITLAB = CI / "gitlab-ci.yml"
-HOOKS = REPO / ".pre-commit-hooks.yaml"
-EXAMPLE_INVITES = REPO / "examples" / "invites"
-RECONCILE = Path(sys.executable).parent / "reconcile"
-NODE = shutil.which("node")
+stub = ci_recipes.stub  # the fixture, shared with the other recipe tests
 
-# How the runners start a script: GitHub's `shell: bash` is
-# `bash --noprofile --norc -eo pipefail {0}` (no shell given: `bash -e {0}`);
-# GitLab runs the job's script lines in one bash with errexit and pipefail.
-GITHUB_BASH = ["bash", "--noprofile", "--norc", "-eo", "pipefail"]
-GITHUB_DEFAULT_BASH = ["bash", "-e"]
-GITLAB_BASH = ["bash", "-eo", "pipefail"]
-
-STUB = """#!/usr/bin/env bash
-printf '%s\\n' "$*" >> "$STUB_LOG"
-echo "### stub plan for: $*"
-echo "stub reconcile: progress on stderr" >&2
-exit "$STUB_EXIT"
-"""
-
-
-# --- reading the recipes -----------------------------------------------------------------
-
-
-def load(path: Path) -> Any:
-    return yaml.safe_load(path.read_text(encoding="utf-8"))
+UNPINNED = re.compile(r"pip\s+install\s+(?:-\S+\s+)*[\"']?invite[-_]reconciler\b(?!\s*@)")
 
 
-def github_triggers(workflow: dict[Any, Any]) -> dict[str, Any]:
-    # YAML 1.1 reads the bare key `on` as the boolean True.
-    triggers = workflow.get("on", workflow.get(True))
-    assert isinstance(triggers, dict), "the workflow has no `on:` mapping"
-    return triggers
+# --- the files parse; the jobs run when they should ----------------------------------------
 
 
-def github_steps() -> Iterator[tuple[str, dict[str, Any]]]:
-    for name, job in load(GITHUB)["jobs"].items():
-        for step in job.get("steps", []):
-            yield name, step
-
-
-def gitlab_jobs() -> dict[str, dict[str, Any]]:
-    doc = load(GITLAB)
-    return {
-        k: v for k, v in doc.items() if isinstance(v, dict) and ("script" in v or "extends" in v)
-    }
-
-
-def gitlab_scripts() -> Iterator[tuple[str, str]]:
-    doc = load(GITLAB)
-    for name, value in doc.items():
-        if not isinstance(value, dict):
-            continue
-        for key in ("before_script", "script", "after_script"):
-            lines = value.get(key) or []
-            yield f"{name}.{key}", "\n".join(lines)
-
-
-def hooks() -> dict[str, dict[str, Any]]:
-    return {hook["id"]: hook for hook in load(HOOKS)}
-
-
-def github_job_step(job_name: str, subcommand: str) -> tuple[list[str], str]:
-    """The bash command line and the script of the one step of a job that runs `reconcile SUB`."""
-    workflow = load(GITHUB)
-    job = workflow["jobs"][job_name]
-    found = [
-        step
-        for step in job["steps"]
-        if any(cmd[:1] == [subcommand] for cmd in reconcile_commands(step.get("run", "")))
-    ]
-    assert len(found) == 1, f"job {job_name}: {len(found)} steps run `reconcile {subcommand}`"
-    step = found[0]
-    shell = (
-        step.get("shell")
-        or job.get("defaults", {}).get("run", {}).get("shell")
-        or workflow.get("defaults", {}).get("run", {}).get("shell")
-    )
-    if shell is None:
-        return GITHUB_DEFAULT_BASH, step["run"]
-    assert shell == "bash", f"unexpected shell {shell!r}"
-    return GITHUB_BASH, step["run"]
-
-
-def gitlab_job_script(job_name: str) -> tuple[list[str], str]:
-    """The job's own script (before_script only installs the package)."""
-    return GITLAB_BASH, "\n".join(gitlab_jobs()[job_name]["script"])
-
-
-# --- finding `reconcile ...` command lines in shell text ----------------------------------
-
-OPERATORS = {";", ";;", "&", "&&", "|", "||", "|&", "(", ")", "!", ">", ">>", "<", "<<", ">&"}
-COMMAND_STARTERS = OPERATORS | {"then", "do", "else", "elif", "if", "while", "until", "time"}
-REDIRECTS = {">", ">>", "<", "<<", ">&"}
-
-
-def reconcile_commands(script: str) -> list[list[str]]:
-    """Each `reconcile ...` invocation in a shell script, as its arguments (sub, options...)."""
-    commands: list[list[str]] = []
-    heredoc_end: str | None = None
-    for line in script.replace("\\\n", " ").splitlines():
-        if heredoc_end is not None:
-            if line.strip() == heredoc_end:
-                heredoc_end = None
-            continue
-        heredoc = re.search(r"<<-?\s*['\"]?(\w+)['\"]?", line)
-        if heredoc:
-            heredoc_end = heredoc.group(1)
-        lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
-        lexer.whitespace_split = True
-        tokens = list(lexer)
-        for i, token in enumerate(tokens):
-            if token != "reconcile":
-                continue
-            before = tokens[i - 1] if i else None
-            at_command = (
-                before is None or before in COMMAND_STARTERS or re.fullmatch(r"\w+=\S*", before)
-            )
-            if not at_command:
-                continue
-            args: list[str] = []
-            for j, arg in enumerate(tokens[i + 1 :], start=i + 1):
-                following = tokens[j + 1] if j + 1 < len(tokens) else None
-                if arg in OPERATORS or (arg.isdigit() and following in REDIRECTS):
-                    break
-                args.append(arg)
-            commands.append(args)
-    return commands
-
-
-def all_reconcile_commands() -> list[tuple[str, list[str]]]:
-    found: list[tuple[str, list[str]]] = []
-    for job, step in github_steps():
-        for cmd in reconcile_commands(step.get("run", "")):
-            found.append((f"{GITHUB.name}:{job}", cmd))
-    for where, script in gitlab_scripts():
-        for cmd in reconcile_commands(script):
-            found.append((f"{GITLAB.name}:{where}", cmd))
-    for hook_id, hook in hooks().items():
-        entry = shlex.split(hook["entry"])
-        assert entry[0] == "reconcile", f"hook {hook_id} does not run reconcile: {entry}"
-        found.append((f"{HOOKS.name}:{hook_id}", entry[1:]))
-    return found
-
-
-# --- what the installed CLI really accepts ------------------------------------------------
-
-
-@functools.cache
-def cli_help(*subcommand: str) -> str:
-    result = subprocess.run(
-        [str(RECONCILE), *subcommand, "--help"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
-    return result.stdout
-
-
-def load_help_in_parallel() -> None:
-    """Fill the cache of cli_help at once: each start of the CLI takes about half a second."""
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        list(pool.map(lambda sub: cli_help(*sub), [(), ("validate",), ("plan",), ("apply",)]))
-
-
-@functools.cache
-def subcommands() -> frozenset[str]:
-    section = cli_help().split("Commands:", 1)[1]
-    return frozenset(re.findall(r"^  ([a-z][\w-]*)", section, re.MULTILINE))
-
-
-@functools.cache
-def options(subcommand: str) -> dict[str, tuple[bool, tuple[str, ...] | None]]:
-    """Each option of a subcommand: (takes a value, its choices if it has a fixed set)."""
-    section = cli_help(subcommand).split("Options:", 1)[1]
-    found: dict[str, tuple[bool, tuple[str, ...] | None]] = {}
-    # A metavar follows one space; the description follows two or more.
-    for match in re.finditer(r"^  (?:(-\w), )?(--[\w-]+)(?: (\S+))?", section, re.MULTILINE):
-        short, long, metavar = match.groups()
-        choices = None
-        if metavar and metavar.startswith("[") and "|" in metavar:
-            choices = tuple(metavar.strip("[]").split("|"))
-        for name in filter(None, (short, long)):
-            found[name] = (metavar is not None, choices)
-    return found
-
-
-def command_problems(args: list[str]) -> list[str]:
-    if not args:
-        return ["`reconcile` without a subcommand"]
-    sub, *rest = args
-    if sub not in subcommands():
-        return [f"no subcommand {sub!r} (have: {sorted(subcommands())})"]
-    known = options(sub)
-    problems: list[str] = []
-    i = 0
-    while i < len(rest):
-        arg = rest[i]
-        i += 1
-        if not arg.startswith("-") or arg == "-":
-            continue
-        name, has_equals, value = arg.partition("=")
-        if name not in known:
-            problems.append(f"`reconcile {sub}` has no option {name}")
-            continue
-        takes_value, choices = known[name]
-        if takes_value and not has_equals:
-            if i >= len(rest):
-                problems.append(f"`reconcile {sub} {name}` is missing its value")
-                continue
-            value = rest[i]
-            i += 1
-        if choices is not None and value not in choices:
-            problems.append(f"`reconcile {sub} {name} {value}`: not one of {choices}")
-    return problems
-
-
-# --- running a step ----------------------------------------------------------------------
-
-
-def run_step(
-    shell: list[str], script: str, cwd: Path, env: dict[str, str]
-) -> subprocess.CompletedProcess[str]:
-    path = cwd.parent / f"step-{os.getpid()}-{abs(hash(script))}.sh"
-    path.write_text(script, encoding="utf-8")
-    return subprocess.run(
-        [*shell, str(path)],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-
-
-def base_env(tmp_path: Path, *path_dirs: Path) -> dict[str, str]:
-    """A small, clean environment: no RECONCILER_* or proxy settings from outside."""
-    (tmp_path / "github_output").touch()
-    (tmp_path / "step_summary").touch()
-    return {
-        "PATH": os.pathsep.join([*map(str, path_dirs), str(RECONCILE.parent), "/usr/bin", "/bin"]),
-        "HOME": str(tmp_path),
-        "LANG": "C.UTF-8",
-        "GITHUB_OUTPUT": str(tmp_path / "github_output"),
-        "GITHUB_STEP_SUMMARY": str(tmp_path / "step_summary"),
-        "CI_DEFAULT_BRANCH": "main",
-    }
-
-
-@pytest.fixture
-def stub(tmp_path: Path) -> Any:
-    """Run a recipe step with a `reconcile` on PATH that exits with the given code."""
-    bin_dir = tmp_path / "stub-bin"
-    bin_dir.mkdir()
-    script = bin_dir / "reconcile"
-    script.write_text(STUB, encoding="utf-8")
-    script.chmod(0o755)
-    work = tmp_path / "repo"
-    work.mkdir()
-
-    def run(
-        shell: list[str], step: str, exit_code: int, **extra: str
-    ) -> tuple[subprocess.CompletedProcess[str], list[str]]:
-        log = tmp_path / "stub.log"
-        log.write_text("", encoding="utf-8")
-        env = base_env(tmp_path, bin_dir)
-        env.update(STUB_LOG=str(log), STUB_EXIT=str(exit_code), **extra)
-        result = run_step(shell, step, work, env)
-        return result, log.read_text(encoding="utf-8").splitlines()
-
-    run.work = work  # type: ignore[attr-defined]
-    return run
-
-
-def github_output(tmp_path: Path) -> dict[str, str]:
-    text = (tmp_path / "github_output").read_text(encoding="utf-8")
-    return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
-
-
-# --- the files parse ---------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("path", [GITHUB, GITLAB, HOOKS], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", [GITHUB, GITLAB, HOOKS, ACTION], ids=lambda p: p.name)
 def test_recipe_is_valid_yaml(path: Path) -> None:
     doc = load(path)
     assert isinstance(doc, list if path == HOOKS else dict) and doc
@@ -328,11 +65,34 @@ def test_github_workflow_runs_on_pull_requests_pushes_to_main_and_a_schedule() -
     assert "main" in triggers["push"]["branches"]
     crons = [entry["cron"] for entry in triggers["schedule"]]
     assert crons and all(len(cron.split()) == 5 for cron in crons)
+    assert triggers["workflow_dispatch"]["inputs"]["full_apply"]["default"] is False
     jobs = workflow["jobs"]
     assert "pull_request" in jobs["plan"]["if"]
     assert "push" in jobs["apply"]["if"] and "refs/heads/main" in jobs["apply"]["if"]
     assert "schedule" in jobs["drift"]["if"]
     assert "pull_request" not in jobs["apply"]["if"] and "pull_request" not in jobs["drift"]["if"]
+
+
+@pytest.mark.parametrize(
+    ("event", "ref", "full_apply", "expected"),
+    [
+        ("pull_request", "refs/pull/7/merge", False, {"plan"}),
+        ("push", "refs/heads/main", False, {"apply"}),
+        ("push", "refs/heads/feature", False, set()),
+        ("schedule", "refs/heads/main", False, {"drift"}),
+        ("workflow_dispatch", "refs/heads/main", False, {"drift"}),
+        ("workflow_dispatch", "refs/heads/main", True, {"apply"}),
+        ("workflow_dispatch", "refs/heads/feature", True, set()),
+    ],
+)
+def test_github_jobs_run_on_the_right_events(
+    event: str, ref: str, full_apply: bool, expected: set[str]
+) -> None:
+    from ci_runner import should_run
+
+    ctx = {"github": {"event_name": event, "ref": ref}, "inputs": {"full_apply": full_apply}}
+    jobs = load(GITHUB)["jobs"]
+    assert {name for name, job in jobs.items() if should_run(job["if"], ctx, False)} == expected
 
 
 def test_github_permissions_are_least_privilege() -> None:
@@ -351,7 +111,6 @@ def test_github_applies_never_overlap_and_are_never_cancelled() -> None:
     jobs = load(GITHUB)["jobs"]
     concurrency = jobs["apply"]["concurrency"]
     assert concurrency["group"] and concurrency["cancel-in-progress"] is False
-    # A job sharing the group could push a waiting apply out of the queue.
     others = [
         name
         for name, job in jobs.items()
@@ -360,31 +119,18 @@ def test_github_applies_never_overlap_and_are_never_cancelled() -> None:
     assert others == []
 
 
-def test_github_jobs_install_python_3_11_or_newer_and_the_package() -> None:
-    for name, job in load(GITHUB)["jobs"].items():
-        steps = job["steps"]
-        assert any(s.get("uses", "").startswith("actions/checkout@") for s in steps), name
-        versions = [
-            str(s["with"]["python-version"])
-            for s in steps
-            if s.get("uses", "").startswith("actions/setup-python@")
-        ]
-        assert versions, f"job {name} does not set up Python"
-        for version in versions:
-            assert tuple(map(int, version.split(".")[:2])) >= (3, 11), (name, version)
-        assert any("pip install invite-reconciler" in s.get("run", "") for s in steps), name
-
-
 def test_github_run_scripts_hold_no_expressions() -> None:
     # `${{ }}` in a script is pasted in before bash runs (script injection); values go
     # through env: instead, which is also what lets these tests run the scripts.
-    for job, step in github_steps():
+    steps = [(job, step) for job, step in github_steps()]
+    steps += [("action.yml", step) for step in action_steps()]
+    for job, step in steps:
         assert "${{" not in step.get("run", ""), f"job {job}, step {step.get('name')}"
 
 
 def test_github_uploads_the_plan_and_the_audit_log_even_after_a_failure() -> None:
     jobs = load(GITHUB)["jobs"]
-    for job, wanted in (("plan", "plan.json"), ("apply", "audit.jsonl")):
+    for job, wanted in (("plan", "steps.plan.outputs.plan-file"), ("apply", "audit.jsonl")):
         uploads = [
             s
             for s in jobs[job]["steps"]
@@ -401,6 +147,7 @@ def test_github_posts_one_sticky_comment_with_github_script() -> None:
     assert len(scripts) == 1
     assert "updateComment" in scripts[0]["with"]["script"]
     assert "exitcode" in scripts[0]["if"], "the comment step must run after a failed plan too"
+    assert scripts[0]["env"]["PLAN_MARKDOWN"] == "${{ steps.plan.outputs.markdown }}"
 
 
 def test_gitlab_pipeline_has_the_four_jobs_with_the_right_rules() -> None:
@@ -424,7 +171,65 @@ def test_gitlab_pipeline_has_the_four_jobs_with_the_right_rules() -> None:
     template = load(GITLAB)[".reconcile"]
     version = re.search(r"python:(\d+)\.(\d+)", template["image"])
     assert version and (int(version[1]), int(version[2])) >= (3, 11)
-    assert any("pip install invite-reconciler" in line for line in template["before_script"])
+    assert "slim" not in template["image"], "--changed-since and the install need git"
+
+
+def test_gitlab_validate_declares_its_code_quality_report() -> None:
+    validate = gitlab_jobs()["validate"]
+    (command,) = reconcile_commands("\n".join(validate["script"]))
+    report = command[command.index("--codequality") + 1]
+    assert validate["artifacts"]["reports"]["codequality"] == report
+    assert validate["artifacts"]["when"] == "always"
+
+
+# --- installed from a pinned source, never a name on a package index ------------------------
+
+
+@pytest.mark.parametrize(
+    "path", [GITHUB, GITLAB, HOOKS, ACTION, CI / "README.md", REPO / "README.md"], ids=str
+)
+def test_nothing_installs_an_unpinned_or_unpublished_name(path: Path) -> None:
+    assert not UNPINNED.findall(path.read_text(encoding="utf-8"))
+
+
+def test_the_unpinned_install_check_finds_what_it_must() -> None:
+    assert UNPINNED.search("python -m pip install invite-reconciler")
+    assert UNPINNED.search("pip install --quiet 'invite-reconciler==1.0'")
+    assert not UNPINNED.search('pip install "git+https://x/invite-reconciler.git@v1"')
+    assert not UNPINNED.search('pip install "$ACTION_PATH"')
+
+
+def test_github_jobs_use_the_action_pinned_by_owner_and_tag() -> None:
+    text = GITHUB.read_text(encoding="utf-8")
+    assert "OWNER/invite-reconciler@TAG" in text.split("\nname:")[0], "say what to fill in"
+    for name, job in load(GITHUB)["jobs"].items():
+        steps = job["steps"]
+        assert any(s.get("uses", "").startswith("actions/checkout@") for s in steps), name
+        uses = [s["uses"] for s in steps if "invite-reconciler" in s.get("uses", "")]
+        assert uses and set(uses) == {"OWNER/invite-reconciler@TAG"}, name
+        assert not any("pip install" in s.get("run", "") for s in steps), name
+
+
+def test_the_action_installs_from_its_own_checkout_into_a_venv() -> None:
+    action = load(ACTION)
+    assert action["runs"]["using"] == "composite"
+    assert set(action["outputs"]) == {"exitcode", "plan-file", "markdown"}
+    (install,) = [s for s in action_steps() if "pip install" in s.get("run", "")]
+    assert install["env"]["ACTION_PATH"] == "${{ github.action_path }}"
+    assert "-m venv" in install["run"]
+    installs = re.findall(r"pip install (.*)", install["run"])
+    assert installs and all(line.rstrip().endswith('"$ACTION_PATH"') for line in installs)
+    python = [s for s in action_steps() if s.get("uses", "").startswith("actions/setup-python@")]
+    assert python and python[0]["with"]["update-environment"] is False
+
+
+def test_gitlab_installs_from_the_repository_at_a_pinned_ref() -> None:
+    doc = load(GITLAB)
+    (install,) = doc[".reconcile"]["before_script"]
+    assert 'pip install --quiet "git+${INVITE_RECONCILER_REPO}@${INVITE_RECONCILER_REF}"' in install
+    assert doc["variables"]["INVITE_RECONCILER_REPO"].endswith("/OWNER/invite-reconciler.git")
+    assert doc["variables"]["INVITE_RECONCILER_REF"] == "TAG"
+    assert "FILL IN ONLY THIS" in GITLAB.read_text(encoding="utf-8").split("\nworkflow:")[0]
 
 
 # --- every `reconcile` command line is one the CLI accepts ---------------------------------
@@ -455,35 +260,142 @@ def test_every_reconcile_command_uses_real_subcommands_and_options() -> None:
         f"{where}: {problem}" for where, cmd in commands for problem in command_problems(cmd)
     ]
     assert problems == []
-    by_file: dict[str, set[str]] = {}
-    for where, cmd in commands:
-        by_file.setdefault(where.split(":")[0], set()).add(" ".join(cmd))
-    for recipe in (GITHUB.name, GITLAB.name):
-        lines = by_file[recipe]
-        assert "validate" in lines
-        assert "plan --format markdown --out plan.json --detailed-exitcode" in lines
-        assert "apply --auto-approve --audit-log audit.jsonl" in lines
-        assert any(line.startswith("plan --detailed-exitcode") for line in lines), recipe
+    lines = {(where.split(":")[0], " ".join(cmd)) for where, cmd in commands}
+    assert (GITHUB.name, "plan --detailed-exitcode --changed-since origin/main") in lines
+    assert (
+        GITHUB.name,
+        "apply --auto-approve --audit-log audit.jsonl --changed-since HEAD~1",
+    ) in lines
+    assert (GITHUB.name, "plan --detailed-exitcode") in lines  # the drift check: everything
+    assert (GITLAB.name, "validate --codequality gl-code-quality-report.json") in lines
+    assert (
+        GITLAB.name,
+        "plan --format markdown --out plan.json --detailed-exitcode $scope",
+    ) in lines
+    assert (GITLAB.name, "apply --auto-approve --audit-log audit.jsonl $scope") in lines
+    assert (GITLAB.name, "plan --detailed-exitcode") in lines
 
 
 # --- exit codes: 0 and 2 pass the PR plan, 1 fails it; drift fails on 2 --------------------
 
 
-@pytest.mark.parametrize(("reconcile_exit", "step_exit"), [(0, 0), (2, 0), (1, 1)])
-def test_github_pr_plan_step_passes_on_0_and_2_fails_on_1(
-    stub: Any, tmp_path: Path, reconcile_exit: int, step_exit: int
+def github_stub_job(
+    tmp_path: Path, job: str, exit_codes: dict[str, int], **github: Any
+) -> tuple[list[StepResult], list[str], Runner]:
+    """Run a GitHub job with a stub `reconcile` installed where the action installs it."""
+    runner_temp = tmp_path / "runner"
+    write_stub(runner_temp / "invite-reconciler" / "bin")
+    work = tmp_path / "repo"
+    work.mkdir(exist_ok=True)
+    log = tmp_path / "stub.log"
+    log.write_text("", encoding="utf-8")
+    env = base_env(tmp_path) | {"STUB_LOG": str(log), "STUB_EXIT": "0"}
+    env |= {f"STUB_EXIT_{sub.upper()}": str(code) for sub, code in exit_codes.items()}
+    context = {"event_name": "push", "ref": "refs/heads/main", "base_ref": "main"} | github
+    runner = Runner(work, runner_temp, env, context)
+    results = runner.run_job(load(GITHUB), job)
+    return results, log.read_text(encoding="utf-8").splitlines(), runner
+
+
+def step(results: list[StepResult], name: str) -> StepResult:
+    (found,) = [r for r in results if r.name.startswith(name)]
+    return found
+
+
+def job_failed(results: list[StepResult]) -> bool:
+    return any(r.returncode for r in results)
+
+
+@pytest.mark.parametrize(("plan_exit", "job_fails"), [(0, False), (2, False), (1, True)])
+def test_github_pr_plan_passes_on_0_and_2_and_fails_on_1(
+    tmp_path: Path, plan_exit: int, job_fails: bool
 ) -> None:
-    shell, script = github_job_step("plan", "plan")
-    result, calls = stub(shell, script, reconcile_exit)
-    assert result.returncode == step_exit, result.stdout + result.stderr
-    assert calls == ["plan --format markdown --out plan.json --detailed-exitcode"]
-    # The plan (stdout) went to plan.md, progress (stderr) did not.
-    plan_md = (stub.work / "plan.md").read_text(encoding="utf-8")
-    assert "stub plan for" in plan_md and "progress" not in plan_md
-    # The comment step reads the code from the step's output.
-    assert github_output(tmp_path)["exitcode"] == str(reconcile_exit)
-    if step_exit:
-        assert "::error" in result.stdout
+    results, calls, runner = github_stub_job(
+        tmp_path, "plan", {"plan": plan_exit}, event_name="pull_request"
+    )
+    out = runner.runner_temp / "invite-reconciler-out"
+    assert calls == [
+        "validate",
+        f"plan --format markdown --out {out}/plan.json --detailed-exitcode "
+        "--changed-since origin/main",
+    ]
+    assert job_failed(results) is job_fails
+    plan = step(results, "Plan the invites")
+    assert plan.outputs["exitcode"] == str(plan_exit)
+    # The plan (stdout) went to the markdown file, progress (stderr) did not.
+    markdown = Path(plan.outputs["markdown"]).read_text(encoding="utf-8")
+    assert "stub plan for" in markdown and "progress" not in markdown
+    # The comment and the upload run after a failed plan too.
+    assert step(results, "Post the plan").foreign
+    assert step(results, "Upload the saved plan").foreign
+    if job_fails:
+        assert "::error title=reconcile plan failed::" in plan.stdout
+
+
+def test_github_pr_plan_after_failed_validation_posts_nothing(tmp_path: Path) -> None:
+    results, calls, _ = github_stub_job(
+        tmp_path, "plan", {"validate": 1}, event_name="pull_request"
+    )
+    assert calls == ["validate"]
+    assert step(results, "Plan the invites").returncode is None
+    assert step(results, "Post the plan").returncode is None
+
+
+@pytest.mark.parametrize(
+    ("plan_exit", "says"), [(0, "No drift"), (2, "Drift detected"), (1, "failed")]
+)
+def test_github_drift_check_fails_on_changes_and_on_errors(
+    tmp_path: Path, plan_exit: int, says: str
+) -> None:
+    results, calls, runner = github_stub_job(
+        tmp_path, "drift", {"plan": plan_exit}, event_name="schedule"
+    )
+    out = runner.runner_temp / "invite-reconciler-out"
+    assert calls == [f"plan --format markdown --out {out}/plan.json --detailed-exitcode"]
+    assert job_failed(results) is (plan_exit != 0)
+    assert says in "".join(r.stdout for r in results)
+
+
+@pytest.mark.parametrize("apply_exit", [0, 1])
+def test_github_apply_fails_exactly_when_apply_fails(tmp_path: Path, apply_exit: int) -> None:
+    results, calls, _ = github_stub_job(
+        tmp_path, "apply", {"apply": apply_exit}, event_name="push", event={"before": "0" * 40}
+    )
+    assert calls == ["validate", "apply --auto-approve --audit-log audit.jsonl"]
+    assert job_failed(results) is bool(apply_exit)
+    assert "first push" in step(results, "Scope the apply").stdout
+    assert step(results, "Upload the audit log").foreign
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-c", "user.name=T", "-c", "user.email=t@example.com", *args],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+@pytest.mark.parametrize("platform", ["github", "gitlab"])
+@pytest.mark.parametrize("before", ["known", "zeros", "forced"])
+def test_a_push_applies_what_it_changed_and_falls_back_to_everything(
+    tmp_path: Path, stub: Any, platform: str, before: str
+) -> None:
+    work = tmp_path / "repo"
+    work.mkdir(exist_ok=True)
+    git(work, "init", "-q", "-b", "main")
+    git(work, "commit", "-q", "--allow-empty", "-m", "first")
+    sha = {"known": git(work, "rev-parse", "HEAD"), "zeros": "0" * 40, "forced": "ab" * 20}[before]
+    scoped = f" --changed-since {sha}" if before == "known" else ""
+    if platform == "github":
+        results, calls, _ = github_stub_job(tmp_path, "apply", {}, event={"before": sha})
+        assert not job_failed(results)
+    else:
+        result, calls = stub(*gitlab_job_script("apply"), 0, CI_COMMIT_BEFORE_SHA=sha)
+        assert result.returncode == 0, result.stderr
+    assert calls[-1] == "apply --auto-approve --audit-log audit.jsonl" + scoped
 
 
 @pytest.mark.parametrize(("reconcile_exit", "step_exit"), [(0, 0), (2, 0), (1, 1)])
@@ -496,284 +408,31 @@ def test_gitlab_mr_plan_script_passes_on_0_and_2_fails_on_1(
     assert calls == ["plan --format markdown --out plan.json --detailed-exitcode"]
     assert "stub plan for" in (stub.work / "plan.md").read_text(encoding="utf-8")
     assert "PLAN_NOTE_TOKEN is not set" in result.stderr
+    assert "every invite is planned" in result.stderr  # no base commit known here
 
 
-@pytest.mark.parametrize("platform", ["github", "gitlab"])
 @pytest.mark.parametrize(("reconcile_exit", "step_exit"), [(0, 0), (2, 1), (1, 1)])
-def test_drift_check_fails_on_changes_and_on_errors(
-    stub: Any, platform: str, reconcile_exit: int, step_exit: int
+def test_gitlab_drift_check_fails_on_changes_and_on_errors(
+    stub: Any, reconcile_exit: int, step_exit: int
 ) -> None:
-    if platform == "github":
-        shell, script = github_job_step("drift", "plan")
-    else:
-        shell, script = gitlab_job_script("drift")
-    result, calls = stub(shell, script, reconcile_exit)
+    result, calls = stub(*gitlab_job_script("drift"), reconcile_exit)
     assert result.returncode == step_exit, result.stdout + result.stderr
-    assert len(calls) == 1 and calls[0].startswith("plan --detailed-exitcode")
+    assert calls == ["plan --detailed-exitcode"]
     says_drift = "drift detected" in (result.stdout + result.stderr).lower()
     assert says_drift == (reconcile_exit == 2)
 
 
-@pytest.mark.parametrize("platform", ["github", "gitlab"])
 @pytest.mark.parametrize("reconcile_exit", [0, 1])
-def test_apply_step_fails_exactly_when_apply_fails(
-    stub: Any, platform: str, reconcile_exit: int
-) -> None:
-    if platform == "github":
-        shell, script = github_job_step("apply", "apply")
-    else:
-        shell, script = gitlab_job_script("apply")
-    result, calls = stub(shell, script, reconcile_exit)
+def test_gitlab_apply_fails_exactly_when_apply_fails(stub: Any, reconcile_exit: int) -> None:
+    result, calls = stub(*gitlab_job_script("apply"), reconcile_exit)
     assert result.returncode == reconcile_exit
     assert calls == ["apply --auto-approve --audit-log audit.jsonl"]
 
 
-# --- the recipes against the real CLI and the sandbox --------------------------------------
-
-
-def sandbox_repo(tmp_path: Path, sandbox: Sandbox) -> tuple[Path, dict[str, str]]:
-    work = tmp_path / "repo"
-    shutil.copytree(EXAMPLE_INVITES, work / "invites")
-    env = base_env(tmp_path)
-    env.update(
-        RECONCILER_BASE_URL=sandbox.url,
-        RECONCILER_CLIENT_ID=SANDBOX_CLIENT_ID,
-        RECONCILER_CLIENT_SECRET=SANDBOX_CLIENT_SECRET,
-        NO_COLOR="1",
-    )
-    return work, env
-
-
-@pytest.mark.e2e
-def test_github_recipe_plans_applies_and_checks_drift_against_the_sandbox(
-    sandbox: Sandbox, tmp_path: Path
-) -> None:
-    work, env = sandbox_repo(tmp_path, sandbox)
-    plan = run_step(*github_job_step("plan", "plan"), work, env)
-    assert plan.returncode == 0, plan.stderr
-    assert github_output(tmp_path)["exitcode"] == "2"
-    assert "Invite plan" in (work / "plan.md").read_text(encoding="utf-8")
-    assert json.loads((work / "plan.json").read_text(encoding="utf-8"))["changes"]
-
-    drift = run_step(*github_job_step("drift", "plan"), work, env)
-    assert drift.returncode == 1 and "Drift detected" in drift.stdout
-    assert "Invite plan" in (tmp_path / "step_summary").read_text(encoding="utf-8")
-
-    apply = run_step(*github_job_step("apply", "apply"), work, env)
-    assert apply.returncode == 0, apply.stderr
-    audit = [json.loads(line) for line in (work / "audit.jsonl").read_text().splitlines()]
-    assert audit and all(entry["outcome"] == "ok" for entry in audit)
-
-
-@pytest.mark.e2e
-def test_gitlab_recipe_plans_applies_and_checks_drift_against_the_sandbox(
-    sandbox: Sandbox, tmp_path: Path
-) -> None:
-    work, env = sandbox_repo(tmp_path, sandbox)
-    plan = run_step(*gitlab_job_script("plan"), work, env)
-    assert plan.returncode == 0, plan.stderr
-    assert "Changes pending" in plan.stdout
-    assert json.loads((work / "plan.json").read_text(encoding="utf-8"))["changes"]
-
-    drift = run_step(*gitlab_job_script("drift"), work, env)
-    assert drift.returncode == 1 and "DRIFT DETECTED" in drift.stderr
-
-    apply = run_step(*gitlab_job_script("apply"), work, env)
-    assert apply.returncode == 0, apply.stderr
-    assert (work / "audit.jsonl").read_text(encoding="utf-8").strip()
-
-
-# --- the sticky comment / note -------------------------------------------------------------
-
-NODE_HARNESS = """
-const fs = require('fs');
-const script = fs.readFileSync(process.argv[2], 'utf8');
-const existing = JSON.parse(process.env.EXISTING_COMMENTS);
-const calls = [];
-const github = {
-  paginate: async (method, args) => { calls.push(['list', args]); return existing; },
-  rest: { issues: {
-    listComments: 'listComments',
-    createComment: async (args) => { calls.push(['create', args]); },
-    updateComment: async (args) => { calls.push(['update', args]); },
-  } },
-};
-const context = {
-  repo: { owner: 'org', repo: 'invites' }, issue: { number: 7 }, runId: 42, sha: 'f00dfeed',
-  serverUrl: 'https://github.com', payload: { pull_request: { head: { sha: '0123456789abcdef' } } },
-};
-const AsyncFunction = Object.getPrototypeOf(async function () {}).constructor;
-new AsyncFunction('github', 'context', 'core', 'require', script)(github, context, {}, require)
-  .then(() => console.log(JSON.stringify(calls)), (e) => { console.error(e); process.exit(1); });
-"""
-
-
-def github_comment_script() -> tuple[str, str]:
-    steps = load(GITHUB)["jobs"]["plan"]["steps"]
-    script = next(s for s in steps if s.get("uses", "").startswith("actions/github-script@"))
-    marker = re.search(r"'(<!--.*?-->)'", script["with"]["script"])
-    assert marker, "the comment script has no HTML-comment marker to find its comment by"
-    return script["with"]["script"], marker[1]
-
-
-def run_comment_script(
-    tmp_path: Path, plan_md: str, exitcode: str, existing: list[dict[str, Any]]
-) -> list[list[Any]]:
-    script, _ = github_comment_script()
-    (tmp_path / "script.js").write_text(script, encoding="utf-8")
-    (tmp_path / "harness.js").write_text(NODE_HARNESS, encoding="utf-8")
-    (tmp_path / "plan.md").write_text(plan_md, encoding="utf-8")
-    env = {
-        **base_env(tmp_path),
-        "PLAN_EXITCODE": exitcode,
-        "EXISTING_COMMENTS": json.dumps(existing),
-    }
-    result = subprocess.run(
-        [str(NODE), "harness.js", "script.js"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
-    return [call for call in json.loads(result.stdout) if call[0] != "list"]
-
-
-@pytest.mark.skipif(NODE is None, reason="node is not installed")
-def test_github_comment_is_created_once_then_edited(tmp_path: Path) -> None:
-    _, marker = github_comment_script()
-    calls = run_comment_script(tmp_path, "### Invite plan: 1 to update", "2", [])
-    assert [call[0] for call in calls] == ["create"]
-    assert calls[0][1]["issue_number"] == 7
-    body = calls[0][1]["body"]
-    assert marker in body and "### Invite plan: 1 to update" in body
-
-    existing = [
-        {"id": 5, "user": {"type": "User"}, "body": f"quoting the bot: {marker}"},
-        {"id": 9, "user": {"type": "Bot"}, "body": f"{marker}\nold plan"},
-    ]
-    calls = run_comment_script(tmp_path, "### Invite plan: 0 to update", "0", existing)
-    assert [(call[0], call[1]["comment_id"]) for call in calls] == [("update", 9)]
-    assert "0 to update" in calls[0][1]["body"]
-
-
-@pytest.mark.skipif(NODE is None, reason="node is not installed")
-def test_github_comment_reports_a_failed_plan_and_fits_a_long_one(tmp_path: Path) -> None:
-    calls = run_comment_script(tmp_path, "x" * 200_000, "1", [])
-    body = calls[0][1]["body"]
-    assert "failed" in body and "exit 1" in body
-    assert len(body) <= 65536
-
-
-class FakeGitLab(ThreadingHTTPServer):
-    """Just enough of the GitLab notes API, with one human note already on the MR."""
-
-    def __init__(self, marker: str) -> None:
-        super().__init__(("127.0.0.1", 0), FakeGitLabHandler)
-        self.notes: list[dict[str, Any]] = [
-            {"id": 1, "author": {"id": 5}, "body": f"quoting the bot: {marker}"}
-        ]
-        self.requests: list[tuple[str, str, str | None]] = []
-
-
-class FakeGitLabHandler(BaseHTTPRequestHandler):
-    server: FakeGitLab
-    notes_path = "/api/v4/projects/11/merge_requests/3/notes"
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def answer(self, status: int, body: Any) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.send_header("X-Next-Page", "")
-        self.end_headers()
-        self.wfile.write(data)
-
-    def record(self) -> tuple[str, dict[str, Any]]:
-        path = self.path.split("?")[0]
-        self.server.requests.append((self.command, path, self.headers.get("PRIVATE-TOKEN")))
-        length = int(self.headers.get("Content-Length") or 0)
-        return path, json.loads(self.rfile.read(length) or b"{}")
-
-    def do_GET(self) -> None:
-        path, _ = self.record()
-        if path == "/api/v4/user":
-            self.answer(200, {"id": 99})
-        elif path == self.notes_path:
-            self.answer(200, self.server.notes)
-        else:
-            self.answer(404, {"message": "404 Not Found"})
-
-    def do_POST(self) -> None:
-        path, body = self.record()
-        note = {"id": 100 + len(self.server.notes), "author": {"id": 99}, "body": body["body"]}
-        self.server.notes.append(note)
-        self.answer(201 if path == self.notes_path else 404, note)
-
-    def do_PUT(self) -> None:
-        path, body = self.record()
-        note_id = int(path.rsplit("/", 1)[1])
-        note = next(n for n in self.server.notes if n["id"] == note_id)
-        note["body"] = body["body"]
-        self.answer(200, note)
-
-
-@pytest.fixture
-def fake_gitlab() -> Iterator[FakeGitLab]:
-    _, marker = github_comment_script()
-    server = FakeGitLab(marker)
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
-
-
-def test_gitlab_plan_note_is_posted_once_then_edited(stub: Any, fake_gitlab: FakeGitLab) -> None:
-    shell, script = gitlab_job_script("plan")
-    ci = {
-        "PLAN_NOTE_TOKEN": "token-for-the-fake-api",
-        "CI_API_V4_URL": f"http://127.0.0.1:{fake_gitlab.server_port}/api/v4",
-        "CI_PROJECT_ID": "11",
-        "CI_MERGE_REQUEST_IID": "3",
-        "CI_JOB_URL": "https://gitlab.example/job/1",
-        "CI_COMMIT_SHORT_SHA": "f00dfeed",
-    }
-    result, _ = stub(shell, script, 2, **ci)
-    assert result.returncode == 0, result.stderr
-    human, *mine = fake_gitlab.notes
-    assert len(mine) == 1 and "stub plan for" in mine[0]["body"]
-
-    result, _ = stub(shell, script, 1, **ci)
-    assert result.returncode == 1
-    assert len(fake_gitlab.notes) == 2, "a second note was added instead of editing the first"
-    assert "failed (exit 1)" in fake_gitlab.notes[1]["body"]
-    assert human["body"].startswith("quoting the bot")
-    assert ("PUT", f"{FakeGitLabHandler.notes_path}/{mine[0]['id']}") in [
-        r[:2] for r in fake_gitlab.requests
-    ]
-    assert {r[2] for r in fake_gitlab.requests} == {"token-for-the-fake-api"}
-
-
-def test_gitlab_plan_job_fails_clearly_when_the_note_cannot_be_posted(stub: Any) -> None:
-    shell, script = gitlab_job_script("plan")
-    result, _ = stub(
-        shell,
-        script,
-        0,
-        PLAN_NOTE_TOKEN="token-for-the-fake-api",
-        CI_API_V4_URL="http://127.0.0.1:9/api/v4",
-        CI_PROJECT_ID="11",
-        CI_MERGE_REQUEST_IID="3",
-    )
-    assert result.returncode == 1
-    assert "could not post the plan" in result.stderr
-    assert "Traceback" not in result.stderr
+def test_gitlab_full_apply_by_hand_ignores_the_push_scope(stub: Any) -> None:
+    result, calls = stub(*gitlab_job_script("apply"), 0, FULL_APPLY="1", CI_COMMIT_BEFORE_SHA="x")
+    assert result.returncode == 0
+    assert calls == ["apply --auto-approve --audit-log audit.jsonl"]
 
 
 # --- no secret is written into the recipes --------------------------------------------------
@@ -807,7 +466,7 @@ def test_secret_checker_finds_literal_secrets() -> None:
     assert not literal_secrets('[ -z "${PLAN_NOTE_TOKEN:-}" ]\nTOKEN=$PLAN_NOTE_TOKEN')
 
 
-@pytest.mark.parametrize("path", [GITHUB, GITLAB, HOOKS], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", [GITHUB, GITLAB, HOOKS, ACTION], ids=lambda p: p.name)
 def test_no_secret_is_written_literally(path: Path) -> None:
     assert literal_secrets(path.read_text(encoding="utf-8")) == []
 

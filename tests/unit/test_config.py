@@ -285,3 +285,64 @@ def test_paths_may_be_a_single_string(tmp_path: Path) -> None:
     config.write_text("paths: invites\n", encoding="utf-8")
     settings = load_settings(str(config), env={})
     assert settings.paths == (str(tmp_path / "invites"),)
+
+
+# --- one conversion for options, environment and file ---------------------------------------
+
+
+@pytest.mark.parametrize("value", ["0", "257", "1000"])
+def test_parallelism_out_of_range_is_refused_from_the_environment(value: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_settings(None, env={"RECONCILER_PARALLELISM": value})
+
+    text = str(caught.value)
+    assert "RECONCILER_PARALLELISM" in text and value in text
+    assert "at least 1 and at most 256" in text
+
+
+def test_the_option_and_the_environment_refuse_the_same_values() -> None:
+    from click.testing import CliRunner
+
+    from reconciler.cli import cli
+
+    result = CliRunner().invoke(cli, ["plan", "--sandbox", "--parallelism", "1000"])
+    assert result.exit_code != 0
+    assert "at least 1 and at most 256" in result.output
+    with pytest.raises(ConfigError, match="at least 1 and at most 256"):
+        load_settings(None, env={"RECONCILER_PARALLELISM": "1000"})
+
+
+def test_timeout_from_the_environment_must_be_positive() -> None:
+    with pytest.raises(ConfigError, match=r"RECONCILER_TIMEOUT.*more than 0"):
+        load_settings(None, env={"RECONCILER_TIMEOUT": "0"})
+    assert load_settings(None, env={"RECONCILER_TIMEOUT": "2.5"}).timeout == 2.5
+
+
+def test_both_secret_variables_set_is_an_error_that_shows_neither(tmp_path: Path) -> None:
+    secret_file = tmp_path / "secret"
+    secret_file.write_text(SECRET)
+    env = {"RECONCILER_CLIENT_SECRET": SECRET, "RECONCILER_CLIENT_SECRET_FILE": str(secret_file)}
+
+    with pytest.raises(ConfigError) as caught:
+        load_settings(None, env=env)
+
+    text = str(caught.value)
+    assert "RECONCILER_CLIENT_SECRET and RECONCILER_CLIENT_SECRET_FILE" in text
+    assert SECRET not in text
+
+
+def test_the_contract_is_one_record_swapped_whole() -> None:
+    from reconciler.config import Contract
+
+    custom = Settings(
+        base_url="https://api.example.com",
+        token_path="/auth/token",
+        get_invite_path="/v9/{inviteId}",
+        field_names={"phone": "phoneNumber"},
+        scope="custom:scope",
+    )
+    assert custom.contract.token_path == "/auth/token"
+    published = custom.with_contract(Contract())
+    assert published.contract == Contract()
+    assert published.wire_name("phone") == "phone"
+    assert published.base_url == custom.base_url  # only the contract changed

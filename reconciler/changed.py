@@ -1,0 +1,144 @@
+"""`--changed-since REF`: the invites whose YAML entries differ between git REF and now.
+
+Entries are compared as parsed values by id, not as lines: reformatting a file,
+moving an entry or reordering keys changes nothing, so a pull request that edits
+3 of 20,000 invites reads 3 invites from the platform, not 20,000.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from reconciler.desired import RECONCILER_KEYS, YAML_SUFFIXES, DesiredInvite
+from reconciler.errors import ReconcilerError
+from reconciler.safetext import clean
+from reconciler.yaml_source import MarkedDict, decode_source, load_yaml, to_plain
+
+_GIT_TIMEOUT = 120.0
+
+
+def changed_invite_ids(ref: str, paths: Iterable[str], invites: list[DesiredInvite]) -> set[str]:
+    """Ids of ``invites`` that are new since ``ref`` or whose entry differs from it."""
+    top = _toplevel(ref)
+    commit = _commit(ref, top)
+    before = _entries_at(commit, top, paths)
+    return {i.id for i in invites if before.get(i.id) != _value(i.fields, i.resend_on_change)}
+
+
+def _value(fields: dict[str, Any], resend_on_change: bool) -> str:
+    # JSON keeps what YAML means: `true` and `1` differ here, as they do on the wire.
+    return json.dumps([fields, resend_on_change], sort_keys=True, default=str)
+
+
+def _git(args: list[str], cwd: str | None = None, stdin: bytes | None = None) -> bytes:
+    git = shutil.which("git")
+    if git is None:
+        raise ReconcilerError("--changed-since needs git, which is not installed or not on PATH")
+    try:
+        done = subprocess.run(
+            [git, *args], cwd=cwd, input=stdin, capture_output=True, timeout=_GIT_TIMEOUT
+        )
+    except subprocess.TimeoutExpired:
+        raise ReconcilerError(
+            f"--changed-since: git {args[0]} took over {_GIT_TIMEOUT:.0f} s"
+        ) from None
+    if done.returncode != 0:
+        lines = done.stderr[-2000:].decode("utf-8", "replace").strip().splitlines()
+        raise _GitFailed(args[0], clean(lines[-1]) if lines else f"exit {done.returncode}")
+    return done.stdout
+
+
+class _GitFailed(ReconcilerError):
+    """git refused; the message carries git's own last line."""
+
+    def __init__(self, command: str, said: str) -> None:
+        self.said = said
+        super().__init__(f"--changed-since: git {command} failed: {said}")
+
+
+def _toplevel(ref: str) -> str:
+    try:
+        return _git(["rev-parse", "--show-toplevel"]).decode().strip()
+    except _GitFailed as failed:
+        raise ReconcilerError(
+            f"--changed-since {ref}: the working directory is not in a git repository ({failed})"
+        ) from None
+
+
+def _commit(ref: str, top: str) -> str:
+    if ref.startswith("-") or not ref.strip():
+        raise ReconcilerError(f"--changed-since {ref!r}: not a git revision")
+    try:
+        return (
+            _git(
+                ["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"],
+                cwd=top,
+            )
+            .decode()
+            .strip()
+        )
+    except _GitFailed:
+        raise ReconcilerError(
+            f"--changed-since {ref}: no such commit in this repository. Fetch it first "
+            "(in CI: a full clone, e.g. actions/checkout with fetch-depth: 0, or GIT_DEPTH: 0), "
+            "or plan everything by leaving out --changed-since"
+        ) from None
+
+
+def _entries_at(commit: str, top: str, paths: Iterable[str]) -> dict[str, str]:
+    """Each invite id in the YAML files under ``paths`` at ``commit``, with its entry's value."""
+    root = Path(top).resolve()
+    relative = []
+    for raw in paths:
+        try:
+            relative.append(str(Path(raw).resolve().relative_to(root)) or ".")
+        except ValueError:
+            raise ReconcilerError(
+                f"--changed-since: {raw} is outside the git repository {top}"
+            ) from None
+    listing = _git(["ls-tree", "-r", "-z", "--name-only", commit, "--", *relative], cwd=top)
+    names = [n for n in listing.decode("utf-8", "surrogateescape").split("\0") if n]
+    names = [n for n in names if n.endswith(YAML_SUFFIXES)]
+    entries: dict[str, str] = {}
+    for name, data in zip(names, _cat_files(commit, names, top), strict=True):
+        entries.update(_entries_of(data, name))
+    return entries
+
+
+def _entries_of(data: bytes | None, name: str) -> dict[str, str]:
+    # Read as the current files are (positions, no implicit types), but not checked:
+    # the old version is only compared with; the current one is what gets checked.
+    text = decode_source(data, name)[0] if data is not None else None
+    document = load_yaml(text, name)[0] if text is not None else None
+    entries = document.get("invites") if isinstance(document, MarkedDict) else None
+    found = {}
+    for entry in entries if isinstance(entries, list) else []:
+        if isinstance(entry, MarkedDict) and isinstance(entry.get("id"), str):
+            fields = {k: to_plain(v) for k, v in entry.items() if k not in RECONCILER_KEYS}
+            found[entry["id"]] = _value(fields, bool(entry.get("resendOnChange", False)))
+    return found
+
+
+def _cat_files(commit: str, names: list[str], top: str) -> list[bytes | None]:
+    """The contents of many files at one commit, from one `git cat-file --batch`."""
+    if not names:
+        return []
+    request = "".join(f"{commit}:{name}\n" for name in names).encode("utf-8", "surrogateescape")
+    out = _git(["cat-file", "--batch"], cwd=top, stdin=request)
+    blobs, pos = [], 0
+    for _ in names:
+        end = out.index(b"\n", pos)
+        header = out[pos:end].split()
+        pos = end + 1
+        if header[-1] == b"missing" or len(header) < 3:
+            blobs.append(None)
+            continue
+        size = int(header[2])
+        blobs.append(out[pos : pos + size] if header[1] == b"blob" else None)
+        pos += size + 1  # the contents, then a newline
+    return blobs

@@ -1,0 +1,57 @@
+"""GitLab Code Quality reports: input errors shown on the merge request's diff.
+
+https://docs.gitlab.com/ci/testing/code_quality/#code-quality-report-format
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from reconciler.errors import InputError, ReconcilerError, SourceError
+from reconciler.safetext import clean
+
+CHECK_NAME = "invite-reconciler/validate"
+
+
+def report_entry(problem: SourceError) -> dict[str, Any]:
+    path, message = clean(problem.path), clean(problem.message)
+    # Same problem at the same place, same fingerprint: GitLab compares reports by it.
+    digest = hashlib.sha256(f"{path}\0{problem.line}\0{message}".encode()).hexdigest()
+    return {
+        "description": message,
+        "check_name": CHECK_NAME,
+        "fingerprint": digest,
+        "severity": "major",
+        "location": {"path": path, "lines": {"begin": max(problem.line, 1)}},
+    }
+
+
+def render_report(problems: Iterable[SourceError]) -> str:
+    return json.dumps([report_entry(p) for p in problems], indent=2, ensure_ascii=False) + "\n"
+
+
+def write_report(path: str, problems: Iterable[SourceError]) -> None:
+    try:
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(render_report(problems))
+    except OSError as exc:
+        raise ReconcilerError(
+            f"{path}: cannot write the Code Quality report: {exc.strerror}"
+        ) from None
+
+
+@contextmanager
+def writing_codequality(path: str | None) -> Iterator[None]:
+    """Write a Code Quality report of the input errors raised inside (an empty one if none)."""
+    try:
+        yield
+    except InputError as error:
+        if path:
+            write_report(path, error.problems)
+        raise
+    if path:
+        write_report(path, [])

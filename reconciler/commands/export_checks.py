@@ -1,0 +1,62 @@
+"""What export checks before it writes: ids already in git, and a $schema line that resolves."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from reconciler.config import Settings
+from reconciler.desired import find_files, load_file
+from reconciler.errors import ReconcilerError
+
+SCHEMA_IN_REPO = Path("schemas") / "invites.schema.json"
+
+
+def refuse_known_ids(ids: list[str], paths: Iterable[str], replacing: str | None) -> None:
+    """Refuse ids already defined under ``paths`` (except in ``replacing``, being overwritten)."""
+    existing = [p for p in paths if Path(p).exists()]
+    files, _ = find_files(existing)
+    skip = Path(replacing).resolve() if replacing else None
+    wanted = set(ids)
+    clashes = []
+    for file in files:
+        if skip is not None and file.resolve() == skip:
+            continue
+        # Problems in those files are validate's business; only their ids matter here.
+        clashes += [f"{i.id} (at {i.source})" for i in load_file(file)[0] if i.id in wanted]
+    if clashes:
+        raise ReconcilerError(
+            "nothing exported: already defined in your invite files: "
+            + ", ".join(clashes)
+            + ". An id may appear once; edit that entry, or `reconcile plan --target ID` "
+            "to see how it differs from the platform"
+        )
+
+
+def schema_ref_for(out: str | None, given: str | None, configured: str) -> tuple[str, str | None]:
+    """The `$schema` reference to write, and a note when it would not resolve."""
+    if given or configured != Settings().schema_ref:
+        ref = given or configured
+        return ref, _unresolved_note(ref, out)
+    if out is None:  # written for a file one directory down, as invites/NAME.yaml
+        return configured, (
+            f"note: the $schema line points at {configured}, which resolves for a file in "
+            f"invites/ when {SCHEMA_IN_REPO} exists (`reconcile schema > {SCHEMA_IN_REPO}`); "
+            "pass --out to have it written to resolve wherever the file goes"
+        )
+    target = SCHEMA_IN_REPO.resolve()
+    ref = Path(os.path.relpath(target, Path(out).resolve().parent)).as_posix()
+    return ref, _unresolved_note(ref, out)
+
+
+def _unresolved_note(ref: str, out: str | None) -> str | None:
+    if "://" in ref or out is None:
+        return None
+    schema = Path(out).resolve().parent / ref
+    if schema.exists():
+        return None
+    return (
+        f"note: the $schema line points at {schema}, which does not exist; create it with "
+        f"`reconcile schema > {os.path.relpath(schema)}` so editors check the file"
+    )

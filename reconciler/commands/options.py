@@ -1,0 +1,193 @@
+"""Every command-line option, defined once (in the style of pre-commit's `_add_config_option`).
+
+A command takes the options it needs from here, so an option means the same and
+reads the same help text wherever it appears. Numeric options convert through
+reconciler.setting_values, as the environment and reconciler.yaml do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from reconciler.annotations import ANNOTATION_CHOICES, GITHUB_ANNOTATIONS, github_enabled
+from reconciler.color import COLOR_CHOICES, use_color
+from reconciler.config import ENV_VARS, SECRET_ENV, SECRET_FILE_ENV
+from reconciler.setting_values import SettingType
+
+F = TypeVar("F", bound=Callable[..., Any])
+Decorator = Callable[[F], F]
+
+
+def _apply(f: F, *decorators: Callable[[Any], Any]) -> F:
+    for decorator in reversed(decorators):
+        f = decorator(f)
+    return f
+
+
+def config_option(f: F) -> F:
+    return click.option(
+        "--config",
+        "config_file",
+        type=click.Path(dir_okay=False),
+        help="Config file (default: ./reconciler.yaml if present).",
+    )(f)
+
+
+def verbose_option(f: F) -> F:
+    return click.option(
+        "-v", "--verbose", is_flag=True, help="More detail on stderr (never a secret or token)."
+    )(f)
+
+
+def sandbox_option(f: F) -> F:
+    return click.option(
+        "--sandbox",
+        is_flag=True,
+        help="Use an in-process sandbox seeded with the bundled example state, instead of "
+        "the configured API (nothing real is read or changed).",
+    )(f)
+
+
+def auto_approve_option(f: F) -> F:
+    return click.option("--auto-approve", is_flag=True, help="Do not ask for confirmation.")(f)
+
+
+def audit_log_option(f: F) -> F:
+    return click.option(
+        "--audit-log",
+        type=click.Path(dir_okay=False),
+        help="Append one JSON line per write attempted to this file "
+        f"(env {ENV_VARS['audit_log']}, setting audit_log).",
+    )(f)
+
+
+def _decide_color(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    # click.echo strips styles unless the context says otherwise: one decision for all output.
+    ctx.color = use_color(value)
+    return value
+
+
+def color_option(f: F) -> F:
+    return click.option(
+        "--color",
+        type=click.Choice(COLOR_CHOICES),
+        default="auto",
+        show_default=True,
+        callback=_decide_color,
+        help="Colour on stdout; auto: a terminal, NO_COLOR unset or empty, TERM not dumb.",
+    )(f)
+
+
+def _decide_annotations(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    # Read by cli.main, the one place errors become exit codes (and annotations).
+    ctx.meta[GITHUB_ANNOTATIONS] = github_enabled(value)
+    return value
+
+
+def annotations_option(f: F) -> F:
+    return click.option(
+        "--annotations",
+        type=click.Choice(ANNOTATION_CHOICES),
+        default="auto",
+        show_default=True,
+        callback=_decide_annotations,
+        help="Also print errors as GitHub workflow commands (::error file=...), so they show "
+        "on the pull request; auto: when GITHUB_ACTIONS=true.",
+    )(f)
+
+
+def paths_argument(f: F) -> F:
+    return click.argument("paths", nargs=-1, type=click.Path())(f)
+
+
+def selection_options(f: F) -> F:
+    """Which invites of the files a run reads and plans."""
+    return _apply(
+        f,
+        click.option(
+            "--target",
+            "targets",
+            multiple=True,
+            metavar="ID",
+            help="Only this invite (repeatable).",
+        ),
+        click.option(
+            "--exclude",
+            "excludes",
+            multiple=True,
+            metavar="ID",
+            help="Leave this invite out (repeatable).",
+        ),
+        click.option(
+            "--changed-since",
+            metavar="REF",
+            help="Only invites whose YAML entries differ between git REF and the working tree "
+            "(added or changed entries).",
+        ),
+    )
+
+
+def parallelism_option(f: F) -> F:
+    return click.option(
+        "--parallelism",
+        type=SettingType("parallelism"),
+        help=f"Requests in flight at once, 1-256 (env {ENV_VARS['parallelism']}, "
+        "setting parallelism; default 16).",
+    )(f)
+
+
+def max_changes_option(f: F) -> F:
+    return click.option(
+        "--max-changes",
+        type=SettingType("max_changes"),
+        help="Refuse to apply a plan that updates more invites than this "
+        f"(env {ENV_VARS['max_changes']}, setting max_changes).",
+    )(f)
+
+
+def run_options(f: F) -> F:
+    """Options of plan and apply that pick invites and shape the run."""
+    return _apply(
+        f,
+        paths_argument,
+        config_option,
+        selection_options,
+        parallelism_option,
+        max_changes_option,
+        sandbox_option,
+        color_option,
+        annotations_option,
+        verbose_option,
+    )
+
+
+_API_SETTINGS = ("base_url", "client_id", "scope", "parallelism", "timeout")
+_API_FILE_ONLY = ("max_attempts", "retry_max_seconds", "token_path", "*_invite_path", "field_names")
+
+
+def settings_help(
+    *,
+    api: bool,
+    reads_paths: bool = False,
+    extra: tuple[str, ...] = (),
+    other_env: tuple[str, ...] = (),
+) -> str:
+    """The epilog of a command's --help: the environment and reconciler.yaml settings it reads."""
+    keys = [*(_API_SETTINGS if api else ()), *extra]
+    env = [ENV_VARS[key] for key in keys if key in ENV_VARS]
+    if api:
+        env.insert(2, f"{SECRET_ENV} (or {SECRET_FILE_ENV})")
+    settings = [*(["paths"] if reads_paths else []), *keys, *(_API_FILE_ONLY if api else ())]
+    lines = []
+    if env or other_env:
+        lines.append("Environment: " + ", ".join([*env, *other_env]) + ".")
+    lines.append("reconciler.yaml (or --config): " + ", ".join(settings) + ".")
+    if api:
+        lines.append("Options win over the environment, which wins over the file.")
+    return "\n\n".join(lines)
+
+
+RUN_ENV = ("NO_COLOR", "TERM", "GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY")

@@ -1,0 +1,44 @@
+"""Which invites a run reads and plans: --target, --exclude, --changed-since."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import NamedTuple
+
+from reconciler.desired import DesiredInvite
+from reconciler.errors import ReconcilerError
+
+
+class Selection(NamedTuple):
+    targets: tuple[str, ...] = ()
+    excludes: tuple[str, ...] = ()
+    changed_since: str | None = None
+
+    @property
+    def is_everything(self) -> bool:
+        return not (self.targets or self.excludes or self.changed_since)
+
+
+def select_invites(
+    invites: list[DesiredInvite],
+    selection: Selection,
+    where: str,
+    changed: Collection[str] | None = None,
+) -> list[DesiredInvite]:
+    """The invites to read and plan, in file order. ``where`` names the files, for errors."""
+    known = {invite.id for invite in invites}
+    for option, ids in (("--target", selection.targets), ("--exclude", selection.excludes)):
+        unknown = [i for i in dict.fromkeys(ids) if i not in known]
+        if unknown:
+            raise ReconcilerError(
+                f"{option} {', '.join(unknown)}: no invite with "
+                f"{'this id' if len(unknown) == 1 else 'these ids'} in the files read ({where})"
+            )
+    wanted = set(selection.targets) or known
+    wanted -= set(selection.excludes)
+    if changed is not None:
+        wanted &= set(changed)
+    return [invite for invite in invites if invite.id in wanted]
+
+
+EVERYTHING = Selection()

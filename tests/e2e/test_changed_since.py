@@ -1,0 +1,202 @@
+"""`--changed-since REF`: a pull request that edits 3 of 20,000 invites reads 3 of them."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import sandbox_env
+
+from reconciler.changed import changed_invite_ids
+from reconciler.cli import main
+from reconciler.desired import load_desired_state
+from reconciler.sandbox import Sandbox
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+
+FILES = 20
+PER_FILE = 1_000
+
+
+def git(repo: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-c", "user.name=Test", "-c", "user.email=t@example.com", *args],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.strip()
+
+
+def server_invite(n: int) -> dict[str, Any]:
+    return {
+        "id": f"inv_{n:05d}",
+        "status": "pending",
+        "name": f"Société Nº{n} — Ünïcødé Holdings Ltd",
+        "email": f"ops{n}@example.com",
+        "groups": ["emea", "enterprise"],
+    }
+
+
+def invite_lines(invite: dict[str, Any]) -> str:
+    return (
+        f"  - id: {invite['id']}\n"
+        f'    name: "{invite["name"]}"\n'
+        f"    email: {invite['email']}\n"
+        f"    groups: [{', '.join(invite['groups'])}]\n"
+    )
+
+
+def write_repo(repo: Path, invites: list[dict[str, Any]]) -> None:
+    (repo / "invites").mkdir(parents=True, exist_ok=True)
+    for f in range(FILES):
+        chunk = invites[f * PER_FILE : (f + 1) * PER_FILE]
+        text = "invites:\n" + "".join(invite_lines(i) for i in chunk)
+        (repo / "invites" / f"region-{f:02d}.yaml").write_text(text, encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def big_repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str, Any]]]:
+    repo = tmp_path_factory.mktemp("big") / "repo"
+    invites = [server_invite(n) for n in range(FILES * PER_FILE)]
+    write_repo(repo, invites)
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "20,000 invites")
+    return repo, invites
+
+
+def run_in(repo: Path, monkeypatch: pytest.MonkeyPatch, env: dict[str, str], *args: str) -> int:
+    monkeypatch.chdir(repo)
+    for name in [k for k in env if k.startswith("RECONCILER_")]:
+        monkeypatch.setenv(name, env[name])
+    return main(list(args))
+
+
+def test_a_three_invite_change_in_20000_reads_three_invites(
+    big_repo: tuple[Path, list[dict[str, Any]]],
+    start_sandbox: Callable[..., Sandbox],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    repo, invites = big_repo
+    server = start_sandbox(invites)
+    edited = repo / "invites" / "region-07.yaml"
+    original = edited.read_text(encoding="utf-8")
+    # One edit, one re-formatting that means the same, one key order change that
+    # means the same, in other files; one new entry and one moved entry.
+    text = original.replace("ops7001@example.com", "new7001@example.com")
+    text = text.replace(
+        "groups: [emea, enterprise]\n", "groups:\n      - emea\n      - enterprise\n", 1
+    )
+    new = dict(server_invite(99_999), name="Neue Firma GmbH")
+    server.store.put(new)
+    text += invite_lines(dict(new, name="Neueste Firma GmbH"))
+    edited.write_text(text, encoding="utf-8")
+    other = repo / "invites" / "region-12.yaml"
+    other_text = other.read_text(encoding="utf-8")
+    other.write_text(other_text.replace("ops12500@", "changed12500@"), encoding="utf-8")
+    try:
+        code = run_in(repo, monkeypatch, sandbox_env(server), "plan", "--changed-since", "main")
+    finally:
+        edited.write_text(original, encoding="utf-8")
+        other.write_text(other_text, encoding="utf-8")
+    out, err = capsys.readouterr()
+    reads = server.stats.calls("GET")
+    assert sorted(r.path.rsplit("/", 1)[1] for r in reads) == [
+        "inv_07001",
+        "inv_12500",
+        "inv_99999",
+    ]
+    assert len(server.stats.calls("POST", "/oauth/token")) == 1
+    assert code == 0, err
+    assert "3 invites of 20,001 added or changed" in err
+    assert "3 to update" in out
+
+
+def test_nothing_changed_reads_nothing(
+    small_repo: Path,
+    sandbox: Sandbox,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    env = sandbox_env(sandbox)
+    assert run_in(small_repo, monkeypatch, env, "plan", "--changed-since", "HEAD") == 0
+    assert sandbox.stats.calls("GET") == []
+    assert "0 invites of 1 added or changed" in capsys.readouterr().err
+
+
+@pytest.fixture
+def small_repo(tmp_path: Path) -> Path:
+    repo = tmp_path / "repo"
+    write_invites_text(repo, "invites:\n  - id: inv_a\n    name: Alpha Ltd\n")
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "one invite")
+    return repo
+
+
+def write_invites_text(repo: Path, text: str) -> None:
+    (repo / "invites").mkdir(parents=True, exist_ok=True)
+    (repo / "invites" / "a.yaml").write_text(text, encoding="utf-8")
+
+
+@pytest.mark.parametrize("ref", ["no-such-branch", "0" * 40, "--output=x"])
+def test_an_unknown_ref_is_a_clear_error(
+    small_repo: Path,
+    ref: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    sandbox: Sandbox,
+) -> None:
+    code = run_in(small_repo, monkeypatch, sandbox_env(sandbox), "plan", f"--changed-since={ref}")
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "--changed-since" in err and "Traceback" not in err
+    assert sandbox.stats.calls("GET") == [] and sandbox.stats.calls("POST") == []
+    assert not (small_repo / "x").exists()
+
+
+def test_outside_a_git_repository_is_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_invites_text(tmp_path, "invites:\n  - id: inv_a\n")
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))
+    code = run_in(tmp_path, monkeypatch, {}, "plan", "--sandbox", "--changed-since", "main")
+    assert code == 1
+    assert "not in a git repository" in capsys.readouterr().err
+
+
+def test_without_git_on_path_is_a_clear_error(
+    small_repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("PATH", str(small_repo))
+    code = run_in(small_repo, monkeypatch, {}, "plan", "--sandbox", "--changed-since", "main")
+    assert code == 1
+    assert "needs git" in capsys.readouterr().err
+
+
+def test_a_changed_option_counts_and_a_reformatted_entry_does_not(
+    small_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_invites_text(
+        small_repo,
+        "invites:\n  - id: inv_a\n    name: Alpha Ltd\n    resendOnChange: true\n"
+        "  - id: inv_b\n    groups: [a, b]\n",
+    )
+    git(small_repo, "add", ".")
+    git(small_repo, "commit", "-qm", "two invites")
+    write_invites_text(
+        small_repo,
+        "invites:\n  - id: inv_b\n    groups:\n      - a\n      - b\n"
+        "  - name: Alpha Ltd\n    id: inv_a\n    resendOnChange: false\n",
+    )
+    monkeypatch.chdir(small_repo)
+    invites = load_desired_state(["invites"]).invites
+    # resendOnChange is part of the entry; a block list equal to the flow list is not a change.
+    assert changed_invite_ids("HEAD", ["invites"], invites) == {"inv_a"}
