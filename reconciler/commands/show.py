@@ -39,8 +39,8 @@ def show(planfile: str, output_format: str, color: str, config_file: str | None)
     if output_format == "json":
         click.echo(document_json(document), nl=False)  # the file's own document, signature too
     else:
-        rendered = renderer_for(output_format, use_color(color)).render(Plan.from_document(document))
-        click.echo(rendered, nl=False)
+        renderer = renderer_for(output_format, use_color(color))
+        click.echo(renderer.render(Plan.from_document(document)), nl=False)
     verdict, message = _signature_verdict(document, config_file)
     click.echo(f"{escape(planfile)}: {message}", err=True)
     return 0 if verdict in (SignatureCheck.VALID, None) else 1
