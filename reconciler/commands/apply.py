@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import sys
-
 import click
 
 from reconciler.api.client import ApiClient
 from reconciler.apply import Applier, ChangeResult, WriteState
-from reconciler.audit import AuditLog
+from reconciler.audit import open_audit_log
 from reconciler.commands.common import (
     api_client,
     compute_plan,
@@ -19,6 +17,7 @@ from reconciler.commands.common import (
     use_color,
 )
 from reconciler.config import Settings
+from reconciler.confirm import audit_log_option, auto_approve_option, confirm
 from reconciler.errors import ReconcilerError
 from reconciler.interrupt import GracefulInterrupt
 from reconciler.plan import Plan
@@ -36,12 +35,8 @@ from reconciler.render.text import TextRenderer
     type=click.Path(dir_okay=False),
     help="Apply exactly this saved plan (from `plan --out`), without asking.",
 )
-@click.option("--auto-approve", is_flag=True, help="Do not ask for confirmation.")
-@click.option(
-    "--audit-log",
-    type=click.Path(dir_okay=False),
-    help="Append one JSON line per write attempted to this file.",
-)
+@auto_approve_option
+@audit_log_option
 def apply(
     paths: tuple[str, ...],
     config_file: str | None,
@@ -79,7 +74,11 @@ def apply(
         if saved is None:
             _check_max_changes(the_plan, settings)
             if not auto_approve:
-                _confirm()
+                confirm(
+                    "Apply these changes?",
+                    action="apply",
+                    instead=", or apply a reviewed plan with `apply --plan FILE`",
+                )
         return _apply(the_plan, client, settings, renderer)
 
 
@@ -104,22 +103,8 @@ def _check_max_changes(plan: Plan, settings: Settings) -> None:
         raise ReconcilerError(f"refusing to apply, nothing was changed: {too_many_changes(plan)}")
 
 
-def _confirm() -> None:
-    if not sys.stdin.isatty():
-        raise ReconcilerError(
-            "refusing to apply without confirmation: standard input is not a terminal. "
-            "Pass --auto-approve, or apply a reviewed plan with `apply --plan FILE`."
-        )
-    if not click.confirm("Apply these changes?", default=False, err=True):
-        raise ReconcilerError("apply cancelled; nothing was changed")
-
-
 def _apply(plan: Plan, client: ApiClient, settings: Settings, renderer: TextRenderer) -> int:
-    audit = (
-        AuditLog(settings.audit_log, settings.client_id, plan.digest())
-        if settings.audit_log
-        else None
-    )
+    audit = open_audit_log(settings.audit_log, settings.client_id, plan.digest())
     progress = Progress("Applying", len(plan.changes))
     # One event stops new writes and further retries, on an interrupt or a run-fatal error.
     applier = Applier(client, parallelism=settings.parallelism, stop=client.halt, audit=audit)
@@ -134,8 +119,7 @@ def _apply(plan: Plan, client: ApiClient, settings: Settings, renderer: TextRend
             report = applier.apply(plan, on_result=show)
     finally:
         progress.finish()
-        if audit:
-            audit.close()
+        audit.close()
     click.echo(renderer.apply_summary(report))
     if plan.errors:
         count = len(plan.errors)

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import sys
-
 import click
 
 from reconciler.api.client import ApiClient
 from reconciler.api.errors import ApiError
-from reconciler.audit import AuditLog
+from reconciler.audit import AuditLog, NoAuditLog, open_audit_log
 from reconciler.commands.common import (
     api_client,
     config_option,
@@ -16,18 +14,14 @@ from reconciler.commands.common import (
     setup_logging,
     verbose_option,
 )
-from reconciler.errors import ReconcilerError
+from reconciler.confirm import audit_log_option, auto_approve_option, confirm
 from reconciler.render.common import plural
 
 
 @click.command()
 @click.argument("invite_ids", nargs=-1, required=True, metavar="ID...")
-@click.option("--auto-approve", is_flag=True, help="Do not ask for confirmation.")
-@click.option(
-    "--audit-log",
-    type=click.Path(dir_okay=False),
-    help="Append one JSON line per re-send attempted to this file.",
-)
+@auto_approve_option
+@audit_log_option
 @config_option
 @click.option("--sandbox", is_flag=True, help="Use an in-process sandbox.")
 @verbose_option
@@ -44,51 +38,24 @@ def resend(
     settings = settings_for(config_file, audit_log=audit_log)
     ids = list(dict.fromkeys(invite_ids))
     if not auto_approve:
-        if not sys.stdin.isatty():
-            raise ReconcilerError(
-                "refusing to re-send without confirmation: standard input is not a terminal; "
-                "pass --auto-approve"
-            )
-        question = f"Re-send {plural(len(ids), 'invitation')}?"
-        if not click.confirm(question, default=False, err=True):
-            raise ReconcilerError("cancelled; nothing was sent")
-    audit = AuditLog(settings.audit_log, settings.client_id) if settings.audit_log else None
+        confirm(f"Re-send {plural(len(ids), 'invitation')}?", action="re-send")
     failed = 0
-    try:
-        with api_client(settings, sandbox) as client:
-            for invite_id in ids:  # one at a time: each is a message to a person
-                failed += not _resend_one(client, invite_id, audit)
-    finally:
-        if audit:
-            audit.close()
+    with (
+        open_audit_log(settings.audit_log, settings.client_id) as audit,
+        api_client(settings, sandbox) as client,
+    ):
+        for invite_id in ids:  # one at a time: each is a message to a person
+            failed += not _resend_one(client, invite_id, audit)
     click.echo(f"Resend: {len(ids) - failed} re-sent, {failed} failed.")
     return 1 if failed else 0
 
 
-def _resend_one(client: ApiClient, invite_id: str, audit: AuditLog | None) -> bool:
+def _resend_one(client: ApiClient, invite_id: str, audit: AuditLog | NoAuditLog) -> bool:
     try:
-        receipt = client.resend_invite(invite_id)
+        audit.audited(invite_id, "resend", lambda: client.resend_invite(invite_id))
     except ApiError as error:
-        unknown = error.outcome_unknown
-        if audit:
-            audit.record(
-                invite_id=invite_id,
-                operation="resend",
-                outcome="unknown" if unknown else "failed",
-                status=error.status,
-                request_id=error.request_id,
-                message=error.message,
-            )
-        label = "unknown" if unknown else "failed "
+        label = "unknown" if error.outcome_unknown else "failed "
         click.echo(f"{label}  {invite_id}: {error}")
         return False
-    if audit:
-        audit.record(
-            invite_id=invite_id,
-            operation="resend",
-            outcome="ok",
-            status=receipt.status,
-            request_id=receipt.request_id,
-        )
     click.echo(f"re-sent  {invite_id}")
     return True
