@@ -109,7 +109,8 @@ class AuditLog:
                 "fields": _redacted(fields or {}),
                 "client_id": self._client_id,
                 "plan_hash": self._plan_hash,
-            }
+            },
+            durable=True,
         )
         return attempt
 
@@ -135,17 +136,20 @@ class AuditLog:
         }
         if message:
             entry["message"] = clean(message)[:_MAX_MESSAGE]
-        self._append(entry)
+        # Written, not synced: the next attempt's sync (or close) carries it to disk. A power
+        # cut before then loses only the news that a write ended, which the log then reads as
+        # unknown: never a write without its record.
+        self._append(entry, durable=False)
 
     # -- the file ---------------------------------------------------------------
 
-    def _append(self, entry: dict[str, Any]) -> None:
+    def _append(self, entry: dict[str, Any], *, durable: bool) -> None:
         line = _RAW_UNSAFE.sub(_json_escape, json.dumps(entry, ensure_ascii=False)) + "\n"
         data = line.encode("utf-8")
         try:
             with self._lock:  # one line at a time, even if the kernel writes it in parts
                 _write_all(self._fd, data)
-            if self._sync:
+            if durable and self._sync:
                 # Outside the lock: concurrent workers' syncs can share one disk flush.
                 os.fsync(self._fd)
         except OSError as exc:
@@ -156,8 +160,16 @@ class AuditLog:
 
     def close(self) -> None:
         with self._lock:
-            if not self._closed:
-                self._closed = True
+            if self._closed:
+                return
+            self._closed = True
+            try:
+                if self._sync:
+                    os.fsync(self._fd)  # the last outcomes, which no attempt followed
+            except OSError as exc:
+                message = f"{self.path}: cannot sync the audit log: {exc.strerror}"
+                raise AuditLogError(message) from None
+            finally:
                 os.close(self._fd)
 
     def __enter__(self) -> AuditLog:

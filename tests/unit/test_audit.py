@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import threading
@@ -205,3 +206,32 @@ def test_manual_resends_are_written_ahead_too(
     assert outcome_for(records, "inv_6p3j9", "resend")["outcome"] == "ok"
     refused = outcome_for(records, "inv_2b6n3", "resend")
     assert (refused["outcome"], refused["http_status"]) == ("failed", 409)
+
+
+def test_a_full_disk_stops_the_run_before_a_write_goes_out_unrecorded(
+    platform: FakePlatform,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    audit = tmp_path / "audit.jsonl"
+    audit.touch()
+    real_write = os.write
+    records_written = 0
+
+    def write(fd: int, data: Any) -> int:
+        nonlocal records_written
+        target, log = os.fstat(fd), os.stat(audit)
+        if (target.st_dev, target.st_ino) == (log.st_dev, log.st_ino):
+            records_written += 1
+            if records_written == 3:  # the second invite's attempt
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "write", write)
+    assert apply_all(tmp_path) == 1
+    err = capsys.readouterr().err
+    assert "cannot write the audit log (No space left on device)" in err
+    assert "Traceback" not in err
+    assert platform.writes() == [("PATCH", "inv_6p3j9")]
+    assert [r["record"] for r in read_records(audit)] == ["attempt", "outcome"]

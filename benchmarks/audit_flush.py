@@ -1,0 +1,162 @@
+"""What syncing the audit log to disk costs on a 1,000-write apply.
+
+The writes of one apply (one PATCH per invite) go to the in-process sandbox
+three ways, side by side:
+
+- ``no log``: no ``--audit-log``;
+- ``log, no fsync``: every record is one ``write()`` on an O_APPEND file,
+  which survives ``kill -9`` but not a power cut;
+- ``log + fsync``: what ``apply --audit-log`` does, each attempt record synced
+  to disk before its request leaves.
+
+Only the writes are timed (the plan is made first, untimed), in rounds that
+take the three ways in turn so that a drift in the machine's speed touches them
+alike; each way's median over the rounds is printed.
+
+    .venv/bin/python benchmarks/audit_flush.py [--writes 1000] [--rounds 5] [--dir DIR]
+
+``--dir`` is where the log goes (default: the current directory). It must be on
+the disk a real log would use: on a tmpfs, fsync costs nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from reconciler.api.client import ApiClient
+from reconciler.apply import Applier, WriteState
+from reconciler.audit import AuditLog
+from reconciler.concurrency import ordered_map
+from reconciler.config import Settings
+from reconciler.desired import load_desired_state
+from reconciler.plan import Plan, make_plan
+from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox
+
+WAYS = ("no log", "log, no fsync", "log + fsync")
+PARALLELISM = 16  # the default of `apply`
+NAMES = ["Société Générale", "Müller & Söhne GmbH", "株式会社サクラ商事", "Ørsted Ventures"]
+
+
+def server_state(count: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": f"inv_{i:05d}",
+            "status": "pending",
+            "name": f"{NAMES[i % len(NAMES)]} {i}",
+            "email": f"old{i}@example.com",
+            "groups": ["emea"],
+        }
+        for i in range(count)
+    ]
+
+
+def write_desired(directory: Path, count: int) -> Path:
+    lines = ["invites:"]
+    for i in range(count):
+        lines += [f"  - id: inv_{i:05d}", f"    email: kyb{i}@example.com", "    groups: [eu]"]
+    path = directory / "invites.yaml"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def make_the_plan(client: ApiClient, desired_file: Path) -> Plan:
+    state = load_desired_state([str(desired_file)])
+    readings = ordered_map(lambda i: client.get_invite(i.id), state.invites, PARALLELISM)
+    return make_plan(client.base_url, readings, None)
+
+
+def one_apply(way: str, count: int, desired_file: Path, log_dir: Path) -> float:
+    """Seconds the writes of one apply took, on a fresh sandbox."""
+    with Sandbox(server_state(count)) as sandbox:
+        settings = Settings(
+            base_url=sandbox.url,
+            client_id=SANDBOX_CLIENT_ID,
+            client_secret=SANDBOX_CLIENT_SECRET,
+            parallelism=PARALLELISM,
+        )
+        with ApiClient(settings) as client:
+            plan = make_the_plan(client, desired_file)
+            assert len(plan.changes) == count, plan.summary
+            audit = None
+            if way != "no log":
+                log = log_dir / f"audit-{way.replace(' ', '').replace(',', '-')}.jsonl"
+                log.unlink(missing_ok=True)
+                audit = AuditLog(str(log), SANDBOX_CLIENT_ID, plan.digest(), sync="fsync" in way)
+            applier = Applier(client, parallelism=PARALLELISM, stop=threading.Event(), audit=audit)
+            started = time.perf_counter()
+            report = applier.apply(plan)
+            elapsed = time.perf_counter() - started
+            if audit is not None:
+                audit.close()
+    assert report.count(WriteState.UPDATED) == count, "a write failed: the figure would lie"
+    return elapsed
+
+
+def filesystem_of(path: Path) -> str:
+    """The filesystem type holding ``path``, from /proc/mounts (Linux), else 'unknown'."""
+    best, kind = "", "unknown"
+    try:
+        mounts = Path("/proc/mounts").read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return kind
+    resolved = str(path.resolve())
+    for line in mounts:
+        parts = line.split()
+        if len(parts) >= 3 and resolved.startswith(parts[1]) and len(parts[1]) > len(best):
+            best, kind = parts[1], parts[2]
+    return kind
+
+
+def measure(writes: int, rounds: int, log_dir: Path) -> dict[str, list[float]]:
+    times: dict[str, list[float]] = {way: [] for way in WAYS}
+    with tempfile.TemporaryDirectory(dir=log_dir) as scratch:
+        warm_up, measured = Path(scratch, "warm-up"), Path(scratch, "measured")
+        warm_up.mkdir()
+        measured.mkdir()
+        one_apply("log + fsync", 50, write_desired(warm_up, 50), warm_up)
+        desired = write_desired(measured, writes)
+        for _ in range(rounds):
+            for way in WAYS:
+                times[way].append(one_apply(way, writes, desired, measured))
+    return times
+
+
+def report(times: dict[str, list[float]], writes: int) -> None:
+    medians = {way: statistics.median(times[way]) for way in WAYS}
+    print(f"{'':16}{'median s':>10}{'ms/write':>10}{'vs no log':>11}   min..max s")
+    for way in WAYS:
+        print(
+            f"{way:16}{medians[way]:10.3f}{1000 * medians[way] / writes:10.3f}"
+            f"{medians[way] / medians['no log']:10.2f}x   "
+            f"{min(times[way]):.3f}..{max(times[way]):.3f}"
+        )
+    synced, unsynced = medians["log + fsync"], medians["log, no fsync"]
+    print(
+        f"fsync costs {1000 * (synced - unsynced) / writes:+.3f} ms per write "
+        f"({synced / unsynced:.2f}x the unsynced log)"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--writes", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--dir", type=Path, default=Path.cwd(), help="where the logs go")
+    args = parser.parse_args()
+    times = measure(args.writes, args.rounds, args.dir)
+    print(
+        f"{args.writes} writes (PATCH), parallelism {PARALLELISM}, {args.rounds} rounds, "
+        f"log on {filesystem_of(args.dir)} ({args.dir}), {os.cpu_count()} CPUs"
+    )
+    report(times, args.writes)
+
+
+if __name__ == "__main__":
+    main()
