@@ -13,7 +13,8 @@ Only the writes are timed (the plan is made first, untimed), in rounds that
 take the three ways in turn so that a drift in the machine's speed touches them
 alike; each way's median over the rounds is printed.
 
-    .venv/bin/python benchmarks/audit_flush.py [--writes 1000] [--rounds 5] [--dir DIR]
+    .venv/bin/python benchmarks/audit_flush.py [--writes 1000] [--rounds 5]
+        [--parallelism 16] [--dir DIR]
 
 ``--dir`` is where the log goes (default: the current directory). It must be on
 the disk a real log would use: on a tmpfs, fsync costs nothing.
@@ -40,7 +41,6 @@ from reconciler.plan import Plan, make_plan
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox
 
 WAYS = ("no log", "log, no fsync", "log + fsync")
-PARALLELISM = 16  # the default of `apply`
 NAMES = ["Société Générale", "Müller & Söhne GmbH", "株式会社サクラ商事", "Ørsted Ventures"]
 
 
@@ -68,18 +68,18 @@ def write_desired(directory: Path, count: int) -> Path:
 
 def make_the_plan(client: ApiClient, desired_file: Path) -> Plan:
     state = load_desired_state([str(desired_file)])
-    readings = ordered_map(lambda i: client.get_invite(i.id), state.invites, PARALLELISM)
+    readings = ordered_map(lambda i: client.get_invite(i.id), state.invites, 16)
     return make_plan(client.base_url, readings, None)
 
 
-def one_apply(way: str, count: int, desired_file: Path, log_dir: Path) -> float:
+def one_apply(way: str, count: int, desired_file: Path, log_dir: Path, parallelism: int) -> float:
     """Seconds the writes of one apply took, on a fresh sandbox."""
     with Sandbox(server_state(count)) as sandbox:
         settings = Settings(
             base_url=sandbox.url,
             client_id=SANDBOX_CLIENT_ID,
             client_secret=SANDBOX_CLIENT_SECRET,
-            parallelism=PARALLELISM,
+            parallelism=parallelism,
         )
         with ApiClient(settings) as client:
             plan = make_the_plan(client, desired_file)
@@ -89,7 +89,7 @@ def one_apply(way: str, count: int, desired_file: Path, log_dir: Path) -> float:
                 log = log_dir / f"audit-{way.replace(' ', '').replace(',', '-')}.jsonl"
                 log.unlink(missing_ok=True)
                 audit = AuditLog(str(log), SANDBOX_CLIENT_ID, plan.digest(), sync="fsync" in way)
-            applier = Applier(client, parallelism=PARALLELISM, stop=threading.Event(), audit=audit)
+            applier = Applier(client, parallelism=parallelism, stop=threading.Event(), audit=audit)
             started = time.perf_counter()
             report = applier.apply(plan)
             elapsed = time.perf_counter() - started
@@ -114,17 +114,17 @@ def filesystem_of(path: Path) -> str:
     return kind
 
 
-def measure(writes: int, rounds: int, log_dir: Path) -> dict[str, list[float]]:
+def measure(writes: int, rounds: int, log_dir: Path, parallelism: int) -> dict[str, list[float]]:
     times: dict[str, list[float]] = {way: [] for way in WAYS}
     with tempfile.TemporaryDirectory(dir=log_dir) as scratch:
         warm_up, measured = Path(scratch, "warm-up"), Path(scratch, "measured")
         warm_up.mkdir()
         measured.mkdir()
-        one_apply("log + fsync", 50, write_desired(warm_up, 50), warm_up)
+        one_apply("log + fsync", 50, write_desired(warm_up, 50), warm_up, parallelism)
         desired = write_desired(measured, writes)
         for _ in range(rounds):
             for way in WAYS:
-                times[way].append(one_apply(way, writes, desired, measured))
+                times[way].append(one_apply(way, writes, desired, measured, parallelism))
     return times
 
 
@@ -148,11 +148,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--writes", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--parallelism", type=int, default=16, help="as apply's (default 16)")
     parser.add_argument("--dir", type=Path, default=Path.cwd(), help="where the logs go")
     args = parser.parse_args()
-    times = measure(args.writes, args.rounds, args.dir)
+    times = measure(args.writes, args.rounds, args.dir, args.parallelism)
     print(
-        f"{args.writes} writes (PATCH), parallelism {PARALLELISM}, {args.rounds} rounds, "
+        f"{args.writes} writes (PATCH), parallelism {args.parallelism}, {args.rounds} rounds, "
         f"log on {filesystem_of(args.dir)} ({args.dir}), {os.cpu_count()} CPUs"
     )
     report(times, args.writes)
