@@ -29,7 +29,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from reconciler.api.client import ApiClient
 from reconciler.apply import Applier, WriteState
@@ -72,8 +72,13 @@ def make_the_plan(client: ApiClient, desired_file: Path) -> Plan:
     return make_plan(client.base_url, readings, None)
 
 
-def one_apply(way: str, count: int, desired_file: Path, log_dir: Path, parallelism: int) -> float:
-    """Seconds the writes of one apply took, on a fresh sandbox."""
+class Timing(NamedTuple):
+    wall: float  # seconds the writes took
+    cpu: float  # CPU seconds of the whole process meanwhile (client and sandbox threads)
+
+
+def one_apply(way: str, count: int, desired_file: Path, log_dir: Path, parallelism: int) -> Timing:
+    """How long the writes of one apply took, on a fresh sandbox."""
     with Sandbox(server_state(count)) as sandbox:
         settings = Settings(
             base_url=sandbox.url,
@@ -90,13 +95,13 @@ def one_apply(way: str, count: int, desired_file: Path, log_dir: Path, paralleli
                 log.unlink(missing_ok=True)
                 audit = AuditLog(str(log), SANDBOX_CLIENT_ID, plan.digest(), sync="fsync" in way)
             applier = Applier(client, parallelism=parallelism, stop=threading.Event(), audit=audit)
-            started = time.perf_counter()
+            started, cpu_started = time.perf_counter(), time.process_time()
             report = applier.apply(plan)
-            elapsed = time.perf_counter() - started
+            timing = Timing(time.perf_counter() - started, time.process_time() - cpu_started)
             if audit is not None:
                 audit.close()
     assert report.count(WriteState.UPDATED) == count, "a write failed: the figure would lie"
-    return elapsed
+    return timing
 
 
 def filesystem_of(path: Path) -> str:
@@ -114,8 +119,8 @@ def filesystem_of(path: Path) -> str:
     return kind
 
 
-def measure(writes: int, rounds: int, log_dir: Path, parallelism: int) -> dict[str, list[float]]:
-    times: dict[str, list[float]] = {way: [] for way in WAYS}
+def measure(writes: int, rounds: int, log_dir: Path, parallelism: int) -> dict[str, list[Timing]]:
+    times: dict[str, list[Timing]] = {way: [] for way in WAYS}
     with tempfile.TemporaryDirectory(dir=log_dir) as scratch:
         warm_up, measured = Path(scratch, "warm-up"), Path(scratch, "measured")
         warm_up.mkdir()
@@ -128,19 +133,20 @@ def measure(writes: int, rounds: int, log_dir: Path, parallelism: int) -> dict[s
     return times
 
 
-def report(times: dict[str, list[float]], writes: int) -> None:
-    medians = {way: statistics.median(times[way]) for way in WAYS}
-    print(f"{'':16}{'median s':>10}{'ms/write':>10}{'vs no log':>11}   min..max s")
+def report(times: dict[str, list[Timing]], writes: int) -> None:
+    wall = {way: statistics.median(t.wall for t in times[way]) for way in WAYS}
+    cpu = {way: statistics.median(t.cpu for t in times[way]) for way in WAYS}
+    print(f"{'':16}{'wall s':>8}{'ms/write':>10}{'vs no log':>11}{'cpu s':>8}   wall min..max")
     for way in WAYS:
         print(
-            f"{way:16}{medians[way]:10.3f}{1000 * medians[way] / writes:10.3f}"
-            f"{medians[way] / medians['no log']:10.2f}x   "
-            f"{min(times[way]):.3f}..{max(times[way]):.3f}"
+            f"{way:16}{wall[way]:8.3f}{1000 * wall[way] / writes:10.3f}"
+            f"{wall[way] / wall['no log']:10.2f}x{cpu[way]:8.3f}   "
+            f"{min(t.wall for t in times[way]):.3f}..{max(t.wall for t in times[way]):.3f}"
         )
-    synced, unsynced = medians["log + fsync"], medians["log, no fsync"]
+    synced, unsynced = wall["log + fsync"], wall["log, no fsync"]
     print(
         f"fsync costs {1000 * (synced - unsynced) / writes:+.3f} ms per write "
-        f"({synced / unsynced:.2f}x the unsynced log)"
+        f"({synced / unsynced:.2f}x the unsynced log; medians of wall time)"
     )
 
 
@@ -154,7 +160,8 @@ def main() -> None:
     times = measure(args.writes, args.rounds, args.dir, args.parallelism)
     print(
         f"{args.writes} writes (PATCH), parallelism {args.parallelism}, {args.rounds} rounds, "
-        f"log on {filesystem_of(args.dir)} ({args.dir}), {os.cpu_count()} CPUs"
+        f"log on {filesystem_of(args.dir)} ({args.dir}), {os.cpu_count()} CPUs, "
+        f"load average {os.getloadavg()[0]:.1f}"
     )
     report(times, args.writes)
 
