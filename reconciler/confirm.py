@@ -1,31 +1,12 @@
-"""What the commands that write share: asking first, and where writes are recorded."""
+"""Asking before a write: yes from a person at a terminal, never from silence."""
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
-from typing import Any, TypeVar
 
 import click
 
 from reconciler.errors import ReconcilerError
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def auto_approve_option(f: F) -> F:
-    return click.option("--auto-approve", is_flag=True, help="Do not ask for confirmation.")(f)
-
-
-def audit_log_option(f: F) -> F:
-    return click.option(
-        "--audit-log",
-        type=click.Path(dir_okay=False),
-        help=(
-            "Append to this JSON Lines file an attempt record before each write leaves "
-            "and its outcome record after the answer."
-        ),
-    )(f)
 
 
 def confirm(question: str, *, action: str, instead: str = "") -> None:

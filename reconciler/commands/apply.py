@@ -17,7 +17,7 @@ from reconciler.commands.common import (
     use_color,
 )
 from reconciler.config import Settings
-from reconciler.confirm import audit_log_option, auto_approve_option, confirm
+from reconciler.confirm import confirm
 from reconciler.errors import ReconcilerError
 from reconciler.interrupt import GracefulInterrupt
 from reconciler.plan import Plan
@@ -35,8 +35,12 @@ from reconciler.render.text import TextRenderer
     type=click.Path(dir_okay=False),
     help="Apply exactly this saved plan (from `plan --out`), without asking.",
 )
-@auto_approve_option
-@audit_log_option
+@click.option("--auto-approve", is_flag=True, help="Do not ask for confirmation.")
+@click.option(
+    "--audit-log",
+    type=click.Path(dir_okay=False),
+    help="Append one JSON line per write attempted to this file.",
+)
 def apply(
     paths: tuple[str, ...],
     config_file: str | None,

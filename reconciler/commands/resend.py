@@ -14,14 +14,18 @@ from reconciler.commands.common import (
     setup_logging,
     verbose_option,
 )
-from reconciler.confirm import audit_log_option, auto_approve_option, confirm
+from reconciler.confirm import confirm
 from reconciler.render.common import plural
 
 
 @click.command()
 @click.argument("invite_ids", nargs=-1, required=True, metavar="ID...")
-@auto_approve_option
-@audit_log_option
+@click.option("--auto-approve", is_flag=True, help="Do not ask for confirmation.")
+@click.option(
+    "--audit-log",
+    type=click.Path(dir_okay=False),
+    help="Append one JSON line per re-send attempted to this file.",
+)
 @config_option
 @click.option("--sandbox", is_flag=True, help="Use an in-process sandbox.")
 @verbose_option
