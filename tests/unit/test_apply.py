@@ -142,7 +142,12 @@ def test_a_run_that_finishes_says_nothing_about_stopping(
     platform: FakePlatform, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert apply_all(tmp_path, resend=True) == 0
-    assert summary_lines(capsys.readouterr().out) == ["Apply: 3 updated, 0 failed."]
+    out = capsys.readouterr().out
+    assert summary_lines(out) == ["Apply: 3 updated, 0 failed."]
+    resent = [
+        line.split()[1].rstrip(":") for line in out.splitlines() if line.startswith("re-sent ")
+    ]
+    assert resent == IDS
 
 
 def test_an_interrupt_during_the_last_write_stopped_nothing(
