@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import statistics
 import tempfile
 import threading
@@ -91,17 +92,17 @@ def one_apply(way: str, count: int, desired_file: Path, log_dir: Path, paralleli
             assert len(plan.changes) == count, plan.summary
             audit = None
             if way != "no log":
-                log = log_dir / f"audit-{way.replace(' ', '').replace(',', '-')}.jsonl"
+                log = log_dir / "audit.jsonl"
                 log.unlink(missing_ok=True)
                 audit = AuditLog(str(log), SANDBOX_CLIENT_ID, plan.digest(), sync="fsync" in way)
             applier = Applier(client, parallelism=parallelism, stop=threading.Event(), audit=audit)
             started, cpu_started = time.perf_counter(), time.process_time()
             report = applier.apply(plan)
-            timing = Timing(time.perf_counter() - started, time.process_time() - cpu_started)
+            wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
             if audit is not None:
                 audit.close()
     assert report.count(WriteState.UPDATED) == count, "a write failed: the figure would lie"
-    return timing
+    return Timing(wall, cpu)
 
 
 def filesystem_of(path: Path) -> str:
@@ -121,6 +122,8 @@ def filesystem_of(path: Path) -> str:
 
 def measure(writes: int, rounds: int, log_dir: Path, parallelism: int) -> dict[str, list[Timing]]:
     times: dict[str, list[Timing]] = {way: [] for way in WAYS}
+    order = list(WAYS)
+    shuffle = random.Random(20261123).shuffle  # no way always runs first, or last
     with tempfile.TemporaryDirectory(dir=log_dir) as scratch:
         warm_up, measured = Path(scratch, "warm-up"), Path(scratch, "measured")
         warm_up.mkdir()
@@ -128,26 +131,49 @@ def measure(writes: int, rounds: int, log_dir: Path, parallelism: int) -> dict[s
         one_apply("log + fsync", 50, write_desired(warm_up, 50), warm_up, parallelism)
         desired = write_desired(measured, writes)
         for _ in range(rounds):
-            for way in WAYS:
+            shuffle(order)
+            for way in order:
                 times[way].append(one_apply(way, writes, desired, measured, parallelism))
     return times
 
 
-def report(times: dict[str, list[Timing]], writes: int) -> None:
+def one_record(log_dir: Path, sync: bool, count: int = 200) -> list[float]:
+    """Seconds each attempt record takes alone: one thread, no network, nothing else."""
+    path = log_dir / "probe.jsonl"
+    path.unlink(missing_ok=True)
+    fields = {"email": {"before": "old@example.com", "after": "kyb@example.com"}}
+    log = AuditLog(str(path), SANDBOX_CLIENT_ID, "sha256:" + "0" * 64, sync=sync)
+    seconds = []
+    for i in range(count):
+        started = time.perf_counter()
+        attempt = log.attempt(f"inv_{i:05d}", "update", fields)
+        seconds.append(time.perf_counter() - started)
+        log.outcome(attempt, "ok", 200, f"req-{i}")
+    log.close()
+    return sorted(seconds)
+
+
+def report(times: dict[str, list[Timing]], writes: int, log_dir: Path) -> None:
     wall = {way: statistics.median(t.wall for t in times[way]) for way in WAYS}
     cpu = {way: statistics.median(t.cpu for t in times[way]) for way in WAYS}
-    print(f"{'':16}{'wall s':>8}{'ms/write':>10}{'vs no log':>11}{'cpu s':>8}   wall min..max")
+    print(f"{'':15}{'wall s':>8}{'ms/write':>10}{'cpu s':>7}   paired by round: vs no log")
     for way in WAYS:
+        # Paired by round, so that the machine's drift from round to round cancels out.
+        ratios = [a.wall / b.wall for a, b in zip(times[way], times["no log"], strict=True)]
         print(
-            f"{way:16}{wall[way]:8.3f}{1000 * wall[way] / writes:10.3f}"
-            f"{wall[way] / wall['no log']:10.2f}x{cpu[way]:8.3f}   "
-            f"{min(t.wall for t in times[way]):.3f}..{max(t.wall for t in times[way]):.3f}"
+            f"{way:15}{wall[way]:8.3f}{1000 * wall[way] / writes:10.3f}{cpu[way]:7.2f}"
+            f"   {statistics.median(ratios):.2f}x"
         )
-    synced, unsynced = wall["log + fsync"], wall["log, no fsync"]
-    print(
-        f"fsync costs {1000 * (synced - unsynced) / writes:+.3f} ms per write "
-        f"({synced / unsynced:.2f}x the unsynced log; medians of wall time)"
-    )
+    pairs = zip(times["log + fsync"], times["log, no fsync"], strict=True)
+    ratio = statistics.median(a.wall / b.wall for a, b in pairs)
+    print(f"log + fsync vs log, no fsync, paired by round: {ratio:.2f}x")
+    for sync in (False, True):
+        with tempfile.TemporaryDirectory(dir=log_dir) as scratch:
+            seconds = one_record(Path(scratch), sync)
+        print(
+            f"one attempt record alone, {'with' if sync else 'without'} fsync: median "
+            f"{1000 * seconds[len(seconds) // 2]:.3f} ms (p90 {1000 * seconds[180]:.3f} ms)"
+        )
 
 
 def main() -> None:
@@ -163,7 +189,7 @@ def main() -> None:
         f"log on {filesystem_of(args.dir)} ({args.dir}), {os.cpu_count()} CPUs, "
         f"load average {os.getloadavg()[0]:.1f}"
     )
-    report(times, args.writes)
+    report(times, args.writes, args.dir)
 
 
 if __name__ == "__main__":
