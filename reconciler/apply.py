@@ -7,9 +7,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from enum import Enum
 
-from reconciler.api.client import ApiClient, Receipt
+from reconciler.api.client import ApiClient
 from reconciler.api.errors import ApiError
-from reconciler.audit import AuditLog
+from reconciler.audit import AuditLog, NoAuditLog
 from reconciler.concurrency import ordered_map
 from reconciler.plan import RUN_FATAL_ERRORS, InviteChange, Plan
 
@@ -37,7 +37,6 @@ class ChangeResult:
 @dataclass
 class ApplyReport:
     results: list[ChangeResult] = field(default_factory=list)
-    interrupted: bool = False
     stopped_by: str | None = None  # why no new writes were started
 
     def count(self, state: WriteState) -> int:
@@ -56,10 +55,6 @@ class ApplyReport:
         return all(r.state is WriteState.UPDATED and not r.resend_error for r in self.results)
 
 
-class _NotStarted(Exception):
-    pass
-
-
 class Applier:
     def __init__(
         self,
@@ -67,12 +62,12 @@ class Applier:
         *,
         parallelism: int,
         stop: threading.Event,
-        audit: AuditLog | None = None,
+        audit: AuditLog | NoAuditLog | None = None,
     ) -> None:
         self._client = client
         self._parallelism = parallelism
         self._stop = stop  # set by an interruption or a run-fatal error
-        self._audit = audit
+        self._audit = audit or NoAuditLog()
         self._fatal: ApiError | None = None
 
     def apply(
@@ -86,7 +81,6 @@ class Applier:
         if self._fatal is not None:
             report.stopped_by = f"{self._fatal}; no new writes were started"
         elif self._stop.is_set() and report.count(WriteState.NOT_STARTED):
-            report.interrupted = True
             report.stopped_by = "interrupted; no new writes were started"
         return report
 
@@ -107,46 +101,28 @@ class Applier:
             return ChangeResult(change, WriteState.NOT_STARTED)
         fields = {f: {"before": change.before.get(f), "after": v} for f, v in change.patch.items()}
         try:
-            receipt = self._client.update_invite(change.id, change.patch)
+            self._audit.audited(
+                change.id,
+                "update",
+                lambda: self._client.update_invite(change.id, change.patch),
+                fields,
+            )
         except ApiError as error:
-            self._record(change.id, "update", "failed", fields, error)
             if isinstance(error, RUN_FATAL_ERRORS):
                 self._fatal = self._fatal or error
                 self._stop.set()
             raise
-        self._record(change.id, "update", "ok", fields, receipt=receipt)
         result = ChangeResult(change, WriteState.UPDATED)
         # The re-send belongs to this invite's write: an interruption lets it finish.
         if change.resend:
-            try:
-                receipt = self._client.resend_invite(change.id)
-            except ApiError as error:
-                result.resend_error = error
-                outcome = "unknown" if result.resend_unknown else "failed"
-                self._record(change.id, "resend", outcome, None, error)
-            else:
-                self._record(change.id, "resend", "ok", receipt=receipt)
-                result.resent = True
+            self._resend(result)
         return result
 
-    def _record(
-        self,
-        invite_id: str,
-        operation: str,
-        outcome: str,
-        fields: dict | None = None,
-        error: ApiError | None = None,
-        receipt: Receipt | None = None,
-    ) -> None:
-        if self._audit is None:
-            return
-        source = error or receipt
-        self._audit.record(
-            invite_id=invite_id,
-            operation=operation,
-            outcome=outcome,
-            fields=fields,
-            status=source.status if source else None,
-            request_id=source.request_id if source else None,
-            message=error.message if error else None,
-        )
+    def _resend(self, result: ChangeResult) -> None:
+        invite_id = result.change.id
+        try:
+            self._audit.audited(invite_id, "resend", lambda: self._client.resend_invite(invite_id))
+        except ApiError as error:
+            result.resend_error = error
+        else:
+            result.resent = True

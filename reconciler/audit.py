@@ -1,57 +1,258 @@
-"""The audit log: one JSON line per write attempted, flushed as each completes."""
+"""The audit log, written ahead: a line on disk before each write request leaves.
+
+Each write is two JSON lines. The ``attempt`` line (what is about to be sent)
+is appended and synced to disk before the request leaves; the ``outcome`` line
+(``ok``, ``failed`` or ``unknown``, with the HTTP status and the server's
+requestId) follows once the answer is known, naming the attempt it answers.
+After a crash, even ``kill -9``, every write the server may have received has
+at least its attempt line, and an attempt with no outcome means "may or may
+not have happened".
+
+Every record is one ``write()`` of one complete line on a file opened with
+``O_APPEND``: workers in several threads never interleave, and a crash leaves
+whole lines behind. Should an earlier crash (a power cut, a full disk) have
+left a torn last line, the next run starts on a new line so that its own
+records stay readable.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import threading
+import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
+from reconciler.api.client import Receipt
+from reconciler.api.errors import ApiError
 from reconciler.errors import ReconcilerError
+from reconciler.safetext import clean, redact
+
+# Longest server message kept in a record: an answer is no place for a novel.
+_MAX_MESSAGE = 1000
+# A JSON parser reads these back unchanged, but `cat` or `tail -f` would hand them raw to
+# a terminal (C1 controls, DEL, bidi overrides, line separators): written as \uXXXX
+# escapes, so the file shows no raw control character and keeps every value exact.
+# (json.dumps already escapes C0 controls.)
+_RAW_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+class AuditLogError(ReconcilerError):
+    """The audit log cannot be written: no write may start without its record."""
+
+
+class Attempt(NamedTuple):
+    """A write whose attempt line is on disk; its outcome line will name ``attempt_id``."""
+
+    attempt_id: str
+    invite_id: str
+    operation: str  # "update" or "resend"
+
+
+def outcome_of(error: ApiError) -> str:
+    """``unknown`` when the request may have been carried out, else ``failed``."""
+    return "unknown" if error.outcome_unknown else "failed"
 
 
 class AuditLog:
-    def __init__(self, path: str, client_id: str | None, plan_hash: str | None = None) -> None:
-        self.path = path
-        self._client_id = client_id
-        self._plan_hash = plan_hash
-        self._lock = threading.Lock()
-        try:
-            self._file = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
-        except OSError as exc:
-            raise ReconcilerError(f"{path}: cannot open audit log: {exc.strerror}") from None
+    """An append-only JSON Lines file of write attempts and their outcomes."""
 
-    def record(
+    def __init__(
         self,
+        path: str,
+        client_id: str | None,
+        plan_hash: str | None = None,
         *,
+        sync: bool = True,
+    ) -> None:
+        self.path = path
+        self._client_id = clean(client_id) if client_id else None
+        self._plan_hash = plan_hash  # None for writes made by hand (`resend`)
+        self._sync = sync  # False only to measure what syncing costs
+        self._lock = threading.Lock()
+        self._fd = _open_for_append(path)
+        self._closed = False
+
+    # -- the write-ahead rule ---------------------------------------------------
+
+    def audited(
+        self,
         invite_id: str,
         operation: str,
-        outcome: str,
+        send: Callable[[], Receipt],
         fields: dict[str, dict[str, Any]] | None = None,
+    ) -> Receipt:
+        """Record the attempt, ``send()``, record the outcome; return or re-raise."""
+        attempt = self.attempt(invite_id, operation, fields)
+        try:
+            receipt = send()
+        except ApiError as error:
+            self.outcome(attempt, outcome_of(error), error.status, error.request_id, error.message)
+            raise
+        self.outcome(attempt, "ok", receipt.status, receipt.request_id)
+        return receipt
+
+    def attempt(
+        self, invite_id: str, operation: str, fields: dict[str, dict[str, Any]] | None = None
+    ) -> Attempt:
+        attempt = Attempt(uuid.uuid4().hex, clean(invite_id), operation)
+        self._append(
+            {
+                "record": "attempt",
+                "attempt_id": attempt.attempt_id,
+                "time": _now(),
+                "invite_id": attempt.invite_id,
+                "operation": operation,
+                "fields": _redacted(fields or {}),
+                "client_id": self._client_id,
+                "plan_hash": self._plan_hash,
+            },
+            durable=True,
+        )
+        return attempt
+
+    def outcome(
+        self,
+        attempt: Attempt,
+        outcome: str,
         status: int | None = None,
         request_id: str | None = None,
         message: str | None = None,
     ) -> None:
-        entry = {
-            "time": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
-            "invite_id": invite_id,
-            "operation": operation,
-            "fields": fields or {},
+        entry: dict[str, Any] = {
+            "record": "outcome",
+            "attempt_id": attempt.attempt_id,
+            "time": _now(),
+            "invite_id": attempt.invite_id,
+            "operation": attempt.operation,
             "outcome": outcome,
             "http_status": status,
-            "request_id": request_id,
+            "request_id": clean(request_id) if request_id else None,
             "client_id": self._client_id,
-            "plan_hash": self._plan_hash,  # None for writes made by hand (`resend`)
+            "plan_hash": self._plan_hash,
         }
         if message:
-            entry["message"] = message
-        line = json.dumps(entry, ensure_ascii=False) + "\n"
-        with self._lock:
-            self._file.write(line)
-            self._file.flush()
-            # On disk before the next write starts: a crash loses nothing already done.
-            os.fsync(self._file.fileno())
+            entry["message"] = clean(message)[:_MAX_MESSAGE]
+        # Written, not synced: the next attempt's sync (or close) carries it to disk. A power
+        # cut before then loses only the news that a write ended, which the log then reads as
+        # unknown: never a write without its record.
+        self._append(entry, durable=False)
+
+    # -- the file ---------------------------------------------------------------
+
+    def _append(self, entry: dict[str, Any], *, durable: bool) -> None:
+        line = _RAW_UNSAFE.sub(_json_escape, json.dumps(entry, ensure_ascii=False)) + "\n"
+        data = line.encode("utf-8")
+        try:
+            with self._lock:  # one line at a time, even if the kernel writes it in parts
+                _write_all(self._fd, data)
+            if durable and self._sync:
+                # Outside the lock: concurrent workers' syncs can share one disk flush.
+                os.fsync(self._fd)
+        except OSError as exc:
+            raise AuditLogError(
+                f"{self.path}: cannot write the audit log ({exc.strerror}); no new writes "
+                "are started without their audit record"
+            ) from None
 
     def close(self) -> None:
-        self._file.close()
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            try:
+                if self._sync:
+                    os.fsync(self._fd)  # the last outcomes, which no attempt followed
+            except OSError as exc:
+                message = f"{self.path}: cannot sync the audit log: {exc.strerror}"
+                raise AuditLogError(message) from None
+            finally:
+                os.close(self._fd)
+
+    def __enter__(self) -> AuditLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class NoAuditLog:
+    """Stands in when no audit log was asked for: writes are sent unrecorded."""
+
+    def audited(
+        self,
+        invite_id: str,
+        operation: str,
+        send: Callable[[], Receipt],
+        fields: dict[str, dict[str, Any]] | None = None,
+    ) -> Receipt:
+        return send()
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> NoAuditLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+
+def open_audit_log(
+    path: str | None, client_id: str | None, plan_hash: str | None = None
+) -> AuditLog | NoAuditLog:
+    return AuditLog(path, client_id, plan_hash) if path else NoAuditLog()
+
+
+def _open_for_append(path: str) -> int:
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
+    except OSError as exc:
+        raise AuditLogError(f"{path}: cannot open the audit log: {exc.strerror}") from None
+    try:
+        size = os.fstat(fd).st_size
+        if size == 0:
+            _sync_directory(path)  # a new file: its name must survive a power cut too
+        elif os.pread(fd, 1, size - 1) != b"\n":
+            _write_all(fd, b"\n")  # after a torn line: our records start on their own line
+    except OSError as exc:
+        os.close(fd)
+        raise AuditLogError(f"{path}: cannot prepare the audit log: {exc.strerror}") from None
+    return fd
+
+
+def _sync_directory(path: str) -> None:
+    directory = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
+def _redacted(value: Any) -> Any:
+    """``value`` with no registered secret or bearer token in any of its strings."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {redact(str(k)): _redacted(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redacted(v) for v in value]
+    return value
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-
 import click
 
 from reconciler.annotations import (
@@ -14,7 +12,7 @@ from reconciler.annotations import (
 )
 from reconciler.api.client import ApiClient
 from reconciler.apply import Applier, ChangeResult, WriteState
-from reconciler.audit import AuditLog
+from reconciler.audit import open_audit_log
 from reconciler.color import use_color
 from reconciler.commands.common import api_client, compute_plan, read_desired, settings_for
 from reconciler.commands.options import (
@@ -26,6 +24,7 @@ from reconciler.commands.options import (
 )
 from reconciler.commands.plan import signing_secret
 from reconciler.config import Settings
+from reconciler.confirm import confirm
 from reconciler.errors import ReconcilerError
 from reconciler.interrupt import GracefulInterrupt
 from reconciler.logsetup import setup_logging
@@ -98,7 +97,11 @@ def apply(
         if saved is None:
             the_plan.raise_if_unsafe(settings.max_changes)
             if not auto_approve:
-                _confirm()
+                confirm(
+                    "Apply these changes?",
+                    action="apply",
+                    instead=", or apply a reviewed plan with `apply --plan FILE`",
+                )
         return _apply(the_plan, client, settings, renderer, github)
 
 
@@ -115,24 +118,10 @@ def _check_saved_plan(plan: Plan, client: ApiClient, settings: Settings, path: s
         )
 
 
-def _confirm() -> None:
-    if not sys.stdin.isatty():
-        raise ReconcilerError(
-            "refusing to apply without confirmation: standard input is not a terminal. "
-            "Pass --auto-approve, or apply a reviewed plan with `apply --plan FILE`."
-        )
-    if not click.confirm("Apply these changes?", default=False, err=True):
-        raise ReconcilerError("apply cancelled; nothing was changed")
-
-
 def _apply(
     plan: Plan, client: ApiClient, settings: Settings, renderer: TextRenderer, github: bool = False
 ) -> int:
-    audit = (
-        AuditLog(settings.audit_log, settings.client_id, plan.digest())
-        if settings.audit_log
-        else None
-    )
+    audit = open_audit_log(settings.audit_log, settings.client_id, plan.digest())
     progress = Progress("Applying", len(plan.changes))
     # One event stops new writes and further retries, on an interrupt or a run-fatal error.
     applier = Applier(client, parallelism=settings.parallelism, stop=client.halt, audit=audit)
@@ -147,8 +136,7 @@ def _apply(
             report = applier.apply(plan, on_result=show)
     finally:
         progress.finish()
-        if audit:
-            audit.close()
+        audit.close()
     if github:
         emit(invite_error_commands((r.change.id, str(r.error)) for r in report.results if r.error))
     click.echo(renderer.apply_summary(report))

@@ -85,15 +85,28 @@ FAULT_CONFIG = "max_attempts: 12\nretry_max_seconds: 30\n"
 GIVE_UP_CONFIG = "max_attempts: 3\nretry_max_seconds: 2\nparallelism: 2\n"
 
 AUDIT_FIELDS = {
-    "time",
-    "invite_id",
-    "operation",
-    "fields",
-    "outcome",
-    "http_status",
-    "request_id",
-    "client_id",
-    "plan_hash",
+    "attempt": {
+        "record",
+        "attempt_id",
+        "time",
+        "invite_id",
+        "operation",
+        "fields",
+        "client_id",
+        "plan_hash",
+    },
+    "outcome": {
+        "record",
+        "attempt_id",
+        "time",
+        "invite_id",
+        "operation",
+        "outcome",
+        "http_status",
+        "request_id",
+        "client_id",
+        "plan_hash",
+    },
 }
 
 
@@ -373,24 +386,38 @@ def assert_audit_log(path: Path, ds: Dataset, out: ApplyOutput) -> None:
     entries = read_audit(path)
     assert entries, "no audit lines written"
     for entry in entries:
-        missing = AUDIT_FIELDS - set(entry)
+        missing = AUDIT_FIELDS[entry["record"]] - set(entry)
         assert not missing, f"audit line lacks {missing}: {entry}"
         datetime.fromisoformat(entry["time"].replace("Z", "+00:00"))
         assert entry["client_id"] == SANDBOX_CLIENT_ID
         assert entry["operation"] in ("update", "resend")
-        assert entry["outcome"] in ("ok", "failed", "unknown")
-        if entry["outcome"] == "ok":
-            assert entry["http_status"] == 200 and entry["request_id"], entry
+        if entry["record"] == "outcome":
+            assert entry["outcome"] in ("ok", "failed", "unknown")
+            if entry["outcome"] == "ok":
+                assert entry["http_status"] == 200 and entry["request_id"], entry
     assert len({e["plan_hash"] for e in entries}) == 1
     assert re.fullmatch(r"sha256:[0-9a-f]{64}", entries[0]["plan_hash"])
+    # Written ahead: each attempt comes before its one outcome, about the same write.
+    attempts = {e["attempt_id"]: (i, e) for i, e in enumerate(entries) if e["record"] == "attempt"}
+    outcomes = [(i, e) for i, e in enumerate(entries) if e["record"] == "outcome"]
+    assert sorted(e["attempt_id"] for _, e in outcomes) == sorted(attempts)
+    for position, entry in outcomes:
+        attempt_position, attempt = attempts[entry["attempt_id"]]
+        assert attempt_position < position
+        assert (attempt["invite_id"], attempt["operation"]) == (
+            entry["invite_id"],
+            entry["operation"],
+        )
 
-    updates = [e for e in entries if e["operation"] == "update"]
+    updates = [e for _, e in outcomes if e["operation"] == "update"]
     per_invite = Counter(e["invite_id"] for e in updates)
     assert set(per_invite) == out.updated | out.failed, "an attempted write has no audit line"
     assert all(count == 1 for count in per_invite.values()), per_invite
     ok_updates = {e["invite_id"] for e in updates if e["outcome"] == "ok"}
     assert ok_updates == out.updated
-    for entry in updates:
+    for _, entry in attempts.values():
+        if entry["operation"] != "update":
+            continue
         invite_id = entry["invite_id"]
         assert set(entry["fields"]) == ds.patches[invite_id], entry
         original = ds.original(invite_id)
@@ -399,8 +426,8 @@ def assert_audit_log(path: Path, ds: Dataset, out: ApplyOutput) -> None:
             assert change["before"] == original.get(name), (invite_id, name, change)
             assert change["after"] == ds.expected_after(invite_id)[name], (invite_id, name)
 
-    resend_lines = {e["invite_id"]: e for e in entries if e["operation"] == "resend"}
-    resend_count = sum(1 for e in entries if e["operation"] == "resend")
+    resend_lines = {e["invite_id"]: e for _, e in outcomes if e["operation"] == "resend"}
+    resend_count = sum(1 for _, e in outcomes if e["operation"] == "resend")
     assert resend_count == len(resend_lines), "two resend audit lines for one invite"
     assert {i for i, e in resend_lines.items() if e["outcome"] == "ok"} == out.resent
     assert {i for i, e in resend_lines.items() if e["outcome"] != "ok"} == set(out.not_resent)

@@ -214,7 +214,7 @@ def test_3_success_false_on_writes_is_a_failure_in_the_report_and_audit_log(
     assert result.code == 1
     assert "success: false" in result.stdout + result.stderr
     entries = [json.loads(line) for line in files(workdir, "audit.jsonl")[0].splitlines()]
-    updates = [e for e in entries if e["operation"] == "update"]
+    updates = [e for e in entries if e["operation"] == "update" and e["record"] == "outcome"]
     assert updates and all(e["outcome"] == "failed" for e in updates)
     assert not server.resends  # a failed update is never followed by its re-send
 
@@ -228,8 +228,9 @@ def test_3_success_false_on_resend_is_a_failed_resend(
 
     assert result.code == 1
     assert "failed" in result.stdout and "unknown" not in result.stdout
-    (entry,) = [json.loads(line) for line in files(workdir, "a.jsonl")[0].splitlines()]
-    assert entry["outcome"] == "failed"
+    entries = [json.loads(line) for line in files(workdir, "a.jsonl")[0].splitlines()]
+    assert [e["record"] for e in entries] == ["attempt", "outcome"]
+    assert entries[1]["outcome"] == "failed"
 
 
 def test_3_success_false_on_reads_is_never_taken_for_the_current_state(

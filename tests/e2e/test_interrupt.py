@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import time
+from collections import Counter
 
 import pytest
 from conftest import RECONCILE, sandbox_env
@@ -59,7 +61,8 @@ def test_first_interrupt_finishes_in_flight_writes_and_reports_exactly(
     patched = {r.path.rsplit("/", 1)[-1] for r in server.stats.calls("PATCH")}
     assert patched == updated
     audit_lines = (tmp_path / "audit.jsonl").read_text(encoding="utf-8").splitlines()
-    assert len(audit_lines) == len(updated)
+    records = Counter(json.loads(line)["record"] for line in audit_lines)
+    assert records == {"attempt": len(updated), "outcome": len(updated)}
 
 
 def test_second_interrupt_quits_at_once(start_sandbox, tmp_path):

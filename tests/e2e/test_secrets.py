@@ -288,7 +288,8 @@ def test_missing_write_scope_403_on_apply(
     assert "403" in result.stdout + result.stderr
     assert "kyb:invites:write" in result.stdout + result.stderr
     lines = [json.loads(line) for line in audit.read_text(encoding="utf-8").splitlines()]
-    assert lines and all(e["outcome"] == "failed" and e["http_status"] == 403 for e in lines)
+    outcomes = [e for e in lines if e["record"] == "outcome"]
+    assert outcomes and all(e["outcome"] == "failed" and e["http_status"] == 403 for e in outcomes)
     assert sandbox.store.snapshot() == before
     assert watch.tokens
 

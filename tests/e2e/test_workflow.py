@@ -234,11 +234,19 @@ def test_manual_resends_are_audited(sandbox, tmp_path):
     assert result.returncode == 1
     assert "Resend: 1 re-sent, 1 failed." in result.stdout
     lines = [json.loads(x) for x in (tmp_path / "audit.jsonl").read_text().splitlines()]
-    assert [(x["invite_id"], x["operation"], x["outcome"], x["http_status"]) for x in lines] == [
+    assert [(x["record"], x["invite_id"]) for x in lines] == [
+        ("attempt", "inv_8f2k1"),
+        ("outcome", "inv_8f2k1"),
+        ("attempt", "inv_nope"),
+        ("outcome", "inv_nope"),
+    ]
+    outcomes = [x for x in lines if x["record"] == "outcome"]
+    assert [(x["invite_id"], x["operation"], x["outcome"], x["http_status"]) for x in outcomes] == [
         ("inv_8f2k1", "resend", "ok", 200),
         ("inv_nope", "resend", "failed", 404),
     ]
-    assert all(x["request_id"] and x["plan_hash"] is None for x in lines)
+    assert all(x["request_id"] for x in outcomes)
+    assert all(x["plan_hash"] is None for x in lines)
     assert sandbox.store.resends["inv_8f2k1"] == 1
 
 
