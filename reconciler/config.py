@@ -18,6 +18,14 @@ DEFAULT_CONFIG_FILE = "reconciler.yaml"
 DEFAULT_SCOPE = "kyb:invites:read kyb:invites:write"
 INVITE_PATH = "/public-api/v1/kyb/invites/{inviteId}"
 UPDATABLE_FIELDS = ("name", "email", "phone", "primaryContact", "groups", "addOns", "attachments")
+
+
+class _DefaultParallelism(int):
+    """The default parallelism: a plain 16 to every reader, and a mark that nobody chose it,
+    so the in-flight limit adapts from 16 up to ``max_parallelism`` (see limiter.py)."""
+
+
+DEFAULT_PARALLELISM = _DefaultParallelism(16)
 _SECRET_KEYS = {"client_secret", "secret", "access_token", "token", "password", "api_key"}
 
 
@@ -28,7 +36,8 @@ class Settings:
     client_secret: str | None = field(default=None, repr=False)
     scope: str = DEFAULT_SCOPE
     paths: tuple[str, ...] = (DEFAULT_PATH,)
-    parallelism: int = 16
+    parallelism: int = DEFAULT_PARALLELISM
+    max_parallelism: int = 64
     timeout: float = 30.0
     max_attempts: int = 5
     retry_max_seconds: float = 60.0
@@ -63,6 +72,11 @@ class Settings:
                 "the environment (base_url and client_id may also go in reconciler.yaml), "
                 "or try the tool with --sandbox"
             )
+
+
+def parallelism_is_fixed(settings: Settings) -> bool:
+    """Whether parallelism was set by an option, the environment or the config file."""
+    return not isinstance(settings.parallelism, _DefaultParallelism)
 
 
 def load_settings(config_file: str | None, env: Mapping[str, str] | None = None) -> Settings:
@@ -136,9 +150,13 @@ def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
     for name, key in (
         ("RECONCILER_PARALLELISM", "parallelism"),
         ("RECONCILER_MAX_CHANGES", "max_changes"),
+        ("RECONCILER_MAX_PARALLELISM", "max_parallelism"),
     ):
         if env.get(name):
-            values[key] = _env_int(name, env[name], minimum=1 if key == "parallelism" else 0)
+            values[key] = _env_int(name, env[name], minimum=0 if key == "max_changes" else 1)
+    if values.get("max_parallelism", 0) > 256:
+        raw = env["RECONCILER_MAX_PARALLELISM"]
+        raise ConfigError(f"RECONCILER_MAX_PARALLELISM={raw!r} must be at most 256")
     if env.get("RECONCILER_TIMEOUT"):
         values["timeout"] = _env_float("RECONCILER_TIMEOUT", env["RECONCILER_TIMEOUT"])
     secret = _secret_from_env(env)

@@ -5,20 +5,19 @@ from __future__ import annotations
 import logging
 import os
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import click
 
-from reconciler.api.client import ApiClient, CurrentInvite
-from reconciler.concurrency import Outcome, ordered_map
+from reconciler.api.client import ApiClient
 from reconciler.config import Settings, load_settings
-from reconciler.desired import DesiredInvite, DesiredState, load_desired_state
+from reconciler.current import read_current
+from reconciler.desired import DesiredState, load_desired_state
 from reconciler.errors import ReconcilerError
+from reconciler.limiter import limiter_for
 from reconciler.plan import Plan, make_plan
-from reconciler.progress import Progress
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -140,24 +139,6 @@ def api_client(settings: Settings, sandbox: bool) -> Iterator[ApiClient]:
             yield client
 
 
-def read_current(
-    client: ApiClient,
-    invites: list[DesiredInvite],
-    parallelism: int,
-    stop: threading.Event | None = None,
-) -> Iterator[tuple[DesiredInvite, Outcome[CurrentInvite]]]:
-    """The server's copy of each desired invite, in file order, with progress."""
-    progress = Progress("Reading invites", len(invites))
-    try:
-        for invite, outcome in ordered_map(
-            lambda i: client.get_invite(i.id), invites, parallelism, stop
-        ):
-            progress.advance()
-            yield invite, outcome
-    finally:
-        progress.finish()
-
-
 def compute_plan(client: ApiClient, state: DesiredState, settings: Settings) -> Plan:
-    readings = read_current(client, state.invites, settings.parallelism, client.halt)
+    readings = read_current(client, state.invites, limiter_for(settings), client.halt)
     return make_plan(client.base_url, readings, settings.max_changes)
