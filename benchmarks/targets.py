@@ -52,7 +52,7 @@ class Row:
 def _number(value: float) -> str:
     if value == int(value) and abs(value) >= 10:
         return f"{int(value):,}"
-    return f"{value:.3g}" if abs(value) < 10 else f"{value:,.1f}"
+    return f"{value:.4g}" if abs(value) < 10 else f"{value:,.1f}"
 
 
 def _spaced(unit: str) -> str:

@@ -83,11 +83,18 @@ def _working_directory(cwd: Path | str | None) -> Iterator[None]:
 
 @contextlib.contextmanager
 def _process_state() -> Iterator[None]:
-    """Logging, signal handlers and known secrets as they were before the run."""
+    """Logging, signal handlers and known secrets as a new process has them, then as before.
+
+    A fresh, empty set of secrets matters: one registered by an earlier test must not
+    redact output that a real run would leak.
+    """
     logger = logging.getLogger("reconciler")
     handlers, level = list(logger.handlers), logger.level
     signal_handlers = {signum: signal.getsignal(signum) for signum in _SIGNALS}
     secrets = safetext._REDACTOR._secrets
+    logger.handlers.clear()
+    logger.setLevel(logging.NOTSET)
+    safetext._REDACTOR._secrets = ()
     try:
         yield
     finally:
