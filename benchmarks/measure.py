@@ -1,17 +1,19 @@
-"""Run the installed `reconcile` as a child process and measure it: wall time, and from
-``os.wait4`` its CPU time (user + sys) and peak RSS. The sandbox runs in this process
-and notes when each request arrives, which splits a run into phases."""
+"""Run the installed `reconcile` as a child process and measure it: wall time, CPU time
+(user + sys) and peak RSS, from ``os.wait4`` in a small launcher (see launcher.py). The
+sandbox runs in this process and notes when each request arrives, which splits a run
+into phases."""
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +21,7 @@ from reconciler.sandbox import Sandbox
 from tests.helpers import RECONCILE, REPO, clean_env, sandbox_env
 
 RUN_TIMEOUT = 1800.0  # seconds for one CLI run before it is killed
+_LAUNCHER = Path(__file__).with_name("launcher.py")
 
 
 class RunFailed(Exception):
@@ -118,38 +121,48 @@ def _module() -> list[str]:
 
 
 def _measure(command: list[str], env: dict[str, str], cwd: Path) -> Measured:
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    with (
+        tempfile.TemporaryFile() as out,
+        tempfile.TemporaryFile() as err,
+        tempfile.TemporaryDirectory() as scratch,
+    ):
+        figures_file = Path(scratch) / "figures.json"
         load = os.getloadavg()[0]
         before = resource.getrusage(resource.RUSAGE_SELF)
-        started = time.monotonic()
         child = subprocess.Popen(
-            command, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env, cwd=cwd
+            [sys.executable, "-S", str(_LAUNCHER), str(figures_file), *command],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            env=env,
+            cwd=cwd,
+            start_new_session=True,  # so a timeout kills the CLI with its launcher
         )
-        timer = threading.Timer(RUN_TIMEOUT, child.kill)
+        timer = threading.Timer(RUN_TIMEOUT, os.killpg, (child.pid, signal.SIGKILL))
         timer.start()
         try:
-            _, status, usage = os.wait4(child.pid, 0)
+            returncode = child.wait()
         except BaseException:  # e.g. Ctrl-C: do not leave the CLI running
-            child.kill()
+            os.killpg(child.pid, signal.SIGKILL)
             child.wait()
             raise
         finally:
             timer.cancel()
-        wall = time.monotonic() - started
         after = resource.getrusage(resource.RUSAGE_SELF)
-        child.returncode = os.waitstatus_to_exitcode(status)
+        if not figures_file.exists():
+            raise RunFailed(f"`{' '.join(command)}` was killed (after {RUN_TIMEOUT:.0f}s?)")
+        figures = json.loads(figures_file.read_text(encoding="utf-8"))
         out.seek(0)
         err.seek(0)
-        measured = Measured(
+        return Measured(
             args=command,
-            returncode=child.returncode,
-            wall=wall,
-            cpu=usage.ru_utime + usage.ru_stime,
-            maxrss_kib=usage.ru_maxrss,
+            returncode=returncode,
+            wall=figures["wall"],
+            cpu=figures["cpu"],
+            maxrss_kib=figures["maxrss_kib"],
             stdout=out.read().decode("utf-8", "replace"),
             stderr=err.read().decode("utf-8", "replace"),
             server_cpu=(after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime),
             load=load,
-            started=started,
+            started=figures["started"],
         )
-    return measured
