@@ -3,7 +3,7 @@ every worker."""
 
 from __future__ import annotations
 
-from conftest import run_cli, sandbox_env
+from conftest import run_cli, run_cli_process, sandbox_env
 from test_plan_apply import ACME, desired_entry, write_invites
 
 
@@ -91,7 +91,9 @@ def test_a_429_pauses_every_worker_for_retry_after(start_sandbox, tmp_path):
     write_invites(tmp_path / "invites", entries)
     # 16 workers, fixed: the bound on 429s below counts one per worker in flight.
     args = ("apply", "--auto-approve", "--parallelism", "16")
-    result = run_cli(*args, cwd=tmp_path, env=sandbox_env(server))
+    # A process of its own: arrival times are the point, and in this process the
+    # client's threads would hold the GIL the sandbox needs to note them.
+    result = run_cli_process(*args, cwd=tmp_path, env=sandbox_env(server))
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Apply: 30 updated, 0 failed." in result.stdout
     requests = sorted(server.stats.requests, key=lambda r: r.arrived)
