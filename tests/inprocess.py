@@ -18,7 +18,7 @@ import signal
 import sys
 import traceback
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from reconciler import safetext
@@ -35,7 +35,6 @@ class CliResult:
     returncode: int
     stdout: str
     stderr: str
-    inprocess: bool = field(default=True, repr=False)
 
     def check_returncode(self) -> None:
         if self.returncode:
