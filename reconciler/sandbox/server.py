@@ -36,6 +36,9 @@ __all__ = [
 ]
 
 _MAX_BODY = 1024 * 1024
+# How often the accept loop looks for a stop request: stop() waits up to this long
+# (http.server's 0.5 s, times hundreds of sandboxes, was a minute of the test suite).
+_POLL_SECONDS = 0.02
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -140,13 +143,16 @@ class Sandbox:
 
     def start(self) -> Sandbox:
         self._thread = threading.Thread(
-            target=self._server.serve_forever, name="sandbox", daemon=True
+            target=self._server.serve_forever,
+            args=(_POLL_SECONDS,),
+            name="sandbox",
+            daemon=True,
         )
         self._thread.start()
         return self
 
     def serve_forever(self) -> None:
-        self._server.serve_forever()
+        self._server.serve_forever(_POLL_SECONDS)
 
     def stop(self) -> None:
         if self._thread is not None:
