@@ -100,6 +100,7 @@ def ordered_map(
 
 
 def _timed(call: Callable[[T], R], limiter: Limiter, item: T) -> R:
+    limiter.begin()
     started = time.monotonic()
     refused = False
     try:

@@ -9,7 +9,10 @@ a gateway error, no answer) cuts it by a quarter at once, as AIMD does.
 
 Samples are grouped in windows of about one limit's worth of answers (one
 "round trip" of the pipe), so one slow answer or a burst of 429s from requests
-sent together moves the limit once, not once per answer.
+sent together moves the limit once, not once per answer. The limit rises only
+in a window where the calls in flight reached at least half of it: a client
+that cannot fill its limit (its own CPU is the bottleneck) learns nothing about
+the server by raising it, as TCP validates its window (RFC 7661).
 """
 
 from __future__ import annotations
@@ -40,6 +43,9 @@ class Limiter(Protocol):
     @property
     def cap(self) -> int: ...
 
+    def begin(self) -> None:
+        """A call starts (``sample`` follows when it ends)."""
+
     def sample(self, seconds: float, refused: bool) -> None:
         """One whole call: its duration and whether it failed with a refusal."""
 
@@ -62,6 +68,9 @@ class FixedLimit:
     @property
     def cap(self) -> int:
         return self._limit
+
+    def begin(self) -> None:
+        pass
 
     def sample(self, seconds: float, refused: bool) -> None:
         pass
@@ -88,6 +97,8 @@ class AdaptiveLimit:
         self._refused = False
         self._best: float | None = None  # lowest window median: latency with no queue
         self._per_attempt = False  # observe() was called: per-call samples are ignored
+        self._in_flight = 0  # calls begun and not yet sampled
+        self._busiest = 0  # most calls in flight during the current window
         self.answers = 0
         self.refusals = 0
         self.highest = self._start
@@ -100,7 +111,14 @@ class AdaptiveLimit:
     def cap(self) -> int:
         return self._cap
 
+    def begin(self) -> None:
+        with self._lock:
+            self._in_flight += 1
+            self._busiest = max(self._busiest, self._in_flight)
+
     def sample(self, seconds: float, refused: bool) -> None:
+        with self._lock:
+            self._in_flight = max(0, self._in_flight - 1)
         if not self._per_attempt:
             self._add(seconds, refused)
 
@@ -137,12 +155,15 @@ class AdaptiveLimit:
             why = "a refusal"
         else:
             self._best = latency if self._best is None else min(self._best, latency)
-            self._limit = self._vegas(latency, self._best)
+            vegas = self._vegas(latency, self._best)
+            if vegas < self._limit or self._busiest * 2 >= before:
+                self._limit = vegas  # a rise only if the limit was used
             why = f"median {latency * 1000:.0f} ms, best {self._best * 1000:.0f} ms"
         self._limit = min(float(self._cap), max(1.0, self._limit))
         self.highest = max(self.highest, self.limit)
         self._window.clear()
         self._refused = False
+        self._busiest = self._in_flight
         if self.limit != before:
             log.debug("in-flight limit %d -> %d (%s)", before, self.limit, why)
 

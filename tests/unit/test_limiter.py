@@ -14,9 +14,13 @@ from reconciler.errors import ConfigError
 from reconciler.limiter import AdaptiveLimit, FixedLimit, limiter_for
 
 
-def answers(limiter: AdaptiveLimit, count: int, seconds: float, status: int = 200) -> None:
+def answers(limiter: AdaptiveLimit, count: int, seconds: float, status: int | None = 200) -> None:
+    """``count`` calls sent together, each answered once after ``seconds``."""
     for _ in range(count):
-        limiter.observe(seconds, status)
+        limiter.begin()
+    for _ in range(count):
+        limiter.observe(seconds, status)  # the API client's report of the attempt
+        limiter.sample(seconds, status in (429, 503, None))  # ordered_map's, of the call
 
 
 def test_starts_at_16_and_rises_while_latency_holds() -> None:
@@ -72,6 +76,15 @@ def test_a_few_slow_answers_in_a_window_do_not_move_it_down() -> None:
     assert limiter.limit >= before
 
 
+def test_no_rise_while_the_calls_in_flight_stay_far_below_the_limit() -> None:
+    limiter = AdaptiveLimit(cap=64)
+    for _ in range(200):  # one call at a time: the client, not the server, is the bottleneck
+        answers(limiter, 1, 0.002)
+    assert limiter.limit == 16
+    answers(limiter, 16, 0.002)  # the limit used in full: now it may rise
+    assert limiter.limit > 16
+
+
 def test_the_cap_bounds_the_start_and_the_rise() -> None:
     limiter = AdaptiveLimit(cap=8)
     assert limiter.limit == 8
@@ -81,8 +94,11 @@ def test_the_cap_bounds_the_start_and_the_rise() -> None:
 
 def test_fixed_limit_ignores_every_answer() -> None:
     limiter = FixedLimit(5)
-    answers(limiter, 100, 0.001)  # type: ignore[arg-type]
-    answers(limiter, 100, 0.001, 429)  # type: ignore[arg-type]
+    for status in (200, 429, 503):
+        for _ in range(100):
+            limiter.begin()
+            limiter.observe(0.001, status)
+            limiter.sample(0.001, status != 200)
     assert (limiter.limit, limiter.cap) == (5, 5)
 
 
