@@ -114,8 +114,8 @@ def test_parallelism_set_anywhere_fixes_the_limit(tmp_path: Path) -> None:
     config.write_text("parallelism: 16\nmax_parallelism: 32\n", encoding="utf-8")
     from_file = limiter_for(load_settings(str(config), env={}))
     assert (type(from_file), from_file.limit) == (FixedLimit, 16)
-    adaptive = limiter_for(load_settings(str(config), env={}).with_overrides(parallelism=None))
-    assert isinstance(adaptive, FixedLimit)  # None overrides nothing
+    no_option = limiter_for(load_settings(str(config), env={}).with_overrides(parallelism=None))
+    assert isinstance(no_option, FixedLimit)  # an option left out overrides nothing
 
 
 def test_max_parallelism_from_the_environment_is_checked() -> None:
