@@ -8,9 +8,10 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from reconciler.api.client import ApiClient
-from reconciler.api.errors import ApiError
+from reconciler.api.errors import ApiError, NotSent
 from reconciler.audit import AuditLog, NoAuditLog
 from reconciler.concurrency import ordered_map
+from reconciler.limiter import Limiter
 from reconciler.plan import RUN_FATAL_ERRORS, InviteChange, Plan
 
 
@@ -60,7 +61,7 @@ class Applier:
         self,
         client: ApiClient,
         *,
-        parallelism: int,
+        parallelism: int | Limiter,
         stop: threading.Event,
         audit: AuditLog | NoAuditLog | None = None,
     ) -> None:
@@ -88,7 +89,8 @@ class Applier:
         for change, outcome in ordered_map(
             self._write, plan.changes, self._parallelism, self._stop
         ):
-            if not outcome.ran:
+            # NotSent: the run stopped while this write waited for its turn; it never left.
+            if not outcome.ran or isinstance(outcome.error, NotSent):
                 yield ChangeResult(change, WriteState.NOT_STARTED)
             elif outcome.error is not None:
                 yield ChangeResult(change, WriteState.FAILED, error=outcome.error)

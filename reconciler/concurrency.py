@@ -2,24 +2,30 @@
 
 Results come back in the order of the items, whatever order the answers
 arrive in, so output is stable. The main thread only waits in short slices,
-so Ctrl-C and SIGTERM handlers run promptly.
+so Ctrl-C and SIGTERM handlers run promptly. How many calls are in flight is
+the limiter's current limit, read before each start; each call's duration and
+whether the server refused it go back to the limiter.
 """
 
 from __future__ import annotations
 
+import logging
 import queue
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
 from typing import Any, Generic, NamedTuple, TypeVar
 
-from reconciler.api.errors import ApiError
+from reconciler.api.errors import ApiError, RateLimited, ServerError
+from reconciler.limiter import AdaptiveLimit, FixedLimit, Limiter
 
 T = TypeVar("T")
 R = TypeVar("R")
 
 _WAIT_SLICE = 0.2  # seconds the main thread blocks before looking at signals again
+log = logging.getLogger("reconciler.concurrency")
 
 
 class Outcome(NamedTuple, Generic[R]):
@@ -36,31 +42,34 @@ NOT_RUN: Outcome = Outcome(ran=False)
 def ordered_map(
     call: Callable[[T], R],
     items: Sequence[T],
-    parallelism: int,
+    parallelism: int | Limiter,
     stop: threading.Event | None = None,
 ) -> Iterator[tuple[T, Outcome[R]]]:
     """Yield ``(item, outcome)`` in item order; once ``stop`` is set, no new call starts.
 
-    If the consumer abandons the iteration, ``stop`` is set for it.
+    ``parallelism`` is a number of calls in flight, or a limiter that sets it as
+    the answers come. If the consumer abandons the iteration, ``stop`` is set for it.
     """
-    parallelism = max(1, parallelism)
-    # How far ahead of the oldest unanswered item we may run: bounds memory
-    # held for out-of-order answers while one slow answer holds up the output.
-    window = parallelism * 8
+    limiter = FixedLimit(parallelism) if isinstance(parallelism, int) else parallelism
+    timed = partial(_timed, call, limiter)
     finished: queue.SimpleQueue[int] = queue.SimpleQueue()
     futures: dict[int, Future[R]] = {}
     ready: set[int] = set()
     next_submit = next_yield = in_flight = 0
-    with ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="api") as pool:
+    with ThreadPoolExecutor(max_workers=limiter.cap, thread_name_prefix="api") as pool:
         try:
             while next_yield < len(items):
+                limit = limiter.limit
+                # How far ahead of the oldest unanswered item we may run: bounds memory
+                # held for out-of-order answers while one slow answer holds up the output.
+                window = limit * 8
                 while (
-                    in_flight < parallelism
+                    in_flight < limit
                     and next_submit < len(items)
                     and next_submit - next_yield < window
                     and not (stop and stop.is_set())
                 ):
-                    future = pool.submit(call, items[next_submit])
+                    future = pool.submit(timed, items[next_submit])
                     future.add_done_callback(partial(_put_index, finished, next_submit))
                     futures[next_submit] = future
                     next_submit += 1
@@ -86,6 +95,21 @@ def ordered_map(
             for future in futures.values():
                 future.cancel()
             raise
+    if isinstance(limiter, AdaptiveLimit) and items:
+        log.debug("requests in flight: %s", limiter.describe())
+
+
+def _timed(call: Callable[[T], R], limiter: Limiter, item: T) -> R:
+    limiter.begin()
+    started = time.monotonic()
+    refused = False
+    try:
+        return call(item)
+    except (RateLimited, ServerError):
+        refused = True
+        raise
+    finally:
+        limiter.sample(time.monotonic() - started, refused)
 
 
 def _put_index(finished: queue.SimpleQueue[int], index: int, _: Future[Any]) -> None:

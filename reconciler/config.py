@@ -24,6 +24,7 @@ DEFAULT_CONFIG_FILE = "reconciler.yaml"
 DEFAULT_SCOPE = "kyb:invites:read kyb:invites:write"
 INVITE_PATH = "/public-api/v1/kyb/invites/{inviteId}"
 UPDATABLE_FIELDS = ("name", "email", "phone", "primaryContact", "groups", "addOns", "attachments")
+
 _SECRET_KEYS = {"client_secret", "secret", "access_token", "token", "password", "api_key"}
 # Settings read from the environment, and the variable each is read from.
 ENV_VARS = {
@@ -35,6 +36,7 @@ ENV_VARS = {
     "max_changes": "RECONCILER_MAX_CHANGES",
     "timeout": "RECONCILER_TIMEOUT",
     "max_response_bytes": "RECONCILER_MAX_RESPONSE_BYTES",
+    "max_parallelism": "RECONCILER_MAX_PARALLELISM",
 }
 SECRET_ENV = "RECONCILER_CLIENT_SECRET"
 SECRET_FILE_ENV = "RECONCILER_CLIENT_SECRET_FILE"
@@ -63,7 +65,9 @@ class Settings:
     client_secret: str | None = field(default=None, repr=False)
     scope: str = DEFAULT_SCOPE
     paths: tuple[str, ...] = (DEFAULT_PATH,)
-    parallelism: int = 16
+    # None: nobody chose a number, so the in-flight limit adapts (reconciler.limiter).
+    parallelism: int | None = None
+    max_parallelism: int = 64
     timeout: float = 30.0
     max_attempts: int = 5
     retry_max_seconds: float = 60.0

@@ -24,6 +24,7 @@ from reconciler.boundedjson import loads_bounded, read_bounded_text
 from reconciler.compare import values_equal
 from reconciler.concurrency import ordered_map
 from reconciler.errors import ReconcilerError
+from reconciler.limiter import Limiter
 from reconciler.plan import FORMAT_VERSION, READABLE_FORMAT_VERSIONS, Plan
 from reconciler.render.json import JsonRenderer
 from reconciler.resources import resource_path
@@ -152,7 +153,7 @@ def find_drift(
     plan: Plan,
     base_url: str,
     read: Callable[[str], CurrentInvite],
-    parallelism: int,
+    parallelism: int | Limiter,
     stop: threading.Event | None = None,
 ) -> list[str]:
     """Every reason the plan no longer holds; empty when it is safe to apply."""

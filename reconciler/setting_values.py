@@ -49,6 +49,7 @@ def _parse(kind: type, raw: Any, where: str) -> int | float:
 
 NUMBER_SETTINGS: dict[str, NumberSetting] = {
     "parallelism": NumberSetting(int, 1, 256),
+    "max_parallelism": NumberSetting(int, 1, 256),
     "max_changes": NumberSetting(int, 0),
     "max_attempts": NumberSetting(int, 1, 20),
     "timeout": NumberSetting(float, 0, above_minimum=True),

@@ -71,7 +71,7 @@ class Exchange:
         self._sleep = sleep
         self._jitter = jitter
         self._observer = observer
-        self._session = make_session(base_url, settings.parallelism)
+        self._session = make_session(base_url, settings.parallelism or settings.max_parallelism)
         self._tokens = TokenSource(self._fetch_token, clock)
         self._auth = BearerAuth(self._tokens)
         self.halt = threading.Event()

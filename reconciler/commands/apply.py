@@ -27,6 +27,7 @@ from reconciler.config import Settings
 from reconciler.confirm import confirm
 from reconciler.errors import ReconcilerError
 from reconciler.interrupt import GracefulInterrupt
+from reconciler.limiter import Limiter, limiter_for
 from reconciler.logsetup import setup_logging
 from reconciler.plan import Plan
 from reconciler.planfile import find_drift, load_signed_plan
@@ -83,13 +84,14 @@ def apply(
     state = None if saved else read_desired(settings, paths, selection)
     if saved is not None:
         saved.raise_if_unsafe(settings.max_changes)  # needs no request: before the drift check
-    with api_client(settings, sandbox) as client:
+    limiter = limiter_for(settings)
+    with api_client(settings, sandbox, limiter.observe) as client:
         if saved is not None:
             the_plan = saved
-            _check_saved_plan(the_plan, client, settings, plan_file or "")
+            _check_saved_plan(the_plan, client, limiter, plan_file or "")
         else:
             assert state is not None
-            the_plan = compute_plan(client, state, settings)
+            the_plan = compute_plan(client, state, settings, limiter)
         click.echo(renderer.render(the_plan), nl=False)
         report_plan(the_plan, github)
         if not the_plan.has_changes:
@@ -102,14 +104,12 @@ def apply(
                     action="apply",
                     instead=", or apply a reviewed plan with `apply --plan FILE`",
                 )
-        return _apply(the_plan, client, settings, renderer, github)
+        return _apply(the_plan, client, settings, limiter, renderer, github)
 
 
-def _check_saved_plan(plan: Plan, client: ApiClient, settings: Settings, path: str) -> None:
+def _check_saved_plan(plan: Plan, client: ApiClient, limiter: Limiter, path: str) -> None:
     with GracefulInterrupt("checks", client.halt) as interrupt:
-        drift = find_drift(
-            plan, client.base_url, client.get_invite, settings.parallelism, interrupt.event
-        )
+        drift = find_drift(plan, client.base_url, client.get_invite, limiter, interrupt.event)
     if drift:
         lines = "\n".join(f"  {line}" for line in drift)
         raise ReconcilerError(
@@ -119,12 +119,17 @@ def _check_saved_plan(plan: Plan, client: ApiClient, settings: Settings, path: s
 
 
 def _apply(
-    plan: Plan, client: ApiClient, settings: Settings, renderer: TextRenderer, github: bool = False
+    plan: Plan,
+    client: ApiClient,
+    settings: Settings,
+    limiter: Limiter,
+    renderer: TextRenderer,
+    github: bool = False,
 ) -> int:
     audit = open_audit_log(settings.audit_log, settings.client_id, plan.digest())
     progress = Progress("Applying", len(plan.changes))
     # One event stops new writes and further retries, on an interrupt or a run-fatal error.
-    applier = Applier(client, parallelism=settings.parallelism, stop=client.halt, audit=audit)
+    applier = Applier(client, parallelism=limiter, stop=client.halt, audit=audit)
 
     def show(result: ChangeResult) -> None:
         if result.state is not WriteState.NOT_STARTED:

@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import click
 
-from reconciler.api.client import ApiClient, CurrentInvite
+from reconciler.api.client import ApiClient, Observer
 from reconciler.changed import changed_invite_ids
-from reconciler.concurrency import Outcome, ordered_map
 from reconciler.config import Contract, Settings, load_settings
-from reconciler.desired import DesiredInvite, DesiredState, load_desired_state
+from reconciler.current import read_current
+from reconciler.desired import DesiredState, load_desired_state
+from reconciler.limiter import Limiter
 from reconciler.plan import Plan, make_plan
-from reconciler.progress import Progress
 from reconciler.render.common import plural
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox
 from reconciler.selection import EVERYTHING, Selection, select_invites
@@ -49,10 +48,15 @@ def read_desired(
 
 
 @contextmanager
-def api_client(settings: Settings, sandbox: bool) -> Iterator[ApiClient]:
-    """A client for the configured API, or for a sandbox started for this run."""
+def api_client(
+    settings: Settings, sandbox: bool, observer: Observer | None = None
+) -> Iterator[ApiClient]:
+    """A client for the configured API, or for a sandbox started for this run.
+
+    ``observer`` hears of every HTTP attempt: the in-flight limiter learns from it.
+    """
     if not sandbox:
-        with ApiClient(settings) as client:
+        with ApiClient(settings, observer=observer) as client:
             yield client
         return
     with Sandbox() as server:
@@ -66,31 +70,14 @@ def api_client(settings: Settings, sandbox: bool) -> Iterator[ApiClient]:
         local = settings.with_overrides(
             base_url=server.url, client_id=SANDBOX_CLIENT_ID, client_secret=SANDBOX_CLIENT_SECRET
         ).with_contract(Contract())
-        with ApiClient(local) as client:
+        with ApiClient(local, observer=observer) as client:
             yield client
 
 
-def read_current(
-    client: ApiClient,
-    invites: list[DesiredInvite],
-    parallelism: int,
-    stop: threading.Event | None = None,
-) -> Iterator[tuple[DesiredInvite, Outcome[CurrentInvite]]]:
-    """The server's copy of each desired invite, in file order, with progress."""
-    progress = Progress("Reading invites", len(invites))
-    try:
-        for invite, outcome in ordered_map(
-            lambda i: client.get_invite(i.id), invites, parallelism, stop
-        ):
-            if outcome.ran:  # an invite never read is not counted as read
-                progress.advance(failed=outcome.error is not None)
-            yield invite, outcome
-    finally:
-        progress.finish()
-
-
-def compute_plan(client: ApiClient, state: DesiredState, settings: Settings) -> Plan:
-    readings = read_current(client, state.invites, settings.parallelism, client.halt)
+def compute_plan(
+    client: ApiClient, state: DesiredState, settings: Settings, limiter: Limiter
+) -> Plan:
+    readings = read_current(client, state.invites, limiter, client.halt)
     try:
         return make_plan(client.base_url, readings, settings.max_changes)
     finally:

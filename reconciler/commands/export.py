@@ -25,6 +25,7 @@ from reconciler.commands.options import (
 from reconciler.concurrency import ordered_map
 from reconciler.config import UPDATABLE_FIELDS
 from reconciler.errors import ReconcilerError
+from reconciler.limiter import limiter_for
 from reconciler.logsetup import setup_logging
 from reconciler.plan import stop_if_run_fatal
 from reconciler.render.common import plural
@@ -134,10 +135,11 @@ def export(
     ids = list(dict.fromkeys(invite_ids))
     refuse_known_ids(ids, settings.paths, replacing=out if force else None)
     ref, note = schema_ref_for(out, schema_ref, settings.schema_ref)
-    with api_client(settings, sandbox) as client:
+    limiter = limiter_for(settings)
+    with api_client(settings, sandbox, limiter.observe) as client:
         found: list[CurrentInvite] = []
         problems = []
-        reads = ordered_map(client.get_invite, ids, settings.parallelism, client.halt)
+        reads = ordered_map(client.get_invite, ids, limiter, client.halt)
         for invite_id, outcome in reads:
             if outcome.error is not None:
                 stop_if_run_fatal(outcome.error)

@@ -9,6 +9,7 @@ from reconciler.color import use_color
 from reconciler.commands.common import api_client, compute_plan, read_desired, settings_for
 from reconciler.commands.options import RUN_ENV, run_options, settings_help
 from reconciler.config import Settings
+from reconciler.limiter import limiter_for
 from reconciler.logsetup import setup_logging
 from reconciler.plan import Plan
 from reconciler.planfile import save_plan, sign_plan
@@ -62,8 +63,9 @@ def plan(
     setup_logging(verbose)
     settings = settings_for(config_file, parallelism=parallelism, max_changes=max_changes)
     state = read_desired(settings, paths, Selection(targets, excludes, changed_since))
-    with api_client(settings, sandbox) as client:
-        the_plan = compute_plan(client, state, settings)
+    limiter = limiter_for(settings)
+    with api_client(settings, sandbox, limiter.observe) as client:
+        the_plan = compute_plan(client, state, settings, limiter)
     secret = signing_secret(settings, sandbox)
     if secret:  # always, in practice: reading the invites needed it
         sign_plan(the_plan, secret)

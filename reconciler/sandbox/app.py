@@ -13,15 +13,24 @@ import math
 import random
 import threading
 import time
-from collections import Counter
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from jsonschema import Draft202012Validator
 
 from reconciler.config import UPDATABLE_FIELDS
+from reconciler.sandbox.refusals import (
+    BadRequest,
+    Forbidden,
+    MethodNotAllowed,
+    NotFound,
+    Refused,
+    Unauthorized,
+)
 from reconciler.sandbox.state import InviteStore, now_iso
+from reconciler.sandbox.stats import RecordedRequest, SandboxStats
 from reconciler.sandbox.tokens import TokenAuthority
 from reconciler.schema import FORMAT_CHECKER, invite_schema
 
@@ -70,51 +79,6 @@ class Response(NamedTuple):
 DROP = Response(0, b"", {})  # close the connection without answering
 
 
-class RecordedRequest(NamedTuple):
-    method: str
-    path: str
-    body: Any
-    status: int
-    arrived: float = 0.0  # time.monotonic() when the request was read
-
-
-@dataclass
-class SandboxStats:
-    """What the sandbox saw; tests and benchmarks read it."""
-
-    statuses: Counter[int] = field(default_factory=Counter)
-    started: Counter[str] = field(default_factory=Counter)  # requests begun, by method
-    requests: list[RecordedRequest] = field(default_factory=list)  # recorded as they end
-    in_flight: int = 0
-    max_in_flight: int = 0
-    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-
-    def begin(self, method: str) -> None:
-        with self.lock:
-            self.started[method] += 1
-            self.in_flight += 1
-            self.max_in_flight = max(self.max_in_flight, self.in_flight)
-
-    def end(self, record: RecordedRequest) -> None:
-        with self.lock:
-            self.in_flight -= 1
-            self.statuses[record.status] += 1
-            self.requests.append(record)
-
-    def calls(self, method: str, path_prefix: str = "") -> list[RecordedRequest]:
-        with self.lock:
-            return [
-                r
-                for r in self.requests
-                if r.method == method and r.path.startswith(path_prefix) and r.status
-            ]
-
-    @property
-    def total(self) -> int:
-        with self.lock:
-            return sum(self.statuses.values())
-
-
 class _TokenBucket:
     def __init__(self, rate: float) -> None:
         self.rate = rate
@@ -148,6 +112,17 @@ def _patch_validator() -> Draft202012Validator:
     return Draft202012Validator(patch_schema, format_checker=FORMAT_CHECKER)
 
 
+class Request(NamedTuple):
+    method: str
+    path: str
+    headers: Any
+    body: bytes
+    invite_id: str = ""
+
+
+Handler = Callable[["SandboxApp", Request], Response]
+
+
 class SandboxApp:
     def __init__(self, invites: list[dict[str, Any]], options: SandboxOptions) -> None:
         self.store = InviteStore(invites)
@@ -168,7 +143,7 @@ class SandboxApp:
         self.stats.begin(method)
         response = DROP
         try:
-            response = self._with_trouble(method, path, headers, body)
+            response = self._with_trouble(Request(method, path, headers, body))
             return response
         finally:
             record = RecordedRequest(method, path, _decoded(body), response.status, arrived)
@@ -180,7 +155,7 @@ class SandboxApp:
         with self._random_lock:
             return self._random.random() < share
 
-    def _with_trouble(self, method: str, path: str, headers: Any, body: bytes) -> Response:
+    def _with_trouble(self, request: Request) -> Response:
         options = self.options
         if options.latency:
             time.sleep(options.latency)
@@ -199,103 +174,81 @@ class SandboxApp:
         if self._chance(options.html_error_rate):
             page = b"<html><body><h1>502 Bad Gateway</h1></body></html>"
             return Response(502, page, {"Content-Type": "text/html"})
-        return self._route(method, path, headers, body)
+        try:
+            return self._dispatch(request)
+        except Refused as refusal:
+            return self._envelope(refusal.status, refusal.message, refusal.data)
 
     # -- routing --------------------------------------------------------------
 
-    def _route(self, method: str, path: str, headers: Any, body: bytes) -> Response:
-        if path == "/oauth/token":
-            if method != "POST":
-                return self._envelope(405, "use POST", None)
-            return self._issue_token(headers, body)
-        if path == "/public-api/v1/accounts" and method == "GET":
-            _, refused = self._authorize(headers, READ_SCOPE)
-            return refused or self._envelope(200, "accounts", [{"id": "acc_sandbox"}])
-        if path.startswith(INVITES_PREFIX):
-            rest = path[len(INVITES_PREFIX) :]
-            invite_id, _, action = rest.partition("/")
-            invite_id = unquote(invite_id)
-            if method == "GET" and not action:
-                return self._get_invite(headers, invite_id)
-            if method == "PATCH" and not action:
-                return self._update_invite(headers, invite_id, body)
-            if method == "POST" and action == "resend":
-                return self._resend_invite(headers, invite_id)
-        return self._envelope(404, f"no endpoint {method} {path}", None)
+    def _dispatch(self, request: Request) -> Response:
+        resource, invite_id = _resource(request.path)
+        route = ROUTES.get((request.method, resource))
+        if route is None:
+            if resource == "token":
+                raise MethodNotAllowed("use POST")
+            raise NotFound(f"no endpoint {request.method} {request.path}")
+        scope, handler = route
+        if scope:
+            self._authorize(request.headers, scope)
+        return handler(self, request._replace(invite_id=invite_id))
 
-    def _issue_token(self, headers: Any, body: bytes) -> Response:
-        if "application/x-www-form-urlencoded" not in headers.get("Content-Type", ""):
-            return self._envelope(400, "token request must be form-encoded", None)
-        form = {k: v[0] for k, v in parse_qs(body.decode("utf-8", "replace")).items()}
+    def _authorize(self, headers: Any, scope: str) -> None:
+        auth = headers.get("Authorization", "")
+        if not auth.startswith("Bearer "):
+            raise Unauthorized("missing bearer token")
+        claims, why = self.tokens.verify(auth[len("Bearer ") :])
+        if claims is None:
+            raise Unauthorized(why)
+        if scope not in str(claims.get("scope", "")).split():
+            raise Forbidden(f"token lacks scope {scope}")
+
+    # -- endpoints ------------------------------------------------------------
+
+    def _issue_token(self, request: Request) -> Response:
+        if "application/x-www-form-urlencoded" not in request.headers.get("Content-Type", ""):
+            raise BadRequest("token request must be form-encoded")
+        form = {k: v[0] for k, v in parse_qs(request.body.decode("utf-8", "replace")).items()}
         if form.get("grant_type") != "client_credentials":
-            return self._envelope(400, "grant_type must be client_credentials", None)
+            raise BadRequest("grant_type must be client_credentials")
         if (
             form.get("client_id") != SANDBOX_CLIENT_ID
             or form.get("client_secret") != SANDBOX_CLIENT_SECRET
         ):
-            return self._envelope(401, "invalid client credentials", None)
+            raise Unauthorized("invalid client credentials")
         scopes = form.get("scope", "").split() or list(KNOWN_SCOPES)
         unknown = [s for s in scopes if s not in KNOWN_SCOPES]
         if unknown:
-            return self._envelope(400, f"unknown scope: {' '.join(unknown)}", None)
+            raise BadRequest(f"unknown scope: {' '.join(unknown)}")
         ttl = self.options.token_ttl
         token = self.tokens.issue(form["client_id"], scopes, ttl)
         data = {"access_token": token, "token_type": "Bearer", "expires_in": math.ceil(ttl)}
         return self._envelope(201, "access token created", data)
 
-    def _authorize(self, headers: Any, scope: str) -> tuple[dict[str, Any] | None, Response | None]:
-        auth = headers.get("Authorization", "")
-        if not auth.startswith("Bearer "):
-            return None, self._envelope(401, "missing bearer token", None)
-        claims, why = self.tokens.verify(auth[len("Bearer ") :])
-        if claims is None:
-            return None, self._envelope(401, why, None)
-        if scope not in str(claims.get("scope", "")).split():
-            return None, self._envelope(403, f"token lacks scope {scope}", None)
-        return claims, None
+    def _accounts(self, request: Request) -> Response:
+        return self._envelope(200, "accounts", [{"id": "acc_sandbox"}])
 
-    def _get_invite(self, headers: Any, invite_id: str) -> Response:
-        _, refused = self._authorize(headers, READ_SCOPE)
-        if refused:
-            return refused
-        invite = self.store.get(invite_id)
-        if invite is None:
-            return self._envelope(404, f"invite {invite_id} not found", None)
-        return self._envelope(200, "invite", invite)
+    def _get_invite(self, request: Request) -> Response:
+        return self._envelope(200, "invite", self.store.get(request.invite_id))
 
-    def _update_invite(self, headers: Any, invite_id: str, body: bytes) -> Response:
-        _, refused = self._authorize(headers, WRITE_SCOPE)
-        if refused:
-            return refused
+    def _update_invite(self, request: Request) -> Response:
         try:
-            changes = json.loads(body.decode("utf-8")) if body else None
+            changes = json.loads(request.body.decode("utf-8")) if request.body else None
         except (UnicodeDecodeError, ValueError):
-            return self._envelope(400, "body is not valid JSON", None)
+            raise BadRequest("body is not valid JSON") from None
         if not isinstance(changes, dict):
-            return self._envelope(400, "body must be a JSON object", None)
+            raise BadRequest("body must be a JSON object")
         problems = {
             ".".join(str(p) for p in e.absolute_path) or "body": e.message
             for e in self._patch_validator.iter_errors(changes)
         }
         if problems:
-            return self._envelope(400, "invalid invite update", problems)
-        invite, why = self.store.update(invite_id, changes)
-        if why == "missing":
-            return self._envelope(404, f"invite {invite_id} not found", None)
-        if why == "not-pending":
-            return self._envelope(409, f"invite {invite_id} is not pending", None)
+            raise BadRequest("invalid invite update", problems)
+        invite = self.store.update(request.invite_id, changes)
         return self._envelope(200, "invite updated", invite)
 
-    def _resend_invite(self, headers: Any, invite_id: str) -> Response:
-        _, refused = self._authorize(headers, WRITE_SCOPE)
-        if refused:
-            return refused
-        result, why = self.store.resend(invite_id)
-        if why == "missing":
-            return self._envelope(404, f"invite {invite_id} not found", None)
-        if why == "not-pending":
-            return self._envelope(409, f"invite {invite_id} is not pending", None)
-        return self._envelope(200, "invitation re-sent", result)
+    def _resend_invite(self, request: Request) -> Response:
+        return self._envelope(200, "invitation re-sent", self.store.resend(request.invite_id))
 
     def _envelope(self, status: int, message: str, data: Any) -> Response:
         body = {
@@ -308,6 +261,30 @@ class SandboxApp:
         }
         encoded = json.dumps(body, ensure_ascii=False).encode("utf-8")
         return Response(status, encoded, {"Content-Type": "application/json; charset=utf-8"})
+
+
+# (method, resource) -> (scope the token needs, or "" for none; the endpoint)
+ROUTES: dict[tuple[str, str], tuple[str, Handler]] = {
+    ("POST", "token"): ("", SandboxApp._issue_token),
+    ("GET", "accounts"): (READ_SCOPE, SandboxApp._accounts),
+    ("GET", "invite"): (READ_SCOPE, SandboxApp._get_invite),
+    ("PATCH", "invite"): (WRITE_SCOPE, SandboxApp._update_invite),
+    ("POST", "resend"): (WRITE_SCOPE, SandboxApp._resend_invite),
+}
+
+
+def _resource(path: str) -> tuple[str, str]:
+    """What a path names ("token", "accounts", "invite", "resend"; "" for nothing) and the
+    invite id in it."""
+    if path == "/oauth/token":
+        return "token", ""
+    if path == "/public-api/v1/accounts":
+        return "accounts", ""
+    if not path.startswith(INVITES_PREFIX):
+        return "", ""
+    invite_id, _, action = path[len(INVITES_PREFIX) :].partition("/")
+    resource = {"": "invite", "resend": "resend"}.get(action, "")
+    return resource, unquote(invite_id)
 
 
 def _decoded(body: bytes) -> Any:

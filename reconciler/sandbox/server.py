@@ -1,9 +1,10 @@
 """HTTP plumbing of the sandbox: a threaded HTTP/1.1 server on loopback.
 
 Speed matters because benchmarks measure the client through it: connections
-are kept alive, each answer leaves in a single write with TCP_NODELAY set
-(headers and body in two small writes can cost a 40 ms delayed-ACK stall),
-and every connection has its own thread.
+are kept alive, every connection has its own thread, and each answer leaves
+in a single write with TCP_NODELAY set (headers and body in two small writes
+can cost a 40 ms delayed-ACK stall): http.server's own header methods write
+into a buffered stream that is flushed once per answer.
 """
 
 from __future__ import annotations
@@ -35,15 +36,18 @@ __all__ = [
 ]
 
 _MAX_BODY = 1024 * 1024
+# How often the accept loop looks for a stop request: stop() waits up to this long
+# (http.server's 0.5 s, times hundreds of sandboxes, was a minute of the test suite).
+_POLL_SECONDS = 0.02
 
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+    # Buffered: the status line, headers and body are flushed together after the
+    # handler returns (answers are a few KiB; this holds any of them whole).
+    wbufsize = 64 * 1024
     server: _Server
-
-    def setup(self) -> None:
-        super().setup()
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # a request log would mostly measure the terminal
@@ -51,8 +55,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _serve(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         if length > _MAX_BODY:
-            self.close_connection = True
-            self._write(413, b"", {"Connection": "close"})
+            # The body is not read, so the connection cannot carry another request.
+            self._answer(413, b"", {"Connection": "close"})
             return
         body = self.rfile.read(length) if length else b""
         response = self.server.app.handle(self.command, self.path, self.headers, body)
@@ -61,18 +65,19 @@ class _Handler(BaseHTTPRequestHandler):
             with contextlib.suppress(OSError):
                 self.connection.shutdown(socket.SHUT_RDWR)
             return
-        self._write(response.status, response.body, response.headers)
+        self._answer(response.status, response.body, response.headers)
 
     do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _serve
 
-    def _write(self, status: int, body: bytes, headers: dict[str, str]) -> None:
-        lines = [f"HTTP/1.1 {status} {self.responses.get(status, ('',))[0]}"]
-        lines += [f"{name}: {value}" for name, value in headers.items()]
-        lines.append(f"Content-Length: {len(body)}")
-        if self.close_connection:
-            lines.append("Connection: close")
-        head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
-        self.wfile.write(head + body)
+    def _answer(self, status: int, body: bytes, headers: dict[str, str]) -> None:
+        self.send_response(status)
+        for name, value in headers.items():
+            self.send_header(name, value)  # "Connection: close" also ends the connection
+        if self.close_connection and "Connection" not in headers:
+            self.send_header("Connection", "close")  # the client asked to close
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
 
 
 class _Server(ThreadingHTTPServer):
@@ -116,6 +121,14 @@ class Sandbox:
         host, port = str(self._server.server_address[0]), self._server.server_address[1]
         return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
+    def client_env(self) -> dict[str, str]:
+        """The RECONCILER_* variables that point the CLI at this sandbox."""
+        return {
+            "RECONCILER_BASE_URL": self.url,
+            "RECONCILER_CLIENT_ID": SANDBOX_CLIENT_ID,
+            "RECONCILER_CLIENT_SECRET": SANDBOX_CLIENT_SECRET,
+        }
+
     @property
     def store(self) -> InviteStore:
         return self.app.store
@@ -130,13 +143,16 @@ class Sandbox:
 
     def start(self) -> Sandbox:
         self._thread = threading.Thread(
-            target=self._server.serve_forever, name="sandbox", daemon=True
+            target=self._server.serve_forever,
+            args=(_POLL_SECONDS,),
+            name="sandbox",
+            daemon=True,
         )
         self._thread.start()
         return self
 
     def serve_forever(self) -> None:
-        self._server.serve_forever()
+        self._server.serve_forever(_POLL_SECONDS)
 
     def stop(self) -> None:
         if self._thread is not None:

@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 
 from reconciler.errors import ReconcilerError
+from reconciler.sandbox.refusals import NotFound, NotPending
 
 _DEFAULT_STATE = Path(__file__).with_name("state.yaml")
 
@@ -53,10 +54,10 @@ class InviteStore:
     def __len__(self) -> int:
         return len(self._invites)
 
-    def get(self, invite_id: str) -> dict[str, Any] | None:
+    def get(self, invite_id: str) -> dict[str, Any]:
+        """A copy of the invite; NotFound if there is none."""
         with self._lock:
-            invite = self._invites.get(invite_id)
-            return copy.deepcopy(invite) if invite is not None else None
+            return copy.deepcopy(self._stored(invite_id))
 
     def put(self, invite: dict[str, Any]) -> None:
         """Add or replace an invite (tests use this to change the server behind a plan)."""
@@ -65,33 +66,34 @@ class InviteStore:
             record.setdefault("status", "pending")
             self._invites[record["id"]] = record
 
-    def _pending(self, invite_id: str) -> tuple[dict[str, Any] | None, str]:
-        """The stored invite if it may change, else None and why. Hold the lock."""
+    def _stored(self, invite_id: str) -> dict[str, Any]:
         invite = self._invites.get(invite_id)
         if invite is None:
-            return None, "missing"
-        if invite.get("status") != "pending":
-            return None, "not-pending"
-        return invite, ""
+            raise NotFound(f"invite {invite_id} not found")
+        return invite
 
-    def update(self, invite_id: str, changes: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
-        """The updated invite, or None and why ("missing" or "not-pending")."""
+    def _pending(self, invite_id: str) -> dict[str, Any]:
+        """The stored invite, if it may change. Hold the lock."""
+        invite = self._stored(invite_id)
+        if invite.get("status") != "pending":
+            raise NotPending(f"invite {invite_id} is not pending")
+        return invite
+
+    def update(self, invite_id: str, changes: dict[str, Any]) -> dict[str, Any]:
+        """The invite with ``changes`` applied; NotFound or NotPending if it cannot change."""
         with self._lock:
-            invite, why = self._pending(invite_id)
-            if invite is None:
-                return None, why
+            invite = self._pending(invite_id)
             invite.update(copy.deepcopy(changes))
             invite["updatedAt"] = now_iso()
-            return copy.deepcopy(invite), ""
+            return copy.deepcopy(invite)
 
-    def resend(self, invite_id: str) -> tuple[dict[str, Any] | None, str]:
+    def resend(self, invite_id: str) -> dict[str, Any]:
+        """Re-send the invitation; NotFound or NotPending as for ``update``."""
         with self._lock:
-            invite, why = self._pending(invite_id)
-            if invite is None:
-                return None, why
+            invite = self._pending(invite_id)
             self.resends[invite_id] += 1
             invite["lastSentAt"] = now_iso()
-            return {"id": invite_id, "lastSentAt": invite["lastSentAt"]}, ""
+            return {"id": invite_id, "lastSentAt": invite["lastSentAt"]}
 
     def snapshot(self) -> dict[str, dict[str, Any]]:
         with self._lock:

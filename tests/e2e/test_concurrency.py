@@ -1,8 +1,9 @@
-"""Concurrency is real, output order is stable, and a 429 pauses every worker."""
+"""Concurrency is real, adaptive unless fixed, output order is stable, and a 429 pauses
+every worker."""
 
 from __future__ import annotations
 
-from conftest import run_cli, sandbox_env
+from conftest import run_cli, run_cli_process, sandbox_env
 from test_plan_apply import ACME, desired_entry, write_invites
 
 
@@ -38,6 +39,30 @@ def test_parallelism_from_the_environment(start_sandbox, tmp_path):
     assert server.stats.max_in_flight == 2
 
 
+def test_default_limit_adapts_within_max_parallelism_and_says_where_it_settled(
+    start_sandbox, tmp_path
+):
+    state, entries = _invites(120)
+    server = start_sandbox(state, latency=0.02)
+    write_invites(tmp_path / "invites", entries)
+    env = sandbox_env(server, RECONCILER_MAX_PARALLELISM="4")
+    result = run_cli("plan", "-v", cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr
+    assert 2 <= server.stats.max_in_flight <= 4  # the cap holds, even below the start of 16
+    assert "requests in flight: settled at " in result.stderr
+    assert "cap 4; 120 answers" in result.stderr
+
+
+def test_a_fixed_parallelism_does_not_adapt(start_sandbox, tmp_path):
+    state, entries = _invites(40)
+    server = start_sandbox(state, latency=0.02)
+    write_invites(tmp_path / "invites", entries)
+    result = run_cli("plan", "-v", "--parallelism", "3", cwd=tmp_path, env=sandbox_env(server))
+    assert result.returncode == 0, result.stderr
+    assert server.stats.max_in_flight == 3
+    assert "settled at" not in result.stderr and "in-flight limit" not in result.stderr
+
+
 def test_output_order_is_file_order_whatever_order_answers_arrive_in(start_sandbox, tmp_path):
     state, entries = _invites(60)
     write_invites(tmp_path / "invites", entries[30:], name="b.yaml")
@@ -64,7 +89,11 @@ def test_a_429_pauses_every_worker_for_retry_after(start_sandbox, tmp_path):
     state, entries = _invites(60)
     server = start_sandbox(state, rate_limit=30)
     write_invites(tmp_path / "invites", entries)
-    result = run_cli("apply", "--auto-approve", cwd=tmp_path, env=sandbox_env(server))
+    # 16 workers, fixed: the bound on 429s below counts one per worker in flight.
+    args = ("apply", "--auto-approve", "--parallelism", "16")
+    # A process of its own: arrival times are the point, and in this process the
+    # client's threads would hold the GIL the sandbox needs to note them.
+    result = run_cli_process(*args, cwd=tmp_path, env=sandbox_env(server))
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Apply: 30 updated, 0 failed." in result.stdout
     requests = sorted(server.stats.requests, key=lambda r: r.arrived)

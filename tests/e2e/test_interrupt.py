@@ -13,7 +13,7 @@ from conftest import RECONCILE, sandbox_env
 from test_plan_apply import ACME, desired_entry, write_invites
 
 
-def _start_apply(start_sandbox, tmp_path, count=40, latency=0.2):
+def _start_apply(start_sandbox, tmp_path, count=40, latency=0.2, parallelism=8):
     state = [dict(ACME, id=f"inv_{i:03d}") for i in range(count)]
     server = start_sandbox(state, latency=latency)
     write_invites(
@@ -21,7 +21,13 @@ def _start_apply(start_sandbox, tmp_path, count=40, latency=0.2):
         [desired_entry(s, email=f"n{i}@acme.example") for i, s in enumerate(state)],
     )
     proc = subprocess.Popen(
-        [*RECONCILE, "apply", "--auto-approve", "--parallelism", "4", "--audit-log", "audit.jsonl"],
+        [
+            *RECONCILE,
+            "apply",
+            "--auto-approve",
+            f"--parallelism={parallelism}",
+            "--audit-log=audit.jsonl",
+        ],
         cwd=tmp_path,
         env=sandbox_env(server),
         stdout=subprocess.PIPE,

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from conftest import EXAMPLES, RECONCILE, REPO, clean_env, run_cli, sandbox_env
+from conftest import EXAMPLES, RECONCILE, REPO, clean_env, run_cli, run_cli_process, sandbox_env
 
 COLOUR = re.compile(r"\x1b\[[0-9;]*m")  # SGR sequences; the progress bar also hides the cursor
 
@@ -205,7 +205,8 @@ def test_target_restricts_the_run(start_sandbox, tmp_path):
 def test_apply_refuses_without_a_terminal_and_changes_nothing(start_sandbox, tmp_path):
     server = start_sandbox([ACME])
     write_invites(tmp_path / "invites", [desired_entry(ACME, email="new@acme.example")])
-    result = run_cli("apply", cwd=tmp_path, env=sandbox_env(server), input="y\n")
+    # A real pipe on stdin: what "no terminal" means to the process.
+    result = run_cli_process("apply", cwd=tmp_path, env=sandbox_env(server), input="y\n")
     assert result.returncode == 1
     assert "--auto-approve" in result.stderr
     assert server.stats.calls("PATCH") == []
@@ -254,7 +255,7 @@ def test_apply_asks_on_a_terminal_and_only_yes_applies(start_sandbox, tmp_path):
 def test_colour_only_on_a_terminal(start_sandbox, tmp_path):
     server = start_sandbox([ACME])
     write_invites(tmp_path / "invites", [desired_entry(ACME, email="new@acme.example")])
-    piped = run_cli("plan", cwd=tmp_path, env=sandbox_env(server))
+    piped = run_cli_process("plan", cwd=tmp_path, env=sandbox_env(server))
     assert not COLOUR.search(piped.stdout)
     code, output = _run_on_terminal(["plan"], tmp_path, sandbox_env(server), "")
     assert code == 0

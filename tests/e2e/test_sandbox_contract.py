@@ -13,7 +13,7 @@ import time
 
 import pytest
 import requests
-from conftest import RECONCILE, clean_env
+from conftest import RECONCILE, clean_env, run_cli
 
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET
 
@@ -165,6 +165,39 @@ def test_rate_limit_answers_429_with_retry_after(start_sandbox):
     assert int(limited.headers["Retry-After"]) >= 1
 
 
+def test_routes_answer_404_or_405_with_an_envelope(sandbox):
+    headers = bearer(sandbox.url)
+    assert_envelope(requests.get(sandbox.url + "/oauth/token", timeout=5), 405)
+    for method, path in [
+        ("DELETE", INVITE + "inv_8f2k1"),
+        ("GET", INVITE + "inv_8f2k1/resend"),
+        ("POST", INVITE + "inv_8f2k1/forget"),
+        ("POST", "/public-api/v1/accounts"),
+        ("GET", "/public-api/v2/anything"),
+    ]:
+        answer = requests.request(method, sandbox.url + path, headers=headers, timeout=5)
+        assert "no endpoint" in assert_envelope(answer, 404)["message"]
+    accounts = requests.get(sandbox.url + "/public-api/v1/accounts", headers=headers, timeout=5)
+    assert assert_envelope(accounts, 200)["data"] == [{"id": "acc_sandbox"}]
+    assert_envelope(requests.get(sandbox.url + "/public-api/v1/accounts", timeout=5), 401)
+
+
+def test_an_oversized_body_gets_413_and_one_connection_close(sandbox):
+    host, port = sandbox.url.removeprefix("http://").rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=5) as conn:
+        conn.sendall(
+            f"PATCH {INVITE}inv_8f2k1 HTTP/1.1\r\nHost: {host}\r\n"
+            "Content-Type: application/json\r\nContent-Length: 5000000\r\n\r\n".encode()
+        )
+        answer = b""
+        while chunk := conn.recv(65536):  # the server closes the connection
+            answer += chunk
+    head = answer.decode("latin-1").split("\r\n\r\n", 1)[0].split("\r\n")
+    assert head[0].startswith("HTTP/1.1 413")
+    assert [h.lower() for h in head[1:]].count("connection: close") == 1
+    assert "content-length: 0" in [h.lower() for h in head[1:]]
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -234,13 +267,7 @@ def test_reconcile_sandbox_command_serves_curl(tmp_path):
 
 def test_a_busy_port_is_a_plain_error(sandbox):
     port = sandbox.url.rsplit(":", 1)[1]
-    result = run_cli_sandbox("--port", port)
+    result = run_cli("sandbox", "--port", port)
     assert result.returncode == 1
     assert f"cannot listen on 127.0.0.1:{port}" in result.stderr and "--port" in result.stderr
     assert "Traceback" not in result.stderr
-
-
-def run_cli_sandbox(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*RECONCILE, "sandbox", *args], env=clean_env(), capture_output=True, text=True, timeout=30
-    )

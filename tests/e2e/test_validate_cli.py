@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLES, REPO, clean_env, run_cli
+from conftest import EXAMPLES, REPO, clean_env, run_cli, run_cli_process
 
 import reconciler
 
@@ -185,7 +185,7 @@ def test_config_paths_are_relative_to_the_config_file(tmp_path: Path) -> None:
     ],
 )
 def test_usage_error_exits_1_never_2(tmp_path: Path, args: tuple[str, ...]) -> None:
-    result = run_cli(*args, cwd=tmp_path)
+    result = run_cli_process(*args, cwd=tmp_path)  # the installed script's exit status
 
     assert result.returncode == 1
     assert_no_traceback(result)
@@ -215,7 +215,7 @@ def test_installed_package_carries_the_schema_and_the_examples(tmp_path: Path) -
     invites, files = count_invites(bundled / "examples" / "invites")
 
     # Run from elsewhere, so nothing can be found through the checkout.
-    result = run_cli("validate", str(bundled / "examples" / "invites"), cwd=tmp_path)
+    result = run_cli_process("validate", str(bundled / "examples" / "invites"), cwd=tmp_path)
 
     assert result.returncode == 0, result.stderr
     assert f"{invites} invites in {files} files checked" in result.stdout

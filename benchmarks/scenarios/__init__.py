@@ -1,0 +1,30 @@
+"""One scenario per module; each ``run(context)`` returns its rows of figures."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from benchmarks.scenarios import (
+    apply_rate_limit,
+    plan_cpu,
+    plan_huge,
+    plan_large,
+    plan_latency,
+    startup,
+    validate_large,
+)
+from benchmarks.scenarios.common import Context
+from benchmarks.targets import Row
+
+Scenario = Callable[[Context], list[Row]]
+
+# name -> (letter, scenario), in the order they run
+SCENARIOS: dict[str, tuple[str, Scenario]] = {
+    "startup": ("0", startup.run),
+    "validate-large": ("v", validate_large.run),
+    "plan-large": ("m", plan_large.run),
+    "plan-huge": ("h", plan_huge.run),
+    "plan-cpu": ("c", plan_cpu.run),
+    "plan-latency": ("a", plan_latency.run),
+    "apply-rate-limit": ("b", apply_rate_limit.run),
+}

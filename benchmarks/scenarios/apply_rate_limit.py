@@ -1,0 +1,53 @@
+"""b: `apply --auto-approve` of 600 invites, 200 differing, against a server that allows
+100 requests a second: wall against the floor, share answered 429, state afterwards."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from benchmarks.measure import RunFailed
+from benchmarks.scenarios.common import Context, dataset, describe, settled_limit
+from benchmarks.targets import Row, Target
+from reconciler.compare import compare_invite
+from reconciler.sandbox import Sandbox, SandboxOptions
+from tests.estate import SEED, Dataset
+
+RATIO = Target(1.05, "×")
+REFUSED = Target(1.0, "%", strict=True)
+
+
+def run(context: Context) -> list[Row]:
+    sizes = context.sizes
+    n, changed, limit = sizes.apply_total, sizes.apply_changed, sizes.rate_limit
+    name = f"b apply {n:,} ({changed} differ) @ {limit:g} req/s"
+    data = dataset(context, "apply-rate-limit", n, changed=changed)
+    args = ["apply", "--auto-approve", "-v", str(data.root)]
+    with Sandbox(data.server, options=SandboxOptions(rate_limit=limit, seed=SEED)) as sandbox:
+        measured = context.runner.run("apply-rate-limit", args, sandbox, context.work)
+    _check(name, data, sandbox)
+    context.notes.append(describe(name, measured, sandbox))
+    needed = n + len(data.changed) + 1  # GETs, PATCHes, one token request
+    floor = needed / limit
+    total, refused = sandbox.stats.total, sandbox.stats.statuses[429]
+    return [
+        Row(name, "wall", measured.wall, "s"),
+        Row(name, f"  ratio to floor {needed}/{limit:g}", measured.wall / floor, "×", RATIO),
+        Row(name, "answered 429", refused / total * 100, "%", REFUSED, f"{refused} of {total}"),
+        Row(name, "  in-flight limit of the reads", None, detail=settled_limit(measured)),
+        Row(name, "server state after apply", None, detail=f"all {n} match their YAML"),
+    ]
+
+
+def _check(name: str, data: Dataset, sandbox: Sandbox) -> None:
+    """Every invite matches its YAML afterwards, and only the ones that differed were written."""
+    state = sandbox.store.snapshot()
+    wrong = [d["id"] for d in data.desired if compare_invite(_fields(d), state[d["id"]])]
+    if wrong:
+        raise RunFailed(f"{name}: after apply {len(wrong)} invites still differ: {wrong[:5]}")
+    patched = {r.path.rsplit("/", 1)[-1] for r in sandbox.stats.calls("PATCH") if r.status == 200}
+    if patched != data.changed:
+        raise RunFailed(f"{name}: PATCHed {len(patched)} invites, expected {len(data.changed)}")
+
+
+def _fields(invite: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in invite.items() if k != "id"}

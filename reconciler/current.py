@@ -1,0 +1,34 @@
+"""Current state in: the server's copy of each desired invite, read with bounded concurrency."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+from reconciler.api.client import ApiClient, CurrentInvite
+from reconciler.concurrency import Outcome, ordered_map
+from reconciler.desired import DesiredInvite
+from reconciler.limiter import Limiter
+from reconciler.progress import Progress
+
+
+def read_current(
+    client: ApiClient,
+    invites: list[DesiredInvite],
+    parallelism: int | Limiter,
+    stop: threading.Event | None = None,
+) -> Iterator[tuple[DesiredInvite, Outcome[CurrentInvite]]]:
+    """The server's copy of each desired invite, in file order, with progress.
+
+    ``parallelism``: a fixed number in flight, or a limiter (``limiter_for(settings)``).
+    """
+    progress = Progress("Reading invites", len(invites))
+    try:
+        for invite, outcome in ordered_map(
+            lambda i: client.get_invite(i.id), invites, parallelism, stop
+        ):
+            if outcome.ran:  # an invite never read is not counted as read
+                progress.advance(failed=outcome.error is not None)
+            yield invite, outcome
+    finally:
+        progress.finish()
