@@ -99,6 +99,17 @@ def annotations_option(f: F) -> F:
     )(f)
 
 
+def plan_format_option(f: F) -> F:
+    return click.option(
+        "--format",
+        "output_format",
+        type=click.Choice(["text", "json", "markdown"]),
+        default="text",
+        show_default=True,
+        help="How the plan is printed on stdout.",
+    )(f)
+
+
 def paths_argument(f: F) -> F:
     return click.argument("paths", nargs=-1, type=click.Path())(f)
 

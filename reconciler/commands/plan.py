@@ -7,7 +7,7 @@ import click
 from reconciler.annotations import github_enabled, report_plan
 from reconciler.color import use_color
 from reconciler.commands.common import api_client, compute_plan, read_desired, settings_for
-from reconciler.commands.options import RUN_ENV, run_options, settings_help
+from reconciler.commands.options import RUN_ENV, plan_format_option, run_options, settings_help
 from reconciler.config import Settings
 from reconciler.limiter import limiter_for
 from reconciler.logsetup import setup_logging
@@ -29,14 +29,7 @@ def signing_secret(settings: Settings, sandbox: bool) -> str | None:
     epilog=settings_help(api=True, reads_paths=True, extra=("max_changes",), other_env=RUN_ENV)
 )
 @run_options
-@click.option(
-    "--format",
-    "output_format",
-    type=click.Choice(["text", "json", "markdown"]),
-    default="text",
-    show_default=True,
-    help="How the plan is printed on stdout.",
-)
+@plan_format_option
 @click.option(
     "--out",
     type=click.Path(dir_okay=False),

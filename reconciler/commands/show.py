@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from reconciler.color import use_color
-from reconciler.commands.options import color_option, config_option
+from reconciler.commands.options import color_option, config_option, plan_format_option
 from reconciler.config import load_settings
 from reconciler.errors import ReconcilerError
 from reconciler.plan import Plan
@@ -18,14 +18,7 @@ from reconciler.signature import SignatureCheck, check
 
 @click.command()
 @click.argument("planfile", type=click.Path(dir_okay=False))
-@click.option(
-    "--format",
-    "output_format",
-    type=click.Choice(["text", "json", "markdown"]),
-    default="text",
-    show_default=True,
-    help="How the plan is printed on stdout.",
-)
+@plan_format_option
 @color_option
 @config_option
 def show(planfile: str, output_format: str, color: str, config_file: str | None) -> int:
