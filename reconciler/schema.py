@@ -18,7 +18,10 @@ from reconciler.schema_messages import Where, describe
 from reconciler.yaml_positions import START, Lines, Located
 from reconciler.yaml_source import MarkedDict
 
-_EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s.]+")
+# No whitespace or control characters: an address is shown in plans and sent on.
+_EMAIL = re.compile(
+    r"[^@\s\x00-\x1f\x7f-\x9f]+@[^@\s\x00-\x1f\x7f-\x9f]+\.[^@\s.\x00-\x1f\x7f-\x9f]+"
+)
 FORMAT_CHECKER = FormatChecker()
 
 
