@@ -275,7 +275,7 @@ class Builder:
         frame = self.stack.pop()
         value = frame.finish()
         if frame.anchor is not None:
-            del self.open_anchors[frame.anchor]
+            self.open_anchors.pop(frame.anchor, None)  # an inner one may have reused the name
             size = self.nodes - frame.nodes + self.expanded - frame.expanded
             self.anchors[frame.anchor] = Anchor(
                 value, frame.spot, None, size, frame.height, frame.position
