@@ -22,7 +22,7 @@ from reconciler.safetext import escape
 from reconciler.schema import invite_validators, validate
 from reconciler.schema_messages import Where
 from reconciler.yaml_positions import Lines
-from reconciler.yaml_source import parse
+from reconciler.yaml_source import FileSource, parse
 
 __all__ = [
     "DEFAULT_PATH",
@@ -40,6 +40,7 @@ YAML_SUFFIXES = (".yaml", ".yml")
 DEFAULT_PATH = "invites"  # read when no PATH is given and the config sets no `paths`
 # A bound on what one file may hold: 200,000 invites take about 60 MB.
 MAX_FILE_BYTES = 256 * 1024 * 1024
+_TOO_LARGE = f"larger than {MAX_FILE_BYTES // 2**20} MiB; split it into several files"
 
 
 @dataclass
@@ -98,25 +99,22 @@ def load_file(file: Path) -> tuple[list[DesiredInvite], list[SourceError]]:
     source = str(file)
     try:
         with file.open("rb") as stream:
-            # Sized first: read(limit) would reserve the whole limit up front; a
-            # file growing meanwhile is caught by the length check below.
-            too_large = os.fstat(stream.fileno()).st_size > MAX_FILE_BYTES
-            data = b"" if too_large else stream.read()
+            if os.fstat(stream.fileno()).st_size > MAX_FILE_BYTES:
+                return [], [SourceError(source, 1, 1, _TOO_LARGE)]
+            # Read in chunks as it is parsed: a 60 MB file is never held whole.
+            return _load(FileSource(stream, MAX_FILE_BYTES), source, Lines(file.read_bytes))
     except OSError as exc:
         return [], [SourceError(source, 1, 1, f"cannot read: {exc.strerror}")]
-    if too_large or len(data) > MAX_FILE_BYTES:
-        message = f"larger than {MAX_FILE_BYTES // 2**20} MiB; split it into several files"
-        return [], [SourceError(source, 1, 1, message)]
-    return _load(data, source)
 
 
 def load_text(text: str, path: str) -> tuple[list[DesiredInvite], list[SourceError]]:
     """The invites in ``text``, read as the file ``path``, and every problem in it."""
-    return _load(text, path)
+    return _load(text, path, Lines(text))
 
 
-def _load(source: str | bytes, path: str) -> tuple[list[DesiredInvite], list[SourceError]]:
-    lines = Lines(source)
+def _load(
+    source: str | FileSource, path: str, lines: Lines
+) -> tuple[list[DesiredInvite], list[SourceError]]:
     reader = EntryReader(path, lines)
     with _collector_paused():
         document, problems = parse(source, path, "invites", reader, lines)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 START = 0
@@ -33,7 +34,9 @@ class Lines:
     looked up in a table of line starts, made the first time one is needed.
     """
 
-    def __init__(self, source: str | bytes) -> None:
+    def __init__(self, source: str | bytes | Callable[[], bytes]) -> None:
+        # A callable gives the file's bytes again: a file read in chunks is
+        # not kept in memory, and is read again only if a problem needs a line.
         self._source = source
         self._text: str | None = source.removeprefix("\ufeff") if isinstance(source, str) else None
         self.hint: Any = None  # a libyaml Mark: .index, .line, .column (0-based)
@@ -44,11 +47,19 @@ class Lines:
         self._starts: list[int] | None = None  # where each line starts, for other texts
 
     @property
+    def data(self) -> bytes:
+        """The bytes read (the text's UTF-8 when the source is text)."""
+        source = self._source
+        if isinstance(source, str):
+            return source.encode("utf-8", "surrogatepass")
+        return source if isinstance(source, bytes) else source()
+
+    @property
     def text(self) -> str:
         if self._text is None:
-            data = self._source
-            assert isinstance(data, bytes)
-            self._text = data.decode("utf-8-sig" if data[:3] == b"\xef\xbb\xbf" else "utf-8")
+            data = self.data
+            # Undecodable bytes past a syntax error still count as one character each.
+            self._text = data.removeprefix(b"\xef\xbb\xbf").decode("utf-8", "replace")
         return self._text
 
     @property

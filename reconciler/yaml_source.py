@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import codecs
 import re
-from typing import Any, NamedTuple
+from typing import Any, BinaryIO, NamedTuple
 
 import yaml
 
@@ -54,32 +54,67 @@ def decode_source(data: bytes, path: str) -> tuple[str | None, list[SourceError]
         return None, [SourceError(path, line, column, message)]
 
 
+class FileSource:
+    """An open file handed to libyaml in chunks, never held whole; bounded, UTF-8 only."""
+
+    def __init__(self, stream: BinaryIO, limit: int) -> None:
+        self.stream = stream
+        self.limit = limit
+        self.read_so_far = 0
+
+    def read(self, size: int) -> bytes:
+        data = self.stream.read(size)
+        if self.read_so_far == 0 and data[:2] in _UTF16:
+            raise _NotUtf8  # libyaml would read UTF-16
+        self.read_so_far += len(data)
+        if self.read_so_far > self.limit:
+            raise _TooLarge
+        return data
+
+
+class _NotUtf8(Exception):
+    pass
+
+
+class _TooLarge(Exception):
+    pass
+
+
+_UTF16 = (b"\xff\xfe", b"\xfe\xff")
+
+
 def parse(
-    source: str | bytes,
+    source: str | bytes | FileSource,
     path: str,
     hook_key: str | None = None,
     hook: ItemHook | None = None,
     lines: Lines | None = None,
 ) -> Parsed:
-    """The single document in ``source`` (text, or the bytes of a UTF-8 file), located,
-    and every problem found in it.
+    """The single document in ``source``, located, and every problem found in it.
 
-    libyaml reads bytes as they are, without a decoded copy of the file; the
-    text is decoded only if a problem needs a line number. With ``hook``, the
-    items of the top-level ``hook_key`` list are handed to it as they are read
-    and not kept (see ``Builder``).
+    ``source`` is text, the bytes of a UTF-8 file, or a ``FileSource`` (then
+    ``lines`` must be given, able to read the file again). libyaml reads bytes
+    as they are; text is decoded only if a problem needs a line number. With
+    ``hook``, the items of the top-level ``hook_key`` list are handed to it as
+    they are read and not kept (see ``Builder``).
     """
-    if isinstance(source, bytes) and source[:2] in (b"\xff\xfe", b"\xfe\xff"):
-        return Parsed(None, _unreadable(source, path))  # libyaml would read UTF-16
-    lines = lines or Lines(source)
+    if isinstance(source, FileSource):
+        assert lines is not None
+    lines = lines or Lines(source)  # type: ignore[arg-type]
+    if isinstance(source, bytes) and source[:2] in _UTF16:
+        return Parsed(None, _unreadable(lines, path))
     parser = _Parser(source)
     builder = Builder(lines, hook_key, hook)
     try:
         document = builder.build(parser)
     except Fatal as exc:
         return Parsed(None, [SourceError(path, *lines.mark(exc.position), exc.message)])
-    except (yaml.reader.ReaderError, UnicodeDecodeError):
-        return Parsed(None, _unreadable(source, path))
+    except (yaml.reader.ReaderError, UnicodeDecodeError, _NotUtf8):
+        return Parsed(None, _unreadable(lines, path))
+    except _TooLarge:
+        limit = source.limit if isinstance(source, FileSource) else 0
+        message = f"larger than {limit // 2**20} MiB; split it into several files"
+        return Parsed(None, [SourceError(path, 1, 1, message)])
     except yaml.MarkedYAMLError as exc:
         return Parsed(None, [_syntax_problem(exc, lines.text, path)])
     except yaml.YAMLError as exc:
@@ -92,14 +127,11 @@ def parse(
     return Parsed(Located(document.value, document.spot, document.position, lines), problems)
 
 
-def _unreadable(source: str | bytes, path: str) -> list[SourceError]:
+def _unreadable(lines: Lines, path: str) -> list[SourceError]:
     """What libyaml's reader refused: bytes that are not UTF-8, or a control character."""
-    if isinstance(source, bytes):
-        text, problems = decode_source(source, path)
-        if text is None:
-            return problems
-    else:
-        text = source.removeprefix("\ufeff")
+    text, problems = decode_source(lines.data, path)
+    if text is None:
+        return problems
     control = _CONTROL.search(text)
     if control is None:  # not expected: libyaml and this pattern refuse the same characters
         return [SourceError(path, 1, 1, "a character YAML does not allow; save the file as text")]
