@@ -113,4 +113,4 @@ def key_problem(raw: str, value: Any) -> str:
     """The message for a mapping key YAML did not read as text."""
     if raw == "":
         return "a key is empty; write a field name before the `:`"
-    return f'key {reading(raw, value)}; put it in quotes: "{escape(raw)}"'
+    return f'YAML reads the key {reading(raw, value)}; put it in quotes: "{escape(raw)}"'
