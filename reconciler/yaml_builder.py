@@ -148,23 +148,24 @@ class Builder:
                 value, raw = self._implicit(tag, value, position)
         if event.anchor is not None:
             self._name(event.anchor, position)
-            self.anchors[event.anchor] = Anchor(value, None, raw, 1, 0, position)
+            plain = "<<" if value is MERGE_KEY else value  # an alias to it is the text
+            self.anchors[event.anchor] = Anchor(plain, None, raw, 1, 0, position)
         frame = self.stack[-1]
-        if frame.__class__ is MappingFrame and raw is None and frame.merged is None:  # type: ignore[attr-defined]
+        if frame.__class__ is MappingFrame and raw is None:
             # MappingFrame.add's usual cases, inlined: a new text key, or a text
-            # value for it (half of all events).
-            key = frame.key  # type: ignore[attr-defined]
+            # value for it (nine events in ten).
+            mapping: MappingFrame = frame  # type: ignore[assignment]
+            key = mapping.key
             if key is NO_KEY:
-                if value.__class__ is str and value not in frame.value:
-                    frame.key = self.names.setdefault(value, value)  # type: ignore[attr-defined]
-                    frame.key_position = position  # type: ignore[attr-defined]
+                if value.__class__ is str and value not in mapping.value:
+                    mapping.key = self.names.setdefault(value, value)
+                    mapping.key_position = position
                     return
-            elif key.__class__ is str and not frame.skip:  # type: ignore[attr-defined]
-                frame.value[key] = value
-                spot = frame.spot
-                spot.keys[key] = frame.key_position  # type: ignore[attr-defined, union-attr, index]
-                spot.at[key] = position  # type: ignore[union-attr, call-overload]
-                frame.key = NO_KEY  # type: ignore[attr-defined]
+            elif key.__class__ is str and not mapping.skip and mapping.merged is None:
+                mapping.value[key] = value
+                mapping.keys_at[key] = mapping.key_position
+                mapping.values_at[key] = position
+                mapping.key = NO_KEY
                 return
         frame.add(self, value, position, raw, None)
 

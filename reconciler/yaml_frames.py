@@ -85,10 +85,12 @@ class DocumentFrame(Frame):
 
 
 class ListFrame(Frame):
-    __slots__ = ("hook", "index")
+    __slots__ = ("hook", "index", "items_at", "own")
 
     def __init__(self, position: int) -> None:
-        super().__init__([], Spot(None, []), position)
+        self.items_at: list[int] = []
+        self.own = Spot(None, self.items_at)
+        super().__init__([], self.own, position)
         self.hook: ItemHook | None = None
         self.index = 0
 
@@ -108,23 +110,35 @@ class ListFrame(Frame):
         if child.__class__ is str and len(child) <= 64:  # identifiers in sets repeat
             child = builder.name(child)
         self.value.append(child)
-        own = self.spot
-        own.at.append(position)  # type: ignore[union-attr]
+        self.items_at.append(position)
+        own = self.own
         if raw is not None:
-            if own.raw is None:  # type: ignore[union-attr]
-                own.raw = {}  # type: ignore[union-attr]
-            own.raw[index] = raw  # type: ignore[union-attr, index]
+            if own.raw is None:
+                own.raw = {}
+            own.raw[index] = raw
         if spot is not None:
-            if own.kids is None:  # type: ignore[union-attr]
-                own.kids = {}  # type: ignore[union-attr]
-            own.kids[index] = spot  # type: ignore[union-attr, index]
+            if own.kids is None:
+                own.kids = {}
+            own.kids[index] = spot
 
 
 class MappingFrame(Frame):
-    __slots__ = ("key", "key_position", "merge_position", "merged", "skip")
+    __slots__ = (
+        "key",
+        "key_position",
+        "keys_at",
+        "merge_position",
+        "merged",
+        "own",
+        "skip",
+        "values_at",
+    )
 
     def __init__(self, position: int) -> None:
-        super().__init__({}, Spot({}, {}), position)
+        self.keys_at: dict[Any, int] = {}
+        self.values_at: dict[Any, int] = {}
+        self.own = Spot(self.keys_at, self.values_at)
+        super().__init__({}, self.own, position)
         self.key: Any = NO_KEY
         self.key_position = position
         self.skip = False  # the value of the current key is dropped (a repeated key)
@@ -152,29 +166,28 @@ class MappingFrame(Frame):
             self._merge(builder, child, position, spot)
         elif raw is None and spot is None and self.merged is None:  # the usual value
             self.value[key] = child
-            own = self.spot
-            own.keys[key] = self.key_position  # type: ignore[union-attr, index]
-            own.at[key] = position  # type: ignore[union-attr, call-overload]
+            self.keys_at[key] = self.key_position
+            self.values_at[key] = position
         else:
             self.value[key] = child
             self._place(key, self.key_position, position, raw, spot)
 
     def _place(self, key: Any, key_at: int, at: int, raw: str | None, spot: Spot | None) -> None:
-        own = self.spot
-        own.keys[key] = key_at  # type: ignore[union-attr, index]
-        own.at[key] = at  # type: ignore[union-attr, call-overload]
+        own = self.own
+        self.keys_at[key] = key_at
+        self.values_at[key] = at
         if raw is not None:
-            if own.raw is None:  # type: ignore[union-attr]
-                own.raw = {}  # type: ignore[union-attr]
-            own.raw[key] = raw  # type: ignore[union-attr, index]
-        elif own.raw and key in own.raw:  # type: ignore[union-attr]
-            del own.raw[key]  # type: ignore[union-attr]
+            if own.raw is None:
+                own.raw = {}
+            own.raw[key] = raw
+        elif own.raw and key in own.raw:
+            del own.raw[key]
         if spot is not None:
-            if own.kids is None:  # type: ignore[union-attr]
-                own.kids = {}  # type: ignore[union-attr]
-            own.kids[key] = spot  # type: ignore[union-attr, index]
-        elif own.kids and key in own.kids:  # type: ignore[union-attr]
-            del own.kids[key]  # type: ignore[union-attr]
+            if own.kids is None:
+                own.kids = {}
+            own.kids[key] = spot
+        elif own.kids and key in own.kids:
+            del own.kids[key]
 
     def _take_key(
         self, builder: Reporter, key: Any, position: int, raw: str | None, spot: Spot | None
@@ -194,7 +207,7 @@ class MappingFrame(Frame):
             builder.report(position, key_problem(text, key))
             key = text
         if isinstance(key, str):
-            first = self.spot.keys.get(key) if key in self.value else None  # type: ignore[union-attr]
+            first = self.keys_at.get(key) if key in self.value else None
             self.skip = self.skip or self._repeated(builder, key, first, position)
         self.key = key
 
