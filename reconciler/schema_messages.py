@@ -14,7 +14,6 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from jsonschema import ValidationError
-from jsonschema.exceptions import best_match
 
 from reconciler.errors import SourceError
 from reconciler.safetext import escape
@@ -136,8 +135,9 @@ def _bound(words: str) -> Callable[[ValidationError, Where, tuple[Any, ...]], li
     def describe_bound(
         error: ValidationError, where: Where, path: tuple[Any, ...]
     ) -> list[SourceError]:
-        field = field_name(where.prefix + path)
-        return [_at(where, path, f"`{field}` must be {words.format(error.validator_value)}")]
+        limit = error.validator_value
+        unit = words.format(limit).replace("1 characters", "1 character")
+        return [_at(where, path, f"{place(where.prefix + path)} must be {unit}")]
 
     return describe_bound
 
@@ -149,12 +149,16 @@ def _unique(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list
 
 def _one_of(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[SourceError]:
     context = error.context or []
-    if context and all(e.validator == "type" and e.path == error.path for e in context):
+    # Branches whose `type` does not fit say nothing about what is wrong inside
+    # the value; the deepest error of a branch that fits does.
+    fitting = [e for e in context if not (e.validator == "type" and not e.path)]
+    if context and not fitting:
         kinds = " or ".join(_a(e.validator_value) for e in context)
         message = f"{place(where.prefix + path)} must be {kinds}, not {kind_of(error.instance)}"
         return [_at(where, path, message)]
-    best = best_match(context) if context else None
-    return describe(best, where) if best is not None else _other(error, where, path)
+    if not fitting:
+        return _other(error, where, path)
+    return describe(max(fitting, key=lambda e: len(e.path)), where)
 
 
 def _other(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[SourceError]:

@@ -22,7 +22,16 @@ from reconciler.yaml_builder import Builder, Fatal
 from reconciler.yaml_frames import ItemHook
 from reconciler.yaml_positions import Lines, Located, Mark
 
-__all__ = ["Located", "Mark", "MarkedDict", "decode_source", "load_yaml", "parse", "to_plain"]
+__all__ = [
+    "FileSource",
+    "Located",
+    "Mark",
+    "MarkedDict",
+    "decode_source",
+    "load_yaml",
+    "parse",
+    "to_plain",
+]
 
 # Characters YAML does not allow in a stream (YAML 1.1 section 5.1).
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x84\x86-\x9f\ufffe\uffff]")
