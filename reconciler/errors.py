@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from reconciler.safetext import escape
+
 
 class ReconcilerError(Exception):
     """A failure the user has to act on. Its text is shown as is, never a traceback."""
@@ -22,9 +24,12 @@ class SourceError(NamedTuple):
     message: str
 
     def __str__(self) -> str:
+        # File names and values from files are shown escaped: a name holding
+        # ESC or a newline must neither drive the terminal nor split the line.
+        path, message = escape(self.path), escape(self.message)
         if self.line == 0:  # about the path itself, not a place in it
-            return f"{self.path}: {self.message}"
-        return f"{self.path}:{self.line}:{self.column}: {self.message}"
+            return f"{path}: {message}"
+        return f"{path}:{self.line}:{self.column}: {message}"
 
 
 class InputError(ReconcilerError):

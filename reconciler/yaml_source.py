@@ -1,153 +1,47 @@
-"""A YAML loader that remembers where every value came from.
+"""YAML text in, plain values with positions out, and every problem at its place.
 
 PyYAML silently keeps the last of two duplicate keys and turns hand-written
 values such as ``+442079460000``, ``NO`` or ``12:30`` into numbers and
-booleans. This loader reports duplicates, keeps each value's line and column,
-and keeps the original text of plain scalars that YAML resolved to something
-other than a string, so a later type error can tell the user what to quote.
+booleans. This loader reads libyaml's event stream (see ``yaml_builder``),
+reports duplicates, keeps each value's line and column, and keeps the
+original text of plain scalars that YAML resolved to something other than a
+string, so a later type error can tell the user what to quote. Depth and
+alias expansion are bounded for every YAML file the tool reads.
 """
 
 from __future__ import annotations
 
 import codecs
 import re
-from typing import Any, NamedTuple
+from typing import Any, BinaryIO, NamedTuple
 
 import yaml
 
 from reconciler.errors import SourceError
+from reconciler.yaml_builder import Builder, Fatal
+from reconciler.yaml_frames import ItemHook
+from reconciler.yaml_positions import Lines, Located, Mark
 
-_STR_TAG = "tag:yaml.org,2002:str"
-_MERGE_TAG = "tag:yaml.org,2002:merge"
+__all__ = [
+    "FileSource",
+    "Located",
+    "Mark",
+    "MarkedDict",
+    "decode_source",
+    "load_yaml",
+    "parse",
+    "to_plain",
+]
+
 # Characters YAML does not allow in a stream (YAML 1.1 section 5.1).
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x84\x86-\x9f\ufffe\uffff]")
+# libyaml's parser when PyYAML was built with it (the wheels are).
+_Parser = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-class Mark(NamedTuple):
-    line: int  # 1-based
-    column: int  # 1-based
-
-
-def _mark(node: yaml.Node) -> Mark:
-    return Mark(node.start_mark.line + 1, node.start_mark.column + 1)
-
-
-class MarkedDict(dict):
-    """A mapping with the position of each key and value."""
-
-    def __init__(self, mark: Mark) -> None:
-        super().__init__()
-        self.mark = mark
-        self.key_marks: dict[Any, Mark] = {}
-        self.value_marks: dict[Any, Mark] = {}
-        # Original text of plain scalars that YAML did not read as a string.
-        self.raw: dict[Any, str] = {}
-
-
-class MarkedList(list):
-    """A sequence with the position of each item."""
-
-    def __init__(self, mark: Mark) -> None:
-        super().__init__()
-        self.mark = mark
-        self.item_marks: list[Mark] = []
-        self.raw: dict[int, str] = {}
-
-
-def _non_string_plain(node: yaml.Node) -> str | None:
-    # A plain scalar has style None (pure-Python parser) or "" (libyaml).
-    if isinstance(node, yaml.ScalarNode) and not node.style and node.tag != _STR_TAG:
-        return str(node.value)
-    return None
-
-
-# libyaml's parser when PyYAML was built with it (the wheels are): several
-# times faster, and its nodes carry the same marks.
-_BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-class _MarkedLoader(_BaseLoader):  # type: ignore[misc, valid-type]
-    def __init__(self, stream: str, path: str) -> None:
-        super().__init__(stream)
-        self.path = path
-        self.problems: list[SourceError] = []
-
-        self.current_node: yaml.Node | None = None
-
-    def problem(self, mark: Mark, message: str) -> None:
-        self.problems.append(SourceError(self.path, mark.line, mark.column, message))
-
-    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
-        # Remembered so that a value that does not fit an explicit tag
-        # (`!!int twelve`) can be reported where it stands.
-        self.current_node = node
-        return super().construct_object(node, deep=deep)
-
-
-def _expect(node: yaml.Node, kind: type[yaml.Node], what: str) -> None:
-    if not isinstance(node, kind):
-        tag = node.tag.rsplit(":", 1)[-1]
-        raise yaml.constructor.ConstructorError(
-            None,
-            None,
-            f"the tag !!{tag} needs {what}, but the value is {getattr(node, 'id', 'another kind')}",
-            node.start_mark,
-        )
-
-
-def _construct_mapping(loader: _MarkedLoader, node: yaml.MappingNode) -> MarkedDict:
-    _expect(node, yaml.MappingNode, "a mapping")
-    explicit = sum(1 for key_node, _ in node.value if key_node.tag != _MERGE_TAG)
-    loader.flatten_mapping(node)  # puts the `<<` merged pairs first
-    merged = len(node.value) - explicit
-    result = MarkedDict(_mark(node))
-    explicit_keys: set[Any] = set()
-    for index, (key_node, value_node) in enumerate(node.value):
-        key = loader.construct_object(key_node, deep=True)
-        key_mark = _mark(key_node)
-        if not isinstance(key, str):
-            loader.problem(
-                key_mark,
-                f"key {key_node.value!r} is read by YAML as {type(key).__name__} "
-                f"{key!r}; put it in quotes",
-            )
-            key = str(key_node.value)
-        # A key written in the mapping overrides one merged in with `<<`.
-        from_merge = index < merged
-        if not from_merge and key in explicit_keys:
-            first = result.key_marks[key]
-            loader.problem(
-                key_mark,
-                f"duplicate key `{key}` (first set on line {first.line}); "
-                "YAML would silently keep only the last one",
-            )
-            continue
-        if not from_merge:
-            explicit_keys.add(key)
-        result[key] = loader.construct_object(value_node, deep=True)
-        result.key_marks[key] = key_mark
-        result.value_marks[key] = _mark(value_node)
-        raw = _non_string_plain(value_node)
-        if raw is not None:
-            result.raw[key] = raw
-    return result
-
-
-def _construct_sequence(loader: _MarkedLoader, node: yaml.SequenceNode) -> MarkedList:
-    _expect(node, yaml.SequenceNode, "a list")
-    result = MarkedList(_mark(node))
-    for index, item_node in enumerate(node.value):
-        result.append(loader.construct_object(item_node, deep=True))
-        result.item_marks.append(_mark(item_node))
-        raw = _non_string_plain(item_node)
-        if raw is not None:
-            result.raw[index] = raw
-    return result
-
-
-_MarkedLoader.add_constructor("tag:yaml.org,2002:map", _construct_mapping)
-_MarkedLoader.add_constructor("tag:yaml.org,2002:seq", _construct_sequence)
-_MarkedLoader.add_constructor("tag:yaml.org,2002:omap", _construct_sequence)
+class Parsed(NamedTuple):
+    document: Located | None  # None when the text cannot be read at all
+    problems: list[SourceError]
 
 
 def decode_source(data: bytes, path: str) -> tuple[str | None, list[SourceError]]:
@@ -169,44 +63,89 @@ def decode_source(data: bytes, path: str) -> tuple[str | None, list[SourceError]
         return None, [SourceError(path, line, column, message)]
 
 
-class LoadedYaml(NamedTuple):
-    document: Any  # None when the text is empty or cannot be parsed
-    problems: list[SourceError]
-    mark: Mark  # where the document starts
+class FileSource:
+    """An open file handed to libyaml in chunks, never held whole; bounded, UTF-8 only."""
+
+    def __init__(self, stream: BinaryIO, limit: int) -> None:
+        self.stream = stream
+        self.limit = limit
+        self.read_so_far = 0
+
+    def read(self, size: int) -> bytes:
+        data = self.stream.read(size)
+        if self.read_so_far == 0 and data[:2] in _UTF16:
+            raise _NotUtf8  # libyaml would read UTF-16
+        self.read_so_far += len(data)
+        if self.read_so_far > self.limit:
+            raise _TooLarge
+        return data
 
 
-def _position(text: str, index: int) -> Mark:
-    return Mark(text.count("\n", 0, index) + 1, index - (text.rfind("\n", 0, index) + 1) + 1)
+class _NotUtf8(Exception):
+    pass
 
 
-def load_yaml(text: str, path: str) -> LoadedYaml:
-    """The single document in ``text`` with marks, and every problem found."""
-    control = _CONTROL.search(text)
-    if control:
-        message = (
-            f"control character U+{ord(control.group()):04X} is not allowed in YAML; remove it"
-        )
-        mark = _position(text, control.start())
-        return LoadedYaml(None, [SourceError(path, *mark, message)], mark)
-    loader = _MarkedLoader(text, path)
+class _TooLarge(Exception):
+    pass
+
+
+_UTF16 = (b"\xff\xfe", b"\xfe\xff")
+
+
+def parse(
+    source: str | bytes | FileSource,
+    path: str,
+    hook_key: str | None = None,
+    hook: ItemHook | None = None,
+    lines: Lines | None = None,
+) -> Parsed:
+    """The single document in ``source``, located, and every problem found in it.
+
+    ``source`` is text, the bytes of a UTF-8 file, or a ``FileSource`` (then
+    ``lines`` must be given, able to read the file again). libyaml reads bytes
+    as they are; text is decoded only if a problem needs a line number. With
+    ``hook``, the items of the top-level ``hook_key`` list are handed to it as
+    they are read and not kept (see ``Builder``).
+    """
+    if isinstance(source, FileSource):
+        assert lines is not None
+    lines = lines or Lines(source)  # type: ignore[arg-type]
+    if isinstance(source, bytes) and source[:2] in _UTF16:
+        return Parsed(None, _unreadable(lines, path))
+    parser = _Parser(source)
+    builder = Builder(lines, hook_key, hook)
     try:
-        node = loader.get_single_node()
-        if node is None:
-            return LoadedYaml(None, loader.problems, Mark(1, 1))
-        document = loader.construct_document(node)
-        return LoadedYaml(document, loader.problems, _mark(node))
+        document = builder.build(parser)
+    except Fatal as exc:
+        return Parsed(None, [SourceError(path, *lines.mark(exc.position), exc.message)])
+    except (yaml.reader.ReaderError, UnicodeDecodeError, _NotUtf8):
+        return Parsed(None, _unreadable(lines, path))
+    except _TooLarge:
+        limit = source.limit if isinstance(source, FileSource) else 0
+        message = f"larger than {limit // 2**20} MiB; split it into several files"
+        return Parsed(None, [SourceError(path, 1, 1, message)])
     except yaml.MarkedYAMLError as exc:
-        return LoadedYaml(None, [_syntax_problem(exc, text, path)], Mark(1, 1))
+        return Parsed(None, [_syntax_problem(exc, lines.text, path)])
     except yaml.YAMLError as exc:
-        return LoadedYaml(None, [SourceError(path, 1, 1, f"invalid YAML: {exc}")], Mark(1, 1))
-    except (ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError) as exc:
-        # PyYAML's constructors raise plain errors for a value its explicit tag
-        # cannot hold, such as `!!int twelve` or `!!timestamp 2024-13-45`.
-        return LoadedYaml(None, [_tag_problem(loader.current_node, exc, path)], Mark(1, 1))
-    except RecursionError:
-        return LoadedYaml(None, [SourceError(path, 1, 1, "nested too deeply")], Mark(1, 1))
+        return Parsed(None, [SourceError(path, 1, 1, f"invalid YAML: {exc}")])
     finally:
-        loader.dispose()
+        parser.dispose()
+    problems = [
+        SourceError(path, *lines.mark(at), message) for at, message in sorted(builder.problems)
+    ]
+    return Parsed(Located(document.value, document.spot, document.position, lines), problems)
+
+
+def _unreadable(lines: Lines, path: str) -> list[SourceError]:
+    """What libyaml's reader refused: bytes that are not UTF-8, or a control character."""
+    text, problems = decode_source(lines.data, path)
+    if text is None:
+        return problems
+    control = _CONTROL.search(text)
+    if control is None:  # not expected: libyaml and this pattern refuse the same characters
+        return [SourceError(path, 1, 1, "a character YAML does not allow; save the file as text")]
+    message = f"control character U+{ord(control.group()):04X} is not allowed in YAML; remove it"
+    return [SourceError(path, *Lines(text).mark(control.start()), message)]
 
 
 def _syntax_problem(exc: yaml.MarkedYAMLError, text: str, path: str) -> SourceError:
@@ -219,9 +158,7 @@ def _syntax_problem(exc: yaml.MarkedYAMLError, text: str, path: str) -> SourceEr
     hint = next((h for words, h in _SYNTAX_HINTS if words in problem), None)
     if hint:
         problem += f" ({hint})"
-    if "expected a single document" in problem:
-        problem = "holds more than one YAML document; keep one document per file"
-    elif exc.problem_mark is not None and _char_at(text, exc.problem_mark) == "\t":
+    if exc.problem_mark is not None and _char_at(text, exc.problem_mark) == "\t":
         where = Mark(exc.problem_mark.line + 1, exc.problem_mark.column + 1)
         problem = "a tab character here; YAML must be indented with spaces"
     return SourceError(path, where.line, where.column, problem)
@@ -240,7 +177,6 @@ _SYNTAX_HINTS = (
     ("did not find expected key", "check the indentation of this line against the one above"),
     ("could not find expected ':'", "a key needs a `:` after it"),
     ("found unexpected end of stream", "a quote or bracket is not closed"),
-    ("found undefined alias", "an `*alias` needs an `&anchor` earlier in the file"),
 )
 
 
@@ -251,62 +187,47 @@ def _char_at(text: str, mark: Any) -> str:
     return ""
 
 
-def _tag_problem(node: yaml.Node | None, exc: Exception, path: str) -> SourceError:
-    if node is None:
-        return SourceError(path, 1, 1, f"cannot read a value: {type(exc).__name__}")
-    tag = node.tag.rsplit(":", 1)[-1]
-    value = node.value if isinstance(node, yaml.ScalarNode) else getattr(node, "id", "node")
-    message = f"{value!r} does not fit its tag !!{tag}; remove the tag or fix the value"
-    return SourceError(path, *_mark(node), message)
+# -- the interface reconciler.config reads reconciler.yaml through -----------------------
 
 
-def locate(document: Any, path: tuple[Any, ...] | list[Any]) -> Mark:
-    """The position of the value at ``path`` (keys and indexes) in ``document``."""
-    node = document
-    mark = getattr(document, "mark", Mark(1, 1))
-    for step in path:
-        if isinstance(node, MarkedDict) and step in node:
-            mark = node.value_marks[step]
-            node = node[step]
-        elif isinstance(node, MarkedList) and isinstance(step, int) and step < len(node):
-            mark = node.item_marks[step]
-            node = node[step]
-        else:
-            break
-    return mark
+class MarkedDict(dict):  # type: ignore[type-arg]
+    """A top-level mapping with the positions of its keys and values."""
+
+    def __init__(self, located: Located) -> None:
+        super().__init__(located.value)
+        self.located = located
+
+    @property
+    def mark(self) -> Mark:
+        return self.located.mark()
+
+    @property
+    def key_marks(self) -> dict[Any, Mark]:
+        keys = self.located.spot.keys if self.located.spot else None
+        return {key: self.located.lines.mark(at) for key, at in (keys or {}).items()}
+
+    @property
+    def value_marks(self) -> dict[Any, Mark]:
+        return {key: self.located.mark((key,)) for key in self}
 
 
-def locate_key(document: Any, path: tuple[Any, ...] | list[Any]) -> Mark:
-    """The position of the key naming the value at ``path``, else of the value."""
-    if path and isinstance(path[-1], str):
-        parent = document
-        for step in path[:-1]:
-            try:
-                parent = parent[step]
-            except (KeyError, IndexError, TypeError):
-                break
-        else:
-            if isinstance(parent, MarkedDict) and path[-1] in parent.key_marks:
-                return parent.key_marks[path[-1]]
-    return locate(document, path)
+class LoadedYaml(NamedTuple):
+    document: Any  # None when the text is empty or cannot be parsed
+    problems: list[SourceError]
+    mark: Mark  # where the document starts
 
 
-def raw_text(document: Any, path: tuple[Any, ...] | list[Any]) -> str | None:
-    """The original text of a plain scalar that YAML read as a non-string."""
-    if not path:
-        return None
-    parent = document
-    for step in path[:-1]:
-        try:
-            parent = parent[step]
-        except (KeyError, IndexError, TypeError):
-            return None
-    raw = getattr(parent, "raw", None)
-    return raw.get(path[-1]) if raw is not None else None
+def load_yaml(text: str, path: str) -> LoadedYaml:
+    """The single document in ``text`` (a ``MarkedDict`` when a mapping), and its problems."""
+    document, problems = parse(text, path)
+    if document is None:
+        return LoadedYaml(None, problems, Mark(1, 1))
+    value = MarkedDict(document) if isinstance(document.value, dict) else document.value
+    return LoadedYaml(value, problems, document.mark())
 
 
 def to_plain(value: Any) -> Any:
-    """Marked containers turned into ordinary dicts and lists."""
+    """Loaded containers as fresh ordinary dicts and lists (depth is bounded on load)."""
     if isinstance(value, dict):
         return {key: to_plain(item) for key, item in value.items()}
     if isinstance(value, list):

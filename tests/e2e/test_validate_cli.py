@@ -219,3 +219,41 @@ def test_installed_package_carries_the_schema_and_the_examples(tmp_path: Path) -
 
     assert result.returncode == 0, result.stderr
     assert f"{invites} invites in {files} files checked" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        pytest.param("brackets.yaml", "invites: " + "[" * 30000 + "\n", id="30000-brackets"),
+        pytest.param("dashes.yaml", "invites:\n" + "- " * 100000 + "x\n", id="100000-dashes"),
+    ],
+)
+def test_deeply_nested_file_exits_1_with_a_message_not_a_crash(
+    tmp_path: Path, name: str, text: str
+) -> None:
+    # These once killed the interpreter (exit 139): only a real process shows that.
+    write(tmp_path / name, text)
+
+    result = run_cli("validate", name, cwd=tmp_path)
+
+    assert result.returncode == 1
+    assert_no_traceback(result)
+    assert re.match(
+        rf"{name}:\d+:\d+: nested too deeply \(limit 100\)$", result.stderr.splitlines()[0]
+    )
+
+
+def test_yaml_bomb_exits_1_at_once(tmp_path: Path) -> None:
+    lines = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for level in range(1, 9):
+        previous, name = "abcdefghi"[level - 1], "abcdefghi"[level]
+        lines.append(f"{name}: &{name} [" + ",".join([f"*{previous}"] * 9) + "]")
+    write(
+        tmp_path / "bomb.yaml", "invites:\n  - id: inv_1\n" + "".join(f"    {x}\n" for x in lines)
+    )
+
+    result = run_cli("validate", "bomb.yaml", cwd=tmp_path, timeout=30)
+
+    assert result.returncode == 1
+    assert_no_traceback(result)
+    assert result.stderr.startswith("bomb.yaml:8:12: aliases expand to more than")

@@ -833,3 +833,29 @@ def test_an_empty_invites_key_says_how_to_write_an_empty_list(write_yaml: WriteY
     problem = only_problem(write_yaml("empty-list.yaml", "# nothing yet\ninvites:\n"))
     assert (problem.line, problem.column) == (2, 9)
     assert "invites: []" in problem.message
+
+
+@pytest.mark.parametrize(
+    ("line", "shown"),
+    [
+        ("    name: 2024-01-02", 'YAML reads 2024-01-02 as a date; put it in quotes: "2024-01-02"'),
+        ("    name: 2024-01-02 10:30:00", "YAML reads 2024-01-02 10:30:00 as a date and time;"),
+        ("    name: NO", "YAML reads NO as a boolean (false);"),
+        ("    name: 1.5e+3", "YAML reads 1.5e+3 as a number (1500.0);"),
+        ("    yes: x", 'YAML reads the key yes as a boolean (true); put it in quotes: "yes"'),
+        ("    2024-01-02: x", "YAML reads the key 2024-01-02 as a date;"),
+        ("    12:30: x", "YAML reads the key 12:30 as a number (750);"),
+        ("    ~: x", "YAML reads the key ~ as empty;"),
+        ("    null: x", "YAML reads the key null as empty;"),
+    ],
+)
+def test_messages_say_values_as_written_never_as_python_reprs(
+    write_yaml: WriteYaml, line: str, shown: str
+) -> None:
+    path = write_yaml("reprs.yaml", "invites:\n  - id: inv_8f2k1\n" + line + "\n")
+
+    messages = [p.message for p in problems_of(path)]
+
+    assert any(shown in message for message in messages), messages
+    for python in ("datetime", "True", "False", "None", "NoneType", "bool "):
+        assert not any(python in message for message in messages), messages

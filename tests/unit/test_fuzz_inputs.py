@@ -167,6 +167,13 @@ yamlish_text = st.lists(
 @example(text="invites:\n  - id: [a, b]\n")
 @example(text="a: &a [*a]\n")
 @example(text="invites:\n  - ? [a, b]\n    : x\n")
+@example(text="invites: " + "[" * 30000 + "\n")
+@example(text="invites:\n" + "- " * 20000 + "x\n")
+@example(
+    text="a: &a [x, x, x, x, x, x, x, x, x]\n"
+    + "".join(f"{n}: &a [*a, *a, *a, *a, *a, *a, *a, *a, *a]\n" for n in "bcdefghi")
+)
+@example(text='invites:\n  - id: "inv_1\\n"\n  - id: inv_1\n  - <<: {id: x}\n    <<: {id: y}\n')
 def test_any_text_in_a_desired_state_file_loads_or_is_reported(workdir: Path, text: str) -> None:
     path = workdir / "fuzz.yaml"
     path.write_text(text, encoding="utf-8", newline="")

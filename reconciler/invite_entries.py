@@ -1,0 +1,125 @@
+"""Each entry of an invite file checked and turned into a record as soon as it is read.
+
+The loader hands every entry of `invites:` here while the file is still being
+parsed; the entry's positions are dropped once it is checked, so memory holds
+the compact records, not the document.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, NamedTuple
+
+from reconciler.errors import SourceError
+from reconciler.safetext import escape
+from reconciler.schema import invite_validators, validate
+from reconciler.schema_messages import Where, say
+from reconciler.yaml_positions import Lines, Located, Spot
+
+# Keys of an invite entry that steer the reconciler and are never sent.
+RECONCILER_KEYS = ("id", "resendOnChange")
+# The schema's `pattern` says the same; this holds even if the schema is edited,
+# and matches the whole string (a `$` in a search lets a final newline through).
+INVITE_ID = re.compile(r"(?!\.+\Z)[A-Za-z0-9_.-]{1,128}")
+
+
+class SourceLocation(NamedTuple):
+    path: str
+    line: int
+    column: int = 1
+
+    def __str__(self) -> str:
+        return f"{escape(self.path)}:{self.line}"
+
+
+class DesiredInvite:
+    """One invite entry: the fields it manages and where it was written.
+
+    Compact, for 200,000 of them: ``__slots__``, and the source kept as its
+    parts (``source`` makes the ``SourceLocation`` when asked).
+    """
+
+    __slots__ = ("_column", "_line", "_path", "fields", "id", "resend_on_change")
+
+    def __init__(
+        self,
+        id: str,  # the field's name in the files and the API
+        fields: dict[str, Any],  # managed fields only; absent means unmanaged
+        source: SourceLocation,
+        resend_on_change: bool = False,
+    ) -> None:
+        self.id = id
+        self.fields = fields
+        self.resend_on_change = resend_on_change
+        self._path, self._line, self._column = source
+
+    @property
+    def source(self) -> SourceLocation:
+        return SourceLocation(self._path, self._line, self._column)
+
+    @property
+    def name(self) -> str | None:
+        value = self.fields.get("name")
+        return value if isinstance(value, str) else None
+
+    def _parts(self) -> tuple[Any, ...]:
+        return (self.id, self.fields, self._path, self._line, self._column, self.resend_on_change)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DesiredInvite):
+            return NotImplemented
+        return self._parts() == other._parts()
+
+    __hash__ = None  # type: ignore[assignment]  # equal by value, and it holds a dict
+
+    def __repr__(self) -> str:
+        return (
+            f"DesiredInvite(id={self.id!r}, fields={self.fields!r}, "
+            f"source={self.source!r}, resend_on_change={self.resend_on_change!r})"
+        )
+
+
+class EntryReader:
+    """Receives the entries of one file (see ``Builder``'s hook); keeps records and problems."""
+
+    def __init__(self, source: str, lines: Lines) -> None:
+        self.source = source
+        self.lines = lines
+        self.schema = invite_validators()
+        self.invites: list[DesiredInvite] = []
+        self.problems: list[SourceError] = []
+
+    def __call__(
+        self, index: int, entry: Any, position: int, raw: str | None, spot: Spot | None
+    ) -> None:
+        problems: list[SourceError] = []
+        if not self.schema.entry_is_valid(entry):
+            where = Where(
+                Located(entry, spot, position, self.lines), self.source, ("invites", index)
+            )
+            problems = validate(self.schema.entry, where)
+            self.problems.extend(problems)
+        # Entries with a usable id are kept even when they have problems, so that
+        # duplicate ids are reported in the same run; any problem stops the run anyway.
+        if not isinstance(entry, dict):
+            return
+        ident = entry.get("id")
+        if not isinstance(ident, str):
+            return
+        line, column = self.lines.mark(position)
+        if not INVITE_ID.fullmatch(ident) and not problems:
+            self._bad_id(ident, Located(entry, spot, position, self.lines))
+        fields = dict(entry)  # the entry itself may be shared through an alias
+        del fields["id"]
+        fields.pop("resendOnChange", None)
+        resend = entry.get("resendOnChange", False) is True
+        source = SourceLocation(self.source, line, column)
+        self.invites.append(DesiredInvite(ident, fields, source, resend))
+
+    def _bad_id(self, ident: str, entry: Located) -> None:
+        line, column = entry.mark(("id",))
+        message = (
+            f"`id`: {say(ident)} is not a valid inviteId "
+            "(1 to 128 letters, digits, `_`, `-`, `.`, and not dots alone)"
+        )
+        self.problems.append(SourceError(self.source, line, column, message))

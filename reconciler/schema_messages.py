@@ -1,0 +1,204 @@
+"""What each kind of schema error says, written for the person who edits the YAML.
+
+One function per JSON Schema keyword (``MESSAGES``), reading what jsonschema's
+error carries (``validator``, ``validator_value``, ``schema``, the path)
+rather than parsing its English. Values are shown as written, escaped,
+never as Python reprs of dates or booleans.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from jsonschema import ValidationError
+
+from reconciler.errors import SourceError
+from reconciler.safetext import escape
+from reconciler.yaml_positions import Located
+from reconciler.yaml_scalars import kind_of, reading
+
+_SHOWN = 120  # characters of a value quoted in a message
+
+
+class Where(NamedTuple):
+    """The value validated, the file it is in, and its path in that file."""
+
+    document: Located
+    source: str
+    prefix: tuple[Any, ...] = ()
+
+
+def say(value: Any) -> str:
+    """A value from the file, quoted and escaped, cut short when long."""
+    text = value if isinstance(value, str) else str(value)
+    if len(text) > _SHOWN:
+        return escape(repr(text[:_SHOWN]))[:-1] + "…'"
+    return escape(repr(text))
+
+
+def field_name(path: tuple[Any, ...]) -> str:
+    parts = [p for p in path if isinstance(p, str)]
+    return escape(parts[-1]) if parts else "document"
+
+
+def place(path: tuple[Any, ...]) -> str:
+    """How a message names the value at ``path``."""
+    if path and isinstance(path[-1], int):
+        parent = field_name(path[:-1])
+        return "each invite entry" if parent == "invites" else f"each item of `{parent}`"
+    return f"`{field_name(path)}`" if path else "the file"
+
+
+def describe(error: ValidationError, where: Where) -> list[SourceError]:
+    path = tuple(error.absolute_path)
+    describer = MESSAGES.get(str(error.validator), _other)
+    return describer(error, where, path)
+
+
+def _at(where: Where, path: tuple[Any, ...], message: str, key: bool = False) -> SourceError:
+    line, column = (where.document.key_mark if key else where.document.mark)(path)
+    return SourceError(where.source, line, column, message)
+
+
+def _additional(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[SourceError]:
+    allowed = sorted(error.schema.get("properties", {}))
+    extra = [key for key in error.instance if key not in allowed]
+    problems = []
+    for key in extra:
+        hint = difflib.get_close_matches(str(key), allowed, n=1)
+        advice = f"did you mean `{hint[0]}`?" if hint else f"allowed: {', '.join(allowed)}"
+        message = f"unknown field `{escape(str(key))}`; {advice}"
+        problems.append(_at(where, (*path, key), message, key=True))
+    return problems
+
+
+def _required(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[SourceError]:
+    full = where.prefix + path
+    if full and isinstance(full[-1], int):
+        what = "invite"
+    else:
+        what = f"`{field_name(full)}`" if full else "file"
+    # jsonschema gives one error per missing name without naming it apart from
+    # its English; each error lists them all, and the caller drops repeats.
+    missing = [name for name in error.validator_value if name not in error.instance]
+    return [
+        _at(where, path, f"{what} is missing required field `{name}`", key=True) for name in missing
+    ]
+
+
+def _type(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[SourceError]:
+    full = where.prefix + path
+    expected = error.validator_value
+    raw = where.document.raw(path)
+    value = error.instance
+    if value is None and full == ("invites",):
+        message = "`invites` is empty; list invites under it, or write `invites: []`"
+    elif value is None:
+        message = f"{place(full)} is empty; give it a value or remove it"
+    elif expected == "string" and raw is not None:
+        message = (
+            f"{place(full)} must be text, but YAML reads {reading(raw, value)}; "
+            f'put it in quotes: "{escape(raw)}"'
+        )
+    else:
+        message = f"{place(full)} must be {_a(expected)}, not {kind_of(value)}"
+        if place(full) == "each invite entry":
+            message += " (start each entry with `- id: ...`)"
+    return [_at(where, path, message)]
+
+
+def _format(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[SourceError]:
+    field = field_name(where.prefix + path)
+    kind = "email address" if error.validator_value == "email" else str(error.validator_value)
+    return [_at(where, path, f"`{field}`: {say(error.instance)} is not a valid {kind}")]
+
+
+def _pattern(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[SourceError]:
+    field = field_name(where.prefix + path)
+    shown = say(error.instance)
+    if field == "phone":
+        message = f'`phone`: {shown} is not E.164 text such as "+442079460000"'
+    elif field == "id":
+        message = (
+            f"`id`: {shown} is not a valid inviteId "
+            "(1 to 128 letters, digits, `_`, `-`, `.`, and not dots alone)"
+        )
+    else:
+        message = f"`{field}`: {shown} does not match `{escape(str(error.validator_value))}`"
+    return [_at(where, path, message)]
+
+
+def _bound(words: str) -> Callable[[ValidationError, Where, tuple[Any, ...]], list[SourceError]]:
+    def describe_bound(
+        error: ValidationError, where: Where, path: tuple[Any, ...]
+    ) -> list[SourceError]:
+        limit = error.validator_value
+        unit = words.format(limit).replace("1 characters", "1 character")
+        return [_at(where, path, f"{place(where.prefix + path)} must be {unit}")]
+
+    return describe_bound
+
+
+def _unique(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[SourceError]:
+    field = field_name(where.prefix + path)
+    return [_at(where, path, f"`{field}` lists the same item twice; it is a set")]
+
+
+def _one_of(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[SourceError]:
+    context = error.context or []
+    # Branches whose `type` does not fit say nothing about what is wrong inside
+    # the value; the deepest error of a branch that fits does.
+    fitting = [e for e in context if not (e.validator == "type" and not e.path)]
+    if context and not fitting:
+        kinds = " or ".join(_a(e.validator_value) for e in context)
+        message = f"{place(where.prefix + path)} must be {kinds}, not {kind_of(error.instance)}"
+        return [_at(where, path, message)]
+    if not fitting:
+        return _other(error, where, path)
+    return describe(max(fitting, key=lambda e: len(e.path)), where)
+
+
+def _other(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[SourceError]:
+    rule = json.dumps(error.validator_value, ensure_ascii=False, default=str)[:_SHOWN]
+    field = field_name(where.prefix + path)
+    message = f"`{field}` does not meet the schema rule `{error.validator}: {escape(rule)}`"
+    return [_at(where, path, message)]
+
+
+def _a(expected: Any) -> str:
+    names = {
+        "string": "text",
+        "array": "a list",
+        "object": "a mapping",
+        "boolean": "true or false",
+        "integer": "a whole number",
+        "number": "a number",
+        "null": "empty",
+    }
+    if isinstance(expected, list):
+        return " or ".join(names.get(e, str(e)) for e in expected)
+    return names.get(expected, str(expected))
+
+
+Describer = Callable[[ValidationError, Where, tuple[Any, ...]], list[SourceError]]
+MESSAGES: dict[str, Describer] = {
+    "additionalProperties": _additional,
+    "required": _required,
+    "type": _type,
+    "format": _format,
+    "pattern": _pattern,
+    "uniqueItems": _unique,
+    "minLength": _bound("{} characters at least"),
+    "maxLength": _bound("{} characters at most"),
+    "minItems": _bound("a list of at least {} items"),
+    "maxItems": _bound("a list of at most {} items"),
+    "minimum": _bound("at least {}"),
+    "maximum": _bound("at most {}"),
+    "exclusiveMinimum": _bound("more than {}"),
+    "exclusiveMaximum": _bound("less than {}"),
+    "oneOf": _one_of,
+    "anyOf": _one_of,
+}

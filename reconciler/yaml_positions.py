@@ -1,0 +1,169 @@
+"""Where each part of a loaded YAML value was written, kept compactly.
+
+A position is one int: the offset of the value's first character in the
+text, as libyaml reports it. Lines and columns are worked out only when
+someone asks (an error, an invite's ``source``). A ``Spot`` holds the
+positions of one mapping's or list's parts; values stay plain dicts and
+lists, with the spot tree beside them, so a schema error at
+``("invites", 3, "phone")`` can be reported at the line and column it names.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+START = 0
+_BREAK = re.compile("\r\n|[\r\n\x85\u2028\u2029]")
+
+
+class Mark(NamedTuple):
+    line: int  # 1-based
+    column: int  # 1-based
+
+
+class Lines:
+    """Line and column of a character offset, counted as libyaml counts them.
+
+    The builder leaves in ``hint`` the libyaml mark of the container it just
+    closed, which answers for an invite entry without reading the text.
+    Otherwise the text is decoded (once, when first needed): offsets asked for
+    in increasing order cost only the text between two answers; any other is
+    looked up in a table of line starts, made the first time one is needed.
+    """
+
+    def __init__(self, source: str | bytes | Callable[[], bytes]) -> None:
+        # A callable gives the file's bytes again: a file read in chunks is
+        # not kept in memory, and is read again only if a problem needs a line.
+        self._source = source
+        self._text: str | None = source.removeprefix("\ufeff") if isinstance(source, str) else None
+        self.hint: Any = None  # a libyaml Mark: .index, .line, .column (0-based)
+        self._plain: bool | None = None
+        self._offset = 0  # the last offset answered, its line, and where that line starts
+        self._line = 0
+        self._start = 0
+        self._starts: list[int] | None = None  # where each line starts, for other texts
+
+    @property
+    def data(self) -> bytes:
+        """The bytes read (the text's UTF-8 when the source is text)."""
+        source = self._source
+        if isinstance(source, str):
+            return source.encode("utf-8", "surrogatepass")
+        return source if isinstance(source, bytes) else source()
+
+    @property
+    def text(self) -> str:
+        if self._text is None:
+            data = self.data
+            # Undecodable bytes past a syntax error still count as one character each.
+            self._text = data.removeprefix(b"\xef\xbb\xbf").decode("utf-8", "replace")
+        return self._text
+
+    @property
+    def plain(self) -> bool:
+        """Whether "\\n" alone breaks lines, as in almost every file."""
+        if self._plain is None:
+            # libyaml also breaks lines at a lone CR, NEL, LS and PS.
+            text = self.text
+            self._plain = not any(c in text for c in "\x85\u2028\u2029") and text.count(
+                "\r"
+            ) == text.count("\r\n")
+        return self._plain
+
+    def mark(self, offset: int) -> Mark:
+        hint = self.hint
+        if hint is not None and hint.index == offset:
+            return Mark(hint.line + 1, hint.column + 1)
+        if not self.plain or offset < self._offset:
+            return self._looked_up(offset)
+        text = self.text
+        breaks = text.count("\n", self._offset, offset)
+        if breaks:
+            self._line += breaks
+            self._start = text.rfind("\n", self._offset, offset) + 1
+        self._offset = offset
+        return Mark(self._line + 1, offset - self._start + 1)
+
+    def _looked_up(self, offset: int) -> Mark:
+        if self._starts is None:
+            self._starts = [0, *(m.end() for m in _BREAK.finditer(self.text))]
+        line = bisect.bisect_right(self._starts, offset) - 1
+        return Mark(line + 1, offset - self._starts[line] + 1)
+
+
+class Spot:
+    """Positions of the parts of one mapping or list.
+
+    For a mapping, ``keys`` and ``at`` map each key to the position of the key
+    and of its value; for a list, ``keys`` is None and ``at`` lists the
+    position of each item. ``raw`` keeps the text of plain scalars YAML did
+    not read as strings (``NO``, ``12:30``), ``kids`` the spots of nested
+    mappings and lists; both are created only when needed.
+    """
+
+    __slots__ = ("at", "keys", "kids", "raw")
+
+    def __init__(self, keys: dict[Any, int] | None, at: dict[Any, int] | list[int]) -> None:
+        self.keys = keys
+        self.at = at
+        self.raw: dict[Any, str] | None = None
+        self.kids: dict[Any, Spot] | None = None
+
+    def position(self, step: Any) -> int | None:
+        at = self.at
+        if isinstance(at, dict):
+            return at.get(step)
+        if isinstance(step, int) and 0 <= step < len(at):
+            return at[step]
+        return None
+
+    def kid(self, step: Any) -> Spot | None:
+        return self.kids.get(step) if self.kids else None
+
+
+class Located(NamedTuple):
+    """A loaded value, its spot, its own position and the text's lines."""
+
+    value: Any
+    spot: Spot | None
+    position: int
+    lines: Lines
+
+    def walk(self, path: tuple[Any, ...] | list[Any]) -> tuple[Located, int]:
+        """The part at ``path``, or the deepest part reached, and how many steps were taken."""
+        here = self
+        for taken, step in enumerate(path):
+            spot = here.spot
+            position = spot.position(step) if spot is not None else None
+            try:
+                value = here.value[step]
+            except (KeyError, IndexError, TypeError):
+                return here, taken
+            if position is None:
+                return here, taken
+            here = Located(value, spot.kid(step), position, self.lines)  # type: ignore[union-attr]
+        return here, len(path)
+
+    def mark(self, path: tuple[Any, ...] | list[Any] = ()) -> Mark:
+        """Where the value at ``path`` was written (or the deepest part of it found)."""
+        return self.lines.mark(self.walk(path)[0].position)
+
+    def key_mark(self, path: tuple[Any, ...] | list[Any]) -> Mark:
+        """Where the key naming the value at ``path`` was written, else the value."""
+        if path and isinstance(path[-1], str):
+            parent, taken = self.walk(path[:-1])
+            keys = parent.spot.keys if parent.spot is not None else None
+            if taken == len(path) - 1 and keys and path[-1] in keys:
+                return self.lines.mark(keys[path[-1]])
+        return self.mark(path)
+
+    def raw(self, path: tuple[Any, ...] | list[Any]) -> str | None:
+        """The text of a plain scalar YAML read as a non-string, as written."""
+        if not path:
+            return None
+        parent, taken = self.walk(path[:-1])
+        raw = parent.spot.raw if parent.spot is not None else None
+        return raw.get(path[-1]) if raw and taken == len(path) - 1 else None

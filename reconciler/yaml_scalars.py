@@ -1,0 +1,116 @@
+"""What YAML 1.1 makes of a scalar, and how to say so to the person who wrote it.
+
+The rules are PyYAML's own (its implicit resolvers and safe constructors), so
+values load exactly as ``yaml.safe_load`` would read them; only the way of
+reporting changes: the text as written, never a Python repr.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+import yaml
+
+from reconciler.safetext import escape
+
+YAML_TAG = "tag:yaml.org,2002:"
+STR_TAG = YAML_TAG + "str"
+MERGE_TAG = YAML_TAG + "merge"
+MAP_TAGS = frozenset({YAML_TAG + "map"})
+SEQ_TAGS = frozenset({YAML_TAG + "seq", YAML_TAG + "omap"})
+# Plain scalars that YAML 1.1 reads as another type start with one of these.
+_RESOLVERS = {
+    first: tuple((tag, regexp.match) for tag, regexp in resolvers)
+    for first, resolvers in yaml.resolver.Resolver.yaml_implicit_resolvers.items()
+}
+RESOLVED_FIRST = frozenset(_RESOLVERS)
+# Tags YAML resolves that have no value of their own: the text stays a string.
+_STAYS_TEXT = frozenset({STR_TAG, YAML_TAG + "value", YAML_TAG + "yaml"})
+_SAFE = yaml.constructor.SafeConstructor()
+SCALAR_TAGS = frozenset(
+    YAML_TAG + name for name in ("null", "bool", "int", "float", "timestamp", "binary", "str")
+)
+
+
+class TagProblem(Exception):
+    """A scalar whose explicit tag does not fit it, or a tag the loader does not know."""
+
+
+def resolve_plain(value: str) -> str:
+    """The tag YAML 1.1 gives a plain (unquoted, untagged) scalar."""
+    for tag, match in _RESOLVERS.get(value[:1], ()):
+        if match(value):
+            return tag
+    return STR_TAG
+
+
+def construct(tag: str, value: str) -> Any:
+    """The value of a scalar with ``tag``, as PyYAML's safe loader builds it."""
+    if tag in _STAYS_TEXT:
+        return value
+    if tag not in SCALAR_TAGS:
+        raise TagProblem(unknown_tag(tag))
+    node = yaml.ScalarNode(tag, value)
+    try:
+        return _SAFE.yaml_constructors[tag](_SAFE, node)
+    except (yaml.YAMLError, ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
+        raise TagProblem(
+            f"{escape(repr(value))} does not fit its tag {short_tag(tag)}; "
+            "remove the tag or fix the value"
+        ) from exc
+    except OverflowError as exc:
+        raise TagProblem(f"{escape(repr(value))} is out of range for {short_tag(tag)}") from exc
+
+
+def short_tag(tag: str) -> str:
+    """``!!int`` for YAML's own tags, the tag as written otherwise."""
+    return "!!" + tag[len(YAML_TAG) :] if tag.startswith(YAML_TAG) else tag
+
+
+def unknown_tag(tag: str) -> str:
+    return f"the tag {escape(short_tag(tag))} is not supported here; remove it"
+
+
+def wrong_kind(tag: str, needs: str, found: str) -> str:
+    return f"the tag {escape(short_tag(tag))} needs {needs}, but the value is {found}"
+
+
+def kind_of(value: Any) -> str:
+    """What a value is, in the words of someone who writes YAML."""
+    if value is None:
+        return "empty"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "text"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, datetime.datetime):
+        return "a date and time"
+    if isinstance(value, datetime.date):
+        return "a date"
+    if isinstance(value, bytes):
+        return "binary data"
+    return "a value of another kind"
+
+
+def reading(raw: str, value: Any) -> str:
+    """``NO as a boolean (false)``: how YAML read the text ``raw``, without Python reprs."""
+    kind = kind_of(value)
+    if isinstance(value, bool):
+        return f"{escape(raw)} as {kind} ({str(value).lower()})"
+    if isinstance(value, int | float) and str(value) != raw:
+        return f"{escape(raw)} as {kind} ({value})"
+    return f"{escape(raw)} as {kind}"
+
+
+def key_problem(raw: str, value: Any) -> str:
+    """The message for a mapping key YAML did not read as text."""
+    if raw == "":
+        return "a key is empty; write a field name before the `:`"
+    return f'YAML reads the key {reading(raw, value)}; put it in quotes: "{escape(raw)}"'
