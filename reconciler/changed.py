@@ -14,10 +14,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from reconciler.desired import RECONCILER_KEYS, YAML_SUFFIXES, DesiredInvite
+from reconciler.desired import YAML_SUFFIXES, DesiredInvite, load_text
 from reconciler.errors import ReconcilerError
 from reconciler.safetext import clean
-from reconciler.yaml_source import MarkedDict, decode_source, load_yaml, to_plain
+from reconciler.yaml_source import decode_source
 
 _GIT_TIMEOUT = 120.0
 
@@ -111,17 +111,11 @@ def _entries_at(commit: str, top: str, paths: Iterable[str]) -> dict[str, str]:
 
 
 def _entries_of(data: bytes | None, name: str) -> dict[str, str]:
-    # Read as the current files are (positions, no implicit types), but not checked:
-    # the old version is only compared with; the current one is what gets checked.
+    # Read by the same loader as the current files. An old entry it refuses is
+    # simply absent, so the current one counts as changed: read, never skipped.
     text = decode_source(data, name)[0] if data is not None else None
-    document = load_yaml(text, name)[0] if text is not None else None
-    entries = document.get("invites") if isinstance(document, MarkedDict) else None
-    found = {}
-    for entry in entries if isinstance(entries, list) else []:
-        if isinstance(entry, MarkedDict) and isinstance(entry.get("id"), str):
-            fields = {k: to_plain(v) for k, v in entry.items() if k not in RECONCILER_KEYS}
-            found[entry["id"]] = _value(fields, bool(entry.get("resendOnChange", False)))
-    return found
+    invites = load_text(text, name)[0] if text is not None else []
+    return {i.id: _value(i.fields, i.resend_on_change) for i in invites}
 
 
 def _cat_files(commit: str, names: list[str], top: str) -> list[bytes | None]:
