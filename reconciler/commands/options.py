@@ -145,8 +145,8 @@ def parallelism_option(f: F) -> F:
     return click.option(
         "--parallelism",
         type=SettingType("parallelism"),
-        help=f"Requests in flight at once, 1-256 (env {ENV_VARS['parallelism']}, "
-        "setting parallelism; default 16).",
+        help=f"Requests in flight, fixed at N, 1-256 (env {ENV_VARS['parallelism']}, "
+        "setting parallelism; default: adaptive, from 16 up to max_parallelism).",
     )(f)
 
 
@@ -175,7 +175,15 @@ def run_options(f: F) -> F:
     )
 
 
-_API_SETTINGS = ("base_url", "client_id", "scope", "parallelism", "timeout")
+_API_SETTINGS = (
+    "base_url",
+    "client_id",
+    "scope",
+    "parallelism",
+    "max_parallelism",
+    "timeout",
+    "max_response_bytes",
+)
 _API_FILE_ONLY = ("max_attempts", "retry_max_seconds", "token_path", "*_invite_path", "field_names")
 
 

@@ -6,7 +6,7 @@ import click
 
 from reconciler.color import use_color
 from reconciler.commands.options import color_option, config_option, plan_format_option
-from reconciler.config import load_settings
+from reconciler.config import SECRET_ENV, SECRET_FILE_ENV, load_settings
 from reconciler.errors import ReconcilerError
 from reconciler.plan import Plan
 from reconciler.planfile import read_plan_document
@@ -16,7 +16,12 @@ from reconciler.safetext import escape
 from reconciler.signature import SignatureCheck, check
 
 
-@click.command()
+@click.command(
+    epilog=(
+        f"Environment: {SECRET_ENV} (or {SECRET_FILE_ENV}), to check the signature; "
+        "NO_COLOR, TERM.\n\nreconciler.yaml (or --config): checked, no setting of it used."
+    )
+)
 @click.argument("planfile", type=click.Path(dir_okay=False))
 @plan_format_option
 @color_option
