@@ -40,15 +40,19 @@ def say(value: Any) -> str:
 
 
 def field_name(path: tuple[Any, ...]) -> str:
-    parts = [p for p in path if isinstance(p, str)]
-    return escape(parts[-1]) if parts else "document"
+    """`phone`, or `primaryContact.phone` inside an object: the field's own path in its entry."""
+    last_index = max((i for i, p in enumerate(path) if isinstance(p, int)), default=-1)
+    own = [p for p in path[last_index + 1 :] if isinstance(p, str)]
+    if not own:
+        own = [p for p in path if isinstance(p, str)][-1:]
+    return escape(".".join(own)) if own else "document"
 
 
 def place(path: tuple[Any, ...]) -> str:
     """How a message names the value at ``path``."""
     if path and isinstance(path[-1], int):
         parent = field_name(path[:-1])
-        return "each invite entry" if parent == "invites" else f"each item of `{parent}`"
+        return "each invite entry" if parent == "invites" else f"an item of `{parent}`"
     return f"`{field_name(path)}`" if path else "the file"
 
 
@@ -131,13 +135,18 @@ def _pattern(error: ValidationError, where: Where, path: tuple[Any, ...]) -> lis
     return [_at(where, path, message)]
 
 
-def _bound(words: str) -> Callable[[ValidationError, Where, tuple[Any, ...]], list[SourceError]]:
+def _bound(
+    words: str, noun: str = ""
+) -> Callable[[ValidationError, Where, tuple[Any, ...]], list[SourceError]]:
+    """``words`` before the limit, and what it counts: "at least" 1 "character"."""
+
     def describe_bound(
         error: ValidationError, where: Where, path: tuple[Any, ...]
     ) -> list[SourceError]:
         limit = error.validator_value
-        unit = words.format(limit).replace("1 characters", "1 character")
-        return [_at(where, path, f"{place(where.prefix + path)} must be {unit}")]
+        unit = f" {noun}" if limit == 1 else f" {noun}s" if noun else ""
+        message = f"{place(where.prefix + path)} must be {words} {limit}{unit}"
+        return [_at(where, path, message)]
 
     return describe_bound
 
@@ -191,14 +200,14 @@ MESSAGES: dict[str, Describer] = {
     "format": _format,
     "pattern": _pattern,
     "uniqueItems": _unique,
-    "minLength": _bound("{} characters at least"),
-    "maxLength": _bound("{} characters at most"),
-    "minItems": _bound("a list of at least {} items"),
-    "maxItems": _bound("a list of at most {} items"),
-    "minimum": _bound("at least {}"),
-    "maximum": _bound("at most {}"),
-    "exclusiveMinimum": _bound("more than {}"),
-    "exclusiveMaximum": _bound("less than {}"),
+    "minLength": _bound("at least", "character"),
+    "maxLength": _bound("at most", "character"),
+    "minItems": _bound("a list of at least", "item"),
+    "maxItems": _bound("a list of at most", "item"),
+    "minimum": _bound("at least"),
+    "maximum": _bound("at most"),
+    "exclusiveMinimum": _bound("more than"),
+    "exclusiveMaximum": _bound("less than"),
     "oneOf": _one_of,
     "anyOf": _one_of,
 }
