@@ -23,6 +23,7 @@ from reconciler.commands.show import show
 from reconciler.commands.validate import validate
 from reconciler.errors import InputError, ReconcilerError
 from reconciler.render.common import plural
+from reconciler.safetext import clean
 
 EXIT_OK = 0
 EXIT_FAILURE = 1  # cli.md: 2 is kept for `plan --detailed-exitcode` alone
@@ -60,6 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_FAILURE if exc.exit_code else EXIT_OK
     except click.ClickException as exc:
         # Usage errors included: click would exit 2, which cli.md keeps for "changes pending".
+        exc.message = _shown(exc.message)  # it may quote an argument as typed
         exc.show()
         return EXIT_FAILURE
     except click.Abort:
@@ -78,8 +80,17 @@ def _report(exc: ReconcilerError) -> int:
         click.echo(str(exc), err=True)
         click.echo(f"Found {plural(len(exc.problems), 'problem')}; nothing was sent.", err=True)
     else:  # ApiError included
-        click.echo(f"error: {exc}", err=True)
+        click.echo(f"error: {_shown(str(exc))}", err=True)
     return EXIT_FAILURE
+
+
+def _shown(message: str) -> str:
+    """``message`` fit for a terminal: a path, ref or value from outside may be in it.
+
+    Line by line, so a message of several lines keeps its shape; escaping is
+    idempotent on what the modules escaped already.
+    """
+    return "\n".join(clean(line) for line in message.split("\n"))
 
 
 # In-process callers (tests, embedding) have used this name; it is main().

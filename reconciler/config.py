@@ -41,6 +41,7 @@ ENV_VARS = {
 SECRET_ENV = "RECONCILER_CLIENT_SECRET"
 SECRET_FILE_ENV = "RECONCILER_CLIENT_SECRET_FILE"
 _SECRET_FILE_LIMIT = 64 * 1024
+_CONFIG_FILE_LIMIT = 1024 * 1024
 
 
 class Contract(NamedTuple):
@@ -123,11 +124,16 @@ def load_settings(config_file: str | None, env: Mapping[str, str] | None = None)
 
 
 def _read_config_file(path: str) -> dict[str, Any]:
-    file = Path(path)
     try:
-        data = file.read_bytes()
+        with Path(path).open("rb") as stream:
+            data = stream.read(_CONFIG_FILE_LIMIT + 1)  # bounded: --config /dev/zero ends
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read config file: {exc.strerror}") from None
+    if len(data) > _CONFIG_FILE_LIMIT:
+        raise ConfigError(
+            f"{path}: larger than {_CONFIG_FILE_LIMIT // 1024} KiB; a config file holds a few "
+            "settings (is this the right file?)"
+        )
     text, problems = decode_source(data, path)
     document, parse_problems, _ = load_yaml(text, path) if text is not None else (None, [], None)
     problems += parse_problems
@@ -147,7 +153,7 @@ def _read_config_file(path: str) -> dict[str, Any]:
         if key in values:
             line, column = document.key_marks[key]
             values[key] = rule.convert(values[key], f"{path}:{line}:{column}: {key}")
-    base = file.parent
+    base = Path(path).parent
     if "paths" in values:
         paths = [values["paths"]] if isinstance(values["paths"], str) else values["paths"]
         values["paths"] = tuple(_relative_to(base, p) for p in paths)

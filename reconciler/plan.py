@@ -28,7 +28,7 @@ from reconciler.compare import compare_invite, managed_part
 from reconciler.concurrency import Outcome
 from reconciler.desired import DesiredInvite
 from reconciler.errors import ReconcilerError
-from reconciler.safetext import redact
+from reconciler.safetext import redact, redact_strings
 
 __all__ = [
     "FORMAT_VERSION",
@@ -126,7 +126,9 @@ class Plan:
         }
         if self.signature is not None:
             document["signature"] = self.signature
-        return document
+        # A server can echo the secret or a token inside an invite's values; the
+        # document is what is signed, saved and printed, so it never holds one.
+        return redact_strings(document)
 
     @classmethod
     def from_document(cls, document: dict[str, Any]) -> Plan:

@@ -14,8 +14,11 @@ Two rules, one home each:
 
 from __future__ import annotations
 
+import html
 import re
 import threading
+from functools import lru_cache
+from typing import Any
 
 REDACTED = "[redacted]"
 
@@ -44,6 +47,13 @@ def escape(text: str) -> str:
     return _UNSAFE.sub(_escape_one, text)
 
 
+@lru_cache(maxsize=4)
+def _pattern(secrets: tuple[str, ...]) -> re.Pattern[str]:
+    # Case ignored: a server that upper-cases what it echoes, or percent-encodes
+    # it in lower-case hex, must not get a secret through.
+    return re.compile("|".join(map(re.escape, secrets)), re.IGNORECASE)
+
+
 class Redactor:
     """Secrets known to this process, and what replaces them in any text."""
 
@@ -55,14 +65,15 @@ class Redactor:
         if not secret or len(secret) < _MIN_SECRET_LENGTH:
             return
         with self._lock:
-            if secret not in self._secrets:
+            forms = {secret, html.escape(secret)} - set(self._secrets)
+            if forms:
                 # Longest first, so a secret containing another is removed whole.
-                self._secrets = tuple(sorted((*self._secrets, secret), key=len, reverse=True))
+                self._secrets = tuple(sorted((*self._secrets, *forms), key=len, reverse=True))
 
     def redact(self, text: str) -> str:
-        for secret in self._secrets:  # a tuple, replaced whole: safe to read unlocked
-            if secret in text:
-                text = text.replace(secret, REDACTED)
+        secrets = self._secrets  # a tuple, replaced whole: safe to read unlocked
+        if secrets:
+            text = _pattern(secrets).sub(REDACTED, text)
         return _BEARER.sub(rf"\1 {REDACTED}", text)
 
 
@@ -77,6 +88,17 @@ def register_secret(secret: str | None) -> None:
 def redact(text: str) -> str:
     """``text`` without any registered secret or bearer token."""
     return _REDACTOR.redact(text)
+
+
+def redact_strings(value: Any) -> Any:
+    """``value`` (JSON-like) with every string redacted: for documents written to files."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {redact_strings(k): redact_strings(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact_strings(v) for v in value]
+    return value
 
 
 def clean(text: str) -> str:

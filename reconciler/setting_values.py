@@ -3,6 +3,7 @@ environment or reconciler.yaml: the same bounds and the same wording everywhere.
 
 from __future__ import annotations
 
+import math
 from typing import Any, NamedTuple
 
 import click
@@ -42,9 +43,12 @@ def _parse(kind: type, raw: Any, where: str) -> int | float:
         except ValueError:
             raise ConfigError(f"{where}: {raw!r} is not a whole number") from None
     try:
-        return float(raw)
+        value = float(raw)
     except (TypeError, ValueError):
         raise ConfigError(f"{where}: {raw!r} is not a number of seconds") from None
+    if not math.isfinite(value):  # nan or inf: no wait could ever be bounded by it
+        raise ConfigError(f"{where}: {raw!r} is not a finite number of seconds")
+    return value
 
 
 NUMBER_SETTINGS: dict[str, NumberSetting] = {

@@ -47,7 +47,10 @@ def make_session(base_url: str, parallelism: int) -> requests.Session:
     # requests re-reads proxies and the CA bundle from the environment on every
     # request, scanning os.environ each time; read them once per run instead.
     environment = session.merge_environment_settings(base_url, {}, None, None, None)
-    session.proxies.update(environment["proxies"])
+    # Plain http:// is allowed only because the host is this machine; a proxy
+    # would carry the form with the client secret, in clear, to another one.
+    if not base_url.startswith("http://"):
+        session.proxies.update(environment["proxies"])
     session.verify = environment["verify"]
     session.trust_env = False
     session.cookies = _IgnoredCookies()
