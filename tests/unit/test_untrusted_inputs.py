@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import clean_env, run_cli
 
 from reconciler import safetext
 from reconciler.api.network import make_session
@@ -19,7 +20,6 @@ from reconciler.config import load_settings
 from reconciler.errors import ConfigError
 from reconciler.plan import Plan
 from reconciler.safetext import Redactor, redact_strings
-from tests.conftest import clean_env, run_cli
 
 SECRET = "s3cr3t-Value-of-this-test"
 
