@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -13,9 +14,12 @@ from reconciler.changed import changed_invite_ids
 from reconciler.config import Contract, Settings, load_settings
 from reconciler.current import read_current
 from reconciler.desired import DesiredState, load_desired_state
+from reconciler.errors import ReconcilerError
+from reconciler.invite_entries import refuse_bad_ids
 from reconciler.limiter import Limiter
 from reconciler.plan import Plan, make_plan
 from reconciler.render.common import plural
+from reconciler.safetext import escape
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox
 from reconciler.selection import EVERYTHING, Selection, select_invites
 
@@ -24,10 +28,26 @@ def settings_for(config_file: str | None, **overrides: Any) -> Settings:
     return load_settings(config_file).with_overrides(**overrides)
 
 
+def check_writable(path: str | None, what: str) -> None:
+    """Refuse, before any request, a file that could not be written once the work is done."""
+    if not path:
+        return
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise ReconcilerError(
+            f"{escape(path)}: cannot write the {what}: no directory {escape(directory)}"
+        )
+    target = path if os.path.exists(path) else directory
+    if os.path.isdir(path) or not os.access(target, os.W_OK):
+        raise ReconcilerError(f"{escape(path)}: cannot write the {what}: permission denied")
+
+
 def read_desired(
     settings: Settings, paths: tuple[str, ...], selection: Selection = EVERYTHING
 ) -> DesiredState:
     """The desired state of the files read, narrowed to the invites selected."""
+    refuse_bad_ids(selection.targets, "--target")
+    refuse_bad_ids(selection.excludes, "--exclude")
     where = list(paths or settings.paths)
     state = load_desired_state(where)
     if selection.is_everything:

@@ -14,7 +14,7 @@ import click
 import yaml
 
 from reconciler.api.client import CurrentInvite
-from reconciler.commands.common import api_client, settings_for
+from reconciler.commands.common import api_client, check_writable, settings_for
 from reconciler.commands.export_checks import refuse_known_ids, schema_ref_for
 from reconciler.commands.options import (
     config_option,
@@ -25,6 +25,7 @@ from reconciler.commands.options import (
 from reconciler.concurrency import ordered_map
 from reconciler.config import UPDATABLE_FIELDS
 from reconciler.errors import ReconcilerError
+from reconciler.invite_entries import refuse_bad_ids
 from reconciler.limiter import limiter_for
 from reconciler.logsetup import setup_logging
 from reconciler.plan import stop_if_run_fatal
@@ -126,6 +127,8 @@ def export(
     ./invites): one id must live in one place.
     """
     setup_logging(verbose)
+    refuse_bad_ids(invite_ids, "export")
+    check_writable(out, "export")
     if out and os.path.exists(out) and not force:
         raise ReconcilerError(
             f"{out} exists; it may hold invites you manage. Choose another --out, "
