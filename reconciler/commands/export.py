@@ -15,7 +15,7 @@ import yaml
 
 from reconciler.api.client import CurrentInvite
 from reconciler.commands.common import api_client, check_writable, settings_for
-from reconciler.commands.export_checks import refuse_known_ids, schema_ref_for
+from reconciler.commands.export_checks import check_known_ids, schema_ref_for
 from reconciler.commands.options import (
     config_option,
     sandbox_option,
@@ -123,8 +123,9 @@ def export(
 ) -> int:
     """Write the current state of the given invites as a desired-state YAML file.
 
-    Refuses ids already defined in the invite files (PATHS of reconciler.yaml, else
-    ./invites): one id must live in one place.
+    With --out, refuses ids already defined in the invite files (PATHS of
+    reconciler.yaml, else ./invites): one id must live in one place. To stdout, it
+    prints them with a note naming the entry to replace.
     """
     setup_logging(verbose)
     refuse_bad_ids(invite_ids, "export")
@@ -136,7 +137,7 @@ def export(
         )
     settings = settings_for(config_file)
     ids = list(dict.fromkeys(invite_ids))
-    refuse_known_ids(ids, settings.paths, replacing=out if force else None)
+    check_known_ids(ids, settings.paths, out, force)
     ref, note = schema_ref_for(out, schema_ref, settings.schema_ref)
     limiter = limiter_for(settings)
     with api_client(settings, sandbox, limiter.observe) as client:

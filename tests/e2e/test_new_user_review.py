@@ -93,3 +93,33 @@ def test_a_valid_id_passes_the_id_check(tmp_path: Path, start_sandbox):
     result = run_cli("export", "inv_acme", cwd=tmp_path, env=sandbox_env(server))
     assert result.returncode == 0, result.stderr
     assert "id: inv_acme" in result.stdout
+
+
+def test_the_not_updatable_advice_works(start_sandbox, tmp_path):
+    server = start_sandbox([{**ACME, "status": "accepted"}])
+    write_invites(tmp_path / "invites", [desired_entry(ACME, email="new@acme.example")])
+    env = sandbox_env(server)
+    plan = run_cli("plan", cwd=tmp_path, env=env)
+    assert "bring the file in line with `reconcile export inv_acme`" in plan.stdout
+    exported = run_cli("export", "inv_acme", cwd=tmp_path, env=env)
+    assert exported.returncode == 0, exported.stderr
+    assert "email: old@acme.example" in exported.stdout
+    assert "note: inv_acme is already defined at invites/invites.yaml:" in exported.stderr
+    assert "with this" in exported.stderr
+    (tmp_path / "invites" / "invites.yaml").write_text(exported.stdout, encoding="utf-8")
+    replanned = run_cli("plan", "--detailed-exitcode", cwd=tmp_path, env=env)
+    assert replanned.returncode == 0, replanned.stdout
+    assert "No changes." in replanned.stdout
+
+
+def test_export_to_a_file_still_refuses_an_id_defined_in_git(start_sandbox, tmp_path):
+    server = start_sandbox([ACME])
+    write_invites(tmp_path / "invites", [desired_entry(ACME)])
+    result = run_cli(
+        "export", "inv_acme", "--out", "more.yaml", cwd=tmp_path, env=sandbox_env(server)
+    )
+    assert result.returncode == 1
+    assert (
+        "already defined in your invite files: inv_acme (at invites/invites.yaml:" in result.stderr
+    )
+    assert not (tmp_path / "more.yaml").exists()
