@@ -86,12 +86,14 @@ def apply(
     settings = settings_for(
         config_file, parallelism=parallelism, max_changes=max_changes, audit_log=audit_log
     )
-    check_writable(settings.audit_log, "audit log")
+    check_writable(settings.audit_log, "the audit log")
     renderer = TextRenderer(color=use_color(color))
     saved = load_signed_plan(plan_file, signing_secret(settings, sandbox)) if plan_file else None
     state = None if saved else read_desired(settings, paths, selection)
     if saved is not None:
-        saved.raise_if_unsafe(settings.max_changes)  # needs no request: before the drift check
+        saved.raise_if_unsafe(
+            settings.max_changes, saved=True
+        )  # needs no request: before the drift check
     limiter = limiter_for(settings)
     with api_client(settings, sandbox, limiter.observe) as client:
         if saved is not None:

@@ -35,11 +35,11 @@ def check_writable(path: str | None, what: str) -> None:
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise ReconcilerError(
-            f"{escape(path)}: cannot write the {what}: no directory {escape(directory)}"
+            f"{escape(path)}: cannot write {what}: no directory {escape(directory)}"
         )
     target = path if os.path.exists(path) else directory
     if os.path.isdir(path) or not os.access(target, os.W_OK):
-        raise ReconcilerError(f"{escape(path)}: cannot write the {what}: permission denied")
+        raise ReconcilerError(f"{escape(path)}: cannot write {what}: permission denied")
 
 
 def read_desired(

@@ -123,3 +123,21 @@ def test_export_to_a_file_still_refuses_an_id_defined_in_git(start_sandbox, tmp_
         "already defined in your invite files: inv_acme (at invites/invites.yaml:" in result.stderr
     )
     assert not (tmp_path / "more.yaml").exists()
+
+
+def test_a_saved_plans_limit_is_named_when_it_refuses(start_sandbox, tmp_path):
+    beta = {**ACME, "id": "inv_beta", "name": "Beta GmbH"}
+    server = start_sandbox([ACME, beta])
+    entries = [desired_entry(i, email="new@x.example") for i in (ACME, beta)]
+    write_invites(tmp_path / "invites", entries)
+    env = sandbox_env(server)
+    plan = run_cli("plan", "--max-changes", "1", "--out", "p.json", cwd=tmp_path, env=env)
+    assert plan.returncode == 1
+    assert "Split the change or raise the limit" in plan.stderr  # the run's own limit
+    apply = run_cli("apply", "--plan", "p.json", "--max-changes", "5", cwd=tmp_path, env=env)
+    assert apply.returncode == 1
+    assert _last_line(apply.stderr).endswith(
+        "more than max_changes (1). this plan was made with --max-changes 1; "
+        "make a new plan with a higher limit."
+    )
+    assert server.stats.calls("PATCH") == []
