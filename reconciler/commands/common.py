@@ -55,16 +55,31 @@ def read_desired(
     changed = None
     if selection.changed_since:
         changed = changed_invite_ids(selection.changed_since, where, state.invites)
+        if changed is None:
+            click.echo(
+                f"--changed-since {selection.changed_since}: no base commit (a branch's "
+                "first push); planning every invite.",
+                err=True,
+            )
     total = len(state.invites)
     state.invites = select_invites(state.invites, selection, ", ".join(where), changed)
-    if selection.changed_since:
-        click.echo(
-            f"--changed-since {selection.changed_since}: "
-            f"{plural(len(state.invites), 'invite')} of {total:,} added or changed; "
-            "reading only those.",
-            err=True,
-        )
+    if changed is not None:
+        _say_changed(selection, changed, len(state.invites), total)
     return state
+
+
+def _say_changed(selection: Selection, changed: set[str], selected: int, total: int) -> None:
+    ref = escape(selection.changed_since or "")
+    for target in dict.fromkeys(selection.targets):
+        if target not in changed:  # else the run would print a bare "No changes."
+            click.echo(
+                f"--target {target}: unchanged since {ref}; nothing to plan for it", err=True
+            )
+    click.echo(
+        f"--changed-since {ref}: {plural(selected, 'invite')} of {total:,} added or changed; "
+        "reading only those.",
+        err=True,
+    )
 
 
 @contextmanager
