@@ -29,6 +29,7 @@ from reconciler.concurrency import Outcome
 from reconciler.desired import DesiredInvite
 from reconciler.errors import ReconcilerError
 from reconciler.safetext import redact
+from reconciler.wording import plural
 
 __all__ = [
     "FORMAT_VERSION",
@@ -67,7 +68,7 @@ class TooMuchChange(ReconcilerError):
             else "Split the change or raise the limit"
         )
         self.reason = (
-            f"the plan updates {changes} invite{'' if changes == 1 else 's'}, more than "
+            f"the plan updates {plural(changes, 'invite')}, more than "
             f"max_changes ({limit}). {advice}."
         )
         super().__init__(f"refusing to apply, nothing was changed: {self.reason}")
