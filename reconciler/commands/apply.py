@@ -86,7 +86,7 @@ def apply(
     settings = settings_for(
         config_file, parallelism=parallelism, max_changes=max_changes, audit_log=audit_log
     )
-    check_writable(settings.audit_log, "the audit log")
+    check_writable(settings.audit_log, "open the audit log")
     renderer = TextRenderer(color=use_color(color))
     saved = load_signed_plan(plan_file, signing_secret(settings, sandbox)) if plan_file else None
     state = None if saved else read_desired(settings, paths, selection)

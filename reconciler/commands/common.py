@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -28,18 +29,25 @@ def settings_for(config_file: str | None, **overrides: Any) -> Settings:
     return load_settings(config_file).with_overrides(**overrides)
 
 
-def check_writable(path: str | None, what: str) -> None:
-    """Refuse, before any request, a file that could not be written once the work is done."""
+def check_writable(path: str | None, action: str) -> None:
+    """Refuse, before any request, a file that could not be written once the work is done.
+
+    ``action`` says what would fail, as the later error would: "write plan file".
+    """
     if not path:
         return
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise ReconcilerError(
-            f"{escape(path)}: cannot write {what}: no directory {escape(directory)}"
+            f"{escape(path)}: cannot {action}: {os.strerror(errno.ENOENT)} "
+            f"(no directory {escape(directory)}); nothing was read"
         )
     target = path if os.path.exists(path) else directory
     if os.path.isdir(path) or not os.access(target, os.W_OK):
-        raise ReconcilerError(f"{escape(path)}: cannot write {what}: permission denied")
+        problem = errno.EISDIR if os.path.isdir(path) else errno.EACCES
+        raise ReconcilerError(
+            f"{escape(path)}: cannot {action}: {os.strerror(problem)}; nothing was read"
+        )
 
 
 def read_desired(

@@ -129,7 +129,7 @@ def export(
     """
     setup_logging(verbose)
     refuse_bad_ids(invite_ids, "export")
-    check_writable(out, "the export")
+    check_writable(out, "write the export")
     if out and os.path.exists(out) and not force:
         raise ReconcilerError(
             f"{out} exists; it may hold invites you manage. Choose another --out, "

@@ -61,7 +61,7 @@ def plan(
 ) -> int:
     """Read the invite files and the current invites; print what apply would change."""
     setup_logging(verbose)
-    check_writable(out, "plan file")
+    check_writable(out, "write plan file")
     settings = settings_for(config_file, parallelism=parallelism, max_changes=max_changes)
     state = read_desired(settings, paths, Selection(targets, excludes, changed_since))
     limiter = limiter_for(settings)

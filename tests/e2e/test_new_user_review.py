@@ -65,7 +65,7 @@ def test_an_unwritable_output_is_refused_before_any_request(start_sandbox, tmp_p
     result = run_cli(*args, cwd=tmp_path, env=sandbox_env(server))
     assert result.returncode == 1
     assert "nowhere" in _last_line(result.stderr)
-    assert "no directory" in result.stderr
+    assert "No such file or directory (no directory" in result.stderr
     assert server.stats.calls("GET") == []
     assert "Plan:" not in result.stdout
 
