@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 from reconciler.errors import ReconcilerError, SourceError
 from reconciler.safetext import escape
 from reconciler.schema import invite_validators, validate
-from reconciler.schema_messages import Where, say
+from reconciler.schema_messages import ID_RULE, Where, say
 from reconciler.yaml_positions import Lines, Located, Spot
 
 # Keys of an invite entry that steer the reconciler and are never sent.
@@ -22,7 +22,6 @@ RECONCILER_KEYS = ("id", "resendOnChange")
 # The schema's `pattern` says the same; this holds even if the schema is edited,
 # and matches the whole string (a `$` in a search lets a final newline through).
 INVITE_ID = re.compile(r"(?!\.+\Z)[A-Za-z0-9_.-]{1,128}")
-ID_RULE = "1 to 128 letters, digits, `_`, `-`, `.`, and not dots alone"
 
 
 def refuse_bad_ids(ids: Iterable[str], given_as: str) -> None:

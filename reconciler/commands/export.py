@@ -13,7 +13,7 @@ from typing import Any
 import click
 import yaml
 
-from reconciler.api.client import CurrentInvite
+from reconciler.api.client import ApiClient, CurrentInvite
 from reconciler.commands.common import api_client, check_writable, settings_for
 from reconciler.commands.export_checks import check_known_ids, schema_ref_for
 from reconciler.commands.options import (
@@ -26,7 +26,7 @@ from reconciler.concurrency import ordered_map
 from reconciler.config import UPDATABLE_FIELDS
 from reconciler.errors import ReconcilerError
 from reconciler.invite_entries import refuse_bad_ids
-from reconciler.limiter import limiter_for
+from reconciler.limiter import Limiter, limiter_for
 from reconciler.logsetup import setup_logging
 from reconciler.plan import stop_if_run_fatal
 from reconciler.render.common import plural
@@ -141,18 +141,8 @@ def export(
     ref, note = schema_ref_for(out, schema_ref, settings.schema_ref)
     limiter = limiter_for(settings)
     with api_client(settings, sandbox, limiter.observe) as client:
-        found: list[CurrentInvite] = []
-        problems = []
-        reads = ordered_map(client.get_invite, ids, limiter, client.halt)
-        for invite_id, outcome in reads:
-            if outcome.error is not None:
-                stop_if_run_fatal(outcome.error)
-                problems.append(f"{invite_id}: {outcome.error}")
-            elif outcome.value is not None:
-                found.append(outcome.value)
+        found = _read_invites(client, ids, limiter)
         base_url = client.base_url
-    if problems:
-        raise ReconcilerError("nothing exported:\n" + "\n".join(f"  {p}" for p in problems))
     for invite in found:
         if not invite.is_pending:
             click.echo(
@@ -173,3 +163,18 @@ def export(
     if note:
         click.echo(note, err=True)
     return 0
+
+
+def _read_invites(client: ApiClient, ids: list[str], limiter: Limiter) -> list[CurrentInvite]:
+    """Every invite asked for, or an error naming each one that could not be read."""
+    found: list[CurrentInvite] = []
+    problems = []
+    for invite_id, outcome in ordered_map(client.get_invite, ids, limiter, client.halt):
+        if outcome.error is not None:
+            stop_if_run_fatal(outcome.error)
+            problems.append(f"{invite_id}: {outcome.error}")
+        elif outcome.value is not None:
+            found.append(outcome.value)
+    if problems:
+        raise ReconcilerError("nothing exported:\n" + "\n".join(f"  {p}" for p in problems))
+    return found
