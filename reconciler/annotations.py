@@ -16,6 +16,7 @@ import click
 from reconciler.errors import InputError, ReconcilerError, SourceError
 from reconciler.plan import Plan
 from reconciler.render.markdown import MarkdownRenderer
+from reconciler.repo_paths import repo_relative
 from reconciler.safetext import clean
 
 ANNOTATION_CHOICES = ("auto", "github", "none")
@@ -63,7 +64,9 @@ def error_command(
 
 def input_error_commands(problems: Iterable[SourceError]) -> list[str]:
     return [
-        error_command(p.message, file=p.path, line=p.line or None, col=p.column or None)
+        error_command(
+            p.message, file=repo_relative(p.path), line=p.line or None, col=p.column or None
+        )
         for p in problems
     ]
 

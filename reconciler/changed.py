@@ -8,12 +8,14 @@ moving an entry or reordering keys changes nothing, so a pull request that edits
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from reconciler.compare import canonical
 from reconciler.desired import YAML_SUFFIXES, DesiredInvite, load_text
 from reconciler.errors import ReconcilerError
 from reconciler.safetext import clean
@@ -22,8 +24,19 @@ from reconciler.yaml_source import decode_source
 _GIT_TIMEOUT = 120.0
 
 
-def changed_invite_ids(ref: str, paths: Iterable[str], invites: list[DesiredInvite]) -> set[str]:
-    """Ids of ``invites`` that are new since ``ref`` or whose entry differs from it."""
+# What GitHub and GitLab send as the commit before a branch's first push: no base at all.
+NO_BASE = re.compile(r"0{40}|0{64}")
+
+
+def changed_invite_ids(
+    ref: str, paths: Iterable[str], invites: list[DesiredInvite]
+) -> set[str] | None:
+    """Ids of ``invites`` that are new since ``ref`` or whose entry differs from it.
+
+    None when ``ref`` is the all-zero SHA: there is no base, every invite counts.
+    """
+    if NO_BASE.fullmatch(ref):
+        return None
     top = _toplevel(ref)
     commit = _commit(ref, top)
     before = _entries_at(commit, top, paths)
@@ -31,8 +44,10 @@ def changed_invite_ids(ref: str, paths: Iterable[str], invites: list[DesiredInvi
 
 
 def _value(fields: dict[str, Any], resend_on_change: bool) -> str:
-    # JSON keeps what YAML means: `true` and `1` differ here, as they do on the wire.
-    return json.dumps([fields, resend_on_change], sort_keys=True, default=str)
+    # Compared as the plan compares (sets ignore order and repeats); JSON keeps what
+    # YAML means: `true` and `1` differ here, as they do on the wire.
+    compared = {name: canonical(name, value) for name, value in fields.items()}
+    return json.dumps([compared, resend_on_change], sort_keys=True, default=str)
 
 
 def _git(args: list[str], cwd: str | None = None, stdin: bytes | None = None) -> bytes:

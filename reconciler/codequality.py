@@ -12,13 +12,14 @@ from contextlib import contextmanager
 from typing import Any
 
 from reconciler.errors import InputError, ReconcilerError, SourceError
+from reconciler.repo_paths import repo_relative
 from reconciler.safetext import clean
 
 CHECK_NAME = "invite-reconciler/validate"
 
 
 def report_entry(problem: SourceError) -> dict[str, Any]:
-    path, message = clean(problem.path), clean(problem.message)
+    path, message = clean(repo_relative(problem.path)), clean(problem.message)
     # Same problem at the same place, same fingerprint: GitLab compares reports by it.
     digest = hashlib.sha256(f"{path}\0{problem.line}\0{message}".encode()).hexdigest()
     return {

@@ -8,12 +8,13 @@ the compact records, not the document.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Any, NamedTuple
 
-from reconciler.errors import SourceError
+from reconciler.errors import ReconcilerError, SourceError
 from reconciler.safetext import escape
 from reconciler.schema import invite_validators, validate
-from reconciler.schema_messages import Where, say
+from reconciler.schema_messages import ID_RULE, Where, say
 from reconciler.yaml_positions import Lines, Located, Spot
 
 # Keys of an invite entry that steer the reconciler and are never sent.
@@ -21,6 +22,18 @@ RECONCILER_KEYS = ("id", "resendOnChange")
 # The schema's `pattern` says the same; this holds even if the schema is edited,
 # and matches the whole string (a `$` in a search lets a final newline through).
 INVITE_ID = re.compile(r"(?!\.+\Z)[A-Za-z0-9_.-]{1,128}")
+
+
+def refuse_bad_ids(ids: Iterable[str], given_as: str) -> None:
+    """Refuse ids given on the command line that no invite can have, before any request."""
+    bad = [i for i in dict.fromkeys(ids) if not INVITE_ID.fullmatch(i)]
+    if bad:
+        shown = ", ".join(say(i) for i in bad[:10]) + (
+            f" and {len(bad) - 10} more" if len(bad) > 10 else ""
+        )
+        raise ReconcilerError(
+            f"{given_as} {shown}: not a valid invite id ({ID_RULE}); nothing was read"
+        )
 
 
 class SourceLocation(NamedTuple):
@@ -118,8 +131,5 @@ class EntryReader:
 
     def _bad_id(self, ident: str, entry: Located) -> None:
         line, column = entry.mark(("id",))
-        message = (
-            f"`id`: {say(ident)} is not a valid inviteId "
-            "(1 to 128 letters, digits, `_`, `-`, `.`, and not dots alone)"
-        )
+        message = f"`id`: {say(ident)} is not a valid inviteId ({ID_RULE})"
         self.problems.append(SourceError(self.source, line, column, message))

@@ -23,6 +23,7 @@ import threading
 from typing import Protocol
 
 from reconciler.config import Settings
+from reconciler.wording import plural
 
 log = logging.getLogger("reconciler.limiter")
 
@@ -132,7 +133,7 @@ class AdaptiveLimit:
         refused = f", {self.refusals} refused" if self.refusals else ""
         return (
             f"settled at {self.limit} in flight (started at {self._start}, highest "
-            f"{self.highest}, cap {self._cap}; {self.answers} answers{refused})"
+            f"{self.highest}, cap {self._cap}; {plural(self.answers, 'answer')}{refused})"
         )
 
     def _add(self, seconds: float, refused: bool) -> None:

@@ -29,6 +29,7 @@ from reconciler.concurrency import Outcome
 from reconciler.desired import DesiredInvite
 from reconciler.errors import ReconcilerError
 from reconciler.safetext import redact, redact_strings
+from reconciler.wording import plural
 
 __all__ = [
     "FORMAT_VERSION",
@@ -59,10 +60,16 @@ RUN_FATAL_ERRORS = (
 class TooMuchChange(ReconcilerError):
     """The plan updates more invites than max_changes allows (octoDNS's TooMuchChange)."""
 
-    def __init__(self, changes: int, limit: int) -> None:
+    def __init__(self, changes: int, limit: int, *, saved_limit: bool = False) -> None:
+        # A saved plan's own limit wins over a looser one given to apply: say where it came from.
+        advice = (
+            f"this plan was made with --max-changes {limit}; make a new plan with a higher limit"
+            if saved_limit
+            else "Split the change or raise the limit"
+        )
         self.reason = (
-            f"the plan updates {changes} invite{'' if changes == 1 else 's'}, more than "
-            f"max_changes ({limit}). Split the change or raise the limit."
+            f"the plan updates {plural(changes, 'invite')}, more than "
+            f"max_changes ({limit}). {advice}."
         )
         super().__init__(f"refusing to apply, nothing was changed: {self.reason}")
 
@@ -93,17 +100,24 @@ class Plan:
     def has_changes(self) -> bool:
         return bool(self.changes)
 
-    def too_much_change(self, limit: int | None = None) -> TooMuchChange | None:
-        """Why apply would refuse this plan under max_changes (its own, or ``limit``)."""
+    def too_much_change(
+        self, limit: int | None = None, *, saved: bool = False
+    ) -> TooMuchChange | None:
+        """Why apply would refuse this plan under max_changes (its own, or ``limit``).
+
+        ``saved``: this plan was loaded from a file, so its own limit is the reviewed one.
+        """
         # A saved plan keeps the limit it was reviewed under; a run may add a stricter one.
         limits = [n for n in (self.max_changes, limit) if n is not None]
         if not limits or len(self.changes) <= min(limits):
             return None
-        return TooMuchChange(len(self.changes), min(limits))
+        binding = min(limits)
+        saved_limit = saved and binding == self.max_changes and (limit is None or limit >= binding)
+        return TooMuchChange(len(self.changes), binding, saved_limit=saved_limit)
 
-    def raise_if_unsafe(self, limit: int | None = None) -> None:
+    def raise_if_unsafe(self, limit: int | None = None, *, saved: bool = False) -> None:
         """The one home of the max_changes rule; raises TooMuchChange."""
-        problem = self.too_much_change(limit)
+        problem = self.too_much_change(limit, saved=saved)
         if problem is not None:
             raise problem
 

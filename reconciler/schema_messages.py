@@ -31,6 +31,10 @@ class Where(NamedTuple):
     prefix: tuple[Any, ...] = ()
 
 
+# How the inviteId rule is worded wherever an id is refused (file entries, command lines).
+ID_RULE = "1 to 128 letters, digits, `_`, `-`, `.`, and not dots alone"
+
+
 def say(value: Any) -> str:
     """A value from the file, quoted and escaped, cut short when long."""
     text = value if isinstance(value, str) else str(value)
@@ -126,10 +130,7 @@ def _pattern(error: ValidationError, where: Where, path: tuple[Any, ...]) -> lis
     if field == "phone":
         message = f'`phone`: {shown} is not E.164 text such as "+442079460000"'
     elif field == "id":
-        message = (
-            f"`id`: {shown} is not a valid inviteId "
-            "(1 to 128 letters, digits, `_`, `-`, `.`, and not dots alone)"
-        )
+        message = f"`id`: {shown} is not a valid inviteId ({ID_RULE})"
     else:
         message = f"`{field}`: {shown} does not match `{escape(str(error.validator_value))}`"
     return [_at(where, path, message)]

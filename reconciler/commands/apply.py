@@ -11,10 +11,16 @@ from reconciler.annotations import (
     report_plan,
 )
 from reconciler.api.client import ApiClient
-from reconciler.apply import Applier, ChangeResult, WriteState
+from reconciler.apply import Applier, ApplyReport, ChangeResult, WriteState
 from reconciler.audit import open_audit_log
 from reconciler.color import use_color
-from reconciler.commands.common import api_client, compute_plan, read_desired, settings_for
+from reconciler.commands.common import (
+    api_client,
+    check_writable,
+    compute_plan,
+    read_desired,
+    settings_for,
+)
 from reconciler.commands.options import (
     RUN_ENV,
     audit_log_option,
@@ -33,6 +39,7 @@ from reconciler.plan import Plan
 from reconciler.planfile import find_drift, load_signed_plan
 from reconciler.progress import Progress
 from reconciler.render.common import plural
+from reconciler.render.errors import FailedInvite, echo_errors, from_problems
 from reconciler.render.text import TextRenderer
 from reconciler.selection import Selection
 
@@ -79,11 +86,14 @@ def apply(
     settings = settings_for(
         config_file, parallelism=parallelism, max_changes=max_changes, audit_log=audit_log
     )
+    check_writable(settings.audit_log, "open the audit log")
     renderer = TextRenderer(color=use_color(color))
     saved = load_signed_plan(plan_file, signing_secret(settings, sandbox)) if plan_file else None
     state = None if saved else read_desired(settings, paths, selection)
     if saved is not None:
-        saved.raise_if_unsafe(settings.max_changes)  # needs no request: before the drift check
+        saved.raise_if_unsafe(
+            settings.max_changes, saved=True
+        )  # needs no request: before the drift check
     limiter = limiter_for(settings)
     with api_client(settings, sandbox, limiter.observe) as client:
         if saved is not None:
@@ -95,6 +105,7 @@ def apply(
         click.echo(renderer.render(the_plan), nl=False)
         report_plan(the_plan, github)
         if not the_plan.has_changes:
+            echo_errors(from_problems(the_plan.errors))
             return 1 if the_plan.errors else 0
         if saved is None:
             the_plan.raise_if_unsafe(settings.max_changes)
@@ -151,4 +162,21 @@ def _apply(
             f"{plural(count, 'invite')} could not be planned (errors above) and "
             f"{'was' if count == 1 else 'were'} left alone."
         )
+    echo_errors(_failures(plan, report))
     return 0 if report.ok and not plan.errors else 1
+
+
+def _failures(plan: Plan, report: ApplyReport) -> list[FailedInvite]:
+    """Invites not planned, writes that failed, re-sends that failed or may have been sent."""
+    failed = from_problems(plan.errors)
+    for result in report.results:
+        change = result.change
+        if result.error is not None:
+            failed.append(
+                FailedInvite(change.id, str(result.error), result.error.status, change.source)
+            )
+        elif result.resend_error is not None:
+            what = "re-send may have been sent" if result.resend_unknown else "not re-sent"
+            reason = f"updated, but {what}: {result.resend_error}"
+            failed.append(FailedInvite(change.id, reason, result.resend_error.status, None))
+    return failed

@@ -13,9 +13,9 @@ from typing import Any
 import click
 import yaml
 
-from reconciler.api.client import CurrentInvite
-from reconciler.commands.common import api_client, settings_for
-from reconciler.commands.export_checks import refuse_known_ids, schema_ref_for
+from reconciler.api.client import ApiClient, CurrentInvite
+from reconciler.commands.common import api_client, check_writable, settings_for
+from reconciler.commands.export_checks import check_known_ids, schema_ref_for
 from reconciler.commands.options import (
     config_option,
     sandbox_option,
@@ -25,7 +25,8 @@ from reconciler.commands.options import (
 from reconciler.concurrency import ordered_map
 from reconciler.config import UPDATABLE_FIELDS
 from reconciler.errors import ReconcilerError
-from reconciler.limiter import limiter_for
+from reconciler.invite_entries import refuse_bad_ids
+from reconciler.limiter import Limiter, limiter_for
 from reconciler.logsetup import setup_logging
 from reconciler.plan import stop_if_run_fatal
 from reconciler.render.common import plural
@@ -122,10 +123,13 @@ def export(
 ) -> int:
     """Write the current state of the given invites as a desired-state YAML file.
 
-    Refuses ids already defined in the invite files (PATHS of reconciler.yaml, else
-    ./invites): one id must live in one place.
+    With --out, refuses ids already defined in the invite files (PATHS of
+    reconciler.yaml, else ./invites): one id must live in one place. To stdout, it
+    prints them with a note naming the entry to replace.
     """
     setup_logging(verbose)
+    refuse_bad_ids(invite_ids, "export")
+    check_writable(out, "write the export")
     if out and os.path.exists(out) and not force:
         raise ReconcilerError(
             f"{out} exists; it may hold invites you manage. Choose another --out, "
@@ -133,22 +137,12 @@ def export(
         )
     settings = settings_for(config_file)
     ids = list(dict.fromkeys(invite_ids))
-    refuse_known_ids(ids, settings.paths, replacing=out if force else None)
+    check_known_ids(ids, settings.paths, out, force)
     ref, note = schema_ref_for(out, schema_ref, settings.schema_ref)
     limiter = limiter_for(settings)
     with api_client(settings, sandbox, limiter.observe) as client:
-        found: list[CurrentInvite] = []
-        problems = []
-        reads = ordered_map(client.get_invite, ids, limiter, client.halt)
-        for invite_id, outcome in reads:
-            if outcome.error is not None:
-                stop_if_run_fatal(outcome.error)
-                problems.append(f"{invite_id}: {outcome.error}")
-            elif outcome.value is not None:
-                found.append(outcome.value)
+        found = _read_invites(client, ids, limiter)
         base_url = client.base_url
-    if problems:
-        raise ReconcilerError("nothing exported:\n" + "\n".join(f"  {p}" for p in problems))
     for invite in found:
         if not invite.is_pending:
             click.echo(
@@ -169,3 +163,18 @@ def export(
     if note:
         click.echo(note, err=True)
     return 0
+
+
+def _read_invites(client: ApiClient, ids: list[str], limiter: Limiter) -> list[CurrentInvite]:
+    """Every invite asked for, or an error naming each one that could not be read."""
+    found: list[CurrentInvite] = []
+    problems = []
+    for invite_id, outcome in ordered_map(client.get_invite, ids, limiter, client.halt):
+        if outcome.error is not None:
+            stop_if_run_fatal(outcome.error)
+            problems.append(f"{invite_id}: {outcome.error}")
+        elif outcome.value is not None:
+            found.append(outcome.value)
+    if problems:
+        raise ReconcilerError("nothing exported:\n" + "\n".join(f"  {p}" for p in problems))
+    return found

@@ -6,6 +6,8 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+import click
+
 from reconciler.config import Settings
 from reconciler.desired import find_files, load_file
 from reconciler.errors import ReconcilerError
@@ -13,24 +15,38 @@ from reconciler.errors import ReconcilerError
 SCHEMA_IN_REPO = Path("schemas") / "invites.schema.json"
 
 
-def refuse_known_ids(ids: list[str], paths: Iterable[str], replacing: str | None) -> None:
-    """Refuse ids already defined under ``paths`` (except in ``replacing``, being overwritten)."""
+def known_ids(ids: list[str], paths: Iterable[str], replacing: str | None) -> list[tuple[str, str]]:
+    """(id, FILE:LINE) of ids already defined under ``paths``, except in ``replacing``."""
     existing = [p for p in paths if Path(p).exists()]
     files, _ = find_files(existing)
     skip = Path(replacing).resolve() if replacing else None
     wanted = set(ids)
-    clashes = []
+    found = []
     for file in files:
         if skip is not None and file.resolve() == skip:
             continue
         # Problems in those files are validate's business; only their ids matter here.
-        clashes += [f"{i.id} (at {i.source})" for i in load_file(file)[0] if i.id in wanted]
+        found += [(i.id, str(i.source)) for i in load_file(file)[0] if i.id in wanted]
+    return found
+
+
+def check_known_ids(ids: list[str], paths: Iterable[str], out: str | None, force: bool) -> None:
+    """Refuse to write ids already in git to a file; to stdout, say which entry to replace."""
+    clashes = known_ids(ids, paths, replacing=out if force else None)
+    if clashes and out is None:
+        for ident, source in clashes:
+            click.echo(
+                f"note: {ident} is already defined at {source}; replace the entry at "
+                f"{source} with this",
+                err=True,
+            )
+        return
     if clashes:
         raise ReconcilerError(
             "nothing exported: already defined in your invite files: "
-            + ", ".join(clashes)
-            + ". An id may appear once; edit that entry, or `reconcile plan --target ID` "
-            "to see how it differs from the platform"
+            + ", ".join(f"{ident} (at {source})" for ident, source in clashes)
+            + ". An id may appear once; export to stdout and replace that entry, or "
+            "`reconcile plan --target ID` to see how it differs from the platform"
         )
 
 

@@ -6,7 +6,13 @@ import click
 
 from reconciler.annotations import github_enabled, report_plan
 from reconciler.color import use_color
-from reconciler.commands.common import api_client, compute_plan, read_desired, settings_for
+from reconciler.commands.common import (
+    api_client,
+    check_writable,
+    compute_plan,
+    read_desired,
+    settings_for,
+)
 from reconciler.commands.options import RUN_ENV, plan_format_option, run_options, settings_help
 from reconciler.config import Settings
 from reconciler.limiter import limiter_for
@@ -15,6 +21,7 @@ from reconciler.plan import Plan
 from reconciler.planfile import save_plan, sign_plan
 from reconciler.render import renderer_for
 from reconciler.render.common import plural
+from reconciler.render.errors import echo_errors, from_problems
 from reconciler.safetext import escape
 from reconciler.sandbox import SANDBOX_CLIENT_SECRET
 from reconciler.selection import Selection
@@ -54,6 +61,7 @@ def plan(
 ) -> int:
     """Read the invite files and the current invites; print what apply would change."""
     setup_logging(verbose)
+    check_writable(out, "write plan file")
     settings = settings_for(config_file, parallelism=parallelism, max_changes=max_changes)
     state = read_desired(settings, paths, Selection(targets, excludes, changed_since))
     limiter = limiter_for(settings)
@@ -86,6 +94,7 @@ def _say_saved(the_plan: Plan, out: str) -> None:
 
 def _exit_code(the_plan: Plan, detailed_exitcode: bool) -> int:
     """1 when apply would fail or refuse; invites no longer pending never count."""
+    echo_errors(from_problems(the_plan.errors))
     refusal = the_plan.too_much_change()
     if refusal is not None:
         # The check apply would fail fails here too, so a pull request is not green for it.

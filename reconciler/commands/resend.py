@@ -17,8 +17,10 @@ from reconciler.commands.options import (
     verbose_option,
 )
 from reconciler.confirm import confirm
+from reconciler.invite_entries import refuse_bad_ids
 from reconciler.logsetup import setup_logging
 from reconciler.render.common import plural
+from reconciler.render.errors import FailedInvite, echo_errors
 
 
 @click.command(epilog=settings_help(api=True, extra=("audit_log",)))
@@ -38,27 +40,33 @@ def resend(
 ) -> int:
     """Re-send the invitation of each given invite, once. Never retried automatically."""
     setup_logging(verbose)
+    refuse_bad_ids(invite_ids, "resend")
     settings = settings_for(config_file, audit_log=audit_log)
     ids = list(dict.fromkeys(invite_ids))
     if not auto_approve:
         confirm(f"Re-send {plural(len(ids), 'invitation')}?", action="re-send")
-    failed = 0
+    failed: list[FailedInvite] = []
     with (
         open_audit_log(settings.audit_log, settings.client_id) as audit,
         api_client(settings, sandbox) as client,
     ):
         for invite_id in ids:  # one at a time: each is a message to a person
-            failed += not _resend_one(client, invite_id, audit)
-    click.echo(f"Resend: {len(ids) - failed} re-sent, {failed} failed.")
+            failure = _resend_one(client, invite_id, audit)
+            if failure is not None:
+                failed.append(failure)
+    click.echo(f"Resend: {len(ids) - len(failed)} re-sent, {len(failed)} failed.")
+    echo_errors(failed)
     return 1 if failed else 0
 
 
-def _resend_one(client: ApiClient, invite_id: str, audit: AuditLog | NoAuditLog) -> bool:
+def _resend_one(
+    client: ApiClient, invite_id: str, audit: AuditLog | NoAuditLog
+) -> FailedInvite | None:
     try:
         audit.audited(invite_id, "resend", lambda: client.resend_invite(invite_id))
     except ApiError as error:
         label = "unknown" if error.outcome_unknown else "failed "
         click.echo(f"{label}  {invite_id}: {error}")
-        return False
+        return FailedInvite(invite_id, str(error), error.status)
     click.echo(f"re-sent  {invite_id}")
-    return True
+    return None

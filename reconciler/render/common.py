@@ -7,15 +7,12 @@ from typing import Any
 
 from reconciler.plan import Plan
 from reconciler.safetext import clean
+from reconciler.wording import plural  # re-exported: the commands import it from here
 
 
 def show(value: Any) -> str:
     """A value as the user wrote it in YAML terms: strings quoted, lists inline, made safe."""
     return clean(json.dumps(value, ensure_ascii=False))
-
-
-def plural(count: int, word: str) -> str:
-    return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
 def summary_line(plan: Plan) -> str:

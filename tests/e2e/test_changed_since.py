@@ -146,7 +146,7 @@ def write_invites_text(repo: Path, text: str) -> None:
     (repo / "invites" / "a.yaml").write_text(text, encoding="utf-8")
 
 
-@pytest.mark.parametrize("ref", ["no-such-branch", "0" * 40, "--output=x"])
+@pytest.mark.parametrize("ref", ["no-such-branch", "1" * 40, "--output=x"])
 def test_an_unknown_ref_is_a_clear_error(
     small_repo: Path,
     ref: str,

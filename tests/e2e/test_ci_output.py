@@ -192,11 +192,14 @@ def test_validate_writes_a_code_quality_report(reconcile: Any, tmp_path: Path) -
 def test_export_refuses_an_id_already_in_the_invite_files(
     reconcile: Any, sandbox: Sandbox, tmp_path: Path
 ) -> None:
+    # Only into a file, which would define the id twice; to stdout it is the advised fix.
     write_invites(tmp_path / "invites", [{"id": "inv_8f2k1", "name": "Acme"}])
-    code, out, err = reconcile("export", "inv_8f2k1", "inv_3m9q7", env=sandbox_env(sandbox))
+    args = ("export", "inv_8f2k1", "inv_3m9q7", "--out", "more.yaml")
+    code, out, err = reconcile(*args, env=sandbox_env(sandbox))
     assert code == 1 and out == ""
     assert "inv_8f2k1 (at invites/invites.yaml:2)" in err
     assert sandbox.stats.calls("GET") == []
+    assert not (tmp_path / "more.yaml").exists()
 
 
 def test_export_writes_a_schema_line_that_resolves_or_says_how(

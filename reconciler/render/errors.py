@@ -1,0 +1,60 @@
+"""The `error:` lines every command ends with on stderr when some invites failed.
+
+cli.md: stderr carries errors and an error is the last thing printed, so the reasons
+shown inside a plan or a progress log on stdout are repeated here, bounded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import NamedTuple
+
+import click
+
+from reconciler.changes import InviteProblem
+from reconciler.safetext import clean
+
+SHOWN = 10  # a run over thousands of invites must not bury the last line
+
+
+class FailedInvite(NamedTuple):
+    id: str
+    reason: str  # HTTP status, the server's message and requestId, as ApiError says them
+    status: int | None = None
+    source: str | None = None  # FILE:LINE of the entry, when it came from a file
+
+
+def from_problems(problems: Iterable[InviteProblem]) -> list[FailedInvite]:
+    """The invites a plan could not read."""
+    return [FailedInvite(p.id, p.message, p.status, p.source) for p in problems]
+
+
+def what_to_do(status: int | None, source: str | None) -> str:
+    """Advice for one failed invite, by the HTTP status it failed with."""
+    entry = f"the entry at {source}" if source else "it from the command"
+    if status == 404:
+        return f"check the id, or remove {entry}"
+    if status in (400, 422):
+        return f"fix {entry} (`reconcile validate`), then try again"
+    if status == 409:
+        return "the invite changed meanwhile; make a new plan"
+    if status in (401, 403):
+        return "check the credentials and their scopes"
+    return "try again later; if it persists, contact support with the requestId"
+
+
+def error_lines(failures: Iterable[FailedInvite]) -> list[str]:
+    failed = list(failures)
+    lines = [
+        f"error: {clean(f.id)}: {clean(f.reason)}; {what_to_do(f.status, f.source)}"
+        for f in failed[:SHOWN]
+    ]
+    if len(failed) > SHOWN:
+        lines.append(f"error: and {len(failed) - SHOWN} more failed invites (listed above)")
+    return lines
+
+
+def echo_errors(failures: Iterable[FailedInvite]) -> None:
+    """Print the `error:` lines on stderr: call it last, after any summary or progress line."""
+    for line in error_lines(failures):
+        click.echo(line, err=True)

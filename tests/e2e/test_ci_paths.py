@@ -1,0 +1,65 @@
+"""CI findings name files from the repository root, wherever the CLI ran."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import clean_env, run_cli
+from test_changed_since import git
+
+BAD = "invites:\n  - id: inv_ünï\n    email: 42\n"
+
+
+def bad_file(root: Path) -> Path:
+    folder = root / "invites"
+    folder.mkdir()
+    (folder / "bad.yaml").write_text(BAD, encoding="utf-8")
+    return folder
+
+
+def annotations(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("::error ")]
+
+
+def test_github_annotations_name_the_file_from_the_workspace(tmp_path: Path) -> None:
+    folder = bad_file(tmp_path)
+    env = clean_env(GITHUB_ACTIONS="true", GITHUB_WORKSPACE=str(tmp_path))
+    result = run_cli("validate", ".", cwd=folder, env=env)
+    assert result.returncode == 1
+    found = annotations(result.stderr)
+    assert found and all(a.startswith("::error file=invites/bad.yaml,line=") for a in found)
+
+
+def test_code_quality_paths_are_from_the_project_dir(tmp_path: Path) -> None:
+    folder = bad_file(tmp_path)
+    env = clean_env(CI_PROJECT_DIR=str(tmp_path))
+    result = run_cli("validate", ".", "--codequality", "../cq.json", cwd=folder, env=env)
+    assert result.returncode == 1
+    entries = json.loads((tmp_path / "cq.json").read_text(encoding="utf-8"))
+    assert entries and {e["location"]["path"] for e in entries} == {"invites/bad.yaml"}
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_without_ci_variables_the_git_top_level_is_the_root(tmp_path: Path) -> None:
+    git(tmp_path, "init", "-q")
+    folder = bad_file(tmp_path)
+    env = clean_env(GITHUB_ACTIONS="true")
+    env.pop("GITHUB_WORKSPACE", None)
+    env.pop("CI_PROJECT_DIR", None)
+    result = run_cli("validate", ".", cwd=folder, env=env)
+    found = annotations(result.stderr)
+    assert found and all(a.startswith("::error file=invites/bad.yaml,line=") for a in found)
+
+
+def test_a_file_outside_the_root_keeps_its_path(tmp_path: Path) -> None:
+    folder = bad_file(tmp_path)
+    elsewhere = tmp_path / "workspace"
+    elsewhere.mkdir()
+    env = clean_env(GITHUB_ACTIONS="true", GITHUB_WORKSPACE=str(elsewhere))
+    result = run_cli("validate", "invites", cwd=tmp_path, env=env)
+    found = annotations(result.stderr)
+    assert found and all(a.startswith("::error file=invites/bad.yaml,line=") for a in found)
+    assert folder.exists()
