@@ -427,3 +427,48 @@ def test_a_well_behaved_server_still_converges(
     assert server.resends == {"inv_acme": 1, "inv_sakura": 1}
     assert "Plan: 0 to update, 4 unchanged, 0 errors." in planned.stdout
     assert_nothing_leaked([server], applied.stdout, applied.stderr, *files(workdir, "audit.jsonl"))
+
+
+# -- invite values of the wrong type or size (attack 13, 18) ---------------------------
+
+_BAD_VALUES = {
+    "name an object": ("name", {"first": "Acme"}, "an object, not a string"),
+    "name a number": ("name", 42, "a number (42), not a string"),
+    "name NaN": ("name", float("nan"), "a number (nan)"),
+    "name 1e999": ("name", float("inf"), "a number (inf)"),
+    "name a long list": ("name", ["x"] * 50_000, "a list, not a string"),
+    "name too long": ("name", "A" * 5_000, "5,000 characters"),
+    "groups NaN item": ("groups", ["emea", float("nan")], "item 1 is a number (nan)"),
+    "groups 150,000 items": ("groups", [f"g{i}" for i in range(150_000)], "MAX_SET_ITEMS"),
+    "contact with a number": ("primaryContact", {"name": 7}, "`name` is a number (7)"),
+}
+
+
+@pytest.mark.parametrize(("field", "value", "said"), _BAD_VALUES.values(), ids=_BAD_VALUES)
+def test_an_invite_value_of_the_wrong_type_or_size_leaves_that_invite_alone(
+    hostile: Callable[..., HostileServer],
+    reconcile: Callable[..., Run],
+    workdir: Path,
+    field: str,
+    value: object,
+    said: str,
+) -> None:
+    server = hostile()
+    server.invites["inv_acme"][field] = value
+
+    planned = reconcile(server, "plan", "invites", "--out", "plan.json")
+    applied = reconcile(server, "apply", "--auto-approve", "--audit-log", "audit.jsonl", "invites")
+    exported = reconcile(server, "export", "inv_acme", "--out", "export.yaml")
+
+    for result in (planned, applied):
+        assert result.code == 1
+        shown = result.stdout + result.stderr
+        assert re.search(rf"inv_acme.*`{field}`.*{re.escape(said)}", shown), shown
+    assert not [s for s in server.seen if s.method != "GET" and "inv_acme" in s.target]
+    assert server.invites["inv_sakura"]["email"] == "kyb@sakura.example"  # others went through
+    assert server.resends["inv_sakura"] == 1
+    plan_text = (workdir / "plan.json").read_text(encoding="utf-8")
+    json.loads(plan_text, parse_constant=lambda name: pytest.fail(f"{name} in the plan"))
+    assert "inv_sakura" in plan_text
+    assert exported.code == 1 and "nothing exported" in exported.stderr
+    assert not (workdir / "export.yaml").exists()
