@@ -29,6 +29,7 @@ from reconciler.limiter import limiter_for
 from reconciler.logsetup import setup_logging
 from reconciler.plan import stop_if_run_fatal
 from reconciler.render.common import plural
+from reconciler.safefile import write_text_replacing
 from reconciler.safetext import clean
 
 
@@ -158,11 +159,9 @@ def export(
             )
     text = render_export(found, base_url, ref)
     if out:
-        try:
-            with open(out, "w", encoding="utf-8") as handle:
-                handle.write(text)
-        except OSError as exc:
-            raise ReconcilerError(f"{out}: cannot write: {exc.strerror}") from None
+        # Like a plan file: a temporary file renamed over --out, never written through
+        # a symlink, never over a device or FIFO.
+        write_text_replacing(out, text, "the export")
         click.echo(f"Exported {plural(len(found), 'invite')} to {out}.", err=True)
     else:
         click.echo(text, nl=False)

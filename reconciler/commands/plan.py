@@ -15,6 +15,7 @@ from reconciler.plan import Plan
 from reconciler.planfile import save_plan, sign_plan
 from reconciler.render import renderer_for
 from reconciler.render.common import plural
+from reconciler.safefile import refuse_special_file
 from reconciler.safetext import escape
 from reconciler.sandbox import SANDBOX_CLIENT_SECRET
 from reconciler.selection import Selection
@@ -54,6 +55,8 @@ def plan(
 ) -> int:
     """Read the invite files and the current invites; print what apply would change."""
     setup_logging(verbose)
+    if out:  # before any request: a device or FIFO at --out would be replaced by a file
+        refuse_special_file(out, "plan file")
     settings = settings_for(config_file, parallelism=parallelism, max_changes=max_changes)
     state = read_desired(settings, paths, Selection(targets, excludes, changed_since))
     limiter = limiter_for(settings)
