@@ -27,8 +27,8 @@ def refuse_special_file(path: str, what: str) -> None:
         return  # absent (or a dangling link): the write makes a new file; other errors show there
     if not stat.S_ISREG(mode):
         raise ReconcilerError(
-            f"{escape(path)}: refusing to write {what} there: it is {_kind(mode)}, not a "
-            "regular file, and would be replaced by one; choose a file path"
+            f"{escape(path)}: cannot write {what}: it is {_kind(mode)}, not a regular "
+            "file, and is left as it is; choose a file path"
         )
 
 

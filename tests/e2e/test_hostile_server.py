@@ -488,7 +488,7 @@ def test_plan_out_onto_a_fifo_is_refused_before_any_request(
     result = reconcile(server, "plan", "invites", "--out", str(fifo))
 
     assert result.code == 1
-    assert "pipe\\x1b[31m: refusing to write plan file there: it is a FIFO" in result.stderr
+    assert "pipe\\x1b[31m: cannot write plan file: it is a FIFO" in result.stderr
     assert server.seen == []  # not even a token request
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
 
@@ -520,7 +520,7 @@ def test_export_out_onto_a_fifo_is_refused(
         os.close(reader)
 
     assert result.code == 1
-    assert "export.yaml: refusing to write the export there: it is a FIFO" in result.stderr
+    assert "export.yaml: cannot write the export: it is a FIFO" in result.stderr
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
 
 
