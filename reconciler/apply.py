@@ -30,6 +30,11 @@ class ChangeResult:
     resend_error: ApiError | None = None
 
     @property
+    def update_unknown(self) -> bool:
+        """The update failed with no answer after it may have reached the server."""
+        return self.state is WriteState.FAILED and bool(self.error and self.error.outcome_unknown)
+
+    @property
     def resend_unknown(self) -> bool:
         """The re-send may have reached the server: sending it again could duplicate it."""
         return self.resend_error is not None and self.resend_error.outcome_unknown
@@ -41,7 +46,12 @@ class ApplyReport:
     stopped_by: str | None = None  # why no new writes were started
 
     def count(self, state: WriteState) -> int:
-        return sum(1 for r in self.results if r.state is state)
+        """Results in ``state``; updates of unknown outcome are not counted as FAILED."""
+        return sum(1 for r in self.results if r.state is state and not r.update_unknown)
+
+    @property
+    def updates_unknown(self) -> int:
+        return sum(1 for r in self.results if r.update_unknown)
 
     @property
     def resend_failures(self) -> int:

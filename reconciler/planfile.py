@@ -8,13 +8,10 @@ carry a signature made with this run's client secret (reconciler.signature).
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import threading
 from collections import Counter
 from collections.abc import Callable
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 from jsonschema import Draft202012Validator
@@ -28,6 +25,7 @@ from reconciler.limiter import Limiter
 from reconciler.plan import FORMAT_VERSION, READABLE_FORMAT_VERSIONS, Plan
 from reconciler.render.json import JsonRenderer
 from reconciler.resources import resource_path
+from reconciler.safefile import write_text_replacing
 from reconciler.safetext import clean, escape
 from reconciler.signature import SignatureCheck, check, signature_for
 
@@ -43,16 +41,8 @@ def sign_plan(plan: Plan, secret: str) -> None:
 
 
 def save_plan(plan: Plan, path: str) -> None:
-    """Write atomically, so a reviewer never sees half a plan."""
-    target = Path(path)
-    directory = target.parent if str(target.parent) else Path(".")
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".plan-", suffix=".json", dir=directory)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(JsonRenderer().render(plan))
-        os.replace(tmp, target)
-    except OSError as exc:
-        raise ReconcilerError(f"{escape(path)}: cannot write plan file: {exc.strerror}") from None
+    """Write atomically, so a reviewer never sees half a plan; never over a device or FIFO."""
+    write_text_replacing(path, JsonRenderer().render(plan), "plan file", private=True)
 
 
 @cache

@@ -19,6 +19,7 @@ from reconciler.api.answer import Answer
 from reconciler.api.auth import register_secret_forms
 from reconciler.api.errors import WrongInvite
 from reconciler.api.exchange import Exchange, Observer
+from reconciler.api.invite_values import check_invite_values
 from reconciler.api.pacing import RequestPacer
 from reconciler.api.urls import check_base_url, invite_path
 from reconciler.config import UPDATABLE_FIELDS, Settings
@@ -137,5 +138,6 @@ class ApiClient:
             wire = self.settings.wire_name(canonical)
             if wire in data:
                 fields[canonical] = data[wire]
+        check_invite_values(invite_id, fields, status=answer.status, request_id=answer.request_id)
         status = data.get("status")
         return CurrentInvite(invite_id, clean(status) if isinstance(status, str) else None, fields)

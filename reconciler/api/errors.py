@@ -109,6 +109,10 @@ class WrongInvite(UnexpectedResponse):
     """An answer about another invite than the one asked for."""
 
 
+class BadInviteValue(UnexpectedResponse):
+    """An invite whose updatable field breaks the contract's type or size."""
+
+
 class AnswerTooLarge(UnexpectedResponse):
     """A body longer than ``max_response_bytes``: reading stopped at the cap."""
 

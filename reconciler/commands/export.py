@@ -30,6 +30,7 @@ from reconciler.limiter import Limiter, limiter_for
 from reconciler.logsetup import setup_logging
 from reconciler.plan import stop_if_run_fatal
 from reconciler.render.common import plural
+from reconciler.safefile import refuse_special_file, write_text_replacing
 from reconciler.safetext import clean
 
 
@@ -130,6 +131,8 @@ def export(
     setup_logging(verbose)
     refuse_bad_ids(invite_ids, "export")
     check_writable(out, "write the export")
+    if out:  # before any request, as plan --out
+        refuse_special_file(out, "the export")
     if out and os.path.exists(out) and not force:
         raise ReconcilerError(
             f"{out} exists; it may hold invites you manage. Choose another --out, "
@@ -152,11 +155,9 @@ def export(
             )
     text = render_export(found, base_url, ref)
     if out:
-        try:
-            with open(out, "w", encoding="utf-8") as handle:
-                handle.write(text)
-        except OSError as exc:
-            raise ReconcilerError(f"{out}: cannot write: {exc.strerror}") from None
+        # Like a plan file: a temporary file renamed over --out, never written through
+        # a symlink, never over a device or FIFO.
+        write_text_replacing(out, text, "the export")
         click.echo(f"Exported {plural(len(found), 'invite')} to {out}.", err=True)
     else:
         click.echo(text, nl=False)

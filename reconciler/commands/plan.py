@@ -22,6 +22,7 @@ from reconciler.planfile import save_plan, sign_plan
 from reconciler.render import renderer_for
 from reconciler.render.common import plural
 from reconciler.render.errors import echo_errors, from_problems
+from reconciler.safefile import refuse_special_file
 from reconciler.safetext import escape
 from reconciler.sandbox import SANDBOX_CLIENT_SECRET
 from reconciler.selection import Selection
@@ -62,6 +63,8 @@ def plan(
     """Read the invite files and the current invites; print what apply would change."""
     setup_logging(verbose)
     check_writable(out, "write plan file")
+    if out:  # before any request: a device or FIFO at --out would be replaced by a file
+        refuse_special_file(out, "plan file")
     settings = settings_for(config_file, parallelism=parallelism, max_changes=max_changes)
     state = read_desired(settings, paths, Selection(targets, excludes, changed_since))
     limiter = limiter_for(settings)

@@ -117,6 +117,13 @@ class TextRenderer:
                     f"the update was applied, re-send it with: reconcile resend {invite_id}"
                 )
             return line
+        if result.update_unknown:
+            # The audit log says `unknown` too: "failed" would invite a blind retry.
+            return (
+                f"{self._style('update unknown', fg='red')}  {where}: {clean(str(result.error))}; "
+                "the server may have applied it. Check before applying again "
+                f"(reconcile plan --target {invite_id})"
+            )
         if result.state is WriteState.FAILED:
             return f"{self._style('failed', fg='red')}       {where}: {clean(str(result.error))}"
         return f"{self._style('not started', fg='yellow')}  {where}"
@@ -125,6 +132,8 @@ class TextRenderer:
         updated = report.count(WriteState.UPDATED)
         failed = report.count(WriteState.FAILED)
         parts = [f"{updated} updated", f"{failed} failed"]
+        if report.updates_unknown:
+            parts.append(f"{plural(report.updates_unknown, 'update')} with unknown outcome")
         not_started = report.count(WriteState.NOT_STARTED)
         if not_started:
             parts.append(f"{not_started} not started")

@@ -13,6 +13,7 @@ import logging
 import os
 import re
 import socket
+import stat
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -427,3 +428,116 @@ def test_a_well_behaved_server_still_converges(
     assert server.resends == {"inv_acme": 1, "inv_sakura": 1}
     assert "Plan: 0 to update, 4 unchanged, 0 errors." in planned.stdout
     assert_nothing_leaked([server], applied.stdout, applied.stderr, *files(workdir, "audit.jsonl"))
+
+
+# -- invite values of the wrong type or size (attack 13, 18) ---------------------------
+
+_BAD_VALUES = {
+    "name an object": ("name", {"first": "Acme"}, "an object, not a string"),
+    "name a number": ("name", 42, "a number (42), not a string"),
+    "name NaN": ("name", float("nan"), "a number (nan)"),
+    "name 1e999": ("name", float("inf"), "a number (inf)"),
+    "name a long list": ("name", ["x"] * 50_000, "a list, not a string"),
+    "name too long": ("name", "A" * 5_000, "5,000 characters"),
+    "groups NaN item": ("groups", ["emea", float("nan")], "item 1 is a number (nan)"),
+    "groups 150,000 items": ("groups", [f"g{i}" for i in range(150_000)], "MAX_SET_ITEMS"),
+    "contact with a number": ("primaryContact", {"name": 7}, "`name` is a number (7)"),
+}
+
+
+@pytest.mark.parametrize(("field", "value", "said"), _BAD_VALUES.values(), ids=_BAD_VALUES)
+def test_an_invite_value_of_the_wrong_type_or_size_leaves_that_invite_alone(
+    hostile: Callable[..., HostileServer],
+    reconcile: Callable[..., Run],
+    workdir: Path,
+    field: str,
+    value: object,
+    said: str,
+) -> None:
+    server = hostile()
+    server.invites["inv_acme"][field] = value
+
+    planned = reconcile(server, "plan", "invites", "--out", "plan.json")
+    applied = reconcile(server, "apply", "--auto-approve", "--audit-log", "audit.jsonl", "invites")
+    exported = reconcile(server, "export", "inv_acme", "--out", "export.yaml")
+
+    for result in (planned, applied):
+        assert result.code == 1
+        shown = result.stdout + result.stderr
+        assert re.search(rf"inv_acme.*`{field}`.*{re.escape(said)}", shown), shown
+    assert not [s for s in server.seen if s.method != "GET" and "inv_acme" in s.target]
+    assert server.invites["inv_sakura"]["email"] == "kyb@sakura.example"  # others went through
+    assert server.resends["inv_sakura"] == 1
+    plan_text = (workdir / "plan.json").read_text(encoding="utf-8")
+    json.loads(plan_text, parse_constant=lambda name: pytest.fail(f"{name} in the plan"))
+    assert "inv_sakura" in plan_text
+    assert exported.code == 1 and "nothing exported" in exported.stderr
+    assert not (workdir / "export.yaml").exists()
+
+
+# -- --out onto something that is not a regular file (attack 26, 51) -------------------
+
+
+def test_plan_out_onto_a_fifo_is_refused_before_any_request(
+    hostile: Callable[..., HostileServer], reconcile: Callable[..., Run], workdir: Path
+) -> None:
+    server = hostile()
+    fifo = workdir / "pipe\x1b[31m"  # a device node in real life: /dev/null as root
+    os.mkfifo(fifo)
+
+    result = reconcile(server, "plan", "invites", "--out", str(fifo))
+
+    assert result.code == 1
+    assert "pipe\\x1b[31m: cannot write plan file: it is a FIFO" in result.stderr
+    assert server.seen == []  # not even a token request
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def test_plan_out_onto_a_symlink_replaces_the_link_not_its_target(
+    hostile: Callable[..., HostileServer], reconcile: Callable[..., Run], workdir: Path
+) -> None:
+    (workdir / "kept.json").write_text("kept\n", encoding="utf-8")
+    (workdir / "plan.json").symlink_to("kept.json")
+
+    result = reconcile(hostile(), "plan", "invites", "--out", "plan.json")
+
+    assert result.code == 0, result.stderr
+    assert not (workdir / "plan.json").is_symlink()
+    assert json.loads((workdir / "plan.json").read_text(encoding="utf-8"))["changes"]
+    assert (workdir / "kept.json").read_text(encoding="utf-8") == "kept\n"
+
+
+def test_export_out_onto_a_fifo_is_refused(
+    hostile: Callable[..., HostileServer], reconcile: Callable[..., Run], workdir: Path
+) -> None:
+    fifo = workdir / "export.yaml"
+    os.mkfifo(fifo)
+    # A reader keeps a write from blocking, as it would not on a device.
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        result = reconcile(hostile(), "export", "inv_SOMEONE_ELSE", "--out", str(fifo), "--force")
+    finally:
+        os.close(reader)
+
+    assert result.code == 1
+    assert "export.yaml: cannot write the export: it is a FIFO" in result.stderr
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def test_export_out_never_writes_through_a_symlink(
+    hostile: Callable[..., HostileServer], reconcile: Callable[..., Run], workdir: Path
+) -> None:
+    server = hostile()
+    (workdir / "managed.yaml").write_text("invites: []\n", encoding="utf-8")
+    (workdir / "linked.yaml").symlink_to("managed.yaml")
+    (workdir / "dangling.yaml").symlink_to("elsewhere.yaml")
+
+    forced = reconcile(server, "export", "inv_SOMEONE_ELSE", "--out", "linked.yaml", "--force")
+    dangling = reconcile(server, "export", "inv_SOMEONE_ELSE", "--out", "dangling.yaml", "--force")
+
+    assert (forced.code, dangling.code) == (0, 0), forced.stderr + dangling.stderr
+    assert (workdir / "managed.yaml").read_text(encoding="utf-8") == "invites: []\n"
+    assert not (workdir / "elsewhere.yaml").exists()
+    for name in ("linked.yaml", "dangling.yaml"):
+        assert not (workdir / name).is_symlink()
+        assert "id: inv_SOMEONE_ELSE" in (workdir / name).read_text(encoding="utf-8")

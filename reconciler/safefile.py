@@ -1,0 +1,75 @@
+"""Write a whole text file in place of ``--out``, never half of one, never over a device.
+
+The text goes to a temporary file in the destination's directory, which then
+replaces the destination in one rename: a reader sees the old file or the new,
+and a failed write leaves the old one as it was. A rename would also replace a
+device node, FIFO or socket (``--out /dev/null`` as root), so a destination
+that exists and is not a regular file is refused.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+from reconciler.errors import ReconcilerError
+from reconciler.safetext import escape
+
+
+def refuse_special_file(path: str, what: str) -> None:
+    """Raise unless ``path`` is absent or, after symlinks, a regular file."""
+    try:
+        mode = os.stat(path).st_mode  # follows symlinks: what a write would reach
+    except OSError:
+        return  # absent (or a dangling link): the write makes a new file; other errors show there
+    if not stat.S_ISREG(mode):
+        raise ReconcilerError(
+            f"{escape(path)}: cannot write {what}: it is {_kind(mode)}, not a regular "
+            "file, and is left as it is; choose a file path"
+        )
+
+
+def write_text_replacing(path: str, text: str, what: str, *, private: bool = False) -> None:
+    """Write ``text`` to ``path`` atomically; ``private`` keeps it readable by its owner only.
+
+    A symlink at ``path`` is replaced by the new file and its target left untouched
+    (as before for plan files): writing through a link could overwrite any file
+    the link points at, or create one wherever a dangling link points.
+    """
+    refuse_special_file(path, what)
+    target = Path(path)
+    directory = target.parent if str(target.parent) else Path(".")
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".reconcile-", suffix=".tmp", dir=directory)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            if not private:  # mkstemp makes 0600; a shared file gets the usual mode
+                os.fchmod(handle.fileno(), 0o666 & ~_umask())
+            handle.write(text)
+        os.replace(tmp, target)
+    except OSError as exc:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        raise ReconcilerError(f"{escape(path)}: cannot write {what}: {exc.strerror}") from None
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a special file"
