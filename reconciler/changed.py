@@ -118,7 +118,10 @@ def _entries_at(commit: str, top: str, paths: Iterable[str]) -> dict[str, str]:
             ) from None
     listing = _git(["ls-tree", "-r", "-z", "--name-only", commit, "--", *relative], cwd=top)
     names = [n for n in listing.decode("utf-8", "surrogateescape").split("\0") if n]
-    names = [n for n in names if n.endswith(YAML_SUFFIXES)]
+    # `git cat-file --batch` reads one name a line: a name holding a line break
+    # would shift every answer after it onto the wrong file. Such a file's old
+    # entries stay unknown, so its invites count as changed: read, never skipped.
+    names = [n for n in names if n.endswith(YAML_SUFFIXES) and "\n" not in n and "\r" not in n]
     entries: dict[str, str] = {}
     for name, data in zip(names, _cat_files(commit, names, top), strict=True):
         entries.update(_entries_of(data, name))

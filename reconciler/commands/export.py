@@ -31,7 +31,7 @@ from reconciler.logsetup import setup_logging
 from reconciler.plan import stop_if_run_fatal
 from reconciler.render.common import plural
 from reconciler.safefile import refuse_special_file, write_text_replacing
-from reconciler.safetext import clean
+from reconciler.safetext import clean, redact_strings
 
 
 class _Quoted(str):
@@ -91,7 +91,8 @@ def render_export(invites: list[CurrentInvite], base_url: str, schema_ref: str) 
         f"# Exported from {base_url} on {stamp} by `reconcile export`.\n"
     )
     body = yaml.dump(
-        {"invites": [invite_entry(i) for i in invites]},
+        # A server may echo the secret or a token in a value: never into git.
+        {"invites": redact_strings([invite_entry(i) for i in invites])},
         Dumper=_ExportDumper,
         sort_keys=False,
         allow_unicode=True,

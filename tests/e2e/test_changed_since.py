@@ -200,3 +200,24 @@ def test_a_changed_option_counts_and_a_reformatted_entry_does_not(
     invites = load_desired_state(["invites"]).invites
     # resendOnChange is part of the entry; a block list equal to the flow list is not a change.
     assert changed_invite_ids("HEAD", ["invites"], invites) == {"inv_a"}
+
+
+def test_a_file_name_with_a_line_break_shifts_no_other_files_entries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = tmp_path / "repo"
+    (repo / "invites").mkdir(parents=True)
+    (repo / "invites" / "a\nb.yaml").write_text(
+        "invites:\n  - id: inv_a\n    name: Odd Name GmbH\n", encoding="utf-8"
+    )
+    (repo / "invites" / "c.yaml").write_text(
+        "invites:\n  - id: inv_c\n    name: Plain Ltd\n", encoding="utf-8"
+    )
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "two files, one oddly named")
+    monkeypatch.chdir(repo)
+    invites = load_desired_state(["invites"]).invites
+    # Nothing changed: the odd file's invites may count as changed (they are read,
+    # never skipped), but the file after it must still be compared with its own past.
+    assert "inv_c" not in changed_invite_ids("HEAD", ["invites"], invites)

@@ -85,3 +85,12 @@ def test_control_characters_in_a_quoted_path_reach_no_terminal(tmp_path: Path) -
     assert result.returncode == 1
     assert "\x1b" not in result.stderr and "\x07" not in result.stderr
     assert "a\\x1b]0;PWNED\\x07.yaml" in result.stderr
+
+
+def test_an_export_never_writes_a_secret_the_server_put_in_a_value(registered_secret: str) -> None:
+    from reconciler.api.client import CurrentInvite
+    from reconciler.commands.export import render_export
+
+    invite = CurrentInvite("inv_1", "pending", {"name": f"Acme {registered_secret}"})
+    text = render_export([invite], "https://api.example", "schemas/invites.schema.json")
+    assert registered_secret not in text and "Acme [redacted]" in text
