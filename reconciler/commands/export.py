@@ -67,10 +67,12 @@ _CONTACT_ORDER = ("name", "email", "phone")
 def invite_entry(invite: CurrentInvite) -> dict[str, Any]:
     """The desired-state entry of an invite: every updatable field, in a stable order."""
     entry: dict[str, Any] = {"id": invite.id}
+    # A server may echo the secret or a token in a value: never into git.
+    fields = redact_strings(invite.fields)
     for name in UPDATABLE_FIELDS:
-        if name not in invite.fields or invite.fields[name] is None:
+        if fields.get(name) is None:
             continue
-        value = invite.fields[name]
+        value = fields[name]
         if name == "phone" and isinstance(value, str):
             value = _Quoted(value)
         elif name == "primaryContact" and isinstance(value, dict):
@@ -91,8 +93,7 @@ def render_export(invites: list[CurrentInvite], base_url: str, schema_ref: str) 
         f"# Exported from {base_url} on {stamp} by `reconcile export`.\n"
     )
     body = yaml.dump(
-        # A server may echo the secret or a token in a value: never into git.
-        {"invites": redact_strings([invite_entry(i) for i in invites])},
+        {"invites": [invite_entry(i) for i in invites]},
         Dumper=_ExportDumper,
         sort_keys=False,
         allow_unicode=True,
