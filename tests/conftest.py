@@ -9,6 +9,7 @@ the process is the point (signals, exit of the script, terminals).
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -67,6 +68,22 @@ def run_cli_process(
         timeout=timeout,
         check=False,
     )
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """Workers for `-n auto`: two per core, since most tests wait rather than compute.
+
+    None under mutation testing: mutmut runs pytest in its own process and times
+    each mutant; workers would only add start-up to every one of them.
+    """
+    if os.environ.get("MUTANT_UNDER_TEST"):
+        return 0
+    return 2 * (os.cpu_count() or 1)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run the tests marked `slow` first, so no worker starts one near the end."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.fixture

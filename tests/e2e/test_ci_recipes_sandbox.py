@@ -4,6 +4,7 @@ the GitHub jobs and GitLab scripts run it against the sandbox for exit codes 0, 
 
 from __future__ import annotations
 
+import fcntl
 import json
 import shutil
 import subprocess
@@ -20,6 +21,7 @@ from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox
 
 pytestmark = [
     pytest.mark.e2e,
+    pytest.mark.slow,
     pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed"),
 ]
 PYTHON_BIN = Path(sys.executable).parent  # a python3 of 3.11 or newer, for the action's venv
@@ -35,26 +37,47 @@ def git(repo: Path, *args: str) -> str:
     ).stdout.strip()
 
 
-@pytest.fixture(scope="session")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """RUNNER_TEMP after the action's install step ran for real (once: it takes a while)."""
-    temp = tmp_path_factory.mktemp("runner")
-    work = tmp_path_factory.mktemp("work")
-    runner = Runner(work, temp, base_env(temp, PYTHON_BIN), {"event_name": "push"})
+def run_install_step(runner_temp: Path) -> subprocess.CompletedProcess[str]:
+    """The action's install step, run for real with RUNNER_TEMP=runner_temp."""
+    runner = Runner(
+        runner_temp, runner_temp, base_env(runner_temp, PYTHON_BIN), {"event_name": "push"}
+    )
     steps = [s for s in load(Path(GITHUB).parents[2] / "action.yml")["runs"]["steps"]]
     (install,) = [s for s in steps if "pip install" in s.get("run", "")]
     ctx = runner.context({}, {})
     ctx["github"] = {"action_path": str(Path(GITHUB).parents[2])}
-    result = runner.run_script(
+    return runner.run_script(
         "install",
         install,
         ctx,
         {
             "PYTHON": "",
             "ACTION_PATH": str(Path(GITHUB).parents[2]),
-            "VENV": str(temp / "invite-reconciler"),
+            "VENV": str(runner_temp / "invite-reconciler"),
         },
     )
+
+
+@pytest.fixture(scope="session")
+def installed(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
+    """RUNNER_TEMP after the action's install step ran for real.
+
+    The install takes a while, so it happens once per test run: the first worker
+    installs under a lock in the run's shared temporary directory; each worker
+    then runs the step again in its own RUNNER_TEMP, which finds the tool there.
+    """
+    basetemp = tmp_path_factory.getbasetemp()
+    shared = basetemp if worker_id == "master" else basetemp.parent
+    first = shared / "ci-recipes-install"
+    with (shared / "ci-recipes-install.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (first / "invite-reconciler" / "bin" / "reconcile").exists():
+            first.mkdir(exist_ok=True)
+            result = run_install_step(first)
+            assert result.returncode == 0, result.stdout + result.stderr
+    temp = tmp_path_factory.mktemp("runner")
+    (temp / "invite-reconciler").symlink_to(first / "invite-reconciler")
+    result = run_install_step(temp)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "reconcile, version" in result.stdout
     return temp

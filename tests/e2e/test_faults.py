@@ -514,6 +514,7 @@ def assert_plan_clean(sandbox: Sandbox, ds: Dataset, config: Path) -> None:
 # -- the faults ------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_server_errors_503_converge_and_never_resend_twice(
     start_sandbox: Callable[..., Sandbox], tmp_path: Path
 ) -> None:
@@ -531,6 +532,7 @@ def test_server_errors_503_converge_and_never_resend_twice(
         assert "503" in line
 
 
+@pytest.mark.slow
 def test_rate_limit_is_waited_out(start_sandbox: Callable[..., Sandbox], tmp_path: Path) -> None:
     # About 100 requests (token, 60 reads, 20 updates, re-sends) at 50 per second.
     s = run_fault_scenario(
@@ -564,6 +566,7 @@ def test_tokens_expiring_mid_run_are_renewed(
     assert s.out.resent == s.ds.changed & s.ds.resend
 
 
+@pytest.mark.slow
 def test_html_gateway_errors_502_converge(
     start_sandbox: Callable[..., Sandbox], tmp_path: Path
 ) -> None:
@@ -579,6 +582,7 @@ def test_html_gateway_errors_502_converge(
         assert "502" in line and "<html" not in line
 
 
+@pytest.mark.slow
 def test_dropped_connections_converge(
     start_sandbox: Callable[..., Sandbox], tmp_path: Path
 ) -> None:
@@ -592,6 +596,7 @@ def test_dropped_connections_converge(
     )
 
 
+@pytest.mark.slow
 def test_timeouts_converge_without_duplicate_resends(
     start_sandbox: Callable[..., Sandbox], tmp_path: Path
 ) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import yaml
 from conftest import EXAMPLES, run_cli, sandbox_env
 from test_plan_apply import ACME, desired_entry, write_invites
@@ -106,6 +107,7 @@ def test_json_output_is_the_documented_plan_document(start_sandbox, tmp_path):
     assert saved["changes"] == document["changes"]
 
 
+@pytest.mark.slow
 def test_markdown_plan_has_a_table_and_stays_under_the_comment_limit(start_sandbox, tmp_path):
     count = 2000
     state = [

@@ -163,6 +163,7 @@ def test_values_come_back_exactly_as_the_server_had_them(tmp_path: Path) -> None
     assert json.loads(text)["fields"]["name"]["before"] == name
 
 
+@pytest.mark.slow
 def test_workers_writing_at_once_leave_one_whole_record_per_line(tmp_path: Path) -> None:
     log = AuditLog(str(tmp_path / "audit.jsonl"), CLIENT_ID, sync=False)
     long_value = "Ünïcødé Holdings " * 400  # lines far longer than one pipe or page buffer

@@ -235,6 +235,7 @@ def test_gitlab_installs_from_the_repository_at_a_pinned_ref() -> None:
 # --- every `reconcile` command line is one the CLI accepts ---------------------------------
 
 
+@pytest.mark.slow
 def test_command_checker_rejects_what_the_cli_rejects() -> None:
     # Guards the test below against a checker that accepts anything.
     load_help_in_parallel()

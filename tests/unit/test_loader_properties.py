@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -100,6 +101,7 @@ def assert_well_placed(problems: list[SourceError], text: str, path: str) -> Non
         assert not _RAW_CONTROL.search(shown), shown
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(text=hostile_texts())
 @example(text="a: &a [*a]\n")
