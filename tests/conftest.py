@@ -71,13 +71,7 @@ def run_cli_process(
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """Workers for `-n auto`: two per core, since most tests wait rather than compute.
-
-    None under mutation testing: mutmut runs pytest in its own process and times
-    each mutant; workers would only add start-up to every one of them.
-    """
-    if os.environ.get("MUTANT_UNDER_TEST"):
-        return 0
+    """Workers for `-n auto`: two per core, since most tests wait rather than compute."""
     return 2 * (os.cpu_count() or 1)
 
 
