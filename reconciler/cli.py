@@ -6,6 +6,7 @@ hand it to the interpreter (`raise SystemExit(main())`), as pre-commit does.
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections.abc import Sequence
 
@@ -13,14 +14,6 @@ import click
 
 from reconciler import __version__
 from reconciler.annotations import GITHUB_ANNOTATIONS, annotate_error
-from reconciler.commands.apply import apply
-from reconciler.commands.export import export
-from reconciler.commands.plan import plan
-from reconciler.commands.resend import resend
-from reconciler.commands.sandbox import sandbox
-from reconciler.commands.schema import schema
-from reconciler.commands.show import show
-from reconciler.commands.validate import validate
 from reconciler.errors import InputError, ReconcilerError
 from reconciler.render.common import plural
 from reconciler.safetext import clean
@@ -29,7 +22,40 @@ EXIT_OK = 0
 EXIT_FAILURE = 1  # cli.md: 2 is kept for `plan --detailed-exitcode` alone
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+# Each lives in reconciler.commands.<name>, as a click command of that name.
+COMMANDS = ("validate", "plan", "apply", "export", "show", "resend", "sandbox", "schema")
+
+
+class LazyGroup(click.Group):
+    """Imports a command's module only when that command runs or help lists it.
+
+    `--version`, `validate` and `schema` then never load requests and DeepDiff,
+    which cost most of the start-up.
+    """
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        module = importlib.import_module(f"reconciler.commands.{cmd_name}")
+        command: click.Command = getattr(module, cmd_name)
+        return command
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        try:
+            return super().resolve_command(ctx, args)
+        except click.exceptions.NoSuchCommand as exc:
+            # click suggests from self.commands, empty here: suggest from the names.
+            raise click.exceptions.NoSuchCommand(
+                exc.command_name, possibilities=COMMANDS, ctx=exc.ctx
+            ) from None
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="reconcile")
 def cli() -> None:
     """Keep KYB business invites in git: validate, plan and apply changes.
@@ -37,10 +63,6 @@ def cli() -> None:
     Run `reconcile COMMAND --help` for a command's options and the environment
     variables and reconciler.yaml settings it reads.
     """
-
-
-for command in (validate, plan, apply, export, show, resend, sandbox, schema):
-    cli.add_command(command)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

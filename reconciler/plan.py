@@ -12,9 +12,8 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from reconciler.api.client import CurrentInvite
 from reconciler.api.errors import (
     ApiError,
     AuthenticationFailed,
@@ -30,6 +29,9 @@ from reconciler.desired import DesiredInvite
 from reconciler.errors import ReconcilerError
 from reconciler.safetext import redact, redact_strings
 from reconciler.wording import plural
+
+if TYPE_CHECKING:
+    from reconciler.api.client import CurrentInvite
 
 __all__ = [
     "FORMAT_VERSION",

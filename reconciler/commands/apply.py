@@ -14,13 +14,7 @@ from reconciler.api.client import ApiClient
 from reconciler.apply import Applier, ApplyReport, ChangeResult, WriteState
 from reconciler.audit import open_audit_log
 from reconciler.color import use_color
-from reconciler.commands.common import (
-    api_client,
-    check_writable,
-    compute_plan,
-    read_desired,
-    settings_for,
-)
+from reconciler.commands.common import check_writable, read_desired, settings_for
 from reconciler.commands.options import (
     RUN_ENV,
     audit_log_option,
@@ -29,6 +23,7 @@ from reconciler.commands.options import (
     settings_help,
 )
 from reconciler.commands.plan import signing_secret
+from reconciler.commands.remote import api_client, compute_plan
 from reconciler.config import Settings
 from reconciler.confirm import confirm
 from reconciler.errors import ReconcilerError

@@ -6,14 +6,9 @@ import click
 
 from reconciler.annotations import github_enabled, report_plan
 from reconciler.color import use_color
-from reconciler.commands.common import (
-    api_client,
-    check_writable,
-    compute_plan,
-    read_desired,
-    settings_for,
-)
+from reconciler.commands.common import check_writable, read_desired, settings_for
 from reconciler.commands.options import RUN_ENV, plan_format_option, run_options, settings_help
+from reconciler.commands.remote import api_client, compute_plan
 from reconciler.config import Settings
 from reconciler.limiter import limiter_for
 from reconciler.logsetup import setup_logging

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from reconciler.plan import Plan
 from reconciler.safetext import clean
 from reconciler.wording import plural  # re-exported: the commands import it from here
+
+if TYPE_CHECKING:
+    from reconciler.plan import Plan
 
 
 def show(value: Any) -> str:
