@@ -196,11 +196,12 @@ def make_plan(
 
 
 def _place(plan: Plan, desired: DesiredInvite, current: CurrentInvite) -> None:
-    patch = compare_invite(desired.fields, current.fields)
-    source = str(desired.source)
+    wanted_fields = desired.fields  # built on each access: read once
+    patch = compare_invite(wanted_fields, current.fields)
     if not patch:
         plan.unchanged += 1
         return
+    source = str(desired.source)
     before = {f: current.fields.get(f) for f in patch}
     if current.is_pending:
         change = InviteChange(
@@ -208,8 +209,8 @@ def _place(plan: Plan, desired: DesiredInvite, current: CurrentInvite) -> None:
         )
         plan.changes.append(change)
         return
-    shown = {f: managed_part(f, desired.fields[f], before[f]) for f in patch}
-    wanted = {f: desired.fields[f] for f in patch}
+    shown = {f: managed_part(f, wanted_fields[f], before[f]) for f in patch}
+    wanted = {f: wanted_fields[f] for f in patch}
     status = current.status or "in an unknown state"
     plan.not_updatable.append(NotUpdatable(desired.id, source, desired.name, status, shown, wanted))
 
