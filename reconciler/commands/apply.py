@@ -33,7 +33,7 @@ from reconciler.logsetup import setup_logging
 from reconciler.plan import Plan
 from reconciler.planfile import find_drift, load_signed_plan
 from reconciler.progress import Progress
-from reconciler.render.common import plural
+from reconciler.render.common import echo_chunks, plural
 from reconciler.render.errors import FailedInvite, echo_errors, from_problems
 from reconciler.render.text import TextRenderer
 from reconciler.selection import Selection
@@ -97,7 +97,7 @@ def apply(
         else:
             assert state is not None
             the_plan = compute_plan(client, state, settings, limiter)
-        click.echo(renderer.render(the_plan), nl=False)
+        echo_chunks(renderer.chunks(the_plan))
         report_plan(the_plan, github)
         if not the_plan.has_changes:
             echo_errors(from_problems(the_plan.errors))

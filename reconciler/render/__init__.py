@@ -7,6 +7,7 @@ The renderers are imported on first use: the package is reached through
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -20,6 +21,8 @@ _MODULES = {"JsonRenderer": "json", "MarkdownRenderer": "markdown", "TextRendere
 
 class PlanRenderer(Protocol):
     def render(self, plan: Plan) -> str: ...
+
+    def chunks(self, plan: Plan) -> Iterator[str]: ...
 
 
 def renderer_for(name: str, color: bool) -> PlanRenderer:
