@@ -7,6 +7,7 @@ hand it to the interpreter (`raise SystemExit(main())`), as pre-commit does.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -72,6 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with cli.make_context("reconcile", list(sys.argv[1:] if argv is None else argv)) as ctx:
             meta = ctx.meta
             result = cli.invoke(ctx)
+            sys.stdout.flush()  # here, where a closed pipe is handled, not at exit
     except ReconcilerError as exc:
         if meta.get(GITHUB_ANNOTATIONS):
             annotate_error(exc)
@@ -93,8 +95,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         click.echo("\nInterrupted.", err=True)
         return EXIT_FAILURE
     except BrokenPipeError:
+        _stop_writing_to_stdout()
         return EXIT_FAILURE
     return result if isinstance(result, int) else EXIT_OK
+
+
+def _stop_writing_to_stdout() -> None:
+    """The reader of stdout has gone (`reconcile plan | head -1`): end quietly, as git does.
+
+    No message and no traceback: whoever closed the pipe wanted no more. What is
+    still buffered can never be written; pointing stdout at /dev/null keeps the
+    interpreter's flush at exit from reporting the broken pipe a second time.
+    The exit code stays 1: the output was cut short.
+    """
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a file (in-process runs): nothing to do
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
 
 
 def _report(exc: ReconcilerError) -> int:
