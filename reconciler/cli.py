@@ -6,6 +6,8 @@ hand it to the interpreter (`raise SystemExit(main())`), as pre-commit does.
 
 from __future__ import annotations
 
+import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -13,14 +15,6 @@ import click
 
 from reconciler import __version__
 from reconciler.annotations import GITHUB_ANNOTATIONS, annotate_error
-from reconciler.commands.apply import apply
-from reconciler.commands.export import export
-from reconciler.commands.plan import plan
-from reconciler.commands.resend import resend
-from reconciler.commands.sandbox import sandbox
-from reconciler.commands.schema import schema
-from reconciler.commands.show import show
-from reconciler.commands.validate import validate
 from reconciler.errors import InputError, ReconcilerError
 from reconciler.render.common import plural
 from reconciler.safetext import clean
@@ -29,7 +23,40 @@ EXIT_OK = 0
 EXIT_FAILURE = 1  # cli.md: 2 is kept for `plan --detailed-exitcode` alone
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+# Each lives in reconciler.commands.<name>, as a click command of that name.
+COMMANDS = ("validate", "plan", "apply", "export", "show", "resend", "sandbox", "schema")
+
+
+class LazyGroup(click.Group):
+    """Imports a command's module only when that command runs or help lists it.
+
+    `--version`, `validate` and `schema` then never load requests and DeepDiff,
+    which cost most of the start-up.
+    """
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        module = importlib.import_module(f"reconciler.commands.{cmd_name}")
+        command: click.Command = getattr(module, cmd_name)
+        return command
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        try:
+            return super().resolve_command(ctx, args)
+        except click.exceptions.NoSuchCommand as exc:
+            # click suggests from self.commands, empty here: suggest from the names.
+            raise click.exceptions.NoSuchCommand(
+                exc.command_name, possibilities=COMMANDS, ctx=exc.ctx
+            ) from None
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="reconcile")
 def cli() -> None:
     """Keep KYB business invites in git: validate, plan and apply changes.
@@ -39,10 +66,6 @@ def cli() -> None:
     """
 
 
-for command in (validate, plan, apply, export, show, resend, sandbox, schema):
-    cli.add_command(command)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line ``argv`` (default: the process's) and return its exit code."""
     meta: dict[str, object] = {}  # shared by every context of this run: options leave notes
@@ -50,6 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with cli.make_context("reconcile", list(sys.argv[1:] if argv is None else argv)) as ctx:
             meta = ctx.meta
             result = cli.invoke(ctx)
+            sys.stdout.flush()  # here, where a closed pipe is handled, not at exit
     except ReconcilerError as exc:
         if meta.get(GITHUB_ANNOTATIONS):
             annotate_error(exc)
@@ -71,8 +95,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         click.echo("\nInterrupted.", err=True)
         return EXIT_FAILURE
     except BrokenPipeError:
+        _stop_writing_to_stdout()
         return EXIT_FAILURE
     return result if isinstance(result, int) else EXIT_OK
+
+
+def _stop_writing_to_stdout() -> None:
+    """The reader of stdout has gone (`reconcile plan | head -1`): end quietly, as git does.
+
+    No message and no traceback: whoever closed the pipe wanted no more. What is
+    still buffered can never be written; pointing stdout at /dev/null keeps the
+    interpreter's flush at exit from reporting the broken pipe a second time.
+    The exit code stays 1: the output was cut short.
+    """
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a file (in-process runs): nothing to do
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
 
 
 def _report(exc: ReconcilerError) -> int:

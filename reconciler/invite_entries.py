@@ -45,14 +45,21 @@ class SourceLocation(NamedTuple):
         return f"{escape(self.path)}:{self.line}"
 
 
+# Every tuple of field names seen, kept once: the estate's invites name the same
+# few sets of fields, so 200,000 invites share a handful of tuples.
+_SHARED_NAMES: dict[tuple[str, ...], tuple[str, ...]] = {}
+
+
 class DesiredInvite:
     """One invite entry: the fields it manages and where it was written.
 
-    Compact, for 200,000 of them: ``__slots__``, and the source kept as its
+    Compact, for 200,000 of them: ``__slots__``; the field names as one tuple
+    shared by every invite naming the same fields, the values as a tuple (no
+    dict per invite: ``fields`` builds one when asked); the source kept as its
     parts (``source`` makes the ``SourceLocation`` when asked).
     """
 
-    __slots__ = ("_column", "_line", "_path", "fields", "id", "resend_on_change")
+    __slots__ = ("_column", "_line", "_names", "_path", "_values", "id", "resend_on_change")
 
     def __init__(
         self,
@@ -62,9 +69,16 @@ class DesiredInvite:
         resend_on_change: bool = False,
     ) -> None:
         self.id = id
-        self.fields = fields
+        names = tuple(fields)
+        self._names = _SHARED_NAMES.setdefault(names, names)
+        self._values = tuple(fields.values())
         self.resend_on_change = resend_on_change
         self._path, self._line, self._column = source
+
+    @property
+    def fields(self) -> dict[str, Any]:
+        """The managed fields, in the order written; a new dict each time."""
+        return dict(zip(self._names, self._values, strict=True))
 
     @property
     def source(self) -> SourceLocation:
@@ -72,11 +86,14 @@ class DesiredInvite:
 
     @property
     def name(self) -> str | None:
-        value = self.fields.get("name")
+        if "name" not in self._names:
+            return None
+        value = self._values[self._names.index("name")]
         return value if isinstance(value, str) else None
 
     def _parts(self) -> tuple[Any, ...]:
-        return (self.id, self.fields, self._path, self._line, self._column, self.resend_on_change)
+        parts = (self.id, self.fields, self._path, self._line, self._column)
+        return (*parts, self.resend_on_change)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, DesiredInvite):

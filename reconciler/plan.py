@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from reconciler.api.client import CurrentInvite
 from reconciler.api.errors import (
     ApiError,
     AuthenticationFailed,
@@ -30,6 +29,9 @@ from reconciler.desired import DesiredInvite
 from reconciler.errors import ReconcilerError
 from reconciler.safetext import redact, redact_strings
 from reconciler.wording import plural
+
+if TYPE_CHECKING:
+    from reconciler.api.client import CurrentInvite
 
 __all__ = [
     "FORMAT_VERSION",
@@ -127,22 +129,33 @@ class Plan:
         canonical = json.dumps([self.base_url, writes], sort_keys=True, ensure_ascii=False)
         return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
-    def to_document(self) -> dict[str, Any]:
-        document: dict[str, Any] = {
-            "format_version": self.format_version,
-            "created_at": self.created_at,
-            "base_url": self.base_url,
-            "max_changes": self.max_changes,
-            "changes": [c.to_json() for c in self.changes],
-            "not_updatable": [n.to_json() for n in self.not_updatable],
-            "errors": [e.to_json() for e in self.errors],
-            "summary": self.summary._asdict(),
-        }
+    def document_parts(self) -> list[tuple[str, Any]]:
+        """The saved document of cli.md, field by field, for writing or signing in pieces.
+
+        ``changes``, ``not_updatable`` and ``errors`` are generators of records, made and
+        redacted one at a time: a plan of 200,000 changes is never a second time in memory.
+        A server can echo the secret or a token inside an invite's values; the document
+        is what is signed, saved and printed, so no part of it holds one.
+        """
+        parts: list[tuple[str, Any]] = [
+            ("format_version", self.format_version),
+            ("created_at", redact_strings(self.created_at)),
+            ("base_url", redact_strings(self.base_url)),
+            ("max_changes", self.max_changes),
+            ("changes", (redact_strings(c.to_json()) for c in self.changes)),
+            ("not_updatable", (redact_strings(n.to_json()) for n in self.not_updatable)),
+            ("errors", (redact_strings(e.to_json()) for e in self.errors)),
+            ("summary", self.summary._asdict()),
+        ]
         if self.signature is not None:
-            document["signature"] = self.signature
-        # A server can echo the secret or a token inside an invite's values; the
-        # document is what is signed, saved and printed, so it never holds one.
-        return redact_strings(document)
+            parts.append(("signature", redact_strings(self.signature)))
+        return parts
+
+    def to_document(self) -> dict[str, Any]:
+        return {
+            key: list(value) if isinstance(value, Iterator) else value
+            for key, value in self.document_parts()
+        }
 
     @classmethod
     def from_document(cls, document: dict[str, Any]) -> Plan:
@@ -194,11 +207,12 @@ def make_plan(
 
 
 def _place(plan: Plan, desired: DesiredInvite, current: CurrentInvite) -> None:
-    patch = compare_invite(desired.fields, current.fields)
-    source = str(desired.source)
+    wanted_fields = desired.fields  # built on each access: read once
+    patch = compare_invite(wanted_fields, current.fields)
     if not patch:
         plan.unchanged += 1
         return
+    source = str(desired.source)
     before = {f: current.fields.get(f) for f in patch}
     if current.is_pending:
         change = InviteChange(
@@ -206,8 +220,8 @@ def _place(plan: Plan, desired: DesiredInvite, current: CurrentInvite) -> None:
         )
         plan.changes.append(change)
         return
-    shown = {f: managed_part(f, desired.fields[f], before[f]) for f in patch}
-    wanted = {f: desired.fields[f] for f in patch}
+    shown = {f: managed_part(f, wanted_fields[f], before[f]) for f in patch}
+    wanted = {f: wanted_fields[f] for f in patch}
     status = current.status or "in an unknown state"
     plan.not_updatable.append(NotUpdatable(desired.id, source, desired.name, status, shown, wanted))
 

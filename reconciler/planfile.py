@@ -37,12 +37,12 @@ _NEW_PLAN = "Make and review a new plan with `reconcile plan --out FILE`."
 
 def sign_plan(plan: Plan, secret: str) -> None:
     """Sign ``plan`` with a key derived from ``secret``; the key is never kept."""
-    plan.signature = signature_for(plan.to_document(), secret)
+    plan.signature = signature_for(plan.document_parts(), secret)
 
 
 def save_plan(plan: Plan, path: str) -> None:
     """Write atomically, so a reviewer never sees half a plan; never over a device or FIFO."""
-    write_text_replacing(path, JsonRenderer().render(plan), "plan file", private=True)
+    write_text_replacing(path, JsonRenderer().chunks(plan), "plan file", private=True)
 
 
 @cache

@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import stat
 import tempfile
+import threading
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from types import FrameType
 
 from reconciler.errors import ReconcilerError
 from reconciler.safetext import escape
@@ -32,29 +36,58 @@ def refuse_special_file(path: str, what: str) -> None:
         )
 
 
-def write_text_replacing(path: str, text: str, what: str, *, private: bool = False) -> None:
-    """Write ``text`` to ``path`` atomically; ``private`` keeps it readable by its owner only.
+def write_text_replacing(
+    path: str, text: str | Iterable[str], what: str, *, private: bool = False
+) -> None:
+    """Write ``text`` (or its pieces, in order) to ``path`` atomically.
 
-    A symlink at ``path`` is replaced by the new file and its target left untouched
-    (as before for plan files): writing through a link could overwrite any file
-    the link points at, or create one wherever a dangling link points.
+    ``private`` keeps it readable by its owner only. A symlink at ``path`` is
+    replaced by the new file and its target left untouched (as before for plan
+    files): writing through a link could overwrite any file the link points at,
+    or create one wherever a dangling link points. Whatever stops the write
+    (an error making a piece, Ctrl-C, SIGTERM) removes the temporary file.
     """
     refuse_special_file(path, what)
     target = Path(path)
     directory = target.parent if str(target.parent) else Path(".")
     tmp = None
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".reconcile-", suffix=".tmp", dir=directory)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            if not private:  # mkstemp makes 0600; a shared file gets the usual mode
-                os.fchmod(handle.fileno(), 0o666 & ~_umask())
-            handle.write(text)
-        os.replace(tmp, target)
+        with _terminate_unwinds():
+            fd, tmp = tempfile.mkstemp(prefix=".reconcile-", suffix=".tmp", dir=directory)
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                if not private:  # mkstemp makes 0600; a shared file gets the usual mode
+                    os.fchmod(handle.fileno(), 0o666 & ~_umask())
+                handle.writelines([text] if isinstance(text, str) else text)
+            os.replace(tmp, target)
+            tmp = None
     except OSError as exc:
+        raise ReconcilerError(f"{escape(path)}: cannot write {what}: {exc.strerror}") from None
+    finally:
         if tmp is not None:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
-        raise ReconcilerError(f"{escape(path)}: cannot write {what}: {exc.strerror}") from None
+
+
+@contextlib.contextmanager
+def _terminate_unwinds() -> Iterator[None]:
+    """SIGTERM raises SystemExit while this runs, so ``finally`` clauses still run.
+
+    By default SIGTERM ends the process on the spot, which would leave the
+    temporary file behind. Signals reach the main thread only; elsewhere this
+    does nothing.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _exit_on_terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _exit_on_terminate(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(128 + signum)  # the status a shell reports for a process ended by it
 
 
 def _umask() -> int:

@@ -23,9 +23,16 @@ from typing import Any
 REDACTED = "[redacted]"
 
 # C0 controls, DEL, the C1 range, and the Unicode format characters that
-# reorder or hide text on screen (bidi overrides and isolates, line and
-# paragraph separators).
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# reorder or hide text on screen: bidi marks, overrides and isolates (U+061C
+# included), line and paragraph separators, and the invisible ones that make two
+# different values look alike (soft hyphen, zero-width space, word joiner, BOM).
+# ZWJ and ZWNJ stay: scripts and emoji need them. Lone surrogates (U+D800-U+DFFF,
+# which a server's JSON can hold as "\ud800") cannot be encoded to UTF-8 at all:
+# printing one would end the output half-way with UnicodeEncodeError.
+_UNSAFE = re.compile(
+    "[\x00-\x1f\x7f-\x9f\xad\u061c\u200b\u200e\u200f\u2028\u2029\u202a-\u202e"
+    "\u2060\u2066-\u2069\ufeff\ud800-\udfff]"
+)
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\x1b": "\\x1b", "\x07": "\\x07"}
 _BEARER = re.compile(r"(?i)\b(bearer)\s+[^\s\"',;]+")
 # Shorter than this, a "secret" would redact ordinary words; the config

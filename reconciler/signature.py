@@ -12,7 +12,10 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
+
+from reconciler.errors import ReconcilerError
 
 SCHEME = "hmac-sha256:"
 _KEY_PURPOSE = b"invite-reconciler plan v1"
@@ -26,7 +29,7 @@ class SignatureCheck:
     INVALID = "invalid"
 
 
-def canonical_bytes(document: dict[str, Any]) -> bytes:
+def canonical_bytes(document: Mapping[str, Any]) -> bytes:
     """The bytes that are signed: the document without its signature, canonically."""
     unsigned = {key: value for key, value in document.items() if key != "signature"}
     text = json.dumps(unsigned, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
@@ -37,12 +40,47 @@ def _key(secret: str) -> bytes:
     return hmac.new(secret.encode("utf-8"), _KEY_PURPOSE, hashlib.sha256).digest()
 
 
-def signature_for(document: dict[str, Any], secret: str) -> str:
+def signature_for(document: Mapping[str, Any] | Iterable[tuple[str, Any]], secret: str) -> str:
+    """The signature of ``document``: a dict, or its (key, value) pairs.
+
+    Given as pairs (``Plan.document_parts``), a value that is an iterator of records
+    is hashed as the list it stands for, one record at a time.
+    """
+    mac = hmac.new(_key(secret), digestmod=hashlib.sha256)
+    try:
+        for piece in _canonical_pieces(document):
+            mac.update(piece.encode("utf-8", "surrogatepass"))
+    except ValueError:  # NaN or Infinity: no reader would parse back what was signed
+        raise ReconcilerError(
+            "cannot sign the plan: it holds a number JSON cannot represent (NaN or Infinity)"
+        ) from None
+    return SCHEME + mac.hexdigest()
+
+
+def _canonical_pieces(document: Mapping[str, Any] | Iterable[tuple[str, Any]]) -> Iterator[str]:
+    # The same text as canonical_bytes(document) in pieces: sorted keys, no whitespace.
+    items = document.items() if isinstance(document, Mapping) else document
+    fields = sorted((item for item in items if item[0] != "signature"), key=lambda item: item[0])
+    opening = "{"
+    for key, value in fields:
+        yield f"{opening}{_canonical(key)}:"
+        opening = ","
+        if isinstance(value, Iterator):
+            bracket = "["
+            for record in value:
+                yield bracket + _canonical(record)
+                bracket = ","
+            yield "[]" if bracket == "[" else "]"
+        else:
+            yield _canonical(value)
+    yield "{}" if opening == "{" else "}"
+
+
+def _canonical(value: Any) -> str:
     # Through JSON and back first, so what is signed is exactly what a reader will parse
     # (tuples become lists, non-string keys become strings).
-    parsed = json.loads(json.dumps(document, ensure_ascii=False))
-    mac = hmac.new(_key(secret), canonical_bytes(parsed), hashlib.sha256)
-    return SCHEME + mac.hexdigest()
+    parsed = json.loads(json.dumps(value, ensure_ascii=False, allow_nan=False))
+    return json.dumps(parsed, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def check(document: dict[str, Any], secret: str) -> str:

@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from benchmarks.scenarios import (
     apply_rate_limit,
+    http_layer,
     plan_cpu,
     plan_huge,
     plan_large,
@@ -27,4 +28,5 @@ SCENARIOS: dict[str, tuple[str, Scenario]] = {
     "plan-cpu": ("c", plan_cpu.run),
     "plan-latency": ("a", plan_latency.run),
     "apply-rate-limit": ("b", apply_rate_limit.run),
+    "http-layer": ("x", http_layer.run),
 }

@@ -23,10 +23,17 @@ class Sizes:
     apply_changed: int = 200
     rate_limit: float = 100.0
     drift: float = 0.10  # share of invites that differ from the server in plans
+    http_gets: int = 2_000  # per layer, in the GET cost by layer
 
 
 QUICK = Sizes(
-    large=2_000, huge=6_000, plan_cpu=500, plan_latency=200, apply_total=150, apply_changed=50
+    large=2_000,
+    huge=6_000,
+    plan_cpu=500,
+    plan_latency=200,
+    apply_total=150,
+    apply_changed=50,
+    http_gets=300,
 )
 
 

@@ -14,13 +14,7 @@ from reconciler.api.client import ApiClient
 from reconciler.apply import Applier, ApplyReport, ChangeResult, WriteState
 from reconciler.audit import open_audit_log
 from reconciler.color import use_color
-from reconciler.commands.common import (
-    api_client,
-    check_writable,
-    compute_plan,
-    read_desired,
-    settings_for,
-)
+from reconciler.commands.common import check_writable, read_desired, settings_for
 from reconciler.commands.options import (
     RUN_ENV,
     audit_log_option,
@@ -29,6 +23,7 @@ from reconciler.commands.options import (
     settings_help,
 )
 from reconciler.commands.plan import signing_secret
+from reconciler.commands.remote import api_client, compute_plan
 from reconciler.config import Settings
 from reconciler.confirm import confirm
 from reconciler.errors import ReconcilerError
@@ -38,7 +33,7 @@ from reconciler.logsetup import setup_logging
 from reconciler.plan import Plan
 from reconciler.planfile import find_drift, load_signed_plan
 from reconciler.progress import Progress
-from reconciler.render.common import plural
+from reconciler.render.common import echo_chunks, plural
 from reconciler.render.errors import FailedInvite, echo_errors, from_problems
 from reconciler.render.text import TextRenderer
 from reconciler.selection import Selection
@@ -102,7 +97,7 @@ def apply(
         else:
             assert state is not None
             the_plan = compute_plan(client, state, settings, limiter)
-        click.echo(renderer.render(the_plan), nl=False)
+        echo_chunks(renderer.chunks(the_plan))
         report_plan(the_plan, github)
         if not the_plan.has_changes:
             echo_errors(from_problems(the_plan.errors))

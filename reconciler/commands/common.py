@@ -1,27 +1,24 @@
-"""What plan, apply and export share: settings, the API session, reading invites."""
+"""What the commands share offline: settings, writable outputs, reading invites.
+
+The API session and the plan are in ``reconciler.commands.remote``, so `validate`
+never imports the HTTP stack.
+"""
 
 from __future__ import annotations
 
 import errno
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import click
 
-from reconciler.api.client import ApiClient, Observer
 from reconciler.changed import changed_invite_ids
-from reconciler.config import Contract, Settings, load_settings
-from reconciler.current import read_current
+from reconciler.config import Settings, load_settings
 from reconciler.desired import DesiredState, load_desired_state
 from reconciler.errors import ReconcilerError
 from reconciler.invite_entries import refuse_bad_ids
-from reconciler.limiter import Limiter
-from reconciler.plan import Plan, make_plan
 from reconciler.render.common import plural
 from reconciler.safetext import escape
-from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox
 from reconciler.selection import EVERYTHING, Selection, select_invites
 
 
@@ -88,42 +85,3 @@ def _say_changed(selection: Selection, changed: set[str], selected: int, total: 
         "reading only those.",
         err=True,
     )
-
-
-@contextmanager
-def api_client(
-    settings: Settings, sandbox: bool, observer: Observer | None = None
-) -> Iterator[ApiClient]:
-    """A client for the configured API, or for a sandbox started for this run.
-
-    ``observer`` hears of every HTTP attempt: the in-flight limiter learns from it.
-    """
-    if not sandbox:
-        with ApiClient(settings, observer=observer) as client:
-            yield client
-        return
-    with Sandbox() as server:
-        click.echo(
-            f"Using a sandbox at {server.url} seeded with the bundled example state "
-            "(nothing real is read or changed).",
-            err=True,
-        )
-        # The sandbox speaks the contract as published: a deployment's renamed
-        # fields, paths or scopes in reconciler.yaml do not apply to it.
-        local = settings.with_overrides(
-            base_url=server.url, client_id=SANDBOX_CLIENT_ID, client_secret=SANDBOX_CLIENT_SECRET
-        ).with_contract(Contract())
-        with ApiClient(local, observer=observer) as client:
-            yield client
-
-
-def compute_plan(
-    client: ApiClient, state: DesiredState, settings: Settings, limiter: Limiter
-) -> Plan:
-    readings = read_current(client, state.invites, limiter, client.halt)
-    try:
-        return make_plan(client.base_url, readings, settings.max_changes)
-    finally:
-        # Closed here, not when garbage is collected: the progress line comes before
-        # any error the caller prints, so the error is the last line of the log.
-        readings.close()

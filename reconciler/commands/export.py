@@ -14,7 +14,7 @@ import click
 import yaml
 
 from reconciler.api.client import ApiClient, CurrentInvite
-from reconciler.commands.common import api_client, check_writable, settings_for
+from reconciler.commands.common import check_writable, settings_for
 from reconciler.commands.export_checks import check_known_ids, schema_ref_for
 from reconciler.commands.options import (
     config_option,
@@ -22,6 +22,7 @@ from reconciler.commands.options import (
     settings_help,
     verbose_option,
 )
+from reconciler.commands.remote import api_client
 from reconciler.concurrency import ordered_map
 from reconciler.config import UPDATABLE_FIELDS
 from reconciler.errors import ReconcilerError

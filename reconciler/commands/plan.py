@@ -6,21 +6,16 @@ import click
 
 from reconciler.annotations import github_enabled, report_plan
 from reconciler.color import use_color
-from reconciler.commands.common import (
-    api_client,
-    check_writable,
-    compute_plan,
-    read_desired,
-    settings_for,
-)
+from reconciler.commands.common import check_writable, read_desired, settings_for
 from reconciler.commands.options import RUN_ENV, plan_format_option, run_options, settings_help
+from reconciler.commands.remote import api_client, compute_plan
 from reconciler.config import Settings
 from reconciler.limiter import limiter_for
 from reconciler.logsetup import setup_logging
 from reconciler.plan import Plan
 from reconciler.planfile import save_plan, sign_plan
 from reconciler.render import renderer_for
-from reconciler.render.common import plural
+from reconciler.render.common import echo_chunks, plural
 from reconciler.render.errors import echo_errors, from_problems
 from reconciler.safefile import refuse_special_file
 from reconciler.safetext import escape
@@ -75,7 +70,7 @@ def plan(
         sign_plan(the_plan, secret)
     if out:
         save_plan(the_plan, out)
-    click.echo(renderer_for(output_format, use_color(color)).render(the_plan), nl=False)
+    echo_chunks(renderer_for(output_format, use_color(color)).chunks(the_plan))
     report_plan(the_plan, github_enabled(annotations))
     if out:
         _say_saved(the_plan, out)

@@ -7,7 +7,7 @@ import click
 from reconciler.api.client import ApiClient
 from reconciler.api.errors import ApiError
 from reconciler.audit import AuditLog, NoAuditLog, open_audit_log
-from reconciler.commands.common import api_client, settings_for
+from reconciler.commands.common import settings_for
 from reconciler.commands.options import (
     audit_log_option,
     auto_approve_option,
@@ -16,6 +16,7 @@ from reconciler.commands.options import (
     settings_help,
     verbose_option,
 )
+from reconciler.commands.remote import api_client
 from reconciler.confirm import confirm
 from reconciler.invite_entries import refuse_bad_ids
 from reconciler.logsetup import setup_logging

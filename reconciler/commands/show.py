@@ -11,6 +11,7 @@ from reconciler.errors import ReconcilerError
 from reconciler.plan import Plan
 from reconciler.planfile import read_plan_document
 from reconciler.render import renderer_for
+from reconciler.render.common import echo_chunks
 from reconciler.render.json import document_json
 from reconciler.safetext import escape
 from reconciler.signature import SignatureCheck, check
@@ -38,7 +39,7 @@ def show(planfile: str, output_format: str, color: str, config_file: str | None)
         click.echo(document_json(document), nl=False)  # the file's own document, signature too
     else:
         renderer = renderer_for(output_format, use_color(color))
-        click.echo(renderer.render(Plan.from_document(document)), nl=False)
+        echo_chunks(renderer.chunks(Plan.from_document(document)))
     verdict, message = _signature_verdict(document, config_file)
     click.echo(f"{escape(planfile)}: {message}", err=True)
     return 0 if verdict in (SignatureCheck.VALID, None) else 1

@@ -1,25 +1,49 @@
-"""Ways to show a plan: text for a terminal or CI log, JSON, Markdown for a PR comment."""
+"""Ways to show a plan: text for a terminal or CI log, JSON, Markdown for a PR comment.
+
+The renderers are imported on first use: the package is reached through
+``render.common`` by offline commands that must not load the plan model.
+"""
 
 from __future__ import annotations
 
-from typing import Protocol
+import importlib
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, Protocol
 
-from reconciler.plan import Plan
-from reconciler.render.json import JsonRenderer
-from reconciler.render.markdown import MarkdownRenderer
-from reconciler.render.text import TextRenderer
+if TYPE_CHECKING:
+    from reconciler.plan import Plan
+    from reconciler.render.json import JsonRenderer
+    from reconciler.render.markdown import MarkdownRenderer
+    from reconciler.render.text import TextRenderer
+
+_MODULES = {"JsonRenderer": "json", "MarkdownRenderer": "markdown", "TextRenderer": "text"}
 
 
 class PlanRenderer(Protocol):
     def render(self, plan: Plan) -> str: ...
 
+    def chunks(self, plan: Plan) -> Iterator[str]: ...
+
 
 def renderer_for(name: str, color: bool) -> PlanRenderer:
     if name == "json":
+        from reconciler.render.json import JsonRenderer
+
         return JsonRenderer()
     if name == "markdown":
+        from reconciler.render.markdown import MarkdownRenderer
+
         return MarkdownRenderer()
+    from reconciler.render.text import TextRenderer
+
     return TextRenderer(color=color)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MODULES:  # the renderers, still importable from here
+        module = importlib.import_module(f"reconciler.render.{_MODULES[name]}")
+        return getattr(module, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = ["JsonRenderer", "MarkdownRenderer", "PlanRenderer", "TextRenderer", "renderer_for"]

@@ -3,11 +3,36 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
-from reconciler.plan import Plan
+import click
+
 from reconciler.safetext import clean
 from reconciler.wording import plural  # re-exported: the commands import it from here
+
+if TYPE_CHECKING:
+    from reconciler.plan import Plan
+
+
+ECHO_BATCH = 64 * 1024  # characters per write: few system calls, little held at once
+
+
+def echo_chunks(chunks: Iterable[str], err: bool = False) -> None:
+    """Print ``chunks`` as one text, in batches of about ``ECHO_BATCH`` characters.
+
+    A plan of 200,000 changes is printed as it is rendered, never held whole.
+    """
+    batch: list[str] = []
+    size = 0
+    for chunk in chunks:
+        batch.append(chunk)
+        size += len(chunk)
+        if size >= ECHO_BATCH:
+            click.echo("".join(batch), nl=False, err=err)
+            batch, size = [], 0
+    if batch:
+        click.echo("".join(batch), nl=False, err=err)
 
 
 def show(value: Any) -> str:

@@ -4,30 +4,86 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from reconciler.errors import ReconcilerError
-from reconciler.plan import Plan
+
+if TYPE_CHECKING:
+    from reconciler.plan import Plan
 
 # json.dumps(ensure_ascii=False) leaves non-ASCII characters as they are: these (C1
 # controls, lone surrogates, bidi and line separators) are written as \u escapes instead,
 # which parse back to the same string but cannot act on a terminal that prints the file.
 _UNSAFE = re.compile("[\x7f-\x9f\ud800-\udfff\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_NOT_JSON = (
+    "cannot write the plan as JSON: it holds a number JSON cannot represent (NaN or Infinity)"
+)
 
 
 def document_json(document: dict[str, Any]) -> str:
+    return "".join(document_chunks(document.items()))
+
+
+def document_chunks(parts: Iterable[tuple[str, Any]]) -> Iterator[str]:
+    """The text of ``json.dumps(document, indent=2)`` and a newline, a record at a time.
+
+    ``parts`` are the document's (key, value) pairs in order; a list value may be any
+    iterator of records (``Plan.document_parts``), so no record is held longer than
+    it takes to write it.
+    """
     try:
         # NaN and Infinity are not JSON: a strict reader (jq, another language) refuses
         # the file. Server values are type-checked on reading, so this is a last guard.
-        text = json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False)
+        for piece in _pieces(parts):
+            yield _UNSAFE.sub(_escaped, piece)
     except ValueError:
-        raise ReconcilerError(
-            "cannot write the plan as JSON: it holds a number JSON cannot represent "
-            "(NaN or Infinity)"
-        ) from None
-    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n"
+        raise ReconcilerError(_NOT_JSON) from None
+    yield "\n"
+
+
+def _pieces(parts: Iterable[tuple[str, Any]]) -> Iterator[str]:
+    opening = "{"
+    for key, value in parts:
+        yield f"{opening}\n  {_dumps(key)}: "
+        opening = ","
+        if isinstance(value, (list, Iterator)):
+            yield from _list(value)
+        else:
+            yield _nested(value, "\n  ")
+    yield "{}" if opening == "{" else "\n}"
+
+
+_ITEM_INDENT = "\n    "
+
+
+def _list(records: Iterable[Any]) -> Iterator[str]:
+    # A list two levels down: json.dumps(indent=2) puts each item on its own lines,
+    # indented four spaces, and writes an empty list as [].
+    opening = "["
+    for record in records:
+        yield f"{opening}\n    {_nested(record, _ITEM_INDENT)}"
+        opening = ","
+    yield "[]" if opening == "[" else "\n  ]"
+
+
+def _nested(value: Any, indent: str) -> str:
+    # A string never holds a raw newline in JSON, so each newline of the text starts
+    # a line of structure, which moves right by the depth it is written at.
+    return _dumps(value).replace("\n", indent)
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False)
+
+
+def _escaped(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
 
 
 class JsonRenderer:
     def render(self, plan: Plan) -> str:
-        return document_json(plan.to_document())
+        return "".join(self.chunks(plan))
+
+    def chunks(self, plan: Plan) -> Iterator[str]:
+        return document_chunks(plan.document_parts())

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Iterable, Iterator
 
 from reconciler.plan import FieldChange, InviteChange, NotUpdatable, Plan
 from reconciler.render.common import (
@@ -59,55 +60,60 @@ class MarkdownRenderer:
         self.limit = limit
 
     def render(self, plan: Plan) -> str:
+        return "".join(self.chunks(plan))
+
+    def chunks(self, plan: Plan) -> Iterator[str]:
+        """The comment in pieces, an invite each; sections that do not fit are never made."""
         head = [f"### Invite plan: {summary_line(plan)[len('Plan: ') :]}"]
         warning = max_changes_warning(plan)
         if warning:
             head.append(f"> [!WARNING]\n> {warning}")
         if not plan.changes and not plan.errors and not plan.not_updatable:
             head.append("No changes: every invite matches the desired state.")
-        body = "\n\n".join(head) + "\n\n"
-        budget = self.limit - _TAIL_RESERVE
+        page = _Page(self.limit - _TAIL_RESERVE)
+        yield page.add("\n\n".join(head) + "\n\n")
         # What a reviewer must not miss first: invites apply will leave alone, then errors.
         omitted_errors = 0
         if plan.not_updatable:
-            body, omitted_errors = self._fill(body, budget, self._not_updatable(plan))
+            pieces, total = self._not_updatable(plan)
+            shown, omitted_errors = page.fill(pieces, total)
+            yield from shown
         if plan.errors:
-            lines = [
+            yield page.add("#### Errors\n\n")
+            lines = (
                 f"- {_id(e.id)} ({_code(e.source)}): {_code(e.message)}\n" for e in plan.errors
-            ]
-            body, omitted = self._fill(body + "#### Errors\n\n", budget, lines)
+            )
+            shown, omitted = page.fill(lines, len(plan.errors))
+            yield from shown
             omitted_errors += omitted
-            body += "\n"
-        sections = [self._change(c) for c in plan.changes]
-        folded = len(sections) > _FOLD_AFTER
+            yield page.add("\n")
+        folded = len(plan.changes) > _FOLD_AFTER
         if folded:
-            body += f"<details><summary>{plural(len(sections), 'invite')} to update</summary>\n\n"
-        body, omitted_changes = self._fill(body, budget, sections)
+            yield page.add(
+                f"<details><summary>{plural(len(plan.changes), 'invite')} to update</summary>\n\n"
+            )
+        sections = (self._change(c) for c in plan.changes)
+        shown, omitted_changes = page.fill(sections, len(plan.changes))
+        yield from shown
         if folded:
-            body += "</details>\n\n"
+            yield page.add("</details>\n\n")
         if omitted_changes or omitted_errors:
-            body += (
+            yield (
                 f"_Not shown, to keep this comment under {self.limit:,} characters: "
                 f"{plural(omitted_changes, 'change')} and {plural(omitted_errors, 'error')}. "
                 "The job log and the saved plan file have the whole plan._\n"
             )
-        return body
 
-    @staticmethod
-    def _fill(body: str, budget: int, pieces: list[str]) -> tuple[str, int]:
-        """``body`` with as many of ``pieces`` as fit, and how many did not."""
-        for shown, piece in enumerate(pieces):
-            if len(body) + len(piece) > budget:
-                return body, len(pieces) - shown
-            body += piece
-        return body, 0
+    def _not_updatable(self, plan: Plan) -> tuple[Iterator[str], int]:
+        """The pieces of the section, made as they are taken, and how many there are."""
+        statuses = list(dict.fromkeys(n.status for n in plan.not_updatable))
 
-    def _not_updatable(self, plan: Plan) -> list[str]:
-        pieces = []
-        for status in dict.fromkeys(n.status for n in plan.not_updatable):
-            pieces.append(f"#### {NOT_UPDATABLE_HEADING.capitalize()}: {_code(status)}\n\n")
-            pieces += [self._stale(n) for n in plan.not_updatable if n.status == status]
-        return pieces
+        def pieces() -> Iterator[str]:
+            for status in statuses:
+                yield f"#### {NOT_UPDATABLE_HEADING.capitalize()}: {_code(status)}\n\n"
+                yield from (self._stale(n) for n in plan.not_updatable if n.status == status)
+
+        return pieces(), len(statuses) + len(plan.not_updatable)
 
     def _stale(self, invite: NotUpdatable) -> str:
         rows = ["| field | on the platform | in the files |", "|---|---|---|"]
@@ -144,6 +150,27 @@ class MarkdownRenderer:
                 for key, before, after in change.sub_changes()
             ]
         return [_row(change.field, change.before, change.after)]
+
+
+class _Page:
+    """How much of the comment's budget the pieces given so far have used."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.size = 0
+
+    def add(self, piece: str) -> str:
+        self.size += len(piece)
+        return piece
+
+    def fill(self, pieces: Iterable[str], total: int) -> tuple[list[str], int]:
+        """As many of the ``total`` ``pieces`` as fit, and how many did not."""
+        shown: list[str] = []
+        for piece in pieces:
+            if self.size + len(piece) > self.budget:
+                return shown, total - len(shown)
+            shown.append(self.add(piece))
+        return shown, 0
 
 
 def _row(label: str, before: object, after: object) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import click
 
 from reconciler.apply import ApplyReport, ChangeResult, WriteState
@@ -27,9 +29,16 @@ class TextRenderer:
     # -- plan -----------------------------------------------------------------
 
     def render(self, plan: Plan) -> str:
-        blocks = [self._change(c) for c in plan.changes]
-        blocks += [self._problem(e) for e in plan.errors]
-        blocks += self._not_updatable(plan.not_updatable)
+        return "".join(self.chunks(plan))
+
+    def chunks(self, plan: Plan) -> Iterator[str]:
+        """The plan an invite at a time: each block and the blank line after it, then totals."""
+        for change in plan.changes:
+            yield self._change(change) + "\n\n"
+        for problem in plan.errors:
+            yield self._problem(problem) + "\n\n"
+        for block in self._not_updatable(plan.not_updatable):
+            yield block + "\n\n"
         footer = []
         warning = max_changes_warning(plan)
         if warning:
@@ -37,7 +46,7 @@ class TextRenderer:
         if not plan.changes:
             footer.append("No changes." if not plan.errors else "No changes to apply.")
         footer.append(summary_line(plan))
-        return "\n\n".join([*blocks, "\n".join(footer)]) + "\n"
+        yield "\n".join(footer) + "\n"
 
     def _heading(self, mark: str, invite_id: str, name: str | None, source: str, fg: str) -> str:
         label = f"{mark} {clean(invite_id)}"
@@ -57,19 +66,17 @@ class TextRenderer:
             )
         return "\n".join(lines)
 
-    def _not_updatable(self, invites: list[NotUpdatable]) -> list[str]:
-        blocks = []
+    def _not_updatable(self, invites: list[NotUpdatable]) -> Iterator[str]:
         for status in dict.fromkeys(n.status for n in invites):
             heading = f"{NOT_UPDATABLE_HEADING.capitalize()}: {clean(status)}"
-            blocks.append(self._style(heading, fg="magenta", bold=True))
+            yield self._style(heading, fg="magenta", bold=True)
             for invite in (n for n in invites if n.status == status):
                 lines = [self._heading("!", invite.id, invite.name, invite.source, "magenta")]
                 lines.append(f"    {not_updatable_note(invite.status)}")
                 for field_change in invite.field_changes:
                     lines.extend(f"      {line}" for line in self._field(field_change))
                 lines.append(f"    fix: {clean(invite.fix)}")
-                blocks.append("\n".join(lines))
-        return blocks
+                yield "\n".join(lines)
 
     def _field(self, change: FieldChange) -> list[str]:
         name = clean(change.field)

@@ -1,0 +1,59 @@
+"""What plan, apply, export and resend share online: the API session and the plan.
+
+Kept apart from ``commands.common`` because importing it pulls in requests and
+DeepDiff, which `validate`, `schema` and `--version` do not need.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import click
+
+from reconciler.api.client import ApiClient, Observer
+from reconciler.config import Contract, Settings
+from reconciler.current import read_current
+from reconciler.desired import DesiredState
+from reconciler.limiter import Limiter
+from reconciler.plan import Plan, make_plan
+from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox
+
+
+@contextmanager
+def api_client(
+    settings: Settings, sandbox: bool, observer: Observer | None = None
+) -> Iterator[ApiClient]:
+    """A client for the configured API, or for a sandbox started for this run.
+
+    ``observer`` hears of every HTTP attempt: the in-flight limiter learns from it.
+    """
+    if not sandbox:
+        with ApiClient(settings, observer=observer) as client:
+            yield client
+        return
+    with Sandbox() as server:
+        click.echo(
+            f"Using a sandbox at {server.url} seeded with the bundled example state "
+            "(nothing real is read or changed).",
+            err=True,
+        )
+        # The sandbox speaks the contract as published: a deployment's renamed
+        # fields, paths or scopes in reconciler.yaml do not apply to it.
+        local = settings.with_overrides(
+            base_url=server.url, client_id=SANDBOX_CLIENT_ID, client_secret=SANDBOX_CLIENT_SECRET
+        ).with_contract(Contract())
+        with ApiClient(local, observer=observer) as client:
+            yield client
+
+
+def compute_plan(
+    client: ApiClient, state: DesiredState, settings: Settings, limiter: Limiter
+) -> Plan:
+    readings = read_current(client, state.invites, limiter, client.halt)
+    try:
+        return make_plan(client.base_url, readings, settings.max_changes)
+    finally:
+        # Closed here, not when garbage is collected: the progress line comes before
+        # any error the caller prints, so the error is the last line of the log.
+        readings.close()

@@ -1,0 +1,46 @@
+"""A reader that stops early (`reconcile plan | head -1`) ends the run quietly.
+
+The real `reconcile` process, its stdout a pipe closed after the first line,
+against a sandbox whose plan is larger than a pipe holds: like git, the run
+ends without a traceback or a second complaint at exit; the exit code is 1,
+as the output was cut short.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from conftest import RECONCILE, sandbox_env
+from estate import make_dataset
+
+from reconciler.sandbox import Sandbox
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.mark.parametrize("output_format", ["text", "json"])
+def test_a_closed_pipe_ends_the_plan_quietly(
+    start_sandbox: Callable[..., Sandbox], tmp_path: Path, output_format: str
+) -> None:
+    # 1,200 changes make some 200 KB of text: more than a pipe holds.
+    data = make_dataset(tmp_path / "invites", 1200, 1200)
+    server = start_sandbox(data.server)
+    child = subprocess.Popen(
+        [*RECONCILE, "plan", "--format", output_format, str(data.root)],
+        env=sandbox_env(server),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert child.stdout is not None and child.stderr is not None
+    first = child.stdout.readline()
+    child.stdout.close()  # as `head -1` does
+    errors = child.stderr.read().decode("utf-8")
+    code = child.wait(timeout=120)
+    assert first.startswith(b"~ inv_" if output_format == "text" else b"{")
+    assert code == 1
+    assert "Traceback" not in errors
+    assert "BrokenPipe" not in errors and "Exception ignored" not in errors
+    assert errors.splitlines()[-1].startswith("Reading invites: 1,200 of 1,200 done")

@@ -1,0 +1,169 @@
+"""A plan is signed, saved and printed a record at a time, with the same result as whole.
+
+The streamed JSON must be the text ``json.dumps(document, indent=2)`` gives, and
+the streamed signature the HMAC of the whole canonical document, for any plan;
+a write stopped half-way (an error, Ctrl-C, SIGTERM) leaves no temporary file
+and the previous file as it was.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import math
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from reconciler.changes import InviteChange, InviteProblem, NotUpdatable
+from reconciler.errors import ReconcilerError
+from reconciler.plan import Plan
+from reconciler.planfile import load_signed_plan, save_plan, sign_plan
+from reconciler.render.json import _UNSAFE, JsonRenderer
+from reconciler.safefile import write_text_replacing
+from reconciler.signature import SignatureCheck, canonical_bytes, check, signature_for
+
+SECRET = "s3cr3t-for-the-streaming-tests"
+PLANS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+text = st.text(max_size=12)  # any code point, lone surrogates and controls included
+values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | text,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(text, inner, max_size=3),
+    max_leaves=8,
+)
+fields = st.dictionaries(text, values, max_size=3)
+changes = st.builds(InviteChange, text, text, st.none() | text, fields, fields, st.booleans())
+stale = st.builds(NotUpdatable, text, text, st.none() | text, text, fields, fields)
+problems = st.builds(
+    InviteProblem, text, text, text, st.none() | st.integers(100, 599), st.none() | text
+)
+plans = st.builds(
+    Plan,
+    base_url=text,
+    changes=st.lists(changes, max_size=4),
+    errors=st.lists(problems, max_size=3),
+    unchanged=st.integers(0, 10**6),
+    max_changes=st.none() | st.integers(0, 1000),
+    not_updatable=st.lists(stale, max_size=3),
+    signature=st.none() | text,
+)
+
+
+def whole_document_json(plan: Plan) -> str:
+    """The saved plan as it was written before streaming: one json.dumps of the document."""
+    dumped = json.dumps(plan.to_document(), indent=2, ensure_ascii=False, allow_nan=False)
+    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", dumped) + "\n"
+
+
+def whole_document_signature(plan: Plan) -> str:
+    """The signature as it was made before streaming: over the whole canonical document."""
+    key = hmac.new(SECRET.encode(), b"invite-reconciler plan v1", hashlib.sha256).digest()
+    parsed = json.loads(json.dumps(plan.to_document(), ensure_ascii=False))
+    return "hmac-sha256:" + hmac.new(key, canonical_bytes(parsed), hashlib.sha256).hexdigest()
+
+
+@PLANS
+@given(plan=plans)
+def test_the_streamed_json_is_the_whole_documents_text(plan: Plan) -> None:
+    streamed = "".join(JsonRenderer().chunks(plan))
+    assert streamed == whole_document_json(plan)
+    assert json.loads(streamed) == json.loads(whole_document_json(plan))
+
+
+@PLANS
+@given(plan=plans)
+def test_the_streamed_signature_is_the_whole_documents(plan: Plan) -> None:
+    signature = signature_for(plan.document_parts(), SECRET)
+    assert signature == whole_document_signature(plan)
+    document = {**plan.to_document(), "signature": signature}
+    assert check(json.loads(json.dumps(document)), SECRET) == SignatureCheck.VALID
+
+
+def a_plan(count: int) -> Plan:
+    return Plan(
+        base_url="https://api.example.test",
+        changes=[
+            InviteChange(
+                f"inv_{n}",
+                f"invites/a.yaml:{n}",
+                "Müller",
+                {"email": "a@x"},
+                {"email": "b@x"},
+                False,
+            )
+            for n in range(count)
+        ],
+    )
+
+
+def test_a_saved_streamed_plan_loads_and_verifies(tmp_path: Path) -> None:
+    plan = a_plan(500)
+    sign_plan(plan, SECRET)
+    save_plan(plan, str(tmp_path / "plan.json"))
+    loaded = load_signed_plan(str(tmp_path / "plan.json"), SECRET)
+    assert [c.id for c in loaded.changes] == [c.id for c in plan.changes]
+    assert (tmp_path / "plan.json").read_text(encoding="utf-8") == whole_document_json(plan)
+
+
+def test_a_nan_in_a_plan_is_refused_when_signing_not_a_crash() -> None:
+    plan = a_plan(1)
+    plan.changes.append(InviteChange("inv_nan", "a.yaml:9", None, {"n": 1}, {"n": math.nan}, False))
+    with pytest.raises(ReconcilerError, match="cannot sign the plan"):
+        sign_plan(plan, SECRET)
+    assert plan.signature is None
+
+
+def test_a_nan_stops_the_save_and_leaves_the_old_file(tmp_path: Path) -> None:
+    target = tmp_path / "plan.json"
+    target.write_text("the reviewed plan\n", encoding="utf-8")
+    plan = a_plan(3000)
+    plan.changes.append(InviteChange("inv_nan", "a.yaml:9", None, {"n": 1}, {"n": math.inf}, False))
+    with pytest.raises(ReconcilerError, match="cannot write the plan as JSON"):
+        save_plan(plan, str(target))
+    assert target.read_text(encoding="utf-8") == "the reviewed plan\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plan.json"]
+
+
+def pieces_then(stop: BaseException | None) -> Iterator[str]:
+    for n in range(100):
+        yield f"piece {n}\n" * 1000
+        if n == 50:
+            if stop is None:
+                os.kill(os.getpid(), signal.SIGTERM)
+            else:
+                raise stop
+
+
+@pytest.mark.parametrize(
+    "stop", [KeyboardInterrupt(), RuntimeError("boom")], ids=["ctrl-c", "error"]
+)
+def test_a_write_stopped_half_way_leaves_no_temporary_file(
+    tmp_path: Path, stop: BaseException
+) -> None:
+    target = tmp_path / "plan.json"
+    target.write_text("old\n", encoding="utf-8")
+    with pytest.raises(type(stop)):
+        write_text_replacing(str(target), pieces_then(stop), "plan file")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plan.json"]
+    assert target.read_text(encoding="utf-8") == "old\n"
+
+
+def test_sigterm_during_a_write_exits_and_leaves_no_temporary_file(tmp_path: Path) -> None:
+    target = tmp_path / "plan.json"
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(SystemExit) as stopped:
+        write_text_replacing(str(target), pieces_then(None), "plan file")
+    assert stopped.value.code == 128 + signal.SIGTERM
+    assert list(tmp_path.iterdir()) == []
+    assert signal.getsignal(signal.SIGTERM) == before  # the handler was put back
