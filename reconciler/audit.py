@@ -24,7 +24,7 @@ import threading
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Self
 
 from reconciler.api.client import Receipt
 from reconciler.api.errors import ApiError
@@ -57,7 +57,29 @@ def outcome_of(error: ApiError) -> str:
     return "unknown" if error.outcome_unknown else "failed"
 
 
-class AuditLog:
+class NoAuditLog:
+    """Stands in when no audit log was asked for: writes are sent unrecorded."""
+
+    def audited(
+        self,
+        invite_id: str,
+        operation: str,
+        send: Callable[[], Receipt],
+        fields: dict[str, dict[str, Any]] | None = None,
+    ) -> Receipt:
+        return send()
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class AuditLog(NoAuditLog):
     """An append-only JSON Lines file of write attempts and their outcomes."""
 
     def __init__(
@@ -171,34 +193,6 @@ class AuditLog:
                 raise AuditLogError(message) from None
             finally:
                 os.close(self._fd)
-
-    def __enter__(self) -> AuditLog:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-class NoAuditLog:
-    """Stands in when no audit log was asked for: writes are sent unrecorded."""
-
-    def audited(
-        self,
-        invite_id: str,
-        operation: str,
-        send: Callable[[], Receipt],
-        fields: dict[str, dict[str, Any]] | None = None,
-    ) -> Receipt:
-        return send()
-
-    def close(self) -> None:
-        pass
-
-    def __enter__(self) -> NoAuditLog:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        pass
 
 
 def open_audit_log(

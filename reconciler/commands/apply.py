@@ -14,9 +14,10 @@ from reconciler.api.client import ApiClient
 from reconciler.apply import Applier, ApplyReport, ChangeResult, WriteState
 from reconciler.audit import open_audit_log
 from reconciler.color import use_color
-from reconciler.commands.common import check_writable, read_desired, settings_for
+from reconciler.commands.common import check_writable, read_desired, run_selection, run_settings
 from reconciler.commands.options import (
     RUN_ENV,
+    RunOptions,
     audit_log_option,
     auto_approve_option,
     run_options,
@@ -36,7 +37,6 @@ from reconciler.progress import Progress
 from reconciler.render.common import echo_chunks, plural
 from reconciler.render.errors import FailedInvite, echo_errors, from_problems
 from reconciler.render.text import TextRenderer
-from reconciler.selection import Selection
 
 
 @click.command(
@@ -54,43 +54,32 @@ from reconciler.selection import Selection
 @auto_approve_option
 @audit_log_option
 def apply(
-    paths: tuple[str, ...],
-    config_file: str | None,
-    targets: tuple[str, ...],
-    excludes: tuple[str, ...],
-    changed_since: str | None,
-    parallelism: int | None,
-    max_changes: int | None,
-    sandbox: bool,
-    color: str,
-    annotations: str,
-    verbose: bool,
+    run: RunOptions,
     plan_file: str | None,
     auto_approve: bool,
     audit_log: str | None,
 ) -> int:
     """Apply the changes the plan shows, sending only the fields that differ."""
-    setup_logging(verbose)
-    selection = Selection(targets, excludes, changed_since)
-    if plan_file and (paths or not selection.is_everything):
+    setup_logging(run.verbose)
+    selection = run_selection(run)
+    if plan_file and (run.paths or not selection.is_everything):
         raise click.UsageError(
             "--plan applies a saved plan as it is; do not give PATH, --target, --exclude "
             "or --changed-since"
         )
-    github = github_enabled(annotations)
-    settings = settings_for(
-        config_file, parallelism=parallelism, max_changes=max_changes, audit_log=audit_log
-    )
+    github = github_enabled(run.annotations)
+    settings = run_settings(run, audit_log=audit_log)
     check_writable(settings.audit_log, "open the audit log")
-    renderer = TextRenderer(color=use_color(color))
-    saved = load_signed_plan(plan_file, signing_secret(settings, sandbox)) if plan_file else None
-    state = None if saved else read_desired(settings, paths, selection)
+    renderer = TextRenderer(color=use_color(run.color))
+    secret = signing_secret(settings, run.sandbox)
+    saved = load_signed_plan(plan_file, secret) if plan_file else None
+    state = None if saved else read_desired(settings, run.paths, selection)
     if saved is not None:
         saved.raise_if_unsafe(
             settings.max_changes, saved=True
         )  # needs no request: before the drift check
     limiter = limiter_for(settings)
-    with api_client(settings, sandbox, limiter.observe) as client:
+    with api_client(settings, run.sandbox, limiter.observe) as client:
         if saved is not None:
             the_plan = saved
             _check_saved_plan(the_plan, client, limiter, plan_file or "")

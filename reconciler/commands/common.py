@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from reconciler.changed import changed_invite_ids
+from reconciler.commands.options import RunOptions
 from reconciler.config import Settings, load_settings
 from reconciler.desired import DesiredState, load_desired_state
 from reconciler.errors import ReconcilerError
@@ -24,6 +25,18 @@ from reconciler.selection import EVERYTHING, Selection, select_invites
 
 def settings_for(config_file: str | None, **overrides: Any) -> Settings:
     return load_settings(config_file).with_overrides(**overrides)
+
+
+def run_settings(run: RunOptions, **overrides: Any) -> Settings:
+    """The settings of a plan or apply run: its config file, then its own options."""
+    return settings_for(
+        run.config_file, parallelism=run.parallelism, max_changes=run.max_changes, **overrides
+    )
+
+
+def run_selection(run: RunOptions) -> Selection:
+    """The invites a run is about: --target, --exclude, --changed-since."""
+    return Selection(run.targets, run.excludes, run.changed_since)
 
 
 def check_writable(path: str | None, action: str) -> None:

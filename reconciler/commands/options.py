@@ -7,7 +7,9 @@ reconciler.setting_values, as the environment and reconciler.yaml do.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
+from dataclasses import dataclass, fields
 from typing import Any, TypeVar
 
 import click
@@ -70,15 +72,26 @@ def _decide_color(ctx: click.Context, param: click.Parameter, value: str) -> str
     return value
 
 
-def color_option(f: F) -> F:
+def _auto_choice(
+    name: str, choices: tuple[str, ...], decide: Callable[..., str], help: str
+) -> Decorator[Any]:
+    """An auto-or-not option whose decision `decide` records for the whole run."""
     return click.option(
-        "--color",
-        type=click.Choice(COLOR_CHOICES),
+        name,
+        type=click.Choice(choices),
         default="auto",
         show_default=True,
-        callback=_decide_color,
-        help="Colour on stdout; auto: a terminal, NO_COLOR unset or empty, TERM not dumb.",
-    )(f)
+        callback=decide,
+        help=help,
+    )
+
+
+color_option = _auto_choice(
+    "--color",
+    COLOR_CHOICES,
+    _decide_color,
+    "Colour on stdout; auto: a terminal, NO_COLOR unset or empty, TERM not dumb.",
+)
 
 
 def _decide_annotations(ctx: click.Context, param: click.Parameter, value: str) -> str:
@@ -87,16 +100,13 @@ def _decide_annotations(ctx: click.Context, param: click.Parameter, value: str) 
     return value
 
 
-def annotations_option(f: F) -> F:
-    return click.option(
-        "--annotations",
-        type=click.Choice(ANNOTATION_CHOICES),
-        default="auto",
-        show_default=True,
-        callback=_decide_annotations,
-        help="Also print errors as GitHub workflow commands (::error file=...), so they show "
-        "on the pull request; auto: when GITHUB_ACTIONS=true.",
-    )(f)
+annotations_option = _auto_choice(
+    "--annotations",
+    ANNOTATION_CHOICES,
+    _decide_annotations,
+    "Also print errors as GitHub workflow commands (::error file=...), so they show "
+    "on the pull request; auto: when GITHUB_ACTIONS=true.",
+)
 
 
 def plan_format_option(f: F) -> F:
@@ -159,10 +169,36 @@ def max_changes_option(f: F) -> F:
     )(f)
 
 
+@dataclass(frozen=True)
+class RunOptions:
+    """What plan and apply share: which invites, from where, against which API, shown how."""
+
+    paths: tuple[str, ...]
+    config_file: str | None
+    targets: tuple[str, ...]
+    excludes: tuple[str, ...]
+    changed_since: str | None
+    parallelism: int | None
+    max_changes: int | None
+    sandbox: bool
+    color: str
+    annotations: str
+    verbose: bool
+
+
+_RUN_FIELDS = tuple(field.name for field in fields(RunOptions))
+
+
 def run_options(f: F) -> F:
-    """Options of plan and apply that pick invites and shape the run."""
+    """Options of plan and apply that pick invites and shape the run, passed as `run`."""
+
+    @functools.wraps(f)
+    def with_run(**kwargs: Any) -> Any:
+        run = RunOptions(**{name: kwargs.pop(name) for name in _RUN_FIELDS})
+        return f(run=run, **kwargs)
+
     return _apply(
-        f,
+        with_run,  # type: ignore[arg-type]
         paths_argument,
         config_option,
         selection_options,

@@ -6,8 +6,14 @@ import click
 
 from reconciler.annotations import github_enabled, report_plan
 from reconciler.color import use_color
-from reconciler.commands.common import check_writable, read_desired, settings_for
-from reconciler.commands.options import RUN_ENV, plan_format_option, run_options, settings_help
+from reconciler.commands.common import check_writable, read_desired, run_selection, run_settings
+from reconciler.commands.options import (
+    RUN_ENV,
+    RunOptions,
+    plan_format_option,
+    run_options,
+    settings_help,
+)
 from reconciler.commands.remote import api_client, compute_plan
 from reconciler.config import Settings
 from reconciler.limiter import limiter_for
@@ -20,7 +26,6 @@ from reconciler.render.errors import echo_errors, from_problems
 from reconciler.safefile import refuse_special_file
 from reconciler.safetext import escape
 from reconciler.sandbox import SANDBOX_CLIENT_SECRET
-from reconciler.selection import Selection
 
 
 def signing_secret(settings: Settings, sandbox: bool) -> str | None:
@@ -40,38 +45,28 @@ def signing_secret(settings: Settings, sandbox: bool) -> str | None:
 )
 @click.option("--detailed-exitcode", is_flag=True, help="Exit 2 when there are changes.")
 def plan(
-    paths: tuple[str, ...],
-    config_file: str | None,
-    targets: tuple[str, ...],
-    excludes: tuple[str, ...],
-    changed_since: str | None,
-    parallelism: int | None,
-    max_changes: int | None,
-    sandbox: bool,
-    color: str,
-    annotations: str,
-    verbose: bool,
+    run: RunOptions,
     output_format: str,
     out: str | None,
     detailed_exitcode: bool,
 ) -> int:
     """Read the invite files and the current invites; print what apply would change."""
-    setup_logging(verbose)
+    setup_logging(run.verbose)
     check_writable(out, "write plan file")
     if out:  # before any request: a device or FIFO at --out would be replaced by a file
         refuse_special_file(out, "plan file")
-    settings = settings_for(config_file, parallelism=parallelism, max_changes=max_changes)
-    state = read_desired(settings, paths, Selection(targets, excludes, changed_since))
+    settings = run_settings(run)
+    state = read_desired(settings, run.paths, run_selection(run))
     limiter = limiter_for(settings)
-    with api_client(settings, sandbox, limiter.observe) as client:
+    with api_client(settings, run.sandbox, limiter.observe) as client:
         the_plan = compute_plan(client, state, settings, limiter)
-    secret = signing_secret(settings, sandbox)
+    secret = signing_secret(settings, run.sandbox)
     if secret:  # always, in practice: reading the invites needed it
         sign_plan(the_plan, secret)
     if out:
         save_plan(the_plan, out)
-    echo_chunks(renderer_for(output_format, use_color(color)).chunks(the_plan))
-    report_plan(the_plan, github_enabled(annotations))
+    echo_chunks(renderer_for(output_format, use_color(run.color)).chunks(the_plan))
+    report_plan(the_plan, github_enabled(run.annotations))
     if out:
         _say_saved(the_plan, out)
     return _exit_code(the_plan, detailed_exitcode)
