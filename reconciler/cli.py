@@ -73,7 +73,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         with cli.make_context("reconcile", list(sys.argv[1:] if argv is None else argv)) as ctx:
             meta = ctx.meta
             result = cli.invoke(ctx)
-            sys.stdout.flush()  # here, where a closed pipe is handled, not at exit
+            if sys.stdout is not None:  # None when started with stdout closed (`>&-`)
+                sys.stdout.flush()  # here, where a closed pipe is handled, not at exit
     except ReconcilerError as exc:
         if meta.get(GITHUB_ANNOTATIONS):
             annotate_error(exc)
@@ -96,6 +97,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_FAILURE
     except BrokenPipeError:
         _stop_writing_to_stdout()
+        return EXIT_FAILURE
+    except OSError as exc:  # mostly the output itself failed (`>/dev/full`)
+        reason = exc.strerror or str(exc)
+        if exc.filename is not None:  # a file the modules did not wrap: name it
+            click.echo(f"error: {_shown(str(exc.filename))}: {_shown(reason)}", err=True)
+            return EXIT_FAILURE
+        _stop_writing_to_stdout()
+        click.echo(f"error: cannot write the output: {_shown(reason)}", err=True)
         return EXIT_FAILURE
     return result if isinstance(result, int) else EXIT_OK
 

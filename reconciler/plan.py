@@ -127,7 +127,8 @@ class Plan:
         """A hash of what the plan would write, for the audit log."""
         writes = [[c.id, c.before, c.patch, c.resend] for c in self.changes]
         canonical = json.dumps([self.base_url, writes], sort_keys=True, ensure_ascii=False)
-        return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+        # surrogatepass: a server can send a lone surrogate ("\ud800"); it is still hashed.
+        return "sha256:" + hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
     def document_parts(self) -> list[tuple[str, Any]]:
         """The saved document of cli.md, field by field, for writing or signing in pieces.
@@ -135,16 +136,17 @@ class Plan:
         ``changes``, ``not_updatable`` and ``errors`` are generators of records, made and
         redacted one at a time: a plan of 200,000 changes is never a second time in memory.
         A server can echo the secret or a token inside an invite's values; the document
-        is what is signed, saved and printed, so no part of it holds one.
+        is what is signed, saved and printed, so no part the server said holds one. What
+        the files say (``after``, ``patch``) is kept as written: apply sends it.
         """
         parts: list[tuple[str, Any]] = [
             ("format_version", self.format_version),
             ("created_at", redact_strings(self.created_at)),
             ("base_url", redact_strings(self.base_url)),
             ("max_changes", self.max_changes),
-            ("changes", (redact_strings(c.to_json()) for c in self.changes)),
-            ("not_updatable", (redact_strings(n.to_json()) for n in self.not_updatable)),
-            ("errors", (redact_strings(e.to_json()) for e in self.errors)),
+            ("changes", (_redact_server_parts(c.to_json()) for c in self.changes)),
+            ("not_updatable", (_redact_server_parts(n.to_json()) for n in self.not_updatable)),
+            ("errors", (_redact_server_parts(e.to_json()) for e in self.errors)),
             ("summary", self.summary._asdict()),
         ]
         if self.signature is not None:
@@ -229,3 +231,11 @@ def _place(plan: Plan, desired: DesiredInvite, current: CurrentInvite) -> None:
 def _problem(desired: DesiredInvite, error: ApiError) -> InviteProblem:
     message = redact(str(error))
     return InviteProblem(desired.id, str(desired.source), message, error.status, error.request_id)
+
+
+# The parts of a record that come from the server; the rest comes from the files.
+_SERVER_PARTS = frozenset({"before", "status", "message", "request_id"})
+
+
+def _redact_server_parts(record: dict[str, Any]) -> dict[str, Any]:
+    return {k: redact_strings(v) if k in _SERVER_PARTS else v for k, v in record.items()}

@@ -26,7 +26,7 @@ from reconciler.plan import FORMAT_VERSION, READABLE_FORMAT_VERSIONS, Plan
 from reconciler.render.json import JsonRenderer
 from reconciler.resources import resource_path
 from reconciler.safefile import write_text_replacing
-from reconciler.safetext import clean, escape
+from reconciler.safetext import clean, escape, redact_strings
 from reconciler.signature import SignatureCheck, check, signature_for
 
 MAX_PLAN_BYTES = 128 * 1024 * 1024  # some 200,000 changes; a real plan is far smaller
@@ -165,7 +165,8 @@ def find_drift(
             drift.append(f"{where}: is now {clean(str(current.status))}, not pending")
         for name, planned in change.before.items():
             now = current.fields.get(name)
-            if not values_equal(name, planned, now):
+            # The plan holds the server's value redacted if it held the secret or a token.
+            if not values_equal(name, planned, now) and planned != redact_strings(now):
                 drift.append(
                     f"{where}: `{name}` was {_show(planned)} when planned, is now {_show(now)}"
                 )

@@ -34,7 +34,9 @@ _UNSAFE = re.compile(
     "\u2060\u2066-\u2069\ufeff\ud800-\udfff]"
 )
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\x1b": "\\x1b", "\x07": "\\x07"}
-_BEARER = re.compile(r"(?i)\b(bearer)\s+[^\s\"',;]+")
+# A token has a digit or one of ._~+/= in it (RFC 6750's b64token); a word after
+# "Bearer" in a company's name ("Standard Bearer Holdings") has none and stays.
+_BEARER = re.compile(r"(?i)\b(bearer)\s+(?=[^\s\"',;]*[0-9._~+/=])[^\s\"',;]+")
 # Shorter than this, a "secret" would redact ordinary words; the config
 # refuses such secrets anyway, and tokens are far longer.
 _MIN_SECRET_LENGTH = 6

@@ -43,7 +43,14 @@ class Token:
 
 def register_secret_forms(secret: str) -> None:
     """The secret as sent (form-encoded, JSON-escaped) is as secret as the secret."""
-    for form in {secret, quote_plus(secret), quote(secret, safe=""), json.dumps(secret)[1:-1]}:
+    forms = {
+        secret,
+        quote_plus(secret),
+        quote(secret, safe=""),
+        json.dumps(secret)[1:-1],
+        json.dumps(secret, ensure_ascii=False)[1:-1],  # as the text output shows values
+    }
+    for form in forms:
         register_secret(form)
 
 

@@ -245,3 +245,30 @@ def test_a_markdown_heading_mentions_nobody_and_links_nothing(start_sandbox, tmp
     # Elsewhere the name appears only as a value in a table cell, inside <code>.
     mentioned = [line for line in comment.splitlines() if "@octocat" in line]
     assert mentioned and all(line.startswith("| name | <code>") for line in mentioned)
+
+
+def test_a_saved_plan_applies_the_names_as_written_and_redacts_only_what_the_server_said(
+    start_sandbox, tmp_path, reconcile
+) -> None:
+    # The server echoes the client secret in a name (a hostile or careless server); the
+    # file wants a name with "Bearer" in it, which is no token and must be sent as written.
+    from reconciler.sandbox import SANDBOX_CLIENT_SECRET
+
+    server = start_sandbox([dict(ACME, name=f"Acme {SANDBOX_CLIENT_SECRET} Ltd")])
+    wanted = "Standard Bearer Holdings Ltd"
+    write_invites(tmp_path / "invites", [desired_entry(ACME, name=wanted)])
+    env = sandbox_env(server)
+    saved = reconcile("plan", "--out", "plan.json", env=env)
+    assert saved.code == 0, saved.stderr
+
+    text = (tmp_path / "plan.json").read_text(encoding="utf-8")
+    assert SANDBOX_CLIENT_SECRET not in text and SANDBOX_CLIENT_SECRET not in saved.stdout
+    (change,) = json.loads(text)["changes"]
+    assert change["before"] == {"name": "Acme [redacted] Ltd"}
+    assert change["after"] == change["patch"] == {"name": wanted}
+    assert wanted in saved.stdout
+
+    # The redacted `before` is what the server still holds: no false drift.
+    applied = reconcile("apply", "--plan", "plan.json", env=env)
+    assert applied.code == 0, applied.stderr
+    assert server.store.snapshot()["inv_acme"]["name"] == wanted

@@ -1,0 +1,34 @@
+"""A secret is redacted in every form the tool shows it, not only as the server got it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from reconciler import safetext
+from reconciler.api.auth import register_secret_forms
+from reconciler.render.common import show
+from reconciler.safetext import REDACTED, redact
+
+
+@pytest.fixture(autouse=True)
+def no_secrets_left_behind() -> Iterator[None]:
+    kept = safetext._REDACTOR._secrets
+    yield
+    safetext._REDACTOR._secrets = kept
+
+
+@pytest.mark.parametrize("secret", ['Sécret"value-123', "tök\\en-ab12cd34", "plain-secret-9"])
+def test_a_value_echoing_the_secret_is_shown_redacted(secret: str) -> None:
+    register_secret_forms(secret)
+    # `show` prints a value as JSON with its non-ASCII letters kept: quote and backslash
+    # come out escaped, so the form a reader sees is not the form the server was sent.
+    shown = show({"name": f"echo {secret}"})
+    assert REDACTED in shown
+    assert "value-123" not in shown and "ab12cd34" not in shown and "plain-secret" not in shown
+
+
+def test_a_company_called_bearer_is_not_a_token() -> None:
+    assert redact("Standard Bearer Holdings Ltd") == "Standard Bearer Holdings Ltd"
+    assert redact("Authorization: Bearer abc123") == f"Authorization: Bearer {REDACTED}"
