@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from functools import cache
 from typing import Any
 
@@ -42,7 +42,22 @@ def sign_plan(plan: Plan, secret: str) -> None:
 
 def save_plan(plan: Plan, path: str) -> None:
     """Write atomically, so a reviewer never sees half a plan; never over a device or FIFO."""
-    write_text_replacing(path, JsonRenderer().chunks(plan), "plan file", private=True)
+    chunks = _readable_size(JsonRenderer().chunks(plan), path)
+    write_text_replacing(path, chunks, "plan file", private=True)
+
+
+def _readable_size(chunks: Iterable[str], path: str) -> Iterator[str]:
+    """``chunks``, refused before the file is replaced once they pass what a reader reads."""
+    size = 0
+    for chunk in chunks:
+        size += len(chunk.encode("utf-8", "surrogatepass"))
+        if size > MAX_PLAN_BYTES:
+            raise ReconcilerError(
+                f"{escape(path)}: plan not saved: it is over {MAX_PLAN_BYTES // 2**20} MiB, "
+                "more than `apply --plan` and `show` read; plan fewer invites at a time "
+                "(--target, --changed-since, or one folder of files per run)"
+            )
+        yield chunk
 
 
 @cache

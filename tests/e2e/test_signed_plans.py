@@ -272,3 +272,22 @@ def test_a_saved_plan_applies_the_names_as_written_and_redacts_only_what_the_ser
     applied = reconcile("apply", "--plan", "plan.json", env=env)
     assert applied.code == 0, applied.stderr
     assert server.store.snapshot()["inv_acme"]["name"] == wanted
+
+
+def test_a_plan_too_large_to_read_back_is_not_saved(
+    start_sandbox, tmp_path, reconcile, monkeypatch
+) -> None:
+    # What `apply --plan` and `show` refuse to read, `plan --out` refuses to write.
+    import reconciler.planfile
+
+    monkeypatch.setattr(reconciler.planfile, "MAX_PLAN_BYTES", 600)
+    (tmp_path / "plan.json").write_text("the plan saved before", encoding="utf-8")
+    server = start_sandbox([ACME, OTHER])
+    entries = [desired_entry(ACME, email="new@acme.example"), desired_entry(OTHER, name="Other")]
+    write_invites(tmp_path / "invites", entries)
+    result = reconcile("plan", "--out", "plan.json", env=sandbox_env(server))
+    assert result.code == 1
+    assert "plan.json: plan not saved: it is over" in result.stderr
+    assert "more than `apply --plan` and `show` read" in result.stderr
+    assert (tmp_path / "plan.json").read_text(encoding="utf-8") == "the plan saved before"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["invites", "plan.json"]
