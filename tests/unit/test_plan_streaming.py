@@ -171,12 +171,12 @@ def test_a_nan_stops_the_save_and_leaves_the_old_file(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plan.json"]
 
 
-def pieces_then(stop: BaseException | None) -> Iterator[str]:
+def pieces_then(stop: BaseException | int) -> Iterator[str]:
     for n in range(100):
         yield f"piece {n}\n" * 1000
         if n == 50:
-            if stop is None:
-                os.kill(os.getpid(), signal.SIGTERM)
+            if isinstance(stop, int):
+                os.kill(os.getpid(), stop)
             else:
                 raise stop
 
@@ -195,11 +195,25 @@ def test_a_write_stopped_half_way_leaves_no_temporary_file(
     assert target.read_text(encoding="utf-8") == "old\n"
 
 
-def test_sigterm_during_a_write_exits_and_leaves_no_temporary_file(tmp_path: Path) -> None:
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["term", "hup"])
+def test_a_signal_during_a_write_exits_and_leaves_no_temporary_file(
+    tmp_path: Path, signum: int
+) -> None:
     target = tmp_path / "plan.json"
-    before = signal.getsignal(signal.SIGTERM)
+    before = signal.getsignal(signum)
     with pytest.raises(SystemExit) as stopped:
-        write_text_replacing(str(target), pieces_then(None), "plan file")
-    assert stopped.value.code == 128 + signal.SIGTERM
+        write_text_replacing(str(target), pieces_then(signum), "plan file")
+    assert stopped.value.code == 128 + signum  # 143 for TERM, 129 for HUP, as a shell reports
     assert list(tmp_path.iterdir()) == []
-    assert signal.getsignal(signal.SIGTERM) == before  # the handler was put back
+    assert signal.getsignal(signum) == before  # the handler was put back
+
+
+def test_a_hangup_ignored_by_nohup_stays_ignored_and_the_write_completes(tmp_path: Path) -> None:
+    target = tmp_path / "plan.json"
+    before = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        write_text_replacing(str(target), pieces_then(signal.SIGHUP), "plan file")
+        assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGHUP, before)
+    assert target.read_text(encoding="utf-8").count("piece 99\n") == 1000
