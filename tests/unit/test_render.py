@@ -136,6 +136,30 @@ def test_text_lists_invites_no_longer_updatable_under_their_own_heading_with_the
     )
 
 
+def test_text_groups_invites_no_longer_updatable_by_status_in_first_seen_order():
+    def stale(n: int, status: str) -> NotUpdatable:
+        return NotUpdatable(f"inv_s{n}", f"invites/d.yaml:{n}", None, status, {"a": 1}, {"a": 2})
+
+    statuses = ["accepted", "revoked", "accepted", "expired", "revoked", "accepted"]
+    plan = Plan(
+        base_url="https://x.test", not_updatable=[stale(n, s) for n, s in enumerate(statuses)]
+    )
+    lines = TextRenderer().render(plan).splitlines()
+    shown = [line.split()[1] if line.startswith("! ") else line for line in lines]
+    wanted = [line for line in shown if line.startswith(("No longer", "inv_"))]
+    assert wanted == [
+        "No longer updatable: accepted",
+        "inv_s0",
+        "inv_s2",
+        "inv_s5",
+        "No longer updatable: revoked",
+        "inv_s1",
+        "inv_s4",
+        "No longer updatable: expired",
+        "inv_s3",
+    ]
+
+
 def test_markdown_shows_invites_no_longer_updatable_first():
     plan = Plan(
         base_url="https://x.test",
