@@ -20,18 +20,16 @@ class GracefulInterrupt:
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         if self.event.is_set():
-            sys.stderr.write(
+            _say(
                 f"\nSecond interrupt: quitting now. {self._what.capitalize()} in flight may "
                 "have completed; run `reconcile plan` to see where things stand.\n"
             )
-            sys.stderr.flush()
             os._exit(1)
         self.event.set()
-        sys.stderr.write(
+        _say(
             f"\nInterrupted: {self._what} in flight will finish, no new ones start "
             "(interrupt again to quit at once).\n"
         )
-        sys.stderr.flush()
 
     def __enter__(self) -> GracefulInterrupt:
         if threading.current_thread() is threading.main_thread():
@@ -42,3 +40,10 @@ class GracefulInterrupt:
     def __exit__(self, *exc: object) -> None:
         for signum, handler in self._previous.items():
             signal.signal(signum, handler)
+
+
+def _say(text: str) -> None:
+    # With stderr closed (2>&-) sys.stderr is None: the interrupt still works, unannounced.
+    if sys.stderr is not None:
+        sys.stderr.write(text)
+        sys.stderr.flush()

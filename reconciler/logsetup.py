@@ -15,7 +15,7 @@ class _CleanFormatter(logging.Formatter):
 
 
 def setup_logging(verbose: bool) -> None:
-    if not verbose:
+    if not verbose or sys.stderr is None:  # stderr closed (2>&-): nowhere to log to
         return
     logger = logging.getLogger("reconciler")
     for old in [h for h in logger.handlers if getattr(h, "_reconciler", False)]:

@@ -47,13 +47,15 @@ class Progress:
         self._clock = clock
         self._started = self._last_line = clock()
         self._interval = interval
-        self._enabled = enabled and total > 0
+        # With stderr closed (``2>&-``) sys.stderr is None: nothing to show, not an error.
+        self._enabled = enabled and total > 0 and sys.stderr is not None
         self._closed = False
         self._bar: Any = None
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._ticker: threading.Thread | None = None
-        interactive = sys.stderr.isatty() if interactive is None else interactive
+        if interactive is None:
+            interactive = sys.stderr is not None and sys.stderr.isatty()
         if self._enabled and interactive:
             self._bar = click.progressbar(
                 length=total, label=label, file=sys.stderr, show_pos=True, show_eta=True

@@ -68,22 +68,33 @@ def write_text_replacing(
                 os.unlink(tmp)
 
 
+# SIGHUP too: closing the terminal or an SSH session sends it, and by default it
+# also ends the process on the spot.
+_UNWINDING_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
+
+
 @contextlib.contextmanager
 def _terminate_unwinds() -> Iterator[None]:
-    """SIGTERM raises SystemExit while this runs, so ``finally`` clauses still run.
+    """SIGTERM and SIGHUP raise SystemExit while this runs, so ``finally`` clauses run.
 
-    By default SIGTERM ends the process on the spot, which would leave the
-    temporary file behind. Signals reach the main thread only; elsewhere this
-    does nothing.
+    By default they end the process on the spot, which would leave the
+    temporary file behind. A signal the caller ignores (``nohup``) stays ignored.
+    Signals reach the main thread only; elsewhere this does nothing.
     """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGTERM, _exit_on_terminate)
+    previous = {signum: signal.getsignal(signum) for signum in _UNWINDING_SIGNALS}
+    for signum, handler in previous.items():
+        if handler is not signal.SIG_IGN:
+            signal.signal(signum, _exit_on_terminate)
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def _exit_on_terminate(signum: int, frame: FrameType | None) -> None:

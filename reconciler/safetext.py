@@ -26,13 +26,20 @@ REDACTED = "[redacted]"
 # reorder or hide text on screen: bidi marks, overrides and isolates (U+061C
 # included), line and paragraph separators, and the invisible ones that make two
 # different values look alike (soft hyphen, zero-width space, word joiner, BOM).
+# Also invisible on a terminal, so "Acme<hidden>Ltd" shows as "AcmeLtd": the
+# Mongolian vowel separator, invisible operators, interlinear annotation marks,
+# Hangul fillers and the tag characters (U+E0000-U+E007F).
 # ZWJ and ZWNJ stay: scripts and emoji need them. Lone surrogates (U+D800-U+DFFF,
 # which a server's JSON can hold as "\ud800") cannot be encoded to UTF-8 at all:
 # printing one would end the output half-way with UnicodeEncodeError.
-_UNSAFE = re.compile(
-    "[\x00-\x1f\x7f-\x9f\xad\u061c\u200b\u200e\u200f\u2028\u2029\u202a-\u202e"
-    "\u2060\u2066-\u2069\ufeff\ud800-\udfff]"
+# NON_ASCII_UNSAFE is the part json.dumps(ensure_ascii=False) leaves raw: the JSON
+# writer escapes exactly this class, so the two cannot drift apart.
+NON_ASCII_UNSAFE = (
+    "\x7f-\x9f\xad\u061c\u115f\u180e\u200b\u200e\u200f\u2028\u2029\u202a-\u202e"
+    "\u2060-\u2064\u2066-\u2069\u3164\ufeff\uffa0\ufff9-\ufffb\ud800-\udfff"
+    "\U000e0000-\U000e007f"
 )
+_UNSAFE = re.compile(f"[\x00-\x1f{NON_ASCII_UNSAFE}]")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\x1b": "\\x1b", "\x07": "\\x07"}
 # A token has a digit or one of ._~+/= in it (RFC 6750's b64token); a word after
 # "Bearer" in a company's name ("Standard Bearer Holdings") has none and stays.
@@ -48,7 +55,9 @@ def _escape_one(match: re.Match[str]) -> str:
     if named:
         return named
     code = ord(char)
-    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+    if code <= 0xFF:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 def escape(text: str) -> str:

@@ -8,14 +8,16 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from reconciler.errors import ReconcilerError
+from reconciler.safetext import NON_ASCII_UNSAFE
 
 if TYPE_CHECKING:
     from reconciler.plan import Plan
 
-# json.dumps(ensure_ascii=False) leaves non-ASCII characters as they are: these (C1
-# controls, lone surrogates, bidi and line separators) are written as \u escapes instead,
-# which parse back to the same string but cannot act on a terminal that prints the file.
-_UNSAFE = re.compile("[\x7f-\x9f\ud800-\udfff\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# json.dumps(ensure_ascii=False) leaves non-ASCII characters as they are: the ones
+# safetext.escape would escape on a terminal (C1 controls, lone surrogates, bidi,
+# separators, invisible characters) are written as \u escapes instead, which parse back
+# to the same string but cannot act on, or hide text from, a terminal that prints the file.
+_UNSAFE = re.compile(f"[{NON_ASCII_UNSAFE}]")
 _NOT_JSON = (
     "cannot write the plan as JSON: it holds a number JSON cannot represent (NaN or Infinity)"
 )
@@ -78,7 +80,12 @@ def _dumps(value: Any) -> str:
 
 
 def _escaped(match: re.Match[str]) -> str:
-    return f"\\u{ord(match.group()):04x}"
+    code = ord(match.group())
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    # JSON has only four-digit escapes: a tag character is written as its UTF-16 pair.
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
 class JsonRenderer:

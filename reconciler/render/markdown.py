@@ -73,19 +73,18 @@ class MarkdownRenderer:
         page = _Page(self.limit - _TAIL_RESERVE)
         yield page.add("\n\n".join(head) + "\n\n")
         # What a reviewer must not miss first: invites apply will leave alone, then errors.
-        omitted_errors = 0
+        omitted_stale = omitted_errors = 0
         if plan.not_updatable:
             pieces, total = self._not_updatable(plan)
-            shown, omitted_errors = page.fill(pieces, total)
+            shown, omitted_stale = page.fill(pieces, total)
             yield from shown
         if plan.errors:
             yield page.add("#### Errors\n\n")
             lines = (
                 f"- {_id(e.id)} ({_code(e.source)}): {_code(e.message)}\n" for e in plan.errors
             )
-            shown, omitted = page.fill(lines, len(plan.errors))
+            shown, omitted_errors = page.fill(lines, len(plan.errors))
             yield from shown
-            omitted_errors += omitted
             yield page.add("\n")
         folded = len(plan.changes) > _FOLD_AFTER
         if folded:
@@ -97,23 +96,35 @@ class MarkdownRenderer:
         yield from shown
         if folded:
             yield page.add("</details>\n\n")
-        if omitted_changes or omitted_errors:
-            yield (
-                f"_Not shown, to keep this comment under {self.limit:,} characters: "
-                f"{plural(omitted_changes, 'change')} and {plural(omitted_errors, 'error')}. "
-                "The job log and the saved plan file have the whole plan._\n"
-            )
+        if omitted_changes or omitted_errors or omitted_stale:
+            yield self._omitted_note(omitted_changes, omitted_errors, omitted_stale)
+
+    def _omitted_note(self, changes: int, errors: int, stale: int) -> str:
+        kinds = [plural(changes, "change"), plural(errors, "error")]
+        if stale:
+            kinds.append(f"{plural(stale, 'invite')} no longer updatable")
+        counts = f"{', '.join(kinds[:-1])} and {kinds[-1]}"
+        return (
+            f"_Not shown, to keep this comment under {self.limit:,} characters: {counts}. "
+            "The job log and the saved plan file have the whole plan._\n"
+        )
 
     def _not_updatable(self, plan: Plan) -> tuple[Iterator[str], int]:
-        """The pieces of the section, made as they are taken, and how many there are."""
-        statuses = list(dict.fromkeys(n.status for n in plan.not_updatable))
+        """The pieces of the section, one per invite, made as they are taken, and how many."""
+        # Grouped in one pass: statuses come from the server, so there may be as many as
+        # invites. A status heading goes with its first invite, so a piece is an invite
+        # (the omitted count counts invites) and no heading is left without one.
+        by_status: dict[str, list[NotUpdatable]] = {}
+        for invite in plan.not_updatable:
+            by_status.setdefault(invite.status, []).append(invite)
 
         def pieces() -> Iterator[str]:
-            for status in statuses:
-                yield f"#### {NOT_UPDATABLE_HEADING.capitalize()}: {_code(status)}\n\n"
-                yield from (self._stale(n) for n in plan.not_updatable if n.status == status)
+            for status, group in by_status.items():
+                heading = f"#### {NOT_UPDATABLE_HEADING.capitalize()}: {_code(status)}\n\n"
+                yield heading + self._stale(group[0])
+                yield from (self._stale(n) for n in group[1:])
 
-        return pieces(), len(statuses) + len(plan.not_updatable)
+        return pieces(), len(plan.not_updatable)
 
     def _stale(self, invite: NotUpdatable) -> str:
         rows = ["| field | on the platform | in the files |", "|---|---|---|"]

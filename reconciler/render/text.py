@@ -67,10 +67,15 @@ class TextRenderer:
         return "\n".join(lines)
 
     def _not_updatable(self, invites: list[NotUpdatable]) -> Iterator[str]:
-        for status in dict.fromkeys(n.status for n in invites):
+        # Grouped in one pass: statuses come from the server, so there may be as many
+        # as invites, and a scan of all invites per status would be quadratic.
+        by_status: dict[str, list[NotUpdatable]] = {}
+        for invite in invites:
+            by_status.setdefault(invite.status, []).append(invite)
+        for status, group in by_status.items():
             heading = f"{NOT_UPDATABLE_HEADING.capitalize()}: {clean(status)}"
             yield self._style(heading, fg="magenta", bold=True)
-            for invite in (n for n in invites if n.status == status):
+            for invite in group:
                 lines = [self._heading("!", invite.id, invite.name, invite.source, "magenta")]
                 lines.append(f"    {not_updatable_note(invite.status)}")
                 for field_change in invite.field_changes:

@@ -13,7 +13,9 @@ import hmac
 import json
 import math
 import os
+import re
 import signal
+import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,8 +27,9 @@ from reconciler.changes import InviteChange, InviteProblem, NotUpdatable
 from reconciler.errors import ReconcilerError
 from reconciler.plan import Plan
 from reconciler.planfile import load_signed_plan, save_plan, sign_plan
-from reconciler.render.json import _UNSAFE, JsonRenderer
+from reconciler.render.json import _UNSAFE, JsonRenderer, document_json
 from reconciler.safefile import write_text_replacing
+from reconciler.safetext import escape
 from reconciler.signature import SignatureCheck, canonical_bytes, check, signature_for
 
 SECRET = "s3cr3t-for-the-streaming-tests"
@@ -63,7 +66,13 @@ plans = st.builds(
 def whole_document_json(plan: Plan) -> str:
     """The saved plan as it was written before streaming: one json.dumps of the document."""
     dumped = json.dumps(plan.to_document(), indent=2, ensure_ascii=False, allow_nan=False)
-    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", dumped) + "\n"
+    return _UNSAFE.sub(_utf16_escapes, dumped) + "\n"
+
+
+def _utf16_escapes(match: re.Match[str]) -> str:
+    """JSON's own escape of a character: a \\u escape per UTF-16 code unit."""
+    units = match.group().encode("utf-16-be", "surrogatepass")
+    return "".join(f"\\u{units[i]:02x}{units[i + 1]:02x}" for i in range(0, len(units), 2))
 
 
 def whole_document_signature(plan: Plan) -> str:
@@ -88,6 +97,33 @@ def test_the_streamed_signature_is_the_whole_documents(plan: Plan) -> None:
     assert signature == whole_document_signature(plan)
     document = {**plan.to_document(), "signature": signature}
     assert check(json.loads(json.dumps(document)), SECRET) == SignatureCheck.VALID
+
+
+_SHOWN_CATEGORIES = {"Cc", "Cf", "Cs", "Zl", "Zp"}
+_HANGUL_FILLERS = "\u115f\u1160\u3164\uffa0"
+
+
+def _characters_a_terminal_may_not_show() -> list[str]:
+    chars = [chr(code) for code in range(0x110000)]
+    picked = [c for c in chars if unicodedata.category(c) in _SHOWN_CATEGORIES]
+    return picked + list(_HANGUL_FILLERS) + ["a", "é", "\u4e2d", "\U0001f600"]
+
+
+def test_json_escapes_exactly_the_characters_the_terminal_output_escapes() -> None:
+    frame_start, frame_end = '{\n  "v": "', '"\n}\n'
+    for char in _characters_a_terminal_may_not_show():
+        written = document_json({"v": char})
+        assert written.startswith(frame_start) and written.endswith(frame_end)
+        raw_in_json = written[len(frame_start) : -len(frame_end)] == char
+        raw_on_terminal = escape(char) == char
+        assert raw_in_json == raw_on_terminal, f"U+{ord(char):04X}"
+        assert json.loads(written) == {"v": char}
+
+
+def test_a_tag_character_is_written_as_its_json_surrogate_pair() -> None:
+    written = document_json({"name": "Acme\U000e0049 Ltd"})
+    assert '"Acme\\udb40\\udc49 Ltd"' in written
+    assert json.loads(written) == {"name": "Acme\U000e0049 Ltd"}
 
 
 def a_plan(count: int) -> Plan:
@@ -135,12 +171,12 @@ def test_a_nan_stops_the_save_and_leaves_the_old_file(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plan.json"]
 
 
-def pieces_then(stop: BaseException | None) -> Iterator[str]:
+def pieces_then(stop: BaseException | int) -> Iterator[str]:
     for n in range(100):
         yield f"piece {n}\n" * 1000
         if n == 50:
-            if stop is None:
-                os.kill(os.getpid(), signal.SIGTERM)
+            if isinstance(stop, int):
+                os.kill(os.getpid(), stop)
             else:
                 raise stop
 
@@ -159,11 +195,25 @@ def test_a_write_stopped_half_way_leaves_no_temporary_file(
     assert target.read_text(encoding="utf-8") == "old\n"
 
 
-def test_sigterm_during_a_write_exits_and_leaves_no_temporary_file(tmp_path: Path) -> None:
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["term", "hup"])
+def test_a_signal_during_a_write_exits_and_leaves_no_temporary_file(
+    tmp_path: Path, signum: int
+) -> None:
     target = tmp_path / "plan.json"
-    before = signal.getsignal(signal.SIGTERM)
+    before = signal.getsignal(signum)
     with pytest.raises(SystemExit) as stopped:
-        write_text_replacing(str(target), pieces_then(None), "plan file")
-    assert stopped.value.code == 128 + signal.SIGTERM
+        write_text_replacing(str(target), pieces_then(signum), "plan file")
+    assert stopped.value.code == 128 + signum  # 143 for TERM, 129 for HUP, as a shell reports
     assert list(tmp_path.iterdir()) == []
-    assert signal.getsignal(signal.SIGTERM) == before  # the handler was put back
+    assert signal.getsignal(signum) == before  # the handler was put back
+
+
+def test_a_hangup_ignored_by_nohup_stays_ignored_and_the_write_completes(tmp_path: Path) -> None:
+    target = tmp_path / "plan.json"
+    before = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        write_text_replacing(str(target), pieces_then(signal.SIGHUP), "plan file")
+        assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGHUP, before)
+    assert target.read_text(encoding="utf-8").count("piece 99\n") == 1000

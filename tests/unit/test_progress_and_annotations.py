@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import io
 import json
+import logging
+import os
+import sys
 import threading
+from pathlib import Path
 
 import pytest
+from conftest import EXAMPLES, clean_env
 
 from reconciler.annotations import (
     error_command,
@@ -15,6 +20,7 @@ from reconciler.annotations import (
     input_error_commands,
     invite_error_commands,
 )
+from reconciler.cli import main
 from reconciler.codequality import render_report
 from reconciler.color import use_color
 from reconciler.errors import SourceError
@@ -220,3 +226,31 @@ def test_colour_follows_the_option_no_color_term_and_the_terminal(
     choice: str, env: dict[str, str], stream: io.StringIO, expected: bool
 ) -> None:
     assert use_color(choice, env, stream) is expected
+
+
+def test_a_plan_with_stderr_closed_still_prints_the_plan(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `reconcile plan ... 2>&-`: Python starts with sys.stderr None.
+    for name in list(os.environ):
+        monkeypatch.delenv(name)
+    for name, value in clean_env().items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.chdir(tmp_path)
+    logger = logging.getLogger("reconciler")
+    monkeypatch.setattr(logger, "handlers", list(logger.handlers))
+    monkeypatch.setattr(sys, "stderr", None)
+    code = main(["plan", "-v", "--sandbox", str(EXAMPLES)])
+    shown = capsys.readouterr().out
+    assert code in (0, 2)
+    assert "Plan: " in shown
+
+
+def test_progress_with_stderr_closed_shows_nothing_and_counts(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(sys, "stderr", None)
+    with Progress("Reading invites", 3, interval=0) as progress:
+        progress.advance(3)
+    assert progress.done == 3
+    assert capsys.readouterr().out == ""

@@ -88,6 +88,47 @@ def test_markdown_puts_errors_first_and_says_what_it_left_out():
     assert "<details><summary>300 invites to update</summary>" in comment
 
 
+def test_markdown_counts_what_it_left_out_by_kind():
+    stale = [
+        NotUpdatable(
+            f"inv_n{i}", "f.yaml:1", None, f"status{i}", {"name": "a" * 3000}, {"name": "b"}
+        )
+        for i in range(40)
+    ]
+    plan = Plan(
+        base_url="https://x.test",
+        changes=[change(i) for i in range(5)],
+        errors=[problem(i) for i in range(3)],
+        not_updatable=stale,
+    )
+    comment = MarkdownRenderer(limit=40_000).render(plan)
+    shown_stale = comment.count("##### `inv_n")
+    assert 0 < shown_stale < 40
+    # A status heading never stands without its invite.
+    assert comment.count("#### No longer updatable:") == shown_stale
+    shown_errors = comment.count("`inv_gone")
+    shown_changes = comment.count("#### `inv_0")
+    assert (
+        "Not shown, to keep this comment under 40,000 characters: "
+        f"{5 - shown_changes} changes, {3 - shown_errors} errors "
+        f"and {40 - shown_stale} invites no longer updatable." in comment
+    )
+
+
+def test_markdown_does_not_count_shown_errors_as_left_out():
+    stale = [NotUpdatable("inv_n", "f.yaml:1", None, "accepted", {"name": "a"}, {"name": "b"})]
+    plan = Plan(
+        base_url="https://x.test",
+        changes=[change(i) for i in range(300)],
+        errors=[problem(i) for i in range(3)],
+        not_updatable=stale,
+    )
+    comment = MarkdownRenderer(limit=8_000).render(plan)
+    assert all(f"`inv_gone{i}`" in comment for i in range(3))
+    shown = comment.count("| field | before | after |")
+    assert f": {300 - shown} changes and 0 errors." in comment
+
+
 def test_markdown_escapes_what_would_break_a_table():
     plan = Plan(base_url="https://x.test", changes=[change(1, name="A | B <script>")])
     comment = MarkdownRenderer().render(plan)
@@ -134,6 +175,30 @@ def test_text_lists_invites_no_longer_updatable_under_their_own_heading_with_the
     assert text.rstrip().endswith(
         "Plan: 1 to update, 0 unchanged, 0 errors, 1 no longer updatable."
     )
+
+
+def test_text_groups_invites_no_longer_updatable_by_status_in_first_seen_order():
+    def stale(n: int, status: str) -> NotUpdatable:
+        return NotUpdatable(f"inv_s{n}", f"invites/d.yaml:{n}", None, status, {"a": 1}, {"a": 2})
+
+    statuses = ["accepted", "revoked", "accepted", "expired", "revoked", "accepted"]
+    plan = Plan(
+        base_url="https://x.test", not_updatable=[stale(n, s) for n, s in enumerate(statuses)]
+    )
+    lines = TextRenderer().render(plan).splitlines()
+    shown = [line.split()[1] if line.startswith("! ") else line for line in lines]
+    wanted = [line for line in shown if line.startswith(("No longer", "inv_"))]
+    assert wanted == [
+        "No longer updatable: accepted",
+        "inv_s0",
+        "inv_s2",
+        "inv_s5",
+        "No longer updatable: revoked",
+        "inv_s1",
+        "inv_s4",
+        "No longer updatable: expired",
+        "inv_s3",
+    ]
 
 
 def test_markdown_shows_invites_no_longer_updatable_first():

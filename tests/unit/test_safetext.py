@@ -21,6 +21,31 @@ def test_escape_shows_control_characters_as_escapes(raw: str, shown: str) -> Non
     assert escape(raw) == shown
 
 
+_HIDING = [
+    "\U000e0049\U000e0047",  # tag characters: "IG" invisible on a terminal
+    "\u2061",
+    "\u2064",
+    "\u180e",
+    "\ufff9",
+    "\ufffb",
+    "\u115f",
+    "\u3164",
+    "\uffa0",
+]
+
+
+@pytest.mark.parametrize("hidden", _HIDING)
+def test_escape_shows_characters_that_hide_text(hidden: str) -> None:
+    shown = escape(f"Acme{hidden} Ltd")
+    assert shown.isascii()
+    assert shown.startswith("Acme\\") and shown.endswith(" Ltd")
+
+
+def test_escape_keeps_joiners_scripts_and_emoji_need() -> None:
+    family = "\U0001f468\u200d\U0001f469\u200c"
+    assert escape(family) == family
+
+
 def test_redactor_removes_secrets_longest_first_and_bearer_tokens() -> None:
     redactor = Redactor()
     redactor.register("abcdef")
