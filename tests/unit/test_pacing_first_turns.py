@@ -23,6 +23,8 @@ class FakeTime:
         return self.now
 
     def sleep(self, seconds: float) -> None:
+        # A worker whose turn has come must take it, not spin on sleeps of nothing.
+        assert seconds > 0, "slept for nothing"
         self.sleeps.append(seconds)
         self.now += seconds
 
