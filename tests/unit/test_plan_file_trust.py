@@ -19,7 +19,7 @@ from reconciler.api.client import CurrentInvite
 from reconciler.api.errors import NotFound
 from reconciler.errors import ReconcilerError
 from reconciler.plan import InviteChange, Plan
-from reconciler.planfile import find_drift, load_plan, load_signed_plan
+from reconciler.planfile import find_drift, load_plan, load_signed_plan, save_plan
 
 BASE = "https://api.example.com"
 
@@ -123,6 +123,26 @@ def test_an_address_that_differs_only_in_its_last_letter_is_another_server():
         "the plan was made against https://api.example.com/apiX, "
         "but this run talks to https://api.example.com/api"
     ]
+
+
+def test_a_run_against_an_address_with_one_more_letter_is_another_server():
+    plan = two_change_plan("https://api.example.com/api")
+
+    drift = find_drift(plan, "https://api.example.com/apiX", Server(as_planned()).read, 2)
+
+    assert drift == [
+        "the plan was made against https://api.example.com/api, "
+        "but this run talks to https://api.example.com/apiX"
+    ]
+
+
+def test_a_saved_plan_is_readable_by_its_owner_only(tmp_path):
+    # It names every invite and its contacts: not for other users of a shared runner.
+    path = tmp_path / "plan.json"
+
+    save_plan(two_change_plan(), str(path))
+
+    assert path.stat().st_mode & 0o777 == 0o600
 
 
 def test_an_interrupt_while_checking_the_plan_says_nothing_was_changed():
