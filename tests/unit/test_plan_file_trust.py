@@ -250,3 +250,12 @@ def test_without_a_client_secret_the_signature_cannot_be_checked(tmp_path):
         "cannot check the plan's signature: no client secret is set "
         "(RECONCILER_CLIENT_SECRET); nothing was changed"
     )
+
+
+def test_a_file_that_is_not_json_is_called_not_a_plan_file(tmp_path):
+    path = tmp_path / "notes.json"
+    path.write_text("changes: all of them\n", encoding="utf-8")
+
+    message = refusal(str(path))
+
+    assert message.startswith(f"{path}:1:1: not a plan file (invalid JSON: ")
