@@ -259,3 +259,13 @@ def test_a_file_that_is_not_json_is_called_not_a_plan_file(tmp_path):
     message = refusal(str(path))
 
     assert message.startswith(f"{path}:1:1: not a plan file (invalid JSON: ")
+
+
+def test_a_long_schema_complaint_is_cut_to_three_hundred_characters(tmp_path):
+    document = two_change_plan().to_document()
+    document["base_url"] = list(range(1000))
+
+    message = refusal(write(tmp_path / "long.json", document))
+
+    shown = message.split("(base_url: ", 1)[1].removesuffix(")")
+    assert shown.startswith("[0, 1, 2, 3") and len(shown) == 300
