@@ -21,7 +21,6 @@ from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox
 
 pytestmark = [
     pytest.mark.e2e,
-    pytest.mark.slow,
     pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed"),
 ]
 PYTHON_BIN = Path(sys.executable).parent  # a python3 of 3.11 or newer, for the action's venv
@@ -146,6 +145,7 @@ def step_outputs(results: list[StepResult], name: str) -> dict[str, str]:
 EMEA_EMAIL = "email: compliance@acme.example"
 
 
+@pytest.mark.slow  # first, alone: it waits for the install while other workers go on
 def test_github_pr_plan_reads_only_what_the_pr_changed(repo: Repo, installed: Path) -> None:
     git(repo.work, "update-ref", "refs/remotes/origin/main", "HEAD")
     # exit 0: a comment changed, no entry did.
