@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_planfile import FakeServer
 
 from reconciler.api.client import CurrentInvite
-from reconciler.api.errors import NotFound
 from reconciler.errors import ReconcilerError
 from reconciler.plan import InviteChange, Plan
 from reconciler.planfile import find_drift, load_plan, load_signed_plan, save_plan
@@ -39,16 +39,6 @@ def two_change_plan(base_url: str = BASE) -> Plan:
             InviteChange("inv_b", "invites/b.yaml:2", None, {"name": "B"}, {"name": "Bee"}, False),
         ],
     )
-
-
-class Server:
-    def __init__(self, invites: dict[str, CurrentInvite]) -> None:
-        self.invites = invites
-
-    def read(self, invite_id: str) -> CurrentInvite:
-        if invite_id not in self.invites:
-            raise NotFound(f"invite {invite_id} not found", status=404, request_id="req-9")
-        return self.invites[invite_id]
 
 
 def as_planned() -> dict[str, CurrentInvite]:
@@ -78,7 +68,7 @@ def test_groups_the_server_now_lists_in_another_order_are_no_drift():
     invites = as_planned()
     invites["inv_a"].fields["groups"] = ["vip", "emea"]
 
-    assert find_drift(two_change_plan(), BASE, Server(invites).read, parallelism=2) == []
+    assert find_drift(two_change_plan(), BASE, FakeServer(invites).read, parallelism=2) == []
 
 
 def test_every_invite_that_moved_is_named_even_after_one_that_vanished():
@@ -86,7 +76,7 @@ def test_every_invite_that_moved_is_named_even_after_one_that_vanished():
     del invites["inv_a"]
     invites["inv_b"] = CurrentInvite("inv_b", "accepted", {"name": "B"})
 
-    drift = find_drift(two_change_plan(), BASE, Server(invites).read, parallelism=1)
+    drift = find_drift(two_change_plan(), BASE, FakeServer(invites).read, parallelism=1)
 
     assert drift == [
         "inv_a (invites/a.yaml:3): cannot re-read it: "
@@ -99,7 +89,7 @@ def test_a_changed_name_is_shown_as_written_not_as_escapes():
     invites = as_planned()
     invites["inv_a"].fields["name"] = "株式会社モミジ"
 
-    drift = find_drift(two_change_plan(), BASE, Server(invites).read, parallelism=2)
+    drift = find_drift(two_change_plan(), BASE, FakeServer(invites).read, parallelism=2)
 
     assert drift == [
         'inv_a (invites/a.yaml:3): `name` was "株式会社サクラ" when planned, '
@@ -108,7 +98,7 @@ def test_a_changed_name_is_shown_as_written_not_as_escapes():
 
 
 def test_a_trailing_slash_on_either_address_is_the_same_server():
-    server = Server(as_planned())
+    server = FakeServer(as_planned())
 
     assert find_drift(two_change_plan(BASE + "/"), BASE, server.read, parallelism=2) == []
     assert find_drift(two_change_plan(BASE), BASE + "/", server.read, parallelism=2) == []
@@ -117,7 +107,7 @@ def test_a_trailing_slash_on_either_address_is_the_same_server():
 def test_an_address_that_differs_only_in_its_last_letter_is_another_server():
     plan = two_change_plan("https://api.example.com/apiX")
 
-    drift = find_drift(plan, "https://api.example.com/api", Server(as_planned()).read, 2)
+    drift = find_drift(plan, "https://api.example.com/api", FakeServer(as_planned()).read, 2)
 
     assert drift == [
         "the plan was made against https://api.example.com/apiX, "
@@ -128,7 +118,7 @@ def test_an_address_that_differs_only_in_its_last_letter_is_another_server():
 def test_a_run_against_an_address_with_one_more_letter_is_another_server():
     plan = two_change_plan("https://api.example.com/api")
 
-    drift = find_drift(plan, "https://api.example.com/apiX", Server(as_planned()).read, 2)
+    drift = find_drift(plan, "https://api.example.com/apiX", FakeServer(as_planned()).read, 2)
 
     assert drift == [
         "the plan was made against https://api.example.com/api, "
