@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import threading
 import uuid
 from collections.abc import Callable
@@ -29,15 +28,10 @@ from typing import Any, NamedTuple, Self
 from reconciler.api.client import Receipt
 from reconciler.api.errors import ApiError
 from reconciler.errors import ReconcilerError
-from reconciler.safetext import clean, redact
+from reconciler.safetext import clean, escape_json_text, redact
 
 # Longest server message kept in a record: an answer is no place for a novel.
 _MAX_MESSAGE = 1000
-# A JSON parser reads these back unchanged, but `cat` or `tail -f` would hand them raw to
-# a terminal (C1 controls, DEL, bidi overrides, line separators): written as \uXXXX
-# escapes, so the file shows no raw control character and keeps every value exact.
-# (json.dumps already escapes C0 controls.)
-_RAW_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 class AuditLogError(ReconcilerError):
@@ -166,7 +160,7 @@ class AuditLog(NoAuditLog):
     # -- the file ---------------------------------------------------------------
 
     def _append(self, entry: dict[str, Any], *, durable: bool) -> None:
-        line = _RAW_UNSAFE.sub(_json_escape, json.dumps(entry, ensure_ascii=False)) + "\n"
+        line = escape_json_text(json.dumps(entry, ensure_ascii=False)) + "\n"
         data = line.encode("utf-8")
         try:
             with self._lock:  # one line at a time, even if the kernel writes it in parts
@@ -231,10 +225,6 @@ def _write_all(fd: int, data: bytes) -> None:
     while view:
         written = os.write(fd, view)
         view = view[written:]
-
-
-def _json_escape(match: re.Match[str]) -> str:
-    return f"\\u{ord(match.group()):04x}"
 
 
 def _redacted(value: Any) -> Any:

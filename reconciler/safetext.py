@@ -60,6 +60,27 @@ def _escape_one(match: re.Match[str]) -> str:
     return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
+_JSON_UNSAFE = re.compile(f"[{NON_ASCII_UNSAFE}]")
+
+
+def _json_escape_one(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    # JSON has only four-digit escapes: a tag character is written as its UTF-16 pair.
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
+def escape_json_text(text: str) -> str:
+    """JSON text of ``json.dumps(ensure_ascii=False)`` with the unsafe characters as \\u escapes.
+
+    They parse back to the same strings, but cannot act on, or hide text from, a
+    terminal that prints the file (C0 controls are escaped by json.dumps already).
+    """
+    return _JSON_UNSAFE.sub(_json_escape_one, text)
+
+
 def escape(text: str) -> str:
     """``text`` with every control or reordering character shown as an escape."""
     return _UNSAFE.sub(_escape_one, text)

@@ -3,21 +3,15 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from reconciler.errors import ReconcilerError
-from reconciler.safetext import NON_ASCII_UNSAFE
+from reconciler.safetext import escape_json_text
 
 if TYPE_CHECKING:
     from reconciler.plan import Plan
 
-# json.dumps(ensure_ascii=False) leaves non-ASCII characters as they are: the ones
-# safetext.escape would escape on a terminal (C1 controls, lone surrogates, bidi,
-# separators, invisible characters) are written as \u escapes instead, which parse back
-# to the same string but cannot act on, or hide text from, a terminal that prints the file.
-_UNSAFE = re.compile(f"[{NON_ASCII_UNSAFE}]")
 _NOT_JSON = (
     "cannot write the plan as JSON: it holds a number JSON cannot represent (NaN or Infinity)"
 )
@@ -38,7 +32,7 @@ def document_chunks(parts: Iterable[tuple[str, Any]]) -> Iterator[str]:
         # NaN and Infinity are not JSON: a strict reader (jq, another language) refuses
         # the file. Server values are type-checked on reading, so this is a last guard.
         for piece in _pieces(parts):
-            yield _UNSAFE.sub(_escaped, piece)
+            yield escape_json_text(piece)
     except ValueError:
         raise ReconcilerError(_NOT_JSON) from None
     yield "\n"
@@ -77,15 +71,6 @@ def _nested(value: Any, indent: str) -> str:
 
 def _dumps(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False)
-
-
-def _escaped(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    if code <= 0xFFFF:
-        return f"\\u{code:04x}"
-    # JSON has only four-digit escapes: a tag character is written as its UTF-16 pair.
-    code -= 0x10000
-    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
 class JsonRenderer:

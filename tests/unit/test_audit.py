@@ -163,6 +163,19 @@ def test_values_come_back_exactly_as_the_server_had_them(tmp_path: Path) -> None
     assert json.loads(text)["fields"]["name"]["before"] == name
 
 
+def test_invisible_characters_and_a_lone_surrogate_are_written_escaped(tmp_path: Path) -> None:
+    # The same characters a terminal and the JSON output escape: `tail -f` shows no
+    # hidden text, and a lone surrogate from a server cannot stop the log being written.
+    log = AuditLog(str(tmp_path / "audit.jsonl"), CLIENT_ID)
+    name = "Acme\u200b\xad\U000e0041 Ltd \ud800"
+    log.attempt("inv_8f2k1", "update", {"name": {"before": name, "after": "Acme Ltd"}})
+    log.close()
+    text = (tmp_path / "audit.jsonl").read_text(encoding="utf-8")
+    assert "\\u200b" in text and "\\u00ad" in text and "\\udb40\\udc41" in text
+    assert "\\ud800" in text
+    assert json.loads(text)["fields"]["name"]["before"] == name
+
+
 @pytest.mark.slow
 def test_workers_writing_at_once_leave_one_whole_record_per_line(tmp_path: Path) -> None:
     log = AuditLog(str(tmp_path / "audit.jsonl"), CLIENT_ID, sync=False)

@@ -27,10 +27,13 @@ from reconciler.changes import InviteChange, InviteProblem, NotUpdatable
 from reconciler.errors import ReconcilerError
 from reconciler.plan import Plan
 from reconciler.planfile import load_signed_plan, save_plan, sign_plan
-from reconciler.render.json import _UNSAFE, JsonRenderer, document_json
+from reconciler.render.json import JsonRenderer, document_json
 from reconciler.safefile import write_text_replacing
-from reconciler.safetext import escape
+from reconciler.safetext import NON_ASCII_UNSAFE, escape
 from reconciler.signature import SignatureCheck, canonical_bytes, check, signature_for
+
+# The characters the JSON writer escapes, from their one definition.
+_UNSAFE = re.compile(f"[{NON_ASCII_UNSAFE}]")
 
 SECRET = "s3cr3t-for-the-streaming-tests"
 PLANS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
