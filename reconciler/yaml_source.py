@@ -18,7 +18,7 @@ from typing import Any, BinaryIO, NamedTuple
 import yaml
 
 from reconciler.errors import SourceError
-from reconciler.yaml_builder import Builder, Fatal
+from reconciler.yaml_builder import DEPTH_LIMIT, Builder, Fatal
 from reconciler.yaml_frames import ItemHook
 from reconciler.yaml_positions import Lines, Located, Mark
 
@@ -90,6 +90,8 @@ class _TooLarge(Exception):
 
 
 _UTF16 = (b"\xff\xfe", b"\xfe\xff")
+# libyaml's own bound on nesting (0.2.6 and later), met before ours in flow style.
+_LIBYAML_TOO_DEEP = "exceeded maximum nesting depth"
 
 
 def parse(
@@ -125,6 +127,8 @@ def parse(
         message = f"larger than {limit // 2**20} MiB; split it into several files"
         return Parsed(None, [SourceError(path, 1, 1, message)])
     except yaml.MarkedYAMLError as exc:
+        if _LIBYAML_TOO_DEEP in (exc.problem or ""):
+            return Parsed(None, [_too_deep(exc, lines, path)])
         return Parsed(None, [_syntax_problem(exc, lines.text, path)])
     except yaml.YAMLError as exc:
         return Parsed(None, [SourceError(path, 1, 1, f"invalid YAML: {exc}")])
@@ -146,6 +150,30 @@ def _unreadable(lines: Lines, path: str) -> list[SourceError]:
         return [SourceError(path, 1, 1, "a character YAML does not allow; save the file as text")]
     message = f"control character U+{ord(control.group()):04X} is not allowed in YAML; remove it"
     return [SourceError(path, *Lines(text).mark(control.start()), message)]
+
+
+def _too_deep(exc: yaml.MarkedYAMLError, lines: Lines, path: str) -> SourceError:
+    """Where the nesting passed ``DEPTH_LIMIT``, though libyaml refused it deeper down.
+
+    libyaml 0.2.6 stops at 1,000 levels while scanning, and in flow style
+    (``[[[``) it scans that far ahead before handing out a single event, so
+    the builder never saw the 101st level. The text up to libyaml's stop is
+    parsed again, without the item hook, to find the builder's own position.
+    """
+    mark = exc.problem_mark
+    message = f"nested too deeply (limit {DEPTH_LIMIT})"
+    if mark is None:
+        return SourceError(path, 1, 1, message)
+    parser = _Parser(lines.text[: mark.index])
+    try:
+        Builder(lines).build(parser)
+    except Fatal as fatal:
+        return SourceError(path, *lines.mark(fatal.position), fatal.message)
+    except yaml.YAMLError:
+        pass  # the text cut short did not reach the limit: say where libyaml stopped
+    finally:
+        parser.dispose()
+    return SourceError(path, mark.line + 1, mark.column + 1, message)
 
 
 def _syntax_problem(exc: yaml.MarkedYAMLError, text: str, path: str) -> SourceError:
