@@ -93,6 +93,8 @@ class Plan:
     not_updatable: list[NotUpdatable] = field(default_factory=list)
     format_version: int = FORMAT_VERSION
     signature: str | None = None  # "hmac-sha256:<hex>", set by reconciler.signature
+    # Loaded from a file: its own max_changes is the limit it was reviewed under.
+    saved: bool = field(default=False, compare=False)
 
     @property
     def summary(self) -> Summary:
@@ -102,24 +104,20 @@ class Plan:
     def has_changes(self) -> bool:
         return bool(self.changes)
 
-    def too_much_change(
-        self, limit: int | None = None, *, saved: bool = False
-    ) -> TooMuchChange | None:
-        """Why apply would refuse this plan under max_changes (its own, or ``limit``).
-
-        ``saved``: this plan was loaded from a file, so its own limit is the reviewed one.
-        """
+    def too_much_change(self, limit: int | None = None) -> TooMuchChange | None:
+        """Why apply would refuse this plan under max_changes (its own, or ``limit``)."""
         # A saved plan keeps the limit it was reviewed under; a run may add a stricter one.
         limits = [n for n in (self.max_changes, limit) if n is not None]
         if not limits or len(self.changes) <= min(limits):
             return None
         binding = min(limits)
-        saved_limit = saved and binding == self.max_changes and (limit is None or limit >= binding)
+        own_limit = binding == self.max_changes and (limit is None or limit >= binding)
+        saved_limit = self.saved and own_limit
         return TooMuchChange(len(self.changes), binding, saved_limit=saved_limit)
 
-    def raise_if_unsafe(self, limit: int | None = None, *, saved: bool = False) -> None:
+    def raise_if_unsafe(self, limit: int | None = None) -> None:
         """The one home of the max_changes rule; raises TooMuchChange."""
-        problem = self.too_much_change(limit, saved=saved)
+        problem = self.too_much_change(limit)
         if problem is not None:
             raise problem
 
@@ -172,6 +170,7 @@ class Plan:
             not_updatable=[NotUpdatable.from_json(n) for n in document.get("not_updatable", [])],
             format_version=document["format_version"],
             signature=document.get("signature"),
+            saved=True,
         )
 
 

@@ -75,9 +75,7 @@ def apply(
     saved = load_signed_plan(plan_file, secret) if plan_file else None
     state = None if saved else read_desired(settings, run.paths, selection)
     if saved is not None:
-        saved.raise_if_unsafe(
-            settings.max_changes, saved=True
-        )  # needs no request: before the drift check
+        saved.raise_if_unsafe(settings.max_changes)  # needs no request: before the drift check
     limiter = limiter_for(settings)
     with api_client(settings, run.sandbox, limiter.observe) as client:
         if saved is not None:

@@ -13,24 +13,26 @@ from reconciler.plan import InviteChange, Plan, TooMuchChange
 SPLIT = "Split the change or raise the limit."
 
 
-def plan_of(count: int, max_changes: int | None) -> Plan:
+def plan_of(count: int, max_changes: int | None, *, saved: bool = False) -> Plan:
     changes = [
         InviteChange(
             f"inv_{n}", f"invites/a.yaml:{n + 2}", None, {"name": "A"}, {"name": "B"}, False
         )
         for n in range(count)
     ]
-    return Plan(base_url="https://api.example.com", changes=changes, max_changes=max_changes)
+    return Plan(
+        base_url="https://api.example.com", changes=changes, max_changes=max_changes, saved=saved
+    )
 
 
-def refusal(plan: Plan, limit: int | None = None, **saved: bool) -> str:
+def refusal(plan: Plan, limit: int | None = None) -> str:
     with pytest.raises(TooMuchChange) as caught:
-        plan.raise_if_unsafe(limit, **saved)
+        plan.raise_if_unsafe(limit)
     return str(caught.value)
 
 
 def test_a_saved_plan_over_its_own_limit_says_to_make_a_new_plan():
-    message = refusal(plan_of(3, max_changes=2), saved=True)
+    message = refusal(plan_of(3, max_changes=2, saved=True))
 
     assert message == (
         "refusing to apply, nothing was changed: the plan updates 3 invites, more than "
@@ -41,7 +43,7 @@ def test_a_saved_plan_over_its_own_limit_says_to_make_a_new_plan():
 
 @pytest.mark.parametrize("limit", [2, 5])
 def test_a_looser_or_equal_limit_on_apply_still_names_the_saved_one(limit: int):
-    message = refusal(plan_of(3, max_changes=2), limit, saved=True)
+    message = refusal(plan_of(3, max_changes=2, saved=True), limit)
 
     assert message.endswith(
         "this plan was made with --max-changes 2; make a new plan with a higher limit."
@@ -49,7 +51,7 @@ def test_a_looser_or_equal_limit_on_apply_still_names_the_saved_one(limit: int):
 
 
 def test_a_stricter_limit_on_apply_says_to_split_or_raise_it():
-    message = refusal(plan_of(3, max_changes=5), 2, saved=True)
+    message = refusal(plan_of(3, max_changes=5, saved=True), 2)
 
     assert message.endswith(f"more than max_changes (2). {SPLIT}")
 
@@ -61,5 +63,5 @@ def test_a_plan_just_made_says_to_split_or_raise_the_limit():
 
 
 def test_a_plan_within_its_limits_is_not_refused():
-    plan_of(2, max_changes=2).raise_if_unsafe(2, saved=True)
+    plan_of(2, max_changes=2, saved=True).raise_if_unsafe(2)
     plan_of(5, max_changes=None).raise_if_unsafe()
