@@ -17,6 +17,7 @@ from reconciler.color import use_color
 from reconciler.commands.common import check_writable, read_desired, run_selection, run_settings
 from reconciler.commands.options import (
     RUN_ENV,
+    FilePath,
     RunOptions,
     audit_log_option,
     auto_approve_option,
@@ -48,7 +49,7 @@ from reconciler.render.text import TextRenderer
 @click.option(
     "--plan",
     "plan_file",
-    type=click.Path(dir_okay=False),
+    type=FilePath(),
     help="Apply exactly this saved plan (from `plan --out`), without asking.",
 )
 @auto_approve_option

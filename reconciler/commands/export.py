@@ -17,6 +17,7 @@ from reconciler.api.client import ApiClient, CurrentInvite
 from reconciler.commands.common import check_writable, settings_for
 from reconciler.commands.export_checks import check_known_ids, schema_ref_for
 from reconciler.commands.options import (
+    FilePath,
     config_option,
     sandbox_option,
     settings_help,
@@ -106,7 +107,7 @@ def render_export(invites: list[CurrentInvite], base_url: str, schema_ref: str) 
 
 @click.command(epilog=settings_help(api=True, reads_paths=True, extra=("schema_ref",)))
 @click.argument("invite_ids", nargs=-1, required=True, metavar="ID...")
-@click.option("--out", type=click.Path(dir_okay=False), help="Write here instead of stdout.")
+@click.option("--out", type=FilePath(), help="Write here instead of stdout.")
 @click.option("--force", is_flag=True, help="Overwrite --out if it exists.")
 @click.option(
     "--schema-ref",

@@ -23,6 +23,22 @@ F = TypeVar("F", bound=Callable[..., Any])
 Decorator = Callable[[F], F]
 
 
+class FilePath(click.Path):
+    """A file's path; an empty one is refused rather than read as "not given".
+
+    ``--out "$PLAN_FILE"`` with the variable unset would otherwise save no
+    plan, and ``apply --plan ""`` would apply the files instead of a plan.
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(dir_okay=False, **kwargs)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if value == "":
+            self.fail("an empty file name (is a variable unset?)", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 def _apply(f: F, *decorators: Callable[[Any], Any]) -> F:
     for decorator in reversed(decorators):
         f = decorator(f)
@@ -33,7 +49,7 @@ def config_option(f: F) -> F:
     return click.option(
         "--config",
         "config_file",
-        type=click.Path(dir_okay=False),
+        type=FilePath(),
         help="Config file (default: ./reconciler.yaml if present).",
     )(f)
 
@@ -60,7 +76,7 @@ def auto_approve_option(f: F) -> F:
 def audit_log_option(f: F) -> F:
     return click.option(
         "--audit-log",
-        type=click.Path(dir_okay=False),
+        type=FilePath(),
         help="Append one JSON line per write attempted to this file "
         f"(env {ENV_VARS['audit_log']}, setting audit_log).",
     )(f)

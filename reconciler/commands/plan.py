@@ -9,6 +9,7 @@ from reconciler.color import use_color
 from reconciler.commands.common import check_writable, read_desired, run_selection, run_settings
 from reconciler.commands.options import (
     RUN_ENV,
+    FilePath,
     RunOptions,
     plan_format_option,
     run_options,
@@ -40,7 +41,7 @@ def signing_secret(settings: Settings, sandbox: bool) -> str | None:
 @plan_format_option
 @click.option(
     "--out",
-    type=click.Path(dir_okay=False),
+    type=FilePath(),
     help="Also save the plan, signed, for `apply --plan FILE`.",
 )
 @click.option("--detailed-exitcode", is_flag=True, help="Exit 2 when there are changes.")

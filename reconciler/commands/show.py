@@ -5,7 +5,12 @@ from __future__ import annotations
 import click
 
 from reconciler.color import use_color
-from reconciler.commands.options import color_option, config_option, plan_format_option
+from reconciler.commands.options import (
+    FilePath,
+    color_option,
+    config_option,
+    plan_format_option,
+)
 from reconciler.config import SECRET_ENV, SECRET_FILE_ENV, load_settings
 from reconciler.errors import ReconcilerError
 from reconciler.plan import Plan
@@ -23,7 +28,7 @@ from reconciler.signature import SignatureCheck, check
         "NO_COLOR, TERM.\n\nreconciler.yaml (or --config): checked, no setting of it used."
     )
 )
-@click.argument("planfile", type=click.Path(dir_okay=False))
+@click.argument("planfile", type=FilePath())
 @plan_format_option
 @color_option
 @config_option

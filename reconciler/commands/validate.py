@@ -6,7 +6,12 @@ import click
 
 from reconciler.codequality import writing_codequality
 from reconciler.commands.common import read_desired, settings_for
-from reconciler.commands.options import annotations_option, config_option, settings_help
+from reconciler.commands.options import (
+    FilePath,
+    annotations_option,
+    config_option,
+    settings_help,
+)
 from reconciler.render.common import plural
 
 
@@ -16,7 +21,7 @@ from reconciler.render.common import plural
 @annotations_option
 @click.option(
     "--codequality",
-    type=click.Path(dir_okay=False),
+    type=FilePath(),
     metavar="FILE",
     help="Also write the problems found as a GitLab Code Quality report (JSON) to FILE.",
 )

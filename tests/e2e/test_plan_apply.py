@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from conftest import EXAMPLES, RECONCILE, REPO, clean_env, run_cli, run_cli_process, sandbox_env
 
@@ -273,6 +274,28 @@ def test_missing_credentials_and_usage_errors_exit_1_without_traceback(tmp_path)
     assert bad_format.returncode == 1
     for result in (missing, usage, bad_format):
         assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("plan", "--out", ""),
+        ("apply", "--auto-approve", "--plan", ""),
+        ("apply", "--auto-approve", "--audit-log", ""),
+        ("plan", "--config", ""),
+        ("validate", "--codequality", ""),
+        ("show", ""),
+        ("export", "inv_acme", "--out", ""),
+    ],
+)
+def test_an_empty_file_name_is_refused_not_taken_as_not_given(start_sandbox, tmp_path, args):
+    # `apply --plan "$PLAN"` with PLAN unset must not apply the files instead.
+    server = start_sandbox([ACME])
+    write_invites(tmp_path / "invites", [desired_entry(ACME, email="new@acme.example")])
+    result = run_cli(*args, cwd=tmp_path, env=sandbox_env(server))
+    assert result.returncode == 1
+    assert "an empty file name (is a variable unset?)" in result.stderr
+    assert server.stats.total == 0
 
 
 def test_invalid_files_stop_the_run_before_any_request(start_sandbox, tmp_path):
