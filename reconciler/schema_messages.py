@@ -32,6 +32,9 @@ class Where(NamedTuple):
 
 
 # How the inviteId rule is worded wherever an id is refused (file entries, command lines).
+# The schema's `$defs/line` pattern: text without control characters.
+ONE_LINE = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$(?!\\n)"
+_CONTROLS = frozenset(map(chr, [*range(0x20), *range(0x7F, 0xA0)]))
 ID_RULE = "1 to 128 letters, digits, `_`, `-`, `.`, and not dots alone"
 
 
@@ -131,9 +134,21 @@ def _pattern(error: ValidationError, where: Where, path: tuple[Any, ...]) -> lis
         message = f'`phone`: {shown} is not E.164 text such as "+442079460000"'
     elif field == "id":
         message = f"`id`: {shown} is not a valid inviteId ({ID_RULE})"
+    elif error.validator_value == ONE_LINE:
+        message = f"`{field}`: {shown} {_control_problem(error.instance)}"
     else:
         message = f"`{field}`: {shown} does not match `{escape(str(error.validator_value))}`"
     return [_at(where, path, message)]
+
+
+def _control_problem(value: str) -> str:
+    control = next(c for c in value if c in _CONTROLS)
+    if control in "\r\n":
+        # Most often a `|` or `>` block scalar, which keeps the final line break.
+        return "holds a line break; write the value on one line, plain or quoted"
+    if control == "\t":
+        return "holds a tab; use spaces"
+    return f"holds control character U+{ord(control):04X}; remove it"
 
 
 def _bound(
