@@ -80,6 +80,7 @@ class Applier:
         self._stop = stop  # set by an interruption or a run-fatal error
         self._audit = audit or NoAuditLog()
         self._fatal: ApiError | None = None
+        self.stop_reason = "interrupted"  # what the report says set ``stop``, if not an error
 
     def apply(
         self, plan: Plan, on_result: Callable[[ChangeResult], None] | None = None
@@ -92,7 +93,7 @@ class Applier:
         if self._fatal is not None:
             report.stopped_by = f"{self._fatal}; no new writes were started"
         elif self._stop.is_set() and report.count(WriteState.NOT_STARTED):
-            report.stopped_by = "interrupted; no new writes were started"
+            report.stopped_by = f"{self.stop_reason}; no new writes were started"
         return report
 
     def _results(self, plan: Plan) -> Iterator[ChangeResult]:

@@ -7,7 +7,6 @@ hand it to the interpreter (`raise SystemExit(main())`), as pre-commit does.
 from __future__ import annotations
 
 import importlib
-import os
 import sys
 from collections.abc import Sequence
 
@@ -16,7 +15,7 @@ import click
 from reconciler import __version__
 from reconciler.annotations import GITHUB_ANNOTATIONS, annotate_error
 from reconciler.errors import InputError, ReconcilerError
-from reconciler.render.common import plural
+from reconciler.render.common import plural, stop_writing_to_stdout
 from reconciler.safetext import clean
 
 EXIT_OK = 0
@@ -96,36 +95,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         click.echo("\nInterrupted.", err=True)
         return EXIT_FAILURE
     except BrokenPipeError:
-        _stop_writing_to_stdout()
+        stop_writing_to_stdout()
         return EXIT_FAILURE
     except OSError as exc:  # mostly the output itself failed (`>/dev/full`)
         reason = exc.strerror or str(exc)
         if exc.filename is not None:  # a file the modules did not wrap: name it
             click.echo(f"error: {_shown(str(exc.filename))}: {_shown(reason)}", err=True)
             return EXIT_FAILURE
-        _stop_writing_to_stdout()
+        stop_writing_to_stdout()
         click.echo(f"error: cannot write the output: {_shown(reason)}", err=True)
         return EXIT_FAILURE
     return result if isinstance(result, int) else EXIT_OK
-
-
-def _stop_writing_to_stdout() -> None:
-    """The reader of stdout has gone (`reconcile plan | head -1`): end quietly, as git does.
-
-    No message and no traceback: whoever closed the pipe wanted no more. What is
-    still buffered can never be written; pointing stdout at /dev/null keeps the
-    interpreter's flush at exit from reporting the broken pipe a second time.
-    The exit code stays 1: the output was cut short.
-    """
-    try:
-        fd = sys.stdout.fileno()
-    except (AttributeError, OSError, ValueError):  # not a file (in-process runs): nothing to do
-        return
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, fd)
-    finally:
-        os.close(devnull)
 
 
 def _report(exc: ReconcilerError) -> int:

@@ -35,7 +35,7 @@ from reconciler.logsetup import setup_logging
 from reconciler.plan import Plan
 from reconciler.planfile import find_drift, load_signed_plan
 from reconciler.progress import Progress
-from reconciler.render.common import echo_chunks, plural
+from reconciler.render.common import echo_chunks, plural, stop_writing_to_stdout
 from reconciler.render.errors import FailedInvite, echo_errors, from_problems
 from reconciler.render.text import TextRenderer
 
@@ -125,10 +125,20 @@ def _apply(
     # One event stops new writes and further retries, on an interrupt or a run-fatal error.
     applier = Applier(client, parallelism=limiter, stop=client.halt, audit=audit)
 
+    stdout_lost: list[str] = []  # why stdout failed, once it has
+
     def show(result: ChangeResult) -> None:
         if result.state is not WriteState.NOT_STARTED:
             progress.advance(failed=result.state is WriteState.FAILED)
-        progress.echo(renderer.apply_result(result))
+        if stdout_lost:
+            return
+        try:
+            progress.echo(renderer.apply_result(result))
+        except OSError as exc:  # `apply | head`, a full disk: stop as an interrupt would
+            stdout_lost.append(exc.strerror or type(exc).__name__)
+            applier.stop_reason = f"stdout could not be written ({stdout_lost[0]})"
+            client.halt.set()
+            stop_writing_to_stdout()
 
     try:
         with GracefulInterrupt("writes", client.halt):
@@ -138,7 +148,8 @@ def _apply(
         audit.close()
     if github:
         emit(invite_error_commands((r.change.id, str(r.error)) for r in report.results if r.error))
-    click.echo(renderer.apply_summary(report))
+    # With stdout gone, the summary goes where it can still be read.
+    click.echo(renderer.apply_summary(report), err=bool(stdout_lost))
     if plan.errors:
         count = len(plan.errors)
         click.echo(
@@ -146,7 +157,7 @@ def _apply(
             f"{'was' if count == 1 else 'were'} left alone."
         )
     echo_errors(_failures(plan, report))
-    return 0 if report.ok and not plan.errors else 1
+    return 0 if report.ok and not plan.errors and not stdout_lost else 1
 
 
 def _failures(plan: Plan, report: ApplyReport) -> list[FailedInvite]:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +35,25 @@ def echo_chunks(chunks: Iterable[str], err: bool = False) -> None:
             batch, size = [], 0
     if batch:
         click.echo("".join(batch), nl=False, err=err)
+
+
+def stop_writing_to_stdout() -> None:
+    """The reader of stdout has gone (`reconcile plan | head -1`): end quietly, as git does.
+
+    No message and no traceback: whoever closed the pipe wanted no more. What is
+    still buffered can never be written; pointing stdout at /dev/null keeps the
+    interpreter's flush at exit from reporting the broken pipe a second time.
+    The exit code stays 1: the output was cut short.
+    """
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a file (in-process runs): nothing to do
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
 
 
 def show(value: Any) -> str:

@@ -8,6 +8,7 @@ as the output was cut short.
 
 from __future__ import annotations
 
+import re
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -44,3 +45,33 @@ def test_a_closed_pipe_ends_the_plan_quietly(
     assert "Traceback" not in errors
     assert "BrokenPipe" not in errors and "Exception ignored" not in errors
     assert errors.splitlines()[-1].startswith("Reading invites: 1,200 of 1,200 done")
+
+
+STOPPED = "Stopped: stdout could not be written (Broken pipe); no new writes were started."
+
+
+def test_a_closed_pipe_during_apply_stops_new_writes_and_says_so_on_stderr(
+    start_sandbox: Callable[..., Sandbox], tmp_path: Path
+) -> None:
+    data = make_dataset(tmp_path / "invites", 40, 40)
+    server = start_sandbox(data.server, latency=0.04)
+    child = subprocess.Popen(
+        [*RECONCILE, "apply", "--auto-approve", "--parallelism", "1", str(data.root)],
+        env=sandbox_env(server),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert child.stdout is not None and child.stderr is not None
+    for line in iter(child.stdout.readline, b""):  # the plan, then the first write's line
+        if line.startswith(b"updated"):
+            break
+    child.stdout.close()  # the reader goes away
+    errors = child.stderr.read().decode("utf-8").splitlines()
+    assert child.wait(timeout=120) == 1
+    # Not a silent half-done change: stderr says what was written and what was not.
+    assert STOPPED in errors
+    summary = errors[errors.index(STOPPED) + 1]
+    updated, not_started = (int(n) for n in re.findall(r"(\d+) (?:updated|not started)", summary))
+    assert updated + not_started == 40 and not_started > 0
+    assert len(server.stats.calls("PATCH")) == updated
+    assert not any("Traceback" in line or "BrokenPipe" in line for line in errors)
