@@ -67,7 +67,9 @@ def test_any_edit_breaks_the_signature():
         lambda d: d["summary"].update(unchanged=13),
     ]
     for edit in edits:
-        document = signed(DOCUMENT)
+        # A deep copy: an edit must not reach DOCUMENT, or a later run in this process
+        # (mutmut runs pytest several times in one) would sign the edited form.
+        document = signed(copy.deepcopy(DOCUMENT))
         edit(document)
         assert check(document, SECRET) == SignatureCheck.INVALID
 
