@@ -26,8 +26,8 @@ def _canonical_value(value: Any) -> Any:
         return [_canonical_value(item) for item in value]
     if isinstance(value, float):
         # NaN is not even equal to itself, and -0.0 prints apart from 0.0: one form each.
-        return ("float", "nan") if value != value else ("float", value + 0.0)
-    return (type(value).__name__, value)  # True, 1 and 1.0 no longer compare equal
+        return (float, None) if value != value else (float, value + 0.0)
+    return (type(value), value)  # True, 1 and 1.0 no longer compare equal
 
 
 def _key_text(item: tuple[Any, Any]) -> str:

@@ -29,7 +29,7 @@ class NoTurn(Exception):
     """The caller's turn would not come in time, or its run stopped while it waited."""
 
     def __init__(self, wait: float, stopped: bool) -> None:
-        super().__init__(f"next turn in {wait:.1f}s" + (" (stopped)" if stopped else ""))
+        super().__init__()  # no text: its one catcher (exchange) says what happened
         self.wait = wait  # seconds until the turn would have come
         self.stopped = stopped
 
