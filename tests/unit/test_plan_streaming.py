@@ -203,12 +203,16 @@ def test_a_signal_during_a_write_exits_and_leaves_no_temporary_file(
     tmp_path: Path, signum: int
 ) -> None:
     target = tmp_path / "plan.json"
-    before = signal.getsignal(signum)
-    with pytest.raises(SystemExit) as stopped:
-        write_text_replacing(str(target), pieces_then(signum), "plan file")
+    # A runner started under nohup ignores HUP; this test is about the default.
+    inherited = signal.signal(signum, signal.SIG_DFL)
+    try:
+        with pytest.raises(SystemExit) as stopped:
+            write_text_replacing(str(target), pieces_then(signum), "plan file")
+        assert signal.getsignal(signum) == signal.SIG_DFL  # the handler was put back
+    finally:
+        signal.signal(signum, inherited)
     assert stopped.value.code == 128 + signum  # 143 for TERM, 129 for HUP, as a shell reports
     assert list(tmp_path.iterdir()) == []
-    assert signal.getsignal(signum) == before  # the handler was put back
 
 
 def test_a_hangup_ignored_by_nohup_stays_ignored_and_the_write_completes(tmp_path: Path) -> None:
