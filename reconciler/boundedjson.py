@@ -37,21 +37,19 @@ def read_bounded_text(path: str, limit: int, what: str) -> str:
         raise ReconcilerError(f"{escape(path)}: not {what} (not UTF-8 text)") from None
 
 
-def nesting_depth(text: str, limit: int) -> tuple[int, int | None]:
-    """The deepest nesting up to ``limit + 1``, and the offset where ``limit`` is passed."""
-    brackets = _NOT_BRACKET.sub("", _STRING.sub('""', text))
-    if len(brackets) <= limit:  # too few brackets to be too deep: no need to look closer
-        return 0, None
+def too_deep_at(text: str, limit: int) -> int | None:
+    """The offset of the bracket that takes nesting past ``limit``, or None."""
     depth = 0
-    for char in brackets:
+    for char in _NOT_BRACKET.sub("", _STRING.sub('""', text)):
         depth += 1 if char in "[{" else -1
         if depth > limit:
-            return depth, _offset_past(text, limit)
-    return depth, None
+            return _offset_past(text, limit)
+    return None
 
 
 def _offset_past(text: str, limit: int) -> int:
-    # Only on refusal: a second, slower scan that keeps positions.
+    # Only on refusal: a second, slower scan that keeps positions. It always
+    # finds the bracket (the first scan saw it), so the last line is never reached.
     depth = 0
     for match in _STRING_OR_BRACKET.finditer(text):
         char = match.group()
@@ -86,7 +84,7 @@ class _DuplicateKey(Exception):
 def loads_bounded(text: str, path: str, max_depth: int, what: str) -> Any:
     """``text`` parsed, or a ReconcilerError naming ``path`` (and line:col where known)."""
     where = escape(path)
-    _, offset = nesting_depth(text, max_depth)
+    offset = too_deep_at(text, max_depth)
     if offset is not None:
         line, col = _line_col(text, offset)
         raise ReconcilerError(f"{where}:{line}:{col}: nested too deeply (limit {max_depth})")

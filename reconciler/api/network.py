@@ -67,8 +67,10 @@ def _causes(exc: BaseException) -> Iterator[BaseException]:
             continue
         seen.add(id(current))
         yield current
-        wrapped = [a for a in current.args if isinstance(a, BaseException)]
-        todo += [*wrapped, getattr(current, "reason", None), current.__cause__, current.__context__]
+        # urllib3 keeps the cause in .reason; ssl.SSLError keeps a text there.
+        linked = [*current.args, getattr(current, "reason", None)]
+        todo += [a for a in linked if isinstance(a, BaseException)]
+        todo += [current.__cause__, current.__context__]
 
 
 def _first(exc: BaseException, kind: type[BaseException] | tuple[type[BaseException], ...]) -> Any:
@@ -108,7 +110,7 @@ def _tls_error(exc: BaseException, host: str) -> TransportError:
     verify = _first(exc, ssl.SSLCertVerificationError)
     if verify is not None:
         # OpenSSL's reason says what to fix: self-signed, expired, wrong host...
-        reason = verify.verify_message or "certificate not trusted"
+        reason = getattr(verify, "verify_message", None) or "certificate not trusted"
         message = (
             f"TLS verification failed for {host} (certificate verify failed: {reason}); "
             "for a private CA, point REQUESTS_CA_BUNDLE at its certificate"
