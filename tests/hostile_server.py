@@ -7,6 +7,7 @@ redirect target is just another HostileServer that should record nothing).
 
 from __future__ import annotations
 
+import gzip
 import json
 import secrets
 import threading
@@ -33,6 +34,7 @@ class Hostility:
     header_drip_seconds: float | None = None  # 5: GET status line and headers, likewise
     huge_body: int | None = None  # 6: GET bodies this many bytes long, sent as they are made
     huge_body_length_header: bool = False  # 6: announce that length in Content-Length
+    gzip_bomb_mib: int | None = None  # 6: GET bodies gzipped, this many MiB once inflated
     echo_form_on_401: bool = False  # 7: the token endpoint refuses, echoing the posted form
     echo_authorization: Collection[str] = ()  # 7: these methods get a 400 echoing the header
     token_value: str | None = None  # 8: the access token issued (default: a fresh JWT-like one)
@@ -179,6 +181,8 @@ class _Handler(BaseHTTPRequestHandler):
             return self._drip_headers(h.header_drip_seconds)
         if method == "GET" and h.huge_body is not None:
             return self._flood(h.huge_body, h.huge_body_length_header)
+        if method == "GET" and h.gzip_bomb_mib is not None:
+            return self._answer(200, gzip_bomb(h.gzip_bomb_mib), {"Content-Encoding": "gzip"})
         body = json.loads(raw) if raw else None
         auth = self.headers.get("Authorization", "")
         status, answer = hostile.invite(operation, invite_id, body, auth)
@@ -238,6 +242,12 @@ class _Handler(BaseHTTPRequestHandler):
         while sent < size and not self.server.hostile.stopping.is_set() and self._write(block):
             sent += len(block)
         self.close_connection = True
+
+
+def gzip_bomb(mebibytes: int) -> bytes:
+    """About 1 KiB per MiB inflated: gzip members may follow one another in one body."""
+    member = gzip.compress(b'{"data": "' + b" " * (1024 * 1024 - 10), compresslevel=9)
+    return member * mebibytes
 
 
 def _endless(start: bytes, then: bytes = b" ") -> Iterator[bytes]:

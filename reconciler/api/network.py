@@ -44,6 +44,9 @@ def make_session(base_url: str, parallelism: int) -> requests.Session:
     session.mount("http://", adapter)
     session.headers["User-Agent"] = f"invite-reconciler/{__version__}"
     session.headers["Accept"] = "application/json"
+    # Answers are a few KiB: compression saves nothing, and a compressed body is
+    # one more way for a server to make a small answer large once decoded.
+    session.headers["Accept-Encoding"] = "identity"
     # requests re-reads proxies and the CA bundle from the environment on every
     # request, scanning os.environ each time; read them once per run instead.
     environment = session.merge_environment_settings(base_url, {}, None, None, None)

@@ -15,6 +15,7 @@ import re
 import socket
 import stat
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from urllib.parse import quote_plus
 
 import pytest
 from conftest import clean_env, run_cli
+from helpers import RECONCILE
 from hostile_server import CLIENT_ID, HostileServer, Hostility
 
 from reconciler.cli import run
@@ -334,6 +336,37 @@ def test_6_a_1000_mb_answer_is_refused_at_the_size_cap(
     # Four invites read, each stopped near the 4 MiB cap: the rest was never taken in.
     time.sleep(0.2)  # let the server notice the hang-ups
     assert server.bytes_sent < 4 * 16 * 1024 * 1024, server.bytes_sent
+
+
+def test_6_a_gzip_bomb_is_neither_asked_for_nor_inflated_past_the_cap(
+    hostile: Callable[..., HostileServer], workdir: Path
+) -> None:
+    server = hostile(Hostility(gzip_bomb_mib=1000))  # 1 MB sent, 1000 MiB inflated
+    env = clean_env(
+        RECONCILER_BASE_URL=server.url,
+        RECONCILER_CLIENT_ID=CLIENT_ID,
+        RECONCILER_CLIENT_SECRET=SECRET,
+    )
+    # A parent of its own, so the peak memory of its children is this run's alone.
+    measured = (
+        "import resource, subprocess, sys\n"
+        "done = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
+        "print(done.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+        "print(done.stdout + done.stderr)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", measured, *RECONCILE, "plan", "invites"],
+        env=env, cwd=workdir, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+
+    first, output = result.stdout.split("\n", 1)
+    code, peak_kib = map(int, first.split())
+    assert code == 1, output
+    assert "larger than max_response_bytes" in output
+    assert peak_kib < 200 * 1024, f"peak {peak_kib // 1024} MiB"
+    reads = [s for s in server.seen if s.method == "GET"]
+    assert reads and {s.headers.get("Accept-Encoding") for s in reads} == {"identity"}
+    assert_nothing_leaked([server], output)
 
 
 # -- 7: a server that echoes secrets ------------------------------------------------------
