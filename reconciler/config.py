@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 from reconciler.desired import DEFAULT_PATH
 from reconciler.errors import ConfigError, InputError, SourceError
 from reconciler.resources import resource_path
+from reconciler.safetext import escape
 from reconciler.schema import validate_document
 from reconciler.setting_values import NUMBER_SETTINGS
 from reconciler.yaml_source import MarkedDict, decode_source, load_yaml, to_plain
@@ -183,7 +184,7 @@ def _relative_to(base: Path, value: str) -> str:
 def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
     values: dict[str, Any] = {}
     for key, name in ENV_VARS.items():
-        raw = env.get(name)
+        raw = _env_text(env, name)
         if not raw:  # an empty variable changes nothing
             continue
         rule = NUMBER_SETTINGS.get(key)
@@ -194,8 +195,21 @@ def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
     return values
 
 
+def _env_text(env: Mapping[str, str], name: str) -> str | None:
+    """The variable's value, refused when it is not UTF-8: Python keeps such bytes as
+    lone surrogates, which no HTTP header, form or signature key can carry."""
+    value = env.get(name)
+    if value:
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            # Never shown: it may be the secret.
+            raise ConfigError(f"{name} is not UTF-8 text; set it again") from None
+    return value
+
+
 def _secret_from_env(env: Mapping[str, str]) -> str | None:
-    secret, secret_file = env.get(SECRET_ENV), env.get(SECRET_FILE_ENV)
+    secret, secret_file = _env_text(env, SECRET_ENV), _env_text(env, SECRET_FILE_ENV)
     if secret and secret_file:
         raise ConfigError(
             f"both {SECRET_ENV} and {SECRET_FILE_ENV} are set; "
@@ -205,12 +219,13 @@ def _secret_from_env(env: Mapping[str, str]) -> str | None:
         return secret
     if not secret_file:
         return None
+    shown = f"{SECRET_FILE_ENV}={escape(secret_file)}"
     try:
         with open(secret_file, "rb") as handle:  # a secret is short; never read a whole disk
             secret = handle.read(_SECRET_FILE_LIMIT).decode("utf-8").strip()
     except (OSError, UnicodeDecodeError) as exc:
         reason = getattr(exc, "strerror", None) or "not UTF-8 text"
-        raise ConfigError(f"{SECRET_FILE_ENV}={secret_file}: cannot read: {reason}") from None
+        raise ConfigError(f"{shown}: cannot read: {reason}") from None
     if not secret:
-        raise ConfigError(f"{SECRET_FILE_ENV}={secret_file}: file is empty")
+        raise ConfigError(f"{shown}: file is empty")
     return secret

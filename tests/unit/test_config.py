@@ -346,3 +346,24 @@ def test_the_contract_is_one_record_swapped_whole() -> None:
     assert published.contract == Contract()
     assert published.wire_name("phone") == "phone"
     assert published.base_url == custom.base_url  # only the contract changed
+
+
+# Bytes that are not UTF-8 in a variable reach Python as lone surrogates ('\udcff'),
+# which no HTTP header, token form or signing key can carry.
+@pytest.mark.parametrize(
+    "name", ["RECONCILER_CLIENT_SECRET", "RECONCILER_CLIENT_ID", "RECONCILER_BASE_URL"]
+)
+def test_a_variable_that_is_not_utf8_is_refused_without_showing_it(name: str) -> None:
+    env = {"RECONCILER_CLIENT_ID": "ci", "RECONCILER_CLIENT_SECRET": SECRET, name: "cs_\udcffLIVE"}
+
+    with pytest.raises(ConfigError) as caught:
+        load_settings(None, env=env)
+
+    assert str(caught.value) == f"{name} is not UTF-8 text; set it again"
+
+
+def test_a_secret_file_name_with_control_characters_is_shown_escaped(tmp_path: Path) -> None:
+    missing = tmp_path / "secret\x1b]0;PWNED\x07"
+    with pytest.raises(ConfigError) as caught:
+        load_settings(None, env={"RECONCILER_CLIENT_SECRET_FILE": str(missing)})
+    assert "\x1b" not in str(caught.value) and "\\x1b]0;PWNED\\x07" in str(caught.value)
