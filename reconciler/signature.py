@@ -79,7 +79,7 @@ def _canonical_pieces(document: Mapping[str, Any] | Iterable[tuple[str, Any]]) -
 def _canonical(value: Any) -> str:
     # Through JSON and back first, so what is signed is exactly what a reader will parse
     # (tuples become lists, non-string keys become strings).
-    parsed = json.loads(json.dumps(value, ensure_ascii=False, allow_nan=False))
+    parsed = json.loads(json.dumps(value, allow_nan=False))
     return json.dumps(parsed, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 

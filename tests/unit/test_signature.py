@@ -92,3 +92,11 @@ def test_what_is_signed_is_what_a_reader_parses():
     document = {**DOCUMENT, "extra": (1, 2), "odd": {10: "a", 9: "b"}}
     on_disk = json.loads(json.dumps(signed(document)))
     assert check(on_disk, SECRET) == SignatureCheck.VALID
+
+
+def test_signing_field_by_field_agrees_with_the_check_even_with_no_fields():
+    # Plans are signed as they stream, field by field; apply checks the parsed file.
+    assert check({"signature": signature_for([], SECRET)}, SECRET) == SignatureCheck.VALID
+    pairs = iter([("summary", {"update": 0}), ("changes", iter([]))])
+    document = {"summary": {"update": 0}, "changes": []}
+    assert check({**document, "signature": signature_for(pairs, SECRET)}, SECRET) == "valid"
