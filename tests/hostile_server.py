@@ -86,7 +86,10 @@ class HostileServer:
         self.lock = threading.Lock()
         self._server = _Server((host, 0), _Handler)
         self._server.hostile = self
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        # A short poll: shutdown() waits for it, once per test.
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
 
     @property
     def url(self) -> str:
