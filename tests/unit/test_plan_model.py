@@ -193,3 +193,34 @@ def test_every_record_reads_back_what_it_wrote():
     assert again.digest() == plan.digest()
     assert plan.to_document()["summary"] == {"update": 1, "unchanged": 7, "error": 1}
     assert plan.to_document()["format_version"] == 2
+
+
+def test_the_audit_logs_plan_hash_changes_with_anything_the_plan_would_write():
+    # Audit lines carry the hash so a write can be traced to the plan that made it.
+    def hash_of(base: str = BASE, **change: Any) -> str:
+        fields = {"before": {"email": "o@x"}, "patch": {"email": "n@x"}, "resend": False}
+        fields |= change
+        record = InviteChange("inv_a", "a.yaml:2", "Acme", **fields)
+        return Plan(base, [record], [], 0).digest()
+
+    same = hash_of()
+    assert same.startswith("sha256:") and len(same) == len("sha256:") + 64
+    assert hash_of() == same
+    different = [
+        hash_of(base="https://api.other.example"),
+        hash_of(patch={"email": "other@x"}),
+        hash_of(before={"email": "older@x"}),
+        hash_of(resend=True),
+        hash_of(patch={"email": "n@x", "groups": ["emea"]}, before={"email": "o@x", "groups": []}),
+    ]
+    assert len({same, *different}) == 1 + len(different)
+
+
+def test_the_plan_hash_does_not_depend_on_the_order_fields_were_read_in():
+    one = InviteChange(
+        "inv_a", "a.yaml:2", "A", {"email": "o", "name": "p"}, {"email": "n", "name": "q"}, False
+    )
+    other = InviteChange(
+        "inv_a", "a.yaml:2", "A", {"name": "p", "email": "o"}, {"name": "q", "email": "n"}, False
+    )
+    assert Plan(BASE, [one], [], 0).digest() == Plan(BASE, [other], [], 0).digest()
