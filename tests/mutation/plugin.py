@@ -44,7 +44,9 @@ def pytest_configure(config: pytest.Config) -> None:
     inherited = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = os.pathsep.join([str(HOOK_DIR), *([inherited] if inherited else [])])
     os.environ["MUTMUT_MUTANTS_ROOT"] = str(root)
-    if HITS_VARIABLE not in os.environ:
+    # mutmut runs several pytest sessions in one process (collection, then the
+    # mapping), and each session's end removes the directory: make a new one.
+    if not os.path.isdir(os.environ.get(HITS_VARIABLE, "")):
         os.environ[HITS_VARIABLE] = tempfile.mkdtemp(prefix="mutation-hits-")
     _quiet_hypothesis()
 

@@ -32,10 +32,11 @@ def _record_hits(hits_dir: str | None) -> None:
         hits.add(name)
 
     def save() -> None:
-        # A child whose environment lost the directory still runs; its hits are lost.
+        # A child whose environment lost the directory, or that outlived the test run
+        # that made it, still ends quietly (tests read its stderr); its hits are lost.
         if hits and hits_dir:
             path = os.path.join(hits_dir, f"{os.getpid()}.hits")
-            with open(path, "w", encoding="utf-8") as out:
+            with contextlib.suppress(OSError), open(path, "w", encoding="utf-8") as out:
                 out.write("\n".join(sorted(hits)))
 
     # mutmut's own recorder reads pyproject.toml from the working directory,
