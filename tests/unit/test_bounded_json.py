@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -30,9 +32,34 @@ def test_a_file_of_exactly_the_limit_is_read_and_one_byte_more_is_not(tmp_path: 
 
 def test_a_limit_of_whole_mebibytes_is_said_in_mib(tmp_path: Path) -> None:
     plan = tmp_path / "plan.json"
-    plan.write_bytes(b" " * (2 * 1048576 + 1))
-    with pytest.raises(ReconcilerError, match=r": larger than 2 MiB: too large for a plan file$"):
-        read_bounded_text(str(plan), 2 * 1048576, WHAT)
+    plan.write_bytes(b" " * (1048576 + 1))
+    with pytest.raises(ReconcilerError, match=r": larger than 1 MiB: too large for a plan file$"):
+        read_bounded_text(str(plan), 1048576, WHAT)
+
+
+def test_an_endless_stream_is_read_only_to_the_limit(tmp_path: Path) -> None:
+    # `apply --plan <(a command that never stops)`: refused once past the limit,
+    # not read to an end that never comes.
+    fifo = tmp_path / "plan.json"
+    os.mkfifo(fifo)
+    writer: dict[str, bool] = {}
+
+    def write_64_mib() -> None:
+        with fifo.open("wb") as out:
+            try:
+                for _ in range(1024):
+                    out.write(b" " * 65536)
+                    out.flush()
+                writer["hung_up_on"] = False
+            except BrokenPipeError:
+                writer["hung_up_on"] = True
+
+    thread = threading.Thread(target=write_64_mib)
+    thread.start()
+    with pytest.raises(ReconcilerError, match=r": larger than 1,000 bytes"):
+        read_bounded_text(str(fifo), 1000, WHAT)
+    thread.join(30)
+    assert writer == {"hung_up_on": True}
 
 
 def test_a_file_that_is_not_utf8_is_not_a_plan(tmp_path: Path) -> None:
@@ -73,6 +100,16 @@ def test_one_level_past_the_limit_is_refused_at_its_bracket() -> None:
     assert refusal(text + "]}}]}", max_depth=3) == ("plan.json:3:15: nested too deeply (limit 3)")
 
 
+def test_closed_brackets_no_longer_count_towards_depth() -> None:
+    assert loads_bounded("[[[]], [[1]], {}]", "plan.json", 3, WHAT) == [[[]], [[1]], {}]
+    # Depth 3 closed, then depth 4: refused where the fourth level opens.
+    assert refusal("[[[]], [[[1]]]]", max_depth=3) == "plan.json:1:10: nested too deeply (limit 3)"
+
+
+def test_a_leading_blank_line_counts_in_the_position() -> None:
+    assert refusal("\n[[[[1]]]]", max_depth=3) == "plan.json:2:4: nested too deeply (limit 3)"
+
+
 def test_depth_is_refused_before_json_is_parsed() -> None:
     # json.loads would recurse once per level and could crash the interpreter;
     # a truncated document this deep is refused for its depth, not its syntax.
@@ -106,6 +143,12 @@ def test_a_key_written_twice_is_named_escaped() -> None:
     message = refusal('{"a": {"\\u001b[31mred": 1, "\\u001b[31mred": 2}}')
     assert "\x1b" not in message
     assert message == 'plan.json: not a plan file (key "\\u001b[31mred" appears twice)'
+
+
+def test_a_key_written_twice_is_named_as_written() -> None:
+    assert refusal('{"Müller": 1, "Müller": 2}') == (
+        'plan.json: not a plan file (key "Müller" appears twice)'
+    )
 
 
 def test_the_same_key_in_two_objects_is_fine() -> None:

@@ -100,3 +100,13 @@ def test_signing_field_by_field_agrees_with_the_check_even_with_no_fields():
     pairs = iter([("summary", {"update": 0}), ("changes", iter([]))])
     document = {"summary": {"update": 0}, "changes": []}
     assert check({**document, "signature": signature_for(pairs, SECRET)}, SECRET) == "valid"
+
+
+def test_a_lone_surrogate_sent_by_a_server_is_signed_and_checked():
+    # JSON's "\\ud800" parses to a lone surrogate, which UTF-8 cannot encode as is.
+    document = copy.deepcopy(DOCUMENT)
+    document["changes"][0]["before"]["email"] = "old\ud800@acme.example"
+    on_disk = json.loads(json.dumps(signed(document)))
+    assert check(on_disk, SECRET) == SignatureCheck.VALID
+    on_disk["changes"][0]["before"]["email"] = "old\udfff@acme.example"
+    assert check(on_disk, SECRET) == SignatureCheck.INVALID
