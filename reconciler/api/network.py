@@ -6,6 +6,7 @@ failure may have reached it, which decides whether a re-send may be repeated.
 
 from __future__ import annotations
 
+import http.client
 import ssl
 from collections.abc import Iterator
 from typing import Any
@@ -104,9 +105,27 @@ def transport_error(exc: BaseException, host: str, timeout: float) -> TransportE
             maybe_sent=False,
             permanent=True,
         )
+    broken = _broken_answer(exc, host)
+    if broken is not None:
+        return broken
     if _first(exc, (requests.ConnectionError, u3.ProtocolError, ConnectionError)):
         return TransportError(f"connection to {host} closed without an answer", maybe_sent=True)
     return TransportError(f"request to {host} failed ({type(exc).__name__})", maybe_sent=True)
+
+
+def _broken_answer(exc: BaseException, host: str) -> TransportError | None:
+    """An answer that began but was cut short or is not HTTP: the request arrived."""
+    if _first(exc, http.client.RemoteDisconnected):  # closed before any answer
+        return None
+    if _first(exc, http.client.IncompleteRead) and not _first(exc, u3.InvalidChunkLength):
+        return TransportError(f"the answer from {host} was cut off", maybe_sent=True)
+    malformed = _first(exc, (http.client.HTTPException, u3.DecodeError))
+    if malformed is None:
+        return None
+    return TransportError(
+        f"{host} sent an answer that is not valid HTTP ({type(malformed).__name__})",
+        maybe_sent=True,
+    )
 
 
 def _tls_error(exc: BaseException, host: str) -> TransportError:

@@ -74,6 +74,42 @@ def test_a_connection_closed_after_the_request_may_have_been_received() -> None:
     assert (error.maybe_sent, error.permanent) == (True, False)
 
 
+def answering(raw: bytes) -> Callable[[socket.socket], None]:
+    def answer(conn: socket.socket) -> None:
+        conn.recv(65536)
+        conn.sendall(raw)
+
+    return answer
+
+
+def test_an_answer_cut_off_part_way_is_named_so_and_may_have_been_received() -> None:
+    cut = b'HTTP/1.1 200 OK\r\nContent-Length: 500\r\n\r\n{"success": true'
+    with listener(answering(cut)) as address:
+        error = failure(f"http://{address}/v1/invites/inv_1")
+    assert str(error) == "the answer from the platform was cut off"
+    assert (error.maybe_sent, error.permanent) == (True, False)
+
+
+NOT_GZIP = b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 5\r\n\r\nhello"
+
+
+@pytest.mark.parametrize(
+    ("raw", "kind"),
+    [
+        (b"HTTP/1.1 abc OK\r\n\r\n", "BadStatusLine"),
+        (b'{"data": {}}', "BadStatusLine"),  # no status line at all
+        (b"HTTP/1.1 200 OK\r\nX: " + b"a" * 100_000 + b"\r\n\r\n", "LineTooLong"),
+        (NOT_GZIP, "DecodeError"),
+    ],
+    ids=["bad-status", "no-status-line", "endless-header", "not-gzip"],
+)
+def test_an_answer_that_is_not_http_says_so(raw: bytes, kind: str) -> None:
+    with listener(answering(raw)) as address:
+        error = failure(f"http://{address}/v1/invites/inv_1")
+    assert str(error) == f"the platform sent an answer that is not valid HTTP ({kind})"
+    assert (error.maybe_sent, error.permanent) == (True, False)
+
+
 def test_a_server_that_never_answers_may_have_received_the_request() -> None:
     gave_up = threading.Event()
 
