@@ -178,8 +178,9 @@ def _too_deep(exc: yaml.MarkedYAMLError, lines: Lines, path: str) -> SourceError
 
 def _syntax_problem(exc: yaml.MarkedYAMLError, text: str, path: str) -> SourceError:
     context = exc.context or ""
-    # An unclosed bracket or quote is best shown where it was opened.
-    opened = "flow" in context or "quoted" in context
+    # An unclosed bracket or quote is best shown where it was opened, a key without
+    # its `:` where the key begins (libyaml notices only on a later line).
+    opened = any(words in context for words in ("flow", "quoted", "simple key"))
     mark = (exc.context_mark if opened else None) or exc.problem_mark or exc.context_mark
     where = Mark(mark.line + 1, mark.column + 1) if mark else Mark(1, 1)
     problem = " ".join(p for p in (exc.context, exc.problem) if p) or "invalid YAML"
@@ -205,6 +206,7 @@ _SYNTAX_HINTS = (
     ("did not find expected key", "check the indentation of this line against the one above"),
     ("could not find expected ':'", "a key needs a `:` after it"),
     ("found unexpected end of stream", "a quote or bracket is not closed"),
+    ("did not find expected ','", "a bracket is not closed, or two items lack a `,` between them"),
 )
 
 
