@@ -1,0 +1,138 @@
+"""What a user is told about a server's failure answer: the server's words where it
+gave some, a description of the body where it did not, always bounded in length,
+with the status and requestId that support will ask for."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from test_api_client import INVITE_URL, envelope, token_response
+
+from reconciler.api.client import ApiClient
+from reconciler.api.errors import ApiError
+from reconciler.config import Settings
+
+
+@pytest.fixture
+def client(requests_mock: Any) -> Iterator[ApiClient]:
+    requests_mock.post("https://api.example.test/oauth/token", [token_response()])
+    settings = Settings(
+        base_url="https://api.example.test",
+        client_id="ci",
+        client_secret="cs_live_Zq9xSECRETvalue",
+        max_attempts=1,
+        max_response_bytes=65536,
+    )
+    api = ApiClient(settings, sleep=lambda seconds: None)
+    yield api
+    api.close()
+
+
+def failure_shown(client: ApiClient, requests_mock: Any, **answer: Any) -> ApiError:
+    requests_mock.get(INVITE_URL, **answer)
+    with pytest.raises(ApiError) as failed:
+        client.get_invite("inv_8f2k1")
+    return failed.value
+
+
+def test_an_oversized_answer_keeps_its_status_and_request_id(
+    client: ApiClient, requests_mock: Any
+) -> None:
+    error = failure_shown(
+        client, requests_mock, status_code=502, content=b"x" * 100_000,
+        headers={"X-Request-Id": "req-\x1b[31m-77"},
+    )  # fmt: skip
+    assert (error.status, error.request_id) == (502, "req-\\x1b[31m-77")
+    assert str(error).startswith("HTTP 502: the answer from api.example.test is larger than")
+
+
+def test_an_oversized_answer_without_a_request_id_shows_none(
+    client: ApiClient, requests_mock: Any
+) -> None:
+    error = failure_shown(client, requests_mock, status_code=200, content=b"x" * 100_000)
+    assert error.request_id is None and "requestId" not in str(error)
+
+
+def test_success_false_shows_the_servers_message_when_it_gave_one(
+    client: ApiClient, requests_mock: Any
+) -> None:
+    body = {**envelope(None), "success": False, "message": "invite is locked"}
+    error = failure_shown(client, requests_mock, status_code=200, json=body)
+    assert (
+        error.message == "the envelope says success: false (invite is locked); treated as a failure"
+    )
+    body = {**envelope(None), "success": False, "message": ""}
+    error = failure_shown(client, requests_mock, status_code=200, json=body)
+    assert error.message == "the envelope says success: false; treated as a failure"
+
+
+def test_a_long_server_message_is_cut_at_500_characters(
+    client: ApiClient, requests_mock: Any
+) -> None:
+    exactly = "x" * 500
+    error = failure_shown(
+        client, requests_mock, status_code=400, json=envelope(None, message=exactly)
+    )
+    assert error.message == exactly
+    longer = "y" * 501
+    error = failure_shown(
+        client, requests_mock, status_code=400, json=envelope(None, message=longer)
+    )
+    assert error.message == "y" * 500 + "…"
+
+
+@pytest.mark.parametrize(
+    ("answer", "shown"),
+    [
+        ({"content": b"", "reason": "Bad Gateway"}, "Bad Gateway (empty body)"),
+        ({"content": b"", "reason": ""}, "error (empty body)"),
+        (
+            {"text": "<html>down</html>", "headers": {"Content-Type": "text/html; charset=utf-8"}},
+            "OK (an HTML page, probably from a proxy or gateway)",
+        ),
+        (
+            {
+                "text": "upstream timed out",
+                "headers": {"Content-Type": "text/plain; charset=utf-8"},
+            },
+            "OK (body is not the API's JSON envelope: text/plain)",
+        ),
+        (
+            {"content": b"\x00\x01", "headers": {"Content-Type": ""}},
+            "OK (body is not the API's JSON envelope: unknown type)",
+        ),
+        (
+            {"text": "x", "headers": {"Content-Type": "a" * 100}, "reason": "R" * 100},
+            "R" * 80 + " (body is not the API's JSON envelope: " + "a" * 80 + ")",
+        ),
+    ],
+    ids=["empty", "empty-no-reason", "html", "plain-text", "no-type", "long-type-and-reason"],
+)
+def test_a_failure_without_the_envelope_describes_the_body(
+    client: ApiClient, requests_mock: Any, answer: dict[str, Any], shown: str
+) -> None:
+    answer.setdefault("reason", "OK")
+    error = failure_shown(client, requests_mock, status_code=400, **answer)
+    assert error.message == shown
+
+
+def test_per_field_problems_are_kept_bounded(client: ApiClient, requests_mock: Any) -> None:
+    data = {f"field{i:02d}" + "k" * 120: "v" * 300 for i in range(25)}
+    body = envelope(data, status=400, message="validation failed")
+    error = failure_shown(client, requests_mock, status_code=400, json=body)
+    assert len(error.details) == 20
+    key, value = next(iter(error.details.items()))
+    assert (key, value) == (("field00" + "k" * 120)[:100], "v" * 200)
+
+
+@pytest.mark.parametrize(("header", "wait"), [("0", 0.0), ("7", 7.0), ("-5", None), ("soon", None)])
+def test_retry_after_is_read_as_a_wait_or_ignored_when_unreadable(
+    client: ApiClient, requests_mock: Any, header: str, wait: float | None
+) -> None:
+    error = failure_shown(
+        client, requests_mock, status_code=429, headers={"Retry-After": header},
+        json=envelope(None, status=429, message="slow down"),
+    )  # fmt: skip
+    assert error.retry_after == wait
