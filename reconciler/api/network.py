@@ -85,6 +85,13 @@ def transport_error(exc: BaseException, host: str, timeout: float) -> TransportE
     """What went wrong on the network, in words a user can act on."""
     if _first(exc, (ssl.SSLError, u3.SSLError, requests.exceptions.SSLError)):
         return _tls_error(exc, host)
+    if _first(exc, (u3.ProxyError, requests.exceptions.ProxyError)):
+        # Never the proxy's address: it may carry a user and password.
+        return TransportError(
+            f"could not reach {host} through the proxy set in HTTPS_PROXY; "
+            "check the proxy, or NO_PROXY for this host",
+            maybe_sent=False,
+        )
     if _first(exc, u3.NameResolutionError):
         return TransportError(
             f"cannot resolve the host of {host}; check RECONCILER_BASE_URL", maybe_sent=False

@@ -221,3 +221,36 @@ def test_a_cause_found_only_through_the_exception_chain_counts() -> None:
         "could not connect to api.example (connection refused); check RECONCILER_BASE_URL"
     )
     assert error.maybe_sent is False
+
+
+def test_an_https_proxy_from_the_environment_carries_the_request(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: list[bytes] = []
+
+    def refuse_the_tunnel(conn: socket.socket) -> None:
+        seen.append(conn.recv(65536).split(b"\r\n")[0])
+        conn.sendall(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")
+
+    with listener(refuse_the_tunnel) as address:
+        monkeypatch.setenv("HTTPS_PROXY", f"http://{address}")
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        error = failure("https://api.example/v1/invites/inv_1")
+    assert seen == [b"CONNECT api.example:443 HTTP/1.0"]
+    assert str(error) == (
+        "could not reach the platform through the proxy set in HTTPS_PROXY; "
+        "check the proxy, or NO_PROXY for this host"
+    )
+    assert (error.maybe_sent, error.permanent) == (False, False)
+
+
+def test_a_proxy_that_refuses_connections_is_named_not_the_platform(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with socket.create_server((HOST, 0)) as probe:
+        port = probe.getsockname()[1]
+    monkeypatch.setenv("HTTPS_PROXY", f"http://user:pr0xy-pass@{HOST}:{port}")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    error = failure("https://api.example/v1/invites/inv_1")
+    assert "through the proxy set in HTTPS_PROXY" in str(error)
+    assert "pr0xy-pass" not in str(error) and error.maybe_sent is False
