@@ -228,9 +228,10 @@ class MappingFrame(Frame):
         elif isinstance(child, list) and all(isinstance(item, dict) for item in child):
             sources = [(item, spot.kid(i) if spot else None) for i, item in enumerate(child)]
         else:
-            builder.report(
-                position, f"`<<` merges a mapping or a list of mappings, not {kind_of(child)}"
-            )
+            what = kind_of(child)
+            if isinstance(child, list):  # one item at least is not a mapping
+                what += " holding " + kind_of(next(i for i in child if not isinstance(i, dict)))
+            builder.report(position, f"`<<` merges a mapping or a list of mappings, not {what}")
             return
         if self.merged is None:
             self.merged = {}

@@ -1,0 +1,127 @@
+"""What the loader says about YAML constructs that have no place in an invite file,
+hand-written or hostile: tags, aliases, anchors, odd keys, merges. Each message
+points at the line and column to fix."""
+
+from __future__ import annotations
+
+import pytest
+
+from reconciler.desired import load_text
+from reconciler.yaml_builder import DEPTH_LIMIT
+
+ENTRY = "invites:\n  - id: inv_1\n"
+FIELDS = "addOns, attachments, email, groups, id, name, phone, primaryContact, resendOnChange"
+
+CASES = {
+    "map tag on a value": (
+        ENTRY + "    name: !!map Acme\n",
+        ["3:11: the tag !!map needs a mapping, but the value is a single value"],
+    ),
+    "seq tag on a value": (
+        ENTRY + "    name: !!seq Acme\n",
+        ["3:11: the tag !!seq needs a list, but the value is a single value"],
+    ),
+    "str tag on a mapping": (
+        ENTRY + "    name: !!str {a: 1}\n",
+        ["3:11: the tag !!str needs a single value, but the value is a mapping"],
+    ),
+    "python tag": (
+        ENTRY + "    name: !!python/object:os.system Acme\n",
+        ["3:11: the tag !!python/object:os.system is not supported here; remove it"],
+    ),
+    "local tag": (
+        ENTRY + "    name: !custom Acme\n",
+        ["3:11: the tag !custom is not supported here; remove it"],
+    ),
+    "undefined alias": (
+        ENTRY + "    groups: *nothing\n",
+        [
+            "3:13: found undefined alias `*nothing` "
+            "(an `*alias` needs an `&anchor` earlier in the file)"
+        ],
+    ),
+    "alias inside its own anchor": (
+        ENTRY + "    groups: &g [a, *g]\n",
+        ["3:20: alias `*g` is used inside its own anchor"],
+    ),
+    "anchor defined twice": (
+        "invites: &x\n  - id: inv_1\n    name: &x Acme\n",
+        ["3:11: anchor `&x` is already defined on line 1; give this one another name"],
+    ),
+    "a list as a key": (
+        ENTRY + "    [a, b]: 1\n",
+        ["3:5: a key must be text, not a list; put the key in quotes"],
+    ),
+    "a mapping as a key": (
+        ENTRY + "    {a: 1}: 1\n",
+        ["3:5: a key must be text, not a mapping; put the key in quotes"],
+    ),
+    "an empty key": (
+        ENTRY + "    ? \n    : 1\n",
+        [
+            "3:6: a key is empty; write a field name before the `:`",
+            f"3:6: unknown field ``; allowed: {FIELDS}",
+        ],
+    ),
+    "merge of a number": (
+        ENTRY + "    <<: 5\n",
+        ["3:9: `<<` merges a mapping or a list of mappings, not a number"],
+    ),
+    "merge of a list of numbers": (
+        ENTRY + "    <<: [{name: A}, 5]\n",
+        ["3:9: `<<` merges a mapping or a list of mappings, not a list holding a number"],
+    ),
+    "binary as a name": (
+        ENTRY + "    name: !!binary aGVsbG8=\n",
+        [
+            "3:11: `name` must be text, but YAML reads aGVsbG8= as binary data; "
+            'put it in quotes: "aGVsbG8="'
+        ],
+    ),
+    "a merged value of the wrong kind, at its anchor": (
+        "x-base: &b {groups: 5}\ninvites:\n  - <<: *b\n    id: inv_1\n",
+        [
+            "1:1: unknown field `x-base`; allowed: invites",
+            "1:21: `groups` must be a list, not a number",
+        ],
+    ),
+    "the second of two merged mappings, at its anchor": (
+        "x-1: &b1 {name: A}\nx-2: &b2 {groups: {a: 1}}\n"
+        "invites:\n  - <<: [*b1, *b2]\n    id: inv_1\n",
+        [
+            "1:1: unknown field `x-1`; allowed: invites",
+            "2:1: unknown field `x-2`; allowed: invites",
+            "2:19: `groups` must be a list, not a mapping",
+        ],
+    ),
+    "a key written twice after a merge": (
+        "x-base: &b {name: A}\ninvites:\n  - <<: *b\n    id: inv_1\n    name: B\n    name: C\n",
+        [
+            "6:5: duplicate key `name` (first set on line 5); "
+            "YAML would silently keep only the last one",
+            "1:1: unknown field `x-base`; allowed: invites",
+        ],
+    ),
+}
+
+
+@pytest.mark.parametrize(("text", "shown"), CASES.values(), ids=CASES.keys())
+def test_each_construct_is_refused_where_it_is(text: str, shown: list[str]) -> None:
+    problems = load_text(text, "t.yaml")[1]  # any problem stops the run before a request
+    assert [str(p) for p in problems] == [f"t.yaml:{s}" for s in shown]
+
+
+def nested_alias(anchored: int, around: int) -> str:
+    return (
+        "a: &deep " + "[" * anchored + "]" * anchored
+        + "\nb: " + "[" * around + "*deep" + "]" * around + "\n"
+    )  # fmt: skip
+
+
+def test_an_alias_may_carry_nesting_exactly_to_the_limit_and_no_further() -> None:
+    # The top mapping is level 1: 1 + 49 around + 50 in the alias is the limit.
+    assert DEPTH_LIMIT == 100
+    fits = load_text(nested_alias(50, 49), "t.yaml")[1]
+    assert not [p for p in fits if "nested" in p.message]
+    beyond = [str(p) for p in load_text(nested_alias(50, 50), "t.yaml")[1]]
+    assert "t.yaml:2:54: nested too deeply (limit 100)" in beyond
