@@ -256,6 +256,36 @@ def test_token_is_renewed_shortly_before_it_expires(
     assert auth == [f"Bearer {TOKEN}", f"Bearer {TOKEN}", f"Bearer {TOKEN2}"]
 
 
+@pytest.mark.parametrize(
+    ("expires_in", "renewed_after"),
+    [
+        (3600, 3540),  # a long-lived token: a minute early
+        (100, 90),  # a short-lived one: when 90% of its life has gone
+        (0, 270),  # nonsense lifetimes count as five minutes
+        (-5, 270),
+        ("3600", 270),
+        (True, 270),
+        (None, 270),
+    ],
+)
+def test_when_a_token_is_renewed_depends_on_its_lifetime(
+    client: ApiClient, requests_mock: Any, fake_time: FakeTime, expires_in: Any, renewed_after: int
+) -> None:
+    first = {"access_token": TOKEN, "token_type": "Bearer", "expires_in": expires_in}
+    requests_mock.post(
+        TOKEN_URL, [{"status_code": 201, "json": envelope(first)}, token_response(TOKEN2)]
+    )
+    requests_mock.get(INVITE_URL, **ok_invite())
+    start = fake_time.now
+
+    for moment in (0, renewed_after - 0.5, renewed_after):
+        fake_time.now = start + moment
+        client.get_invite("inv_8f2k1")
+
+    auth = [r.headers["Authorization"] for r in api_calls(requests_mock)]
+    assert auth == [f"Bearer {TOKEN}", f"Bearer {TOKEN}", f"Bearer {TOKEN2}"]
+
+
 def test_bare_rfc6749_token_body_is_accepted(client: ApiClient, requests_mock: Any) -> None:
     requests_mock.post(
         TOKEN_URL,
