@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import threading
 from collections import Counter
 from collections.abc import Iterator
@@ -28,7 +29,7 @@ from fake_platform import (
     write_invites,
 )
 
-from reconciler.audit import AuditLog
+from reconciler.audit import AuditLog, AuditLogError
 from reconciler.safetext import register_secret
 
 
@@ -249,3 +250,87 @@ def test_a_full_disk_stops_the_run_before_a_write_goes_out_unrecorded(
     assert "Traceback" not in err
     assert platform.writes() == [("PATCH", "inv_6p3j9")]
     assert [r["record"] for r in read_records(audit)] == ["attempt", "outcome"]
+
+
+def test_an_outcome_line_names_its_write_in_full(tmp_path: Path) -> None:
+    # Someone reading the log after a crash reads outcome lines on their own.
+    log = AuditLog(str(tmp_path / "audit.jsonl"), CLIENT_ID, "sha256:abc")
+    attempt = log.attempt("inv_8f2k1", "resend")
+    log.outcome(attempt, "failed", 409, "req-77", "already accepted")
+    log.close()
+    first, outcome = read_records(tmp_path / "audit.jsonl")
+    time = outcome.pop("time")
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", time), time
+    assert time >= first["time"]
+    assert outcome == {
+        "record": "outcome",
+        "attempt_id": first["attempt_id"],
+        "invite_id": "inv_8f2k1",
+        "operation": "resend",
+        "outcome": "failed",
+        "http_status": 409,
+        "request_id": "req-77",
+        "client_id": CLIENT_ID,
+        "plan_hash": "sha256:abc",
+        "message": "already accepted",
+    }
+
+
+def test_a_new_log_is_readable_by_all_and_executable_by_none(tmp_path: Path) -> None:
+    previous = os.umask(0o022)
+    try:
+        AuditLog(str(tmp_path / "audit.jsonl"), CLIENT_ID).close()
+    finally:
+        os.umask(previous)
+    assert (tmp_path / "audit.jsonl").stat().st_mode & 0o777 == 0o644
+
+
+def test_a_log_that_ends_cleanly_gains_no_blank_line(tmp_path: Path) -> None:
+    audit = tmp_path / "audit.jsonl"
+    audit.write_text('{"record": "outcome"}\n', encoding="utf-8")
+    log = AuditLog(str(audit), CLIENT_ID)
+    log.attempt("inv_8f2k1", "update")
+    log.close()
+    lines = audit.read_text(encoding="utf-8").split("\n")
+    assert lines[0] == '{"record": "outcome"}' and json.loads(lines[1])["record"] == "attempt"
+    assert lines[2:] == [""]
+
+
+def test_a_line_the_kernel_writes_in_parts_is_still_written_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = AuditLog(str(tmp_path / "audit.jsonl"), CLIENT_ID)
+    write = os.write
+    monkeypatch.setattr(os, "write", lambda fd, data: write(fd, bytes(data[:7])))
+    log.attempt("inv_8f2k1", "update", {"name": {"after": "Acme Holdings Ltd"}})
+    log.close()
+    (record,) = read_records(tmp_path / "audit.jsonl")
+    assert record["fields"] == {"name": {"after": "Acme Holdings Ltd"}}
+
+
+def test_a_secret_inside_a_list_value_is_redacted(tmp_path: Path) -> None:
+    register_secret("cs_live_LISTsecret")
+    log = AuditLog(str(tmp_path / "audit.jsonl"), CLIENT_ID)
+    log.attempt("inv_8f2k1", "update", {"groups": {"after": ["emea", "x-cs_live_LISTsecret"]}})
+    log.close()
+    text = (tmp_path / "audit.jsonl").read_text(encoding="utf-8")
+    assert "cs_live_LISTsecret" not in text
+    assert json.loads(text)["fields"]["groups"]["after"] == ["emea", "x-[redacted]"]
+
+
+def test_a_log_that_cannot_be_synced_at_the_end_says_which_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = AuditLog(str(tmp_path / "audit.jsonl"), CLIENT_ID)
+
+    def fail(fd: int) -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(os, "fsync", fail)
+    with pytest.raises(AuditLogError) as caught:
+        log.close()
+    assert (
+        str(caught.value)
+        == f"{tmp_path / 'audit.jsonl'}: cannot sync the audit log: Input/output error"
+    )
+    log.close()  # a second close does nothing more
