@@ -106,6 +106,13 @@ def test_closed_brackets_no_longer_count_towards_depth() -> None:
     assert refusal("[[[]], [[[1]]]]", max_depth=3) == "plan.json:1:10: nested too deeply (limit 3)"
 
 
+def test_the_position_follows_depth_down_and_up_again() -> None:
+    # Depth 4, down to 2, then up past 4: refused at the bracket that makes 5.
+    assert (
+        refusal("[[[[]], [[[1]]]]]", max_depth=4) == "plan.json:1:11: nested too deeply (limit 4)"
+    )
+
+
 def test_a_leading_blank_line_counts_in_the_position() -> None:
     assert refusal("\n[[[[1]]]]", max_depth=3) == "plan.json:2:4: nested too deeply (limit 3)"
 

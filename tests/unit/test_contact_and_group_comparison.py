@@ -7,6 +7,7 @@ order, or two different numbers taken for one.
 
 from __future__ import annotations
 
+from reconciler.changes import FieldChange
 from reconciler.compare import compare_invite, values_equal
 
 CONTACT = {"name": "Jane Doe", "email": "jane@acme.example", "phone": "+442079460001"}
@@ -64,3 +65,12 @@ def test_different_numbers_are_never_the_same_value():
     # Tiny values that adding 1.0 would round together.
     assert compare_invite({"name": 2e-20}, {"name": 1e-20}) == {"name": 2e-20}
     assert not values_equal("groups", [0.5], [0.25])
+
+
+def test_a_plan_shows_each_part_of_a_contact_or_group_the_server_did_not_have():
+    contact = FieldChange("primaryContact", None, {"name": "Jane Doe", "email": "j@a.example"})
+    assert contact.sub_changes() == [("name", None, "Jane Doe"), ("email", None, "j@a.example")]
+    groups = FieldChange("groups", None, ["emea", "enterprise"])
+    assert (groups.added, groups.removed) == (["emea", "enterprise"], [])
+    cleared = FieldChange("groups", ["emea"], None)
+    assert (cleared.added, cleared.removed) == ([], ["emea"])
