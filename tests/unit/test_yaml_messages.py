@@ -33,6 +33,14 @@ CASES = {
         ENTRY + "    name: !custom Acme\n",
         ["3:11: the tag !custom is not supported here; remove it"],
     ),
+    "a value that does not fit its tag": (
+        ENTRY + "    name: !!int abc\n",
+        ["3:11: 'abc' does not fit its tag !!int; remove the tag or fix the value"],
+    ),
+    "a date that is no date": (
+        ENTRY + "    name: !!timestamp 2026-13-45\n",
+        ["3:11: '2026-13-45' does not fit its tag !!timestamp; remove the tag or fix the value"],
+    ),
     "undefined alias": (
         ENTRY + "    groups: *nothing\n",
         [
