@@ -41,6 +41,34 @@ CASES = {
         ENTRY + "    name: !!timestamp 2026-13-45\n",
         ["3:11: '2026-13-45' does not fit its tag !!timestamp; remove the tag or fix the value"],
     ),
+    "a plain value that looks like a date and is none": (
+        ENTRY + "    name: 2026-13-45\n",
+        ["3:11: YAML cannot read 2026-13-45; put it in quotes"],
+    ),
+    "a long one, cut at 40 characters": (
+        ENTRY + "    name: 2026-13-45T10:00:00." + "1234567890" * 4 + "\n",
+        ["3:11: YAML cannot read 2026-13-45T10:00:00.12345678901234567890…; put it in quotes"],
+    ),
+    "seq tag on a mapping": (
+        ENTRY + "    name: !!seq {a: 1}\n",
+        ["3:11: the tag !!seq needs a list, but the value is a mapping"],
+    ),
+    "map tag on a list": (
+        ENTRY + "    name: !!map [a]\n",
+        ["3:11: the tag !!map needs a mapping, but the value is a list"],
+    ),
+    "the non-specific tag leaves a list a list": (
+        ENTRY + "    name: ! [a]\n",
+        ["3:11: `name` must be text, not a list"],
+    ),
+    "an anchor name used again after its value ended": (
+        "x-a: &x 1\nx-b: &x 2\n" + ENTRY,
+        [
+            "2:6: anchor `&x` is already defined on line 1; give this one another name",
+            "1:1: unknown field `x-a`; allowed: invites",
+            "2:1: unknown field `x-b`; allowed: invites",
+        ],
+    ),
     "undefined alias": (
         ENTRY + "    groups: *nothing\n",
         [
@@ -133,3 +161,18 @@ def test_an_alias_may_carry_nesting_exactly_to_the_limit_and_no_further() -> Non
     assert not [p for p in fits if "nested" in p.message]
     beyond = [str(p) for p in load_text(nested_alias(50, 50), "t.yaml")[1]]
     assert "t.yaml:2:54: nested too deeply (limit 100)" in beyond
+
+
+def shared_list(items: int, aliases: int) -> str:
+    return "a: &x [" + ",".join(["1"] * items) + "]\nb: [" + ",".join(["*x"] * aliases) + "]\n"
+
+
+def test_aliases_may_expand_exactly_to_their_allowance_and_no_further() -> None:
+    # 2,505 values written (2,500 items, two lists, a mapping, two keys) allow
+    # 100,000 + 10 x 2,505 = 125,050 values through aliases: 50 uses of 2,501.
+    assert not [p for p in load_text(shared_list(2500, 50), "t.yaml")[1] if "alias" in p.message]
+    (refused,) = [p for p in load_text(shared_list(2500, 51), "t.yaml")[1] if "alias" in p.message]
+    assert str(refused) == (
+        "t.yaml:2:155: aliases expand to more than 125050 values "
+        "(limit 100000 plus 10 per value written); write the values out"
+    )
