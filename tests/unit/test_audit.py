@@ -246,7 +246,10 @@ def test_a_full_disk_stops_the_run_before_a_write_goes_out_unrecorded(
     monkeypatch.setattr(os, "write", write)
     assert apply_all(tmp_path) == 1
     err = capsys.readouterr().err
-    assert "cannot write the audit log (No space left on device)" in err
+    assert (
+        "cannot write the audit log (No space left on device); "
+        "no new writes are started without their audit record"
+    ) in err
     assert "Traceback" not in err
     assert platform.writes() == [("PATCH", "inv_6p3j9")]
     assert [r["record"] for r in read_records(audit)] == ["attempt", "outcome"]
@@ -334,3 +337,10 @@ def test_a_log_that_cannot_be_synced_at_the_end_says_which_file(
         == f"{tmp_path / 'audit.jsonl'}: cannot sync the audit log: Input/output error"
     )
     log.close()  # a second close does nothing more
+
+
+def test_a_log_that_vanished_after_the_check_is_still_a_clear_error(tmp_path: Path) -> None:
+    # apply checks the path first; between that check and the open, it can go.
+    with pytest.raises(AuditLogError) as caught:
+        AuditLog(str(tmp_path), CLIENT_ID)  # a directory now stands there
+    assert str(caught.value) == f"{tmp_path}: cannot open the audit log: Is a directory"
