@@ -103,6 +103,10 @@ CASES = {
         ENTRY + "    <<: 5\n",
         ["3:9: `<<` merges a mapping or a list of mappings, not a number"],
     ),
+    "merge of a text": (
+        ENTRY + "    <<: abc\n",
+        ["3:9: `<<` merges a mapping or a list of mappings, not text"],
+    ),
     "merge of a list of numbers": (
         ENTRY + "    <<: [{name: A}, 5]\n",
         ["3:9: `<<` merges a mapping or a list of mappings, not a list holding a number"],
