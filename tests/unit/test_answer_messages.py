@@ -136,3 +136,25 @@ def test_retry_after_is_read_as_a_wait_or_ignored_when_unreadable(
         json=envelope(None, status=429, message="slow down"),
     )  # fmt: skip
     assert error.retry_after == wait
+
+
+@pytest.mark.parametrize(
+    ("location", "shown"),
+    [
+        ("https://user:pw@evil.example:8443/x?token=abc", "evil.example:8443"),
+        ("https://evil.example/x", "evil.example"),
+        ("/public-api/v2/kyb/invites/inv_8f2k1", "the same host"),
+        ("http://[::1/x", "an unreadable address"),
+        (None, "nowhere (no Location header)"),
+    ],
+)
+def test_a_redirect_names_only_the_host_it_points_to(
+    client: ApiClient, requests_mock: Any, location: str | None, shown: str
+) -> None:
+    headers = {"Location": location} if location is not None else {}
+    error = failure_shown(client, requests_mock, status_code=307, headers=headers, text="")
+    assert error.message == (
+        f"the server answered with a redirect to {shown}; the API never redirects, "
+        "so it was not followed and nothing was re-sent there"
+    )
+    assert len(requests_mock.request_history) == 2  # the token, the one request
