@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from reconciler import safetext
-from reconciler.api.auth import register_secret_forms
+from reconciler.api.auth import Token, register_secret_forms
 from reconciler.render.common import show
 from reconciler.safetext import REDACTED, redact
 
@@ -32,3 +32,9 @@ def test_a_value_echoing_the_secret_is_shown_redacted(secret: str) -> None:
 def test_a_company_called_bearer_is_not_a_token() -> None:
     assert redact("Standard Bearer Holdings Ltd") == "Standard Bearer Holdings Ltd"
     assert redact("Authorization: Bearer abc123") == f"Authorization: Bearer {REDACTED}"
+
+
+def test_a_token_shown_in_a_log_or_traceback_shows_nothing_of_itself():
+    token = Token("eyJhbGciOiJIUzI1NiJ9.payload.sig", 3600, now=0)
+    assert repr(token) == str(token) == "<token hidden>"
+    assert f"{[token]}" == "[<token hidden>]"
