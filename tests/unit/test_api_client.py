@@ -1276,6 +1276,28 @@ def test_an_answer_past_the_size_cap_is_a_clear_error(
 
 
 @pytest.mark.parametrize(
+    ("token", "why"),
+    [
+        ("", "it is empty"),
+        ("tokABC\r\nX-Injected: 1", "it holds a line break"),
+        ("tokABC DEF", "it holds whitespace"),
+        ("tokABC\x00DEF", "it holds a control character"),
+        ("tökén-€ABC", "it holds a character outside Latin-1"),
+    ],
+)
+def test_the_reason_a_token_cannot_be_carried_is_said(
+    client: ApiClient, requests_mock: Any, token: str, why: str
+) -> None:
+    requests_mock.post(TOKEN_URL, [token_response(token)])
+    with pytest.raises(AuthenticationFailed) as caught:
+        client.get_invite("inv_8f2k1")
+    assert (
+        "the token endpoint issued an access token that cannot be sent in an HTTP header "
+        f"({why}); it was not used, so no request was sent with it"
+    ) in str(caught.value)
+
+
+@pytest.mark.parametrize(
     "token",
     ["tokABC\r\nX-Injected: 1", "tokABC\nDEF", "tökén-€ABC", "tokABC DEF", "", "\ttokABCDEF"],
     ids=["crlf", "lf", "non-latin-1", "space", "empty", "tab"],
