@@ -4,11 +4,12 @@ with the status and requestId that support will ask for."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from test_api_client import INVITE_URL, envelope, token_response
+from test_api_client import INVITE, INVITE_URL, envelope, token_response
 
 from reconciler.api.client import ApiClient
 from reconciler.api.errors import ApiError
@@ -158,3 +159,37 @@ def test_a_redirect_names_only_the_host_it_points_to(
         "so it was not followed and nothing was re-sent there"
     )
     assert len(requests_mock.request_history) == 2  # the token, the one request
+
+
+def padded_to(size: int) -> bytes:
+    body = json.dumps(envelope(INVITE)).encode()
+    return body + b" " * (size - len(body))
+
+
+@pytest.mark.parametrize("announced", [True, False], ids=["content-length", "streamed"])
+def test_an_answer_of_exactly_the_cap_is_read(
+    client: ApiClient, requests_mock: Any, announced: bool
+) -> None:
+    headers = {"Content-Length": "65536" if announced else ""}
+    requests_mock.get(INVITE_URL, content=padded_to(65536), headers=headers)
+    assert client.get_invite("inv_8f2k1").fields["name"] == INVITE["name"]
+
+
+@pytest.mark.parametrize(
+    ("headers", "detail"),
+    [
+        ({"Content-Length": "65537"}, "it announced 65,537 bytes"),
+        ({"Content-Length": ""}, "stopped reading there"),
+    ],
+    ids=["content-length", "streamed"],
+)
+def test_one_byte_over_the_cap_says_how_it_was_found(
+    client: ApiClient, requests_mock: Any, headers: dict[str, str], detail: str
+) -> None:
+    error = failure_shown(
+        client, requests_mock, status_code=200, content=padded_to(65537), headers=headers
+    )
+    assert error.message == (
+        "the answer from api.example.test is larger than max_response_bytes "
+        f"(65,536 bytes; {detail}); API answers are a few KiB"
+    )
