@@ -193,3 +193,37 @@ def test_one_byte_over_the_cap_says_how_it_was_found(
         "the answer from api.example.test is larger than max_response_bytes "
         f"(65,536 bytes; {detail}); API answers are a few KiB"
     )
+
+
+def test_a_request_id_comes_from_the_header_when_the_body_has_none(
+    client: ApiClient, requests_mock: Any
+) -> None:
+    error = failure_shown(
+        client, requests_mock, status_code=403, text="denied", headers={"X-Request-Id": "edge-1"}
+    )
+    assert error.request_id == "edge-1"
+
+
+def test_a_request_id_that_is_not_a_value_is_ignored(client: ApiClient, requests_mock: Any) -> None:
+    body = envelope(None, status=400, message="bad")
+    body["metadata"]["requestId"] = {"nested": "x"}
+    error = failure_shown(client, requests_mock, status_code=400, json=body)
+    assert error.request_id is None
+
+
+def test_a_300_is_a_redirect_too_and_keeps_its_request_id(
+    client: ApiClient, requests_mock: Any
+) -> None:
+    error = failure_shown(
+        client, requests_mock, status_code=300, text="",
+        headers={"Location": "https://elsewhere.example/", "X-Request-Id": "r-300"},
+    )  # fmt: skip
+    assert (type(error).__name__, error.status, error.request_id) == ("Redirected", 300, "r-300")
+
+
+def test_success_false_keeps_the_status_and_request_id(
+    client: ApiClient, requests_mock: Any
+) -> None:
+    body = {**envelope(None, request_id="r-env"), "success": False, "message": "no"}
+    error = failure_shown(client, requests_mock, status_code=200, json=body)
+    assert (error.status, error.request_id) == (200, "r-env")
