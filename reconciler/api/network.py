@@ -88,8 +88,8 @@ def transport_error(exc: BaseException, host: str, timeout: float) -> TransportE
     if _first(exc, (u3.ProxyError, requests.exceptions.ProxyError)):
         # Never the proxy's address: it may carry a user and password.
         return TransportError(
-            f"could not reach {host} through the proxy set in HTTPS_PROXY; "
-            "check the proxy, or NO_PROXY for this host",
+            f"could not reach {host} through the proxy set in the environment "
+            "(HTTPS_PROXY or ALL_PROXY); check the proxy, or NO_PROXY for this host",
             maybe_sent=False,
         )
     if _first(exc, u3.NameResolutionError):

@@ -238,8 +238,8 @@ def test_an_https_proxy_from_the_environment_carries_the_request(
         error = failure("https://api.example/v1/invites/inv_1")
     assert seen == [b"CONNECT api.example:443 HTTP/1.0"]
     assert str(error) == (
-        "could not reach the platform through the proxy set in HTTPS_PROXY; "
-        "check the proxy, or NO_PROXY for this host"
+        "could not reach the platform through the proxy set in the environment "
+        "(HTTPS_PROXY or ALL_PROXY); check the proxy, or NO_PROXY for this host"
     )
     assert (error.maybe_sent, error.permanent) == (False, False)
 
@@ -252,5 +252,5 @@ def test_a_proxy_that_refuses_connections_is_named_not_the_platform(
     monkeypatch.setenv("HTTPS_PROXY", f"http://user:pr0xy-pass@{HOST}:{port}")
     monkeypatch.delenv("NO_PROXY", raising=False)
     error = failure("https://api.example/v1/invites/inv_1")
-    assert "through the proxy set in HTTPS_PROXY" in str(error)
+    assert "through the proxy set in the environment" in str(error)
     assert "pr0xy-pass" not in str(error) and error.maybe_sent is False
