@@ -222,3 +222,17 @@ def test_a_file_name_with_a_line_break_shifts_no_other_files_entries(
     # Nothing changed: the odd file's invites may count as changed (they are read,
     # never skipped), but the file after it must still be compared with its own past.
     assert "inv_c" not in changed_invite_ids("HEAD", ["invites"], invites)
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "latin-1"])
+def test_a_base_version_that_is_not_utf8_counts_every_entry_as_changed(
+    small_repo: Path, monkeypatch: pytest.MonkeyPatch, encoding: str
+) -> None:
+    # Unreadable at the base, nothing can be shown unchanged: plan too much, never too little.
+    text = "invites:\n  - id: inv_a\n    name: Café Alpha Ltd\n  - id: inv_b\n    name: Beta\n"
+    (small_repo / "invites" / "a.yaml").write_bytes(text.encode(encoding))
+    git(small_repo, "commit", "-qam", "saved in another encoding")
+    write_invites_text(small_repo, text)
+    monkeypatch.chdir(small_repo)
+    invites = load_desired_state(["invites"]).invites
+    assert changed_invite_ids("HEAD", ["invites"], invites) == {"inv_a", "inv_b"}
