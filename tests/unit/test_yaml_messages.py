@@ -134,6 +134,22 @@ CASES = {
             "2:19: `groups` must be a list, not a mapping",
         ],
     ),
+    "a merged key and value, each shown at the anchor": (
+        "x-base: &b {nmae: A, email: 5}\ninvites:\n  - <<: *b\n    id: inv_1\n",
+        [
+            "1:1: unknown field `x-base`; allowed: invites",
+            "1:13: unknown field `nmae`; did you mean `name`?",
+            '1:29: `email` must be text, but YAML reads 5 as a number; put it in quotes: "5"',
+        ],
+    ),
+    "the same through a list of merges, in block style": (
+        "x-b: &b\n  nmae: A\n  email: 5\ninvites:\n  - <<: [*b]\n    id: inv_1\n",
+        [
+            "1:1: unknown field `x-b`; allowed: invites",
+            "2:3: unknown field `nmae`; did you mean `name`?",
+            '3:10: `email` must be text, but YAML reads 5 as a number; put it in quotes: "5"',
+        ],
+    ),
     "a key written twice after a merge": (
         "x-base: &b {name: A}\ninvites:\n  - <<: *b\n    id: inv_1\n    name: B\n    name: C\n",
         [
