@@ -65,7 +65,7 @@ class TooMuchChange(ReconcilerError):
     def __init__(self, changes: int, limit: int, *, saved_limit: bool = False) -> None:
         # A saved plan's own limit wins over a looser one given to apply: say where it came from.
         advice = (
-            f"this plan was made with --max-changes {limit}; make a new plan with a higher limit"
+            f"This plan was made with --max-changes {limit}; make a new plan with a higher limit"
             if saved_limit
             else "Split the change or raise the limit"
         )

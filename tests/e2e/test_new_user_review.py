@@ -137,7 +137,7 @@ def test_a_saved_plans_limit_is_named_when_it_refuses(start_sandbox, tmp_path):
     apply = run_cli("apply", "--plan", "p.json", "--max-changes", "5", cwd=tmp_path, env=env)
     assert apply.returncode == 1
     assert _last_line(apply.stderr).endswith(
-        "more than max_changes (1). this plan was made with --max-changes 1; "
+        "more than max_changes (1). This plan was made with --max-changes 1; "
         "make a new plan with a higher limit."
     )
     assert server.stats.calls("PATCH") == []

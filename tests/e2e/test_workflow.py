@@ -196,7 +196,7 @@ def test_saved_plan_keeps_the_max_changes_it_was_reviewed_under(start_sandbox, t
     assert server.stats.total == requests_for_plan  # refused before any request
     # A reviewer looking at the artifact gets the advice that can work for it.
     shown = run_cli("show", "plan.json", cwd=tmp_path, env=env)
-    assert "this plan was made with --max-changes 1; make a new plan" in shown.stdout
+    assert "This plan was made with --max-changes 1; make a new plan" in shown.stdout
     assert "Split the change" not in shown.stdout
 
 

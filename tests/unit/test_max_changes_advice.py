@@ -36,7 +36,7 @@ def test_a_saved_plan_over_its_own_limit_says_to_make_a_new_plan():
 
     assert message == (
         "refusing to apply, nothing was changed: the plan updates 3 invites, more than "
-        "max_changes (2). this plan was made with --max-changes 2; make a new plan with a "
+        "max_changes (2). This plan was made with --max-changes 2; make a new plan with a "
         "higher limit."
     )
 
@@ -46,7 +46,7 @@ def test_a_looser_or_equal_limit_on_apply_still_names_the_saved_one(limit: int):
     message = refusal(plan_of(3, max_changes=2, saved=True), limit)
 
     assert message.endswith(
-        "this plan was made with --max-changes 2; make a new plan with a higher limit."
+        "This plan was made with --max-changes 2; make a new plan with a higher limit."
     )
 
 

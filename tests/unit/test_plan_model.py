@@ -181,6 +181,17 @@ def test_a_runs_stricter_limit_applies_and_the_plan_keeps_its_own():
     assert "1 invite," in _plan_with(1, max_changes=0).too_much_change().reason
 
 
+def test_a_saved_plan_over_its_own_limit_says_to_make_a_new_plan_not_to_split():
+    saved = Plan.from_document(_plan_with(4, max_changes=3).to_document())
+    with pytest.raises(TooMuchChange) as raised:
+        saved.raise_if_unsafe()
+    assert raised.value.reason == (
+        "the plan updates 4 invites, more than max_changes (3). "
+        "This plan was made with --max-changes 3; make a new plan with a higher limit."
+    )
+    assert saved.format_version == 2
+
+
 def test_every_record_reads_back_what_it_wrote():
     change = InviteChange("inv_a", "a.yaml:2", "Müller", {"email": "o@x"}, {"email": "n@x"}, True)
     stale = NotUpdatable("inv_b", "a.yaml:9", None, "accepted", {"name": "A"}, {"name": "B"})
