@@ -23,6 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import reconciler.planfile
 from reconciler.changes import InviteChange, InviteProblem, NotUpdatable
 from reconciler.errors import ReconcilerError
 from reconciler.plan import Plan
@@ -230,3 +231,25 @@ def test_a_hangup_ignored_by_nohup_stays_ignored_and_the_write_completes(tmp_pat
     finally:
         signal.signal(signal.SIGHUP, before)
     assert target.read_text(encoding="utf-8").count("piece 99\n") == 1000
+
+
+def test_a_plan_up_to_what_readers_accept_is_saved_and_one_byte_more_is_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "plan.json"
+    plan = a_plan(5000)  # a little over 1 MiB of JSON, "Müller" counted in bytes
+    size = len(whole_document_json(plan).encode("utf-8"))
+    assert 2**20 < size < 2**21
+    monkeypatch.setattr(reconciler.planfile, "MAX_PLAN_BYTES", size)
+    save_plan(plan, str(target))
+    assert target.stat().st_size == size
+
+    monkeypatch.setattr(reconciler.planfile, "MAX_PLAN_BYTES", size - 1)
+    with pytest.raises(ReconcilerError) as refused:
+        save_plan(plan, str(target))
+    assert str(refused.value) == (
+        f"{target}: plan not saved: it is over 1 MiB, more than `apply --plan` and `show` "
+        "read; plan fewer invites at a time (--target, --changed-since, or one folder of "
+        "files per run)"
+    )
+    assert target.stat().st_size == size  # the plan saved before is left as it was
