@@ -136,7 +136,7 @@ def _read_config_file(path: str) -> dict[str, Any]:
             "settings (is this the right file?)"
         )
     text, problems = decode_source(data, path)
-    document, parse_problems, _ = load_yaml(text, path) if text is not None else (None, [], None)
+    document, parse_problems = load_yaml(text, path) if text is not None else (None, [])
     problems += parse_problems
     if document is None and not problems:
         return {}

@@ -117,7 +117,7 @@ def _load(
 ) -> tuple[list[DesiredInvite], list[SourceError]]:
     reader = EntryReader(path, lines)
     with _collector_paused():
-        document, problems = parse(source, path, "invites", reader, lines)
+        document, problems = parse(source, path, lines, "invites", reader)
     if document is None:
         return [], problems
     if document.value is None:

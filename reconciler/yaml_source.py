@@ -77,7 +77,7 @@ class FileSource:
             raise _NotUtf8  # libyaml would read UTF-16
         self.read_so_far += len(data)
         if self.read_so_far > self.limit:
-            raise _TooLarge
+            raise _TooLarge(self.limit)
         return data
 
 
@@ -86,7 +86,9 @@ class _NotUtf8(Exception):
 
 
 class _TooLarge(Exception):
-    pass
+    def __init__(self, limit: int) -> None:
+        super().__init__(limit)
+        self.limit = limit
 
 
 _UTF16 = (b"\xff\xfe", b"\xfe\xff")
@@ -95,25 +97,19 @@ _LIBYAML_TOO_DEEP = "exceeded maximum nesting depth"
 
 
 def parse(
-    source: str | bytes | FileSource,
+    source: str | FileSource,
     path: str,
+    lines: Lines,
     hook_key: str | None = None,
     hook: ItemHook | None = None,
-    lines: Lines | None = None,
 ) -> Parsed:
     """The single document in ``source``, located, and every problem found in it.
 
-    ``source`` is text, the bytes of a UTF-8 file, or a ``FileSource`` (then
-    ``lines`` must be given, able to read the file again). libyaml reads bytes
-    as they are; text is decoded only if a problem needs a line number. With
-    ``hook``, the items of the top-level ``hook_key`` list are handed to it as
-    they are read and not kept (see ``Builder``).
+    ``source`` is text or a ``FileSource``; ``lines`` reads it again (a file is
+    decoded only if a problem needs a line number). With ``hook``, the items of
+    the top-level ``hook_key`` list are handed to it as they are read and not
+    kept: that list is left empty (see ``Builder``).
     """
-    if isinstance(source, FileSource):
-        assert lines is not None
-    lines = lines or Lines(source)  # type: ignore[arg-type]
-    if isinstance(source, bytes) and source[:2] in _UTF16:
-        return Parsed(None, _unreadable(lines, path))
     parser = _Parser(source)
     builder = Builder(lines, hook_key, hook)
     try:
@@ -122,12 +118,11 @@ def parse(
         return Parsed(None, [SourceError(path, *lines.mark(exc.position), exc.message)])
     except (yaml.reader.ReaderError, UnicodeDecodeError, _NotUtf8):
         return Parsed(None, _unreadable(lines, path))
-    except _TooLarge:
-        limit = source.limit if isinstance(source, FileSource) else 0
-        message = f"larger than {limit // 2**20} MiB; split it into several files"
+    except _TooLarge as exc:
+        message = f"larger than {exc.limit // 2**20} MiB; split it into several files"
         return Parsed(None, [SourceError(path, 1, 1, message)])
     except yaml.MarkedYAMLError as exc:
-        if _LIBYAML_TOO_DEEP in (exc.problem or ""):
+        if _LIBYAML_TOO_DEEP in str(exc.problem):
             return Parsed(None, [_too_deep(exc, lines, path)])
         return Parsed(None, [_syntax_problem(exc, lines.text, path)])
     except yaml.YAMLError as exc:
@@ -147,6 +142,7 @@ def _unreadable(lines: Lines, path: str) -> list[SourceError]:
         return problems
     control = _CONTROL.search(text)
     if control is None:  # not expected: libyaml and this pattern refuse the same characters
+        # (but a libyaml built otherwise may refuse more)
         return [SourceError(path, 1, 1, "a character YAML does not allow; save the file as text")]
     message = f"control character U+{ord(control.group()):04X} is not allowed in YAML; remove it"
     return [SourceError(path, *Lines(text).mark(control.start()), message)]
@@ -244,16 +240,15 @@ class MarkedDict(dict):  # type: ignore[type-arg]
 class LoadedYaml(NamedTuple):
     document: Any  # None when the text is empty or cannot be parsed
     problems: list[SourceError]
-    mark: Mark  # where the document starts
 
 
 def load_yaml(text: str, path: str) -> LoadedYaml:
     """The single document in ``text`` (a ``MarkedDict`` when a mapping), and its problems."""
-    document, problems = parse(text, path)
+    document, problems = parse(text, path, Lines(text))
     if document is None:
-        return LoadedYaml(None, problems, Mark(1, 1))
+        return LoadedYaml(None, problems)
     value = MarkedDict(document) if isinstance(document.value, dict) else document.value
-    return LoadedYaml(value, problems, document.mark())
+    return LoadedYaml(value, problems)
 
 
 def to_plain(value: Any) -> Any:
