@@ -197,7 +197,7 @@ class MappingFrame(Frame):
             self.skip = self._repeated(builder, "<<", self.merge_position, position)
             if self.merge_position is None:
                 self.merge_position = position
-        elif spot is not None or isinstance(key, dict | list):
+        elif spot is not None:  # only mappings and lists have a spot
             builder.report(
                 position, f"a key must be text, not {kind_of(key)}; put the key in quotes"
             )
@@ -241,11 +241,11 @@ class MappingFrame(Frame):
                 if key in self.merged or key in self.value:
                     continue
                 self.merged[key] = value
-                if source_spot is not None and source_spot.keys is not None:
+                if source_spot is not None:  # a mapping's spot holds every key of it
                     self._place(
                         key,
-                        source_spot.keys.get(key, position),
-                        source_spot.at.get(key, position),  # type: ignore[union-attr]
+                        source_spot.keys[key],  # type: ignore[index]
+                        source_spot.at[key],
                         source_spot.raw.get(key) if source_spot.raw else None,
                         source_spot.kid(key),
                     )

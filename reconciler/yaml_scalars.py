@@ -27,6 +27,9 @@ _RESOLVERS = {
 RESOLVED_FIRST = frozenset(_RESOLVERS)
 # Tags YAML resolves that have no value of their own: the text stays a string.
 _STAYS_TEXT = frozenset({STR_TAG, YAML_TAG + "value", YAML_TAG + "yaml"})
+# Python will not write out an int of more than 4,300 digits (about 14,284 bits):
+# `0x` and 5,000 `f`s would break every message that shows the value.
+_MAX_INT_BITS = 14_000
 _SAFE = yaml.constructor.SafeConstructor()
 SCALAR_TAGS = frozenset(
     YAML_TAG + name for name in ("null", "bool", "int", "float", "timestamp", "binary", "str")
@@ -38,8 +41,9 @@ class TagProblem(Exception):
 
 
 def resolve_plain(value: str) -> str:
-    """The tag YAML 1.1 gives a plain (unquoted, untagged) scalar."""
-    for tag, match in _RESOLVERS.get(value[:1], ()):
+    """The tag YAML 1.1 gives a plain (unquoted, untagged) scalar starting with one
+    of ``RESOLVED_FIRST``."""
+    for tag, match in _RESOLVERS[value[:1]]:
         if match(value):
             return tag
     return STR_TAG
@@ -53,14 +57,23 @@ def construct(tag: str, value: str) -> Any:
         raise TagProblem(unknown_tag(tag))
     node = yaml.ScalarNode(tag, value)
     try:
-        return _SAFE.yaml_constructors[tag](_SAFE, node)
+        result = _SAFE.yaml_constructors[tag](_SAFE, node)
     except (yaml.YAMLError, ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
-        raise TagProblem(
-            f"{escape(repr(value))} does not fit its tag {short_tag(tag)}; "
-            "remove the tag or fix the value"
-        ) from exc
+        fix = "remove the tag or fix the value"
+        raise TagProblem(f"{_shown(value)} does not fit its tag {short_tag(tag)}; {fix}") from exc
     except OverflowError as exc:
-        raise TagProblem(f"{escape(repr(value))} is out of range for {short_tag(tag)}") from exc
+        raise TagProblem(_out_of_range(value, tag)) from exc
+    if result.__class__ is int and result.bit_length() > _MAX_INT_BITS:
+        raise TagProblem(_out_of_range(value, tag))
+    return result
+
+
+def _shown(text: str) -> str:
+    return escape(repr(text if len(text) <= 40 else text[:40] + "…"))
+
+
+def _out_of_range(text: str, tag: str) -> str:
+    return f"{_shown(text)} is out of range for {short_tag(tag)}"
 
 
 def short_tag(tag: str) -> str:

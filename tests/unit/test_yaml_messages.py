@@ -158,6 +158,49 @@ CASES = {
             "1:1: unknown field `x-base`; allowed: invites",
         ],
     ),
+    "a number too long for Python to print, unquoted": (
+        ENTRY + "    name: 0x" + "f" * 5000 + "\n",
+        ["3:11: YAML cannot read 0x" + "f" * 38 + "…; put it in quotes"],
+    ),
+    "the same with a tag": (
+        ENTRY + "    name: !!int 0x" + "f" * 5000 + "\n",
+        ["3:11: '0x" + "f" * 38 + "…' is out of range for !!int"],
+    ),
+    "an alias as a value, shown where it is used": (
+        ENTRY + "    name: &n Acme\n    email: *n\n",
+        ["4:12: `email`: 'Acme' is not a valid email address"],
+    ),
+    "an alias under a misspelt key, the key shown": (
+        ENTRY + "    name: &n Acme\n    nmae: *n\n",
+        ["4:5: unknown field `nmae`; did you mean `name`?"],
+    ),
+    "an alias as a key": (
+        "invites:\n  - id: &i inv_1\n    *i : x\n",
+        [f"3:5: unknown field `inv_1`; allowed: {FIELDS}"],
+    ),
+    "a key written twice: its second value is not read, the next key is": (
+        ENTRY + "    name: A\n    name: 12:30\n    groups: 5\n",
+        [
+            "4:5: duplicate key `name` (first set on line 3); "
+            "YAML would silently keep only the last one",
+            "5:13: `groups` must be a list, not a number",
+        ],
+    ),
+    "lines ended by a lone CR": (
+        "invites:\r  - id: inv_1\r    name: A\r    groups: 5\r",
+        ["4:13: `groups` must be a list, not a number"],
+    ),
+    "lines ended by NEL and LS": (
+        "invites:\n  - id: inv_1\x85    name: A\u2028    groups: 5\n",
+        ["4:13: `groups` must be a list, not a number"],
+    ),
+    "a nested field, at its own line": (
+        ENTRY + "    name: A\n    primaryContact:\n      name: B\n      email: 5\n",
+        [
+            "6:14: `primaryContact.email` must be text, but YAML reads 5 as a number; "
+            'put it in quotes: "5"'
+        ],
+    ),
 }
 
 
