@@ -10,6 +10,7 @@ from reconciler.desired import load_text
 from reconciler.yaml_builder import DEPTH_LIMIT
 
 ENTRY = "invites:\n  - id: inv_1\n"
+READS_1230 = 'YAML reads 12:30 as a number (750); put it in quotes: "12:30"'
 FIELDS = "addOns, attachments, email, groups, id, name, phone, primaryContact, resendOnChange"
 
 CASES = {
@@ -200,6 +201,50 @@ CASES = {
             "6:14: `primaryContact.email` must be text, but YAML reads 5 as a number; "
             'put it in quotes: "5"'
         ],
+    ),
+    "a `<<` as a value is text": (ENTRY + "    name: <<\n", []),
+    "an alias to an anchored `<<` key is the text `<<`": (
+        ENTRY + "    &m <<: {groups: [a]}\n    name: *m\n",
+        [],
+    ),
+    "an alias to 12:30 is quoted as written, at the alias": (
+        ENTRY + "    email: &t 12:30\n    name: *t\n",
+        [
+            f"4:11: `name` must be text, but {READS_1230}",
+            f"3:12: `email` must be text, but {READS_1230}",
+        ],
+    ),
+    "a tagged number in quotes is not told to be quoted": (
+        ENTRY + '    name: !!int "5"\n',
+        ["3:11: `name` must be text, not a number"],
+    ),
+    "the non-specific tag reads a plain value as YAML would": (
+        ENTRY + "    name: ! 12:30\n",
+        [f"3:11: `name` must be text, but {READS_1230}"],
+    ),
+    "exactly 40 characters are shown whole": (
+        ENTRY + "    name: 2026-13-45T10:00:00." + "1234567890" * 2 + "\n",
+        ["3:11: YAML cannot read 2026-13-45T10:00:00.12345678901234567890; put it in quotes"],
+    ),
+    "41 characters are cut": (
+        ENTRY + "    name: 2026-13-45T10:00:00." + "1234567890" * 2 + "1\n",
+        ["3:11: YAML cannot read 2026-13-45T10:00:00.12345678901234567890…; put it in quotes"],
+    ),
+    "an unknown tag on a mapping": (
+        ENTRY + "    name: !custom {a: 1}\n",
+        ["3:11: the tag !custom is not supported here; remove it"],
+    ),
+    "an anchor name used again for a list after its list ended": (
+        "x-a: &x [1]\nx-b: &x [2]\n" + ENTRY,
+        [
+            "2:6: anchor `&x` is already defined on line 1; give this one another name",
+            "1:1: unknown field `x-a`; allowed: invites",
+            "2:1: unknown field `x-b`; allowed: invites",
+        ],
+    ),
+    "two documents": (
+        ENTRY + "---\n" + ENTRY,
+        ["3:1: holds more than one YAML document; keep one document per file"],
     ),
 }
 
