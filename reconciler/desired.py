@@ -130,8 +130,8 @@ def _load(
     if isinstance(entries, list) and entries:
         # The list came through an alias or a merge, so it was not read entry by entry.
         for index in range(len(entries)):
-            entry, taken = document.walk(("invites", index))
-            spot = entry.spot if taken == 2 else None
+            entry = document.walk(("invites", index))
+            spot = entry.spot if entry.taken == 2 else None
             reader(index, entries[index], entry.position, document.raw(("invites", index)), spot)
     problems.extend(validate(invite_validators().file, Where(document, path)))
     return reader.invites, [*problems, *reader.problems]

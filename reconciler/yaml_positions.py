@@ -38,7 +38,7 @@ class Lines:
         # A callable gives the file's bytes again: a file read in chunks is
         # not kept in memory, and is read again only if a problem needs a line.
         self._source = source
-        self._text: str | None = source.removeprefix("\ufeff") if isinstance(source, str) else None
+        self._text: str | None = None  # decoded from ``data``: a BOM is dropped either way
         self.hint: Any = None  # a libyaml Mark: .index, .line, .column (0-based)
         self._plain: bool | None = None
         self._offset = 0  # the last offset answered, its line, and where that line starts
@@ -132,31 +132,30 @@ class Located(NamedTuple):
     position: int
     lines: Lines
 
-    def walk(self, path: tuple[Any, ...] | list[Any]) -> tuple[Located, int]:
-        """The part at ``path``, or the deepest part reached, and how many steps were taken."""
-        here = self
+    def walk(self, path: tuple[Any, ...] | list[Any]) -> Walked:
+        """The spot and position of the part at ``path``, or of the deepest part reached.
+
+        Positions are kept only for parts that exist, so the value is not looked at.
+        """
+        spot, position = self.spot, self.position
         for taken, step in enumerate(path):
-            spot = here.spot
-            position = spot.position(step) if spot is not None else None
-            try:
-                value = here.value[step]
-            except (KeyError, IndexError, TypeError):
-                return here, taken
-            if position is None:
-                return here, taken
-            here = Located(value, spot.kid(step), position, self.lines)  # type: ignore[union-attr]
-        return here, len(path)
+            if spot is None:  # a scalar: nothing inside
+                return Walked(spot, position, taken)
+            inner = spot.position(step)
+            if inner is None:
+                return Walked(spot, position, taken)
+            spot, position = spot.kid(step), inner
+        return Walked(spot, position, len(path))
 
     def mark(self, path: tuple[Any, ...] | list[Any] = ()) -> Mark:
         """Where the value at ``path`` was written (or the deepest part of it found)."""
-        return self.lines.mark(self.walk(path)[0].position)
+        return self.lines.mark(self.walk(path).position)
 
     def key_mark(self, path: tuple[Any, ...] | list[Any]) -> Mark:
         """Where the key naming the value at ``path`` was written, else the value."""
         if path and isinstance(path[-1], str):
-            parent, taken = self.walk(path[:-1])
-            keys = parent.spot.keys if parent.spot is not None else None
-            if taken == len(path) - 1 and keys and path[-1] in keys:
+            keys = _keys(self.walk(path[:-1]).holder(path))
+            if path[-1] in keys:
                 return self.lines.mark(keys[path[-1]])
         return self.mark(path)
 
@@ -164,6 +163,21 @@ class Located(NamedTuple):
         """The text of a plain scalar YAML read as a non-string, as written."""
         if not path:
             return None
-        parent, taken = self.walk(path[:-1])
-        raw = parent.spot.raw if parent.spot is not None else None
-        return raw.get(path[-1]) if raw and taken == len(path) - 1 else None
+        holder = self.walk(path[:-1]).holder(path)
+        return holder.raw.get(path[-1]) if holder is not None and holder.raw else None
+
+
+class Walked(NamedTuple):
+    """How far a path went into a located value: the spot and position there."""
+
+    spot: Spot | None
+    position: int
+    taken: int  # steps of the path taken
+
+    def holder(self, path: tuple[Any, ...] | list[Any]) -> Spot | None:
+        """The spot of what holds the last step of ``path``, if the walk got there."""
+        return self.spot if self.taken == len(path) - 1 else None
+
+
+def _keys(spot: Spot | None) -> dict[Any, int]:
+    return (spot.keys if spot is not None else None) or {}
