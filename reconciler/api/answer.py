@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import requests
+from urllib3.exceptions import ReadTimeoutError
 from urllib3.util.retry import Retry
 
 from reconciler.api.errors import (
@@ -76,20 +77,27 @@ def read_body(response: requests.Response, limits: Limits) -> bytearray:
     while True:
         left = limits.deadline - limits.clock()
         if left <= 0:
-            raise TransportError(
-                f"no complete answer from {limits.host} within {limits.timeout:g}s "
-                f"(HTTP {response.status_code}, {len(received):,} bytes so far)",
-                maybe_sent=True,
-            )
+            raise _incomplete(response, limits, received)
         _shorten_socket_timeout(raw, left)
         # read1 returns what has arrived instead of waiting for a full chunk,
         # so a body dripped a byte at a time still meets the deadline check.
-        chunk = raw.read1(_CHUNK, decode_content=True)
+        try:
+            chunk = raw.read1(_CHUNK, decode_content=True)
+        except ReadTimeoutError:  # the socket waited for all the time that was left
+            raise _incomplete(response, limits, received) from None
         if not chunk:
             return received
         received += chunk
         if len(received) > limits.max_bytes:
             raise _too_large(response, limits, "stopped reading there")
+
+
+def _incomplete(response: requests.Response, limits: Limits, received: bytearray) -> TransportError:
+    return TransportError(
+        f"no complete answer from {limits.host} within {limits.timeout:g}s "
+        f"(HTTP {response.status_code}, {len(received):,} bytes so far)",
+        maybe_sent=True,
+    )
 
 
 def _shorten_socket_timeout(raw: Any, left: float) -> None:
