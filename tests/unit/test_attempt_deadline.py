@@ -1,12 +1,21 @@
-"""The watchdog behind the attempt deadline: it cuts what is due, never what was disarmed."""
+"""The attempt deadline: its watchdog cuts what is due, never what was disarmed, and a
+real connection whose answer has not begun by then is cut, directly or through a proxy."""
 
 from __future__ import annotations
 
 import socket
 import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from typing import Any
 
-from reconciler.api.deadline import AttemptDeadline, _Watchdog
+import requests
+
+from reconciler.api.deadline import AttemptDeadline, _Watchdog, attempt_deadline
+from reconciler.api.network import make_session
+
+READ_TIMEOUT = 8.0  # far past every deadline here: only the deadline ends these waits in time
 
 
 def test_a_disarmed_action_never_runs_and_a_due_one_does() -> None:
@@ -36,3 +45,182 @@ def test_cutting_an_attempt_ends_a_blocked_read() -> None:
     assert deadline.expired
     left.close()
     right.close()
+
+
+# -- the watchdog's order and wake-ups --------------------------------------------------
+
+
+def test_an_action_does_not_run_before_its_time() -> None:
+    watchdog = _Watchdog()
+    ran_at: list[float] = []
+    armed_at = time.monotonic()
+
+    watchdog.arm(armed_at + 0.3, lambda: ran_at.append(time.monotonic()))
+
+    deadline = time.monotonic() + 10
+    while not ran_at and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert ran_at, "the action never ran"
+    assert ran_at[0] - armed_at >= 0.29  # due at 0.3 s, not as soon as armed
+
+
+def test_an_earlier_deadline_armed_later_wakes_the_watchdog() -> None:
+    watchdog = _Watchdog()
+    early = threading.Event()
+    now = time.monotonic()
+    watchdog.arm(now + 30, lambda: None)  # the thread now sleeps until this one
+    time.sleep(0.05)
+
+    watchdog.arm(time.monotonic() + 0.05, early.set)
+
+    assert early.wait(5), "an earlier deadline waited behind a later one"
+
+
+def test_actions_run_in_the_order_of_their_times_not_of_arming() -> None:
+    watchdog = _Watchdog()
+    order: list[str] = []
+    done = threading.Event()
+    now = time.monotonic()
+
+    watchdog.arm(now + 0.2, lambda: (order.append("second"), done.set()))
+    watchdog.arm(now + 0.1, lambda: order.append("first"))
+
+    assert done.wait(10)
+    assert order == ["first", "second"]
+
+
+def test_a_disarmed_entry_ahead_does_not_hold_back_a_due_one() -> None:
+    watchdog = _Watchdog()
+    due = threading.Event()
+    now = time.monotonic()
+    first = watchdog.arm(now + 0.05, lambda: None)
+    watchdog.disarm(first)
+    second = watchdog.arm(now + 0.1, lambda: None)
+    watchdog.disarm(second)
+
+    watchdog.arm(now + 0.15, due.set)
+
+    assert due.wait(5)
+
+
+# -- through a real HTTP connection -------------------------------------------------------
+
+STATUS_LINE = b"HTTP/1.1 200 OK\r\n"
+ANSWER = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
+
+
+@contextmanager
+def server_on_loopback(handle: Callable[[socket.socket, threading.Event], None]) -> Iterator[int]:
+    """The port of a server on 127.0.0.1 that gives each connection to ``handle``."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.05)
+    done = threading.Event()
+
+    def serve() -> None:
+        while not done.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                continue
+            threading.Thread(target=handle, args=(conn, done), daemon=True).start()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        done.set()
+        thread.join(5)
+        listener.close()
+
+
+def drip_headers(conn: socket.socket, done: threading.Event) -> None:
+    """Status line, then a header a byte every 20 ms for 6 s: never a whole answer."""
+    with conn:
+        conn.recv(65536)
+        conn.sendall(STATUS_LINE + b"X-Slow: ")
+        for _ in range(300):
+            if done.wait(0.02):
+                return
+            try:
+                conn.sendall(b"x")
+            except OSError:  # cut by the client: what is being tested
+                return
+
+
+def answer_every_request(conn: socket.socket, done: threading.Event) -> None:
+    """A keep-alive connection: each request gets a small, whole answer at once."""
+    conn.settimeout(0.05)
+    with conn:
+        while not done.is_set():
+            try:
+                request = conn.recv(65536)
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            if not request:
+                return
+            conn.sendall(ANSWER)
+
+
+def get_cut_by_deadline(url: str, seconds: float, **kwargs: Any) -> tuple[AttemptDeadline, float]:
+    session = make_session(url, 1)
+    started = time.monotonic()
+    # Cut mid-headers, http.client may hand back what it parsed as an answer:
+    # the caller tells by ``expired`` (see ``exchange``), not by an exception.
+    with attempt_deadline(seconds) as deadline, suppress(requests.RequestException):
+        session.get(url, timeout=(5, READ_TIMEOUT), **kwargs)
+    return deadline, time.monotonic() - started
+
+
+def test_headers_dripped_a_byte_at_a_time_end_at_the_attempt_deadline() -> None:
+    with server_on_loopback(drip_headers) as port:
+        deadline, took = get_cut_by_deadline(f"http://127.0.0.1:{port}/v1/invites/inv_1", 0.5)
+
+    assert deadline.expired  # the caller can say "no complete answer within 0.5s"
+    assert 0.45 <= took < 3, f"a 0.5 s deadline ended the wait after {took:.1f}s"
+
+
+def test_headers_dripped_through_a_proxy_end_at_the_attempt_deadline() -> None:
+    # The proxy drips: the request goes to it (an absolute URL), through the
+    # proxy manager's pools, which must carry the deadline too.
+    with server_on_loopback(drip_headers) as port:
+        proxy = f"http://127.0.0.1:{port}"
+        deadline, took = get_cut_by_deadline(
+            "http://api.example/v1/invites/inv_1", 0.5, proxies={"http": proxy}
+        )
+
+    assert deadline.expired
+    assert 0.45 <= took < 3, f"a 0.5 s deadline ended the wait after {took:.1f}s"
+
+
+def test_without_an_attempt_deadline_only_the_read_timeout_bounds_a_slow_answer() -> None:
+    # Slow headers that finish in time: nothing cuts them when no deadline is set.
+    def slow_but_whole(conn: socket.socket, done: threading.Event) -> None:
+        with conn:
+            conn.recv(65536)
+            for byte in ANSWER:
+                if done.wait(0.002):
+                    return
+                conn.sendall(bytes([byte]))
+
+    with server_on_loopback(slow_but_whole) as port:
+        url = f"http://127.0.0.1:{port}/v1/invites/inv_1"
+        response = make_session(url, 1).get(url, timeout=(5, READ_TIMEOUT))
+
+    assert response.status_code == 200 and response.json() == {}
+
+
+def test_an_answer_in_time_disarms_the_deadline_and_its_connection_is_kept() -> None:
+    with server_on_loopback(answer_every_request) as port:
+        url = f"http://127.0.0.1:{port}/v1/invites/inv_1"
+        session = make_session(url, 1)
+        with attempt_deadline(0.2) as first:
+            assert session.get(url, timeout=(5, READ_TIMEOUT)).json() == {}
+        time.sleep(0.4)  # past the first attempt's deadline
+        with attempt_deadline(5) as second:
+            assert session.get(url, timeout=(5, READ_TIMEOUT)).json() == {}
+
+    # Disarmed once answered: the watchdog never cut the kept-alive connection.
+    assert not first.expired and not second.expired
