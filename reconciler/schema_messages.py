@@ -18,7 +18,7 @@ from jsonschema import ValidationError
 from reconciler.errors import SourceError
 from reconciler.safetext import escape
 from reconciler.yaml_positions import Located
-from reconciler.yaml_scalars import kind_of, reading
+from reconciler.yaml_scalars import cut, kind_of, reading
 
 _SHOWN = 120  # characters of a value quoted in a message
 
@@ -112,7 +112,7 @@ def _type(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[S
     elif expected == "string" and raw is not None:
         message = (
             f"{place(full)} must be text, but YAML reads {reading(raw, value)}; "
-            f'put it in quotes: "{escape(raw)}"'
+            f'put it in quotes: "{escape(cut(raw))}"'
         )
     else:
         message = f"{place(full)} must be {_a(expected)}, not {kind_of(value)}"

@@ -33,6 +33,7 @@ from reconciler.yaml_scalars import (
     STR_TAG,
     TagProblem,
     construct,
+    cut,
     resolve_plain,
     unknown_tag,
     wrong_kind,
@@ -175,7 +176,7 @@ class Builder:
         try:
             return construct(tag, text), text
         except TagProblem:
-            shown = escape(text[:40]) + ("…" if len(text) > 40 else "")
+            shown = escape(cut(text))
             raise Fatal(position, f"YAML cannot read {shown}; put it in quotes") from None
 
     @staticmethod

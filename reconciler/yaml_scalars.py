@@ -68,8 +68,13 @@ def construct(tag: str, value: str) -> Any:
     return result
 
 
+def cut(text: str) -> str:
+    """A value as a message quotes it: its first 40 characters (a file may hold 5 MB)."""
+    return text if len(text) <= 40 else text[:40] + "…"
+
+
 def _shown(text: str) -> str:
-    return escape(repr(text if len(text) <= 40 else text[:40] + "…"))
+    return escape(repr(cut(text)))
 
 
 def _out_of_range(text: str, tag: str) -> str:
@@ -114,16 +119,16 @@ def kind_of(value: Any) -> str:
 
 def reading(raw: str, value: Any) -> str:
     """``NO as a boolean (false)``: how YAML read the text ``raw``, without Python reprs."""
-    kind = kind_of(value)
+    kind, shown = kind_of(value), escape(cut(raw))
     if isinstance(value, bool):
-        return f"{escape(raw)} as {kind} ({str(value).lower()})"
+        return f"{shown} as {kind} ({str(value).lower()})"
     if isinstance(value, int | float) and str(value) != raw:
-        return f"{escape(raw)} as {kind} ({value})"
-    return f"{escape(raw)} as {kind}"
+        return f"{shown} as {kind} ({cut(str(value))})"
+    return f"{shown} as {kind}"
 
 
 def key_problem(raw: str, value: Any) -> str:
     """The message for a mapping key YAML did not read as text."""
     if raw == "":
         return "a key is empty; write a field name before the `:`"
-    return f'YAML reads the key {reading(raw, value)}; put it in quotes: "{escape(raw)}"'
+    return f'YAML reads the key {reading(raw, value)}; put it in quotes: "{escape(cut(raw))}"'

@@ -230,6 +230,41 @@ CASES = {
         ENTRY + "    name: 2026-13-45T10:00:00." + "1234567890" * 2 + "1\n",
         ["3:11: YAML cannot read 2026-13-45T10:00:00.12345678901234567890…; put it in quotes"],
     ),
+    "a !!float too large to hold (sexagesimal parts multiply by 60)": (
+        ENTRY + "    name: !!float " + ":".join(["1"] * 200) + "\n",
+        ["3:11: '" + "1:" * 20 + "…' is out of range for !!float"],
+    ),
+    "a tagged int of exactly 14,000 bits is a number": (
+        ENTRY + "    name: !!int 0x" + "f" * 3500 + "\n",
+        [
+            "3:11: `name` must be text, but YAML reads 0x"
+            + "f" * 38
+            + "… as a number ("
+            + str(2**14000 - 1)[:40]
+            + '…); put it in quotes: "0x'
+            + "f" * 38
+            + '…"'
+        ],
+    ),
+    "a tagged int of 14,001 bits is out of range": (
+        ENTRY + "    name: !!int 0x1" + "0" * 3500 + "\n",
+        ["3:11: '0x1" + "0" * 37 + "…' is out of range for !!int"],
+    ),
+    "a value that does not fit its tag: exactly 40 characters shown whole": (
+        ENTRY + "    name: !!int " + "x" * 40 + "\n",
+        ["3:11: '" + "x" * 40 + "' does not fit its tag !!int; remove the tag or fix the value"],
+    ),
+    "a value that does not fit its tag: 41 characters are cut": (
+        ENTRY + "    name: !!int " + "x" * 41 + "\n",
+        ["3:11: '" + "x" * 40 + "…' does not fit its tag !!int; remove the tag or fix the value"],
+    ),
+    "a key written twice in a file that starts with an empty line": (
+        "\ninvites:\n  - id: inv_1\ninvites: []\n",
+        [
+            "4:1: duplicate key `invites` (first set on line 2); "
+            "YAML would silently keep only the last one",
+        ],
+    ),
     "an unknown tag on a mapping": (
         ENTRY + "    name: !custom {a: 1}\n",
         ["3:11: the tag !custom is not supported here; remove it"],
