@@ -1,0 +1,121 @@
+"""ApiClient against a platform on 127.0.0.1 whose answers come too slowly: every
+attempt ends at its deadline, says so with the host and the time, counts as
+possibly received, and the retry budget still bounds the run. Real sockets; the
+runs are in-process."""
+
+from __future__ import annotations
+
+import re
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import suppress
+
+import pytest
+from hostile_server import CLIENT_ID, HostileServer, Hostility
+
+from reconciler.api.client import ApiClient
+from reconciler.api.errors import ApiError, TransportError
+from reconciler.config import Settings
+
+SECRET = "cs_slow_answers_secret"
+INVITE = {"id": "inv_1", "status": "pending", "name": "Acme", "email": "a@acme.example"}
+
+
+@pytest.fixture
+def slow_platform(request: pytest.FixtureRequest) -> Iterator[HostileServer]:
+    with HostileServer([INVITE], request.param, secret=SECRET) as server:
+        yield server
+
+
+def client_of(server: HostileServer, **settings: float) -> ApiClient:
+    return ApiClient(
+        Settings(base_url=server.url, client_id=CLIENT_ID, client_secret=SECRET, **settings)
+    )
+
+
+def read_with(server: HostileServer, **settings: float) -> tuple[TransportError, float]:
+    started = time.monotonic()
+    with client_of(server, **settings) as client, pytest.raises(TransportError) as failed:
+        client.get_invite("inv_1")
+    return failed.value, time.monotonic() - started
+
+
+HEADERS_DRIP = Hostility(header_drip_seconds=0.02)
+BODY_DRIP = Hostility(drip_seconds=0.05)
+
+
+@pytest.mark.parametrize("slow_platform", [HEADERS_DRIP], indirect=True, ids=["headers"])
+def test_headers_that_drip_end_at_the_deadline_as_no_complete_answer(
+    slow_platform: HostileServer,
+) -> None:
+    error, took = read_with(slow_platform, timeout=1, max_attempts=1)
+
+    host = slow_platform.url.removeprefix("http://")
+    assert str(error) == f"no complete answer from {host} within 1s (gave up after 1 attempt)"
+    assert error.maybe_sent  # the server was answering: a re-send would be repeated
+    assert 0.9 <= took < 4, f"a 1 s deadline ended the attempt after {took:.1f}s"
+
+
+@pytest.mark.parametrize("slow_platform", [BODY_DRIP], indirect=True, ids=["body"])
+def test_a_body_that_drips_ends_at_the_deadline_with_what_had_arrived(
+    slow_platform: HostileServer,
+) -> None:
+    error, took = read_with(slow_platform, timeout=1, max_attempts=1)
+
+    host = re.escape(slow_platform.url.removeprefix("http://"))
+    assert re.fullmatch(
+        rf"no complete answer from {host} within 1s \(HTTP 200, \d+ bytes so far\)"
+        r" \(gave up after 1 attempt\)",
+        str(error),
+    )
+    assert error.maybe_sent
+    assert 0.9 <= took < 4
+
+
+@pytest.mark.parametrize("slow_platform", [HEADERS_DRIP], indirect=True, ids=["headers"])
+def test_a_slow_read_is_retried_within_the_budget_and_the_retry_is_cut_too(
+    slow_platform: HostileServer,
+) -> None:
+    error, took = read_with(slow_platform, timeout=1, max_attempts=2, retry_max_seconds=3)
+
+    assert len(slow_platform.calls("GET")) == 2  # a GET is safe to send again
+    assert str(error).startswith("no complete answer from ")
+    assert str(error).endswith("within 1s (gave up after 2 attempts)"), str(error)
+    assert took < 8, f"two 1 s attempts in a 3 s budget took {took:.1f}s"
+
+
+def test_a_server_that_never_starts_its_answer_is_cut_at_the_deadline() -> None:
+    # Not even a status line: the watchdog's cut ends the wait before the socket's
+    # own read timeout would, and the user is told the same as for a drip.
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def accept_and_stay_silent() -> None:
+        with suppress(OSError):
+            conn, _ = listener.accept()
+            with conn:
+                stop.wait(10)
+
+    thread = threading.Thread(target=accept_and_stay_silent, daemon=True)
+    thread.start()
+    host = f"127.0.0.1:{listener.getsockname()[1]}"
+    settings = Settings(
+        base_url=f"http://{host}",
+        client_id=CLIENT_ID,
+        client_secret=SECRET,
+        timeout=1,
+        max_attempts=1,
+    )
+    started = time.monotonic()
+    try:
+        with ApiClient(settings) as client, pytest.raises(ApiError) as failed:
+            client.get_invite("inv_1")
+    finally:
+        stop.set()
+        listener.close()
+        thread.join(5)
+
+    assert f"no complete answer from {host} within 1s" in str(failed.value)
+    assert time.monotonic() - started < 4
