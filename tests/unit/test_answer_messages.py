@@ -105,11 +105,23 @@ def test_a_long_server_message_is_cut_at_500_characters(
             "OK (body is not the API's JSON envelope: unknown type)",
         ),
         (
+            {"content": b"\x00\x01"},  # no Content-Type header at all
+            "OK (body is not the API's JSON envelope: unknown type)",
+        ),
+        (
             {"text": "x", "headers": {"Content-Type": "a" * 100}, "reason": "R" * 100},
             "R" * 80 + " (body is not the API's JSON envelope: " + "a" * 80 + ")",
         ),
     ],
-    ids=["empty", "empty-no-reason", "html", "plain-text", "no-type", "long-type-and-reason"],
+    ids=[
+        "empty",
+        "empty-no-reason",
+        "html",
+        "plain-text",
+        "empty-type",
+        "no-type",
+        "long-type-and-reason",
+    ],
 )
 def test_a_failure_without_the_envelope_describes_the_body(
     client: ApiClient, requests_mock: Any, answer: dict[str, Any], shown: str

@@ -100,8 +100,9 @@ NOT_GZIP = b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 5\r\n\
         (b'{"data": {}}', "BadStatusLine"),  # no status line at all
         (b"HTTP/1.1 200 OK\r\nX: " + b"a" * 100_000 + b"\r\n\r\n", "LineTooLong"),
         (NOT_GZIP, "DecodeError"),
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "InvalidChunkLength"),
     ],
-    ids=["bad-status", "no-status-line", "endless-header", "not-gzip"],
+    ids=["bad-status", "no-status-line", "endless-header", "not-gzip", "bad-chunk-size"],
 )
 def test_an_answer_that_is_not_http_says_so(raw: bytes, kind: str) -> None:
     with listener(answering(raw)) as address:
@@ -221,6 +222,28 @@ def test_a_cause_found_only_through_the_exception_chain_counts() -> None:
         "could not connect to api.example (connection refused); check RECONCILER_BASE_URL"
     )
     assert error.maybe_sent is False
+
+
+def test_a_connection_that_fails_otherwise_than_refused_says_no_more_than_it_knows() -> None:
+    unreachable = u3.NewConnectionError(None, "[Errno 101] Network is unreachable")  # type: ignore[arg-type]
+    exc = requests.ConnectionError(u3.MaxRetryError(None, "/v1", unreachable))  # type: ignore[arg-type]
+    error = transport_error(exc, "api.example", 30)
+    assert str(error) == "could not connect to api.example; check RECONCILER_BASE_URL"
+    assert error.maybe_sent is False
+
+
+def test_every_cause_is_looked_at_not_only_the_first_one_wrapped() -> None:
+    # The refusal is the cause of an error that also holds another one: both count.
+    try:
+        try:
+            raise ConnectionRefusedError(111, "refused")
+        except ConnectionRefusedError as refused:
+            raise requests.ConnectionError(u3.ProtocolError("Connection aborted.")) from refused
+    except requests.ConnectionError as exc:
+        error = transport_error(exc, "api.example", 30)
+    assert str(error) == (
+        "could not connect to api.example (connection refused); check RECONCILER_BASE_URL"
+    )
 
 
 def test_an_https_proxy_from_the_environment_carries_the_request(

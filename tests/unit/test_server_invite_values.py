@@ -34,6 +34,7 @@ def problem(field: str, value: Any) -> str:
         ("groups", "emea", "is a string, not a list of strings"),
         ("groups", {"emea": True}, "is an object, not a list of strings"),
         ("groups", ["emea", 7], "item 1 is a number (7), not a string"),
+        ("groups", ["emea", None], "item 1 is null, not a string"),
         ("primaryContact", "Jane", "is a string, not an object of strings"),
         ("primaryContact", {"name": ["Jane"]}, "field `name` is a list, not a string"),
         (
