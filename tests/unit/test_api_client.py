@@ -1446,3 +1446,36 @@ def test_a_compressed_answer_is_capped_after_decompression(
         client.get_invite("inv_8f2k1")
 
     assert "1,048,576 bytes" in str(caught.value)
+
+
+# -- the --verbose log ----------------------------------------------------------
+
+
+def test_the_verbose_log_tells_each_attempt_its_outcome_and_each_retry(
+    make_client: Callable[..., ApiClient],
+    requests_mock: Any,
+    debug_log: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("reconciler.api.client.random.random", lambda: 0.5)  # the jitter
+    client = make_client()
+    requests_mock.post(TOKEN_URL, [token_response(), token_response(TOKEN2, expires_in=600)])
+    requests_mock.get(
+        INVITE_URL,
+        [failure(503, "Service Unavailable", request_id="5031"), failure(401, "expired"),
+         ok_invite(request_id="2002")],
+    )  # fmt: skip
+
+    client.get_invite("inv_8f2k1")
+
+    path = "/public-api/v1/kyb/invites/inv_8f2k1"
+    assert [r.getMessage() for r in debug_log.records] == [
+        "POST /oauth/token -> 201 (0 ms, requestId 1001)",
+        "obtained an access token valid for 86400s",
+        f"GET {path} -> 503 (0 ms, requestId 5031)",
+        f"GET {path} failed (HTTP 503: Service Unavailable (requestId 5031)); retry 1 in 0.25s",
+        "GET -> 401, renewing the token and retrying once",
+        "POST /oauth/token -> 201 (0 ms, requestId 1001)",
+        "obtained an access token valid for 600s",
+        f"GET {path} -> 200 (0 ms, requestId 2002)",
+    ]
