@@ -30,14 +30,7 @@ class Reporter(Protocol):
     def name(self, text: str) -> str: ...
 
 
-class MergeKey:
-    """The ``<<`` key of a YAML merge, while its mapping is being built."""
-
-    def __repr__(self) -> str:
-        return "<<"
-
-
-MERGE_KEY = MergeKey()
+MERGE_KEY = object()  # the `<<` key of a YAML merge, while its mapping is being built
 NO_KEY = object()  # a mapping frame waiting for its next key
 
 

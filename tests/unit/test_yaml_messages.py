@@ -265,6 +265,42 @@ CASES = {
             "YAML would silently keep only the last one",
         ],
     ),
+    "a `<<` in a list is text": (ENTRY + "    groups: [<<]\n", []),
+    "an alias to an anchored `<<` key, shown as the text `<<`": (
+        ENTRY + "    &m <<: {groups: [a]}\n    email: *m\n",
+        ["4:12: `email`: '<<' is not a valid email address"],
+    ),
+    "a key written twice with text: the next key's value is still read": (
+        ENTRY + "    name: A\n    name: B\n    groups: 5\n",
+        [
+            "4:5: duplicate key `name` (first set on line 3); "
+            "YAML would silently keep only the last one",
+            "5:13: `groups` must be a list, not a number",
+        ],
+    ),
+    "a value written after a merge replaces the merged one, as written": (
+        "x-base: &b {phone: +4420}\ninvites:\n  - <<: *b\n    id: inv_1\n    name: A\n"
+        '    phone: !!int "5"\n',
+        [
+            "1:1: unknown field `x-base`; allowed: invites",
+            "6:12: `phone` must be text, not a number",
+        ],
+    ),
+    "a tagged key in quotes is named by its value": (
+        ENTRY + '    !!int "5": x\n',
+        [
+            '3:5: YAML reads the key 5 as a number; put it in quotes: "5"',
+            f"3:5: unknown field `5`; allowed: {FIELDS}",
+        ],
+    ),
+    "a key YAML reads as a number is no duplicate of a merged key": (
+        "x-base: &b {'5': a}\ninvites:\n  - <<: *b\n    id: inv_1\n    5: x\n",
+        [
+            '5:5: YAML reads the key 5 as a number; put it in quotes: "5"',
+            "1:1: unknown field `x-base`; allowed: invites",
+            f"5:5: unknown field `5`; allowed: {FIELDS}",
+        ],
+    ),
     "an unknown tag on a mapping": (
         ENTRY + "    name: !custom {a: 1}\n",
         ["3:11: the tag !custom is not supported here; remove it"],
@@ -319,3 +355,40 @@ def test_aliases_may_expand_exactly_to_their_allowance_and_no_further() -> None:
         "t.yaml:2:155: aliases expand to more than 125050 values "
         "(limit 100000 plus 10 per value written); write the values out"
     )
+
+
+def test_a_text_alias_adds_no_nesting_of_its_own() -> None:
+    # 1 (the top mapping) + 99 lists: the limit, with a text at the bottom.
+    text = "a: &s x\nb: " + "[" * 99 + "*s" + "]" * 99 + "\n"
+    assert not [p for p in load_text(text, "t.yaml")[1] if "nested" in p.message]
+
+
+def test_nesting_carried_by_an_alias_inside_an_anchor_counts_too() -> None:
+    # `out` is [[x]]: two levels, though written as one list around an alias.
+    def around(lists: int) -> str:
+        return "a: &in [x]\nb: &out [*in]\nc: " + "[" * lists + "*out" + "]" * lists + "\n"
+
+    assert not [p for p in load_text(around(97), "t.yaml")[1] if "nested" in p.message]
+    beyond = [str(p) for p in load_text(around(98), "t.yaml")[1]]
+    assert "t.yaml:3:102: nested too deeply (limit 100)" in beyond
+
+
+def test_text_aliases_may_expand_exactly_to_their_allowance_and_no_further() -> None:
+    # 5 values written (the mapping, two keys, the text, the list) allow
+    # 100,000 + 10 x 5 = 100,050 values through aliases, one per text alias.
+    def uses(aliases: int) -> str:
+        return "a: &x t\nb: [" + ",".join(["*x"] * aliases) + "]\n"
+
+    assert not [p for p in load_text(uses(100_050), "t.yaml")[1] if "alias" in p.message]
+    (refused,) = [p for p in load_text(uses(100_051), "t.yaml")[1] if "alias" in p.message]
+    assert "aliases expand to more than 100050 values" in refused.message
+
+
+def test_deep_flow_nesting_after_a_repeated_key_is_still_refused_at_our_limit() -> None:
+    # libyaml scans the whole `[[[...` before handing out an event, and refuses it
+    # at 1,000 levels; the text up to there is read again to find our limit, and
+    # the repeated key on the way must not break that second reading.
+    text = "invites: []\nx: {a: 1, a: 2, b: " + "[" * 1100 + "\n"
+    [problem] = [str(p) for p in load_text(text, "t.yaml")[1]]
+    assert problem.startswith("t.yaml:2:")
+    assert problem.endswith(f"nested too deeply (limit {DEPTH_LIMIT})")
