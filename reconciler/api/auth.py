@@ -143,24 +143,23 @@ class BearerAuth(AuthBase):
     def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
         token = self._tokens.current()
         self._local.token = token
-        self._local.renewed = False
         request.headers["Authorization"] = f"Bearer {token.value}"
         request.register_hook("response", self.handle_401)
         return request
 
     def handle_401(self, response: requests.Response, **kwargs: Any) -> requests.Response:
-        # The contract: a 401 means expired or revoked; renew once, retry once.
-        if response.status_code != 401 or getattr(self._local, "renewed", True):
+        # The contract: a 401 means expired or revoked; renew once, retry once. The
+        # retry goes to the connection directly, past the response hooks, so its
+        # own 401 is the answer: never a second renewal.
+        if response.status_code != 401:
             return response
-        self._local.renewed = True
         # Not read: a body we throw away could be endless. The connection goes with it.
         response.close()
         log.debug("%s -> 401, renewing the token and retrying once", response.request.method)
         token = self._tokens.renew(self._local.token)
-        self._local.token = token
         retry = response.request.copy()
         retry.headers["Authorization"] = f"Bearer {token.value}"
+        # kwargs: the same timeouts, CA bundle and proxies as the first attempt.
         answer = response.connection.send(retry, **kwargs)
         answer.history.append(response)
-        answer.request = retry
         return answer

@@ -261,6 +261,7 @@ def test_token_is_renewed_shortly_before_it_expires(
     [
         (3600, 3540),  # a long-lived token: a minute early
         (100, 90),  # a short-lived one: when 90% of its life has gone
+        (1, 1),  # one second: renewed before it is over, not kept five minutes
         (0, 270),  # nonsense lifetimes count as five minutes
         (-5, 270),
         ("3600", 270),
@@ -328,6 +329,45 @@ def test_bare_rfc6749_token_body_is_accepted(client: ApiClient, requests_mock: A
     client.get_invite("inv_8f2k1")
 
     assert api_calls(requests_mock)[0].headers["Authorization"] == f"Bearer {TOKEN}"
+
+
+def test_a_token_body_beside_an_empty_data_field_is_read(
+    client: ApiClient, requests_mock: Any
+) -> None:
+    # RFC 6749's form, with a `data` of nothing added (as a gateway may wrap it).
+    body = {"data": None, "access_token": TOKEN, "token_type": "Bearer", "expires_in": 3600}
+    requests_mock.post(TOKEN_URL, status_code=200, json=body)
+    requests_mock.get(INVITE_URL, **ok_invite())
+
+    client.get_invite("inv_8f2k1")
+
+    assert api_calls(requests_mock)[0].headers["Authorization"] == f"Bearer {TOKEN}"
+
+
+def test_a_token_answer_without_a_token_says_so(client: ApiClient, requests_mock: Any) -> None:
+    requests_mock.post(TOKEN_URL, status_code=200, json=envelope({"token_type": "Bearer"}))
+
+    with pytest.raises(AuthenticationFailed) as caught:
+        client.get_invite("inv_8f2k1")
+
+    assert str(caught.value) == "the token endpoint's answer has no access_token"
+    assert api_calls(requests_mock) == []
+
+
+def test_a_request_sent_again_after_a_401_keeps_its_time_limits_and_trust(
+    make_client: Callable[..., ApiClient], requests_mock: Any, tmp_path: Any
+) -> None:
+    client = make_client(timeout=7)
+    client._exchange._session.verify = str(tmp_path / "private-ca.pem")  # REQUESTS_CA_BUNDLE
+    requests_mock.post(TOKEN_URL, [token_response(TOKEN), token_response(TOKEN2)])
+    requests_mock.get(INVITE_URL, [failure(401, "token expired"), ok_invite()])
+
+    client.get_invite("inv_8f2k1")
+
+    first, again = api_calls(requests_mock)
+    assert again.headers["Authorization"] == f"Bearer {TOKEN2}"
+    assert (again.timeout, again.verify) == (first.timeout, first.verify)
+    assert first.timeout[1] == 7 and first.verify == str(tmp_path / "private-ca.pem")
 
 
 def test_api_401_renews_the_token_once_and_retries_once(
@@ -1479,3 +1519,22 @@ def test_the_verbose_log_tells_each_attempt_its_outcome_and_each_retry(
         "obtained an access token valid for 600s",
         f"GET {path} -> 200 (0 ms, requestId 2002)",
     ]
+
+
+def test_a_failing_request_observer_is_logged_and_the_request_still_succeeds(
+    fake_time: FakeTime, requests_mock: Any, debug_log: pytest.LogCaptureFixture
+) -> None:
+    def broken_observer(seconds: float, status: int | None) -> None:
+        raise ValueError("the progress display broke")
+
+    settings = Settings(base_url=BASE, client_id=CLIENT_ID, client_secret=SECRET)
+    requests_mock.post(TOKEN_URL, [token_response()])
+    requests_mock.get(INVITE_URL, **ok_invite())
+    with ApiClient(
+        settings, clock=fake_time.clock, sleep=fake_time.sleep, observer=broken_observer
+    ) as client:
+        assert client.get_invite("inv_8f2k1").fields["name"] == "Acme Holdings Ltd"
+
+    (record,) = [r for r in debug_log.records if "observer" in r.getMessage()]
+    assert record.getMessage() == "the request observer failed"
+    assert record.exc_info and isinstance(record.exc_info[1], ValueError)

@@ -39,6 +39,11 @@ def problem(field: str, value: Any) -> str:
         ("primaryContact", {"name": ["Jane"]}, "field `name` is a list, not a string"),
         (
             "primaryContact",
+            {"k" * 101: 1},
+            "field `" + "k" * 100 + "` is a number (1), not a string",
+        ),
+        (
+            "primaryContact",
             {"\x1b[2Jname": 1},
             "field `\\x1b[2Jname` is a number (1), not a string",
         ),
