@@ -166,9 +166,12 @@ class Exchange:
     def _pause(self, seconds: float, error: ApiError) -> None:
         """Wait before a retry, in short slices so a stopped run does not wait."""
         end = self._clock() + seconds
-        while (left := end - self._clock()) > 0:
-            if self.halt.is_set():
+        while True:
+            if self.halt.is_set():  # also after the last slice: a stopped run sends no retry
                 raise error
+            left = end - self._clock()
+            if left <= 0:
+                return
             self._sleep(min(left, SLEEP_SLICE))
 
     def _observe(self, seconds: float, status: int | None) -> None:

@@ -67,6 +67,9 @@ def test_success_false_shows_the_servers_message_when_it_gave_one(
     body = {**envelope(None), "success": False, "message": ""}
     error = failure_shown(client, requests_mock, status_code=200, json=body)
     assert error.message == "the envelope says success: false; treated as a failure"
+    body = {**envelope(None), "success": "no-no-no-no-no-no-no-no", "message": ""}
+    error = failure_shown(client, requests_mock, status_code=200, json=body)
+    assert error.message == 'the envelope says success: "no-no-no-no-no-no-n; treated as a failure'
 
 
 def test_a_long_server_message_is_cut_at_500_characters(

@@ -32,6 +32,7 @@ from reconciler.api.errors import (
     TransportError,
     WrongInvite,
 )
+from reconciler.api.pacing import RequestPacer
 from reconciler.config import DEFAULT_SCOPE, Settings
 from reconciler.errors import ConfigError, ReconcilerError
 
@@ -1538,3 +1539,173 @@ def test_a_failing_request_observer_is_logged_and_the_request_still_succeeds(
     (record,) = [r for r in debug_log.records if "observer" in r.getMessage()]
     assert record.getMessage() == "the request observer failed"
     assert record.exc_info and isinstance(record.exc_info[1], ValueError)
+
+
+# -- the retry loop's edges -----------------------------------------------------
+
+
+def test_a_retry_is_given_only_what_is_left_of_the_retry_budget(
+    make_client: Callable[..., ApiClient],
+    requests_mock: Any,
+    token_endpoint: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("reconciler.api.client.random.random", lambda: 0.5)  # the jitter
+    client = make_client(timeout=30, retry_max_seconds=10)
+    requests_mock.get(INVITE_URL, [failure(503, "busy"), failure(503, "busy"), ok_invite()])
+
+    client.get_invite("inv_8f2k1")
+
+    first, second, third = (call.timeout for call in api_calls(requests_mock))
+    assert first[1] == 30  # the first attempt: the whole timeout
+    assert second[1] == pytest.approx(10 - 0.25)  # then what the budget has left
+    assert third[1] == pytest.approx(10 - 0.25 - 0.5)
+    assert all(connect <= read for connect, read in (first, second, third))
+
+
+def test_a_token_request_retried_is_given_only_what_is_left_of_its_budget(
+    make_client: Callable[..., ApiClient], requests_mock: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("reconciler.api.client.random.random", lambda: 0.5)  # the jitter
+    client = make_client(timeout=30, retry_max_seconds=10)
+    requests_mock.post(TOKEN_URL, [failure(503, "busy"), token_response()])
+    requests_mock.get(INVITE_URL, **ok_invite())
+
+    client.get_invite("inv_8f2k1")
+
+    first, second = (call.timeout[1] for call in token_calls(requests_mock))
+    assert (first, second) == (30, pytest.approx(10 - 0.25))
+
+
+def test_a_stop_during_the_pause_before_a_retry_raises_the_failure_itself(
+    make_client: Callable[..., ApiClient],
+    requests_mock: Any,
+    token_endpoint: Any,
+    fake_time: FakeTime,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A pause of 0.25 s is one sleep: the stop comes during its last (and only)
+    # slice, and must still keep the retry from being sent.
+    monkeypatch.setattr("reconciler.api.client.random.random", lambda: 0.5)  # the jitter
+    client = make_client()
+    requests_mock.get(INVITE_URL, [failure(503, "busy", request_id="5030"), ok_invite()])
+    sleep = fake_time.sleep
+
+    def interrupted(seconds: float) -> None:
+        client.halt.set()  # Ctrl-C while waiting to retry
+        sleep(seconds)
+
+    fake_time.sleep = interrupted  # type: ignore[method-assign]
+    client._exchange._sleep = interrupted
+
+    with pytest.raises(ServerError) as caught:
+        client.get_invite("inv_8f2k1")
+
+    assert caught.value.request_id == "5030"
+    assert len(api_calls(requests_mock)) == 1
+
+
+def test_a_request_waiting_for_its_turn_when_the_run_stops_is_not_sent(
+    fake_time: FakeTime, requests_mock: Any
+) -> None:
+    pacer = RequestPacer(clock=fake_time.clock, sleep=fake_time.sleep)
+    pacer.on_rate_limited(30.0)  # the server's 429 asked for a pause
+    settings = Settings(base_url=BASE, client_id=CLIENT_ID, client_secret=SECRET)
+    with ApiClient(settings, pacer=pacer, clock=fake_time.clock, sleep=fake_time.sleep) as client:
+        client.halt.set()
+        with pytest.raises(NotSent) as caught:
+            client.get_invite("inv_8f2k1")
+
+    assert str(caught.value) == "not sent: the run is stopping"
+    assert requests_mock.request_history == []  # not even a token request
+
+
+def test_every_request_says_who_sends_it_and_asks_for_uncompressed_json(
+    client: ApiClient, requests_mock: Any, token_endpoint: Any
+) -> None:
+    requests_mock.get(INVITE_URL, **ok_invite())
+
+    client.get_invite("inv_8f2k1")
+
+    for request in requests_mock.request_history:  # the token request too
+        assert request.headers["User-Agent"].startswith("invite-reconciler/")
+        assert request.headers["Accept"] == "application/json"
+        assert request.headers["Accept-Encoding"] == "identity"
+
+
+TOKEN_403 = (
+    "HTTP 403: no token from the token endpoint: scope not granted; the client's token does "
+    "not carry the scope this needs (asked for: 'invites:write', set with RECONCILER_SCOPE); "
+    "check RECONCILER_SCOPE ('invites:write'), RECONCILER_CLIENT_ID and token_path "
+    "[scope: not granted] (requestId 403-1)"
+)
+TOKEN_307 = (
+    "HTTP 307: no token from the token endpoint: the server answered with a redirect to "
+    "login.example; the API never redirects, so it was not followed and nothing was re-sent "
+    "there; check RECONCILER_BASE_URL and token_path"
+)
+
+
+@pytest.mark.parametrize(
+    ("answer", "said", "details"),
+    [
+        (
+            {
+                "status_code": 403,
+                "json": envelope(
+                    {"scope": "not granted"},
+                    status=403,
+                    message="scope not granted",
+                    request_id="403-1",
+                ),
+            },
+            TOKEN_403,
+            {"scope": "not granted"},  # the envelope's per-field problems, kept
+        ),
+        (
+            {"status_code": 307, "headers": {"Location": "https://login.example/"}},
+            TOKEN_307,
+            None,
+        ),
+    ],
+    ids=["refused", "redirected"],
+)
+def test_a_token_endpoint_that_gives_no_token_says_what_to_check(
+    make_client: Callable[..., ApiClient],
+    requests_mock: Any,
+    answer: dict[str, Any],
+    said: str,
+    details: Any,
+) -> None:
+    client = make_client(scope="invites:write")
+    requests_mock.post(TOKEN_URL, **answer)
+
+    with pytest.raises(AuthenticationFailed) as caught:
+        client.get_invite("inv_8f2k1")
+
+    assert str(caught.value) == said
+    assert caught.value.details == details
+    assert api_calls(requests_mock) == []
+
+
+def test_the_verbose_log_names_a_failure_without_an_answer_by_its_kind(
+    make_client: Callable[..., ApiClient],
+    requests_mock: Any,
+    token_endpoint: Any,
+    debug_log: pytest.LogCaptureFixture,
+) -> None:
+    client = make_client(max_attempts=1, max_response_bytes=1000)
+    requests_mock.get(INVITE_URL, exc=requests.exceptions.ConnectionError("reset"))
+    with pytest.raises(TransportError):
+        client.get_invite("inv_8f2k1")
+    huge = {"status_code": 200, "content": b"x" * 5000, "headers": {"X-Request-Id": "big-1"}}
+    requests_mock.get(INVITE_URL, **huge)
+    with pytest.raises(AnswerTooLarge):
+        client.get_invite("inv_8f2k1")
+
+    path = "/public-api/v1/kyb/invites/inv_8f2k1"
+    logged = [r.getMessage() for r in debug_log.records if r.getMessage().startswith("GET")]
+    assert logged == [
+        f"GET {path} -> TransportError (0 ms, requestId -)",
+        f"GET {path} -> 200 (0 ms, requestId -)",  # cut off before its requestId was read
+    ]

@@ -1,0 +1,90 @@
+"""What a user is told about a base URL the client secret may not be sent to, and
+about an invite id no URL can carry: the whole message, showing only scheme,
+host, port and path of the URL (never user info, query or fragment)."""
+
+from __future__ import annotations
+
+import pytest
+
+from reconciler.api.errors import InvalidRequest
+from reconciler.api.urls import check_base_url, invite_path
+from reconciler.errors import ConfigError
+
+PLAIN_HTTP = (
+    "uses plain http://, which would send the client secret and tokens unencrypted; "
+    "use https:// (http:// is allowed only for loopback hosts such as 127.0.0.1, "
+    "where the sandbox runs)"
+)
+QUERY = "must not have a query string or fragment"
+
+
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        (
+            "https://api.example.com:99999",
+            "base_url (https://...) is not a valid URL; set RECONCILER_BASE_URL",
+        ),
+        (
+            "x" * 30 + "://h:port",
+            f"base_url ({'x' * 20}://...) is not a valid URL; set RECONCILER_BASE_URL",
+        ),
+        ("ftp://api.example.com/x", "base_url 'ftp://api.example.com/x' is not an http(s) URL"),
+        ("https:///platform", "base_url 'https:///platform' is not an http(s) URL"),
+        (
+            "https://ci:pw@api.example.com/p",
+            "base_url 'https://api.example.com/p' must not carry credentials (user info "
+            "before the host); use RECONCILER_CLIENT_ID and RECONCILER_CLIENT_SECRET",
+        ),
+        ("https://api.example.com/x?t=pw", f"base_url 'https://api.example.com/x' {QUERY}"),
+        ("https://api.example.com/x#pw", f"base_url 'https://api.example.com/x' {QUERY}"),
+        ("https://api.example.com/x?", f"base_url 'https://api.example.com/x' {QUERY}"),
+        ("https://api.example.com/x#\t", f"base_url 'https://api.example.com/x' {QUERY}"),
+        ("http://api.example.com", f"base_url 'http://api.example.com' {PLAIN_HTTP}"),
+        (
+            "http://[2001:db8::1]:8080/v1",
+            f"base_url 'http://[2001:db8::1]:8080/v1' {PLAIN_HTTP}",
+        ),
+    ],
+    ids=[
+        "bad-port",
+        "bad-port-long-scheme",
+        "ftp",
+        "no-host",
+        "user-info",
+        "query",
+        "fragment",
+        "empty-query",
+        "empty-fragment-then-tab",
+        "plain-http",
+        "plain-http-ipv6-port",
+    ],
+)
+def test_a_base_url_refused_says_why_and_shows_only_where_it_points(url: str, said: str) -> None:
+    with pytest.raises(ConfigError) as refused:
+        check_base_url(url)
+    assert str(refused.value) == said
+
+
+def test_trailing_slashes_are_dropped_and_nothing_else() -> None:
+    assert check_base_url("https://api.example.com/FX//") == "https://api.example.com/FX"
+
+
+@pytest.mark.parametrize("invite_id", [".", "..", "..."])
+def test_an_id_of_dots_alone_cannot_be_put_in_a_url(invite_id: str) -> None:
+    with pytest.raises(InvalidRequest) as refused:
+        invite_path("/v1/invites/{inviteId}", invite_id)
+    assert str(refused.value) == f"invite id '{invite_id}' cannot be used in a URL"
+
+
+@pytest.mark.parametrize(
+    ("invite_id", "path"),
+    [
+        ("X", "/v1/invites/X"),
+        ("X.", "/v1/invites/X."),
+        ("a/b?c#d", "/v1/invites/a%2Fb%3Fc%23d"),
+        ("../admin", "/v1/invites/..%2Fadmin"),
+    ],
+)
+def test_an_id_is_percent_encoded_into_its_path(invite_id: str, path: str) -> None:
+    assert invite_path("/v1/invites/{inviteId}", invite_id) == path
