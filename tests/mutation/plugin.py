@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -44,11 +45,34 @@ def pytest_configure(config: pytest.Config) -> None:
     inherited = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = os.pathsep.join([str(HOOK_DIR), *([inherited] if inherited else [])])
     os.environ["MUTMUT_MUTANTS_ROOT"] = str(root)
+    _clear_caches()  # this process may be a fork of one that filled them
     # mutmut runs several pytest sessions in one process (collection, then the
     # mapping), and each session's end removes the directory: make a new one.
     if not os.path.isdir(os.environ.get(HITS_VARIABLE, "")):
         os.environ[HITS_VARIABLE] = tempfile.mkdtemp(prefix="mutation-hits-")
     _quiet_hypothesis()
+
+
+def _clear_caches() -> None:
+    """Forget what reconciler's functools caches hold.
+
+    A value cached before the mutant was chosen (in mutmut's parent process, or
+    by an earlier test while tests are mapped to functions) was made by the
+    original code: the schema's checks compiled by ``schema_fast``, say. Their
+    mutants would never run, and only the first test to compile would be mapped.
+    """
+    for name, module in list(sys.modules.items()):
+        if name.partition(".")[0] != "reconciler" or module is None:
+            continue
+        for value in list(vars(module).values()):
+            clear = getattr(value, "cache_clear", None)
+            if callable(clear):
+                clear()
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if os.environ.get("MUTANT_UNDER_TEST") == "stats":
+        _clear_caches()  # every test that compiles the schema is mapped to the compiler
 
 
 def _quiet_hypothesis() -> None:
