@@ -26,7 +26,12 @@ INVITE = {"id": "inv_1", "status": "pending", "name": "Acme", "email": "a@acme.e
 @pytest.fixture
 def slow_platform(request: pytest.FixtureRequest) -> Iterator[HostileServer]:
     with HostileServer([INVITE], request.param, secret=SECRET) as server:
+        # The drip would go on for ever: if the deadline failed, the test must fail
+        # (on its time bound), not hang.
+        give_up = threading.Timer(10, server.stopping.set)
+        give_up.start()
         yield server
+        give_up.cancel()
 
 
 def client_of(server: HostileServer, **settings: float) -> ApiClient:
