@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextvars
 import heapq
 import itertools
+import os
 import socket
 import threading
 import time
@@ -55,6 +56,9 @@ class _Watchdog:
     """One thread running actions at their times; cancelled ones are skipped."""
 
     def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
         self._wake = threading.Condition()
         self._due: list[list[Any]] = []  # heap of [time, sequence, action or None]
         self._sequence = itertools.count()
@@ -89,6 +93,9 @@ class _Watchdog:
 
 
 _WATCHDOG = _Watchdog()
+# A forked child has the watchdog's state but not its thread, so no deadline would
+# ever fire there; and the parent's entries would cut sockets the two share.
+os.register_at_fork(after_in_child=_WATCHDOG.reset)
 
 
 class _Guarded:

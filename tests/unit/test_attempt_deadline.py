@@ -3,6 +3,7 @@ real connection whose answer has not begun by then is cut, directly or through a
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 import time
@@ -10,9 +11,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
 
+import pytest
 import requests
 
-from reconciler.api.deadline import AttemptDeadline, _Watchdog, attempt_deadline
+from reconciler.api.deadline import _WATCHDOG, AttemptDeadline, _Watchdog, attempt_deadline
 from reconciler.api.network import make_session
 
 READ_TIMEOUT = 8.0  # far past every deadline here: only the deadline ends these waits in time
@@ -224,3 +226,20 @@ def test_an_answer_in_time_disarms_the_deadline_and_its_connection_is_kept() -> 
 
     # Disarmed once answered: the watchdog never cut the kept-alive connection.
     assert not first.expired and not second.expired
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_process_forked_after_the_watchdog_started_still_has_deadlines() -> None:
+    # The shared watchdog's thread is not copied into a forked child: without a
+    # fresh start there, every deadline in the child would silently never fire.
+    started = threading.Event()
+    _WATCHDOG.arm(time.monotonic(), started.set)
+    assert started.wait(5)  # the parent's watchdog thread is running
+
+    pid = os.fork()
+    if pid == 0:  # the child: exit 0 only if a deadline fires in time
+        fired = threading.Event()
+        _WATCHDOG.arm(time.monotonic() + 0.05, fired.set)
+        os._exit(0 if fired.wait(5) else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
