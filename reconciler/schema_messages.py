@@ -115,7 +115,8 @@ def _type(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[S
             f'put it in quotes: "{escape(cut(raw))}"'
         )
     else:
-        message = f"{place(full)} must be {_a(expected)}, not {kind_of(value)}"
+        found = f"{value:g}" if expected == "integer" and type(value) is float else kind_of(value)
+        message = f"{place(full)} must be {_a(expected)}, not {found}"
         if place(full) == "each invite entry":
             message += " (start each entry with `- id: ...`)"
     return [_at(where, path, message)]
@@ -151,20 +152,19 @@ def _control_problem(value: str) -> str:
     return f"holds control character U+{ord(control):04X}; remove it"
 
 
-def _bound(
-    words: str, noun: str = ""
-) -> Callable[[ValidationError, Where, tuple[Any, ...]], list[SourceError]]:
+class _Bound(NamedTuple):
     """``words`` before the limit, and what it counts: "at least" 1 "character"."""
 
-    def describe_bound(
-        error: ValidationError, where: Where, path: tuple[Any, ...]
+    words: str
+    noun: str = ""
+
+    def __call__(
+        self, error: ValidationError, where: Where, path: tuple[Any, ...]
     ) -> list[SourceError]:
         limit = error.validator_value
-        unit = f" {noun}" if limit == 1 else f" {noun}s" if noun else ""
-        message = f"{place(where.prefix + path)} must be {words} {limit}{unit}"
+        unit = "" if not self.noun else f" {self.noun}" if limit == 1 else f" {self.noun}s"
+        message = f"{place(where.prefix + path)} must be {self.words} {limit}{unit}"
         return [_at(where, path, message)]
-
-    return describe_bound
 
 
 def _unique(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[SourceError]:
@@ -216,14 +216,14 @@ MESSAGES: dict[str, Describer] = {
     "format": _format,
     "pattern": _pattern,
     "uniqueItems": _unique,
-    "minLength": _bound("at least", "character"),
-    "maxLength": _bound("at most", "character"),
-    "minItems": _bound("a list of at least", "item"),
-    "maxItems": _bound("a list of at most", "item"),
-    "minimum": _bound("at least"),
-    "maximum": _bound("at most"),
-    "exclusiveMinimum": _bound("more than"),
-    "exclusiveMaximum": _bound("less than"),
+    "minLength": _Bound("at least", "character"),
+    "maxLength": _Bound("at most", "character"),
+    "minItems": _Bound("a list of at least", "item"),
+    "maxItems": _Bound("a list of at most", "item"),
+    "minimum": _Bound("at least"),
+    "maximum": _Bound("at most"),
+    "exclusiveMinimum": _Bound("more than"),
+    "exclusiveMaximum": _Bound("less than"),
     "oneOf": _one_of,
     "anyOf": _one_of,
 }
