@@ -9,12 +9,20 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 import requests
+from requests.adapters import HTTPAdapter
 
-from reconciler.api.deadline import _WATCHDOG, AttemptDeadline, _Watchdog, attempt_deadline
+from reconciler.api.deadline import (
+    _WATCHDOG,
+    AttemptDeadline,
+    GuardedAdapter,
+    _Watchdog,
+    attempt_deadline,
+)
 from reconciler.api.network import make_session
 
 READ_TIMEOUT = 8.0  # far past every deadline here: only the deadline ends these waits in time
@@ -243,3 +251,39 @@ def test_a_process_forked_after_the_watchdog_started_still_has_deadlines() -> No
         os._exit(0 if fired.wait(5) else 1)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_cutting_a_connection_already_closed_is_quiet() -> None:
+    # The answer may end, and its socket close, just as the deadline passes: the
+    # watchdog thread must not die of it, or no later deadline would fire.
+    left, right = socket.socketpair()
+    left.close()
+    right.close()
+    deadline = AttemptDeadline(0)
+
+    deadline.cut(left)
+
+    assert deadline.expired
+
+
+@pytest.mark.parametrize("proxy", ["socks5://127.0.0.1:1080", "SOCKS5h://127.0.0.1:1080"])
+def test_a_socks_proxy_keeps_the_connection_pools_its_library_brings(
+    proxy: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # SOCKS pools come from PySocks' manager; ours would bypass the SOCKS tunnel.
+    manager = SimpleNamespace(pool_classes_by_scheme={"http": "socks pool", "https": "socks tls"})
+    monkeypatch.setattr(HTTPAdapter, "proxy_manager_for", lambda self, proxy, **kw: manager)
+    assert GuardedAdapter().proxy_manager_for(proxy).pool_classes_by_scheme == {
+        "http": "socks pool",
+        "https": "socks tls",
+    }
+
+
+def test_an_http_proxy_gets_the_pools_that_carry_the_deadline(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    plain = SimpleNamespace(pool_classes_by_scheme={"http": "plain pool", "https": "plain tls"})
+    monkeypatch.setattr(HTTPAdapter, "proxy_manager_for", lambda self, proxy, **kw: plain)
+    manager = GuardedAdapter().proxy_manager_for("HTTP://proxy.example:3128")
+    assert manager.pool_classes_by_scheme["http"].__name__ == "_HTTPPool"
+    assert manager.pool_classes_by_scheme["https"].__name__ == "_HTTPSPool"
