@@ -37,6 +37,13 @@ INVITE_FILES = {
         "invites:\n  - name: Acme\n",
         ["2:5: invite is missing required field `id`"],
     ),
+    "a file without invites": (
+        "other: 1\n",
+        [
+            "1:1: file is missing required field `invites`",
+            "1:1: unknown field `other`; allowed: invites",
+        ],
+    ),
     "invites left empty": (
         "invites:\n",
         ["1:9: `invites` is empty; list invites under it, or write `invites: []`"],
@@ -127,6 +134,11 @@ CONFIG = {
         '1:9: an item of `paths` must be text, but YAML reads 5 as a number; put it in quotes: "5"'
     ),
     "max_changes: yes": "1:14: `max_changes` must be a whole number, not a boolean",
+    "timeout: yes": "1:10: `timeout` must be a number, not a boolean",
+    "field_names: 5": "1:14: `field_names` must be a mapping, not a number",
+    'paths: [5, ""]': (  # two problems in the list: the first is told
+        '1:9: an item of `paths` must be text, but YAML reads 5 as a number; put it in quotes: "5"'
+    ),
     "max_attempts: 1.5": "1:15: `max_attempts` must be a whole number, not 1.5",
     "retry_max_seconds: -1": "1:20: `retry_max_seconds` must be at least 0",
     "base_url: ftp://kyb.example": (

@@ -1,0 +1,50 @@
+"""Invite ids typed on the command line, checked before anything is read; and an
+invite entry's fields as the file wrote them."""
+
+from __future__ import annotations
+
+import pytest
+
+from reconciler.desired import load_text
+from reconciler.errors import ReconcilerError
+from reconciler.invite_entries import refuse_bad_ids
+
+RULE = "1 to 128 letters, digits, `_`, `-`, `.`, and not dots alone"
+
+
+def test_good_ids_pass() -> None:
+    refuse_bad_ids(["inv_1", "INV-2.a", "x" * 128], "--target")
+
+
+def test_bad_ids_are_named_once_each_in_the_order_given() -> None:
+    with pytest.raises(ReconcilerError) as refused:
+        refuse_bad_ids(["inv_1", "inv 2", "..", "inv 2", "a/b"], "--target")
+    assert str(refused.value) == (
+        f"--target 'inv 2', '..', 'a/b': not a valid invite id ({RULE}); nothing was read"
+    )
+
+
+@pytest.mark.parametrize(("count", "tail"), [(10, ""), (11, " and 1 more"), (25, " and 15 more")])
+def test_ten_bad_ids_are_shown_and_the_rest_counted(count: int, tail: str) -> None:
+    bad = [f"bad id {n}" for n in range(count)]
+    with pytest.raises(ReconcilerError) as refused:
+        refuse_bad_ids(bad, "--target")
+    shown = ", ".join(repr(b) for b in bad[:10])
+    assert str(refused.value) == (
+        f"--target {shown}{tail}: not a valid invite id ({RULE}); nothing was read"
+    )
+
+
+def test_an_entry_keeps_its_fields_in_the_order_written_and_drops_the_reconciler_keys() -> None:
+    text = (
+        "invites:\n"
+        "  - id: inv_1\n    attachments: [deed]\n    resendOnChange: true\n"
+        "    phone: '+442079460000'\n"
+        "  - phone: '+442079460001'\n    id: inv_2\n    attachments: [deed]\n"
+    )
+    invites, problems = load_text(text, "t.yaml")
+    assert problems == []
+    assert [(i.id, list(i.fields.items()), i.resend_on_change) for i in invites] == [
+        ("inv_1", [("attachments", ["deed"]), ("phone", "+442079460000")], True),
+        ("inv_2", [("phone", "+442079460001"), ("attachments", ["deed"])], False),
+    ]
