@@ -1,0 +1,72 @@
+"""The quick check compiled from a schema: for the keywords it knows it says exactly
+what jsonschema says (so valid invites skip jsonschema); whatever it does not
+know, or doubts, it answers False and leaves to jsonschema. Never more lenient."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from jsonschema import Draft202012Validator, FormatChecker
+
+from reconciler.schema_fast import compile_check
+
+STRING = {"type": "string"}
+
+EXACT: list[tuple[dict[str, Any], list[Any]]] = [
+    ({"type": "array"}, [[], [1, "a"], "ab", None]),
+    ({"type": "array", "minItems": 1}, [[], [1]]),
+    ({"type": "array", "maxItems": 2}, [[1, 2], [1, 2, 3]]),
+    ({"type": "array", "items": STRING}, [["a"], ["a", 1], []]),
+    ({"type": "array", "uniqueItems": True}, [[1, 2], [1, 1], ["a", "a"], [[1], [1]]]),
+    ({"type": "string"}, ["", "a", 1, None]),
+    ({"type": "string", "minLength": 2}, ["a", "ab"]),
+    ({"type": "string", "maxLength": 2}, ["ab", "abc"]),
+    ({"type": "string", "pattern": "^a"}, ["ab", "ba"]),
+    ({"type": "string", "format": "date"}, ["2026-11-25", "2026-13-45", "x"]),
+    ({"type": "boolean"}, [True, False, 0, "true"]),
+    ({"type": "object"}, [{}, {"x": 1}, []]),
+    (
+        {"type": "object", "properties": {"a": STRING}, "required": ["a"]},
+        [{"a": "x"}, {}, {"a": 1}, {"a": "x", "b": 1}],
+    ),
+    (
+        {"type": "object", "properties": {"a": STRING}, "additionalProperties": False},
+        [{"a": "x"}, {"b": "x"}, {}],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("schema", "value"),
+    [(schema, value) for schema, values in EXACT for value in values],
+    ids=lambda v: repr(v)[:40],
+)
+def test_for_the_keywords_it_knows_it_says_what_jsonschema_says(schema: Any, value: Any) -> None:
+    formats = FormatChecker()
+    valid = Draft202012Validator(schema, format_checker=formats).is_valid(value)
+    assert compile_check(schema, formats)(value) is valid
+
+
+DOUBT: list[tuple[Any, Any]] = [
+    ({"type": ["string", "null"]}, "a"),  # a list of types
+    ({"type": "string", "enum": ["a"]}, "a"),  # a keyword it does not know
+    ({"enum": ["a"]}, "a"),  # no type at all
+    (True, "a"),  # a schema that is not a mapping
+    ({"type": "object", "additionalProperties": STRING}, {"b": "x"}),
+    ({"type": "array", "uniqueItems": True}, [[1], [2]]),  # not hashable: in doubt
+]
+
+
+@pytest.mark.parametrize(("schema", "value"), DOUBT, ids=lambda v: repr(v)[:40])
+def test_what_it_does_not_know_or_doubts_is_left_to_jsonschema(schema: Any, value: Any) -> None:
+    formats = FormatChecker()
+    assert Draft202012Validator(schema, format_checker=formats).is_valid(value)
+    assert compile_check(schema, formats)(value) is False
+
+
+def test_an_open_object_with_a_wrong_extra_field_is_never_accepted() -> None:
+    # The one way to be more lenient than jsonschema: trust an extra field that a
+    # schema for additional properties would have refused.
+    schema = {"type": "object", "properties": {}, "additionalProperties": STRING}
+    assert compile_check(schema, FormatChecker())({"b": 1}) is False
