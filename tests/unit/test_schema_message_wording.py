@@ -4,7 +4,9 @@ invite file or reconciler.yaml, at the line and column to fix."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -161,24 +163,54 @@ def test_each_problem_in_the_config_file_is_worded_in_full(
     assert str(caught.value) == f"{config}:{shown}"
 
 
-def test_a_rule_added_to_the_schema_without_its_own_wording_is_still_named(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def enum_groups(invite: dict[str, Any]) -> None:
+    invite["properties"]["groups"] = {"type": "array", "items": {"enum": ["emea", "apac"]}}
+
+
+def name_or_nothing(invite: dict[str, Any]) -> None:
+    invite["properties"]["name"] = {"type": ["string", "null"]}
+
+
+def name_a_date(invite: dict[str, Any]) -> None:
+    invite["properties"]["name"] = {"type": "string", "format": "date"}
+
+
+EDITS = {
+    # A team's edits to the invite schema: the message still names the rule.
+    "groups from a fixed list": (
+        enum_groups,
+        "    groups: [emea, latam]\n",
+        '3:20: `groups` does not meet the schema rule `enum: ["emea", "apac"]`',
+    ),
+    "a name that may be left empty": (
+        name_or_nothing,
+        "    name: 5\n",
+        "3:11: `name` must be text or empty, not a number",
+    ),
+    "a name that must be a date": (
+        name_a_date,
+        "    name: Acme\n",
+        "3:11: `name`: 'Acme' is not a valid date",
+    ),
+}
+
+
+@pytest.mark.parametrize(("edit", "entry", "shown"), EDITS.values(), ids=EDITS.keys())
+def test_a_rule_edited_into_the_schema_is_worded_too(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    edit: Callable[[dict[str, Any]], None],
+    entry: str,
+    shown: str,
 ) -> None:
-    # A team's edit to the invite schema (here: groups from a fixed list) gets the
-    # rule itself in the message, not a traceback or silence.
     edited = json.loads(invite_schema_path().read_text(encoding="utf-8"))
-    text = json.dumps(edited)
-    groups = '"groups": {'
-    assert text.count(groups) == 1
-    text = text.replace(groups, groups + '"items": {"enum": ["emea", "apac"]}, ', 1)
+    edit(edited["$defs"]["invite"])
     path = tmp_path / "invites.schema.json"
-    path.write_text(text, encoding="utf-8")
+    path.write_text(json.dumps(edited), encoding="utf-8")
     monkeypatch.setattr(schema, "invite_schema_path", lambda: path)
     schema.invite_validators.cache_clear()
     try:
-        problems = load_text(ENTRY + "    groups: [emea, latam]\n", "t.yaml")[1]
+        problems = load_text(ENTRY + entry, "t.yaml")[1]
     finally:
         schema.invite_validators.cache_clear()
-    assert [str(p) for p in problems] == [
-        't.yaml:3:20: `groups` does not meet the schema rule `enum: ["emea", "apac"]`'
-    ]
+    assert [str(p) for p in problems] == [f"t.yaml:{shown}"]
