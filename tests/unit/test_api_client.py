@@ -1709,3 +1709,24 @@ def test_the_verbose_log_names_a_failure_without_an_answer_by_its_kind(
         f"GET {path} -> TransportError (0 ms, requestId -)",
         f"GET {path} -> 200 (0 ms, requestId -)",  # cut off before its requestId was read
     ]
+
+
+def test_the_verbose_log_gives_how_long_each_attempt_took(
+    make_client: Callable[..., ApiClient],
+    requests_mock: Any,
+    token_endpoint: Any,
+    fake_time: FakeTime,
+    debug_log: pytest.LogCaptureFixture,
+) -> None:
+    client = make_client()
+
+    def slow_answer(request: Any, context: Any) -> dict[str, Any]:
+        fake_time.now += 0.25  # the server took a quarter of a second
+        return envelope(INVITE, request_id="2502")
+
+    requests_mock.get(INVITE_URL, json=slow_answer)
+
+    client.get_invite("inv_8f2k1")
+
+    logged = [r.getMessage() for r in debug_log.records if r.getMessage().startswith("GET")]
+    assert logged == ["GET /public-api/v1/kyb/invites/inv_8f2k1 -> 200 (250 ms, requestId 2502)"]

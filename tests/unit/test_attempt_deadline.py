@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -287,3 +289,20 @@ def test_an_http_proxy_gets_the_pools_that_carry_the_deadline(
     manager = GuardedAdapter().proxy_manager_for("HTTP://proxy.example:3128")
     assert manager.pool_classes_by_scheme["http"].__name__ == "_HTTPPool"
     assert manager.pool_classes_by_scheme["https"].__name__ == "_HTTPSPool"
+
+
+def test_the_watchdog_thread_is_named_and_never_keeps_a_process_alive() -> None:
+    # A deadline a minute away is pending when the run ends: the process exits
+    # at once all the same, and a thread dump names what the thread is for.
+    code = (
+        "import threading, time\n"
+        "from reconciler.api.deadline import _WATCHDOG\n"
+        "_WATCHDOG.arm(time.monotonic() + 60, lambda: None)\n"
+        "print(sorted(t.name for t in threading.enumerate()))\n"
+    )
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=30, check=True
+    )
+    assert time.monotonic() - started < 20
+    assert done.stdout.strip() == "['MainThread', 'deadline']"

@@ -5,6 +5,7 @@ runs are in-process."""
 
 from __future__ import annotations
 
+import json
 import re
 import socket
 import threading
@@ -124,3 +125,40 @@ def test_a_server_that_never_starts_its_answer_is_cut_at_the_deadline() -> None:
 
     assert f"no complete answer from {host} within 1s" in str(failed.value)
     assert time.monotonic() - started < 4
+
+
+def test_an_answer_cut_off_part_way_through_the_client_says_so() -> None:
+    token = json.dumps({"access_token": "tok_cut_test_1234", "expires_in": 3600}).encode()
+
+    def serve(listener: socket.socket, stop: threading.Event) -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn:
+                request = conn.recv(65536)
+                if request.startswith(b"POST"):  # the token: a whole answer
+                    head = f"HTTP/1.1 200 OK\r\nContent-Length: {len(token)}\r\n\r\n".encode()
+                    conn.sendall(head + token)
+                else:  # the invite: 10 of the 500 bytes promised, then the end
+                    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 500\r\n\r\n" + b'{"data": {')
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+    thread = threading.Thread(target=serve, args=(listener, stop), daemon=True)
+    thread.start()
+    host = f"127.0.0.1:{listener.getsockname()[1]}"
+    settings = Settings(
+        base_url=f"http://{host}", client_id=CLIENT_ID, client_secret=SECRET, max_attempts=1
+    )
+    try:
+        with ApiClient(settings) as client, pytest.raises(TransportError) as failed:
+            client.get_invite("inv_1")
+    finally:
+        stop.set()
+        listener.close()
+        thread.join(5)
+
+    assert str(failed.value) == f"the answer from {host} was cut off (gave up after 1 attempt)"
+    assert failed.value.maybe_sent
