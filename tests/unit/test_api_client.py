@@ -1721,7 +1721,7 @@ def test_the_verbose_log_gives_how_long_each_attempt_took(
     client = make_client()
 
     def slow_answer(request: Any, context: Any) -> dict[str, Any]:
-        fake_time.now += 0.25  # the server took a quarter of a second
+        fake_time.now += 1.25  # the server took a second and a quarter
         return envelope(INVITE, request_id="2502")
 
     requests_mock.get(INVITE_URL, json=slow_answer)
@@ -1729,4 +1729,4 @@ def test_the_verbose_log_gives_how_long_each_attempt_took(
     client.get_invite("inv_8f2k1")
 
     logged = [r.getMessage() for r in debug_log.records if r.getMessage().startswith("GET")]
-    assert logged == ["GET /public-api/v1/kyb/invites/inv_8f2k1 -> 200 (250 ms, requestId 2502)"]
+    assert logged == ["GET /public-api/v1/kyb/invites/inv_8f2k1 -> 200 (1250 ms, requestId 2502)"]

@@ -302,7 +302,7 @@ def test_the_watchdog_thread_is_named_and_never_keeps_a_process_alive() -> None:
     )
     started = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=30, check=True
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=20, check=True
     )
     assert time.monotonic() - started < 20
     assert done.stdout.strip() == "['MainThread', 'deadline']"
