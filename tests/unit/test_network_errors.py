@@ -12,11 +12,13 @@ import ssl
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 import requests
 import urllib3.exceptions as u3
 
+from reconciler.api.deadline import GuardedAdapter
 from reconciler.api.errors import TransportError
 from reconciler.api.network import make_session, transport_error
 
@@ -277,3 +279,46 @@ def test_a_proxy_that_refuses_connections_is_named_not_the_platform(
     error = failure("https://api.example/v1/invites/inv_1")
     assert "through the proxy set in the environment" in str(error)
     assert "pr0xy-pass" not in str(error) and error.maybe_sent is False
+
+
+# -- what a session is made with ------------------------------------------------------
+
+
+def test_https_requests_go_through_the_adapter_that_keeps_the_deadline() -> None:
+    session = make_session("https://api.example", 4)
+    assert isinstance(session.get_adapter("https://api.example/v1/x"), GuardedAdapter)
+    assert isinstance(session.get_adapter("http://127.0.0.1:8080/v1/x"), GuardedAdapter)
+
+
+def test_certificates_are_verified_against_the_ca_bundle_the_environment_names(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    for name in ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"):
+        monkeypatch.delenv(name, raising=False)
+    assert make_session("https://api.example", 1).verify is True
+    bundle = tmp_path / "private-ca.pem"
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(bundle))
+    assert make_session("https://api.example", 1).verify == str(bundle)
+
+
+def test_plain_http_to_this_machine_never_goes_through_a_proxy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A proxy would carry the token request's client secret, in clear, off this machine.
+    proxied: list[bytes] = []
+
+    def proxy(conn: socket.socket) -> None:
+        proxied.append(conn.recv(65536))
+
+    def platform(conn: socket.socket) -> None:
+        conn.recv(65536)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
+
+    with listener(proxy) as proxy_address, listener(platform) as address:
+        for name in ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
+            monkeypatch.setenv(name, f"http://{proxy_address}")
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        monkeypatch.delenv("no_proxy", raising=False)
+        url = f"http://{address}/v1/invites/inv_1"
+        answer = make_session(url, 1).get(url, timeout=5)
+    assert answer.status_code == 200 and proxied == []

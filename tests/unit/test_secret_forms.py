@@ -38,3 +38,31 @@ def test_a_token_shown_in_a_log_or_traceback_shows_nothing_of_itself():
     token = Token("eyJhbGciOiJIUzI1NiJ9.payload.sig", 3600, now=0)
     assert repr(token) == str(token) == "<token hidden>"
     assert f"{[token]}" == "[<token hidden>]"
+
+
+@pytest.mark.parametrize(
+    "form",
+    [
+        "s3cr et/42+x",  # as set
+        "s3cr+et%2F42%2Bx",  # form-encoded, as the token request sends it
+        "s3cr%20et%2F42%2Bx",  # percent-encoded, slash included, as a URL would carry it
+    ],
+)
+def test_the_secret_in_each_encoding_a_server_may_echo_is_redacted_whole(form: str) -> None:
+    register_secret_forms("s3cr et/42+x")
+    assert redact(f"invalid client: {form}!") == f"invalid client: {REDACTED}!"
+
+
+@pytest.mark.parametrize(
+    ("secret", "echoed"),
+    [
+        ('Sécret"value-123', 'Sécret\\"value-123'),  # JSON, non-ASCII kept (as shown)
+        ('Sécret"value-123', 'S\\u00e9cret\\"value-123'),  # JSON, ASCII only
+        ("tök\\en-ab12cd34", "tök\\\\en-ab12cd34"),
+    ],
+)
+def test_the_secret_as_json_writes_it_is_redacted_whole(secret: str, echoed: str) -> None:
+    register_secret_forms(secret)
+    assert redact(f'{{"message": "bad secret {echoed}"}}') == (
+        f'{{"message": "bad secret {REDACTED}"}}'
+    )
