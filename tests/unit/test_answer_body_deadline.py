@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import pytest
+from loopback import serving
 
 from reconciler.api.answer import Limits, read_body
 from reconciler.api.errors import TransportError
@@ -23,24 +24,15 @@ READ_TIMEOUT = 8.0
 
 @contextmanager
 def answered_by(send: Callable[[socket.socket, threading.Event], None]) -> Iterator[str]:
-    """The URL of a one-connection server on 127.0.0.1 that answers with ``send``."""
-    server = socket.create_server(("127.0.0.1", 0))
-    done = threading.Event()
+    """The URL of a server on 127.0.0.1 that reads a request and answers with ``send``."""
 
-    def serve() -> None:
-        conn, _ = server.accept()
+    def answer(conn: socket.socket, done: threading.Event) -> None:
         with conn:
             conn.recv(65536)
             send(conn, done)
 
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.getsockname()[1]}/v1/invites/inv_1"
-    finally:
-        done.set()
-        thread.join(5)
-        server.close()
+    with serving(answer) as address:
+        yield f"http://{address}/v1/invites/inv_1"
 
 
 def drip(conn: socket.socket, done: threading.Event) -> None:

@@ -9,13 +9,13 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 import requests
+from loopback import serving
 from requests.adapters import HTTPAdapter
 
 from reconciler.api.deadline import (
@@ -121,31 +121,6 @@ STATUS_LINE = b"HTTP/1.1 200 OK\r\n"
 ANSWER = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
 
 
-@contextmanager
-def server_on_loopback(handle: Callable[[socket.socket, threading.Event], None]) -> Iterator[int]:
-    """The port of a server on 127.0.0.1 that gives each connection to ``handle``."""
-    listener = socket.create_server(("127.0.0.1", 0))
-    listener.settimeout(0.05)
-    done = threading.Event()
-
-    def serve() -> None:
-        while not done.is_set():
-            try:
-                conn, _ = listener.accept()
-            except OSError:
-                continue
-            threading.Thread(target=handle, args=(conn, done), daemon=True).start()
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
-        yield listener.getsockname()[1]
-    finally:
-        done.set()
-        thread.join(5)
-        listener.close()
-
-
 def drip_headers(conn: socket.socket, done: threading.Event) -> None:
     """Status line, then a header a byte every 20 ms for 6 s: never a whole answer."""
     with conn:
@@ -187,8 +162,8 @@ def get_cut_by_deadline(url: str, seconds: float, **kwargs: Any) -> tuple[Attemp
 
 
 def test_headers_dripped_a_byte_at_a_time_end_at_the_attempt_deadline() -> None:
-    with server_on_loopback(drip_headers) as port:
-        deadline, took = get_cut_by_deadline(f"http://127.0.0.1:{port}/v1/invites/inv_1", 0.5)
+    with serving(drip_headers) as address:
+        deadline, took = get_cut_by_deadline(f"http://{address}/v1/invites/inv_1", 0.5)
 
     assert deadline.expired  # the caller can say "no complete answer within 0.5s"
     assert 0.45 <= took < 3, f"a 0.5 s deadline ended the wait after {took:.1f}s"
@@ -197,8 +172,8 @@ def test_headers_dripped_a_byte_at_a_time_end_at_the_attempt_deadline() -> None:
 def test_headers_dripped_through_a_proxy_end_at_the_attempt_deadline() -> None:
     # The proxy drips: the request goes to it (an absolute URL), through the
     # proxy manager's pools, which must carry the deadline too.
-    with server_on_loopback(drip_headers) as port:
-        proxy = f"http://127.0.0.1:{port}"
+    with serving(drip_headers) as address:
+        proxy = f"http://{address}"
         deadline, took = get_cut_by_deadline(
             "http://api.example/v1/invites/inv_1", 0.5, proxies={"http": proxy}
         )
@@ -217,16 +192,16 @@ def test_without_an_attempt_deadline_only_the_read_timeout_bounds_a_slow_answer(
                     return
                 conn.sendall(bytes([byte]))
 
-    with server_on_loopback(slow_but_whole) as port:
-        url = f"http://127.0.0.1:{port}/v1/invites/inv_1"
+    with serving(slow_but_whole) as address:
+        url = f"http://{address}/v1/invites/inv_1"
         response = make_session(url, 1).get(url, timeout=(5, READ_TIMEOUT))
 
     assert response.status_code == 200 and response.json() == {}
 
 
 def test_an_answer_in_time_disarms_the_deadline_and_its_connection_is_kept() -> None:
-    with server_on_loopback(answer_every_request) as port:
-        url = f"http://127.0.0.1:{port}/v1/invites/inv_1"
+    with serving(answer_every_request) as address:
+        url = f"http://{address}/v1/invites/inv_1"
         session = make_session(url, 1)
         with attempt_deadline(0.2) as first:
             assert session.get(url, timeout=(5, READ_TIMEOUT)).json() == {}

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import requests
 import urllib3.exceptions as u3
+from loopback import serving
 
 from reconciler.api.deadline import GuardedAdapter
 from reconciler.api.errors import TransportError
@@ -27,26 +28,14 @@ HOST = "127.0.0.1"
 
 @contextmanager
 def listener(on_connect: Callable[[socket.socket], None]) -> Iterator[str]:
-    """A server on 127.0.0.1 that hands each connection to ``on_connect``."""
-    server = socket.create_server((HOST, 0))
-    stop = threading.Event()
+    """``host:port`` of a server on 127.0.0.1 that hands each connection to ``on_connect``."""
 
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                return
-            with conn:
-                on_connect(conn)
+    def handle(conn: socket.socket, done: threading.Event) -> None:
+        with conn:
+            on_connect(conn)
 
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
-        yield f"{HOST}:{server.getsockname()[1]}"
-    finally:
-        stop.set()
-        server.close()
+    with serving(handle) as address:
+        yield address
 
 
 def failure(url: str, timeout: float = 5.0, **kwargs: object) -> TransportError:

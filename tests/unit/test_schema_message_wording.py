@@ -138,6 +138,10 @@ CONFIG = {
     "max_changes: yes": "1:14: `max_changes` must be a whole number, not a boolean",
     "timeout: yes": "1:10: `timeout` must be a number, not a boolean",
     "field_names: 5": "1:14: `field_names` must be a mapping, not a number",
+    "scope: 2024-01-02": (
+        "1:8: `scope` must be text, but YAML reads 2024-01-02 as a date; "
+        'put it in quotes: "2024-01-02"'
+    ),
     'paths: [5, ""]': (  # two problems in the list: the first is told
         '1:9: an item of `paths` must be text, but YAML reads 5 as a number; put it in quotes: "5"'
     ),

@@ -11,10 +11,10 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import suppress
 
 import pytest
 from hostile_server import CLIENT_ID, HostileServer, Hostility
+from loopback import serving
 
 from reconciler.api.client import ApiClient
 from reconciler.api.errors import ApiError, TransportError
@@ -35,15 +35,15 @@ def slow_platform(request: pytest.FixtureRequest) -> Iterator[HostileServer]:
         give_up.cancel()
 
 
-def client_of(server: HostileServer, **settings: float) -> ApiClient:
+def client_of(base_url: str, **settings: float) -> ApiClient:
     return ApiClient(
-        Settings(base_url=server.url, client_id=CLIENT_ID, client_secret=SECRET, **settings)
+        Settings(base_url=base_url, client_id=CLIENT_ID, client_secret=SECRET, **settings)
     )
 
 
 def read_with(server: HostileServer, **settings: float) -> tuple[TransportError, float]:
     started = time.monotonic()
-    with client_of(server, **settings) as client, pytest.raises(TransportError) as failed:
+    with client_of(server.url, **settings) as client, pytest.raises(TransportError) as failed:
         client.get_invite("inv_1")
     return failed.value, time.monotonic() - started
 
@@ -92,73 +92,46 @@ def test_a_slow_read_is_retried_within_the_budget_and_the_retry_is_cut_too(
     assert took < 8, f"two 1 s attempts in a 3 s budget took {took:.1f}s"
 
 
+def stay_silent(conn: socket.socket, done: threading.Event) -> None:
+    with conn:
+        done.wait(10)
+
+
 def test_a_server_that_never_starts_its_answer_is_cut_at_the_deadline() -> None:
     # Not even a status line: the watchdog's cut ends the wait before the socket's
     # own read timeout would, and the user is told the same as for a drip.
-    listener = socket.create_server(("127.0.0.1", 0))
-    stop = threading.Event()
-
-    def accept_and_stay_silent() -> None:
-        with suppress(OSError):
-            conn, _ = listener.accept()
-            with conn:
-                stop.wait(10)
-
-    thread = threading.Thread(target=accept_and_stay_silent, daemon=True)
-    thread.start()
-    host = f"127.0.0.1:{listener.getsockname()[1]}"
-    settings = Settings(
-        base_url=f"http://{host}",
-        client_id=CLIENT_ID,
-        client_secret=SECRET,
-        timeout=1,
-        max_attempts=1,
-    )
     started = time.monotonic()
-    try:
-        with ApiClient(settings) as client, pytest.raises(ApiError) as failed:
-            client.get_invite("inv_1")
-    finally:
-        stop.set()
-        listener.close()
-        thread.join(5)
+    with (
+        serving(stay_silent) as address,
+        client_of(f"http://{address}", timeout=1, max_attempts=1) as client,
+        pytest.raises(ApiError) as failed,
+    ):
+        client.get_invite("inv_1")
 
-    assert f"no complete answer from {host} within 1s" in str(failed.value)
+    assert f"no complete answer from {address} within 1s" in str(failed.value)
     assert time.monotonic() - started < 4
 
 
+TOKEN = json.dumps({"access_token": "tok_cut_test_1234", "expires_in": 3600}).encode()
+
+
+def token_then_cut_off(conn: socket.socket, done: threading.Event) -> None:
+    with conn:
+        if conn.recv(65536).startswith(b"POST"):  # the token: a whole answer
+            conn.sendall(
+                f"HTTP/1.1 200 OK\r\nContent-Length: {len(TOKEN)}\r\n\r\n".encode() + TOKEN
+            )
+        else:  # the invite: 10 of the 500 bytes promised, then the end
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 500\r\n\r\n" + b'{"data": {')
+
+
 def test_an_answer_cut_off_part_way_through_the_client_says_so() -> None:
-    token = json.dumps({"access_token": "tok_cut_test_1234", "expires_in": 3600}).encode()
+    with (
+        serving(token_then_cut_off) as address,
+        client_of(f"http://{address}", max_attempts=1) as client,
+        pytest.raises(TransportError) as failed,
+    ):
+        client.get_invite("inv_1")
 
-    def serve(listener: socket.socket, stop: threading.Event) -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = listener.accept()
-            except OSError:
-                return
-            with conn:
-                request = conn.recv(65536)
-                if request.startswith(b"POST"):  # the token: a whole answer
-                    head = f"HTTP/1.1 200 OK\r\nContent-Length: {len(token)}\r\n\r\n".encode()
-                    conn.sendall(head + token)
-                else:  # the invite: 10 of the 500 bytes promised, then the end
-                    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 500\r\n\r\n" + b'{"data": {')
-
-    listener = socket.create_server(("127.0.0.1", 0))
-    stop = threading.Event()
-    thread = threading.Thread(target=serve, args=(listener, stop), daemon=True)
-    thread.start()
-    host = f"127.0.0.1:{listener.getsockname()[1]}"
-    settings = Settings(
-        base_url=f"http://{host}", client_id=CLIENT_ID, client_secret=SECRET, max_attempts=1
-    )
-    try:
-        with ApiClient(settings) as client, pytest.raises(TransportError) as failed:
-            client.get_invite("inv_1")
-    finally:
-        stop.set()
-        listener.close()
-        thread.join(5)
-
-    assert str(failed.value) == f"the answer from {host} was cut off (gave up after 1 attempt)"
+    assert str(failed.value) == f"the answer from {address} was cut off (gave up after 1 attempt)"
     assert failed.value.maybe_sent
