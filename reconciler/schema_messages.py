@@ -18,7 +18,7 @@ from jsonschema import ValidationError
 from reconciler.errors import SourceError
 from reconciler.safetext import escape
 from reconciler.yaml_positions import Located
-from reconciler.yaml_scalars import cut, kind_of, reading
+from reconciler.yaml_scalars import cut, kind_of, quote_it, reading
 
 _SHOWN = 120  # characters of a value quoted in a message
 
@@ -111,11 +111,12 @@ def _type(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[S
         message = f"{place(full)} is empty; give it a value or remove it"
     elif expected == "string" and raw is not None:
         message = (
-            f"{place(full)} must be text, but YAML reads {reading(raw, value)}; "
-            f'put it in quotes: "{escape(cut(raw))}"'
+            f"{place(full)} must be text, but YAML reads {reading(raw, value)}; {quote_it(raw)}"
         )
     else:
-        found = f"{value:g}" if expected == "integer" and type(value) is float else kind_of(value)
+        found = (
+            cut(repr(value)) if expected == "integer" and type(value) is float else kind_of(value)
+        )
         message = f"{place(full)} must be {_a(expected)}, not {found}"
         if place(full) == "each invite entry":
             message += " (start each entry with `- id: ...`)"

@@ -69,8 +69,15 @@ def construct(tag: str, value: str) -> Any:
 
 
 def cut(text: str) -> str:
-    """A value as a message quotes it: its first 40 characters (a file may hold 5 MB)."""
+    """Text YAML read as something else, as a message quotes it: its first 40
+    characters (a file may hold a 5 MB value)."""
     return text if len(text) <= 40 else text[:40] + "…"
+
+
+def quote_it(raw: str) -> str:
+    """The advice for text YAML read as something else: the value quoted, to copy,
+    when it is short enough to be shown whole."""
+    return f'put it in quotes: "{escape(raw)}"' if len(raw) <= 40 else "put it in quotes"
 
 
 def _shown(text: str) -> str:
@@ -131,4 +138,4 @@ def key_problem(raw: str, value: Any) -> str:
     """The message for a mapping key YAML did not read as text."""
     if raw == "":
         return "a key is empty; write a field name before the `:`"
-    return f'YAML reads the key {reading(raw, value)}; put it in quotes: "{escape(cut(raw))}"'
+    return f"YAML reads the key {reading(raw, value)}; {quote_it(raw)}"

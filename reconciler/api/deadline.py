@@ -56,9 +56,10 @@ class _Watchdog:
     """One thread running actions at their times; cancelled ones are skipped."""
 
     def __init__(self) -> None:
-        self.reset()
+        self.start_afresh()
 
-    def reset(self) -> None:
+    def start_afresh(self) -> None:
+        """Forget every entry and the thread: for a new watchdog, or in a forked child."""
         self._wake = threading.Condition()
         self._due: list[list[Any]] = []  # heap of [time, sequence, action or None]
         self._sequence = itertools.count()
@@ -94,8 +95,9 @@ class _Watchdog:
 
 _WATCHDOG = _Watchdog()
 # A forked child has the watchdog's state but not its thread, so no deadline would
-# ever fire there; and the parent's entries would cut sockets the two share.
-os.register_at_fork(after_in_child=_WATCHDOG.reset)
+# ever fire there; and the parent's pending cuts are not the child's to make.
+if hasattr(os, "register_at_fork"):  # not on Windows, which cannot fork
+    os.register_at_fork(after_in_child=_WATCHDOG.start_afresh)
 
 
 class _Guarded:

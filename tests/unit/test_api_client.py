@@ -356,10 +356,13 @@ def test_a_token_answer_without_a_token_says_so(client: ApiClient, requests_mock
 
 
 def test_a_request_sent_again_after_a_401_keeps_its_time_limits_and_trust(
-    make_client: Callable[..., ApiClient], requests_mock: Any, tmp_path: Any
+    make_client: Callable[..., ApiClient],
+    requests_mock: Any,
+    tmp_path: Any,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(tmp_path / "private-ca.pem"))
     client = make_client(timeout=7)
-    client._exchange._session.verify = str(tmp_path / "private-ca.pem")  # REQUESTS_CA_BUNDLE
     requests_mock.post(TOKEN_URL, [token_response(TOKEN), token_response(TOKEN2)])
     requests_mock.get(INVITE_URL, [failure(401, "token expired"), ok_invite()])
 
@@ -1587,18 +1590,16 @@ def test_a_stop_during_the_pause_before_a_retry_raises_the_failure_itself(
     # A pause of 0.25 s is one sleep: the stop comes during its last (and only)
     # slice, and must still keep the retry from being sent.
     monkeypatch.setattr("reconciler.api.client.random.random", lambda: 0.5)  # the jitter
-    client = make_client()
     requests_mock.get(INVITE_URL, [failure(503, "busy", request_id="5030"), ok_invite()])
-    sleep = fake_time.sleep
 
     def interrupted(seconds: float) -> None:
         client.halt.set()  # Ctrl-C while waiting to retry
-        sleep(seconds)
+        fake_time.sleep(seconds)
 
-    fake_time.sleep = interrupted  # type: ignore[method-assign]
-    client._exchange._sleep = interrupted
+    settings = Settings(base_url=BASE, client_id=CLIENT_ID, client_secret=SECRET)
+    client = ApiClient(settings, clock=fake_time.clock, sleep=interrupted)
 
-    with pytest.raises(ServerError) as caught:
+    with client, pytest.raises(ServerError) as caught:
         client.get_invite("inv_8f2k1")
 
     assert caught.value.request_id == "5030"

@@ -94,8 +94,8 @@ def test_actions_run_in_the_order_of_their_times_not_of_arming() -> None:
     done = threading.Event()
     now = time.monotonic()
 
-    watchdog.arm(now + 0.2, lambda: (order.append("second"), done.set()))
-    watchdog.arm(now + 0.1, lambda: order.append("first"))
+    watchdog.arm(now + 1.0, lambda: (order.append("second"), done.set()))
+    watchdog.arm(now + 0.5, lambda: order.append("first"))
 
     assert done.wait(10)
     assert order == ["first", "second"]
@@ -152,11 +152,14 @@ def answer_every_request(conn: socket.socket, done: threading.Event) -> None:
 
 
 def get_cut_by_deadline(url: str, seconds: float, **kwargs: Any) -> tuple[AttemptDeadline, float]:
-    session = make_session(url, 1)
     started = time.monotonic()
     # Cut mid-headers, http.client may hand back what it parsed as an answer:
     # the caller tells by ``expired`` (see ``exchange``), not by an exception.
-    with attempt_deadline(seconds) as deadline, suppress(requests.RequestException):
+    with (
+        make_session(url, 1) as session,
+        attempt_deadline(seconds) as deadline,
+        suppress(requests.RequestException),
+    ):
         session.get(url, timeout=(5, READ_TIMEOUT), **kwargs)
     return deadline, time.monotonic() - started
 
@@ -194,7 +197,8 @@ def test_without_an_attempt_deadline_only_the_read_timeout_bounds_a_slow_answer(
 
     with serving(slow_but_whole) as address:
         url = f"http://{address}/v1/invites/inv_1"
-        response = make_session(url, 1).get(url, timeout=(5, READ_TIMEOUT))
+        with make_session(url, 1) as session:
+            response = session.get(url, timeout=(5, READ_TIMEOUT))
 
     assert response.status_code == 200 and response.json() == {}
 
@@ -202,12 +206,12 @@ def test_without_an_attempt_deadline_only_the_read_timeout_bounds_a_slow_answer(
 def test_an_answer_in_time_disarms_the_deadline_and_its_connection_is_kept() -> None:
     with serving(answer_every_request) as address:
         url = f"http://{address}/v1/invites/inv_1"
-        session = make_session(url, 1)
-        with attempt_deadline(0.2) as first:
-            assert session.get(url, timeout=(5, READ_TIMEOUT)).json() == {}
-        time.sleep(0.4)  # past the first attempt's deadline
-        with attempt_deadline(5) as second:
-            assert session.get(url, timeout=(5, READ_TIMEOUT)).json() == {}
+        with make_session(url, 1) as session:
+            with attempt_deadline(1.0) as first:
+                assert session.get(url, timeout=(5, READ_TIMEOUT)).json() == {}
+            time.sleep(1.2)  # past the first attempt's deadline
+            with attempt_deadline(5) as second:
+                assert session.get(url, timeout=(5, READ_TIMEOUT)).json() == {}
 
     # Disarmed once answered: the watchdog never cut the kept-alive connection.
     assert not first.expired and not second.expired
@@ -224,8 +228,11 @@ def test_a_process_forked_after_the_watchdog_started_still_has_deadlines() -> No
     pid = os.fork()
     if pid == 0:  # the child: exit 0 only if a deadline fires in time
         fired = threading.Event()
-        _WATCHDOG.arm(time.monotonic() + 0.05, fired.set)
-        os._exit(0 if fired.wait(5) else 1)
+        try:
+            _WATCHDOG.arm(time.monotonic() + 0.05, fired.set)
+            os._exit(0 if fired.wait(5) else 1)
+        finally:
+            os._exit(2)  # never go on running the test session in the child
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
 
@@ -277,7 +284,7 @@ def test_the_watchdog_thread_is_named_and_never_keeps_a_process_alive() -> None:
     )
     started = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=20, check=True
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=30, check=True
     )
     assert time.monotonic() - started < 20
     assert done.stdout.strip() == "['MainThread', 'deadline']"

@@ -146,6 +146,7 @@ CONFIG = {
         '1:9: an item of `paths` must be text, but YAML reads 5 as a number; put it in quotes: "5"'
     ),
     "max_attempts: 1.5": "1:15: `max_attempts` must be a whole number, not 1.5",
+    "max_changes: 100000.5": "1:14: `max_changes` must be a whole number, not 100000.5",
     "retry_max_seconds: -1": "1:20: `retry_max_seconds` must be at least 0",
     "base_url: ftp://kyb.example": (
         "1:11: `base_url`: 'ftp://kyb.example' does not match `^https?://\\S+$(?!\\n)`"

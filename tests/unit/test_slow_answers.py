@@ -82,8 +82,11 @@ def test_a_body_that_drips_ends_at_the_deadline_with_what_had_arrived(
 
 @pytest.mark.parametrize("slow_platform", [HEADERS_DRIP], indirect=True, ids=["headers"])
 def test_a_slow_read_is_retried_within_the_budget_and_the_retry_is_cut_too(
-    slow_platform: HostileServer,
+    slow_platform: HostileServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # No pause before the retry (the jitter pinned at 0): the retry then has a
+    # whole second of the three-second budget, and says so.
+    monkeypatch.setattr("reconciler.api.client.random.random", lambda: 0.0)
     error, took = read_with(slow_platform, timeout=1, max_attempts=2, retry_max_seconds=3)
 
     assert len(slow_platform.calls("GET")) == 2  # a GET is safe to send again
@@ -92,17 +95,23 @@ def test_a_slow_read_is_retried_within_the_budget_and_the_retry_is_cut_too(
     assert took < 8, f"two 1 s attempts in a 3 s budget took {took:.1f}s"
 
 
-def stay_silent(conn: socket.socket, done: threading.Event) -> None:
+def stall_in_the_status_line(conn: socket.socket, done: threading.Event) -> None:
+    # The first bytes come late, so the socket's own read timeout (restarted by
+    # them) would end the wait 0.3 s after the attempt's deadline does.
     with conn:
-        done.wait(10)
+        conn.recv(65536)
+        if not done.wait(0.3):
+            conn.sendall(b"HTTP/1.1 2")
+            done.wait(10)
 
 
 def test_a_server_that_never_starts_its_answer_is_cut_at_the_deadline() -> None:
-    # Not even a status line: the watchdog's cut ends the wait before the socket's
-    # own read timeout would, and the user is told the same as for a drip.
+    # Not even a whole status line (here for the token request, the first one
+    # sent): the watchdog's cut ends the wait, and the user is told the same as
+    # for a drip.
     started = time.monotonic()
     with (
-        serving(stay_silent) as address,
+        serving(stall_in_the_status_line) as address,
         client_of(f"http://{address}", timeout=1, max_attempts=1) as client,
         pytest.raises(ApiError) as failed,
     ):
@@ -113,14 +122,16 @@ def test_a_server_that_never_starts_its_answer_is_cut_at_the_deadline() -> None:
 
 
 TOKEN = json.dumps({"access_token": "tok_cut_test_1234", "expires_in": 3600}).encode()
+# Connection: close, as the server then closes: the GET must not reuse it.
+TOKEN_ANSWER = (
+    f"HTTP/1.1 200 OK\r\nContent-Length: {len(TOKEN)}\r\nConnection: close\r\n\r\n".encode() + TOKEN
+)
 
 
 def token_then_cut_off(conn: socket.socket, done: threading.Event) -> None:
     with conn:
         if conn.recv(65536).startswith(b"POST"):  # the token: a whole answer
-            conn.sendall(
-                f"HTTP/1.1 200 OK\r\nContent-Length: {len(TOKEN)}\r\n\r\n".encode() + TOKEN
-            )
+            conn.sendall(TOKEN_ANSWER)
         else:  # the invite: 10 of the 500 bytes promised, then the end
             conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 500\r\n\r\n" + b'{"data": {')
 

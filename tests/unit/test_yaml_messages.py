@@ -241,9 +241,7 @@ CASES = {
             + "f" * 38
             + "… as a number ("
             + str(2**14000 - 1)[:40]
-            + '…); put it in quotes: "0x'
-            + "f" * 38
-            + '…"'
+            + "…); put it in quotes"  # too long to show whole, so no sample to copy
         ],
     ),
     "a tagged int of 14,001 bits is out of range": (
