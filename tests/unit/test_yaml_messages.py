@@ -299,6 +299,17 @@ CASES = {
             f"5:5: unknown field `5`; allowed: {FIELDS}",
         ],
     ),
+    "text read as a number, 40 characters: shown whole to copy": (
+        ENTRY + "    name: " + "1" * 40 + "\n",
+        [
+            f"3:11: `name` must be text, but YAML reads {'1' * 40} as a number; "
+            f'put it in quotes: "{"1" * 40}"'
+        ],
+    ),
+    "text read as a number, 41 characters: too long to copy from a message": (
+        ENTRY + "    name: " + "1" * 41 + "\n",
+        [f"3:11: `name` must be text, but YAML reads {'1' * 40}… as a number; put it in quotes"],
+    ),
     "an unknown tag on a mapping": (
         ENTRY + "    name: !custom {a: 1}\n",
         ["3:11: the tag !custom is not supported here; remove it"],
