@@ -9,6 +9,7 @@ the process is the point (signals, exit of the script, terminals).
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from collections.abc import Callable, Iterator
@@ -19,6 +20,8 @@ import pytest
 from helpers import EXAMPLES, RECONCILE, REPO, clean_env, sandbox_env
 from inprocess import CliResult, run_in_process
 
+from reconciler import schema
+from reconciler.resources import invite_schema_path
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox, SandboxOptions
 from reconciler.sandbox.state import load_state_file
 
@@ -118,3 +121,22 @@ def write_yaml(tmp_path: Path) -> Callable[[str, str], Path]:
         return path
 
     return write
+
+
+@pytest.fixture
+def edit_invite_schema(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Callable[[Callable[[dict[str, Any]], None]], None]]:
+    """Read invite files against the shipped schema with ``change`` made to its
+    invite entry, as a team may edit the file."""
+
+    def edit(change: Callable[[dict[str, Any]], None]) -> None:
+        edited = json.loads(invite_schema_path().read_text(encoding="utf-8"))
+        change(edited["$defs"]["invite"])
+        path = tmp_path / "invites.schema.json"
+        path.write_text(json.dumps(edited), encoding="utf-8")
+        monkeypatch.setattr(schema, "invite_schema_path", lambda: path)
+        schema.invite_validators.cache_clear()
+
+    yield edit
+    schema.invite_validators.cache_clear()  # before the path is put back

@@ -5,29 +5,17 @@ own rule holds too."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
-from reconciler import schema
 from reconciler.desired import load_text
-from reconciler.resources import invite_schema_path
 
 
 @pytest.fixture
-def loose_id_schema(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    edited = json.loads(invite_schema_path().read_text(encoding="utf-8"))
-    entry = edited["properties"]["invites"]["items"]
-    if "$ref" in entry:  # the entry may be a reference into $defs
-        entry = edited["$defs"][entry["$ref"].rsplit("/", 1)[1]]
-    entry["properties"]["id"].pop("pattern")  # any string will do, says the edit
-    path = tmp_path / "invites.schema.json"
-    path.write_text(json.dumps(edited), encoding="utf-8")
-    monkeypatch.setattr(schema, "invite_schema_path", lambda: path)
-    schema.invite_validators.cache_clear()
-    yield
-    schema.invite_validators.cache_clear()
+def loose_id_schema(edit_invite_schema: Callable[[Callable[[Any], None]], None]) -> None:
+    edit_invite_schema(lambda invite: invite["properties"]["id"].pop("pattern"))
 
 
 @pytest.mark.usefixtures("loose_id_schema")

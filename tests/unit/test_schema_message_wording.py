@@ -3,18 +3,15 @@ invite file or reconciler.yaml, at the line and column to fix."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from reconciler import schema
 from reconciler.config import load_settings
 from reconciler.desired import load_text
 from reconciler.errors import InputError
-from reconciler.resources import invite_schema_path
 
 ENTRY = "invites:\n  - id: inv_1\n"
 FIELDS = "addOns, attachments, email, groups, id, name, phone, primaryContact, resendOnChange"
@@ -202,20 +199,11 @@ EDITS = {
 
 @pytest.mark.parametrize(("edit", "entry", "shown"), EDITS.values(), ids=EDITS.keys())
 def test_a_rule_edited_into_the_schema_is_worded_too(
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    edit_invite_schema: Callable[[Callable[[dict[str, Any]], None]], None],
     edit: Callable[[dict[str, Any]], None],
     entry: str,
     shown: str,
 ) -> None:
-    edited = json.loads(invite_schema_path().read_text(encoding="utf-8"))
-    edit(edited["$defs"]["invite"])
-    path = tmp_path / "invites.schema.json"
-    path.write_text(json.dumps(edited), encoding="utf-8")
-    monkeypatch.setattr(schema, "invite_schema_path", lambda: path)
-    schema.invite_validators.cache_clear()
-    try:
-        problems = load_text(ENTRY + entry, "t.yaml")[1]
-    finally:
-        schema.invite_validators.cache_clear()
+    edit_invite_schema(edit)
+    problems = load_text(ENTRY + entry, "t.yaml")[1]
     assert [str(p) for p in problems] == [f"t.yaml:{shown}"]
