@@ -68,16 +68,18 @@ def construct(tag: str, value: str) -> Any:
     return result
 
 
+_SHOWN = 40  # characters of such a value a message quotes (a file may hold a 5 MB one)
+
+
 def cut(text: str) -> str:
-    """Text YAML read as something else, as a message quotes it: its first 40
-    characters (a file may hold a 5 MB value)."""
-    return text if len(text) <= 40 else text[:40] + "…"
+    """Text YAML read as something else, as a message quotes it."""
+    return text if len(text) <= _SHOWN else text[:_SHOWN] + "…"
 
 
 def quote_it(raw: str) -> str:
     """The advice for text YAML read as something else: the value quoted, to copy,
     when it is short enough to be shown whole."""
-    return f'put it in quotes: "{escape(raw)}"' if len(raw) <= 40 else "put it in quotes"
+    return f'put it in quotes: "{escape(raw)}"' if len(raw) <= _SHOWN else "put it in quotes"
 
 
 def _shown(text: str) -> str:

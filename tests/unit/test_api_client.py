@@ -152,6 +152,12 @@ def debug_log(caplog: pytest.LogCaptureFixture) -> pytest.LogCaptureFixture:
     return caplog
 
 
+@pytest.fixture
+def half_jitter(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Retry pauses without their randomness: the jitter is always 0.5."""
+    monkeypatch.setattr("reconciler.api.client.random.random", lambda: 0.5)
+
+
 def api_calls(requests_mock: Any) -> list[Any]:
     return [r for r in requests_mock.request_history if r.url != TOKEN_URL]
 
@@ -1499,9 +1505,8 @@ def test_the_verbose_log_tells_each_attempt_its_outcome_and_each_retry(
     make_client: Callable[..., ApiClient],
     requests_mock: Any,
     debug_log: pytest.LogCaptureFixture,
-    monkeypatch: pytest.MonkeyPatch,
+    half_jitter: None,
 ) -> None:
-    monkeypatch.setattr("reconciler.api.client.random.random", lambda: 0.5)  # the jitter
     client = make_client()
     requests_mock.post(TOKEN_URL, [token_response(), token_response(TOKEN2, expires_in=600)])
     requests_mock.get(
@@ -1551,9 +1556,8 @@ def test_a_retry_is_given_only_what_is_left_of_the_retry_budget(
     make_client: Callable[..., ApiClient],
     requests_mock: Any,
     token_endpoint: Any,
-    monkeypatch: pytest.MonkeyPatch,
+    half_jitter: None,
 ) -> None:
-    monkeypatch.setattr("reconciler.api.client.random.random", lambda: 0.5)  # the jitter
     client = make_client(timeout=30, retry_max_seconds=10)
     requests_mock.get(INVITE_URL, [failure(503, "busy"), failure(503, "busy"), ok_invite()])
 
@@ -1567,9 +1571,8 @@ def test_a_retry_is_given_only_what_is_left_of_the_retry_budget(
 
 
 def test_a_token_request_retried_is_given_only_what_is_left_of_its_budget(
-    make_client: Callable[..., ApiClient], requests_mock: Any, monkeypatch: pytest.MonkeyPatch
+    make_client: Callable[..., ApiClient], requests_mock: Any, half_jitter: None
 ) -> None:
-    monkeypatch.setattr("reconciler.api.client.random.random", lambda: 0.5)  # the jitter
     client = make_client(timeout=30, retry_max_seconds=10)
     requests_mock.post(TOKEN_URL, [failure(503, "busy"), token_response()])
     requests_mock.get(INVITE_URL, **ok_invite())
@@ -1585,11 +1588,10 @@ def test_a_stop_during_the_pause_before_a_retry_raises_the_failure_itself(
     requests_mock: Any,
     token_endpoint: Any,
     fake_time: FakeTime,
-    monkeypatch: pytest.MonkeyPatch,
+    half_jitter: None,
 ) -> None:
     # A pause of 0.25 s is one sleep: the stop comes during its last (and only)
     # slice, and must still keep the retry from being sent.
-    monkeypatch.setattr("reconciler.api.client.random.random", lambda: 0.5)  # the jitter
     requests_mock.get(INVITE_URL, [failure(503, "busy", request_id="5030"), ok_invite()])
 
     def interrupted(seconds: float) -> None:
