@@ -1,0 +1,1 @@
+"""HTTP plumbing: one request with its turn, deadline, retries, token and bounded answer."""

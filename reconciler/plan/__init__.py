@@ -1,0 +1,1 @@
+"""The plan: compare, the records it is made of, saved and signed plans."""

@@ -1,0 +1,1 @@
+"""Settings: options, environment, `reconciler.yaml` and defaults, one conversion each."""
