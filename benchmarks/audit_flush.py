@@ -46,13 +46,13 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from reconciler.api.client import ApiClient
-from reconciler.apply import Applier, WriteState
-from reconciler.audit import AuditLog
-from reconciler.concurrency import ordered_map
-from reconciler.config import Settings
-from reconciler.desired import load_desired_state
-from reconciler.plan import Plan, make_plan
+from reconciler.api.concurrency import ordered_map
+from reconciler.apply.applier import Applier, WriteState
+from reconciler.apply.audit import AuditLog
+from reconciler.desired.state import load_desired_state
+from reconciler.plan.model import Plan, make_plan
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox
+from reconciler.settings.config import Settings
 
 WAYS = ("no log", "log, no fsync", "log + fsync")
 NAMES = ["Société Générale", "Müller & Söhne GmbH", "株式会社サクラ商事", "Ørsted Ventures"]

@@ -12,12 +12,18 @@ from tests.helpers import REPO
 # The first category, in this order, with a marker in any frame of a stack names it.
 _CATEGORIES = [
     ("imports (start-up)", ("<frozen importlib",)),
-    ("schema validation", ("reconciler/schema.py", "/jsonschema/", "/referencing/")),
-    ("YAML loading (and building invites)", ("yaml_source.py", "/yaml/", "reconciler/desired.py")),
-    ("compare (deepdiff)", ("reconciler/compare.py", "/deepdiff/", "/orderly_set/")),
+    ("schema validation", ("reconciler/schema/check.py", "/jsonschema/", "/referencing/")),
+    (
+        "YAML loading (and building invites)",
+        ("reconciler/yamlload/", "/yaml/", "reconciler/desired/"),
+    ),
+    ("compare (deepdiff)", ("reconciler/plan/compare.py", "/deepdiff/", "/orderly_set/")),
     ("HTTP (requests/urllib3/http.client)", ("reconciler/api/", "/requests/", "/urllib3/")),
-    ("rendering the output", ("reconciler/render/", "json/encoder")),
-    ("thread pool, queues, waits", ("reconciler/concurrency.py", "concurrent/futures", "thread")),
+    ("rendering the output", ("reconciler/output/", "json/encoder")),
+    (
+        "thread pool, queues, waits",
+        ("reconciler/api/concurrency.py", "concurrent/futures", "thread"),
+    ),
 ]
 _FRAME = re.compile(r"^(?P<func>.*) \((?P<file>.*):(?P<line>\d+)\)$")
 

@@ -13,9 +13,9 @@ from collections.abc import Sequence
 import click
 
 from reconciler import __version__
-from reconciler.annotations import GITHUB_ANNOTATIONS, annotate_error
 from reconciler.errors import InputError, ReconcilerError
-from reconciler.render.common import plural, stop_writing_to_stdout
+from reconciler.output.common import plural, stop_writing_to_stdout
+from reconciler.output.github import GITHUB_ANNOTATIONS, annotate_error
 from reconciler.safetext import clean
 
 EXIT_OK = 0

@@ -20,10 +20,10 @@ import pytest
 from helpers import EXAMPLES, RECONCILE, REPO, clean_env, sandbox_env
 from inprocess import CliResult, run_in_process
 
-from reconciler import schema
 from reconciler.resources import invite_schema_path
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox, SandboxOptions
 from reconciler.sandbox.state import load_state_file
+from reconciler.schema import check as schema
 
 __all__ = [
     "EXAMPLES",

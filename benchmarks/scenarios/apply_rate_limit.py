@@ -8,7 +8,7 @@ from typing import Any
 from benchmarks.measure import RunFailed
 from benchmarks.scenarios.common import Context, dataset, describe, settled_limit
 from benchmarks.targets import Row, Target
-from reconciler.compare import compare_invite
+from reconciler.plan.compare import compare_invite
 from reconciler.sandbox import Sandbox, SandboxOptions
 from tests.estate import SEED, Dataset
 

@@ -27,8 +27,8 @@ from benchmarks.measure import RunFailed
 from benchmarks.scenarios.common import Context, dataset
 from benchmarks.targets import Row
 from reconciler.api.client import ApiClient
-from reconciler.config import INVITE_PATH, Settings
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox, SandboxOptions
+from reconciler.settings.config import INVITE_PATH, Settings
 from tests.estate import SEED
 from tests.helpers import REPO, clean_env
 

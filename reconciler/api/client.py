@@ -15,15 +15,15 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
-from reconciler.api.answer import Answer
-from reconciler.api.auth import register_secret_forms
-from reconciler.api.errors import WrongInvite
-from reconciler.api.exchange import Exchange, Observer
+from reconciler.api.exceptions import WrongInvite
+from reconciler.api.http.answer import Answer
+from reconciler.api.http.auth import register_secret_forms
+from reconciler.api.http.exchange import Exchange, Observer
+from reconciler.api.http.pacing import RequestPacer
+from reconciler.api.http.urls import check_base_url, invite_path
 from reconciler.api.invite_values import check_invite_values
-from reconciler.api.pacing import RequestPacer
-from reconciler.api.urls import check_base_url, invite_path
-from reconciler.config import UPDATABLE_FIELDS, Settings
 from reconciler.safetext import clean, escape
+from reconciler.settings.config import UPDATABLE_FIELDS, Settings
 
 __all__ = ["ApiClient", "CurrentInvite", "Observer", "Receipt", "check_base_url"]
 

@@ -18,8 +18,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
 from typing import Any, Generic, NamedTuple, TypeVar
 
-from reconciler.api.errors import ApiError, RateLimited, ServerError
-from reconciler.limiter import AdaptiveLimit, FixedLimit, Limiter
+from reconciler.api.exceptions import ApiError, RateLimited, ServerError
+from reconciler.api.limiter import AdaptiveLimit, FixedLimit, Limiter
 
 T = TypeVar("T")
 R = TypeVar("R")

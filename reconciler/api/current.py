@@ -6,10 +6,10 @@ import threading
 from collections.abc import Iterator
 
 from reconciler.api.client import ApiClient, CurrentInvite
-from reconciler.concurrency import Outcome, ordered_map
-from reconciler.desired import DesiredInvite
-from reconciler.limiter import Limiter
-from reconciler.progress import Progress
+from reconciler.api.concurrency import Outcome, ordered_map
+from reconciler.api.limiter import Limiter
+from reconciler.desired.state import DesiredInvite
+from reconciler.output.progress import Progress
 
 
 def read_current(

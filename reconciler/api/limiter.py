@@ -22,7 +22,7 @@ import math
 import threading
 from typing import Protocol
 
-from reconciler.config import Settings
+from reconciler.settings.config import Settings
 from reconciler.wording import plural
 
 log = logging.getLogger("reconciler.limiter")

@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from reconciler.api.client import ApiClient
-from reconciler.api.errors import ApiError, NotSent
-from reconciler.audit import AuditLog, NoAuditLog
-from reconciler.concurrency import ordered_map
-from reconciler.limiter import Limiter
-from reconciler.plan import RUN_FATAL_ERRORS, InviteChange, Plan
+from reconciler.api.concurrency import ordered_map
+from reconciler.api.exceptions import ApiError, NotSent
+from reconciler.api.limiter import Limiter
+from reconciler.apply.audit import AuditLog, NoAuditLog
+from reconciler.plan.model import RUN_FATAL_ERRORS, InviteChange, Plan
 
 
 class WriteState(Enum):

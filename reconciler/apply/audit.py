@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple, Self
 
 from reconciler.api.client import Receipt
-from reconciler.api.errors import ApiError
+from reconciler.api.exceptions import ApiError
 from reconciler.errors import ReconcilerError
 from reconciler.safetext import clean, escape_json_text, redact
 

@@ -4,17 +4,13 @@ from __future__ import annotations
 
 import click
 
-from reconciler.annotations import (
-    emit,
-    github_enabled,
-    invite_error_commands,
-    report_plan,
-)
 from reconciler.api.client import ApiClient
-from reconciler.apply import Applier, ApplyReport, ChangeResult, WriteState
-from reconciler.audit import open_audit_log
-from reconciler.color import use_color
+from reconciler.api.limiter import Limiter, limiter_for
+from reconciler.apply.applier import Applier, ApplyReport, ChangeResult, WriteState
+from reconciler.apply.audit import open_audit_log
+from reconciler.apply.interrupt import GracefulInterrupt
 from reconciler.commands.common import check_writable, read_desired, run_selection, run_settings
+from reconciler.commands.confirm import confirm
 from reconciler.commands.options import (
     RUN_ENV,
     FilePath,
@@ -26,18 +22,22 @@ from reconciler.commands.options import (
 )
 from reconciler.commands.plan import signing_secret
 from reconciler.commands.remote import api_client, compute_plan
-from reconciler.config import Settings
-from reconciler.confirm import confirm
 from reconciler.errors import ReconcilerError
-from reconciler.interrupt import GracefulInterrupt
-from reconciler.limiter import Limiter, limiter_for
-from reconciler.logsetup import setup_logging
-from reconciler.plan import Plan
-from reconciler.planfile import find_drift, load_signed_plan
-from reconciler.progress import Progress
-from reconciler.render.common import echo_chunks, plural, stop_writing_to_stdout
-from reconciler.render.errors import FailedInvite, echo_errors, from_problems
-from reconciler.render.text import TextRenderer
+from reconciler.output.color import use_color
+from reconciler.output.common import echo_chunks, plural, stop_writing_to_stdout
+from reconciler.output.failures import FailedInvite, echo_errors, from_problems
+from reconciler.output.github import (
+    emit,
+    github_enabled,
+    invite_error_commands,
+    report_plan,
+)
+from reconciler.output.log import setup_logging
+from reconciler.output.progress import Progress
+from reconciler.output.text import TextRenderer
+from reconciler.plan.model import Plan
+from reconciler.plan.saved import find_drift, load_signed_plan
+from reconciler.settings.config import Settings
 
 
 @click.command(

@@ -12,15 +12,15 @@ from typing import Any
 
 import click
 
-from reconciler.changed import changed_invite_ids
 from reconciler.commands.options import RunOptions
-from reconciler.config import Settings, load_settings
-from reconciler.desired import DesiredState, load_desired_state
+from reconciler.desired.changed_since import changed_invite_ids
+from reconciler.desired.entries import refuse_bad_ids
+from reconciler.desired.selection import EVERYTHING, Selection, select_invites
+from reconciler.desired.state import DesiredState, load_desired_state
 from reconciler.errors import ReconcilerError
-from reconciler.invite_entries import refuse_bad_ids
-from reconciler.render.common import plural
+from reconciler.output.common import plural
 from reconciler.safetext import escape
-from reconciler.selection import EVERYTHING, Selection, select_invites
+from reconciler.settings.config import Settings, load_settings
 
 
 def settings_for(config_file: str | None, **overrides: Any) -> Settings:

@@ -14,6 +14,8 @@ import click
 import yaml
 
 from reconciler.api.client import ApiClient, CurrentInvite
+from reconciler.api.concurrency import ordered_map
+from reconciler.api.limiter import Limiter, limiter_for
 from reconciler.commands.common import check_writable, settings_for
 from reconciler.commands.export_checks import check_known_ids, schema_ref_for
 from reconciler.commands.options import (
@@ -24,16 +26,14 @@ from reconciler.commands.options import (
     verbose_option,
 )
 from reconciler.commands.remote import api_client
-from reconciler.concurrency import ordered_map
-from reconciler.config import UPDATABLE_FIELDS
+from reconciler.desired.entries import refuse_bad_ids
 from reconciler.errors import ReconcilerError
-from reconciler.invite_entries import refuse_bad_ids
-from reconciler.limiter import Limiter, limiter_for
-from reconciler.logsetup import setup_logging
-from reconciler.plan import stop_if_run_fatal
-from reconciler.render.common import plural
+from reconciler.output.common import plural
+from reconciler.output.log import setup_logging
+from reconciler.plan.model import stop_if_run_fatal
 from reconciler.safefile import refuse_special_file, write_text_replacing
 from reconciler.safetext import clean, redact_strings
+from reconciler.settings.config import UPDATABLE_FIELDS
 
 
 class _Quoted(str):

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import click
 
-from reconciler.config import Settings
-from reconciler.desired import find_files, load_file
+from reconciler.desired.state import find_files, load_file
 from reconciler.errors import ReconcilerError
+from reconciler.settings.config import Settings
 
 SCHEMA_IN_REPO = Path("schemas") / "invites.schema.json"
 

@@ -2,7 +2,7 @@
 
 A command takes the options it needs from here, so an option means the same and
 reads the same help text wherever it appears. Numeric options convert through
-reconciler.setting_values, as the environment and reconciler.yaml do.
+reconciler.settings.values, as the environment and reconciler.yaml do.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from typing import Any, TypeVar
 
 import click
 
-from reconciler.annotations import ANNOTATION_CHOICES, GITHUB_ANNOTATIONS, github_enabled
-from reconciler.color import COLOR_CHOICES, use_color
-from reconciler.config import ENV_VARS, SECRET_ENV, SECRET_FILE_ENV
-from reconciler.setting_values import SettingType
+from reconciler.output.color import COLOR_CHOICES, use_color
+from reconciler.output.github import ANNOTATION_CHOICES, GITHUB_ANNOTATIONS, github_enabled
+from reconciler.settings.config import ENV_VARS, SECRET_ENV, SECRET_FILE_ENV
+from reconciler.settings.values import SettingType
 
 F = TypeVar("F", bound=Callable[..., Any])
 Decorator = Callable[[F], F]

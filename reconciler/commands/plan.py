@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import click
 
-from reconciler.annotations import github_enabled, report_plan
-from reconciler.color import use_color
+from reconciler.api.limiter import limiter_for
 from reconciler.commands.common import check_writable, read_desired, run_selection, run_settings
 from reconciler.commands.options import (
     RUN_ENV,
@@ -16,17 +15,18 @@ from reconciler.commands.options import (
     settings_help,
 )
 from reconciler.commands.remote import api_client, compute_plan
-from reconciler.config import Settings
-from reconciler.limiter import limiter_for
-from reconciler.logsetup import setup_logging
-from reconciler.plan import Plan
-from reconciler.planfile import save_plan, sign_plan
-from reconciler.render import renderer_for
-from reconciler.render.common import echo_chunks, plural
-from reconciler.render.errors import echo_errors, from_problems
+from reconciler.output import renderer_for
+from reconciler.output.color import use_color
+from reconciler.output.common import echo_chunks, plural
+from reconciler.output.failures import echo_errors, from_problems
+from reconciler.output.github import github_enabled, report_plan
+from reconciler.output.log import setup_logging
+from reconciler.plan.model import Plan
+from reconciler.plan.saved import save_plan, sign_plan
 from reconciler.safefile import refuse_special_file
 from reconciler.safetext import escape
 from reconciler.sandbox import SANDBOX_CLIENT_SECRET
+from reconciler.settings.config import Settings
 
 
 def signing_secret(settings: Settings, sandbox: bool) -> str | None:

@@ -12,12 +12,12 @@ from contextlib import contextmanager
 import click
 
 from reconciler.api.client import ApiClient, Observer
-from reconciler.config import Contract, Settings
-from reconciler.current import read_current
-from reconciler.desired import DesiredState
-from reconciler.limiter import Limiter
-from reconciler.plan import Plan, make_plan
+from reconciler.api.current import read_current
+from reconciler.api.limiter import Limiter
+from reconciler.desired.state import DesiredState
+from reconciler.plan.model import Plan, make_plan
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox
+from reconciler.settings.config import Contract, Settings
 
 
 @contextmanager

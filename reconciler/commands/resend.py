@@ -5,9 +5,10 @@ from __future__ import annotations
 import click
 
 from reconciler.api.client import ApiClient
-from reconciler.api.errors import ApiError
-from reconciler.audit import AuditLog, NoAuditLog, open_audit_log
+from reconciler.api.exceptions import ApiError
+from reconciler.apply.audit import AuditLog, NoAuditLog, open_audit_log
 from reconciler.commands.common import settings_for
+from reconciler.commands.confirm import confirm
 from reconciler.commands.options import (
     audit_log_option,
     auto_approve_option,
@@ -17,11 +18,10 @@ from reconciler.commands.options import (
     verbose_option,
 )
 from reconciler.commands.remote import api_client
-from reconciler.confirm import confirm
-from reconciler.invite_entries import refuse_bad_ids
-from reconciler.logsetup import setup_logging
-from reconciler.render.common import plural
-from reconciler.render.errors import FailedInvite, echo_errors
+from reconciler.desired.entries import refuse_bad_ids
+from reconciler.output.common import plural
+from reconciler.output.failures import FailedInvite, echo_errors
+from reconciler.output.log import setup_logging
 
 
 @click.command(epilog=settings_help(api=True, extra=("audit_log",)))

@@ -6,7 +6,7 @@ import ipaddress
 
 import click
 
-from reconciler.render.common import plural
+from reconciler.output.common import plural
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox, SandboxOptions
 
 _share = click.FloatRange(0.0, 1.0)

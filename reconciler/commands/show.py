@@ -4,22 +4,22 @@ from __future__ import annotations
 
 import click
 
-from reconciler.color import use_color
 from reconciler.commands.options import (
     FilePath,
     color_option,
     config_option,
     plan_format_option,
 )
-from reconciler.config import SECRET_ENV, SECRET_FILE_ENV, load_settings
 from reconciler.errors import ReconcilerError
-from reconciler.plan import Plan
-from reconciler.planfile import read_plan_document
-from reconciler.render import renderer_for
-from reconciler.render.common import echo_chunks
-from reconciler.render.json import document_json
+from reconciler.output import renderer_for
+from reconciler.output.color import use_color
+from reconciler.output.common import echo_chunks
+from reconciler.output.json import document_json
+from reconciler.plan.model import Plan
+from reconciler.plan.saved import read_plan_document
+from reconciler.plan.signature import SignatureCheck, check
 from reconciler.safetext import escape
-from reconciler.signature import SignatureCheck, check
+from reconciler.settings.config import SECRET_ENV, SECRET_FILE_ENV, load_settings
 
 
 @click.command(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import click
 
-from reconciler.codequality import writing_codequality
 from reconciler.commands.common import read_desired, settings_for
 from reconciler.commands.options import (
     FilePath,
@@ -12,7 +11,8 @@ from reconciler.commands.options import (
     config_option,
     settings_help,
 )
-from reconciler.render.common import plural
+from reconciler.output.common import plural
+from reconciler.output.gitlab import writing_codequality
 
 
 @click.command(epilog=settings_help(api=False, reads_paths=True, other_env=("GITHUB_ACTIONS",)))

@@ -1,1 +1,1 @@
-"""Desired state in: invite files read into `DesiredInvite` records, and which of them a run plans."""
+"""Desired state in: invite files read into `DesiredInvite` records; which ones a run plans."""

@@ -15,11 +15,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from reconciler.compare import canonical
-from reconciler.desired import YAML_SUFFIXES, DesiredInvite, load_text
+from reconciler.desired.state import YAML_SUFFIXES, DesiredInvite, load_text
 from reconciler.errors import ReconcilerError
+from reconciler.plan.compare import canonical
 from reconciler.safetext import clean
-from reconciler.yaml_source import decode_source
+from reconciler.yamlload.source import decode_source
 
 _GIT_TIMEOUT = 120.0
 

@@ -13,9 +13,9 @@ from typing import Any, NamedTuple
 
 from reconciler.errors import ReconcilerError, SourceError
 from reconciler.safetext import escape
-from reconciler.schema import invite_validators, validate
-from reconciler.schema_messages import ID_RULE, Where, say
-from reconciler.yaml_positions import Lines, Located, Spot
+from reconciler.schema.check import invite_validators, validate
+from reconciler.schema.messages import ID_RULE, Where, say
+from reconciler.yamlload.positions import Lines, Located, Spot
 
 # Keys of an invite entry that steer the reconciler and are never sent.
 RECONCILER_KEYS = ("id", "resendOnChange")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import NamedTuple
 
-from reconciler.desired import DesiredInvite
+from reconciler.desired.state import DesiredInvite
 from reconciler.errors import ReconcilerError
 
 

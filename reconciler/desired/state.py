@@ -10,19 +10,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
-from reconciler.errors import InputError, SourceError
-from reconciler.invite_entries import (
+from reconciler.desired.entries import (
     INVITE_ID,
     RECONCILER_KEYS,
     DesiredInvite,
     EntryReader,
     SourceLocation,
 )
+from reconciler.errors import InputError, SourceError
 from reconciler.safetext import escape
-from reconciler.schema import invite_validators, validate
-from reconciler.schema_messages import Where
-from reconciler.yaml_positions import Lines
-from reconciler.yaml_source import FileSource, parse
+from reconciler.schema.check import invite_validators, validate
+from reconciler.schema.messages import Where
+from reconciler.yamlload.positions import Lines
+from reconciler.yamlload.source import FileSource, parse
 
 __all__ = [
     "DEFAULT_PATH",

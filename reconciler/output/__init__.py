@@ -11,10 +11,10 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from reconciler.plan import Plan
-    from reconciler.render.json import JsonRenderer
-    from reconciler.render.markdown import MarkdownRenderer
-    from reconciler.render.text import TextRenderer
+    from reconciler.output.json import JsonRenderer
+    from reconciler.output.markdown import MarkdownRenderer
+    from reconciler.output.text import TextRenderer
+    from reconciler.plan.model import Plan
 
 _MODULES = {"JsonRenderer": "json", "MarkdownRenderer": "markdown", "TextRenderer": "text"}
 
@@ -27,21 +27,21 @@ class PlanRenderer(Protocol):
 
 def renderer_for(name: str, color: bool) -> PlanRenderer:
     if name == "json":
-        from reconciler.render.json import JsonRenderer
+        from reconciler.output.json import JsonRenderer
 
         return JsonRenderer()
     if name == "markdown":
-        from reconciler.render.markdown import MarkdownRenderer
+        from reconciler.output.markdown import MarkdownRenderer
 
         return MarkdownRenderer()
-    from reconciler.render.text import TextRenderer
+    from reconciler.output.text import TextRenderer
 
     return TextRenderer(color=color)
 
 
 def __getattr__(name: str) -> Any:
     if name in _MODULES:  # the renderers, still importable from here
-        module = importlib.import_module(f"reconciler.render.{_MODULES[name]}")
+        module = importlib.import_module(f"reconciler.output.{_MODULES[name]}")
         return getattr(module, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 

@@ -14,7 +14,7 @@ from reconciler.safetext import clean
 from reconciler.wording import plural  # re-exported: the commands import it from here
 
 if TYPE_CHECKING:
-    from reconciler.plan import Plan
+    from reconciler.plan.model import Plan
 
 
 ECHO_BATCH = 64 * 1024  # characters per write: few system calls, little held at once

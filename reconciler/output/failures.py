@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 import click
 
-from reconciler.changes import InviteProblem
+from reconciler.plan.changes import InviteProblem
 from reconciler.safetext import clean
 
 SHOWN = 10  # a run over thousands of invites must not bury the last line

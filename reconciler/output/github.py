@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING
 import click
 
 from reconciler.errors import InputError, ReconcilerError, SourceError
-from reconciler.repo_paths import repo_relative
+from reconciler.output.repo_paths import repo_relative
 from reconciler.safetext import clean
 
 if TYPE_CHECKING:
-    from reconciler.plan import Plan
+    from reconciler.plan.model import Plan
 
 ANNOTATION_CHOICES = ("auto", "github", "none")
 GITHUB_ANNOTATIONS = "reconciler.github_annotations"  # the key in click's Context.meta
@@ -90,7 +90,7 @@ def report_plan(plan: Plan, github: bool, env: Mapping[str, str] | None = None) 
     if not github:
         return
     # Imported here: the renderer pulls in the plan model, which `validate` never needs.
-    from reconciler.render.markdown import MarkdownRenderer
+    from reconciler.output.markdown import MarkdownRenderer
 
     emit(invite_error_commands((problem.id, problem.message) for problem in plan.errors))
     append_step_summary(MarkdownRenderer().render(plan), env)

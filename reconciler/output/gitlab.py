@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from reconciler.errors import InputError, ReconcilerError, SourceError
-from reconciler.repo_paths import repo_relative
+from reconciler.output.repo_paths import repo_relative
 from reconciler.safetext import clean
 
 CHECK_NAME = "invite-reconciler/validate"

@@ -10,7 +10,7 @@ from reconciler.errors import ReconcilerError
 from reconciler.safetext import escape_json_text
 
 if TYPE_CHECKING:
-    from reconciler.plan import Plan
+    from reconciler.plan.model import Plan
 
 _NOT_JSON = (
     "cannot write the plan as JSON: it holds a number JSON cannot represent (NaN or Infinity)"

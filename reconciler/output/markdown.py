@@ -10,14 +10,14 @@ import html
 import re
 from collections.abc import Iterable, Iterator
 
-from reconciler.plan import FieldChange, InviteChange, NotUpdatable, Plan
-from reconciler.render.common import (
+from reconciler.output.common import (
     NOT_UPDATABLE_HEADING,
     max_changes_warning,
     plural,
     show,
     summary_line,
 )
+from reconciler.plan.model import FieldChange, InviteChange, NotUpdatable, Plan
 from reconciler.safetext import clean
 
 COMMENT_LIMIT = 65_000

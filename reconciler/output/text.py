@@ -6,9 +6,8 @@ from collections.abc import Iterator
 
 import click
 
-from reconciler.apply import ApplyReport, ChangeResult, WriteState
-from reconciler.plan import FieldChange, InviteChange, InviteProblem, NotUpdatable, Plan
-from reconciler.render.common import (
+from reconciler.apply.applier import ApplyReport, ChangeResult, WriteState
+from reconciler.output.common import (
     NOT_UPDATABLE_HEADING,
     max_changes_warning,
     not_updatable_note,
@@ -16,6 +15,7 @@ from reconciler.render.common import (
     show,
     summary_line,
 )
+from reconciler.plan.model import FieldChange, InviteChange, InviteProblem, NotUpdatable, Plan
 from reconciler.safetext import clean
 
 

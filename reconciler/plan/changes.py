@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from reconciler.compare import OBJECT_FIELDS, SET_FIELDS
+from reconciler.plan.compare import OBJECT_FIELDS, SET_FIELDS
 
 
 class FieldChange(NamedTuple):

@@ -1,7 +1,7 @@
 """The plan: what apply would change, made of per-invite changes and errors.
 
-Computing a plan is separate from showing it (reconciler.render), from saving
-it (reconciler.planfile) and from carrying it out (reconciler.apply). Each
+Computing a plan is separate from showing it (reconciler.output), from saving
+it (reconciler.plan.saved) and from carrying it out (reconciler.apply.applier). Each
 record owns its JSON form; ``Plan.to_document`` is the saved plan of cli.md.
 """
 
@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from reconciler.api.errors import (
+from reconciler.api.concurrency import Outcome
+from reconciler.api.exceptions import (
     ApiError,
     AuthenticationFailed,
     PermissionDenied,
@@ -22,11 +23,10 @@ from reconciler.api.errors import (
     ServerError,
     TransportError,
 )
-from reconciler.changes import FieldChange, InviteChange, InviteProblem, NotUpdatable
-from reconciler.compare import compare_invite, managed_part
-from reconciler.concurrency import Outcome
-from reconciler.desired import DesiredInvite
+from reconciler.desired.state import DesiredInvite
 from reconciler.errors import ReconcilerError
+from reconciler.plan.changes import FieldChange, InviteChange, InviteProblem, NotUpdatable
+from reconciler.plan.compare import compare_invite, managed_part
 from reconciler.safetext import redact, redact_strings
 from reconciler.wording import plural
 
@@ -92,7 +92,7 @@ class Plan:
     max_changes: int | None = None
     not_updatable: list[NotUpdatable] = field(default_factory=list)
     format_version: int = FORMAT_VERSION
-    signature: str | None = None  # "hmac-sha256:<hex>", set by reconciler.signature
+    signature: str | None = None  # "hmac-sha256:<hex>", set by reconciler.plan.signature
     # Loaded from a file: its own max_changes is the limit it was reviewed under.
     saved: bool = field(default=False, compare=False)
 

@@ -2,7 +2,7 @@
 
 Reading one trusts nothing in it: its size and nesting are bounded before
 parsing, it must match schemas/plan.schema.json, name each invite once, and
-carry a signature made with this run's client secret (reconciler.signature).
+carry a signature made with this run's client secret (reconciler.plan.signature).
 """
 
 from __future__ import annotations
@@ -17,17 +17,17 @@ from typing import Any
 from jsonschema import Draft202012Validator
 
 from reconciler.api.client import CurrentInvite
-from reconciler.boundedjson import loads_bounded, read_bounded_text
-from reconciler.compare import values_equal
-from reconciler.concurrency import ordered_map
+from reconciler.api.concurrency import ordered_map
+from reconciler.api.limiter import Limiter
 from reconciler.errors import ReconcilerError
-from reconciler.limiter import Limiter
-from reconciler.plan import FORMAT_VERSION, READABLE_FORMAT_VERSIONS, Plan
-from reconciler.render.json import JsonRenderer
+from reconciler.output.json import JsonRenderer
+from reconciler.plan.boundedjson import loads_bounded, read_bounded_text
+from reconciler.plan.compare import values_equal
+from reconciler.plan.model import FORMAT_VERSION, READABLE_FORMAT_VERSIONS, Plan
+from reconciler.plan.signature import SignatureCheck, check, signature_for
 from reconciler.resources import resource_path
 from reconciler.safefile import write_text_replacing
 from reconciler.safetext import clean, escape, redact_strings
-from reconciler.signature import SignatureCheck, check, signature_for
 
 MAX_PLAN_BYTES = 128 * 1024 * 1024  # some 200,000 changes; a real plan is far smaller
 MAX_PLAN_DEPTH = 64  # a plan nests about 6 deep; a server's odd values get room to spare

@@ -13,10 +13,10 @@ from jsonschema import Draft202012Validator, FormatChecker
 
 from reconciler.errors import SourceError
 from reconciler.resources import invite_schema_path
-from reconciler.schema_fast import compile_check
-from reconciler.schema_messages import Where, describe
-from reconciler.yaml_positions import START, Lines, Located
-from reconciler.yaml_source import MarkedDict
+from reconciler.schema.fast import compile_check
+from reconciler.schema.messages import Where, describe
+from reconciler.yamlload.positions import START, Lines, Located
+from reconciler.yamlload.source import MarkedDict
 
 # No whitespace or control characters: an address is shown in plans and sent on.
 _EMAIL = re.compile(

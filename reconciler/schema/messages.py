@@ -17,8 +17,8 @@ from jsonschema import ValidationError
 
 from reconciler.errors import SourceError
 from reconciler.safetext import escape
-from reconciler.yaml_positions import Located
-from reconciler.yaml_scalars import cut, kind_of, quote_it, reading
+from reconciler.yamlload.positions import Located
+from reconciler.yamlload.scalars import cut, kind_of, quote_it, reading
 
 _SHOWN = 120  # characters of a value quoted in a message
 

@@ -1,6 +1,6 @@
 """Settings: command-line options, then environment, then config file, then defaults.
 
-Every source goes through the same conversions (reconciler.setting_values), so
+Every source goes through the same conversions (reconciler.settings.values), so
 RECONCILER_PARALLELISM=1000 is refused exactly as `--parallelism 1000` is.
 """
 
@@ -13,13 +13,13 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
-from reconciler.desired import DEFAULT_PATH
+from reconciler.desired.state import DEFAULT_PATH
 from reconciler.errors import ConfigError, InputError, SourceError
 from reconciler.resources import resource_path
 from reconciler.safetext import escape
-from reconciler.schema import validate_document
-from reconciler.setting_values import NUMBER_SETTINGS
-from reconciler.yaml_source import MarkedDict, decode_source, load_yaml, to_plain
+from reconciler.schema.check import validate_document
+from reconciler.settings.values import NUMBER_SETTINGS
+from reconciler.yamlload.source import MarkedDict, decode_source, load_yaml, to_plain
 
 DEFAULT_CONFIG_FILE = "reconciler.yaml"
 DEFAULT_SCOPE = "kyb:invites:read kyb:invites:write"
@@ -67,7 +67,7 @@ class Settings:
     client_secret: str | None = field(default=None, repr=False)
     scope: str = DEFAULT_SCOPE
     paths: tuple[str, ...] = (DEFAULT_PATH,)
-    # None: nobody chose a number, so the in-flight limit adapts (reconciler.limiter).
+    # None: nobody chose a number, so the in-flight limit adapts (reconciler.api.limiter).
     parallelism: int | None = None
     max_parallelism: int = 64
     timeout: float = 30.0

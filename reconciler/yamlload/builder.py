@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 import yaml
 
 from reconciler.safetext import escape
-from reconciler.yaml_frames import (
+from reconciler.yamlload.frames import (
     MERGE_KEY,
     NO_KEY,
     DocumentFrame,
@@ -23,8 +23,8 @@ from reconciler.yaml_frames import (
     ListFrame,
     MappingFrame,
 )
-from reconciler.yaml_positions import Lines, Spot
-from reconciler.yaml_scalars import (
+from reconciler.yamlload.positions import Lines, Spot
+from reconciler.yamlload.scalars import (
     MAP_TAGS,
     MERGE_TAG,
     RESOLVED_FIRST,

@@ -12,8 +12,8 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from reconciler.safetext import escape
-from reconciler.yaml_positions import START, Spot
-from reconciler.yaml_scalars import key_problem, kind_of
+from reconciler.yamlload.positions import START, Spot
+from reconciler.yamlload.scalars import key_problem, kind_of
 
 # Called with (index, value, position, raw text, spot) for each item of the
 # list it is given to, instead of keeping the item in the list.

@@ -18,9 +18,9 @@ from typing import Any, BinaryIO, NamedTuple
 import yaml
 
 from reconciler.errors import SourceError
-from reconciler.yaml_builder import DEPTH_LIMIT, Builder, Fatal
-from reconciler.yaml_frames import ItemHook
-from reconciler.yaml_positions import Lines, Located, Mark
+from reconciler.yamlload.builder import DEPTH_LIMIT, Builder, Fatal
+from reconciler.yamlload.frames import ItemHook
+from reconciler.yamlload.positions import Lines, Located, Mark
 
 __all__ = [
     "FileSource",
@@ -213,7 +213,7 @@ def _char_at(text: str, mark: Any) -> str:
     return ""
 
 
-# -- the interface reconciler.config reads reconciler.yaml through -----------------------
+# -- the interface reconciler.settings.config reads reconciler.yaml through -----------------------
 
 
 class MarkedDict(dict):  # type: ignore[type-arg]

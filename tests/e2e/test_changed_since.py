@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from conftest import sandbox_env
 
-from reconciler.changed import changed_invite_ids
 from reconciler.cli import main
-from reconciler.desired import load_desired_state
+from reconciler.desired.changed_since import changed_invite_ids
+from reconciler.desired.state import load_desired_state
 from reconciler.sandbox import Sandbox
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")

@@ -278,9 +278,9 @@ def test_a_plan_too_large_to_read_back_is_not_saved(
     start_sandbox, tmp_path, reconcile, monkeypatch
 ) -> None:
     # What `apply --plan` and `show` refuse to read, `plan --out` refuses to write.
-    import reconciler.planfile
+    import reconciler.plan.saved
 
-    monkeypatch.setattr(reconciler.planfile, "MAX_PLAN_BYTES", 600)
+    monkeypatch.setattr(reconciler.plan.saved, "MAX_PLAN_BYTES", 600)
     (tmp_path / "plan.json").write_text("the plan saved before", encoding="utf-8")
     server = start_sandbox([ACME, OTHER])
     entries = [desired_entry(ACME, email="new@acme.example"), desired_entry(OTHER, name="Other")]

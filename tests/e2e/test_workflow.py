@@ -9,7 +9,7 @@ import yaml
 from conftest import EXAMPLES, run_cli, sandbox_env
 from test_plan_apply import ACME, desired_entry, write_invites
 
-from reconciler.render.markdown import COMMENT_LIMIT
+from reconciler.output.markdown import COMMENT_LIMIT
 
 
 def _two_changes(start_sandbox, tmp_path):

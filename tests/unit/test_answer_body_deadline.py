@@ -14,9 +14,9 @@ from contextlib import contextmanager
 import pytest
 from loopback import serving
 
-from reconciler.api.answer import Limits, read_body
-from reconciler.api.errors import TransportError
-from reconciler.api.network import make_session
+from reconciler.api.exceptions import TransportError
+from reconciler.api.http.answer import Limits, read_body
+from reconciler.api.http.network import make_session
 
 HEADERS = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
 READ_TIMEOUT = 8.0

@@ -12,8 +12,8 @@ import pytest
 from test_api_client import INVITE, INVITE_URL, envelope, token_response
 
 from reconciler.api.client import ApiClient
-from reconciler.api.errors import ApiError
-from reconciler.config import Settings
+from reconciler.api.exceptions import ApiError
+from reconciler.settings.config import Settings
 
 
 @pytest.fixture

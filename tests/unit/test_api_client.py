@@ -16,7 +16,7 @@ import requests
 from urllib3.exceptions import MaxRetryError, NewConnectionError
 
 from reconciler.api.client import ApiClient, CurrentInvite, Receipt, check_base_url
-from reconciler.api.errors import (
+from reconciler.api.exceptions import (
     AnswerTooLarge,
     ApiError,
     AuthenticationFailed,
@@ -32,9 +32,9 @@ from reconciler.api.errors import (
     TransportError,
     WrongInvite,
 )
-from reconciler.api.pacing import RequestPacer
-from reconciler.config import DEFAULT_SCOPE, Settings
+from reconciler.api.http.pacing import RequestPacer
 from reconciler.errors import ConfigError, ReconcilerError
+from reconciler.settings.config import DEFAULT_SCOPE, Settings
 
 BASE = "https://api.example.test"
 CLIENT_ID = "reconciler-ci"

@@ -6,10 +6,10 @@ import threading
 from typing import Any
 
 from reconciler.api.client import Receipt
-from reconciler.api.errors import NotSent
-from reconciler.apply import Applier, WriteState
-from reconciler.changes import InviteChange
-from reconciler.plan import Plan
+from reconciler.api.exceptions import NotSent
+from reconciler.apply.applier import Applier, WriteState
+from reconciler.plan.changes import InviteChange
+from reconciler.plan.model import Plan
 
 
 class _StoppingClient:

@@ -18,14 +18,14 @@ import requests
 from loopback import serving
 from requests.adapters import HTTPAdapter
 
-from reconciler.api.deadline import (
+from reconciler.api.http.deadline import (
     _WATCHDOG,
     AttemptDeadline,
     GuardedAdapter,
     _Watchdog,
     attempt_deadline,
 )
-from reconciler.api.network import make_session
+from reconciler.api.http.network import make_session
 
 READ_TIMEOUT = 8.0  # far past every deadline here: only the deadline ends these waits in time
 
@@ -278,7 +278,7 @@ def test_the_watchdog_thread_is_named_and_never_keeps_a_process_alive() -> None:
     # at once all the same, and a thread dump names what the thread is for.
     code = (
         "import threading, time\n"
-        "from reconciler.api.deadline import _WATCHDOG\n"
+        "from reconciler.api.http.deadline import _WATCHDOG\n"
         "_WATCHDOG.arm(time.monotonic() + 60, lambda: None)\n"
         "print(sorted(t.name for t in threading.enumerate()))\n"
     )

@@ -29,7 +29,7 @@ from fake_platform import (
     write_invites,
 )
 
-from reconciler.audit import AuditLog, AuditLogError
+from reconciler.apply.audit import AuditLog, AuditLogError
 from reconciler.safetext import register_secret
 
 

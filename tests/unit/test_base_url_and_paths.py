@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from reconciler.api.errors import InvalidRequest
-from reconciler.api.urls import check_base_url, invite_path
+from reconciler.api.exceptions import InvalidRequest
+from reconciler.api.http.urls import check_base_url, invite_path
 from reconciler.errors import ConfigError
 
 PLAIN_HTTP = (

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.boundedjson import loads_bounded, read_bounded_text
 from reconciler.errors import ReconcilerError
+from reconciler.plan.boundedjson import loads_bounded, read_bounded_text
 
 WHAT = "a plan file"
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.config import DEFAULT_SCOPE, Settings, load_settings
 from reconciler.errors import ConfigError, ReconcilerError
+from reconciler.settings.config import DEFAULT_SCOPE, Settings, load_settings
 
 SECRET = "cs_live_Zq9xSECRETvalue"
 
@@ -332,7 +332,7 @@ def test_both_secret_variables_set_is_an_error_that_shows_neither(tmp_path: Path
 
 
 def test_the_contract_is_one_record_swapped_whole() -> None:
-    from reconciler.config import Contract
+    from reconciler.settings.config import Contract
 
     custom = Settings(
         base_url="https://api.example.com",

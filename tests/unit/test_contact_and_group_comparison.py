@@ -7,8 +7,8 @@ order, or two different numbers taken for one.
 
 from __future__ import annotations
 
-from reconciler.changes import FieldChange
-from reconciler.compare import compare_invite, values_equal
+from reconciler.plan.changes import FieldChange
+from reconciler.plan.compare import compare_invite, values_equal
 
 CONTACT = {"name": "Jane Doe", "email": "jane@acme.example", "phone": "+442079460001"}
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.desired import DesiredInvite, DesiredState, load_desired_state
+from reconciler.desired.state import DesiredInvite, DesiredState, load_desired_state
 from reconciler.errors import InputError, SourceError
 
 WriteYaml = Callable[[str, str], Path]

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from reconciler.desired import load_text
+from reconciler.desired.state import load_text
 
 
 @pytest.fixture

@@ -20,13 +20,13 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from reconciler.api.client import ApiClient, CurrentInvite
-from reconciler.api.errors import ApiError
-from reconciler.config import UPDATABLE_FIELDS, Settings
-from reconciler.desired import DesiredState, load_desired_state
+from reconciler.api.exceptions import ApiError
+from reconciler.desired.state import DesiredState, load_desired_state
 from reconciler.errors import InputError, ReconcilerError, SourceError
-from reconciler.plan import Plan
-from reconciler.planfile import load_plan
-from reconciler.render.text import TextRenderer
+from reconciler.output.text import TextRenderer
+from reconciler.plan.model import Plan
+from reconciler.plan.saved import load_plan
+from reconciler.settings.config import UPDATABLE_FIELDS, Settings
 
 FUZZ = settings(
     max_examples=150,

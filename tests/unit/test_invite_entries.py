@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from reconciler.desired import load_text
+from reconciler.desired.entries import refuse_bad_ids
+from reconciler.desired.state import load_text
 from reconciler.errors import ReconcilerError
-from reconciler.invite_entries import refuse_bad_ids
 
 RULE = "1 to 128 letters, digits, `_`, `-`, `.`, and not dots alone"
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-import reconciler.desired
-from reconciler.desired import load_file
+import reconciler.desired.state
+from reconciler.desired.state import load_file
 
 ENTRY = "invites:\n  - id: inv_1\n"
 
@@ -44,7 +44,7 @@ def test_a_file_that_grows_past_the_limit_while_read_is_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A pipe has no size to check first: the limit holds while reading.
-    monkeypatch.setattr(reconciler.desired, "MAX_FILE_BYTES", 2 * 1024 * 1024)
+    monkeypatch.setattr(reconciler.desired.state, "MAX_FILE_BYTES", 2 * 1024 * 1024)
     path = tmp_path / "team.yaml"
     os.mkfifo(path)
 

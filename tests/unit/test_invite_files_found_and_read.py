@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from reconciler import desired
-from reconciler.desired import load_desired_state, load_file, load_text
+from reconciler.desired import state as desired
+from reconciler.desired.state import load_desired_state, load_file, load_text
 from reconciler.errors import InputError, SourceError
 
 WriteYaml = Callable[[str, str], Path]

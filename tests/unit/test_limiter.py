@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.api.errors import NotFound, RateLimited, ServerError
-from reconciler.concurrency import ordered_map
-from reconciler.config import Settings, load_settings
+from reconciler.api.concurrency import ordered_map
+from reconciler.api.exceptions import NotFound, RateLimited, ServerError
+from reconciler.api.limiter import AdaptiveLimit, FixedLimit, limiter_for
 from reconciler.errors import ConfigError
-from reconciler.limiter import AdaptiveLimit, FixedLimit, limiter_for
+from reconciler.settings.config import Settings, load_settings
 
 
 def answers(limiter: AdaptiveLimit, count: int, seconds: float, status: int | None = 200) -> None:

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from reconciler.cli import run
-from reconciler.config import load_settings
-from reconciler.desired import load_desired_state, load_file, load_text
+from reconciler.desired.state import load_desired_state, load_file, load_text
 from reconciler.errors import InputError, SourceError
-from reconciler.schema import invite_validators
-from reconciler.yaml_builder import DEPTH_LIMIT
+from reconciler.schema.check import invite_validators
+from reconciler.settings.config import load_settings
+from reconciler.yamlload.builder import DEPTH_LIMIT
 
 WriteYaml = Callable[[str, str], Path]
 

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 import yaml
 
-from reconciler import yaml_source
-from reconciler.desired import load_text
-from reconciler.yaml_builder import DEPTH_LIMIT
-from reconciler.yaml_source import load_yaml
+from reconciler.desired.state import load_text
+from reconciler.yamlload import source as yaml_source
+from reconciler.yamlload.builder import DEPTH_LIMIT
+from reconciler.yamlload.source import load_yaml
 
 TEXT = "invites:\n  - id: inv_1\n    name: [[[[Acme]]]]\n"
 

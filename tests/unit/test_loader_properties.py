@@ -17,10 +17,10 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from reconciler.desired import load_text
+from reconciler.desired.state import load_text
 from reconciler.errors import SourceError
-from reconciler.schema import invite_validators
-from reconciler.yaml_source import load_yaml
+from reconciler.schema.check import invite_validators
+from reconciler.yamlload.source import load_yaml
 
 PROPERTY = settings(
     max_examples=200,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from reconciler.plan import InviteChange, Plan, TooMuchChange
+from reconciler.plan.model import InviteChange, Plan, TooMuchChange
 
 SPLIT = "Split the change or raise the limit."
 

@@ -19,9 +19,9 @@ import requests
 import urllib3.exceptions as u3
 from loopback import serving
 
-from reconciler.api.deadline import GuardedAdapter
-from reconciler.api.errors import TransportError
-from reconciler.api.network import make_session, transport_error
+from reconciler.api.exceptions import TransportError
+from reconciler.api.http.deadline import GuardedAdapter
+from reconciler.api.http.network import make_session, transport_error
 
 HOST = "127.0.0.1"
 

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from reconciler.api.pacing import NoTurn, RequestPacer
+from reconciler.api.http.pacing import NoTurn, RequestPacer
 
 
 class FakeTime:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from reconciler.api.pacing import NoTurn, RequestPacer
+from reconciler.api.http.pacing import NoTurn, RequestPacer
 
 
 class FakeTime:

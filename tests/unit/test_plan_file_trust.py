@@ -18,8 +18,8 @@ from test_planfile import FakeServer
 
 from reconciler.api.client import CurrentInvite
 from reconciler.errors import ReconcilerError
-from reconciler.plan import InviteChange, Plan
-from reconciler.planfile import find_drift, load_plan, load_signed_plan, save_plan
+from reconciler.plan.model import InviteChange, Plan
+from reconciler.plan.saved import find_drift, load_plan, load_signed_plan, save_plan
 
 BASE = "https://api.example.com"
 

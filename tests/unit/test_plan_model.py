@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from reconciler.api.client import CurrentInvite
-from reconciler.api.errors import (
+from reconciler.api.concurrency import NOT_RUN, Outcome
+from reconciler.api.exceptions import (
     ApiError,
     AuthenticationFailed,
     Conflict,
@@ -21,10 +22,9 @@ from reconciler.api.errors import (
     ServerError,
     TransportError,
 )
-from reconciler.concurrency import NOT_RUN, Outcome
-from reconciler.desired import DesiredInvite, SourceLocation
+from reconciler.desired.state import DesiredInvite, SourceLocation
 from reconciler.errors import ReconcilerError
-from reconciler.plan import (
+from reconciler.plan.model import (
     InviteChange,
     InviteProblem,
     NotUpdatable,

@@ -23,15 +23,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import reconciler.planfile
-from reconciler.changes import InviteChange, InviteProblem, NotUpdatable
+import reconciler.plan.saved
 from reconciler.errors import ReconcilerError
-from reconciler.plan import Plan
-from reconciler.planfile import load_signed_plan, save_plan, sign_plan
-from reconciler.render.json import JsonRenderer, document_json
+from reconciler.output.json import JsonRenderer, document_json
+from reconciler.plan.changes import InviteChange, InviteProblem, NotUpdatable
+from reconciler.plan.model import Plan
+from reconciler.plan.saved import load_signed_plan, save_plan, sign_plan
+from reconciler.plan.signature import SignatureCheck, canonical_bytes, check, signature_for
 from reconciler.safefile import write_text_replacing
 from reconciler.safetext import NON_ASCII_UNSAFE, escape
-from reconciler.signature import SignatureCheck, canonical_bytes, check, signature_for
 
 # The characters the JSON writer escapes, from their one definition.
 _UNSAFE = re.compile(f"[{NON_ASCII_UNSAFE}]")
@@ -240,11 +240,11 @@ def test_a_plan_up_to_what_readers_accept_is_saved_and_one_byte_more_is_not(
     plan = a_plan(5000)  # a little over 1 MiB of JSON, "Müller" counted in bytes
     size = len(whole_document_json(plan).encode("utf-8"))
     assert 2**20 < size < 2**21
-    monkeypatch.setattr(reconciler.planfile, "MAX_PLAN_BYTES", size)
+    monkeypatch.setattr(reconciler.plan.saved, "MAX_PLAN_BYTES", size)
     save_plan(plan, str(target))
     assert target.stat().st_size == size
 
-    monkeypatch.setattr(reconciler.planfile, "MAX_PLAN_BYTES", size - 1)
+    monkeypatch.setattr(reconciler.plan.saved, "MAX_PLAN_BYTES", size - 1)
     with pytest.raises(ReconcilerError) as refused:
         save_plan(plan, str(target))
     assert str(refused.value) == (

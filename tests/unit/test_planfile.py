@@ -11,13 +11,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reconciler import planfile
 from reconciler.api.client import CurrentInvite
-from reconciler.api.errors import NotFound
+from reconciler.api.exceptions import NotFound
 from reconciler.errors import ReconcilerError
-from reconciler.plan import InviteChange, InviteProblem, NotUpdatable, Plan
-from reconciler.planfile import find_drift, load_plan, load_signed_plan, save_plan, sign_plan
-from reconciler.signature import signature_for
+from reconciler.plan import saved as planfile
+from reconciler.plan.model import InviteChange, InviteProblem, NotUpdatable, Plan
+from reconciler.plan.saved import find_drift, load_plan, load_signed_plan, save_plan, sign_plan
+from reconciler.plan.signature import signature_for
 
 SECRET = "s3cr3t-for-the-plan-job"
 BASE = "https://api.example.com"

@@ -13,18 +13,18 @@ from pathlib import Path
 import pytest
 from conftest import EXAMPLES, clean_env
 
-from reconciler.annotations import (
+from reconciler.cli import main
+from reconciler.errors import SourceError
+from reconciler.output.color import use_color
+from reconciler.output.github import (
     error_command,
     escape_property,
     github_enabled,
     input_error_commands,
     invite_error_commands,
 )
-from reconciler.cli import main
-from reconciler.codequality import render_report
-from reconciler.color import use_color
-from reconciler.errors import SourceError
-from reconciler.progress import Progress, duration
+from reconciler.output.gitlab import render_report
+from reconciler.output.progress import Progress, duration
 
 
 class FakeClock:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from reconciler.plan import InviteChange, InviteProblem, NotUpdatable, Plan
-from reconciler.render import JsonRenderer, MarkdownRenderer, TextRenderer
+from reconciler.output import JsonRenderer, MarkdownRenderer, TextRenderer
+from reconciler.plan.model import InviteChange, InviteProblem, NotUpdatable, Plan
 
 
 def change(index: int, **patch: object) -> InviteChange:

@@ -7,8 +7,8 @@ reason that really ended the retries.
 
 from __future__ import annotations
 
-from reconciler.api.errors import ApiError, RateLimited, ServerError, TransportError
-from reconciler.api.retry import RetryDecision, decide_retry
+from reconciler.api.exceptions import ApiError, RateLimited, ServerError, TransportError
+from reconciler.api.http.retry import RetryDecision, decide_retry
 
 
 def decide(error: ApiError, attempt: int = 1, time_left: float = 60.0, **kw: object):

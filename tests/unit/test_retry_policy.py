@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reconciler.api.errors import (
+from reconciler.api.exceptions import (
     AnswerTooLarge,
     ApiError,
     AuthenticationFailed,
@@ -20,7 +20,7 @@ from reconciler.api.errors import (
     TransportError,
     WrongInvite,
 )
-from reconciler.api.retry import BACKOFF_CAP, decide_retry
+from reconciler.api.http.retry import BACKOFF_CAP, decide_retry
 
 
 def decide(error: ApiError, attempt: int = 1, time_left: float = 60.0, **kw: object):

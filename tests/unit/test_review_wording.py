@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from reconciler.limiter import AdaptiveLimit
-from reconciler.plan import TooMuchChange
+from reconciler.api.limiter import AdaptiveLimit
+from reconciler.plan.model import TooMuchChange
 
 
 def test_the_settled_line_says_one_answer() -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator, FormatChecker
 
-from reconciler.schema_fast import compile_check
+from reconciler.schema.fast import compile_check
 
 STRING = {"type": "string"}
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from reconciler.config import load_settings
-from reconciler.desired import load_text
+from reconciler.desired.state import load_text
 from reconciler.errors import InputError
+from reconciler.settings.config import load_settings
 
 ENTRY = "invites:\n  - id: inv_1\n"
 FIELDS = "addOns, attachments, email, groups, id, name, phone, primaryContact, resendOnChange"

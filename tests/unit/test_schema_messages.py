@@ -7,7 +7,7 @@ from pathlib import Path
 
 
 def test_a_field_inside_an_object_is_named_by_its_path_in_the_entry(tmp_path: Path) -> None:
-    from reconciler.desired import load_text
+    from reconciler.desired.state import load_text
 
     text = (
         "invites:\n"

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 import pytest
 
 from reconciler import safetext
-from reconciler.api.auth import Token, register_secret_forms
-from reconciler.render.common import show
+from reconciler.api.http.auth import Token, register_secret_forms
+from reconciler.output.common import show
 from reconciler.safetext import REDACTED, redact
 
 

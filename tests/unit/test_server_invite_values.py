@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from reconciler.api.errors import BadInviteValue
+from reconciler.api.exceptions import BadInviteValue
 from reconciler.api.invite_values import MAX_SET_ITEMS, MAX_TEXT_CHARS, check_invite_values
 
 

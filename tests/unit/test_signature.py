@@ -8,7 +8,7 @@ import hmac
 import json
 import re
 
-from reconciler.signature import SignatureCheck, canonical_bytes, check, signature_for
+from reconciler.plan.signature import SignatureCheck, canonical_bytes, check, signature_for
 
 SECRET = "s3cr3t-for-the-plan-job"
 DOCUMENT = {

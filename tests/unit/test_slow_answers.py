@@ -17,8 +17,8 @@ from hostile_server import CLIENT_ID, HostileServer, Hostility
 from loopback import serving
 
 from reconciler.api.client import ApiClient
-from reconciler.api.errors import ApiError, TransportError
-from reconciler.config import Settings
+from reconciler.api.exceptions import ApiError, TransportError
+from reconciler.settings.config import Settings
 
 SECRET = "cs_slow_answers_secret"
 INVITE = {"id": "inv_1", "status": "pending", "name": "Acme", "email": "a@acme.example"}

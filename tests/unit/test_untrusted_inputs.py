@@ -14,12 +14,12 @@ import pytest
 from conftest import clean_env, run_cli
 
 from reconciler import safetext
-from reconciler.api.network import make_session
-from reconciler.changes import InviteChange
-from reconciler.config import load_settings
+from reconciler.api.http.network import make_session
 from reconciler.errors import ConfigError
-from reconciler.plan import Plan
+from reconciler.plan.changes import InviteChange
+from reconciler.plan.model import Plan
 from reconciler.safetext import Redactor, redact_strings
+from reconciler.settings.config import load_settings
 
 SECRET = "s3cr3t-Value-of-this-test"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from conftest import run_cli
 
-from reconciler.desired import load_desired_state
+from reconciler.desired.state import load_desired_state
 from reconciler.errors import InputError, SourceError
 
 WriteYaml = Callable[[str, str], Path]

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from reconciler.desired import load_text
-from reconciler.yaml_builder import DEPTH_LIMIT
+from reconciler.desired.state import load_text
+from reconciler.yamlload.builder import DEPTH_LIMIT
 
 ENTRY = "invites:\n  - id: inv_1\n"
 READS_1230 = 'YAML reads 12:30 as a number (750); put it in quotes: "12:30"'

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reconciler.desired import load_text
+from reconciler.desired.state import load_text
 
 ENTRY = "invites:\n  - id: inv_1\n"
 

@@ -7,8 +7,8 @@ deepest part that was written, never at another part, and never fails.
 
 from __future__ import annotations
 
-from reconciler.yaml_positions import Lines, Located, Mark
-from reconciler.yaml_source import parse
+from reconciler.yamlload.positions import Lines, Located, Mark
+from reconciler.yamlload.source import parse
 
 TEXT = """\
 invites:

@@ -15,7 +15,7 @@ import requests
 from urllib3.exceptions import ReadTimeoutError
 from urllib3.util.retry import Retry
 
-from reconciler.api.errors import (
+from reconciler.api.exceptions import (
     AnswerTooLarge,
     ApiError,
     EnvelopeFailure,
@@ -23,7 +23,7 @@ from reconciler.api.errors import (
     TransportError,
     error_class_for,
 )
-from reconciler.api.urls import host_of
+from reconciler.api.http.urls import host_of
 from reconciler.safetext import clean
 
 _CHUNK = 64 * 1024

@@ -18,7 +18,7 @@ from urllib.parse import quote, quote_plus
 import requests
 from requests.auth import AuthBase
 
-from reconciler.api.errors import ApiError, TokenRefused
+from reconciler.api.exceptions import ApiError, TokenRefused
 from reconciler.safetext import register_secret
 
 log = logging.getLogger("reconciler.api")

@@ -14,10 +14,7 @@ import requests
 import urllib3.exceptions
 from requests.auth import AuthBase
 
-from reconciler.api.answer import Answer, Limits, read_answer
-from reconciler.api.auth import BearerAuth, Token, TokenSource, token_from_payload
-from reconciler.api.deadline import attempt_deadline
-from reconciler.api.errors import (
+from reconciler.api.exceptions import (
     ApiError,
     AuthenticationFailed,
     Conflict,
@@ -30,10 +27,13 @@ from reconciler.api.errors import (
     TransportError,
     UnexpectedResponse,
 )
-from reconciler.api.network import CONNECT_TIMEOUT, make_session, transport_error
-from reconciler.api.pacing import SLEEP_SLICE, NoTurn, RequestPacer
-from reconciler.api.retry import decide_retry
-from reconciler.config import Settings
+from reconciler.api.http.answer import Answer, Limits, read_answer
+from reconciler.api.http.auth import BearerAuth, Token, TokenSource, token_from_payload
+from reconciler.api.http.deadline import attempt_deadline
+from reconciler.api.http.network import CONNECT_TIMEOUT, make_session, transport_error
+from reconciler.api.http.pacing import SLEEP_SLICE, NoTurn, RequestPacer
+from reconciler.api.http.retry import decide_retry
+from reconciler.settings.config import Settings
 
 log = logging.getLogger("reconciler.api")
 

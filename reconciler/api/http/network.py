@@ -15,8 +15,8 @@ import requests
 import urllib3.exceptions as u3
 
 from reconciler import __version__
-from reconciler.api.deadline import GuardedAdapter
-from reconciler.api.errors import TransportError
+from reconciler.api.exceptions import TransportError
+from reconciler.api.http.deadline import GuardedAdapter
 
 CONNECT_TIMEOUT = 10.0
 

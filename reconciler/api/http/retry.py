@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from reconciler.api.errors import ApiError, RateLimited, ServerError, TransportError
-from reconciler.api.pacing import DEFAULT_PAUSE
+from reconciler.api.exceptions import ApiError, RateLimited, ServerError, TransportError
+from reconciler.api.http.pacing import DEFAULT_PAUSE
 
 BACKOFF_BASE = 0.5
 BACKOFF_CAP = 8.0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 from urllib.parse import SplitResult, quote, urlsplit
 
-from reconciler.api.errors import InvalidRequest
+from reconciler.api.exceptions import InvalidRequest
 from reconciler.errors import ConfigError
 from reconciler.safetext import escape
 
