@@ -19,7 +19,7 @@ from reconciler.output.github import GITHUB_ANNOTATIONS, annotate_error
 from reconciler.safetext import clean
 
 EXIT_OK = 0
-EXIT_FAILURE = 1  # cli.md: 2 is kept for `plan --detailed-exitcode` alone
+EXIT_FAILURE = 1  # 2 is kept for `plan --detailed-exitcode` alone (README, Commands)
 
 
 # Each lives in reconciler.commands.<name>, as a click command of that name.
@@ -84,7 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except click.exceptions.Exit as exc:  # --help, --version
         return EXIT_FAILURE if exc.exit_code else EXIT_OK
     except click.ClickException as exc:
-        # Usage errors included: click would exit 2, which cli.md keeps for "changes pending".
+        # Usage errors included: click would exit 2, which means "changes pending" here.
         exc.message = _shown(exc.message)  # it may quote an argument as typed
         exc.show()
         return EXIT_FAILURE

@@ -1,6 +1,6 @@
 """The `error:` lines every command ends with on stderr when some invites failed.
 
-cli.md: stderr carries errors and an error is the last thing printed, so the reasons
+stderr carries errors and an error is the last thing printed, so the reasons
 shown inside a plan or a progress log on stdout are repeated here, bounded.
 """
 

@@ -1,4 +1,4 @@
-"""The plan as the JSON document of cli.md (also the saved plan file)."""
+"""The plan as a JSON document (schemas/plan.schema.json; also the saved plan file)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The records a plan is made of: one per invite that changes, cannot change, or failed.
 
 Each record owns its JSON form (``to_json``/``from_json``), the pieces of the
-saved plan of cli.md.
+saved plan (schemas/plan.schema.json).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Computing a plan is separate from showing it (reconciler.output), from saving
 it (reconciler.plan.saved) and from carrying it out (reconciler.apply.applier). Each
-record owns its JSON form; ``Plan.to_document`` is the saved plan of cli.md.
+record owns its JSON form; ``Plan.to_document`` is the saved plan (schemas/plan.schema.json).
 """
 
 from __future__ import annotations
@@ -129,7 +129,7 @@ class Plan:
         return "sha256:" + hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
     def document_parts(self) -> list[tuple[str, Any]]:
-        """The saved document of cli.md, field by field, for writing or signing in pieces.
+        """The saved plan document, field by field, for writing or signing in pieces.
 
         ``changes``, ``not_updatable`` and ``errors`` are generators of records, made and
         redacted one at a time: a plan of 200,000 changes is never a second time in memory.

@@ -1,8 +1,9 @@
 """The sandbox's behaviour, request in and response out, with no socket code.
 
-Faithful to ../shared/spec/api-contract.md: the envelope on every JSON answer,
-every status code of the contract, scopes, expiring signed tokens. Knobs in
-SandboxOptions add the trouble a real network and API cause.
+Faithful to the platform API as the README's "The sandbox" describes it: the
+envelope on every JSON answer, every status code of the contract, scopes,
+expiring signed tokens. Knobs in SandboxOptions add the trouble a real network
+and API cause.
 """
 
 from __future__ import annotations
