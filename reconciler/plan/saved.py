@@ -8,7 +8,6 @@ carry a signature made with this run's client secret (reconciler.plan.signature)
 from __future__ import annotations
 
 import json
-import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from functools import cache
@@ -28,6 +27,7 @@ from reconciler.plan.signature import SignatureCheck, check, signature_for
 from reconciler.resources import resource_path
 from reconciler.safefile import write_text_replacing
 from reconciler.safetext import clean, escape, redact_strings
+from reconciler.stop import Stop
 
 MAX_PLAN_BYTES = 128 * 1024 * 1024  # some 200,000 changes; a real plan is far smaller
 MAX_PLAN_DEPTH = 64  # a plan nests about 6 deep; a server's odd values get room to spare
@@ -159,7 +159,7 @@ def find_drift(
     base_url: str,
     read: Callable[[str], CurrentInvite],
     parallelism: int | Limiter,
-    stop: threading.Event | None = None,
+    stop: Stop | None = None,
 ) -> list[str]:
     """Every reason the plan no longer holds; empty when it is safe to apply."""
     if plan.base_url.rstrip("/") != base_url.rstrip("/"):
