@@ -19,6 +19,7 @@ from reconciler.api.client import CurrentInvite
 from reconciler.api.concurrency import ordered_map
 from reconciler.api.limiter import Limiter
 from reconciler.errors import ReconcilerError
+from reconciler.output.common import show
 from reconciler.output.json import JsonRenderer
 from reconciler.plan.boundedjson import loads_bounded, read_bounded_text
 from reconciler.plan.compare import values_equal
@@ -183,10 +184,6 @@ def find_drift(
             # The plan holds the server's value redacted if it held the secret or a token.
             if not values_equal(name, planned, now) and planned != redact_strings(now):
                 drift.append(
-                    f"{where}: `{name}` was {_show(planned)} when planned, is now {_show(now)}"
+                    f"{where}: `{name}` was {show(planned)} when planned, is now {show(now)}"
                 )
     return drift
-
-
-def _show(value: Any) -> str:
-    return clean(json.dumps(value, ensure_ascii=False))
