@@ -40,19 +40,19 @@ import os
 import random
 import statistics
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from reconciler.api.client import ApiClient
 from reconciler.api.concurrency import ordered_map
-from reconciler.apply.applier import Applier, WriteState
+from reconciler.apply.applier import Applier
 from reconciler.apply.audit import AuditLog
 from reconciler.desired.state import load_desired_state
 from reconciler.plan.model import Plan, make_plan
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox
 from reconciler.settings.config import Settings
+from reconciler.stop import Stop
 
 WAYS = ("no log", "log, no fsync", "log + fsync")
 NAMES = ["Société Générale", "Müller & Söhne GmbH", "株式会社サクラ商事", "Ørsted Ventures"]
@@ -108,13 +108,13 @@ def one_apply(way: str, count: int, desired_file: Path, log_dir: Path, paralleli
                 log = log_dir / "audit.jsonl"
                 log.unlink(missing_ok=True)
                 audit = AuditLog(str(log), SANDBOX_CLIENT_ID, plan.digest(), sync="fsync" in way)
-            applier = Applier(client, parallelism=parallelism, stop=threading.Event(), audit=audit)
+            applier = Applier(client, parallelism=parallelism, stop=Stop(), audit=audit)
             started, cpu_started = time.perf_counter(), time.process_time()
             report = applier.apply(plan)
             wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
             if audit is not None:
                 audit.close()
-    assert report.count(WriteState.UPDATED) == count, "a write failed: the figure would lie"
+    assert report.updated == count, "a write failed: the figure would lie"
     return Timing(wall, cpu)
 
 

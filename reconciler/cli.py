@@ -14,9 +14,10 @@ import click
 
 from reconciler import __version__
 from reconciler.errors import InputError, ReconcilerError
-from reconciler.output.common import plural, stop_writing_to_stdout
+from reconciler.output.common import stop_writing_to_stdout
 from reconciler.output.github import GITHUB_ANNOTATIONS, annotate_error
 from reconciler.safetext import clean
+from reconciler.wording import plural
 
 EXIT_OK = 0
 EXIT_FAILURE = 1  # 2 is kept for `plan --detailed-exitcode` alone (README, Commands)

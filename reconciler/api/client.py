@@ -24,8 +24,7 @@ from reconciler.api.http.urls import check_base_url, invite_path
 from reconciler.api.invite_values import check_invite_values
 from reconciler.safetext import clean, escape
 from reconciler.settings.config import UPDATABLE_FIELDS, Settings
-
-__all__ = ["ApiClient", "CurrentInvite", "Observer", "Receipt", "check_base_url"]
+from reconciler.stop import Stop
 
 log = logging.getLogger("reconciler.api")
 
@@ -67,6 +66,9 @@ class ApiClient:
         register_secret_forms(settings.client_secret)
         self.settings = settings
         self.pacer = pacer or RequestPacer(clock=clock, sleep=sleep)
+        # Set on an interrupt or a run-fatal error: attempts in flight finish,
+        # none is retried, no worker waits for a turn, and no new call starts.
+        self.stop = Stop()
         self._exchange = Exchange(
             settings,
             self.base_url,
@@ -76,10 +78,8 @@ class ApiClient:
             sleep=sleep,
             jitter=random.random,
             observer=observer,
+            stop=self.stop,
         )
-        # Set on an interrupt or a run-fatal error: attempts in flight finish,
-        # none is retried, no worker waits for a turn, and no new call starts.
-        self.halt = self._exchange.halt
 
     def __repr__(self) -> str:
         return f"ApiClient(base_url={self.base_url!r}, client_id={self.settings.client_id!r})"

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import queue
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -20,6 +19,7 @@ from typing import Any, Generic, NamedTuple, TypeVar
 
 from reconciler.api.exceptions import ApiError, RateLimited, ServerError
 from reconciler.api.limiter import AdaptiveLimit, FixedLimit, Limiter
+from reconciler.stop import Stop
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -43,7 +43,7 @@ def ordered_map(
     call: Callable[[T], R],
     items: Sequence[T],
     parallelism: int | Limiter,
-    stop: threading.Event | None = None,
+    stop: Stop | None = None,
 ) -> Iterator[tuple[T, Outcome[R]]]:
     """Yield ``(item, outcome)`` in item order; once ``stop`` is set, no new call starts.
 
@@ -91,7 +91,7 @@ def ordered_map(
             # The consumer gave up (a run-fatal error, Ctrl-C): calls in flight
             # stop retrying, and what has not started never will.
             if stop is not None:
-                stop.set()
+                stop.set("the run ended before every call was made")
             for future in futures.values():
                 future.cancel()
             raise

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 
 from reconciler.api.client import ApiClient, CurrentInvite
@@ -10,13 +9,14 @@ from reconciler.api.concurrency import Outcome, ordered_map
 from reconciler.api.limiter import Limiter
 from reconciler.desired.state import DesiredInvite
 from reconciler.output.progress import Progress
+from reconciler.stop import Stop
 
 
 def read_current(
     client: ApiClient,
     invites: list[DesiredInvite],
     parallelism: int | Limiter,
-    stop: threading.Event | None = None,
+    stop: Stop | None = None,
 ) -> Iterator[tuple[DesiredInvite, Outcome[CurrentInvite]]]:
     """The server's copy of each desired invite, in file order, with progress.
 

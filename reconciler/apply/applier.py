@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from enum import Enum
@@ -12,32 +11,54 @@ from reconciler.api.concurrency import ordered_map
 from reconciler.api.exceptions import ApiError, NotSent
 from reconciler.api.limiter import Limiter
 from reconciler.apply.audit import AuditLog, NoAuditLog
-from reconciler.plan.model import RUN_FATAL_ERRORS, InviteChange, Plan
+from reconciler.plan.changes import InviteChange
+from reconciler.plan.model import RUN_FATAL_ERRORS, Plan
+from reconciler.stop import Stop
 
 
-class WriteState(Enum):
-    UPDATED = "updated"
+class WriteOutcome(Enum):
+    """What one invite's write ended as; each result carries exactly one."""
+
+    UPDATED = "updated"  # no re-send was asked for
+    RESENT = "re-sent"  # updated, then the invitation re-sent
+    NOT_RESENT = "not re-sent"  # updated, but the re-send failed
+    # Updated, but the re-send failed with no answer after it may have reached
+    # the server: sending it again could duplicate the invitation.
+    RESEND_UNKNOWN = "re-send unknown"
     FAILED = "failed"
-    NOT_STARTED = "not started"
+    # The update failed with no answer after it may have reached the server:
+    # not "failed", which would invite a blind retry (the audit log says unknown too).
+    UPDATE_UNKNOWN = "update unknown"
+    NOT_STARTED = "not started"  # the run stopped before this write left
+
+    @property
+    def updated(self) -> bool:
+        """The update was applied, whatever became of the re-send."""
+        return self in _UPDATED
+
+    @property
+    def ok(self) -> bool:
+        """Everything asked of this invite was done."""
+        return self is WriteOutcome.UPDATED or self is WriteOutcome.RESENT
 
 
-@dataclass
+_UPDATED = frozenset(
+    {
+        WriteOutcome.UPDATED,
+        WriteOutcome.RESENT,
+        WriteOutcome.NOT_RESENT,
+        WriteOutcome.RESEND_UNKNOWN,
+    }
+)
+
+
+@dataclass(frozen=True)
 class ChangeResult:
     change: InviteChange
-    state: WriteState
+    outcome: WriteOutcome
+    # What went wrong, for the outcomes that report an error: the update's for
+    # FAILED and UPDATE_UNKNOWN, the re-send's for NOT_RESENT and RESEND_UNKNOWN.
     error: ApiError | None = None
-    resent: bool = False
-    resend_error: ApiError | None = None
-
-    @property
-    def update_unknown(self) -> bool:
-        """The update failed with no answer after it may have reached the server."""
-        return self.state is WriteState.FAILED and bool(self.error and self.error.outcome_unknown)
-
-    @property
-    def resend_unknown(self) -> bool:
-        """The re-send may have reached the server: sending it again could duplicate it."""
-        return self.resend_error is not None and self.resend_error.outcome_unknown
 
 
 @dataclass
@@ -45,25 +66,18 @@ class ApplyReport:
     results: list[ChangeResult] = field(default_factory=list)
     stopped_by: str | None = None  # why no new writes were started
 
-    def count(self, state: WriteState) -> int:
-        """Results in ``state``; updates of unknown outcome are not counted as FAILED."""
-        return sum(1 for r in self.results if r.state is state and not r.update_unknown)
+    def count(self, *outcomes: WriteOutcome) -> int:
+        """Results that ended as any of ``outcomes``."""
+        return sum(1 for r in self.results if r.outcome in outcomes)
 
     @property
-    def updates_unknown(self) -> int:
-        return sum(1 for r in self.results if r.update_unknown)
-
-    @property
-    def resend_failures(self) -> int:
-        return sum(1 for r in self.results if r.resend_error is not None and not r.resend_unknown)
-
-    @property
-    def resends_unknown(self) -> int:
-        return sum(1 for r in self.results if r.resend_unknown)
+    def updated(self) -> int:
+        """Updates applied, whatever became of their re-sends."""
+        return sum(1 for r in self.results if r.outcome.updated)
 
     @property
     def ok(self) -> bool:
-        return all(r.state is WriteState.UPDATED and not r.resend_error for r in self.results)
+        return all(r.outcome.ok for r in self.results)
 
 
 class Applier:
@@ -72,15 +86,14 @@ class Applier:
         client: ApiClient,
         *,
         parallelism: int | Limiter,
-        stop: threading.Event,
+        stop: Stop,
         audit: AuditLog | NoAuditLog | None = None,
     ) -> None:
         self._client = client
         self._parallelism = parallelism
-        self._stop = stop  # set by an interruption or a run-fatal error
+        self._stop = stop  # set by an interruption, a run-fatal error or lost stdout
         self._audit = audit or NoAuditLog()
         self._fatal: ApiError | None = None
-        self.stop_reason = "interrupted"  # what the report says set ``stop``, if not an error
 
     def apply(
         self, plan: Plan, on_result: Callable[[ChangeResult], None] | None = None
@@ -92,8 +105,8 @@ class Applier:
                 on_result(result)
         if self._fatal is not None:
             report.stopped_by = f"{self._fatal}; no new writes were started"
-        elif self._stop.is_set() and report.count(WriteState.NOT_STARTED):
-            report.stopped_by = f"{self.stop_reason}; no new writes were started"
+        elif self._stop.is_set() and report.count(WriteOutcome.NOT_STARTED):
+            report.stopped_by = f"{self._stop.reason}; no new writes were started"
         return report
 
     def _results(self, plan: Plan) -> Iterator[ChangeResult]:
@@ -102,16 +115,18 @@ class Applier:
         ):
             # NotSent: the run stopped while this write waited for its turn; it never left.
             if not outcome.ran or isinstance(outcome.error, NotSent):
-                yield ChangeResult(change, WriteState.NOT_STARTED)
+                yield ChangeResult(change, WriteOutcome.NOT_STARTED)
             elif outcome.error is not None:
-                yield ChangeResult(change, WriteState.FAILED, error=outcome.error)
+                unknown = outcome.error.outcome_unknown
+                failed = WriteOutcome.UPDATE_UNKNOWN if unknown else WriteOutcome.FAILED
+                yield ChangeResult(change, failed, outcome.error)
             else:
                 assert outcome.value is not None
                 yield outcome.value
 
     def _write(self, change: InviteChange) -> ChangeResult:
         if self._stop.is_set():
-            return ChangeResult(change, WriteState.NOT_STARTED)
+            return ChangeResult(change, WriteOutcome.NOT_STARTED)
         fields = {f: {"before": change.before.get(f), "after": v} for f, v in change.patch.items()}
         try:
             self._audit.audited(
@@ -123,19 +138,17 @@ class Applier:
         except ApiError as error:
             if isinstance(error, RUN_FATAL_ERRORS):
                 self._fatal = self._fatal or error
-                self._stop.set()
+                self._stop.set(str(error))
             raise
-        result = ChangeResult(change, WriteState.UPDATED)
         # The re-send belongs to this invite's write: an interruption lets it finish.
-        if change.resend:
-            self._resend(result)
-        return result
+        return self._resend(change) if change.resend else ChangeResult(change, WriteOutcome.UPDATED)
 
-    def _resend(self, result: ChangeResult) -> None:
-        invite_id = result.change.id
+    def _resend(self, change: InviteChange) -> ChangeResult:
+        invite_id = change.id
         try:
             self._audit.audited(invite_id, "resend", lambda: self._client.resend_invite(invite_id))
         except ApiError as error:
-            result.resend_error = error
-        else:
-            result.resent = True
+            unknown = error.outcome_unknown
+            failed = WriteOutcome.RESEND_UNKNOWN if unknown else WriteOutcome.NOT_RESENT
+            return ChangeResult(change, failed, error)
+        return ChangeResult(change, WriteOutcome.RESENT)

@@ -9,23 +9,25 @@ import threading
 from types import FrameType
 from typing import Any
 
+from reconciler.stop import Stop
+
 
 class GracefulInterrupt:
-    """While active, the first signal sets ``event``; a second one quits at once."""
+    """While active, the first signal sets ``stop``; a second one quits at once."""
 
-    def __init__(self, what: str, event: threading.Event | None = None) -> None:
-        self.event = event or threading.Event()
+    def __init__(self, what: str, stop: Stop | None = None) -> None:
+        self.stop = stop or Stop()
         self._what = what
         self._previous: dict[int, Any] = {}
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
-        if self.event.is_set():
+        if self.stop.is_set():
             _say(
                 f"\nSecond interrupt: quitting now. {self._what.capitalize()} in flight may "
                 "have completed; run `reconcile plan` to see where things stand.\n"
             )
             os._exit(1)
-        self.event.set()
+        self.stop.set("interrupted")
         _say(
             f"\nInterrupted: {self._what} in flight will finish, no new ones start "
             "(interrupt again to quit at once).\n"

@@ -6,7 +6,7 @@ import click
 
 from reconciler.api.client import ApiClient
 from reconciler.api.limiter import Limiter, limiter_for
-from reconciler.apply.applier import Applier, ApplyReport, ChangeResult, WriteState
+from reconciler.apply.applier import Applier, ApplyReport, ChangeResult, WriteOutcome
 from reconciler.apply.audit import open_audit_log
 from reconciler.apply.interrupt import GracefulInterrupt
 from reconciler.commands.common import check_writable, read_desired, run_selection, run_settings
@@ -24,8 +24,8 @@ from reconciler.commands.plan import signing_secret
 from reconciler.commands.remote import api_client, compute_plan
 from reconciler.errors import ReconcilerError
 from reconciler.output.color import use_color
-from reconciler.output.common import echo_chunks, plural, stop_writing_to_stdout
-from reconciler.output.failures import FailedInvite, echo_errors, from_problems
+from reconciler.output.common import echo_chunks, stop_writing_to_stdout
+from reconciler.output.failures import echo_errors
 from reconciler.output.github import (
     emit,
     github_enabled,
@@ -35,9 +35,11 @@ from reconciler.output.github import (
 from reconciler.output.log import setup_logging
 from reconciler.output.progress import Progress
 from reconciler.output.text import TextRenderer
+from reconciler.plan.changes import FailedInvite
 from reconciler.plan.model import Plan
 from reconciler.plan.saved import find_drift, load_signed_plan
 from reconciler.settings.config import Settings
+from reconciler.wording import plural
 
 
 @click.command(
@@ -88,8 +90,8 @@ def apply(
         echo_chunks(renderer.chunks(the_plan))
         report_plan(the_plan, github)
         if not the_plan.has_changes:
-            echo_errors(from_problems(the_plan.errors))
-            return 1 if the_plan.errors else 0
+            echo_errors(the_plan.failed)
+            return 1 if the_plan.failed else 0
         if saved is None:
             the_plan.raise_if_unsafe(settings.max_changes)
             if not auto_approve:
@@ -102,8 +104,8 @@ def apply(
 
 
 def _check_saved_plan(plan: Plan, client: ApiClient, limiter: Limiter, path: str) -> None:
-    with GracefulInterrupt("checks", client.halt) as interrupt:
-        drift = find_drift(plan, client.base_url, client.get_invite, limiter, interrupt.event)
+    with GracefulInterrupt("checks", client.stop):
+        drift = find_drift(plan, client.base_url, client.get_invite, limiter, client.stop)
     if drift:
         lines = "\n".join(f"  {line}" for line in drift)
         raise ReconcilerError(
@@ -122,55 +124,58 @@ def _apply(
 ) -> int:
     audit = open_audit_log(settings.audit_log, settings.client_id, plan.digest())
     progress = Progress("Applying", len(plan.changes))
-    # One event stops new writes and further retries, on an interrupt or a run-fatal error.
-    applier = Applier(client, parallelism=limiter, stop=client.halt, audit=audit)
-
-    stdout_lost: list[str] = []  # why stdout failed, once it has
+    # One stop ends new writes and further retries: an interrupt, a run-fatal error, lost stdout.
+    stop = client.stop
+    applier = Applier(client, parallelism=limiter, stop=stop, audit=audit)
+    stdout_lost = False
 
     def show(result: ChangeResult) -> None:
-        if result.state is not WriteState.NOT_STARTED:
-            progress.advance(failed=result.state is WriteState.FAILED)
+        nonlocal stdout_lost
+        if result.outcome is not WriteOutcome.NOT_STARTED:
+            progress.advance(failed=not result.outcome.updated)
         if stdout_lost:
             return
         try:
             progress.echo(renderer.apply_result(result))
         except OSError as exc:  # `apply | head`, a full disk: stop as an interrupt would
-            stdout_lost.append(exc.strerror or type(exc).__name__)
-            applier.stop_reason = f"stdout could not be written ({stdout_lost[0]})"
-            client.halt.set()
+            stdout_lost = True
+            stop.set(f"stdout could not be written ({exc.strerror or type(exc).__name__})")
             stop_writing_to_stdout()
 
     try:
-        with GracefulInterrupt("writes", client.halt):
+        with GracefulInterrupt("writes", stop):
             report = applier.apply(plan, on_result=show)
     finally:
         progress.finish()
         audit.close()
     if github:
-        emit(invite_error_commands((r.change.id, str(r.error)) for r in report.results if r.error))
+        failed_updates = (r for r in report.results if r.error and not r.outcome.updated)
+        emit(invite_error_commands((r.change.id, str(r.error)) for r in failed_updates))
     # With stdout gone, the summary goes where it can still be read.
-    click.echo(renderer.apply_summary(report), err=bool(stdout_lost))
-    if plan.errors:
-        count = len(plan.errors)
+    click.echo(renderer.apply_summary(report), err=stdout_lost)
+    if plan.failed:
+        count = len(plan.failed)
         click.echo(
             f"{plural(count, 'invite')} could not be planned (errors above) and "
             f"{'was' if count == 1 else 'were'} left alone."
         )
     echo_errors(_failures(plan, report))
-    return 0 if report.ok and not plan.errors and not stdout_lost else 1
+    return 0 if report.ok and not plan.failed and not stdout_lost else 1
 
 
 def _failures(plan: Plan, report: ApplyReport) -> list[FailedInvite]:
     """Invites not planned, writes that failed, re-sends that failed or may have been sent."""
-    failed = from_problems(plan.errors)
+    failed = list(plan.failed)
     for result in report.results:
-        change = result.change
-        if result.error is not None:
-            failed.append(
-                FailedInvite(change.id, str(result.error), result.error.status, change.source)
-            )
-        elif result.resend_error is not None:
-            what = "re-send may have been sent" if result.resend_unknown else "not re-sent"
-            reason = f"updated, but {what}: {result.resend_error}"
-            failed.append(FailedInvite(change.id, reason, result.resend_error.status, None))
+        change, error = result.change, result.error
+        if error is None:
+            continue
+        if not result.outcome.updated:
+            failed.append(FailedInvite(change.id, change.source, str(error), error.status))
+        else:
+            # The entry is not what to fix: no source, so the advice does not point at it.
+            unknown = result.outcome is WriteOutcome.RESEND_UNKNOWN
+            what = "re-send may have been sent" if unknown else "not re-sent"
+            reason = f"updated, but {what}: {error}"
+            failed.append(FailedInvite(change.id, None, reason, error.status))
     return failed

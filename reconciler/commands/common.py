@@ -18,9 +18,9 @@ from reconciler.desired.entries import refuse_bad_ids
 from reconciler.desired.selection import EVERYTHING, Selection, select_invites
 from reconciler.desired.state import DesiredState, load_desired_state
 from reconciler.errors import ReconcilerError
-from reconciler.output.common import plural
 from reconciler.safetext import escape
 from reconciler.settings.config import Settings, load_settings
+from reconciler.wording import plural
 
 
 def settings_for(config_file: str | None, **overrides: Any) -> Settings:

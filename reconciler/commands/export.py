@@ -28,12 +28,12 @@ from reconciler.commands.options import (
 from reconciler.commands.remote import api_client
 from reconciler.desired.entries import refuse_bad_ids
 from reconciler.errors import ReconcilerError
-from reconciler.output.common import plural
 from reconciler.output.log import setup_logging
 from reconciler.plan.model import stop_if_run_fatal
 from reconciler.safefile import refuse_special_file, write_text_replacing
 from reconciler.safetext import clean, redact_strings
 from reconciler.settings.config import UPDATABLE_FIELDS
+from reconciler.wording import plural
 
 
 class _Quoted(str):
@@ -174,7 +174,7 @@ def _read_invites(client: ApiClient, ids: list[str], limiter: Limiter) -> list[C
     """Every invite asked for, or an error naming each one that could not be read."""
     found: list[CurrentInvite] = []
     problems = []
-    for invite_id, outcome in ordered_map(client.get_invite, ids, limiter, client.halt):
+    for invite_id, outcome in ordered_map(client.get_invite, ids, limiter, client.stop):
         if outcome.error is not None:
             stop_if_run_fatal(outcome.error)
             problems.append(f"{invite_id}: {outcome.error}")

@@ -17,8 +17,8 @@ from reconciler.commands.options import (
 from reconciler.commands.remote import api_client, compute_plan
 from reconciler.output import renderer_for
 from reconciler.output.color import use_color
-from reconciler.output.common import echo_chunks, plural
-from reconciler.output.failures import echo_errors, from_problems
+from reconciler.output.common import echo_chunks
+from reconciler.output.failures import echo_errors
 from reconciler.output.github import github_enabled, report_plan
 from reconciler.output.log import setup_logging
 from reconciler.plan.model import Plan
@@ -27,6 +27,7 @@ from reconciler.safefile import refuse_special_file
 from reconciler.safetext import escape
 from reconciler.sandbox import SANDBOX_CLIENT_SECRET
 from reconciler.settings.config import Settings
+from reconciler.wording import plural
 
 
 def signing_secret(settings: Settings, sandbox: bool) -> str | None:
@@ -77,8 +78,8 @@ def _say_saved(the_plan: Plan, out: str) -> None:
     if the_plan.too_much_change() is not None:
         click.echo(f"Saved the plan to {escape(out)}, for the record.", err=True)
         return
-    errors = the_plan.errors
-    caveat = f" ({plural(len(errors), 'invite')} with errors will be left alone)" if errors else ""
+    failed = the_plan.failed
+    caveat = f" ({plural(len(failed), 'invite')} with errors will be left alone)" if failed else ""
     click.echo(
         f"Saved the plan to {escape(out)}{caveat}; apply it with: "
         f"reconcile apply --plan {escape(out)}",
@@ -88,12 +89,12 @@ def _say_saved(the_plan: Plan, out: str) -> None:
 
 def _exit_code(the_plan: Plan, detailed_exitcode: bool) -> int:
     """1 when apply would fail or refuse; invites no longer pending never count."""
-    echo_errors(from_problems(the_plan.errors))
+    echo_errors(the_plan.failed)
     refusal = the_plan.too_much_change()
     if refusal is not None:
         # The check apply would fail fails here too, so a pull request is not green for it.
         click.echo(f"error: apply will refuse this plan: {refusal.reason}", err=True)
         return 1
-    if the_plan.errors:
+    if the_plan.failed:
         return 1
     return 2 if detailed_exitcode and the_plan.has_changes else 0

@@ -11,8 +11,9 @@ from contextlib import contextmanager
 
 import click
 
-from reconciler.api.client import ApiClient, Observer
+from reconciler.api.client import ApiClient
 from reconciler.api.current import read_current
+from reconciler.api.http.exchange import Observer
 from reconciler.api.limiter import Limiter
 from reconciler.desired.state import DesiredState
 from reconciler.plan.model import Plan, make_plan
@@ -50,7 +51,7 @@ def api_client(
 def compute_plan(
     client: ApiClient, state: DesiredState, settings: Settings, limiter: Limiter
 ) -> Plan:
-    readings = read_current(client, state.invites, limiter, client.halt)
+    readings = read_current(client, state.invites, limiter, client.stop)
     try:
         return make_plan(client.base_url, readings, settings.max_changes)
     finally:

@@ -19,9 +19,10 @@ from reconciler.commands.options import (
 )
 from reconciler.commands.remote import api_client
 from reconciler.desired.entries import refuse_bad_ids
-from reconciler.output.common import plural
-from reconciler.output.failures import FailedInvite, echo_errors
+from reconciler.output.failures import echo_errors
 from reconciler.output.log import setup_logging
+from reconciler.plan.changes import FailedInvite
+from reconciler.wording import plural
 
 
 @click.command(epilog=settings_help(api=True, extra=("audit_log",)))
@@ -68,6 +69,6 @@ def _resend_one(
     except ApiError as error:
         label = "unknown" if error.outcome_unknown else "failed "
         click.echo(f"{label}  {invite_id}: {error}")
-        return FailedInvite(invite_id, str(error), error.status)
+        return FailedInvite(invite_id, None, str(error), error.status)
     click.echo(f"re-sent  {invite_id}")
     return None

@@ -6,8 +6,8 @@ import ipaddress
 
 import click
 
-from reconciler.output.common import plural
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox, SandboxOptions
+from reconciler.wording import plural
 
 _share = click.FloatRange(0.0, 1.0)
 

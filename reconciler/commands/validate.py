@@ -11,8 +11,8 @@ from reconciler.commands.options import (
     config_option,
     settings_help,
 )
-from reconciler.output.common import plural
 from reconciler.output.gitlab import writing_codequality
+from reconciler.wording import plural
 
 
 @click.command(epilog=settings_help(api=False, reads_paths=True, other_env=("GITHUB_ACTIONS",)))

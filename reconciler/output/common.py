@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from reconciler.safetext import clean
-from reconciler.wording import plural  # re-exported: the commands import it from here
+from reconciler.wording import plural
 
 if TYPE_CHECKING:
     from reconciler.plan.model import Plan
@@ -63,7 +63,7 @@ def show(value: Any) -> str:
 
 def summary_line(plan: Plan) -> str:
     s = plan.summary
-    line = f"Plan: {s.update} to update, {s.unchanged} unchanged, {plural(s.error, 'error')}"
+    line = f"Plan: {s.update} to update, {s.unchanged} unchanged, {plural(s.failed, 'error')}"
     if plan.not_updatable:
         line += f", {len(plan.not_updatable)} no longer updatable"
     return line + "."

@@ -7,26 +7,13 @@ shown inside a plan or a progress log on stdout are repeated here, bounded.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import NamedTuple
 
 import click
 
-from reconciler.plan.changes import InviteProblem
+from reconciler.plan.changes import FailedInvite
 from reconciler.safetext import clean
 
 SHOWN = 10  # a run over thousands of invites must not bury the last line
-
-
-class FailedInvite(NamedTuple):
-    id: str
-    reason: str  # HTTP status, the server's message and requestId, as ApiError says them
-    status: int | None = None
-    source: str | None = None  # FILE:LINE of the entry, when it came from a file
-
-
-def from_problems(problems: Iterable[InviteProblem]) -> list[FailedInvite]:
-    """The invites a plan could not read."""
-    return [FailedInvite(p.id, p.message, p.status, p.source) for p in problems]
 
 
 def what_to_do(status: int | None, source: str | None) -> str:
@@ -46,7 +33,7 @@ def what_to_do(status: int | None, source: str | None) -> str:
 def error_lines(failures: Iterable[FailedInvite]) -> list[str]:
     failed = list(failures)
     lines = [
-        f"error: {clean(f.id)}: {clean(f.reason)}; {what_to_do(f.status, f.source)}"
+        f"error: {clean(f.id)}: {clean(f.message)}; {what_to_do(f.status, f.source)}"
         for f in failed[:SHOWN]
     ]
     if len(failed) > SHOWN:

@@ -92,7 +92,7 @@ def report_plan(plan: Plan, github: bool, env: Mapping[str, str] | None = None) 
     # Imported here: the renderer pulls in the plan model, which `validate` never needs.
     from reconciler.output.markdown import MarkdownRenderer
 
-    emit(invite_error_commands((problem.id, problem.message) for problem in plan.errors))
+    emit(invite_error_commands((failed.id, failed.message) for failed in plan.failed))
     append_step_summary(MarkdownRenderer().render(plan), env)
 
 

@@ -13,12 +13,13 @@ from collections.abc import Iterable, Iterator
 from reconciler.output.common import (
     NOT_UPDATABLE_HEADING,
     max_changes_warning,
-    plural,
     show,
     summary_line,
 )
-from reconciler.plan.model import FieldChange, InviteChange, NotUpdatable, Plan
+from reconciler.plan.changes import FieldChange, InviteChange, NotUpdatable
+from reconciler.plan.model import Plan
 from reconciler.safetext import clean
+from reconciler.wording import plural
 
 COMMENT_LIMIT = 65_000
 _FOLD_AFTER = 10  # changes shown open; more are folded in <details>
@@ -51,6 +52,10 @@ def _label(text: str) -> str:
     return text if _PLAIN.fullmatch(text) else _code(text)
 
 
+def _where(source: str | None) -> str:
+    return f" ({_code(source)})" if source is not None else ""
+
+
 def _id(invite_id: str) -> str:
     return f"`{invite_id}`" if _ID.fullmatch(invite_id) else _code(invite_id)
 
@@ -68,7 +73,7 @@ class MarkdownRenderer:
         warning = max_changes_warning(plan)
         if warning:
             head.append(f"> [!WARNING]\n> {warning}")
-        if not plan.changes and not plan.errors and not plan.not_updatable:
+        if not plan.changes and not plan.failed and not plan.not_updatable:
             head.append("No changes: every invite matches the desired state.")
         page = _Page(self.limit - _TAIL_RESERVE)
         yield page.add("\n\n".join(head) + "\n\n")
@@ -78,12 +83,10 @@ class MarkdownRenderer:
             pieces, total = self._not_updatable(plan)
             shown, omitted_stale = page.fill(pieces, total)
             yield from shown
-        if plan.errors:
+        if plan.failed:
             yield page.add("#### Errors\n\n")
-            lines = (
-                f"- {_id(e.id)} ({_code(e.source)}): {_code(e.message)}\n" for e in plan.errors
-            )
-            shown, omitted_errors = page.fill(lines, len(plan.errors))
+            lines = (f"- {_id(f.id)}{_where(f.source)}: {_code(f.message)}\n" for f in plan.failed)
+            shown, omitted_errors = page.fill(lines, len(plan.failed))
             yield from shown
             yield page.add("\n")
         folded = len(plan.changes) > _FOLD_AFTER

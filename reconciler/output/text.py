@@ -6,17 +6,18 @@ from collections.abc import Iterator
 
 import click
 
-from reconciler.apply.applier import ApplyReport, ChangeResult, WriteState
+from reconciler.apply.applier import ApplyReport, ChangeResult, WriteOutcome
 from reconciler.output.common import (
     NOT_UPDATABLE_HEADING,
     max_changes_warning,
     not_updatable_note,
-    plural,
     show,
     summary_line,
 )
-from reconciler.plan.model import FieldChange, InviteChange, InviteProblem, NotUpdatable, Plan
+from reconciler.plan.changes import FailedInvite, FieldChange, InviteChange, NotUpdatable
+from reconciler.plan.model import Plan
 from reconciler.safetext import clean
+from reconciler.wording import plural
 
 
 class TextRenderer:
@@ -35,8 +36,8 @@ class TextRenderer:
         """The plan an invite at a time: each block and the blank line after it, then totals."""
         for change in plan.changes:
             yield self._change(change) + "\n\n"
-        for problem in plan.errors:
-            yield self._problem(problem) + "\n\n"
+        for failed in plan.failed:
+            yield self._failed(failed) + "\n\n"
         for block in self._not_updatable(plan.not_updatable):
             yield block + "\n\n"
         footer = []
@@ -44,16 +45,19 @@ class TextRenderer:
         if warning:
             footer.append(self._style(f"Warning: {warning}", fg="red", bold=True))
         if not plan.changes:
-            footer.append("No changes." if not plan.errors else "No changes to apply.")
+            footer.append("No changes." if not plan.failed else "No changes to apply.")
         footer.append(summary_line(plan))
         yield "\n".join(footer) + "\n"
 
-    def _heading(self, mark: str, invite_id: str, name: str | None, source: str, fg: str) -> str:
+    def _heading(
+        self, mark: str, invite_id: str, name: str | None, source: str | None, fg: str
+    ) -> str:
         label = f"{mark} {clean(invite_id)}"
         parts = [self._style(label, fg=fg, bold=True)]
         if name:
             parts.append(clean(name))
-        parts.append(f"({clean(source)})")
+        if source is not None:  # a failed invite may not come from an entry
+            parts.append(f"({clean(source)})")
         return "  ".join(parts)
 
     def _change(self, change: InviteChange) -> str:
@@ -102,9 +106,9 @@ class TextRenderer:
     def _new(self, value: object) -> str:
         return self._style(show(value), fg="green")
 
-    def _problem(self, problem: InviteProblem) -> str:
-        heading = self._heading("!", problem.id, None, problem.source, "red")
-        return f"{heading}\n    {clean(problem.message)}"
+    def _failed(self, failed: FailedInvite) -> str:
+        heading = self._heading("!", failed.id, None, failed.source, "red")
+        return f"{heading}\n    {clean(failed.message)}"
 
     # -- apply ----------------------------------------------------------------
 
@@ -112,49 +116,49 @@ class TextRenderer:
         change = result.change
         invite_id = clean(change.id)
         where = f"{invite_id}  ({clean(change.source)})"
-        resend_error = clean(str(result.resend_error))
-        if result.state is WriteState.UPDATED:
-            line = f"{self._style('updated', fg='green')}      {where}: {', '.join(change.patch)}"
-            if result.resent:
-                line += "\n" + f"{self._style('re-sent', fg='cyan')}      {invite_id}: invitation"
-            if result.resend_unknown:
-                line += "\n" + (
-                    f"{self._style('re-send unknown', fg='red')}  {invite_id}: "
-                    f"{resend_error}; the invitation may have been sent. Check with the "
-                    f"invitee before sending it again (reconcile resend {invite_id})"
-                )
-            elif result.resend_error:
-                line += "\n" + (
-                    f"{self._style('not re-sent', fg='red')}  {invite_id}: {resend_error}; "
-                    f"the update was applied, re-send it with: reconcile resend {invite_id}"
-                )
-            return line
-        if result.update_unknown:
-            # The audit log says `unknown` too: "failed" would invite a blind retry.
+        error = clean(str(result.error))
+        outcome = result.outcome
+        if outcome is WriteOutcome.NOT_STARTED:
+            return f"{self._style('not started', fg='yellow')}  {where}"
+        if outcome is WriteOutcome.FAILED:
+            return f"{self._style('failed', fg='red')}       {where}: {error}"
+        if outcome is WriteOutcome.UPDATE_UNKNOWN:
             return (
-                f"{self._style('update unknown', fg='red')}  {where}: {clean(str(result.error))}; "
+                f"{self._style('update unknown', fg='red')}  {where}: {error}; "
                 "the server may have applied it. Check before applying again "
                 f"(reconcile plan --target {invite_id})"
             )
-        if result.state is WriteState.FAILED:
-            return f"{self._style('failed', fg='red')}       {where}: {clean(str(result.error))}"
-        return f"{self._style('not started', fg='yellow')}  {where}"
+        line = f"{self._style('updated', fg='green')}      {where}: {', '.join(change.patch)}"
+        if outcome is WriteOutcome.RESENT:
+            line += "\n" + f"{self._style('re-sent', fg='cyan')}      {invite_id}: invitation"
+        elif outcome is WriteOutcome.RESEND_UNKNOWN:
+            line += "\n" + (
+                f"{self._style('re-send unknown', fg='red')}  {invite_id}: "
+                f"{error}; the invitation may have been sent. Check with the "
+                f"invitee before sending it again (reconcile resend {invite_id})"
+            )
+        elif outcome is WriteOutcome.NOT_RESENT:
+            line += "\n" + (
+                f"{self._style('not re-sent', fg='red')}  {invite_id}: {error}; "
+                f"the update was applied, re-send it with: reconcile resend {invite_id}"
+            )
+        return line
 
     def apply_summary(self, report: ApplyReport) -> str:
-        updated = report.count(WriteState.UPDATED)
-        failed = report.count(WriteState.FAILED)
-        parts = [f"{updated} updated", f"{failed} failed"]
-        if report.updates_unknown:
-            parts.append(f"{plural(report.updates_unknown, 'update')} with unknown outcome")
-        not_started = report.count(WriteState.NOT_STARTED)
+        failed = report.count(WriteOutcome.FAILED)
+        parts = [f"{report.updated} updated", f"{failed} failed"]
+        updates_unknown = report.count(WriteOutcome.UPDATE_UNKNOWN)
+        if updates_unknown:
+            parts.append(f"{plural(updates_unknown, 'update')} with unknown outcome")
+        not_started = report.count(WriteOutcome.NOT_STARTED)
         if not_started:
             parts.append(f"{not_started} not started")
-        if report.resend_failures:
-            parts.append(f"{plural(report.resend_failures, 'invitation')} not re-sent")
-        if report.resends_unknown:
-            parts.append(
-                f"{plural(report.resends_unknown, 'invitation')} with unknown re-send outcome"
-            )
+        not_resent = report.count(WriteOutcome.NOT_RESENT)
+        if not_resent:
+            parts.append(f"{plural(not_resent, 'invitation')} not re-sent")
+        resends_unknown = report.count(WriteOutcome.RESEND_UNKNOWN)
+        if resends_unknown:
+            parts.append(f"{plural(resends_unknown, 'invitation')} with unknown re-send outcome")
         lines = []
         if report.stopped_by:
             lines.append(self._style(f"Stopped: {report.stopped_by}.", fg="red", bold=True))

@@ -120,10 +120,12 @@ class NotUpdatable:
 
 
 @dataclass(frozen=True)
-class InviteProblem:
+class FailedInvite:
+    """An invite the run could not read, update or re-send: the plan's ``errors``."""
+
     id: str
-    source: str
-    message: str
+    source: str | None  # FILE:LINE of the entry; None when the entry is not what to fix
+    message: str  # HTTP status, the server's message and requestId, as ApiError says them
     status: int | None = None
     request_id: str | None = None
 
@@ -137,6 +139,6 @@ class InviteProblem:
         }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> InviteProblem:
+    def from_json(cls, data: dict[str, Any]) -> FailedInvite:
         keys = ("id", "source", "message", "status", "request_id")
         return cls(*(data.get(key) for key in keys))  # type: ignore[arg-type]

@@ -1,4 +1,4 @@
-"""The plan: what apply would change, made of per-invite changes and errors.
+"""The plan: what apply would change, made of per-invite changes and failed invites.
 
 Computing a plan is separate from showing it (reconciler.output), from saving
 it (reconciler.plan.saved) and from carrying it out (reconciler.apply.applier). Each
@@ -25,7 +25,7 @@ from reconciler.api.exceptions import (
 )
 from reconciler.desired.state import DesiredInvite
 from reconciler.errors import ReconcilerError
-from reconciler.plan.changes import FieldChange, InviteChange, InviteProblem, NotUpdatable
+from reconciler.plan.changes import FailedInvite, InviteChange, NotUpdatable
 from reconciler.plan.compare import compare_invite, managed_part
 from reconciler.safetext import redact, redact_strings
 from reconciler.wording import plural
@@ -36,10 +36,6 @@ if TYPE_CHECKING:
 __all__ = [
     "FORMAT_VERSION",
     "RUN_FATAL_ERRORS",
-    "FieldChange",
-    "InviteChange",
-    "InviteProblem",
-    "NotUpdatable",
     "Plan",
     "Summary",
     "TooMuchChange",
@@ -79,14 +75,18 @@ class TooMuchChange(ReconcilerError):
 class Summary(NamedTuple):
     update: int
     unchanged: int
-    error: int
+    failed: int
+
+    def to_json(self) -> dict[str, int]:
+        # The saved plan's names (cli.md): a failed invite is an "error" there.
+        return {"update": self.update, "unchanged": self.unchanged, "error": self.failed}
 
 
 @dataclass
 class Plan:
     base_url: str
     changes: list[InviteChange] = field(default_factory=list)
-    errors: list[InviteProblem] = field(default_factory=list)
+    failed: list[FailedInvite] = field(default_factory=list)  # saved as `errors`
     unchanged: int = 0
     created_at: str = field(default_factory=lambda: _now())
     max_changes: int | None = None
@@ -98,7 +98,7 @@ class Plan:
 
     @property
     def summary(self) -> Summary:
-        return Summary(len(self.changes), self.unchanged, len(self.errors))
+        return Summary(len(self.changes), self.unchanged, len(self.failed))
 
     @property
     def has_changes(self) -> bool:
@@ -144,8 +144,8 @@ class Plan:
             ("max_changes", self.max_changes),
             ("changes", (_redact_server_parts(c.to_json()) for c in self.changes)),
             ("not_updatable", (_redact_server_parts(n.to_json()) for n in self.not_updatable)),
-            ("errors", (_redact_server_parts(e.to_json()) for e in self.errors)),
-            ("summary", self.summary._asdict()),
+            ("errors", (_redact_server_parts(f.to_json()) for f in self.failed)),
+            ("summary", self.summary.to_json()),
         ]
         if self.signature is not None:
             parts.append(("signature", redact_strings(self.signature)))
@@ -166,7 +166,7 @@ class Plan:
             max_changes=document.get("max_changes"),
             unchanged=document["summary"]["unchanged"],
             changes=[InviteChange.from_json(c) for c in document["changes"]],
-            errors=[InviteProblem.from_json(e) for e in document["errors"]],
+            failed=[FailedInvite.from_json(e) for e in document["errors"]],
             not_updatable=[NotUpdatable.from_json(n) for n in document.get("not_updatable", [])],
             format_version=document["format_version"],
             signature=document.get("signature"),
@@ -191,7 +191,7 @@ def make_plan(
 ) -> Plan:
     """Compare each desired invite with the server's copy as the readings arrive.
 
-    Only changes, errors and counts are kept: a server copy is dropped as soon
+    Only changes, failed invites and counts are kept: a server copy is dropped as soon
     as it has been compared, so memory follows the changes, not the invites.
     """
     plan = Plan(base_url=base_url, max_changes=max_changes)
@@ -200,7 +200,7 @@ def make_plan(
             raise ReconcilerError("interrupted while reading invites; nothing was changed")
         if outcome.error is not None:
             stop_if_run_fatal(outcome.error)
-            plan.errors.append(_problem(desired, outcome.error))
+            plan.failed.append(_failed(desired, outcome.error))
             continue
         assert outcome.value is not None
         _place(plan, desired, outcome.value)
@@ -227,9 +227,9 @@ def _place(plan: Plan, desired: DesiredInvite, current: CurrentInvite) -> None:
     plan.not_updatable.append(NotUpdatable(desired.id, source, desired.name, status, shown, wanted))
 
 
-def _problem(desired: DesiredInvite, error: ApiError) -> InviteProblem:
+def _failed(desired: DesiredInvite, error: ApiError) -> FailedInvite:
     message = redact(str(error))
-    return InviteProblem(desired.id, str(desired.source), message, error.status, error.request_id)
+    return FailedInvite(desired.id, str(desired.source), message, error.status, error.request_id)
 
 
 # The parts of a record that come from the server; the rest comes from the files.

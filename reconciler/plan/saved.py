@@ -8,7 +8,6 @@ carry a signature made with this run's client secret (reconciler.plan.signature)
 from __future__ import annotations
 
 import json
-import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from functools import cache
@@ -20,6 +19,7 @@ from reconciler.api.client import CurrentInvite
 from reconciler.api.concurrency import ordered_map
 from reconciler.api.limiter import Limiter
 from reconciler.errors import ReconcilerError
+from reconciler.output.common import show
 from reconciler.output.json import JsonRenderer
 from reconciler.plan.boundedjson import loads_bounded, read_bounded_text
 from reconciler.plan.compare import values_equal
@@ -28,6 +28,7 @@ from reconciler.plan.signature import SignatureCheck, check, signature_for
 from reconciler.resources import resource_path
 from reconciler.safefile import write_text_replacing
 from reconciler.safetext import clean, escape, redact_strings
+from reconciler.stop import Stop
 
 MAX_PLAN_BYTES = 128 * 1024 * 1024  # some 200,000 changes; a real plan is far smaller
 MAX_PLAN_DEPTH = 64  # a plan nests about 6 deep; a server's odd values get room to spare
@@ -159,7 +160,7 @@ def find_drift(
     base_url: str,
     read: Callable[[str], CurrentInvite],
     parallelism: int | Limiter,
-    stop: threading.Event | None = None,
+    stop: Stop | None = None,
 ) -> list[str]:
     """Every reason the plan no longer holds; empty when it is safe to apply."""
     if plan.base_url.rstrip("/") != base_url.rstrip("/"):
@@ -183,10 +184,6 @@ def find_drift(
             # The plan holds the server's value redacted if it held the secret or a token.
             if not values_equal(name, planned, now) and planned != redact_strings(now):
                 drift.append(
-                    f"{where}: `{name}` was {_show(planned)} when planned, is now {_show(now)}"
+                    f"{where}: `{name}` was {show(planned)} when planned, is now {show(now)}"
                 )
     return drift
-
-
-def _show(value: Any) -> str:
-    return clean(json.dumps(value, ensure_ascii=False))

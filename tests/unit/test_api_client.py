@@ -15,7 +15,7 @@ import pytest
 import requests
 from urllib3.exceptions import MaxRetryError, NewConnectionError
 
-from reconciler.api.client import ApiClient, CurrentInvite, Receipt, check_base_url
+from reconciler.api.client import ApiClient, CurrentInvite, Receipt
 from reconciler.api.exceptions import (
     AnswerTooLarge,
     ApiError,
@@ -33,6 +33,7 @@ from reconciler.api.exceptions import (
     WrongInvite,
 )
 from reconciler.api.http.pacing import RequestPacer
+from reconciler.api.http.urls import check_base_url
 from reconciler.errors import ConfigError, ReconcilerError
 from reconciler.settings.config import DEFAULT_SCOPE, Settings
 
@@ -974,7 +975,7 @@ def test_halted_client_does_not_retry(
     client: ApiClient, requests_mock: Any, token_endpoint: Any
 ) -> None:
     requests_mock.get(INVITE_URL, [failure(503, "busy"), ok_invite()])
-    client.halt.set()
+    client.stop.set("interrupted")
 
     with pytest.raises(ServerError):
         client.get_invite("inv_8f2k1")
@@ -1474,7 +1475,7 @@ def test_a_halted_client_waits_for_no_turn(
     requests_mock.get(INVITE_URL, **ok_invite())
     client.get_invite("inv_8f2k1")  # the token is fetched
     client.pacer.on_rate_limited(30.0)
-    client.halt.set()
+    client.stop.set("interrupted")
 
     with pytest.raises(NotSent) as caught:
         client.get_invite("inv_8f2k1")
@@ -1595,7 +1596,7 @@ def test_a_stop_during_the_pause_before_a_retry_raises_the_failure_itself(
     requests_mock.get(INVITE_URL, [failure(503, "busy", request_id="5030"), ok_invite()])
 
     def interrupted(seconds: float) -> None:
-        client.halt.set()  # Ctrl-C while waiting to retry
+        client.stop.set("interrupted")  # Ctrl-C while waiting to retry
         fake_time.sleep(seconds)
 
     settings = Settings(base_url=BASE, client_id=CLIENT_ID, client_secret=SECRET)
@@ -1615,7 +1616,7 @@ def test_a_request_waiting_for_its_turn_when_the_run_stops_is_not_sent(
     pacer.on_rate_limited(30.0)  # the server's 429 asked for a pause
     settings = Settings(base_url=BASE, client_id=CLIENT_ID, client_secret=SECRET)
     with ApiClient(settings, pacer=pacer, clock=fake_time.clock, sleep=fake_time.sleep) as client:
-        client.halt.set()
+        client.stop.set("interrupted")
         with pytest.raises(NotSent) as caught:
             client.get_invite("inv_8f2k1")
 

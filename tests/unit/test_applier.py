@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 from reconciler.api.client import Receipt
 from reconciler.api.exceptions import NotSent
-from reconciler.apply.applier import Applier, WriteState
+from reconciler.apply.applier import Applier, WriteOutcome
 from reconciler.plan.changes import InviteChange
 from reconciler.plan.model import Plan
+from reconciler.stop import Stop
 
 
 class _StoppingClient:
@@ -31,10 +31,10 @@ def test_writes_the_stopping_run_never_sent_are_reported_not_started() -> None:
         for n in (1, 2, 3)
     ]
     client = _StoppingClient()
-    report = Applier(client, parallelism=1, stop=threading.Event()).apply(  # type: ignore[arg-type]
+    report = Applier(client, parallelism=1, stop=Stop()).apply(  # type: ignore[arg-type]
         Plan(base_url="https://api.example", changes=changes)
     )
-    states = [r.state for r in report.results]
-    assert states == [WriteState.UPDATED, WriteState.NOT_STARTED, WriteState.NOT_STARTED]
+    states = [r.outcome for r in report.results]
+    assert states == [WriteOutcome.UPDATED, WriteOutcome.NOT_STARTED, WriteOutcome.NOT_STARTED]
     assert client.sent == ["inv_1"]
-    assert report.count(WriteState.FAILED) == 0
+    assert report.count(WriteOutcome.FAILED) == 0

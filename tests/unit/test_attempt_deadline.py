@@ -50,7 +50,7 @@ def test_cutting_an_attempt_ends_a_blocked_read() -> None:
     reader = threading.Thread(target=lambda: got.append(left.recv(10)))
     reader.start()
 
-    _Watchdog().arm(deadline.at, lambda: deadline.cut(left))
+    _Watchdog().arm(deadline.at, lambda: deadline.shut_down(left))
     reader.join(10)
 
     assert not reader.is_alive() and got == [b""]  # the read ended, empty-handed
@@ -245,7 +245,7 @@ def test_cutting_a_connection_already_closed_is_quiet() -> None:
     right.close()
     deadline = AttemptDeadline(0)
 
-    deadline.cut(left)
+    deadline.shut_down(left)
 
     assert deadline.expired
 

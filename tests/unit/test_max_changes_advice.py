@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from reconciler.plan.model import InviteChange, Plan, TooMuchChange
+from reconciler.plan.changes import InviteChange
+from reconciler.plan.model import Plan, TooMuchChange
 
 SPLIT = "Split the change or raise the limit."
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import copy
 import json
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +17,10 @@ from test_planfile import FakeServer
 
 from reconciler.api.client import CurrentInvite
 from reconciler.errors import ReconcilerError
-from reconciler.plan.model import InviteChange, Plan
+from reconciler.plan.changes import InviteChange
+from reconciler.plan.model import Plan
 from reconciler.plan.saved import find_drift, load_plan, load_signed_plan, save_plan
+from reconciler.stop import Stop
 
 BASE = "https://api.example.com"
 
@@ -136,8 +137,8 @@ def test_a_saved_plan_is_readable_by_its_owner_only(tmp_path):
 
 
 def test_an_interrupt_while_checking_the_plan_says_nothing_was_changed():
-    stop = threading.Event()
-    stop.set()
+    stop = Stop()
+    stop.set("interrupted")
     read_ids: list[str] = []
 
     def read(invite_id: str) -> CurrentInvite:

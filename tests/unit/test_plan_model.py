@@ -24,14 +24,8 @@ from reconciler.api.exceptions import (
 )
 from reconciler.desired.state import DesiredInvite, SourceLocation
 from reconciler.errors import ReconcilerError
-from reconciler.plan.model import (
-    InviteChange,
-    InviteProblem,
-    NotUpdatable,
-    Plan,
-    TooMuchChange,
-    make_plan,
-)
+from reconciler.plan.changes import FailedInvite, InviteChange, NotUpdatable
+from reconciler.plan.model import Plan, TooMuchChange, make_plan
 from reconciler.safetext import register_secret
 
 BASE = "https://api.example.test"
@@ -62,12 +56,12 @@ def test_changes_unchanged_and_per_invite_errors_are_all_kept():
         ("inv_0001", {"email": "old1@x.example"}, {"email": "new1@x.example"})
     ]
     assert plan.unchanged == 1
-    assert [(e.id, e.status, e.source) for e in plan.errors] == [
+    assert [(e.id, e.status, e.source) for e in plan.failed] == [
         ("inv_0003", 404, "invites/a.yaml:32"),
         ("inv_0004", 409, "invites/a.yaml:42"),
         ("inv_0005", 400, "invites/a.yaml:52"),
     ]
-    assert plan.errors[2].request_id == "r5"
+    assert plan.failed[2].request_id == "r5"
 
 
 @pytest.mark.parametrize(
@@ -99,7 +93,7 @@ def test_an_error_that_would_repeat_for_every_invite_stops_the_run_at_once(error
 def test_a_secret_a_server_echoes_never_reaches_the_plan():
     register_secret("plan-model-secret-7f3a")
     error = InvalidRequest("client plan-model-secret-7f3a sent Bearer eyJ.abc.def", status=400)
-    (problem,) = make_plan(BASE, [(desired(1), Outcome(error=error))]).errors
+    (problem,) = make_plan(BASE, [(desired(1), Outcome(error=error))]).failed
     assert "plan-model-secret-7f3a" not in problem.message and "eyJ.abc" not in problem.message
     assert problem.message == "HTTP 400: client [redacted] sent Bearer [redacted]"
 
@@ -125,7 +119,7 @@ def test_an_accepted_invite_that_differs_is_set_apart_never_changed():
         (desired(3), Outcome(current(3, None))),
     ]
     plan = make_plan(BASE, readings)
-    assert plan.changes == [] and plan.errors == [] and plan.unchanged == 1
+    assert plan.changes == [] and plan.failed == [] and plan.unchanged == 1
     first, unknown = plan.not_updatable
     assert (first.id, first.status, first.source) == ("inv_0001", "accepted", "invites/a.yaml:12")
     # Only what differs, and only the managed part of the contact.
@@ -195,7 +189,7 @@ def test_a_saved_plan_over_its_own_limit_says_to_make_a_new_plan_not_to_split():
 def test_every_record_reads_back_what_it_wrote():
     change = InviteChange("inv_a", "a.yaml:2", "Müller", {"email": "o@x"}, {"email": "n@x"}, True)
     stale = NotUpdatable("inv_b", "a.yaml:9", None, "accepted", {"name": "A"}, {"name": "B"})
-    problem = InviteProblem("inv_c", "a.yaml:20", "HTTP 404: not found", 404, "req-1")
+    problem = FailedInvite("inv_c", "a.yaml:20", "HTTP 404: not found", 404, "req-1")
     for record in (change, stale, problem):
         assert type(record).from_json(record.to_json()) == record
     plan = Plan(BASE, [change], [problem], 7, max_changes=3, not_updatable=[stale])

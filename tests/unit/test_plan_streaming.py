@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 import reconciler.plan.saved
 from reconciler.errors import ReconcilerError
 from reconciler.output.json import JsonRenderer, document_json
-from reconciler.plan.changes import InviteChange, InviteProblem, NotUpdatable
+from reconciler.plan.changes import FailedInvite, InviteChange, NotUpdatable
 from reconciler.plan.model import Plan
 from reconciler.plan.saved import load_signed_plan, save_plan, sign_plan
 from reconciler.plan.signature import SignatureCheck, canonical_bytes, check, signature_for
@@ -56,13 +56,13 @@ fields = st.dictionaries(text, values, max_size=3)
 changes = st.builds(InviteChange, text, text, st.none() | text, fields, fields, st.booleans())
 stale = st.builds(NotUpdatable, text, text, st.none() | text, text, fields, fields)
 problems = st.builds(
-    InviteProblem, text, text, text, st.none() | st.integers(100, 599), st.none() | text
+    FailedInvite, text, text, text, st.none() | st.integers(100, 599), st.none() | text
 )
 plans = st.builds(
     Plan,
     base_url=text,
     changes=st.lists(changes, max_size=4),
-    errors=st.lists(problems, max_size=3),
+    failed=st.lists(problems, max_size=3),
     unchanged=st.integers(0, 10**6),
     max_changes=st.none() | st.integers(0, 1000),
     not_updatable=st.lists(stale, max_size=3),

@@ -15,7 +15,8 @@ from reconciler.api.client import CurrentInvite
 from reconciler.api.exceptions import NotFound
 from reconciler.errors import ReconcilerError
 from reconciler.plan import saved as planfile
-from reconciler.plan.model import InviteChange, InviteProblem, NotUpdatable, Plan
+from reconciler.plan.changes import FailedInvite, InviteChange, NotUpdatable
+from reconciler.plan.model import Plan
 from reconciler.plan.saved import find_drift, load_plan, load_signed_plan, save_plan, sign_plan
 from reconciler.plan.signature import signature_for
 
@@ -37,7 +38,7 @@ def sample_plan() -> Plan:
             ),
             InviteChange("inv_b", "invites/b.yaml:2", None, {"name": "B"}, {"name": "Bee"}, False),
         ],
-        errors=[InviteProblem("inv_gone", "invites/z.yaml:9", "HTTP 404: not found", 404, "r1")],
+        failed=[FailedInvite("inv_gone", "invites/z.yaml:9", "HTTP 404: not found", 404, "r1")],
         unchanged=12,
         max_changes=50,
         not_updatable=[

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 
-from reconciler.output import JsonRenderer, MarkdownRenderer, TextRenderer
-from reconciler.plan.model import InviteChange, InviteProblem, NotUpdatable, Plan
+from reconciler.output.json import JsonRenderer
+from reconciler.output.markdown import MarkdownRenderer
+from reconciler.output.text import TextRenderer
+from reconciler.plan.changes import FailedInvite, InviteChange, NotUpdatable
+from reconciler.plan.model import Plan
 
 
 def change(index: int, **patch: object) -> InviteChange:
@@ -21,8 +24,8 @@ def change(index: int, **patch: object) -> InviteChange:
     )
 
 
-def problem(index: int) -> InviteProblem:
-    return InviteProblem(
+def problem(index: int) -> FailedInvite:
+    return FailedInvite(
         f"inv_gone{index}", f"invites/z.yaml:{index}", "invite not found", 404, f"{index}"
     )
 
@@ -42,7 +45,7 @@ def test_text_shows_each_field_the_way_it_changes():
                 resend=True,
             ),
         ],
-        errors=[problem(1)],
+        failed=[problem(1)],
         unchanged=5,
     )
     text = TextRenderer(color=False).render(plan)
@@ -73,7 +76,7 @@ def test_markdown_puts_errors_first_and_says_what_it_left_out():
     plan = Plan(
         base_url="https://api.example.test",
         changes=[change(i) for i in range(300)],
-        errors=[problem(i) for i in range(3)],
+        failed=[problem(i) for i in range(3)],
     )
     comment = MarkdownRenderer(limit=8_000).render(plan)
     assert len(comment) <= 8_000
@@ -98,7 +101,7 @@ def test_markdown_counts_what_it_left_out_by_kind():
     plan = Plan(
         base_url="https://x.test",
         changes=[change(i) for i in range(5)],
-        errors=[problem(i) for i in range(3)],
+        failed=[problem(i) for i in range(3)],
         not_updatable=stale,
     )
     comment = MarkdownRenderer(limit=40_000).render(plan)
@@ -120,7 +123,7 @@ def test_markdown_does_not_count_shown_errors_as_left_out():
     plan = Plan(
         base_url="https://x.test",
         changes=[change(i) for i in range(300)],
-        errors=[problem(i) for i in range(3)],
+        failed=[problem(i) for i in range(3)],
         not_updatable=stale,
     )
     comment = MarkdownRenderer(limit=8_000).render(plan)
@@ -138,13 +141,13 @@ def test_markdown_escapes_what_would_break_a_table():
 
 def test_json_is_the_saved_plan_document_and_reads_back():
     plan = Plan(
-        base_url="https://api.example.test", changes=[change(1)], errors=[problem(1)], unchanged=2
+        base_url="https://api.example.test", changes=[change(1)], failed=[problem(1)], unchanged=2
     )
     document = json.loads(JsonRenderer().render(plan))
     assert document["summary"] == {"update": 1, "unchanged": 2, "error": 1}
     assert document["changes"][0]["after"] == document["changes"][0]["patch"]
     again = Plan.from_document(document)
-    assert again.changes == plan.changes and again.errors == plan.errors
+    assert again.changes == plan.changes and again.failed == plan.failed
     assert again.digest() == plan.digest()
 
 
@@ -205,7 +208,7 @@ def test_markdown_shows_invites_no_longer_updatable_first():
     plan = Plan(
         base_url="https://x.test",
         changes=[change(1)],
-        errors=[problem(1)],
+        failed=[problem(1)],
         not_updatable=[_stale()],
     )
     comment = MarkdownRenderer().render(plan)
@@ -232,7 +235,7 @@ def test_control_characters_from_files_and_servers_never_reach_a_terminal_raw():
                 False,
             )
         ],
-        errors=[InviteProblem("inv_b", "b.yaml:1", f"HTTP 500: {hostile}", 500, None)],
+        failed=[FailedInvite("inv_b", "b.yaml:1", f"HTTP 500: {hostile}", 500, None)],
     )
     text = TextRenderer().render(plan)
     assert "~ inv_a  evil\\x1b]0;PWNED\\x07\\u202e\\x9b2J\\nnext  (invites/evil" in text
@@ -247,6 +250,6 @@ def test_control_characters_from_files_and_servers_never_reach_a_terminal_raw():
 def test_a_token_a_server_echoes_is_redacted_from_the_text():
     plan = Plan(
         base_url="https://x.test",
-        errors=[InviteProblem("inv_b", "b.yaml:1", "HTTP 401: bad Bearer abc.def.ghi", 401)],
+        failed=[FailedInvite("inv_b", "b.yaml:1", "HTTP 401: bad Bearer abc.def.ghi", 401)],
     )
     assert "abc.def.ghi" not in TextRenderer().render(plan)

@@ -30,7 +30,8 @@ class AttemptDeadline:
         self.at = time.monotonic() + seconds
         self.expired = False  # the watchdog cut an answer off
 
-    def cut(self, sock: socket.socket) -> None:
+    def shut_down(self, sock: socket.socket) -> None:
+        """End the attempt: the blocked read returns and the answer counts as cut off."""
         self.expired = True
         with suppress(OSError):  # already closed: nothing left to cut
             sock.shutdown(socket.SHUT_RDWR)
@@ -110,7 +111,7 @@ class _Guarded:
         sock = self.sock
         if deadline is None or sock is None:
             return super().getresponse()  # type: ignore[misc]
-        entry = _WATCHDOG.arm(deadline.at, lambda: deadline.cut(sock))
+        entry = _WATCHDOG.arm(deadline.at, lambda: deadline.shut_down(sock))
         try:
             return super().getresponse()  # type: ignore[misc]
         finally:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import http.client
 import logging
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -34,6 +33,7 @@ from reconciler.api.http.network import CONNECT_TIMEOUT, make_session, transport
 from reconciler.api.http.pacing import SLEEP_SLICE, NoTurn, RequestPacer
 from reconciler.api.http.retry import decide_retry
 from reconciler.settings.config import Settings
+from reconciler.stop import Stop
 
 log = logging.getLogger("reconciler.api")
 
@@ -62,6 +62,7 @@ class Exchange:
         sleep: Callable[[float], None],
         jitter: Callable[[], float],
         observer: Observer | None,
+        stop: Stop,
     ) -> None:
         self.settings = settings
         self._base_url = base_url
@@ -74,7 +75,7 @@ class Exchange:
         self._session = make_session(base_url, settings.parallelism or settings.max_parallelism)
         self._tokens = TokenSource(self._fetch_token, clock)
         self._auth = BearerAuth(self._tokens)
-        self.halt = threading.Event()
+        self.stop = stop
 
     def close(self) -> None:
         self._session.close()
@@ -134,7 +135,7 @@ class Exchange:
                 max_attempts=self.settings.max_attempts,
                 jitter=self._jitter(),
             )
-            if not decision.retry or self.halt.is_set():
+            if not decision.retry or self.stop.is_set():
                 error.message += decision.note
                 raise error
             log.debug(
@@ -144,7 +145,7 @@ class Exchange:
 
     def _take_turn(self, give_up_at: float) -> None:
         try:
-            self._pacer.wait_turn(stop=self.halt, give_up_at=give_up_at)
+            self._pacer.wait_turn(stop=self.stop, give_up_at=give_up_at)
         except NoTurn as no:
             if no.stopped:
                 raise NotSent("not sent: the run is stopping") from None
@@ -167,7 +168,7 @@ class Exchange:
         """Wait before a retry, in short slices so a stopped run does not wait."""
         end = self._clock() + seconds
         while True:
-            if self.halt.is_set():  # also after the last slice: a stopped run sends no retry
+            if self.stop.is_set():  # also after the last slice: a stopped run sends no retry
                 raise error
             left = end - self._clock()
             if left <= 0:

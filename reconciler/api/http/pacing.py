@@ -17,6 +17,8 @@ import time
 from collections import deque
 from collections.abc import Callable
 
+from reconciler.stop import Stop
+
 _WINDOW = 1.0  # seconds of recent successes used to estimate the limit
 _BACKOFF = 0.9  # share of the observed rate kept after a 429
 _INCREASE = 0.01  # requests/second added per success while paced
@@ -53,9 +55,7 @@ class RequestPacer:
     def rate(self) -> float | None:
         return self._rate
 
-    def wait_turn(
-        self, *, stop: threading.Event | None = None, give_up_at: float | None = None
-    ) -> None:
+    def wait_turn(self, *, stop: Stop | None = None, give_up_at: float | None = None) -> None:
         """Block until this worker may start a request.
 
         Raises NoTurn rather than wait past ``give_up_at`` (a clock time), or
