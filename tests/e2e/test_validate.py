@@ -9,7 +9,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLES, REPO, clean_env, run_cli, run_cli_process
+from support.cli import run_cli, run_cli_process
+from support.helpers import EXAMPLES, REPO, clean_env
 
 import reconciler
 

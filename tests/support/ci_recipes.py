@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ci_runner import ACTION, OWN_ACTION, interpolate, load
 
-REPO = Path(__file__).resolve().parents[1]
+from .ci_runner import ACTION, OWN_ACTION, interpolate, load
+
+REPO = Path(__file__).resolve().parents[2]
 CI = REPO / "examples" / "ci"
 GITHUB = CI / "github-actions.yml"
 GITLAB = CI / "gitlab-ci.yml"

@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 ACTION = REPO / "action.yml"
 OWN_ACTION = re.compile(r"^(\./?|[\w.-]+/invite-reconciler@[\w.-]+)$")
 GITHUB_BASH = ["bash", "--noprofile", "--norc", "-eo", "pipefail"]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from reconciler.sandbox import Sandbox
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples" / "invites"
 
 

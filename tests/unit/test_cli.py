@@ -11,7 +11,8 @@ import json
 import subprocess
 import sys
 
-from conftest import EXAMPLES, clean_env, run_cli
+from support.cli import run_cli
+from support.helpers import EXAMPLES, clean_env
 
 HEAVY = ("requests", "urllib3", "deepdiff")
 

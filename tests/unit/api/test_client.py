@@ -13,6 +13,15 @@ from urllib.parse import parse_qs, quote_plus, urlsplit
 
 import pytest
 import requests
+from support.api_answers import (
+    BASE,
+    INVITE,
+    INVITE_URL,
+    INVITES,
+    TOKEN,
+    envelope,
+    token_response,
+)
 from urllib3.exceptions import MaxRetryError, NewConnectionError
 
 from reconciler.api.client import ApiClient, CurrentInvite, Receipt, check_base_url
@@ -36,14 +45,10 @@ from reconciler.api.http.pacing import RequestPacer
 from reconciler.errors import ConfigError, ReconcilerError
 from reconciler.settings.config import DEFAULT_SCOPE, Settings
 
-BASE = "https://api.example.test"
 CLIENT_ID = "reconciler-ci"
 SECRET = "cs_live_Zq9xSECRETvalue"
-TOKEN = "eyJhbGciOiJSUzI1NiJ9.tokFIRSTpayload.sig1"
 TOKEN2 = "eyJhbGciOiJSUzI1NiJ9.tokSECONDpayload.sig2"
 TOKEN_URL = BASE + "/oauth/token"
-INVITES = BASE + "/public-api/v1/kyb/invites/"
-INVITE_URL = INVITES + "inv_8f2k1"
 RESEND_URL = INVITE_URL + "/resend"
 SECRETS = (SECRET, TOKEN, TOKEN2)
 
@@ -63,48 +68,12 @@ class FakeTime:
         self.now += max(seconds, 0.0)
 
 
-def envelope(
-    data: Any,
-    *,
-    status: int = 200,
-    message: str = "OK",
-    request_id: str = "1001",
-) -> dict[str, Any]:
-    return {
-        "status": status,
-        "success": 200 <= status < 300,
-        "message": message,
-        "data": data,
-        "metadata": {"requestId": request_id, "timestamp": "2026-11-22T10:00:00.000Z"},
-        "details": {"hint": "test"},
-    }
-
-
-def token_response(token: str = TOKEN, expires_in: int = 86400) -> dict[str, Any]:
-    data = {"access_token": token, "token_type": "Bearer", "expires_in": expires_in}
-    return {"status_code": 201, "json": envelope(data, status=201, message="Token created")}
-
-
 def failure(status: int, message: str, request_id: str = "7781", **extra: Any) -> dict[str, Any]:
     return {
         "status_code": status,
         "json": envelope(None, status=status, message=message, request_id=request_id),
         **extra,
     }
-
-
-INVITE = {
-    "id": "inv_8f2k1",
-    "status": "pending",
-    "name": "Acme Holdings Ltd",
-    "email": "compliance@acme.example",
-    "phone": "+442079460000",
-    "primaryContact": {"name": "Jane Doe", "email": "jane@acme.example"},
-    "groups": ["emea", "enterprise"],
-    "addOns": ["edd"],
-    "attachments": ["certificate-of-incorporation"],
-    "createdAt": "2026-01-01T00:00:00.000Z",
-}
 
 
 def ok_invite(invite: dict[str, Any] | None = None, request_id: str = "2002") -> dict[str, Any]:

@@ -169,3 +169,12 @@ def test_a_server_error_from_a_call_counts_as_refused() -> None:
 
     list(ordered_map(call, [1, 2], limiter))
     assert limiter.refusals == 2
+
+
+# From test_review_wording.py: Counts read as English: one answer, one invite.
+def test_the_settled_line_says_one_answer() -> None:
+    limiter = AdaptiveLimit()
+    limiter.observe(0.010, 200)
+    assert limiter.describe().endswith("; 1 answer)")
+    limiter.observe(0.010, 429)
+    assert limiter.describe().endswith("; 2 answers, 1 refused)")

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 import requests
-from fake_platform import (
+from support.fake_platform import (
     CLIENT_ID,
     IDS,
     SECRET,

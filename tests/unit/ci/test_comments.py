@@ -12,10 +12,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import ci_recipes
 import pytest
-from ci_recipes import GITHUB, gitlab_job_script
-from ci_runner import load
+from support import ci_recipes
+from support.ci_recipes import GITHUB, gitlab_job_script
+from support.ci_runner import load
 
 stub = ci_recipes.stub  # the fixture, shared with the other recipe tests
 

@@ -1,7 +1,7 @@
 """The CI recipes in examples/ci, the composite action and the pre-commit hook: valid,
 pinned, every command one the CLI accepts, exit codes 0, 1 and 2 honoured.
 
-The GitHub jobs run through tests/ci_runner.py (steps, expressions, the composite
+The GitHub jobs run through tests/support/ci_runner.py (steps, expressions, the composite
 action's own steps); GitLab scripts run with bash as the runner would. Here
 `reconcile` is a stub that exits 0, 1 or 2; tests/e2e/test_ci_recipes_sandbox.py
 runs the same jobs with the real tool against the sandbox.
@@ -17,9 +17,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import ci_recipes
 import pytest
-from ci_recipes import (
+from support import ci_recipes
+from support.ci_recipes import (
     ACTION,
     CI,
     EXAMPLE_INVITES,
@@ -40,7 +40,7 @@ from ci_recipes import (
     reconcile_commands,
     write_stub,
 )
-from ci_runner import Runner, StepResult, base_env, load
+from support.ci_runner import Runner, StepResult, base_env, load
 
 from reconciler.sandbox import SANDBOX_CLIENT_SECRET
 
@@ -88,7 +88,7 @@ def test_github_workflow_runs_on_pull_requests_pushes_to_main_and_a_schedule() -
 def test_github_jobs_run_on_the_right_events(
     event: str, ref: str, full_apply: bool, expected: set[str]
 ) -> None:
-    from ci_runner import should_run
+    from support.ci_runner import should_run
 
     ctx = {"github": {"event_name": event, "ref": ref}, "inputs": {"full_apply": full_apply}}
     jobs = load(GITHUB)["jobs"]

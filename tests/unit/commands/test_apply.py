@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 import requests
-from fake_platform import (
+from support.fake_platform import (
     IDS,
+    INVITES,
     FakePlatform,
     answer,
     envelope,
@@ -159,3 +160,48 @@ def test_an_interrupt_during_the_last_write_stopped_nothing(
     assert "Interrupted" in captured.err
     # Every write had started and succeeded: no claim that something was held back.
     assert summary_lines(captured.out) == ["Apply: 3 updated, 0 failed."]
+
+
+# From test_apply_outcomes.py:
+# What stdout says about a write whose outcome nobody knows.
+#
+# In-process runs against a mocked platform: the audit log already says
+# ``unknown`` for an update that lost its connection after sending; the terminal
+# must not call it "failed", which reads as "safe to do again".
+
+
+def test_an_update_left_without_an_answer_is_shown_unknown_not_failed(
+    platform: FakePlatform, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    platform.on_update("inv_2b6n3", **answer(409, "invite inv_2b6n3 is not pending", "req-409"))
+    platform.on_update("inv_8d2s4", exc=requests.exceptions.ConnectionError("Connection reset"))
+    invites = write_invites(tmp_path / "invites")
+
+    code = reconcile("apply", "--auto-approve", "--audit-log", "audit.jsonl", str(invites))
+
+    assert code == 1
+    out = capsys.readouterr().out
+    assert out.splitlines()[-1] == "Apply: 1 updated, 1 failed, 1 update with unknown outcome."
+    assert "failed       inv_2b6n3" in out
+    assert "update unknown  inv_8d2s4" in out and "the server may have applied it" in out
+    assert "failed       inv_8d2s4" not in out
+    records = read_records(tmp_path / "audit.jsonl")
+    assert outcome_for(records, "inv_8d2s4", "update")["outcome"] == "unknown"
+
+
+# From test_apply_hostile_values.py: Apply, not only plan, survives what a hostile server puts in
+# an invite's values.
+def test_apply_writes_despite_a_lone_surrogate_in_the_servers_name(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with serve(monkeypatch, tmp_path) as fake:
+        # requests-mock writes JSON with ASCII escapes: the surrogate arrives as "\ud800".
+        invite = {"id": "inv_2b6n3", "status": "pending", "name": "Nunez \ud800 S.A."}
+        invite["email"] = "cumplimiento@nunez.example"
+        fake.mock.get(INVITES + "inv_2b6n3", json=envelope(invite))
+        code = reconcile("apply", "--auto-approve", str(write_invites(tmp_path / "invites")))
+        out, err = capsys.readouterr()
+        assert code == 0, err
+        assert "Traceback" not in err
+        assert "Nunez \\ud800 S.A." in out  # shown escaped, and the plan's digest was made
+        assert ("PATCH", "inv_2b6n3") in fake.writes()

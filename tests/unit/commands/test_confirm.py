@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fake_platform import FakePlatform, reconcile, serve, write_invites
+from support.fake_platform import FakePlatform, reconcile, serve, write_invites
 
 
 class TerminalInput(io.StringIO):

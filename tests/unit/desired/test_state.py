@@ -8,12 +8,25 @@ exist in hand-written text.
 
 from __future__ import annotations
 
+import contextlib
+import gc
+import os
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from support.cli import run_cli
 
-from reconciler.desired.state import DesiredInvite, DesiredState, load_desired_state
+import reconciler.desired.state
+from reconciler.desired import state as desired
+from reconciler.desired.state import (
+    DesiredInvite,
+    DesiredState,
+    load_desired_state,
+    load_file,
+    load_text,
+)
 from reconciler.errors import InputError, SourceError
 
 WriteYaml = Callable[[str, str], Path]
@@ -859,3 +872,273 @@ def test_messages_say_values_as_written_never_as_python_reprs(
     assert any(shown in message for message in messages), messages
     for python in ("datetime", "True", "False", "None", "NoneType", "bool "):
         assert not any(python in message for message in messages), messages
+
+
+# From test_invite_files_found_and_read.py:
+# Which files a run reads, and where it says their invites and problems are.
+#
+# A user fixes a file at the line:column a message names: an invite list that
+# came in through a YAML merge key must still point at the lines it was written on.
+WriteYaml = Callable[[str, str], Path]
+
+
+def problem_lines_of(paths: list[str]) -> list[str]:
+    with pytest.raises(InputError) as caught:
+        load_desired_state(paths)
+    return [str(problem) for problem in caught.value.problems]
+
+
+def placed(text: str) -> tuple[list[tuple[str, int, int]], list[str]]:
+    invites, problems = load_text(text, "f.yaml")
+    return [(i.id, i.source.line, i.source.column) for i in invites], [str(p) for p in problems]
+
+
+def test_invites_merged_in_on_one_line_are_placed_where_written():
+    text = "<<: {invites: [{id: inv_a, name: Acme}, {id: inv_b, name: 12:30}, 12:30]}\n"
+
+    invites, problems = placed(text)
+
+    assert invites == [("inv_a", 1, 16), ("inv_b", 1, 41)]
+    assert problems == [
+        "f.yaml:1:59: `name` must be text, but YAML reads 12:30 as a number (750); "
+        'put it in quotes: "12:30"',
+        "f.yaml:1:67: each invite entry must be a mapping, not a number "
+        "(start each entry with `- id: ...`)",
+    ]
+
+
+def test_invites_merged_in_as_a_block_are_placed_where_written():
+    text = (
+        "<<:\n  invites:\n    - id: inv_a\n      name: Acme\n    - id: inv_b\n      name: 12:30\n"
+    )
+
+    invites, problems = placed(text)
+
+    assert invites == [("inv_a", 3, 7), ("inv_b", 5, 7)]
+    assert problems == [
+        "f.yaml:6:13: `name` must be text, but YAML reads 12:30 as a number (750); "
+        'put it in quotes: "12:30"'
+    ]
+
+
+def test_an_invalid_id_in_a_merged_list_is_placed_at_the_id():
+    invites, problems = placed("<<: {invites: [{id: 'bad id'}]}\n")
+
+    assert invites == [("bad id", 1, 16)]
+    assert problems == [
+        "f.yaml:1:21: `id`: 'bad id' is not a valid inviteId "
+        "(1 to 128 letters, digits, `_`, `-`, `.`, and not dots alone)"
+    ]
+
+
+def test_a_directory_named_like_a_yaml_file_is_not_read_as_one(
+    write_yaml: WriteYaml, tmp_path: Path
+) -> None:
+    write_yaml("invites/a.yaml", "invites:\n  - id: inv_a\n")
+    write_yaml("invites/archive.yaml/b.yaml", "invites:\n  - id: inv_b\n")
+
+    state = load_desired_state([str(tmp_path / "invites")])
+
+    assert state.files == [
+        str(tmp_path / "invites" / "a.yaml"),
+        str(tmp_path / "invites" / "archive.yaml" / "b.yaml"),
+    ]
+
+
+def test_a_missing_default_directory_says_how_to_name_another(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+
+    assert problem_lines_of(["invites"]) == [
+        "invites: no such file or directory (read when no PATH is given and reconciler.yaml "
+        "sets no `paths`; pass a PATH, or set `paths:` in reconciler.yaml)"
+    ]
+    assert problem_lines_of(["invitse"]) == ["invitse: no such file or directory"]
+
+
+def test_a_directory_without_invite_files_is_named_without_a_position(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+
+    (problem,) = problem_lines_of([str(tmp_path / "empty")])
+
+    assert problem == f"{tmp_path / 'empty'}: no *.yaml or *.yml files in this directory"
+
+
+def test_an_empty_file_and_a_list_at_the_top_are_explained(write_yaml: WriteYaml) -> None:
+    empty = write_yaml("empty.yaml", "# nothing here yet\n")
+    listed = write_yaml("listed.yaml", "# invites\n- id: inv_a\n")
+
+    assert problem_lines_of([str(empty), str(listed)]) == [
+        f"{empty}:1:1: file is empty; expected a mapping with an `invites:` list",
+        f"{listed}:2:1: top level must be a mapping with an `invites:` list",
+    ]
+
+
+def test_a_file_over_the_size_bound_is_refused_and_one_at_it_is_read(
+    write_yaml: WriteYaml, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = "invites:\n  - id: inv_a\n"
+    path = write_yaml("sized.yaml", text)
+
+    monkeypatch.setattr(desired, "MAX_FILE_BYTES", len(text))
+    invites, problems = load_file(path)
+    assert [i.id for i in invites] == ["inv_a"] and problems == []
+
+    monkeypatch.setattr(desired, "MAX_FILE_BYTES", len(text) - 1)
+    invites, problems = load_file(path)
+    assert invites == []
+    assert problems == [
+        SourceError(str(path), 1, 1, "larger than 256 MiB; split it into several files")
+    ]
+
+
+def test_a_path_that_cannot_be_read_is_a_problem_at_its_start(tmp_path: Path) -> None:
+    invites, problems = load_file(tmp_path)
+
+    assert invites == []
+    assert problems == [SourceError(str(tmp_path), 1, 1, "cannot read: Is a directory")]
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_reading_leaves_the_garbage_collector_as_it_was(
+    write_yaml: WriteYaml, enabled: bool
+) -> None:
+    path = write_yaml("gc.yaml", "invites:\n  - id: inv_a\n")
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        load_file(path)
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
+
+
+# From test_invite_file_bytes.py: Invite files that are not UTF-8 text, or that grow past the size
+# limit while read.
+ENTRY = "invites:\n  - id: inv_1\n"
+
+
+def problems(path: Path) -> list[str]:
+    return [str(p) for p in load_file(path)[1]]
+
+
+def test_a_utf16_file_is_refused_at_its_first_byte(tmp_path: Path) -> None:
+    path = tmp_path / "team.yaml"
+    path.write_text(ENTRY, encoding="utf-16")
+    assert problems(path) == [f"{path}:1:1: not valid UTF-8 (byte 0xff); save the file as UTF-8"]
+
+
+def test_a_latin1_byte_is_shown_at_its_character_column(tmp_path: Path) -> None:
+    path = tmp_path / "team.yaml"
+    path.write_bytes(ENTRY.encode() + "    name: Müller Caf".encode() + b"\xe9\n")
+    # Column 21 counts "ü" as the one character it is, not its two bytes.
+    assert problems(path) == [f"{path}:3:21: not valid UTF-8 (byte 0xe9); save the file as UTF-8"]
+
+
+def test_a_control_character_is_named_where_it_is(tmp_path: Path) -> None:
+    path = tmp_path / "team.yaml"
+    path.write_bytes(ENTRY.encode() + b"    name: A\x07B\n")
+    assert problems(path) == [
+        f"{path}:3:12: control character U+0007 is not allowed in YAML; remove it"
+    ]
+
+
+def test_a_file_that_grows_past_the_limit_while_read_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A pipe has no size to check first: the limit holds while reading.
+    monkeypatch.setattr(reconciler.desired.state, "MAX_FILE_BYTES", 2 * 1024 * 1024)
+    path = tmp_path / "team.yaml"
+    os.mkfifo(path)
+
+    def write_3_mib() -> None:
+        with contextlib.suppress(BrokenPipeError), path.open("wb") as out:
+            out.write(ENTRY.encode() + b"    name: Acme\n" + b"# padding\n" * 314_573)
+
+    writer = threading.Thread(target=write_3_mib)
+    writer.start()
+    try:
+        found = problems(path)
+    finally:
+        writer.join(10)
+    assert found == [f"{path}:1:1: larger than 2 MiB; split it into several files"]
+
+
+# From test_values_on_one_line.py:
+# Text values are one line: a `|` block's line break never reaches the platform.
+#
+# `name: |` followed by the name on the next line reads as "Acme Holdings Ltd\n";
+# before the schema's `line` rule it was planned and sent with the line break.
+WriteYaml = Callable[[str, str], Path]
+
+
+BLOCKS = """\
+invites:
+  - id: inv_8f2k1
+    name: |
+      Acme Holdings Ltd
+    primaryContact:
+      name: >
+        Jane Doe
+      email: jane@acme.example
+    groups: [emea, "enterprise\\tEU", "vip\\u0085"]
+"""
+
+
+def source_problems(path: Path) -> list[SourceError]:
+    try:
+        load_desired_state([str(path)])
+    except InputError as error:
+        return error.problems
+    return []
+
+
+def test_a_block_scalar_name_is_refused_where_it_was_written(write_yaml: WriteYaml) -> None:
+    path = write_yaml("invites.yaml", BLOCKS)
+
+    found = [(p.line, p.column, p.message) for p in source_problems(path)]
+
+    assert found == [
+        (
+            3,
+            11,
+            "`name`: 'Acme Holdings Ltd\\n' holds a line break; write the value on one "
+            "line, plain or quoted",
+        ),
+        (
+            6,
+            13,
+            "`primaryContact.name`: 'Jane Doe\\n' holds a line break; write the value on "
+            "one line, plain or quoted",
+        ),
+        (9, 20, "`groups`: 'enterprise\\tEU' holds a tab; use spaces"),
+        (9, 38, "`groups`: 'vip\\x85' holds control character U+0085; remove it"),
+    ]
+
+
+def test_names_in_any_script_are_one_line_text(write_yaml: WriteYaml) -> None:
+    path = write_yaml(
+        "invites.yaml",
+        "invites:\n"
+        "  - id: inv_1\n"
+        "    name: Müller & Søn GmbH — Zürich\n"
+        "  - id: inv_2\n"
+        "    name: 株式会社サンプル 🚀\n"
+        "  - id: inv_3\n"
+        "    name: شركة المثال\n"
+        "    primaryContact: {name: Zoë O'Brien-Ñúñez, email: zoe@example.com}\n",
+    )
+
+    assert source_problems(path) == []
+
+
+def test_validate_exits_1_and_plan_sends_nothing(write_yaml: WriteYaml, tmp_path: Path) -> None:
+    write_yaml("invites/a.yaml", BLOCKS)
+
+    for args in (("validate",), ("plan", "--sandbox")):
+        result = run_cli(*args, cwd=tmp_path)
+        assert result.returncode == 1
+        assert result.stderr.splitlines()[0].startswith("invites/a.yaml:3:11: `name`:")
+        assert result.stderr.splitlines()[-1] == "Found 4 problems; nothing was sent."
+        assert "Acme Holdings Ltd" not in result.stdout

@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLES, clean_env
+from support.helpers import EXAMPLES, clean_env
 
 from reconciler.cli import main
 from reconciler.errors import SourceError

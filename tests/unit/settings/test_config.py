@@ -7,6 +7,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from support.cli import run_cli
+from support.helpers import clean_env
 
 from reconciler.errors import ConfigError, ReconcilerError
 from reconciler.settings.config import DEFAULT_SCOPE, Settings, load_settings
@@ -367,3 +369,23 @@ def test_a_secret_file_name_with_control_characters_is_shown_escaped(tmp_path: P
     with pytest.raises(ConfigError) as caught:
         load_settings(None, env={"RECONCILER_CLIENT_SECRET_FILE": str(missing)})
     assert "\x1b" not in str(caught.value) and "\\x1b]0;PWNED\\x07" in str(caught.value)
+
+
+# From test_untrusted_inputs.py: What an attacker found after the rebuild: each stays fixed.
+@pytest.mark.parametrize("raw", ["nan", "inf", "-inf", "NaN"])
+def test_a_number_of_seconds_must_be_finite(raw: str) -> None:
+    with pytest.raises(ConfigError, match="not a finite number"):
+        load_settings(None, env={"RECONCILER_TIMEOUT": raw})
+
+
+def test_a_number_of_seconds_in_the_config_file_must_be_finite(tmp_path: Path) -> None:
+    config = tmp_path / "reconciler.yaml"
+    config.write_text("retry_max_seconds: .inf\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="not a finite number"):
+        load_settings(str(config), env={})
+
+
+def test_a_config_file_that_never_ends_is_refused(tmp_path: Path) -> None:
+    result = run_cli("validate", "--config", "/dev/zero", cwd=tmp_path, env=clean_env())
+    assert result.returncode == 1
+    assert "/dev/zero: larger than 1024 KiB" in result.stderr

@@ -6,7 +6,8 @@ import logging
 import os
 from pathlib import Path
 
-from conftest import EXAMPLES, clean_env, run_cli, run_cli_process
+from support.cli import run_cli, run_cli_process
+from support.helpers import EXAMPLES, clean_env
 
 from reconciler import safetext
 

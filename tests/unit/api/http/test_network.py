@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import requests
 import urllib3.exceptions as u3
-from loopback import serving
+from support.loopback import serving
 
 from reconciler.api.exceptions import TransportError
 from reconciler.api.http.deadline import GuardedAdapter
@@ -311,3 +311,11 @@ def test_plain_http_to_this_machine_never_goes_through_a_proxy(
         url = f"http://{address}/v1/invites/inv_1"
         answer = make_session(url, 1).get(url, timeout=5)
     assert answer.status_code == 200 and proxied == []
+
+
+# From test_untrusted_inputs.py: What an attacker found after the rebuild: each stays fixed.
+def test_no_proxy_carries_a_plain_http_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTP_PROXY", "http://proxy.example:3128")
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+    assert make_session("http://127.0.0.1:8787", 4).proxies == {}
+    assert make_session("https://api.example", 4).proxies["https"] == "http://proxy.example:3128"

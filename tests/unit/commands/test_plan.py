@@ -1,10 +1,4 @@
-"""Attack findings on output: each stays fixed.
-
-A server that puts a lone surrogate ("\\ud800" in its JSON) or an invisible
-character in a value must not crash the output half-way nor hide text from a
-reviewer; a reader that stops early (`reconcile plan | head -1`) ends the run
-quietly.
-"""
+"""`reconcile plan` in-process against a mocked platform: what its output shows."""
 
 from __future__ import annotations
 
@@ -12,12 +6,21 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fake_platform import INVITES, FakePlatform, envelope, reconcile, serve, write_invites
+from support.fake_platform import INVITES, FakePlatform, envelope, reconcile, serve, write_invites
 
-from reconciler.safetext import escape
-
+# From test_output_attacks.py:
+# Attack findings on output: each stays fixed.
+#
+# A server that puts a lone surrogate ("\ud800" in its JSON) or an invisible
+# character in a value must not crash the output half-way nor hide text from a
+# reviewer; a reader that stops early (`reconcile plan | head -1`) ends the run
+# quietly.
 HOSTILE_NAME = "Sakura\ud800 Shoji\u200b\u2060\ufeff\xad\u061c"
+
+
 SHOWN_NAME = "Sakura\\ud800 Shoji\\u200b\\u2060\\ufeff\\xad\\u061c"
+
+
 # Markdown writes the backslash of each escape as a reference, so no sign acts.
 SHOWN_IN_MARKDOWN = SHOWN_NAME.replace("\\", "&#92;")
 
@@ -63,24 +66,3 @@ def test_the_step_summary_is_written_whole_despite_a_lone_surrogate(
     assert SHOWN_IN_MARKDOWN in written
     assert written.startswith("### Invite plan: 3 to update")
     capsys.readouterr()
-
-
-@pytest.mark.parametrize(
-    ("char", "shown"),
-    [
-        ("\ud800", "\\ud800"),
-        ("\udfff", "\\udfff"),
-        ("\u200b", "\\u200b"),
-        ("\u2060", "\\u2060"),
-        ("\ufeff", "\\ufeff"),
-        ("\xad", "\\xad"),
-        ("\u061c", "\\u061c"),
-    ],
-)
-def test_invisible_and_unencodable_characters_are_escaped(char: str, shown: str) -> None:
-    assert escape(f"a{char}b") == f"a{shown}b"
-
-
-def test_joiners_that_scripts_and_emoji_need_are_kept() -> None:
-    for text in ("می\u200cخواهم", "👩\u200d💻"):
-        assert escape(text) == text
