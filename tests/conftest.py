@@ -1,76 +1,22 @@
-"""Shared fixtures: an in-process sandbox on a free loopback port, and the real CLI.
-
-``run_cli`` runs the CLI in this process (see ``inprocess.py``): fast (no 0.3 s
-interpreter start per call), and the same streams, exit code and environment a
-child process would have.
-``run_cli_process`` starts the installed `reconcile` script: use it only where
-the process is the point (signals, exit of the script, terminals).
-"""
+"""Shared fixtures: an in-process sandbox on a free loopback port, invite files, an
+edited schema, a registered secret. Fixtures only: what tests import (the real CLI,
+the fake platform, hostile servers, ...) is in support/ (see README.md)."""
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import EXAMPLES, RECONCILE, REPO, clean_env, sandbox_env
-from inprocess import CliResult, run_in_process
 
+from reconciler import safetext
 from reconciler.resources import invite_schema_path
-from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox, SandboxOptions
+from reconciler.sandbox import Sandbox, SandboxOptions
 from reconciler.sandbox.state import load_state_file
 from reconciler.schema import check as schema
-
-__all__ = [
-    "EXAMPLES",
-    "RECONCILE",
-    "REPO",
-    "SANDBOX_CLIENT_ID",
-    "SANDBOX_CLIENT_SECRET",
-    "CliResult",
-    "clean_env",
-    "run_cli",
-    "run_cli_process",
-    "sandbox_env",
-]
-
-
-def run_cli(
-    *args: str,
-    env: dict[str, str] | None = None,
-    cwd: Path | str | None = None,
-    input: str | None = None,
-    timeout: float = 120,
-) -> CliResult:
-    """Run `reconcile ARGS` in this process as a user would, capturing its streams.
-
-    ``timeout`` is kept for the signature's sake: an in-process run cannot be killed.
-    """
-    return run_in_process(list(args), env if env is not None else clean_env(), cwd, input)
-
-
-def run_cli_process(
-    *args: str,
-    env: dict[str, str] | None = None,
-    cwd: Path | str | None = None,
-    input: str | None = None,
-    timeout: float = 120,
-) -> subprocess.CompletedProcess[str]:
-    """Run the installed `reconcile` command as a child process, capturing its streams."""
-    return subprocess.run(
-        [*RECONCILE, *args],
-        env=env if env is not None else clean_env(),
-        cwd=cwd,
-        input=input,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
@@ -140,3 +86,15 @@ def edit_invite_schema(
 
     yield edit
     schema.invite_validators.cache_clear()  # before the path is put back
+
+
+# Moved from test_untrusted_inputs.py: its tests now live in several files.
+SECRET = "s3cr3t-Value-of-this-test"
+
+
+@pytest.fixture
+def registered_secret() -> str:
+    saved = safetext._REDACTOR._secrets
+    safetext.register_secret(SECRET)
+    yield SECRET
+    safetext._REDACTOR._secrets = saved

@@ -22,6 +22,8 @@ from urllib.parse import urlsplit
 
 import requests
 import urllib3
+from tests.estate import SEED
+from tests.helpers import REPO, clean_env
 
 from benchmarks.measure import RunFailed
 from benchmarks.scenarios.common import Context, dataset
@@ -29,8 +31,6 @@ from benchmarks.targets import Row
 from reconciler.api.client import ApiClient
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox, SandboxOptions
 from reconciler.settings.config import INVITE_PATH, Settings
-from tests.estate import SEED
-from tests.helpers import REPO, clean_env
 
 _WARM_UP = 20  # GETs per layer before timing: connection made, caches filled
 

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import RECONCILE, sandbox_env
-from test_plan_apply import ACME, desired_entry, write_invites
+from support.helpers import RECONCILE, sandbox_env
+from support.invites import ACME, desired_entry, write_invites
 
 from reconciler.sandbox import Sandbox
 

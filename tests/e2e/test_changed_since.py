@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import sandbox_env
+from support.cli import run_cli
+from support.git import git
+from support.helpers import sandbox_env
+from support.invites import ACME
 
 from reconciler.cli import main
 from reconciler.desired.changed_since import changed_invite_ids
@@ -20,17 +22,6 @@ pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not 
 
 FILES = 20
 PER_FILE = 1_000
-
-
-def git(repo: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-c", "user.name=Test", "-c", "user.email=t@example.com", *args],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return done.stdout.strip()
 
 
 def server_invite(n: int) -> dict[str, Any]:
@@ -236,3 +227,82 @@ def test_a_base_version_that_is_not_utf8_counts_every_entry_as_changed(
     monkeypatch.chdir(small_repo)
     invites = load_desired_state(["invites"]).invites
     assert changed_invite_ids("HEAD", ["invites"], invites) == {"inv_a", "inv_b"}
+
+
+# From test_changed_since_review.py: --changed-since as a new user meets it: a first push,
+# reordered sets, a filtered --target.
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+
+
+ZERO = "0" * 40
+
+
+BETA = {**ACME, "id": "inv_beta", "name": "Bêta Société SA", "email": "ops@beta.example"}
+
+
+FILE = """\
+invites:
+  - id: inv_acme
+    name: Acme Holdings Ltd
+    email: {acme_email}
+    groups: [{groups}]
+  - id: inv_beta
+    name: "Bêta Société SA"
+    email: ops@beta.example
+    groups: [emea, enterprise]
+"""
+
+
+def commit(repo: Path, groups: str = "emea, enterprise", acme_email: str = "a@acme.example"):
+    (repo / "invites").mkdir(parents=True, exist_ok=True)
+    text = FILE.format(groups=groups, acme_email=acme_email)
+    (repo / "invites" / "invites.yaml").write_text(text, encoding="utf-8")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "invites")
+    return git(repo, "rev-parse", "HEAD")
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    git(tmp_path, "init", "-q")
+    return tmp_path
+
+
+def test_the_all_zero_sha_plans_every_invite(repo, start_sandbox):
+    commit(repo)
+    server = start_sandbox([ACME, BETA])
+    result = run_cli("plan", "--changed-since", ZERO, cwd=repo, env=sandbox_env(server))
+    assert result.returncode == 0, result.stderr
+    assert "Plan: 1 to update, 1 unchanged, 0 errors." in result.stdout
+    assert result.stderr.count("no base commit") == 1
+    assert "planning every invite" in result.stderr
+
+
+def test_an_unknown_commit_is_still_an_error(repo, start_sandbox):
+    commit(repo)
+    server = start_sandbox([ACME, BETA])
+    result = run_cli("plan", "--changed-since", "1" * 40, cwd=repo, env=sandbox_env(server))
+    assert result.returncode == 1
+    assert "no such commit in this repository" in result.stderr
+
+
+def test_reordering_a_set_field_is_no_change(repo, start_sandbox):
+    base = commit(repo)
+    commit(repo, groups="enterprise, emea")
+    server = start_sandbox([ACME, BETA])
+    result = run_cli("plan", "--changed-since", base, cwd=repo, env=sandbox_env(server))
+    assert result.returncode == 0, result.stderr
+    assert "0 invites of 2 added or changed" in result.stderr
+    assert server.stats.calls("GET") == []  # no invite read
+
+
+def test_a_target_left_out_by_changed_since_is_named(repo, start_sandbox):
+    base = commit(repo)
+    commit(repo, acme_email="new@acme.example")
+    server = start_sandbox([ACME, BETA])
+    env = sandbox_env(server)
+    args = ("plan", "--changed-since", base, "--target", "inv_beta", "--target", "inv_acme")
+    result = run_cli(*args, cwd=repo, env=env)
+    assert f"--target inv_beta: unchanged since {base}; nothing to plan for it" in result.stderr
+    assert "--target inv_acme:" not in result.stderr
+    assert "Plan: 1 to update" in result.stdout

@@ -7,8 +7,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import clean_env, run_cli
-from test_changed_since import git
+from support.cli import run_cli
+from support.git import git
+from support.helpers import clean_env
 
 BAD = "invites:\n  - id: inv_ünï\n    email: 42\n"
 

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ci_recipes import EXAMPLE_INVITES, GITHUB, gitlab_job_script, run_shell, shell_env
-from ci_runner import Runner, StepResult, base_env, load
+from support.ci_recipes import EXAMPLE_INVITES, GITHUB, gitlab_job_script, run_shell, shell_env
+from support.ci_runner import Runner, StepResult, base_env, load
 
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox
 

@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLES, RECONCILE, clean_env
+from support.helpers import EXAMPLES, RECONCILE, clean_env
 
 pytestmark = pytest.mark.e2e
 

@@ -4,8 +4,9 @@ every worker."""
 from __future__ import annotations
 
 import pytest
-from conftest import run_cli, run_cli_process, sandbox_env
-from test_plan_apply import ACME, desired_entry, write_invites
+from support.cli import run_cli, run_cli_process
+from support.helpers import sandbox_env
+from support.invites import ACME, desired_entry, write_invites
 
 
 def _invites(count: int, changed_every: int = 2):

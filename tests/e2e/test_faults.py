@@ -34,7 +34,8 @@ from urllib.parse import unquote
 
 import pytest
 import yaml
-from conftest import clean_env, run_cli, sandbox_env
+from support.cli import run_cli
+from support.helpers import clean_env, sandbox_env
 
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox
 

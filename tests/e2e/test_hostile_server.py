@@ -23,9 +23,9 @@ from pathlib import Path
 from urllib.parse import quote_plus
 
 import pytest
-from conftest import clean_env, run_cli
-from helpers import RECONCILE
-from hostile_server import CLIENT_ID, HostileServer, Hostility
+from support.cli import run_cli
+from support.helpers import RECONCILE, clean_env
+from support.hostile_server import CLIENT_ID, HostileServer, Hostility
 
 from reconciler.cli import run
 

@@ -9,8 +9,8 @@ import time
 from collections import Counter
 
 import pytest
-from conftest import RECONCILE, sandbox_env
-from test_plan_apply import ACME, desired_entry, write_invites
+from support.helpers import RECONCILE, sandbox_env
+from support.invites import ACME, desired_entry, write_invites
 
 
 def _start_apply(start_sandbox, tmp_path, count=40, latency=0.2, parallelism=8):

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import RECONCILE, sandbox_env
-from estate import make_dataset
+from support.estate import make_dataset
+from support.helpers import RECONCILE, sandbox_env
 
 from reconciler.sandbox import Sandbox
 

@@ -13,7 +13,8 @@ import time
 
 import pytest
 import requests
-from conftest import RECONCILE, clean_env, run_cli
+from support.cli import run_cli
+from support.helpers import RECONCILE, clean_env
 
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET
 

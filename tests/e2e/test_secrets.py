@@ -27,7 +27,8 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import clean_env, run_cli, sandbox_env
+from support.cli import run_cli
+from support.helpers import clean_env, sandbox_env
 
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox, SandboxOptions
 from reconciler.sandbox.app import SandboxApp

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import pytest
-from conftest import sandbox_env
-from test_plan_apply import ACME, desired_entry, write_invites
+from support.helpers import sandbox_env
+from support.invites import ACME, desired_entry, write_invites
 
 from reconciler.cli import run
 from reconciler.sandbox import Sandbox

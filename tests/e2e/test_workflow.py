@@ -6,8 +6,9 @@ import json
 
 import pytest
 import yaml
-from conftest import EXAMPLES, run_cli, sandbox_env
-from test_plan_apply import ACME, desired_entry, write_invites
+from support.cli import run_cli
+from support.helpers import EXAMPLES, sandbox_env
+from support.invites import ACME, desired_entry, write_invites
 
 from reconciler.output.markdown import COMMENT_LIMIT
 

@@ -1,0 +1,318 @@
+"""Reading an answer's body never waits past the attempt's deadline: not when the
+server drips it a byte at a time, not when it stops sending part way. Real
+sockets on 127.0.0.1; the read timeout is far longer than the deadline, so only
+the deadline can end these reads in time."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from support.api_answers import INVITE, INVITE_URL, envelope, token_response
+from support.loopback import serving
+
+from reconciler.api.client import ApiClient
+from reconciler.api.exceptions import ApiError, TransportError
+from reconciler.api.http.answer import Limits, read_body
+from reconciler.api.http.network import make_session
+from reconciler.settings.config import Settings
+
+HEADERS = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
+READ_TIMEOUT = 8.0
+
+
+@contextmanager
+def answered_by(send: Callable[[socket.socket, threading.Event], None]) -> Iterator[str]:
+    """The URL of a server on 127.0.0.1 that reads a request and answers with ``send``."""
+
+    def answer(conn: socket.socket, done: threading.Event) -> None:
+        with conn:
+            conn.recv(65536)
+            send(conn, done)
+
+    with serving(answer) as address:
+        yield f"http://{address}/v1/invites/inv_1"
+
+
+def drip(conn: socket.socket, done: threading.Event) -> None:
+    conn.sendall(HEADERS)
+    for _ in range(150):  # 3 s of one byte each 20 ms: 150 of the 1,000 bytes
+        if done.wait(0.02):
+            return
+        try:
+            conn.sendall(b" ")
+        except OSError:  # the client gave up: what is being tested
+            return
+
+
+def stop_after_ten_bytes(conn: socket.socket, done: threading.Event) -> None:
+    conn.sendall(HEADERS + b'{"data": {')
+    done.wait(READ_TIMEOUT + 2)
+
+
+def read_within(url: str, seconds: float) -> tuple[BaseException, float]:
+    response = make_session(url, 1).get(url, stream=True, timeout=(5, READ_TIMEOUT))
+    started = time.monotonic()
+    limits = Limits(started + seconds, 10**6, time.monotonic, "127.0.0.1", seconds)
+    with pytest.raises(Exception) as failed:
+        read_body(response, limits)
+    return failed.value, time.monotonic() - started
+
+
+def test_a_body_dripped_a_byte_at_a_time_ends_at_the_deadline() -> None:
+    with answered_by(drip) as url:
+        error, took = read_within(url, 1.0)
+    assert isinstance(error, TransportError)
+    assert error.maybe_sent  # the server answered: the request was received
+    message = str(error)
+    assert message.startswith("no complete answer from 127.0.0.1 within 1s (HTTP 200, ")
+    received = int(message.rsplit("(HTTP 200, ", 1)[1].split(" bytes so far)")[0])
+    assert 0 < received < 150  # what had arrived when the deadline passed
+    assert 0.95 <= took < 2.5  # not before the deadline, and not long after it
+
+
+def test_a_body_that_stops_arriving_fails_at_the_deadline_not_the_read_timeout() -> None:
+    with answered_by(stop_after_ten_bytes) as url:
+        error, took = read_within(url, 0.5)
+    assert 0.45 <= took < 2.5, f"waited {took:.1f}s for a 0.5s deadline"
+    assert isinstance(error, TransportError)
+    assert str(error) == "no complete answer from 127.0.0.1 within 0.5s (HTTP 200, 10 bytes so far)"
+    assert error.maybe_sent
+
+
+# From test_answer_messages.py:
+# What a user is told about a server's failure answer: the server's words where it
+# gave some, a description of the body where it did not, always bounded in length,
+# with the status and requestId that support will ask for.
+@pytest.fixture
+def client(requests_mock: Any) -> Iterator[ApiClient]:
+    requests_mock.post("https://api.example.test/oauth/token", [token_response()])
+    settings = Settings(
+        base_url="https://api.example.test",
+        client_id="ci",
+        client_secret="cs_live_Zq9xSECRETvalue",
+        max_attempts=1,
+        max_response_bytes=65536,
+    )
+    api = ApiClient(settings, sleep=lambda seconds: None)
+    yield api
+    api.close()
+
+
+def failure_shown(client: ApiClient, requests_mock: Any, **answer: Any) -> ApiError:
+    requests_mock.get(INVITE_URL, **answer)
+    with pytest.raises(ApiError) as failed:
+        client.get_invite("inv_8f2k1")
+    return failed.value
+
+
+def test_an_oversized_answer_keeps_its_status_and_request_id(
+    client: ApiClient, requests_mock: Any
+) -> None:
+    error = failure_shown(
+        client, requests_mock, status_code=502, content=b"x" * 100_000,
+        headers={"X-Request-Id": "req-\x1b[31m-77"},
+    )  # fmt: skip
+    assert (error.status, error.request_id) == (502, "req-\\x1b[31m-77")
+    assert str(error).startswith("HTTP 502: the answer from api.example.test is larger than")
+
+
+def test_an_oversized_answer_without_a_request_id_shows_none(
+    client: ApiClient, requests_mock: Any
+) -> None:
+    error = failure_shown(client, requests_mock, status_code=200, content=b"x" * 100_000)
+    assert error.request_id is None and "requestId" not in str(error)
+
+
+def test_success_false_shows_the_servers_message_when_it_gave_one(
+    client: ApiClient, requests_mock: Any
+) -> None:
+    body = {**envelope(None), "success": False, "message": "invite is locked"}
+    error = failure_shown(client, requests_mock, status_code=200, json=body)
+    assert (
+        error.message == "the envelope says success: false (invite is locked); treated as a failure"
+    )
+    body = {**envelope(None), "success": False, "message": ""}
+    error = failure_shown(client, requests_mock, status_code=200, json=body)
+    assert error.message == "the envelope says success: false; treated as a failure"
+    body = {**envelope(None), "success": "no-no-no-no-no-no-no-no", "message": ""}
+    error = failure_shown(client, requests_mock, status_code=200, json=body)
+    assert error.message == 'the envelope says success: "no-no-no-no-no-no-n; treated as a failure'
+
+
+def test_a_long_server_message_is_cut_at_500_characters(
+    client: ApiClient, requests_mock: Any
+) -> None:
+    exactly = "x" * 500
+    error = failure_shown(
+        client, requests_mock, status_code=400, json=envelope(None, message=exactly)
+    )
+    assert error.message == exactly
+    longer = "y" * 501
+    error = failure_shown(
+        client, requests_mock, status_code=400, json=envelope(None, message=longer)
+    )
+    assert error.message == "y" * 500 + "…"
+
+
+@pytest.mark.parametrize(
+    ("answer", "shown"),
+    [
+        ({"content": b"", "reason": "Bad Gateway"}, "Bad Gateway (empty body)"),
+        ({"content": b"", "reason": ""}, "error (empty body)"),
+        (
+            {"text": "<html>down</html>", "headers": {"Content-Type": "text/html; charset=utf-8"}},
+            "OK (an HTML page, probably from a proxy or gateway)",
+        ),
+        (
+            {
+                "text": "upstream timed out",
+                "headers": {"Content-Type": "text/plain; charset=utf-8"},
+            },
+            "OK (body is not the API's JSON envelope: text/plain)",
+        ),
+        (
+            {"content": b"\x00\x01", "headers": {"Content-Type": ""}},
+            "OK (body is not the API's JSON envelope: unknown type)",
+        ),
+        (
+            {"content": b"\x00\x01"},  # no Content-Type header at all
+            "OK (body is not the API's JSON envelope: unknown type)",
+        ),
+        (
+            {"text": "x", "headers": {"Content-Type": "a" * 100}, "reason": "R" * 100},
+            "R" * 80 + " (body is not the API's JSON envelope: " + "a" * 80 + ")",
+        ),
+    ],
+    ids=[
+        "empty",
+        "empty-no-reason",
+        "html",
+        "plain-text",
+        "empty-type",
+        "no-type",
+        "long-type-and-reason",
+    ],
+)
+def test_a_failure_without_the_envelope_describes_the_body(
+    client: ApiClient, requests_mock: Any, answer: dict[str, Any], shown: str
+) -> None:
+    answer.setdefault("reason", "OK")
+    error = failure_shown(client, requests_mock, status_code=400, **answer)
+    assert error.message == shown
+
+
+def test_per_field_problems_are_kept_bounded(client: ApiClient, requests_mock: Any) -> None:
+    data = {f"field{i:02d}" + "k" * 120: "v" * 300 for i in range(25)}
+    body = envelope(data, status=400, message="validation failed")
+    error = failure_shown(client, requests_mock, status_code=400, json=body)
+    assert len(error.details) == 20
+    key, value = next(iter(error.details.items()))
+    assert (key, value) == (("field00" + "k" * 120)[:100], "v" * 200)
+
+
+@pytest.mark.parametrize(("header", "wait"), [("0", 0.0), ("7", 7.0), ("-5", None), ("soon", None)])
+def test_retry_after_is_read_as_a_wait_or_ignored_when_unreadable(
+    client: ApiClient, requests_mock: Any, header: str, wait: float | None
+) -> None:
+    error = failure_shown(
+        client, requests_mock, status_code=429, headers={"Retry-After": header},
+        json=envelope(None, status=429, message="slow down"),
+    )  # fmt: skip
+    assert error.retry_after == wait
+
+
+@pytest.mark.parametrize(
+    ("location", "shown"),
+    [
+        ("https://user:pw@evil.example:8443/x?token=abc", "evil.example:8443"),
+        ("https://evil.example/x", "evil.example"),
+        ("/public-api/v2/kyb/invites/inv_8f2k1", "the same host"),
+        ("http://[::1/x", "an unreadable address"),
+        (None, "nowhere (no Location header)"),
+    ],
+)
+def test_a_redirect_names_only_the_host_it_points_to(
+    client: ApiClient, requests_mock: Any, location: str | None, shown: str
+) -> None:
+    headers = {"Location": location} if location is not None else {}
+    error = failure_shown(client, requests_mock, status_code=307, headers=headers, text="")
+    assert error.message == (
+        f"the server answered with a redirect to {shown}; the API never redirects, "
+        "so it was not followed and nothing was re-sent there"
+    )
+    assert len(requests_mock.request_history) == 2  # the token, the one request
+
+
+def padded_to(size: int) -> bytes:
+    body = json.dumps(envelope(INVITE)).encode()
+    return body + b" " * (size - len(body))
+
+
+@pytest.mark.parametrize("announced", [True, False], ids=["content-length", "streamed"])
+def test_an_answer_of_exactly_the_cap_is_read(
+    client: ApiClient, requests_mock: Any, announced: bool
+) -> None:
+    headers = {"Content-Length": "65536" if announced else ""}
+    requests_mock.get(INVITE_URL, content=padded_to(65536), headers=headers)
+    assert client.get_invite("inv_8f2k1").fields["name"] == INVITE["name"]
+
+
+@pytest.mark.parametrize(
+    ("headers", "detail"),
+    [
+        ({"Content-Length": "65537"}, "it announced 65,537 bytes"),
+        ({"Content-Length": ""}, "stopped reading there"),
+    ],
+    ids=["content-length", "streamed"],
+)
+def test_one_byte_over_the_cap_says_how_it_was_found(
+    client: ApiClient, requests_mock: Any, headers: dict[str, str], detail: str
+) -> None:
+    error = failure_shown(
+        client, requests_mock, status_code=200, content=padded_to(65537), headers=headers
+    )
+    assert error.message == (
+        "the answer from api.example.test is larger than max_response_bytes "
+        f"(65,536 bytes; {detail}); API answers are a few KiB"
+    )
+
+
+def test_a_request_id_comes_from_the_header_when_the_body_has_none(
+    client: ApiClient, requests_mock: Any
+) -> None:
+    error = failure_shown(
+        client, requests_mock, status_code=403, text="denied", headers={"X-Request-Id": "edge-1"}
+    )
+    assert error.request_id == "edge-1"
+
+
+def test_a_request_id_that_is_not_a_value_is_ignored(client: ApiClient, requests_mock: Any) -> None:
+    body = envelope(None, status=400, message="bad")
+    body["metadata"]["requestId"] = {"nested": "x"}
+    error = failure_shown(client, requests_mock, status_code=400, json=body)
+    assert error.request_id is None
+
+
+def test_a_300_is_a_redirect_too_and_keeps_its_request_id(
+    client: ApiClient, requests_mock: Any
+) -> None:
+    error = failure_shown(
+        client, requests_mock, status_code=300, text="",
+        headers={"Location": "https://elsewhere.example/", "X-Request-Id": "r-300"},
+    )  # fmt: skip
+    assert (type(error).__name__, error.status, error.request_id) == ("Redirected", 300, "r-300")
+
+
+def test_success_false_keeps_the_status_and_request_id(
+    client: ApiClient, requests_mock: Any
+) -> None:
+    body = {**envelope(None, request_id="r-env"), "success": False, "message": "no"}
+    error = failure_shown(client, requests_mock, status_code=200, json=body)
+    assert (error.status, error.request_id) == (200, "r-env")

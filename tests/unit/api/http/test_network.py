@@ -1,0 +1,321 @@
+"""A network failure is named in words a user can act on, and says whether the
+request may have reached the server: that decides whether a re-send is repeated.
+
+Failures come from real sockets on 127.0.0.1 where one can be made to fail that
+way; the others are built the way requests and urllib3 nest them.
+"""
+
+from __future__ import annotations
+
+import socket
+import ssl
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+import requests
+import urllib3.exceptions as u3
+from support.loopback import serving
+
+from reconciler.api.exceptions import TransportError
+from reconciler.api.http.deadline import GuardedAdapter
+from reconciler.api.http.network import make_session, transport_error
+
+HOST = "127.0.0.1"
+
+
+@contextmanager
+def listener(on_connect: Callable[[socket.socket], None]) -> Iterator[str]:
+    """``host:port`` of a server on 127.0.0.1 that hands each connection to ``on_connect``."""
+
+    def handle(conn: socket.socket, done: threading.Event) -> None:
+        with conn:
+            on_connect(conn)
+
+    with serving(handle) as address:
+        yield address
+
+
+def failure(url: str, timeout: float = 5.0, **kwargs: object) -> TransportError:
+    session = make_session(url, 1)
+    with pytest.raises(requests.RequestException) as failed:
+        session.get(url, timeout=(timeout, timeout), **kwargs)  # type: ignore[arg-type]
+    return transport_error(failed.value, "the platform", timeout)
+
+
+def test_a_closed_port_is_refused_and_certainly_not_sent() -> None:
+    with socket.create_server((HOST, 0)) as probe:
+        port = probe.getsockname()[1]
+    error = failure(f"http://{HOST}:{port}/v1/invites/inv_1")
+    assert str(error) == (
+        "could not connect to the platform (connection refused); check RECONCILER_BASE_URL"
+    )
+    assert (error.maybe_sent, error.permanent) == (False, False)
+
+
+def test_a_connection_closed_after_the_request_may_have_been_received() -> None:
+    def hang_up(conn: socket.socket) -> None:
+        conn.recv(65536)
+
+    with listener(hang_up) as address:
+        error = failure(f"http://{address}/v1/invites/inv_1")
+    assert str(error) == "connection to the platform closed without an answer"
+    assert (error.maybe_sent, error.permanent) == (True, False)
+
+
+def answering(raw: bytes) -> Callable[[socket.socket], None]:
+    def answer(conn: socket.socket) -> None:
+        conn.recv(65536)
+        conn.sendall(raw)
+
+    return answer
+
+
+def test_an_answer_cut_off_part_way_is_named_so_and_may_have_been_received() -> None:
+    cut = b'HTTP/1.1 200 OK\r\nContent-Length: 500\r\n\r\n{"success": true'
+    with listener(answering(cut)) as address:
+        error = failure(f"http://{address}/v1/invites/inv_1")
+    assert str(error) == "the answer from the platform was cut off"
+    assert (error.maybe_sent, error.permanent) == (True, False)
+
+
+NOT_GZIP = b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 5\r\n\r\nhello"
+
+
+@pytest.mark.parametrize(
+    ("raw", "kind"),
+    [
+        (b"HTTP/1.1 abc OK\r\n\r\n", "BadStatusLine"),
+        (b'{"data": {}}', "BadStatusLine"),  # no status line at all
+        (b"HTTP/1.1 200 OK\r\nX: " + b"a" * 100_000 + b"\r\n\r\n", "LineTooLong"),
+        (NOT_GZIP, "DecodeError"),
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "InvalidChunkLength"),
+    ],
+    ids=["bad-status", "no-status-line", "endless-header", "not-gzip", "bad-chunk-size"],
+)
+def test_an_answer_that_is_not_http_says_so(raw: bytes, kind: str) -> None:
+    with listener(answering(raw)) as address:
+        error = failure(f"http://{address}/v1/invites/inv_1")
+    assert str(error) == f"the platform sent an answer that is not valid HTTP ({kind})"
+    assert (error.maybe_sent, error.permanent) == (True, False)
+
+
+def test_a_server_that_never_answers_may_have_received_the_request() -> None:
+    gave_up = threading.Event()
+
+    def say_nothing(conn: socket.socket) -> None:
+        conn.recv(65536)
+        gave_up.wait(5)  # hold the connection open until the client gave up
+
+    with listener(say_nothing) as address:
+        error = failure(f"http://{address}/v1/invites/inv_1", timeout=0.3)
+        gave_up.set()
+    assert str(error) == "no answer from the platform within 0.3s"
+    assert (error.maybe_sent, error.permanent) == (True, False)
+
+
+def test_https_to_a_plain_http_port_is_a_handshake_failure_not_retried() -> None:
+    def speak_http(conn: socket.socket) -> None:
+        conn.recv(65536)
+        conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+
+    with listener(speak_http) as address:
+        error = failure(f"https://{address}/v1/invites/inv_1")
+    assert str(error) == (
+        "TLS handshake with the platform failed: it does not speak TLS on this port"
+    )
+    assert (error.maybe_sent, error.permanent) == (False, True)
+
+
+def test_a_header_that_cannot_be_sent_is_permanent_and_never_left() -> None:
+    with socket.create_server((HOST, 0)) as probe:
+        url = f"http://{HOST}:{probe.getsockname()[1]}/v1/invites/inv_1"
+        error = failure(url, headers={"Authorization": "Bearer a\r\nX-Evil: 1"})
+    assert str(error) == (
+        "request to the platform could not be built (InvalidHeader); nothing was sent"
+    )
+    assert (error.maybe_sent, error.permanent) == (False, True)
+
+
+def wrapped_as_requests_does(reason: BaseException, outer: type[Exception]) -> Exception:
+    pool_error = u3.MaxRetryError(None, "/v1/invites/inv_1", reason)  # type: ignore[arg-type]
+    return outer(pool_error)
+
+
+def test_a_certificate_that_fails_verification_says_why_and_how_to_trust_a_private_ca() -> None:
+    verify = ssl.SSLCertVerificationError(1, "certificate verify failed")
+    verify.verify_message = "self-signed certificate"
+    exc = wrapped_as_requests_does(u3.SSLError(verify), requests.exceptions.SSLError)
+    error = transport_error(exc, "api.example", 30)
+    assert str(error) == (
+        "TLS verification failed for api.example (certificate verify failed: "
+        "self-signed certificate); for a private CA, point REQUESTS_CA_BUNDLE at its certificate"
+    )
+    assert (error.maybe_sent, error.permanent) == (False, True)
+
+
+def test_a_verification_failure_without_openssl_reason_still_says_not_trusted() -> None:
+    verify = ssl.SSLCertVerificationError(1, "certificate verify failed")
+    exc = wrapped_as_requests_does(u3.SSLError(verify), requests.exceptions.SSLError)
+    assert "(certificate verify failed: certificate not trusted)" in str(
+        transport_error(exc, "api.example", 30)
+    )
+
+
+def test_another_tls_failure_is_a_plain_handshake_failure() -> None:
+    exc = wrapped_as_requests_does(u3.SSLError(ssl.SSLError(1, "alert")), requests.ConnectionError)
+    error = transport_error(exc, "api.example", 30)
+    assert str(error) == "TLS handshake with api.example failed"
+    assert (error.maybe_sent, error.permanent) == (False, True)
+
+
+def test_a_host_that_does_not_resolve_was_never_contacted() -> None:
+    unknown = socket.gaierror(-2, "Name or service not known")
+    reason = u3.NameResolutionError("nowhere.invalid", None, unknown)  # type: ignore[arg-type]
+    error = transport_error(wrapped_as_requests_does(reason, requests.ConnectionError), "x", 30)
+    assert str(error) == "cannot resolve the host of x; check RECONCILER_BASE_URL"
+    assert (error.maybe_sent, error.permanent) == (False, False)
+
+
+def test_a_connect_timeout_was_never_sent_and_names_the_time() -> None:
+    reason = u3.ConnectTimeoutError(None, "timed out")
+    exc = wrapped_as_requests_does(reason, requests.exceptions.ConnectTimeout)
+    error = transport_error(exc, "api.example", 2.5)
+    assert str(error) == "could not connect to api.example within 2.5s"
+    assert (error.maybe_sent, error.permanent) == (False, False)
+
+
+def test_a_failure_of_no_known_kind_may_have_been_sent() -> None:
+    error = transport_error(RuntimeError("odd"), "api.example", 30)
+    assert str(error) == "request to api.example failed (RuntimeError)"
+    assert (error.maybe_sent, error.permanent) == (True, False)
+
+
+def test_exceptions_that_wrap_each_other_in_a_cycle_are_still_named() -> None:
+    first, second = RuntimeError("a"), RuntimeError("b")
+    first.__context__, second.__context__ = second, first
+    assert str(transport_error(first, "api.example", 30)) == (
+        "request to api.example failed (RuntimeError)"
+    )
+
+
+def test_a_cause_found_only_through_the_exception_chain_counts() -> None:
+    try:
+        try:
+            raise ConnectionRefusedError(111, "refused")
+        except ConnectionRefusedError as refused:
+            raise RuntimeError("wrapped") from refused
+    except RuntimeError as exc:
+        error = transport_error(exc, "api.example", 30)
+    assert str(error) == (
+        "could not connect to api.example (connection refused); check RECONCILER_BASE_URL"
+    )
+    assert error.maybe_sent is False
+
+
+def test_a_connection_that_fails_otherwise_than_refused_says_no_more_than_it_knows() -> None:
+    unreachable = u3.NewConnectionError(None, "[Errno 101] Network is unreachable")  # type: ignore[arg-type]
+    exc = requests.ConnectionError(u3.MaxRetryError(None, "/v1", unreachable))  # type: ignore[arg-type]
+    error = transport_error(exc, "api.example", 30)
+    assert str(error) == "could not connect to api.example; check RECONCILER_BASE_URL"
+    assert error.maybe_sent is False
+
+
+def test_every_cause_is_looked_at_not_only_the_first_one_wrapped() -> None:
+    # The refusal is the cause of an error that also holds another one: both count.
+    try:
+        try:
+            raise ConnectionRefusedError(111, "refused")
+        except ConnectionRefusedError as refused:
+            raise requests.ConnectionError(u3.ProtocolError("Connection aborted.")) from refused
+    except requests.ConnectionError as exc:
+        error = transport_error(exc, "api.example", 30)
+    assert str(error) == (
+        "could not connect to api.example (connection refused); check RECONCILER_BASE_URL"
+    )
+
+
+def test_an_https_proxy_from_the_environment_carries_the_request(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: list[bytes] = []
+
+    def refuse_the_tunnel(conn: socket.socket) -> None:
+        seen.append(conn.recv(65536).split(b"\r\n")[0])
+        conn.sendall(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")
+
+    with listener(refuse_the_tunnel) as address:
+        monkeypatch.setenv("HTTPS_PROXY", f"http://{address}")
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        error = failure("https://api.example/v1/invites/inv_1")
+    assert seen == [b"CONNECT api.example:443 HTTP/1.0"]
+    assert str(error) == (
+        "could not reach the platform through the proxy set in the environment "
+        "(HTTPS_PROXY or ALL_PROXY); check the proxy, or NO_PROXY for this host"
+    )
+    assert (error.maybe_sent, error.permanent) == (False, False)
+
+
+def test_a_proxy_that_refuses_connections_is_named_not_the_platform(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with socket.create_server((HOST, 0)) as probe:
+        port = probe.getsockname()[1]
+    monkeypatch.setenv("HTTPS_PROXY", f"http://user:pr0xy-pass@{HOST}:{port}")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    error = failure("https://api.example/v1/invites/inv_1")
+    assert "through the proxy set in the environment" in str(error)
+    assert "pr0xy-pass" not in str(error) and error.maybe_sent is False
+
+
+# -- what a session is made with ------------------------------------------------------
+
+
+def test_https_requests_go_through_the_adapter_that_keeps_the_deadline() -> None:
+    session = make_session("https://api.example", 4)
+    assert isinstance(session.get_adapter("https://api.example/v1/x"), GuardedAdapter)
+    assert isinstance(session.get_adapter("http://127.0.0.1:8080/v1/x"), GuardedAdapter)
+
+
+def test_certificates_are_verified_against_the_ca_bundle_the_environment_names(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    for name in ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"):
+        monkeypatch.delenv(name, raising=False)
+    assert make_session("https://api.example", 1).verify is True
+    bundle = tmp_path / "private-ca.pem"
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(bundle))
+    assert make_session("https://api.example", 1).verify == str(bundle)
+
+
+def test_plain_http_to_this_machine_never_goes_through_a_proxy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A proxy would carry the token request's client secret, in clear, off this machine.
+    proxied: list[bytes] = []
+
+    def proxy(conn: socket.socket) -> None:
+        proxied.append(conn.recv(65536))
+
+    def platform(conn: socket.socket) -> None:
+        conn.recv(65536)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
+
+    with listener(proxy) as proxy_address, listener(platform) as address:
+        for name in ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
+            monkeypatch.setenv(name, f"http://{proxy_address}")
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        monkeypatch.delenv("no_proxy", raising=False)
+        url = f"http://{address}/v1/invites/inv_1"
+        answer = make_session(url, 1).get(url, timeout=5)
+    assert answer.status_code == 200 and proxied == []
+
+
+# From test_untrusted_inputs.py: What an attacker found after the rebuild: each stays fixed.
+def test_no_proxy_carries_a_plain_http_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTP_PROXY", "http://proxy.example:3128")
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+    assert make_session("http://127.0.0.1:8787", 4).proxies == {}
+    assert make_session("https://api.example", 4).proxies["https"] == "http://proxy.example:3128"

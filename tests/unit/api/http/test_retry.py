@@ -1,0 +1,187 @@
+"""decide_retry: whether a failed request is tried again, and when, without HTTP."""
+
+from __future__ import annotations
+
+import pytest
+
+from reconciler.api.exceptions import (
+    AnswerTooLarge,
+    ApiError,
+    AuthenticationFailed,
+    Conflict,
+    EnvelopeFailure,
+    InvalidRequest,
+    NotFound,
+    PermissionDenied,
+    RateLimited,
+    Redirected,
+    ServerError,
+    TokenRefused,
+    TransportError,
+    WrongInvite,
+)
+from reconciler.api.http.retry import BACKOFF_CAP, RetryDecision, decide_retry
+
+
+def decide(error: ApiError, attempt: int = 1, time_left: float = 60.0, **kw: object):
+    options = {"idempotent": True, "max_attempts": 5, "jitter": 0.5, **kw}
+    return decide_retry(error, attempt, time_left, **options)  # type: ignore[arg-type]
+
+
+NEVER_RETRIED = [
+    InvalidRequest("bad email", status=400),
+    AuthenticationFailed("revoked", status=401),
+    PermissionDenied("scope", status=403),
+    NotFound("gone", status=404),
+    Conflict("accepted", status=409),
+    Redirected("redirect to evil.example", status=307),
+    EnvelopeFailure("success: false", status=200),
+    WrongInvite("answered about inv_other", status=200),
+    AnswerTooLarge("too large", status=200),
+    TokenRefused("token holds a line break"),
+    TransportError("certificate verify failed", maybe_sent=False, permanent=True),
+]
+
+
+@pytest.mark.parametrize("error", NEVER_RETRIED, ids=lambda e: type(e).__name__)
+def test_answers_that_cannot_change_are_never_retried(error: ApiError) -> None:
+    decision = decide(error)
+
+    assert not decision.retry
+    assert decision.note == ""  # "gave up after 1 attempt" would suggest it tried to retry
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        ServerError("down", status=503),
+        RateLimited("slow down", status=429),
+        TransportError("no answer within 30s", maybe_sent=True),
+        TransportError("could not connect", maybe_sent=False),
+    ],
+    ids=["5xx", "429", "timeout", "refused"],
+)
+def test_passing_failures_of_idempotent_requests_are_retried(error: ApiError) -> None:
+    assert decide(error).retry
+
+
+def test_a_resend_is_retried_only_when_it_surely_never_left() -> None:
+    never_left = TransportError("could not connect", maybe_sent=False)
+    may_have_left = TransportError("no answer within 30s", maybe_sent=True)
+
+    assert decide(never_left, idempotent=False).retry
+    assert not decide(may_have_left, idempotent=False).retry
+    assert not decide(ServerError("down", status=503), idempotent=False).retry
+    assert not decide(RateLimited("slow", status=429), idempotent=False).retry
+
+
+def test_backoff_grows_per_attempt_with_full_jitter_and_a_cap() -> None:
+    error = ServerError("down", status=503)
+
+    delays = [decide(error, attempt=n, jitter=1.0, max_attempts=20).delay for n in range(1, 9)]
+
+    assert delays[:4] == [0.5, 1.0, 2.0, 4.0]
+    assert max(delays) == BACKOFF_CAP
+    assert decide(error, attempt=3, jitter=0.0).delay == 0.0
+    assert decide(error, attempt=3, jitter=0.25).delay == pytest.approx(0.5)
+
+
+def test_a_5xx_retry_after_is_the_delay() -> None:
+    assert decide(ServerError("busy", status=503, retry_after=7.0)).delay == 7.0
+
+
+def test_a_429_waits_in_the_pacer_not_in_the_retry_loop() -> None:
+    decision = decide(RateLimited("slow", status=429, retry_after=3.0))
+
+    assert decision.retry and decision.delay == 0.0
+
+
+def test_retry_after_longer_than_the_budget_left_gives_up_at_once() -> None:
+    decision = decide(RateLimited("slow", status=429, retry_after=100000.0), time_left=59.6)
+
+    assert not decision.retry
+    assert "the server asked to wait 100000 s" in decision.note
+    assert "60 s left of retry_max_seconds" in decision.note
+    assert "gave up after 1 attempt:" in decision.note
+
+
+def test_max_attempts_ends_retrying() -> None:
+    error = ServerError("down", status=503)
+
+    assert decide(error, attempt=4, max_attempts=5).retry
+    decision = decide(error, attempt=5, max_attempts=5)
+    assert not decision.retry and "gave up after 5 attempts" in decision.note
+
+
+def test_a_wait_that_would_spend_the_budget_gives_up() -> None:
+    error = ServerError("down", status=503)
+
+    decision = decide(error, attempt=4, jitter=0.99, time_left=2.0)  # ~3.96 s of backoff
+
+    assert not decision.retry and "retry_max_seconds spent" in decision.note
+
+
+def test_a_429_without_retry_after_costs_the_default_pause() -> None:
+    error = RateLimited("slow", status=429)
+
+    assert decide(error, time_left=1.5).retry
+    assert not decide(error, time_left=0.5).retry
+
+
+# From test_retry_budget_wording.py:
+# What a user reads when a request is given up: the whole note, and its edges.
+#
+# The note is appended to the error a run reports, so its wording is asserted whole:
+# "1 attempt" not "1 attempts", never a negative number of seconds left, and the
+# reason that really ended the retries.
+
+
+def test_a_single_attempt_is_said_in_the_singular():
+    decision = decide(ServerError("down", status=503), attempt=1, max_attempts=1)
+
+    assert decision == RetryDecision(False, note=" (gave up after 1 attempt)")
+
+
+def test_several_attempts_are_said_in_the_plural():
+    decision = decide(ServerError("down", status=503), attempt=2, max_attempts=2)
+
+    assert decision == RetryDecision(False, note=" (gave up after 2 attempts)")
+
+
+def test_a_budget_already_spent_is_said_as_zero_seconds_left():
+    decision = decide(RateLimited("slow", status=429, retry_after=30.0), time_left=-4.0)
+
+    assert decision == RetryDecision(
+        False,
+        note=" (gave up after 1 attempt: the server asked to wait 30 s, "
+        "more than the 0 s left of retry_max_seconds)",
+    )
+
+
+def test_a_server_asking_for_exactly_the_time_left_has_spent_the_budget():
+    # Waiting all of it would leave no time for the attempt itself.
+    decision = decide(ServerError("busy", status=503, retry_after=20.0), time_left=20.0)
+
+    assert decision == RetryDecision(
+        False, note=" (gave up after 1 attempt: retry_max_seconds spent)"
+    )
+
+
+def test_a_backoff_that_fits_the_budget_is_waited():
+    decision = decide(ServerError("down", status=503), attempt=2, jitter=0.5, time_left=0.6)
+
+    assert decision == RetryDecision(True, 0.5)
+
+
+def test_a_connection_refused_before_sending_is_retried_even_for_a_write():
+    refused = TransportError("connection refused", maybe_sent=False, permanent=False)
+    maybe = TransportError("read timed out", maybe_sent=True, permanent=False)
+
+    assert decide(refused, idempotent=False).retry
+    assert not decide(maybe, idempotent=False).retry
+    assert decide(maybe, idempotent=True).retry
+
+
+def test_a_write_is_never_retried_after_a_server_error():
+    assert decide(ServerError("down", status=503), idempotent=False) == RetryDecision(False)
+    assert decide(RateLimited("slow", status=429), idempotent=False) == RetryDecision(False)

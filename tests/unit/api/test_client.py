@@ -1,0 +1,1705 @@
+"""ApiClient against a mocked platform API: tokens, addresses, errors, retries, secrets."""
+
+from __future__ import annotations
+
+import datetime
+import email.utils
+import gzip
+import logging
+import re
+from collections.abc import Callable, Iterator
+from typing import Any
+from urllib.parse import parse_qs, quote_plus, urlsplit
+
+import pytest
+import requests
+from support.api_answers import (
+    BASE,
+    INVITE,
+    INVITE_URL,
+    INVITES,
+    TOKEN,
+    envelope,
+    token_response,
+)
+from urllib3.exceptions import MaxRetryError, NewConnectionError
+
+from reconciler.api.client import ApiClient, CurrentInvite, Receipt
+from reconciler.api.exceptions import (
+    AnswerTooLarge,
+    ApiError,
+    AuthenticationFailed,
+    Conflict,
+    EnvelopeFailure,
+    InvalidRequest,
+    NotFound,
+    NotSent,
+    PermissionDenied,
+    RateLimited,
+    Redirected,
+    ServerError,
+    TransportError,
+    WrongInvite,
+)
+from reconciler.api.http.pacing import RequestPacer
+from reconciler.api.http.urls import check_base_url
+from reconciler.errors import ConfigError, ReconcilerError
+from reconciler.settings.config import DEFAULT_SCOPE, Settings
+
+CLIENT_ID = "reconciler-ci"
+SECRET = "cs_live_Zq9xSECRETvalue"
+TOKEN2 = "eyJhbGciOiJSUzI1NiJ9.tokSECONDpayload.sig2"
+TOKEN_URL = BASE + "/oauth/token"
+RESEND_URL = INVITE_URL + "/resend"
+SECRETS = (SECRET, TOKEN, TOKEN2)
+
+
+class FakeTime:
+    """A clock that only moves when the code under test sleeps."""
+
+    def __init__(self, start: float = 1000.0) -> None:
+        self.now = start
+        self.sleeps: list[float] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += max(seconds, 0.0)
+
+
+def failure(status: int, message: str, request_id: str = "7781", **extra: Any) -> dict[str, Any]:
+    return {
+        "status_code": status,
+        "json": envelope(None, status=status, message=message, request_id=request_id),
+        **extra,
+    }
+
+
+def ok_invite(invite: dict[str, Any] | None = None, request_id: str = "2002") -> dict[str, Any]:
+    return {"status_code": 200, "json": envelope(invite or INVITE, request_id=request_id)}
+
+
+@pytest.fixture
+def fake_time() -> FakeTime:
+    return FakeTime()
+
+
+@pytest.fixture
+def make_client(fake_time: FakeTime) -> Iterator[Callable[..., ApiClient]]:
+    clients: list[ApiClient] = []
+
+    def make(**overrides: Any) -> ApiClient:
+        values: dict[str, Any] = {
+            "base_url": BASE,
+            "client_id": CLIENT_ID,
+            "client_secret": SECRET,
+            **overrides,
+        }
+        client = ApiClient(Settings(**values), clock=fake_time.clock, sleep=fake_time.sleep)
+        clients.append(client)
+        return client
+
+    yield make
+    for client in clients:
+        client.close()
+
+
+@pytest.fixture
+def client(make_client: Callable[..., ApiClient]) -> ApiClient:
+    return make_client()
+
+
+@pytest.fixture
+def token_endpoint(requests_mock: Any) -> Any:
+    return requests_mock.post(TOKEN_URL, [token_response()])
+
+
+@pytest.fixture
+def debug_log(caplog: pytest.LogCaptureFixture) -> pytest.LogCaptureFixture:
+    caplog.set_level(logging.DEBUG, logger="reconciler")
+    return caplog
+
+
+@pytest.fixture
+def half_jitter(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Retry pauses without their randomness: the jitter is always 0.5."""
+    monkeypatch.setattr("reconciler.api.client.random.random", lambda: 0.5)
+
+
+def api_calls(requests_mock: Any) -> list[Any]:
+    return [r for r in requests_mock.request_history if r.url != TOKEN_URL]
+
+
+def token_calls(requests_mock: Any) -> list[Any]:
+    return [r for r in requests_mock.request_history if r.url == TOKEN_URL]
+
+
+def assert_no_secrets(*texts: str) -> None:
+    for text in texts:
+        for secret in SECRETS:
+            assert secret not in text
+
+
+def assert_secrets_kept(
+    error: BaseException, client: ApiClient, caplog: pytest.LogCaptureFixture, mock: Any
+) -> None:
+    assert_no_secrets(
+        str(error),
+        repr(error),
+        repr(client),
+        repr(client.settings),
+        caplog.text,
+        *(record.getMessage() for record in caplog.records),
+    )
+    for request in mock.request_history:
+        assert_no_secrets(request.url)
+        assert not urlsplit(request.url).query
+
+
+# -- token ----------------------------------------------------------------------
+
+
+def test_token_is_requested_with_client_credentials_form(
+    client: ApiClient, requests_mock: Any, token_endpoint: Any
+) -> None:
+    requests_mock.get(INVITE_URL, **ok_invite())
+
+    client.get_invite("inv_8f2k1")
+
+    (token_request,) = token_calls(requests_mock)
+    assert token_request.method == "POST"
+    assert token_request.headers["Content-Type"] == "application/x-www-form-urlencoded"
+    form = parse_qs(token_request.text, strict_parsing=True)
+    assert form == {
+        "grant_type": ["client_credentials"],
+        "client_id": [CLIENT_ID],
+        "client_secret": [SECRET],
+        "scope": [DEFAULT_SCOPE],
+    }
+    # RFC 6749 §3.3: scope names are space-delimited.
+    assert form["scope"][0].split(" ") == ["kyb:invites:read", "kyb:invites:write"]
+    (get,) = api_calls(requests_mock)
+    assert get.headers["Authorization"] == f"Bearer {TOKEN}"
+
+
+def test_configured_scope_is_sent_space_delimited(
+    make_client: Callable[..., ApiClient], requests_mock: Any, token_endpoint: Any
+) -> None:
+    client = make_client(scope="kyb:invites:read kyb:invites:write accounts:read")
+    requests_mock.get(INVITE_URL, **ok_invite())
+
+    client.get_invite("inv_8f2k1")
+
+    form = parse_qs(token_calls(requests_mock)[0].text)
+    assert form["scope"] == ["kyb:invites:read kyb:invites:write accounts:read"]
+
+
+def test_token_is_reused_across_calls(
+    client: ApiClient, requests_mock: Any, token_endpoint: Any
+) -> None:
+    requests_mock.get(INVITE_URL, **ok_invite())
+    requests_mock.patch(INVITE_URL, json=envelope(INVITE))
+
+    for _ in range(5):
+        client.get_invite("inv_8f2k1")
+    client.update_invite("inv_8f2k1", {"name": "Acme Ltd"})
+
+    assert len(token_calls(requests_mock)) == 1
+    assert len(api_calls(requests_mock)) == 6
+    assert {r.headers["Authorization"] for r in api_calls(requests_mock)} == {f"Bearer {TOKEN}"}
+
+
+def test_token_is_renewed_shortly_before_it_expires(
+    client: ApiClient, requests_mock: Any, fake_time: FakeTime
+) -> None:
+    requests_mock.post(
+        TOKEN_URL, [token_response(TOKEN, expires_in=3600), token_response(TOKEN2, 3600)]
+    )
+    requests_mock.get(INVITE_URL, **ok_invite())
+    start = fake_time.now
+
+    client.get_invite("inv_8f2k1")
+    fake_time.now = start + 1800  # half-way through its life: still good
+    client.get_invite("inv_8f2k1")
+    assert len(token_calls(requests_mock)) == 1
+
+    fake_time.now = start + 3599  # one second before expiry: must not be sent any more
+    client.get_invite("inv_8f2k1")
+
+    assert len(token_calls(requests_mock)) == 2
+    auth = [r.headers["Authorization"] for r in api_calls(requests_mock)]
+    assert auth == [f"Bearer {TOKEN}", f"Bearer {TOKEN}", f"Bearer {TOKEN2}"]
+
+
+@pytest.mark.parametrize(
+    ("expires_in", "renewed_after"),
+    [
+        (3600, 3540),  # a long-lived token: a minute early
+        (100, 90),  # a short-lived one: when 90% of its life has gone
+        (1, 1),  # one second: renewed before it is over, not kept five minutes
+        (0, 270),  # nonsense lifetimes count as five minutes
+        (-5, 270),
+        ("3600", 270),
+        (True, 270),
+        (None, 270),
+    ],
+)
+def test_when_a_token_is_renewed_depends_on_its_lifetime(
+    client: ApiClient, requests_mock: Any, fake_time: FakeTime, expires_in: Any, renewed_after: int
+) -> None:
+    first = {"access_token": TOKEN, "token_type": "Bearer", "expires_in": expires_in}
+    requests_mock.post(
+        TOKEN_URL, [{"status_code": 201, "json": envelope(first)}, token_response(TOKEN2)]
+    )
+    requests_mock.get(INVITE_URL, **ok_invite())
+    start = fake_time.now
+
+    for moment in (0, renewed_after - 0.5, renewed_after):
+        fake_time.now = start + moment
+        client.get_invite("inv_8f2k1")
+
+    auth = [r.headers["Authorization"] for r in api_calls(requests_mock)]
+    assert auth == [f"Bearer {TOKEN}", f"Bearer {TOKEN}", f"Bearer {TOKEN2}"]
+
+
+def test_a_resend_kept_back_by_a_failing_token_request_was_certainly_not_sent(
+    make_client: Callable[..., ApiClient], requests_mock: Any
+) -> None:
+    # The token request itself timed out, so it may have reached the server; the
+    # re-send never left, and must not be reported as of unknown outcome.
+    client = make_client(max_attempts=2)
+    requests_mock.post(TOKEN_URL, exc=requests.exceptions.ReadTimeout("slow"))
+    requests_mock.post(RESEND_URL, json=envelope({"id": "inv_8f2k1"}))
+
+    with pytest.raises(TransportError) as caught:
+        client.resend_invite("inv_8f2k1")
+
+    assert caught.value.maybe_sent is False and not caught.value.outcome_unknown
+    assert "(while getting a token; this request was not sent)" in str(caught.value)
+    assert api_calls(requests_mock) == []
+    assert len(token_calls(requests_mock)) == 2  # the token step had its own retries
+
+
+def test_a_token_request_that_fails_tls_is_not_retried_by_the_request_it_kept_back(
+    make_client: Callable[..., ApiClient], requests_mock: Any
+) -> None:
+    client = make_client(max_attempts=3)
+    requests_mock.post(TOKEN_URL, exc=requests.exceptions.SSLError("certificate verify failed"))
+
+    with pytest.raises(TransportError) as caught:
+        client.get_invite("inv_8f2k1")
+
+    assert caught.value.permanent is True
+    assert len(token_calls(requests_mock)) == 1
+
+
+def test_bare_rfc6749_token_body_is_accepted(client: ApiClient, requests_mock: Any) -> None:
+    requests_mock.post(
+        TOKEN_URL,
+        status_code=200,
+        json={"access_token": TOKEN, "token_type": "Bearer", "expires_in": 3600},
+    )
+    requests_mock.get(INVITE_URL, **ok_invite())
+
+    client.get_invite("inv_8f2k1")
+
+    assert api_calls(requests_mock)[0].headers["Authorization"] == f"Bearer {TOKEN}"
+
+
+def test_a_token_body_beside_an_empty_data_field_is_read(
+    client: ApiClient, requests_mock: Any
+) -> None:
+    # RFC 6749's form, with a `data` of nothing added (as a gateway may wrap it).
+    body = {"data": None, "access_token": TOKEN, "token_type": "Bearer", "expires_in": 3600}
+    requests_mock.post(TOKEN_URL, status_code=200, json=body)
+    requests_mock.get(INVITE_URL, **ok_invite())
+
+    client.get_invite("inv_8f2k1")
+
+    assert api_calls(requests_mock)[0].headers["Authorization"] == f"Bearer {TOKEN}"
+
+
+def test_a_token_answer_without_a_token_says_so(client: ApiClient, requests_mock: Any) -> None:
+    requests_mock.post(TOKEN_URL, status_code=200, json=envelope({"token_type": "Bearer"}))
+
+    with pytest.raises(AuthenticationFailed) as caught:
+        client.get_invite("inv_8f2k1")
+
+    assert str(caught.value) == "the token endpoint's answer has no access_token"
+    assert api_calls(requests_mock) == []
+
+
+def test_a_request_sent_again_after_a_401_keeps_its_time_limits_and_trust(
+    make_client: Callable[..., ApiClient],
+    requests_mock: Any,
+    tmp_path: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(tmp_path / "private-ca.pem"))
+    client = make_client(timeout=7)
+    requests_mock.post(TOKEN_URL, [token_response(TOKEN), token_response(TOKEN2)])
+    requests_mock.get(INVITE_URL, [failure(401, "token expired"), ok_invite()])
+
+    client.get_invite("inv_8f2k1")
+
+    first, again = api_calls(requests_mock)
+    assert again.headers["Authorization"] == f"Bearer {TOKEN2}"
+    assert (again.timeout, again.verify) == (first.timeout, first.verify)
+    assert first.timeout[1] == 7 and first.verify == str(tmp_path / "private-ca.pem")
+
+
+def test_api_401_renews_the_token_once_and_retries_once(
+    client: ApiClient, requests_mock: Any
+) -> None:
+    requests_mock.post(TOKEN_URL, [token_response(TOKEN), token_response(TOKEN2)])
+    requests_mock.get(INVITE_URL, [failure(401, "token expired"), ok_invite()])
+
+    invite = client.get_invite("inv_8f2k1")
+
+    assert invite.fields["name"] == "Acme Holdings Ltd"
+    assert len(token_calls(requests_mock)) == 2
+    auth = [r.headers["Authorization"] for r in api_calls(requests_mock)]
+    assert auth == [f"Bearer {TOKEN}", f"Bearer {TOKEN2}"]
+
+
+def test_second_401_fails_with_authentication_failed(
+    client: ApiClient, requests_mock: Any, debug_log: pytest.LogCaptureFixture
+) -> None:
+    requests_mock.post(TOKEN_URL, [token_response(TOKEN), token_response(TOKEN2)])
+    requests_mock.get(INVITE_URL, **failure(401, "token revoked", request_id="555"))
+
+    with pytest.raises(AuthenticationFailed) as caught:
+        client.get_invite("inv_8f2k1")
+
+    assert len(token_calls(requests_mock)) == 2
+    assert len(api_calls(requests_mock)) == 2
+    text = str(caught.value)
+    assert "401" in text and "token revoked" in text and "555" in text
+    assert_secrets_kept(caught.value, client, debug_log, requests_mock)
+
+
+def test_token_endpoint_401_names_client_id_and_env_vars_but_not_secret(
+    client: ApiClient, requests_mock: Any, debug_log: pytest.LogCaptureFixture
+) -> None:
+    requests_mock.post(TOKEN_URL, **failure(401, "invalid client credentials", "99"))
+    get = requests_mock.get(INVITE_URL, **ok_invite())
+
+    with pytest.raises(AuthenticationFailed) as caught:
+        client.get_invite("inv_8f2k1")
+
+    text = str(caught.value)
+    assert CLIENT_ID in text
+    assert "RECONCILER_CLIENT_ID" in text and "RECONCILER_CLIENT_SECRET" in text
+    assert "401" in text and "invalid client credentials" in text and "99" in text
+    assert len(token_calls(requests_mock)) == 1  # bad credentials are not retried
+    assert not get.called
+    assert_secrets_kept(caught.value, client, debug_log, requests_mock)
+
+
+def test_token_response_without_access_token_is_a_clear_api_error(
+    client: ApiClient, requests_mock: Any
+) -> None:
+    requests_mock.post(
+        TOKEN_URL, status_code=200, text="<html><body>Sign in</body></html>", reason="OK"
+    )
+    get = requests_mock.get(INVITE_URL, **ok_invite())
+
+    with pytest.raises(ApiError) as caught:
+        client.get_invite("inv_8f2k1")
+
+    assert "access_token" in str(caught.value)
+    assert not get.called
+
+
+# -- addresses and payloads -------------------------------------------------------
+
+
+def test_get_invite_returns_canonical_fields_and_status(
+    client: ApiClient, requests_mock: Any, token_endpoint: Any
+) -> None:
+    requests_mock.get(INVITE_URL, **ok_invite())
+
+    invite = client.get_invite("inv_8f2k1")
+
+    assert isinstance(invite, CurrentInvite)
+    assert invite.id == "inv_8f2k1"
+    assert invite.status == "pending" and invite.is_pending
+    expected = {k: v for k, v in INVITE.items() if k not in ("id", "status", "createdAt")}
+    assert invite.fields == expected  # server-managed fields are ignored
+    (request,) = api_calls(requests_mock)
+    assert request.method == "GET"
+    assert request.url == INVITE_URL
+
+
+def test_accepted_invite_is_not_pending(
+    client: ApiClient, requests_mock: Any, token_endpoint: Any
+) -> None:
+    requests_mock.get(INVITE_URL, **ok_invite({**INVITE, "status": "accepted"}))
+
+    assert not client.get_invite("inv_8f2k1").is_pending
+
+
+def test_update_sends_exactly_the_patch_and_returns_receipt(
+    client: ApiClient, requests_mock: Any, token_endpoint: Any
+) -> None:
+    requests_mock.patch(INVITE_URL, json=envelope(INVITE, request_id="31337"))
+    patch = {"email": "new@acme.example", "groups": ["emea"], "primaryContact": {"name": "J"}}
+
+    receipt = client.update_invite("inv_8f2k1", patch)
+
+    assert receipt == Receipt(200, "31337")
+    (request,) = api_calls(requests_mock)
+    assert request.method == "PATCH"
+    assert request.url == INVITE_URL
+    assert request.headers["Content-Type"] == "application/json"
+    assert request.json() == patch
+
+
+def test_resend_posts_to_resend_path_and_returns_receipt(
+    client: ApiClient, requests_mock: Any, token_endpoint: Any
+) -> None:
+    requests_mock.post(RESEND_URL, json=envelope(None, request_id="4242"))
+
+    receipt = client.resend_invite("inv_8f2k1")
+
+    assert receipt.status == 200
+    assert receipt.request_id == "4242"
+    (request,) = api_calls(requests_mock)
+    assert request.method == "POST"
+    assert request.url == RESEND_URL
+    assert request.json() == {}
+
+
+def test_custom_path_templates_and_base_url_prefix(
+    make_client: Callable[..., ApiClient], requests_mock: Any
+) -> None:
+    base = "https://gw.example.test/platform/"
+    client = make_client(
+        base_url=base,
+        token_path="/auth/v2/token",
+        get_invite_path="/kyb/v2/invites/{inviteId}/details",
+        update_invite_path="/kyb/v2/invites/{inviteId}",
+        resend_invite_path="/kyb/v2/invites/{inviteId}:resend",
+    )
+    prefix = "https://gw.example.test/platform"
+    requests_mock.post(prefix + "/auth/v2/token", [token_response()])
+    requests_mock.get(
+        prefix + "/kyb/v2/invites/inv_1/details", **ok_invite({**INVITE, "id": "inv_1"})
+    )
+    requests_mock.patch(prefix + "/kyb/v2/invites/inv_1", json=envelope(INVITE))
+    requests_mock.post(prefix + "/kyb/v2/invites/inv_1:resend", json=envelope(None))
+
+    client.get_invite("inv_1")
+    client.update_invite("inv_1", {"name": "X"})
+    client.resend_invite("inv_1")
+
+    assert [(r.method, r.url) for r in requests_mock.request_history] == [
+        ("POST", prefix + "/auth/v2/token"),
+        ("GET", prefix + "/kyb/v2/invites/inv_1/details"),
+        ("PATCH", prefix + "/kyb/v2/invites/inv_1"),
+        ("POST", prefix + "/kyb/v2/invites/inv_1:resend"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("invite_id", "in_path"),
+    [
+        ("inv_8f2k1", "inv_8f2k1"),
+        ("Inv.v2-A_b", "Inv.v2-A_b"),
+        ("a/b", "a%2Fb"),
+        ("a b", "a%20b"),
+        ("a?b#c", "a%3Fb%23c"),
+        ("x%41", "x%2541"),
+        ("ü", "%C3%BC"),
+    ],
+)
+def test_invite_id_is_percent_encoded_in_path(
+    client: ApiClient, requests_mock: Any, token_endpoint: Any, invite_id: str, in_path: str
+) -> None:
+    answer = envelope({**INVITE, "id": invite_id})
+    requests_mock.get(re.compile(r"/public-api/v1/kyb/invites/"), json=answer)
+    requests_mock.patch(re.compile(r"/public-api/v1/kyb/invites/"), json=answer)
+    requests_mock.post(re.compile(r"/resend$"), json=envelope(None))
+
+    client.get_invite(invite_id)
+    client.update_invite(invite_id, {"name": "X"})
+    client.resend_invite(invite_id)
+
+    assert [r.url for r in api_calls(requests_mock)] == [
+        INVITES + in_path,
+        INVITES + in_path,
+        INVITES + in_path + "/resend",
+    ]
+
+
+@pytest.mark.parametrize("invite_id", [".", ".."])
+@pytest.mark.parametrize("operation", ["get", "update", "resend"])
+def test_dot_segment_invite_id_never_addresses_another_resource(
+    client: ApiClient, requests_mock: Any, token_endpoint: Any, invite_id: str, operation: str
+) -> None:
+    # "." and ".." match the contract's inviteId alphabet, but in a URL path they are
+    # dot segments: sent as is, GET /invites/.. becomes GET /public-api/v1/kyb/.
+    requests_mock.register_uri("GET", re.compile("."), json={})
+    requests_mock.register_uri("PATCH", re.compile("."), json={})
+    requests_mock.register_uri("POST", re.compile("/kyb/"), json={})
+    calls = {
+        "get": lambda: client.get_invite(invite_id),
+        "update": lambda: client.update_invite(invite_id, {"name": "X"}),
+        "resend": lambda: client.resend_invite(invite_id),
+    }
+
+    try:
+        calls[operation]()
+    except (ApiError, ReconcilerError):
+        refused = True  # refusing an id that no URL can address is fine
+    else:
+        refused = False
+
+    sent = api_calls(requests_mock)
+    assert refused or sent
+    shape = r"/public-api/v1/kyb/invites/([^/]+)" + ("/resend" if operation == "resend" else "")
+    for request in sent:
+        path = urlsplit(request.url).path
+        match = re.fullmatch(shape, path)
+        assert match, f"{request.method} {path} is not the invite's own address"
+        assert match.group(1) not in (".", "..")
+
+
+def test_renamed_wire_fields_in_both_directions(
+    make_client: Callable[..., ApiClient], requests_mock: Any, token_endpoint: Any
+) -> None:
+    client = make_client(field_names={"phone": "phoneNumber", "addOns": "add_ons"})
+    wire = {k: v for k, v in INVITE.items() if k not in ("phone", "addOns")}
+    wire.update({"phoneNumber": "+15550100", "add_ons": ["kyc"], "phone": "not-this-one"})
+    requests_mock.get(INVITE_URL, **ok_invite(wire))
+    requests_mock.patch(INVITE_URL, json=envelope(wire))
+
+    invite = client.get_invite("inv_8f2k1")
+    client.update_invite("inv_8f2k1", {"phone": "+15550199", "addOns": ["edd"], "name": "N"})
+
+    assert invite.fields["phone"] == "+15550100"
+    assert invite.fields["addOns"] == ["kyc"]
+    assert "phoneNumber" not in invite.fields and "add_ons" not in invite.fields
+    patch = api_calls(requests_mock)[1]
+    assert patch.json() == {"phoneNumber": "+15550199", "add_ons": ["edd"], "name": "N"}
+
+
+# -- errors -------------------------------------------------------------------------
+
+STATUS_ERRORS = [
+    (400, InvalidRequest),
+    (401, AuthenticationFailed),
+    (403, PermissionDenied),
+    (404, NotFound),
+    (409, Conflict),
+    (429, RateLimited),
+    (500, ServerError),
+    (502, ServerError),
+    (503, ServerError),
+    (504, ServerError),
+]
+
+
+@pytest.mark.parametrize(("status", "error_class"), STATUS_ERRORS)
+def test_status_maps_to_error_with_status_message_and_request_id(
+    make_client: Callable[..., ApiClient],
+    requests_mock: Any,
+    status: int,
+    error_class: type[ApiError],
+    debug_log: pytest.LogCaptureFixture,
+) -> None:
+    client = make_client(max_attempts=1)
+    requests_mock.post(TOKEN_URL, [token_response(TOKEN), token_response(TOKEN2)])
+    message = f"the server says no ({status})"
+    requests_mock.patch(INVITE_URL, **failure(status, message, request_id="8675309"))
+
+    with pytest.raises(error_class) as caught:
+        client.update_invite("inv_8f2k1", {"email": "x@acme.example"})
+
+    error = caught.value
+    assert error.status == status
+    assert error.request_id == "8675309"
+    text = str(error)
+    assert str(status) in text
+    assert message in text
+    assert "8675309" in text
+    assert_secrets_kept(error, client, debug_log, requests_mock)
+
+
+def test_403_names_the_configured_scope(
+    make_client: Callable[..., ApiClient], requests_mock: Any, token_endpoint: Any
+) -> None:
+    client = make_client(scope="kyb:invites:read")
+    requests_mock.patch(INVITE_URL, **failure(403, "insufficient scope"))
+
+    with pytest.raises(PermissionDenied) as caught:
+        client.update_invite("inv_8f2k1", {"name": "X"})
+
+    text = str(caught.value)
+    assert "kyb:invites:read" in text
+    assert "RECONCILER_SCOPE" in text
+    assert "insufficient scope" in text
+
+
+MALFORMED_BODIES = {
+    "empty": {"content": b""},
+    "html": {
+        "text": "<html><body><h1>502 Bad Gateway</h1></body></html>",
+        "headers": {"Content-Type": "text/html; charset=utf-8"},
+    },
+    "plain text": {"text": "upstream connect error", "headers": {"Content-Type": "text/plain"}},
+    "truncated json": {
+        "text": '{"status": 500, "success": false, "mess',
+        "headers": {"Content-Type": "application/json"},
+    },
+    "json list": {"json": ["not", "an", "envelope"]},
+    "json without message": {"json": {"error": "boom", "metadata": "n/a"}},
+    "json with non-text message": {"json": {"message": {"nested": True}, "data": None}},
+    "binary": {"content": b"\xff\xfe\x00garbage\x81", "headers": {"Content-Type": "text/plain"}},
+}
+
+
+@pytest.mark.parametrize("status", [400, 404, 500, 502, 503])
+@pytest.mark.parametrize("body", list(MALFORMED_BODIES))
+def test_malformed_failure_body_still_gives_clear_api_error(
+    make_client: Callable[..., ApiClient],
+    requests_mock: Any,
+    token_endpoint: Any,
+    body: str,
+    status: int,
+) -> None:
+    client = make_client(max_attempts=1)
+    requests_mock.get(INVITE_URL, status_code=status, **MALFORMED_BODIES[body])
+
+    with pytest.raises(ApiError) as caught:
+        client.get_invite("inv_8f2k1")
+
+    error = caught.value
+    assert error.status == status
+    expected = dict(STATUS_ERRORS)[status]
+    assert isinstance(error, expected)
+    text = str(error)
+    assert f"HTTP {status}" in text
+    assert error.message.strip()  # something is said about what came back
+    assert "Traceback" not in text
+
+
+def test_html_failure_body_is_described_not_dumped(
+    make_client: Callable[..., ApiClient], requests_mock: Any, token_endpoint: Any
+) -> None:
+    client = make_client(max_attempts=1)
+    requests_mock.get(
+        INVITE_URL,
+        status_code=502,
+        reason="Bad Gateway",
+        text="<html><body><h1>502 Bad Gateway</h1>" + "x" * 5000 + "</body></html>",
+        headers={"Content-Type": "text/html"},
+    )
+
+    with pytest.raises(ServerError) as caught:
+        client.get_invite("inv_8f2k1")
+
+    text = str(caught.value)
+    assert "HTML" in text
+    assert "<html>" not in text
+
+
+@pytest.mark.parametrize(
+    "response",
+    [
+        {"text": "<html>maintenance</html>", "headers": {"Content-Type": "text/html"}},
+        {"content": b""},
+        {"json": {"data": "not an invite"}},
+        {"json": ["a", "list"]},
+    ],
+)
+def test_unusable_success_body_on_get_is_an_api_error(
+    client: ApiClient, requests_mock: Any, token_endpoint: Any, response: dict[str, Any]
+) -> None:
+    requests_mock.get(INVITE_URL, status_code=200, **response)
+
+    with pytest.raises(ApiError) as caught:
+        client.get_invite("inv_8f2k1")
+
+    assert "inv_8f2k1" in str(caught.value)
+
+
+# -- retries ------------------------------------------------------------------------
+
+
+def test_get_is_retried_on_5xx_until_it_succeeds(
+    client: ApiClient, requests_mock: Any, token_endpoint: Any, fake_time: FakeTime
+) -> None:
+    requests_mock.get(
+        INVITE_URL, [failure(503, "busy"), failure(500, "oops"), failure(502, "gw"), ok_invite()]
+    )
+
+    invite = client.get_invite("inv_8f2k1")
+
+    assert invite.status == "pending"
+    assert len(api_calls(requests_mock)) == 4
+    assert len(fake_time.sleeps) >= 3  # it waited between attempts, without real sleeping
+
+
+def test_patch_is_retried_on_5xx_with_the_same_body(
+    client: ApiClient, requests_mock: Any, token_endpoint: Any
+) -> None:
+    requests_mock.patch(INVITE_URL, [failure(504, "timeout"), {"json": envelope(INVITE)}])
+
+    receipt = client.update_invite("inv_8f2k1", {"email": "new@acme.example"})
+
+    assert receipt.status == 200
+    bodies = [r.json() for r in api_calls(requests_mock)]
+    assert bodies == [{"email": "new@acme.example"}] * 2
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        requests.exceptions.ConnectionError,
+        requests.exceptions.ConnectTimeout,
+        requests.exceptions.ReadTimeout,
+    ],
+)
+@pytest.mark.parametrize("method", ["GET", "PATCH"])
+def test_get_and_patch_are_retried_on_transport_errors(
+    client: ApiClient, requests_mock: Any, token_endpoint: Any, exc: type[Exception], method: str
+) -> None:
+    requests_mock.register_uri(method, INVITE_URL, [{"exc": exc}, {"exc": exc}, ok_invite()])
+
+    if method == "GET":
+        client.get_invite("inv_8f2k1")
+    else:
+        client.update_invite("inv_8f2k1", {"name": "X"})
+
+    assert len(api_calls(requests_mock)) == 3
+
+
+def _timed(fake_time: FakeTime, sent_at: list[float], status: int) -> dict[str, Any]:
+    """A response that records the (fake) time its request was sent."""
+
+    def respond(request: Any, context: Any) -> Any:
+        sent_at.append(fake_time.now)
+        if status == 200:
+            return envelope(INVITE)
+        return envelope(None, status=status, message="try later")
+
+    return {"status_code": status, "json": respond}
+
+
+def test_429_is_retried_after_retry_after(
+    client: ApiClient, requests_mock: Any, token_endpoint: Any, fake_time: FakeTime
+) -> None:
+    sent_at: list[float] = []
+    limited = _timed(fake_time, sent_at, 429)
+    requests_mock.get(
+        INVITE_URL, [{**limited, "headers": {"Retry-After": "3"}}, _timed(fake_time, sent_at, 200)]
+    )
+
+    invite = client.get_invite("inv_8f2k1")
+
+    assert invite.is_pending
+    assert len(sent_at) == 2
+    assert sent_at[1] - sent_at[0] >= 3.0
+
+
+def test_5xx_retry_after_is_honoured(
+    client: ApiClient, requests_mock: Any, token_endpoint: Any, fake_time: FakeTime
+) -> None:
+    sent_at: list[float] = []
+    busy = _timed(fake_time, sent_at, 503)
+    requests_mock.get(
+        INVITE_URL, [{**busy, "headers": {"Retry-After": "7"}}, _timed(fake_time, sent_at, 200)]
+    )
+
+    client.get_invite("inv_8f2k1")
+
+    assert len(sent_at) == 2
+    assert sent_at[1] - sent_at[0] == pytest.approx(7.0)
+
+
+def test_retries_stop_at_max_attempts(
+    make_client: Callable[..., ApiClient], requests_mock: Any, token_endpoint: Any
+) -> None:
+    client = make_client(max_attempts=3)
+    requests_mock.get(INVITE_URL, **failure(503, "down for maintenance", request_id="61"))
+
+    with pytest.raises(ServerError) as caught:
+        client.get_invite("inv_8f2k1")
+
+    assert len(api_calls(requests_mock)) == 3
+    text = str(caught.value)
+    assert "gave up after 3 attempts" in text
+    assert "503" in text and "down for maintenance" in text and "61" in text
+
+
+def test_transport_retries_stop_at_max_attempts(
+    make_client: Callable[..., ApiClient], requests_mock: Any, token_endpoint: Any
+) -> None:
+    client = make_client(max_attempts=4)
+    requests_mock.get(INVITE_URL, exc=requests.exceptions.ReadTimeout)
+
+    with pytest.raises(TransportError) as caught:
+        client.get_invite("inv_8f2k1")
+
+    assert len(api_calls(requests_mock)) == 4
+    assert "gave up after 4 attempts" in str(caught.value)
+
+
+def test_retries_stop_at_retry_max_seconds(
+    make_client: Callable[..., ApiClient],
+    requests_mock: Any,
+    token_endpoint: Any,
+    fake_time: FakeTime,
+) -> None:
+    client = make_client(max_attempts=10, retry_max_seconds=25)
+    requests_mock.get(INVITE_URL, **failure(503, "busy", headers={"Retry-After": "10"}))
+    start = fake_time.now
+
+    with pytest.raises(ServerError) as caught:
+        client.get_invite("inv_8f2k1")
+
+    # Attempts at 0 s, 10 s and 20 s; a fourth at 30 s would pass the 25 s budget.
+    assert len(api_calls(requests_mock)) == 3
+    assert fake_time.now - start <= 25
+    assert "gave up after 3 attempts" in str(caught.value)
+
+
+def test_long_429_retry_after_does_not_exceed_retry_max_seconds(
+    make_client: Callable[..., ApiClient],
+    requests_mock: Any,
+    token_endpoint: Any,
+    fake_time: FakeTime,
+) -> None:
+    client = make_client(max_attempts=5, retry_max_seconds=60)
+    requests_mock.get(INVITE_URL, **failure(429, "quota exhausted", headers={"Retry-After": "600"}))
+    start = fake_time.now
+
+    with pytest.raises(RateLimited) as caught:
+        client.get_invite("inv_8f2k1")
+
+    # The run must not hang for 600 s (let alone 5 x 600 s) when its budget is 60 s.
+    assert fake_time.now - start <= 60
+    assert "gave up after" in str(caught.value)
+
+
+@pytest.mark.parametrize("status", [400, 403, 404, 409])
+@pytest.mark.parametrize("method", ["GET", "PATCH"])
+def test_client_errors_are_never_retried(
+    client: ApiClient, requests_mock: Any, token_endpoint: Any, status: int, method: str
+) -> None:
+    requests_mock.register_uri(method, INVITE_URL, **failure(status, "no"))
+
+    with pytest.raises(ApiError) as caught:
+        if method == "GET":
+            client.get_invite("inv_8f2k1")
+        else:
+            client.update_invite("inv_8f2k1", {"name": "X"})
+
+    assert caught.value.status == status
+    assert len(api_calls(requests_mock)) == 1
+    assert "gave up" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "response",
+    [
+        failure(500, "internal"),
+        failure(502, "bad gateway"),
+        failure(503, "unavailable"),
+        failure(504, "gateway timeout"),
+        {"exc": requests.exceptions.ReadTimeout},
+        {"exc": requests.exceptions.ConnectionError("Connection aborted: reset by peer")},
+    ],
+    ids=["500", "502", "503", "504", "read-timeout", "connection-reset"],
+)
+def test_resend_is_not_retried_once_the_server_may_have_it(
+    client: ApiClient, requests_mock: Any, token_endpoint: Any, response: dict[str, Any]
+) -> None:
+    requests_mock.post(RESEND_URL, [response, {"json": envelope(None)}])
+
+    with pytest.raises(ApiError):
+        client.resend_invite("inv_8f2k1")
+
+    assert len(api_calls(requests_mock)) == 1
+
+
+def test_resend_is_retried_when_the_connection_never_opened(
+    client: ApiClient, requests_mock: Any, token_endpoint: Any
+) -> None:
+    requests_mock.post(
+        RESEND_URL,
+        [{"exc": requests.exceptions.ConnectTimeout}, {"json": envelope(None, request_id="77")}],
+    )
+
+    receipt = client.resend_invite("inv_8f2k1")
+
+    assert receipt == Receipt(200, "77")
+    assert len(api_calls(requests_mock)) == 2
+
+
+def test_halted_client_does_not_retry(
+    client: ApiClient, requests_mock: Any, token_endpoint: Any
+) -> None:
+    requests_mock.get(INVITE_URL, [failure(503, "busy"), ok_invite()])
+    client.stop.set("interrupted")
+
+    with pytest.raises(ServerError):
+        client.get_invite("inv_8f2k1")
+
+    assert len(api_calls(requests_mock)) == 1
+
+
+# -- https ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://api.example.com",
+        "http://10.0.0.5:8080",
+        "http://localhost.example.com",
+        "http://127.0.0.1.nip.io",
+        "HTTP://api.example.com/",
+    ],
+)
+def test_plain_http_is_refused_for_non_loopback_hosts(url: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        check_base_url(url)
+
+    text = str(caught.value)
+    assert "https://" in text
+    assert "\n" not in text
+
+
+def test_api_client_refuses_plain_http_before_sending_anything(requests_mock: Any) -> None:
+    settings = Settings(
+        base_url="http://api.example.com", client_id=CLIENT_ID, client_secret=SECRET
+    )
+
+    with pytest.raises(ConfigError) as caught:
+        ApiClient(settings)
+
+    assert "https://" in str(caught.value)
+    assert SECRET not in str(caught.value)
+    assert not requests_mock.request_history
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("https://api.example.com", "https://api.example.com"),
+        ("https://api.example.com/platform/", "https://api.example.com/platform"),
+        ("http://127.0.0.1:8080", "http://127.0.0.1:8080"),
+        ("http://127.0.0.2:8080/", "http://127.0.0.2:8080"),
+        ("http://localhost:5000", "http://localhost:5000"),
+        ("http://[::1]:9000", "http://[::1]:9000"),
+    ],
+)
+def test_https_and_loopback_http_are_accepted(url: str, expected: str) -> None:
+    assert check_base_url(url) == expected
+
+
+def test_loopback_http_client_talks_to_the_sandbox_address(
+    make_client: Callable[..., ApiClient], requests_mock: Any
+) -> None:
+    client = make_client(base_url="http://127.0.0.1:8765")
+    requests_mock.post("http://127.0.0.1:8765/oauth/token", [token_response()])
+    requests_mock.get("http://127.0.0.1:8765/public-api/v1/kyb/invites/inv_8f2k1", **ok_invite())
+
+    assert client.get_invite("inv_8f2k1").is_pending
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://reconciler-ci:hunter2pw@api.example.com",
+        "https://hunter2pw@api.example.com",
+    ],
+)
+def test_credentials_in_base_url_are_refused_without_echoing_them(url: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        check_base_url(url)
+
+    assert "hunter2pw" not in str(caught.value)
+
+
+def test_missing_credentials_name_the_env_vars() -> None:
+    with pytest.raises(ConfigError) as caught:
+        ApiClient(Settings(base_url=BASE, client_id=CLIENT_ID))
+
+    assert "RECONCILER_CLIENT_SECRET" in str(caught.value)
+
+
+# -- secrets ------------------------------------------------------------------------
+
+
+def _set_up(requests_mock: Any, token: Any, api: Any) -> None:
+    requests_mock.post(TOKEN_URL, token if isinstance(token, list) else [token])
+    responses = api if isinstance(api, list) else [api]
+    requests_mock.get(INVITE_URL, responses)
+    requests_mock.patch(INVITE_URL, responses)
+    requests_mock.post(RESEND_URL, responses)
+
+
+TOKENS = [token_response(TOKEN), token_response(TOKEN2)]
+SECRET_SCENARIOS: dict[str, tuple[Any, Any]] = {
+    "token-401": (failure(401, "invalid_client"), ok_invite()),
+    "token-400": (failure(400, "invalid_request"), ok_invite()),
+    "token-500": (failure(500, "token service down"), ok_invite()),
+    "token-html": ({"status_code": 200, "text": "<html>login</html>"}, ok_invite()),
+    "token-connection-error": (
+        {"exc": requests.exceptions.ConnectionError("Max retries exceeded")},
+        ok_invite(),
+    ),
+    "api-401-twice": (TOKENS, failure(401, "token revoked")),
+    "api-403": (TOKENS, failure(403, "insufficient scope")),
+    "api-404": (TOKENS, failure(404, "no such invite")),
+    "api-409": (TOKENS, failure(409, "invite accepted")),
+    "api-400": (TOKENS, failure(400, "bad email")),
+    "api-429": (TOKENS, failure(429, "slow down", headers={"Retry-After": "1"})),
+    "api-503": (TOKENS, failure(503, "unavailable")),
+    "api-html": (TOKENS, {"status_code": 502, "text": "<html>bad gateway</html>"}),
+    "api-truncated": (TOKENS, {"status_code": 500, "text": '{"message": "x'}),
+    "api-read-timeout": (TOKENS, {"exc": requests.exceptions.ReadTimeout}),
+    "api-connect-timeout": (TOKENS, {"exc": requests.exceptions.ConnectTimeout}),
+}
+
+
+@pytest.mark.parametrize("operation", ["get", "update", "resend"])
+@pytest.mark.parametrize("scenario", list(SECRET_SCENARIOS))
+def test_failures_never_reveal_secret_or_token(
+    make_client: Callable[..., ApiClient],
+    requests_mock: Any,
+    debug_log: pytest.LogCaptureFixture,
+    scenario: str,
+    operation: str,
+) -> None:
+    client = make_client(max_attempts=2)
+    token, api = SECRET_SCENARIOS[scenario]
+    _set_up(requests_mock, token, api)
+
+    with pytest.raises(ApiError) as caught:
+        if operation == "get":
+            client.get_invite("inv_8f2k1")
+        elif operation == "update":
+            client.update_invite("inv_8f2k1", {"name": "X"})
+        else:
+            client.resend_invite("inv_8f2k1")
+
+    assert debug_log.records  # logging was on, so the check below can fail
+    assert_secrets_kept(caught.value, client, debug_log, requests_mock)
+
+
+def test_successful_run_with_debug_logging_never_logs_secret_or_token(
+    client: ApiClient, requests_mock: Any, debug_log: pytest.LogCaptureFixture
+) -> None:
+    requests_mock.post(TOKEN_URL, TOKENS)
+    requests_mock.get(INVITE_URL, [failure(401, "expired"), failure(503, "busy"), ok_invite()])
+    requests_mock.patch(INVITE_URL, json=envelope(INVITE))
+    requests_mock.post(RESEND_URL, json=envelope(None))
+
+    client.get_invite("inv_8f2k1")
+    client.update_invite("inv_8f2k1", {"email": "a@b.example"})
+    client.resend_invite("inv_8f2k1")
+
+    assert any("token" in r.getMessage() for r in debug_log.records)
+    assert_no_secrets(debug_log.text, repr(client), repr(client.settings))
+    for request in requests_mock.request_history:
+        assert_no_secrets(request.url)
+    # The secret travels only in the token request's form body, never to the API.
+    for request in api_calls(requests_mock):
+        assert SECRET not in (request.text or "")
+        assert SECRET not in str(request.headers)
+
+
+def test_cookies_the_api_sets_are_never_sent_back(
+    requests_mock: Any, token_endpoint: Any, client: ApiClient
+) -> None:
+    # Bearer tokens are the only credential: a Set-Cookie is neither kept nor replayed.
+    answer = ok_invite()
+    requests_mock.get(INVITE_URL, headers={"Set-Cookie": "session=abc123; Path=/"}, **answer)
+    client.get_invite("inv_8f2k1")
+    client.get_invite("inv_8f2k1")
+    gets = [r for r in requests_mock.request_history if r.method == "GET"]
+    assert len(gets) == 2
+    assert all("Cookie" not in r.headers for r in gets)
+
+
+def test_the_servers_per_field_problems_are_part_of_the_error(
+    requests_mock: Any, token_endpoint: Any, client: ApiClient
+) -> None:
+    body = envelope({"phoneNumber": "unknown field"}, status=400, message="invalid invite update")
+    requests_mock.patch(INVITE_URL, status_code=400, json=body)
+    with pytest.raises(InvalidRequest) as info:
+        client.update_invite("inv_8f2k1", {"phone": "+442079460000"})
+    assert "invalid invite update [phoneNumber: unknown field]" in str(info.value)
+
+
+def test_a_refused_connection_says_what_to_check(
+    requests_mock: Any, make_client: Callable[..., ApiClient]
+) -> None:
+    # What requests raises: its ConnectionError around urllib3's, around the OS's.
+    cause = NewConnectionError(None, "Failed to establish a new connection")
+    cause.__cause__ = ConnectionRefusedError(111, "Connection refused")
+    refused = requests.exceptions.ConnectionError(MaxRetryError(None, TOKEN_URL, cause))
+    requests_mock.post(TOKEN_URL, exc=refused)
+    with pytest.raises(TransportError) as info:
+        make_client(max_attempts=1).get_invite("inv_8f2k1")
+    message = str(info.value)
+    assert "could not connect to api.example.test" in message
+    assert "RECONCILER_BASE_URL" in message
+
+
+# -- what the server says is not taken on trust (issue 10) ---------------------------
+
+
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+def test_a_redirected_token_request_is_not_followed(
+    client: ApiClient, requests_mock: Any, status: int
+) -> None:
+    requests_mock.post(
+        TOKEN_URL, status_code=status, headers={"Location": "http://evil.example:8080/steal"}
+    )
+    trap = requests_mock.post("http://evil.example:8080/steal", json={})
+    get = requests_mock.get(INVITE_URL, **ok_invite())
+
+    with pytest.raises(AuthenticationFailed) as caught:
+        client.get_invite("inv_8f2k1")
+
+    assert not trap.called and not get.called
+    assert len(token_calls(requests_mock)) == 1  # a redirect is not retried either
+    text = str(caught.value)
+    assert f"HTTP {status}" in text and "evil.example:8080" in text
+    assert "not followed" in text
+
+
+@pytest.mark.parametrize("method", ["GET", "PATCH", "POST"])
+def test_a_redirected_invite_request_is_a_per_invite_error(
+    client: ApiClient, requests_mock: Any, token_endpoint: Any, method: str
+) -> None:
+    location = "https://other.example/\x1b]0;pwned\x07"
+    requests_mock.register_uri(
+        method, re.compile("/kyb/"), status_code=302, headers={"Location": location}
+    )
+    calls = {
+        "GET": lambda: client.get_invite("inv_8f2k1"),
+        "PATCH": lambda: client.update_invite("inv_8f2k1", {"name": "X"}),
+        "POST": lambda: client.resend_invite("inv_8f2k1"),
+    }
+
+    with pytest.raises(Redirected) as caught:
+        calls[method]()
+
+    assert len(api_calls(requests_mock)) == 1
+    assert "other.example" in str(caught.value) and "\x1b" not in str(caught.value)
+    assert not caught.value.outcome_unknown
+
+
+def test_a_get_answered_about_another_invite_names_both_ids(
+    client: ApiClient, requests_mock: Any, token_endpoint: Any
+) -> None:
+    requests_mock.get(INVITE_URL, **ok_invite({**INVITE, "id": "inv_SOMEONE_ELSE"}))
+
+    with pytest.raises(WrongInvite) as caught:
+        client.get_invite("inv_8f2k1")
+
+    text = str(caught.value)
+    assert "inv_8f2k1" in text and "inv_SOMEONE_ELSE" in text
+    assert len(api_calls(requests_mock)) == 1
+
+
+def test_a_get_answer_without_an_id_is_not_taken_for_the_invite(
+    client: ApiClient, requests_mock: Any, token_endpoint: Any
+) -> None:
+    requests_mock.get(INVITE_URL, **ok_invite({k: v for k, v in INVITE.items() if k != "id"}))
+
+    with pytest.raises(WrongInvite) as caught:
+        client.get_invite("inv_8f2k1")
+
+    assert "no id" in str(caught.value)
+
+
+@pytest.mark.parametrize("operation", ["get", "update", "resend"])
+def test_success_false_is_a_failure_whatever_the_status(
+    client: ApiClient, requests_mock: Any, token_endpoint: Any, operation: str
+) -> None:
+    lying = {**envelope(INVITE, message="could not process", request_id="4711"), "success": False}
+    requests_mock.get(INVITE_URL, json=lying)
+    requests_mock.patch(INVITE_URL, json=lying)
+    requests_mock.post(RESEND_URL, json=lying)
+    calls = {
+        "get": lambda: client.get_invite("inv_8f2k1"),
+        "update": lambda: client.update_invite("inv_8f2k1", {"name": "X"}),
+        "resend": lambda: client.resend_invite("inv_8f2k1"),
+    }
+
+    with pytest.raises(EnvelopeFailure) as caught:
+        calls[operation]()
+
+    text = str(caught.value)
+    assert "success: false" in text and "could not process" in text and "4711" in text
+    assert len(api_calls(requests_mock)) == 1
+
+
+def test_retry_after_past_the_budget_gives_up_at_once_saying_so(
+    client: ApiClient, requests_mock: Any, token_endpoint: Any, fake_time: FakeTime
+) -> None:
+    requests_mock.get(INVITE_URL, **failure(429, "slow down", headers={"Retry-After": "100000"}))
+    start = fake_time.now
+
+    with pytest.raises(RateLimited) as caught:
+        client.get_invite("inv_8f2k1")
+
+    assert fake_time.now == start  # no wait at all
+    assert len(api_calls(requests_mock)) == 1
+    assert "the server asked to wait 100000 s" in str(caught.value)
+    # Every other request of the run is refused at once too, rather than wait.
+    with pytest.raises(RateLimited) as other:
+        client.update_invite("inv_8f2k1", {"name": "X"})
+    assert "not sent" in str(other.value)
+    assert len(api_calls(requests_mock)) == 1 and fake_time.now == start
+
+
+def test_an_http_date_retry_after_is_understood(
+    client: ApiClient, requests_mock: Any, token_endpoint: Any, fake_time: FakeTime
+) -> None:
+    when = email.utils.format_datetime(
+        datetime.datetime.now(datetime.UTC) + datetime.timedelta(days=2), usegmt=True
+    )
+    requests_mock.get(INVITE_URL, **failure(503, "maintenance", headers={"Retry-After": when}))
+
+    with pytest.raises(ServerError) as caught:
+        client.get_invite("inv_8f2k1")
+
+    assert caught.value.retry_after is not None and caught.value.retry_after > 86400
+    assert "the server asked to wait" in str(caught.value)
+    assert len(api_calls(requests_mock)) == 1
+
+
+@pytest.mark.parametrize("announced", [True, False], ids=["content-length", "streamed"])
+def test_an_answer_past_the_size_cap_is_a_clear_error(
+    make_client: Callable[..., ApiClient], requests_mock: Any, token_endpoint: Any, announced: bool
+) -> None:
+    client = make_client(max_response_bytes=4096)
+    body = b'{"data": "' + b"x" * 100_000 + b'"}'
+    headers = {} if announced else {"Content-Length": ""}
+    requests_mock.get(INVITE_URL, content=body, headers=headers)
+
+    with pytest.raises(AnswerTooLarge) as caught:
+        client.get_invite("inv_8f2k1")
+
+    assert "max_response_bytes" in str(caught.value) and "4,096" in str(caught.value)
+    assert len(api_calls(requests_mock)) == 1  # not retried: it would be as large again
+
+
+@pytest.mark.parametrize(
+    ("token", "why"),
+    [
+        ("", "it is empty"),
+        ("tokABC\r\nX-Injected: 1", "it holds a line break"),
+        ("tokABC DEF", "it holds whitespace"),
+        ("tokABC\x00DEF", "it holds a control character"),
+        ("tökén-€ABC", "it holds a character outside Latin-1"),
+    ],
+)
+def test_the_reason_a_token_cannot_be_carried_is_said(
+    client: ApiClient, requests_mock: Any, token: str, why: str
+) -> None:
+    requests_mock.post(TOKEN_URL, [token_response(token)])
+    with pytest.raises(AuthenticationFailed) as caught:
+        client.get_invite("inv_8f2k1")
+    assert (
+        "the token endpoint issued an access token that cannot be sent in an HTTP header "
+        f"({why}); it was not used, so no request was sent with it"
+    ) in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "token",
+    ["tokABC\r\nX-Injected: 1", "tokABC\nDEF", "tökén-€ABC", "tokABC DEF", "", "\ttokABCDEF"],
+    ids=["crlf", "lf", "non-latin-1", "space", "empty", "tab"],
+)
+@pytest.mark.parametrize("operation", ["get", "resend"])
+def test_a_token_http_cannot_carry_is_refused_at_the_token_step(
+    client: ApiClient, requests_mock: Any, token: str, operation: str
+) -> None:
+    requests_mock.post(TOKEN_URL, [token_response(token)])
+    get = requests_mock.get(INVITE_URL, **ok_invite())
+    resend = requests_mock.post(RESEND_URL, json=envelope(None))
+
+    for _ in range(2):  # a second call does not ask for another token
+        with pytest.raises(AuthenticationFailed) as caught:
+            if operation == "get":
+                client.get_invite("inv_8f2k1")
+            else:
+                client.resend_invite("inv_8f2k1")
+        error = caught.value
+        assert not error.outcome_unknown  # the re-send surely never left
+        assert "no request was sent" in str(error)
+        if token:
+            assert "tokABC" not in str(error) and "tökén" not in str(error)
+
+    assert not get.called and not resend.called
+    assert len(token_calls(requests_mock)) == 1
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "ftp://user:hunter2pw@api.example.com",
+        "https://user:hunter2pw@api.example.com/x",
+        "https://api.example.com/platform?access_token=hunter2pw",
+        "http://api.example.com/?token=hunter2pw",
+        "https://api.example.com/#hunter2pw",
+    ],
+)
+def test_a_refused_base_url_shows_only_scheme_host_and_path(url: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        check_base_url(url)
+
+    text = str(caught.value)
+    assert "hunter2pw" not in text
+    assert "api.example.com" in text
+
+
+def test_the_echoed_form_and_authorization_header_are_redacted(
+    make_client: Callable[..., ApiClient], requests_mock: Any
+) -> None:
+    secret = "cs+live/SECRET&value=42"  # changes when form-encoded
+    client = make_client(client_secret=secret, max_attempts=1)
+    echo_form = {
+        "status_code": 401,
+        "json": lambda request, context: envelope(
+            None, status=401, message=f"invalid client: {request.text}"
+        ),
+    }
+    requests_mock.post(TOKEN_URL, [token_response(TOKEN), echo_form])
+    echo_header = lambda request, context: envelope(  # noqa: E731
+        {"authorization": request.headers["Authorization"]},
+        status=400,
+        message=f"bad header Authorization: {request.headers['Authorization']}",
+    )
+    requests_mock.get(INVITE_URL, status_code=400, json=echo_header)
+
+    with pytest.raises(InvalidRequest) as echoed:
+        client.get_invite("inv_8f2k1")
+    tokens = client._exchange._tokens
+    with pytest.raises(AuthenticationFailed) as refused:
+        tokens.renew(tokens.current())  # the next token request is answered with the echo
+
+    for error in (echoed.value, refused.value):
+        text = f"{error} {error.message} {error.details}"
+        for leaked in (secret, quote_plus(secret), TOKEN, TOKEN.split(".")[1]):
+            assert leaked not in text
+        assert "[redacted]" in text
+
+
+def test_the_observer_hears_of_every_attempt_of_an_invite_operation(
+    make_client: Callable[..., ApiClient],
+    requests_mock: Any,
+    token_endpoint: Any,
+    fake_time: FakeTime,
+) -> None:
+    heard: list[tuple[float, int | None]] = []
+    client = ApiClient(
+        Settings(base_url=BASE, client_id=CLIENT_ID, client_secret=SECRET),
+        clock=fake_time.clock,
+        sleep=fake_time.sleep,
+        observer=lambda seconds, status: heard.append((seconds, status)),
+    )
+    requests_mock.get(
+        INVITE_URL,
+        [failure(503, "busy"), {"exc": requests.exceptions.ReadTimeout}, ok_invite()],
+    )
+
+    client.get_invite("inv_8f2k1")
+
+    assert [status for _, status in heard] == [503, None, 200]  # the token request is not one
+    assert all(seconds >= 0 for seconds, _ in heard)
+
+
+def test_a_failing_observer_never_fails_a_request(
+    requests_mock: Any, token_endpoint: Any, fake_time: FakeTime
+) -> None:
+    def broken(seconds: float, status: int | None) -> None:
+        raise RuntimeError("observer bug")
+
+    client = ApiClient(
+        Settings(base_url=BASE, client_id=CLIENT_ID, client_secret=SECRET),
+        clock=fake_time.clock,
+        sleep=fake_time.sleep,
+        observer=broken,
+    )
+    requests_mock.get(INVITE_URL, **ok_invite())
+
+    assert client.get_invite("inv_8f2k1").is_pending
+
+
+def test_a_halted_client_waits_for_no_turn(
+    client: ApiClient, requests_mock: Any, token_endpoint: Any
+) -> None:
+    requests_mock.get(INVITE_URL, **ok_invite())
+    client.get_invite("inv_8f2k1")  # the token is fetched
+    client.pacer.on_rate_limited(30.0)
+    client.stop.set("interrupted")
+
+    with pytest.raises(NotSent) as caught:
+        client.get_invite("inv_8f2k1")
+
+    assert "not sent" in str(caught.value) and not caught.value.outcome_unknown
+    assert len(api_calls(requests_mock)) == 1
+
+
+def test_a_compressed_answer_is_capped_after_decompression(
+    make_client: Callable[..., ApiClient], requests_mock: Any, token_endpoint: Any
+) -> None:
+    # 20 MB of JSON squeezed into ~20 KB: the cap is on what it unpacks to.
+    client = make_client(max_response_bytes=1024 * 1024)
+    bomb = gzip.compress(b'{"data": "' + b"0" * 20_000_000 + b'"}', compresslevel=9)
+    assert len(bomb) < 1024 * 1024
+    requests_mock.get(INVITE_URL, content=bomb, headers={"Content-Encoding": "gzip"})
+
+    with pytest.raises(AnswerTooLarge) as caught:
+        client.get_invite("inv_8f2k1")
+
+    assert "1,048,576 bytes" in str(caught.value)
+
+
+# -- the --verbose log ----------------------------------------------------------
+
+
+def test_the_verbose_log_tells_each_attempt_its_outcome_and_each_retry(
+    make_client: Callable[..., ApiClient],
+    requests_mock: Any,
+    debug_log: pytest.LogCaptureFixture,
+    half_jitter: None,
+) -> None:
+    client = make_client()
+    requests_mock.post(TOKEN_URL, [token_response(), token_response(TOKEN2, expires_in=600)])
+    requests_mock.get(
+        INVITE_URL,
+        [failure(503, "Service Unavailable", request_id="5031"), failure(401, "expired"),
+         ok_invite(request_id="2002")],
+    )  # fmt: skip
+
+    client.get_invite("inv_8f2k1")
+
+    path = "/public-api/v1/kyb/invites/inv_8f2k1"
+    assert [r.getMessage() for r in debug_log.records] == [
+        "POST /oauth/token -> 201 (0 ms, requestId 1001)",
+        "obtained an access token valid for 86400s",
+        f"GET {path} -> 503 (0 ms, requestId 5031)",
+        f"GET {path} failed (HTTP 503: Service Unavailable (requestId 5031)); retry 1 in 0.25s",
+        "GET -> 401, renewing the token and retrying once",
+        "POST /oauth/token -> 201 (0 ms, requestId 1001)",
+        "obtained an access token valid for 600s",
+        f"GET {path} -> 200 (0 ms, requestId 2002)",
+    ]
+
+
+def test_a_failing_request_observer_is_logged_and_the_request_still_succeeds(
+    fake_time: FakeTime, requests_mock: Any, debug_log: pytest.LogCaptureFixture
+) -> None:
+    def broken_observer(seconds: float, status: int | None) -> None:
+        raise ValueError("the progress display broke")
+
+    settings = Settings(base_url=BASE, client_id=CLIENT_ID, client_secret=SECRET)
+    requests_mock.post(TOKEN_URL, [token_response()])
+    requests_mock.get(INVITE_URL, **ok_invite())
+    with ApiClient(
+        settings, clock=fake_time.clock, sleep=fake_time.sleep, observer=broken_observer
+    ) as client:
+        assert client.get_invite("inv_8f2k1").fields["name"] == "Acme Holdings Ltd"
+
+    (record,) = [r for r in debug_log.records if "observer" in r.getMessage()]
+    assert record.getMessage() == "the request observer failed"
+    assert record.exc_info and isinstance(record.exc_info[1], ValueError)
+
+
+# -- the retry loop's edges -----------------------------------------------------
+
+
+def test_a_retry_is_given_only_what_is_left_of_the_retry_budget(
+    make_client: Callable[..., ApiClient],
+    requests_mock: Any,
+    token_endpoint: Any,
+    half_jitter: None,
+) -> None:
+    client = make_client(timeout=30, retry_max_seconds=10)
+    requests_mock.get(INVITE_URL, [failure(503, "busy"), failure(503, "busy"), ok_invite()])
+
+    client.get_invite("inv_8f2k1")
+
+    first, second, third = (call.timeout for call in api_calls(requests_mock))
+    assert first[1] == 30  # the first attempt: the whole timeout
+    assert second[1] == pytest.approx(10 - 0.25)  # then what the budget has left
+    assert third[1] == pytest.approx(10 - 0.25 - 0.5)
+    assert all(connect <= read for connect, read in (first, second, third))
+
+
+def test_a_token_request_retried_is_given_only_what_is_left_of_its_budget(
+    make_client: Callable[..., ApiClient], requests_mock: Any, half_jitter: None
+) -> None:
+    client = make_client(timeout=30, retry_max_seconds=10)
+    requests_mock.post(TOKEN_URL, [failure(503, "busy"), token_response()])
+    requests_mock.get(INVITE_URL, **ok_invite())
+
+    client.get_invite("inv_8f2k1")
+
+    first, second = (call.timeout[1] for call in token_calls(requests_mock))
+    assert (first, second) == (30, pytest.approx(10 - 0.25))
+
+
+def test_a_stop_during_the_pause_before_a_retry_raises_the_failure_itself(
+    make_client: Callable[..., ApiClient],
+    requests_mock: Any,
+    token_endpoint: Any,
+    fake_time: FakeTime,
+    half_jitter: None,
+) -> None:
+    # A pause of 0.25 s is one sleep: the stop comes during its last (and only)
+    # slice, and must still keep the retry from being sent.
+    requests_mock.get(INVITE_URL, [failure(503, "busy", request_id="5030"), ok_invite()])
+
+    def interrupted(seconds: float) -> None:
+        client.stop.set("interrupted")  # Ctrl-C while waiting to retry
+        fake_time.sleep(seconds)
+
+    settings = Settings(base_url=BASE, client_id=CLIENT_ID, client_secret=SECRET)
+    client = ApiClient(settings, clock=fake_time.clock, sleep=interrupted)
+
+    with client, pytest.raises(ServerError) as caught:
+        client.get_invite("inv_8f2k1")
+
+    assert caught.value.request_id == "5030"
+    assert len(api_calls(requests_mock)) == 1
+
+
+def test_a_request_waiting_for_its_turn_when_the_run_stops_is_not_sent(
+    fake_time: FakeTime, requests_mock: Any
+) -> None:
+    pacer = RequestPacer(clock=fake_time.clock, sleep=fake_time.sleep)
+    pacer.on_rate_limited(30.0)  # the server's 429 asked for a pause
+    settings = Settings(base_url=BASE, client_id=CLIENT_ID, client_secret=SECRET)
+    with ApiClient(settings, pacer=pacer, clock=fake_time.clock, sleep=fake_time.sleep) as client:
+        client.stop.set("interrupted")
+        with pytest.raises(NotSent) as caught:
+            client.get_invite("inv_8f2k1")
+
+    assert str(caught.value) == "not sent: the run is stopping"
+    assert requests_mock.request_history == []  # not even a token request
+
+
+def test_every_request_says_who_sends_it_and_asks_for_uncompressed_json(
+    client: ApiClient, requests_mock: Any, token_endpoint: Any
+) -> None:
+    requests_mock.get(INVITE_URL, **ok_invite())
+
+    client.get_invite("inv_8f2k1")
+
+    for request in requests_mock.request_history:  # the token request too
+        assert request.headers["User-Agent"].startswith("invite-reconciler/")
+        assert request.headers["Accept"] == "application/json"
+        assert request.headers["Accept-Encoding"] == "identity"
+
+
+TOKEN_403 = (
+    "HTTP 403: no token from the token endpoint: scope not granted; the client's token does "
+    "not carry the scope this needs (asked for: 'invites:write', set with RECONCILER_SCOPE); "
+    "check RECONCILER_SCOPE ('invites:write'), RECONCILER_CLIENT_ID and token_path "
+    "[scope: not granted] (requestId 403-1)"
+)
+TOKEN_307 = (
+    "HTTP 307: no token from the token endpoint: the server answered with a redirect to "
+    "login.example; the API never redirects, so it was not followed and nothing was re-sent "
+    "there; check RECONCILER_BASE_URL and token_path"
+)
+
+
+@pytest.mark.parametrize(
+    ("answer", "said", "details"),
+    [
+        (
+            {
+                "status_code": 403,
+                "json": envelope(
+                    {"scope": "not granted"},
+                    status=403,
+                    message="scope not granted",
+                    request_id="403-1",
+                ),
+            },
+            TOKEN_403,
+            {"scope": "not granted"},  # the envelope's per-field problems, kept
+        ),
+        (
+            {"status_code": 307, "headers": {"Location": "https://login.example/"}},
+            TOKEN_307,
+            None,
+        ),
+    ],
+    ids=["refused", "redirected"],
+)
+def test_a_token_endpoint_that_gives_no_token_says_what_to_check(
+    make_client: Callable[..., ApiClient],
+    requests_mock: Any,
+    answer: dict[str, Any],
+    said: str,
+    details: Any,
+) -> None:
+    client = make_client(scope="invites:write")
+    requests_mock.post(TOKEN_URL, **answer)
+
+    with pytest.raises(AuthenticationFailed) as caught:
+        client.get_invite("inv_8f2k1")
+
+    assert str(caught.value) == said
+    assert caught.value.details == details
+    assert api_calls(requests_mock) == []
+
+
+def test_the_verbose_log_names_a_failure_without_an_answer_by_its_kind(
+    make_client: Callable[..., ApiClient],
+    requests_mock: Any,
+    token_endpoint: Any,
+    debug_log: pytest.LogCaptureFixture,
+) -> None:
+    client = make_client(max_attempts=1, max_response_bytes=1000)
+    requests_mock.get(INVITE_URL, exc=requests.exceptions.ConnectionError("reset"))
+    with pytest.raises(TransportError):
+        client.get_invite("inv_8f2k1")
+    huge = {"status_code": 200, "content": b"x" * 5000, "headers": {"X-Request-Id": "big-1"}}
+    requests_mock.get(INVITE_URL, **huge)
+    with pytest.raises(AnswerTooLarge):
+        client.get_invite("inv_8f2k1")
+
+    path = "/public-api/v1/kyb/invites/inv_8f2k1"
+    logged = [r.getMessage() for r in debug_log.records if r.getMessage().startswith("GET")]
+    assert logged == [
+        f"GET {path} -> TransportError (0 ms, requestId -)",
+        f"GET {path} -> 200 (0 ms, requestId -)",  # cut off before its requestId was read
+    ]
+
+
+def test_the_verbose_log_gives_how_long_each_attempt_took(
+    make_client: Callable[..., ApiClient],
+    requests_mock: Any,
+    token_endpoint: Any,
+    fake_time: FakeTime,
+    debug_log: pytest.LogCaptureFixture,
+) -> None:
+    client = make_client()
+
+    def slow_answer(request: Any, context: Any) -> dict[str, Any]:
+        fake_time.now += 1.25  # the server took a second and a quarter
+        return envelope(INVITE, request_id="2502")
+
+    requests_mock.get(INVITE_URL, json=slow_answer)
+
+    client.get_invite("inv_8f2k1")
+
+    logged = [r.getMessage() for r in debug_log.records if r.getMessage().startswith("GET")]
+    assert logged == ["GET /public-api/v1/kyb/invites/inv_8f2k1 -> 200 (1250 ms, requestId 2502)"]

@@ -1,0 +1,576 @@
+"""The CI recipes in examples/ci, the composite action and the pre-commit hook: valid,
+pinned, every command one the CLI accepts, exit codes 0, 1 and 2 honoured.
+
+The GitHub jobs run through tests/support/ci_runner.py (steps, expressions, the composite
+action's own steps); GitLab scripts run with bash as the runner would. Here
+`reconcile` is a stub that exits 0, 1 or 2; tests/e2e/test_ci_recipes_sandbox.py
+runs the same jobs with the real tool against the sandbox.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support import ci_recipes
+from support.ci_recipes import (
+    ACTION,
+    CI,
+    EXAMPLE_INVITES,
+    GITHUB,
+    GITLAB,
+    HOOKS,
+    RECONCILE,
+    REPO,
+    action_steps,
+    all_reconcile_commands,
+    command_problems,
+    github_steps,
+    github_triggers,
+    gitlab_job_script,
+    gitlab_jobs,
+    hooks,
+    load_help_in_parallel,
+    reconcile_commands,
+    write_stub,
+)
+from support.ci_runner import Runner, StepResult, base_env, load
+
+from reconciler.sandbox import SANDBOX_CLIENT_SECRET
+
+stub = ci_recipes.stub  # the fixture, shared with the other recipe tests
+
+UNPINNED = re.compile(r"pip\s+install\s+(?:-\S+\s+)*[\"']?invite[-_]reconciler\b(?!\s*@)")
+
+
+# --- the files parse; the jobs run when they should ----------------------------------------
+
+
+@pytest.mark.parametrize("path", [GITHUB, GITLAB, HOOKS, ACTION], ids=lambda p: p.name)
+def test_recipe_is_valid_yaml(path: Path) -> None:
+    doc = load(path)
+    assert isinstance(doc, list if path == HOOKS else dict) and doc
+
+
+def test_github_workflow_runs_on_pull_requests_pushes_to_main_and_a_schedule() -> None:
+    workflow = load(GITHUB)
+    triggers = github_triggers(workflow)
+    assert "pull_request" in triggers
+    assert "main" in triggers["push"]["branches"]
+    crons = [entry["cron"] for entry in triggers["schedule"]]
+    assert crons and all(len(cron.split()) == 5 for cron in crons)
+    assert triggers["workflow_dispatch"]["inputs"]["full_apply"]["default"] is False
+    jobs = workflow["jobs"]
+    assert "pull_request" in jobs["plan"]["if"]
+    assert "push" in jobs["apply"]["if"] and "refs/heads/main" in jobs["apply"]["if"]
+    assert "schedule" in jobs["drift"]["if"]
+    assert "pull_request" not in jobs["apply"]["if"] and "pull_request" not in jobs["drift"]["if"]
+
+
+@pytest.mark.parametrize(
+    ("event", "ref", "full_apply", "expected"),
+    [
+        ("pull_request", "refs/pull/7/merge", False, {"plan"}),
+        ("push", "refs/heads/main", False, {"apply"}),
+        ("push", "refs/heads/feature", False, set()),
+        ("schedule", "refs/heads/main", False, {"drift"}),
+        ("workflow_dispatch", "refs/heads/main", False, {"drift"}),
+        ("workflow_dispatch", "refs/heads/main", True, {"apply"}),
+        ("workflow_dispatch", "refs/heads/feature", True, set()),
+    ],
+)
+def test_github_jobs_run_on_the_right_events(
+    event: str, ref: str, full_apply: bool, expected: set[str]
+) -> None:
+    from support.ci_runner import should_run
+
+    ctx = {"github": {"event_name": event, "ref": ref}, "inputs": {"full_apply": full_apply}}
+    jobs = load(GITHUB)["jobs"]
+    assert {name for name, job in jobs.items() if should_run(job["if"], ctx, False)} == expected
+
+
+def test_github_permissions_are_least_privilege() -> None:
+    workflow = load(GITHUB)
+    top = workflow.get("permissions")
+    assert top is not None, "set top-level permissions, or jobs get the repository default"
+    assert not isinstance(top, str) and "write" not in top.values()
+    writes = set()
+    for name, job in workflow["jobs"].items():
+        assert isinstance(job.get("permissions"), dict), f"job {name} has no permissions block"
+        writes |= {(name, scope) for scope, level in job["permissions"].items() if level == "write"}
+    assert writes == {("plan", "pull-requests")}
+
+
+def test_github_applies_never_overlap_and_are_never_cancelled() -> None:
+    jobs = load(GITHUB)["jobs"]
+    concurrency = jobs["apply"]["concurrency"]
+    assert concurrency["group"] and concurrency["cancel-in-progress"] is False
+    others = [
+        name
+        for name, job in jobs.items()
+        if name != "apply" and (job.get("concurrency") or {}).get("group") == concurrency["group"]
+    ]
+    assert others == []
+
+
+def test_github_run_scripts_hold_no_expressions() -> None:
+    # `${{ }}` in a script is pasted in before bash runs (script injection); values go
+    # through env: instead, which is also what lets these tests run the scripts.
+    steps = [(job, step) for job, step in github_steps()]
+    steps += [("action.yml", step) for step in action_steps()]
+    for job, step in steps:
+        assert "${{" not in step.get("run", ""), f"job {job}, step {step.get('name')}"
+
+
+def test_github_uploads_the_plan_and_the_audit_log_even_after_a_failure() -> None:
+    jobs = load(GITHUB)["jobs"]
+    for job, wanted in (("plan", "steps.plan.outputs.plan-file"), ("apply", "audit.jsonl")):
+        uploads = [
+            s
+            for s in jobs[job]["steps"]
+            if s.get("uses", "").startswith("actions/upload-artifact@")
+        ]
+        assert any(wanted in s["with"]["path"] for s in uploads), job
+        for step in uploads:
+            assert "cancelled()" in step.get("if", "") or "always()" in step.get("if", ""), job
+
+
+def test_github_posts_one_sticky_comment_with_github_script() -> None:
+    steps = load(GITHUB)["jobs"]["plan"]["steps"]
+    scripts = [s for s in steps if s.get("uses", "").startswith("actions/github-script@")]
+    assert len(scripts) == 1
+    assert "updateComment" in scripts[0]["with"]["script"]
+    assert "exitcode" in scripts[0]["if"], "the comment step must run after a failed plan too"
+    assert scripts[0]["env"]["PLAN_MARKDOWN"] == "${{ steps.plan.outputs.markdown }}"
+
+
+def test_gitlab_pipeline_has_the_four_jobs_with_the_right_rules() -> None:
+    jobs = gitlab_jobs()
+
+    def conditions(name: str) -> str:
+        return " ".join(rule.get("if", "") for rule in jobs[name]["rules"])
+
+    assert "merge_request_event" in conditions("validate")
+    assert "merge_request_event" in conditions("plan")
+    assert "CI_DEFAULT_BRANCH" in conditions("apply")
+    assert "merge_request_event" not in conditions("apply")
+    assert "schedule" not in conditions("apply")
+    assert conditions("drift").strip() == '$CI_PIPELINE_SOURCE == "schedule"'
+    assert jobs["apply"]["resource_group"], "applies must not overlap"
+    assert jobs["apply"].get("interruptible") is not True
+    assert "plan.json" in jobs["plan"]["artifacts"]["paths"]
+    assert jobs["plan"]["artifacts"]["when"] == "always"
+    assert "audit.jsonl" in jobs["apply"]["artifacts"]["paths"]
+    assert jobs["apply"]["artifacts"]["when"] == "always"
+    template = load(GITLAB)[".reconcile"]
+    version = re.search(r"python:(\d+)\.(\d+)", template["image"])
+    assert version and (int(version[1]), int(version[2])) >= (3, 11)
+    assert "slim" not in template["image"], "--changed-since and the install need git"
+
+
+def test_gitlab_validate_declares_its_code_quality_report() -> None:
+    validate = gitlab_jobs()["validate"]
+    (command,) = reconcile_commands("\n".join(validate["script"]))
+    report = command[command.index("--codequality") + 1]
+    assert validate["artifacts"]["reports"]["codequality"] == report
+    assert validate["artifacts"]["when"] == "always"
+
+
+# --- installed from a pinned source, never a name on a package index ------------------------
+
+
+@pytest.mark.parametrize(
+    "path", [GITHUB, GITLAB, HOOKS, ACTION, CI / "README.md", REPO / "README.md"], ids=str
+)
+def test_nothing_installs_an_unpinned_or_unpublished_name(path: Path) -> None:
+    assert not UNPINNED.findall(path.read_text(encoding="utf-8"))
+
+
+def test_the_unpinned_install_check_finds_what_it_must() -> None:
+    assert UNPINNED.search("python -m pip install invite-reconciler")
+    assert UNPINNED.search("pip install --quiet 'invite-reconciler==1.0'")
+    assert not UNPINNED.search('pip install "git+https://x/invite-reconciler.git@v1"')
+    assert not UNPINNED.search('pip install "$ACTION_PATH"')
+
+
+def test_github_jobs_use_the_action_pinned_by_owner_and_tag() -> None:
+    text = GITHUB.read_text(encoding="utf-8")
+    assert "OWNER/invite-reconciler@TAG" in text.split("\nname:")[0], "say what to fill in"
+    for name, job in load(GITHUB)["jobs"].items():
+        steps = job["steps"]
+        assert any(s.get("uses", "").startswith("actions/checkout@") for s in steps), name
+        uses = [s["uses"] for s in steps if "invite-reconciler" in s.get("uses", "")]
+        assert uses and set(uses) == {"OWNER/invite-reconciler@TAG"}, name
+        assert not any("pip install" in s.get("run", "") for s in steps), name
+
+
+def test_the_action_installs_from_its_own_checkout_into_a_venv() -> None:
+    action = load(ACTION)
+    assert action["runs"]["using"] == "composite"
+    assert set(action["outputs"]) == {"exitcode", "plan-file", "markdown"}
+    (install,) = [s for s in action_steps() if "pip install" in s.get("run", "")]
+    assert install["env"]["ACTION_PATH"] == "${{ github.action_path }}"
+    assert "-m venv" in install["run"]
+    installs = re.findall(r"pip install (.*)", install["run"])
+    assert installs and all(line.rstrip().endswith('"$ACTION_PATH"') for line in installs)
+    python = [s for s in action_steps() if s.get("uses", "").startswith("actions/setup-python@")]
+    assert python and python[0]["with"]["update-environment"] is False
+
+
+def test_gitlab_installs_from_the_repository_at_a_pinned_ref() -> None:
+    doc = load(GITLAB)
+    (install,) = doc[".reconcile"]["before_script"]
+    assert 'pip install --quiet "git+${INVITE_RECONCILER_REPO}@${INVITE_RECONCILER_REF}"' in install
+    assert doc["variables"]["INVITE_RECONCILER_REPO"].endswith("/OWNER/invite-reconciler.git")
+    assert doc["variables"]["INVITE_RECONCILER_REF"] == "TAG"
+    assert "FILL IN ONLY THIS" in GITLAB.read_text(encoding="utf-8").split("\nworkflow:")[0]
+
+
+# --- every `reconcile` command line is one the CLI accepts ---------------------------------
+
+
+@pytest.mark.slow
+def test_command_checker_rejects_what_the_cli_rejects() -> None:
+    # Guards the test below against a checker that accepts anything.
+    load_help_in_parallel()
+    assert command_problems(["plan", "--format", "markdown", "--detailed-exitcode"]) == []
+    assert command_problems(["apply", "--auto-approve", "--audit-log", "a.jsonl"]) == []
+    assert command_problems(["plan", "--detailed-exit-code"])
+    assert command_problems(["plan", "--format", "html"])
+    assert command_problems(["plan", "--out"])
+    assert command_problems(["validate", "--auto-approve"])
+    assert command_problems(["diff"])
+    found = reconcile_commands(
+        'rc=0\nreconcile plan --out p.json > p.md || rc=$?\necho "reconcile apply --nope"\n'
+        "if true; then reconcile validate invites 2> err.txt; fi\n"
+        "python3 - <<'PY'\nreconcile apply --nope\nPY\n"
+    )
+    assert found == [["plan", "--out", "p.json"], ["validate", "invites"]]
+
+
+def test_every_reconcile_command_uses_real_subcommands_and_options() -> None:
+    load_help_in_parallel()
+    commands = all_reconcile_commands()
+    problems = [
+        f"{where}: {problem}" for where, cmd in commands for problem in command_problems(cmd)
+    ]
+    assert problems == []
+    lines = {(where.split(":")[0], " ".join(cmd)) for where, cmd in commands}
+    assert (GITHUB.name, "plan --detailed-exitcode --changed-since origin/main") in lines
+    assert (
+        GITHUB.name,
+        "apply --auto-approve --audit-log audit.jsonl --changed-since HEAD~1",
+    ) in lines
+    assert (GITHUB.name, "plan --detailed-exitcode") in lines  # the drift check: everything
+    assert (GITLAB.name, "validate --codequality gl-code-quality-report.json") in lines
+    assert (
+        GITLAB.name,
+        "plan --format markdown --out plan.json --detailed-exitcode $scope",
+    ) in lines
+    assert (GITLAB.name, "apply --auto-approve --audit-log audit.jsonl $scope") in lines
+    assert (GITLAB.name, "plan --detailed-exitcode") in lines
+
+
+# --- exit codes: 0 and 2 pass the PR plan, 1 fails it; drift fails on 2 --------------------
+
+
+def github_stub_job(
+    tmp_path: Path, job: str, exit_codes: dict[str, int], **github: Any
+) -> tuple[list[StepResult], list[str], Runner]:
+    """Run a GitHub job with a stub `reconcile` installed where the action installs it."""
+    runner_temp = tmp_path / "runner"
+    write_stub(runner_temp / "invite-reconciler" / "bin")
+    work = tmp_path / "repo"
+    work.mkdir(exist_ok=True)
+    log = tmp_path / "stub.log"
+    log.write_text("", encoding="utf-8")
+    env = base_env(tmp_path) | {"STUB_LOG": str(log), "STUB_EXIT": "0"}
+    env |= {f"STUB_EXIT_{sub.upper()}": str(code) for sub, code in exit_codes.items()}
+    context = {"event_name": "push", "ref": "refs/heads/main", "base_ref": "main"} | github
+    runner = Runner(work, runner_temp, env, context)
+    results = runner.run_job(load(GITHUB), job)
+    return results, log.read_text(encoding="utf-8").splitlines(), runner
+
+
+def step(results: list[StepResult], name: str) -> StepResult:
+    (found,) = [r for r in results if r.name.startswith(name)]
+    return found
+
+
+def job_failed(results: list[StepResult]) -> bool:
+    return any(r.returncode for r in results)
+
+
+@pytest.mark.parametrize(("plan_exit", "job_fails"), [(0, False), (2, False), (1, True)])
+def test_github_pr_plan_passes_on_0_and_2_and_fails_on_1(
+    tmp_path: Path, plan_exit: int, job_fails: bool
+) -> None:
+    results, calls, runner = github_stub_job(
+        tmp_path, "plan", {"plan": plan_exit}, event_name="pull_request"
+    )
+    out = runner.runner_temp / "invite-reconciler-out"
+    assert calls == [
+        "validate",
+        f"plan --format markdown --out {out}/plan.json --detailed-exitcode "
+        "--changed-since origin/main",
+    ]
+    assert job_failed(results) is job_fails
+    plan = step(results, "Plan the invites")
+    assert plan.outputs["exitcode"] == str(plan_exit)
+    # The plan (stdout) went to the markdown file, progress (stderr) did not.
+    markdown = Path(plan.outputs["markdown"]).read_text(encoding="utf-8")
+    assert "stub plan for" in markdown and "progress" not in markdown
+    # The comment and the upload run after a failed plan too.
+    assert step(results, "Post the plan").foreign
+    assert step(results, "Upload the saved plan").foreign
+    if job_fails:
+        assert "::error title=reconcile plan failed::" in plan.stdout
+
+
+def test_github_pr_plan_after_failed_validation_posts_nothing(tmp_path: Path) -> None:
+    results, calls, _ = github_stub_job(
+        tmp_path, "plan", {"validate": 1}, event_name="pull_request"
+    )
+    assert calls == ["validate"]
+    assert step(results, "Plan the invites").returncode is None
+    assert step(results, "Post the plan").returncode is None
+
+
+@pytest.mark.parametrize(
+    ("plan_exit", "says"), [(0, "No drift"), (2, "Drift detected"), (1, "failed")]
+)
+def test_github_drift_check_fails_on_changes_and_on_errors(
+    tmp_path: Path, plan_exit: int, says: str
+) -> None:
+    results, calls, runner = github_stub_job(
+        tmp_path, "drift", {"plan": plan_exit}, event_name="schedule"
+    )
+    out = runner.runner_temp / "invite-reconciler-out"
+    assert calls == [f"plan --format markdown --out {out}/plan.json --detailed-exitcode"]
+    assert job_failed(results) is (plan_exit != 0)
+    assert says in "".join(r.stdout for r in results)
+
+
+@pytest.mark.parametrize("apply_exit", [0, 1])
+def test_github_apply_fails_exactly_when_apply_fails(tmp_path: Path, apply_exit: int) -> None:
+    results, calls, _ = github_stub_job(
+        tmp_path, "apply", {"apply": apply_exit}, event_name="push", event={"before": "0" * 40}
+    )
+    assert calls == ["validate", "apply --auto-approve --audit-log audit.jsonl"]
+    assert job_failed(results) is bool(apply_exit)
+    assert "first push" in step(results, "Scope the apply").stdout
+    assert step(results, "Upload the audit log").foreign
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-c", "user.name=T", "-c", "user.email=t@example.com", *args],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+@pytest.mark.parametrize("platform", ["github", "gitlab"])
+@pytest.mark.parametrize("before", ["known", "zeros", "forced"])
+def test_a_push_applies_what_it_changed_and_falls_back_to_everything(
+    tmp_path: Path, stub: Any, platform: str, before: str
+) -> None:
+    work = tmp_path / "repo"
+    work.mkdir(exist_ok=True)
+    git(work, "init", "-q", "-b", "main")
+    git(work, "commit", "-q", "--allow-empty", "-m", "first")
+    sha = {"known": git(work, "rev-parse", "HEAD"), "zeros": "0" * 40, "forced": "ab" * 20}[before]
+    scoped = f" --changed-since {sha}" if before == "known" else ""
+    if platform == "github":
+        results, calls, _ = github_stub_job(tmp_path, "apply", {}, event={"before": sha})
+        assert not job_failed(results)
+    else:
+        result, calls = stub(*gitlab_job_script("apply"), 0, CI_COMMIT_BEFORE_SHA=sha)
+        assert result.returncode == 0, result.stderr
+    assert calls[-1] == "apply --auto-approve --audit-log audit.jsonl" + scoped
+
+
+@pytest.mark.parametrize(("reconcile_exit", "step_exit"), [(0, 0), (2, 0), (1, 1)])
+def test_gitlab_mr_plan_script_passes_on_0_and_2_fails_on_1(
+    stub: Any, reconcile_exit: int, step_exit: int
+) -> None:
+    shell, script = gitlab_job_script("plan")
+    result, calls = stub(shell, script, reconcile_exit)
+    assert result.returncode == step_exit, result.stdout + result.stderr
+    assert calls == ["plan --format markdown --out plan.json --detailed-exitcode"]
+    assert "stub plan for" in (stub.work / "plan.md").read_text(encoding="utf-8")
+    assert "PLAN_NOTE_TOKEN is not set" in result.stderr
+    assert "every invite is planned" in result.stderr  # no base commit known here
+
+
+@pytest.mark.parametrize(("reconcile_exit", "step_exit"), [(0, 0), (2, 1), (1, 1)])
+def test_gitlab_drift_check_fails_on_changes_and_on_errors(
+    stub: Any, reconcile_exit: int, step_exit: int
+) -> None:
+    result, calls = stub(*gitlab_job_script("drift"), reconcile_exit)
+    assert result.returncode == step_exit, result.stdout + result.stderr
+    assert calls == ["plan --detailed-exitcode"]
+    says_drift = "drift detected" in (result.stdout + result.stderr).lower()
+    assert says_drift == (reconcile_exit == 2)
+
+
+@pytest.mark.parametrize("reconcile_exit", [0, 1])
+def test_gitlab_apply_fails_exactly_when_apply_fails(stub: Any, reconcile_exit: int) -> None:
+    result, calls = stub(*gitlab_job_script("apply"), reconcile_exit)
+    assert result.returncode == reconcile_exit
+    assert calls == ["apply --auto-approve --audit-log audit.jsonl"]
+
+
+def test_gitlab_full_apply_by_hand_ignores_the_push_scope(stub: Any) -> None:
+    result, calls = stub(*gitlab_job_script("apply"), 0, FULL_APPLY="1", CI_COMMIT_BEFORE_SHA="x")
+    assert result.returncode == 0
+    assert calls == ["apply --auto-approve --audit-log audit.jsonl"]
+
+
+# --- no secret is written into the recipes --------------------------------------------------
+
+SECRET_ASSIGNMENT = re.compile(
+    r"(?<![{$])\b(?P<name>[A-Za-z0-9_]*(?:SECRET|TOKEN|PASSWORD)[A-Za-z0-9_]*)\s*[:=][ \t]*"
+    r"(?P<value>[^\s#]+)"
+)
+LEAKED = re.compile(r"ghp_|gho_|github_pat_|glpat-|-----BEGIN|Bearer\s+[A-Za-z0-9]")
+
+
+def literal_secrets(text: str) -> list[str]:
+    """Secret-looking names given a value that is not a reference ($VAR, ${{ secrets.X }})."""
+    found = [
+        m[0]
+        for m in SECRET_ASSIGNMENT.finditer(text)
+        if not m["value"].lstrip("\"'").startswith("$")
+    ]
+    found += [m[0] for m in LEAKED.finditer(text)]
+    if SANDBOX_CLIENT_SECRET in text:
+        found.append(SANDBOX_CLIENT_SECRET)
+    return found
+
+
+def test_secret_checker_finds_literal_secrets() -> None:
+    assert literal_secrets("RECONCILER_CLIENT_SECRET: hunter2\n")
+    assert literal_secrets("export RECONCILER_CLIENT_SECRET='hunter2'\n")
+    assert literal_secrets("PLAN_NOTE_TOKEN=glpat-abc\n")
+    assert literal_secrets(f"x: {SANDBOX_CLIENT_SECRET}\n")
+    assert not literal_secrets("RECONCILER_CLIENT_SECRET: ${{ secrets.RECONCILER_CLIENT_SECRET }}")
+    assert not literal_secrets('[ -z "${PLAN_NOTE_TOKEN:-}" ]\nTOKEN=$PLAN_NOTE_TOKEN')
+
+
+@pytest.mark.parametrize("path", [GITHUB, GITLAB, HOOKS, ACTION], ids=lambda p: p.name)
+def test_no_secret_is_written_literally(path: Path) -> None:
+    assert literal_secrets(path.read_text(encoding="utf-8")) == []
+
+
+def test_github_credentials_come_from_secrets_and_variables() -> None:
+    workflow = load(GITHUB)
+    envs: list[dict[str, Any]] = [workflow.get("env") or {}]
+    for job in workflow["jobs"].values():
+        envs.append(job.get("env") or {})
+        envs += [step.get("env") or {} for step in job["steps"]]
+    merged: dict[str, set[str]] = {}
+    for env in envs:
+        for name, value in env.items():
+            merged.setdefault(name, set()).add(str(value))
+    secret = re.compile(r"\$\{\{ secrets\.RECONCILER_CLIENT_SECRET \}\}")
+    assert merged["RECONCILER_CLIENT_SECRET"] and all(
+        secret.fullmatch(v) for v in merged["RECONCILER_CLIENT_SECRET"]
+    )
+    for name in ("RECONCILER_BASE_URL", "RECONCILER_CLIENT_ID"):
+        assert all(re.fullmatch(r"\$\{\{ (vars|secrets)\.\w+ \}\}", v) for v in merged[name])
+    # The secret is only given to the steps that talk to the API.
+    assert "RECONCILER_CLIENT_SECRET" not in (workflow.get("env") or {})
+    for name, job in workflow["jobs"].items():
+        assert "RECONCILER_CLIENT_SECRET" not in (job.get("env") or {}), name
+
+
+def test_gitlab_defines_no_credentials_in_the_file() -> None:
+    doc = load(GITLAB)
+    blocks = [doc.get("variables") or {}]
+    blocks += [job.get("variables") or {} for job in gitlab_jobs().values()]
+    for block in blocks:
+        for name in block:
+            assert not re.search(r"SECRET|TOKEN|PASSWORD|CLIENT_ID|BASE_URL", name), name
+
+
+# --- the pre-commit hook --------------------------------------------------------------------
+
+
+def hook_command(hook_id: str) -> list[str]:
+    entry = shlex.split(hooks()[hook_id]["entry"])
+    assert entry[0] == "reconcile"
+    return [str(RECONCILE), *entry[1:]]
+
+
+def run_hook(hook_id: str, *files: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RECONCILER_")}
+    return subprocess.run(
+        [*hook_command(hook_id), *files],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_pre_commit_hook_declares_what_pre_commit_needs() -> None:
+    hook = hooks()["reconcile-validate"]
+    assert {"id", "name", "entry", "language"} <= hook.keys()
+    assert hook["language"] == "python"
+    assert hook["pass_filenames"] is True
+    files = re.compile(hook["files"])
+    for path in ("invites/emea.yaml", "invites/eu/emea.yml"):
+        assert files.search(path), path
+    for path in (
+        "README.md",
+        "invites/notes.txt",
+        ".github/workflows/invites.yml",
+        "x/invites.yaml",
+    ):
+        assert not files.search(path), path
+    for other in hooks().values():
+        assert {"id", "name", "entry", "language"} <= other.keys()
+
+
+def test_pre_commit_hook_passes_a_valid_file(tmp_path: Path) -> None:
+    result = run_hook("reconcile-validate", "examples/invites/emea.yaml")
+    assert result.returncode == 0, result.stderr
+
+
+def test_pre_commit_hook_fails_an_invalid_file(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("invites:\n  - name: No Id Ltd\n", encoding="utf-8")
+    result = run_hook("reconcile-validate", "examples/invites/emea.yaml", str(bad))
+    assert result.returncode == 1
+    assert "bad.yaml" in result.stderr
+
+
+def test_pre_commit_hook_sees_a_duplicate_id_across_the_files_it_is_given(tmp_path: Path) -> None:
+    for name in ("a.yaml", "b.yaml"):
+        (tmp_path / name).write_text("invites:\n  - id: inv_same\n", encoding="utf-8")
+    result = run_hook("reconcile-validate", str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml"))
+    assert result.returncode == 1
+    assert "inv_same" in result.stderr
+
+
+def test_pre_commit_validate_all_hook_checks_the_whole_invites_directory(tmp_path: Path) -> None:
+    assert hooks()["reconcile-validate-all"]["pass_filenames"] is False
+    shutil.copytree(EXAMPLE_INVITES, tmp_path / "invites")
+    (tmp_path / "invites" / "zz-copy.yaml").write_text(
+        "invites:\n  - id: inv_8f2k1\n", encoding="utf-8"
+    )
+    result = run_hook("reconcile-validate-all", cwd=tmp_path)
+    assert result.returncode == 1
+    assert "inv_8f2k1" in result.stderr

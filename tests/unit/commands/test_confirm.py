@@ -1,0 +1,91 @@
+"""apply and resend ask the same way: yes on a terminal, or --auto-approve; never silence."""
+
+from __future__ import annotations
+
+import io
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from support.fake_platform import FakePlatform, reconcile, serve, write_invites
+
+
+class TerminalInput(io.StringIO):
+    """What a person types at a terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.fixture
+def platform(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakePlatform]:
+    with serve(monkeypatch, tmp_path) as fake:
+        yield fake
+
+
+def apply_args(tmp_path: Path) -> list[str]:
+    return ["apply", str(write_invites(tmp_path / "invites", resend=True))]
+
+
+RESEND_ARGS = ["resend", "inv_6p3j9", "inv_2b6n3"]
+
+
+@pytest.mark.parametrize("command", ["apply", "resend"])
+def test_without_a_terminal_both_refuse_and_send_nothing(
+    platform: FakePlatform,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    command: str,
+) -> None:
+    monkeypatch.setattr(sys, "stdin", io.StringIO("y\n"))  # piped, not typed: not an answer
+    args = apply_args(tmp_path) if command == "apply" else RESEND_ARGS
+    assert reconcile(*args) == 1
+    err = capsys.readouterr().err
+    action = "apply" if command == "apply" else "re-send"
+    assert f"refusing to {action} without confirmation: standard input is not a terminal" in err
+    assert "pass --auto-approve" in err
+    assert platform.writes() == []
+
+
+def test_apply_points_to_a_reviewed_plan_as_the_other_way(
+    platform: FakePlatform,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+    assert reconcile(*apply_args(tmp_path)) == 1
+    assert "or apply a reviewed plan with `apply --plan FILE`" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["apply", "resend"])
+def test_on_a_terminal_no_sends_nothing(
+    platform: FakePlatform,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    command: str,
+) -> None:
+    monkeypatch.setattr(sys, "stdin", TerminalInput("n\n"))
+    args = apply_args(tmp_path) if command == "apply" else RESEND_ARGS
+    assert reconcile(*args) == 1
+    err = capsys.readouterr().err
+    question = "Apply these changes?" if command == "apply" else "Re-send 2 invitations?"
+    assert f"{question} [y/N]" in err
+    assert "cancelled; nothing was changed" in err
+    assert platform.writes() == []
+
+
+@pytest.mark.parametrize("command", ["apply", "resend"])
+def test_on_a_terminal_yes_goes_ahead(
+    platform: FakePlatform, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    monkeypatch.setattr(sys, "stdin", TerminalInput("y\n"))
+    args = apply_args(tmp_path) if command == "apply" else RESEND_ARGS
+    assert reconcile(*args) == 0
+    posts = [w for w in platform.writes() if w[0] == "POST"]
+    assert posts == [("POST", "inv_6p3j9"), ("POST", "inv_2b6n3")] + (
+        [("POST", "inv_8d2s4")] if command == "apply" else []
+    )

@@ -1,0 +1,1144 @@
+"""Desired-state files as people write them: every problem at its exact file:line:column.
+
+The files here are hand-written YAML text (comments, blank lines, flow and block
+lists, non-ASCII names), never produced by a YAML dumper, because the traps a
+user falls into (unquoted phone numbers, `NO`, `12:30`, duplicate keys) only
+exist in hand-written text.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import os
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from support.cli import run_cli
+
+import reconciler.desired.state
+from reconciler.desired import state as desired
+from reconciler.desired.state import (
+    DesiredInvite,
+    DesiredState,
+    load_desired_state,
+    load_file,
+    load_text,
+)
+from reconciler.errors import InputError, SourceError
+
+WriteYaml = Callable[[str, str], Path]
+
+
+def load(*paths: Path | str) -> DesiredState:
+    return load_desired_state([str(p) for p in paths])
+
+
+def problems_of(*paths: Path | str) -> list[SourceError]:
+    """The problems of one run; the run must fail with an InputError."""
+    with pytest.raises(InputError) as info:
+        load(*paths)
+    return info.value.problems
+
+
+def only_problem(*paths: Path | str) -> SourceError:
+    problems = problems_of(*paths)
+    assert len(problems) == 1, "\n".join(map(str, problems))
+    return problems[0]
+
+
+def where(problem: SourceError) -> tuple[str, int, int]:
+    return problem.path, problem.line, problem.column
+
+
+# -- a valid file ---------------------------------------------------------------
+
+VALID = """\
+# yaml-language-server: $schema=../schemas/invites.schema.json
+# Invites for Europe. Reviewed by compliance before every merge.
+
+invites:
+  - id: inv_8f2k1                 # the inviteId
+    name: Acme Holdings Ltd
+    email: compliance@acme.example
+    phone: "+442079460000"        # quoted, as it must be
+    primaryContact:
+      name: Jane Doe
+      email: jane@acme.example
+    groups: [emea, enterprise]
+    addOns: [edd]
+    attachments:
+      - certificate-of-incorporation
+      - proof-of-address
+    resendOnChange: true
+
+  # Only the name is managed here; everything else is left to the platform.
+  - id: inv_3m9q7
+    name: Müller & Söhne GmbH
+
+  - {id: inv_6p3j9, name: 株式会社サクラ商事, groups: [apac]}
+
+  - id: inv.legacy-01
+    resendOnChange: false
+    name: 'NO'
+    groups: ["12:30", '0755', "2024-01-02"]
+"""
+
+
+def test_valid_file_yields_one_record_per_entry_with_only_the_fields_written(
+    write_yaml: WriteYaml,
+) -> None:
+    path = write_yaml("invites/emea.yaml", VALID)
+
+    state = load(path)
+
+    assert state.files == [str(path)]
+    assert [invite.id for invite in state.invites] == [
+        "inv_8f2k1",
+        "inv_3m9q7",
+        "inv_6p3j9",
+        "inv.legacy-01",
+    ]
+    acme, mueller, sakura, legacy = state.invites
+    assert acme == DesiredInvite(
+        id="inv_8f2k1",
+        fields={
+            "name": "Acme Holdings Ltd",
+            "email": "compliance@acme.example",
+            "phone": "+442079460000",
+            "primaryContact": {"name": "Jane Doe", "email": "jane@acme.example"},
+            "groups": ["emea", "enterprise"],
+            "addOns": ["edd"],
+            "attachments": ["certificate-of-incorporation", "proof-of-address"],
+        },
+        source=acme.source,
+        resend_on_change=True,
+    )
+    # Absent fields are unmanaged: they are absent, not None or empty.
+    assert mueller.fields == {"name": "Müller & Söhne GmbH"}
+    assert mueller.resend_on_change is False
+    assert sakura.fields == {"name": "株式会社サクラ商事", "groups": ["apac"]}
+    # Quoted values stay exactly the text the user wrote.
+    assert legacy.fields == {"name": "NO", "groups": ["12:30", "0755", "2024-01-02"]}
+    assert legacy.resend_on_change is False
+    # resendOnChange steers the reconciler; it is never a field sent to the API.
+    for invite in state.invites:
+        assert "resendOnChange" not in invite.fields
+        assert "id" not in invite.fields
+    # Each record points at the line of its entry, for plan output and errors.
+    assert [str(invite.source) for invite in state.invites] == [
+        f"{path}:5",
+        f"{path}:20",
+        f"{path}:23",
+        f"{path}:25",
+    ]
+    assert acme.name == "Acme Holdings Ltd"
+
+
+def test_file_with_utf8_byte_order_mark_loads_and_keeps_positions(write_yaml: WriteYaml) -> None:
+    # Some Windows editors save UTF-8 with a BOM; that is still a valid UTF-8 file.
+    text = "\ufeffinvites:\n  - id: inv_3m9q7\n    name: Müller & Söhne GmbH\n"
+    path = write_yaml("bom.yaml", text)
+
+    state = load(path)
+
+    assert [(i.id, i.fields) for i in state.invites] == [
+        ("inv_3m9q7", {"name": "Müller & Söhne GmbH"})
+    ]
+    assert str(state.invites[0].source) == f"{path}:2"
+
+
+def test_file_with_windows_line_endings_keeps_its_line_numbers(tmp_path: Path) -> None:
+    path = tmp_path / "crlf.yaml"
+    path.write_bytes(
+        b"invites:\r\n  - id: inv_a\r\n\r\n  - id: inv_b\r\n    emial: b@x.example\r\n"
+    )
+
+    problem = only_problem(path)
+
+    assert where(problem) == (str(path), 5, 5)
+    assert "did you mean `email`?" in problem.message
+
+
+def test_five_hundred_invites_in_one_file_load(write_yaml: WriteYaml) -> None:
+    entries = "".join(
+        f"  - id: inv_{n:04d}\n"
+        f"    name: Business Nº{n} GmbH\n"
+        f"    email: kyb{n}@example.com\n"
+        f"    groups: [emea, tier-{n % 3}]\n"
+        for n in range(500)
+    )
+    path = write_yaml("many.yaml", "# generated for load testing\ninvites:\n" + entries)
+
+    state = load(path)
+
+    assert len(state.invites) == 500
+    assert state.invites[0].id == "inv_0000"
+    assert state.invites[499].fields == {
+        "name": "Business Nº499 GmbH",
+        "email": "kyb499@example.com",
+        "groups": ["emea", "tier-1"],
+    }
+    # Entry n starts on line 3 + 4n.
+    assert str(state.invites[499].source) == f"{path}:{3 + 4 * 499}"
+
+
+# -- duplicate keys -------------------------------------------------------------
+
+
+def test_duplicate_key_is_reported_at_the_second_naming_the_first(write_yaml: WriteYaml) -> None:
+    path = write_yaml(
+        "dup.yaml",
+        """\
+invites:
+  - id: inv_8f2k1
+    email: onboarding@acme.example
+
+    # corrected address, see ticket KYB-123
+    email: compliance@acme.example
+""",
+    )
+
+    problem = only_problem(path)
+
+    assert where(problem) == (str(path), 6, 5)
+    assert "duplicate key `email`" in problem.message
+    assert "line 3" in problem.message
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "second", "first_line"),
+    [
+        pytest.param(
+            "invites:\n  - id: inv_a\ninvites:\n  - id: inv_b\n",
+            "invites",
+            (3, 1),
+            1,
+            id="top-level",
+        ),
+        pytest.param(
+            "invites:\n"
+            "  - id: inv_a\n"
+            "    primaryContact:\n"
+            "      name: Jane Doe\n"
+            "      email: jane@acme.example\n"
+            "      name: John Doe\n",
+            "name",
+            (6, 7),
+            4,
+            id="primaryContact",
+        ),
+        pytest.param(
+            "invites:\n  - id: inv_a\n    name: Acme\n    id: inv_b\n",
+            "id",
+            (4, 5),
+            2,
+            id="id",
+        ),
+    ],
+)
+def test_duplicate_key_anywhere_names_both_lines(
+    write_yaml: WriteYaml, text: str, key: str, second: tuple[int, int], first_line: int
+) -> None:
+    path = write_yaml("dup.yaml", text)
+
+    problems = [p for p in problems_of(path) if "duplicate key" in p.message]
+
+    assert len(problems) == 1, problems
+    assert where(problems[0]) == (str(path), *second)
+    assert f"duplicate key `{key}`" in problems[0].message
+    assert f"line {first_line}" in problems[0].message
+
+
+def test_key_given_explicitly_overrides_a_merged_key_without_being_a_duplicate(
+    write_yaml: WriteYaml,
+) -> None:
+    # YAML merge keys: "each key/value pair is inserted into the current mapping,
+    # unless the key already exists in it", so `id: inv_b` overrides the merged id.
+    path = write_yaml(
+        "merge.yaml",
+        """\
+invites:
+  - &emea
+    id: inv_a
+    groups: [emea]
+    addOns: [edd]
+  - <<: *emea
+    id: inv_b
+    name: Bolt GmbH
+""",
+    )
+
+    state = load(path)
+
+    assert [(i.id, i.fields) for i in state.invites] == [
+        ("inv_a", {"groups": ["emea"], "addOns": ["edd"]}),
+        ("inv_b", {"groups": ["emea"], "addOns": ["edd"], "name": "Bolt GmbH"}),
+    ]
+
+
+# -- duplicate invite ids ---------------------------------------------------------
+
+
+def test_duplicate_id_in_one_file_names_both_entries(write_yaml: WriteYaml) -> None:
+    path = write_yaml(
+        "emea.yaml",
+        """\
+invites:
+  - id: inv_8f2k1
+    name: Acme Holdings Ltd
+
+  - id: inv_3m9q7
+    name: Müller & Söhne GmbH
+
+  # copied from above and forgot to change the id
+  - id: inv_8f2k1
+    name: Acme Holdings (UK) Ltd
+""",
+    )
+
+    problem = only_problem(path)
+
+    assert where(problem) == (str(path), 9, 5)
+    assert "`inv_8f2k1`" in problem.message
+    assert f"{path}:2" in problem.message
+
+
+def test_duplicate_id_across_two_files_names_both_files(write_yaml: WriteYaml) -> None:
+    first = write_yaml("invites/a-emea.yaml", "invites:\n  - id: inv_8f2k1\n    name: Acme\n")
+    second = write_yaml(
+        "invites/b-apac.yaml",
+        "invites:\n  - id: inv_6p3j9\n    name: 株式会社サクラ商事\n  - id: inv_8f2k1\n",
+    )
+
+    problem = only_problem(first.parent)
+
+    assert where(problem) == (str(second), 4, 5)
+    assert "`inv_8f2k1`" in problem.message
+    assert f"{first}:2" in problem.message
+
+
+def test_duplicate_id_is_reported_with_the_other_errors_of_its_file(
+    write_yaml: WriteYaml,
+) -> None:
+    path = write_yaml(
+        "emea.yaml",
+        """\
+invites:
+  - id: inv_8f2k1
+    email: compliance.acme.example   # missing @
+  - id: inv_8f2k1
+    phone: +442079460000
+""",
+    )
+
+    problems = problems_of(path)
+
+    assert [where(p) for p in problems] == [
+        (str(path), 3, 12),
+        (str(path), 4, 5),
+        (str(path), 5, 12),
+    ]
+    assert "not a valid email address" in problems[0].message
+    assert "`inv_8f2k1`" in problems[1].message
+    assert f"{path}:2" in problems[1].message
+    assert "put it in quotes" in problems[2].message
+
+
+# -- values YAML would silently turn into another type ---------------------------------
+
+TYPE_TRAPS = [
+    # (the entry as written, raw text, its column, a word of what YAML reads it as)
+    pytest.param(
+        "  - id: inv_8f2k1\n    phone: +442079460000", "+442079460000", 12, "number", id="phone"
+    ),
+    pytest.param("  - id: inv_8f2k1\n    name: NO", "NO", 11, "boolean", id="name-NO"),
+    pytest.param("  - id: inv_8f2k1\n    name: yes", "yes", 11, "boolean", id="name-yes"),
+    pytest.param("  - id: inv_8f2k1\n    name: 12:30", "12:30", 11, "750", id="sexagesimal"),
+    pytest.param("  - id: inv_8f2k1\n    name: 2024-01-02", "2024-01-02", 11, "date", id="date"),
+    pytest.param("  - id: inv_8f2k1\n    name: 0755", "0755", 11, "493", id="octal"),
+    pytest.param("  - name: Acme\n    id: 20240102", "20240102", 9, "number", id="id"),
+    pytest.param("  - id: inv_8f2k1\n    groups: [emea, NO]", "NO", 20, "boolean", id="flow-list"),
+    pytest.param(
+        "  - id: inv_8f2k1\n    addOns:\n      - edd\n      - off",
+        "off",
+        9,
+        "boolean",
+        id="block-list",
+    ),
+    pytest.param(
+        "  - id: inv_8f2k1\n"
+        "    primaryContact:\n"
+        "      name: Jane Doe\n"
+        "      email: jane@acme.example\n"
+        "      phone: +442079460001",
+        "+442079460001",
+        14,
+        "number",
+        id="primaryContact-phone",
+    ),
+    pytest.param(
+        "  - id: inv_8f2k1\n    primaryContact: {name: ON, email: jane@acme.example}",
+        "ON",
+        28,
+        "boolean",
+        id="primaryContact-flow-name",
+    ),
+]
+
+
+@pytest.mark.parametrize(("entry", "raw", "column", "read_as"), TYPE_TRAPS)
+def test_unquoted_value_yaml_reads_as_another_type_tells_user_to_quote_it(
+    write_yaml: WriteYaml, entry: str, raw: str, column: int, read_as: str
+) -> None:
+    text = "# business invites\ninvites:\n" + entry + "   # a comment\n"
+    path = write_yaml("traps.yaml", text)
+    value_line = len(text.splitlines())  # the trap is on the last line
+
+    problem = only_problem(path)
+
+    assert where(problem) == (str(path), value_line, column)
+    assert "must be text" in problem.message
+    assert read_as in problem.message  # says what YAML made of it
+    assert "put it in quotes" in problem.message
+    assert f'"{raw}"' in problem.message  # and shows the quoted form to write
+
+
+@pytest.mark.parametrize(
+    ("value", "tag"),
+    [
+        ("!!int +44 20 7946 0000", "int"),
+        ("!!int twelve", "int"),
+        ("!!float", "float"),
+        ("!!bool maybe", "bool"),
+        ("!!timestamp 2024-13-45", "timestamp"),
+        ("!!map emea", "map"),
+        ("!!seq emea", "seq"),
+    ],
+)
+def test_explicit_tag_that_does_not_fit_its_value_is_reported(
+    write_yaml: WriteYaml, value: str, tag: str
+) -> None:
+    path = write_yaml("tags.yaml", f"invites:\n  - id: inv_8f2k1\n    name: {value}\n")
+
+    problem = only_problem(path)
+
+    assert where(problem) == (str(path), 3, 11)
+    assert tag in problem.message
+    assert "\n" not in problem.message
+
+
+def test_empty_value_is_reported_as_empty_not_as_something_to_quote(
+    write_yaml: WriteYaml,
+) -> None:
+    path = write_yaml("empty-value.yaml", "invites:\n  - id: inv_8f2k1\n    name:\n")
+
+    problem = only_problem(path)
+
+    assert (problem.path, problem.line) == (str(path), 3)
+    assert "`name`" in problem.message
+    assert "empty" in problem.message
+    # Quoting nothing gives "", which is no valid name either: the advice must not be that.
+    assert 'put it in quotes: ""' not in problem.message
+    assert "reads  as" not in problem.message
+
+
+# -- schema problems ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "typo", "meant", "column"),
+    [
+        ("    emial: compliance@acme.example", "emial", "email", 5),
+        ("    phnoe: '+442079460000'", "phnoe", "phone", 5),
+        ("    group: [emea]", "group", "groups", 5),
+        ("    resendOnchange: true", "resendOnchange", "resendOnChange", 5),
+        (
+            "    primaryContact: {name: Jane, email: j@acme.example, emial: x@y.example}",
+            "emial",
+            "email",
+            57,
+        ),
+    ],
+)
+def test_unknown_field_suggests_the_field_meant(
+    write_yaml: WriteYaml, line: str, typo: str, meant: str, column: int
+) -> None:
+    path = write_yaml("typo.yaml", "invites:\n  - id: inv_8f2k1\n" + line + "\n")
+
+    problem = only_problem(path)
+
+    assert where(problem) == (str(path), 3, column)
+    assert f"unknown field `{typo}`" in problem.message
+    assert f"did you mean `{meant}`?" in problem.message
+
+
+def test_singular_invite_key_at_top_level_is_caught(write_yaml: WriteYaml) -> None:
+    path = write_yaml("top.yaml", "# oops\ninvite:\n  - id: inv_8f2k1\n")
+
+    problems = problems_of(path)
+
+    unknown = [p for p in problems if "unknown field `invite`" in p.message]
+    assert [where(p) for p in unknown] == [(str(path), 2, 1)]
+    assert "did you mean `invites`?" in unknown[0].message
+    assert any("`invites`" in p.message and "missing" in p.message for p in problems)
+
+
+def test_entry_without_id_is_reported_at_the_entry(write_yaml: WriteYaml) -> None:
+    path = write_yaml(
+        "noid.yaml",
+        "invites:\n  - id: inv_8f2k1\n\n  - name: Kiwi Ledger Ltd\n    email: ops@kiwi.example\n",
+    )
+
+    problem = only_problem(path)
+
+    assert where(problem) == (str(path), 4, 5)
+    assert "missing required field `id`" in problem.message
+
+
+@pytest.mark.parametrize(
+    ("line", "column", "value"),
+    [
+        ("    email: compliance.acme.example", 12, "compliance.acme.example"),
+        ("    email: jane doe@acme.example", 12, "jane doe@acme.example"),
+        ("    email: compliance@acme", 12, "compliance@acme"),
+        ("    primaryContact: {name: Jane Doe, email: jane@}", 45, "jane@"),
+    ],
+)
+def test_bad_email_names_the_value(
+    write_yaml: WriteYaml, line: str, column: int, value: str
+) -> None:
+    path = write_yaml("email.yaml", "invites:\n  - id: inv_8f2k1\n" + line + "\n")
+
+    problem = only_problem(path)
+
+    assert where(problem) == (str(path), 3, column)
+    assert repr(value) in problem.message
+    assert "not a valid email address" in problem.message
+
+
+@pytest.mark.parametrize("bad_id", ["inv 8f2k1", "inv/8f2k1", "inv_ü", "x" * 129, "''"])
+def test_invalid_id_characters_are_explained(write_yaml: WriteYaml, bad_id: str) -> None:
+    path = write_yaml("ids.yaml", f"invites:\n  - id: {bad_id}\n    name: Acme\n")
+
+    problem = only_problem(path)
+
+    assert where(problem) == (str(path), 2, 9)
+    assert "not a valid inviteId" in problem.message
+    assert "letters, digits, `_`, `-`, `.`" in problem.message
+
+
+def test_invites_given_as_a_mapping_is_told_to_be_a_list(write_yaml: WriteYaml) -> None:
+    path = write_yaml("map.yaml", "invites:\n  id: inv_8f2k1\n  name: Acme\n")
+
+    problem = only_problem(path)
+
+    assert where(problem) == (str(path), 2, 3)
+    assert "`invites` must be a list" in problem.message
+    assert "mapping" in problem.message
+    assert "MarkedDict" not in problem.message  # an internal class name means nothing to a user
+
+
+def test_invites_given_as_text_is_told_to_be_a_list(write_yaml: WriteYaml) -> None:
+    path = write_yaml("text.yaml", "invites: inv_8f2k1\n")
+
+    problem = only_problem(path)
+
+    assert where(problem) == (str(path), 1, 10)
+    assert "`invites` must be a list" in problem.message
+
+
+def test_entry_that_is_not_a_mapping_is_described_as_an_invite_entry(
+    write_yaml: WriteYaml,
+) -> None:
+    # A user who lists bare ids, or nests a list, gets told the entry must be a mapping.
+    path = write_yaml("bare.yaml", "invites:\n  - inv_8f2k1\n  - [inv_3m9q7]\n")
+
+    problems = problems_of(path)
+
+    assert [where(p) for p in problems] == [(str(path), 2, 5), (str(path), 3, 5)]
+    for problem in problems:
+        assert "mapping" in problem.message
+        # `invites` itself must be a list; it is the entry that must be a mapping.
+        assert "`invites` must be a mapping" not in problem.message
+        assert "MarkedList" not in problem.message
+
+
+@pytest.mark.parametrize(
+    ("text", "position"),
+    [
+        pytest.param("- id: inv_8f2k1\n  name: Acme\n", (1, 1), id="list"),
+        pytest.param("# just a name\ninv_8f2k1\n", (2, 1), id="scalar"),
+        pytest.param("42\n", (1, 1), id="number"),
+    ],
+)
+def test_top_level_that_is_not_a_mapping(
+    write_yaml: WriteYaml, text: str, position: tuple[int, int]
+) -> None:
+    path = write_yaml("top.yaml", text)
+
+    problem = only_problem(path)
+
+    assert where(problem) == (str(path), *position)
+    assert "top level must be a mapping with an `invites:` list" in problem.message
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("", id="empty"),
+        pytest.param("# TODO: add the APAC invites\n\n# owner: kyb-team\n", id="comments-only"),
+        pytest.param("\n\n   \n", id="blank-lines"),
+    ],
+)
+def test_file_without_content_is_reported(write_yaml: WriteYaml, text: str) -> None:
+    path = write_yaml("empty.yaml", text)
+
+    problem = only_problem(path)
+
+    assert where(problem) == (str(path), 1, 1)
+    assert "empty" in problem.message
+    assert "`invites:`" in problem.message
+
+
+# -- encodings and syntax --------------------------------------------------------------
+
+
+def test_latin1_file_is_reported_at_the_first_bad_byte(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes(
+        "invites:\n  - id: inv_3m9q7\n    name: Müller & Söhne GmbH\n".encode("latin-1")
+    )
+
+    problem = only_problem(path)
+
+    assert where(problem) == (str(path), 3, 12)  # the ü of Müller
+    assert "0xfc" in problem.message
+    assert "UTF-8" in problem.message
+
+
+def test_bad_byte_column_counts_characters_like_every_other_column(tmp_path: Path) -> None:
+    # Valid UTF-8 "Société" (é is two bytes) then a Latin-1 é pasted from elsewhere.
+    path = tmp_path / "mixed.yaml"
+    path.write_bytes(
+        "invites:\n  - id: inv_7c2d4\n    name: Société Générale ".encode() + b"caf\xe9\n"
+    )
+
+    problem = only_problem(path)
+
+    # "    name: Société Générale caf" is 30 characters (34 bytes); the bad byte is the 31st.
+    assert where(problem) == (str(path), 3, 31)
+
+
+def test_control_character_in_a_file_is_reported_at_its_position(
+    write_yaml: WriteYaml,
+) -> None:
+    # A stray control character pasted from a PDF or a terminal.
+    path = write_yaml("ctrl.yaml", "invites:\n  - id: inv_8f2k1\n    name: Acme\x07 Holdings Ltd\n")
+
+    problem = only_problem(path)
+
+    assert where(problem) == (str(path), 3, 15)
+    assert "U+0007" in problem.message or "\\x07" in problem.message
+    assert "\n" not in problem.message  # one line per problem
+
+
+@pytest.mark.parametrize(
+    ("text", "position"),
+    [
+        pytest.param(
+            "invites:\n  - id: inv_8f2k1\n    name: Acme\n      email: a@acme.example\n",
+            (4, 12),
+            id="indented-too-far",
+        ),
+        pytest.param(
+            "invites:\n  - id: inv_8f2k1\n    name: Acme\n   email: a@acme.example\n",
+            (4, 4),
+            id="indented-too-little",
+        ),
+        pytest.param(
+            "invites:\n  - id: inv_8f2k1\n    name: Acme: Holdings Ltd   # needs quotes\n",
+            (3, 15),
+            id="colon-in-plain-value",
+        ),
+    ],
+)
+def test_yaml_syntax_error_has_its_position(
+    write_yaml: WriteYaml, text: str, position: tuple[int, int]
+) -> None:
+    path = write_yaml("syntax.yaml", text)
+
+    problem = only_problem(path)
+
+    assert where(problem) == (str(path), *position)
+    assert problem.message.strip()
+    assert "\n" not in problem.message  # one line per problem
+
+
+def test_tab_indentation_is_named_as_the_problem(write_yaml: WriteYaml) -> None:
+    path = write_yaml("tabs.yaml", "invites:\n\t- id: inv_8f2k1\n")
+
+    problem = only_problem(path)
+
+    assert where(problem) == (str(path), 2, 1)
+    # Tabs are invisible in most editors: the message must say what the character is.
+    assert "tab" in problem.message.lower() or "'\\t'" in problem.message, problem.message
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param(
+            "invites:\n"
+            "  - id: inv_8f2k1\n"
+            "    groups: [emea, enterprise\n"
+            "  - id: inv_3m9q7\n"
+            "    name: Müller & Söhne GmbH\n",
+            id="mid-file",
+        ),
+        pytest.param(
+            "invites:\n  - id: inv_8f2k1\n    groups: [emea, enterprise\n",
+            id="end-of-file",
+        ),
+    ],
+)
+def test_unclosed_bracket_points_at_the_line_that_opened_it(
+    write_yaml: WriteYaml, text: str
+) -> None:
+    path = write_yaml("bracket.yaml", text)
+
+    problem = only_problem(path)
+
+    assert problem.path == str(path)
+    assert "flow sequence" in problem.message
+    assert "']'" in problem.message
+    # The `[` opened on line 3, column 13: that is where the fix goes.
+    assert problem.line == 3 or "line 3, column 13" in problem.message, str(problem)
+
+
+def test_two_yaml_documents_in_one_file(write_yaml: WriteYaml) -> None:
+    path = write_yaml(
+        "two.yaml",
+        "invites:\n  - id: inv_8f2k1\n---\n# second document\ninvites:\n  - id: inv_3m9q7\n",
+    )
+
+    problem = only_problem(path)
+
+    assert where(problem) == (str(path), 3, 1)
+    assert "more than one YAML document" in problem.message
+
+
+# -- a whole run -------------------------------------------------------------------------
+
+
+def test_every_problem_of_a_run_is_reported_together_in_order(
+    write_yaml: WriteYaml, tmp_path: Path
+) -> None:
+    a = write_yaml(
+        "invites/a.yaml",
+        "invites:\n  - id: inv_8f2k1\n    phone: +442079460000\n    emial: x@acme.example\n",
+    )
+    b = write_yaml(
+        "invites/b.yaml", "invites:\n  - id: inv_3m9q7\n    name: B\n      email: b@b.example\n"
+    )
+    c = write_yaml("invites/sub/c.yml", "invites:\n  - id: inv_8f2k1\n    name: NO\n")
+    write_yaml("invites/sub/d.yaml", "invites:\n  - id: inv_fine\n")
+    missing = tmp_path / "elsewhere"
+
+    with pytest.raises(InputError) as info:
+        load(tmp_path / "invites", missing)
+
+    problems = info.value.problems
+    assert [(p.path, p.line) for p in problems] == [
+        (str(missing), 0),  # about the path itself; "elsewhere" sorts before "invites/..."
+        (str(a), 3),
+        (str(a), 4),
+        (str(b), 4),
+        (str(c), 2),
+        (str(c), 3),
+    ]
+    assert problems == sorted(problems)
+    # The error's text is the list a user sees: one `path:line:column: message` per line.
+    assert str(info.value).splitlines() == [str(p) for p in problems]
+    assert str(problems[0]) == f"{missing}: no such file or directory"  # no made-up position
+    assert "already defined" in problems[4].message
+    assert f"{a}:2" in problems[4].message
+
+
+# -- finding files ------------------------------------------------------------------------
+
+
+def test_directory_is_read_recursively_in_sorted_order_yaml_and_yml_only(
+    write_yaml: WriteYaml, tmp_path: Path
+) -> None:
+    write_yaml("invites/zeta.yaml", "invites:\n  - id: inv_z\n")
+    write_yaml("invites/beta.yml", "invites:\n  - id: inv_b\n")
+    write_yaml("invites/apac/korea.yaml", "invites:\n  - id: inv_k\n")
+    write_yaml("invites/alpha.yaml", "invites:\n  - id: inv_a\n")
+    # Neighbours that are not desired state; each would fail if it were read as YAML.
+    write_yaml("invites/README.md", "# Invites\n\n- id: [unclosed\n")
+    write_yaml("invites/notes.txt", "invites: {broken\n")
+    write_yaml("invites/alpha.yaml.bak", "invites:\n  - id: inv_a\n")
+    write_yaml("invites/apac/draft.json", '{"invites": 1}')
+    root = tmp_path / "invites"
+
+    state = load(root)
+
+    assert state.files == [
+        str(root / "alpha.yaml"),
+        str(root / "apac" / "korea.yaml"),
+        str(root / "beta.yml"),
+        str(root / "zeta.yaml"),
+    ]
+    assert [i.id for i in state.invites] == ["inv_a", "inv_k", "inv_b", "inv_z"]
+
+
+def test_file_named_directly_and_through_its_directory_is_read_once(
+    write_yaml: WriteYaml, tmp_path: Path
+) -> None:
+    path = write_yaml("invites/a.yaml", "invites:\n  - id: inv_a\n")
+
+    state = load(tmp_path / "invites", path)
+
+    assert [i.id for i in state.invites] == ["inv_a"]
+
+
+def test_missing_path_is_reported(tmp_path: Path) -> None:
+    missing = tmp_path / "invitse"
+
+    problem = only_problem(missing)
+
+    assert problem.path == str(missing)
+    assert "no such file or directory" in problem.message
+
+
+def test_directory_without_yaml_files_is_reported(write_yaml: WriteYaml, tmp_path: Path) -> None:
+    write_yaml("invites/README.md", "Put invite files here.\n")
+    write_yaml("invites/old/invites.json", "{}")
+
+    problem = only_problem(tmp_path / "invites")
+
+    assert problem.path == str(tmp_path / "invites")
+    assert "no *.yaml or *.yml files" in problem.message
+
+
+def test_yaml_syntax_errors_carry_a_hint(write_yaml: WriteYaml) -> None:
+    path = write_yaml(
+        "hint.yaml", "invites:\n  - id: inv_8f2k1\n    name:Acme: x\n   email: a@b.example\n"
+    )
+    problem = only_problem(path)
+    assert problem.line == 4
+    assert "(" in problem.message and "indent" in problem.message
+
+
+def test_undecodable_byte_is_named_correctly_with_and_without_bom(tmp_path: Path) -> None:
+    for prefix in (b"", b"\xef\xbb\xbf"):
+        path = tmp_path / "latin1.yaml"
+        path.write_bytes(prefix + b"invites:\n  - id: inv_1\n    name: Caf\xe9\n")
+        problem = only_problem(path)
+        assert (problem.line, problem.column) == (3, 14)
+        assert "0xe9" in problem.message
+
+
+def test_an_empty_invites_key_says_how_to_write_an_empty_list(write_yaml: WriteYaml) -> None:
+    problem = only_problem(write_yaml("empty-list.yaml", "# nothing yet\ninvites:\n"))
+    assert (problem.line, problem.column) == (2, 9)
+    assert "invites: []" in problem.message
+
+
+@pytest.mark.parametrize(
+    ("line", "shown"),
+    [
+        ("    name: 2024-01-02", 'YAML reads 2024-01-02 as a date; put it in quotes: "2024-01-02"'),
+        ("    name: 2024-01-02 10:30:00", "YAML reads 2024-01-02 10:30:00 as a date and time;"),
+        ("    name: NO", "YAML reads NO as a boolean (false);"),
+        ("    name: 1.5e+3", "YAML reads 1.5e+3 as a number (1500.0);"),
+        ("    yes: x", 'YAML reads the key yes as a boolean (true); put it in quotes: "yes"'),
+        ("    2024-01-02: x", "YAML reads the key 2024-01-02 as a date;"),
+        ("    12:30: x", "YAML reads the key 12:30 as a number (750);"),
+        ("    ~: x", "YAML reads the key ~ as empty;"),
+        ("    null: x", "YAML reads the key null as empty;"),
+    ],
+)
+def test_messages_say_values_as_written_never_as_python_reprs(
+    write_yaml: WriteYaml, line: str, shown: str
+) -> None:
+    path = write_yaml("reprs.yaml", "invites:\n  - id: inv_8f2k1\n" + line + "\n")
+
+    messages = [p.message for p in problems_of(path)]
+
+    assert any(shown in message for message in messages), messages
+    for python in ("datetime", "True", "False", "None", "NoneType", "bool "):
+        assert not any(python in message for message in messages), messages
+
+
+# From test_invite_files_found_and_read.py:
+# Which files a run reads, and where it says their invites and problems are.
+#
+# A user fixes a file at the line:column a message names: an invite list that
+# came in through a YAML merge key must still point at the lines it was written on.
+WriteYaml = Callable[[str, str], Path]
+
+
+def problem_lines_of(paths: list[str]) -> list[str]:
+    with pytest.raises(InputError) as caught:
+        load_desired_state(paths)
+    return [str(problem) for problem in caught.value.problems]
+
+
+def placed(text: str) -> tuple[list[tuple[str, int, int]], list[str]]:
+    invites, problems = load_text(text, "f.yaml")
+    return [(i.id, i.source.line, i.source.column) for i in invites], [str(p) for p in problems]
+
+
+def test_invites_merged_in_on_one_line_are_placed_where_written():
+    text = "<<: {invites: [{id: inv_a, name: Acme}, {id: inv_b, name: 12:30}, 12:30]}\n"
+
+    invites, problems = placed(text)
+
+    assert invites == [("inv_a", 1, 16), ("inv_b", 1, 41)]
+    assert problems == [
+        "f.yaml:1:59: `name` must be text, but YAML reads 12:30 as a number (750); "
+        'put it in quotes: "12:30"',
+        "f.yaml:1:67: each invite entry must be a mapping, not a number "
+        "(start each entry with `- id: ...`)",
+    ]
+
+
+def test_invites_merged_in_as_a_block_are_placed_where_written():
+    text = (
+        "<<:\n  invites:\n    - id: inv_a\n      name: Acme\n    - id: inv_b\n      name: 12:30\n"
+    )
+
+    invites, problems = placed(text)
+
+    assert invites == [("inv_a", 3, 7), ("inv_b", 5, 7)]
+    assert problems == [
+        "f.yaml:6:13: `name` must be text, but YAML reads 12:30 as a number (750); "
+        'put it in quotes: "12:30"'
+    ]
+
+
+def test_an_invalid_id_in_a_merged_list_is_placed_at_the_id():
+    invites, problems = placed("<<: {invites: [{id: 'bad id'}]}\n")
+
+    assert invites == [("bad id", 1, 16)]
+    assert problems == [
+        "f.yaml:1:21: `id`: 'bad id' is not a valid inviteId "
+        "(1 to 128 letters, digits, `_`, `-`, `.`, and not dots alone)"
+    ]
+
+
+def test_a_directory_named_like_a_yaml_file_is_not_read_as_one(
+    write_yaml: WriteYaml, tmp_path: Path
+) -> None:
+    write_yaml("invites/a.yaml", "invites:\n  - id: inv_a\n")
+    write_yaml("invites/archive.yaml/b.yaml", "invites:\n  - id: inv_b\n")
+
+    state = load_desired_state([str(tmp_path / "invites")])
+
+    assert state.files == [
+        str(tmp_path / "invites" / "a.yaml"),
+        str(tmp_path / "invites" / "archive.yaml" / "b.yaml"),
+    ]
+
+
+def test_a_missing_default_directory_says_how_to_name_another(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+
+    assert problem_lines_of(["invites"]) == [
+        "invites: no such file or directory (read when no PATH is given and reconciler.yaml "
+        "sets no `paths`; pass a PATH, or set `paths:` in reconciler.yaml)"
+    ]
+    assert problem_lines_of(["invitse"]) == ["invitse: no such file or directory"]
+
+
+def test_a_directory_without_invite_files_is_named_without_a_position(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+
+    (problem,) = problem_lines_of([str(tmp_path / "empty")])
+
+    assert problem == f"{tmp_path / 'empty'}: no *.yaml or *.yml files in this directory"
+
+
+def test_an_empty_file_and_a_list_at_the_top_are_explained(write_yaml: WriteYaml) -> None:
+    empty = write_yaml("empty.yaml", "# nothing here yet\n")
+    listed = write_yaml("listed.yaml", "# invites\n- id: inv_a\n")
+
+    assert problem_lines_of([str(empty), str(listed)]) == [
+        f"{empty}:1:1: file is empty; expected a mapping with an `invites:` list",
+        f"{listed}:2:1: top level must be a mapping with an `invites:` list",
+    ]
+
+
+def test_a_file_over_the_size_bound_is_refused_and_one_at_it_is_read(
+    write_yaml: WriteYaml, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = "invites:\n  - id: inv_a\n"
+    path = write_yaml("sized.yaml", text)
+
+    monkeypatch.setattr(desired, "MAX_FILE_BYTES", len(text))
+    invites, problems = load_file(path)
+    assert [i.id for i in invites] == ["inv_a"] and problems == []
+
+    monkeypatch.setattr(desired, "MAX_FILE_BYTES", len(text) - 1)
+    invites, problems = load_file(path)
+    assert invites == []
+    assert problems == [
+        SourceError(str(path), 1, 1, "larger than 256 MiB; split it into several files")
+    ]
+
+
+def test_a_path_that_cannot_be_read_is_a_problem_at_its_start(tmp_path: Path) -> None:
+    invites, problems = load_file(tmp_path)
+
+    assert invites == []
+    assert problems == [SourceError(str(tmp_path), 1, 1, "cannot read: Is a directory")]
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_reading_leaves_the_garbage_collector_as_it_was(
+    write_yaml: WriteYaml, enabled: bool
+) -> None:
+    path = write_yaml("gc.yaml", "invites:\n  - id: inv_a\n")
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        load_file(path)
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
+
+
+# From test_invite_file_bytes.py: Invite files that are not UTF-8 text, or that grow past the size
+# limit while read.
+ENTRY = "invites:\n  - id: inv_1\n"
+
+
+def problems(path: Path) -> list[str]:
+    return [str(p) for p in load_file(path)[1]]
+
+
+def test_a_utf16_file_is_refused_at_its_first_byte(tmp_path: Path) -> None:
+    path = tmp_path / "team.yaml"
+    path.write_text(ENTRY, encoding="utf-16")
+    assert problems(path) == [f"{path}:1:1: not valid UTF-8 (byte 0xff); save the file as UTF-8"]
+
+
+def test_a_latin1_byte_is_shown_at_its_character_column(tmp_path: Path) -> None:
+    path = tmp_path / "team.yaml"
+    path.write_bytes(ENTRY.encode() + "    name: Müller Caf".encode() + b"\xe9\n")
+    # Column 21 counts "ü" as the one character it is, not its two bytes.
+    assert problems(path) == [f"{path}:3:21: not valid UTF-8 (byte 0xe9); save the file as UTF-8"]
+
+
+def test_a_control_character_is_named_where_it_is(tmp_path: Path) -> None:
+    path = tmp_path / "team.yaml"
+    path.write_bytes(ENTRY.encode() + b"    name: A\x07B\n")
+    assert problems(path) == [
+        f"{path}:3:12: control character U+0007 is not allowed in YAML; remove it"
+    ]
+
+
+def test_a_file_that_grows_past_the_limit_while_read_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A pipe has no size to check first: the limit holds while reading.
+    monkeypatch.setattr(reconciler.desired.state, "MAX_FILE_BYTES", 2 * 1024 * 1024)
+    path = tmp_path / "team.yaml"
+    os.mkfifo(path)
+
+    def write_3_mib() -> None:
+        with contextlib.suppress(BrokenPipeError), path.open("wb") as out:
+            out.write(ENTRY.encode() + b"    name: Acme\n" + b"# padding\n" * 314_573)
+
+    writer = threading.Thread(target=write_3_mib)
+    writer.start()
+    try:
+        found = problems(path)
+    finally:
+        writer.join(10)
+    assert found == [f"{path}:1:1: larger than 2 MiB; split it into several files"]
+
+
+# From test_values_on_one_line.py:
+# Text values are one line: a `|` block's line break never reaches the platform.
+#
+# `name: |` followed by the name on the next line reads as "Acme Holdings Ltd\n";
+# before the schema's `line` rule it was planned and sent with the line break.
+WriteYaml = Callable[[str, str], Path]
+
+
+BLOCKS = """\
+invites:
+  - id: inv_8f2k1
+    name: |
+      Acme Holdings Ltd
+    primaryContact:
+      name: >
+        Jane Doe
+      email: jane@acme.example
+    groups: [emea, "enterprise\\tEU", "vip\\u0085"]
+"""
+
+
+def source_problems(path: Path) -> list[SourceError]:
+    try:
+        load_desired_state([str(path)])
+    except InputError as error:
+        return error.problems
+    return []
+
+
+def test_a_block_scalar_name_is_refused_where_it_was_written(write_yaml: WriteYaml) -> None:
+    path = write_yaml("invites.yaml", BLOCKS)
+
+    found = [(p.line, p.column, p.message) for p in source_problems(path)]
+
+    assert found == [
+        (
+            3,
+            11,
+            "`name`: 'Acme Holdings Ltd\\n' holds a line break; write the value on one "
+            "line, plain or quoted",
+        ),
+        (
+            6,
+            13,
+            "`primaryContact.name`: 'Jane Doe\\n' holds a line break; write the value on "
+            "one line, plain or quoted",
+        ),
+        (9, 20, "`groups`: 'enterprise\\tEU' holds a tab; use spaces"),
+        (9, 38, "`groups`: 'vip\\x85' holds control character U+0085; remove it"),
+    ]
+
+
+def test_names_in_any_script_are_one_line_text(write_yaml: WriteYaml) -> None:
+    path = write_yaml(
+        "invites.yaml",
+        "invites:\n"
+        "  - id: inv_1\n"
+        "    name: Müller & Søn GmbH — Zürich\n"
+        "  - id: inv_2\n"
+        "    name: 株式会社サンプル 🚀\n"
+        "  - id: inv_3\n"
+        "    name: شركة المثال\n"
+        "    primaryContact: {name: Zoë O'Brien-Ñúñez, email: zoe@example.com}\n",
+    )
+
+    assert source_problems(path) == []
+
+
+def test_validate_exits_1_and_plan_sends_nothing(write_yaml: WriteYaml, tmp_path: Path) -> None:
+    write_yaml("invites/a.yaml", BLOCKS)
+
+    for args in (("validate",), ("plan", "--sandbox")):
+        result = run_cli(*args, cwd=tmp_path)
+        assert result.returncode == 1
+        assert result.stderr.splitlines()[0].startswith("invites/a.yaml:3:11: `name`:")
+        assert result.stderr.splitlines()[-1] == "Found 4 problems; nothing was sent."
+        assert "Acme Holdings Ltd" not in result.stdout

@@ -1,0 +1,310 @@
+"""The plan a run makes from what it read: changes, errors, invites set apart, max_changes."""
+
+from __future__ import annotations
+
+import gc
+import json
+import weakref
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from reconciler.api.client import CurrentInvite
+from reconciler.api.concurrency import NOT_RUN, Outcome
+from reconciler.api.exceptions import (
+    ApiError,
+    AuthenticationFailed,
+    Conflict,
+    InvalidRequest,
+    NotFound,
+    PermissionDenied,
+    RateLimited,
+    ServerError,
+    TransportError,
+)
+from reconciler.desired.state import DesiredInvite, SourceLocation
+from reconciler.errors import ReconcilerError
+from reconciler.plan.changes import FailedInvite, InviteChange, NotUpdatable
+from reconciler.plan.model import Plan, TooMuchChange, make_plan
+from reconciler.safetext import register_secret
+
+BASE = "https://api.example.test"
+
+
+def desired(index: int, **fields: Any) -> DesiredInvite:
+    return DesiredInvite(
+        id=f"inv_{index:04d}",
+        fields=fields or {"email": f"new{index}@x.example"},
+        source=SourceLocation("invites/a.yaml", index * 10 + 2),
+    )
+
+
+def current(index: int, status: str = "pending", **fields: Any) -> CurrentInvite:
+    return CurrentInvite(f"inv_{index:04d}", status, fields or {"email": f"old{index}@x.example"})
+
+
+def test_changes_unchanged_and_per_invite_errors_are_all_kept():
+    readings = [
+        (desired(1), Outcome(current(1))),
+        (desired(2, email="same@x.example"), Outcome(current(2, email="same@x.example"))),
+        (desired(3), Outcome(error=NotFound("invite inv_0003 not found", status=404))),
+        (desired(4), Outcome(error=Conflict("invite is not pending", status=409))),
+        (desired(5), Outcome(error=InvalidRequest("bad id", status=400, request_id="r5"))),
+    ]
+    plan = make_plan(BASE, readings)
+    assert [(c.id, c.before, c.patch) for c in plan.changes] == [
+        ("inv_0001", {"email": "old1@x.example"}, {"email": "new1@x.example"})
+    ]
+    assert plan.unchanged == 1
+    assert [(e.id, e.status, e.source) for e in plan.failed] == [
+        ("inv_0003", 404, "invites/a.yaml:32"),
+        ("inv_0004", 409, "invites/a.yaml:42"),
+        ("inv_0005", 400, "invites/a.yaml:52"),
+    ]
+    assert plan.failed[2].request_id == "r5"
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        AuthenticationFailed("token expired", status=401),
+        PermissionDenied("missing scope kyb:invites:read", status=403),
+        ServerError("bad gateway", status=502),
+        RateLimited("slow down", status=429),
+        TransportError("connection refused", maybe_sent=False),
+    ],
+    ids=["401", "403", "5xx", "429", "transport"],
+)
+def test_an_error_that_would_repeat_for_every_invite_stops_the_run_at_once(error: ApiError):
+    consumed = []
+
+    def readings() -> Iterator[tuple[DesiredInvite, Outcome[CurrentInvite]]]:
+        for index in range(500):
+            consumed.append(index)
+            yield desired(index), Outcome(error=error)
+
+    with pytest.raises(ReconcilerError) as raised:
+        make_plan(BASE, readings())
+    assert str(raised.value).startswith("stopped reading invites:")
+    assert str(error) in str(raised.value)
+    assert consumed == [0]  # one error, not 500
+
+
+def test_a_secret_a_server_echoes_never_reaches_the_plan():
+    register_secret("plan-model-secret-7f3a")
+    error = InvalidRequest("client plan-model-secret-7f3a sent Bearer eyJ.abc.def", status=400)
+    (problem,) = make_plan(BASE, [(desired(1), Outcome(error=error))]).failed
+    assert "plan-model-secret-7f3a" not in problem.message and "eyJ.abc" not in problem.message
+    assert problem.message == "HTTP 400: client [redacted] sent Bearer [redacted]"
+
+
+def test_an_interrupted_read_stops_the_plan():
+    with pytest.raises(ReconcilerError, match="interrupted"):
+        make_plan(BASE, [(desired(1), NOT_RUN)])
+
+
+def test_an_accepted_invite_that_differs_is_set_apart_never_changed():
+    contact = {"name": "Jane", "email": "j@x.example", "phone": "+1"}
+    readings = [
+        (
+            desired(1, email="new@x.example", primaryContact={"name": "Janet"}),
+            Outcome(
+                current(1, "accepted", email="old@x.example", primaryContact=contact, name="Z")
+            ),
+        ),
+        (
+            desired(2, email="same@x.example"),
+            Outcome(current(2, "accepted", email="same@x.example")),
+        ),
+        (desired(3), Outcome(current(3, None))),
+    ]
+    plan = make_plan(BASE, readings)
+    assert plan.changes == [] and plan.failed == [] and plan.unchanged == 1
+    first, unknown = plan.not_updatable
+    assert (first.id, first.status, first.source) == ("inv_0001", "accepted", "invites/a.yaml:12")
+    # Only what differs, and only the managed part of the contact.
+    assert first.before == {"email": "old@x.example", "primaryContact": {"name": "Jane"}}
+    assert first.after == {"email": "new@x.example", "primaryContact": {"name": "Janet"}}
+    assert first.fix == (
+        "remove it from invites/a.yaml:12, or bring the file in line with "
+        "`reconcile export inv_0001`"
+    )
+    assert unknown.status == "in an unknown state"
+    assert not plan.has_changes
+
+
+def test_the_plan_keeps_no_server_copy_once_compared():
+    copies: list[weakref.ref[CurrentInvite]] = []
+
+    def readings() -> Iterator[tuple[DesiredInvite, Outcome[CurrentInvite]]]:
+        for index in range(200):
+            invite = current(index, email=f"{'new' if index % 10 else 'old'}{index}@x.example")
+            copies.append(weakref.ref(invite))
+            yield desired(index), Outcome(invite)
+
+    plan = make_plan(BASE, readings())
+    gc.collect()
+    assert len(plan.changes) == 20 and plan.unchanged == 180
+    assert [ref for ref in copies if ref() is not None] == []
+
+
+def _plan_with(changes: int, max_changes: int | None = None) -> Plan:
+    return make_plan(BASE, [(desired(i), Outcome(current(i))) for i in range(changes)], max_changes)
+
+
+def test_max_changes_allows_exactly_the_limit_and_refuses_one_more():
+    _plan_with(3, max_changes=3).raise_if_unsafe()
+    with pytest.raises(TooMuchChange) as raised:
+        _plan_with(4, max_changes=3).raise_if_unsafe()
+    assert str(raised.value) == (
+        "refusing to apply, nothing was changed: the plan updates 4 invites, more than "
+        "max_changes (3). Split the change or raise the limit."
+    )
+    assert isinstance(raised.value, ReconcilerError)  # the CLI's exit 1, no traceback
+
+
+def test_a_runs_stricter_limit_applies_and_the_plan_keeps_its_own():
+    plan = _plan_with(2, max_changes=5)
+    with pytest.raises(TooMuchChange, match=r"updates 2 invites, more than max_changes \(1\)"):
+        plan.raise_if_unsafe(1)
+    assert plan.max_changes == 5  # not rewritten by the check
+    plan.raise_if_unsafe(10)  # a looser run limit does not loosen the plan's
+    with pytest.raises(TooMuchChange, match=r"\(0\)"):
+        _plan_with(1).raise_if_unsafe(0)
+    assert _plan_with(1).too_much_change(None) is None
+    assert "1 invite," in _plan_with(1, max_changes=0).too_much_change().reason
+
+
+def test_a_saved_plan_over_its_own_limit_says_to_make_a_new_plan_not_to_split():
+    saved = Plan.from_document(_plan_with(4, max_changes=3).to_document())
+    with pytest.raises(TooMuchChange) as raised:
+        saved.raise_if_unsafe()
+    assert raised.value.reason == (
+        "the plan updates 4 invites, more than max_changes (3). "
+        "This plan was made with --max-changes 3; make a new plan with a higher limit."
+    )
+    assert saved.format_version == 2
+
+
+def test_every_record_reads_back_what_it_wrote():
+    change = InviteChange("inv_a", "a.yaml:2", "Müller", {"email": "o@x"}, {"email": "n@x"}, True)
+    stale = NotUpdatable("inv_b", "a.yaml:9", None, "accepted", {"name": "A"}, {"name": "B"})
+    problem = FailedInvite("inv_c", "a.yaml:20", "HTTP 404: not found", 404, "req-1")
+    for record in (change, stale, problem):
+        assert type(record).from_json(record.to_json()) == record
+    plan = Plan(BASE, [change], [problem], 7, max_changes=3, not_updatable=[stale])
+    again = Plan.from_document(plan.to_document())
+    assert again == plan
+    assert again.digest() == plan.digest()
+    assert plan.to_document()["summary"] == {"update": 1, "unchanged": 7, "error": 1}
+    assert plan.to_document()["format_version"] == 2
+
+
+def test_the_audit_logs_plan_hash_changes_with_anything_the_plan_would_write():
+    # Audit lines carry the hash so a write can be traced to the plan that made it.
+    def hash_of(base: str = BASE, **change: Any) -> str:
+        fields = {"before": {"email": "o@x"}, "patch": {"email": "n@x"}, "resend": False}
+        fields |= change
+        record = InviteChange("inv_a", "a.yaml:2", "Acme", **fields)
+        return Plan(base, [record], [], 0).digest()
+
+    same = hash_of()
+    assert same.startswith("sha256:") and len(same) == len("sha256:") + 64
+    assert hash_of() == same
+    different = [
+        hash_of(base="https://api.other.example"),
+        hash_of(patch={"email": "other@x"}),
+        hash_of(before={"email": "older@x"}),
+        hash_of(resend=True),
+        hash_of(patch={"email": "n@x", "groups": ["emea"]}, before={"email": "o@x", "groups": []}),
+    ]
+    assert len({same, *different}) == 1 + len(different)
+
+
+def test_the_plan_hash_does_not_depend_on_the_order_fields_were_read_in():
+    one = InviteChange(
+        "inv_a", "a.yaml:2", "A", {"email": "o", "name": "p"}, {"email": "n", "name": "q"}, False
+    )
+    other = InviteChange(
+        "inv_a", "a.yaml:2", "A", {"name": "p", "email": "o"}, {"name": "q", "email": "n"}, False
+    )
+    assert Plan(BASE, [one], [], 0).digest() == Plan(BASE, [other], [], 0).digest()
+
+
+# From test_max_changes_advice.py:
+# What a refused plan tells the user to do: split it, or make a new plan.
+#
+# A saved plan carries the limit it was reviewed under; telling its user to
+# "raise the limit" on apply would be advice that cannot work.
+SPLIT = "Split the change or raise the limit."
+
+
+def plan_of(count: int, max_changes: int | None, *, saved: bool = False) -> Plan:
+    changes = [
+        InviteChange(
+            f"inv_{n}", f"invites/a.yaml:{n + 2}", None, {"name": "A"}, {"name": "B"}, False
+        )
+        for n in range(count)
+    ]
+    return Plan(
+        base_url="https://api.example.com", changes=changes, max_changes=max_changes, saved=saved
+    )
+
+
+def refusal(plan: Plan, limit: int | None = None) -> str:
+    with pytest.raises(TooMuchChange) as caught:
+        plan.raise_if_unsafe(limit)
+    return str(caught.value)
+
+
+def test_a_saved_plan_over_its_own_limit_says_to_make_a_new_plan():
+    message = refusal(plan_of(3, max_changes=2, saved=True))
+
+    assert message == (
+        "refusing to apply, nothing was changed: the plan updates 3 invites, more than "
+        "max_changes (2). This plan was made with --max-changes 2; make a new plan with a "
+        "higher limit."
+    )
+
+
+@pytest.mark.parametrize("limit", [2, 5])
+def test_a_looser_or_equal_limit_on_apply_still_names_the_saved_one(limit: int):
+    message = refusal(plan_of(3, max_changes=2, saved=True), limit)
+
+    assert message.endswith(
+        "This plan was made with --max-changes 2; make a new plan with a higher limit."
+    )
+
+
+def test_a_stricter_limit_on_apply_says_to_split_or_raise_it():
+    message = refusal(plan_of(3, max_changes=5, saved=True), 2)
+
+    assert message.endswith(f"more than max_changes (2). {SPLIT}")
+
+
+def test_a_plan_just_made_says_to_split_or_raise_the_limit():
+    assert refusal(plan_of(3, max_changes=2)).endswith(f"more than max_changes (2). {SPLIT}")
+    assert refusal(plan_of(3, max_changes=None), 1).endswith(f"max_changes (1). {SPLIT}")
+    assert str(TooMuchChange(3, 2)).endswith(SPLIT)
+
+
+def test_a_plan_within_its_limits_is_not_refused():
+    plan_of(2, max_changes=2, saved=True).raise_if_unsafe(2)
+    plan_of(5, max_changes=None).raise_if_unsafe()
+
+
+# From test_review_wording.py: Counts read as English: one answer, one invite.
+def test_the_max_changes_refusal_counts_invites() -> None:
+    assert "updates 1 invite, more than max_changes (0)" in TooMuchChange(1, 0).reason
+    assert "updates 2 invites, more than" in TooMuchChange(2, 1).reason
+
+
+# From test_untrusted_inputs.py: What an attacker found after the rebuild: each stays fixed.
+def test_a_plan_never_holds_a_secret_the_server_put_in_an_invite(registered_secret: str) -> None:
+    change = InviteChange(
+        "inv_1", "invites/a.yaml:3", "Acme", {"name": registered_secret}, {"name": "Acme"}, False
+    )
+    plan = Plan(base_url="https://api.example", changes=[change])
+    saved = json.dumps(plan.to_document())
+    assert registered_secret not in saved and "[redacted]" in saved

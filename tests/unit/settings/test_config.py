@@ -1,0 +1,391 @@
+"""load_settings: precedence, secrets kept out of the config file, clear errors."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from support.cli import run_cli
+from support.helpers import clean_env
+
+from reconciler.errors import ConfigError, ReconcilerError
+from reconciler.settings.config import DEFAULT_SCOPE, Settings, load_settings
+
+SECRET = "cs_live_Zq9xSECRETvalue"
+
+
+@pytest.fixture(autouse=True)
+def _empty_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # No stray reconciler.yaml from the repository may leak into these tests.
+    work = tmp_path / "cwd"
+    work.mkdir()
+    monkeypatch.chdir(work)
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Callable[[str], str]:
+    def write(text: str, name: str = "conf/reconciler.yaml") -> str:
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        return str(path)
+
+    return write
+
+
+def test_defaults_without_file_or_env() -> None:
+    settings = load_settings(None, env={})
+
+    assert settings == Settings()
+    assert settings.scope == DEFAULT_SCOPE
+    assert settings.paths == ("invites",)
+    assert settings.base_url is None and settings.client_secret is None
+
+
+def test_environment_over_file_over_defaults(config: Callable[[str], str]) -> None:
+    path = config(
+        "base_url: https://file.example.com\n"
+        "client_id: from-file\n"
+        "scope: kyb:invites:read\n"
+        "parallelism: 4\n"
+        "max_attempts: 3\n"
+    )
+    env = {
+        "RECONCILER_BASE_URL": "https://env.example.com",
+        "RECONCILER_PARALLELISM": "8",
+        "RECONCILER_CLIENT_SECRET": SECRET,
+    }
+
+    settings = load_settings(path, env=env)
+
+    assert settings.base_url == "https://env.example.com"  # env over file
+    assert settings.parallelism == 8  # env over file
+    assert settings.client_id == "from-file"  # file over default
+    assert settings.scope == "kyb:invites:read"  # file over default
+    assert settings.max_attempts == 3  # file over default
+    assert settings.timeout == Settings().timeout  # default
+    assert settings.client_secret == SECRET
+
+
+def test_command_line_overrides_environment(config: Callable[[str], str]) -> None:
+    path = config("parallelism: 4\n")
+    settings = load_settings(path, env={"RECONCILER_PARALLELISM": "8"})
+
+    overridden = settings.with_overrides(parallelism=2, base_url=None)
+
+    assert overridden.parallelism == 2
+    assert overridden.base_url == settings.base_url  # an option not given changes nothing
+    assert settings.parallelism == 8  # the original is untouched
+
+
+def test_default_config_file_is_read_from_working_directory() -> None:
+    Path("reconciler.yaml").write_text("scope: kyb:invites:read\nparallelism: 3\n")
+
+    settings = load_settings(None, env={})
+
+    assert settings.scope == "kyb:invites:read"
+    assert settings.parallelism == 3
+
+
+def test_empty_environment_values_do_not_override(config: Callable[[str], str]) -> None:
+    path = config("base_url: https://file.example.com\n")
+
+    settings = load_settings(path, env={"RECONCILER_BASE_URL": "", "RECONCILER_SCOPE": ""})
+
+    assert settings.base_url == "https://file.example.com"
+    assert settings.scope == DEFAULT_SCOPE
+
+
+def test_path_templates_and_field_names_come_from_the_file(config: Callable[[str], str]) -> None:
+    path = config(
+        "get_invite_path: /kyb/v2/invites/{inviteId}\n"
+        "resend_invite_path: /kyb/v2/invites/{inviteId}:resend\n"
+        "field_names:\n"
+        "  phone: phoneNumber\n"
+    )
+
+    settings = load_settings(path, env={})
+
+    assert settings.get_invite_path == "/kyb/v2/invites/{inviteId}"
+    assert settings.resend_invite_path == "/kyb/v2/invites/{inviteId}:resend"
+    assert settings.wire_name("phone") == "phoneNumber"
+    assert settings.wire_name("email") == "email"
+
+
+@pytest.mark.parametrize(
+    "key", ["client_secret", "token", "password", "access_token", "Client_Secret"]
+)
+def test_secret_in_config_file_is_an_error_naming_file_line_and_key(
+    config: Callable[[str], str], key: str
+) -> None:
+    path = config(f"base_url: https://api.example.com\n{key}: {SECRET}\n")
+
+    with pytest.raises(ReconcilerError) as caught:
+        load_settings(path, env={})
+
+    text = str(caught.value)
+    assert f"{path}:2:" in text
+    assert key in text
+    assert "RECONCILER_CLIENT_SECRET" in text
+    assert SECRET not in text
+
+
+def test_client_secret_file_is_read_and_stripped(tmp_path: Path) -> None:
+    secret_file = tmp_path / "secret"
+    secret_file.write_text(f"  {SECRET}\n\n", encoding="utf-8")
+
+    settings = load_settings(None, env={"RECONCILER_CLIENT_SECRET_FILE": str(secret_file)})
+
+    assert settings.client_secret == SECRET
+
+
+def test_missing_client_secret_file_is_a_config_error(tmp_path: Path) -> None:
+    missing = tmp_path / "nope" / "secret"
+
+    with pytest.raises(ConfigError) as caught:
+        load_settings(None, env={"RECONCILER_CLIENT_SECRET_FILE": str(missing)})
+
+    text = str(caught.value)
+    assert "RECONCILER_CLIENT_SECRET_FILE" in text
+    assert str(missing) in text
+
+
+@pytest.mark.parametrize("content", ["", "   \n\t\n"])
+def test_empty_client_secret_file_is_a_config_error(tmp_path: Path, content: str) -> None:
+    secret_file = tmp_path / "secret"
+    secret_file.write_text(content, encoding="utf-8")
+
+    with pytest.raises(ConfigError) as caught:
+        load_settings(None, env={"RECONCILER_CLIENT_SECRET_FILE": str(secret_file)})
+
+    text = str(caught.value)
+    assert "RECONCILER_CLIENT_SECRET_FILE" in text
+    assert "empty" in text
+
+
+def test_unreadable_client_secret_file_does_not_echo_its_content(tmp_path: Path) -> None:
+    secret_file = tmp_path / "secret"
+    secret_file.write_bytes(b"\xff\xfe" + SECRET.encode())
+
+    with pytest.raises(ConfigError) as caught:
+        load_settings(None, env={"RECONCILER_CLIENT_SECRET_FILE": str(secret_file)})
+
+    assert SECRET not in str(caught.value)
+    assert "RECONCILER_CLIENT_SECRET_FILE" in str(caught.value)
+
+
+@pytest.mark.parametrize("value", ["eight", "4.5", "8 workers"])
+def test_non_integer_parallelism_is_a_clear_config_error(value: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_settings(None, env={"RECONCILER_PARALLELISM": value})
+
+    text = str(caught.value)
+    assert "RECONCILER_PARALLELISM" in text
+    assert value in text
+    assert "whole number" in text
+
+
+def test_parallelism_below_one_is_a_config_error() -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_settings(None, env={"RECONCILER_PARALLELISM": "0"})
+
+    assert "RECONCILER_PARALLELISM" in str(caught.value)
+
+
+def test_unknown_config_key_points_at_it_and_suggests_the_right_one(
+    config: Callable[[str], str],
+) -> None:
+    path = config("scope: kyb:invites:read\nbase_ulr: https://api.example.com\n")
+
+    with pytest.raises(ReconcilerError) as caught:
+        load_settings(path, env={})
+
+    text = str(caught.value)
+    assert f"{path}:2:1:" in text
+    assert "base_ulr" in text
+    assert "did you mean `base_url`" in text
+
+
+def test_unknown_field_name_key_points_at_its_column(config: Callable[[str], str]) -> None:
+    path = config("field_names:\n  phon: phoneNumber\n")
+
+    with pytest.raises(ReconcilerError) as caught:
+        load_settings(path, env={})
+
+    text = str(caught.value)
+    assert f"{path}:2:3:" in text
+    assert "did you mean `phone`" in text
+
+
+def test_invalid_config_value_names_file_and_line(config: Callable[[str], str]) -> None:
+    path = config("base_url: https://api.example.com\nparallelism: many\n")
+
+    with pytest.raises(ReconcilerError) as caught:
+        load_settings(path, env={})
+
+    assert f"{path}:2:" in str(caught.value)
+    assert "parallelism" in str(caught.value)
+
+
+def test_missing_config_file_is_a_config_error(tmp_path: Path) -> None:
+    missing = str(tmp_path / "absent.yaml")
+
+    with pytest.raises(ConfigError) as caught:
+        load_settings(missing, env={})
+
+    assert missing in str(caught.value)
+
+
+def test_relative_paths_resolve_against_the_config_files_directory(
+    config: Callable[[str], str], tmp_path: Path
+) -> None:
+    absolute = str(tmp_path / "elsewhere")
+    path = config(f"paths:\n  - invites\n  - ../shared/invites\n  - {absolute}\n")
+
+    settings = load_settings(path, env={})
+
+    resolved = [Path(p).resolve() for p in settings.paths]
+    assert resolved == [
+        (tmp_path / "conf" / "invites").resolve(),
+        (tmp_path / "shared" / "invites").resolve(),
+        Path(absolute).resolve(),
+    ]
+
+
+def test_relative_paths_with_a_relative_config_path(
+    config: Callable[[str], str], tmp_path: Path
+) -> None:
+    config("paths: [invites]\n")
+    relative = os.path.relpath(tmp_path / "conf" / "reconciler.yaml")
+
+    settings = load_settings(relative, env={})
+
+    assert [Path(p).resolve() for p in settings.paths] == [
+        (tmp_path / "conf" / "invites").resolve()
+    ]
+
+
+def test_settings_repr_never_shows_the_secret(tmp_path: Path) -> None:
+    secret_file = tmp_path / "secret"
+    secret_file.write_text(SECRET)
+
+    direct = Settings(base_url="https://api.example.com", client_id="ci", client_secret=SECRET)
+    from_env = load_settings(None, env={"RECONCILER_CLIENT_SECRET": SECRET})
+    from_file = load_settings(None, env={"RECONCILER_CLIENT_SECRET_FILE": str(secret_file)})
+
+    for settings in (direct, from_env, from_file):
+        assert settings.client_secret == SECRET
+        assert SECRET not in repr(settings)
+        assert SECRET not in str(settings)
+        assert SECRET not in repr(settings.with_overrides(parallelism=2))
+
+
+def test_paths_may_be_a_single_string(tmp_path: Path) -> None:
+    config = tmp_path / "reconciler.yaml"
+    config.write_text("paths: invites\n", encoding="utf-8")
+    settings = load_settings(str(config), env={})
+    assert settings.paths == (str(tmp_path / "invites"),)
+
+
+# --- one conversion for options, environment and file ---------------------------------------
+
+
+@pytest.mark.parametrize("value", ["0", "257", "1000"])
+def test_parallelism_out_of_range_is_refused_from_the_environment(value: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_settings(None, env={"RECONCILER_PARALLELISM": value})
+
+    text = str(caught.value)
+    assert "RECONCILER_PARALLELISM" in text and value in text
+    assert "at least 1 and at most 256" in text
+
+
+def test_the_option_and_the_environment_refuse_the_same_values() -> None:
+    from click.testing import CliRunner
+
+    from reconciler.cli import cli
+
+    result = CliRunner().invoke(cli, ["plan", "--sandbox", "--parallelism", "1000"])
+    assert result.exit_code != 0
+    assert "at least 1 and at most 256" in result.output
+    with pytest.raises(ConfigError, match="at least 1 and at most 256"):
+        load_settings(None, env={"RECONCILER_PARALLELISM": "1000"})
+
+
+def test_timeout_from_the_environment_must_be_positive() -> None:
+    with pytest.raises(ConfigError, match=r"RECONCILER_TIMEOUT.*more than 0"):
+        load_settings(None, env={"RECONCILER_TIMEOUT": "0"})
+    assert load_settings(None, env={"RECONCILER_TIMEOUT": "2.5"}).timeout == 2.5
+
+
+def test_both_secret_variables_set_is_an_error_that_shows_neither(tmp_path: Path) -> None:
+    secret_file = tmp_path / "secret"
+    secret_file.write_text(SECRET)
+    env = {"RECONCILER_CLIENT_SECRET": SECRET, "RECONCILER_CLIENT_SECRET_FILE": str(secret_file)}
+
+    with pytest.raises(ConfigError) as caught:
+        load_settings(None, env=env)
+
+    text = str(caught.value)
+    assert "RECONCILER_CLIENT_SECRET and RECONCILER_CLIENT_SECRET_FILE" in text
+    assert SECRET not in text
+
+
+def test_the_contract_is_one_record_swapped_whole() -> None:
+    from reconciler.settings.config import Contract
+
+    custom = Settings(
+        base_url="https://api.example.com",
+        token_path="/auth/token",
+        get_invite_path="/v9/{inviteId}",
+        field_names={"phone": "phoneNumber"},
+        scope="custom:scope",
+    )
+    assert custom.contract.token_path == "/auth/token"
+    published = custom.with_contract(Contract())
+    assert published.contract == Contract()
+    assert published.wire_name("phone") == "phone"
+    assert published.base_url == custom.base_url  # only the contract changed
+
+
+# Bytes that are not UTF-8 in a variable reach Python as lone surrogates ('\udcff'),
+# which no HTTP header, token form or signing key can carry.
+@pytest.mark.parametrize(
+    "name", ["RECONCILER_CLIENT_SECRET", "RECONCILER_CLIENT_ID", "RECONCILER_BASE_URL"]
+)
+def test_a_variable_that_is_not_utf8_is_refused_without_showing_it(name: str) -> None:
+    env = {"RECONCILER_CLIENT_ID": "ci", "RECONCILER_CLIENT_SECRET": SECRET, name: "cs_\udcffLIVE"}
+
+    with pytest.raises(ConfigError) as caught:
+        load_settings(None, env=env)
+
+    assert str(caught.value) == f"{name} is not UTF-8 text; set it again"
+
+
+def test_a_secret_file_name_with_control_characters_is_shown_escaped(tmp_path: Path) -> None:
+    missing = tmp_path / "secret\x1b]0;PWNED\x07"
+    with pytest.raises(ConfigError) as caught:
+        load_settings(None, env={"RECONCILER_CLIENT_SECRET_FILE": str(missing)})
+    assert "\x1b" not in str(caught.value) and "\\x1b]0;PWNED\\x07" in str(caught.value)
+
+
+# From test_untrusted_inputs.py: What an attacker found after the rebuild: each stays fixed.
+@pytest.mark.parametrize("raw", ["nan", "inf", "-inf", "NaN"])
+def test_a_number_of_seconds_must_be_finite(raw: str) -> None:
+    with pytest.raises(ConfigError, match="not a finite number"):
+        load_settings(None, env={"RECONCILER_TIMEOUT": raw})
+
+
+def test_a_number_of_seconds_in_the_config_file_must_be_finite(tmp_path: Path) -> None:
+    config = tmp_path / "reconciler.yaml"
+    config.write_text("retry_max_seconds: .inf\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="not a finite number"):
+        load_settings(str(config), env={})
+
+
+def test_a_config_file_that_never_ends_is_refused(tmp_path: Path) -> None:
+    result = run_cli("validate", "--config", "/dev/zero", cwd=tmp_path, env=clean_env())
+    assert result.returncode == 1
+    assert "/dev/zero: larger than 1024 KiB" in result.stderr

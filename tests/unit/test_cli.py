@@ -1,0 +1,82 @@
+"""Offline commands start fast: they never import the HTTP stack or DeepDiff.
+
+Commands are imported on demand (``reconciler.cli.LazyGroup``); these tests pin
+what a user notices of that: start-up of `--version` and `validate`, the help
+listing every command, and click's suggestion for a mistyped command.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from support.cli import run_cli
+from support.helpers import EXAMPLES, clean_env
+
+HEAVY = ("requests", "urllib3", "deepdiff")
+
+# Runs the CLI in a fresh interpreter and prints the top-level packages it loaded.
+_CHILD = """
+import json, sys
+from reconciler.cli import main
+code = main(sys.argv[1:])
+print(json.dumps({"code": code, "loaded": sorted({name.split(".")[0] for name in sys.modules})}))
+"""
+
+
+def _heavy_modules_loaded(*args: str) -> list[str]:
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD, *args],
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["code"] == 0, done.stderr
+    return sorted(set(report["loaded"]) & set(HEAVY))
+
+
+def test_version_loads_no_http_stack() -> None:
+    assert _heavy_modules_loaded("--version") == []
+
+
+def test_validate_loads_no_http_stack() -> None:
+    assert _heavy_modules_loaded("validate", str(EXAMPLES)) == []
+
+
+def test_schema_loads_no_http_stack() -> None:
+    assert _heavy_modules_loaded("schema") == []
+
+
+def test_a_mistyped_command_is_suggested() -> None:
+    result = run_cli("paln")
+    assert result.returncode == 1
+    assert "No such command 'paln'. Did you mean 'plan'?" in result.stderr
+
+
+def test_an_unknown_command_with_no_close_name_has_no_suggestion() -> None:
+    result = run_cli("frobnicate")
+    assert result.returncode == 1
+    assert "No such command 'frobnicate'." in result.stderr
+    assert "Did you mean" not in result.stderr
+
+
+def test_help_lists_every_command_in_order_with_its_summary() -> None:
+    result = run_cli("--help")
+    assert result.returncode == 0
+    listed = result.stdout.split("Commands:\n", 1)[1].splitlines()
+    names = [line.split()[0] for line in listed if line.strip()]
+    assert names == sorted(
+        ["apply", "export", "plan", "resend", "sandbox", "schema", "show", "validate"]
+    )
+    assert "  schema    Print the JSON Schema of desired-state files." in listed
+
+
+def test_each_command_runs_after_a_lazy_import() -> None:
+    for name in ("validate", "plan", "apply", "export", "show", "resend", "sandbox", "schema"):
+        result = run_cli(name, "--help")
+        assert result.returncode == 0, name
+        assert result.stdout.startswith(f"Usage: reconcile {name} "), name

@@ -1,0 +1,393 @@
+"""Properties of the loader over generated input: hostile YAML, and the quick schema check.
+
+- Whatever nesting, anchors, aliases and control characters a file holds, the
+  loader returns: invites, or problems each placed at a line and column of the
+  file, one line each, with no raw control character. Never an exception, a
+  crash or a hang (each example is bounded by the loader's own limits).
+- The check compiled from the schema never says "valid" where jsonschema finds
+  an error, and says "valid" for ordinary valid invites (so it is used).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from reconciler.desired.state import load_text
+from reconciler.errors import SourceError
+from reconciler.schema.check import invite_validators
+from reconciler.yamlload import source as yaml_source
+from reconciler.yamlload.builder import DEPTH_LIMIT
+from reconciler.yamlload.source import load_yaml
+
+PROPERTY = settings(
+    max_examples=200,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+_RAW_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+# -- generated YAML: nesting, anchors, aliases, control characters -------------------------
+
+anchor_names = st.sampled_from(["a", "b", "c", "emea"])
+scalars = st.one_of(
+    st.sampled_from(
+        ["lol", "NO", "yes", "12:30", "0755", "+442079460000", "2024-01-02", "~", "''", "inv_1"]
+    ),
+    st.sampled_from(['"\\e]0;PWNED\\a"', '"tab\\there"', '"nul\\0"', '"line\\nbreak"']),
+    anchor_names.map(lambda name: f"*{name}"),
+)
+keys = st.sampled_from(["id", "name", "email", "groups", "<<", "x", "? [a]", "NO", '"\\e"'])
+
+
+def anchored(node: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+    anchor = st.one_of(st.just(""), anchor_names.map(lambda name: f"&{name} "))
+    return st.tuples(anchor, node).map("".join)
+
+
+def flow_list(items: list[str]) -> str:
+    return "[" + ", ".join(items) + "]"
+
+
+def flow_map(pairs: list[tuple[str, str]]) -> str:
+    return "{" + ", ".join(f"{key}: {value}" for key, value in pairs) + "}"
+
+
+nodes = st.recursive(
+    anchored(scalars),
+    lambda kids: anchored(
+        st.one_of(
+            st.lists(kids, max_size=9).map(flow_list),
+            st.lists(st.tuples(keys, kids), max_size=5).map(flow_map),
+        )
+    ),
+    max_leaves=40,
+)
+deep_flow = st.integers(0, 400).map(lambda n: "[" * n + "x" + "]" * n)
+deep_block = st.integers(0, 300).map(lambda n: "- " * n + "x")
+bodies = st.one_of(nodes, deep_flow)
+documents = st.one_of(
+    bodies.map(lambda body: f"invites: [{body}]\n"),
+    st.lists(bodies, max_size=6).map(
+        lambda entries: "invites:\n" + "".join(f"  - {entry}\n" for entry in entries)
+    ),
+    st.lists(st.tuples(keys, bodies), max_size=5).map(
+        lambda pairs: "".join(f"{key}: {value}\n" for key, value in pairs)
+    ),
+    deep_block.map(lambda body: f"invites:\n{body}\n"),
+)
+controls = st.text(alphabet=st.characters(codec="utf-8", categories=["Cc"]), max_size=2)
+
+
+@st.composite
+def hostile_texts(draw: st.DrawFn) -> str:
+    text = draw(documents)
+    if draw(st.booleans()):
+        at = draw(st.integers(0, len(text)))
+        text = text[:at] + draw(controls) + text[at:]
+    return text
+
+
+def assert_well_placed(problems: list[SourceError], text: str, path: str) -> None:
+    lines = len(text.splitlines()) + 1
+    for problem in problems:
+        assert problem.path == path
+        assert 1 <= problem.line <= lines, problem
+        assert problem.column >= 1, problem
+        shown = str(problem)
+        assert problem.message.strip() and "\n" not in shown, shown
+        assert not _RAW_CONTROL.search(shown), shown
+
+
+@pytest.mark.slow
+@PROPERTY
+@given(text=hostile_texts())
+@example(text="a: &a [*a]\n")
+@example(text="invites: &x [*x]\n")
+@example(text="<<: {invites: [{id: inv_1}]}\n")
+@example(text="invites: " + "[" * 5000 + "\n")
+@example(text="a: &a [" + ", ".join(["lol"] * 9) + "]\nb: &a [" + ", ".join(["*a"] * 9) + "]\n")
+def test_any_nesting_aliases_and_control_characters_load_or_are_placed(text: str) -> None:
+    invites, problems = load_text(text, "hostile.yaml")
+
+    assert_well_placed(problems, text, "hostile.yaml")
+    if not problems:
+        assert all(isinstance(invite.id, str) for invite in invites)
+
+
+@PROPERTY
+@given(text=hostile_texts())
+@example(text="\r")
+@example(text="\x85")
+def test_a_config_file_of_any_shape_loads_or_is_placed(text: str) -> None:
+    loaded = load_yaml(text, "reconciler.yaml")
+
+    assert_well_placed(loaded.problems, text, "reconciler.yaml")
+    if loaded.document is None:
+        # YAML reads "\r" and NEL ("\x85") as line breaks: text of only those is empty.
+        assert loaded.problems or not text.strip(" \r\n\x85#")
+
+
+def test_anchors_redefined_until_they_multiply_are_refused() -> None:
+    # A bomb built by redefining one anchor, each time nine copies of the last.
+    lines = ['a: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    lines += [f"k{n}: &a [" + ", ".join(["*a"] * 9) + "]" for n in range(12)]
+
+    problems = load_text("\n".join(lines) + "\n", "bomb.yaml")[1]
+
+    assert [p.message for p in problems if "aliases expand" in p.message]
+
+
+# -- the quick schema check ----------------------------------------------------------------
+
+ids = st.sampled_from(["inv_8f2k1", "inv.legacy-01", "inv_1\n", "..", "", "x" * 129, "a b"])
+texts = st.one_of(
+    st.sampled_from(["Acme Holdings Ltd", "株式会社サクラ商事", "", "x" * 201, "a\n"]),
+    st.text(max_size=5),
+)
+emails = st.sampled_from(
+    ["kyb@acme.example", "a@b.c", "a@b.example\n", "no-at.example", "a@b", "é@ü.example", ""]
+)
+phones = st.sampled_from(["+442079460000", "+442079460000\n", "442079460000", "+0123456", "+1"])
+anything = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), texts)
+identifier_sets = st.one_of(
+    st.lists(st.sampled_from(["emea", "apac", "edd", ""]), max_size=4),
+    st.lists(anything, max_size=3),
+    anything,
+)
+contacts = st.one_of(
+    st.fixed_dictionaries(
+        {"name": texts, "email": emails},
+        optional={"phone": phones, "fax": texts},
+    ),
+    anything,
+)
+
+
+def fields_of(value: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.one_of(value, anything)
+
+
+invite_like = st.fixed_dictionaries(
+    {},
+    optional={
+        "id": fields_of(ids),
+        "name": fields_of(texts),
+        "email": fields_of(emails),
+        "phone": fields_of(phones),
+        "primaryContact": contacts,
+        "groups": identifier_sets,
+        "addOns": identifier_sets,
+        "attachments": identifier_sets,
+        "resendOnChange": anything,
+        "emial": texts,
+    },
+)
+valid_invites = st.fixed_dictionaries(
+    {"id": st.sampled_from(["inv_8f2k1", "inv.legacy-01", "A-1"])},
+    optional={
+        "name": st.sampled_from(["Acme Holdings Ltd", "Müller & Söhne GmbH", "株式会社サクラ商事"]),
+        "email": st.just("kyb@acme.example"),
+        "phone": st.just("+442079460000"),
+        "primaryContact": st.just({"name": "Zoë Ångström", "email": "zoe@acme.example"}),
+        "groups": st.lists(st.sampled_from(["emea", "apac", "priority"]), unique=True),
+        "resendOnChange": st.booleans(),
+    },
+)
+
+
+@PROPERTY
+@given(entry=st.one_of(invite_like, anything, st.lists(anything, max_size=2)))
+def test_the_quick_check_never_accepts_what_jsonschema_refuses(entry: Any) -> None:
+    schema = invite_validators()
+
+    if schema.entry_is_valid(entry):
+        assert schema.entry.is_valid(entry), entry
+
+
+@PROPERTY
+@given(entry=valid_invites)
+def test_the_quick_check_accepts_ordinary_valid_invites(entry: dict[str, Any]) -> None:
+    schema = invite_validators()
+
+    assert schema.entry.is_valid(entry)
+    assert schema.entry_is_valid(entry)
+
+
+# From test_loader_parser_surprises.py:
+# When libyaml fails in a way the loader does not expect (another libyaml build,
+# an error without a position), the user still gets the file, a line and column
+# and a message: never a traceback, never an error placed nowhere.
+TEXT = "invites:\n  - id: inv_1\n    name: [[[[Acme]]]]\n"
+
+
+class _FailingParser:
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    def get_event(self) -> Any:
+        raise self.error
+
+    def dispose(self) -> None:
+        pass
+
+
+@pytest.fixture
+def libyaml_fails_on(monkeypatch: pytest.MonkeyPatch):
+    """libyaml raising ``error`` on ``text``; any other text (a part of it) parses."""
+    real = yaml_source._Parser
+
+    def fail(text: str, error: Exception) -> None:
+        monkeypatch.setattr(
+            yaml_source,
+            "_Parser",
+            lambda source: _FailingParser(error) if source == text else real(source),
+        )
+
+    return fail
+
+
+def _messages(text: str) -> list[str]:
+    invites, problems = load_text(text, "team.yaml")
+    assert invites == []
+    return [str(p) for p in problems]
+
+
+def _mark(line: int, column: int, index: int) -> yaml.Mark:
+    return yaml.Mark("<file>", index, line, column, None, None)
+
+
+@pytest.mark.parametrize(
+    ("error", "expected"),
+    [
+        (yaml.YAMLError("the stream broke"), "team.yaml:1:1: invalid YAML: the stream broke"),
+        (yaml.MarkedYAMLError(), "team.yaml:1:1: invalid YAML"),
+        (
+            yaml.reader.ReaderError(
+                "<file>", 3, 0x41, "utf-8", "special characters are not allowed"
+            ),
+            "team.yaml:1:1: a character YAML does not allow; save the file as text",
+        ),
+    ],
+    ids=["error-without-position", "marked-error-without-marks", "refused-character-we-allow"],
+)
+def test_an_error_without_a_place_is_shown_at_the_first_line(libyaml_fails_on, error, expected):
+    libyaml_fails_on(TEXT, error)
+    assert _messages(TEXT) == [expected]
+
+
+def test_the_config_loader_reports_it_the_same_way(libyaml_fails_on):
+    text = "concurrency: 4\n"
+    libyaml_fails_on(text, yaml.YAMLError("the stream broke"))
+    loaded = load_yaml(text, "reconciler.yaml")
+    assert loaded.document is None
+    assert [str(p) for p in loaded.problems] == [
+        "reconciler.yaml:1:1: invalid YAML: the stream broke"
+    ]
+
+
+def _too_deep(mark: yaml.Mark | None) -> yaml.MarkedYAMLError:
+    return yaml.scanner.ScannerError(
+        "while increasing flow level", None, "exceeded maximum nesting depth", mark
+    )
+
+
+def test_libyaml_stopping_deeper_than_our_limit_is_shown_where_ours_was_passed(libyaml_fails_on):
+    text = "invites:\n  - id: inv_1\n    name: " + "[" * (DEPTH_LIMIT + 20) + "\n"
+    libyaml_fails_on(text, _too_deep(_mark(2, len(text), len(text) - 1)))
+    [message] = _messages(text)
+    assert message.startswith("team.yaml:3:")
+    assert f"nested too deeply (limit {DEPTH_LIMIT})" in message
+    column = int(message.split(":")[2])
+    assert column < len("    name: ") + DEPTH_LIMIT + 2  # at ours, not at libyaml's stop
+
+
+def test_libyaml_stopping_before_our_limit_is_shown_where_libyaml_stopped(libyaml_fails_on):
+    # A libyaml built with a lower limit than ours: the text up to its stop
+    # is within our limit, so its own place is the best there is.
+    libyaml_fails_on(TEXT, _too_deep(_mark(2, 14, len(TEXT) - 10)))
+    assert _messages(TEXT) == [f"team.yaml:3:15: nested too deeply (limit {DEPTH_LIMIT})"]
+
+
+def test_libyaml_stopping_without_a_place_is_shown_at_the_first_line(libyaml_fails_on):
+    libyaml_fails_on(TEXT, _too_deep(None))
+    assert _messages(TEXT) == [f"team.yaml:1:1: nested too deeply (limit {DEPTH_LIMIT})"]
+
+
+def test_items_handed_to_the_hook_are_not_kept_in_the_document():
+    # The whole point of the hook: a 60 MB file's invites are never all in memory.
+    text = "invites:\n" + "".join(f"  - id: inv_{n}\n" for n in range(3)) + "other: [1, 2]\n"
+    seen: list[tuple[int, Any]] = []
+    document, problems = yaml_source.parse(
+        text,
+        "team.yaml",
+        yaml_source.Lines(text),
+        "invites",
+        lambda index, value, *_: seen.append((index, value)),
+    )
+    assert problems == []
+    assert seen == [(n, {"id": f"inv_{n}"}) for n in range(3)]
+    assert document is not None
+    assert document.value == {"invites": [], "other": [1, 2]}
+
+
+# From test_yaml_mistakes.py: Mistakes people make writing YAML by hand, each shown where it is,
+# with what to fix.
+ENTRY = "invites:\n  - id: inv_1\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        pytest.param(
+            ENTRY + "    name:Acme\n    email: a@b.example\n",
+            "3:5: while scanning a simple key could not find expected ':' "
+            "(a key needs a `:` after it)",
+            id="no-space-after-colon: at the key, not the line after",
+        ),
+        pytest.param(
+            ENTRY + "    name Acme\n  - id: inv_2\n",
+            "3:5: while scanning a simple key could not find expected ':' "
+            "(a key needs a `:` after it)",
+            id="key-without-colon",
+        ),
+        pytest.param(
+            ENTRY + "    name: Acme: Holdings\n",
+            "3:15: mapping values are not allowed in this context "
+            "(often a missing space after `:`, or a line indented wrongly)",
+            id="colon-in-a-plain-value",
+        ),
+        pytest.param(
+            ENTRY + "\tname: Acme\n",
+            "3:1: a tab character here; YAML must be indented with spaces",
+            id="tab",
+        ),
+        pytest.param(
+            ENTRY + '    name: "Acme\n    email: a@b.example\n',
+            "3:11: while scanning a quoted scalar found unexpected end of stream "
+            "(a quote or bracket is not closed)",
+            id="unclosed-quote: where it opens",
+        ),
+        pytest.param(
+            ENTRY + "    groups: [emea, apac\n    email: a@b.example\n",
+            "3:13: while parsing a flow sequence did not find expected ',' or ']' "
+            "(a bracket is not closed, or two items lack a `,` between them)",
+            id="unclosed-bracket: where it opens",
+        ),
+        pytest.param(
+            ENTRY + "  name: Acme\n",
+            "3:3: while parsing a block collection did not find expected '-' indicator "
+            "(check the indentation: an entry's keys line up, and each entry starts with `- `)",
+            id="key-out-of-its-entry",
+        ),
+    ],
+)
+def test_a_hand_writing_mistake_is_shown_where_it_is(text: str, shown: str) -> None:
+    invites, problems = load_text(text, "team.yaml")
+    assert invites == []
+    assert [str(p) for p in problems] == [f"team.yaml:{shown}"]
