@@ -22,7 +22,7 @@ from reconciler.safetext import escape
 from reconciler.schema.check import invite_validators, validate
 from reconciler.schema.messages import Where
 from reconciler.yamlload.positions import Lines
-from reconciler.yamlload.source import FileSource, parse
+from reconciler.yamlload.source import FileSource, stream
 
 __all__ = [
     "DEFAULT_PATH",
@@ -117,7 +117,7 @@ def _load(
 ) -> tuple[list[DesiredInvite], list[SourceError]]:
     reader = EntryReader(path, lines)
     with _collector_paused():
-        document, problems = parse(source, path, lines, "invites", reader)
+        document, problems, entries = stream(source, path, lines, "invites", reader)
     if document is None:
         return [], problems
     if document.value is None:
@@ -126,13 +126,8 @@ def _load(
     if not isinstance(document.value, dict):
         message = "top level must be a mapping with an `invites:` list"
         return [], [*problems, SourceError(path, *document.mark(), message)]
-    entries = document.value.get("invites")
-    if isinstance(entries, list) and entries:
-        # The list came through an alias or a merge, so it was not read entry by entry.
-        for index in range(len(entries)):
-            entry = document.walk(("invites", index))
-            spot = entry.spot if entry.taken == 2 else None
-            reader(index, entries[index], entry.position, document.raw(("invites", index)), spot)
+    for entry in entries.left:  # the list came through an alias or a merge
+        reader(entry)
     problems.extend(validate(invite_validators().file, Where(document, path)))
     return reader.invites, [*problems, *reader.problems]
 
