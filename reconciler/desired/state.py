@@ -21,7 +21,8 @@ from reconciler.errors import InputError, SourceError
 from reconciler.safetext import escape
 from reconciler.schema.check import invite_validators, validate
 from reconciler.schema.messages import Where
-from reconciler.yamlload.positions import Lines
+from reconciler.yamlload.items import Delivery, ListRead
+from reconciler.yamlload.positions import Lines, Located
 from reconciler.yamlload.source import FileSource, stream
 
 __all__ = [
@@ -128,8 +129,22 @@ def _load(
         return [], [*problems, SourceError(path, *document.mark(), message)]
     for entry in entries.left:  # the list came through an alias or a merge
         reader(entry)
-    problems.extend(validate(invite_validators().file, Where(document, path)))
+    problems.extend(validate(invite_validators().file, Where(_as_written(document, entries), path)))
     return reader.invites, [*problems, *reader.problems]
+
+
+def _as_written(document: Located, entries: ListRead) -> Located:
+    """The document as the file-level check judges it: `invites` as long as written.
+
+    A streamed list is empty in the document. The file-level schema leaves
+    each entry to ``EntryReader``, and rules that would need the entries
+    together are refused with the schema (``invite_validators``), so only the
+    list's length matters there: placeholders stand in for the entries, and a
+    streamed list is judged as the same list built whole would be.
+    """
+    if entries.delivery is not Delivery.STREAMED:
+        return document
+    return document._replace(value={**document.value, "invites": [None] * entries.streamed})
 
 
 @contextmanager
