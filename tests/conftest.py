@@ -72,13 +72,18 @@ def write_yaml(tmp_path: Path) -> Callable[[str, str], Path]:
 @pytest.fixture
 def edit_invite_schema(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[Callable[[Callable[[dict[str, Any]], None]], None]]:
+) -> Iterator[Callable[..., None]]:
     """Read invite files against the shipped schema with ``change`` made to its
-    invite entry, as a team may edit the file."""
+    invite entry (or to the part of it at the keys ``at``), as a team may edit the file."""
 
-    def edit(change: Callable[[dict[str, Any]], None]) -> None:
+    def edit(
+        change: Callable[[dict[str, Any]], None], at: tuple[str, ...] = ("$defs", "invite")
+    ) -> None:
         edited = json.loads(invite_schema_path().read_text(encoding="utf-8"))
-        change(edited["$defs"]["invite"])
+        part = edited
+        for key in at:
+            part = part[key]
+        change(part)
         path = tmp_path / "invites.schema.json"
         path.write_text(json.dumps(edited), encoding="utf-8")
         monkeypatch.setattr(schema, "invite_schema_path", lambda: path)

@@ -15,7 +15,8 @@ from reconciler.errors import ReconcilerError, SourceError
 from reconciler.safetext import escape
 from reconciler.schema.check import invite_validators, validate
 from reconciler.schema.messages import ID_RULE, Where, say
-from reconciler.yamlload.positions import Lines, Located, Spot
+from reconciler.yamlload.items import Item
+from reconciler.yamlload.positions import Lines, Located
 
 # Keys of an invite entry that steer the reconciler and are never sent.
 RECONCILER_KEYS = ("id", "resendOnChange")
@@ -110,7 +111,7 @@ class DesiredInvite:
 
 
 class EntryReader:
-    """Receives the entries of one file (see ``Builder``'s hook); keeps records and problems."""
+    """Takes the entries of one file (the loader's item hook); keeps records and problems."""
 
     def __init__(self, source: str, lines: Lines) -> None:
         self.source = source
@@ -119,14 +120,11 @@ class EntryReader:
         self.invites: list[DesiredInvite] = []
         self.problems: list[SourceError] = []
 
-    def __call__(
-        self, index: int, entry: Any, position: int, raw: str | None, spot: Spot | None
-    ) -> None:
+    def __call__(self, item: Item) -> None:
+        entry = item.value
         problems: list[SourceError] = []
         if not self.schema.entry_is_valid(entry):
-            where = Where(
-                Located(entry, spot, position, self.lines), self.source, ("invites", index)
-            )
+            where = Where(item.located(self.lines), self.source, ("invites", item.index))
             problems = validate(self.schema.entry, where)
             self.problems.extend(problems)
         # Entries with a usable id are kept even when they have problems, so that
@@ -136,13 +134,13 @@ class EntryReader:
         ident = entry.get("id")
         if not isinstance(ident, str):
             return
-        line, column = self.lines.mark(position)
         if not INVITE_ID.fullmatch(ident) and not problems:
-            self._bad_id(ident, Located(entry, spot, position, self.lines))
+            self._bad_id(ident, item.located(self.lines))
         fields = dict(entry)  # the entry itself may be shared through an alias
         del fields["id"]
         fields.pop("resendOnChange", None)
         resend = entry.get("resendOnChange", False) is True
+        line, column = item.mark
         source = SourceLocation(self.source, line, column)
         self.invites.append(DesiredInvite(ident, fields, source, resend))
 

@@ -21,8 +21,9 @@ from reconciler.errors import InputError, SourceError
 from reconciler.safetext import escape
 from reconciler.schema.check import invite_validators, validate
 from reconciler.schema.messages import Where
-from reconciler.yamlload.positions import Lines
-from reconciler.yamlload.source import FileSource, parse
+from reconciler.yamlload.items import Delivery, ListRead
+from reconciler.yamlload.positions import Lines, Located
+from reconciler.yamlload.source import FileSource, stream
 
 __all__ = [
     "DEFAULT_PATH",
@@ -117,7 +118,7 @@ def _load(
 ) -> tuple[list[DesiredInvite], list[SourceError]]:
     reader = EntryReader(path, lines)
     with _collector_paused():
-        document, problems = parse(source, path, lines, "invites", reader)
+        document, problems, entries = stream(source, path, lines, "invites", reader)
     if document is None:
         return [], problems
     if document.value is None:
@@ -126,15 +127,24 @@ def _load(
     if not isinstance(document.value, dict):
         message = "top level must be a mapping with an `invites:` list"
         return [], [*problems, SourceError(path, *document.mark(), message)]
-    entries = document.value.get("invites")
-    if isinstance(entries, list) and entries:
-        # The list came through an alias or a merge, so it was not read entry by entry.
-        for index in range(len(entries)):
-            entry = document.walk(("invites", index))
-            spot = entry.spot if entry.taken == 2 else None
-            reader(index, entries[index], entry.position, document.raw(("invites", index)), spot)
-    problems.extend(validate(invite_validators().file, Where(document, path)))
+    for entry in entries.left:  # the list came through an alias or a merge
+        reader(entry)
+    problems.extend(validate(invite_validators().file, Where(_as_written(document, entries), path)))
     return reader.invites, [*problems, *reader.problems]
+
+
+def _as_written(document: Located, entries: ListRead) -> Located:
+    """The document as the file-level check judges it: `invites` as long as written.
+
+    A streamed list is empty in the document. The file-level schema leaves
+    each entry to ``EntryReader``, and rules that would need the entries
+    together are refused with the schema (``invite_validators``), so only the
+    list's length matters there: placeholders stand in for the entries, and a
+    streamed list is judged as the same list built whole would be.
+    """
+    if entries.delivery is not Delivery.STREAMED:
+        return document
+    return document._replace(value={**document.value, "invites": [None] * entries.streamed})
 
 
 @contextmanager

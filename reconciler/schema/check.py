@@ -11,8 +11,9 @@ from typing import Any, NamedTuple
 
 from jsonschema import Draft202012Validator, FormatChecker
 
-from reconciler.errors import SourceError
+from reconciler.errors import ReconcilerError, SourceError
 from reconciler.resources import invite_schema_path
+from reconciler.safetext import escape
 from reconciler.schema.fast import compile_check
 from reconciler.schema.messages import Where, describe
 from reconciler.yamlload.positions import START, Lines, Located
@@ -91,12 +92,56 @@ class InviteSchema(NamedTuple):
     entry_is_valid: Callable[[Any], bool]  # quick yes; False means "ask `entry`"
 
 
+# Keywords that judge a list's items, or several of them together. On the
+# `invites` list itself (its `items` aside) they would need every entry of a
+# file kept, and entries are checked one at a time as they are read, then dropped.
+_ITEM_RULES = frozenset(
+    {
+        "items",
+        "prefixItems",
+        "additionalItems",
+        "unevaluatedItems",
+        "contains",
+        "minContains",
+        "maxContains",
+        "uniqueItems",
+    }
+)
+
+
+def _item_rules(schema: Any) -> set[str]:
+    """The ``_ITEM_RULES`` keywords anywhere in ``schema``."""
+    if isinstance(schema, list):
+        return set().union(*map(_item_rules, schema))
+    if not isinstance(schema, dict):
+        return set()
+    found = {key for key in schema if key in _ITEM_RULES}
+    return found.union(*map(_item_rules, schema.values()))
+
+
+def _refuse_item_rules(around: dict[str, Any], path: Path) -> None:
+    """Refuse a schema whose `invites` list would be judged on entries it no longer has."""
+    found = sorted(_item_rules(around))
+    if found:
+        rules = ("the rule " if len(found) == 1 else "the rules ") + ", ".join(
+            f"`{name}`" for name in found
+        )
+        raise ReconcilerError(
+            f"{escape(str(path))}: the `invites` list has {rules}, which would need a file's "
+            "entries all at once, but entries are checked one at a time as they are read; "
+            "on the list itself only `minItems` and `maxItems` can be used"
+        )
+
+
 @cache
 def invite_validators() -> InviteSchema:
-    whole = _validator_for(invite_schema_path())
+    path = invite_schema_path()
+    whole = _validator_for(path)
     properties = whole.schema["properties"]
     entries = properties["invites"]
+    # The file-level check sees the list, not its entries (``_as_written`` in desired.state).
     around = {k: v for k, v in entries.items() if k != "items"}
+    _refuse_item_rules(around, path)
     file_schema = {**whole.schema, "properties": {**properties, "invites": around}}
     return InviteSchema(
         entry=whole.evolve(schema=entries["items"]),

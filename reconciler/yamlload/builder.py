@@ -19,11 +19,11 @@ from reconciler.yamlload.frames import (
     NO_KEY,
     DocumentFrame,
     Frame,
-    ItemHook,
     ListFrame,
     MappingFrame,
 )
-from reconciler.yamlload.positions import Lines, Spot
+from reconciler.yamlload.items import ItemHook
+from reconciler.yamlload.positions import Lines, Mark, Spot
 from reconciler.yamlload.scalars import (
     MAP_TAGS,
     MERGE_TAG,
@@ -74,7 +74,8 @@ class Builder:
     """Turns one parser's events into a value, its spot and the problems found.
 
     ``hook`` receives, one at a time, the items of the list under ``hook_key``
-    in a top-level mapping (the invite entries), which are then not kept.
+    in a top-level mapping (the invite entries), which are then not kept;
+    ``hooked`` is that list's frame, once it has opened.
     """
 
     def __init__(
@@ -83,6 +84,8 @@ class Builder:
         self.lines = lines
         self.hook_key = hook_key
         self.hook = hook
+        self.hooked: ListFrame | None = None
+        self.closed: Any = None  # libyaml's mark where the container last closed opened
         self.problems: list[tuple[int, str]] = []
         self.stack: list[Frame] = [DocumentFrame()]
         self.anchors: dict[str, Anchor] = {}
@@ -97,6 +100,14 @@ class Builder:
 
     def line(self, position: int) -> int:
         return self.lines.mark(position).line
+
+    def mark(self, position: int) -> Mark:
+        """Where ``position`` is. An item just closed (an invite entry) is placed by
+        libyaml's own mark, without reading the text again."""
+        closed = self.closed
+        if closed is not None and closed.index == position:
+            return Mark(closed.line + 1, closed.column + 1)
+        return self.lines.mark(position)
 
     def name(self, text: str) -> str:
         return self.names.setdefault(text, text)
@@ -237,6 +248,7 @@ class Builder:
             and not parent.skip
         ):
             frame.hook = self.hook
+            self.hooked = frame
         self._open(event, frame, SEQ_TAGS, "a list")
 
     def _open(self, event: Any, frame: Frame, tags: frozenset[str], what: str) -> None:
@@ -285,5 +297,5 @@ class Builder:
         parent = self.stack[-1]
         if parent.height <= frame.height:
             parent.height = frame.height + 1
-        self.lines.hint = frame.start  # places an invite entry without reading the text
+        self.closed = frame.start  # places an invite entry without reading the text
         parent.add(self, value, frame.position, None, frame.spot)

@@ -8,24 +8,22 @@ something other than text, and merges of things that are not mappings.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, Protocol
 
 from reconciler.safetext import escape
-from reconciler.yamlload.positions import START, Spot
+from reconciler.yamlload.items import Item, ItemHook
+from reconciler.yamlload.positions import START, Mark, Spot
 from reconciler.yamlload.scalars import key_problem, kind_of
-
-# Called with (index, value, position, raw text, spot) for each item of the
-# list it is given to, instead of keeping the item in the list.
-ItemHook = Callable[[int, Any, int, "str | None", "Spot | None"], None]
 
 
 class Reporter(Protocol):
-    """Where frames send problems (the builder)."""
+    """Where frames send problems and find places (the builder)."""
 
     def report(self, position: int, message: str) -> None: ...
 
     def line(self, position: int) -> int: ...
+
+    def mark(self, position: int) -> Mark: ...
 
     def name(self, text: str) -> str: ...
 
@@ -85,7 +83,7 @@ class ListFrame(Frame):
         self.own = Spot(None, self.items_at)
         super().__init__([], self.own, position)
         self.hook: ItemHook | None = None
-        self.index = 0
+        self.index = 0  # items handed to the hook so far
 
     def finish(self) -> Any:
         # A copy holds no spare room for appends: 8 to 24 bytes a list, kept
@@ -95,8 +93,8 @@ class ListFrame(Frame):
     def add(
         self, builder: Reporter, child: Any, position: int, raw: str | None, spot: Spot | None
     ) -> None:
-        if self.hook is not None:
-            self.hook(self.index, child, position, raw, spot)
+        if self.hook is not None:  # the item is handed over instead of kept
+            self.hook(Item(self.index, child, spot, position, builder.mark(position)))
             self.index += 1
             return
         index = len(self.value)

@@ -27,11 +27,11 @@ class Mark(NamedTuple):
 class Lines:
     """Line and column of a character offset, counted as libyaml counts them.
 
-    The builder leaves in ``hint`` the libyaml mark of the container it just
-    closed, which answers for an invite entry without reading the text.
-    Otherwise the text is decoded (once, when first needed): offsets asked for
-    in increasing order cost only the text between two answers; any other is
+    The text is decoded once, when first needed: offsets asked for in
+    increasing order cost only the text between two answers; any other is
     looked up in a table of line starts, made the first time one is needed.
+    (The builder places each streamed item by libyaml's own mark instead, so a
+    valid file read in chunks is never read again: see ``Builder.mark``.)
     """
 
     def __init__(self, source: str | bytes | Callable[[], bytes]) -> None:
@@ -39,7 +39,6 @@ class Lines:
         # not kept in memory, and is read again only if a problem needs a line.
         self._source = source
         self._text: str | None = None  # decoded from ``data``: a BOM is dropped either way
-        self.hint: Any = None  # a libyaml Mark: .index, .line, .column (0-based)
         self._plain: bool | None = None
         self._offset = 0  # the last offset answered, its line, and where that line starts
         self._line = 0
@@ -74,9 +73,6 @@ class Lines:
         return self._plain
 
     def mark(self, offset: int) -> Mark:
-        hint = self.hint
-        if hint is not None and hint.index == offset:
-            return Mark(hint.line + 1, hint.column + 1)
         if not self.plain or offset < self._offset:
             return self._looked_up(offset)
         text = self.text

@@ -19,7 +19,7 @@ import yaml
 
 from reconciler.errors import SourceError
 from reconciler.yamlload.builder import DEPTH_LIMIT, Builder, Fatal
-from reconciler.yamlload.frames import ItemHook
+from reconciler.yamlload.items import NO_LIST, Delivery, Item, ItemHook, ListRead
 from reconciler.yamlload.positions import Lines, Located, Mark
 
 __all__ = [
@@ -30,6 +30,7 @@ __all__ = [
     "decode_source",
     "load_yaml",
     "parse",
+    "stream",
     "to_plain",
 ]
 
@@ -96,22 +97,61 @@ _UTF16 = (b"\xff\xfe", b"\xfe\xff")
 _LIBYAML_TOO_DEEP = "exceeded maximum nesting depth"
 
 
-def parse(
-    source: str | FileSource,
-    path: str,
-    lines: Lines,
-    hook_key: str | None = None,
-    hook: ItemHook | None = None,
-) -> Parsed:
+def parse(source: str | FileSource, path: str, lines: Lines) -> Parsed:
     """The single document in ``source``, located, and every problem found in it.
 
     ``source`` is text or a ``FileSource``; ``lines`` reads it again (a file is
-    decoded only if a problem needs a line number). With ``hook``, the items of
-    the top-level ``hook_key`` list are handed to it as they are read and not
-    kept: that list is left empty (see ``Builder``).
+    decoded only if a problem needs a line number).
     """
+    return _read(source, path, lines, Builder(lines))
+
+
+class Streamed(NamedTuple):
+    """What ``stream`` read: ``Parsed``, and what became of the streamed list."""
+
+    document: Located | None  # None when the text cannot be read at all
+    problems: list[SourceError]
+    items: ListRead  # what became of the list under the hook's key
+
+
+def stream(source: str | FileSource, path: str, lines: Lines, key: str, hook: ItemHook) -> Streamed:
+    """As ``parse``, handing ``hook`` each item of the top-level ``key`` list as it is read.
+
+    Streamed items are not kept: the document holds an empty list in their
+    place. A list that came through an alias or a merge could not be streamed;
+    it stays in the document and its items are ``items.left``, for the caller
+    to hand over.
+    """
+    builder = Builder(lines, key, hook)
+    document, problems = _read(source, path, lines, builder)
+    hooked = builder.hooked
+    if hooked is not None:
+        return Streamed(document, problems, ListRead(Delivery.STREAMED, hooked.index, ()))
+    return Streamed(document, problems, _whole_list(document, key))
+
+
+def _whole_list(document: Located | None, key: str) -> ListRead:
+    """The items of the top-level ``key`` list that was built whole, if there is one."""
+    if document is None or not isinstance(document.value, dict):
+        return NO_LIST
+    value = document.value.get(key)
+    if not isinstance(value, list):
+        return NO_LIST
+    spot = document.spot.kid(key) if document.spot is not None else None
+    own, lines = document.walk((key,)).position, document.lines
+    left = []
+    for index, item in enumerate(value):
+        # Every list built has its spot; were one missing, the list's own place
+        # would do: an item is never dropped for want of a position.
+        at = spot.position(index) if spot is not None else None
+        position = own if at is None else at
+        kid = spot.kid(index) if spot is not None else None
+        left.append(Item(index, item, kid, position, lines.mark(position)))
+    return ListRead(Delivery.WHOLE, 0, tuple(left))
+
+
+def _read(source: str | FileSource, path: str, lines: Lines, builder: Builder) -> Parsed:
     parser = _Parser(source)
-    builder = Builder(lines, hook_key, hook)
     try:
         document = builder.build(parser)
     except Fatal as exc:
@@ -154,7 +194,7 @@ def _too_deep(exc: yaml.MarkedYAMLError, lines: Lines, path: str) -> SourceError
     libyaml 0.2.6 stops at 1,000 levels while scanning, and in flow style
     (``[[[``) it scans that far ahead before handing out a single event, so
     the builder never saw the 101st level. The text up to libyaml's stop is
-    parsed again, without the item hook, to find the builder's own position.
+    parsed again, without streaming, to find the builder's own position.
     """
     mark = exc.problem_mark
     message = f"nested too deeply (limit {DEPTH_LIMIT})"

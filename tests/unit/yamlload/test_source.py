@@ -323,12 +323,12 @@ def test_items_handed_to_the_hook_are_not_kept_in_the_document():
     # The whole point of the hook: a 60 MB file's invites are never all in memory.
     text = "invites:\n" + "".join(f"  - id: inv_{n}\n" for n in range(3)) + "other: [1, 2]\n"
     seen: list[tuple[int, Any]] = []
-    document, problems = yaml_source.parse(
+    document, problems, _ = yaml_source.stream(
         text,
         "team.yaml",
         yaml_source.Lines(text),
         "invites",
-        lambda index, value, *_: seen.append((index, value)),
+        lambda item: seen.append((item.index, item.value)),
     )
     assert problems == []
     assert seen == [(n, {"id": f"inv_{n}"}) for n in range(3)]
