@@ -22,8 +22,9 @@ from reconciler.api.http.exchange import Exchange, Observer
 from reconciler.api.http.pacing import RequestPacer
 from reconciler.api.http.urls import check_base_url, invite_path
 from reconciler.api.invite_values import check_invite_values
+from reconciler.invite import UPDATABLE_FIELDS
 from reconciler.safetext import clean, escape
-from reconciler.settings.config import UPDATABLE_FIELDS, Settings
+from reconciler.settings.config import Settings
 
 __all__ = ["ApiClient", "CurrentInvite", "Observer", "Receipt", "check_base_url"]
 

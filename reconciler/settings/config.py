@@ -24,7 +24,6 @@ from reconciler.yamlload.source import MarkedDict, decode_source, load_yaml, to_
 DEFAULT_CONFIG_FILE = "reconciler.yaml"
 DEFAULT_SCOPE = "kyb:invites:read kyb:invites:write"
 INVITE_PATH = "/public-api/v1/kyb/invites/{inviteId}"
-UPDATABLE_FIELDS = ("name", "email", "phone", "primaryContact", "groups", "addOns", "attachments")
 
 _SECRET_KEYS = {"client_secret", "secret", "access_token", "token", "password", "api_key"}
 # Settings read from the environment, and the variable each is read from.

@@ -7,8 +7,9 @@ order, or two different numbers taken for one.
 
 from __future__ import annotations
 
+from reconciler.invite import values_equal
 from reconciler.plan.changes import FieldChange
-from reconciler.plan.compare import compare_invite, values_equal
+from reconciler.plan.compare import compare_invite
 
 CONTACT = {"name": "Jane Doe", "email": "jane@acme.example", "phone": "+442079460001"}
 
