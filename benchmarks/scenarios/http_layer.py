@@ -72,7 +72,7 @@ def _layers(base_url: str, invite_id: str) -> dict[str, Callable[[], object]]:
     )
     client = ApiClient(settings)
     path = INVITE_PATH.replace("{inviteId}", invite_id)
-    headers = {"Authorization": f"Bearer {_token(base_url, settings.scope)}"}
+    headers = {"Authorization": f"Bearer {_token(base_url, settings.contract.scope)}"}
     session = requests.Session()
     where = urlsplit(base_url)
     host, port = where.hostname or "127.0.0.1", where.port or 80

@@ -22,8 +22,9 @@ from reconciler.api.http.exchange import Exchange, Observer
 from reconciler.api.http.pacing import RequestPacer
 from reconciler.api.http.urls import check_base_url, invite_path
 from reconciler.api.invite_values import check_invite_values
+from reconciler.invite import UPDATABLE_FIELDS
 from reconciler.safetext import clean, escape
-from reconciler.settings.config import UPDATABLE_FIELDS, Settings
+from reconciler.settings.config import Settings
 from reconciler.stop import Stop
 
 log = logging.getLogger("reconciler.api")
@@ -96,19 +97,19 @@ class ApiClient:
     # -- operations ---------------------------------------------------------
 
     def get_invite(self, invite_id: str) -> CurrentInvite:
-        path = invite_path(self.settings.get_invite_path, invite_id)
+        path = invite_path(self.settings.contract.get_invite_path, invite_id)
         answer = self._exchange.call("GET", path, idempotent=True)
         return self._current_invite(invite_id, answer)
 
     def update_invite(self, invite_id: str, patch: Mapping[str, Any]) -> Receipt:
-        path = invite_path(self.settings.update_invite_path, invite_id)
-        body = {self.settings.wire_name(k): v for k, v in patch.items()}
+        path = invite_path(self.settings.contract.update_invite_path, invite_id)
+        body = {self.settings.contract.wire_name(k): v for k, v in patch.items()}
         # The same PATCH body twice has the same effect, so it is safe to retry.
         answer = self._exchange.call("PATCH", path, json_body=body, idempotent=True)
         return Receipt(answer.status, answer.request_id)
 
     def resend_invite(self, invite_id: str) -> Receipt:
-        path = invite_path(self.settings.resend_invite_path, invite_id)
+        path = invite_path(self.settings.contract.resend_invite_path, invite_id)
         # Not idempotent: retried only when the request surely never left.
         answer = self._exchange.call("POST", path, json_body={}, idempotent=False)
         return Receipt(answer.status, answer.request_id)
@@ -135,7 +136,7 @@ class ApiClient:
             )
         fields = {}
         for canonical in UPDATABLE_FIELDS:
-            wire = self.settings.wire_name(canonical)
+            wire = self.settings.contract.wire_name(canonical)
             if wire in data:
                 fields[canonical] = data[wire]
         check_invite_values(invite_id, fields, status=answer.status, request_id=answer.request_id)

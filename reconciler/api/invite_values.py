@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from reconciler.api.exceptions import BadInviteValue
-from reconciler.plan.compare import OBJECT_FIELDS, SET_FIELDS
+from reconciler.invite import OBJECT_FIELDS, SET_FIELDS
 from reconciler.safetext import clean, escape
 
 MAX_TEXT_CHARS = 1_000  # a business name is at most 200 characters; an email, 254

@@ -28,11 +28,11 @@ from reconciler.commands.options import (
 from reconciler.commands.remote import api_client
 from reconciler.desired.entries import refuse_bad_ids
 from reconciler.errors import ReconcilerError
+from reconciler.invite import ID_KEY, OBJECT_FIELDS, UPDATABLE_FIELDS
 from reconciler.output.log import setup_logging
 from reconciler.plan.model import stop_if_run_fatal
 from reconciler.safefile import refuse_special_file, write_text_replacing
 from reconciler.safetext import clean, redact_strings
-from reconciler.settings.config import UPDATABLE_FIELDS
 from reconciler.wording import plural
 
 
@@ -68,7 +68,7 @@ _CONTACT_ORDER = ("name", "email", "phone")
 
 def invite_entry(invite: CurrentInvite) -> dict[str, Any]:
     """The desired-state entry of an invite: every updatable field, in a stable order."""
-    entry: dict[str, Any] = {"id": invite.id}
+    entry: dict[str, Any] = {ID_KEY: invite.id}
     # A server may echo the secret or a token in a value: never into git.
     fields = redact_strings(invite.fields)
     for name in UPDATABLE_FIELDS:
@@ -77,7 +77,7 @@ def invite_entry(invite: CurrentInvite) -> dict[str, Any]:
         value = fields[name]
         if name == "phone" and isinstance(value, str):
             value = _Quoted(value)
-        elif name == "primaryContact" and isinstance(value, dict):
+        elif name in OBJECT_FIELDS and isinstance(value, dict):
             keys = [k for k in _CONTACT_ORDER if k in value]
             keys += sorted(k for k in value if k not in _CONTACT_ORDER)
             value = {k: _Quoted(value[k]) if k == "phone" else value[k] for k in keys}

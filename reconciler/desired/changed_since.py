@@ -17,7 +17,7 @@ from typing import Any
 
 from reconciler.desired.state import YAML_SUFFIXES, DesiredInvite, load_text
 from reconciler.errors import ReconcilerError
-from reconciler.plan.compare import canonical
+from reconciler.invite import canonical
 from reconciler.safetext import clean
 from reconciler.yamlload.source import decode_source
 

@@ -7,22 +7,16 @@ the compact records, not the document.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from reconciler.errors import ReconcilerError, SourceError
+from reconciler.invite import ID_KEY, ID_RULE, INVITE_ID, RECONCILER_KEYS, RESEND_KEY
 from reconciler.safetext import escape
 from reconciler.schema.check import invite_validators, validate
-from reconciler.schema.messages import ID_RULE, Where, say
+from reconciler.schema.messages import Where, say
 from reconciler.yamlload.items import Item
 from reconciler.yamlload.positions import Lines, Located
-
-# Keys of an invite entry that steer the reconciler and are never sent.
-RECONCILER_KEYS = ("id", "resendOnChange")
-# The schema's `pattern` says the same; this holds even if the schema is edited,
-# and matches the whole string (a `$` in a search lets a final newline through).
-INVITE_ID = re.compile(r"(?!\.+\Z)[A-Za-z0-9_.-]{1,128}")
 
 
 def refuse_bad_ids(ids: Iterable[str], given_as: str) -> None:
@@ -131,15 +125,15 @@ class EntryReader:
         # duplicate ids are reported in the same run; any problem stops the run anyway.
         if not isinstance(entry, dict):
             return
-        ident = entry.get("id")
+        ident = entry.get(ID_KEY)
         if not isinstance(ident, str):
             return
         if not INVITE_ID.fullmatch(ident) and not problems:
             self._bad_id(ident, item.located(self.lines))
         fields = dict(entry)  # the entry itself may be shared through an alias
-        del fields["id"]
-        fields.pop("resendOnChange", None)
-        resend = entry.get("resendOnChange", False) is True
+        for key in RECONCILER_KEYS:
+            fields.pop(key, None)
+        resend = entry.get(RESEND_KEY, False) is True
         line, column = item.mark
         source = SourceLocation(self.source, line, column)
         self.invites.append(DesiredInvite(ident, fields, source, resend))

@@ -10,14 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
-from reconciler.desired.entries import (
-    INVITE_ID,
-    RECONCILER_KEYS,
-    DesiredInvite,
-    EntryReader,
-    SourceLocation,
-)
+from reconciler.desired.entries import DesiredInvite, EntryReader, SourceLocation
 from reconciler.errors import InputError, SourceError
+from reconciler.invite import INVITE_ID
 from reconciler.safetext import escape
 from reconciler.schema.check import invite_validators, validate
 from reconciler.schema.messages import Where
@@ -27,7 +22,6 @@ from reconciler.yamlload.source import FileSource, stream
 
 __all__ = [
     "DEFAULT_PATH",
-    "RECONCILER_KEYS",
     "DesiredInvite",
     "DesiredState",
     "SourceLocation",

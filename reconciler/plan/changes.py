@@ -9,21 +9,32 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from reconciler.plan.compare import OBJECT_FIELDS, SET_FIELDS
+from reconciler.invite import OBJECT_FIELDS, SET_FIELDS
+from reconciler.plan.compare import NO_DELTA, FieldDelta, field_deltas
 
 
 class FieldChange(NamedTuple):
     field: str
     before: Any
     after: Any
+    # What differs inside the field, from the invite's one DeepDiff (see field_changes);
+    # None: worked out for this field alone when asked.
+    delta: FieldDelta | None = None
+
+    def _inside(self) -> FieldDelta:
+        if self.delta is not None:
+            return self.delta
+        return field_deltas({self.field: self.before}, {self.field: self.after}).get(
+            self.field, NO_DELTA
+        )
 
     @property
     def added(self) -> list[Any]:
-        return _set_difference(self.after, self.before)
+        return list(self._inside().added)
 
     @property
     def removed(self) -> list[Any]:
-        return _set_difference(self.before, self.after)
+        return list(self._inside().removed)
 
     @property
     def is_set(self) -> bool:
@@ -31,19 +42,16 @@ class FieldChange(NamedTuple):
 
     def sub_changes(self) -> list[tuple[str, Any, Any]]:
         """For an object field: (sub-field, before, after) of what differs."""
-        before = self.before if isinstance(self.before, dict) else {}
-        after = self.after if isinstance(self.after, dict) else {}
-        keys = list(dict.fromkeys([*after, *before]))
-        return [(k, before.get(k), after.get(k)) for k in keys if before.get(k) != after.get(k)]
+        return list(self._inside().sub_changes)
 
     @property
     def is_object(self) -> bool:
         return self.field in OBJECT_FIELDS and isinstance(self.after, dict)
 
 
-def _set_difference(a: Any, b: Any) -> list[Any]:
-    b_items = b if isinstance(b, list) else []
-    return [x for x in (a if isinstance(a, list) else []) if x not in b_items]
+def _field_changes(before: dict[str, Any], after: dict[str, Any]) -> list[FieldChange]:
+    deltas = field_deltas(before, after)  # one DeepDiff for the whole invite
+    return [FieldChange(f, before.get(f), v, deltas.get(f)) for f, v in after.items()]
 
 
 @dataclass(frozen=True)
@@ -61,7 +69,7 @@ class InviteChange:
 
     @property
     def field_changes(self) -> list[FieldChange]:
-        return [FieldChange(f, self.before.get(f), v) for f, v in self.patch.items()]
+        return _field_changes(self.before, self.patch)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -94,7 +102,7 @@ class NotUpdatable:
 
     @property
     def field_changes(self) -> list[FieldChange]:
-        return [FieldChange(f, self.before.get(f), v) for f, v in self.after.items()]
+        return _field_changes(self.before, self.after)
 
     @property
     def fix(self) -> str:

@@ -1,54 +1,21 @@
 """Compare one desired invite with the server's copy, field by managed field.
 
-"Equal" has one definition here, ``canonical``: two values are the same when
-their canonical forms are ``==``. The quick check for unchanged invites and
-DeepDiff's field-level diff both look at canonical forms only, so they cannot
-disagree (``True`` and ``1`` differ in both; a set field's order and repeats
-matter in neither).
+Equal is ``reconciler.invite.canonical``'s equal. What differs comes from
+DeepDiff (``_deep_diff``) of canonical forms, always with the same options:
+which fields a PATCH carries, and what a plan shows inside a field (the items
+added to and removed from a set, the changed sub-fields of an object). One
+engine for all of it, so the plan cannot show a change the PATCH would not
+make, nor a hand-written set difference disagree with the equality the PATCH
+was decided by. DeepDiff runs only for invites whose canonical forms differ:
+most invites in a plan are unchanged, and ``==`` settles those far faster.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, NamedTuple
 
-SET_FIELDS = frozenset({"groups", "addOns", "attachments"})
-OBJECT_FIELDS = frozenset({"primaryContact"})
-
-
-def _canonical_value(value: Any) -> Any:
-    """A form in which ``==`` is JSON's equality: a bool is not a number, 1 is not 1.0."""
-    if type(value) is str or value is None:  # most values: a str equals only a str
-        return value
-    if isinstance(value, dict):
-        # Keys in order, so that equal objects also print alike (see _order_key).
-        return {str(k): _canonical_value(v) for k, v in sorted(value.items(), key=_key_text)}
-    if isinstance(value, list | tuple):
-        return [_canonical_value(item) for item in value]
-    if isinstance(value, float):
-        # NaN is not even equal to itself, and -0.0 prints apart from 0.0: one form each.
-        return (float, None) if value != value else (float, value + 0.0)
-    return (type(value), value)  # True, 1 and 1.0 no longer compare equal
-
-
-def _key_text(item: tuple[Any, Any]) -> str:
-    return str(item[0])
-
-
-def canonical(field: str, value: Any) -> Any:
-    """``value`` of ``field`` as compared: set fields sorted and without repeats."""
-    if field in SET_FIELDS and isinstance(value, list):
-        if all(type(item) is str for item in value):
-            return sorted(set(value))
-        # Keyed by their text: sortable and hashable whatever a server puts in a list;
-        # canonical forms that are equal print alike, and only those.
-        unique = {repr(item): item for item in map(_canonical_value, value)}
-        return [unique[key] for key in sorted(unique)]
-    return _canonical_value(value)
-
-
-def values_equal(field: str, a: Any, b: Any) -> bool:
-    """Equal as the platform means it: set fields ignore order and repeats."""
-    return canonical(field, a) == canonical(field, b)
+from reconciler.invite import OBJECT_FIELDS, SET_FIELDS, canonical, canonical_value
 
 
 def managed_part(field: str, want: Any, have: Any) -> Any:
@@ -66,6 +33,33 @@ def _patch_value(field: str, want: Any, have: Any) -> Any:
     return want
 
 
+def _set_level(level: Any) -> bool:
+    # Order means nothing in a set field's own list; inside its items (and in any
+    # other list) it does, as it does for canonical's ``==``.
+    path = level.path(output_format="list")
+    return len(path) == 1 and path[0] in SET_FIELDS
+
+
+def _deep_diff(before: dict[str, Any], after: dict[str, Any]) -> Any:
+    """DeepDiff's tree of what differs between two invites' canonical forms."""
+    # Imported here: most runs compare few changed invites, and the import
+    # costs more start-up time than the rest of the tool's imports together.
+    from deepdiff import DeepDiff
+
+    return DeepDiff(
+        before,
+        after,
+        ignore_order_func=_set_level,
+        # A set's items are whole: an item is added or removed, never "changed"
+        # into another. No pairing of added with removed items (cutoff 0), and
+        # report_repetition keeps DeepDiff from merging an addition and a removal
+        # at the same index into a values_changed (canonical sets have no repeats).
+        cutoff_intersection_for_pairs=0,
+        report_repetition=True,
+        view="tree",
+    )
+
+
 def compare_invite(desired: dict[str, Any], current: dict[str, Any]) -> dict[str, Any]:
     """The PATCH body that brings ``current`` to ``desired``: only fields that differ.
 
@@ -80,13 +74,89 @@ def compare_invite(desired: dict[str, Any], current: dict[str, Any]) -> dict[str
     # Cheap exact check first: most invites in a plan are unchanged.
     if wanted == held:
         return {}
-    # Imported here: most runs compare few changed invites, and the import
-    # costs more start-up time than the rest of the tool's imports together.
-    from deepdiff import DeepDiff
-
-    differing = DeepDiff(held, wanted).affected_root_keys
+    differing = _deep_diff(held, wanted).affected_root_keys
     return {
         field: _patch_value(field, want, current.get(field))
         for field, want in desired.items()
         if field in differing
     }
+
+
+class FieldDelta(NamedTuple):
+    """What differs inside one field, as a plan shows it; values as written, not canonical."""
+
+    added: list[Any]  # a set field's items ``after`` has and ``before`` lacks, in its order
+    removed: list[Any]  # the items ``before`` has and ``after`` lacks, in its order
+    sub_changes: list[tuple[str, Any, Any]]  # an object's (sub-field, before, after) that differ
+
+
+NO_DELTA = FieldDelta([], [], [])
+
+
+def field_deltas(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, FieldDelta]:
+    """For each set or object field of ``after``: what differs inside it from ``before``.
+
+    One DeepDiff of the canonical forms of all those fields. A value that is not
+    a list (or not an object) counts as an empty one, as a plan shows it: every
+    item of ``after`` added. A sub-field left out is one whose value is null.
+    """
+    old: dict[str, Any] = {}
+    new: dict[str, Any] = {}
+    for field, value in after.items():
+        if field in SET_FIELDS:
+            old[field] = canonical(field, _as_list(before.get(field)))
+            new[field] = canonical(field, _as_list(value))
+        elif field in OBJECT_FIELDS:
+            was, now = _as_dict(before.get(field)), _as_dict(value)
+            keys = _sub_fields(was, now)
+            old[field] = canonical_value({k: was.get(k) for k in keys})
+            new[field] = canonical_value({k: now.get(k) for k in keys})
+    deltas = dict.fromkeys(old, NO_DELTA)
+    if old == new:  # the usual case for a text field's change: no DeepDiff
+        return deltas
+    added: dict[str, set[str]] = {field: set() for field in old}
+    removed: dict[str, set[str]] = {field: set() for field in old}
+    changed: dict[str, set[str]] = {field: set() for field in old}
+    for report, levels in _deep_diff(old, new).items():
+        for level in levels:
+            field, *inside = level.path(output_format="list")
+            if report == "iterable_item_added":
+                added[field].add(repr(level.t2))
+            elif report == "iterable_item_removed":
+                removed[field].add(repr(level.t1))
+            if field in OBJECT_FIELDS and inside:
+                changed[field].add(inside[0])
+    for field in old:
+        if field in SET_FIELDS:
+            deltas[field] = FieldDelta(
+                _items(after.get(field), added[field]),
+                _items(before.get(field), removed[field]),
+                [],
+            )
+        elif changed[field]:
+            was, now = _as_dict(before.get(field)), _as_dict(after.get(field))
+            subs = [
+                (k, was.get(k), now.get(k))
+                for k in _sub_fields(was, now)
+                if str(k) in changed[field]
+            ]
+            deltas[field] = FieldDelta([], [], subs)
+    return deltas
+
+
+def _sub_fields(was: dict[str, Any], now: dict[str, Any]) -> list[str]:
+    """Both objects' sub-fields: ``now``'s in its order (the files'), then ``was``'s others."""
+    return list(dict.fromkeys([*now, *was]))
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _as_dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _items(value: Any, keys: set[str]) -> list[Any]:
+    """The items of ``value`` whose canonical forms DeepDiff named, as written and in order."""
+    return [item for item in _as_list(value) if repr(canonical_value(item)) in keys]

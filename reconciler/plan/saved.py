@@ -19,10 +19,10 @@ from reconciler.api.client import CurrentInvite
 from reconciler.api.concurrency import ordered_map
 from reconciler.api.limiter import Limiter
 from reconciler.errors import ReconcilerError
+from reconciler.invite import values_equal
 from reconciler.output.common import show
 from reconciler.output.json import JsonRenderer
 from reconciler.plan.boundedjson import loads_bounded, read_bounded_text
-from reconciler.plan.compare import values_equal
 from reconciler.plan.model import FORMAT_VERSION, READABLE_FORMAT_VERSIONS, Plan
 from reconciler.plan.signature import SignatureCheck, check, signature_for
 from reconciler.resources import resource_path

@@ -21,6 +21,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from jsonschema import Draft202012Validator
 
+from reconciler.invite import UPDATABLE_FIELDS
 from reconciler.sandbox.refusals import (
     BadRequest,
     Forbidden,
@@ -33,7 +34,6 @@ from reconciler.sandbox.state import InviteStore, now_iso
 from reconciler.sandbox.stats import RecordedRequest, SandboxStats
 from reconciler.sandbox.tokens import TokenAuthority
 from reconciler.schema.check import FORMAT_CHECKER, invite_schema
-from reconciler.settings.config import UPDATABLE_FIELDS
 
 SANDBOX_CLIENT_ID = "sandbox-client"
 SANDBOX_CLIENT_SECRET = "sandbox-secret"  # fixed and documented: not a secret

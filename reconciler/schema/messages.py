@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 from jsonschema import ValidationError
 
 from reconciler.errors import SourceError
+from reconciler.invite import ID_RULE
 from reconciler.safetext import escape
 from reconciler.yamlload.positions import Located
 from reconciler.yamlload.scalars import cut, kind_of, quote_it, reading
@@ -31,11 +32,9 @@ class Where(NamedTuple):
     prefix: tuple[Any, ...] = ()
 
 
-# How the inviteId rule is worded wherever an id is refused (file entries, command lines).
 # The schema's `$defs/line` pattern: text without control characters.
 ONE_LINE = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$(?!\\n)"
 _CONTROLS = frozenset(map(chr, [*range(0x20), *range(0x7F, 0xA0)]))
-ID_RULE = "1 to 128 letters, digits, `_`, `-`, `.`, and not dots alone"
 
 
 def say(value: Any) -> str:

@@ -24,7 +24,6 @@ from reconciler.yamlload.source import MarkedDict, decode_source, load_yaml, to_
 DEFAULT_CONFIG_FILE = "reconciler.yaml"
 DEFAULT_SCOPE = "kyb:invites:read kyb:invites:write"
 INVITE_PATH = "/public-api/v1/kyb/invites/{inviteId}"
-UPDATABLE_FIELDS = ("name", "email", "phone", "primaryContact", "groups", "addOns", "attachments")
 
 _SECRET_KEYS = {"client_secret", "secret", "access_token", "token", "password", "api_key"}
 # Settings read from the environment, and the variable each is read from.
@@ -59,13 +58,21 @@ class Contract(NamedTuple):
     resend_invite_path: str = INVITE_PATH + "/resend"
     field_names: Mapping[str, str] = MappingProxyType({})
 
+    def wire_name(self, canonical: str) -> str:
+        return self.field_names.get(canonical, canonical)
+
+
+# Settings that are parts of the contract: the file and the environment name them
+# one by one (`scope`, `token_path`, ...), Settings holds them as one Contract.
+_CONTRACT_PARTS = frozenset(Contract._fields)
+
 
 @dataclass(frozen=True)
 class Settings:
     base_url: str | None = None
     client_id: str | None = None
     client_secret: str | None = field(default=None, repr=False)
-    scope: str = DEFAULT_SCOPE
+    contract: Contract = field(default_factory=Contract)
     paths: tuple[str, ...] = (DEFAULT_PATH,)
     # None: nobody chose a number, so the in-flight limit adapts (reconciler.api.limiter).
     parallelism: int | None = None
@@ -77,24 +84,18 @@ class Settings:
     max_changes: int | None = None
     audit_log: str | None = None
     schema_ref: str = "../schemas/invites.schema.json"
-    token_path: str = "/oauth/token"
-    get_invite_path: str = INVITE_PATH
-    update_invite_path: str = INVITE_PATH
-    resend_invite_path: str = INVITE_PATH + "/resend"
-    field_names: Mapping[str, str] = field(default_factory=dict)
 
-    def wire_name(self, canonical: str) -> str:
-        return self.field_names.get(canonical, canonical)
+    def with_values(self, values: Mapping[str, Any]) -> Settings:
+        """``values`` by the names the file and the environment use, the contract's among them."""
+        parts = {k: v for k, v in values.items() if k in _CONTRACT_PARTS}
+        rest = {k: v for k, v in values.items() if k not in _CONTRACT_PARTS}
+        return replace(self, contract=self.contract._replace(**parts), **rest)
 
     def with_overrides(self, **overrides: Any) -> Settings:
-        return replace(self, **{k: v for k, v in overrides.items() if v is not None})
-
-    @property
-    def contract(self) -> Contract:
-        return Contract(**{name: getattr(self, name) for name in Contract._fields})
+        return self.with_values({k: v for k, v in overrides.items() if v is not None})
 
     def with_contract(self, contract: Contract) -> Settings:
-        return replace(self, **contract._asdict())
+        return replace(self, contract=contract)
 
     def require_credentials(self) -> None:
         missing = [
@@ -120,8 +121,8 @@ def load_settings(config_file: str | None, env: Mapping[str, str] | None = None)
     settings = Settings()
     path = config_file or (DEFAULT_CONFIG_FILE if Path(DEFAULT_CONFIG_FILE).is_file() else None)
     if path:
-        settings = replace(settings, **_read_config_file(path))
-    return replace(settings, **_from_env(env))
+        settings = settings.with_values(_read_config_file(path))
+    return settings.with_values(_from_env(env))
 
 
 def _read_config_file(path: str) -> dict[str, Any]:

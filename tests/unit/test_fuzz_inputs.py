@@ -23,10 +23,11 @@ from reconciler.api.client import ApiClient, CurrentInvite
 from reconciler.api.exceptions import ApiError
 from reconciler.desired.state import DesiredState, load_desired_state
 from reconciler.errors import InputError, ReconcilerError, SourceError
+from reconciler.invite import UPDATABLE_FIELDS
 from reconciler.output.text import TextRenderer
 from reconciler.plan.model import Plan
 from reconciler.plan.saved import load_plan
-from reconciler.settings.config import UPDATABLE_FIELDS, Settings
+from reconciler.settings.config import Settings
 
 FUZZ = settings(
     max_examples=150,

@@ -161,7 +161,7 @@ class Exchange:
         if isinstance(error, PermissionDenied):
             error.message += (
                 f"; the client's token does not carry the scope this needs "
-                f"(asked for: {self.settings.scope!r}, set with RECONCILER_SCOPE)"
+                f"(asked for: {self.settings.contract.scope!r}, set with RECONCILER_SCOPE)"
             )
 
     def _pause(self, seconds: float, error: ApiError) -> None:
@@ -248,12 +248,13 @@ class Exchange:
     # -- the token --------------------------------------------------------------
 
     def _fetch_token(self) -> Token:
-        path = self.settings.token_path
+        contract = self.settings.contract
+        path = contract.token_path
         form = {
             "grant_type": "client_credentials",
             "client_id": self.settings.client_id or "",
             "client_secret": self.settings.client_secret or "",
-            "scope": self.settings.scope,
+            "scope": contract.scope,
         }
 
         def send(give_up_at: float | None) -> Answer:
@@ -273,8 +274,7 @@ class Exchange:
             check = (
                 "RECONCILER_BASE_URL and token_path"
                 if isinstance(exc, Redirected)
-                else f"RECONCILER_SCOPE ({self.settings.scope!r}), RECONCILER_CLIENT_ID and "
-                "token_path"
+                else f"RECONCILER_SCOPE ({contract.scope!r}), RECONCILER_CLIENT_ID and token_path"
             )
             raise AuthenticationFailed(
                 f"no token from the token endpoint: {exc.message}; check {check}",

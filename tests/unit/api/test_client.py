@@ -97,7 +97,8 @@ def make_client(fake_time: FakeTime) -> Iterator[Callable[..., ApiClient]]:
             "client_secret": SECRET,
             **overrides,
         }
-        client = ApiClient(Settings(**values), clock=fake_time.clock, sleep=fake_time.sleep)
+        settings = Settings().with_values(values)
+        client = ApiClient(settings, clock=fake_time.clock, sleep=fake_time.sleep)
         clients.append(client)
         return client
 

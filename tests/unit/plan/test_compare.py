@@ -8,8 +8,9 @@ from deepdiff import DeepDiff
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from reconciler.invite import canonical, values_equal
 from reconciler.plan.changes import FieldChange
-from reconciler.plan.compare import canonical, compare_invite, managed_part, values_equal
+from reconciler.plan.compare import compare_invite, managed_part
 
 FIELDS = ("name", "email", "phone", "primaryContact", "groups", "addOns", "attachments")
 CONTACT = {"name": "Jane Doe", "email": "jane@acme.example", "phone": "+442079460001"}

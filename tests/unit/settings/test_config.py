@@ -39,7 +39,7 @@ def test_defaults_without_file_or_env() -> None:
     settings = load_settings(None, env={})
 
     assert settings == Settings()
-    assert settings.scope == DEFAULT_SCOPE
+    assert settings.contract.scope == DEFAULT_SCOPE
     assert settings.paths == ("invites",)
     assert settings.base_url is None and settings.client_secret is None
 
@@ -63,7 +63,7 @@ def test_environment_over_file_over_defaults(config: Callable[[str], str]) -> No
     assert settings.base_url == "https://env.example.com"  # env over file
     assert settings.parallelism == 8  # env over file
     assert settings.client_id == "from-file"  # file over default
-    assert settings.scope == "kyb:invites:read"  # file over default
+    assert settings.contract.scope == "kyb:invites:read"  # file over default
     assert settings.max_attempts == 3  # file over default
     assert settings.timeout == Settings().timeout  # default
     assert settings.client_secret == SECRET
@@ -85,7 +85,7 @@ def test_default_config_file_is_read_from_working_directory() -> None:
 
     settings = load_settings(None, env={})
 
-    assert settings.scope == "kyb:invites:read"
+    assert settings.contract.scope == "kyb:invites:read"
     assert settings.parallelism == 3
 
 
@@ -95,7 +95,7 @@ def test_empty_environment_values_do_not_override(config: Callable[[str], str]) 
     settings = load_settings(path, env={"RECONCILER_BASE_URL": "", "RECONCILER_SCOPE": ""})
 
     assert settings.base_url == "https://file.example.com"
-    assert settings.scope == DEFAULT_SCOPE
+    assert settings.contract.scope == DEFAULT_SCOPE
 
 
 def test_path_templates_and_field_names_come_from_the_file(config: Callable[[str], str]) -> None:
@@ -108,10 +108,10 @@ def test_path_templates_and_field_names_come_from_the_file(config: Callable[[str
 
     settings = load_settings(path, env={})
 
-    assert settings.get_invite_path == "/kyb/v2/invites/{inviteId}"
-    assert settings.resend_invite_path == "/kyb/v2/invites/{inviteId}:resend"
-    assert settings.wire_name("phone") == "phoneNumber"
-    assert settings.wire_name("email") == "email"
+    assert settings.contract.get_invite_path == "/kyb/v2/invites/{inviteId}"
+    assert settings.contract.resend_invite_path == "/kyb/v2/invites/{inviteId}:resend"
+    assert settings.contract.wire_name("phone") == "phoneNumber"
+    assert settings.contract.wire_name("email") == "email"
 
 
 @pytest.mark.parametrize(
@@ -338,15 +338,17 @@ def test_the_contract_is_one_record_swapped_whole() -> None:
 
     custom = Settings(
         base_url="https://api.example.com",
-        token_path="/auth/token",
-        get_invite_path="/v9/{inviteId}",
-        field_names={"phone": "phoneNumber"},
-        scope="custom:scope",
+        contract=Contract(
+            token_path="/auth/token",
+            get_invite_path="/v9/{inviteId}",
+            field_names={"phone": "phoneNumber"},
+            scope="custom:scope",
+        ),
     )
     assert custom.contract.token_path == "/auth/token"
     published = custom.with_contract(Contract())
     assert published.contract == Contract()
-    assert published.wire_name("phone") == "phone"
+    assert published.contract.wire_name("phone") == "phone"
     assert published.base_url == custom.base_url  # only the contract changed
 
 

@@ -1,0 +1,66 @@
+"""The invite model in one home (reconciler.invite): fields, id rule, the reconciler's keys."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from reconciler import invite
+from reconciler.desired.entries import refuse_bad_ids
+from reconciler.desired.state import load_text
+from reconciler.errors import ReconcilerError
+
+
+def test_set_and_object_fields_are_updatable_fields() -> None:
+    assert set(invite.UPDATABLE_FIELDS) >= invite.SET_FIELDS
+    assert set(invite.UPDATABLE_FIELDS) >= invite.OBJECT_FIELDS
+    assert not invite.SET_FIELDS & invite.OBJECT_FIELDS
+
+
+def test_the_reconcilers_keys_are_never_fields_of_an_invite() -> None:
+    assert invite.RECONCILER_KEYS == (invite.ID_KEY, invite.RESEND_KEY)
+    text = "invites:\n  - id: inv_1\n    name: Acme\n    resendOnChange: true\n"
+    (desired,), problems = load_text(text, "a.yaml")
+    assert problems == []
+    assert desired.fields == {"name": "Acme"} and desired.resend_on_change
+
+
+@pytest.mark.parametrize("ident", ["inv_1", "a.b-c", "x" * 128, ".a", "a."])
+def test_ids_the_rule_accepts(ident: str) -> None:
+    assert invite.INVITE_ID.fullmatch(ident)
+
+
+@pytest.mark.parametrize("ident", ["", ".", "..", "x" * 129, "a b", "a/b", "inv_1\n"])
+def test_ids_the_rule_refuses_with_one_wording_everywhere(ident: str) -> None:
+    assert not invite.INVITE_ID.fullmatch(ident)
+    with pytest.raises(ReconcilerError, match=f"\\({invite.ID_RULE}\\)"):
+        refuse_bad_ids([ident], "--id")
+
+
+def test_a_file_entry_with_a_bad_id_is_refused_in_the_same_words() -> None:
+    _, problems = load_text("invites:\n  - id: ..\n    name: Acme\n", "a.yaml")
+    assert any(invite.ID_RULE in str(problem) for problem in problems)
+
+
+def test_canonical_equality() -> None:
+    assert invite.values_equal("groups", ["b", "a", "a"], ["a", "b"])
+    assert not invite.values_equal("name", ["a", "b"], ["b", "a"])  # only sets ignore order
+    assert not invite.values_equal("name", True, 1)
+    assert not invite.values_equal("name", 1, 1.0)
+    assert invite.values_equal("name", float("nan"), float("nan"))
+    assert invite.values_equal("name", -0.0, 0.0)
+    assert invite.canonical("groups", ["b", "a", "b"]) == ["a", "b"]
+    assert invite.canonical_value({"b": 1, "a": "x"}) == {"a": "x", "b": (int, 1)}
+
+
+def test_the_model_imports_nothing_heavy() -> None:
+    # Imported on the loader's path, whose start-up is benchmarked.
+    code = (
+        "import sys, reconciler.invite; "
+        "print(sorted(m for m in ('deepdiff', 'jsonschema', 'yaml', 'requests', 'click') "
+        "if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
