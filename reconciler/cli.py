@@ -86,7 +86,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_FAILURE if exc.exit_code else EXIT_OK
     except click.ClickException as exc:
         # Usage errors included: click would exit 2, which means "changes pending" here.
-        exc.message = _shown(exc.message)  # it may quote an argument as typed
+        # It may quote an argument as typed. click's stubs mark message Final, yet its
+        # show() reads this attribute: rewriting it is how the quoted text gets escaped.
+        exc.message = _shown(exc.message)  # type: ignore[misc]
         exc.show()
         return EXIT_FAILURE
     except click.Abort:

@@ -15,7 +15,7 @@ class ConfigError(ReconcilerError):
     """Settings are missing, contradictory or unsafe."""
 
 
-class SourceError(NamedTuple):
+class FileProblem(NamedTuple):
     """One problem in an input file, at a 1-based line and column."""
 
     path: str
@@ -35,6 +35,6 @@ class SourceError(NamedTuple):
 class InputError(ReconcilerError):
     """Every problem found in the input files of one run, reported together."""
 
-    def __init__(self, problems: list[SourceError]) -> None:
+    def __init__(self, problems: list[FileProblem]) -> None:
         self.problems = sorted(problems)
         super().__init__("\n".join(str(p) for p in self.problems))

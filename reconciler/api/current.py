@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator
 
 from reconciler.api.client import ApiClient, CurrentInvite
 from reconciler.api.concurrency import Outcome, ordered_map
@@ -17,7 +17,7 @@ def read_current(
     invites: list[DesiredInvite],
     parallelism: int | Limiter,
     stop: Stop | None = None,
-) -> Iterator[tuple[DesiredInvite, Outcome[CurrentInvite]]]:
+) -> Generator[tuple[DesiredInvite, Outcome[CurrentInvite]], None, None]:
     """The server's copy of each desired invite, in file order, with progress.
 
     ``parallelism``: a fixed number in flight, or a limiter (``limiter_for(settings)``).

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass, fields
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import click
 
@@ -213,8 +213,9 @@ def run_options(f: F) -> F:
         run = RunOptions(**{name: kwargs.pop(name) for name in _RUN_FIELDS})
         return f(run=run, **kwargs)
 
+    # functools.wraps keeps f's name and doc but not its type: F is what click sees.
     return _apply(
-        with_run,  # type: ignore[arg-type]
+        cast(F, with_run),
         paths_argument,
         config_option,
         selection_options,

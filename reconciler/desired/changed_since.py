@@ -142,7 +142,8 @@ def _cat_files(commit: str, names: list[str], top: str) -> list[bytes | None]:
         return []
     request = "".join(f"{commit}:{name}\n" for name in names).encode("utf-8", "surrogateescape")
     out = _git(["cat-file", "--batch"], cwd=top, stdin=request)
-    blobs, pos = [], 0
+    blobs: list[bytes | None] = []
+    pos = 0
     for _ in names:
         end = out.index(b"\n", pos)
         header = out[pos:end].split()

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
-from reconciler.errors import ReconcilerError, SourceError
+from reconciler.errors import FileProblem, ReconcilerError
 from reconciler.invite import ID_KEY, ID_RULE, INVITE_ID, RECONCILER_KEYS, RESEND_KEY
 from reconciler.safetext import escape
 from reconciler.schema.check import invite_validators, validate
@@ -112,11 +112,11 @@ class EntryReader:
         self.lines = lines
         self.schema = invite_validators()
         self.invites: list[DesiredInvite] = []
-        self.problems: list[SourceError] = []
+        self.problems: list[FileProblem] = []
 
     def __call__(self, item: Item) -> None:
         entry = item.value
-        problems: list[SourceError] = []
+        problems: list[FileProblem] = []
         if not self.schema.entry_is_valid(entry):
             where = Where(item.located(self.lines), self.source, ("invites", item.index))
             problems = validate(self.schema.entry, where)
@@ -141,4 +141,4 @@ class EntryReader:
     def _bad_id(self, ident: str, entry: Located) -> None:
         line, column = entry.mark(("id",))
         message = f"`id`: {say(ident)} is not a valid inviteId ({ID_RULE})"
-        self.problems.append(SourceError(self.source, line, column, message))
+        self.problems.append(FileProblem(self.source, line, column, message))

@@ -11,7 +11,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from reconciler.desired.entries import DesiredInvite, EntryReader, SourceLocation
-from reconciler.errors import InputError, SourceError
+from reconciler.errors import FileProblem, InputError
 from reconciler.invite import INVITE_ID
 from reconciler.safetext import escape
 from reconciler.schema.check import invite_validators, validate
@@ -44,23 +44,23 @@ class DesiredState:
     files: list[str] = field(default_factory=list)
 
 
-def find_files(paths: list[str]) -> tuple[list[Path], list[SourceError]]:
+def find_files(paths: list[str]) -> tuple[list[Path], list[FileProblem]]:
     """The YAML files named or found (recursively, sorted) under ``paths``."""
     files: list[Path] = []
-    problems: list[SourceError] = []
+    problems: list[FileProblem] = []
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
             found = sorted(p for p in path.rglob("*") if p.suffix in YAML_SUFFIXES and p.is_file())
             if not found:
                 problems.append(
-                    SourceError(raw, 0, 0, "no *.yaml or *.yml files in this directory")
+                    FileProblem(raw, 0, 0, "no *.yaml or *.yml files in this directory")
                 )
             files.extend(found)
         elif path.is_file():
             files.append(path)
         else:
-            problems.append(SourceError(raw, 0, 0, _missing(raw)))
+            problems.append(FileProblem(raw, 0, 0, _missing(raw)))
     unique = list(dict.fromkeys(files))
     return unique, problems
 
@@ -89,27 +89,27 @@ def load_desired_state(paths: list[str]) -> DesiredState:
     return DesiredState(invites=invites, files=[str(f) for f in files])
 
 
-def load_file(file: Path) -> tuple[list[DesiredInvite], list[SourceError]]:
+def load_file(file: Path) -> tuple[list[DesiredInvite], list[FileProblem]]:
     """The invites of one file and its problems (duplicate ids across files aside)."""
     source = str(file)
     try:
         with file.open("rb") as stream:
             if os.fstat(stream.fileno()).st_size > MAX_FILE_BYTES:
-                return [], [SourceError(source, 1, 1, _TOO_LARGE)]
+                return [], [FileProblem(source, 1, 1, _TOO_LARGE)]
             # Read in chunks as it is parsed: a 60 MB file is never held whole.
             return _load(FileSource(stream, MAX_FILE_BYTES), source, Lines(file.read_bytes))
     except OSError as exc:
-        return [], [SourceError(source, 1, 1, f"cannot read: {exc.strerror}")]
+        return [], [FileProblem(source, 1, 1, f"cannot read: {exc.strerror}")]
 
 
-def load_text(text: str, path: str) -> tuple[list[DesiredInvite], list[SourceError]]:
+def load_text(text: str, path: str) -> tuple[list[DesiredInvite], list[FileProblem]]:
     """The invites in ``text``, read as the file ``path``, and every problem in it."""
     return _load(text, path, Lines(text))
 
 
 def _load(
     source: str | FileSource, path: str, lines: Lines
-) -> tuple[list[DesiredInvite], list[SourceError]]:
+) -> tuple[list[DesiredInvite], list[FileProblem]]:
     reader = EntryReader(path, lines)
     with _collector_paused():
         document, problems, entries = stream(source, path, lines, "invites", reader)
@@ -117,10 +117,10 @@ def _load(
         return [], problems
     if document.value is None:
         message = "file is empty; expected a mapping with an `invites:` list"
-        return [], [*problems, SourceError(path, 1, 1, message)]
+        return [], [*problems, FileProblem(path, 1, 1, message)]
     if not isinstance(document.value, dict):
         message = "top level must be a mapping with an `invites:` list"
-        return [], [*problems, SourceError(path, *document.mark(), message)]
+        return [], [*problems, FileProblem(path, *document.mark(), message)]
     for entry in entries.left:  # the list came through an alias or a merge
         reader(entry)
     problems.extend(validate(invite_validators().file, Where(_as_written(document, entries), path)))
@@ -158,7 +158,7 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _duplicate_ids(invites: list[DesiredInvite]) -> list[SourceError]:
+def _duplicate_ids(invites: list[DesiredInvite]) -> list[FileProblem]:
     first_seen: dict[str, DesiredInvite] = {}
     problems = []
     for invite in invites:
@@ -167,7 +167,7 @@ def _duplicate_ids(invites: list[DesiredInvite]) -> list[SourceError]:
         first = first_seen.setdefault(sent, invite)
         if first is not invite:
             problems.append(
-                SourceError(
+                FileProblem(
                     invite.source.path,
                     invite.source.line,
                     invite.source.column,

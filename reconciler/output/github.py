@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from reconciler.errors import InputError, ReconcilerError, SourceError
+from reconciler.errors import FileProblem, InputError, ReconcilerError
 from reconciler.output.repo_paths import repo_relative
 from reconciler.safetext import clean
 
@@ -64,7 +64,7 @@ def error_command(
     return f"::error {','.join(props)}::{escape_data(text)}"
 
 
-def input_error_commands(problems: Iterable[SourceError]) -> list[str]:
+def input_error_commands(problems: Iterable[FileProblem]) -> list[str]:
     return [
         error_command(
             p.message, file=repo_relative(p.path), line=p.line or None, col=p.column or None

@@ -11,14 +11,14 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from reconciler.errors import InputError, ReconcilerError, SourceError
+from reconciler.errors import FileProblem, InputError, ReconcilerError
 from reconciler.output.repo_paths import repo_relative
 from reconciler.safetext import clean
 
 CHECK_NAME = "invite-reconciler/validate"
 
 
-def report_entry(problem: SourceError) -> dict[str, Any]:
+def report_entry(problem: FileProblem) -> dict[str, Any]:
     path, message = clean(repo_relative(problem.path)), clean(problem.message)
     # Same problem at the same place, same fingerprint: GitLab compares reports by it.
     digest = hashlib.sha256(f"{path}\0{problem.line}\0{message}".encode()).hexdigest()
@@ -31,11 +31,11 @@ def report_entry(problem: SourceError) -> dict[str, Any]:
     }
 
 
-def render_report(problems: Iterable[SourceError]) -> str:
+def render_report(problems: Iterable[FileProblem]) -> str:
     return json.dumps([report_entry(p) for p in problems], indent=2, ensure_ascii=False) + "\n"
 
 
-def write_report(path: str, problems: Iterable[SourceError]) -> None:
+def write_report(path: str, problems: Iterable[FileProblem]) -> None:
     try:
         with open(path, "w", encoding="utf-8") as handle:
             handle.write(render_report(problems))

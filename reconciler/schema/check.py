@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 
 from jsonschema import Draft202012Validator, FormatChecker
 
-from reconciler.errors import ReconcilerError, SourceError
+from reconciler.errors import FileProblem, ReconcilerError
 from reconciler.resources import invite_schema_path
 from reconciler.safetext import escape
 from reconciler.schema.fast import compile_check
@@ -67,15 +67,15 @@ def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
     return inline(schema)
 
 
-def validate(validator: Draft202012Validator, where: Where) -> list[SourceError]:
+def validate(validator: Draft202012Validator, where: Where) -> list[FileProblem]:
     """Every violation of ``validator``'s schema in ``where.document``, each placed."""
-    problems: list[SourceError] = []
+    problems: list[FileProblem] = []
     for error in validator.iter_errors(where.document.value):
         problems.extend(describe(error, where))
     return list(dict.fromkeys(problems))  # one error may word what another already said
 
 
-def validate_document(document: Any, source: str, schema_path: Path) -> list[SourceError]:
+def validate_document(document: Any, source: str, schema_path: Path) -> list[FileProblem]:
     """Every schema violation in ``document`` (as ``load_yaml`` gives it), each placed."""
     if isinstance(document, MarkedDict):
         located = document.located

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from jsonschema import ValidationError
 
-from reconciler.errors import SourceError
+from reconciler.errors import FileProblem
 from reconciler.invite import ID_RULE
 from reconciler.safetext import escape
 from reconciler.yamlload.positions import Located
@@ -62,18 +61,18 @@ def place(path: tuple[Any, ...]) -> str:
     return f"`{field_name(path)}`" if path else "the file"
 
 
-def describe(error: ValidationError, where: Where) -> list[SourceError]:
+def describe(error: ValidationError, where: Where) -> list[FileProblem]:
     path = tuple(error.absolute_path)
     describer = MESSAGES.get(str(error.validator), _other)
     return describer(error, where, path)
 
 
-def _at(where: Where, path: tuple[Any, ...], message: str, key: bool = False) -> SourceError:
+def _at(where: Where, path: tuple[Any, ...], message: str, key: bool = False) -> FileProblem:
     line, column = (where.document.key_mark if key else where.document.mark)(path)
-    return SourceError(where.source, line, column, message)
+    return FileProblem(where.source, line, column, message)
 
 
-def _additional(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[SourceError]:
+def _additional(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[FileProblem]:
     allowed = sorted(error.schema.get("properties", {}))
     extra = [key for key in error.instance if key not in allowed]
     problems = []
@@ -85,7 +84,7 @@ def _additional(error: ValidationError, where: Where, path: tuple[Any, ...]) -> 
     return problems
 
 
-def _required(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[SourceError]:
+def _required(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[FileProblem]:
     full = where.prefix + path
     if full and isinstance(full[-1], int):
         what = "invite"
@@ -99,7 +98,7 @@ def _required(error: ValidationError, where: Where, path: tuple[Any, ...]) -> li
     ]
 
 
-def _type(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[SourceError]:
+def _type(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[FileProblem]:
     full = where.prefix + path
     expected = error.validator_value
     raw = where.document.raw(path)
@@ -122,13 +121,13 @@ def _type(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[S
     return [_at(where, path, message)]
 
 
-def _format(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[SourceError]:
+def _format(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[FileProblem]:
     field = field_name(where.prefix + path)
     kind = "email address" if error.validator_value == "email" else str(error.validator_value)
     return [_at(where, path, f"`{field}`: {say(error.instance)} is not a valid {kind}")]
 
 
-def _pattern(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[SourceError]:
+def _pattern(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[FileProblem]:
     field = field_name(where.prefix + path)
     shown = say(error.instance)
     if field == "phone":
@@ -160,19 +159,19 @@ class _Bound(NamedTuple):
 
     def __call__(
         self, error: ValidationError, where: Where, path: tuple[Any, ...]
-    ) -> list[SourceError]:
+    ) -> list[FileProblem]:
         limit = error.validator_value
         unit = "" if not self.noun else f" {self.noun}" if limit == 1 else f" {self.noun}s"
         message = f"{place(where.prefix + path)} must be {self.words} {limit}{unit}"
         return [_at(where, path, message)]
 
 
-def _unique(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[SourceError]:
+def _unique(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[FileProblem]:
     field = field_name(where.prefix + path)
     return [_at(where, path, f"`{field}` lists the same item twice; it is a set")]
 
 
-def _one_of(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[SourceError]:
+def _one_of(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[FileProblem]:
     context = error.context or []
     # Branches whose `type` does not fit say nothing about what is wrong inside
     # the value; the deepest error of a branch that fits does.
@@ -186,7 +185,7 @@ def _one_of(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list
     return describe(max(fitting, key=lambda e: len(e.path)), where)
 
 
-def _other(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[SourceError]:
+def _other(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[FileProblem]:
     rule = json.dumps(error.validator_value, ensure_ascii=False, default=str)[:_SHOWN]
     field = field_name(where.prefix + path)
     message = f"`{field}` does not meet the schema rule `{error.validator}: {escape(rule)}`"
@@ -208,7 +207,14 @@ def _a(expected: Any) -> str:
     return names.get(expected, str(expected))
 
 
-Describer = Callable[[ValidationError, Where, tuple[Any, ...]], list[SourceError]]
+class Describer(Protocol):
+    """Words for one kind of schema error: a function, or a `_Bound` record."""
+
+    def __call__(
+        self, error: ValidationError, where: Where, path: tuple[Any, ...], /
+    ) -> list[FileProblem]: ...
+
+
 MESSAGES: dict[str, Describer] = {
     "additionalProperties": _additional,
     "required": _required,

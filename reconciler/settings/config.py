@@ -14,7 +14,7 @@ from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from reconciler.desired.state import DEFAULT_PATH
-from reconciler.errors import ConfigError, InputError, SourceError
+from reconciler.errors import ConfigError, FileProblem, InputError
 from reconciler.resources import resource_path
 from reconciler.safetext import escape
 from reconciler.schema.check import validate_document
@@ -142,7 +142,7 @@ def _read_config_file(path: str) -> dict[str, Any]:
     if document is None and not problems:
         return {}
     if not problems and not isinstance(document, MarkedDict):
-        problems.append(SourceError(path, 1, 1, "config file must be a mapping of settings"))
+        problems.append(FileProblem(path, 1, 1, "config file must be a mapping of settings"))
     if isinstance(document, MarkedDict):
         problems += _secret_keys(document, path)
         if not problems:
@@ -150,6 +150,7 @@ def _read_config_file(path: str) -> dict[str, Any]:
             problems += validate_document(document, path, schema)
     if problems:
         raise InputError(problems)
+    assert isinstance(document, MarkedDict)  # any other shape was refused above
     values = to_plain(document)
     for key, rule in NUMBER_SETTINGS.items():
         if key in values:
@@ -164,9 +165,9 @@ def _read_config_file(path: str) -> dict[str, Any]:
     return values
 
 
-def _secret_keys(document: MarkedDict, path: str) -> list[SourceError]:
+def _secret_keys(document: MarkedDict, path: str) -> list[FileProblem]:
     return [
-        SourceError(
+        FileProblem(
             path,
             *document.key_marks[key],
             f"`{key}` must not be in the config file, which is committed to git; "

@@ -17,7 +17,7 @@ from typing import Any, BinaryIO, NamedTuple
 
 import yaml
 
-from reconciler.errors import SourceError
+from reconciler.errors import FileProblem
 from reconciler.yamlload.builder import DEPTH_LIMIT, Builder, Fatal
 from reconciler.yamlload.items import NO_LIST, Delivery, Item, ItemHook, ListRead
 from reconciler.yamlload.positions import Lines, Located, Mark
@@ -42,10 +42,10 @@ _Parser = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 class Parsed(NamedTuple):
     document: Located | None  # None when the text cannot be read at all
-    problems: list[SourceError]
+    problems: list[FileProblem]
 
 
-def decode_source(data: bytes, path: str) -> tuple[str | None, list[SourceError]]:
+def decode_source(data: bytes, path: str) -> tuple[str | None, list[FileProblem]]:
     """UTF-8 text of a file, or the position of its first undecodable byte."""
     # The BOM is stripped by hand: the utf-8-sig codec reports error offsets
     # that do not match the bytes given to it.
@@ -61,7 +61,7 @@ def decode_source(data: bytes, path: str) -> tuple[str | None, list[SourceError]
         column = len(data[line_start : exc.start].decode("utf-8", "replace")) + 1
         byte = data[exc.start : exc.start + 1].hex()
         message = f"not valid UTF-8 (byte 0x{byte}); save the file as UTF-8"
-        return None, [SourceError(path, line, column, message)]
+        return None, [FileProblem(path, line, column, message)]
 
 
 class FileSource:
@@ -72,7 +72,9 @@ class FileSource:
         self.limit = limit
         self.read_so_far = 0
 
-    def read(self, size: int) -> bytes:
+    # The default only makes this a file-like reader for type checkers: libyaml
+    # always asks for a size.
+    def read(self, size: int = 65536, /) -> bytes:
         data = self.stream.read(size)
         if self.read_so_far == 0 and data[:2] in _UTF16:
             raise _NotUtf8  # libyaml would read UTF-16
@@ -110,7 +112,7 @@ class Streamed(NamedTuple):
     """What ``stream`` read: ``Parsed``, and what became of the streamed list."""
 
     document: Located | None  # None when the text cannot be read at all
-    problems: list[SourceError]
+    problems: list[FileProblem]
     items: ListRead  # what became of the list under the hook's key
 
 
@@ -155,27 +157,27 @@ def _read(source: str | FileSource, path: str, lines: Lines, builder: Builder) -
     try:
         document = builder.build(parser)
     except Fatal as exc:
-        return Parsed(None, [SourceError(path, *lines.mark(exc.position), exc.message)])
+        return Parsed(None, [FileProblem(path, *lines.mark(exc.position), exc.message)])
     except (yaml.reader.ReaderError, UnicodeDecodeError, _NotUtf8):
         return Parsed(None, _unreadable(lines, path))
     except _TooLarge as exc:
         message = f"larger than {exc.limit // 2**20} MiB; split it into several files"
-        return Parsed(None, [SourceError(path, 1, 1, message)])
+        return Parsed(None, [FileProblem(path, 1, 1, message)])
     except yaml.MarkedYAMLError as exc:
         if _LIBYAML_TOO_DEEP in str(exc.problem):
             return Parsed(None, [_too_deep(exc, lines, path)])
         return Parsed(None, [_syntax_problem(exc, lines.text, path)])
     except yaml.YAMLError as exc:
-        return Parsed(None, [SourceError(path, 1, 1, f"invalid YAML: {exc}")])
+        return Parsed(None, [FileProblem(path, 1, 1, f"invalid YAML: {exc}")])
     finally:
         parser.dispose()
     problems = [
-        SourceError(path, *lines.mark(at), message) for at, message in sorted(builder.problems)
+        FileProblem(path, *lines.mark(at), message) for at, message in sorted(builder.problems)
     ]
     return Parsed(Located(document.value, document.spot, document.position, lines), problems)
 
 
-def _unreadable(lines: Lines, path: str) -> list[SourceError]:
+def _unreadable(lines: Lines, path: str) -> list[FileProblem]:
     """What libyaml's reader refused: bytes that are not UTF-8, or a control character."""
     text, problems = decode_source(lines.data, path)
     if text is None:
@@ -183,12 +185,12 @@ def _unreadable(lines: Lines, path: str) -> list[SourceError]:
     control = _CONTROL.search(text)
     if control is None:  # not expected: libyaml and this pattern refuse the same characters
         # (but a libyaml built otherwise may refuse more)
-        return [SourceError(path, 1, 1, "a character YAML does not allow; save the file as text")]
+        return [FileProblem(path, 1, 1, "a character YAML does not allow; save the file as text")]
     message = f"control character U+{ord(control.group()):04X} is not allowed in YAML; remove it"
-    return [SourceError(path, *Lines(text).mark(control.start()), message)]
+    return [FileProblem(path, *Lines(text).mark(control.start()), message)]
 
 
-def _too_deep(exc: yaml.MarkedYAMLError, lines: Lines, path: str) -> SourceError:
+def _too_deep(exc: yaml.MarkedYAMLError, lines: Lines, path: str) -> FileProblem:
     """Where the nesting passed ``DEPTH_LIMIT``, though libyaml refused it deeper down.
 
     libyaml 0.2.6 stops at 1,000 levels while scanning, and in flow style
@@ -199,20 +201,20 @@ def _too_deep(exc: yaml.MarkedYAMLError, lines: Lines, path: str) -> SourceError
     mark = exc.problem_mark
     message = f"nested too deeply (limit {DEPTH_LIMIT})"
     if mark is None:
-        return SourceError(path, 1, 1, message)
+        return FileProblem(path, 1, 1, message)
     parser = _Parser(lines.text[: mark.index])
     try:
         Builder(lines).build(parser)
     except Fatal as fatal:
-        return SourceError(path, *lines.mark(fatal.position), fatal.message)
+        return FileProblem(path, *lines.mark(fatal.position), fatal.message)
     except yaml.YAMLError:
         pass  # the text cut short did not reach the limit: say where libyaml stopped
     finally:
         parser.dispose()
-    return SourceError(path, mark.line + 1, mark.column + 1, message)
+    return FileProblem(path, mark.line + 1, mark.column + 1, message)
 
 
-def _syntax_problem(exc: yaml.MarkedYAMLError, text: str, path: str) -> SourceError:
+def _syntax_problem(exc: yaml.MarkedYAMLError, text: str, path: str) -> FileProblem:
     context = exc.context or ""
     # An unclosed bracket or quote is best shown where it was opened, a key without
     # its `:` where the key begins (libyaml notices only on a later line).
@@ -226,7 +228,7 @@ def _syntax_problem(exc: yaml.MarkedYAMLError, text: str, path: str) -> SourceEr
     if exc.problem_mark is not None and _char_at(text, exc.problem_mark) == "\t":
         where = Mark(exc.problem_mark.line + 1, exc.problem_mark.column + 1)
         problem = "a tab character here; YAML must be indented with spaces"
-    return SourceError(path, where.line, where.column, problem)
+    return FileProblem(path, where.line, where.column, problem)
 
 
 # PyYAML's wording for common hand-writing mistakes, and what usually causes them.
@@ -279,7 +281,7 @@ class MarkedDict(dict):  # type: ignore[type-arg]
 
 class LoadedYaml(NamedTuple):
     document: Any  # None when the text is empty or cannot be parsed
-    problems: list[SourceError]
+    problems: list[FileProblem]
 
 
 def load_yaml(text: str, path: str) -> LoadedYaml:

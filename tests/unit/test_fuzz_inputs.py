@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from reconciler.api.client import ApiClient, CurrentInvite
 from reconciler.api.exceptions import ApiError
 from reconciler.desired.state import DesiredState, load_desired_state
-from reconciler.errors import InputError, ReconcilerError, SourceError
+from reconciler.errors import FileProblem, InputError, ReconcilerError
 from reconciler.invite import UPDATABLE_FIELDS
 from reconciler.output.text import TextRenderer
 from reconciler.plan.model import Plan
@@ -52,7 +52,7 @@ def assert_loads_or_reports(path: Path, text: str | None = None) -> None:
         assert exc.problems, "an InputError must list at least one problem"
         max_line = len(text.splitlines()) + 1 if text is not None else None
         for problem in exc.problems:
-            assert isinstance(problem, SourceError)
+            assert isinstance(problem, FileProblem)
             assert problem.path == str(path)
             assert problem.line >= 1, problem
             assert problem.column >= 1, problem

@@ -27,7 +27,7 @@ from reconciler.desired.state import (
     load_file,
     load_text,
 )
-from reconciler.errors import InputError, SourceError
+from reconciler.errors import FileProblem, InputError
 
 WriteYaml = Callable[[str, str], Path]
 
@@ -36,20 +36,20 @@ def load(*paths: Path | str) -> DesiredState:
     return load_desired_state([str(p) for p in paths])
 
 
-def problems_of(*paths: Path | str) -> list[SourceError]:
+def problems_of(*paths: Path | str) -> list[FileProblem]:
     """The problems of one run; the run must fail with an InputError."""
     with pytest.raises(InputError) as info:
         load(*paths)
     return info.value.problems
 
 
-def only_problem(*paths: Path | str) -> SourceError:
+def only_problem(*paths: Path | str) -> FileProblem:
     problems = problems_of(*paths)
     assert len(problems) == 1, "\n".join(map(str, problems))
     return problems[0]
 
 
-def where(problem: SourceError) -> tuple[str, int, int]:
+def where(problem: FileProblem) -> tuple[str, int, int]:
     return problem.path, problem.line, problem.column
 
 
@@ -989,7 +989,7 @@ def test_a_file_over_the_size_bound_is_refused_and_one_at_it_is_read(
     invites, problems = load_file(path)
     assert invites == []
     assert problems == [
-        SourceError(str(path), 1, 1, "larger than 256 MiB; split it into several files")
+        FileProblem(str(path), 1, 1, "larger than 256 MiB; split it into several files")
     ]
 
 
@@ -997,7 +997,7 @@ def test_a_path_that_cannot_be_read_is_a_problem_at_its_start(tmp_path: Path) ->
     invites, problems = load_file(tmp_path)
 
     assert invites == []
-    assert problems == [SourceError(str(tmp_path), 1, 1, "cannot read: Is a directory")]
+    assert problems == [FileProblem(str(tmp_path), 1, 1, "cannot read: Is a directory")]
 
 
 @pytest.mark.parametrize("enabled", [True, False])
@@ -1086,7 +1086,7 @@ invites:
 """
 
 
-def source_problems(path: Path) -> list[SourceError]:
+def source_problems(path: Path) -> list[FileProblem]:
     try:
         load_desired_state([str(path)])
     except InputError as error:

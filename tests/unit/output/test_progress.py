@@ -14,7 +14,7 @@ import pytest
 from support.helpers import EXAMPLES, clean_env
 
 from reconciler.cli import main
-from reconciler.errors import SourceError
+from reconciler.errors import FileProblem
 from reconciler.output.color import use_color
 from reconciler.output.github import (
     error_command,
@@ -124,7 +124,7 @@ def test_durations_read_like_a_person_would_say_them(seconds: float, text: str) 
 
 
 def test_input_errors_become_error_commands_with_file_line_and_column() -> None:
-    problem = SourceError("invites/emea.yaml", 12, 7, "`email` must be text, not a number")
+    problem = FileProblem("invites/emea.yaml", 12, 7, "`email` must be text, not a number")
     assert input_error_commands([problem]) == [
         "::error file=invites/emea.yaml,line=12,col=7,title=invite-reconciler::"
         "`email` must be text, not a number"
@@ -132,7 +132,7 @@ def test_input_errors_become_error_commands_with_file_line_and_column() -> None:
 
 
 def test_a_problem_with_the_path_itself_has_no_line() -> None:
-    (command,) = input_error_commands([SourceError("invites", 0, 0, "no such file or directory")])
+    (command,) = input_error_commands([FileProblem("invites", 0, 0, "no such file or directory")])
     assert command == "::error file=invites,title=invite-reconciler::no such file or directory"
 
 
@@ -181,9 +181,9 @@ def test_annotations_follow_the_option_then_github_actions(
 
 def test_code_quality_report_has_the_fields_gitlab_reads() -> None:
     problems = [
-        SourceError("invites/emea.yaml", 4, 5, "invite id `inv_a` is already defined"),
-        SourceError("invites/emea.yaml", 9, 5, "invite id `inv_a` is already defined"),
-        SourceError("invites", 0, 0, "no such file or directory"),
+        FileProblem("invites/emea.yaml", 4, 5, "invite id `inv_a` is already defined"),
+        FileProblem("invites/emea.yaml", 9, 5, "invite id `inv_a` is already defined"),
+        FileProblem("invites", 0, 0, "no such file or directory"),
     ]
     report = json.loads(render_report(problems))
     assert [entry["location"] for entry in report] == [

@@ -12,7 +12,7 @@ import pytest
 
 from reconciler.cli import run
 from reconciler.desired.state import load_desired_state, load_file, load_text
-from reconciler.errors import InputError, SourceError
+from reconciler.errors import FileProblem, InputError
 from reconciler.schema.check import invite_validators
 from reconciler.settings.config import load_settings
 from reconciler.yamlload.builder import DEPTH_LIMIT
@@ -435,7 +435,7 @@ def reconcile(*args: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, list
     return code, capsys.readouterr().err.splitlines()
 
 
-def only(problems: list[SourceError]) -> SourceError:
+def only(problems: list[FileProblem]) -> FileProblem:
     assert len(problems) == 1, "\n".join(map(str, problems))
     return problems[0]
 

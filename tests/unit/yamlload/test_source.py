@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from reconciler.desired.state import load_text
-from reconciler.errors import SourceError
+from reconciler.errors import FileProblem
 from reconciler.schema.check import invite_validators
 from reconciler.yamlload import source as yaml_source
 from reconciler.yamlload.builder import DEPTH_LIMIT
@@ -93,7 +93,7 @@ def hostile_texts(draw: st.DrawFn) -> str:
     return text
 
 
-def assert_well_placed(problems: list[SourceError], text: str, path: str) -> None:
+def assert_well_placed(problems: list[FileProblem], text: str, path: str) -> None:
     lines = len(text.splitlines()) + 1
     for problem in problems:
         assert problem.path == path
