@@ -2,7 +2,7 @@
 
 PyYAML silently keeps the last of two duplicate keys and turns hand-written
 values such as ``+442079460000``, ``NO`` or ``12:30`` into numbers and
-booleans. This loader reads libyaml's event stream (see ``yaml_builder``),
+booleans. This loader reads libyaml's event stream (see ``builder``),
 reports duplicates, keeps each value's line and column, and keeps the
 original text of plain scalars that YAML resolved to something other than a
 string, so a later type error can tell the user what to quote. Depth and

@@ -1,5 +1,5 @@
-"""End to end: the real CLI against a hostile API on 127.0.0.1, one test per row of
-issue 10's table (redirects, lying answers, endless answers, echoed secrets).
+"""End to end: the real CLI against a hostile API on 127.0.0.1, one test per way a
+server can lie (redirects, lying answers, endless answers, echoed secrets).
 
 Runs are in-process (``reconciler.cli.run``), except where the process ending
 is the point. Every run is checked for the client secret and every token the

@@ -1,6 +1,6 @@
 """A small platform API on 127.0.0.1 that lies, stalls, floods and echoes secrets.
 
-Each knob of ``Hostility`` reproduces one row of issue 10's table; with none
+Each knob of ``Hostility`` is one way a server can lie or stall; with none
 set it answers like the sandbox. It records every request it receives (a
 redirect target is just another HostileServer that should record nothing).
 """

@@ -1154,7 +1154,7 @@ def test_a_refused_connection_says_what_to_check(
     assert "RECONCILER_BASE_URL" in message
 
 
-# -- what the server says is not taken on trust (issue 10) ---------------------------
+# -- what the server says is not taken on trust -------------------------------------
 
 
 @pytest.mark.parametrize("status", [301, 302, 303, 307, 308])

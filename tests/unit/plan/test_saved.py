@@ -24,7 +24,7 @@ from reconciler.api.client import CurrentInvite
 from reconciler.api.exceptions import NotFound
 from reconciler.errors import ReconcilerError
 from reconciler.output.json import JsonRenderer, document_json
-from reconciler.plan import saved as planfile
+from reconciler.plan import saved
 from reconciler.plan.changes import FailedInvite, InviteChange, NotUpdatable
 from reconciler.plan.model import Plan
 from reconciler.plan.saved import find_drift, load_plan, load_signed_plan, save_plan, sign_plan
@@ -178,7 +178,7 @@ def test_a_change_whose_before_after_and_patch_disagree_is_refused_as_damaged(tm
 
 
 def test_an_oversized_file_is_refused_without_reading_it_all(tmp_path, monkeypatch):
-    monkeypatch.setattr(planfile, "MAX_PLAN_BYTES", 1000)
+    monkeypatch.setattr(saved, "MAX_PLAN_BYTES", 1000)
     document = sample_plan().to_document()
     document["changes"][1]["name"] = "x" * 2000
     with pytest.raises(ReconcilerError, match="larger than 1,000 bytes: too large for a plan"):

@@ -412,7 +412,7 @@ def test_deep_flow_nesting_after_a_repeated_key_is_still_refused_at_our_limit() 
 
 
 # From test_loader_hostile.py:
-# Hostile invite and config files (issue 11, rows 1-5): refused with a placed message, exit 1.
+# Hostile invite and config files: refused with a placed message, exit 1.
 #
 # Each file is what an attacker or an unlucky merge could put in a pull request;
 # the run must end with `path:line:col: message` lines and exit code 1, never a

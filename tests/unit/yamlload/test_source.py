@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from reconciler.desired.state import load_text
 from reconciler.errors import FileProblem
 from reconciler.schema.check import invite_validators
-from reconciler.yamlload import source as yaml_source
+from reconciler.yamlload import source
 from reconciler.yamlload.builder import DEPTH_LIMIT
 from reconciler.yamlload.source import load_yaml
 
@@ -240,11 +240,11 @@ class _FailingParser:
 @pytest.fixture
 def libyaml_fails_on(monkeypatch: pytest.MonkeyPatch):
     """libyaml raising ``error`` on ``text``; any other text (a part of it) parses."""
-    real = yaml_source._Parser
+    real = source._Parser
 
     def fail(text: str, error: Exception) -> None:
         monkeypatch.setattr(
-            yaml_source,
+            source,
             "_Parser",
             lambda source: _FailingParser(error) if source == text else real(source),
         )
@@ -323,10 +323,10 @@ def test_items_handed_to_the_hook_are_not_kept_in_the_document():
     # The whole point of the hook: a 60 MB file's invites are never all in memory.
     text = "invites:\n" + "".join(f"  - id: inv_{n}\n" for n in range(3)) + "other: [1, 2]\n"
     seen: list[tuple[int, Any]] = []
-    document, problems, _ = yaml_source.stream(
+    document, problems, _ = source.stream(
         text,
         "team.yaml",
-        yaml_source.Lines(text),
+        source.Lines(text),
         "invites",
         lambda item: seen.append((item.index, item.value)),
     )
