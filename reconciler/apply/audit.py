@@ -27,8 +27,10 @@ from typing import Any, NamedTuple, Self
 
 from reconciler.api.client import Receipt
 from reconciler.api.exceptions import ApiError
+from reconciler.apply.audit_path import audit_path_problem
 from reconciler.errors import ReconcilerError
-from reconciler.safetext import clean, escape_json_text, redact
+from reconciler.safefile import open_for_append
+from reconciler.safetext import clean, escape, escape_json_text, redact
 
 # Longest server message kept in a record: an answer is no place for a novel.
 _MAX_MESSAGE = 1000
@@ -196,8 +198,11 @@ def open_audit_log(
 
 
 def _open_for_append(path: str) -> int:
+    problem = audit_path_problem(path)  # a link or a committed file: refused, never followed
+    if problem:
+        raise AuditLogError(f"{escape(path)}: cannot open the audit log: {problem}")
     try:
-        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
+        fd = open_for_append(path, follow_symlinks=False)  # a FIFO or device: refused at once
     except OSError as exc:
         raise AuditLogError(f"{path}: cannot open the audit log: {exc.strerror}") from None
     try:

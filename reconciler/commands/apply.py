@@ -10,7 +10,7 @@ from reconciler.apply.applier import Applier, ApplyReport, ChangeResult, WriteOu
 from reconciler.apply.audit import open_audit_log
 from reconciler.apply.interrupt import GracefulInterrupt
 from reconciler.commands.common import check_writable, read_desired, run_selection, run_settings
-from reconciler.commands.confirm import confirm
+from reconciler.commands.confirm import confirm, require_terminal
 from reconciler.commands.options import (
     RUN_ENV,
     FilePath,
@@ -70,6 +70,8 @@ def apply(
             "--plan applies a saved plan as it is; do not give PATH, --target, --exclude "
             "or --changed-since"
         )
+    if not plan_file and not auto_approve:  # before anything is read: nobody could answer
+        require_terminal(action="apply", instead=_INSTEAD)
     github = github_enabled(run.annotations)
     settings = run_settings(run, audit_log=audit_log)
     check_writable(settings.audit_log, "open the audit log")
@@ -98,9 +100,12 @@ def apply(
                 confirm(
                     "Apply these changes?",
                     action="apply",
-                    instead=", or apply a reviewed plan with `apply --plan FILE`",
+                    instead=_INSTEAD,
                 )
         return _apply(the_plan, client, settings, limiter, renderer, github)
+
+
+_INSTEAD = ", or apply a reviewed plan with `apply --plan FILE`"
 
 
 def _check_saved_plan(plan: Plan, client: ApiClient, limiter: Limiter, path: str) -> None:

@@ -9,6 +9,30 @@ import click
 from reconciler.errors import ReconcilerError
 
 
+def stdin_is_terminal() -> bool:
+    """True when a person can answer: stdin is open (not `<&-`) and a terminal."""
+    stdin = sys.stdin
+    if stdin is None:  # started with stdin closed
+        return False
+    try:
+        return stdin.isatty()
+    except (OSError, ValueError):  # a stream closed or detached under us
+        return False
+
+
+def require_terminal(*, action: str, instead: str = "") -> None:
+    """Refuse at once when nobody could answer a question: call it before any work.
+
+    A CI job without ``--auto-approve`` then fails in a second, before it reads
+    thousands of invites only to refuse at the end.
+    """
+    if not stdin_is_terminal():
+        raise ReconcilerError(
+            f"refusing to {action} without confirmation: standard input is not a terminal; "
+            f"pass --auto-approve{instead}"
+        )
+
+
 def confirm(question: str, *, action: str, instead: str = "") -> None:
     """Go on only when a person at a terminal answers yes to ``question``.
 
@@ -16,10 +40,6 @@ def confirm(question: str, *, action: str, instead: str = "") -> None:
     refuse, so that a CI job never writes without ``--auto-approve``. ``action``
     names what is refused ("apply"); ``instead`` offers another way to do it.
     """
-    if not sys.stdin.isatty():
-        raise ReconcilerError(
-            f"refusing to {action} without confirmation: standard input is not a terminal; "
-            f"pass --auto-approve{instead}"
-        )
+    require_terminal(action=action, instead=instead)
     if not click.confirm(question, default=False, err=True):
         raise ReconcilerError(f"{action} cancelled; nothing was changed")

@@ -8,7 +8,7 @@ from reconciler.api.client import ApiClient
 from reconciler.api.exceptions import ApiError
 from reconciler.apply.audit import AuditLog, NoAuditLog, open_audit_log
 from reconciler.commands.common import settings_for
-from reconciler.commands.confirm import confirm
+from reconciler.commands.confirm import confirm, require_terminal
 from reconciler.commands.options import (
     audit_log_option,
     auto_approve_option,
@@ -42,6 +42,8 @@ def resend(
 ) -> int:
     """Re-send the invitation of each given invite, once. Never retried automatically."""
     setup_logging(verbose)
+    if not auto_approve:  # before anything is read: nobody could answer
+        require_terminal(action="re-send")
     refuse_bad_ids(invite_ids, "resend")
     settings = settings_for(config_file, audit_log=audit_log)
     ids = list(dict.fromkeys(invite_ids))

@@ -13,6 +13,7 @@ from urllib.parse import quote
 from reconciler.desired.entries import DesiredInvite, EntryReader, SourceLocation
 from reconciler.errors import FileProblem, InputError
 from reconciler.invite import INVITE_ID
+from reconciler.safefile import kind_of, open_regular
 from reconciler.safetext import escape
 from reconciler.schema.check import invite_validators, validate
 from reconciler.schema.messages import Where
@@ -45,7 +46,13 @@ class DesiredState:
 
 
 def find_files(paths: list[str]) -> tuple[list[Path], list[FileProblem]]:
-    """The YAML files named or found (recursively, sorted) under ``paths``."""
+    """The YAML files named or found (recursively, sorted) under ``paths``.
+
+    A file whose real path (symbolic links followed) lies outside the git
+    repository it is in, or outside the directory given when there is no
+    repository, is refused unread: a link committed in a pull request could
+    otherwise have any file of the job's machine read and quoted in messages.
+    """
     files: list[Path] = []
     problems: list[FileProblem] = []
     for raw in paths:
@@ -56,13 +63,57 @@ def find_files(paths: list[str]) -> tuple[list[Path], list[FileProblem]]:
                 problems.append(
                     FileProblem(raw, 0, 0, "no *.yaml or *.yml files in this directory")
                 )
-            files.extend(found)
+            boundary = _boundary(path, path)
+            for file in found:
+                outside = _outside(file, boundary)
+                if outside:
+                    problems.append(FileProblem(str(file), 0, 0, outside))
+                else:
+                    files.append(file)
         elif path.is_file():
-            files.append(path)
+            outside = _outside(path, _boundary(path.parent, None))
+            if outside:
+                problems.append(FileProblem(raw, 0, 0, outside))
+            else:
+                files.append(path)
+        elif path.exists():  # a FIFO, a device, a socket: never opened
+            problems.append(FileProblem(raw, 0, 0, _not_regular(path)))
         else:
             problems.append(FileProblem(raw, 0, 0, _missing(raw)))
     unique = list(dict.fromkeys(files))
     return unique, problems
+
+
+def _boundary(directory: Path, fallback: Path | None) -> str | None:
+    """The real path files under ``directory`` must stay in: its git repository, else
+    ``fallback`` (the directory given); None: anywhere."""
+    from reconciler.output.repo_paths import git_top  # runs git: only for real directories
+
+    top = git_top(os.path.abspath(directory or "."))
+    root = top if top else fallback
+    return os.path.realpath(root) if root is not None else None
+
+
+def _outside(file: Path, boundary: str | None) -> str | None:
+    """Why ``file`` is refused (a link out of ``boundary``), or None."""
+    if boundary is None:
+        return None
+    real = os.path.realpath(file)
+    if real == boundary or real.startswith(boundary.rstrip(os.sep) + os.sep):
+        return None
+    where = "the repository" if (Path(boundary) / ".git").exists() else "the directory given"
+    return (
+        f"not read: a symbolic link to {escape(real)}, outside {where}; invite files "
+        "never follow a link out of it (copy the file in instead)"
+    )
+
+
+def _not_regular(path: Path) -> str:
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:
+        return f"cannot read: {exc.strerror}"
+    return f"not read: it is {kind_of(mode)}, not a regular file"
 
 
 def _missing(raw: str) -> str:
@@ -93,7 +144,7 @@ def load_file(file: Path) -> tuple[list[DesiredInvite], list[FileProblem]]:
     """The invites of one file and its problems (duplicate ids across files aside)."""
     source = str(file)
     try:
-        with file.open("rb") as stream:
+        with open_regular(file) as stream:
             if os.fstat(stream.fileno()).st_size > MAX_FILE_BYTES:
                 return [], [FileProblem(source, 1, 1, _TOO_LARGE)]
             # Read in chunks as it is parsed: a 60 MB file is never held whole.

@@ -16,6 +16,7 @@ import click
 
 from reconciler.errors import FileProblem, InputError, ReconcilerError
 from reconciler.output.repo_paths import repo_relative
+from reconciler.safefile import open_for_append
 from reconciler.safetext import clean
 
 if TYPE_CHECKING:
@@ -113,7 +114,8 @@ def append_step_summary(markdown: str, env: Mapping[str, str] | None = None) -> 
     text = markdown if markdown.endswith("\n") else markdown + "\n"
     data = text.encode("utf-8")[:SUMMARY_LIMIT].decode("utf-8", "ignore")
     try:
-        with open(path, "a", encoding="utf-8") as handle:
+        # A regular file only: a FIFO there would block the run for ever.
+        with os.fdopen(open_for_append(path), "a", encoding="utf-8") as handle:
             handle.write(data)
     except OSError as exc:
         click.echo(

@@ -11,8 +11,9 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from reconciler.errors import FileProblem, InputError, ReconcilerError
+from reconciler.errors import FileProblem, InputError
 from reconciler.output.repo_paths import repo_relative
+from reconciler.safefile import refuse_special_file, write_text_replacing
 from reconciler.safetext import clean
 
 CHECK_NAME = "invite-reconciler/validate"
@@ -36,18 +37,18 @@ def render_report(problems: Iterable[FileProblem]) -> str:
 
 
 def write_report(path: str, problems: Iterable[FileProblem]) -> None:
-    try:
-        with open(path, "w", encoding="utf-8") as handle:
-            handle.write(render_report(problems))
-    except OSError as exc:
-        raise ReconcilerError(
-            f"{path}: cannot write the Code Quality report: {exc.strerror}"
-        ) from None
+    """The report, written whole by rename; a FIFO or device at ``path`` is refused at once."""
+    write_text_replacing(path, render_report(problems), "the Code Quality report")
 
 
 @contextmanager
 def writing_codequality(path: str | None) -> Iterator[None]:
-    """Write a Code Quality report of the input errors raised inside (an empty one if none)."""
+    """Write a Code Quality report of the input errors raised inside (an empty one if none).
+
+    A FIFO or device at ``path`` is refused before anything is read.
+    """
+    if path:
+        refuse_special_file(path, "the Code Quality report")
     try:
         yield
     except InputError as error:

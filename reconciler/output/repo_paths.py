@@ -22,7 +22,7 @@ _GIT_TIMEOUT = 5.0
 def repo_relative(path: str, env: Mapping[str, str] | None = None) -> str:
     """``path`` from the repository root when it lies inside it, else as given."""
     env = os.environ if env is None else env
-    root = next((env[name] for name in ROOT_VARIABLES if env.get(name)), None) or _git_top(
+    root = next((env[name] for name in ROOT_VARIABLES if env.get(name)), None) or git_top(
         os.getcwd()
     )
     if not root:
@@ -37,7 +37,7 @@ def repo_relative(path: str, env: Mapping[str, str] | None = None) -> str:
 
 
 @lru_cache(maxsize=8)
-def _git_top(cwd: str) -> str | None:
+def git_top(cwd: str) -> str | None:
     """The git top level of ``cwd``, asked once per directory; None outside git."""
     git = shutil.which("git")
     if git is None:

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 from reconciler.errors import ReconcilerError
+from reconciler.safefile import open_regular
 from reconciler.safetext import escape
 
 # A JSON string (possessive: no backtracking on a long unterminated one), or a bracket.
@@ -24,7 +24,7 @@ _STRING_OR_BRACKET = re.compile(r'"(?:[^"\\]|\\.)*+"|[\[\]{}]', re.DOTALL)
 def read_bounded_text(path: str, limit: int, what: str) -> str:
     """The file's text, refused past ``limit`` bytes or when it is not UTF-8."""
     try:
-        with Path(path).open("rb") as handle:
+        with open_regular(path) as handle:  # a FIFO or device: refused, never waited on
             data = handle.read(limit + 1)
     except OSError as exc:
         raise ReconcilerError(f"{escape(path)}: cannot read {what}: {exc.strerror}") from None

@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 from reconciler.desired.state import DEFAULT_PATH
 from reconciler.errors import ConfigError, FileProblem, InputError
 from reconciler.resources import resource_path
+from reconciler.safefile import open_regular
 from reconciler.safetext import escape
 from reconciler.schema.check import validate_document
 from reconciler.settings.values import NUMBER_SETTINGS
@@ -127,7 +128,7 @@ def load_settings(config_file: str | None, env: Mapping[str, str] | None = None)
 
 def _read_config_file(path: str) -> dict[str, Any]:
     try:
-        with Path(path).open("rb") as stream:
+        with open_regular(path) as stream:  # a FIFO or device: refused, never waited on
             data = stream.read(_CONFIG_FILE_LIMIT + 1)  # bounded: --config /dev/zero ends
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read config file: {exc.strerror}") from None
@@ -223,7 +224,7 @@ def _secret_from_env(env: Mapping[str, str]) -> str | None:
         return None
     shown = f"{SECRET_FILE_ENV}={escape(secret_file)}"
     try:
-        with open(secret_file, "rb") as handle:  # a secret is short; never read a whole disk
+        with open_regular(secret_file) as handle:  # a secret is short; never read a whole disk
             secret = handle.read(_SECRET_FILE_LIMIT).decode("utf-8").strip()
     except (OSError, UnicodeDecodeError) as exc:
         reason = getattr(exc, "strerror", None) or "not UTF-8 text"

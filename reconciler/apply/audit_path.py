@@ -1,0 +1,76 @@
+"""Where the audit log may be written: never through a symbolic link, never a committed file.
+
+The audit log path usually sits in the checkout (`--audit-log audit.jsonl` in
+CI), and what is in the checkout is what a pull request made. A committed
+symbolic link would point the appends at any file the job can write
+(`~/.bashrc`, another job's output); a committed regular file would hand the
+log records the pull request wrote, which then read as the tool's own. So the
+path is checked before it is opened, and opened without following a link.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+
+from reconciler.output.repo_paths import git_top
+from reconciler.safetext import escape
+
+_GIT_TIMEOUT = 5.0
+
+
+def audit_path_problem(path: str) -> str | None:
+    """Why ``path`` must not be the audit log, or None when it may be."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    if mode is not None and stat.S_ISLNK(mode):
+        return (
+            f"it is a symbolic link (to {escape(os.readlink(path))}); the audit log is never "
+            "written through a link, which a commit could point at any file: give the real path"
+        )
+    directory = os.path.dirname(os.path.abspath(path))
+    # The repository run in; else the one the path is in (a link there leads out of it).
+    top = git_top(os.getcwd()) or (git_top(directory) if os.path.isdir(directory) else None)
+    if top is None:
+        return None
+    real_top = os.path.realpath(top)
+    lexically_inside = _inside(directory, top) or _inside(directory, real_top)
+    if lexically_inside and not _inside(os.path.realpath(directory), real_top):
+        return (
+            "its directory is a symbolic link out of the repository; the audit log never "
+            "follows a link out of it: give the real path"
+        )
+    if mode is not None and lexically_inside and _tracked(path, directory):
+        return (
+            "it is a file committed in the repository, so a commit could have written records "
+            "into it; write the audit log outside the checkout, or to a path git ignores"
+        )
+    return None
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _tracked(path: str, directory: str) -> bool:
+    git = shutil.which("git")
+    if git is None:
+        return False
+    try:
+        done = subprocess.run(
+            [git, "ls-files", "--error-unmatch", "--", os.path.abspath(path)],
+            cwd=directory,
+            capture_output=True,
+            stdin=subprocess.DEVNULL,
+            timeout=_GIT_TIMEOUT,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
