@@ -15,7 +15,12 @@ import click
 from reconciler import __version__
 from reconciler.errors import InputError, ReconcilerError
 from reconciler.output.common import stop_writing_to_stdout
-from reconciler.output.github import GITHUB_ANNOTATIONS, annotate_error
+from reconciler.output.github import (
+    GITHUB_ANNOTATIONS,
+    annotate_error,
+    guard_output,
+    release_output,
+)
 from reconciler.safetext import clean
 from reconciler.wording import plural
 
@@ -68,6 +73,14 @@ def cli() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line ``argv`` (default: the process's) and return its exit code."""
+    guard_output()  # under GitHub Actions: no outside text can speak to the runner
+    try:
+        return _main(argv)
+    finally:
+        release_output()
+
+
+def _main(argv: Sequence[str] | None) -> int:
     meta: dict[str, object] = {}  # shared by every context of this run: options leave notes
     try:
         with cli.make_context("reconcile", list(sys.argv[1:] if argv is None else argv)) as ctx:

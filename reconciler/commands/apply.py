@@ -155,7 +155,11 @@ def _apply(
         audit.close()
     if github:
         failed_updates = (r for r in report.results if r.error and not r.outcome.updated)
-        emit(invite_error_commands((r.change.id, str(r.error)) for r in failed_updates))
+        emit(
+            invite_error_commands(
+                (r.change.id, str(r.error), r.change.source) for r in failed_updates
+            )
+        )
     # With stdout gone, the summary goes where it can still be read.
     click.echo(renderer.apply_summary(report), err=stdout_lost)
     if plan.failed:

@@ -15,7 +15,12 @@ from typing import Any, TypeVar, cast
 import click
 
 from reconciler.output.color import COLOR_CHOICES, use_color
-from reconciler.output.github import ANNOTATION_CHOICES, GITHUB_ANNOTATIONS, github_enabled
+from reconciler.output.github import (
+    ANNOTATION_CHOICES,
+    GITHUB_ANNOTATIONS,
+    github_enabled,
+    guard_output,
+)
 from reconciler.settings.config import ENV_VARS, SECRET_ENV, SECRET_FILE_ENV
 from reconciler.settings.values import SettingType
 
@@ -113,6 +118,8 @@ color_option = _auto_choice(
 def _decide_annotations(ctx: click.Context, param: click.Parameter, value: str) -> str:
     # Read by cli.main, the one place errors become exit codes (and annotations).
     ctx.meta[GITHUB_ANNOTATIONS] = github_enabled(value)
+    if value == "github":  # shown as on a runner, so guarded as on a runner
+        guard_output(force=True)
     return value
 
 

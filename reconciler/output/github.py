@@ -4,13 +4,24 @@ https://docs.github.com/actions/reference/workflow-commands-for-github-actions
 Values are escaped as the runner unescapes them: `%`, CR and LF everywhere, and
 also `:` and `,` in properties, so a message can never end the command early
 or start a second one.
+
+The runner reads every line of a step's output for commands: a line that starts
+with `::` (after any spaces) is one, and so is any line with `##[` anywhere in it
+(the older form). A file name, a value or a server's message can be anything a
+pull request or a server chose (`::stop-commands::x.yaml`), so under GitHub
+Actions stdout and stderr go through ``RunnerGuard``: no line but the tool's own
+commands starts with `::`, and `##[` never reaches the runner whole.
 """
 
 from __future__ import annotations
 
+import io
 import os
+import stat
+import sys
+import threading
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -74,16 +85,167 @@ def input_error_commands(problems: Iterable[FileProblem]) -> list[str]:
     ]
 
 
-def invite_error_commands(errors: Iterable[tuple[str, str]]) -> list[str]:
-    """Per-invite API errors, given as (invite id, message)."""
-    return [error_command(message, title=invite_id) for invite_id, message in errors]
+def invite_error_commands(errors: Iterable[tuple[str, str, str | None]]) -> list[str]:
+    """Per-invite API errors, given as (invite id, message, source): annotated at the entry
+    (``file=``, ``line=``) when its source ``PATH:LINE`` is known, as input errors are."""
+    commands = []
+    for invite_id, message, source in errors:
+        path, line = _split_source(source)
+        file = repo_relative(path) if path else None
+        commands.append(error_command(message, title=invite_id, file=file, line=line))
+    return commands
+
+
+def _split_source(source: str | None) -> tuple[str | None, int | None]:
+    """``PATH:LINE`` as (PATH, LINE); (None, None) when there is no line to point at."""
+    if not source:
+        return None, None
+    path, _, line = source.rpartition(":")
+    if not path or not line.isdigit() or int(line) < 1:
+        return None, None
+    return path, int(line)
 
 
 def emit(commands: list[str]) -> None:
     # Workflow commands are read from stdout and stderr alike; stderr keeps stdout
     # the product (a plan piped into a file stays a plan).
+    stream = sys.stderr
+    if stream is None:  # stderr closed (2>&-): nobody reads the commands
+        return
     for command in commands:
-        click.echo(command, err=True)
+        if isinstance(stream, RunnerGuard):
+            stream.write_command(command)
+        else:
+            click.echo(command, err=True)
+
+
+# -- the guard ---------------------------------------------------------------------------
+
+_LEGACY = "##["  # the runner's older command form, matched anywhere in a line
+# Shown instead: escaped as the tool shows unsafe characters, and in a JSON string
+# (`plan --format json | jq`) the very same text.
+_LEGACY_SHOWN = "#\\u0023["
+_LINE_MARK = "| "  # put before a line that would start with `::`
+
+
+def neutralized(line: str) -> str:
+    """``line`` (without its end) as the runner must see it when it is not one of ours."""
+    line = line.replace(_LEGACY, _LEGACY_SHOWN)
+    return _LINE_MARK + line if line.lstrip().startswith("::") else line
+
+
+class RunnerGuard(io.TextIOBase):
+    """A text stream in front of stdout or stderr that no outside text can use to speak to
+    the runner. Lines are passed on whole, once ended (CR or LF), through ``neutralized``;
+    the tool's own commands go through ``write_command``. A line still open when the run
+    ends is passed on by ``release_output``.
+    """
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__()
+        self.stream = stream
+        self._open_line = ""
+        self._lock = threading.RLock()  # workers and the interrupt handler write too
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return str(getattr(self.stream, "encoding", None) or "utf-8")
+
+    @property
+    def errors(self) -> str | None:  # type: ignore[override]
+        return getattr(self.stream, "errors", None) or "strict"
+
+    def writable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        return bool(self.stream.isatty())
+
+    def fileno(self) -> int:
+        return int(self.stream.fileno())
+
+    def write(self, text: str) -> int:
+        if not isinstance(text, str):  # click asks with b"" whether this is a binary stream
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        with self._lock:
+            pending = self._open_line + text
+            ended = []
+            start = 0
+            for index, char in enumerate(pending):
+                if char in "\r\n":
+                    ended.append(neutralized(pending[start:index]) + char)
+                    start = index + 1
+            self._open_line = pending[start:]
+            if ended:
+                self.stream.write("".join(ended))
+        return len(text)
+
+    def write_command(self, command: str) -> None:
+        """One of the tool's own workflow commands, on a line of its own."""
+        with self._lock:
+            self._end_open_line()
+            self.stream.write(command + "\n")
+            self.stream.flush()
+
+    def flush(self) -> None:
+        self.stream.flush()  # a line still open waits for its end: its start is not known yet
+
+    def finish(self) -> None:
+        with self._lock:
+            if self._open_line:
+                self.stream.write(neutralized(self._open_line))
+                self._open_line = ""
+            self.stream.flush()
+
+    def _end_open_line(self) -> None:
+        if self._open_line:
+            self.stream.write(neutralized(self._open_line) + "\n")
+            self._open_line = ""
+
+
+_GUARDED: list[tuple[str, Any]] = []  # (name in sys, the stream it replaced)
+
+
+def guard_output(env: Mapping[str, str] | None = None, *, force: bool = False) -> None:
+    """Put a ``RunnerGuard`` in front of stdout and stderr when a GitHub runner reads them.
+
+    Under ``GITHUB_ACTIONS=true`` (or ``force``, for `--annotations github`). A
+    terminal, a closed stream and a regular file (`> plan.md`: the product, which
+    the runner does not read) are left alone. Idempotent; ``release_output`` undoes it.
+    """
+    env = os.environ if env is None else env
+    if not force and env.get("GITHUB_ACTIONS") != "true":
+        return
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if stream is None or isinstance(stream, RunnerGuard) or _unread_by_runner(stream):
+            continue
+        _GUARDED.append((name, stream))
+        setattr(sys, name, RunnerGuard(stream))
+
+
+def release_output() -> None:
+    """Pass on what the guards still hold and put the streams back."""
+    while _GUARDED:
+        name, stream = _GUARDED.pop()
+        guard = getattr(sys, name)
+        try:
+            if isinstance(guard, RunnerGuard):
+                guard.finish()
+        except (OSError, ValueError):
+            pass  # the output is gone; main() has already said so
+        finally:
+            setattr(sys, name, stream)
+
+
+def _unread_by_runner(stream: Any) -> bool:
+    """A terminal, or a regular file: not the runner's log."""
+    try:
+        if stream.isatty():
+            return True
+        return stat.S_ISREG(os.fstat(stream.fileno()).st_mode)
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        return False  # no file behind it (captured in a test): treated as the log
 
 
 def report_plan(plan: Plan, github: bool, env: Mapping[str, str] | None = None) -> None:
@@ -93,7 +255,7 @@ def report_plan(plan: Plan, github: bool, env: Mapping[str, str] | None = None) 
     # Imported here: the renderer pulls in the plan model, which `validate` never needs.
     from reconciler.output.markdown import MarkdownRenderer
 
-    emit(invite_error_commands((failed.id, failed.message) for failed in plan.failed))
+    emit(invite_error_commands((f.id, f.message, f.source) for f in plan.failed))
     append_step_summary(MarkdownRenderer().render(plan), env)
 
 

@@ -155,7 +155,9 @@ def test_plan_under_github_annotates_invite_errors_and_writes_the_step_summary(
     assert code == 1
     assert json.loads(out)["summary"]["error"] == 1  # stdout stays the product
     (annotation,) = [line for line in err.splitlines() if line.startswith("::error")]
-    assert annotation.startswith("::error title=inv_gone::") and "404" in annotation
+    # At the entry, as input errors are, so it shows on the pull request's line.
+    assert annotation.startswith("::error file=invites/z.yaml,line=2,title=inv_gone::")
+    assert "404" in annotation
     text = summary.read_text(encoding="utf-8")
     assert text.startswith("earlier step\n### Invite plan: 2 to update")
 
@@ -243,5 +245,6 @@ def test_apply_under_github_annotates_each_write_that_failed(
     assert code == 1
     annotations = [line for line in err.splitlines() if line.startswith("::error")]
     assert len(annotations) == 1, out + err
-    assert annotations[0].startswith("::error title=inv_other::") and "409" in annotations[0]
+    assert annotations[0].startswith("::error file=invites/invites.yaml,line=17,title=inv_other::")
+    assert "409" in annotations[0]
     assert "1 updated, 1 failed" in out

@@ -155,7 +155,7 @@ def test_values_cannot_end_the_command_early_or_start_another() -> None:
 
 
 def test_per_invite_api_errors_are_titled_by_the_invite_id() -> None:
-    assert invite_error_commands([("inv_gone", "invite not found (404)")]) == [
+    assert invite_error_commands([("inv_gone", "invite not found (404)", None)]) == [
         "::error title=inv_gone::invite not found (404)"
     ]
 

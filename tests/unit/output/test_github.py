@@ -1,0 +1,47 @@
+"""The guard in front of stdout and stderr under GitHub Actions: outside text never speaks
+to the runner, whatever pieces it is written in; the tool's own commands do."""
+
+from __future__ import annotations
+
+import io
+
+from reconciler.output.github import RunnerGuard, invite_error_commands
+
+
+def guarded(*pieces: str, command: str | None = None) -> str:
+    log = io.StringIO()
+    guard = RunnerGuard(log)
+    for piece in pieces:
+        guard.write(piece)
+        guard.flush()
+    if command:
+        guard.write_command(command)
+    guard.finish()
+    return log.getvalue()
+
+
+def test_a_line_starting_with_a_command_is_marked_even_written_in_pieces() -> None:
+    assert guarded(":", ":stop-commands::", "x.yaml:1:1: bad\nok\n") == (
+        "| ::stop-commands::x.yaml:1:1: bad\nok\n"
+    )
+    assert guarded("   ::warning::forged\r\n") == "|    ::warning::forged\r\n"
+
+
+def test_the_legacy_form_is_escaped_anywhere_even_split_across_writes() -> None:
+    assert guarded("name: #", "#[set-output name=x;]1\n") == "name: #\\u0023[set-output name=x;]1\n"
+
+
+def test_the_tools_own_command_gets_a_line_of_its_own() -> None:
+    out = guarded("Reading ", command="::error title=t::m")
+    assert out == "Reading \n::error title=t::m\n"
+
+
+def test_an_open_line_is_passed_on_at_the_end() -> None:
+    assert guarded("::no newline") == "| ::no newline"
+
+
+def test_an_invite_error_is_annotated_at_its_entry() -> None:
+    (command,) = invite_error_commands([("inv_1", "HTTP 404", "invites/a,b:c.yaml:12")])
+    assert command == "::error file=invites/a%2Cb%3Ac.yaml,line=12,title=inv_1::HTTP 404"
+    (no_entry,) = invite_error_commands([("inv_1", "HTTP 404", None)])
+    assert no_entry == "::error title=inv_1::HTTP 404"
