@@ -7,6 +7,8 @@ hand it to the interpreter (`raise SystemExit(main())`), as pre-commit does.
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import os
 import sys
 from collections.abc import Sequence
 
@@ -28,8 +30,41 @@ EXIT_OK = 0
 EXIT_FAILURE = 1  # 2 is kept for `plan --detailed-exitcode` alone (README, Commands)
 
 
-# Each lives in reconciler.commands.<name>, as a click command of that name.
-COMMANDS = ("validate", "plan", "apply", "export", "show", "resend", "sandbox", "schema")
+# Each lives in reconciler.commands.<name>, as a click command of that name. In the order
+# of the workflow, which `reconcile --help` keeps; a name whose module is not there (a
+# command still being added) is left out.
+WORKFLOW_ORDER = (
+    "validate",
+    "plan",
+    "apply",
+    "show",
+    "export",
+    "adopt",
+    "resend",
+    "sandbox",
+    "schema",
+)
+COMMANDS = tuple(
+    name
+    for name in WORKFLOW_ORDER
+    if importlib.util.find_spec(f"reconciler.commands.{name}") is not None
+)
+
+# One example per command, shown at the end of its --help.
+EXAMPLES = {
+    "validate": "reconcile validate invites/",
+    "plan": "reconcile plan --sandbox examples/invites\n"
+    "reconcile plan --detailed-exitcode --changed-since origin/main --out plan.json",
+    "apply": "reconcile apply --auto-approve --audit-log audit.jsonl --changed-since HEAD~1\n"
+    "reconcile apply --plan plan.json",
+    "show": "reconcile show plan.json --format markdown",
+    "export": "reconcile export inv_8f2k1 inv_3m9q7 --out invites/acme.yaml",
+    "adopt": "reconcile adopt invites/ --target inv_8f2k1",
+    "resend": "reconcile resend inv_8f2k1 --audit-log audit.jsonl",
+    "sandbox": "reconcile sandbox --port 8787",
+    "schema": "reconcile schema > schemas/invites.schema.json",
+}
+COMPLETE_VAR = "_RECONCILE_COMPLETE"  # click's shell completion: see README, Shell completion
 
 
 class LazyGroup(click.Group):
@@ -40,14 +75,26 @@ class LazyGroup(click.Group):
     """
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(COMMANDS)
+        return list(COMMANDS)  # the workflow's order, not the alphabet's
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in COMMANDS:
             return None
         module = importlib.import_module(f"reconciler.commands.{cmd_name}")
         command: click.Command = getattr(module, cmd_name)
+        _add_example(command, cmd_name)
         return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list with each summary whole (click cuts them at the line's width)."""
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(limit=1000)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
     def resolve_command(
         self, ctx: click.Context, args: list[str]
@@ -66,13 +113,30 @@ class LazyGroup(click.Group):
 def cli() -> None:
     """Keep KYB business invites in git: validate, plan and apply changes.
 
+    It changes invites that already exist on the platform. It never creates,
+    deletes or revokes one: removing an entry from the files only stops
+    managing that invite (`reconcile export ID` brings an existing one under git).
+
     Run `reconcile COMMAND --help` for a command's options and the environment
     variables and reconciler.yaml settings it reads.
     """
 
 
+def _add_example(command: click.Command, name: str) -> None:
+    example = EXAMPLES.get(name)
+    if not example or getattr(command, "_example_added", False):
+        return
+    lines = example.split("\n")
+    title = "Examples:" if len(lines) > 1 else "Example:"
+    shown = "\n".join(["\b", title, *(f"  {line}" for line in lines)])
+    command.epilog = f"{shown}\n\n{command.epilog}" if command.epilog else shown
+    command._example_added = True  # type: ignore[attr-defined]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line ``argv`` (default: the process's) and return its exit code."""
+    if argv is None and os.environ.get(COMPLETE_VAR):
+        return _complete()
     guard_output()  # under GitHub Actions: no outside text can speak to the runner
     try:
         return _main(argv)
@@ -122,6 +186,22 @@ def _main(argv: Sequence[str] | None) -> int:
         click.echo(f"error: cannot write the output: {_shown(reason)}", err=True)
         return EXIT_FAILURE
     return result if isinstance(result, int) else EXIT_OK
+
+
+def _complete() -> int:
+    """Shell completion, by click's own mechanism (``_RECONCILE_COMPLETE=bash_source``).
+
+    click's ``main()`` runs it before parsing; this ``main()`` parses by itself, so
+    it hands over here, as click would.
+    """
+    from click.shell_completion import shell_complete
+
+    instruction = os.environ[COMPLETE_VAR]
+    try:
+        return shell_complete(cli, {}, "reconcile", COMPLETE_VAR, instruction)
+    except click.ClickException as exc:
+        exc.show()
+        return EXIT_FAILURE
 
 
 def _report(exc: ReconcilerError) -> int:

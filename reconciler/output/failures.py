@@ -20,7 +20,14 @@ def what_to_do(status: int | None, source: str | None) -> str:
     """Advice for one failed invite, by the HTTP status it failed with."""
     entry = f"the entry at {source}" if source else "it from the command"
     if status == 404:
-        return f"check the id, or remove {entry}"
+        if not source:
+            return "check the id"
+        # A Terraform user expects a missing invite to be created: say that it is not.
+        return (
+            f"check the id; reconcile only manages invites that already exist on the platform "
+            f"(it never creates, deletes or revokes one): create the invite on the platform, "
+            f"or remove {entry}, which only stops managing it"
+        )
     if status in (400, 422):
         return f"fix {entry} (`reconcile validate`), then try again"
     if status == 409:

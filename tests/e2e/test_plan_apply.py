@@ -317,7 +317,22 @@ def test_plan_ends_stderr_with_an_error_per_invite_not_found(start_sandbox, tmp_
     last = _last_line(result.stderr)
     assert last.startswith("error: inv_ghost: HTTP 404")
     assert "requestId" in last
-    assert "check the id, or remove the entry at invites/invites.yaml:" in last
+    assert "check the id; reconcile only manages invites that already exist" in last
+    assert "(it never creates, deletes or revokes one): create the invite on the platform" in last
+    assert "or remove the entry at invites/invites.yaml:" in last
+    assert "which only stops managing it" in last
+
+
+def test_removing_an_entry_stops_managing_the_invite_and_deletes_nothing(start_sandbox, tmp_path):
+    # What the 404 advice and the README promise: no entry, no request; the invite stays.
+    other = dict(ACME, id="inv_other")
+    server = start_sandbox([ACME, other])
+    write_invites(tmp_path / "invites", [desired_entry(ACME)])  # inv_other's entry removed
+    apply = run_cli("apply", "--auto-approve", cwd=tmp_path, env=sandbox_env(server))
+    assert apply.returncode == 0, apply.stderr
+    assert server.stats.calls("GET", "/public-api/v1/kyb/invites/inv_other") == []
+    assert server.stats.calls("PATCH") == [] and server.stats.calls("DELETE") == []
+    assert server.store.get("inv_other")["status"] == "pending"
 
 
 def test_plan_bounds_the_error_lines(start_sandbox, tmp_path):
