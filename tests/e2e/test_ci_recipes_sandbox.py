@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -168,7 +169,11 @@ def test_github_pr_plan_reads_only_what_the_pr_changed(repo: Repo, installed: Pa
     results = github_job(repo, installed, "plan", event_name="pull_request")
     failed, text = outcome(results)
     assert failed and step_outputs(results, "Plan the invites")["exitcode"] == "1"
-    assert "::error title=inv_not_on_the_platform::" in text
+    # Annotated at the entry, on the pull request's line.
+    assert "::error file=invites/zz-new.yaml,line=2,title=inv_not_on_the_platform::" in text
+    # The action showed the plan fenced: stop-commands with a token, then the token.
+    fence = re.search(r"^::stop-commands::([0-9a-f]{32})$", text, re.MULTILINE)
+    assert fence and f"\n::{fence[1]}::\n" in text
 
 
 def test_github_validation_errors_are_annotated_on_their_lines(repo: Repo, installed: Path) -> None:

@@ -133,6 +133,8 @@ class Runner:
             name = str(step.get("name") or step.get("uses") or step.get("run", "")[:30])
             if not should_run(step.get("if"), ctx, failed):
                 self.results.append(StepResult(name, None))
+                if step.get("id"):
+                    ctx["steps"][step["id"]] = {"outputs": {}, "outcome": "skipped"}
                 continue
             step_env = env | {k: interpolate(v, ctx) for k, v in (step.get("env") or {}).items()}
             if "run" in step:
@@ -143,7 +145,8 @@ class Runner:
                 result = StepResult(name, 0, foreign=True)  # the test prepares what it does
             self.results.append(result)
             if step.get("id"):
-                ctx["steps"][step["id"]] = {"outputs": result.outputs}
+                outcome = "failure" if result.returncode else "success"
+                ctx["steps"][step["id"]] = {"outputs": result.outputs, "outcome": outcome}
             failed = failed or bool(result.returncode)
         return not failed
 

@@ -60,7 +60,11 @@ def github_comment_script() -> tuple[str, str]:
 
 
 def run_comment_script(
-    tmp_path: Path, plan_md: str, exitcode: str, existing: list[dict[str, Any]]
+    tmp_path: Path,
+    plan_md: str,
+    exitcode: str,
+    existing: list[dict[str, Any]],
+    validate_outcome: str = "success",
 ) -> list[list[Any]]:
     script, _ = github_comment_script()
     (tmp_path / "script.js").write_text(script, encoding="utf-8")
@@ -71,6 +75,7 @@ def run_comment_script(
         "PLAN_MARKDOWN": str(tmp_path / "plan.md"),
         "PLAN_EXITCODE": exitcode,
         "EXISTING_COMMENTS": json.dumps(existing),
+        "VALIDATE_OUTCOME": validate_outcome,
     }
     result = subprocess.run(
         [str(NODE), "harness.js", "script.js"],
@@ -101,6 +106,24 @@ def test_github_comment_is_created_once_then_edited(tmp_path: Path) -> None:
     calls = run_comment_script(tmp_path, "### Invite plan: 0 to update", "0", existing)
     assert [(call[0], call[1]["comment_id"]) for call in calls] == [("update", 9)]
     assert "0 to update" in calls[0][1]["body"]
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed")
+def test_github_comment_says_validation_failed_instead_of_the_old_plan(tmp_path: Path) -> None:
+    _, marker = github_comment_script()
+    old = [
+        {
+            "id": 9,
+            "user": {"type": "Bot"},
+            "body": f"{marker}\n**These changes will be "
+            "applied when this pull request is merged.**\nold plan",
+        }
+    ]
+    calls = run_comment_script(tmp_path, "", "", old, validate_outcome="failure")
+    assert [(call[0], call[1]["comment_id"]) for call in calls] == [("update", 9)]
+    body = calls[0][1]["body"]
+    assert "Validation failed: no plan was made" in body
+    assert "will be applied when" not in body and "old plan" not in body
 
 
 @pytest.mark.skipif(NODE is None, reason="node is not installed")

@@ -210,6 +210,17 @@ def test_github_jobs_use_the_action_pinned_by_owner_and_tag() -> None:
         assert not any("pip install" in s.get("run", "") for s in steps), name
 
 
+@pytest.mark.parametrize("path", [GITHUB, ACTION], ids=lambda p: p.name)
+def test_every_other_action_is_pinned_by_commit_with_its_tag_in_a_comment(path: Path) -> None:
+    # A job that holds the client secret runs exactly the code reviewed: a tag can move.
+    for line in path.read_text(encoding="utf-8").splitlines():
+        found = re.search(r"uses: (\S+)@(\S+)(.*)", line)
+        if not found or found[1] == "OWNER/invite-reconciler":  # the fill-in, said so
+            continue
+        assert re.fullmatch(r"[0-9a-f]{40}", found[2]), line
+        assert re.fullmatch(r" # v\d+\.\d+\.\d+", found[3]), line
+
+
 def test_the_action_installs_from_its_own_checkout_into_a_venv() -> None:
     action = load(ACTION)
     assert action["runs"]["using"] == "composite"
@@ -217,19 +228,48 @@ def test_the_action_installs_from_its_own_checkout_into_a_venv() -> None:
     (install,) = [s for s in action_steps() if "pip install" in s.get("run", "")]
     assert install["env"]["ACTION_PATH"] == "${{ github.action_path }}"
     assert "-m venv" in install["run"]
-    installs = re.findall(r"pip install (.*)", install["run"])
-    assert installs and all(line.rstrip().endswith('"$ACTION_PATH"') for line in installs)
+    assert HASHED_DEPENDENCIES in install["run"].replace('"$ACTION_PATH/', "")
+    assert 'NO_INDEX "$ACTION_PATH"' in install["run"].replace(NO_INDEX_OPTIONS, "NO_INDEX")
     python = [s for s in action_steps() if s.get("uses", "").startswith("actions/setup-python@")]
     assert python and python[0]["with"]["update-environment"] is False
 
 
+# Every dependency by hash from the file shipped in the repository; the tool itself from
+# the checkout, with no index at all.
+HASHED_DEPENDENCIES = '--require-hashes --only-binary=:all: -r requirements/install.txt"'
+NO_INDEX_OPTIONS = "--no-deps --no-build-isolation --no-index"
+
+
+def test_the_hashed_requirements_pin_every_dependency_and_the_build_backend() -> None:
+    text = (REPO / "requirements" / "install.txt").read_text(encoding="utf-8")
+    pinned = dict(re.findall(r"^([a-z0-9-]+)==(\S+) \\$", text, re.MULTILINE))
+    for name in ("click", "requests", "urllib3", "pyyaml", "jsonschema", "deepdiff", "hatchling"):
+        assert name in pinned, name
+    blocks = re.split(r"^(?=[a-z0-9-]+==)", text, flags=re.MULTILINE)[1:]
+    assert all("--hash=sha256:" in block for block in blocks)
+
+
 def test_gitlab_installs_from_the_repository_at_a_pinned_ref() -> None:
     doc = load(GITLAB)
-    (install,) = doc[".reconcile"]["before_script"]
-    assert 'pip install --quiet "git+${INVITE_RECONCILER_REPO}@${INVITE_RECONCILER_REF}"' in install
+    install = "\n".join(doc[".reconcile"]["before_script"])
+    assert '"$INVITE_RECONCILER_REPO" "$INVITE_RECONCILER_REF"' in install
+    assert HASHED_DEPENDENCIES in install.replace('"$src/', "")
+    assert f'{NO_INDEX_OPTIONS} "$src"' in install
     assert doc["variables"]["INVITE_RECONCILER_REPO"].endswith("/OWNER/invite-reconciler.git")
     assert doc["variables"]["INVITE_RECONCILER_REF"] == "TAG"
-    assert "FILL IN ONLY THIS" in GITLAB.read_text(encoding="utf-8").split("\nworkflow:")[0]
+    header = GITLAB.read_text(encoding="utf-8").split("\nworkflow:")[0]
+    assert "FILL IN ONLY THIS" in header
+
+
+def test_gitlab_recipe_says_copy_not_include_while_it_sets_pipeline_wide_keys() -> None:
+    # `include:`d, its workflow: and stages: would change the including project's pipelines.
+    doc = load(GITLAB)
+    header = GITLAB.read_text(encoding="utf-8").split("\nworkflow:")[0]
+    readme = (CI / "README.md").read_text(encoding="utf-8")
+    if {"workflow", "stages"} & set(doc):
+        assert "COPY this file" in header and "Do not `include:` it" in header
+        assert "(or `include:` it)" not in readme + header
+        assert "do not `include:` it" in readme
 
 
 # --- every `reconcile` command line is one the CLI accepts ---------------------------------
@@ -333,13 +373,22 @@ def test_github_pr_plan_passes_on_0_and_2_and_fails_on_1(
         assert "::error title=reconcile plan failed::" in plan.stdout
 
 
-def test_github_pr_plan_after_failed_validation_posts_nothing(tmp_path: Path) -> None:
+def test_github_pr_plan_after_failed_validation_replaces_the_comment(tmp_path: Path) -> None:
+    # A later push that breaks validation must not leave the earlier push's comment
+    # ("will be applied when merged") standing: the comment step runs, told why.
     results, calls, _ = github_stub_job(
         tmp_path, "plan", {"validate": 1}, event_name="pull_request"
     )
     assert calls == ["validate"]
     assert step(results, "Plan the invites").returncode is None
-    assert step(results, "Post the plan").returncode is None
+    assert step(results, "Post the plan").foreign  # ran: see test_comments for its body
+    assert step(results, "Upload the saved plan").returncode is None  # no plan to upload
+    (comment,) = [
+        s
+        for s in load(GITHUB)["jobs"]["plan"]["steps"]
+        if s.get("id") is None and s.get("uses", "").startswith("actions/github-script@")
+    ]
+    assert comment["env"]["VALIDATE_OUTCOME"] == "${{ steps.validate.outcome }}"
 
 
 @pytest.mark.parametrize(
