@@ -28,7 +28,7 @@ from typing import Any, NamedTuple, Self
 from reconciler.api.client import Receipt
 from reconciler.api.exceptions import ApiError
 from reconciler.errors import ReconcilerError
-from reconciler.safetext import clean, escape_json_text, redact
+from reconciler.safetext import clean, escape_json_text
 
 # Longest server message kept in a record: an answer is no place for a novel.
 _MAX_MESSAGE = 1000
@@ -122,7 +122,9 @@ class AuditLog(NoAuditLog):
                 "time": _now(),
                 "invite_id": attempt.invite_id,
                 "operation": operation,
-                "fields": _redacted(fields or {}),
+                # Given as shown (InviteChange.shown): redacting here would edit the
+                # record of what was sent, which is the files' values as written.
+                "fields": fields or {},
                 "client_id": self._client_id,
                 "plan_hash": self._plan_hash,
             },
@@ -225,17 +227,6 @@ def _write_all(fd: int, data: bytes) -> None:
     while view:
         written = os.write(fd, view)
         view = view[written:]
-
-
-def _redacted(value: Any) -> Any:
-    """``value`` with no registered secret or bearer token in any of its strings."""
-    if isinstance(value, str):
-        return redact(value)
-    if isinstance(value, dict):
-        return {redact(str(k)): _redacted(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_redacted(v) for v in value]
-    return value
 
 
 def _now() -> str:

@@ -11,8 +11,8 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from reconciler.errors import FileProblem, ReconcilerError
-from reconciler.invite import ID_KEY, ID_RULE, INVITE_ID, RECONCILER_KEYS, RESEND_KEY
-from reconciler.safetext import escape
+from reconciler.invite import ID_KEY, ID_RULE, INVITE_ID, RECONCILER_KEYS, RESEND_KEY, nfc_value
+from reconciler.safetext import NOT_IN_TEXT, escape
 from reconciler.schema.check import invite_validators, validate
 from reconciler.schema.messages import Where, say
 from reconciler.yamlload.items import Item
@@ -133,12 +133,68 @@ class EntryReader:
         fields = dict(entry)  # the entry itself may be shared through an alias
         for key in RECONCILER_KEYS:
             fields.pop(key, None)
+        self._refuse_invisible(fields, item, problems)
+        # One normal form: what the files say is compared and sent in NFC.
+        fields = nfc_value(fields)
         resend = entry.get(RESEND_KEY, False) is True
         line, column = item.mark
         source = SourceLocation(self.source, line, column)
         self.invites.append(DesiredInvite(ident, fields, source, resend))
 
+    def _refuse_invisible(
+        self, fields: dict[str, Any], item: Item, problems: list[FileProblem]
+    ) -> None:
+        """A problem for each text value holding a character that ``NOT_IN_TEXT`` refuses.
+
+        ASCII text (almost all of it) is passed over at once. A value the schema has
+        already refused (a control character, say) is not reported twice.
+        """
+        found = [
+            (path, text, match.group())
+            for path, text in _texts(fields, ())
+            if not text.isascii() and (match := NOT_IN_TEXT.search(text)) is not None
+        ]
+        if not found:
+            return
+        located = item.located(self.lines)
+        reported = {(p.line, p.column) for p in problems}
+        for path, text, char in found:
+            line, column = located.mark(path)
+            if (line, column) in reported:
+                continue
+            where = ".".join(str(p) for p in path if isinstance(p, str))
+            message = f"`{escape(where)}`: {say(text)} {invisible_problem(char)}"
+            self.problems.append(FileProblem(self.source, line, column, message))
+
     def _bad_id(self, ident: str, entry: Located) -> None:
         line, column = entry.mark(("id",))
         message = f"`id`: {say(ident)} is not a valid inviteId ({ID_RULE})"
         self.problems.append(FileProblem(self.source, line, column, message))
+
+
+def _texts(value: Any, path: tuple[Any, ...]) -> Iterable[tuple[tuple[Any, ...], str]]:
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _texts(item, (*path, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _texts(item, (*path, index))
+
+
+def invisible_problem(char: str) -> str:
+    """Why a text value may not hold ``char`` (one of ``NOT_IN_TEXT``), and the fix."""
+    import unicodedata  # only once a value is refused
+
+    code = ord(char)
+    name = unicodedata.name(char, "")
+    shown = f"U+{code:04X}" + (f" {name}" if name else "")
+    category = unicodedata.category(char)
+    if category == "Zs":
+        return f"holds {shown}, which looks like a space but is not one; write a plain space"
+    if category in ("Zl", "Zp"):
+        return f"holds {shown}, a line break; write the value on one line"
+    if category == "Cs":
+        return f"holds {shown}, half of a UTF-16 pair and no character at all; remove it"
+    return f"holds {shown}, which does not show on screen (two values would look alike); remove it"
