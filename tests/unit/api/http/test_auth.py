@@ -75,3 +75,15 @@ def test_the_secret_as_json_writes_it_is_redacted_whole(secret: str, echoed: str
     assert redact(f'{{"message": "bad secret {echoed}"}}') == (
         f'{{"message": "bad secret {REDACTED}"}}'
     )
+
+
+@pytest.mark.parametrize("token", ["a", "ab12", "x-y-z"])
+def test_a_token_too_short_to_keep_out_of_output_is_refused(token: str) -> None:
+    from reconciler.api.exceptions import TokenRefused
+    from reconciler.api.http.auth import token_from_payload
+
+    with pytest.raises(TokenRefused) as refused:
+        token_from_payload({"access_token": token, "expires_in": 60}, None, now=0)
+    said = str(refused.value)
+    assert "shorter than 6 characters" in said and "no request was sent with it" in said
+    assert redact(f"the {token} word") == f"the {token} word"  # never made a redaction
