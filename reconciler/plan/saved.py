@@ -223,9 +223,10 @@ def _mentions(value: Any, word: str) -> bool:
 
 
 def _with_server_values(change: InviteChange, current: CurrentInvite) -> InviteChange:
-    """``change`` with its objects' server-held sub-fields (see ``InviteChange.shown``)
-    taken from ``current``, the server's copy just read, which the plan's ``before``
-    was found to match."""
+    """``change`` with the server's values taken from ``current``, the copy just read,
+    which the plan's ``before`` was found to match: ``before`` itself, and its objects'
+    server-held sub-fields (see ``InviteChange.shown``). Shown, they are redacted again."""
+    before = {name: current.fields.get(name) for name in change.before}
     patch = dict(change.patch)
     for name, value in change.patch.items():
         held, was = current.fields.get(name), change.before.get(name)
@@ -234,4 +235,4 @@ def _with_server_values(change: InviteChange, current: CurrentInvite) -> InviteC
                 k: held[k] if k in held and k in was and was[k] == v else v
                 for k, v in value.items()
             }
-    return replace(change, patch=patch)
+    return replace(change, before=before, patch=patch)
