@@ -18,6 +18,8 @@ from typing import Any
 from urllib.parse import quote_plus
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from support.cli import CliResult, run_cli, run_cli_process
 from support.helpers import clean_env
 from support.hostile_server import CLIENT_ID, HostileServer, Hostility
@@ -390,3 +392,105 @@ def test_9_very_long_contact_keys_leave_that_invite_alone_quickly(
     )
     assert 'name: "Flag Bearer Ltd." -> "Flag Bearer 9 Ltd."' in planned.stdout
     assert len(planned.stdout) + len(planned.stderr) < 10_000  # what is shown, not what was sent
+
+
+# -- the property: any text value, exported, validated, planned, sent ------------------------
+
+# Text as it comes: any character, with the troublesome ones made likely.
+_TRICKY = st.sampled_from(
+    [
+        "Bearer ",
+        "Flag Bearer Ltd.",
+        "e\u0301",
+        "\u00e9",
+        "\u1100\u1161",  # Hangul jamo that NFC composes
+        "\u200c",
+        "\u200d",
+        "\u200b",
+        "\u00a0",
+        "\u3000",
+        "\u2028",
+        "\ufe0f",
+        "\U0001f469\u200d\U0001f4bb",
+        "'",
+        '"',
+        "#",
+        ": ",
+        "- ",
+        "&a *b !c",
+        "NO",
+        "12:30",
+        "null",
+        "~",
+        "\\",
+        SECRET,
+    ]
+)
+TEXT = st.lists(st.one_of(_TRICKY, st.text(max_size=8)), max_size=6).map("".join)
+
+
+@pytest.fixture(scope="module")
+def platform() -> Iterator[tuple[HostileServer, Any]]:
+    from reconciler.api.client import ApiClient
+    from reconciler.settings.config import Settings
+
+    invite = {"id": "inv_prop", "status": "pending", "name": "Before Ltd"}
+    with HostileServer([invite], Hostility(token_value=TOKEN), secret=SECRET) as running:
+        settings = Settings(base_url=running.url, client_id=CLIENT_ID, client_secret=SECRET)
+        with ApiClient(settings) as client:
+            yield running, client
+
+
+def _holdable(text: str) -> bool:
+    """What validate must accept as a business name: 1-200 characters, no control
+    character, nothing NOT_IN_TEXT refuses."""
+    from reconciler.safetext import NOT_IN_TEXT
+
+    controls = any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in text)
+    return 1 <= len(text) <= 200 and not controls and NOT_IN_TEXT.search(text) is None
+
+
+@pytest.mark.slow
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(value=TEXT, raw=st.booleans())
+def test_any_text_value_exports_validates_plans_clean_and_is_sent_byte_for_byte(
+    platform: tuple[HostileServer, Any], value: str, raw: bool
+) -> None:
+    import unicodedata
+
+    import yaml
+
+    from reconciler.commands.export import render_export
+    from reconciler.desired.state import load_text
+    from reconciler.plan.compare import compare_invite
+
+    server, client = platform
+    server.invites["inv_prop"]["name"] = value
+    server.invites["inv_prop"]["primaryContact"] = {"name": value, "email": "c@p.example"}
+    current = client.get_invite("inv_prop")  # over HTTP, checked as every read is
+
+    # Exported, it validates and plans clean, whatever the server held.
+    text = render_export([current], server.url, "invites.schema.json")
+    assert SECRET not in text
+    (desired,), problems = load_text(text, "export.yaml")
+    assert problems == []
+    assert compare_invite(desired.fields, current.fields) == {}
+
+    # Written in a file, it is accepted exactly when it is a name a file may hold ...
+    # (raw: non-ASCII characters written as they are, as people type them; else escaped)
+    entry = {"invites": [{"id": "inv_prop", "name": value}]}
+    written = yaml.safe_dump(entry, width=10**6, allow_unicode=raw)
+    invites, problems = load_text(written, "business.yaml")
+    if not _holdable(value):
+        assert problems, f"validate let {value!r} through"
+        return
+    assert problems == [], problems
+    # ... and a PATCH carries it byte for byte, in NFC, never redacted.
+    server.invites["inv_prop"]["name"] = (
+        "Something Else Ltd" if value != "Something Else Ltd" else "x"
+    )
+    patch = compare_invite(invites[0].fields, client.get_invite("inv_prop").fields)
+    client.update_invite("inv_prop", patch)
+    body = json.loads(server.calls("PATCH")[-1].body)
+    assert body == {"name": unicodedata.normalize("NFC", value)}
+    assert body["name"].encode("utf-8") == unicodedata.normalize("NFC", value).encode("utf-8")
