@@ -55,7 +55,12 @@ def server_parts_redacted(field: str, value: Any, before: Any) -> Any:
     hold what the server holds (unmanaged ones kept on PATCH, or equal ones)."""
     if field not in OBJECT_FIELDS or not isinstance(value, dict) or not isinstance(before, dict):
         return value
-    return {k: redact_strings(v) if k in before and before[k] == v else v for k, v in value.items()}
+    # Keys too: a server's unmanaged sub-field may be named after what it echoes. The
+    # files' own sub-fields (name, email, phone) are too short to hold any secret.
+    return {
+        redact(k): redact_strings(v) if k in before and before[k] == v else v
+        for k, v in value.items()
+    }
 
 
 def _field_changes(before: dict[str, Any], after: dict[str, Any]) -> list[FieldChange]:

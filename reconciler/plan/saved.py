@@ -231,8 +231,8 @@ def _with_server_values(change: InviteChange, current: CurrentInvite) -> InviteC
     for name, value in change.patch.items():
         held, was = current.fields.get(name), change.before.get(name)
         if isinstance(value, dict) and isinstance(held, dict) and isinstance(was, dict):
-            patch[name] = {
-                k: held[k] if k in held and k in was and was[k] == v else v
-                for k, v in value.items()
-            }
+            # The server's object as it is now, and over it what the files change: the
+            # sub-fields whose planned value differs from the server's.
+            changed = {k: v for k, v in value.items() if k not in was or was[k] != v}
+            patch[name] = {**held, **changed}
     return replace(change, before=before, patch=patch)
