@@ -40,13 +40,28 @@ def nfc(text: str) -> str:
 
 
 def nfc_value(value: Any) -> Any:
-    """``value`` (a field's value, JSON-like) with every string in NFC; keys as they are."""
+    """``value`` (JSON-like) with every string in NFC, keys as they are; ``value`` itself
+    when it is already so (almost always: the loader asks this of every entry)."""
+    return _nfc_copy(value) if _needs_nfc(value) else value
+
+
+def _needs_nfc(value: Any) -> bool:
+    if type(value) is str:
+        return not value.isascii() and not unicodedata.is_normalized("NFC", value)
+    if isinstance(value, dict):
+        return any(map(_needs_nfc, value.values()))
+    if isinstance(value, list):
+        return any(map(_needs_nfc, value))
+    return False
+
+
+def _nfc_copy(value: Any) -> Any:
     if type(value) is str:
         return nfc(value)
     if isinstance(value, dict):
-        return {k: nfc_value(v) for k, v in value.items()}
+        return {k: _nfc_copy(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [nfc_value(item) for item in value]
+        return [_nfc_copy(item) for item in value]
     return value
 
 

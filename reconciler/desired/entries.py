@@ -113,12 +113,17 @@ class EntryReader:
         self.schema = invite_validators()
         self.invites: list[DesiredInvite] = []
         self.problems: list[FileProblem] = []
+        self._invisible: set[FileProblem] = set()
 
     def __call__(self, item: Item) -> None:
-        entry = item.value
+        # One normal form: what the files say is checked, compared and sent in NFC, so
+        # the schema's bounds hold for what is sent (NFC can lengthen text: U+0958 is
+        # two characters in NFC) and two spellings of one item are one item.
+        entry = nfc_value(item.value)
         problems: list[FileProblem] = []
         if not self.schema.entry_is_valid(entry):
-            where = Where(item.located(self.lines), self.source, ("invites", item.index))
+            located = item.located(self.lines)._replace(value=entry)
+            where = Where(located, self.source, ("invites", item.index))
             problems = validate(self.schema.entry, where)
             self.problems.extend(problems)
         # Entries with a usable id are kept even when they have problems, so that
@@ -134,8 +139,6 @@ class EntryReader:
         for key in RECONCILER_KEYS:
             fields.pop(key, None)
         self._refuse_invisible(fields, item, problems)
-        # One normal form: what the files say is compared and sent in NFC.
-        fields = nfc_value(fields)
         resend = entry.get(RESEND_KEY, False) is True
         line, column = item.mark
         source = SourceLocation(self.source, line, column)
@@ -164,7 +167,10 @@ class EntryReader:
                 continue
             where = ".".join(str(p) for p in path if isinstance(p, str))
             message = f"`{escape(where)}`: {say(text)} {invisible_problem(char)}"
-            self.problems.append(FileProblem(self.source, line, column, message))
+            problem = FileProblem(self.source, line, column, message)
+            if problem not in self._invisible:  # a value shared through an alias: once
+                self._invisible.add(problem)
+                self.problems.append(problem)
 
     def _bad_id(self, ident: str, entry: Located) -> None:
         line, column = entry.mark(("id",))

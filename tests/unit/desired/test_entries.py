@@ -90,3 +90,23 @@ def test_joiners_may_be_written_and_a_control_character_is_reported_once() -> No
     _, problems = load_text(text, "a.yaml")
     (problem,) = problems  # the schema's refusal of the email; not a second one for U+200B
     assert problem.line == 4 and "email" in problem.message
+
+
+def test_the_schema_judges_the_nfc_form_that_is_sent() -> None:
+    # Two spellings of one group are one group; U+0958 is two characters in NFC.
+    devanagari_qa = "\\u0958" * 150
+    text = (
+        'invites:\n  - id: inv_1\n    groups: ["\\u00e9", "e\\u0301"]\n'
+        f'  - id: inv_2\n    name: "{devanagari_qa}"\n'
+    )
+    _, problems = load_text(text, "a.yaml")
+    assert [(p.line, p.message) for p in problems] == [
+        (3, "`groups` lists the same item twice; it is a set"),
+        (5, "`name` must be at most 200 characters"),
+    ]
+
+
+def test_a_refused_value_shared_through_an_alias_is_reported_once() -> None:
+    text = 'invites:\n  - id: inv_1\n    groups: &g ["a\\u202eb"]\n  - id: inv_2\n    groups: *g\n'
+    _, problems = load_text(text, "a.yaml")
+    assert len(problems) == 1 and "U+202E" in problems[0].message
