@@ -7,6 +7,7 @@ the compact records, not the document.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
@@ -119,7 +120,11 @@ class EntryReader:
         # One normal form: what the files say is checked, compared and sent in NFC, so
         # the schema's bounds hold for what is sent (NFC can lengthen text: U+0958 is
         # two characters in NFC) and two spellings of one item are one item.
-        entry = nfc_value(item.value)
+        # Almost every value is ASCII: only the others are looked at again, in one walk.
+        texts: list[str] = []
+        _non_ascii(item.value, texts)
+        normal = all(unicodedata.is_normalized("NFC", text) for text in texts)
+        entry = item.value if normal else nfc_value(item.value)
         problems: list[FileProblem] = []
         if not self.schema.entry_is_valid(entry):
             located = item.located(self.lines)._replace(value=entry)
@@ -138,7 +143,8 @@ class EntryReader:
         fields = dict(entry)  # the entry itself may be shared through an alias
         for key in RECONCILER_KEYS:
             fields.pop(key, None)
-        self._refuse_invisible(fields, item, problems)
+        if any(NOT_IN_TEXT.search(text) for text in texts):
+            self._refuse_invisible(fields, item, problems)
         resend = entry.get(RESEND_KEY, False) is True
         line, column = item.mark
         source = SourceLocation(self.source, line, column)
@@ -178,6 +184,20 @@ class EntryReader:
         self.problems.append(FileProblem(self.source, line, column, message))
 
 
+def _non_ascii(value: Any, found: list[str]) -> None:
+    """Append to ``found`` every string in ``value`` that is not ASCII."""
+    kind = type(value)
+    if kind is str:
+        if not value.isascii():
+            found.append(value)
+    elif kind is dict or isinstance(value, dict):
+        for item in value.values():
+            _non_ascii(item, found)
+    elif isinstance(value, list):
+        for item in value:
+            _non_ascii(item, found)
+
+
 def _texts(value: Any, path: tuple[Any, ...]) -> Iterable[tuple[tuple[Any, ...], str]]:
     if isinstance(value, str):
         yield path, value
@@ -191,8 +211,6 @@ def _texts(value: Any, path: tuple[Any, ...]) -> Iterable[tuple[tuple[Any, ...],
 
 def invisible_problem(char: str) -> str:
     """Why a text value may not hold ``char`` (one of ``NOT_IN_TEXT``), and the fix."""
-    import unicodedata  # only once a value is refused
-
     code = ord(char)
     name = unicodedata.name(char, "")
     shown = f"U+{code:04X}" + (f" {name}" if name else "")
