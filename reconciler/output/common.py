@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from reconciler.safetext import clean
+from reconciler.safetext import clean, escape
 from reconciler.wording import plural
 
 if TYPE_CHECKING:
@@ -57,8 +57,12 @@ def stop_writing_to_stdout() -> None:
 
 
 def show(value: Any) -> str:
-    """A value as the user wrote it in YAML terms: strings quoted, lists inline, made safe."""
-    return clean(json.dumps(value, ensure_ascii=False))
+    """A value as the user wrote it in YAML terms: strings quoted, lists inline, escaped.
+
+    Not redacted: a plan's records are (``shown``) where the server said them, and a
+    value from the files is shown as it will be sent.
+    """
+    return escape(json.dumps(value, ensure_ascii=False))
 
 
 def summary_line(plan: Plan) -> str:

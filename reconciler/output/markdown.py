@@ -18,7 +18,7 @@ from reconciler.output.common import (
 )
 from reconciler.plan.changes import FieldChange, InviteChange, NotUpdatable
 from reconciler.plan.model import Plan
-from reconciler.safetext import clean
+from reconciler.safetext import escape
 from reconciler.wording import plural
 
 COMMENT_LIMIT = 65_000
@@ -38,8 +38,12 @@ _HEADING_SIGNS = str.maketrans({c: f"&#{ord(c)};" for c in "|`*_[]\\~@#"})
 
 
 def _code(text: str, signs: dict[int, str] = _MARKDOWN_SIGNS) -> str:
-    """``text`` from a file or a server, shown literally wherever it stands."""
-    escaped = html.escape(clean(text), quote=False).translate(signs)
+    """``text`` from a file or a server, shown literally wherever it stands.
+
+    Escaped, not redacted: the plan's records come here already ``shown`` (what the
+    server said redacted), and what the files say is shown as it will be sent.
+    """
+    escaped = html.escape(escape(text), quote=False).translate(signs)
     return f"<code>{escaped}</code>"
 
 
@@ -85,7 +89,10 @@ class MarkdownRenderer:
             yield from shown
         if plan.failed:
             yield page.add("#### Errors\n\n")
-            lines = (f"- {_id(f.id)}{_where(f.source)}: {_code(f.message)}\n" for f in plan.failed)
+            lines = (
+                f"- {_id(f.id)}{_where(f.source)}: {_code(f.shown().message)}\n"
+                for f in plan.failed
+            )
             shown, omitted_errors = page.fill(lines, len(plan.failed))
             yield from shown
             yield page.add("\n")
@@ -94,7 +101,7 @@ class MarkdownRenderer:
             yield page.add(
                 f"<details><summary>{plural(len(plan.changes), 'invite')} to update</summary>\n\n"
             )
-        sections = (self._change(c) for c in plan.changes)
+        sections = (self._change(c.shown()) for c in plan.changes)
         shown, omitted_changes = page.fill(sections, len(plan.changes))
         yield from shown
         if folded:
@@ -118,7 +125,7 @@ class MarkdownRenderer:
         # invites. A status heading goes with its first invite, so a piece is an invite
         # (the omitted count counts invites) and no heading is left without one.
         by_status: dict[str, list[NotUpdatable]] = {}
-        for invite in plan.not_updatable:
+        for invite in map(NotUpdatable.shown, plan.not_updatable):
             by_status.setdefault(invite.status, []).append(invite)
 
         def pieces() -> Iterator[str]:

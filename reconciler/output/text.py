@@ -16,7 +16,7 @@ from reconciler.output.common import (
 )
 from reconciler.plan.changes import FailedInvite, FieldChange, InviteChange, NotUpdatable
 from reconciler.plan.model import Plan
-from reconciler.safetext import clean
+from reconciler.safetext import clean, escape
 from reconciler.wording import plural
 
 
@@ -34,10 +34,11 @@ class TextRenderer:
 
     def chunks(self, plan: Plan) -> Iterator[str]:
         """The plan an invite at a time: each block and the blank line after it, then totals."""
+        # Each record as it is shown: what the server said redacted, the files' values not.
         for change in plan.changes:
-            yield self._change(change) + "\n\n"
+            yield self._change(change.shown()) + "\n\n"
         for failed in plan.failed:
-            yield self._failed(failed) + "\n\n"
+            yield self._failed(failed.shown()) + "\n\n"
         for block in self._not_updatable(plan.not_updatable):
             yield block + "\n\n"
         footer = []
@@ -52,12 +53,12 @@ class TextRenderer:
     def _heading(
         self, mark: str, invite_id: str, name: str | None, source: str | None, fg: str
     ) -> str:
-        label = f"{mark} {clean(invite_id)}"
+        label = f"{mark} {escape(invite_id)}"
         parts = [self._style(label, fg=fg, bold=True)]
         if name:
-            parts.append(clean(name))
+            parts.append(escape(name))  # from the files, as it will be sent
         if source is not None:  # a failed invite may not come from an entry
-            parts.append(f"({clean(source)})")
+            parts.append(f"({escape(source)})")
         return "  ".join(parts)
 
     def _change(self, change: InviteChange) -> str:
@@ -74,7 +75,7 @@ class TextRenderer:
         # Grouped in one pass: statuses come from the server, so there may be as many
         # as invites, and a scan of all invites per status would be quadratic.
         by_status: dict[str, list[NotUpdatable]] = {}
-        for invite in invites:
+        for invite in map(NotUpdatable.shown, invites):
             by_status.setdefault(invite.status, []).append(invite)
         for status, group in by_status.items():
             heading = f"{NOT_UPDATABLE_HEADING.capitalize()}: {clean(status)}"
@@ -95,7 +96,7 @@ class TextRenderer:
             return [f"{name}: {', '.join(items)}"]
         if change.is_object and isinstance(change.before, dict):
             return [
-                f"{name}.{clean(str(key))}: {self._old(before)} -> {self._new(after)}"
+                f"{name}.{escape(str(key))}: {self._old(before)} -> {self._new(after)}"
                 for key, before, after in change.sub_changes()
             ]
         return [f"{name}: {self._old(change.before)} -> {self._new(change.after)}"]

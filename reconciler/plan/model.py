@@ -134,17 +134,17 @@ class Plan:
         ``changes``, ``not_updatable`` and ``errors`` are generators of records, made and
         redacted one at a time: a plan of 200,000 changes is never a second time in memory.
         A server can echo the secret or a token inside an invite's values; the document
-        is what is signed, saved and printed, so no part the server said holds one. What
-        the files say (``after``, ``patch``) is kept as written: apply sends it.
+        is what is signed, saved and printed, so no part the server said holds one (each
+        record's ``shown``). What the files say is kept as written: apply sends it.
         """
         parts: list[tuple[str, Any]] = [
             ("format_version", self.format_version),
             ("created_at", redact_strings(self.created_at)),
             ("base_url", redact_strings(self.base_url)),
             ("max_changes", self.max_changes),
-            ("changes", (_redact_server_parts(c.to_json()) for c in self.changes)),
-            ("not_updatable", (_redact_server_parts(n.to_json()) for n in self.not_updatable)),
-            ("errors", (_redact_server_parts(f.to_json()) for f in self.failed)),
+            ("changes", (c.shown().to_json() for c in self.changes)),
+            ("not_updatable", (n.shown().to_json() for n in self.not_updatable)),
+            ("errors", (f.shown().to_json() for f in self.failed)),
             ("summary", self.summary.to_json()),
         ]
         if self.signature is not None:
@@ -230,11 +230,3 @@ def _place(plan: Plan, desired: DesiredInvite, current: CurrentInvite) -> None:
 def _failed(desired: DesiredInvite, error: ApiError) -> FailedInvite:
     message = redact(str(error))
     return FailedInvite(desired.id, str(desired.source), message, error.status, error.request_id)
-
-
-# The parts of a record that come from the server; the rest comes from the files.
-_SERVER_PARTS = frozenset({"before", "status", "message", "request_id"})
-
-
-def _redact_server_parts(record: dict[str, Any]) -> dict[str, Any]:
-    return {k: redact_strings(v) if k in _SERVER_PARTS else v for k, v in record.items()}

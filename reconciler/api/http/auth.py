@@ -19,7 +19,7 @@ import requests
 from requests.auth import AuthBase
 
 from reconciler.api.exceptions import ApiError, TokenRefused
-from reconciler.safetext import register_secret
+from reconciler.safetext import MIN_SECRET_LENGTH, register_secret
 
 log = logging.getLogger("reconciler.api")
 
@@ -82,6 +82,9 @@ def token_from_payload(data: Any, body: Any, now: float) -> Token:
 def _uncarriable(value: str) -> str | None:
     if not value:
         return "it is empty"
+    if len(value) < MIN_SECRET_LENGTH:
+        # It could not be kept out of output: it would be found inside ordinary words.
+        return f"it is shorter than {MIN_SECRET_LENGTH} characters, too short to keep out of output"
     if any(c in "\r\n" for c in value):
         return "it holds a line break"
     if any(c.isspace() for c in value):

@@ -93,6 +93,7 @@ def test_an_error_that_would_repeat_for_every_invite_stops_the_run_at_once(error
 
 def test_a_secret_a_server_echoes_never_reaches_the_plan():
     register_secret("plan-model-secret-7f3a")
+    register_secret("eyJ.abc.def")  # a token issued in this run
     error = InvalidRequest("client plan-model-secret-7f3a sent Bearer eyJ.abc.def", status=400)
     (problem,) = make_plan(BASE, [(desired(1), Outcome(error=error))]).failed
     assert "plan-model-secret-7f3a" not in problem.message and "eyJ.abc" not in problem.message
