@@ -24,7 +24,17 @@ EXIT_FAILURE = 1  # 2 is kept for `plan --detailed-exitcode` alone (README, Comm
 
 
 # Each lives in reconciler.commands.<name>, as a click command of that name.
-COMMANDS = ("validate", "plan", "apply", "export", "show", "resend", "sandbox", "schema")
+COMMANDS = (
+    "validate",
+    "plan",
+    "apply",
+    "adopt",
+    "export",
+    "show",
+    "resend",
+    "sandbox",
+    "schema",
+)
 
 
 class LazyGroup(click.Group):

@@ -140,8 +140,8 @@ def paths_argument(f: F) -> F:
     return click.argument("paths", nargs=-1, type=click.Path())(f)
 
 
-def selection_options(f: F) -> F:
-    """Which invites of the files a run reads and plans."""
+def target_options(f: F) -> F:
+    """--target and --exclude: invites of the files picked by id."""
     return _apply(
         f,
         click.option(
@@ -158,6 +158,14 @@ def selection_options(f: F) -> F:
             metavar="ID",
             help="Leave this invite out (repeatable).",
         ),
+    )
+
+
+def selection_options(f: F) -> F:
+    """Which invites of the files a run reads and plans."""
+    return _apply(
+        f,
+        target_options,
         click.option(
             "--changed-since",
             metavar="REF",
