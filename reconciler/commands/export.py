@@ -16,8 +16,14 @@ import yaml
 from reconciler.api.client import ApiClient, CurrentInvite
 from reconciler.api.concurrency import ordered_map
 from reconciler.api.limiter import Limiter, limiter_for
-from reconciler.commands.common import check_writable, settings_for
-from reconciler.commands.export_checks import check_known_ids, schema_ref_for
+from reconciler.commands.common import settings_for
+from reconciler.commands.export_checks import (
+    check_known_ids,
+    check_out_directory,
+    make_out_directory,
+    refuse_dropping_invites,
+    schema_ref_for,
+)
 from reconciler.commands.options import (
     FilePath,
     config_option,
@@ -32,7 +38,7 @@ from reconciler.invite import ID_KEY, OBJECT_FIELDS, UPDATABLE_FIELDS
 from reconciler.output.log import setup_logging
 from reconciler.plan.model import stop_if_run_fatal
 from reconciler.safefile import refuse_special_file, write_text_replacing
-from reconciler.safetext import clean, redact_strings
+from reconciler.safetext import clean, escape, redact_strings
 from reconciler.wording import plural
 
 
@@ -134,16 +140,19 @@ def export(
     """
     setup_logging(verbose)
     refuse_bad_ids(invite_ids, "export")
-    check_writable(out, "write the export")
+    check_out_directory(out)
     if out:  # before any request, as plan --out
         refuse_special_file(out, "the export")
     if out and os.path.exists(out) and not force:
         raise ReconcilerError(
             f"{out} exists; it may hold invites you manage. Choose another --out, "
-            "or pass --force to overwrite it"
+            f"pass --force to overwrite it, or run `reconcile adopt {out}` to bring the "
+            "platform's values into it"
         )
     settings = settings_for(config_file)
     ids = list(dict.fromkeys(invite_ids))
+    if out and force:
+        refuse_dropping_invites(out, ids)
     check_known_ids(ids, settings.paths, out, force)
     ref, note = schema_ref_for(out, schema_ref, settings.schema_ref)
     limiter = limiter_for(settings)
@@ -161,8 +170,10 @@ def export(
     if out:
         # Like a plan file: a temporary file renamed over --out, never written through
         # a symlink, never over a device or FIFO.
+        made = make_out_directory(out)
         write_text_replacing(out, text, "the export")
-        click.echo(f"Exported {plural(len(found), 'invite')} to {out}.", err=True)
+        created = f" (made the directory {escape(made)})" if made else ""
+        click.echo(f"Exported {plural(len(found), 'invite')} to {out}{created}.", err=True)
     else:
         click.echo(text, nl=False)
     if note:

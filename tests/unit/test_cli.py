@@ -14,6 +14,8 @@ import sys
 from support.cli import run_cli
 from support.helpers import EXAMPLES, clean_env
 
+from reconciler.cli import COMMANDS
+
 HEAVY = ("requests", "urllib3", "deepdiff")
 
 # Runs the CLI in a fresh interpreter and prints the top-level packages it loaded.
@@ -70,13 +72,13 @@ def test_help_lists_every_command_in_order_with_its_summary() -> None:
     listed = result.stdout.split("Commands:\n", 1)[1].splitlines()
     names = [line.split()[0] for line in listed if line.strip()]
     assert names == sorted(
-        ["apply", "export", "plan", "resend", "sandbox", "schema", "show", "validate"]
+        ["adopt", "apply", "export", "plan", "resend", "sandbox", "schema", "show", "validate"]
     )
     assert "  schema    Print the JSON Schema of desired-state files." in listed
 
 
 def test_each_command_runs_after_a_lazy_import() -> None:
-    for name in ("validate", "plan", "apply", "export", "show", "resend", "sandbox", "schema"):
+    for name in COMMANDS:
         result = run_cli(name, "--help")
         assert result.returncode == 0, name
         assert result.stdout.startswith(f"Usage: reconcile {name} "), name
