@@ -187,6 +187,10 @@ def test_github_merge_applies_what_it_changed_then_drift_and_full_apply(
     failed, text = outcome(github_job(repo, installed, "drift", event_name="schedule"))
     assert failed and "Drift detected" in text
     assert "Invite plan" in summary.read_text(encoding="utf-8")
+    # On drift, adopt wrote the platform's values into the checkout, for the pull request.
+    assert "invites/emea.yaml" in git(repo.work, "status", "--porcelain")
+    assert "Adopted" in text
+    git(repo.work, "checkout", "--", ".")  # the next job has a fresh checkout
     # A push that changes one invite applies that one (exit 0), nothing else.
     repo.edit(EMEA_EMAIL, "email: merged@acme.example")
     repo.commit("one invite changed")
@@ -241,6 +245,11 @@ def test_gitlab_recipe_plans_applies_and_checks_drift(repo: Repo, installed: Pat
 
     drift = gitlab(repo, installed, "drift")
     assert drift.returncode == 1 and "DRIFT DETECTED" in drift.stderr
+    # On drift, adopt wrote the platform's values; without ADOPT_TOKEN, only reported.
+    assert "ADOPT_TOKEN is not set" in drift.stderr
+    assert git(repo.work, "status", "--porcelain", "--untracked-files=no")
+    git(repo.work, "checkout", "--", ".")  # the next job has a fresh checkout, with the edit
+    repo.edit(EMEA_EMAIL, "email: merged@acme.example")
 
     repo.commit("one invite changed")
     apply = gitlab(repo, installed, "apply", CI_COMMIT_BEFORE_SHA=repo.first)
