@@ -67,12 +67,18 @@ _ODD_LAYOUT = "it is written in a layout adopt does not edit"
 
 def rewrite(text: str, wanted: Iterable[Wanted]) -> Rewritten:
     """``text`` with each wanted entry's fields set to the platform's values."""
-    spans = invite_spans(text)
     lines = Lines(text)
-    by_place = {tuple(lines.mark(entry.start)): entry for entry in spans.entries}
+    wanted = list(wanted)
+    starts = {lines.offset((w.line, w.column)) for w in wanted}
+    spans = invite_spans(text, starts)
+    by_start = {entry.start: entry for entry in spans.entries}
+    by_place = {
+        (w.line, w.column): by_start[at]
+        for w in wanted
+        if (at := lines.offset((w.line, w.column))) in by_start
+    }
     result = Rewritten(text)
     replacements: list[tuple[int, int, str]] = []
-    wanted = list(wanted)
     removing = [w for w in wanted if w.remove is not None]
     cuts = _removals(text, spans.entries, by_place, removing, lines, result)
     replacements += cuts
@@ -213,7 +219,7 @@ def _line_end(text: str, position: int) -> int:
 def _removals(
     text: str,
     entries: list[Span],
-    by_place: dict[tuple[int, ...], Span],
+    by_place: dict[tuple[int, int], Span],
     removing: list[Wanted],
     lines: Lines,
     result: Rewritten,

@@ -12,6 +12,7 @@ the decoded text (BOM dropped), as libyaml counts them.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +21,7 @@ import yaml
 _Parser = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-@dataclass
+@dataclass(slots=True)
 class Span:
     """One value as written: ``text[start:end]``; for a list its items, for a mapping its keys."""
 
@@ -53,9 +54,13 @@ class _Open:
         self.key: tuple[str, int] | None = None  # a mapping's pending key and where it ends
 
 
-def invite_spans(text: str) -> InviteSpans:
-    """The spans of the top-level ``invites`` list of ``text`` (which the loader accepted)."""
-    root = _read(text)
+def invite_spans(text: str, wanted: Collection[int] | None = None) -> InviteSpans:
+    """The spans of the top-level ``invites`` list of ``text`` (which the loader accepted).
+
+    ``wanted``: where the entries to be edited start; the others get their own span
+    only, not one per value (a 20,000-invite file is read for one edit).
+    """
+    root = _read(text, wanted)
     if root is None or root.kind != "mapping":
         return InviteSpans(None, [])
     found = root.keys.get("invites")
@@ -64,14 +69,28 @@ def invite_spans(text: str) -> InviteSpans:
     return InviteSpans(found, found.items)
 
 
-def _read(text: str) -> Span | None:
+def _read(text: str, wanted: Collection[int] | None) -> Span | None:
     parser = _Parser(text)
     stack: list[_Open] = []
     top: Span | None = None
+    skipped: Span | None = None  # an entry not wanted, read through for its end only
+    flows: list[bool] = []  # its open collections: written in flow style?
     try:
         while True:
             event = parser.get_event()
             kind = event.__class__
+            if skipped is not None:
+                if kind is yaml.ScalarEvent or kind is yaml.AliasEvent:
+                    skipped.end = max(skipped.end, event.end_mark.index)
+                elif kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
+                    flows.append(bool(event.flow_style))
+                elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
+                    if flows.pop():  # a block collection's end mark is past what follows it
+                        skipped.end = max(skipped.end, event.end_mark.index)
+                    if not flows:
+                        top = _add(stack, skipped) or top
+                        skipped = None
+                continue
             if kind is yaml.StreamEndEvent:
                 return top
             if kind in (yaml.MappingEndEvent, yaml.SequenceEndEvent):
@@ -99,9 +118,21 @@ def _read(text: str) -> Span | None:
                 # A merge's value is shared whatever it is: its keys belong elsewhere.
                 merging = bool(stack) and stack[-1].key is not None and stack[-1].key[0] == "<<"
                 shared = inherited or anchored or merging
-                stack.append(_Open(Span(start, start, collection, shared, flow=flow)))
+                span = Span(start, start, collection, shared, flow=flow)
+                if wanted is not None and _is_entry(stack) and start not in wanted:
+                    skipped, flows = span, [flow]
+                    continue
+                stack.append(_Open(span))
     finally:
         parser.dispose()
+
+
+def _is_entry(stack: list[_Open]) -> bool:
+    """Whether a collection opening now is an item of the top-level ``invites`` list."""
+    if len(stack) != 2 or stack[1].span.kind != "list":
+        return False
+    key = stack[0].key
+    return key is not None and key[0] == "invites"
 
 
 def _add(stack: list[_Open], span: Span) -> Span | None:
