@@ -73,6 +73,15 @@ def auto_approve_option(f: F) -> F:
     return click.option("--auto-approve", is_flag=True, help="Do not ask for confirmation.")(f)
 
 
+def force_conflicts_option(f: F) -> F:
+    return click.option(
+        "--force-conflicts",
+        is_flag=True,
+        help="With --changed-since: also write fields changed on the platform since REF "
+        "(conflicts), which apply otherwise leaves alone.",
+    )(f)
+
+
 def audit_log_option(f: F) -> F:
     return click.option(
         "--audit-log",
