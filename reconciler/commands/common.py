@@ -82,7 +82,7 @@ def read_desired(
             )
     total = len(state.invites)
     picked = select_invites(state.invites, selection._replace(changed_since=None), ", ".join(where))
-    state.invites = select_invites(picked, selection, ", ".join(where), changed)
+    state.invites = select_invites(picked, EVERYTHING, ", ".join(where), changed)
     if changed is not None:
         # Plans scoped to the change, field by field (plan.model): the invites it did
         # not touch are not read, and the plan says how many.

@@ -200,9 +200,10 @@ def _block_list(text: str, span: Span, new: list[Any]) -> list[tuple[int, int, s
         return [(colon + 1, span.items[-1].end, " []")]
     if added:
         end = _line_end(text, span.items[-1].end)
-        lines = "".join(f"{indent}- {_render(value, None, False)}\n" for value in added)
+        newline = "\r\n" if text[:end].endswith("\r\n") else "\n"  # the file's own
+        lines = "".join(f"{indent}- {_render(value, None, False)}{newline}" for value in added)
         if not text[:end].endswith("\n"):
-            lines = "\n" + lines.removesuffix("\n")
+            lines = newline + lines.removesuffix(newline)
         made.append((end, end, lines))
     return made
 

@@ -182,3 +182,10 @@ def test_any_text_written_reads_back_as_itself_or_is_refused(new: str) -> None:
         return
     assert {i.id: i.fields.get("name") for i in invites}["inv_a"] == new
     assert done.text.splitlines()[6:] == COMMENTED.splitlines()[6:]
+
+
+def test_a_file_with_windows_line_breaks_keeps_them() -> None:
+    text = COMMENTED.replace("\n", "\r\n")
+    new = ["proof-of-address", "certificate-of-incorporation", "ubo-declaration"]
+    done = rewrite(text, [wanted(text, "inv_b", attachments=new, name="Beta AG")])
+    assert done.text == text.replace('"Beta"', '"Beta AG"') + "      - ubo-declaration\r\n"
