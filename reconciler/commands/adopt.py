@@ -163,7 +163,8 @@ def _rewrite_all(
             ) from None
         bom = _BOM if raw.startswith(_BOM) else ""
         text = raw.removeprefix(_BOM)
-        rewritten = rewrite(text, wants)
+        places = [(i.source.line, i.source.column) for i in by_file[path]]
+        rewritten = rewrite(text, wants, places)
         if rewritten.text != text:
             _check(path, rewritten, by_file[path])
         done.append((path, _File(bom + rewritten.text, rewritten)))

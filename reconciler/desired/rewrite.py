@@ -10,16 +10,17 @@ returned as refused, for the author to change by hand.
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from reconciler.invite import OBJECT_FIELDS, SET_FIELDS, canonical_value
 from reconciler.yamlload.positions import Lines
 from reconciler.yamlload.scalars import RESOLVED_FIRST, STR_TAG, resolve_plain
-from reconciler.yamlload.spans import Span, invite_spans
+from reconciler.yamlload.spans import InviteSpans, Span, entry_span, invite_spans
 
 
 @dataclass(frozen=True)
@@ -65,12 +66,22 @@ NO_VALUE = "the platform holds no value for it; delete it from the file to stop 
 _ODD_LAYOUT = "it is written in a layout adopt does not edit"
 
 
-def rewrite(text: str, wanted: Iterable[Wanted]) -> Rewritten:
-    """``text`` with each wanted entry's fields set to the platform's values."""
+def rewrite(
+    text: str, wanted: Iterable[Wanted], entry_starts: Sequence[tuple[int, int]] = ()
+) -> Rewritten:
+    """``text`` with each wanted entry's fields set to the platform's values.
+
+    ``entry_starts``: where every entry of the file starts, in order (the loader's
+    line and column), when known: an entry to edit is then read from its own lines,
+    not the whole file.
+    """
     lines = Lines(text)
     wanted = list(wanted)
     starts = {lines.offset((w.line, w.column)) for w in wanted}
-    spans = invite_spans(text, starts)
+    alone = None
+    if not any(w.remove is not None for w in wanted):  # removing needs every entry's span
+        alone = _entries_alone(text, lines, starts, entry_starts)
+    spans = InviteSpans(None, list(alone.values())) if alone else invite_spans(text, starts)
     by_start = {entry.start: entry for entry in spans.entries}
     by_place = {
         (w.line, w.column): by_start[at]
@@ -110,6 +121,30 @@ def rewrite(text: str, wanted: Iterable[Wanted]) -> Rewritten:
     result.edits.sort(key=lambda e: e.line)
     result.refused.sort(key=lambda r: r.line)
     return result
+
+
+def _entries_alone(
+    text: str,
+    lines: Lines,
+    starts: set[int],
+    entry_starts: Sequence[tuple[int, int]],
+) -> dict[int, Span] | None:
+    """The wanted entries' spans, each read from its own lines; None when one cannot be."""
+    if not entry_starts:
+        return None
+    offsets = sorted(lines.offset(place) for place in entry_starts)
+    found = {}
+    for start in starts:
+        at = bisect.bisect_right(offsets, start)
+        if at == 0 or offsets[at - 1] != start:
+            return None
+        # Up to the line of the next entry's `- `, or the end of the text.
+        end = text.rfind("\n", start, offsets[at]) + 1 if at < len(offsets) else len(text)
+        entry = entry_span(text, start, end)
+        if entry is None:
+            return None
+        found[start] = entry
+    return found
 
 
 def _object(

@@ -69,7 +69,8 @@ def invite_spans(text: str, wanted: Collection[int] | None = None) -> InviteSpan
     return InviteSpans(found, found.items)
 
 
-def _read(text: str, wanted: Collection[int] | None) -> Span | None:
+def _read(text: str, wanted: Collection[int] | None, base: int = 0) -> Span | None:
+    """The spans of the document in ``text``, offsets counted from ``base``."""
     parser = _Parser(text)
     stack: list[_Open] = []
     top: Span | None = None
@@ -81,12 +82,12 @@ def _read(text: str, wanted: Collection[int] | None) -> Span | None:
             kind = event.__class__
             if skipped is not None:
                 if kind is yaml.ScalarEvent or kind is yaml.AliasEvent:
-                    skipped.end = max(skipped.end, event.end_mark.index)
+                    skipped.end = max(skipped.end, base + event.end_mark.index)
                 elif kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
                     flows.append(bool(event.flow_style))
                 elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
                     if flows.pop():  # a block collection's end mark is past what follows it
-                        skipped.end = max(skipped.end, event.end_mark.index)
+                        skipped.end = max(skipped.end, base + event.end_mark.index)
                     if not flows:
                         top = _add(stack, skipped) or top
                         skipped = None
@@ -95,8 +96,8 @@ def _read(text: str, wanted: Collection[int] | None) -> Span | None:
                 return top
             if kind in (yaml.MappingEndEvent, yaml.SequenceEndEvent):
                 done = stack.pop().span
-                if event.end_mark.index > done.end and done.flow:
-                    done.end = event.end_mark.index
+                if base + event.end_mark.index > done.end and done.flow:
+                    done.end = base + event.end_mark.index
                 top = _add(stack, done) or top
                 continue
             if kind not in (yaml.ScalarEvent, yaml.AliasEvent, yaml.MappingStartEvent) and (
@@ -105,7 +106,7 @@ def _read(text: str, wanted: Collection[int] | None) -> Span | None:
                 continue
             inherited = bool(stack) and stack[-1].span.shared
             anchored = getattr(event, "anchor", None) is not None
-            start, end = event.start_mark.index, event.end_mark.index
+            start, end = base + event.start_mark.index, base + event.end_mark.index
             if kind is yaml.ScalarEvent:
                 shared = inherited or anchored
                 span = Span(start, end, "scalar", shared, event.style or None, value=event.value)
@@ -125,6 +126,26 @@ def _read(text: str, wanted: Collection[int] | None) -> Span | None:
                 stack.append(_Open(span))
     finally:
         parser.dispose()
+
+
+def entry_span(text: str, start: int, end: int) -> Span | None:
+    """The span of the one entry of a block list that starts at ``start`` and whose
+    lines end at ``end`` (where the next entry's line starts), read from them alone.
+
+    None when that is not possible (the entry is not `- ` on its own line, or what it
+    holds needs the rest of the file, an alias of an anchor elsewhere): read the file.
+    """
+    line = text.rfind("\n", 0, start) + 1
+    if text[line:start].strip(" ") != "-":
+        return None
+    try:
+        found = _read(text[line:end], None, base=line)
+    except yaml.YAMLError:
+        return None
+    if found is None or found.kind != "list" or len(found.items) != 1:
+        return None
+    entry = found.items[0]
+    return entry if entry.start == start and entry.kind == "mapping" else None
 
 
 def _is_entry(stack: list[_Open]) -> bool:

@@ -189,3 +189,26 @@ def test_a_file_with_windows_line_breaks_keeps_them() -> None:
     new = ["proof-of-address", "certificate-of-incorporation", "ubo-declaration"]
     done = rewrite(text, [wanted(text, "inv_b", attachments=new, name="Beta AG")])
     assert done.text == text.replace('"Beta"', '"Beta AG"') + "      - ubo-declaration\r\n"
+
+
+@pytest.mark.parametrize("ending", ["\n", ""])
+def test_an_entry_read_from_its_own_lines_is_edited_as_the_whole_file_would_be(
+    ending: str,
+) -> None:
+    text = COMMENTED.removesuffix("\n") + ending
+    invites = load_text(text, "f.yaml")[0]
+    places = [(i.source.line, i.source.column) for i in invites]
+    for invite_id, fields in (
+        ("inv_a", {"email": "x@acme.example", "groups": ["emea"]}),
+        ("inv_b", {"name": "Beta AG", "attachments": ["proof-of-address", "z"]}),
+    ):
+        want = [wanted(text, invite_id, **fields)]
+        assert rewrite(text, want, places).text == rewrite(text, want).text
+        assert rewrite(text, want, places).edits == rewrite(text, want).edits
+
+
+def test_an_entry_that_needs_the_rest_of_the_file_is_read_with_it() -> None:
+    invites = load_text(ALIASED, "f.yaml")[0]
+    places = [(i.source.line, i.source.column) for i in invites]
+    done = rewrite(ALIASED, [wanted(ALIASED, "inv_b", groups=["apac"])], places)
+    assert done.text == ALIASED and [r.reason for r in done.refused] == [SHARED]
