@@ -14,7 +14,10 @@ from benchmarks.targets import Row, Target
 from reconciler.sandbox import Sandbox, SandboxOptions
 from tests.support.estate import SEED
 
-RATIO = Target(0.25, "×")  # "well under" the plan's time
+# "Well under" the plan's time, checked by CPU: on a shared machine wall times move with
+# the load (the one-read adopt waits on nothing but the CPU), and the plan's wall is
+# mostly its CPU here too, as the sandbox answers at once.
+RATIO = Target(0.25, "×")
 
 
 def run(context: Context) -> list[Row]:
@@ -45,14 +48,12 @@ def run(context: Context) -> list[Row]:
         differing = [i for i, (a, b) in enumerate(zip(before, after, strict=True)) if a != b]
         if len(differing) != 1:
             raise RunFailed(f"{label}: {len(differing)} lines of the file changed, expected 1")
-        ratio = measured.wall / planned.wall
         target = RATIO if extra else None
         rows += [
             Row(name, f"{label}: wall", measured.wall, "s"),
-            Row(name, "  ratio to the plan's wall", ratio, "×", target),
+            Row(name, "  ratio to the plan's wall", measured.wall / planned.wall, "×"),
             Row(name, "  client CPU", measured.cpu, "s"),
-            # CPU is what a busy machine changes least: the same comparison, by CPU.
-            Row(name, "  ratio to the plan's CPU", measured.cpu / planned.cpu, "×"),
+            Row(name, "  ratio to the plan's CPU", measured.cpu / planned.cpu, "×", target),
             Row(name, "  peak RSS", measured.peak_mb, "MB"),
         ]
         context.notes.append(describe(f"{name}, {label}", measured, sandbox))
