@@ -155,9 +155,19 @@ def redact(text: str) -> str:
     return _REDACTOR.redact(text)
 
 
-def holds_secret(text: str) -> bool:
-    """Whether ``text`` holds a registered secret or token (export leaves such a value out)."""
-    return _REDACTOR.holds_secret(text)
+def holds_secret(value: Any) -> bool:
+    """Whether ``value`` (text, or JSON-like) holds a registered secret or token anywhere.
+
+    What a server says is written to git only without one: export and adopt leave
+    such a value out rather than write it redacted, which would change the data.
+    """
+    if isinstance(value, str):
+        return _REDACTOR.holds_secret(value)
+    if isinstance(value, dict):
+        return any(map(holds_secret, value.values()))
+    if isinstance(value, list):
+        return any(map(holds_secret, value))
+    return False
 
 
 def redact_strings(value: Any) -> Any:

@@ -16,8 +16,14 @@ import yaml
 from reconciler.api.client import ApiClient, CurrentInvite
 from reconciler.api.concurrency import ordered_map
 from reconciler.api.limiter import Limiter, limiter_for
-from reconciler.commands.common import check_writable, settings_for
-from reconciler.commands.export_checks import check_known_ids, schema_ref_for
+from reconciler.commands.common import settings_for
+from reconciler.commands.export_checks import (
+    check_known_ids,
+    check_out_directory,
+    make_out_directory,
+    refuse_dropping_invites,
+    schema_ref_for,
+)
 from reconciler.commands.options import (
     FilePath,
     config_option,
@@ -102,7 +108,7 @@ def export_entry(invite: CurrentInvite) -> Entry:
         value = invite.fields.get(name)
         if value is None:  # nothing held: the same as a field left out
             continue
-        if _holds_secret(value):
+        if holds_secret(value):
             notes.append(
                 f"`{name}` left out: the server's value holds the client secret or an "
                 "access token of this run, which must never reach a file"
@@ -152,16 +158,6 @@ def _contact(field: str, value: dict[str, Any], notes: list[str]) -> dict[str, A
 
 
 MAX_KEY_SHOWN = 40
-
-
-def _holds_secret(value: Any) -> bool:
-    if isinstance(value, str):
-        return holds_secret(value)
-    if isinstance(value, dict):
-        return any(_holds_secret(v) for v in value.values())
-    if isinstance(value, list):
-        return any(_holds_secret(v) for v in value)
-    return False
 
 
 def _problems(entry: dict[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
@@ -263,16 +259,19 @@ def export(
     """
     setup_logging(verbose)
     refuse_bad_ids(invite_ids, "export")
-    check_writable(out, "write the export")
+    check_out_directory(out)
     if out:  # before any request, as plan --out
         refuse_special_file(out, "the export")
     if out and os.path.exists(out) and not force:
         raise ReconcilerError(
             f"{out} exists; it may hold invites you manage. Choose another --out, "
-            "or pass --force to overwrite it"
+            f"pass --force to overwrite it, or run `reconcile adopt {out}` to bring the "
+            "platform's values into it"
         )
     settings = settings_for(config_file)
     ids = list(dict.fromkeys(invite_ids))
+    if out and force:
+        refuse_dropping_invites(out, ids)
     check_known_ids(ids, settings.paths, out, force)
     ref, note = schema_ref_for(out, schema_ref, settings.schema_ref)
     limiter = limiter_for(settings)
@@ -290,8 +289,10 @@ def export(
     if out:
         # Like a plan file: a temporary file renamed over --out, never written through
         # a symlink, never over a device or FIFO.
+        made = make_out_directory(out)
         write_text_replacing(out, text, "the export")
-        click.echo(f"Exported {plural(len(found), 'invite')} to {out}.", err=True)
+        created = f" (made the directory {escape(made)})" if made else ""
+        click.echo(f"Exported {plural(len(found), 'invite')} to {out}{created}.", err=True)
     else:
         click.echo(text, nl=False)
     if note:

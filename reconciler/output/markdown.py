@@ -11,12 +11,15 @@ import re
 from collections.abc import Iterable, Iterator
 
 from reconciler.output.common import (
+    CONFLICT_NOTE,
     NOT_UPDATABLE_HEADING,
+    OUT_OF_SCOPE_HEADING,
+    OUT_OF_SCOPE_NOTE,
     max_changes_warning,
     show,
     summary_line,
 )
-from reconciler.plan.changes import FieldChange, InviteChange, NotUpdatable
+from reconciler.plan.changes import FieldChange, InviteChange, NotUpdatable, OutOfScope
 from reconciler.plan.model import Plan
 from reconciler.safetext import escape
 from reconciler.wording import plural
@@ -78,7 +81,11 @@ class MarkdownRenderer:
         if warning:
             head.append(f"> [!WARNING]\n> {warning}")
         if not plan.changes and not plan.failed and not plan.not_updatable:
-            head.append("No changes: every invite matches the desired state.")
+            head.append(
+                "No changes: every invite read matches the desired state."
+                if plan.changed_since is not None
+                else "No changes: every invite matches the desired state."
+            )
         page = _Page(self.limit - _TAIL_RESERVE)
         yield page.add("\n\n".join(head) + "\n\n")
         # What a reviewer must not miss first: invites apply will leave alone, then errors.
@@ -101,11 +108,17 @@ class MarkdownRenderer:
             yield page.add(
                 f"<details><summary>{plural(len(plan.changes), 'invite')} to update</summary>\n\n"
             )
-        sections = (self._change(c.shown()) for c in plan.changes)
+        sections = (self._change(c.shown(), plan.changed_since) for c in plan.changes)
         shown, omitted_changes = page.fill(sections, len(plan.changes))
         yield from shown
         if folded:
             yield page.add("</details>\n\n")
+        if plan.out_of_scope:
+            yield page.add(f"#### {OUT_OF_SCOPE_HEADING.capitalize()}\n\n{OUT_OF_SCOPE_NOTE}.\n\n")
+            outside = (self._outside(o.shown()) for o in plan.out_of_scope)
+            shown, omitted_outside = page.fill(outside, len(plan.out_of_scope))
+            yield from shown
+            omitted_changes += omitted_outside
         if omitted_changes or omitted_errors or omitted_stale:
             yield self._omitted_note(omitted_changes, omitted_errors, omitted_stale)
 
@@ -148,15 +161,38 @@ class MarkdownRenderer:
             f"`reconcile export {invite.id}`.\n\n"
         )
 
-    def _change(self, change: InviteChange) -> str:
+    def _change(self, change: InviteChange, ref: str | None = None) -> str:
         title = _title(change.id, change.name)
         notes = [_code(change.source)]
         if change.resend:
             notes.append("invitation will be re-sent")
         rows = ["| field | before | after |", "|---|---|---|"]
         for field_change in change.field_changes:
+            if field_change.field not in change.conflicts:
+                rows.extend(self._rows(field_change))
+        table = "\n".join(rows) + "\n\n" if len(rows) > 2 else ""
+        if change.conflicts:
+            at = _code(ref or "REF")
+            note = CONFLICT_NOTE.format(ref=at)
+            conflict = [
+                f"> [!CAUTION]\n> **Conflict**: {note}.\n",
+                f"| field | at {at} | on the platform | wanted |",
+                "|---|---|---|---|",
+            ]
+            conflict += [
+                f"| {_label(name)} | {_code(show(was))} | "
+                f"{_code(show(change.before.get(name)))} | {_code(show(change.patch[name]))} |"
+                for name, was in change.conflicts.items()
+            ]
+            table = "\n".join(conflict) + "\n\n" + table
+        return f"#### {title}\n{' · '.join(notes)}\n\n" + table
+
+    def _outside(self, invite: OutOfScope) -> str:
+        rows = ["| field | on the platform | in the files |", "|---|---|---|"]
+        for field_change in invite.field_changes:
             rows.extend(self._rows(field_change))
-        return f"#### {title}\n{' · '.join(notes)}\n\n" + "\n".join(rows) + "\n\n"
+        title = _title(invite.id, invite.name)
+        return f"##### {title}\n{_code(invite.source)}\n\n" + "\n".join(rows) + "\n\n"
 
     def _rows(self, change: FieldChange) -> list[str]:
         if change.is_set and isinstance(change.before, list):

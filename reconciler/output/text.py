@@ -8,13 +8,22 @@ import click
 
 from reconciler.apply.applier import ApplyReport, ChangeResult, WriteOutcome
 from reconciler.output.common import (
+    CONFLICT_NOTE,
     NOT_UPDATABLE_HEADING,
+    OUT_OF_SCOPE_HEADING,
+    OUT_OF_SCOPE_NOTE,
     max_changes_warning,
     not_updatable_note,
     show,
     summary_line,
 )
-from reconciler.plan.changes import FailedInvite, FieldChange, InviteChange, NotUpdatable
+from reconciler.plan.changes import (
+    FailedInvite,
+    FieldChange,
+    InviteChange,
+    NotUpdatable,
+    OutOfScope,
+)
 from reconciler.plan.model import Plan
 from reconciler.safetext import clean, escape
 from reconciler.wording import plural
@@ -36,10 +45,12 @@ class TextRenderer:
         """The plan an invite at a time: each block and the blank line after it, then totals."""
         # Each record as it is shown: what the server said redacted, the files' values not.
         for change in plan.changes:
-            yield self._change(change.shown()) + "\n\n"
+            yield self._change(change.shown(), plan.changed_since) + "\n\n"
         for failed in plan.failed:
             yield self._failed(failed.shown()) + "\n\n"
         for block in self._not_updatable(plan.not_updatable):
+            yield block + "\n\n"
+        for block in self._out_of_scope([o.shown() for o in plan.out_of_scope]):
             yield block + "\n\n"
         footer = []
         warning = max_changes_warning(plan)
@@ -61,9 +72,17 @@ class TextRenderer:
             parts.append(f"({escape(source)})")
         return "  ".join(parts)
 
-    def _change(self, change: InviteChange) -> str:
-        lines = [self._heading("~", change.id, change.name, change.source, "yellow")]
+    def _change(self, change: InviteChange, ref: str | None = None) -> str:
+        if change.conflicts:
+            lines = [self._heading("!", change.id, change.name, change.source, "red")]
+            note = CONFLICT_NOTE.format(ref=clean(ref or "REF"))
+            lines.append("    " + self._style(f"conflict: {note}", fg="red"))
+        else:
+            lines = [self._heading("~", change.id, change.name, change.source, "yellow")]
         for field_change in change.field_changes:
+            if field_change.field in change.conflicts:
+                lines.append(f"    {self._conflict(change, field_change.field, ref)}")
+                continue
             lines.extend(f"    {line}" for line in self._field(field_change))
         if change.resend:
             lines.append(
@@ -87,6 +106,24 @@ class TextRenderer:
                     lines.extend(f"      {line}" for line in self._field(field_change))
                 lines.append(f"    fix: {clean(invite.fix)}")
                 yield "\n".join(lines)
+
+    def _conflict(self, change: InviteChange, name: str, ref: str | None) -> str:
+        return (
+            f"{clean(name)}: conflict: at {clean(ref or 'REF')} {show(change.conflicts[name])}, "
+            f"on the platform {self._old(change.before.get(name))}, "
+            f"wanted {self._new(change.patch[name])}"
+        )
+
+    def _out_of_scope(self, invites: list[OutOfScope]) -> Iterator[str]:
+        if not invites:
+            return
+        yield self._style(f"{OUT_OF_SCOPE_HEADING.capitalize()}:", fg="magenta", bold=True)
+        for invite in invites:
+            lines = [self._heading("?", invite.id, invite.name, invite.source, "magenta")]
+            lines.append(f"    {OUT_OF_SCOPE_NOTE}:")
+            for field_change in invite.field_changes:
+                lines.extend(f"      {line}" for line in self._field(field_change))
+            yield "\n".join(lines)
 
     def _field(self, change: FieldChange) -> list[str]:
         name = clean(change.field)

@@ -6,7 +6,7 @@ saved plan (schemas/plan.schema.json).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
 from reconciler.invite import OBJECT_FIELDS, SET_FIELDS
@@ -76,6 +76,10 @@ class InviteChange:
     before: dict[str, Any]  # the server's values of exactly the patched fields
     patch: dict[str, Any]
     resend: bool
+    # A plan scoped to a change (--changed-since REF): each patched field the platform
+    # changed since REF, with its value at REF. apply leaves the invite alone unless
+    # --force-conflicts.
+    conflicts: dict[str, Any] = field(default_factory=dict)
 
     @property
     def after(self) -> dict[str, Any]:
@@ -97,7 +101,7 @@ class InviteChange:
         return replace(self, before=redact_strings(self.before), patch=patch)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        document = {
             "id": self.id,
             "name": self.name,
             "source": self.source,
@@ -106,12 +110,54 @@ class InviteChange:
             "patch": self.patch,
             "resend": self.resend,
         }
+        if self.conflicts:  # only then: a plan without conflicts reads as it always has
+            document["conflicts"] = self.conflicts
+        return document
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> InviteChange:
         patch = data["patch"]
         before = {k: data["before"].get(k) for k in patch}
-        return cls(data["id"], data["source"], data.get("name"), before, patch, data["resend"])
+        conflicts = data.get("conflicts") or {}
+        return cls(
+            data["id"], data["source"], data.get("name"), before, patch, data["resend"], conflicts
+        )
+
+
+@dataclass(frozen=True)
+class OutOfScope:
+    """Fields that differ on the platform but that the change planned did not touch.
+
+    Listed, never written: a full plan (no --changed-since) shows and fixes them.
+    """
+
+    id: str
+    source: str
+    name: str | None
+    before: dict[str, Any]  # the server's values of the differing fields
+    after: dict[str, Any]  # what the files say
+
+    @property
+    def field_changes(self) -> list[FieldChange]:
+        return _field_changes(self.before, self.after)
+
+    def shown(self) -> OutOfScope:
+        """As every output shows it: the server's values redacted, the files' as written."""
+        return replace(self, before=redact_strings(self.before))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "source": self.source,
+            "before": self.before,
+            "after": self.after,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> OutOfScope:
+        keys = ("id", "source", "name", "before", "after")
+        return cls(*(data.get(key) for key in keys))  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)

@@ -105,7 +105,12 @@ def _check_version(document: Any, path: str) -> None:
 
 def _check_consistent(document: dict[str, Any], path: str) -> None:
     for index, change in enumerate(document["changes"]):
-        if change["after"] != change["patch"] or set(change["before"]) != set(change["patch"]):
+        named = set(change["patch"])
+        if (
+            change["after"] != change["patch"]
+            or set(change["before"]) != named
+            or not set(change.get("conflicts", {})) <= named
+        ):
             raise ReconcilerError(
                 f"{escape(path)}: changes/{index} ({change['id']}): `before`, `after` and "
                 "`patch` do not name the same values; the file was edited by hand or is "
