@@ -44,7 +44,10 @@ from reconciler.wording import plural
 
 @click.command(
     epilog=settings_help(
-        api=True, reads_paths=True, extra=("max_changes", "audit_log"), other_env=RUN_ENV
+        api=True,
+        reads_paths=True,
+        extra=("max_changes", "max_resends", "audit_log"),
+        other_env=RUN_ENV,
     )
 )
 @run_options
@@ -78,7 +81,9 @@ def apply(
     saved = load_signed_plan(plan_file, secret) if plan_file else None
     state = None if saved else read_desired(settings, run.paths, selection)
     if saved is not None:
-        saved.raise_if_unsafe(settings.max_changes)  # needs no request: before the drift check
+        saved.raise_if_unsafe(
+            settings.max_changes, settings.max_resends
+        )  # needs no request: before the drift check
     limiter = limiter_for(settings)
     with api_client(settings, run.sandbox, limiter.observe) as client:
         if saved is not None:
@@ -93,7 +98,7 @@ def apply(
             echo_errors(the_plan.failed)
             return 1 if the_plan.failed else 0
         if saved is None:
-            the_plan.raise_if_unsafe(settings.max_changes)
+            the_plan.raise_if_unsafe(settings.max_changes, settings.max_resends)
             if not auto_approve:
                 confirm(
                     "Apply these changes?",

@@ -53,7 +53,7 @@ def compute_plan(
 ) -> Plan:
     readings = read_current(client, state.invites, limiter, client.stop)
     try:
-        return make_plan(client.base_url, readings, settings.max_changes)
+        return make_plan(client.base_url, readings, settings.max_changes, settings.max_resends)
     finally:
         # Closed here, not when garbage is collected: the progress line comes before
         # any error the caller prints, so the error is the last line of the log.

@@ -11,7 +11,15 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from reconciler.errors import FileProblem, ReconcilerError
-from reconciler.invite import ID_KEY, ID_RULE, INVITE_ID, RECONCILER_KEYS, RESEND_KEY
+from reconciler.invite import (
+    ID_KEY,
+    ID_RULE,
+    INVITE_ID,
+    RECONCILER_KEYS,
+    RESEND_KEY,
+    ResendRule,
+    resend_rule,
+)
 from reconciler.safetext import escape
 from reconciler.schema.check import invite_validators, validate
 from reconciler.schema.messages import Where, say
@@ -61,7 +69,7 @@ class DesiredInvite:
         id: str,  # the field's name in the files and the API
         fields: dict[str, Any],  # managed fields only; absent means unmanaged
         source: SourceLocation,
-        resend_on_change: bool = False,
+        resend_on_change: ResendRule = False,
     ) -> None:
         self.id = id
         names = tuple(fields)
@@ -133,7 +141,7 @@ class EntryReader:
         fields = dict(entry)  # the entry itself may be shared through an alias
         for key in RECONCILER_KEYS:
             fields.pop(key, None)
-        resend = entry.get(RESEND_KEY, False) is True
+        resend = resend_rule(entry.get(RESEND_KEY, False))
         line, column = item.mark
         source = SourceLocation(self.source, line, column)
         self.invites.append(DesiredInvite(ident, fields, source, resend))

@@ -65,9 +65,8 @@ class TextRenderer:
         for field_change in change.field_changes:
             lines.extend(f"    {line}" for line in self._field(field_change))
         if change.resend:
-            lines.append(
-                "    " + self._style("will re-send the invitation (resendOnChange)", fg="cyan")
-            )
+            label = f"{clean(change.resend_label)} (resendOnChange)"
+            lines.append("    " + self._style(label, fg="cyan", bold=True))
         return "\n".join(lines)
 
     def _not_updatable(self, invites: list[NotUpdatable]) -> Iterator[str]:

@@ -61,18 +61,26 @@ class InviteChange:
     name: str | None
     before: dict[str, Any]  # the server's values of exactly the patched fields
     patch: dict[str, Any]
-    resend: bool
+    resend: bool  # after the update, the invitation is e-mailed again
+    # Where that e-mail goes: the invite's address once updated (None: not known).
+    recipient: str | None = None
 
     @property
     def after(self) -> dict[str, Any]:
         return self.patch
 
     @property
+    def resend_label(self) -> str:
+        """How every plan format says that this change e-mails the business."""
+        to = f" to {self.recipient}" if self.recipient else ""
+        return f"e-mails the invitation again{to}"
+
+    @property
     def field_changes(self) -> list[FieldChange]:
         return _field_changes(self.before, self.patch)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        record = {
             "id": self.id,
             "name": self.name,
             "source": self.source,
@@ -81,12 +89,29 @@ class InviteChange:
             "patch": self.patch,
             "resend": self.resend,
         }
+        if self.resend:
+            # Added within format_version 2: a reader that does not know it ignores it.
+            record["recipient"] = self.recipient
+        return record
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> InviteChange:
         patch = data["patch"]
         before = {k: data["before"].get(k) for k in patch}
-        return cls(data["id"], data["source"], data.get("name"), before, patch, data["resend"])
+        if "recipient" in data:
+            recipient = data["recipient"] if isinstance(data["recipient"], str) else None
+        else:  # saved before plans named the recipient: the updated address, if any
+            email = patch.get("email")
+            recipient = email if isinstance(email, str) else None
+        return cls(
+            data["id"],
+            data["source"],
+            data.get("name"),
+            before,
+            patch,
+            data["resend"],
+            recipient if data["resend"] else None,
+        )
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,10 @@ COLOUR = re.compile(r"\x1b\[[0-9;]*m")  # SGR sequences; the progress bar also h
 def test_quick_start_plans_the_examples_against_the_bundled_sandbox():
     result = run_cli("plan", "--sandbox", "examples/invites", cwd=REPO)
     assert result.returncode == 0, result.stderr
-    assert "Plan: 3 to update, 7 unchanged, 0 errors." in result.stdout
-    assert "will re-send the invitation" in result.stdout
+    assert (
+        "Plan: 3 to update (1 invitation e-mailed again), 7 unchanged, 0 errors." in result.stdout
+    )
+    assert "e-mails the invitation again to compliance@acme.example" in result.stdout
     assert "Traceback" not in result.stderr
 
 

@@ -1,0 +1,116 @@
+"""E-mails to businesses: each one meant, labelled, counted, limited, and never sent twice.
+
+A re-send is the one thing the tool does that cannot be undone. These runs use the
+real CLI against a sandbox (or a hostile server) on 127.0.0.1 and count what the
+server received: how many e-mails went out is the assertion, not a log line.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.cli import run_cli
+from support.helpers import sandbox_env
+from support.invites import ACME, desired_entry, write_invites
+
+from reconciler.sandbox import Sandbox
+
+pytestmark = pytest.mark.e2e
+
+LIST_FORM = ["email", "primaryContact"]
+
+
+def invites(count: int) -> list[dict[str, Any]]:
+    return [dict(ACME, id=f"inv_{i}", email=f"old{i}@acme.example") for i in range(count)]
+
+
+def audit_outcomes(path: Path) -> list[tuple[str, str, str]]:
+    """(operation, invite id, outcome) of each outcome line; a torn line is skipped."""
+    records = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            continue
+    return [
+        (r["operation"], r["invite_id"], r["outcome"]) for r in records if r["record"] == "outcome"
+    ]
+
+
+# -- resendOnChange's list form ---------------------------------------------------
+
+
+def test_the_list_form_re_sends_for_an_email_change_and_not_for_groups(
+    start_sandbox: Callable[..., Sandbox], tmp_path: Path
+) -> None:
+    server = start_sandbox([ACME])
+    env = sandbox_env(server)
+    folder = tmp_path / "invites"
+    # An internal change: the business hears nothing of it.
+    write_invites(folder, [desired_entry(ACME, groups=["emea"], resendOnChange=LIST_FORM)])
+    plan = run_cli("plan", cwd=tmp_path, env=env)
+    assert plan.returncode == 0, plan.stderr
+    assert "e-mails the invitation" not in plan.stdout
+    assert "Plan: 1 to update, 0 unchanged, 0 errors." in plan.stdout
+    applied = run_cli("apply", "--auto-approve", cwd=tmp_path, env=env)
+    assert applied.returncode == 0, applied.stderr
+    assert "re-sent" not in applied.stdout
+    assert sum(server.store.resends.values()) == 0
+
+    # The address corrected: one e-mail, to the new address, said before it is sent.
+    entry = desired_entry(ACME, groups=["emea"], email="new@acme.example")
+    write_invites(folder, [dict(entry, resendOnChange=LIST_FORM)])
+    plan = run_cli("plan", cwd=tmp_path, env=env)
+    assert "e-mails the invitation again to new@acme.example" in plan.stdout
+    assert "Plan: 1 to update (1 invitation e-mailed again), 0 unchanged" in plan.stdout
+    applied = run_cli("apply", "--auto-approve", cwd=tmp_path, env=env)
+    assert applied.returncode == 0, applied.stderr
+    assert "re-sent      inv_acme" in applied.stdout
+    assert server.store.resends["inv_acme"] == 1
+
+
+def test_validate_refuses_a_field_the_list_form_does_not_know(write_yaml) -> None:
+    path = write_yaml("invites/a.yaml", "invites:\n  - id: inv_1\n    resendOnChange: [emial]\n")
+    result = run_cli("validate", str(path))
+    assert result.returncode == 1
+    assert (
+        "a.yaml:3:22: an item of `resendOnChange`: 'emial' is not a field of an invite; "
+        "did you mean `email`?" in result.stderr
+    )
+
+
+# -- --max-resends ------------------------------------------------------------------
+
+
+def test_max_resends_fails_the_plan_and_apply_writes_nothing(
+    start_sandbox: Callable[..., Sandbox], tmp_path: Path
+) -> None:
+    state = invites(3)
+    server = start_sandbox(state)
+    entries = [desired_entry(s, email=f"new{i}@acme.example") for i, s in enumerate(state)]
+    entries = [dict(e, resendOnChange=LIST_FORM) for e in entries]
+    entries[2] = dict(entries[2], resendOnChange=False)  # a change that e-mails nobody
+    write_invites(tmp_path / "invites", entries)
+    env = sandbox_env(server)
+
+    plan = run_cli("plan", "--max-resends", "1", cwd=tmp_path, env=env)
+    assert plan.returncode == 1
+    assert "Plan: 3 to update (2 invitations e-mailed again)" in plan.stdout
+    reason = "the plan e-mails 2 invitations again, more than max_resends (1)"
+    assert f"error: apply will refuse this plan: {reason}" in plan.stderr
+
+    applied = run_cli(
+        "apply", "--auto-approve", cwd=tmp_path, env=dict(env, **{"RECONCILER_MAX_RESENDS": "1"})
+    )
+    assert applied.returncode == 1
+    assert f"refusing to apply, nothing was changed: {reason}" in applied.stderr
+    assert server.stats.calls("PATCH") == [] and sum(server.store.resends.values()) == 0
+
+    # Within the limit (field changes do not count): the two e-mails go out.
+    applied = run_cli("apply", "--auto-approve", "--max-resends", "2", cwd=tmp_path, env=env)
+    assert applied.returncode == 0, applied.stderr
+    assert sum(server.store.resends.values()) == 2
