@@ -7,7 +7,7 @@ import click
 from reconciler.api.client import ApiClient
 from reconciler.api.limiter import Limiter, limiter_for
 from reconciler.apply.applier import Applier, ApplyReport, ChangeResult, WriteOutcome
-from reconciler.apply.audit import open_audit_log
+from reconciler.apply.audit import AuditLog, AuditLogError, NoAuditLog, open_audit_log
 from reconciler.apply.interrupt import GracefulInterrupt
 from reconciler.commands.common import check_writable, read_desired, run_selection, run_settings
 from reconciler.commands.confirm import confirm
@@ -25,7 +25,7 @@ from reconciler.commands.remote import api_client, compute_plan
 from reconciler.errors import ReconcilerError
 from reconciler.output.color import use_color
 from reconciler.output.common import echo_chunks, stop_writing_to_stdout
-from reconciler.output.failures import echo_errors
+from reconciler.output.failures import RESEND_UNKNOWN_ADVICE, echo_errors, resend_advice
 from reconciler.output.github import (
     emit,
     github_enabled,
@@ -34,10 +34,11 @@ from reconciler.output.github import (
 )
 from reconciler.output.log import setup_logging
 from reconciler.output.progress import Progress
-from reconciler.output.text import TextRenderer
+from reconciler.output.text import TextRenderer, resend_if_updated
 from reconciler.plan.changes import FailedInvite
 from reconciler.plan.model import Plan
 from reconciler.plan.saved import find_drift, load_signed_plan
+from reconciler.safetext import clean
 from reconciler.settings.config import Settings
 from reconciler.wording import plural
 
@@ -138,21 +139,26 @@ def _apply(
         nonlocal stdout_lost
         if result.outcome is not WriteOutcome.NOT_STARTED:
             progress.advance(failed=not result.outcome.updated)
-        if stdout_lost:
-            return
-        try:
-            progress.echo(renderer.apply_result(result))
-        except OSError as exc:  # `apply | head`, a full disk: stop as an interrupt would
-            stdout_lost = True
-            stop.set(f"stdout could not be written ({exc.strerror or type(exc).__name__})")
-            stop_writing_to_stdout()
+        line = renderer.apply_result(result)
+        if not stdout_lost:
+            try:
+                progress.echo(line)
+                return
+            except OSError as exc:  # `apply | head`, a full disk: stop as an interrupt would
+                stdout_lost = True
+                stop.set(f"stdout could not be written ({exc.strerror or type(exc).__name__})")
+                stop_writing_to_stdout()
+        # Every write the server may have received is reported where it can still be read.
+        if result.outcome is not WriteOutcome.NOT_STARTED:
+            progress.echo(line, err=True)
 
     try:
         with GracefulInterrupt("writes", stop):
             report = applier.apply(plan, on_result=show)
     finally:
         progress.finish()
-        audit.close()
+        closing = _close(audit)
+    report.audit_error = report.audit_error or closing
     if github:
         failed_updates = (r for r in report.results if r.error and not r.outcome.updated)
         emit(invite_error_commands((r.change.id, str(r.error)) for r in failed_updates))
@@ -162,10 +168,22 @@ def _apply(
         count = len(plan.failed)
         click.echo(
             f"{plural(count, 'invite')} could not be planned (errors above) and "
-            f"{'was' if count == 1 else 'were'} left alone."
+            f"{'was' if count == 1 else 'were'} left alone.",
+            err=stdout_lost,
         )
     echo_errors(_failures(plan, report))
+    if report.audit_error is not None:
+        raise report.audit_error  # the last line: the log is incomplete, the run failed
     return 0 if report.ok and not plan.failed and not stdout_lost else 1
+
+
+def _close(audit: AuditLog | NoAuditLog) -> AuditLogError | None:
+    """Close the log; a failure is reported after the results, never instead of them."""
+    try:
+        audit.close()
+    except AuditLogError as error:
+        return error
+    return None
 
 
 def _failures(plan: Plan, report: ApplyReport) -> list[FailedInvite]:
@@ -175,12 +193,25 @@ def _failures(plan: Plan, report: ApplyReport) -> list[FailedInvite]:
         change, error = result.change, result.error
         if error is None:
             continue
-        if not result.outcome.updated:
+        if result.outcome is WriteOutcome.UPDATE_UNKNOWN:
+            advice = (
+                resend_if_updated(change)
+                if change.resend
+                else f"check with `reconcile plan --target {clean(change.id)}` before applying "
+                "again"
+            )
+            reason = f"update unknown: {error}"
+            failed.append(FailedInvite(change.id, None, reason, error.status, advice=advice))
+        elif not result.outcome.updated:
             failed.append(FailedInvite(change.id, change.source, str(error), error.status))
+        elif result.outcome is WriteOutcome.RESEND_UNKNOWN:
+            # The entry is not what to fix: no source. Never advice to send it again.
+            reason = f"updated; {error}"
+            failed.append(
+                FailedInvite(change.id, None, reason, error.status, advice=RESEND_UNKNOWN_ADVICE)
+            )
         else:
-            # The entry is not what to fix: no source, so the advice does not point at it.
-            unknown = result.outcome is WriteOutcome.RESEND_UNKNOWN
-            what = "re-send may have been sent" if unknown else "not re-sent"
-            reason = f"updated, but {what}: {error}"
-            failed.append(FailedInvite(change.id, None, reason, error.status))
+            reason = f"updated, but not re-sent: {error}"
+            advice = resend_advice(change.id)
+            failed.append(FailedInvite(change.id, None, reason, error.status, advice=advice))
     return failed

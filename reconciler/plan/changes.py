@@ -7,6 +7,7 @@ saved plan (schemas/plan.schema.json).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from typing import Any, NamedTuple
 
 from reconciler.invite import OBJECT_FIELDS, SET_FIELDS
@@ -161,6 +162,9 @@ class FailedInvite:
     message: str  # HTTP status, the server's message and requestId, as ApiError says them
     status: int | None = None
     request_id: str | None = None
+    # What to do about it, when the HTTP status alone would advise wrongly (a re-send
+    # that may have gone out must never be advised to be tried again). Never saved.
+    advice: str | None = dataclass_field(default=None, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.cli import run_cli
-from support.helpers import sandbox_env
+from support.cli import run_cli, run_cli_process
+from support.helpers import clean_env, sandbox_env
+from support.hostile_server import CLIENT_ID, HostileServer, Hostility
 from support.invites import ACME, desired_entry, write_invites
 
 from reconciler.sandbox import Sandbox
@@ -114,3 +115,66 @@ def test_max_resends_fails_the_plan_and_apply_writes_nothing(
     applied = run_cli("apply", "--auto-approve", "--max-resends", "2", cwd=tmp_path, env=env)
     assert applied.returncode == 0, applied.stderr
     assert sum(server.store.resends.values()) == 2
+
+
+# -- a re-send whose outcome cannot be known ----------------------------------------
+
+HOSTILE_SECRET = "hostile-secret"
+UNKNOWN_ADVICE = "re-send unknown: check with the platform or the invitee before sending again"
+
+
+def hostile_env(server: HostileServer, **extra: str) -> dict[str, str]:
+    return clean_env(
+        RECONCILER_BASE_URL=server.url,
+        RECONCILER_CLIENT_ID=CLIENT_ID,
+        RECONCILER_CLIENT_SECRET=HOSTILE_SECRET,
+        RECONCILER_MAX_RESPONSE_BYTES="65536",
+        **extra,
+    )
+
+
+GATEWAYS = {
+    "nginx 504 after the platform sent it": Hostility(resend_gateway_status=504),
+    "a gateway's 502 HTML page": Hostility(resend_gateway_status=502),
+    "a 200 over max_response_bytes": Hostility(resend_huge_body=1024 * 1024),
+}
+
+
+@pytest.mark.parametrize("hostility", GATEWAYS.values(), ids=GATEWAYS.keys())
+def test_a_re_send_the_platform_may_have_made_is_unknown_never_failed(
+    tmp_path: Path, hostility: Hostility
+) -> None:
+    entry = desired_entry(ACME, email="new@acme.example", resendOnChange=LIST_FORM)
+    write_invites(tmp_path / "invites", [entry])
+    with HostileServer([ACME], hostility, secret=HOSTILE_SECRET) as server:
+        env = hostile_env(server)
+        args = ("apply", "--auto-approve", "--audit-log", "audit.jsonl", "invites")
+        applied = run_cli_process(*args, cwd=tmp_path, env=env)
+        assert server.resends["inv_acme"] == 1  # the e-mail went out, once: never retried
+
+        by_hand = run_cli_process(
+            "resend", "inv_acme", "--auto-approve", "--audit-log", "manual.jsonl",
+            cwd=tmp_path, env=env,
+        )  # fmt: skip
+        assert server.resends["inv_acme"] == 2
+
+    assert applied.returncode == 1
+    out = applied.stdout + applied.stderr
+    assert "re-send unknown  inv_acme: " in applied.stdout
+    assert "check with the platform or the invitee before sending again" in applied.stdout
+    assert applied.stderr.splitlines()[-1].endswith(UNKNOWN_ADVICE)
+    assert "1 invitation with unknown re-send outcome" in applied.stdout
+    # Nothing says it failed, nothing advises sending it again.
+    assert "reconcile resend" not in out and "not re-sent" not in out
+    assert "try again" not in out and "Traceback" not in out
+    assert audit_outcomes(tmp_path / "audit.jsonl") == [
+        ("update", "inv_acme", "ok"),
+        ("resend", "inv_acme", "unknown"),
+    ]
+
+    assert by_hand.returncode == 1
+    assert "re-send unknown  inv_acme: " in by_hand.stdout
+    assert "Resend: 0 re-sent, 0 failed, 1 unknown." in by_hand.stdout
+    assert by_hand.stderr.splitlines()[-1].endswith(UNKNOWN_ADVICE)
+    assert "reconcile resend" not in by_hand.stdout + by_hand.stderr
+    assert audit_outcomes(tmp_path / "manual.jsonl") == [("resend", "inv_acme", "unknown")]

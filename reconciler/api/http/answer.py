@@ -166,6 +166,7 @@ def _error_for(
         request_id=request_id,
         retry_after=_retry_after(response),
         details=_details(envelope.get("data")),
+        enveloped=isinstance(envelope.get("success"), bool),
     )
 
 
