@@ -74,6 +74,7 @@ class ApplyReport:
     stopped_by: str | None = None  # why no new writes were started
     # The audit log failed during the run: reported after the results, and the run fails.
     audit_error: AuditLogError | None = None
+    already_applied: int = 0  # changes of a saved plan made by an earlier run: not sent again
 
     @property
     def resends_not_made(self) -> list[ChangeResult]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import click
 
 from reconciler.api.client import ApiClient
@@ -37,7 +39,7 @@ from reconciler.output.progress import Progress
 from reconciler.output.text import TextRenderer, resend_if_updated
 from reconciler.plan.changes import FailedInvite
 from reconciler.plan.model import Plan
-from reconciler.plan.saved import find_drift, load_signed_plan
+from reconciler.plan.saved import load_signed_plan, saved_plan_state
 from reconciler.safetext import clean
 from reconciler.settings.config import Settings
 from reconciler.wording import plural
@@ -82,14 +84,14 @@ def apply(
     saved = load_signed_plan(plan_file, secret) if plan_file else None
     state = None if saved else read_desired(settings, run.paths, selection)
     if saved is not None:
-        saved.raise_if_unsafe(
-            settings.max_changes, settings.max_resends
-        )  # needs no request: before the drift check
+        # Needs no request: before the drift check.
+        saved.raise_if_unsafe(settings.max_changes, settings.max_resends)
     limiter = limiter_for(settings)
     with api_client(settings, run.sandbox, limiter.observe) as client:
+        done: frozenset[str] = frozenset()
         if saved is not None:
             the_plan = saved
-            _check_saved_plan(the_plan, client, limiter, plan_file or "")
+            done = _check_saved_plan(the_plan, client, limiter, plan_file or "")
         else:
             assert state is not None
             the_plan = compute_plan(client, state, settings, limiter)
@@ -106,18 +108,21 @@ def apply(
                     action="apply",
                     instead=", or apply a reviewed plan with `apply --plan FILE`",
                 )
-        return _apply(the_plan, client, settings, limiter, renderer, github)
+        return _apply(the_plan, client, settings, limiter, renderer, github, done)
 
 
-def _check_saved_plan(plan: Plan, client: ApiClient, limiter: Limiter, path: str) -> None:
+def _check_saved_plan(plan: Plan, client: ApiClient, limiter: Limiter, path: str) -> frozenset[str]:
+    """The ids of the plan's changes already made; refuses a plan the server has left."""
     with GracefulInterrupt("checks", client.stop):
-        drift = find_drift(plan, client.base_url, client.get_invite, limiter, client.stop)
+        state = saved_plan_state(plan, client.base_url, client.get_invite, limiter, client.stop)
+    drift = state.drift
     if drift:
         lines = "\n".join(f"  {line}" for line in drift)
         raise ReconcilerError(
             f"{path}: refusing the whole plan, nothing was changed: the server no longer "
             f"matches what was reviewed:\n{lines}\nMake and review a new plan."
         )
+    return state.done
 
 
 def _apply(
@@ -127,8 +132,14 @@ def _apply(
     limiter: Limiter,
     renderer: TextRenderer,
     github: bool = False,
+    done: frozenset[str] = frozenset(),
 ) -> int:
+    # The log names the plan as reviewed; only its changes not made yet are applied.
     audit = open_audit_log(settings.audit_log, settings.client_id, plan.digest())
+    for change in plan.changes:
+        if change.id in done:
+            click.echo(renderer.already_applied(change))
+    plan = replace(plan, changes=[c for c in plan.changes if c.id not in done])
     progress = Progress("Applying", len(plan.changes))
     # One stop ends new writes and further retries: an interrupt, a run-fatal error, lost stdout.
     stop = client.stop
@@ -159,6 +170,7 @@ def _apply(
         progress.finish()
         closing = _close(audit)
     report.audit_error = report.audit_error or closing
+    report.already_applied = len(done)
     if github:
         failed_updates = (r for r in report.results if r.error and not r.outcome.updated)
         emit(invite_error_commands((r.change.id, str(r.error)) for r in failed_updates))

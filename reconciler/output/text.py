@@ -161,9 +161,17 @@ class TextRenderer:
             )
         return line
 
+    def already_applied(self, change: InviteChange) -> str:
+        """A change of a saved plan that an earlier run made: nothing is sent for it."""
+        where = f"{clean(change.id)}  ({clean(change.source)})"
+        note = "nothing sent" + (", its invitation not e-mailed again" if change.resend else "")
+        return f"{self._style('already applied', fg='green')}  {where}: {note}"
+
     def apply_summary(self, report: ApplyReport) -> str:
         failed = report.count(WriteOutcome.FAILED)
         parts = [f"{report.updated} updated", f"{failed} failed"]
+        if report.already_applied:
+            parts.append(f"{report.already_applied} already applied")
         updates_unknown = report.count(WriteOutcome.UPDATE_UNKNOWN)
         if updates_unknown:
             parts.append(f"{plural(updates_unknown, 'update')} with unknown outcome")

@@ -11,7 +11,7 @@ import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from functools import cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from jsonschema import Draft202012Validator
 
@@ -155,17 +155,31 @@ def load_signed_plan(path: str, secret: str | None) -> Plan:
     return Plan.from_document(document)
 
 
-def find_drift(
+class SavedPlanState(NamedTuple):
+    """Where the server stands against a saved plan, change by change."""
+
+    drift: list[str]  # every reason the plan no longer holds; empty when it may be applied
+    done: frozenset[str]  # ids of changes whose fields all hold their `after` already
+
+
+def saved_plan_state(
     plan: Plan,
     base_url: str,
     read: Callable[[str], CurrentInvite],
     parallelism: int | Limiter,
     stop: Stop | None = None,
-) -> list[str]:
-    """Every reason the plan no longer holds; empty when it is safe to apply."""
+) -> SavedPlanState:
+    """Re-read every invite of the plan: each change is to do, done, or stale.
+
+    A change whose fields all hold `before` is to do; all `after`, it is done (a re-run
+    of an apply that made it: nothing is sent again); anything else is drift, and one
+    drifted change refuses the whole plan.
+    """
     if plan.base_url.rstrip("/") != base_url.rstrip("/"):
-        return [f"the plan was made against {plan.base_url}, but this run talks to {base_url}"]
+        drift = [f"the plan was made against {plan.base_url}, but this run talks to {base_url}"]
+        return SavedPlanState(drift, frozenset())
     drift = []
+    done = set()
     by_id = {change.id: change for change in plan.changes}
     for invite_id, outcome in ordered_map(read, list(by_id), parallelism, stop):
         change = by_id[invite_id]
@@ -177,6 +191,12 @@ def find_drift(
             continue
         current = outcome.value
         assert current is not None
+        if all(
+            values_equal(name, value, current.fields.get(name))
+            for name, value in change.patch.items()
+        ):
+            done.add(invite_id)  # applied already, whatever its status has become since
+            continue
         if not current.is_pending:
             drift.append(f"{where}: is now {clean(str(current.status))}, not pending")
         for name, planned in change.before.items():
@@ -185,5 +205,22 @@ def find_drift(
             if not values_equal(name, planned, now) and planned != redact_strings(now):
                 drift.append(
                     f"{where}: `{name}` was {show(planned)} when planned, is now {show(now)}"
+                    + _not_after(change.patch[name], now, name)
                 )
-    return drift
+    return SavedPlanState(drift, frozenset(done))
+
+
+def _not_after(after: Any, now: Any, name: str) -> str:
+    """A field already at `after` beside others that are not: the plan was half applied by hand."""
+    return " (which the plan would write)" if values_equal(name, after, now) else ""
+
+
+def find_drift(
+    plan: Plan,
+    base_url: str,
+    read: Callable[[str], CurrentInvite],
+    parallelism: int | Limiter,
+    stop: Stop | None = None,
+) -> list[str]:
+    """Every reason the plan no longer holds; empty when it is safe to apply."""
+    return saved_plan_state(plan, base_url, read, parallelism, stop).drift

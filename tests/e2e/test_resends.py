@@ -178,3 +178,65 @@ def test_a_re_send_the_platform_may_have_made_is_unknown_never_failed(
     assert by_hand.stderr.splitlines()[-1].endswith(UNKNOWN_ADVICE)
     assert "reconcile resend" not in by_hand.stdout + by_hand.stderr
     assert audit_outcomes(tmp_path / "manual.jsonl") == [("resend", "inv_acme", "unknown")]
+
+
+# -- re-running a saved plan ------------------------------------------------------------
+
+
+def saved_plan(start_sandbox: Callable[..., Sandbox], tmp_path: Path) -> tuple[Sandbox, dict]:
+    """A sandbox and a saved plan of three changes, two of which e-mail the business."""
+    state = invites(3)
+    server = start_sandbox(state)
+    entries = [desired_entry(s, email=f"new{i}@acme.example") for i, s in enumerate(state)]
+    entries[0]["resendOnChange"] = entries[1]["resendOnChange"] = LIST_FORM
+    write_invites(tmp_path / "invites", entries)
+    env = sandbox_env(server)
+    planned = run_cli("plan", "--out", "plan.json", cwd=tmp_path, env=env)
+    assert planned.returncode == 0, planned.stderr
+    return server, env
+
+
+def test_re_running_a_successful_apply_of_a_saved_plan_sends_nothing(
+    start_sandbox: Callable[..., Sandbox], tmp_path: Path
+) -> None:
+    server, env = saved_plan(start_sandbox, tmp_path)
+    first = run_cli("apply", "--plan", "plan.json", cwd=tmp_path, env=env)
+    assert first.returncode == 0, first.stderr
+    assert sum(server.store.resends.values()) == 2
+
+    again = run_cli("apply", "--plan", "plan.json", cwd=tmp_path, env=env)  # a CI job re-run
+    assert again.returncode == 0, again.stderr
+    assert len(server.stats.calls("PATCH")) == 3 and sum(server.store.resends.values()) == 2
+    assert "already applied  inv_0  (invites/invites.yaml:" in again.stdout
+    assert "nothing sent, its invitation not e-mailed again" in again.stdout
+    assert "Apply: 0 updated, 0 failed, 3 already applied." in again.stdout
+    assert "refusing" not in again.stderr
+
+
+def test_re_running_a_partly_failed_apply_finishes_it_and_a_mixed_change_is_stale(
+    start_sandbox: Callable[..., Sandbox], tmp_path: Path
+) -> None:
+    server, env = saved_plan(start_sandbox, tmp_path)
+    # The first run made inv_0 (and its e-mail) only: inv_1 and inv_2 still hold `before`.
+    store = server.store
+    store.put(dict(store.get("inv_0"), email="new0@acme.example"))
+    store.resends["inv_0"] += 1
+    finished = run_cli("apply", "--plan", "plan.json", cwd=tmp_path, env=env)
+    assert finished.returncode == 0, finished.stderr
+    assert "already applied  inv_0" in finished.stdout
+    assert "Apply: 2 updated, 0 failed, 1 already applied." in finished.stdout
+    assert [p.path.rsplit("/", 1)[-1] for p in server.stats.calls("PATCH")] == ["inv_1", "inv_2"]
+    assert dict(store.resends) == {"inv_0": 1, "inv_1": 1}
+
+    # A change whose invite holds neither `before` nor `after`: the whole plan is refused.
+    server2, env2 = saved_plan(start_sandbox, tmp_path / "again")
+    server2.store.put(dict(server2.store.get("inv_0"), email="somebody@else.example"))
+    server2.store.put(dict(server2.store.get("inv_1"), email="new1@acme.example"))
+    refused = run_cli("apply", "--plan", "plan.json", cwd=tmp_path / "again", env=env2)
+    assert refused.returncode == 1
+    assert "refusing the whole plan, nothing was changed" in refused.stderr
+    assert "inv_0 (invites/invites.yaml:" in refused.stderr
+    assert '`email` was "old0@acme.example" when planned, is now "somebody@else.example"' in (
+        refused.stderr
+    )
+    assert server2.stats.calls("PATCH") == [] and sum(server2.store.resends.values()) == 0
