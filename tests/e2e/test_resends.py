@@ -7,14 +7,19 @@ server received: how many e-mails went out is the assertion, not a log line.
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import shlex
+import shutil
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from support.cli import run_cli, run_cli_process
-from support.helpers import clean_env, sandbox_env
+from support.helpers import RECONCILE, clean_env, sandbox_env
 from support.hostile_server import CLIENT_ID, HostileServer, Hostility
 from support.invites import ACME, desired_entry, write_invites
 
@@ -240,3 +245,118 @@ def test_re_running_a_partly_failed_apply_finishes_it_and_a_mixed_change_is_stal
         refused.stderr
     )
     assert server2.stats.calls("PATCH") == [] and sum(server2.store.resends.values()) == 0
+
+
+# -- nothing done goes unreported --------------------------------------------------------
+
+
+def run_shell(command: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``reconcile ...`` run by bash, so that a test can close or redirect its stdout."""
+    reconcile = " ".join(shlex.quote(part) for part in RECONCILE)
+    return subprocess.run(
+        ["bash", "-c", command.replace("reconcile", reconcile, 1)],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("redirect", [">&-", ">/dev/full"], ids=["closed", "full device"])
+@pytest.mark.parametrize("command", ["apply --auto-approve invites", "resend --auto-approve inv_0"])
+def test_with_stdout_closed_or_full_nothing_is_written_and_the_run_fails(
+    start_sandbox: Callable[..., Sandbox], tmp_path: Path, redirect: str, command: str
+) -> None:
+    if redirect == ">/dev/full" and not Path("/dev/full").exists():
+        pytest.skip("no /dev/full here")
+    state = invites(2)
+    server = start_sandbox(state)
+    entries = [desired_entry(s, email=f"new{i}@acme.example") for i, s in enumerate(state)]
+    write_invites(tmp_path / "invites", [dict(e, resendOnChange=LIST_FORM) for e in entries])
+    result = run_shell(f"reconcile {command} {redirect}", tmp_path, sandbox_env(server))
+    assert result.returncode == 1
+    # Nobody would have heard of them: no write is made, and stderr says why.
+    assert server.stats.calls("PATCH") == [] and sum(server.store.resends.values()) == 0
+    last = result.stderr.splitlines()[-1]
+    assert last.startswith("error: cannot write the output: ")
+    assert "Traceback" not in result.stderr
+
+
+def mount_tmpfs(directory: Path, size: str) -> None:
+    """A small tmpfs at ``directory``, or the test is skipped saying why it cannot be."""
+    mount = shutil.which("mount")
+    if mount is None or os.geteuid() != 0:
+        pytest.skip("a full disk needs a small tmpfs: mounting one needs root and mount(8)")
+    directory.mkdir()
+    done = subprocess.run(
+        [mount, "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(directory)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip() or done.returncode})")
+
+
+def fill(directory: Path) -> None:
+    """Take every free page of the file system at ``directory``."""
+    with (directory / "filler").open("wb", buffering=0) as filler:
+        try:
+            while True:
+                filler.write(b"\0" * 4096)
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC
+
+
+@pytest.mark.slow
+def test_a_disk_full_between_attempt_and_outcome_still_reports_the_write_and_the_owed_e_mail(
+    start_sandbox: Callable[..., Sandbox], tmp_path: Path
+) -> None:
+    disk = tmp_path / "disk"
+    mount_tmpfs(disk, "64k")
+    try:
+        state = invites(2)
+        entries = [desired_entry(s, email=f"new{i}@acme.example") for i, s in enumerate(state)]
+        write_invites(tmp_path / "invites", [dict(e, resendOnChange=LIST_FORM) for e in entries])
+        args = ("apply", "--auto-approve", "--parallelism", "1", "--audit-log")
+
+        # A run on a roomy disk measures the first update's two lines.
+        rehearsal = start_sandbox(invites(2))
+        done = run_cli_process(*args, "rehearsal.jsonl", "invites", cwd=tmp_path,
+                               env=sandbox_env(rehearsal))  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        attempt, outcome = (tmp_path / "rehearsal.jsonl").read_bytes().splitlines(True)[:2]
+
+        # The log's last page has room for the attempt line and half the outcome line;
+        # the disk has no other page free.
+        room = len(attempt) + len(outcome) // 2
+        earlier = b'{"record": "note", "from": "an earlier run"}\n'
+        log = disk / "audit.jsonl"
+        log.write_bytes(earlier + b" " * (4096 - room - len(earlier) - 1) + b"\n")
+        fill(disk)
+
+        server = start_sandbox(state)
+        result = run_cli_process(*args, str(log), "invites", cwd=tmp_path,
+                                 env=sandbox_env(server))  # fmt: skip
+    finally:
+        subprocess.run(["umount", str(disk)], check=False)
+
+    # The server has the first PATCH; the log could not say so. The output does.
+    assert [p.path.rsplit("/", 1)[-1] for p in server.stats.calls("PATCH")] == ["inv_0"]
+    assert sum(server.store.resends.values()) == 0  # no e-mail without its attempt line
+    out = result.stdout
+    assert "updated      inv_0  (invites/invites.yaml:" in out
+    assert "not re-sent  inv_0: not sent: the audit log could not be written" in out
+    assert "not started  inv_1" in out
+    assert "Stopped: the audit log could not be written; no new writes were started." in out
+    assert "Apply: 1 updated, 0 failed, 1 not started, 1 invitation not re-sent." in out
+    assert "Not re-sent although updated: inv_0. Send it with: reconcile resend inv_0" in out
+    assert result.returncode == 1
+    last = result.stderr.splitlines()[-1]
+    assert (
+        last.startswith("error: ")
+        and "cannot write the audit log (No space left on device)" in last
+    )
+    assert "Traceback" not in result.stderr
