@@ -124,7 +124,9 @@ class EnvelopeFailure(UnexpectedResponse):
 
     @property
     def outcome_unknown(self) -> bool:
-        return False  # the platform itself says it did not do it
+        # `success: false` is the platform saying it did not do it; `"true"`, null or a
+        # number is an answer nobody can check, after which the platform may have done it.
+        return not self.enveloped
 
 
 class WrongInvite(UnexpectedResponse):

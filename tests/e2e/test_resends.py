@@ -363,3 +363,25 @@ def test_a_disk_full_between_attempt_and_outcome_still_reports_the_write_and_the
         and "cannot write the audit log (No space left on device)" in last
     )
     assert "Traceback" not in result.stderr
+
+
+def test_a_2xx_whose_success_is_not_a_boolean_leaves_the_re_send_unknown(tmp_path: Path) -> None:
+    # `"success": "true"` is not the platform saying it failed: nobody can check it.
+    entry = desired_entry(ACME, email="new@acme.example", resendOnChange=LIST_FORM)
+    write_invites(tmp_path / "invites", [entry])
+    with HostileServer([ACME], Hostility(), secret=HOSTILE_SECRET) as server:
+        answer = server.invite
+
+        def odd_success(method: str, invite_id: str, body: Any, auth: str) -> tuple[int, bytes]:
+            if method == "RESEND":
+                server.resends[invite_id] += 1
+                return 200, json.dumps({"status": 200, "success": "true"}).encode()
+            return answer(method, invite_id, body, auth)
+
+        server.invite = odd_success  # type: ignore[method-assign]
+        args = ("apply", "--auto-approve", "--audit-log", "audit.jsonl", "invites")
+        applied = run_cli_process(*args, cwd=tmp_path, env=hostile_env(server))
+    assert server.resends["inv_acme"] == 1
+    assert "re-send unknown  inv_acme: HTTP 200: the envelope says success" in applied.stdout
+    assert "reconcile resend" not in applied.stdout + applied.stderr
+    assert audit_outcomes(tmp_path / "audit.jsonl")[-1] == ("resend", "inv_acme", "unknown")

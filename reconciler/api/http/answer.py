@@ -159,6 +159,8 @@ def _error_for(
             f"{_said(envelope)}; treated as a failure",
             status=status,
             request_id=request_id,
+            # Only `false` is the platform saying it failed; any other value is no envelope.
+            enveloped=envelope["success"] is False,
         )
     return error_class_for(status)(
         _message(response, envelope, size),
