@@ -55,6 +55,7 @@ NUMBER_SETTINGS: dict[str, NumberSetting] = {
     "parallelism": NumberSetting(int, 1, 256),
     "max_parallelism": NumberSetting(int, 1, 256),
     "max_changes": NumberSetting(int, 0),
+    "max_resends": NumberSetting(int, 0),
     "max_attempts": NumberSetting(int, 1, 20),
     "timeout": NumberSetting(float, 0, above_minimum=True),
     "retry_max_seconds": NumberSetting(float, 0),

@@ -159,6 +159,8 @@ def _error_for(
             f"{_said(envelope)}; treated as a failure",
             status=status,
             request_id=request_id,
+            # Only `false` is the platform saying it failed; any other value is no envelope.
+            enveloped=envelope["success"] is False,
         )
     return error_class_for(status)(
         _message(response, envelope, size),
@@ -166,6 +168,7 @@ def _error_for(
         request_id=request_id,
         retry_after=_retry_after(response),
         details=_details(envelope.get("data")),
+        enveloped=isinstance(envelope.get("success"), bool),
     )
 
 
