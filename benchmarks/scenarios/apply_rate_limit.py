@@ -5,13 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.estate import SEED, Dataset
-
 from benchmarks.measure import RunFailed
 from benchmarks.scenarios.common import Context, dataset, describe, settled_limit
 from benchmarks.targets import Row, Target
 from reconciler.plan.compare import compare_invite
 from reconciler.sandbox import Sandbox, SandboxOptions
+from tests.support.estate import SEED, Dataset
 
 RATIO = Target(1.05, "×")
 REFUSED = Target(1.0, "%", strict=True)

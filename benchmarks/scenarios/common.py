@@ -7,10 +7,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.estate import SEED, Dataset, make_dataset
-
 from benchmarks.measure import Measured, RunFailed, Runner
 from reconciler.sandbox import Sandbox, SandboxOptions
+from tests.support.estate import SEED, Dataset, make_dataset
 
 
 @dataclass(frozen=True)

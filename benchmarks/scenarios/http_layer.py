@@ -22,8 +22,6 @@ from urllib.parse import urlsplit
 
 import requests
 import urllib3
-from tests.estate import SEED
-from tests.helpers import REPO, clean_env
 
 from benchmarks.measure import RunFailed
 from benchmarks.scenarios.common import Context, dataset
@@ -31,6 +29,8 @@ from benchmarks.targets import Row
 from reconciler.api.client import ApiClient
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox, SandboxOptions
 from reconciler.settings.config import INVITE_PATH, Settings
+from tests.support.estate import SEED
+from tests.support.helpers import REPO, clean_env
 
 _WARM_UP = 20  # GETs per layer before timing: connection made, caches filled
 

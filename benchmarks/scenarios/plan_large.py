@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from tests.estate import LAYOUTS
-
 from benchmarks.scenarios.common import Context, dataset, describe, run_plan
 from benchmarks.targets import Row, Target
+from tests.support.estate import LAYOUTS
 
 PEAK = Target(80, "MB")
 

@@ -3,11 +3,10 @@ settings (the adaptive in-flight limit), beside the same with `--parallelism 16`
 
 from __future__ import annotations
 
-from tests.estate import SEED
-
 from benchmarks.scenarios.common import Context, dataset, describe, run_plan, settled_limit
 from benchmarks.targets import Row, Target
 from reconciler.sandbox import SandboxOptions
+from tests.support.estate import SEED
 
 RATIO = Target(0.8, "×")
 REFUSED = Target(0, "")  # no rate limit here: today's figure is none
