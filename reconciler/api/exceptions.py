@@ -93,6 +93,11 @@ class ServerError(ApiError):
     """5xx: a fault on the server or a gateway in front of it."""
 
 
+class GatewayRefused(ServerError):
+    """A bare 503 (no API envelope, no Retry-After): how nginx's ``limit_req`` refuses
+    a request over its rate by default. A signal about the rate, like a 429."""
+
+
 class UnexpectedResponse(ApiError):
     """A status or body the contract does not describe."""
 

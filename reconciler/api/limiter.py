@@ -28,7 +28,8 @@ from reconciler.wording import plural
 log = logging.getLogger("reconciler.limiter")
 
 START = 16
-REFUSALS = frozenset({429, 502, 503, 504})  # the server says: slower
+# The server says: fewer at once. A 429 is about the rate: the pacer's to answer.
+REFUSALS = frozenset({502, 503, 504})
 _BACKOFF = 0.75  # share of the limit kept after a refusal
 _MIN_WINDOW = 8  # answers per decision, at least
 # Below this, a latency difference is loopback jitter rather than a queue.
@@ -183,8 +184,46 @@ class AdaptiveLimit:
         return limit
 
 
-def limiter_for(settings: Settings) -> Limiter:
-    """Fixed when parallelism was set (option, environment or config), else adaptive."""
+class Servable(Protocol):
+    def servable(self) -> int:
+        """How many requests in flight the allowed rate keeps busy."""
+
+
+class PacedLimit:
+    """Another limit, never above what the pacer's rate can serve: under a rate limit,
+    more workers would only queue for turns (and hold memory for their answers)."""
+
+    def __init__(self, inner: Limiter, pacer: Servable) -> None:
+        self.inner = inner
+        self._pacer = pacer
+
+    @property
+    def limit(self) -> int:
+        return max(1, min(self.inner.limit, self._pacer.servable()))
+
+    @property
+    def cap(self) -> int:
+        return self.inner.cap
+
+    def begin(self) -> None:
+        self.inner.begin()
+
+    def sample(self, seconds: float, refused: bool) -> None:
+        self.inner.sample(seconds, refused)
+
+    def observe(self, seconds: float, status: int | None) -> None:
+        self.inner.observe(seconds, status)
+
+    def describe(self) -> str:
+        return self.inner.describe()
+
+
+def limiter_for(settings: Settings, pacer: Servable | None = None) -> Limiter:
+    """Fixed when parallelism was set (option, environment or config), else adaptive;
+    with a ``pacer``, never more than its rate can serve."""
+    limiter: Limiter
     if settings.parallelism is not None:
-        return FixedLimit(settings.parallelism)
-    return AdaptiveLimit(cap=settings.max_parallelism)
+        limiter = FixedLimit(settings.parallelism)
+    else:
+        limiter = AdaptiveLimit(cap=settings.max_parallelism)
+    return limiter if pacer is None else PacedLimit(limiter, pacer)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from reconciler.api.client import ApiClient
-from reconciler.api.limiter import Limiter, limiter_for
+from reconciler.api.limiter import Limiter
 from reconciler.apply.applier import Applier, ApplyReport, ChangeResult, WriteOutcome
 from reconciler.apply.audit import open_audit_log
 from reconciler.apply.interrupt import GracefulInterrupt
@@ -21,7 +21,7 @@ from reconciler.commands.options import (
     settings_help,
 )
 from reconciler.commands.plan import signing_secret
-from reconciler.commands.remote import api_client, compute_plan
+from reconciler.commands.remote import api_client, capacity_for, compute_plan
 from reconciler.errors import ReconcilerError
 from reconciler.output.color import use_color
 from reconciler.output.common import echo_chunks, stop_writing_to_stdout
@@ -79,8 +79,9 @@ def apply(
     state = None if saved else read_desired(settings, run.paths, selection)
     if saved is not None:
         saved.raise_if_unsafe(settings.max_changes)  # needs no request: before the drift check
-    limiter = limiter_for(settings)
-    with api_client(settings, run.sandbox, limiter.observe) as client:
+    capacity = capacity_for(settings)
+    limiter = capacity.limiter
+    with api_client(settings, run.sandbox, capacity) as client:
         if saved is not None:
             the_plan = saved
             _check_saved_plan(the_plan, client, limiter, plan_file or "")
@@ -123,7 +124,7 @@ def _apply(
     github: bool = False,
 ) -> int:
     audit = open_audit_log(settings.audit_log, settings.client_id, plan.digest())
-    progress = Progress("Applying", len(plan.changes))
+    progress = Progress("Applying", len(plan.changes), pace=client.pacer)
     # One stop ends new writes and further retries: an interrupt, a run-fatal error, lost stdout.
     stop = client.stop
     applier = Applier(client, parallelism=limiter, stop=stop, audit=audit)

@@ -36,19 +36,29 @@ def test_starts_at_16_and_rises_while_latency_holds() -> None:
     assert limiter.limit == 64
 
 
-def test_a_429_cuts_the_limit_at_once_and_once_per_window() -> None:
+def test_a_503_cuts_the_limit_at_once_and_once_per_window() -> None:
     limiter = AdaptiveLimit(cap=64)
     for _ in range(6):
         answers(limiter, limiter.limit, 0.050)
     high = limiter.limit
     answers(limiter, limiter.limit - 1, 0.050)
-    limiter.observe(0.001, 429)  # closes the window
+    limiter.observe(0.001, 503)  # closes the window
     assert limiter.limit < high
     assert limiter.limit >= high // 2  # one cut for the window, not one per answer
     assert limiter.refusals == 1
 
 
-@pytest.mark.parametrize("status", [429, 503, None])
+def test_a_429_is_the_pacers_not_the_in_flight_limits() -> None:
+    # One picture of the server's capacity (issue 23): the rate answers a 429, and the
+    # number in flight follows the rate (PacedLimit); two controllers cutting for the
+    # same 429 is what sent a run to a crawl.
+    limiter = AdaptiveLimit(cap=64)
+    for _ in range(5):
+        answers(limiter, limiter.limit, 0.010, 429)
+    assert limiter.limit > 16 and limiter.refusals == 0
+
+
+@pytest.mark.parametrize("status", [502, 503, None])
 def test_refusals_and_lost_answers_keep_the_limit_falling(status: int | None) -> None:
     limiter = AdaptiveLimit(cap=64)
     for _ in range(5):
@@ -176,5 +186,5 @@ def test_the_settled_line_says_one_answer() -> None:
     limiter = AdaptiveLimit()
     limiter.observe(0.010, 200)
     assert limiter.describe().endswith("; 1 answer)")
-    limiter.observe(0.010, 429)
+    limiter.observe(0.010, 503)
     assert limiter.describe().endswith("; 2 answers, 1 refused)")
