@@ -117,8 +117,8 @@ class Exchange:
                 # refuses the second of two requests sent together.
                 try:
                     ready()
-                except ApiError as error:
-                    raise _unsent(error) from None
+                except ApiError as no_token:
+                    raise _unsent(no_token) from None
             # A pause the server asks for is its refusing, charged to the budget: one
             # longer than a whole budget is refused even before a request's first try.
             budget = self.settings.retry_max_seconds

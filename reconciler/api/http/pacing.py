@@ -14,9 +14,9 @@ is found as TCP finds its window, and one object owns it:
   rate the refused request was sent at, and that rate becomes the ceiling.
   Answers to requests sent before the cut are the same news: they do not cut
   again. A ``Retry-After`` also pauses every turn until then.
-- **Then** the rate climbs back quickly to just under the ceiling, and beyond it
+- **Then** the rate climbs back within seconds to just under the ceiling, and beyond it
   slowly at first and faster the longer nothing is refused, so a limit that rose
-  is found again while a steady one is refused about once every ten seconds.
+  is found again while a steady one refuses about one request in a hundred or more.
 
 Turns go in arrival order (FIFO): the first in line starts one interval (1/rate)
 after the previous start. How long a request waited behind others is returned
@@ -28,6 +28,7 @@ in flight would only wait in the queue.
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 import time
@@ -37,13 +38,19 @@ from typing import NamedTuple
 
 from reconciler.stop import Stop
 
+log = logging.getLogger("reconciler.pacing")
+
 START_RATE = 10.0  # requests/second before anything is known
-SLOW_START_GAIN = 1.5  # rate multiplied by this per answer until the first refusal
-FIRST_CUT = 0.6  # share of the refused request's rate kept after the first refusal
-CUT = 0.9  # ... after a later one: the ceiling is known by then
+SLOW_START_GAIN = 2.0  # rate multiplied by this per held start until the first refusal
+# Tuned against a simulated nginx limit_req (5 and 10 r/s no burst, 20 r/s burst 10):
+# deeper cuts and a slower climb cost a little rate but refuse half as many requests.
+FIRST_CUT = 0.5  # share of the refused request's rate kept after a refusal far off the mark
+CUT = 0.85  # ... after one near it: refused above the rate of the last cut
 RECOVERY = 0.97  # share of the ceiling the rate climbs back to quickly
-RECOVERY_TIME = 0.5  # seconds: time constant of that climb
-PROBE = 0.0003  # beyond it: rate × (1 + PROBE × t²), t seconds without a refusal
+RECOVERY_TIME = 2.0  # seconds: time constant of that climb
+# Beyond it: rate × (1 + PROBE × k²), k answers since, so a steady limit refuses about
+# one request in a hundred and more (+3% after 100 answers, +12% after 200).
+PROBE = 3e-6
 MIN_RATE = 0.2  # requests/second: pacing never stops work altogether
 MAX_RATE = 1e5  # requests/second: in practice unpaced
 SETTLE = 2.0  # seconds after the first refusal before the rate is worth reporting
@@ -92,7 +99,13 @@ class RequestPacer:
         self._pause = (0.0, 0.0)  # (from, until): a Retry-After, for every turn
         self._updated = clock()  # last change of the rate
         self._cut_at = self._updated  # last cut
-        self._reached: float | None = None  # when the rate got back under the ceiling
+        self._reached: int | None = None  # answers when the rate got back under the ceiling
+        self._cut_rate = 0.0  # the rate the last cut set
+        self._level = 0.0  # what the rate climbs back to after a cut
+        self._streak = 0  # answers in a row not refused
+        self._good_rate = 0.0  # rate of the latest answer that followed another one
+        self._held = False  # the first in line is waiting for the rate's interval
+        self._held_starts = 0  # starts the rate held back, not yet answered by a rise
         self._first_refusal: float | None = None
         self._accepted_since_cut = 0
         self._latency: float | None = None  # moving average of answered attempts
@@ -152,7 +165,10 @@ class RequestPacer:
                     first = self._line[0] is ticket
                     stopped = stop is not None and stop.is_set()
                     if first:
-                        start = max(self._pause[1], self._last_start + 1.0 / self._rate)
+                        spaced = self._last_start + 1.0 / self._rate
+                        if spaced > now:
+                            self._held = True  # the rate, not the caller, set this start
+                        start = max(self._pause[1], spaced)
                         if stopped and self._ceiling is None and self._pause[1] <= now:
                             start = now  # slow start is ours: a stopping run's last calls go
                         if start <= now:
@@ -181,6 +197,9 @@ class RequestPacer:
         """Hold the lock."""
         self._line.popleft()
         self._last_start = now
+        if self._held:
+            self._held = False
+            self._held_starts += 1
         self._starts.append(now)
         while self._starts[0] < now - _WINDOW:
             self._starts.popleft()
@@ -203,6 +222,7 @@ class RequestPacer:
             self.answers += 1
             if refused:
                 self.refusals += 1
+                self._streak = 0
                 if retry_after:
                     until = now + retry_after
                     if until > self._pause[1]:
@@ -211,6 +231,10 @@ class RequestPacer:
                     self._cut(turn, now, retry_after)
                 return
             self._accepted_since_cut += 1
+            self._streak += 1
+            if self._streak >= 2 and turn.epoch == self._epoch:
+                # Two in a row let through at this rate: a limit with no burst allows it.
+                self._good_rate = turn.rate
             seconds = max(0.0, seconds)
             if self._latency is None:
                 self._latency = seconds
@@ -235,34 +259,49 @@ class RequestPacer:
             # A pause then a burst: only a whole cycle says what the server lets through.
             cycle = self._accepted_since_cut / max(now - self._cut_at, SLEEP_SLICE)
             ceiling = min(ceiling, max(cycle, MIN_RATE))
-        share = CUT if self._ceiling is not None else FIRST_CUT
+        # Refused at no more than the last cut's rate: that cut was not deep enough, the
+        # limit is far below; refused above it: the climb or the probe found the limit.
+        near = self._ceiling is not None and turn.rate > self._cut_rate * 1.001
+        share = CUT if near else FIRST_CUT
         self._ceiling = max(MIN_RATE, ceiling)
-        self._rate = max(MIN_RATE, self._ceiling * share)
+        self._rate = self._cut_rate = max(MIN_RATE, self._ceiling * share)
+        self._level = RECOVERY * self._ceiling
+        if near and self._good_rate:
+            # Refused on the way back up: the last rate let through twice in a row is as
+            # close as the limit is known; climbing to 97% of a refused rate would
+            # only be refused again, a few percent lower each time.
+            self._level = min(self._level, max(self._good_rate, self._rate))
         self._epoch += 1
         self._updated = self._cut_at = now
         self._reached = None
+        self._good_rate = 0.0
         self._accepted_since_cut = 0
         self.rate_limited_events += 1
         if self._first_refusal is None:
             self._first_refusal = now
+        log.debug(
+            "refused at %.3g/s: rate %.3g/s, ceiling %.3g/s", turn.rate, self._rate, self._ceiling
+        )
 
     def _raise(self, now: float) -> None:
         """Hold the lock."""
         if self._ceiling is None:
-            # Slow start, but no faster than twice what is actually sent: a server
-            # that answers slowly keeps the rate near what it can take.
-            cap = max(START_RATE, 2 * (self._offered(now) or START_RATE))
-            raised = min(self._rate * SLOW_START_GAIN, cap, MAX_RATE)
-            self._rate = max(self._rate, raised)  # the cap holds a rise back, never cuts
+            # Slow start, raised only for starts the rate held back: when the run sends
+            # no faster (the in-flight cap, a slow server), a higher rate says nothing
+            # and would only be cut from far above when a limit shows (TCP's cwnd
+            # validation, RFC 7661).
+            if self._held_starts:
+                self._held_starts -= 1
+                self._rate = min(self._rate * SLOW_START_GAIN, MAX_RATE)
             return
-        level = RECOVERY * self._ceiling
+        level = self._level
         if self._reached is None:
             elapsed = now - self._updated
             self._rate += (level - self._rate) * (1 - math.exp(-elapsed / RECOVERY_TIME))
             self._updated = now
             if self._rate >= level * 0.995:
                 self._rate = level
-                self._reached = now
+                self._reached = self.answers
             return
-        probing = now - self._reached
+        probing = self.answers - self._reached
         self._rate = min(MAX_RATE, level * (1 + PROBE * probing * probing))
