@@ -6,7 +6,9 @@ from collections.abc import Callable
 
 from benchmarks.scenarios import (
     apply_rate_limit,
+    gateway,
     http_layer,
+    load_latency,
     plan_cpu,
     plan_huge,
     plan_large,
@@ -28,5 +30,7 @@ SCENARIOS: dict[str, tuple[str, Scenario]] = {
     "plan-cpu": ("c", plan_cpu.run),
     "plan-latency": ("a", plan_latency.run),
     "apply-rate-limit": ("b", apply_rate_limit.run),
+    "gateway": ("g", gateway.run),
+    "load-latency": ("l", load_latency.run),
     "http-layer": ("x", http_layer.run),
 }

@@ -61,6 +61,9 @@ class SandboxOptions:
     """Test knobs. Shares are between 0 and 1; times are in seconds."""
 
     latency: float = 0.0  # added to every answer
+    # Requests worked on at once (None: all); the others queue, so latency rises
+    # with load as on a server with a fixed pool of workers.
+    workers: int | None = None
     error_rate: float = 0.0  # share answered 503 with an envelope
     html_error_rate: float = 0.0  # share answered 502 with a gateway's HTML page
     drop_rate: float = 0.0  # share whose connection is closed with no answer
@@ -164,6 +167,7 @@ class SandboxApp:
         self._bucket = _TokenBucket(options.rate_limit) if options.rate_limit else None
         self._gateway = _LeakyBucket(options.gateway_rate) if options.gateway_rate else None
         self._patch_validator = _patch_validator()
+        self._workers = threading.Semaphore(options.workers) if options.workers else None
 
     # -- entry point ----------------------------------------------------------
 
@@ -186,6 +190,12 @@ class SandboxApp:
             return self._random.random() < share
 
     def _with_trouble(self, request: Request) -> Response:
+        if self._workers is None:
+            return self._troubled(request)
+        with self._workers:
+            return self._troubled(request)
+
+    def _troubled(self, request: Request) -> Response:
         options = self.options
         if options.latency:
             time.sleep(options.latency)
