@@ -1,7 +1,7 @@
 """l: does the adaptive in-flight limit earn its place? `plan` of 1,000 invites against
 a server whose latency rises with load (8 workers, 20 ms each: more than 8 at once
-only queue), with the default limit (adaptive, Vegas-style), and with a fixed number
-in flight: 64 (max_parallelism, the simpler design) and 16."""
+only queue), with the default limit (at most 64, as many as the rate keeps busy) and
+with a fixed --parallelism of 64 and of 16."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ WORKERS = 8
 SERVICE = 0.020  # seconds per request, per worker
 
 CONFIGS = (
-    ("default (adaptive)", ("-v",)),
+    ("default", ("-v",)),
     ("--parallelism 64 (fixed)", ("--parallelism", "64")),
     ("--parallelism 16 (fixed)", ("--parallelism", "16")),
 )

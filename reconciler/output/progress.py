@@ -27,8 +27,8 @@ class Pace(Protocol):
     def rate(self) -> float | None:
         """Requests per second the server allows, once it has refused one."""
 
-    def settled_rate(self) -> float | None:
-        """The same, once it has had time to settle."""
+    def settled_rate(self, *, early: bool = False) -> float | None:
+        """The rate it settles at, once it has had time to (or now, when ``early``)."""
 
 
 def per_second(rate: float) -> str:
@@ -118,7 +118,7 @@ class Progress:
         pace = self._pace
         if pace is None or pace.said_limited or not self._enabled or self._closed:
             return
-        rate = pace.settled_rate() if settled else pace.rate
+        rate = pace.settled_rate(early=not settled)
         if rate is None:
             return
         pace.said_limited = True

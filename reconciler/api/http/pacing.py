@@ -6,10 +6,10 @@ one the way nginx's ``limit_req`` does: a steady rate, no burst, a 429 (or a bar
 503) without ``Retry-After`` for every request that comes too early. So the rate
 is found as TCP finds its window, and one object owns it:
 
-- **Slow start**: a run begins paced at ``START_RATE`` and raises the rate by
-  ``SLOW_START_GAIN`` on every answer until the server first refuses one; an
-  unknown limit is met within a few requests, and a server with none is soon
-  paced no tighter than its answers come back.
+- **Slow start**: a run begins paced at ``START_RATE`` and, until the server
+  first refuses a request, multiplies the rate by ``SLOW_START_GAIN`` for each
+  start the rate held back: an unknown limit is met within a few requests, and
+  a server with none is soon paced no tighter than its answers come back.
 - **A refusal** (a 429, or a gateway's bare 503) cuts the rate to a share of the
   rate the refused request was sent at, and that rate becomes the ceiling.
   Answers to requests sent before the cut are the same news: they do not cut
@@ -28,6 +28,7 @@ in flight would only wait in the queue.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 import threading
@@ -53,8 +54,9 @@ RECOVERY_TIME = 2.0  # seconds: time constant of that climb
 PROBE = 3e-6
 MIN_RATE = 0.2  # requests/second: pacing never stops work altogether
 MAX_RATE = 1e5  # requests/second: in practice unpaced
-SETTLE = 2.0  # seconds after the first refusal before the rate is worth reporting
+SETTLE = 5.0  # seconds without a cut before the rate is worth reporting
 _WINDOW = 1.0  # seconds of recent starts that measure the rate actually offered
+_RECENT = 8  # starts that measure it during slow start, when it changes fast
 _LATENCY_WEIGHT = 0.2  # share of each answer's time in the moving average
 SLEEP_SLICE = 0.25  # longest single sleep: a pause or a stop is noticed this soon
 
@@ -74,9 +76,6 @@ class Turn(NamedTuple):
     rate: float  # requests/second when it started
     epoch: int  # cuts of the rate before it started: a refusal cuts only once
     queued: float  # seconds it waited behind other requests (not the server's doing)
-
-
-FREE_TURN = Turn(MAX_RATE, -1, 0.0)  # for answers not paced (tests, the token's first try)
 
 
 class RequestPacer:
@@ -125,12 +124,16 @@ class RequestPacer:
     def limited(self) -> bool:
         return self._ceiling is not None
 
-    def settled_rate(self) -> float | None:
-        """The rate, once it has had time to settle after the first refusal."""
-        first = self._first_refusal
-        if first is None or self._clock() - first < SETTLE:
+    def settled_rate(self, *, early: bool = False) -> float | None:
+        """The rate it settles at, once SETTLE seconds have passed without a cut (or at
+        once when ``early``: a run ending sooner)."""
+        if self._ceiling is None:
             return None
-        return self._rate
+        if early:  # still climbing, perhaps to a level a burst made look too high
+            return min(self._level, self._rate)
+        if self._clock() - self._cut_at < SETTLE:
+            return None
+        return self._level
 
     def servable(self) -> int:
         """Requests in flight the rate keeps busy: rate × latency, and one waiting."""
@@ -249,13 +252,21 @@ class RequestPacer:
             return None
         return len(recent) / max(now - recent[0], 1.0 / MAX_RATE)
 
+    def _recent_rate(self) -> float:
+        """Starts per second over the last _RECENT starts (0: too few to tell)."""
+        recent = list(itertools.islice(reversed(self._starts), _RECENT))
+        if len(recent) < 2 or recent[0] <= recent[-1]:
+            return 0.0
+        return (len(recent) - 1) / (recent[0] - recent[-1])
+
     def _cut(self, turn: Turn, now: float, retry_after: float | None) -> None:
         """Hold the lock."""
         ceiling = turn.rate
         offered = self._offered(now)
         if offered is not None:
             ceiling = min(ceiling, offered)  # the rate was not always the bottleneck
-        if retry_after and self._first_refusal is not None:
+        cycle_known = bool(retry_after) and self._first_refusal is not None
+        if cycle_known:
             # A pause then a burst: only a whole cycle says what the server lets through.
             cycle = self._accepted_since_cut / max(now - self._cut_at, SLEEP_SLICE)
             ceiling = min(ceiling, max(cycle, MIN_RATE))
@@ -264,8 +275,14 @@ class RequestPacer:
         near = self._ceiling is not None and turn.rate > self._cut_rate * 1.001
         share = CUT if near else FIRST_CUT
         self._ceiling = max(MIN_RATE, ceiling)
+        self._reached = None
         self._rate = self._cut_rate = max(MIN_RATE, self._ceiling * share)
         self._level = RECOVERY * self._ceiling
+        if retry_after and cycle_known:
+            # The server named its pause and a whole cycle measured its rate: go
+            # straight to just under it when the pause ends, no climb to wait for.
+            self._rate = self._cut_rate = self._level
+            self._reached = self.answers
         if near and self._good_rate:
             # Refused on the way back up: the last rate let through twice in a row is as
             # close as the limit is known; climbing to 97% of a refused rate would
@@ -273,7 +290,6 @@ class RequestPacer:
             self._level = min(self._level, max(self._good_rate, self._rate))
         self._epoch += 1
         self._updated = self._cut_at = now
-        self._reached = None
         self._good_rate = 0.0
         self._accepted_since_cut = 0
         self.rate_limited_events += 1
@@ -292,7 +308,10 @@ class RequestPacer:
             # validation, RFC 7661).
             if self._held_starts:
                 self._held_starts -= 1
-                self._rate = min(self._rate * SLOW_START_GAIN, MAX_RATE)
+                # And never past twice what the last few starts came to: one answer
+                # must not double a rate that the run does not reach anyway.
+                cap = max(START_RATE, 4 * self._recent_rate())
+                self._rate = max(self._rate, min(self._rate * SLOW_START_GAIN, cap, MAX_RATE))
             return
         level = self._level
         if self._reached is None:
@@ -303,5 +322,8 @@ class RequestPacer:
                 self._rate = level
                 self._reached = self.answers
             return
+        if not self._held_starts:
+            return  # the run sends no faster than this: probing would say nothing
+        self._held_starts -= 1
         probing = self.answers - self._reached
         self._rate = min(MAX_RATE, level * (1 + PROBE * probing * probing))

@@ -71,8 +71,8 @@ class FakePace:
         self.settled = settled
         self.said_limited = False
 
-    def settled_rate(self) -> float | None:
-        return self.rate if self.settled else None
+    def settled_rate(self, *, early: bool = False) -> float | None:
+        return self.rate if self.settled or early else None
 
 
 def test_under_a_rate_limit_the_time_left_is_the_work_left_over_the_rate(

@@ -184,16 +184,31 @@ def test_without_refusals_the_rate_probes_beyond_the_ceiling_ever_faster(
     refuse(pacer)
     ceiling = pacer._ceiling
     assert ceiling is not None
+    fake_time.now += 20.0  # long after the cut: back under the ceiling at the next answer
+    answered(pacer, 1)
+    assert pacer._rate == pytest.approx(pacing.RECOVERY * ceiling)
     rates = []
-    for _ in range(6):
-        fake_time.now += 10.0
-        answered(pacer, 1)
+    for _ in range(5):
+        answered(pacer, 60)  # one after another, each held back by the rate
         rates.append(pacer._rate)
 
-    assert rates[0] == pytest.approx(pacing.RECOVERY * ceiling)  # back under the ceiling
     steps = [b - a for a, b in itertools.pairwise(rates)]
     assert all(s > 0 for s in steps) and all(b > a for a, b in itertools.pairwise(steps))
-    assert rates[1] < ceiling * 1.05  # slowly near a known limit
+    assert rates[0] < ceiling * 1.05  # slowly near a known limit
+
+
+def test_a_run_sending_slower_than_its_rate_does_not_probe(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    refuse(pacer)
+    fake_time.now += 20.0
+    answered(pacer, 1)
+    level = pacer._rate
+    for _ in range(200):
+        fake_time.now += 1.0  # far slower than the rate: it holds nothing back
+        answered(pacer, 1)
+
+    assert pacer._rate == level
 
 
 def test_a_server_refusing_everything_brings_the_rate_to_its_floor_not_zero(
@@ -400,7 +415,7 @@ def test_the_rate_is_reported_only_once_it_has_settled(
 
     fake_time.now += pacing.SETTLE
 
-    assert pacer.settled_rate() == pacer._rate
+    assert pacer.settled_rate() == pytest.approx(pacing.RECOVERY * pacer._ceiling)
 
 
 # -- against a simulated gateway ------------------------------------------------------
