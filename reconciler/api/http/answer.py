@@ -19,6 +19,7 @@ from reconciler.api.exceptions import (
     AnswerTooLarge,
     ApiError,
     EnvelopeFailure,
+    GatewayRefused,
     Redirected,
     TransportError,
     error_class_for,
@@ -162,11 +163,15 @@ def _error_for(
             # Only `false` is the platform saying it failed; any other value is no envelope.
             enveloped=envelope["success"] is False,
         )
-    return error_class_for(status)(
+    retry_after = _retry_after(response)
+    kind = error_class_for(status)
+    if status == 503 and retry_after is None and "success" not in envelope:
+        kind = GatewayRefused  # not the API's own answer: a gateway in front refusing
+    return kind(
         _message(response, envelope, size),
         status=status,
         request_id=request_id,
-        retry_after=_retry_after(response),
+        retry_after=retry_after,
         details=_details(envelope.get("data")),
         enveloped=isinstance(envelope.get("success"), bool),
     )

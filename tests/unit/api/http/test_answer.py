@@ -107,9 +107,13 @@ def client(requests_mock: Any) -> Iterator[ApiClient]:
         client_id="ci",
         client_secret="cs_live_Zq9xSECRETvalue",
         max_attempts=1,
+        retry_max_seconds=1,  # a 429 is not counted against max_attempts: this ends it
         max_response_bytes=65536,
     )
-    api = ApiClient(settings, sleep=lambda seconds: None)
+    now = [0.0]  # a clock that moves only when the client sleeps: no real waits
+    api = ApiClient(
+        settings, clock=lambda: now[0], sleep=lambda seconds: now.__setitem__(0, now[0] + seconds)
+    )
     yield api
     api.close()
 
