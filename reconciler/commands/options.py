@@ -239,6 +239,7 @@ _API_SETTINGS = (
     "base_url",
     "client_id",
     "scope",
+    "token_auth_method",
     "parallelism",
     "max_parallelism",
     "timeout",
