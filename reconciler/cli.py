@@ -30,10 +30,9 @@ EXIT_OK = 0
 EXIT_FAILURE = 1  # 2 is kept for `plan --detailed-exitcode` alone (README, Commands)
 
 
-# Each lives in reconciler.commands.<name>, as a click command of that name. In the order
-# of the workflow, which `reconcile --help` keeps; a name whose module is not there (a
-# command still being added) is left out.
-WORKFLOW_ORDER = (
+# Each lives in reconciler.commands.<name>, as a click command of that name, in the
+# order of the workflow, which `reconcile --help` keeps.
+COMMANDS = (
     "validate",
     "plan",
     "apply",
@@ -43,11 +42,6 @@ WORKFLOW_ORDER = (
     "resend",
     "sandbox",
     "schema",
-)
-COMMANDS = tuple(
-    name
-    for name in WORKFLOW_ORDER
-    if importlib.util.find_spec(f"reconciler.commands.{name}") is not None
 )
 
 # One example per command, shown at the end of its --help.

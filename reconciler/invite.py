@@ -8,6 +8,7 @@ the loader's path, whose start-up is benchmarked: standard library only.
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Any
 
 # The fields the platform lets a PATCH change, in the order an export writes them.
@@ -29,11 +30,46 @@ INVITE_ID = re.compile(r"(?!\.+\Z)[A-Za-z0-9_.-]{1,128}")
 ID_RULE = "1 to 128 letters, digits, `_`, `-`, `.`, and not dots alone"
 
 
+def nfc(text: str) -> str:
+    """``text`` in Unicode's NFC, the one normal form of text this tool compares and sends.
+
+    "Café" typed as e + U+0301 (NFD) and as U+00E9 look the same and are the same
+    name: values from the files are sent in NFC, and any text is compared in NFC.
+    """
+    return text if text.isascii() else unicodedata.normalize("NFC", text)
+
+
+def nfc_value(value: Any) -> Any:
+    """``value`` (JSON-like) with every string in NFC, keys as they are; ``value`` itself
+    when it is already so (almost always: the loader asks this of every entry)."""
+    return _nfc_copy(value) if _needs_nfc(value) else value
+
+
+def _needs_nfc(value: Any) -> bool:
+    if type(value) is str:
+        return not value.isascii() and not unicodedata.is_normalized("NFC", value)
+    if isinstance(value, dict):
+        return any(map(_needs_nfc, value.values()))
+    if isinstance(value, list):
+        return any(map(_needs_nfc, value))
+    return False
+
+
+def _nfc_copy(value: Any) -> Any:
+    if type(value) is str:
+        return nfc(value)
+    if isinstance(value, dict):
+        return {k: _nfc_copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_nfc_copy(item) for item in value]
+    return value
+
+
 # "Equal" has one definition, ``canonical``: two values are the same when their
-# canonical forms are ``==``. The plan's quick check for unchanged invites and
-# its DeepDiff of what changed both look at canonical forms only, so they cannot
-# disagree (``True`` and ``1`` differ in both; a set field's order and repeats
-# matter in neither).
+# canonical forms are ``==`` (text compared in NFC: see ``nfc``). The plan's quick
+# check for unchanged invites and its DeepDiff of what changed both look at
+# canonical forms only, so they cannot disagree (``True`` and ``1`` differ in
+# both; a set field's order and repeats matter in neither).
 
 
 def canonical_value(value: Any) -> Any:
@@ -41,7 +77,9 @@ def canonical_value(value: Any) -> Any:
 
     Any field's value but a set's; a set field's items each take this form.
     """
-    if type(value) is str or value is None:  # most values: a str equals only a str
+    if type(value) is str:  # most values: a str equals only a str
+        return value if value.isascii() else unicodedata.normalize("NFC", value)
+    if value is None:
         return value
     if isinstance(value, dict):
         # Keys in order, so that equal objects also print alike (see canonical).
@@ -62,7 +100,7 @@ def canonical(field: str, value: Any) -> Any:
     """``value`` of ``field`` as compared: set fields sorted and without repeats."""
     if field in SET_FIELDS and isinstance(value, list):
         if all(type(item) is str for item in value):
-            return sorted(set(value))
+            return sorted({nfc(item) for item in value})
         # Keyed by their text: sortable and hashable whatever a server puts in a list;
         # canonical forms that are equal print alike, and only those.
         unique = {repr(item): item for item in map(canonical_value, value)}

@@ -5,11 +5,15 @@ Two rules, one home each:
 - ``escape``: no control character from outside ever reaches a terminal, a CI
   log or a ``path:line:col`` line raw. A file name holding ``ESC ] 0;...BEL``
   would retitle the terminal; a newline would split one error into two.
-- ``redact``: the client secret and every token issued in this run never
-  reach output, even when a server echoes them back. The API client
-  registers them with ``register_secret`` as soon as it holds them; every
-  sink (error messages, plan files, the audit log) passes text through
-  ``redact``.
+  Invisible characters (``INVISIBLE``: format, default-ignorable, separators,
+  look-alike spaces) are escaped too, so two values that differ never print alike.
+- ``redact``: the client secret (in each encoding it is sent in) and every token
+  issued in this run never reach output, even when a server echoes them back.
+  The API client registers them with ``register_secret`` as soon as it holds
+  them. Redaction is only for what a server said: error messages, and the
+  server's values in plans and the audit log. It never edits data: not a value
+  from the files, not what is compared or sent, and it matches only the secrets
+  themselves, never a pattern over ordinary words.
 """
 
 from __future__ import annotations
@@ -23,31 +27,47 @@ from typing import Any
 
 REDACTED = "[redacted]"
 
-# C0 controls, DEL, the C1 range, and the Unicode format characters that
-# reorder or hide text on screen: bidi marks, overrides and isolates (U+061C
-# included), line and paragraph separators, and the invisible ones that make two
-# different values look alike (soft hyphen, zero-width space, word joiner, BOM).
-# Also invisible on a terminal, so "Acme<hidden>Ltd" shows as "AcmeLtd": the
-# Mongolian vowel separator, invisible operators, interlinear annotation marks,
-# Hangul fillers and the tag characters (U+E0000-U+E007F).
-# ZWJ and ZWNJ stay: scripts and emoji need them. Lone surrogates (U+D800-U+DFFF,
-# which a server's JSON can hold as "\ud800") cannot be encoded to UTF-8 at all:
+# Characters that do not show as themselves on a screen, so that two different
+# values would look alike ("Acme<U+200B>Ltd" prints as "AcmeLtd", "jane<U+206F>@"
+# as "jane@"), or that reorder or break the text around them. Precomputed (start-up
+# is benchmarked; tests/unit/test_safetext.py checks it against unicodedata):
+# - every format character (General_Category Cf, Unicode 15): soft hyphen, Arabic
+#   number marks, zero-width space/joiners, bidi marks, embeddings, overrides and
+#   isolates, word joiner and invisible operators, BOM, interlinear annotation,
+#   Egyptian hieroglyph and shorthand format controls, musical beam marks, tags;
+# - every Default_Ignorable_Code_Point (DerivedCoreProperties.txt) that is not Cf:
+#   combining grapheme joiner U+034F, Hangul fillers, Khmer inherent vowels,
+#   Mongolian free variation selectors, variation selectors (U+FE00-FE0F,
+#   U+E0100-E01EF) and the reserved ranges held for more of them;
+# - line and paragraph separators (Zl, Zp), and the spaces that look like U+0020
+#   but are not it: NBSP, U+1680, U+2000-200A, U+202F, U+205F (U+3000, the
+#   ideographic space of CJK text, is as wide as a character and stays).
+INVISIBLE = (
+    "\xa0\xad\u034f\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u115f\u1160"
+    "\u1680\u17b4\u17b5\u180b-\u180f\u2000-\u200f\u2028-\u202f\u205f-\u206f\u3164"
+    "\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f"
+    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff"
+)
+# Lone surrogates (U+D800-U+DFFF, which JSON can hold as "\ud800" and a YAML double-
+# quoted scalar too) are not characters and cannot be encoded to UTF-8 at all:
 # printing one would end the output half-way with UnicodeEncodeError.
+_SURROGATES = "\ud800-\udfff"
+# Of the invisible characters, a text value in an invite file may hold only these:
+# ZWNJ and ZWJ, which Persian, the Indic scripts and emoji sequences need to spell
+# a name right. They are still shown as escapes in every output.
+ALLOWED_INVISIBLE = frozenset("\u200c\u200d")
+# What a text value in an invite file may not hold (control characters aside, which
+# the schema refuses with its own words).
+_REFUSED = INVISIBLE.replace("\u2000-\u200f", "\u2000-\u200b\u200e\u200f")
+NOT_IN_TEXT = re.compile(f"[{_REFUSED}{_SURROGATES}]")
 # NON_ASCII_UNSAFE is the part json.dumps(ensure_ascii=False) leaves raw: the JSON
 # writer escapes exactly this class, so the two cannot drift apart.
-NON_ASCII_UNSAFE = (
-    "\x7f-\x9f\xad\u061c\u115f\u180e\u200b\u200e\u200f\u2028\u2029\u202a-\u202e"
-    "\u2060-\u2064\u2066-\u2069\u3164\ufeff\uffa0\ufff9-\ufffb\ud800-\udfff"
-    "\U000e0000-\U000e007f"
-)
+NON_ASCII_UNSAFE = f"\x7f-\x9f{INVISIBLE}{_SURROGATES}"
 _UNSAFE = re.compile(f"[\x00-\x1f{NON_ASCII_UNSAFE}]")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\x1b": "\\x1b", "\x07": "\\x07"}
-# A token has a digit or one of ._~+/= in it (RFC 6750's b64token); a word after
-# "Bearer" in a company's name ("Standard Bearer Holdings") has none and stays.
-_BEARER = re.compile(r"(?i)\b(bearer)\s+(?=[^\s\"',;]*[0-9._~+/=])[^\s\"',;]+")
-# Shorter than this, a "secret" would redact ordinary words; the config
-# refuses such secrets anyway, and tokens are far longer.
-_MIN_SECRET_LENGTH = 6
+# A secret shorter than this would redact ordinary words from every message: the
+# settings refuse such a client secret at start, and the client refuses such a token.
+MIN_SECRET_LENGTH = 6
 
 
 def _escape_one(match: re.Match[str]) -> str:
@@ -123,14 +143,16 @@ class Redactor:
 
     def redact(self, text: str) -> str:
         secrets = self._secrets  # a tuple, replaced whole: safe to read unlocked
-        if secrets:
-            text = _pattern(secrets).sub(REDACTED, text)
-        return _BEARER.sub(rf"\1 {REDACTED}", text)
+        return _pattern(secrets).sub(REDACTED, text) if secrets else text
+
+    def holds_secret(self, text: str) -> bool:
+        secrets = self._secrets
+        return bool(secrets) and _pattern(secrets).search(text) is not None
 
 
 def _forms(secret: str | None) -> set[str]:
-    if not secret or len(secret) < _MIN_SECRET_LENGTH:
-        return set()
+    if not secret or len(secret) < MIN_SECRET_LENGTH:
+        return set()  # refused before it is ever held (settings, auth): never redacts words
     return {secret, html.escape(secret)}
 
 
@@ -149,8 +171,27 @@ def replace_secrets(old: Iterable[str], new: Iterable[str]) -> None:
 
 
 def redact(text: str) -> str:
-    """``text`` without any registered secret or bearer token."""
+    """``text`` without any registered secret or token: for what a server said only.
+
+    Never a pattern over ordinary words ("Flag Bearer Ltd." stays as it is), and
+    never applied to a value from the files, to a compare or to what is sent.
+    """
     return _REDACTOR.redact(text)
+
+
+def holds_secret(value: Any) -> bool:
+    """Whether ``value`` (text, or JSON-like) holds a registered secret or token anywhere.
+
+    What a server says is written to git only without one: export and adopt leave
+    such a value out rather than write it redacted, which would change the data.
+    """
+    if isinstance(value, str):
+        return _REDACTOR.holds_secret(value)
+    if isinstance(value, dict):
+        return any(map(holds_secret, value.values()))
+    if isinstance(value, list):
+        return any(map(holds_secret, value))
+    return False
 
 
 def redact_strings(value: Any) -> Any:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from benchmarks.scenarios import (
+    adopt_large,
     apply_rate_limit,
     http_layer,
     plan_cpu,
@@ -29,4 +30,5 @@ SCENARIOS: dict[str, tuple[str, Scenario]] = {
     "plan-latency": ("a", plan_latency.run),
     "apply-rate-limit": ("b", apply_rate_limit.run),
     "http-layer": ("x", http_layer.run),
+    "adopt-large": ("d", adopt_large.run),
 }

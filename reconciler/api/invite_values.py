@@ -17,6 +17,10 @@ from reconciler.safetext import clean, escape
 MAX_TEXT_CHARS = 1_000  # a business name is at most 200 characters; an email, 254
 MAX_SET_ITEMS = 1_000  # a few groups, add-ons or document types in practice
 _MAX_CONTACT_KEYS = 20  # {name, email, phone} and room for a server's additions
+# A contact's sub-field names, like its values, are bounded: a server's keys are
+# compared, merged into PATCH bodies and shown, so unbounded ones would make a plan's
+# cost grow with whatever a server sends rather than with what is shown.
+MAX_KEY_CHARS = 64
 
 
 def check_invite_values(
@@ -70,6 +74,11 @@ def _object_problem(value: Any) -> str | None:
     if len(value) > _MAX_CONTACT_KEYS:
         return f"has {len(value):,} keys, more than the {_MAX_CONTACT_KEYS} allowed"
     for key, item in value.items():
+        if len(key) > MAX_KEY_CHARS:
+            return (
+                f"has a field named `{clean(key[:40])}…` of {len(key):,} characters, "
+                f"more than the {MAX_KEY_CHARS} allowed"
+            )
         problem = None if item is None else _text_problem(item)
         if problem is not None:
             return f"field `{clean(str(key))[:100]}` {problem}"

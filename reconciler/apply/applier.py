@@ -127,7 +127,9 @@ class Applier:
     def _write(self, change: InviteChange) -> ChangeResult:
         if self._stop.is_set():
             return ChangeResult(change, WriteOutcome.NOT_STARTED)
-        fields = {f: {"before": change.before.get(f), "after": v} for f, v in change.patch.items()}
+        # The audit record of what is sent: the files' values as sent, the server's redacted.
+        shown = change.shown()
+        fields = {f: {"before": shown.before.get(f), "after": v} for f, v in shown.patch.items()}
         try:
             self._audit.audited(
                 change.id,

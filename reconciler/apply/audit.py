@@ -30,7 +30,7 @@ from reconciler.api.exceptions import ApiError
 from reconciler.apply.audit_path import audit_path_problem
 from reconciler.errors import ReconcilerError
 from reconciler.safefile import open_for_append
-from reconciler.safetext import clean, escape, escape_json_text, redact
+from reconciler.safetext import clean, escape, escape_json_text
 
 # Longest server message kept in a record: an answer is no place for a novel.
 _MAX_MESSAGE = 1000
@@ -124,7 +124,9 @@ class AuditLog(NoAuditLog):
                 "time": _now(),
                 "invite_id": attempt.invite_id,
                 "operation": operation,
-                "fields": _redacted(fields or {}),
+                # Given as shown (InviteChange.shown): redacting here would edit the
+                # record of what was sent, which is the files' values as written.
+                "fields": fields or {},
                 "client_id": self._client_id,
                 "plan_hash": self._plan_hash,
             },
@@ -230,17 +232,6 @@ def _write_all(fd: int, data: bytes) -> None:
     while view:
         written = os.write(fd, view)
         view = view[written:]
-
-
-def _redacted(value: Any) -> Any:
-    """``value`` with no registered secret or bearer token in any of its strings."""
-    if isinstance(value, str):
-        return redact(value)
-    if isinstance(value, dict):
-        return {redact(str(k)): _redacted(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_redacted(v) for v in value]
-    return value
 
 
 def _now() -> str:

@@ -17,6 +17,7 @@ from reconciler.commands.options import (
     RunOptions,
     audit_log_option,
     auto_approve_option,
+    force_conflicts_option,
     run_options,
     settings_help,
 )
@@ -56,11 +57,13 @@ from reconciler.wording import plural
 )
 @auto_approve_option
 @audit_log_option
+@force_conflicts_option
 def apply(
     run: RunOptions,
     plan_file: str | None,
     auto_approve: bool,
     audit_log: str | None,
+    force_conflicts: bool,
 ) -> int:
     """Apply the changes the plan shows, sending only the fields that differ."""
     setup_logging(run.verbose)
@@ -91,9 +94,14 @@ def apply(
             the_plan = compute_plan(client, state, settings, limiter)
         echo_chunks(renderer.chunks(the_plan))
         report_plan(the_plan, github)
+        in_conflict = [] if force_conflicts else the_plan.conflicts
+        if in_conflict:
+            the_plan = the_plan.without_conflicts()
         if not the_plan.has_changes:
             echo_errors(the_plan.failed)
-            return 1 if the_plan.failed else 0
+            if in_conflict:
+                _say_left_in_conflict(len(in_conflict))
+            return 1 if the_plan.failed or in_conflict else 0
         if saved is None:
             the_plan.raise_if_unsafe(settings.max_changes)
             if not auto_approve:
@@ -102,7 +110,21 @@ def apply(
                     action="apply",
                     instead=_INSTEAD,
                 )
-        return _apply(the_plan, client, settings, limiter, renderer, github)
+        code = _apply(the_plan, client, settings, limiter, renderer, github)
+        if in_conflict:
+            _say_left_in_conflict(len(in_conflict))  # last: an error closes the log
+        return 1 if in_conflict else code
+
+
+def _say_left_in_conflict(count: int) -> None:
+    click.echo(
+        f"error: {plural(count, 'invite')} in conflict (changed on the platform since "
+        "--changed-since REF) left alone, nothing written to "
+        f"{'it' if count == 1 else 'them'}; bring the files in line with the platform "
+        "(`reconcile adopt --target ID`), or pass --force-conflicts to write the files' "
+        "values anyway",
+        err=True,
+    )
 
 
 _INSTEAD = ", or apply a reviewed plan with `apply --plan FILE`"

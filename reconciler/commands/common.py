@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Collection
 from typing import Any
 
 import click
 
 from reconciler.commands.options import RunOptions
-from reconciler.desired.changed_since import changed_invite_ids
+from reconciler.desired.changed_since import changed_fields
 from reconciler.desired.entries import refuse_bad_ids
 from reconciler.desired.selection import EVERYTHING, Selection, select_invites
 from reconciler.desired.state import DesiredState, load_desired_state
@@ -72,7 +73,7 @@ def read_desired(
         return state
     changed = None
     if selection.changed_since:
-        changed = changed_invite_ids(selection.changed_since, where, state.invites)
+        changed = changed_fields(selection.changed_since, where, state.invites)
         if changed is None:
             click.echo(
                 f"--changed-since {selection.changed_since}: no base commit (a branch's "
@@ -80,13 +81,19 @@ def read_desired(
                 err=True,
             )
     total = len(state.invites)
-    state.invites = select_invites(state.invites, selection, ", ".join(where), changed)
+    picked = select_invites(state.invites, selection._replace(changed_since=None), ", ".join(where))
+    state.invites = select_invites(picked, EVERYTHING, ", ".join(where), changed)
     if changed is not None:
-        _say_changed(selection, changed, len(state.invites), total)
+        # Plans scoped to the change, field by field (plan.model): the invites it did
+        # not touch are not read, and the plan says how many.
+        state.scope = changed
+        state.changed_since = selection.changed_since
+        state.not_read = len(picked) - len(state.invites)
+        _say_changed(selection, changed.keys(), len(state.invites), total)
     return state
 
 
-def _say_changed(selection: Selection, changed: set[str], selected: int, total: int) -> None:
+def _say_changed(selection: Selection, changed: Collection[str], selected: int, total: int) -> None:
     ref = escape(selection.changed_since or "")
     for target in dict.fromkeys(selection.targets):
         if target not in changed:  # else the run would print a bare "No changes."

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import click
 import yaml
@@ -16,8 +16,14 @@ import yaml
 from reconciler.api.client import ApiClient, CurrentInvite
 from reconciler.api.concurrency import ordered_map
 from reconciler.api.limiter import Limiter, limiter_for
-from reconciler.commands.common import check_writable, settings_for
-from reconciler.commands.export_checks import check_known_ids, schema_ref_for
+from reconciler.commands.common import settings_for
+from reconciler.commands.export_checks import (
+    check_known_ids,
+    check_out_directory,
+    make_out_directory,
+    refuse_dropping_invites,
+    schema_ref_for,
+)
 from reconciler.commands.options import (
     FilePath,
     config_option,
@@ -28,12 +34,15 @@ from reconciler.commands.options import (
 from reconciler.commands.remote import api_client
 from reconciler.desired.entries import refuse_bad_ids
 from reconciler.errors import ReconcilerError
-from reconciler.invite import ID_KEY, OBJECT_FIELDS, UPDATABLE_FIELDS
+from reconciler.invite import ID_KEY, OBJECT_FIELDS, SET_FIELDS, UPDATABLE_FIELDS, nfc_value
 from reconciler.output.log import setup_logging
 from reconciler.plan.model import stop_if_run_fatal
 from reconciler.safefile import refuse_special_file, write_text_replacing
-from reconciler.safetext import clean, redact_strings
+from reconciler.safetext import ALLOWED_INVISIBLE, NOT_IN_TEXT, clean, escape, holds_secret
+from reconciler.schema.check import invite_validators
+from reconciler.schema.messages import Where, describe, say
 from reconciler.wording import plural
+from reconciler.yamlload.positions import START, Lines, Located
 
 
 class _Quoted(str):
@@ -66,43 +75,159 @@ _ExportDumper.add_representer(_FlowList, _flow_list)
 _CONTACT_ORDER = ("name", "email", "phone")
 
 
-def invite_entry(invite: CurrentInvite) -> dict[str, Any]:
-    """The desired-state entry of an invite: every updatable field, in a stable order."""
+def _double_quoted_joiners(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+    # A joiner is written as an escape (see render_export), which only a double-quoted
+    # scalar reads back: a name holding one is double-quoted.
+    style = '"' if any(c in value for c in ALLOWED_INVISIBLE) else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_ExportDumper.add_representer(str, _double_quoted_joiners)
+
+
+class Entry(NamedTuple):
+    """An invite's desired-state entry, and a note for each server value left out of it."""
+
+    fields: dict[str, Any]
+    left_out: list[str]
+
+
+def export_entry(invite: CurrentInvite) -> Entry:
+    """The entry of an invite: every updatable field a file can hold, in a stable order.
+
+    The entry validates and plans clean against the server it came from: a value the
+    schema cannot hold (a contact without an email, a name of 300 characters, an
+    invisible character), or one holding the client secret or a token of this run, is
+    left out (that field is then unmanaged) with a note saying why, never rewritten.
+    A contact's sub-fields that a file cannot hold (a server's `title`) are left out
+    alone: unmanaged, a PATCH of the contact keeps the server's value of them.
+    """
     entry: dict[str, Any] = {ID_KEY: invite.id}
-    # A server may echo the secret or a token in a value: never into git.
-    fields = redact_strings(invite.fields)
+    notes: list[str] = []
     for name in UPDATABLE_FIELDS:
-        if fields.get(name) is None:
+        value = invite.fields.get(name)
+        if value is None:  # nothing held: the same as a field left out
             continue
-        value = fields[name]
-        if name == "phone" and isinstance(value, str):
-            value = _Quoted(value)
-        elif name in OBJECT_FIELDS and isinstance(value, dict):
-            keys = [k for k in _CONTACT_ORDER if k in value]
-            keys += sorted(k for k in value if k not in _CONTACT_ORDER)
-            value = {k: _Quoted(value[k]) if k == "phone" else value[k] for k in keys}
-        elif isinstance(value, list):
-            # Sorted: order carries no meaning, and a stable order keeps git diffs small.
-            value = _FlowList(sorted(value, key=str))
+        if holds_secret(value):
+            notes.append(
+                f"`{name}` left out: the server's value holds the client secret or an "
+                "access token of this run, which must never reach a file"
+            )
+            continue
+        value = nfc_value(value)  # one normal form, as validate reads it back
+        if name in OBJECT_FIELDS and isinstance(value, dict):
+            value = _contact(name, value, notes)
+        elif name in SET_FIELDS and isinstance(value, list):
+            # Sorted and without repeats: order and repeats carry no meaning, a stable
+            # order keeps git diffs small, and the schema refuses repeats.
+            value = _FlowList(sorted(set(value)))
         entry[name] = value
-    return entry
+    for path, reason in _problems(entry):
+        field = path[0]
+        if field not in entry:  # left out whole for another of its sub-fields already
+            continue
+        if field in OBJECT_FIELDS and len(path) > 1 and path[1] not in _REQUIRED_SUB_FIELDS:
+            entry[field].pop(path[1], None)  # an optional sub-field alone
+        else:
+            path = (field,)
+            entry.pop(field)
+        notes.append(f"`{'.'.join(map(str, path))}` left out: {reason}")
+    for name, value in entry.items():
+        if name == "phone" and isinstance(value, str):
+            entry[name] = _Quoted(value)
+        elif name in OBJECT_FIELDS and isinstance(value, dict) and "phone" in value:
+            value["phone"] = _Quoted(value["phone"])
+    return Entry(entry, notes)
+
+
+_REQUIRED_SUB_FIELDS = ("name", "email")
+
+
+def _contact(field: str, value: dict[str, Any], notes: list[str]) -> dict[str, Any]:
+    """The sub-fields a file can hold, in the usual order; a note naming the others."""
+    known = {k: value[k] for k in _CONTACT_ORDER if value.get(k) is not None}
+    others = [k for k in value if k not in _CONTACT_ORDER and value[k] is not None]
+    if others:
+        shown = ", ".join(f"`{clean(str(k))[:MAX_KEY_SHOWN]}`" for k in others[:5])
+        more = f" and {len(others) - 5} more" if len(others) > 5 else ""
+        notes.append(
+            f"`{field}` sub-fields {shown}{more} left out: a file cannot hold them; "
+            "unmanaged, they keep their values when the contact is sent"
+        )
+    return known
+
+
+MAX_KEY_SHOWN = 40
+
+
+def _problems(entry: dict[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
+    """What validate would refuse in ``entry``: (path, reason), in validate's own words."""
+    found: dict[tuple[Any, ...], str] = {}
+    where = Where(Located(entry, None, START, Lines("")), "export")
+    for error in invite_validators().entry.iter_errors(entry):
+        path = tuple(error.absolute_path)
+        if not path:  # about the entry as a whole: a required sub-field is under its field
+            continue
+        path = path[:2] if path[0] in OBJECT_FIELDS else path[:1]
+        problems = describe(error, where)
+        reason = problems[0].message if problems else "the schema refuses it"
+        found.setdefault(path, _unquoted(reason))
+    for name, value in entry.items():
+        for path, text in _texts(value, (name,)):
+            match = NOT_IN_TEXT.search(text)
+            if match is not None:
+                path = path[:2] if name in OBJECT_FIELDS else path[:1]
+                char = match.group()
+                shown = f"U+{ord(char):04X}"
+                found.setdefault(path, f"{say(text)} holds {shown}, which a file may not hold")
+    # A whole field left out needs no note for its sub-fields as well.
+    return [(p, r) for p, r in found.items() if len(p) == 1 or (p[0],) not in found]
+
+
+def _unquoted(message: str) -> str:
+    """A validate message without its leading "`field`: ", which the note names already."""
+    return message.split(": ", 1)[1] if message.startswith("`") and ": " in message else message
+
+
+def _texts(value: Any, path: tuple[Any, ...]) -> list[tuple[tuple[Any, ...], str]]:
+    if isinstance(value, str):
+        return [(path, value)]
+    if isinstance(value, dict):
+        return [t for k, v in value.items() for t in _texts(v, (*path, k))]
+    if isinstance(value, list):
+        return [t for v in value for t in _texts(v, path)]
+    return []
 
 
 def render_export(invites: list[CurrentInvite], base_url: str, schema_ref: str) -> str:
     stamp = datetime.now(UTC).strftime("%Y-%m-%d")
     header = (
-        f"# yaml-language-server: $schema={schema_ref}\n"
-        f"# Exported from {base_url} on {stamp} by `reconcile export`.\n"
+        f"# yaml-language-server: $schema={escape(schema_ref)}\n"
+        f"# Exported from {clean(base_url)} on {stamp} by `reconcile export`.\n"
     )
-    body = yaml.dump(
-        {"invites": [invite_entry(i) for i in invites]},
+    if not invites:
+        return header + "invites: []\n"
+    return header + "invites:\n" + "".join(_entry_text(export_entry(i)) for i in invites)
+
+
+def _entry_text(entry: Entry) -> str:
+    text = yaml.dump(
+        [entry.fields],
         Dumper=_ExportDumper,
         sort_keys=False,
         allow_unicode=True,
         default_flow_style=False,
         width=1000,
     )
-    return header + body
+    # Nothing invisible: the joiners a name may hold are written as escapes (inside the
+    # double quotes _double_quoted_joiners chose); nothing else invisible is left.
+    for joiner in ALLOWED_INVISIBLE:
+        text = text.replace(joiner, f"\\u{ord(joiner):04x}")
+    first, _, rest = text.partition("\n")
+    # Each note on a line of its own, escaped: a server's text cannot end the comment.
+    notes = "".join(f"    # {escape(note)}\n" for note in entry.left_out)
+    body = "".join(f"  {line}\n" for line in rest.splitlines())
+    return f"  {first}\n{notes}{body}"
 
 
 @click.command(epilog=settings_help(api=True, reads_paths=True, extra=("schema_ref",)))
@@ -134,16 +259,19 @@ def export(
     """
     setup_logging(verbose)
     refuse_bad_ids(invite_ids, "export")
-    check_writable(out, "write the export")
+    check_out_directory(out)
     if out:  # before any request, as plan --out
         refuse_special_file(out, "the export")
     if out and os.path.exists(out) and not force:
         raise ReconcilerError(
             f"{out} exists; it may hold invites you manage. Choose another --out, "
-            "or pass --force to overwrite it"
+            f"pass --force to overwrite it, or run `reconcile adopt {out}` to bring the "
+            "platform's values into it"
         )
     settings = settings_for(config_file)
     ids = list(dict.fromkeys(invite_ids))
+    if out and force:
+        refuse_dropping_invites(out, ids)
     check_known_ids(ids, settings.paths, out, force)
     ref, note = schema_ref_for(out, schema_ref, settings.schema_ref)
     limiter = limiter_for(settings)
@@ -161,8 +289,10 @@ def export(
     if out:
         # Like a plan file: a temporary file renamed over --out, never written through
         # a symlink, never over a device or FIFO.
+        made = make_out_directory(out)
         write_text_replacing(out, text, "the export")
-        click.echo(f"Exported {plural(len(found), 'invite')} to {out}.", err=True)
+        created = f" (made the directory {escape(made)})" if made else ""
+        click.echo(f"Exported {plural(len(found), 'invite')} to {out}{created}.", err=True)
     else:
         click.echo(text, nl=False)
     if note:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -10,7 +11,9 @@ import click
 
 from reconciler.desired.state import find_files, load_file
 from reconciler.errors import ReconcilerError
+from reconciler.safetext import escape
 from reconciler.settings.config import Settings
+from reconciler.wording import plural
 
 SCHEMA_IN_REPO = Path("schemas") / "invites.schema.json"
 
@@ -75,4 +78,66 @@ def _unresolved_note(ref: str, out: str | None) -> str | None:
     return (
         f"note: the $schema line points at {schema}, which does not exist; create it with "
         f"`reconcile schema > {os.path.relpath(schema)}` so editors check the file"
+    )
+
+
+def check_out_directory(out: str | None) -> None:
+    """Refuse, before any request, an --out whose directory cannot be made or written.
+
+    A directory that does not exist yet is made when the file is written: its
+    nearest existing parent must be a directory this user may write in.
+    """
+    if not out:
+        return
+    if os.path.isdir(out):
+        raise ReconcilerError(
+            f"{escape(out)}: cannot write the export: {os.strerror(errno.EISDIR)}; nothing was read"
+        )
+    parent = Path(os.path.abspath(out)).parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    target = out if os.path.exists(out) else str(parent)
+    if not parent.is_dir() or not os.access(target, os.W_OK):
+        problem = errno.ENOTDIR if not parent.is_dir() else errno.EACCES
+        raise ReconcilerError(
+            f"{escape(out)}: cannot write the export: {os.strerror(problem)} "
+            f"({escape(str(parent))}); nothing was read"
+        )
+
+
+def make_out_directory(out: str) -> str | None:
+    """Make the directory of ``out`` if it is missing; the directory made, else None."""
+    directory = os.path.dirname(out)
+    if not directory or os.path.isdir(directory):
+        return None
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as exc:
+        raise ReconcilerError(
+            f"{escape(out)}: cannot make its directory: {exc.strerror}; nothing was written"
+        ) from None
+    return directory
+
+
+def refuse_dropping_invites(out: str, ids: list[str]) -> None:
+    """Refuse to replace a file that defines invites other than those exported.
+
+    Replacing it would take them out of git without a word: they would no longer
+    be managed. `reconcile adopt` brings the platform's values into such a file
+    instead, entry by entry.
+    """
+    if not os.path.isfile(out):
+        return
+    exported = set(ids)
+    others = [i.id for i in load_file(Path(out))[0] if i.id not in exported]
+    if not others:
+        return
+    shown = ", ".join(escape(i) for i in others[:10]) + (
+        f" and {len(others) - 10} more" if len(others) > 10 else ""
+    )
+    raise ReconcilerError(
+        f"{escape(out)} defines {plural(len(others), 'other invite')} ({shown}); --force would "
+        f"drop {'it' if len(others) == 1 else 'them'} from git, unmanaged from then on. Nothing "
+        f"was exported. To bring the platform's values into the file, run `reconcile adopt "
+        f"{escape(out)}` (with --target ID for some of them); to replace it anyway, delete it first"
     )

@@ -78,6 +78,15 @@ def auto_approve_option(f: F) -> F:
     return click.option("--auto-approve", is_flag=True, help="Do not ask for confirmation.")(f)
 
 
+def force_conflicts_option(f: F) -> F:
+    return click.option(
+        "--force-conflicts",
+        is_flag=True,
+        help="With --changed-since: also write fields changed on the platform since REF "
+        "(conflicts), which apply otherwise leaves alone.",
+    )(f)
+
+
 def audit_log_option(f: F) -> F:
     return click.option(
         "--audit-log",
@@ -147,8 +156,8 @@ def paths_argument(f: F) -> F:
     return click.argument("paths", nargs=-1, type=click.Path())(f)
 
 
-def selection_options(f: F) -> F:
-    """Which invites of the files a run reads and plans."""
+def target_options(f: F) -> F:
+    """--target and --exclude: invites of the files picked by id."""
     return _apply(
         f,
         click.option(
@@ -165,6 +174,14 @@ def selection_options(f: F) -> F:
             metavar="ID",
             help="Leave this invite out (repeatable).",
         ),
+    )
+
+
+def selection_options(f: F) -> F:
+    """Which invites of the files a run reads and plans."""
+    return _apply(
+        f,
+        target_options,
         click.option(
             "--changed-since",
             metavar="REF",

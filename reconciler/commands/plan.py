@@ -95,6 +95,14 @@ def _exit_code(the_plan: Plan, detailed_exitcode: bool) -> int:
         # The check apply would fail fails here too, so a pull request is not green for it.
         click.echo(f"error: apply will refuse this plan: {refusal.reason}", err=True)
         return 1
-    if the_plan.failed:
+    conflicts = the_plan.conflicts
+    if conflicts:
+        click.echo(
+            f"error: {plural(len(conflicts), 'invite')} in conflict: changed on the platform "
+            "since --changed-since REF (listed above); apply leaves "
+            f"{'it' if len(conflicts) == 1 else 'them'} alone unless --force-conflicts",
+            err=True,
+        )
+    if the_plan.failed or conflicts:
         return 1
     return 2 if detailed_exitcode and the_plan.has_changes else 0

@@ -16,7 +16,7 @@ from reconciler.api.current import read_current
 from reconciler.api.http.exchange import Observer
 from reconciler.api.limiter import Limiter
 from reconciler.desired.state import DesiredState
-from reconciler.plan.model import Plan, make_plan
+from reconciler.plan.model import Plan, ScopedTo, make_plan
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox
 from reconciler.settings.config import Contract, Settings
 
@@ -52,8 +52,11 @@ def compute_plan(
     client: ApiClient, state: DesiredState, settings: Settings, limiter: Limiter
 ) -> Plan:
     readings = read_current(client, state.invites, limiter, client.stop)
+    scope = None
+    if state.scope is not None and state.changed_since is not None:
+        scope = ScopedTo(state.changed_since, state.scope, state.not_read)
     try:
-        return make_plan(client.base_url, readings, settings.max_changes)
+        return make_plan(client.base_url, readings, settings.max_changes, scope)
     finally:
         # Closed here, not when garbage is collected: the progress line comes before
         # any error the caller prints, so the error is the last line of the log.

@@ -13,7 +13,7 @@ import shutil
 import subprocess
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from reconciler.desired.state import YAML_SUFFIXES, DesiredInvite, load_text
 from reconciler.errors import ReconcilerError
@@ -28,10 +28,29 @@ _GIT_TIMEOUT = 120.0
 NO_BASE = re.compile(r"0{40}|0{64}")
 
 
+class Scope(NamedTuple):
+    """What a change did to one invite's entry: the fields whose value it changed, and
+    every field's value at the base (None: the entry is new since the base)."""
+
+    fields: frozenset[str]
+    at_ref: dict[str, Any] | None
+
+
 def changed_invite_ids(
     ref: str, paths: Iterable[str], invites: list[DesiredInvite]
 ) -> set[str] | None:
     """Ids of ``invites`` that are new since ``ref`` or whose entry differs from it.
+
+    None when ``ref`` is the all-zero SHA: there is no base, every invite counts.
+    """
+    scopes = changed_fields(ref, paths, invites)
+    return None if scopes is None else set(scopes)
+
+
+def changed_fields(
+    ref: str, paths: Iterable[str], invites: list[DesiredInvite]
+) -> dict[str, Scope] | None:
+    """For each invite new since ``ref`` or whose entry differs from it, what changed.
 
     None when ``ref`` is the all-zero SHA: there is no base, every invite counts.
     """
@@ -40,7 +59,26 @@ def changed_invite_ids(
     top = _toplevel(ref)
     commit = _commit(ref, top)
     before = _entries_at(commit, top, paths)
-    return {i.id for i in invites if before.get(i.id) != _value(i.fields, i.resend_on_change)}
+    scopes = {}
+    for invite in invites:
+        old = before.get(invite.id)
+        fields = invite.fields
+        if old is None:
+            scopes[invite.id] = Scope(frozenset(fields), None)
+        elif old[0] != _value(fields, invite.resend_on_change):
+            at_ref = old[1]
+            touched = [f for f, v in fields.items() if f not in at_ref or _differs(f, v, at_ref[f])]
+            scopes[invite.id] = Scope(frozenset(touched), at_ref)
+    return scopes
+
+
+def _differs(field: str, now: Any, then: Any) -> bool:
+    """Whether ``now`` differs from ``then`` (True: the field was changed)."""
+    return _compared(field, now) != _compared(field, then)
+
+
+def _compared(field: str, value: Any) -> str:
+    return json.dumps(canonical(field, value), sort_keys=True, default=str)
 
 
 def _value(fields: dict[str, Any], resend_on_change: bool) -> str:
@@ -105,7 +143,9 @@ def _commit(ref: str, top: str) -> str:
         ) from None
 
 
-def _entries_at(commit: str, top: str, paths: Iterable[str]) -> dict[str, str]:
+def _entries_at(
+    commit: str, top: str, paths: Iterable[str]
+) -> dict[str, tuple[str, dict[str, Any]]]:
     """Each invite id in the YAML files under ``paths`` at ``commit``, with its entry's value."""
     root = Path(top).resolve()
     relative = []
@@ -122,18 +162,18 @@ def _entries_at(commit: str, top: str, paths: Iterable[str]) -> dict[str, str]:
     # would shift every answer after it onto the wrong file. Such a file's old
     # entries stay unknown, so its invites count as changed: read, never skipped.
     names = [n for n in names if n.endswith(YAML_SUFFIXES) and "\n" not in n and "\r" not in n]
-    entries: dict[str, str] = {}
+    entries: dict[str, tuple[str, dict[str, Any]]] = {}
     for name, data in zip(names, _cat_files(commit, names, top), strict=True):
         entries.update(_entries_of(data, name))
     return entries
 
 
-def _entries_of(data: bytes | None, name: str) -> dict[str, str]:
+def _entries_of(data: bytes | None, name: str) -> dict[str, tuple[str, dict[str, Any]]]:
     # Read by the same loader as the current files. An old entry it refuses is
     # simply absent, so the current one counts as changed: read, never skipped.
     text = decode_source(data, name)[0] if data is not None else None
     invites = load_text(text, name)[0] if text is not None else []
-    return {i.id: _value(i.fields, i.resend_on_change) for i in invites}
+    return {i.id: (_value(i.fields, i.resend_on_change), i.fields) for i in invites}
 
 
 def _cat_files(commit: str, names: list[str], top: str) -> list[bytes | None]:

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from reconciler.desired.entries import DesiredInvite, EntryReader, SourceLocation
@@ -20,6 +21,9 @@ from reconciler.schema.messages import Where
 from reconciler.yamlload.items import Delivery, ListRead
 from reconciler.yamlload.positions import Lines, Located
 from reconciler.yamlload.source import FileSource, stream
+
+if TYPE_CHECKING:
+    from reconciler.desired.changed_since import Scope
 
 __all__ = [
     "DEFAULT_PATH",
@@ -43,6 +47,11 @@ _TOO_LARGE = f"larger than {MAX_FILE_BYTES // 2**20} MiB; split it into several 
 class DesiredState:
     invites: list[DesiredInvite]
     files: list[str] = field(default_factory=list)
+    # --changed-since REF: what the change did to each invite read, the REF, and how
+    # many invites were not read because the change did not touch them.
+    scope: dict[str, Scope] | None = None
+    changed_since: str | None = None
+    not_read: int = 0
 
 
 def find_files(paths: list[str]) -> tuple[list[Path], list[FileProblem]]:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from reconciler.safetext import clean
+from reconciler.safetext import clean, escape
 from reconciler.wording import plural
 
 if TYPE_CHECKING:
@@ -57,8 +57,12 @@ def stop_writing_to_stdout() -> None:
 
 
 def show(value: Any) -> str:
-    """A value as the user wrote it in YAML terms: strings quoted, lists inline, made safe."""
-    return clean(json.dumps(value, ensure_ascii=False))
+    """A value as the user wrote it in YAML terms: strings quoted, lists inline, escaped.
+
+    Not redacted: a plan's records are (``shown``) where the server said them, and a
+    value from the files is shown as it will be sent.
+    """
+    return escape(json.dumps(value, ensure_ascii=False))
 
 
 def summary_line(plan: Plan) -> str:
@@ -66,7 +70,31 @@ def summary_line(plan: Plan) -> str:
     line = f"Plan: {s.update} to update, {s.unchanged} unchanged, {plural(s.failed, 'error')}"
     if plan.not_updatable:
         line += f", {len(plan.not_updatable)} no longer updatable"
-    return line + "."
+    return line + scope_summary(plan) + "."
+
+
+def scope_summary(plan: Plan) -> str:
+    """A scoped plan's own counts: conflicts, drift left alone, invites not read."""
+    if plan.changed_since is None:
+        return ""
+    conflicts = len(plan.conflicts)
+    parts = [plural(conflicts, "conflict")] if conflicts else []
+    if plan.out_of_scope:
+        parts.append(f"{plural(len(plan.out_of_scope), 'invite')} differing outside the change")
+    parts.append(
+        f"{plural(plan.not_read or 0, 'invite')} not read (not changed since "
+        f"{clean(plan.changed_since)})"
+    )
+    return ", " + ", ".join(parts)
+
+
+CONFLICT_NOTE = (
+    "changed on the platform since {ref}: apply leaves this invite alone unless --force-conflicts"
+)
+OUT_OF_SCOPE_HEADING = "differs on the platform, not part of this change"
+OUT_OF_SCOPE_NOTE = (
+    "never written by this run; a full plan (without --changed-since) shows and fixes it"
+)
 
 
 def max_changes_warning(plan: Plan) -> str | None:

@@ -11,14 +11,17 @@ import re
 from collections.abc import Iterable, Iterator
 
 from reconciler.output.common import (
+    CONFLICT_NOTE,
     NOT_UPDATABLE_HEADING,
+    OUT_OF_SCOPE_HEADING,
+    OUT_OF_SCOPE_NOTE,
     max_changes_warning,
     show,
     summary_line,
 )
-from reconciler.plan.changes import FieldChange, InviteChange, NotUpdatable
+from reconciler.plan.changes import FieldChange, InviteChange, NotUpdatable, OutOfScope
 from reconciler.plan.model import Plan
-from reconciler.safetext import clean
+from reconciler.safetext import escape
 from reconciler.wording import plural
 
 COMMENT_LIMIT = 65_000
@@ -38,8 +41,12 @@ _HEADING_SIGNS = str.maketrans({c: f"&#{ord(c)};" for c in "|`*_[]\\~@#"})
 
 
 def _code(text: str, signs: dict[int, str] = _MARKDOWN_SIGNS) -> str:
-    """``text`` from a file or a server, shown literally wherever it stands."""
-    escaped = html.escape(clean(text), quote=False).translate(signs)
+    """``text`` from a file or a server, shown literally wherever it stands.
+
+    Escaped, not redacted: the plan's records come here already ``shown`` (what the
+    server said redacted), and what the files say is shown as it will be sent.
+    """
+    escaped = html.escape(escape(text), quote=False).translate(signs)
     return f"<code>{escaped}</code>"
 
 
@@ -74,7 +81,11 @@ class MarkdownRenderer:
         if warning:
             head.append(f"> [!WARNING]\n> {warning}")
         if not plan.changes and not plan.failed and not plan.not_updatable:
-            head.append("No changes: every invite matches the desired state.")
+            head.append(
+                "No changes: every invite read matches the desired state."
+                if plan.changed_since is not None
+                else "No changes: every invite matches the desired state."
+            )
         page = _Page(self.limit - _TAIL_RESERVE)
         yield page.add("\n\n".join(head) + "\n\n")
         # What a reviewer must not miss first: invites apply will leave alone, then errors.
@@ -85,7 +96,10 @@ class MarkdownRenderer:
             yield from shown
         if plan.failed:
             yield page.add("#### Errors\n\n")
-            lines = (f"- {_id(f.id)}{_where(f.source)}: {_code(f.message)}\n" for f in plan.failed)
+            lines = (
+                f"- {_id(f.id)}{_where(f.source)}: {_code(f.shown().message)}\n"
+                for f in plan.failed
+            )
             shown, omitted_errors = page.fill(lines, len(plan.failed))
             yield from shown
             yield page.add("\n")
@@ -94,11 +108,17 @@ class MarkdownRenderer:
             yield page.add(
                 f"<details><summary>{plural(len(plan.changes), 'invite')} to update</summary>\n\n"
             )
-        sections = (self._change(c) for c in plan.changes)
+        sections = (self._change(c.shown(), plan.changed_since) for c in plan.changes)
         shown, omitted_changes = page.fill(sections, len(plan.changes))
         yield from shown
         if folded:
             yield page.add("</details>\n\n")
+        if plan.out_of_scope:
+            yield page.add(f"#### {OUT_OF_SCOPE_HEADING.capitalize()}\n\n{OUT_OF_SCOPE_NOTE}.\n\n")
+            outside = (self._outside(o.shown()) for o in plan.out_of_scope)
+            shown, omitted_outside = page.fill(outside, len(plan.out_of_scope))
+            yield from shown
+            omitted_changes += omitted_outside
         if omitted_changes or omitted_errors or omitted_stale:
             yield self._omitted_note(omitted_changes, omitted_errors, omitted_stale)
 
@@ -118,7 +138,7 @@ class MarkdownRenderer:
         # invites. A status heading goes with its first invite, so a piece is an invite
         # (the omitted count counts invites) and no heading is left without one.
         by_status: dict[str, list[NotUpdatable]] = {}
-        for invite in plan.not_updatable:
+        for invite in map(NotUpdatable.shown, plan.not_updatable):
             by_status.setdefault(invite.status, []).append(invite)
 
         def pieces() -> Iterator[str]:
@@ -141,15 +161,38 @@ class MarkdownRenderer:
             f"`reconcile export {invite.id}`.\n\n"
         )
 
-    def _change(self, change: InviteChange) -> str:
+    def _change(self, change: InviteChange, ref: str | None = None) -> str:
         title = _title(change.id, change.name)
         notes = [_code(change.source)]
         if change.resend:
             notes.append("invitation will be re-sent")
         rows = ["| field | before | after |", "|---|---|---|"]
         for field_change in change.field_changes:
+            if field_change.field not in change.conflicts:
+                rows.extend(self._rows(field_change))
+        table = "\n".join(rows) + "\n\n" if len(rows) > 2 else ""
+        if change.conflicts:
+            at = _code(ref or "REF")
+            note = CONFLICT_NOTE.format(ref=at)
+            conflict = [
+                f"> [!CAUTION]\n> **Conflict**: {note}.\n",
+                f"| field | at {at} | on the platform | wanted |",
+                "|---|---|---|---|",
+            ]
+            conflict += [
+                f"| {_label(name)} | {_code(show(was))} | "
+                f"{_code(show(change.before.get(name)))} | {_code(show(change.patch[name]))} |"
+                for name, was in change.conflicts.items()
+            ]
+            table = "\n".join(conflict) + "\n\n" + table
+        return f"#### {title}\n{' · '.join(notes)}\n\n" + table
+
+    def _outside(self, invite: OutOfScope) -> str:
+        rows = ["| field | on the platform | in the files |", "|---|---|---|"]
+        for field_change in invite.field_changes:
             rows.extend(self._rows(field_change))
-        return f"#### {title}\n{' · '.join(notes)}\n\n" + "\n".join(rows) + "\n\n"
+        title = _title(invite.id, invite.name)
+        return f"##### {title}\n{_code(invite.source)}\n\n" + "\n".join(rows) + "\n\n"
 
     def _rows(self, change: FieldChange) -> list[str]:
         if change.is_set and isinstance(change.before, list):

@@ -8,15 +8,24 @@ import click
 
 from reconciler.apply.applier import ApplyReport, ChangeResult, WriteOutcome
 from reconciler.output.common import (
+    CONFLICT_NOTE,
     NOT_UPDATABLE_HEADING,
+    OUT_OF_SCOPE_HEADING,
+    OUT_OF_SCOPE_NOTE,
     max_changes_warning,
     not_updatable_note,
     show,
     summary_line,
 )
-from reconciler.plan.changes import FailedInvite, FieldChange, InviteChange, NotUpdatable
+from reconciler.plan.changes import (
+    FailedInvite,
+    FieldChange,
+    InviteChange,
+    NotUpdatable,
+    OutOfScope,
+)
 from reconciler.plan.model import Plan
-from reconciler.safetext import clean
+from reconciler.safetext import clean, escape
 from reconciler.wording import plural
 
 
@@ -34,11 +43,14 @@ class TextRenderer:
 
     def chunks(self, plan: Plan) -> Iterator[str]:
         """The plan an invite at a time: each block and the blank line after it, then totals."""
+        # Each record as it is shown: what the server said redacted, the files' values not.
         for change in plan.changes:
-            yield self._change(change) + "\n\n"
+            yield self._change(change.shown(), plan.changed_since) + "\n\n"
         for failed in plan.failed:
-            yield self._failed(failed) + "\n\n"
+            yield self._failed(failed.shown()) + "\n\n"
         for block in self._not_updatable(plan.not_updatable):
+            yield block + "\n\n"
+        for block in self._out_of_scope([o.shown() for o in plan.out_of_scope]):
             yield block + "\n\n"
         footer = []
         warning = max_changes_warning(plan)
@@ -52,17 +64,25 @@ class TextRenderer:
     def _heading(
         self, mark: str, invite_id: str, name: str | None, source: str | None, fg: str
     ) -> str:
-        label = f"{mark} {clean(invite_id)}"
+        label = f"{mark} {escape(invite_id)}"
         parts = [self._style(label, fg=fg, bold=True)]
         if name:
-            parts.append(clean(name))
+            parts.append(escape(name))  # from the files, as it will be sent
         if source is not None:  # a failed invite may not come from an entry
-            parts.append(f"({clean(source)})")
+            parts.append(f"({escape(source)})")
         return "  ".join(parts)
 
-    def _change(self, change: InviteChange) -> str:
-        lines = [self._heading("~", change.id, change.name, change.source, "yellow")]
+    def _change(self, change: InviteChange, ref: str | None = None) -> str:
+        if change.conflicts:
+            lines = [self._heading("!", change.id, change.name, change.source, "red")]
+            note = CONFLICT_NOTE.format(ref=clean(ref or "REF"))
+            lines.append("    " + self._style(f"conflict: {note}", fg="red"))
+        else:
+            lines = [self._heading("~", change.id, change.name, change.source, "yellow")]
         for field_change in change.field_changes:
+            if field_change.field in change.conflicts:
+                lines.append(f"    {self._conflict(change, field_change.field, ref)}")
+                continue
             lines.extend(f"    {line}" for line in self._field(field_change))
         if change.resend:
             lines.append(
@@ -74,7 +94,7 @@ class TextRenderer:
         # Grouped in one pass: statuses come from the server, so there may be as many
         # as invites, and a scan of all invites per status would be quadratic.
         by_status: dict[str, list[NotUpdatable]] = {}
-        for invite in invites:
+        for invite in map(NotUpdatable.shown, invites):
             by_status.setdefault(invite.status, []).append(invite)
         for status, group in by_status.items():
             heading = f"{NOT_UPDATABLE_HEADING.capitalize()}: {clean(status)}"
@@ -87,6 +107,24 @@ class TextRenderer:
                 lines.append(f"    fix: {clean(invite.fix)}")
                 yield "\n".join(lines)
 
+    def _conflict(self, change: InviteChange, name: str, ref: str | None) -> str:
+        return (
+            f"{clean(name)}: conflict: at {clean(ref or 'REF')} {show(change.conflicts[name])}, "
+            f"on the platform {self._old(change.before.get(name))}, "
+            f"wanted {self._new(change.patch[name])}"
+        )
+
+    def _out_of_scope(self, invites: list[OutOfScope]) -> Iterator[str]:
+        if not invites:
+            return
+        yield self._style(f"{OUT_OF_SCOPE_HEADING.capitalize()}:", fg="magenta", bold=True)
+        for invite in invites:
+            lines = [self._heading("?", invite.id, invite.name, invite.source, "magenta")]
+            lines.append(f"    {OUT_OF_SCOPE_NOTE}:")
+            for field_change in invite.field_changes:
+                lines.extend(f"      {line}" for line in self._field(field_change))
+            yield "\n".join(lines)
+
     def _field(self, change: FieldChange) -> list[str]:
         name = clean(change.field)
         if change.is_set and isinstance(change.before, list):
@@ -95,7 +133,7 @@ class TextRenderer:
             return [f"{name}: {', '.join(items)}"]
         if change.is_object and isinstance(change.before, dict):
             return [
-                f"{name}.{clean(str(key))}: {self._old(before)} -> {self._new(after)}"
+                f"{name}.{escape(str(key))}: {self._old(before)} -> {self._new(after)}"
                 for key, before, after in change.sub_changes()
             ]
         return [f"{name}: {self._old(change.before)} -> {self._new(change.after)}"]

@@ -6,11 +6,12 @@ saved plan (schemas/plan.schema.json).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
 from reconciler.invite import OBJECT_FIELDS, SET_FIELDS
 from reconciler.plan.compare import NO_DELTA, FieldDelta, field_deltas
+from reconciler.safetext import redact, redact_strings
 
 
 class FieldChange(NamedTuple):
@@ -49,6 +50,19 @@ class FieldChange(NamedTuple):
         return self.field in OBJECT_FIELDS and isinstance(self.after, dict)
 
 
+def server_parts_redacted(field: str, value: Any, before: Any) -> Any:
+    """A patched value with its server-held parts redacted: an object's sub-fields that
+    hold what the server holds (unmanaged ones kept on PATCH, or equal ones)."""
+    if field not in OBJECT_FIELDS or not isinstance(value, dict) or not isinstance(before, dict):
+        return value
+    # Keys too: a server's unmanaged sub-field may be named after what it echoes. The
+    # files' own sub-fields (name, email, phone) are too short to hold any secret.
+    return {
+        redact(k): redact_strings(v) if k in before and before[k] == v else v
+        for k, v in value.items()
+    }
+
+
 def _field_changes(before: dict[str, Any], after: dict[str, Any]) -> list[FieldChange]:
     deltas = field_deltas(before, after)  # one DeepDiff for the whole invite
     return [FieldChange(f, before.get(f), v, deltas.get(f)) for f, v in after.items()]
@@ -62,6 +76,10 @@ class InviteChange:
     before: dict[str, Any]  # the server's values of exactly the patched fields
     patch: dict[str, Any]
     resend: bool
+    # A plan scoped to a change (--changed-since REF): each patched field the platform
+    # changed since REF, with its value at REF. apply leaves the invite alone unless
+    # --force-conflicts.
+    conflicts: dict[str, Any] = field(default_factory=dict)
 
     @property
     def after(self) -> dict[str, Any]:
@@ -71,8 +89,19 @@ class InviteChange:
     def field_changes(self) -> list[FieldChange]:
         return _field_changes(self.before, self.patch)
 
+    def shown(self) -> InviteChange:
+        """This change as every output shows it: what the server said redacted, nothing else.
+
+        ``before`` is the server's. In ``patch``, an object field keeps the server's
+        sub-fields the files leave unmanaged (the API replaces an object whole): those,
+        and any sub-field the files set to what the server holds, are the server's too.
+        What the files say is kept as written: it is what apply sends.
+        """
+        patch = {f: server_parts_redacted(f, v, self.before.get(f)) for f, v in self.patch.items()}
+        return replace(self, before=redact_strings(self.before), patch=patch)
+
     def to_json(self) -> dict[str, Any]:
-        return {
+        document = {
             "id": self.id,
             "name": self.name,
             "source": self.source,
@@ -81,12 +110,54 @@ class InviteChange:
             "patch": self.patch,
             "resend": self.resend,
         }
+        if self.conflicts:  # only then: a plan without conflicts reads as it always has
+            document["conflicts"] = self.conflicts
+        return document
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> InviteChange:
         patch = data["patch"]
         before = {k: data["before"].get(k) for k in patch}
-        return cls(data["id"], data["source"], data.get("name"), before, patch, data["resend"])
+        conflicts = data.get("conflicts") or {}
+        return cls(
+            data["id"], data["source"], data.get("name"), before, patch, data["resend"], conflicts
+        )
+
+
+@dataclass(frozen=True)
+class OutOfScope:
+    """Fields that differ on the platform but that the change planned did not touch.
+
+    Listed, never written: a full plan (no --changed-since) shows and fixes them.
+    """
+
+    id: str
+    source: str
+    name: str | None
+    before: dict[str, Any]  # the server's values of the differing fields
+    after: dict[str, Any]  # what the files say
+
+    @property
+    def field_changes(self) -> list[FieldChange]:
+        return _field_changes(self.before, self.after)
+
+    def shown(self) -> OutOfScope:
+        """As every output shows it: the server's values redacted, the files' as written."""
+        return replace(self, before=redact_strings(self.before))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "source": self.source,
+            "before": self.before,
+            "after": self.after,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> OutOfScope:
+        keys = ("id", "source", "name", "before", "after")
+        return cls(*(data.get(key) for key in keys))  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -103,6 +174,11 @@ class NotUpdatable:
     @property
     def field_changes(self) -> list[FieldChange]:
         return _field_changes(self.before, self.after)
+
+    def shown(self) -> NotUpdatable:
+        """As every output shows it: the server's values and status redacted."""
+        status = redact(self.status)
+        return replace(self, status=status, before=redact_strings(self.before))
 
     @property
     def fix(self) -> str:
@@ -136,6 +212,11 @@ class FailedInvite:
     message: str  # HTTP status, the server's message and requestId, as ApiError says them
     status: int | None = None
     request_id: str | None = None
+
+    def shown(self) -> FailedInvite:
+        """As every output shows it: the server's message and requestId redacted."""
+        request_id = None if self.request_id is None else redact(self.request_id)
+        return replace(self, message=redact(self.message), request_id=request_id)
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -25,18 +25,21 @@ from reconciler.api.exceptions import (
 )
 from reconciler.desired.state import DesiredInvite
 from reconciler.errors import ReconcilerError
-from reconciler.plan.changes import FailedInvite, InviteChange, NotUpdatable
+from reconciler.invite import values_equal
+from reconciler.plan.changes import FailedInvite, InviteChange, NotUpdatable, OutOfScope
 from reconciler.plan.compare import compare_invite, managed_part
 from reconciler.safetext import redact, redact_strings
 from reconciler.wording import plural
 
 if TYPE_CHECKING:
     from reconciler.api.client import CurrentInvite
+    from reconciler.desired.changed_since import Scope
 
 __all__ = [
     "FORMAT_VERSION",
     "RUN_FATAL_ERRORS",
     "Plan",
+    "ScopedTo",
     "Summary",
     "TooMuchChange",
     "make_plan",
@@ -95,6 +98,21 @@ class Plan:
     signature: str | None = None  # "hmac-sha256:<hex>", set by reconciler.plan.signature
     # Loaded from a file: its own max_changes is the limit it was reviewed under.
     saved: bool = field(default=False, compare=False)
+    # Scoped to a change (--changed-since REF): the REF, fields the platform differs in
+    # that the change did not touch, and the invites not read because it did not touch them.
+    changed_since: str | None = None
+    out_of_scope: list[OutOfScope] = field(default_factory=list)
+    not_read: int | None = None
+
+    @property
+    def conflicts(self) -> list[InviteChange]:
+        """Changes to fields the platform changed since REF: apply leaves them alone."""
+        return [change for change in self.changes if change.conflicts]
+
+    def without_conflicts(self) -> Plan:
+        """The plan apply carries out unless --force-conflicts: no invite in conflict."""
+        kept = [change for change in self.changes if not change.conflicts]
+        return replace(self, changes=kept)
 
     @property
     def summary(self) -> Summary:
@@ -134,22 +152,36 @@ class Plan:
         ``changes``, ``not_updatable`` and ``errors`` are generators of records, made and
         redacted one at a time: a plan of 200,000 changes is never a second time in memory.
         A server can echo the secret or a token inside an invite's values; the document
-        is what is signed, saved and printed, so no part the server said holds one. What
-        the files say (``after``, ``patch``) is kept as written: apply sends it.
+        is what is signed, saved and printed, so no part the server said holds one (each
+        record's ``shown``). What the files say is kept as written: apply sends it.
         """
         parts: list[tuple[str, Any]] = [
             ("format_version", self.format_version),
             ("created_at", redact_strings(self.created_at)),
             ("base_url", redact_strings(self.base_url)),
             ("max_changes", self.max_changes),
-            ("changes", (_redact_server_parts(c.to_json()) for c in self.changes)),
-            ("not_updatable", (_redact_server_parts(n.to_json()) for n in self.not_updatable)),
-            ("errors", (_redact_server_parts(f.to_json()) for f in self.failed)),
-            ("summary", self.summary.to_json()),
+            ("changes", (c.shown().to_json() for c in self.changes)),
+            ("not_updatable", (n.shown().to_json() for n in self.not_updatable)),
+            ("errors", (f.shown().to_json() for f in self.failed)),
+            ("summary", self._summary_json()),
         ]
+        if self.changed_since is not None:  # only then: other plans read as they always have
+            parts[-1:-1] = [
+                ("changed_since", redact_strings(self.changed_since)),
+                ("out_of_scope", (o.shown().to_json() for o in self.out_of_scope)),
+                ("not_read", self.not_read),
+            ]
         if self.signature is not None:
             parts.append(("signature", redact_strings(self.signature)))
         return parts
+
+    def _summary_json(self) -> dict[str, int]:
+        summary = self.summary.to_json()
+        if self.changed_since is not None:
+            summary["conflict"] = len(self.conflicts)
+            summary["out_of_scope"] = len(self.out_of_scope)
+            summary["not_read"] = self.not_read or 0
+        return summary
 
     def to_document(self) -> dict[str, Any]:
         return {
@@ -171,6 +203,9 @@ class Plan:
             format_version=document["format_version"],
             signature=document.get("signature"),
             saved=True,
+            changed_since=document.get("changed_since"),
+            out_of_scope=[OutOfScope.from_json(o) for o in document.get("out_of_scope", [])],
+            not_read=document.get("not_read"),
         )
 
 
@@ -188,13 +223,17 @@ def make_plan(
     base_url: str,
     readings: Iterable[tuple[DesiredInvite, Outcome[CurrentInvite]]],
     max_changes: int | None = None,
+    scope: ScopedTo | None = None,
 ) -> Plan:
     """Compare each desired invite with the server's copy as the readings arrive.
 
     Only changes, failed invites and counts are kept: a server copy is dropped as soon
-    as it has been compared, so memory follows the changes, not the invites.
+    as it has been compared, so memory follows the changes, not the invites. With
+    ``scope``, each invite is planned only in the fields the change touched.
     """
     plan = Plan(base_url=base_url, max_changes=max_changes)
+    if scope is not None:
+        plan.changed_since, plan.not_read = scope.ref, scope.not_read
     for desired, outcome in readings:
         if not outcome.ran:
             raise ReconcilerError("interrupted while reading invites; nothing was changed")
@@ -203,13 +242,27 @@ def make_plan(
             plan.failed.append(_failed(desired, outcome.error))
             continue
         assert outcome.value is not None
-        _place(plan, desired, outcome.value)
+        touched = scope.invites.get(desired.id) if scope is not None else None
+        _place(plan, desired, outcome.value, touched)
     return plan
 
 
-def _place(plan: Plan, desired: DesiredInvite, current: CurrentInvite) -> None:
+class ScopedTo(NamedTuple):
+    """A plan scoped to a change: ``--changed-since REF``, field by field."""
+
+    ref: str
+    invites: dict[str, Scope]  # what the change did to each invite read
+    not_read: int  # invites the change did not touch, so not read
+
+
+def _place(
+    plan: Plan, desired: DesiredInvite, current: CurrentInvite, scope: Scope | None = None
+) -> None:
     wanted_fields = desired.fields  # built on each access: read once
     patch = compare_invite(wanted_fields, current.fields)
+    conflicts: dict[str, object] = {}
+    if scope is not None and patch:
+        patch, conflicts = _scoped(plan, desired, current, scope, patch)
     if not patch:
         plan.unchanged += 1
         return
@@ -217,7 +270,7 @@ def _place(plan: Plan, desired: DesiredInvite, current: CurrentInvite) -> None:
     before = {f: current.fields.get(f) for f in patch}
     if current.is_pending:
         change = InviteChange(
-            desired.id, source, desired.name, before, patch, desired.resend_on_change
+            desired.id, source, desired.name, before, patch, desired.resend_on_change, conflicts
         )
         plan.changes.append(change)
         return
@@ -227,14 +280,38 @@ def _place(plan: Plan, desired: DesiredInvite, current: CurrentInvite) -> None:
     plan.not_updatable.append(NotUpdatable(desired.id, source, desired.name, status, shown, wanted))
 
 
+def _scoped(
+    plan: Plan,
+    desired: DesiredInvite,
+    current: CurrentInvite,
+    scope: Scope,
+    patch: dict[str, Any],
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The part of ``patch`` the change touched, and its conflicts; the rest is listed.
+
+    A touched field the platform holds at REF's value is an ordinary change; one it
+    holds at the new value is not in ``patch`` at all; anything else is a conflict:
+    changed on the platform since REF. A field new to the entry (or a new entry) has
+    no value at REF: an ordinary change.
+    """
+    wanted = desired.fields
+    at_ref = scope.at_ref or {}
+    conflicts = {}
+    for name in patch:
+        if name in scope.fields and name in at_ref:
+            held = managed_part(name, at_ref[name], current.fields.get(name))
+            if not values_equal(name, at_ref[name], held):
+                conflicts[name] = at_ref[name]
+    untouched = {f: v for f, v in patch.items() if f not in scope.fields}
+    if untouched:
+        shown = {f: managed_part(f, wanted[f], current.fields.get(f)) for f in untouched}
+        after = {f: wanted[f] for f in untouched}
+        plan.out_of_scope.append(
+            OutOfScope(desired.id, str(desired.source), desired.name, shown, after)
+        )
+    return {f: v for f, v in patch.items() if f in scope.fields}, conflicts
+
+
 def _failed(desired: DesiredInvite, error: ApiError) -> FailedInvite:
     message = redact(str(error))
     return FailedInvite(desired.id, str(desired.source), message, error.status, error.request_id)
-
-
-# The parts of a record that come from the server; the rest comes from the files.
-_SERVER_PARTS = frozenset({"before", "status", "message", "request_id"})
-
-
-def _redact_server_parts(record: dict[str, Any]) -> dict[str, Any]:
-    return {k: redact_strings(v) if k in _SERVER_PARTS else v for k, v in record.items()}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
 from functools import cache
 from typing import Any
 
@@ -23,11 +24,12 @@ from reconciler.invite import values_equal
 from reconciler.output.common import show
 from reconciler.output.json import JsonRenderer
 from reconciler.plan.boundedjson import loads_bounded, read_bounded_text
+from reconciler.plan.changes import InviteChange
 from reconciler.plan.model import FORMAT_VERSION, READABLE_FORMAT_VERSIONS, Plan
 from reconciler.plan.signature import SignatureCheck, check, signature_for
 from reconciler.resources import resource_path
 from reconciler.safefile import write_text_replacing
-from reconciler.safetext import clean, escape, redact_strings
+from reconciler.safetext import REDACTED, clean, escape, redact_strings
 from reconciler.stop import Stop
 
 MAX_PLAN_BYTES = 128 * 1024 * 1024  # some 200,000 changes; a real plan is far smaller
@@ -103,7 +105,12 @@ def _check_version(document: Any, path: str) -> None:
 
 def _check_consistent(document: dict[str, Any], path: str) -> None:
     for index, change in enumerate(document["changes"]):
-        if change["after"] != change["patch"] or set(change["before"]) != set(change["patch"]):
+        named = set(change["patch"])
+        if (
+            change["after"] != change["patch"]
+            or set(change["before"]) != named
+            or not set(change.get("conflicts", {})) <= named
+        ):
             raise ReconcilerError(
                 f"{escape(path)}: changes/{index} ({change['id']}): `before`, `after` and "
                 "`patch` do not name the same values; the file was edited by hand or is "
@@ -162,11 +169,19 @@ def find_drift(
     parallelism: int | Limiter,
     stop: Stop | None = None,
 ) -> list[str]:
-    """Every reason the plan no longer holds; empty when it is safe to apply."""
+    """Every reason the plan no longer holds; empty when it is safe to apply.
+
+    Values are compared as they are, never redacted, except where the plan itself
+    shows a server's value redacted (it held the secret or a token). When nothing
+    has drifted, each change's object fields get back the server's sub-fields the
+    plan shows redacted (``_with_server_values``): apply sends what the server
+    holds, never the word ``[redacted]``.
+    """
     if plan.base_url.rstrip("/") != base_url.rstrip("/"):
         return [f"the plan was made against {plan.base_url}, but this run talks to {base_url}"]
     drift = []
     by_id = {change.id: change for change in plan.changes}
+    restored: dict[str, InviteChange] = {}
     for invite_id, outcome in ordered_map(read, list(by_id), parallelism, stop):
         change = by_id[invite_id]
         where = f"{invite_id} ({clean(change.source)})"
@@ -179,11 +194,50 @@ def find_drift(
         assert current is not None
         if not current.is_pending:
             drift.append(f"{where}: is now {clean(str(current.status))}, not pending")
+        moved = False
         for name, planned in change.before.items():
             now = current.fields.get(name)
-            # The plan holds the server's value redacted if it held the secret or a token.
-            if not values_equal(name, planned, now) and planned != redact_strings(now):
+            if not _still_holds(name, planned, now):
+                moved = True
                 drift.append(
-                    f"{where}: `{name}` was {show(planned)} when planned, is now {show(now)}"
+                    f"{where}: `{name}` was {show(planned)} when planned, "
+                    f"is now {show(redact_strings(now))}"
                 )
+        if not moved:
+            restored[invite_id] = _with_server_values(change, current)
+    if not drift:
+        plan.changes = [restored.get(change.id, change) for change in plan.changes]
     return drift
+
+
+def _still_holds(name: str, planned: Any, now: Any) -> bool:
+    if values_equal(name, planned, now):
+        return True
+    # Saved, the server's value is shown redacted where it held the secret or a token.
+    return _mentions(planned, REDACTED) and values_equal(name, planned, redact_strings(now))
+
+
+def _mentions(value: Any, word: str) -> bool:
+    if isinstance(value, str):
+        return word in value
+    if isinstance(value, dict):
+        return any(_mentions(v, word) for v in value.values())
+    if isinstance(value, list):
+        return any(_mentions(v, word) for v in value)
+    return False
+
+
+def _with_server_values(change: InviteChange, current: CurrentInvite) -> InviteChange:
+    """``change`` with the server's values taken from ``current``, the copy just read,
+    which the plan's ``before`` was found to match: ``before`` itself, and its objects'
+    server-held sub-fields (see ``InviteChange.shown``). Shown, they are redacted again."""
+    before = {name: current.fields.get(name) for name in change.before}
+    patch = dict(change.patch)
+    for name, value in change.patch.items():
+        held, was = current.fields.get(name), change.before.get(name)
+        if isinstance(value, dict) and isinstance(held, dict) and isinstance(was, dict):
+            # The server's object as it is now, and over it what the files change: the
+            # sub-fields whose planned value differs from the server's.
+            changed = {k: v for k, v in value.items() if k not in was or was[k] != v}
+            patch[name] = {**held, **changed}
+    return replace(change, before=before, patch=patch)

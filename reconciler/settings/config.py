@@ -15,9 +15,10 @@ from typing import Any, NamedTuple
 
 from reconciler.desired.state import DEFAULT_PATH
 from reconciler.errors import ConfigError, FileProblem, InputError
+from reconciler.invite import ID_KEY, UPDATABLE_FIELDS
 from reconciler.resources import resource_path
 from reconciler.safefile import open_regular
-from reconciler.safetext import escape
+from reconciler.safetext import MIN_SECRET_LENGTH, escape
 from reconciler.schema.check import validate_document
 from reconciler.settings.values import NUMBER_SETTINGS
 from reconciler.yamlload.source import MarkedDict, decode_source, load_yaml, to_plain
@@ -67,6 +68,52 @@ class Contract(NamedTuple):
         return self.field_names.get(canonical, canonical)
 
 
+# Wire names no updatable field may take: the invite's read-only fields (api-contract.md).
+READ_ONLY_WIRE_NAMES = (ID_KEY, "status")
+
+
+def field_name_problems(field_names: Mapping[str, str]) -> list[tuple[str, str]]:
+    """(field, why) for each renamed field whose wire name cannot be its own.
+
+    The field names are checked as a whole: ``{phone: email}`` would send the phone
+    as the email, and ``{name: status}`` would write a managed value onto a field
+    the platform keeps read-only.
+    """
+    wire = {canonical: field_names.get(canonical, canonical) for canonical in UPDATABLE_FIELDS}
+    problems = []
+    for canonical, name in field_names.items():
+        shown = escape(name)
+        others = [f for f in UPDATABLE_FIELDS if f != canonical and wire[f] == name]
+        if not name.strip():
+            why = "a wire name must not be empty"
+        elif name in READ_ONLY_WIRE_NAMES:
+            why = f"`{shown}` is a read-only field of the invite; no field may be sent as it"
+        elif others:
+            why = f"`{shown}` is already the wire name of `{others[0]}`; each field needs its own"
+        else:
+            continue
+        problems.append((canonical, why))
+    return problems
+
+
+def check_contract(contract: Contract) -> None:
+    """Raise ConfigError when the contract's field names do not make sense together."""
+    problems = field_name_problems(contract.field_names)
+    if problems:
+        raise ConfigError("; ".join(f"field_names.{escape(name)}: {why}" for name, why in problems))
+
+
+def check_secret_length(secret: str, name: str) -> None:
+    """A secret too short to be told apart from ordinary words is refused at start."""
+    if len(secret) < MIN_SECRET_LENGTH:
+        raise ConfigError(
+            f"{name} is shorter than {MIN_SECRET_LENGTH} characters: a secret that short "
+            "could not be kept out of output (it would be found inside ordinary words, "
+            "so it is never redacted) and is no real client secret; set the secret the "
+            "platform issued"
+        )
+
+
 # Settings that are parts of the contract: the file and the environment name them
 # one by one (`scope`, `token_path`, ...), Settings holds them as one Contract.
 _CONTRACT_PARTS = frozenset(Contract._fields)
@@ -113,6 +160,9 @@ class Settings:
             )
             if not value
         ]
+        if self.client_secret:  # set in code, not read from the environment
+            check_secret_length(self.client_secret, "the client secret")
+        check_contract(self.contract)
         if missing:
             raise ConfigError(
                 f"missing {', '.join(missing)}: set {'it' if len(missing) == 1 else 'them'} in "
@@ -158,6 +208,18 @@ def _read_config_file(path: str) -> dict[str, Any]:
         raise InputError(problems)
     assert isinstance(document, MarkedDict)  # any other shape was refused above
     values = to_plain(document)
+    names = field_name_problems(values.get("field_names", {}))
+    if names:
+        raise InputError(
+            [
+                FileProblem(
+                    path,
+                    *document.located.mark(("field_names", name)),
+                    f"`field_names.{escape(name)}`: {why}",
+                )
+                for name, why in names
+            ]
+        )
     for key, rule in NUMBER_SETTINGS.items():
         if key in values:
             line, column = document.key_marks[key]
@@ -228,6 +290,7 @@ def _secret_from_env(env: Mapping[str, str]) -> str | None:
             "set only one, so it is clear which secret is used"
         )
     if secret:
+        check_secret_length(secret, SECRET_ENV)
         return secret
     if not secret_file:
         return None
@@ -240,4 +303,5 @@ def _secret_from_env(env: Mapping[str, str]) -> str | None:
         raise ConfigError(f"{shown}: cannot read: {reason}") from None
     if not secret:
         raise ConfigError(f"{shown}: file is empty")
+    check_secret_length(secret, f"the secret in {shown}")
     return secret

@@ -84,10 +84,20 @@ class Lines:
         return Mark(self._line + 1, offset - self._start + 1)
 
     def _looked_up(self, offset: int) -> Mark:
+        starts = self._line_starts()
+        line = bisect.bisect_right(starts, offset) - 1
+        return Mark(line + 1, offset - starts[line] + 1)
+
+    def _line_starts(self) -> list[int]:
         if self._starts is None:
             self._starts = [0, *(m.end() for m in _BREAK.finditer(self.text))]
-        line = bisect.bisect_right(self._starts, offset) - 1
-        return Mark(line + 1, offset - self._starts[line] + 1)
+        return self._starts
+
+    def offset(self, mark: Mark | tuple[int, int]) -> int:
+        """The character offset of a line and column: ``mark``'s inverse."""
+        line, column = mark
+        starts = self._line_starts()
+        return starts[line - 1] + column - 1 if 0 < line <= len(starts) else -1
 
 
 class Spot:

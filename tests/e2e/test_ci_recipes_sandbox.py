@@ -144,6 +144,9 @@ def step_outputs(results: list[StepResult], name: str) -> dict[str, str]:
 
 
 EMEA_EMAIL = "email: compliance@acme.example"
+# A field the platform holds as the files do: a pull request changing it is an ordinary
+# change. (The examples' e-mail differs on the sandbox: changing it is a conflict.)
+EMEA_NAME = "name: Acme Holdings Ltd"
 
 
 @pytest.mark.slow  # first, alone: it waits for the install while other workers go on
@@ -155,14 +158,14 @@ def test_github_pr_plan_reads_only_what_the_pr_changed(repo: Repo, installed: Pa
     assert not failed, text
     assert repo.reads() == []
     # exit 2: one invite changed; one read, and the plan is posted and saved.
-    repo.edit(EMEA_EMAIL, "email: new-compliance@acme.example")
+    repo.edit(EMEA_NAME, "name: Acme Holdings plc")
     results = github_job(repo, installed, "plan", event_name="pull_request")
     failed, text = outcome(results)
     assert not failed, text
     outputs = step_outputs(results, "Plan the invites")
     assert outputs["exitcode"] == "2"
     assert repo.reads() == ["inv_8f2k1"]
-    assert "new-compliance@acme.example" in Path(outputs["markdown"]).read_text(encoding="utf-8")
+    assert "Acme Holdings plc" in Path(outputs["markdown"]).read_text(encoding="utf-8")
     assert json.loads(Path(outputs["plan-file"]).read_text(encoding="utf-8"))["changes"]
     # exit 1: an invite the platform does not know; the job fails, with an annotation.
     repo.add_unknown_invite()
@@ -192,8 +195,12 @@ def test_github_merge_applies_what_it_changed_then_drift_and_full_apply(
     failed, text = outcome(github_job(repo, installed, "drift", event_name="schedule"))
     assert failed and "Drift detected" in text
     assert "Invite plan" in summary.read_text(encoding="utf-8")
+    # On drift, adopt wrote the platform's values into the checkout, for the pull request.
+    assert "invites/emea.yaml" in git(repo.work, "status", "--porcelain")
+    assert "Adopted" in text
+    git(repo.work, "checkout", "--", ".")  # the next job has a fresh checkout
     # A push that changes one invite applies that one (exit 0), nothing else.
-    repo.edit(EMEA_EMAIL, "email: merged@acme.example")
+    repo.edit(EMEA_NAME, "name: Acme Merged plc")
     repo.commit("one invite changed")
     results = github_job(repo, installed, "apply", event_name="push", event={"before": repo.first})
     failed, text = outcome(results)
@@ -238,7 +245,7 @@ def gitlab(repo: Repo, installed: Path, job: str, **ci: str) -> subprocess.Compl
 
 
 def test_gitlab_recipe_plans_applies_and_checks_drift(repo: Repo, installed: Path) -> None:
-    repo.edit(EMEA_EMAIL, "email: merged@acme.example")
+    repo.edit(EMEA_NAME, "name: Acme Merged plc")
     plan = gitlab(repo, installed, "plan", CI_MERGE_REQUEST_DIFF_BASE_SHA=repo.first)
     assert plan.returncode == 0 and "Changes pending" in plan.stdout, plan.stderr
     assert repo.reads() == ["inv_8f2k1"]
@@ -246,6 +253,11 @@ def test_gitlab_recipe_plans_applies_and_checks_drift(repo: Repo, installed: Pat
 
     drift = gitlab(repo, installed, "drift")
     assert drift.returncode == 1 and "DRIFT DETECTED" in drift.stderr
+    # On drift, adopt wrote the platform's values; without ADOPT_TOKEN, only reported.
+    assert "ADOPT_TOKEN is not set" in drift.stderr
+    assert git(repo.work, "status", "--porcelain", "--untracked-files=no")
+    git(repo.work, "checkout", "--", ".")  # the next job has a fresh checkout, with the edit
+    repo.edit(EMEA_NAME, "name: Acme Merged plc")
 
     repo.commit("one invite changed")
     apply = gitlab(repo, installed, "apply", CI_COMMIT_BEFORE_SHA=repo.first)

@@ -365,7 +365,6 @@ def test_apply_and_resend_end_stderr_with_the_failures(start_sandbox, tmp_path):
     [
         ("apply", "--auto-approve", "--audit-log", "nowhere/dir/a.jsonl"),
         ("plan", "--out", "nowhere/p.json"),
-        ("export", "inv_acme", "--out", "nowhere/dir/x.yaml"),
     ],
 )
 def test_an_unwritable_output_is_refused_before_any_request(start_sandbox, tmp_path, args):

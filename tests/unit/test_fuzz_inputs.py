@@ -451,7 +451,7 @@ def test_any_answer_to_get_invite_is_an_invite_or_an_api_error(
         mock.post(f"{BASE_URL}/oauth/token", json=TOKEN_BODY, status_code=201)
         mock.get(INVITE_URL, status_code=status, content=body, headers=response_headers)
         client = ApiClient(
-            Settings(base_url=BASE_URL, client_id="c", client_secret="s", max_attempts=1),
+            Settings(base_url=BASE_URL, client_id="c", client_secret="fuzz-secret", max_attempts=1),
             sleep=lambda seconds: None,
         )
         try:

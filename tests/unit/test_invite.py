@@ -64,3 +64,13 @@ def test_the_model_imports_nothing_heavy() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_text_is_equal_in_nfc_and_nowhere_else() -> None:
+    from reconciler.invite import values_equal
+
+    assert values_equal("name", "Cafe\u0301", "Caf\u00e9")
+    assert values_equal("groups", ["e\u0301", "a"], ["a", "\u00e9"])
+    assert values_equal("primaryContact", {"name": "Zoe\u0308"}, {"name": "Zo\u00eb"})
+    assert not values_equal("name", "\ufb01nance", "finance")  # NFKC is not NFC: ligatures differ
+    assert not values_equal("name", "a\u200bb", "ab")

@@ -21,7 +21,7 @@ import requests
 from requests.auth import AuthBase
 
 from reconciler.api.exceptions import ApiError, TokenRefused
-from reconciler.safetext import clean, register_secret, replace_secrets
+from reconciler.safetext import MIN_SECRET_LENGTH, clean, register_secret, replace_secrets
 
 log = logging.getLogger("reconciler.api")
 
@@ -171,6 +171,9 @@ class OAuthError(NamedTuple):
 def _uncarriable(value: str) -> str | None:
     if not value:
         return "it is empty"
+    if len(value) < MIN_SECRET_LENGTH:
+        # It could not be kept out of output: it would be found inside ordinary words.
+        return f"it is shorter than {MIN_SECRET_LENGTH} characters, too short to keep out of output"
     if any(c in "\r\n" for c in value):
         return "it holds a line break"
     if any(c.isspace() for c in value):

@@ -8,7 +8,12 @@ from typing import Any
 import pytest
 
 from reconciler.api.exceptions import BadInviteValue
-from reconciler.api.invite_values import MAX_SET_ITEMS, MAX_TEXT_CHARS, check_invite_values
+from reconciler.api.invite_values import (
+    MAX_KEY_CHARS,
+    MAX_SET_ITEMS,
+    MAX_TEXT_CHARS,
+    check_invite_values,
+)
 
 
 def problem(field: str, value: Any) -> str:
@@ -39,8 +44,8 @@ def problem(field: str, value: Any) -> str:
         ("primaryContact", {"name": ["Jane"]}, "field `name` is a list, not a string"),
         (
             "primaryContact",
-            {"k" * 101: 1},
-            "field `" + "k" * 100 + "` is a number (1), not a string",
+            {"k" * 60: 1},
+            "field `" + "k" * 60 + "` is a number (1), not a string",
         ),
         (
             "primaryContact",
@@ -59,7 +64,7 @@ def test_sizes_up_to_the_limits_are_accepted_and_one_more_is_not() -> None:
         {
             "name": "n" * MAX_TEXT_CHARS,
             "groups": [f"g{i}" for i in range(MAX_SET_ITEMS)],
-            "primaryContact": {f"k{i}": "v" for i in range(20)},
+            "primaryContact": {f"{i:02}" + "k" * (MAX_KEY_CHARS - 2): "v" for i in range(20)},
             "phone": None,
         },
         status=200,
@@ -81,3 +86,13 @@ def test_sizes_up_to_the_limits_are_accepted_and_one_more_is_not() -> None:
 
 def test_a_contact_field_with_no_value_is_fine() -> None:
     check_invite_values("inv_1", {"primaryContact": {"name": None}}, status=200, request_id=None)
+
+
+def test_a_contact_key_is_bounded_like_a_value_and_shown_cut_short() -> None:
+    said = problem("primaryContact", {"name": "J", "k" * 100_000: "v"})
+    assert said == (
+        "has a field named `" + "k" * 40 + "…` of 100,000 characters, more than the "
+        f"{MAX_KEY_CHARS} allowed"
+    )
+    said = problem("primaryContact", {"\u202e" * 65: "v"})
+    assert "\u202e" not in said and "\\u202e" in said

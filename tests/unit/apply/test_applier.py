@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 from reconciler.api.client import Receipt
 from reconciler.api.exceptions import NotSent
 from reconciler.apply.applier import Applier, WriteOutcome
+from reconciler.apply.audit import AuditLog
 from reconciler.plan.changes import InviteChange
 from reconciler.plan.model import Plan
+from reconciler.safetext import register_secret
 from reconciler.stop import Stop
 
 
@@ -38,3 +42,46 @@ def test_writes_the_stopping_run_never_sent_are_reported_not_started() -> None:
     assert states == [WriteOutcome.UPDATED, WriteOutcome.NOT_STARTED, WriteOutcome.NOT_STARTED]
     assert client.sent == ["inv_1"]
     assert report.count(WriteOutcome.FAILED) == 0
+
+
+class _RecordingClient:
+    def __init__(self) -> None:
+        self.bodies: list[dict[str, Any]] = []
+
+    def update_invite(self, invite_id: str, patch: dict[str, Any]) -> Receipt:
+        self.bodies.append(patch)
+        return Receipt(200, "req-1")
+
+
+def test_the_audit_log_records_what_was_sent_redacting_only_what_the_server_holds(
+    tmp_path: Path,
+) -> None:
+    secret = "applier-echoed-secret-42"
+    register_secret(secret)
+    before = {
+        "name": f"Old {secret}",
+        "primaryContact": {"name": "Jane", "email": "j@a.example", "note": f"tok {secret}"},
+    }
+    # The contact's `note` is unmanaged: the PATCH keeps the server's value of it.
+    patch = {
+        "name": "Flag Bearer Ltd.",
+        "primaryContact": {**before["primaryContact"], "name": "Torch Bearer 2 Team"},  # type: ignore[dict-item]
+    }
+    change = InviteChange("inv_1", "a.yaml:1", None, before, patch, False)
+    client = _RecordingClient()
+    log = AuditLog(str(tmp_path / "audit.jsonl"), "ci")
+    Applier(client, parallelism=1, stop=Stop(), audit=log).apply(  # type: ignore[arg-type]
+        Plan(base_url="https://api.example", changes=[change])
+    )
+    log.close()
+    assert client.bodies == [patch]  # sent byte for byte, the server's sub-field included
+    text = (tmp_path / "audit.jsonl").read_text(encoding="utf-8")
+    assert secret not in text
+    fields = json.loads(text.splitlines()[0])["fields"]
+    assert fields["name"] == {"before": "Old [redacted]", "after": "Flag Bearer Ltd."}
+    contact = fields["primaryContact"]["after"]
+    assert contact == {
+        "name": "Torch Bearer 2 Team",
+        "email": "j@a.example",
+        "note": "tok [redacted]",
+    }

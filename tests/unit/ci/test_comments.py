@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from support import ci_recipes
@@ -241,3 +242,94 @@ def test_gitlab_plan_job_fails_clearly_when_the_note_cannot_be_posted(stub: Any)
     assert result.returncode == 1
     assert "could not post the plan" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+# --- the adopt merge request (GitLab drift job) ----------------------------------------------
+
+
+class FakeGitLabProject(ThreadingHTTPServer):
+    """Just enough of the GitLab commits and merge requests API, for project 11."""
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), FakeGitLabProjectHandler)
+        self.commits: list[dict[str, Any]] = []
+        self.merge_requests: list[dict[str, Any]] = []
+        self.tokens: set[str | None] = set()
+        self.requests: list[tuple[str, str, str | None]] = []
+
+
+class FakeGitLabProjectHandler(FakeGitLabHandler):
+    server: FakeGitLabProject  # type: ignore[assignment]
+
+    def do_GET(self) -> None:
+        path = self.path.split("?")[0]
+        self.server.tokens.add(self.headers.get("PRIVATE-TOKEN"))
+        query = parse_qs(urlsplit(self.path).query)
+        opened = [
+            m
+            for m in self.server.merge_requests
+            if [m["source_branch"]] == query.get("source_branch")
+            and query.get("state") == ["opened"]
+        ]
+        self.answer(200 if path.endswith("/merge_requests") else 404, opened)
+
+    def do_POST(self) -> None:
+        path, body = self.record()
+        self.server.tokens.add(self.headers.get("PRIVATE-TOKEN"))
+        if path == "/api/v4/projects/11/repository/commits":
+            self.server.commits.append(body)
+        elif path == "/api/v4/projects/11/merge_requests":
+            self.server.merge_requests.append(body)
+        else:
+            self.answer(404, {"message": "404 Not Found"})
+            return
+        self.answer(201, {"id": 1})
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_gitlab_drift_proposes_the_adopted_files_as_one_merge_request(stub: Any) -> None:
+    server = FakeGitLabProject()
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    work: Path = stub.work
+    git = ["git", "-c", "user.name=T", "-c", "user.email=t@example.com"]
+    (work / "invites").mkdir()
+    (work / "invites" / "a.yaml").write_text("invites:\n  - id: inv_a\n", encoding="utf-8")
+    subprocess.run([*git, "init", "-q"], cwd=work, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=work, check=True)
+    subprocess.run([*git, "commit", "-qm", "a"], cwd=work, check=True)
+    # What adopt (a stub here) leaves behind: an edited invite file.
+    adopted = "invites:\n  - id: inv_a\n    name: From The Platform\n"
+    (work / "invites" / "a.yaml").write_text(adopted, encoding="utf-8")
+    ci = {
+        "ADOPT_TOKEN": "token-for-the-fake-api",
+        "CI_API_V4_URL": f"http://127.0.0.1:{server.server_port}/api/v4",
+        "CI_PROJECT_ID": "11",
+    }
+    try:
+        for _ in range(2):  # the second run updates the branch; no second merge request
+            result, calls = stub(*gitlab_job_script("drift"), 2, STUB_EXIT_ADOPT="0", **ci)
+            assert result.returncode == 1  # drift is still reported
+            assert calls == ["plan --detailed-exitcode", "adopt"]
+            assert "Proposed the adopted values" in result.stdout, result.stderr
+    finally:
+        server.shutdown()
+        server.server_close()
+    commit = server.commits[0]
+    assert commit["branch"] == "reconcile/adopt" and commit["start_branch"] == "main"
+    assert commit["force"] is True
+    assert commit["actions"] == [
+        {"action": "update", "file_path": "invites/a.yaml", "content": adopted}
+    ]
+    assert len(server.commits) == 2 and len(server.merge_requests) == 1
+    assert server.merge_requests[0]["target_branch"] == "main"
+    assert server.tokens == {"token-for-the-fake-api"}
+
+
+def test_gitlab_drift_without_a_token_only_reports(stub: Any) -> None:
+    (stub.work / "changed.yaml").write_text("x\n", encoding="utf-8")
+    subprocess.run(["git", "init", "-q"], cwd=stub.work, check=True)
+    result, _ = stub(*gitlab_job_script("drift"), 2)
+    assert result.returncode == 1
+    assert "ADOPT_TOKEN is not set" in result.stderr
+    assert "DRIFT DETECTED" in result.stderr

@@ -104,7 +104,8 @@ def test_github_permissions_are_least_privilege() -> None:
     for name, job in workflow["jobs"].items():
         assert isinstance(job.get("permissions"), dict), f"job {name} has no permissions block"
         writes |= {(name, scope) for scope, level in job["permissions"].items() if level == "write"}
-    assert writes == {("plan", "pull-requests")}
+    # The PR comment; the drift job's adopt branch and pull request.
+    assert writes == {("plan", "pull-requests"), ("drift", "contents"), ("drift", "pull-requests")}
 
 
 def test_github_applies_never_overlap_and_are_never_cancelled() -> None:
@@ -315,6 +316,7 @@ def test_every_reconcile_command_uses_real_subcommands_and_options() -> None:
     ) in lines
     assert (GITLAB.name, "apply --auto-approve --audit-log audit.jsonl $scope") in lines
     assert (GITLAB.name, "plan --detailed-exitcode") in lines
+    assert (GITHUB.name, "adopt") in lines and (GITLAB.name, "adopt") in lines
 
 
 # --- exit codes: 0 and 2 pass the PR plan, 1 fails it; drift fails on 2 --------------------
@@ -401,9 +403,35 @@ def test_github_drift_check_fails_on_changes_and_on_errors(
         tmp_path, "drift", {"plan": plan_exit}, event_name="schedule"
     )
     out = runner.runner_temp / "invite-reconciler-out"
-    assert calls == [f"plan --format markdown --out {out}/plan.json --detailed-exitcode"]
+    adopted = ["adopt"] if plan_exit == 2 else []  # drift: the platform's values proposed
+    assert calls == [f"plan --format markdown --out {out}/plan.json --detailed-exitcode", *adopted]
     assert job_failed(results) is (plan_exit != 0)
     assert says in "".join(r.stdout for r in results)
+    proposed = step(results, "Propose the platform's values")
+    assert proposed.foreign is (plan_exit == 2)
+
+
+@pytest.mark.parametrize("adopt_exit", [0, 1])
+def test_github_drift_proposes_what_adopt_wrote_even_when_it_left_values_alone(
+    tmp_path: Path, adopt_exit: int
+) -> None:
+    results, calls, _ = github_stub_job(
+        tmp_path, "drift", {"plan": 2, "adopt": adopt_exit}, event_name="schedule"
+    )
+    assert calls[-1] == "adopt"
+    assert step(results, "Adopt what changed").outputs["exitcode"] == str(adopt_exit)
+    assert step(results, "Propose the platform's values").foreign
+    assert "Drift detected" in step(results, "Report drift").stdout
+
+
+def test_github_opens_the_adopt_pull_request_with_an_action_pinned_by_commit() -> None:
+    (proposing,) = [s for _, s in github_steps() if "create-pull-request" in s.get("uses", "")]
+    action, _, sha = proposing["uses"].partition("@")
+    assert action == "peter-evans/create-pull-request"
+    assert re.fullmatch(r"[0-9a-f]{40}", sha), "pin a third-party action by its commit SHA"
+    line = next(x for x in GITHUB.read_text(encoding="utf-8").splitlines() if sha in x)
+    assert re.search(r"# v\d+\.\d+\.\d+$", line), "say which tag the SHA is, for updates"
+    assert proposing["with"]["branch"] and proposing["with"]["delete-branch"] is True
 
 
 @pytest.mark.parametrize("apply_exit", [0, 1])
@@ -467,7 +495,8 @@ def test_gitlab_drift_check_fails_on_changes_and_on_errors(
 ) -> None:
     result, calls = stub(*gitlab_job_script("drift"), reconcile_exit)
     assert result.returncode == step_exit, result.stdout + result.stderr
-    assert calls == ["plan --detailed-exitcode"]
+    adopted = ["adopt"] if reconcile_exit == 2 else []  # drift: the platform's values proposed
+    assert calls == ["plan --detailed-exitcode", *adopted]
     says_drift = "drift detected" in (result.stdout + result.stderr).lower()
     assert says_drift == (reconcile_exit == 2)
 

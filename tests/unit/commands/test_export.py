@@ -1,13 +1,104 @@
-"""`reconcile export`: what it writes of the invites a server returns."""
+"""`reconcile export`: what it writes of the invites a server returns.
+
+An export always validates and plans clean against the state it came from: a
+server value a file cannot hold is left out with a note saying why, never
+rewritten (not redacted, not "None").
+"""
 
 from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from support.cli import run_cli
+from support.helpers import clean_env
+
+from reconciler.api.client import CurrentInvite
+from reconciler.commands.export import export_entry, render_export
+from reconciler.invite import values_equal
+
+SCHEMA = "schemas/invites.schema.json"
+
+
+def _exported(fields: dict[str, object]) -> tuple[str, dict[str, object]]:
+    text = render_export([CurrentInvite("inv_1", "pending", fields)], "https://api.example", SCHEMA)
+    (entry,) = yaml.safe_load(text)["invites"]
+    return text, entry
 
 
 # From test_untrusted_inputs.py (what an attacker found after the rebuild).
 def test_an_export_never_writes_a_secret_the_server_put_in_a_value(registered_secret: str) -> None:
-    from reconciler.api.client import CurrentInvite
-    from reconciler.commands.export import render_export
+    text, entry = _exported({"name": f"Acme {registered_secret}", "email": "a@acme.example"})
+    assert registered_secret not in text and "[redacted]" not in text
+    assert entry == {"id": "inv_1", "email": "a@acme.example"}
+    assert "`name` left out: the server's value holds the client secret" in text
 
-    invite = CurrentInvite("inv_1", "pending", {"name": f"Acme {registered_secret}"})
-    text = render_export([invite], "https://api.example", "schemas/invites.schema.json")
-    assert registered_secret not in text and "Acme [redacted]" in text
+
+def test_ordinary_words_are_exported_as_they_are() -> None:
+    fields = {
+        "name": "Flag Bearer Ltd.",
+        "primaryContact": {"name": "Torch Bearer 2 Team", "email": "t@b.example"},
+    }
+    text, entry = _exported(fields)
+    assert entry == {"id": "inv_1", **fields}
+    assert "#" not in text.split("invites:", 1)[1]  # nothing left out, no note
+
+
+def test_a_contact_with_a_sub_field_a_file_cannot_hold_and_no_phone(tmp_path: Path) -> None:
+    fields = {
+        "primaryContact": {"name": "Jane", "email": "j@a.example", "phone": None, "title": "CFO"}
+    }
+    text, entry = _exported(fields)
+    assert entry["primaryContact"] == {"name": "Jane", "email": "j@a.example"}
+    assert "None" not in text and "title:" not in text
+    assert "# `primaryContact` sub-fields `title` left out" in text
+    path = tmp_path / "export.yaml"
+    path.write_text(text, encoding="utf-8")
+    done = run_cli("validate", str(path), cwd=tmp_path, env=clean_env())
+    assert done.returncode == 0, done.stderr
+
+
+def test_values_the_schema_refuses_are_left_out_each_with_its_reason() -> None:
+    fields = {
+        "name": "x" * 300,
+        "email": "jane\u206f@acme.example",
+        "phone": "12",
+        "primaryContact": {"name": "J", "email": "j@a.example", "phone": "nope"},
+        "groups": ["ok", "zero\u200bwidth"],
+        "addOns": ["edd", "edd"],  # repeats mean nothing: written once
+    }
+    entry, notes = export_entry(CurrentInvite("inv_1", "pending", fields))
+    assert entry == {
+        "id": "inv_1",
+        "primaryContact": {"name": "J", "email": "j@a.example"},
+        "addOns": ["edd"],
+    }
+    said = "\n".join(notes)
+    assert "`name` left out: `name` must be at most 200 characters" in said
+    assert "`email` left out: 'jane\\u206f@acme.example' holds U+206F" in said
+    assert "`phone` left out: '12' is not E.164" in said
+    assert "`primaryContact.phone` left out" in said
+    assert "`groups` left out: 'zero\\u200bwidth' holds U+200B" in said
+
+
+def test_a_contact_missing_a_required_sub_field_is_left_out_whole() -> None:
+    entry, notes = export_entry(
+        CurrentInvite("inv_1", "pending", {"primaryContact": {"name": "J", "phone": "x"}})
+    )
+    assert entry == {"id": "inv_1"}
+    assert any(n.startswith("`primaryContact` left out") for n in notes)
+
+
+def test_text_is_exported_in_nfc_and_joiners_as_escapes() -> None:
+    text, entry = _exported({"name": "Cafe\u0301 علی\u200cرضا"})
+    assert entry["name"] == "Caf\u00e9 علی\u200cرضا"
+    assert '"Café علی\\u200cرضا"' in text
+    assert "\u200c" not in text
+    assert values_equal("name", entry["name"], "Cafe\u0301 علی\u200cرضا")
+
+
+def test_a_note_cannot_end_its_comment_or_hold_control_characters() -> None:
+    fields = {"primaryContact": {"name": "J", "email": "j@a.example", "x\nevil: 1\u2028": "v"}}
+    text, entry = _exported(fields)
+    assert entry == {"id": "inv_1", "primaryContact": {"name": "J", "email": "j@a.example"}}
+    assert "\u2028" not in text and "evil: 1" not in text.replace("x\\nevil: 1", "")

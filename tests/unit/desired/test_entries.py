@@ -48,3 +48,65 @@ def test_an_entry_keeps_its_fields_in_the_order_written_and_drops_the_reconciler
         ("inv_1", [("attachments", ["deed"]), ("phone", "+442079460000")], True),
         ("inv_2", [("phone", "+442079460001"), ("attachments", ["deed"])], False),
     ]
+
+
+# One normal form, nothing invisible.
+def test_text_from_the_files_is_taken_in_nfc() -> None:
+    text = (
+        "invites:\n  - id: inv_1\n    name: Cafe\u0301 Ltd\n"
+        "    primaryContact: {name: Zoe\u0308, email: z@x.example}\n    groups: [e\u0301]\n"
+    )
+    (invite,), problems = load_text(text, "a.yaml")
+    assert problems == []
+    assert invite.fields == {
+        "name": "Caf\u00e9 Ltd",
+        "primaryContact": {"name": "Zo\u00eb", "email": "z@x.example"},
+        "groups": ["\u00e9"],
+    }
+
+
+@pytest.mark.parametrize(
+    ("char", "said"),
+    [
+        ("\\u200B", "holds U+200B ZERO WIDTH SPACE, which does not show on screen"),
+        ("\\u00A0", "holds U+00A0 NO-BREAK SPACE, which looks like a space but is not one"),
+        ("\\u2029", "holds U+2029 PARAGRAPH SEPARATOR, a line break; write the value on one line"),
+        ("\\u034F", "holds U+034F COMBINING GRAPHEME JOINER, which does not show"),
+        ("\\U000E0041", "holds U+E0041 TAG LATIN CAPITAL LETTER A, which does not show"),
+    ],
+)
+def test_an_invisible_character_is_refused_at_its_place_with_the_fix(char: str, said: str) -> None:
+    text = f'invites:\n  - id: inv_1\n    groups: [emea, "a{char}b"]\n'
+    _, problems = load_text(text, "a.yaml")
+    (problem,) = problems
+    assert (problem.line, problem.column) == (3, 20)
+    assert problem.message.startswith("`groups`: 'a\\") and said in problem.message
+
+
+def test_joiners_may_be_written_and_a_control_character_is_reported_once() -> None:
+    text = (
+        'invites:\n  - id: inv_1\n    name: "علی\\u200cرضا"\n    email: "a\\u200b\\x07@b.example"\n'
+    )
+    _, problems = load_text(text, "a.yaml")
+    (problem,) = problems  # the schema's refusal of the email; not a second one for U+200B
+    assert problem.line == 4 and "email" in problem.message
+
+
+def test_the_schema_judges_the_nfc_form_that_is_sent() -> None:
+    # Two spellings of one group are one group; U+0958 is two characters in NFC.
+    devanagari_qa = "\\u0958" * 150
+    text = (
+        'invites:\n  - id: inv_1\n    groups: ["\\u00e9", "e\\u0301"]\n'
+        f'  - id: inv_2\n    name: "{devanagari_qa}"\n'
+    )
+    _, problems = load_text(text, "a.yaml")
+    assert [(p.line, p.message) for p in problems] == [
+        (3, "`groups` lists the same item twice; it is a set"),
+        (5, "`name` must be at most 200 characters"),
+    ]
+
+
+def test_a_refused_value_shared_through_an_alias_is_reported_once() -> None:
+    text = 'invites:\n  - id: inv_1\n    groups: &g ["a\\u202eb"]\n  - id: inv_2\n    groups: *g\n'
+    _, problems = load_text(text, "a.yaml")
+    assert len(problems) == 1 and "U+202E" in problems[0].message

@@ -9,6 +9,7 @@ from reconciler.output.markdown import MarkdownRenderer
 from reconciler.output.text import TextRenderer
 from reconciler.plan.changes import FailedInvite, InviteChange, NotUpdatable
 from reconciler.plan.model import Plan
+from reconciler.safetext import register_secret
 
 
 def change(index: int, **patch: object) -> InviteChange:
@@ -248,8 +249,45 @@ def test_control_characters_from_files_and_servers_never_reach_a_terminal_raw():
 
 
 def test_a_token_a_server_echoes_is_redacted_from_the_text():
+    register_secret("eyJ.issued-token.sig")
     plan = Plan(
         base_url="https://x.test",
-        failed=[FailedInvite("inv_b", "b.yaml:1", "HTTP 401: bad Bearer abc.def.ghi", 401)],
+        failed=[
+            FailedInvite("inv_b", "b.yaml:1", "HTTP 401: bad Bearer eyJ.issued-token.sig", 401)
+        ],
     )
-    assert "abc.def.ghi" not in TextRenderer().render(plan)
+    for renderer in (TextRenderer(), MarkdownRenderer(), JsonRenderer()):
+        shown = renderer.render(plan)
+        assert "issued-token" not in shown and "redacted" in shown
+
+
+def test_the_server_said_parts_are_redacted_and_the_files_values_shown_as_sent():
+    secret = "text-echoed-secret-77"
+    register_secret(secret)
+    before = {
+        "name": "Flag Bearer Ltd.",
+        "primaryContact": {"name": "A", "email": "a@x.example", "title": f"echo {secret}"},
+    }
+    patch = {
+        "name": "Flag Bearer Holdings 2 Ltd.",
+        "primaryContact": {
+            "name": "Torch Bearer 2 Team",
+            "email": "a@x.example",
+            "title": f"echo {secret}",
+        },
+    }
+    plan = Plan(
+        base_url="https://x.test",
+        changes=[
+            InviteChange("inv_1", "a.yaml:1", "Flag Bearer Holdings 2 Ltd.", before, patch, False)
+        ],
+    )
+    text = TextRenderer().render(plan)
+    assert 'name: "Flag Bearer Ltd." -> "Flag Bearer Holdings 2 Ltd."' in text
+    assert 'primaryContact.name: "A" -> "Torch Bearer 2 Team"' in text
+    for renderer in (TextRenderer(), MarkdownRenderer(), JsonRenderer()):
+        assert secret not in renderer.render(plan)
+    (record,) = json.loads(JsonRenderer().render(plan))["changes"]
+    assert record["after"]["primaryContact"]["title"] == "echo [redacted]"
+    assert record["patch"]["primaryContact"]["name"] == "Torch Bearer 2 Team"
+    assert record["patch"]["name"] == "Flag Bearer Holdings 2 Ltd."

@@ -23,10 +23,11 @@ from reconciler.api.exceptions import (
     ServerError,
     TransportError,
 )
+from reconciler.desired.changed_since import Scope
 from reconciler.desired.state import DesiredInvite, SourceLocation
 from reconciler.errors import ReconcilerError
 from reconciler.plan.changes import FailedInvite, InviteChange, NotUpdatable
-from reconciler.plan.model import Plan, TooMuchChange, make_plan
+from reconciler.plan.model import Plan, ScopedTo, TooMuchChange, make_plan
 from reconciler.safetext import register_secret
 
 BASE = "https://api.example.test"
@@ -93,6 +94,7 @@ def test_an_error_that_would_repeat_for_every_invite_stops_the_run_at_once(error
 
 def test_a_secret_a_server_echoes_never_reaches_the_plan():
     register_secret("plan-model-secret-7f3a")
+    register_secret("eyJ.abc.def")  # a token issued in this run
     error = InvalidRequest("client plan-model-secret-7f3a sent Bearer eyJ.abc.def", status=400)
     (problem,) = make_plan(BASE, [(desired(1), Outcome(error=error))]).failed
     assert "plan-model-secret-7f3a" not in problem.message and "eyJ.abc" not in problem.message
@@ -308,3 +310,49 @@ def test_a_plan_never_holds_a_secret_the_server_put_in_an_invite(registered_secr
     plan = Plan(base_url="https://api.example", changes=[change])
     saved = json.dumps(plan.to_document())
     assert registered_secret not in saved and "[redacted]" in saved
+
+
+# --- plans scoped to a change (--changed-since REF) ------------------------------------------
+
+
+def scoped(*pairs: tuple[DesiredInvite, CurrentInvite], scopes: dict[str, Any]) -> Plan:
+    readings = [(d, Outcome(c)) for d, c in pairs]
+    return make_plan(BASE, readings, scope=ScopedTo("main", scopes, not_read=7))
+
+
+def test_a_scoped_plan_tells_a_change_from_a_conflict_from_drift_outside_it():
+    wanted = desired(1, email="new@x.example", name="Files Ltd")
+    at_ref = {"email": "old@x.example", "name": "Files Ltd"}
+    scope = {"inv_0001": Scope(frozenset({"email"}), at_ref)}
+    # The platform holds REF's e-mail: a change; its name differs: drift outside the change.
+    plan = scoped((wanted, current(1, email="old@x.example", name="UI Ltd")), scopes=scope)
+    (change,) = plan.changes
+    assert (change.patch, change.conflicts) == ({"email": "new@x.example"}, {})
+    (outside,) = plan.out_of_scope
+    assert (outside.before, outside.after) == ({"name": "UI Ltd"}, {"name": "Files Ltd"})
+    # The platform holds a third e-mail: a conflict, with REF's value kept for the plan.
+    plan = scoped((wanted, current(1, email="ui@x.example", name="Files Ltd")), scopes=scope)
+    (change,) = plan.changes
+    assert change.conflicts == {"email": "old@x.example"}
+    assert plan.conflicts == [change] and plan.without_conflicts().changes == []
+    # The platform holds the new value: nothing to do.
+    plan = scoped((wanted, current(1, email="new@x.example", name="Files Ltd")), scopes=scope)
+    assert plan.changes == [] and plan.unchanged == 1 and plan.out_of_scope == []
+
+
+def test_a_scoped_plan_document_says_its_scope_and_reads_back():
+    wanted = desired(1, email="new@x.example")
+    scope = {"inv_0001": Scope(frozenset({"email"}), {"email": "old@x.example"})}
+    plan = scoped((wanted, current(1, email="ui@x.example")), scopes=scope)
+    document = plan.to_document()
+    assert document["changed_since"] == "main" and document["not_read"] == 7
+    assert document["summary"]["conflict"] == 1 and document["summary"]["not_read"] == 7
+    again = Plan.from_document(json.loads(json.dumps(document)))
+    assert again.changes[0].conflicts == {"email": "old@x.example"}
+    assert (again.changed_since, again.not_read) == ("main", 7)
+
+
+def test_a_plan_not_scoped_keeps_its_document_as_it_was():
+    document = make_plan(BASE, [(desired(1), Outcome(current(1)))]).to_document()
+    assert "changed_since" not in document and "conflicts" not in document["changes"][0]
+    assert set(document["summary"]) == {"update", "unchanged", "error"}

@@ -30,7 +30,7 @@ from reconciler.plan.model import Plan
 from reconciler.plan.saved import find_drift, load_plan, load_signed_plan, save_plan, sign_plan
 from reconciler.plan.signature import SignatureCheck, canonical_bytes, check, signature_for
 from reconciler.safefile import write_text_replacing
-from reconciler.safetext import NON_ASCII_UNSAFE, escape
+from reconciler.safetext import NON_ASCII_UNSAFE, escape, register_secret
 from reconciler.stop import Stop
 
 SECRET = "s3cr3t-for-the-plan-job"
@@ -764,3 +764,49 @@ def test_a_plan_up_to_what_readers_accept_is_saved_and_one_byte_more_is_not(
         "files per run)"
     )
     assert target.stat().st_size == size  # the plan saved before is left as it was
+
+
+# Values as written: the drift check compares exact values; a redacted one only where
+# the saved plan shows it so, and apply then sends the server's value, never the word.
+def _contact_plan(before: dict, patch: dict) -> Plan:
+    change = InviteChange("inv_c", "c.yaml:1", None, before, patch, False)
+    return Plan(base_url=BASE, changes=[change])
+
+
+def test_two_names_that_only_a_bearer_pattern_made_alike_are_drift():
+    plan = _contact_plan({"name": "Flag Bearer Ltd."}, {"name": "Flag Bearer 2 Ltd."})
+    server = FakeServer({"inv_c": CurrentInvite("inv_c", "pending", {"name": "Flag Bearer Co."})})
+    (drift,) = find_drift(plan, BASE, server.read, parallelism=1)
+    assert '`name` was "Flag Bearer Ltd." when planned, is now "Flag Bearer Co."' in drift
+
+
+def test_nfc_and_nfd_of_one_name_are_no_drift():
+    plan = _contact_plan({"name": "Caf\u00e9"}, {"name": "Caf\u00e9 2"})
+    server = FakeServer({"inv_c": CurrentInvite("inv_c", "pending", {"name": "Cafe\u0301"})})
+    assert find_drift(plan, BASE, server.read, parallelism=1) == []
+
+
+def test_a_sub_field_the_plan_shows_redacted_is_sent_as_the_server_holds_it():
+    secret = "saved-echoed-secret-99"
+    register_secret(secret)
+    held = {"name": "Jane", "email": "j@x.example", "title": f"echo {secret}"}
+    wanted = {**held, "name": "Jane Q."}
+    saved = Plan.from_document(
+        _contact_plan({"primaryContact": held}, {"primaryContact": wanted}).to_document()
+    )
+    (change,) = saved.changes
+    assert change.patch["primaryContact"]["title"] == "echo [redacted]"  # as saved and shown
+    server = FakeServer({"inv_c": CurrentInvite("inv_c", "pending", {"primaryContact": held})})
+    assert find_drift(saved, BASE, server.read, parallelism=1) == []
+    (restored,) = saved.changes
+    assert restored.patch["primaryContact"] == wanted  # what apply sends
+    assert restored.shown().patch["primaryContact"]["title"] == "echo [redacted]"
+    # Another value behind the redaction is drift, and nothing is restored.
+    moved = {**held, "title": "echo something else"}
+    again = Plan.from_document(
+        _contact_plan({"primaryContact": held}, {"primaryContact": wanted}).to_document()
+    )
+    server = FakeServer({"inv_c": CurrentInvite("inv_c", "pending", {"primaryContact": moved})})
+    (drift,) = find_drift(again, BASE, server.read, parallelism=1)
+    assert secret not in drift and "[redacted]" in drift
+    assert again.changes[0].patch["primaryContact"]["title"] == "echo [redacted]"

@@ -437,3 +437,71 @@ def test_a_config_file_that_never_ends_is_refused(tmp_path: Path) -> None:
     assert "/dev/zero: cannot read config file: it is a device, not a regular file" in (
         result.stderr
     )
+
+
+# Settings checked as a whole: field names that clash, or a secret too short to redact.
+@pytest.mark.parametrize(
+    ("names", "said"),
+    [
+        (
+            "{phone: email}",
+            "1:22: `field_names.phone`: `email` is already the wire name of `email`",
+        ),
+        ("{name: status}", "1:21: `field_names.name`: `status` is a read-only field of the invite"),
+        ("{email: id}", "1:22: `field_names.email`: `id` is a read-only field of the invite"),
+        ("{groups: tags, addOns: tags}", "`field_names.addOns`: `tags` is already the wire name"),
+        ('{phone: " "}', "1:22: `field_names.phone`: a wire name must not be empty"),
+    ],
+)
+def test_field_names_must_map_to_distinct_wire_names_none_read_only(
+    config: Callable[[str], str], names: str, said: str
+) -> None:
+    path = config(f"field_names: {names}\n")
+    with pytest.raises(ReconcilerError) as caught:
+        load_settings(path, env={})
+    assert said in str(caught.value)
+
+
+def test_field_names_that_swap_two_wire_names_are_fine(config: Callable[[str], str]) -> None:
+    settings = load_settings(config("field_names: {phone: email, email: mail}\n"), env={})
+    assert settings.contract.wire_name("phone") == "email"
+    assert settings.contract.wire_name("email") == "mail"
+
+
+def test_field_names_set_in_code_are_checked_before_any_request() -> None:
+    from reconciler.settings.config import Contract
+
+    settings = Settings(
+        base_url="https://api.example",
+        client_id="ci",
+        client_secret=SECRET,
+        contract=Contract(field_names={"phone": "email"}),
+    )
+    with pytest.raises(ConfigError, match="already the wire name of `email`"):
+        settings.require_credentials()
+
+
+@pytest.mark.parametrize("secret", ["Q", "Ab1", "abcde", "12345"])
+def test_a_secret_shorter_than_the_redaction_floor_is_refused_with_the_reason(
+    tmp_path: Path, secret: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_settings(None, env={"RECONCILER_CLIENT_SECRET": secret})
+    said = str(caught.value)
+    assert "RECONCILER_CLIENT_SECRET is shorter than 6 characters" in said
+    assert "never redacted" in said and secret not in said.replace("RECONCILER_CLIENT_SECRET", "")
+    (tmp_path / "secret").write_text(secret + "\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="shorter than 6 characters"):
+        load_settings(None, env={"RECONCILER_CLIENT_SECRET_FILE": str(tmp_path / "secret")})
+    assert load_settings(None, env={"RECONCILER_CLIENT_SECRET": "abcdef"}).client_secret
+
+
+def test_a_short_secret_stops_the_cli_before_any_request(tmp_path: Path) -> None:
+    env = clean_env(
+        RECONCILER_BASE_URL="http://127.0.0.1:9",
+        RECONCILER_CLIENT_ID="ci",
+        RECONCILER_CLIENT_SECRET="abc",
+    )
+    done = run_cli("export", "inv_1", cwd=tmp_path, env=env)
+    assert done.returncode == 1
+    assert "shorter than 6 characters" in done.stderr and "Traceback" not in done.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 from collections.abc import Iterator
 
 import pytest
@@ -19,7 +20,7 @@ from reconciler.api.http.auth import (
     token_from_payload,
 )
 from reconciler.output.common import show
-from reconciler.safetext import REDACTED, redact, register_secret
+from reconciler.safetext import REDACTED, redact, redact_strings, register_secret
 
 
 @pytest.fixture(autouse=True)
@@ -32,16 +33,24 @@ def no_secrets_left_behind() -> Iterator[None]:
 @pytest.mark.parametrize("secret", ['Sécret"value-123', "tök\\en-ab12cd34", "plain-secret-9"])
 def test_a_value_echoing_the_secret_is_shown_redacted(secret: str) -> None:
     register_secret_forms(secret)
-    # `show` prints a value as JSON with its non-ASCII letters kept: quote and backslash
-    # come out escaped, so the form a reader sees is not the form the server was sent.
-    shown = show({"name": f"echo {secret}"})
+    # A server's value is redacted as it is held; then `show` prints it as JSON with its
+    # quote and backslash escaped: neither form shows the secret.
+    shown = show(redact_strings({"name": f"echo {secret}"}))
     assert REDACTED in shown
     assert "value-123" not in shown and "ab12cd34" not in shown and "plain-secret" not in shown
+    # And a server message quoting the JSON body it was sent is redacted too.
+    message = redact(f'bad body {{"client_secret": {json.dumps(secret)}}}')
+    assert "value-123" not in message and "ab12cd34" not in message
 
 
 def test_a_company_called_bearer_is_not_a_token() -> None:
     assert redact("Standard Bearer Holdings Ltd") == "Standard Bearer Holdings Ltd"
-    assert redact("Authorization: Bearer abc123") == f"Authorization: Bearer {REDACTED}"
+    assert redact("Flag Bearer Ltd.") == "Flag Bearer Ltd."
+    # Only the tokens this run was issued are secrets (test_redaction_is_never_a_pattern...).
+    register_secret_forms("abc123-issued-token")
+    assert (
+        redact("Authorization: Bearer abc123-issued-token") == f"Authorization: Bearer {REDACTED}"
+    )
 
 
 def test_a_token_shown_in_a_log_or_traceback_shows_nothing_of_itself():
@@ -160,3 +169,17 @@ def test_client_secret_basic_form_encodes_id_and_secret_before_base64() -> None:
 def test_an_rfc6749_error_body_is_read_cleaned_and_bounded(body: object, shown: str | None) -> None:
     said = OAuthError.of(body)
     assert (str(said) if said else None) == shown
+
+
+@pytest.mark.parametrize("token", ["a", "ab12", "x-y-z"])
+def test_a_token_too_short_to_keep_out_of_output_is_refused(token: str) -> None:
+    from reconciler.api.exceptions import TokenRefused
+    from reconciler.api.http.auth import token_from_payload
+
+    with pytest.raises(TokenRefused) as refused:
+        token_from_payload(
+            {"access_token": token, "expires_in": 60}, None, now=0, issued=IssuedTokens()
+        )
+    said = str(refused.value)
+    assert "shorter than 6 characters" in said and "no request was sent with it" in said
+    assert redact(f"the {token} word") == f"the {token} word"  # never made a redaction

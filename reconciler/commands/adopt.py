@@ -1,0 +1,270 @@
+"""`reconcile adopt`: bring what changed on the platform into the invite files.
+
+The opposite direction of apply: every managed field of the files is set to
+the platform's current value, edited in place (``desired.rewrite``), so a
+change made in the platform's UI becomes a reviewed commit instead of drift
+that the next apply reverts. Never writes to the API. Every file is edited in
+memory and read back through the loader first; only when each reads back as
+valid, with exactly the values meant, is any file replaced.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import click
+
+from reconciler.api.client import CurrentInvite
+from reconciler.api.current import read_current
+from reconciler.api.limiter import limiter_for
+from reconciler.commands.common import settings_for
+from reconciler.commands.options import (
+    config_option,
+    parallelism_option,
+    paths_argument,
+    sandbox_option,
+    settings_help,
+    target_options,
+    verbose_option,
+)
+from reconciler.commands.remote import api_client
+from reconciler.desired.entries import DesiredInvite, refuse_bad_ids
+from reconciler.desired.rewrite import Rewritten, Wanted, rewrite
+from reconciler.desired.selection import Selection, select_invites
+from reconciler.desired.state import load_desired_state, load_text
+from reconciler.errors import ReconcilerError
+from reconciler.invite import OBJECT_FIELDS, canonical, nfc_value
+from reconciler.output.common import show
+from reconciler.output.failures import echo_errors
+from reconciler.output.log import setup_logging
+from reconciler.plan.changes import FailedInvite
+from reconciler.plan.compare import compare_invite
+from reconciler.plan.model import stop_if_run_fatal
+from reconciler.safefile import write_text_replacing
+from reconciler.safetext import clean, holds_secret, redact
+from reconciler.wording import plural
+
+_BOM = "\ufeff"
+
+
+@click.command(epilog=settings_help(api=True, reads_paths=True))
+@paths_argument
+@target_options
+@click.option(
+    "--prune-not-pending",
+    is_flag=True,
+    help="Also remove the entries of invites that are no longer pending (accepted, expired).",
+)
+@config_option
+@parallelism_option
+@sandbox_option
+@verbose_option
+def adopt(
+    paths: tuple[str, ...],
+    targets: tuple[str, ...],
+    excludes: tuple[str, ...],
+    prune_not_pending: bool,
+    config_file: str | None,
+    parallelism: int | None,
+    sandbox: bool,
+    verbose: bool,
+) -> int:
+    """Rewrite the invite files so every managed field holds the platform's current value.
+
+    Only values that differ are edited, in place: comments, key order, quoting and
+    layout elsewhere stay as they are. Each edit is printed as
+    `FILE:LINE: ID FIELD: OLD -> NEW`. Never writes to the API.
+    """
+    setup_logging(verbose)
+    refuse_bad_ids(targets, "--target")
+    refuse_bad_ids(excludes, "--exclude")
+    settings = settings_for(config_file, parallelism=parallelism)
+    where = list(paths or settings.paths)
+    everything = load_desired_state(where).invites
+    chosen = select_invites(everything, Selection(targets, excludes), ", ".join(where))
+    limiter = limiter_for(settings)
+    found = _Found()
+    with api_client(settings, sandbox, limiter.observe) as client:
+        readings = read_current(client, chosen, limiter, client.stop)
+        try:
+            for desired, outcome in readings:
+                if not outcome.ran:
+                    raise ReconcilerError("interrupted while reading invites; no file was changed")
+                if outcome.error is not None:
+                    stop_if_run_fatal(outcome.error)
+                    error = outcome.error
+                    found.failed.append(
+                        FailedInvite(
+                            desired.id,
+                            str(desired.source),
+                            redact(str(error)),
+                            error.status,
+                            error.request_id,
+                        )
+                    )
+                    continue
+                assert outcome.value is not None
+                found.take(desired, outcome.value, prune_not_pending)
+        finally:
+            readings.close()
+    files = _rewrite_all(found.wanted, everything)
+    for path, done in files:
+        _write(path, done)
+    return _report(files, found.failed)
+
+
+@dataclass
+class _Found:
+    """What each invite read asks of its entry, by file."""
+
+    wanted: dict[str, list[Wanted]] = field(default_factory=lambda: defaultdict(list))
+    failed: list[FailedInvite] = field(default_factory=list)
+
+    def take(self, desired: DesiredInvite, current: CurrentInvite, prune: bool) -> None:
+        source = desired.source
+        if prune and not current.is_pending:
+            status = str(current.status or "in an unknown state")
+            wanted = Wanted(desired.id, source.line, source.column, {}, {}, remove=status)
+            self.wanted[source.path].append(wanted)
+            return
+        written = desired.fields
+        differing = compare_invite(written, current.fields)
+        # A server may echo the secret or a token in a value: never into git, and never
+        # written as "[redacted]" either, which the next apply would send as the value.
+        echoed = [f for f in differing if holds_secret(current.fields.get(f))]
+        if echoed:
+            fields = ", ".join(f"`{f}`" for f in echoed)
+            message = f"the platform's {fields} holds the client secret or a token: not adopted"
+            self.failed.append(FailedInvite(desired.id, str(source), message))
+            differing = {f: v for f, v in differing.items() if f not in echoed}
+        if not differing:
+            return
+        # Text as the files hold it: in NFC, as the loader reads it back.
+        held = {f: nfc_value(current.fields.get(f)) for f in differing}
+        mine = {f: written[f] for f in differing}
+        self.wanted[source.path].append(Wanted(desired.id, source.line, source.column, held, mine))
+
+
+@dataclass
+class _File:
+    text: str  # the new text, BOM included when the file had one
+    rewritten: Rewritten
+
+
+def _rewrite_all(
+    wanted: dict[str, list[Wanted]], everything: list[DesiredInvite]
+) -> list[tuple[str, _File]]:
+    """Each file's new text, every one read back and checked before any is written."""
+    by_file: dict[str, list[DesiredInvite]] = defaultdict(list)
+    for invite in everything:
+        by_file[invite.source.path].append(invite)
+    done = []
+    for path, wants in wanted.items():
+        try:
+            raw = Path(path).read_bytes().decode("utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ReconcilerError(
+                f"{clean(path)}: cannot read it again: {exc}; no file was changed"
+            ) from None
+        bom = _BOM if raw.startswith(_BOM) else ""
+        text = raw.removeprefix(_BOM)
+        places = [(i.source.line, i.source.column) for i in by_file[path]]
+        rewritten = rewrite(text, wants, places)
+        if rewritten.text != text:
+            _check(path, rewritten, by_file[path])
+        done.append((path, _File(bom + rewritten.text, rewritten)))
+    return done
+
+
+def _check(path: str, rewritten: Rewritten, before: list[DesiredInvite]) -> None:
+    """Refuse, writing nothing, unless the new text reads back as exactly what was meant."""
+    invites, problems = load_text(rewritten.text, path)
+    if problems:
+        first = problems[0]
+        raise ReconcilerError(
+            f"{clean(path)}: adopting would make the file invalid ({first.line}: "
+            f"{first.message}); no file was changed. Edit it by hand to the values listed by "
+            "`reconcile plan`"
+        )
+    expected = {invite.id: (invite.fields, invite.resend_on_change) for invite in before}
+    for removed in rewritten.removed:
+        expected.pop(removed.id, None)
+    for edit in rewritten.edits:
+        fields = expected[edit.id][0]
+        name, _, sub = edit.field.partition(".")
+        if sub and name in OBJECT_FIELDS:
+            fields[name] = {**fields[name], sub: edit.new}
+        else:
+            fields[name] = edit.new
+    got = {invite.id: (invite.fields, invite.resend_on_change) for invite in invites}
+    # Plain == first: every entry not edited reads back as the very same values.
+    if got.keys() != expected.keys() or any(
+        got[i] != expected[i] and _compared(got[i]) != _compared(expected[i]) for i in got
+    ):
+        raise ReconcilerError(
+            f"{clean(path)}: adopt could not edit the file safely (it would not read back as "
+            "the platform's values); no file was changed. Edit it by hand to the values listed "
+            "by `reconcile plan`"
+        )
+
+
+def _compared(entry: tuple[dict[str, object], bool]) -> tuple[dict[str, object], bool]:
+    fields, resend = entry
+    return {name: canonical(name, value) for name, value in fields.items()}, resend
+
+
+def _write(path: str, done: _File) -> None:
+    if not (done.rewritten.edits or done.rewritten.removed):
+        return
+    # Through a symlink to the file it names: the link is the user's, and stays.
+    write_text_replacing(os.path.realpath(path), done.text, "the invite file")
+
+
+def _report(files: list[tuple[str, _File]], failed: list[FailedInvite]) -> int:
+    values = removed = refused = changed = 0
+    for path, done in files:
+        shown = clean(path)
+        result = done.rewritten
+        for edit in result.edits:
+            click.echo(
+                f"{shown}:{edit.line}: {clean(edit.id)} {clean(edit.field)}: "
+                f"{show(edit.old)} -> {show(edit.new)}"
+            )
+        for gone in result.removed:
+            click.echo(
+                f"{shown}:{gone.line}: {clean(gone.id)}: entry removed "
+                f"({clean(str(gone.old))}, no longer pending)"
+            )
+        for refusal in result.refused:
+            what = f" {clean(refusal.field)}" if refusal.field else " entry"
+            wanted = (
+                "not removed" if refusal.field is None else f"not edited to {show(refusal.new)}"
+            )
+            click.echo(
+                f"{shown}:{refusal.line}: {clean(refusal.id)}{what}: {wanted}: {refusal.reason}",
+                err=True,
+            )
+        values += len(result.edits)
+        removed += len(result.removed)
+        refused += len(result.refused)
+        changed += bool(result.edits or result.removed)
+    parts = []
+    if values:
+        parts.append(f"adopted {plural(values, 'value')}")
+    if removed:
+        parts.append(f"removed {plural(removed, 'entry').replace('entrys', 'entries')}")
+    if parts:
+        click.echo(f"{' and '.join(parts).capitalize()} in {plural(changed, 'file')}.", err=True)
+    elif not refused and not failed:
+        click.echo("Nothing to adopt: the files hold the platform's values.", err=True)
+    if refused:
+        click.echo(
+            f"error: {plural(refused, 'value')} could not be adopted (listed above); "
+            "edit them by hand",
+            err=True,
+        )
+    echo_errors(failed)
+    return 1 if refused or failed else 0

@@ -1,0 +1,363 @@
+"""An invite file's text with some values replaced, and entries removed, in place.
+
+`reconcile adopt` brings the platform's values into git without reformatting
+anything it does not change: each value is replaced where it is written
+(``yamlload.spans``), in the style it is written in (plain, quoted, a flow or
+block list), and every other character of the file stays as it was. A value
+that is shared through an anchor, an alias or a merge is not edited: it is
+returned as refused, for the author to change by hand.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from reconciler.invite import OBJECT_FIELDS, SET_FIELDS, canonical_value
+from reconciler.yamlload.positions import Lines
+from reconciler.yamlload.scalars import RESOLVED_FIRST, STR_TAG, resolve_plain
+from reconciler.yamlload.spans import InviteSpans, Span, entry_span, invite_spans
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """What one entry should say: the platform's value of each field that differs."""
+
+    id: str
+    line: int  # where the entry starts, as the loader placed it
+    column: int
+    fields: dict[str, Any]  # field -> the platform's value (for an object: the whole object)
+    written: dict[str, Any]  # field -> the value the file holds now
+    remove: str | None = None  # the invite's status, when its entry is to be removed
+
+
+@dataclass(frozen=True)
+class Edit:
+    line: int
+    id: str
+    field: str  # "primaryContact.name" for a sub-field
+    old: Any
+    new: Any
+
+
+@dataclass(frozen=True)
+class Refused:
+    line: int
+    id: str
+    field: str | None  # None: the entry as a whole (removal)
+    new: Any
+    reason: str
+
+
+@dataclass
+class Rewritten:
+    text: str
+    edits: list[Edit] = field(default_factory=list)
+    removed: list[Edit] = field(default_factory=list)  # field "", old = status
+    refused: list[Refused] = field(default_factory=list)
+
+
+SHARED = "it comes through an anchor, alias or merge (editing it would change other places)"
+NO_VALUE = "the platform holds no value for it; delete it from the file to stop managing it"
+_ODD_LAYOUT = "it is written in a layout adopt does not edit"
+
+
+def rewrite(
+    text: str, wanted: Iterable[Wanted], entry_starts: Sequence[tuple[int, int]] = ()
+) -> Rewritten:
+    """``text`` with each wanted entry's fields set to the platform's values.
+
+    ``entry_starts``: where every entry of the file starts, in order (the loader's
+    line and column), when known: an entry to edit is then read from its own lines,
+    not the whole file.
+    """
+    lines = Lines(text)
+    wanted = list(wanted)
+    starts = {lines.offset((w.line, w.column)) for w in wanted}
+    alone = None
+    if not any(w.remove is not None for w in wanted):  # removing needs every entry's span
+        alone = _entries_alone(text, lines, starts, entry_starts)
+    spans = InviteSpans(None, list(alone.values())) if alone else invite_spans(text, starts)
+    by_start = {entry.start: entry for entry in spans.entries}
+    by_place = {
+        (w.line, w.column): by_start[at]
+        for w in wanted
+        if (at := lines.offset((w.line, w.column))) in by_start
+    }
+    result = Rewritten(text)
+    replacements: list[tuple[int, int, str]] = []
+    removing = [w for w in wanted if w.remove is not None]
+    cuts = _removals(text, spans.entries, by_place, removing, lines, result)
+    replacements += cuts
+    cut_entries = {w.id for w in removing} - {r.id for r in result.refused if r.field is None}
+    for want in wanted:
+        if want.id in cut_entries:
+            continue
+        entry = by_place.get((want.line, want.column))
+        for name, new in want.fields.items():
+            old = want.written.get(name)
+            span = entry.keys.get(name) if entry is not None and not entry.shared else None
+            if name in OBJECT_FIELDS and isinstance(old, dict):
+                replacements += _object(text, lines, want, name, span, old, new, result)
+                continue
+            place = lines.mark(span.start).line if span is not None else want.line
+            if new is None:
+                result.refused.append(Refused(place, want.id, name, new, NO_VALUE))
+                continue
+            if span is None or span.shared:
+                result.refused.append(Refused(place, want.id, name, new, SHARED))
+                continue
+            made = _value(text, span, name, new)
+            if made is None:
+                result.refused.append(Refused(place, want.id, name, new, _ODD_LAYOUT))
+                continue
+            replacements += made
+            result.edits.append(Edit(place, want.id, name, old, new))
+    result.text = _apply(text, replacements)
+    result.edits.sort(key=lambda e: e.line)
+    result.refused.sort(key=lambda r: r.line)
+    return result
+
+
+def _entries_alone(
+    text: str,
+    lines: Lines,
+    starts: set[int],
+    entry_starts: Sequence[tuple[int, int]],
+) -> dict[int, Span] | None:
+    """The wanted entries' spans, each read from its own lines; None when one cannot be."""
+    if not entry_starts:
+        return None
+    offsets = sorted(lines.offset(place) for place in entry_starts)
+    found = {}
+    for start in starts:
+        at = bisect.bisect_right(offsets, start)
+        if at == 0 or offsets[at - 1] != start:
+            return None
+        # Up to the line of the next entry's `- `, or the end of the text.
+        end = text.rfind("\n", start, offsets[at]) + 1 if at < len(offsets) else len(text)
+        entry = entry_span(text, start, end)
+        if entry is None:
+            return None
+        found[start] = entry
+    return found
+
+
+def _object(
+    text: str,
+    lines: Lines,
+    want: Wanted,
+    name: str,
+    span: Span | None,
+    old: dict[str, Any],
+    new: Any,
+    result: Rewritten,
+) -> list[tuple[int, int, str]]:
+    """Edits of the sub-fields of an object the entry manages one by one."""
+    held = new if isinstance(new, dict) else {}
+    made: list[tuple[int, int, str]] = []
+    for key, was in old.items():
+        now = held.get(key)
+        if canonical_value(was) == canonical_value(now):
+            continue
+        label = f"{name}.{key}"
+        inner = span.keys.get(key) if span is not None and span.kind == "mapping" else None
+        where = inner or span
+        place = lines.mark(where.start).line if where is not None else want.line
+        if now is None:
+            result.refused.append(Refused(place, want.id, label, now, NO_VALUE))
+        elif inner is None or inner.shared or span is None or span.shared:
+            result.refused.append(Refused(place, want.id, label, now, SHARED))
+        elif inner.kind != "scalar" or isinstance(now, dict | list):
+            result.refused.append(Refused(place, want.id, label, now, _ODD_LAYOUT))
+        else:
+            made.append((inner.start, inner.end, _scalar(now, inner, text, span.flow)))
+            result.edits.append(Edit(place, want.id, label, was, now))
+    return made
+
+
+def _value(text: str, span: Span, name: str, new: Any) -> list[tuple[int, int, str]] | None:
+    if span.kind == "scalar" and not isinstance(new, list | dict):
+        return [(span.start, span.end, _scalar(new, span, text, False))]
+    if span.kind == "list" and isinstance(new, list) and name in SET_FIELDS:
+        if any(item.kind != "scalar" or item.shared for item in span.items):
+            return None
+        if span.flow:
+            return [(span.start, span.end, _flow_list(_kept_then_added(span, new)))]
+        return _block_list(text, span, new)
+    return None
+
+
+def _kept_then_added(span: Span, new: list[Any]) -> list[tuple[Span | None, Any]]:
+    """The set's items: those written that the platform still holds, in their order, then
+    the platform's others, sorted."""
+    held = {repr(canonical_value(v)): v for v in new}
+    kept = [(item, item.value) for item in span.items if repr(canonical_value(item.value)) in held]
+    written = {repr(canonical_value(item.value)) for item in span.items}
+    added = sorted((v for k, v in held.items() if k not in written), key=str)
+    return [*kept, *((None, v) for v in added)]
+
+
+def _flow_list(items: list[tuple[Span | None, Any]]) -> str:
+    return "[" + ", ".join(_item_text(item, value, True) for item, value in items) + "]"
+
+
+def _item_text(item: Span | None, value: Any, flow: bool) -> str:
+    if item is not None and item.style is None:
+        return str(item.value)  # kept as written
+    return _render(value, item.style if item is not None else None, flow)
+
+
+def _block_list(text: str, span: Span, new: list[Any]) -> list[tuple[int, int, str]] | None:
+    """Item by item: lines of items the platform no longer holds go, new items follow the last."""
+    items = _kept_then_added(span, new)
+    kept = {id(item) for item, _ in items if item is not None}
+    made: list[tuple[int, int, str]] = []
+    indent = None
+    for item in span.items:
+        dash = text.rfind("-", 0, item.start)
+        start = text.rfind("\n", 0, dash) + 1
+        if dash < 0 or text[start:dash].strip(" ") or text[dash + 1 : item.start].strip():
+            return None  # not `  - item` on a line of its own
+        indent = indent if indent is not None else text[start:dash]
+        if id(item) not in kept:
+            made.append((start, _line_end(text, item.end), ""))
+    if indent is None:
+        return None
+    added = [value for item, value in items if item is None]
+    if not added and len(kept) == 0:
+        # Nothing left: the list becomes `[]` after its key.
+        colon = text.index(":", span.key_end)
+        return [(colon + 1, span.items[-1].end, " []")]
+    if added:
+        end = _line_end(text, span.items[-1].end)
+        newline = "\r\n" if text[:end].endswith("\r\n") else "\n"  # the file's own
+        lines = "".join(f"{indent}- {_render(value, None, False)}{newline}" for value in added)
+        if not text[:end].endswith("\n"):
+            lines = newline + lines.removesuffix(newline)
+        made.append((end, end, lines))
+    return made
+
+
+def _line_end(text: str, position: int) -> int:
+    """Just past the line break that ends the line holding ``position`` (or the text's end)."""
+    found = text.find("\n", position)
+    return len(text) if found < 0 else found + 1
+
+
+# -- removing entries ------------------------------------------------------------------------------
+
+
+def _removals(
+    text: str,
+    entries: list[Span],
+    by_place: dict[tuple[int, int], Span],
+    removing: list[Wanted],
+    lines: Lines,
+    result: Rewritten,
+) -> list[tuple[int, int, str]]:
+    made = []
+    gone = []
+    for want in removing:
+        entry = by_place.get((want.line, want.column))
+        cut = None if entry is None or entry.shared else _entry_lines(text, entry)
+        if cut is None:
+            reason = SHARED if entry is None or entry.shared else _ODD_LAYOUT
+            result.refused.append(Refused(want.line, want.id, None, want.remove, reason))
+            continue
+        gone.append(entry)
+        made.append(cut)
+        result.removed.append(Edit(want.line, want.id, "", want.remove, None))
+    if gone and len(gone) == len(entries):
+        # Every entry goes: the list becomes `[]`, the file stays valid.
+        first, last = min(c[0] for c in made), max(c[1] for c in made)
+        colon = text.rfind(":", 0, entries[0].start)
+        return [(colon + 1, first, " []\n"), (first, last, "")]
+    return made
+
+
+def _entry_lines(text: str, entry: Span) -> tuple[int, int, str] | None:
+    """The lines of a block list's entry: its comment lines just above, itself, the blank
+    lines after it (before it, for the last entry)."""
+    dash = text.rfind("-", 0, entry.start)
+    start = text.rfind("\n", 0, dash) + 1
+    if dash < 0 or text[start:dash].strip(" ") or text[dash + 1 : entry.start].strip():
+        return None
+    indent = text[start:dash]
+    end = _line_end(text, entry.end)
+    while start > 0:  # its own comments: lines just above, at its indentation
+        above = text.rfind("\n", 0, start - 1) + 1
+        if not text[above:start].startswith(indent + "#"):
+            break
+        start = above
+    after = end
+    while after < len(text) and _blank(text, after):
+        after = _line_end(text, after)
+    if after > end:
+        return (start, after, "")
+    while start > 0:
+        above = text.rfind("\n", 0, start - 1) + 1
+        if not _blank(text, above):
+            break
+        start = above
+    return (start, end, "")
+
+
+def _blank(text: str, start: int) -> bool:
+    end = text.find("\n", start)
+    return not text[start : len(text) if end < 0 else end].strip()
+
+
+# -- scalars ---------------------------------------------------------------------------------------
+
+# Characters a double-quoted scalar must escape: YAML reads them as breaks, or refuses them.
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff\ud800-\udfff\ufffe\uffff]")
+_PLAIN = re.compile(r"[^\s\-?:,\[\]{}#&*!|>'\"%@`](?:[^,\[\]{}]*[^\s,\[\]{}:])?")
+
+
+def _scalar(value: Any, span: Span, text: str, flow: bool) -> str:
+    rendered = _render(value, span.style, flow)
+    if span.style in ("|", ">") and text[span.start : span.end].endswith("\n"):
+        rendered += "\n"  # a block scalar's span ends with its line break
+    return rendered
+
+
+def _render(value: Any, style: str | None, flow: bool) -> str:
+    """``value`` as a YAML scalar: in the style it was written in where that reads it back."""
+    if not isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if style == "'" and not _UNPRINTABLE.search(value):
+        return "'" + value.replace("'", "''") + "'"
+    if style is None and _plain_ok(value):
+        return value
+    return _double_quoted(value)
+
+
+def _plain_ok(value: str) -> bool:
+    if not _PLAIN.fullmatch(value) or ": " in value or " #" in value:
+        return False
+    if _UNPRINTABLE.search(value):
+        return False
+    return value[:1] not in RESOLVED_FIRST or resolve_plain(value) == STR_TAG
+
+
+def _double_quoted(value: str) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return _UNPRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def _apply(text: str, replacements: list[tuple[int, int, str]]) -> str:
+    pieces = []
+    at = 0
+    for start, end, new in sorted(replacements, key=lambda r: (r[0], r[1])):
+        if start < at:  # two edits of one place: never expected; the check after catches it
+            continue
+        pieces.append(text[at:start])
+        pieces.append(new)
+        at = end
+    pieces.append(text[at:])
+    return "".join(pieces)

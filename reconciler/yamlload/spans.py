@@ -1,0 +1,181 @@
+"""Where each value of an invite file begins and ends in its text, for editing it in place.
+
+The loader keeps only where each value begins (``positions``), which is all a
+message needs. Rewriting a value needs where it ends too, and whether it is
+shared: a value written under an ``&anchor`` (or inside one), an ``*alias``
+or a ``<<`` merge stands for more than one place, and editing its text would
+change them all. This reads the same libyaml event stream as the loader, once
+more and only for a file about to be edited, and keeps for each entry of the
+top-level ``invites`` list the spans of its values. Offsets are characters of
+the decoded text (BOM dropped), as libyaml counts them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+_Parser = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+@dataclass(slots=True)
+class Span:
+    """One value as written: ``text[start:end]``; for a list its items, for a mapping its keys."""
+
+    start: int
+    end: int  # just past its last character; for a block collection, past its last value
+    kind: str  # "scalar", "list", "mapping" or "alias"
+    shared: bool  # an anchor, an alias or a merge: editing it would change other places
+    style: str | None = None  # a scalar's: None (plain), "'", '"', "|", ">"; a collection's: flow
+    flow: bool = False  # a collection written in [ ] or { }
+    value: Any = None  # a scalar's text as read
+    key_end: int = -1  # just past the key naming this value (in a mapping)
+    items: list[Span] = field(default_factory=list)
+    keys: dict[str, Span] = field(default_factory=dict)
+    merged: bool = False  # a mapping with a `<<` key: some of its values come from elsewhere
+
+
+@dataclass
+class InviteSpans:
+    """The ``invites`` list as written: its span and its entries (None when not a plain list)."""
+
+    list_span: Span | None
+    entries: list[Span]
+
+
+class _Open:
+    __slots__ = ("key", "span")
+
+    def __init__(self, span: Span) -> None:
+        self.span = span
+        self.key: tuple[str, int] | None = None  # a mapping's pending key and where it ends
+
+
+def invite_spans(text: str, wanted: Collection[int] | None = None) -> InviteSpans:
+    """The spans of the top-level ``invites`` list of ``text`` (which the loader accepted).
+
+    ``wanted``: where the entries to be edited start; the others get their own span
+    only, not one per value (a 20,000-invite file is read for one edit).
+    """
+    root = _read(text, wanted)
+    if root is None or root.kind != "mapping":
+        return InviteSpans(None, [])
+    found = root.keys.get("invites")
+    if found is None or found.kind != "list":
+        return InviteSpans(found, [])
+    return InviteSpans(found, found.items)
+
+
+def _read(text: str, wanted: Collection[int] | None, base: int = 0) -> Span | None:
+    """The spans of the document in ``text``, offsets counted from ``base``."""
+    parser = _Parser(text)
+    stack: list[_Open] = []
+    top: Span | None = None
+    skipped: Span | None = None  # an entry not wanted, read through for its end only
+    flows: list[bool] = []  # its open collections: written in flow style?
+    try:
+        while True:
+            event = parser.get_event()
+            kind = event.__class__
+            if skipped is not None:
+                if kind is yaml.ScalarEvent or kind is yaml.AliasEvent:
+                    skipped.end = max(skipped.end, base + event.end_mark.index)
+                elif kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
+                    flows.append(bool(event.flow_style))
+                elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
+                    if flows.pop():  # a block collection's end mark is past what follows it
+                        skipped.end = max(skipped.end, base + event.end_mark.index)
+                    if not flows:
+                        top = _add(stack, skipped) or top
+                        skipped = None
+                continue
+            if kind is yaml.StreamEndEvent:
+                return top
+            if kind in (yaml.MappingEndEvent, yaml.SequenceEndEvent):
+                done = stack.pop().span
+                if base + event.end_mark.index > done.end and done.flow:
+                    done.end = base + event.end_mark.index
+                top = _add(stack, done) or top
+                continue
+            if kind not in (yaml.ScalarEvent, yaml.AliasEvent, yaml.MappingStartEvent) and (
+                kind is not yaml.SequenceStartEvent
+            ):
+                continue
+            inherited = bool(stack) and stack[-1].span.shared
+            anchored = getattr(event, "anchor", None) is not None
+            start, end = base + event.start_mark.index, base + event.end_mark.index
+            if kind is yaml.ScalarEvent:
+                shared = inherited or anchored
+                span = Span(start, end, "scalar", shared, event.style or None, value=event.value)
+                top = _add(stack, span) or top
+            elif kind is yaml.AliasEvent:
+                top = _add(stack, Span(start, end, "alias", True)) or top
+            else:
+                collection = "mapping" if kind is yaml.MappingStartEvent else "list"
+                flow = bool(event.flow_style)
+                # A merge's value is shared whatever it is: its keys belong elsewhere.
+                merging = bool(stack) and stack[-1].key is not None and stack[-1].key[0] == "<<"
+                shared = inherited or anchored or merging
+                span = Span(start, start, collection, shared, flow=flow)
+                if wanted is not None and _is_entry(stack) and start not in wanted:
+                    skipped, flows = span, [flow]
+                    continue
+                stack.append(_Open(span))
+    finally:
+        parser.dispose()
+
+
+def entry_span(text: str, start: int, end: int) -> Span | None:
+    """The span of the one entry of a block list that starts at ``start`` and whose
+    lines end at ``end`` (where the next entry's line starts), read from them alone.
+
+    None when that is not possible (the entry is not `- ` on its own line, or what it
+    holds needs the rest of the file, an alias of an anchor elsewhere): read the file.
+    """
+    line = text.rfind("\n", 0, start) + 1
+    if text[line:start].strip(" ") != "-":
+        return None
+    try:
+        found = _read(text[line:end], None, base=line)
+    except yaml.YAMLError:
+        return None
+    if found is None or found.kind != "list" or len(found.items) != 1:
+        return None
+    entry = found.items[0]
+    return entry if entry.start == start and entry.kind == "mapping" else None
+
+
+def _is_entry(stack: list[_Open]) -> bool:
+    """Whether a collection opening now is an item of the top-level ``invites`` list."""
+    if len(stack) != 2 or stack[1].span.kind != "list":
+        return False
+    key = stack[0].key
+    return key is not None and key[0] == "invites"
+
+
+def _add(stack: list[_Open], span: Span) -> Span | None:
+    """Give ``span`` to the collection being read; return it when it is the document's value."""
+    if not stack:
+        return span
+    holder = stack[-1]
+    parent = holder.span
+    parent.end = max(parent.end, span.end)
+    if parent.kind == "list":
+        parent.items.append(span)
+        return None
+    if holder.key is None:  # a key
+        key = span.value if span.kind == "scalar" and isinstance(span.value, str) else ""
+        holder.key = (key, span.end)
+        if key == "<<" and span.style is None and span.kind == "scalar":
+            parent.merged = True
+        return None
+    key, key_end = holder.key
+    holder.key = None
+    span.key_end = key_end
+    if key == "<<" and parent.merged:
+        return None
+    parent.keys.setdefault(key, span)  # a repeated key is refused by the loader before this
+    return None

@@ -1,0 +1,298 @@
+"""`reconcile adopt`: what changed on the platform becomes a reviewable diff of the files.
+
+Run in a real git repository against the real sandbox: the diff adopt leaves is
+what a pull request would show.
+"""
+
+from __future__ import annotations
+
+import shutil
+import unicodedata
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.cli import run_cli
+from support.git import git
+from support.helpers import sandbox_env
+
+from reconciler.sandbox import SANDBOX_CLIENT_SECRET, Sandbox
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+
+FILE = """\
+# yaml-language-server: $schema=../schemas/invites.schema.json
+# EMEA invites. Keep ids sorted.
+invites:
+  # Acme: the group's holding company.
+  - id: inv_acme
+    name: Acme Holdings Ltd      # legal name, as registered
+    email: compliance@acme.example
+    phone: "+442079460000"
+    primaryContact:
+      name: Jane Doe
+      email: jane@acme.example
+    groups: [emea, enterprise]
+
+  - id: inv_beta
+    name: 'Bêta Société SA'
+    email: ops@beta.example
+    attachments:
+      - proof-of-address     # scanned
+      - certificate-of-incorporation
+
+
+  - id: inv_gamma   # untouched
+    name: Gamma GmbH
+    email: kyb@gamma.example
+    groups:   [emea]
+"""
+
+SERVER = [
+    {
+        "id": "inv_acme",
+        "status": "pending",
+        "name": "Acme Holdings Ltd",
+        "email": "compliance@acme.example",
+        "phone": "+442079460000",
+        "primaryContact": {"name": "Jane Doe", "email": "jane@acme.example"},
+        "groups": ["emea", "enterprise"],
+    },
+    {
+        "id": "inv_beta",
+        "status": "pending",
+        "name": "Bêta Société SA",
+        "email": "ops@beta.example",
+        "attachments": ["proof-of-address", "certificate-of-incorporation"],
+    },
+    {
+        "id": "inv_gamma",
+        "status": "pending",
+        "name": "Gamma GmbH",
+        "email": "kyb@gamma.example",
+        "groups": ["emea"],
+    },
+]
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    (tmp_path / "invites").mkdir()
+    (tmp_path / "invites" / "emea.yaml").write_text(FILE, encoding="utf-8")
+    git(tmp_path, "init", "-q", "-b", "main")
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-q", "-m", "invites")
+    return tmp_path
+
+
+def server_with(**changes: dict[str, Any]) -> list[dict[str, Any]]:
+    """The server's invites, with ``changes`` by invite id."""
+    return [{**invite, **changes.get(invite["id"], {})} for invite in SERVER]
+
+
+def diff_lines(repo: Path) -> list[str]:
+    """The lines `git diff` shows removed and added, as a reviewer reads them."""
+    diff = git(repo, "diff", "--no-color", "-U0")
+    return [
+        line
+        for line in diff.splitlines()
+        if line[:1] in "+-" and not line.startswith(("+++", "---"))
+    ]
+
+
+def test_adopt_edits_only_the_values_that_differ_and_a_plan_is_then_clean(
+    repo: Path, start_sandbox: Callable[..., Sandbox]
+) -> None:
+    server = start_sandbox(
+        server_with(
+            inv_acme={
+                "email": "onboarding@acme.example",
+                "primaryContact": {"name": "Jane Roe", "email": "jane@acme.example"},
+                "groups": ["emea", "enterprise", "priority"],
+            },
+            inv_beta={"name": "Bêta Société S.A.", "attachments": ["proof-of-address"]},
+        )
+    )
+    env = sandbox_env(server)
+    result = run_cli("adopt", cwd=repo, env=env)
+    assert result.returncode == 0, result.stderr
+    path = "invites/emea.yaml"
+    assert result.stdout.splitlines() == [
+        f'{path}:7: inv_acme email: "compliance@acme.example" -> "onboarding@acme.example"',
+        f'{path}:10: inv_acme primaryContact.name: "Jane Doe" -> "Jane Roe"',
+        f'{path}:12: inv_acme groups: ["emea", "enterprise"] -> ["emea", "enterprise", "priority"]',
+        f'{path}:15: inv_beta name: "Bêta Société SA" -> "Bêta Société S.A."',
+        f'{path}:18: inv_beta attachments: ["proof-of-address", '
+        '"certificate-of-incorporation"] -> ["proof-of-address"]',
+    ]
+    assert "Adopted 5 values in 1 file." in result.stderr
+    # Each value in its own style; comments, blank lines, gamma: byte for byte.
+    assert diff_lines(repo) == [
+        "-    email: compliance@acme.example",
+        "+    email: onboarding@acme.example",
+        "-      name: Jane Doe",
+        "+      name: Jane Roe",
+        "-    groups: [emea, enterprise]",
+        "+    groups: [emea, enterprise, priority]",
+        "-    name: 'Bêta Société SA'",
+        "+    name: 'Bêta Société S.A.'",
+        "-      - certificate-of-incorporation",
+    ]
+    text = (repo / path).read_text(encoding="utf-8")
+    assert text.endswith(FILE[FILE.index("\n\n\n") :])  # gamma and the blank lines before it
+    # Nothing but reads and the token: adopt never writes to the API.
+    assert server.stats.calls("PATCH") == []
+    assert all(r.path.endswith("/token") for r in server.stats.calls("POST"))
+    plan = run_cli("plan", "--detailed-exitcode", cwd=repo, env=env)
+    assert plan.returncode == 0, plan.stdout + plan.stderr
+    assert "Plan: 0 to update, 3 unchanged, 0 errors." in plan.stdout
+
+
+def test_nothing_to_adopt_leaves_the_files_alone(
+    repo: Path, start_sandbox: Callable[..., Sandbox]
+) -> None:
+    server = start_sandbox(SERVER)
+    result = run_cli("adopt", cwd=repo, env=sandbox_env(server))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == ""
+    assert "Nothing to adopt" in result.stderr
+    assert git(repo, "status", "--porcelain") == ""
+
+
+ALIASED = """\
+invites:
+  - id: inv_acme
+    name: Acme Holdings Ltd
+    email: compliance@acme.example
+    groups: &eu [emea, enterprise]
+  - id: inv_gamma
+    name: Gamma GmbH
+    email: kyb@gamma.example
+    groups: *eu
+"""
+
+
+def test_an_aliased_value_is_listed_and_left_alone_and_the_run_fails(
+    repo: Path, start_sandbox: Callable[..., Sandbox]
+) -> None:
+    (repo / "invites" / "emea.yaml").write_text(ALIASED, encoding="utf-8")
+    git(repo, "commit", "-qam", "aliased groups")
+    server = start_sandbox(
+        server_with(
+            inv_acme={"groups": ["emea", "enterprise"]},
+            inv_gamma={"groups": ["emea"], "name": "Gamma AG"},
+        )
+    )
+    result = run_cli("adopt", cwd=repo, env=sandbox_env(server))
+    assert result.returncode == 1
+    assert (
+        'invites/emea.yaml:9: inv_gamma groups: not edited to ["emea"]: it comes through an '
+        "anchor, alias or merge" in result.stderr
+    )
+    assert result.stderr.rstrip().splitlines()[-1].startswith("error: 1 value could not be")
+    # The other value is adopted; the shared one is as it was.
+    assert result.stdout == 'invites/emea.yaml:7: inv_gamma name: "Gamma GmbH" -> "Gamma AG"\n'
+    assert diff_lines(repo) == ["-    name: Gamma GmbH", "+    name: Gamma AG"]
+
+
+@pytest.mark.parametrize("prune", [True, False])
+def test_prune_not_pending_removes_the_entries_of_accepted_invites(
+    repo: Path, start_sandbox: Callable[..., Sandbox], prune: bool
+) -> None:
+    server = start_sandbox(server_with(inv_beta={"status": "accepted"}))
+    args = ["adopt", "--prune-not-pending"] if prune else ["adopt"]
+    result = run_cli(*args, cwd=repo, env=sandbox_env(server))
+    assert result.returncode == 0, result.stderr
+    text = (repo / "invites" / "emea.yaml").read_text(encoding="utf-8")
+    if not prune:
+        assert text == FILE
+        return
+    assert result.stdout == (
+        "invites/emea.yaml:14: inv_beta: entry removed (accepted, no longer pending)\n"
+    )
+    beta = FILE[FILE.index("  - id: inv_beta") : FILE.index("  - id: inv_gamma")]
+    assert text == FILE.replace(beta, "")
+    assert "Removed 1 entry in 1 file." in result.stderr
+
+
+def test_target_adopts_one_invite_and_reads_no_other(
+    repo: Path, start_sandbox: Callable[..., Sandbox]
+) -> None:
+    server = start_sandbox(
+        server_with(inv_acme={"name": "Acme Group"}, inv_beta={"name": "Beta AG"})
+    )
+    result = run_cli("adopt", "--target", "inv_beta", cwd=repo, env=sandbox_env(server))
+    assert result.returncode == 0, result.stderr
+    assert [r.path.rsplit("/", 1)[1] for r in server.stats.calls("GET")] == ["inv_beta"]
+    assert diff_lines(repo) == ["-    name: 'Bêta Société SA'", "+    name: 'Beta AG'"]
+
+
+def test_an_invalid_file_is_refused_before_anything_is_read(
+    repo: Path, start_sandbox: Callable[..., Sandbox]
+) -> None:
+    (repo / "invites" / "bad.yaml").write_text("invites:\n  - name: No Id\n", encoding="utf-8")
+    server = start_sandbox(server_with(inv_acme={"name": "Acme Group"}))
+    result = run_cli("adopt", cwd=repo, env=sandbox_env(server))
+    assert result.returncode == 1
+    assert "invites/bad.yaml:2" in result.stderr and "Traceback" not in result.stderr
+    assert server.stats.calls("GET") == []
+    assert git(repo, "status", "--porcelain", "--", "invites/emea.yaml") == ""
+
+
+def test_an_invite_the_platform_does_not_know_fails_the_run_and_the_others_are_adopted(
+    repo: Path, start_sandbox: Callable[..., Sandbox]
+) -> None:
+    known = server_with(inv_acme={"name": "Acme Group"})
+    server = start_sandbox([i for i in known if i["id"] != "inv_beta"])
+    result = run_cli("adopt", cwd=repo, env=sandbox_env(server))
+    assert result.returncode == 1
+    assert "error: inv_beta:" in result.stderr
+    assert diff_lines(repo) == [
+        "-    name: Acme Holdings Ltd      # legal name, as registered",
+        "+    name: Acme Group      # legal name, as registered",
+    ]
+
+
+def test_a_value_from_the_platform_is_escaped_on_the_terminal(
+    repo: Path, start_sandbox: Callable[..., Sandbox]
+) -> None:
+    server = start_sandbox(server_with(inv_gamma={"name": "Gamma\x1b[31m GmbH"}))
+    result = run_cli("adopt", cwd=repo, env=sandbox_env(server))
+    assert "\x1b" not in result.stdout + result.stderr
+
+
+def test_a_value_echoing_the_secret_is_not_adopted_neither_raw_nor_redacted(
+    repo: Path, start_sandbox: Callable[..., Sandbox]
+) -> None:
+    # Written as "[redacted]", the value would be sent as the name by the next apply.
+    server = start_sandbox(
+        server_with(
+            inv_gamma={"name": f"Gamma {SANDBOX_CLIENT_SECRET}"},
+            inv_acme={"name": "Acme Group"},
+        )
+    )
+    result = run_cli("adopt", cwd=repo, env=sandbox_env(server))
+    assert result.returncode == 1
+    assert "inv_gamma" in result.stderr and "holds the client secret or a token" in result.stderr
+    text = (repo / "invites" / "emea.yaml").read_text(encoding="utf-8")
+    assert SANDBOX_CLIENT_SECRET not in text + result.stdout + result.stderr
+    assert "[redacted]" not in text
+    assert diff_lines(repo) == [  # the other invite is adopted all the same
+        "-    name: Acme Holdings Ltd      # legal name, as registered",
+        "+    name: Acme Group      # legal name, as registered",
+    ]
+
+
+def test_text_the_platform_holds_decomposed_is_written_in_nfc(
+    repo: Path, start_sandbox: Callable[..., Sandbox]
+) -> None:
+    decomposed = unicodedata.normalize("NFD", "Gamma Café GmbH")
+    server = start_sandbox(server_with(inv_gamma={"name": decomposed}))
+    assert run_cli("adopt", cwd=repo, env=sandbox_env(server)).returncode == 0
+    assert diff_lines(repo) == ["-    name: Gamma GmbH", "+    name: Gamma Café GmbH"]
+    # Compared in NFC too: a second adopt finds nothing to do, a plan no change.
+    again = run_cli("adopt", cwd=repo, env=sandbox_env(server))
+    assert again.returncode == 0 and git(repo, "diff", "--stat").count("changed") == 1
+    plan = run_cli("plan", "--detailed-exitcode", cwd=repo, env=sandbox_env(server))
+    assert plan.returncode == 0, plan.stdout + plan.stderr

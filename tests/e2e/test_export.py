@@ -1,0 +1,75 @@
+"""`reconcile export --out`: a directory made for it, and never a file's other invites dropped."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from support.cli import run_cli
+from support.helpers import sandbox_env
+
+from reconciler.sandbox import Sandbox
+
+TWO = """\
+invites:
+  - id: inv_6p3j9   # ours
+    name: Old Name
+  - id: inv_1v5x7
+    name: Kiwi Ledger Ltd
+  - id: inv_8d2s4
+    name: Seoul
+"""
+
+
+def test_export_makes_the_directory_of_out(sandbox: Sandbox, tmp_path: Path) -> None:
+    env = sandbox_env(sandbox)
+    result = run_cli("export", "inv_6p3j9", "--out", "invites/apac/new.yaml", cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr
+    written = (tmp_path / "invites" / "apac" / "new.yaml").read_text(encoding="utf-8")
+    assert "id: inv_6p3j9" in written
+    assert "made the directory invites/apac" in result.stderr
+    assert run_cli("validate", "invites", cwd=tmp_path, env=env).returncode == 0
+
+
+def test_export_refuses_an_out_under_a_file(sandbox: Sandbox, tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x\n", encoding="utf-8")
+    result = run_cli(
+        "export", "inv_6p3j9", "--out", "file/new.yaml", cwd=tmp_path, env=sandbox_env(sandbox)
+    )
+    assert result.returncode == 1
+    assert "Not a directory" in result.stderr and "Traceback" not in result.stderr
+    assert sandbox.stats.calls("GET") == []
+
+
+def test_force_over_a_file_with_other_invites_is_refused_and_points_at_adopt(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    target = tmp_path / "apac.yaml"
+    target.write_text(TWO, encoding="utf-8")
+    env = sandbox_env(sandbox)
+    result = run_cli("export", "inv_6p3j9", "--out", "apac.yaml", "--force", cwd=tmp_path, env=env)
+    assert result.returncode == 1
+    assert "apac.yaml defines 2 other invites (inv_1v5x7, inv_8d2s4)" in result.stderr
+    assert "reconcile adopt apac.yaml" in result.stderr
+    assert target.read_text(encoding="utf-8") == TWO
+    assert sandbox.stats.calls("GET") == []
+    # Without --force, the refusal names adopt too.
+    plain = run_cli("export", "inv_6p3j9", "--out", "apac.yaml", cwd=tmp_path, env=env)
+    assert plain.returncode == 1 and "reconcile adopt apac.yaml" in plain.stderr
+
+
+def test_force_over_a_file_of_only_the_exported_invites_replaces_it(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    target = tmp_path / "apac.yaml"
+    target.write_text("invites:\n  - id: inv_6p3j9\n    name: Old Name\n", encoding="utf-8")
+    result = run_cli(
+        "export",
+        "inv_6p3j9",
+        "--out",
+        "apac.yaml",
+        "--force",
+        cwd=tmp_path,
+        env=sandbox_env(sandbox),
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Old Name" not in target.read_text(encoding="utf-8")

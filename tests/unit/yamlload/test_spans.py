@@ -1,0 +1,51 @@
+"""Where values begin and end, and which are shared, for editing a file in place."""
+
+from __future__ import annotations
+
+from reconciler.yamlload.spans import invite_spans
+
+TEXT = """\
+invites:
+  - id: inv_a   # comment
+    name: "Acme"
+    groups:
+      - emea
+
+    # a comment after the list
+    addOns: &shared [edd]
+  - &entry
+    id: inv_b
+    <<: {email: b@example.com}
+    addOns: *shared
+"""
+
+
+def test_each_value_spans_exactly_its_text_and_a_block_list_ends_at_its_last_item() -> None:
+    spans = invite_spans(TEXT)
+    first, second = spans.entries
+    assert [TEXT[s.start : s.end] for s in first.keys.values()] == [
+        "inv_a",
+        '"Acme"',
+        "- emea",
+        "&shared [edd]",
+    ]
+    assert first.keys["name"].style == '"' and first.keys["id"].style is None
+    assert [TEXT[i.start : i.end] for i in first.keys["groups"].items] == ["emea"]
+    assert TEXT[first.keys["groups"].key_end - len("groups") : first.keys["groups"].key_end] == (
+        "groups"
+    )
+    assert not first.shared and second.shared  # an anchored entry shares all it holds
+
+
+def test_anchors_aliases_and_merges_are_shared() -> None:
+    first, second = invite_spans(TEXT).entries
+    assert first.keys["addOns"].shared and first.keys["addOns"].items[0].shared
+    assert not first.keys["groups"].shared
+    assert second.keys["addOns"].kind == "alias" and second.merged
+    assert "email" not in second.keys  # it comes through the merge
+
+
+def test_a_file_without_an_invites_list_has_no_entries() -> None:
+    assert invite_spans("other: 1\n").entries == []
+    assert invite_spans("invites: {a: 1}\n").entries == []
+    assert invite_spans("- 1\n").entries == []
