@@ -10,10 +10,11 @@ from __future__ import annotations
 import gzip
 import json
 import secrets
+import socket
 import threading
 import time
 from collections import Counter
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, NamedTuple
@@ -94,7 +95,15 @@ class HostileServer:
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"{self.scheme}://{host}:{port}"
+
+    scheme = "http"
+
+    def use_tls(self, wrap: Callable[[socket.socket], socket.socket]) -> HostileServer:
+        """Serve https: ``wrap`` turns the listening socket into a TLS one (support.tls)."""
+        self._server.socket = wrap(self._server.socket)
+        self.scheme = "https"
+        return self
 
     def __enter__(self) -> HostileServer:
         self._thread.start()
