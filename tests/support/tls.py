@@ -7,6 +7,7 @@ from __future__ import annotations
 import socket
 import ssl
 import subprocess
+import warnings
 from pathlib import Path
 from typing import NamedTuple
 
@@ -41,7 +42,9 @@ def wrap_server_socket(
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(certs.cert, certs.key)
     if maximum is not None:  # a server that offers nothing newer than this
-        context.minimum_version = ssl.TLSVersion.MINIMUM_SUPPORTED
-        context.maximum_version = maximum
+        with warnings.catch_warnings():  # TLS 1.0 is deprecated: that is the point
+            warnings.simplefilter("ignore", DeprecationWarning)
+            context.minimum_version = ssl.TLSVersion.MINIMUM_SUPPORTED
+            context.maximum_version = maximum
         context.set_ciphers("DEFAULT:@SECLEVEL=0")
     return context.wrap_socket(sock, server_side=True)
