@@ -12,6 +12,7 @@ from benchmarks.scenarios import (
     plan_huge,
     plan_large,
     plan_latency,
+    plan_short_tokens,
     startup,
     validate_large,
 )
@@ -30,5 +31,6 @@ SCENARIOS: dict[str, tuple[str, Scenario]] = {
     "plan-latency": ("a", plan_latency.run),
     "apply-rate-limit": ("b", apply_rate_limit.run),
     "http-layer": ("x", http_layer.run),
+    "plan-short-tokens": ("t", plan_short_tokens.run),
     "adopt-large": ("d", adopt_large.run),
 }

@@ -24,6 +24,7 @@ class Sizes:
     rate_limit: float = 100.0
     drift: float = 0.10  # share of invites that differ from the server in plans
     http_gets: int = 2_000  # per layer, in the GET cost by layer
+    short_tokens: int = 4_000  # plan with tokens said to last 1 ms, and with day-long ones
 
 
 QUICK = Sizes(
@@ -34,6 +35,7 @@ QUICK = Sizes(
     apply_total=150,
     apply_changed=50,
     http_gets=300,
+    short_tokens=500,
 )
 
 

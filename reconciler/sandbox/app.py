@@ -68,6 +68,9 @@ class SandboxOptions:
     slow_seconds: float = 0.0
     rate_limit: float | None = None  # requests per second, then 429 + Retry-After
     token_ttl: float = 86400.0
+    # What the token answer says expires_in is, when it lies (0.001, 0): the token
+    # still lives token_ttl. None: token_ttl, rounded up to whole seconds.
+    token_expires_in: float | None = None
     seed: int | None = None
 
 
@@ -223,7 +226,9 @@ class SandboxApp:
             raise BadRequest(f"unknown scope: {' '.join(unknown)}")
         ttl = self.options.token_ttl
         token = self.tokens.issue(form["client_id"], scopes, ttl)
-        data = {"access_token": token, "token_type": "Bearer", "expires_in": math.ceil(ttl)}
+        said = self.options.token_expires_in
+        expires_in = math.ceil(ttl) if said is None else said
+        data = {"access_token": token, "token_type": "Bearer", "expires_in": expires_in}
         return self._envelope(201, "access token created", data)
 
     def _accounts(self, request: Request) -> Response:
