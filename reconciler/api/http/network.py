@@ -14,6 +14,7 @@ import ssl
 import stat
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlsplit
 
 import requests
 import urllib3.exceptions as u3
@@ -81,12 +82,21 @@ def make_session(base: BaseUrl | str, parallelism: int) -> ProxiedSession:
     session.headers["Accept-Encoding"] = "identity"
     # requests re-reads proxies and the CA bundle from the environment on every
     # request, scanning os.environ each time; read them once per run instead.
-    environment = session.merge_environment_settings(base.text, {}, None, None, None)
-    # Plain http:// is allowed only because the host is this machine; a proxy
-    # would carry the form with the client secret, in clear, to another one.
-    # Decided on the parsed scheme: `HTTP://127.0.0.1` is plain http too.
+    try:
+        environment = session.merge_environment_settings(base.text, {}, None, None, None)
+        # Plain http:// is allowed only because the host is this machine; a proxy
+        # would carry the form with the client secret, in clear, to another one.
+        # Decided on the parsed scheme: `HTTP://127.0.0.1` is plain http too.
+        proxy = select_proxy(base.text, environment["proxies"]) if base.scheme == "https" else None
+        if proxy:
+            urlsplit(proxy if "://" in proxy else f"http://{proxy}").port  # noqa: B018
+    except ValueError:  # a proxy URL urllib cannot parse ("[" in its password, a bad port)
+        # Never shown: its user info may hold a password.
+        raise ConfigError(
+            "a proxy variable (HTTPS_PROXY, ALL_PROXY or NO_PROXY, in either case) is not a "
+            "valid URL: check its port, and percent-encode any of :@/[]% in its user and password"
+        ) from None
     if base.scheme == "https":
-        proxy = select_proxy(base.text, environment["proxies"])
         if proxy:
             session.proxy_source = _proxy_variable(proxy)
             _check_proxy(proxy, session.proxy_source)

@@ -336,8 +336,18 @@ HTML = {"Content-Type": "text/html"}
         ),
         ("<title></title><h1>no title</h1>", "Bad Request"),
         ("<p>" + "x" * 20000 + "<title>too far down</title>", "Bad Request"),
+        ("<title>" + "a" * 40000, "Bad Request"),  # never closed
+        ("<title" * 9000, "Bad Request"),  # no pattern to backtrack over
     ],
-    ids=["nginx-mtls", "entities-whitespace", "controls-bounded", "empty-title", "too-far-down"],
+    ids=[
+        "nginx-mtls",
+        "entities-whitespace",
+        "controls-bounded",
+        "empty-title",
+        "too-far-down",
+        "unterminated",
+        "title-repeated",
+    ],
 )
 def test_an_html_error_page_is_shown_by_its_title(
     client: ApiClient, requests_mock: Any, page: str, shown: str

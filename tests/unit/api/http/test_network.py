@@ -470,3 +470,19 @@ def test_an_expired_certificate_is_not_told_to_trust_a_private_ca() -> None:
         "TLS verification failed for api.example (certificate verify failed: "
         "certificate has expired)"
     )
+
+
+@pytest.mark.parametrize(
+    "proxy", ["http://ci:p[w@127.0.0.1:3128", "http://127.0.0.1:99999", "http://u:\x1b]0;x\x07@h"]
+)
+def test_a_proxy_url_that_does_not_parse_is_a_configuration_error_never_shown(
+    monkeypatch: pytest.MonkeyPatch, proxy: str
+) -> None:
+    # Once a ValueError traceback that showed part of the password.
+    monkeypatch.setenv("HTTPS_PROXY", proxy)
+    with pytest.raises(ConfigError) as refused:
+        make_session("https://api.example", 4)
+    assert str(refused.value) == (
+        "a proxy variable (HTTPS_PROXY, ALL_PROXY or NO_PROXY, in either case) is not a valid "
+        "URL: check its port, and percent-encode any of :@/[]% in its user and password"
+    )
