@@ -7,7 +7,6 @@ hand it to the interpreter (`raise SystemExit(main())`), as pre-commit does.
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import os
 import sys
 from collections.abc import Sequence
@@ -102,9 +101,14 @@ class LazyGroup(click.Group):
             ) from None
 
 
+# Commands whose product is not on stdout: they run with stdout closed.
+_NO_STDOUT_NEEDED = frozenset({"validate"})
+
+
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="reconcile")
-def cli() -> None:
+@click.pass_context
+def cli(ctx: click.Context) -> None:
     """Keep KYB business invites in git: validate, plan and apply changes.
 
     It changes invites that already exist on the platform. It never creates,
@@ -114,6 +118,14 @@ def cli() -> None:
     Run `reconcile COMMAND --help` for a command's options and the environment
     variables and reconciler.yaml settings it reads.
     """
+    command = ctx.invoked_subcommand
+    if sys.stdout is None and command not in _NO_STDOUT_NEEDED:
+        # Started with stdout closed (`>&-`): plans, results and e-mails sent would be
+        # reported to nobody. Nothing is read or written; the run fails.
+        raise ReconcilerError(
+            f"cannot write the output: stdout is closed; `reconcile {command}` reports "
+            "on stdout, so it did not run: nothing was read or changed"
+        )
 
 
 def _add_example(command: click.Command, name: str) -> None:
@@ -140,6 +152,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None) -> int:
     meta: dict[str, object] = {}  # shared by every context of this run: options leave notes
+    _hold_closed_streams()
     try:
         with cli.make_context("reconcile", list(sys.argv[1:] if argv is None else argv)) as ctx:
             meta = ctx.meta
@@ -196,6 +209,23 @@ def _complete() -> int:
     except click.ClickException as exc:
         exc.show()
         return EXIT_FAILURE
+
+
+def _hold_closed_streams() -> None:
+    """Keep a closed stdout or stderr's descriptor taken, by /dev/null.
+
+    Started with `>&-`, fd 1 is free: the next file opened (the audit log, a plan)
+    would get it, and anything written to "stdout" by a child process (git) would
+    land in that file. sys.stdout stays None, so the run still knows stdout is gone.
+    """
+    for fd in (1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            if devnull != fd:
+                os.dup2(devnull, fd)
+                os.close(devnull)
 
 
 def _report(exc: ReconcilerError) -> int:

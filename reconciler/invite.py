@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterable
 from typing import Any
 
 # The fields the platform lets a PATCH change, in the order an export writes them.
@@ -22,6 +23,28 @@ OBJECT_FIELDS = frozenset({"primaryContact"})
 ID_KEY = "id"  # also the invite's field name in the API
 RESEND_KEY = "resendOnChange"
 RECONCILER_KEYS = (ID_KEY, RESEND_KEY)
+
+# When an invite's invitation is e-mailed again after its update: ``True`` after any
+# update, a tuple of field names only after an update that carried one of them,
+# ``False`` never. The e-mail is the one thing this tool does that cannot be undone.
+ResendRule = bool | tuple[str, ...]
+
+
+def resend_rule(value: Any) -> ResendRule:
+    """The rule an entry's ``resendOnChange`` states (the schema has checked its shape)."""
+    if value is True:
+        return True
+    if isinstance(value, list) and value and all(type(v) is str for v in value):
+        return tuple(dict.fromkeys(value))
+    return False
+
+
+def resend_due(rule: ResendRule, patched: Iterable[str]) -> bool:
+    """Whether an update carrying the fields ``patched`` re-sends the invitation."""
+    if rule is True or rule is False:
+        return rule
+    return any(field in rule for field in patched)
+
 
 # The schema's `pattern` says the same; this holds even if the schema is edited,
 # and matches the whole string (a `$` in a search lets a final newline through).

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from reconciler.api.exceptions import WrongInvite
+from reconciler.api.exceptions import UnexpectedResponse, WrongInvite
 from reconciler.api.http.answer import Answer
 from reconciler.api.http.auth import register_secret_forms
 from reconciler.api.http.exchange import Exchange, Observer
@@ -112,6 +112,15 @@ class ApiClient:
         path = invite_path(self.settings.contract.resend_invite_path, invite_id)
         # Not idempotent: retried only when the request surely never left.
         answer = self._exchange.call("POST", path, json_body={}, idempotent=False)
+        if not (isinstance(answer.body, dict) and answer.body.get("success") is True):
+            # A 2xx that is not the envelope saying success: it cannot be checked, and
+            # the platform may have sent the e-mail (UnexpectedResponse: outcome unknown).
+            raise UnexpectedResponse(
+                f"the answer to the re-send of {escape(invite_id)} is not the API's envelope "
+                "saying success, so whether the invitation went out cannot be checked",
+                status=answer.status,
+                request_id=answer.request_id,
+            )
         return Receipt(answer.status, answer.request_id)
 
     # -- answers ----------------------------------------------------------------

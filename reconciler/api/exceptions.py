@@ -19,6 +19,7 @@ class ApiError(ReconcilerError):
         request_id: str | None = None,
         retry_after: float | None = None,
         details: Any = None,
+        enveloped: bool = False,
     ) -> None:
         # Messages and ids often come from the server, which may echo what it was
         # sent: cleaned here, whoever builds the error (cleaning twice is harmless).
@@ -29,6 +30,8 @@ class ApiError(ReconcilerError):
         self.request_id = clean(request_id) if request_id is not None else None
         self.retry_after = retry_after
         self.details = details  # per-field problems from the envelope's data
+        # The answer was the platform's own envelope, not a gateway's page or a cut body.
+        self.enveloped = enveloped
 
     @property
     def outcome_unknown(self) -> bool:
@@ -92,17 +95,38 @@ class RateLimited(ApiError):
 class ServerError(ApiError):
     """5xx: a fault on the server or a gateway in front of it."""
 
+    @property
+    def outcome_unknown(self) -> bool:
+        # A gateway's 502 or 504 (nginx timing out on the platform, say) or any 5xx that
+        # is not the platform's envelope says nothing of whether the platform did it.
+        return self.status in (502, 504) or not self.enveloped
+
 
 class UnexpectedResponse(ApiError):
     """A status or body the contract does not describe."""
+
+    @property
+    def outcome_unknown(self) -> bool:
+        # A 2xx whose answer cannot be read or checked: the platform may well have done it.
+        return self.status is not None and 200 <= self.status < 300
 
 
 class Redirected(UnexpectedResponse):
     """3xx: no endpoint of the API redirects, so the answer is never followed."""
 
+    @property
+    def outcome_unknown(self) -> bool:
+        return False
+
 
 class EnvelopeFailure(UnexpectedResponse):
     """A 2xx whose envelope says ``success: false``: a failure whatever the status."""
+
+    @property
+    def outcome_unknown(self) -> bool:
+        # `success: false` is the platform saying it did not do it; `"true"`, null or a
+        # number is an answer nobody can check, after which the platform may have done it.
+        return not self.enveloped
 
 
 class WrongInvite(UnexpectedResponse):
@@ -115,6 +139,11 @@ class BadInviteValue(UnexpectedResponse):
 
 class AnswerTooLarge(UnexpectedResponse):
     """A body longer than ``max_response_bytes``: reading stopped at the cap."""
+
+    @property
+    def outcome_unknown(self) -> bool:
+        # Unread, so unchecked: after a 2xx or a 5xx the platform may have done it.
+        return self.status is None or not 300 <= self.status < 500
 
 
 class TokenRefused(AuthenticationFailed):

@@ -56,6 +56,21 @@ def outcome_of(error: ApiError) -> str:
 class NoAuditLog:
     """Stands in when no audit log was asked for: writes are sent unrecorded."""
 
+    def attempt(
+        self, invite_id: str, operation: str, fields: dict[str, dict[str, Any]] | None = None
+    ) -> Attempt:
+        return Attempt("", invite_id, operation)
+
+    def outcome(
+        self,
+        attempt: Attempt,
+        outcome: str,
+        status: int | None = None,
+        request_id: str | None = None,
+        message: str | None = None,
+    ) -> None:
+        pass
+
     def audited(
         self,
         invite_id: str,

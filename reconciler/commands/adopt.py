@@ -14,6 +14,7 @@ import os
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -36,7 +37,7 @@ from reconciler.desired.rewrite import Rewritten, Wanted, rewrite
 from reconciler.desired.selection import Selection, select_invites
 from reconciler.desired.state import load_desired_state, load_text
 from reconciler.errors import ReconcilerError
-from reconciler.invite import OBJECT_FIELDS, canonical, nfc_value
+from reconciler.invite import OBJECT_FIELDS, ResendRule, canonical, nfc_value
 from reconciler.output.common import show
 from reconciler.output.failures import echo_errors
 from reconciler.output.log import setup_logging
@@ -211,7 +212,7 @@ def _check(path: str, rewritten: Rewritten, before: list[DesiredInvite]) -> None
         )
 
 
-def _compared(entry: tuple[dict[str, object], bool]) -> tuple[dict[str, object], bool]:
+def _compared(entry: tuple[dict[str, Any], ResendRule]) -> tuple[dict[str, Any], ResendRule]:
     fields, resend = entry
     return {name: canonical(name, value) for name, value in fields.items()}, resend
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import click
 
 from reconciler.api.client import ApiClient
 from reconciler.api.limiter import Limiter, limiter_for
 from reconciler.apply.applier import Applier, ApplyReport, ChangeResult, WriteOutcome
-from reconciler.apply.audit import open_audit_log
+from reconciler.apply.audit import AuditLog, AuditLogError, NoAuditLog, open_audit_log
 from reconciler.apply.interrupt import GracefulInterrupt
 from reconciler.commands.common import check_writable, read_desired, run_selection, run_settings
 from reconciler.commands.confirm import confirm, require_terminal
@@ -26,7 +28,7 @@ from reconciler.commands.remote import api_client, compute_plan
 from reconciler.errors import ReconcilerError
 from reconciler.output.color import use_color
 from reconciler.output.common import echo_chunks, stop_writing_to_stdout
-from reconciler.output.failures import echo_errors
+from reconciler.output.failures import RESEND_UNKNOWN_ADVICE, echo_errors, resend_advice
 from reconciler.output.github import (
     emit,
     github_enabled,
@@ -35,17 +37,21 @@ from reconciler.output.github import (
 )
 from reconciler.output.log import setup_logging
 from reconciler.output.progress import Progress
-from reconciler.output.text import TextRenderer
+from reconciler.output.text import TextRenderer, resend_if_updated
 from reconciler.plan.changes import FailedInvite
 from reconciler.plan.model import Plan
-from reconciler.plan.saved import find_drift, load_signed_plan
+from reconciler.plan.saved import load_signed_plan, saved_plan_state
+from reconciler.safetext import clean
 from reconciler.settings.config import Settings
 from reconciler.wording import plural
 
 
 @click.command(
     epilog=settings_help(
-        api=True, reads_paths=True, extra=("max_changes", "audit_log"), other_env=RUN_ENV
+        api=True,
+        reads_paths=True,
+        extra=("max_changes", "max_resends", "audit_log"),
+        other_env=RUN_ENV,
     )
 )
 @run_options
@@ -83,12 +89,14 @@ def apply(
     saved = load_signed_plan(plan_file, secret) if plan_file else None
     state = None if saved else read_desired(settings, run.paths, selection)
     if saved is not None:
-        saved.raise_if_unsafe(settings.max_changes)  # needs no request: before the drift check
+        # Needs no request: before the drift check.
+        saved.raise_if_unsafe(settings.max_changes, settings.max_resends)
     limiter = limiter_for(settings)
     with api_client(settings, run.sandbox, limiter.observe) as client:
+        done: frozenset[str] = frozenset()
         if saved is not None:
             the_plan = saved
-            _check_saved_plan(the_plan, client, limiter, plan_file or "")
+            done = _check_saved_plan(the_plan, client, limiter, plan_file or "")
         else:
             assert state is not None
             the_plan = compute_plan(client, state, settings, limiter)
@@ -103,14 +111,14 @@ def apply(
                 _say_left_in_conflict(len(in_conflict))
             return 1 if the_plan.failed or in_conflict else 0
         if saved is None:
-            the_plan.raise_if_unsafe(settings.max_changes)
+            the_plan.raise_if_unsafe(settings.max_changes, settings.max_resends)
             if not auto_approve:
                 confirm(
                     "Apply these changes?",
                     action="apply",
                     instead=_INSTEAD,
                 )
-        code = _apply(the_plan, client, settings, limiter, renderer, github)
+        code = _apply(the_plan, client, settings, limiter, renderer, github, done)
         if in_conflict:
             _say_left_in_conflict(len(in_conflict))  # last: an error closes the log
         return 1 if in_conflict else code
@@ -130,15 +138,18 @@ def _say_left_in_conflict(count: int) -> None:
 _INSTEAD = ", or apply a reviewed plan with `apply --plan FILE`"
 
 
-def _check_saved_plan(plan: Plan, client: ApiClient, limiter: Limiter, path: str) -> None:
+def _check_saved_plan(plan: Plan, client: ApiClient, limiter: Limiter, path: str) -> frozenset[str]:
+    """The ids of the plan's changes already made; refuses a plan the server has left."""
     with GracefulInterrupt("checks", client.stop):
-        drift = find_drift(plan, client.base_url, client.get_invite, limiter, client.stop)
+        state = saved_plan_state(plan, client.base_url, client.get_invite, limiter, client.stop)
+    drift = state.drift
     if drift:
         lines = "\n".join(f"  {line}" for line in drift)
         raise ReconcilerError(
             f"{path}: refusing the whole plan, nothing was changed: the server no longer "
             f"matches what was reviewed:\n{lines}\nMake and review a new plan."
         )
+    return state.done
 
 
 def _apply(
@@ -148,8 +159,14 @@ def _apply(
     limiter: Limiter,
     renderer: TextRenderer,
     github: bool = False,
+    done: frozenset[str] = frozenset(),
 ) -> int:
+    # The log names the plan as reviewed; only its changes not made yet are applied.
     audit = open_audit_log(settings.audit_log, settings.client_id, plan.digest())
+    for change in plan.changes:
+        if change.id in done:
+            click.echo(renderer.already_applied(change))
+    plan = replace(plan, changes=[c for c in plan.changes if c.id not in done])
     progress = Progress("Applying", len(plan.changes))
     # One stop ends new writes and further retries: an interrupt, a run-fatal error, lost stdout.
     stop = client.stop
@@ -160,21 +177,27 @@ def _apply(
         nonlocal stdout_lost
         if result.outcome is not WriteOutcome.NOT_STARTED:
             progress.advance(failed=not result.outcome.updated)
-        if stdout_lost:
-            return
-        try:
-            progress.echo(renderer.apply_result(result))
-        except OSError as exc:  # `apply | head`, a full disk: stop as an interrupt would
-            stdout_lost = True
-            stop.set(f"stdout could not be written ({exc.strerror or type(exc).__name__})")
-            stop_writing_to_stdout()
+        line = renderer.apply_result(result)
+        if not stdout_lost:
+            try:
+                progress.echo(line)
+                return
+            except OSError as exc:  # `apply | head`, a full disk: stop as an interrupt would
+                stdout_lost = True
+                stop.set(f"stdout could not be written ({exc.strerror or type(exc).__name__})")
+                stop_writing_to_stdout()
+        # Every write the server may have received is reported where it can still be read.
+        if result.outcome is not WriteOutcome.NOT_STARTED:
+            progress.echo(line, err=True)
 
     try:
         with GracefulInterrupt("writes", stop):
             report = applier.apply(plan, on_result=show)
     finally:
         progress.finish()
-        audit.close()
+        closing = _close(audit)
+    report.audit_error = report.audit_error or closing
+    report.already_applied = len(done)
     if github:
         failed_updates = (r for r in report.results if r.error and not r.outcome.updated)
         emit(
@@ -188,10 +211,22 @@ def _apply(
         count = len(plan.failed)
         click.echo(
             f"{plural(count, 'invite')} could not be planned (errors above) and "
-            f"{'was' if count == 1 else 'were'} left alone."
+            f"{'was' if count == 1 else 'were'} left alone.",
+            err=stdout_lost,
         )
     echo_errors(_failures(plan, report))
+    if report.audit_error is not None:
+        raise report.audit_error  # the last line: the log is incomplete, the run failed
     return 0 if report.ok and not plan.failed and not stdout_lost else 1
+
+
+def _close(audit: AuditLog | NoAuditLog) -> AuditLogError | None:
+    """Close the log; a failure is reported after the results, never instead of them."""
+    try:
+        audit.close()
+    except AuditLogError as error:
+        return error
+    return None
 
 
 def _failures(plan: Plan, report: ApplyReport) -> list[FailedInvite]:
@@ -201,12 +236,25 @@ def _failures(plan: Plan, report: ApplyReport) -> list[FailedInvite]:
         change, error = result.change, result.error
         if error is None:
             continue
-        if not result.outcome.updated:
+        if result.outcome is WriteOutcome.UPDATE_UNKNOWN:
+            advice = (
+                resend_if_updated(change)
+                if change.resend
+                else f"check with `reconcile plan --target {clean(change.id)}` before applying "
+                "again"
+            )
+            reason = f"update unknown: {error}"
+            failed.append(FailedInvite(change.id, None, reason, error.status, advice=advice))
+        elif not result.outcome.updated:
             failed.append(FailedInvite(change.id, change.source, str(error), error.status))
+        elif result.outcome is WriteOutcome.RESEND_UNKNOWN:
+            # The entry is not what to fix: no source. Never advice to send it again.
+            reason = f"updated; {error}"
+            failed.append(
+                FailedInvite(change.id, None, reason, error.status, advice=RESEND_UNKNOWN_ADVICE)
+            )
         else:
-            # The entry is not what to fix: no source, so the advice does not point at it.
-            unknown = result.outcome is WriteOutcome.RESEND_UNKNOWN
-            what = "re-send may have been sent" if unknown else "not re-sent"
-            reason = f"updated, but {what}: {error}"
-            failed.append(FailedInvite(change.id, None, reason, error.status))
+            reason = f"updated, but not re-sent: {error}"
+            advice = resend_advice(change.id)
+            failed.append(FailedInvite(change.id, None, reason, error.status, advice=advice))
     return failed

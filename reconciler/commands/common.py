@@ -31,7 +31,11 @@ def settings_for(config_file: str | None, **overrides: Any) -> Settings:
 def run_settings(run: RunOptions, **overrides: Any) -> Settings:
     """The settings of a plan or apply run: its config file, then its own options."""
     return settings_for(
-        run.config_file, parallelism=run.parallelism, max_changes=run.max_changes, **overrides
+        run.config_file,
+        parallelism=run.parallelism,
+        max_changes=run.max_changes,
+        max_resends=run.max_resends,
+        **overrides,
     )
 
 

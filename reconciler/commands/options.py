@@ -209,6 +209,15 @@ def max_changes_option(f: F) -> F:
     )(f)
 
 
+def max_resends_option(f: F) -> F:
+    return click.option(
+        "--max-resends",
+        type=SettingType("max_resends"),
+        help="Refuse to apply a plan that e-mails more invitations again than this "
+        f"(env {ENV_VARS['max_resends']}, setting max_resends).",
+    )(f)
+
+
 @dataclass(frozen=True)
 class RunOptions:
     """What plan and apply share: which invites, from where, against which API, shown how."""
@@ -220,6 +229,7 @@ class RunOptions:
     changed_since: str | None
     parallelism: int | None
     max_changes: int | None
+    max_resends: int | None
     sandbox: bool
     color: str
     annotations: str
@@ -245,6 +255,7 @@ def run_options(f: F) -> F:
         selection_options,
         parallelism_option,
         max_changes_option,
+        max_resends_option,
         sandbox_option,
         color_option,
         annotations_option,

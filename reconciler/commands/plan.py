@@ -36,7 +36,9 @@ def signing_secret(settings: Settings, sandbox: bool) -> str | None:
 
 
 @click.command(
-    epilog=settings_help(api=True, reads_paths=True, extra=("max_changes",), other_env=RUN_ENV)
+    epilog=settings_help(
+        api=True, reads_paths=True, extra=("max_changes", "max_resends"), other_env=RUN_ENV
+    )
 )
 @run_options
 @plan_format_option

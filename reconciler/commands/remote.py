@@ -56,7 +56,13 @@ def compute_plan(
     if state.scope is not None and state.changed_since is not None:
         scope = ScopedTo(state.changed_since, state.scope, state.not_read)
     try:
-        return make_plan(client.base_url, readings, settings.max_changes, scope)
+        return make_plan(
+            client.base_url,
+            readings,
+            settings.max_changes,
+            max_resends=settings.max_resends,
+            scope=scope,
+        )
     finally:
         # Closed here, not when garbage is collected: the progress line comes before
         # any error the caller prints, so the error is the last line of the log.

@@ -1,13 +1,23 @@
-"""`reconcile resend`: re-send invitations by hand, e.g. after a failed re-send."""
+"""`reconcile resend`: re-send invitations by hand, e.g. after a failed re-send.
+
+Each re-send e-mails a business and cannot be undone, so: every invite is read
+first (a missing or accepted one refuses the whole run, nothing sent), the
+recipients are listed before the question, each e-mail sent is reported as soon
+as it is known, and whatever stops the run (an interrupt, lost stdout, an audit
+log that cannot be written) leaves a report of what was sent and what was not.
+"""
 
 from __future__ import annotations
 
+import sys
+
 import click
 
-from reconciler.api.client import ApiClient
+from reconciler.api.client import ApiClient, CurrentInvite
 from reconciler.api.exceptions import ApiError
-from reconciler.apply.audit import AuditLog, NoAuditLog, open_audit_log
-from reconciler.commands.common import settings_for
+from reconciler.apply.audit import AuditLog, AuditLogError, NoAuditLog, open_audit_log, outcome_of
+from reconciler.apply.interrupt import GracefulInterrupt
+from reconciler.commands.common import check_writable, settings_for
 from reconciler.commands.confirm import confirm, require_terminal
 from reconciler.commands.options import (
     audit_log_option,
@@ -19,9 +29,13 @@ from reconciler.commands.options import (
 )
 from reconciler.commands.remote import api_client
 from reconciler.desired.entries import refuse_bad_ids
-from reconciler.output.failures import echo_errors
+from reconciler.errors import ReconcilerError
+from reconciler.output.common import stop_writing_to_stdout
+from reconciler.output.failures import RESEND_UNKNOWN_ADVICE, echo_errors
 from reconciler.output.log import setup_logging
 from reconciler.plan.changes import FailedInvite
+from reconciler.plan.model import RUN_FATAL_ERRORS
+from reconciler.safetext import clean
 from reconciler.wording import plural
 
 
@@ -47,30 +61,144 @@ def resend(
     refuse_bad_ids(invite_ids, "resend")
     settings = settings_for(config_file, audit_log=audit_log)
     ids = list(dict.fromkeys(invite_ids))
-    if not auto_approve:
-        confirm(f"Re-send {plural(len(ids), 'invitation')}?", action="re-send")
-    failed: list[FailedInvite] = []
-    with (
-        open_audit_log(settings.audit_log, settings.client_id) as audit,
-        api_client(settings, sandbox) as client,
-    ):
-        for invite_id in ids:  # one at a time: each is a message to a person
-            failure = _resend_one(client, invite_id, audit)
-            if failure is not None:
-                failed.append(failure)
-    click.echo(f"Resend: {len(ids) - len(failed)} re-sent, {len(failed)} failed.")
-    echo_errors(failed)
-    return 1 if failed else 0
+    check_writable(settings.audit_log, "open the audit log")
+    if not auto_approve and not sys.stdin.isatty():
+        confirm("", action="re-send")  # refuses: nobody can answer, and nothing was read
+    with api_client(settings, sandbox) as client:
+        recipients = _read_recipients(client, ids)
+        click.echo(_recipient_list(recipients))
+        if not auto_approve:
+            confirm(f"E-mail {plural(len(ids), 'invitation')} again?", action="re-send")
+        run = _Resends(client, open_audit_log(settings.audit_log, settings.client_id))
+        with GracefulInterrupt("re-sends", client.stop):
+            for invite_id in ids:  # one at a time: each is a message to a person
+                if client.stop.is_set():
+                    break
+                run.send(invite_id)
+    return run.finish(ids)
 
 
-def _resend_one(
-    client: ApiClient, invite_id: str, audit: AuditLog | NoAuditLog
-) -> FailedInvite | None:
-    try:
-        audit.audited(invite_id, "resend", lambda: client.resend_invite(invite_id))
-    except ApiError as error:
-        label = "unknown" if error.outcome_unknown else "failed "
-        click.echo(f"{label}  {invite_id}: {error}")
-        return FailedInvite(invite_id, None, str(error), error.status)
-    click.echo(f"re-sent  {invite_id}")
-    return None
+def _read_recipients(client: ApiClient, ids: list[str]) -> list[CurrentInvite]:
+    """Every invite, read before the first e-mail: any that cannot be sent refuses the run."""
+    invites, problems = [], []
+    for invite_id in ids:
+        try:
+            invite = client.get_invite(invite_id)
+        except RUN_FATAL_ERRORS:
+            raise  # the same for every invite: said once
+        except ApiError as error:
+            problems.append(f"{clean(invite_id)}: {error}")
+            continue
+        if not invite.is_pending:
+            status = clean(invite.status or "in an unknown state")
+            problems.append(f"{clean(invite_id)}: is {status}, not pending")
+        invites.append(invite)
+    if problems:
+        lines = "\n".join(f"  {line}" for line in problems)
+        raise ReconcilerError(f"refusing to re-send, nothing was sent:\n{lines}")
+    return invites
+
+
+def _recipient_list(invites: list[CurrentInvite]) -> str:
+    count = len(invites)
+    businesses = "1 business" if count == 1 else f"{count} businesses"
+    lines = [f"The invitation is e-mailed again to {businesses} (id, name, e-mail):"]
+    for invite in invites:
+        name = invite.fields.get("name")
+        email = invite.fields.get("email")
+        shown = [clean(invite.id), clean(name) if isinstance(name, str) else "(no name)"]
+        shown.append(f"<{clean(email)}>" if isinstance(email, str) else "(no e-mail address)")
+        lines.append("  " + "  ".join(shown))
+    return "\n".join(lines)
+
+
+class _Resends:
+    """The re-sends of one run, each reported as soon as its outcome is known."""
+
+    def __init__(self, client: ApiClient, audit: AuditLog | NoAuditLog) -> None:
+        self._client = client
+        self._audit = audit
+        self._stdout_lost = False
+        self.sent: list[str] = []
+        self.failed: list[FailedInvite] = []
+        self.audit_error: AuditLogError | None = None
+
+    def send(self, invite_id: str) -> None:
+        try:
+            attempt = self._audit.attempt(invite_id, "resend")
+        except AuditLogError as error:  # nothing leaves without its attempt line
+            self._stop_for_audit(error)
+            return
+        try:
+            receipt = self._client.resend_invite(invite_id)
+        except ApiError as error:
+            self._outcome(attempt, outcome_of(error), error.status, error.request_id, error.message)
+            self._failed(invite_id, error)
+            return
+        self.sent.append(invite_id)
+        self._say(f"re-sent  {clean(invite_id)}")
+        self._outcome(attempt, "ok", receipt.status, receipt.request_id)
+
+    def _failed(self, invite_id: str, error: ApiError) -> None:
+        shown = clean(invite_id)
+        if error.outcome_unknown:
+            self._say(
+                f"re-send unknown  {shown}: {error}; the invitation may have gone out: check "
+                "with the platform or the invitee before sending again"
+            )
+            advice = RESEND_UNKNOWN_ADVICE
+        else:
+            self._say(f"failed  {shown}: {error}")
+            advice = None
+        self.failed.append(FailedInvite(invite_id, None, str(error), error.status, advice=advice))
+
+    def _outcome(self, attempt: object, *outcome: object) -> None:
+        try:
+            self._audit.outcome(attempt, *outcome)  # type: ignore[arg-type]
+        except AuditLogError as error:
+            self._stop_for_audit(error)
+
+    def _stop_for_audit(self, error: AuditLogError) -> None:
+        self.audit_error = self.audit_error or error
+        self._client.stop.set("the audit log could not be written")
+
+    def _say(self, line: str) -> None:
+        """On stdout; once stdout is gone, on stderr, and no further e-mail is sent."""
+        if not self._stdout_lost:
+            try:
+                click.echo(line)
+                return
+            except OSError as exc:
+                self._stdout_lost = True
+                reason = exc.strerror or type(exc).__name__
+                self._client.stop.set(f"stdout could not be written ({reason})")
+                stop_writing_to_stdout()
+        click.echo(line, err=True)
+
+    def finish(self, ids: list[str]) -> int:
+        done = set(self.sent) | {f.id for f in self.failed}
+        not_sent = [i for i in ids if i not in done]
+        unknown = sum(1 for f in self.failed if f.advice == RESEND_UNKNOWN_ADVICE)
+        parts = [f"{len(self.sent)} re-sent", f"{len(self.failed) - unknown} failed"]
+        if unknown:
+            parts.append(f"{unknown} unknown")
+        if not_sent:
+            parts.append(f"{len(not_sent)} not sent")
+        lines = [f"Resend: {', '.join(parts)}."]
+        stop = self._client.stop
+        if not_sent:
+            shown = " ".join(clean(i) for i in not_sent)
+            lines.insert(0, f"Stopped: {stop.reason or 'stopped'}; no further e-mail was sent.")
+            lines.append(f"Not sent: {shown}. Send them with: reconcile resend {shown}")
+        click.echo("\n".join(lines), err=self._stdout_lost)
+        self._close()
+        echo_errors(self.failed)
+        if self.audit_error is not None:
+            raise self.audit_error
+        return 1 if self.failed or not_sent or self._stdout_lost else 0
+
+    def _close(self) -> None:
+        try:
+            self._audit.close()
+        except AuditLogError as error:
+            self.audit_error = self.audit_error or error

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 
 from reconciler.desired.state import YAML_SUFFIXES, DesiredInvite, load_text
 from reconciler.errors import ReconcilerError
-from reconciler.invite import canonical
+from reconciler.invite import ResendRule, canonical
 from reconciler.safetext import clean
 from reconciler.yamlload.source import decode_source
 
@@ -81,11 +81,13 @@ def _compared(field: str, value: Any) -> str:
     return json.dumps(canonical(field, value), sort_keys=True, default=str)
 
 
-def _value(fields: dict[str, Any], resend_on_change: bool) -> str:
+def _value(fields: dict[str, Any], resend_on_change: ResendRule) -> str:
     # Compared as the plan compares (sets ignore order and repeats); JSON keeps what
     # YAML means: `true` and `1` differ here, as they do on the wire.
     compared = {name: canonical(name, value) for name, value in fields.items()}
-    return json.dumps([compared, resend_on_change], sort_keys=True, default=str)
+    # A list of fields is a set: reordering it changes nothing.
+    rule = sorted(resend_on_change) if isinstance(resend_on_change, tuple) else resend_on_change
+    return json.dumps([compared, rule], sort_keys=True, default=str)
 
 
 def _git(args: list[str], cwd: str | None = None, stdin: bytes | None = None) -> bytes:

@@ -12,7 +12,16 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from reconciler.errors import FileProblem, ReconcilerError
-from reconciler.invite import ID_KEY, ID_RULE, INVITE_ID, RECONCILER_KEYS, RESEND_KEY, nfc_value
+from reconciler.invite import (
+    ID_KEY,
+    ID_RULE,
+    INVITE_ID,
+    RECONCILER_KEYS,
+    RESEND_KEY,
+    ResendRule,
+    nfc_value,
+    resend_rule,
+)
 from reconciler.safetext import NOT_IN_TEXT, escape
 from reconciler.schema.check import invite_validators, validate
 from reconciler.schema.messages import Where, say
@@ -62,7 +71,7 @@ class DesiredInvite:
         id: str,  # the field's name in the files and the API
         fields: dict[str, Any],  # managed fields only; absent means unmanaged
         source: SourceLocation,
-        resend_on_change: bool = False,
+        resend_on_change: ResendRule = False,
     ) -> None:
         self.id = id
         names = tuple(fields)
@@ -145,7 +154,7 @@ class EntryReader:
             fields.pop(key, None)
         if any(NOT_IN_TEXT.search(text) for text in texts):
             self._refuse_invisible(fields, item, problems)
-        resend = entry.get(RESEND_KEY, False) is True
+        resend = resend_rule(entry.get(RESEND_KEY, False))
         line, column = item.mark
         source = SourceLocation(self.source, line, column)
         self.invites.append(DesiredInvite(ident, fields, source, resend))

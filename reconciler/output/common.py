@@ -67,7 +67,11 @@ def show(value: Any) -> str:
 
 def summary_line(plan: Plan) -> str:
     s = plan.summary
-    line = f"Plan: {s.update} to update, {s.unchanged} unchanged, {plural(s.failed, 'error')}"
+    line = f"Plan: {s.update} to update"
+    if s.resend:
+        # The one part that cannot be undone is counted apart from field changes.
+        line += f" ({plural(s.resend, 'invitation')} e-mailed again)"
+    line += f", {s.unchanged} unchanged, {plural(s.failed, 'error')}"
     if plan.not_updatable:
         line += f", {len(plan.not_updatable)} no longer updatable"
     return line + scope_summary(plan) + "."

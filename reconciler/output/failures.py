@@ -16,6 +16,17 @@ from reconciler.safetext import clean
 SHOWN = 10  # a run over thousands of invites must not bury the last line
 
 
+# Whenever an invitation may have gone out: never advice to send it again.
+RESEND_UNKNOWN_ADVICE = (
+    "re-send unknown: check with the platform or the invitee before sending again"
+)
+
+
+def resend_advice(invite_id: str) -> str:
+    """For a re-send that certainly was not made: how to make it."""
+    return f"send it with: reconcile resend {clean(invite_id)}"
+
+
 def what_to_do(status: int | None, source: str | None, request_id: str | None = None) -> str:
     """Advice for one failed invite, by the HTTP status it failed with; only about what
     exists (no requestId to quote when the answer had none)."""
@@ -46,7 +57,8 @@ def what_to_do(status: int | None, source: str | None, request_id: str | None = 
 def error_lines(failures: Iterable[FailedInvite]) -> list[str]:
     failed = list(failures)
     lines = [
-        f"error: {clean(f.id)}: {clean(f.message)}; {what_to_do(f.status, f.source, f.request_id)}"
+        f"error: {clean(f.id)}: {clean(f.message)}; "
+        f"{f.advice or what_to_do(f.status, f.source, f.request_id)}"
         for f in failed[:SHOWN]
     ]
     if len(failed) > SHOWN:

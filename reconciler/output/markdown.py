@@ -165,7 +165,8 @@ class MarkdownRenderer:
         title = _title(change.id, change.name)
         notes = [_code(change.source)]
         if change.resend:
-            notes.append("invitation will be re-sent")
+            to = f" to {_code(change.recipient)}" if change.recipient else ""
+            notes.append(f"**e-mails the invitation again{to}**")
         rows = ["| field | before | after |", "|---|---|---|"]
         for field_change in change.field_changes:
             if field_change.field not in change.conflicts:

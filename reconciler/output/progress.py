@@ -95,15 +95,16 @@ class Progress:
             with self._lock:
                 self._line_if_due()
 
-    def echo(self, text: str) -> None:
-        """Print a result line on stdout without it running into the bar."""
+    def echo(self, text: str, err: bool = False) -> None:
+        """Print a result line on stdout (stderr once stdout is gone) clear of the bar."""
         if self._bar is None:
-            click.echo(text)
+            click.echo(text, err=err)
             return
         sys.stderr.write("\r\x1b[2K")  # clear the bar's line, write, draw the bar again
         sys.stderr.flush()
-        click.echo(text)
-        sys.stdout.flush()
+        click.echo(text, err=err)
+        if not err:
+            sys.stdout.flush()
         self._bar.render_progress()
 
     def finish(self) -> None:

@@ -17,6 +17,7 @@ from reconciler.output.common import (
     show,
     summary_line,
 )
+from reconciler.output.failures import resend_advice
 from reconciler.plan.changes import (
     FailedInvite,
     FieldChange,
@@ -27,6 +28,19 @@ from reconciler.plan.changes import (
 from reconciler.plan.model import Plan
 from reconciler.safetext import clean, escape
 from reconciler.wording import plural
+
+
+def _to(change: InviteChange) -> str:
+    return f"invitation e-mailed to {clean(change.recipient)}" if change.recipient else "invitation"
+
+
+def resend_if_updated(change: InviteChange) -> str:
+    """For a re-send due after an update whose outcome is unknown: it was not made."""
+    invite_id = clean(change.id)
+    return (
+        f"its invitation was not re-sent. If `reconcile plan --target {invite_id}` shows no "
+        f"change, the update was made: then send it with: reconcile resend {invite_id}"
+    )
 
 
 class TextRenderer:
@@ -85,9 +99,8 @@ class TextRenderer:
                 continue
             lines.extend(f"    {line}" for line in self._field(field_change))
         if change.resend:
-            lines.append(
-                "    " + self._style("will re-send the invitation (resendOnChange)", fg="cyan")
-            )
+            label = f"{clean(change.resend_label)} (resendOnChange)"
+            lines.append("    " + self._style(label, fg="cyan", bold=True))
         return "\n".join(lines)
 
     def _not_updatable(self, invites: list[NotUpdatable]) -> Iterator[str]:
@@ -161,30 +174,42 @@ class TextRenderer:
         if outcome is WriteOutcome.FAILED:
             return f"{self._style('failed', fg='red')}       {where}: {error}"
         if outcome is WriteOutcome.UPDATE_UNKNOWN:
-            return (
+            line = (
                 f"{self._style('update unknown', fg='red')}  {where}: {error}; "
                 "the server may have applied it. Check before applying again "
                 f"(reconcile plan --target {invite_id})"
             )
+            if change.resend:  # due after the update, which may have been made
+                not_resent = self._style("not re-sent", fg="red")
+                line += f"\n{not_resent}  {invite_id}: {resend_if_updated(change)}"
+            return line
         line = f"{self._style('updated', fg='green')}      {where}: {', '.join(change.patch)}"
         if outcome is WriteOutcome.RESENT:
-            line += "\n" + f"{self._style('re-sent', fg='cyan')}      {invite_id}: invitation"
+            line += "\n" + f"{self._style('re-sent', fg='cyan')}      {invite_id}: {_to(change)}"
         elif outcome is WriteOutcome.RESEND_UNKNOWN:
             line += "\n" + (
-                f"{self._style('re-send unknown', fg='red')}  {invite_id}: "
-                f"{error}; the invitation may have been sent. Check with the "
-                f"invitee before sending it again (reconcile resend {invite_id})"
+                f"{self._style('re-send unknown', fg='red')}  {invite_id}: {error}; the "
+                "invitation may have gone out: check with the platform or the invitee "
+                "before sending again"
             )
         elif outcome is WriteOutcome.NOT_RESENT:
             line += "\n" + (
                 f"{self._style('not re-sent', fg='red')}  {invite_id}: {error}; "
-                f"the update was applied, re-send it with: reconcile resend {invite_id}"
+                f"the update was applied: {resend_advice(change.id)}"
             )
         return line
+
+    def already_applied(self, change: InviteChange) -> str:
+        """A change of a saved plan that an earlier run made: nothing is sent for it."""
+        where = f"{clean(change.id)}  ({clean(change.source)})"
+        note = "nothing sent" + (", its invitation not e-mailed again" if change.resend else "")
+        return f"{self._style('already applied', fg='green')}  {where}: {note}"
 
     def apply_summary(self, report: ApplyReport) -> str:
         failed = report.count(WriteOutcome.FAILED)
         parts = [f"{report.updated} updated", f"{failed} failed"]
+        if report.already_applied:
+            parts.append(f"{report.already_applied} already applied")
         updates_unknown = report.count(WriteOutcome.UPDATE_UNKNOWN)
         if updates_unknown:
             parts.append(f"{plural(updates_unknown, 'update')} with unknown outcome")
@@ -201,4 +226,19 @@ class TextRenderer:
         if report.stopped_by:
             lines.append(self._style(f"Stopped: {report.stopped_by}.", fg="red", bold=True))
         lines.append(f"Apply: {', '.join(parts)}.")
+        # Every e-mail that was due and not sent, by id, with the way to send it: the next
+        # plan shows no change for an invite already updated, so nothing else would.
+        owed = [clean(r.change.id) for r in report.resends_not_made]
+        if owed:
+            lines.append(
+                f"Not re-sent although updated: {', '.join(owed)}. "
+                f"Send {'it' if len(owed) == 1 else 'them'} with: reconcile resend {' '.join(owed)}"
+            )
+        doubtful = [clean(r.change.id) for r in report.resends_in_doubt]
+        if doubtful:
+            lines.append(
+                f"Not re-sent, update unknown: {', '.join(doubtful)}. Where "
+                "`reconcile plan --target ID` shows no change, the update was made: send the "
+                "invitation with `reconcile resend ID`; otherwise the next apply sends both."
+            )
         return "\n".join(lines)

@@ -6,7 +6,8 @@ saved plan (schemas/plan.schema.json).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
+from dataclasses import field as dataclass_field
 from typing import Any, NamedTuple
 
 from reconciler.invite import OBJECT_FIELDS, SET_FIELDS
@@ -75,15 +76,23 @@ class InviteChange:
     name: str | None
     before: dict[str, Any]  # the server's values of exactly the patched fields
     patch: dict[str, Any]
-    resend: bool
+    resend: bool  # after the update, the invitation is e-mailed again
+    # Where that e-mail goes: the invite's address once updated (None: not known).
+    recipient: str | None = None
     # A plan scoped to a change (--changed-since REF): each patched field the platform
     # changed since REF, with its value at REF. apply leaves the invite alone unless
     # --force-conflicts.
-    conflicts: dict[str, Any] = field(default_factory=dict)
+    conflicts: dict[str, Any] = dataclass_field(default_factory=dict)
 
     @property
     def after(self) -> dict[str, Any]:
         return self.patch
+
+    @property
+    def resend_label(self) -> str:
+        """How every plan format says that this change e-mails the business."""
+        to = f" to {self.recipient}" if self.recipient else ""
+        return f"e-mails the invitation again{to}"
 
     @property
     def field_changes(self) -> list[FieldChange]:
@@ -95,13 +104,15 @@ class InviteChange:
         ``before`` is the server's. In ``patch``, an object field keeps the server's
         sub-fields the files leave unmanaged (the API replaces an object whole): those,
         and any sub-field the files set to what the server holds, are the server's too.
-        What the files say is kept as written: it is what apply sends.
+        What the files say is kept as written: it is what apply sends. The recipient
+        may be the server's address (when the update leaves the e-mail alone).
         """
         patch = {f: server_parts_redacted(f, v, self.before.get(f)) for f, v in self.patch.items()}
-        return replace(self, before=redact_strings(self.before), patch=patch)
+        recipient = None if self.recipient is None else redact(self.recipient)
+        return replace(self, before=redact_strings(self.before), patch=patch, recipient=recipient)
 
     def to_json(self) -> dict[str, Any]:
-        document = {
+        record = {
             "id": self.id,
             "name": self.name,
             "source": self.source,
@@ -110,17 +121,31 @@ class InviteChange:
             "patch": self.patch,
             "resend": self.resend,
         }
+        if self.resend:
+            # Added within format_version 2: a reader that does not know it ignores it.
+            record["recipient"] = self.recipient
         if self.conflicts:  # only then: a plan without conflicts reads as it always has
-            document["conflicts"] = self.conflicts
-        return document
+            record["conflicts"] = self.conflicts
+        return record
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> InviteChange:
         patch = data["patch"]
         before = {k: data["before"].get(k) for k in patch}
-        conflicts = data.get("conflicts") or {}
+        if "recipient" in data:
+            recipient = data["recipient"] if isinstance(data["recipient"], str) else None
+        else:  # saved before plans named the recipient: the updated address, if any
+            email = patch.get("email")
+            recipient = email if isinstance(email, str) else None
         return cls(
-            data["id"], data["source"], data.get("name"), before, patch, data["resend"], conflicts
+            data["id"],
+            data["source"],
+            data.get("name"),
+            before,
+            patch,
+            data["resend"],
+            recipient=recipient if data["resend"] else None,
+            conflicts=data.get("conflicts") or {},
         )
 
 
@@ -212,6 +237,9 @@ class FailedInvite:
     message: str  # HTTP status, the server's message and requestId, as ApiError says them
     status: int | None = None
     request_id: str | None = None
+    # What to do about it, when the HTTP status alone would advise wrongly (a re-send
+    # that may have gone out must never be advised to be tried again). Never saved.
+    advice: str | None = dataclass_field(default=None, compare=False)
 
     def shown(self) -> FailedInvite:
         """As every output shows it: the server's message and requestId redacted."""

@@ -25,7 +25,7 @@ from reconciler.api.exceptions import (
 )
 from reconciler.desired.state import DesiredInvite
 from reconciler.errors import ReconcilerError
-from reconciler.invite import values_equal
+from reconciler.invite import resend_due, values_equal
 from reconciler.plan.changes import FailedInvite, InviteChange, NotUpdatable, OutOfScope
 from reconciler.plan.compare import compare_invite, managed_part
 from reconciler.safetext import redact, redact_strings
@@ -41,6 +41,7 @@ __all__ = [
     "Plan",
     "ScopedTo",
     "Summary",
+    "TooManyResends",
     "TooMuchChange",
     "make_plan",
 ]
@@ -75,14 +76,36 @@ class TooMuchChange(ReconcilerError):
         super().__init__(f"refusing to apply, nothing was changed: {self.reason}")
 
 
+class TooManyResends(ReconcilerError):
+    """The plan e-mails more invitations than max_resends allows: the irreversible part."""
+
+    def __init__(self, resends: int, limit: int, *, saved_limit: bool = False) -> None:
+        advice = (
+            f"This plan was made with --max-resends {limit}; make a new plan with a higher limit"
+            if saved_limit
+            else "Split the change, use resendOnChange's list form, or raise the limit"
+        )
+        self.reason = (
+            f"the plan e-mails {plural(resends, 'invitation')} again, more than "
+            f"max_resends ({limit}). {advice}."
+        )
+        super().__init__(f"refusing to apply, nothing was changed: {self.reason}")
+
+
 class Summary(NamedTuple):
     update: int
     unchanged: int
     failed: int
+    resend: int = 0  # of the updates, those that e-mail the invitation again
 
     def to_json(self) -> dict[str, int]:
         # The saved plan's names (cli.md): a failed invite is an "error" there.
-        return {"update": self.update, "unchanged": self.unchanged, "error": self.failed}
+        return {
+            "update": self.update,
+            "resend": self.resend,
+            "unchanged": self.unchanged,
+            "error": self.failed,
+        }
 
 
 @dataclass
@@ -93,6 +116,7 @@ class Plan:
     unchanged: int = 0
     created_at: str = field(default_factory=lambda: _now())
     max_changes: int | None = None
+    max_resends: int | None = None
     not_updatable: list[NotUpdatable] = field(default_factory=list)
     format_version: int = FORMAT_VERSION
     signature: str | None = None  # "hmac-sha256:<hex>", set by reconciler.plan.signature
@@ -116,26 +140,45 @@ class Plan:
 
     @property
     def summary(self) -> Summary:
-        return Summary(len(self.changes), self.unchanged, len(self.failed))
+        return Summary(len(self.changes), self.unchanged, len(self.failed), self.resends)
+
+    @property
+    def resends(self) -> int:
+        """How many invitations applying this plan e-mails again."""
+        return sum(1 for change in self.changes if change.resend)
 
     @property
     def has_changes(self) -> bool:
         return bool(self.changes)
 
-    def too_much_change(self, limit: int | None = None) -> TooMuchChange | None:
-        """Why apply would refuse this plan under max_changes (its own, or ``limit``)."""
-        # A saved plan keeps the limit it was reviewed under; a run may add a stricter one.
-        limits = [n for n in (self.max_changes, limit) if n is not None]
-        if not limits or len(self.changes) <= min(limits):
+    def too_much_change(
+        self, limit: int | None = None, resend_limit: int | None = None
+    ) -> TooMuchChange | TooManyResends | None:
+        """Why apply would refuse this plan under max_changes or max_resends.
+
+        Each limit is the plan's own or the one given, whichever is lower: a saved plan
+        keeps the limits it was reviewed under; a run may add stricter ones.
+        """
+        binding = self._binding(self.max_changes, limit, len(self.changes))
+        if binding is not None:
+            return TooMuchChange(len(self.changes), binding[0], saved_limit=binding[1])
+        binding = self._binding(self.max_resends, resend_limit, self.resends)
+        if binding is not None:
+            return TooManyResends(self.resends, binding[0], saved_limit=binding[1])
+        return None
+
+    def _binding(self, own: int | None, given: int | None, count: int) -> tuple[int, bool] | None:
+        """The limit ``count`` passes and whether it is a saved plan's own; None if none."""
+        limits = [n for n in (own, given) if n is not None]
+        if not limits or count <= min(limits):
             return None
         binding = min(limits)
-        own_limit = binding == self.max_changes and (limit is None or limit >= binding)
-        saved_limit = self.saved and own_limit
-        return TooMuchChange(len(self.changes), binding, saved_limit=saved_limit)
+        own_limit = binding == own and (given is None or given >= binding)
+        return binding, self.saved and own_limit
 
-    def raise_if_unsafe(self, limit: int | None = None) -> None:
-        """The one home of the max_changes rule; raises TooMuchChange."""
-        problem = self.too_much_change(limit)
+    def raise_if_unsafe(self, limit: int | None = None, resend_limit: int | None = None) -> None:
+        """The one home of the max_changes and max_resends rules; raises their refusal."""
+        problem = self.too_much_change(limit, resend_limit)
         if problem is not None:
             raise problem
 
@@ -160,6 +203,7 @@ class Plan:
             ("created_at", redact_strings(self.created_at)),
             ("base_url", redact_strings(self.base_url)),
             ("max_changes", self.max_changes),
+            ("max_resends", self.max_resends),
             ("changes", (c.shown().to_json() for c in self.changes)),
             ("not_updatable", (n.shown().to_json() for n in self.not_updatable)),
             ("errors", (f.shown().to_json() for f in self.failed)),
@@ -196,6 +240,7 @@ class Plan:
             base_url=document["base_url"],
             created_at=document["created_at"],
             max_changes=document.get("max_changes"),
+            max_resends=document.get("max_resends"),
             unchanged=document["summary"]["unchanged"],
             changes=[InviteChange.from_json(c) for c in document["changes"]],
             failed=[FailedInvite.from_json(e) for e in document["errors"]],
@@ -223,6 +268,7 @@ def make_plan(
     base_url: str,
     readings: Iterable[tuple[DesiredInvite, Outcome[CurrentInvite]]],
     max_changes: int | None = None,
+    max_resends: int | None = None,
     scope: ScopedTo | None = None,
 ) -> Plan:
     """Compare each desired invite with the server's copy as the readings arrive.
@@ -231,7 +277,7 @@ def make_plan(
     as it has been compared, so memory follows the changes, not the invites. With
     ``scope``, each invite is planned only in the fields the change touched.
     """
-    plan = Plan(base_url=base_url, max_changes=max_changes)
+    plan = Plan(base_url=base_url, max_changes=max_changes, max_resends=max_resends)
     if scope is not None:
         plan.changed_since, plan.not_read = scope.ref, scope.not_read
     for desired, outcome in readings:
@@ -269,8 +315,16 @@ def _place(
     source = str(desired.source)
     before = {f: current.fields.get(f) for f in patch}
     if current.is_pending:
+        resend = resend_due(desired.resend_on_change, patch)
         change = InviteChange(
-            desired.id, source, desired.name, before, patch, desired.resend_on_change, conflicts
+            desired.id,
+            source,
+            desired.name,
+            before,
+            patch,
+            resend,
+            recipient=_recipient(patch, current) if resend else None,
+            conflicts=conflicts,
         )
         plan.changes.append(change)
         return
@@ -310,6 +364,12 @@ def _scoped(
             OutOfScope(desired.id, str(desired.source), desired.name, shown, after)
         )
     return {f: v for f, v in patch.items() if f in scope.fields}, conflicts
+
+
+def _recipient(patch: dict[str, Any], current: CurrentInvite) -> str | None:
+    """The address the invitation goes to once the update is made."""
+    email = patch.get("email", current.fields.get("email"))
+    return email if isinstance(email, str) else None
 
 
 def _failed(desired: DesiredInvite, error: ApiError) -> FailedInvite:

@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from functools import cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from jsonschema import Draft202012Validator
 
@@ -162,14 +162,25 @@ def load_signed_plan(path: str, secret: str | None) -> Plan:
     return Plan.from_document(document)
 
 
-def find_drift(
+class SavedPlanState(NamedTuple):
+    """Where the server stands against a saved plan, change by change."""
+
+    drift: list[str]  # every reason the plan no longer holds; empty when it may be applied
+    done: frozenset[str]  # ids of changes whose fields all hold their `after` already
+
+
+def saved_plan_state(
     plan: Plan,
     base_url: str,
     read: Callable[[str], CurrentInvite],
     parallelism: int | Limiter,
     stop: Stop | None = None,
-) -> list[str]:
-    """Every reason the plan no longer holds; empty when it is safe to apply.
+) -> SavedPlanState:
+    """Re-read every invite of the plan: each change is to do, done, or stale.
+
+    A change whose fields all hold `before` is to do; all `after`, it is done (a re-run
+    of an apply that made it: nothing is sent again); anything else is drift, and one
+    drifted change refuses the whole plan.
 
     Values are compared as they are, never redacted, except where the plan itself
     shows a server's value redacted (it held the secret or a token). When nothing
@@ -178,8 +189,10 @@ def find_drift(
     holds, never the word ``[redacted]``.
     """
     if plan.base_url.rstrip("/") != base_url.rstrip("/"):
-        return [f"the plan was made against {plan.base_url}, but this run talks to {base_url}"]
+        drift = [f"the plan was made against {plan.base_url}, but this run talks to {base_url}"]
+        return SavedPlanState(drift, frozenset())
     drift = []
+    done = set()
     by_id = {change.id: change for change in plan.changes}
     restored: dict[str, InviteChange] = {}
     for invite_id, outcome in ordered_map(read, list(by_id), parallelism, stop):
@@ -192,6 +205,12 @@ def find_drift(
             continue
         current = outcome.value
         assert current is not None
+        if all(
+            _still_holds(name, value, current.fields.get(name))
+            for name, value in change.patch.items()
+        ):
+            done.add(invite_id)  # applied already, whatever its status has become since
+            continue
         if not current.is_pending:
             drift.append(f"{where}: is now {clean(str(current.status))}, not pending")
         moved = False
@@ -202,12 +221,13 @@ def find_drift(
                 drift.append(
                     f"{where}: `{name}` was {show(planned)} when planned, "
                     f"is now {show(redact_strings(now))}"
+                    + _not_after(change.patch[name], now, name)
                 )
         if not moved:
             restored[invite_id] = _with_server_values(change, current)
     if not drift:
         plan.changes = [restored.get(change.id, change) for change in plan.changes]
-    return drift
+    return SavedPlanState(drift, frozenset(done))
 
 
 def _still_holds(name: str, planned: Any, now: Any) -> bool:
@@ -241,3 +261,19 @@ def _with_server_values(change: InviteChange, current: CurrentInvite) -> InviteC
             changed = {k: v for k, v in value.items() if k not in was or was[k] != v}
             patch[name] = {**held, **changed}
     return replace(change, before=before, patch=patch)
+
+
+def _not_after(after: Any, now: Any, name: str) -> str:
+    """A field already at `after` beside others that are not: the plan was half applied by hand."""
+    return " (which the plan would write)" if values_equal(name, after, now) else ""
+
+
+def find_drift(
+    plan: Plan,
+    base_url: str,
+    read: Callable[[str], CurrentInvite],
+    parallelism: int | Limiter,
+    stop: Stop | None = None,
+) -> list[str]:
+    """Every reason the plan no longer holds; empty when it is safe to apply."""
+    return saved_plan_state(plan, base_url, read, parallelism, stop).drift

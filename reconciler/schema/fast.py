@@ -24,7 +24,7 @@ _NOTES = frozenset({"description", "title", "default", "examples", "$comment", "
 _KEYWORDS = {
     "object": frozenset({"type", "properties", "required", "additionalProperties"}),
     "array": frozenset({"type", "items", "uniqueItems", "minItems", "maxItems"}),
-    "string": frozenset({"type", "pattern", "format", "minLength", "maxLength"}),
+    "string": frozenset({"type", "pattern", "format", "minLength", "maxLength", "enum"}),
     "boolean": frozenset({"type"}),
 }
 
@@ -37,6 +37,10 @@ def compile_check(schema: Any, formats: FormatChecker) -> Check:
     """A check of ``schema`` (references already inlined), conservative as described above."""
     if not isinstance(schema, dict):
         return _never
+    if set(schema) - _NOTES == {"anyOf"} and isinstance(schema["anyOf"], list):
+        # Valid when any branch is: one branch's sure yes is a sure yes.
+        branches = [compile_check(branch, formats) for branch in schema["anyOf"]]
+        return lambda value: any(branch(value) for branch in branches)
     kind = schema.get("type")
     known = _KEYWORDS.get(kind) if isinstance(kind, str) else None
     if known is None or not set(schema) - _NOTES <= known:
@@ -104,6 +108,11 @@ def _string_check(schema: dict[str, Any], formats: FormatChecker) -> Check:
     most = schema.get("maxLength")
     # jsonschema applies `pattern` with re.search; so does this check.
     search = re.compile(schema["pattern"]).search if "pattern" in schema else None
+    allowed = schema.get("enum")
+    if allowed is not None and not (
+        isinstance(allowed, list) and all(type(a) is str for a in allowed)
+    ):
+        return _never
     # The format's own function, as FormatChecker.check calls it; unknown
     # formats are not checked, as in jsonschema.
     form, raises = formats.checkers.get(schema.get("format"), (None, ()))
@@ -114,6 +123,8 @@ def _string_check(schema: dict[str, Any], formats: FormatChecker) -> Check:
         if most is not None and len(value) > most:
             return False
         if search is not None and search(value) is None:
+            return False
+        if allowed is not None and value not in allowed:
             return False
         if form is None:
             return True

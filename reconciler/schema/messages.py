@@ -141,6 +141,17 @@ def _pattern(error: ValidationError, where: Where, path: tuple[Any, ...]) -> lis
     return [_at(where, path, message)]
 
 
+def _enum(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[FileProblem]:
+    field = field_name(where.prefix + path)
+    allowed = [str(a) for a in error.validator_value]
+    value = error.instance
+    hint = difflib.get_close_matches(str(value), allowed, n=1) if isinstance(value, str) else []
+    advice = f"did you mean `{hint[0]}`?" if hint else f"allowed: {', '.join(allowed)}"
+    what = place(where.prefix + path)
+    kind = "is not a field of an invite" if field == "resendOnChange" else "is not allowed"
+    return [_at(where, path, f"{what}: {say(value)} {kind}; {advice}")]
+
+
 def _control_problem(value: str) -> str:
     control = next(c for c in value if c in _CONTROLS)
     if control in "\r\n":
@@ -222,6 +233,7 @@ MESSAGES: dict[str, Describer] = {
     "format": _format,
     "pattern": _pattern,
     "uniqueItems": _unique,
+    "enum": _enum,
     "minLength": _Bound("at least", "character"),
     "maxLength": _Bound("at most", "character"),
     "minItems": _Bound("a list of at least", "item"),

@@ -37,6 +37,7 @@ ENV_VARS = {
     "audit_log": "RECONCILER_AUDIT_LOG",
     "parallelism": "RECONCILER_PARALLELISM",
     "max_changes": "RECONCILER_MAX_CHANGES",
+    "max_resends": "RECONCILER_MAX_RESENDS",
     "timeout": "RECONCILER_TIMEOUT",
     "max_response_bytes": "RECONCILER_MAX_RESPONSE_BYTES",
     "max_parallelism": "RECONCILER_MAX_PARALLELISM",
@@ -135,6 +136,7 @@ class Settings:
     retry_max_seconds: float = 60.0
     max_response_bytes: int = 4 * 1024 * 1024  # API answers are a few KiB
     max_changes: int | None = None
+    max_resends: int | None = None
     audit_log: str | None = None
     schema_ref: str = "../schemas/invites.schema.json"
 

@@ -55,6 +55,7 @@ NUMBER_SETTINGS: dict[str, NumberSetting] = {
     "parallelism": NumberSetting(int, 1, 256),
     "max_parallelism": NumberSetting(int, 1, 256),
     "max_changes": NumberSetting(int, 0),
+    "max_resends": NumberSetting(int, 0),
     "max_attempts": NumberSetting(int, 1, 20),
     # Bounded above as well: a wait of 1e10 s is no bound, and overflows the clock's
     # arithmetic (OverflowError) long before it would end.

@@ -255,7 +255,15 @@ class ApplyOutput:
     not_resent_summary: int
 
 
-_RESULT_WORDS = ("updated ", "failed ", "not started ", "re-sent ", "Apply:", "Stopped:")
+_RESULT_WORDS = (
+    "updated ",
+    "failed ",
+    "not started ",
+    "re-sent ",
+    "Apply:",
+    "Stopped:",
+    "Not re-sent",
+)
 
 
 def parse_apply(stdout: str) -> ApplyOutput:

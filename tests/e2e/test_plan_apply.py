@@ -19,8 +19,10 @@ COLOUR = re.compile(r"\x1b\[[0-9;]*m")  # SGR sequences; the progress bar also h
 def test_quick_start_plans_the_examples_against_the_bundled_sandbox():
     result = run_cli("plan", "--sandbox", "examples/invites", cwd=REPO)
     assert result.returncode == 0, result.stderr
-    assert "Plan: 3 to update, 7 unchanged, 0 errors." in result.stdout
-    assert "will re-send the invitation" in result.stdout
+    assert (
+        "Plan: 3 to update (1 invitation e-mailed again), 7 unchanged, 0 errors." in result.stdout
+    )
+    assert "e-mails the invitation again to compliance@acme.example" in result.stdout
     assert "Traceback" not in result.stderr
 
 
@@ -354,10 +356,13 @@ def test_apply_and_resend_end_stderr_with_the_failures(start_sandbox, tmp_path):
     assert apply.returncode == 1
     assert "Apply: 1 updated, 0 failed." in apply.stdout
     assert _last_line(apply.stderr).startswith("error: inv_ghost: HTTP 404")
+    # Every invite is read before the first e-mail: one that cannot be sent refuses them all.
     resend = run_cli("resend", "--auto-approve", "inv_acme", "inv_ghost", cwd=tmp_path, env=env)
     assert resend.returncode == 1
-    assert "Resend: 1 re-sent, 1 failed." in resend.stdout
-    assert _last_line(resend.stderr).startswith("error: inv_ghost: HTTP 404")
+    last_two = resend.stderr.splitlines()[-2:]
+    assert last_two[0] == "error: refusing to re-send, nothing was sent:"
+    assert last_two[1].startswith("  inv_ghost: HTTP 404: invite inv_ghost not found")
+    assert sum(server.store.resends.values()) == 0
 
 
 @pytest.mark.parametrize(

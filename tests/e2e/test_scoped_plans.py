@@ -134,6 +134,7 @@ def test_json_and_markdown_plans_carry_the_scope(repo: Path, server: Sandbox) ->
         "update": 2,
         "unchanged": 1,
         "error": 0,
+        "resend": 0,
         "conflict": 1,
         "out_of_scope": 1,
         "not_read": 1,

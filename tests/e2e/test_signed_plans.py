@@ -160,7 +160,7 @@ def test_show_renders_a_saved_plan_without_the_api(planned, reconcile):
     text = reconcile("show", "plan.json", env=reviewer)
     assert text.code == 0
     assert 'email: "old@acme.example" -> "new@acme.example"' in text.stdout
-    assert "Plan: 2 to update, 0 unchanged, 0 errors." in text.stdout
+    assert "Plan: 2 to update (1 invitation e-mailed again), 0 unchanged, 0 errors." in text.stdout
     assert "signature not checked" in text.stderr
     markdown = reconcile("show", "plan.json", "--format", "markdown", env=reviewer)
     assert markdown.stdout.startswith("### Invite plan: 2 to update")
@@ -177,7 +177,7 @@ def test_show_says_when_apply_would_refuse_the_plan(planned, tmp_path, reconcile
     tampered = reconcile("show", "plan.json", env=env)
     assert tampered.code == 1
     assert "altered, or made with another credential" in tampered.stderr
-    assert "will re-send the invitation" in tampered.stdout  # still shown, for the record
+    assert "e-mails the invitation again" in tampered.stdout  # still shown, for the record
     del document["signature"]
     (tmp_path / "plan.json").write_text(json.dumps(document), encoding="utf-8")
     unsigned = reconcile("show", "plan.json", env={})

@@ -94,7 +94,7 @@ def test_json_output_is_the_documented_plan_document(start_sandbox, tmp_path):
     document = json.loads(result.stdout)
     assert document["format_version"] == 2
     assert document["base_url"] == server.url
-    assert document["summary"] == {"update": 2, "unchanged": 0, "error": 1}
+    assert document["summary"] == {"update": 2, "resend": 0, "unchanged": 0, "error": 1}
     first = document["changes"][0]
     assert first["id"] == "inv_acme"
     assert first["source"] == "invites/invites.yaml:2"
@@ -228,32 +228,32 @@ def test_export_never_overwrites_a_file_without_force(sandbox, tmp_path):
 
 def test_manual_resends_are_audited(sandbox, tmp_path):
     env = sandbox_env(sandbox)
-    result = run_cli(
-        "resend",
-        "inv_8f2k1",
-        "inv_nope",
-        "--auto-approve",
-        "--audit-log",
-        "audit.jsonl",
-        cwd=tmp_path,
-        env=env,
-    )
-    assert result.returncode == 1
-    assert "Resend: 1 re-sent, 1 failed." in result.stdout
+    args = ["resend", "--auto-approve", "--audit-log", "audit.jsonl"]
+    refused = run_cli(*args, "inv_8f2k1", "inv_nope", cwd=tmp_path, env=env)
+    assert refused.returncode == 1 and "inv_nope: HTTP 404" in refused.stderr
+    assert not (tmp_path / "audit.jsonl").exists()  # nothing was sent, nothing to record
+    sandbox.store.put(dict(sandbox.store.get("inv_3m9q7"), status="accepted"))
+    result = run_cli(*args, "inv_8f2k1", "inv_7c2d4", cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr
+    assert "Resend: 2 re-sent, 0 failed." in result.stdout
     lines = [json.loads(x) for x in (tmp_path / "audit.jsonl").read_text().splitlines()]
     assert [(x["record"], x["invite_id"]) for x in lines] == [
         ("attempt", "inv_8f2k1"),
         ("outcome", "inv_8f2k1"),
-        ("attempt", "inv_nope"),
-        ("outcome", "inv_nope"),
+        ("attempt", "inv_7c2d4"),
+        ("outcome", "inv_7c2d4"),
     ]
     outcomes = [x for x in lines if x["record"] == "outcome"]
     assert [(x["invite_id"], x["operation"], x["outcome"], x["http_status"]) for x in outcomes] == [
         ("inv_8f2k1", "resend", "ok", 200),
-        ("inv_nope", "resend", "failed", 404),
+        ("inv_7c2d4", "resend", "ok", 200),
     ]
     assert all(x["request_id"] for x in outcomes)
     assert all(x["plan_hash"] is None for x in lines)
+    assert sandbox.store.resends["inv_8f2k1"] == 1
+    # An invite no longer pending is refused before anything is sent, like an unknown id.
+    accepted = run_cli(*args, "inv_8f2k1", "inv_3m9q7", cwd=tmp_path, env=env)
+    assert accepted.returncode == 1 and "inv_3m9q7: is accepted, not pending" in accepted.stderr
     assert sandbox.store.resends["inv_8f2k1"] == 1
 
 

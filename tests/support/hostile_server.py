@@ -42,6 +42,10 @@ class Hostility:
     # 9: these methods ("POST" is the token request) answered by a gateway's HTML error
     # page of this status, as nginx writes them (no envelope, no requestId)
     html_errors: dict[str, int] = field(default_factory=dict)
+    # 10: the re-send is carried out (the e-mail goes), then a gateway answers with this
+    # status and its HTML page, as nginx does when the platform outlasts proxy_read_timeout.
+    resend_gateway_status: int | None = None
+    resend_huge_body: int | None = None  # 10: the re-send is carried out, then a 200 this long
 
 
 class Seen(NamedTuple):
@@ -191,6 +195,17 @@ class _Handler(BaseHTTPRequestHandler):
         invite_id = unquote(path[len(INVITES) :].removesuffix("/resend"))
         operation = "RESEND" if path.endswith("/resend") else method
         h = hostile.hostility
+        if operation == "RESEND" and invite_id in hostile.invites:
+            if h.resend_gateway_status is not None:
+                with hostile.lock:
+                    hostile.resends[invite_id] += 1
+                page = f"<html><body><h1>{h.resend_gateway_status} Gateway</h1></body></html>"
+                headers = {"Content-Type": "text/html"}
+                return self._answer(h.resend_gateway_status, page.encode(), headers)
+            if h.resend_huge_body is not None:
+                with hostile.lock:
+                    hostile.resends[invite_id] += 1
+                return self._flood(h.resend_huge_body, announce=False)
         if method == "GET" and h.retry_after is not None:
             headers = {"Retry-After": h.retry_after}
             return self._answer(429, envelope(429, None, "rate limit exceeded"), headers)
@@ -222,7 +237,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _answer(self, status: int, body: bytes, headers: dict[str, str]) -> None:
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
+        if "Content-Type" not in headers:
+            self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
         for name, value in headers.items():
             self.send_header(name, value)

@@ -74,3 +74,38 @@ def test_text_is_equal_in_nfc_and_nowhere_else() -> None:
     assert values_equal("primaryContact", {"name": "Zoe\u0308"}, {"name": "Zo\u00eb"})
     assert not values_equal("name", "\ufb01nance", "finance")  # NFKC is not NFC: ligatures differ
     assert not values_equal("name", "a\u200bb", "ab")
+
+
+# resendOnChange: true after any update, a list only after an update carrying a listed field.
+@pytest.mark.parametrize(
+    ("written", "rule"),
+    [
+        ("true", True),
+        ("false", False),
+        ("[email, primaryContact]", ("email", "primaryContact")),
+        ("[groups]", ("groups",)),
+    ],
+)
+def test_resend_on_change_reads_true_false_or_a_list_of_fields(written: str, rule: object) -> None:
+    text = f"invites:\n  - id: inv_1\n    name: Acme\n    resendOnChange: {written}\n"
+    (desired,), problems = load_text(text, "a.yaml")
+    assert problems == []
+    assert desired.resend_on_change == rule
+    assert desired.fields == {"name": "Acme"}  # never a field sent to the platform
+
+
+@pytest.mark.parametrize(
+    ("rule", "patched", "due"),
+    [
+        (True, ["groups"], True),
+        (False, ["email"], False),
+        (("email", "primaryContact"), ["groups"], False),
+        (("email", "primaryContact"), ["groups", "email"], True),
+        (("email", "primaryContact"), ["primaryContact"], True),
+        (("email",), [], False),
+    ],
+)
+def test_a_list_re_sends_only_when_the_update_carried_a_listed_field(
+    rule: invite.ResendRule, patched: list[str], due: bool
+) -> None:
+    assert invite.resend_due(rule, patched) is due

@@ -160,6 +160,8 @@ def _error_for(
             f"{_said(envelope)}; treated as a failure",
             status=status,
             request_id=request_id,
+            # Only `false` is the platform saying it failed; any other value is no envelope.
+            enveloped=envelope["success"] is False,
         )
     message = _message(response, envelope, raw)
     if status == 413:  # not retried: the same body is as large the next time
@@ -170,6 +172,7 @@ def _error_for(
         request_id=request_id,
         retry_after=_retry_after(response),
         details=_details(envelope.get("data")),
+        enveloped=isinstance(envelope.get("success"), bool),
     )
 
 

@@ -9,7 +9,7 @@ from typing import Any
 from reconciler.api.client import Receipt
 from reconciler.api.exceptions import NotSent
 from reconciler.apply.applier import Applier, WriteOutcome
-from reconciler.apply.audit import AuditLog
+from reconciler.apply.audit import Attempt, AuditLog, AuditLogError, NoAuditLog
 from reconciler.plan.changes import InviteChange
 from reconciler.plan.model import Plan
 from reconciler.safetext import register_secret
@@ -85,3 +85,55 @@ def test_the_audit_log_records_what_was_sent_redacting_only_what_the_server_hold
         "email": "j@a.example",
         "note": "tok [redacted]",
     }
+
+
+class _Client:
+    """Every write succeeds; the e-mails sent are counted."""
+
+    def __init__(self) -> None:
+        self.updated: list[str] = []
+        self.resent: list[str] = []
+
+    def update_invite(self, invite_id: str, patch: dict[str, Any]) -> Receipt:
+        self.updated.append(invite_id)
+        return Receipt(200, f"req-{invite_id}")
+
+    def resend_invite(self, invite_id: str) -> Receipt:
+        self.resent.append(invite_id)
+        return Receipt(200, f"req-r-{invite_id}")
+
+
+class _LogFillingUp(NoAuditLog):
+    """An audit log whose disk fills after the first attempt line is written."""
+
+    def __init__(self) -> None:
+        self.attempts: list[tuple[str, str]] = []
+
+    def attempt(self, invite_id: str, operation: str, fields: Any = None) -> Attempt:
+        if self.attempts:
+            raise AuditLogError("audit.jsonl: cannot write the audit log (No space left)")
+        self.attempts.append((operation, invite_id))
+        return Attempt("a1", invite_id, operation)
+
+    def outcome(self, attempt: Attempt, outcome: str, *rest: Any) -> None:
+        raise AuditLogError("audit.jsonl: cannot write the audit log (No space left)")
+
+
+def test_a_log_that_fills_after_the_request_left_still_reports_the_write_and_owes_its_e_mail():
+    changes = [
+        InviteChange(f"inv_{n}", f"a.yaml:{n}", None, {"email": "o"}, {"email": "n"}, True)
+        for n in (1, 2)
+    ]
+    client, stop = _Client(), Stop()
+    report = Applier(client, parallelism=1, stop=stop, audit=_LogFillingUp()).apply(  # type: ignore[arg-type]
+        Plan(base_url="https://api.example", changes=changes)
+    )
+    assert [r.outcome for r in report.results] == [
+        WriteOutcome.NOT_RESENT,  # updated (the server has it), the e-mail not sent
+        WriteOutcome.NOT_STARTED,
+    ]
+    assert client.updated == ["inv_1"] and client.resent == []
+    assert [r.change.id for r in report.resends_not_made] == ["inv_1"]
+    assert report.audit_error is not None and not report.ok
+    assert stop.reason == "the audit log could not be written"
+    assert report.stopped_by == "the audit log could not be written; no new writes were started"

@@ -72,7 +72,7 @@ def test_on_a_terminal_no_sends_nothing(
     args = apply_args(tmp_path) if command == "apply" else RESEND_ARGS
     assert reconcile(*args) == 1
     err = capsys.readouterr().err
-    question = "Apply these changes?" if command == "apply" else "Re-send 2 invitations?"
+    question = "Apply these changes?" if command == "apply" else "E-mail 2 invitations again?"
     assert f"{question} [y/N]" in err
     assert "cancelled; nothing was changed" in err
     assert platform.writes() == []

@@ -57,9 +57,12 @@ def test_text_shows_each_field_the_way_it_changes():
     assert 'groups: + "vip"' in text and "- " not in text.split("groups:")[1].split("\n")[0]
     assert 'primaryContact.name: "Jane" -> "Janet"' in text
     assert "primaryContact.phone" not in text  # unchanged sub-fields are not listed
-    assert "will re-send the invitation (resendOnChange)" in text
+    # No address known (the server holds none): the label still says an e-mail goes out.
+    assert "e-mails the invitation again (resendOnChange)" in text
     assert "! inv_gone1  (invites/z.yaml:1)\n    invite not found" in text
-    assert text.rstrip().endswith("Plan: 3 to update, 5 unchanged, 1 error.")
+    assert text.rstrip().endswith(
+        "Plan: 3 to update (1 invitation e-mailed again), 5 unchanged, 1 error."
+    )
     assert "\x1b[" not in text
 
 
@@ -145,7 +148,7 @@ def test_json_is_the_saved_plan_document_and_reads_back():
         base_url="https://api.example.test", changes=[change(1)], failed=[problem(1)], unchanged=2
     )
     document = json.loads(JsonRenderer().render(plan))
-    assert document["summary"] == {"update": 1, "unchanged": 2, "error": 1}
+    assert document["summary"] == {"update": 1, "resend": 0, "unchanged": 2, "error": 1}
     assert document["changes"][0]["after"] == document["changes"][0]["patch"]
     again = Plan.from_document(document)
     assert again.changes == plan.changes and again.failed == plan.failed

@@ -27,7 +27,7 @@ from reconciler.desired.changed_since import Scope
 from reconciler.desired.state import DesiredInvite, SourceLocation
 from reconciler.errors import ReconcilerError
 from reconciler.plan.changes import FailedInvite, InviteChange, NotUpdatable
-from reconciler.plan.model import Plan, ScopedTo, TooMuchChange, make_plan
+from reconciler.plan.model import Plan, ScopedTo, TooManyResends, TooMuchChange, make_plan
 from reconciler.safetext import register_secret
 
 BASE = "https://api.example.test"
@@ -199,7 +199,7 @@ def test_every_record_reads_back_what_it_wrote():
     again = Plan.from_document(plan.to_document())
     assert again == plan
     assert again.digest() == plan.digest()
-    assert plan.to_document()["summary"] == {"update": 1, "unchanged": 7, "error": 1}
+    assert plan.to_document()["summary"] == {"update": 1, "resend": 1, "unchanged": 7, "error": 1}
     assert plan.to_document()["format_version"] == 2
 
 
@@ -355,4 +355,67 @@ def test_a_scoped_plan_document_says_its_scope_and_reads_back():
 def test_a_plan_not_scoped_keeps_its_document_as_it_was():
     document = make_plan(BASE, [(desired(1), Outcome(current(1)))]).to_document()
     assert "changed_since" not in document and "conflicts" not in document["changes"][0]
-    assert set(document["summary"]) == {"update", "unchanged", "error"}
+    assert set(document["summary"]) == {"update", "unchanged", "error", "resend"}
+
+
+def _with_rule(rule: Any, **wanted: Any) -> DesiredInvite:
+    return DesiredInvite("inv_0000", wanted, SourceLocation("invites/a.yaml", 2), rule)
+
+
+def test_a_list_rule_re_sends_only_for_a_listed_field_and_names_the_recipient():
+    server = current(0, email="old@x.example", groups=["a"])
+    groups_only = make_plan(BASE, [(_with_rule(("email",), groups=["b"]), Outcome(server))])
+    assert [c.resend for c in groups_only.changes] == [False]
+    assert groups_only.summary.resend == 0
+    email = make_plan(BASE, [(_with_rule(("email",), email="new@x.example"), Outcome(server))])
+    (change,) = email.changes
+    assert change.resend and change.recipient == "new@x.example"
+    assert change.resend_label == "e-mails the invitation again to new@x.example"
+    # Without the address changing, the invitation goes to the one the server holds.
+    anything = make_plan(BASE, [(_with_rule(True, groups=["b"]), Outcome(server))])
+    assert anything.changes[0].recipient == "old@x.example"
+    assert anything.to_document()["summary"]["resend"] == 1
+
+
+def _resending(count: int, max_resends: int | None = None) -> Plan:
+    readings = [(desired(i), Outcome(current(i))) for i in range(count)]
+    readings = [(DesiredInvite(d.id, d.fields, d.source, True), outcome) for d, outcome in readings]
+    return make_plan(BASE, readings, None, max_resends)
+
+
+def test_max_resends_allows_exactly_the_limit_and_refuses_one_more():
+    _resending(2, max_resends=2).raise_if_unsafe()
+    with pytest.raises(TooManyResends) as raised:
+        _resending(3, max_resends=2).raise_if_unsafe()
+    assert str(raised.value) == (
+        "refusing to apply, nothing was changed: the plan e-mails 3 invitations again, more "
+        "than max_resends (2). Split the change, use resendOnChange's list form, or raise "
+        "the limit."
+    )
+    # Field changes that send no e-mail do not count against it.
+    _plan_with(5).raise_if_unsafe(None, 0)
+    with pytest.raises(TooManyResends, match=r"max_resends \(0\)"):
+        _resending(1).raise_if_unsafe(None, 0)
+
+
+def test_a_saved_plan_keeps_its_max_resends_and_a_run_may_only_tighten_it():
+    saved = Plan.from_document(_resending(2, max_resends=2).to_document())
+    assert saved.max_resends == 2
+    saved.raise_if_unsafe(None, 5)
+    with pytest.raises(TooManyResends, match=r"max_resends \(1\)\. Split"):
+        saved.raise_if_unsafe(None, 1)
+    older = _resending(2, max_resends=1).to_document()
+    with pytest.raises(TooManyResends, match="made with --max-resends 1"):
+        Plan.from_document(older).raise_if_unsafe()
+    # A plan saved before max_resends existed reads as having none.
+    del older["max_resends"]
+    assert Plan.from_document(older).max_resends is None
+
+
+def test_a_change_saved_before_plans_named_the_recipient_reads_back_with_the_new_address():
+    record = _resending(1).changes[0].to_json()
+    del record["recipient"]
+    assert InviteChange.from_json(record).recipient == record["patch"]["email"]
+    record["patch"] = record["after"] = {"name": "B"}
+    record["before"] = {"name": "A"}
+    assert InviteChange.from_json(record).recipient is None

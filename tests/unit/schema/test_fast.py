@@ -24,7 +24,12 @@ EXACT: list[tuple[dict[str, Any], list[Any]]] = [
     ({"type": "string", "maxLength": 2}, ["ab", "abc"]),
     ({"type": "string", "pattern": "^a"}, ["ab", "ba"]),
     ({"type": "string", "format": "date"}, ["2026-11-25", "2026-13-45", "x"]),
+    ({"type": "string", "enum": ["a", "b"]}, ["a", "b", "c", 1, None]),
     ({"type": "boolean"}, [True, False, 0, "true"]),
+    (
+        {"anyOf": [{"type": "boolean"}, {"type": "array", "items": STRING, "minItems": 1}]},
+        [True, False, ["a"], [], [1], "a", None],
+    ),
     ({"type": "object"}, [{}, {"x": 1}, []]),
     (
         {"type": "object", "properties": {"a": STRING}, "required": ["a"]},
@@ -50,7 +55,9 @@ def test_for_the_keywords_it_knows_it_says_what_jsonschema_says(schema: Any, val
 
 DOUBT: list[tuple[Any, Any]] = [
     ({"type": ["string", "null"]}, "a"),  # a list of types
-    ({"type": "string", "enum": ["a"]}, "a"),  # a keyword it does not know
+    ({"type": "string", "enum": ["a", 1]}, "a"),  # an enum of other than text
+    ({"type": "string", "const": "a"}, "a"),  # a keyword it does not know
+    ({"anyOf": [{"type": "null"}, STRING]}, None),  # a branch it does not know
     ({"enum": ["a"]}, "a"),  # no type at all
     (True, "a"),  # a schema that is not a mapping
     ({"type": "object", "additionalProperties": STRING}, {"b": "x"}),

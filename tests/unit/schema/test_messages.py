@@ -68,7 +68,25 @@ INVITE_FILES = {
     ),
     "resendOnChange not a boolean": (
         ENTRY + "    resendOnChange: often\n",
-        ["3:21: `resendOnChange` must be true or false, not text"],
+        ["3:21: `resendOnChange` must be true or false or a list, not text"],
+    ),
+    "resendOnChange naming a field that does not exist": (
+        ENTRY + "    resendOnChange: [emial, groups]\n",
+        [
+            "3:22: an item of `resendOnChange`: 'emial' is not a field of an invite; "
+            "did you mean `email`?"
+        ],
+    ),
+    "resendOnChange naming a reconciler key": (
+        ENTRY + "    resendOnChange: [id]\n",
+        [
+            "3:22: an item of `resendOnChange`: 'id' is not a field of an invite; "
+            "allowed: name, email, phone, primaryContact, groups, addOns, attachments"
+        ],
+    ),
+    "resendOnChange as an empty list": (
+        ENTRY + "    resendOnChange: []\n",
+        ["3:21: `resendOnChange` must be a list of at least 1 item"],
     ),
     "a contact name that is a list": (
         ENTRY + "    primaryContact: {name: [Jane], email: j@x.example}\n",
@@ -182,7 +200,7 @@ EDITS = {
     "groups from a fixed list": (
         enum_groups,
         "    groups: [emea, latam]\n",
-        '3:20: `groups` does not meet the schema rule `enum: ["emea", "apac"]`',
+        "3:20: an item of `groups`: 'latam' is not allowed; allowed: emea, apac",
     ),
     "a name that may be left empty": (
         name_or_nothing,

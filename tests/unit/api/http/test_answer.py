@@ -18,7 +18,16 @@ from support.api_answers import INVITE, INVITE_URL, envelope, token_response
 from support.loopback import serving
 
 from reconciler.api.client import ApiClient
-from reconciler.api.exceptions import ApiError, TransportError
+from reconciler.api.exceptions import (
+    AnswerTooLarge,
+    ApiError,
+    EnvelopeFailure,
+    InvalidRequest,
+    Redirected,
+    ServerError,
+    TransportError,
+    UnexpectedResponse,
+)
 from reconciler.api.http.answer import Limits, read_body
 from reconciler.api.http.network import make_session
 from reconciler.settings.config import Settings
@@ -377,3 +386,28 @@ def test_a_413_says_the_body_was_too_large_and_is_not_retried(requests_mock: Any
         "probably from a proxy or gateway)"
     )
     assert patch.call_count == 1  # the same body is as large the next time
+
+
+# Whether a write answered this way may have been carried out (api-contract.md).
+@pytest.mark.parametrize(
+    ("error", "unknown"),
+    [
+        (ServerError("bad gateway", status=502, enveloped=True), True),
+        (ServerError("gateway timeout", status=504), True),
+        (ServerError("an HTML page", status=500), True),
+        (ServerError("platform fault", status=500, enveloped=True), False),
+        (ServerError("unavailable", status=503, enveloped=True), False),
+        (UnexpectedResponse("unreadable", status=200), True),
+        (UnexpectedResponse("teapot", status=418), False),
+        (EnvelopeFailure("success: false", status=200, enveloped=True), False),
+        (EnvelopeFailure('success: "true"', status=200), True),
+        (Redirected("moved", status=307), False),
+        (AnswerTooLarge("too large", status=200), True),
+        (AnswerTooLarge("too large", status=502), True),
+        (AnswerTooLarge("too large", status=404), False),
+        (InvalidRequest("bad body", status=400, enveloped=True), False),
+    ],
+    ids=lambda v: repr(v) if isinstance(v, bool) else f"{type(v).__name__}-{v.status}",
+)
+def test_a_write_is_unknown_when_the_platform_may_have_done_it(error: ApiError, unknown: bool):
+    assert error.outcome_unknown is unknown
