@@ -113,6 +113,11 @@ def _by_status(status: int | None) -> Callable[[Settings], str]:
     def advice(settings: Settings) -> str:
         if status == 404:
             return f"check token_path ({settings.contract.token_path!r}) and RECONCILER_BASE_URL"
+        if status == 413:
+            return (
+                "a proxy or gateway in front of the token endpoint limits request bodies; "
+                "ask its operators"
+            )
         return (
             f"check RECONCILER_SCOPE ({settings.contract.scope!r}), RECONCILER_CLIENT_ID and "
             "token_path"

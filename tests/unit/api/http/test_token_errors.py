@@ -71,3 +71,11 @@ def test_a_server_fault_keeps_its_class_and_names_the_request() -> None:
     assert error.message == (
         f"no token from {REQUEST}: Bad Gateway (an HTML page, probably from a proxy or gateway)"
     )
+
+
+def test_a_413_on_the_token_request_points_at_the_gateway_not_the_scope() -> None:
+    refused = token_failure(InvalidRequest("too large", status=413), None, SETTINGS)
+    assert refused.message == (
+        f"no token from {REQUEST}: too large; a proxy or gateway in front of the token endpoint "
+        "limits request bodies; ask its operators"
+    )
