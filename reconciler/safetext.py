@@ -21,6 +21,7 @@ from __future__ import annotations
 import html
 import re
 import threading
+from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
 
@@ -119,15 +120,26 @@ class Redactor:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._secrets: tuple[str, ...] = ()
+        self._replaceable: set[str] = set()  # forms from ``replace``: tokens, dropped in time
 
     def register(self, secret: str | None) -> None:
-        if not secret or len(secret) < MIN_SECRET_LENGTH:
-            return  # refused before it is ever held (settings, auth): never redacts words
         with self._lock:
-            forms = {secret, html.escape(secret)} - set(self._secrets)
-            if forms:
-                # Longest first, so a secret containing another is removed whole.
-                self._secrets = tuple(sorted((*self._secrets, *forms), key=len, reverse=True))
+            forms = _forms(secret)
+            self._replaceable -= forms  # registered: kept for the rest of the run
+            if forms - set(self._secrets):
+                self._use(set(self._secrets) | forms)
+
+    def replace(self, old: Iterable[str], new: Iterable[str]) -> None:
+        """Stop redacting ``old`` (unless also registered) and start redacting ``new``."""
+        with self._lock:
+            gone = {form for secret in old for form in _forms(secret)} & self._replaceable
+            added = {form for secret in new for form in _forms(secret)} - set(self._secrets)
+            self._replaceable = (self._replaceable - gone) | added
+            self._use((set(self._secrets) - gone) | added)
+
+    def _use(self, secrets: set[str]) -> None:
+        # Longest first, so a secret containing another is removed whole.
+        self._secrets = tuple(sorted(secrets, key=len, reverse=True))
 
     def redact(self, text: str) -> str:
         secrets = self._secrets  # a tuple, replaced whole: safe to read unlocked
@@ -138,12 +150,24 @@ class Redactor:
         return bool(secrets) and _pattern(secrets).search(text) is not None
 
 
+def _forms(secret: str | None) -> set[str]:
+    if not secret or len(secret) < MIN_SECRET_LENGTH:
+        return set()  # refused before it is ever held (settings, auth): never redacts words
+    return {secret, html.escape(secret)}
+
+
 _REDACTOR = Redactor()
 
 
 def register_secret(secret: str | None) -> None:
     """From now on, ``secret`` is replaced by ``[redacted]`` wherever text is cleaned."""
     _REDACTOR.register(secret)
+
+
+def replace_secrets(old: Iterable[str], new: Iterable[str]) -> None:
+    """From now on ``new`` is redacted and ``old`` no longer is (unless registered with
+    ``register_secret``): a run that gets a token per minute keeps a short list."""
+    _REDACTOR.replace(old, new)
 
 
 def redact(text: str) -> str:

@@ -14,6 +14,7 @@ from benchmarks.scenarios import (
     plan_huge,
     plan_large,
     plan_latency,
+    plan_short_tokens,
     startup,
     validate_large,
 )
@@ -34,5 +35,6 @@ SCENARIOS: dict[str, tuple[str, Scenario]] = {
     "gateway": ("g", gateway.run),
     "load-latency": ("l", load_latency.run),
     "http-layer": ("x", http_layer.run),
+    "plan-short-tokens": ("t", plan_short_tokens.run),
     "adopt-large": ("d", adopt_large.run),
 }

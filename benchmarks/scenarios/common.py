@@ -27,6 +27,7 @@ class Sizes:
     gateway_total: int = 300  # behind nginx's limit_req
     gateway_changed: int = 90
     load_total: int = 1_000  # against a server whose latency rises with load
+    short_tokens: int = 4_000  # plan with tokens said to last 1 ms, and with day-long ones
 
 
 QUICK = Sizes(
@@ -40,6 +41,7 @@ QUICK = Sizes(
     gateway_total=60,
     gateway_changed=18,
     load_total=300,
+    short_tokens=500,
 )
 
 

@@ -13,14 +13,13 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
-from urllib.parse import urlsplit
 
 from reconciler.api.exceptions import UnexpectedResponse, WrongInvite
 from reconciler.api.http.answer import Answer
 from reconciler.api.http.auth import register_secret_forms
 from reconciler.api.http.exchange import Exchange, Observer
 from reconciler.api.http.pacing import RequestPacer
-from reconciler.api.http.urls import check_base_url, invite_path
+from reconciler.api.http.urls import invite_path, parse_base_url
 from reconciler.api.invite_values import check_invite_values
 from reconciler.invite import UPDATABLE_FIELDS
 from reconciler.safetext import clean, escape
@@ -62,7 +61,9 @@ class ApiClient:
     ) -> None:
         settings.require_credentials()
         assert settings.base_url and settings.client_id and settings.client_secret
-        self.base_url = check_base_url(settings.base_url)
+        # Parsed and normalised once: every later decision reads the parsed form.
+        base = parse_base_url(settings.base_url)
+        self.base_url = base.text
         # From here on the secret is redacted from anything shown, even if echoed.
         register_secret_forms(settings.client_secret)
         self.settings = settings
@@ -72,8 +73,7 @@ class ApiClient:
         self.stop = Stop()
         self._exchange = Exchange(
             settings,
-            self.base_url,
-            urlsplit(self.base_url).netloc,
+            base,
             self.pacer,
             clock=clock,
             sleep=sleep,

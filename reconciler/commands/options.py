@@ -268,6 +268,7 @@ _API_SETTINGS = (
     "base_url",
     "client_id",
     "scope",
+    "token_auth_method",
     "parallelism",
     "max_parallelism",
     "timeout",

@@ -27,8 +27,9 @@ def resend_advice(invite_id: str) -> str:
     return f"send it with: reconcile resend {clean(invite_id)}"
 
 
-def what_to_do(status: int | None, source: str | None) -> str:
-    """Advice for one failed invite, by the HTTP status it failed with."""
+def what_to_do(status: int | None, source: str | None, request_id: str | None = None) -> str:
+    """Advice for one failed invite, by the HTTP status it failed with; only about what
+    exists (no requestId to quote when the answer had none)."""
     entry = f"the entry at {source}" if source else "it from the command"
     if status == 404:
         if not source:
@@ -45,13 +46,19 @@ def what_to_do(status: int | None, source: str | None) -> str:
         return "the invite changed meanwhile; make a new plan"
     if status in (401, 403):
         return "check the credentials and their scopes"
-    return "try again later; if it persists, contact support with the requestId"
+    if status == 413:
+        return "a proxy or gateway in front of the API limits request bodies; ask its operators"
+    if request_id:
+        return "try again later; if it persists, contact support with the requestId"
+    # No requestId: the answer came from something in front of the API, or from nothing.
+    return "try again later; if it persists, check the network path to the API (proxy, gateway)"
 
 
 def error_lines(failures: Iterable[FailedInvite]) -> list[str]:
     failed = list(failures)
     lines = [
-        f"error: {clean(f.id)}: {clean(f.message)}; {f.advice or what_to_do(f.status, f.source)}"
+        f"error: {clean(f.id)}: {clean(f.message)}; "
+        f"{f.advice or what_to_do(f.status, f.source, f.request_id)}"
         for f in failed[:SHOWN]
     ]
     if len(failed) > SHOWN:

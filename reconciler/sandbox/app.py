@@ -77,6 +77,9 @@ class SandboxOptions:
     gateway_status: int = 429
     gateway_retry_after: bool = False
     token_ttl: float = 86400.0
+    # What the token answer says expires_in is, when it lies (0.001, 0): the token
+    # still lives token_ttl. None: token_ttl, rounded up to whole seconds.
+    token_expires_in: float | None = None
     seed: int | None = None
 
 
@@ -276,7 +279,9 @@ class SandboxApp:
             raise BadRequest(f"unknown scope: {' '.join(unknown)}")
         ttl = self.options.token_ttl
         token = self.tokens.issue(form["client_id"], scopes, ttl)
-        data = {"access_token": token, "token_type": "Bearer", "expires_in": math.ceil(ttl)}
+        said = self.options.token_expires_in
+        expires_in = math.ceil(ttl) if said is None else said
+        data = {"access_token": token, "token_type": "Bearer", "expires_in": expires_in}
         return self._envelope(201, "access token created", data)
 
     def _accounts(self, request: Request) -> Response:

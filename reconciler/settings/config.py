@@ -33,6 +33,7 @@ ENV_VARS = {
     "base_url": "RECONCILER_BASE_URL",
     "client_id": "RECONCILER_CLIENT_ID",
     "scope": "RECONCILER_SCOPE",
+    "token_auth_method": "RECONCILER_TOKEN_AUTH_METHOD",
     "audit_log": "RECONCILER_AUDIT_LOG",
     "parallelism": "RECONCILER_PARALLELISM",
     "max_changes": "RECONCILER_MAX_CHANGES",
@@ -43,6 +44,9 @@ ENV_VARS = {
 }
 SECRET_ENV = "RECONCILER_CLIENT_SECRET"
 SECRET_FILE_ENV = "RECONCILER_CLIENT_SECRET_FILE"
+# How the client authenticates at the token endpoint (RFC 6749 §2.3.1): the form
+# fields of the interface document, or HTTP Basic, which every server must support.
+TOKEN_AUTH_METHODS = ("client_secret_post", "client_secret_basic")
 _SECRET_FILE_LIMIT = 64 * 1024
 _CONFIG_FILE_LIMIT = 1024 * 1024
 
@@ -121,6 +125,7 @@ class Settings:
     base_url: str | None = None
     client_id: str | None = None
     client_secret: str | None = field(default=None, repr=False)
+    token_auth_method: str = TOKEN_AUTH_METHODS[0]
     contract: Contract = field(default_factory=Contract)
     paths: tuple[str, ...] = (DEFAULT_PATH,)
     # None: nobody chose a number, so the in-flight limit adapts (reconciler.api.limiter).
@@ -256,6 +261,10 @@ def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
             continue
         rule = NUMBER_SETTINGS.get(key)
         values[key] = rule.convert(raw, name) if rule else raw
+        if key == "token_auth_method" and raw not in TOKEN_AUTH_METHODS:
+            raise ConfigError(
+                f"{name}: {escape(repr(raw[:40]))} must be {' or '.join(TOKEN_AUTH_METHODS)}"
+            )
     secret = _secret_from_env(env)
     if secret:
         values["client_secret"] = secret

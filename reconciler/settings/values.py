@@ -57,8 +57,10 @@ NUMBER_SETTINGS: dict[str, NumberSetting] = {
     "max_changes": NumberSetting(int, 0),
     "max_resends": NumberSetting(int, 0),
     "max_attempts": NumberSetting(int, 1, 20),
-    "timeout": NumberSetting(float, 0, above_minimum=True),
-    "retry_max_seconds": NumberSetting(float, 0),
+    # Bounded above as well: a wait of 1e10 s is no bound, and overflows the clock's
+    # arithmetic (OverflowError) long before it would end.
+    "timeout": NumberSetting(float, 0, 3600, above_minimum=True),
+    "retry_max_seconds": NumberSetting(float, 0, 86400),
     "max_response_bytes": NumberSetting(int, 1024),
 }
 

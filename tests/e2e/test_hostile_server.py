@@ -574,3 +574,49 @@ def test_export_out_never_writes_through_a_symlink(
     for name in ("linked.yaml", "dangling.yaml"):
         assert not (workdir / name).is_symlink()
         assert "id: inv_SOMEONE_ELSE" in (workdir / name).read_text(encoding="utf-8")
+
+
+# -- gateways in front of the API (issue 24 rows 9 and 12; nginx-like HTML pages) --------
+
+
+def test_a_413_from_a_gateway_says_the_body_was_too_large_and_is_not_retried(
+    hostile: Callable[..., HostileServer], reconcile: Callable[..., Run], workdir: Path
+) -> None:
+    server = hostile(Hostility(html_errors={"PATCH": 413}))
+
+    result = reconcile(server, "apply", "--auto-approve", "invites")
+
+    assert result.code == 1
+    # One per changed invite (acme and sakura): none retried.
+    assert sorted(c.target.rsplit("/", 1)[1] for c in server.calls("PATCH")) == [
+        "inv_acme",
+        "inv_sakura",
+    ]
+    lines = [line for line in result.stderr.splitlines() if line.startswith("error: inv_")]
+    assert lines and all("HTTP 413: the request body (" in line for line in lines)
+    assert all(
+        "was refused as too large, by the server or a proxy or gateway in front of it: "
+        "413 Request Entity Too Large (an HTML page, probably from a proxy or gateway)" in line
+        for line in lines
+    )
+    advice = "a proxy or gateway in front of the API limits request bodies; ask its operators"
+    assert all(line.endswith(advice) for line in lines)
+    assert "requestId" not in result.stderr
+    assert_nothing_leaked([server], result.stdout, result.stderr)
+
+
+def test_a_502_on_the_token_request_names_the_token_request_and_no_request_id(
+    hostile: Callable[..., HostileServer], reconcile: Callable[..., Run]
+) -> None:
+    server = hostile(Hostility(html_errors={"POST": 502}))
+
+    result = reconcile(server, "plan", "invites")
+
+    assert result.code == 1
+    assert result.stderr.strip().splitlines()[-1] == (
+        "error: stopped reading invites: HTTP 502: no token from the token request "
+        "(POST /oauth/token): 502 Bad Gateway (an HTML page, probably from a proxy or "
+        "gateway) (gave up after 2 attempts)"
+    )
+    assert not server.calls("GET")
+    assert "requestId" not in result.stderr

@@ -18,7 +18,7 @@ from typing import Any
 from urllib.parse import quote_plus
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from support.cli import CliResult, run_cli, run_cli_process
 from support.helpers import clean_env
@@ -481,6 +481,9 @@ def test_any_text_value_exports_validates_plans_clean_and_is_sent_byte_for_byte(
     # (raw: non-ASCII characters written as they are, as people type them; else escaped)
     entry = {"invites": [{"id": "inv_prop", "name": value}]}
     written = yaml.safe_dump(entry, width=10**6, allow_unicode=raw)
+    # PyYAML's dumper writes a raw NEL (U+0085) in quotes, where YAML 1.1 reads it as
+    # a line break: such a file does not hold the value, so it says nothing about it.
+    assume(yaml.safe_load(written)["invites"][0]["name"] == value)
     invites, problems = load_text(written, "business.yaml")
     if not _holdable(value):
         assert problems, f"validate let {value!r} through"

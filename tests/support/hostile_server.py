@@ -10,10 +10,11 @@ from __future__ import annotations
 import gzip
 import json
 import secrets
+import socket
 import threading
 import time
 from collections import Counter
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, NamedTuple
@@ -38,6 +39,9 @@ class Hostility:
     echo_form_on_401: bool = False  # 7: the token endpoint refuses, echoing the posted form
     echo_authorization: Collection[str] = ()  # 7: these methods get a 400 echoing the header
     token_value: str | None = None  # 8: the access token issued (default: a fresh JWT-like one)
+    # 9: these methods ("POST" is the token request) answered by a gateway's HTML error
+    # page of this status, as nginx writes them (no envelope, no requestId)
+    html_errors: dict[str, int] = field(default_factory=dict)
     # 10: the re-send is carried out (the e-mail goes), then a gateway answers with this
     # status and its HTML page, as nginx does when the platform outlasts proxy_read_timeout.
     resend_gateway_status: int | None = None
@@ -98,7 +102,15 @@ class HostileServer:
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"{self.scheme}://{host}:{port}"
+
+    scheme = "http"
+
+    def use_tls(self, wrap: Callable[[socket.socket], socket.socket]) -> HostileServer:
+        """Serve https: ``wrap`` turns the listening socket into a TLS one (support.tls)."""
+        self._server.socket = wrap(self._server.socket)
+        self.scheme = "https"
+        return self
 
     def __enter__(self) -> HostileServer:
         self._thread.start()
@@ -173,6 +185,8 @@ class _Handler(BaseHTTPRequestHandler):
         with hostile.lock:
             hostile.seen.append(Seen(method, self.path, dict(self.headers), raw))
         path = urlsplit(self.path).path
+        if method in hostile.hostility.html_errors:
+            return self._html_error(hostile.hostility.html_errors[method])
         if method == "POST" and path == "/oauth/token":
             status, body, headers = hostile.token(parse_qs(raw), raw)
             return self._answer(status, body, headers)
@@ -207,6 +221,19 @@ class _Handler(BaseHTTPRequestHandler):
         if method == "GET" and h.drip_seconds is not None:
             return self._drip(answer, h.drip_seconds)
         return self._answer(status, answer, {})
+
+    def _html_error(self, status: int) -> None:
+        title = f"{status} {self.responses.get(status, ('Error',))[0]}"
+        page = (
+            f"<html>\r\n<head><title>{title}</title></head>\r\n<body>\r\n"
+            f"<center><h1>{title}</h1></center>\r\n<hr><center>nginx/1.22.1</center>\r\n"
+            "</body>\r\n</html>\r\n"
+        ).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(page)))
+        self.end_headers()
+        self._write(page)
 
     def _answer(self, status: int, body: bytes, headers: dict[str, str]) -> None:
         self.send_response(status)

@@ -7,6 +7,7 @@ a redirect's host) is cleaned (``safetext.clean``) before it is kept.
 
 from __future__ import annotations
 
+import html
 import json
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -64,7 +65,7 @@ def read_answer(response: requests.Response, limits: Limits) -> Answer:
     raw = read_body(response, limits)
     body = _parse_json(raw)
     request_id = _request_id(body, response)
-    error = _error_for(response, body, len(raw), request_id)
+    error = _error_for(response, body, raw, request_id)
     return Answer(response.status_code, body, request_id, error)
 
 
@@ -138,7 +139,7 @@ def _request_id(body: Any, response: requests.Response) -> str | None:
 
 
 def _error_for(
-    response: requests.Response, body: Any, size: int, request_id: str | None
+    response: requests.Response, body: Any, raw: bytearray, request_id: str | None
 ) -> ApiError | None:
     """None for a success; otherwise the error class the status calls for."""
     status = response.status_code
@@ -167,8 +168,11 @@ def _error_for(
     kind = error_class_for(status)
     if status == 503 and retry_after is None and "success" not in envelope:
         kind = GatewayRefused  # not the API's own answer: a gateway in front refusing
+    message = _message(response, envelope, raw)
+    if status == 413:  # not retried: the same body is as large the next time
+        message = f"{_too_large_body(response)}: {message}"
     return kind(
-        _message(response, envelope, size),
+        message,
         status=status,
         request_id=request_id,
         retry_after=retry_after,
@@ -187,17 +191,50 @@ def _short(text: str) -> str:
     return text if len(text) <= _MAX_MESSAGE else text[:_MAX_MESSAGE] + "…"
 
 
-def _message(response: requests.Response, envelope: dict[str, Any], size: int) -> str:
+def _message(response: requests.Response, envelope: dict[str, Any], raw: bytearray) -> str:
     message = envelope.get("message")
     if isinstance(message, str) and message.strip():
         return _short(message)
     reason = clean(response.reason or "error")[:80]
-    if not size:
+    if not raw:
         return f"{reason} (empty body)"
     kind = clean(response.headers.get("Content-Type", "").split(";")[0])[:80] or "unknown type"
     if "html" in kind:
-        return f"{reason} (an HTML page, probably from a proxy or gateway)"
+        # A proxy's or gateway's error page: its <title> says what it refused
+        # ("400 No required SSL certificate was sent").
+        said = _html_title(raw) or reason
+        return f"{said} (an HTML page, probably from a proxy or gateway)"
     return f"{reason} (body is not the API's JSON envelope: {kind})"
+
+
+_TITLE_SEARCHED = 16 * 1024  # an error page's title is near its top
+_MAX_TITLE = 120
+
+
+def _html_title(raw: bytearray) -> str | None:
+    """The page's first <title>, entities decoded, whitespace collapsed, cleaned and
+    bounded; found in one pass (no pattern a crafted page could make backtrack)."""
+    page = bytes(raw[:_TITLE_SEARCHED]).lower()
+    start = page.find(b"<title")
+    opened = page.find(b">", start) + 1 if start >= 0 else 0
+    end = page.find(b"</title", opened) if opened else -1
+    if end < 0:
+        return None
+    inside = bytes(raw[opened : min(end, opened + 1024)])
+    text = " ".join(html.unescape(inside.decode("utf-8", "replace")).split())
+    text = clean(text)
+    if len(text) > _MAX_TITLE:
+        text = text[:_MAX_TITLE] + "…"
+    return text or None
+
+
+def _too_large_body(response: requests.Response) -> str:
+    body = response.request.body if response.request is not None else None
+    size = len(body) if isinstance(body, bytes | str) else 0
+    return (
+        f"the request body ({size:,} bytes) was refused as too large, by the server or a "
+        "proxy or gateway in front of it"
+    )
 
 
 def _details(data: Any) -> dict[str, str] | None:

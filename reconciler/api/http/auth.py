@@ -7,23 +7,31 @@ sends the request once more.
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import math
 import threading
+from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import quote, quote_plus
 
 import requests
 from requests.auth import AuthBase
 
 from reconciler.api.exceptions import ApiError, TokenRefused
-from reconciler.safetext import MIN_SECRET_LENGTH, register_secret
+from reconciler.safetext import MIN_SECRET_LENGTH, clean, register_secret, replace_secrets
 
 log = logging.getLogger("reconciler.api")
 
 _DEFAULT_LIFETIME = 300.0  # unknown lifetime: renew often rather than use a dead token
+# The lifetime used is kept within these bounds whatever expires_in says: below the
+# floor (`expires_in: 0.001`, or 0), a token per request; a token truly that short
+# gets a 401, which renews it. Above the ceiling (a 400-digit number), a day will do.
+MIN_LIFETIME = 10.0
+MAX_LIFETIME = 86400.0
+_MAX_SHOWN = 300  # characters of a token endpoint's error_description shown
 
 
 class Token:
@@ -41,42 +49,123 @@ class Token:
         return "<token hidden>"
 
 
-def register_secret_forms(secret: str) -> None:
+def secret_forms(secret: str) -> set[str]:
     """The secret as sent (form-encoded, JSON-escaped) is as secret as the secret."""
-    forms = {
+    return {
         secret,
         quote_plus(secret),
         quote(secret, safe=""),
         json.dumps(secret)[1:-1],
         json.dumps(secret, ensure_ascii=False)[1:-1],  # as the text output shows values
     }
-    for form in forms:
+
+
+def register_secret_forms(secret: str) -> None:
+    for form in secret_forms(secret):
         register_secret(form)
 
 
-def token_from_payload(data: Any, body: Any, now: float) -> Token:
+class IssuedTokens:
+    """The tokens redaction knows: the current one and the one before it (a request sent
+    with it may still be answered). Older ones are dropped, so a server issuing a token
+    per request costs a run no more than one issuing a token a day."""
+
+    KEPT = 2
+
+    def __init__(self) -> None:
+        self._values: deque[str] = deque()
+
+    def add(self, value: str) -> None:
+        dropped = self._values.popleft() if len(self._values) >= self.KEPT else None
+        self._values.append(value)
+        old = secret_forms(dropped) if dropped is not None and dropped not in self._values else ()
+        replace_secrets(old, secret_forms(value))
+
+
+def token_from_payload(data: Any, body: Any, now: float, issued: IssuedTokens) -> Token:
     """The token of a token answer: the envelope's ``data``, or a bare RFC 6749 body."""
     payload = data if isinstance(data, dict) and "access_token" in data else body
     value = payload.get("access_token") if isinstance(payload, dict) else None
     if not isinstance(value, str):
         raise TokenRefused("the token endpoint's answer has no access_token")
-    register_secret_forms(value)  # before anything else could show it
+    issued.add(value)  # redacted before anything else could show it
     problem = _uncarriable(value)
     if problem:
         raise TokenRefused(
             f"the token endpoint issued an access token that cannot be sent in an HTTP "
             f"header ({problem}); it was not used, so no request was sent with it"
         )
-    expires_in = payload.get("expires_in")
-    if (
-        not isinstance(expires_in, int | float)
-        or isinstance(expires_in, bool)
-        or not math.isfinite(expires_in)
-        or expires_in <= 0
+    token_type = payload.get("token_type")
+    # RFC 6749 §7.1: a token of another type (DPoP, mac) used as a bearer token would be
+    # refused, or worse, accepted without the proof its type calls for.
+    if token_type is not None and (
+        not isinstance(token_type, str) or token_type.lower() != "bearer"
     ):
-        expires_in = _DEFAULT_LIFETIME
-    log.debug("obtained an access token valid for %ss", expires_in)
-    return Token(value, float(expires_in), now)
+        shown = clean(str(token_type)[:40])
+        raise TokenRefused(
+            f"the token endpoint issued a token of type {shown!r}, not Bearer; this tool "
+            "sends only bearer tokens (RFC 6750), so it was not used and no request was "
+            "sent with it; ask the platform for Bearer tokens for this client"
+        )
+    lifetime = token_lifetime(payload.get("expires_in"))
+    log.debug("obtained an access token, used for %gs", lifetime)
+    return Token(value, lifetime, now)
+
+
+def token_lifetime(expires_in: Any) -> float:
+    """Seconds a token is used: what ``expires_in`` says, within MIN and MAX_LIFETIME."""
+    if isinstance(expires_in, str) and expires_in.isdigit() and len(expires_in) <= 12:
+        expires_in = int(expires_in)  # some servers send the number as a string
+    if isinstance(expires_in, bool) or not isinstance(expires_in, int | float):
+        return _DEFAULT_LIFETIME
+    if isinstance(expires_in, float) and not math.isfinite(expires_in):
+        return _DEFAULT_LIFETIME
+    # Compared, never converted: float() of a 400-digit integer raises OverflowError.
+    if expires_in > MAX_LIFETIME:
+        return MAX_LIFETIME
+    if expires_in < MIN_LIFETIME:
+        return MIN_LIFETIME
+    return float(expires_in)
+
+
+class ClientBasicAuth(AuthBase):
+    """``client_secret_basic`` (RFC 6749 §2.3.1): id and secret each form-encoded, then
+    joined by a colon and Base64-encoded into ``Authorization: Basic``."""
+
+    def __init__(self, client_id: str, secret: str) -> None:
+        pair = f"{quote_plus(client_id)}:{quote_plus(secret)}".encode()
+        self._credentials = base64.b64encode(pair).decode("ascii")
+        register_secret(self._credentials)  # the secret, only encoded
+
+    def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
+        request.headers["Authorization"] = f"Basic {self._credentials}"
+        return request
+
+    def __repr__(self) -> str:
+        return "<client credentials hidden>"
+
+
+class OAuthError(NamedTuple):
+    """An RFC 6749 §5.2 error body: its ``error`` code and ``error_description``, cleaned."""
+
+    code: str
+    description: str | None
+
+    @classmethod
+    def of(cls, body: Any) -> OAuthError | None:
+        code = body.get("error") if isinstance(body, dict) else None
+        if not isinstance(code, str) or not code.strip():
+            return None
+        text = body.get("error_description")
+        description = None
+        if isinstance(text, str) and text.strip():
+            description = clean(text[: _MAX_SHOWN * 2])
+            if len(description) > _MAX_SHOWN:
+                description = description[:_MAX_SHOWN] + "…"
+        return cls(clean(code[:80])[:80], description)
+
+    def __str__(self) -> str:
+        return self.code + (f" ({self.description})" if self.description else "")
 
 
 def _uncarriable(value: str) -> str | None:

@@ -15,23 +15,27 @@ from requests.auth import AuthBase
 
 from reconciler.api.exceptions import (
     ApiError,
-    AuthenticationFailed,
-    Conflict,
-    InvalidRequest,
-    NotFound,
     NotSent,
     PermissionDenied,
     RateLimited,
-    Redirected,
     TransportError,
-    UnexpectedResponse,
 )
 from reconciler.api.http.answer import Answer, Limits, read_answer
-from reconciler.api.http.auth import BearerAuth, Token, TokenSource, token_from_payload
+from reconciler.api.http.auth import (
+    BearerAuth,
+    ClientBasicAuth,
+    IssuedTokens,
+    OAuthError,
+    Token,
+    TokenSource,
+    token_from_payload,
+)
 from reconciler.api.http.deadline import attempt_deadline
 from reconciler.api.http.network import CONNECT_TIMEOUT, make_session, transport_error
 from reconciler.api.http.pacing import SLEEP_SLICE, NoTurn, RequestPacer, Turn
 from reconciler.api.http.retry import decide_retry, is_rate_signal
+from reconciler.api.http.token_errors import token_failure
+from reconciler.api.http.urls import BaseUrl
 from reconciler.settings.config import Settings
 from reconciler.stop import Stop
 from reconciler.wording import seconds
@@ -55,8 +59,7 @@ class Exchange:
     def __init__(
         self,
         settings: Settings,
-        base_url: str,
-        host: str,
+        base: BaseUrl,
         pacer: RequestPacer,
         *,
         clock: Callable[[], float],
@@ -66,15 +69,21 @@ class Exchange:
         stop: Stop,
     ) -> None:
         self.settings = settings
-        self._base_url = base_url
-        self._host = host
+        self._base_url = base.text
+        self._host = base.netloc
         self._pacer = pacer
         self._clock = clock
         self._sleep = sleep
         self._jitter = jitter
         self._observer = observer
-        self._session = make_session(base_url, settings.parallelism or settings.max_parallelism)
+        self._session = make_session(base, settings.parallelism or settings.max_parallelism)
         self._tokens = TokenSource(self._fetch_token, clock)
+        self._issued = IssuedTokens()  # what redaction keeps of the tokens issued
+        self._client_basic = (
+            ClientBasicAuth(settings.client_id or "", settings.client_secret or "")
+            if settings.token_auth_method == "client_secret_basic"
+            else None
+        )
         self._auth = BearerAuth(self._tokens)
         self.stop = stop
 
@@ -256,7 +265,7 @@ class Exchange:
         try:
             return read_answer(response, limits)
         except _READ_FAILURES as exc:
-            raise transport_error(exc, self._host, allowance) from None
+            raise transport_error(exc, self._host, allowance, self._session.proxy_source) from None
         finally:
             response.close()
 
@@ -273,47 +282,36 @@ class Exchange:
                 timeout=(min(CONNECT_TIMEOUT, allowance), allowance),
                 allow_redirects=False,
             )
-        except requests.RequestException as exc:
-            raise transport_error(exc, self._host, allowance) from None
+        except OSError as exc:  # requests' errors are OSErrors, as is a CA bundle gone missing
+            raise transport_error(exc, self._host, allowance, self._session.proxy_source) from None
 
     # -- the token --------------------------------------------------------------
 
     def _fetch_token(self) -> Token:
+        """A token, or one error that names the token request and says what to check."""
         contract = self.settings.contract
         path = contract.token_path
-        form = {
-            "grant_type": "client_credentials",
-            "client_id": self.settings.client_id or "",
-            "client_secret": self.settings.client_secret or "",
-            "scope": contract.scope,
-        }
+        form = {"grant_type": "client_credentials", "scope": contract.scope}
+        auth = self._client_basic
+        if auth is None:  # client_secret_post: the credentials go in the form
+            form["client_id"] = self.settings.client_id or ""
+            form["client_secret"] = self.settings.client_secret or ""
+        said: list[OAuthError | None] = [None]  # the last answer's RFC 6749 §5.2 error
 
         def send(give_up_at: float | None) -> Answer:
-            return self._attempt("POST", path, None, form=form, give_up_at=give_up_at)
+            answer = self._attempt("POST", path, auth, form=form, give_up_at=give_up_at)
+            said[0] = OAuthError.of(answer.body) if answer.error is not None else None
+            return answer
 
         try:
             answer = self._with_retries("POST", path, send, idempotent=True, observe=False)
-        except AuthenticationFailed as exc:
-            exc.message = (
-                f"the token endpoint refused client id {self.settings.client_id!r}: "
-                f"{exc.message}; check RECONCILER_CLIENT_ID and RECONCILER_CLIENT_SECRET"
-            )
-            raise
-        except (InvalidRequest, PermissionDenied, NotFound, Conflict, UnexpectedResponse) as exc:
-            # No token means no request of this run can succeed: one clear error,
-            # not the same refusal repeated for every invite.
-            check = (
-                "RECONCILER_BASE_URL and token_path"
-                if isinstance(exc, Redirected)
-                else f"RECONCILER_SCOPE ({contract.scope!r}), RECONCILER_CLIENT_ID and token_path"
-            )
-            raise AuthenticationFailed(
-                f"no token from the token endpoint: {exc.message}; check {check}",
-                status=exc.status,
-                request_id=exc.request_id,
-                details=exc.details,
-            ) from None
-        return token_from_payload(answer.data, answer.body, self._clock())
+        except TransportError:
+            raise  # no answer: the network's words name the host; _unsent adds the rest
+        except ApiError as exc:
+            if isinstance(exc, NotSent) and self.stop.is_set():
+                raise  # the run is stopping: no request of it failed, the token's neither
+            raise token_failure(exc, said[0], self.settings) from None
+        return token_from_payload(answer.data, answer.body, self._clock(), self._issued)
 
 
 def _unsent(error: ApiError) -> ApiError:

@@ -7,18 +7,43 @@ failure may have reached it, which decides whether a re-send may be repeated.
 from __future__ import annotations
 
 import http.client
+import importlib.util
+import os
+import re
 import ssl
+import stat
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlsplit
 
 import requests
 import urllib3.exceptions as u3
+from requests.utils import select_proxy
 
 from reconciler import __version__
 from reconciler.api.exceptions import TransportError
 from reconciler.api.http.deadline import GuardedAdapter
+from reconciler.api.http.urls import BaseUrl, parse_base_url
+from reconciler.errors import ConfigError
+from reconciler.safetext import clean, escape
 
 CONNECT_TIMEOUT = 10.0
+_SOCKS = ("socks4", "socks4a", "socks5", "socks5h")
+_CA_BUNDLE_LIMIT = 64 * 2**20
+# http.client's words when a proxy answers CONNECT with anything but 200.
+_TUNNEL_STATUS = re.compile(r"Tunnel connection failed: (\d{3})")
+# OpenSSL's reasons when client and server share no TLS version.
+_OLD_TLS = frozenset(
+    {
+        "UNSUPPORTED_PROTOCOL",
+        "TLSV1_ALERT_PROTOCOL_VERSION",
+        "NO_PROTOCOLS_AVAILABLE",
+        "WRONG_SSL_VERSION",
+        "VERSION_TOO_LOW",
+    }
+)
+# Verification codes that mean "the issuer is not trusted here": a private CA.
+_UNTRUSTED_ISSUER = frozenset({2, 18, 19, 20, 21})
 
 
 class _IgnoredCookies(requests.cookies.RequestsCookieJar):
@@ -29,17 +54,24 @@ class _IgnoredCookies(requests.cookies.RequestsCookieJar):
         return None
 
 
-class _NeverRedirects(requests.Session):
+class ProxiedSession(requests.Session):
     """A session that never follows a redirect, nor reads a 3xx body to prepare one:
     with allow_redirects=False, requests' Session.send still reads the whole body
-    of a 3xx (resolve_redirects consumes it), however long the server makes it."""
+    of a 3xx (resolve_redirects consumes it), however long the server makes it.
+    It knows which variable named its proxy, for messages."""
+
+    proxy_source: str | None = None
 
     def get_redirect_target(self, resp: requests.Response) -> None:
         return None
 
 
-def make_session(base_url: str, parallelism: int) -> requests.Session:
-    session = _NeverRedirects()
+def make_session(base: BaseUrl | str, parallelism: int) -> ProxiedSession:
+    """The run's session: proxies and the CA bundle read from the environment once, and
+    checked now, so a bad one is one clear configuration error, not a failure per request."""
+    if isinstance(base, str):
+        base = parse_base_url(base)
+    session = ProxiedSession()
     adapter = GuardedAdapter(pool_connections=2, pool_maxsize=max(parallelism, 4), max_retries=0)
     session.mount("https://", adapter)
     session.mount("http://", adapter)
@@ -50,15 +82,99 @@ def make_session(base_url: str, parallelism: int) -> requests.Session:
     session.headers["Accept-Encoding"] = "identity"
     # requests re-reads proxies and the CA bundle from the environment on every
     # request, scanning os.environ each time; read them once per run instead.
-    environment = session.merge_environment_settings(base_url, {}, None, None, None)
-    # Plain http:// is allowed only because the host is this machine; a proxy
-    # would carry the form with the client secret, in clear, to another one.
-    if not base_url.startswith("http://"):
-        session.proxies.update(environment["proxies"])
-    session.verify = environment["verify"]
+    try:
+        environment = session.merge_environment_settings(base.text, {}, None, None, None)
+        # Plain http:// is allowed only because the host is this machine; a proxy
+        # would carry the form with the client secret, in clear, to another one.
+        # Decided on the parsed scheme: `HTTP://127.0.0.1` is plain http too.
+        proxy = select_proxy(base.text, environment["proxies"]) if base.scheme == "https" else None
+        if proxy:
+            urlsplit(proxy if "://" in proxy else f"http://{proxy}").port  # noqa: B018
+    except ValueError:  # a proxy URL urllib cannot parse ("[" in its password, a bad port)
+        # Never shown: its user info may hold a password.
+        raise ConfigError(
+            "a proxy variable (HTTPS_PROXY, ALL_PROXY or NO_PROXY, in either case) is not a "
+            "valid URL: check its port, and percent-encode any of :@/[]% in its user and password"
+        ) from None
+    if base.scheme == "https":
+        if proxy:
+            session.proxy_source = _proxy_variable(proxy)
+            _check_proxy(proxy, session.proxy_source)
+            session.proxies = {"https": proxy}
+        session.verify = _checked_verify(environment["verify"])
     session.trust_env = False
     session.cookies = _IgnoredCookies()
     return session
+
+
+def _proxy_variable(proxy: str) -> str:
+    """Which variable named ``proxy``: lower case wins, as in urllib's getproxies."""
+    for name in ("https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"):
+        if os.environ.get(name) == proxy:
+            return name
+    return "HTTPS_PROXY"
+
+
+def _check_proxy(proxy: str, variable: str) -> None:
+    """A proxy this client cannot use is a configuration error, said once, before any request.
+
+    Never shown whole: its user info may hold a password."""
+    scheme = proxy.partition("://")[0].lower() if "://" in proxy else "http"
+    if scheme in ("http", "https"):
+        return
+    shown = escape(scheme[:20])
+    if scheme in _SOCKS:
+        if importlib.util.find_spec("socks") is None:  # PySocks, which urllib3 needs for SOCKS
+            raise ConfigError(
+                f"{variable} names a SOCKS proxy ({shown}://...), which needs the PySocks "
+                "package: install it (pip install 'requests[socks]'), or use an http:// proxy"
+            )
+        return
+    raise ConfigError(
+        f"{variable} names a proxy of scheme {shown}://, which is not supported: "
+        "use http://, https:// or socks5://"
+    )
+
+
+def _checked_verify(verify: Any) -> Any:
+    """The CA bundle that REQUESTS_CA_BUNDLE (or CURL_CA_BUNDLE) names, checked now."""
+    if not isinstance(verify, str):
+        return verify
+    variable = next(
+        (n for n in ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE") if os.environ.get(n) == verify),
+        "REQUESTS_CA_BUNDLE",
+    )
+    shown = f"{variable} names {escape(verify)}"
+    try:
+        status = os.stat(verify)
+    except FileNotFoundError:
+        raise ConfigError(f"{shown}, which does not exist") from None
+    except OSError as exc:
+        raise ConfigError(f"{shown}, which cannot be read ({exc.strerror})") from None
+    if stat.S_ISDIR(status.st_mode):
+        return verify  # a directory of hashed certificates (c_rehash): OpenSSL reads it
+    if not stat.S_ISREG(status.st_mode):
+        raise ConfigError(f"{shown}, which is not a regular file")
+    if status.st_size > _CA_BUNDLE_LIMIT:
+        raise ConfigError(
+            f"{shown}, which is larger than {_CA_BUNDLE_LIMIT // 2**20} MiB; "
+            "a CA bundle is a PEM file of certificates"
+        )
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    try:
+        context.load_verify_locations(cafile=verify)
+    except ssl.SSLError:
+        stats = {"x509": 0}
+    except OSError as exc:
+        raise ConfigError(f"{shown}, which cannot be read ({exc.strerror})") from None
+    else:
+        stats = context.cert_store_stats()
+    if not stats.get("x509"):
+        raise ConfigError(
+            f"{shown}, which holds no certificate; it must be a PEM file of the CA "
+            "certificates to trust (-----BEGIN CERTIFICATE-----)"
+        )
+    return verify
 
 
 def _causes(exc: BaseException) -> Iterator[BaseException]:
@@ -81,17 +197,15 @@ def _first(exc: BaseException, kind: type[BaseException] | tuple[type[BaseExcept
     return next((c for c in _causes(exc) if isinstance(c, kind)), None)
 
 
-def transport_error(exc: BaseException, host: str, timeout: float) -> TransportError:
-    """What went wrong on the network, in words a user can act on."""
+def transport_error(
+    exc: BaseException, host: str, timeout: float, proxy: str | None = None
+) -> TransportError:
+    """What went wrong on the network, in words a user can act on; ``proxy`` is the
+    variable that named the proxy, if one is used."""
+    if _first(exc, (u3.ProxyError, requests.exceptions.ProxyError)):
+        return _proxy_error(exc, host, proxy)
     if _first(exc, (ssl.SSLError, u3.SSLError, requests.exceptions.SSLError)):
         return _tls_error(exc, host)
-    if _first(exc, (u3.ProxyError, requests.exceptions.ProxyError)):
-        # Never the proxy's address: it may carry a user and password.
-        return TransportError(
-            f"could not reach {host} through the proxy set in the environment "
-            "(HTTPS_PROXY or ALL_PROXY); check the proxy, or NO_PROXY for this host",
-            maybe_sent=False,
-        )
     if _first(exc, u3.NameResolutionError):
         return TransportError(
             f"cannot resolve the host of {host}; check RECONCILER_BASE_URL", maybe_sent=False
@@ -135,17 +249,58 @@ def _broken_answer(exc: BaseException, host: str) -> TransportError | None:
     )
 
 
+def _proxy_error(exc: BaseException, host: str, proxy: str | None) -> TransportError:
+    """The proxy, not the platform, failed. Never the proxy's address: it may carry a
+    user and password."""
+    variable = proxy or "HTTPS_PROXY or ALL_PROXY"
+    tunnel = next((m for c in _causes(exc) if (m := _TUNNEL_STATUS.search(str(c)))), None)
+    code = int(tunnel.group(1)) if tunnel else None
+    if code == 407:
+        # Trying again with the same credentials cannot help.
+        return TransportError(
+            f"the proxy requires authentication (407): check the user and password in "
+            f"{variable} (http://USER:PASSWORD@HOST:PORT, percent-encoded)",
+            maybe_sent=False,
+            permanent=True,
+        )
+    if code == 403:
+        return TransportError(
+            f"the proxy refused to connect to {host} (403): check the proxy's access rules "
+            f"for this host, or NO_PROXY if {host} should be reached directly",
+            maybe_sent=False,
+            permanent=True,
+        )
+    if code is not None:
+        return TransportError(
+            f"the proxy could not connect to {host} (it answered {code}); check the proxy "
+            f"named by {variable}, or NO_PROXY for this host",
+            maybe_sent=False,
+        )
+    return TransportError(
+        f"could not reach {host} through the proxy set in the environment "
+        f"({variable}); check the proxy, or NO_PROXY for this host",
+        maybe_sent=False,
+    )
+
+
 def _tls_error(exc: BaseException, host: str) -> TransportError:
     verify = _first(exc, ssl.SSLCertVerificationError)
+    reason = str(getattr(_first(exc, ssl.SSLError), "reason", None) or "")
     if verify is not None:
         # OpenSSL's reason says what to fix: self-signed, expired, wrong host...
-        reason = getattr(verify, "verify_message", None) or "certificate not trusted"
-        message = (
-            f"TLS verification failed for {host} (certificate verify failed: {reason}); "
-            "for a private CA, point REQUESTS_CA_BUNDLE at its certificate"
-        )
-    elif getattr(_first(exc, ssl.SSLError), "reason", None) == "WRONG_VERSION_NUMBER":
+        why = clean(str(getattr(verify, "verify_message", None) or "certificate not trusted"))
+        message = f"TLS verification failed for {host} (certificate verify failed: {why})"
+        code = getattr(verify, "verify_code", None)
+        if code is None or code in _UNTRUSTED_ISSUER:  # not an expired or wrong-host one
+            message += "; for a private CA, point REQUESTS_CA_BUNDLE at its certificate"
+    elif reason == "WRONG_VERSION_NUMBER":
         message = f"TLS handshake with {host} failed: it does not speak TLS on this port"
+    elif reason in _OLD_TLS:
+        message = (
+            f"TLS handshake with {host} failed: the server offers only TLS versions below "
+            "this client's minimum (TLS 1.2); the server must be upgraded"
+        )
     else:
-        message = f"TLS handshake with {host} failed"
+        said = f" ({clean(reason)[:80]})" if reason else ""
+        message = f"TLS handshake with {host} failed{said}"
     return TransportError(message, maybe_sent=False, permanent=True)

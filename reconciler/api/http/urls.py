@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+from typing import NamedTuple
 from urllib.parse import SplitResult, quote, urlsplit
 
 from reconciler.api.exceptions import InvalidRequest
@@ -10,17 +11,48 @@ from reconciler.errors import ConfigError
 from reconciler.safetext import escape
 
 
-def check_base_url(base_url: str) -> str:
-    """The base URL without a trailing slash, if it is safe to send a secret to.
+class BaseUrl(NamedTuple):
+    """The base URL as parsed once: every decision (scheme, loopback, proxy) reads these
+    parts, never the text as it was written (`` HTTP://127.0.0.1``)."""
 
-    Errors show only scheme, host and path: the user info or query string of a
-    refused URL is exactly where a credential would sit.
+    scheme: str  # "http" or "https", lower case
+    host: str  # lower case; an IPv6 address without brackets
+    port: int | None
+    path: str  # without a trailing slash
+
+    @property
+    def netloc(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return host if self.port is None else f"{host}:{self.port}"
+
+    @property
+    def text(self) -> str:
+        """The normalised URL requests are built on."""
+        return f"{self.scheme}://{self.netloc}{self.path}"
+
+    @property
+    def is_loopback(self) -> bool:
+        return _is_loopback(self.host)
+
+
+def check_base_url(base_url: str) -> str:
+    """The base URL, normalised, without a trailing slash, if it is safe to send a secret to."""
+    return parse_base_url(base_url).text
+
+
+def parse_base_url(base_url: str) -> BaseUrl:
+    """The base URL parsed and normalised once, if it is safe to send a secret to.
+
+    Surrounding whitespace is dropped and scheme and host are lower-cased; what is
+    left is checked and kept as parts. Errors show only scheme, host and path: the
+    user info or query string of a refused URL is exactly where a credential would sit.
     """
+    written = base_url.strip()
     try:
-        parts = urlsplit(base_url)
+        parts = urlsplit(written)
         parts.port  # noqa: B018 - parsing the port is what raises for a bad one
     except ValueError:
-        scheme = escape(base_url.partition(":")[0][:20])
+        scheme = escape(written.partition(":")[0][:20])
         raise ConfigError(
             f"base_url ({scheme}://...) is not a valid URL; set RECONCILER_BASE_URL"
         ) from None
@@ -32,15 +64,18 @@ def check_base_url(base_url: str) -> str:
             f"base_url {shown} must not carry credentials (user info before the host); "
             "use RECONCILER_CLIENT_ID and RECONCILER_CLIENT_SECRET"
         )
-    if parts.query or parts.fragment or base_url.rstrip().endswith(("?", "#")):
+    if parts.query or parts.fragment or written.endswith(("?", "#")):
         raise ConfigError(f"base_url {shown} must not have a query string or fragment")
+    if any(c.isspace() or not c.isprintable() for c in written):
+        # urlsplit silently drops tabs and line breaks: what it parsed is not what was written.
+        raise ConfigError(f"base_url {shown} holds whitespace or a control character")
     if parts.scheme == "http" and not _is_loopback(parts.hostname):
         raise ConfigError(
             f"base_url {shown} uses plain http://, which would send the client secret "
             "and tokens unencrypted; use https:// (http:// is allowed only for loopback "
             "hosts such as 127.0.0.1, where the sandbox runs)"
         )
-    return base_url.rstrip("/")
+    return BaseUrl(parts.scheme, parts.hostname, parts.port, parts.path.rstrip("/"))
 
 
 def _shown(parts: SplitResult) -> str:

@@ -7,10 +7,12 @@ import email.utils
 import gzip
 import logging
 import re
+import shutil
 from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import parse_qs, quote_plus, urlsplit
 
+import certifi
 import pytest
 import requests
 from support.api_answers import (
@@ -240,12 +242,18 @@ def test_token_is_renewed_shortly_before_it_expires(
     [
         (3600, 3540),  # a long-lived token: a minute early
         (100, 90),  # a short-lived one: when 90% of its life has gone
-        (1, 1),  # one second: renewed before it is over, not kept five minutes
-        (0, 270),  # nonsense lifetimes count as five minutes
-        (-5, 270),
-        ("3600", 270),
+        # Below ten seconds (1, 1 ms, 0, negative), ten are used: not a token per
+        # request (a token that truly dies sooner gets a 401, which renews it).
+        (1, 9),
+        (0.001, 9),
+        (0, 9),
+        (-5, 9),
+        ("3600", 3540),  # a number sent as a string, as some servers do
+        (10**400, 86340),  # a day at most, and no OverflowError
+        ("9" * 400, 270),  # nonsense lifetimes count as five minutes
         (True, 270),
         (None, 270),
+        (float("nan"), 270),
     ],
 )
 def test_when_a_token_is_renewed_depends_on_its_lifetime(
@@ -339,6 +347,7 @@ def test_a_request_sent_again_after_a_401_keeps_its_time_limits_and_trust(
     tmp_path: Any,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    shutil.copy(certifi.where(), tmp_path / "private-ca.pem")
     monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(tmp_path / "private-ca.pem"))
     client = make_client(timeout=7)
     requests_mock.post(TOKEN_URL, [token_response(TOKEN), token_response(TOKEN2)])
@@ -1502,12 +1511,12 @@ def test_the_verbose_log_tells_each_attempt_its_outcome_and_each_retry(
     path = "/public-api/v1/kyb/invites/inv_8f2k1"
     assert [r.getMessage() for r in debug_log.records] == [
         "POST /oauth/token -> 201 (0 ms, requestId 1001)",
-        "obtained an access token valid for 86400s",
+        "obtained an access token, used for 86400s",
         f"GET {path} -> 503 (0 ms, requestId 5031)",
         f"GET {path} failed (HTTP 503: Service Unavailable (requestId 5031)); retry 1 in 0.25s",
         "GET -> 401, renewing the token and retrying once",
         "POST /oauth/token -> 201 (0 ms, requestId 1001)",
-        "obtained an access token valid for 600s",
+        "obtained an access token, used for 600s",
         f"GET {path} -> 200 (0 ms, requestId 2002)",
     ]
 
@@ -1620,13 +1629,15 @@ def test_every_request_says_who_sends_it_and_asks_for_uncompressed_json(
 
 
 TOKEN_403 = (
-    "HTTP 403: no token from the token endpoint: scope not granted; the client's token does "
-    "not carry the scope this needs (asked for: 'invites:write', set with RECONCILER_SCOPE); "
+    "HTTP 403: no token from the token request (POST /oauth/token): scope not granted; "
+    "the client's token does not carry the scope this needs (asked for: 'invites:write', "
+    "set with RECONCILER_SCOPE); "
     "check RECONCILER_SCOPE ('invites:write'), RECONCILER_CLIENT_ID and token_path "
     "[scope: not granted] (requestId 403-1)"
 )
 TOKEN_307 = (
-    "HTTP 307: no token from the token endpoint: the server answered with a redirect to "
+    "HTTP 307: no token from the token request (POST /oauth/token): the server answered "
+    "with a redirect to "
     "login.example; the API never redirects, so it was not followed and nothing was re-sent "
     "there; check RECONCILER_BASE_URL and token_path"
 )

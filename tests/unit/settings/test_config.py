@@ -10,7 +10,7 @@ import pytest
 from support.cli import run_cli
 from support.helpers import clean_env
 
-from reconciler.errors import ConfigError, ReconcilerError
+from reconciler.errors import ConfigError, InputError, ReconcilerError
 from reconciler.settings.config import DEFAULT_SCOPE, Settings, load_settings
 
 SECRET = "cs_live_Zq9xSECRETvalue"
@@ -382,8 +382,52 @@ def test_a_number_of_seconds_must_be_finite(raw: str) -> None:
 
 def test_a_number_of_seconds_in_the_config_file_must_be_finite(tmp_path: Path) -> None:
     config = tmp_path / "reconciler.yaml"
-    config.write_text("retry_max_seconds: .inf\n", encoding="utf-8")
+    config.write_text("retry_max_seconds: .nan\n", encoding="utf-8")
     with pytest.raises(ConfigError, match="not a finite number"):
+        load_settings(str(config), env={})
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("RECONCILER_TIMEOUT", "1e10"), ("RECONCILER_TIMEOUT", "3601")],
+)
+def test_a_timeout_too_long_to_be_a_bound_is_refused(name: str, value: str) -> None:
+    # 1e10 s once reached the clock's arithmetic and ended in an OverflowError traceback.
+    with pytest.raises(
+        ConfigError, match=f"{name}: '{value}' must be more than 0 and at most 3600"
+    ):
+        load_settings(None, env={name: value})
+
+
+def test_retry_max_seconds_has_a_ceiling_in_the_file_too(tmp_path: Path) -> None:
+    config = tmp_path / "reconciler.yaml"
+    config.write_text("retry_max_seconds: 1e10\n", encoding="utf-8")
+    with pytest.raises(InputError, match="retry_max_seconds"):
+        load_settings(str(config), env={})
+
+
+@pytest.mark.parametrize("method", ["client_secret_post", "client_secret_basic"])
+def test_the_token_auth_method_comes_from_the_environment_or_the_file(
+    tmp_path: Path, method: str
+) -> None:
+    assert Settings().token_auth_method == "client_secret_post"
+    env = {"RECONCILER_TOKEN_AUTH_METHOD": method}
+    assert load_settings(None, env=env).token_auth_method == method
+    config = tmp_path / "reconciler.yaml"
+    config.write_text(f"token_auth_method: {method}\n", encoding="utf-8")
+    assert load_settings(str(config), env={}).token_auth_method == method
+
+
+def test_an_unknown_token_auth_method_is_refused_from_either_source(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as refused:
+        load_settings(None, env={"RECONCILER_TOKEN_AUTH_METHOD": "private_key_jwt"})
+    assert str(refused.value) == (
+        "RECONCILER_TOKEN_AUTH_METHOD: 'private_key_jwt' must be client_secret_post or "
+        "client_secret_basic"
+    )
+    config = tmp_path / "reconciler.yaml"
+    config.write_text("token_auth_method: basic\n", encoding="utf-8")
+    with pytest.raises(InputError, match="token_auth_method"):
         load_settings(str(config), env={})
 
 

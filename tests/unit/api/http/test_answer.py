@@ -331,6 +331,67 @@ def test_success_false_keeps_the_status_and_request_id(
     assert (error.status, error.request_id) == (200, "r-env")
 
 
+HTML = {"Content-Type": "text/html"}
+
+
+@pytest.mark.parametrize(
+    ("page", "shown"),
+    [
+        (
+            "<html><head><title>400 No required SSL certificate was sent</title></head>"
+            "<body><center><h1>400 Bad Request</h1></center><hr><center>nginx</center>",
+            "400 No required SSL certificate was sent",
+        ),
+        ("<TITLE lang=en>\n  Access\tDenied &amp; logged \n</TITLE>", "Access Denied & logged"),
+        (
+            "<title>\x1b]0;owned\x07" + "T" * 500 + "</title>",
+            "\\x1b]0;owned\\x07" + "T" * 104 + "…",
+        ),
+        ("<title></title><h1>no title</h1>", "Bad Request"),
+        ("<p>" + "x" * 20000 + "<title>too far down</title>", "Bad Request"),
+        ("<title>" + "a" * 40000, "Bad Request"),  # never closed
+        ("<title" * 9000, "Bad Request"),  # no pattern to backtrack over
+    ],
+    ids=[
+        "nginx-mtls",
+        "entities-whitespace",
+        "controls-bounded",
+        "empty-title",
+        "too-far-down",
+        "unterminated",
+        "title-repeated",
+    ],
+)
+def test_an_html_error_page_is_shown_by_its_title(
+    client: ApiClient, requests_mock: Any, page: str, shown: str
+) -> None:
+    error = failure_shown(
+        client, requests_mock, status_code=400, reason="Bad Request", text=page, headers=HTML
+    )
+    assert error.message.startswith(shown)
+    assert error.message.endswith(" (an HTML page, probably from a proxy or gateway)")
+    assert error.request_id is None
+
+
+def test_a_413_says_the_body_was_too_large_and_is_not_retried(requests_mock: Any) -> None:
+    requests_mock.post("https://api.example.test/oauth/token", [token_response()])
+    page = "<html><head><title>413 Request Entity Too Large</title></head></html>"
+    patch = requests_mock.patch(
+        INVITE_URL, status_code=413, reason="Request Entity Too Large", text=page, headers=HTML
+    )
+    settings = Settings(
+        base_url="https://api.example.test", client_id="ci", client_secret="cs_live_Zq9xSECRET"
+    )
+    with ApiClient(settings, sleep=lambda seconds: None) as api, pytest.raises(ApiError) as failed:
+        api.update_invite("inv_8f2k1", {"name": "Acme"})
+    assert str(failed.value) == (
+        "HTTP 413: the request body (16 bytes) was refused as too large, by the server or a "
+        "proxy or gateway in front of it: 413 Request Entity Too Large (an HTML page, "
+        "probably from a proxy or gateway)"
+    )
+    assert patch.call_count == 1  # the same body is as large the next time
+
+
 # Whether a write answered this way may have been carried out (api-contract.md).
 @pytest.mark.parametrize(
     ("error", "unknown"),

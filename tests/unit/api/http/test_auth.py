@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterator
 
 import pytest
+import requests
 
 from reconciler import safetext
-from reconciler.api.http.auth import Token, register_secret_forms
+from reconciler.api.exceptions import TokenRefused
+from reconciler.api.http.auth import (
+    ClientBasicAuth,
+    IssuedTokens,
+    OAuthError,
+    Token,
+    register_secret_forms,
+    token_from_payload,
+)
 from reconciler.output.common import show
-from reconciler.safetext import REDACTED, redact, redact_strings
+from reconciler.safetext import REDACTED, redact, redact_strings, register_secret
 
 
 @pytest.fixture(autouse=True)
@@ -77,13 +87,99 @@ def test_the_secret_as_json_writes_it_is_redacted_whole(secret: str, echoed: str
     )
 
 
+# -- token types, lifetimes, redaction of the tokens a run is issued ------------------
+
+
+@pytest.mark.parametrize("kind", ["Bearer", "bearer", "BEARER", None])
+def test_a_bearer_token_of_any_case_or_unstated_type_is_used(kind: str | None) -> None:
+    payload = {"access_token": "tok-123456789", "expires_in": 60}
+    if kind is not None:
+        payload["token_type"] = kind
+    assert token_from_payload(payload, payload, 0, IssuedTokens()).value == "tok-123456789"
+
+
+@pytest.mark.parametrize(
+    ("kind", "shown"), [("DPoP", "'DPoP'"), ("mac", "'mac'"), (["Bearer"], "\"['Bearer']\"")]
+)
+def test_a_token_of_another_type_is_refused_naming_the_type(kind: object, shown: str) -> None:
+    payload = {"access_token": "tok-123456789", "token_type": kind, "expires_in": 60}
+    with pytest.raises(TokenRefused) as refused:
+        token_from_payload(payload, payload, 0, IssuedTokens())
+    assert str(refused.value) == (
+        f"the token endpoint issued a token of type {shown}, not Bearer; this tool sends only "
+        "bearer tokens (RFC 6750), so it was not used and no request was sent with it; ask "
+        "the platform for Bearer tokens for this client"
+    )
+
+
+def test_a_token_type_from_a_server_is_escaped_and_bounded() -> None:
+    payload = {"access_token": "tok-123456789", "token_type": "\x1b]0;x\x07" + "A" * 500}
+    with pytest.raises(TokenRefused) as refused:
+        token_from_payload(payload, payload, 0, IssuedTokens())
+    assert "\x1b" not in str(refused.value) and "A" * 41 not in str(refused.value)
+
+
+def test_only_the_current_and_the_previous_token_stay_redacted() -> None:
+    issued = IssuedTokens()
+    tokens = [f"eyJtoken-{n:04d}-abcdef" for n in range(50)]
+    for token in tokens:
+        issued.add(token)
+    assert redact(" ".join(tokens[-2:])) == f"{REDACTED} {REDACTED}"
+    # Dropped from the list (their requests are long answered): the list stays short.
+    assert tokens[0] in redact(tokens[0])
+    assert sum(t.startswith("eyJtoken-") for t in safetext._REDACTOR._secrets) <= 2 * 3
+
+
+def test_a_dropped_token_that_is_also_a_registered_secret_stays_redacted() -> None:
+    register_secret("same-as-the-secret-42")
+    issued = IssuedTokens()
+    for token in ("same-as-the-secret-42", "eyJsecond-0001", "eyJthird-00002"):
+        issued.add(token)
+    assert redact("same-as-the-secret-42") == REDACTED
+
+
+def test_client_secret_basic_form_encodes_id_and_secret_before_base64() -> None:
+    # RFC 6749 §2.3.1 and its errata: each part form-encoded, then "id:secret" in Base64.
+    request = requests.Request("POST", "https://api.example/oauth/token").prepare()
+    ClientBasicAuth("ci client:1", "s3cr et/42+x&é")(request)
+    kind, encoded = request.headers["Authorization"].split(" ")
+    assert kind == "Basic"
+    assert base64.b64decode(encoded).decode() == "ci+client%3A1:s3cr+et%2F42%2Bx%26%C3%A9"
+    assert redact(f"you sent Basic {encoded}") == f"you sent Basic {REDACTED}"
+    assert repr(ClientBasicAuth("a", "b")) == "<client credentials hidden>"
+
+
+@pytest.mark.parametrize(
+    ("body", "shown"),
+    [
+        ({"error": "invalid_scope"}, "invalid_scope"),
+        (
+            {"error": "invalid_client", "error_description": "Client authentication failed."},
+            "invalid_client (Client authentication failed.)",
+        ),
+        (
+            {"error": "x\x1b[31m", "error_description": "d" * 1000},
+            "x\\x1b[31m (" + "d" * 300 + "…)",
+        ),
+        ({"error": {"code": 1}}, None),
+        ({"message": "an envelope"}, None),
+        (None, None),
+    ],
+)
+def test_an_rfc6749_error_body_is_read_cleaned_and_bounded(body: object, shown: str | None) -> None:
+    said = OAuthError.of(body)
+    assert (str(said) if said else None) == shown
+
+
 @pytest.mark.parametrize("token", ["a", "ab12", "x-y-z"])
 def test_a_token_too_short_to_keep_out_of_output_is_refused(token: str) -> None:
     from reconciler.api.exceptions import TokenRefused
     from reconciler.api.http.auth import token_from_payload
 
     with pytest.raises(TokenRefused) as refused:
-        token_from_payload({"access_token": token, "expires_in": 60}, None, now=0)
+        token_from_payload(
+            {"access_token": token, "expires_in": 60}, None, now=0, issued=IssuedTokens()
+        )
     said = str(refused.value)
     assert "shorter than 6 characters" in said and "no request was sent with it" in said
     assert redact(f"the {token} word") == f"the {token} word"  # never made a redaction

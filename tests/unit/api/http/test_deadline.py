@@ -163,7 +163,8 @@ def get_cut_by_deadline(url: str, seconds: float, **kwargs: Any) -> tuple[Attemp
     # Cut mid-headers, http.client may hand back what it parsed as an answer:
     # the caller tells by ``expired`` (see ``exchange``), not by an exception.
     with (
-        make_session(url, 1) as session,
+        # The session's base only decides proxies and trust; the URL is what is asked.
+        make_session("http://127.0.0.1:1", 1) as session,
         attempt_deadline(seconds) as deadline,
         suppress(requests.RequestException),
     ):

@@ -7,6 +7,9 @@ way; the others are built the way requests and urllib3 nest them.
 
 from __future__ import annotations
 
+import importlib.util
+import os
+import shutil
 import socket
 import ssl
 import threading
@@ -14,6 +17,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import certifi
 import pytest
 import requests
 import urllib3.exceptions as u3
@@ -22,6 +26,7 @@ from support.loopback import serving
 from reconciler.api.exceptions import TransportError
 from reconciler.api.http.deadline import GuardedAdapter
 from reconciler.api.http.network import make_session, transport_error
+from reconciler.errors import ConfigError
 
 HOST = "127.0.0.1"
 
@@ -237,25 +242,55 @@ def test_every_cause_is_looked_at_not_only_the_first_one_wrapped() -> None:
     )
 
 
-def test_an_https_proxy_from_the_environment_carries_the_request(
-    monkeypatch: pytest.MonkeyPatch,
+def failure_via_proxy(url: str) -> TransportError:
+    session = make_session(url, 1)
+    with pytest.raises(requests.RequestException) as failed:
+        session.get(url, timeout=(5, 5))
+    return transport_error(failed.value, "the platform", 5, session.proxy_source)
+
+
+@pytest.mark.parametrize(
+    ("status", "said", "permanent"),
+    [
+        (
+            "407 Proxy Authentication Required",
+            "the proxy requires authentication (407): check the user and password in "
+            "https_proxy (http://USER:PASSWORD@HOST:PORT, percent-encoded)",
+            True,
+        ),
+        (
+            "403 Forbidden",
+            "the proxy refused to connect to the platform (403): check the proxy's access "
+            "rules for this host, or NO_PROXY if the platform should be reached directly",
+            True,
+        ),
+        (
+            "502 Bad Gateway",
+            "the proxy could not connect to the platform (it answered 502); check the proxy "
+            "named by https_proxy, or NO_PROXY for this host",
+            False,
+        ),
+    ],
+    ids=["407", "403", "502"],
+)
+def test_a_proxy_refusing_the_tunnel_is_named_with_its_status_and_never_its_password(
+    monkeypatch: pytest.MonkeyPatch, status: str, said: str, permanent: bool
 ) -> None:
     seen: list[bytes] = []
 
     def refuse_the_tunnel(conn: socket.socket) -> None:
         seen.append(conn.recv(65536).split(b"\r\n")[0])
-        conn.sendall(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")
+        conn.sendall(f"HTTP/1.1 {status}\r\nContent-Length: 0\r\n\r\n".encode())
 
     with listener(refuse_the_tunnel) as address:
-        monkeypatch.setenv("HTTPS_PROXY", f"http://{address}")
+        monkeypatch.delenv("HTTPS_PROXY", raising=False)
+        monkeypatch.setenv("https_proxy", f"http://ci:pr0xy-pass@{address}")
         monkeypatch.delenv("NO_PROXY", raising=False)
-        error = failure("https://api.example/v1/invites/inv_1")
+        error = failure_via_proxy("https://api.example/v1/invites/inv_1")
     assert seen == [b"CONNECT api.example:443 HTTP/1.0"]
-    assert str(error) == (
-        "could not reach the platform through the proxy set in the environment "
-        "(HTTPS_PROXY or ALL_PROXY); check the proxy, or NO_PROXY for this host"
-    )
-    assert (error.maybe_sent, error.permanent) == (False, False)
+    assert str(error) == said
+    # 407 and 403 are the proxy's policy: trying again cannot help.
+    assert (error.maybe_sent, error.permanent) == (False, permanent)
 
 
 def test_a_proxy_that_refuses_connections_is_named_not_the_platform(
@@ -286,6 +321,7 @@ def test_certificates_are_verified_against_the_ca_bundle_the_environment_names(
         monkeypatch.delenv(name, raising=False)
     assert make_session("https://api.example", 1).verify is True
     bundle = tmp_path / "private-ca.pem"
+    shutil.copy(certifi.where(), bundle)
     monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(bundle))
     assert make_session("https://api.example", 1).verify == str(bundle)
 
@@ -319,3 +355,134 @@ def test_no_proxy_carries_a_plain_http_request(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
     assert make_session("http://127.0.0.1:8787", 4).proxies == {}
     assert make_session("https://api.example", 4).proxies["https"] == "http://proxy.example:3128"
+
+
+@pytest.mark.parametrize(
+    "written", [" HTTP://127.0.0.1:8787", "HTTP://127.0.0.1:8787/", "\thttp://LOCALHOST:8787"]
+)
+def test_plain_http_is_decided_on_the_parsed_url_not_the_text_as_written(
+    monkeypatch: pytest.MonkeyPatch, written: str
+) -> None:
+    # `HTTP://` or a leading space once sent the token form, in clear, to HTTP_PROXY.
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
+        monkeypatch.setenv(name, "http://proxy.example:3128")
+    assert make_session(written, 4).proxies == {}
+
+
+def test_only_the_proxy_for_the_platform_is_kept_and_the_variable_that_named_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in ("HTTPS_PROXY", "https_proxy", "NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("ALL_PROXY", "http://proxy.example:3128")
+    session = make_session("https://api.example", 4)
+    assert (session.proxies, session.proxy_source) == (
+        {"https": "http://proxy.example:3128"},
+        "ALL_PROXY",
+    )
+    monkeypatch.setenv("NO_PROXY", "api.example")
+    assert make_session("https://API.example", 4).proxies == {}
+
+
+def test_a_socks_proxy_without_pysocks_is_one_configuration_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    if importlib.util.find_spec("socks") is not None:
+        pytest.skip("PySocks is installed here")
+    monkeypatch.delenv("HTTPS_PROXY", raising=False)
+    monkeypatch.delenv("https_proxy", raising=False)
+    monkeypatch.setenv("ALL_PROXY", "socks5://user:s0cks-pass@127.0.0.1:1080")
+    with pytest.raises(ConfigError) as refused:
+        make_session("https://api.example", 4)
+    assert str(refused.value) == (
+        "ALL_PROXY names a SOCKS proxy (socks5://...), which needs the PySocks package: "
+        "install it (pip install 'requests[socks]'), or use an http:// proxy"
+    )
+
+
+def test_a_proxy_of_an_unknown_scheme_is_refused_without_showing_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", "ftp://user:pw@proxy.example")
+    with pytest.raises(ConfigError, match=r"HTTPS_PROXY names a proxy of scheme ftp://") as no:
+        make_session("https://api.example", 4)
+    assert "pw" not in str(no.value)
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        (None, "which does not exist"),
+        (b"", "which holds no certificate"),
+        (b"-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n", "no cert"),
+        (b"just some text\n", "which holds no certificate"),
+    ],
+    ids=["missing", "empty", "damaged", "text"],
+)
+def test_a_ca_bundle_that_cannot_be_used_is_said_at_start(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, content: bytes | None, said: str
+) -> None:
+    bundle = tmp_path / "ca.pem"
+    if content is not None:
+        bundle.write_bytes(content)
+    monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(bundle))
+    with pytest.raises(ConfigError) as refused:
+        make_session("https://api.example", 4)
+    assert str(refused.value).startswith(f"REQUESTS_CA_BUNDLE names {bundle}, ")
+    assert said in str(refused.value)
+    # The sandbox's plain http:// needs no CA: nothing to refuse.
+    assert make_session("http://127.0.0.1:8787", 4).verify is not None
+
+
+def test_a_ca_bundle_that_is_a_fifo_is_refused_not_waited_on(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    fifo = tmp_path / "ca.pem"
+    os.mkfifo(fifo)
+    monkeypatch.setenv("CURL_CA_BUNDLE", str(fifo))
+    monkeypatch.delenv("REQUESTS_CA_BUNDLE", raising=False)
+    with pytest.raises(ConfigError, match=r"CURL_CA_BUNDLE names .*, which is not a regular file"):
+        make_session("https://api.example", 4)
+
+
+@pytest.mark.parametrize(
+    ("reason", "said"),
+    [
+        ("UNSUPPORTED_PROTOCOL", "the server offers only TLS versions below this client's"),
+        ("TLSV1_ALERT_PROTOCOL_VERSION", "the server offers only TLS versions below this"),
+        ("SSLV3_ALERT_HANDSHAKE_FAILURE", "failed (SSLV3_ALERT_HANDSHAKE_FAILURE)"),
+    ],
+)
+def test_a_handshake_failure_says_openssls_reason(reason: str, said: str) -> None:
+    failed = ssl.SSLError(1, "alert")
+    failed.reason = reason  # type: ignore[misc]
+    exc = wrapped_as_requests_does(u3.SSLError(failed), requests.ConnectionError)
+    error = transport_error(exc, "api.example", 30)
+    assert said in str(error) and error.permanent
+
+
+def test_an_expired_certificate_is_not_told_to_trust_a_private_ca() -> None:
+    verify = ssl.SSLCertVerificationError(1, "certificate verify failed")
+    verify.verify_message, verify.verify_code = "certificate has expired", 10
+    exc = wrapped_as_requests_does(u3.SSLError(verify), requests.exceptions.SSLError)
+    assert str(transport_error(exc, "api.example", 30)) == (
+        "TLS verification failed for api.example (certificate verify failed: "
+        "certificate has expired)"
+    )
+
+
+@pytest.mark.parametrize(
+    "proxy", ["http://ci:p[w@127.0.0.1:3128", "http://127.0.0.1:99999", "http://u:\x1b]0;x\x07@h"]
+)
+def test_a_proxy_url_that_does_not_parse_is_a_configuration_error_never_shown(
+    monkeypatch: pytest.MonkeyPatch, proxy: str
+) -> None:
+    # Once a ValueError traceback that showed part of the password.
+    monkeypatch.setenv("HTTPS_PROXY", proxy)
+    with pytest.raises(ConfigError) as refused:
+        make_session("https://api.example", 4)
+    assert str(refused.value) == (
+        "a proxy variable (HTTPS_PROXY, ALL_PROXY or NO_PROXY, in either case) is not a valid "
+        "URL: check its port, and percent-encode any of :@/[]% in its user and password"
+    )

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from reconciler.api.exceptions import InvalidRequest
-from reconciler.api.http.urls import check_base_url, invite_path
+from reconciler.api.http.urls import check_base_url, invite_path, parse_base_url
 from reconciler.errors import ConfigError
 
 PLAIN_HTTP = (
@@ -88,3 +88,30 @@ def test_an_id_of_dots_alone_cannot_be_put_in_a_url(invite_id: str) -> None:
 )
 def test_an_id_is_percent_encoded_into_its_path(invite_id: str, path: str) -> None:
     assert invite_path("/v1/invites/{inviteId}", invite_id) == path
+
+
+@pytest.mark.parametrize(
+    ("written", "scheme", "netloc", "text"),
+    [
+        (" HTTP://127.0.0.1:8787/", "http", "127.0.0.1:8787", "http://127.0.0.1:8787"),
+        ("HTTPS://API.Example.com/V1\n", "https", "api.example.com", "https://api.example.com/V1"),
+        ("http://[::1]:80/v1/", "http", "[::1]:80", "http://[::1]:80/v1"),
+    ],
+)
+def test_the_base_url_is_parsed_and_normalised_once(
+    written: str, scheme: str, netloc: str, text: str
+) -> None:
+    base = parse_base_url(written)
+    assert (base.scheme, base.netloc, base.text) == (scheme, netloc, text)
+    assert check_base_url(written) == text
+
+
+@pytest.mark.parametrize("url", ["https://api.exa\tmple.com", "https://api.example.com/v\n1"])
+def test_whitespace_inside_the_base_url_is_refused_not_silently_dropped(url: str) -> None:
+    with pytest.raises(ConfigError, match="holds whitespace or a control character"):
+        parse_base_url(url)
+
+
+def test_a_loopback_host_in_capitals_is_still_loopback() -> None:
+    assert parse_base_url("HTTP://LOCALHOST:1").is_loopback
+    assert not parse_base_url("https://localhost.example").is_loopback
