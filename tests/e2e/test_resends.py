@@ -13,6 +13,7 @@ import os
 import shlex
 import shutil
 import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from support.cli import run_cli, run_cli_process
 from support.helpers import RECONCILE, clean_env, sandbox_env
 from support.hostile_server import CLIENT_ID, HostileServer, Hostility
 from support.invites import ACME, desired_entry, write_invites
+from support.nginx import Gateway, Nginx
 
 from reconciler.sandbox import Sandbox
 
@@ -385,3 +387,34 @@ def test_a_2xx_whose_success_is_not_a_boolean_leaves_the_re_send_unknown(tmp_pat
     assert "re-send unknown  inv_acme: HTTP 200: the envelope says success" in applied.stdout
     assert "reconcile resend" not in applied.stdout + applied.stderr
     assert audit_outcomes(tmp_path / "audit.jsonl")[-1] == ("resend", "inv_acme", "unknown")
+
+
+def test_a_real_nginx_504_on_a_re_send_the_platform_made_is_unknown(
+    tmp_path: Path,
+    start_sandbox: Callable[..., Sandbox],
+    start_nginx: Callable[..., Nginx],
+) -> None:
+    # nginx gives the platform 1 s for a re-send; the platform takes 1.5 s, then sends
+    # the e-mail all the same. The tool must not call that a failure, nor advise again.
+    sandbox = start_sandbox([ACME], latency=1.5)
+    nginx = start_nginx(sandbox, Gateway(resend_read_timeout=1))
+    entry = desired_entry(ACME, email="new@acme.example", resendOnChange=LIST_FORM)
+    write_invites(tmp_path / "invites", [entry])
+    env = clean_env(**nginx.client_env(sandbox))
+    args = ("apply", "--auto-approve", "--audit-log", "audit.jsonl", "invites")
+    applied = run_cli_process(*args, cwd=tmp_path, env=env)
+    time.sleep(0.8)  # the platform finishes the re-send nginx stopped waiting for
+    assert sandbox.store.snapshot()["inv_acme"].get("lastSentAt")  # the e-mail went out
+    resends = [r for r in sandbox.stats.calls("POST") if r.path.endswith("/resend")]
+    assert len(resends) == 1  # once: never retried
+
+    out = applied.stdout + applied.stderr
+    assert applied.returncode == 1, out
+    assert "re-send unknown  inv_acme: HTTP 504" in applied.stdout, out
+    assert applied.stderr.splitlines()[-1].endswith(UNKNOWN_ADVICE)
+    assert "reconcile resend" not in out and "not re-sent" not in out
+    assert "0 failed, 1 invitation with unknown re-send outcome" in applied.stdout
+    assert audit_outcomes(tmp_path / "audit.jsonl") == [
+        ("update", "inv_acme", "ok"),
+        ("resend", "inv_acme", "unknown"),
+    ]

@@ -59,6 +59,22 @@ class Gateway:
     burst: int = 0
     retry_after: int | None = None
     status: int = 429
+    # Seconds nginx waits for the answer to a re-send (`proxy_read_timeout`); past it,
+    # nginx answers 504 while the platform goes on and sends the e-mail.
+    resend_read_timeout: float | None = None
+
+    def resend_location(self) -> str:
+        if self.resend_read_timeout is None:
+            return ""
+        return (
+            "location ~ /resend$ {\n"
+            f"            proxy_read_timeout {self.resend_read_timeout:g}s;\n"
+            "            proxy_pass http://sandbox;\n"
+            "            proxy_http_version 1.1;\n"
+            '            proxy_set_header Connection "";\n'
+            "            proxy_set_header Host $http_host;\n"
+            "        }"
+        )
 
     def limit_lines(self) -> str:
         if self.rate is None:
@@ -105,6 +121,7 @@ http {{
     server {{
         listen 127.0.0.1:{port};
         server_name gateway;
+        {resend}
         location / {{
             {limit}proxy_pass http://sandbox;
             proxy_http_version 1.1;
@@ -148,6 +165,7 @@ class Nginx:
             upstream=self.upstream,
             zone=self.gateway.zone_line(),
             limit=self.gateway.limit_lines(),
+            resend=self.gateway.resend_location(),
         )
         (self.prefix / "nginx.conf").write_text(config, encoding="utf-8")
         self._process = subprocess.Popen(
