@@ -34,6 +34,13 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--quick", action="store_true", help="smaller sizes: a smoke run")
     parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        metavar="N",
+        help="runs per figure in the scenarios that report a median (g, l)",
+    )
+    parser.add_argument(
         "--profile",
         type=Path,
         metavar="DIR",
@@ -96,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     _header(runner, options.quick, options.profile)
     sizes = QUICK if options.quick else Sizes()
     with tempfile.TemporaryDirectory(prefix="reconcile-bench-") as tmp:
-        context = Context(runner, Path(tmp), sizes)
+        context = Context(runner, Path(tmp), sizes, repeat=max(1, options.repeat))
         rows, failures = _run_all(_selected(options.only), context)
     print()
     print(table(rows))

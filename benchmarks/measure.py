@@ -95,11 +95,20 @@ class Runner:
         return [sys.executable, "-m", "cProfile", "-o", str(out), "-m", "reconciler"]
 
     def run(
-        self, label: str, args: list[str], sandbox: Sandbox | None, cwd: Path, expect: int = 0
+        self,
+        label: str,
+        args: list[str],
+        sandbox: Sandbox | None,
+        cwd: Path,
+        expect: int = 0,
+        via: str | None = None,
     ) -> Measured:
+        """``via``: a URL in front of the sandbox (a gateway) the CLI is pointed at instead."""
         if self.verbose:
             print(f"  $ reconcile {' '.join(args)}", file=sys.stderr, flush=True)
         env = sandbox_env(sandbox) if sandbox is not None else clean_env()
+        if via is not None:
+            env["RECONCILER_BASE_URL"] = via
         measured = _measure([*self.command(label), *args], env, cwd)
         measured.args = args
         if sandbox is not None:

@@ -5,3 +5,10 @@ from __future__ import annotations
 
 def plural(count: int, word: str) -> str:
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def seconds(value: float) -> str:
+    """A wait in words that never rounds a real wait to "0 s": "0.3 s", "4.5 s", "60 s"."""
+    if value < 10:
+        return f"{value:.1f} s"
+    return f"{value:.0f} s"

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.nginx import Gateway, Nginx, nginx_binary
 
 from reconciler import safetext
 from reconciler.resources import invite_schema_path
@@ -42,6 +43,29 @@ def start_sandbox() -> Iterator[Callable[..., Sandbox]]:
 
     def start(invites: list[dict[str, Any]] | None = None, **knobs: Any) -> Sandbox:
         server = Sandbox(invites, options=SandboxOptions(**knobs)).start()
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+@pytest.fixture
+def start_nginx() -> Iterator[Callable[..., Nginx]]:
+    """Start real nginx processes in front of sandboxes; all are stopped after the test.
+
+    Without nginx the test is skipped, saying why, except under CI (CI=true), where
+    `.ci/run` installs it: there a missing nginx fails the test rather than hide it.
+    """
+    if nginx_binary() is None:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail("nginx is not installed, and CI=true: .ci/run should have installed it")
+        pytest.skip("nginx is not installed (Debian: apt-get install nginx-light); CI runs these")
+    started: list[Nginx] = []
+
+    def start(sandbox: Sandbox, gateway: Gateway | None = None) -> Nginx:
+        server = Nginx(sandbox.url, gateway).start()
         started.append(server)
         return server
 

@@ -7,7 +7,9 @@ from collections.abc import Callable
 from benchmarks.scenarios import (
     adopt_large,
     apply_rate_limit,
+    gateway,
     http_layer,
+    load_latency,
     plan_cpu,
     plan_huge,
     plan_large,
@@ -30,6 +32,8 @@ SCENARIOS: dict[str, tuple[str, Scenario]] = {
     "plan-cpu": ("c", plan_cpu.run),
     "plan-latency": ("a", plan_latency.run),
     "apply-rate-limit": ("b", apply_rate_limit.run),
+    "gateway": ("g", gateway.run),
+    "load-latency": ("l", load_latency.run),
     "http-layer": ("x", http_layer.run),
     "plan-short-tokens": ("t", plan_short_tokens.run),
     "adopt-large": ("d", adopt_large.run),

@@ -24,7 +24,7 @@ def run(context: Context) -> list[Row]:
     args = ["apply", "--auto-approve", "-v", str(data.root)]
     with Sandbox(data.server, options=SandboxOptions(rate_limit=limit, seed=SEED)) as sandbox:
         measured = context.runner.run("apply-rate-limit", args, sandbox, context.work)
-    _check(name, data, sandbox)
+    check_applied(name, data, sandbox)
     context.notes.append(describe(name, measured, sandbox))
     needed = n + len(data.changed) + 1  # GETs, PATCHes, one token request
     floor = needed / limit
@@ -38,7 +38,7 @@ def run(context: Context) -> list[Row]:
     ]
 
 
-def _check(name: str, data: Dataset, sandbox: Sandbox) -> None:
+def check_applied(name: str, data: Dataset, sandbox: Sandbox) -> None:
     """Every invite matches its YAML afterwards, and only the ones that differed were written."""
     state = sandbox.store.snapshot()
     wrong = [d["id"] for d in data.desired if compare_invite(_fields(d), state[d["id"]])]

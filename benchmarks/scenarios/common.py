@@ -25,6 +25,9 @@ class Sizes:
     drift: float = 0.10  # share of invites that differ from the server in plans
     http_gets: int = 2_000  # per layer, in the GET cost by layer
     short_tokens: int = 4_000  # plan with tokens said to last 1 ms, and with day-long ones
+    gateway_total: int = 300  # behind nginx's limit_req
+    gateway_changed: int = 90
+    load_total: int = 1_000  # against a server whose latency rises with load
 
 
 QUICK = Sizes(
@@ -36,6 +39,9 @@ QUICK = Sizes(
     apply_changed=50,
     http_gets=300,
     short_tokens=500,
+    gateway_total=60,
+    gateway_changed=18,
+    load_total=300,
 )
 
 
@@ -47,6 +53,7 @@ class Context:
     # Runs kept for later scenarios (the 200k slope reuses the 20k one-file plan).
     kept: dict[str, Measured] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # a line of detail per run
+    repeat: int = 1  # runs per figure where a scenario takes the median (g, l)
 
 
 @dataclass

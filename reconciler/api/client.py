@@ -86,6 +86,8 @@ class ApiClient:
         return f"ApiClient(base_url={self.base_url!r}, client_id={self.settings.client_id!r})"
 
     def close(self) -> None:
+        if self.pacer.answers:
+            log.debug("the pacer: %s", self.pacer.describe())
         self._exchange.close()
 
     def __enter__(self) -> ApiClient:

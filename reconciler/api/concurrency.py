@@ -18,7 +18,7 @@ from functools import partial
 from typing import Any, Generic, NamedTuple, TypeVar
 
 from reconciler.api.exceptions import ApiError, RateLimited, ServerError
-from reconciler.api.limiter import AdaptiveLimit, FixedLimit, Limiter
+from reconciler.api.limiter import FixedLimit, Limiter
 from reconciler.stop import Stop
 
 T = TypeVar("T")
@@ -95,7 +95,7 @@ def ordered_map(
             for future in futures.values():
                 future.cancel()
             raise
-    if isinstance(limiter, AdaptiveLimit) and items:
+    if items:
         log.debug("requests in flight: %s", limiter.describe())
 
 

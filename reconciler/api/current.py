@@ -22,7 +22,7 @@ def read_current(
 
     ``parallelism``: a fixed number in flight, or a limiter (``limiter_for(settings)``).
     """
-    progress = Progress("Reading invites", len(invites))
+    progress = Progress("Reading invites", len(invites), pace=client.pacer)
     try:
         for invite, outcome in ordered_map(
             lambda i: client.get_invite(i.id), invites, parallelism, stop

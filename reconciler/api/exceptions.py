@@ -102,6 +102,11 @@ class ServerError(ApiError):
         return self.status in (502, 504) or not self.enveloped
 
 
+class GatewayRefused(ServerError):
+    """A bare 503 (no API envelope, no Retry-After): how nginx's ``limit_req`` refuses
+    a request over its rate by default. A signal about the rate, like a 429."""
+
+
 class UnexpectedResponse(ApiError):
     """A status or body the contract does not describe."""
 

@@ -20,7 +20,6 @@ import click
 
 from reconciler.api.client import CurrentInvite
 from reconciler.api.current import read_current
-from reconciler.api.limiter import limiter_for
 from reconciler.commands.common import settings_for
 from reconciler.commands.options import (
     config_option,
@@ -31,7 +30,7 @@ from reconciler.commands.options import (
     target_options,
     verbose_option,
 )
-from reconciler.commands.remote import api_client
+from reconciler.commands.remote import api_client, capacity_for
 from reconciler.desired.entries import DesiredInvite, refuse_bad_ids
 from reconciler.desired.rewrite import Rewritten, Wanted, rewrite
 from reconciler.desired.selection import Selection, select_invites
@@ -86,9 +85,10 @@ def adopt(
     where = list(paths or settings.paths)
     everything = load_desired_state(where).invites
     chosen = select_invites(everything, Selection(targets, excludes), ", ".join(where))
-    limiter = limiter_for(settings)
+    capacity = capacity_for(settings)
+    limiter = capacity.limiter
     found = _Found()
-    with api_client(settings, sandbox, limiter.observe) as client:
+    with api_client(settings, sandbox, capacity) as client:
         readings = read_current(client, chosen, limiter, client.stop)
         try:
             for desired, outcome in readings:

@@ -7,7 +7,7 @@ from dataclasses import replace
 import click
 
 from reconciler.api.client import ApiClient
-from reconciler.api.limiter import Limiter, limiter_for
+from reconciler.api.limiter import Limiter
 from reconciler.apply.applier import Applier, ApplyReport, ChangeResult, WriteOutcome
 from reconciler.apply.audit import AuditLog, AuditLogError, NoAuditLog, open_audit_log
 from reconciler.apply.interrupt import GracefulInterrupt
@@ -24,7 +24,7 @@ from reconciler.commands.options import (
     settings_help,
 )
 from reconciler.commands.plan import signing_secret
-from reconciler.commands.remote import api_client, compute_plan
+from reconciler.commands.remote import api_client, capacity_for, compute_plan
 from reconciler.errors import ReconcilerError
 from reconciler.output.color import use_color
 from reconciler.output.common import echo_chunks, stop_writing_to_stdout
@@ -91,8 +91,9 @@ def apply(
     if saved is not None:
         # Needs no request: before the drift check.
         saved.raise_if_unsafe(settings.max_changes, settings.max_resends)
-    limiter = limiter_for(settings)
-    with api_client(settings, run.sandbox, limiter.observe) as client:
+    capacity = capacity_for(settings)
+    limiter = capacity.limiter
+    with api_client(settings, run.sandbox, capacity) as client:
         done: frozenset[str] = frozenset()
         if saved is not None:
             the_plan = saved
@@ -167,7 +168,7 @@ def _apply(
         if change.id in done:
             click.echo(renderer.already_applied(change))
     plan = replace(plan, changes=[c for c in plan.changes if c.id not in done])
-    progress = Progress("Applying", len(plan.changes))
+    progress = Progress("Applying", len(plan.changes), pace=client.pacer)
     # One stop ends new writes and further retries: an interrupt, a run-fatal error, lost stdout.
     stop = client.stop
     applier = Applier(client, parallelism=limiter, stop=stop, audit=audit)

@@ -15,7 +15,7 @@ import yaml
 
 from reconciler.api.client import ApiClient, CurrentInvite
 from reconciler.api.concurrency import ordered_map
-from reconciler.api.limiter import Limiter, limiter_for
+from reconciler.api.limiter import Limiter
 from reconciler.commands.common import settings_for
 from reconciler.commands.export_checks import (
     check_known_ids,
@@ -31,7 +31,7 @@ from reconciler.commands.options import (
     settings_help,
     verbose_option,
 )
-from reconciler.commands.remote import api_client
+from reconciler.commands.remote import api_client, capacity_for
 from reconciler.desired.entries import refuse_bad_ids
 from reconciler.errors import ReconcilerError
 from reconciler.invite import ID_KEY, OBJECT_FIELDS, SET_FIELDS, UPDATABLE_FIELDS, nfc_value
@@ -274,8 +274,9 @@ def export(
         refuse_dropping_invites(out, ids)
     check_known_ids(ids, settings.paths, out, force)
     ref, note = schema_ref_for(out, schema_ref, settings.schema_ref)
-    limiter = limiter_for(settings)
-    with api_client(settings, sandbox, limiter.observe) as client:
+    capacity = capacity_for(settings)
+    limiter = capacity.limiter
+    with api_client(settings, sandbox, capacity) as client:
         found = _read_invites(client, ids, limiter)
         base_url = client.base_url
     for invite in found:

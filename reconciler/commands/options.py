@@ -195,8 +195,9 @@ def parallelism_option(f: F) -> F:
     return click.option(
         "--parallelism",
         type=SettingType("parallelism"),
-        help=f"Requests in flight, fixed at N, 1-256 (env {ENV_VARS['parallelism']}, "
-        "setting parallelism; default: adaptive, from 16 up to max_parallelism).",
+        help=f"Requests in flight, at most N, 1-256 (env {ENV_VARS['parallelism']}, "
+        "setting parallelism; default: max_parallelism, 64); fewer while the rate "
+        "the server allows keeps fewer busy.",
     )(f)
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import click
 
-from reconciler.api.limiter import limiter_for
 from reconciler.commands.common import check_writable, read_desired, run_selection, run_settings
 from reconciler.commands.options import (
     RUN_ENV,
@@ -14,7 +13,7 @@ from reconciler.commands.options import (
     run_options,
     settings_help,
 )
-from reconciler.commands.remote import api_client, compute_plan
+from reconciler.commands.remote import api_client, capacity_for, compute_plan
 from reconciler.output import renderer_for
 from reconciler.output.color import use_color
 from reconciler.output.common import echo_chunks
@@ -61,8 +60,9 @@ def plan(
         refuse_special_file(out, "plan file")
     settings = run_settings(run)
     state = read_desired(settings, run.paths, run_selection(run))
-    limiter = limiter_for(settings)
-    with api_client(settings, run.sandbox, limiter.observe) as client:
+    capacity = capacity_for(settings)
+    limiter = capacity.limiter
+    with api_client(settings, run.sandbox, capacity) as client:
         the_plan = compute_plan(client, state, settings, limiter)
     secret = signing_secret(settings, run.sandbox)
     if secret:  # always, in practice: reading the invites needed it

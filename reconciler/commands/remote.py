@@ -8,29 +8,46 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import NamedTuple
 
 import click
 
 from reconciler.api.client import ApiClient
 from reconciler.api.current import read_current
-from reconciler.api.http.exchange import Observer
-from reconciler.api.limiter import Limiter
+from reconciler.api.http.pacing import RequestPacer
+from reconciler.api.limiter import Limiter, limiter_for
 from reconciler.desired.state import DesiredState
 from reconciler.plan.model import Plan, ScopedTo, make_plan
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox
 from reconciler.settings.config import Contract, Settings
 
 
+class Capacity(NamedTuple):
+    """The run's one picture of what the server takes: the rate (the pacer) and the
+    number in flight (the limiter, never above what that rate can serve)."""
+
+    pacer: RequestPacer
+    limiter: Limiter
+
+
+def capacity_for(settings: Settings) -> Capacity:
+    pacer = RequestPacer()
+    return Capacity(pacer, limiter_for(settings, pacer))
+
+
 @contextmanager
 def api_client(
-    settings: Settings, sandbox: bool, observer: Observer | None = None
+    settings: Settings, sandbox: bool, capacity: Capacity | None = None
 ) -> Iterator[ApiClient]:
     """A client for the configured API, or for a sandbox started for this run.
 
-    ``observer`` hears of every HTTP attempt: the in-flight limiter learns from it.
+    With ``capacity``, requests take their turns from its pacer and the in-flight
+    limiter hears of every HTTP attempt.
     """
+    pacer = capacity.pacer if capacity else None
+    observer = capacity.limiter.observe if capacity else None
     if not sandbox:
-        with ApiClient(settings, observer=observer) as client:
+        with ApiClient(settings, pacer=pacer, observer=observer) as client:
             yield client
         return
     with Sandbox() as server:
@@ -44,7 +61,7 @@ def api_client(
         local = settings.with_overrides(
             base_url=server.url, client_id=SANDBOX_CLIENT_ID, client_secret=SANDBOX_CLIENT_SECRET
         ).with_contract(Contract())
-        with ApiClient(local, observer=observer) as client:
+        with ApiClient(local, pacer=pacer, observer=observer) as client:
             yield client
 
 

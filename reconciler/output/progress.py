@@ -11,11 +11,28 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import click
 
 LOG_INTERVAL = 10.0  # seconds between progress lines off a terminal
+
+
+class Pace(Protocol):
+    """What progress reads of the run's pacer (``api.http.pacing.RequestPacer``)."""
+
+    said_limited: bool  # the run has already told the user of the server's limit
+
+    @property
+    def rate(self) -> float | None:
+        """Requests per second the server allows, once it has refused one."""
+
+    def settled_rate(self, *, early: bool = False) -> float | None:
+        """The rate it settles at, once it has had time to (or now, when ``early``)."""
+
+
+def per_second(rate: float) -> str:
+    return f"{rate:.0f}" if rate >= 3 else f"{rate:.1f}"
 
 
 def duration(seconds: float) -> str:
@@ -39,8 +56,12 @@ class Progress:
         interactive: bool | None = None,
         interval: float = LOG_INTERVAL,
         ticker: bool = True,
+        pace: Pace | None = None,
     ) -> None:
         self.label = label
+        # Under a rate limit the time left is the work left over the allowed rate:
+        # an average over the run so far would count its slow start and its refusals.
+        self._pace = pace
         self.total = total
         self.done = 0
         self.failed = 0
@@ -81,9 +102,34 @@ class Progress:
             else:
                 self.done += count
             if self._bar is not None:
+                rate = self._rate()
+                if rate:
+                    self._bar.avg = [1.0 / rate]  # click's ETA: time per item × items left
                 self._bar.update(count)
             else:
                 self._line_if_due()
+            self._say_limited(settled=True)
+
+    def _rate(self) -> float | None:
+        return self._pace.rate if self._pace is not None else None
+
+    def _say_limited(self, *, settled: bool) -> None:
+        """Once per run, when the pacer has found the server's rate. Hold the lock."""
+        pace = self._pace
+        if pace is None or pace.said_limited or not self._enabled or self._closed:
+            return
+        rate = pace.settled_rate(early=not settled)
+        if rate is None:
+            return
+        pace.said_limited = True
+        self._message(f"the server limits requests: slowed to about {per_second(rate)} per second")
+
+    def _message(self, text: str) -> None:
+        if self._bar is None:
+            click.echo(text, err=True)
+            return
+        sys.stderr.write("\r\x1b[2K")  # over the bar's line; the next update draws it again
+        click.echo(text, err=True)
 
     def _line_if_due(self) -> None:
         if self._enabled and not self._closed and self._clock() - self._last_line >= self._interval:
@@ -94,6 +140,7 @@ class Progress:
         while not self._stop.wait(min(self._interval / 4, 1.0)):
             with self._lock:
                 self._line_if_due()
+                self._say_limited(settled=True)
 
     def echo(self, text: str, err: bool = False) -> None:
         """Print a result line on stdout (stderr once stdout is gone) clear of the bar."""
@@ -115,6 +162,8 @@ class Progress:
             self._ticker = None
         if self._closed:
             return
+        with self._lock:
+            self._say_limited(settled=False)  # a short run: the rate it had at the end
         self._closed = True
         complete = self.done + self.failed >= self.total
         if self._bar is not None:
@@ -132,7 +181,10 @@ class Progress:
         if self.failed:
             line += f", {self.failed:,} failed"
         line += f", {duration(elapsed)} elapsed"
-        if finished:
+        rate = self._rate()
+        if rate:
+            line += f", ~{duration((self.total - finished) / rate)} left"
+        elif finished:
             line += f", ~{duration(elapsed / finished * (self.total - finished))} left"
         return line
 

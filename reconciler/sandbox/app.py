@@ -61,12 +61,21 @@ class SandboxOptions:
     """Test knobs. Shares are between 0 and 1; times are in seconds."""
 
     latency: float = 0.0  # added to every answer
+    # Requests worked on at once (None: all); the others queue, so latency rises
+    # with load as on a server with a fixed pool of workers.
+    workers: int | None = None
     error_rate: float = 0.0  # share answered 503 with an envelope
     html_error_rate: float = 0.0  # share answered 502 with a gateway's HTML page
     drop_rate: float = 0.0  # share whose connection is closed with no answer
     slow_rate: float = 0.0  # share answered only after slow_seconds
     slow_seconds: float = 0.0
     rate_limit: float | None = None  # requests per second, then 429 + Retry-After
+    # A gateway's limit, as nginx's `limit_req` (no burst) enforces it: a request is let
+    # through only 1/gateway_rate seconds after the last one let through; the others are
+    # answered gateway_status, with no envelope and no Retry-After unless asked for.
+    gateway_rate: float | None = None
+    gateway_status: int = 429
+    gateway_retry_after: bool = False
     token_ttl: float = 86400.0
     # What the token answer says expires_in is, when it lies (0.001, 0): the token
     # still lives token_ttl. None: token_ttl, rounded up to whole seconds.
@@ -103,6 +112,28 @@ class _TokenBucket:
             return (1 - self.tokens) / self.rate
 
 
+class _LeakyBucket:
+    """nginx's `limit_req` with no burst: a steady rate, and every early request refused.
+
+    Refused requests do not count (nginx only moves its clock on a request it lets
+    through), so a client that keeps knocking is not punished beyond its refusals.
+    """
+
+    def __init__(self, rate: float) -> None:
+        self.interval = 1.0 / rate
+        self.last: float | None = None
+        self.lock = threading.Lock()
+
+    def take(self) -> float:
+        """0 if let through, else the seconds until a request would be."""
+        with self.lock:
+            now = time.monotonic()
+            if self.last is not None and now - self.last < self.interval:
+                return self.interval - (now - self.last)
+            self.last = now
+            return 0.0
+
+
 def _patch_validator() -> Draft202012Validator:
     schema = invite_schema()
     invite = schema["$defs"]["invite"]
@@ -137,7 +168,9 @@ class SandboxApp:
         self._random_lock = threading.Lock()
         self._request_ids = itertools.count(100001)
         self._bucket = _TokenBucket(options.rate_limit) if options.rate_limit else None
+        self._gateway = _LeakyBucket(options.gateway_rate) if options.gateway_rate else None
         self._patch_validator = _patch_validator()
+        self._workers = threading.Semaphore(options.workers) if options.workers else None
 
     # -- entry point ----------------------------------------------------------
 
@@ -160,9 +193,19 @@ class SandboxApp:
             return self._random.random() < share
 
     def _with_trouble(self, request: Request) -> Response:
+        if self._workers is None:
+            return self._troubled(request)
+        with self._workers:
+            return self._troubled(request)
+
+    def _troubled(self, request: Request) -> Response:
         options = self.options
         if options.latency:
             time.sleep(options.latency)
+        if self._gateway is not None:
+            wait = self._gateway.take()
+            if wait:
+                return self._gateway_refusal(wait)
         if self._bucket is not None:
             wait = self._bucket.take()
             if wait:
@@ -182,6 +225,16 @@ class SandboxApp:
             return self._dispatch(request)
         except Refused as refusal:
             return self._envelope(refusal.status, refusal.message, refusal.data)
+
+    def _gateway_refusal(self, wait: float) -> Response:
+        """What nginx answers a request over its limit: its own HTML page, not the API's."""
+        status = self.options.gateway_status
+        reason = {429: "Too Many Requests", 503: "Service Temporarily Unavailable"}.get(status, "")
+        page = f"<html><body><center><h1>{status} {reason}</h1></center></body></html>"
+        headers = {"Content-Type": "text/html"}
+        if self.options.gateway_retry_after:
+            headers["Retry-After"] = str(max(1, math.ceil(wait)))
+        return Response(status, page.encode(), headers)
 
     # -- routing --------------------------------------------------------------
 

@@ -167,6 +167,20 @@ def test_rate_limit_answers_429_with_retry_after(start_sandbox):
     assert int(limited.headers["Retry-After"]) >= 1
 
 
+@pytest.mark.parametrize(("status", "retry_after"), [(429, False), (503, False), (429, True)])
+def test_gateway_mode_refuses_as_nginx_limit_req_does(start_sandbox, status, retry_after):
+    # One request per 10 s, no burst: the first goes through, the next are refused
+    # with a gateway's own page, not the API's envelope.
+    server = start_sandbox(gateway_rate=0.1, gateway_status=status, gateway_retry_after=retry_after)
+    first, second, third = (token(server.url) for _ in range(3))
+    assert first.status_code == 201
+    for refused in (second, third):
+        assert refused.status_code == status
+        assert refused.headers["Content-Type"] == "text/html"
+        assert ("Retry-After" in refused.headers) == retry_after
+    assert server.stats.statuses[status] == 2  # refusals are counted, and do not move the limit
+
+
 def test_routes_answer_404_or_405_with_an_envelope(sandbox):
     headers = bearer(sandbox.url)
     assert_envelope(requests.get(sandbox.url + "/oauth/token", timeout=5), 405)

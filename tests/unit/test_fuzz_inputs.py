@@ -450,9 +450,18 @@ def test_any_answer_to_get_invite_is_an_invite_or_an_api_error(
     with requests_mock.Mocker() as mock:
         mock.post(f"{BASE_URL}/oauth/token", json=TOKEN_BODY, status_code=201)
         mock.get(INVITE_URL, status_code=status, content=body, headers=response_headers)
+        now = [0.0]  # a clock that moves only when the client sleeps: no real waits
         client = ApiClient(
-            Settings(base_url=BASE_URL, client_id="c", client_secret="fuzz-secret", max_attempts=1),
-            sleep=lambda seconds: None,
+            Settings(
+                base_url=BASE_URL,
+                client_id="c",
+                client_secret="fuzz-secret",
+                max_attempts=1,
+                # A 429 is not counted against max_attempts: the budget ends its retries.
+                retry_max_seconds=1,
+            ),
+            clock=lambda: now[0],
+            sleep=lambda seconds: now.__setitem__(0, now[0] + seconds),
         )
         try:
             invite = client.get_invite(INVITE_ID)

@@ -20,6 +20,7 @@ from reconciler.api.exceptions import (
     AnswerTooLarge,
     ApiError,
     EnvelopeFailure,
+    GatewayRefused,
     Redirected,
     TransportError,
     error_class_for,
@@ -166,11 +167,15 @@ def _error_for(
     message = _message(response, envelope, raw)
     if status == 413:  # not retried: the same body is as large the next time
         message = f"{_too_large_body(response)}: {message}"
-    return error_class_for(status)(
+    retry_after = _retry_after(response)
+    kind = error_class_for(status)
+    if status == 503 and retry_after is None and "success" not in envelope:
+        kind = GatewayRefused  # not the API's own answer: a gateway in front refusing
+    return kind(
         message,
         status=status,
         request_id=request_id,
-        retry_after=_retry_after(response),
+        retry_after=retry_after,
         details=_details(envelope.get("data")),
         enveloped=isinstance(envelope.get("success"), bool),
     )
@@ -198,6 +203,8 @@ def _message(response: requests.Response, envelope: dict[str, Any], raw: bytearr
         # A proxy's or gateway's error page: its <title> says what it refused
         # ("400 No required SSL certificate was sent").
         said = _html_title(raw) or reason
+        # nginx titles its pages "413 Request Entity Too Large": the status is said already.
+        said = said.removeprefix(f"{response.status_code} ") or reason
         return f"{said} (an HTML page, probably from a proxy or gateway)"
     return f"{reason} (body is not the API's JSON envelope: {kind})"
 

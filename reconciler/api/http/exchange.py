@@ -32,12 +32,13 @@ from reconciler.api.http.auth import (
 )
 from reconciler.api.http.deadline import attempt_deadline
 from reconciler.api.http.network import CONNECT_TIMEOUT, make_session, transport_error
-from reconciler.api.http.pacing import SLEEP_SLICE, NoTurn, RequestPacer
-from reconciler.api.http.retry import decide_retry
+from reconciler.api.http.pacing import SLEEP_SLICE, NoTurn, RequestPacer, Turn
+from reconciler.api.http.retry import decide_retry, is_rate_signal
 from reconciler.api.http.token_errors import token_failure
 from reconciler.api.http.urls import BaseUrl
 from reconciler.settings.config import Settings
 from reconciler.stop import Stop
+from reconciler.wording import seconds
 
 log = logging.getLogger("reconciler.api")
 
@@ -97,19 +98,46 @@ class Exchange:
                 method, path, self._auth, json_body=json_body, give_up_at=give_up_at
             )
 
-        return self._with_retries(method, path, send, idempotent=idempotent, observe=True)
+        return self._with_retries(
+            method, path, send, idempotent=idempotent, observe=True, ready=self._tokens.current
+        )
 
     # -- the retry loop ---------------------------------------------------------
 
     def _with_retries(
-        self, method: str, path: str, send: Send, *, idempotent: bool, observe: bool
+        self,
+        method: str,
+        path: str,
+        send: Send,
+        *,
+        idempotent: bool,
+        observe: bool,
+        ready: Callable[[], object] | None = None,
     ) -> Answer:
-        give_up_at = self._clock() + self.settings.retry_max_seconds
+        # The retry budget starts with the first attempt: time queued for a turn before
+        # it, or behind other requests later, is ours, not the server's refusing.
+        give_up_at: float | None = None
         attempt = 0
         while True:
             attempt += 1
-            self._take_turn(give_up_at)
+            if ready is not None:
+                # The token first, on its own turn: fetched inside this request's turn,
+                # it would leave just before it, and a gateway allowing no burst
+                # refuses the second of two requests sent together.
+                try:
+                    ready()
+                except ApiError as no_token:
+                    raise _unsent(no_token) from None
+            # A pause the server asks for is its refusing, charged to the budget: one
+            # longer than a whole budget is refused even before a request's first try.
+            budget = self.settings.retry_max_seconds
+            left = budget if give_up_at is None else give_up_at - self._clock()
+            turn = self._take_turn(left, first=give_up_at is None)
             started = self._clock()
+            if give_up_at is None:
+                give_up_at = started + self.settings.retry_max_seconds
+            else:
+                give_up_at += turn.queued
             answer: Answer | None = None
             try:
                 answer = send(give_up_at if attempt > 1 else None)
@@ -131,9 +159,12 @@ class Exchange:
             )
             if observe:
                 self._observe(elapsed, status)
+            if status is not None:  # an answer came: it says something about the rate
+                refused = error is not None and is_rate_signal(error)
+                retry_after = error.retry_after if refused and error is not None else None
+                self._pacer.on_answer(turn, elapsed, refused=refused, retry_after=retry_after)
             if error is None:
                 assert answer is not None
-                self._pacer.on_success()
                 return answer
             self._take_note(error)
             decision = decide_retry(
@@ -152,21 +183,21 @@ class Exchange:
             )
             self._pause(decision.delay, error)
 
-    def _take_turn(self, give_up_at: float) -> None:
+    def _take_turn(self, budget_left: float, *, first: bool) -> Turn:
         try:
-            self._pacer.wait_turn(stop=self.stop, give_up_at=give_up_at)
+            return self._pacer.wait_turn(stop=self.stop, budget_left=budget_left)
         except NoTurn as no:
             if no.stopped:
                 raise NotSent("not sent: the run is stopping") from None
+            left = max(budget_left, 0.0)
+            what = "not sent" if first else "not retried"
             raise RateLimited(
-                f"not sent: after the server's 429 answers no request may start for "
-                f"{no.wait:.0f} s, longer than this request's retry budget "
-                f"(retry_max_seconds: {self.settings.retry_max_seconds:g})"
+                f"{what}: the server asked that no request start for another "
+                f"{seconds(no.wait)}, more than the {seconds(left)} left of this request's "
+                f"retry budget (retry_max_seconds: {self.settings.retry_max_seconds:g})"
             ) from None
 
     def _take_note(self, error: ApiError) -> None:
-        if isinstance(error, RateLimited) and error.status == 429:
-            self._pacer.on_rate_limited(error.retry_after)
         if isinstance(error, PermissionDenied):
             error.message += (
                 f"; the client's token does not carry the scope this needs "
@@ -274,7 +305,7 @@ class Exchange:
 
         try:
             answer = self._with_retries("POST", path, send, idempotent=True, observe=False)
-        except TransportError:
+        except (TransportError, NotSent):
             raise  # no answer: the network's words name the host; _unsent adds the rest
         except ApiError as exc:
             raise token_failure(exc, said[0], self.settings) from None

@@ -8,8 +8,13 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from reconciler.api.exceptions import ApiError, RateLimited, ServerError, TransportError
-from reconciler.api.http.pacing import DEFAULT_PAUSE
+from reconciler.api.exceptions import (
+    ApiError,
+    GatewayRefused,
+    RateLimited,
+    ServerError,
+    TransportError,
+)
 
 BACKOFF_BASE = 0.5
 BACKOFF_CAP = 8.0
@@ -27,6 +32,12 @@ def may_retry(error: ApiError, idempotent: bool) -> bool:
         # A request that may have reached the server is repeated only if repeating is safe.
         return not error.permanent and (idempotent or not error.maybe_sent)
     return idempotent and isinstance(error, RateLimited | ServerError)
+
+
+def is_rate_signal(error: ApiError) -> bool:
+    """A refusal that says "slower" to the whole run rather than "not this one": a 429,
+    or a gateway's bare 503. The pacer cuts the rate; the request waits its turn again."""
+    return isinstance(error, RateLimited | GatewayRefused)
 
 
 def decide_retry(
@@ -49,19 +60,27 @@ def decide_retry(
             note=f" ({tried}: the server asked to wait {asked:.0f} s, more than the "
             f"{max(time_left, 0.0):.0f} s left of retry_max_seconds)",
         )
+    if is_rate_signal(error):
+        # Not counted against max_attempts: a limit slows a run, it does not end it.
+        # Its wait happens in the pacer, for every request at once; the server's share
+        # of that wait (a Retry-After, one interval of its rate) spends the budget.
+        if time_left <= 0:
+            return RetryDecision(
+                False,
+                note=f" ({tried}: refused for all of retry_max_seconds, not counting "
+                "the time it waited for its turn)",
+            )
+        return RetryDecision(True, 0.0)
     if attempt >= max_attempts:
         return RetryDecision(False, note=f" ({tried})")
     wait = _wait(error, attempt, jitter)
     if wait >= time_left:
         return RetryDecision(False, note=f" ({tried}: retry_max_seconds spent)")
-    # A 429's wait happens in the pacer, for every worker at once; it still spends the budget.
-    return RetryDecision(True, 0.0 if isinstance(error, RateLimited) else wait)
+    return RetryDecision(True, wait)
 
 
 def _wait(error: ApiError, attempt: int, jitter: float) -> float:
     if error.retry_after is not None:
         return error.retry_after
-    if isinstance(error, RateLimited):
-        return DEFAULT_PAUSE
     # Exponential backoff with full jitter, so workers do not retry in step.
     return jitter * min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (attempt - 1))

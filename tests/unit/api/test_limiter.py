@@ -1,4 +1,5 @@
-"""The in-flight limit: rises while answers stay fast, falls on refusals and slowing answers."""
+"""The in-flight limit: at most parallelism (or max_parallelism), never more than the
+allowed rate keeps busy; ordered_map obeys it."""
 
 from __future__ import annotations
 
@@ -8,88 +9,21 @@ from pathlib import Path
 import pytest
 
 from reconciler.api.concurrency import ordered_map
-from reconciler.api.exceptions import NotFound, RateLimited, ServerError
-from reconciler.api.limiter import AdaptiveLimit, FixedLimit, limiter_for
+from reconciler.api.exceptions import NotFound, RateLimited
+from reconciler.api.http.pacing import RequestPacer
+from reconciler.api.limiter import FixedLimit, PacedLimit, limiter_for
 from reconciler.errors import ConfigError
 from reconciler.settings.config import Settings, load_settings
 
 
-def answers(limiter: AdaptiveLimit, count: int, seconds: float, status: int | None = 200) -> None:
-    """``count`` calls sent together, each answered once after ``seconds``."""
-    for _ in range(count):
-        limiter.begin()
-    for _ in range(count):
-        limiter.observe(seconds, status)  # the API client's report of the attempt
-        limiter.sample(seconds, status in (429, 503, None))  # ordered_map's, of the call
+class Rate:
+    """A pacer's answer to how many in flight its rate keeps busy."""
 
+    def __init__(self, servable: int) -> None:
+        self.count = servable
 
-def test_starts_at_16_and_rises_while_latency_holds() -> None:
-    limiter = AdaptiveLimit(cap=64)
-    assert limiter.limit == 16
-    seen = [limiter.limit]
-    for _ in range(10):
-        answers(limiter, limiter.limit, 0.050)
-        seen.append(limiter.limit)
-    assert seen == sorted(seen)
-    assert limiter.limit == 64  # reached the cap, and stays there
-    answers(limiter, 500, 0.050)
-    assert limiter.limit == 64
-
-
-def test_a_429_cuts_the_limit_at_once_and_once_per_window() -> None:
-    limiter = AdaptiveLimit(cap=64)
-    for _ in range(6):
-        answers(limiter, limiter.limit, 0.050)
-    high = limiter.limit
-    answers(limiter, limiter.limit - 1, 0.050)
-    limiter.observe(0.001, 429)  # closes the window
-    assert limiter.limit < high
-    assert limiter.limit >= high // 2  # one cut for the window, not one per answer
-    assert limiter.refusals == 1
-
-
-@pytest.mark.parametrize("status", [429, 503, None])
-def test_refusals_and_lost_answers_keep_the_limit_falling(status: int | None) -> None:
-    limiter = AdaptiveLimit(cap=64)
-    for _ in range(5):
-        answers(limiter, limiter.limit, 0.010, status)
-    assert limiter.limit < 16 // 2
-
-
-def test_slowing_answers_bring_the_limit_down() -> None:
-    limiter = AdaptiveLimit(cap=64)
-    for _ in range(8):
-        answers(limiter, limiter.limit, 0.050)
-    high = limiter.limit
-    for _ in range(3):
-        answers(limiter, limiter.limit, 0.150)  # three times slower: a queue built up
-    assert limiter.limit < high * 0.6
-    assert "refused" not in limiter.describe()
-
-
-def test_a_few_slow_answers_in_a_window_do_not_move_it_down() -> None:
-    limiter = AdaptiveLimit(cap=64)
-    answers(limiter, 16, 0.050)
-    before = limiter.limit
-    answers(limiter, before - 3, 0.050)
-    answers(limiter, 3, 2.0)  # stragglers, not a queue
-    assert limiter.limit >= before
-
-
-def test_no_rise_while_the_calls_in_flight_stay_far_below_the_limit() -> None:
-    limiter = AdaptiveLimit(cap=64)
-    for _ in range(200):  # one call at a time: the client, not the server, is the bottleneck
-        answers(limiter, 1, 0.002)
-    assert limiter.limit == 16
-    answers(limiter, 16, 0.002)  # the limit used in full: now it may rise
-    assert limiter.limit > 16
-
-
-def test_the_cap_bounds_the_start_and_the_rise() -> None:
-    limiter = AdaptiveLimit(cap=8)
-    assert limiter.limit == 8
-    answers(limiter, 200, 0.020)
-    assert limiter.limit == 8
+    def servable(self) -> int:
+        return self.count
 
 
 def test_fixed_limit_ignores_every_answer() -> None:
@@ -102,20 +36,41 @@ def test_fixed_limit_ignores_every_answer() -> None:
     assert (limiter.limit, limiter.cap) == (5, 5)
 
 
-def test_parallelism_set_anywhere_fixes_the_limit(tmp_path: Path) -> None:
-    assert isinstance(limiter_for(Settings()), AdaptiveLimit)
-    assert limiter_for(Settings()).limit == 16
+def test_the_rate_bounds_the_number_in_flight_below_the_cap() -> None:
+    rate = Rate(3)
+    limiter = PacedLimit(FixedLimit(64), rate)
+    assert (limiter.limit, limiter.cap) == (3, 64)  # a slow start, or a rate limit
+    rate.count = 500
+    assert limiter.limit == 64  # a fast server: the cap
+    rate.count = 0
+    assert limiter.limit == 1  # never none at all
+    assert limiter.highest == 64
+    assert limiter.describe() == (
+        "settled at 1 in flight (highest 64, at most 64: as many as the allowed rate keeps busy)"
+    )
+
+
+def test_a_fresh_pacer_starts_with_one_in_flight_and_grows_with_its_answers() -> None:
+    pacer = RequestPacer(sleep=lambda seconds: None)
+    limiter = limiter_for(Settings(), pacer)
+    assert limiter.limit == 1  # nothing known: one request, then as the answers say
+    for _ in range(20):
+        pacer.on_answer(pacer.wait_turn(), 0.05, refused=False)
+    assert limiter.limit > 4
+
+
+def test_parallelism_set_anywhere_is_the_most_in_flight(tmp_path: Path) -> None:
+    assert limiter_for(Settings()).limit == 64  # max_parallelism
     assert limiter_for(Settings(max_parallelism=100)).cap == 100
     explicit_16 = Settings().with_overrides(parallelism=16)  # --parallelism 16
-    assert isinstance(limiter_for(explicit_16), FixedLimit)
+    assert limiter_for(explicit_16).limit == 16
     from_env = load_settings(None, env={"RECONCILER_PARALLELISM": "4"})
-    assert (type(limiter_for(from_env)), limiter_for(from_env).limit) == (FixedLimit, 4)
+    assert limiter_for(from_env).limit == 4
     config = tmp_path / "reconciler.yaml"
     config.write_text("parallelism: 16\nmax_parallelism: 32\n", encoding="utf-8")
-    from_file = limiter_for(load_settings(str(config), env={}))
-    assert (type(from_file), from_file.limit) == (FixedLimit, 16)
+    assert limiter_for(load_settings(str(config), env={})).limit == 16
     no_option = limiter_for(load_settings(str(config), env={}).with_overrides(parallelism=None))
-    assert isinstance(no_option, FixedLimit)  # an option left out overrides nothing
+    assert no_option.limit == 16  # an option left out overrides nothing
 
 
 def test_max_parallelism_from_the_environment_is_checked() -> None:
@@ -126,8 +81,7 @@ def test_max_parallelism_from_the_environment_is_checked() -> None:
             load_settings(None, env={"RECONCILER_MAX_PARALLELISM": bad})
 
 
-def test_ordered_map_reports_each_call_and_obeys_the_limit() -> None:
-    limiter = AdaptiveLimit(cap=64, start=4)
+def test_ordered_map_obeys_the_limit_and_keeps_item_order() -> None:
     lock = threading.Lock()
     in_flight = most = 0
     release = threading.Event()
@@ -146,35 +100,7 @@ def test_ordered_map_reports_each_call_and_obeys_the_limit() -> None:
             raise NotFound("gone", status=404)
         return item * 2
 
-    results = list(ordered_map(call, list(range(6)), limiter))
+    results = list(ordered_map(call, list(range(6)), PacedLimit(FixedLimit(64), Rate(4))))
     assert [item for item, _ in results] == list(range(6))
     assert [outcome.value for _, outcome in results] == [0, 2, 4, None, 8, None]
     assert most <= 4
-    assert limiter.answers == 6
-    assert limiter.refusals == 1  # the 429, not the 404
-
-
-def test_per_attempt_answers_replace_per_call_timings() -> None:
-    limiter = AdaptiveLimit(cap=64)
-    limiter.observe(0.05, 200)
-    limiter.sample(9.0, True)  # a whole call, retries included: not counted twice
-    assert (limiter.answers, limiter.refusals) == (1, 0)
-
-
-def test_a_server_error_from_a_call_counts_as_refused() -> None:
-    limiter = AdaptiveLimit(cap=64)
-
-    def call(item: int) -> int:
-        raise ServerError("unavailable", status=503)
-
-    list(ordered_map(call, [1, 2], limiter))
-    assert limiter.refusals == 2
-
-
-# From test_review_wording.py: Counts read as English: one answer, one invite.
-def test_the_settled_line_says_one_answer() -> None:
-    limiter = AdaptiveLimit()
-    limiter.observe(0.010, 200)
-    assert limiter.describe().endswith("; 1 answer)")
-    limiter.observe(0.010, 429)
-    assert limiter.describe().endswith("; 2 answers, 1 refused)")

@@ -63,6 +63,71 @@ def test_progress_line_wording_matches_the_issue_example(
     )
 
 
+class FakePace:
+    """What progress reads of the pacer: the allowed rate once the server refused."""
+
+    def __init__(self, rate: float | None, settled: bool = True) -> None:
+        self.rate = rate
+        self.settled = settled
+        self.said_limited = False
+
+    def settled_rate(self, *, early: bool = False) -> float | None:
+        return self.rate if self.settled or early else None
+
+
+def test_under_a_rate_limit_the_time_left_is_the_work_left_over_the_rate(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Issue 23: a slow start and refusals early on made the average say "~2 min left"
+    # two seconds before the end; the rate the server allows says how long is left.
+    clock = FakeClock()
+    pace = FakePace(10.0)
+    progress = Progress(
+        "Reading invites", 300, clock=clock, interactive=False, ticker=False, pace=pace
+    )
+    progress.advance(10)
+    clock.now += 12  # a crawl at first
+    progress.advance(270)  # 20 left at 10 a second
+
+    assert capsys.readouterr().err.splitlines() == [
+        "the server limits requests: slowed to about 10 per second",
+        "Reading invites: 280 of 300 (93%), 12 s elapsed, ~2 s left",  # not "~13 s"
+    ]
+
+
+def test_the_limit_is_said_once_per_run_whatever_the_progress_lines(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    clock = FakeClock()
+    pace = FakePace(4.6)
+    for label in ("Reading invites", "Applying"):  # two progress displays, one run
+        progress = Progress(label, 10, clock=clock, interactive=False, ticker=False, pace=pace)
+        progress.advance(10)
+        progress.finish()
+
+    said = [line for line in capsys.readouterr().err.splitlines() if "limits" in line]
+    assert said == ["the server limits requests: slowed to about 5 per second"]
+
+
+def test_a_short_limited_run_says_the_rate_it_had_at_the_end(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    pace = FakePace(2.5, settled=False)
+    progress = Progress("Reading invites", 3, interactive=False, ticker=False, pace=pace)
+    progress.advance(3)
+    progress.finish()
+
+    assert "the server limits requests: slowed to about 2.5 per second" in capsys.readouterr().err
+
+
+def test_an_unlimited_run_says_nothing_of_limits(capsys: pytest.CaptureFixture[str]) -> None:
+    progress = Progress("Reading invites", 3, interactive=False, ticker=False, pace=FakePace(None))
+    progress.advance(3)
+    progress.finish()
+
+    assert "limits" not in capsys.readouterr().err
+
+
 def test_a_run_that_stops_early_never_claims_the_work_it_did_not_do(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -10,6 +10,7 @@ from reconciler.api.exceptions import (
     AuthenticationFailed,
     Conflict,
     EnvelopeFailure,
+    GatewayRefused,
     InvalidRequest,
     NotFound,
     PermissionDenied,
@@ -121,11 +122,43 @@ def test_a_wait_that_would_spend_the_budget_gives_up() -> None:
     assert not decision.retry and "retry_max_seconds spent" in decision.note
 
 
-def test_a_429_without_retry_after_costs_the_default_pause() -> None:
-    error = RateLimited("slow", status=429)
+RATE_SIGNALS = [
+    RateLimited("slow", status=429),
+    GatewayRefused("Service Temporarily Unavailable (an HTML page)", status=503),
+]
 
-    assert decide(error, time_left=1.5).retry
-    assert not decide(error, time_left=0.5).retry
+
+@pytest.mark.parametrize("error", RATE_SIGNALS, ids=lambda e: type(e).__name__)
+def test_a_rate_signal_is_retried_through_the_pacer_while_budget_is_left(error: ApiError) -> None:
+    # No backoff of its own: the pacer's cut slows every request, this one included.
+    assert decide(error, time_left=0.5) == RetryDecision(True, 0.0)
+
+
+@pytest.mark.parametrize("error", RATE_SIGNALS, ids=lambda e: type(e).__name__)
+def test_a_rate_signal_does_not_count_against_max_attempts(error: ApiError) -> None:
+    # A run slowed by a limit finishes: only the time budget ends a refused request.
+    assert decide(error, attempt=12, max_attempts=5).retry
+
+
+@pytest.mark.parametrize("error", RATE_SIGNALS, ids=lambda e: type(e).__name__)
+def test_a_rate_signal_past_the_budget_says_so_without_a_number_of_seconds(
+    error: ApiError,
+) -> None:
+    decision = decide(error, attempt=9, time_left=-0.2)
+
+    assert decision == RetryDecision(
+        False,
+        note=" (gave up after 9 attempts: refused for all of retry_max_seconds, not counting "
+        "the time it waited for its turn)",
+    )
+
+
+def test_an_api_503_with_its_envelope_is_a_server_error_with_backoff() -> None:
+    # The platform's own 503 (an outage) backs off and counts attempts, as before.
+    error = ServerError("service temporarily unavailable", status=503)
+
+    assert decide(error, attempt=1, jitter=0.5).delay == pytest.approx(0.25)
+    assert not decide(error, attempt=5, max_attempts=5).retry
 
 
 # From test_retry_budget_wording.py:

@@ -1,0 +1,222 @@
+"""A real nginx in front of a sandbox, for tests and benchmarks (no pytest here).
+
+Each ``Nginx`` is its own process with its own prefix in a temporary directory:
+``nginx -p PREFIX -c nginx.conf`` with ``daemon off``, its pid and error log in that
+directory, listening on a free port of 127.0.0.1. The system's nginx service is never
+touched. What sits in front of the sandbox is chosen with ``Gateway``: ``limit_req``
+at a rate, with or without a burst (``nodelay``), a ``Retry-After`` header or not, and
+the status of a refusal (429, or nginx's default 503).
+
+    with Sandbox(invites) as sandbox, Nginx(sandbox.url, Gateway(rate=10)) as gateway:
+        env = gateway.client_env(sandbox)
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from reconciler.sandbox import Sandbox
+
+START_TIMEOUT = 10.0  # seconds for nginx to listen; it takes a few milliseconds
+STOP_TIMEOUT = 5.0
+
+
+class NginxMissing(RuntimeError):
+    """No nginx binary on PATH (nor in /usr/sbin)."""
+
+
+def nginx_binary() -> str | None:
+    """The nginx to run, or None when it is not installed."""
+    found = shutil.which("nginx")
+    if found:
+        return found
+    for candidate in ("/usr/sbin/nginx", "/usr/local/sbin/nginx"):
+        if os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+@dataclass(frozen=True)
+class Gateway:
+    """What nginx does in front of the sandbox.
+
+    ``rate`` in requests per second (None: no limit), ``burst`` requests over it
+    answered at once (``nodelay``), ``retry_after`` seconds in a ``Retry-After``
+    header on every refusal (None: no header, as nginx's default), ``status`` of
+    a refusal (nginx's own default is 503).
+    """
+
+    rate: float | None = None
+    burst: int = 0
+    retry_after: int | None = None
+    status: int = 429
+
+    def limit_lines(self) -> str:
+        if self.rate is None:
+            return ""
+        burst = f" burst={self.burst} nodelay" if self.burst else ""
+        lines = f"limit_req zone=api{burst};\n            limit_req_status {self.status};\n"
+        if self.retry_after is not None:
+            # `always`: nginx adds headers to error answers only when told to; the
+            # map leaves the header off every other answer (an empty value is no header).
+            lines += "            add_header Retry-After $retry_after always;\n"
+        return lines
+
+    def zone_line(self) -> str:
+        if self.rate is None:
+            return ""
+        # nginx takes whole requests per second or per minute.
+        rate = f"{self.rate:g}r/s" if self.rate == int(self.rate) else f"{self.rate * 60:.0f}r/m"
+        # One key for every client: the limit is the gateway's, whoever asks.
+        zone = f"limit_req_zone $server_name zone=api:1m rate={rate};"
+        if self.retry_after is None:
+            return zone
+        refusal = f"{self.status} {self.retry_after};"
+        return f'{zone}\n    map $status $retry_after {{ {refusal} default ""; }}'
+
+
+_CONFIG = """\
+daemon off;
+worker_processes 1;
+pid {prefix}/nginx.pid;
+error_log {prefix}/error.log warn;
+events {{ worker_connections 512; }}
+http {{
+    access_log off;
+    client_body_temp_path {prefix}/tmp/body;
+    proxy_temp_path {prefix}/tmp/proxy;
+    fastcgi_temp_path {prefix}/tmp/fastcgi;
+    uwsgi_temp_path {prefix}/tmp/uwsgi;
+    scgi_temp_path {prefix}/tmp/scgi;
+    {zone}
+    upstream sandbox {{
+        server {upstream};
+        keepalive 32;
+    }}
+    server {{
+        listen 127.0.0.1:{port};
+        server_name gateway;
+        location / {{
+            {limit}proxy_pass http://sandbox;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_set_header Host $http_host;
+        }}
+    }}
+}}
+"""
+
+
+class Nginx:
+    """A real nginx proxying to ``upstream`` (a sandbox's URL), started on ``start()``."""
+
+    def __init__(self, upstream: str, gateway: Gateway | None = None) -> None:
+        binary = nginx_binary()
+        if binary is None:
+            raise NginxMissing("nginx is not installed (Debian: apt-get install nginx-light)")
+        self.binary = binary
+        self.gateway = gateway or Gateway()
+        self.upstream = urlsplit(upstream).netloc
+        self.port = 0
+        self.prefix: Path | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def client_env(self, sandbox: Sandbox) -> dict[str, str]:
+        """The RECONCILER_* variables that point the CLI at the sandbox through nginx."""
+        return {**sandbox.client_env(), "RECONCILER_BASE_URL": self.url}
+
+    def start(self) -> Nginx:
+        self.prefix = Path(tempfile.mkdtemp(prefix="reconcile-nginx-"))
+        (self.prefix / "tmp").mkdir()
+        self.port = _free_port()
+        config = _CONFIG.format(
+            prefix=self.prefix,
+            port=self.port,
+            upstream=self.upstream,
+            zone=self.gateway.zone_line(),
+            limit=self.gateway.limit_lines(),
+        )
+        (self.prefix / "nginx.conf").write_text(config, encoding="utf-8")
+        self._process = subprocess.Popen(
+            [self.binary, "-p", str(self.prefix), "-c", "nginx.conf", "-e", "stderr"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        try:
+            self._wait_listening()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _wait_listening(self) -> None:
+        assert self._process is not None
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                raise RuntimeError(f"nginx exited at start: {self.error_log()}")
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
+                return
+            except OSError:
+                time.sleep(0.01)
+        raise RuntimeError(f"nginx did not listen within {START_TIMEOUT:g}s: {self.error_log()}")
+
+    def error_log(self) -> str:
+        """What nginx said: its error log, and its stderr once it has exited."""
+        text = ""
+        if self.prefix is not None and (self.prefix / "error.log").exists():
+            text = (self.prefix / "error.log").read_text(encoding="utf-8", errors="replace")
+        if self._process is not None and self._process.poll() is not None and self._process.stderr:
+            text += self._process.stderr.read().decode("utf-8", "replace")
+        return text.strip()[-2000:]
+
+    def refusals(self) -> int:
+        """Requests nginx refused for its limit so far (it logs each one)."""
+        if self.prefix is None or not (self.prefix / "error.log").exists():
+            return 0
+        with open(self.prefix / "error.log", encoding="utf-8", errors="replace") as log:
+            return sum(1 for line in log if "limiting requests" in line)
+
+    def stop(self) -> None:
+        process, self._process = self._process, None
+        if process is not None and process.poll() is None:
+            process.send_signal(signal.SIGQUIT)  # graceful: finish answers, then exit
+            try:
+                process.wait(STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        if process is not None and process.stderr:
+            process.stderr.close()
+        if self.prefix is not None:
+            shutil.rmtree(self.prefix, ignore_errors=True)
+            self.prefix = None
+
+    def __enter__(self) -> Nginx:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _free_port() -> int:
+    # A race with another process taking the port is possible but rare; nginx then
+    # fails to start with a clear "Address already in use" in its error log.
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
