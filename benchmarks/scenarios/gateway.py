@@ -1,5 +1,5 @@
 """g: `plan` and `apply` of 300 invites (90 differing) behind a real nginx with
-`limit_req` (issue 23): 10 r/s and 5 r/s with no burst, 20 r/s with `burst=10
+`limit_req`: 10 r/s and 5 r/s with no burst, 20 r/s with `burst=10
 nodelay`. Converged (the plan's summary, the server's state), wall against
 requests / rate, and the share of requests nginx refused. Skipped, saying so,
 when nginx is not installed (`.ci/run` installs it)."""

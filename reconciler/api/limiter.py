@@ -4,7 +4,7 @@ and never more than the allowed rate keeps busy.
 The run's one picture of the server's capacity is the pacer's rate
 (``api.http.pacing``): learned from every answer, slow start included. The number
 in flight follows from it (Little's law: rate × latency, and one waiting for its
-turn), capped here. Until issue 23 a Vegas-style adaptive limit also moved the
+turn), capped here. A Vegas-style adaptive limit used to move the
 number in flight on its own, reacting to the same 429s as the pacer; the
 benchmarks (scenario l: a server whose latency rises with load; scenario a: a
 steady 50 ms) showed it gained nothing over this simpler design, so it went.

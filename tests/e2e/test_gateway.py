@@ -1,4 +1,4 @@
-"""A real nginx with `limit_req` in front of the sandbox (issue 23): every kind of limit
+"""A real nginx with `limit_req` in front of the sandbox: every kind of limit
 a gateway sets is ridden out, plan and apply converge at about the gateway's rate, the
 run says it was slowed, and only a server refusing one request past retry_max_seconds
 ends a run, with a clear message. Small runs at high rates: the big figures are in the
@@ -121,7 +121,7 @@ def test_a_server_refusing_one_request_past_its_budget_ends_the_run_clearly(
     assert result.returncode == 1, result.stdout + result.stderr
     last = result.stderr.strip().splitlines()[-1]
     # nginx's own page, shown by its title.
-    said = "error: stopped reading invites: HTTP 429: 429 Too Many Requests (an HTML page"
+    said = "error: stopped reading invites: HTTP 429: Too Many Requests (an HTML page"
     assert last.startswith(said), last
     assert "refused for all of retry_max_seconds" in last, last
     assert " 0 s" not in result.stderr  # never "no request may start for 0 s"

@@ -576,7 +576,7 @@ def test_export_out_never_writes_through_a_symlink(
         assert "id: inv_SOMEONE_ELSE" in (workdir / name).read_text(encoding="utf-8")
 
 
-# -- gateways in front of the API (issue 24 rows 9 and 12; nginx-like HTML pages) --------
+# -- gateways in front of the API (nginx-like HTML pages: a body too large, upstream down) --
 
 
 def test_a_413_from_a_gateway_says_the_body_was_too_large_and_is_not_retried(
@@ -596,7 +596,7 @@ def test_a_413_from_a_gateway_says_the_body_was_too_large_and_is_not_retried(
     assert lines and all("HTTP 413: the request body (" in line for line in lines)
     assert all(
         "was refused as too large, by the server or a proxy or gateway in front of it: "
-        "413 Request Entity Too Large (an HTML page, probably from a proxy or gateway)" in line
+        "Request Entity Too Large (an HTML page, probably from a proxy or gateway)" in line
         for line in lines
     )
     advice = "a proxy or gateway in front of the API limits request bodies; ask its operators"
@@ -615,7 +615,7 @@ def test_a_502_on_the_token_request_names_the_token_request_and_no_request_id(
     assert result.code == 1
     assert result.stderr.strip().splitlines()[-1] == (
         "error: stopped reading invites: HTTP 502: no token from the token request "
-        "(POST /oauth/token): 502 Bad Gateway (an HTML page, probably from a proxy or "
+        "(POST /oauth/token): Bad Gateway (an HTML page, probably from a proxy or "
         "gateway) (gave up after 2 attempts)"
     )
     assert not server.calls("GET")

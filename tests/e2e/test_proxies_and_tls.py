@@ -2,8 +2,8 @@
 records what reaches it and tunnels CONNECT as squid does) and against TLS servers
 made with throwaway certificates (support/tls.py, the `openssl` command).
 
-Rows of issue 24: 4 (the base URL as written never decides the proxy), 7 (old TLS),
-8 (a CA bundle that cannot be used), 10 (proxy 407 and 403), 11 (socks without PySocks).
+The base URL as written never decides the proxy; old TLS named; a CA bundle that
+cannot be used; proxy 407 and 403; socks without PySocks.
 """
 
 from __future__ import annotations

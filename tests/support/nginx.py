@@ -76,6 +76,27 @@ class Gateway:
             "        }"
         )
 
+    # TLS with this (certificate, key) and these protocols, a client
+    # certificate required (signed by client_ca), bodies over max_body_size refused (413).
+    tls: tuple[str, str] | None = None
+    tls_protocols: str = "TLSv1.2 TLSv1.3"
+    client_ca: str | None = None
+    max_body_size: str | None = None
+
+    def server_lines(self) -> str:
+        lines = []
+        if self.tls is not None:
+            cert, key = self.tls
+            lines += [f"ssl_certificate {cert};", f"ssl_certificate_key {key};"]
+            lines += [f"ssl_protocols {self.tls_protocols};"]
+            # OpenSSL 3 refuses TLS 1.0 at its default security level, even to offer it.
+            lines += ["ssl_ciphers DEFAULT:@SECLEVEL=0;"]
+        if self.client_ca is not None:
+            lines += [f"ssl_client_certificate {self.client_ca};", "ssl_verify_client on;"]
+        if self.max_body_size is not None:
+            lines += [f"client_max_body_size {self.max_body_size};"]
+        return "".join(f"{line}\n        " for line in lines)
+
     def limit_lines(self) -> str:
         if self.rate is None:
             return ""
@@ -119,9 +140,9 @@ http {{
         keepalive 32;
     }}
     server {{
-        listen 127.0.0.1:{port};
+        listen 127.0.0.1:{port}{ssl};
         server_name gateway;
-        {resend}
+        {server}{resend}
         location / {{
             {limit}proxy_pass http://sandbox;
             proxy_http_version 1.1;
@@ -149,7 +170,8 @@ class Nginx:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        scheme = "https" if self.gateway.tls else "http"
+        return f"{scheme}://127.0.0.1:{self.port}"
 
     def client_env(self, sandbox: Sandbox) -> dict[str, str]:
         """The RECONCILER_* variables that point the CLI at the sandbox through nginx."""
@@ -166,6 +188,8 @@ class Nginx:
             zone=self.gateway.zone_line(),
             limit=self.gateway.limit_lines(),
             resend=self.gateway.resend_location(),
+            ssl=" ssl" if self.gateway.tls else "",
+            server=self.gateway.server_lines(),
         )
         (self.prefix / "nginx.conf").write_text(config, encoding="utf-8")
         self._process = subprocess.Popen(

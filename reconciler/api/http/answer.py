@@ -203,6 +203,8 @@ def _message(response: requests.Response, envelope: dict[str, Any], raw: bytearr
         # A proxy's or gateway's error page: its <title> says what it refused
         # ("400 No required SSL certificate was sent").
         said = _html_title(raw) or reason
+        # nginx titles its pages "413 Request Entity Too Large": the status is said already.
+        said = said.removeprefix(f"{response.status_code} ") or reason
         return f"{said} (an HTML page, probably from a proxy or gateway)"
     return f"{reason} (body is not the API's JSON envelope: {kind})"
 

@@ -305,7 +305,7 @@ class Exchange:
 
         try:
             answer = self._with_retries("POST", path, send, idempotent=True, observe=False)
-        except TransportError:
+        except (TransportError, NotSent):
             raise  # no answer: the network's words name the host; _unsent adds the rest
         except ApiError as exc:
             if isinstance(exc, NotSent) and self.stop.is_set():
