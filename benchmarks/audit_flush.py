@@ -49,7 +49,8 @@ from reconciler.api.concurrency import ordered_map
 from reconciler.apply.applier import Applier
 from reconciler.apply.audit import AuditLog
 from reconciler.desired.state import load_desired_state
-from reconciler.plan.model import Plan, make_plan
+from reconciler.plan.make import make_plan
+from reconciler.plan.model import Plan
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox
 from reconciler.settings.config import Settings
 from reconciler.stop import Stop

@@ -17,7 +17,8 @@ from reconciler.api.current import read_current
 from reconciler.api.http.pacing import RequestPacer
 from reconciler.api.limiter import Limiter, limiter_for
 from reconciler.desired.state import DesiredState
-from reconciler.plan.model import Plan, ScopedTo, make_plan
+from reconciler.plan.make import ScopedTo, make_plan
+from reconciler.plan.model import Plan
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox
 from reconciler.settings.config import Contract, Settings
 

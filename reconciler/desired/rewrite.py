@@ -11,16 +11,21 @@ returned as refused, for the author to change by hand.
 from __future__ import annotations
 
 import bisect
-import json
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from reconciler.invite import OBJECT_FIELDS, SET_FIELDS, canonical_value
 from reconciler.yamlload.positions import Lines
-from reconciler.yamlload.scalars import RESOLVED_FIRST, STR_TAG, resolve_plain
-from reconciler.yamlload.spans import InviteSpans, Span, entry_span, invite_spans
+from reconciler.yamlload.scalar_text import render_scalar
+from reconciler.yamlload.spans import (
+    InviteSpans,
+    Span,
+    entry_lines,
+    entry_span,
+    invite_spans,
+    line_end,
+)
 
 
 @dataclass(frozen=True)
@@ -209,7 +214,7 @@ def _flow_list(items: list[tuple[Span | None, Any]]) -> str:
 def _item_text(item: Span | None, value: Any, flow: bool) -> str:
     if item is not None and item.style is None:
         return str(item.value)  # kept as written
-    return _render(value, item.style if item is not None else None, flow)
+    return render_scalar(value, item.style if item is not None else None, flow)
 
 
 def _block_list(text: str, span: Span, new: list[Any]) -> list[tuple[int, int, str]] | None:
@@ -225,7 +230,7 @@ def _block_list(text: str, span: Span, new: list[Any]) -> list[tuple[int, int, s
             return None  # not `  - item` on a line of its own
         indent = indent if indent is not None else text[start:dash]
         if id(item) not in kept:
-            made.append((start, _line_end(text, item.end), ""))
+            made.append((start, line_end(text, item.end), ""))
     if indent is None:
         return None
     added = [value for item, value in items if item is None]
@@ -234,19 +239,15 @@ def _block_list(text: str, span: Span, new: list[Any]) -> list[tuple[int, int, s
         colon = text.index(":", span.key_end)
         return [(colon + 1, span.items[-1].end, " []")]
     if added:
-        end = _line_end(text, span.items[-1].end)
+        end = line_end(text, span.items[-1].end)
         newline = "\r\n" if text[:end].endswith("\r\n") else "\n"  # the file's own
-        lines = "".join(f"{indent}- {_render(value, None, False)}{newline}" for value in added)
+        lines = "".join(
+            f"{indent}- {render_scalar(value, None, False)}{newline}" for value in added
+        )
         if not text[:end].endswith("\n"):
             lines = newline + lines.removesuffix(newline)
         made.append((end, end, lines))
     return made
-
-
-def _line_end(text: str, position: int) -> int:
-    """Just past the line break that ends the line holding ``position`` (or the text's end)."""
-    found = text.find("\n", position)
-    return len(text) if found < 0 else found + 1
 
 
 # -- removing entries ------------------------------------------------------------------------------
@@ -264,7 +265,7 @@ def _removals(
     gone = []
     for want in removing:
         entry = by_place.get((want.line, want.column))
-        cut = None if entry is None or entry.shared else _entry_lines(text, entry)
+        cut = None if entry is None or entry.shared else entry_lines(text, entry)
         if cut is None:
             reason = SHARED if entry is None or entry.shared else _ODD_LAYOUT
             result.refused.append(Refused(want.line, want.id, None, want.remove, reason))
@@ -280,74 +281,14 @@ def _removals(
     return made
 
 
-def _entry_lines(text: str, entry: Span) -> tuple[int, int, str] | None:
-    """The lines of a block list's entry: its comment lines just above, itself, the blank
-    lines after it (before it, for the last entry)."""
-    dash = text.rfind("-", 0, entry.start)
-    start = text.rfind("\n", 0, dash) + 1
-    if dash < 0 or text[start:dash].strip(" ") or text[dash + 1 : entry.start].strip():
-        return None
-    indent = text[start:dash]
-    end = _line_end(text, entry.end)
-    while start > 0:  # its own comments: lines just above, at its indentation
-        above = text.rfind("\n", 0, start - 1) + 1
-        if not text[above:start].startswith(indent + "#"):
-            break
-        start = above
-    after = end
-    while after < len(text) and _blank(text, after):
-        after = _line_end(text, after)
-    if after > end:
-        return (start, after, "")
-    while start > 0:
-        above = text.rfind("\n", 0, start - 1) + 1
-        if not _blank(text, above):
-            break
-        start = above
-    return (start, end, "")
-
-
-def _blank(text: str, start: int) -> bool:
-    end = text.find("\n", start)
-    return not text[start : len(text) if end < 0 else end].strip()
-
-
 # -- scalars ---------------------------------------------------------------------------------------
-
-# Characters a double-quoted scalar must escape: YAML reads them as breaks, or refuses them.
-_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff\ud800-\udfff\ufffe\uffff]")
-_PLAIN = re.compile(r"[^\s\-?:,\[\]{}#&*!|>'\"%@`](?:[^,\[\]{}]*[^\s,\[\]{}:])?")
 
 
 def _scalar(value: Any, span: Span, text: str, flow: bool) -> str:
-    rendered = _render(value, span.style, flow)
+    rendered = render_scalar(value, span.style, flow)
     if span.style in ("|", ">") and text[span.start : span.end].endswith("\n"):
         rendered += "\n"  # a block scalar's span ends with its line break
     return rendered
-
-
-def _render(value: Any, style: str | None, flow: bool) -> str:
-    """``value`` as a YAML scalar: in the style it was written in where that reads it back."""
-    if not isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    if style == "'" and not _UNPRINTABLE.search(value):
-        return "'" + value.replace("'", "''") + "'"
-    if style is None and _plain_ok(value):
-        return value
-    return _double_quoted(value)
-
-
-def _plain_ok(value: str) -> bool:
-    if not _PLAIN.fullmatch(value) or ": " in value or " #" in value:
-        return False
-    if _UNPRINTABLE.search(value):
-        return False
-    return value[:1] not in RESOLVED_FIRST or resolve_plain(value) == STR_TAG
-
-
-def _double_quoted(value: str) -> str:
-    text = json.dumps(value, ensure_ascii=False)
-    return _UNPRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def _apply(text: str, replacements: list[tuple[int, int, str]]) -> str:

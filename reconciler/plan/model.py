@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from reconciler.api.concurrency import Outcome
 from reconciler.api.exceptions import (
     ApiError,
     AuthenticationFailed,
@@ -23,27 +22,21 @@ from reconciler.api.exceptions import (
     ServerError,
     TransportError,
 )
-from reconciler.desired.state import DesiredInvite
 from reconciler.errors import ReconcilerError
-from reconciler.invite import resend_due, values_equal
 from reconciler.plan.changes import FailedInvite, InviteChange, NotUpdatable, OutOfScope
-from reconciler.plan.compare import compare_invite, managed_part
-from reconciler.safetext import redact, redact_strings
+from reconciler.safetext import redact_strings
 from reconciler.wording import plural
 
 if TYPE_CHECKING:
-    from reconciler.api.client import CurrentInvite
-    from reconciler.desired.changed_since import Scope
+    pass
 
 __all__ = [
     "FORMAT_VERSION",
     "RUN_FATAL_ERRORS",
     "Plan",
-    "ScopedTo",
     "Summary",
     "TooManyResends",
     "TooMuchChange",
-    "make_plan",
 ]
 
 FORMAT_VERSION = 2  # 2: signed, with `not_updatable`
@@ -262,116 +255,3 @@ def stop_if_run_fatal(error: ApiError) -> None:
     """Raise for an error that would repeat for every invite; per-invite ones pass."""
     if isinstance(error, RUN_FATAL_ERRORS):
         raise ReconcilerError(f"stopped reading invites: {error}")
-
-
-def make_plan(
-    base_url: str,
-    readings: Iterable[tuple[DesiredInvite, Outcome[CurrentInvite]]],
-    max_changes: int | None = None,
-    max_resends: int | None = None,
-    scope: ScopedTo | None = None,
-) -> Plan:
-    """Compare each desired invite with the server's copy as the readings arrive.
-
-    Only changes, failed invites and counts are kept: a server copy is dropped as soon
-    as it has been compared, so memory follows the changes, not the invites. With
-    ``scope``, each invite is planned only in the fields the change touched.
-    """
-    plan = Plan(base_url=base_url, max_changes=max_changes, max_resends=max_resends)
-    if scope is not None:
-        plan.changed_since, plan.not_read = scope.ref, scope.not_read
-    for desired, outcome in readings:
-        if not outcome.ran:
-            raise ReconcilerError("interrupted while reading invites; nothing was changed")
-        if outcome.error is not None:
-            stop_if_run_fatal(outcome.error)
-            plan.failed.append(_failed(desired, outcome.error))
-            continue
-        assert outcome.value is not None
-        touched = scope.invites.get(desired.id) if scope is not None else None
-        _place(plan, desired, outcome.value, touched)
-    return plan
-
-
-class ScopedTo(NamedTuple):
-    """A plan scoped to a change: ``--changed-since REF``, field by field."""
-
-    ref: str
-    invites: dict[str, Scope]  # what the change did to each invite read
-    not_read: int  # invites the change did not touch, so not read
-
-
-def _place(
-    plan: Plan, desired: DesiredInvite, current: CurrentInvite, scope: Scope | None = None
-) -> None:
-    wanted_fields = desired.fields  # built on each access: read once
-    patch = compare_invite(wanted_fields, current.fields)
-    conflicts: dict[str, object] = {}
-    if scope is not None and patch:
-        patch, conflicts = _scoped(plan, desired, current, scope, patch)
-    if not patch:
-        plan.unchanged += 1
-        return
-    source = str(desired.source)
-    before = {f: current.fields.get(f) for f in patch}
-    if current.is_pending:
-        resend = resend_due(desired.resend_on_change, patch)
-        change = InviteChange(
-            desired.id,
-            source,
-            desired.name,
-            before,
-            patch,
-            resend,
-            recipient=_recipient(patch, current) if resend else None,
-            conflicts=conflicts,
-        )
-        plan.changes.append(change)
-        return
-    shown = {f: managed_part(f, wanted_fields[f], before[f]) for f in patch}
-    wanted = {f: wanted_fields[f] for f in patch}
-    status = current.status or "in an unknown state"
-    plan.not_updatable.append(NotUpdatable(desired.id, source, desired.name, status, shown, wanted))
-
-
-def _scoped(
-    plan: Plan,
-    desired: DesiredInvite,
-    current: CurrentInvite,
-    scope: Scope,
-    patch: dict[str, Any],
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The part of ``patch`` the change touched, and its conflicts; the rest is listed.
-
-    A touched field the platform holds at REF's value is an ordinary change; one it
-    holds at the new value is not in ``patch`` at all; anything else is a conflict:
-    changed on the platform since REF. A field new to the entry (or a new entry) has
-    no value at REF: an ordinary change.
-    """
-    wanted = desired.fields
-    at_ref = scope.at_ref or {}
-    conflicts = {}
-    for name in patch:
-        if name in scope.fields and name in at_ref:
-            held = managed_part(name, at_ref[name], current.fields.get(name))
-            if not values_equal(name, at_ref[name], held):
-                conflicts[name] = at_ref[name]
-    untouched = {f: v for f, v in patch.items() if f not in scope.fields}
-    if untouched:
-        shown = {f: managed_part(f, wanted[f], current.fields.get(f)) for f in untouched}
-        after = {f: wanted[f] for f in untouched}
-        plan.out_of_scope.append(
-            OutOfScope(desired.id, str(desired.source), desired.name, shown, after)
-        )
-    return {f: v for f, v in patch.items() if f in scope.fields}, conflicts
-
-
-def _recipient(patch: dict[str, Any], current: CurrentInvite) -> str | None:
-    """The address the invitation goes to once the update is made."""
-    email = patch.get("email", current.fields.get("email"))
-    return email if isinstance(email, str) else None
-
-
-def _failed(desired: DesiredInvite, error: ApiError) -> FailedInvite:
-    message = redact(str(error))
-    return FailedInvite(desired.id, str(desired.source), message, error.status, error.request_id)

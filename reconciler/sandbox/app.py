@@ -22,6 +22,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from jsonschema import Draft202012Validator
 
 from reconciler.invite import UPDATABLE_FIELDS
+from reconciler.sandbox.limits import LeakyBucket, TokenBucket
 from reconciler.sandbox.refusals import (
     BadRequest,
     Forbidden,
@@ -92,48 +93,6 @@ class Response(NamedTuple):
 DROP = Response(0, b"", {})  # close the connection without answering
 
 
-class _TokenBucket:
-    def __init__(self, rate: float) -> None:
-        self.rate = rate
-        self.capacity = max(1.0, rate)  # one second's worth of burst
-        self.tokens = self.capacity
-        self.updated = time.monotonic()
-        self.lock = threading.Lock()
-
-    def take(self) -> float:
-        """0 if allowed, else the seconds until a request would be."""
-        with self.lock:
-            now = time.monotonic()
-            self.tokens = min(self.capacity, self.tokens + (now - self.updated) * self.rate)
-            self.updated = now
-            if self.tokens >= 1:
-                self.tokens -= 1
-                return 0.0
-            return (1 - self.tokens) / self.rate
-
-
-class _LeakyBucket:
-    """nginx's `limit_req` with no burst: a steady rate, and every early request refused.
-
-    Refused requests do not count (nginx only moves its clock on a request it lets
-    through), so a client that keeps knocking is not punished beyond its refusals.
-    """
-
-    def __init__(self, rate: float) -> None:
-        self.interval = 1.0 / rate
-        self.last: float | None = None
-        self.lock = threading.Lock()
-
-    def take(self) -> float:
-        """0 if let through, else the seconds until a request would be."""
-        with self.lock:
-            now = time.monotonic()
-            if self.last is not None and now - self.last < self.interval:
-                return self.interval - (now - self.last)
-            self.last = now
-            return 0.0
-
-
 def _patch_validator() -> Draft202012Validator:
     schema = invite_schema()
     invite = schema["$defs"]["invite"]
@@ -167,8 +126,8 @@ class SandboxApp:
         self._random = random.Random(options.seed)
         self._random_lock = threading.Lock()
         self._request_ids = itertools.count(100001)
-        self._bucket = _TokenBucket(options.rate_limit) if options.rate_limit else None
-        self._gateway = _LeakyBucket(options.gateway_rate) if options.gateway_rate else None
+        self._bucket = TokenBucket(options.rate_limit) if options.rate_limit else None
+        self._gateway = LeakyBucket(options.gateway_rate) if options.gateway_rate else None
         self._patch_validator = _patch_validator()
         self._workers = threading.Semaphore(options.workers) if options.workers else None
 

@@ -179,3 +179,44 @@ def _add(stack: list[_Open], span: Span) -> Span | None:
         return None
     parent.keys.setdefault(key, span)  # a repeated key is refused by the loader before this
     return None
+
+
+# -- the lines a block list's entry stands on ------------------------------------------------
+
+
+def line_end(text: str, position: int) -> int:
+    """Just past the line break that ends the line holding ``position`` (or the text's end)."""
+    found = text.find("\n", position)
+    return len(text) if found < 0 else found + 1
+
+
+def entry_lines(text: str, entry: Span) -> tuple[int, int, str] | None:
+    """The lines of a block list's entry: its comment lines just above, itself, the blank
+    lines after it (before it, for the last entry)."""
+    dash = text.rfind("-", 0, entry.start)
+    start = text.rfind("\n", 0, dash) + 1
+    if dash < 0 or text[start:dash].strip(" ") or text[dash + 1 : entry.start].strip():
+        return None
+    indent = text[start:dash]
+    end = line_end(text, entry.end)
+    while start > 0:  # its own comments: lines just above, at its indentation
+        above = text.rfind("\n", 0, start - 1) + 1
+        if not text[above:start].startswith(indent + "#"):
+            break
+        start = above
+    after = end
+    while after < len(text) and _blank(text, after):
+        after = line_end(text, after)
+    if after > end:
+        return (start, after, "")
+    while start > 0:
+        above = text.rfind("\n", 0, start - 1) + 1
+        if not _blank(text, above):
+            break
+        start = above
+    return (start, end, "")
+
+
+def _blank(text: str, start: int) -> bool:
+    end = text.find("\n", start)
+    return not text[start : len(text) if end < 0 else end].strip()

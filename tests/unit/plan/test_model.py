@@ -27,7 +27,8 @@ from reconciler.desired.changed_since import Scope
 from reconciler.desired.state import DesiredInvite, SourceLocation
 from reconciler.errors import ReconcilerError
 from reconciler.plan.changes import FailedInvite, InviteChange, NotUpdatable
-from reconciler.plan.model import Plan, ScopedTo, TooManyResends, TooMuchChange, make_plan
+from reconciler.plan.make import ScopedTo, make_plan
+from reconciler.plan.model import Plan, TooManyResends, TooMuchChange
 from reconciler.safetext import register_secret
 
 BASE = "https://api.example.test"
