@@ -140,3 +140,9 @@ def outcome_for(records: list[dict[str, Any]], invite_id: str, operation: str) -
     ]
     assert len(answers) == 1, f"{operation} {invite_id}: the attempt has no outcome: {records}"
     return answers[0]
+
+
+def apply_all(tmp_path: Path, resend: bool = False) -> int:
+    """`reconcile apply` of the three invites, auto-approved, with an audit log."""
+    invites = write_invites(tmp_path / "invites", resend=resend)
+    return reconcile("apply", "--auto-approve", "--audit-log", "audit.jsonl", str(invites))

@@ -8,7 +8,6 @@ import os
 import re
 import threading
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,27 +20,16 @@ from support.fake_platform import (
     TOKEN,
     FakePlatform,
     answer,
+    apply_all,
     envelope,
     outcome_for,
     read_records,
     reconcile,
-    serve,
     write_invites,
 )
 
 from reconciler.apply.audit import AuditLog, AuditLogError
 from reconciler.safetext import register_secret
-
-
-@pytest.fixture
-def platform(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakePlatform]:
-    with serve(monkeypatch, tmp_path) as fake:
-        yield fake
-
-
-def apply_all(tmp_path: Path, resend: bool = False) -> int:
-    invites = write_invites(tmp_path / "invites", resend=resend)
-    return reconcile("apply", "--auto-approve", "--audit-log", "audit.jsonl", str(invites))
 
 
 class SyncWatch:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ from support.fake_platform import (
     INVITES,
     FakePlatform,
     answer,
+    apply_all,
     envelope,
     outcome_for,
     read_records,
@@ -27,17 +27,6 @@ from support.fake_platform import (
     serve,
     write_invites,
 )
-
-
-@pytest.fixture
-def platform(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakePlatform]:
-    with serve(monkeypatch, tmp_path) as fake:
-        yield fake
-
-
-def apply_all(tmp_path: Path, resend: bool = False) -> int:
-    invites = write_invites(tmp_path / "invites", resend=resend)
-    return reconcile("apply", "--auto-approve", "--audit-log", "audit.jsonl", str(invites))
 
 
 def summary_lines(stdout: str) -> list[str]:

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import io
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.fake_platform import FakePlatform, reconcile, serve, write_invites
+from support.fake_platform import FakePlatform, reconcile, write_invites
 
 
 class TerminalInput(io.StringIO):
@@ -16,12 +15,6 @@ class TerminalInput(io.StringIO):
 
     def isatty(self) -> bool:
         return True
-
-
-@pytest.fixture
-def platform(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakePlatform]:
-    with serve(monkeypatch, tmp_path) as fake:
-        yield fake
 
 
 def apply_args(tmp_path: Path) -> list[str]:
