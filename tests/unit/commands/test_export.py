@@ -14,7 +14,8 @@ from support.cli import run_cli
 from support.helpers import clean_env
 
 from reconciler.api.client import CurrentInvite
-from reconciler.commands.export import export_entry, render_export
+from reconciler.commands.export import render_export
+from reconciler.commands.export_entry import export_entry
 from reconciler.invite import values_equal
 
 SCHEMA = "schemas/invites.schema.json"
