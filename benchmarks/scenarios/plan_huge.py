@@ -14,8 +14,8 @@ def run(context: Context) -> list[Row]:
     small, huge = context.sizes.large, context.sizes.huge
     baseline = context.kept.get(f"plan-single-{small}")
     if baseline is None:  # run alone (--only h): measure the smaller plan too
-        baseline = run_plan(context, "plan-single-base", dataset(context, "base", small, "single"))
-        baseline = baseline.measured
+        base = dataset(context, "base", small, "single")
+        baseline = run_plan(context, "plan-single-base", base).measured
     done = run_plan(context, f"plan-single-{huge}", dataset(context, "huge", huge, "single"))
     measured = done.measured
     slope = (measured.maxrss_kib - baseline.maxrss_kib) / (huge - small)

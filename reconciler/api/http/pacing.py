@@ -8,8 +8,9 @@ is found as TCP finds its window, and one object owns it:
 
 - **Slow start**: a run begins paced at ``START_RATE`` and, until the server
   first refuses a request, multiplies the rate by ``SLOW_START_GAIN`` for each
-  start the rate held back: an unknown limit is met within a few requests, and
-  a server with none is soon paced no tighter than its answers come back.
+  start the rate held back, never past ``STARTUP_GAIN`` times what the last few
+  starts came to: an unknown limit is met within a few round trips, and a server
+  with none is soon paced no tighter than its answers come back.
 - **A refusal** (a 429, or a gateway's bare 503) cuts the rate to a share of the
   rate the refused request was sent at, and that rate becomes the ceiling.
   Answers to requests sent before the cut are the same news: they do not cut
@@ -23,7 +24,8 @@ after the previous start. How long a request waited behind others is returned
 with its turn, so that a retry budget is charged only with the server's share of
 the wait (a pause it asked for, one interval of its rate), never with our queue.
 ``servable()`` says how many requests that rate keeps busy (Little's law): more
-in flight would only wait in the queue.
+in flight would only wait in the queue. The latency it counts leaves out time
+spent queued at the server (``api.http.latency``).
 """
 
 from __future__ import annotations
@@ -37,12 +39,18 @@ from collections import deque
 from collections.abc import Callable
 from typing import NamedTuple
 
+from reconciler.api.http.latency import Latency
 from reconciler.stop import Stop
 
 log = logging.getLogger("reconciler.pacing")
 
 START_RATE = 10.0  # requests/second before anything is known
 SLOW_START_GAIN = 2.0  # rate multiplied by this per held start until the first refusal
+# ... but never past this many times the rate of the last few starts: BBR's startup
+# gain (2/ln 2), the least that still doubles what is sent every round trip. More
+# only runs ahead of what is sent: when a token bucket's burst runs dry, every
+# request then in flight is refused (issue 23's scenario b: 4 gave 1.2% refused).
+STARTUP_GAIN = 2.89
 # Tuned against a simulated nginx limit_req (5 and 10 r/s no burst, 20 r/s burst 10):
 # deeper cuts and a slower climb cost a little rate but refuse half as many requests.
 FIRST_CUT = 0.5  # share of the refused request's rate kept after a refusal far off the mark
@@ -57,7 +65,6 @@ MAX_RATE = 1e5  # requests/second: in practice unpaced
 SETTLE = 5.0  # seconds without a cut before the rate is worth reporting
 _WINDOW = 1.0  # seconds of recent starts that measure the rate actually offered
 _RECENT = 8  # starts that measure it during slow start, when it changes fast
-_LATENCY_WEIGHT = 0.2  # share of each answer's time in the moving average
 SLEEP_SLICE = 0.25  # longest single sleep: a pause or a stop is noticed this soon
 
 
@@ -107,7 +114,7 @@ class RequestPacer:
         self._held_starts = 0  # starts the rate held back, not yet answered by a rise
         self._first_refusal: float | None = None
         self._accepted_since_cut = 0
-        self._latency: float | None = None  # moving average of answered attempts
+        self._latency = Latency()  # of answered attempts
         self.answers = 0
         self.refusals = 0
         self.rate_limited_events = 0  # cuts of the rate
@@ -137,8 +144,8 @@ class RequestPacer:
 
     def servable(self) -> int:
         """Requests in flight the rate keeps busy: rate × latency, and one waiting."""
-        latency = self._latency or 0.0
-        return max(1, math.ceil(min(self._rate, MAX_RATE) * latency) + 1)
+        busy = min(self._rate, MAX_RATE) * self._latency.seconds
+        return max(1, math.ceil(busy) + 1)
 
     def describe(self) -> str:
         if self._ceiling is None:
@@ -238,11 +245,7 @@ class RequestPacer:
             if self._streak >= 2 and turn.epoch == self._epoch:
                 # Two in a row let through at this rate: a limit with no burst allows it.
                 self._good_rate = turn.rate
-            seconds = max(0.0, seconds)
-            if self._latency is None:
-                self._latency = seconds
-            else:
-                self._latency += _LATENCY_WEIGHT * (seconds - self._latency)
+            self._latency.add(now, seconds)
             self._raise(now)
 
     def _offered(self, now: float) -> float | None:
@@ -308,9 +311,9 @@ class RequestPacer:
             # validation, RFC 7661).
             if self._held_starts:
                 self._held_starts -= 1
-                # And never past twice what the last few starts came to: one answer
+                # And never far past what the last few starts came to: one answer
                 # must not double a rate that the run does not reach anyway.
-                cap = max(START_RATE, 4 * self._recent_rate())
+                cap = max(START_RATE, STARTUP_GAIN * self._recent_rate())
                 self._rate = max(self._rate, min(self._rate * SLOW_START_GAIN, cap, MAX_RATE))
             return
         level = self._level
