@@ -53,7 +53,7 @@ class Context:
     # Runs kept for later scenarios (the 200k slope reuses the 20k one-file plan).
     kept: dict[str, Measured] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # a line of detail per run
-    repeat: int = 1  # runs per figure where a scenario takes the median (b, g, l)
+    repeat: int = 1  # runs per figure where a scenario takes the median (a, b, g, l)
 
 
 @dataclass
