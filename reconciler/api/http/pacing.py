@@ -224,9 +224,17 @@ class RequestPacer:
     # -- answers -----------------------------------------------------------------
 
     def on_answer(
-        self, turn: Turn, seconds: float, *, refused: bool, retry_after: float | None = None
+        self,
+        turn: Turn,
+        seconds: float,
+        *,
+        refused: bool,
+        retry_after: float | None = None,
+        served: bool = True,
     ) -> None:
-        """One attempt's answer: ``refused`` when it was a rate signal (429, a bare 503)."""
+        """One attempt's answer: ``refused`` when it was a rate signal (429, a bare 503);
+        ``served`` unless it was an error, which says nothing of how long serving takes
+        (a gateway's 502 comes back in a millisecond)."""
         with self._lock:
             now = self._clock()
             self.answers += 1
@@ -245,7 +253,8 @@ class RequestPacer:
             if self._streak >= 2 and turn.epoch == self._epoch:
                 # Two in a row let through at this rate: a limit with no burst allows it.
                 self._good_rate = turn.rate
-            self._latency.add(now, seconds)
+            if served:
+                self._latency.add(now, seconds)
             self._raise(now)
 
     def _offered(self, now: float) -> float | None:
