@@ -11,14 +11,11 @@ path is checked before it is opened, and opened without following a link.
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 import subprocess
 
-from reconciler.output.repo_paths import git_top
+from reconciler.git import git_top, try_run
 from reconciler.safetext import escape
-
-_GIT_TIMEOUT = 5.0
 
 
 def audit_path_problem(path: str) -> str | None:
@@ -59,18 +56,9 @@ def _inside(path: str, root: str) -> bool:
 
 
 def _tracked(path: str, directory: str) -> bool:
-    git = shutil.which("git")
-    if git is None:
-        return False
-    try:
-        done = subprocess.run(
-            [git, "ls-files", "--error-unmatch", "--", os.path.abspath(path)],
-            cwd=directory,
-            capture_output=True,
-            stdin=subprocess.DEVNULL,
-            timeout=_GIT_TIMEOUT,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return done.returncode == 0
+    done = try_run(
+        ["ls-files", "--error-unmatch", "--", os.path.abspath(path)],
+        cwd=directory,
+        stdin=subprocess.DEVNULL,
+    )
+    return done is not None and done.returncode == 0

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 from collections.abc import Iterable
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any, NamedTuple
 
 from reconciler.desired.state import YAML_SUFFIXES, DesiredInvite, load_text
 from reconciler.errors import ReconcilerError
+from reconciler.git import GitNotFound, run
 from reconciler.invite import ResendRule, canonical
 from reconciler.safetext import clean
 from reconciler.yamlload.source import decode_source
@@ -91,13 +91,12 @@ def _value(fields: dict[str, Any], resend_on_change: ResendRule) -> str:
 
 
 def _git(args: list[str], cwd: str | None = None, stdin: bytes | None = None) -> bytes:
-    git = shutil.which("git")
-    if git is None:
-        raise ReconcilerError("--changed-since needs git, which is not installed or not on PATH")
     try:
-        done = subprocess.run(
-            [git, *args], cwd=cwd, input=stdin, capture_output=True, timeout=_GIT_TIMEOUT
-        )
+        done = run(args, cwd=cwd, input=stdin, timeout=_GIT_TIMEOUT)
+    except GitNotFound:
+        raise ReconcilerError(
+            "--changed-since needs git, which is not installed or not on PATH"
+        ) from None
     except subprocess.TimeoutExpired:
         raise ReconcilerError(
             f"--changed-since: git {args[0]} took over {_GIT_TIMEOUT:.0f} s"

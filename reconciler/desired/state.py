@@ -96,7 +96,7 @@ def find_files(paths: list[str]) -> tuple[list[Path], list[FileProblem]]:
 def _boundary(directory: Path, fallback: Path | None) -> str | None:
     """The real path files under ``directory`` must stay in: its git repository, else
     ``fallback`` (the directory given); None: anywhere."""
-    from reconciler.output.repo_paths import git_top  # runs git: only for real directories
+    from reconciler.git import git_top  # runs git: only for real directories
 
     top = git_top(os.path.abspath(directory or "."))
     root = top if top else fallback

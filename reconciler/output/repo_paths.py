@@ -8,15 +8,13 @@ say `invites/bad.yaml`, not `bad.yaml`.
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 from collections.abc import Mapping
-from functools import lru_cache
 from pathlib import PurePath
+
+from reconciler.git import git_top
 
 # Set by the runners to the checked-out repository.
 ROOT_VARIABLES = ("GITHUB_WORKSPACE", "CI_PROJECT_DIR")
-_GIT_TIMEOUT = 5.0
 
 
 def repo_relative(path: str, env: Mapping[str, str] | None = None) -> str:
@@ -34,23 +32,3 @@ def repo_relative(path: str, env: Mapping[str, str] | None = None) -> str:
     if relative == ".." or relative.startswith(".." + os.sep):
         return path
     return PurePath(relative).as_posix()
-
-
-@lru_cache(maxsize=8)
-def git_top(cwd: str) -> str | None:
-    """The git top level of ``cwd``, asked once per directory; None outside git."""
-    git = shutil.which("git")
-    if git is None:
-        return None
-    try:
-        done = subprocess.run(
-            [git, "rev-parse", "--show-toplevel"],
-            cwd=cwd,
-            capture_output=True,
-            timeout=_GIT_TIMEOUT,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    top = done.stdout.decode("utf-8", "replace").strip()
-    return top if done.returncode == 0 and top else None

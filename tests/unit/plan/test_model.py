@@ -1,155 +1,21 @@
-"""The plan a run makes from what it read: changes, errors, invites set apart, max_changes."""
+"""The Plan record: max_changes and max_resends, its records and hash, the saved document
+(scoped or not)."""
 
 from __future__ import annotations
 
-import gc
 import json
-import weakref
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from support.plans import BASE, current, desired, scoped
 
-from reconciler.api.client import CurrentInvite
-from reconciler.api.concurrency import NOT_RUN, Outcome
-from reconciler.api.exceptions import (
-    ApiError,
-    AuthenticationFailed,
-    Conflict,
-    InvalidRequest,
-    NotFound,
-    PermissionDenied,
-    RateLimited,
-    ServerError,
-    TransportError,
-)
+from reconciler.api.concurrency import Outcome
 from reconciler.desired.changed_since import Scope
-from reconciler.desired.state import DesiredInvite, SourceLocation
+from reconciler.desired.state import DesiredInvite
 from reconciler.errors import ReconcilerError
 from reconciler.plan.changes import FailedInvite, InviteChange, NotUpdatable
-from reconciler.plan.make import ScopedTo, make_plan
+from reconciler.plan.make import make_plan
 from reconciler.plan.model import Plan, TooManyResends, TooMuchChange
-from reconciler.safetext import register_secret
-
-BASE = "https://api.example.test"
-
-
-def desired(index: int, **fields: Any) -> DesiredInvite:
-    return DesiredInvite(
-        id=f"inv_{index:04d}",
-        fields=fields or {"email": f"new{index}@x.example"},
-        source=SourceLocation("invites/a.yaml", index * 10 + 2),
-    )
-
-
-def current(index: int, status: str = "pending", **fields: Any) -> CurrentInvite:
-    return CurrentInvite(f"inv_{index:04d}", status, fields or {"email": f"old{index}@x.example"})
-
-
-def test_changes_unchanged_and_per_invite_errors_are_all_kept():
-    readings = [
-        (desired(1), Outcome(current(1))),
-        (desired(2, email="same@x.example"), Outcome(current(2, email="same@x.example"))),
-        (desired(3), Outcome(error=NotFound("invite inv_0003 not found", status=404))),
-        (desired(4), Outcome(error=Conflict("invite is not pending", status=409))),
-        (desired(5), Outcome(error=InvalidRequest("bad id", status=400, request_id="r5"))),
-    ]
-    plan = make_plan(BASE, readings)
-    assert [(c.id, c.before, c.patch) for c in plan.changes] == [
-        ("inv_0001", {"email": "old1@x.example"}, {"email": "new1@x.example"})
-    ]
-    assert plan.unchanged == 1
-    assert [(e.id, e.status, e.source) for e in plan.failed] == [
-        ("inv_0003", 404, "invites/a.yaml:32"),
-        ("inv_0004", 409, "invites/a.yaml:42"),
-        ("inv_0005", 400, "invites/a.yaml:52"),
-    ]
-    assert plan.failed[2].request_id == "r5"
-
-
-@pytest.mark.parametrize(
-    "error",
-    [
-        AuthenticationFailed("token expired", status=401),
-        PermissionDenied("missing scope kyb:invites:read", status=403),
-        ServerError("bad gateway", status=502),
-        RateLimited("slow down", status=429),
-        TransportError("connection refused", maybe_sent=False),
-    ],
-    ids=["401", "403", "5xx", "429", "transport"],
-)
-def test_an_error_that_would_repeat_for_every_invite_stops_the_run_at_once(error: ApiError):
-    consumed = []
-
-    def readings() -> Iterator[tuple[DesiredInvite, Outcome[CurrentInvite]]]:
-        for index in range(500):
-            consumed.append(index)
-            yield desired(index), Outcome(error=error)
-
-    with pytest.raises(ReconcilerError) as raised:
-        make_plan(BASE, readings())
-    assert str(raised.value).startswith("stopped reading invites:")
-    assert str(error) in str(raised.value)
-    assert consumed == [0]  # one error, not 500
-
-
-def test_a_secret_a_server_echoes_never_reaches_the_plan():
-    register_secret("plan-model-secret-7f3a")
-    register_secret("eyJ.abc.def")  # a token issued in this run
-    error = InvalidRequest("client plan-model-secret-7f3a sent Bearer eyJ.abc.def", status=400)
-    (problem,) = make_plan(BASE, [(desired(1), Outcome(error=error))]).failed
-    assert "plan-model-secret-7f3a" not in problem.message and "eyJ.abc" not in problem.message
-    assert problem.message == "HTTP 400: client [redacted] sent Bearer [redacted]"
-
-
-def test_an_interrupted_read_stops_the_plan():
-    with pytest.raises(ReconcilerError, match="interrupted"):
-        make_plan(BASE, [(desired(1), NOT_RUN)])
-
-
-def test_an_accepted_invite_that_differs_is_set_apart_never_changed():
-    contact = {"name": "Jane", "email": "j@x.example", "phone": "+1"}
-    readings = [
-        (
-            desired(1, email="new@x.example", primaryContact={"name": "Janet"}),
-            Outcome(
-                current(1, "accepted", email="old@x.example", primaryContact=contact, name="Z")
-            ),
-        ),
-        (
-            desired(2, email="same@x.example"),
-            Outcome(current(2, "accepted", email="same@x.example")),
-        ),
-        (desired(3), Outcome(current(3, None))),
-    ]
-    plan = make_plan(BASE, readings)
-    assert plan.changes == [] and plan.failed == [] and plan.unchanged == 1
-    first, unknown = plan.not_updatable
-    assert (first.id, first.status, first.source) == ("inv_0001", "accepted", "invites/a.yaml:12")
-    # Only what differs, and only the managed part of the contact.
-    assert first.before == {"email": "old@x.example", "primaryContact": {"name": "Jane"}}
-    assert first.after == {"email": "new@x.example", "primaryContact": {"name": "Janet"}}
-    assert first.fix == (
-        "remove it from invites/a.yaml:12, or bring the file in line with "
-        "`reconcile export inv_0001`"
-    )
-    assert unknown.status == "in an unknown state"
-    assert not plan.has_changes
-
-
-def test_the_plan_keeps_no_server_copy_once_compared():
-    copies: list[weakref.ref[CurrentInvite]] = []
-
-    def readings() -> Iterator[tuple[DesiredInvite, Outcome[CurrentInvite]]]:
-        for index in range(200):
-            invite = current(index, email=f"{'new' if index % 10 else 'old'}{index}@x.example")
-            copies.append(weakref.ref(invite))
-            yield desired(index), Outcome(invite)
-
-    plan = make_plan(BASE, readings())
-    gc.collect()
-    assert len(plan.changes) == 20 and plan.unchanged == 180
-    assert [ref for ref in copies if ref() is not None] == []
 
 
 def _plan_with(changes: int, max_changes: int | None = None) -> Plan:
@@ -316,31 +182,6 @@ def test_a_plan_never_holds_a_secret_the_server_put_in_an_invite(registered_secr
 # --- plans scoped to a change (--changed-since REF) ------------------------------------------
 
 
-def scoped(*pairs: tuple[DesiredInvite, CurrentInvite], scopes: dict[str, Any]) -> Plan:
-    readings = [(d, Outcome(c)) for d, c in pairs]
-    return make_plan(BASE, readings, scope=ScopedTo("main", scopes, not_read=7))
-
-
-def test_a_scoped_plan_tells_a_change_from_a_conflict_from_drift_outside_it():
-    wanted = desired(1, email="new@x.example", name="Files Ltd")
-    at_ref = {"email": "old@x.example", "name": "Files Ltd"}
-    scope = {"inv_0001": Scope(frozenset({"email"}), at_ref)}
-    # The platform holds REF's e-mail: a change; its name differs: drift outside the change.
-    plan = scoped((wanted, current(1, email="old@x.example", name="UI Ltd")), scopes=scope)
-    (change,) = plan.changes
-    assert (change.patch, change.conflicts) == ({"email": "new@x.example"}, {})
-    (outside,) = plan.out_of_scope
-    assert (outside.before, outside.after) == ({"name": "UI Ltd"}, {"name": "Files Ltd"})
-    # The platform holds a third e-mail: a conflict, with REF's value kept for the plan.
-    plan = scoped((wanted, current(1, email="ui@x.example", name="Files Ltd")), scopes=scope)
-    (change,) = plan.changes
-    assert change.conflicts == {"email": "old@x.example"}
-    assert plan.conflicts == [change] and plan.without_conflicts().changes == []
-    # The platform holds the new value: nothing to do.
-    plan = scoped((wanted, current(1, email="new@x.example", name="Files Ltd")), scopes=scope)
-    assert plan.changes == [] and plan.unchanged == 1 and plan.out_of_scope == []
-
-
 def test_a_scoped_plan_document_says_its_scope_and_reads_back():
     wanted = desired(1, email="new@x.example")
     scope = {"inv_0001": Scope(frozenset({"email"}), {"email": "old@x.example"})}
@@ -357,25 +198,6 @@ def test_a_plan_not_scoped_keeps_its_document_as_it_was():
     document = make_plan(BASE, [(desired(1), Outcome(current(1)))]).to_document()
     assert "changed_since" not in document and "conflicts" not in document["changes"][0]
     assert set(document["summary"]) == {"update", "unchanged", "error", "resend"}
-
-
-def _with_rule(rule: Any, **wanted: Any) -> DesiredInvite:
-    return DesiredInvite("inv_0000", wanted, SourceLocation("invites/a.yaml", 2), rule)
-
-
-def test_a_list_rule_re_sends_only_for_a_listed_field_and_names_the_recipient():
-    server = current(0, email="old@x.example", groups=["a"])
-    groups_only = make_plan(BASE, [(_with_rule(("email",), groups=["b"]), Outcome(server))])
-    assert [c.resend for c in groups_only.changes] == [False]
-    assert groups_only.summary.resend == 0
-    email = make_plan(BASE, [(_with_rule(("email",), email="new@x.example"), Outcome(server))])
-    (change,) = email.changes
-    assert change.resend and change.recipient == "new@x.example"
-    assert change.resend_label == "e-mails the invitation again to new@x.example"
-    # Without the address changing, the invitation goes to the one the server holds.
-    anything = make_plan(BASE, [(_with_rule(True, groups=["b"]), Outcome(server))])
-    assert anything.changes[0].recipient == "old@x.example"
-    assert anything.to_document()["summary"]["resend"] == 1
 
 
 def _resending(count: int, max_resends: int | None = None) -> Plan:

@@ -1,0 +1,72 @@
+"""git, found and run in one place: always by its path on PATH, output captured, time bounded.
+
+Three stages ask git something: `--changed-since` reads files as they were at a commit,
+CI paths and the invite loader ask for the repository's top level, the audit log asks
+whether its file is committed. Each decides what a failure means to it (an error the
+user reads, or quietly no answer); here git is only found, run and stopped in time.
+A top-level module, so that desired/ need not reach into output/ for the top level.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from functools import lru_cache
+
+# A quick question (the top level, whether a file is tracked) gets this long; a
+# caller reading a whole tree's history gives its own bound.
+TIMEOUT = 5.0
+
+
+class GitNotFound(FileNotFoundError):
+    """git is not installed or not on PATH: a missing program, as running it would say."""
+
+
+def run(
+    args: list[str],
+    *,
+    cwd: str | None = None,
+    input: bytes | None = None,
+    stdin: int | None = None,
+    timeout: float | None = None,
+) -> subprocess.CompletedProcess[bytes]:
+    """git ``args`` run to the end or killed after ``timeout`` seconds (default TIMEOUT).
+
+    ``input`` and ``stdin`` are subprocess.run's. Raises GitNotFound, OSError when git
+    cannot start, subprocess.TimeoutExpired; a refusal is only a non-zero return code.
+    """
+    git = shutil.which("git")
+    if git is None:
+        raise GitNotFound("git is not installed or not on PATH")
+    return subprocess.run(
+        [git, *args],
+        cwd=cwd,
+        input=input,
+        stdin=stdin,
+        capture_output=True,
+        timeout=TIMEOUT if timeout is None else timeout,
+        check=False,
+    )
+
+
+def try_run(
+    args: list[str], *, cwd: str | None = None, stdin: int | None = None
+) -> subprocess.CompletedProcess[bytes] | None:
+    """git ``args`` as ``run`` runs them; None when git is missing, cannot start or overruns.
+
+    For questions that have an answer without git: the caller goes on as if git said no.
+    """
+    try:
+        return run(args, cwd=cwd, stdin=stdin)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+@lru_cache(maxsize=8)
+def git_top(cwd: str) -> str | None:
+    """The git top level of ``cwd``, asked once per directory; None outside git."""
+    done = try_run(["rev-parse", "--show-toplevel"], cwd=cwd)
+    if done is None:
+        return None
+    top = done.stdout.decode("utf-8", "replace").strip()
+    return top if done.returncode == 0 and top else None
