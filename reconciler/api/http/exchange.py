@@ -162,9 +162,7 @@ class Exchange:
             if status is not None:  # an answer came: it says something about the rate
                 refused = error is not None and is_rate_signal(error)
                 retry_after = error.retry_after if refused and error is not None else None
-                self._pacer.on_answer(
-                    turn, elapsed, refused=refused, retry_after=retry_after, served=error is None
-                )
+                self._pacer.on_answer(turn, elapsed, refused=refused, retry_after=retry_after)
             if error is None:
                 assert answer is not None
                 return answer

@@ -24,8 +24,7 @@ after the previous start. How long a request waited behind others is returned
 with its turn, so that a retry budget is charged only with the server's share of
 the wait (a pause it asked for, one interval of its rate), never with our queue.
 ``servable()`` says how many requests that rate keeps busy (Little's law): more
-in flight would only wait in the queue. The latency it counts leaves out time
-spent queued at the server (``api.http.latency``).
+in flight would only wait in the queue.
 """
 
 from __future__ import annotations
@@ -39,7 +38,6 @@ from collections import deque
 from collections.abc import Callable
 from typing import NamedTuple
 
-from reconciler.api.http.latency import Latency
 from reconciler.stop import Stop
 
 log = logging.getLogger("reconciler.pacing")
@@ -65,6 +63,7 @@ MAX_RATE = 1e5  # requests/second: in practice unpaced
 SETTLE = 5.0  # seconds without a cut before the rate is worth reporting
 _WINDOW = 1.0  # seconds of recent starts that measure the rate actually offered
 _RECENT = 8  # starts that measure it during slow start, when it changes fast
+_LATENCY_WEIGHT = 0.2  # share of each answer's time in the moving average
 SLEEP_SLICE = 0.25  # longest single sleep: a pause or a stop is noticed this soon
 
 
@@ -114,7 +113,7 @@ class RequestPacer:
         self._held_starts = 0  # starts the rate held back, not yet answered by a rise
         self._first_refusal: float | None = None
         self._accepted_since_cut = 0
-        self._latency = Latency()  # of answered attempts
+        self._latency: float | None = None  # moving average of answered attempts
         self.answers = 0
         self.refusals = 0
         self.rate_limited_events = 0  # cuts of the rate
@@ -144,8 +143,8 @@ class RequestPacer:
 
     def servable(self) -> int:
         """Requests in flight the rate keeps busy: rate × latency, and one waiting."""
-        busy = min(self._rate, MAX_RATE) * self._latency.seconds
-        return max(1, math.ceil(busy) + 1)
+        latency = self._latency or 0.0
+        return max(1, math.ceil(min(self._rate, MAX_RATE) * latency) + 1)
 
     def describe(self) -> str:
         if self._ceiling is None:
@@ -224,17 +223,9 @@ class RequestPacer:
     # -- answers -----------------------------------------------------------------
 
     def on_answer(
-        self,
-        turn: Turn,
-        seconds: float,
-        *,
-        refused: bool,
-        retry_after: float | None = None,
-        served: bool = True,
+        self, turn: Turn, seconds: float, *, refused: bool, retry_after: float | None = None
     ) -> None:
-        """One attempt's answer: ``refused`` when it was a rate signal (429, a bare 503);
-        ``served`` unless it was an error, which says nothing of how long serving takes
-        (a gateway's 502 comes back in a millisecond)."""
+        """One attempt's answer: ``refused`` when it was a rate signal (429, a bare 503)."""
         with self._lock:
             now = self._clock()
             self.answers += 1
@@ -253,8 +244,11 @@ class RequestPacer:
             if self._streak >= 2 and turn.epoch == self._epoch:
                 # Two in a row let through at this rate: a limit with no burst allows it.
                 self._good_rate = turn.rate
-            if served:
-                self._latency.add(now, seconds)
+            seconds = max(0.0, seconds)
+            if self._latency is None:
+                self._latency = seconds
+            else:
+                self._latency += _LATENCY_WEIGHT * (seconds - self._latency)
             self._raise(now)
 
     def _offered(self, now: float) -> float | None:

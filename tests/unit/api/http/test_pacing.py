@@ -408,20 +408,6 @@ def test_servable_is_what_the_rate_keeps_busy_and_one_waiting(pacer: RequestPace
     assert pacer.servable() == 4  # 10/s × 0.25 s = 2.5 busy, rounded up, and one waiting
 
 
-def test_an_error_answered_at_once_does_not_shrink_what_is_in_flight(
-    pacer: RequestPacer,
-) -> None:
-    # A gateway's 502 in a millisecond is not the platform's latency: counted as
-    # the fastest answer, it would hold the run to one or two in flight for 10 s.
-    refuse(pacer)
-    pacer._rate = 10.0
-    pacer.on_answer(pacer.wait_turn(), 0.25, refused=False)
-    pacer.on_answer(pacer.wait_turn(), 0.001, refused=False, served=False)
-    pacer._rate = 10.0
-
-    assert pacer.servable() == 4
-
-
 def test_the_rate_is_reported_only_once_it_has_settled(
     pacer: RequestPacer, fake_time: FakeTime
 ) -> None:
