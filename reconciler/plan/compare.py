@@ -101,8 +101,10 @@ def field_deltas(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[st
     new: dict[str, Any] = {}
     for field, value in after.items():
         if field in SET_FIELDS:
-            old[field] = canonical(field, _as_list(before.get(field)))
-            new[field] = canonical(field, _as_list(value))
+            # Each item by its canonical text, as ``canonical`` itself keys them: inside
+            # an item, order counts, where DeepDiff's hash of a list would ignore it.
+            old[field] = [repr(item) for item in canonical(field, _as_list(before.get(field)))]
+            new[field] = [repr(item) for item in canonical(field, _as_list(value))]
         elif field in OBJECT_FIELDS:
             was, now = _as_dict(before.get(field)), _as_dict(value)
             keys = _sub_fields(was, now)
@@ -122,9 +124,9 @@ def field_deltas(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[st
         for level in levels:
             field, *inside = level.path(output_format="list")
             if report == "iterable_item_added":
-                added[field].add(repr(level.t2))
+                added[field].add(str(level.t2))
             elif report == "iterable_item_removed":
-                removed[field].add(repr(level.t1))
+                removed[field].add(str(level.t1))
             if field in OBJECT_FIELDS and inside:
                 changed[field].add(inside[0])
     for field in old:

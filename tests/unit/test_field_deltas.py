@@ -85,6 +85,15 @@ def test_set_items_compare_canonically() -> None:
     assert deltas["groups"] == FieldDelta([True], [1], [])
 
 
+def test_order_inside_a_set_item_counts_as_the_patch_counts_it() -> None:
+    # The schema keeps file items to text; a server's list items are compared as
+    # canonical compares them, so the plan shows the change the PATCH makes.
+    before, after = {"attachments": [["b", "a"]]}, {"attachments": [["a", "b"]]}
+
+    assert compare_invite(after, before) == after
+    assert field_deltas(before, after)["attachments"] == FieldDelta([["a", "b"]], [["b", "a"]], [])
+
+
 def test_contact_sub_fields_in_the_files_order_then_the_servers() -> None:
     before = {"phone": "+1", "email": "old@x.example", "title": "CFO"}
     after = {"name": "Jane", "email": "new@x.example"}
