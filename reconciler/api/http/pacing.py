@@ -232,12 +232,12 @@ class RequestPacer:
             if refused:
                 self.refusals += 1
                 self._streak = 0
-                if retry_after:
+                if turn.epoch == self._epoch:  # sent at the rate now in force: news
+                    self._cut(turn, now, retry_after)
+                if retry_after:  # after the cut, which measures what came since the last pause
                     until = now + retry_after
                     if until > self._pause[1]:
                         self._pause = (now, until)
-                if turn.epoch == self._epoch:  # sent at the rate now in force: news
-                    self._cut(turn, now, retry_after)
                 return
             self._accepted_since_cut += 1
             self._streak += 1
@@ -252,8 +252,11 @@ class RequestPacer:
             self._raise(now)
 
     def _offered(self, now: float) -> float | None:
-        """Starts per second over the last _WINDOW (None: too few to tell)."""
-        recent = [t for t in self._starts if t >= now - _WINDOW]
+        """Starts per second over the last _WINDOW, since the server's last pause ended
+        (None: too few to tell). Time the server made us wait says nothing of its rate:
+        counted, a storm of refusals with Retry-After would drive the rate to its floor."""
+        since = max(now - _WINDOW, self._pause[1])
+        recent = [t for t in self._starts if t >= since]
         if len(recent) < 2:
             return None
         return len(recent) / max(now - recent[0], 1.0 / MAX_RATE)
@@ -271,7 +274,11 @@ class RequestPacer:
         offered = self._offered(now)
         if offered is not None:
             ceiling = min(ceiling, offered)  # the rate was not always the bottleneck
-        cycle_known = bool(retry_after) and self._first_refusal is not None
+        # Nothing let through since the last cut is no cycle but the same storm of
+        # refusals: measured as one, it would put the ceiling at the floor for good.
+        cycle_known = (
+            bool(retry_after) and self._first_refusal is not None and self._accepted_since_cut > 0
+        )
         if cycle_known:
             # A pause then a burst: only a whole cycle says what the server lets through.
             cycle = self._accepted_since_cut / max(now - self._cut_at, SLEEP_SLICE)

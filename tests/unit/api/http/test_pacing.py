@@ -260,6 +260,22 @@ def test_a_token_bucket_cycle_measures_the_rate_let_through(
     assert pacer._ceiling is not None and pacer._ceiling < 60
 
 
+def test_a_storm_of_refusals_is_not_measured_as_a_cycle(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    # A gateway refusing everything for a few seconds, Retry-After: 1 each time: no
+    # request got through between two cuts, so no rate was measured; the rate is cut
+    # as for any refusal, not set to the floor for the rest of the run.
+    answered(pacer, 20)
+    refuse(pacer, retry_after=1.0)
+    after_one = pacer.rate
+    fake_time.now += 1.0
+    refuse(pacer, pacer.wait_turn(), retry_after=1.0)
+
+    assert after_one is not None and after_one > 4 * pacing.MIN_RATE
+    assert pacer.rate == pytest.approx(after_one * pacing.FIRST_CUT)
+
+
 # -- what a wait costs -----------------------------------------------------------
 
 
