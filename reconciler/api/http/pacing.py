@@ -44,6 +44,7 @@ log = logging.getLogger("reconciler.pacing")
 
 START_RATE = 10.0  # requests/second before anything is known
 SLOW_START_GAIN = 2.0  # rate multiplied by this per held start until the first refusal
+QUEUE_GAIN = 2.0  # in slow start, in flight: this times what the last starts keep busy
 # ... but never past this many times the rate of the last few starts: BBR's startup
 # gain (2/ln 2), the least that still doubles what is sent every round trip. More
 # only runs ahead of what is sent: when a token bucket's burst runs dry, every
@@ -142,9 +143,19 @@ class RequestPacer:
         return self._level
 
     def servable(self) -> int:
-        """Requests in flight the rate keeps busy: rate × latency, and one waiting."""
-        latency = self._latency or 0.0
-        return max(1, math.ceil(min(self._rate, MAX_RATE) * latency) + 1)
+        """Requests in flight the rate keeps busy: rate × latency, and one waiting.
+
+        In slow start the rate runs ahead of what is sent (STARTUP_GAIN times it), so
+        the number in flight follows twice what the last starts came to (BBR's cwnd
+        gain), which still doubles it every round trip: when a token bucket's burst
+        runs dry, every request then in flight is refused.
+        """
+        with self._lock:
+            rate = self._rate
+            if self._ceiling is None:
+                rate = min(rate, QUEUE_GAIN * self._recent_rate()) or rate
+            latency = self._latency or 0.0
+        return max(1, math.ceil(min(rate, MAX_RATE) * latency) + 1)
 
     def describe(self) -> str:
         if self._ceiling is None:

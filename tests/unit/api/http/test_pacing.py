@@ -424,6 +424,21 @@ def test_servable_is_what_the_rate_keeps_busy_and_one_waiting(pacer: RequestPace
     assert pacer.servable() == 4  # 10/s × 0.25 s = 2.5 busy, rounded up, and one waiting
 
 
+def test_in_slow_start_no_more_in_flight_than_twice_what_is_sent_keeps_busy(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    # Sending 100 a second, answers in 50 ms: 5 busy. The rate may already allow
+    # far more; in flight follows what is sent, so a burst running dry meets few.
+    pacer._rate = 1000.0  # no start held back: the starts are the test's own pace
+    for _ in range(10):
+        turn = pacer.wait_turn()
+        pacer.on_answer(turn, 0.05, refused=False)
+        fake_time.now += 0.01
+    pacer._rate = 10_000.0
+
+    assert pacer.servable() == 2 * 5 + 1
+
+
 def test_the_rate_is_reported_only_once_it_has_settled(
     pacer: RequestPacer, fake_time: FakeTime
 ) -> None:
