@@ -44,12 +44,12 @@ log = logging.getLogger("reconciler.pacing")
 
 START_RATE = 10.0  # requests/second before anything is known
 SLOW_START_GAIN = 2.0  # rate multiplied by this per held start until the first refusal
-QUEUE_GAIN = 2.0  # in slow start, in flight: this times what the last starts keep busy
 # ... but never past this many times the rate of the last few starts: BBR's startup
 # gain (2/ln 2), the least that still doubles what is sent every round trip. More
 # only runs ahead of what is sent: when a token bucket's burst runs dry, every
 # request then in flight is refused (issue 23's scenario b: 4 gave 1.2% refused).
 STARTUP_GAIN = 2.89
+IN_FLIGHT_GAIN = 2.0  # in slow start, in flight: this times what the last starts keep busy
 # Tuned against a simulated nginx limit_req (5 and 10 r/s no burst, 20 r/s burst 10):
 # deeper cuts and a slower climb cost a little rate but refuse half as many requests.
 FIRST_CUT = 0.5  # share of the refused request's rate kept after a refusal far off the mark
@@ -153,7 +153,7 @@ class RequestPacer:
         with self._lock:
             rate = self._rate
             if self._ceiling is None:
-                rate = min(rate, QUEUE_GAIN * self._recent_rate()) or rate
+                rate = min(rate, IN_FLIGHT_GAIN * self._recent_rate()) or rate
             latency = self._latency or 0.0
         return max(1, math.ceil(min(rate, MAX_RATE) * latency) + 1)
 
