@@ -29,7 +29,6 @@ in flight would only wait in the queue.
 
 from __future__ import annotations
 
-import itertools
 import logging
 import math
 import threading
@@ -38,6 +37,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import NamedTuple
 
+from reconciler.api.http.starts import RecentStarts
 from reconciler.stop import Stop
 
 log = logging.getLogger("reconciler.pacing")
@@ -62,8 +62,6 @@ PROBE = 3e-6
 MIN_RATE = 0.2  # requests/second: pacing never stops work altogether
 MAX_RATE = 1e5  # requests/second: in practice unpaced
 SETTLE = 5.0  # seconds without a cut before the rate is worth reporting
-_WINDOW = 1.0  # seconds of recent starts that measure the rate actually offered
-_RECENT = 8  # starts that measure it during slow start, when it changes fast
 _LATENCY_WEIGHT = 0.2  # share of each answer's time in the moving average
 SLEEP_SLICE = 0.25  # longest single sleep: a pause or a stop is noticed this soon
 
@@ -101,7 +99,7 @@ class RequestPacer:
         self._ceiling: float | None = None  # rate of the last refused request
         self._epoch = 0
         self._last_start = -math.inf
-        self._starts: deque[float] = deque()  # start times within the last _WINDOW
+        self._starts = RecentStarts()
         self._pause = (0.0, 0.0)  # (from, until): a Retry-After, for every turn
         self._updated = clock()  # last change of the rate
         self._cut_at = self._updated  # last cut
@@ -153,7 +151,7 @@ class RequestPacer:
         with self._lock:
             rate = self._rate
             if self._ceiling is None:
-                rate = min(rate, IN_FLIGHT_GAIN * self._recent_rate()) or rate
+                rate = min(rate, IN_FLIGHT_GAIN * self._starts.recent_rate()) or rate
             latency = self._latency or 0.0
         return max(1, math.ceil(min(rate, MAX_RATE) * latency) + 1)
 
@@ -220,9 +218,7 @@ class RequestPacer:
         if self._held:
             self._held = False
             self._held_starts += 1
-        self._starts.append(now)
-        while self._starts[0] < now - _WINDOW:
-            self._starts.popleft()
+        self._starts.add(now)
         self._turned.notify_all()
         waited = now - entered
         paused_from, paused_until = self._pause
@@ -262,27 +258,13 @@ class RequestPacer:
                 self._latency += _LATENCY_WEIGHT * (seconds - self._latency)
             self._raise(now)
 
-    def _offered(self, now: float) -> float | None:
-        """Starts per second over the last _WINDOW, since the server's last pause ended
-        (None: too few to tell). Time the server made us wait says nothing of its rate:
-        counted, a storm of refusals with Retry-After would drive the rate to its floor."""
-        since = max(now - _WINDOW, self._pause[1])
-        recent = [t for t in self._starts if t >= since]
-        if len(recent) < 2:
-            return None
-        return len(recent) / max(now - recent[0], 1.0 / MAX_RATE)
-
-    def _recent_rate(self) -> float:
-        """Starts per second over the last _RECENT starts (0: too few to tell)."""
-        recent = list(itertools.islice(reversed(self._starts), _RECENT))
-        if len(recent) < 2 or recent[0] <= recent[-1]:
-            return 0.0
-        return (len(recent) - 1) / (recent[0] - recent[-1])
-
     def _cut(self, turn: Turn, now: float, retry_after: float | None) -> None:
         """Hold the lock."""
         ceiling = turn.rate
-        offered = self._offered(now)
+        # Since the server's last pause ended: time it made us wait says nothing of
+        # its rate, and counted, a storm of refusals with Retry-After would drive the
+        # rate to its floor.
+        offered = self._starts.offered(now, since=self._pause[1])
         if offered is not None:
             ceiling = min(ceiling, offered)  # the rate was not always the bottleneck
         # Nothing let through since the last cut is no cycle but the same storm of
@@ -334,7 +316,7 @@ class RequestPacer:
                 self._held_starts -= 1
                 # And never far past what the last few starts came to: one answer
                 # must not double a rate that the run does not reach anyway.
-                cap = max(START_RATE, STARTUP_GAIN * self._recent_rate())
+                cap = max(START_RATE, STARTUP_GAIN * self._starts.recent_rate())
                 self._rate = max(self._rate, min(self._rate * SLOW_START_GAIN, cap, MAX_RATE))
             return
         level = self._level
