@@ -28,7 +28,8 @@ from benchmarks.scenarios.common import Context, dataset
 from benchmarks.targets import Row
 from reconciler.api.client import ApiClient
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox, SandboxOptions
-from reconciler.settings.config import INVITE_PATH, Settings
+from reconciler.settings.config import Settings
+from reconciler.settings.contract import INVITE_PATH
 from tests.support.estate import SEED
 from tests.support.helpers import REPO, clean_env
 

@@ -20,7 +20,8 @@ from reconciler.desired.state import DesiredState
 from reconciler.plan.make import ScopedTo, make_plan
 from reconciler.plan.model import Plan
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox
-from reconciler.settings.config import Contract, Settings
+from reconciler.settings.config import Settings
+from reconciler.settings.contract import Contract
 
 
 class Capacity(NamedTuple):

@@ -10,22 +10,19 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import Any
 
 from reconciler.desired.state import DEFAULT_PATH
 from reconciler.errors import ConfigError, FileProblem, InputError
-from reconciler.invite import ID_KEY, UPDATABLE_FIELDS
 from reconciler.resources import resource_path
 from reconciler.safefile import open_regular
 from reconciler.safetext import MIN_SECRET_LENGTH, escape
 from reconciler.schema.check import validate_document
+from reconciler.settings.contract import Contract, check_contract, field_name_problems
 from reconciler.settings.values import NUMBER_SETTINGS
 from reconciler.yamlload.source import MarkedDict, decode_source, load_yaml, to_plain
 
 DEFAULT_CONFIG_FILE = "reconciler.yaml"
-DEFAULT_SCOPE = "kyb:invites:read kyb:invites:write"
-INVITE_PATH = "/public-api/v1/kyb/invites/{inviteId}"
 
 _SECRET_KEYS = {"client_secret", "secret", "access_token", "token", "password", "api_key"}
 # Settings read from the environment, and the variable each is read from.
@@ -49,59 +46,6 @@ SECRET_FILE_ENV = "RECONCILER_CLIENT_SECRET_FILE"
 TOKEN_AUTH_METHODS = ("client_secret_post", "client_secret_basic")
 _SECRET_FILE_LIMIT = 64 * 1024
 _CONFIG_FILE_LIMIT = 1024 * 1024
-
-
-class Contract(NamedTuple):
-    """How a deployment speaks the platform contract: paths, wire names and scope.
-
-    One record, so a run against the sandbox (which speaks the contract as
-    published) swaps all of it at once.
-    """
-
-    scope: str = DEFAULT_SCOPE
-    token_path: str = "/oauth/token"
-    get_invite_path: str = INVITE_PATH
-    update_invite_path: str = INVITE_PATH
-    resend_invite_path: str = INVITE_PATH + "/resend"
-    field_names: Mapping[str, str] = MappingProxyType({})
-
-    def wire_name(self, canonical: str) -> str:
-        return self.field_names.get(canonical, canonical)
-
-
-# Wire names no updatable field may take: the invite's read-only fields (api-contract.md).
-READ_ONLY_WIRE_NAMES = (ID_KEY, "status")
-
-
-def field_name_problems(field_names: Mapping[str, str]) -> list[tuple[str, str]]:
-    """(field, why) for each renamed field whose wire name cannot be its own.
-
-    The field names are checked as a whole: ``{phone: email}`` would send the phone
-    as the email, and ``{name: status}`` would write a managed value onto a field
-    the platform keeps read-only.
-    """
-    wire = {canonical: field_names.get(canonical, canonical) for canonical in UPDATABLE_FIELDS}
-    problems = []
-    for canonical, name in field_names.items():
-        shown = escape(name)
-        others = [f for f in UPDATABLE_FIELDS if f != canonical and wire[f] == name]
-        if not name.strip():
-            why = "a wire name must not be empty"
-        elif name in READ_ONLY_WIRE_NAMES:
-            why = f"`{shown}` is a read-only field of the invite; no field may be sent as it"
-        elif others:
-            why = f"`{shown}` is already the wire name of `{others[0]}`; each field needs its own"
-        else:
-            continue
-        problems.append((canonical, why))
-    return problems
-
-
-def check_contract(contract: Contract) -> None:
-    """Raise ConfigError when the contract's field names do not make sense together."""
-    problems = field_name_problems(contract.field_names)
-    if problems:
-        raise ConfigError("; ".join(f"field_names.{escape(name)}: {why}" for name, why in problems))
 
 
 def check_secret_length(secret: str, name: str) -> None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reconciler.settings.config import Contract, Settings, load_settings
+from reconciler.settings.config import Settings, load_settings
+from reconciler.settings.contract import Contract
 
 
 def test_the_file_and_the_environment_set_the_contracts_parts(tmp_path: Path) -> None:

@@ -47,7 +47,8 @@ from reconciler.api.http import pacing
 from reconciler.api.http.pacing import RequestPacer
 from reconciler.api.http.urls import check_base_url
 from reconciler.errors import ConfigError, ReconcilerError
-from reconciler.settings.config import DEFAULT_SCOPE, Settings
+from reconciler.settings.config import Settings
+from reconciler.settings.contract import DEFAULT_SCOPE
 
 CLIENT_ID = "reconciler-ci"
 SECRET = "cs_live_Zq9xSECRETvalue"

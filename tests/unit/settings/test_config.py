@@ -11,7 +11,8 @@ from support.cli import run_cli
 from support.helpers import clean_env
 
 from reconciler.errors import ConfigError, InputError, ReconcilerError
-from reconciler.settings.config import DEFAULT_SCOPE, Settings, load_settings
+from reconciler.settings.config import Settings, load_settings
+from reconciler.settings.contract import DEFAULT_SCOPE
 
 SECRET = "cs_live_Zq9xSECRETvalue"
 
@@ -334,7 +335,7 @@ def test_both_secret_variables_set_is_an_error_that_shows_neither(tmp_path: Path
 
 
 def test_the_contract_is_one_record_swapped_whole() -> None:
-    from reconciler.settings.config import Contract
+    from reconciler.settings.contract import Contract
 
     custom = Settings(
         base_url="https://api.example.com",
@@ -469,7 +470,7 @@ def test_field_names_that_swap_two_wire_names_are_fine(config: Callable[[str], s
 
 
 def test_field_names_set_in_code_are_checked_before_any_request() -> None:
-    from reconciler.settings.config import Contract
+    from reconciler.settings.contract import Contract
 
     settings = Settings(
         base_url="https://api.example",
