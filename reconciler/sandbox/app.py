@@ -15,7 +15,6 @@ import random
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -23,6 +22,7 @@ from jsonschema import Draft202012Validator
 
 from reconciler.invite import UPDATABLE_FIELDS
 from reconciler.sandbox.limits import LeakyBucket, TokenBucket
+from reconciler.sandbox.options import SandboxOptions
 from reconciler.sandbox.refusals import (
     BadRequest,
     Forbidden,
@@ -55,33 +55,6 @@ _HINTS = {
     429: "Too many requests; wait for Retry-After seconds.",
     503: "The service is temporarily unavailable.",
 }
-
-
-@dataclass
-class SandboxOptions:
-    """Test knobs. Shares are between 0 and 1; times are in seconds."""
-
-    latency: float = 0.0  # added to every answer
-    # Requests worked on at once (None: all); the others queue, so latency rises
-    # with load as on a server with a fixed pool of workers.
-    workers: int | None = None
-    error_rate: float = 0.0  # share answered 503 with an envelope
-    html_error_rate: float = 0.0  # share answered 502 with a gateway's HTML page
-    drop_rate: float = 0.0  # share whose connection is closed with no answer
-    slow_rate: float = 0.0  # share answered only after slow_seconds
-    slow_seconds: float = 0.0
-    rate_limit: float | None = None  # requests per second, then 429 + Retry-After
-    # A gateway's limit, as nginx's `limit_req` (no burst) enforces it: a request is let
-    # through only 1/gateway_rate seconds after the last one let through; the others are
-    # answered gateway_status, with no envelope and no Retry-After unless asked for.
-    gateway_rate: float | None = None
-    gateway_status: int = 429
-    gateway_retry_after: bool = False
-    token_ttl: float = 86400.0
-    # What the token answer says expires_in is, when it lies (0.001, 0): the token
-    # still lives token_ttl. None: token_ttl, rounded up to whole seconds.
-    token_expires_in: float | None = None
-    seed: int | None = None
 
 
 class Response(NamedTuple):

@@ -22,9 +22,9 @@ from reconciler.sandbox.app import (
     SANDBOX_CLIENT_ID,
     SANDBOX_CLIENT_SECRET,
     SandboxApp,
-    SandboxOptions,
     SandboxStats,
 )
+from reconciler.sandbox.options import SandboxOptions
 from reconciler.sandbox.state import InviteStore, load_state_file
 
 __all__ = [
