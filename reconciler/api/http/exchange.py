@@ -4,14 +4,9 @@ and size, retries as ``retry.decide_retry`` says, and the token fetched on the w
 
 from __future__ import annotations
 
-import http.client
 import logging
 from collections.abc import Callable
 from typing import Any
-
-import requests
-import urllib3.exceptions
-from requests.auth import AuthBase
 
 from reconciler.api.exceptions import (
     ApiError,
@@ -20,7 +15,8 @@ from reconciler.api.exceptions import (
     RateLimited,
     TransportError,
 )
-from reconciler.api.http.answer import Answer, Limits, read_answer
+from reconciler.api.http.answer import Answer
+from reconciler.api.http.attempt import Attempts
 from reconciler.api.http.auth import (
     BearerAuth,
     ClientBasicAuth,
@@ -30,8 +26,6 @@ from reconciler.api.http.auth import (
     TokenSource,
     token_from_payload,
 )
-from reconciler.api.http.deadline import attempt_deadline
-from reconciler.api.http.network import CONNECT_TIMEOUT, make_session, transport_error
 from reconciler.api.http.pacing import SLEEP_SLICE, NoTurn, RequestPacer, Turn
 from reconciler.api.http.retry import decide_retry, is_rate_signal
 from reconciler.api.http.token_errors import token_failure
@@ -45,14 +39,6 @@ log = logging.getLogger("reconciler.api")
 # (seconds an attempt took, its HTTP status or None when no answer came)
 Observer = Callable[[float, "int | None"], None]
 Send = Callable[["float | None"], Answer]
-
-_MIN_ATTEMPT = 1.0  # seconds a retry is given even when the budget is nearly spent
-_READ_FAILURES = (
-    requests.RequestException,
-    urllib3.exceptions.HTTPError,
-    http.client.HTTPException,
-    OSError,
-)
 
 
 class Exchange:
@@ -69,14 +55,12 @@ class Exchange:
         stop: Stop,
     ) -> None:
         self.settings = settings
-        self._base_url = base.text
-        self._host = base.netloc
         self._pacer = pacer
         self._clock = clock
         self._sleep = sleep
         self._jitter = jitter
         self._observer = observer
-        self._session = make_session(base, settings.parallelism or settings.max_parallelism)
+        self._attempts = Attempts(settings, base, clock)
         self._tokens = TokenSource(self._fetch_token, clock)
         self._issued = IssuedTokens()  # what redaction keeps of the tokens issued
         self._client_basic = (
@@ -88,13 +72,13 @@ class Exchange:
         self.stop = stop
 
     def close(self) -> None:
-        self._session.close()
+        self._attempts.close()
 
     def call(self, method: str, path: str, *, json_body: Any = None, idempotent: bool) -> Answer:
         """An invite operation: authenticated, observed, retried when safe."""
 
         def send(give_up_at: float | None) -> Answer:
-            return self._attempt(
+            return self._attempts.attempt(
                 method, path, self._auth, json_body=json_body, give_up_at=give_up_at
             )
 
@@ -223,68 +207,6 @@ class Exchange:
         except Exception:  # a watcher's fault must not fail a request
             log.debug("the request observer failed", exc_info=True)
 
-    # -- one attempt ------------------------------------------------------------
-
-    def _attempt(
-        self,
-        method: str,
-        path: str,
-        auth: AuthBase | None,
-        *,
-        json_body: Any = None,
-        form: dict[str, str] | None = None,
-        give_up_at: float | None = None,
-    ) -> Answer:
-        """One HTTP exchange, whole answer included, within the attempt's time."""
-        now = self._clock()
-        allowance = self.settings.timeout
-        if give_up_at is not None:  # a retry ends with the retry budget
-            allowance = min(allowance, max(give_up_at - now, _MIN_ATTEMPT))
-        limits = Limits(
-            now + allowance, self.settings.max_response_bytes, self._clock, self._host, allowance
-        )
-        request = requests.PreparedRequest()
-        request.prepare(
-            method=method,
-            url=self._base_url + path,
-            headers=dict(self._session.headers),
-            json=json_body,
-            data=form,
-            auth=auth,
-        )
-        with attempt_deadline(allowance) as deadline:
-            try:
-                response = self._send(request, allowance)
-            except TransportError:
-                if deadline.expired:  # the answer had not even begun at the deadline
-                    raise self._too_slow(allowance) from None
-                raise
-        if deadline.expired:  # cut mid-headers: what http.client parsed is not an answer
-            response.close()
-            raise self._too_slow(allowance)
-        try:
-            return read_answer(response, limits)
-        except _READ_FAILURES as exc:
-            raise transport_error(exc, self._host, allowance, self._session.proxy_source) from None
-        finally:
-            response.close()
-
-    def _too_slow(self, allowance: float) -> TransportError:
-        return TransportError(
-            f"no complete answer from {self._host} within {allowance:g}s", maybe_sent=True
-        )
-
-    def _send(self, request: requests.PreparedRequest, allowance: float) -> requests.Response:
-        try:
-            return self._session.send(
-                request,
-                stream=True,
-                timeout=(min(CONNECT_TIMEOUT, allowance), allowance),
-                allow_redirects=False,
-            )
-        except OSError as exc:  # requests' errors are OSErrors, as is a CA bundle gone missing
-            raise transport_error(exc, self._host, allowance, self._session.proxy_source) from None
-
     # -- the token --------------------------------------------------------------
 
     def _fetch_token(self) -> Token:
@@ -299,7 +221,7 @@ class Exchange:
         said: list[OAuthError | None] = [None]  # the last answer's RFC 6749 §5.2 error
 
         def send(give_up_at: float | None) -> Answer:
-            answer = self._attempt("POST", path, auth, form=form, give_up_at=give_up_at)
+            answer = self._attempts.attempt("POST", path, auth, form=form, give_up_at=give_up_at)
             said[0] = OAuthError.of(answer.body) if answer.error is not None else None
             return answer
 

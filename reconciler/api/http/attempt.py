@@ -1,0 +1,106 @@
+"""One HTTP attempt, whole answer included, bounded in time and size.
+
+Everything about a single exchange on the wire: the request prepared against the
+base URL, sent without redirects, cut at the attempt's deadline (which a retry
+shortens to what is left of its budget), and the answer read within its limits.
+What to do with the answer (retry, pace, refresh the token) is ``exchange``'s.
+"""
+
+from __future__ import annotations
+
+import http.client
+from collections.abc import Callable
+from typing import Any
+
+import requests
+import urllib3.exceptions
+from requests.auth import AuthBase
+
+from reconciler.api.exceptions import TransportError
+from reconciler.api.http.answer import Answer, Limits, read_answer
+from reconciler.api.http.deadline import attempt_deadline
+from reconciler.api.http.network import CONNECT_TIMEOUT, make_session, transport_error
+from reconciler.api.http.urls import BaseUrl
+from reconciler.settings.config import Settings
+
+_MIN_ATTEMPT = 1.0  # seconds a retry is given even when the budget is nearly spent
+_READ_FAILURES = (
+    requests.RequestException,
+    urllib3.exceptions.HTTPError,
+    http.client.HTTPException,
+    OSError,
+)
+
+
+class Attempts:
+    """The session the attempts share, and how each is bounded."""
+
+    def __init__(self, settings: Settings, base: BaseUrl, clock: Callable[[], float]) -> None:
+        self.settings = settings
+        self._base_url = base.text
+        self._host = base.netloc
+        self._clock = clock
+        self._session = make_session(base, settings.parallelism or settings.max_parallelism)
+
+    def close(self) -> None:
+        self._session.close()
+
+    def attempt(
+        self,
+        method: str,
+        path: str,
+        auth: AuthBase | None,
+        *,
+        json_body: Any = None,
+        form: dict[str, str] | None = None,
+        give_up_at: float | None = None,
+    ) -> Answer:
+        """One HTTP exchange, whole answer included, within the attempt's time."""
+        now = self._clock()
+        allowance = self.settings.timeout
+        if give_up_at is not None:  # a retry ends with the retry budget
+            allowance = min(allowance, max(give_up_at - now, _MIN_ATTEMPT))
+        limits = Limits(
+            now + allowance, self.settings.max_response_bytes, self._clock, self._host, allowance
+        )
+        request = requests.PreparedRequest()
+        request.prepare(
+            method=method,
+            url=self._base_url + path,
+            headers=dict(self._session.headers),
+            json=json_body,
+            data=form,
+            auth=auth,
+        )
+        with attempt_deadline(allowance) as deadline:
+            try:
+                response = self._send(request, allowance)
+            except TransportError:
+                if deadline.expired:  # the answer had not even begun at the deadline
+                    raise self._too_slow(allowance) from None
+                raise
+        if deadline.expired:  # cut mid-headers: what http.client parsed is not an answer
+            response.close()
+            raise self._too_slow(allowance)
+        try:
+            return read_answer(response, limits)
+        except _READ_FAILURES as exc:
+            raise transport_error(exc, self._host, allowance, self._session.proxy_source) from None
+        finally:
+            response.close()
+
+    def _too_slow(self, allowance: float) -> TransportError:
+        return TransportError(
+            f"no complete answer from {self._host} within {allowance:g}s", maybe_sent=True
+        )
+
+    def _send(self, request: requests.PreparedRequest, allowance: float) -> requests.Response:
+        try:
+            return self._session.send(
+                request,
+                stream=True,
+                timeout=(min(CONNECT_TIMEOUT, allowance), allowance),
+                allow_redirects=False,
+            )
+        except OSError as exc:  # requests' errors are OSErrors, as is a CA bundle gone missing
+            raise transport_error(exc, self._host, allowance, self._session.proxy_source) from None
