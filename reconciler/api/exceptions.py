@@ -11,6 +11,10 @@ from reconciler.safetext import clean
 class ApiError(ReconcilerError):
     """A request that failed, with what the server said about it."""
 
+    # Whether every other request of the run would fail the same way (the credentials,
+    # the scope, the server or the network): the run stops rather than list each one.
+    run_fatal = False
+
     def __init__(
         self,
         message: str,
@@ -56,6 +60,8 @@ def _problems(details: Any) -> str:
 class TransportError(ApiError):
     """No HTTP answer: connection refused or dropped, timeout, TLS failure."""
 
+    run_fatal = True
+
     def __init__(self, message: str, *, maybe_sent: bool, permanent: bool = False) -> None:
         super().__init__(message)
         # False only when the request certainly never reached the server.
@@ -75,9 +81,13 @@ class InvalidRequest(ApiError):
 class AuthenticationFailed(ApiError):
     """401: credentials refused, or token missing, invalid or expired."""
 
+    run_fatal = True
+
 
 class PermissionDenied(ApiError):
     """403: the token lacks a scope the operation needs."""
+
+    run_fatal = True
 
 
 class NotFound(ApiError):
@@ -91,9 +101,13 @@ class Conflict(ApiError):
 class RateLimited(ApiError):
     """429: too many requests; retry_after says how long to wait."""
 
+    run_fatal = True
+
 
 class ServerError(ApiError):
     """5xx: a fault on the server or a gateway in front of it."""
+
+    run_fatal = True
 
     @property
     def outcome_unknown(self) -> bool:

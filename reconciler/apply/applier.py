@@ -14,7 +14,7 @@ from reconciler.api.exceptions import ApiError, NotSent
 from reconciler.api.limiter import Limiter
 from reconciler.apply.audit import AuditLog, AuditLogError, NoAuditLog, outcome_of
 from reconciler.plan.changes import InviteChange
-from reconciler.plan.model import RUN_FATAL_ERRORS, Plan
+from reconciler.plan.model import Plan
 from reconciler.stop import Stop
 
 
@@ -201,7 +201,7 @@ class Applier:
             self._audit_failed(error)
             return ChangeResult(change, WriteOutcome.NOT_STARTED)
         except ApiError as error:
-            if isinstance(error, RUN_FATAL_ERRORS):
+            if error.run_fatal:
                 self._fatal = self._fatal or error
                 self._stop.set(str(error))
             raise

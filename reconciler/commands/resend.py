@@ -34,7 +34,6 @@ from reconciler.output.common import stop_writing_to_stdout
 from reconciler.output.failures import RESEND_UNKNOWN_ADVICE, echo_errors
 from reconciler.output.log import setup_logging
 from reconciler.plan.changes import FailedInvite
-from reconciler.plan.model import RUN_FATAL_ERRORS
 from reconciler.safetext import clean
 from reconciler.wording import plural
 
@@ -84,9 +83,9 @@ def _read_recipients(client: ApiClient, ids: list[str]) -> list[CurrentInvite]:
     for invite_id in ids:
         try:
             invite = client.get_invite(invite_id)
-        except RUN_FATAL_ERRORS:
-            raise  # the same for every invite: said once
         except ApiError as error:
+            if error.run_fatal:
+                raise  # the same for every invite: said once
             problems.append(f"{clean(invite_id)}: {error}")
             continue
         if not invite.is_pending:

@@ -14,14 +14,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from reconciler.api.exceptions import (
-    ApiError,
-    AuthenticationFailed,
-    PermissionDenied,
-    RateLimited,
-    ServerError,
-    TransportError,
-)
+from reconciler.api.exceptions import ApiError
 from reconciler.errors import ReconcilerError
 from reconciler.plan.changes import FailedInvite, InviteChange, NotUpdatable, OutOfScope
 from reconciler.safetext import redact_strings
@@ -32,7 +25,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FORMAT_VERSION",
-    "RUN_FATAL_ERRORS",
     "Plan",
     "Summary",
     "TooManyResends",
@@ -41,15 +33,6 @@ __all__ = [
 
 FORMAT_VERSION = 2  # 2: signed, with `not_updatable`
 READABLE_FORMAT_VERSIONS = (1, 2)  # a version 1 plan can be shown, never applied (unsigned)
-
-# Errors that would repeat for every invite: stop the run rather than list them all.
-RUN_FATAL_ERRORS = (
-    AuthenticationFailed,
-    PermissionDenied,
-    TransportError,
-    ServerError,
-    RateLimited,
-)
 
 
 class TooMuchChange(ReconcilerError):
@@ -253,5 +236,5 @@ def _now() -> str:
 
 def stop_if_run_fatal(error: ApiError) -> None:
     """Raise for an error that would repeat for every invite; per-invite ones pass."""
-    if isinstance(error, RUN_FATAL_ERRORS):
+    if error.run_fatal:
         raise ReconcilerError(f"stopped reading invites: {error}")
