@@ -59,13 +59,12 @@ class ApiClient:
         sleep: Callable[[float], None] = time.sleep,
         observer: Observer | None = None,
     ) -> None:
-        settings.require_credentials()
-        assert settings.base_url and settings.client_id and settings.client_secret
+        credentials = settings.credentials()
         # Parsed and normalised once: every later decision reads the parsed form.
-        base = parse_base_url(settings.base_url)
+        base = parse_base_url(credentials.base_url)
         self.base_url = base.text
         # From here on the secret is redacted from anything shown, even if echoed.
-        register_secret_forms(settings.client_secret)
+        register_secret_forms(credentials.client_secret)
         self.settings = settings
         self.pacer = pacer or RequestPacer(clock=clock, sleep=sleep)
         # Set on an interrupt or a run-fatal error: attempts in flight finish,
@@ -73,6 +72,7 @@ class ApiClient:
         self.stop = Stop()
         self._exchange = Exchange(
             settings,
+            credentials,
             base,
             self.pacer,
             clock=clock,

@@ -10,7 +10,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from reconciler.desired.state import DEFAULT_PATH
 from reconciler.errors import ConfigError, FileProblem, InputError
@@ -59,6 +59,17 @@ def check_secret_length(secret: str, name: str) -> None:
         )
 
 
+class Credentials(NamedTuple):
+    """What a run needs to talk to the API at all, resolved: ``Settings.credentials``."""
+
+    base_url: str
+    client_id: str
+    client_secret: str
+
+    def __repr__(self) -> str:  # never the secret
+        return f"Credentials(base_url={self.base_url!r}, client_id={self.client_id!r})"
+
+
 # Settings that are parts of the contract: the file and the environment name them
 # one by one (`scope`, `token_path`, ...), Settings holds them as one Contract.
 _CONTRACT_PARTS = frozenset(Contract._fields)
@@ -96,25 +107,29 @@ class Settings:
     def with_contract(self, contract: Contract) -> Settings:
         return replace(self, contract=contract)
 
-    def require_credentials(self) -> None:
+    def credentials(self) -> Credentials:
+        """Where to send requests and who sends them, all three set; a ConfigError naming
+        each one missing otherwise (and the contract's field names checked)."""
+        base_url, client_id, secret = self.base_url, self.client_id, self.client_secret
+        if secret:  # set in code, not read from the environment
+            check_secret_length(secret, "the client secret")
+        check_contract(self.contract)
+        if base_url and client_id and secret:
+            return Credentials(base_url, client_id, secret)
         missing = [
             env
             for env, value in (
-                ("RECONCILER_BASE_URL", self.base_url),
-                ("RECONCILER_CLIENT_ID", self.client_id),
-                ("RECONCILER_CLIENT_SECRET", self.client_secret),
+                ("RECONCILER_BASE_URL", base_url),
+                ("RECONCILER_CLIENT_ID", client_id),
+                ("RECONCILER_CLIENT_SECRET", secret),
             )
             if not value
         ]
-        if self.client_secret:  # set in code, not read from the environment
-            check_secret_length(self.client_secret, "the client secret")
-        check_contract(self.contract)
-        if missing:
-            raise ConfigError(
-                f"missing {', '.join(missing)}: set {'it' if len(missing) == 1 else 'them'} in "
-                "the environment (base_url and client_id may also go in reconciler.yaml), "
-                "or try the tool with --sandbox"
-            )
+        raise ConfigError(
+            f"missing {', '.join(missing)}: set {'it' if len(missing) == 1 else 'them'} in "
+            "the environment (base_url and client_id may also go in reconciler.yaml), "
+            "or try the tool with --sandbox"
+        )
 
 
 def load_settings(config_file: str | None, env: Mapping[str, str] | None = None) -> Settings:
@@ -143,16 +158,15 @@ def _read_config_file(path: str) -> dict[str, Any]:
     problems += parse_problems
     if document is None and not problems:
         return {}
-    if not problems and not isinstance(document, MarkedDict):
-        problems.append(FileProblem(path, 1, 1, "config file must be a mapping of settings"))
     if isinstance(document, MarkedDict):
         problems += _secret_keys(document, path)
         if not problems:
             schema = resource_path("schemas/config.schema.json")
             problems += validate_document(document, path, schema)
-    if problems:
+    elif not problems:
+        problems.append(FileProblem(path, 1, 1, "config file must be a mapping of settings"))
+    if problems or not isinstance(document, MarkedDict):  # the second: a problem is listed
         raise InputError(problems)
-    assert isinstance(document, MarkedDict)  # any other shape was refused above
     values = to_plain(document)
     names = field_name_problems(values.get("field_names", {}))
     if names:

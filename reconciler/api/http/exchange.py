@@ -30,7 +30,7 @@ from reconciler.api.http.pacing import SLEEP_SLICE, NoTurn, RequestPacer, Turn
 from reconciler.api.http.retry import decide_retry, is_rate_signal
 from reconciler.api.http.token_errors import token_failure
 from reconciler.api.http.urls import BaseUrl
-from reconciler.settings.config import Settings
+from reconciler.settings.config import Credentials, Settings
 from reconciler.stop import Stop
 from reconciler.wording import seconds
 
@@ -45,6 +45,7 @@ class Exchange:
     def __init__(
         self,
         settings: Settings,
+        credentials: Credentials,
         base: BaseUrl,
         pacer: RequestPacer,
         *,
@@ -55,6 +56,7 @@ class Exchange:
         stop: Stop,
     ) -> None:
         self.settings = settings
+        self._credentials = credentials
         self._pacer = pacer
         self._clock = clock
         self._sleep = sleep
@@ -64,7 +66,7 @@ class Exchange:
         self._tokens = TokenSource(self._fetch_token, clock)
         self._issued = IssuedTokens()  # what redaction keeps of the tokens issued
         self._client_basic = (
-            ClientBasicAuth(settings.client_id or "", settings.client_secret or "")
+            ClientBasicAuth(credentials.client_id, credentials.client_secret)
             if settings.token_auth_method == "client_secret_basic"
             else None
         )
@@ -216,8 +218,8 @@ class Exchange:
         form = {"grant_type": "client_credentials", "scope": contract.scope}
         auth = self._client_basic
         if auth is None:  # client_secret_post: the credentials go in the form
-            form["client_id"] = self.settings.client_id or ""
-            form["client_secret"] = self.settings.client_secret or ""
+            form["client_id"] = self._credentials.client_id
+            form["client_secret"] = self._credentials.client_secret
         said: list[OAuthError | None] = [None]  # the last answer's RFC 6749 §5.2 error
 
         def send(give_up_at: float | None) -> Answer:

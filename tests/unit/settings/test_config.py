@@ -469,6 +469,18 @@ def test_field_names_that_swap_two_wire_names_are_fine(config: Callable[[str], s
     assert settings.contract.wire_name("email") == "mail"
 
 
+def test_credentials_are_resolved_once_all_three_set_and_never_shown_with_the_secret() -> None:
+    settings = Settings(base_url="https://api.example", client_id="ci", client_secret=SECRET)
+    credentials = settings.credentials()
+    assert credentials == ("https://api.example", "ci", SECRET)
+    assert SECRET not in repr(credentials)
+    with pytest.raises(ConfigError) as caught:
+        Settings(client_id="ci").credentials()
+    assert str(caught.value).startswith(
+        "missing RECONCILER_BASE_URL, RECONCILER_CLIENT_SECRET: set them in the environment"
+    )
+
+
 def test_field_names_set_in_code_are_checked_before_any_request() -> None:
     from reconciler.settings.contract import Contract
 
@@ -479,7 +491,7 @@ def test_field_names_set_in_code_are_checked_before_any_request() -> None:
         contract=Contract(field_names={"phone": "email"}),
     )
     with pytest.raises(ConfigError, match="already the wire name of `email`"):
-        settings.require_credentials()
+        settings.credentials()
 
 
 @pytest.mark.parametrize("secret", ["Q", "Ab1", "abcde", "12345"])
