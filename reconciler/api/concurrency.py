@@ -15,10 +15,11 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
-from typing import Any, Generic, NamedTuple, TypeVar
+from typing import Any, TypeVar
 
 from reconciler.api.exceptions import ApiError, RateLimited, ServerError
 from reconciler.api.limiter import FixedLimit, Limiter
+from reconciler.model.outcome import Done, Failed, NotRun, Outcome
 from reconciler.stop import Stop
 
 T = TypeVar("T")
@@ -28,23 +29,12 @@ _WAIT_SLICE = 0.2  # seconds the main thread blocks before looking at signals ag
 log = logging.getLogger("reconciler.concurrency")
 
 
-class Outcome(NamedTuple, Generic[R]):
-    """What happened to one item: a value, an API error, or not run at all."""
-
-    value: R | None = None
-    error: ApiError | None = None
-    ran: bool = True
-
-
-NOT_RUN: Outcome = Outcome(ran=False)
-
-
 def ordered_map(
     call: Callable[[T], R],
     items: Sequence[T],
     parallelism: int | Limiter,
     stop: Stop | None = None,
-) -> Iterator[tuple[T, Outcome[R]]]:
+) -> Iterator[tuple[T, Outcome[R, ApiError]]]:
     """Yield ``(item, outcome)`` in item order; once ``stop`` is set, no new call starts.
 
     ``parallelism`` is a number of calls in flight, or a limiter that sets it as
@@ -79,7 +69,7 @@ def ordered_map(
                     yield items[next_yield], _outcome(futures.pop(next_yield))
                     next_yield += 1
                 elif next_yield >= next_submit and in_flight == 0:
-                    yield items[next_yield], NOT_RUN  # stopped before it started
+                    yield items[next_yield], NotRun()  # stopped before it started
                     next_yield += 1
                 else:
                     try:
@@ -116,10 +106,10 @@ def _put_index(finished: queue.SimpleQueue[int], index: int, _: Future[Any]) -> 
     finished.put(index)
 
 
-def _outcome(future: Future[R]) -> Outcome[R]:
+def _outcome(future: Future[R]) -> Outcome[R, ApiError]:
     error = future.exception()
     if error is None:
-        return Outcome(value=future.result())
+        return Done(future.result())
     if isinstance(error, ApiError):
-        return Outcome(error=error)
+        return Failed(error)
     raise error

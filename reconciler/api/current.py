@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 
 from reconciler.api.client import ApiClient, CurrentInvite
-from reconciler.api.concurrency import Outcome, ordered_map
+from reconciler.api.concurrency import ordered_map
+from reconciler.api.exceptions import ApiError
 from reconciler.api.limiter import Limiter
 from reconciler.desired.state import DesiredInvite
-from reconciler.output.progress import Progress
+from reconciler.model.outcome import Failed, NotRun, Outcome
 from reconciler.stop import Stop
+
+# Told of each invite read (True: the read failed), as the answers come, in file order:
+# the command shows progress with it.
+OnRead = Callable[[bool], None]
 
 
 def read_current(
@@ -17,18 +22,15 @@ def read_current(
     invites: list[DesiredInvite],
     parallelism: int | Limiter,
     stop: Stop | None = None,
-) -> Generator[tuple[DesiredInvite, Outcome[CurrentInvite]], None, None]:
-    """The server's copy of each desired invite, in file order, with progress.
+    on_read: OnRead | None = None,
+) -> Generator[tuple[DesiredInvite, Outcome[CurrentInvite, ApiError]], None, None]:
+    """The server's copy of each desired invite, in file order.
 
     ``parallelism``: a fixed number in flight, or a limiter (``limiter_for(settings)``).
     """
-    progress = Progress("Reading invites", len(invites), pace=client.pacer)
-    try:
-        for invite, outcome in ordered_map(
-            lambda i: client.get_invite(i.id), invites, parallelism, stop
-        ):
-            if outcome.ran:  # an invite never read is not counted as read
-                progress.advance(failed=outcome.error is not None)
-            yield invite, outcome
-    finally:
-        progress.finish()
+    for invite, outcome in ordered_map(
+        lambda i: client.get_invite(i.id), invites, parallelism, stop
+    ):
+        if on_read is not None and not isinstance(outcome, NotRun):
+            on_read(isinstance(outcome, Failed))  # an invite never read is not counted
+        yield invite, outcome

@@ -13,6 +13,7 @@ from reconciler.api.concurrency import ordered_map
 from reconciler.api.exceptions import ApiError, NotSent
 from reconciler.api.limiter import Limiter
 from reconciler.apply.audit import AuditLog, AuditLogError, NoAuditLog, outcome_of
+from reconciler.model.outcome import Done, Failed, NotRun
 from reconciler.plan.changes import InviteChange
 from reconciler.plan.model import Plan
 from reconciler.stop import Stop
@@ -173,16 +174,16 @@ class Applier:
         for change, outcome in ordered_map(
             self._write, plan.changes, self._parallelism, self._stop
         ):
-            # NotSent: the run stopped while this write waited for its turn; it never left.
-            if not outcome.ran or isinstance(outcome.error, NotSent):
-                yield ChangeResult(change, WriteOutcome.NOT_STARTED)
-            elif outcome.error is not None:
-                unknown = outcome.error.outcome_unknown
-                failed = WriteOutcome.UPDATE_UNKNOWN if unknown else WriteOutcome.FAILED
-                yield ChangeResult(change, failed, outcome.error)
-            else:
-                assert outcome.value is not None
-                yield outcome.value
+            match outcome:
+                case Done(result):
+                    yield result
+                # NotSent: the run stopped while this write waited for its turn; it never left.
+                case NotRun() | Failed(NotSent()):
+                    yield ChangeResult(change, WriteOutcome.NOT_STARTED)
+                case Failed(error):
+                    unknown = error.outcome_unknown
+                    failed = WriteOutcome.UPDATE_UNKNOWN if unknown else WriteOutcome.FAILED
+                    yield ChangeResult(change, failed, error)
 
     def _write(self, change: InviteChange) -> ChangeResult:
         if self._stop.is_set():

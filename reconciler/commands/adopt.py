@@ -30,19 +30,19 @@ from reconciler.commands.options import (
     target_options,
     verbose_option,
 )
-from reconciler.commands.remote import api_client, capacity_for
+from reconciler.commands.remote import api_client, capacity_for, reading_progress
 from reconciler.desired.entries import DesiredInvite, refuse_bad_ids
 from reconciler.desired.rewrite import Rewritten, Wanted, rewrite
 from reconciler.desired.selection import Selection, select_invites
 from reconciler.desired.state import load_desired_state, load_text
 from reconciler.errors import ReconcilerError
 from reconciler.invite import OBJECT_FIELDS, ResendRule, canonical, nfc_value
+from reconciler.model.outcome import Done, Failed, NotRun, stop_if_run_fatal
 from reconciler.output.common import show
 from reconciler.output.failures import echo_errors
 from reconciler.output.log import setup_logging
 from reconciler.plan.changes import FailedInvite
 from reconciler.plan.compare import compare_invite
-from reconciler.plan.model import stop_if_run_fatal
 from reconciler.safefile import write_text_replacing
 from reconciler.safetext import clean, holds_secret, redact
 from reconciler.wording import plural
@@ -89,28 +89,37 @@ def adopt(
     limiter = capacity.limiter
     found = _Found()
     with api_client(settings, sandbox, capacity) as client:
-        readings = read_current(client, chosen, limiter, client.stop)
+        progress = reading_progress(client, len(chosen))
+        readings = read_current(
+            client,
+            chosen,
+            limiter,
+            client.stop,
+            on_read=lambda failed: progress.advance(failed=failed),
+        )
         try:
             for desired, outcome in readings:
-                if not outcome.ran:
-                    raise ReconcilerError("interrupted while reading invites; no file was changed")
-                if outcome.error is not None:
-                    stop_if_run_fatal(outcome.error)
-                    error = outcome.error
-                    found.failed.append(
-                        FailedInvite(
-                            desired.id,
-                            str(desired.source),
-                            redact(str(error)),
-                            error.status,
-                            error.request_id,
+                match outcome:
+                    case Done(current):
+                        found.take(desired, current, prune_not_pending)
+                    case Failed(error):
+                        stop_if_run_fatal(error)
+                        found.failed.append(
+                            FailedInvite(
+                                desired.id,
+                                str(desired.source),
+                                redact(str(error)),
+                                error.status,
+                                error.request_id,
+                            )
                         )
-                    )
-                    continue
-                assert outcome.value is not None
-                found.take(desired, outcome.value, prune_not_pending)
+                    case NotRun():
+                        raise ReconcilerError(
+                            "interrupted while reading invites; no file was changed"
+                        )
         finally:
             readings.close()
+            progress.finish()
     files = _rewrite_all(found.wanted, everything)
     for path, done in files:
         _write(path, done)

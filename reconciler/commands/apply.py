@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import NamedTuple
 
 import click
 
@@ -25,6 +26,7 @@ from reconciler.commands.options import (
 )
 from reconciler.commands.plan import signing_secret
 from reconciler.commands.remote import api_client, capacity_for, compute_plan
+from reconciler.desired.state import DesiredState
 from reconciler.errors import ReconcilerError
 from reconciler.output.color import use_color
 from reconciler.output.common import echo_chunks, stop_writing_to_stdout
@@ -86,8 +88,13 @@ def apply(
     check_writable(settings.audit_log, "open the audit log")
     renderer = TextRenderer(color=use_color(run.color))
     secret = signing_secret(settings, run.sandbox)
-    saved = load_signed_plan(plan_file, secret) if plan_file else None
-    state = None if saved else read_desired(settings, run.paths, selection)
+    # What to apply: a reviewed plan, or the files, planned once the API is reached.
+    given: _Reviewed | DesiredState = (
+        _Reviewed(load_signed_plan(plan_file, secret), plan_file)
+        if plan_file
+        else read_desired(settings, run.paths, selection)
+    )
+    saved = given.plan if isinstance(given, _Reviewed) else None
     if saved is not None:
         # Needs no request: before the drift check.
         saved.raise_if_unsafe(settings.max_changes, settings.max_resends)
@@ -95,12 +102,11 @@ def apply(
     limiter = capacity.limiter
     with api_client(settings, run.sandbox, capacity) as client:
         done: frozenset[str] = frozenset()
-        if saved is not None:
-            the_plan = saved
-            done = _check_saved_plan(the_plan, client, limiter, plan_file or "")
+        if isinstance(given, _Reviewed):
+            the_plan = given.plan
+            done = _check_saved_plan(the_plan, client, limiter, given.path)
         else:
-            assert state is not None
-            the_plan = compute_plan(client, state, settings, limiter)
+            the_plan = compute_plan(client, given, settings, limiter)
         echo_chunks(renderer.chunks(the_plan))
         report_plan(the_plan, github)
         in_conflict = [] if force_conflicts else the_plan.conflicts
@@ -137,6 +143,13 @@ def _say_left_in_conflict(count: int) -> None:
 
 
 _INSTEAD = ", or apply a reviewed plan with `apply --plan FILE`"
+
+
+class _Reviewed(NamedTuple):
+    """A saved plan to apply as it is, and the file it was read from."""
+
+    plan: Plan
+    path: str
 
 
 def _check_saved_plan(plan: Plan, client: ApiClient, limiter: Limiter, path: str) -> frozenset[str]:

@@ -35,8 +35,8 @@ from reconciler.commands.options import (
 from reconciler.commands.remote import api_client, capacity_for
 from reconciler.desired.entries import refuse_bad_ids
 from reconciler.errors import ReconcilerError
+from reconciler.model.outcome import Done, Failed, stop_if_run_fatal
 from reconciler.output.log import setup_logging
-from reconciler.plan.model import stop_if_run_fatal
 from reconciler.safefile import refuse_special_file, write_text_replacing
 from reconciler.safetext import ALLOWED_INVISIBLE, clean, escape
 from reconciler.wording import plural
@@ -178,11 +178,12 @@ def _read_invites(client: ApiClient, ids: list[str], limiter: Limiter) -> list[C
     found: list[CurrentInvite] = []
     problems = []
     for invite_id, outcome in ordered_map(client.get_invite, ids, limiter, client.stop):
-        if outcome.error is not None:
-            stop_if_run_fatal(outcome.error)
-            problems.append(f"{invite_id}: {outcome.error}")
-        elif outcome.value is not None:
-            found.append(outcome.value)
+        match outcome:
+            case Done(invite):
+                found.append(invite)
+            case Failed(error):
+                stop_if_run_fatal(error)
+                problems.append(f"{invite_id}: {error}")
     if problems:
         raise ReconcilerError("nothing exported:\n" + "\n".join(f"  {p}" for p in problems))
     return found

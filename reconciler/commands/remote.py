@@ -17,6 +17,7 @@ from reconciler.api.current import read_current
 from reconciler.api.http.pacing import RequestPacer
 from reconciler.api.limiter import Limiter, limiter_for
 from reconciler.desired.state import DesiredState
+from reconciler.output.progress import Progress
 from reconciler.plan.make import ScopedTo, make_plan
 from reconciler.plan.model import Plan
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox
@@ -67,10 +68,22 @@ def api_client(
             yield client
 
 
+def reading_progress(client: ApiClient, total: int) -> Progress:
+    """Progress of reading ``total`` invites, paced by the client's pacer."""
+    return Progress("Reading invites", total, pace=client.pacer)
+
+
 def compute_plan(
     client: ApiClient, state: DesiredState, settings: Settings, limiter: Limiter
 ) -> Plan:
-    readings = read_current(client, state.invites, limiter, client.stop)
+    progress = reading_progress(client, len(state.invites))
+    readings = read_current(
+        client,
+        state.invites,
+        limiter,
+        client.stop,
+        on_read=lambda failed: progress.advance(failed=failed),
+    )
     scope = None
     if state.scope is not None and state.changed_since is not None:
         scope = ScopedTo(state.changed_since, state.scope, state.not_read)
@@ -86,3 +99,4 @@ def compute_plan(
         # Closed here, not when garbage is collected: the progress line comes before
         # any error the caller prints, so the error is the last line of the log.
         readings.close()
+        progress.finish()

@@ -7,26 +7,28 @@ each invite is planned only in the fields the change touched.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
-from reconciler.api.concurrency import Outcome
-from reconciler.api.exceptions import ApiError
 from reconciler.desired.state import DesiredInvite
 from reconciler.errors import ReconcilerError
 from reconciler.invite import resend_due, values_equal
+from reconciler.model.outcome import Done, Failed, NotRun, Outcome, ReadError, stop_if_run_fatal
 from reconciler.plan.changes import FailedInvite, InviteChange, NotUpdatable, OutOfScope
 from reconciler.plan.compare import compare_invite, managed_part
-from reconciler.plan.model import Plan, stop_if_run_fatal
+from reconciler.plan.model import Plan
 from reconciler.safetext import redact
 
 if TYPE_CHECKING:
     from reconciler.api.client import CurrentInvite
     from reconciler.desired.changed_since import Scope
 
+# What a plan is made from: each desired invite, and what reading its server copy gave.
+Reading: TypeAlias = "tuple[DesiredInvite, Outcome[CurrentInvite, ReadError]]"
+
 
 def make_plan(
     base_url: str,
-    readings: Iterable[tuple[DesiredInvite, Outcome[CurrentInvite]]],
+    readings: Iterable[Reading],
     max_changes: int | None = None,
     max_resends: int | None = None,
     scope: ScopedTo | None = None,
@@ -41,15 +43,15 @@ def make_plan(
     if scope is not None:
         plan.changed_since, plan.not_read = scope.ref, scope.not_read
     for desired, outcome in readings:
-        if not outcome.ran:
-            raise ReconcilerError("interrupted while reading invites; nothing was changed")
-        if outcome.error is not None:
-            stop_if_run_fatal(outcome.error)
-            plan.failed.append(_failed(desired, outcome.error))
-            continue
-        assert outcome.value is not None
-        touched = scope.invites.get(desired.id) if scope is not None else None
-        _place(plan, desired, outcome.value, touched)
+        match outcome:
+            case Done(current):
+                touched = scope.invites.get(desired.id) if scope is not None else None
+                _place(plan, desired, current, touched)
+            case Failed(error):
+                stop_if_run_fatal(error)
+                plan.failed.append(_failed(desired, error))
+            case NotRun():
+                raise ReconcilerError("interrupted while reading invites; nothing was changed")
     return plan
 
 
@@ -132,6 +134,6 @@ def _recipient(patch: dict[str, Any], current: CurrentInvite) -> str | None:
     return email if isinstance(email, str) else None
 
 
-def _failed(desired: DesiredInvite, error: ApiError) -> FailedInvite:
+def _failed(desired: DesiredInvite, error: ReadError) -> FailedInvite:
     message = redact(str(error))
     return FailedInvite(desired.id, str(desired.source), message, error.status, error.request_id)

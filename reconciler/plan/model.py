@@ -14,7 +14,6 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from reconciler.api.exceptions import ApiError
 from reconciler.errors import ReconcilerError
 from reconciler.plan.changes import FailedInvite, InviteChange, NotUpdatable, OutOfScope
 from reconciler.safetext import redact_strings
@@ -232,9 +231,3 @@ class Plan:
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def stop_if_run_fatal(error: ApiError) -> None:
-    """Raise for an error that would repeat for every invite; per-invite ones pass."""
-    if error.run_fatal:
-        raise ReconcilerError(f"stopped reading invites: {error}")

@@ -21,6 +21,7 @@ from reconciler.api.concurrency import ordered_map
 from reconciler.api.limiter import Limiter
 from reconciler.errors import ReconcilerError
 from reconciler.invite import values_equal
+from reconciler.model.outcome import Failed, NotRun
 from reconciler.output.common import show
 from reconciler.output.json import JsonRenderer
 from reconciler.plan.boundedjson import loads_bounded, read_bounded_text
@@ -198,13 +199,12 @@ def saved_plan_state(
     for invite_id, outcome in ordered_map(read, list(by_id), parallelism, stop):
         change = by_id[invite_id]
         where = f"{invite_id} ({clean(change.source)})"
-        if not outcome.ran:
+        if isinstance(outcome, NotRun):
             raise ReconcilerError("interrupted while checking the plan; nothing was changed")
-        if outcome.error is not None:
+        if isinstance(outcome, Failed):
             drift.append(f"{where}: cannot re-read it: {clean(str(outcome.error))}")
             continue
         current = outcome.value
-        assert current is not None
         if all(
             _still_holds(name, value, current.fields.get(name))
             for name, value in change.patch.items()

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from reconciler.api.client import CurrentInvite
-from reconciler.api.concurrency import Outcome
 from reconciler.desired.state import DesiredInvite, SourceLocation
+from reconciler.model.outcome import Done
 from reconciler.plan.make import ScopedTo, make_plan
 from reconciler.plan.model import Plan
 
@@ -27,5 +27,5 @@ def current(index: int, status: str = "pending", **fields: Any) -> CurrentInvite
 
 
 def scoped(*pairs: tuple[DesiredInvite, CurrentInvite], scopes: dict[str, Any]) -> Plan:
-    readings = [(d, Outcome(c)) for d, c in pairs]
+    readings = [(d, Done(c)) for d, c in pairs]
     return make_plan(BASE, readings, scope=ScopedTo("main", scopes, not_read=7))

@@ -12,7 +12,6 @@ import pytest
 from support.plans import BASE, current, desired, scoped
 
 from reconciler.api.client import CurrentInvite
-from reconciler.api.concurrency import NOT_RUN, Outcome
 from reconciler.api.exceptions import (
     ApiError,
     AuthenticationFailed,
@@ -27,17 +26,18 @@ from reconciler.api.exceptions import (
 from reconciler.desired.changed_since import Scope
 from reconciler.desired.state import DesiredInvite, SourceLocation
 from reconciler.errors import ReconcilerError
+from reconciler.model.outcome import Done, Failed, NotRun, Outcome
 from reconciler.plan.make import make_plan
 from reconciler.safetext import register_secret
 
 
 def test_changes_unchanged_and_per_invite_errors_are_all_kept():
     readings = [
-        (desired(1), Outcome(current(1))),
-        (desired(2, email="same@x.example"), Outcome(current(2, email="same@x.example"))),
-        (desired(3), Outcome(error=NotFound("invite inv_0003 not found", status=404))),
-        (desired(4), Outcome(error=Conflict("invite is not pending", status=409))),
-        (desired(5), Outcome(error=InvalidRequest("bad id", status=400, request_id="r5"))),
+        (desired(1), Done(current(1))),
+        (desired(2, email="same@x.example"), Done(current(2, email="same@x.example"))),
+        (desired(3), Failed(NotFound("invite inv_0003 not found", status=404))),
+        (desired(4), Failed(Conflict("invite is not pending", status=409))),
+        (desired(5), Failed(InvalidRequest("bad id", status=400, request_id="r5"))),
     ]
     plan = make_plan(BASE, readings)
     assert [(c.id, c.before, c.patch) for c in plan.changes] == [
@@ -66,10 +66,10 @@ def test_changes_unchanged_and_per_invite_errors_are_all_kept():
 def test_an_error_that_would_repeat_for_every_invite_stops_the_run_at_once(error: ApiError):
     consumed = []
 
-    def readings() -> Iterator[tuple[DesiredInvite, Outcome[CurrentInvite]]]:
+    def readings() -> Iterator[tuple[DesiredInvite, Outcome[CurrentInvite, ApiError]]]:
         for index in range(500):
             consumed.append(index)
-            yield desired(index), Outcome(error=error)
+            yield desired(index), Failed(error)
 
     with pytest.raises(ReconcilerError) as raised:
         make_plan(BASE, readings())
@@ -82,14 +82,14 @@ def test_a_secret_a_server_echoes_never_reaches_the_plan():
     register_secret("plan-model-secret-7f3a")
     register_secret("eyJ.abc.def")  # a token issued in this run
     error = InvalidRequest("client plan-model-secret-7f3a sent Bearer eyJ.abc.def", status=400)
-    (problem,) = make_plan(BASE, [(desired(1), Outcome(error=error))]).failed
+    (problem,) = make_plan(BASE, [(desired(1), Failed(error))]).failed
     assert "plan-model-secret-7f3a" not in problem.message and "eyJ.abc" not in problem.message
     assert problem.message == "HTTP 400: client [redacted] sent Bearer [redacted]"
 
 
 def test_an_interrupted_read_stops_the_plan():
     with pytest.raises(ReconcilerError, match="interrupted"):
-        make_plan(BASE, [(desired(1), NOT_RUN)])
+        make_plan(BASE, [(desired(1), NotRun())])
 
 
 def test_an_accepted_invite_that_differs_is_set_apart_never_changed():
@@ -97,15 +97,13 @@ def test_an_accepted_invite_that_differs_is_set_apart_never_changed():
     readings = [
         (
             desired(1, email="new@x.example", primaryContact={"name": "Janet"}),
-            Outcome(
-                current(1, "accepted", email="old@x.example", primaryContact=contact, name="Z")
-            ),
+            Done(current(1, "accepted", email="old@x.example", primaryContact=contact, name="Z")),
         ),
         (
             desired(2, email="same@x.example"),
-            Outcome(current(2, "accepted", email="same@x.example")),
+            Done(current(2, "accepted", email="same@x.example")),
         ),
-        (desired(3), Outcome(current(3, None))),
+        (desired(3), Done(current(3, None))),
     ]
     plan = make_plan(BASE, readings)
     assert plan.changes == [] and plan.failed == [] and plan.unchanged == 1
@@ -125,11 +123,11 @@ def test_an_accepted_invite_that_differs_is_set_apart_never_changed():
 def test_the_plan_keeps_no_server_copy_once_compared():
     copies: list[weakref.ref[CurrentInvite]] = []
 
-    def readings() -> Iterator[tuple[DesiredInvite, Outcome[CurrentInvite]]]:
+    def readings() -> Iterator[tuple[DesiredInvite, Outcome[CurrentInvite, ApiError]]]:
         for index in range(200):
             invite = current(index, email=f"{'new' if index % 10 else 'old'}{index}@x.example")
             copies.append(weakref.ref(invite))
-            yield desired(index), Outcome(invite)
+            yield desired(index), Done(invite)
 
     plan = make_plan(BASE, readings())
     gc.collect()
@@ -143,15 +141,15 @@ def _with_rule(rule: Any, **wanted: Any) -> DesiredInvite:
 
 def test_a_list_rule_re_sends_only_for_a_listed_field_and_names_the_recipient():
     server = current(0, email="old@x.example", groups=["a"])
-    groups_only = make_plan(BASE, [(_with_rule(("email",), groups=["b"]), Outcome(server))])
+    groups_only = make_plan(BASE, [(_with_rule(("email",), groups=["b"]), Done(server))])
     assert [c.resend for c in groups_only.changes] == [False]
     assert groups_only.summary.resend == 0
-    email = make_plan(BASE, [(_with_rule(("email",), email="new@x.example"), Outcome(server))])
+    email = make_plan(BASE, [(_with_rule(("email",), email="new@x.example"), Done(server))])
     (change,) = email.changes
     assert change.resend and change.recipient == "new@x.example"
     assert change.resend_label == "e-mails the invitation again to new@x.example"
     # Without the address changing, the invitation goes to the one the server holds.
-    anything = make_plan(BASE, [(_with_rule(True, groups=["b"]), Outcome(server))])
+    anything = make_plan(BASE, [(_with_rule(True, groups=["b"]), Done(server))])
     assert anything.changes[0].recipient == "old@x.example"
     assert anything.to_document()["summary"]["resend"] == 1
 

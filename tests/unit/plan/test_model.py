@@ -9,17 +9,17 @@ from typing import Any
 import pytest
 from support.plans import BASE, current, desired, scoped
 
-from reconciler.api.concurrency import Outcome
 from reconciler.desired.changed_since import Scope
 from reconciler.desired.state import DesiredInvite
 from reconciler.errors import ReconcilerError
+from reconciler.model.outcome import Done
 from reconciler.plan.changes import FailedInvite, InviteChange, NotUpdatable
 from reconciler.plan.make import make_plan
 from reconciler.plan.model import Plan, TooManyResends, TooMuchChange
 
 
 def _plan_with(changes: int, max_changes: int | None = None) -> Plan:
-    return make_plan(BASE, [(desired(i), Outcome(current(i))) for i in range(changes)], max_changes)
+    return make_plan(BASE, [(desired(i), Done(current(i))) for i in range(changes)], max_changes)
 
 
 def test_max_changes_allows_exactly_the_limit_and_refuses_one_more():
@@ -195,13 +195,13 @@ def test_a_scoped_plan_document_says_its_scope_and_reads_back():
 
 
 def test_a_plan_not_scoped_keeps_its_document_as_it_was():
-    document = make_plan(BASE, [(desired(1), Outcome(current(1)))]).to_document()
+    document = make_plan(BASE, [(desired(1), Done(current(1)))]).to_document()
     assert "changed_since" not in document and "conflicts" not in document["changes"][0]
     assert set(document["summary"]) == {"update", "unchanged", "error", "resend"}
 
 
 def _resending(count: int, max_resends: int | None = None) -> Plan:
-    readings = [(desired(i), Outcome(current(i))) for i in range(count)]
+    readings = [(desired(i), Done(current(i))) for i in range(count)]
     readings = [(DesiredInvite(d.id, d.fields, d.source, True), outcome) for d, outcome in readings]
     return make_plan(BASE, readings, None, max_resends)
 
