@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from reconciler.commands.options import RunOptions
-from reconciler.desired.changed_since import changed_fields
+from reconciler.desired.changed_since import ChangedSince, changed_entries
 from reconciler.desired.entries import refuse_bad_ids
 from reconciler.desired.selection import EVERYTHING, Selection, select_invites
 from reconciler.desired.state import DesiredState, load_desired_state
@@ -77,7 +77,7 @@ def read_desired(
         return state
     changed = None
     if selection.changed_since:
-        changed = changed_fields(selection.changed_since, where, state.invites)
+        changed = changed_entries(selection.changed_since, where, state.invites)
         if changed is None:
             click.echo(
                 f"--changed-since {selection.changed_since}: no base commit (a branch's "
@@ -87,12 +87,11 @@ def read_desired(
     total = len(state.invites)
     picked = select_invites(state.invites, selection._replace(changed_since=None), ", ".join(where))
     state.invites = select_invites(picked, EVERYTHING, ", ".join(where), changed)
-    if changed is not None:
-        # Plans scoped to the change, field by field (plan.model): the invites it did
-        # not touch are not read, and the plan says how many.
-        state.scope = changed
-        state.changed_since = selection.changed_since
-        state.not_read = len(picked) - len(state.invites)
+    if changed is not None and selection.changed_since is not None:
+        # Planned field by field as the change touched them (plan.make): the invites it
+        # did not touch are not read, and the plan says how many.
+        not_read = len(picked) - len(state.invites)
+        state.changed_since = ChangedSince(selection.changed_since, changed, not_read)
         _say_changed(selection, changed.keys(), len(state.invites), total)
     return state
 

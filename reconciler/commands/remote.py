@@ -18,7 +18,7 @@ from reconciler.api.http.pacing import RequestPacer
 from reconciler.api.limiter import Limiter, limiter_for
 from reconciler.desired.state import DesiredState
 from reconciler.output.progress import Progress
-from reconciler.plan.make import ScopedTo, make_plan
+from reconciler.plan.make import make_plan
 from reconciler.plan.model import Plan
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox
 from reconciler.settings.config import Settings
@@ -84,16 +84,13 @@ def compute_plan(
         client.stop,
         on_read=lambda failed: progress.advance(failed=failed),
     )
-    scope = None
-    if state.scope is not None and state.changed_since is not None:
-        scope = ScopedTo(state.changed_since, state.scope, state.not_read)
     try:
         return make_plan(
             client.base_url,
             readings,
             settings.max_changes,
             max_resends=settings.max_resends,
-            scope=scope,
+            changed_since=state.changed_since,
         )
     finally:
         # Closed here, not when garbage is collected: the progress line comes before

@@ -28,12 +28,20 @@ _GIT_TIMEOUT = 120.0
 NO_BASE = re.compile(r"0{40}|0{64}")
 
 
-class Scope(NamedTuple):
+class ChangedEntry(NamedTuple):
     """What a change did to one invite's entry: the fields whose value it changed, and
     every field's value at the base (None: the entry is new since the base)."""
 
     fields: frozenset[str]
     at_ref: dict[str, Any] | None
+
+
+class ChangedSince(NamedTuple):
+    """A run planned only where a change touched: ``--changed-since REF``, field by field."""
+
+    ref: str
+    entries: dict[str, ChangedEntry]  # what the change did to each invite read
+    not_read: int  # invites the change did not touch, so not read
 
 
 def changed_invite_ids(
@@ -43,13 +51,13 @@ def changed_invite_ids(
 
     None when ``ref`` is the all-zero SHA: there is no base, every invite counts.
     """
-    scopes = changed_fields(ref, paths, invites)
-    return None if scopes is None else set(scopes)
+    entries = changed_entries(ref, paths, invites)
+    return None if entries is None else set(entries)
 
 
-def changed_fields(
+def changed_entries(
     ref: str, paths: Iterable[str], invites: list[DesiredInvite]
-) -> dict[str, Scope] | None:
+) -> dict[str, ChangedEntry] | None:
     """For each invite new since ``ref`` or whose entry differs from it, what changed.
 
     None when ``ref`` is the all-zero SHA: there is no base, every invite counts.
@@ -59,17 +67,17 @@ def changed_fields(
     top = _toplevel(ref)
     commit = _commit(ref, top)
     before = _entries_at(commit, top, paths)
-    scopes = {}
+    changed = {}
     for invite in invites:
         old = before.get(invite.id)
         fields = invite.fields
         if old is None:
-            scopes[invite.id] = Scope(frozenset(fields), None)
+            changed[invite.id] = ChangedEntry(frozenset(fields), None)
         elif old[0] != _value(fields, invite.resend_on_change):
             at_ref = old[1]
             touched = [f for f, v in fields.items() if f not in at_ref or _differs(f, v, at_ref[f])]
-            scopes[invite.id] = Scope(frozenset(touched), at_ref)
-    return scopes
+            changed[invite.id] = ChangedEntry(frozenset(touched), at_ref)
+    return changed
 
 
 def _differs(field: str, now: Any, then: Any) -> bool:

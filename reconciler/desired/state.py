@@ -23,7 +23,7 @@ from reconciler.yamlload.positions import Lines, Located
 from reconciler.yamlload.source import FileSource, stream
 
 if TYPE_CHECKING:
-    from reconciler.desired.changed_since import Scope
+    from reconciler.desired.changed_since import ChangedSince
 
 __all__ = [
     "DEFAULT_PATH",
@@ -47,11 +47,8 @@ _TOO_LARGE = f"larger than {MAX_FILE_BYTES // 2**20} MiB; split it into several 
 class DesiredState:
     invites: list[DesiredInvite]
     files: list[str] = field(default_factory=list)
-    # --changed-since REF: what the change did to each invite read, the REF, and how
-    # many invites were not read because the change did not touch them.
-    scope: dict[str, Scope] | None = None
-    changed_since: str | None = None
-    not_read: int = 0
+    # --changed-since REF: what the change did to each invite read (None: a full run).
+    changed_since: ChangedSince | None = None
 
 
 def find_files(paths: list[str]) -> tuple[list[Path], list[FileProblem]]:

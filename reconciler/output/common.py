@@ -74,17 +74,17 @@ def summary_line(plan: Plan) -> str:
     line += f", {s.unchanged} unchanged, {plural(s.failed, 'error')}"
     if plan.not_updatable:
         line += f", {len(plan.not_updatable)} no longer updatable"
-    return line + scope_summary(plan) + "."
+    return line + changed_since_summary(plan) + "."
 
 
-def scope_summary(plan: Plan) -> str:
-    """A scoped plan's own counts: conflicts, drift left alone, invites not read."""
+def changed_since_summary(plan: Plan) -> str:
+    """A plan of a change's own counts: conflicts, drift left alone, invites not read."""
     if plan.changed_since is None:
         return ""
     conflicts = len(plan.conflicts)
     parts = [plural(conflicts, "conflict")] if conflicts else []
-    if plan.out_of_scope:
-        parts.append(f"{plural(len(plan.out_of_scope), 'invite')} differing outside the change")
+    if plan.outside_change:
+        parts.append(f"{plural(len(plan.outside_change), 'invite')} differing outside the change")
     parts.append(
         f"{plural(plan.not_read or 0, 'invite')} not read (not changed since "
         f"{clean(plan.changed_since)})"
@@ -95,8 +95,8 @@ def scope_summary(plan: Plan) -> str:
 CONFLICT_NOTE = (
     "changed on the platform since {ref}: apply leaves this invite alone unless --force-conflicts"
 )
-OUT_OF_SCOPE_HEADING = "differs on the platform, not part of this change"
-OUT_OF_SCOPE_NOTE = (
+OUTSIDE_CHANGE_HEADING = "differs on the platform, not part of this change"
+OUTSIDE_CHANGE_NOTE = (
     "never written by this run; a full plan (without --changed-since) shows and fixes it"
 )
 

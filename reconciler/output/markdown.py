@@ -13,13 +13,13 @@ from collections.abc import Iterable, Iterator
 from reconciler.output.common import (
     CONFLICT_NOTE,
     NOT_UPDATABLE_HEADING,
-    OUT_OF_SCOPE_HEADING,
-    OUT_OF_SCOPE_NOTE,
+    OUTSIDE_CHANGE_HEADING,
+    OUTSIDE_CHANGE_NOTE,
     max_changes_warning,
     show,
     summary_line,
 )
-from reconciler.plan.changes import FieldChange, InviteChange, NotUpdatable, OutOfScope
+from reconciler.plan.changes import FieldChange, InviteChange, NotUpdatable, OutsideChange
 from reconciler.plan.model import Plan
 from reconciler.safetext import escape
 from reconciler.wording import plural
@@ -113,10 +113,12 @@ class MarkdownRenderer:
         yield from shown
         if folded:
             yield page.add("</details>\n\n")
-        if plan.out_of_scope:
-            yield page.add(f"#### {OUT_OF_SCOPE_HEADING.capitalize()}\n\n{OUT_OF_SCOPE_NOTE}.\n\n")
-            outside = (self._outside(o.shown()) for o in plan.out_of_scope)
-            shown, omitted_outside = page.fill(outside, len(plan.out_of_scope))
+        if plan.outside_change:
+            yield page.add(
+                f"#### {OUTSIDE_CHANGE_HEADING.capitalize()}\n\n{OUTSIDE_CHANGE_NOTE}.\n\n"
+            )
+            outside = (self._outside(o.shown()) for o in plan.outside_change)
+            shown, omitted_outside = page.fill(outside, len(plan.outside_change))
             yield from shown
             omitted_changes += omitted_outside
         if omitted_changes or omitted_errors or omitted_stale:
@@ -188,7 +190,7 @@ class MarkdownRenderer:
             table = "\n".join(conflict) + "\n\n" + table
         return f"#### {title}\n{' · '.join(notes)}\n\n" + table
 
-    def _outside(self, invite: OutOfScope) -> str:
+    def _outside(self, invite: OutsideChange) -> str:
         rows = ["| field | on the platform | in the files |", "|---|---|---|"]
         for field_change in invite.field_changes:
             rows.extend(self._rows(field_change))

@@ -10,8 +10,8 @@ from reconciler.apply.applier import ApplyReport, ChangeResult, WriteOutcome
 from reconciler.output.common import (
     CONFLICT_NOTE,
     NOT_UPDATABLE_HEADING,
-    OUT_OF_SCOPE_HEADING,
-    OUT_OF_SCOPE_NOTE,
+    OUTSIDE_CHANGE_HEADING,
+    OUTSIDE_CHANGE_NOTE,
     max_changes_warning,
     not_updatable_note,
     show,
@@ -23,7 +23,7 @@ from reconciler.plan.changes import (
     FieldChange,
     InviteChange,
     NotUpdatable,
-    OutOfScope,
+    OutsideChange,
 )
 from reconciler.plan.model import Plan
 from reconciler.safetext import clean, escape
@@ -64,7 +64,7 @@ class TextRenderer:
             yield self._failed(failed.shown()) + "\n\n"
         for block in self._not_updatable(plan.not_updatable):
             yield block + "\n\n"
-        for block in self._out_of_scope([o.shown() for o in plan.out_of_scope]):
+        for block in self._outside_change([o.shown() for o in plan.outside_change]):
             yield block + "\n\n"
         footer = []
         warning = max_changes_warning(plan)
@@ -127,13 +127,13 @@ class TextRenderer:
             f"wanted {self._new(change.patch[name])}"
         )
 
-    def _out_of_scope(self, invites: list[OutOfScope]) -> Iterator[str]:
+    def _outside_change(self, invites: list[OutsideChange]) -> Iterator[str]:
         if not invites:
             return
-        yield self._style(f"{OUT_OF_SCOPE_HEADING.capitalize()}:", fg="magenta", bold=True)
+        yield self._style(f"{OUTSIDE_CHANGE_HEADING.capitalize()}:", fg="magenta", bold=True)
         for invite in invites:
             lines = [self._heading("?", invite.id, invite.name, invite.source, "magenta")]
-            lines.append(f"    {OUT_OF_SCOPE_NOTE}:")
+            lines.append(f"    {OUTSIDE_CHANGE_NOTE}:")
             for field_change in invite.field_changes:
                 lines.extend(f"      {line}" for line in self._field(field_change))
             yield "\n".join(lines)

@@ -150,7 +150,7 @@ class InviteChange:
 
 
 @dataclass(frozen=True)
-class OutOfScope:
+class OutsideChange:
     """Fields that differ on the platform but that the change planned did not touch.
 
     Listed, never written: a full plan (no --changed-since) shows and fixes them.
@@ -166,7 +166,7 @@ class OutOfScope:
     def field_changes(self) -> list[FieldChange]:
         return _field_changes(self.before, self.after)
 
-    def shown(self) -> OutOfScope:
+    def shown(self) -> OutsideChange:
         """As every output shows it: the server's values redacted, the files' as written."""
         return replace(self, before=redact_strings(self.before))
 
@@ -180,7 +180,7 @@ class OutOfScope:
         }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> OutOfScope:
+    def from_json(cls, data: dict[str, Any]) -> OutsideChange:
         keys = ("id", "source", "name", "before", "after")
         return cls(*(data.get(key) for key in keys))  # type: ignore[arg-type]
 

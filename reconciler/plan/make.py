@@ -1,26 +1,26 @@
 """Computing a plan: each desired invite compared with the server's copy as it arrives.
 
-The record it fills is ``reconciler.plan.model.Plan``; with ``ScopedTo`` (``--changed-since``)
-each invite is planned only in the fields the change touched.
+The record it fills is ``reconciler.plan.model.Plan``; with ``ChangedSince``
+(``--changed-since``) each invite is planned only in the fields the change touched.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from reconciler.desired.state import DesiredInvite
 from reconciler.errors import ReconcilerError
 from reconciler.invite import resend_due, values_equal
 from reconciler.model.outcome import Done, Failed, NotRun, Outcome, ReadError, stop_if_run_fatal
-from reconciler.plan.changes import FailedInvite, InviteChange, NotUpdatable, OutOfScope
+from reconciler.plan.changes import FailedInvite, InviteChange, NotUpdatable, OutsideChange
 from reconciler.plan.compare import compare_invite, managed_part
 from reconciler.plan.model import Plan
 from reconciler.safetext import redact
 
 if TYPE_CHECKING:
     from reconciler.api.client import CurrentInvite
-    from reconciler.desired.changed_since import Scope
+    from reconciler.desired.changed_since import ChangedEntry, ChangedSince
 
 # What a plan is made from: each desired invite, and what reading its server copy gave.
 Reading: TypeAlias = "tuple[DesiredInvite, Outcome[CurrentInvite, ReadError]]"
@@ -31,22 +31,22 @@ def make_plan(
     readings: Iterable[Reading],
     max_changes: int | None = None,
     max_resends: int | None = None,
-    scope: ScopedTo | None = None,
+    changed_since: ChangedSince | None = None,
 ) -> Plan:
     """Compare each desired invite with the server's copy as the readings arrive.
 
     Only changes, failed invites and counts are kept: a server copy is dropped as soon
     as it has been compared, so memory follows the changes, not the invites. With
-    ``scope``, each invite is planned only in the fields the change touched.
+    ``changed_since``, each invite is planned only in the fields the change touched.
     """
     plan = Plan(base_url=base_url, max_changes=max_changes, max_resends=max_resends)
-    if scope is not None:
-        plan.changed_since, plan.not_read = scope.ref, scope.not_read
+    if changed_since is not None:
+        plan.changed_since, plan.not_read = changed_since.ref, changed_since.not_read
     for desired, outcome in readings:
         match outcome:
             case Done(current):
-                touched = scope.invites.get(desired.id) if scope is not None else None
-                _place(plan, desired, current, touched)
+                changed = None if changed_since is None else changed_since.entries.get(desired.id)
+                _place(plan, desired, current, changed)
             case Failed(error):
                 stop_if_run_fatal(error)
                 plan.failed.append(_failed(desired, error))
@@ -55,22 +55,14 @@ def make_plan(
     return plan
 
 
-class ScopedTo(NamedTuple):
-    """A plan scoped to a change: ``--changed-since REF``, field by field."""
-
-    ref: str
-    invites: dict[str, Scope]  # what the change did to each invite read
-    not_read: int  # invites the change did not touch, so not read
-
-
 def _place(
-    plan: Plan, desired: DesiredInvite, current: CurrentInvite, scope: Scope | None = None
+    plan: Plan, desired: DesiredInvite, current: CurrentInvite, changed: ChangedEntry | None
 ) -> None:
     wanted_fields = desired.fields  # built on each access: read once
     patch = compare_invite(wanted_fields, current.fields)
     conflicts: dict[str, object] = {}
-    if scope is not None and patch:
-        patch, conflicts = _scoped(plan, desired, current, scope, patch)
+    if changed is not None and patch:
+        patch, conflicts = _of_change(plan, desired, current, changed, patch)
     if not patch:
         plan.unchanged += 1
         return
@@ -96,11 +88,11 @@ def _place(
     plan.not_updatable.append(NotUpdatable(desired.id, source, desired.name, status, shown, wanted))
 
 
-def _scoped(
+def _of_change(
     plan: Plan,
     desired: DesiredInvite,
     current: CurrentInvite,
-    scope: Scope,
+    changed: ChangedEntry,
     patch: dict[str, Any],
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The part of ``patch`` the change touched, and its conflicts; the rest is listed.
@@ -111,21 +103,21 @@ def _scoped(
     no value at REF: an ordinary change.
     """
     wanted = desired.fields
-    at_ref = scope.at_ref or {}
+    at_ref = changed.at_ref or {}
     conflicts = {}
     for name in patch:
-        if name in scope.fields and name in at_ref:
+        if name in changed.fields and name in at_ref:
             held = managed_part(name, at_ref[name], current.fields.get(name))
             if not values_equal(name, at_ref[name], held):
                 conflicts[name] = at_ref[name]
-    untouched = {f: v for f, v in patch.items() if f not in scope.fields}
+    untouched = {f: v for f, v in patch.items() if f not in changed.fields}
     if untouched:
         shown = {f: managed_part(f, wanted[f], current.fields.get(f)) for f in untouched}
         after = {f: wanted[f] for f in untouched}
-        plan.out_of_scope.append(
-            OutOfScope(desired.id, str(desired.source), desired.name, shown, after)
+        plan.outside_change.append(
+            OutsideChange(desired.id, str(desired.source), desired.name, shown, after)
         )
-    return {f: v for f, v in patch.items() if f in scope.fields}, conflicts
+    return {f: v for f, v in patch.items() if f in changed.fields}, conflicts
 
 
 def _recipient(patch: dict[str, Any], current: CurrentInvite) -> str | None:

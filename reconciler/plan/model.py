@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from reconciler.errors import ReconcilerError
-from reconciler.plan.changes import FailedInvite, InviteChange, NotUpdatable, OutOfScope
+from reconciler.plan.changes import FailedInvite, InviteChange, NotUpdatable, OutsideChange
 from reconciler.safetext import redact_strings
 from reconciler.wording import plural
 
@@ -97,10 +97,10 @@ class Plan:
     signature: str | None = None  # "hmac-sha256:<hex>", set by reconciler.plan.signature
     # Loaded from a file: its own max_changes is the limit it was reviewed under.
     saved: bool = field(default=False, compare=False)
-    # Scoped to a change (--changed-since REF): the REF, fields the platform differs in
-    # that the change did not touch, and the invites not read because it did not touch them.
+    # Of a change (--changed-since REF): the REF, fields the platform differs in that the
+    # change did not touch, and the invites not read because it did not touch them.
     changed_since: str | None = None
-    out_of_scope: list[OutOfScope] = field(default_factory=list)
+    outside_change: list[OutsideChange] = field(default_factory=list)
     not_read: int | None = None
 
     @property
@@ -187,7 +187,7 @@ class Plan:
         if self.changed_since is not None:  # only then: other plans read as they always have
             parts[-1:-1] = [
                 ("changed_since", redact_strings(self.changed_since)),
-                ("out_of_scope", (o.shown().to_json() for o in self.out_of_scope)),
+                ("out_of_scope", (o.shown().to_json() for o in self.outside_change)),
                 ("not_read", self.not_read),
             ]
         if self.signature is not None:
@@ -198,7 +198,7 @@ class Plan:
         summary = self.summary.to_json()
         if self.changed_since is not None:
             summary["conflict"] = len(self.conflicts)
-            summary["out_of_scope"] = len(self.out_of_scope)
+            summary["out_of_scope"] = len(self.outside_change)
             summary["not_read"] = self.not_read or 0
         return summary
 
@@ -224,7 +224,7 @@ class Plan:
             signature=document.get("signature"),
             saved=True,
             changed_since=document.get("changed_since"),
-            out_of_scope=[OutOfScope.from_json(o) for o in document.get("out_of_scope", [])],
+            outside_change=[OutsideChange.from_json(o) for o in document.get("out_of_scope", [])],
             not_read=document.get("not_read"),
         )
 

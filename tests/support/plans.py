@@ -1,14 +1,15 @@
 """Readings a plan is made from, as the plan tests build them: invite N as the files want
-it, invite N as the server holds it, and a plan scoped to a change made of such pairs."""
+it, invite N as the server holds it, and a plan of a change made of such pairs."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from reconciler.api.client import CurrentInvite
+from reconciler.desired.changed_since import ChangedEntry, ChangedSince
 from reconciler.desired.state import DesiredInvite, SourceLocation
 from reconciler.model.outcome import Done
-from reconciler.plan.make import ScopedTo, make_plan
+from reconciler.plan.make import make_plan
 from reconciler.plan.model import Plan
 
 BASE = "https://api.example.test"
@@ -26,6 +27,13 @@ def current(index: int, status: str = "pending", **fields: Any) -> CurrentInvite
     return CurrentInvite(f"inv_{index:04d}", status, fields or {"email": f"old{index}@x.example"})
 
 
-def scoped(*pairs: tuple[DesiredInvite, CurrentInvite], scopes: dict[str, Any]) -> Plan:
+def changed(fields: set[str] | frozenset[str], at_ref: dict[str, Any] | None) -> ChangedEntry:
+    """What a change did to an entry: ``fields`` touched, ``at_ref`` (JSON-like) at the base."""
+    return ChangedEntry(frozenset(fields), at_ref)
+
+
+def of_change(
+    *pairs: tuple[DesiredInvite, CurrentInvite], entries: dict[str, ChangedEntry]
+) -> Plan:
     readings = [(d, Done(c)) for d, c in pairs]
-    return make_plan(BASE, readings, scope=ScopedTo("main", scopes, not_read=7))
+    return make_plan(BASE, readings, changed_since=ChangedSince("main", entries, not_read=7))

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from support.plans import BASE, current, desired, scoped
+from support.plans import BASE, changed, current, desired, of_change
 
 from reconciler.api.client import CurrentInvite
 from reconciler.api.exceptions import (
@@ -23,7 +23,6 @@ from reconciler.api.exceptions import (
     ServerError,
     TransportError,
 )
-from reconciler.desired.changed_since import Scope
 from reconciler.desired.state import DesiredInvite, SourceLocation
 from reconciler.errors import ReconcilerError
 from reconciler.model.outcome import Done, Failed, NotRun, Outcome
@@ -160,18 +159,18 @@ def test_a_list_rule_re_sends_only_for_a_listed_field_and_names_the_recipient():
 def test_a_scoped_plan_tells_a_change_from_a_conflict_from_drift_outside_it():
     wanted = desired(1, email="new@x.example", name="Files Ltd")
     at_ref = {"email": "old@x.example", "name": "Files Ltd"}
-    scope = {"inv_0001": Scope(frozenset({"email"}), at_ref)}
+    entries = {"inv_0001": changed({"email"}, at_ref)}
     # The platform holds REF's e-mail: a change; its name differs: drift outside the change.
-    plan = scoped((wanted, current(1, email="old@x.example", name="UI Ltd")), scopes=scope)
+    plan = of_change((wanted, current(1, email="old@x.example", name="UI Ltd")), entries=entries)
     (change,) = plan.changes
     assert (change.patch, change.conflicts) == ({"email": "new@x.example"}, {})
-    (outside,) = plan.out_of_scope
+    (outside,) = plan.outside_change
     assert (outside.before, outside.after) == ({"name": "UI Ltd"}, {"name": "Files Ltd"})
     # The platform holds a third e-mail: a conflict, with REF's value kept for the plan.
-    plan = scoped((wanted, current(1, email="ui@x.example", name="Files Ltd")), scopes=scope)
+    plan = of_change((wanted, current(1, email="ui@x.example", name="Files Ltd")), entries=entries)
     (change,) = plan.changes
     assert change.conflicts == {"email": "old@x.example"}
     assert plan.conflicts == [change] and plan.without_conflicts().changes == []
     # The platform holds the new value: nothing to do.
-    plan = scoped((wanted, current(1, email="new@x.example", name="Files Ltd")), scopes=scope)
-    assert plan.changes == [] and plan.unchanged == 1 and plan.out_of_scope == []
+    plan = of_change((wanted, current(1, email="new@x.example", name="Files Ltd")), entries=entries)
+    assert plan.changes == [] and plan.unchanged == 1 and plan.outside_change == []

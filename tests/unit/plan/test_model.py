@@ -7,9 +7,8 @@ import json
 from typing import Any
 
 import pytest
-from support.plans import BASE, current, desired, scoped
+from support.plans import BASE, changed, current, desired, of_change
 
-from reconciler.desired.changed_since import Scope
 from reconciler.desired.state import DesiredInvite
 from reconciler.errors import ReconcilerError
 from reconciler.model.outcome import Done
@@ -184,8 +183,8 @@ def test_a_plan_never_holds_a_secret_the_server_put_in_an_invite(registered_secr
 
 def test_a_scoped_plan_document_says_its_scope_and_reads_back():
     wanted = desired(1, email="new@x.example")
-    scope = {"inv_0001": Scope(frozenset({"email"}), {"email": "old@x.example"})}
-    plan = scoped((wanted, current(1, email="ui@x.example")), scopes=scope)
+    entries = {"inv_0001": changed({"email"}, {"email": "old@x.example"})}
+    plan = of_change((wanted, current(1, email="ui@x.example")), entries=entries)
     document = plan.to_document()
     assert document["changed_since"] == "main" and document["not_read"] == 7
     assert document["summary"]["conflict"] == 1 and document["summary"]["not_read"] == 7
