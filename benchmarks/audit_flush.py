@@ -51,6 +51,7 @@ from reconciler.apply.audit import AuditLog
 from reconciler.desired.state import load_desired_state
 from reconciler.plan.make import make_plan
 from reconciler.plan.model import Plan
+from reconciler.plan.saved import plan_digest
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox
 from reconciler.settings.config import Settings
 from reconciler.stop import Stop
@@ -108,7 +109,8 @@ def one_apply(way: str, count: int, desired_file: Path, log_dir: Path, paralleli
             if way != "no log":
                 log = log_dir / "audit.jsonl"
                 log.unlink(missing_ok=True)
-                audit = AuditLog(str(log), SANDBOX_CLIENT_ID, plan.digest(), sync="fsync" in way)
+                digest = plan_digest(plan)
+                audit = AuditLog(str(log), SANDBOX_CLIENT_ID, digest, sync="fsync" in way)
             applier = Applier(client, parallelism=parallelism, stop=Stop(), audit=audit)
             started, cpu_started = time.perf_counter(), time.process_time()
             report = applier.apply(plan)

@@ -38,7 +38,7 @@ from reconciler.desired.state import load_desired_state, load_text
 from reconciler.errors import ReconcilerError
 from reconciler.invite import OBJECT_FIELDS, ResendRule, canonical, nfc_value
 from reconciler.model.outcome import Done, Failed, NotRun, stop_if_run_fatal
-from reconciler.output.common import show
+from reconciler.model.values import show
 from reconciler.output.failures import echo_errors
 from reconciler.output.log import setup_logging
 from reconciler.plan.changes import FailedInvite

@@ -12,6 +12,7 @@ from reconciler.api.limiter import Limiter
 from reconciler.apply.applier import Applier, ApplyReport, ChangeResult, WriteOutcome
 from reconciler.apply.audit import AuditLog, AuditLogError, NoAuditLog, open_audit_log
 from reconciler.apply.interrupt import GracefulInterrupt
+from reconciler.apply.recheck import saved_plan_state
 from reconciler.commands.common import check_writable, read_desired, run_selection, run_settings
 from reconciler.commands.confirm import confirm, require_terminal
 from reconciler.commands.options import (
@@ -42,7 +43,7 @@ from reconciler.output.progress import Progress
 from reconciler.output.text import TextRenderer, resend_if_updated
 from reconciler.plan.changes import FailedInvite
 from reconciler.plan.model import Plan
-from reconciler.plan.saved import load_signed_plan, saved_plan_state
+from reconciler.plan.saved import load_signed_plan, plan_digest
 from reconciler.safetext import clean
 from reconciler.settings.config import Settings
 from reconciler.wording import plural
@@ -176,7 +177,7 @@ def _apply(
     done: frozenset[str] = frozenset(),
 ) -> int:
     # The log names the plan as reviewed; only its changes not made yet are applied.
-    audit = open_audit_log(settings.audit_log, settings.client_id, plan.digest())
+    audit = open_audit_log(settings.audit_log, settings.client_id, plan_digest(plan))
     for change in plan.changes:
         if change.id in done:
             click.echo(renderer.already_applied(change))

@@ -14,10 +14,9 @@ from reconciler.errors import ReconcilerError
 from reconciler.output import renderer_for
 from reconciler.output.color import use_color
 from reconciler.output.common import echo_chunks
-from reconciler.output.json import document_json
-from reconciler.plan.model import Plan
-from reconciler.plan.saved import read_plan_document
+from reconciler.plan.saved import plan_from_document, read_plan_document
 from reconciler.plan.signature import SignatureCheck, check
+from reconciler.plan.streamedjson import document_json
 from reconciler.safetext import escape
 from reconciler.settings.config import SECRET_ENV, SECRET_FILE_ENV, load_settings
 
@@ -44,7 +43,7 @@ def show(planfile: str, output_format: str, color: str, config_file: str | None)
         click.echo(document_json(document), nl=False)  # the file's own document, signature too
     else:
         renderer = renderer_for(output_format, use_color(color))
-        echo_chunks(renderer.chunks(Plan.from_document(document)))
+        echo_chunks(renderer.chunks(plan_from_document(document)))
     verdict, message = _signature_verdict(document, config_file)
     click.echo(f"{escape(planfile)}: {message}", err=True)
     return 0 if verdict in (SignatureCheck.VALID, None) else 1

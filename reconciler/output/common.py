@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
-from reconciler.safetext import clean, escape
+from reconciler.safetext import clean
 from reconciler.wording import plural
 
 if TYPE_CHECKING:
@@ -54,15 +53,6 @@ def stop_writing_to_stdout() -> None:
         os.dup2(devnull, fd)
     finally:
         os.close(devnull)
-
-
-def show(value: Any) -> str:
-    """A value as the user wrote it in YAML terms: strings quoted, lists inline, escaped.
-
-    Not redacted: a plan's records are (``shown``) where the server said them, and a
-    value from the files is shown as it will be sent.
-    """
-    return escape(json.dumps(value, ensure_ascii=False))
 
 
 def summary_line(plan: Plan) -> str:

@@ -1,76 +1,14 @@
-"""The plan as a JSON document (schemas/plan.schema.json; also the saved plan file)."""
+"""The plan as a JSON document: the saved plan file's own text (``reconciler.plan.saved``)."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
-from reconciler.errors import ReconcilerError
-from reconciler.safetext import escape_json_text
+from reconciler.plan.saved import plan_chunks
 
 if TYPE_CHECKING:
     from reconciler.plan.model import Plan
-
-_NOT_JSON = (
-    "cannot write the plan as JSON: it holds a number JSON cannot represent (NaN or Infinity)"
-)
-
-
-def document_json(document: dict[str, Any]) -> str:
-    return "".join(document_chunks(document.items()))
-
-
-def document_chunks(parts: Iterable[tuple[str, Any]]) -> Iterator[str]:
-    """The text of ``json.dumps(document, indent=2)`` and a newline, a record at a time.
-
-    ``parts`` are the document's (key, value) pairs in order; a list value may be any
-    iterator of records (``Plan.document_parts``), so no record is held longer than
-    it takes to write it.
-    """
-    try:
-        # NaN and Infinity are not JSON: a strict reader (jq, another language) refuses
-        # the file. Server values are type-checked on reading, so this is a last guard.
-        for piece in _pieces(parts):
-            yield escape_json_text(piece)
-    except ValueError:
-        raise ReconcilerError(_NOT_JSON) from None
-    yield "\n"
-
-
-def _pieces(parts: Iterable[tuple[str, Any]]) -> Iterator[str]:
-    opening = "{"
-    for key, value in parts:
-        yield f"{opening}\n  {_dumps(key)}: "
-        opening = ","
-        if isinstance(value, (list, Iterator)):
-            yield from _list(value)
-        else:
-            yield _nested(value, "\n  ")
-    yield "{}" if opening == "{" else "\n}"
-
-
-_ITEM_INDENT = "\n    "
-
-
-def _list(records: Iterable[Any]) -> Iterator[str]:
-    # A list two levels down: json.dumps(indent=2) puts each item on its own lines,
-    # indented four spaces, and writes an empty list as [].
-    opening = "["
-    for record in records:
-        yield f"{opening}\n    {_nested(record, _ITEM_INDENT)}"
-        opening = ","
-    yield "[]" if opening == "[" else "\n  ]"
-
-
-def _nested(value: Any, indent: str) -> str:
-    # A string never holds a raw newline in JSON, so each newline of the text starts
-    # a line of structure, which moves right by the depth it is written at.
-    return _dumps(value).replace("\n", indent)
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False)
 
 
 class JsonRenderer:
@@ -78,4 +16,4 @@ class JsonRenderer:
         return "".join(self.chunks(plan))
 
     def chunks(self, plan: Plan) -> Iterator[str]:
-        return document_chunks(plan.document_parts())
+        return plan_chunks(plan)

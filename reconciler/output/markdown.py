@@ -10,13 +10,13 @@ import html
 import re
 from collections.abc import Iterable, Iterator
 
+from reconciler.model.values import show
 from reconciler.output.common import (
     CONFLICT_NOTE,
     NOT_UPDATABLE_HEADING,
     OUTSIDE_CHANGE_HEADING,
     OUTSIDE_CHANGE_NOTE,
     max_changes_warning,
-    show,
     summary_line,
 )
 from reconciler.plan.changes import FieldChange, InviteChange, NotUpdatable, OutsideChange

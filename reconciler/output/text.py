@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import click
 
 from reconciler.apply.applier import ApplyReport, ChangeResult, WriteOutcome
+from reconciler.model.values import show
 from reconciler.output.common import (
     CONFLICT_NOTE,
     NOT_UPDATABLE_HEADING,
@@ -14,7 +15,6 @@ from reconciler.output.common import (
     OUTSIDE_CHANGE_NOTE,
     max_changes_warning,
     not_updatable_note,
-    show,
     summary_line,
 )
 from reconciler.output.failures import resend_advice

@@ -1,7 +1,6 @@
 """The records a plan is made of: one per invite that changes, cannot change, or failed.
 
-Each record owns its JSON form (``to_json``/``from_json``), the pieces of the
-saved plan (schemas/plan.schema.json).
+A record's JSON form is the saved plan's business (``reconciler.plan.saved``).
 """
 
 from __future__ import annotations
@@ -111,43 +110,6 @@ class InviteChange:
         recipient = None if self.recipient is None else redact(self.recipient)
         return replace(self, before=redact_strings(self.before), patch=patch, recipient=recipient)
 
-    def to_json(self) -> dict[str, Any]:
-        record = {
-            "id": self.id,
-            "name": self.name,
-            "source": self.source,
-            "before": self.before,
-            "after": self.after,
-            "patch": self.patch,
-            "resend": self.resend,
-        }
-        if self.resend:
-            # Added within format_version 2: a reader that does not know it ignores it.
-            record["recipient"] = self.recipient
-        if self.conflicts:  # only then: a plan without conflicts reads as it always has
-            record["conflicts"] = self.conflicts
-        return record
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> InviteChange:
-        patch = data["patch"]
-        before = {k: data["before"].get(k) for k in patch}
-        if "recipient" in data:
-            recipient = data["recipient"] if isinstance(data["recipient"], str) else None
-        else:  # saved before plans named the recipient: the updated address, if any
-            email = patch.get("email")
-            recipient = email if isinstance(email, str) else None
-        return cls(
-            data["id"],
-            data["source"],
-            data.get("name"),
-            before,
-            patch,
-            data["resend"],
-            recipient=recipient if data["resend"] else None,
-            conflicts=data.get("conflicts") or {},
-        )
-
 
 @dataclass(frozen=True)
 class OutsideChange:
@@ -169,20 +131,6 @@ class OutsideChange:
     def shown(self) -> OutsideChange:
         """As every output shows it: the server's values redacted, the files' as written."""
         return replace(self, before=redact_strings(self.before))
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "name": self.name,
-            "source": self.source,
-            "before": self.before,
-            "after": self.after,
-        }
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> OutsideChange:
-        keys = ("id", "source", "name", "before", "after")
-        return cls(*(data.get(key) for key in keys))  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -212,21 +160,6 @@ class NotUpdatable:
             f"`reconcile export {self.id}`"
         )
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "name": self.name,
-            "source": self.source,
-            "status": self.status,
-            "before": self.before,
-            "after": self.after,
-        }
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> NotUpdatable:
-        keys = ("id", "source", "name", "status", "before", "after")
-        return cls(*(data.get(key) for key in keys))  # type: ignore[arg-type]
-
 
 @dataclass(frozen=True)
 class FailedInvite:
@@ -245,17 +178,3 @@ class FailedInvite:
         """As every output shows it: the server's message and requestId redacted."""
         request_id = None if self.request_id is None else redact(self.request_id)
         return replace(self, message=redact(self.message), request_id=request_id)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "source": self.source,
-            "message": self.message,
-            "status": self.status,
-            "request_id": self.request_id,
-        }
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> FailedInvite:
-        keys = ("id", "source", "message", "status", "request_id")
-        return cls(*(data.get(key) for key in keys))  # type: ignore[arg-type]

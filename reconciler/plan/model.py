@@ -1,26 +1,19 @@
 """The plan: what apply would change, made of per-invite changes and failed invites.
 
 Computing a plan is separate from showing it (reconciler.output), from saving
-it (reconciler.plan.saved) and from carrying it out (reconciler.apply.applier). Each
-record owns its JSON form; ``Plan.to_document`` is the saved plan (schemas/plan.schema.json).
+it (reconciler.plan.saved: the plan file, written and read) and from carrying it
+out (reconciler.apply.applier).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import NamedTuple
 
 from reconciler.errors import ReconcilerError
 from reconciler.plan.changes import FailedInvite, InviteChange, NotUpdatable, OutsideChange
-from reconciler.safetext import redact_strings
 from reconciler.wording import plural
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = [
     "FORMAT_VERSION",
@@ -31,7 +24,6 @@ __all__ = [
 ]
 
 FORMAT_VERSION = 2  # 2: signed, with `not_updatable`
-READABLE_FORMAT_VERSIONS = (1, 2)  # a version 1 plan can be shown, never applied (unsigned)
 
 
 class TooMuchChange(ReconcilerError):
@@ -72,15 +64,6 @@ class Summary(NamedTuple):
     unchanged: int
     failed: int
     resend: int = 0  # of the updates, those that e-mail the invitation again
-
-    def to_json(self) -> dict[str, int]:
-        # The saved plan's names (cli.md): a failed invite is an "error" there.
-        return {
-            "update": self.update,
-            "resend": self.resend,
-            "unchanged": self.unchanged,
-            "error": self.failed,
-        }
 
 
 @dataclass
@@ -156,77 +139,6 @@ class Plan:
         problem = self.too_much_change(limit, resend_limit)
         if problem is not None:
             raise problem
-
-    def digest(self) -> str:
-        """A hash of what the plan would write, for the audit log."""
-        writes = [[c.id, c.before, c.patch, c.resend] for c in self.changes]
-        canonical = json.dumps([self.base_url, writes], sort_keys=True, ensure_ascii=False)
-        # surrogatepass: a server can send a lone surrogate ("\ud800"); it is still hashed.
-        return "sha256:" + hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
-
-    def document_parts(self) -> list[tuple[str, Any]]:
-        """The saved plan document, field by field, for writing or signing in pieces.
-
-        ``changes``, ``not_updatable`` and ``errors`` are generators of records, made and
-        redacted one at a time: a plan of 200,000 changes is never a second time in memory.
-        A server can echo the secret or a token inside an invite's values; the document
-        is what is signed, saved and printed, so no part the server said holds one (each
-        record's ``shown``). What the files say is kept as written: apply sends it.
-        """
-        parts: list[tuple[str, Any]] = [
-            ("format_version", self.format_version),
-            ("created_at", redact_strings(self.created_at)),
-            ("base_url", redact_strings(self.base_url)),
-            ("max_changes", self.max_changes),
-            ("max_resends", self.max_resends),
-            ("changes", (c.shown().to_json() for c in self.changes)),
-            ("not_updatable", (n.shown().to_json() for n in self.not_updatable)),
-            ("errors", (f.shown().to_json() for f in self.failed)),
-            ("summary", self._summary_json()),
-        ]
-        if self.changed_since is not None:  # only then: other plans read as they always have
-            parts[-1:-1] = [
-                ("changed_since", redact_strings(self.changed_since)),
-                ("out_of_scope", (o.shown().to_json() for o in self.outside_change)),
-                ("not_read", self.not_read),
-            ]
-        if self.signature is not None:
-            parts.append(("signature", redact_strings(self.signature)))
-        return parts
-
-    def _summary_json(self) -> dict[str, int]:
-        summary = self.summary.to_json()
-        if self.changed_since is not None:
-            summary["conflict"] = len(self.conflicts)
-            summary["out_of_scope"] = len(self.outside_change)
-            summary["not_read"] = self.not_read or 0
-        return summary
-
-    def to_document(self) -> dict[str, Any]:
-        return {
-            key: list(value) if isinstance(value, Iterator) else value
-            for key, value in self.document_parts()
-        }
-
-    @classmethod
-    def from_document(cls, document: dict[str, Any]) -> Plan:
-        """A plan from a document already checked against schemas/plan.schema.json."""
-        return cls(
-            base_url=document["base_url"],
-            created_at=document["created_at"],
-            max_changes=document.get("max_changes"),
-            max_resends=document.get("max_resends"),
-            unchanged=document["summary"]["unchanged"],
-            changes=[InviteChange.from_json(c) for c in document["changes"]],
-            failed=[FailedInvite.from_json(e) for e in document["errors"]],
-            not_updatable=[NotUpdatable.from_json(n) for n in document.get("not_updatable", [])],
-            format_version=document["format_version"],
-            signature=document.get("signature"),
-            saved=True,
-            changed_since=document.get("changed_since"),
-            outside_change=[OutsideChange.from_json(o) for o in document.get("out_of_scope", [])],
-            not_read=document.get("not_read"),
-        )
 
 
 def _now() -> str:

@@ -1,52 +1,106 @@
-"""Saved plans: written and signed by `plan --out`, applied exactly by `apply --plan`.
+"""The plan file: written and signed by `plan --out`, read back by `apply --plan` and `show`.
 
-Reading one trusts nothing in it: its size and nesting are bounded before
-parsing, it must match schemas/plan.schema.json, name each invite once, and
-carry a signature made with this run's client secret (reconciler.plan.signature).
+Its writer and its reader, together, so that what one writes the other reads: each
+record's JSON form (schemas/plan.schema.json), the entry's place as the
+``"path:line"`` text cli.md shows, the document a record at a time
+(``streamedjson``), the signature (``signature``). Reading one trusts nothing in
+it: its size and nesting are bounded before parsing, it must match the schema,
+name each invite once, and carry a signature
+made with this run's client secret. Whether the server still matches a saved
+plan is apply's question (``reconciler.apply.recheck``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import replace
+from collections.abc import Iterable, Iterator
 from functools import cache
-from typing import Any, NamedTuple
+from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from reconciler.api.client import CurrentInvite
-from reconciler.api.concurrency import ordered_map
-from reconciler.api.limiter import Limiter
 from reconciler.errors import ReconcilerError
-from reconciler.invite import values_equal
-from reconciler.model.outcome import Failed, NotRun
-from reconciler.output.common import show
-from reconciler.output.json import JsonRenderer
 from reconciler.plan.boundedjson import loads_bounded, read_bounded_text
-from reconciler.plan.changes import InviteChange
-from reconciler.plan.model import FORMAT_VERSION, READABLE_FORMAT_VERSIONS, Plan
+from reconciler.plan.changes import FailedInvite, InviteChange, NotUpdatable, OutsideChange
+from reconciler.plan.model import FORMAT_VERSION, Plan
 from reconciler.plan.signature import SignatureCheck, check, signature_for
+from reconciler.plan.streamedjson import document_chunks
 from reconciler.resources import resource_path
 from reconciler.safefile import write_text_replacing
-from reconciler.safetext import REDACTED, clean, escape, redact_strings
-from reconciler.stop import Stop
+from reconciler.safetext import clean, escape, redact_strings
 
+READABLE_FORMAT_VERSIONS = (1, 2)  # a version 1 plan can be shown, never applied (unsigned)
 MAX_PLAN_BYTES = 128 * 1024 * 1024  # some 200,000 changes; a real plan is far smaller
 MAX_PLAN_DEPTH = 64  # a plan nests about 6 deep; a server's odd values get room to spare
 _WHAT = "a plan file"
 _NEW_PLAN = "Make and review a new plan with `reconcile plan --out FILE`."
 
 
+# -- writing ---------------------------------------------------------------------------------
+
+
+def document_parts(plan: Plan) -> list[tuple[str, Any]]:
+    """The saved plan document, field by field, for writing or signing in pieces.
+
+    ``changes``, ``not_updatable`` and ``errors`` are generators of records, made and
+    redacted one at a time: a plan of 200,000 changes is never a second time in memory.
+    A server can echo the secret or a token inside an invite's values; the document
+    is what is signed, saved and printed, so no part the server said holds one (each
+    record's ``shown``). What the files say is kept as written: apply sends it.
+    """
+    parts: list[tuple[str, Any]] = [
+        ("format_version", plan.format_version),
+        ("created_at", redact_strings(plan.created_at)),
+        ("base_url", redact_strings(plan.base_url)),
+        ("max_changes", plan.max_changes),
+        ("max_resends", plan.max_resends),
+        ("changes", (_change_json(c.shown()) for c in plan.changes)),
+        ("not_updatable", (_not_updatable_json(n.shown()) for n in plan.not_updatable)),
+        ("errors", (_failed_json(f.shown()) for f in plan.failed)),
+        ("summary", _summary_json(plan)),
+    ]
+    if plan.changed_since is not None:  # only then: other plans read as they always have
+        parts[-1:-1] = [
+            ("changed_since", redact_strings(plan.changed_since)),
+            ("out_of_scope", (_outside_json(o.shown()) for o in plan.outside_change)),
+            ("not_read", plan.not_read),
+        ]
+    if plan.signature is not None:
+        parts.append(("signature", redact_strings(plan.signature)))
+    return parts
+
+
+def to_document(plan: Plan) -> dict[str, Any]:
+    """The saved plan document whole."""
+    return {
+        key: list(value) if isinstance(value, Iterator) else value
+        for key, value in document_parts(plan)
+    }
+
+
+def plan_chunks(plan: Plan) -> Iterator[str]:
+    """The plan file's text, a record at a time (also `plan --format json`)."""
+    return document_chunks(document_parts(plan))
+
+
+def plan_digest(plan: Plan) -> str:
+    """A hash of what the plan would write, for the audit log."""
+    writes = [[c.id, c.before, c.patch, c.resend] for c in plan.changes]
+    canonical = json.dumps([plan.base_url, writes], sort_keys=True, ensure_ascii=False)
+    # surrogatepass: a server can send a lone surrogate ("\ud800"); it is still hashed.
+    return "sha256:" + hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 def sign_plan(plan: Plan, secret: str) -> None:
     """Sign ``plan`` with a key derived from ``secret``; the key is never kept."""
-    plan.signature = signature_for(plan.document_parts(), secret)
+    plan.signature = signature_for(document_parts(plan), secret)
 
 
 def save_plan(plan: Plan, path: str) -> None:
     """Write atomically, so a reviewer never sees half a plan; never over a device or FIFO."""
-    chunks = _readable_size(JsonRenderer().chunks(plan), path)
+    chunks = _readable_size(plan_chunks(plan), path)
     write_text_replacing(path, chunks, "plan file", private=True)
 
 
@@ -64,6 +118,74 @@ def _readable_size(chunks: Iterable[str], path: str) -> Iterator[str]:
         yield chunk
 
 
+def _change_json(change: InviteChange) -> dict[str, Any]:
+    record = {
+        "id": change.id,
+        "name": change.name,
+        "source": change.source,
+        "before": change.before,
+        "after": change.after,
+        "patch": change.patch,
+        "resend": change.resend,
+    }
+    if change.resend:
+        # Added within format_version 2: a reader that does not know it ignores it.
+        record["recipient"] = change.recipient
+    if change.conflicts:  # only then: a plan without conflicts reads as it always has
+        record["conflicts"] = change.conflicts
+    return record
+
+
+def _outside_json(outside: OutsideChange) -> dict[str, Any]:
+    return {
+        "id": outside.id,
+        "name": outside.name,
+        "source": outside.source,
+        "before": outside.before,
+        "after": outside.after,
+    }
+
+
+def _not_updatable_json(invite: NotUpdatable) -> dict[str, Any]:
+    return {
+        "id": invite.id,
+        "name": invite.name,
+        "source": invite.source,
+        "status": invite.status,
+        "before": invite.before,
+        "after": invite.after,
+    }
+
+
+def _failed_json(failed: FailedInvite) -> dict[str, Any]:
+    return {
+        "id": failed.id,
+        "source": failed.source,
+        "message": failed.message,
+        "status": failed.status,
+        "request_id": failed.request_id,
+    }
+
+
+def _summary_json(plan: Plan) -> dict[str, int]:
+    summary = plan.summary
+    # The saved plan's names (cli.md): a failed invite is an "error" there.
+    counts = {
+        "update": summary.update,
+        "resend": summary.resend,
+        "unchanged": summary.unchanged,
+        "error": summary.failed,
+    }
+    if plan.changed_since is not None:
+        counts["conflict"] = len(plan.conflicts)
+        counts["out_of_scope"] = len(plan.outside_change)
+        counts["not_read"] = plan.not_read or 0
+    return counts
+
+
+# -- reading ---------------------------------------------------------------------------------
+
+
 @cache
 def _validator() -> Draft202012Validator:
     schema = json.loads(resource_path("schemas/plan.schema.json").read_text(encoding="utf-8"))
@@ -79,13 +201,16 @@ def read_plan_document(path: str) -> dict[str, Any]:
     error = errors[0] if errors else None
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path) or "top level"
-        raise ReconcilerError(
-            f"{escape(path)}: not a plan file saved by `reconcile plan --out` "
-            f"({clean(where)}: {clean(error.message[:300])})"
-        )
+        raise _not_saved(path, f"{clean(where)}: {clean(error.message[:300])}")
     _check_consistent(document, path)
     _check_each_invite_once(document, path)
-    return document
+    return document  # type: ignore[no-any-return]  # the schema says it is an object
+
+
+def _not_saved(path: str, why: str) -> ReconcilerError:
+    return ReconcilerError(
+        f"{escape(path)}: not a plan file saved by `reconcile plan --out` ({why})"
+    )
 
 
 def _sortable(path: Any) -> list[tuple[int, str]]:
@@ -137,7 +262,7 @@ def _check_each_invite_once(document: dict[str, Any], path: str) -> None:
 
 def load_plan(path: str) -> Plan:
     """The saved plan, signature not checked (for `show`; apply uses load_signed_plan)."""
-    return Plan.from_document(read_plan_document(path))
+    return plan_from_document(read_plan_document(path))
 
 
 def load_signed_plan(path: str, secret: str | None) -> Plan:
@@ -160,120 +285,59 @@ def load_signed_plan(path: str, secret: str | None) -> Plan:
             "verify with this client secret: the plan was altered, or made with another "
             f"credential. {_NEW_PLAN}"
         )
-    return Plan.from_document(document)
+    return plan_from_document(document)
 
 
-class SavedPlanState(NamedTuple):
-    """Where the server stands against a saved plan, change by change."""
-
-    drift: list[str]  # every reason the plan no longer holds; empty when it may be applied
-    done: frozenset[str]  # ids of changes whose fields all hold their `after` already
-
-
-def saved_plan_state(
-    plan: Plan,
-    base_url: str,
-    read: Callable[[str], CurrentInvite],
-    parallelism: int | Limiter,
-    stop: Stop | None = None,
-) -> SavedPlanState:
-    """Re-read every invite of the plan: each change is to do, done, or stale.
-
-    A change whose fields all hold `before` is to do; all `after`, it is done (a re-run
-    of an apply that made it: nothing is sent again); anything else is drift, and one
-    drifted change refuses the whole plan.
-
-    Values are compared as they are, never redacted, except where the plan itself
-    shows a server's value redacted (it held the secret or a token). When nothing
-    has drifted, each change's object fields get back the server's sub-fields the
-    plan shows redacted (``_with_server_values``): apply sends what the server
-    holds, never the word ``[redacted]``.
-    """
-    if plan.base_url.rstrip("/") != base_url.rstrip("/"):
-        drift = [f"the plan was made against {plan.base_url}, but this run talks to {base_url}"]
-        return SavedPlanState(drift, frozenset())
-    drift = []
-    done = set()
-    by_id = {change.id: change for change in plan.changes}
-    restored: dict[str, InviteChange] = {}
-    for invite_id, outcome in ordered_map(read, list(by_id), parallelism, stop):
-        change = by_id[invite_id]
-        where = f"{invite_id} ({clean(change.source)})"
-        if isinstance(outcome, NotRun):
-            raise ReconcilerError("interrupted while checking the plan; nothing was changed")
-        if isinstance(outcome, Failed):
-            drift.append(f"{where}: cannot re-read it: {clean(str(outcome.error))}")
-            continue
-        current = outcome.value
-        if all(
-            _still_holds(name, value, current.fields.get(name))
-            for name, value in change.patch.items()
-        ):
-            done.add(invite_id)  # applied already, whatever its status has become since
-            continue
-        if not current.is_pending:
-            drift.append(f"{where}: is now {clean(str(current.status))}, not pending")
-        moved = False
-        for name, planned in change.before.items():
-            now = current.fields.get(name)
-            if not _still_holds(name, planned, now):
-                moved = True
-                drift.append(
-                    f"{where}: `{name}` was {show(planned)} when planned, "
-                    f"is now {show(redact_strings(now))}"
-                    + _not_after(change.patch[name], now, name)
-                )
-        if not moved:
-            restored[invite_id] = _with_server_values(change, current)
-    if not drift:
-        plan.changes = [restored.get(change.id, change) for change in plan.changes]
-    return SavedPlanState(drift, frozenset(done))
+def plan_from_document(document: dict[str, Any]) -> Plan:
+    """A plan from a document ``read_plan_document`` has checked."""
+    return Plan(
+        base_url=document["base_url"],
+        created_at=document["created_at"],
+        max_changes=document.get("max_changes"),
+        max_resends=document.get("max_resends"),
+        unchanged=document["summary"]["unchanged"],
+        changes=[_change(c) for c in document["changes"]],
+        failed=[_failed(e) for e in document["errors"]],
+        not_updatable=[_not_updatable(n) for n in document.get("not_updatable", [])],
+        format_version=document["format_version"],
+        signature=document.get("signature"),
+        saved=True,
+        changed_since=document.get("changed_since"),
+        outside_change=[_outside(o) for o in document.get("out_of_scope", [])],
+        not_read=document.get("not_read"),
+    )
 
 
-def _still_holds(name: str, planned: Any, now: Any) -> bool:
-    if values_equal(name, planned, now):
-        return True
-    # Saved, the server's value is shown redacted where it held the secret or a token.
-    return _mentions(planned, REDACTED) and values_equal(name, planned, redact_strings(now))
+def _change(data: dict[str, Any]) -> InviteChange:
+    patch = data["patch"]
+    before = {k: data["before"].get(k) for k in patch}
+    if "recipient" in data:
+        recipient = data["recipient"] if isinstance(data["recipient"], str) else None
+    else:  # saved before plans named the recipient: the updated address, if any
+        email = patch.get("email")
+        recipient = email if isinstance(email, str) else None
+    return InviteChange(
+        data["id"],
+        data["source"],
+        data.get("name"),
+        before,
+        patch,
+        data["resend"],
+        recipient=recipient if data["resend"] else None,
+        conflicts=data.get("conflicts") or {},
+    )
 
 
-def _mentions(value: Any, word: str) -> bool:
-    if isinstance(value, str):
-        return word in value
-    if isinstance(value, dict):
-        return any(_mentions(v, word) for v in value.values())
-    if isinstance(value, list):
-        return any(_mentions(v, word) for v in value)
-    return False
+def _outside(data: dict[str, Any]) -> OutsideChange:
+    keys = ("id", "source", "name", "before", "after")
+    return OutsideChange(*(data.get(key) for key in keys))  # type: ignore[arg-type]
 
 
-def _with_server_values(change: InviteChange, current: CurrentInvite) -> InviteChange:
-    """``change`` with the server's values taken from ``current``, the copy just read,
-    which the plan's ``before`` was found to match: ``before`` itself, and its objects'
-    server-held sub-fields (see ``InviteChange.shown``). Shown, they are redacted again."""
-    before = {name: current.fields.get(name) for name in change.before}
-    patch = dict(change.patch)
-    for name, value in change.patch.items():
-        held, was = current.fields.get(name), change.before.get(name)
-        if isinstance(value, dict) and isinstance(held, dict) and isinstance(was, dict):
-            # The server's object as it is now, and over it what the files change: the
-            # sub-fields whose planned value differs from the server's.
-            changed = {k: v for k, v in value.items() if k not in was or was[k] != v}
-            patch[name] = {**held, **changed}
-    return replace(change, before=before, patch=patch)
+def _not_updatable(data: dict[str, Any]) -> NotUpdatable:
+    keys = ("id", "source", "name", "status", "before", "after")
+    return NotUpdatable(*(data.get(key) for key in keys))  # type: ignore[arg-type]
 
 
-def _not_after(after: Any, now: Any, name: str) -> str:
-    """A field already at `after` beside others that are not: the plan was half applied by hand."""
-    return " (which the plan would write)" if values_equal(name, after, now) else ""
-
-
-def find_drift(
-    plan: Plan,
-    base_url: str,
-    read: Callable[[str], CurrentInvite],
-    parallelism: int | Limiter,
-    stop: Stop | None = None,
-) -> list[str]:
-    """Every reason the plan no longer holds; empty when it is safe to apply."""
-    return saved_plan_state(plan, base_url, read, parallelism, stop).drift
+def _failed(data: dict[str, Any]) -> FailedInvite:
+    keys = ("id", "source", "message", "status", "request_id")
+    return FailedInvite(*(data.get(key) for key in keys))  # type: ignore[arg-type]

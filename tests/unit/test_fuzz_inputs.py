@@ -26,7 +26,7 @@ from reconciler.errors import FileProblem, InputError, ReconcilerError
 from reconciler.invite import UPDATABLE_FIELDS
 from reconciler.output.text import TextRenderer
 from reconciler.plan.model import Plan
-from reconciler.plan.saved import load_plan
+from reconciler.plan.saved import load_plan, plan_digest, to_document
 from reconciler.settings.config import Settings
 
 FUZZ = settings(
@@ -272,8 +272,8 @@ def assert_plan_or_error(path: Path) -> None:
         assert isinstance(plan, Plan)
         # `apply --plan` shows the plan and hashes it for the audit log: neither may crash.
         TextRenderer().render(plan)
-        plan.digest()
-        plan.to_document()
+        plan_digest(plan)
+        to_document(plan)
 
 
 def test_the_plan_from_the_spec_loads(workdir: Path) -> None:

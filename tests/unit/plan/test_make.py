@@ -27,6 +27,7 @@ from reconciler.desired.state import DesiredInvite, SourceLocation
 from reconciler.errors import ReconcilerError
 from reconciler.model.outcome import Done, Failed, NotRun, Outcome
 from reconciler.plan.make import make_plan
+from reconciler.plan.saved import to_document
 from reconciler.safetext import register_secret
 
 
@@ -150,7 +151,7 @@ def test_a_list_rule_re_sends_only_for_a_listed_field_and_names_the_recipient():
     # Without the address changing, the invitation goes to the one the server holds.
     anything = make_plan(BASE, [(_with_rule(True, groups=["b"]), Done(server))])
     assert anything.changes[0].recipient == "old@x.example"
-    assert anything.to_document()["summary"]["resend"] == 1
+    assert to_document(anything)["summary"]["resend"] == 1
 
 
 # --- plans scoped to a change (--changed-since REF) ------------------------------------------

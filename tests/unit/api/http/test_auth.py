@@ -19,7 +19,7 @@ from reconciler.api.http.auth import (
     register_secret_forms,
     token_from_payload,
 )
-from reconciler.output.common import show
+from reconciler.model.values import show
 from reconciler.safetext import REDACTED, redact, redact_strings, register_secret
 
 

@@ -1,0 +1,76 @@
+"""Before `apply --plan` writes: every invite of the saved plan read again, each change
+found to do, done, or stale (``reconciler.plan.drift``); one stale change refuses the
+whole plan. The one read before writes, for now; reads before each write join it here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+from reconciler.api.client import CurrentInvite
+from reconciler.api.concurrency import ordered_map
+from reconciler.api.limiter import Limiter
+from reconciler.errors import ReconcilerError
+from reconciler.model.outcome import Done, Failed, NotRun
+from reconciler.plan.changes import InviteChange
+from reconciler.plan.drift import recheck
+from reconciler.plan.model import Plan
+from reconciler.safetext import clean
+from reconciler.stop import Stop
+
+
+class SavedPlanState(NamedTuple):
+    """Where the server stands against a saved plan, change by change."""
+
+    drift: list[str]  # every reason the plan no longer holds; empty when it may be applied
+    done: frozenset[str]  # ids of changes whose fields all hold their `after` already
+
+
+def saved_plan_state(
+    plan: Plan,
+    base_url: str,
+    read: Callable[[str], CurrentInvite],
+    parallelism: int | Limiter,
+    stop: Stop | None = None,
+) -> SavedPlanState:
+    """Re-read every invite of the plan: each change is to do, done, or stale.
+
+    When nothing has drifted, the plan's changes take back the server's values it
+    shows redacted (``reconciler.plan.drift``): apply sends what the server holds.
+    """
+    if plan.base_url.rstrip("/") != base_url.rstrip("/"):
+        elsewhere = f"the plan was made against {plan.base_url}, but this run talks to {base_url}"
+        return SavedPlanState([elsewhere], frozenset())
+    drift: list[str] = []
+    done = set()
+    by_id = {change.id: change for change in plan.changes}
+    restored: dict[str, InviteChange] = {}
+    for invite_id, outcome in ordered_map(read, list(by_id), parallelism, stop):
+        change = by_id[invite_id]
+        match outcome:
+            case Done(current):
+                found = recheck(change, current)
+                if found.done:
+                    done.add(invite_id)
+                drift += found.drift
+                if found.restored is not None:
+                    restored[invite_id] = found.restored
+            case Failed(error):
+                where = f"{invite_id} ({clean(change.source)})"
+                drift.append(f"{where}: cannot re-read it: {clean(str(error))}")
+            case NotRun():
+                raise ReconcilerError("interrupted while checking the plan; nothing was changed")
+    if not drift:
+        plan.changes = [restored.get(change.id, change) for change in plan.changes]
+    return SavedPlanState(drift, frozenset(done))
+
+
+def find_drift(
+    plan: Plan,
+    base_url: str,
+    read: Callable[[str], CurrentInvite],
+    parallelism: int | Limiter,
+    stop: Stop | None = None,
+) -> list[str]:
+    """Every reason the plan no longer holds; empty when it is safe to apply."""
+    return saved_plan_state(plan, base_url, read, parallelism, stop).drift
