@@ -17,7 +17,7 @@ _CATEGORIES = [
         "YAML loading (and building invites)",
         ("reconciler/yamlload/", "/yaml/", "reconciler/desired/"),
     ),
-    ("compare (deepdiff)", ("reconciler/plan/compare.py", "/deepdiff/", "/orderly_set/")),
+    ("compare (the field kinds)", ("reconciler/plan/compare.py", "reconciler/model/kinds.py")),
     ("HTTP (requests/urllib3/http.client)", ("reconciler/api/", "/requests/", "/urllib3/")),
     ("rendering the output", ("reconciler/output/", "json/encoder")),
     (

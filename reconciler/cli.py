@@ -63,8 +63,8 @@ COMPLETE_VAR = "_RECONCILE_COMPLETE"  # click's shell completion: see README, Sh
 class LazyGroup(click.Group):
     """Imports a command's module only when that command runs or help lists it.
 
-    `--version`, `validate` and `schema` then never load requests and DeepDiff,
-    which cost most of the start-up.
+    `--version`, `validate` and `schema` then never load requests, which costs most
+    of the start-up.
     """
 
     def list_commands(self, ctx: click.Context) -> list[str]:

@@ -23,7 +23,6 @@ import re
 import threading
 from collections.abc import Iterable
 from functools import lru_cache
-from typing import Any
 
 REDACTED = "[redacted]"
 
@@ -179,30 +178,13 @@ def redact(text: str) -> str:
     return _REDACTOR.redact(text)
 
 
-def holds_secret(value: Any) -> bool:
-    """Whether ``value`` (text, or JSON-like) holds a registered secret or token anywhere.
+def holds_secret(text: str) -> bool:
+    """Whether ``text`` holds a registered secret or token.
 
     What a server says is written to git only without one: export and adopt leave
     such a value out rather than write it redacted, which would change the data.
     """
-    if isinstance(value, str):
-        return _REDACTOR.holds_secret(value)
-    if isinstance(value, dict):
-        return any(map(holds_secret, value.values()))
-    if isinstance(value, list):
-        return any(map(holds_secret, value))
-    return False
-
-
-def redact_strings(value: Any) -> Any:
-    """``value`` (JSON-like) with every string redacted: for documents written to files."""
-    if isinstance(value, str):
-        return redact(value)
-    if isinstance(value, dict):
-        return {redact_strings(k): redact_strings(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [redact_strings(v) for v in value]
-    return value
+    return _REDACTOR.holds_secret(text)
 
 
 def clean(text: str) -> str:

@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 from benchmarks.measure import Measured, RunFailed
 from benchmarks.scenarios.common import Context, dataset, describe, settled_limit
 from benchmarks.targets import Row, Target
+from reconciler.model.fields import fields_from_json
 from reconciler.plan.compare import compare_invite
 from reconciler.sandbox import Sandbox, SandboxOptions
 from tests.support.estate import SEED, Dataset
@@ -90,7 +91,11 @@ def _refusals(samples: list[Sample]) -> str:
 def check_applied(name: str, data: Dataset, sandbox: Sandbox) -> None:
     """Every invite matches its YAML afterwards, and only the ones that differed were written."""
     state = sandbox.store.snapshot()
-    wrong = [d["id"] for d in data.desired if compare_invite(_fields(d), state[d["id"]])]
+    wrong = [
+        d["id"]
+        for d in data.desired
+        if compare_invite(fields_from_json(_fields(d)), fields_from_json(state[d["id"]]))
+    ]
     if wrong:
         raise RunFailed(f"{name}: after apply {len(wrong)} invites still differ: {wrong[:5]}")
     patched = {r.path.rsplit("/", 1)[-1] for r in sandbox.stats.calls("PATCH") if r.status == 200}

@@ -1,7 +1,7 @@
 """0: what starting the CLI costs before any work (context for the others).
 
 `--version` loads only the command group; `plan --help` also imports the plan
-command and what it needs (the HTTP stack, DeepDiff), the start-up every
+command and what it needs (the HTTP stack), the start-up every
 online run pays.
 """
 

@@ -11,35 +11,22 @@ import logging
 import random
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
-from reconciler.api.exceptions import UnexpectedResponse, WrongInvite
+from reconciler.api.exceptions import BadInviteValue, UnexpectedResponse, WrongInvite
 from reconciler.api.http.answer import Answer
 from reconciler.api.http.auth import register_secret_forms
 from reconciler.api.http.exchange import Exchange, Observer
 from reconciler.api.http.pacing import RequestPacer
 from reconciler.api.http.urls import invite_path, parse_base_url
-from reconciler.api.invite_values import check_invite_values
-from reconciler.invite import UPDATABLE_FIELDS
+from reconciler.model.fields import field_kinds, fields_from_json
+from reconciler.model.invite import CurrentInvite
+from reconciler.model.values import FieldValue, fields_json
 from reconciler.safetext import clean, escape
 from reconciler.settings.config import Settings
 from reconciler.stop import Stop
 
 log = logging.getLogger("reconciler.api")
-
-
-@dataclass(frozen=True)
-class CurrentInvite:
-    """An invite as the server holds it, with canonical field names."""
-
-    id: str
-    status: str | None
-    fields: dict[str, Any]  # updatable fields the server returned
-
-    @property
-    def is_pending(self) -> bool:
-        return self.status == "pending"
 
 
 class Receipt(NamedTuple):
@@ -103,9 +90,10 @@ class ApiClient:
         answer = self._exchange.call("GET", path, idempotent=True)
         return self._current_invite(invite_id, answer)
 
-    def update_invite(self, invite_id: str, patch: Mapping[str, Any]) -> Receipt:
+    def update_invite(self, invite_id: str, patch: Mapping[str, FieldValue]) -> Receipt:
         path = invite_path(self.settings.contract.update_invite_path, invite_id)
-        body = {self.settings.contract.wire_name(k): v for k, v in patch.items()}
+        contract = self.settings.contract
+        body = {contract.wire_name(k): v for k, v in fields_json(patch).items()}
         # The same PATCH body twice has the same effect, so it is safe to retry.
         answer = self._exchange.call("PATCH", path, json_body=body, idempotent=True)
         return Receipt(answer.status, answer.request_id)
@@ -145,11 +133,20 @@ class ApiClient:
                 status=answer.status,
                 request_id=answer.request_id,
             )
-        fields = {}
-        for canonical in UPDATABLE_FIELDS:
+        raw = {}
+        for canonical, kind in field_kinds().items():
             wire = self.settings.contract.wire_name(canonical)
             if wire in data:
-                fields[canonical] = data[wire]
-        check_invite_values(invite_id, fields, status=answer.status, request_id=answer.request_id)
+                raw[canonical] = data[wire]
+                problem = kind.problem(data[wire])
+                if problem is not None:
+                    raise BadInviteValue(
+                        f"invite {shown}: the server's `{escape(canonical)}` {problem}; "
+                        "this invite is left alone",
+                        status=answer.status,
+                        request_id=answer.request_id,
+                    )
         status = data.get("status")
-        return CurrentInvite(invite_id, clean(status) if isinstance(status, str) else None, fields)
+        status = clean(status) if isinstance(status, str) else None
+        # A null is a value held by no one, the same as a field left out.
+        return CurrentInvite(invite_id, status, fields_from_json(raw))

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator
 
-from reconciler.api.client import ApiClient, CurrentInvite
+from reconciler.api.client import ApiClient
 from reconciler.api.concurrency import ordered_map
 from reconciler.api.exceptions import ApiError
 from reconciler.api.limiter import Limiter
-from reconciler.desired.state import DesiredInvite
+from reconciler.model.invite import CurrentInvite, DesiredInvite
 from reconciler.model.outcome import Failed, NotRun, Outcome
 from reconciler.stop import Stop
 

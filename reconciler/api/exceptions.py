@@ -153,7 +153,9 @@ class WrongInvite(UnexpectedResponse):
 
 
 class BadInviteValue(UnexpectedResponse):
-    """An invite whose updatable field breaks the contract's type or size."""
+    """An invite whose updatable field breaks the contract's type or size: compared, it
+    could take minutes (a set of 150,000 groups) or put a number where a string belongs
+    (NaN, ``1e999``) into a PATCH, a plan or an export. That invite alone is left alone."""
 
 
 class AnswerTooLarge(UnexpectedResponse):

@@ -12,8 +12,9 @@ from reconciler.api.client import ApiClient, Receipt
 from reconciler.api.concurrency import ordered_map
 from reconciler.api.exceptions import ApiError, NotSent
 from reconciler.api.limiter import Limiter
-from reconciler.apply.audit import AuditLog, AuditLogError, NoAuditLog, outcome_of
+from reconciler.apply.audit import AuditLog, AuditLogError, NoAuditLog, WriteFields, outcome_of
 from reconciler.model.outcome import Done, Failed, NotRun
+from reconciler.model.values import to_json
 from reconciler.plan.changes import InviteChange
 from reconciler.plan.model import Plan
 from reconciler.stop import Stop
@@ -142,7 +143,7 @@ class Applier:
         invite_id: str,
         operation: str,
         send: Callable[[], Receipt],
-        fields: dict[str, dict[str, Any]] | None = None,
+        fields: WriteFields | None = None,
     ) -> Receipt:
         """Attempt line, ``send()``, outcome line. An AuditLogError means nothing was sent.
 
@@ -190,7 +191,10 @@ class Applier:
             return ChangeResult(change, WriteOutcome.NOT_STARTED)
         # The audit record of what is sent: the files' values as sent, the server's redacted.
         shown = change.shown()
-        fields = {f: {"before": shown.before.get(f), "after": v} for f, v in shown.patch.items()}
+        fields = {
+            f: {"before": to_json(shown.before.get(f)), "after": to_json(v)}
+            for f, v in shown.patch.items()
+        }
         try:
             self._audited(
                 change.id,

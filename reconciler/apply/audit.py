@@ -21,7 +21,7 @@ import json
 import os
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, NamedTuple, Self
 
@@ -29,8 +29,12 @@ from reconciler.api.client import Receipt
 from reconciler.api.exceptions import ApiError
 from reconciler.apply.audit_path import audit_path_problem
 from reconciler.errors import ReconcilerError
+from reconciler.model.values import JsonValue
 from reconciler.safefile import open_for_append
 from reconciler.safetext import clean, escape, escape_json_text
+
+# What a write record says of each field it carries: {"before": ..., "after": ...}, as JSON.
+WriteFields = Mapping[str, Mapping[str, JsonValue]]
 
 # Longest server message kept in a record: an answer is no place for a novel.
 _MAX_MESSAGE = 1000
@@ -57,7 +61,10 @@ class NoAuditLog:
     """Stands in when no audit log was asked for: writes are sent unrecorded."""
 
     def attempt(
-        self, invite_id: str, operation: str, fields: dict[str, dict[str, Any]] | None = None
+        self,
+        invite_id: str,
+        operation: str,
+        fields: WriteFields | None = None,
     ) -> Attempt:
         return Attempt("", invite_id, operation)
 
@@ -76,7 +83,7 @@ class NoAuditLog:
         invite_id: str,
         operation: str,
         send: Callable[[], Receipt],
-        fields: dict[str, dict[str, Any]] | None = None,
+        fields: WriteFields | None = None,
     ) -> Receipt:
         return send()
 
@@ -116,7 +123,7 @@ class AuditLog(NoAuditLog):
         invite_id: str,
         operation: str,
         send: Callable[[], Receipt],
-        fields: dict[str, dict[str, Any]] | None = None,
+        fields: WriteFields | None = None,
     ) -> Receipt:
         """Record the attempt, ``send()``, record the outcome; return or re-raise."""
         attempt = self.attempt(invite_id, operation, fields)
@@ -129,7 +136,10 @@ class AuditLog(NoAuditLog):
         return receipt
 
     def attempt(
-        self, invite_id: str, operation: str, fields: dict[str, dict[str, Any]] | None = None
+        self,
+        invite_id: str,
+        operation: str,
+        fields: WriteFields | None = None,
     ) -> Attempt:
         attempt = Attempt(uuid.uuid4().hex, clean(invite_id), operation)
         self._append(

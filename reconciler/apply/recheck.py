@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
-from reconciler.api.client import CurrentInvite
 from reconciler.api.concurrency import ordered_map
 from reconciler.api.limiter import Limiter
 from reconciler.errors import ReconcilerError
+from reconciler.model.invite import CurrentInvite
 from reconciler.model.outcome import Done, Failed, NotRun
 from reconciler.plan.changes import InviteChange
 from reconciler.plan.drift import recheck
@@ -56,7 +56,7 @@ def saved_plan_state(
                 if found.restored is not None:
                     restored[invite_id] = found.restored
             case Failed(error):
-                where = f"{invite_id} ({clean(change.source)})"
+                where = f"{invite_id} ({clean(str(change.source))})"
                 drift.append(f"{where}: cannot re-read it: {clean(str(error))}")
             case NotRun():
                 raise ReconcilerError("interrupted while checking the plan; nothing was changed")

@@ -14,11 +14,9 @@ import os
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import click
 
-from reconciler.api.client import CurrentInvite
 from reconciler.api.current import read_current
 from reconciler.commands.common import settings_for
 from reconciler.commands.options import (
@@ -31,14 +29,16 @@ from reconciler.commands.options import (
     verbose_option,
 )
 from reconciler.commands.remote import api_client, capacity_for, reading_progress
-from reconciler.desired.entries import DesiredInvite, refuse_bad_ids
+from reconciler.desired.entries import refuse_bad_ids
 from reconciler.desired.rewrite import Rewritten, Wanted, rewrite
 from reconciler.desired.selection import Selection, select_invites
 from reconciler.desired.state import load_desired_state, load_text
 from reconciler.errors import ReconcilerError
-from reconciler.invite import OBJECT_FIELDS, ResendRule, canonical, nfc_value
+from reconciler.model.fields import kind_of
+from reconciler.model.invite import CurrentInvite, DesiredInvite, ResendRule
+from reconciler.model.kinds import canonical
 from reconciler.model.outcome import Done, Failed, NotRun, stop_if_run_fatal
-from reconciler.model.values import show
+from reconciler.model.values import Contact, Fields, FieldValue, show
 from reconciler.output.failures import echo_errors
 from reconciler.output.log import setup_logging
 from reconciler.plan.changes import FailedInvite
@@ -107,7 +107,7 @@ def adopt(
                         found.failed.append(
                             FailedInvite(
                                 desired.id,
-                                str(desired.source),
+                                desired.source,
                                 redact(str(error)),
                                 error.status,
                                 error.request_id,
@@ -144,18 +144,26 @@ class _Found:
         differing = compare_invite(written, current.fields)
         # A server may echo the secret or a token in a value: never into git, and never
         # written as "[redacted]" either, which the next apply would send as the value.
-        echoed = [f for f in differing if holds_secret(current.fields.get(f))]
+        echoed = [f for f in differing if _holds_secret(f, current.fields.get(f))]
         if echoed:
             fields = ", ".join(f"`{f}`" for f in echoed)
             message = f"the platform's {fields} holds the client secret or a token: not adopted"
-            self.failed.append(FailedInvite(desired.id, str(source), message))
+            self.failed.append(FailedInvite(desired.id, source, message))
             differing = {f: v for f, v in differing.items() if f not in echoed}
         if not differing:
             return
         # Text as the files hold it: in NFC, as the loader reads it back.
-        held = {f: nfc_value(current.fields.get(f)) for f in differing}
+        held = {f: _normalized(f, current.fields.get(f)) for f in differing}
         mine = {f: written[f] for f in differing}
         self.wanted[source.path].append(Wanted(desired.id, source.line, source.column, held, mine))
+
+
+def _holds_secret(name: str, value: FieldValue | None) -> bool:
+    return value is not None and any(holds_secret(t) for _, t in kind_of(name).texts(value))
+
+
+def _normalized(name: str, value: FieldValue | None) -> FieldValue | None:
+    return None if value is None else kind_of(name).normalized(value)
 
 
 @dataclass
@@ -205,9 +213,10 @@ def _check(path: str, rewritten: Rewritten, before: list[DesiredInvite]) -> None
     for edit in rewritten.edits:
         fields = expected[edit.id][0]
         name, _, sub = edit.field.partition(".")
-        if sub and name in OBJECT_FIELDS:
-            fields[name] = {**fields[name], sub: edit.new}
-        else:
+        contact = fields.get(name)
+        if sub and isinstance(contact, Contact) and isinstance(edit.new, str):
+            fields[name] = contact.merged(Contact({sub: edit.new}))
+        elif edit.new is not None:
             fields[name] = edit.new
     got = {invite.id: (invite.fields, invite.resend_on_change) for invite in invites}
     # Plain == first: every entry not edited reads back as the very same values.
@@ -221,9 +230,9 @@ def _check(path: str, rewritten: Rewritten, before: list[DesiredInvite]) -> None
         )
 
 
-def _compared(entry: tuple[dict[str, Any], ResendRule]) -> tuple[dict[str, Any], ResendRule]:
+def _compared(entry: tuple[Fields, ResendRule]) -> tuple[dict[str, object], ResendRule]:
     fields, resend = entry
-    return {name: canonical(name, value) for name, value in fields.items()}, resend
+    return {name: canonical(value) for name, value in fields.items()}, resend
 
 
 def _write(path: str, done: _File) -> None:

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import os
 from datetime import UTC, datetime
-from typing import Any
 
 import click
 import yaml
 
-from reconciler.api.client import ApiClient, CurrentInvite
+from reconciler.api.client import ApiClient
 from reconciler.api.concurrency import ordered_map
 from reconciler.api.limiter import Limiter
 from reconciler.commands.common import settings_for
@@ -24,7 +23,7 @@ from reconciler.commands.export_checks import (
     refuse_dropping_invites,
     schema_ref_for,
 )
-from reconciler.commands.export_entry import Entry, FlowList, Quoted, export_entry
+from reconciler.commands.export_entry import Entry, export_entry
 from reconciler.commands.options import (
     FilePath,
     config_option,
@@ -35,6 +34,8 @@ from reconciler.commands.options import (
 from reconciler.commands.remote import api_client, capacity_for
 from reconciler.desired.entries import refuse_bad_ids
 from reconciler.errors import ReconcilerError
+from reconciler.model.invite import CurrentInvite
+from reconciler.model.kinds import FlowList, Quoted
 from reconciler.model.outcome import Done, Failed, stop_if_run_fatal
 from reconciler.output.log import setup_logging
 from reconciler.safefile import refuse_special_file, write_text_replacing
@@ -54,7 +55,7 @@ _ExportDumper.add_representer(
 )
 
 
-def _flow_list(dumper: yaml.SafeDumper, value: list[Any]) -> yaml.Node:
+def _flow_list(dumper: yaml.SafeDumper, value: FlowList) -> yaml.Node:
     return dumper.represent_sequence("tag:yaml.org,2002:seq", value, flow_style=True)
 
 

@@ -1,7 +1,7 @@
 """What plan, apply, export and resend share online: the API session and the plan.
 
-Kept apart from ``commands.common`` because importing it pulls in requests and
-DeepDiff, which `validate`, `schema` and `--version` do not need.
+Kept apart from ``commands.common`` because importing it pulls in requests, which
+`validate`, `schema` and `--version` do not need.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ import sys
 
 import click
 
-from reconciler.api.client import ApiClient, CurrentInvite
+from reconciler.api.client import ApiClient
 from reconciler.api.exceptions import ApiError
 from reconciler.apply.audit import AuditLog, AuditLogError, NoAuditLog, open_audit_log, outcome_of
 from reconciler.apply.interrupt import GracefulInterrupt
@@ -30,6 +30,7 @@ from reconciler.commands.options import (
 from reconciler.commands.remote import api_client
 from reconciler.desired.entries import refuse_bad_ids
 from reconciler.errors import ReconcilerError
+from reconciler.model.invite import CurrentInvite
 from reconciler.output.common import stop_writing_to_stdout
 from reconciler.output.failures import RESEND_UNKNOWN_ADVICE, echo_errors
 from reconciler.output.log import setup_logging

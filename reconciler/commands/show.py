@@ -43,7 +43,7 @@ def show(planfile: str, output_format: str, color: str, config_file: str | None)
         click.echo(document_json(document), nl=False)  # the file's own document, signature too
     else:
         renderer = renderer_for(output_format, use_color(color))
-        echo_chunks(renderer.chunks(plan_from_document(document)))
+        echo_chunks(renderer.chunks(plan_from_document(document, planfile)))
     verdict, message = _signature_verdict(document, config_file)
     click.echo(f"{escape(planfile)}: {message}", err=True)
     return 0 if verdict in (SignatureCheck.VALID, None) else 1

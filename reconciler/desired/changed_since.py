@@ -7,17 +7,18 @@ moving an entry or reordering keys changes nothing, so a pull request that edits
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
-from reconciler.desired.state import YAML_SUFFIXES, DesiredInvite, load_text
+from reconciler.desired.state import YAML_SUFFIXES, load_text
 from reconciler.errors import ReconcilerError
 from reconciler.git import GitNotFound, run
-from reconciler.invite import ResendRule, canonical
+from reconciler.model.fields import kind_of
+from reconciler.model.invite import DesiredInvite
+from reconciler.model.values import Fields
 from reconciler.safetext import clean
 from reconciler.yamlload.source import decode_source
 
@@ -33,7 +34,7 @@ class ChangedEntry(NamedTuple):
     every field's value at the base (None: the entry is new since the base)."""
 
     fields: frozenset[str]
-    at_ref: dict[str, Any] | None
+    at_ref: Fields | None
 
 
 class ChangedSince(NamedTuple):
@@ -70,32 +71,32 @@ def changed_entries(
     changed = {}
     for invite in invites:
         old = before.get(invite.id)
-        fields = invite.fields
         if old is None:
-            changed[invite.id] = ChangedEntry(frozenset(fields), None)
-        elif old[0] != _value(fields, invite.resend_on_change):
-            at_ref = old[1]
-            touched = [f for f, v in fields.items() if f not in at_ref or _differs(f, v, at_ref[f])]
+            changed[invite.id] = ChangedEntry(frozenset(invite.fields), None)
+        elif not _same(old, invite):
+            at_ref = old.fields
+            touched = [
+                f
+                for f, v in invite.items()
+                if f not in at_ref or not kind_of(f).equal(v, at_ref[f])
+            ]
             changed[invite.id] = ChangedEntry(frozenset(touched), at_ref)
     return changed
 
 
-def _differs(field: str, now: Any, then: Any) -> bool:
-    """Whether ``now`` differs from ``then`` (True: the field was changed)."""
-    return _compared(field, now) != _compared(field, then)
+def _same(then: DesiredInvite, now: DesiredInvite) -> bool:
+    """Whether two entries mean the same, compared as the plan compares (sets ignore
+    order and repeats); reformatting or reordering them changes nothing."""
+    old, new = then.fields, now.fields
+    if old.keys() != new.keys() or _rule(then) != _rule(now):
+        return False
+    return all(kind_of(name).equal(old[name], new[name]) for name in new)
 
 
-def _compared(field: str, value: Any) -> str:
-    return json.dumps(canonical(field, value), sort_keys=True, default=str)
-
-
-def _value(fields: dict[str, Any], resend_on_change: ResendRule) -> str:
-    # Compared as the plan compares (sets ignore order and repeats); JSON keeps what
-    # YAML means: `true` and `1` differ here, as they do on the wire.
-    compared = {name: canonical(name, value) for name, value in fields.items()}
+def _rule(invite: DesiredInvite) -> frozenset[str] | bool:
     # A list of fields is a set: reordering it changes nothing.
-    rule = sorted(resend_on_change) if isinstance(resend_on_change, tuple) else resend_on_change
-    return json.dumps([compared, rule], sort_keys=True, default=str)
+    rule = invite.resend_on_change
+    return frozenset(rule) if isinstance(rule, tuple) else rule
 
 
 def _git(args: list[str], cwd: str | None = None, stdin: bytes | None = None) -> bytes:
@@ -152,10 +153,8 @@ def _commit(ref: str, top: str) -> str:
         ) from None
 
 
-def _entries_at(
-    commit: str, top: str, paths: Iterable[str]
-) -> dict[str, tuple[str, dict[str, Any]]]:
-    """Each invite id in the YAML files under ``paths`` at ``commit``, with its entry's value."""
+def _entries_at(commit: str, top: str, paths: Iterable[str]) -> dict[str, DesiredInvite]:
+    """Each invite id in the YAML files under ``paths`` at ``commit``, with its entry."""
     root = Path(top).resolve()
     relative = []
     for raw in paths:
@@ -171,18 +170,18 @@ def _entries_at(
     # would shift every answer after it onto the wrong file. Such a file's old
     # entries stay unknown, so its invites count as changed: read, never skipped.
     names = [n for n in names if n.endswith(YAML_SUFFIXES) and "\n" not in n and "\r" not in n]
-    entries: dict[str, tuple[str, dict[str, Any]]] = {}
+    entries: dict[str, DesiredInvite] = {}
     for name, data in zip(names, _cat_files(commit, names, top), strict=True):
         entries.update(_entries_of(data, name))
     return entries
 
 
-def _entries_of(data: bytes | None, name: str) -> dict[str, tuple[str, dict[str, Any]]]:
+def _entries_of(data: bytes | None, name: str) -> dict[str, DesiredInvite]:
     # Read by the same loader as the current files. An old entry it refuses is
     # simply absent, so the current one counts as changed: read, never skipped.
     text = decode_source(data, name)[0] if data is not None else None
     invites = load_text(text, name)[0] if text is not None else []
-    return {i.id: (_value(i.fields, i.resend_on_change), i.fields) for i in invites}
+    return {invite.id: invite for invite in invites}
 
 
 def _cat_files(commit: str, names: list[str], top: str) -> list[bytes | None]:

@@ -9,19 +9,18 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Iterable
-from typing import Any, NamedTuple
+from typing import Any
 
 from reconciler.errors import FileProblem, ReconcilerError
-from reconciler.invite import (
+from reconciler.model.fields import (
     ID_KEY,
-    ID_RULE,
-    INVITE_ID,
     RECONCILER_KEYS,
     RESEND_KEY,
-    ResendRule,
-    nfc_value,
-    resend_rule,
+    field_kinds,
+    fields_from_json,
 )
+from reconciler.model.invite import ID_RULE, INVITE_ID, DesiredInvite, SourceLocation, resend_rule
+from reconciler.model.values import nfc
 from reconciler.safetext import NOT_IN_TEXT, escape
 from reconciler.schema.check import invite_validators, validate
 from reconciler.schema.messages import Where, say
@@ -41,79 +40,6 @@ def refuse_bad_ids(ids: Iterable[str], given_as: str) -> None:
         )
 
 
-class SourceLocation(NamedTuple):
-    path: str
-    line: int
-    column: int = 1
-
-    def __str__(self) -> str:
-        return f"{escape(self.path)}:{self.line}"
-
-
-# Every tuple of field names seen, kept once: the estate's invites name the same
-# few sets of fields, so 200,000 invites share a handful of tuples.
-_SHARED_NAMES: dict[tuple[str, ...], tuple[str, ...]] = {}
-
-
-class DesiredInvite:
-    """One invite entry: the fields it manages and where it was written.
-
-    Compact, for 200,000 of them: ``__slots__``; the field names as one tuple
-    shared by every invite naming the same fields, the values as a tuple (no
-    dict per invite: ``fields`` builds one when asked); the source kept as its
-    parts (``source`` makes the ``SourceLocation`` when asked).
-    """
-
-    __slots__ = ("_column", "_line", "_names", "_path", "_values", "id", "resend_on_change")
-
-    def __init__(
-        self,
-        id: str,  # the field's name in the files and the API
-        fields: dict[str, Any],  # managed fields only; absent means unmanaged
-        source: SourceLocation,
-        resend_on_change: ResendRule = False,
-    ) -> None:
-        self.id = id
-        names = tuple(fields)
-        self._names = _SHARED_NAMES.setdefault(names, names)
-        self._values = tuple(fields.values())
-        self.resend_on_change = resend_on_change
-        self._path, self._line, self._column = source
-
-    @property
-    def fields(self) -> dict[str, Any]:
-        """The managed fields, in the order written; a new dict each time."""
-        return dict(zip(self._names, self._values, strict=True))
-
-    @property
-    def source(self) -> SourceLocation:
-        return SourceLocation(self._path, self._line, self._column)
-
-    @property
-    def name(self) -> str | None:
-        if "name" not in self._names:
-            return None
-        value = self._values[self._names.index("name")]
-        return value if isinstance(value, str) else None
-
-    def _parts(self) -> tuple[Any, ...]:
-        parts = (self.id, self.fields, self._path, self._line, self._column)
-        return (*parts, self.resend_on_change)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, DesiredInvite):
-            return NotImplemented
-        return self._parts() == other._parts()
-
-    __hash__ = None  # type: ignore[assignment]  # equal by value, and it holds a dict
-
-    def __repr__(self) -> str:
-        return (
-            f"DesiredInvite(id={self.id!r}, fields={self.fields!r}, "
-            f"source={self.source!r}, resend_on_change={self.resend_on_change!r})"
-        )
-
-
 class EntryReader:
     """Takes the entries of one file (the loader's item hook); keeps records and problems."""
 
@@ -121,6 +47,9 @@ class EntryReader:
         self.source = source
         self.lines = lines
         self.schema = invite_validators()
+        # Each field's typed value made from a value the schema has checked: a call of
+        # its type (str, IdentifierSet, Contact), for 200,000 entries.
+        self.makers = {name: kind.value_type for name, kind in field_kinds().items()}
         self.invites: list[DesiredInvite] = []
         self.problems: list[FileProblem] = []
         self._invisible: set[FileProblem] = set()
@@ -133,7 +62,7 @@ class EntryReader:
         texts: list[str] = []
         _non_ascii(item.value, texts)
         normal = all(unicodedata.is_normalized("NFC", text) for text in texts)
-        entry = item.value if normal else nfc_value(item.value)
+        entry = item.value if normal else _nfc_copy(item.value)
         problems: list[FileProblem] = []
         if not self.schema.entry_is_valid(entry):
             located = item.located(self.lines)._replace(value=entry)
@@ -149,15 +78,29 @@ class EntryReader:
             return
         if not INVITE_ID.fullmatch(ident) and not problems:
             self._bad_id(ident, item.located(self.lines))
-        fields = dict(entry)  # the entry itself may be shared through an alias
-        for key in RECONCILER_KEYS:
-            fields.pop(key, None)
-        if any(NOT_IN_TEXT.search(text) for text in texts):
-            self._refuse_invisible(fields, item, problems)
         resend = resend_rule(entry.get(RESEND_KEY, False))
         line, column = item.mark
         source = SourceLocation(self.source, line, column)
-        self.invites.append(DesiredInvite(ident, fields, source, resend))
+        invisible = any(NOT_IN_TEXT.search(text) for text in texts)
+        if problems or invisible:
+            fields = {key: value for key, value in entry.items() if key not in RECONCILER_KEYS}
+            if invisible:
+                self._refuse_invisible(fields, item, problems)
+            if problems:
+                # Kept for its id alone (the run stops anyway): a value the schema refused
+                # is left out, not typed.
+                self.invites.append(DesiredInvite(ident, fields_from_json(fields), source, resend))
+                return
+        # Typed here, once, each value as its kind holds it; the schema has checked them all.
+        # Text is its own typed value: only the others are made (a contact, the sets).
+        typed = dict(entry)  # the entry itself may be shared through an alias
+        for key in RECONCILER_KEYS:
+            typed.pop(key, None)
+        makers = self.makers
+        for name, value in typed.items():
+            if type(value) is not str:
+                typed[name] = makers[name](value)
+        self.invites.append(DesiredInvite(ident, typed, source, resend))
 
     def _refuse_invisible(
         self, fields: dict[str, Any], item: Item, problems: list[FileProblem]
@@ -205,6 +148,17 @@ def _non_ascii(value: Any, found: list[str]) -> None:
     elif isinstance(value, list):
         for item in value:
             _non_ascii(item, found)
+
+
+def _nfc_copy(value: Any) -> Any:
+    """``value`` (an entry as read) with every string in NFC, keys as they are."""
+    if type(value) is str:
+        return nfc(value)
+    if isinstance(value, dict):
+        return {k: _nfc_copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_nfc_copy(item) for item in value]
+    return value
 
 
 def _texts(value: Any, path: tuple[Any, ...]) -> Iterable[tuple[tuple[Any, ...], str]]:

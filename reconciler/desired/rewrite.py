@@ -13,9 +13,9 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
-from reconciler.invite import OBJECT_FIELDS, SET_FIELDS, canonical_value
+from reconciler.model.kinds import canonical
+from reconciler.model.values import Contact, Fields, FieldValue, HeldFields, IdentifierSet, nfc
 from reconciler.yamlload.positions import Lines
 from reconciler.yamlload.scalar_text import render_scalar
 from reconciler.yamlload.spans import (
@@ -35,8 +35,8 @@ class Wanted:
     id: str
     line: int  # where the entry starts, as the loader placed it
     column: int
-    fields: dict[str, Any]  # field -> the platform's value (for an object: the whole object)
-    written: dict[str, Any]  # field -> the value the file holds now
+    fields: HeldFields  # field -> the platform's value (a contact: the whole of it), or None
+    written: Fields  # field -> the value the file holds now
     remove: str | None = None  # the invite's status, when its entry is to be removed
 
 
@@ -45,8 +45,8 @@ class Edit:
     line: int
     id: str
     field: str  # "primaryContact.name" for a sub-field
-    old: Any
-    new: Any
+    old: FieldValue | None  # a sub-field's: its text
+    new: FieldValue | None
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ class Refused:
     line: int
     id: str
     field: str | None  # None: the entry as a whole (removal)
-    new: Any
+    new: FieldValue | None  # a removal's: the invite's status
     reason: str
 
 
@@ -106,7 +106,7 @@ def rewrite(
         for name, new in want.fields.items():
             old = want.written.get(name)
             span = entry.keys.get(name) if entry is not None and not entry.shared else None
-            if name in OBJECT_FIELDS and isinstance(old, dict):
+            if isinstance(old, Contact):  # edited sub-field by sub-field
                 replacements += _object(text, lines, want, name, span, old, new, result)
                 continue
             place = lines.mark(span.start).line if span is not None else want.line
@@ -116,7 +116,7 @@ def rewrite(
             if span is None or span.shared:
                 result.refused.append(Refused(place, want.id, name, new, SHARED))
                 continue
-            made = _value(text, span, name, new)
+            made = _value(text, span, new)
             if made is None:
                 result.refused.append(Refused(place, want.id, name, new, _ODD_LAYOUT))
                 continue
@@ -158,16 +158,16 @@ def _object(
     want: Wanted,
     name: str,
     span: Span | None,
-    old: dict[str, Any],
-    new: Any,
+    old: Contact,
+    new: FieldValue | None,
     result: Rewritten,
 ) -> list[tuple[int, int, str]]:
     """Edits of the sub-fields of an object the entry manages one by one."""
-    held = new if isinstance(new, dict) else {}
+    held = new if isinstance(new, Contact) else Contact()
     made: list[tuple[int, int, str]] = []
     for key, was in old.items():
         now = held.get(key)
-        if canonical_value(was) == canonical_value(now):
+        if canonical(was) == canonical(now):
             continue
         label = f"{name}.{key}"
         inner = span.keys.get(key) if span is not None and span.kind == "mapping" else None
@@ -177,7 +177,7 @@ def _object(
             result.refused.append(Refused(place, want.id, label, now, NO_VALUE))
         elif inner is None or inner.shared or span is None or span.shared:
             result.refused.append(Refused(place, want.id, label, now, SHARED))
-        elif inner.kind != "scalar" or isinstance(now, dict | list):
+        elif inner.kind != "scalar":
             result.refused.append(Refused(place, want.id, label, now, _ODD_LAYOUT))
         else:
             made.append((inner.start, inner.end, _scalar(now, inner, text, span.flow)))
@@ -185,10 +185,10 @@ def _object(
     return made
 
 
-def _value(text: str, span: Span, name: str, new: Any) -> list[tuple[int, int, str]] | None:
-    if span.kind == "scalar" and not isinstance(new, list | dict):
+def _value(text: str, span: Span, new: FieldValue) -> list[tuple[int, int, str]] | None:
+    if span.kind == "scalar" and isinstance(new, str):
         return [(span.start, span.end, _scalar(new, span, text, False))]
-    if span.kind == "list" and isinstance(new, list) and name in SET_FIELDS:
+    if span.kind == "list" and isinstance(new, IdentifierSet):
         if any(item.kind != "scalar" or item.shared for item in span.items):
             return None
         if span.flow:
@@ -197,27 +197,32 @@ def _value(text: str, span: Span, name: str, new: Any) -> list[tuple[int, int, s
     return None
 
 
-def _kept_then_added(span: Span, new: list[Any]) -> list[tuple[Span | None, Any]]:
+def _kept_then_added(span: Span, new: IdentifierSet) -> list[tuple[Span | None, object]]:
     """The set's items: those written that the platform still holds, in their order, then
     the platform's others, sorted."""
-    held = {repr(canonical_value(v)): v for v in new}
-    kept = [(item, item.value) for item in span.items if repr(canonical_value(item.value)) in held]
-    written = {repr(canonical_value(item.value)) for item in span.items}
-    added = sorted((v for k, v in held.items() if k not in written), key=str)
+    held = {nfc(v): v for v in new}
+    kept = [(item, item.value) for item in span.items if _item_key(item) in held]
+    written = {_item_key(item) for item in span.items}
+    added = sorted(v for k, v in held.items() if k not in written)
     return [*kept, *((None, v) for v in added)]
 
 
-def _flow_list(items: list[tuple[Span | None, Any]]) -> str:
+def _item_key(item: Span) -> str | None:
+    """An item as written, compared as the set's items are; None: not text at all."""
+    return nfc(item.value) if isinstance(item.value, str) else None
+
+
+def _flow_list(items: list[tuple[Span | None, object]]) -> str:
     return "[" + ", ".join(_item_text(item, value, True) for item, value in items) + "]"
 
 
-def _item_text(item: Span | None, value: Any, flow: bool) -> str:
+def _item_text(item: Span | None, value: object, flow: bool) -> str:
     if item is not None and item.style is None:
         return str(item.value)  # kept as written
     return render_scalar(value, item.style if item is not None else None, flow)
 
 
-def _block_list(text: str, span: Span, new: list[Any]) -> list[tuple[int, int, str]] | None:
+def _block_list(text: str, span: Span, new: IdentifierSet) -> list[tuple[int, int, str]] | None:
     """Item by item: lines of items the platform no longer holds go, new items follow the last."""
     items = _kept_then_added(span, new)
     kept = {id(item) for item, _ in items if item is not None}
@@ -284,7 +289,7 @@ def _removals(
 # -- scalars ---------------------------------------------------------------------------------------
 
 
-def _scalar(value: Any, span: Span, text: str, flow: bool) -> str:
+def _scalar(value: str, span: Span, text: str, flow: bool) -> str:
     rendered = render_scalar(value, span.style, flow)
     if span.style in ("|", ">") and text[span.start : span.end].endswith("\n"):
         rendered += "\n"  # a block scalar's span ends with its line break

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import NamedTuple
 
-from reconciler.desired.state import DesiredInvite
 from reconciler.errors import ReconcilerError
+from reconciler.model.invite import DesiredInvite
 
 
 class Selection(NamedTuple):

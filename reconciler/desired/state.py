@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
-from reconciler.desired.entries import DesiredInvite, EntryReader, SourceLocation
+from reconciler.desired.entries import EntryReader
 from reconciler.errors import FileProblem, InputError
-from reconciler.invite import INVITE_ID
+from reconciler.model.invite import INVITE_ID, DesiredInvite
 from reconciler.safefile import kind_of, open_regular
 from reconciler.safetext import escape
 from reconciler.schema.check import invite_validators, validate
@@ -27,9 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_PATH",
-    "DesiredInvite",
     "DesiredState",
-    "SourceLocation",
     "find_files",
     "load_desired_state",
     "load_file",

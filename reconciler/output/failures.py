@@ -10,6 +10,7 @@ from collections.abc import Iterable
 
 import click
 
+from reconciler.model.invite import SourceLocation
 from reconciler.plan.changes import FailedInvite
 from reconciler.safetext import clean
 
@@ -27,12 +28,14 @@ def resend_advice(invite_id: str) -> str:
     return f"send it with: reconcile resend {clean(invite_id)}"
 
 
-def what_to_do(status: int | None, source: str | None, request_id: str | None = None) -> str:
+def what_to_do(
+    status: int | None, source: SourceLocation | None, request_id: str | None = None
+) -> str:
     """Advice for one failed invite, by the HTTP status it failed with; only about what
     exists (no requestId to quote when the answer had none)."""
-    entry = f"the entry at {source}" if source else "it from the command"
+    entry = f"the entry at {source}" if source is not None else "it from the command"
     if status == 404:
-        if not source:
+        if source is None:
             return "check the id"
         # A Terraform user expects a missing invite to be created: say that it is not.
         return (

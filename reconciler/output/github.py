@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from reconciler.errors import FileProblem, InputError, ReconcilerError
+from reconciler.model.invite import SourceLocation
 from reconciler.output.repo_paths import repo_relative
 from reconciler.safefile import open_for_append
 from reconciler.safetext import clean
@@ -85,25 +86,19 @@ def input_error_commands(problems: Iterable[FileProblem]) -> list[str]:
     ]
 
 
-def invite_error_commands(errors: Iterable[tuple[str, str, str | None]]) -> list[str]:
+def invite_error_commands(
+    errors: Iterable[tuple[str, str, SourceLocation | None]],
+) -> list[str]:
     """Per-invite API errors, given as (invite id, message, source): annotated at the entry
-    (``file=``, ``line=``) when its source ``PATH:LINE`` is known, as input errors are."""
+    (``file=``, ``line=``) when its line is known, as input errors are."""
     commands = []
     for invite_id, message, source in errors:
-        path, line = _split_source(source)
-        file = repo_relative(path) if path else None
-        commands.append(error_command(message, title=invite_id, file=file, line=line))
+        if source is None or not source.path or source.line < 1:
+            commands.append(error_command(message, title=invite_id))
+            continue
+        file = repo_relative(source.path)
+        commands.append(error_command(message, title=invite_id, file=file, line=source.line))
     return commands
-
-
-def _split_source(source: str | None) -> tuple[str | None, int | None]:
-    """``PATH:LINE`` as (PATH, LINE); (None, None) when there is no line to point at."""
-    if not source:
-        return None, None
-    path, _, line = source.rpartition(":")
-    if not path or not line.isdigit() or int(line) < 1:
-        return None, None
-    return path, int(line)
 
 
 def emit(commands: list[str]) -> None:

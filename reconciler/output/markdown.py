@@ -10,7 +10,8 @@ import html
 import re
 from collections.abc import Iterable, Iterator
 
-from reconciler.model.values import show
+from reconciler.model.invite import SourceLocation
+from reconciler.model.values import Contact, FieldValue, IdentifierSet, show
 from reconciler.output.common import (
     CONFLICT_NOTE,
     NOT_UPDATABLE_HEADING,
@@ -59,8 +60,8 @@ def _label(text: str) -> str:
     return text if _PLAIN.fullmatch(text) else _code(text)
 
 
-def _where(source: str | None) -> str:
-    return f" ({_code(source)})" if source is not None else ""
+def _where(source: SourceLocation | None) -> str:
+    return f" ({_code(str(source))})" if source is not None else ""
 
 
 def _id(invite_id: str) -> str:
@@ -156,16 +157,16 @@ class MarkdownRenderer:
         for field_change in invite.field_changes:
             rows.extend(self._rows(field_change))
         return (
-            f"##### {_title(invite.id, invite.name)}\n{_code(invite.source)} · "
+            f"##### {_title(invite.id, invite.name)}\n{_code(str(invite.source))} · "
             f"{_code(invite.status)}, not pending: it can no longer be updated and apply leaves "
             "it alone.\n\n" + "\n".join(rows) + "\n\n"
-            f"Fix: remove it from {_code(invite.source)}, or bring the file in line with "
+            f"Fix: remove it from {_code(str(invite.source))}, or bring the file in line with "
             f"`reconcile export {invite.id}`.\n\n"
         )
 
     def _change(self, change: InviteChange, ref: str | None = None) -> str:
         title = _title(change.id, change.name)
-        notes = [_code(change.source)]
+        notes = [_code(str(change.source))]
         if change.resend:
             to = f" to {_code(change.recipient)}" if change.recipient else ""
             notes.append(f"**e-mails the invitation again{to}**")
@@ -195,16 +196,16 @@ class MarkdownRenderer:
         for field_change in invite.field_changes:
             rows.extend(self._rows(field_change))
         title = _title(invite.id, invite.name)
-        return f"##### {title}\n{_code(invite.source)}\n\n" + "\n".join(rows) + "\n\n"
+        return f"##### {title}\n{_code(str(invite.source))}\n\n" + "\n".join(rows) + "\n\n"
 
     def _rows(self, change: FieldChange) -> list[str]:
-        if change.is_set and isinstance(change.before, list):
+        if change.is_set and isinstance(change.before, IdentifierSet):
             delta = [f"+ {show(i)}" for i in change.added] + [
                 f"- {show(i)}" for i in change.removed
             ]
             after = "<br>".join(_code(d) for d in delta)
             return [f"| {_label(change.field)} | {_code(show(change.before))} | {after} |"]
-        if change.is_object and isinstance(change.before, dict):
+        if change.is_object and isinstance(change.before, Contact):
             return [
                 _row(f"{change.field}.{key}", before, after)
                 for key, before, after in change.sub_changes()
@@ -233,7 +234,7 @@ class _Page:
         return shown, 0
 
 
-def _row(label: str, before: object, after: object) -> str:
+def _row(label: str, before: FieldValue | None, after: FieldValue | None) -> str:
     return f"| {_label(label)} | {_code(show(before))} | {_code(show(after))} |"
 
 

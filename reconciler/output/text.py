@@ -7,7 +7,8 @@ from collections.abc import Iterator
 import click
 
 from reconciler.apply.applier import ApplyReport, ChangeResult, WriteOutcome
-from reconciler.model.values import show
+from reconciler.model.invite import SourceLocation
+from reconciler.model.values import Contact, FieldValue, IdentifierSet, show
 from reconciler.output.common import (
     CONFLICT_NOTE,
     NOT_UPDATABLE_HEADING,
@@ -76,14 +77,14 @@ class TextRenderer:
         yield "\n".join(footer) + "\n"
 
     def _heading(
-        self, mark: str, invite_id: str, name: str | None, source: str | None, fg: str
+        self, mark: str, invite_id: str, name: str | None, source: SourceLocation | None, fg: str
     ) -> str:
         label = f"{mark} {escape(invite_id)}"
         parts = [self._style(label, fg=fg, bold=True)]
         if name:
             parts.append(escape(name))  # from the files, as it will be sent
         if source is not None:  # a failed invite may not come from an entry
-            parts.append(f"({escape(source)})")
+            parts.append(f"({escape(str(source))})")
         return "  ".join(parts)
 
     def _change(self, change: InviteChange, ref: str | None = None) -> str:
@@ -140,21 +141,21 @@ class TextRenderer:
 
     def _field(self, change: FieldChange) -> list[str]:
         name = clean(change.field)
-        if change.is_set and isinstance(change.before, list):
+        if change.is_set and isinstance(change.before, IdentifierSet):
             items = [self._style(f"+ {show(i)}", fg="green") for i in change.added]
             items += [self._style(f"- {show(i)}", fg="red") for i in change.removed]
             return [f"{name}: {', '.join(items)}"]
-        if change.is_object and isinstance(change.before, dict):
+        if change.is_object and isinstance(change.before, Contact):
             return [
                 f"{name}.{escape(str(key))}: {self._old(before)} -> {self._new(after)}"
                 for key, before, after in change.sub_changes()
             ]
         return [f"{name}: {self._old(change.before)} -> {self._new(change.after)}"]
 
-    def _old(self, value: object) -> str:
+    def _old(self, value: FieldValue | None) -> str:
         return self._style(show(value), fg="red")
 
-    def _new(self, value: object) -> str:
+    def _new(self, value: FieldValue | None) -> str:
         return self._style(show(value), fg="green")
 
     def _failed(self, failed: FailedInvite) -> str:
@@ -166,7 +167,7 @@ class TextRenderer:
     def apply_result(self, result: ChangeResult) -> str:
         change = result.change
         invite_id = clean(change.id)
-        where = f"{invite_id}  ({clean(change.source)})"
+        where = f"{invite_id}  ({clean(str(change.source))})"
         error = clean(str(result.error))
         outcome = result.outcome
         if outcome is WriteOutcome.NOT_STARTED:
@@ -201,7 +202,7 @@ class TextRenderer:
 
     def already_applied(self, change: InviteChange) -> str:
         """A change of a saved plan that an earlier run made: nothing is sent for it."""
-        where = f"{clean(change.id)}  ({clean(change.source)})"
+        where = f"{clean(change.id)}  ({clean(str(change.source))})"
         note = "nothing sent" + (", its invitation not e-mailed again" if change.resend else "")
         return f"{self._style('already applied', fg='green')}  {where}: {note}"
 

@@ -1,90 +1,88 @@
 """The records a plan is made of: one per invite that changes, cannot change, or failed.
 
-A record's JSON form is the saved plan's business (``reconciler.plan.saved``).
+Values are typed (``reconciler.model.values``); a record's JSON form is the saved
+plan's business (``reconciler.plan.saved``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from dataclasses import field as dataclass_field
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
-from reconciler.invite import OBJECT_FIELDS, SET_FIELDS
-from reconciler.plan.compare import NO_DELTA, FieldDelta, field_deltas
-from reconciler.safetext import redact, redact_strings
+from reconciler.model.fields import kind_of
+from reconciler.model.invite import SourceLocation
+from reconciler.model.kinds import FieldDelta
+from reconciler.model.values import Contact, Fields, FieldValue, HeldFields, IdentifierSet
+from reconciler.safetext import redact
 
 
 class FieldChange(NamedTuple):
     field: str
-    before: Any
-    after: Any
-    # What differs inside the field, from the invite's one DeepDiff (see field_changes);
-    # None: worked out for this field alone when asked.
+    before: FieldValue | None
+    after: FieldValue
+    # What differs inside the field (see field_changes); None: worked out when asked.
     delta: FieldDelta | None = None
 
     def _inside(self) -> FieldDelta:
         if self.delta is not None:
             return self.delta
-        return field_deltas({self.field: self.before}, {self.field: self.after}).get(
-            self.field, NO_DELTA
-        )
+        return kind_of(self.field).delta(self.before, self.after)
 
     @property
-    def added(self) -> list[Any]:
+    def added(self) -> list[str]:
         return list(self._inside().added)
 
     @property
-    def removed(self) -> list[Any]:
+    def removed(self) -> list[str]:
         return list(self._inside().removed)
 
     @property
     def is_set(self) -> bool:
-        return self.field in SET_FIELDS and isinstance(self.after, list)
+        return isinstance(self.after, IdentifierSet)
 
-    def sub_changes(self) -> list[tuple[str, Any, Any]]:
+    def sub_changes(self) -> list[tuple[str, str | None, str | None]]:
         """For an object field: (sub-field, before, after) of what differs."""
         return list(self._inside().sub_changes)
 
     @property
     def is_object(self) -> bool:
-        return self.field in OBJECT_FIELDS and isinstance(self.after, dict)
+        return isinstance(self.after, Contact)
 
 
-def server_parts_redacted(field: str, value: Any, before: Any) -> Any:
-    """A patched value with its server-held parts redacted: an object's sub-fields that
-    hold what the server holds (unmanaged ones kept on PATCH, or equal ones)."""
-    if field not in OBJECT_FIELDS or not isinstance(value, dict) or not isinstance(before, dict):
-        return value
-    # Keys too: a server's unmanaged sub-field may be named after what it echoes. The
-    # files' own sub-fields (name, email, phone) are too short to hold any secret.
+def field_changes(before: HeldFields, after: Fields) -> list[FieldChange]:
+    """Each field of ``after`` beside its value in ``before``, with what differs inside it."""
+    return [
+        FieldChange(name, before.get(name), value, kind_of(name).delta(before.get(name), value))
+        for name, value in after.items()
+    ]
+
+
+def redacted(fields: HeldFields) -> HeldFields:
+    """What the server said, as every output shows it: any secret of this run redacted."""
     return {
-        redact(k): redact_strings(v) if k in before and before[k] == v else v
-        for k, v in value.items()
+        name: None if value is None else kind_of(name).redacted(value)
+        for name, value in fields.items()
     }
-
-
-def _field_changes(before: dict[str, Any], after: dict[str, Any]) -> list[FieldChange]:
-    deltas = field_deltas(before, after)  # one DeepDiff for the whole invite
-    return [FieldChange(f, before.get(f), v, deltas.get(f)) for f, v in after.items()]
 
 
 @dataclass(frozen=True)
 class InviteChange:
     id: str
-    source: str
+    source: SourceLocation
     name: str | None
-    before: dict[str, Any]  # the server's values of exactly the patched fields
-    patch: dict[str, Any]
+    before: HeldFields  # the server's values of exactly the patched fields
+    patch: Fields
     resend: bool  # after the update, the invitation is e-mailed again
     # Where that e-mail goes: the invite's address once updated (None: not known).
     recipient: str | None = None
-    # A plan scoped to a change (--changed-since REF): each patched field the platform
-    # changed since REF, with its value at REF. apply leaves the invite alone unless
+    # A plan of a change (--changed-since REF): each patched field the platform changed
+    # since REF, with its value at REF. apply leaves the invite alone unless
     # --force-conflicts.
-    conflicts: dict[str, Any] = dataclass_field(default_factory=dict)
+    conflicts: Fields = dataclass_field(default_factory=dict)
 
     @property
-    def after(self) -> dict[str, Any]:
+    def after(self) -> Fields:
         return self.patch
 
     @property
@@ -95,7 +93,7 @@ class InviteChange:
 
     @property
     def field_changes(self) -> list[FieldChange]:
-        return _field_changes(self.before, self.patch)
+        return field_changes(self.before, self.patch)
 
     def shown(self) -> InviteChange:
         """This change as every output shows it: what the server said redacted, nothing else.
@@ -106,9 +104,12 @@ class InviteChange:
         What the files say is kept as written: it is what apply sends. The recipient
         may be the server's address (when the update leaves the e-mail alone).
         """
-        patch = {f: server_parts_redacted(f, v, self.before.get(f)) for f, v in self.patch.items()}
+        patch = {
+            name: kind_of(name).server_parts_redacted(value, self.before.get(name))
+            for name, value in self.patch.items()
+        }
         recipient = None if self.recipient is None else redact(self.recipient)
-        return replace(self, before=redact_strings(self.before), patch=patch, recipient=recipient)
+        return replace(self, before=redacted(self.before), patch=patch, recipient=recipient)
 
 
 @dataclass(frozen=True)
@@ -119,18 +120,18 @@ class OutsideChange:
     """
 
     id: str
-    source: str
+    source: SourceLocation
     name: str | None
-    before: dict[str, Any]  # the server's values of the differing fields
-    after: dict[str, Any]  # what the files say
+    before: HeldFields  # the server's values of the differing fields
+    after: Fields  # what the files say
 
     @property
     def field_changes(self) -> list[FieldChange]:
-        return _field_changes(self.before, self.after)
+        return field_changes(self.before, self.after)
 
     def shown(self) -> OutsideChange:
         """As every output shows it: the server's values redacted, the files' as written."""
-        return replace(self, before=redact_strings(self.before))
+        return replace(self, before=redacted(self.before))
 
 
 @dataclass(frozen=True)
@@ -138,20 +139,20 @@ class NotUpdatable:
     """An invite that differs from git but is no longer pending: never patched."""
 
     id: str
-    source: str
+    source: SourceLocation
     name: str | None
     status: str
-    before: dict[str, Any]  # the server's values of the differing fields
-    after: dict[str, Any]  # what the files ask for
+    before: HeldFields  # the server's values of the differing fields
+    after: Fields  # what the files ask for
 
     @property
     def field_changes(self) -> list[FieldChange]:
-        return _field_changes(self.before, self.after)
+        return field_changes(self.before, self.after)
 
     def shown(self) -> NotUpdatable:
         """As every output shows it: the server's values and status redacted."""
         status = redact(self.status)
-        return replace(self, status=status, before=redact_strings(self.before))
+        return replace(self, status=status, before=redacted(self.before))
 
     @property
     def fix(self) -> str:
@@ -166,7 +167,7 @@ class FailedInvite:
     """An invite the run could not read, update or re-send: the plan's ``errors``."""
 
     id: str
-    source: str | None  # FILE:LINE of the entry; None when the entry is not what to fix
+    source: SourceLocation | None  # the entry; None when the entry is not what to fix
     message: str  # HTTP status, the server's message and requestId, as ApiError says them
     status: int | None = None
     request_id: str | None = None

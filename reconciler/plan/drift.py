@@ -14,15 +14,13 @@ has drifted, each change gets back the server's values the plan shows redacted
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import NamedTuple
 
-from reconciler.invite import values_equal
-from reconciler.model.values import show
+from reconciler.model.fields import kind_of
+from reconciler.model.invite import CurrentInvite
+from reconciler.model.values import FieldValue, show
 from reconciler.plan.changes import InviteChange
-from reconciler.safetext import REDACTED, clean, redact_strings
-
-if TYPE_CHECKING:
-    from reconciler.api.client import CurrentInvite
+from reconciler.safetext import REDACTED, clean
 
 
 class Recheck(NamedTuple):
@@ -35,9 +33,10 @@ class Recheck(NamedTuple):
 
 def recheck(change: InviteChange, current: CurrentInvite) -> Recheck:
     """``change`` against ``current``, the server's copy of its invite read just now."""
-    where = f"{change.id} ({clean(change.source)})"
-    held = current.fields
-    if all(_still_holds(name, value, held.get(name)) for name, value in change.patch.items()):
+    where = f"{change.id} ({clean(str(change.source))})"
+    if all(
+        _still_holds(name, value, current.fields.get(name)) for name, value in change.patch.items()
+    ):
         return Recheck(True, [], None)  # applied already, whatever its status has become since
     drift = []
     if not current.is_pending:
@@ -47,28 +46,23 @@ def recheck(change: InviteChange, current: CurrentInvite) -> Recheck:
         now = current.fields.get(name)
         if not _still_holds(name, planned, now):
             moved = True
+            shown = None if now is None else kind_of(name).redacted(now)
             drift.append(
-                f"{where}: `{name}` was {show(planned)} when planned, "
-                f"is now {show(redact_strings(now))}" + _not_after(name, change.patch[name], now)
+                f"{where}: `{name}` was {show(planned)} when planned, is now {show(shown)}"
+                + _not_after(name, change.patch[name], now)
             )
     return Recheck(False, drift, None if moved else _with_server_values(change, current))
 
 
-def _still_holds(name: str, planned: Any, now: Any) -> bool:
-    if values_equal(name, planned, now):
+def _still_holds(name: str, planned: FieldValue | None, now: FieldValue | None) -> bool:
+    kind = kind_of(name)
+    if kind.equal(planned, now):
         return True
+    if planned is None or now is None:
+        return False
     # Saved, the server's value is shown redacted where it held the secret or a token.
-    return _mentions(planned, REDACTED) and values_equal(name, planned, redact_strings(now))
-
-
-def _mentions(value: Any, word: str) -> bool:
-    if isinstance(value, str):
-        return word in value
-    if isinstance(value, dict):
-        return any(_mentions(v, word) for v in value.values())
-    if isinstance(value, list):
-        return any(_mentions(v, word) for v in value)
-    return False
+    mentions = any(REDACTED in text for _, text in kind.texts(planned))
+    return mentions and kind.equal(planned, kind.redacted(now))
 
 
 def _with_server_values(change: InviteChange, current: CurrentInvite) -> InviteChange:
@@ -76,17 +70,15 @@ def _with_server_values(change: InviteChange, current: CurrentInvite) -> InviteC
     which the plan's ``before`` was found to match: ``before`` itself, and its objects'
     server-held sub-fields (see ``InviteChange.shown``). Shown, they are redacted again."""
     before = {name: current.fields.get(name) for name in change.before}
-    patch = dict(change.patch)
-    for name, value in change.patch.items():
-        held, was = current.fields.get(name), change.before.get(name)
-        if isinstance(value, dict) and isinstance(held, dict) and isinstance(was, dict):
-            # The server's object as it is now, and over it what the files change: the
-            # sub-fields whose planned value differs from the server's.
-            changed = {k: v for k, v in value.items() if k not in was or was[k] != v}
-            patch[name] = {**held, **changed}
+    patch = {
+        name: kind_of(name).with_server_parts(
+            value, change.before.get(name), current.fields.get(name)
+        )
+        for name, value in change.patch.items()
+    }
     return replace(change, before=before, patch=patch)
 
 
-def _not_after(name: str, after: Any, now: Any) -> str:
+def _not_after(name: str, after: FieldValue, now: FieldValue | None) -> str:
     """A field already at `after` beside others that are not: the plan was half applied by hand."""
-    return " (which the plan would write)" if values_equal(name, after, now) else ""
+    return " (which the plan would write)" if kind_of(name).equal(after, now) else ""

@@ -7,23 +7,23 @@ The record it fills is ``reconciler.plan.model.Plan``; with ``ChangedSince``
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
-from reconciler.desired.state import DesiredInvite
 from reconciler.errors import ReconcilerError
-from reconciler.invite import resend_due, values_equal
+from reconciler.model.fields import kind_of
+from reconciler.model.invite import CurrentInvite, DesiredInvite, resend_due
 from reconciler.model.outcome import Done, Failed, NotRun, Outcome, ReadError, stop_if_run_fatal
+from reconciler.model.values import Fields
 from reconciler.plan.changes import FailedInvite, InviteChange, NotUpdatable, OutsideChange
-from reconciler.plan.compare import compare_invite, managed_part
+from reconciler.plan.compare import compare_invite
 from reconciler.plan.model import Plan
 from reconciler.safetext import redact
 
 if TYPE_CHECKING:
-    from reconciler.api.client import CurrentInvite
     from reconciler.desired.changed_since import ChangedEntry, ChangedSince
 
 # What a plan is made from: each desired invite, and what reading its server copy gave.
-Reading: TypeAlias = "tuple[DesiredInvite, Outcome[CurrentInvite, ReadError]]"
+Reading: TypeAlias = tuple[DesiredInvite, Outcome[CurrentInvite, ReadError]]
 
 
 def make_plan(
@@ -58,15 +58,15 @@ def make_plan(
 def _place(
     plan: Plan, desired: DesiredInvite, current: CurrentInvite, changed: ChangedEntry | None
 ) -> None:
-    wanted_fields = desired.fields  # built on each access: read once
-    patch = compare_invite(wanted_fields, current.fields)
-    conflicts: dict[str, object] = {}
+    wanted = desired.fields  # built on each access: read once
+    patch = compare_invite(wanted, current.fields)
+    conflicts: Fields = {}
     if changed is not None and patch:
-        patch, conflicts = _of_change(plan, desired, current, changed, patch)
+        patch, conflicts = _of_change(plan, desired, wanted, current, changed, patch)
     if not patch:
         plan.unchanged += 1
         return
-    source = str(desired.source)
+    source = desired.source
     before = {f: current.fields.get(f) for f in patch}
     if current.is_pending:
         resend = resend_due(desired.resend_on_change, patch)
@@ -82,19 +82,20 @@ def _place(
         )
         plan.changes.append(change)
         return
-    shown = {f: managed_part(f, wanted_fields[f], before[f]) for f in patch}
-    wanted = {f: wanted_fields[f] for f in patch}
+    shown = {f: kind_of(f).managed(wanted[f], before[f]) for f in patch}
+    after = {f: wanted[f] for f in patch}
     status = current.status or "in an unknown state"
-    plan.not_updatable.append(NotUpdatable(desired.id, source, desired.name, status, shown, wanted))
+    plan.not_updatable.append(NotUpdatable(desired.id, source, desired.name, status, shown, after))
 
 
 def _of_change(
     plan: Plan,
     desired: DesiredInvite,
+    wanted: Fields,
     current: CurrentInvite,
     changed: ChangedEntry,
-    patch: dict[str, Any],
-) -> tuple[dict[str, Any], dict[str, Any]]:
+    patch: Fields,
+) -> tuple[Fields, Fields]:
     """The part of ``patch`` the change touched, and its conflicts; the rest is listed.
 
     A touched field the platform holds at REF's value is an ordinary change; one it
@@ -102,25 +103,25 @@ def _of_change(
     changed on the platform since REF. A field new to the entry (or a new entry) has
     no value at REF: an ordinary change.
     """
-    wanted = desired.fields
     at_ref = changed.at_ref or {}
     conflicts = {}
     for name in patch:
         if name in changed.fields and name in at_ref:
-            held = managed_part(name, at_ref[name], current.fields.get(name))
-            if not values_equal(name, at_ref[name], held):
+            kind = kind_of(name)
+            held = kind.managed(at_ref[name], current.fields.get(name))
+            if not kind.equal(at_ref[name], held):
                 conflicts[name] = at_ref[name]
-    untouched = {f: v for f, v in patch.items() if f not in changed.fields}
+    untouched = [f for f in patch if f not in changed.fields]
     if untouched:
-        shown = {f: managed_part(f, wanted[f], current.fields.get(f)) for f in untouched}
+        shown = {f: kind_of(f).managed(wanted[f], current.fields.get(f)) for f in untouched}
         after = {f: wanted[f] for f in untouched}
         plan.outside_change.append(
-            OutsideChange(desired.id, str(desired.source), desired.name, shown, after)
+            OutsideChange(desired.id, desired.source, desired.name, shown, after)
         )
     return {f: v for f, v in patch.items() if f in changed.fields}, conflicts
 
 
-def _recipient(patch: dict[str, Any], current: CurrentInvite) -> str | None:
+def _recipient(patch: Fields, current: CurrentInvite) -> str | None:
     """The address the invitation goes to once the update is made."""
     email = patch.get("email", current.fields.get("email"))
     return email if isinstance(email, str) else None
@@ -128,4 +129,4 @@ def _recipient(patch: dict[str, Any], current: CurrentInvite) -> str | None:
 
 def _failed(desired: DesiredInvite, error: ReadError) -> FailedInvite:
     message = redact(str(error))
-    return FailedInvite(desired.id, str(desired.source), message, error.status, error.request_id)
+    return FailedInvite(desired.id, desired.source, message, error.status, error.request_id)

@@ -5,7 +5,7 @@ record's JSON form (schemas/plan.schema.json), the entry's place as the
 ``"path:line"`` text cli.md shows, the document a record at a time
 (``streamedjson``), the signature (``signature``). Reading one trusts nothing in
 it: its size and nesting are bounded before parsing, it must match the schema,
-name each invite once, and carry a signature
+name each invite once, hold values its fields can hold, and carry a signature
 made with this run's client secret. Whether the server still matches a saved
 plan is apply's question (``reconciler.apply.recheck``).
 """
@@ -14,22 +14,27 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from functools import cache
 from typing import Any
 
 from jsonschema import Draft202012Validator
+from referencing import Registry, Resource
 
 from reconciler.errors import ReconcilerError
+from reconciler.model.fields import kind_of
+from reconciler.model.invite import SourceLocation
+from reconciler.model.values import Fields, HeldFields, JsonValue, fields_json
 from reconciler.plan.boundedjson import loads_bounded, read_bounded_text
 from reconciler.plan.changes import FailedInvite, InviteChange, NotUpdatable, OutsideChange
 from reconciler.plan.model import FORMAT_VERSION, Plan
 from reconciler.plan.signature import SignatureCheck, check, signature_for
 from reconciler.plan.streamedjson import document_chunks
-from reconciler.resources import resource_path
+from reconciler.resources import invite_schema_path, resource_path
 from reconciler.safefile import write_text_replacing
-from reconciler.safetext import clean, escape, redact_strings
+from reconciler.safetext import clean, escape, redact
 
 READABLE_FORMAT_VERSIONS = (1, 2)  # a version 1 plan can be shown, never applied (unsigned)
 MAX_PLAN_BYTES = 128 * 1024 * 1024  # some 200,000 changes; a real plan is far smaller
@@ -52,8 +57,8 @@ def document_parts(plan: Plan) -> list[tuple[str, Any]]:
     """
     parts: list[tuple[str, Any]] = [
         ("format_version", plan.format_version),
-        ("created_at", redact_strings(plan.created_at)),
-        ("base_url", redact_strings(plan.base_url)),
+        ("created_at", redact(plan.created_at)),
+        ("base_url", redact(plan.base_url)),
         ("max_changes", plan.max_changes),
         ("max_resends", plan.max_resends),
         ("changes", (_change_json(c.shown()) for c in plan.changes)),
@@ -63,12 +68,12 @@ def document_parts(plan: Plan) -> list[tuple[str, Any]]:
     ]
     if plan.changed_since is not None:  # only then: other plans read as they always have
         parts[-1:-1] = [
-            ("changed_since", redact_strings(plan.changed_since)),
+            ("changed_since", redact(plan.changed_since)),
             ("out_of_scope", (_outside_json(o.shown()) for o in plan.outside_change)),
             ("not_read", plan.not_read),
         ]
     if plan.signature is not None:
-        parts.append(("signature", redact_strings(plan.signature)))
+        parts.append(("signature", redact(plan.signature)))
     return parts
 
 
@@ -87,7 +92,7 @@ def plan_chunks(plan: Plan) -> Iterator[str]:
 
 def plan_digest(plan: Plan) -> str:
     """A hash of what the plan would write, for the audit log."""
-    writes = [[c.id, c.before, c.patch, c.resend] for c in plan.changes]
+    writes = [[c.id, fields_json(c.before), fields_json(c.patch), c.resend] for c in plan.changes]
     canonical = json.dumps([plan.base_url, writes], sort_keys=True, ensure_ascii=False)
     # surrogatepass: a server can send a lone surrogate ("\ud800"); it is still hashed.
     return "sha256:" + hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
@@ -118,49 +123,54 @@ def _readable_size(chunks: Iterable[str], path: str) -> Iterator[str]:
         yield chunk
 
 
-def _change_json(change: InviteChange) -> dict[str, Any]:
-    record = {
+def _source_text(source: SourceLocation | None) -> str | None:
+    # cli.md's "path:line", shown as every message shows it (the path escaped).
+    return None if source is None else str(source)
+
+
+def _change_json(change: InviteChange) -> dict[str, JsonValue]:
+    record: dict[str, JsonValue] = {
         "id": change.id,
         "name": change.name,
-        "source": change.source,
-        "before": change.before,
-        "after": change.after,
-        "patch": change.patch,
+        "source": _source_text(change.source),
+        "before": fields_json(change.before),
+        "after": fields_json(change.after),
+        "patch": fields_json(change.patch),
         "resend": change.resend,
     }
     if change.resend:
         # Added within format_version 2: a reader that does not know it ignores it.
         record["recipient"] = change.recipient
     if change.conflicts:  # only then: a plan without conflicts reads as it always has
-        record["conflicts"] = change.conflicts
+        record["conflicts"] = fields_json(change.conflicts)
     return record
 
 
-def _outside_json(outside: OutsideChange) -> dict[str, Any]:
+def _outside_json(outside: OutsideChange) -> dict[str, JsonValue]:
     return {
         "id": outside.id,
         "name": outside.name,
-        "source": outside.source,
-        "before": outside.before,
-        "after": outside.after,
+        "source": _source_text(outside.source),
+        "before": fields_json(outside.before),
+        "after": fields_json(outside.after),
     }
 
 
-def _not_updatable_json(invite: NotUpdatable) -> dict[str, Any]:
+def _not_updatable_json(invite: NotUpdatable) -> dict[str, JsonValue]:
     return {
         "id": invite.id,
         "name": invite.name,
-        "source": invite.source,
+        "source": _source_text(invite.source),
         "status": invite.status,
-        "before": invite.before,
-        "after": invite.after,
+        "before": fields_json(invite.before),
+        "after": fields_json(invite.after),
     }
 
 
-def _failed_json(failed: FailedInvite) -> dict[str, Any]:
+def _failed_json(failed: FailedInvite) -> dict[str, JsonValue]:
     return {
         "id": failed.id,
-        "source": failed.source,
+        "source": _source_text(failed.source),
         "message": failed.message,
         "status": failed.status,
         "request_id": failed.request_id,
@@ -189,7 +199,12 @@ def _summary_json(plan: Plan) -> dict[str, int]:
 @cache
 def _validator() -> Draft202012Validator:
     schema = json.loads(resource_path("schemas/plan.schema.json").read_text(encoding="utf-8"))
-    return Draft202012Validator(schema)
+    # The plan schema names the invite's fields by the invite schema's own list.
+    invites = json.loads(invite_schema_path().read_text(encoding="utf-8"))
+    registry: Registry[Any] = Registry().with_resource(
+        invites["$id"], Resource.from_contents(invites)
+    )
+    return Draft202012Validator(schema, registry=registry)
 
 
 def read_plan_document(path: str) -> dict[str, Any]:
@@ -262,7 +277,7 @@ def _check_each_invite_once(document: dict[str, Any], path: str) -> None:
 
 def load_plan(path: str) -> Plan:
     """The saved plan, signature not checked (for `show`; apply uses load_signed_plan)."""
-    return plan_from_document(read_plan_document(path))
+    return plan_from_document(read_plan_document(path), path)
 
 
 def load_signed_plan(path: str, secret: str | None) -> Plan:
@@ -285,59 +300,119 @@ def load_signed_plan(path: str, secret: str | None) -> Plan:
             "verify with this client secret: the plan was altered, or made with another "
             f"credential. {_NEW_PLAN}"
         )
-    return plan_from_document(document)
+    return plan_from_document(document, path)
 
 
-def plan_from_document(document: dict[str, Any]) -> Plan:
-    """A plan from a document ``read_plan_document`` has checked."""
+def plan_from_document(document: dict[str, Any], path: str) -> Plan:
+    """A plan from a document ``read_plan_document`` has checked; ``path`` names it in errors."""
+    read = _Records(path)
     return Plan(
         base_url=document["base_url"],
         created_at=document["created_at"],
         max_changes=document.get("max_changes"),
         max_resends=document.get("max_resends"),
         unchanged=document["summary"]["unchanged"],
-        changes=[_change(c) for c in document["changes"]],
-        failed=[_failed(e) for e in document["errors"]],
-        not_updatable=[_not_updatable(n) for n in document.get("not_updatable", [])],
+        changes=[read.change(c, f"changes/{i}") for i, c in enumerate(document["changes"])],
+        failed=[read.failed(e) for e in document["errors"]],
+        not_updatable=[
+            read.not_updatable(n, f"not_updatable/{i}")
+            for i, n in enumerate(document.get("not_updatable", []))
+        ],
         format_version=document["format_version"],
         signature=document.get("signature"),
         saved=True,
         changed_since=document.get("changed_since"),
-        outside_change=[_outside(o) for o in document.get("out_of_scope", [])],
+        outside_change=[
+            read.outside(o, f"out_of_scope/{i}")
+            for i, o in enumerate(document.get("out_of_scope", []))
+        ],
         not_read=document.get("not_read"),
     )
 
 
-def _change(data: dict[str, Any]) -> InviteChange:
-    patch = data["patch"]
-    before = {k: data["before"].get(k) for k in patch}
-    if "recipient" in data:
-        recipient = data["recipient"] if isinstance(data["recipient"], str) else None
-    else:  # saved before plans named the recipient: the updated address, if any
-        email = patch.get("email")
-        recipient = email if isinstance(email, str) else None
-    return InviteChange(
-        data["id"],
-        data["source"],
-        data.get("name"),
-        before,
-        patch,
-        data["resend"],
-        recipient=recipient if data["resend"] else None,
-        conflicts=data.get("conflicts") or {},
-    )
+# A saved source: cli.md's "path:line"; any other text is kept whole, with no line.
+_SOURCE = re.compile(r"(.+):([1-9][0-9]*)", re.DOTALL)
 
 
-def _outside(data: dict[str, Any]) -> OutsideChange:
-    keys = ("id", "source", "name", "before", "after")
-    return OutsideChange(*(data.get(key) for key in keys))  # type: ignore[arg-type]
+def _source(text: str) -> SourceLocation:
+    match = _SOURCE.fullmatch(text)
+    if match is None:
+        return SourceLocation(text, 0)
+    return SourceLocation(match.group(1), int(match.group(2)))
 
 
-def _not_updatable(data: dict[str, Any]) -> NotUpdatable:
-    keys = ("id", "source", "name", "status", "before", "after")
-    return NotUpdatable(*(data.get(key) for key in keys))  # type: ignore[arg-type]
+class _Records:
+    """The records of one plan file, each value typed as its field's kind holds it."""
 
+    def __init__(self, path: str) -> None:
+        self.path = path
 
-def _failed(data: dict[str, Any]) -> FailedInvite:
-    keys = ("id", "source", "message", "status", "request_id")
-    return FailedInvite(*(data.get(key) for key in keys))  # type: ignore[arg-type]
+    def change(self, data: dict[str, Any], where: str) -> InviteChange:
+        patch = self.fields(data["patch"], f"{where}/patch")
+        before = self.held(data["before"], f"{where}/before", patch)
+        if "recipient" in data:
+            recipient = data["recipient"] if isinstance(data["recipient"], str) else None
+        else:  # saved before plans named the recipient: the updated address, if any
+            email = patch.get("email")
+            recipient = email if isinstance(email, str) else None
+        return InviteChange(
+            data["id"],
+            _source(data["source"]),
+            data.get("name"),
+            before,
+            patch,
+            data["resend"],
+            recipient=recipient if data["resend"] else None,
+            conflicts=self.fields(data.get("conflicts") or {}, f"{where}/conflicts"),
+        )
+
+    def outside(self, data: dict[str, Any], where: str) -> OutsideChange:
+        after = self.fields(data["after"], f"{where}/after")
+        return OutsideChange(
+            data["id"],
+            _source(data["source"]),
+            data.get("name"),
+            self.held(data["before"], f"{where}/before", after),
+            after,
+        )
+
+    def not_updatable(self, data: dict[str, Any], where: str) -> NotUpdatable:
+        after = self.fields(data["after"], f"{where}/after")
+        return NotUpdatable(
+            data["id"],
+            _source(data["source"]),
+            data.get("name"),
+            data["status"],
+            self.held(data["before"], f"{where}/before", after),
+            after,
+        )
+
+    def failed(self, data: dict[str, Any]) -> FailedInvite:
+        return FailedInvite(
+            data["id"],
+            _source(data["source"]),
+            data["message"],
+            data.get("status"),
+            data.get("request_id"),
+        )
+
+    def fields(self, raw: Mapping[str, Any], where: str) -> Fields:
+        """Values the files gave (the schema has named only fields)."""
+        fields: Fields = {}
+        for name, value in raw.items():
+            typed = kind_of(name).from_json(value)
+            if typed is None:
+                raise _not_saved(self.path, f"{clean(where)}/{clean(name)}: not a value it holds")
+            fields[name] = typed
+        return fields
+
+    def held(self, raw: Mapping[str, Any], where: str, named: Mapping[str, object]) -> HeldFields:
+        """The server's values of the fields ``named`` (None: it held none)."""
+        held: HeldFields = {}
+        for name in named:
+            value = raw.get(name)
+            typed = None if value is None else kind_of(name).from_json(value)
+            if value is not None and typed is None:
+                raise _not_saved(self.path, f"{clean(where)}/{clean(name)}: not a value it holds")
+            held[name] = typed
+        return held

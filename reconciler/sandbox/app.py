@@ -20,7 +20,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from jsonschema import Draft202012Validator
 
-from reconciler.invite import UPDATABLE_FIELDS
+from reconciler.model.fields import updatable_fields
 from reconciler.sandbox.limits import LeakyBucket, TokenBucket
 from reconciler.sandbox.options import SandboxOptions
 from reconciler.sandbox.refusals import (
@@ -69,7 +69,7 @@ DROP = Response(0, b"", {})  # close the connection without answering
 def _patch_validator() -> Draft202012Validator:
     schema = invite_schema()
     invite = schema["$defs"]["invite"]
-    properties = {k: v for k, v in invite["properties"].items() if k in UPDATABLE_FIELDS}
+    properties = {k: v for k, v in invite["properties"].items() if k in updatable_fields()}
     patch_schema = {
         "$defs": schema["$defs"],
         "type": "object",

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple, Protocol
 from jsonschema import ValidationError
 
 from reconciler.errors import FileProblem
-from reconciler.invite import ID_RULE
+from reconciler.model.invite import ID_RULE
 from reconciler.safetext import escape
 from reconciler.yamlload.positions import Located
 from reconciler.yamlload.scalars import cut, kind_of, quote_it, reading

@@ -13,7 +13,7 @@ from types import MappingProxyType
 from typing import NamedTuple
 
 from reconciler.errors import ConfigError
-from reconciler.invite import ID_KEY, UPDATABLE_FIELDS
+from reconciler.model.fields import ID_KEY, updatable_fields
 from reconciler.safetext import escape
 
 DEFAULT_SCOPE = "kyb:invites:read kyb:invites:write"
@@ -49,11 +49,12 @@ def field_name_problems(field_names: Mapping[str, str]) -> list[tuple[str, str]]
     as the email, and ``{name: status}`` would write a managed value onto a field
     the platform keeps read-only.
     """
-    wire = {canonical: field_names.get(canonical, canonical) for canonical in UPDATABLE_FIELDS}
+    fields = updatable_fields()
+    wire = {canonical: field_names.get(canonical, canonical) for canonical in fields}
     problems = []
     for canonical, name in field_names.items():
         shown = escape(name)
-        others = [f for f in UPDATABLE_FIELDS if f != canonical and wire[f] == name]
+        others = [f for f in fields if f != canonical and wire[f] == name]
         if not name.strip():
             why = "a wire name must not be empty"
         elif name in READ_ONLY_WIRE_NAMES:

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from reconciler.api.client import CurrentInvite
 from reconciler.desired.changed_since import ChangedEntry, ChangedSince
-from reconciler.desired.state import DesiredInvite, SourceLocation
+from reconciler.model.invite import CurrentInvite, DesiredInvite, SourceLocation
 from reconciler.model.outcome import Done
 from reconciler.plan.make import make_plan
 from reconciler.plan.model import Plan
+from support.values import typed
 
 BASE = "https://api.example.test"
 
@@ -18,18 +18,20 @@ BASE = "https://api.example.test"
 def desired(index: int, **fields: Any) -> DesiredInvite:
     return DesiredInvite(
         id=f"inv_{index:04d}",
-        fields=fields or {"email": f"new{index}@x.example"},
+        fields=typed(fields or {"email": f"new{index}@x.example"}),
         source=SourceLocation("invites/a.yaml", index * 10 + 2),
     )
 
 
 def current(index: int, status: str = "pending", **fields: Any) -> CurrentInvite:
-    return CurrentInvite(f"inv_{index:04d}", status, fields or {"email": f"old{index}@x.example"})
+    return CurrentInvite(
+        f"inv_{index:04d}", status, typed(fields or {"email": f"old{index}@x.example"})
+    )
 
 
 def changed(fields: set[str] | frozenset[str], at_ref: dict[str, Any] | None) -> ChangedEntry:
     """What a change did to an entry: ``fields`` touched, ``at_ref`` (JSON-like) at the base."""
-    return ChangedEntry(frozenset(fields), at_ref)
+    return ChangedEntry(frozenset(fields), None if at_ref is None else typed(at_ref))
 
 
 def of_change(

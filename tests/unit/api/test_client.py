@@ -26,11 +26,12 @@ from support.api_answers import (
 )
 from urllib3.exceptions import MaxRetryError, NewConnectionError
 
-from reconciler.api.client import ApiClient, CurrentInvite, Receipt
+from reconciler.api.client import ApiClient, Receipt
 from reconciler.api.exceptions import (
     AnswerTooLarge,
     ApiError,
     AuthenticationFailed,
+    BadInviteValue,
     Conflict,
     EnvelopeFailure,
     InvalidRequest,
@@ -47,6 +48,7 @@ from reconciler.api.http import pacing
 from reconciler.api.http.pacing import RequestPacer
 from reconciler.api.http.urls import check_base_url
 from reconciler.errors import ConfigError, ReconcilerError
+from reconciler.model.invite import CurrentInvite
 from reconciler.settings.config import Settings
 from reconciler.settings.contract import DEFAULT_SCOPE
 
@@ -443,6 +445,21 @@ def test_get_invite_returns_canonical_fields_and_status(
     (request,) = api_calls(requests_mock)
     assert request.method == "GET"
     assert request.url == INVITE_URL
+
+
+def test_a_value_the_invite_cannot_hold_leaves_that_invite_alone_naming_the_field(
+    client: ApiClient, requests_mock: Any, token_endpoint: Any
+) -> None:
+    requests_mock.get(INVITE_URL, **ok_invite({**INVITE, "groups": ["emea", 7]}))
+
+    with pytest.raises(BadInviteValue) as refused:
+        client.get_invite("inv_8f2k1")
+
+    assert refused.value.status == 200
+    assert refused.value.message == (
+        "invite inv_8f2k1: the server's `groups` item 1 is a number (7), not a string; "
+        "this invite is left alone"
+    )
 
 
 def test_accepted_invite_is_not_pending(

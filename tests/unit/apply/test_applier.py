@@ -6,10 +6,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+from support.values import held, typed
+
 from reconciler.api.client import Receipt
 from reconciler.api.exceptions import NotSent
 from reconciler.apply.applier import Applier, WriteOutcome
 from reconciler.apply.audit import Attempt, AuditLog, AuditLogError, NoAuditLog
+from reconciler.model.invite import SourceLocation
 from reconciler.plan.changes import InviteChange
 from reconciler.plan.model import Plan
 from reconciler.safetext import register_secret
@@ -31,7 +34,9 @@ class _StoppingClient:
 
 def test_writes_the_stopping_run_never_sent_are_reported_not_started() -> None:
     changes = [
-        InviteChange(f"inv_{n}", f"a.yaml:{n}", None, {"name": "a"}, {"name": "b"}, False)
+        InviteChange(
+            f"inv_{n}", SourceLocation("a.yaml", n), None, {"name": "a"}, {"name": "b"}, False
+        )
         for n in (1, 2, 3)
     ]
     client = _StoppingClient()
@@ -67,7 +72,9 @@ def test_the_audit_log_records_what_was_sent_redacting_only_what_the_server_hold
         "name": "Flag Bearer Ltd.",
         "primaryContact": {**before["primaryContact"], "name": "Torch Bearer 2 Team"},  # type: ignore[dict-item]
     }
-    change = InviteChange("inv_1", "a.yaml:1", None, before, patch, False)
+    change = InviteChange(
+        "inv_1", SourceLocation("a.yaml", 1), None, held(before), typed(patch), False
+    )
     client = _RecordingClient()
     log = AuditLog(str(tmp_path / "audit.jsonl"), "ci")
     Applier(client, parallelism=1, stop=Stop(), audit=log).apply(  # type: ignore[arg-type]
@@ -121,7 +128,9 @@ class _LogFillingUp(NoAuditLog):
 
 def test_a_log_that_fills_after_the_request_left_still_reports_the_write_and_owes_its_e_mail():
     changes = [
-        InviteChange(f"inv_{n}", f"a.yaml:{n}", None, {"email": "o"}, {"email": "n"}, True)
+        InviteChange(
+            f"inv_{n}", SourceLocation("a.yaml", n), None, {"email": "o"}, {"email": "n"}, True
+        )
         for n in (1, 2)
     ]
     client, stop = _Client(), Stop()

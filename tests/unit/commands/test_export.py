@@ -12,17 +12,19 @@ from pathlib import Path
 import yaml
 from support.cli import run_cli
 from support.helpers import clean_env
+from support.values import typed
 
-from reconciler.api.client import CurrentInvite
 from reconciler.commands.export import render_export
 from reconciler.commands.export_entry import export_entry
-from reconciler.invite import values_equal
+from reconciler.model.fields import kind_of
+from reconciler.model.invite import CurrentInvite
 
 SCHEMA = "schemas/invites.schema.json"
 
 
 def _exported(fields: dict[str, object]) -> tuple[str, dict[str, object]]:
-    text = render_export([CurrentInvite("inv_1", "pending", fields)], "https://api.example", SCHEMA)
+    invite = CurrentInvite("inv_1", "pending", typed(fields))
+    text = render_export([invite], "https://api.example", SCHEMA)
     (entry,) = yaml.safe_load(text)["invites"]
     return text, entry
 
@@ -68,7 +70,7 @@ def test_values_the_schema_refuses_are_left_out_each_with_its_reason() -> None:
         "groups": ["ok", "zero\u200bwidth"],
         "addOns": ["edd", "edd"],  # repeats mean nothing: written once
     }
-    entry, notes = export_entry(CurrentInvite("inv_1", "pending", fields))
+    entry, notes = export_entry(CurrentInvite("inv_1", "pending", typed(fields)))
     assert entry == {
         "id": "inv_1",
         "primaryContact": {"name": "J", "email": "j@a.example"},
@@ -84,7 +86,7 @@ def test_values_the_schema_refuses_are_left_out_each_with_its_reason() -> None:
 
 def test_a_contact_missing_a_required_sub_field_is_left_out_whole() -> None:
     entry, notes = export_entry(
-        CurrentInvite("inv_1", "pending", {"primaryContact": {"name": "J", "phone": "x"}})
+        CurrentInvite("inv_1", "pending", typed({"primaryContact": {"name": "J", "phone": "x"}}))
     )
     assert entry == {"id": "inv_1"}
     assert any(n.startswith("`primaryContact` left out") for n in notes)
@@ -95,7 +97,7 @@ def test_text_is_exported_in_nfc_and_joiners_as_escapes() -> None:
     assert entry["name"] == "Caf\u00e9 علی\u200cرضا"
     assert '"Café علی\\u200cرضا"' in text
     assert "\u200c" not in text
-    assert values_equal("name", entry["name"], "Cafe\u0301 علی\u200cرضا")
+    assert kind_of("name").equal(entry["name"], "Cafe\u0301 علی\u200cرضا")
 
 
 def test_a_note_cannot_end_its_comment_or_hold_control_characters() -> None:

@@ -9,6 +9,7 @@ import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.values import held
 
 from reconciler.desired.rewrite import NO_VALUE, SHARED, Wanted, rewrite
 from reconciler.desired.state import load_text
@@ -18,8 +19,8 @@ def wanted(text: str, invite_id: str, remove: str | None = None, **fields: Any) 
     """What the entry ``invite_id`` of ``text`` should say: ``fields`` from the platform."""
     (invite,) = [i for i in load_text(text, "f.yaml")[0] if i.id == invite_id]
     source = invite.source
-    written = {name: invite.fields.get(name) for name in fields}
-    return Wanted(invite_id, source.line, source.column, fields, written, remove)
+    written = {name: invite.fields[name] for name in fields if name in invite.fields}
+    return Wanted(invite_id, source.line, source.column, held(fields), written, remove)
 
 
 def read(text: str) -> dict[str, dict[str, Any]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 
+from reconciler.model.invite import SourceLocation
 from reconciler.output.github import RunnerGuard, invite_error_commands
 
 
@@ -41,7 +42,8 @@ def test_an_open_line_is_passed_on_at_the_end() -> None:
 
 
 def test_an_invite_error_is_annotated_at_its_entry() -> None:
-    (command,) = invite_error_commands([("inv_1", "HTTP 404", "invites/a,b:c.yaml:12")])
+    source = SourceLocation("invites/a,b:c.yaml", 12)
+    (command,) = invite_error_commands([("inv_1", "HTTP 404", source)])
     assert command == "::error file=invites/a%2Cb%3Ac.yaml,line=12,title=inv_1::HTTP 404"
     (no_entry,) = invite_error_commands([("inv_1", "HTTP 404", None)])
     assert no_entry == "::error title=inv_1::HTTP 404"

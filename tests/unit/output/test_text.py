@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 
+from support.values import held, typed
+
+from reconciler.model.invite import SourceLocation
 from reconciler.output.json import JsonRenderer
 from reconciler.output.markdown import MarkdownRenderer
 from reconciler.output.text import TextRenderer
@@ -18,17 +21,21 @@ def change(index: int, **patch: object) -> InviteChange:
     patch = patch or {"email": f"new{index}@x.example"}
     return InviteChange(
         id=f"inv_{index:04d}",
-        source=f"invites/a.yaml:{index * 10 + 2}",
+        source=SourceLocation("invites/a.yaml", index * 10 + 2),
         name=f"Firma Nº{index}",
-        before={k: before.get(k) for k in patch},
-        patch=dict(patch),
+        before=held({k: before.get(k) for k in patch}),
+        patch=typed(patch),
         resend=False,
     )
 
 
 def problem(index: int) -> FailedInvite:
     return FailedInvite(
-        f"inv_gone{index}", f"invites/z.yaml:{index}", "invite not found", 404, f"{index}"
+        f"inv_gone{index}",
+        SourceLocation("invites/z.yaml", index),
+        "invite not found",
+        404,
+        f"{index}",
     )
 
 
@@ -40,10 +47,14 @@ def test_text_shows_each_field_the_way_it_changes():
             change(2, groups=["emea", "vip"]),
             InviteChange(
                 id="inv_c",
-                source="invites/a.yaml:40",
+                source=SourceLocation("invites/a.yaml", 40),
                 name=None,
-                before={"primaryContact": {"name": "Jane", "email": "j@x.example", "phone": "+1"}},
-                patch={"primaryContact": {"name": "Janet", "email": "j@x.example", "phone": "+1"}},
+                before=held(
+                    {"primaryContact": {"name": "Jane", "email": "j@x.example", "phone": "+1"}}
+                ),
+                patch=typed(
+                    {"primaryContact": {"name": "Janet", "email": "j@x.example", "phone": "+1"}}
+                ),
                 resend=True,
             ),
         ],
@@ -99,7 +110,12 @@ def test_markdown_puts_errors_first_and_says_what_it_left_out():
 def test_markdown_counts_what_it_left_out_by_kind():
     stale = [
         NotUpdatable(
-            f"inv_n{i}", "f.yaml:1", None, f"status{i}", {"name": "a" * 3000}, {"name": "b"}
+            f"inv_n{i}",
+            SourceLocation("f.yaml", 1),
+            None,
+            f"status{i}",
+            {"name": "a" * 3000},
+            {"name": "b"},
         )
         for i in range(40)
     ]
@@ -124,7 +140,8 @@ def test_markdown_counts_what_it_left_out_by_kind():
 
 
 def test_markdown_does_not_count_shown_errors_as_left_out():
-    stale = [NotUpdatable("inv_n", "f.yaml:1", None, "accepted", {"name": "a"}, {"name": "b"})]
+    source = SourceLocation("f.yaml", 1)
+    stale = [NotUpdatable("inv_n", source, None, "accepted", {"name": "a"}, {"name": "b"})]
     plan = Plan(
         base_url="https://x.test",
         changes=[change(i) for i in range(300)],
@@ -151,7 +168,7 @@ def test_json_is_the_saved_plan_document_and_reads_back():
     document = json.loads(JsonRenderer().render(plan))
     assert document["summary"] == {"update": 1, "resend": 0, "unchanged": 2, "error": 1}
     assert document["changes"][0]["after"] == document["changes"][0]["patch"]
-    again = plan_from_document(document)
+    again = plan_from_document(document, "plan.json")
     assert again.changes == plan.changes and again.failed == plan.failed
     assert plan_digest(again) == plan_digest(plan)
 
@@ -159,11 +176,11 @@ def test_json_is_the_saved_plan_document_and_reads_back():
 def _stale() -> NotUpdatable:
     return NotUpdatable(
         "inv_done",
-        "invites/d.yaml:4",
+        SourceLocation("invites/d.yaml", 4),
         "Done Ltd",
         "accepted",
-        {"email": "old@x.example", "primaryContact": {"name": "Jane"}},
-        {"email": "new@x.example", "primaryContact": {"name": "Janet"}},
+        held({"email": "old@x.example", "primaryContact": {"name": "Jane"}}),
+        typed({"email": "new@x.example", "primaryContact": {"name": "Janet"}}),
     )
 
 
@@ -187,7 +204,8 @@ def test_text_lists_invites_no_longer_updatable_under_their_own_heading_with_the
 
 def test_text_groups_invites_no_longer_updatable_by_status_in_first_seen_order():
     def stale(n: int, status: str) -> NotUpdatable:
-        return NotUpdatable(f"inv_s{n}", f"invites/d.yaml:{n}", None, status, {"a": 1}, {"a": 2})
+        source = SourceLocation("invites/d.yaml", n)
+        return NotUpdatable(f"inv_s{n}", source, None, status, {"name": "a"}, {"name": "b"})
 
     statuses = ["accepted", "revoked", "accepted", "expired", "revoked", "accepted"]
     plan = Plan(
@@ -233,14 +251,16 @@ def test_control_characters_from_files_and_servers_never_reach_a_terminal_raw():
         changes=[
             InviteChange(
                 "inv_a",
-                f"invites/{hostile}.yaml:2",
+                SourceLocation(f"invites/{hostile}.yaml", 2),
                 hostile,
                 {"name": hostile},
                 {"name": "B"},
                 False,
             )
         ],
-        failed=[FailedInvite("inv_b", "b.yaml:1", f"HTTP 500: {hostile}", 500, None)],
+        failed=[
+            FailedInvite("inv_b", SourceLocation("b.yaml", 1), f"HTTP 500: {hostile}", 500, None)
+        ],
     )
     text = TextRenderer().render(plan)
     assert "~ inv_a  evil\\x1b]0;PWNED\\x07\\u202e\\x9b2J\\nnext  (invites/evil" in text
@@ -257,7 +277,12 @@ def test_a_token_a_server_echoes_is_redacted_from_the_text():
     plan = Plan(
         base_url="https://x.test",
         failed=[
-            FailedInvite("inv_b", "b.yaml:1", "HTTP 401: bad Bearer eyJ.issued-token.sig", 401)
+            FailedInvite(
+                "inv_b",
+                SourceLocation("b.yaml", 1),
+                "HTTP 401: bad Bearer eyJ.issued-token.sig",
+                401,
+            )
         ],
     )
     for renderer in (TextRenderer(), MarkdownRenderer(), JsonRenderer()):
@@ -283,7 +308,14 @@ def test_the_server_said_parts_are_redacted_and_the_files_values_shown_as_sent()
     plan = Plan(
         base_url="https://x.test",
         changes=[
-            InviteChange("inv_1", "a.yaml:1", "Flag Bearer Holdings 2 Ltd.", before, patch, False)
+            InviteChange(
+                "inv_1",
+                SourceLocation("a.yaml", 1),
+                "Flag Bearer Holdings 2 Ltd.",
+                held(before),
+                typed(patch),
+                False,
+            )
         ],
     )
     text = TextRenderer().render(plan)

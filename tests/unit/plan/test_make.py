@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 from support.plans import BASE, changed, current, desired, of_change
+from support.values import typed
 
-from reconciler.api.client import CurrentInvite
 from reconciler.api.exceptions import (
     ApiError,
     AuthenticationFailed,
@@ -23,8 +23,8 @@ from reconciler.api.exceptions import (
     ServerError,
     TransportError,
 )
-from reconciler.desired.state import DesiredInvite, SourceLocation
 from reconciler.errors import ReconcilerError
+from reconciler.model.invite import CurrentInvite, DesiredInvite, SourceLocation
 from reconciler.model.outcome import Done, Failed, NotRun, Outcome
 from reconciler.plan.make import make_plan
 from reconciler.plan.saved import to_document
@@ -44,7 +44,7 @@ def test_changes_unchanged_and_per_invite_errors_are_all_kept():
         ("inv_0001", {"email": "old1@x.example"}, {"email": "new1@x.example"})
     ]
     assert plan.unchanged == 1
-    assert [(e.id, e.status, e.source) for e in plan.failed] == [
+    assert [(e.id, e.status, str(e.source)) for e in plan.failed] == [
         ("inv_0003", 404, "invites/a.yaml:32"),
         ("inv_0004", 409, "invites/a.yaml:42"),
         ("inv_0005", 400, "invites/a.yaml:52"),
@@ -108,7 +108,11 @@ def test_an_accepted_invite_that_differs_is_set_apart_never_changed():
     plan = make_plan(BASE, readings)
     assert plan.changes == [] and plan.failed == [] and plan.unchanged == 1
     first, unknown = plan.not_updatable
-    assert (first.id, first.status, first.source) == ("inv_0001", "accepted", "invites/a.yaml:12")
+    assert (first.id, first.status, str(first.source)) == (
+        "inv_0001",
+        "accepted",
+        "invites/a.yaml:12",
+    )
     # Only what differs, and only the managed part of the contact.
     assert first.before == {"email": "old@x.example", "primaryContact": {"name": "Jane"}}
     assert first.after == {"email": "new@x.example", "primaryContact": {"name": "Janet"}}
@@ -136,7 +140,7 @@ def test_the_plan_keeps_no_server_copy_once_compared():
 
 
 def _with_rule(rule: Any, **wanted: Any) -> DesiredInvite:
-    return DesiredInvite("inv_0000", wanted, SourceLocation("invites/a.yaml", 2), rule)
+    return DesiredInvite("inv_0000", typed(wanted), SourceLocation("invites/a.yaml", 2), rule)
 
 
 def test_a_list_rule_re_sends_only_for_a_listed_field_and_names_the_recipient():

@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 from support.plans import BASE, changed, current, desired, of_change
+from support.values import held, typed
 
-from reconciler.desired.state import DesiredInvite
 from reconciler.errors import ReconcilerError
+from reconciler.model.invite import DesiredInvite, SourceLocation
 from reconciler.model.outcome import Done
 from reconciler.plan.changes import FailedInvite, InviteChange, NotUpdatable
 from reconciler.plan.make import make_plan
@@ -46,7 +47,7 @@ def test_a_runs_stricter_limit_applies_and_the_plan_keeps_its_own():
 
 
 def test_a_saved_plan_over_its_own_limit_says_to_make_a_new_plan_not_to_split():
-    saved = plan_from_document(to_document(_plan_with(4, max_changes=3)))
+    saved = plan_from_document(to_document(_plan_with(4, max_changes=3)), "plan.json")
     with pytest.raises(TooMuchChange) as raised:
         saved.raise_if_unsafe()
     assert raised.value.reason == (
@@ -57,11 +58,17 @@ def test_a_saved_plan_over_its_own_limit_says_to_make_a_new_plan_not_to_split():
 
 
 def test_every_record_reads_back_what_it_wrote():
-    change = InviteChange("inv_a", "a.yaml:2", "Müller", {"email": "o@x"}, {"email": "n@x"}, True)
-    stale = NotUpdatable("inv_b", "a.yaml:9", None, "accepted", {"name": "A"}, {"name": "B"})
-    problem = FailedInvite("inv_c", "a.yaml:20", "HTTP 404: not found", 404, "req-1")
+    change = InviteChange(
+        "inv_a", SourceLocation("a.yaml", 2), "Müller", {"email": "o@x"}, {"email": "n@x"}, True
+    )
+    stale = NotUpdatable(
+        "inv_b", SourceLocation("a.yaml", 9), None, "accepted", {"name": "A"}, {"name": "B"}
+    )
+    problem = FailedInvite(
+        "inv_c", SourceLocation("a.yaml", 20), "HTTP 404: not found", 404, "req-1"
+    )
     plan = Plan(BASE, [change], [problem], 7, max_changes=3, not_updatable=[stale])
-    again = plan_from_document(to_document(plan))
+    again = plan_from_document(to_document(plan), "plan.json")
     assert again == plan
     assert plan_digest(again) == plan_digest(plan)
     assert to_document(plan)["summary"] == {"update": 1, "resend": 1, "unchanged": 7, "error": 1}
@@ -73,7 +80,8 @@ def test_the_audit_logs_plan_hash_changes_with_anything_the_plan_would_write():
     def hash_of(base: str = BASE, **change: Any) -> str:
         fields = {"before": {"email": "o@x"}, "patch": {"email": "n@x"}, "resend": False}
         fields |= change
-        record = InviteChange("inv_a", "a.yaml:2", "Acme", **fields)
+        fields["before"], fields["patch"] = held(fields["before"]), typed(fields["patch"])
+        record = InviteChange("inv_a", SourceLocation("a.yaml", 2), "Acme", **fields)
         return plan_digest(Plan(base, [record], [], 0))
 
     same = hash_of()
@@ -90,11 +98,12 @@ def test_the_audit_logs_plan_hash_changes_with_anything_the_plan_would_write():
 
 
 def test_the_plan_hash_does_not_depend_on_the_order_fields_were_read_in():
+    source = SourceLocation("a.yaml", 2)
     one = InviteChange(
-        "inv_a", "a.yaml:2", "A", {"email": "o", "name": "p"}, {"email": "n", "name": "q"}, False
+        "inv_a", source, "A", {"email": "o", "name": "p"}, {"email": "n", "name": "q"}, False
     )
     other = InviteChange(
-        "inv_a", "a.yaml:2", "A", {"name": "p", "email": "o"}, {"name": "q", "email": "n"}, False
+        "inv_a", source, "A", {"name": "p", "email": "o"}, {"name": "q", "email": "n"}, False
     )
     assert plan_digest(Plan(BASE, [one], [], 0)) == plan_digest(Plan(BASE, [other], [], 0))
 
@@ -110,7 +119,12 @@ SPLIT = "Split the change or raise the limit."
 def plan_of(count: int, max_changes: int | None, *, saved: bool = False) -> Plan:
     changes = [
         InviteChange(
-            f"inv_{n}", f"invites/a.yaml:{n + 2}", None, {"name": "A"}, {"name": "B"}, False
+            f"inv_{n}",
+            SourceLocation("invites/a.yaml", n + 2),
+            None,
+            {"name": "A"},
+            {"name": "B"},
+            False,
         )
         for n in range(count)
     ]
@@ -170,7 +184,12 @@ def test_the_max_changes_refusal_counts_invites() -> None:
 # From test_untrusted_inputs.py: What an attacker found after the rebuild: each stays fixed.
 def test_a_plan_never_holds_a_secret_the_server_put_in_an_invite(registered_secret: str) -> None:
     change = InviteChange(
-        "inv_1", "invites/a.yaml:3", "Acme", {"name": registered_secret}, {"name": "Acme"}, False
+        "inv_1",
+        SourceLocation("invites/a.yaml", 3),
+        "Acme",
+        {"name": registered_secret},
+        {"name": "Acme"},
+        False,
     )
     plan = Plan(base_url="https://api.example", changes=[change])
     saved = json.dumps(to_document(plan))
@@ -187,7 +206,7 @@ def test_a_scoped_plan_document_says_its_scope_and_reads_back():
     document = to_document(plan)
     assert document["changed_since"] == "main" and document["not_read"] == 7
     assert document["summary"]["conflict"] == 1 and document["summary"]["not_read"] == 7
-    again = plan_from_document(json.loads(json.dumps(document)))
+    again = plan_from_document(json.loads(json.dumps(document)), "plan.json")
     assert again.changes[0].conflicts == {"email": "old@x.example"}
     assert (again.changed_since, again.not_read) == ("main", 7)
 
@@ -220,26 +239,26 @@ def test_max_resends_allows_exactly_the_limit_and_refuses_one_more():
 
 
 def test_a_saved_plan_keeps_its_max_resends_and_a_run_may_only_tighten_it():
-    saved = plan_from_document(to_document(_resending(2, max_resends=2)))
+    saved = plan_from_document(to_document(_resending(2, max_resends=2)), "plan.json")
     assert saved.max_resends == 2
     saved.raise_if_unsafe(None, 5)
     with pytest.raises(TooManyResends, match=r"max_resends \(1\)\. Split"):
         saved.raise_if_unsafe(None, 1)
     older = to_document(_resending(2, max_resends=1))
     with pytest.raises(TooManyResends, match="made with --max-resends 1"):
-        plan_from_document(older).raise_if_unsafe()
+        plan_from_document(older, "plan.json").raise_if_unsafe()
     # A plan saved before max_resends existed reads as having none.
     del older["max_resends"]
-    assert plan_from_document(older).max_resends is None
+    assert plan_from_document(older, "plan.json").max_resends is None
 
 
 def test_a_change_saved_before_plans_named_the_recipient_reads_back_with_the_new_address():
     document = to_document(_resending(1))
     (record,) = document["changes"]
     del record["recipient"]
-    (change,) = plan_from_document(document).changes
+    (change,) = plan_from_document(document, "plan.json").changes
     assert change.recipient == record["patch"]["email"]
     record["patch"] = record["after"] = {"name": "B"}
     record["before"] = {"name": "A"}
-    (change,) = plan_from_document(document).changes
+    (change,) = plan_from_document(document, "plan.json").changes
     assert change.recipient is None

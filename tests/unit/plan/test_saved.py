@@ -18,12 +18,16 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.values import held, typed, value
 
 import reconciler.plan.saved
-from reconciler.api.client import CurrentInvite
 from reconciler.api.exceptions import NotFound
 from reconciler.apply.recheck import find_drift
 from reconciler.errors import ReconcilerError
+from reconciler.model.fields import field_kinds
+from reconciler.model.invite import CurrentInvite, SourceLocation
+from reconciler.model.kinds import ContactKind, SetKind
+from reconciler.model.values import Contact, IdentifierSet
 from reconciler.output.json import JsonRenderer
 from reconciler.plan import saved
 from reconciler.plan.changes import FailedInvite, InviteChange, NotUpdatable
@@ -54,20 +58,36 @@ def sample_plan() -> Plan:
         changes=[
             InviteChange(
                 "inv_acme",
-                "invites/acme.yaml:3",
+                SourceLocation("invites/acme.yaml", 3),
                 "株式会社サクラ商事",
-                {"email": "old@acme.example", "groups": ["emea"]},
-                {"email": "new@acme.example", "groups": ["emea", "vip"]},
+                held({"email": "old@acme.example", "groups": ["emea"]}),
+                typed({"email": "new@acme.example", "groups": ["emea", "vip"]}),
                 True,
             ),
-            InviteChange("inv_b", "invites/b.yaml:2", None, {"name": "B"}, {"name": "Bee"}, False),
+            InviteChange(
+                "inv_b",
+                SourceLocation("invites/b.yaml", 2),
+                None,
+                {"name": "B"},
+                {"name": "Bee"},
+                False,
+            ),
         ],
-        failed=[FailedInvite("inv_gone", "invites/z.yaml:9", "HTTP 404: not found", 404, "r1")],
+        failed=[
+            FailedInvite(
+                "inv_gone", SourceLocation("invites/z.yaml", 9), "HTTP 404: not found", 404, "r1"
+            )
+        ],
         unchanged=12,
         max_changes=50,
         not_updatable=[
             NotUpdatable(
-                "inv_done", "invites/d.yaml:4", "Done", "accepted", {"name": "X"}, {"name": "Y"}
+                "inv_done",
+                SourceLocation("invites/d.yaml", 4),
+                "Done",
+                "accepted",
+                {"name": "X"},
+                {"name": "Y"},
             )
         ],
     )
@@ -244,9 +264,9 @@ class FakeServer:
 def _server_as_planned() -> dict[str, CurrentInvite]:
     return {
         "inv_acme": CurrentInvite(
-            "inv_acme", "pending", {"email": "old@acme.example", "groups": ["emea"]}
+            "inv_acme", "pending", typed({"email": "old@acme.example", "groups": ["emea"]})
         ),
-        "inv_b": CurrentInvite("inv_b", "pending", {"name": "B"}),
+        "inv_b": CurrentInvite("inv_b", "pending", typed({"name": "B"})),
     }
 
 
@@ -257,7 +277,7 @@ def test_a_server_as_planned_is_no_drift():
 
 def test_an_invite_accepted_since_the_plan_is_drift():
     invites = _server_as_planned()
-    invites["inv_b"] = CurrentInvite("inv_b", "accepted", {"name": "B"})
+    invites["inv_b"] = CurrentInvite("inv_b", "accepted", typed({"name": "B"}))
     drift = find_drift(sample_plan(), BASE, FakeServer(invites).read, parallelism=4)
     assert drift == ["inv_b (invites/b.yaml:2): is now accepted, not pending"]
 
@@ -275,7 +295,7 @@ def test_an_invite_that_vanished_since_the_plan_is_drift():
 def test_a_changed_value_and_another_server_are_drift():
     invites = _server_as_planned()
     invites["inv_acme"] = CurrentInvite(
-        "inv_acme", "pending", {"email": "old@acme.example", "groups": ["apac"]}
+        "inv_acme", "pending", typed({"email": "old@acme.example", "groups": ["apac"]})
     )
     drift = find_drift(sample_plan(), BASE, FakeServer(invites).read, parallelism=4)
     assert drift == [
@@ -302,13 +322,20 @@ def two_change_plan(base_url: str = BASE) -> Plan:
         changes=[
             InviteChange(
                 "inv_a",
-                "invites/a.yaml:3",
+                SourceLocation("invites/a.yaml", 3),
                 "Acme",
-                {"name": "株式会社サクラ", "groups": ["emea", "vip"]},
-                {"name": "Sakura KK", "groups": ["emea"]},
+                held({"name": "株式会社サクラ", "groups": ["emea", "vip"]}),
+                typed({"name": "Sakura KK", "groups": ["emea"]}),
                 False,
             ),
-            InviteChange("inv_b", "invites/b.yaml:2", None, {"name": "B"}, {"name": "Bee"}, False),
+            InviteChange(
+                "inv_b",
+                SourceLocation("invites/b.yaml", 2),
+                None,
+                {"name": "B"},
+                {"name": "Bee"},
+                False,
+            ),
         ],
     )
 
@@ -316,9 +343,9 @@ def two_change_plan(base_url: str = BASE) -> Plan:
 def as_planned() -> dict[str, CurrentInvite]:
     return {
         "inv_a": CurrentInvite(
-            "inv_a", "pending", {"name": "株式会社サクラ", "groups": ["emea", "vip"]}
+            "inv_a", "pending", typed({"name": "株式会社サクラ", "groups": ["emea", "vip"]})
         ),
-        "inv_b": CurrentInvite("inv_b", "pending", {"name": "B"}),
+        "inv_b": CurrentInvite("inv_b", "pending", typed({"name": "B"})),
     }
 
 
@@ -333,7 +360,7 @@ def refusal(path: str) -> str:
 
 def test_groups_the_server_now_lists_in_another_order_are_no_drift():
     invites = as_planned()
-    invites["inv_a"].fields["groups"] = ["vip", "emea"]
+    invites["inv_a"].fields["groups"] = value("groups", ["vip", "emea"])
 
     assert find_drift(two_change_plan(), BASE, FakeServer(invites).read, parallelism=2) == []
 
@@ -341,7 +368,7 @@ def test_groups_the_server_now_lists_in_another_order_are_no_drift():
 def test_every_invite_that_moved_is_named_even_after_one_that_vanished():
     invites = as_planned()
     del invites["inv_a"]
-    invites["inv_b"] = CurrentInvite("inv_b", "accepted", {"name": "B"})
+    invites["inv_b"] = CurrentInvite("inv_b", "accepted", typed({"name": "B"}))
 
     drift = find_drift(two_change_plan(), BASE, FakeServer(invites).read, parallelism=1)
 
@@ -553,28 +580,31 @@ awkward = st.sampled_from("\ud800\udcff\x00\x1b\u2028\u200b\U0001f600é")
 text = st.text(st.characters(exclude_categories=()) | awkward, max_size=12)
 
 
-values = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | text,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(text, inner, max_size=3),
-    max_leaves=8,
+def values_of(kind: object) -> st.SearchStrategy[Any]:
+    """Any value a field of ``kind`` may hold, whatever text is in it."""
+    if isinstance(kind, SetKind):
+        return st.lists(text, max_size=3).map(IdentifierSet)
+    if isinstance(kind, ContactKind):
+        return st.dictionaries(text, st.none() | text, max_size=3).map(Contact)
+    return text
+
+
+fields = st.fixed_dictionaries(
+    {}, optional={name: values_of(kind) for name, kind in field_kinds().items()}
 )
 
 
-fields = st.dictionaries(text, values, max_size=3)
+sources = st.builds(SourceLocation, text, st.integers(0, 10**6))
 
 
-changes = st.builds(InviteChange, text, text, st.none() | text, fields, fields, st.booleans())
+changes = st.builds(InviteChange, text, sources, st.none() | text, fields, fields, st.booleans())
 
 
-stale = st.builds(NotUpdatable, text, text, st.none() | text, text, fields, fields)
+stale = st.builds(NotUpdatable, text, sources, st.none() | text, text, fields, fields)
 
 
 problems = st.builds(
-    FailedInvite, text, text, text, st.none() | st.integers(100, 599), st.none() | text
+    FailedInvite, text, sources, text, st.none() | st.integers(100, 599), st.none() | text
 )
 
 
@@ -661,7 +691,7 @@ def a_plan(count: int) -> Plan:
         changes=[
             InviteChange(
                 f"inv_{n}",
-                f"invites/a.yaml:{n}",
+                SourceLocation("invites/a.yaml", n),
                 "Müller",
                 {"email": "a@x"},
                 {"email": "b@x"},
@@ -778,20 +808,24 @@ def test_a_plan_up_to_what_readers_accept_is_saved_and_one_byte_more_is_not(
 # Values as written: the drift check compares exact values; a redacted one only where
 # the saved plan shows it so, and apply then sends the server's value, never the word.
 def _contact_plan(before: dict, patch: dict) -> Plan:
-    change = InviteChange("inv_c", "c.yaml:1", None, before, patch, False)
+    change = InviteChange(
+        "inv_c", SourceLocation("c.yaml", 1), None, held(before), typed(patch), False
+    )
     return Plan(base_url=BASE, changes=[change])
 
 
 def test_two_names_that_only_a_bearer_pattern_made_alike_are_drift():
     plan = _contact_plan({"name": "Flag Bearer Ltd."}, {"name": "Flag Bearer 2 Ltd."})
-    server = FakeServer({"inv_c": CurrentInvite("inv_c", "pending", {"name": "Flag Bearer Co."})})
+    server = FakeServer(
+        {"inv_c": CurrentInvite("inv_c", "pending", typed({"name": "Flag Bearer Co."}))}
+    )
     (drift,) = find_drift(plan, BASE, server.read, parallelism=1)
     assert '`name` was "Flag Bearer Ltd." when planned, is now "Flag Bearer Co."' in drift
 
 
 def test_nfc_and_nfd_of_one_name_are_no_drift():
     plan = _contact_plan({"name": "Caf\u00e9"}, {"name": "Caf\u00e9 2"})
-    server = FakeServer({"inv_c": CurrentInvite("inv_c", "pending", {"name": "Cafe\u0301"})})
+    server = FakeServer({"inv_c": CurrentInvite("inv_c", "pending", typed({"name": "Cafe\u0301"}))})
     assert find_drift(plan, BASE, server.read, parallelism=1) == []
 
 
@@ -801,11 +835,13 @@ def test_a_sub_field_the_plan_shows_redacted_is_sent_as_the_server_holds_it():
     held = {"name": "Jane", "email": "j@x.example", "title": f"echo {secret}"}
     wanted = {**held, "name": "Jane Q."}
     saved = plan_from_document(
-        to_document(_contact_plan({"primaryContact": held}, {"primaryContact": wanted}))
+        to_document(_contact_plan({"primaryContact": held}, {"primaryContact": wanted})), "p.json"
     )
     (change,) = saved.changes
     assert change.patch["primaryContact"]["title"] == "echo [redacted]"  # as saved and shown
-    server = FakeServer({"inv_c": CurrentInvite("inv_c", "pending", {"primaryContact": held})})
+    server = FakeServer(
+        {"inv_c": CurrentInvite("inv_c", "pending", typed({"primaryContact": held}))}
+    )
     assert find_drift(saved, BASE, server.read, parallelism=1) == []
     (restored,) = saved.changes
     assert restored.patch["primaryContact"] == wanted  # what apply sends
@@ -813,9 +849,11 @@ def test_a_sub_field_the_plan_shows_redacted_is_sent_as_the_server_holds_it():
     # Another value behind the redaction is drift, and nothing is restored.
     moved = {**held, "title": "echo something else"}
     again = plan_from_document(
-        to_document(_contact_plan({"primaryContact": held}, {"primaryContact": wanted}))
+        to_document(_contact_plan({"primaryContact": held}, {"primaryContact": wanted})), "p.json"
     )
-    server = FakeServer({"inv_c": CurrentInvite("inv_c", "pending", {"primaryContact": moved})})
+    server = FakeServer(
+        {"inv_c": CurrentInvite("inv_c", "pending", typed({"primaryContact": moved}))}
+    )
     (drift,) = find_drift(again, BASE, server.read, parallelism=1)
     assert secret not in drift and "[redacted]" in drift
     assert again.changes[0].patch["primaryContact"]["title"] == "echo [redacted]"

@@ -11,10 +11,12 @@ import pytest
 
 from reconciler.desired.state import load_text
 from reconciler.errors import InputError
+from reconciler.model.fields import RECONCILER_KEYS, updatable_fields
 from reconciler.settings.config import load_settings
 
 ENTRY = "invites:\n  - id: inv_1\n"
-FIELDS = "addOns, attachments, email, groups, id, name, phone, primaryContact, resendOnChange"
+# "addOns, attachments, email, groups, id, name, phone, primaryContact, resendOnChange"
+FIELDS = ", ".join(sorted([*RECONCILER_KEYS, *updatable_fields()]))
 
 INVITE_FILES = {
     "unknown field, a near name": (
@@ -81,7 +83,7 @@ INVITE_FILES = {
         ENTRY + "    resendOnChange: [id]\n",
         [
             "3:22: an item of `resendOnChange`: 'id' is not a field of an invite; "
-            "allowed: name, email, phone, primaryContact, groups, addOns, attachments"
+            f"allowed: {', '.join(updatable_fields())}"
         ],
     ),
     "resendOnChange as an empty list": (

@@ -13,13 +13,15 @@ import pytest
 from reconciler.cli import run
 from reconciler.desired.state import load_desired_state, load_file, load_text
 from reconciler.errors import FileProblem, InputError
+from reconciler.model.fields import RECONCILER_KEYS, updatable_fields
 from reconciler.schema.check import invite_validators
 from reconciler.settings.config import load_settings
 from reconciler.yamlload.builder import DEPTH_LIMIT
 
 ENTRY = "invites:\n  - id: inv_1\n"
 READS_1230 = 'YAML reads 12:30 as a number (750); put it in quotes: "12:30"'
-FIELDS = "addOns, attachments, email, groups, id, name, phone, primaryContact, resendOnChange"
+# "addOns, attachments, email, groups, id, name, phone, primaryContact, resendOnChange"
+FIELDS = ", ".join(sorted([*RECONCILER_KEYS, *updatable_fields()]))
 
 CASES = {
     "map tag on a value": (

@@ -1,4 +1,5 @@
-"""The invite model in one home (reconciler.invite): fields, id rule, the reconciler's keys."""
+"""The invite as the files want it and as the server holds it (reconciler.model.invite):
+the id rule, resendOnChange, a DesiredInvite's compact record, where an entry was written."""
 
 from __future__ import annotations
 
@@ -6,21 +7,18 @@ import subprocess
 import sys
 
 import pytest
+from support.values import typed
 
-from reconciler import invite
 from reconciler.desired.entries import refuse_bad_ids
 from reconciler.desired.state import load_text
 from reconciler.errors import ReconcilerError
-
-
-def test_set_and_object_fields_are_updatable_fields() -> None:
-    assert set(invite.UPDATABLE_FIELDS) >= invite.SET_FIELDS
-    assert set(invite.UPDATABLE_FIELDS) >= invite.OBJECT_FIELDS
-    assert not invite.SET_FIELDS & invite.OBJECT_FIELDS
+from reconciler.model import invite
+from reconciler.model.fields import ID_KEY, RECONCILER_KEYS, RESEND_KEY
+from reconciler.model.invite import CurrentInvite, DesiredInvite, SourceLocation
 
 
 def test_the_reconcilers_keys_are_never_fields_of_an_invite() -> None:
-    assert invite.RECONCILER_KEYS == (invite.ID_KEY, invite.RESEND_KEY)
+    assert RECONCILER_KEYS == (ID_KEY, RESEND_KEY)
     text = "invites:\n  - id: inv_1\n    name: Acme\n    resendOnChange: true\n"
     (desired,), problems = load_text(text, "a.yaml")
     assert problems == []
@@ -44,36 +42,16 @@ def test_a_file_entry_with_a_bad_id_is_refused_in_the_same_words() -> None:
     assert any(invite.ID_RULE in str(problem) for problem in problems)
 
 
-def test_canonical_equality() -> None:
-    assert invite.values_equal("groups", ["b", "a", "a"], ["a", "b"])
-    assert not invite.values_equal("name", ["a", "b"], ["b", "a"])  # only sets ignore order
-    assert not invite.values_equal("name", True, 1)
-    assert not invite.values_equal("name", 1, 1.0)
-    assert invite.values_equal("name", float("nan"), float("nan"))
-    assert invite.values_equal("name", -0.0, 0.0)
-    assert invite.canonical("groups", ["b", "a", "b"]) == ["a", "b"]
-    assert invite.canonical_value({"b": 1, "a": "x"}) == {"a": "x", "b": (int, 1)}
-
-
 def test_the_model_imports_nothing_heavy() -> None:
     # Imported on the loader's path, whose start-up is benchmarked.
     code = (
-        "import sys, reconciler.invite; "
+        "import sys, reconciler.model.invite, reconciler.model.fields, reconciler.model.kinds, "
+        "reconciler.model.outcome; reconciler.model.fields.field_kinds(); "
         "print(sorted(m for m in ('deepdiff', 'jsonschema', 'yaml', 'requests', 'click') "
         "if m in sys.modules))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
-
-
-def test_text_is_equal_in_nfc_and_nowhere_else() -> None:
-    from reconciler.invite import values_equal
-
-    assert values_equal("name", "Cafe\u0301", "Caf\u00e9")
-    assert values_equal("groups", ["e\u0301", "a"], ["a", "\u00e9"])
-    assert values_equal("primaryContact", {"name": "Zoe\u0308"}, {"name": "Zo\u00eb"})
-    assert not values_equal("name", "\ufb01nance", "finance")  # NFKC is not NFC: ligatures differ
-    assert not values_equal("name", "a\u200bb", "ab")
 
 
 # resendOnChange: true after any update, a list only after an update carrying a listed field.
@@ -109,3 +87,28 @@ def test_a_list_re_sends_only_when_the_update_carried_a_listed_field(
     rule: invite.ResendRule, patched: list[str], due: bool
 ) -> None:
     assert invite.resend_due(rule, patched) is due
+
+
+def test_a_desired_invite_keeps_its_fields_in_order_and_shares_their_names() -> None:
+    where = SourceLocation("invites/a.yaml", 3, 5)
+    fields = typed({"name": "Acme", "groups": ["b", "a"], "primaryContact": {"name": "J"}})
+    one = DesiredInvite("inv_1", fields, where)
+    other = DesiredInvite("inv_2", typed({"name": "B", "groups": [], "primaryContact": {}}), where)
+    assert list(one.fields) == ["name", "groups", "primaryContact"]
+    assert one.get("groups") == ["b", "a"] and one.get("email") is None
+    assert (one.name, one.source) == ("Acme", where)
+    assert one._names is other._names  # one tuple for every invite naming the same fields
+    assert one == DesiredInvite("inv_1", dict(fields), where)
+    assert one != DesiredInvite("inv_1", fields, where, resend_on_change=True)
+
+
+def test_a_source_location_is_named_as_every_message_names_it() -> None:
+    assert str(SourceLocation("invites/a.yaml", 12)) == "invites/a.yaml:12"
+    assert str(SourceLocation("in\x1bvites.yaml", 2)) == "in\\x1bvites.yaml:2"
+    assert str(SourceLocation("a saved plan's own text", 0)) == "a saved plan's own text"
+
+
+def test_a_current_invite_is_pending_only_when_the_server_says_so() -> None:
+    assert CurrentInvite("inv_1", "pending", {}).is_pending
+    assert not CurrentInvite("inv_1", "accepted", {}).is_pending
+    assert not CurrentInvite("inv_1", None, {}).is_pending

@@ -1,0 +1,131 @@
+"""The invite's fields, read from the invite schema (reconciler.model.fields), and every
+other place that names them: each derives them from the schema, or is held equal here."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from jsonschema import Draft202012Validator, ValidationError
+from referencing import Registry, Resource
+from support.values import typed
+
+from reconciler.commands.export_entry import export_entry
+from reconciler.model.fields import (
+    ID_KEY,
+    RECONCILER_KEYS,
+    field_kinds,
+    fields_from_json,
+    kind_of,
+    updatable_fields,
+)
+from reconciler.model.invite import CurrentInvite
+from reconciler.model.kinds import ContactKind, SetKind, TextKind
+from reconciler.model.values import Contact, IdentifierSet
+from reconciler.resources import invite_schema_path, resource_path
+from reconciler.sandbox.app import _patch_validator
+from reconciler.settings.contract import field_name_problems
+
+
+def schema(name: str) -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads(resource_path(f"schemas/{name}").read_text("utf-8"))
+    return loaded
+
+
+INVITE = schema("invites.schema.json")
+
+
+def test_the_fields_are_the_schemas_invite_properties_in_order() -> None:
+    properties = list(INVITE["$defs"]["invite"]["properties"])
+    assert updatable_fields() == tuple(p for p in properties if p not in RECONCILER_KEYS)
+
+
+def test_each_fields_kind_follows_from_its_type() -> None:
+    kinds = {name: type(kind) for name, kind in field_kinds().items()}
+    assert [kinds[name] for name in ("name", "email", "phone")] == [TextKind] * 3
+    assert kinds["primaryContact"] is ContactKind
+    assert [kinds[name] for name in ("groups", "addOns", "attachments")] == [SetKind] * 3
+    contact = kind_of("primaryContact")
+    assert isinstance(contact, ContactKind)
+    assert list(contact.sub_fields) == ["name", "email", "phone"]
+    assert contact.required == ("name", "email")
+    phones = [kind_of("phone"), contact.sub_fields["phone"]]
+    assert all(isinstance(k, TextKind) and k.quoted for k in phones)  # E.164: always quoted
+    assert not any(
+        isinstance(k, TextKind) and k.quoted for k in (kind_of("name"), kind_of("email"))
+    )
+
+
+def test_the_resend_field_list_names_every_field() -> None:
+    assert INVITE["$defs"]["resendField"]["enum"] == list(updatable_fields())
+
+
+def test_the_config_file_may_rename_every_field_and_no_other() -> None:
+    field_names = schema("config.schema.json")["properties"]["field_names"]
+    assert list(field_names["properties"]) == list(updatable_fields())
+    assert field_names["additionalProperties"] is False
+
+
+def test_a_saved_plan_names_the_fields_by_the_invite_schemas_own_list() -> None:
+    fields = schema("plan.schema.json")["$defs"]["fields"]
+    assert fields["propertyNames"] == {"$ref": "invites.schema.json#/$defs/resendField"}
+    plan = schema("plan.schema.json")
+    registry: Registry[Any] = Registry().with_resource(
+        INVITE["$id"], Resource.from_contents(INVITE)
+    )
+    named = Draft202012Validator(
+        {"$id": plan["$id"], "$defs": plan["$defs"], "$ref": "#/$defs/fields"}, registry=registry
+    )
+    for name in updatable_fields():
+        named.validate({name: None})
+    with pytest.raises(ValidationError, match="'notAField' is not one of"):
+        named.validate({"notAField": None})
+
+
+def test_the_sandbox_takes_a_patch_of_every_field_and_no_other() -> None:
+    validator = _patch_validator()
+    assert list(validator.schema["properties"]) == list(updatable_fields())
+    assert validator.schema["additionalProperties"] is False
+
+
+def test_settings_check_the_wire_names_of_every_field() -> None:
+    # Any two fields sent under one wire name are refused, whichever they are.
+    first, *others = updatable_fields()
+    for other in others:
+        assert field_name_problems({other: first}) != []
+
+
+def test_an_export_writes_the_fields_in_the_schemas_order() -> None:
+    invite = CurrentInvite(
+        "inv_1",
+        "pending",
+        typed(
+            {
+                "attachments": ["proof-of-address"],
+                "addOns": ["edd"],
+                "groups": ["emea"],
+                "primaryContact": {"phone": "+442079460001", "email": "j@a.example", "name": "J"},
+                "phone": "+442079460000",
+                "email": "a@acme.example",
+                "name": "Acme",
+            }
+        ),
+    )
+    entry, notes = export_entry(invite)
+    assert notes == []
+    assert list(entry) == [ID_KEY, *(f for f in updatable_fields() if f in invite.fields)]
+    assert list(entry["primaryContact"]) == ["name", "email", "phone"]
+
+
+def test_json_values_are_typed_by_their_fields_kind_and_others_left_out() -> None:
+    raw = {"name": "Acme", "groups": ["a"], "primaryContact": {"name": "J", "phone": None}}
+    assert fields_from_json({**raw, "notAField": "x", "email": 5}) == {
+        "name": "Acme",
+        "groups": IdentifierSet(["a"]),
+        "primaryContact": Contact({"name": "J", "phone": None}),
+    }
+
+
+def test_the_schema_is_read_from_the_package_resources() -> None:
+    assert invite_schema_path() == resource_path("schemas/invites.schema.json")

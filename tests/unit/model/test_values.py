@@ -1,0 +1,68 @@
+"""Typed values (reconciler.model.values): a contact and a set as written, their JSON
+form, and how a value is shown."""
+
+from __future__ import annotations
+
+import pytest
+
+from reconciler.model.values import Contact, IdentifierSet, fields_json, nfc, show, to_json
+
+
+def test_a_set_keeps_its_items_as_written_and_equals_the_list_it_was_read_from() -> None:
+    groups = IdentifierSet(["vip", "emea", "vip"])
+    assert list(groups) == ["vip", "emea", "vip"]
+    assert groups == ["vip", "emea", "vip"] and groups != ["emea", "vip"]
+    assert groups.canonical() == frozenset({"emea", "vip"})
+    assert IdentifierSet(["e\u0301"]).canonical() == frozenset({"\u00e9"})
+
+
+def test_a_contact_keeps_its_sub_fields_in_order_and_a_null_one_apart() -> None:
+    contact = Contact({"name": "J", "phone": None, "title": "CFO"})
+    assert list(contact) == ["name", "phone", "title"]
+    assert contact["phone"] is None and "phone" in contact and "email" not in contact
+    with pytest.raises(KeyError):
+        contact["email"]
+    assert contact == {"title": "CFO", "name": "J", "phone": None}  # order means nothing
+    assert contact != {"name": "J", "title": "CFO"}
+    assert hash(contact) == hash(Contact({"title": "CFO", "phone": None, "name": "J"}))
+
+
+def test_a_contact_merged_keeps_its_sub_fields_and_takes_the_new_values() -> None:
+    held = Contact({"name": "J", "email": "j@x.example", "phone": "+1"})
+    sent = held.merged(Contact({"email": "new@x.example", "title": "CFO"}))
+    assert list(sent.items()) == [
+        ("name", "J"),
+        ("email", "new@x.example"),
+        ("phone", "+1"),
+        ("title", "CFO"),
+    ]
+
+
+def test_contacts_naming_the_same_sub_fields_share_one_tuple_of_names() -> None:
+    one, other = Contact({"name": "A", "email": "a"}), Contact({"name": "B", "email": "b"})
+    assert one._names is other._names
+
+
+def test_values_as_json_and_as_shown() -> None:
+    fields = {
+        "name": "Café",
+        "groups": IdentifierSet(["b"]),
+        "primaryContact": Contact({"x": None}),
+    }
+    assert fields_json({**fields, "phone": None}) == {
+        "name": "Café",
+        "groups": ["b"],
+        "primaryContact": {"x": None},
+        "phone": None,
+    }
+    assert to_json(None) is None
+    assert show(IdentifierSet(["a", "b"])) == '["a", "b"]'
+    assert show(Contact({"name": "J"})) == '{"name": "J"}'
+    assert show("Caf\u00e9\u200b") == '"Café\\u200b"'  # escaped, never raw
+    assert show(None) == "null"
+
+
+def test_nfc_leaves_ascii_alone_and_composes_the_rest() -> None:
+    assert nfc("Cafe\u0301") == "Caf\u00e9"
+    text = "plain"
+    assert nfc(text) is text
