@@ -87,7 +87,8 @@ class Builder:
         self.hooked: ListFrame | None = None
         self.closed: Any = None  # libyaml's mark where the container last closed opened
         self.problems: list[tuple[int, str]] = []
-        self.stack: list[Frame] = [DocumentFrame()]
+        self.document = DocumentFrame()  # the bottom of the stack, what build() returns
+        self.stack: list[Frame] = [self.document]
         self.anchors: dict[str, Anchor] = {}
         self.open_anchors: dict[str, int] = {}
         self.nodes = 0  # values written in the file so far
@@ -134,9 +135,7 @@ class Builder:
             if handler is not None:
                 handler(event)
             elif event.__class__ is yaml.StreamEndEvent:
-                document = self.stack[0]
-                assert isinstance(document, DocumentFrame)
-                return document
+                return self.document
 
     def _document_start(self, event: Any) -> None:
         self.documents += 1
