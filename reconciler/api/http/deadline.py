@@ -24,6 +24,8 @@ from requests.adapters import HTTPAdapter
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
+_COMPACT_FROM = 64  # entries in the heap before disarmed ones are swept out
+
 
 class AttemptDeadline:
     def __init__(self, seconds: float) -> None:
@@ -54,7 +56,14 @@ def attempt_deadline(seconds: float) -> Iterator[AttemptDeadline]:
 
 
 class _Watchdog:
-    """One thread running actions at their times; cancelled ones are skipped."""
+    """One thread running actions at their times; cancelled ones are skipped.
+
+    The thread sleeps until the earliest entry is due and is woken only by an entry
+    earlier than that: attempts share one allowance, so a new deadline is almost always
+    the latest, and waking the thread for each would cost every request a thread switch.
+    Disarmed entries wait in the heap until they come up, or until it has doubled since
+    it was last compacted, so it holds about as many as are armed at once.
+    """
 
     def __init__(self) -> None:
         self.start_afresh()
@@ -65,15 +74,21 @@ class _Watchdog:
         self._due: list[list[Any]] = []  # heap of [time, sequence, action or None]
         self._sequence = itertools.count()
         self._thread: threading.Thread | None = None
+        self._compact_at = _COMPACT_FROM
 
     def arm(self, at: float, action: Callable[[], None]) -> list[Any]:
         entry = [at, next(self._sequence), action]
         with self._wake:
+            if len(self._due) >= self._compact_at:
+                self._due = [armed for armed in self._due if armed[2] is not None]
+                heapq.heapify(self._due)
+                self._compact_at = max(_COMPACT_FROM, 2 * len(self._due))
             heapq.heappush(self._due, entry)
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="deadline", daemon=True)
                 self._thread.start()
-            self._wake.notify()
+            elif self._due[0] is entry:  # due before what the thread sleeps until
+                self._wake.notify()
         return entry
 
     @staticmethod

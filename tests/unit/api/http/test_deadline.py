@@ -122,6 +122,20 @@ def test_a_disarmed_entry_ahead_does_not_hold_back_a_due_one() -> None:
     assert due.wait(5)
 
 
+def test_disarmed_entries_do_not_pile_up_while_the_thread_sleeps() -> None:
+    # Each attempt arms a deadline the full allowance away and disarms it when the
+    # answer begins: the thread, asleep until the first of them, sweeps none of them.
+    watchdog = _Watchdog()
+    far = time.monotonic() + 600
+
+    for n in range(10_000):
+        watchdog.disarm(watchdog.arm(far + n, lambda: None))
+    kept = watchdog.arm(far + 10_000, lambda: None)
+
+    assert len(watchdog._due) <= 2 * 64
+    assert kept in watchdog._due
+
+
 # -- through a real HTTP connection -------------------------------------------------------
 
 STATUS_LINE = b"HTTP/1.1 200 OK\r\n"
