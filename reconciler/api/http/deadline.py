@@ -16,11 +16,13 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
-from typing import Any
+from typing import Any, cast
 
+from requests import PreparedRequest, Response
 from requests.adapters import HTTPAdapter
+from requests.utils import get_encoding_from_headers
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
@@ -153,14 +155,61 @@ _POOLS = {"http": _HTTPPool, "https": _HTTPSPool}
 
 
 class GuardedAdapter(HTTPAdapter):
-    """requests' adapter, with connections whose wait for an answer has a deadline."""
+    """requests' adapter, with connections whose wait for an answer has a deadline.
+
+    Without a proxy, the pool for a host is looked up once, not parsed again from each
+    request's URL; and an answer's cookies are not read into a jar nothing reads (the
+    session keeps none, see ``network``), nor its headers copied into another mapping.
+    """
 
     def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
         super().init_poolmanager(*args, **kwargs)
         self.poolmanager.pool_classes_by_scheme = dict(_POOLS)
+        self._pools: dict[tuple[Any, ...], Any] = {}
 
     def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
         manager = super().proxy_manager_for(proxy, **proxy_kwargs)
         if not proxy.lower().startswith("socks"):  # SOCKS brings pools of its own
             manager.pool_classes_by_scheme = dict(_POOLS)
         return manager
+
+    def close(self) -> None:
+        super().close()
+        self._pools.clear()  # urllib3 closes none of the pools it drops: they go with us
+
+    def get_connection_with_tls_context(
+        self,
+        request: PreparedRequest,
+        verify: Any,
+        proxies: Mapping[str, str] | None = None,
+        cert: Any = None,
+    ) -> Any:
+        # The pool depends on the scheme and the host of the URL and on verify and cert.
+        url = request.url
+        parts = url.split("/", 3) if not proxies and isinstance(url, str) else ()
+        if len(parts) < 3 or not isinstance(verify, bool | str):
+            return super().get_connection_with_tls_context(request, verify, proxies, cert)
+        key = (parts[0], parts[2], verify, cert if not isinstance(cert, list) else tuple(cert))
+        pool = self._pools.get(key)
+        if pool is None:
+            pool = self._pools[key] = super().get_connection_with_tls_context(
+                request, verify, proxies, cert
+            )
+        return pool
+
+    def request_url(self, request: PreparedRequest, proxies: Mapping[str, str] | None) -> str:
+        if not proxies:  # no proxy: the path, as requests' own gives it
+            return request.path_url
+        return super().request_url(request, proxies)
+
+    def build_response(self, req: PreparedRequest, resp: Any) -> Response:
+        response = Response()
+        response.status_code = resp.status
+        response.headers = resp.headers  # case-insensitive already (urllib3's HTTPHeaderDict)
+        response.encoding = get_encoding_from_headers(response.headers)
+        response.raw = resp
+        response.reason = resp.reason
+        response.url = cast(str, req.url)  # a str once prepared
+        response.request = req
+        response.connection = self
+        return response
