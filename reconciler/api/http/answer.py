@@ -76,6 +76,10 @@ def read_body(response: requests.Response, limits: Limits) -> bytearray:
         raise _too_large(response, limits, f"it announced {int(declared):,} bytes")
     received = bytearray()
     raw = response.raw
+    # Without a content coding, the body is whole once the length it declared has come:
+    # urllib3 gives the connection back with the last bytes, and one more read would
+    # only say so. With one, the decoder may still hold some of it until that read.
+    counted = "Content-Encoding" not in response.headers
     while True:
         left = limits.deadline - limits.clock()
         if left <= 0:
@@ -92,6 +96,8 @@ def read_body(response: requests.Response, limits: Limits) -> bytearray:
         received += chunk
         if len(received) > limits.max_bytes:
             raise _too_large(response, limits, "stopped reading there")
+        if counted and getattr(raw, "length_remaining", None) == 0:
+            return received
 
 
 def _incomplete(response: requests.Response, limits: Limits, received: bytearray) -> TransportError:
