@@ -12,10 +12,12 @@ import http.client
 import re
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 import requests
 import urllib3.exceptions
 from requests.auth import AuthBase
+from requests.structures import CaseInsensitiveDict
 
 from reconciler.api.exceptions import TransportError
 from reconciler.api.http.answer import Answer, Limits, read_answer
@@ -37,6 +39,17 @@ _READ_FAILURES = (
 )
 
 
+class _Prepared(requests.PreparedRequest):
+    """A prepared request whose path the template already knows."""
+
+    known_path: str | None = None
+
+    @property
+    def path_url(self) -> str:
+        """What requests sends as the request's target: its path (and query)."""
+        return self.known_path if self.known_path is not None else super().path_url
+
+
 class Attempts:
     """The session the attempts share, and how each is bounded."""
 
@@ -50,8 +63,9 @@ class Attempts:
         # the session's headers (checked) and the base URL (normalised), copied per request.
         template = requests.PreparedRequest()
         template.prepare("GET", self._base_url + "/", dict(self._session.headers))
-        self._headers = template.headers
+        self._headers = list(template.headers.items())
         self._prefix: str | None = template.url.removesuffix("/")  # type: ignore[union-attr]
+        self._base_path = urlsplit(self._prefix).path
         if self._prepared_url("/x") != self._prefix + "/x":  # a base it normalises apart
             self._prefix = None
 
@@ -105,13 +119,17 @@ class Attempts:
         """The request PreparedRequest.prepare would make, without redoing the shared parts:
         the headers copied from the template, the URL prepared only when the path is not
         plain, and no cookie jar (the session keeps none)."""
-        request = requests.PreparedRequest()
+        request = _Prepared()
         request.method = method.upper()
         if self._prefix is not None and _PLAIN_PATH.fullmatch(path):
             request.url = self._prefix + path
+            request.known_path = self._base_path + path
         else:
             request.url = self._prepared_url(path)
-        request.headers = self._headers.copy()
+        headers: CaseInsensitiveDict[str] = CaseInsensitiveDict()
+        for name, value in self._headers:
+            headers[name] = value
+        request.headers = headers
         request.prepare_body(form, None, json_body)
         if auth is not None:
             request.prepare_auth(auth)

@@ -110,5 +110,6 @@ def test_a_request_is_prepared_as_requests_prepares_it(
     made = attempts._prepare(method, path, auth, body, form)
 
     assert (made.method, made.url, made.body) == (whole.method, whole.url, whole.body)
+    assert made.path_url == whole.path_url
     assert list(made.headers.items()) == list(whole.headers.items())
     assert made.hooks == whole.hooks
