@@ -16,8 +16,8 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager, suppress
+from collections.abc import Callable, Mapping
+from contextlib import suppress
 from typing import Any, cast
 
 from requests import PreparedRequest, Response
@@ -46,15 +46,20 @@ _CURRENT: contextvars.ContextVar[AttemptDeadline | None] = contextvars.ContextVa
 )
 
 
-@contextmanager
-def attempt_deadline(seconds: float) -> Iterator[AttemptDeadline]:
+class attempt_deadline:
     """Requests sent in this block by this thread must begin answering in ``seconds``."""
-    deadline = AttemptDeadline(seconds)
-    token = _CURRENT.set(deadline)
-    try:
-        yield deadline
-    finally:
-        _CURRENT.reset(token)
+
+    __slots__ = ("_deadline", "_token")
+
+    def __init__(self, seconds: float) -> None:
+        self._deadline = AttemptDeadline(seconds)
+
+    def __enter__(self) -> AttemptDeadline:
+        self._token = _CURRENT.set(self._deadline)
+        return self._deadline
+
+    def __exit__(self, *exc: object) -> None:
+        _CURRENT.reset(self._token)
 
 
 class _Watchdog:
@@ -72,7 +77,7 @@ class _Watchdog:
 
     def start_afresh(self) -> None:
         """Forget every entry and the thread: for a new watchdog, or in a forked child."""
-        self._wake = threading.Condition()
+        self._wake = threading.Condition(threading.Lock())  # held by no one twice
         self._due: list[list[Any]] = []  # heap of [time, sequence, action or None]
         self._sequence = itertools.count()
         self._thread: threading.Thread | None = None
