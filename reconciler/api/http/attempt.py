@@ -39,6 +39,16 @@ _READ_FAILURES = (
 )
 
 
+class _Headers(CaseInsensitiveDict[str]):
+    """requests' case-insensitive headers, copied whole rather than rebuilt name by name:
+    each request's are copied from the template, and urllib3 copies them once more."""
+
+    def copy(self) -> _Headers:
+        copied = _Headers()
+        copied._store = self._store.copy()  # type: ignore[attr-defined]
+        return copied
+
+
 class _Prepared(requests.PreparedRequest):
     """A prepared request whose path the template already knows."""
 
@@ -63,7 +73,7 @@ class Attempts:
         # the session's headers (checked) and the base URL (normalised), copied per request.
         template = requests.PreparedRequest()
         template.prepare("GET", self._base_url + "/", dict(self._session.headers))
-        self._headers = list(template.headers.items())
+        self._headers = _Headers(template.headers)
         self._prefix: str | None = template.url.removesuffix("/")  # type: ignore[union-attr]
         self._base_path = urlsplit(self._prefix).path
         if self._prepared_url("/x") != self._prefix + "/x":  # a base it normalises apart
@@ -126,10 +136,7 @@ class Attempts:
             request.known_path = self._base_path + path
         else:
             request.url = self._prepared_url(path)
-        headers: CaseInsensitiveDict[str] = CaseInsensitiveDict()
-        for name, value in self._headers:
-            headers[name] = value
-        request.headers = headers
+        request.headers = self._headers.copy()
         request.prepare_body(form, None, json_body)
         if auth is not None:
             request.prepare_auth(auth)
