@@ -77,7 +77,8 @@ class _Watchdog:
 
     def start_afresh(self) -> None:
         """Forget every entry and the thread: for a new watchdog, or in a forked child."""
-        self._wake = threading.Condition(threading.Lock())  # held by no one twice
+        self._lock = threading.Lock()  # held by no one twice
+        self._wake = threading.Condition(self._lock)
         self._due: list[list[Any]] = []  # heap of [time, sequence, action or None]
         self._sequence = itertools.count()
         self._thread: threading.Thread | None = None
@@ -85,7 +86,7 @@ class _Watchdog:
 
     def arm(self, at: float, action: Callable[[], None]) -> list[Any]:
         entry = [at, next(self._sequence), action]
-        with self._wake:
+        with self._lock:
             if len(self._due) >= self._compact_at:
                 self._due = [armed for armed in self._due if armed[2] is not None]
                 heapq.heapify(self._due)
