@@ -112,4 +112,7 @@ def test_a_request_is_prepared_as_requests_prepares_it(
     assert (made.method, made.url, made.body) == (whole.method, whole.url, whole.body)
     assert made.path_url == whole.path_url
     assert list(made.headers.items()) == list(whole.headers.items())
+    copied = made.headers.copy()  # as urllib3 copies them: equal, and apart
+    copied["authorization"] = "other"
+    assert copied["Authorization"] == "other" != made.headers["Authorization"]
     assert made.hooks == whole.hooks
