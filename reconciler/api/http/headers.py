@@ -45,7 +45,10 @@ def parse_headers(
 
 
 def _email_parsed(lines: list[bytes], _class: type[http.client.HTTPMessage]) -> Any:
-    """http.client's own parse of the lines it read."""
+    """http.client's own parse of the lines it read (its own function from Python 3.12)."""
+    own = getattr(http.client, "_parse_header_lines", None)
+    if own is not None:
+        return own(lines, _class)
     text = b"".join(lines).decode("iso-8859-1")
     return email.parser.Parser(_class=_class).parsestr(text)
 
