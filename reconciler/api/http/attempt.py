@@ -44,7 +44,7 @@ class _Headers(CaseInsensitiveDict[str]):
     each request's are copied from the template, and urllib3 copies them once more."""
 
     def copy(self) -> _Headers:
-        copied = _Headers()
+        copied = _Headers.__new__(_Headers)  # its mapping set next: no empty one made first
         copied._store = self._store.copy()  # type: ignore[attr-defined]
         return copied
 
