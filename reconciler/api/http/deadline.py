@@ -26,8 +26,6 @@ from requests.utils import get_encoding_from_headers
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
-from reconciler.api.http.headers import LeanHeadersResponse
-
 _COMPACT_FROM = 64  # entries in the heap before disarmed ones are swept out
 
 
@@ -144,11 +142,11 @@ class _Guarded:
 
 
 class _HTTPConnection(_Guarded, HTTPConnection):
-    response_class = LeanHeadersResponse
+    pass
 
 
 class _HTTPSConnection(_Guarded, HTTPSConnection):
-    response_class = LeanHeadersResponse
+    pass
 
 
 class _HTTPPool(HTTPConnectionPool):
