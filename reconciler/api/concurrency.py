@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import logging
 import queue
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from reconciler.api.exceptions import ApiError, RateLimited, ServerError
 from reconciler.api.limiter import FixedLimit, Limiter
@@ -38,17 +38,16 @@ def ordered_map(
     """Yield ``(item, outcome)`` in item order; once ``stop`` is set, no new call starts.
 
     ``parallelism`` is a number of calls in flight, or a limiter that sets it as
-    the answers come. If the consumer abandons the iteration, ``stop`` is set for it.
+    the answers come. If the consumer abandons the iteration, ``stop`` is set for it,
+    calls not started never are, and the ones in flight are waited for.
     """
     limiter = FixedLimit(parallelism) if isinstance(parallelism, int) else parallelism
-    timed = partial(_timed, call, limiter)
-    finished: queue.SimpleQueue[int] = queue.SimpleQueue()
-    futures: dict[int, Future[R]] = {}
-    ready: set[int] = set()
+    workers = _Workers(partial(_timed, call, limiter), items, limiter.cap)
+    done: dict[int, _Done] = {}
     next_submit = next_yield = in_flight = 0
-    with ThreadPoolExecutor(max_workers=limiter.cap, thread_name_prefix="api") as pool:
-        try:
-            while next_yield < len(items):
+    try:
+        while next_yield < len(items):
+            if next_submit < len(items) and not (stop and stop.is_set()):
                 limit = limiter.limit
                 # How far ahead of the oldest unanswered item we may run: bounds memory
                 # held for out-of-order answers while one slow answer holds up the output.
@@ -59,34 +58,78 @@ def ordered_map(
                     and next_submit - next_yield < window
                     and not (stop and stop.is_set())
                 ):
-                    future = pool.submit(timed, items[next_submit])
-                    future.add_done_callback(partial(_put_index, finished, next_submit))
-                    futures[next_submit] = future
-                    next_submit += 1
                     in_flight += 1
-                if next_yield in ready:
-                    ready.discard(next_yield)
-                    yield items[next_yield], _outcome(futures.pop(next_yield))
-                    next_yield += 1
-                elif next_yield >= next_submit and in_flight == 0:
-                    yield items[next_yield], NotRun()  # stopped before it started
-                    next_yield += 1
-                else:
-                    try:
-                        ready.add(finished.get(timeout=_WAIT_SLICE))
-                        in_flight -= 1
-                    except queue.Empty:
-                        pass
-        except BaseException:
-            # The consumer gave up (a run-fatal error, Ctrl-C): calls in flight
-            # stop retrying, and what has not started never will.
-            if stop is not None:
-                stop.set("the run ended before every call was made")
-            for future in futures.values():
-                future.cancel()
-            raise
+                    workers.start(next_submit, in_flight)
+                    next_submit += 1
+            if next_yield in done:
+                yield items[next_yield], _outcome(done.pop(next_yield))
+                next_yield += 1
+            elif next_yield >= next_submit and in_flight == 0:
+                yield items[next_yield], NotRun()  # stopped before it started
+                next_yield += 1
+            else:
+                try:
+                    finished = workers.finished.get(timeout=_WAIT_SLICE)
+                except queue.Empty:
+                    continue
+                done[finished.at] = finished
+                in_flight -= 1
+    except BaseException:
+        # The consumer gave up (a run-fatal error, Ctrl-C): calls in flight
+        # stop retrying, and what has not started never will.
+        if stop is not None:
+            stop.set("the run ended before every call was made")
+        workers.abandoned = True
+        raise
+    finally:
+        workers.join()
     if items:
         log.debug("requests in flight: %s", limiter.describe())
+
+
+class _Done(NamedTuple):
+    at: int  # the item's index
+    value: Any
+    error: BaseException | None
+
+
+class _Workers:
+    """Threads that make the calls, started as the calls in flight outnumber them (a
+    thread per call at most, never more than ``cap``). An index put in ``_starts`` is a
+    call to make; None ends a thread. What each call came to goes to ``finished``."""
+
+    def __init__(self, run: Callable[[Any], Any], items: Sequence[Any], cap: int) -> None:
+        self._run = run
+        self._items = items
+        self._cap = cap
+        self._starts: queue.SimpleQueue[int | None] = queue.SimpleQueue()
+        self._threads: list[threading.Thread] = []
+        self.finished: queue.SimpleQueue[_Done] = queue.SimpleQueue()
+        self.abandoned = False  # calls not yet started are skipped
+
+    def start(self, index: int, in_flight: int) -> None:
+        if len(self._threads) < min(in_flight, self._cap):
+            thread = threading.Thread(
+                target=self._work, name=f"api_{len(self._threads)}", daemon=True
+            )
+            thread.start()
+            self._threads.append(thread)
+        self._starts.put(index)
+
+    def _work(self) -> None:
+        while (index := self._starts.get()) is not None:
+            if self.abandoned:
+                continue
+            try:
+                self.finished.put(_Done(index, self._run(self._items[index]), None))
+            except BaseException as error:  # the consumer's thread decides what it means
+                self.finished.put(_Done(index, None, error))
+
+    def join(self) -> None:
+        for _ in self._threads:
+            self._starts.put(None)
+        for thread in self._threads:
+            thread.join()
 
 
 def _timed(call: Callable[[T], R], limiter: Limiter, item: T) -> R:
@@ -102,14 +145,9 @@ def _timed(call: Callable[[T], R], limiter: Limiter, item: T) -> R:
         limiter.sample(time.monotonic() - started, refused)
 
 
-def _put_index(finished: queue.SimpleQueue[int], index: int, _: Future[Any]) -> None:
-    finished.put(index)
-
-
-def _outcome(future: Future[R]) -> Outcome[R, ApiError]:
-    error = future.exception()
-    if error is None:
-        return Done(future.result())
-    if isinstance(error, ApiError):
-        return Failed(error)
-    raise error
+def _outcome(done: _Done) -> Outcome[Any, ApiError]:
+    if done.error is None:
+        return Done(done.value)
+    if isinstance(done.error, ApiError):
+        return Failed(done.error)
+    raise done.error

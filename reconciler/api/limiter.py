@@ -84,8 +84,9 @@ class PacedLimit:
     @property
     def limit(self) -> int:
         limit = max(1, min(self.inner.limit, self._pacer.servable()))
-        with self._lock:
-            self.highest = max(self.highest, limit)
+        if limit > self.highest:  # a new high is rare: the lock only for it
+            with self._lock:
+                self.highest = max(self.highest, limit)
         return limit
 
     @property

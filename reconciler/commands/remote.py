@@ -20,7 +20,7 @@ from reconciler.desired.state import DesiredState
 from reconciler.output.progress import Progress
 from reconciler.plan.make import make_plan
 from reconciler.plan.model import Plan
-from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox
+from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET
 from reconciler.settings.config import Settings
 from reconciler.settings.contract import Contract
 
@@ -53,6 +53,8 @@ def api_client(
         with ApiClient(settings, pacer=pacer, observer=observer) as client:
             yield client
         return
+    from reconciler.sandbox import Sandbox  # its HTTP server: only for --sandbox
+
     with Sandbox() as server:
         click.echo(
             f"Using a sandbox at {server.url} seeded with the bundled example state "

@@ -21,6 +21,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from jsonschema import Draft202012Validator
 
 from reconciler.model.fields import updatable_fields
+from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET
 from reconciler.sandbox.limits import LeakyBucket, TokenBucket
 from reconciler.sandbox.options import SandboxOptions
 from reconciler.sandbox.refusals import (
@@ -36,8 +37,6 @@ from reconciler.sandbox.stats import RecordedRequest, SandboxStats
 from reconciler.sandbox.tokens import TokenAuthority
 from reconciler.schema.check import FORMAT_CHECKER, invite_schema
 
-SANDBOX_CLIENT_ID = "sandbox-client"
-SANDBOX_CLIENT_SECRET = "sandbox-secret"  # fixed and documented: not a secret
 READ_SCOPE = "kyb:invites:read"
 WRITE_SCOPE = "kyb:invites:write"
 KNOWN_SCOPES = (READ_SCOPE, WRITE_SCOPE)

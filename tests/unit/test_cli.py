@@ -53,6 +53,19 @@ def test_schema_loads_no_http_stack() -> None:
     assert _heavy_modules_loaded("schema") == []
 
 
+def test_plan_and_apply_load_no_sandbox_server() -> None:
+    # Only `--sandbox` starts one; its credentials come with the package, not the server.
+    code = (
+        "import sys\n"
+        "import reconciler.commands.plan, reconciler.commands.apply\n"
+        "print(sorted(m for m in sys.modules if m.startswith('reconciler.sandbox')))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=clean_env(), capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "['reconciler.sandbox']"
+
+
 def test_a_mistyped_command_is_suggested() -> None:
     result = run_cli("paln")
     assert result.returncode == 1

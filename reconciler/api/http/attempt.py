@@ -9,12 +9,15 @@ What to do with the answer (retry, pace, refresh the token) is ``exchange``'s.
 from __future__ import annotations
 
 import http.client
+import re
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 import requests
 import urllib3.exceptions
 from requests.auth import AuthBase
+from requests.structures import CaseInsensitiveDict
 
 from reconciler.api.exceptions import TransportError
 from reconciler.api.http.answer import Answer, Limits, read_answer
@@ -24,12 +27,37 @@ from reconciler.api.http.urls import BaseUrl
 from reconciler.settings.config import Settings
 
 _MIN_ATTEMPT = 1.0  # seconds a retry is given even when the budget is nearly spent
+# A path requests' URL preparation leaves as it is: segments of unreserved characters,
+# none of them "." or ".." (which it would resolve) and no percent-encoding (which it
+# may rewrite). Invite paths are these unless an id needs quoting.
+_PLAIN_PATH = re.compile(r"(?:/[A-Za-z0-9_~-][A-Za-z0-9._~-]*)+")
 _READ_FAILURES = (
     requests.RequestException,
     urllib3.exceptions.HTTPError,
     http.client.HTTPException,
     OSError,
 )
+
+
+class _Headers(CaseInsensitiveDict[str]):
+    """requests' case-insensitive headers, copied whole rather than rebuilt name by name:
+    each request's are copied from the template, and urllib3 copies them once more."""
+
+    def copy(self) -> _Headers:
+        copied = _Headers.__new__(_Headers)  # its mapping set next: no empty one made first
+        copied._store = self._store.copy()  # type: ignore[attr-defined]
+        return copied
+
+
+class _Prepared(requests.PreparedRequest):
+    """A prepared request whose path the template already knows."""
+
+    known_path: str | None = None
+
+    @property
+    def path_url(self) -> str:
+        """What requests sends as the request's target: its path (and query)."""
+        return self.known_path if self.known_path is not None else super().path_url
 
 
 class Attempts:
@@ -41,6 +69,15 @@ class Attempts:
         self._host = base.netloc
         self._clock = clock
         self._session = make_session(base, settings.parallelism or settings.max_parallelism)
+        # What PreparedRequest.prepare makes of the parts every request shares, made once:
+        # the session's headers (checked) and the base URL (normalised), copied per request.
+        template = requests.PreparedRequest()
+        template.prepare("GET", self._base_url + "/", dict(self._session.headers))
+        self._headers = _Headers(template.headers)
+        self._prefix: str | None = template.url.removesuffix("/")  # type: ignore[union-attr]
+        self._base_path = urlsplit(self._prefix).path
+        if self._prepared_url("/x") != self._prefix + "/x":  # a base it normalises apart
+            self._prefix = None
 
     def close(self) -> None:
         self._session.close()
@@ -63,15 +100,7 @@ class Attempts:
         limits = Limits(
             now + allowance, self.settings.max_response_bytes, self._clock, self._host, allowance
         )
-        request = requests.PreparedRequest()
-        request.prepare(
-            method=method,
-            url=self._base_url + path,
-            headers=dict(self._session.headers),
-            json=json_body,
-            data=form,
-            auth=auth,
-        )
+        request = self._prepare(method, path, auth, json_body, form)
         with attempt_deadline(allowance) as deadline:
             try:
                 response = self._send(request, allowance)
@@ -88,6 +117,35 @@ class Attempts:
             raise transport_error(exc, self._host, allowance, self._session.proxy_source) from None
         finally:
             response.close()
+
+    def _prepare(
+        self,
+        method: str,
+        path: str,
+        auth: AuthBase | None,
+        json_body: Any,
+        form: dict[str, str] | None,
+    ) -> requests.PreparedRequest:
+        """The request PreparedRequest.prepare would make, without redoing the shared parts:
+        the headers copied from the template, the URL prepared only when the path is not
+        plain, and no cookie jar (the session keeps none)."""
+        request = _Prepared()
+        request.method = method.upper()
+        if self._prefix is not None and _PLAIN_PATH.fullmatch(path):
+            request.url = self._prefix + path
+            request.known_path = self._base_path + path
+        else:
+            request.url = self._prepared_url(path)
+        request.headers = self._headers.copy()
+        request.prepare_body(form, None, json_body)
+        if auth is not None:
+            request.prepare_auth(auth)
+        return request
+
+    def _prepared_url(self, path: str) -> str:
+        request = requests.PreparedRequest()
+        request.prepare_url(self._base_url + path, None)
+        return request.url  # type: ignore[return-value]
 
     def _too_slow(self, allowance: float) -> TransportError:
         return TransportError(

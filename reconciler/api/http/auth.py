@@ -198,6 +198,11 @@ class TokenSource:
         self._failure: ApiError | None = None
 
     def current(self) -> Token:
+        # The token in hand, while it is good, without the lock every request would take:
+        # attributes replaced whole, so read unlocked they are one state or the next.
+        token = self._token
+        if self._failure is None and token is not None and self._clock() < token.refresh_at:
+            return token
         with self._lock:
             if self._failure is not None:
                 # Workers queued on the lock while a fetch failed after all its

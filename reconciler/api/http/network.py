@@ -13,11 +13,12 @@ import re
 import ssl
 import stat
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 import requests
 import urllib3.exceptions as u3
+from requests.hooks import dispatch_hook
 from requests.utils import select_proxy
 
 from reconciler import __version__
@@ -54,6 +55,9 @@ class _IgnoredCookies(requests.cookies.RequestsCookieJar):
         return None
 
 
+_REQUESTS_SEND = requests.Session.send
+
+
 class ProxiedSession(requests.Session):
     """A session that never follows a redirect, nor reads a 3xx body to prepare one:
     with allow_redirects=False, requests' Session.send still reads the whole body
@@ -64,6 +68,28 @@ class ProxiedSession(requests.Session):
 
     def get_redirect_target(self, resp: requests.Response) -> None:
         return None
+
+    def send(self, request: requests.PreparedRequest, **kwargs: Any) -> requests.Response:
+        """requests' Session.send for what the run sends (streamed, never redirected, the
+        environment not trusted), less what it never needs: the redirect it would not
+        follow looked for, cookies it would not keep, the elapsed time as a timedelta.
+        The same adapter sends it, with the same arguments, and the same response hooks
+        (the token's renewal on a 401) see the answer. Anything that wraps requests' own
+        send (requests-mock, a tracer) gets the whole of it, wrapper included."""
+        if (
+            requests.Session.send is not _REQUESTS_SEND
+            or kwargs.get("allow_redirects", True)
+            or not kwargs.get("stream")
+            or self.trust_env
+        ):
+            return super().send(request, **kwargs)
+        del kwargs["allow_redirects"]
+        kwargs.setdefault("verify", self.verify)
+        kwargs.setdefault("cert", self.cert)
+        kwargs.setdefault("proxies", dict(self.proxies))  # resolve_proxies, the environment aside
+        adapter = self.get_adapter(url=cast(str, request.url))
+        response = adapter.send(request, **kwargs)
+        return dispatch_hook("response", request.hooks, response, **kwargs)
 
 
 def make_session(base: BaseUrl | str, parallelism: int) -> ProxiedSession:

@@ -7,7 +7,6 @@ them where a limit lies, and slow start may run only so far ahead of them.
 
 from __future__ import annotations
 
-import itertools
 from collections import deque
 
 WINDOW = 1.0  # seconds of starts kept: they measure the rate actually offered
@@ -36,7 +35,10 @@ class RecentStarts:
 
     def recent_rate(self) -> float:
         """Starts per second over the last RECENT starts (0: too few to tell)."""
-        recent = list(itertools.islice(reversed(self._times), RECENT))
-        if len(recent) < 2 or recent[0] <= recent[-1]:
+        count = min(len(self._times), RECENT)
+        if count < 2:
             return 0.0
-        return (len(recent) - 1) / (recent[0] - recent[-1])
+        newest, oldest = self._times[-1], self._times[-count]  # read from the newest end
+        if newest <= oldest:
+            return 0.0
+        return (count - 1) / (newest - oldest)

@@ -5,6 +5,7 @@ the deadline can end these reads in time."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import socket
 import threading
@@ -93,6 +94,45 @@ def test_a_body_that_stops_arriving_fails_at_the_deadline_not_the_read_timeout()
     assert isinstance(error, TransportError)
     assert str(error) == "no complete answer from 127.0.0.1 within 0.5s (HTTP 200, 10 bytes so far)"
     assert error.maybe_sent
+
+
+def test_a_body_of_its_declared_length_is_whole_and_its_connection_kept() -> None:
+    body = json.dumps({"data": {"id": "inv_1"}}).encode()
+    answers = [b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)] * 2
+    connections: list[socket.socket] = []
+
+    def keep_alive(conn: socket.socket, done: threading.Event) -> None:
+        connections.append(conn)
+        with conn:
+            for answer in answers:
+                conn.recv(65536)
+                conn.sendall(answer)
+            done.wait(5)
+
+    with serving(keep_alive) as address:
+        url = f"http://{address}/v1/invites/inv_1"
+        session = make_session(url, 1)
+        for _ in answers:
+            response = session.get(url, stream=True, timeout=(5, READ_TIMEOUT))
+            limits = Limits(time.monotonic() + 5, 10**6, time.monotonic, "127.0.0.1", 5)
+            assert read_body(response, limits) == body
+            assert response.raw.connection is None  # back in the pool, not closed
+            response.close()
+
+    assert len(connections) == 1
+
+
+def test_a_body_with_a_content_coding_is_read_to_its_end() -> None:
+    body = json.dumps({"data": {"id": "inv_1"}}).encode()
+    packed = gzip.compress(body)
+    answer = b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\n\r\n" % len(
+        packed
+    )
+
+    with answered_by(lambda conn, done: conn.sendall(answer + packed)) as url:
+        response = make_session(url, 1).get(url, stream=True, timeout=(5, READ_TIMEOUT))
+        limits = Limits(time.monotonic() + 5, 10**6, time.monotonic, "127.0.0.1", 5)
+        assert read_body(response, limits) == body
 
 
 # From test_answer_messages.py:

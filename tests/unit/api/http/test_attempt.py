@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import requests
 import requests_mock
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from reconciler.api.exceptions import TransportError
 from reconciler.api.http.attempt import Attempts
@@ -59,3 +62,57 @@ def test_a_connection_that_fails_names_the_host(
         attempts.attempt("GET", "/things/1", None)
 
     assert "api.example.com" in failed.value.message
+
+
+_PATH_CHARACTERS = "abcXYZ019._~-/%é ?#:@!$&'()*+,;="
+_MADE: dict[str, Attempts] = {}
+
+
+class _Auth(requests.auth.AuthBase):
+    """Sets a header and a hook, as the bearer token does."""
+
+    def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
+        request.headers["Authorization"] = "Bearer t"
+        request.register_hook("response", print)
+        return request
+
+
+@pytest.mark.parametrize(
+    "base",
+    [BASE, "http://127.0.0.1:8080", "https://API.example.com/a/./b/", "https://bücher.example/x"],
+)
+@settings(max_examples=100, deadline=None)
+@given(
+    path=st.text(_PATH_CHARACTERS, max_size=30).map(lambda p: "/" + p),
+    method=st.sampled_from(["GET", "PATCH", "POST"]),
+    body=st.sampled_from([None, {"email": "é@example.com", "groups": ["a"]}, {}]),
+    form=st.sampled_from([None, {"grant_type": "client_credentials", "scope": "a b"}]),
+)
+def test_a_request_is_prepared_as_requests_prepares_it(
+    base: str, path: str, method: str, body: Any, form: dict[str, str] | None
+) -> None:
+    """The headers copied from a template and the URL prepared only for a path that
+    needs it make the same request as PreparedRequest.prepare from scratch."""
+    if base not in _MADE:
+        _MADE[base] = Attempts(Settings(base_url=base), parse_base_url(base), time.monotonic)
+    attempts = _MADE[base]
+    auth = _Auth()
+    whole = requests.PreparedRequest()
+    whole.prepare(
+        method=method,
+        url=attempts._base_url + path,
+        headers=dict(attempts._session.headers),
+        json=body,
+        data=form,
+        auth=auth,
+    )
+
+    made = attempts._prepare(method, path, auth, body, form)
+
+    assert (made.method, made.url, made.body) == (whole.method, whole.url, whole.body)
+    assert made.path_url == whole.path_url
+    assert list(made.headers.items()) == list(whole.headers.items())
+    copied = made.headers.copy()  # as urllib3 copies them: equal, and apart
+    copied["authorization"] = "other"
+    assert copied["Authorization"] == "other" != made.headers["Authorization"]
+    assert made.hooks == whole.hooks

@@ -122,6 +122,20 @@ def test_a_disarmed_entry_ahead_does_not_hold_back_a_due_one() -> None:
     assert due.wait(5)
 
 
+def test_disarmed_entries_do_not_pile_up_while_the_thread_sleeps() -> None:
+    # Each attempt arms a deadline the full allowance away and disarms it when the
+    # answer begins: the thread, asleep until the first of them, sweeps none of them.
+    watchdog = _Watchdog()
+    far = time.monotonic() + 600
+
+    for n in range(10_000):
+        watchdog.disarm(watchdog.arm(far + n, lambda: None))
+    kept = watchdog.arm(far + 10_000, lambda: None)
+
+    assert len(watchdog._due) <= 2 * 64
+    assert kept in watchdog._due
+
+
 # -- through a real HTTP connection -------------------------------------------------------
 
 STATUS_LINE = b"HTTP/1.1 200 OK\r\n"
@@ -223,6 +237,89 @@ def test_an_answer_in_time_disarms_the_deadline_and_its_connection_is_kept() -> 
 
     # Disarmed once answered: the watchdog never cut the kept-alive connection.
     assert not first.expired and not second.expired
+
+
+COOKIE_ANSWER = (
+    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nSet-Cookie: s=1; Path=/\r\n"
+    b"X-Request-Id: r-1\r\nContent-Length: 2\r\n\r\n{}"
+)
+
+
+def answer_with_a_cookie(conn: socket.socket, done: threading.Event) -> None:
+    conn.settimeout(0.05)
+    with conn:
+        while not done.is_set():
+            try:
+                if not conn.recv(65536):
+                    return
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            conn.sendall(COOKIE_ANSWER)
+
+
+def test_the_pool_for_a_host_is_the_pool_managers_looked_up_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    looked_up: list[str] = []
+    lookup = HTTPAdapter.get_connection_with_tls_context
+
+    def counted(self: HTTPAdapter, request: requests.PreparedRequest, *args: Any) -> Any:
+        looked_up.append(str(request.url))
+        return lookup(self, request, *args)
+
+    monkeypatch.setattr(HTTPAdapter, "get_connection_with_tls_context", counted)
+    with serving(answer_with_a_cookie) as address, make_session(f"http://{address}", 1) as s:
+        for n in range(3):
+            s.get(f"http://{address}/v1/invites/inv_{n}", timeout=(5, READ_TIMEOUT))
+        adapter = s.get_adapter(f"http://{address}/")
+        request = s.prepare_request(requests.Request("GET", f"http://{address}/x"))
+        assert len(looked_up) == 1
+        # The one requests' own lookup gives, through the pool manager:
+        assert adapter.get_connection_with_tls_context(request, True) is lookup(
+            adapter, request, True
+        )
+
+        adapter.close()  # its pools dropped: the next request needs a new one
+        s.get(f"http://{address}/v1/invites/inv_9", timeout=(5, READ_TIMEOUT))
+        assert len(looked_up) == 2
+
+
+def test_with_a_proxy_requests_chooses_the_pool_for_each_request(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    looked_up: list[object] = []
+    lookup = HTTPAdapter.get_connection_with_tls_context
+
+    def counted(self: HTTPAdapter, request: requests.PreparedRequest, *args: Any) -> Any:
+        looked_up.append(args)
+        return lookup(self, request, *args)
+
+    monkeypatch.setattr(HTTPAdapter, "get_connection_with_tls_context", counted)
+    with serving(answer_with_a_cookie) as address, make_session(f"http://{address}", 1) as s:
+        for n in range(2):
+            answer = s.get(
+                f"http://api.example/v1/invites/inv_{n}",
+                timeout=(5, READ_TIMEOUT),
+                proxies={"http": f"http://{address}"},
+            )
+            assert answer.json() == {}
+
+    assert len(looked_up) == 2
+
+
+def test_an_answers_cookies_are_not_kept_and_its_headers_read_in_any_case() -> None:
+    with serving(answer_with_a_cookie) as address, make_session(f"http://{address}", 1) as s:
+        url = f"http://{address}/v1/invites/inv_1"
+        answer = s.get(url, timeout=(5, READ_TIMEOUT))
+        again = s.get(url, timeout=(5, READ_TIMEOUT))
+
+    assert answer.json() == {} and answer.url == url
+    assert answer.headers.get("x-request-id") == answer.headers["X-REQUEST-ID"] == "r-1"
+    assert answer.encoding == "utf-8"  # as requests gives it for application/json
+    assert not answer.cookies and not s.cookies
+    assert "Cookie" not in again.request.headers
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")

@@ -16,6 +16,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import certifi
 import pytest
@@ -486,3 +487,71 @@ def test_a_proxy_url_that_does_not_parse_is_a_configuration_error_never_shown(
         "a proxy variable (HTTPS_PROXY, ALL_PROXY or NO_PROXY, in either case) is not a valid "
         "URL: check its port, and percent-encode any of :@/[]% in its user and password"
     )
+
+
+ANSWER = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
+
+
+def answer_every_request(conn: socket.socket, done: threading.Event) -> None:
+    conn.settimeout(0.05)
+    with conn:
+        while not done.is_set():
+            try:
+                if not conn.recv(65536):
+                    return
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            conn.sendall(ANSWER)
+
+
+def hooked_send(session: requests.Session, url: str, send: Callable[..., object]) -> dict[str, Any]:
+    """What a response hook is given when ``send`` sends a GET of ``url`` as the run does."""
+    seen: dict[str, Any] = {}
+    request = session.prepare_request(requests.Request("GET", url))
+    request.register_hook("response", lambda response, **kwargs: seen.update(kwargs))
+    send(request, stream=True, timeout=(1.0, 2.0), allow_redirects=False)
+    return seen
+
+
+def test_the_runs_send_gives_the_hooks_what_requests_own_send_gives_them() -> None:
+    # The token's renewal on a 401 re-sends with these: the same timeouts, CA bundle
+    # and proxies as the first attempt.
+    with serving(answer_every_request) as address:
+        url = f"http://{address}/v1/invites/inv_1"
+        session = make_session(f"http://{address}", 1)
+        session.verify = "/a/bundle.pem"  # passed on, never opened for plain http
+
+        ours = hooked_send(session, url, session.send)
+        requests_own = hooked_send(
+            session, url, lambda *a, **k: requests.Session.send(session, *a, **k)
+        )
+
+    assert ours == requests_own
+    assert ours["proxies"] == {} and ours["verify"] == "/a/bundle.pem"
+
+
+def test_a_wrapper_of_requests_send_sees_every_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    # requests-mock and tracers wrap requests.Session.send: the run's send goes through it.
+    wrapped: list[str] = []
+    own = requests.Session.send
+
+    def wrapper(
+        self: requests.Session, request: requests.PreparedRequest, **kwargs: Any
+    ) -> requests.Response:
+        wrapped.append(str(request.url))
+        return own(self, request, **kwargs)
+
+    monkeypatch.setattr(requests.Session, "send", wrapper)
+    with serving(answer_every_request) as address:
+        url = f"http://{address}/v1/invites/inv_1"
+        session = make_session(f"http://{address}", 1)
+        answer = session.send(
+            session.prepare_request(requests.Request("GET", url)),
+            stream=True,
+            timeout=(1.0, 2.0),
+            allow_redirects=False,
+        )
+
+    assert answer.json() == {} and wrapped == [url]

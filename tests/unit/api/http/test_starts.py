@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from reconciler.api.http.starts import RECENT, RecentStarts
 
@@ -38,3 +42,15 @@ def test_slow_start_measures_only_the_last_few_starts() -> None:
     late = [9.5 + i * 0.01 for i in range(RECENT)]  # then 100 a second
 
     assert started(*early, *late).recent_rate() == pytest.approx(100.0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(min_value=0, max_value=0.05), max_size=30))
+def test_the_recent_rate_is_that_of_the_last_recent_starts(gaps: list[float]) -> None:
+    times = list(itertools.accumulate(gaps, initial=100.0))
+    recent = times[::-1][:RECENT]  # newest first, as the rate is read
+    expected = 0.0
+    if len(recent) >= 2 and recent[0] > recent[-1]:
+        expected = (len(recent) - 1) / (recent[0] - recent[-1])
+
+    assert started(*times).recent_rate() == pytest.approx(expected)
