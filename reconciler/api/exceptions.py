@@ -1,4 +1,9 @@
-"""API failures as a small hierarchy chosen by HTTP status (after github3.py)."""
+"""API failures as a small hierarchy chosen by HTTP status (after github3.py).
+
+Which statuses mean what, and when a write may have been carried out although no
+answer says so (``outcome_unknown``): docs/api-contract.md, "Status codes" and
+"Re-sending is not idempotent".
+"""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """The sandbox's behaviour, request in and response out, with no socket code.
 
 Faithful to the platform API as the README's "The sandbox" describes it: the
-envelope on every JSON answer, every status code of the contract, scopes,
+envelope on every JSON answer, every status code of the contract
+(docs/api-contract.md), scopes,
 expiring signed tokens. Knobs in SandboxOptions add the trouble a real network
 and API cause.
 """

@@ -1,6 +1,6 @@
 """The platform contract as one deployment speaks it: paths, wire names and scope.
 
-`../shared/spec/api-contract.md` fixes what the published interface leaves out;
+`docs/api-contract.md` fixes what the published interface leaves out;
 each of those assumptions is configurable (reconciler.yaml, the environment), and
 they travel together as one Contract so that a run against the sandbox, which
 speaks the contract as published, swaps all of them at once.
@@ -38,7 +38,7 @@ class Contract(NamedTuple):
         return self.field_names.get(canonical, canonical)
 
 
-# Wire names no updatable field may take: the invite's read-only fields (api-contract.md).
+# Wire names no updatable field may take: the invite's read-only fields (docs/api-contract.md).
 READ_ONLY_WIRE_NAMES = (ID_KEY, "status")
 
 

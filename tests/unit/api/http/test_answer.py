@@ -432,7 +432,7 @@ def test_a_413_says_the_body_was_too_large_and_is_not_retried(requests_mock: Any
     assert patch.call_count == 1  # the same body is as large the next time
 
 
-# Whether a write answered this way may have been carried out (api-contract.md).
+# Whether a write answered this way may have been carried out (docs/api-contract.md).
 @pytest.mark.parametrize(
     ("error", "unknown"),
     [
