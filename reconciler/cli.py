@@ -22,7 +22,7 @@ from reconciler.output.github import (
     guard_output,
     release_output,
 )
-from reconciler.safetext import clean
+from reconciler.safetext import redact_and_escape
 from reconciler.wording import plural
 
 EXIT_OK = 0
@@ -243,7 +243,7 @@ def _shown(message: str) -> str:
     Line by line, so a message of several lines keeps its shape; escaping is
     idempotent on what the modules escaped already.
     """
-    return "\n".join(clean(line) for line in message.split("\n"))
+    return "\n".join(redact_and_escape(line) for line in message.split("\n"))
 
 
 # In-process callers (tests, embedding) have used this name; it is main().

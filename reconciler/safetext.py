@@ -159,7 +159,7 @@ _REDACTOR = Redactor()
 
 
 def register_secret(secret: str | None) -> None:
-    """From now on, ``secret`` is replaced by ``[redacted]`` wherever text is cleaned."""
+    """From now on, ``secret`` is replaced by ``[redacted]`` wherever text is redacted."""
     _REDACTOR.register(secret)
 
 
@@ -187,6 +187,6 @@ def holds_secret(text: str) -> bool:
     return _REDACTOR.holds_secret(text)
 
 
-def clean(text: str) -> str:
+def redact_and_escape(text: str) -> str:
     """A one-line string from outside, fit for a terminal, a log or a file."""
     return escape(redact(text))

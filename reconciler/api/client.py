@@ -22,7 +22,7 @@ from reconciler.api.http.urls import invite_path, parse_base_url
 from reconciler.model.fields import field_kinds, fields_from_json
 from reconciler.model.invite import CurrentInvite
 from reconciler.model.values import FieldValue, fields_json
-from reconciler.safetext import clean, escape
+from reconciler.safetext import escape, redact_and_escape
 from reconciler.settings.config import Settings
 from reconciler.stop import Stop
 
@@ -126,7 +126,7 @@ class ApiClient:
             )
         if data.get("id") != invite_id:
             # Another invite's state taken for this one would be written back over it.
-            answered = clean(str(data["id"]))[:140] if "id" in data else "no id at all"
+            answered = redact_and_escape(str(data["id"]))[:140] if "id" in data else "no id at all"
             raise WrongInvite(
                 f"invite {shown}: the server answered about {answered} instead; "
                 "this invite is left alone",
@@ -147,6 +147,6 @@ class ApiClient:
                         request_id=answer.request_id,
                     )
         status = data.get("status")
-        status = clean(status) if isinstance(status, str) else None
+        status = redact_and_escape(status) if isinstance(status, str) else None
         # A null is a value held by no one, the same as a field left out.
         return CurrentInvite(invite_id, status, fields_from_json(raw))

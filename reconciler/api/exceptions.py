@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from reconciler.errors import ReconcilerError
-from reconciler.safetext import clean
+from reconciler.safetext import redact_and_escape
 
 
 class ApiError(ReconcilerError):
@@ -31,12 +31,12 @@ class ApiError(ReconcilerError):
         enveloped: bool = False,
     ) -> None:
         # Messages and ids often come from the server, which may echo what it was
-        # sent: cleaned here, whoever builds the error (cleaning twice is harmless).
-        message = clean(message)
+        # sent: redacted and escaped here, whoever builds the error (twice is harmless).
+        message = redact_and_escape(message)
         super().__init__(message)
         self.message = message
         self.status = status
-        self.request_id = clean(request_id) if request_id is not None else None
+        self.request_id = redact_and_escape(request_id) if request_id is not None else None
         self.retry_after = retry_after
         self.details = details  # per-field problems from the envelope's data
         # The answer was the platform's own envelope, not a gateway's page or a cut body.
@@ -57,7 +57,10 @@ def _problems(details: Any) -> str:
     """The server's per-field problems, when a failure body lists them."""
     if not isinstance(details, dict) or not details:
         return ""
-    shown = [f"{clean(str(key))}: {clean(str(value))}" for key, value in list(details.items())[:5]]
+    shown = [
+        f"{redact_and_escape(str(key))}: {redact_and_escape(str(value))}"
+        for key, value in list(details.items())[:5]
+    ]
     more = f"; and {len(details) - 5} more" if len(details) > 5 else ""
     return f" [{'; '.join(shown)}{more}]"
 

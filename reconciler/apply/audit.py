@@ -31,7 +31,7 @@ from reconciler.apply.audit_path import audit_path_problem
 from reconciler.errors import ReconcilerError
 from reconciler.model.values import JsonValue
 from reconciler.safefile import open_for_append
-from reconciler.safetext import clean, escape, escape_json_text
+from reconciler.safetext import escape, escape_json_text, redact_and_escape
 
 # What a write record says of each field it carries: {"before": ..., "after": ...}, as JSON.
 WriteFields = Mapping[str, Mapping[str, JsonValue]]
@@ -109,7 +109,7 @@ class AuditLog(NoAuditLog):
         sync: bool = True,
     ) -> None:
         self.path = path
-        self._client_id = clean(client_id) if client_id else None
+        self._client_id = redact_and_escape(client_id) if client_id else None
         self._plan_hash = plan_hash  # None for writes made by hand (`resend`)
         self._sync = sync  # False only to measure what syncing costs
         self._lock = threading.Lock()
@@ -141,7 +141,7 @@ class AuditLog(NoAuditLog):
         operation: str,
         fields: WriteFields | None = None,
     ) -> Attempt:
-        attempt = Attempt(uuid.uuid4().hex, clean(invite_id), operation)
+        attempt = Attempt(uuid.uuid4().hex, redact_and_escape(invite_id), operation)
         self._append(
             {
                 "record": "attempt",
@@ -175,12 +175,12 @@ class AuditLog(NoAuditLog):
             "operation": attempt.operation,
             "outcome": outcome,
             "http_status": status,
-            "request_id": clean(request_id) if request_id else None,
+            "request_id": redact_and_escape(request_id) if request_id else None,
             "client_id": self._client_id,
             "plan_hash": self._plan_hash,
         }
         if message:
-            entry["message"] = clean(message)[:_MAX_MESSAGE]
+            entry["message"] = redact_and_escape(message)[:_MAX_MESSAGE]
         # Written, not synced: the next attempt's sync (or close) carries it to disk. A power
         # cut before then loses only the news that a write ended, which the log then reads as
         # unknown: never a write without its record.

@@ -15,7 +15,7 @@ from reconciler.model.outcome import Done, Failed, NotRun
 from reconciler.plan.changes import InviteChange
 from reconciler.plan.drift import recheck
 from reconciler.plan.model import Plan
-from reconciler.safetext import clean
+from reconciler.safetext import redact_and_escape
 from reconciler.stop import Stop
 
 
@@ -56,8 +56,8 @@ def saved_plan_state(
                 if found.restored is not None:
                     restored[invite_id] = found.restored
             case Failed(error):
-                where = f"{invite_id} ({clean(str(change.source))})"
-                drift.append(f"{where}: cannot re-read it: {clean(str(error))}")
+                where = f"{invite_id} ({redact_and_escape(str(change.source))})"
+                drift.append(f"{where}: cannot re-read it: {redact_and_escape(str(error))}")
             case NotRun():
                 raise ReconcilerError("interrupted while checking the plan; nothing was changed")
     if not drift:

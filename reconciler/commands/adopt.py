@@ -44,7 +44,7 @@ from reconciler.output.log import setup_logging
 from reconciler.plan.changes import FailedInvite
 from reconciler.plan.compare import compare_invite
 from reconciler.safefile import write_text_replacing
-from reconciler.safetext import clean, holds_secret, redact
+from reconciler.safetext import holds_secret, redact, redact_and_escape
 from reconciler.wording import plural
 
 _BOM = "\ufeff"
@@ -185,7 +185,7 @@ def _rewrite_all(
             raw = Path(path).read_bytes().decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise ReconcilerError(
-                f"{clean(path)}: cannot read it again: {exc}; no file was changed"
+                f"{redact_and_escape(path)}: cannot read it again: {exc}; no file was changed"
             ) from None
         bom = _BOM if raw.startswith(_BOM) else ""
         text = raw.removeprefix(_BOM)
@@ -203,7 +203,7 @@ def _check(path: str, rewritten: Rewritten, before: list[DesiredInvite]) -> None
     if problems:
         first = problems[0]
         raise ReconcilerError(
-            f"{clean(path)}: adopting would make the file invalid ({first.line}: "
+            f"{redact_and_escape(path)}: adopting would make the file invalid ({first.line}: "
             f"{first.message}); no file was changed. Edit it by hand to the values listed by "
             "`reconcile plan`"
         )
@@ -224,9 +224,9 @@ def _check(path: str, rewritten: Rewritten, before: list[DesiredInvite]) -> None
         got[i] != expected[i] and _compared(got[i]) != _compared(expected[i]) for i in got
     ):
         raise ReconcilerError(
-            f"{clean(path)}: adopt could not edit the file safely (it would not read back as "
-            "the platform's values); no file was changed. Edit it by hand to the values listed "
-            "by `reconcile plan`"
+            f"{redact_and_escape(path)}: adopt could not edit the file safely (it would not read "
+            "back as the platform's values); no file was changed. Edit it by hand to the values "
+            "listed by `reconcile plan`"
         )
 
 
@@ -245,25 +245,26 @@ def _write(path: str, done: _File) -> None:
 def _report(files: list[tuple[str, _File]], failed: list[FailedInvite]) -> int:
     values = removed = refused = changed = 0
     for path, done in files:
-        shown = clean(path)
+        shown = redact_and_escape(path)
         result = done.rewritten
         for edit in result.edits:
             click.echo(
-                f"{shown}:{edit.line}: {clean(edit.id)} {clean(edit.field)}: "
-                f"{show(edit.old)} -> {show(edit.new)}"
+                f"{shown}:{edit.line}: {redact_and_escape(edit.id)} "
+                f"{redact_and_escape(edit.field)}: {show(edit.old)} -> {show(edit.new)}"
             )
         for gone in result.removed:
             click.echo(
-                f"{shown}:{gone.line}: {clean(gone.id)}: entry removed "
-                f"({clean(str(gone.old))}, no longer pending)"
+                f"{shown}:{gone.line}: {redact_and_escape(gone.id)}: entry removed "
+                f"({redact_and_escape(str(gone.old))}, no longer pending)"
             )
         for refusal in result.refused:
-            what = f" {clean(refusal.field)}" if refusal.field else " entry"
+            what = f" {redact_and_escape(refusal.field)}" if refusal.field else " entry"
             wanted = (
                 "not removed" if refusal.field is None else f"not edited to {show(refusal.new)}"
             )
             click.echo(
-                f"{shown}:{refusal.line}: {clean(refusal.id)}{what}: {wanted}: {refusal.reason}",
+                f"{shown}:{refusal.line}: {redact_and_escape(refusal.id)}{what}: {wanted}: "
+                f"{refusal.reason}",
                 err=True,
             )
         values += len(result.edits)

@@ -44,7 +44,7 @@ from reconciler.output.text import TextRenderer, resend_if_updated
 from reconciler.plan.changes import FailedInvite
 from reconciler.plan.model import Plan
 from reconciler.plan.saved import load_signed_plan, plan_digest
-from reconciler.safetext import clean
+from reconciler.safetext import redact_and_escape
 from reconciler.settings.config import Settings
 from reconciler.wording import plural
 
@@ -255,8 +255,8 @@ def _failures(plan: Plan, report: ApplyReport) -> list[FailedInvite]:
             advice = (
                 resend_if_updated(change)
                 if change.resend
-                else f"check with `reconcile plan --target {clean(change.id)}` before applying "
-                "again"
+                else f"check with `reconcile plan --target {redact_and_escape(change.id)}` before "
+                "applying again"
             )
             reason = f"update unknown: {error}"
             failed.append(FailedInvite(change.id, None, reason, error.status, advice=advice))

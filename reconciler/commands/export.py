@@ -39,7 +39,7 @@ from reconciler.model.kinds import FlowList, Quoted
 from reconciler.model.outcome import Done, Failed, stop_if_run_fatal
 from reconciler.output.log import setup_logging
 from reconciler.safefile import refuse_special_file, write_text_replacing
-from reconciler.safetext import ALLOWED_INVISIBLE, clean, escape
+from reconciler.safetext import ALLOWED_INVISIBLE, escape, redact_and_escape
 from reconciler.wording import plural
 
 
@@ -76,7 +76,7 @@ def render_export(invites: list[CurrentInvite], base_url: str, schema_ref: str) 
     stamp = datetime.now(UTC).strftime("%Y-%m-%d")
     header = (
         f"# yaml-language-server: $schema={escape(schema_ref)}\n"
-        f"# Exported from {clean(base_url)} on {stamp} by `reconcile export`.\n"
+        f"# Exported from {redact_and_escape(base_url)} on {stamp} by `reconcile export`.\n"
     )
     if not invites:
         return header + "invites: []\n"
@@ -155,8 +155,9 @@ def export(
     for invite in found:
         if not invite.is_pending:
             click.echo(
-                f"note: {clean(invite.id)} is {clean(str(invite.status))}, not pending; "
-                "it can no longer be updated",
+                f"note: {redact_and_escape(invite.id)} is "
+                f"{redact_and_escape(str(invite.status))}, not pending; it can no longer be "
+                "updated",
                 err=True,
             )
     text = render_export(found, base_url, ref)

@@ -35,7 +35,7 @@ from reconciler.output.common import stop_writing_to_stdout
 from reconciler.output.failures import RESEND_UNKNOWN_ADVICE, echo_errors
 from reconciler.output.log import setup_logging
 from reconciler.plan.changes import FailedInvite
-from reconciler.safetext import clean
+from reconciler.safetext import redact_and_escape
 from reconciler.wording import plural
 
 
@@ -87,11 +87,11 @@ def _read_recipients(client: ApiClient, ids: list[str]) -> list[CurrentInvite]:
         except ApiError as error:
             if error.run_fatal:
                 raise  # the same for every invite: said once
-            problems.append(f"{clean(invite_id)}: {error}")
+            problems.append(f"{redact_and_escape(invite_id)}: {error}")
             continue
         if not invite.is_pending:
-            status = clean(invite.status or "in an unknown state")
-            problems.append(f"{clean(invite_id)}: is {status}, not pending")
+            status = redact_and_escape(invite.status or "in an unknown state")
+            problems.append(f"{redact_and_escape(invite_id)}: is {status}, not pending")
         invites.append(invite)
     if problems:
         lines = "\n".join(f"  {line}" for line in problems)
@@ -106,8 +106,13 @@ def _recipient_list(invites: list[CurrentInvite]) -> str:
     for invite in invites:
         name = invite.fields.get("name")
         email = invite.fields.get("email")
-        shown = [clean(invite.id), clean(name) if isinstance(name, str) else "(no name)"]
-        shown.append(f"<{clean(email)}>" if isinstance(email, str) else "(no e-mail address)")
+        shown = [
+            redact_and_escape(invite.id),
+            redact_and_escape(name) if isinstance(name, str) else "(no name)",
+        ]
+        shown.append(
+            f"<{redact_and_escape(email)}>" if isinstance(email, str) else "(no e-mail address)"
+        )
         lines.append("  " + "  ".join(shown))
     return "\n".join(lines)
 
@@ -136,11 +141,11 @@ class _Resends:
             self._failed(invite_id, error)
             return
         self.sent.append(invite_id)
-        self._say(f"re-sent  {clean(invite_id)}")
+        self._say(f"re-sent  {redact_and_escape(invite_id)}")
         self._outcome(attempt, "ok", receipt.status, receipt.request_id)
 
     def _failed(self, invite_id: str, error: ApiError) -> None:
-        shown = clean(invite_id)
+        shown = redact_and_escape(invite_id)
         if error.outcome_unknown:
             self._say(
                 f"re-send unknown  {shown}: {error}; the invitation may have gone out: check "
@@ -187,7 +192,7 @@ class _Resends:
         lines = [f"Resend: {', '.join(parts)}."]
         stop = self._client.stop
         if not_sent:
-            shown = " ".join(clean(i) for i in not_sent)
+            shown = " ".join(redact_and_escape(i) for i in not_sent)
             lines.insert(0, f"Stopped: {stop.reason or 'stopped'}; no further e-mail was sent.")
             lines.append(f"Not sent: {shown}. Send them with: reconcile resend {shown}")
         click.echo("\n".join(lines), err=self._stdout_lost)

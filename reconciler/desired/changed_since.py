@@ -19,7 +19,7 @@ from reconciler.git import GitNotFound, run
 from reconciler.model.fields import kind_of
 from reconciler.model.invite import DesiredInvite
 from reconciler.model.values import Fields
-from reconciler.safetext import clean
+from reconciler.safetext import redact_and_escape
 from reconciler.yamlload.source import decode_source
 
 _GIT_TIMEOUT = 120.0
@@ -112,7 +112,9 @@ def _git(args: list[str], cwd: str | None = None, stdin: bytes | None = None) ->
         ) from None
     if done.returncode != 0:
         lines = done.stderr[-2000:].decode("utf-8", "replace").strip().splitlines()
-        raise _GitFailed(args[0], clean(lines[-1]) if lines else f"exit {done.returncode}")
+        raise _GitFailed(
+            args[0], redact_and_escape(lines[-1]) if lines else f"exit {done.returncode}"
+        )
     return done.stdout
 
 

@@ -22,7 +22,7 @@ from reconciler.model.values import (
     JsonValue,
     nfc,
 )
-from reconciler.safetext import clean, redact
+from reconciler.safetext import redact, redact_and_escape
 
 V = TypeVar("V", str, Contact, IdentifierSet)
 
@@ -88,7 +88,7 @@ def _kind(value: object) -> str:
     if isinstance(value, bool):
         return f"a boolean ({str(value).lower()})"
     if isinstance(value, int | float):
-        return f"a number ({clean(repr(value))[:40]})"
+        return f"a number ({redact_and_escape(repr(value))[:40]})"
     if isinstance(value, dict):
         return "an object"
     if isinstance(value, list):
@@ -336,12 +336,12 @@ class ContactKind(FieldKind):
         for key, item in raw.items():
             if len(key) > self.max_key_chars:
                 return (
-                    f"has a field named `{clean(key[:40])}…` of {len(key):,} characters, "
-                    f"more than the {self.max_key_chars} allowed"
+                    f"has a field named `{redact_and_escape(key[:40])}…` of {len(key):,} "
+                    f"characters, more than the {self.max_key_chars} allowed"
                 )
             problem = None if item is None else self.text._problem(item)
             if problem is not None:
-                return f"field `{clean(str(key))[:100]}` {problem}"
+                return f"field `{redact_and_escape(str(key))[:100]}` {problem}"
         return None
 
     def from_json(self, raw: object) -> Contact | None:
@@ -431,7 +431,7 @@ class ContactKind(FieldKind):
         )
         others = [k for k, v in value.items() if k not in self.sub_fields and v is not None]
         if others:
-            shown = ", ".join(f"`{clean(str(k))[:MAX_KEY_SHOWN]}`" for k in others[:5])
+            shown = ", ".join(f"`{redact_and_escape(str(k))[:MAX_KEY_SHOWN]}`" for k in others[:5])
             more = f" and {len(others) - 5} more" if len(others) > 5 else ""
             notes.append(
                 f"`{field}` sub-fields {shown}{more} left out: a file cannot hold them; "

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from reconciler.safetext import clean
+from reconciler.safetext import redact_and_escape
 from reconciler.wording import plural
 
 if TYPE_CHECKING:
@@ -77,7 +77,7 @@ def changed_since_summary(plan: Plan) -> str:
         parts.append(f"{plural(len(plan.outside_change), 'invite')} differing outside the change")
     parts.append(
         f"{plural(plan.not_read or 0, 'invite')} not read (not changed since "
-        f"{clean(plan.changed_since)})"
+        f"{redact_and_escape(plan.changed_since)})"
     )
     return ", " + ", ".join(parts)
 
@@ -101,6 +101,6 @@ NOT_UPDATABLE_HEADING = "no longer updatable"
 
 def not_updatable_note(status: str) -> str:
     return (
-        f"{clean(status)}, not pending: it can no longer be updated and apply leaves it "
-        "alone; these fields differ from the files:"
+        f"{redact_and_escape(status)}, not pending: it can no longer be updated and apply leaves "
+        "it alone; these fields differ from the files:"
     )

@@ -12,7 +12,7 @@ import click
 
 from reconciler.model.invite import SourceLocation
 from reconciler.plan.changes import FailedInvite
-from reconciler.safetext import clean
+from reconciler.safetext import redact_and_escape
 
 SHOWN = 10  # a run over thousands of invites must not bury the last line
 
@@ -25,7 +25,7 @@ RESEND_UNKNOWN_ADVICE = (
 
 def resend_advice(invite_id: str) -> str:
     """For a re-send that certainly was not made: how to make it."""
-    return f"send it with: reconcile resend {clean(invite_id)}"
+    return f"send it with: reconcile resend {redact_and_escape(invite_id)}"
 
 
 def what_to_do(
@@ -60,7 +60,7 @@ def what_to_do(
 def error_lines(failures: Iterable[FailedInvite]) -> list[str]:
     failed = list(failures)
     lines = [
-        f"error: {clean(f.id)}: {clean(f.message)}; "
+        f"error: {redact_and_escape(f.id)}: {redact_and_escape(f.message)}; "
         f"{f.advice or what_to_do(f.status, f.source, f.request_id)}"
         for f in failed[:SHOWN]
     ]

@@ -29,7 +29,7 @@ from reconciler.errors import FileProblem, InputError, ReconcilerError
 from reconciler.model.invite import SourceLocation
 from reconciler.output.repo_paths import repo_relative
 from reconciler.safefile import open_for_append
-from reconciler.safetext import clean
+from reconciler.safetext import redact_and_escape
 
 if TYPE_CHECKING:
     from reconciler.plan.model import Plan
@@ -66,14 +66,14 @@ def error_command(
     """One `::error ...::message` line; every outside string is redacted and escaped."""
     props = []
     if file:
-        props.append(f"file={escape_property(clean(file))}")
+        props.append(f"file={escape_property(redact_and_escape(file))}")
     if file and line:
         props.append(f"line={line}")
         if col:
             props.append(f"col={col}")
-    props.append(f"title={escape_property(clean(title))}")
-    # Lines are kept (GitHub shows %0A as a line break); what is in them is cleaned.
-    text = "\n".join(clean(line) for line in message.splitlines())
+    props.append(f"title={escape_property(redact_and_escape(title))}")
+    # Lines are kept (GitHub shows %0A as a line break); what is in them is redacted and escaped.
+    text = "\n".join(redact_and_escape(line) for line in message.splitlines())
     return f"::error {','.join(props)}::{escape_data(text)}"
 
 

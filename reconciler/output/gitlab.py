@@ -14,13 +14,16 @@ from typing import Any
 from reconciler.errors import FileProblem, InputError
 from reconciler.output.repo_paths import repo_relative
 from reconciler.safefile import refuse_special_file, write_text_replacing
-from reconciler.safetext import clean
+from reconciler.safetext import redact_and_escape
 
 CHECK_NAME = "invite-reconciler/validate"
 
 
 def report_entry(problem: FileProblem) -> dict[str, Any]:
-    path, message = clean(repo_relative(problem.path)), clean(problem.message)
+    path, message = (
+        redact_and_escape(repo_relative(problem.path)),
+        redact_and_escape(problem.message),
+    )
     # Same problem at the same place, same fingerprint: GitLab compares reports by it.
     digest = hashlib.sha256(f"{path}\0{problem.line}\0{message}".encode()).hexdigest()
     return {

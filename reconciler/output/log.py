@@ -5,13 +5,13 @@ from __future__ import annotations
 import logging
 import sys
 
-from reconciler.safetext import clean
+from reconciler.safetext import redact_and_escape
 
 
 class _CleanFormatter(logging.Formatter):
     # Log messages may quote server answers: redact and escape them like all other output.
     def format(self, record: logging.LogRecord) -> str:
-        return clean(super().format(record))
+        return redact_and_escape(super().format(record))
 
 
 def setup_logging(verbose: bool) -> None:

@@ -27,17 +27,21 @@ from reconciler.plan.changes import (
     OutsideChange,
 )
 from reconciler.plan.model import Plan
-from reconciler.safetext import clean, escape
+from reconciler.safetext import escape, redact_and_escape
 from reconciler.wording import plural
 
 
 def _to(change: InviteChange) -> str:
-    return f"invitation e-mailed to {clean(change.recipient)}" if change.recipient else "invitation"
+    return (
+        f"invitation e-mailed to {redact_and_escape(change.recipient)}"
+        if change.recipient
+        else "invitation"
+    )
 
 
 def resend_if_updated(change: InviteChange) -> str:
     """For a re-send due after an update whose outcome is unknown: it was not made."""
-    invite_id = clean(change.id)
+    invite_id = redact_and_escape(change.id)
     return (
         f"its invitation was not re-sent. If `reconcile plan --target {invite_id}` shows no "
         f"change, the update was made: then send it with: reconcile resend {invite_id}"
@@ -90,7 +94,7 @@ class TextRenderer:
     def _change(self, change: InviteChange, ref: str | None = None) -> str:
         if change.conflicts:
             lines = [self._heading("!", change.id, change.name, change.source, "red")]
-            note = CONFLICT_NOTE.format(ref=clean(ref or "REF"))
+            note = CONFLICT_NOTE.format(ref=redact_and_escape(ref or "REF"))
             lines.append("    " + self._style(f"conflict: {note}", fg="red"))
         else:
             lines = [self._heading("~", change.id, change.name, change.source, "yellow")]
@@ -100,7 +104,7 @@ class TextRenderer:
                 continue
             lines.extend(f"    {line}" for line in self._field(field_change))
         if change.resend:
-            label = f"{clean(change.resend_label)} (resendOnChange)"
+            label = f"{redact_and_escape(change.resend_label)} (resendOnChange)"
             lines.append("    " + self._style(label, fg="cyan", bold=True))
         return "\n".join(lines)
 
@@ -111,19 +115,20 @@ class TextRenderer:
         for invite in map(NotUpdatable.shown, invites):
             by_status.setdefault(invite.status, []).append(invite)
         for status, group in by_status.items():
-            heading = f"{NOT_UPDATABLE_HEADING.capitalize()}: {clean(status)}"
+            heading = f"{NOT_UPDATABLE_HEADING.capitalize()}: {redact_and_escape(status)}"
             yield self._style(heading, fg="magenta", bold=True)
             for invite in group:
                 lines = [self._heading("!", invite.id, invite.name, invite.source, "magenta")]
                 lines.append(f"    {not_updatable_note(invite.status)}")
                 for field_change in invite.field_changes:
                     lines.extend(f"      {line}" for line in self._field(field_change))
-                lines.append(f"    fix: {clean(invite.fix)}")
+                lines.append(f"    fix: {redact_and_escape(invite.fix)}")
                 yield "\n".join(lines)
 
     def _conflict(self, change: InviteChange, name: str, ref: str | None) -> str:
         return (
-            f"{clean(name)}: conflict: at {clean(ref or 'REF')} {show(change.conflicts[name])}, "
+            f"{redact_and_escape(name)}: conflict: at {redact_and_escape(ref or 'REF')} "
+            f"{show(change.conflicts[name])}, "
             f"on the platform {self._old(change.before.get(name))}, "
             f"wanted {self._new(change.patch[name])}"
         )
@@ -140,7 +145,7 @@ class TextRenderer:
             yield "\n".join(lines)
 
     def _field(self, change: FieldChange) -> list[str]:
-        name = clean(change.field)
+        name = redact_and_escape(change.field)
         if change.is_set and isinstance(change.before, IdentifierSet):
             items = [self._style(f"+ {show(i)}", fg="green") for i in change.added]
             items += [self._style(f"- {show(i)}", fg="red") for i in change.removed]
@@ -160,15 +165,15 @@ class TextRenderer:
 
     def _failed(self, failed: FailedInvite) -> str:
         heading = self._heading("!", failed.id, None, failed.source, "red")
-        return f"{heading}\n    {clean(failed.message)}"
+        return f"{heading}\n    {redact_and_escape(failed.message)}"
 
     # -- apply ----------------------------------------------------------------
 
     def apply_result(self, result: ChangeResult) -> str:
         change = result.change
-        invite_id = clean(change.id)
-        where = f"{invite_id}  ({clean(str(change.source))})"
-        error = clean(str(result.error))
+        invite_id = redact_and_escape(change.id)
+        where = f"{invite_id}  ({redact_and_escape(str(change.source))})"
+        error = redact_and_escape(str(result.error))
         outcome = result.outcome
         if outcome is WriteOutcome.NOT_STARTED:
             return f"{self._style('not started', fg='yellow')}  {where}"
@@ -202,7 +207,7 @@ class TextRenderer:
 
     def already_applied(self, change: InviteChange) -> str:
         """A change of a saved plan that an earlier run made: nothing is sent for it."""
-        where = f"{clean(change.id)}  ({clean(str(change.source))})"
+        where = f"{redact_and_escape(change.id)}  ({redact_and_escape(str(change.source))})"
         note = "nothing sent" + (", its invitation not e-mailed again" if change.resend else "")
         return f"{self._style('already applied', fg='green')}  {where}: {note}"
 
@@ -229,13 +234,13 @@ class TextRenderer:
         lines.append(f"Apply: {', '.join(parts)}.")
         # Every e-mail that was due and not sent, by id, with the way to send it: the next
         # plan shows no change for an invite already updated, so nothing else would.
-        owed = [clean(r.change.id) for r in report.resends_not_made]
+        owed = [redact_and_escape(r.change.id) for r in report.resends_not_made]
         if owed:
             lines.append(
                 f"Not re-sent although updated: {', '.join(owed)}. "
                 f"Send {'it' if len(owed) == 1 else 'them'} with: reconcile resend {' '.join(owed)}"
             )
-        doubtful = [clean(r.change.id) for r in report.resends_in_doubt]
+        doubtful = [redact_and_escape(r.change.id) for r in report.resends_in_doubt]
         if doubtful:
             lines.append(
                 f"Not re-sent, update unknown: {', '.join(doubtful)}. Where "

@@ -20,7 +20,7 @@ from reconciler.model.fields import kind_of
 from reconciler.model.invite import CurrentInvite
 from reconciler.model.values import FieldValue, show
 from reconciler.plan.changes import InviteChange
-from reconciler.safetext import REDACTED, clean
+from reconciler.safetext import REDACTED, redact_and_escape
 
 
 class Recheck(NamedTuple):
@@ -33,14 +33,14 @@ class Recheck(NamedTuple):
 
 def recheck(change: InviteChange, current: CurrentInvite) -> Recheck:
     """``change`` against ``current``, the server's copy of its invite read just now."""
-    where = f"{change.id} ({clean(str(change.source))})"
+    where = f"{change.id} ({redact_and_escape(str(change.source))})"
     if all(
         _still_holds(name, value, current.fields.get(name)) for name, value in change.patch.items()
     ):
         return Recheck(True, [], None)  # applied already, whatever its status has become since
     drift = []
     if not current.is_pending:
-        drift.append(f"{where}: is now {clean(str(current.status))}, not pending")
+        drift.append(f"{where}: is now {redact_and_escape(str(current.status))}, not pending")
     moved = False
     for name, planned in change.before.items():
         now = current.fields.get(name)

@@ -34,7 +34,7 @@ from reconciler.plan.signature import SignatureCheck, check, signature_for
 from reconciler.plan.streamedjson import document_chunks
 from reconciler.resources import invite_schema_path, resource_path
 from reconciler.safefile import write_text_replacing
-from reconciler.safetext import clean, escape, redact
+from reconciler.safetext import escape, redact, redact_and_escape
 
 READABLE_FORMAT_VERSIONS = (1, 2)  # a version 1 plan can be shown, never applied (unsigned)
 MAX_PLAN_BYTES = 128 * 1024 * 1024  # some 200,000 changes; a real plan is far smaller
@@ -216,7 +216,9 @@ def read_plan_document(path: str) -> dict[str, Any]:
     error = errors[0] if errors else None
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path) or "top level"
-        raise _not_saved(path, f"{clean(where)}: {clean(error.message[:300])}")
+        raise _not_saved(
+            path, f"{redact_and_escape(where)}: {redact_and_escape(error.message[:300])}"
+        )
     _check_consistent(document, path)
     _check_each_invite_once(document, path)
     return document  # type: ignore[no-any-return]  # the schema says it is an object
@@ -270,8 +272,8 @@ def _check_each_invite_once(document: dict[str, Any], path: str) -> None:
     if repeated:
         raise ReconcilerError(
             f"{escape(path)}: refusing the plan, nothing was changed: it names "
-            f"{clean(', '.join(repeated[:10]))} more than once, which `reconcile plan` never "
-            f"does. {_NEW_PLAN}"
+            f"{redact_and_escape(', '.join(repeated[:10]))} more than once, which `reconcile plan` "
+            f"never does. {_NEW_PLAN}"
         )
 
 
@@ -402,7 +404,10 @@ class _Records:
         for name, value in raw.items():
             typed = kind_of(name).from_json(value)
             if typed is None:
-                raise _not_saved(self.path, f"{clean(where)}/{clean(name)}: not a value it holds")
+                raise _not_saved(
+                    self.path,
+                    f"{redact_and_escape(where)}/{redact_and_escape(name)}: not a value it holds",
+                )
             fields[name] = typed
         return fields
 
@@ -413,6 +418,9 @@ class _Records:
             value = raw.get(name)
             typed = None if value is None else kind_of(name).from_json(value)
             if value is not None and typed is None:
-                raise _not_saved(self.path, f"{clean(where)}/{clean(name)}: not a value it holds")
+                raise _not_saved(
+                    self.path,
+                    f"{redact_and_escape(where)}/{redact_and_escape(name)}: not a value it holds",
+                )
             held[name] = typed
         return held

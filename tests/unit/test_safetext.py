@@ -13,9 +13,9 @@ from reconciler.safetext import (
     INVISIBLE,
     NOT_IN_TEXT,
     Redactor,
-    clean,
     escape,
     escape_json_text,
+    redact_and_escape,
 )
 
 
@@ -99,7 +99,7 @@ def test_clean_redacts_before_escaping() -> None:
     from reconciler.safetext import register_secret
 
     register_secret("sec\nret-value")
-    assert clean("echo: sec\nret-value") == "echo: [redacted]"
+    assert redact_and_escape("echo: sec\nret-value") == "echo: [redacted]"
 
 
 # From test_untrusted_inputs.py: What an attacker found after the rebuild: each stays fixed.

@@ -2,7 +2,8 @@
 checked against the envelope, and turned into an error chosen by status.
 
 Every string taken from the server (message, per-field problems, requestId,
-a redirect's host) is cleaned (``safetext.clean``) before it is kept.
+a redirect's host) is redacted and escaped
+(``safetext.redact_and_escape``) before it is kept.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from reconciler.api.exceptions import (
     error_class_for,
 )
 from reconciler.api.http.urls import host_of
-from reconciler.safetext import clean
+from reconciler.safetext import redact_and_escape
 
 _CHUNK = 64 * 1024
 _MAX_MESSAGE = 500  # characters of a server's message worth showing
@@ -121,7 +122,8 @@ def _too_large(response: requests.Response, limits: Limits, detail: str) -> Answ
         f"the answer from {limits.host} is larger than max_response_bytes "
         f"({limits.max_bytes:,} bytes; {detail}); API answers are a few KiB",
         status=response.status_code,
-        request_id=clean(response.headers.get("X-Request-Id", ""))[:_MAX_REQUEST_ID] or None,
+        request_id=redact_and_escape(response.headers.get("X-Request-Id", ""))[:_MAX_REQUEST_ID]
+        or None,
     )
 
 
@@ -142,7 +144,7 @@ def _request_id(body: Any, response: requests.Response) -> str | None:
         value = response.headers.get("X-Request-Id")
     if value is None or isinstance(value, dict | list):
         return None
-    return clean(str(value))[:_MAX_REQUEST_ID] or None
+    return redact_and_escape(str(value))[:_MAX_REQUEST_ID] or None
 
 
 def _error_for(
@@ -153,7 +155,9 @@ def _error_for(
     envelope = body if isinstance(body, dict) else {}
     if 300 <= status < 400:
         location = response.headers.get("Location")
-        target = clean(host_of(location)) if location else "nowhere (no Location header)"
+        target = (
+            redact_and_escape(host_of(location)) if location else "nowhere (no Location header)"
+        )
         return Redirected(
             f"the server answered with a redirect to {target}; the API never redirects, "
             "so it was not followed and nothing was re-sent there",
@@ -164,7 +168,7 @@ def _error_for(
         if "success" not in envelope or envelope["success"] is True:
             return None
         return EnvelopeFailure(
-            f"the envelope says success: {clean(json.dumps(envelope['success']))[:20]}"
+            f"the envelope says success: {redact_and_escape(json.dumps(envelope['success']))[:20]}"
             f"{_said(envelope)}; treated as a failure",
             status=status,
             request_id=request_id,
@@ -194,7 +198,7 @@ def _said(envelope: dict[str, Any]) -> str:
 
 
 def _short(text: str) -> str:
-    text = clean(text)
+    text = redact_and_escape(text)
     return text if len(text) <= _MAX_MESSAGE else text[:_MAX_MESSAGE] + "…"
 
 
@@ -202,10 +206,13 @@ def _message(response: requests.Response, envelope: dict[str, Any], raw: bytearr
     message = envelope.get("message")
     if isinstance(message, str) and message.strip():
         return _short(message)
-    reason = clean(response.reason or "error")[:80]
+    reason = redact_and_escape(response.reason or "error")[:80]
     if not raw:
         return f"{reason} (empty body)"
-    kind = clean(response.headers.get("Content-Type", "").split(";")[0])[:80] or "unknown type"
+    kind = (
+        redact_and_escape(response.headers.get("Content-Type", "").split(";")[0])[:80]
+        or "unknown type"
+    )
     if "html" in kind:
         # A proxy's or gateway's error page: its <title> says what it refused
         # ("400 No required SSL certificate was sent").
@@ -221,8 +228,8 @@ _MAX_TITLE = 120
 
 
 def _html_title(raw: bytearray) -> str | None:
-    """The page's first <title>, entities decoded, whitespace collapsed, cleaned and
-    bounded; found in one pass (no pattern a crafted page could make backtrack)."""
+    """The page's first <title>, entities decoded, whitespace collapsed, redacted,
+    escaped and bounded; found in one pass (no pattern a crafted page could make backtrack)."""
     page = bytes(raw[:_TITLE_SEARCHED]).lower()
     start = page.find(b"<title")
     opened = page.find(b">", start) + 1 if start >= 0 else 0
@@ -231,7 +238,7 @@ def _html_title(raw: bytearray) -> str | None:
         return None
     inside = bytes(raw[opened : min(end, opened + 1024)])
     text = " ".join(html.unescape(inside.decode("utf-8", "replace")).split())
-    text = clean(text)
+    text = redact_and_escape(text)
     if len(text) > _MAX_TITLE:
         text = text[:_MAX_TITLE] + "…"
     return text or None
@@ -247,7 +254,7 @@ def _too_large_body(response: requests.Response) -> str:
 
 
 def _details(data: Any) -> dict[str, str] | None:
-    """The envelope's per-field problems, cleaned and bounded."""
+    """The envelope's per-field problems, redacted, escaped and bounded."""
     if not isinstance(data, dict) or not data:
         return None
     return {_short(str(k))[:100]: _short(str(v))[:200] for k, v in list(data.items())[:20]}

@@ -21,7 +21,12 @@ import requests
 from requests.auth import AuthBase
 
 from reconciler.api.exceptions import ApiError, TokenRefused
-from reconciler.safetext import MIN_SECRET_LENGTH, clean, register_secret, replace_secrets
+from reconciler.safetext import (
+    MIN_SECRET_LENGTH,
+    redact_and_escape,
+    register_secret,
+    replace_secrets,
+)
 
 log = logging.getLogger("reconciler.api")
 
@@ -101,7 +106,7 @@ def token_from_payload(data: Any, body: Any, now: float, issued: IssuedTokens) -
     if token_type is not None and (
         not isinstance(token_type, str) or token_type.lower() != "bearer"
     ):
-        shown = clean(str(token_type)[:40])
+        shown = redact_and_escape(str(token_type)[:40])
         raise TokenRefused(
             f"the token endpoint issued a token of type {shown!r}, not Bearer; this tool "
             "sends only bearer tokens (RFC 6750), so it was not used and no request was "
@@ -146,7 +151,8 @@ class ClientBasicAuth(AuthBase):
 
 
 class OAuthError(NamedTuple):
-    """An RFC 6749 §5.2 error body: its ``error`` code and ``error_description``, cleaned."""
+    """An RFC 6749 §5.2 error body: its ``error`` code and ``error_description``, redacted
+    and escaped."""
 
     code: str
     description: str | None
@@ -159,10 +165,10 @@ class OAuthError(NamedTuple):
         text = body.get("error_description")
         description = None
         if isinstance(text, str) and text.strip():
-            description = clean(text[: _MAX_SHOWN * 2])
+            description = redact_and_escape(text[: _MAX_SHOWN * 2])
             if len(description) > _MAX_SHOWN:
                 description = description[:_MAX_SHOWN] + "…"
-        return cls(clean(code[:80])[:80], description)
+        return cls(redact_and_escape(code[:80])[:80], description)
 
     def __str__(self) -> str:
         return self.code + (f" ({self.description})" if self.description else "")

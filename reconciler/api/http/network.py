@@ -26,7 +26,7 @@ from reconciler.api.exceptions import TransportError
 from reconciler.api.http.deadline import GuardedAdapter
 from reconciler.api.http.urls import BaseUrl, parse_base_url
 from reconciler.errors import ConfigError
-from reconciler.safetext import clean, escape
+from reconciler.safetext import escape, redact_and_escape
 
 CONNECT_TIMEOUT = 10.0
 _SOCKS = ("socks4", "socks4a", "socks5", "socks5h")
@@ -314,7 +314,9 @@ def _tls_error(exc: BaseException, host: str) -> TransportError:
     reason = str(getattr(_first(exc, ssl.SSLError), "reason", None) or "")
     if verify is not None:
         # OpenSSL's reason says what to fix: self-signed, expired, wrong host...
-        why = clean(str(getattr(verify, "verify_message", None) or "certificate not trusted"))
+        why = redact_and_escape(
+            str(getattr(verify, "verify_message", None) or "certificate not trusted")
+        )
         message = f"TLS verification failed for {host} (certificate verify failed: {why})"
         code = getattr(verify, "verify_code", None)
         if code is None or code in _UNTRUSTED_ISSUER:  # not an expired or wrong-host one
@@ -327,6 +329,6 @@ def _tls_error(exc: BaseException, host: str) -> TransportError:
             "this client's minimum (TLS 1.2); the server must be upgraded"
         )
     else:
-        said = f" ({clean(reason)[:80]})" if reason else ""
+        said = f" ({redact_and_escape(reason)[:80]})" if reason else ""
         message = f"TLS handshake with {host} failed{said}"
     return TransportError(message, maybe_sent=False, permanent=True)

@@ -1,6 +1,6 @@
 """What a user is told when the token request fails: the request named, the token
-endpoint's own words (RFC 6749 §5.2 ``error`` and ``error_description``, cleaned and
-bounded), and advice that fits the error code, about settings that exist.
+endpoint's own words (RFC 6749 §5.2 ``error`` and ``error_description``, redacted,
+escaped and bounded), and advice that fits the error code, about settings that exist.
 
 No token means no request of the run can succeed: every failure here is one error
 for the whole run, never the same refusal repeated for every invite.
