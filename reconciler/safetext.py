@@ -67,6 +67,7 @@ _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\x1b": "\\x1b", "\x07": "\\x07
 # A secret shorter than this would redact ordinary words from every message: the
 # settings refuse such a client secret at start, and the client refuses such a token.
 MIN_SECRET_LENGTH = 6
+QUOTED_CHARS = 120  # characters of a value a message quotes
 
 
 def _escape_one(match: re.Match[str]) -> str:
@@ -104,6 +105,14 @@ def escape_json_text(text: str) -> str:
 def escape(text: str) -> str:
     """``text`` with every control or reordering character shown as an escape."""
     return _UNSAFE.sub(_escape_one, text)
+
+
+def quote_value(value: object, limit: int | None = QUOTED_CHARS) -> str:
+    """A value from a file, quoted and escaped, cut short past ``limit`` characters."""
+    text = value if isinstance(value, str) else str(value)
+    if limit is not None and len(text) > limit:
+        return escape(repr(text[:limit]))[:-1] + "…'"
+    return escape(repr(text))
 
 
 @lru_cache(maxsize=4)

@@ -9,9 +9,9 @@ from reconciler.model.fields import ID_KEY, field_kinds, kind_of
 from reconciler.model.invite import CurrentInvite
 from reconciler.model.kinds import Written
 from reconciler.model.values import Fields, fields_json
-from reconciler.safetext import NOT_IN_TEXT, holds_secret
+from reconciler.safetext import NOT_IN_TEXT, holds_secret, quote_value
 from reconciler.schema.check import invite_validators
-from reconciler.schema.messages import Where, describe, say
+from reconciler.schema.messages import Where, describe
 from reconciler.yamlload.positions import START, Lines, Located
 
 
@@ -81,7 +81,7 @@ def _problems(invite_id: str, fields: Fields) -> dict[tuple[str, str | None], st
             if match is not None:
                 shown = f"U+{ord(match.group()):04X}"
                 found.setdefault(
-                    (name, part), f"{say(text)} holds {shown}, which a file may not hold"
+                    (name, part), f"{quote_value(text)} holds {shown}, which a file may not hold"
                 )
     # A whole field left out needs no note for its sub-fields as well.
     return {

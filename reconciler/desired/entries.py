@@ -21,9 +21,9 @@ from reconciler.model.fields import (
 )
 from reconciler.model.invite import ID_RULE, INVITE_ID, DesiredInvite, SourceLocation, resend_rule
 from reconciler.model.values import nfc
-from reconciler.safetext import NOT_IN_TEXT, escape
+from reconciler.safetext import NOT_IN_TEXT, escape, quote_value
 from reconciler.schema.check import invite_validators, validate
-from reconciler.schema.messages import Where, say
+from reconciler.schema.messages import Where
 from reconciler.yamlload.items import Item
 from reconciler.yamlload.positions import Lines, Located
 
@@ -32,7 +32,7 @@ def refuse_bad_ids(ids: Iterable[str], given_as: str) -> None:
     """Refuse ids given on the command line that no invite can have, before any request."""
     bad = [i for i in dict.fromkeys(ids) if not INVITE_ID.fullmatch(i)]
     if bad:
-        shown = ", ".join(say(i) for i in bad[:10]) + (
+        shown = ", ".join(quote_value(i) for i in bad[:10]) + (
             f" and {len(bad) - 10} more" if len(bad) > 10 else ""
         )
         raise ReconcilerError(
@@ -124,7 +124,7 @@ class EntryReader:
             if (line, column) in reported:
                 continue
             where = ".".join(str(p) for p in path if isinstance(p, str))
-            message = f"`{escape(where)}`: {say(text)} {invisible_problem(char)}"
+            message = f"`{escape(where)}`: {quote_value(text)} {invisible_problem(char)}"
             problem = FileProblem(self.source, line, column, message)
             if problem not in self._invisible:  # a value shared through an alias: once
                 self._invisible.add(problem)
@@ -132,7 +132,7 @@ class EntryReader:
 
     def _bad_id(self, ident: str, entry: Located) -> None:
         line, column = entry.mark(("id",))
-        message = f"`id`: {say(ident)} is not a valid inviteId ({ID_RULE})"
+        message = f"`id`: {quote_value(ident)} is not a valid inviteId ({ID_RULE})"
         self.problems.append(FileProblem(self.source, line, column, message))
 
 

@@ -16,11 +16,9 @@ from jsonschema import ValidationError
 
 from reconciler.errors import FileProblem
 from reconciler.model.invite import ID_RULE
-from reconciler.safetext import escape
+from reconciler.safetext import QUOTED_CHARS, escape, quote_value
 from reconciler.yamlload.positions import Located
 from reconciler.yamlload.scalars import cut, kind_of, quote_it, reading
-
-_SHOWN = 120  # characters of a value quoted in a message
 
 
 class Where(NamedTuple):
@@ -34,14 +32,6 @@ class Where(NamedTuple):
 # The schema's `$defs/line` pattern: text without control characters.
 ONE_LINE = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$(?!\\n)"
 _CONTROLS = frozenset(map(chr, [*range(0x20), *range(0x7F, 0xA0)]))
-
-
-def say(value: Any) -> str:
-    """A value from the file, quoted and escaped, cut short when long."""
-    text = value if isinstance(value, str) else str(value)
-    if len(text) > _SHOWN:
-        return escape(repr(text[:_SHOWN]))[:-1] + "…'"
-    return escape(repr(text))
 
 
 def field_name(path: tuple[Any, ...]) -> str:
@@ -124,12 +114,12 @@ def _type(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[F
 def _format(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[FileProblem]:
     field = field_name(where.prefix + path)
     kind = "email address" if error.validator_value == "email" else str(error.validator_value)
-    return [_at(where, path, f"`{field}`: {say(error.instance)} is not a valid {kind}")]
+    return [_at(where, path, f"`{field}`: {quote_value(error.instance)} is not a valid {kind}")]
 
 
 def _pattern(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[FileProblem]:
     field = field_name(where.prefix + path)
-    shown = say(error.instance)
+    shown = quote_value(error.instance)
     if field == "phone":
         message = f'`phone`: {shown} is not E.164 text such as "+442079460000"'
     elif field == "id":
@@ -149,7 +139,7 @@ def _enum(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[F
     advice = f"did you mean `{hint[0]}`?" if hint else f"allowed: {', '.join(allowed)}"
     what = place(where.prefix + path)
     kind = "is not a field of an invite" if field == "resendOnChange" else "is not allowed"
-    return [_at(where, path, f"{what}: {say(value)} {kind}; {advice}")]
+    return [_at(where, path, f"{what}: {quote_value(value)} {kind}; {advice}")]
 
 
 def _control_problem(value: str) -> str:
@@ -197,7 +187,7 @@ def _one_of(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list
 
 
 def _other(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[FileProblem]:
-    rule = json.dumps(error.validator_value, ensure_ascii=False, default=str)[:_SHOWN]
+    rule = json.dumps(error.validator_value, ensure_ascii=False, default=str)[:QUOTED_CHARS]
     field = field_name(where.prefix + path)
     message = f"`{field}` does not meet the schema rule `{error.validator}: {escape(rule)}`"
     return [_at(where, path, message)]
