@@ -16,7 +16,7 @@ from reconciler.desired.state import DEFAULT_PATH
 from reconciler.errors import ConfigError, FileProblem, InputError
 from reconciler.resources import resource_path
 from reconciler.safefile import open_regular
-from reconciler.safetext import MIN_SECRET_LENGTH, escape
+from reconciler.safetext import MIN_SECRET_LENGTH, escape, quote_value
 from reconciler.schema.check import validate_document
 from reconciler.settings.contract import Contract, check_contract, field_name_problems
 from reconciler.settings.values import NUMBER_SETTINGS
@@ -221,7 +221,7 @@ def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
         values[key] = rule.convert(raw, name) if rule else raw
         if key == "token_auth_method" and raw not in TOKEN_AUTH_METHODS:
             raise ConfigError(
-                f"{name}: {escape(repr(raw[:40]))} must be {' or '.join(TOKEN_AUTH_METHODS)}"
+                f"{name}: {quote_value(raw[:40])} must be {' or '.join(TOKEN_AUTH_METHODS)}"
             )
     secret = _secret_from_env(env)
     if secret:

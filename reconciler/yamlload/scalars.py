@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from reconciler.safetext import escape
+from reconciler.safetext import escape, quote_value
 
 YAML_TAG = "tag:yaml.org,2002:"
 STR_TAG = YAML_TAG + "str"
@@ -60,7 +60,9 @@ def construct(tag: str, value: str) -> Any:
         result = _SAFE.yaml_constructors[tag](_SAFE, node)
     except (yaml.YAMLError, ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
         fix = "remove the tag or fix the value"
-        raise TagProblem(f"{_shown(value)} does not fit its tag {short_tag(tag)}; {fix}") from exc
+        raise TagProblem(
+            f"{quote_value(cut(value))} does not fit its tag {short_tag(tag)}; {fix}"
+        ) from exc
     except OverflowError as exc:
         raise TagProblem(_out_of_range(value, tag)) from exc
     if result.__class__ is int and result.bit_length() > _MAX_INT_BITS:
@@ -82,12 +84,8 @@ def quote_it(raw: str) -> str:
     return f'put it in quotes: "{escape(raw)}"' if len(raw) <= _SHOWN else "put it in quotes"
 
 
-def _shown(text: str) -> str:
-    return escape(repr(cut(text)))
-
-
 def _out_of_range(text: str, tag: str) -> str:
-    return f"{_shown(text)} is out of range for {short_tag(tag)}"
+    return f"{quote_value(cut(text))} is out of range for {short_tag(tag)}"
 
 
 def short_tag(tag: str) -> str:

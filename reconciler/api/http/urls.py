@@ -8,7 +8,7 @@ from urllib.parse import SplitResult, quote, urlsplit
 
 from reconciler.api.exceptions import InvalidRequest
 from reconciler.errors import ConfigError
-from reconciler.safetext import escape
+from reconciler.safetext import escape, quote_value
 
 
 class BaseUrl(NamedTuple):
@@ -56,7 +56,7 @@ def parse_base_url(base_url: str) -> BaseUrl:
         raise ConfigError(
             f"base_url ({scheme}://...) is not a valid URL; set RECONCILER_BASE_URL"
         ) from None
-    shown = _shown(parts)
+    shown = quote_value(_scheme_host_path(parts), limit=None)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConfigError(f"base_url {shown} is not an http(s) URL")
     if parts.username is not None or parts.password is not None:
@@ -78,12 +78,13 @@ def parse_base_url(base_url: str) -> BaseUrl:
     return BaseUrl(parts.scheme, parts.hostname, parts.port, parts.path.rstrip("/"))
 
 
-def _shown(parts: SplitResult) -> str:
+def _scheme_host_path(parts: SplitResult) -> str:
+    """What a message may show of a URL: never its user info, query or fragment."""
     host = parts.hostname or ""
     if ":" in host:
         host = f"[{host}]"
     port = f":{parts.port}" if parts.port is not None else ""
-    return escape(repr(f"{parts.scheme}://{host}{port}{parts.path}"))
+    return f"{parts.scheme}://{host}{port}{parts.path}"
 
 
 def _is_loopback(host: str) -> bool:
@@ -99,7 +100,9 @@ def invite_path(template: str, invite_id: str) -> str:
     """The template with the id percent-encoded into it."""
     if not invite_id.strip("."):
         # URL normalisation would turn "." and ".." into other resources' paths.
-        raise InvalidRequest(f"invite id {escape(repr(invite_id))} cannot be used in a URL")
+        raise InvalidRequest(
+            f"invite id {quote_value(invite_id, limit=None)} cannot be used in a URL"
+        )
     return template.replace("{inviteId}", quote(invite_id, safe=""))
 
 
