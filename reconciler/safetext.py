@@ -19,9 +19,10 @@ Two rules, one home each:
 from __future__ import annotations
 
 import html
+import json
 import re
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from functools import lru_cache
 
 REDACTED = "[redacted]"
@@ -113,6 +114,23 @@ def quote_value(value: object, limit: int | None = QUOTED_CHARS) -> str:
     if limit is not None and len(text) > limit:
         return escape(repr(text[:limit]))[:-1] + "…'"
     return escape(repr(text))
+
+
+def json_text(value: object) -> str:
+    """A value as the user wrote it in YAML terms: strings quoted, lists inline, escaped.
+
+    JSON's notation: a text field's value quoted, a set's items (a list or tuple) as a
+    list, a contact (a mapping) as an object, None as ``null``. Not redacted: a plan's
+    records are (``shown``) where the server said them, and a value from the files is
+    shown as it will be sent.
+    """
+    return escape(json.dumps(value, ensure_ascii=False, default=_mapping_as_object))
+
+
+def _mapping_as_object(value: object) -> dict[object, object]:
+    if isinstance(value, Mapping):
+        return dict(value)
+    raise TypeError(f"{type(value).__name__} is not a value a field holds")
 
 
 @lru_cache(maxsize=4)

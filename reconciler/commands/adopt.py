@@ -38,13 +38,13 @@ from reconciler.model.fields import kind_of
 from reconciler.model.invite import CurrentInvite, DesiredInvite, ResendRule
 from reconciler.model.kinds import canonical
 from reconciler.model.outcome import Done, Failed, NotRun, stop_if_run_fatal
-from reconciler.model.values import Contact, Fields, FieldValue, show
+from reconciler.model.values import Contact, Fields, FieldValue
 from reconciler.output.failures import echo_errors
 from reconciler.output.log import setup_logging
 from reconciler.plan.changes import FailedInvite
 from reconciler.plan.compare import compare_invite
 from reconciler.safefile import write_text_replacing
-from reconciler.safetext import holds_secret, redact, redact_and_escape
+from reconciler.safetext import holds_secret, json_text, redact, redact_and_escape
 from reconciler.wording import plural
 
 _BOM = "\ufeff"
@@ -250,7 +250,7 @@ def _report(files: list[tuple[str, _File]], failed: list[FailedInvite]) -> int:
         for edit in result.edits:
             click.echo(
                 f"{shown}:{edit.line}: {redact_and_escape(edit.id)} "
-                f"{redact_and_escape(edit.field)}: {show(edit.old)} -> {show(edit.new)}"
+                f"{redact_and_escape(edit.field)}: {json_text(edit.old)} -> {json_text(edit.new)}"
             )
         for gone in result.removed:
             click.echo(
@@ -260,7 +260,9 @@ def _report(files: list[tuple[str, _File]], failed: list[FailedInvite]) -> int:
         for refusal in result.refused:
             what = f" {redact_and_escape(refusal.field)}" if refusal.field else " entry"
             wanted = (
-                "not removed" if refusal.field is None else f"not edited to {show(refusal.new)}"
+                "not removed"
+                if refusal.field is None
+                else f"not edited to {json_text(refusal.new)}"
             )
             click.echo(
                 f"{shown}:{refusal.line}: {redact_and_escape(refusal.id)}{what}: {wanted}: "

@@ -1,7 +1,7 @@
 """The invite as this tool models it: its fields and their kinds, typed values, the invite
 as the files want it and as the server holds it, and what became of a read.
 
-- ``values``: text (``str``), ``Contact``, ``IdentifierSet``; ``nfc``; ``show``.
+- ``values``: text (``str``), ``Contact``, ``IdentifierSet``; ``nfc``; ``to_json``.
 - ``kinds``: ``TextKind``, ``ContactKind``, ``SetKind``, each owning its rules.
 - ``fields``: the field list and each field's kind, read from the invite schema.
 - ``invite``: ``DesiredInvite``, ``CurrentInvite``, ``SourceLocation``, the id and

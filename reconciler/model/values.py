@@ -14,12 +14,9 @@ tuples, its sub-field names shared by every contact that names the same ones.
 
 from __future__ import annotations
 
-import json
 import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TypeAlias, overload
-
-from reconciler.safetext import escape
 
 
 def nfc(text: str) -> str:
@@ -161,12 +158,3 @@ def to_json(value: FieldValue | None) -> JsonValue:
 def fields_json(fields: Mapping[str, FieldValue | None]) -> dict[str, JsonValue]:
     """Fields as a JSON object: a PATCH body, a saved plan's record, an audit record."""
     return {name: to_json(value) for name, value in fields.items()}
-
-
-def show(value: FieldValue | None) -> str:
-    """A value as the user wrote it in YAML terms: strings quoted, lists inline, escaped.
-
-    Not redacted: a plan's records are (``shown``) where the server said them, and a
-    value from the files is shown as it will be sent.
-    """
-    return escape(json.dumps(to_json(value), ensure_ascii=False))

@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable, Iterator
 
 from reconciler.model.invite import SourceLocation
-from reconciler.model.values import Contact, FieldValue, IdentifierSet, show
+from reconciler.model.values import Contact, FieldValue, IdentifierSet
 from reconciler.output.common import (
     CONFLICT_NOTE,
     NOT_UPDATABLE_HEADING,
@@ -22,7 +22,7 @@ from reconciler.output.common import (
 )
 from reconciler.plan.changes import FieldChange, InviteChange, NotUpdatable, OutsideChange
 from reconciler.plan.model import Plan
-from reconciler.safetext import escape
+from reconciler.safetext import escape, json_text
 from reconciler.wording import plural
 
 COMMENT_LIMIT = 65_000
@@ -184,8 +184,9 @@ class MarkdownRenderer:
                 "|---|---|---|---|",
             ]
             conflict += [
-                f"| {_label(name)} | {_code(show(was))} | "
-                f"{_code(show(change.before.get(name)))} | {_code(show(change.patch[name]))} |"
+                f"| {_label(name)} | {_code(json_text(was))} | "
+                f"{_code(json_text(change.before.get(name)))} | "
+                f"{_code(json_text(change.patch[name]))} |"
                 for name, was in change.conflicts.items()
             ]
             table = "\n".join(conflict) + "\n\n" + table
@@ -200,11 +201,11 @@ class MarkdownRenderer:
 
     def _rows(self, change: FieldChange) -> list[str]:
         if change.is_set and isinstance(change.before, IdentifierSet):
-            delta = [f"+ {show(i)}" for i in change.added] + [
-                f"- {show(i)}" for i in change.removed
+            delta = [f"+ {json_text(i)}" for i in change.added] + [
+                f"- {json_text(i)}" for i in change.removed
             ]
             after = "<br>".join(_code(d) for d in delta)
-            return [f"| {_label(change.field)} | {_code(show(change.before))} | {after} |"]
+            return [f"| {_label(change.field)} | {_code(json_text(change.before))} | {after} |"]
         if change.is_object and isinstance(change.before, Contact):
             return [
                 _row(f"{change.field}.{key}", before, after)
@@ -235,7 +236,7 @@ class _Page:
 
 
 def _row(label: str, before: FieldValue | None, after: FieldValue | None) -> str:
-    return f"| {_label(label)} | {_code(show(before))} | {_code(show(after))} |"
+    return f"| {_label(label)} | {_code(json_text(before))} | {_code(json_text(after))} |"
 
 
 def _title(invite_id: str, name: str | None) -> str:

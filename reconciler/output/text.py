@@ -8,7 +8,7 @@ import click
 
 from reconciler.apply.applier import ApplyReport, ChangeResult, WriteOutcome
 from reconciler.model.invite import SourceLocation
-from reconciler.model.values import Contact, FieldValue, IdentifierSet, show
+from reconciler.model.values import Contact, FieldValue, IdentifierSet
 from reconciler.output.common import (
     CONFLICT_NOTE,
     NOT_UPDATABLE_HEADING,
@@ -27,7 +27,7 @@ from reconciler.plan.changes import (
     OutsideChange,
 )
 from reconciler.plan.model import Plan
-from reconciler.safetext import escape, redact_and_escape
+from reconciler.safetext import escape, json_text, redact_and_escape
 from reconciler.wording import plural
 
 
@@ -128,7 +128,7 @@ class TextRenderer:
     def _conflict(self, change: InviteChange, name: str, ref: str | None) -> str:
         return (
             f"{redact_and_escape(name)}: conflict: at {redact_and_escape(ref or 'REF')} "
-            f"{show(change.conflicts[name])}, "
+            f"{json_text(change.conflicts[name])}, "
             f"on the platform {self._old(change.before.get(name))}, "
             f"wanted {self._new(change.patch[name])}"
         )
@@ -147,8 +147,8 @@ class TextRenderer:
     def _field(self, change: FieldChange) -> list[str]:
         name = redact_and_escape(change.field)
         if change.is_set and isinstance(change.before, IdentifierSet):
-            items = [self._style(f"+ {show(i)}", fg="green") for i in change.added]
-            items += [self._style(f"- {show(i)}", fg="red") for i in change.removed]
+            items = [self._style(f"+ {json_text(i)}", fg="green") for i in change.added]
+            items += [self._style(f"- {json_text(i)}", fg="red") for i in change.removed]
             return [f"{name}: {', '.join(items)}"]
         if change.is_object and isinstance(change.before, Contact):
             return [
@@ -158,10 +158,10 @@ class TextRenderer:
         return [f"{name}: {self._old(change.before)} -> {self._new(change.after)}"]
 
     def _old(self, value: FieldValue | None) -> str:
-        return self._style(show(value), fg="red")
+        return self._style(json_text(value), fg="red")
 
     def _new(self, value: FieldValue | None) -> str:
-        return self._style(show(value), fg="green")
+        return self._style(json_text(value), fg="green")
 
     def _failed(self, failed: FailedInvite) -> str:
         heading = self._heading("!", failed.id, None, failed.source, "red")

@@ -18,9 +18,9 @@ from typing import NamedTuple
 
 from reconciler.model.fields import kind_of
 from reconciler.model.invite import CurrentInvite
-from reconciler.model.values import FieldValue, show
+from reconciler.model.values import FieldValue
 from reconciler.plan.changes import InviteChange
-from reconciler.safetext import REDACTED, redact_and_escape
+from reconciler.safetext import REDACTED, json_text, redact_and_escape
 
 
 class Recheck(NamedTuple):
@@ -48,8 +48,8 @@ def recheck(change: InviteChange, current: CurrentInvite) -> Recheck:
             moved = True
             shown = None if now is None else kind_of(name).redacted(now)
             drift.append(
-                f"{where}: `{name}` was {show(planned)} when planned, is now {show(shown)}"
-                + _not_after(name, change.patch[name], now)
+                f"{where}: `{name}` was {json_text(planned)} when planned, "
+                f"is now {json_text(shown)}" + _not_after(name, change.patch[name], now)
             )
     return Recheck(False, drift, None if moved else _with_server_values(change, current))
 

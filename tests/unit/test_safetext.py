@@ -8,6 +8,7 @@ import pytest
 from support.cli import run_cli
 from support.helpers import clean_env
 
+from reconciler.model.values import Contact, IdentifierSet
 from reconciler.safetext import (
     ALLOWED_INVISIBLE,
     INVISIBLE,
@@ -15,6 +16,7 @@ from reconciler.safetext import (
     Redactor,
     escape,
     escape_json_text,
+    json_text,
     redact_and_escape,
 )
 
@@ -103,6 +105,13 @@ def test_clean_redacts_before_escaping() -> None:
 
 
 # From test_untrusted_inputs.py: What an attacker found after the rebuild: each stays fixed.
+def test_a_value_is_shown_in_json_notation_and_escaped() -> None:
+    assert json_text(IdentifierSet(["a", "b"])) == '["a", "b"]'
+    assert json_text(Contact({"name": "J"})) == '{"name": "J"}'
+    assert json_text("Caf\u00e9\u200b") == '"Café\\u200b"'  # escaped, never raw
+    assert json_text(None) == "null"
+
+
 def test_a_secret_echoed_in_any_case_or_html_escaped_is_redacted() -> None:
     redactor = Redactor()
     redactor.register("a&b<secret>")

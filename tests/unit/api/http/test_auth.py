@@ -20,8 +20,7 @@ from reconciler.api.http.auth import (
     token_from_payload,
 )
 from reconciler.model.fields import kind_of
-from reconciler.model.values import show
-from reconciler.safetext import REDACTED, redact, register_secret
+from reconciler.safetext import REDACTED, json_text, redact, register_secret
 
 
 @pytest.fixture(autouse=True)
@@ -36,7 +35,7 @@ def test_a_value_echoing_the_secret_is_shown_redacted(secret: str) -> None:
     register_secret_forms(secret)
     # A server's value is redacted as it is held; then `show` prints it as JSON with its
     # quote and backslash escaped: neither form shows the secret.
-    shown = show(kind_of("name").redacted(f"echo {secret}"))
+    shown = json_text(kind_of("name").redacted(f"echo {secret}"))
     assert REDACTED in shown
     assert "value-123" not in shown and "ab12cd34" not in shown and "plain-secret" not in shown
     # And a server message quoting the JSON body it was sent is redacted too.
