@@ -121,7 +121,7 @@ def json_text(value: object) -> str:
 
     JSON's notation: a text field's value quoted, a set's items (a list or tuple) as a
     list, a contact (a mapping) as an object, None as ``null``. Not redacted: a plan's
-    records are (``shown``) where the server said them, and a value from the files is
+    records are (``redacted()``) where the server said them, and a value from the files is
     shown as it will be sent.
     """
     return escape(json.dumps(value, ensure_ascii=False, default=_mapping_as_object))

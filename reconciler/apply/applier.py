@@ -190,10 +190,10 @@ class Applier:
         if self._stop.is_set():
             return ChangeResult(change, WriteOutcome.NOT_STARTED)
         # The audit record of what is sent: the files' values as sent, the server's redacted.
-        shown = change.shown()
+        redacted = change.redacted()
         fields = {
-            f: {"before": to_json(shown.before.get(f)), "after": to_json(v)}
-            for f, v in shown.patch.items()
+            f: {"before": to_json(redacted.before.get(f)), "after": to_json(v)}
+            for f, v in redacted.patch.items()
         }
         try:
             self._audited(

@@ -149,7 +149,7 @@ class AuditLog(NoAuditLog):
                 "time": _now(),
                 "invite_id": attempt.invite_id,
                 "operation": operation,
-                # Given as shown (InviteChange.shown): redacting here would edit the
+                # Given redacted (InviteChange.redacted): redacting here would edit the
                 # record of what was sent, which is the files' values as written.
                 "fields": fields or {},
                 "client_id": self._client_id,

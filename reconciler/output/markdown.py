@@ -44,7 +44,7 @@ _HEADING_SIGNS = str.maketrans({c: f"&#{ord(c)};" for c in "|`*_[]\\~@#"})
 def _code(text: str, signs: dict[int, str] = _MARKDOWN_SIGNS) -> str:
     """``text`` from a file or a server, shown literally wherever it stands.
 
-    Escaped, not redacted: the plan's records come here already ``shown`` (what the
+    Escaped, not redacted: the plan's records come here already ``redacted()`` (what the
     server said redacted), and what the files say is shown as it will be sent.
     """
     escaped = html.escape(escape(text), quote=False).translate(signs)
@@ -98,7 +98,7 @@ class MarkdownRenderer:
         if plan.failed:
             yield page.add("#### Errors\n\n")
             lines = (
-                f"- {_id(f.id)}{_where(f.source)}: {_code(f.shown().message)}\n"
+                f"- {_id(f.id)}{_where(f.source)}: {_code(f.redacted().message)}\n"
                 for f in plan.failed
             )
             shown, omitted_errors = page.fill(lines, len(plan.failed))
@@ -109,7 +109,7 @@ class MarkdownRenderer:
             yield page.add(
                 f"<details><summary>{plural(len(plan.changes), 'invite')} to update</summary>\n\n"
             )
-        sections = (self._change(c.shown(), plan.changed_since) for c in plan.changes)
+        sections = (self._change(c.redacted(), plan.changed_since) for c in plan.changes)
         shown, omitted_changes = page.fill(sections, len(plan.changes))
         yield from shown
         if folded:
@@ -118,7 +118,7 @@ class MarkdownRenderer:
             yield page.add(
                 f"#### {OUTSIDE_CHANGE_HEADING.capitalize()}\n\n{OUTSIDE_CHANGE_NOTE}.\n\n"
             )
-            outside = (self._outside(o.shown()) for o in plan.outside_change)
+            outside = (self._outside(o.redacted()) for o in plan.outside_change)
             shown, omitted_outside = page.fill(outside, len(plan.outside_change))
             yield from shown
             omitted_changes += omitted_outside
@@ -141,7 +141,7 @@ class MarkdownRenderer:
         # invites. A status heading goes with its first invite, so a piece is an invite
         # (the omitted count counts invites) and no heading is left without one.
         by_status: dict[str, list[NotUpdatable]] = {}
-        for invite in map(NotUpdatable.shown, plan.not_updatable):
+        for invite in map(NotUpdatable.redacted, plan.not_updatable):
             by_status.setdefault(invite.status, []).append(invite)
 
         def pieces() -> Iterator[str]:

@@ -64,12 +64,12 @@ class TextRenderer:
         """The plan an invite at a time: each block and the blank line after it, then totals."""
         # Each record as it is shown: what the server said redacted, the files' values not.
         for change in plan.changes:
-            yield self._change(change.shown(), plan.changed_since) + "\n\n"
+            yield self._change(change.redacted(), plan.changed_since) + "\n\n"
         for failed in plan.failed:
-            yield self._failed(failed.shown()) + "\n\n"
+            yield self._failed(failed.redacted()) + "\n\n"
         for block in self._not_updatable(plan.not_updatable):
             yield block + "\n\n"
-        for block in self._outside_change([o.shown() for o in plan.outside_change]):
+        for block in self._outside_change([o.redacted() for o in plan.outside_change]):
             yield block + "\n\n"
         footer = []
         warning = max_changes_warning(plan)
@@ -112,7 +112,7 @@ class TextRenderer:
         # Grouped in one pass: statuses come from the server, so there may be as many
         # as invites, and a scan of all invites per status would be quadratic.
         by_status: dict[str, list[NotUpdatable]] = {}
-        for invite in map(NotUpdatable.shown, invites):
+        for invite in map(NotUpdatable.redacted, invites):
             by_status.setdefault(invite.status, []).append(invite)
         for status, group in by_status.items():
             heading = f"{NOT_UPDATABLE_HEADING.capitalize()}: {redact_and_escape(status)}"

@@ -58,7 +58,7 @@ def field_changes(before: HeldFields, after: Fields) -> list[FieldChange]:
     ]
 
 
-def redacted(fields: HeldFields) -> HeldFields:
+def redacted_fields(fields: HeldFields) -> HeldFields:
     """What the server said, as every output shows it: any secret of this run redacted."""
     return {
         name: None if value is None else kind_of(name).redacted(value)
@@ -95,7 +95,7 @@ class InviteChange:
     def field_changes(self) -> list[FieldChange]:
         return field_changes(self.before, self.patch)
 
-    def shown(self) -> InviteChange:
+    def redacted(self) -> InviteChange:
         """This change as every output shows it: what the server said redacted, nothing else.
 
         ``before`` is the server's. In ``patch``, an object field keeps the server's
@@ -109,7 +109,7 @@ class InviteChange:
             for name, value in self.patch.items()
         }
         recipient = None if self.recipient is None else redact(self.recipient)
-        return replace(self, before=redacted(self.before), patch=patch, recipient=recipient)
+        return replace(self, before=redacted_fields(self.before), patch=patch, recipient=recipient)
 
 
 @dataclass(frozen=True)
@@ -129,9 +129,9 @@ class OutsideChange:
     def field_changes(self) -> list[FieldChange]:
         return field_changes(self.before, self.after)
 
-    def shown(self) -> OutsideChange:
+    def redacted(self) -> OutsideChange:
         """As every output shows it: the server's values redacted, the files' as written."""
-        return replace(self, before=redacted(self.before))
+        return replace(self, before=redacted_fields(self.before))
 
 
 @dataclass(frozen=True)
@@ -149,10 +149,10 @@ class NotUpdatable:
     def field_changes(self) -> list[FieldChange]:
         return field_changes(self.before, self.after)
 
-    def shown(self) -> NotUpdatable:
+    def redacted(self) -> NotUpdatable:
         """As every output shows it: the server's values and status redacted."""
         status = redact(self.status)
-        return replace(self, status=status, before=redacted(self.before))
+        return replace(self, status=status, before=redacted_fields(self.before))
 
     @property
     def fix(self) -> str:
@@ -175,7 +175,7 @@ class FailedInvite:
     # that may have gone out must never be advised to be tried again). Never saved.
     advice: str | None = dataclass_field(default=None, compare=False)
 
-    def shown(self) -> FailedInvite:
+    def redacted(self) -> FailedInvite:
         """As every output shows it: the server's message and requestId redacted."""
         request_id = None if self.request_id is None else redact(self.request_id)
         return replace(self, message=redact(self.message), request_id=request_id)

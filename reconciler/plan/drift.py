@@ -68,7 +68,7 @@ def _still_holds(name: str, planned: FieldValue | None, now: FieldValue | None) 
 def _with_server_values(change: InviteChange, current: CurrentInvite) -> InviteChange:
     """``change`` with the server's values taken from ``current``, the copy just read,
     which the plan's ``before`` was found to match: ``before`` itself, and its objects'
-    server-held sub-fields (see ``InviteChange.shown``). Shown, they are redacted again."""
+    server-held sub-fields (see ``InviteChange.redacted``). Shown, they are redacted again."""
     before = {name: current.fields.get(name) for name in change.before}
     patch = {
         name: kind_of(name).with_server_parts(

@@ -53,7 +53,7 @@ def document_parts(plan: Plan) -> list[tuple[str, Any]]:
     redacted one at a time: a plan of 200,000 changes is never a second time in memory.
     A server can echo the secret or a token inside an invite's values; the document
     is what is signed, saved and printed, so no part the server said holds one (each
-    record's ``shown``). What the files say is kept as written: apply sends it.
+    record's ``redacted``). What the files say is kept as written: apply sends it.
     """
     parts: list[tuple[str, Any]] = [
         ("format_version", plan.format_version),
@@ -61,15 +61,15 @@ def document_parts(plan: Plan) -> list[tuple[str, Any]]:
         ("base_url", redact(plan.base_url)),
         ("max_changes", plan.max_changes),
         ("max_resends", plan.max_resends),
-        ("changes", (_change_json(c.shown()) for c in plan.changes)),
-        ("not_updatable", (_not_updatable_json(n.shown()) for n in plan.not_updatable)),
-        ("errors", (_failed_json(f.shown()) for f in plan.failed)),
+        ("changes", (_change_json(c.redacted()) for c in plan.changes)),
+        ("not_updatable", (_not_updatable_json(n.redacted()) for n in plan.not_updatable)),
+        ("errors", (_failed_json(f.redacted()) for f in plan.failed)),
         ("summary", _summary_json(plan)),
     ]
     if plan.changed_since is not None:  # only then: other plans read as they always have
         parts[-1:-1] = [
             ("changed_since", redact(plan.changed_since)),
-            ("out_of_scope", (_outside_json(o.shown()) for o in plan.outside_change)),
+            ("out_of_scope", (_outside_json(o.redacted()) for o in plan.outside_change)),
             ("not_read", plan.not_read),
         ]
     if plan.signature is not None:

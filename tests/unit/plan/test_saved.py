@@ -845,7 +845,7 @@ def test_a_sub_field_the_plan_shows_redacted_is_sent_as_the_server_holds_it():
     assert find_drift(saved, BASE, server.read, parallelism=1) == []
     (restored,) = saved.changes
     assert restored.patch["primaryContact"] == wanted  # what apply sends
-    assert restored.shown().patch["primaryContact"]["title"] == "echo [redacted]"
+    assert restored.redacted().patch["primaryContact"]["title"] == "echo [redacted]"
     # Another value behind the redaction is drift, and nothing is restored.
     moved = {**held, "title": "echo something else"}
     again = plan_from_document(
