@@ -22,7 +22,7 @@ from reconciler.output.github import (
     guard_output,
     release_output,
 )
-from reconciler.safetext import redact_and_escape
+from reconciler.safetext import redact_and_escape_lines
 from reconciler.wording import plural
 
 EXIT_OK = 0
@@ -172,7 +172,7 @@ def _main(argv: Sequence[str] | None) -> int:
         # Usage errors included: click would exit 2, which means "changes pending" here.
         # It may quote an argument as typed. click's stubs mark message Final, yet its
         # show() reads this attribute: rewriting it is how the quoted text gets escaped.
-        exc.message = _shown(exc.message)  # type: ignore[misc]
+        exc.message = redact_and_escape_lines(exc.message)  # type: ignore[misc]
         exc.show()
         return EXIT_FAILURE
     except click.Abort:
@@ -187,10 +187,11 @@ def _main(argv: Sequence[str] | None) -> int:
     except OSError as exc:  # mostly the output itself failed (`>/dev/full`)
         reason = exc.strerror or str(exc)
         if exc.filename is not None:  # a file the modules did not wrap: name it
-            click.echo(f"error: {_shown(str(exc.filename))}: {_shown(reason)}", err=True)
+            name = redact_and_escape_lines(str(exc.filename))
+            click.echo(f"error: {name}: {redact_and_escape_lines(reason)}", err=True)
             return EXIT_FAILURE
         stop_writing_to_stdout()
-        click.echo(f"error: cannot write the output: {_shown(reason)}", err=True)
+        click.echo(f"error: cannot write the output: {redact_and_escape_lines(reason)}", err=True)
         return EXIT_FAILURE
     return result if isinstance(result, int) else EXIT_OK
 
@@ -233,17 +234,8 @@ def _report(exc: ReconcilerError) -> int:
         click.echo(str(exc), err=True)
         click.echo(f"Found {plural(len(exc.problems), 'problem')}; nothing was sent.", err=True)
     else:  # ApiError included
-        click.echo(f"error: {_shown(str(exc))}", err=True)
+        click.echo(f"error: {redact_and_escape_lines(str(exc))}", err=True)
     return EXIT_FAILURE
-
-
-def _shown(message: str) -> str:
-    """``message`` fit for a terminal: a path, ref or value from outside may be in it.
-
-    Line by line, so a message of several lines keeps its shape; escaping is
-    idempotent on what the modules escaped already.
-    """
-    return "\n".join(redact_and_escape(line) for line in message.split("\n"))
 
 
 # In-process callers (tests, embedding) have used this name; it is main().

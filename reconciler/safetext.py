@@ -217,3 +217,10 @@ def holds_secret(text: str) -> bool:
 def redact_and_escape(text: str) -> str:
     """A one-line string from outside, fit for a terminal, a log or a file."""
     return escape(redact(text))
+
+
+def redact_and_escape_lines(text: str) -> str:
+    """``text`` redacted and escaped line by line: a message of several lines keeps its
+    shape. Escaping is idempotent on what was escaped already: an error's message,
+    worded by the modules, may quote a path, ref or value from outside."""
+    return "\n".join(redact_and_escape(line) for line in text.split("\n"))

@@ -17,7 +17,9 @@ from reconciler.safetext import (
     escape,
     escape_json_text,
     json_text,
+    quote_value,
     redact_and_escape,
+    redact_and_escape_lines,
 )
 
 
@@ -105,6 +107,31 @@ def test_clean_redacts_before_escaping() -> None:
 
 
 # From test_untrusted_inputs.py: What an attacker found after the rebuild: each stays fixed.
+def test_a_message_of_several_lines_keeps_them_and_nothing_else() -> None:
+    from reconciler.safetext import register_secret
+
+    register_secret("sec-ret-lines")
+    message = "a.yaml: bad\x1b[2J\nnext sec-ret-lines\r"
+    assert redact_and_escape_lines(message) == "a.yaml: bad\\x1b[2J\nnext [redacted]\\r"
+    assert redact_and_escape_lines(redact_and_escape_lines(message)) == (
+        redact_and_escape_lines(message)
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "limit", "quoted"),
+    [
+        ("acme", 120, "'acme'"),
+        (12, 120, "'12'"),  # as written in the file, not as a number
+        ("a\u200bb", 120, "'a\\u200bb'"),
+        ("x" * 5, 3, "'xxx…'"),
+        ("x" * 5, None, "'xxxxx'"),
+    ],
+)
+def test_a_value_is_quoted_escaped_and_cut_short(value: object, limit: int | None, quoted: str):
+    assert quote_value(value, limit) == quoted
+
+
 def test_a_value_is_shown_in_json_notation_and_escaped() -> None:
     assert json_text(IdentifierSet(["a", "b"])) == '["a", "b"]'
     assert json_text(Contact({"name": "J"})) == '{"name": "J"}'
