@@ -1,6 +1,6 @@
 """Strings from outside (files, servers, the environment) made safe to show.
 
-Two rules, one home each:
+One verb per operation, named for what it does:
 
 - ``escape``: no control character from outside ever reaches a terminal, a CI
   log or a ``path:line:col`` line raw. A file name holding ``ESC ] 0;...BEL``
@@ -9,11 +9,18 @@ Two rules, one home each:
   look-alike spaces) are escaped too, so two values that differ never print alike.
 - ``redact``: the client secret (in each encoding it is sent in) and every token
   issued in this run never reach output, even when a server echoes them back.
-  The API client registers them with ``register_secret`` as soon as it holds
-  them. Redaction is only for what a server said: error messages, and the
+  The API client registers them with ``register_secret`` (tokens come and go with
+  ``replace_secrets``) as soon as it holds them; ``holds_secret`` asks whether a
+  text holds one. Redaction is only for what a server said: error messages, and the
   server's values in plans and the audit log. It never edits data: not a value
   from the files, not what is compared or sent, and it matches only the secrets
   themselves, never a pattern over ordinary words.
+- ``redact_and_escape``: both, for one line a server or the environment said;
+  ``redact_and_escape_lines`` for a message of several lines.
+- ``quote_value``: a value from a file quoted (as Python's repr), escaped and cut short.
+- ``json_text``: a field's value in JSON notation, escaped (plans, drift, adopt).
+- ``escape_json_text``: JSON written to a file (a saved plan, the audit log) with
+  the unsafe characters as ``\\u`` escapes, so that it still parses to the same values.
 """
 
 from __future__ import annotations

@@ -99,7 +99,7 @@ def test_redactor_ignores_empty_and_tiny_secrets() -> None:
     assert redactor.redact("a cat sat") == "a cat sat"
 
 
-def test_clean_redacts_before_escaping() -> None:
+def test_redact_and_escape_redacts_before_escaping() -> None:
     from reconciler.safetext import register_secret
 
     register_secret("sec\nret-value")
