@@ -178,7 +178,9 @@ def _load(
         return [], [*problems, FileProblem(path, *document.mark(), message)]
     for entry in entries.left:  # the list came through an alias or a merge
         reader(entry)
-    problems.extend(validate(invite_validators().file, Where(_as_written(document, entries), path)))
+    schema, written = invite_validators(), _as_written(document, entries)
+    if not schema.file_is_valid(written.value):
+        problems.extend(validate(schema.file, Where(written, path)))
     return reader.invites, [*problems, *reader.problems]
 
 

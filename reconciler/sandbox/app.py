@@ -36,7 +36,7 @@ from reconciler.sandbox.refusals import (
 from reconciler.sandbox.state import InviteStore, now_iso
 from reconciler.sandbox.stats import RecordedRequest, SandboxStats
 from reconciler.sandbox.tokens import TokenAuthority
-from reconciler.schema.check import FORMAT_CHECKER, invite_schema
+from reconciler.schema.check import format_checker, invite_schema
 
 READ_SCOPE = "kyb:invites:read"
 WRITE_SCOPE = "kyb:invites:write"
@@ -76,7 +76,7 @@ def _patch_validator() -> Draft202012Validator:
         "additionalProperties": False,
         "properties": properties,
     }
-    return Draft202012Validator(patch_schema, format_checker=FORMAT_CHECKER)
+    return Draft202012Validator(patch_schema, format_checker=format_checker())
 
 
 class Request(NamedTuple):

@@ -1,36 +1,55 @@
-"""JSON Schema validation whose errors point at the file, line and field."""
+"""JSON Schema validation whose errors point at the file, line and field.
+
+jsonschema (about 70 ms of imports, a tenth of a plan's start-up) is imported the first
+time a validator is built: a file whose every entry passes the quick checks compiled
+from the schema (``schema.fast``) never needs it.
+"""
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
-from typing import Any, NamedTuple
-
-from jsonschema import Draft202012Validator, FormatChecker
+from typing import TYPE_CHECKING, Any
 
 from reconciler.errors import FileProblem, ReconcilerError
 from reconciler.resources import invite_schema_path
 from reconciler.safetext import escape
-from reconciler.schema.fast import compile_check
+from reconciler.schema.fast import Check, Formats, compile_check
 from reconciler.schema.messages import Where, describe
 from reconciler.yamlload.positions import START, Lines, Located
 from reconciler.yamlload.source import MarkedDict
+
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator, FormatChecker
 
 # No whitespace or control characters: an address is shown in plans and sent on.
 _EMAIL = re.compile(
     r"[^@\s\x00-\x1f\x7f-\x9f]+@[^@\s\x00-\x1f\x7f-\x9f]+\.[^@\s.\x00-\x1f\x7f-\x9f]+"
 )
-FORMAT_CHECKER = FormatChecker()
 
 
-@FORMAT_CHECKER.checks("email")
 def _is_email(value: object) -> bool:
     # jsonschema's own check only looks for an "@". fullmatch: a `$` would
     # let a final newline through.
     return not isinstance(value, str) or bool(_EMAIL.fullmatch(value))
+
+
+# The formats this tool checks its own way, over jsonschema's; the quick checks know
+# only these (any other format is left to jsonschema).
+FORMATS: Formats = {"email": (_is_email, ())}
+
+
+@cache
+def format_checker() -> FormatChecker:
+    """jsonschema's format checks, with ``FORMATS`` in place of its own."""
+    from jsonschema import FormatChecker
+
+    checker = FormatChecker()
+    for name, (function, raises) in FORMATS.items():
+        checker.checks(name, raises)(function)
+    return checker
 
 
 @cache
@@ -44,10 +63,17 @@ def invite_schema() -> dict[str, Any]:
 
 
 @cache
-def _validator_for(path: Path) -> Draft202012Validator:
+def _inlined(path: Path) -> dict[str, Any]:
     # Local references are inlined once here: resolving them cost jsonschema
     # more than the rest of the validation of an invite.
-    return Draft202012Validator(_inline_refs(load_schema(path)), format_checker=FORMAT_CHECKER)
+    return _inline_refs(load_schema(path))
+
+
+@cache
+def _validator_for(path: Path) -> Draft202012Validator:
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(_inlined(path), format_checker=format_checker())
 
 
 def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
@@ -84,12 +110,29 @@ def validate_document(document: Any, source: str, schema_path: Path) -> list[Fil
     return validate(_validator_for(schema_path), Where(located, source))
 
 
-class InviteSchema(NamedTuple):
-    """The invite file schema, split for checking each entry as it is read."""
+class InviteSchema:
+    """The invite file schema, split for checking each entry as it is read.
 
-    entry: Draft202012Validator  # one entry of `invites`
-    file: Draft202012Validator  # the file around its entries
-    entry_is_valid: Callable[[Any], bool]  # quick yes; False means "ask `entry`"
+    Each part has a quick check (``schema.fast``): True is a sure yes; False means
+    "ask its validator", which words the errors and is built when first asked for.
+    """
+
+    def __init__(self, path: Path, entry: dict[str, Any], file: dict[str, Any]) -> None:
+        self._path = path
+        self._entry_schema = entry
+        self._file_schema = file
+        self.entry_is_valid: Check = compile_check(entry, FORMATS)
+        self.file_is_valid: Check = compile_check(file, FORMATS)
+
+    @cached_property
+    def entry(self) -> Draft202012Validator:
+        """One entry of `invites`."""
+        return _validator_for(self._path).evolve(schema=self._entry_schema)
+
+    @cached_property
+    def file(self) -> Draft202012Validator:
+        """The file around its entries."""
+        return _validator_for(self._path).evolve(schema=self._file_schema)
 
 
 # Keywords that judge a list's items, or several of them together. On the
@@ -136,15 +179,11 @@ def _refuse_item_rules(around: dict[str, Any], path: Path) -> None:
 @cache
 def invite_validators() -> InviteSchema:
     path = invite_schema_path()
-    whole = _validator_for(path)
-    properties = whole.schema["properties"]
+    whole = _inlined(path)
+    properties = whole["properties"]
     entries = properties["invites"]
     # The file-level check sees the list, not its entries (``_as_written`` in desired.state).
     around = {k: v for k, v in entries.items() if k != "items"}
     _refuse_item_rules(around, path)
-    file_schema = {**whole.schema, "properties": {**properties, "invites": around}}
-    return InviteSchema(
-        entry=whole.evolve(schema=entries["items"]),
-        file=whole.evolve(schema=file_schema),
-        entry_is_valid=compile_check(entries["items"], FORMAT_CHECKER),
-    )
+    file_schema = {**whole, "properties": {**properties, "invites": around}}
+    return InviteSchema(path, entries["items"], file_schema)

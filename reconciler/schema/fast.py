@@ -12,15 +12,19 @@ a property test holds it to "True implies jsonschema finds no error".
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from typing import Any
-
-from jsonschema import FormatChecker
+from collections.abc import Callable, Mapping
+from typing import Any, TypeAlias
 
 Check = Callable[[Any], bool]
+# Format checks by format name, as jsonschema's FormatChecker keeps them (its
+# ``checkers``): the function, and the exceptions that mean "not in this format".
+Formats: TypeAlias = Mapping[str, tuple[Callable[[Any], object], tuple[type[Exception], ...]]]
 
-# Keywords that never make a value invalid.
-_NOTES = frozenset({"description", "title", "default", "examples", "$comment", "$schema", "$id"})
+# Keywords that never make a value invalid ($defs only holds what a $ref names, and the
+# references are inlined: one left is a keyword not known here, so a doubt).
+_NOTES = frozenset(
+    {"description", "title", "default", "examples", "$comment", "$schema", "$id", "$defs"}
+)
 _KEYWORDS = {
     "object": frozenset({"type", "properties", "required", "additionalProperties"}),
     "array": frozenset({"type", "items", "uniqueItems", "minItems", "maxItems"}),
@@ -33,7 +37,7 @@ def _never(value: Any) -> bool:
     return False
 
 
-def compile_check(schema: Any, formats: FormatChecker) -> Check:
+def compile_check(schema: Any, formats: Formats) -> Check:
     """A check of ``schema`` (references already inlined), conservative as described above."""
     if not isinstance(schema, dict):
         return _never
@@ -54,7 +58,7 @@ def compile_check(schema: Any, formats: FormatChecker) -> Check:
     return lambda value: isinstance(value, bool)
 
 
-def _object_check(schema: dict[str, Any], formats: FormatChecker) -> Check:
+def _object_check(schema: dict[str, Any], formats: Formats) -> Check:
     properties = schema.get("properties", {})
     additional = schema.get("additionalProperties", True)
     if not isinstance(properties, dict) or not isinstance(additional, bool):
@@ -79,7 +83,7 @@ def _object_check(schema: dict[str, Any], formats: FormatChecker) -> Check:
     return check
 
 
-def _array_check(schema: dict[str, Any], formats: FormatChecker) -> Check:
+def _array_check(schema: dict[str, Any], formats: Formats) -> Check:
     items = compile_check(schema["items"], formats) if "items" in schema else None
     unique = schema.get("uniqueItems", False) is True
     least = schema.get("minItems", 0)
@@ -103,7 +107,7 @@ def _array_check(schema: dict[str, Any], formats: FormatChecker) -> Check:
     return check
 
 
-def _string_check(schema: dict[str, Any], formats: FormatChecker) -> Check:
+def _string_check(schema: dict[str, Any], formats: Formats) -> Check:
     least = schema.get("minLength", 0)
     most = schema.get("maxLength")
     # jsonschema applies `pattern` with re.search; so does this check.
@@ -113,9 +117,12 @@ def _string_check(schema: dict[str, Any], formats: FormatChecker) -> Check:
         isinstance(allowed, list) and all(type(a) is str for a in allowed)
     ):
         return _never
-    # The format's own function, as FormatChecker.check calls it; unknown
-    # formats are not checked, as in jsonschema.
-    form, raises = formats.checkers.get(schema.get("format"), (None, ()))
+    # The format's own function, as FormatChecker.check calls it. A format not in
+    # ``formats`` is left to jsonschema, which may know it.
+    name = schema.get("format")
+    form, raises = formats.get(name, (None, ())) if isinstance(name, str) else (None, ())
+    if name is not None and form is None:
+        return _never
 
     def check(value: Any) -> bool:
         if not isinstance(value, str) or len(value) < least:

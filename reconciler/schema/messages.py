@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import difflib
 import json
-from typing import Any, NamedTuple, Protocol
-
-from jsonschema import ValidationError
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from reconciler.errors import FileProblem
 from reconciler.model.invite import ID_RULE
 from reconciler.safetext import QUOTED_CHARS, escape, quote_value
 from reconciler.yamlload.positions import Located
 from reconciler.yamlload.scalars import cut, kind_of, quote_it, reading
+
+if TYPE_CHECKING:
+    from jsonschema import ValidationError
 
 
 class Where(NamedTuple):

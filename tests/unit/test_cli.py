@@ -1,4 +1,5 @@
-"""Offline commands start fast: they never import the HTTP stack or DeepDiff.
+"""Offline commands start fast: they never import the HTTP stack or DeepDiff, nor
+jsonschema while every file is valid.
 
 Commands are imported on demand (``reconciler.cli.LazyGroup``); these tests pin
 what a user notices of that: start-up of `--version` and `validate`, the help
@@ -16,7 +17,7 @@ from support.helpers import EXAMPLES, clean_env
 
 from reconciler.cli import COMMANDS
 
-HEAVY = ("requests", "urllib3", "deepdiff")
+HEAVY = ("requests", "urllib3", "deepdiff", "jsonschema")
 
 # Runs the CLI in a fresh interpreter and prints the top-level packages it loaded.
 _CHILD = """

@@ -1,16 +1,20 @@
 """The invite schema is a file a team may edit. Whatever its id pattern says, an id
 that cannot be put in a URL path is refused where it is written: the loader's
-own rule holds too."""
+own rule holds too. The file around the entries has a quick check of its own, so a
+valid file is read without jsonschema."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from reconciler.desired.state import load_text
+from reconciler.schema.check import invite_validators
 
 
 @pytest.fixture
@@ -35,3 +39,37 @@ def test_an_id_the_edited_schema_lets_through_is_still_refused_at_the_id(ident: 
 def test_a_valid_id_under_the_edited_schema_is_read_as_before() -> None:
     invites, problems = load_text("invites:\n  - id: inv_1\n    name: Acme\n", "t.yaml")
     assert problems == [] and [i.id for i in invites] == ["inv_1"]
+
+
+@pytest.mark.parametrize(
+    ("document", "valid"),
+    [
+        ({"invites": [None, None]}, True),  # a streamed list: placeholders for its entries
+        ({"invites": []}, True),
+        ({}, False),
+        ({"invites": {}}, False),
+        ({"invites": [], "defaults": {}}, False),
+        ([], False),
+    ],
+)
+def test_the_file_level_quick_check_says_yes_only_where_jsonschema_does(
+    document: Any, valid: bool
+) -> None:
+    schema = invite_validators()
+    assert schema.file_is_valid(document) is valid
+    assert schema.file.is_valid(document) is valid
+
+
+def test_a_file_without_problems_is_read_without_jsonschema() -> None:
+    # jsonschema's import is a tenth of a plan's start-up: the quick checks answer for
+    # valid files, and its validators are built only to word a problem.
+    code = (
+        "import sys\n"
+        "from reconciler.desired.state import load_text\n"
+        "invites, problems = load_text('invites:\\n  - id: inv_1\\n    name: Acme\\n"
+        "    email: a@b.example\\n', 't.yaml')\n"
+        "assert problems == [] and len(invites) == 1, problems\n"
+        "print('jsonschema' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"

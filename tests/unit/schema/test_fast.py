@@ -31,6 +31,7 @@ EXACT: list[tuple[dict[str, Any], list[Any]]] = [
         [True, False, ["a"], [], [1], "a", None],
     ),
     ({"type": "object"}, [{}, {"x": 1}, []]),
+    ({"type": "object", "$defs": {"x": STRING}}, [{}, []]),  # the file-level schema has $defs
     (
         {"type": "object", "properties": {"a": STRING}, "required": ["a"]},
         [{"a": "x"}, {}, {"a": 1}, {"a": "x", "b": 1}],
@@ -50,7 +51,7 @@ EXACT: list[tuple[dict[str, Any], list[Any]]] = [
 def test_for_the_keywords_it_knows_it_says_what_jsonschema_says(schema: Any, value: Any) -> None:
     formats = FormatChecker()
     valid = Draft202012Validator(schema, format_checker=formats).is_valid(value)
-    assert compile_check(schema, formats)(value) is valid
+    assert compile_check(schema, formats.checkers)(value) is valid
 
 
 DOUBT: list[tuple[Any, Any]] = [
@@ -69,11 +70,17 @@ DOUBT: list[tuple[Any, Any]] = [
 def test_what_it_does_not_know_or_doubts_is_left_to_jsonschema(schema: Any, value: Any) -> None:
     formats = FormatChecker()
     assert Draft202012Validator(schema, format_checker=formats).is_valid(value)
-    assert compile_check(schema, formats)(value) is False
+    assert compile_check(schema, formats.checkers)(value) is False
+
+
+def test_a_format_it_has_no_function_for_is_left_to_jsonschema() -> None:
+    schema = {"type": "string", "format": "date"}
+    assert compile_check(schema, {})("2026-11-25") is False
+    assert compile_check(schema, FormatChecker().checkers)("2026-11-25") is True
 
 
 def test_an_open_object_with_a_wrong_extra_field_is_never_accepted() -> None:
     # The one way to be more lenient than jsonschema: trust an extra field that a
     # schema for additional properties would have refused.
     schema = {"type": "object", "properties": {}, "additionalProperties": STRING}
-    assert compile_check(schema, FormatChecker())({"b": 1}) is False
+    assert compile_check(schema, FormatChecker().checkers)({"b": 1}) is False
