@@ -18,10 +18,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from functools import cache
-from typing import Any
-
-from jsonschema import Draft202012Validator
-from referencing import Registry, Resource
+from typing import TYPE_CHECKING, Any
 
 from reconciler.errors import ReconcilerError
 from reconciler.model.fields import kind_of
@@ -35,6 +32,9 @@ from reconciler.plan.streamedjson import document_chunks
 from reconciler.resources import invite_schema_path, resource_path
 from reconciler.safefile import write_text_replacing
 from reconciler.safetext import escape, redact, redact_and_escape
+
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
 
 READABLE_FORMAT_VERSIONS = (1, 2)  # a version 1 plan can be shown, never applied (unsigned)
 MAX_PLAN_BYTES = 128 * 1024 * 1024  # some 200,000 changes; a real plan is far smaller
@@ -198,6 +198,11 @@ def _summary_json(plan: Plan) -> dict[str, int]:
 
 @cache
 def _validator() -> Draft202012Validator:
+    # Imported here, not at start: jsonschema (about 70 ms of imports) is needed to read
+    # a plan, never to write one.
+    from jsonschema import Draft202012Validator
+    from referencing import Registry, Resource
+
     schema = json.loads(resource_path("schemas/plan.schema.json").read_text(encoding="utf-8"))
     # The plan schema names the invite's fields by the invite schema's own list.
     invites = json.loads(invite_schema_path().read_text(encoding="utf-8"))

@@ -67,6 +67,19 @@ def test_plan_and_apply_load_no_sandbox_server() -> None:
     assert done.stdout.strip() == "['reconciler.sandbox']"
 
 
+def test_plan_and_apply_import_no_jsonschema_at_start() -> None:
+    # Needed only to word a file's errors, to read a saved plan, or by the sandbox.
+    code = (
+        "import sys\n"
+        "import reconciler.commands.plan, reconciler.commands.apply\n"
+        "print('jsonschema' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=clean_env(), capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "False"
+
+
 def test_a_mistyped_command_is_suggested() -> None:
     result = run_cli("paln")
     assert result.returncode == 1
