@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from reconciler.api.http import pacing
+from reconciler.api.http import rate
 from reconciler.api.http.pacing import NoTurn, RequestPacer, Turn
 from reconciler.stop import Stop
 
@@ -78,8 +78,8 @@ def test_a_run_starts_paced_and_speeds_up_with_every_answer(
         pacer.on_answer(turn, 0.0, refused=False)
 
     gaps = [b - a for a, b in itertools.pairwise(times)]
-    assert gaps[0] == pytest.approx(1 / pacing.START_RATE)
-    assert gaps[1] == pytest.approx(1 / (pacing.START_RATE * pacing.SLOW_START_GAIN))
+    assert gaps[0] == pytest.approx(1 / rate.START_RATE)
+    assert gaps[1] == pytest.approx(1 / (rate.START_RATE * rate.SLOW_START_GAIN))
     assert all(b < a for a, b in itertools.pairwise(gaps))  # faster and faster
     assert pacer.rate is None and not pacer.limited  # nothing refused: no limit known
 
@@ -94,7 +94,7 @@ def test_slow_start_never_runs_far_ahead_of_what_is_sent(
         fake_time.now += 0.5
         pacer.on_answer(turn, 0.5, refused=False)
 
-    assert pacer._rate <= pacing.START_RATE * pacing.SLOW_START_GAIN
+    assert pacer._control.rate <= rate.START_RATE * rate.SLOW_START_GAIN
 
 
 def test_the_first_request_never_waits_whatever_the_clock_reads() -> None:
@@ -118,7 +118,7 @@ def test_a_refusal_cuts_the_rate_to_a_share_of_the_refused_requests_rate(
     refuse(pacer, turn)
 
     assert pacer.limited
-    assert pacer.rate == pytest.approx(turn.rate * pacing.FIRST_CUT)
+    assert pacer.rate == pytest.approx(turn.rate * rate.FIRST_CUT)
     assert pacer.rate_limited_events == 1
 
 
@@ -126,14 +126,14 @@ def test_a_refusal_cuts_from_the_rate_actually_sent_when_that_is_lower(
     pacer: RequestPacer, fake_time: FakeTime
 ) -> None:
     # Paced at 1,000/s but sending 4 a second (the in-flight limit held it back).
-    pacer._rate = 1000.0
+    pacer._control.rate = 1000.0
     for _ in range(4):
         turn = pacer.wait_turn()
         fake_time.now += 0.25
 
     refuse(pacer, turn)
 
-    assert pacer.rate == pytest.approx(4 * pacing.FIRST_CUT, rel=0.1)
+    assert pacer.rate == pytest.approx(4 * rate.FIRST_CUT, rel=0.1)
 
 
 def test_a_later_refusal_cuts_by_a_tenth(pacer: RequestPacer, fake_time: FakeTime) -> None:
@@ -144,7 +144,7 @@ def test_a_later_refusal_cuts_by_a_tenth(pacer: RequestPacer, fake_time: FakeTim
 
     refuse(pacer, turn)
 
-    assert pacer.rate == pytest.approx(turn.rate * pacing.CUT)
+    assert pacer.rate == pytest.approx(turn.rate * rate.CUT)
 
 
 def test_refusals_of_requests_sent_before_a_cut_do_not_cut_again(
@@ -176,22 +176,22 @@ def test_the_rate_climbs_back_to_just_under_the_ceiling_within_a_few_seconds(
     for _ in range(60):  # about four seconds of answers
         answered(pacer, 1)
 
-    assert pacer.rate == pytest.approx(pacing.RECOVERY * ceiling, rel=0.01)
+    assert pacer.rate == pytest.approx(rate.RECOVERY * ceiling, rel=0.01)
 
 
 def test_without_refusals_the_rate_probes_beyond_the_ceiling_ever_faster(
     pacer: RequestPacer, fake_time: FakeTime
 ) -> None:
     refuse(pacer)
-    ceiling = pacer._ceiling
+    ceiling = pacer._control.ceiling
     assert ceiling is not None
     fake_time.now += 20.0  # long after the cut: back under the ceiling at the next answer
     answered(pacer, 1)
-    assert pacer._rate == pytest.approx(pacing.RECOVERY * ceiling)
+    assert pacer._control.rate == pytest.approx(rate.RECOVERY * ceiling)
     rates = []
     for _ in range(5):
         answered(pacer, 60)  # one after another, each held back by the rate
-        rates.append(pacer._rate)
+        rates.append(pacer._control.rate)
 
     steps = [b - a for a, b in itertools.pairwise(rates)]
     assert all(s > 0 for s in steps) and all(b > a for a, b in itertools.pairwise(steps))
@@ -204,12 +204,12 @@ def test_a_run_sending_slower_than_its_rate_does_not_probe(
     refuse(pacer)
     fake_time.now += 20.0
     answered(pacer, 1)
-    level = pacer._rate
+    level = pacer._control.rate
     for _ in range(200):
         fake_time.now += 1.0  # far slower than the rate: it holds nothing back
         answered(pacer, 1)
 
-    assert pacer._rate == level
+    assert pacer._control.rate == level
 
 
 def test_a_server_refusing_everything_brings_the_rate_to_its_floor_not_zero(
@@ -218,9 +218,9 @@ def test_a_server_refusing_everything_brings_the_rate_to_its_floor_not_zero(
     for _ in range(100):
         refuse(pacer)
 
-    assert pacer.rate == pacing.MIN_RATE
+    assert pacer.rate == rate.MIN_RATE
     times = start_times(pacer, fake_time, 3)
-    assert [b - a for a, b in itertools.pairwise(times)] == pytest.approx([1 / pacing.MIN_RATE] * 2)
+    assert [b - a for a, b in itertools.pairwise(times)] == pytest.approx([1 / rate.MIN_RATE] * 2)
 
 
 def test_retry_after_pauses_every_turn_until_then(pacer: RequestPacer, fake_time: FakeTime) -> None:
@@ -257,7 +257,7 @@ def test_a_token_bucket_cycle_measures_the_rate_let_through(
     fake_time.now += 2.0 - (fake_time.now % 1)  # the cycle took about two seconds
     refuse(pacer, pacer.wait_turn(), retry_after=1.0)
 
-    assert pacer._ceiling is not None and pacer._ceiling < 60
+    assert pacer._control.ceiling is not None and pacer._control.ceiling < 60
 
 
 def test_a_storm_of_refusals_is_not_measured_as_a_cycle(
@@ -272,8 +272,8 @@ def test_a_storm_of_refusals_is_not_measured_as_a_cycle(
     fake_time.now += 1.0
     refuse(pacer, pacer.wait_turn(), retry_after=1.0)
 
-    assert after_one is not None and after_one > 4 * pacing.MIN_RATE
-    assert pacer.rate == pytest.approx(after_one * pacing.FIRST_CUT)
+    assert after_one is not None and after_one > 4 * rate.MIN_RATE
+    assert pacer.rate == pytest.approx(after_one * rate.FIRST_CUT)
 
 
 # -- what a wait costs -----------------------------------------------------------
@@ -353,8 +353,8 @@ def test_a_stopped_run_still_lets_a_worker_go_when_no_wait_is_needed(
 
 def paced_at(rate: float) -> RequestPacer:
     pacer = RequestPacer()
-    pacer._rate = pacer._ceiling = rate  # a limit already found
-    pacer._reached = 10**9  # no probing during the test
+    pacer._control.rate = pacer._control.ceiling = rate  # a limit already found
+    pacer._control._reached = 10**9  # no probing during the test
     return pacer
 
 
@@ -417,9 +417,9 @@ def test_a_worker_that_gives_up_does_not_hold_up_the_line() -> None:
 
 def test_servable_is_what_the_rate_keeps_busy_and_one_waiting(pacer: RequestPacer) -> None:
     refuse(pacer)
-    pacer._rate = 10.0
+    pacer._control.rate = 10.0
     pacer.on_answer(pacer.wait_turn(), 0.25, refused=False)
-    pacer._rate = 10.0
+    pacer._control.rate = 10.0
 
     assert pacer.servable() == 4  # 10/s × 0.25 s = 2.5 busy, rounded up, and one waiting
 
@@ -429,12 +429,12 @@ def test_in_slow_start_no_more_in_flight_than_twice_what_is_sent_keeps_busy(
 ) -> None:
     # Sending 100 a second, answers in 50 ms: 5 busy. The rate may already allow
     # far more; in flight follows what is sent, so a burst running dry meets few.
-    pacer._rate = 1000.0  # no start held back: the starts are the test's own pace
+    pacer._control.rate = 1000.0  # no start held back: the starts are the test's own pace
     for _ in range(10):
         turn = pacer.wait_turn()
         pacer.on_answer(turn, 0.05, refused=False)
         fake_time.now += 0.01
-    pacer._rate = 10_000.0
+    pacer._control.rate = 10_000.0
 
     assert pacer.servable() == 2 * 5 + 1
 
@@ -445,9 +445,9 @@ def test_the_rate_is_reported_only_once_it_has_settled(
     refuse(pacer)
     assert pacer.settled_rate() is None
 
-    fake_time.now += pacing.SETTLE
+    fake_time.now += rate.SETTLE
 
-    assert pacer.settled_rate() == pytest.approx(pacing.RECOVERY * pacer._ceiling)
+    assert pacer.settled_rate() == pytest.approx(rate.RECOVERY * pacer._control.ceiling)
 
 
 # -- against a simulated gateway ------------------------------------------------------
@@ -506,7 +506,7 @@ def behind_token_bucket(rate: float, count: int, latency: float) -> tuple[float,
             to_send += was_refused
         if done == count:
             break
-        paused_until = pacer._pause[1]  # the workers all sleep until then
+        paused_until = pacer._control.pause[1]  # the workers all sleep until then
         if paused_until <= fake.now and to_send and len(answers) < min(64, pacer.servable()):
             turn = pacer.wait_turn()
             tokens, filled = min(rate, tokens + (fake.now - filled) * rate), fake.now
