@@ -102,6 +102,7 @@ class Exchange:
         # it, or behind other requests later, is ours, not the server's refusing.
         give_up_at: float | None = None
         attempt = 0
+        error: ApiError | None = None
         while True:
             attempt += 1
             if ready is not None:
@@ -116,7 +117,7 @@ class Exchange:
             # longer than a whole budget is refused even before a request's first try.
             budget = self.settings.retry_max_seconds
             left = budget if give_up_at is None else give_up_at - self._clock()
-            turn = self._take_turn(left, first=give_up_at is None)
+            turn = self._take_turn(left, first=give_up_at is None, last=error)
             started = self._clock()
             if give_up_at is None:
                 give_up_at = started + self.settings.retry_max_seconds
@@ -167,13 +168,21 @@ class Exchange:
             )
             self._pause(decision.delay, error)
 
-    def _take_turn(self, budget_left: float, *, first: bool) -> Turn:
+    def _take_turn(self, budget_left: float, *, first: bool, last: ApiError | None) -> Turn:
         try:
             return self._pacer.wait_turn(stop=self.stop, budget_left=budget_left)
         except NoTurn as no:
             if no.stopped:
                 raise NotSent("not sent: the run is stopping") from None
             left = max(budget_left, 0.0)
+            if not no.asked and last is not None:
+                # Held after refusals: the server's window would not move in time.
+                last.message += (
+                    f" (refused for all of retry_max_seconds: no request may start for "
+                    f"another {seconds(no.wait)} after the server's refusals, more than the "
+                    f"{seconds(left)} left)"
+                )
+                raise last from None
             what = "not sent" if first else "not retried"
             raise RateLimited(
                 f"{what}: the server asked that no request start for another "

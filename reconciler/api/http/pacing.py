@@ -3,10 +3,11 @@ allows (``rate``: the run's one picture of the server's capacity, learned from e
 answer).
 
 Turns go in arrival order (FIFO): the first in line starts one interval (1/rate)
-after the previous start, and never while the server has asked for a pause. How
-long a request waited behind others is returned with its turn, so that a retry
-budget is charged only with the server's share of the wait (a pause it asked for,
-one interval of its rate), never with our queue.
+after the previous start, and never while the server has asked for a pause or the
+hold after its refusals lasts. How long a request waited behind others is returned
+with its turn, so that a retry budget is charged only with the server's share of the
+wait (its pause, the hold after its refusals, one interval of its rate), never with
+our queue.
 """
 
 from __future__ import annotations
@@ -27,10 +28,11 @@ SLEEP_SLICE = 0.25  # longest single sleep: a pause or a stop is noticed this so
 class NoTurn(Exception):
     """The caller's turn would not come in time, or its run stopped while it waited."""
 
-    def __init__(self, wait: float, stopped: bool) -> None:
+    def __init__(self, wait: float, stopped: bool, asked: bool = True) -> None:
         super().__init__()  # no text: its one catcher (exchange) says what happened
         self.wait = wait  # seconds until the turn would have come
         self.stopped = stopped
+        self.asked = asked  # a pause the server asked for (Retry-After), not a hold
 
 
 class Turn(NamedTuple):
@@ -39,6 +41,7 @@ class Turn(NamedTuple):
     rate: float  # requests/second when it started
     epoch: int  # cuts of the rate before it started: a refusal cuts only once
     queued: float  # seconds it waited behind other requests (not the server's doing)
+    at: float  # when it started (the pacer's clock)
 
 
 class RequestPacer:
@@ -108,8 +111,9 @@ class RequestPacer:
         """Block until this request may start, in arrival order.
 
         Raises NoTurn once ``stop`` is set while a wait is still needed, or when a
-        pause the server asked for outlasts ``budget_left`` (seconds; None: no budget
-        running yet, as for a request not yet sent).
+        pause the server asked for, or a hold after its refusals, outlasts
+        ``budget_left`` (seconds; None: no budget running yet, as for a request not
+        yet sent).
         """
         ticket = object()
         entered = self._clock()
@@ -122,26 +126,27 @@ class RequestPacer:
                     now = self._clock()
                     first = self._line[0] is ticket
                     stopped = stop is not None and stop.is_set()
+                    closed = max(control.pause[1], control.hold[1])
                     if first:
                         spaced = self._last_start + 1.0 / control.rate
                         if spaced > now:
                             self._held = True  # the rate, not the caller, set this start
-                        start = max(control.pause[1], spaced)
-                        if stopped and control.ceiling is None and control.pause[1] <= now:
+                        start = max(closed, spaced)
+                        if stopped and control.ceiling is None and closed <= now:
                             start = now  # slow start is ours: a stopping run's last calls go
                         if start <= now:
                             return self._start(ticket, entered, now)
                     wait = (start - now) if first else SLEEP_SLICE
-                    paused = control.pause[1] - now
-                    too_long = budget_left is not None and paused > budget_left
+                    too_long = budget_left is not None and closed - now > budget_left
                     if not first and not stopped and not too_long:
                         # Woken by each turn taken; the slice only bounds a missed wake-up.
                         self._turned.wait(SLEEP_SLICE)
                         continue
+                    asked = control.pause[1] >= control.hold[1]
                 if stop is not None and stop.is_set():
                     raise NoTurn(max(wait, 0.0), stopped=True)
-                if budget_left is not None and paused > budget_left:
-                    raise NoTurn(paused, stopped=False)
+                if too_long:
+                    raise NoTurn(closed - now, stopped=False, asked=asked)
                 # Sleep outside the lock, then look again: a 429 may have paused us.
                 self._sleep(min(wait, SLEEP_SLICE))
         except BaseException:
@@ -160,11 +165,12 @@ class RequestPacer:
         self._held = False
         self._turned.notify_all()
         waited = now - entered
-        paused_from, paused_until = control.pause
-        pause = max(0.0, min(now, paused_until) - max(entered, paused_from))
-        # The server's share of the wait: its pause, and one interval of its rate.
-        own = pause + (1.0 / control.rate if control.ceiling is not None else 0.0)
-        return Turn(control.rate, control.epoch, max(0.0, waited - own))
+        # The server's share of the wait: its pause, the hold after its refusals, and
+        # one interval of its rate.
+        closed = control.closed()
+        own = sum(max(0.0, min(now, until) - max(entered, since)) for since, until in closed)
+        own += 1.0 / control.rate if control.ceiling is not None else 0.0
+        return Turn(control.rate, control.epoch, max(0.0, waited - own), now)
 
     # -- answers -----------------------------------------------------------------
 
@@ -176,6 +182,7 @@ class RequestPacer:
             self._control.answered(
                 turn.rate,
                 turn.epoch,
+                turn.at,
                 seconds,
                 self._clock(),
                 refused=refused,
