@@ -1,5 +1,6 @@
 """What answers take: a moving average (how many requests a rate keeps busy), and what
-they take when the server is not loaded (how many a queue there would hold)."""
+they take when the server is not loaded (how long a queue there is, whether a request
+was late)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections import deque
 WEIGHT = 0.2  # share of each answer's time in the moving average
 KEPT = 16  # answers whose times are kept: a block
 BLOCKS = 4  # blocks whose medians are kept
+LATE = 1.25  # an answer this much slower than unloaded: it probably left late
 
 
 class Latencies:
@@ -43,6 +45,15 @@ class Latencies:
     def fastest(self) -> float:
         """The fastest of the last answers (0: none yet)."""
         return min(self._last, default=0.0)
+
+    def arrived(self, started: float, seconds: float, now: float) -> float:
+        """When a request that left at ``started`` and was answered ``seconds`` later (at
+        ``now``) most likely reached the server: then, unless it was answered late (a
+        connection opened, a thread scheduled late): then as late as its answer was."""
+        unloaded = self.unloaded()
+        if not unloaded or seconds <= LATE * unloaded:
+            return started
+        return max(started, now - unloaded)
 
 
 def _median(times: deque[float]) -> float:

@@ -3,11 +3,14 @@ allows (``rate``: the run's one picture of the server's capacity, learned from e
 answer).
 
 Turns go in arrival order (FIFO): the first in line starts one interval (1/rate)
-after the previous start, and never while the server has asked for a pause or the
-hold after its refusals lasts. How long a request waited behind others is returned
-with its turn, so that a retry budget is charged only with the server's share of the
-wait (its pause, the hold after its refusals, one interval of its rate), never with
-our queue.
+after the previous request reached the server, and never while the server has asked
+for a pause or the hold after its refusals lasts. A request reached the server when it
+left, unless its answer came late (a connection opened, a thread scheduled late): then
+about as late, and one not answered yet and late already holds the next one by up to
+one more interval, or a limit on spacing (nginx's ``limit_req``) sees the two too
+close. How long a request waited behind others is returned with its turn, so that a
+retry budget is charged only with the server's share of the wait (its pause, the hold
+after its refusals, one interval of its rate), never with our queue.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import NamedTuple
 
+from reconciler.api.http.latency import LATE
 from reconciler.api.http.rate import START_RATE, RateControl
 from reconciler.stop import Stop
 
@@ -58,6 +62,8 @@ class RequestPacer:
         self._line: deque[object] = deque()  # tickets, first in line first
         self._control = RateControl(clock(), start_rate)
         self._last_start = -math.inf
+        self._arrived = -math.inf  # when the latest start reached the server, if it was late
+        self._pending = False  # the latest start is not answered yet
         self._held = False  # the first in line is waiting for the rate's interval
         self.said_limited = False  # the run has told the user of the limit (progress does)
 
@@ -128,7 +134,7 @@ class RequestPacer:
                     stopped = stop is not None and stop.is_set()
                     closed = max(control.pause[1], control.hold[1])
                     if first:
-                        spaced = self._last_start + 1.0 / control.rate
+                        spaced = self._spaced(now)
                         if spaced > now:
                             self._held = True  # the rate, not the caller, set this start
                         start = max(closed, spaced)
@@ -156,11 +162,23 @@ class RequestPacer:
                 self._turned.notify_all()
             raise
 
+    def _spaced(self, now: float) -> float:
+        """When the next start may go, by the rate alone. Hold the lock."""
+        interval = 1.0 / self._control.rate
+        arrived = max(self._last_start, self._arrived)
+        unloaded = self._control.latency.unloaded()
+        if self._pending and unloaded and now - self._last_start > LATE * unloaded:
+            # Not answered yet and late already: it reaches the server no sooner than
+            # its answer could come back now. Waited for one more interval at most.
+            arrived = min(max(arrived, now - unloaded), self._last_start + interval)
+        return arrived + interval
+
     def _start(self, ticket: object, entered: float, now: float) -> Turn:
         """Hold the lock."""
         control = self._control
         self._line.popleft()
         self._last_start = now
+        self._pending = True
         control.started(now, self._held)
         self._held = False
         self._turned.notify_all()
@@ -179,12 +197,19 @@ class RequestPacer:
     ) -> None:
         """One attempt's answer: ``refused`` when it was a rate signal (429, a bare 503)."""
         with self._lock:
+            now = self._clock()
+            if turn.at == self._last_start:
+                # Answered late, it probably reached the server late (a connection opened,
+                # a thread scheduled late): the next start is one interval after that,
+                # or a limit on spacing (nginx's limit_req) sees the two too close.
+                self._arrived = self._control.latency.arrived(turn.at, seconds, now)
+                self._pending = False
             self._control.answered(
                 turn.rate,
                 turn.epoch,
                 turn.at,
                 seconds,
-                self._clock(),
+                now,
                 refused=refused,
                 retry_after=retry_after,
             )

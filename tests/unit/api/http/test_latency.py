@@ -1,4 +1,5 @@
-"""Latencies: the moving average, and what answers take unloaded."""
+"""Latencies: the moving average, what answers take unloaded, and when a late answer's
+request most likely reached the server."""
 
 from __future__ import annotations
 
@@ -37,3 +38,14 @@ def test_unloaded_follows_a_server_that_slowed_down_for_good() -> None:
     latencies = answered(*[0.02] * KEPT, *[0.2] * (6 * KEPT))
 
     assert latencies.unloaded() == pytest.approx(0.2)
+
+
+def test_a_request_answered_late_reached_the_server_as_late() -> None:
+    latencies = answered(*[0.02] * KEPT)
+
+    assert latencies.arrived(10.0, 0.08, 10.08) == pytest.approx(10.06)
+    assert latencies.arrived(10.0, 0.024, 10.024) == 10.0  # not much slower: on time
+
+
+def test_before_any_answer_a_request_reached_the_server_when_it_left() -> None:
+    assert Latencies().arrived(10.0, 0.08, 10.08) == 10.0

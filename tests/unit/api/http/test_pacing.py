@@ -1,7 +1,7 @@
-"""RequestPacer's turns: in arrival order, one interval of the rate apart, never in a
-pause or a hold, and what a wait costs a request's retry budget. A fake clock makes
-every step exact; the FIFO tests use real threads and real time (short). The rate
-itself: test_rate.py."""
+"""RequestPacer's turns: in arrival order, one interval of the rate apart and one
+interval after a request that reached the server late, never in a pause or a hold,
+and what a wait costs a request's retry budget. A fake clock makes every step exact;
+the FIFO tests use real threads and real time (short). The rate itself: test_rate.py."""
 
 from __future__ import annotations
 
@@ -57,6 +57,34 @@ def test_turns_are_one_interval_of_the_rate_apart(pacer: RequestPacer, fake_time
     second = pacer.wait_turn()
 
     assert second.at - first.at == pytest.approx(0.1, rel=0.01)
+
+
+def test_after_a_request_answered_late_the_next_goes_one_interval_after_it_arrived(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    # Answered 60 ms late (a connection opened, a thread scheduled late): it reached
+    # nginx about 60 ms late too, and nginx's limit_req counts the spacing from there.
+    limited(pacer, fake_time)
+    fake_time.now -= 0.1
+    first = pacer.wait_turn()
+    fake_time.now += 0.08
+    pacer.on_answer(first, 0.08, refused=False)
+
+    second = pacer.wait_turn()
+
+    assert second.at - first.at == pytest.approx(0.1 + 0.06, rel=0.01)
+
+
+def test_a_request_late_and_not_answered_yet_holds_the_next_at_most_one_interval(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    limited(pacer, fake_time)
+    fake_time.now -= 0.1
+    first = pacer.wait_turn()  # never answered: it hangs
+
+    second = pacer.wait_turn()
+
+    assert second.at - first.at == pytest.approx(0.2, rel=0.01)
 
 
 def test_a_waiting_worker_looks_up_at_least_four_times_a_second(

@@ -416,15 +416,19 @@ LIMITS = {  # (limit, requests, its rate, latency)
 }
 
 
+@pytest.mark.parametrize("late", [None, (0.05, 0.01, 0.08)], ids=["on time", "some late"])
 @pytest.mark.parametrize("name", LIMITS)
-def test_a_run_converges_behind_each_limit_with_few_refusals(name: str) -> None:
-    # Issue 36's targets, without the network: within 10% of requests / rate, at most
-    # 3% refused, the first seconds included.
+def test_a_run_converges_behind_each_limit_with_few_refusals(
+    name: str, late: tuple[float, float, float] | None
+) -> None:
+    # Issue 36's targets, without the network: within 10% of requests / rate (15% when
+    # one request in twenty reaches the gateway 10 to 80 ms late, which makes a limit
+    # on spacing refuse the next one), at most 3% refused, the first seconds included.
     limit, count, limit_rate, latency = LIMITS[name]
 
-    run = run_behind(limit(), count, latency=latency)
+    run = run_behind(limit(), count, latency=latency, late=late)
 
-    assert run.seconds <= 1.1 * count / limit_rate
+    assert run.seconds <= (1.1 if late is None else 1.15) * count / limit_rate
     assert run.refused <= 0.03 * run.sent
     assert run.refused_early <= 6
 
