@@ -11,13 +11,13 @@ import random
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from reconciler.api.http.pacing import RequestPacer, Turn
+from reconciler.api.http.pacing import Refusal, RequestPacer, Turn
 
 # What a limit answers a request that reaches it at a time: the seconds the server holds
 # it before its answer (let through), or (status, Retry-After or None, seconds it
 # waited first) when refused.
-Refusal = tuple[int, float | None, float]
-Answer = float | Refusal
+Refused = tuple[int, float | None, float]
+Answer = float | Refused
 
 
 class FakeTime:
@@ -38,11 +38,12 @@ class FakeTime:
 
 
 class Limit(Protocol):
-    def arrive(self, now: float) -> Answer: ...
+    def arrive(self, now: float, request: int) -> Answer:
+        """What the limit answers request number ``request`` reaching it at ``now``."""
 
 
 class Unlimited:
-    def arrive(self, now: float) -> Answer:
+    def arrive(self, now: float, request: int = 0) -> Answer:
         return 0.0
 
 
@@ -57,7 +58,7 @@ class LeakyBucket(Unlimited):
     excess: float = 0.0
     last: float | None = None
 
-    def arrive(self, now: float) -> Answer:
+    def arrive(self, now: float, request: int = 0) -> Answer:
         excess = 0.0
         if self.last is not None:
             excess = max(0.0, self.excess - self.rate * (now - self.last) + 1)
@@ -94,7 +95,7 @@ class SlidingWindow(Unlimited):
         share = (self.period - (now - self.tick)) / self.period
         return math.floor(self.current + self.previous * share)
 
-    def arrive(self, now: float) -> Answer:
+    def arrive(self, now: float, request: int = 0) -> Answer:
         if self.counts_refused:
             self._rate(now)
             self.current += 1
@@ -116,7 +117,7 @@ class TokenBucket(Unlimited):
     tokens: float = field(default=-1.0)
     filled: float | None = None
 
-    def arrive(self, now: float) -> Answer:
+    def arrive(self, now: float, request: int = 0) -> Answer:
         capacity = self.burst if self.burst is not None else max(1.0, self.rate)
         if self.filled is None:
             self.tokens, self.filled = capacity, now
@@ -139,7 +140,7 @@ class ServerQueue(Unlimited):
     timeout: float = 1.0
     free: list[float] = field(default_factory=list)
 
-    def arrive(self, now: float) -> Answer:
+    def arrive(self, now: float, request: int = 0) -> Answer:
         if not self.free:
             self.free = [0.0] * self.servers
         first = min(range(self.servers), key=self.free.__getitem__)
@@ -148,6 +149,20 @@ class ServerQueue(Unlimited):
             return (503, None, self.timeout)
         self.free[first] = begins + self.service
         return begins + self.service - now
+
+
+@dataclass
+class OneRequestRefused(Unlimited):
+    """Request number ``refused`` always refused (a path refused on its own), the others
+    answered as ``inner`` answers them."""
+
+    inner: Limit
+    refused: int
+
+    def arrive(self, now: float, request: int = 0) -> Answer:
+        if request == self.refused:
+            return (429, None, 0.0)
+        return self.inner.arrive(now, request)
 
 
 @dataclass
@@ -163,9 +178,17 @@ class Run:
 class _Event:
     due: float
     order: int
+    request: int = field(compare=False)
     turn: Turn = field(compare=False)
     left: float = field(compare=False)  # when its request left the client
     answer: Answer | None = field(compare=False, default=None)  # None: it arrives
+
+
+@dataclass
+class _Request:
+    attempts: int = 0
+    refusal: Refusal | None = None  # what the pacer made of its last refusal
+    ready: float = 0.0  # when it may take a turn again (after a wait of its own)
 
 
 def run_behind(
@@ -178,41 +201,55 @@ def run_behind(
     late: tuple[float, float, float] | None = None,
     seed: int = 1,
     give_up: float = 3600.0,
+    attempts: int = 10**6,
 ) -> Run:
     """``count`` requests through ``limit`` in fake time: as many in flight as the pacer's
     rate keeps busy (at most ``parallelism``), ``overhead`` seconds of client work to
     send each, answered ``latency`` after the limit lets it through; a refused one is
-    sent again by the same worker. ``late``: (share, least, most) of requests that reach
-    the limit that many seconds after they left (a connection opened, a thread
-    scheduled late). Answers come in while a worker sleeps for its turn."""
+    sent again by the same worker (after a wait of its own when the pacer finds the
+    refusal its own, as exchange does), at most ``attempts`` times. ``late``: (share,
+    least, most) of requests that reach the limit that many seconds after they left (a
+    connection opened, a thread scheduled late). Answers come in while a worker sleeps
+    for its turn."""
     fake = FakeTime(start=0.0)
     events: list[_Event] = []
     chance = random.Random(seed)
-    tally = {"done": 0, "refused": 0, "early": 0, "retries": 0, "in_flight": 0}
+    requests: dict[int, _Request] = {}
+    retries: list[int] = []
+    tally = {"done": 0, "refused": 0, "early": 0, "in_flight": 0}
     order = 0
 
     def happen(event: _Event) -> None:
         nonlocal order
         if event.answer is None:  # it reaches the limit
-            answer = limit.arrive(fake.now)
+            answer = limit.arrive(fake.now, event.request)
             took = latency + answer if isinstance(answer, float) else answer[2] + 0.002
             order += 1
-            heapq.heappush(events, _Event(fake.now + took, order, event.turn, event.left, answer))
+            heapq.heappush(
+                events,
+                _Event(fake.now + took, order, event.request, event.turn, event.left, answer),
+            )
             return
+        request = requests[event.request]
         refusal = event.answer if isinstance(event.answer, tuple) else None
-        pacer.on_answer(
+        request.refusal = pacer.on_answer(
             event.turn,
             fake.now - event.left,
             refused=refusal is not None,
             retry_after=refusal[1] if refusal else None,
+            again=request.refusal,
         )
-        if refusal is None:
+        if refusal is None or request.attempts >= attempts:
             tally["done"] += 1
             tally["in_flight"] -= 1
+        if refusal is None:
             return
         tally["refused"] += 1
         tally["early"] += fake.now < 5.0
-        tally["retries"] += 1
+        if request.attempts < attempts:
+            if request.refusal is not None and request.refusal.own:  # exchange's backoff
+                request.ready = fake.now + min(8.0, 0.5 * 2 ** (request.attempts - 1)) / 2
+            retries.append(event.request)
 
     def sleep(seconds: float) -> None:
         assert seconds > 0, "slept for nothing"
@@ -223,29 +260,33 @@ def run_behind(
         fake.now = end
 
     pacer = RequestPacer(clock=fake.clock, sleep=sleep)
-    sent = new = 0
+    sent = 0
     while tally["done"] < count and fake.now < give_up:
         while events and events[0].due <= fake.now:
             happen(heapq.heappop(events))
+        ready = [r for r in retries if requests[r].ready <= fake.now]
         room = tally["in_flight"] < max(1, min(parallelism, pacer.servable()))
-        if tally["retries"] or (new < count and room):
-            if tally["retries"]:
-                tally["retries"] -= 1
+        if ready or (len(requests) < count and room):
+            if ready:
+                number = ready[0]
+                retries.remove(number)
             else:
+                number = len(requests)
+                requests[number] = _Request()
                 tally["in_flight"] += 1
-                new += 1
+            requests[number].attempts += 1
             turn = pacer.wait_turn()
             delay = 0.0
             if late is not None and chance.random() < late[0]:
                 delay = chance.uniform(late[1], late[2])
             order += 1
-            heapq.heappush(events, _Event(fake.now + delay, order, turn, fake.now))
+            heapq.heappush(events, _Event(fake.now + delay, order, number, turn, fake.now))
             sent += 1
             fake.now += overhead
-        elif events:
-            fake.now = events[0].due
         else:
-            fake.now += 0.001
+            due = [events[0].due] if events else []
+            due += [requests[r].ready for r in retries]
+            fake.now = min(due) if due else fake.now + 0.001
     return Run(fake.now, sent, tally["refused"], tally["early"], pacer)
 
 

@@ -26,7 +26,7 @@ from reconciler.api.http.auth import (
     TokenSource,
     token_from_payload,
 )
-from reconciler.api.http.pacing import SLEEP_SLICE, NoTurn, RequestPacer, Turn
+from reconciler.api.http.pacing import SLEEP_SLICE, NoTurn, Refusal, RequestPacer, Turn
 from reconciler.api.http.retry import decide_retry, is_rate_signal
 from reconciler.api.http.token_errors import token_failure
 from reconciler.api.http.urls import BaseUrl
@@ -103,6 +103,7 @@ class Exchange:
         give_up_at: float | None = None
         attempt = 0
         error: ApiError | None = None
+        refusal: Refusal | None = None  # what the pacer made of this request's last refusal
         while True:
             attempt += 1
             if ready is not None:
@@ -144,10 +145,14 @@ class Exchange:
             )
             if observe:
                 self._observe(elapsed, status)
+            own = False
             if status is not None:  # an answer came: it says something about the rate
                 refused = error is not None and is_rate_signal(error)
                 retry_after = error.retry_after if refused and error is not None else None
-                self._pacer.on_answer(turn, elapsed, refused=refused, retry_after=retry_after)
+                refusal = self._pacer.on_answer(
+                    turn, elapsed, refused=refused, retry_after=retry_after, again=refusal
+                )
+                own = refusal is not None and refusal.own
             if error is None:
                 assert answer is not None
                 return answer
@@ -159,6 +164,7 @@ class Exchange:
                 idempotent=idempotent,
                 max_attempts=self.settings.max_attempts,
                 jitter=self._jitter(),
+                own=own,
             )
             if not decision.retry or self.stop.is_set():
                 error.message += decision.note

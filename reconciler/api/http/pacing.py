@@ -48,6 +48,14 @@ class Turn(NamedTuple):
     at: float  # when it started (the pacer's clock)
 
 
+class Refusal(NamedTuple):
+    """What the pacer made of a refusal, told again if the same request is refused again."""
+
+    let: int  # answers let through so far
+    strikes: int  # times in a row this request was refused while others were let through
+    own: bool  # the request's own, not the server's limit on all: it waits alone
+
+
 class RequestPacer:
     def __init__(
         self,
@@ -193,9 +201,17 @@ class RequestPacer:
     # -- answers -----------------------------------------------------------------
 
     def on_answer(
-        self, turn: Turn, seconds: float, *, refused: bool, retry_after: float | None = None
-    ) -> None:
-        """One attempt's answer: ``refused`` when it was a rate signal (429, a bare 503)."""
+        self,
+        turn: Turn,
+        seconds: float,
+        *,
+        refused: bool,
+        retry_after: float | None = None,
+        again: Refusal | None = None,
+    ) -> Refusal | None:
+        """One attempt's answer: ``refused`` when it was a rate signal (429, a bare 503);
+        ``again``: what this said when the same request was last refused. A refusal
+        says whether it was the request's own (see ``rate``): then it waits alone."""
         with self._lock:
             now = self._clock()
             if turn.at == self._last_start:
@@ -204,7 +220,11 @@ class RequestPacer:
                 # or a limit on spacing (nginx's limit_req) sees the two too close.
                 self._arrived = self._control.latency.arrived(turn.at, seconds, now)
                 self._pending = False
-            self._control.answered(
+            control = self._control
+            strikes = 0
+            if again is not None:
+                strikes = again.strikes + (control.let > again.let)
+            own = control.answered(
                 turn.rate,
                 turn.epoch,
                 turn.at,
@@ -212,4 +232,6 @@ class RequestPacer:
                 now,
                 refused=refused,
                 retry_after=retry_after,
+                strikes=strikes,
             )
+            return Refusal(control.let, strikes, own) if refused else None

@@ -17,10 +17,11 @@ goes in, one that waited too long is answered 503). One rate rides all of them:
 - **A refusal that is news** sets the ceiling to what the server *let through* in the
   second before the refused request left (those not refused, still in flight ones
   included: they left first), not to the rate it was sent at: the fastest spacing let
-  through when none came closer (a limit on spacing), or what the second held when
-  some came in a burst (a window, a bucket); after a wait in a queue, what the server
-  answered lately. The rate is cut to ``CUT`` of the ceiling. Refusals of requests
-  sent before the cut are the same news: no second cut.
+  through when none came closer (a limit on spacing; not far below the spacing
+  refused either, which crossed it), or what the second held when some came in a
+  burst (a window, a bucket); after a wait in a queue, what the server answered
+  lately. The rate is cut to ``CUT`` of the ceiling. Refusals of requests sent before
+  the cut are the same news: no second cut.
 - **Nothing starts** for two intervals of that rate (``HOLD``), so no request, the
   refused one least, goes again before the window it was refused in can have moved.
   Refused again with nothing let through since is the same window (HAProxy counts
@@ -37,6 +38,10 @@ goes in, one that waited too long is answered 503). One rate rides all of them:
   window's rate, or a token bucket's burst: a lower bound too, until the window shows
   by refusing again with nothing let through (a bucket refills), or the server named
   its pause (then the pause shows which).
+- **One request refused again** while others were let through since is no news of
+  the rate: a limit on all refuses the others too, and they say so. The second time
+  it only holds; from the third (``OWN``) it is that request's own (a path limited on
+  its own, a broken record): it backs off alone, as after a fault, and the others go on.
 - **A pause the server named** (``Retry-After``), a burst, and a refusal again
   within ``CYCLE`` seconds: a token bucket refilled in the pause, so the whole
   cycle, pause included, says what it lets through in the long run; the rate goes
@@ -78,6 +83,7 @@ HOLD = 2.0  # intervals of what the server let through: no start after a refusal
 MAX_HOLD = 4.0  # seconds: ... doubled while refused with nothing let through, up to this
 BURST = 1.5  # let through this much faster than on average: a window or a token bucket
 FIRST_CUT = 0.5  # share of the refused rate kept when nothing says how far off it was
+OWN = 2  # refusals of one request, each after others were let through: its own
 CYCLE = 3.0  # seconds: the longest cycle of pause and burst measured as one
 MIN_RATE = 0.2  # requests/second: pacing never stops work altogether
 MAX_RATE = 1e5  # requests/second: in practice unpaced
@@ -108,6 +114,7 @@ class RateControl:
         self._let_since_cut = 0  # answers let through since the last cut
         self._let_since = 0  # ... of requests sent since the last cut or hold
         self.answers = 0
+        self.let = 0  # answers let through: a request refused again and again after some is its own
         self.refusals = 0
         self.cuts = 0
 
@@ -163,19 +170,30 @@ class RateControl:
         *,
         refused: bool,
         retry_after: float | None,
-    ) -> None:
-        """One attempt's answer; ``rate``, ``epoch`` and ``started`` are its turn's."""
+        strikes: int = 0,
+    ) -> bool:
+        """One attempt's answer; ``rate``, ``epoch`` and ``started`` are its turn's;
+        ``strikes``: how many times in a row the server refused this same request while
+        it let others through. True: a refusal that is this request's own, not the
+        server's limit."""
         self.answers += 1
         if not refused:
+            self.let += 1
             self._let_since_cut += 1
             self._let_since += epoch == self.epoch
             self.starts.answered(now)
             self.latency.add(seconds)
             self._raise(now)
-            return
+            return False
         self.refusals += 1
         self.starts.refused(started)
-        if epoch == self.epoch:  # sent since the last cut or hold: news
+        if strikes >= OWN:
+            # Refused again and again while others were let through: this request's own
+            # (a path refused on its own, a broken record), not a limit on all. It
+            # waits alone; a limit on all refuses the others too, and they say so. (Once
+            # is no news of the rate either, for the same reason: it only holds.)
+            return True
+        if epoch == self.epoch and not strikes:  # sent since the last cut or hold: news
             if self.ceiling is not None and not self._let_since:
                 self._hold_longer(now)  # nothing let through since: the same window
             else:
@@ -185,6 +203,7 @@ class RateControl:
         self.hold = _until(self.hold, now, now + 1.0 / self.rate)
         if retry_after:
             self.pause = _until(self.pause, now, now + retry_after)
+        return False
 
     # -- refusals ----------------------------------------------------------------
 
@@ -273,9 +292,12 @@ class RateControl:
             measured = max(average, rate)
         else:
             # A window or a bucket: what the window before the refusal held. A limit on
-            # spacing: the fastest it let through.
+            # spacing: the fastest it let through, and not far below the rate refused,
+            # which crossed it (sent a little too fast, every other one is refused).
             held = let / max(started - since, 1.0 / rate)
-            measured = held if burst else max(average, 1.0 / gap if gap else 0.0)
+            before = self.starts.before(started)
+            sent = min(rate, 1.0 / (started - before)) if before is not None else rate
+            measured = held if burst else max(average, 1.0 / gap if gap else 0.0, CUT * sent)
             if retry_after and self._cut_at <= self.pause[1] and now - self._cut_at <= CYCLE:
                 # A pause the server named, then a burst soon refused again: a token
                 # bucket refilled in the pause, so only the whole cycle says what it lets

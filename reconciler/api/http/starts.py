@@ -58,6 +58,11 @@ class RecentStarts:
                 last = t
         return count, first, last if count else before, gap if count > 1 else 0.0
 
+    def before(self, started: float) -> float | None:
+        """When the start before the one at ``started`` was (None: none kept)."""
+        earlier = [t for t in self._times if t < started]
+        return earlier[-1] if earlier else None
+
     def answered(self, now: float) -> None:
         """An answer that was not a refusal came."""
         self._answered.append(now)

@@ -11,6 +11,7 @@ import pytest
 from support.limits import (
     FakeTime,
     LeakyBucket,
+    OneRequestRefused,
     ServerQueue,
     SlidingWindow,
     TokenBucket,
@@ -235,6 +236,28 @@ def test_a_refusal_after_a_wait_in_a_queue_is_measured_by_what_the_server_served
     assert pacer._control.ceiling == pytest.approx(1 / 0.15, rel=0.1)
 
 
+def test_a_request_refused_again_and_again_while_others_go_through_is_refused_alone(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    # A path refused on its own (a limit on one endpoint, a broken record): the first
+    # refusal is news, the second only holds, the third on is the request's own.
+    after_a_cut(pacer, fake_time)
+    fake_time.now += 20.0
+    answered(pacer, 10)
+    cut, cuts = pacer.rate, pacer.rate_limited_events
+    said = []
+    refusal = None
+    for _ in range(5):
+        answered(pacer, 3)  # others let through
+        refusal = pacer.on_answer(pacer.wait_turn(), 0.001, refused=True, again=refusal)
+        assert refusal is not None
+        said.append(refusal.own)
+
+    assert said == [False, False, True, True, True]
+    assert pacer.rate_limited_events == cuts + 1  # the first one, not the others
+    assert pacer.rate is not None and pacer.rate >= rate.CUT * cut * 0.99
+
+
 # -- too early to know ---------------------------------------------------------------
 
 
@@ -431,6 +454,17 @@ def test_a_run_converges_behind_each_limit_with_few_refusals(
     assert run.seconds <= (1.1 if late is None else 1.15) * count / limit_rate
     assert run.refused <= 0.03 * run.sent
     assert run.refused_early <= 6
+
+
+def test_one_request_refused_on_its_own_does_not_slow_the_others() -> None:
+    # Refused at every try while the others go through (a path limited on its own):
+    # it gives up after six tries; the others finish as with nothing refused.
+    alone = run_behind(Unlimited(), 300)
+    one_refused = run_behind(OneRequestRefused(Unlimited(), 5), 300, attempts=6)
+    behind_nginx = run_behind(OneRequestRefused(LeakyBucket(10), 5), 301, attempts=6)
+
+    assert one_refused.seconds <= alone.seconds + 10  # its own backoff, about 8 s
+    assert behind_nginx.seconds <= 1.1 * 301 / 10
 
 
 @pytest.mark.parametrize("latency", [0.002, 0.05])
