@@ -317,7 +317,9 @@ class RateControl:
         self._let_since = 0
         # A limit that remembers what it was sent (a window, not a spacing): what it
         # let through in the window before it refused is its rate, not a lower bound.
-        if self._lower_bound and self.ceiling is not None and self._held:
+        # (Only within that window: later, after a pause, it is a storm of refusals.)
+        remembers = now - self._cut_at < WINDOW
+        if self._lower_bound and self.ceiling is not None and self._held and remembers:
             self._lower_bound = False
             self.ceiling = max(MIN_RATE, min(self.ceiling, self._held))
             self.rate = max(MIN_RATE, min(self.rate, CUT * self.ceiling))
