@@ -38,7 +38,7 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
         type=int,
         default=1,
         metavar="N",
-        help="runs per figure in the scenarios that report a median (a, b, g, l)",
+        help="runs per figure in the scenarios that report a median (a, b, g, k, l)",
     )
     parser.add_argument(
         "--profile",

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.haproxy import Haproxy, Limit, haproxy_binary
 from support.nginx import Gateway, Nginx, nginx_binary
 
 from reconciler import safetext
@@ -66,6 +67,29 @@ def start_nginx() -> Iterator[Callable[..., Nginx]]:
 
     def start(sandbox: Sandbox, gateway: Gateway | None = None) -> Nginx:
         server = Nginx(sandbox.url, gateway).start()
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+@pytest.fixture
+def start_haproxy() -> Iterator[Callable[..., Haproxy]]:
+    """Start real HAProxy processes in front of sandboxes; all are stopped after the test.
+
+    Without HAProxy the test is skipped, saying why, except under CI (CI=true), where
+    `.ci/run` installs it: there a missing HAProxy fails the test rather than hide it.
+    """
+    if haproxy_binary() is None:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail("haproxy is not installed, and CI=true: .ci/run should have installed it")
+        pytest.skip("haproxy is not installed (Debian: apt-get install haproxy); CI runs these")
+    started: list[Haproxy] = []
+
+    def start(sandbox: Sandbox, limit: Limit | None = None) -> Haproxy:
+        server = Haproxy(sandbox.url, limit).start()
         started.append(server)
         return server
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -85,6 +86,12 @@ class _Server(ThreadingHTTPServer):
     allow_reuse_address = True
     request_queue_size = 128
     app: SandboxApp
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A gateway closing its idle connections to us with a reset (HAProxy does, when it
+        # stops) is no fault of the sandbox's: no traceback on stderr for it.
+        if not isinstance(sys.exc_info()[1], ConnectionResetError):
+            super().handle_error(request, client_address)
 
 
 class Sandbox:

@@ -26,7 +26,7 @@ from reconciler.api.http.auth import (
     TokenSource,
     token_from_payload,
 )
-from reconciler.api.http.pacing import SLEEP_SLICE, NoTurn, RequestPacer, Turn
+from reconciler.api.http.pacing import SLEEP_SLICE, NoTurn, Refusal, RequestPacer, Turn
 from reconciler.api.http.retry import decide_retry, is_rate_signal
 from reconciler.api.http.token_errors import token_failure
 from reconciler.api.http.urls import BaseUrl
@@ -104,6 +104,8 @@ class Exchange:
         # it, or behind other requests later, is ours, not the server's refusing.
         give_up_at: float | None = None
         attempt = 0
+        error: ApiError | None = None
+        refusal: Refusal | None = None  # what the pacer made of this request's last refusal
         while True:
             attempt += 1
             if ready is not None:
@@ -118,7 +120,7 @@ class Exchange:
             # longer than a whole budget is refused even before a request's first try.
             budget = self.settings.retry_max_seconds
             left = budget if give_up_at is None else give_up_at - self._clock()
-            turn = self._take_turn(left, first=give_up_at is None)
+            turn = self._take_turn(left, first=give_up_at is None, last=error)
             started = self._clock()
             if give_up_at is None:
                 give_up_at = started + self.settings.retry_max_seconds
@@ -145,10 +147,14 @@ class Exchange:
             )
             if observe:
                 self._observe(elapsed, status)
+            own = False
             if status is not None:  # an answer came: it says something about the rate
                 refused = error is not None and is_rate_signal(error)
                 retry_after = error.retry_after if refused and error is not None else None
-                self._pacer.on_answer(turn, elapsed, refused=refused, retry_after=retry_after)
+                refusal = self._pacer.on_answer(
+                    turn, elapsed, refused=refused, retry_after=retry_after, again=refusal
+                )
+                own = refusal is not None and refusal.own
             if error is None:
                 assert answer is not None
                 return answer
@@ -160,6 +166,7 @@ class Exchange:
                 idempotent=idempotent,
                 max_attempts=self.settings.max_attempts,
                 jitter=self._jitter(),
+                own=own,
             )
             if not decision.retry or self.stop.is_set():
                 error.message += decision.note
@@ -169,13 +176,21 @@ class Exchange:
             )
             self._pause(decision.delay, error)
 
-    def _take_turn(self, budget_left: float, *, first: bool) -> Turn:
+    def _take_turn(self, budget_left: float, *, first: bool, last: ApiError | None) -> Turn:
         try:
             return self._pacer.wait_turn(stop=self.stop, budget_left=budget_left)
         except NoTurn as no:
             if no.stopped:
                 raise NotSent("not sent: the run is stopping") from None
             left = max(budget_left, 0.0)
+            if not no.asked and last is not None:
+                # Held after refusals: the server's window would not move in time.
+                last.message += (
+                    f" (refused for all of retry_max_seconds: no request may start for "
+                    f"another {seconds(no.wait)} after the server's refusals, more than the "
+                    f"{seconds(left)} left)"
+                )
+                raise last from None
             what = "not sent" if first else "not retried"
             raise RateLimited(
                 f"{what}: the server asked that no request start for another "

@@ -48,8 +48,10 @@ def decide_retry(
     idempotent: bool,
     max_attempts: int,
     jitter: float,
+    own: bool = False,
 ) -> RetryDecision:
-    """``attempt`` attempts failed, the last with ``error``; ``jitter`` is in [0, 1)."""
+    """``attempt`` attempts failed, the last with ``error``; ``jitter`` is in [0, 1);
+    ``own``: a refusal the pacer found to be this request's own, not a limit on all."""
     if not may_retry(error, idempotent):
         return RetryDecision(False)
     tried = f"gave up after {attempt} attempt{'s' if attempt != 1 else ''}"
@@ -70,6 +72,13 @@ def decide_retry(
                 note=f" ({tried}: refused for all of retry_max_seconds, not counting "
                 "the time it waited for its turn)",
             )
+        if own:
+            # Refused again while others went through: it backs off alone, as after a
+            # fault, and the others go on at the rate.
+            wait = _wait(error, attempt, jitter)
+            if wait >= time_left:
+                return RetryDecision(False, note=f" ({tried}: retry_max_seconds spent)")
+            return RetryDecision(True, wait)
         return RetryDecision(True, 0.0)
     if attempt >= max_attempts:
         return RetryDecision(False, note=f" ({tried})")

@@ -44,7 +44,7 @@ from reconciler.api.exceptions import (
     TransportError,
     WrongInvite,
 )
-from reconciler.api.http import pacing
+from reconciler.api.http import rate
 from reconciler.api.http.pacing import RequestPacer
 from reconciler.api.http.urls import check_base_url
 from reconciler.errors import ConfigError, ReconcilerError
@@ -1515,7 +1515,7 @@ def test_the_verbose_log_tells_each_attempt_its_outcome_and_each_retry(
     # Unpaced: the renewal's own turn would count in the attempt's time (pacing has
     # its own tests, test_pacing.py).
     settings = Settings(base_url=BASE, client_id=CLIENT_ID, client_secret=SECRET)
-    unpaced = RequestPacer(fake_time.clock, fake_time.sleep, start_rate=pacing.MAX_RATE)
+    unpaced = RequestPacer(fake_time.clock, fake_time.sleep, start_rate=rate.MAX_RATE)
     client = ApiClient(settings, pacer=unpaced, clock=fake_time.clock, sleep=fake_time.sleep)
     requests_mock.post(TOKEN_URL, [token_response(), token_response(TOKEN2, expires_in=600)])
     requests_mock.get(

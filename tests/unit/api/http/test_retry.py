@@ -21,7 +21,7 @@ from reconciler.api.exceptions import (
     TransportError,
     WrongInvite,
 )
-from reconciler.api.http.retry import BACKOFF_CAP, RetryDecision, decide_retry
+from reconciler.api.http.retry import BACKOFF_BASE, BACKOFF_CAP, RetryDecision, decide_retry
 
 
 def decide(error: ApiError, attempt: int = 1, time_left: float = 60.0, **kw: object):
@@ -218,3 +218,17 @@ def test_a_connection_refused_before_sending_is_retried_even_for_a_write():
 def test_a_write_is_never_retried_after_a_server_error():
     assert decide(ServerError("down", status=503), idempotent=False) == RetryDecision(False)
     assert decide(RateLimited("slow", status=429), idempotent=False) == RetryDecision(False)
+
+
+def test_a_refusal_that_is_the_requests_own_backs_off_alone() -> None:
+    # Refused again and again while others went through: it waits as after a fault,
+    # not only for its turn, and still is not counted against max_attempts.
+    error = RateLimited("slow down", status=429)
+
+    first = decide_retry(error, 1, 60, idempotent=True, max_attempts=5, jitter=1.0, own=True)
+    later = decide_retry(error, 9, 60, idempotent=True, max_attempts=5, jitter=1.0, own=True)
+    shared = decide_retry(error, 1, 60, idempotent=True, max_attempts=5, jitter=1.0)
+
+    assert first == RetryDecision(True, BACKOFF_BASE)
+    assert later == RetryDecision(True, BACKOFF_CAP)
+    assert shared == RetryDecision(True, 0.0)  # a limit on all: the wait is the pacer's

@@ -1,4 +1,4 @@
-"""RecentStarts: what the run actually sends, as the pacer measures it."""
+"""RecentStarts: what the run actually sends, and what the server let through of it."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reconciler.api.http.starts import RECENT, RecentStarts
+from reconciler.api.http.starts import KEPT, RECENT, RecentStarts
 
 
 def started(*times: float) -> RecentStarts:
@@ -18,23 +18,48 @@ def started(*times: float) -> RecentStarts:
     return starts
 
 
-def test_fewer_than_two_starts_tell_no_rate() -> None:
-    assert started(10.0).offered(10.0, since=0.0) is None
-    assert started(10.0).recent_rate() == 0.0
+def test_fewer_than_two_starts_or_answers_tell_no_rate() -> None:
+    starts = started(10.0)
+    starts.answered(10.1)
+
+    assert starts.recent_rate() == 0.0
+    assert starts.delivery_rate() == 0.0
 
 
-def test_the_rate_offered_counts_the_starts_of_the_last_second() -> None:
-    starts = started(8.0, 9.5, 9.6, 9.7, 9.8)  # 8.0 is over a second old: dropped
+def test_let_through_counts_the_starts_before_a_refused_one_less_those_refused() -> None:
+    # 9.5 to 9.8: four started, 9.6 refused; those still in flight count as let
+    # through, as they left before the refused one.
+    starts = started(8.0, 9.5, 9.6, 9.7, 9.8, 9.9)
+    starts.refused(9.6)
 
-    assert starts.offered(9.8, since=0.0) == pytest.approx(4 / 0.3)
+    count, first, last, gap = starts.let_through(9.9, since=9.0)
+
+    assert (count, first, last) == (3, 9.5, 9.8)
+    assert gap == pytest.approx(0.1)
 
 
-def test_time_before_a_pause_ended_is_left_out() -> None:
-    # A Retry-After paused the run until 9.7: the slow starts before it are the
-    # server's doing, not a measure of what it lets through.
-    starts = started(9.1, 9.7, 9.75, 9.8)
+def test_let_through_counts_requests_that_left_at_the_same_instant_apart() -> None:
+    starts = started(5.0, 5.0, 5.0)
+    starts.refused(5.0)
 
-    assert starts.offered(9.8, since=9.7) == pytest.approx(3 / 0.1)
+    assert starts.let_through(6.0, since=4.0)[:3] == (2, 5.0, 5.0)
+
+
+def test_starts_are_kept_long_enough_for_a_queues_refusal() -> None:
+    # A queue refuses a request a second or more after it left.
+    starts = started(*(10.0 + i * 0.1 for i in range(40)))
+
+    count = starts.let_through(12.0, since=11.0)[0]
+
+    assert KEPT >= 2.0 and count == 10
+
+
+def test_the_delivery_rate_is_over_the_last_answers() -> None:
+    starts = RecentStarts()
+    for i in range(20):
+        starts.answered(i * 0.15)
+
+    assert starts.delivery_rate() == pytest.approx(1 / 0.15)
 
 
 def test_slow_start_measures_only_the_last_few_starts() -> None:

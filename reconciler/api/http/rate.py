@@ -1,0 +1,368 @@
+"""The rate the server allows, learned from every answer.
+
+The platform does not publish its limit, and what stands in front of it may set one
+in several ways, each refusing with a 429 or a bare 503: nginx's ``limit_req`` on
+spacing (a request sooner than 1/rate after the last one let through is refused),
+HAProxy's stick table on a sliding window (over N in the last second are refused,
+and the refused ones count too), a token bucket (a burst, then a steady rate; with
+``Retry-After`` or without), a server queue (HAProxy's ``maxconn``: every request
+goes in, one that waited too long is answered 503). One rate rides all of them:
+
+- **Slow start**: a run begins paced at ``START_RATE`` and, until the server first
+  refuses a request, multiplies the rate by ``SLOW_START_GAIN`` for each start the
+  rate held back, never past ``STARTUP_GAIN`` times what the last few starts came to.
+  In flight: no more than twice what the last answers keep busy at the latency the
+  server answers with unloaded (BBR's startup), so a queue is not filled far ahead of
+  its answers.
+- **A refusal that is news** sets the ceiling to what the server *let through* in the
+  second before the refused request left (those not refused, still in flight ones
+  included: they left first), not to the rate it was sent at: the fastest spacing let
+  through when none came closer (a limit on spacing; not far below the spacing
+  refused either, which crossed it), or what the second held when some came in a
+  burst (a window, a bucket); after a wait in a queue, what the server answered
+  lately. The rate is cut to ``CUT`` of the ceiling. Refusals of requests sent before
+  the cut are the same news: no second cut.
+- **Nothing starts** for two intervals of that rate (``HOLD``), so no request, the
+  refused one least, goes again before the window it was refused in can have moved.
+  Refused again with nothing let through since is the same window (HAProxy counts
+  the refused requests too): no cut, the hold doubles, up to ``MAX_HOLD``. A
+  ``Retry-After`` holds every turn until then.
+- **Then** the rate climbs back to just under the ceiling (``RECOVERY``) within
+  seconds (``RECOVERY_TIME``), and beyond it slowly at first and faster the longer
+  nothing is refused (``PROBE``): a limit that rose is found again, a steady one
+  refuses about one request in a hundred or fewer.
+- **A run's first second** has not seen a whole window. When none went through in a
+  burst, the limit is on spacing and what went through is a lower bound: the rate
+  grows from it, doubling each second (``GROWTH``), until the next refusal sets the
+  ceiling where the rate was. When some came in a burst, what went through is a
+  window's rate, or a token bucket's burst: a lower bound too, until the window shows
+  by refusing again with nothing let through (a bucket refills), or the server named
+  its pause (then the pause shows which).
+- **One request refused again** while others were let through since is no news of
+  the rate: a limit on all refuses the others too, and they say so. The second time
+  it only holds; from the third (``OWN``) it is that request's own (a path limited on
+  its own, a broken record): it backs off alone, as after a fault, and the others go on.
+- **A pause the server named** (``Retry-After``), a burst, and a refusal again
+  within ``CYCLE`` seconds: a token bucket refilled in the pause, so the whole
+  cycle, pause included, says what it lets through in the long run; the rate goes
+  straight to just under that when the pause ends.
+
+``servable()`` says how many requests that rate keeps busy (Little's law): more
+in flight would only wait for their turns (``pacing``).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+
+from reconciler.api.http.latency import Latencies
+from reconciler.api.http.starts import WINDOW, RecentStarts
+
+log = logging.getLogger("reconciler.pacing")
+
+START_RATE = 10.0  # requests/second before anything is known
+SLOW_START_GAIN = 2.0  # rate multiplied by this per held start until the first refusal
+# ... but never past this many times the rate of the last few starts: BBR's startup
+# gain (2/ln 2), the least that still doubles what is sent every round trip. More
+# only runs ahead of what is sent: when a token bucket's burst runs dry, every
+# request then in flight is refused (issue 23's scenario b: 4 gave 1.2% refused).
+STARTUP_GAIN = 2.89
+IN_FLIGHT_GAIN = 2.0  # in slow start, in flight: this times what the last answers keep busy
+QUEUEING = 1.5  # a refusal this many times slower than the fastest answer waited in a queue
+CUT = 0.85  # share of what the server let through that a refusal leaves
+RECOVERY = 0.97  # share of the ceiling the rate climbs back to quickly
+RECOVERY_TIME = 2.0  # seconds: time constant of that climb
+# Beyond it: rate × (1 + PROBE × k²), k answers since, so a steady limit refuses about
+# one request in a hundred and fewer (+3% after 100 answers, +12% after 200).
+PROBE = 3e-6
+# Grown from a lower bound: this much per start the rate held back, so it doubles each
+# second the run sends at it.
+GROWTH = math.log(2)
+HOLD = 2.0  # intervals of what the server let through: no start after a refusal ...
+MAX_HOLD = 4.0  # seconds: ... doubled while refused with nothing let through, up to this
+BURST = 1.5  # let through this much faster than on average: a window or a token bucket
+FIRST_CUT = 0.5  # share of the refused rate kept when nothing says how far off it was
+OWN = 2  # refusals of one request, each after others were let through: its own
+CYCLE = 3.0  # seconds: the longest cycle of pause and burst measured as one
+MIN_RATE = 0.2  # requests/second: pacing never stops work altogether
+MAX_RATE = 1e5  # requests/second: in practice unpaced
+SETTLE = 5.0  # seconds without a cut before the rate is worth reporting
+_SHORTEST_CYCLE = 0.25  # seconds: the least a cycle is measured over
+
+
+class RateControl:
+    """Not thread-safe: the pacer calls it under its lock."""
+
+    def __init__(self, now: float, start_rate: float = START_RATE) -> None:
+        self.rate = start_rate
+        self.ceiling: float | None = None  # what the server let through when it refused
+        self.epoch = 0  # cuts and holds so far: a request sent before the last is old news
+        self.starts = RecentStarts()
+        self.latency = Latencies()
+        never = (-math.inf, -math.inf)
+        self.pause = never  # (from, until): the server asked for it (Retry-After)
+        self.hold = never  # (from, until): after a refusal, till its window can have moved
+        self._hold = 0.0  # seconds of the last hold
+        self._held = 0.0  # what the window held before the run's first refusal, per second
+        self._lower_bound = False  # the ceiling is a lower bound: grow from it
+        self._updated = now  # last change of the rate
+        self._cut_at = now  # last cut
+        self._reached: int | None = None  # answers when the rate got back under the ceiling
+        self._level = 0.0  # what the rate climbs back to after a cut
+        self._held_starts = 0  # starts the rate held back, not yet answered by a rise
+        self._let_since_cut = 0  # answers let through since the last cut
+        self._let_since = 0  # ... of requests sent since the last cut or hold
+        self.answers = 0
+        self.let = 0  # answers let through: a request refused again and again after some is its own
+        self.refusals = 0
+        self.cuts = 0
+
+    # -- what the pacer reads ----------------------------------------------------
+
+    def settled_rate(self, now: float, *, early: bool = False) -> float | None:
+        if self.ceiling is None:
+            return None
+        if early:  # still climbing, perhaps to a level a burst made look too high
+            return min(self._level, self.rate)
+        if now - self._cut_at < SETTLE:
+            return None
+        return self._level
+
+    def servable(self) -> int:
+        rate = self.rate
+        latency = self.latency.average or 0.0
+        if self.ceiling is None or self._lower_bound:
+            # Still finding the rate, which runs ahead of what is sent: twice what the
+            # last answers keep busy at the unloaded latency (BBR's startup). A queue
+            # at the server (HAProxy's maxconn) is not filled far ahead of its answers.
+            rate = min(rate, IN_FLIGHT_GAIN * self.starts.delivery_rate()) or rate
+            latency = min(latency, self.latency.unloaded() or latency)
+        return max(1, math.ceil(min(rate, MAX_RATE) * latency) + 1)
+
+    def closed(self) -> tuple[tuple[float, float], tuple[float, float]]:
+        """When no request may start: the server's pause, and the hold after a refusal."""
+        return self.pause, self.hold
+
+    def describe(self) -> str:
+        if self.ceiling is None:
+            return f"no refusal in {self.answers} answers; paced at up to {self.rate:.3g}/s"
+        return (
+            f"{self.refusals} of {self.answers} answers refused; rate {self.rate:.3g}/s "
+            f"(ceiling {self.ceiling:.3g}/s, cut {self.cuts} times)"
+        )
+
+    # -- what the pacer tells ----------------------------------------------------
+
+    def started(self, now: float, held: bool) -> None:
+        """A request started; ``held``: the rate, not the caller, set when."""
+        if held:
+            self._held_starts += 1
+        self.starts.add(now)
+
+    def answered(
+        self,
+        rate: float,
+        epoch: int,
+        started: float,
+        seconds: float,
+        now: float,
+        *,
+        refused: bool,
+        retry_after: float | None,
+        strikes: int = 0,
+    ) -> bool:
+        """One attempt's answer; ``rate``, ``epoch`` and ``started`` are its turn's;
+        ``strikes``: how many times in a row the server refused this same request while
+        it let others through. True: a refusal that is this request's own, not the
+        server's limit."""
+        self.answers += 1
+        if not refused:
+            self.let += 1
+            self._let_since_cut += 1
+            self._let_since += epoch == self.epoch
+            self.starts.answered(now)
+            self.latency.add(seconds)
+            self._raise(now)
+            return False
+        self.refusals += 1
+        self.starts.refused(started)
+        if strikes >= OWN:
+            # Refused again and again while others were let through: this request's own
+            # (a path refused on its own, a broken record), not a limit on all. It
+            # waits alone; a limit on all refuses the others too, and they say so. (Once
+            # is no news of the rate either, for the same reason: it only holds.)
+            return True
+        if epoch == self.epoch and not strikes:  # sent since the last cut or hold: news
+            if self.ceiling is not None and not self._let_since:
+                self._hold_longer(now)  # nothing let through since: the same window
+            else:
+                self._cut(rate, started, seconds, now, retry_after)
+        # Whatever else: no request, the refused one least, goes before its window can
+        # have moved (one interval of the rate), nor before a Retry-After.
+        self.hold = _until(self.hold, now, now + 1.0 / self.rate)
+        if retry_after:
+            self.pause = _until(self.pause, now, now + retry_after)
+        return False
+
+    # -- refusals ----------------------------------------------------------------
+
+    def _cut(
+        self, rate: float, started: float, seconds: float, now: float, retry_after: float | None
+    ) -> None:
+        let, measured, cycled = self._measure(rate, started, seconds, now, retry_after)
+        self.ceiling = max(MIN_RATE, min(measured, rate))  # refused at `rate`: it is above
+        self.rate = max(MIN_RATE, CUT * self.ceiling)
+        self._level = RECOVERY * self.ceiling
+        self._reached = None
+        if self._lower_bound:
+            self._level = self.rate  # grow from it at once
+            self._reached = self.answers
+        elif cycled:
+            # A whole cycle measured the rate and the pause let the bucket refill: go
+            # straight to just under it when the pause ends, no climb to wait for.
+            self.rate = self._level
+            self._reached = self.answers
+        # Two intervals of the rate it was refused at, or of what it let through.
+        self._hold = min(HOLD / max(self.ceiling, min(rate, measured)), MAX_HOLD)
+        self.hold = _until(self.hold, now, now + self._hold)
+        self.epoch += 1
+        self._updated = self._cut_at = now
+        self._let_since_cut = self._let_since = 0
+        self.cuts += 1
+        log.debug(
+            "refused at %.3g/s, %d let through in the second before: rate %.3g/s, "
+            "ceiling %.3g/s%s, nothing starts for %.2fs",
+            rate,
+            let,
+            self.rate,
+            self.ceiling,
+            " (at least)" if self._lower_bound else "",
+            self._hold,
+        )
+
+    def _measure(
+        self, rate: float, started: float, seconds: float, now: float, retry_after: float | None
+    ) -> tuple[int, float, bool]:
+        """What the server let through before it refused the request that left at
+        ``started`` at ``rate``: how many in the second before, at what rate, and
+        whether a cycle of pause and burst measured it."""
+        self._held = 0.0
+        first = self.starts.first if self.starts.first is not None else started
+        since = max(started - WINDOW, first, min(max(self.pause[1], self.hold[1]), started))
+        let, earliest, last, gap = self.starts.let_through(started, since)
+        served = 0.0
+        fastest = self.latency.fastest()
+        if fastest and seconds > QUEUEING * fastest:
+            # Refused later than answers come, after a wait in a queue (HAProxy's
+            # maxconn): everything went in, and it served what it serves.
+            served = self.starts.delivery_rate()
+        if not let:  # nothing let through lately
+            self._lower_bound = not served
+            return let, served or min(rate, START_RATE), False
+        measured, cycled = math.inf, False
+        # From the first one let through to the refused one: as many intervals.
+        average = let / max(started - earliest, 1.0 / rate)
+        # Some let through much faster than on the whole: the limit allows a burst (a
+        # window, a token bucket). If not, it is on spacing (nginx's limit_req): none
+        # went through closer than it allows, the refused one did.
+        burst = bool(gap) and 1.0 / gap > BURST * average
+        if self.ceiling is None and started - first < WINDOW:
+            # A run younger than the window has not seen a whole one: a window let
+            # through a window's worth (its rate), a token bucket its burst and its rate
+            # since (more or less than its rate), a limit on spacing about its rate.
+            # A lower bound to grow from, unless a burst came with a pause named: a
+            # window's is what it let through, a bucket's shows in the next cycle.
+            self._lower_bound = not (burst and retry_after)
+            self._held = let / WINDOW  # a window's rate, if it remembers (see _hold_longer)
+            if burst:
+                measured = self._held
+            else:
+                measured = (let - 1) / (last - earliest) if let > 1 else FIRST_CUT * rate
+        elif self.pause[1] <= started < self.pause[1] + WINDOW:
+            # Within a window of the server's pause: the window held what it let
+            # through after the pause, and nothing from the pause.
+            window = max(started - WINDOW, first)
+            measured = self.starts.let_through(started, window)[0] / (started - window)
+        elif self._lower_bound:
+            # Refused while growing from a lower bound: a limit that refuses as soon as
+            # the rate crosses it (nginx's limit_req, an empty token bucket) is about
+            # where the rate was; a window is soon refused again, and measured then.
+            self._lower_bound = False
+            measured = max(average, rate)
+        else:
+            # A window or a bucket: what the window before the refusal held. A limit on
+            # spacing: the fastest it let through, and not far below the rate refused,
+            # which crossed it (sent a little too fast, every other one is refused).
+            held = let / max(started - since, 1.0 / rate)
+            before = self.starts.before(started)
+            sent = min(rate, 1.0 / (started - before)) if before is not None else rate
+            measured = held if burst else max(average, 1.0 / gap if gap else 0.0, CUT * sent)
+            if retry_after and self._cut_at <= self.pause[1] and now - self._cut_at <= CYCLE:
+                # A pause the server named, then a burst soon refused again: a token
+                # bucket refilled in the pause, so only the whole cycle says what it lets
+                # through in the long run. Over a longer cycle the burst matters less
+                # than the pause, which says nothing of a window's rate.
+                cycle = self._let_since_cut / max(now - self._cut_at, _SHORTEST_CYCLE)
+                measured, cycled = min(measured, cycle), cycle < measured
+        return let, min(measured, served or math.inf), cycled
+
+    def _hold_longer(self, now: float) -> None:
+        """Refused again, nothing let through since the last cut: the same window, no
+        news of the rate. Nothing starts for twice as long as the last hold."""
+        self._hold = min(2 * self._hold, MAX_HOLD)
+        self.hold = _until(self.hold, now, now + self._hold)
+        self._updated = now
+        self.epoch += 1
+        self._let_since = 0
+        # A limit that remembers what it was sent (a window, not a spacing): what it
+        # let through in the window before it refused is its rate, not a lower bound.
+        # (Only within that window: later, after a pause, it is a storm of refusals.)
+        remembers = now - self._cut_at < WINDOW
+        if self._lower_bound and self.ceiling is not None and self._held and remembers:
+            self._lower_bound = False
+            self.ceiling = max(MIN_RATE, min(self.ceiling, self._held))
+            self.rate = max(MIN_RATE, min(self.rate, CUT * self.ceiling))
+            self._level = RECOVERY * self.ceiling
+            self._reached = None
+        log.debug("refused again, nothing let through since: nothing starts for %.2fs", self._hold)
+
+    # -- answers let through -----------------------------------------------------
+
+    def _raise(self, now: float) -> None:
+        if self.ceiling is None:
+            # Slow start, raised only for starts the rate held back: when the run sends
+            # no faster (the in-flight cap, a slow server), a higher rate says nothing
+            # and would only be cut from far above when a limit shows (TCP's cwnd
+            # validation, RFC 7661).
+            if self._held_starts:
+                self._held_starts -= 1
+                # And never far past what the last few starts came to: one answer
+                # must not double a rate that the run does not reach anyway.
+                cap = max(START_RATE, STARTUP_GAIN * self.starts.recent_rate())
+                self.rate = max(self.rate, min(self.rate * SLOW_START_GAIN, cap, MAX_RATE))
+            return
+        level = self._level
+        if self._reached is None:
+            elapsed = now - self._updated
+            self.rate += (level - self.rate) * (1 - math.exp(-elapsed / RECOVERY_TIME))
+            self._updated = now
+            if self.rate >= level * 0.995:
+                self.rate = level
+                self._reached = self.answers
+            return
+        if not self._held_starts:
+            return  # the run sends no faster than this: probing would say nothing
+        self._held_starts -= 1
+        if self._lower_bound:
+            self.rate = self._level = min(MAX_RATE, self.rate + GROWTH)
+            return
+        probing = self.answers - self._reached
+        self.rate = min(MAX_RATE, level * (1 + PROBE * probing * probing))
+
+
+def _until(closed: tuple[float, float], now: float, until: float) -> tuple[float, float]:
+    """``closed`` (from, until) extended to ``until``."""
+    if until <= closed[1]:
+        return closed
+    return (now if closed[1] <= now else closed[0], until)

@@ -1,0 +1,121 @@
+"""A real HAProxy in front of the sandbox, with the limits HAProxy guides give: a
+sliding window on the client's address (refused requests counted, or only those let
+through), refused with its HTML 429, as 503 or with Retry-After, and a server queue
+(maxconn) answering 503 to a request that waited too long. Plan and apply converge at
+about the limit and few requests are refused, the first second included; counted at
+HAProxy and at the sandbox, not timed against the wall clock. Small runs at 20 r/s:
+the big figures are in the benchmarks (`python -m benchmarks --only gh`)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from support.cli import run_cli_process
+from support.haproxy import Haproxy, Limit
+from support.helpers import clean_env
+from support.invites import ACME, desired_entry, write_invites
+
+from reconciler.sandbox import Sandbox
+
+pytestmark = pytest.mark.e2e
+
+COUNT = 40  # invites: two seconds of requests at 20 a second
+CHANGED = 10
+RATE = 20
+SLOWED = re.compile(r"the server limits requests: slowed to about ([\d.]+) per second")
+
+LIMITS = {
+    "sliding-window-429": Limit(rate=RATE),
+    "sliding-window-503": Limit(rate=RATE, status=503),
+    "sliding-window-retry-after": Limit(rate=RATE, retry_after=1),
+    "let-through-only": Limit(rate=RATE, counts="let-through"),
+}
+# Two servers answering in 100 ms: 20 a second; a request waiting over a second gets 503.
+QUEUE = Limit(maxconn=2, queue_timeout=1.0)
+QUEUE_LATENCY = 0.1
+
+
+def _estate(tmp_path: Path) -> tuple[list[dict[str, object]], Path]:
+    state = [dict(ACME, id=f"inv_{i:03d}", name=f"Firma {i} GmbH") for i in range(COUNT)]
+    entries = [
+        desired_entry(s, email=f"new{i}@acme.example") if i < CHANGED else desired_entry(s)
+        for i, s in enumerate(state)
+    ]
+    write_invites(tmp_path / "invites", entries)
+    return state, tmp_path / "invites"
+
+
+def _run(haproxy: Haproxy, sandbox: Sandbox, *args: str, cwd: Path):  # type: ignore[no-untyped-def]
+    env = clean_env(**haproxy.client_env(sandbox))
+    result = run_cli_process(*args, env=env, cwd=cwd, timeout=60)
+    assert "Traceback" not in result.stderr, result.stderr
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result
+
+
+def _converged(haproxy: Haproxy, sandbox: Sandbox, requests: int) -> None:
+    """Every request reached the sandbox once; few were refused; the second half of
+    them went at no less than 70% of the limit (the old pacer crawled at 40%)."""
+    refused = haproxy.refusals()
+    assert sandbox.stats.total == requests
+    assert refused <= 5, [(round(e.at, 3), e.path, e.status) for e in haproxy.requests()]
+    arrived = sandbox.stats.arrivals()
+    half = arrived[len(arrived) // 2 :]
+    assert (len(half) - 1) / (half[-1] - half[0]) >= 0.7 * RATE
+
+
+@pytest.mark.parametrize("limit", LIMITS.values(), ids=LIMITS.keys())
+def test_plan_converges_behind_haproxy(
+    start_sandbox: Callable[..., Sandbox],
+    start_haproxy: Callable[..., Haproxy],
+    tmp_path: Path,
+    limit: Limit,
+) -> None:
+    state, invites = _estate(tmp_path)
+    sandbox = start_sandbox(state)
+    haproxy = start_haproxy(sandbox, limit)
+
+    result = _run(haproxy, sandbox, "plan", str(invites), cwd=tmp_path)
+
+    assert f"Plan: {CHANGED} to update, {COUNT - CHANGED} unchanged, 0 errors." in result.stdout
+    _converged(haproxy, sandbox, COUNT + 1)
+    slowed = SLOWED.search(result.stderr)
+    assert slowed, f"the run did not say it was slowed:\n{result.stderr}"
+    assert 0.4 * RATE <= float(slowed.group(1)) <= 1.3 * RATE, slowed.group(0)
+
+
+def test_apply_converges_behind_haproxy(
+    start_sandbox: Callable[..., Sandbox], start_haproxy: Callable[..., Haproxy], tmp_path: Path
+) -> None:
+    state, invites = _estate(tmp_path)
+    sandbox = start_sandbox(state)
+    haproxy = start_haproxy(sandbox, Limit(rate=RATE))
+
+    _run(haproxy, sandbox, "apply", "--auto-approve", str(invites), cwd=tmp_path)
+
+    _converged(haproxy, sandbox, COUNT + CHANGED + 1)
+    emails = {i["id"]: i["email"] for i in sandbox.store.snapshot().values()}
+    assert all(emails[f"inv_{i:03d}"] == f"new{i}@acme.example" for i in range(CHANGED))
+
+
+@pytest.mark.parametrize("command", [("plan",), ("apply", "--auto-approve")])
+def test_a_server_queue_is_not_filled_past_its_timeout(
+    start_sandbox: Callable[..., Sandbox],
+    start_haproxy: Callable[..., Haproxy],
+    tmp_path: Path,
+    command: tuple[str, ...],
+) -> None:
+    # HAProxy's maxconn lets every request in and answers 503 to one that waited too
+    # long: slow start must not fill the queue far ahead of the answers.
+    state, invites = _estate(tmp_path)
+    sandbox = start_sandbox(state, latency=QUEUE_LATENCY)
+    haproxy = start_haproxy(sandbox, QUEUE)
+
+    _run(haproxy, sandbox, *command, str(invites), cwd=tmp_path)
+
+    requests = COUNT + 1 + (CHANGED if "apply" in command else 0)
+    assert sandbox.stats.total == requests
+    assert haproxy.refusals() <= 3, [(round(e.at, 3), e.status) for e in haproxy.requests()]

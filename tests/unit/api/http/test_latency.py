@@ -1,0 +1,51 @@
+"""Latencies: the moving average, what answers take unloaded, and when a late answer's
+request most likely reached the server."""
+
+from __future__ import annotations
+
+import pytest
+
+from reconciler.api.http.latency import KEPT, Latencies
+
+
+def answered(*times: float) -> Latencies:
+    latencies = Latencies()
+    for seconds in times:
+        latencies.add(seconds)
+    return latencies
+
+
+def test_the_average_moves_a_fifth_of_the_way_to_each_answer() -> None:
+    assert answered(0.1, 0.2).average == pytest.approx(0.12)
+
+
+def test_unloaded_is_not_moved_by_a_cache_hit_now_and_then() -> None:
+    # One answer in ten from a cache, at 5 ms; the rest 200 ms.
+    latencies = answered(*[0.005 if i % 10 == 0 else 0.2 for i in range(100)])
+
+    assert latencies.unloaded() == pytest.approx(0.2)
+    assert latencies.fastest() == pytest.approx(0.005)
+
+
+def test_unloaded_is_not_moved_by_a_queue_building_at_the_server() -> None:
+    # 300 ms while nothing waits, then later and later as a queue builds.
+    latencies = answered(*[0.3] * KEPT, *[0.3 + 0.05 * i for i in range(2 * KEPT)])
+
+    assert latencies.unloaded() == pytest.approx(0.3)
+
+
+def test_unloaded_follows_a_server_that_slowed_down_for_good() -> None:
+    latencies = answered(*[0.02] * KEPT, *[0.2] * (6 * KEPT))
+
+    assert latencies.unloaded() == pytest.approx(0.2)
+
+
+def test_a_request_answered_late_reached_the_server_as_late() -> None:
+    latencies = answered(*[0.02] * KEPT)
+
+    assert latencies.arrived(10.0, 0.08, 10.08) == pytest.approx(10.06)
+    assert latencies.arrived(10.0, 0.024, 10.024) == 10.0  # not much slower: on time
+
+
+def test_before_any_answer_a_request_reached_the_server_when_it_left() -> None:
+    assert Latencies().arrived(10.0, 0.08, 10.08) == 10.0

@@ -1,0 +1,487 @@
+"""RateControl, through the RequestPacer that holds it: slow start, the ceiling a
+refusal sets from what the server let through, the hold after a refusal, the climb
+and the probe; and whole runs through the limits gateways set (support/limits.py),
+in fake time."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from support.limits import (
+    FakeTime,
+    LeakyBucket,
+    OneRequestRefused,
+    ServerQueue,
+    SlidingWindow,
+    TokenBucket,
+    Unlimited,
+    answered,
+    refuse,
+    run_behind,
+    start_times,
+)
+
+from reconciler.api.http import rate
+from reconciler.api.http.pacing import RequestPacer, Turn
+
+
+@pytest.fixture
+def fake_time() -> FakeTime:
+    return FakeTime()
+
+
+@pytest.fixture
+def pacer(fake_time: FakeTime) -> RequestPacer:
+    return RequestPacer(clock=fake_time.clock, sleep=fake_time.sleep)
+
+
+def sent_at(pacer: RequestPacer, fake_time: FakeTime, spacing: float, count: int) -> Turn:
+    """``count`` requests ``spacing`` apart, each let through: the last one's turn."""
+    turn = None
+    for _ in range(count):
+        turn = pacer.wait_turn()
+        pacer.on_answer(turn, 0.002, refused=False)
+        fake_time.now += spacing
+    assert turn is not None
+    return turn
+
+
+def after_a_cut(pacer: RequestPacer, fake_time: FakeTime) -> float:
+    """Ten a second for two seconds, then one refused: the ceiling (about 10/s)."""
+    pacer._control.rate = 100.0
+    sent_at(pacer, fake_time, 0.1, 20)
+    refuse(pacer)
+    ceiling = pacer._control.ceiling
+    assert ceiling is not None
+    return ceiling
+
+
+# -- slow start ------------------------------------------------------------------
+
+
+def test_a_run_starts_paced_and_speeds_up_with_every_answer(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    times = []
+    for _ in range(8):
+        turn = pacer.wait_turn()
+        times.append(fake_time.now)
+        pacer.on_answer(turn, 0.0, refused=False)
+
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    assert gaps[0] == pytest.approx(1 / rate.START_RATE)
+    assert gaps[1] == pytest.approx(1 / (rate.START_RATE * rate.SLOW_START_GAIN))
+    assert all(b < a for a, b in itertools.pairwise(gaps))  # faster and faster
+    assert pacer.rate is None and not pacer.limited  # nothing refused: no limit known
+
+
+def test_slow_start_never_runs_far_ahead_of_what_is_sent(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    # A slow server: answers come, but starts stay few. The rate may not run off to
+    # thousands a second and meet a limit from there.
+    for _ in range(40):
+        turn = pacer.wait_turn()
+        fake_time.now += 0.5
+        pacer.on_answer(turn, 0.5, refused=False)
+
+    assert pacer._control.rate <= rate.START_RATE * rate.SLOW_START_GAIN
+
+
+def test_in_slow_start_no_more_in_flight_than_twice_what_answers_keep_busy(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    # Answers come 100 a second, each 50 ms after it left: 5 busy. The rate may
+    # already allow far more; in flight follows what is answered.
+    pacer._control.rate = 1000.0
+    for _ in range(16):
+        turn = pacer.wait_turn()
+        fake_time.now += 0.01
+        pacer.on_answer(turn, 0.05, refused=False)
+    pacer._control.rate = 10_000.0
+
+    assert pacer.servable() == 2 * 5 + 1
+
+
+def test_in_slow_start_a_queue_building_at_the_server_draws_no_more_in_flight(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    # HAProxy's maxconn: answers 300 ms when nothing waits, then later and later as a
+    # queue builds. Counted at the time they take, more in flight would fill the queue
+    # further; counted at what they take unloaded, the number stays.
+    pacer._control.rate = 1000.0
+    for _ in range(16):
+        turn = pacer.wait_turn()
+        fake_time.now += 0.15
+        pacer.on_answer(turn, 0.3, refused=False)
+    unloaded = pacer.servable()
+    for wait in range(16):
+        turn = pacer.wait_turn()
+        fake_time.now += 0.15
+        pacer.on_answer(turn, 0.3 + 0.1 * wait, refused=False)
+
+    assert pacer.servable() == unloaded == 2 * 2 + 1
+
+
+# -- a refusal: what was let through -------------------------------------------------
+
+
+def test_a_refusal_sets_the_ceiling_from_what_was_let_through_not_the_rate_sent(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    ceiling = after_a_cut(pacer, fake_time)  # paced at 100/s, sending 10 a second
+
+    assert ceiling == pytest.approx(10.0, rel=0.05)
+    assert pacer.rate == pytest.approx(rate.CUT * ceiling)
+    assert pacer.rate_limited_events == 1
+
+
+def test_a_window_that_let_a_burst_through_is_measured_by_what_it_held(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    # Two a second for two seconds, then ten within 90 ms and a refusal: the second
+    # before it held eleven. A limit on spacing would not have let the burst through.
+    pacer._control.rate = 1000.0
+    sent_at(pacer, fake_time, 0.5, 4)
+    sent_at(pacer, fake_time, 0.01, 10)
+
+    refuse(pacer)
+
+    assert pacer._control.ceiling == pytest.approx(11.0)
+
+
+def test_refusals_of_requests_sent_before_a_cut_do_not_cut_again(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    # Sent together before the server first said no: one piece of news, one cut.
+    in_flight = [pacer.wait_turn() for _ in range(5)]
+    refuse(pacer, in_flight[0])
+    cut = pacer.rate
+
+    for turn in in_flight[1:]:
+        refuse(pacer, turn)
+
+    assert pacer.rate == cut
+    assert pacer.rate_limited_events == 1
+    assert pacer.refusals == 5
+
+
+def test_after_a_refusal_nothing_starts_for_two_intervals(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    after_a_cut(pacer, fake_time)
+    refused_at = fake_time.now
+
+    pacer.wait_turn()
+
+    assert fake_time.now - refused_at == pytest.approx(rate.HOLD / pacer._control.ceiling)
+
+
+def test_refused_again_with_nothing_let_through_is_the_same_window_held_twice_as_long(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    # HAProxy counts refused requests too: knocking on a closed window keeps it closed.
+    after_a_cut(pacer, fake_time)
+    cut, first_hold = pacer.rate, rate.HOLD / pacer._control.ceiling
+    holds = []
+    for _ in range(8):
+        refused_at = fake_time.now
+        refuse(pacer)
+        holds.append(fake_time.now - refused_at)
+
+    assert pacer.rate == cut and pacer.rate_limited_events == 1  # no news of the rate
+    assert holds[:3] == pytest.approx([first_hold, 2 * first_hold, 4 * first_hold])
+    assert max(holds) == pytest.approx(rate.MAX_HOLD)
+
+
+def test_refused_after_some_were_let_through_again_is_news(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    after_a_cut(pacer, fake_time)
+    answered(pacer, 10)
+
+    refuse(pacer)
+
+    assert pacer.rate_limited_events == 2
+
+
+def test_a_server_refusing_everything_is_asked_again_every_few_seconds_not_given_up(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    for _ in range(100):
+        refuse(pacer)
+
+    assert pacer.rate is not None and pacer.rate >= rate.MIN_RATE
+    times = start_times(pacer, fake_time, 2)
+    assert times[1] - times[0] <= rate.MAX_HOLD + 1 / pacer.rate
+
+
+def test_a_refusal_after_a_wait_in_a_queue_is_measured_by_what_the_server_served(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    # HAProxy's maxconn: answers every 150 ms (two servers, 300 ms each) while far more
+    # went in; one that waited its 1 s in the queue is answered 503.
+    pacer._control.rate = 1000.0
+    for _ in range(16):
+        turn = pacer.wait_turn()
+        fake_time.now += 0.15
+        pacer.on_answer(turn, 0.3, refused=False)
+    for _ in range(20):  # in at 50 a second, not answered yet
+        pacer.wait_turn()
+        fake_time.now += 0.02
+
+    pacer.on_answer(pacer.wait_turn(), 1.0, refused=True)
+
+    assert pacer._control.ceiling == pytest.approx(1 / 0.15, rel=0.1)
+
+
+def test_a_request_refused_again_and_again_while_others_go_through_is_refused_alone(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    # A path refused on its own (a limit on one endpoint, a broken record): the first
+    # refusal is news, the second only holds, the third on is the request's own.
+    after_a_cut(pacer, fake_time)
+    fake_time.now += 20.0
+    answered(pacer, 10)
+    cut, cuts = pacer.rate, pacer.rate_limited_events
+    said = []
+    refusal = None
+    for _ in range(5):
+        answered(pacer, 3)  # others let through
+        refusal = pacer.on_answer(pacer.wait_turn(), 0.001, refused=True, again=refusal)
+        assert refusal is not None
+        said.append(refusal.own)
+
+    assert said == [False, False, True, True, True]
+    assert pacer.rate_limited_events == cuts + 1  # the first one, not the others
+    assert pacer.rate is not None and pacer.rate >= rate.CUT * cut * 0.99
+
+
+# -- too early to know ---------------------------------------------------------------
+
+
+def test_in_a_runs_first_second_a_limit_on_spacing_gives_a_lower_bound_to_grow_from(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    # nginx at 10/s: three let through 100 ms apart, the fourth 50 ms later refused.
+    pacer._control.rate = 1000.0
+    sent_at(pacer, fake_time, 0.1, 3)
+    fake_time.now -= 0.05
+    refuse(pacer)
+    assert pacer._control._lower_bound
+    start = pacer.rate
+    assert start is not None and start <= 10.0
+
+    answered(pacer, 20)  # a couple of seconds at the rate, nothing refused
+
+    assert pacer.rate > 2 * start  # doubling every second the run sends at it
+
+
+def test_growing_from_a_lower_bound_a_refusal_sets_the_ceiling_where_the_rate_was(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    pacer._control.rate = 1000.0
+    sent_at(pacer, fake_time, 0.1, 3)
+    refuse(pacer)
+    answered(pacer, 40)
+    grown = pacer._control.rate
+
+    refuse(pacer)
+
+    assert not pacer._control._lower_bound
+    assert pacer._control.ceiling == pytest.approx(grown, rel=0.05)
+
+
+def test_in_a_runs_first_second_a_window_holds_its_rate(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    # HAProxy's http_req_rate at 10/s: ten let through in 100 ms, then refused, and
+    # the window stays closed for the next two tries: its ten are its rate.
+    pacer._control.rate = 1000.0
+    sent_at(pacer, fake_time, 0.01, 10)
+    refuse(pacer)
+    assert pacer._control._lower_bound  # as good as a token bucket's burst, so far
+    refuse(pacer)
+
+    assert not pacer._control._lower_bound
+    assert pacer._control.ceiling == pytest.approx(10.0)
+
+
+# -- Retry-After -------------------------------------------------------------------
+
+
+def test_retry_after_pauses_every_turn_until_then(pacer: RequestPacer, fake_time: FakeTime) -> None:
+    refuse(pacer, retry_after=5.0)
+    limited_at = fake_time.now
+
+    first, second = start_times(pacer, fake_time, 2)
+
+    assert first == pytest.approx(limited_at + 5.0)  # and not much longer
+    assert second > first
+
+
+def test_a_token_bucket_cycle_measures_the_rate_let_through(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    # Refused, a pause of a second, then a burst of 100 refused after 1.5 s: the
+    # bucket refilled in the pause, so the cycle (2.5 s) let through 40 a second.
+    pacer._control.rate = 1000.0
+    sent_at(pacer, fake_time, 0.01, 150)
+    refuse(pacer, retry_after=1.0)
+    fake_time.now += 1.0
+    sent_at(pacer, fake_time, 0.015, 100)
+
+    refuse(pacer, retry_after=1.0)
+
+    assert pacer._control.ceiling == pytest.approx(40.0, rel=0.05)
+    assert pacer.rate == pytest.approx(rate.RECOVERY * 40.0, rel=0.05)  # no climb
+
+
+def test_a_storm_of_refusals_with_retry_after_is_no_cut(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    # A gateway refusing everything for a few seconds, Retry-After: 1 each time: no
+    # request got through since the cut, so no rate was measured and none is cut.
+    after_a_cut(pacer, fake_time)
+    cut = pacer.rate
+    for _ in range(3):
+        fake_time.now += 1.0
+        refuse(pacer, pacer.wait_turn(), retry_after=1.0)
+
+    assert pacer.rate == cut and pacer.rate_limited_events == 1
+
+
+# -- the climb and the probe -------------------------------------------------------
+
+
+def test_the_rate_climbs_back_to_just_under_the_ceiling_within_a_few_seconds(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    ceiling = after_a_cut(pacer, fake_time)
+
+    answered(pacer, 60)  # about six seconds of answers
+
+    assert pacer._control.rate == pytest.approx(rate.RECOVERY * ceiling, rel=0.01)
+
+
+def test_without_refusals_the_rate_probes_beyond_the_ceiling_ever_faster(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    ceiling = after_a_cut(pacer, fake_time)
+    fake_time.now += 20.0  # long after the cut: back under the ceiling at the next answer
+    answered(pacer, 1)
+    assert pacer._control.rate == pytest.approx(rate.RECOVERY * ceiling)
+    rates = []
+    for _ in range(5):
+        answered(pacer, 60)  # one after another, each held back by the rate
+        rates.append(pacer._control.rate)
+
+    steps = [b - a for a, b in itertools.pairwise(rates)]
+    assert all(s > 0 for s in steps) and all(b > a for a, b in itertools.pairwise(steps))
+    assert rates[0] < ceiling * 1.05  # slowly near a known limit
+
+
+def test_a_run_sending_slower_than_its_rate_does_not_probe(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    after_a_cut(pacer, fake_time)
+    fake_time.now += 20.0
+    answered(pacer, 1)
+    level = pacer._control.rate
+    for _ in range(200):
+        fake_time.now += 1.0  # far slower than the rate: it holds nothing back
+        answered(pacer, 1)
+
+    assert pacer._control.rate == level
+
+
+# -- what is said --------------------------------------------------------------------
+
+
+def test_servable_is_what_the_rate_keeps_busy_and_one_waiting(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    after_a_cut(pacer, fake_time)
+    pacer._control.rate = 10.0
+    pacer._control.latency.average = 0.25
+
+    assert pacer.servable() == 4  # 10/s × 0.25 s = 2.5 busy, rounded up, and one waiting
+
+
+def test_the_rate_is_reported_only_once_it_has_settled(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    ceiling = after_a_cut(pacer, fake_time)
+    assert pacer.settled_rate() is None
+
+    fake_time.now += rate.SETTLE
+
+    assert pacer.settled_rate() == pytest.approx(rate.RECOVERY * ceiling)
+
+
+# -- whole runs through the limits gateways set ---------------------------------------
+
+LIMITS = {  # (limit, requests, its rate, latency)
+    "nginx limit_req 10/s": (lambda: LeakyBucket(10), 301, 10.0, 0.02),
+    "nginx limit_req 5/s": (lambda: LeakyBucket(5), 301, 5.0, 0.02),
+    "nginx limit_req 20/s burst 10": (lambda: LeakyBucket(20, burst=10), 301, 20.0, 0.02),
+    "HAProxy http_req_rate 10/s": (lambda: SlidingWindow(10), 301, 10.0, 0.02),
+    "the same, Retry-After: 1": (lambda: SlidingWindow(10, retry_after=1.0), 301, 10.0, 0.02),
+    "HAProxy gpc0_rate 10/s": (lambda: SlidingWindow(10, counts_refused=False), 301, 10.0, 0.02),
+    "token bucket 10/s, no Retry-After": (
+        lambda: TokenBucket(10, retry_after=False),
+        301,
+        10.0,
+        0.02,
+    ),
+    "HAProxy maxconn 2, 300 ms": (lambda: ServerQueue(), 301, 2 / 0.3, 0.0),
+}
+
+
+@pytest.mark.parametrize("late", [None, (0.05, 0.01, 0.08)], ids=["on time", "some late"])
+@pytest.mark.parametrize("name", LIMITS)
+def test_a_run_converges_behind_each_limit_with_few_refusals(
+    name: str, late: tuple[float, float, float] | None
+) -> None:
+    # Issue 36's targets, without the network: within 10% of requests / rate (15% when
+    # one request in twenty reaches the gateway 10 to 80 ms late, which makes a limit
+    # on spacing refuse the next one), at most 3% refused, the first seconds included.
+    limit, count, limit_rate, latency = LIMITS[name]
+
+    run = run_behind(limit(), count, latency=latency, late=late)
+
+    assert run.seconds <= (1.1 if late is None else 1.15) * count / limit_rate
+    assert run.refused <= 0.03 * run.sent
+    assert run.refused_early <= 6
+
+
+def test_one_request_refused_on_its_own_does_not_slow_the_others() -> None:
+    # Refused at every try while the others go through (a path limited on its own):
+    # it gives up after six tries; the others finish as with nothing refused.
+    alone = run_behind(Unlimited(), 300)
+    one_refused = run_behind(OneRequestRefused(Unlimited(), 5), 300, attempts=6)
+    behind_nginx = run_behind(OneRequestRefused(LeakyBucket(10), 5), 301, attempts=6)
+
+    assert one_refused.seconds <= alone.seconds + 10  # its own backoff, about 8 s
+    assert behind_nginx.seconds <= 1.1 * 301 / 10
+
+
+@pytest.mark.parametrize("latency", [0.002, 0.05])
+def test_the_platforms_token_bucket_is_met_with_few_refusals(latency: float) -> None:
+    # Issue 23's target b, without the network: 800 requests to a server allowing 100 a
+    # second (a second's burst, Retry-After) finish within 5% of 8 s, under 1% refused;
+    # 50 ms away as well.
+    run = run_behind(TokenBucket(100), 800, latency=latency, overhead=0.0005)
+
+    assert run.seconds <= 1.05 * 800 / 100
+    assert run.refused < 0.01 * run.sent
+
+
+def test_without_a_limit_slow_start_reaches_many_in_flight_within_a_few_round_trips() -> None:
+    # Scenario a without the client's CPU: 1,000 reads at 50 ms take about half the
+    # time 16 in flight would.
+    run = run_behind(Unlimited(), 1000, latency=0.05)
+
+    assert run.refused == 0
+    assert run.seconds <= 0.55 * 1000 * 0.05 / 16
