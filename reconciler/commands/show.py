@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from reconciler.commands.options import (
@@ -49,7 +51,7 @@ def show(planfile: str, output_format: str, color: str, config_file: str | None)
     return 0 if verdict in (SignatureCheck.VALID, None) else 1
 
 
-def _signature_verdict(document: dict, config_file: str | None) -> tuple[str | None, str]:
+def _signature_verdict(document: dict[str, Any], config_file: str | None) -> tuple[str | None, str]:
     if not document.get("signature"):
         return SignatureCheck.UNSIGNED, "the plan is not signed: apply will refuse it."
     try:

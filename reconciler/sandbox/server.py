@@ -18,15 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from reconciler.errors import ReconcilerError
-from reconciler.sandbox.app import (
-    DROP,
-    SANDBOX_CLIENT_ID,
-    SANDBOX_CLIENT_SECRET,
-    SandboxApp,
-    SandboxStats,
-)
+from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET
+from reconciler.sandbox.app import DROP, SandboxApp
 from reconciler.sandbox.options import SandboxOptions
 from reconciler.sandbox.state import InviteStore, load_state_file
+from reconciler.sandbox.stats import SandboxStats
 
 __all__ = [
     "SANDBOX_CLIENT_ID",

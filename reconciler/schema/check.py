@@ -90,7 +90,8 @@ def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
             return inline({**definitions[ref[8:]], **siblings})
         return {k: inline(v) for k, v in node.items()}
 
-    return inline(schema)
+    inlined: dict[str, Any] = inline(schema)
+    return inlined
 
 
 def validate(validator: Draft202012Validator, where: Where) -> list[FileProblem]:

@@ -167,7 +167,7 @@ def _read_config_file(path: str) -> dict[str, Any]:
         problems.append(FileProblem(path, 1, 1, "config file must be a mapping of settings"))
     if problems or not isinstance(document, MarkedDict):  # the second: a problem is listed
         raise InputError(problems)
-    values = to_plain(document)
+    values: dict[str, Any] = to_plain(document)
     names = field_name_problems(values.get("field_names", {}))
     if names:
         raise InputError(

@@ -4,7 +4,7 @@ environment or reconciler.yaml: the same bounds and the same wording everywhere.
 from __future__ import annotations
 
 import math
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import click
 
@@ -65,7 +65,13 @@ NUMBER_SETTINGS: dict[str, NumberSetting] = {
 }
 
 
-class SettingType(click.ParamType):
+if TYPE_CHECKING:  # generic from click 8.2; at run time the plain class, for click 8.1
+    _ParamType = click.ParamType[float, Any]
+else:
+    _ParamType = click.ParamType
+
+
+class SettingType(_ParamType):
     """A click type that converts an option exactly as the environment and file are."""
 
     def __init__(self, setting: str) -> None:

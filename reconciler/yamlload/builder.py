@@ -165,7 +165,7 @@ class Builder:
         if frame.__class__ is MappingFrame and raw is None:
             # MappingFrame.add's usual cases, inlined: a new text key, or a text
             # value for it (nine events in ten).
-            mapping: MappingFrame = frame  # type: ignore[assignment]
+            mapping: MappingFrame = frame
             key = mapping.key
             if key is NO_KEY:
                 if value.__class__ is str and value not in mapping.value:

@@ -8,6 +8,7 @@ reporting changes: the text as written, never a Python repr.
 from __future__ import annotations
 
 import datetime
+from collections.abc import Callable
 from typing import Any
 
 import yaml
@@ -20,7 +21,7 @@ MERGE_TAG = YAML_TAG + "merge"
 MAP_TAGS = frozenset({YAML_TAG + "map"})
 SEQ_TAGS = frozenset({YAML_TAG + "seq", YAML_TAG + "omap"})
 # Plain scalars that YAML 1.1 reads as another type start with one of these.
-_RESOLVERS = {
+_RESOLVERS: dict[str | None, tuple[tuple[str, Callable[[str], object]], ...]] = {
     first: tuple((tag, regexp.match) for tag, regexp in resolvers)
     for first, resolvers in yaml.resolver.Resolver.yaml_implicit_resolvers.items()
 }

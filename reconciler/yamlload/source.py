@@ -248,7 +248,7 @@ _SYNTAX_HINTS = (
 )
 
 
-def _char_at(text: str, mark: Any) -> str:
+def _char_at(text: str, mark: yaml.Mark) -> str:
     lines = text.split("\n")
     if mark.line < len(lines) and mark.column < len(lines[mark.line]):
         return lines[mark.line][mark.column]

@@ -247,7 +247,7 @@ class BearerAuth(AuthBase):
         token = self._tokens.current()
         self._local.token = token
         request.headers["Authorization"] = f"Bearer {token.value}"
-        request.register_hook("response", self.handle_401)
+        request.hooks["response"].append(self.handle_401)  # register_hook, typed
         return request
 
     def handle_401(self, response: requests.Response, **kwargs: Any) -> requests.Response:

@@ -89,7 +89,8 @@ class ProxiedSession(requests.Session):
         kwargs.setdefault("proxies", dict(self.proxies))  # resolve_proxies, the environment aside
         adapter = self.get_adapter(url=cast(str, request.url))
         response = adapter.send(request, **kwargs)
-        return dispatch_hook("response", request.hooks, response, **kwargs)
+        hooked = dispatch_hook("response", request.hooks, response, **kwargs)  # type: ignore[no-untyped-call]
+        return cast(requests.Response, hooked)
 
 
 def make_session(base: BaseUrl | str, parallelism: int) -> ProxiedSession:

@@ -92,4 +92,4 @@ def _wait(error: ApiError, attempt: int, jitter: float) -> float:
     if error.retry_after is not None:
         return error.retry_after
     # Exponential backoff with full jitter, so workers do not retry in step.
-    return jitter * min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (attempt - 1))
+    return jitter * min(BACKOFF_CAP, BACKOFF_BASE * 2.0 ** (attempt - 1))
