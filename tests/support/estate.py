@@ -168,7 +168,7 @@ def write_invite_files(
 
 def server_copy(invite: dict[str, Any], rng: random.Random) -> dict[str, Any]:
     """The platform's copy of an unchanged invite, with a few fields the YAML leaves out."""
-    current = json.loads(json.dumps(invite))
+    current: dict[str, Any] = json.loads(json.dumps(invite))
     current["status"] = "pending"
     if "phone" not in current:
         current["phone"] = _phone(rng, invite["groups"][0])  # unmanaged: never compared
