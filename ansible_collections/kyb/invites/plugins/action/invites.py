@@ -34,7 +34,7 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
         del tmp
         args = dict(self._task.args)
-        src = args.pop("src", None)
+        src = args.get("src")
         if src is not None:
             if not HAS_LIBRARY:
                 result.update(
@@ -52,7 +52,7 @@ class ActionModule(ActionBase):
             if problems:
                 result.update(failed=True, msg="\n".join(str(p) for p in problems))
                 return result
-            args["_sources"] = [dict(path=path, text=text) for path, text in sources]
+            args["src"] = [dict(path=path, text=text) for path, text in sources]
         module_result = self._execute_module(
             module_name=MODULE, module_args=args, task_vars=task_vars
         )
@@ -93,7 +93,5 @@ def _shown_path(path, base):
 def _shorten_invocation(module_result):
     """The files' text is not echoed back with -v: their paths stand for them."""
     args = module_result.get("invocation", {}).get("module_args")
-    if isinstance(args, dict) and isinstance(args.get("_sources"), list):
-        args["_sources"] = [
-            s.get("path") if isinstance(s, dict) else None for s in args["_sources"]
-        ]
+    if isinstance(args, dict) and isinstance(args.get("src"), list):
+        args["src"] = [read.get("path") if isinstance(read, dict) else read for read in args["src"]]

@@ -21,7 +21,6 @@ description:
 extends_documentation_fragment:
   - kyb.invites.connection
   - ansible.builtin.action_common_attributes
-  - ansible.builtin.action_common_attributes.info_module
 options:
   ids:
     description: The invite ids to read.
@@ -33,8 +32,16 @@ options:
       - The C($schema) reference of RV(text)'s first line. Falls back to C(schema_ref)
         in O(config), then C(../schemas/invites.schema.json).
     type: str
+attributes:
+  check_mode:
+    support: full
+    details: The module never writes; it runs the same in check mode.
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
 author:
-  - invite-reconciler maintainers
+  - invite-reconciler maintainers (@invite-reconciler)
 """
 
 EXAMPLES = r"""

@@ -21,9 +21,10 @@ description:
     with C(e-mails the invitation again to ...) when the update re-sends its invitation.
   - The server's values in the diff are redacted by the library (the client secret and
     every token of the task); the files' values are shown as they will be sent. To keep
-    personal data (names, e-mails, phones) out of AWX or AAP job logs, set C(diff: false)
-    on the task (the diff is then neither computed nor shown), and C(no_log: true) to
-    hide the result too; the result's lists of ids hold no personal data.
+    personal data (names, e-mails, phones) out of AWX or AAP job logs, set the task's
+    C(diff) keyword to C(false) (the diff is then neither computed nor shown), and its
+    C(no_log) keyword to C(true) to hide the result too; the result's lists of ids
+    hold no personal data.
 extends_documentation_fragment:
   - kyb.invites.connection
   - ansible.builtin.action_common_attributes
@@ -45,8 +46,10 @@ options:
         role's or playbook's C(files) directory, then the playbook's. A problem is reported
         as C(path:line:column), as C(reconcile validate) reports it.
       - Mutually exclusive with O(invites).
+      - Each item is a path; the module itself receives each file read (the action
+        plugin's doing), hence elements C(raw).
     type: list
-    elements: path
+    elements: raw
   target:
     description: Only these invite ids (C(--target)).
     type: list
@@ -93,12 +96,12 @@ notes:
     fail the task.
   - A re-send that was due but not made, or whose outcome is unknown, fails the task
     with C(changed=true) and the ids in RV(resend_not_made) and RV(resend_unknown).
-    Never re-run the task to retry a re-send whose outcome is unknown: the e-mail may
-    have gone out.
+    Never re-run the task to retry a re-send whose outcome is unknown, as the e-mail
+    may have gone out.
 seealso:
   - module: kyb.invites.invite_info
 author:
-  - invite-reconciler maintainers
+  - invite-reconciler maintainers (@invite-reconciler)
 """
 
 EXAMPLES = r"""
@@ -205,8 +208,9 @@ def main():
     spec = connection_spec()
     spec.update(
         invites=dict(type="list", elements="dict"),
-        src=dict(type="list", elements="path"),
-        _sources=dict(type="list", elements="dict"),  # src, read by the action plugin
+        # Paths in the task; the action plugin hands the module each file read, as
+        # {path, text}, so that the files are the controller's.
+        src=dict(type="list", elements="raw"),
         target=dict(type="list", elements="str", default=[]),
         exclude=dict(type="list", elements="str", default=[]),
         max_changes=dict(type="int"),
@@ -217,10 +221,10 @@ def main():
     module = AnsibleModule(
         argument_spec=spec,
         supports_check_mode=True,
-        mutually_exclusive=[("invites", "src", "_sources")],
-        required_one_of=[("invites", "src", "_sources")],
+        mutually_exclusive=[("invites", "src")],
+        required_one_of=[("invites", "src")],
     )
-    if module.params["src"] is not None:
+    if not all(isinstance(item, dict) for item in module.params["src"] or []):
         module.fail_json(
             msg="src is read on the controller by the collection's action plugin: call "
             "the module by its full name, kyb.invites.invites"
@@ -258,8 +262,8 @@ class Run:
 
     def desired_state(self):
         params = self.module.params
-        if params["_sources"] is not None:
-            state = load_texts([(s["path"], s["text"]) for s in params["_sources"]])
+        if params["src"] is not None:
+            state = load_texts([(read["path"], read["text"]) for read in params["src"]])
         else:
             state = _inline_state(params["invites"])
         targets, excludes = tuple(params["target"]), tuple(params["exclude"])
