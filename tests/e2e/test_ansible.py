@@ -262,14 +262,22 @@ def test_one_resend_in_the_real_run_none_in_check_mode_none_in_a_second_run(
     assert resends(server) == 1 and patches(server) == 1
 
 
-def test_a_resend_whose_outcome_is_unknown_fails_the_task_as_changed_with_the_id(
-    play: Play, tmp_path: Path
+@pytest.mark.parametrize(
+    ("hostility", "listed", "sent", "says"),
+    [
+        # the e-mail went, the answer did not: never retried, never advised again
+        (Hostility(resend_gateway_status=504), "resend_unknown", 1, "never re-run to retry"),
+        # the platform said no: certainly not sent, `reconcile resend` makes it
+        (Hostility(envelope_failure=("RESEND",)), "resend_not_made", 0, "reconcile resend ID"),
+    ],
+)
+def test_a_resend_not_made_or_unknown_fails_the_task_as_changed_with_the_id(
+    play: Play, tmp_path: Path, hostility: Hostility, listed: str, sent: int, says: str
 ) -> None:
     write_invites(
         tmp_path / "play" / "invites",
         [desired_entry(ACME, email="new@acme.example", resendOnChange=True)],
     )
-    hostility = Hostility(resend_gateway_status=504)  # the e-mail went; the answer did not
     with HostileServer([ACME], hostility, secret=SECRET) as server:
         env = clean_env(
             RECONCILER_BASE_URL=server.url,
@@ -277,11 +285,12 @@ def test_a_resend_whose_outcome_is_unknown_fails_the_task_as_changed_with_the_id
             RECONCILER_CLIENT_SECRET=SECRET,
         )
         played = play(play_text("src: invites/"), env=env)
-        assert server.resends["inv_acme"] == 1  # never retried
+        assert server.resends["inv_acme"] == sent
+        assert len(server.calls("PATCH")) == 1
     result = played.result
     assert result["failed"] is True and result["changed"] is True
-    assert result["updated"] == ["inv_acme"] and result["resend_unknown"] == ["inv_acme"]
-    assert "never re-run to retry" in result["msg"]
+    assert result["updated"] == ["inv_acme"] and result[listed] == ["inv_acme"]
+    assert result["resent"] == [] and says in result["msg"]
 
 
 # -- refusals, entries in the task, hostile files ---------------------------------------
