@@ -230,10 +230,12 @@ def main():
             "the module by its full name, kyb.invites.invites"
         )
     require_library(module)
+    run = Run(module)
     try:
-        Run(module).run()
+        run.run()
     except ReconcilerError as error:
-        module.fail_json(msg=shown(error), updated=[], resent=[])
+        # With what is known so far: the plan's ids once it was made.
+        module.fail_json(msg=shown(error), **run.result)
 
 
 class Run:
