@@ -40,7 +40,7 @@ class ActionModule(ActionBase):
                 result.update(
                     failed=True,
                     msg="src: is read on the controller, which needs the invite-reconciler "
-                    "library: pip install invite-reconciler (in the Python running Ansible)",
+                    "library in the Python running Ansible (pip install . from a checkout)",
                 )
                 return result
             paths = [src] if isinstance(src, str) else list(src)
