@@ -335,8 +335,10 @@ def test_hostile_src_files_are_refused_at_their_place_before_any_request(
 ) -> None:
     folder = tmp_path / "play" / "invites"
     folder.mkdir(parents=True)
-    laughs = ["invites:", "  - id: inv_8f2k1", '    name: &a ["lol","lol","lol","lol","lol"]']
-    laughs += [f"    n{i}: &a{i} [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]" for i in range(9)]
+    # A billion laughs: 10^9 "lol"s from ten lines, through an `x-` template key.
+    laughs = ["x-laughs:", "  l0: &l0 [" + ", ".join(["lol"] * 10) + "]"]
+    laughs += [f"  l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * 10) + "]" for i in range(1, 9)]
+    laughs += ["invites:", "  - id: inv_8f2k1", "    groups: *l8"]
     (folder / "a-laughs.yaml").write_text("\n".join(laughs) + "\n", encoding="utf-8")
     (folder / "b-bytes.yaml").write_bytes(b"invites:\n  - id: inv_7c2d4\n    name: Caf\xe9\n")
     deep = "invites:\n  - id: inv_2b6n3\n    name: " + "[" * 200 + "]" * 200 + "\n"
@@ -354,8 +356,8 @@ def test_hostile_src_files_are_refused_at_their_place_before_any_request(
     assert sandbox.stats.total == 0
     # Each file alone: the YAML ones are refused at their place by the module.
     for name, expected in (
-        ("a-laughs.yaml", ":3:"),
-        ("c-deep.yaml", ":3:"),
+        ("a-laughs.yaml", ":6:47: aliases expand to more than"),
+        ("c-deep.yaml", ":3:108: nested too deeply (limit 100)"),
         ("e-fifo.yaml", ": not read: it is a FIFO"),
     ):
         text = play_text(f"src: invites/{name}")
