@@ -312,11 +312,8 @@ class Run:
         result["changed"] = plan.has_changes  # check mode: would change
         resends = result["resend_planned"]
         if module.check_mode and resends:
-            module.warn(
-                "check mode: a real run e-mails {} again: {}".format(
-                    plural(len(resends), "invitation"), ", ".join(resends)
-                )
-            )
+            invitations = plural(len(resends), "invitation")
+            module.warn(f"check mode: a real run e-mails {invitations} again: {_ids(resends)}")
         if plan.failed:
             self.fail(_failed_reading(plan))
         module.exit_json(**result)
@@ -362,27 +359,25 @@ class Run:
         if not_made:
             result["resend_not_made"] = not_made
             problems.append(
-                "updated, but the invitation was not e-mailed again: {} (send it with "
-                "`reconcile resend ID`)".format(", ".join(not_made))
+                f"updated, but the invitation was not e-mailed again: {_ids(not_made)} (send "
+                "it with `reconcile resend ID`)"
             )
         in_doubt = ids(WriteOutcome.RESEND_UNKNOWN) + [r.change.id for r in report.resends_in_doubt]
         if in_doubt:
             result["resend_unknown"] = in_doubt
             problems.append(
-                "the invitation may or may not have been e-mailed again: {} (check with "
-                "the business before sending it again; never re-run to retry)".format(
-                    ", ".join(in_doubt)
-                )
+                f"the invitation may or may not have been e-mailed again: {_ids(in_doubt)} "
+                "(check with the business before sending it again; never re-run to retry)"
             )
         if unknown:
             result["update_unknown"] = unknown
             problems.append(
-                "no answer came back, the update may or may not have been applied: {}".format(
-                    ", ".join(unknown)
-                )
+                f"no answer came back, the update may or may not have been applied: {_ids(unknown)}"
             )
         errors = result.get("errors", [])
-        for item in by_outcome.get(WriteOutcome.FAILED, []):
+        for item in by_outcome.get(WriteOutcome.FAILED, []) + by_outcome.get(
+            WriteOutcome.UPDATE_UNKNOWN, []
+        ):
             errors.append(
                 dict(id=item.change.id, source=str(item.change.source), message=shown(item.error))
             )
@@ -394,11 +389,11 @@ class Run:
             result["errors"] = errors
         failed_updates = ids(WriteOutcome.FAILED)
         if failed_updates:
-            problems.append("not updated: {}".format(", ".join(failed_updates)))
+            problems.append(f"not updated: {_ids(failed_updates)}")
         not_started = ids(WriteOutcome.NOT_STARTED)
         if not_started:
             why = report.stopped_by or "the run stopped"
-            problems.append("not started ({}): {}".format(shown(why), ", ".join(not_started)))
+            problems.append(f"not started ({shown(why)}): {_ids(not_started)}")
         if plan.failed:
             problems.append(_failed_reading(plan))
         if self.audit_error is not None or report.audit_error is not None:
@@ -411,10 +406,13 @@ class Run:
         self.module.fail_json(msg=message, **self.result)
 
 
+def _ids(ids):
+    return ", ".join(ids)
+
+
 def _failed_reading(plan):
-    return "could not be planned, left alone: {}".format(
-        ", ".join(f"{escape(f.id)} ({escape(f.redacted().message)})" for f in plan.failed)
-    )
+    failed = [f"{escape(f.id)} ({escape(f.redacted().message)})" for f in plan.failed]
+    return f"could not be planned, left alone: {_ids(failed)}"
 
 
 def _error(failed):
