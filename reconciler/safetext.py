@@ -11,10 +11,12 @@ One verb per operation, named for what it does:
   issued in this run never reach output, even when a server echoes them back.
   The API client registers them with ``register_secret`` (tokens come and go with
   ``replace_secrets``) as soon as it holds them; ``holds_secret`` asks whether a
-  text holds one. Redaction is only for what a server said: error messages, and the
-  server's values in plans and the audit log. It never edits data: not a value
-  from the files, not what is compared or sent, and it matches only the secrets
-  themselves, never a pattern over ordinary words.
+  text holds one; ``watch_secrets`` tells a host that masks output of its own (an
+  Ansible module's no-log values) each one as it is known. Redaction is only for
+  what a server said: error messages, and the server's values in plans and the
+  audit log. It never edits data: not a value from the files, not what is compared
+  or sent, and it matches only the secrets themselves, never a pattern over
+  ordinary words.
 - ``redact_and_escape``: both, for one line a server or the environment said;
   ``redact_and_escape_lines`` for a message of several lines.
 - ``quote_value``: a value from a file quoted (as Python's repr), escaped and cut short.
@@ -29,7 +31,7 @@ import html
 import json
 import re
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
 
 REDACTED = "[redacted]"
@@ -154,6 +156,20 @@ class Redactor:
         self._lock = threading.Lock()
         self._secrets: tuple[str, ...] = ()
         self._replaceable: set[str] = set()  # forms from ``replace``: tokens, dropped in time
+        self._watchers: list[Callable[[str], None]] = []
+
+    def watch(self, watcher: Callable[[str], None]) -> None:
+        """Tell ``watcher`` every form redacted from now on, and those redacted already."""
+        with self._lock:
+            self._watchers.append(watcher)
+            held = self._secrets
+        for form in held:
+            watcher(form)
+
+    def _tell(self, forms: Iterable[str]) -> None:
+        for form in forms:
+            for watcher in self._watchers:
+                watcher(form)
 
     def register(self, secret: str | None) -> None:
         with self._lock:
@@ -161,6 +177,7 @@ class Redactor:
             self._replaceable -= forms  # registered: kept for the rest of the run
             if forms - set(self._secrets):
                 self._use(set(self._secrets) | forms)
+        self._tell(forms)
 
     def replace(self, old: Iterable[str], new: Iterable[str]) -> None:
         """Stop redacting ``old`` (unless also registered) and start redacting ``new``."""
@@ -169,6 +186,7 @@ class Redactor:
             added = {form for secret in new for form in _forms(secret)} - set(self._secrets)
             self._replaceable = (self._replaceable - gone) | added
             self._use((set(self._secrets) - gone) | added)
+        self._tell(added)
 
     def _use(self, secrets: set[str]) -> None:
         # Longest first, so a secret containing another is removed whole.
@@ -201,6 +219,14 @@ def replace_secrets(old: Iterable[str], new: Iterable[str]) -> None:
     """From now on ``new`` is redacted and ``old`` no longer is (unless registered with
     ``register_secret``): a run that gets a token per minute keeps a short list."""
     _REDACTOR.replace(old, new)
+
+
+def watch_secrets(watcher: Callable[[str], None]) -> None:
+    """Call ``watcher`` with each secret and token redacted, in each form, as it becomes
+    known (and at once with those known already): for a host that masks its own output
+    as well, such as an Ansible module's no-log values. A token dropped from redaction
+    later is not taken back from the watcher."""
+    _REDACTOR.watch(watcher)
 
 
 def redact(text: str) -> str:

@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from benchmarks.scenarios import (
     adopt_large,
+    ansible_playbook,
     apply_rate_limit,
     gateway,
     gateway_haproxy,
@@ -39,4 +40,5 @@ SCENARIOS: dict[str, tuple[str, Scenario]] = {
     "http-layer": ("x", http_layer.run),
     "plan-short-tokens": ("t", plan_short_tokens.run),
     "adopt-large": ("d", adopt_large.run),
+    "ansible": ("p", ansible_playbook.run),
 }

@@ -32,6 +32,7 @@ __all__ = [
     "load_desired_state",
     "load_file",
     "load_text",
+    "load_texts",
 ]
 
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -142,6 +143,21 @@ def load_desired_state(paths: list[str]) -> DesiredState:
     if problems:
         raise InputError(problems)
     return DesiredState(invites=invites, files=[str(f) for f in files])
+
+
+def load_texts(sources: list[tuple[str, str]]) -> DesiredState:
+    """The desired state of files read elsewhere, as (path, text): every check of
+    ``load_desired_state`` but finding and reading them (Ansible's controller read them)."""
+    invites: list[DesiredInvite] = []
+    problems: list[FileProblem] = []
+    for path, text in sources:
+        file_invites, file_problems = load_text(text, path)
+        invites.extend(file_invites)
+        problems.extend(file_problems)
+    problems.extend(_duplicate_ids(invites))
+    if problems:
+        raise InputError(problems)
+    return DesiredState(invites=invites, files=[path for path, _ in sources])
 
 
 def load_file(file: Path) -> tuple[list[DesiredInvite], list[FileProblem]]:

@@ -46,6 +46,10 @@ class Hostility:
     # status and its HTML page, as nginx does when the platform outlasts proxy_read_timeout.
     resend_gateway_status: int | None = None
     resend_huge_body: int | None = None  # 10: the re-send is carried out, then a 200 this long
+    # 11: each GET answers the invite with the client secret and the token it was read with
+    # in its name and in a contact sub-field the files never manage (`title`), and in the
+    # envelope's message; an unknown id's 404 quotes them too
+    echo_secrets: bool = False
 
 
 class Seen(NamedTuple):
@@ -146,14 +150,22 @@ class HostileServer:
         if method in h.envelope_failure:
             current = self.invites.get(invite_id)
             return 200, envelope(200, current, "request could not be processed", success=False)
+        token = auth.removeprefix("Bearer ")
         if invite_id not in self.invites:
-            return 404, envelope(404, None, f"invite {invite_id} not found")
+            echoed = f" (asked by {self.secret} with {token})" if h.echo_secrets else ""
+            return 404, envelope(404, None, f"invite {invite_id} not found{echoed}")
         if method == "PATCH":
             self.invites[invite_id].update(body if isinstance(body, dict) else {})
         elif method == "RESEND":
             self.resends[invite_id] += 1
             return 200, envelope(200, None)
         answered = self.invites.get(h.wrong_ids.get(invite_id, invite_id))
+        if h.echo_secrets and method == "GET" and answered is not None:
+            contact = dict(answered.get("primaryContact") or {})
+            contact["title"] = f"{self.secret}/{token}"
+            name = f"{answered.get('name')} {self.secret} {token}"
+            answered = dict(answered, name=name, primaryContact=contact)
+            return 200, envelope(200, answered, f"read by {self.secret} with {auth}")
         return 200, envelope(200, answered)
 
 

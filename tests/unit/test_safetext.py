@@ -92,6 +92,19 @@ def test_redaction_is_never_a_pattern_over_words(words: str) -> None:
     assert not redactor.holds_secret(words)
 
 
+def test_a_watcher_hears_every_form_redacted_known_or_to_come() -> None:
+    redactor = Redactor()
+    redactor.register("a-real-client-secret")
+    heard: list[str] = []
+    redactor.watch(heard.append)
+    redactor.replace([], ["eyJ.token.one"])
+    redactor.replace(["eyJ.token.one"], ["eyJ.token.two"])
+    redactor.register("x")  # too short to be redacted: not told either
+    assert set(heard) == {"a-real-client-secret", "eyJ.token.one", "eyJ.token.two"}
+    assert redactor.redact("eyJ.token.one") == "eyJ.token.one"  # dropped from redaction...
+    assert "eyJ.token.one" in heard  # ...but a watcher's masking keeps it
+
+
 def test_redactor_ignores_empty_and_tiny_secrets() -> None:
     redactor = Redactor()
     redactor.register("")

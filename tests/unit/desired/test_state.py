@@ -23,6 +23,7 @@ from reconciler.desired.state import (
     load_desired_state,
     load_file,
     load_text,
+    load_texts,
 )
 from reconciler.errors import FileProblem, InputError
 
@@ -1129,3 +1130,18 @@ def test_validate_exits_1_and_plan_sends_nothing(write_yaml: WriteYaml, tmp_path
         assert result.stderr.splitlines()[0].startswith("invites/a.yaml:3:11: `name`:")
         assert result.stderr.splitlines()[-1] == "Found 4 problems; nothing was sent."
         assert "Acme Holdings Ltd" not in result.stdout
+
+
+# -- files read elsewhere (Ansible's controller) ------------------------------------
+
+
+def test_files_read_elsewhere_get_every_check_with_their_own_paths() -> None:
+    first = "invites:\n  - id: inv_1\n    phone: +442079460000\n"
+    second = "invites:\n  - id: inv_2\n  - id: inv_1\n"
+    with pytest.raises(InputError) as info:
+        load_texts([("files/a.yaml", first), ("files/b.yaml", second)])
+    shown = [str(p) for p in info.value.problems]
+    assert shown[0].startswith("files/a.yaml:3:12: ")
+    assert shown[1] == "files/b.yaml:3:5: invite id `inv_1` is already defined at files/a.yaml:2"
+    state = load_texts([("a.yaml", "invites:\n  - id: inv_1\n    name: Acme\n")])
+    assert [i.id for i in state.invites] == ["inv_1"] and state.files == ["a.yaml"]

@@ -1,0 +1,52 @@
+"""The module's own parts: where a problem in the task's entries is, what a diff shows."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("reconciler")
+
+from ansible_collections.kyb.invites.plugins.modules import invites
+from reconciler.errors import ReconcilerError
+
+
+def test_a_problem_in_the_task_entries_names_the_entry_it_is_in():
+    entries = [
+        {"id": "inv_1", "name": "Acme"},
+        {"id": "inv_2", "phone": 442079460000, "groups": ["emea"]},
+        {"id": "inv_3", "emial": "x@example.com"},
+    ]
+    with pytest.raises(ReconcilerError) as error:
+        invites._inline_state(entries)
+    lines = str(error.value).splitlines()
+    assert lines[0].startswith("invites[1]: `phone` must be text")
+    assert lines[1] == "invites[2]: unknown field `emial`; did you mean `email`?"
+
+
+def test_entries_written_in_the_task_load_as_a_file_holding_them_would():
+    state = invites._inline_state([{"id": "inv_1", "name": "NO", "groups": ["b", "a"]}])
+    (invite,) = state.invites
+    assert invite.id == "inv_1"  # "NO" stayed text: the dump quotes what YAML would turn
+
+
+def test_a_diff_line_per_field_and_per_contact_sub_field_headed_with_the_resend():
+    from reconciler.model.invite import SourceLocation
+    from reconciler.model.values import Contact
+    from reconciler.plan.changes import InviteChange
+
+    change = InviteChange(
+        id="inv_1",
+        source=SourceLocation("invites/emea.yaml", 4),
+        name="Acme",
+        before={"email": "old@acme.example", "primaryContact": Contact({"name": "Jane"})},
+        patch={"email": "new@acme.example", "primaryContact": Contact({"name": "Jane\x1b[2J"})},
+        resend=True,
+        recipient="new@acme.example",
+    )
+    diff = invites._diff(change)
+    assert diff["before_header"] == "inv_1 (invites/emea.yaml:4)"
+    assert diff["after_header"].endswith(": e-mails the invitation again to new@acme.example")
+    assert diff["before"] == 'email: "old@acme.example"\nprimaryContact:\n  name: "Jane"\n'
+    assert diff["after"] == (
+        'email: "new@acme.example"\nprimaryContact:\n  name: "Jane\\u001b[2J"\n'
+    )
