@@ -40,5 +40,5 @@ SCENARIOS: dict[str, tuple[str, Scenario]] = {
     "http-layer": ("x", http_layer.run),
     "plan-short-tokens": ("t", plan_short_tokens.run),
     "adopt-large": ("d", adopt_large.run),
-    "ansible": ("p", ansible_playbook.run),
+    "ansible": ("n", ansible_playbook.run),
 }
