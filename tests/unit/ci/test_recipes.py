@@ -733,3 +733,57 @@ def test_pre_commit_validate_all_hook_checks_the_whole_invites_directory(tmp_pat
     result = run_hook("reconcile-validate-all", cwd=tmp_path)
     assert result.returncode == 1
     assert "inv_8f2k1" in result.stderr
+
+
+# --- the action's `command:` input, on one line or several ----------------------------------
+
+
+def run_action_command(tmp_path: Path, command: str) -> tuple[StepResult, list[str]]:
+    """The action's own steps, with `command:` as given and a stub `reconcile`."""
+    runner_temp = tmp_path / "runner"
+    write_stub(runner_temp / "invite-reconciler" / "bin")
+    work = tmp_path / "repo"
+    work.mkdir()
+    log = tmp_path / "stub.log"
+    log.write_text("", encoding="utf-8")
+    env = base_env(tmp_path) | {"STUB_LOG": str(log), "STUB_EXIT": "0"}
+    runner = Runner(work, runner_temp, env, {"event_name": "push"})
+    step = {"name": "the action", "uses": "OWNER/invite-reconciler@TAG", "with": {}}
+    step["with"]["command"] = command
+    runner.run_steps([step], runner.context({}, {}), {})
+    (result,) = runner.results
+    return result, log.read_text(encoding="utf-8").splitlines()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "apply --auto-approve --max-changes 20",
+        "apply\n  --auto-approve\n  --max-changes 20\n",  # `command: |`
+        "apply --auto-approve \\\n  --max-changes 20",  # a shell continuation, copied
+        "  apply\t--auto-approve\n\n--max-changes   20  ",
+    ],
+    ids=["one-line", "block", "backslash", "spacing"],
+)
+def test_the_action_takes_a_command_on_several_lines_whole(tmp_path: Path, command: str) -> None:
+    result, calls = run_action_command(tmp_path, command)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert calls == ["apply --auto-approve --max-changes 20"]
+
+
+def test_the_action_refuses_two_commands_in_one_input(tmp_path: Path) -> None:
+    result, calls = run_action_command(tmp_path, "validate\nplan --detailed-exitcode\n")
+    assert result.returncode == 1 and calls == []
+    assert "::error title=invite-reconciler::line 2 of the command input starts another" in (
+        result.stdout
+    )
+
+
+@pytest.mark.parametrize(
+    "command",
+    ['validate "$(touch pwned)"', "validate `touch pwned` ; touch pwned", "validate *"],
+)
+def test_the_actions_command_is_never_run_by_a_shell(tmp_path: Path, command: str) -> None:
+    _, calls = run_action_command(tmp_path, command)
+    assert not (tmp_path / "repo" / "pwned").exists()
+    assert calls == [command.replace("\n", " ")]  # the words, as written, to reconcile
