@@ -787,3 +787,76 @@ def test_the_actions_command_is_never_run_by_a_shell(tmp_path: Path, command: st
     _, calls = run_action_command(tmp_path, command)
     assert not (tmp_path / "repo" / "pwned").exists()
     assert calls == [command.replace("\n", " ")]  # the words, as written, to reconcile
+
+
+# --- each job's permissions and secrets, as examples/ci/README.md says ------------------------
+
+
+def readme_table(platform: str, header: str) -> dict[str, list[str]]:
+    """The rows of the README's table under **GitHub.** or **GitLab.**, by job."""
+    text = (CI / "README.md").read_text(encoding="utf-8")
+    section = text.split(f"**{platform}.**", 1)[1].split("\n**", 1)[0]
+    table = section.split(header, 1)[1].split("\n\n", 1)[0]
+    rows = {}
+    for line in table.strip().splitlines()[1:]:  # the separator row first
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        rows[cells[0].strip("`")] = cells[1:]
+    return rows
+
+
+def secret_names(cell: str) -> set[str]:
+    return set(re.findall(r"`([A-Z][A-Z0-9_]+)`", cell))
+
+
+def environment_of(job: dict[str, Any]) -> str:
+    environment = job.get("environment")
+    if isinstance(environment, dict):
+        environment = environment.get("name")
+    return f"`{environment}`" if environment else "none"
+
+
+def test_github_jobs_have_the_permissions_and_secrets_the_readme_says() -> None:
+    import yaml
+
+    table = readme_table("GitHub", "| job | permissions | secrets | environment |")
+    jobs = load(GITHUB)["jobs"]
+    assert set(table) == set(jobs)
+    token_users = ("actions/github-script@", "peter-evans/create-pull-request@")
+    for name, job in jobs.items():
+        permissions, secrets, environment = table[name]
+        granted = {f"{scope}: {level}" for scope, level in job["permissions"].items()}
+        assert granted == set(re.findall(r"`([\w-]+: \w+)`", permissions)), name
+        text = yaml.safe_dump(job)
+        used = set(re.findall(r"secrets\.(\w+)", text))
+        if "github.token" in text or any(
+            s.get("uses", "").startswith(token_users) for s in job["steps"]
+        ):
+            used.add("GITHUB_TOKEN")
+        assert used == secret_names(secrets), name
+        assert environment_of(job) == environment, name
+    # The read-only client's jobs ask for reading only; apply for the default (write too).
+    for name in ("plan", "drift"):
+        assert jobs[name]["env"]["RECONCILER_SCOPE"] == "kyb:invites:read", name
+    assert "RECONCILER_SCOPE" not in (jobs["apply"].get("env") or {})
+
+
+def test_gitlab_jobs_use_the_secrets_the_readme_says() -> None:
+    table = readme_table("GitLab", "| job | secrets | environment |")
+    jobs = gitlab_jobs()
+    assert set(table) == set(jobs)
+    for name, job in jobs.items():
+        secrets, environment = table[name]
+        script = "\n".join(job["script"])
+        used = set(re.findall(r"\$\{?([A-Z][A-Z0-9_]*(?:SECRET|TOKEN)[A-Z0-9_]*)", script))
+        used.discard("CI_JOB_TOKEN")
+        # The tool reads RECONCILER_CLIENT_SECRET itself: every job that talks to the API
+        # uses it, unless it maps the write client's onto it.
+        online = any(c and c[0] in {"plan", "apply", "adopt"} for c in reconcile_commands(script))
+        if online and "RECONCILER_WRITE_CLIENT_SECRET" not in used:
+            used.add("RECONCILER_CLIENT_SECRET")
+        assert used == secret_names(secrets), name
+        assert environment_of(job) == environment, name
+    variables = {n: j.get("variables") or {} for n, j in jobs.items()}
+    for name in ("plan", "drift"):
+        assert variables[name].get("RECONCILER_SCOPE") == "kyb:invites:read", name
+    assert "RECONCILER_SCOPE" not in variables["apply"]
