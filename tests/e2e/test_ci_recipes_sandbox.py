@@ -348,8 +348,11 @@ class Loop:
         return runner.run_job(load(GITHUB), job)
 
     def _runner_temp(self, work: Path) -> Path:
+        """Another runner's temporary directory, the tool installed there already."""
         temp = work.parent / "runner"
-        temp.mkdir(exist_ok=True)
+        if not temp.exists():
+            temp.mkdir()
+            (temp / "invite-reconciler").symlink_to(self.installed / "invite-reconciler")
         return temp
 
     def summary(self, work: Path | None = None) -> str:
