@@ -496,6 +496,7 @@ def with_origin(work: Path, recorded: str) -> dict[str, str]:
     but for "later". The commits by name."""
     origin = work.parent / "origin.git"
     git(work.parent, "init", "-q", "--bare", "-b", "main", str(origin))
+    git(origin, "config", "receive.advertisePushOptions", "true")  # as GitLab does
     git(work, "remote", "add", "origin", str(origin))
     shas = {"first": git(work, "rev-parse", "HEAD")}
     git(work, "commit", "-q", "--allow-empty", "-m", "second")
@@ -507,7 +508,18 @@ def with_origin(work: Path, recorded: str) -> dict[str, str]:
     shas["sideways"] = git(work, "rev-parse", "HEAD")
     git(work, "checkout", "-q", "main")
     git(work, "push", "-q", "origin", "main")
-    target = {"head": "third", "ancestor": "first", "later": "third", "sideways": "sideways"}
+    # A commit on top of main's head pushed to the record alone, never to main.
+    git(work, "checkout", "-q", "--detach", shas["third"])
+    git(work, "commit", "-q", "--allow-empty", "-m", "pushed to the record by hand")
+    shas["ahead"] = git(work, "rev-parse", "HEAD")
+    git(work, "checkout", "-q", "main")
+    target = {
+        "head": "third",
+        "ancestor": "first",
+        "later": "third",
+        "sideways": "sideways",
+        "ahead": "ahead",
+    }
     if recorded in target:
         git(work, "push", "-q", "origin", f"{shas[target[recorded]]}:refs/heads/reconcile/applied")
     if recorded == "later":
@@ -518,7 +530,7 @@ def with_origin(work: Path, recorded: str) -> dict[str, str]:
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 @pytest.mark.parametrize("platform", ["github", "gitlab"])
-@pytest.mark.parametrize("recorded", ["none", "head", "ancestor", "later", "sideways"])
+@pytest.mark.parametrize("recorded", ["none", "head", "ancestor", "later", "sideways", "ahead"])
 def test_a_merge_applies_everything_since_the_last_successful_apply(
     tmp_path: Path, stub: Any, platform: str, recorded: str
 ) -> None:
@@ -531,6 +543,8 @@ def test_a_merge_applies_everything_since_the_last_successful_apply(
         ],
         "later": [],  # a later revision is applied already: an older one is never applied
         "sideways": ["apply --auto-approve --audit-log audit.jsonl"],  # off main: everything
+        # Ahead of main but not on it: never a reason to skip, nor a base.
+        "ahead": ["apply --auto-approve --audit-log audit.jsonl"],
     }[recorded]
     if platform == "github":
         results, calls, _ = github_stub_job(tmp_path, "apply", {})
@@ -860,3 +874,59 @@ def test_gitlab_jobs_use_the_secrets_the_readme_says() -> None:
     for name in ("plan", "drift"):
         assert variables[name].get("RECONCILER_SCOPE") == "kyb:invites:read", name
     assert "RECONCILER_SCOPE" not in variables["apply"]
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+@pytest.mark.parametrize("platform", ["github", "gitlab"])
+@pytest.mark.parametrize(
+    ("recorded", "moved", "fails"),
+    [
+        ("none", True, False),  # a first record
+        ("ancestor", True, False),  # forward, to a descendant
+        ("head", False, False),  # already there
+        ("later", False, False),  # a re-run of an older push: a later commit of main stays
+        ("sideways", False, True),  # another history: never moved, the job fails
+        ("ahead", False, True),  # pushed by hand, not on main: never trusted nor moved
+    ],
+)
+def test_the_record_moves_only_forward_along_main(
+    tmp_path: Path, stub: Any, platform: str, recorded: str, moved: bool, fails: bool
+) -> None:
+    shas = with_origin(stub.work, recorded)
+    origin = stub.work.parent / "origin.git"
+    before = git(origin, "for-each-ref", "--format=%(objectname)", "refs/heads/reconcile/applied")
+    head = git(stub.work, "rev-parse", "HEAD")
+    if platform == "github":
+        results, _, _ = github_stub_job(tmp_path, "record", {})
+        failed, said = job_failed(results), "".join(r.stdout + r.stderr for r in results)
+    else:
+        ci = WRITE_CLIENT | {"RECORD_TOKEN": "a-project-access-token", "RECORD_REMOTE": str(origin)}
+        result, _ = stub(*gitlab_job_script("apply"), 0, **ci)
+        failed, said = result.returncode != 0, result.stdout + result.stderr
+    after = git(origin, "for-each-ref", "--format=%(objectname)", "refs/heads/reconcile/applied")
+    assert failed is fails, said
+    assert (after == head != before) if moved else (after == before), said
+    if fails:
+        assert "never moved backwards or sideways" in said
+    assert shas  # the commits exist: the states are real
+
+
+HOSTILE_BRANCH = "main;touch${IFS}pwned-1$(touch pwned-2)`touch pwned-3`"
+
+
+def test_a_branch_name_with_shell_metacharacters_is_never_run_github(tmp_path: Path) -> None:
+    # A pull request may target any branch; its name reaches the plan's command words.
+    results, calls, _ = github_stub_job(
+        tmp_path, "plan", {"plan": 2}, event_name="pull_request", base_ref=HOSTILE_BRANCH
+    )
+    assert not job_failed(results)
+    assert calls[-1].endswith(f"--changed-since origin/{HOSTILE_BRANCH}")
+    assert sorted(p.name for p in tmp_path.rglob("pwned*")) == []
+
+
+@pytest.mark.parametrize("job", ["plan", "apply", "drift"])
+def test_a_branch_name_with_shell_metacharacters_is_never_run_gitlab(stub: Any, job: str) -> None:
+    ci = WRITE_CLIENT | {"CI_DEFAULT_BRANCH": HOSTILE_BRANCH, "CI_MERGE_REQUEST_DIFF_BASE_SHA": ""}
+    result, _ = stub(*gitlab_job_script(job), 2 if job == "drift" else 0, **ci)
+    assert "Traceback" not in result.stderr
+    assert sorted(p.name for p in stub.work.parent.rglob("pwned*")) == []
