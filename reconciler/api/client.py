@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 from reconciler.api.exceptions import BadInviteValue, UnexpectedResponse, WrongInvite
 from reconciler.api.http.answer import Answer
-from reconciler.api.http.auth import register_secret_forms
+from reconciler.api.http.auth import Grant, register_secret_forms
 from reconciler.api.http.exchange import Exchange, Observer
 from reconciler.api.http.pacing import RequestPacer
 from reconciler.api.http.urls import invite_path, parse_base_url
@@ -79,6 +79,10 @@ class ApiClient:
 
     def __enter__(self) -> ApiClient:
         return self
+
+    def grant(self) -> Grant | None:
+        """The scope the token answer granted (None before a token was issued)."""
+        return self._exchange.grant()
 
     def __exit__(self, *exc: object) -> None:
         self.close()

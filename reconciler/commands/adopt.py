@@ -18,7 +18,8 @@ from pathlib import Path
 import click
 
 from reconciler.api.current import read_current
-from reconciler.commands.common import settings_for
+from reconciler.commands.adopt_summary import Held, write_summary
+from reconciler.commands.common import check_writable, settings_for
 from reconciler.commands.options import (
     config_option,
     parallelism_option,
@@ -29,6 +30,7 @@ from reconciler.commands.options import (
     verbose_option,
 )
 from reconciler.commands.remote import api_client, capacity_for, reading_progress
+from reconciler.desired.changed_since import ChangedEntry, changed_entries
 from reconciler.desired.entries import refuse_bad_ids
 from reconciler.desired.rewrite import Rewritten, Wanted, rewrite
 from reconciler.desired.selection import Selection, select_invites
@@ -58,6 +60,21 @@ _BOM = "\ufeff"
     is_flag=True,
     help="Also remove the entries of invites that are no longer pending (accepted, expired).",
 )
+@click.option(
+    "--changed-since",
+    metavar="REF",
+    help="Never write a field whose value in the files changed since git REF (the last "
+    "successful apply): it is listed as not applied yet, or as a conflict when the "
+    "platform holds neither value.",
+)
+@click.option(
+    "--summary",
+    "summary_file",
+    metavar="FILE",
+    type=click.Path(dir_okay=False),
+    help="Also write what was adopted, what is pending apply and the conflicts, each "
+    "apart, as Markdown (a pull request's body).",
+)
 @config_option
 @parallelism_option
 @sandbox_option
@@ -67,6 +84,8 @@ def adopt(
     targets: tuple[str, ...],
     excludes: tuple[str, ...],
     prune_not_pending: bool,
+    changed_since: str | None,
+    summary_file: str | None,
     config_file: str | None,
     parallelism: int | None,
     sandbox: bool,
@@ -77,17 +96,27 @@ def adopt(
     Only values that differ are edited, in place: comments, key order, quoting and
     layout elsewhere stay as they are. Each edit is printed as
     `FILE:LINE: ID FIELD: OLD -> NEW`. Never writes to the API.
+
+    With --changed-since REF, a field whose value in the files changed since REF is
+    never written: the platform not holding it yet is a change not applied yet, not
+    drift.
     """
     setup_logging(verbose)
     refuse_bad_ids(targets, "--target")
     refuse_bad_ids(excludes, "--exclude")
     settings = settings_for(config_file, parallelism=parallelism)
+    check_writable(summary_file, "write the summary")
     where = list(paths or settings.paths)
     everything = load_desired_state(where).invites
+    _refuse_summary_over_input(summary_file, everything, config_file)
     chosen = select_invites(everything, Selection(targets, excludes), ", ".join(where))
+    pending: dict[str, ChangedEntry] = {}
+    if changed_since is not None:
+        # The files' changes since REF, before any request: a bad REF costs nothing.
+        pending = changed_entries(changed_since, where, everything) or {}
     capacity = capacity_for(settings)
     limiter = capacity.limiter
-    found = _Found()
+    found = _Found(pending)
     with api_client(settings, sandbox, capacity) as client:
         progress = reading_progress(client, len(chosen))
         readings = read_current(
@@ -123,15 +152,34 @@ def adopt(
     files = _rewrite_all(found.wanted, everything)
     for path, done in files:
         _write(path, done)
-    return _report(files, found.failed)
+    code = _report(files, found.failed, found.held, changed_since)
+    if summary_file is not None:
+        write_summary(summary_file, [(p, d.rewritten) for p, d in files], found.held, changed_since)
+    return code
+
+
+def _refuse_summary_over_input(
+    summary: str | None, invites: list[DesiredInvite], config_file: str | None
+) -> None:
+    if summary is None:
+        return
+    inputs = {os.path.realpath(i.source.path) for i in invites}
+    inputs.add(os.path.realpath(config_file or "reconciler.yaml"))
+    if os.path.realpath(summary) in inputs:
+        raise ReconcilerError(
+            f"--summary {redact_and_escape(summary)}: a file this run reads; write the "
+            "summary elsewhere. Nothing was read from the platform"
+        )
 
 
 @dataclass
 class _Found:
     """What each invite read asks of its entry, by file."""
 
+    pending: dict[str, ChangedEntry] = field(default_factory=dict)  # --changed-since
     wanted: dict[str, list[Wanted]] = field(default_factory=lambda: defaultdict(list))
     failed: list[FailedInvite] = field(default_factory=list)
+    held: list[Held] = field(default_factory=list)  # changed in git since REF: left alone
 
     def take(self, desired: DesiredInvite, current: CurrentInvite, prune: bool) -> None:
         source = desired.source
@@ -150,6 +198,20 @@ class _Found:
             message = f"the platform's {fields} holds the client secret or a token: not adopted"
             self.failed.append(FailedInvite(desired.id, source, message))
             differing = {f: v for f, v in differing.items() if f not in echoed}
+        changed = self.pending.get(desired.id)
+        if changed is not None:
+            for name in [f for f in differing if f in changed.fields]:
+                platform = current.fields.get(name)
+                at_ref = None if changed.at_ref is None else changed.at_ref.get(name)
+                # The platform still holds REF's value (or the field is new since REF):
+                # the change is not applied yet. Anything else: changed on both sides.
+                conflict = at_ref is not None and (
+                    platform is None or not kind_of(name).equal(platform, at_ref)
+                )
+                self.held.append(
+                    Held(desired.id, source, name, written[name], platform, at_ref, conflict)
+                )
+                del differing[name]
         if not differing:
             return
         # Text as the files hold it: in NFC, as the loader reads it back.
@@ -242,7 +304,12 @@ def _write(path: str, done: _File) -> None:
     write_text_replacing(os.path.realpath(path), done.text, "the invite file")
 
 
-def _report(files: list[tuple[str, _File]], failed: list[FailedInvite]) -> int:
+def _report(
+    files: list[tuple[str, _File]],
+    failed: list[FailedInvite],
+    held: list[Held],
+    ref: str | None,
+) -> int:
     values = removed = refused = changed = 0
     for path, done in files:
         shown = redact_and_escape(path)
@@ -273,6 +340,9 @@ def _report(files: list[tuple[str, _File]], failed: list[FailedInvite]) -> int:
         removed += len(result.removed)
         refused += len(result.refused)
         changed += bool(result.edits or result.removed)
+    for one in held:
+        click.echo(one.line(ref or ""))
+    conflicts = sum(one.conflict for one in held)
     parts = []
     if values:
         parts.append(f"adopted {plural(values, 'value')}")
@@ -280,13 +350,30 @@ def _report(files: list[tuple[str, _File]], failed: list[FailedInvite]) -> int:
         parts.append(f"removed {plural(removed, 'entry').replace('entrys', 'entries')}")
     if parts:
         click.echo(f"{' and '.join(parts).capitalize()} in {plural(changed, 'file')}.", err=True)
-    elif not refused and not failed:
+    elif not refused and not failed and not held:
         click.echo("Nothing to adopt: the files hold the platform's values.", err=True)
+    elif not refused and not failed:
+        click.echo("Nothing to adopt: what differs was changed in git since the ref.", err=True)
+    if held:
+        shown_ref = redact_and_escape(ref or "")
+        click.echo(
+            f"Left alone, changed in git since {shown_ref}: "
+            f"{plural(len(held) - conflicts, 'value')} not applied yet, "
+            f"{plural(conflicts, 'conflict')}.",
+            err=True,
+        )
     if refused:
         click.echo(
             f"error: {plural(refused, 'value')} could not be adopted (listed above); "
             "edit them by hand",
             err=True,
         )
+    if conflicts:
+        click.echo(
+            f"error: {plural(conflicts, 'value')} changed both in git since "
+            f"{redact_and_escape(ref or '')} and on the platform (listed above): decide which "
+            "to keep, in the files (then apply) or on the platform",
+            err=True,
+        )
     echo_errors(failed)
-    return 1 if refused or failed else 0
+    return 1 if refused or failed or conflicts else 0

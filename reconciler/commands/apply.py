@@ -26,7 +26,12 @@ from reconciler.commands.options import (
     settings_help,
 )
 from reconciler.commands.plan import signing_secret
-from reconciler.commands.remote import api_client, capacity_for, compute_plan
+from reconciler.commands.remote import (
+    api_client,
+    capacity_for,
+    compute_plan,
+    refuse_narrow_grant,
+)
 from reconciler.desired.state import DesiredState
 from reconciler.errors import ReconcilerError
 from reconciler.output.color import use_color
@@ -118,6 +123,7 @@ def apply(
             if in_conflict:
                 _say_left_in_conflict(len(in_conflict))
             return 1 if the_plan.failed or in_conflict else 0
+        refuse_narrow_grant(client)  # before any write, and before asking
         if saved is None:
             the_plan.raise_if_unsafe(settings.max_changes, settings.max_resends)
             if not auto_approve:

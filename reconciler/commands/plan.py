@@ -13,7 +13,7 @@ from reconciler.commands.options import (
     run_options,
     settings_help,
 )
-from reconciler.commands.remote import api_client, capacity_for, compute_plan
+from reconciler.commands.remote import api_client, capacity_for, compute_plan, say_grant
 from reconciler.output import renderer_for
 from reconciler.output.color import use_color
 from reconciler.output.common import echo_chunks
@@ -64,6 +64,7 @@ def plan(
     limiter = capacity.limiter
     with api_client(settings, run.sandbox, capacity) as client:
         the_plan = compute_plan(client, state, settings, limiter)
+        say_grant(client)
     secret = signing_secret(settings, run.sandbox)
     if secret:  # always, in practice: reading the invites needed it
         sign_plan(the_plan, secret)

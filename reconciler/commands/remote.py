@@ -17,9 +17,11 @@ from reconciler.api.current import read_current
 from reconciler.api.http.pacing import RequestPacer
 from reconciler.api.limiter import Limiter, limiter_for
 from reconciler.desired.state import DesiredState
+from reconciler.errors import ReconcilerError
 from reconciler.output.progress import Progress
 from reconciler.plan.make import make_plan
 from reconciler.plan.model import Plan
+from reconciler.safetext import redact_and_escape
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET
 from reconciler.settings.config import Settings
 from reconciler.settings.contract import Contract
@@ -68,6 +70,42 @@ def api_client(
         ).with_contract(Contract())
         with ApiClient(local, pacer=pacer, observer=observer) as client:
             yield client
+
+
+def say_grant(client: ApiClient) -> None:
+    """`plan`: says when the token was granted less than asked for. Information when only
+    a writing scope is missing (a read-only client: a plan reads), a warning otherwise."""
+    grant = client.grant()
+    if grant is None or not grant.missing:
+        return
+    missing = ", ".join(redact_and_escape(s) for s in grant.missing)
+    if all("write" in s.lower() for s in grant.missing):
+        click.echo(
+            f"Note: the token was granted {grant.shown()}, not {missing}: a read-only "
+            "client, which is enough for a plan; `apply` would refuse before writing.",
+            err=True,
+        )
+    else:
+        click.echo(
+            f"warning: the token was granted {grant.shown()}, without {missing}, asked for "
+            "with RECONCILER_SCOPE; requests needing it will be refused (403)",
+            err=True,
+        )
+
+
+def refuse_narrow_grant(client: ApiClient) -> None:
+    """`apply`: refuses, before its first write, a token granted less than asked for."""
+    grant = client.grant()
+    if grant is None or not grant.missing:
+        return
+    missing = ", ".join(redact_and_escape(s) for s in grant.missing)
+    asked = redact_and_escape(client.settings.contract.scope)
+    raise ReconcilerError(
+        f"the token was granted {grant.shown()}, without {missing}, which writing needs "
+        f"(asked for with RECONCILER_SCOPE: '{asked}'); "
+        "nothing was written. Use the write client (RECONCILER_CLIENT_ID and "
+        "RECONCILER_CLIENT_SECRET of a client granted that scope)"
+    )
 
 
 def reading_progress(client: ApiClient, total: int) -> Progress:

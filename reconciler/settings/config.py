@@ -94,6 +94,9 @@ class Settings:
     max_resends: int | None = None
     audit_log: str | None = None
     schema_ref: str = "../schemas/invites.schema.json"
+    # Under CI, the config file that set base_url (refused: see load_settings) and the
+    # variable that says CI; None otherwise.
+    refused_base_url: tuple[str, str] | None = None
 
     def with_values(self, values: Mapping[str, Any]) -> Settings:
         """``values`` by the names the file and the environment use, the contract's among them."""
@@ -116,6 +119,14 @@ class Settings:
         check_contract(self.contract)
         if base_url and client_id and secret:
             return Credentials(base_url, client_id, secret)
+        if not base_url and self.refused_base_url is not None:
+            path, ci = self.refused_base_url
+            raise ConfigError(
+                f"{escape(path)} sets base_url, which under CI ({ci}) is never taken from a "
+                "file in the repository: a pull request can change that file, and base_url "
+                "decides where the client secret is sent. Set RECONCILER_BASE_URL in the CI "
+                "settings (a variable of the project, not a file); nothing was sent"
+            )
         missing = [
             env
             for env, value in (
@@ -138,8 +149,27 @@ def load_settings(config_file: str | None, env: Mapping[str, str] | None = None)
     settings = Settings()
     path = config_file or (DEFAULT_CONFIG_FILE if Path(DEFAULT_CONFIG_FILE).is_file() else None)
     if path:
-        settings = settings.with_values(_read_config_file(path))
+        values = _read_config_file(path)
+        ci = ci_variable(env)
+        if ci is not None and "base_url" in values and not _env_text(env, ENV_VARS["base_url"]):
+            # A pull request can change the file: it must not decide where the secret goes.
+            del values["base_url"]
+            settings = replace(settings, refused_base_url=(path, ci))
+        settings = settings.with_values(values)
     return settings.with_values(_from_env(env))
+
+
+CI_VARIABLES = ("CI", "GITHUB_ACTIONS", "GITLAB_CI")
+
+
+def ci_variable(env: Mapping[str, str]) -> str | None:
+    """`NAME=value` of the variable that says this runs under CI (`true` or `1`, in any
+    case), None when none does."""
+    for name in CI_VARIABLES:
+        value = env.get(name, "")
+        if value.strip().lower() in ("true", "1"):
+            return f"{name}={escape(value.strip())}"
+    return None
 
 
 def _read_config_file(path: str) -> dict[str, Any]:

@@ -296,3 +296,66 @@ def test_text_the_platform_holds_decomposed_is_written_in_nfc(
     assert again.returncode == 0 and git(repo, "diff", "--stat").count("changed") == 1
     plan = run_cli("plan", "--detailed-exitcode", cwd=repo, env=sandbox_env(server))
     assert plan.returncode == 0, plan.stdout + plan.stderr
+
+
+def test_changed_since_leaves_a_change_not_applied_yet_alone_and_lists_it_apart(
+    repo: Path, start_sandbox: Callable[..., Sandbox], tmp_path: Path
+) -> None:
+    # Merged, not applied yet: acme's name in git. Drift: beta's name on the platform.
+    # Both sides: gamma's e-mail changed in git and, differently, on the platform.
+    applied = git(repo, "rev-parse", "HEAD")
+    path = repo / "invites" / "emea.yaml"
+    text = path.read_text(encoding="utf-8")
+    text = text.replace("name: Acme Holdings Ltd ", "name: Acme Renamed plc ")
+    text = text.replace("kyb@gamma.example", "new@gamma.example")
+    path.write_text(text, encoding="utf-8")
+    git(repo, "commit", "-q", "-am", "merged, not applied")
+    server = start_sandbox(
+        server_with(
+            inv_beta={"name": "Bêta Société S.A."},
+            inv_gamma={"email": "platform@gamma.example"},
+        )
+    )
+    summary = tmp_path / "summary.md"
+    result = run_cli(
+        "adopt", "--changed-since", applied, "--summary", str(summary),
+        cwd=repo, env=sandbox_env(server),
+    )  # fmt: skip
+    assert result.returncode == 1, result.stderr  # the conflict needs a decision
+    out = result.stdout.splitlines()
+    assert out[0] == 'invites/emea.yaml:15: inv_beta name: "Bêta Société SA" -> "Bêta Société S.A."'
+    assert out[1] == (
+        f"invites/emea.yaml:5: inv_acme name: not applied yet: changed in git since {applied} "
+        '(on the platform: "Acme Holdings Ltd", in the files: "Acme Renamed plc")'
+    )
+    assert out[2].startswith("invites/emea.yaml:22: inv_gamma email: conflict")
+    assert '"kyb@gamma.example"' in out[2] and '"platform@gamma.example"' in out[2]
+    # Only the drift was written into the files.
+    assert diff_lines(repo) == [
+        "-    name: 'Bêta Société SA'",
+        "+    name: 'Bêta Société S.A.'",
+    ]
+    body = summary.read_text(encoding="utf-8")
+    adopted, rest = body.split("### Pending apply (1)")
+    pending, conflicts = rest.split("### Conflicts (1)")
+    assert "### Adopted from the platform (1)" in adopted and "inv&#95;beta" in adopted
+    assert "inv&#95;acme" in pending and "Acme Renamed plc" in pending
+    assert "inv&#95;gamma" in conflicts and "platform&#64;gamma.example" in conflicts
+    assert "inv&#95;acme" not in adopted + conflicts
+
+
+def test_changed_since_with_nothing_but_pending_changes_adopts_nothing(
+    repo: Path, start_sandbox: Callable[..., Sandbox]
+) -> None:
+    applied = git(repo, "rev-parse", "HEAD")
+    path = repo / "invites" / "emea.yaml"
+    path.write_text(path.read_text(encoding="utf-8").replace("Gamma GmbH", "Gamma AG"), "utf-8")
+    git(repo, "commit", "-q", "-am", "merged, not applied")
+    server = start_sandbox(server_with())
+    result = run_cli("adopt", "--changed-since", applied, cwd=repo, env=sandbox_env(server))
+    assert result.returncode == 0, result.stderr
+    assert "not applied yet" in result.stdout
+    assert diff_lines(repo) == []
+    # Without the ref, the same run would put the platform's old name back.
+    assert run_cli("adopt", cwd=repo, env=sandbox_env(server)).returncode == 0
+    assert diff_lines(repo) == ["-    name: Gamma AG", "+    name: Gamma GmbH"]

@@ -199,10 +199,12 @@ def test_github_merge_applies_what_it_changed_then_drift_and_full_apply(
     assert "invites/emea.yaml" in git(repo.work, "status", "--porcelain")
     assert "Adopted" in text
     git(repo.work, "checkout", "--", ".")  # the next job has a fresh checkout
+    # The first commit is the last successful apply (the checkout fetched its record).
+    git(repo.work, "update-ref", "refs/remotes/origin/reconcile/applied", repo.first)
     # A push that changes one invite applies that one (exit 0), nothing else.
     repo.edit(EMEA_NAME, "name: Acme Merged plc")
     repo.commit("one invite changed")
-    results = github_job(repo, installed, "apply", event_name="push", event={"before": repo.first})
+    results = github_job(repo, installed, "apply", event_name="push")
     failed, text = outcome(results)
     assert not failed, text
     patched = [r.path.rsplit("/", 1)[1] for r in repo.server.stats.calls("PATCH")]
@@ -225,7 +227,8 @@ def test_github_merge_applies_what_it_changed_then_drift_and_full_apply(
     repo.add_unknown_invite()
     before = git(repo.work, "rev-parse", "HEAD")
     repo.commit("an unknown invite")
-    results = github_job(repo, installed, "apply", event_name="push", event={"before": before})
+    git(repo.work, "update-ref", "refs/remotes/origin/reconcile/applied", before)
+    results = github_job(repo, installed, "apply", event_name="push")
     failed, text = outcome(results)
     assert failed and "inv_not_on_the_platform" in text
     failed, text = outcome(github_job(repo, installed, "drift", event_name="schedule"))
@@ -238,6 +241,8 @@ def gitlab(repo: Repo, installed: Path, job: str, **ci: str) -> subprocess.Compl
         "RECONCILER_BASE_URL": repo.server.url,
         "RECONCILER_CLIENT_ID": SANDBOX_CLIENT_ID,
         "RECONCILER_CLIENT_SECRET": SANDBOX_CLIENT_SECRET,
+        "RECONCILER_WRITE_CLIENT_ID": SANDBOX_CLIENT_ID,
+        "RECONCILER_WRITE_CLIENT_SECRET": SANDBOX_CLIENT_SECRET,
         "NO_COLOR": "1",
         **ci,
     }
@@ -260,7 +265,9 @@ def test_gitlab_recipe_plans_applies_and_checks_drift(repo: Repo, installed: Pat
     repo.edit(EMEA_NAME, "name: Acme Merged plc")
 
     repo.commit("one invite changed")
-    apply = gitlab(repo, installed, "apply", CI_COMMIT_BEFORE_SHA=repo.first)
+    # The first commit is the last successful apply (no forge here: the record, as fetched).
+    git(repo.work, "update-ref", "refs/remotes/origin/reconcile/applied", repo.first)
+    apply = gitlab(repo, installed, "apply")
     assert apply.returncode == 0, apply.stderr
     assert [r.path.rsplit("/", 1)[1] for r in repo.server.stats.calls("PATCH")] == ["inv_8f2k1"]
     full = gitlab(repo, installed, "apply", FULL_APPLY="1")
@@ -274,3 +281,232 @@ def test_gitlab_recipe_plans_applies_and_checks_drift(repo: Repo, installed: Pat
     validate = gitlab(repo, installed, "validate")
     assert validate.returncode == 0
     assert json.loads((repo.work / "gl-code-quality-report.json").read_text()) == []
+
+
+# --- the loop: apply remembers its last success, drift never undoes a pending change ----------
+
+APPLIED = "refs/heads/reconcile/applied"
+DOWN = "http://127.0.0.1:9"  # nothing listens: the platform is down
+
+
+class Loop:
+    """The repository on the forge (a bare origin that logs every move of its refs), the
+    checkout CI jobs run in, and the platform (a sandbox)."""
+
+    def __init__(self, repo: Repo, installed: Path) -> None:
+        self.repo, self.installed = repo, installed
+        self.origin = repo.work.parent / "origin.git"
+        git(repo.work.parent, "init", "-q", "--bare", "-b", "main", str(self.origin))
+        git(self.origin, "config", "core.logAllRefUpdates", "always")
+        git(self.origin, "config", "receive.advertisePushOptions", "true")  # as GitLab does
+        git(repo.work, "remote", "add", "origin", str(self.origin))
+        git(repo.work, "push", "-q", "origin", "main")
+        # What a job leaves in its checkout is never committed by the merges here.
+        (repo.work / ".git" / "info" / "exclude").write_text("audit.jsonl\n", encoding="utf-8")
+
+    def merge(self, old: str, new: str, name: str = "emea.yaml") -> str:
+        self.repo.edit(old, new, name)
+        sha = self.repo.commit(f"{new}")
+        git(self.repo.work, "push", "-q", "origin", "main")
+        return sha
+
+    def applied(self) -> str | None:
+        found = subprocess.run(
+            ["git", "rev-parse", "--verify", "--quiet", APPLIED],
+            cwd=self.origin, capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        return found.stdout.strip() or None
+
+    def checkout(self, sha: str | None = None) -> Path:
+        """The job's checkout (fetch-depth: 0): every branch of origin, at ``sha``."""
+        work = self.repo.work
+        git(work, "fetch", "-q", "--prune", "origin")
+        git(work, "checkout", "-q", "--force", sha or "main")
+        git(work, "clean", "-qfdx", "-e", "audit.jsonl")
+        return work
+
+    def github(
+        self, job: str, base_url: str | None = None, work: Path | None = None, **github: Any
+    ) -> list[StepResult]:
+        work = work or self.checkout()
+        runner_temp = self.installed if work == self.repo.work else self._runner_temp(work)
+        env = base_env(work.parent, PYTHON_BIN)
+        (work.parent / "step_summary").write_text("", encoding="utf-8")
+        runner = Runner(
+            work,
+            runner_temp,
+            env,
+            {"ref": "refs/heads/main", "base_ref": "main", "sha": git(work, "rev-parse", "HEAD")}
+            | github,
+            vars={
+                "RECONCILER_BASE_URL": base_url or self.repo.server.url,
+                "RECONCILER_CLIENT_ID": SANDBOX_CLIENT_ID,
+            },
+            secrets={"RECONCILER_CLIENT_SECRET": SANDBOX_CLIENT_SECRET},
+            inputs=github.pop("inputs", {}),
+        )
+        return runner.run_job(load(GITHUB), job)
+
+    def _runner_temp(self, work: Path) -> Path:
+        """Another runner's temporary directory, the tool installed there already."""
+        temp = work.parent / "runner"
+        if not temp.exists():
+            temp.mkdir()
+            (temp / "invite-reconciler").symlink_to(self.installed / "invite-reconciler")
+        return temp
+
+    def summary(self, work: Path | None = None) -> str:
+        return ((work or self.repo.work).parent / "step_summary").read_text(encoding="utf-8")
+
+    def moves(self) -> list[tuple[str, str]]:
+        """Every move of the record on the forge, (old, new), oldest first."""
+        log = (self.origin / "logs" / APPLIED).read_text(encoding="utf-8").splitlines()
+        return [tuple(line.split()[:2]) for line in log]  # type: ignore[misc]
+
+
+def forward_only(loop: Loop) -> None:
+    """The record only ever moved to a descendant of where it was."""
+    for old, new in loop.moves():
+        if set(old) != {"0"}:
+            git(loop.origin, "merge-base", "--is-ancestor", old, new)  # raises if not
+
+
+_SEEN: dict[int, int] = {}
+
+
+def patched(repo: Repo) -> list[str]:
+    """The invites PATCHed since the last call, by id."""
+    calls = repo.server.stats.calls("PATCH")
+    new = calls[_SEEN.get(id(repo), 0) :]
+    _SEEN[id(repo)] = len(calls)
+    return sorted(r.path.rsplit("/", 1)[1] for r in new)
+
+
+@pytest.mark.slow
+def test_github_loop_retries_a_failed_apply_and_drift_leaves_the_pending_change_alone(
+    repo: Repo, installed: Path
+) -> None:
+    loop = Loop(repo, installed)
+    # The first run: nothing recorded, every invite applied, then recorded.
+    first = repo.first
+    failed, text = outcome(loop.github("apply", event_name="push"))
+    assert not failed and "no successful apply recorded yet" in text, text
+    assert f"Applied: {first[:12]} (main); pending: nothing." in loop.summary()
+    failed, text = outcome(loop.github("record", event_name="push"))
+    assert not failed, text
+    assert loop.applied() == first
+    patched(repo)
+
+    # Merge A; its apply fails: the platform is down. Nothing is recorded (the record job
+    # needs apply to succeed), and the job summary says what is pending.
+    a = loop.merge(EMEA_NAME, "name: Acme Merged plc")
+    failed, text = outcome(loop.github("apply", base_url=DOWN, event_name="push"))
+    assert failed
+    assert loop.applied() == first
+    assert f"pending: {first[:12]}..{a[:12]}, this apply failed" in loop.summary()
+
+    # The nightly drift check: a real edit on the platform, and A's change not applied.
+    repo.server.store.update("inv_9k4r2", {"name": "Northwind Edited On The Platform"})
+    loop.checkout()
+    failed, text = outcome(loop.github("drift", event_name="schedule"))
+    assert failed and "Drift detected" in text
+    assert f"Applied: {first[:12]}; pending: 1 commits of main" in loop.summary()
+    diff = git(repo.work, "diff", "-U0", "--no-color")
+    assert "+    name: Northwind Edited On The Platform" in diff  # the drift, adopted
+    assert "Acme" not in diff  # A's change is pending: never proposed for reversal
+    body = (installed / "adopt-body.md").read_text(encoding="utf-8")
+    adopted, pending = body.split("### Pending apply (1)")
+    assert "inv&#95;9k4r2" in adopted and "inv&#95;8f2k1" not in adopted
+    assert "inv&#95;8f2k1" in pending.split("### Conflicts (0)")[0]
+    # Nobody merges the adopt pull request: the platform's edit stays as drift.
+
+    # Merge B, the platform up again: its apply applies A's change and B's, then records B.
+    b = loop.merge("name: São Paulo Pagamentos Ltda.", "name: SP Pagamentos Ltda.", "americas.yaml")
+    failed, text = outcome(loop.github("apply", event_name="push"))
+    assert not failed, text
+    assert f"--changed-since {first}" in text or "since the last successful apply" in text
+    assert patched(repo) == ["inv_4t8y6", "inv_8f2k1"]  # both; not the drift, not reviewed
+    assert not outcome(loop.github("record", event_name="push"))[0]
+    assert loop.applied() == b
+    forward_only(loop)
+
+
+@pytest.mark.slow
+def test_github_concurrent_records_never_move_the_ref_backwards(
+    repo: Repo, installed: Path
+) -> None:
+    import threading
+
+    loop = Loop(repo, installed)
+    assert not outcome(loop.github("record", event_name="push"))[0]
+    c = loop.merge(EMEA_NAME, "name: Acme C plc")
+    d = loop.merge("name: Acme C plc", "name: Acme D plc")
+    # Two checkouts, as two runners have: the merges' record jobs race.
+    works = {}
+    for name, sha in (("c", c), ("d", d)):
+        work = repo.work.parent / f"job-{name}" / "repo"
+        work.parent.mkdir()
+        git(repo.work.parent, "clone", "-q", str(loop.origin), str(work))
+        git(work, "checkout", "-q", sha)
+        works[name] = work
+    results: dict[str, list[StepResult]] = {}
+
+    def record(name: str) -> None:
+        results[name] = loop.github("record", work=works[name], event_name="push")
+
+    threads = [threading.Thread(target=record, args=(n,)) for n in ("d", "c")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not any(outcome(r)[0] for r in results.values())
+    assert loop.applied() == d
+    # A re-run of C's record, or of C's apply, later: neither moves anything back.
+    assert not outcome(loop.github("record", work=works["c"], event_name="push"))[0]
+    assert loop.applied() == d
+    git(works["c"], "fetch", "-q", "origin")  # a new run's checkout: the branches as now
+    results_c = loop.github("apply", work=works["c"], event_name="push")
+    assert not outcome(results_c)[0]
+    assert step_outputs(results_c, "Scope the apply")["skip"] == "true"
+    assert patched(repo) == []
+    # Sideways: a record off main's history is refused, never moved.
+    git(repo.work, "checkout", "-q", "--orphan", "rewritten")
+    sideways = repo.commit("a rewritten history")
+    failed, text = outcome(loop.github("record", work=repo.work, event_name="push"))
+    assert failed and "never moved backwards or sideways" in text
+    assert loop.applied() == d and sideways != d
+    forward_only(loop)
+
+
+@pytest.mark.slow
+def test_gitlab_loop_retries_a_failed_apply_and_records_only_success(
+    repo: Repo, installed: Path
+) -> None:
+    loop = Loop(repo, installed)
+    write = {
+        "RECONCILER_WRITE_CLIENT_ID": SANDBOX_CLIENT_ID,
+        "RECONCILER_WRITE_CLIENT_SECRET": SANDBOX_CLIENT_SECRET,
+        "RECORD_TOKEN": "a-project-access-token",
+        "RECORD_REMOTE": str(loop.origin),
+    }
+    first = gitlab(repo, installed, "apply", **write)
+    assert first.returncode == 0, first.stderr
+    assert loop.applied() == repo.first
+    patched(repo)
+    a = loop.merge(EMEA_NAME, "name: Acme Merged plc")
+    loop.checkout()
+    down = gitlab(repo, installed, "apply", **write, RECONCILER_BASE_URL=DOWN)
+    assert down.returncode == 1
+    assert f"pending: {repo.first[:12]}..{a[:12]}" in down.stdout
+    assert loop.applied() == repo.first
+    # The drift check leaves A's change alone.
+    drift = gitlab(repo, installed, "drift")
+    assert drift.returncode == 1 and "not applied yet" in drift.stdout
+    assert git(repo.work, "status", "--porcelain", "--untracked-files=no") == ""
+    b = loop.merge("name: São Paulo Pagamentos Ltda.", "name: SP Pagamentos Ltda.", "americas.yaml")
+    loop.checkout()
+    second = gitlab(repo, installed, "apply", **write)
+    assert second.returncode == 0, second.stderr
+    assert patched(repo) == ["inv_4t8y6", "inv_8f2k1"]
+    assert loop.applied() == b
+    forward_only(loop)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import base64
 from pathlib import Path
-from urllib.parse import quote_plus
+from urllib.parse import quote, quote_plus
 
 import pytest
 from support.cli import run_cli
@@ -112,9 +112,11 @@ def test_a_server_taking_only_http_basic_is_reached_with_client_secret_basic(
     assert result.returncode == 0, result.stderr
     assert "inv_acme" in result.stdout
     sent = server.token_requests()[-1]
-    # RFC 6749 §2.3.1: id and secret form-encoded, then Base64; nothing secret in the form.
+    # RFC 6749 §2.3.1: id and secret encoded (a space as %20, which oauthlib's
+    # unquote_plus reads as a space too), then Base64; nothing secret in the form.
     encoded = sent.headers["Authorization"].removeprefix("Basic ")
-    assert base64.b64decode(encoded).decode() == f"{quote_plus(CLIENT_ID)}:{quote_plus(SECRET)}"
+    pair = f"{quote(CLIENT_ID, safe='')}:{quote(SECRET, safe='')}"
+    assert base64.b64decode(encoded).decode() == pair and "%20" in pair
     assert "client_secret" not in sent.body and quote_plus(SECRET) not in sent.body
 
 

@@ -27,7 +27,11 @@ GITLAB_BASH = ["bash", "-eo", "pipefail"]
 # Stands in for expressions when a recipe's command lines are read, not run.
 PLACEHOLDERS = {
     "github": {"base_ref": "main", "event": {"before": "0" * 40}},
-    "steps": {"scope": {"outputs": {"args": "--changed-since HEAD~1"}}},
+    "runner": {"temp": "/runner-temp"},
+    "steps": {
+        "scope": {"outputs": {"args": "--changed-since HEAD~1"}},
+        "applied": {"outputs": {"args": "--changed-since HEAD~2"}},
+    },
 }
 
 
@@ -80,8 +84,16 @@ def gitlab_scripts() -> Iterator[tuple[str, str]]:
 
 
 def gitlab_job_script(job_name: str) -> tuple[list[str], str]:
-    """The job's own script (before_script only installs the package)."""
-    return GITLAB_BASH, "\n".join(gitlab_jobs()[job_name]["script"])
+    """The job's own script (before_script only installs the package), after the
+    pipeline's and the job's `variables:` as the runner sets them (a variable of the
+    project's settings, here the environment given, wins over the file's)."""
+    variables = dict(load(GITLAB).get("variables") or {})
+    variables |= gitlab_jobs()[job_name].get("variables") or {}
+    exports = [
+        f'[ -n "${{{name}+set}}" ] || export {name}={shlex.quote(str(value))}'
+        for name, value in variables.items()
+    ]
+    return GITLAB_BASH, "\n".join([*exports, *gitlab_jobs()[job_name]["script"]])
 
 
 def hooks() -> dict[str, dict[str, Any]]:
@@ -243,6 +255,17 @@ def write_stub(bin_dir: Path) -> Path:
     return script
 
 
+def init_checkout(work: Path) -> str:
+    """``work`` as a checkout of a repository of one commit, on main; that commit."""
+    git = ["git", "-c", "user.name=T", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "init", "-q", "-b", "main"], cwd=work, check=True)
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "first"], cwd=work, check=True)
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=work, capture_output=True, text=True, check=True
+    )
+    return head.stdout.strip()
+
+
 def shell_env(tmp_path: Path, *path_dirs: Path) -> dict[str, str]:
     """A small, clean environment: no RECONCILER_* or proxy settings from outside."""
     return {
@@ -265,11 +288,13 @@ def run_shell(
 
 @pytest.fixture
 def stub(tmp_path: Path) -> Any:
-    """Run a GitLab script with a `reconcile` on PATH that exits with the given code."""
+    """Run a GitLab script with a `reconcile` on PATH that exits with the given code, in a
+    git repository of one commit (the runner's checkout)."""
     bin_dir = tmp_path / "stub-bin"
     write_stub(bin_dir)
     work = tmp_path / "repo"
     work.mkdir()
+    init_checkout(work)
 
     def run(
         shell: list[str], step: str, exit_code: int, **extra: str

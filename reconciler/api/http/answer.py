@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -26,6 +27,7 @@ from reconciler.api.exceptions import (
     TransportError,
     error_class_for,
 )
+from reconciler.api.http.auth import OAuthError
 from reconciler.api.http.urls import host_of
 from reconciler.safetext import redact_and_escape
 
@@ -207,6 +209,11 @@ def _message(response: requests.Response, envelope: dict[str, Any], raw: bytearr
     if isinstance(message, str) and message.strip():
         return _short(message)
     reason = redact_and_escape(response.reason or "error")[:80]
+    # RFC 6750 §3: a resource server's refusal says why in its own words, in the body
+    # (`{"error": "insufficient_scope", ...}`) or the WWW-Authenticate challenge.
+    oauth = OAuthError.of(envelope) or _challenge(response.headers.get("WWW-Authenticate"))
+    if oauth is not None:
+        return f"{reason}: {oauth} (an OAuth 2.0 bearer token error, RFC 6750)"
     if not raw:
         return f"{reason} (empty body)"
     kind = (
@@ -221,6 +228,17 @@ def _message(response: requests.Response, envelope: dict[str, Any], raw: bytearr
         said = said.removeprefix(f"{response.status_code} ") or reason
         return f"{said} (an HTML page, probably from a proxy or gateway)"
     return f"{reason} (body is not the API's JSON envelope: {kind})"
+
+
+_CHALLENGE_PARAM = re.compile(r'(error|error_description)\s*=\s*"((?:[^"\\]|\\.){0,600})"')
+
+
+def _challenge(header: str | None) -> OAuthError | None:
+    """The ``error`` and ``error_description`` of a Bearer challenge (RFC 6750 §3)."""
+    if not header or not header[:2000].lstrip().lower().startswith("bearer"):
+        return None
+    params = {k: re.sub(r"\\(.)", r"\1", v) for k, v in _CHALLENGE_PARAM.findall(header[:2000])}
+    return OAuthError.of(params)
 
 
 _TITLE_SEARCHED = 16 * 1024  # an error page's title is near its top

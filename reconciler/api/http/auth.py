@@ -11,6 +11,7 @@ import base64
 import json
 import logging
 import math
+import re
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -23,6 +24,7 @@ from requests.auth import AuthBase
 from reconciler.api.exceptions import ApiError, TokenRefused
 from reconciler.safetext import (
     MIN_SECRET_LENGTH,
+    holds_secret,
     redact_and_escape,
     register_secret,
     replace_secrets,
@@ -40,12 +42,21 @@ _MAX_SHOWN = 300  # characters of a token endpoint's error_description shown
 
 
 class Token:
-    """Holds the access token; repr and str never show it."""
+    """Holds the access token; repr and str never show it. ``granted``: the scopes the
+    token answer says were granted, None when it says nothing (RFC 6749 §5.1: then the
+    scope asked for) or nothing readable."""
 
-    __slots__ = ("expires_at", "refresh_at", "value")
+    __slots__ = ("expires_at", "granted", "refresh_at", "value")
 
-    def __init__(self, value: str, expires_in: float, now: float) -> None:
+    def __init__(
+        self,
+        value: str,
+        expires_in: float,
+        now: float,
+        granted: tuple[str, ...] | None = None,
+    ) -> None:
         self.value = value
+        self.granted = granted
         self.expires_at = now + expires_in
         # Renew shortly before expiry so a request never leaves with a dying token.
         self.refresh_at = self.expires_at - min(60.0, expires_in * 0.1)
@@ -113,8 +124,52 @@ def token_from_payload(data: Any, body: Any, now: float, issued: IssuedTokens) -
             "sent with it; ask the platform for Bearer tokens for this client"
         )
     lifetime = token_lifetime(payload.get("expires_in"))
+    granted = granted_scope(payload.get("scope"))
     log.debug("obtained an access token, used for %gs", lifetime)
-    return Token(value, lifetime, now)
+    return Token(value, lifetime, now, granted)
+
+
+# RFC 6749 §3.3: scope-token = 1*NQCHAR, NQCHAR = %x21 / %x23-5B / %x5D-7E.
+_SCOPE_TOKEN = re.compile(r"[\x21\x23-\x5b\x5d-\x7e]{1,200}")
+_MAX_SCOPES = 64
+
+
+def granted_scope(said: Any) -> tuple[str, ...] | None:
+    """The scopes a token answer's ``scope`` names, in order; None when it names none
+    readably (absent, not text, too many, or anything but space-delimited scope tokens:
+    a server's control characters or its echo of a secret are never taken as a scope)."""
+    if not isinstance(said, str) or len(said) > _MAX_SCOPES * 201:
+        return None
+    scopes = tuple(dict.fromkeys(said.split(" ")))
+    scopes = tuple(s for s in scopes if s)
+    if not scopes or len(scopes) > _MAX_SCOPES:
+        return None
+    if not all(_SCOPE_TOKEN.fullmatch(s) for s in scopes) or any(holds_secret(s) for s in scopes):
+        log.debug("the token answer's scope is not a list of scope tokens; not read")
+        return None
+    return scopes
+
+
+class Grant(NamedTuple):
+    """What the token request asked for and what the token answer says was granted."""
+
+    asked: tuple[str, ...]
+    said: tuple[str, ...] | None  # None: the answer named no scope (so: as asked)
+
+    @property
+    def granted(self) -> tuple[str, ...]:
+        return self.asked if self.said is None else self.said
+
+    @property
+    def missing(self) -> tuple[str, ...]:
+        """Scopes asked for and not granted."""
+        return tuple(s for s in self.asked if s not in self.granted)
+
+    def shown(self) -> str:
+        granted = " ".join(self.granted) if self.granted else "no scope"
+        if self.said is None:
+            return f"'{redact_and_escape(granted)}' (as asked: the token answer named no scope)"
+        return f"'{redact_and_escape(granted)}' (so the token answer said)"
 
 
 def token_lifetime(expires_in: Any) -> float:
@@ -134,11 +189,17 @@ def token_lifetime(expires_in: Any) -> float:
 
 
 class ClientBasicAuth(AuthBase):
-    """``client_secret_basic`` (RFC 6749 §2.3.1): id and secret each form-encoded, then
-    joined by a colon and Base64-encoded into ``Authorization: Basic``."""
+    """``client_secret_basic`` (RFC 6749 §2.3.1): id and secret each percent-encoded, then
+    joined by a colon and Base64-encoded into ``Authorization: Basic``.
+
+    A space is sent as ``%20``, never as the form encoding's ``+``: a strict server
+    (``unquote_plus``) and a lenient one (``unquote``, as Authlib decodes) both read
+    ``%20`` as a space, while a lenient one reads ``+`` as a plus and refuses the client.
+    Every other character outside the unreserved set is percent-encoded as the form
+    encoding would."""
 
     def __init__(self, client_id: str, secret: str) -> None:
-        pair = f"{quote_plus(client_id)}:{quote_plus(secret)}".encode()
+        pair = f"{quote(client_id, safe='')}:{quote(secret, safe='')}".encode()
         self._credentials = base64.b64encode(pair).decode("ascii")
         register_secret(self._credentials)  # the secret, only encoded
 
@@ -202,6 +263,7 @@ class TokenSource:
         self._token: Token | None = None
         self._lock = threading.Lock()
         self._failure: ApiError | None = None
+        self._last: Token | None = None
 
     def current(self) -> Token:
         # The token in hand, while it is good, without the lock every request would take:
@@ -217,11 +279,16 @@ class TokenSource:
             token = self._token
             if token is None or self._clock() >= token.refresh_at:
                 try:
-                    token = self._token = self._fetch()
+                    token = self._token = self._last = self._fetch()
                 except ApiError as error:
                     self._failure = error
                     raise
             return token
+
+    @property
+    def last(self) -> Token | None:
+        """The token in hand (or the last one), None before any was issued."""
+        return self._token or self._last
 
     @property
     def failure(self) -> ApiError | None:

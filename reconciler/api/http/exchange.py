@@ -20,6 +20,7 @@ from reconciler.api.http.attempt import Attempts
 from reconciler.api.http.auth import (
     BearerAuth,
     ClientBasicAuth,
+    Grant,
     IssuedTokens,
     OAuthError,
     Token,
@@ -75,6 +76,13 @@ class Exchange:
 
     def close(self) -> None:
         self._attempts.close()
+
+    def grant(self) -> Grant | None:
+        """What the token answer granted, once a token was issued in this run."""
+        token = self._tokens.last
+        if token is None:
+            return None
+        return Grant(tuple(self.settings.contract.scope.split()), token.granted)
 
     def call(self, method: str, path: str, *, json_body: Any = None, idempotent: bool) -> Answer:
         """An invite operation: authenticated, observed, retried when safe."""
@@ -199,10 +207,13 @@ class Exchange:
             ) from None
 
     def _take_note(self, error: ApiError) -> None:
-        if isinstance(error, PermissionDenied):
+        if isinstance(error, PermissionDenied) and "RECONCILER_SCOPE" not in error.message:
+            grant = self.grant()
+            granted = f"; granted: {grant.shown()}" if grant is not None else ""
             error.message += (
                 f"; the client's token does not carry the scope this needs "
-                f"(asked for: {self.settings.contract.scope!r}, set with RECONCILER_SCOPE)"
+                f"(asked for: {self.settings.contract.scope!r}, set with RECONCILER_SCOPE"
+                f"{granted})"
             )
 
     def _pause(self, seconds: float, error: ApiError) -> None:

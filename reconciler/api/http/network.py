@@ -179,7 +179,7 @@ def _checked_verify(verify: Any) -> Any:
     except OSError as exc:
         raise ConfigError(f"{shown}, which cannot be read ({exc.strerror})") from None
     if stat.S_ISDIR(status.st_mode):
-        return verify  # a directory of hashed certificates (c_rehash): OpenSSL reads it
+        return _checked_ca_directory(verify, shown)
     if not stat.S_ISREG(status.st_mode):
         raise ConfigError(f"{shown}, which is not a regular file")
     if status.st_size > _CA_BUNDLE_LIMIT:
@@ -202,6 +202,48 @@ def _checked_verify(verify: Any) -> Any:
             "certificates to trust (-----BEGIN CERTIFICATE-----)"
         )
     return verify
+
+
+# OpenSSL looks a CA up in a directory by the hash of its subject: HASH.N (`openssl
+# rehash`, c_rehash); HASH.rN are revocation lists.
+_HASHED_CERTIFICATE = re.compile(r"[0-9a-f]{8}\.[0-9]+")
+_DIRECTORY_ENTRIES_READ = 100_000
+
+
+def _checked_ca_directory(path: str, shown: str) -> str:
+    """A directory of CA certificates, as OpenSSL reads one: at least one hashed name
+    (HASH.0) holding a certificate. Anything else would fail only at the first request,
+    with every server's certificate untrusted."""
+    try:
+        with os.scandir(path) as entries:
+            names = sorted(
+                entry.name
+                for _, entry in zip(range(_DIRECTORY_ENTRIES_READ), entries, strict=False)
+                if _HASHED_CERTIFICATE.fullmatch(entry.name)
+            )
+    except OSError as exc:
+        raise ConfigError(f"{shown}, a directory that cannot be read ({exc.strerror})") from None
+    advice = (
+        "put the CA certificates (PEM) there and run `openssl rehash` on it, or name a "
+        "PEM file of them instead"
+    )
+    if not names:
+        raise ConfigError(
+            f"{shown}, a directory with no certificate under a hashed name (HASH.0, which "
+            f"is how OpenSSL finds a CA in a directory); {advice}"
+        )
+    for name in names[:20]:
+        candidate = os.path.join(path, name)
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        try:
+            if os.path.getsize(candidate) > _CA_BUNDLE_LIMIT:
+                continue
+            context.load_verify_locations(cafile=candidate)
+        except (OSError, ssl.SSLError):
+            continue
+        if context.cert_store_stats().get("x509"):
+            return path
+    raise ConfigError(f"{shown}, a directory whose hashed names hold no certificate; {advice}")
 
 
 def _causes(exc: BaseException) -> Iterator[BaseException]:
@@ -310,6 +352,22 @@ def _proxy_error(exc: BaseException, host: str, proxy: str | None) -> TransportE
     )
 
 
+def _untrusted_advice() -> str:
+    """How to trust a private CA, true to what the environment already says."""
+    for name in ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"):
+        named = os.environ.get(name)
+        if named:
+            return (
+                f"; {name} names {escape(named)}, which does not hold the CA that issued "
+                "this server's certificate: add that CA to it (or check that this is the "
+                "server meant)"
+            )
+    return (
+        "; for a private CA, point REQUESTS_CA_BUNDLE at its certificate (a PEM file, or a "
+        "directory hashed with `openssl rehash`)"
+    )
+
+
 def _tls_error(exc: BaseException, host: str) -> TransportError:
     verify = _first(exc, ssl.SSLCertVerificationError)
     reason = str(getattr(_first(exc, ssl.SSLError), "reason", None) or "")
@@ -321,7 +379,7 @@ def _tls_error(exc: BaseException, host: str) -> TransportError:
         message = f"TLS verification failed for {host} (certificate verify failed: {why})"
         code = getattr(verify, "verify_code", None)
         if code is None or code in _UNTRUSTED_ISSUER:  # not an expired or wrong-host one
-            message += "; for a private CA, point REQUESTS_CA_BUNDLE at its certificate"
+            message += _untrusted_advice()
     elif reason == "WRONG_VERSION_NUMBER":
         message = f"TLS handshake with {host} failed: it does not speak TLS on this port"
     elif reason in _OLD_TLS:

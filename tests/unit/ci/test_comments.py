@@ -279,11 +279,19 @@ class FakeGitLabProjectHandler(FakeGitLabHandler):
         if path == "/api/v4/projects/11/repository/commits":
             self.server.commits.append(body)
         elif path == "/api/v4/projects/11/merge_requests":
-            self.server.merge_requests.append(body)
+            self.server.merge_requests.append(body | {"iid": len(self.server.merge_requests) + 1})
         else:
             self.answer(404, {"message": "404 Not Found"})
             return
         self.answer(201, {"id": 1})
+
+    def do_PUT(self) -> None:
+        path, body = self.record()
+        self.server.tokens.add(self.headers.get("PRIVATE-TOKEN"))
+        iid = int(path.rsplit("/", 1)[1])
+        (request,) = [m for m in self.server.merge_requests if m["iid"] == iid]
+        request.update(body)
+        self.answer(200, request)
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
@@ -307,11 +315,14 @@ def test_gitlab_drift_proposes_the_adopted_files_as_one_merge_request(stub: Any)
         "CI_PROJECT_ID": "11",
     }
     try:
-        for _ in range(2):  # the second run updates the branch; no second merge request
+        for run in range(2):  # the second run updates the branch; no second merge request
             result, calls = stub(*gitlab_job_script("drift"), 2, STUB_EXIT_ADOPT="0", **ci)
             assert result.returncode == 1  # drift is still reported
-            assert calls == ["plan --detailed-exitcode", "adopt"]
+            assert calls[0] == "plan --detailed-exitcode"
+            assert re.fullmatch(r"adopt --summary /\S+/adopt-summary\.md", calls[1])
             assert "Proposed the adopted values" in result.stdout, result.stderr
+            if run == 0:
+                server.merge_requests[0]["description"] = "edited by hand"
     finally:
         server.shutdown()
         server.server_close()
@@ -323,12 +334,15 @@ def test_gitlab_drift_proposes_the_adopted_files_as_one_merge_request(stub: Any)
     ]
     assert len(server.commits) == 2 and len(server.merge_requests) == 1
     assert server.merge_requests[0]["target_branch"] == "main"
+    # The second run rewrote the description: what adopt found this time.
+    description = server.merge_requests[0]["description"]
+    assert "except values merged since the last successful apply" in description
+    assert "adopt wrote no summary" in description  # the stub writes none
     assert server.tokens == {"token-for-the-fake-api"}
 
 
 def test_gitlab_drift_without_a_token_only_reports(stub: Any) -> None:
     (stub.work / "changed.yaml").write_text("x\n", encoding="utf-8")
-    subprocess.run(["git", "init", "-q"], cwd=stub.work, check=True)
     result, _ = stub(*gitlab_job_script("drift"), 2)
     assert result.returncode == 1
     assert "ADOPT_TOKEN is not set" in result.stderr

@@ -36,6 +36,7 @@ from support.ci_recipes import (
     gitlab_job_script,
     gitlab_jobs,
     hooks,
+    init_checkout,
     load_help_in_parallel,
     reconcile_commands,
     write_stub,
@@ -77,11 +78,11 @@ def test_github_workflow_runs_on_pull_requests_pushes_to_main_and_a_schedule() -
     ("event", "ref", "full_apply", "expected"),
     [
         ("pull_request", "refs/pull/7/merge", False, {"plan"}),
-        ("push", "refs/heads/main", False, {"apply"}),
+        ("push", "refs/heads/main", False, {"apply", "record"}),
         ("push", "refs/heads/feature", False, set()),
         ("schedule", "refs/heads/main", False, {"drift"}),
         ("workflow_dispatch", "refs/heads/main", False, {"drift"}),
-        ("workflow_dispatch", "refs/heads/main", True, {"apply"}),
+        ("workflow_dispatch", "refs/heads/main", True, {"apply", "record"}),
         ("workflow_dispatch", "refs/heads/feature", True, set()),
     ],
 )
@@ -92,7 +93,15 @@ def test_github_jobs_run_on_the_right_events(
 
     ctx = {"github": {"event_name": event, "ref": ref}, "inputs": {"full_apply": full_apply}}
     jobs = load(GITHUB)["jobs"]
-    assert {name for name, job in jobs.items() if should_run(job["if"], ctx, False)} == expected
+
+    def runs(name: str) -> bool:
+        # A job that needs others runs after them, when they ran and succeeded.
+        job = jobs[name]
+        needs = job.get("needs", [])
+        needs = [needs] if isinstance(needs, str) else needs
+        return all(runs(n) for n in needs) and should_run(job.get("if"), ctx, False)
+
+    assert {name for name in jobs if runs(name)} == expected
 
 
 def test_github_permissions_are_least_privilege() -> None:
@@ -104,8 +113,14 @@ def test_github_permissions_are_least_privilege() -> None:
     for name, job in workflow["jobs"].items():
         assert isinstance(job.get("permissions"), dict), f"job {name} has no permissions block"
         writes |= {(name, scope) for scope, level in job["permissions"].items() if level == "write"}
-    # The PR comment; the drift job's adopt branch and pull request.
-    assert writes == {("plan", "pull-requests"), ("drift", "contents"), ("drift", "pull-requests")}
+    # The PR comment; the record of the last successful apply; the drift job's adopt
+    # branch and pull request.
+    assert writes == {
+        ("plan", "pull-requests"),
+        ("record", "contents"),
+        ("drift", "contents"),
+        ("drift", "pull-requests"),
+    }
 
 
 def test_github_applies_never_overlap_and_are_never_cancelled() -> None:
@@ -207,6 +222,9 @@ def test_github_jobs_use_the_action_pinned_by_owner_and_tag() -> None:
         steps = job["steps"]
         assert any(s.get("uses", "").startswith("actions/checkout@") for s in steps), name
         uses = [s["uses"] for s in steps if "invite-reconciler" in s.get("uses", "")]
+        if name == "record":  # git only: it pushes a branch, runs no reconcile
+            assert uses == [], name
+            continue
         assert uses and set(uses) == {"OWNER/invite-reconciler@TAG"}, name
         assert not any("pip install" in s.get("run", "") for s in steps), name
 
@@ -309,6 +327,12 @@ def test_every_reconcile_command_uses_real_subcommands_and_options() -> None:
         "apply --auto-approve --audit-log audit.jsonl --changed-since HEAD~1",
     ) in lines
     assert (GITHUB.name, "plan --detailed-exitcode") in lines  # the drift check: everything
+    # adopt leaves alone what changed since the last successful apply
+    assert (
+        GITHUB.name,
+        "adopt --summary /runner-temp/adopt-summary.md --changed-since HEAD~2",
+    ) in lines
+    assert (GITLAB.name, "adopt --summary $out/adopt-summary.md $since") in lines
     assert (GITLAB.name, "validate --codequality gl-code-quality-report.json") in lines
     assert (
         GITLAB.name,
@@ -316,7 +340,6 @@ def test_every_reconcile_command_uses_real_subcommands_and_options() -> None:
     ) in lines
     assert (GITLAB.name, "apply --auto-approve --audit-log audit.jsonl $scope") in lines
     assert (GITLAB.name, "plan --detailed-exitcode") in lines
-    assert (GITHUB.name, "adopt") in lines and (GITLAB.name, "adopt") in lines
 
 
 # --- exit codes: 0 and 2 pass the PR plan, 1 fails it; drift fails on 2 --------------------
@@ -329,7 +352,9 @@ def github_stub_job(
     runner_temp = tmp_path / "runner"
     write_stub(runner_temp / "invite-reconciler" / "bin")
     work = tmp_path / "repo"
-    work.mkdir(exist_ok=True)
+    if not work.exists():
+        work.mkdir()
+        init_checkout(work)
     log = tmp_path / "stub.log"
     log.write_text("", encoding="utf-8")
     env = base_env(tmp_path) | {"STUB_LOG": str(log), "STUB_EXIT": "0"}
@@ -403,7 +428,8 @@ def test_github_drift_check_fails_on_changes_and_on_errors(
         tmp_path, "drift", {"plan": plan_exit}, event_name="schedule"
     )
     out = runner.runner_temp / "invite-reconciler-out"
-    adopted = ["adopt"] if plan_exit == 2 else []  # drift: the platform's values proposed
+    # drift: the platform's values proposed (no apply recorded in this checkout)
+    adopted = [f"adopt --summary {runner.runner_temp}/adopt-summary.md"] if plan_exit == 2 else []
     assert calls == [f"plan --format markdown --out {out}/plan.json --detailed-exitcode", *adopted]
     assert job_failed(results) is (plan_exit != 0)
     assert says in "".join(r.stdout for r in results)
@@ -418,7 +444,7 @@ def test_github_drift_proposes_what_adopt_wrote_even_when_it_left_values_alone(
     results, calls, _ = github_stub_job(
         tmp_path, "drift", {"plan": 2, "adopt": adopt_exit}, event_name="schedule"
     )
-    assert calls[-1] == "adopt"
+    assert calls[-1].startswith("adopt --summary ")
     assert step(results, "Adopt what changed").outputs["exitcode"] == str(adopt_exit)
     assert step(results, "Propose the platform's values").foreign
     assert "Drift detected" in step(results, "Report drift").stdout
@@ -441,7 +467,10 @@ def test_github_apply_fails_exactly_when_apply_fails(tmp_path: Path, apply_exit:
     )
     assert calls == ["validate", "apply --auto-approve --audit-log audit.jsonl"]
     assert job_failed(results) is bool(apply_exit)
-    assert "first push" in step(results, "Scope the apply").stdout
+    assert "no successful apply recorded yet" in step(results, "Scope the apply").stdout
+    said = step(results, "Say which revision").stdout
+    assert ("pending: nothing" in said) is (apply_exit == 0)
+    assert ("pending: every invite" in said) is (apply_exit == 1)
     assert step(results, "Upload the audit log").foreign
 
 
@@ -455,25 +484,79 @@ def git(repo: Path, *args: str) -> str:
     ).stdout.strip()
 
 
+WRITE_CLIENT = {
+    "RECONCILER_WRITE_CLIENT_ID": "writer",
+    "RECONCILER_WRITE_CLIENT_SECRET": "the-write-client-secret",
+}
+
+
+def with_origin(work: Path, recorded: str) -> dict[str, str]:
+    """``work`` (a checkout of one commit) gets a bare origin holding reconcile/applied as
+    ``recorded`` says (none, head, ancestor, later, sideways), the checkout at main's head
+    but for "later". The commits by name."""
+    origin = work.parent / "origin.git"
+    git(work.parent, "init", "-q", "--bare", "-b", "main", str(origin))
+    git(origin, "config", "receive.advertisePushOptions", "true")  # as GitLab does
+    git(work, "remote", "add", "origin", str(origin))
+    shas = {"first": git(work, "rev-parse", "HEAD")}
+    git(work, "commit", "-q", "--allow-empty", "-m", "second")
+    shas["second"] = git(work, "rev-parse", "HEAD")
+    git(work, "commit", "-q", "--allow-empty", "-m", "third")
+    shas["third"] = git(work, "rev-parse", "HEAD")
+    git(work, "checkout", "-q", "--orphan", "other")
+    git(work, "commit", "-q", "--allow-empty", "-m", "another history")
+    shas["sideways"] = git(work, "rev-parse", "HEAD")
+    git(work, "checkout", "-q", "main")
+    git(work, "push", "-q", "origin", "main")
+    # A commit on top of main's head pushed to the record alone, never to main.
+    git(work, "checkout", "-q", "--detach", shas["third"])
+    git(work, "commit", "-q", "--allow-empty", "-m", "pushed to the record by hand")
+    shas["ahead"] = git(work, "rev-parse", "HEAD")
+    git(work, "checkout", "-q", "main")
+    target = {
+        "head": "third",
+        "ancestor": "first",
+        "later": "third",
+        "sideways": "sideways",
+        "ahead": "ahead",
+    }
+    if recorded in target:
+        git(work, "push", "-q", "origin", f"{shas[target[recorded]]}:refs/heads/reconcile/applied")
+    if recorded == "later":
+        git(work, "checkout", "-q", shas["second"])  # a re-run of an older push
+    git(work, "fetch", "-q", "origin")  # as the checkout with fetch-depth: 0 does
+    return shas
+
+
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 @pytest.mark.parametrize("platform", ["github", "gitlab"])
-@pytest.mark.parametrize("before", ["known", "zeros", "forced"])
-def test_a_push_applies_what_it_changed_and_falls_back_to_everything(
-    tmp_path: Path, stub: Any, platform: str, before: str
+@pytest.mark.parametrize("recorded", ["none", "head", "ancestor", "later", "sideways", "ahead"])
+def test_a_merge_applies_everything_since_the_last_successful_apply(
+    tmp_path: Path, stub: Any, platform: str, recorded: str
 ) -> None:
-    work = tmp_path / "repo"
-    work.mkdir(exist_ok=True)
-    git(work, "init", "-q", "-b", "main")
-    git(work, "commit", "-q", "--allow-empty", "-m", "first")
-    sha = {"known": git(work, "rev-parse", "HEAD"), "zeros": "0" * 40, "forced": "ab" * 20}[before]
-    scoped = f" --changed-since {sha}" if before == "known" else ""
+    shas = with_origin(stub.work, recorded)
+    expected = {
+        "none": ["apply --auto-approve --audit-log audit.jsonl"],  # a first run: everything
+        "head": [f"apply --auto-approve --audit-log audit.jsonl --changed-since {shas['third']}"],
+        "ancestor": [
+            f"apply --auto-approve --audit-log audit.jsonl --changed-since {shas['first']}"
+        ],
+        "later": [],  # a later revision is applied already: an older one is never applied
+        "sideways": ["apply --auto-approve --audit-log audit.jsonl"],  # off main: everything
+        # Ahead of main but not on it: never a reason to skip, nor a base.
+        "ahead": ["apply --auto-approve --audit-log audit.jsonl"],
+    }[recorded]
     if platform == "github":
-        results, calls, _ = github_stub_job(tmp_path, "apply", {}, event={"before": sha})
+        results, calls, _ = github_stub_job(tmp_path, "apply", {})
         assert not job_failed(results)
+        assert calls[1:] == expected
+        said = step(results, "Say which revision").stdout
     else:
-        result, calls = stub(*gitlab_job_script("apply"), 0, CI_COMMIT_BEFORE_SHA=sha)
+        result, calls = stub(*gitlab_job_script("apply"), 0, **WRITE_CLIENT)
         assert result.returncode == 0, result.stderr
-    assert calls[-1] == "apply --auto-approve --audit-log audit.jsonl" + scoped
+        assert calls == expected
+        said = result.stdout
+    assert ("a later revision" in said) is (recorded == "later")
 
 
 @pytest.mark.parametrize(("reconcile_exit", "step_exit"), [(0, 0), (2, 0), (1, 1)])
@@ -495,21 +578,33 @@ def test_gitlab_drift_check_fails_on_changes_and_on_errors(
 ) -> None:
     result, calls = stub(*gitlab_job_script("drift"), reconcile_exit)
     assert result.returncode == step_exit, result.stdout + result.stderr
-    adopted = ["adopt"] if reconcile_exit == 2 else []  # drift: the platform's values proposed
-    assert calls == ["plan --detailed-exitcode", *adopted]
+    assert calls[0] == "plan --detailed-exitcode"
+    # drift: the platform's values proposed
+    assert [c.split()[:2] for c in calls[1:]] == (
+        [["adopt", "--summary"]] if reconcile_exit == 2 else []
+    )
     says_drift = "drift detected" in (result.stdout + result.stderr).lower()
     assert says_drift == (reconcile_exit == 2)
 
 
 @pytest.mark.parametrize("reconcile_exit", [0, 1])
 def test_gitlab_apply_fails_exactly_when_apply_fails(stub: Any, reconcile_exit: int) -> None:
-    result, calls = stub(*gitlab_job_script("apply"), reconcile_exit)
+    result, calls = stub(*gitlab_job_script("apply"), reconcile_exit, **WRITE_CLIENT)
     assert result.returncode == reconcile_exit
     assert calls == ["apply --auto-approve --audit-log audit.jsonl"]
+    assert ("pending: nothing" in result.stdout) is (reconcile_exit == 0)
+    assert ("RECORD_TOKEN is not set" in result.stderr) is (reconcile_exit == 0)
+
+
+def test_gitlab_apply_needs_the_write_client(stub: Any) -> None:
+    result, calls = stub(*gitlab_job_script("apply"), 0)
+    assert result.returncode == 1 and calls == []
+    assert "RECONCILER_WRITE_CLIENT_SECRET must be set" in result.stderr
 
 
 def test_gitlab_full_apply_by_hand_ignores_the_push_scope(stub: Any) -> None:
-    result, calls = stub(*gitlab_job_script("apply"), 0, FULL_APPLY="1", CI_COMMIT_BEFORE_SHA="x")
+    with_origin(stub.work, "ancestor")
+    result, calls = stub(*gitlab_job_script("apply"), 0, FULL_APPLY="1", **WRITE_CLIENT)
     assert result.returncode == 0
     assert calls == ["apply --auto-approve --audit-log audit.jsonl"]
 
@@ -652,3 +747,186 @@ def test_pre_commit_validate_all_hook_checks_the_whole_invites_directory(tmp_pat
     result = run_hook("reconcile-validate-all", cwd=tmp_path)
     assert result.returncode == 1
     assert "inv_8f2k1" in result.stderr
+
+
+# --- the action's `command:` input, on one line or several ----------------------------------
+
+
+def run_action_command(tmp_path: Path, command: str) -> tuple[StepResult, list[str]]:
+    """The action's own steps, with `command:` as given and a stub `reconcile`."""
+    runner_temp = tmp_path / "runner"
+    write_stub(runner_temp / "invite-reconciler" / "bin")
+    work = tmp_path / "repo"
+    work.mkdir()
+    log = tmp_path / "stub.log"
+    log.write_text("", encoding="utf-8")
+    env = base_env(tmp_path) | {"STUB_LOG": str(log), "STUB_EXIT": "0"}
+    runner = Runner(work, runner_temp, env, {"event_name": "push"})
+    step = {"name": "the action", "uses": "OWNER/invite-reconciler@TAG", "with": {}}
+    step["with"]["command"] = command
+    runner.run_steps([step], runner.context({}, {}), {})
+    (result,) = runner.results
+    return result, log.read_text(encoding="utf-8").splitlines()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "apply --auto-approve --max-changes 20",
+        "apply\n  --auto-approve\n  --max-changes 20\n",  # `command: |`
+        "apply --auto-approve \\\n  --max-changes 20",  # a shell continuation, copied
+        "  apply\t--auto-approve\n\n--max-changes   20  ",
+    ],
+    ids=["one-line", "block", "backslash", "spacing"],
+)
+def test_the_action_takes_a_command_on_several_lines_whole(tmp_path: Path, command: str) -> None:
+    result, calls = run_action_command(tmp_path, command)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert calls == ["apply --auto-approve --max-changes 20"]
+
+
+def test_the_action_refuses_two_commands_in_one_input(tmp_path: Path) -> None:
+    result, calls = run_action_command(tmp_path, "validate\nplan --detailed-exitcode\n")
+    assert result.returncode == 1 and calls == []
+    assert "::error title=invite-reconciler::line 2 of the command input starts another" in (
+        result.stdout
+    )
+
+
+@pytest.mark.parametrize(
+    "command",
+    ['validate "$(touch pwned)"', "validate `touch pwned` ; touch pwned", "validate *"],
+)
+def test_the_actions_command_is_never_run_by_a_shell(tmp_path: Path, command: str) -> None:
+    _, calls = run_action_command(tmp_path, command)
+    assert not (tmp_path / "repo" / "pwned").exists()
+    assert calls == [command.replace("\n", " ")]  # the words, as written, to reconcile
+
+
+# --- each job's permissions and secrets, as examples/ci/README.md says ------------------------
+
+
+def readme_table(platform: str, header: str) -> dict[str, list[str]]:
+    """The rows of the README's table under **GitHub.** or **GitLab.**, by job."""
+    text = (CI / "README.md").read_text(encoding="utf-8")
+    section = text.split(f"**{platform}.**", 1)[1].split("\n**", 1)[0]
+    table = section.split(header, 1)[1].split("\n\n", 1)[0]
+    rows = {}
+    for line in table.strip().splitlines()[1:]:  # the separator row first
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        rows[cells[0].strip("`")] = cells[1:]
+    return rows
+
+
+def secret_names(cell: str) -> set[str]:
+    return set(re.findall(r"`([A-Z][A-Z0-9_]+)`", cell))
+
+
+def environment_of(job: dict[str, Any]) -> str:
+    environment = job.get("environment")
+    if isinstance(environment, dict):
+        environment = environment.get("name")
+    return f"`{environment}`" if environment else "none"
+
+
+def test_github_jobs_have_the_permissions_and_secrets_the_readme_says() -> None:
+    import yaml
+
+    table = readme_table("GitHub", "| job | permissions | secrets | environment |")
+    jobs = load(GITHUB)["jobs"]
+    assert set(table) == set(jobs)
+    token_users = ("actions/github-script@", "peter-evans/create-pull-request@")
+    for name, job in jobs.items():
+        permissions, secrets, environment = table[name]
+        granted = {f"{scope}: {level}" for scope, level in job["permissions"].items()}
+        assert granted == set(re.findall(r"`([\w-]+: \w+)`", permissions)), name
+        text = yaml.safe_dump(job)
+        used = set(re.findall(r"secrets\.(\w+)", text))
+        if "github.token" in text or any(
+            s.get("uses", "").startswith(token_users) for s in job["steps"]
+        ):
+            used.add("GITHUB_TOKEN")
+        assert used == secret_names(secrets), name
+        assert environment_of(job) == environment, name
+    # The read-only client's jobs ask for reading only; apply for the default (write too).
+    for name in ("plan", "drift"):
+        assert jobs[name]["env"]["RECONCILER_SCOPE"] == "kyb:invites:read", name
+    assert "RECONCILER_SCOPE" not in (jobs["apply"].get("env") or {})
+
+
+def test_gitlab_jobs_use_the_secrets_the_readme_says() -> None:
+    table = readme_table("GitLab", "| job | secrets | environment |")
+    jobs = gitlab_jobs()
+    assert set(table) == set(jobs)
+    for name, job in jobs.items():
+        secrets, environment = table[name]
+        script = "\n".join(job["script"])
+        used = set(re.findall(r"\$\{?([A-Z][A-Z0-9_]*(?:SECRET|TOKEN)[A-Z0-9_]*)", script))
+        used.discard("CI_JOB_TOKEN")
+        # The tool reads RECONCILER_CLIENT_SECRET itself: every job that talks to the API
+        # uses it, unless it maps the write client's onto it.
+        online = any(c and c[0] in {"plan", "apply", "adopt"} for c in reconcile_commands(script))
+        if online and "RECONCILER_WRITE_CLIENT_SECRET" not in used:
+            used.add("RECONCILER_CLIENT_SECRET")
+        assert used == secret_names(secrets), name
+        assert environment_of(job) == environment, name
+    variables = {n: j.get("variables") or {} for n, j in jobs.items()}
+    for name in ("plan", "drift"):
+        assert variables[name].get("RECONCILER_SCOPE") == "kyb:invites:read", name
+    assert "RECONCILER_SCOPE" not in variables["apply"]
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+@pytest.mark.parametrize("platform", ["github", "gitlab"])
+@pytest.mark.parametrize(
+    ("recorded", "moved", "fails"),
+    [
+        ("none", True, False),  # a first record
+        ("ancestor", True, False),  # forward, to a descendant
+        ("head", False, False),  # already there
+        ("later", False, False),  # a re-run of an older push: a later commit of main stays
+        ("sideways", False, True),  # another history: never moved, the job fails
+        ("ahead", False, True),  # pushed by hand, not on main: never trusted nor moved
+    ],
+)
+def test_the_record_moves_only_forward_along_main(
+    tmp_path: Path, stub: Any, platform: str, recorded: str, moved: bool, fails: bool
+) -> None:
+    shas = with_origin(stub.work, recorded)
+    origin = stub.work.parent / "origin.git"
+    before = git(origin, "for-each-ref", "--format=%(objectname)", "refs/heads/reconcile/applied")
+    head = git(stub.work, "rev-parse", "HEAD")
+    if platform == "github":
+        results, _, _ = github_stub_job(tmp_path, "record", {})
+        failed, said = job_failed(results), "".join(r.stdout + r.stderr for r in results)
+    else:
+        ci = WRITE_CLIENT | {"RECORD_TOKEN": "a-project-access-token", "RECORD_REMOTE": str(origin)}
+        result, _ = stub(*gitlab_job_script("apply"), 0, **ci)
+        failed, said = result.returncode != 0, result.stdout + result.stderr
+    after = git(origin, "for-each-ref", "--format=%(objectname)", "refs/heads/reconcile/applied")
+    assert failed is fails, said
+    assert (after == head != before) if moved else (after == before), said
+    if fails:
+        assert "never moved backwards or sideways" in said
+    assert shas  # the commits exist: the states are real
+
+
+HOSTILE_BRANCH = "main;touch${IFS}pwned-1$(touch pwned-2)`touch pwned-3`"
+
+
+def test_a_branch_name_with_shell_metacharacters_is_never_run_github(tmp_path: Path) -> None:
+    # A pull request may target any branch; its name reaches the plan's command words.
+    results, calls, _ = github_stub_job(
+        tmp_path, "plan", {"plan": 2}, event_name="pull_request", base_ref=HOSTILE_BRANCH
+    )
+    assert not job_failed(results)
+    assert calls[-1].endswith(f"--changed-since origin/{HOSTILE_BRANCH}")
+    assert sorted(p.name for p in tmp_path.rglob("pwned*")) == []
+
+
+@pytest.mark.parametrize("job", ["plan", "apply", "drift"])
+def test_a_branch_name_with_shell_metacharacters_is_never_run_gitlab(stub: Any, job: str) -> None:
+    ci = WRITE_CLIENT | {"CI_DEFAULT_BRANCH": HOSTILE_BRANCH, "CI_MERGE_REQUEST_DIFF_BASE_SHA": ""}
+    result, _ = stub(*gitlab_job_script(job), 2 if job == "drift" else 0, **ci)
+    assert "Traceback" not in result.stderr
+    assert sorted(p.name for p in stub.work.parent.rglob("pwned*")) == []

@@ -518,3 +518,37 @@ def test_a_short_secret_stops_the_cli_before_any_request(tmp_path: Path) -> None
     done = run_cli("export", "inv_1", cwd=tmp_path, env=env)
     assert done.returncode == 1
     assert "shorter than 6 characters" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    "ci", [{"CI": "true"}, {"GITHUB_ACTIONS": "TRUE"}, {"GITLAB_CI": "1"}, {"CI": " True "}]
+)
+def test_under_ci_a_base_url_from_the_file_is_refused_naming_the_variable(
+    config: Callable[[str], str], ci: dict[str, str]
+) -> None:
+    path = config("base_url: https://attacker.example\nclient_id: from-file\n")
+    settings = load_settings(path, env={"RECONCILER_CLIENT_SECRET": SECRET, **ci})
+    assert settings.base_url is None and settings.client_id == "from-file"
+    with pytest.raises(ConfigError) as refused:
+        settings.credentials()
+    message = str(refused.value)
+    assert "sets base_url" in message and "Set RECONCILER_BASE_URL" in message
+    assert next(iter(ci)) in message and "attacker" not in message
+
+
+@pytest.mark.parametrize("ci", [{}, {"CI": "false"}, {"CI": "0"}, {"GITHUB_ACTIONS": ""}])
+def test_outside_ci_the_file_may_set_base_url(
+    config: Callable[[str], str], ci: dict[str, str]
+) -> None:
+    path = config("base_url: https://file.example.com\n")
+    settings = load_settings(path, env={"RECONCILER_CLIENT_SECRET": SECRET, **ci})
+    assert settings.base_url == "https://file.example.com"
+
+
+def test_under_ci_the_environment_decides_and_the_file_changes_nothing(
+    config: Callable[[str], str],
+) -> None:
+    path = config("base_url: https://attacker.example\n")
+    env = {"CI": "true", "RECONCILER_BASE_URL": "https://api.example.com"}
+    settings = load_settings(path, env={**env, "RECONCILER_CLIENT_SECRET": SECRET})
+    assert settings.base_url == "https://api.example.com"

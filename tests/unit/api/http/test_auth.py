@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Iterator
+from urllib.parse import unquote, unquote_plus
 
 import pytest
 import requests
@@ -138,13 +139,19 @@ def test_a_dropped_token_that_is_also_a_registered_secret_stays_redacted() -> No
     assert redact("same-as-the-secret-42") == REDACTED
 
 
-def test_client_secret_basic_form_encodes_id_and_secret_before_base64() -> None:
-    # RFC 6749 §2.3.1 and its errata: each part form-encoded, then "id:secret" in Base64.
+def test_client_secret_basic_percent_encodes_id_and_secret_before_base64() -> None:
+    # RFC 6749 §2.3.1: each part encoded, then "id:secret" in Base64. A space as %20, which
+    # unquote_plus (strict) and unquote (lenient: Authlib) both read as a space; "+" only
+    # the strict ones do.
     request = requests.Request("POST", "https://api.example/oauth/token").prepare()
     ClientBasicAuth("ci client:1", "s3cr et/42+x&é")(request)
     kind, encoded = request.headers["Authorization"].split(" ")
     assert kind == "Basic"
-    assert base64.b64decode(encoded).decode() == "ci+client%3A1:s3cr+et%2F42%2Bx%26%C3%A9"
+    pair = base64.b64decode(encoded).decode()
+    assert pair == "ci%20client%3A1:s3cr%20et%2F42%2Bx%26%C3%A9"
+    user, _, password = pair.partition(":")
+    for decode in (unquote, unquote_plus):
+        assert (decode(user), decode(password)) == ("ci client:1", "s3cr et/42+x&é")
     assert redact(f"you sent Basic {encoded}") == f"you sent Basic {REDACTED}"
     assert repr(ClientBasicAuth("a", "b")) == "<client credentials hidden>"
 

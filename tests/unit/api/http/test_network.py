@@ -150,16 +150,34 @@ def wrapped_as_requests_does(reason: BaseException, outer: type[Exception]) -> E
     return outer(pool_error)
 
 
-def test_a_certificate_that_fails_verification_says_why_and_how_to_trust_a_private_ca() -> None:
+def test_a_certificate_that_fails_verification_says_why_and_how_to_trust_a_private_ca(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("REQUESTS_CA_BUNDLE", raising=False)
+    monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
     verify = ssl.SSLCertVerificationError(1, "certificate verify failed")
     verify.verify_message = "self-signed certificate"
     exc = wrapped_as_requests_does(u3.SSLError(verify), requests.exceptions.SSLError)
     error = transport_error(exc, "api.example", 30)
     assert str(error) == (
         "TLS verification failed for api.example (certificate verify failed: "
-        "self-signed certificate); for a private CA, point REQUESTS_CA_BUNDLE at its certificate"
+        "self-signed certificate); for a private CA, point REQUESTS_CA_BUNDLE at its certificate "
+        "(a PEM file, or a directory hashed with `openssl rehash`)"
     )
     assert (error.maybe_sent, error.permanent) == (False, True)
+
+
+def test_an_untrusted_certificate_with_a_ca_bundle_set_never_says_to_set_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", "/etc/ssl/private-ca")
+    verify = ssl.SSLCertVerificationError(1, "certificate verify failed")
+    verify.verify_message = "unable to get local issuer certificate"
+    verify.verify_code = 20
+    exc = wrapped_as_requests_does(u3.SSLError(verify), requests.exceptions.SSLError)
+    said = str(transport_error(exc, "api.example", 30))
+    assert "point REQUESTS_CA_BUNDLE" not in said
+    assert "REQUESTS_CA_BUNDLE names /etc/ssl/private-ca, which does not hold the CA" in said
 
 
 def test_a_verification_failure_without_openssl_reason_still_says_not_trusted() -> None:
@@ -555,3 +573,42 @@ def test_a_wrapper_of_requests_send_sees_every_request(monkeypatch: pytest.Monke
         )
 
     assert answer.json() == {} and wrapped == [url]
+
+
+def _ca_directory(tmp_path: Path, names: dict[str, bytes]) -> Path:
+    directory = tmp_path / "certs"
+    directory.mkdir()
+    for name, content in names.items():
+        (directory / name).write_bytes(content)
+    return directory
+
+
+@pytest.mark.parametrize(
+    ("names", "said"),
+    [
+        ({}, "a directory with no certificate under a hashed name (HASH.0"),
+        ({"private-ca.pem": b"PEM"}, "a directory with no certificate under a hashed name"),
+        ({"0123abcd.0": b"not a certificate"}, "a directory whose hashed names hold no certif"),
+    ],
+    ids=["empty", "not-hashed", "no-certificate"],
+)
+def test_a_ca_directory_that_cannot_be_used_is_refused_at_start(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, names: dict[str, bytes], said: str
+) -> None:
+    directory = _ca_directory(tmp_path, names)
+    monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(directory))
+    with pytest.raises(ConfigError) as refused:
+        make_session("https://api.example", 4)
+    assert str(refused.value).startswith(f"REQUESTS_CA_BUNDLE names {directory}, ")
+    assert said in str(refused.value) and "openssl rehash" in str(refused.value)
+
+
+def test_a_hashed_ca_directory_is_accepted(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from support.tls import make_certificates
+
+    ca = make_certificates(tmp_path / "tls").ca.read_bytes()
+    directory = _ca_directory(tmp_path, {"README": b"x", "0123abcd.0": ca})
+    monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(directory))
+    assert make_session("https://api.example", 4).verify == str(directory)
