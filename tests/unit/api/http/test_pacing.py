@@ -220,9 +220,21 @@ def test_turns_are_given_in_arrival_order() -> None:
 def test_time_behind_other_requests_is_queueing(fake_time: FakeTime) -> None:
     pacer = paced_at(20.0)
     turns: list[Turn] = []
-    threads = [threading.Thread(target=lambda: turns.append(pacer.wait_turn())) for _ in range(6)]
-    for thread in threads:
-        thread.start()
+    arrived = threading.Barrier(7)
+
+    def request() -> None:
+        arrived.wait()
+        turns.append(pacer.wait_turn())
+
+    threads = [threading.Thread(target=request) for _ in range(6)]
+    # The fake clock moves only when the first in line sleeps, and no one gets in line
+    # while the pacer's lock is held: all six arrive at the same time, however late the
+    # machine schedules their threads.
+    with pacer._lock:
+        for thread in threads:
+            thread.start()
+        arrived.wait()
+        time.sleep(0.05)
     for thread in threads:
         thread.join(5)
 
