@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 from reconciler.errors import FileProblem
 from reconciler.model.invite import ID_RULE
 from reconciler.safetext import QUOTED_CHARS, escape, quote_value
+from reconciler.schema.emails import email_problem
 from reconciler.yamlload.positions import Located
 from reconciler.yamlload.scalars import cut, kind_of, quote_it, reading
 
@@ -115,7 +116,12 @@ def _type(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[F
 def _format(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[FileProblem]:
     field = field_name(where.prefix + path)
     kind = "email address" if error.validator_value == "email" else str(error.validator_value)
-    return [_at(where, path, f"`{field}`: {quote_value(error.instance)} is not a valid {kind}")]
+    message = f"`{field}`: {quote_value(error.instance)} is not a valid {kind}"
+    if error.validator_value == "email" and isinstance(error.instance, str):
+        why = email_problem(error.instance)
+        if why:
+            message += f": {escape(why)}"
+    return [_at(where, path, message)]
 
 
 def _pattern(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[FileProblem]:
