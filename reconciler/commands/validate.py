@@ -32,8 +32,9 @@ def validate(
 
     Needs no credentials and no network.
     """
-    with writing_codequality(codequality):
+    with writing_codequality(codequality) as warnings:
         state = read_desired(settings_for(config_file), paths)
+        warnings += state.warnings
     click.echo(
         f"OK: {plural(len(state.invites), 'invite')} in {plural(len(state.files), 'file')} checked."
     )

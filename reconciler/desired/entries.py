@@ -11,6 +11,7 @@ import unicodedata
 from collections.abc import Iterable
 from typing import Any
 
+from reconciler.desired.rules import RunChecks
 from reconciler.errors import FileProblem, ReconcilerError
 from reconciler.model.fields import (
     ID_KEY,
@@ -43,9 +44,10 @@ def refuse_bad_ids(ids: Iterable[str], given_as: str) -> None:
 class EntryReader:
     """Takes the entries of one file (the loader's item hook); keeps records and problems."""
 
-    def __init__(self, source: str, lines: Lines) -> None:
+    def __init__(self, source: str, lines: Lines, checks: RunChecks | None = None) -> None:
         self.source = source
         self.lines = lines
+        self.checks = checks  # the policies and built-in checks of the run, if any
         self.schema = invite_validators()
         # Each field's typed value made from a value the schema has checked: a call of
         # its type (str, IdentifierSet, Contact), for 200,000 entries.
@@ -101,6 +103,12 @@ class EntryReader:
             if type(value) is not str:
                 typed[name] = makers[name](value)
         self.invites.append(DesiredInvite(ident, typed, source, resend))
+        if self.checks is not None:
+            # Placed only when one fails: most entries never need their positions.
+            def mark(path: tuple[Any, ...]) -> tuple[int, int]:
+                return item.located(self.lines).mark(path)
+
+            self.problems += self.checks.check(entry, source, mark)
 
     def _refuse_invisible(
         self, fields: dict[str, Any], item: Item, problems: list[FileProblem]

@@ -62,8 +62,10 @@ def error_command(
     file: str | None = None,
     line: int | None = None,
     col: int | None = None,
+    command: str = "error",
 ) -> str:
-    """One `::error ...::message` line; every outside string is redacted and escaped."""
+    """One `::error ...::message` line (`::warning` with ``command="warning"``); every
+    outside string is redacted and escaped."""
     props = []
     if file:
         props.append(f"file={escape_property(redact_and_escape(file))}")
@@ -74,13 +76,17 @@ def error_command(
     props.append(f"title={escape_property(redact_and_escape(title))}")
     # Lines are kept (GitHub shows %0A as a line break); what is in them is redacted and escaped.
     text = "\n".join(redact_and_escape(line) for line in message.splitlines())
-    return f"::error {','.join(props)}::{escape_data(text)}"
+    return f"::{command} {','.join(props)}::{escape_data(text)}"
 
 
 def input_error_commands(problems: Iterable[FileProblem]) -> list[str]:
     return [
         error_command(
-            p.message, file=repo_relative(p.path), line=p.line or None, col=p.column or None
+            p.message,
+            file=repo_relative(p.path),
+            line=p.line or None,
+            col=p.column or None,
+            command=p.severity,
         )
         for p in problems
     ]

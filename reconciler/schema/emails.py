@@ -48,7 +48,16 @@ def email_problem(value: str) -> str | None:
     if _quick_yes(value):
         return None
     if not value.isascii():
-        return "international addresses are not accepted; write the domain in its ASCII (xn--) form"
+        char = next(c for c in value if not c.isascii())
+        fix = (
+            "; write the domain in its ASCII (xn--) form"
+            if char in value.rpartition("@")[2]
+            else ""
+        )
+        return (
+            f"it holds U+{ord(char):04X}, which is not ASCII: international addresses "
+            f"are not accepted{fix}"
+        )
     from email_validator import EmailNotValidError
 
     try:
