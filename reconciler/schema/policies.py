@@ -93,6 +93,13 @@ def _refused(node: Any, path: tuple[Any, ...]) -> Iterator[tuple[tuple[Any, ...]
             why = _re2_refusal(value)
             if why:
                 yield here, why
+        elif key == "patternProperties" and isinstance(value, dict):
+            # Run by jsonschema on `re`, over an entry's few known field names: bounded;
+            # held to RE2's syntax all the same, so a policy's patterns are of one kind.
+            for pattern in value:
+                why = _re2_refusal(str(pattern))
+                if why:
+                    yield (*here, pattern), why
         if key not in ("const", "enum", "default", "examples"):  # values, not schemas
             yield from _refused(value, here)
 

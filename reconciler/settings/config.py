@@ -20,7 +20,7 @@ from reconciler.safefile import open_regular
 from reconciler.safetext import MIN_SECRET_LENGTH, escape, quote_value
 from reconciler.schema.check import validate_document
 from reconciler.settings.contract import Contract, check_contract, field_name_problems
-from reconciler.settings.policies import read_rules
+from reconciler.settings.policies import read_rules, too_large
 from reconciler.settings.values import NUMBER_SETTINGS
 from reconciler.yamlload.source import MarkedDict, decode_source, load_yaml, to_plain
 
@@ -165,6 +165,8 @@ def _read_config_file(path: str) -> dict[str, Any]:
         return {}
     if isinstance(document, MarkedDict):
         problems += _secret_keys(document, path)
+        if not problems:
+            problems += too_large(document, path)  # before the meta-schema judges them
         if not problems:
             schema = resource_path("schemas/config.schema.json")
             problems += validate_document(document, path, schema)

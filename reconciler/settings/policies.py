@@ -22,11 +22,46 @@ from reconciler.schema.policies import (
 )
 from reconciler.yamlload.source import MarkedDict
 
+# A policy is a rule, not a data set: checking a schema against the draft's meta-schema
+# costs jsonschema about a millisecond a value, so the values of all policies together
+# are bounded (2,000: about 2 s at worst; the examples' policies have 10 to 20 each).
+MAX_POLICY_VALUES = 2_000
+
+
+def too_large(document: MarkedDict, path: str) -> list[FileProblem]:
+    """A problem when the `policies` of ``document`` hold too many values to be checked."""
+    written = document.get("policies")
+    count = _values(written, MAX_POLICY_VALUES + 1)
+    if count <= MAX_POLICY_VALUES:
+        return []
+    message = (
+        f"`policies` hold more than {MAX_POLICY_VALUES:,} values (keys and list items) "
+        "together; a policy is a rule over an invite's fields, not a list of data"
+    )
+    return [FileProblem(path, *document.key_marks["policies"], message)]
+
+
+def _values(node: Any, limit: int) -> int:
+    """The keys and items in ``node``, counted up to ``limit`` (then it stops)."""
+    count = 0
+    stack = [node]
+    while stack and count < limit:
+        item = stack.pop()
+        if isinstance(item, dict):
+            count += len(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            count += len(item)
+            stack.extend(item)
+    return count
+
 
 def read_rules(values: dict[str, Any], document: MarkedDict, path: str) -> Rules:
     """The rules of ``values`` (the config as plain values), its keys taken out of it."""
     written: list[dict[str, Any]] = values.pop("policies", None) or []
-    levels: dict[str, Level] = {**BUILT_IN, **values.pop("checks", {})}
+    # A bare `off` is YAML 1.1's false: the config schema takes either.
+    chosen = {name: level or "off" for name, level in values.pop("checks", {}).items()}
+    levels: dict[str, Level] = {**BUILT_IN, **chosen}
     compiled: list[CompiledPolicy] = []
     problems: list[FileProblem] = []
     seen: dict[str, int] = {}
