@@ -77,8 +77,8 @@ def error_command(
     # Lines are kept (GitHub shows %0A as a line break); what is in them is redacted and escaped.
     text = "\n".join(redact_and_escape(line) for line in message.splitlines())
     # The runner reads `##[` anywhere in a line, its own commands' lines too.
-    line = f"::{command} {','.join(props)}::{escape_data(text)}"
-    return line.replace(_LEGACY, _LEGACY_SHOWN)
+    written = f"::{command} {','.join(props)}::{escape_data(text)}"
+    return written.replace(_LEGACY, _LEGACY_SHOWN)
 
 
 def input_error_commands(problems: Iterable[FileProblem]) -> list[str]:

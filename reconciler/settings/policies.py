@@ -60,7 +60,9 @@ def read_rules(values: dict[str, Any], document: MarkedDict, path: str) -> Rules
     """The rules of ``values`` (the config as plain values), its keys taken out of it."""
     written: list[dict[str, Any]] = values.pop("policies", None) or []
     # A bare `off` is YAML 1.1's false: the config schema takes either.
-    chosen = {name: level or "off" for name, level in values.pop("checks", {}).items()}
+    chosen: dict[str, Level] = {
+        name: level or "off" for name, level in values.pop("checks", {}).items()
+    }
     levels: dict[str, Level] = {**BUILT_IN, **chosen}
     compiled: list[CompiledPolicy] = []
     problems: list[FileProblem] = []
