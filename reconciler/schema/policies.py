@@ -235,6 +235,79 @@ def _frozen(value: Any) -> Any:
     return ("?", repr(value))
 
 
+Quick = Callable[[Any], bool]
+
+
+def quick_check(schema: Any) -> Quick | None:
+    """An exact verdict of ``schema`` for the few keywords policies are mostly made of
+    (`properties`, `required`, `not`, `if`/`then`/`else`, `allOf`, `anyOf`, `contains`,
+    `const`, `enum`, `pattern`, `minItems`, `maxItems`, `type` object), or None: then
+    jsonschema judges. Only a yes is taken from it; a no is worded by jsonschema, which
+    places the problem. A property test holds it to jsonschema's verdicts."""
+    if schema is True or schema == {}:
+        return lambda value: True
+    if not isinstance(schema, dict):
+        return None
+    parts: list[Quick] = []
+    for key, value in schema.items():
+        part = _quick_keyword(key, value, schema)
+        if part is None:
+            return None
+        parts.append(part)
+    return lambda value: all(part(value) for part in parts)
+
+
+def _quick_keyword(key: str, value: Any, schema: dict[str, Any]) -> Quick | None:
+    if key in _NOTES or key in ("then", "else"):
+        return lambda v: True  # notes; then/else are judged with their `if`
+    if key == "type" and value == "object":
+        return lambda v: type(v) is dict
+    if key == "properties" and isinstance(value, dict):
+        checks = {name: quick_check(sub) for name, sub in value.items()}
+        if any(c is None for c in checks.values()):
+            return None
+        known = [(name, c) for name, c in checks.items() if c is not None]
+        return lambda v: type(v) is not dict or all(c(v[n]) for n, c in known if n in v)
+    if key == "required" and isinstance(value, list):
+        names = tuple(value)
+        return lambda v: type(v) is not dict or all(n in v for n in names)
+    if key == "not":
+        negated = quick_check(value)
+        if negated is None:
+            return None
+        return lambda v: not negated(v)
+    if key == "if":
+        test, then, other = (quick_check(schema.get(k, True)) for k in ("if", "then", "else"))
+        if test is None or then is None or other is None:
+            return None
+        return lambda v: then(v) if test(v) else other(v)
+    if key in ("allOf", "anyOf") and isinstance(value, list):
+        subs = [quick_check(sub) for sub in value]
+        if any(c is None for c in subs):
+            return None
+        known_subs = [c for c in subs if c is not None]
+        combine = all if key == "allOf" else any
+        return lambda v: combine(c(v) for c in known_subs)
+    if key == "contains":
+        inner = quick_check(value)
+        if inner is None or "minContains" in schema or "maxContains" in schema:
+            return None
+        return lambda v: type(v) is not list or any(inner(item) for item in v)
+    if key == "const" and type(value) in (str, bool):
+        return lambda v: type(v) is type(value) and v == value
+    if key == "enum" and isinstance(value, list) and all(type(e) is str for e in value):
+        allowed = frozenset(value)
+        return lambda v: type(v) is str and v in allowed
+    if key == "pattern" and isinstance(value, str):
+        search = _re2(value).search
+        return lambda v: type(v) is not str or search(v) is not None
+    if key in ("minItems", "maxItems") and type(value) is int:
+        if key == "minItems":
+            return lambda v: type(v) is not list or len(v) >= value
+        return lambda v: type(v) is not list or len(v) <= value
+    return None
+
+
 class CompiledPolicy:
     """A policy ready to run: ``failure(entry)`` is None, or the path its verdict is about."""
 
@@ -244,6 +317,7 @@ class CompiledPolicy:
         names = looked_at(policy.schema)
         self._names = tuple(sorted(names)) if names is not None else None
         self._verdicts: dict[Any, tuple[Any, ...] | None] = {}
+        self._quick = quick_check(policy.schema)
 
     def failure(self, entry: dict[str, Any]) -> tuple[Any, ...] | None:
         names = self._names
@@ -262,6 +336,9 @@ class CompiledPolicy:
         return verdict
 
     def _judge(self, value: dict[str, Any]) -> tuple[Any, ...] | None:
+        quick = self._quick
+        if quick is not None and quick(value):
+            return None
         if self._validator.is_valid(value):
             return None
         errors = list(self._validator.iter_errors(value))
