@@ -320,6 +320,9 @@ class CompiledPolicy:
         self._quick = quick_check(policy.schema)
 
     def failure(self, entry: dict[str, Any]) -> tuple[Any, ...] | None:
+        quick = self._quick
+        if quick is not None and quick(entry):
+            return None  # almost every entry: no key built, nothing kept
         names = self._names
         if names is None:
             return self._judge(entry)
@@ -336,9 +339,6 @@ class CompiledPolicy:
         return verdict
 
     def _judge(self, value: dict[str, Any]) -> tuple[Any, ...] | None:
-        quick = self._quick
-        if quick is not None and quick(value):
-            return None
         if self._validator.is_valid(value):
             return None
         errors = list(self._validator.iter_errors(value))
