@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any, Literal
 
-from reconciler.errors import FileProblem
+from reconciler.errors import ConfigError, FileProblem
+from reconciler.safetext import escape
 
 if TYPE_CHECKING:
     from jsonschema import ValidationError
@@ -85,8 +86,12 @@ def _refused(node: Any, path: tuple[Any, ...]) -> Iterator[tuple[tuple[Any, ...]
                     "a policy never fetches a schema from a URL or a file"
                 ),
             )
-        elif key == "$id":
-            yield here, "`$id` is not allowed in a policy (it would change where `$ref`s point)"
+        elif key in ("$id", "$dynamicRef", "$dynamicAnchor", "$anchor"):
+            yield (
+                here,
+                f"`{key}` is not allowed in a policy: a `$ref` names a place in it "
+                + ("(`#/$defs/NAME`)"),
+            )
         elif key == "$schema" and value != DRAFT:
             yield here, f"a policy is draft 2020-12: `$schema` may only be {DRAFT}"
         elif key == "pattern" and isinstance(value, str):
@@ -168,13 +173,52 @@ def compile_policy(policy: Policy) -> CompiledPolicy:
     except SchemaError as error:
         raise PolicyError(tuple(error.path), _schema_error(error)) from None
     registry: Registry[Any] = Registry(retrieve=_no_retrieval)  # type: ignore[call-arg]
+    _refuse_dangling_refs(policy.schema, registry)
     validator = kind(policy.schema, format_checker=format_checker(), registry=registry)
+    try:  # a loop that any entry would run into is refused here, at its place
+        validator.is_valid({"id": "inv_probe"})
+    except RecursionError:
+        raise PolicyError((), _LOOP) from None
     return CompiledPolicy(policy, validator)
 
 
-def _schema_error(error: Any) -> str:
-    from reconciler.safetext import escape
+_LOOP = (
+    "its `$ref`s lead back to themselves without end; a `$ref` may only come back after "
+    "a step into the entry (`properties`, `items`)"
+)
 
+
+def _refuse_dangling_refs(schema: Any, registry: Any) -> None:
+    """A PolicyError at the first `$ref` that points at nothing in the policy."""
+    from referencing.exceptions import Unresolvable
+    from referencing.jsonschema import DRAFT202012
+
+    resource = DRAFT202012.create_resource(schema)
+    resolver = registry.with_resource("", resource).resolver()
+    for path, ref in _refs(schema, ()):
+        try:
+            resolver.lookup(ref)
+        except Unresolvable:
+            raise PolicyError(path, "`$ref` points at nothing in the policy") from None
+
+
+def _refs(node: Any, path: tuple[Any, ...]) -> Iterator[tuple[tuple[Any, ...], str]]:
+    if isinstance(node, list):
+        for index, item in enumerate(node):
+            yield from _refs(item, (*path, index))
+    elif isinstance(node, dict):
+        for key, value in node.items():
+            if key == "$ref" and isinstance(value, str):
+                yield (*path, key), value
+            elif key not in ("const", "enum", "default", "examples"):
+                yield from _refs(value, (*path, key))
+
+
+class PolicyLoop(ConfigError):
+    """A policy whose `$ref`s lead back to themselves without reading any deeper."""
+
+
+def _schema_error(error: Any) -> str:
     return f"not valid JSON Schema (draft 2020-12): {escape(str(error.message)[:300])}"
 
 
@@ -339,9 +383,16 @@ class CompiledPolicy:
         return verdict
 
     def _judge(self, value: dict[str, Any]) -> tuple[Any, ...] | None:
-        if self._validator.is_valid(value):
-            return None
-        errors = list(self._validator.iter_errors(value))
+        try:
+            if self._validator.is_valid(value):
+                return None
+            errors = list(self._validator.iter_errors(value))
+        except RecursionError:
+            rule = self.policy
+            raise PolicyLoop(
+                f"{escape(rule.source)}: policy {escape(rule.name)} (item {rule.index + 1} of "
+                f"`policies`): {_LOOP}"
+            ) from None
         return _about(errors)
 
 

@@ -163,6 +163,18 @@ HOSTILE = {
         '{name: p, message: m, schema: {$id: "http://127.0.0.1:9/", $ref: "#/x"}}',
         "policy p: `schema` cannot be used: `$id` is not allowed",
     ),
+    "a $ref to itself, without end": (
+        '{name: p, message: m, schema: {$ref: "#"}}',
+        "1:34: policy p: `schema` cannot be used: its `$ref`s lead back to themselves",
+    ),
+    "a $ref to nothing": (
+        '{name: p, message: m, schema: {$ref: "#/$defs/nope"}}',
+        "1:43: policy p: `schema` cannot be used: `$ref` points at nothing in the policy",
+    ),
+    "a $dynamicRef": (
+        '{name: p, message: m, schema: {$dynamicRef: "#meta"}}',
+        "policy p: `schema` cannot be used: `$dynamicRef` is not allowed in a policy",
+    ),
     "a back-reference RE2 cannot run": (
         '{name: p, message: m, schema: {properties: {name: {pattern: "(a)\\\\1"}}}}',
         "policy p: `schema` cannot be used: `pattern` cannot be run in linear time",

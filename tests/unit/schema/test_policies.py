@@ -9,7 +9,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reconciler.schema.policies import Policy, compile_policy, looked_at, quick_check
+from reconciler.schema.policies import (
+    Policy,
+    PolicyLoop,
+    compile_policy,
+    looked_at,
+    quick_check,
+)
 
 SCHEMAS: list[Any] = [
     {
@@ -72,3 +78,11 @@ def test_a_failure_is_placed_at_the_field_the_failing_keyword_names() -> None:
     assert policy.failure({"id": "i", "groups": ["us"]}) == ()
     email = _compiled(SCHEMAS[1])
     assert email.failure({"id": "i", "email": "j@gmail.com"}) == ("email",)
+
+
+def test_a_loop_only_some_entries_reach_is_a_configuration_error_naming_the_policy() -> None:
+    schema = {"if": {"required": ["phone"]}, "then": {"$ref": "#"}}
+    policy = _compiled(schema)  # the probe entry has no phone: compiled
+    assert policy.failure({"id": "i"}) is None
+    with pytest.raises(PolicyLoop, match=r"reconciler.yaml: policy p \(item 1 of `policies`\)"):
+        policy.failure({"id": "i", "phone": "+4412345678"})
