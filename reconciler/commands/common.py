@@ -19,7 +19,7 @@ from reconciler.desired.entries import refuse_bad_ids
 from reconciler.desired.selection import EVERYTHING, Selection, select_invites
 from reconciler.desired.state import DesiredState, load_desired_state
 from reconciler.errors import FileProblem, ReconcilerError
-from reconciler.output.github import GITHUB_ANNOTATIONS, emit, input_error_commands
+from reconciler.output.github import GITHUB_ANNOTATIONS, report_problems
 from reconciler.safetext import escape
 from reconciler.settings.config import Settings, load_settings
 from reconciler.wording import plural
@@ -122,4 +122,4 @@ def report_warnings(warnings: list[FileProblem]) -> None:
     click.echo(f"{plural(len(warnings), 'warning')}; they fail nothing.", err=True)
     context = click.get_current_context(silent=True)
     if context is not None and context.meta.get(GITHUB_ANNOTATIONS):
-        emit(input_error_commands(warnings))
+        report_problems(warnings)

@@ -263,11 +263,21 @@ def report_plan(plan: Plan, github: bool, env: Mapping[str, str] | None = None) 
 
 
 def annotate_error(error: ReconcilerError) -> None:
-    """The error that ends a run, as annotations: one per input problem, else one."""
+    """The error that ends a run, as annotations: one per input problem (and the problems
+    in the job summary), else one."""
     if isinstance(error, InputError):
-        emit(input_error_commands(error.problems))
+        report_problems(error.problems)
     else:
         emit([error_command(str(error))])
+
+
+def report_problems(problems: list[FileProblem], env: Mapping[str, str] | None = None) -> None:
+    """Input problems, errors or warnings, as annotations and in the job summary."""
+    from reconciler.output.markdown import problems_markdown  # the plan's renderer's module
+
+    emit(input_error_commands(problems))
+    shown = [p._replace(path=repo_relative(p.path)) for p in problems]
+    append_step_summary(problems_markdown(shown), env)
 
 
 def append_step_summary(markdown: str, env: Mapping[str, str] | None = None) -> None:

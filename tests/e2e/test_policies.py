@@ -240,3 +240,14 @@ def test_a_huge_policy_is_refused_before_it_is_checked(tmp_path):
     done = run_cli("validate", cwd=tmp_path, env=clean_env())
     assert done.returncode == 1
     assert "reconciler.yaml:1:1: `policies` hold more than 2,000 values" in done.stderr
+
+
+def test_warnings_and_errors_go_to_the_job_summary_too(tmp_path):
+    _project(tmp_path, NO_FREE_MAIL, email="jane@yahoo.com")
+    summary = tmp_path / "summary.md"
+    env = clean_env(GITHUB_ACTIONS="true", GITHUB_STEP_SUMMARY=str(summary))
+    done = run_cli("validate", cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    text = summary.read_text(encoding="utf-8")
+    assert "**invite-reconciler**: 1 warning in the invite files" in text
+    assert "| warning | <code>invites/acme.yaml:4:12</code> | <code>policy no-free-mail: " in text
