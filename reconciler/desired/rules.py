@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from reconciler.errors import FileProblem
 from reconciler.model.invite import SourceLocation
-from reconciler.safetext import quote_value
+from reconciler.safetext import escape, quote_value
 from reconciler.schema.policies import Policies
 
 Level = Literal["error", "warning", "off"]
@@ -137,9 +137,10 @@ class RunChecks:
         problems = []
         for where in found:
             shown = ".".join(str(p) for p in where if isinstance(p, str))
+            value = entry[where[0]] if len(where) == 1 else entry[where[0]][where[1]]
             message = (
-                f"surrounding-space: `{shown}` starts or ends with a space, which is sent "
-                "as is and shows in no UI; remove it"
+                f"surrounding-space: `{escape(shown)}`: {quote_value(value)} starts or ends "
+                "with a space, which is sent as is and shows in no UI; remove it"
             )
             problems.append(_problem(path, mark(where), message, self.space_level))
         return problems

@@ -79,7 +79,12 @@ def _additional(error: ValidationError, where: Where, path: tuple[Any, ...]) -> 
 def _required(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[FileProblem]:
     full = where.prefix + path
     if full and isinstance(full[-1], int):
-        what = "invite"
+        # An invite entry, or an item of a list in the config (a policy).
+        what = (
+            "invite"
+            if full[0] == "invites"
+            else f"item {full[-1] + 1} of `{field_name(full[:-1])}`"
+        )
     else:
         what = f"`{field_name(full)}`" if full else "file"
     # jsonschema gives one error per missing name without naming it apart from
