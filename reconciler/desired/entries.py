@@ -62,7 +62,8 @@ class EntryReader:
         # two characters in NFC) and two spellings of one item are one item.
         # Almost every value is ASCII: only the others are looked at again, in one walk.
         texts: list[str] = []
-        _non_ascii(item.value, texts)
+        spaced: list[str] = []
+        _non_ascii(item.value, texts, spaced)
         normal = all(unicodedata.is_normalized("NFC", text) for text in texts)
         entry = item.value if normal else _nfc_copy(item.value)
         problems: list[FileProblem] = []
@@ -108,7 +109,7 @@ class EntryReader:
             def mark(path: tuple[Any, ...]) -> tuple[int, int]:
                 return item.located(self.lines).mark(path)
 
-            self.problems += self.checks.check(entry, source, mark)
+            self.problems += self.checks.check(entry, source, mark, bool(spaced))
 
     def _refuse_invisible(
         self, fields: dict[str, Any], item: Item, problems: list[FileProblem]
@@ -144,18 +145,21 @@ class EntryReader:
         self.problems.append(FileProblem(self.source, line, column, message))
 
 
-def _non_ascii(value: Any, found: list[str]) -> None:
-    """Append to ``found`` every string in ``value`` that is not ASCII."""
+def _non_ascii(value: Any, found: list[str], spaced: list[str]) -> None:
+    """Append to ``found`` every string in ``value`` that is not ASCII, and to ``spaced``
+    every one that starts or ends with a space (the built-in check, asked in the same walk)."""
     kind = type(value)
     if kind is str:
         if not value.isascii():
             found.append(value)
+        if value[:1] == " " or value[-1:] == " ":
+            spaced.append(value)
     elif kind is dict or isinstance(value, dict):
         for item in value.values():
-            _non_ascii(item, found)
+            _non_ascii(item, found, spaced)
     elif isinstance(value, list):
         for item in value:
-            _non_ascii(item, found)
+            _non_ascii(item, found, spaced)
 
 
 def _nfc_copy(value: Any) -> Any:

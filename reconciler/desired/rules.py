@@ -67,12 +67,15 @@ class RunChecks:
         if self.email_level != "off":
             self.emails = {}
 
-    def check(self, entry: dict[str, Any], source: SourceLocation, mark: Mark) -> list[FileProblem]:
-        """The problems of one entry the schema accepted (``mark``: a path's line, column)."""
+    def check(
+        self, entry: dict[str, Any], source: SourceLocation, mark: Mark, spaced: bool = True
+    ) -> list[FileProblem]:
+        """The problems of one entry the schema accepted (``mark``: a path's line, column;
+        ``spaced``: False when the caller knows no text in it starts or ends with a space)."""
         problems: list[FileProblem] = []
         if self.policies is not None:
             problems += self.policies.check(entry, source.path, mark)
-        if self.space_level != "off":
+        if spaced and self.space_level != "off":
             problems += self._spaces(entry, source.path, mark)
         names = self.names
         if names is not None:
@@ -121,7 +124,10 @@ class RunChecks:
                 texts += value
             elif kind is dict:
                 texts += value.values()
-        joined = "\0".join(t for t in texts if type(t) is str)
+        try:
+            joined = "\0".join(texts)
+        except TypeError:  # not text (a schema of another kind): only the text is looked at
+            joined = "\0".join(t for t in texts if type(t) is str)
         if not (" \0" in joined or "\0 " in joined or joined[:1] == " " or joined[-1:] == " "):
             return []
         found: list[tuple[Any, ...]] = []
