@@ -232,7 +232,10 @@ def _hold_closed_streams() -> None:
 def _report(exc: ReconcilerError) -> int:
     if isinstance(exc, InputError):
         click.echo(str(exc), err=True)
-        click.echo(f"Found {plural(len(exc.problems), 'problem')}; nothing was sent.", err=True)
+        errors = len(exc.errors)
+        warnings = len(exc.problems) - errors
+        also = f" and {plural(warnings, 'warning')}" if warnings else ""
+        click.echo(f"Found {plural(errors, 'problem')}{also}; nothing was sent.", err=True)
     else:  # ApiError included
         click.echo(f"error: {redact_and_escape_lines(str(exc))}", err=True)
     return EXIT_FAILURE

@@ -19,6 +19,7 @@ from benchmarks.scenarios import (
     plan_short_tokens,
     startup,
     validate_large,
+    validate_policies,
 )
 from benchmarks.scenarios.common import Context
 from benchmarks.targets import Row
@@ -29,6 +30,7 @@ Scenario = Callable[[Context], list[Row]]
 SCENARIOS: dict[str, tuple[str, Scenario]] = {
     "startup": ("0", startup.run),
     "validate-large": ("v", validate_large.run),
+    "validate-policies": ("p", validate_policies.run),
     "plan-large": ("m", plan_large.run),
     "plan-huge": ("h", plan_huge.run),
     "plan-cpu": ("c", plan_cpu.run),

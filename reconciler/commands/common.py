@@ -18,7 +18,8 @@ from reconciler.desired.changed_since import ChangedSince, changed_entries
 from reconciler.desired.entries import refuse_bad_ids
 from reconciler.desired.selection import EVERYTHING, Selection, select_invites
 from reconciler.desired.state import DesiredState, load_desired_state
-from reconciler.errors import ReconcilerError
+from reconciler.errors import FileProblem, ReconcilerError
+from reconciler.output.github import GITHUB_ANNOTATIONS, report_problems
 from reconciler.safetext import escape
 from reconciler.settings.config import Settings, load_settings
 from reconciler.wording import plural
@@ -72,7 +73,8 @@ def read_desired(
     refuse_bad_ids(selection.targets, "--target")
     refuse_bad_ids(selection.excludes, "--exclude")
     where = list(paths or settings.paths)
-    state = load_desired_state(where)
+    state = load_desired_state(where, settings.rules)
+    report_warnings(state.warnings)
     if selection.is_everything:
         return state
     changed = None
@@ -108,3 +110,16 @@ def _say_changed(selection: Selection, changed: Collection[str], selected: int, 
         "reading only those.",
         err=True,
     )
+
+
+def report_warnings(warnings: list[FileProblem]) -> None:
+    """The warnings of a run that found no error, on stderr (and as annotations under
+    GitHub): the same lines as input errors, each marked `warning:`."""
+    if not warnings:
+        return
+    for warning in warnings:
+        click.echo(str(warning), err=True)
+    click.echo(f"{plural(len(warnings), 'warning')}; they fail nothing.", err=True)
+    context = click.get_current_context(silent=True)
+    if context is not None and context.meta.get(GITHUB_ANNOTATIONS):
+        report_problems(warnings)

@@ -15,7 +15,11 @@ from reconciler.output.gitlab import writing_codequality
 from reconciler.wording import plural
 
 
-@click.command(epilog=settings_help(api=False, reads_paths=True, other_env=("GITHUB_ACTIONS",)))
+@click.command(
+    epilog=settings_help(
+        api=False, reads_paths=True, extra=("policies", "checks"), other_env=("GITHUB_ACTIONS",)
+    )
+)
 @click.argument("paths", nargs=-1, type=click.Path())
 @config_option
 @annotations_option
@@ -30,10 +34,12 @@ def validate(
 ) -> int:
     """Check invite files offline: YAML, schema, duplicate keys and ids, silent type changes.
 
-    Needs no credentials and no network.
+    Also the policies of reconciler.yaml and the built-in checks (duplicate business names
+    and e-mails, text with a space at an end). Needs no credentials and no network.
     """
-    with writing_codequality(codequality):
+    with writing_codequality(codequality) as warnings:
         state = read_desired(settings_for(config_file), paths)
+        warnings += state.warnings
     click.echo(
         f"OK: {plural(len(state.invites), 'invite')} in {plural(len(state.files), 'file')} checked."
     )

@@ -11,6 +11,7 @@ import unicodedata
 from collections.abc import Iterable
 from typing import Any
 
+from reconciler.desired.rules import RunChecks
 from reconciler.errors import FileProblem, ReconcilerError
 from reconciler.model.fields import (
     ID_KEY,
@@ -43,9 +44,10 @@ def refuse_bad_ids(ids: Iterable[str], given_as: str) -> None:
 class EntryReader:
     """Takes the entries of one file (the loader's item hook); keeps records and problems."""
 
-    def __init__(self, source: str, lines: Lines) -> None:
+    def __init__(self, source: str, lines: Lines, checks: RunChecks | None = None) -> None:
         self.source = source
         self.lines = lines
+        self.checks = checks  # the policies and built-in checks of the run, if any
         self.schema = invite_validators()
         # Each field's typed value made from a value the schema has checked: a call of
         # its type (str, IdentifierSet, Contact), for 200,000 entries.
@@ -60,7 +62,8 @@ class EntryReader:
         # two characters in NFC) and two spellings of one item are one item.
         # Almost every value is ASCII: only the others are looked at again, in one walk.
         texts: list[str] = []
-        _non_ascii(item.value, texts)
+        spaced: list[str] = []
+        _non_ascii(item.value, texts, spaced)
         normal = all(unicodedata.is_normalized("NFC", text) for text in texts)
         entry = item.value if normal else _nfc_copy(item.value)
         problems: list[FileProblem] = []
@@ -101,6 +104,12 @@ class EntryReader:
             if type(value) is not str:
                 typed[name] = makers[name](value)
         self.invites.append(DesiredInvite(ident, typed, source, resend))
+        if self.checks is not None:
+            # Placed only when one fails: most entries never need their positions.
+            def mark(path: tuple[Any, ...]) -> tuple[int, int]:
+                return item.located(self.lines).mark(path)
+
+            self.problems += self.checks.check(entry, source, mark, bool(spaced))
 
     def _refuse_invisible(
         self, fields: dict[str, Any], item: Item, problems: list[FileProblem]
@@ -136,18 +145,21 @@ class EntryReader:
         self.problems.append(FileProblem(self.source, line, column, message))
 
 
-def _non_ascii(value: Any, found: list[str]) -> None:
-    """Append to ``found`` every string in ``value`` that is not ASCII."""
+def _non_ascii(value: Any, found: list[str], spaced: list[str]) -> None:
+    """Append to ``found`` every string in ``value`` that is not ASCII, and to ``spaced``
+    every one that starts or ends with a space (the built-in check, asked in the same walk)."""
     kind = type(value)
     if kind is str:
         if not value.isascii():
             found.append(value)
+        if value[:1] == " " or value[-1:] == " ":
+            spaced.append(value)
     elif kind is dict or isinstance(value, dict):
         for item in value.values():
-            _non_ascii(item, found)
+            _non_ascii(item, found, spaced)
     elif isinstance(value, list):
         for item in value:
-            _non_ascii(item, found)
+            _non_ascii(item, found, spaced)
 
 
 def _nfc_copy(value: Any) -> Any:

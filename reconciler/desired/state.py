@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from reconciler.desired.entries import EntryReader
+from reconciler.desired.rules import NO_RULES, Rules, RunChecks
 from reconciler.errors import FileProblem, InputError
 from reconciler.model.invite import INVITE_ID, DesiredInvite
 from reconciler.safefile import kind_of, open_regular
@@ -48,6 +49,8 @@ class DesiredState:
     files: list[str] = field(default_factory=list)
     # --changed-since REF: what the change did to each invite read (None: a full run).
     changed_since: ChangedSince | None = None
+    # What the policies and built-in checks of warning severity found: shown, fail nothing.
+    warnings: list[FileProblem] = field(default_factory=list)
 
 
 def find_files(paths: list[str]) -> tuple[list[Path], list[FileProblem]]:
@@ -131,36 +134,43 @@ def _missing(raw: str) -> str:
     return message
 
 
-def load_desired_state(paths: list[str]) -> DesiredState:
-    """Read and check every file; raise InputError listing all problems found."""
+def load_desired_state(paths: list[str], rules: Rules = NO_RULES) -> DesiredState:
+    """Read and check every file (with ``rules``: the config's policies and the built-in
+    checks); raise InputError listing all problems found, when one is an error."""
     files, problems = find_files(paths)
     invites: list[DesiredInvite] = []
+    checks = RunChecks(rules) if rules is not NO_RULES else None
     for file in files:
-        file_invites, file_problems = load_file(file)
+        file_invites, file_problems = load_file(file, checks)
         invites.extend(file_invites)
         problems.extend(file_problems)
     problems.extend(_duplicate_ids(invites))
-    if problems:
+    if any(p.is_error for p in problems):
         raise InputError(problems)
-    return DesiredState(invites=invites, files=[str(f) for f in files])
+    return DesiredState(invites=invites, files=[str(f) for f in files], warnings=sorted(problems))
 
 
-def load_texts(sources: list[tuple[str, str]]) -> DesiredState:
+def load_texts(sources: list[tuple[str, str]], rules: Rules = NO_RULES) -> DesiredState:
     """The desired state of files read elsewhere, as (path, text): every check of
     ``load_desired_state`` but finding and reading them (Ansible's controller read them)."""
     invites: list[DesiredInvite] = []
     problems: list[FileProblem] = []
+    checks = RunChecks(rules) if rules is not NO_RULES else None
     for path, text in sources:
-        file_invites, file_problems = load_text(text, path)
+        file_invites, file_problems = _load(text, path, Lines(text), checks)
         invites.extend(file_invites)
         problems.extend(file_problems)
     problems.extend(_duplicate_ids(invites))
-    if problems:
+    if any(p.is_error for p in problems):
         raise InputError(problems)
-    return DesiredState(invites=invites, files=[path for path, _ in sources])
+    return DesiredState(
+        invites=invites, files=[path for path, _ in sources], warnings=sorted(problems)
+    )
 
 
-def load_file(file: Path) -> tuple[list[DesiredInvite], list[FileProblem]]:
+def load_file(
+    file: Path, checks: RunChecks | None = None
+) -> tuple[list[DesiredInvite], list[FileProblem]]:
     """The invites of one file and its problems (duplicate ids across files aside)."""
     source = str(file)
     try:
@@ -168,7 +178,7 @@ def load_file(file: Path) -> tuple[list[DesiredInvite], list[FileProblem]]:
             if os.fstat(stream.fileno()).st_size > MAX_FILE_BYTES:
                 return [], [FileProblem(source, 1, 1, _TOO_LARGE)]
             # Read in chunks as it is parsed: a 60 MB file is never held whole.
-            return _load(FileSource(stream, MAX_FILE_BYTES), source, Lines(file.read_bytes))
+            return _load(FileSource(stream, MAX_FILE_BYTES), source, Lines(file.read_bytes), checks)
     except OSError as exc:
         return [], [FileProblem(source, 1, 1, f"cannot read: {exc.strerror}")]
 
@@ -179,9 +189,9 @@ def load_text(text: str, path: str) -> tuple[list[DesiredInvite], list[FileProbl
 
 
 def _load(
-    source: str | FileSource, path: str, lines: Lines
+    source: str | FileSource, path: str, lines: Lines, checks: RunChecks | None = None
 ) -> tuple[list[DesiredInvite], list[FileProblem]]:
-    reader = EntryReader(path, lines)
+    reader = EntryReader(path, lines, checks)
     with _collector_paused():
         document, problems, entries = stream(source, path, lines, "invites", reader)
     if document is None:

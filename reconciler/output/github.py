@@ -62,8 +62,10 @@ def error_command(
     file: str | None = None,
     line: int | None = None,
     col: int | None = None,
+    command: str = "error",
 ) -> str:
-    """One `::error ...::message` line; every outside string is redacted and escaped."""
+    """One `::error ...::message` line (`::warning` with ``command="warning"``); every
+    outside string is redacted and escaped."""
     props = []
     if file:
         props.append(f"file={escape_property(redact_and_escape(file))}")
@@ -74,13 +76,19 @@ def error_command(
     props.append(f"title={escape_property(redact_and_escape(title))}")
     # Lines are kept (GitHub shows %0A as a line break); what is in them is redacted and escaped.
     text = "\n".join(redact_and_escape(line) for line in message.splitlines())
-    return f"::error {','.join(props)}::{escape_data(text)}"
+    # The runner reads `##[` anywhere in a line, its own commands' lines too.
+    written = f"::{command} {','.join(props)}::{escape_data(text)}"
+    return written.replace(_LEGACY, _LEGACY_SHOWN)
 
 
 def input_error_commands(problems: Iterable[FileProblem]) -> list[str]:
     return [
         error_command(
-            p.message, file=repo_relative(p.path), line=p.line or None, col=p.column or None
+            p.message,
+            file=repo_relative(p.path),
+            line=p.line or None,
+            col=p.column or None,
+            command=p.severity,
         )
         for p in problems
     ]
@@ -255,11 +263,21 @@ def report_plan(plan: Plan, github: bool, env: Mapping[str, str] | None = None) 
 
 
 def annotate_error(error: ReconcilerError) -> None:
-    """The error that ends a run, as annotations: one per input problem, else one."""
+    """The error that ends a run, as annotations: one per input problem (and the problems
+    in the job summary), else one."""
     if isinstance(error, InputError):
-        emit(input_error_commands(error.problems))
+        report_problems(error.problems)
     else:
         emit([error_command(str(error))])
+
+
+def report_problems(problems: list[FileProblem], env: Mapping[str, str] | None = None) -> None:
+    """Input problems, errors or warnings, as annotations and in the job summary."""
+    from reconciler.output.markdown import problems_markdown  # the plan's renderer's module
+
+    emit(input_error_commands(problems))
+    shown = [p._replace(path=repo_relative(p.path)) for p in problems]
+    append_step_summary(problems_markdown(shown), env)
 
 
 def append_step_summary(markdown: str, env: Mapping[str, str] | None = None) -> None:

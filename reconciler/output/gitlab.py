@@ -30,7 +30,7 @@ def report_entry(problem: FileProblem) -> dict[str, Any]:
         "description": message,
         "check_name": CHECK_NAME,
         "fingerprint": digest,
-        "severity": "major",
+        "severity": "major" if problem.is_error else "minor",
         "location": {"path": path, "lines": {"begin": max(problem.line, 1)}},
     }
 
@@ -45,18 +45,20 @@ def write_report(path: str, problems: Iterable[FileProblem]) -> None:
 
 
 @contextmanager
-def writing_codequality(path: str | None) -> Iterator[None]:
-    """Write a Code Quality report of the input errors raised inside (an empty one if none).
+def writing_codequality(path: str | None) -> Iterator[list[FileProblem]]:
+    """Write a Code Quality report of the input errors raised inside, with the warnings
+    put in the list it gives (an empty report if none).
 
     A FIFO or device at ``path`` is refused before anything is read.
     """
     if path:
         refuse_special_file(path, "the Code Quality report")
+    warnings: list[FileProblem] = []
     try:
-        yield
+        yield warnings
     except InputError as error:
         if path:
             write_report(path, error.problems)
         raise
     if path:
-        write_report(path, [])
+        write_report(path, warnings)

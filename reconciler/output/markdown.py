@@ -10,6 +10,7 @@ import html
 import re
 from collections.abc import Iterable, Iterator
 
+from reconciler.errors import FileProblem
 from reconciler.model.invite import SourceLocation
 from reconciler.model.values import Contact, FieldValue, IdentifierSet
 from reconciler.output.common import (
@@ -51,6 +52,32 @@ def _code(text: str, signs: dict[int, str] = _MARKDOWN_SIGNS) -> str:
     return f"<code>{escaped}</code>"
 
 
+def problems_markdown(problems: Iterable[FileProblem]) -> str:
+    """Problems in the input files (errors and warnings) as a table, for the job summary."""
+    listed = list(problems)
+    errors = sum(p.is_error for p in listed)
+    counts = [plural(n, word) for n, word in ((errors, "error"), (len(listed) - errors, "warning"))]
+    rows = [
+        f"| {'error' if p.is_error else 'warning'} | "
+        f"{_code(f'{p.path}:{p.line}:{p.column}' if p.line else p.path)} | {_code(p.message)} |"
+        for p in listed[:_PROBLEMS_SHOWN]
+    ]
+    more = len(listed) - len(rows)
+    tail = [f"\nand {plural(more, 'more problem')}, listed in the job's log"] if more > 0 else []
+    return "\n".join(
+        [
+            f"**invite-reconciler**: {' and '.join(c for c in counts if not c.startswith('0 '))} "
+            "in the invite files",
+            "",
+            "| | where | what |",
+            "|---|---|---|",
+            *rows,
+            *tail,
+        ]
+    )
+
+
+_PROBLEMS_SHOWN = 200
 _PLAIN = re.compile(r"[A-Za-z0-9]+(?:\.[A-Za-z0-9]+)?")
 _ID = re.compile(r"[A-Za-z0-9_.-]{1,128}")
 

@@ -8,7 +8,6 @@ from the schema (``schema.fast``) never needs it.
 from __future__ import annotations
 
 import json
-import re
 from functools import cache, cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from reconciler.errors import FileProblem, ReconcilerError
 from reconciler.resources import invite_schema_path
 from reconciler.safetext import escape
+from reconciler.schema.emails import is_email
 from reconciler.schema.fast import Check, Formats, compile_check
 from reconciler.schema.messages import Where, describe
 from reconciler.yamlload.positions import START, Lines, Located
@@ -24,21 +24,9 @@ from reconciler.yamlload.source import MarkedDict
 if TYPE_CHECKING:
     from jsonschema import Draft202012Validator, FormatChecker
 
-# No whitespace or control characters: an address is shown in plans and sent on.
-_EMAIL = re.compile(
-    r"[^@\s\x00-\x1f\x7f-\x9f]+@[^@\s\x00-\x1f\x7f-\x9f]+\.[^@\s.\x00-\x1f\x7f-\x9f]+"
-)
-
-
-def _is_email(value: object) -> bool:
-    # jsonschema's own check only looks for an "@". fullmatch: a `$` would
-    # let a final newline through.
-    return not isinstance(value, str) or bool(_EMAIL.fullmatch(value))
-
-
 # The formats this tool checks its own way, over jsonschema's; the quick checks know
 # only these (any other format is left to jsonschema).
-FORMATS: Formats = {"email": (_is_email, ())}
+FORMATS: Formats = {"email": (is_email, ())}
 
 
 @cache

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 from reconciler.errors import FileProblem
 from reconciler.model.invite import ID_RULE
 from reconciler.safetext import QUOTED_CHARS, escape, quote_value
+from reconciler.schema.emails import email_problem
 from reconciler.yamlload.positions import Located
 from reconciler.yamlload.scalars import cut, kind_of, quote_it, reading
 
@@ -78,7 +79,12 @@ def _additional(error: ValidationError, where: Where, path: tuple[Any, ...]) -> 
 def _required(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[FileProblem]:
     full = where.prefix + path
     if full and isinstance(full[-1], int):
-        what = "invite"
+        # An invite entry, or an item of a list in the config (a policy).
+        what = (
+            "invite"
+            if full[0] == "invites"
+            else f"item {full[-1] + 1} of `{field_name(full[:-1])}`"
+        )
     else:
         what = f"`{field_name(full)}`" if full else "file"
     # jsonschema gives one error per missing name without naming it apart from
@@ -115,7 +121,12 @@ def _type(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[F
 def _format(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[FileProblem]:
     field = field_name(where.prefix + path)
     kind = "email address" if error.validator_value == "email" else str(error.validator_value)
-    return [_at(where, path, f"`{field}`: {quote_value(error.instance)} is not a valid {kind}")]
+    message = f"`{field}`: {quote_value(error.instance)} is not a valid {kind}"
+    if error.validator_value == "email" and isinstance(error.instance, str):
+        why = email_problem(error.instance)
+        if why:
+            message += f": {escape(why)}"
+    return [_at(where, path, message)]
 
 
 def _pattern(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[FileProblem]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from reconciler.desired.rules import Rules
 from reconciler.desired.state import DEFAULT_PATH
 from reconciler.errors import ConfigError, FileProblem, InputError
 from reconciler.resources import resource_path
@@ -19,6 +20,7 @@ from reconciler.safefile import open_regular
 from reconciler.safetext import MIN_SECRET_LENGTH, escape, quote_value
 from reconciler.schema.check import validate_document
 from reconciler.settings.contract import Contract, check_contract, field_name_problems
+from reconciler.settings.policies import read_rules, too_large
 from reconciler.settings.values import NUMBER_SETTINGS
 from reconciler.yamlload.source import MarkedDict, decode_source, load_yaml, to_plain
 
@@ -97,6 +99,9 @@ class Settings:
     # Under CI, the config file that set base_url (refused: see load_settings) and the
     # variable that says CI; None otherwise.
     refused_base_url: tuple[str, str] | None = None
+    # `policies` and `checks` (reconciler.settings.policies): what validate checks beyond
+    # the schema. The default: the built-in checks as warnings, no policy.
+    rules: Rules = field(default_factory=Rules)
 
     def with_values(self, values: Mapping[str, Any]) -> Settings:
         """``values`` by the names the file and the environment use, the contract's among them."""
@@ -191,6 +196,8 @@ def _read_config_file(path: str) -> dict[str, Any]:
     if isinstance(document, MarkedDict):
         problems += _secret_keys(document, path)
         if not problems:
+            problems += too_large(document, path)  # before the meta-schema judges them
+        if not problems:
             schema = resource_path("schemas/config.schema.json")
             problems += validate_document(document, path, schema)
     elif not problems:
@@ -198,6 +205,8 @@ def _read_config_file(path: str) -> dict[str, Any]:
     if problems or not isinstance(document, MarkedDict):  # the second: a problem is listed
         raise InputError(problems)
     values: dict[str, Any] = to_plain(document)
+    if "policies" in values or "checks" in values:
+        values["rules"] = read_rules(values, document, path)
     names = field_name_problems(values.get("field_names", {}))
     if names:
         raise InputError(

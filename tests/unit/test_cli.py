@@ -1,5 +1,5 @@
 """Offline commands start fast: they never import the HTTP stack or DeepDiff, nor
-jsonschema while every file is valid.
+jsonschema, email-validator or RE2 while every file is valid and no policy is set.
 
 Commands are imported on demand (``reconciler.cli.LazyGroup``); these tests pin
 what a user notices of that: start-up of `--version` and `validate`, the help
@@ -17,7 +17,9 @@ from support.helpers import EXAMPLES, clean_env
 
 from reconciler.cli import COMMANDS
 
-HEAVY = ("requests", "urllib3", "deepdiff", "jsonschema")
+# email_validator (and its idna and dnspython) for an address the quick pattern doubts,
+# re2 for policies' patterns: neither for valid files and no policies.
+HEAVY = ("requests", "urllib3", "deepdiff", "jsonschema", "email_validator", "dns", "re2")
 
 # Runs the CLI in a fresh interpreter and prints the top-level packages it loaded.
 _CHILD = """

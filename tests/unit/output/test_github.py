@@ -47,3 +47,12 @@ def test_an_invite_error_is_annotated_at_its_entry() -> None:
     assert command == "::error file=invites/a%2Cb%3Ac.yaml,line=12,title=inv_1::HTTP 404"
     (no_entry,) = invite_error_commands([("inv_1", "HTTP 404", None)])
     assert no_entry == "::error title=inv_1::HTTP 404"
+
+
+def test_a_warning_is_a_warning_command_and_carries_no_legacy_command() -> None:
+    from reconciler.errors import FileProblem
+    from reconciler.output.github import input_error_commands
+
+    [command] = input_error_commands([FileProblem("a.yaml", 2, 3, "m ##[group]x", "warning")])
+    assert command.startswith("::warning file=a.yaml,line=2,col=3,title=invite-reconciler::m ")
+    assert "##[" not in command

@@ -96,7 +96,7 @@ INVITE_FILES = {
     ),
     "an email that is not one": (
         ENTRY + "    email: not-an-email\n",
-        ["3:12: `email`: 'not-an-email' is not a valid email address"],
+        ["3:12: `email`: 'not-an-email' is not a valid email address: it has no @-sign"],
     ),
     "a phone not in E.164": (
         ENTRY + '    phone: "020 7946 0000"\n',
@@ -128,11 +128,11 @@ INVITE_FILES = {
     ),
     "a value of exactly 120 characters is quoted whole": (
         ENTRY + "    email: " + "x" * 120 + "\n",
-        ["3:12: `email`: '" + "x" * 120 + "' is not a valid email address"],
+        ["3:12: `email`: '" + "x" * 120 + "' is not a valid email address: it has no @-sign"],
     ),
     "a value of 121 characters is quoted cut": (
         ENTRY + "    email: " + "x" * 121 + "\n",
-        ["3:12: `email`: '" + "x" * 120 + "…' is not a valid email address"],
+        ["3:12: `email`: '" + "x" * 120 + "…' is not a valid email address: it has no @-sign"],
     ),
 }
 

@@ -179,7 +179,7 @@ CASES = {
     ),
     "an alias as a value, shown where it is used": (
         ENTRY + "    name: &n Acme\n    email: *n\n",
-        ["4:12: `email`: 'Acme' is not a valid email address"],
+        ["4:12: `email`: 'Acme' is not a valid email address: it has no @-sign"],
     ),
     "an alias under a misspelt key, the key shown": (
         ENTRY + "    name: &n Acme\n    nmae: *n\n",
@@ -276,7 +276,11 @@ CASES = {
     "a `<<` in a list is text": (ENTRY + "    groups: [<<]\n", []),
     "an alias to an anchored `<<` key, shown as the text `<<`": (
         ENTRY + "    &m <<: {groups: [a]}\n    email: *m\n",
-        ["4:12: `email`: '<<' is not a valid email address"],
+        [
+            "4:12: `email`: '<<' is not a valid email address: "
+            "an open angle bracket at the start of the email address has to be followed by a close "
+            "angle bracket at the end"
+        ],
     ),
     "a key written twice with text: the next key's value is still read": (
         ENTRY + "    name: A\n    name: B\n    groups: 5\n",

@@ -247,7 +247,7 @@ class Run:
         module = self.module
         settings = module_settings(module)
         check_writable(settings.audit_log, "open the audit log")
-        state = self.desired_state()
+        state = self.desired_state(settings.rules)
         capacity = capacity_for(settings)
         with api_client(settings, False, capacity) as client:
             plan = compute_plan(client, state, settings, capacity.limiter)
@@ -262,12 +262,14 @@ class Run:
 
     # -- what to converge --------------------------------------------------------
 
-    def desired_state(self):
+    def desired_state(self, rules):
         params = self.module.params
         if params["src"] is not None:
-            state = load_texts([(read["path"], read["text"]) for read in params["src"]])
+            state = load_texts([(read["path"], read["text"]) for read in params["src"]], rules)
         else:
-            state = _inline_state(params["invites"])
+            state = _inline_state(params["invites"], rules)
+        for warning in state.warnings:  # a policy or a built-in check: fails nothing
+            self.module.warn(shown(warning))
         targets, excludes = tuple(params["target"]), tuple(params["exclude"])
         refuse_bad_ids(targets, "target")
         refuse_bad_ids(excludes, "exclude")
@@ -438,7 +440,7 @@ def _field_lines(name, value):
     return f"{name}: {json_text(plain)}\n"
 
 
-def _inline_state(entries):
+def _inline_state(entries, rules):
     """The task's entries as an invite file would hold them, with every check of one;
     a problem is reported as invites[N], the entry it is in."""
     import yaml  # the library's own dependency: imported once the library is there
@@ -455,7 +457,7 @@ def _inline_state(entries):
     if not entries:
         parts = ["invites: []\n"]
     try:
-        return load_texts([(INLINE, "".join(parts))])
+        return load_texts([(INLINE, "".join(parts))], rules)
     except InputError as error:
         raise ReconcilerError("\n".join(_placed(p, starts) for p in error.problems)) from None
 

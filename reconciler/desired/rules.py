@@ -1,0 +1,160 @@
+"""The checks a run makes beyond the schema: the config's policies and the built-in ones.
+
+Built in, as warnings unless reconciler.yaml's `checks` says otherwise (`error`, `off`):
+
+- ``duplicate-name``: two invites whose business `name` is the same once case, runs of
+  spaces (collapsed to one, ends trimmed) and Unicode compatibility forms (NFKC) are
+  ignored: `Acme Ltd` and `ACME  ltd`, likely one business invited twice;
+- ``duplicate-email``: two invites with the same `email` (compared without case);
+- ``surrounding-space``: text that starts or ends with a space, sent as is and invisible
+  in every UI.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from reconciler.errors import FileProblem
+from reconciler.model.invite import SourceLocation
+from reconciler.safetext import escape, quote_value
+from reconciler.schema.policies import Policies
+
+Level = Literal["error", "warning", "off"]
+BUILT_IN: dict[str, Level] = {
+    "duplicate-name": "warning",
+    "duplicate-email": "warning",
+    "surrounding-space": "warning",
+}
+
+
+@dataclass(frozen=True)
+class Rules:
+    """What a run checks beyond the schema, as the settings give it."""
+
+    policies: Policies | None = None
+    levels: Mapping[str, Level] = field(default_factory=lambda: dict(BUILT_IN))
+
+    def level(self, check: str) -> Level:
+        return self.levels.get(check, BUILT_IN[check])
+
+
+NO_RULES = Rules(levels={name: "off" for name in BUILT_IN})
+Mark = Callable[[tuple[Any, ...]], tuple[int, int]]
+
+
+def business_key(name: str) -> str:
+    """``name`` as the duplicate-name check compares it."""
+    if name.isascii():  # NFKC changes no ASCII text, and casefold is lower there
+        return " ".join(name.lower().split())
+    return " ".join(unicodedata.normalize("NFKC", name).casefold().split())
+
+
+class RunChecks:
+    """The rules applied to each entry of a run, with what the cross-entry checks have seen."""
+
+    def __init__(self, rules: Rules) -> None:
+        self.policies = rules.policies
+        self.names: dict[str, SourceLocation] | None = None
+        self.emails: dict[str, SourceLocation] | None = None
+        self.name_level = rules.level("duplicate-name")
+        self.email_level = rules.level("duplicate-email")
+        self.space_level = rules.level("surrounding-space")
+        if self.name_level != "off":
+            self.names = {}
+        if self.email_level != "off":
+            self.emails = {}
+
+    def check(
+        self, entry: dict[str, Any], source: SourceLocation, mark: Mark, spaced: bool = True
+    ) -> list[FileProblem]:
+        """The problems of one entry the schema accepted (``mark``: a path's line, column;
+        ``spaced``: False when the caller knows no text in it starts or ends with a space)."""
+        problems: list[FileProblem] = []
+        if self.policies is not None:
+            problems += self.policies.check(entry, source.path, mark)
+        if spaced and self.space_level != "off":
+            problems += self._spaces(entry, source.path, mark)
+        names = self.names
+        if names is not None:
+            name = entry.get("name")
+            if type(name) is str:
+                first = names.setdefault(business_key(name), source)
+                if first is not source:
+                    problems.append(
+                        _problem(
+                            source.path,
+                            mark(("name",)),
+                            f"duplicate-name: business name {quote_value(name)} is the same as "
+                            f"the one at {first} once case, spacing and compatibility forms are "
+                            "ignored "
+                            "(likely the same business invited twice)",
+                            self.name_level,
+                        )
+                    )
+        emails = self.emails
+        if emails is not None:
+            email = entry.get("email")
+            if type(email) is str:
+                first = emails.setdefault(email.casefold(), source)
+                if first is not source:
+                    problems.append(
+                        _problem(
+                            source.path,
+                            mark(("email",)),
+                            f"duplicate-email: {quote_value(email)} is also the e-mail of the "
+                            f"invite at {first}",
+                            self.email_level,
+                        )
+                    )
+        return problems
+
+    def _spaces(self, entry: dict[str, Any], path: str, mark: Mark) -> list[FileProblem]:
+        # All the entry's text in one string, parted by NUL (the schema has refused control
+        # characters in text): a space at the end of a part is " \0" or "\0 " there. One
+        # join and two searches an entry; only an entry with one is walked.
+        texts: list[Any] = []
+        for value in entry.values():
+            kind = type(value)
+            if kind is str:
+                texts.append(value)
+            elif kind is list:
+                texts += value
+            elif kind is dict:
+                texts += value.values()
+        try:
+            joined = "\0".join(texts)
+        except TypeError:  # not text (a schema of another kind): only the text is looked at
+            joined = "\0".join(t for t in texts if type(t) is str)
+        if not (" \0" in joined or "\0 " in joined or joined[:1] == " " or joined[-1:] == " "):
+            return []
+        found: list[tuple[Any, ...]] = []
+        for key, value in entry.items():
+            if type(value) is str and _spaced(value):
+                found.append((key,))
+            elif type(value) is list:
+                found += [(key, i) for i, text in enumerate(value) if _spaced(text)]
+            elif type(value) is dict:
+                found += [(key, k) for k, text in value.items() if _spaced(text)]
+        if not found:
+            return []
+        problems = []
+        for where in found:
+            shown = ".".join(str(p) for p in where if isinstance(p, str))
+            value = entry[where[0]] if len(where) == 1 else entry[where[0]][where[1]]
+            message = (
+                f"surrounding-space: `{escape(shown)}`: {quote_value(value)} starts or ends "
+                "with a space, which is sent as is and shows in no UI; remove it"
+            )
+            problems.append(_problem(path, mark(where), message, self.space_level))
+        return problems
+
+
+def _spaced(value: Any) -> bool:
+    return type(value) is str and (value[:1] == " " or value[-1:] == " ")
+
+
+def _problem(path: str, at: tuple[int, int], message: str, level: Level) -> FileProblem:
+    return FileProblem(path, at[0], at[1], message, "error" if level == "error" else "warning")

@@ -1,0 +1,431 @@
+"""The organisation's rules (`policies` in reconciler.yaml): each a JSON Schema run on every
+invite entry as written, compiled once per run.
+
+A policy is plain JSON Schema (draft 2020-12, as the invite schema), run by jsonschema:
+no rule language. What a file may not make a run do:
+
+- fetch anything: a `$ref` must point inside the policy (`#...`), a `$id` is refused,
+  and the validator's registry retrieves nothing, whatever it is asked;
+- backtrack for ever: `pattern` runs on RE2 (google-re2), in time linear in the text.
+  A pattern RE2 cannot run (a look-around, a back-reference) is refused with its place.
+
+Most policies look at a few fields (`groups`, `email`): the verdict is then a function
+of those fields alone, kept per distinct value (``_Projected``), so 20,000 invites in
+a handful of groups cost a handful of jsonschema runs, and an entry without any of the
+fields a policy names costs one dictionary look-up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import cache
+from typing import TYPE_CHECKING, Any, Literal
+
+from reconciler.errors import ConfigError, FileProblem
+from reconciler.safetext import escape
+
+if TYPE_CHECKING:
+    from jsonschema import ValidationError
+    from jsonschema.protocols import Validator
+
+Severity = Literal["error", "warning"]
+DRAFT = "https://json-schema.org/draft/2020-12/schema"
+
+# Keywords that, at the entry's level, look only at the properties they name: a schema
+# made of these (and of subschemas made of these, by the composition keywords) judges an
+# entry by those properties alone. Any other keyword there sees the whole entry.
+_NOTES = frozenset(
+    {"$comment", "title", "description", "examples", "default", "$schema", "deprecated"}
+)
+_COMPOSED = ("allOf", "anyOf", "oneOf")
+_ONE = ("not", "if", "then", "else")
+_CACHE_LIMIT = 100_000  # distinct values kept per policy; then the cache starts again
+
+
+@dataclass(frozen=True)
+class Policy:
+    """One rule as the config file wrote it, and where (for its problems)."""
+
+    name: str
+    message: str
+    severity: Severity
+    schema: dict[str, Any] | bool
+    source: str  # the config file
+    index: int  # its place in `policies`
+
+
+class PolicyError(Exception):
+    """A policy that cannot be run: ``path`` inside its schema, and why."""
+
+    def __init__(self, path: tuple[Any, ...], reason: str) -> None:
+        super().__init__(reason)
+        self.path = path
+        self.reason = reason
+
+
+def refused_parts(schema: Any) -> Iterator[tuple[tuple[Any, ...], str]]:
+    """Each part of ``schema`` that may not be in a policy (read before jsonschema is asked)."""
+    yield from _refused(schema, ())
+
+
+def _refused(node: Any, path: tuple[Any, ...]) -> Iterator[tuple[tuple[Any, ...], str]]:
+    if isinstance(node, list):
+        for index, item in enumerate(node):
+            yield from _refused(item, (*path, index))
+        return
+    if not isinstance(node, dict):
+        return
+    for key, value in node.items():
+        here = (*path, key)
+        if key in ("$ref", "$dynamicRef") and isinstance(value, str) and not value.startswith("#"):
+            yield (
+                here,
+                (
+                    f"`{key}` may only point inside the policy (`#/$defs/...`): "
+                    "a policy never fetches a schema from a URL or a file"
+                ),
+            )
+        elif key in ("$id", "$dynamicRef", "$dynamicAnchor", "$anchor"):
+            yield (
+                here,
+                f"`{key}` is not allowed in a policy: a `$ref` names a place in it "
+                + ("(`#/$defs/NAME`)"),
+            )
+        elif key == "$schema" and value != DRAFT:
+            yield here, f"a policy is draft 2020-12: `$schema` may only be {DRAFT}"
+        elif key == "pattern" and isinstance(value, str):
+            why = _re2_refusal(value)
+            if why:
+                yield here, why
+        elif key == "patternProperties" and isinstance(value, dict):
+            # Run by jsonschema on `re`, over an entry's few known field names: bounded;
+            # held to RE2's syntax all the same, so a policy's patterns are of one kind.
+            for pattern in value:
+                why = _re2_refusal(str(pattern))
+                if why:
+                    yield (*here, pattern), why
+        if key not in ("const", "enum", "default", "examples"):  # values, not schemas
+            yield from _refused(value, here)
+
+
+def _re2_refusal(pattern: str) -> str | None:
+    import re2
+
+    try:
+        re2.compile(pattern, _re2_options())
+    except re2.error as error:
+        reason = error.args[0] if error.args else error
+        text = reason.decode("utf-8", "replace") if isinstance(reason, bytes) else str(reason)
+        return (
+            f"`pattern` cannot be run in linear time ({text}): policies' patterns run on "
+            "RE2, which has no look-around and no back-references"
+        )
+    return None
+
+
+@cache
+def _re2_options() -> Any:
+    import re2
+
+    options = re2.Options()
+    options.log_errors = False  # else RE2 writes its own line on stderr
+    return options
+
+
+@cache
+def _re2(pattern: str) -> Any:
+    import re2
+
+    return re2.compile(pattern, _re2_options())
+
+
+@cache
+def _validator_class() -> Any:
+    """Draft 2020-12 with `pattern` on RE2."""
+    from jsonschema import Draft202012Validator, ValidationError, validators
+
+    def pattern(validator: Any, value: str, instance: Any, schema: Any) -> Iterator[Any]:
+        if validator.is_type(instance, "string") and not _re2(value).search(instance):
+            yield ValidationError(f"{instance!r} does not match {value!r}")
+
+    return validators.extend(Draft202012Validator, validators={"pattern": pattern})
+
+
+def _no_retrieval(uri: str) -> Any:
+    from referencing.exceptions import NoSuchResource
+
+    raise NoSuchResource(ref=uri)  # type: ignore[call-arg]
+
+
+def compile_policy(policy: Policy) -> CompiledPolicy:
+    """The policy's validator, or a PolicyError at the first part of it that cannot be run."""
+    for path, reason in refused_parts(policy.schema):
+        raise PolicyError(path, reason)
+    from jsonschema.exceptions import SchemaError
+    from referencing import Registry
+
+    from reconciler.schema.check import format_checker
+
+    kind = _validator_class()
+    try:
+        kind.check_schema(policy.schema)
+    except SchemaError as error:
+        raise PolicyError(tuple(error.path), _schema_error(error)) from None
+    registry: Registry[Any] = Registry(retrieve=_no_retrieval)  # type: ignore[call-arg]
+    _refuse_dangling_refs(policy.schema, registry)
+    validator = kind(policy.schema, format_checker=format_checker(), registry=registry)
+    try:  # a loop that any entry would run into is refused here, at its place
+        validator.is_valid({"id": "inv_probe"})
+    except RecursionError:
+        raise PolicyError((), _LOOP) from None
+    return CompiledPolicy(policy, validator)
+
+
+_LOOP = (
+    "its `$ref`s lead back to themselves without end; a `$ref` may only come back after "
+    "a step into the entry (`properties`, `items`)"
+)
+
+
+def _refuse_dangling_refs(schema: Any, registry: Any) -> None:
+    """A PolicyError at the first `$ref` that points at nothing in the policy."""
+    from referencing.exceptions import Unresolvable
+    from referencing.jsonschema import DRAFT202012
+
+    resource = DRAFT202012.create_resource(schema)
+    resolver = registry.with_resource("", resource).resolver()
+    for path, ref in _refs(schema, ()):
+        try:
+            resolver.lookup(ref)
+        except Unresolvable:
+            raise PolicyError(path, "`$ref` points at nothing in the policy") from None
+
+
+def _refs(node: Any, path: tuple[Any, ...]) -> Iterator[tuple[tuple[Any, ...], str]]:
+    if isinstance(node, list):
+        for index, item in enumerate(node):
+            yield from _refs(item, (*path, index))
+    elif isinstance(node, dict):
+        for key, value in node.items():
+            if key == "$ref" and isinstance(value, str):
+                yield (*path, key), value
+            elif key not in ("const", "enum", "default", "examples"):
+                yield from _refs(value, (*path, key))
+
+
+class PolicyLoop(ConfigError):
+    """A policy whose `$ref`s lead back to themselves without reading any deeper."""
+
+
+def _schema_error(error: Any) -> str:
+    return f"not valid JSON Schema (draft 2020-12): {escape(str(error.message)[:300])}"
+
+
+def looked_at(schema: Any) -> frozenset[str] | None:
+    """The entry properties ``schema`` judges an entry by, or None: the whole entry."""
+    if isinstance(schema, bool):
+        return frozenset()
+    if not isinstance(schema, dict):
+        return None
+    names: set[str] = set()
+    for key, value in schema.items():
+        if key in _NOTES:
+            continue
+        if key == "type" and value == "object":
+            continue  # every entry read is one
+        if key == "properties" and isinstance(value, dict):
+            names.update(value)
+        elif key == "required" and isinstance(value, list):
+            names.update(v for v in value if isinstance(v, str))
+        elif key == "dependentRequired" and isinstance(value, dict):
+            names.update(value)
+            for needed in value.values():
+                names.update(n for n in needed if isinstance(n, str))
+        elif key == "dependentSchemas" and isinstance(value, dict):
+            names.update(value)
+            for sub in value.values():
+                inner = looked_at(sub)
+                if inner is None:
+                    return None
+                names.update(inner)
+        elif key in _COMPOSED and isinstance(value, list):
+            for sub in value:
+                inner = looked_at(sub)
+                if inner is None:
+                    return None
+                names.update(inner)
+        elif key in _ONE:
+            inner = looked_at(value)
+            if inner is None:
+                return None
+            names.update(inner)
+        else:
+            return None
+    return frozenset(names)
+
+
+_MISSING = object()
+
+
+def _frozen(value: Any) -> Any:
+    kind = type(value)
+    if kind is str or kind is bool:
+        return value
+    if kind is list:
+        return ("L", *map(_frozen, value))
+    if kind is dict:
+        return ("D", *sorted((k, _frozen(v)) for k, v in value.items()))
+    return ("?", repr(value))
+
+
+Quick = Callable[[Any], bool]
+
+
+def quick_check(schema: Any) -> Quick | None:
+    """An exact verdict of ``schema`` for the few keywords policies are mostly made of
+    (`properties`, `required`, `not`, `if`/`then`/`else`, `allOf`, `anyOf`, `contains`,
+    `const`, `enum`, `pattern`, `minItems`, `maxItems`, `type` object), or None: then
+    jsonschema judges. Only a yes is taken from it; a no is worded by jsonschema, which
+    places the problem. A property test holds it to jsonschema's verdicts."""
+    if schema is True or schema == {}:
+        return lambda value: True
+    if not isinstance(schema, dict):
+        return None
+    parts: list[Quick] = []
+    for key, value in schema.items():
+        part = _quick_keyword(key, value, schema)
+        if part is None:
+            return None
+        parts.append(part)
+    return lambda value: all(part(value) for part in parts)
+
+
+def _quick_keyword(key: str, value: Any, schema: dict[str, Any]) -> Quick | None:
+    if key in _NOTES or key in ("then", "else"):
+        return lambda v: True  # notes; then/else are judged with their `if`
+    if key == "type" and value == "object":
+        return lambda v: type(v) is dict
+    if key == "properties" and isinstance(value, dict):
+        checks = {name: quick_check(sub) for name, sub in value.items()}
+        if any(c is None for c in checks.values()):
+            return None
+        known = [(name, c) for name, c in checks.items() if c is not None]
+        return lambda v: type(v) is not dict or all(c(v[n]) for n, c in known if n in v)
+    if key == "required" and isinstance(value, list):
+        names = tuple(value)
+        return lambda v: type(v) is not dict or all(n in v for n in names)
+    if key == "not":
+        negated = quick_check(value)
+        if negated is None:
+            return None
+        return lambda v: not negated(v)
+    if key == "if":
+        test, then, other = (quick_check(schema.get(k, True)) for k in ("if", "then", "else"))
+        if test is None or then is None or other is None:
+            return None
+        return lambda v: then(v) if test(v) else other(v)
+    if key in ("allOf", "anyOf") and isinstance(value, list):
+        subs = [quick_check(sub) for sub in value]
+        if any(c is None for c in subs):
+            return None
+        known_subs = [c for c in subs if c is not None]
+        combine = all if key == "allOf" else any
+        return lambda v: combine(c(v) for c in known_subs)
+    if key == "contains":
+        inner = quick_check(value)
+        if inner is None or "minContains" in schema or "maxContains" in schema:
+            return None
+        return lambda v: type(v) is not list or any(inner(item) for item in v)
+    if key == "const" and type(value) in (str, bool):
+        return lambda v: type(v) is type(value) and v == value
+    if key == "enum" and isinstance(value, list) and all(type(e) is str for e in value):
+        allowed = frozenset(value)
+        return lambda v: type(v) is str and v in allowed
+    if key == "pattern" and isinstance(value, str):
+        search = _re2(value).search
+        return lambda v: type(v) is not str or search(v) is not None
+    if key in ("minItems", "maxItems") and type(value) is int:
+        if key == "minItems":
+            return lambda v: type(v) is not list or len(v) >= value
+        return lambda v: type(v) is not list or len(v) <= value
+    return None
+
+
+class CompiledPolicy:
+    """A policy ready to run: ``failure(entry)`` is None, or the path its verdict is about."""
+
+    def __init__(self, policy: Policy, validator: Validator) -> None:
+        self.policy = policy
+        self._validator = validator
+        names = looked_at(policy.schema)
+        self._names = tuple(sorted(names)) if names is not None else None
+        self._verdicts: dict[Any, tuple[Any, ...] | None] = {}
+        self._quick = quick_check(policy.schema)
+
+    def failure(self, entry: dict[str, Any]) -> tuple[Any, ...] | None:
+        quick = self._quick
+        if quick is not None and quick(entry):
+            return None  # almost every entry: no key built, nothing kept
+        names = self._names
+        if names is None:
+            return self._judge(entry)
+        key = tuple(_frozen(entry[n]) if n in entry else _MISSING for n in names)
+        verdicts = self._verdicts
+        try:
+            return verdicts[key]
+        except KeyError:
+            pass
+        if len(verdicts) >= _CACHE_LIMIT:
+            verdicts.clear()
+        verdict = self._judge({n: entry[n] for n in names if n in entry})
+        verdicts[key] = verdict
+        return verdict
+
+    def _judge(self, value: dict[str, Any]) -> tuple[Any, ...] | None:
+        try:
+            if self._validator.is_valid(value):
+                return None
+            errors = list(self._validator.iter_errors(value))
+        except RecursionError:
+            rule = self.policy
+            raise PolicyLoop(
+                f"{escape(rule.source)}: policy {escape(rule.name)} (item {rule.index + 1} of "
+                f"`policies`): {_LOOP}"
+            ) from None
+        return _about(errors)
+
+
+def _about(errors: list[ValidationError]) -> tuple[Any, ...]:
+    """The path of the field a failed policy is about: the deepest error's, the entry's
+    (()) when no error names a field."""
+    paths = [tuple(error.absolute_path) for error in _leaves(errors)]
+    return max(paths, key=len, default=())
+
+
+def _leaves(errors: list[ValidationError]) -> Iterator[ValidationError]:
+    for error in errors:
+        if error.context:
+            yield from _leaves(list(error.context))
+        yield error
+
+
+class Policies:
+    """The compiled policies of a run, applied to each entry read."""
+
+    def __init__(self, compiled: tuple[CompiledPolicy, ...]) -> None:
+        self.compiled = compiled
+
+    def check(
+        self, entry: dict[str, Any], source: str, mark: Callable[[tuple[Any, ...]], tuple[int, int]]
+    ) -> list[FileProblem]:
+        problems = []
+        for policy in self.compiled:
+            path = policy.failure(entry)
+            if path is None:
+                continue
+            rule = policy.policy
+            line, column = mark(path)
+            message = f"policy {rule.name}: {rule.message}"
+            problems.append(FileProblem(source, line, column, message, rule.severity))
+        return problems

@@ -1,0 +1,83 @@
+"""The built-in checks: duplicate business names (case, spacing, NFKC), shared e-mails,
+text with a space at an end; each a warning, an error or off by name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from reconciler.desired.rules import BUILT_IN, Rules, business_key
+from reconciler.desired.state import load_desired_state
+from reconciler.errors import InputError
+
+
+@pytest.mark.parametrize(
+    ("one", "other"),
+    [
+        ("Acme Ltd", "ACME  ltd"),
+        ("Acme Ltd", " acme ltd"),
+        ("Ａｃｍｅ Ltd", "Acme Ltd"),  # full-width letters: a compatibility form
+        ("Straße GmbH", "STRASSE GMBH"),  # casefold, not lower
+        ("Acme\u3000Ltd", "Acme Ltd"),  # the ideographic space is a space in NFKC
+    ],
+)
+def test_names_that_are_one_business(one: str, other: str) -> None:
+    assert business_key(one) == business_key(other)
+
+
+def test_names_that_differ() -> None:
+    assert business_key("Acme Ltd") != business_key("Acme Ltd.")
+    assert business_key("Acme Ltd") != business_key("AcmeLtd")
+
+
+ENTRIES = """\
+invites:
+  - id: inv_1
+    name: Acme Ltd
+    email: jane@acme.example
+    groups: [emea, " enterprise"]
+    primaryContact: {name: "Jane Doe ", email: j@acme.example}
+  - id: inv_2
+    name: ACME  ltd
+    email: JANE@acme.example
+"""
+
+
+def _files(tmp_path: Path) -> list[str]:
+    path = tmp_path / "invites.yaml"
+    path.write_text(ENTRIES, encoding="utf-8")
+    return [str(path)]
+
+
+def test_each_built_in_check_warns_at_its_field(tmp_path: Path) -> None:
+    state = load_desired_state(_files(tmp_path), Rules())
+    said = [str(w).split("invites.yaml:", 1)[1] for w in state.warnings]
+    assert said == [
+        "5:20: warning: surrounding-space: `groups`: ' enterprise' starts or ends with a "
+        "space, which is sent as is and shows in no UI; remove it",
+        "6:28: warning: surrounding-space: `primaryContact.name`: 'Jane Doe ' starts or ends "
+        "with a space, which is sent as is and shows in no UI; remove it",
+        "8:11: warning: duplicate-name: business name 'ACME  ltd' is the same as the one at "
+        f"{tmp_path / 'invites.yaml'}:2 once case, spacing and compatibility forms are ignored "
+        "(likely the same business invited twice)",
+        "9:12: warning: duplicate-email: 'JANE@acme.example' is also the e-mail of the invite "
+        f"at {tmp_path / 'invites.yaml'}:2",
+    ]
+
+
+def test_a_check_raised_to_an_error_fails_and_one_turned_off_says_nothing(
+    tmp_path: Path,
+) -> None:
+    levels = {**BUILT_IN, "duplicate-email": "error", "surrounding-space": "off"}
+    with pytest.raises(InputError) as caught:
+        load_desired_state(_files(tmp_path), Rules(levels=levels))
+    assert [p.message.split(":")[0] for p in caught.value.errors] == ["duplicate-email"]
+    assert [p.message.split(":")[0] for p in caught.value.problems] == [
+        "duplicate-name",
+        "duplicate-email",
+    ]
+
+
+def test_without_rules_nothing_is_checked_beyond_the_schema(tmp_path: Path) -> None:
+    assert load_desired_state(_files(tmp_path)).warnings == []

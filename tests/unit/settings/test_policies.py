@@ -1,0 +1,84 @@
+"""`policies` and `checks` in reconciler.yaml: compiled when the file is read, and every
+problem with one a configuration problem placed in the file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from reconciler.errors import InputError
+from reconciler.settings.config import load_settings
+from reconciler.settings.policies import MAX_POLICY_VALUES
+
+
+def _load(tmp_path: Path, text: str) -> object:
+    path = tmp_path / "reconciler.yaml"
+    path.write_text(text, encoding="utf-8")
+    return load_settings(str(path), env={})
+
+
+def _problems(tmp_path: Path, text: str) -> list[str]:
+    with pytest.raises(InputError) as caught:
+        _load(tmp_path, text)
+    return [str(p).split("reconciler.yaml:", 1)[1] for p in caught.value.problems]
+
+
+def test_no_policies_no_compiled_rules_and_the_built_in_checks_warn(tmp_path: Path) -> None:
+    settings = load_settings(None, env={})
+    assert settings.rules.policies is None
+    assert {settings.rules.level(c) for c in ("duplicate-name", "surrounding-space")} == {"warning"}
+
+
+def test_policies_are_compiled_with_their_severity(tmp_path: Path) -> None:
+    settings = _load(
+        tmp_path,
+        "policies:\n"
+        "  - {name: a, message: m, schema: {required: [email]}}\n"
+        "  - {name: b, message: m, severity: warning, schema: true}\n"
+        "checks: {duplicate-email: error, surrounding-space: off}\n",
+    )
+    rules = settings.rules  # type: ignore[attr-defined]
+    assert [(p.policy.name, p.policy.severity) for p in rules.policies.compiled] == [
+        ("a", "error"),
+        ("b", "warning"),
+    ]
+    assert (rules.level("duplicate-email"), rules.level("surrounding-space")) == ("error", "off")
+    assert rules.level("duplicate-name") == "warning"
+
+
+PROBLEMS = {
+    "an unknown key": (
+        "policies:\n  - {name: a, message: m, schema: {}, when: always}\n",
+        ["2:39: unknown field `when`; allowed: message, name, schema, severity"],
+    ),
+    "no message": (
+        "policies:\n  - {name: a, schema: {}}\n",
+        ["2:5: item 1 of `policies` is missing required field `message`"],
+    ),
+    "a keyword of the wrong kind": (
+        "policies:\n  - name: a\n    message: m\n"
+        "    schema: {properties: {groups: {minItems: -1}}}\n",
+        ["4:46: `schema.properties.groups.minItems` must be at least 0"],
+    ),
+    "two policies of one name": (
+        "policies:\n  - {name: a, message: m, schema: {}}\n  - {name: a, message: m, schema: {}}\n",
+        ["3:12: policy `a` is already defined (item 1 of `policies`); give each its own name"],
+    ),
+    "an unknown check": (
+        "checks: {duplicate-names: error}\n",
+        ["1:10: unknown field `duplicate-names`; did you mean `duplicate-name`?"],
+    ),
+}
+
+
+@pytest.mark.parametrize(("text", "said"), PROBLEMS.values(), ids=PROBLEMS.keys())
+def test_each_problem_is_placed_in_the_file(tmp_path: Path, text: str, said: list[str]) -> None:
+    assert _problems(tmp_path, text) == said
+
+
+def test_all_policies_together_are_bounded(tmp_path: Path) -> None:
+    enum = ", ".join(f"v{i}" for i in range(MAX_POLICY_VALUES))
+    text = f"policies:\n  - {{name: a, message: m, schema: {{enum: [{enum}]}}}}\n"
+    [said] = _problems(tmp_path, text)
+    assert said.startswith(f"1:1: `policies` hold more than {MAX_POLICY_VALUES:,} values")
