@@ -21,7 +21,6 @@ import copy
 import json
 import random
 import re
-import socket
 import subprocess
 import time
 from collections import Counter
@@ -35,6 +34,7 @@ from urllib.parse import unquote
 import pytest
 import yaml
 from support.cli import run_cli
+from support.daemon import free_port
 from support.helpers import clean_env, sandbox_env
 
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox
@@ -686,12 +686,6 @@ def test_timed_out_resend_is_not_reported_as_not_sent(
 
 
 # -- giving up, unreachable servers, invites that cannot be updated --------------------
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def test_api_down_plan_and_apply_give_up_in_bounded_time(

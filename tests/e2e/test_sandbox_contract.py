@@ -14,6 +14,7 @@ import time
 import pytest
 import requests
 from support.cli import run_cli
+from support.daemon import free_port
 from support.helpers import RECONCILE, clean_env
 
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET
@@ -214,15 +215,9 @@ def test_an_oversized_body_gets_413_and_one_connection_close(sandbox):
     assert "content-length: 0" in [h.lower() for h in head[1:]]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
 def test_reconcile_sandbox_command_serves_curl(tmp_path):
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [*RECONCILE, "sandbox", "--port", str(port)],
         env=clean_env(),

@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 import yaml
 from support.cli import run_cli
+from support.daemon import free_port
 from support.helpers import clean_env, sandbox_env
 
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox, SandboxOptions
@@ -178,12 +179,6 @@ def write_config(directory: Path, text: str = QUICK_CONFIG) -> Path:
     path = directory / "quick.yaml"
     path.write_text(text, encoding="utf-8")
     return path
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 # -- successful runs ---------------------------------------------------------------------

@@ -27,13 +27,10 @@ status, and whether HAProxy itself answered it (a deny, a queue timeout).
 
 from __future__ import annotations
 
-import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, NamedTuple
@@ -41,8 +38,7 @@ from urllib.parse import urlsplit
 
 from reconciler.sandbox import Sandbox
 
-START_TIMEOUT = 10.0  # seconds for haproxy to listen; it takes a few milliseconds
-STOP_TIMEOUT = 5.0
+from .daemon import free_port, stop_gently, system_binary, wait_listening
 
 
 class HaproxyMissing(RuntimeError):
@@ -51,13 +47,7 @@ class HaproxyMissing(RuntimeError):
 
 def haproxy_binary() -> str | None:
     """The haproxy to run, or None when it is not installed."""
-    found = shutil.which("haproxy")
-    if found:
-        return found
-    for candidate in ("/usr/sbin/haproxy", "/usr/local/sbin/haproxy"):
-        if os.access(candidate, os.X_OK):
-            return candidate
-    return None
+    return system_binary("haproxy")
 
 
 @dataclass(frozen=True)
@@ -197,7 +187,7 @@ class Haproxy:
 
     def start(self) -> Haproxy:
         self.prefix = Path(tempfile.mkdtemp(prefix="reconcile-haproxy-"))
-        self.port = _free_port()
+        self.port = free_port()
         config = _CONFIG.format(
             prefix=self.prefix,
             port=self.port,
@@ -224,16 +214,7 @@ class Haproxy:
 
     def _wait_listening(self) -> None:
         assert self._process is not None
-        deadline = time.monotonic() + START_TIMEOUT
-        while time.monotonic() < deadline:
-            if self._process.poll() is not None:
-                raise RuntimeError(f"haproxy exited at start: {self.error_log()}")
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
-                return
-            except OSError:
-                time.sleep(0.01)
-        raise RuntimeError(f"haproxy did not listen within {START_TIMEOUT:g}s: {self.error_log()}")
+        wait_listening(self._process, self.port, "haproxy", self.error_log)
 
     def error_log(self) -> str:
         """What haproxy said on stderr (warnings, and why it did not start)."""
@@ -259,13 +240,7 @@ class Haproxy:
 
     def stop(self) -> None:
         process, self._process = self._process, None
-        if process is not None and process.poll() is None:
-            process.send_signal(signal.SIGUSR1)  # soft stop: finish answers, then exit
-            try:
-                process.wait(STOP_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        stop_gently(process, signal.SIGUSR1)  # soft stop: finish answers, then exit
         if self.prefix is not None:
             self._log = self.requests()
             shutil.rmtree(self.prefix, ignore_errors=True)
@@ -290,11 +265,3 @@ def _parse(line: str) -> Logged | None:
     at = accepted + (max(handshake, 0) + max(idle, 0)) / 1000
     refused = state[:2] in ("PR", "sQ")
     return Logged(at, method, urlsplit(url).path, int(status), refused, max(queued, 0) / 1000)
-
-
-def _free_port() -> int:
-    # A race with another process taking the port is possible but rare; haproxy then
-    # fails to start with a clear "cannot bind socket" on its stderr.
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])

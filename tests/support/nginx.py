@@ -13,21 +13,17 @@ the status of a refusal (429, or nginx's default 503).
 
 from __future__ import annotations
 
-import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from reconciler.sandbox import Sandbox
 
-START_TIMEOUT = 10.0  # seconds for nginx to listen; it takes a few milliseconds
-STOP_TIMEOUT = 5.0
+from .daemon import free_port, stop_gently, system_binary, wait_listening
 
 
 class NginxMissing(RuntimeError):
@@ -36,13 +32,7 @@ class NginxMissing(RuntimeError):
 
 def nginx_binary() -> str | None:
     """The nginx to run, or None when it is not installed."""
-    found = shutil.which("nginx")
-    if found:
-        return found
-    for candidate in ("/usr/sbin/nginx", "/usr/local/sbin/nginx"):
-        if os.access(candidate, os.X_OK):
-            return candidate
-    return None
+    return system_binary("nginx")
 
 
 @dataclass(frozen=True)
@@ -180,7 +170,7 @@ class Nginx:
     def start(self) -> Nginx:
         self.prefix = Path(tempfile.mkdtemp(prefix="reconcile-nginx-"))
         (self.prefix / "tmp").mkdir()
-        self.port = _free_port()
+        self.port = free_port()
         config = _CONFIG.format(
             prefix=self.prefix,
             port=self.port,
@@ -207,16 +197,7 @@ class Nginx:
 
     def _wait_listening(self) -> None:
         assert self._process is not None
-        deadline = time.monotonic() + START_TIMEOUT
-        while time.monotonic() < deadline:
-            if self._process.poll() is not None:
-                raise RuntimeError(f"nginx exited at start: {self.error_log()}")
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
-                return
-            except OSError:
-                time.sleep(0.01)
-        raise RuntimeError(f"nginx did not listen within {START_TIMEOUT:g}s: {self.error_log()}")
+        wait_listening(self._process, self.port, "nginx", self.error_log)
 
     def error_log(self) -> str:
         """What nginx said: its error log, and its stderr once it has exited."""
@@ -236,13 +217,7 @@ class Nginx:
 
     def stop(self) -> None:
         process, self._process = self._process, None
-        if process is not None and process.poll() is None:
-            process.send_signal(signal.SIGQUIT)  # graceful: finish answers, then exit
-            try:
-                process.wait(STOP_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        stop_gently(process, signal.SIGQUIT)  # graceful: finish answers, then exit
         if process is not None and process.stderr:
             process.stderr.close()
         if self.prefix is not None:
@@ -254,11 +229,3 @@ class Nginx:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-
-def _free_port() -> int:
-    # A race with another process taking the port is possible but rare; nginx then
-    # fails to start with a clear "Address already in use" in its error log.
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
