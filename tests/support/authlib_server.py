@@ -21,7 +21,6 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, unquote
 
@@ -32,6 +31,7 @@ from authlib.oauth2.rfc6749.requests import BasicOAuth2Payload
 from authlib.oauth2.rfc6750 import BearerTokenGenerator, InsufficientScopeError
 
 from .hostile_server import INVITES, envelope
+from .local_http import LocalServer, QuietHandler
 
 CLIENT_ID = "authlib-ci"
 SECRET = "s3cr3t with spaces+plus/é"  # a space and a plus: %20 and %2B tell them apart
@@ -119,56 +119,23 @@ class _Server(AuthorizationServer):  # type: ignore[misc]
         pass
 
 
-class AuthlibServer:
+class AuthlibServer(LocalServer):
     def __init__(self, policy: AuthlibPolicy | None = None) -> None:
         self.policy = policy or AuthlibPolicy()
         self.granted: dict[str, set[str]] = {}
         self.seen: list[tuple[str, str, dict[str, str]]] = []
         self.lock = threading.Lock()
         self.oauth = _Server(self)
-        self._http = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-        self._http.daemon_threads = True
-        self._http.owner = self  # type: ignore[attr-defined]
-        self._thread = threading.Thread(
-            target=self._http.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        )
-
-    @property
-    def url(self) -> str:
-        host, port = self._http.server_address[:2]
-        return f"http://{host}:{port}"
+        super().__init__(_Handler)
 
     def requests(self, method: str) -> list[str]:
         return [path for m, path, _ in self.seen if m == method]
 
-    def __enter__(self) -> AuthlibServer:
-        self._thread.start()
-        return self
 
-    def __exit__(self, *exc: object) -> None:
-        self._http.shutdown()
-        self._http.server_close()
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def do_POST(self) -> None:
-        self._handle("POST")
-
-    def do_GET(self) -> None:
-        self._handle("GET")
-
-    def do_PATCH(self) -> None:
-        self._handle("PATCH")
-
-    def _handle(self, method: str) -> None:
+class _Handler(QuietHandler):
+    def handle_method(self, method: str) -> None:
         owner: AuthlibServer = self.server.owner  # type: ignore[attr-defined]
-        length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(length).decode("utf-8", "replace")
+        body = self.read_body()
         headers = dict(self.headers)
         with owner.lock:
             owner.seen.append((method, self.path, headers))

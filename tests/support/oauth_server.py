@@ -16,13 +16,13 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, NamedTuple
 from urllib.parse import unquote, unquote_plus
 
 from oauthlib.oauth2 import BackendApplicationServer, RequestValidator
 
 from .hostile_server import INVITES, envelope
+from .local_http import LocalServer, QuietHandler
 
 CLIENT_ID = "oauth-ci"
 # Changes when encoded, holds the ':' Basic splits on, and a space and a plus that "+"
@@ -102,7 +102,7 @@ class _Validator(RequestValidator):
         return True
 
 
-class OAuthServer:
+class OAuthServer(LocalServer):
     def __init__(self, policy: TokenPolicy | None = None) -> None:
         self.policy = policy or TokenPolicy()
         self.issued: set[str] = set()
@@ -114,49 +114,16 @@ class OAuthServer:
             return self.policy.expires_in
 
         self.endpoint = BackendApplicationServer(self.validator, token_expires_in=expires_in)
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-        self._server.daemon_threads = True
-        self._server.oauth = self  # type: ignore[attr-defined]
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        )
-
-    @property
-    def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        super().__init__(_Handler)
 
     def token_requests(self) -> list[Seen]:
         return [s for s in self.seen if s.path == "/oauth/token"]
 
-    def __enter__(self) -> OAuthServer:
-        self._thread.start()
-        return self
 
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def do_POST(self) -> None:
-        self._handle("POST")
-
-    def do_GET(self) -> None:
-        self._handle("GET")
-
-    def do_PATCH(self) -> None:
-        self._handle("PATCH")
-
-    def _handle(self, method: str) -> None:
-        oauth: OAuthServer = self.server.oauth  # type: ignore[attr-defined]
-        length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(length).decode("utf-8", "replace")
+class _Handler(QuietHandler):
+    def handle_method(self, method: str) -> None:
+        oauth: OAuthServer = self.server.owner  # type: ignore[attr-defined]
+        body = self.read_body()
         headers = dict(self.headers)
         with oauth.lock:
             oauth.seen.append(Seen(method, self.path, headers, body))
