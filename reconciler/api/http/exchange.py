@@ -5,8 +5,8 @@ and size, retries as ``retry.decide_retry`` says, and the token fetched on the w
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
 from reconciler.api.exceptions import (
     ApiError,
@@ -39,6 +39,20 @@ log = logging.getLogger("reconciler.api")
 # (seconds an attempt took, its HTTP status or None when no answer came)
 Observer = Callable[[float, "int | None"], None]
 Send = Callable[["float | None"], Answer]
+
+
+class AttemptWatch(Protocol):
+    """Told of each attempt of one request (the audit log's write-ahead rule, per attempt).
+
+    ``before`` is called right before an attempt leaves: if it raises, the attempt is not
+    sent and the exception goes to the caller. ``failed`` is told each attempt that
+    failed, retried or not; a successful attempt is the caller's to record, once it has
+    looked at the answer.
+    """
+
+    def before(self) -> None: ...
+
+    def failed(self, error: ApiError) -> None: ...
 
 
 class Exchange:
@@ -76,16 +90,37 @@ class Exchange:
     def close(self) -> None:
         self._attempts.close()
 
-    def call(self, method: str, path: str, *, json_body: Any = None, idempotent: bool) -> Answer:
-        """An invite operation: authenticated, observed, retried when safe."""
+    def call(
+        self,
+        method: str,
+        path: str,
+        *,
+        json_body: Any = None,
+        idempotent: bool,
+        headers: Mapping[str, str] | None = None,
+        watch: AttemptWatch | None = None,
+    ) -> Answer:
+        """An invite operation: authenticated, observed, retried when safe; ``watch`` is
+        told of each attempt."""
 
         def send(give_up_at: float | None) -> Answer:
             return self._attempts.attempt(
-                method, path, self._auth, json_body=json_body, give_up_at=give_up_at
+                method,
+                path,
+                self._auth,
+                json_body=json_body,
+                give_up_at=give_up_at,
+                headers=headers,
             )
 
         return self._with_retries(
-            method, path, send, idempotent=idempotent, observe=True, ready=self._tokens.current
+            method,
+            path,
+            send,
+            idempotent=idempotent,
+            observe=True,
+            ready=self._tokens.current,
+            watch=watch,
         )
 
     # -- the retry loop ---------------------------------------------------------
@@ -99,6 +134,7 @@ class Exchange:
         idempotent: bool,
         observe: bool,
         ready: Callable[[], object] | None = None,
+        watch: AttemptWatch | None = None,
     ) -> Answer:
         # The retry budget starts with the first attempt: time queued for a turn before
         # it, or behind other requests later, is ours, not the server's refusing.
@@ -127,6 +163,8 @@ class Exchange:
             else:
                 give_up_at += turn.queued
             answer: Answer | None = None
+            if watch is not None:
+                watch.before()  # its record first: raising, it keeps this attempt unsent
             try:
                 answer = send(give_up_at if attempt > 1 else None)
                 error = answer.error
@@ -134,7 +172,12 @@ class Exchange:
                 error = failure
             if error is not None and error is self._tokens.failure:
                 # The token request already had its retries; this one never left.
-                raise _unsent(error)
+                unsent = _unsent(error)
+                if watch is not None:
+                    watch.failed(unsent)
+                raise unsent
+            if error is not None and watch is not None:
+                watch.failed(error)
             elapsed = self._clock() - started
             status = answer.status if answer else getattr(error, "status", None)
             log.debug(

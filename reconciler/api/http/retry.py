@@ -31,6 +31,8 @@ def may_retry(error: ApiError, idempotent: bool) -> bool:
     if isinstance(error, TransportError):
         # A request that may have reached the server is repeated only if repeating is safe.
         return not error.permanent and (idempotent or not error.maybe_sent)
+    if error.refused_before_acting:  # a 429 or a 503, any body: nothing was done
+        return True
     return idempotent and isinstance(error, RateLimited | ServerError)
 
 
