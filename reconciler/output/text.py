@@ -12,9 +12,11 @@ from reconciler.model.invite import SourceLocation
 from reconciler.model.values import Contact, FieldValue, IdentifierSet
 from reconciler.output.common import (
     CONFLICT_NOTE,
+    KEPT_NOTE,
     NOT_UPDATABLE_HEADING,
     OUTSIDE_CHANGE_HEADING,
     OUTSIDE_CHANGE_NOTE,
+    kept_warning,
     max_changes_warning,
     not_updatable_note,
     summary_line,
@@ -134,6 +136,17 @@ class TextRenderer:
                 lines.append(f"    {self._conflict(change, field_change.field, ref)}")
                 continue
             lines.extend(f"    {line}" for line in self._field(field_change))
+            # Every sub-field the PATCH carries is shown, those the files leave alone too.
+            lines.extend(
+                f"    {redact_and_escape(field_change.field)}.{escape(sub)}: "
+                f"{json_text(value)} ({KEPT_NOTE})"
+                for sub, value in change.kept_values(field_change.field)
+            )
+        riding: dict[str, list[str]] = {}
+        for name, sub in change.kept_riding_along:
+            riding.setdefault(name, []).append(sub)
+        for name, subs in riding.items():
+            lines.append("    " + self._style(f"warning: {kept_warning(name, subs)}", fg="yellow"))
         if change.resend:
             label = f"{redact_and_escape(change.resend_label)} (resendOnChange)"
             lines.append("    " + self._style(label, fg="cyan", bold=True))

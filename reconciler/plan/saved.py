@@ -189,9 +189,10 @@ def _summary_json(plan: Plan) -> dict[str, int]:
         "resend": summary.resend,
         "unchanged": summary.unchanged,
         "error": summary.failed,
+        # Counted apart from the updates in every plan (cli.md's example has it).
+        "conflict": summary.conflict,
     }
     if plan.changed_since is not None:
-        counts["conflict"] = len(plan.conflicts)
         counts["out_of_scope"] = len(plan.outside_change)
         counts["not_read"] = plan.not_read or 0
     return counts

@@ -100,8 +100,8 @@ def test_plan_shows_the_change_the_conflict_and_the_drift_it_leaves_alone(
     assert 'name: "Alpha Group Ltd" -> "Alpha Ltd"' in out
     assert "inv_d" not in out
     assert (
-        "Plan: 2 to update, 1 unchanged, 0 errors, 1 conflict, 1 invite differing outside the "
-        "change, 1 invite not read (not changed since main)." in out
+        "Plan: 1 to update, 1 conflict (not written), 1 unchanged, 0 errors, 1 invite "
+        "differing outside the change, 1 invite not read (not changed since main)." in out
     )
     assert "0 unchanged" not in out
     assert "error: 1 invite in conflict" in result.stderr
@@ -131,7 +131,7 @@ def test_json_and_markdown_plans_carry_the_scope(repo: Path, server: Sandbox) ->
         }
     ]
     assert document["summary"] == {
-        "update": 2,
+        "update": 1,
         "unchanged": 1,
         "error": 0,
         "resend": 0,

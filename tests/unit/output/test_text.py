@@ -166,7 +166,13 @@ def test_json_is_the_saved_plan_document_and_reads_back():
         base_url="https://api.example.test", changes=[change(1)], failed=[problem(1)], unchanged=2
     )
     document = json.loads(JsonRenderer().render(plan))
-    assert document["summary"] == {"update": 1, "resend": 0, "unchanged": 2, "error": 1}
+    assert document["summary"] == {
+        "update": 1,
+        "resend": 0,
+        "unchanged": 2,
+        "error": 1,
+        "conflict": 0,
+    }
     assert document["changes"][0]["after"] == document["changes"][0]["patch"]
     again = plan_from_document(document, "plan.json")
     assert again.changes == plan.changes and again.failed == plan.failed
