@@ -70,6 +70,10 @@ class ApiClient:
         register_secret_forms(credentials.client_secret)
         self.settings = settings
         self.pacer = pacer or RequestPacer(clock=clock, sleep=sleep)
+        # The re-send's own turns: a gateway may limit the endpoint that sends e-mail
+        # alone (1 a second, say). Its refusals slow the re-sends, not the whole run,
+        # and the run's pace does not hold them back.
+        self.resend_pacer = RequestPacer(clock=clock, sleep=sleep)
         # Set on an interrupt or a run-fatal error: attempts in flight finish,
         # none is retried, no worker waits for a turn, and no new call starts.
         self.stop = Stop()
@@ -139,7 +143,9 @@ class ApiClient:
         path = invite_path(self.settings.contract.resend_invite_path, invite_id)
         # Not idempotent: retried only when the request surely never left, or was refused
         # before it was acted on (a 429 or a 503).
-        answer = self._exchange.call("POST", path, json_body={}, idempotent=False, watch=watch)
+        answer = self._exchange.call(
+            "POST", path, json_body={}, idempotent=False, watch=watch, pacer=self.resend_pacer
+        )
         if not (isinstance(answer.body, dict) and answer.body.get("success") is True):
             # A 2xx that is not the envelope saying success: it cannot be checked, and
             # the platform may have sent the e-mail (UnexpectedResponse: outcome unknown).

@@ -354,9 +354,9 @@ def test_a_disk_full_between_attempt_and_outcome_still_reports_the_write_and_the
     out = result.stdout
     assert "updated      inv_0  (invites/invites.yaml:" in out
     assert (
-        "re-send owed  inv_0: due after the update and never attempted (not sent: the audit log could not be written"
-        in out
-    )  # noqa: E501
+        "re-send owed  inv_0: due after the update and never attempted "
+        "(not sent: the audit log could not be written" in out
+    )
     assert "not started  inv_1" in out
     assert "Stopped: the audit log could not be written; no new writes were started." in out
     assert "Apply: 1 updated, 0 failed, 1 not started, 1 re-send owed." in out

@@ -99,9 +99,11 @@ class Exchange:
         idempotent: bool,
         headers: Mapping[str, str] | None = None,
         watch: AttemptWatch | None = None,
+        pacer: RequestPacer | None = None,
     ) -> Answer:
         """An invite operation: authenticated, observed, retried when safe; ``watch`` is
-        told of each attempt."""
+        told of each attempt. ``pacer``: the turns of an endpoint a limit may cover alone
+        (the re-send), instead of the run's."""
 
         def send(give_up_at: float | None) -> Answer:
             return self._attempts.attempt(
@@ -121,6 +123,7 @@ class Exchange:
             observe=True,
             ready=self._tokens.current,
             watch=watch,
+            pacer=pacer,
         )
 
     # -- the retry loop ---------------------------------------------------------
@@ -135,6 +138,7 @@ class Exchange:
         observe: bool,
         ready: Callable[[], object] | None = None,
         watch: AttemptWatch | None = None,
+        pacer: RequestPacer | None = None,
     ) -> Answer:
         # The retry budget starts with the first attempt: time queued for a turn before
         # it, or behind other requests later, is ours, not the server's refusing.
@@ -156,7 +160,7 @@ class Exchange:
             # longer than a whole budget is refused even before a request's first try.
             budget = self.settings.retry_max_seconds
             left = budget if give_up_at is None else give_up_at - self._clock()
-            turn = self._take_turn(left, first=give_up_at is None, last=error)
+            turn = self._take_turn(left, first=give_up_at is None, last=error, pacer=pacer)
             started = self._clock()
             if give_up_at is None:
                 give_up_at = started + self.settings.retry_max_seconds
@@ -194,7 +198,7 @@ class Exchange:
             if status is not None:  # an answer came: it says something about the rate
                 refused = error is not None and is_rate_signal(error)
                 retry_after = error.retry_after if refused and error is not None else None
-                refusal = self._pacer.on_answer(
+                refusal = (pacer or self._pacer).on_answer(
                     turn, elapsed, refused=refused, retry_after=retry_after, again=refusal
                 )
                 own = refusal is not None and refusal.own
@@ -219,9 +223,16 @@ class Exchange:
             )
             self._pause(decision.delay, error)
 
-    def _take_turn(self, budget_left: float, *, first: bool, last: ApiError | None) -> Turn:
+    def _take_turn(
+        self,
+        budget_left: float,
+        *,
+        first: bool,
+        last: ApiError | None,
+        pacer: RequestPacer | None = None,
+    ) -> Turn:
         try:
-            return self._pacer.wait_turn(stop=self.stop, budget_left=budget_left)
+            return (pacer or self._pacer).wait_turn(stop=self.stop, budget_left=budget_left)
         except NoTurn as no:
             if no.stopped:
                 raise NotSent("not sent: the run is stopping") from None

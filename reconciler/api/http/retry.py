@@ -94,4 +94,6 @@ def _wait(error: ApiError, attempt: int, jitter: float) -> float:
     if error.retry_after is not None:
         return error.retry_after
     # Exponential backoff with full jitter, so workers do not retry in step.
-    return jitter * min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (attempt - 1))
+    # The exponent bounded: a refusal is not counted against max_attempts, so a request
+    # refused for all of retry_max_seconds may have made thousands of attempts.
+    return jitter * min(BACKOFF_CAP, BACKOFF_BASE * 2 ** min(attempt - 1, 16))

@@ -241,3 +241,11 @@ def test_a_refusal_that_is_the_requests_own_backs_off_alone() -> None:
     assert first == RetryDecision(True, BACKOFF_BASE)
     assert later == RetryDecision(True, BACKOFF_CAP)
     assert shared == RetryDecision(True, 0.0)  # a limit on all: the wait is the pacer's
+
+
+def test_a_request_refused_thousands_of_times_still_gets_a_backoff() -> None:
+    # Refusals do not count against max_attempts: the attempt number can grow past what
+    # 2 ** n as a float holds (an OverflowError once, behind a limit on /resend alone).
+    error = RateLimited("slow down", status=429)
+    decision = decide_retry(error, 5000, 60, idempotent=False, max_attempts=5, jitter=1.0, own=True)
+    assert decision == RetryDecision(True, BACKOFF_CAP)
