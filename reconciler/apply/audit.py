@@ -199,8 +199,9 @@ class AuditLog(NoAuditLog):
             entry["resend"] = resend
         # Written, not synced: the next attempt's sync (or close) carries it to disk. A power
         # cut before then loses only the news that a write ended, which the log then reads as
-        # unknown: never a write without its record.
-        self._append(entry, durable=False)
+        # unknown: never a write without its record. An update after which a re-send is
+        # due is synced: that an e-mail is owed must survive whatever stops the run next.
+        self._append(entry, durable=resend is not None)
 
     def resend_owed(self, invite_id: str, reason: str) -> None:
         """A re-send that was due after an update and never attempted: `reconcile resend`."""

@@ -125,6 +125,9 @@ def apply(
         if in_conflict:
             the_plan = the_plan.without_conflicts()
         if not the_plan.has_changes:
+            if in_conflict:  # apply's summary counts them apart, as every summary does
+                report = ApplyReport(left_in_conflict=len(in_conflict))
+                click.echo(renderer.apply_summary(report))
             echo_errors(the_plan.failed)
             if in_conflict:
                 _say_left_in_conflict(len(in_conflict))
