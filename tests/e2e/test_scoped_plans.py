@@ -158,6 +158,8 @@ def test_apply_writes_the_change_leaves_the_conflict_and_the_drift_alone(
     assert patches(server) == {"inv_a": {"email": "new@alpha.example"}}
     assert server.store.get("inv_a")["name"] == "Alpha Group Ltd"  # drift never written
     assert server.store.get("inv_c")["email"] == "support@gamma.example"
+    # A conflict is never counted as an update (issue 34.3).
+    assert "Apply: 1 updated, 1 conflict (not written), 0 failed." in result.stdout
     assert result.stderr.rstrip().splitlines()[-1].startswith("error: 1 invite in conflict")
 
 
