@@ -84,6 +84,9 @@ def before_write(change: InviteChange, current: CurrentInvite) -> BeforeWrite:
             before={name: change.before.get(name) for name in to_write},
             patch={name: change.patch[name] for name in to_write},
             kept={name: subs for name, subs in change.kept.items() if name in to_write},
+            # Due only if a field that triggers it is still to be written: the e-mail
+            # follows this write, not one someone else made.
+            resend=change.triggers_resend(to_write),
         )
     )
 

@@ -89,3 +89,14 @@ def test_only_fields_stored_as_sent_trigger_a_re_send() -> None:
     assert listed.triggers_resend(["email"])
     anything = change({"email": "a@x.example"}, {"email": "b@x.example"})
     assert anything.triggers_resend(["name"]) and not anything.triggers_resend([])
+
+
+def test_a_re_send_is_not_due_when_its_field_was_already_written_by_someone_else() -> None:
+    planned = change(
+        {"name": "A", "email": "a@x.example"},
+        {"name": "B", "email": "b@x.example"},
+        resend_on=("email",),
+    )
+    decided = before_write(planned, now(name="A", email="b@x.example"))
+    assert isinstance(decided, Write)
+    assert set(decided.change.patch) == {"name"} and not decided.change.resend
