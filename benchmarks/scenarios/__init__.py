@@ -16,6 +16,7 @@ from benchmarks.scenarios import (
     plan_large,
     plan_latency,
     plan_short_tokens,
+    resend_limit,
     startup,
     validate_large,
 )
@@ -35,6 +36,7 @@ SCENARIOS: dict[str, tuple[str, Scenario]] = {
     "apply-rate-limit": ("b", apply_rate_limit.run),
     "gateway": ("g", gateway.run),
     "gateway-haproxy": ("k", gateway_haproxy.run),
+    "resend-limit": ("r", resend_limit.run),
     "load-latency": ("l", load_latency.run),
     "http-layer": ("x", http_layer.run),
     "plan-short-tokens": ("t", plan_short_tokens.run),

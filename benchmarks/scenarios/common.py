@@ -28,6 +28,7 @@ class Sizes:
     gateway_changed: int = 90
     load_total: int = 1_000  # against a server whose latency rises with load
     short_tokens: int = 4_000  # plan with tokens said to last 1 ms, and with day-long ones
+    resend_total: int = 100  # re-sends behind a gateway's 1/s on /resend alone
 
 
 QUICK = Sizes(
@@ -42,6 +43,7 @@ QUICK = Sizes(
     gateway_changed=18,
     load_total=300,
     short_tokens=500,
+    resend_total=10,
 )
 
 
