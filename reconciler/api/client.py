@@ -172,7 +172,7 @@ class ApiClient:
             answered = redact_and_escape(str(data["id"]))[:140]
             raise WrongInvite(
                 f"invite {escape(invite_id)}: the answer to its update is about {answered}; "
-                "whether this invite was updated is unknown, and its invitation is not re-sent",
+                "whether this invite was updated is unknown",
                 status=answer.status,
                 request_id=answer.request_id,
             )
