@@ -40,7 +40,8 @@ def run(context: Context) -> list[Row]:
     context.notes.append(
         describe(f"{name}, {FAR * 1000:.0f} ms away", far[-1].measured, far[-1].sandbox)
     )
-    floor = (n + len(data.changed) + 1) / limit  # GETs, PATCHes, one token request
+    # GETs to plan, then each write's GET right before its PATCH, and one token request
+    floor = (n + 2 * len(data.changed) + 1) / limit
     wall, walls = _walls(near)
     far_wall, far_walls = _walls(far)
     runs = f"median of {len(near)}" if len(near) > 1 else "one run"

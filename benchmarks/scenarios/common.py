@@ -29,6 +29,7 @@ class Sizes:
     load_total: int = 1_000  # against a server whose latency rises with load
     short_tokens: int = 4_000  # plan with tokens said to last 1 ms, and with day-long ones
     ansible_total: int = 300  # one kyb.invites task, and a uri loop, at 20 r/s (issue 41)
+    resend_total: int = 100  # re-sends behind a gateway's 1/s on /resend alone
 
 
 QUICK = Sizes(
@@ -44,6 +45,7 @@ QUICK = Sizes(
     load_total=300,
     short_tokens=500,
     ansible_total=60,
+    resend_total=10,
 )
 
 

@@ -16,7 +16,7 @@ from typing import NamedTuple
 from reconciler.api.exceptions import BadInviteValue, UnexpectedResponse, WrongInvite
 from reconciler.api.http.answer import Answer
 from reconciler.api.http.auth import Grant, register_secret_forms
-from reconciler.api.http.exchange import Exchange, Observer
+from reconciler.api.http.exchange import AttemptWatch, Exchange, Observer
 from reconciler.api.http.pacing import RequestPacer
 from reconciler.api.http.urls import invite_path, parse_base_url
 from reconciler.model.fields import field_kinds, fields_from_json
@@ -34,6 +34,22 @@ class Receipt(NamedTuple):
 
     status: int
     request_id: str | None
+
+
+class Read(NamedTuple):
+    """An invite as just read, and the ETag its answer carried (None: none)."""
+
+    invite: CurrentInvite
+    etag: str | None
+
+
+class Written(NamedTuple):
+    """A PATCH's answer: its status and requestId, and the invite as the answer says it
+    is stored (None: the answer holds no invite, or not every field sent; a GET tells)."""
+
+    status: int
+    request_id: str | None
+    stored: CurrentInvite | None
 
 
 class ApiClient:
@@ -54,6 +70,10 @@ class ApiClient:
         register_secret_forms(credentials.client_secret)
         self.settings = settings
         self.pacer = pacer or RequestPacer(clock=clock, sleep=sleep)
+        # The re-send's own turns: a gateway may limit the endpoint that sends e-mail
+        # alone (1 a second, say). Its refusals slow the re-sends, not the whole run,
+        # and the run's pace does not hold them back.
+        self.resend_pacer = RequestPacer(clock=clock, sleep=sleep)
         # Set on an interrupt or a run-fatal error: attempts in flight finish,
         # none is retried, no worker waits for a turn, and no new call starts.
         self.stop = Stop()
@@ -90,22 +110,46 @@ class ApiClient:
     # -- operations ---------------------------------------------------------
 
     def get_invite(self, invite_id: str) -> CurrentInvite:
+        return self.read_invite(invite_id).invite
+
+    def read_invite(self, invite_id: str) -> Read:
+        """The invite and the ETag of the answer, for a PATCH's If-Match."""
         path = invite_path(self.settings.contract.get_invite_path, invite_id)
         answer = self._exchange.call("GET", path, idempotent=True)
-        return self._current_invite(invite_id, answer)
+        return Read(self._current_invite(invite_id, answer), answer.etag)
 
     def update_invite(self, invite_id: str, patch: Mapping[str, FieldValue]) -> Receipt:
+        written = self.write_invite(invite_id, patch)
+        return Receipt(written.status, written.request_id)
+
+    def write_invite(
+        self,
+        invite_id: str,
+        patch: Mapping[str, FieldValue],
+        *,
+        if_match: str | None = None,
+        watch: AttemptWatch | None = None,
+    ) -> Written:
+        """PATCH ``patch``; with ``if_match``, only while the invite is as it was read (a
+        ``PreconditionFailed`` otherwise: nothing written). An answer about another invite
+        raises ``WrongInvite`` (the write's outcome unknown)."""
         path = invite_path(self.settings.contract.update_invite_path, invite_id)
         contract = self.settings.contract
         body = {contract.wire_name(k): v for k, v in fields_json(patch).items()}
+        headers = {"If-Match": if_match} if if_match is not None else None
         # The same PATCH body twice has the same effect, so it is safe to retry.
-        answer = self._exchange.call("PATCH", path, json_body=body, idempotent=True)
-        return Receipt(answer.status, answer.request_id)
+        answer = self._exchange.call(
+            "PATCH", path, json_body=body, idempotent=True, headers=headers, watch=watch
+        )
+        return Written(answer.status, answer.request_id, self._stored(invite_id, answer, patch))
 
-    def resend_invite(self, invite_id: str) -> Receipt:
+    def resend_invite(self, invite_id: str, *, watch: AttemptWatch | None = None) -> Receipt:
         path = invite_path(self.settings.contract.resend_invite_path, invite_id)
-        # Not idempotent: retried only when the request surely never left.
-        answer = self._exchange.call("POST", path, json_body={}, idempotent=False)
+        # Not idempotent: retried only when the request surely never left, or was refused
+        # before it was acted on (a 429 or a 503).
+        answer = self._exchange.call(
+            "POST", path, json_body={}, idempotent=False, watch=watch, pacer=self.resend_pacer
+        )
         if not (isinstance(answer.body, dict) and answer.body.get("success") is True):
             # A 2xx that is not the envelope saying success: it cannot be checked, and
             # the platform may have sent the e-mail (UnexpectedResponse: outcome unknown).
@@ -118,6 +162,31 @@ class ApiClient:
         return Receipt(answer.status, answer.request_id)
 
     # -- answers ----------------------------------------------------------------
+
+    def _stored(
+        self, invite_id: str, answer: Answer, patch: Mapping[str, FieldValue]
+    ) -> CurrentInvite | None:
+        """What a PATCH's answer says is stored: None when it holds no invite (no ``data``,
+        no ``id``) or not every field sent, or a value the contract refuses (a GET tells);
+        ``WrongInvite`` when it is about another invite."""
+        data = answer.data
+        if not isinstance(data, dict) or "id" not in data:
+            return None
+        if data.get("id") != invite_id:
+            answered = redact_and_escape(str(data["id"]))[:140]
+            raise WrongInvite(
+                f"invite {escape(invite_id)}: the answer to its update is about {answered}; "
+                "whether this invite was updated is unknown",
+                status=answer.status,
+                request_id=answer.request_id,
+            )
+        contract = self.settings.contract
+        if any(contract.wire_name(name) not in data for name in patch):
+            return None
+        try:
+            return self._current_invite(invite_id, answer)
+        except BadInviteValue:
+            return None
 
     def _current_invite(self, invite_id: str, answer: Answer) -> CurrentInvite:
         data = answer.data

@@ -47,6 +47,12 @@ class ApiError(ReconcilerError):
         """Whether the request may have been carried out although no answer says so."""
         return False
 
+    @property
+    def refused_before_acting(self) -> bool:
+        """A refusal made before the request was acted on (a 429 or a 503, any body):
+        sending it again is safe even for a write that is not idempotent (the re-send)."""
+        return False
+
     def __str__(self) -> str:
         status = f"HTTP {self.status}: " if self.status else ""
         request = f" (requestId {self.request_id})" if self.request_id else ""
@@ -111,6 +117,16 @@ class RateLimited(ApiError):
 
     run_fatal = True
 
+    @property
+    def refused_before_acting(self) -> bool:
+        # A 429 from an answer; not the run's own "not sent" (no status), which never left.
+        return self.status == 429
+
+
+class PreconditionFailed(ApiError):
+    """412: the PATCH's If-Match no longer matches: the invite changed since it was read,
+    and nothing was written."""
+
 
 class ServerError(ApiError):
     """5xx: a fault on the server or a gateway in front of it."""
@@ -120,8 +136,16 @@ class ServerError(ApiError):
     @property
     def outcome_unknown(self) -> bool:
         # A gateway's 502 or 504 (nginx timing out on the platform, say) or any 5xx that
-        # is not the platform's envelope says nothing of whether the platform did it.
+        # is not the platform's envelope says nothing of whether the platform did it. A
+        # 503, whatever its body, is a refusal before acting (nginx's limit_req, HAProxy's
+        # full queue, the platform's own): nothing was done.
+        if self.status == 503:
+            return False
         return self.status in (502, 504) or not self.enveloped
+
+    @property
+    def refused_before_acting(self) -> bool:
+        return self.status == 503
 
 
 class GatewayRefused(ServerError):
@@ -189,6 +213,7 @@ _BY_STATUS: dict[int, type[ApiError]] = {
     403: PermissionDenied,
     404: NotFound,
     409: Conflict,
+    412: PreconditionFailed,
     422: InvalidRequest,
     429: RateLimited,
 }

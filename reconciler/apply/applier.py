@@ -1,73 +1,133 @@
-"""Carry out a plan: one PATCH per changed invite, then its re-send if asked."""
+"""Carry out a plan: one write per changed invite, observed from end to end.
+
+Each invite's write is one path, for `apply` and `apply --plan` alike:
+
+1. **read** the invite again, right before its PATCH (its ETag kept);
+2. **decide** what that fresh copy means for the change (``plan.write_check.before_write``):
+   already applied, changed on the platform since the plan (a conflict: nothing is
+   written), or the fields still to write;
+3. **PATCH** them, with ``If-Match`` when the read carried an ETag (a 412 is the same
+   conflict), each attempt recorded in the audit log before it leaves;
+4. **check** what the answer (or a GET, when it holds no invite or not every field
+   sent) says is stored against what was sent (``plan.write_check.stored_as_sent``): an
+   answer about another invite is `update unknown`, a managed field stored otherwise is
+   `diverged`;
+5. **re-send** the invitation when a field that triggers it was stored as sent, to the
+   address the platform holds; a 429 or 503 is a refusal and is sent again. A re-send due
+   and never attempted (the run stopped, the log failed) is `re-send owed`, in the output
+   and in the audit log.
+"""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import Any
 
-from reconciler.api.client import ApiClient, Receipt
+from reconciler.api.client import ApiClient, Read
 from reconciler.api.concurrency import ordered_map
-from reconciler.api.exceptions import ApiError, NotSent
+from reconciler.api.exceptions import (
+    ApiError,
+    NotSent,
+    PreconditionFailed,
+    UnexpectedResponse,
+    WrongInvite,
+)
 from reconciler.api.limiter import Limiter
-from reconciler.apply.audit import AuditLog, AuditLogError, NoAuditLog, WriteFields, outcome_of
+from reconciler.apply.audit import (
+    AttemptRecorder,
+    AuditLog,
+    AuditLogError,
+    NoAuditLog,
+    outcome_of,
+)
+from reconciler.model.fields import kind_of
+from reconciler.model.invite import CurrentInvite
 from reconciler.model.outcome import Done, Failed, NotRun
-from reconciler.model.values import to_json
+from reconciler.model.values import JsonValue, to_json
 from reconciler.plan.changes import InviteChange
 from reconciler.plan.model import Plan
+from reconciler.plan.write_check import (
+    AlreadyApplied,
+    Moved,
+    MovedField,
+    StoredOtherwise,
+    Write,
+    before_write,
+    stored_as_sent,
+)
+from reconciler.safetext import redact
 from reconciler.stop import Stop
 
 
 class WriteOutcome(Enum):
-    """What one invite's write ended as; each result carries exactly one."""
+    """What became of one invite's update; each result carries exactly one."""
 
-    UPDATED = "updated"  # no re-send was asked for
-    RESENT = "re-sent"  # updated, then the invitation re-sent
-    NOT_RESENT = "not re-sent"  # updated, but the re-send failed
-    # Updated, but the re-send failed with no answer after it may have reached
-    # the server: sending it again could duplicate the invitation.
-    RESEND_UNKNOWN = "re-send unknown"
+    UPDATED = "updated"  # every field stored as sent
+    # Written, but a field the files manage was stored otherwise (normalised, ignored).
+    DIVERGED = "diverged"
+    # Changed on the platform since the plan was shown (or a 412): nothing written.
+    CONFLICT = "conflict"
+    ALREADY_APPLIED = "already applied"  # every field held its value already: nothing sent
     FAILED = "failed"
-    # The update failed with no answer after it may have reached the server:
-    # not "failed", which would invite a blind retry (the audit log says unknown too).
+    # The update failed with no answer after it may have reached the server, or its answer
+    # could not be checked: not "failed", which would invite a blind retry.
     UPDATE_UNKNOWN = "update unknown"
     NOT_STARTED = "not started"  # the run stopped before this write left
 
     @property
-    def resend_not_made(self) -> bool:
-        """A re-send was due and certainly not made: `reconcile resend ID` makes it."""
-        return self is WriteOutcome.NOT_RESENT
-
-    @property
     def updated(self) -> bool:
-        """The update was applied, whatever became of the re-send."""
-        return self in _UPDATED
+        """The update was written (whatever was stored)."""
+        return self is WriteOutcome.UPDATED or self is WriteOutcome.DIVERGED
 
     @property
     def ok(self) -> bool:
-        """Everything asked of this invite was done."""
-        return self is WriteOutcome.UPDATED or self is WriteOutcome.RESENT
+        """The platform holds what the files say."""
+        return self is WriteOutcome.UPDATED or self is WriteOutcome.ALREADY_APPLIED
+
+    @property
+    def audit(self) -> str:
+        """The outcome value of the update's audit record, for an update that was answered."""
+        return "diverged" if self is WriteOutcome.DIVERGED else "ok"
 
 
-_UPDATED = frozenset(
-    {
-        WriteOutcome.UPDATED,
-        WriteOutcome.RESENT,
-        WriteOutcome.NOT_RESENT,
-        WriteOutcome.RESEND_UNKNOWN,
-    }
-)
+class ResendOutcome(Enum):
+    """What became of the re-send an update asked for."""
+
+    RESENT = "re-sent"
+    # Certainly not made: refused with an answer that says so. `reconcile resend ID`.
+    NOT_RESENT = "not re-sent"
+    # No answer after it may have reached the server: sending it again could duplicate it.
+    RESEND_UNKNOWN = "re-send unknown"
+    # Due, never attempted: the run stopped, or the audit log failed. `reconcile resend ID`.
+    OWED = "re-send owed"
+    # Not due after all: every field that triggers it was stored otherwise (diverged).
+    WITHHELD = "not re-sent (diverged)"
+
+    @property
+    def owed(self) -> bool:
+        """Certainly not made although due: `reconcile resend ID` makes it."""
+        return self is ResendOutcome.NOT_RESENT or self is ResendOutcome.OWED
 
 
 @dataclass(frozen=True)
 class ChangeResult:
-    change: InviteChange
+    change: InviteChange  # as written: the fields already at their value left out
     outcome: WriteOutcome
-    # What went wrong, for the outcomes that report an error: the update's for
-    # FAILED and UPDATE_UNKNOWN, the re-send's for NOT_RESENT and RESEND_UNKNOWN.
+    # What went wrong with the update (FAILED, UPDATE_UNKNOWN, a 412 CONFLICT).
     error: ApiError | None = None
+    resend: ResendOutcome | None = None  # None: none was asked for, or no update was made
+    resend_error: ApiError | None = None
+    moved: tuple[MovedField, ...] = ()  # CONFLICT: the fields that moved since the plan
+    diverged: tuple[StoredOtherwise, ...] = ()  # DIVERGED: what the platform stored
+    noted: tuple[StoredOtherwise, ...] = ()  # kept sub-fields the platform reformatted
+    recipient: str | None = None  # where the invitation went: the address the platform holds
+
+    @property
+    def ok(self) -> bool:
+        """Everything asked of this invite was done."""
+        return self.outcome.ok and self.resend in (None, ResendOutcome.RESENT)
 
 
 @dataclass
@@ -77,11 +137,12 @@ class ApplyReport:
     # The audit log failed during the run: reported after the results, and the run fails.
     audit_error: AuditLogError | None = None
     already_applied: int = 0  # changes of a saved plan made by an earlier run: not sent again
+    left_in_conflict: int = 0  # conflicts of a plan of a change, left alone before the writes
 
     @property
     def resends_not_made(self) -> list[ChangeResult]:
         """Updates made whose due re-send certainly was not: each needs `reconcile resend`."""
-        return [r for r in self.results if r.change.resend and r.outcome.resend_not_made]
+        return [r for r in self.results if r.resend is not None and r.resend.owed]
 
     @property
     def resends_in_doubt(self) -> list[ChangeResult]:
@@ -90,18 +151,27 @@ class ApplyReport:
             r for r in self.results if r.change.resend and r.outcome is WriteOutcome.UPDATE_UNKNOWN
         ]
 
-    def count(self, *outcomes: WriteOutcome) -> int:
-        """Results that ended as any of ``outcomes``."""
-        return sum(1 for r in self.results if r.outcome in outcomes)
+    def count(self, *outcomes: WriteOutcome | ResendOutcome) -> int:
+        """Results that ended as any of ``outcomes`` (of the update or of its re-send)."""
+        return sum(1 for r in self.results if r.outcome in outcomes or r.resend in outcomes)
 
     @property
     def updated(self) -> int:
-        """Updates applied, whatever became of their re-sends."""
-        return sum(1 for r in self.results if r.outcome.updated)
+        """Updates stored as sent, whatever became of their re-sends."""
+        return self.count(WriteOutcome.UPDATED)
+
+    @property
+    def conflicts(self) -> int:
+        """Invites not written because the platform moved: found now, or by the plan."""
+        return self.count(WriteOutcome.CONFLICT) + self.left_in_conflict
 
     @property
     def ok(self) -> bool:
-        return self.audit_error is None and all(r.outcome.ok for r in self.results)
+        return (
+            self.audit_error is None
+            and not self.left_in_conflict
+            and all(r.ok for r in self.results)
+        )
 
 
 class Applier:
@@ -136,40 +206,20 @@ class Applier:
             report.stopped_by = f"{self._stop.reason}; no new writes were started"
         return report
 
-    # -- the audit log, written ahead ---------------------------------------------
-
-    def _audited(
-        self,
-        invite_id: str,
-        operation: str,
-        send: Callable[[], Receipt],
-        fields: WriteFields | None = None,
-    ) -> Receipt:
-        """Attempt line, ``send()``, outcome line. An AuditLogError means nothing was sent.
-
-        Once the request has left, a log that cannot take the outcome no longer changes
-        what happened: the result is still returned (or raised) so that it is reported,
-        and the run stops starting writes.
-        """
-        attempt = self._audit.attempt(invite_id, operation, fields)
-        try:
-            receipt = send()
-        except ApiError as error:
-            self._record(attempt, outcome_of(error), error.status, error.request_id, error.message)
-            raise
-        self._record(attempt, "ok", receipt.status, receipt.request_id)
-        return receipt
-
-    def _record(self, attempt: Any, *outcome: Any) -> None:
-        try:
-            self._audit.outcome(attempt, *outcome)
-        except AuditLogError as error:
-            self._audit_failed(error)
-
     def _audit_failed(self, error: AuditLogError) -> None:
         with self._lock:
             self._audit_error = self._audit_error or error
         self._stop.set("the audit log could not be written")
+
+    def _settled(self, recorder: AttemptRecorder) -> None:
+        if recorder.audit_error is not None:
+            self._audit_failed(recorder.audit_error)
+
+    def _failed_fatally(self, error: ApiError) -> None:
+        if error.run_fatal:
+            with self._lock:
+                self._fatal = self._fatal or error
+            self._stop.set(str(error))
 
     def _results(self, plan: Plan) -> Iterator[ChangeResult]:
         for change, outcome in ordered_map(
@@ -186,46 +236,157 @@ class Applier:
                     failed = WriteOutcome.UPDATE_UNKNOWN if unknown else WriteOutcome.FAILED
                     yield ChangeResult(change, failed, error)
 
+    # -- one invite's write ------------------------------------------------------
+
     def _write(self, change: InviteChange) -> ChangeResult:
         if self._stop.is_set():
             return ChangeResult(change, WriteOutcome.NOT_STARTED)
+        try:
+            read = self._client.read_invite(change.id)
+        except NotSent:
+            return ChangeResult(change, WriteOutcome.NOT_STARTED)
+        except ApiError as error:  # nothing was written: the update failed plainly
+            self._failed_fatally(error)
+            return ChangeResult(change, WriteOutcome.FAILED, error)
+        match before_write(change, read.invite):
+            case AlreadyApplied():
+                return ChangeResult(change, WriteOutcome.ALREADY_APPLIED)
+            case Moved(fields):
+                return ChangeResult(change, WriteOutcome.CONFLICT, moved=fields)
+            case Write(to_send):
+                return self._update(to_send, read)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _update(self, change: InviteChange, read: Read) -> ChangeResult:
         # The audit record of what is sent: the files' values as sent, the server's redacted.
         redacted = change.redacted()
         fields = {
             f: {"before": to_json(redacted.before.get(f)), "after": to_json(v)}
             for f, v in redacted.patch.items()
         }
+        recorder = AttemptRecorder(self._audit, change.id, "update", fields)
         try:
-            self._audited(
-                change.id,
-                "update",
-                lambda: self._client.update_invite(change.id, change.patch),
-                fields,
+            written = self._client.write_invite(
+                change.id, change.patch, if_match=read.etag, watch=recorder
             )
-        except AuditLogError as error:  # the attempt line: the request never left
+            stored = written.stored or self._verify(change.id)
+        except AuditLogError as error:  # an attempt line: that attempt never left
             self._audit_failed(error)
+            if recorder.sent:  # an earlier attempt did, with no answer that says what it did
+                unsent = NotSent(f"not retried: {error}")
+                return ChangeResult(change, WriteOutcome.UPDATE_UNKNOWN, unsent)
             return ChangeResult(change, WriteOutcome.NOT_STARTED)
+        except PreconditionFailed as error:  # If-Match: it changed since it was read
+            self._settled(recorder)
+            return ChangeResult(change, WriteOutcome.CONFLICT, error)
         except ApiError as error:
-            if error.run_fatal:
-                self._fatal = self._fatal or error
-                self._stop.set(str(error))
-            raise
+            # An answer taken apart after the exchange (another invite's): its outcome is
+            # this one's, not recorded yet. The exchange recorded its own failures.
+            recorder.settle(outcome_of(error), error.status, error.request_id, error.message)
+            self._settled(recorder)
+            if isinstance(error, NotSent) and not recorder.sent:
+                return ChangeResult(change, WriteOutcome.NOT_STARTED)
+            self._failed_fatally(error)
+            unknown = error.outcome_unknown or (recorder.sent > 0 and _after_write(error))
+            failed = WriteOutcome.UPDATE_UNKNOWN if unknown else WriteOutcome.FAILED
+            return ChangeResult(change, failed, error)
+        check = stored_as_sent(change, stored)
+        outcome = WriteOutcome.DIVERGED if check.diverged else WriteOutcome.UPDATED
+        due = change.triggers_resend(check.as_sent)
+        recorder.settle(
+            outcome.audit,
+            written.status,
+            written.request_id,
+            stored=_stored_json(check.diverged) if check.diverged else None,
+            resend="due" if due else None,
+        )
+        self._settled(recorder)
+        result = ChangeResult(change, outcome, diverged=check.diverged, noted=check.noted)
+        if not due:
+            withheld = ResendOutcome.WITHHELD if change.resend else None
+            return _with(result, resend=withheld)
+        recipient = stored.fields.get("email")
+        result = _with(result, recipient=recipient if isinstance(recipient, str) else None)
         # The re-send belongs to this invite's write: an interruption lets it finish.
-        return self._resend(change) if change.resend else ChangeResult(change, WriteOutcome.UPDATED)
+        return self._resend(result)
 
-    def _resend(self, change: InviteChange) -> ChangeResult:
-        invite_id = change.id
+    def _verify(self, invite_id: str) -> CurrentInvite:
+        """What is stored, read back when the PATCH's answer did not say: "the result can
+        be verified with GET". A read that fails leaves the write's outcome unknown."""
         try:
-            self._audited(invite_id, "resend", lambda: self._client.resend_invite(invite_id))
+            return self._client.read_invite(invite_id).invite
+        except ApiError as error:
+            raise _Unverified(
+                f"updated, but what was stored cannot be checked: {error}",
+                status=error.status,
+                request_id=error.request_id,
+            ) from None
+
+    def _resend(self, result: ChangeResult) -> ChangeResult:
+        invite_id = result.change.id
+        recorder = AttemptRecorder(self._audit, invite_id, "resend")
+        try:
+            receipt = self._client.resend_invite(invite_id, watch=recorder)
         except AuditLogError as error:  # no e-mail goes out without its attempt line
             self._audit_failed(error)
-            unsent = NotSent(
+            if recorder.sent:  # refused before (a 429), then not sent again
+                unsent = NotSent(f"not sent again: {error}")
+                return _with(result, resend=ResendOutcome.NOT_RESENT, resend_error=unsent)
+            return self._owed(
+                result,
                 "not sent: the audit log could not be written, and no write is sent "
-                "without its audit record"
+                "without its audit record",
             )
-            return ChangeResult(change, WriteOutcome.NOT_RESENT, unsent)
         except ApiError as error:
+            recorder.settle(outcome_of(error), error.status, error.request_id, error.message)
+            self._settled(recorder)
+            if isinstance(error, NotSent) and not recorder.sent:
+                return self._owed(result, error.message)
             unknown = error.outcome_unknown
-            failed = WriteOutcome.RESEND_UNKNOWN if unknown else WriteOutcome.NOT_RESENT
-            return ChangeResult(change, failed, error)
-        return ChangeResult(change, WriteOutcome.RESENT)
+            failed = ResendOutcome.RESEND_UNKNOWN if unknown else ResendOutcome.NOT_RESENT
+            return _with(result, resend=failed, resend_error=error)
+        recorder.settle("ok", receipt.status, receipt.request_id)
+        self._settled(recorder)
+        return _with(result, resend=ResendOutcome.RESENT)
+
+    def _owed(self, result: ChangeResult, reason: str) -> ChangeResult:
+        """A re-send due and never attempted: said in the log (the update's record says it
+        was due), and reported with the way to make it."""
+        try:
+            self._audit.resend_owed(result.change.id, reason)
+        except AuditLogError as error:
+            self._audit_failed(error)
+        return _with(result, resend=ResendOutcome.OWED, resend_error=NotSent(reason))
+
+
+class _Unverified(UnexpectedResponse):
+    """A PATCH answered 2xx whose stored values could not be read back: the update may well
+    have been made (outcome unknown), and nothing is re-sent."""
+
+    @property
+    def outcome_unknown(self) -> bool:
+        return True
+
+
+def _after_write(error: ApiError) -> bool:
+    """An error raised after the write's answer came (another invite's, unreadable)."""
+    return isinstance(error, WrongInvite | _Unverified)
+
+
+def _with(result: ChangeResult, **changes: object) -> ChangeResult:
+    return replace(result, **changes)  # type: ignore[arg-type]
+
+
+def _stored_json(parts: tuple[StoredOtherwise, ...]) -> dict[str, JsonValue]:
+    """A diverged update's parts as the platform stored them, redacted, for the audit log."""
+    stored: dict[str, JsonValue] = {}
+    for part in parts:
+        name, _, sub = part.field.partition(".")
+        value = part.stored
+        if value is None:
+            stored[part.field] = None
+        elif sub or isinstance(value, str):
+            stored[part.field] = redact(str(value))
+        else:
+            stored[part.field] = to_json(kind_of(name).redacted(value))
+    return stored

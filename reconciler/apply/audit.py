@@ -75,7 +75,13 @@ class NoAuditLog:
         status: int | None = None,
         request_id: str | None = None,
         message: str | None = None,
+        *,
+        stored: Mapping[str, JsonValue] | None = None,
+        resend: str | None = None,
     ) -> None:
+        pass
+
+    def resend_owed(self, invite_id: str, reason: str) -> None:
         pass
 
     def audited(
@@ -166,7 +172,13 @@ class AuditLog(NoAuditLog):
         status: int | None = None,
         request_id: str | None = None,
         message: str | None = None,
+        *,
+        stored: Mapping[str, JsonValue] | None = None,
+        resend: str | None = None,
     ) -> None:
+        """``stored``: a `diverged` update's fields as the platform stored them (redacted).
+        ``resend``: "due" on an update after which a re-send is owed until its own
+        attempt says otherwise (a crash between the two leaves the fact here)."""
         entry: dict[str, Any] = {
             "record": "outcome",
             "attempt_id": attempt.attempt_id,
@@ -181,10 +193,30 @@ class AuditLog(NoAuditLog):
         }
         if message:
             entry["message"] = redact_and_escape(message)[:_MAX_MESSAGE]
+        if stored is not None:
+            entry["stored"] = dict(stored)
+        if resend is not None:
+            entry["resend"] = resend
         # Written, not synced: the next attempt's sync (or close) carries it to disk. A power
         # cut before then loses only the news that a write ended, which the log then reads as
-        # unknown: never a write without its record.
-        self._append(entry, durable=False)
+        # unknown: never a write without its record. An update after which a re-send is
+        # due is synced: that an e-mail is owed must survive whatever stops the run next.
+        self._append(entry, durable=resend is not None)
+
+    def resend_owed(self, invite_id: str, reason: str) -> None:
+        """A re-send that was due after an update and never attempted: `reconcile resend`."""
+        self._append(
+            {
+                "record": "resend_owed",
+                "time": _now(),
+                "invite_id": redact_and_escape(invite_id),
+                "operation": "resend",
+                "message": redact_and_escape(reason)[:_MAX_MESSAGE],
+                "client_id": self._client_id,
+                "plan_hash": self._plan_hash,
+            },
+            durable=True,
+        )
 
     # -- the file ---------------------------------------------------------------
 
@@ -216,6 +248,57 @@ class AuditLog(NoAuditLog):
                 raise AuditLogError(message) from None
             finally:
                 os.close(self._fd)
+
+
+class AttemptRecorder:
+    """The audit records of one write's attempts (``api.http.exchange.AttemptWatch``): an
+    attempt line on disk before each attempt leaves, retries included, and an outcome line
+    for each that failed. A successful attempt's outcome is the caller's (``settle``), once
+    it has checked the answer.
+
+    An outcome that cannot be written is kept in ``audit_error`` (the request has left:
+    what happened is still reported); an attempt line that cannot be written raises
+    ``AuditLogError``, and that attempt is not sent.
+    """
+
+    def __init__(
+        self,
+        log: NoAuditLog,
+        invite_id: str,
+        operation: str,
+        fields: WriteFields | None = None,
+    ) -> None:
+        self._log = log
+        self._invite_id = invite_id
+        self._operation = operation
+        self._fields = fields
+        self._pending: Attempt | None = None
+        self.sent = 0  # attempts recorded, and so sent
+        self.audit_error: AuditLogError | None = None
+
+    def before(self) -> None:
+        self._pending = self._log.attempt(self._invite_id, self._operation, self._fields)
+        self.sent += 1
+
+    def failed(self, error: ApiError) -> None:
+        self.settle(outcome_of(error), error.status, error.request_id, error.message)
+
+    def settle(
+        self,
+        outcome: str,
+        status: int | None = None,
+        request_id: str | None = None,
+        message: str | None = None,
+        **extra: Any,
+    ) -> None:
+        """The outcome of the last attempt, if it has none yet."""
+        attempt, self._pending = self._pending, None
+        if attempt is None:
+            return
+        try:
+            self._log.outcome(attempt, outcome, status, request_id, message, **extra)
+        except AuditLogError as error:
+            self.audit_error = self.audit_error or error
 
 
 def open_audit_log(

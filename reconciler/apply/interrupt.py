@@ -1,4 +1,4 @@
-"""Ctrl-C and SIGTERM during writes: finish what is in flight, start nothing new."""
+"""Ctrl-C, SIGTERM and SIGHUP during writes: finish what is in flight, start nothing new."""
 
 from __future__ import annotations
 
@@ -35,7 +35,9 @@ class GracefulInterrupt:
 
     def __enter__(self) -> GracefulInterrupt:
         if threading.current_thread() is threading.main_thread():
-            for signum in (signal.SIGINT, signal.SIGTERM):
+            # SIGHUP: the terminal closed, the SSH session dropped. Dying at once would
+            # leave an update made and its re-send neither sent nor said to be owed.
+            for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
                 self._previous[signum] = signal.signal(signum, self._handle)
         return self
 

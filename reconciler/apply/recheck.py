@@ -1,6 +1,7 @@
 """Before `apply --plan` writes: every invite of the saved plan read again, each change
 found to do, done, or stale (``reconciler.plan.drift``); one stale change refuses the
-whole plan. The one read before writes, for now; reads before each write join it here."""
+whole plan. Each write then reads its invite once more, right before its PATCH, as
+every apply does (``reconciler.apply.applier``)."""
 
 from __future__ import annotations
 

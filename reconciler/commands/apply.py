@@ -9,7 +9,13 @@ import click
 
 from reconciler.api.client import ApiClient
 from reconciler.api.limiter import Limiter
-from reconciler.apply.applier import Applier, ApplyReport, ChangeResult, WriteOutcome
+from reconciler.apply.applier import (
+    Applier,
+    ApplyReport,
+    ChangeResult,
+    ResendOutcome,
+    WriteOutcome,
+)
 from reconciler.apply.audit import AuditLog, AuditLogError, NoAuditLog, open_audit_log
 from reconciler.apply.interrupt import GracefulInterrupt
 from reconciler.apply.recheck import saved_plan_state
@@ -45,7 +51,12 @@ from reconciler.output.github import (
 )
 from reconciler.output.log import setup_logging
 from reconciler.output.progress import Progress
-from reconciler.output.text import TextRenderer, resend_if_updated
+from reconciler.output.text import (
+    TextRenderer,
+    diverged_advice,
+    resend_if_updated,
+    stored_otherwise_text,
+)
 from reconciler.plan.changes import FailedInvite
 from reconciler.plan.model import Plan
 from reconciler.plan.saved import load_signed_plan, plan_digest
@@ -119,6 +130,9 @@ def apply(
         if in_conflict:
             the_plan = the_plan.without_conflicts()
         if not the_plan.has_changes:
+            if in_conflict:  # apply's summary counts them apart, as every summary does
+                report = ApplyReport(left_in_conflict=len(in_conflict))
+                click.echo(renderer.apply_summary(report))
             echo_errors(the_plan.failed)
             if in_conflict:
                 _say_left_in_conflict(len(in_conflict))
@@ -132,7 +146,7 @@ def apply(
                     action="apply",
                     instead=_INSTEAD,
                 )
-        code = _apply(the_plan, client, settings, limiter, renderer, github, done)
+        code = _apply(the_plan, client, settings, limiter, renderer, github, done, len(in_conflict))
         if in_conflict:
             _say_left_in_conflict(len(in_conflict))  # last: an error closes the log
         return 1 if in_conflict else code
@@ -181,6 +195,7 @@ def _apply(
     renderer: TextRenderer,
     github: bool = False,
     done: frozenset[str] = frozenset(),
+    left_in_conflict: int = 0,
 ) -> int:
     # The log names the plan as reviewed; only its changes not made yet are applied.
     audit = open_audit_log(settings.audit_log, settings.client_id, plan_digest(plan))
@@ -197,7 +212,7 @@ def _apply(
     def show(result: ChangeResult) -> None:
         nonlocal stdout_lost
         if result.outcome is not WriteOutcome.NOT_STARTED:
-            progress.advance(failed=not result.outcome.updated)
+            progress.advance(failed=not result.ok)
         line = renderer.apply_result(result)
         if not stdout_lost:
             try:
@@ -219,11 +234,15 @@ def _apply(
         closing = _close(audit)
     report.audit_error = report.audit_error or closing
     report.already_applied = len(done)
+    report.left_in_conflict = left_in_conflict
+    failures = _failures(plan, report)
     if github:
-        failed_updates = (r for r in report.results if r.error and not r.outcome.updated)
+        # On the entry's line: what the files' author must look at (the plan's own failures
+        # were annotated with the plan).
         emit(
             invite_error_commands(
-                (r.change.id, str(r.error), r.change.source) for r in failed_updates
+                (f.id, f"{f.message}; {f.advice}" if f.advice else f.message, f.source)
+                for f in failures[len(plan.failed) :]
             )
         )
     # With stdout gone, the summary goes where it can still be read.
@@ -235,7 +254,7 @@ def _apply(
             f"{'was' if count == 1 else 'were'} left alone.",
             err=stdout_lost,
         )
-    echo_errors(_failures(plan, report))
+    echo_errors(failures)
     if report.audit_error is not None:
         raise report.audit_error  # the last line: the log is incomplete, the run failed
     return 0 if report.ok and not plan.failed and not stdout_lost else 1
@@ -251,31 +270,59 @@ def _close(audit: AuditLog | NoAuditLog) -> AuditLogError | None:
 
 
 def _failures(plan: Plan, report: ApplyReport) -> list[FailedInvite]:
-    """Invites not planned, writes that failed, re-sends that failed or may have been sent."""
+    """Invites not planned, writes that failed, conflicts, diverged, re-sends not made."""
     failed = list(plan.failed)
     for result in report.results:
-        change, error = result.change, result.error
-        if error is None:
-            continue
-        if result.outcome is WriteOutcome.UPDATE_UNKNOWN:
-            advice = (
-                resend_if_updated(change)
-                if change.resend
-                else f"check with `reconcile plan --target {redact_and_escape(change.id)}` before "
-                "applying again"
-            )
-            reason = f"update unknown: {error}"
-            failed.append(FailedInvite(change.id, None, reason, error.status, advice=advice))
-        elif not result.outcome.updated:
-            failed.append(FailedInvite(change.id, change.source, str(error), error.status))
-        elif result.outcome is WriteOutcome.RESEND_UNKNOWN:
-            # The entry is not what to fix: no source. Never advice to send it again.
-            reason = f"updated; {error}"
-            failed.append(
-                FailedInvite(change.id, None, reason, error.status, advice=RESEND_UNKNOWN_ADVICE)
-            )
-        else:
-            reason = f"updated, but not re-sent: {error}"
-            advice = resend_advice(change.id)
-            failed.append(FailedInvite(change.id, None, reason, error.status, advice=advice))
+        failed.extend(_result_failures(result))
     return failed
+
+
+def _result_failures(result: ChangeResult) -> list[FailedInvite]:
+    change, error, outcome = result.change, result.error, result.outcome
+    invite_id = redact_and_escape(change.id)
+    if outcome is WriteOutcome.CONFLICT:
+        said = f" ({error})" if error is not None else ""
+        reason = (
+            f"conflict: changed on the platform since the plan was shown{said}; nothing written"
+        )
+        status = error.status if error is not None else None
+        advice = f"make and review a new plan (`reconcile plan --target {invite_id}`)"
+        return [FailedInvite(change.id, change.source, reason, status, advice=advice)]
+    if outcome is WriteOutcome.DIVERGED:
+        found = [
+            FailedInvite(
+                change.id,
+                change.source,
+                f"diverged: {stored_otherwise_text(part)}",
+                advice=diverged_advice(change),
+            )
+            for part in result.diverged
+        ]
+        return found + _resend_failures(result)
+    if error is not None and outcome is WriteOutcome.UPDATE_UNKNOWN:
+        advice = (
+            resend_if_updated(change)
+            if change.resend
+            else f"check with `reconcile plan --target {invite_id}` before applying again"
+        )
+        reason = f"update unknown: {error}"
+        return [FailedInvite(change.id, None, reason, error.status, advice=advice)]
+    if error is not None and not outcome.updated:
+        return [FailedInvite(change.id, change.source, str(error), error.status)]
+    return _resend_failures(result)
+
+
+def _resend_failures(result: ChangeResult) -> list[FailedInvite]:
+    change, error, resend = result.change, result.resend_error, result.resend
+    status = error.status if error is not None else None
+    if resend is ResendOutcome.RESEND_UNKNOWN:
+        # The entry is not what to fix: no source. Never advice to send it again.
+        reason = f"updated; {error}"
+        return [FailedInvite(change.id, None, reason, status, advice=RESEND_UNKNOWN_ADVICE)]
+    if resend is ResendOutcome.NOT_RESENT:
+        reason = f"updated, but not re-sent: {error}"
+        return [FailedInvite(change.id, None, reason, status, advice=resend_advice(change.id))]
+    if resend is ResendOutcome.OWED:
+        reason = f"updated; re-send owed: due and never attempted ({error})"
+        return [FailedInvite(change.id, None, reason, None, advice=resend_advice(change.id))]
+    return []

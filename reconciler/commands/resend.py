@@ -14,8 +14,15 @@ import sys
 import click
 
 from reconciler.api.client import ApiClient
-from reconciler.api.exceptions import ApiError
-from reconciler.apply.audit import AuditLog, AuditLogError, NoAuditLog, open_audit_log, outcome_of
+from reconciler.api.exceptions import ApiError, NotSent
+from reconciler.apply.audit import (
+    AttemptRecorder,
+    AuditLog,
+    AuditLogError,
+    NoAuditLog,
+    open_audit_log,
+    outcome_of,
+)
 from reconciler.apply.interrupt import GracefulInterrupt
 from reconciler.commands.common import check_writable, settings_for
 from reconciler.commands.confirm import confirm, require_terminal
@@ -129,20 +136,28 @@ class _Resends:
         self.audit_error: AuditLogError | None = None
 
     def send(self, invite_id: str) -> None:
+        # Every attempt recorded before it leaves: a re-send refused (429, 503) is sent again.
+        recorder = AttemptRecorder(self._audit, invite_id, "resend")
         try:
-            attempt = self._audit.attempt(invite_id, "resend")
+            receipt = self._client.resend_invite(invite_id, watch=recorder)
         except AuditLogError as error:  # nothing leaves without its attempt line
             self._stop_for_audit(error)
+            if recorder.sent:  # refused before, then not sent again: certainly not made
+                self._failed(invite_id, NotSent(f"not sent again: {error}"))
             return
-        try:
-            receipt = self._client.resend_invite(invite_id)
         except ApiError as error:
-            self._outcome(attempt, outcome_of(error), error.status, error.request_id, error.message)
+            recorder.settle(outcome_of(error), error.status, error.request_id, error.message)
+            self._settled(recorder)
             self._failed(invite_id, error)
             return
         self.sent.append(invite_id)
         self._say(f"re-sent  {redact_and_escape(invite_id)}")
-        self._outcome(attempt, "ok", receipt.status, receipt.request_id)
+        recorder.settle("ok", receipt.status, receipt.request_id)
+        self._settled(recorder)
+
+    def _settled(self, recorder: AttemptRecorder) -> None:
+        if recorder.audit_error is not None:
+            self._stop_for_audit(recorder.audit_error)
 
     def _failed(self, invite_id: str, error: ApiError) -> None:
         shown = redact_and_escape(invite_id)
@@ -156,12 +171,6 @@ class _Resends:
             self._say(f"failed  {shown}: {error}")
             advice = None
         self.failed.append(FailedInvite(invite_id, None, str(error), error.status, advice=advice))
-
-    def _outcome(self, attempt: object, *outcome: object) -> None:
-        try:
-            self._audit.outcome(attempt, *outcome)  # type: ignore[arg-type]
-        except AuditLogError as error:
-            self._stop_for_audit(error)
 
     def _stop_for_audit(self, error: AuditLogError) -> None:
         self.audit_error = self.audit_error or error

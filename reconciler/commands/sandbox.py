@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import ipaddress
+from typing import Any
 
 import click
 
+from reconciler.model.fields import updatable_fields
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox, SandboxOptions
 from reconciler.wording import plural
 
@@ -53,13 +55,50 @@ _share = click.FloatRange(0.0, 1.0)
     help="Seconds an access token lives.",
 )
 @click.option("--seed", type=int, help="Seed for the random knobs, for repeatable runs.")
-def sandbox(host: str, port: int, state_file: str | None, **knobs: float | None) -> int:
+@click.option(
+    "--normalize",
+    is_flag=True,
+    help="Store what a PATCH sends as a normalising platform does: e-mails lower-cased, "
+    "text trimmed and its runs of spaces made one. `apply` reports such fields `diverged`.",
+)
+@click.option(
+    "--ignore",
+    "ignore",
+    multiple=True,
+    type=click.Choice(updatable_fields()),
+    metavar="FIELD",
+    help="A field a PATCH leaves as it was, answered 200 all the same (repeat for more). "
+    "`apply` reports it `diverged`.",
+)
+@click.option(
+    "--etags",
+    is_flag=True,
+    help="Send an ETag with each invite and refuse a PATCH whose If-Match is not the "
+    "invite's ETag now (412 Precondition Failed, nothing written).",
+)
+@click.option(
+    "--patch-without-data",
+    is_flag=True,
+    help='Answer a PATCH with no `data` (as a platform that says "verify with GET"): '
+    "`apply` reads the invite back to check what was stored.",
+)
+def sandbox(
+    host: str,
+    port: int,
+    state_file: str | None,
+    ignore: tuple[str, ...],
+    patch_without_data: bool,
+    **knobs: Any,
+) -> int:
     """Serve a local stand-in of the platform API, for trying the tool and for tests.
 
     It speaks the platform contract (token endpoint, GET/PATCH invite, resend)
     with fixed credentials that are not secrets, and keeps its state in memory.
+    --normalize, --ignore, --etags and --patch-without-data make it behave as
+    platforms do that store something else than what they are sent, version
+    their invites, or answer a write without the invite.
     """
-    options = SandboxOptions(**knobs)  # type: ignore[arg-type]
+    options = SandboxOptions(ignore=ignore, patch_data=not patch_without_data, **knobs)
     server = Sandbox(state_file=state_file, options=options, host=host, port=port)
     url = server.url
     if not _is_loopback(host):

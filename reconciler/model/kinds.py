@@ -151,6 +151,18 @@ class FieldKind(ABC):
         """What a PATCH of this field sends, the server's value being ``have``."""
         return want
 
+    def kept(self, want: FieldValue, have: FieldValue | None) -> tuple[str, ...]:
+        """The sub-fields a PATCH of ``want`` carries from the server's ``have`` because the
+        files do not manage them (an object is replaced whole); none for other kinds."""
+        return ()
+
+    def stored_otherwise(
+        self, sent: FieldValue, stored: FieldValue | None, kept: tuple[str, ...] = ()
+    ) -> tuple[list[str | None], list[str]]:
+        """Where ``stored`` is not ``sent`` as the platform compares: the parts the files
+        manage (None: the field's own value) and the ``kept`` sub-fields, apart."""
+        return ([] if self.equal(sent, stored) else [None]), []
+
     def delta(self, before: FieldValue | None, after: FieldValue | None) -> FieldDelta:
         """What differs inside the value, from ``before`` to ``after``."""
         return NO_DELTA
@@ -374,6 +386,24 @@ class ContactKind(FieldKind):
             # Replaced whole on PATCH: the server's unmanaged sub-fields go along.
             return have.merged(want)
         return want
+
+    def kept(self, want: FieldValue, have: FieldValue | None) -> tuple[str, ...]:
+        if not isinstance(want, Contact) or not isinstance(have, Contact):
+            return ()
+        return tuple(name for name, item in have.items() if name not in want and item is not None)
+
+    def stored_otherwise(
+        self, sent: FieldValue, stored: FieldValue | None, kept: tuple[str, ...] = ()
+    ) -> tuple[list[str | None], list[str]]:
+        if not isinstance(sent, Contact):
+            return super().stored_otherwise(sent, stored, kept)
+        held = stored if isinstance(stored, Contact) else Contact()
+        managed: list[str | None] = []
+        noted: list[str] = []
+        for name, item in sent.items():
+            if _sub_text(item) != _sub_text(held.get(name)):
+                (noted if name in kept else managed).append(name)
+        return managed, noted
 
     def delta(self, before: FieldValue | None, after: FieldValue | None) -> FieldDelta:
         was = before if isinstance(before, Contact) else Contact()

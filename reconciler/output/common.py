@@ -61,6 +61,9 @@ def summary_line(plan: Plan) -> str:
     if s.resend:
         # The one part that cannot be undone is counted apart from field changes.
         line += f" ({plural(s.resend, 'invitation')} e-mailed again)"
+    if s.conflict:
+        # Never counted as an update: apply writes nothing to an invite in conflict.
+        line += f", {plural(s.conflict, 'conflict')} (not written)"
     line += f", {s.unchanged} unchanged, {plural(s.failed, 'error')}"
     if plan.not_updatable:
         line += f", {len(plan.not_updatable)} no longer updatable"
@@ -71,8 +74,7 @@ def changed_since_summary(plan: Plan) -> str:
     """A plan of a change's own counts: conflicts, drift left alone, invites not read."""
     if plan.changed_since is None:
         return ""
-    conflicts = len(plan.conflicts)
-    parts = [plural(conflicts, "conflict")] if conflicts else []
+    parts = []
     if plan.outside_change:
         parts.append(f"{plural(len(plan.outside_change), 'invite')} differing outside the change")
     parts.append(
@@ -103,4 +105,19 @@ def not_updatable_note(status: str) -> str:
     return (
         f"{redact_and_escape(status)}, not pending: it can no longer be updated and apply leaves "
         "it alone; these fields differ from the files:"
+    )
+
+
+KEPT_NOTE = "kept from the platform, not in the files"
+
+
+def kept_warning(field: str, subs: list[str]) -> str:
+    """When a contact's name or e-mail changes and kept sub-fields ride along."""
+    field = redact_and_escape(field)
+    plain = ", ".join(redact_and_escape(s) for s in subs)
+    named = ", ".join(f"`{field}.{redact_and_escape(s)}`" for s in subs)
+    it = "it" if len(subs) == 1 else "them"
+    return (
+        f"the new contact keeps the previous one's {plain}: the PATCH replaces `{field}` "
+        f"whole, and the files do not manage {named}; add {it} to the entry to change {it}"
     )

@@ -15,9 +15,11 @@ from reconciler.model.invite import SourceLocation
 from reconciler.model.values import Contact, FieldValue, IdentifierSet
 from reconciler.output.common import (
     CONFLICT_NOTE,
+    KEPT_NOTE,
     NOT_UPDATABLE_HEADING,
     OUTSIDE_CHANGE_HEADING,
     OUTSIDE_CHANGE_NOTE,
+    kept_warning,
     max_changes_warning,
     summary_line,
 )
@@ -80,6 +82,14 @@ def problems_markdown(problems: Iterable[FileProblem]) -> str:
 _PROBLEMS_SHOWN = 200
 _PLAIN = re.compile(r"[A-Za-z0-9]+(?:\.[A-Za-z0-9]+)?")
 _ID = re.compile(r"[A-Za-z0-9_.-]{1,128}")
+
+
+def _markdown_text(text: str) -> str:
+    """A sentence of ours naming values in backticks: each named value shown literally."""
+    parts = text.split("`")
+    return "".join(
+        _code(part) if i % 2 else html.escape(part, quote=False) for i, part in enumerate(parts)
+    )
 
 
 def _label(text: str) -> str:
@@ -201,7 +211,18 @@ class MarkdownRenderer:
         for field_change in change.field_changes:
             if field_change.field not in change.conflicts:
                 rows.extend(self._rows(field_change))
+                # Every sub-field the PATCH carries, those the files leave alone too.
+                rows.extend(
+                    f"| {_label(f'{field_change.field}.{sub}')} | {_code(json_text(value))} | "
+                    f"{_code(json_text(value))} _({KEPT_NOTE})_ |"
+                    for sub, value in change.kept_values(field_change.field)
+                )
         table = "\n".join(rows) + "\n\n" if len(rows) > 2 else ""
+        riding: dict[str, list[str]] = {}
+        for name, sub in change.kept_riding_along:
+            riding.setdefault(name, []).append(sub)
+        for name, subs in riding.items():
+            table += f"> [!WARNING]\n> {_markdown_text(kept_warning(name, subs))}\n\n"
         if change.conflicts:
             at = _code(ref or "REF")
             note = CONFLICT_NOTE.format(ref=at)

@@ -6,14 +6,17 @@ from collections.abc import Iterator
 
 import click
 
-from reconciler.apply.applier import ApplyReport, ChangeResult, WriteOutcome
+from reconciler.apply.applier import ApplyReport, ChangeResult, ResendOutcome, WriteOutcome
+from reconciler.model.fields import kind_of
 from reconciler.model.invite import SourceLocation
 from reconciler.model.values import Contact, FieldValue, IdentifierSet
 from reconciler.output.common import (
     CONFLICT_NOTE,
+    KEPT_NOTE,
     NOT_UPDATABLE_HEADING,
     OUTSIDE_CHANGE_HEADING,
     OUTSIDE_CHANGE_NOTE,
+    kept_warning,
     max_changes_warning,
     not_updatable_note,
     summary_line,
@@ -27,7 +30,8 @@ from reconciler.plan.changes import (
     OutsideChange,
 )
 from reconciler.plan.model import Plan
-from reconciler.safetext import escape, json_text, redact_and_escape
+from reconciler.plan.write_check import StoredOtherwise
+from reconciler.safetext import escape, json_text, redact, redact_and_escape
 from reconciler.wording import plural
 
 
@@ -37,6 +41,35 @@ def _to(change: InviteChange) -> str:
         if change.recipient
         else "invitation"
     )
+
+
+def diverged_text(change: InviteChange, part: StoredOtherwise) -> str:
+    """A field the platform stored otherwise, and where and how to make the files agree."""
+    return f"{stored_otherwise_text(part)}; {diverged_advice(change)}"
+
+
+def stored_otherwise_text(part: StoredOtherwise) -> str:
+    return (
+        f"the platform stored {json_text(_shown_server(part.field, part.stored))} for "
+        f"`{escape(part.field)}`, not {json_text(part.sent)} as written"
+    )
+
+
+def diverged_advice(change: InviteChange) -> str:
+    invite_id = redact_and_escape(change.id)
+    return (
+        f"write the platform's form in {redact_and_escape(str(change.source))} "
+        f"(or `reconcile adopt --target {invite_id}`)"
+    )
+
+
+def _shown_server(name: str, value: FieldValue | None) -> FieldValue | None:
+    """A server's value as shown: redacted."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return redact(value)
+    return kind_of(name.partition(".")[0]).redacted(value)
 
 
 def resend_if_updated(change: InviteChange) -> str:
@@ -103,6 +136,17 @@ class TextRenderer:
                 lines.append(f"    {self._conflict(change, field_change.field, ref)}")
                 continue
             lines.extend(f"    {line}" for line in self._field(field_change))
+            # Every sub-field the PATCH carries is shown, those the files leave alone too.
+            lines.extend(
+                f"    {redact_and_escape(field_change.field)}.{escape(sub)}: "
+                f"{json_text(value)} ({KEPT_NOTE})"
+                for sub, value in change.kept_values(field_change.field)
+            )
+        riding: dict[str, list[str]] = {}
+        for name, sub in change.kept_riding_along:
+            riding.setdefault(name, []).append(sub)
+        for name, subs in riding.items():
+            lines.append("    " + self._style(f"warning: {kept_warning(name, subs)}", fg="yellow"))
         if change.resend:
             label = f"{redact_and_escape(change.resend_label)} (resendOnChange)"
             lines.append("    " + self._style(label, fg="cyan", bold=True))
@@ -177,6 +221,10 @@ class TextRenderer:
         outcome = result.outcome
         if outcome is WriteOutcome.NOT_STARTED:
             return f"{self._style('not started', fg='yellow')}  {where}"
+        if outcome is WriteOutcome.ALREADY_APPLIED:
+            return self.already_applied(change)
+        if outcome is WriteOutcome.CONFLICT:
+            return self._write_conflict(result, where)
         if outcome is WriteOutcome.FAILED:
             return f"{self._style('failed', fg='red')}       {where}: {error}"
         if outcome is WriteOutcome.UPDATE_UNKNOWN:
@@ -189,21 +237,71 @@ class TextRenderer:
                 not_resent = self._style("not re-sent", fg="red")
                 line += f"\n{not_resent}  {invite_id}: {resend_if_updated(change)}"
             return line
-        line = f"{self._style('updated', fg='green')}      {where}: {', '.join(change.patch)}"
-        if outcome is WriteOutcome.RESENT:
-            line += "\n" + f"{self._style('re-sent', fg='cyan')}      {invite_id}: {_to(change)}"
-        elif outcome is WriteOutcome.RESEND_UNKNOWN:
-            line += "\n" + (
+        if outcome is WriteOutcome.DIVERGED:
+            lines = [f"{self._style('diverged', fg='red')}     {where}: {', '.join(change.patch)}"]
+            lines += [f"    {diverged_text(change, part)}" for part in result.diverged]
+        else:
+            lines = [
+                f"{self._style('updated', fg='green')}      {where}: {', '.join(change.patch)}"
+            ]
+        lines += [
+            f"    note: the platform stored {json_text(part.stored)} for `{escape(part.field)}` "
+            f"(kept from the platform, not in the files), not {json_text(part.sent)} as sent"
+            for part in result.noted
+        ]
+        lines += self._resend_lines(result)
+        return "\n".join(lines)
+
+    def _write_conflict(self, result: ChangeResult, where: str) -> str:
+        head = (
+            f"{self._style('conflict', fg='red')}     {where}: changed on the platform since "
+            "the plan was shown; nothing written to it"
+        )
+        if result.error is not None:  # a 412 to If-Match
+            return f"{head} ({redact_and_escape(str(result.error))})"
+        lines = [head]
+        for moved in result.moved:
+            planned = json_text(_shown_server(moved.field, moved.planned))
+            now = json_text(_shown_server(moved.field, moved.now))
+            lines.append(
+                f"    {escape(moved.field)}: planned from {planned}, now {now}, "
+                f"wanted {json_text(moved.wanted)}"
+            )
+        return "\n".join(lines)
+
+    def _resend_lines(self, result: ChangeResult) -> list[str]:
+        change, resend = result.change, result.resend
+        invite_id = redact_and_escape(change.id)
+        error = redact_and_escape(str(result.resend_error))
+        if resend is ResendOutcome.RESENT:
+            to = (
+                f"invitation e-mailed to {redact_and_escape(result.recipient)}"
+                if result.recipient
+                else _to(change)
+            )
+            return [f"{self._style('re-sent', fg='cyan')}      {invite_id}: {to}"]
+        if resend is ResendOutcome.RESEND_UNKNOWN:
+            return [
                 f"{self._style('re-send unknown', fg='red')}  {invite_id}: {error}; the "
                 "invitation may have gone out: check with the platform or the invitee "
                 "before sending again"
-            )
-        elif outcome is WriteOutcome.NOT_RESENT:
-            line += "\n" + (
+            ]
+        if resend is ResendOutcome.NOT_RESENT:
+            return [
                 f"{self._style('not re-sent', fg='red')}  {invite_id}: {error}; "
                 f"the update was applied: {resend_advice(change.id)}"
-            )
-        return line
+            ]
+        if resend is ResendOutcome.OWED:
+            return [
+                f"{self._style('re-send owed', fg='red')}  {invite_id}: due after the update "
+                f"and never attempted ({error}): {resend_advice(change.id)}"
+            ]
+        if resend is ResendOutcome.WITHHELD:
+            return [
+                f"{self._style('not re-sent', fg='yellow')}  {invite_id}: the fields that "
+                "re-send it were stored otherwise than sent; fix the files first"
+            ]
+        return []
 
     def already_applied(self, change: InviteChange) -> str:
         """A change of a saved plan that an earlier run made: nothing is sent for it."""
@@ -213,19 +311,29 @@ class TextRenderer:
 
     def apply_summary(self, report: ApplyReport) -> str:
         failed = report.count(WriteOutcome.FAILED)
-        parts = [f"{report.updated} updated", f"{failed} failed"]
-        if report.already_applied:
-            parts.append(f"{report.already_applied} already applied")
+        parts = [f"{report.updated} updated"]
+        diverged = report.count(WriteOutcome.DIVERGED)
+        if diverged:
+            parts.append(f"{diverged} diverged")
+        if report.conflicts:
+            parts.append(f"{plural(report.conflicts, 'conflict')} (not written)")
+        parts.append(f"{failed} failed")
+        already = report.already_applied + report.count(WriteOutcome.ALREADY_APPLIED)
+        if already:
+            parts.append(f"{already} already applied")
         updates_unknown = report.count(WriteOutcome.UPDATE_UNKNOWN)
         if updates_unknown:
             parts.append(f"{plural(updates_unknown, 'update')} with unknown outcome")
         not_started = report.count(WriteOutcome.NOT_STARTED)
         if not_started:
             parts.append(f"{not_started} not started")
-        not_resent = report.count(WriteOutcome.NOT_RESENT)
+        not_resent = report.count(ResendOutcome.NOT_RESENT)
         if not_resent:
             parts.append(f"{plural(not_resent, 'invitation')} not re-sent")
-        resends_unknown = report.count(WriteOutcome.RESEND_UNKNOWN)
+        owed = report.count(ResendOutcome.OWED)
+        if owed:
+            parts.append(f"{plural(owed, 're-send')} owed")
+        resends_unknown = report.count(ResendOutcome.RESEND_UNKNOWN)
         if resends_unknown:
             parts.append(f"{plural(resends_unknown, 'invitation')} with unknown re-send outcome")
         lines = []
@@ -234,11 +342,12 @@ class TextRenderer:
         lines.append(f"Apply: {', '.join(parts)}.")
         # Every e-mail that was due and not sent, by id, with the way to send it: the next
         # plan shows no change for an invite already updated, so nothing else would.
-        owed = [redact_and_escape(r.change.id) for r in report.resends_not_made]
-        if owed:
+        not_made = [redact_and_escape(r.change.id) for r in report.resends_not_made]
+        if not_made:
             lines.append(
-                f"Not re-sent although updated: {', '.join(owed)}. "
-                f"Send {'it' if len(owed) == 1 else 'them'} with: reconcile resend {' '.join(owed)}"
+                f"Not re-sent although updated: {', '.join(not_made)}. "
+                f"Send {'it' if len(not_made) == 1 else 'them'} with: "
+                f"reconcile resend {' '.join(not_made)}"
             )
         doubtful = [redact_and_escape(r.change.id) for r in report.resends_in_doubt]
         if doubtful:

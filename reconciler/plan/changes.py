@@ -6,6 +6,7 @@ plan's business (``reconciler.plan.saved``).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from dataclasses import field as dataclass_field
 from typing import NamedTuple
@@ -80,6 +81,41 @@ class InviteChange:
     # since REF, with its value at REF. apply leaves the invite alone unless
     # --force-conflicts.
     conflicts: Fields = dataclass_field(default_factory=dict)
+    # Of an object field the PATCH replaces whole: the sub-fields it carries from the
+    # platform because the files do not manage them (a contact's phone). Shown in every
+    # plan format, checked before the write like the rest.
+    kept: Mapping[str, tuple[str, ...]] = dataclass_field(default_factory=dict)
+    # The fields whose update, stored as sent, re-sends the invitation (resendOnChange's
+    # list form); None: any of them (`true`).
+    resend_on: tuple[str, ...] | None = None
+
+    def triggers_resend(self, stored_as_sent: Iterable[str]) -> bool:
+        """Whether an update whose fields ``stored_as_sent`` were stored as sent re-sends:
+        a field stored otherwise (or not written) never triggers it."""
+        if not self.resend:
+            return False
+        return any(self.resend_on is None or name in self.resend_on for name in stored_as_sent)
+
+    def kept_values(self, name: str) -> list[tuple[str, str | None]]:
+        """(sub-field, value) of each sub-field the PATCH of ``name`` carries from the platform."""
+        value = self.patch.get(name)
+        if not isinstance(value, Contact):
+            return []
+        return [(sub, value.get(sub)) for sub in self.kept.get(name, ())]
+
+    @property
+    def kept_riding_along(self) -> list[tuple[str, str]]:
+        """(field, sub-field) kept from the platform while the contact's name or e-mail
+        changes: the new contact keeps the previous one's value of it."""
+        riding: list[tuple[str, str]] = []
+        for name, subs in self.kept.items():
+            before, after = self.before.get(name), self.patch.get(name)
+            if not subs or not isinstance(after, Contact):
+                continue
+            held = before if isinstance(before, Contact) else Contact()
+            if any(held.get(key) != after.get(key) for key in ("name", "email")):
+                riding.extend((name, sub) for sub in subs)
+        return riding
 
     @property
     def after(self) -> Fields:
@@ -109,7 +145,10 @@ class InviteChange:
             for name, value in self.patch.items()
         }
         recipient = None if self.recipient is None else redact(self.recipient)
-        return replace(self, before=redacted_fields(self.before), patch=patch, recipient=recipient)
+        kept = {name: tuple(map(redact, subs)) for name, subs in self.kept.items()}
+        return replace(
+            self, before=redacted_fields(self.before), patch=patch, recipient=recipient, kept=kept
+        )
 
 
 @dataclass(frozen=True)

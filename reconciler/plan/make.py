@@ -69,7 +69,11 @@ def _place(
     source = desired.source
     before = {f: current.fields.get(f) for f in patch}
     if current.is_pending:
-        resend = resend_due(desired.resend_on_change, patch)
+        rule = desired.resend_on_change
+        resend = resend_due(rule, patch)
+        kept = {
+            f: subs for f in patch if (subs := kind_of(f).kept(wanted[f], current.fields.get(f)))
+        }
         change = InviteChange(
             desired.id,
             source,
@@ -79,6 +83,8 @@ def _place(
             resend,
             recipient=_recipient(patch, current) if resend else None,
             conflicts=conflicts,
+            kept=kept,
+            resend_on=rule if isinstance(rule, tuple) and resend else None,
         )
         plan.changes.append(change)
         return

@@ -60,10 +60,11 @@ class TooManyResends(ReconcilerError):
 
 
 class Summary(NamedTuple):
-    update: int
+    update: int  # changes apply writes: conflicts are counted apart, never as updates
     unchanged: int
     failed: int
     resend: int = 0  # of the updates, those that e-mail the invitation again
+    conflict: int = 0  # changes in conflict: apply writes nothing to them
 
 
 @dataclass
@@ -98,12 +99,19 @@ class Plan:
 
     @property
     def summary(self) -> Summary:
-        return Summary(len(self.changes), self.unchanged, len(self.failed), self.resends)
+        conflicts = len(self.conflicts)
+        return Summary(
+            len(self.changes) - conflicts,
+            self.unchanged,
+            len(self.failed),
+            self.resends,
+            conflicts,
+        )
 
     @property
     def resends(self) -> int:
-        """How many invitations applying this plan e-mails again."""
-        return sum(1 for change in self.changes if change.resend)
+        """How many invitations applying this plan e-mails again (conflicts left alone)."""
+        return sum(1 for change in self.changes if change.resend and not change.conflicts)
 
     @property
     def has_changes(self) -> bool:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from reconciler.errors import ReconcilerError
 from reconciler.model.fields import kind_of
 from reconciler.model.invite import SourceLocation
-from reconciler.model.values import Fields, HeldFields, JsonValue, fields_json
+from reconciler.model.values import Contact, Fields, HeldFields, JsonValue, fields_json
 from reconciler.plan.boundedjson import loads_bounded, read_bounded_text
 from reconciler.plan.changes import FailedInvite, InviteChange, NotUpdatable, OutsideChange
 from reconciler.plan.model import FORMAT_VERSION, Plan
@@ -143,6 +143,10 @@ def _change_json(change: InviteChange) -> dict[str, JsonValue]:
         record["recipient"] = change.recipient
     if change.conflicts:  # only then: a plan without conflicts reads as it always has
         record["conflicts"] = fields_json(change.conflicts)
+    if change.kept:  # added within format_version 2, like the others: only when there are some
+        record["kept"] = {name: list(subs) for name, subs in change.kept.items()}
+    if change.resend and change.resend_on is not None:
+        record["resend_on"] = list(change.resend_on)
     return record
 
 
@@ -185,9 +189,10 @@ def _summary_json(plan: Plan) -> dict[str, int]:
         "resend": summary.resend,
         "unchanged": summary.unchanged,
         "error": summary.failed,
+        # Counted apart from the updates in every plan (cli.md's example has it).
+        "conflict": summary.conflict,
     }
     if plan.changed_since is not None:
-        counts["conflict"] = len(plan.conflicts)
         counts["out_of_scope"] = len(plan.outside_change)
         counts["not_read"] = plan.not_read or 0
     return counts
@@ -337,6 +342,27 @@ def plan_from_document(document: dict[str, Any], path: str) -> Plan:
     )
 
 
+def _kept(data: dict[str, Any], patch: Fields, before: HeldFields) -> dict[str, tuple[str, ...]]:
+    """The sub-fields each object field's PATCH carries from the platform: as saved, or in a
+    plan saved before they were, those it carries at the platform's value."""
+    if "kept" in data:
+        return {
+            name: tuple(subs)
+            for name, subs in data["kept"].items()
+            if name in patch and isinstance(patch[name], Contact)
+        }
+    kept = {}
+    for name, value in patch.items():
+        held = before.get(name)
+        if isinstance(value, Contact) and isinstance(held, Contact):
+            subs = tuple(
+                k for k, v in value.items() if k in held and held[k] == v and v is not None
+            )
+            if subs:
+                kept[name] = subs
+    return kept
+
+
 # A saved source: cli.md's "path:line"; any other text is kept whole, with no line.
 _SOURCE = re.compile(r"(.+):([1-9][0-9]*)", re.DOTALL)
 
@@ -371,6 +397,8 @@ class _Records:
             data["resend"],
             recipient=recipient if data["resend"] else None,
             conflicts=self.fields(data.get("conflicts") or {}, f"{where}/conflicts"),
+            kept=_kept(data, patch, before),
+            resend_on=tuple(data["resend_on"]) if data["resend"] and "resend_on" in data else None,
         )
 
     def outside(self, data: dict[str, Any], where: str) -> OutsideChange:

@@ -51,6 +51,7 @@ _HINTS = {
     403: "The access token lacks a scope this operation needs.",
     404: "The requested resource does not exist.",
     409: "The request conflicts with the resource's current state.",
+    412: "The resource changed since it was read; read it again.",
     413: "The request body is too large.",
     429: "Too many requests; wait for Retry-After seconds.",
     503: "The service is temporarily unavailable.",
@@ -220,7 +221,12 @@ class SandboxApp:
         return self._envelope(200, "accounts", [{"id": "acc_sandbox"}])
 
     def _get_invite(self, request: Request) -> Response:
-        return self._envelope(200, "invite", self.store.get(request.invite_id))
+        if not self.options.etags:
+            return self._envelope(200, "invite", self.store.get(request.invite_id))
+        invite, etag = self.store.get_tagged(request.invite_id)
+        response = self._envelope(200, "invite", invite)
+        response.headers["ETag"] = etag
+        return response
 
     def _update_invite(self, request: Request) -> Response:
         try:
@@ -235,8 +241,14 @@ class SandboxApp:
         }
         if problems:
             raise BadRequest("invalid invite update", problems)
-        invite = self.store.update(request.invite_id, changes)
-        return self._envelope(200, "invite updated", invite)
+        stored = {
+            name: normalized(value, name) if self.options.normalize else value
+            for name, value in changes.items()
+            if name not in self.options.ignore  # answered 200 all the same
+        }
+        if_match = request.headers.get("If-Match") if self.options.etags else None
+        invite = self.store.update(request.invite_id, stored, if_match)
+        return self._envelope(200, "invite updated", invite if self.options.patch_data else None)
 
     def _resend_invite(self, request: Request) -> Response:
         return self._envelope(200, "invitation re-sent", self.store.resend(request.invite_id))
@@ -276,6 +288,19 @@ def _resource(path: str) -> tuple[str, str]:
     invite_id, _, action = path[len(INVITES_PREFIX) :].partition("/")
     resource = {"": "invite", "resend": "resend"}.get(action, "")
     return resource, unquote(invite_id)
+
+
+def normalized(value: Any, key: str = "") -> Any:
+    """What a normalising platform stores: e-mails lower-cased, text trimmed with its runs of
+    spaces made one, the same inside an object and a list."""
+    if isinstance(value, str):
+        text = " ".join(value.split())
+        return text.lower() if key == "email" else text
+    if isinstance(value, dict):
+        return {k: normalized(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [normalized(item, key) for item in value]
+    return value
 
 
 def _decoded(body: bytes) -> Any:

@@ -32,3 +32,12 @@ class SandboxOptions:
     # still lives token_ttl. None: token_ttl, rounded up to whole seconds.
     token_expires_in: float | None = None
     seed: int | None = None
+    # How a real platform treats what it is sent (issue 33): `normalize` stores e-mails
+    # lower-cased and text with its spaces trimmed and collapsed; `ignore` names fields
+    # a PATCH leaves as they were, answered 200 all the same; `etags` sends an ETag with
+    # each invite and refuses a PATCH whose If-Match is not it (412); `patch_data` False
+    # answers a PATCH with no `data` (the client verifies with a GET).
+    normalize: bool = False
+    ignore: tuple[str, ...] = ()
+    etags: bool = False
+    patch_data: bool = True

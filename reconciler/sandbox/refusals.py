@@ -40,3 +40,9 @@ class NotPending(Refused):
     """The invite exists but is no longer pending: it cannot change or be re-sent."""
 
     status = 409
+
+
+class PreconditionFailed(Refused):
+    """A PATCH whose If-Match is not the invite's ETag: it changed since it was read."""
+
+    status = 412

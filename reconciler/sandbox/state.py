@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import threading
 from collections import Counter
@@ -13,13 +14,19 @@ from typing import Any
 import yaml
 
 from reconciler.errors import ReconcilerError
-from reconciler.sandbox.refusals import NotFound, NotPending
+from reconciler.sandbox.refusals import NotFound, NotPending, PreconditionFailed
 
 _DEFAULT_STATE = Path(__file__).with_name("state.yaml")
 
 
 def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def etag_of(invite: dict[str, Any]) -> str:
+    """A strong entity tag of the invite as stored: any change gives another."""
+    canonical = json.dumps(invite, sort_keys=True, ensure_ascii=False, default=str)
+    return '"' + hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:20] + '"'
 
 
 def load_state_file(path: str | Path | None) -> list[dict[str, Any]]:
@@ -59,6 +66,12 @@ class InviteStore:
         with self._lock:
             return copy.deepcopy(self._stored(invite_id))
 
+    def get_tagged(self, invite_id: str) -> tuple[dict[str, Any], str]:
+        """A copy of the invite and its ETag, read together."""
+        with self._lock:
+            invite = self._stored(invite_id)
+            return copy.deepcopy(invite), etag_of(invite)
+
     def put(self, invite: dict[str, Any]) -> None:
         """Add or replace an invite (tests use this to change the server behind a plan)."""
         with self._lock:
@@ -79,10 +92,15 @@ class InviteStore:
             raise NotPending(f"invite {invite_id} is not pending")
         return invite
 
-    def update(self, invite_id: str, changes: dict[str, Any]) -> dict[str, Any]:
-        """The invite with ``changes`` applied; NotFound or NotPending if it cannot change."""
+    def update(
+        self, invite_id: str, changes: dict[str, Any], if_match: str | None = None
+    ) -> dict[str, Any]:
+        """The invite with ``changes`` applied; NotFound or NotPending if it cannot change,
+        PreconditionFailed if ``if_match`` is given and is not its ETag."""
         with self._lock:
             invite = self._pending(invite_id)
+            if if_match is not None and if_match != etag_of(invite):
+                raise PreconditionFailed(f"invite {invite_id} changed since it was read")
             invite.update(copy.deepcopy(changes))
             invite["updatedAt"] = now_iso()
             return copy.deepcopy(invite)

@@ -293,6 +293,35 @@ def test_a_resend_not_made_or_unknown_fails_the_task_as_changed_with_the_id(
     assert result["resent"] == [] and says in result["msg"]
 
 
+def test_a_platform_storing_otherwise_fails_the_task_diverged_with_no_resend(
+    play: Play, tmp_path: Path
+) -> None:
+    """The platform lower-cases e-mails: written, changed, but not as the files say, and
+    the re-send a changed e-mail asks for is withheld (the address it would name is not
+    the one in the files)."""
+    write_invites(
+        tmp_path / "play" / "invites",
+        [desired_entry(ACME, email="Compliance@Acme.example", resendOnChange=["email"])],
+    )
+
+    def lower(sent: dict[str, Any]) -> dict[str, Any]:
+        return {k: v.lower() if k == "email" else v for k, v in sent.items()}
+
+    with HostileServer([ACME], Hostility(patch_store=lower), secret=SECRET) as server:
+        env = clean_env(
+            RECONCILER_BASE_URL=server.url,
+            RECONCILER_CLIENT_ID=CLIENT_ID,
+            RECONCILER_CLIENT_SECRET=SECRET,
+        )
+        played = play(play_text("src: invites/"), env=env)
+        assert server.resends["inv_acme"] == 0
+        assert len(server.calls("PATCH")) == 1
+    result = played.result
+    assert result["failed"] is True and result["changed"] is True
+    assert result["diverged"] == ["inv_acme"] and result["resent"] == []
+    assert "reconcile adopt --target ID" in result["msg"]
+
+
 # -- refusals, entries in the task, hostile files ---------------------------------------
 
 

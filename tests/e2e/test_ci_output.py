@@ -234,10 +234,12 @@ def test_apply_under_github_annotates_each_write_that_failed(
     server = two_invites(start_sandbox, tmp_path)
     update = server.store.update
 
-    def accepted_just_before_the_write(invite_id: str, changes: dict[str, Any]) -> Any:
+    def accepted_just_before_the_write(
+        invite_id: str, changes: dict[str, Any], if_match: str | None = None
+    ) -> Any:
         if invite_id == "inv_other":  # the invitee accepts between the read and the write
             server.store.put(dict(server.store.get(invite_id), status="accepted"))
-        return update(invite_id, changes)
+        return update(invite_id, changes, if_match)
 
     monkeypatch.setattr(server.store, "update", accepted_just_before_the_write)
     env = sandbox_env(server, GITHUB_ACTIONS="true")

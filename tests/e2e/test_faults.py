@@ -401,7 +401,7 @@ def assert_audit_log(path: Path, ds: Dataset, out: ApplyOutput) -> None:
         assert entry["client_id"] == SANDBOX_CLIENT_ID
         assert entry["operation"] in ("update", "resend")
         if entry["record"] == "outcome":
-            assert entry["outcome"] in ("ok", "failed", "unknown")
+            assert entry["outcome"] in ("ok", "failed", "unknown", "diverged")
             if entry["outcome"] == "ok":
                 assert entry["http_status"] == 200 and entry["request_id"], entry
     assert len({e["plan_hash"] for e in entries}) == 1
@@ -418,11 +418,16 @@ def assert_audit_log(path: Path, ds: Dataset, out: ApplyOutput) -> None:
             entry["operation"],
         )
 
+    # Every attempt that went out has its lines, retries included (issue 36.4): an
+    # invite's last update outcome is what the run reports of it.
     updates = [e for _, e in outcomes if e["operation"] == "update"]
     per_invite = Counter(e["invite_id"] for e in updates)
     assert set(per_invite) == out.updated | out.failed, "an attempted write has no audit line"
-    assert all(count == 1 for count in per_invite.values()), per_invite
-    ok_updates = {e["invite_id"] for e in updates if e["outcome"] == "ok"}
+    last = {e["invite_id"]: e["outcome"] for e in updates}
+    for invite_id in per_invite:  # retried only after an attempt that did not succeed
+        earlier = [e["outcome"] for e in updates if e["invite_id"] == invite_id][:-1]
+        assert "ok" not in earlier, (invite_id, earlier)
+    ok_updates = {i for i, outcome in last.items() if outcome == "ok"}
     assert ok_updates == out.updated
     for _, entry in attempts.values():
         if entry["operation"] != "update":
@@ -435,9 +440,11 @@ def assert_audit_log(path: Path, ds: Dataset, out: ApplyOutput) -> None:
             assert change["before"] == original.get(name), (invite_id, name, change)
             assert change["after"] == ds.expected_after(invite_id)[name], (invite_id, name)
 
-    resend_lines = {e["invite_id"]: e for _, e in outcomes if e["operation"] == "resend"}
-    resend_count = sum(1 for _, e in outcomes if e["operation"] == "resend")
-    assert resend_count == len(resend_lines), "two resend audit lines for one invite"
+    # A re-send is sent again only after a refusal (failed): never after one that went out.
+    resends = [e for _, e in outcomes if e["operation"] == "resend"]
+    went_out = Counter(e["invite_id"] for e in resends if e["outcome"] != "failed")
+    assert all(count == 1 for count in went_out.values()), "a re-send sent again after it left"
+    resend_lines = {e["invite_id"]: e for e in resends}  # the last of each invite's
     assert {i for i, e in resend_lines.items() if e["outcome"] == "ok"} == out.resent
     assert {i for i, e in resend_lines.items() if e["outcome"] != "ok"} == set(out.not_resent)
 

@@ -100,7 +100,7 @@ def test_apply_converges_behind_a_gateway_limit(
 
     result, _ = _run(nginx, sandbox, "apply", "--auto-approve", str(invites), cwd=tmp_path)
 
-    _assert_clear(result, sandbox, COUNT + CHANGED + 1, RATE)
+    _assert_clear(result, sandbox, COUNT + 2 * CHANGED + 1, RATE)  # each write: a GET, a PATCH
     patched = {r.path.rsplit("/", 1)[-1] for r in sandbox.stats.calls("PATCH") if r.status == 200}
     assert patched == {f"inv_{i:03d}" for i in range(CHANGED)}
     emails = {i["id"]: i["email"] for i in sandbox.store.snapshot().values()}

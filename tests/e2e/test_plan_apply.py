@@ -171,7 +171,9 @@ def test_target_restricts_the_run(start_sandbox, tmp_path):
     result = run_cli("apply", "--auto-approve", "--target", "inv_other", cwd=tmp_path, env=env)
     assert result.returncode == 0, result.stderr
     assert [p.path.rsplit("/", 1)[-1] for p in server.stats.calls("PATCH")] == ["inv_other"]
-    assert [g.path.rsplit("/", 1)[-1] for g in server.stats.calls("GET")] == ["inv_other"]
+    # Read to plan, then again right before its PATCH.
+    gets = [g.path.rsplit("/", 1)[-1] for g in server.stats.calls("GET")]
+    assert gets == ["inv_other", "inv_other"]
     unknown = run_cli("plan", "--target", "inv_nope", cwd=tmp_path, env=env)
     assert unknown.returncode == 1
     assert "inv_nope" in unknown.stderr

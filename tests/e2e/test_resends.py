@@ -353,10 +353,13 @@ def test_a_disk_full_between_attempt_and_outcome_still_reports_the_write_and_the
     assert sum(server.store.resends.values()) == 0  # no e-mail without its attempt line
     out = result.stdout
     assert "updated      inv_0  (invites/invites.yaml:" in out
-    assert "not re-sent  inv_0: not sent: the audit log could not be written" in out
+    assert (
+        "re-send owed  inv_0: due after the update and never attempted "
+        "(not sent: the audit log could not be written" in out
+    )
     assert "not started  inv_1" in out
     assert "Stopped: the audit log could not be written; no new writes were started." in out
-    assert "Apply: 1 updated, 0 failed, 1 not started, 1 invitation not re-sent." in out
+    assert "Apply: 1 updated, 0 failed, 1 not started, 1 re-send owed." in out
     assert "Not re-sent although updated: inv_0. Send it with: reconcile resend inv_0" in out
     assert result.returncode == 1
     last = result.stderr.splitlines()[-1]

@@ -100,8 +100,8 @@ def test_plan_shows_the_change_the_conflict_and_the_drift_it_leaves_alone(
     assert 'name: "Alpha Group Ltd" -> "Alpha Ltd"' in out
     assert "inv_d" not in out
     assert (
-        "Plan: 2 to update, 1 unchanged, 0 errors, 1 conflict, 1 invite differing outside the "
-        "change, 1 invite not read (not changed since main)." in out
+        "Plan: 1 to update, 1 conflict (not written), 1 unchanged, 0 errors, 1 invite "
+        "differing outside the change, 1 invite not read (not changed since main)." in out
     )
     assert "0 unchanged" not in out
     assert "error: 1 invite in conflict" in result.stderr
@@ -131,7 +131,7 @@ def test_json_and_markdown_plans_carry_the_scope(repo: Path, server: Sandbox) ->
         }
     ]
     assert document["summary"] == {
-        "update": 2,
+        "update": 1,
         "unchanged": 1,
         "error": 0,
         "resend": 0,
@@ -158,6 +158,8 @@ def test_apply_writes_the_change_leaves_the_conflict_and_the_drift_alone(
     assert patches(server) == {"inv_a": {"email": "new@alpha.example"}}
     assert server.store.get("inv_a")["name"] == "Alpha Group Ltd"  # drift never written
     assert server.store.get("inv_c")["email"] == "support@gamma.example"
+    # A conflict is never counted as an update (issue 34.3).
+    assert "Apply: 1 updated, 1 conflict (not written), 0 failed." in result.stdout
     assert result.stderr.rstrip().splitlines()[-1].startswith("error: 1 invite in conflict")
 
 

@@ -94,7 +94,13 @@ def test_json_output_is_the_documented_plan_document(start_sandbox, tmp_path):
     document = json.loads(result.stdout)
     assert document["format_version"] == 2
     assert document["base_url"] == server.url
-    assert document["summary"] == {"update": 2, "resend": 0, "unchanged": 0, "error": 1}
+    assert document["summary"] == {
+        "update": 2,
+        "resend": 0,
+        "unchanged": 0,
+        "error": 1,
+        "conflict": 0,
+    }
     first = document["changes"][0]
     assert first["id"] == "inv_acme"
     assert first["source"] == "invites/invites.yaml:2"

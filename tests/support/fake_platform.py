@@ -71,13 +71,28 @@ class FakePlatform:
 
     def __init__(self, mock: requests_mock.Mocker) -> None:
         self.mock = mock
+        # What the platform holds before any write (a test may change it).
+        self.held: dict[str, dict[str, Any]] = {i: dict(fields) for i, fields in SERVER.items()}
         token = {"access_token": TOKEN, "token_type": "Bearer", "expires_in": 3600}
         mock.post(BASE + "/oauth/token", status_code=201, json=envelope(token, 201))
-        for invite_id, fields in SERVER.items():
-            invite = {"id": invite_id, "status": "pending", **fields}
-            mock.get(INVITES + invite_id, json=envelope(invite, request_id=f"get-{invite_id}"))
+        for invite_id in SERVER:
+            mock.get(INVITES + invite_id, json=self._current(invite_id))
             self.on_update(invite_id, **answer(200, "invite updated", f"patch-{invite_id}"))
             self.on_resend(invite_id, **answer(200, "invitation re-sent", f"resend-{invite_id}"))
+
+    def _current(self, invite_id: str) -> Any:
+        """A GET's answer: the invite as held, with every PATCH body sent to it applied
+        (the platform stores what it is sent; a GET after a write finds it)."""
+
+        def respond(request: Any, context: Any) -> Any:
+            fields = dict(self.held[invite_id])
+            for sent in self.mock.request_history:
+                if sent.method == "PATCH" and sent.url == INVITES + invite_id:
+                    fields.update(sent.json())
+            invite = {"id": invite_id, "status": "pending", **fields}
+            return envelope(invite, request_id=f"get-{invite_id}")
+
+        return respond
 
     def on_update(self, invite_id: str, **response: Any) -> None:
         self.mock.patch(INVITES + invite_id, **response)

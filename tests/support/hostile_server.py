@@ -8,6 +8,7 @@ redirect target is just another HostileServer that should record nothing).
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import secrets
 import socket
@@ -50,6 +51,22 @@ class Hostility:
     # in its name and in a contact sub-field the files never manage (`title`), and in the
     # envelope's message; an unknown id's 404 quotes them too
     echo_secrets: bool = False
+    # 12 (issue 33): what a platform makes of a write.
+    patch_wrong_ids: dict[str, str] = field(default_factory=dict)  # PATCH key answers about value
+    # What the platform stores of a PATCH body (normalising, ignoring a field...).
+    patch_store: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    patch_data: bool = True  # False: a PATCH is answered with `data: null`
+    patch_statuses: list[int] = field(default_factory=list)  # PATCHes answered these first
+    etags: bool = False  # GETs carry an ETag; a PATCH with another If-Match gets 412
+    always_412: bool = False  # every PATCH refused 412, ETag or not
+    # Before the Nth GET of an invite is answered (N from 1), these changes are made to it:
+    # {invite_id: (N, changes)}; "after" makes them once the Nth GET has been answered.
+    change_before_get: dict[str, tuple[int, dict[str, Any]]] = field(default_factory=dict)
+    change_after_get: dict[str, tuple[int, dict[str, Any]]] = field(default_factory=dict)
+    # Re-sends answered these first, in turn: 429 and 503 refuse (no e-mail), 502 and
+    # "timeout" carry it out and then answer a gateway's page or nothing in time.
+    resend_answers: list[int | str] = field(default_factory=list)
+    patch_delay: float = 0.0  # seconds each PATCH is answered after (a signal can arrive)
 
 
 class Seen(NamedTuple):
@@ -93,6 +110,7 @@ class HostileServer:
         self.seen: list[Seen] = []
         self.tokens: list[str] = []  # every token issued
         self.resends: Counter[str] = Counter()
+        self.gets: Counter[str] = Counter()
         self.bytes_sent = 0
         self.stopping = threading.Event()
         self.lock = threading.Lock()
@@ -154,8 +172,20 @@ class HostileServer:
         if invite_id not in self.invites:
             echoed = f" (asked by {self.secret} with {token})" if h.echo_secrets else ""
             return 404, envelope(404, None, f"invite {invite_id} not found{echoed}")
+        if method == "GET":
+            with self.lock:
+                self.gets[invite_id] += 1
+                count = self.gets[invite_id]
+            due = h.change_before_get.get(invite_id)
+            if due is not None and due[0] == count:
+                self.invites[invite_id].update(due[1])
         if method == "PATCH":
-            self.invites[invite_id].update(body if isinstance(body, dict) else {})
+            sent = body if isinstance(body, dict) else {}
+            self.invites[invite_id].update(h.patch_store(sent) if h.patch_store else sent)
+            if not h.patch_data:
+                return 200, envelope(200, None, "invite updated")
+            answered = self.invites.get(h.patch_wrong_ids.get(invite_id, invite_id))
+            return 200, envelope(200, answered, "invite updated")
         elif method == "RESEND":
             self.resends[invite_id] += 1
             return 200, envelope(200, None)
@@ -167,6 +197,11 @@ class HostileServer:
             answered = dict(answered, name=name, primaryContact=contact)
             return 200, envelope(200, answered, f"read by {self.secret} with {auth}")
         return 200, envelope(200, answered)
+
+    def etag(self, invite_id: str) -> str:
+        invite = self.invites.get(invite_id, {})
+        digest = hashlib.sha256(json.dumps(invite, sort_keys=True).encode()).hexdigest()
+        return f'"{digest[:16]}"'
 
 
 class _Server(ThreadingHTTPServer):
@@ -218,6 +253,30 @@ class _Handler(BaseHTTPRequestHandler):
                 with hostile.lock:
                     hostile.resends[invite_id] += 1
                 return self._flood(h.resend_huge_body, announce=False)
+        if operation == "RESEND" and invite_id in hostile.invites and h.resend_answers:
+            with hostile.lock:
+                answer = h.resend_answers.pop(0)
+                if answer in (502, "timeout"):
+                    hostile.resends[invite_id] += 1  # carried out; the answer is lost
+            if answer == "timeout":
+                time.sleep(3.5)  # past the client's timeout (QUICK-style settings)
+                self.close_connection = True
+                return None
+            if answer in (429, 503):  # a gateway's refusal, before the platform saw it
+                return self._html_error(int(answer))
+            return self._html_error(int(answer))
+        if method == "PATCH" and invite_id in hostile.invites:
+            if h.patch_delay:
+                time.sleep(h.patch_delay)
+            with hostile.lock:
+                status = h.patch_statuses.pop(0) if h.patch_statuses else None
+            if status is not None:
+                return self._html_error(status)
+            if_match = self.headers.get("If-Match")
+            if h.always_412 or (
+                h.etags and if_match is not None and if_match != hostile.etag(invite_id)
+            ):
+                return self._answer(412, envelope(412, None, "precondition failed"), {})
         if method == "GET" and h.retry_after is not None:
             headers = {"Retry-After": h.retry_after}
             return self._answer(429, envelope(429, None, "rate limit exceeded"), headers)
@@ -232,7 +291,12 @@ class _Handler(BaseHTTPRequestHandler):
         status, answer = hostile.invite(operation, invite_id, body, auth)
         if method == "GET" and h.drip_seconds is not None:
             return self._drip(answer, h.drip_seconds)
-        return self._answer(status, answer, {})
+        headers = {"ETag": hostile.etag(invite_id)} if method == "GET" and h.etags else {}
+        self._answer(status, answer, headers)
+        due = h.change_after_get.get(invite_id)
+        if method == "GET" and due is not None and due[0] == hostile.gets[invite_id]:
+            hostile.invites[invite_id].update(due[1])
+        return None
 
     def _html_error(self, status: int) -> None:
         title = f"{status} {self.responses.get(status, ('Error',))[0]}"

@@ -287,7 +287,7 @@ def test_the_plan_from_the_spec_loads(workdir: Path) -> None:
     assert [(c.id, c.patch, c.before) for c in plan.changes] == [
         ("inv_8f2k1", {"email": "new@acme.example"}, {"email": "old@acme.example"})
     ]
-    assert plan.summary == (1, 12, 1, 0)
+    assert plan.summary == (1, 12, 1, 0, 0)
     assert plan.base_url == "https://api.example.com"
 
 

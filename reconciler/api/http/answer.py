@@ -34,6 +34,8 @@ from reconciler.safetext import redact_and_escape
 _CHUNK = 64 * 1024
 _MAX_MESSAGE = 500  # characters of a server's message worth showing
 _MAX_REQUEST_ID = 100
+# An entity tag as RFC 9110 writes one (weak or strong), bounded: sent back as it came.
+_ETAG = re.compile(r'(?:W/)?"[\x21\x23-\x7e\x80-\xff]{0,200}"')
 # urllib3 caps Retry-After at six hours by default; the real figure is what a user
 # must see ("asked to wait 100000 s"), bounded only so it stays a number.
 _RETRY_AFTER = Retry(retry_after_max=10**9)
@@ -46,6 +48,8 @@ class Answer(NamedTuple):
     body: Any
     request_id: str | None
     error: ApiError | None  # None when the answer says the operation succeeded
+    # The answer's ETag header, bounded: sent back as If-Match by a PATCH after this GET.
+    etag: str | None = None
 
     @property
     def data(self) -> Any:
@@ -69,7 +73,10 @@ def read_answer(response: requests.Response, limits: Limits) -> Answer:
     body = _parse_json(raw)
     request_id = _request_id(body, response)
     error = _error_for(response, body, raw, request_id)
-    return Answer(response.status_code, body, request_id, error)
+    etag = response.headers.get("ETag")
+    if etag is not None and not _ETAG.fullmatch(etag):
+        etag = None  # not a header value we could send back as it is
+    return Answer(response.status_code, body, request_id, error, etag)
 
 
 def read_body(response: requests.Response, limits: Limits) -> bytearray:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import http.client
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -91,6 +91,7 @@ class Attempts:
         json_body: Any = None,
         form: dict[str, str] | None = None,
         give_up_at: float | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> Answer:
         """One HTTP exchange, whole answer included, within the attempt's time."""
         now = self._clock()
@@ -101,6 +102,8 @@ class Attempts:
             now + allowance, self.settings.max_response_bytes, self._clock, self._host, allowance
         )
         request = self._prepare(method, path, auth, json_body, form)
+        if headers:
+            request.headers.update(headers)
         with attempt_deadline(allowance) as deadline:
             try:
                 response = self._send(request, allowance)

@@ -5,8 +5,8 @@ and size, retries as ``retry.decide_retry`` says, and the token fetched on the w
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
 from reconciler.api.exceptions import (
     ApiError,
@@ -40,6 +40,20 @@ log = logging.getLogger("reconciler.api")
 # (seconds an attempt took, its HTTP status or None when no answer came)
 Observer = Callable[[float, "int | None"], None]
 Send = Callable[["float | None"], Answer]
+
+
+class AttemptWatch(Protocol):
+    """Told of each attempt of one request (the audit log's write-ahead rule, per attempt).
+
+    ``before`` is called right before an attempt leaves: if it raises, the attempt is not
+    sent and the exception goes to the caller. ``failed`` is told each attempt that
+    failed, retried or not; a successful attempt is the caller's to record, once it has
+    looked at the answer.
+    """
+
+    def before(self) -> None: ...
+
+    def failed(self, error: ApiError) -> None: ...
 
 
 class Exchange:
@@ -84,16 +98,40 @@ class Exchange:
             return None
         return Grant(tuple(self.settings.contract.scope.split()), token.granted)
 
-    def call(self, method: str, path: str, *, json_body: Any = None, idempotent: bool) -> Answer:
-        """An invite operation: authenticated, observed, retried when safe."""
+    def call(
+        self,
+        method: str,
+        path: str,
+        *,
+        json_body: Any = None,
+        idempotent: bool,
+        headers: Mapping[str, str] | None = None,
+        watch: AttemptWatch | None = None,
+        pacer: RequestPacer | None = None,
+    ) -> Answer:
+        """An invite operation: authenticated, observed, retried when safe; ``watch`` is
+        told of each attempt. ``pacer``: the turns of an endpoint a limit may cover alone
+        (the re-send), instead of the run's."""
 
         def send(give_up_at: float | None) -> Answer:
             return self._attempts.attempt(
-                method, path, self._auth, json_body=json_body, give_up_at=give_up_at
+                method,
+                path,
+                self._auth,
+                json_body=json_body,
+                give_up_at=give_up_at,
+                headers=headers,
             )
 
         return self._with_retries(
-            method, path, send, idempotent=idempotent, observe=True, ready=self._tokens.current
+            method,
+            path,
+            send,
+            idempotent=idempotent,
+            observe=True,
+            ready=self._tokens.current,
+            watch=watch,
+            pacer=pacer,
         )
 
     # -- the retry loop ---------------------------------------------------------
@@ -107,6 +145,8 @@ class Exchange:
         idempotent: bool,
         observe: bool,
         ready: Callable[[], object] | None = None,
+        watch: AttemptWatch | None = None,
+        pacer: RequestPacer | None = None,
     ) -> Answer:
         # The retry budget starts with the first attempt: time queued for a turn before
         # it, or behind other requests later, is ours, not the server's refusing.
@@ -128,13 +168,15 @@ class Exchange:
             # longer than a whole budget is refused even before a request's first try.
             budget = self.settings.retry_max_seconds
             left = budget if give_up_at is None else give_up_at - self._clock()
-            turn = self._take_turn(left, first=give_up_at is None, last=error)
+            turn = self._take_turn(left, first=give_up_at is None, last=error, pacer=pacer)
             started = self._clock()
             if give_up_at is None:
                 give_up_at = started + self.settings.retry_max_seconds
             else:
                 give_up_at += turn.queued
             answer: Answer | None = None
+            if watch is not None:
+                watch.before()  # its record first: raising, it keeps this attempt unsent
             try:
                 answer = send(give_up_at if attempt > 1 else None)
                 error = answer.error
@@ -142,7 +184,12 @@ class Exchange:
                 error = failure
             if error is not None and error is self._tokens.failure:
                 # The token request already had its retries; this one never left.
-                raise _unsent(error)
+                unsent = _unsent(error)
+                if watch is not None:
+                    watch.failed(unsent)
+                raise unsent
+            if error is not None and watch is not None:
+                watch.failed(error)
             elapsed = self._clock() - started
             status = answer.status if answer else getattr(error, "status", None)
             log.debug(
@@ -159,7 +206,7 @@ class Exchange:
             if status is not None:  # an answer came: it says something about the rate
                 refused = error is not None and is_rate_signal(error)
                 retry_after = error.retry_after if refused and error is not None else None
-                refusal = self._pacer.on_answer(
+                refusal = (pacer or self._pacer).on_answer(
                     turn, elapsed, refused=refused, retry_after=retry_after, again=refusal
                 )
                 own = refusal is not None and refusal.own
@@ -184,9 +231,16 @@ class Exchange:
             )
             self._pause(decision.delay, error)
 
-    def _take_turn(self, budget_left: float, *, first: bool, last: ApiError | None) -> Turn:
+    def _take_turn(
+        self,
+        budget_left: float,
+        *,
+        first: bool,
+        last: ApiError | None,
+        pacer: RequestPacer | None = None,
+    ) -> Turn:
         try:
-            return self._pacer.wait_turn(stop=self.stop, budget_left=budget_left)
+            return (pacer or self._pacer).wait_turn(stop=self.stop, budget_left=budget_left)
         except NoTurn as no:
             if no.stopped:
                 raise NotSent("not sent: the run is stopping") from None

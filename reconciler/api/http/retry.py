@@ -31,6 +31,8 @@ def may_retry(error: ApiError, idempotent: bool) -> bool:
     if isinstance(error, TransportError):
         # A request that may have reached the server is repeated only if repeating is safe.
         return not error.permanent and (idempotent or not error.maybe_sent)
+    if error.refused_before_acting:  # a 429 or a 503, any body: nothing was done
+        return True
     return idempotent and isinstance(error, RateLimited | ServerError)
 
 
@@ -92,4 +94,6 @@ def _wait(error: ApiError, attempt: int, jitter: float) -> float:
     if error.retry_after is not None:
         return error.retry_after
     # Exponential backoff with full jitter, so workers do not retry in step.
-    return jitter * min(BACKOFF_CAP, BACKOFF_BASE * 2.0 ** (attempt - 1))
+    # The exponent bounded: a refusal is not counted against max_attempts, so a request
+    # refused for all of retry_max_seconds may have made thousands of attempts.
+    return jitter * min(BACKOFF_CAP, BACKOFF_BASE * 2.0 ** min(attempt - 1, 16))

@@ -517,7 +517,7 @@ def test_custom_path_templates_and_base_url_prefix(
     requests_mock.get(
         prefix + "/kyb/v2/invites/inv_1/details", **ok_invite({**INVITE, "id": "inv_1"})
     )
-    requests_mock.patch(prefix + "/kyb/v2/invites/inv_1", json=envelope(INVITE))
+    requests_mock.patch(prefix + "/kyb/v2/invites/inv_1", json=envelope({**INVITE, "id": "inv_1"}))
     requests_mock.post(prefix + "/kyb/v2/invites/inv_1:resend", json=envelope(None))
 
     client.get_invite("inv_1")
@@ -937,12 +937,11 @@ def test_client_errors_are_never_retried(
     [
         failure(500, "internal"),
         failure(502, "bad gateway"),
-        failure(503, "unavailable"),
         failure(504, "gateway timeout"),
         {"exc": requests.exceptions.ReadTimeout},
         {"exc": requests.exceptions.ConnectionError("Connection aborted: reset by peer")},
     ],
-    ids=["500", "502", "503", "504", "read-timeout", "connection-reset"],
+    ids=["500", "502", "504", "read-timeout", "connection-reset"],
 )
 def test_resend_is_not_retried_once_the_server_may_have_it(
     client: ApiClient, requests_mock: Any, token_endpoint: Any, response: dict[str, Any]
@@ -953,6 +952,28 @@ def test_resend_is_not_retried_once_the_server_may_have_it(
         client.resend_invite("inv_8f2k1")
 
     assert len(api_calls(requests_mock)) == 1
+
+
+@pytest.mark.parametrize(
+    "refusal",
+    [
+        failure(429, "rate limit exceeded"),
+        failure(503, "unavailable"),
+        {"status_code": 503, "text": "<html>503 Service Unavailable</html>"},
+        {"status_code": 429, "text": "<html>429 Too Many Requests</html>"},
+    ],
+    ids=["429", "503", "503-html", "429-html"],
+)
+def test_a_resend_refused_before_it_was_acted_on_is_sent_again(
+    client: ApiClient, requests_mock: Any, token_endpoint: Any, refusal: dict[str, Any]
+) -> None:
+    # A 429 or a 503, any body: a gateway or the platform refused it; nothing was sent.
+    requests_mock.post(RESEND_URL, [refusal, {"json": envelope(None, request_id="78")}])
+
+    receipt = client.resend_invite("inv_8f2k1")
+
+    assert receipt.request_id == "78"
+    assert len(api_calls(requests_mock)) == 2
 
 
 def test_resend_is_retried_when_the_connection_never_opened(

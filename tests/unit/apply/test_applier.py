@@ -1,61 +1,323 @@
-"""The Applier's report: a write that never left is "not started", not "failed"."""
+"""The Applier: one write path per invite, observed from the read before it to the re-send.
+
+A write that never left is "not started", not "failed"; a field that moved since the
+plan is a conflict and nothing is written; what the platform stored is checked against
+what was sent (diverged, another invite's answer); a re-send is due only for fields
+stored as sent, and one due and never attempted is owed.
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from support.values import held, typed
 
-from reconciler.api.client import Receipt
-from reconciler.api.exceptions import NotSent
-from reconciler.apply.applier import Applier, WriteOutcome
+from reconciler.api.client import Read, Receipt, Written
+from reconciler.api.exceptions import NotSent, PreconditionFailed, ServerError, WrongInvite
+from reconciler.api.http.exchange import AttemptWatch
+from reconciler.apply.applier import Applier, ApplyReport, ResendOutcome, WriteOutcome
 from reconciler.apply.audit import Attempt, AuditLog, AuditLogError, NoAuditLog
-from reconciler.model.invite import SourceLocation
+from reconciler.model.fields import fields_from_json
+from reconciler.model.invite import CurrentInvite, SourceLocation
+from reconciler.model.values import fields_json
 from reconciler.plan.changes import InviteChange
 from reconciler.plan.model import Plan
 from reconciler.safetext import register_secret
 from reconciler.stop import Stop
 
 
-class _StoppingClient:
+class _Platform:
+    """Invites held as JSON; each write applied as ``store`` says, and every call counted."""
+
+    def __init__(self, invites: dict[str, dict[str, Any]]) -> None:
+        self.invites = invites
+        self.calls: list[tuple[str, str]] = []
+        self.bodies: list[dict[str, Any]] = []
+        self.etag: str | None = None
+        self.if_match: list[str | None] = []
+        # What the platform makes of a PATCH body before it stores it.
+        self.store: Callable[[dict[str, Any]], dict[str, Any]] = lambda body: body
+        self.answer_with: str | None = None  # another invite's id, answered instead
+        self.data_less = False  # the PATCH answer holds no invite
+        self.resend_error: Exception | None = None
+        self.before_patch: Callable[[], None] = lambda: None
+
+    def current(self, invite_id: str) -> CurrentInvite:
+        raw = self.invites[invite_id]
+        return CurrentInvite(invite_id, raw.get("status", "pending"), fields_from_json(raw))
+
+    def read_invite(self, invite_id: str) -> Read:
+        self.calls.append(("GET", invite_id))
+        return Read(self.current(invite_id), self.etag)
+
+    def write_invite(
+        self,
+        invite_id: str,
+        patch: dict[str, Any],
+        *,
+        if_match: str | None = None,
+        watch: AttemptWatch | None = None,
+    ) -> Written:
+        self.before_patch()
+        if watch is not None:
+            watch.before()
+        self.calls.append(("PATCH", invite_id))
+        self.if_match.append(if_match)
+        body = json.loads(json.dumps(fields_json(patch)))
+        self.bodies.append(body)
+        if if_match is not None and if_match != self.etag:
+            raise PreconditionFailed("precondition failed", status=412)
+        self.invites[invite_id].update(self.store(body))
+        if self.answer_with is not None:
+            raise WrongInvite(f"about {self.answer_with}", status=200)
+        stored = None if self.data_less else self.current(invite_id)
+        return Written(200, f"req-{invite_id}", stored)
+
+    def resend_invite(self, invite_id: str, *, watch: AttemptWatch | None = None) -> Receipt:
+        if isinstance(self.resend_error, NotSent):  # the turn never came: nothing recorded
+            raise self.resend_error
+        if watch is not None:
+            watch.before()
+        self.calls.append(("RESEND", invite_id))
+        if self.resend_error is not None:
+            raise self.resend_error
+        return Receipt(200, f"req-r-{invite_id}")
+
+
+def _change(
+    before: dict[str, Any],
+    patch: dict[str, Any],
+    resend: bool = False,
+    invite_id: str = "inv_1",
+    **extra: Any,
+) -> InviteChange:
+    return InviteChange(
+        invite_id, SourceLocation("a.yaml", 3), None, held(before), typed(patch), resend, **extra
+    )
+
+
+def _apply(
+    platform: _Platform, *changes: InviteChange, stop: Stop | None = None, audit: Any = None
+) -> ApplyReport:
+    applier = Applier(platform, parallelism=1, stop=stop or Stop(), audit=audit)  # type: ignore[arg-type]
+    return applier.apply(Plan(base_url="https://api.example", changes=list(changes)))
+
+
+# -- read before write ---------------------------------------------------------------
+
+
+def test_a_field_moved_since_the_plan_is_a_conflict_and_nothing_is_written() -> None:
+    platform = _Platform({"inv_1": {"id": "inv_1", "email": "support@a.example"}})
+    report = _apply(platform, _change({"email": "old@a.example"}, {"email": "new@a.example"}))
+    (result,) = report.results
+    assert result.outcome is WriteOutcome.CONFLICT
+    assert [(m.field, m.planned, m.now, m.wanted) for m in result.moved] == [
+        ("email", "old@a.example", "support@a.example", "new@a.example")
+    ]
+    assert platform.calls == [("GET", "inv_1")]  # no PATCH
+    assert report.conflicts == 1 and not report.ok
+
+
+def test_a_kept_contact_phone_changed_meanwhile_is_never_put_back() -> None:
+    # Row 4: the files manage the contact's name and e-mail; support changed its phone.
+    contact = {"name": "José", "email": "jose@a.example", "phone": "+5215500000000"}
+    platform = _Platform(
+        {"inv_1": {"id": "inv_1", "primaryContact": {**contact, "phone": "+5215511111111"}}}
+    )
+    wanted = {**contact, "name": "María", "email": "maria@a.example"}
+    change = _change(
+        {"primaryContact": contact}, {"primaryContact": wanted}, kept={"primaryContact": ("phone",)}
+    )
+    (result,) = _apply(platform, change).results
+    assert result.outcome is WriteOutcome.CONFLICT
+    assert platform.calls == [("GET", "inv_1")]
+    assert platform.invites["inv_1"]["primaryContact"]["phone"] == "+5215511111111"
+
+
+def test_fields_already_at_their_value_are_left_out_of_the_patch() -> None:
+    platform = _Platform({"inv_1": {"id": "inv_1", "name": "New", "email": "old@a.example"}})
+    change = _change(
+        {"name": "Old", "email": "old@a.example"}, {"name": "New", "email": "new@a.example"}
+    )
+    (result,) = _apply(platform, change).results
+    assert result.outcome is WriteOutcome.UPDATED
+    assert platform.bodies == [{"email": "new@a.example"}]
+
+
+def test_a_change_made_already_is_sent_no_more() -> None:
+    platform = _Platform({"inv_1": {"id": "inv_1", "email": "new@a.example"}})
+    change = _change({"email": "old@a.example"}, {"email": "new@a.example"}, resend=True)
+    report = _apply(platform, change)
+    assert [r.outcome for r in report.results] == [WriteOutcome.ALREADY_APPLIED]
+    assert platform.calls == [("GET", "inv_1")] and report.ok
+
+
+def test_the_etag_read_is_sent_as_if_match_and_a_412_is_a_conflict() -> None:
+    platform = _Platform({"inv_1": {"id": "inv_1", "email": "old@a.example"}})
+    platform.etag = '"v1"'
+    change = _change({"email": "old@a.example"}, {"email": "new@a.example"}, resend=True)
+
+    def moved_on() -> None:
+        platform.etag = '"v2"'  # changed between the GET and the PATCH
+
+    platform.before_patch = moved_on
+    (result,) = _apply(platform, change).results
+    assert platform.if_match == ['"v1"']
+    assert result.outcome is WriteOutcome.CONFLICT and result.error is not None
+    assert result.resend is None
+    assert ("RESEND", "inv_1") not in platform.calls
+
+
+# -- checked after write ----------------------------------------------------------------
+
+
+def test_a_normalised_email_is_diverged_and_never_triggers_the_re_send() -> None:
+    # Row 1: the platform lower-cases e-mails.
+    platform = _Platform({"inv_1": {"id": "inv_1", "email": "old@acme.example"}})
+    platform.store = lambda body: {k: v.lower() if k == "email" else v for k, v in body.items()}
+    change = _change(
+        {"email": "old@acme.example"},
+        {"email": "Compliance@Acme.example"},
+        resend=True,
+        resend_on=("email",),
+    )
+    report = _apply(platform, change)
+    (result,) = report.results
+    assert result.outcome is WriteOutcome.DIVERGED
+    assert [(d.field, d.sent, d.stored) for d in result.diverged] == [
+        ("email", "Compliance@Acme.example", "compliance@acme.example")
+    ]
+    assert result.resend is ResendOutcome.WITHHELD
+    assert ("RESEND", "inv_1") not in platform.calls
+    assert not report.ok
+
+
+def test_text_in_another_normal_form_or_a_set_in_another_order_is_stored_as_sent() -> None:
+    platform = _Platform({"inv_1": {"id": "inv_1", "name": "Cafe", "groups": ["a"]}})
+    # NFD sent, the platform stores NFC; the set comes back in its own order.
+    platform.store = lambda body: {
+        "name": "Caf\u00e9",
+        "groups": list(reversed(body["groups"])),
+    }
+    change = _change(
+        {"name": "Cafe", "groups": ["a"]}, {"name": "Cafe\u0301", "groups": ["x", "y"]}, True
+    )
+    (result,) = _apply(platform, change).results
+    assert result.outcome is WriteOutcome.UPDATED
+    assert result.resend is ResendOutcome.RESENT
+
+
+def test_true_re_sends_for_the_fields_stored_as_sent_and_names_the_platforms_recipient() -> None:
+    # Row 2: the platform ignores a changed e-mail; the name is stored.
+    platform = _Platform({"inv_1": {"id": "inv_1", "name": "A", "email": "old@a.example"}})
+    platform.store = lambda body: {k: v for k, v in body.items() if k != "email"}
+    change = _change(
+        {"name": "A", "email": "old@a.example"},
+        {"name": "B", "email": "new@a.example"},
+        True,
+        recipient="new@a.example",
+    )
+    (result,) = _apply(platform, change).results
+    assert result.outcome is WriteOutcome.DIVERGED
+    assert result.resend is ResendOutcome.RESENT
+    assert result.recipient == "old@a.example"  # where it actually went
+
+
+def test_an_answer_about_another_invite_is_unknown_and_re_sends_nothing() -> None:
+    # Row 3.
+    platform = _Platform({"inv_1": {"id": "inv_1", "email": "old@a.example"}})
+    platform.answer_with = "inv_OTHER"
+    change = _change({"email": "old@a.example"}, {"email": "new@a.example"}, True)
+    report = _apply(platform, change)
+    (result,) = report.results
+    assert result.outcome is WriteOutcome.UPDATE_UNKNOWN
+    assert ("RESEND", "inv_1") not in platform.calls
+    assert [r.change.id for r in report.resends_in_doubt] == ["inv_1"]
+
+
+def test_a_patch_answer_without_data_is_verified_with_a_get() -> None:
+    platform = _Platform({"inv_1": {"id": "inv_1", "email": "old@a.example"}})
+    platform.data_less = True
+    change = _change({"email": "old@a.example"}, {"email": "new@a.example"})
+    (result,) = _apply(platform, change).results
+    assert result.outcome is WriteOutcome.UPDATED
+    assert platform.calls == [("GET", "inv_1"), ("PATCH", "inv_1"), ("GET", "inv_1")]
+
+
+def test_a_kept_sub_field_the_platform_reformats_is_noted_not_diverged() -> None:
+    contact = {"name": "Ana", "email": "ana@a.example", "phone": "+52 155 0000 0000"}
+    platform = _Platform({"inv_1": {"id": "inv_1", "primaryContact": contact}})
+    platform.store = lambda body: {
+        "primaryContact": {**body["primaryContact"], "phone": "+5215500000000"}
+    }
+    change = _change(
+        {"primaryContact": contact},
+        {"primaryContact": {**contact, "name": "Ana Ruiz"}},
+        kept={"primaryContact": ("phone",)},
+    )
+    (result,) = _apply(platform, change).results
+    assert result.outcome is WriteOutcome.UPDATED
+    assert [(n.field, n.stored) for n in result.noted] == [
+        ("primaryContact.phone", "+5215500000000")
+    ]
+
+
+# -- re-sends: refused, unknown, owed ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("error", "expected"),
+    [
+        (ServerError("bad gateway", status=502), ResendOutcome.RESEND_UNKNOWN),
+        (NotSent("not sent: the run is stopping"), ResendOutcome.OWED),
+    ],
+)
+def test_what_a_re_send_ended_as(error: Exception, expected: ResendOutcome) -> None:
+    platform = _Platform({"inv_1": {"id": "inv_1", "email": "old@a.example"}})
+    platform.resend_error = error
+    change = _change({"email": "old@a.example"}, {"email": "new@a.example"}, True)
+    report = _apply(platform, change)
+    assert report.results[0].resend is expected
+    assert not report.ok
+
+
+def test_a_re_send_owed_is_on_disk_at_the_update_and_after_it(tmp_path: Path) -> None:
+    platform = _Platform({"inv_1": {"id": "inv_1", "email": "old@a.example"}})
+    platform.resend_error = NotSent("not sent: the run is stopping")
+    log = AuditLog(str(tmp_path / "audit.jsonl"), "ci")
+    change = _change({"email": "old@a.example"}, {"email": "new@a.example"}, True)
+    _apply(platform, change, audit=log)
+    log.close()
+    records = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    update = [r for r in records if r["record"] == "outcome" and r["operation"] == "update"]
+    assert update[0]["resend"] == "due"
+    assert [r["record"] for r in records][-1] == "resend_owed"
+
+
+# -- the run's stop and the audit log -----------------------------------------------------
+
+
+class _StoppingPlatform(_Platform):
     """The run stopped while these writes waited for their turn: none is sent."""
 
-    def __init__(self) -> None:
-        self.sent: list[str] = []
-
-    def update_invite(self, invite_id: str, patch: dict[str, Any]) -> Receipt:
-        if invite_id == "inv_1":
-            self.sent.append(invite_id)
-            return Receipt(200, "req-1")
-        raise NotSent("not sent: the run is stopping")
+    def read_invite(self, invite_id: str) -> Read:
+        if invite_id != "inv_1":
+            raise NotSent("not sent: the run is stopping")
+        return super().read_invite(invite_id)
 
 
 def test_writes_the_stopping_run_never_sent_are_reported_not_started() -> None:
-    changes = [
-        InviteChange(
-            f"inv_{n}", SourceLocation("a.yaml", n), None, {"name": "a"}, {"name": "b"}, False
-        )
-        for n in (1, 2, 3)
-    ]
-    client = _StoppingClient()
-    report = Applier(client, parallelism=1, stop=Stop()).apply(  # type: ignore[arg-type]
-        Plan(base_url="https://api.example", changes=changes)
-    )
+    platform = _StoppingPlatform({f"inv_{n}": {"id": f"inv_{n}", "name": "a"} for n in (1, 2, 3)})
+    changes = [_change({"name": "a"}, {"name": "b"}, invite_id=f"inv_{n}") for n in (1, 2, 3)]
+    report = _apply(platform, *changes)
     states = [r.outcome for r in report.results]
     assert states == [WriteOutcome.UPDATED, WriteOutcome.NOT_STARTED, WriteOutcome.NOT_STARTED]
-    assert client.sent == ["inv_1"]
+    assert [c for c in platform.calls if c[0] == "PATCH"] == [("PATCH", "inv_1")]
     assert report.count(WriteOutcome.FAILED) == 0
-
-
-class _RecordingClient:
-    def __init__(self) -> None:
-        self.bodies: list[dict[str, Any]] = []
-
-    def update_invite(self, invite_id: str, patch: dict[str, Any]) -> Receipt:
-        self.bodies.append(patch)
-        return Receipt(200, "req-1")
 
 
 def test_the_audit_log_records_what_was_sent_redacting_only_what_the_server_holds(
@@ -72,16 +334,12 @@ def test_the_audit_log_records_what_was_sent_redacting_only_what_the_server_hold
         "name": "Flag Bearer Ltd.",
         "primaryContact": {**before["primaryContact"], "name": "Torch Bearer 2 Team"},  # type: ignore[dict-item]
     }
-    change = InviteChange(
-        "inv_1", SourceLocation("a.yaml", 1), None, held(before), typed(patch), False
-    )
-    client = _RecordingClient()
+    platform = _Platform({"inv_1": {"id": "inv_1", **before}})
+    change = _change(before, patch, kept={"primaryContact": ("note",)})
     log = AuditLog(str(tmp_path / "audit.jsonl"), "ci")
-    Applier(client, parallelism=1, stop=Stop(), audit=log).apply(  # type: ignore[arg-type]
-        Plan(base_url="https://api.example", changes=[change])
-    )
+    _apply(platform, change, audit=log)
     log.close()
-    assert client.bodies == [patch]  # sent byte for byte, the server's sub-field included
+    assert platform.bodies == [patch]  # sent byte for byte, the server's sub-field included
     text = (tmp_path / "audit.jsonl").read_text(encoding="utf-8")
     assert secret not in text
     fields = json.loads(text.splitlines()[0])["fields"]
@@ -92,22 +350,6 @@ def test_the_audit_log_records_what_was_sent_redacting_only_what_the_server_hold
         "email": "j@a.example",
         "note": "tok [redacted]",
     }
-
-
-class _Client:
-    """Every write succeeds; the e-mails sent are counted."""
-
-    def __init__(self) -> None:
-        self.updated: list[str] = []
-        self.resent: list[str] = []
-
-    def update_invite(self, invite_id: str, patch: dict[str, Any]) -> Receipt:
-        self.updated.append(invite_id)
-        return Receipt(200, f"req-{invite_id}")
-
-    def resend_invite(self, invite_id: str) -> Receipt:
-        self.resent.append(invite_id)
-        return Receipt(200, f"req-r-{invite_id}")
 
 
 class _LogFillingUp(NoAuditLog):
@@ -122,26 +364,26 @@ class _LogFillingUp(NoAuditLog):
         self.attempts.append((operation, invite_id))
         return Attempt("a1", invite_id, operation)
 
-    def outcome(self, attempt: Attempt, outcome: str, *rest: Any) -> None:
+    def outcome(self, attempt: Attempt, outcome: str, *rest: Any, **extra: Any) -> None:
+        raise AuditLogError("audit.jsonl: cannot write the audit log (No space left)")
+
+    def resend_owed(self, invite_id: str, reason: str) -> None:
         raise AuditLogError("audit.jsonl: cannot write the audit log (No space left)")
 
 
 def test_a_log_that_fills_after_the_request_left_still_reports_the_write_and_owes_its_e_mail():
+    platform = _Platform({f"inv_{n}": {"id": f"inv_{n}", "email": "o@a.example"} for n in (1, 2)})
     changes = [
-        InviteChange(
-            f"inv_{n}", SourceLocation("a.yaml", n), None, {"email": "o"}, {"email": "n"}, True
-        )
+        _change({"email": "o@a.example"}, {"email": "n@a.example"}, True, invite_id=f"inv_{n}")
         for n in (1, 2)
     ]
-    client, stop = _Client(), Stop()
-    report = Applier(client, parallelism=1, stop=stop, audit=_LogFillingUp()).apply(  # type: ignore[arg-type]
-        Plan(base_url="https://api.example", changes=changes)
-    )
-    assert [r.outcome for r in report.results] == [
-        WriteOutcome.NOT_RESENT,  # updated (the server has it), the e-mail not sent
-        WriteOutcome.NOT_STARTED,
+    stop = Stop()
+    report = _apply(platform, *changes, stop=stop, audit=_LogFillingUp())
+    assert [(r.outcome, r.resend) for r in report.results] == [
+        (WriteOutcome.UPDATED, ResendOutcome.OWED),  # updated (the server has it), e-mail owed
+        (WriteOutcome.NOT_STARTED, None),
     ]
-    assert client.updated == ["inv_1"] and client.resent == []
+    assert [c for c in platform.calls if c[0] != "GET"] == [("PATCH", "inv_1")]
     assert [r.change.id for r in report.resends_not_made] == ["inv_1"]
     assert report.audit_error is not None and not report.ok
     assert stop.reason == "the audit log could not be written"

@@ -16,7 +16,6 @@ import pytest
 import requests
 from support.fake_platform import (
     IDS,
-    INVITES,
     FakePlatform,
     answer,
     apply_all,
@@ -185,9 +184,10 @@ def test_apply_writes_despite_a_lone_surrogate_in_the_servers_name(
 ) -> None:
     with serve(monkeypatch, tmp_path) as fake:
         # requests-mock writes JSON with ASCII escapes: the surrogate arrives as "\ud800".
-        invite = {"id": "inv_2b6n3", "status": "pending", "name": "Nunez \ud800 S.A."}
-        invite["email"] = "cumplimiento@nunez.example"
-        fake.mock.get(INVITES + "inv_2b6n3", json=envelope(invite))
+        fake.held["inv_2b6n3"] = {
+            "name": "Nunez \ud800 S.A.",
+            "email": "cumplimiento@nunez.example",
+        }
         code = reconcile("apply", "--auto-approve", str(write_invites(tmp_path / "invites")))
         out, err = capsys.readouterr()
         assert code == 0, err

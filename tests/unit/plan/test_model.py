@@ -71,7 +71,13 @@ def test_every_record_reads_back_what_it_wrote():
     again = plan_from_document(to_document(plan), "plan.json")
     assert again == plan
     assert plan_digest(again) == plan_digest(plan)
-    assert to_document(plan)["summary"] == {"update": 1, "resend": 1, "unchanged": 7, "error": 1}
+    assert to_document(plan)["summary"] == {
+        "update": 1,
+        "resend": 1,
+        "unchanged": 7,
+        "error": 1,
+        "conflict": 0,
+    }
     assert to_document(plan)["format_version"] == 2
 
 
@@ -214,7 +220,7 @@ def test_a_scoped_plan_document_says_its_scope_and_reads_back():
 def test_a_plan_not_scoped_keeps_its_document_as_it_was():
     document = to_document(make_plan(BASE, [(desired(1), Done(current(1)))]))
     assert "changed_since" not in document and "conflicts" not in document["changes"][0]
-    assert set(document["summary"]) == {"update", "unchanged", "error", "resend"}
+    assert set(document["summary"]) == {"update", "unchanged", "error", "resend", "conflict"}
 
 
 def _resending(count: int, max_resends: int | None = None) -> Plan:

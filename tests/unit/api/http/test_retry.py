@@ -72,8 +72,17 @@ def test_a_resend_is_retried_only_when_it_surely_never_left() -> None:
 
     assert decide(never_left, idempotent=False).retry
     assert not decide(may_have_left, idempotent=False).retry
-    assert not decide(ServerError("down", status=503), idempotent=False).retry
-    assert not decide(RateLimited("slow", status=429), idempotent=False).retry
+    assert not decide(ServerError("down", status=502), idempotent=False).retry
+    assert not decide(ServerError("timed out", status=504), idempotent=False).retry
+    assert not decide(ServerError("fault", status=500, enveloped=True), idempotent=False).retry
+
+
+def test_a_resend_refused_before_it_was_acted_on_is_sent_again() -> None:
+    # A 429 or a 503, any body: a refusal, made before the platform did anything (issue 36).
+    assert decide(ServerError("down", status=503), idempotent=False).retry
+    assert decide(RateLimited("slow", status=429), idempotent=False).retry
+    # The run's own "not sent" (no status) is no refusal of the server's.
+    assert not RateLimited("not sent: the server asked ...").refused_before_acting
 
 
 def test_backoff_grows_per_attempt_with_full_jitter_and_a_cap() -> None:
@@ -216,8 +225,8 @@ def test_a_connection_refused_before_sending_is_retried_even_for_a_write():
 
 
 def test_a_write_is_never_retried_after_a_server_error():
-    assert decide(ServerError("down", status=503), idempotent=False) == RetryDecision(False)
-    assert decide(RateLimited("slow", status=429), idempotent=False) == RetryDecision(False)
+    assert decide(ServerError("down", status=500), idempotent=False) == RetryDecision(False)
+    assert decide(ServerError("bad gateway", status=502), idempotent=False) == RetryDecision(False)
 
 
 def test_a_refusal_that_is_the_requests_own_backs_off_alone() -> None:
@@ -232,3 +241,11 @@ def test_a_refusal_that_is_the_requests_own_backs_off_alone() -> None:
     assert first == RetryDecision(True, BACKOFF_BASE)
     assert later == RetryDecision(True, BACKOFF_CAP)
     assert shared == RetryDecision(True, 0.0)  # a limit on all: the wait is the pacer's
+
+
+def test_a_request_refused_thousands_of_times_still_gets_a_backoff() -> None:
+    # Refusals do not count against max_attempts: the attempt number can grow past what
+    # 2 ** n as a float holds (an OverflowError once, behind a limit on /resend alone).
+    error = RateLimited("slow down", status=429)
+    decision = decide_retry(error, 5000, 60, idempotent=False, max_attempts=5, jitter=1.0, own=True)
+    assert decision == RetryDecision(True, BACKOFF_CAP)

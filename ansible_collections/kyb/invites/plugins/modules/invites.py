@@ -163,6 +163,17 @@ update_unknown:
   returned: on failure
   type: list
   elements: str
+diverged:
+  description: Ids updated whose platform stored a managed field otherwise than sent
+    (normalised, ignored); fix the files or C(reconcile adopt --target ID).
+  returned: on failure
+  type: list
+  elements: str
+conflict:
+  description: Ids not written because the platform changed them since the plan.
+  returned: on failure
+  type: list
+  elements: str
 errors:
   description: Invites that could not be read, planned or updated, each with C(id),
     C(source) and the library's redacted C(message).
@@ -188,7 +199,7 @@ from ansible_collections.kyb.invites.plugins.module_utils.invite_reconciler impo
 )
 
 if HAS_LIBRARY:
-    from reconciler.apply.applier import Applier, WriteOutcome
+    from reconciler.apply.applier import Applier, ResendOutcome, WriteOutcome
     from reconciler.apply.audit import AuditLogError, open_audit_log
     from reconciler.commands.common import check_writable
     from reconciler.commands.remote import api_client, capacity_for, compute_plan
@@ -338,21 +349,14 @@ class Run:
 
     def finish_apply(self, plan, report):
         result = self.result
-        by_outcome = {}
-        for item in report.results:
-            by_outcome.setdefault(item.outcome, []).append(item)
+        results = report.results
 
         def ids(*outcomes):
-            return [r.change.id for o in outcomes for r in by_outcome.get(o, [])]
+            return [r.change.id for r in results if r.outcome in outcomes or r.resend in outcomes]
 
-        updated = ids(
-            WriteOutcome.UPDATED,
-            WriteOutcome.RESENT,
-            WriteOutcome.NOT_RESENT,
-            WriteOutcome.RESEND_UNKNOWN,
-        )
+        updated = [r.change.id for r in results if r.outcome.updated]
         result["updated"] = updated
-        result["resent"] = ids(WriteOutcome.RESENT)
+        result["resent"] = ids(ResendOutcome.RESENT)
         unknown = ids(WriteOutcome.UPDATE_UNKNOWN)
         # An update that may have landed counts as a change: a handler must not miss it.
         result["changed"] = bool(updated or unknown)
@@ -364,7 +368,9 @@ class Run:
                 f"updated, but the invitation was not e-mailed again: {_ids(not_made)} (send "
                 "it with `reconcile resend ID`)"
             )
-        in_doubt = ids(WriteOutcome.RESEND_UNKNOWN) + [r.change.id for r in report.resends_in_doubt]
+        in_doubt = ids(ResendOutcome.RESEND_UNKNOWN) + [
+            r.change.id for r in report.resends_in_doubt
+        ]
         if in_doubt:
             result["resend_unknown"] = in_doubt
             problems.append(
@@ -376,17 +382,28 @@ class Run:
             problems.append(
                 f"no answer came back, the update may or may not have been applied: {_ids(unknown)}"
             )
-        errors = result.get("errors", [])
-        for item in by_outcome.get(WriteOutcome.FAILED, []) + by_outcome.get(
-            WriteOutcome.UPDATE_UNKNOWN, []
-        ):
-            errors.append(
-                dict(id=item.change.id, source=str(item.change.source), message=shown(item.error))
+        diverged = ids(WriteOutcome.DIVERGED)
+        if diverged:
+            result["diverged"] = diverged
+            problems.append(
+                f"written, but the platform stored a field otherwise: {_ids(diverged)} (fix the "
+                "files, or take the platform's value with `reconcile adopt --target ID`)"
             )
-        for item in by_outcome.get(WriteOutcome.NOT_RESENT, []) + by_outcome.get(
-            WriteOutcome.RESEND_UNKNOWN, []
-        ):
-            errors.append(dict(id=item.change.id, source=None, message=shown(item.error)))
+        conflict = ids(WriteOutcome.CONFLICT)
+        if conflict or report.left_in_conflict:
+            result["conflict"] = conflict
+            problems.append(
+                "changed on the platform since the plan, not written: "
+                f"{_ids(conflict) if conflict else report.left_in_conflict}"
+            )
+        errors = result.get("errors", [])
+        for item in results:
+            if item.error is not None:
+                source = str(item.change.source)
+                errors.append(dict(id=item.change.id, source=source, message=shown(item.error)))
+            if item.resend_error is not None:
+                message = shown(item.resend_error)
+                errors.append(dict(id=item.change.id, source=None, message=message))
         if errors:
             result["errors"] = errors
         failed_updates = ids(WriteOutcome.FAILED)

@@ -1,0 +1,374 @@
+"""Every write checked (issue 33): the real CLI against a platform that stores something
+else than it is sent, changes under the plan, answers about another invite, or refuses a
+re-send; and the process signalled in the middle of a write.
+
+Each row of issue 33's table is a test here; each asserts what the server received
+(no PATCH for a conflict, no re-send for a diverged field, a GET after a PATCH without
+data), the exit code and the audit log's records.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+import unicodedata
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.cli import run_cli
+from support.helpers import RECONCILE, clean_env, sandbox_env
+from support.hostile_server import CLIENT_ID, HostileServer, Hostility, Seen
+from support.invites import ACME, desired_entry, write_invites
+
+from reconciler.sandbox import Sandbox
+
+pytestmark = pytest.mark.e2e
+
+SECRET = "hostile-write-secret"
+QUICK = "max_attempts: 3\nretry_max_seconds: 20\ntimeout: 2\nparallelism: 2\n"
+
+
+def hostile_env(server: HostileServer) -> dict[str, str]:
+    return clean_env(
+        RECONCILER_BASE_URL=server.url,
+        RECONCILER_CLIENT_ID=CLIENT_ID,
+        RECONCILER_CLIENT_SECRET=SECRET,
+    )
+
+
+def records(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def outcomes(path: Path, operation: str) -> list[str]:
+    return [
+        r["outcome"]
+        for r in records(path)
+        if r["record"] == "outcome" and r["operation"] == operation
+    ]
+
+
+def apply(cwd: Path, env: dict[str, str], *extra: str) -> Any:
+    (cwd / "reconciler.yaml").write_text(QUICK, encoding="utf-8")
+    args = ("apply", "--auto-approve", "--audit-log", "audit.jsonl", *extra, "invites")
+    return run_cli(*args, cwd=cwd, env=env)
+
+
+def methods(seen: list[Seen], invite_id: str = "inv_acme") -> list[str]:
+    """What the server received for the invite, in order: GET, PATCH, RESEND."""
+    found = []
+    for s in seen:
+        if f"/invites/{invite_id}" not in s.target:
+            continue
+        found.append("RESEND" if s.target.endswith("/resend") else s.method)
+    return found
+
+
+# -- row 1: a normalising platform ----------------------------------------------------------
+
+
+def test_a_normalised_email_is_diverged_sends_no_e_mail_and_stays_in_the_plan(
+    start_sandbox: Callable[..., Sandbox], tmp_path: Path
+) -> None:
+    server = start_sandbox([ACME], normalize=True)
+    env = sandbox_env(server)
+    entry = desired_entry(ACME, email="Compliance@Acme.example", resendOnChange=["email"])
+    write_invites(tmp_path / "invites", [entry])
+    for _ in range(2):  # every apply: the same answer, and never an e-mail
+        applied = apply(tmp_path, env)
+        assert applied.returncode == 1, applied.stderr
+        assert "diverged     inv_acme" in applied.stdout
+        assert (
+            'the platform stored "compliance@acme.example" for `email`, not '
+            '"Compliance@Acme.example" as written' in applied.stdout
+        )
+        assert "reconcile adopt --target inv_acme" in applied.stdout
+        assert "Apply: 0 updated, 1 diverged, 0 failed." in applied.stdout
+        assert "\nre-sent " not in applied.stdout
+        assert "not re-sent  inv_acme: the fields that re-send it were stored otherwise" in (
+            applied.stdout
+        )
+    assert server.store.resends["inv_acme"] == 0
+    diverged = [r for r in records(tmp_path / "audit.jsonl") if r.get("outcome") == "diverged"]
+    assert diverged[0]["stored"] == {"email": "compliance@acme.example"}
+    # The next plan does not hide it: the same change again.
+    plan = run_cli("plan", "--detailed-exitcode", "invites", cwd=tmp_path, env=env)
+    assert plan.returncode == 2
+    assert 'email: "compliance@acme.example" -> "Compliance@Acme.example"' in plan.stdout
+
+
+def test_text_stored_in_another_normal_form_or_case_of_a_kept_sub_field(tmp_path: Path) -> None:
+    # The platform stores NFC (the files wrote NFD) and upper-cases the kept contact phone's
+    # letters: the first is the same text, the second is noted, neither diverged.
+    nfd = unicodedata.normalize("NFD", "Müller Café")
+    contact = {"name": "Jane Doe", "email": "jane@acme.example", "phone": "+44 20 7946 0001x"}
+    invite = dict(ACME, primaryContact=contact)
+
+    def store(body: dict[str, Any]) -> dict[str, Any]:
+        body = {k: unicodedata.normalize("NFC", v) if k == "name" else v for k, v in body.items()}
+        if "primaryContact" in body:
+            body["primaryContact"] = {**body["primaryContact"], "phone": "+44 20 7946 0001X"}
+        return body
+
+    entry = desired_entry(
+        ACME, name=nfd, primaryContact={"name": "Jane Roe", "email": "jane@acme.example"}
+    )
+    write_invites(tmp_path / "invites", [entry])
+    with HostileServer([invite], Hostility(patch_store=store), secret=SECRET) as server:
+        applied = apply(tmp_path, hostile_env(server))
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    assert "updated      inv_acme" in applied.stdout
+    assert 'note: the platform stored "+44 20 7946 0001X" for `primaryContact.phone`' in (
+        applied.stdout
+    )
+    assert outcomes(tmp_path / "audit.jsonl", "update") == ["ok"]
+
+
+# -- row 2: a platform that ignores a field ------------------------------------------------
+
+
+def test_an_ignored_email_is_diverged_and_the_re_send_names_the_address_it_went_to(
+    start_sandbox: Callable[..., Sandbox], tmp_path: Path
+) -> None:
+    server = start_sandbox([ACME], ignore=("email",))
+    entry = desired_entry(
+        ACME, name="Acme Group Ltd", email="new@acme.example", resendOnChange=True
+    )
+    write_invites(tmp_path / "invites", [entry])
+    applied = apply(tmp_path, sandbox_env(server))
+    assert applied.returncode == 1
+    assert "diverged     inv_acme" in applied.stdout
+    # `true`: the name was stored as sent, so the invitation goes, to the address held.
+    assert "re-sent      inv_acme: invitation e-mailed to old@acme.example" in applied.stdout
+    assert "new@acme.example" not in applied.stdout.split("re-sent", 1)[1]
+    assert server.store.resends["inv_acme"] == 1
+
+
+def test_an_ignored_email_with_the_list_form_sends_nothing(
+    start_sandbox: Callable[..., Sandbox], tmp_path: Path
+) -> None:
+    server = start_sandbox([ACME], ignore=("email",))
+    entry = desired_entry(ACME, name="Acme Group Ltd", email="new@acme.example")
+    write_invites(tmp_path / "invites", [dict(entry, resendOnChange=["email"])])
+    applied = apply(tmp_path, sandbox_env(server))
+    assert applied.returncode == 1
+    assert server.store.resends["inv_acme"] == 0
+    assert "not re-sent  inv_acme: the fields that re-send it were stored otherwise" in (
+        applied.stdout
+    )
+
+
+# -- row 3: an answer about another invite ------------------------------------------------
+
+
+def test_a_patch_answered_with_another_invites_data_is_unknown_and_re_sends_nothing(
+    tmp_path: Path,
+) -> None:
+    other = dict(ACME, id="inv_OTHER", email="private@other.example")
+    entry = desired_entry(ACME, email="new@acme.example", resendOnChange=True)
+    write_invites(tmp_path / "invites", [entry])
+    hostility = Hostility(patch_wrong_ids={"inv_acme": "inv_OTHER"})
+    with HostileServer([ACME, other], hostility, secret=SECRET) as server:
+        applied = apply(tmp_path, hostile_env(server))
+        assert methods(server.seen) == ["GET", "GET", "PATCH"]  # no re-send
+    assert applied.returncode == 1
+    assert "update unknown  inv_acme" in applied.stdout
+    assert "the answer to its update is about inv_OTHER" in applied.stdout
+    assert outcomes(tmp_path / "audit.jsonl", "update") == ["unknown"]
+
+
+# -- row 4: a kept sub-field changed while the plan waited ---------------------------------
+
+
+def test_a_kept_phone_changed_since_the_plan_is_a_conflict_and_nothing_is_written(
+    tmp_path: Path,
+) -> None:
+    entry = desired_entry(
+        ACME, primaryContact={"name": "María López", "email": "maria@acme.example"}
+    )
+    write_invites(tmp_path / "invites", [entry])
+    support_edit = {"primaryContact": {**ACME["primaryContact"], "phone": "+442079469999"}}  # type: ignore[dict-item]
+    hostility = Hostility(change_before_get={"inv_acme": (2, support_edit)})
+    with HostileServer([ACME], hostility, secret=SECRET) as server:
+        applied = apply(tmp_path, hostile_env(server))
+        assert methods(server.seen) == ["GET", "GET"]  # no PATCH
+        assert server.invites["inv_acme"]["primaryContact"]["phone"] == "+442079469999"
+    assert applied.returncode == 1
+    assert "conflict     inv_acme" in applied.stdout
+    assert (
+        'primaryContact: planned from {"name": "Jane Doe", "email": "jane@acme.example", '
+        '"phone": "+442079460001"}' in applied.stdout
+    )
+    assert "Apply: 0 updated, 1 conflict (not written), 0 failed." in applied.stdout
+    assert "reconcile plan --target inv_acme" in applied.stderr
+    assert not (tmp_path / "audit.jsonl").read_text()  # nothing was attempted
+
+
+def test_a_change_between_the_read_and_the_write_is_refused_by_if_match(tmp_path: Path) -> None:
+    entry = desired_entry(ACME, email="new@acme.example", resendOnChange=True)
+    write_invites(tmp_path / "invites", [entry])
+    hostility = Hostility(etags=True, change_after_get={"inv_acme": (2, {"phone": "+1"})})
+    with HostileServer([ACME], hostility, secret=SECRET) as server:
+        applied = apply(tmp_path, hostile_env(server))
+        patches = server.calls("PATCH")
+        assert [p.headers.get("If-Match") for p in patches] == [patches[0].headers["If-Match"]]
+        assert patches[0].headers["If-Match"].startswith('"')
+        assert server.resends["inv_acme"] == 0
+        assert server.invites["inv_acme"]["email"] == "old@acme.example"
+    assert applied.returncode == 1
+    assert "conflict     inv_acme" in applied.stdout and "HTTP 412" in applied.stdout
+    assert outcomes(tmp_path / "audit.jsonl", "update") == ["failed"]
+
+
+def test_a_412_after_a_read_without_an_etag_is_a_conflict_too(tmp_path: Path) -> None:
+    write_invites(tmp_path / "invites", [desired_entry(ACME, email="new@acme.example")])
+    with HostileServer([ACME], Hostility(always_412=True), secret=SECRET) as server:
+        applied = apply(tmp_path, hostile_env(server))
+        assert "If-Match" not in server.calls("PATCH")[0].headers
+    assert applied.returncode == 1
+    assert "conflict     inv_acme" in applied.stdout
+
+
+def test_the_sandbox_etags_mode_is_honoured_end_to_end(
+    start_sandbox: Callable[..., Sandbox], tmp_path: Path
+) -> None:
+    server = start_sandbox([ACME], etags=True)
+    write_invites(tmp_path / "invites", [desired_entry(ACME, email="new@acme.example")])
+    applied = apply(tmp_path, sandbox_env(server))
+    assert applied.returncode == 0, applied.stderr
+    assert server.store.get("inv_acme")["email"] == "new@acme.example"
+
+
+# -- row 5: what a contact PATCH carries, in every plan format ------------------------------
+
+
+def test_every_plan_format_shows_the_phone_the_new_contact_keeps(
+    start_sandbox: Callable[..., Sandbox], tmp_path: Path
+) -> None:
+    server = start_sandbox([ACME])
+    env = sandbox_env(server)
+    entry = desired_entry(ACME, primaryContact={"name": "María", "email": "maria@acme.example"})
+    write_invites(tmp_path / "invites", [entry])
+    text = run_cli("plan", "invites", cwd=tmp_path, env=env).stdout
+    assert (
+        'primaryContact.phone: "+442079460001" (kept from the platform, not in the files)' in text
+    )
+    assert "the new contact keeps the previous one's phone" in text
+    markdown = run_cli("plan", "--format", "markdown", "invites", cwd=tmp_path, env=env).stdout
+    assert "kept from the platform, not in the files" in markdown
+    assert "[!WARNING]" in markdown and "keeps the previous one" in markdown
+    document = json.loads(
+        run_cli("plan", "--format", "json", "invites", cwd=tmp_path, env=env).stdout
+    )
+    assert document["changes"][0]["kept"] == {"primaryContact": ["phone"]}
+    assert document["changes"][0]["patch"]["primaryContact"]["phone"] == "+442079460001"
+
+
+# -- answers without data, re-sends refused, every attempt recorded -----------------------
+
+
+def test_a_patch_answered_without_data_is_checked_with_a_get(
+    start_sandbox: Callable[..., Sandbox], tmp_path: Path
+) -> None:
+    server = start_sandbox([ACME], patch_data=False)
+    write_invites(tmp_path / "invites", [desired_entry(ACME, email="new@acme.example")])
+    applied = apply(tmp_path, sandbox_env(server))
+    assert applied.returncode == 0, applied.stderr
+    order = [(r.method, r.status) for r in server.stats.requests if "/invites/" in r.path]
+    assert order == [("GET", 200), ("GET", 200), ("PATCH", 200), ("GET", 200)]
+
+
+@pytest.mark.parametrize(
+    ("answers", "sent", "code", "said"),
+    [
+        ([429], 1, 0, "re-sent      inv_acme"),
+        ([503], 1, 0, "re-sent      inv_acme"),
+        ([429, 503], 1, 0, "re-sent      inv_acme"),
+        ([502], 1, 1, "re-send unknown  inv_acme"),
+        (["timeout"], 1, 1, "re-send unknown  inv_acme"),
+    ],
+    ids=["429-then-200", "503-then-200", "429-503-then-200", "502", "timeout"],
+)
+def test_a_refused_re_send_is_sent_again_and_one_that_may_have_gone_never_is(
+    tmp_path: Path, answers: list[int | str], sent: int, code: int, said: str
+) -> None:
+    write_invites(
+        tmp_path / "invites",
+        [desired_entry(ACME, email="new@acme.example", resendOnChange=True)],
+    )
+    with HostileServer([ACME], Hostility(resend_answers=list(answers)), secret=SECRET) as server:
+        applied = apply(tmp_path, hostile_env(server))
+        assert server.resends["inv_acme"] == sent  # e-mails that went out: exactly one
+        tries = methods(server.seen).count("RESEND")
+    assert applied.returncode == code, applied.stdout + applied.stderr
+    assert said in applied.stdout
+    resends = outcomes(tmp_path / "audit.jsonl", "resend")
+    assert len(resends) == tries  # every attempt that went out, with its outcome
+    if code == 0:
+        assert resends[-1] == "ok" and resends[:-1] == ["failed"] * (tries - 1)
+    else:
+        assert tries == 1 and resends == ["unknown"]
+
+
+def test_every_patch_attempt_is_in_the_audit_log(tmp_path: Path) -> None:
+    write_invites(tmp_path / "invites", [desired_entry(ACME, email="new@acme.example")])
+    with HostileServer([ACME], Hostility(patch_statuses=[504, 504]), secret=SECRET) as server:
+        applied = apply(tmp_path, hostile_env(server))
+        assert methods(server.seen).count("PATCH") == 3
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    log = records(tmp_path / "audit.jsonl")
+    kinds = [(r["record"], r.get("outcome"), r.get("http_status")) for r in log]
+    assert kinds == [
+        ("attempt", None, None),
+        ("outcome", "unknown", 504),
+        ("attempt", None, None),
+        ("outcome", "unknown", 504),
+        ("attempt", None, None),
+        ("outcome", "ok", 200),
+    ]
+
+
+# -- row 6: SIGHUP during a write whose re-send is due --------------------------------------
+
+
+def test_sighup_during_a_write_finishes_it_and_never_drops_its_re_send(tmp_path: Path) -> None:
+    second = dict(ACME, id="inv_beta", email="old@beta.example")
+    entries = [
+        desired_entry(ACME, email="new@acme.example", resendOnChange=True),
+        desired_entry(second, email="new@beta.example", resendOnChange=True),
+    ]
+    write_invites(tmp_path / "invites", entries)
+    (tmp_path / "reconciler.yaml").write_text("parallelism: 1\n", encoding="utf-8")
+    with HostileServer([ACME, second], Hostility(patch_delay=1.0), secret=SECRET) as server:
+        process = subprocess.Popen(
+            [*RECONCILE, "apply", "--auto-approve", "--audit-log", "audit.jsonl", "invites"],
+            cwd=tmp_path,
+            env=hostile_env(server),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 20
+        while not server.calls("PATCH") and time.monotonic() < deadline:
+            time.sleep(0.02)
+        process.send_signal(signal.SIGHUP)  # the terminal closed mid-PATCH
+        out, err = process.communicate(timeout=30)
+        resent = server.resends["inv_acme"]
+        patched = [p.target for p in server.calls("PATCH")]
+    assert process.returncode == 1, err  # not killed by the signal
+    assert "Interrupted" in err
+    assert len(patched) == 1  # the second write never started
+    log = records(tmp_path / "audit.jsonl")
+    update = [r for r in log if r["record"] == "outcome" and r["operation"] == "update"]
+    assert update[0]["resend"] == "due"  # on disk before the re-send was tried
+    if resent:
+        assert "re-sent      inv_acme" in out
+    else:  # owed: said, on disk and with the way to make it
+        assert "re-send owed  inv_acme" in out
+        assert any(r["record"] == "resend_owed" for r in log)
+        assert "reconcile resend inv_acme" in out
+    assert "not started  inv_beta" in out

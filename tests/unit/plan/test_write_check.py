@@ -1,0 +1,102 @@
+"""What a fresh copy means for a change, before its write and after it: pure, by kinds."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from support.values import held, typed
+
+from reconciler.model.fields import fields_from_json
+from reconciler.model.invite import CurrentInvite, SourceLocation
+from reconciler.plan.changes import InviteChange
+from reconciler.plan.write_check import (
+    AlreadyApplied,
+    Moved,
+    Write,
+    before_write,
+    stored_as_sent,
+)
+
+CONTACT = {"name": "José", "email": "jose@a.example", "phone": "+5215500000000"}
+
+
+def change(before: dict[str, Any], patch: dict[str, Any], **extra: Any) -> InviteChange:
+    return InviteChange(
+        "inv_1", SourceLocation("a.yaml", 3), None, held(before), typed(patch), True, **extra
+    )
+
+
+def now(**fields: Any) -> CurrentInvite:
+    return CurrentInvite("inv_1", "pending", fields_from_json(fields))
+
+
+def test_each_field_is_to_write_already_so_or_moved() -> None:
+    planned = change(
+        {"name": "A", "email": "a@x.example", "groups": ["g1"]},
+        {"name": "B", "email": "b@x.example", "groups": ["g2", "g3"]},
+    )
+    # The set already wanted, in another order: left out; the rest still as planned.
+    decided = before_write(planned, now(name="A", email="a@x.example", groups=["g3", "g2"]))
+    assert isinstance(decided, Write)
+    assert set(decided.change.patch) == {"name", "email"}
+    assert before_write(planned, now(name="B", email="b@x.example", groups=["g2", "g3"])) == (
+        AlreadyApplied()
+    )
+    moved = before_write(planned, now(name="C", email="a@x.example", groups=["g1"]))
+    assert isinstance(moved, Moved)
+    assert [(m.field, m.planned, m.now, m.wanted) for m in moved.fields] == [
+        ("name", "A", "C", "B")
+    ]
+
+
+def test_text_in_another_normal_form_has_not_moved() -> None:
+    planned = change({"name": "Cafe\u0301"}, {"name": "Bar"})
+    assert isinstance(before_write(planned, now(name="Caf\u00e9")), Write)
+
+
+def test_a_kept_sub_field_that_moved_makes_the_contact_a_conflict() -> None:
+    wanted = {**CONTACT, "name": "María", "email": "maria@a.example"}
+    planned = change(
+        {"primaryContact": CONTACT}, {"primaryContact": wanted}, kept={"primaryContact": ("phone",)}
+    )
+    decided = before_write(planned, now(primaryContact={**CONTACT, "phone": "+5215511111111"}))
+    assert isinstance(decided, Moved)
+
+
+def test_stored_as_sent_tells_managed_parts_from_kept_ones() -> None:
+    sent = {**CONTACT, "name": "María"}
+    written = change(
+        {"primaryContact": CONTACT, "email": "a@x.example"},
+        {"primaryContact": sent, "email": "Compliance@Acme.example"},
+        kept={"primaryContact": ("phone",)},
+    )
+    stored = now(
+        primaryContact={**sent, "phone": "+52 1 55 0000 0000"}, email="compliance@acme.example"
+    )
+    check = stored_as_sent(written, stored)
+    assert check.as_sent == ("primaryContact",)
+    assert [(d.field, d.sent, d.stored) for d in check.diverged] == [
+        ("email", "Compliance@Acme.example", "compliance@acme.example")
+    ]
+    assert [(n.field, n.stored) for n in check.noted] == [
+        ("primaryContact.phone", "+52 1 55 0000 0000")
+    ]
+
+
+def test_only_fields_stored_as_sent_trigger_a_re_send() -> None:
+    listed = change({"email": "a@x.example"}, {"email": "b@x.example"}, resend_on=("email",))
+    assert not listed.triggers_resend(["name"])
+    assert listed.triggers_resend(["email"])
+    anything = change({"email": "a@x.example"}, {"email": "b@x.example"})
+    assert anything.triggers_resend(["name"]) and not anything.triggers_resend([])
+
+
+def test_a_re_send_is_not_due_when_its_field_was_already_written_by_someone_else() -> None:
+    planned = change(
+        {"name": "A", "email": "a@x.example"},
+        {"name": "B", "email": "b@x.example"},
+        resend_on=("email",),
+    )
+    decided = before_write(planned, now(name="A", email="b@x.example"))
+    assert isinstance(decided, Write)
+    assert set(decided.change.patch) == {"name"} and not decided.change.resend
