@@ -24,6 +24,7 @@ from requests.auth import AuthBase
 from reconciler.api.exceptions import ApiError, TokenRefused
 from reconciler.safetext import (
     MIN_SECRET_LENGTH,
+    cut,
     holds_secret,
     redact_and_escape,
     register_secret,
@@ -117,7 +118,7 @@ def token_from_payload(data: Any, body: Any, now: float, issued: IssuedTokens) -
     if token_type is not None and (
         not isinstance(token_type, str) or token_type.lower() != "bearer"
     ):
-        shown = redact_and_escape(str(token_type)[:40])
+        shown = redact_and_escape(cut(str(token_type), 40))
         raise TokenRefused(
             f"the token endpoint issued a token of type {shown!r}, not Bearer; this tool "
             "sends only bearer tokens (RFC 6750), so it was not used and no request was "
@@ -226,10 +227,10 @@ class OAuthError(NamedTuple):
         text = body.get("error_description")
         description = None
         if isinstance(text, str) and text.strip():
-            description = redact_and_escape(text[: _MAX_SHOWN * 2])
+            description = redact_and_escape(cut(text, _MAX_SHOWN * 2))
             if len(description) > _MAX_SHOWN:
                 description = description[:_MAX_SHOWN] + "…"
-        return cls(redact_and_escape(code[:80])[:80], description)
+        return cls(redact_and_escape(cut(code, 80))[:80], description)
 
     def __str__(self) -> str:
         return self.code + (f" ({self.description})" if self.description else "")
