@@ -147,8 +147,11 @@ def _mapping_as_object(value: object) -> dict[object, object]:
 @lru_cache(maxsize=4)
 def _pattern(secrets: tuple[str, ...]) -> re.Pattern[str]:
     # Case ignored: a server that upper-cases what it echoes, or percent-encodes
-    # it in lower-case hex, must not get a secret through.
-    return re.compile("|".join(map(re.escape, secrets)), re.IGNORECASE)
+    # it in lower-case hex, must not get a secret through. The lookahead for the first
+    # characters (case ignored too) spares trying every secret at every position, which
+    # case-ignoring alternatives cost: about 4x with the twenty forms of one client secret.
+    first = "".join(sorted({re.escape(secret[0]) for secret in secrets}))
+    return re.compile(f"(?=[{first}])(?:{'|'.join(map(re.escape, secrets))})", re.IGNORECASE)
 
 
 class Redactor:

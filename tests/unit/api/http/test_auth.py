@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Iterator
-from urllib.parse import unquote, unquote_plus
+from urllib.parse import quote, quote_plus, unquote, unquote_plus
 
 import pytest
 import requests
@@ -221,3 +221,31 @@ def test_a_token_type_cut_short_never_shows_the_start_of_a_secret() -> None:
             issued=IssuedTokens(),
         )
     assert "cs_live" not in str(refused.value)
+
+
+ECHOED = "s3cr3t value!+/=xyzQ"
+
+
+@pytest.mark.parametrize(
+    "echo",
+    [
+        base64.b64encode(ECHOED.encode()).decode(),  # the secret alone
+        # the form body as the server got it, Base64-encoded whole: the secret at each offset
+        *(
+            base64.b64encode(f"{'x' * n}client_secret={quote_plus(ECHOED)}&a=b".encode()).decode()
+            for n in range(3)
+        ),
+        base64.urlsafe_b64encode(f"id:{ECHOED}".encode()).decode(),
+        quote(ECHOED),  # `/` kept, as quote() does by default
+        quote(quote_plus(ECHOED), safe=""),  # the form body percent-encoded again
+        quote(quote(ECHOED, safe=""), safe=""),
+    ],
+)
+def test_a_secret_echoed_encoded_once_more_is_redacted(echo: str) -> None:
+    register_secret_forms(ECHOED)
+    shown = redact(f"invalid_client: {echo}")
+    assert REDACTED in shown
+    # What is left of the encoded secret is at most the two characters at its ends,
+    # which hold bits of the bytes beside it.
+    left = shown.split("[redacted]")
+    assert all(len(part) < 40 for part in left), shown
