@@ -930,3 +930,36 @@ def test_a_branch_name_with_shell_metacharacters_is_never_run_gitlab(stub: Any, 
     result, _ = stub(*gitlab_job_script(job), 2 if job == "drift" else 0, **ci)
     assert "Traceback" not in result.stderr
     assert sorted(p.name for p in stub.work.parent.rglob("pwned*")) == []
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+@pytest.mark.parametrize("platform", ["github", "gitlab"])
+@pytest.mark.parametrize("recorded", ["none", "ancestor", "sideways", "ahead"])
+def test_drift_adopts_since_the_record_only_on_mains_history(
+    tmp_path: Path, stub: Any, platform: str, recorded: str
+) -> None:
+    # A record off main's history (another history, or a commit pushed to it by hand)
+    # would decide which merged changes count as pending, and so which adopt proposes to
+    # undo: drift is reported, nothing adopted, as the apply never trusts it either.
+    shas = with_origin(stub.work, recorded)
+    expected = {
+        "none": ["adopt --summary SUMMARY"],
+        "ancestor": [f"adopt --summary SUMMARY --changed-since {shas['first']}"],
+        "sideways": [],
+        "ahead": [],
+    }[recorded]
+    if platform == "github":
+        results, calls, runner = github_stub_job(
+            tmp_path, "drift", {"plan": 2}, event_name="schedule"
+        )
+        summary = f"{runner.runner_temp}/adopt-summary.md"
+        assert job_failed(results)  # drift is reported either way
+        said = step(results, "Find the last successful apply").stdout
+    else:
+        result, calls = stub(*gitlab_job_script("drift"), 2, **WRITE_CLIENT)
+        assert result.returncode == 1
+        summary = next((c.split()[2] for c in calls[1:]), "")
+        said = result.stdout + result.stderr
+    adopted = [c.replace(summary, "SUMMARY") for c in calls if c.startswith("adopt")]
+    assert adopted == expected, said
+    assert ("nothing is adopted" in said) is (recorded in ("sideways", "ahead")), said
