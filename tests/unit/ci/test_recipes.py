@@ -963,3 +963,30 @@ def test_drift_adopts_since_the_record_only_on_mains_history(
     adopted = [c.replace(summary, "SUMMARY") for c in calls if c.startswith("adopt")]
     assert adopted == expected, said
     assert ("nothing is adopted" in said) is (recorded in ("sideways", "ahead")), said
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+@pytest.mark.parametrize("platform", ["github", "gitlab"])
+@pytest.mark.parametrize("recorded", ["none", "ancestor"])
+def test_a_branch_whose_name_ends_as_the_records_does_not_stop_the_record(
+    tmp_path: Path, stub: Any, platform: str, recorded: str
+) -> None:
+    # `git ls-remote origin refs/heads/reconcile/applied` lists evil/refs/heads/reconcile/
+    # applied too: read as the record, it made every record fail (two values) or, with no
+    # record yet, said "at HEAD already" and never made one.
+    shas = with_origin(stub.work, recorded)
+    origin = stub.work.parent / "origin.git"
+    head = git(stub.work, "rev-parse", "HEAD")
+    for evil in ("evil/refs/heads/reconcile/applied", "x/refs/heads/reconcile/applied"):
+        target = head if evil.startswith("evil") else shas["sideways"]
+        git(stub.work, "push", "-q", "origin", f"{target}:refs/heads/{evil}")
+    if platform == "github":
+        results, _, _ = github_stub_job(tmp_path, "record", {})
+        failed, said = job_failed(results), "".join(r.stdout + r.stderr for r in results)
+    else:
+        ci = WRITE_CLIENT | {"RECORD_TOKEN": "a-project-access-token", "RECORD_REMOTE": str(origin)}
+        result, _ = stub(*gitlab_job_script("apply"), 0, **ci)
+        failed, said = result.returncode != 0, result.stdout + result.stderr
+    after = git(origin, "for-each-ref", "--format=%(objectname)", "refs/heads/reconcile/applied")
+    assert not failed, said
+    assert after == head, said
