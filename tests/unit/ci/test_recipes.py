@@ -990,3 +990,20 @@ def test_a_branch_whose_name_ends_as_the_records_does_not_stop_the_record(
     after = git(origin, "for-each-ref", "--format=%(objectname)", "refs/heads/reconcile/applied")
     assert not failed, said
     assert after == head, said
+
+
+def test_the_action_knows_every_reconcile_command_a_later_line_may_start() -> None:
+    # `resend` was missing: "apply\nresend inv_1" ran as one apply of the paths "resend"
+    # and "inv_1", refused for them rather than for the second command.
+    from reconciler.cli import COMMANDS
+
+    action = ACTION.read_text(encoding="utf-8")
+    listed = re.search(r"^ +(validate \|[^)]*)\)$", action, re.MULTILINE)
+    assert listed is not None
+    assert {w.strip() for w in listed.group(1).split("|")} == set(COMMANDS)
+
+
+def test_the_action_refuses_a_resend_on_a_later_line(tmp_path: Path) -> None:
+    result, calls = run_action_command(tmp_path, "apply --auto-approve\nresend inv_1\n")
+    assert result.returncode == 1 and calls == []
+    assert "line 2 of the command input starts another" in result.stdout
