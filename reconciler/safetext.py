@@ -205,15 +205,15 @@ class Redactor:
         if len(text) <= limit:
             return text
         head = text[:limit]
-        folded = head.lower()
         # The longest end of the head that starts a secret: what is left of a secret
-        # the cut split, which redaction would no longer know.
+        # the cut split, which redaction would no longer know. Compared end by end, case
+        # ignored as redaction ignores it (lower() may change a text's length).
         split = max(
             (
                 k
                 for secret in self._secrets
                 for k in range(min(len(secret) - 1, limit), 0, -1)
-                if folded.endswith(secret[:k].lower())
+                if head[-k:].lower() == secret[:k].lower()
             ),
             default=0,
         )
