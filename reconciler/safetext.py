@@ -17,6 +17,8 @@ One verb per operation, named for what it does:
   audit log. It never edits data: not a value from the files, not what is compared
   or sent, and it matches only the secrets themselves, never a pattern over
   ordinary words.
+- ``cut``: a text from outside bounded before it is redacted, without the start of a
+  secret the cut splits (redaction matches only whole secrets).
 - ``redact_and_escape``: both, for one line a server or the environment said;
   ``redact_and_escape_lines`` for a message of several lines.
 - ``quote_value``: a value from a file quoted (as Python's repr), escaped and cut short.
@@ -145,8 +147,11 @@ def _mapping_as_object(value: object) -> dict[object, object]:
 @lru_cache(maxsize=4)
 def _pattern(secrets: tuple[str, ...]) -> re.Pattern[str]:
     # Case ignored: a server that upper-cases what it echoes, or percent-encodes
-    # it in lower-case hex, must not get a secret through.
-    return re.compile("|".join(map(re.escape, secrets)), re.IGNORECASE)
+    # it in lower-case hex, must not get a secret through. The lookahead for the first
+    # characters (case ignored too) spares trying every secret at every position, which
+    # case-ignoring alternatives cost: about 4x with the twenty forms of one client secret.
+    first = "".join(sorted({re.escape(secret[0]) for secret in secrets}))
+    return re.compile(f"(?=[{first}])(?:{'|'.join(map(re.escape, secrets))})", re.IGNORECASE)
 
 
 class Redactor:
@@ -196,6 +201,24 @@ class Redactor:
         secrets = self._secrets  # a tuple, replaced whole: safe to read unlocked
         return _pattern(secrets).sub(REDACTED, text) if secrets else text
 
+    def cut(self, text: str, limit: int) -> str:
+        if len(text) <= limit:
+            return text
+        head = text[:limit]
+        # The longest end of the head that starts a secret: what is left of a secret
+        # the cut split, which redaction would no longer know. Compared end by end, case
+        # ignored as redaction ignores it (lower() may change a text's length).
+        split = max(
+            (
+                k
+                for secret in self._secrets
+                for k in range(min(len(secret) - 1, limit), 0, -1)
+                if head[-k:].lower() == secret[:k].lower()
+            ),
+            default=0,
+        )
+        return head[: limit - split]
+
     def holds_secret(self, text: str) -> bool:
         secrets = self._secrets
         return bool(secrets) and _pattern(secrets).search(text) is not None
@@ -236,6 +259,14 @@ def redact(text: str) -> str:
     never applied to a value from the files, to a compare or to what is sent.
     """
     return _REDACTOR.redact(text)
+
+
+def cut(text: str, limit: int) -> str:
+    """The first ``limit`` characters of ``text``, for a text to be redacted and bounded
+    that may be too long to redact whole: when the cut splits a secret, its start is cut
+    off too (``redact`` finds only whole secrets, so ``redact(text[:limit])`` would show
+    most of one that straddles the cut)."""
+    return _REDACTOR.cut(text, limit)
 
 
 def holds_secret(text: str) -> bool:

@@ -34,7 +34,7 @@ from reconciler.commands.options import (
     settings_help,
     verbose_option,
 )
-from reconciler.commands.remote import api_client
+from reconciler.commands.remote import api_client, refuse_narrow_grant
 from reconciler.desired.entries import refuse_bad_ids
 from reconciler.errors import ReconcilerError
 from reconciler.model.invite import CurrentInvite
@@ -74,6 +74,7 @@ def resend(
     with api_client(settings, sandbox) as client:
         recipients = _read_recipients(client, ids)
         click.echo(_recipient_list(recipients))
+        refuse_narrow_grant(client)  # a re-send writes: before it, and before asking
         if not auto_approve:
             confirm(f"E-mail {plural(len(ids), 'invitation')} again?", action="re-send")
         run = _Resends(client, open_audit_log(settings.audit_log, settings.client_id))

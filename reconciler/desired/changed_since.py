@@ -19,7 +19,7 @@ from reconciler.git import GitNotFound, run
 from reconciler.model.fields import kind_of
 from reconciler.model.invite import DesiredInvite
 from reconciler.model.values import Fields
-from reconciler.safetext import redact_and_escape
+from reconciler.safetext import escape, quote_value, redact_and_escape
 from reconciler.yamlload.source import decode_source
 
 _GIT_TIMEOUT = 120.0
@@ -131,13 +131,14 @@ def _toplevel(ref: str) -> str:
         return _git(["rev-parse", "--show-toplevel"]).decode().strip()
     except _GitFailed as failed:
         raise ReconcilerError(
-            f"--changed-since {ref}: the working directory is not in a git repository ({failed})"
+            f"--changed-since {escape(ref)}: the working directory is not in a git repository "
+            f"({failed})"
         ) from None
 
 
 def _commit(ref: str, top: str) -> str:
     if ref.startswith("-") or not ref.strip():
-        raise ReconcilerError(f"--changed-since {ref!r}: not a git revision")
+        raise ReconcilerError(f"--changed-since {quote_value(ref)}: not a git revision")
     try:
         return (
             _git(
@@ -149,7 +150,7 @@ def _commit(ref: str, top: str) -> str:
         )
     except _GitFailed:
         raise ReconcilerError(
-            f"--changed-since {ref}: no such commit in this repository. Fetch it first "
+            f"--changed-since {escape(ref)}: no such commit in this repository. Fetch it first "
             "(in CI: a full clone, e.g. actions/checkout with fetch-depth: 0, or GIT_DEPTH: 0), "
             "or plan everything by leaving out --changed-since"
         ) from None
@@ -164,7 +165,7 @@ def _entries_at(commit: str, top: str, paths: Iterable[str]) -> dict[str, Desire
             relative.append(str(Path(raw).resolve().relative_to(root)) or ".")
         except ValueError:
             raise ReconcilerError(
-                f"--changed-since: {raw} is outside the git repository {top}"
+                f"--changed-since: {escape(raw)} is outside the git repository {escape(top)}"
             ) from None
     listing = _git(["ls-tree", "-r", "-z", "--name-only", commit, "--", *relative], cwd=top)
     names = [n for n in listing.decode("utf-8", "surrogateescape").split("\0") if n]

@@ -22,7 +22,7 @@ from reconciler.model.values import (
     JsonValue,
     nfc,
 )
-from reconciler.safetext import redact, redact_and_escape
+from reconciler.safetext import cut, redact, redact_and_escape
 
 V = TypeVar("V", str, Contact, IdentifierSet)
 
@@ -348,7 +348,7 @@ class ContactKind(FieldKind):
         for key, item in raw.items():
             if len(key) > self.max_key_chars:
                 return (
-                    f"has a field named `{redact_and_escape(key[:40])}…` of {len(key):,} "
+                    f"has a field named `{redact_and_escape(cut(key, 40))}…` of {len(key):,} "
                     f"characters, more than the {self.max_key_chars} allowed"
                 )
             problem = None if item is None else self.text._problem(item)

@@ -394,3 +394,28 @@ def test_hostile_src_files_are_refused_at_their_place_before_any_request(
         assert alone.result["failed"] is True, alone.output
         assert f"invites/{name}{expected}" in alone.result["msg"]
     assert sandbox.stats.total == 0
+
+
+def test_a_read_only_grant_fails_the_task_before_any_write(play: Play) -> None:
+    # As `reconcile apply` does: the module applied with a read-only grant, each PATCH
+    # refused 403 by the platform, where it must refuse before its first write.
+    from support.authlib_server import CLIENT_ID as AUTHLIB_CLIENT
+    from support.authlib_server import READ, WRITE, AuthlibPolicy, authlib_server
+    from support.authlib_server import SECRET as AUTHLIB_SECRET
+
+    invite = {"id": "inv_acme", "status": "pending", "name": "Acme Old Ltd"}
+    policy = AuthlibPolicy(invites={"inv_acme": invite}, allowed=(READ,))  # type: ignore[arg-type]
+    with authlib_server(policy) as server:
+        env = clean_env(
+            RECONCILER_BASE_URL=server.url,
+            RECONCILER_CLIENT_ID=AUTHLIB_CLIENT,
+            RECONCILER_CLIENT_SECRET=AUTHLIB_SECRET,
+            RECONCILER_TOKEN_AUTH_METHOD="client_secret_basic",
+        )
+        entries = "invites:\n  - id: inv_acme\n    name: Acme Holdings Ltd"
+        played = play(play_text(entries), env=env)
+    assert played.recap(failed=0, ignored=1), played.output
+    assert played.result["failed"] is True
+    assert f"without {WRITE}, which writing needs" in played.result["msg"]
+    assert played.result["planned"] == ["inv_acme"] and played.result["changed"] is False
+    assert server.requests("PATCH") == []

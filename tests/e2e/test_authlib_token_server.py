@@ -96,6 +96,24 @@ def test_a_read_only_grant_is_noted_by_plan_and_refused_by_apply_before_any_writ
     assert server.requests("PATCH") == []
 
 
+def test_a_read_only_grant_is_refused_by_resend_before_any_email(tmp_path: Path) -> None:
+    # `resend` writes too (an e-mail to a person): it went ahead with a read-only grant.
+    settings = {
+        "RECONCILER_BASE_URL": "",
+        "RECONCILER_CLIENT_ID": CLIENT_ID,
+        "RECONCILER_CLIENT_SECRET": SECRET,
+        "RECONCILER_TOKEN_AUTH_METHOD": "client_secret_basic",
+    }
+    with authlib_server(policy(allowed=(READ,))) as server:
+        settings["RECONCILER_BASE_URL"] = server.url
+        result = run_cli(
+            "resend", "inv_acme", "--auto-approve", cwd=tmp_path, env=clean_env(**settings)
+        )
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert f"without {WRITE}, which writing needs" in result.stderr
+    assert [p for p in server.requests("POST") if "resend" in p] == []
+
+
 def test_a_read_only_client_asking_for_read_only_is_told_nothing(tmp_path: Path) -> None:
     with authlib_server(policy(allowed=(READ,))) as server:
         result = run(server, tmp_path, "plan", RECONCILER_SCOPE=READ)

@@ -5,6 +5,7 @@ says to point the variable somewhere when it already does."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -97,3 +98,30 @@ def test_a_directory_without_the_servers_ca_is_named_not_to_be_set_again(
     assert result.returncode == 1
     assert "point REQUESTS_CA_BUNDLE" not in result.stderr
     assert f"REQUESTS_CA_BUNDLE names {directory}, which does not hold the CA" in result.stderr
+
+
+@pytest.mark.parametrize("odd", ["fifo", "device"])
+def test_a_hashed_name_that_is_no_regular_file_is_refused_before_any_request(
+    tmp_path: Path, tls_server: HostileServer, certs: Certificates, odd: str
+) -> None:
+    # A FIFO under a hashed name hung the start-up check (OpenSSL opened it and waited
+    # for a writer), and would hang a handshake whose issuer has that hash.
+    directory = hashed_directory(tmp_path / "cas", certs.ca)
+    if odd == "fifo":
+        os.mkfifo(directory / "0badcafe.0")
+    else:
+        (directory / "0badcafe.0").symlink_to("/dev/zero")
+    result = plan(tmp_path, tls_server, directory)
+    assert result.returncode == 1
+    assert tls_server.seen == []
+    assert "hashed name 0badcafe.0 is not a regular file" in result.stderr
+
+
+def test_dangling_and_looping_hashed_links_are_passed_by_as_openssl_does(
+    tmp_path: Path, tls_server: HostileServer, certs: Certificates
+) -> None:
+    directory = hashed_directory(tmp_path / "cas", certs.ca)
+    (directory / "0badcafe.0").symlink_to("0badcafe.0")  # a loop
+    (directory / "0badcafe.1").symlink_to(tmp_path / "gone")
+    result = plan(tmp_path, tls_server, directory)
+    assert result.returncode == 0, result.stderr

@@ -154,6 +154,29 @@ def test_an_unknown_ref_is_a_clear_error(
     assert not (small_repo / "x").exists()
 
 
+@pytest.mark.parametrize(
+    "ref", ["x\n::error::forged", "HEAD\r\n##[error]forged", "-\n::warning::x"]
+)
+def test_a_ref_holding_a_line_break_starts_no_line_of_output(
+    small_repo: Path,
+    ref: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    sandbox: Sandbox,
+) -> None:
+    # Under GITHUB_ACTIONS=true a runner reads any line starting with `::` or `##[` as a
+    # workflow command: the ref's line break is shown as an escape, never kept.
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    code = run_in(small_repo, monkeypatch, sandbox_env(sandbox), "plan", f"--changed-since={ref}")
+    captured = capsys.readouterr()
+    assert code == 1
+    lines = (captured.out + captured.err).splitlines()
+    assert lines and all(
+        not line.startswith(("::warning::", "::error::forged", "##[")) for line in lines
+    )
+    assert sandbox.stats.calls("GET") == [] and sandbox.stats.calls("POST") == []
+
+
 def test_outside_a_git_repository_is_a_clear_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

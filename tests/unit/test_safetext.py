@@ -159,6 +159,22 @@ def test_a_secret_echoed_in_any_case_or_html_escaped_is_redacted() -> None:
     assert shown == "[redacted] and [redacted]"
 
 
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("error: abcdef-secret-value", "error: [redacted]"),  # short enough: not cut
+        ("error: " + "x" * 20 + "abcdef-secret-value", "error: " + "x" * 20),
+        ("error: " + "x" * 20 + "ABCDEF-SECRET-VALUE", "error: " + "x" * 20),  # any case
+        ("error: " + "x" * 20 + "abcdef-other", "error: " + "x" * 20 + "abcdef-ot"),
+        ("error: abcdef-secret-value and more words here", "error: [redacted] and more "),
+    ],
+)
+def test_a_cut_never_leaves_the_start_of_a_secret_it_splits(text: str, kept: str) -> None:
+    redactor = Redactor()
+    redactor.register("abcdef-secret-value")
+    assert redactor.redact(redactor.cut(text, 36)) == kept
+
+
 def test_control_characters_in_a_quoted_path_reach_no_terminal(tmp_path: Path) -> None:
     name = str(tmp_path / "a\x1b]0;PWNED\x07.yaml")
     result = run_cli("validate", "--config", name, cwd=tmp_path, env=clean_env())

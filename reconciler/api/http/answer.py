@@ -29,7 +29,7 @@ from reconciler.api.exceptions import (
 )
 from reconciler.api.http.auth import OAuthError
 from reconciler.api.http.urls import host_of
-from reconciler.safetext import redact_and_escape
+from reconciler.safetext import cut, redact_and_escape
 
 _CHUNK = 64 * 1024
 _MAX_MESSAGE = 500  # characters of a server's message worth showing
@@ -261,9 +261,11 @@ def _html_title(raw: bytearray) -> str | None:
     end = page.find(b"</title", opened) if opened else -1
     if end < 0:
         return None
-    inside = bytes(raw[opened : min(end, opened + 1024)])
+    # Decoded and collapsed whole (within the 16 KiB searched), then cut: a secret
+    # the cut splits loses its start too, which redaction alone would show.
+    inside = bytes(raw[opened:end])
     text = " ".join(html.unescape(inside.decode("utf-8", "replace")).split())
-    text = redact_and_escape(text)
+    text = redact_and_escape(cut(text, 1024))
     if len(text) > _MAX_TITLE:
         text = text[:_MAX_TITLE] + "…"
     return text or None

@@ -24,6 +24,7 @@ from requests.auth import AuthBase
 from reconciler.api.exceptions import ApiError, TokenRefused
 from reconciler.safetext import (
     MIN_SECRET_LENGTH,
+    cut,
     holds_secret,
     redact_and_escape,
     register_secret,
@@ -76,8 +77,35 @@ def secret_forms(secret: str) -> set[str]:
     }
 
 
+def client_secret_forms(secret: str) -> set[str]:
+    """The client secret's forms, and what a server that echoes the token request makes of
+    them: percent-encoded once more or with ``/`` kept (``quote``'s default), or
+    Base64-encoded, alone or inside a longer text such as the form body. (Only the client
+    secret's: each adds to what every redaction searches, and a token, issued anew each
+    run, is never in a form a server could re-encode before it is used.)"""
+    encoded = {quote_plus(secret), quote(secret, safe=""), quote(secret)}
+    return secret_forms(secret) | {
+        quote(secret),
+        *(quote(form, safe="") for form in encoded),
+        *(core for form in (secret, *encoded) for core in _base64_cores(form)),
+    }
+
+
+def _base64_cores(secret: str) -> set[str]:
+    """The Base64 characters that depend on the secret's bytes alone, at each of the three
+    offsets it can start at in an encoded text: one of them is in any Base64 (standard or
+    URL-safe) of a text holding the secret, such as an echoed request body."""
+    data = secret.encode("utf-8")
+    cores = set()
+    for offset in range(3):
+        start, end = -(-8 * offset // 6), 8 * (offset + len(data)) // 6
+        for encode in (base64.b64encode, base64.urlsafe_b64encode):
+            cores.add(encode(bytes(offset) + data).decode("ascii")[start:end])
+    return cores
+
+
 def register_secret_forms(secret: str) -> None:
-    for form in secret_forms(secret):
+    for form in client_secret_forms(secret):
         register_secret(form)
 
 
@@ -117,7 +145,7 @@ def token_from_payload(data: Any, body: Any, now: float, issued: IssuedTokens) -
     if token_type is not None and (
         not isinstance(token_type, str) or token_type.lower() != "bearer"
     ):
-        shown = redact_and_escape(str(token_type)[:40])
+        shown = redact_and_escape(cut(str(token_type), 40))
         raise TokenRefused(
             f"the token endpoint issued a token of type {shown!r}, not Bearer; this tool "
             "sends only bearer tokens (RFC 6750), so it was not used and no request was "
@@ -226,10 +254,10 @@ class OAuthError(NamedTuple):
         text = body.get("error_description")
         description = None
         if isinstance(text, str) and text.strip():
-            description = redact_and_escape(text[: _MAX_SHOWN * 2])
+            description = redact_and_escape(cut(text, _MAX_SHOWN * 2))
             if len(description) > _MAX_SHOWN:
                 description = description[:_MAX_SHOWN] + "…"
-        return cls(redact_and_escape(code[:80])[:80], description)
+        return cls(redact_and_escape(cut(code, 80))[:80], description)
 
     def __str__(self) -> str:
         return self.code + (f" ({self.description})" if self.description else "")

@@ -232,8 +232,22 @@ def _checked_ca_directory(path: str, shown: str) -> str:
             f"{shown}, a directory with no certificate under a hashed name (HASH.0, which "
             f"is how OpenSSL finds a CA in a directory); {advice}"
         )
-    for name in names[:20]:
+    regular = []
+    for name in names:
         candidate = os.path.join(path, name)
+        try:
+            mode = os.stat(candidate).st_mode  # through a symlink, as OpenSSL opens it
+        except OSError:  # a dangling link or a loop, unreadable: OpenSSL passes it by too
+            continue
+        if not stat.S_ISREG(mode):
+            # OpenSSL opens it when a server's issuer has its hash: a FIFO would hang that
+            # handshake (and this check) for ever, a device feed it without end.
+            raise ConfigError(
+                f"{shown}, a directory whose hashed name {escape(name)} is not a regular "
+                f"file (a FIFO, device or socket, which OpenSSL would wait on); {advice}"
+            )
+        regular.append(candidate)
+    for candidate in regular[:20]:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         try:
             if os.path.getsize(candidate) > _CA_BUNDLE_LIMIT:

@@ -930,3 +930,80 @@ def test_a_branch_name_with_shell_metacharacters_is_never_run_gitlab(stub: Any, 
     result, _ = stub(*gitlab_job_script(job), 2 if job == "drift" else 0, **ci)
     assert "Traceback" not in result.stderr
     assert sorted(p.name for p in stub.work.parent.rglob("pwned*")) == []
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+@pytest.mark.parametrize("platform", ["github", "gitlab"])
+@pytest.mark.parametrize("recorded", ["none", "ancestor", "sideways", "ahead"])
+def test_drift_adopts_since_the_record_only_on_mains_history(
+    tmp_path: Path, stub: Any, platform: str, recorded: str
+) -> None:
+    # A record off main's history (another history, or a commit pushed to it by hand)
+    # would decide which merged changes count as pending, and so which adopt proposes to
+    # undo: drift is reported, nothing adopted, as the apply never trusts it either.
+    shas = with_origin(stub.work, recorded)
+    expected = {
+        "none": ["adopt --summary SUMMARY"],
+        "ancestor": [f"adopt --summary SUMMARY --changed-since {shas['first']}"],
+        "sideways": [],
+        "ahead": [],
+    }[recorded]
+    if platform == "github":
+        results, calls, runner = github_stub_job(
+            tmp_path, "drift", {"plan": 2}, event_name="schedule"
+        )
+        summary = f"{runner.runner_temp}/adopt-summary.md"
+        assert job_failed(results)  # drift is reported either way
+        said = step(results, "Find the last successful apply").stdout
+    else:
+        result, calls = stub(*gitlab_job_script("drift"), 2, **WRITE_CLIENT)
+        assert result.returncode == 1
+        summary = next((c.split()[2] for c in calls[1:]), "")
+        said = result.stdout + result.stderr
+    adopted = [c.replace(summary, "SUMMARY") for c in calls if c.startswith("adopt")]
+    assert adopted == expected, said
+    assert ("nothing is adopted" in said) is (recorded in ("sideways", "ahead")), said
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+@pytest.mark.parametrize("platform", ["github", "gitlab"])
+@pytest.mark.parametrize("recorded", ["none", "ancestor"])
+def test_a_branch_whose_name_ends_as_the_records_does_not_stop_the_record(
+    tmp_path: Path, stub: Any, platform: str, recorded: str
+) -> None:
+    # `git ls-remote origin refs/heads/reconcile/applied` lists evil/refs/heads/reconcile/
+    # applied too: read as the record, it made every record fail (two values) or, with no
+    # record yet, said "at HEAD already" and never made one.
+    shas = with_origin(stub.work, recorded)
+    origin = stub.work.parent / "origin.git"
+    head = git(stub.work, "rev-parse", "HEAD")
+    for evil in ("evil/refs/heads/reconcile/applied", "x/refs/heads/reconcile/applied"):
+        target = head if evil.startswith("evil") else shas["sideways"]
+        git(stub.work, "push", "-q", "origin", f"{target}:refs/heads/{evil}")
+    if platform == "github":
+        results, _, _ = github_stub_job(tmp_path, "record", {})
+        failed, said = job_failed(results), "".join(r.stdout + r.stderr for r in results)
+    else:
+        ci = WRITE_CLIENT | {"RECORD_TOKEN": "a-project-access-token", "RECORD_REMOTE": str(origin)}
+        result, _ = stub(*gitlab_job_script("apply"), 0, **ci)
+        failed, said = result.returncode != 0, result.stdout + result.stderr
+    after = git(origin, "for-each-ref", "--format=%(objectname)", "refs/heads/reconcile/applied")
+    assert not failed, said
+    assert after == head, said
+
+
+def test_the_action_knows_every_reconcile_command_a_later_line_may_start() -> None:
+    # `resend` was missing: "apply\nresend inv_1" ran as one apply of the paths "resend"
+    # and "inv_1", refused for them rather than for the second command.
+    from reconciler.cli import COMMANDS
+
+    action = ACTION.read_text(encoding="utf-8")
+    listed = re.search(r"^ +(validate \|[^)]*)\)$", action, re.MULTILINE)
+    assert listed is not None
+    assert {w.strip() for w in listed.group(1).split("|")} == set(COMMANDS)
+
+
+def test_the_action_refuses_a_resend_on_a_later_line(tmp_path: Path) -> None:
+    result, calls = run_action_command(tmp_path, "apply --auto-approve\nresend inv_1\n")
+    assert result.returncode == 1 and calls == []
+    assert "line 2 of the command input starts another" in result.stdout

@@ -455,3 +455,17 @@ def test_a_413_says_the_body_was_too_large_and_is_not_retried(requests_mock: Any
 )
 def test_a_write_is_unknown_when_the_platform_may_have_done_it(error: ApiError, unknown: bool):
     assert error.outcome_unknown is unknown
+
+
+def test_a_gateway_title_cut_short_never_shows_the_start_of_the_secret(
+    client: ApiClient, requests_mock: Any
+) -> None:
+    # Spaces collapse after the cut: 1,000 of them and the secret made its first 24
+    # characters the whole title, which redaction (whole secrets only) let through.
+    secret = "cs_live_Zq9xSECRETvalue"
+    page = "<html><title>" + " " * 1010 + secret + "</title></html>"
+    error = failure_shown(
+        client, requests_mock, status_code=502, text=page,
+        headers={"Content-Type": "text/html"},
+    )  # fmt: skip
+    assert secret[:6] not in error.message and "SECRET" not in error.message

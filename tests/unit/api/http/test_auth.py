@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Iterator
-from urllib.parse import unquote, unquote_plus
+from urllib.parse import quote, quote_plus, unquote, unquote_plus
 
 import pytest
 import requests
@@ -190,3 +190,62 @@ def test_a_token_too_short_to_keep_out_of_output_is_refused(token: str) -> None:
     said = str(refused.value)
     assert "shorter than 6 characters" in said and "no request was sent with it" in said
     assert redact(f"the {token} word") == f"the {token} word"  # never made a redaction
+
+
+SPLIT_SECRET = "cs_live_Zq9xSECRETvalue_0123456789"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"error": "x" * 50 + SPLIT_SECRET},  # the code's cut at 80 splits the secret
+        # 17 copies redact to 170 characters, leaving the 22 the cut at 600 kept of the
+        # 18th within the 300 shown.
+        {"error": "invalid_client", "error_description": SPLIT_SECRET * 18},
+        {"error": "invalid_client", "error_description": SPLIT_SECRET.upper() * 18},
+    ],
+)
+def test_an_error_cut_short_never_shows_the_start_of_a_secret_it_splits(body: object) -> None:
+    register_secret_forms(SPLIT_SECRET)
+    said = str(OAuthError.of(body))
+    assert "cs_live" not in said.lower() and "secret" not in said.lower(), said
+
+
+def test_a_token_type_cut_short_never_shows_the_start_of_a_secret() -> None:
+    register_secret_forms(SPLIT_SECRET)
+    with pytest.raises(TokenRefused) as refused:
+        token_from_payload(
+            {"access_token": "eyJ.a-token", "token_type": "x" * 20 + SPLIT_SECRET},
+            None,
+            now=0,
+            issued=IssuedTokens(),
+        )
+    assert "cs_live" not in str(refused.value)
+
+
+ECHOED = "s3cr3t value!+/=xyzQ"
+
+
+@pytest.mark.parametrize(
+    "echo",
+    [
+        base64.b64encode(ECHOED.encode()).decode(),  # the secret alone
+        # the form body as the server got it, Base64-encoded whole: the secret at each offset
+        *(
+            base64.b64encode(f"{'x' * n}client_secret={quote_plus(ECHOED)}&a=b".encode()).decode()
+            for n in range(3)
+        ),
+        base64.urlsafe_b64encode(f"id:{ECHOED}".encode()).decode(),
+        quote(ECHOED),  # `/` kept, as quote() does by default
+        quote(quote_plus(ECHOED), safe=""),  # the form body percent-encoded again
+        quote(quote(ECHOED, safe=""), safe=""),
+    ],
+)
+def test_a_secret_echoed_encoded_once_more_is_redacted(echo: str) -> None:
+    register_secret_forms(ECHOED)
+    shown = redact(f"invalid_client: {echo}")
+    assert REDACTED in shown
+    # What is left of the encoded secret is at most the two characters at its ends,
+    # which hold bits of the bytes beside it.
+    left = shown.split("[redacted]")
+    assert all(len(part) < 40 for part in left), shown

@@ -202,7 +202,12 @@ if HAS_LIBRARY:
     from reconciler.apply.applier import Applier, ResendOutcome, WriteOutcome
     from reconciler.apply.audit import AuditLogError, open_audit_log
     from reconciler.commands.common import check_writable
-    from reconciler.commands.remote import api_client, capacity_for, compute_plan
+    from reconciler.commands.remote import (
+        api_client,
+        capacity_for,
+        compute_plan,
+        refuse_narrow_grant,
+    )
     from reconciler.desired.entries import refuse_bad_ids
     from reconciler.desired.selection import Selection, select_invites
     from reconciler.desired.state import load_texts
@@ -268,6 +273,7 @@ class Run:
                 self.fail(shown(refusal))
             if module.check_mode or not plan.has_changes:
                 self.finish_plan(plan)
+            refuse_narrow_grant(client)  # a read-only grant: refused before any write
             report = self.apply(plan, client, settings, capacity.limiter)
         self.finish_apply(plan, report)
 
