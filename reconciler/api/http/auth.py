@@ -132,6 +132,13 @@ def token_from_payload(data: Any, body: Any, now: float, issued: IssuedTokens) -
     value = payload.get("access_token") if isinstance(payload, dict) else None
     if not isinstance(value, str):
         raise TokenRefused("the token endpoint's answer has no access_token")
+    if len(value) > MAX_TOKEN_LENGTH:
+        # Refused before it becomes a redaction pattern: every text shown would be searched
+        # for megabytes of it. No gateway carries such a header (nginx: 8 KiB a line).
+        raise TokenRefused(
+            f"the token endpoint issued an access token of {len(value):,} characters, longer "
+            f"than {MAX_TOKEN_LENGTH // 1024} KiB; it was not used, so no request was sent with it"
+        )
     issued.add(value)  # redacted before anything else could show it
     problem = _uncarriable(value)
     if problem:
@@ -261,6 +268,9 @@ class OAuthError(NamedTuple):
 
     def __str__(self) -> str:
         return self.code + (f" ({self.description})" if self.description else "")
+
+
+MAX_TOKEN_LENGTH = 64 * 1024  # characters of an access token, at most
 
 
 def _uncarriable(value: str) -> str | None:

@@ -192,6 +192,22 @@ def test_a_token_too_short_to_keep_out_of_output_is_refused(token: str) -> None:
     assert redact(f"the {token} word") == f"the {token} word"  # never made a redaction
 
 
+def test_a_token_of_megabytes_is_refused_and_never_made_a_redaction() -> None:
+    """A hostile token server's 3 MB token would be searched for in every text shown."""
+    from reconciler.api.exceptions import TokenRefused
+    from reconciler.api.http.auth import token_from_payload
+
+    token = "tok" + "x" * (3 * 1024 * 1024)
+    with pytest.raises(TokenRefused) as refused:
+        token_from_payload(
+            {"access_token": token, "expires_in": 60}, None, now=0, issued=IssuedTokens()
+        )
+    said = str(refused.value)
+    assert "longer than 64 KiB" in said and "no request was sent with it" in said
+    assert len(said) < 300
+    assert redact("the " + token[:100]) == "the " + token[:100]  # never made a redaction
+
+
 SPLIT_SECRET = "cs_live_Zq9xSECRETvalue_0123456789"
 
 
