@@ -164,16 +164,21 @@ def load_settings(config_file: str | None, env: Mapping[str, str] | None = None)
     return settings.with_values(_from_env(env))
 
 
-CI_VARIABLES = ("CI", "GITHUB_ACTIONS", "GITLAB_CI")
+CI_VARIABLES = ("CI", "GITHUB_ACTIONS", "GITLAB_CI", "TF_BUILD")  # `true` or `1`
+# Jenkins and TeamCity set no CI variable of that kind; each sets one of its own.
+CI_PRESENT = ("JENKINS_URL", "TEAMCITY_VERSION")
 
 
 def ci_variable(env: Mapping[str, str]) -> str | None:
     """`NAME=value` of the variable that says this runs under CI (`true` or `1`, in any
-    case), None when none does."""
+    case; Jenkins' and TeamCity's own when set), None when none does."""
     for name in CI_VARIABLES:
         value = env.get(name, "")
         if value.strip().lower() in ("true", "1"):
             return f"{name}={escape(value.strip())}"
+    for name in CI_PRESENT:
+        if env.get(name, "").strip():
+            return f"{name} (set)"
     return None
 
 

@@ -27,7 +27,17 @@ def repo(tmp_path: Path, base_url: str) -> Path:
     return tmp_path
 
 
-@pytest.mark.parametrize("ci", ["CI=true", "GITHUB_ACTIONS=true", "GITLAB_CI=true", "CI=1"])
+@pytest.mark.parametrize(
+    "ci",
+    [
+        "CI=true",
+        "GITHUB_ACTIONS=true",
+        "GITLAB_CI=true",
+        "CI=1",
+        "TF_BUILD=True",  # Azure Pipelines
+        "JENKINS_URL=https://jenkins.example/",  # Jenkins sets no CI=true
+    ],
+)
 @pytest.mark.parametrize("command", ["plan", "apply", "adopt", "export"])
 def test_a_base_url_from_the_file_is_refused_before_any_request(
     tmp_path: Path, ci: str, command: str
@@ -40,7 +50,7 @@ def test_a_base_url_from_the_file_is_refused_before_any_request(
             RECONCILER_CLIENT_SECRET=SANDBOX_CLIENT_SECRET,
             **{name: value},
         )
-        for other in {"CI", "GITHUB_ACTIONS", "GITLAB_CI"} - {name}:
+        for other in {"CI", "GITHUB_ACTIONS", "GITLAB_CI", "TF_BUILD", "JENKINS_URL"} - {name}:
             env.pop(other, None)
         args = {"apply": ["apply", "--auto-approve"], "export": ["export", "inv_8f2k1"]}
         result = run_cli(*args.get(command, [command]), cwd=work, env=env)
