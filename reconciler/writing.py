@@ -109,17 +109,22 @@ def write_output(
     _write(path, (p.encode("utf-8") for p in pieces), mode, what, create_only=create_only)
 
 
-def replace_read(read: ReadFile, new: str | bytes, what: str) -> None:
+def replace_read(
+    read: ReadFile, new: str | bytes, what: str, *, through_links: bool = True
+) -> None:
     """Replace the file ``read`` came from with ``new``, keeping its mode.
 
     Refused (``FileChanged``), nothing written, when the file is no longer
     byte-for-byte ``read.data``, or its path now leads elsewhere (a symbolic link
-    swapped, the file replaced by a directory or a FIFO).
+    swapped, the file replaced by a directory or a FIFO). ``through_links``: the
+    file a symbolic link names is replaced, and the link stays; else the link itself
+    is replaced by the new file (as ``write_output`` does).
     """
     data = new.encode("utf-8") if isinstance(new, str) else new
     _check_unchanged(read, what)
+    target = read.real if through_links else read.path
     _write(
-        read.real, iter([data]), read.mode, what, before_rename=lambda: _check_unchanged(read, what)
+        target, iter([data]), read.mode, what, before_rename=lambda: _check_unchanged(read, what)
     )
 
 

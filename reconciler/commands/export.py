@@ -38,9 +38,10 @@ from reconciler.model.invite import CurrentInvite
 from reconciler.model.kinds import FlowList, Quoted
 from reconciler.model.outcome import Done, Failed, stop_if_run_fatal
 from reconciler.output.log import setup_logging
-from reconciler.safefile import refuse_special_file, write_text_replacing
+from reconciler.safefile import refuse_special_file
 from reconciler.safetext import ALLOWED_INVISIBLE, escape, redact_and_escape
 from reconciler.wording import plural
+from reconciler.writing import replace_read, write_output
 
 
 class _ExportDumper(yaml.SafeDumper):
@@ -143,8 +144,7 @@ def export(
         )
     settings = settings_for(config_file)
     ids = list(dict.fromkeys(invite_ids))
-    if out and force:
-        refuse_dropping_invites(out, ids)
+    replacing = refuse_dropping_invites(out, ids) if out and force else None
     check_known_ids(ids, settings.paths, out, force)
     ref, note = schema_ref_for(out, schema_ref, settings.schema_ref)
     capacity = capacity_for(settings)
@@ -165,7 +165,10 @@ def export(
         # Like a plan file: a temporary file renamed over --out, never written through
         # a symlink, never over a device or FIFO.
         made = make_out_directory(out)
-        write_text_replacing(out, text, "the export")
+        if replacing is not None:  # only while it is still the file read and checked
+            replace_read(replacing, text, "the export", through_links=False)
+        else:  # a file that appeared meanwhile is never replaced
+            write_output(out, text, "the export", create_only=True)
         created = f" (made the directory {escape(made)})" if made else ""
         click.echo(f"Exported {plural(len(found), 'invite')} to {out}{created}.", err=True)
     else:
