@@ -56,7 +56,8 @@ _BOM = "\ufeff"
 @click.option(
     "--prune-not-pending",
     is_flag=True,
-    help="Also remove the entries of invites that are no longer pending (accepted, expired).",
+    help="Also remove the entries of invites the platform reports in a status other than "
+    "pending (accepted, expired); an invite with no status is kept.",
 )
 @click.option(
     "--changed-since",

@@ -107,7 +107,12 @@ def _entry_text(entry: Entry) -> str:
 @click.command(epilog=settings_help(api=True, reads_paths=True, extra=("schema_ref",)))
 @click.argument("invite_ids", nargs=-1, required=True, metavar="ID...")
 @click.option("--out", type=FilePath(), help="Write here instead of stdout.")
-@click.option("--force", is_flag=True, help="Overwrite --out if it exists.")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Replace --out if it exists: only a file that parses, defines no other invites, "
+    "and is unchanged when written.",
+)
 @click.option(
     "--schema-ref",
     help="The $schema reference written on the first line (default: the schema in this "
