@@ -135,7 +135,10 @@ def write_all(writes: Sequence[tuple[ReadFile, str | bytes]], what: str) -> list
     the error names it and lists the files already written (they hold the new text).
     """
     for read, _ in writes:
-        _check_unchanged(read, what)
+        try:
+            _check_unchanged(read, what)
+        except FileChanged as error:
+            raise FileChanged(f"{error} (no file was changed)") from None
     written: list[str] = []
     for read, new in writes:
         try:

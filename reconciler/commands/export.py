@@ -172,8 +172,8 @@ def export(
         made = make_out_directory(out)
         if replacing is not None:  # only while it is still the file read and checked
             replace_read(replacing, text, "the export", through_links=False)
-        else:  # a file that appeared meanwhile is never replaced
-            write_output(out, text, "the export", create_only=True)
+        else:  # a file that appeared meanwhile is never replaced; a dangling link is
+            write_output(out, text, "the export", create_only=not os.path.islink(out))
         created = f" (made the directory {escape(made)})" if made else ""
         click.echo(f"Exported {plural(len(found), 'invite')} to {out}{created}.", err=True)
     else:

@@ -133,7 +133,7 @@ def refuse_dropping_invites(out: str, ids: list[str]) -> ReadFile | None:
     text, a tab) may hold any number of them: it is never replaced. The export replaces
     the file only while it is still these bytes (``replace_read``).
     """
-    if not os.path.lexists(out):
+    if not os.path.exists(out):  # nothing, or a dangling link (replaced, never followed)
         return None
     try:
         read = read_for_rewrite(out)

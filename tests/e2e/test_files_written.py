@@ -191,6 +191,7 @@ def test_an_edit_during_adopts_read_is_refused_naming_the_file_and_kept(
     assert "invites/a.yaml: not written (the invite file): it changed since it was read" in (
         result.stderr
     )
+    assert "(no file was changed)" in result.stderr
     assert target.read_text(encoding="utf-8") == A.replace(old, new)  # the edit, whole
     assert result.stdout == ""  # no stale "old -> new" printed for a write that never was
     assert (repo / "invites" / "b.yaml").read_text(encoding="utf-8") == B
