@@ -13,9 +13,14 @@
   already written.
 - ``open_append``: the audit log, created ``0600``, never through a symbolic link.
 
+The temporary file and the rename are made in the file's directory held open from the
+start (``dir_fd``), and that directory must be the one the file was read from: a
+directory or a link on the path swapped meanwhile never receives the new file.
+
 What is left: between the last compare and the rename there is no compare-and-swap on
-POSIX, so an edit landing in those microseconds (after the bytes were compared, before
-``rename(2)``) is lost; every other moment of the run is covered by the compare.
+POSIX (no rename "only if the target is still this inode"), so an edit landing in
+those few system calls (after the bytes were compared, before ``renameat(2)``) is
+replaced; every other moment of the run is covered by the compare.
 """
 
 from __future__ import annotations
@@ -36,7 +41,8 @@ from reconciler.safefile import NotRegularFile, kind_of, open_for_append, open_r
 from reconciler.safetext import escape
 
 PRIVATE_MODE = 0o600
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 
 class FileChanged(ReconcilerError):
@@ -52,6 +58,7 @@ class ReadFile:
     data: bytes
     mode: int  # its permission bits
     inode: tuple[int, int]  # (st_dev, st_ino)
+    directory: tuple[int, int]  # its directory's (st_dev, st_ino): the new file goes there
 
     @property
     def text(self) -> str:
@@ -62,10 +69,18 @@ class ReadFile:
 def read_for_rewrite(path: str) -> ReadFile:
     """``path`` read whole, a regular file only. Raises ``OSError``."""
     real = os.path.realpath(path)
+    folder = os.stat(os.path.dirname(real))
     with open_regular(real) as stream:
         info = os.fstat(stream.fileno())
         data = stream.read()
-    return ReadFile(path, real, data, stat.S_IMODE(info.st_mode), (info.st_dev, info.st_ino))
+    return ReadFile(
+        path,
+        real,
+        data,
+        stat.S_IMODE(info.st_mode),
+        (info.st_dev, info.st_ino),
+        (folder.st_dev, folder.st_ino),
+    )
 
 
 def same_file(a: str, b: str) -> bool:
@@ -124,7 +139,12 @@ def replace_read(
     _check_unchanged(read, what)
     target = read.real if through_links else read.path
     _write(
-        target, iter([data]), read.mode, what, before_rename=lambda: _check_unchanged(read, what)
+        target,
+        iter([data]),
+        read.mode,
+        what,
+        before_rename=lambda: _check_unchanged(read, what),
+        directory=read.directory if through_links else None,
     )
 
 
@@ -209,6 +229,15 @@ def _check_unchanged(read: ReadFile, what: str) -> None:
             f"{shown}: not written ({what}): it changed since it was read (edited meanwhile?); "
             "nothing was written to it. Run again on the file as it is now"
         )
+    try:
+        folder = os.stat(os.path.dirname(read.real))
+    except OSError:
+        folder = None
+    if folder is None or (folder.st_dev, folder.st_ino) != read.directory:
+        raise FileChanged(
+            f"{shown}: not written ({what}): its directory was replaced since it was read; "
+            "nothing was written"
+        )
 
 
 def _write(
@@ -219,28 +248,53 @@ def _write(
     *,
     create_only: bool = False,
     before_rename: Callable[[], None] | None = None,
+    directory: tuple[int, int] | None = None,
 ) -> None:
-    directory = os.path.dirname(target) or "."
+    """The temporary file and the rename are made in one directory, held open from the
+    start: a directory (or a link on the path to it) swapped meanwhile never receives the
+    file; with ``directory`` (the identity recorded when the file was read), the one held
+    must be that one."""
+    folder = os.path.dirname(target) or "."
+    name = os.path.basename(target)
     tmp = None
+    dfd = None
     try:
         with _terminate_unwinds():
-            fd, tmp = tempfile.mkstemp(prefix=".reconcile-", suffix=".tmp", dir=directory)
+            dfd = os.open(folder, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
+            held = os.fstat(dfd)
+            if directory is not None and (held.st_dev, held.st_ino) != directory:
+                raise FileChanged(
+                    f"{escape(target)}: not written ({what}): its directory was replaced since "
+                    "it was read; nothing was written"
+                )
+            fd, tmp = tempfile.mkstemp(prefix=".reconcile-", suffix=".tmp", dir=folder)
             with os.fdopen(fd, "wb") as handle:
                 os.fchmod(handle.fileno(), mode)
+                made = os.fstat(handle.fileno())
                 for piece in pieces:
                     handle.write(piece)
                 handle.flush()
                 os.fsync(handle.fileno())
+            base = os.path.basename(tmp)
+            there = os.stat(base, dir_fd=dfd, follow_symlinks=False)
+            if (there.st_dev, there.st_ino) != (made.st_dev, made.st_ino):
+                os.unlink(tmp)  # made through a directory swapped meanwhile: gone again
+                tmp = None
+                raise FileChanged(
+                    f"{escape(target)}: not written ({what}): its directory was replaced while "
+                    "it was written; nothing was written"
+                )
             if before_rename is not None:
                 before_rename()
             if create_only:
-                _link_new(tmp, target)
+                _link_new(base, name, dfd)
                 with contextlib.suppress(FileNotFoundError):  # renamed, without hard links
-                    os.unlink(tmp)
+                    os.unlink(base, dir_fd=dfd)
             else:
-                os.replace(tmp, target)
+                os.replace(base, name, src_dir_fd=dfd, dst_dir_fd=dfd)
             tmp = None
-            _sync_directory(directory)
+            with contextlib.suppress(OSError):  # the rename survives a power cut
+                os.fsync(dfd)
     except OSError as exc:
         problem = exc.strerror or str(exc)
         if create_only and exc.errno == errno.EEXIST:
@@ -249,30 +303,29 @@ def _write(
     finally:
         if tmp is not None:
             with contextlib.suppress(OSError):
-                os.unlink(tmp)
+                if dfd is not None:
+                    os.unlink(os.path.basename(tmp), dir_fd=dfd)
+                else:
+                    os.unlink(tmp)
+        if dfd is not None:
+            os.close(dfd)
 
 
-def _link_new(tmp: str, target: str) -> None:
-    """``tmp`` made ``target``, which must not exist: a hard link, which fails (``EEXIST``)
-    when a file appeared there; without hard links, a rename after one more look."""
+def _link_new(tmp: str, target: str, dfd: int) -> None:
+    """``tmp`` made ``target`` (both in the directory ``dfd``), which must not exist: a hard
+    link, which fails (``EEXIST``) when a file appeared there; without hard links, a rename
+    after one more look."""
     try:
-        os.link(tmp, target)
+        os.link(tmp, target, src_dir_fd=dfd, dst_dir_fd=dfd, follow_symlinks=False)
     except OSError as exc:
         if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):
             raise
-        if os.path.lexists(target):
-            raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), target) from None
-        os.replace(tmp, target)
-
-
-def _sync_directory(directory: str) -> None:
-    """The rename survives a power cut; a file system that cannot sync a directory is let be."""
-    with contextlib.suppress(OSError):
-        fd = os.open(directory, os.O_RDONLY)
         try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+            os.stat(target, dir_fd=dfd, follow_symlinks=False)
+        except FileNotFoundError:
+            os.replace(tmp, target, src_dir_fd=dfd, dst_dir_fd=dfd)
+            return
+        raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), target) from None
 
 
 def _umask() -> int:

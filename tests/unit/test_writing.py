@@ -104,9 +104,9 @@ def test_the_window_left_is_between_the_last_compare_and_the_rename(
     read = read_for_rewrite(str(file))
     real_replace = os.replace
 
-    def edit_then_replace(src: str, dst: str) -> None:
-        Path(dst).write_text("edited in the window\n", encoding="utf-8")
-        real_replace(src, dst)
+    def edit_then_replace(src: str, dst: str, **dir_fds: int) -> None:
+        file.write_text("edited in the window\n", encoding="utf-8")
+        real_replace(src, dst, **dir_fds)
 
     monkeypatch.setattr(writing.os, "replace", edit_then_replace)
     replace_read(read, NEW, "the invite file")
@@ -126,6 +126,52 @@ def test_a_symlink_swapped_between_read_and_write_is_refused(tmp_path: Path) -> 
         replace_read(read, NEW, "the invite file")
     assert mine.read_text(encoding="utf-8") == OLD == other.read_text(encoding="utf-8")
     assert link.is_symlink()
+
+
+def test_a_directory_swapped_for_another_holding_the_same_bytes_is_refused(
+    tmp_path: Path,
+) -> None:
+    """The path, the link targets and the bytes all match: only the directory's identity
+    tells them apart, and the new file never goes into the directory put in its place."""
+    folder = tmp_path / "invites"
+    folder.mkdir()
+    (folder / "a.yaml").write_text(OLD, encoding="utf-8")
+    read = read_for_rewrite(str(folder / "a.yaml"))
+    folder.rename(tmp_path / "moved")
+    folder.mkdir()
+    (folder / "a.yaml").write_text(OLD, encoding="utf-8")
+    with pytest.raises(FileChanged, match="its directory was replaced"):
+        replace_read(read, NEW, "the invite file")
+    assert (folder / "a.yaml").read_text(encoding="utf-8") == OLD
+    assert (tmp_path / "moved" / "a.yaml").read_text(encoding="utf-8") == OLD
+    assert leftovers(folder) == leftovers(tmp_path / "moved") == []
+
+
+def test_a_directory_swapped_while_the_new_text_is_written_never_receives_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "invites"
+    folder.mkdir()
+    (folder / "a.yaml").write_text(OLD, encoding="utf-8")
+    read = read_for_rewrite(str(folder / "a.yaml"))
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    real_fsync = os.fsync
+    swapped = []
+
+    def swap_then_fsync(fd: int) -> None:
+        if not swapped:  # the first sync: the temporary file's, before the rename
+            swapped.append(True)
+            folder.rename(tmp_path / "moved")
+            folder.symlink_to(outside)
+        real_fsync(fd)
+
+    monkeypatch.setattr(writing.os, "fsync", swap_then_fsync)
+    with pytest.raises(FileChanged):
+        replace_read(read, NEW, "the invite file")
+    assert list(outside.iterdir()) == []
+    assert (tmp_path / "moved" / "a.yaml").read_text(encoding="utf-8") == OLD
+    assert leftovers(tmp_path / "moved") == []
 
 
 def test_a_file_swapped_for_a_symlink_to_the_same_bytes_elsewhere_is_refused(
