@@ -5,27 +5,15 @@ with ``open_regular``: a FIFO or device is refused at once instead of blocking
 forever or reading an endless stream. Appends (the audit log, the step summary)
 go through ``open_for_append``, which can also refuse a symbolic link.
 
-Write a whole text file in place of ``--out``, never half of one, never over a device.
-
-The text goes to a temporary file in the destination's directory, which then
-replaces the destination in one rename: a reader sees the old file or the new,
-and a failed write leaves the old one as it was. A rename would also replace a
-device node, FIFO or socket (``--out /dev/null`` as root), so a destination
-that exists and is not a regular file is refused.
+Writing is ``reconciler.writing``'s: every file the tool writes goes through it.
 """
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
-import signal
 import stat
-import tempfile
-import threading
-from collections.abc import Iterable, Iterator
-from pathlib import Path
-from types import FrameType
+from collections.abc import Iterable
 from typing import BinaryIO
 
 from reconciler.errors import ReconcilerError
@@ -98,72 +86,10 @@ def refuse_special_file(path: str, what: str) -> None:
 def write_text_replacing(
     path: str, text: str | Iterable[str], what: str, *, private: bool = False
 ) -> None:
-    """Write ``text`` (or its pieces, in order) to ``path`` atomically.
+    """``reconciler.writing.write_output``, under the name callers knew it by."""
+    from reconciler.writing import write_output  # writing imports this module
 
-    ``private`` keeps it readable by its owner only. A symlink at ``path`` is
-    replaced by the new file and its target left untouched (as before for plan
-    files): writing through a link could overwrite any file the link points at,
-    or create one wherever a dangling link points. Whatever stops the write
-    (an error making a piece, Ctrl-C, SIGTERM) removes the temporary file.
-    """
-    refuse_special_file(path, what)
-    target = Path(path)
-    directory = target.parent if str(target.parent) else Path(".")
-    tmp = None
-    try:
-        with _terminate_unwinds():
-            fd, tmp = tempfile.mkstemp(prefix=".reconcile-", suffix=".tmp", dir=directory)
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                if not private:  # mkstemp makes 0600; a shared file gets the usual mode
-                    os.fchmod(handle.fileno(), 0o666 & ~_umask())
-                handle.writelines([text] if isinstance(text, str) else text)
-            os.replace(tmp, target)
-            tmp = None
-    except OSError as exc:
-        raise ReconcilerError(f"{escape(path)}: cannot write {what}: {exc.strerror}") from None
-    finally:
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-
-
-# SIGHUP too: closing the terminal or an SSH session sends it, and by default it
-# also ends the process on the spot.
-_UNWINDING_SIGNALS = tuple(
-    getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)
-)
-
-
-@contextlib.contextmanager
-def _terminate_unwinds() -> Iterator[None]:
-    """SIGTERM and SIGHUP raise SystemExit while this runs, so ``finally`` clauses run.
-
-    By default they end the process on the spot, which would leave the
-    temporary file behind. A signal the caller ignores (``nohup``) stays ignored.
-    Signals reach the main thread only; elsewhere this does nothing.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {signum: signal.getsignal(signum) for signum in _UNWINDING_SIGNALS}
-    for signum, handler in previous.items():
-        if handler is not signal.SIG_IGN:
-            signal.signal(signum, _exit_on_terminate)
-    try:
-        yield
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-
-
-def _exit_on_terminate(signum: int, frame: FrameType | None) -> None:
-    raise SystemExit(128 + signum)  # the status a shell reports for a process ended by it
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
+    write_output(path, text, what, private=private)
 
 
 def kind_of(mode: int) -> str:

@@ -30,8 +30,8 @@ from reconciler.api.exceptions import ApiError
 from reconciler.apply.audit_path import audit_path_problem
 from reconciler.errors import ReconcilerError
 from reconciler.model.values import JsonValue
-from reconciler.safefile import open_for_append
 from reconciler.safetext import escape, escape_json_text, redact_and_escape
+from reconciler.writing import open_append
 
 # What a write record says of each field it carries: {"before": ..., "after": ...}, as JSON.
 WriteFields = Mapping[str, Mapping[str, JsonValue]]
@@ -312,7 +312,7 @@ def _open_for_append(path: str) -> int:
     if problem:
         raise AuditLogError(f"{escape(path)}: cannot open the audit log: {problem}")
     try:
-        fd = open_for_append(path, follow_symlinks=False)  # a FIFO or device: refused at once
+        fd = open_append(path)  # 0600; a FIFO, device or symbolic link: refused at once
     except OSError as exc:
         raise AuditLogError(f"{path}: cannot open the audit log: {exc.strerror}") from None
     try:

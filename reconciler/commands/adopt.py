@@ -10,16 +10,14 @@ valid, with exactly the values meant, is any file replaced.
 
 from __future__ import annotations
 
-import os
 from collections import defaultdict
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import click
 
 from reconciler.api.current import read_current
 from reconciler.commands.adopt_summary import Held, write_summary
-from reconciler.commands.common import check_writable, settings_for
+from reconciler.commands.common import check_writable, run_inputs, settings_for
 from reconciler.commands.options import (
     config_option,
     parallelism_option,
@@ -34,7 +32,7 @@ from reconciler.desired.changed_since import ChangedEntry, changed_entries
 from reconciler.desired.entries import refuse_bad_ids
 from reconciler.desired.rewrite import Rewritten, Wanted, rewrite
 from reconciler.desired.selection import Selection, select_invites
-from reconciler.desired.state import load_desired_state, load_text
+from reconciler.desired.state import find_files, load_desired_state, load_text
 from reconciler.errors import ReconcilerError
 from reconciler.model.fields import kind_of
 from reconciler.model.invite import CurrentInvite, DesiredInvite, ResendRule
@@ -45,9 +43,9 @@ from reconciler.output.failures import echo_errors
 from reconciler.output.log import setup_logging
 from reconciler.plan.changes import FailedInvite
 from reconciler.plan.compare import compare_invite
-from reconciler.safefile import write_text_replacing
 from reconciler.safetext import holds_secret, json_text, redact, redact_and_escape
 from reconciler.wording import plural
+from reconciler.writing import ReadFile, read_for_rewrite, refuse_input, write_all
 
 _BOM = "\ufeff"
 
@@ -58,7 +56,8 @@ _BOM = "\ufeff"
 @click.option(
     "--prune-not-pending",
     is_flag=True,
-    help="Also remove the entries of invites that are no longer pending (accepted, expired).",
+    help="Also remove the entries of invites the platform reports in a status other than "
+    "pending (accepted, expired); an invite with no status is kept.",
 )
 @click.option(
     "--changed-since",
@@ -107,8 +106,12 @@ def adopt(
     settings = settings_for(config_file, parallelism=parallelism)
     check_writable(summary_file, "write the summary")
     where = list(paths or settings.paths)
+    refuse_input(summary_file, run_inputs(config_file, where), "--summary", "the summary")
+    # Each file as read, byte for byte: the platform's values go into exactly this text,
+    # and a file is replaced only while it still holds it (an edit meanwhile is refused).
+    read = _read_files(where)
     everything = load_desired_state(where).invites
-    _refuse_summary_over_input(summary_file, everything, config_file)
+    _refuse_changed_while_loading(read)
     chosen = select_invites(everything, Selection(targets, excludes), ", ".join(where))
     pending: dict[str, ChangedEntry] = {}
     if changed_since is not None:
@@ -149,27 +152,40 @@ def adopt(
         finally:
             readings.close()
             progress.finish()
-    files = _rewrite_all(found.wanted, everything)
-    for path, done in files:
-        _write(path, done)
+    files = _rewrite_all(found.wanted, everything, read)
+    write_all(
+        [(read[path], done.text) for path, done in files if _changes(done)], "the invite file"
+    )
     code = _report(files, found.failed, found.held, changed_since)
     if summary_file is not None:
         write_summary(summary_file, [(p, d.rewritten) for p, d in files], found.held, changed_since)
     return code
 
 
-def _refuse_summary_over_input(
-    summary: str | None, invites: list[DesiredInvite], config_file: str | None
-) -> None:
-    if summary is None:
-        return
-    inputs = {os.path.realpath(i.source.path) for i in invites}
-    inputs.add(os.path.realpath(config_file or "reconciler.yaml"))
-    if os.path.realpath(summary) in inputs:
-        raise ReconcilerError(
-            f"--summary {redact_and_escape(summary)}: a file this run reads; write the "
-            "summary elsewhere. Nothing was read from the platform"
-        )
+def _read_files(where: list[str]) -> dict[str, ReadFile]:
+    """Every invite file under ``where`` as read now; one that cannot be read is left to
+    the loader, which reports it."""
+    read = {}
+    for file in find_files(where)[0]:
+        try:
+            read[str(file)] = read_for_rewrite(str(file))
+        except OSError:
+            continue
+    return read
+
+
+def _refuse_changed_while_loading(read: dict[str, ReadFile]) -> None:
+    """The values loaded are those of the bytes kept: refuse a file edited while loading."""
+    for path, was in read.items():
+        try:
+            now = read_for_rewrite(path).data
+        except OSError:
+            now = None
+        if now != was.data:
+            raise ReconcilerError(
+                f"{redact_and_escape(path)}: changed while it was read; nothing was read from "
+                "the platform and no file was changed. Run again"
+            )
 
 
 @dataclass
@@ -235,17 +251,18 @@ class _File:
 
 
 def _rewrite_all(
-    wanted: dict[str, list[Wanted]], everything: list[DesiredInvite]
+    wanted: dict[str, list[Wanted]], everything: list[DesiredInvite], read: dict[str, ReadFile]
 ) -> list[tuple[str, _File]]:
-    """Each file's new text, every one read back and checked before any is written."""
+    """Each file's new text, from the bytes the values were loaded from, every one read
+    back and checked before any is written."""
     by_file: dict[str, list[DesiredInvite]] = defaultdict(list)
     for invite in everything:
         by_file[invite.source.path].append(invite)
     done = []
     for path, wants in wanted.items():
         try:
-            raw = Path(path).read_bytes().decode("utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
+            raw = read[path].text
+        except (KeyError, UnicodeDecodeError) as exc:  # the loader refuses both first
             raise ReconcilerError(
                 f"{redact_and_escape(path)}: cannot read it again: {exc}; no file was changed"
             ) from None
@@ -297,11 +314,10 @@ def _compared(entry: tuple[Fields, ResendRule]) -> tuple[dict[str, object], Rese
     return {name: canonical(value) for name, value in fields.items()}, resend
 
 
-def _write(path: str, done: _File) -> None:
-    if not (done.rewritten.edits or done.rewritten.removed):
-        return
-    # Through a symlink to the file it names: the link is the user's, and stays.
-    write_text_replacing(os.path.realpath(path), done.text, "the invite file")
+def _changes(done: _File) -> bool:
+    # Written through a symlink to the file it names (replace_read): the link is the
+    # user's, and stays.
+    return bool(done.rewritten.edits or done.rewritten.removed)
 
 
 def _report(

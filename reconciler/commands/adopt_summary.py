@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from reconciler.desired.rewrite import Rewritten
 from reconciler.model.invite import SourceLocation
 from reconciler.model.values import FieldValue
-from reconciler.safefile import write_text_replacing
 from reconciler.safetext import json_text, redact_and_escape
+from reconciler.writing import write_output
 
 _SIGNS = str.maketrans({c: f"&#{ord(c)};" for c in "|`*_[]\\~@#"})
 _LIMIT = 60_000  # a GitHub pull request body holds 65,536 characters
@@ -130,4 +130,4 @@ def summary_markdown(files: list[tuple[str, Rewritten]], held: list[Held], ref: 
 def write_summary(
     path: str, files: list[tuple[str, Rewritten]], held: list[Held], ref: str | None
 ) -> None:
-    write_text_replacing(path, summary_markdown(files, held, ref), "the summary")
+    write_output(path, summary_markdown(files, held, ref), "the summary")

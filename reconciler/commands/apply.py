@@ -19,7 +19,13 @@ from reconciler.apply.applier import (
 from reconciler.apply.audit import AuditLog, AuditLogError, NoAuditLog, open_audit_log
 from reconciler.apply.interrupt import GracefulInterrupt
 from reconciler.apply.recheck import saved_plan_state
-from reconciler.commands.common import check_writable, read_desired, run_selection, run_settings
+from reconciler.commands.common import (
+    check_writable,
+    read_desired,
+    run_inputs,
+    run_selection,
+    run_settings,
+)
 from reconciler.commands.confirm import confirm, require_terminal
 from reconciler.commands.options import (
     RUN_ENV,
@@ -63,6 +69,7 @@ from reconciler.plan.saved import load_signed_plan, plan_digest
 from reconciler.safetext import redact_and_escape
 from reconciler.settings.config import Settings
 from reconciler.wording import plural
+from reconciler.writing import refuse_input
 
 
 @click.command(
@@ -103,6 +110,9 @@ def apply(
     github = github_enabled(run.annotations)
     settings = run_settings(run, audit_log=audit_log)
     check_writable(settings.audit_log, "open the audit log")
+    if not plan_file:
+        inputs = run_inputs(run.config_file, list(run.paths or settings.paths))
+        refuse_input(settings.audit_log, inputs, "--audit-log", "the audit log")
     renderer = TextRenderer(color=use_color(run.color))
     secret = signing_secret(settings, run.sandbox)
     # What to apply: a reviewed plan, or the files, planned once the API is reached.

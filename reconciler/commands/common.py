@@ -17,11 +17,11 @@ from reconciler.commands.options import RunOptions
 from reconciler.desired.changed_since import ChangedSince, changed_entries
 from reconciler.desired.entries import refuse_bad_ids
 from reconciler.desired.selection import EVERYTHING, Selection, select_invites
-from reconciler.desired.state import DesiredState, load_desired_state
+from reconciler.desired.state import DesiredState, find_files, load_desired_state
 from reconciler.errors import FileProblem, ReconcilerError
 from reconciler.output.github import GITHUB_ANNOTATIONS, report_problems
 from reconciler.safetext import escape
-from reconciler.settings.config import Settings, load_settings
+from reconciler.settings.config import DEFAULT_CONFIG_FILE, Settings, load_settings
 from reconciler.wording import plural
 
 
@@ -38,6 +38,14 @@ def run_settings(run: RunOptions, **overrides: Any) -> Settings:
         max_resends=run.max_resends,
         **overrides,
     )
+
+
+def run_inputs(config_file: str | None, paths: list[str]) -> list[str]:
+    """The files a run reads (the config, the invite files under ``paths``), found but not
+    read: an output onto one of them is refused before anything is (``refuse_input``)."""
+    config = config_file or (DEFAULT_CONFIG_FILE if os.path.isfile(DEFAULT_CONFIG_FILE) else None)
+    files = [str(f) for f in find_files(paths)[0]]
+    return [config, *files] if config else files
 
 
 def run_selection(run: RunOptions) -> Selection:

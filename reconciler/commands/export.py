@@ -38,9 +38,10 @@ from reconciler.model.invite import CurrentInvite
 from reconciler.model.kinds import FlowList, Quoted
 from reconciler.model.outcome import Done, Failed, stop_if_run_fatal
 from reconciler.output.log import setup_logging
-from reconciler.safefile import refuse_special_file, write_text_replacing
+from reconciler.safefile import refuse_special_file
 from reconciler.safetext import ALLOWED_INVISIBLE, escape, redact_and_escape
 from reconciler.wording import plural
+from reconciler.writing import replace_read, write_output
 
 
 class _ExportDumper(yaml.SafeDumper):
@@ -106,7 +107,12 @@ def _entry_text(entry: Entry) -> str:
 @click.command(epilog=settings_help(api=True, reads_paths=True, extra=("schema_ref",)))
 @click.argument("invite_ids", nargs=-1, required=True, metavar="ID...")
 @click.option("--out", type=FilePath(), help="Write here instead of stdout.")
-@click.option("--force", is_flag=True, help="Overwrite --out if it exists.")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Replace --out if it exists: only a file that parses, defines no other invites, "
+    "and is unchanged when written.",
+)
 @click.option(
     "--schema-ref",
     help="The $schema reference written on the first line (default: the schema in this "
@@ -143,8 +149,7 @@ def export(
         )
     settings = settings_for(config_file)
     ids = list(dict.fromkeys(invite_ids))
-    if out and force:
-        refuse_dropping_invites(out, ids)
+    replacing = refuse_dropping_invites(out, ids) if out and force else None
     check_known_ids(ids, settings.paths, out, force)
     ref, note = schema_ref_for(out, schema_ref, settings.schema_ref)
     capacity = capacity_for(settings)
@@ -165,7 +170,10 @@ def export(
         # Like a plan file: a temporary file renamed over --out, never written through
         # a symlink, never over a device or FIFO.
         made = make_out_directory(out)
-        write_text_replacing(out, text, "the export")
+        if replacing is not None:  # only while it is still the file read and checked
+            replace_read(replacing, text, "the export", through_links=False)
+        else:  # a file that appeared meanwhile is never replaced; a dangling link is
+            write_output(out, text, "the export", create_only=not os.path.islink(out))
         created = f" (made the directory {escape(made)})" if made else ""
         click.echo(f"Exported {plural(len(found), 'invite')} to {out}{created}.", err=True)
     else:

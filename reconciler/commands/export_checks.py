@@ -9,11 +9,14 @@ from pathlib import Path
 
 import click
 
-from reconciler.desired.state import find_files, load_file
+from reconciler.desired.state import find_files, load_file, load_text
 from reconciler.errors import ReconcilerError
+from reconciler.model.invite import DesiredInvite
 from reconciler.safetext import escape
 from reconciler.settings.config import Settings
 from reconciler.wording import plural
+from reconciler.writing import ReadFile, read_for_rewrite
+from reconciler.yamlload.source import decode_source
 
 SCHEMA_IN_REPO = Path("schemas") / "invites.schema.json"
 
@@ -72,7 +75,8 @@ def schema_ref_for(out: str | None, given: str | None, configured: str) -> tuple
 def _unresolved_note(ref: str, out: str | None) -> str | None:
     if "://" in ref or out is None:
         return None
-    schema = Path(out).resolve().parent / ref
+    # Joined as text: through a directory not made yet, `new/../..` would not resolve.
+    schema = Path(os.path.normpath(Path(out).resolve().parent / ref))
     if schema.exists():
         return None
     return (
@@ -119,19 +123,40 @@ def make_out_directory(out: str) -> str | None:
     return directory
 
 
-def refuse_dropping_invites(out: str, ids: list[str]) -> None:
-    """Refuse to replace a file that defines invites other than those exported.
+def refuse_dropping_invites(out: str, ids: list[str]) -> ReadFile | None:
+    """The file ``--force`` replaces, as read; refused when it defines invites other than
+    those exported, or cannot be read as invites at all.
 
     Replacing it would take them out of git without a word: they would no longer
     be managed. `reconcile adopt` brings the platform's values into such a file
-    instead, entry by entry.
+    instead, entry by entry. A file that cannot be parsed (conflict markers, Latin-1
+    text, a tab) may hold any number of them: it is never replaced. The export replaces
+    the file only while it is still these bytes (``replace_read``).
     """
-    if not os.path.isfile(out):
-        return
+    if not os.path.exists(out):  # nothing, or a dangling link (replaced, never followed)
+        return None
+    try:
+        read = read_for_rewrite(out)
+    except OSError as exc:
+        raise ReconcilerError(
+            f"{escape(out)}: cannot read it ({exc.strerror}); --force replaces only a file it "
+            "has read. Nothing was exported"
+        ) from None
+    text, problems = decode_source(read.data, out)
+    invites: list[DesiredInvite] = []
+    if text is not None:
+        invites, problems = load_text(text, out)
+    if problems:
+        first = problems[0]
+        raise ReconcilerError(
+            f"{escape(out)}:{first.line}:{first.column}: cannot be read as invites "
+            f"({first.message}); --force never replaces a file it cannot parse, which may "
+            "hold invites you manage. Nothing was exported. Fix the file (or delete it) first"
+        )
     exported = set(ids)
-    others = [i.id for i in load_file(Path(out))[0] if i.id not in exported]
+    others = [i.id for i in invites if i.id not in exported]
     if not others:
-        return
+        return read
     shown = ", ".join(escape(i) for i in others[:10]) + (
         f" and {len(others) - 10} more" if len(others) > 10 else ""
     )

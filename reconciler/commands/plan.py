@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import click
 
-from reconciler.commands.common import check_writable, read_desired, run_selection, run_settings
+from reconciler.commands.common import (
+    check_writable,
+    read_desired,
+    run_inputs,
+    run_selection,
+    run_settings,
+)
 from reconciler.commands.options import (
     RUN_ENV,
     FilePath,
@@ -27,6 +33,7 @@ from reconciler.safetext import escape
 from reconciler.sandbox import SANDBOX_CLIENT_SECRET
 from reconciler.settings.config import Settings
 from reconciler.wording import plural
+from reconciler.writing import refuse_input
 
 
 def signing_secret(settings: Settings, sandbox: bool) -> str | None:
@@ -59,6 +66,8 @@ def plan(
     if out:  # before any request: a device or FIFO at --out would be replaced by a file
         refuse_special_file(out, "plan file")
     settings = run_settings(run)
+    inputs = run_inputs(run.config_file, list(run.paths or settings.paths))
+    refuse_input(out, inputs, "--out", "the plan")
     state = read_desired(settings, run.paths, run_selection(run))
     capacity = capacity_for(settings)
     limiter = capacity.limiter

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from reconciler.commands.common import read_desired, settings_for
+from reconciler.commands.common import read_desired, run_inputs, settings_for
 from reconciler.commands.options import (
     FilePath,
     annotations_option,
@@ -13,6 +13,7 @@ from reconciler.commands.options import (
 )
 from reconciler.output.gitlab import writing_codequality
 from reconciler.wording import plural
+from reconciler.writing import refuse_input
 
 
 @click.command(
@@ -37,8 +38,13 @@ def validate(
     Also the policies of reconciler.yaml and the built-in checks (duplicate business names
     and e-mails, text with a space at an end). Needs no credentials and no network.
     """
+    # The report is written when the config or a file is refused: never over either.
+    refuse_input(codequality, run_inputs(config_file, list(paths)), "--codequality", "the report")
     with writing_codequality(codequality) as warnings:
-        state = read_desired(settings_for(config_file), paths)
+        settings = settings_for(config_file)
+        inputs = run_inputs(config_file, list(paths or settings.paths))
+        refuse_input(codequality, inputs, "--codequality", "the report")
+        state = read_desired(settings, paths)
         warnings += state.warnings
     click.echo(
         f"OK: {plural(len(state.invites), 'invite')} in {plural(len(state.files), 'file')} checked."

@@ -191,10 +191,30 @@ def _value(text: str, span: Span, new: FieldValue) -> list[tuple[int, int, str]]
     if span.kind == "list" and isinstance(new, IdentifierSet):
         if any(item.kind != "scalar" or item.shared for item in span.items):
             return None
+        if span.flow and _flow_comments(text, span):
+            return _commented_flow_list(span, new)
         if span.flow:
             return [(span.start, span.end, _flow_list(_kept_then_added(span, new)))]
         return _block_list(text, span, new)
     return None
+
+
+def _flow_comments(text: str, span: Span) -> bool:
+    """Whether a comment sits between the items of a flow list (never inside an item)."""
+    bounds = [span.start, *(at for item in span.items for at in (item.start, item.end)), span.end]
+    return any("#" in text[a:b] for a, b in zip(bounds[::2], bounds[1::2], strict=True))
+
+
+def _commented_flow_list(span: Span, new: IdentifierSet) -> list[tuple[int, int, str]] | None:
+    """A flow list with comments inside, edited without losing them: items the platform
+    added follow the last item; removing an item is left to the author (None)."""
+    items = _kept_then_added(span, new)
+    if sum(item is not None for item, _ in items) != len(span.items) or not span.items:
+        return None
+    added = "".join(
+        ", " + render_scalar(value, None, True) for item, value in items if item is None
+    )
+    return [(span.items[-1].end, span.items[-1].end, added)]
 
 
 def _kept_then_added(span: Span, new: IdentifierSet) -> list[tuple[Span | None, object]]:
@@ -235,14 +255,18 @@ def _block_list(text: str, span: Span, new: IdentifierSet) -> list[tuple[int, in
             return None  # not `  - item` on a line of its own
         indent = indent if indent is not None else text[start:dash]
         if id(item) not in kept:
-            made.append((start, line_end(text, item.end), ""))
+            end = line_end(text, item.end)
+            # The item's line goes; a comment on it stays, on a line of its own.
+            comment = text[item.end : end].lstrip(" \t")
+            kept_comment = text[start:dash] + comment if comment.startswith("#") else ""
+            made.append((start, end, kept_comment))
     if indent is None:
         return None
     added = [value for item, value in items if item is None]
     if not added and len(kept) == 0:
-        # Nothing left: the list becomes `[]` after its key.
+        # Nothing left: the list becomes `[]` after its key; comments among its items stay.
         colon = text.index(":", span.key_end)
-        return [(colon + 1, span.items[-1].end, " []")]
+        return [(colon + 1, colon + 1, " []"), *made]
     if added:
         end = line_end(text, span.items[-1].end)
         newline = "\r\n" if text[:end].endswith("\r\n") else "\n"  # the file's own
@@ -291,8 +315,10 @@ def _removals(
 
 def _scalar(value: str, span: Span, text: str, flow: bool) -> str:
     rendered = render_scalar(value, span.style, flow)
-    if span.style in ("|", ">") and text[span.start : span.end].endswith("\n"):
-        rendered += "\n"  # a block scalar's span ends with its line break
+    written = text[span.start : span.end]
+    if span.style in ("|", ">") and written.endswith("\n"):
+        # A block scalar's span ends with its line break: the file's own (CRLF or LF).
+        rendered += "\r\n" if written.endswith("\r\n") else "\n"
     return rendered
 
 

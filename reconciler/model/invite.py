@@ -134,4 +134,6 @@ class CurrentInvite:
 
     @property
     def is_pending(self) -> bool:
-        return self.status == "pending"
+        """Pending, compared without case (``PENDING`` is pending); with no status, taken as
+        pending too: planned and applied as one, and never pruned by adopt."""
+        return self.status is None or self.status.casefold() == "pending"

@@ -28,8 +28,8 @@ import click
 from reconciler.errors import FileProblem, InputError, ReconcilerError
 from reconciler.model.invite import SourceLocation
 from reconciler.output.repo_paths import repo_relative
-from reconciler.safefile import open_for_append
 from reconciler.safetext import redact_and_escape
+from reconciler.writing import open_append
 
 if TYPE_CHECKING:
     from reconciler.plan.model import Plan
@@ -290,7 +290,8 @@ def append_step_summary(markdown: str, env: Mapping[str, str] | None = None) -> 
     data = text.encode("utf-8")[:SUMMARY_LIMIT].decode("utf-8", "ignore")
     try:
         # A regular file only: a FIFO there would block the run for ever.
-        with os.fdopen(open_for_append(path), "a", encoding="utf-8") as handle:
+        fd = open_append(path, private=False, follow_symlinks=True)
+        with os.fdopen(fd, "a", encoding="utf-8") as handle:
             handle.write(data)
     except OSError as exc:
         click.echo(

@@ -13,8 +13,9 @@ from typing import Any
 
 from reconciler.errors import FileProblem, InputError
 from reconciler.output.repo_paths import repo_relative
-from reconciler.safefile import refuse_special_file, write_text_replacing
+from reconciler.safefile import refuse_special_file
 from reconciler.safetext import redact_and_escape
+from reconciler.writing import write_output
 
 CHECK_NAME = "invite-reconciler/validate"
 
@@ -41,7 +42,7 @@ def render_report(problems: Iterable[FileProblem]) -> str:
 
 def write_report(path: str, problems: Iterable[FileProblem]) -> None:
     """The report, written whole by rename; a FIFO or device at ``path`` is refused at once."""
-    write_text_replacing(path, render_report(problems), "the Code Quality report")
+    write_output(path, render_report(problems), "the Code Quality report")
 
 
 @contextmanager

@@ -30,8 +30,8 @@ from reconciler.plan.model import FORMAT_VERSION, Plan
 from reconciler.plan.signature import SignatureCheck, check, signature_for
 from reconciler.plan.streamedjson import document_chunks
 from reconciler.resources import invite_schema_path, resource_path
-from reconciler.safefile import write_text_replacing
 from reconciler.safetext import escape, redact, redact_and_escape
+from reconciler.writing import write_output
 
 if TYPE_CHECKING:
     from jsonschema import Draft202012Validator
@@ -106,7 +106,7 @@ def sign_plan(plan: Plan, secret: str) -> None:
 def save_plan(plan: Plan, path: str) -> None:
     """Write atomically, so a reviewer never sees half a plan; never over a device or FIFO."""
     chunks = _readable_size(plan_chunks(plan), path)
-    write_text_replacing(path, chunks, "plan file", private=True)
+    write_output(path, chunks, "plan file", private=True)
 
 
 def _readable_size(chunks: Iterable[str], path: str) -> Iterator[str]:

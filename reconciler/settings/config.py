@@ -232,9 +232,32 @@ def _read_config_file(path: str) -> dict[str, Any]:
     if "paths" in values:
         paths = [values["paths"]] if isinstance(values["paths"], str) else values["paths"]
         values["paths"] = tuple(_relative_to(base, p) for p in paths)
+        outside = _paths_outside(values["paths"], base)
+        if outside:
+            line, column = document.key_marks["paths"]
+            raise InputError([FileProblem(path, line, column, outside)])
     if "audit_log" in values:
         values["audit_log"] = _relative_to(base, values["audit_log"])
     return values
+
+
+def _paths_outside(paths: tuple[str, ...], base: Path) -> str | None:
+    """Why a path of ``paths`` is refused: it leaves the config file's repository (or its
+    directory, outside git), symbolic links followed, as invite files may not; else None."""
+    from reconciler.git import git_top  # runs git: only for a config that sets paths
+
+    directory = os.path.abspath(base)
+    top = git_top(directory) if os.path.isdir(directory) else None
+    boundary = os.path.realpath(top or directory)
+    where = "the repository" if top else "the config file's directory"
+    for one in paths:
+        real = os.path.realpath(one)
+        if real != boundary and not real.startswith(boundary.rstrip(os.sep) + os.sep):
+            return (
+                f"`paths`: {escape(one)} is outside {where} ({escape(boundary)}); invite "
+                "files are read only inside it, as for symbolic links (copy them in instead)"
+            )
+    return None
 
 
 def _secret_keys(document: MarkedDict, path: str) -> list[FileProblem]:

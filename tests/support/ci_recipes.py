@@ -243,6 +243,14 @@ printf '%s\\n' "$*" >> "$STUB_LOG"
 echo "### stub plan for: $*"
 echo "stub reconcile: progress on stderr" >&2
 code="STUB_EXIT_${1^^}"  # e.g. STUB_EXIT_PLAN; else STUB_EXIT
+# adopt writes its --summary last, as the real one does, unless told it stopped before
+if [ "$1" = adopt ] && [ "${STUB_ADOPT_SUMMARY:-yes}" = yes ]; then
+  while [ $# -gt 0 ]; do
+    [ "$1" = --summary ] && { echo "stub summary" > "$2"; break; }
+    shift
+  done
+  set -- adopt
+fi
 exit "${!code:-$STUB_EXIT}"
 """
 

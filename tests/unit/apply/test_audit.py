@@ -263,13 +263,13 @@ def test_an_outcome_line_names_its_write_in_full(tmp_path: Path) -> None:
     }
 
 
-def test_a_new_log_is_readable_by_all_and_executable_by_none(tmp_path: Path) -> None:
+def test_a_new_log_is_readable_by_its_owner_only(tmp_path: Path) -> None:
     previous = os.umask(0o022)
     try:
         AuditLog(str(tmp_path / "audit.jsonl"), CLIENT_ID).close()
     finally:
         os.umask(previous)
-    assert (tmp_path / "audit.jsonl").stat().st_mode & 0o777 == 0o644
+    assert (tmp_path / "audit.jsonl").stat().st_mode & 0o777 == 0o600  # personal data
 
 
 def test_a_log_that_ends_cleanly_gains_no_blank_line(tmp_path: Path) -> None:

@@ -337,7 +337,7 @@ def test_gitlab_drift_proposes_the_adopted_files_as_one_merge_request(stub: Any)
     # The second run rewrote the description: what adopt found this time.
     description = server.merge_requests[0]["description"]
     assert "except values merged since the last successful apply" in description
-    assert "adopt wrote no summary" in description  # the stub writes none
+    assert description.endswith("\n\nstub summary\n")  # what the stub's adopt wrote
     assert server.tokens == {"token-for-the-fake-api"}
 
 

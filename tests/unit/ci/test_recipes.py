@@ -346,7 +346,11 @@ def test_every_reconcile_command_uses_real_subcommands_and_options() -> None:
 
 
 def github_stub_job(
-    tmp_path: Path, job: str, exit_codes: dict[str, int], **github: Any
+    tmp_path: Path,
+    job: str,
+    exit_codes: dict[str, int],
+    stub_env: dict[str, str] | None = None,
+    **github: Any,
 ) -> tuple[list[StepResult], list[str], Runner]:
     """Run a GitHub job with a stub `reconcile` installed where the action installs it."""
     runner_temp = tmp_path / "runner"
@@ -359,6 +363,7 @@ def github_stub_job(
     log.write_text("", encoding="utf-8")
     env = base_env(tmp_path) | {"STUB_LOG": str(log), "STUB_EXIT": "0"}
     env |= {f"STUB_EXIT_{sub.upper()}": str(code) for sub, code in exit_codes.items()}
+    env |= stub_env or {}
     context = {"event_name": "push", "ref": "refs/heads/main", "base_ref": "main"} | github
     runner = Runner(work, runner_temp, env, context)
     results = runner.run_job(load(GITHUB), job)
@@ -447,7 +452,28 @@ def test_github_drift_proposes_what_adopt_wrote_even_when_it_left_values_alone(
     assert calls[-1].startswith("adopt --summary ")
     assert step(results, "Adopt what changed").outputs["exitcode"] == str(adopt_exit)
     assert step(results, "Propose the platform's values").foreign
-    assert "Drift detected" in step(results, "Report drift").stdout
+    report = step(results, "Report drift")
+    assert "Drift detected" in report.stdout and report.returncode == 1
+    assert ("::error title=Adopt incomplete::" in report.stdout) is (adopt_exit == 1)
+
+
+def test_github_drift_proposes_nothing_and_fails_when_adopt_stopped_before_its_summary(
+    tmp_path: Path,
+) -> None:
+    """Issue 37 row 6: a failed write leaves a partial result; no pull request carries it."""
+    results, calls, _ = github_stub_job(
+        tmp_path,
+        "drift",
+        {"plan": 2, "adopt": 1},
+        {"STUB_ADOPT_SUMMARY": "no"},
+        event_name="schedule",
+    )
+    assert calls[-1].startswith("adopt --summary ")
+    assert step(results, "Write the pull request's body").outputs["finished"] == "false"
+    assert step(results, "Propose the platform's values").returncode is None  # skipped
+    report = step(results, "Report drift")
+    assert report.returncode == 1 and "::error title=Adopt failed::" in report.stdout
+    assert job_failed(results)
 
 
 def test_github_opens_the_adopt_pull_request_with_an_action_pinned_by_commit() -> None:
@@ -585,6 +611,31 @@ def test_gitlab_drift_check_fails_on_changes_and_on_errors(
     )
     says_drift = "drift detected" in (result.stdout + result.stderr).lower()
     assert says_drift == (reconcile_exit == 2)
+
+
+@pytest.mark.parametrize("summary", ["yes", "no"])
+def test_gitlab_drift_fails_when_adopt_fails_and_proposes_nothing_without_its_summary(
+    stub: Any, summary: str
+) -> None:
+    """Issue 37 row 6: adopt exiting non-zero fails the job; with no summary (it stopped
+    before the end, a file not written) nothing is proposed."""
+    result, calls = stub(
+        *gitlab_job_script("drift"),
+        0,
+        STUB_EXIT_PLAN="2",
+        STUB_EXIT_ADOPT="1",
+        STUB_ADOPT_SUMMARY=summary,
+        ADOPT_TOKEN="t",
+    )
+    assert result.returncode == 1
+    assert [c.split()[0] for c in calls] == ["plan", "adopt"]
+    assert "Adopt failed: reconcile adopt exited 1" in result.stderr
+    if summary == "no":
+        assert "before it finished" in result.stderr and "nothing is proposed" in result.stderr
+        assert "changed no file" not in result.stderr
+    else:
+        assert "left some values alone" in result.stderr
+        assert "changed no file: no merge request" in result.stderr  # the stub wrote none
 
 
 @pytest.mark.parametrize("reconcile_exit", [0, 1])

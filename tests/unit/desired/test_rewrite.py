@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import unicodedata
 from typing import Any
 
@@ -95,15 +96,17 @@ def test_a_flow_set_keeps_its_items_in_order_and_adds_the_new_ones_sorted() -> N
 def test_a_block_set_loses_the_lines_of_removed_items_and_gains_lines_for_new_ones() -> None:
     new = ["certificate-of-incorporation", "ubo-declaration"]
     done = rewrite(COMMENTED, [wanted(COMMENTED, "inv_b", attachments=new)])
+    # The removed item's comment stays, on a line of its own (issue 37 row 4).
     assert done.text.endswith(
-        "    attachments:\n      - certificate-of-incorporation\n      - ubo-declaration\n"
+        "    attachments:\n      # the scan\n      - certificate-of-incorporation\n"
+        "      - ubo-declaration\n"
     )
     assert read(done.text)["inv_b"]["attachments"] == new
 
 
 def test_a_block_set_emptied_becomes_an_empty_flow_list() -> None:
     done = rewrite(COMMENTED, [wanted(COMMENTED, "inv_b", attachments=[])])
-    assert done.text.endswith('    name: "Beta"\n    attachments: []\n')
+    assert done.text.endswith('    name: "Beta"\n    attachments: []\n      # the scan\n')
     assert read(done.text)["inv_b"]["attachments"] == []
 
 
@@ -217,3 +220,71 @@ def test_an_entry_that_needs_the_rest_of_the_file_is_read_with_it() -> None:
     places = [(i.source.line, i.source.column) for i in invites]
     done = rewrite(ALIASED, [wanted(ALIASED, "inv_b", groups=["apac"])], places)
     assert done.text == ALIASED and [r.reason for r in done.refused] == [SHARED]
+
+
+# -- issue 37 row 4: comments, line ends and plain scalars kept ------------------------------------
+
+LISTS = """\
+invites:
+  - id: inv_a
+    attachments:   # the list
+      - a   # first
+
+      # between
+      - b   # bee
+    # after the list
+    groups: [x,   # one
+      y]  # flow's end
+    name: Old
+  - id: inv_b
+    name: Beta
+"""
+
+
+@pytest.mark.parametrize("attachments", [[], ["a"], ["b"], ["a", "b", "c"], ["c"]])
+def test_comments_in_and_after_a_block_list_survive_any_edit_of_it(
+    attachments: list[str],
+) -> None:
+    done = rewrite(LISTS, [wanted(LISTS, "inv_a", attachments=attachments)])
+    assert done.refused == []
+    for comment in ("# the list", "# first", "# between", "# bee", "# after the list", "# one"):
+        assert done.text.count(comment) == 1, comment
+    assert read(done.text)["inv_a"]["attachments"] == attachments
+    # Everything from the comment after the list on: byte for byte.
+    assert done.text.endswith(LISTS[LISTS.index("    # after the list") :])
+
+
+def test_a_flow_list_with_comments_gains_items_in_place_and_a_removal_is_left_to_the_author() -> (
+    None
+):
+    added = rewrite(LISTS, [wanted(LISTS, "inv_a", groups=["x", "y", "z"])])
+    assert added.text == LISTS.replace("      y]  # flow's end", "      y, z]  # flow's end")
+    removed = rewrite(LISTS, [wanted(LISTS, "inv_a", groups=["x"])])
+    assert removed.text == LISTS  # never a comment lost: refused, for the author to edit
+    assert [(r.line, r.field) for r in removed.refused] == [(9, "groups")]
+
+
+def test_a_block_scalar_replaced_in_a_crlf_file_keeps_crlf() -> None:
+    text = "invites:\r\n  - id: inv_a\r\n    name: |-\r\n      Old\r\n    email: a@b.example\r\n"
+    done = rewrite(text, [wanted(text, "inv_a", name="New")])
+    assert done.text == text.replace("|-\r\n      Old\r\n", '"New"\r\n')
+    assert "\n" not in done.text.replace("\r\n", "")
+    assert read(done.text)["inv_a"]["name"] == "New"
+
+
+@pytest.mark.parametrize(
+    "value", ["Acme, Inc.", "Acme [UK] Ltd", "Braces {and} all", "a#b", "a:b", "O'Brien & Co"]
+)
+def test_a_plain_scalar_stays_plain_when_the_new_value_can_be_plain(value: str) -> None:
+    text = "invites:\n  - id: inv_a\n    name: Old   # legal name\n"
+    done = rewrite(text, [wanted(text, "inv_a", name=value)])
+    assert done.text == text.replace("Old", value)
+    assert read(done.text)["inv_a"]["name"] == value
+
+
+@pytest.mark.parametrize("value", ["a: b", "a #b", "yes", "12", "-x", " padded", "[x]"])
+def test_a_plain_scalar_is_quoted_only_when_plain_would_read_otherwise(value: str) -> None:
+    text = "invites:\n  - id: inv_a\n    name: Old\n"
+    done = rewrite(text, [wanted(text, "inv_a", name=value)])
+    assert done.text == text.replace("Old", json.dumps(value))
+    assert read(done.text)["inv_a"]["name"] == value

@@ -108,7 +108,9 @@ def test_a_source_location_is_named_as_every_message_names_it() -> None:
     assert str(SourceLocation("a saved plan's own text", 0)) == "a saved plan's own text"
 
 
-def test_a_current_invite_is_pending_only_when_the_server_says_so() -> None:
-    assert CurrentInvite("inv_1", "pending", {}).is_pending
-    assert not CurrentInvite("inv_1", "accepted", {}).is_pending
-    assert not CurrentInvite("inv_1", None, {}).is_pending
+def test_a_current_invite_is_pending_unless_the_server_says_another_status() -> None:
+    """Compared without case; no status is taken as pending (never pruned, issue 37 row 2)."""
+    for pending in ("pending", "PENDING", "Pending", None):
+        assert CurrentInvite("inv_1", pending, {}).is_pending
+    for other in ("accepted", "expired", "", "pending "):
+        assert not CurrentInvite("inv_1", other, {}).is_pending

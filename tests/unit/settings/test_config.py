@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from support.cli import run_cli
+from support.git import git
 from support.helpers import clean_env
 
 from reconciler.errors import ConfigError, InputError, ReconcilerError
@@ -242,6 +243,7 @@ def test_missing_config_file_is_a_config_error(tmp_path: Path) -> None:
 def test_relative_paths_resolve_against_the_config_files_directory(
     config: Callable[[str], str], tmp_path: Path
 ) -> None:
+    git(tmp_path, "init", "-q")  # ../shared and the absolute path: inside the repository
     absolute = str(tmp_path / "elsewhere")
     path = config(f"paths:\n  - invites\n  - ../shared/invites\n  - {absolute}\n")
 
@@ -253,6 +255,36 @@ def test_relative_paths_resolve_against_the_config_files_directory(
         (tmp_path / "shared" / "invites").resolve(),
         Path(absolute).resolve(),
     ]
+
+
+@pytest.mark.parametrize("in_git", [True, False])
+@pytest.mark.parametrize("where", ["outside", "../outside", "link", "sub/../../outside"])
+def test_paths_may_not_leave_the_repository_as_symlinks_may_not(
+    config: Callable[[str], str], tmp_path: Path, where: str, in_git: bool
+) -> None:
+    """Issue 37 row 8: `paths` confined like symbolic links, in git or beside the config."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "a.yaml").write_text("invites:\n  - id: inv_x\n    name: Secret\n", "utf-8")
+    if in_git:
+        git(repo, "init", "-q")
+    (repo / "link").symlink_to(outside)
+    given = str(outside) if where == "outside" else where
+    path = str(repo / "reconciler.yaml")
+    Path(path).write_text(f"paths: [invites, {given}]\n", encoding="utf-8")
+
+    with pytest.raises(InputError) as raised:
+        load_settings(path, env={})
+
+    message = str(raised.value)
+    assert f"{path}:1:1: `paths`:" in message and "is outside the" in message
+    assert ("the repository" if in_git else "the config file's directory") in message
+    # And through the command: refused before anything is read, nothing quoted.
+    done = run_cli("validate", "--config", path, env=clean_env())
+    assert done.returncode == 1 and "is outside the" in done.stderr
+    assert "Secret" not in done.stdout + done.stderr
 
 
 def test_relative_paths_with_a_relative_config_path(
