@@ -88,7 +88,7 @@ class InviteStore:
     def _pending(self, invite_id: str) -> dict[str, Any]:
         """The stored invite, if it may change. Hold the lock."""
         invite = self._stored(invite_id)
-        if invite.get("status") != "pending":
+        if str(invite.get("status")).casefold() != "pending":  # as the client reads it
             raise NotPending(f"invite {invite_id} is not pending")
         return invite
 
