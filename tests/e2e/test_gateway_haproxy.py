@@ -58,8 +58,8 @@ def _run(haproxy: Haproxy, sandbox: Sandbox, *args: str, cwd: Path):  # type: ig
 
 def _converged(haproxy: Haproxy, sandbox: Sandbox, requests: int) -> None:
     """Every request reached the sandbox once; few were refused; the second half of
-    them went at no less than 60% of the limit (the old pacer crawled at 40%; a loaded machine, or
-    the mutation harness's slower code, has held a sound run to 70%)."""
+    them went at no less than 60% of the limit (the old pacer crawled at 40%; a loaded
+    machine, or the mutation harness's slower code, has held a sound run to 70%)."""
     refused = haproxy.refusals()
     assert sandbox.stats.total == requests
     assert refused <= 5, [(round(e.at, 3), e.path, e.status) for e in haproxy.requests()]
