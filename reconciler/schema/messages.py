@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from reconciler.errors import FileProblem
@@ -66,11 +67,20 @@ def _at(where: Where, path: tuple[Any, ...], message: str, key: bool = False) ->
 
 def _additional(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[FileProblem]:
     allowed = sorted(error.schema.get("properties", {}))
-    extra = [key for key in error.instance if key not in allowed]
+    patterns = [re.compile(p) for p in error.schema.get("patternProperties", {})]
+    extra = [
+        key
+        for key in error.instance
+        if key not in allowed and not any(p.search(str(key)) for p in patterns)
+    ]
+    # The one pattern of the shipped schemas: a top-level `x-` key holds templates.
+    templates = ", or a template under a key starting with `x-`" if patterns else ""
     problems = []
     for key in extra:
         hint = difflib.get_close_matches(str(key), allowed, n=1)
-        advice = f"did you mean `{hint[0]}`?" if hint else f"allowed: {', '.join(allowed)}"
+        advice = (
+            f"did you mean `{hint[0]}`?" if hint else f"allowed: {', '.join(allowed)}{templates}"
+        )
         message = f"unknown field `{escape(str(key))}`; {advice}"
         problems.append(_at(where, (*path, key), message, key=True))
     return problems

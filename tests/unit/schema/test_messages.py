@@ -42,7 +42,15 @@ INVITE_FILES = {
         "other: 1\n",
         [
             "1:1: file is missing required field `invites`",
-            "1:1: unknown field `other`; allowed: invites",
+            "1:1: unknown field `other`; allowed: invites, or a template under a key "
+            "starting with `x-`",
+        ],
+    ),
+    "a template under a key not starting with x-": (
+        "_defaults: &d {groups: [emea]}\ninvites:\n  - id: inv_1\n    <<: *d\n",
+        [
+            "1:1: unknown field `_defaults`; allowed: invites, or a template under a key "
+            "starting with `x-`"
         ],
     ),
     "invites left empty": (
