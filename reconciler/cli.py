@@ -26,7 +26,7 @@ from reconciler.safetext import redact_and_escape_lines
 from reconciler.wording import plural
 
 EXIT_OK = 0
-EXIT_FAILURE = 1  # 2 is kept for `plan --detailed-exitcode` alone (README, Commands)
+EXIT_FAILURE = 1  # 2 is kept for `plan --detailed-exitcode` alone (docs/plans.md, Exit codes)
 
 
 # Each lives in reconciler.commands.<name>, as a click command of that name, in the
@@ -57,7 +57,7 @@ EXAMPLES = {
     "sandbox": "reconcile sandbox --port 8787",
     "schema": "reconcile schema > schemas/invites.schema.json",
 }
-COMPLETE_VAR = "_RECONCILE_COMPLETE"  # click's shell completion: see README, Shell completion
+COMPLETE_VAR = "_RECONCILE_COMPLETE"  # click's shell completion: see docs/commands.md
 
 
 class LazyGroup(click.Group):
