@@ -123,9 +123,23 @@ def _type(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[F
             cut(repr(value)) if expected == "integer" and type(value) is float else kind_of(value)
         )
         message = f"{place(full)} must be {_a(expected)}, not {found}"
+        if expected == "array" and isinstance(value, str):
+            message += _as_a_list(value)
         if place(full) == "each invite entry":
             message += " (start each entry with `- id: ...`)"
     return [_at(where, path, message)]
+
+
+_PLAIN_ITEM = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")  # written plain in a flow list
+
+
+def _as_a_list(text: str) -> str:
+    """`groups: emea` meant `groups: [emea]` (and `a, b` meant `[a, b]`): the list it likely
+    meant, when its items are plain words; else how a list is written."""
+    items = [item.strip() for item in text.split(",")]
+    if all(_PLAIN_ITEM.fullmatch(item) for item in items) and len(text) <= QUOTED_CHARS:
+        return f"; did you mean `[{', '.join(items)}]`?"
+    return "; write a list as `[a, b]` or as lines starting with `- `"
 
 
 def _format(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[FileProblem]:
