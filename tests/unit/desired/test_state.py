@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from support.cli import run_cli
+from support.git import git
 
 from reconciler.desired import state as desired
 from reconciler.desired.state import (
@@ -947,12 +948,28 @@ def test_a_missing_default_directory_says_how_to_name_another(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "reconciler.yaml").write_text("max_changes: 5\n", encoding="utf-8")
 
     assert problem_lines_of(["invites"]) == [
         "invites: no such file or directory (read when no PATH is given and reconciler.yaml "
         "sets no `paths`; pass a PATH, or set `paths:` in reconciler.yaml)"
     ]
     assert problem_lines_of(["invitse"]) == ["invitse: no such file or directory"]
+
+
+def test_with_no_reconciler_yaml_the_message_names_where_it_looked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 39, row 6: from inside a repository's subdirectory, every directory up to the top.
+    git(tmp_path, "init", "--quiet")
+    (tmp_path / "invites").mkdir()
+    monkeypatch.chdir(tmp_path / "invites")
+    assert problem_lines_of(["invites"]) == [
+        "invites: no such file or directory (read when no PATH is given and no "
+        f"reconciler.yaml sets `paths`; looked for reconciler.yaml in {tmp_path / 'invites'}, "
+        f"{tmp_path} (the repository's top), and found none; pass a PATH, or run from the "
+        "directory of your reconciler.yaml or below it)"
+    ]
 
 
 def test_a_directory_without_invite_files_is_named_without_a_position(tmp_path: Path) -> None:
