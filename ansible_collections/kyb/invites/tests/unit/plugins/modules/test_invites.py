@@ -25,9 +25,7 @@ def test_a_problem_in_the_task_entries_names_the_entry_it_is_in():
 
 
 def test_entries_written_in_the_task_load_as_a_file_holding_them_would():
-    state = invites._inline_state(
-        [{"id": "inv_1", "name": "NO", "groups": ["b", "a"]}], NO_RULES
-    )
+    state = invites._inline_state([{"id": "inv_1", "name": "NO", "groups": ["b", "a"]}], NO_RULES)
     (invite,) = state.invites
     assert invite.id == "inv_1"  # "NO" stayed text: the dump quotes what YAML would turn
 
