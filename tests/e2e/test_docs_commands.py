@@ -208,3 +208,28 @@ def test_every_invite_file_shown_validates(block: Block, tmp_path: Path) -> None
     (tmp_path / "invites" / "shown.yaml").write_text(block.text + "\n", encoding="utf-8")
     done = run_cli("validate", cwd=tmp_path)
     assert done.returncode == 0, f"{block.where}:\n{done.stderr}"
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor of a heading: lower case, punctuation dropped, spaces as dashes."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+def test_every_docs_page_is_linked_from_the_readme_and_every_link_resolves() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    for page in sorted((REPO / "docs").glob("*.md")):
+        assert f"](docs/{page.name})" in readme, f"docs/{page.name} is not linked"
+    for document in DOCUMENTS:
+        text = document.read_text(encoding="utf-8")
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"[a-z]+:", target):
+                continue  # https:, mailto:
+            path, _, anchor = target.partition("#")
+            linked = (document.parent / path).resolve() if path else document
+            assert linked.exists(), f"{document.relative_to(REPO)}: {target}"
+            if anchor and linked.suffix == ".md":
+                headings = re.findall(r"^#+ (.+)$", linked.read_text(encoding="utf-8"), re.M)
+                assert anchor in {_slug(h) for h in headings}, (
+                    f"{document.relative_to(REPO)}: {target}"
+                )
