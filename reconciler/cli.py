@@ -26,7 +26,7 @@ from reconciler.safetext import redact_and_escape_lines
 from reconciler.wording import plural
 
 EXIT_OK = 0
-EXIT_FAILURE = 1  # 2 is kept for `plan --detailed-exitcode` alone (README, Commands)
+EXIT_FAILURE = 1  # 2 is kept for `plan --detailed-exitcode` alone (docs/plans.md, Exit codes)
 
 
 # Each lives in reconciler.commands.<name>, as a click command of that name, in the
@@ -57,7 +57,7 @@ EXAMPLES = {
     "sandbox": "reconcile sandbox --port 8787",
     "schema": "reconcile schema > schemas/invites.schema.json",
 }
-COMPLETE_VAR = "_RECONCILE_COMPLETE"  # click's shell completion: see README, Shell completion
+COMPLETE_VAR = "_RECONCILE_COMPLETE"  # click's shell completion: see docs/commands.md
 
 
 class LazyGroup(click.Group):
@@ -103,6 +103,8 @@ class LazyGroup(click.Group):
 
 # Commands whose product is not on stdout: they run with stdout closed.
 _NO_STDOUT_NEEDED = frozenset({"validate"})
+_COMMAND = "reconciler.command"  # ctx.meta key: the subcommand this run invoked
+_NEVER_SENDS = frozenset({"validate", "schema", "show"})  # "nothing was sent" would mislead
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -119,6 +121,7 @@ def cli(ctx: click.Context) -> None:
     variables and reconciler.yaml settings it reads.
     """
     command = ctx.invoked_subcommand
+    ctx.meta[_COMMAND] = command  # the closing line of input problems depends on it
     if sys.stdout is None and command not in _NO_STDOUT_NEEDED:
         # Started with stdout closed (`>&-`): plans, results and e-mails sent would be
         # reported to nobody. Nothing is read or written; the run fails.
@@ -162,7 +165,7 @@ def _main(argv: Sequence[str] | None) -> int:
     except ReconcilerError as exc:
         if meta.get(GITHUB_ANNOTATIONS):
             annotate_error(exc)
-        return _report(exc)
+        return _report(exc, meta.get(_COMMAND))
     except click.exceptions.NoArgsIsHelpError as exc:  # `reconcile` alone: help, success
         click.echo(exc.ctx.get_help())
         return EXIT_OK
@@ -229,13 +232,14 @@ def _hold_closed_streams() -> None:
                 os.close(devnull)
 
 
-def _report(exc: ReconcilerError) -> int:
+def _report(exc: ReconcilerError, command: object = None) -> int:
     if isinstance(exc, InputError):
         click.echo(str(exc), err=True)
         errors = len(exc.errors)
         warnings = len(exc.problems) - errors
         also = f" and {plural(warnings, 'warning')}" if warnings else ""
-        click.echo(f"Found {plural(errors, 'problem')}{also}; nothing was sent.", err=True)
+        sent = "." if command in _NEVER_SENDS else "; nothing was sent."
+        click.echo(f"Found {plural(errors, 'problem')}{also}{sent}", err=True)
     else:  # ApiError included
         click.echo(f"error: {redact_and_escape_lines(str(exc))}", err=True)
     return EXIT_FAILURE

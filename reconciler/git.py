@@ -9,9 +9,11 @@ A top-level module, so that desired/ need not reach into output/ for the top lev
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from functools import lru_cache
+from pathlib import Path
 
 # A quick question (the top level, whether a file is tracked) gets this long; a
 # caller reading a whole tree's history gives its own bound.
@@ -60,6 +62,23 @@ def try_run(
         return run(args, cwd=cwd, stdin=stdin)
     except (OSError, subprocess.TimeoutExpired):
         return None
+
+
+def up_to_top(cwd: str | None = None) -> list[Path]:
+    """``cwd`` (default: the working directory) and each directory above it, up to the git
+    repository's top level, nearest first: where a project's file is looked for, as
+    pre-commit and editorconfig look. Outside git, ``cwd`` alone."""
+    here = Path(cwd or os.getcwd())
+    top = git_top(str(here))
+    if top is None:
+        return [here]
+    real_top = os.path.realpath(top)
+    found = [here]
+    for parent in here.parents:
+        if os.path.realpath(found[-1]) == real_top:
+            break
+        found.append(parent)
+    return found if os.path.realpath(found[-1]) == real_top else [here]
 
 
 @lru_cache(maxsize=8)

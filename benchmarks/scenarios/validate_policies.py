@@ -1,7 +1,7 @@
 """p: `validate` of 20,000 invites (one file) without and with five policies, side by side.
 
 Issue 38: with five policies, within 1.5x of validate without. The policies are of the
-kinds the README shows: one on the groups (if/then, `contains`), two on text each invite
+kinds docs/policies.md shows: one on the groups (if/then, `contains`), two on text each invite
 has its own value of (`pattern`, `not`), one on the e-mail, one on a set's size. They
 pass on every invite, so what is measured is the checking, not the printing.
 """

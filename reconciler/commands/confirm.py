@@ -41,5 +41,12 @@ def confirm(question: str, *, action: str, instead: str = "") -> None:
     names what is refused ("apply"); ``instead`` offers another way to do it.
     """
     require_terminal(action=action, instead=instead)
-    if not click.confirm(question, default=False, err=True):
+    try:
+        yes = click.confirm(question, default=False, err=True)
+    except click.Abort:  # Ctrl-C or end of input at the prompt: click would say `Aborted.`
+        click.echo("", err=True)  # the prompt's line ends here, not in the next message
+        raise ReconcilerError(
+            f"{action} cancelled at the prompt (Ctrl-C or end of input); nothing was changed"
+        ) from None
+    if not yes:
         raise ReconcilerError(f"{action} cancelled; nothing was changed")

@@ -55,7 +55,8 @@ def config_option(f: F) -> F:
         "--config",
         "config_file",
         type=FilePath(),
-        help="Config file (default: ./reconciler.yaml if present).",
+        help="Config file (default: reconciler.yaml here, else in the nearest directory "
+        "above, up to the repository's top).",
     )(f)
 
 

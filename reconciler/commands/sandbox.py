@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Mapping
 from typing import Any
 
 import click
 
+from reconciler import safetext
 from reconciler.model.fields import updatable_fields
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox, SandboxOptions
 from reconciler.wording import plural
@@ -110,6 +112,7 @@ def sandbox(
     click.echo(
         f"Sandbox API listening on {server.url} with {plural(len(server.store), 'invite')} "
         f"from {state_file or 'the bundled example state'}.\n"
+        f"{_served_ids(server.store.snapshot())}\n"
         "Point reconcile at it with these fixed sandbox credentials (not secrets):\n"
         f"  export RECONCILER_BASE_URL={url}\n"
         f"  export RECONCILER_CLIENT_ID={SANDBOX_CLIENT_ID}\n"
@@ -124,6 +127,17 @@ def sandbox(
     finally:
         server.stop()
     return 0
+
+
+_NAMED_IDS = 20  # ids named at start; beyond them, how many more
+
+
+def _served_ids(invites: Mapping[str, object]) -> str:
+    """The ids it serves, so a first `reconcile export ID` has one to ask for."""
+    ids = list(invites)
+    named = ", ".join(safetext.escape(i) for i in ids[:_NAMED_IDS]) or "none"
+    more = len(ids) - _NAMED_IDS
+    return f"Invite ids: {named}" + (f", and {more} more." if more > 0 else ".")
 
 
 def _is_loopback(host: str) -> bool:

@@ -14,6 +14,7 @@ from urllib.parse import quote
 from reconciler.desired.entries import EntryReader
 from reconciler.desired.rules import NO_RULES, Rules, RunChecks
 from reconciler.errors import FileProblem, InputError
+from reconciler.git import git_top, up_to_top
 from reconciler.model.invite import INVITE_ID, DesiredInvite
 from reconciler.safefile import kind_of, open_regular
 from reconciler.safetext import escape
@@ -126,12 +127,21 @@ def _not_regular(path: Path) -> str:
 
 def _missing(raw: str) -> str:
     message = "no such file or directory"
-    if raw == DEFAULT_PATH:
-        message += (
+    if raw != DEFAULT_PATH:
+        return message
+    if Path("reconciler.yaml").is_file():
+        return message + (
             " (read when no PATH is given and reconciler.yaml sets no `paths`; "
             "pass a PATH, or set `paths:` in reconciler.yaml)"
         )
-    return message
+    looked = up_to_top()
+    where = ", ".join(escape(str(d)) for d in looked)
+    top = " (the repository's top)" if git_top(str(looked[0])) else " (not in a git repository)"
+    return message + (
+        f" (read when no PATH is given and no reconciler.yaml sets `paths`; looked for "
+        f"reconciler.yaml in {where}{top}, and found none; pass a PATH, or run from the "
+        "directory of your reconciler.yaml or below it)"
+    )
 
 
 def load_desired_state(paths: list[str], rules: Rules = NO_RULES) -> DesiredState:

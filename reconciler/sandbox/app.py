@@ -1,6 +1,6 @@
 """The sandbox's behaviour, request in and response out, with no socket code.
 
-Faithful to the platform API as the README's "The sandbox" describes it: the
+Faithful to the platform API as docs/sandbox.md describes it: the
 envelope on every JSON answer, every status code of the contract
 (docs/api-contract.md), scopes,
 expiring signed tokens. Knobs in SandboxOptions add the trouble a real network

@@ -26,7 +26,9 @@ _NOTES = frozenset(
     {"description", "title", "default", "examples", "$comment", "$schema", "$id", "$defs"}
 )
 _KEYWORDS = {
-    "object": frozenset({"type", "properties", "required", "additionalProperties"}),
+    "object": frozenset(
+        {"type", "properties", "required", "additionalProperties", "patternProperties"}
+    ),
     "array": frozenset({"type", "items", "uniqueItems", "minItems", "maxItems"}),
     "string": frozenset({"type", "pattern", "format", "minLength", "maxLength", "enum"}),
     "boolean": frozenset({"type"}),
@@ -63,13 +65,21 @@ def _object_check(schema: dict[str, Any], formats: Formats) -> Check:
     additional = schema.get("additionalProperties", True)
     if not isinstance(properties, dict) or not isinstance(additional, bool):
         return _never
+    patterns = schema.get("patternProperties", {})
+    if not isinstance(patterns, dict) or any(sub not in ({}, True) for sub in patterns.values()):
+        return _never  # only a pattern whose keys take any value (`x-` templates) is known here
+    # jsonschema applies a patternProperties key with re.search; so does this check.
+    free = [re.compile(pattern).search for pattern in patterns]
     checks = {name: compile_check(sub, formats) for name, sub in properties.items()}
     required = tuple(schema.get("required", ()))
     closed = not additional
     allowed = frozenset(checks)
 
+    def known(key: Any) -> bool:
+        return key in allowed or (isinstance(key, str) and any(match(key) for match in free))
+
     def check(value: Any) -> bool:
-        if not isinstance(value, dict) or (closed and not allowed.issuperset(value)):
+        if not isinstance(value, dict) or (closed and not all(map(known, value))):
             return False
         for name in required:
             if name not in value:

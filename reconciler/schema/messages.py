@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from reconciler.errors import FileProblem
@@ -66,11 +67,20 @@ def _at(where: Where, path: tuple[Any, ...], message: str, key: bool = False) ->
 
 def _additional(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[FileProblem]:
     allowed = sorted(error.schema.get("properties", {}))
-    extra = [key for key in error.instance if key not in allowed]
+    patterns = [re.compile(p) for p in error.schema.get("patternProperties", {})]
+    extra = [
+        key
+        for key in error.instance
+        if key not in allowed and not any(p.search(str(key)) for p in patterns)
+    ]
+    # The one pattern of the shipped schemas: a top-level `x-` key holds templates.
+    templates = ", or a template under a key starting with `x-`" if patterns else ""
     problems = []
     for key in extra:
         hint = difflib.get_close_matches(str(key), allowed, n=1)
-        advice = f"did you mean `{hint[0]}`?" if hint else f"allowed: {', '.join(allowed)}"
+        advice = (
+            f"did you mean `{hint[0]}`?" if hint else f"allowed: {', '.join(allowed)}{templates}"
+        )
         message = f"unknown field `{escape(str(key))}`; {advice}"
         problems.append(_at(where, (*path, key), message, key=True))
     return problems
@@ -113,9 +123,23 @@ def _type(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[F
             cut(repr(value)) if expected == "integer" and type(value) is float else kind_of(value)
         )
         message = f"{place(full)} must be {_a(expected)}, not {found}"
+        if expected == "array" and isinstance(value, str):
+            message += _as_a_list(value)
         if place(full) == "each invite entry":
             message += " (start each entry with `- id: ...`)"
     return [_at(where, path, message)]
+
+
+_PLAIN_ITEM = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")  # written plain in a flow list
+
+
+def _as_a_list(text: str) -> str:
+    """`groups: emea` meant `groups: [emea]` (and `a, b` meant `[a, b]`): the list it likely
+    meant, when its items are plain words; else how a list is written."""
+    items = [item.strip() for item in text.split(",")]
+    if all(_PLAIN_ITEM.fullmatch(item) for item in items) and len(text) <= QUOTED_CHARS:
+        return f"; did you mean `[{', '.join(items)}]`?"
+    return "; write a list as `[a, b]` or as lines starting with `- `"
 
 
 def _format(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[FileProblem]:

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 from reconciler.desired.rules import Rules
 from reconciler.desired.state import DEFAULT_PATH
 from reconciler.errors import ConfigError, FileProblem, InputError
+from reconciler.git import up_to_top
 from reconciler.resources import resource_path
 from reconciler.safefile import open_regular
 from reconciler.safetext import MIN_SECRET_LENGTH, escape, quote_value
@@ -152,9 +153,12 @@ def load_settings(config_file: str | None, env: Mapping[str, str] | None = None)
     """Settings from the config file (if any) overlaid with the environment."""
     env = os.environ if env is None else env
     settings = Settings()
-    path = config_file or (DEFAULT_CONFIG_FILE if Path(DEFAULT_CONFIG_FILE).is_file() else None)
+    path = config_file or find_config_file()
     if path:
         values = _read_config_file(path)
+        if not config_file and "paths" not in values and Path(path).parent != Path("."):
+            # Found above the working directory: the project's invites are beside it.
+            values["paths"] = (os.path.normpath(Path(path).parent / DEFAULT_PATH),)
         ci = ci_variable(env)
         if ci is not None and "base_url" in values and not _env_text(env, ENV_VARS["base_url"]):
             # A pull request can change the file: it must not decide where the secret goes.
@@ -162,6 +166,18 @@ def load_settings(config_file: str | None, env: Mapping[str, str] | None = None)
             settings = replace(settings, refused_base_url=(path, ci))
         settings = settings.with_values(values)
     return settings.with_values(_from_env(env))
+
+
+def find_config_file() -> str | None:
+    """reconciler.yaml in the working directory, else the nearest directory above it up to
+    the repository's top level (pre-commit's and editorconfig's way: a run from inside
+    invites/ finds the project's file); relative to the working directory, so that the
+    paths it sets, and every message, read from here."""
+    for directory in up_to_top():
+        candidate = directory / DEFAULT_CONFIG_FILE
+        if candidate.is_file():
+            return os.path.relpath(candidate)
+    return None
 
 
 CI_VARIABLES = ("CI", "GITHUB_ACTIONS", "GITLAB_CI", "TF_BUILD")  # `true` or `1`

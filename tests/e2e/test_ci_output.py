@@ -134,7 +134,7 @@ def test_validate_under_github_actions_annotates_each_problem(
     assert all(a.startswith("::error file=invites/invites.yaml,line=") for a in annotations)
     assert any(",col=" in a and "inv_a" in a for a in annotations)
     # The plain error text follows, as without GitHub.
-    assert "invites/invites.yaml:" in err and err.rstrip().endswith("nothing was sent.")
+    assert "invites/invites.yaml:" in err and err.rstrip().endswith("Found 2 problems.")
 
 
 def test_no_annotations_outside_github(reconcile: Any, tmp_path: Path) -> None:

@@ -1,6 +1,6 @@
 """Imports follow the data flow: no stage imports a later one, and the plan knows no API.
 
-Stages, in the order data flows through them (README, "How the code is laid out"):
+Stages, in the order data flows through them (docs/code-layout.md):
 the top-level modules and the model first, then yamlload < schema < desired <
 settings < api and plan (neither imports the other) < apply < output < commands < cli.
 Every ``import`` of every module is read with ``ast`` (inside functions and under

@@ -48,6 +48,9 @@ def parse_base_url(base_url: str) -> BaseUrl:
     user info or query string of a refused URL is exactly where a credential would sit.
     """
     written = base_url.strip()
+    no_scheme = _no_scheme(written) if "://" not in written else None
+    if no_scheme:
+        raise ConfigError(no_scheme)
     try:
         parts = urlsplit(written)
         parts.port  # noqa: B018 - parsing the port is what raises for a bad one
@@ -76,6 +79,26 @@ def parse_base_url(base_url: str) -> BaseUrl:
             "hosts such as 127.0.0.1, where the sandbox runs)"
         )
     return BaseUrl(parts.scheme, parts.hostname, parts.port, parts.path.rstrip("/"))
+
+
+def _no_scheme(written: str) -> str | None:
+    """The message for a URL written without its scheme (`api.example.com`, `localhost:8787`):
+    quoted as written, with the URL meant, never read as a scheme (`localhost://8787`)."""
+    try:
+        meant = urlsplit(f"https://{written}")
+        meant.port  # noqa: B018 - parsing the port is what raises for a bad one
+    except ValueError:
+        meant = None
+    if meant is None or not meant.hostname or any(c.isspace() for c in written):
+        return None  # no URL meant can be told: the checks below word it
+    if _is_loopback(meant.hostname):
+        meant = meant._replace(scheme="http")
+    # Only scheme, host and path are shown: user info or a query may hold a credential.
+    shown = _scheme_host_path(meant)
+    return (
+        f"base_url {quote_value(shown.partition('://')[2], limit=None)} has no scheme; "
+        f"did you mean {quote_value(shown, limit=None)}?"
+    )
 
 
 def _scheme_host_path(parts: SplitResult) -> str:

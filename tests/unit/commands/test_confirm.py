@@ -9,6 +9,9 @@ from pathlib import Path
 import pytest
 from support.fake_platform import FakePlatform, reconcile, write_invites
 
+from reconciler.commands.confirm import confirm
+from reconciler.errors import ReconcilerError
+
 
 class TerminalInput(io.StringIO):
     """What a person types at a terminal."""
@@ -69,6 +72,28 @@ def test_on_a_terminal_no_sends_nothing(
     assert f"{question} [y/N]" in err
     assert "cancelled; nothing was changed" in err
     assert platform.writes() == []
+
+
+class InterruptedInput(TerminalInput):
+    """A person pressing Ctrl-C at the prompt."""
+
+    def readline(self, size: int | None = -1) -> str:
+        raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize("typed", [InterruptedInput(), TerminalInput("")], ids=["ctrl-c", "eof"])
+def test_ctrl_c_at_the_prompt_says_what_happened_not_a_bare_aborted(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], typed: TerminalInput
+) -> None:
+    # confirm() itself: apply and resend both ask through it (issue 39, row 7).
+    monkeypatch.setattr(sys, "stdin", typed)
+    with pytest.raises(ReconcilerError) as cancelled:
+        confirm("Apply these changes?", action="apply")
+    assert str(cancelled.value) == (
+        "apply cancelled at the prompt (Ctrl-C or end of input); nothing was changed"
+    )
+    err = capsys.readouterr().err
+    assert err == "Apply these changes? [y/N]: \n"  # the prompt's line ended, no `Aborted.`
 
 
 @pytest.mark.parametrize("command", ["apply", "resend"])

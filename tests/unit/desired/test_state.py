@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from support.cli import run_cli
+from support.git import git
 
 from reconciler.desired import state as desired
 from reconciler.desired.state import (
@@ -947,12 +948,28 @@ def test_a_missing_default_directory_says_how_to_name_another(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "reconciler.yaml").write_text("max_changes: 5\n", encoding="utf-8")
 
     assert problem_lines_of(["invites"]) == [
         "invites: no such file or directory (read when no PATH is given and reconciler.yaml "
         "sets no `paths`; pass a PATH, or set `paths:` in reconciler.yaml)"
     ]
     assert problem_lines_of(["invitse"]) == ["invitse: no such file or directory"]
+
+
+def test_with_no_reconciler_yaml_the_message_names_where_it_looked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 39, row 6: from inside a repository's subdirectory, every directory up to the top.
+    git(tmp_path, "init", "--quiet")
+    (tmp_path / "invites").mkdir()
+    monkeypatch.chdir(tmp_path / "invites")
+    assert problem_lines_of(["invites"]) == [
+        "invites: no such file or directory (read when no PATH is given and no "
+        f"reconciler.yaml sets `paths`; looked for reconciler.yaml in {tmp_path / 'invites'}, "
+        f"{tmp_path} (the repository's top), and found none; pass a PATH, or run from the "
+        "directory of your reconciler.yaml or below it)"
+    ]
 
 
 def test_a_directory_without_invite_files_is_named_without_a_position(tmp_path: Path) -> None:
@@ -1124,11 +1141,13 @@ def test_names_in_any_script_are_one_line_text(write_yaml: WriteYaml) -> None:
 def test_validate_exits_1_and_plan_sends_nothing(write_yaml: WriteYaml, tmp_path: Path) -> None:
     write_yaml("invites/a.yaml", BLOCKS)
 
+    # validate never sends anything, so it never says "nothing was sent" (issue 39, row 7).
+    closing = {"validate": "Found 4 problems.", "plan": "Found 4 problems; nothing was sent."}
     for args in (("validate",), ("plan", "--sandbox")):
         result = run_cli(*args, cwd=tmp_path)
         assert result.returncode == 1
         assert result.stderr.splitlines()[0].startswith("invites/a.yaml:3:11: `name`:")
-        assert result.stderr.splitlines()[-1] == "Found 4 problems; nothing was sent."
+        assert result.stderr.splitlines()[-1] == closing[args[0]]
         assert "Acme Holdings Ltd" not in result.stdout
 
 

@@ -40,6 +40,15 @@ EXACT: list[tuple[dict[str, Any], list[Any]]] = [
         {"type": "object", "properties": {"a": STRING}, "additionalProperties": False},
         [{"a": "x"}, {"b": "x"}, {}],
     ),
+    (  # the invite file's top level: `x-` keys hold templates, anything (issue 39, row 3)
+        {
+            "type": "object",
+            "properties": {"a": STRING},
+            "patternProperties": {"^x-": {}},
+            "additionalProperties": False,
+        },
+        [{"a": "x"}, {"a": "x", "x-t": [1]}, {"a": "x", "y-t": 1}, {"a": "x", "ax-": 1}, {}],
+    ),
 ]
 
 
@@ -62,6 +71,7 @@ DOUBT: list[tuple[Any, Any]] = [
     ({"enum": ["a"]}, "a"),  # no type at all
     (True, "a"),  # a schema that is not a mapping
     ({"type": "object", "additionalProperties": STRING}, {"b": "x"}),
+    ({"type": "object", "patternProperties": {"^x-": STRING}}, {"x-a": "x"}),  # a checked pattern
     ({"type": "array", "uniqueItems": True}, [[1], [2]]),  # not hashable: in doubt
 ]
 

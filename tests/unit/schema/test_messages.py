@@ -42,7 +42,15 @@ INVITE_FILES = {
         "other: 1\n",
         [
             "1:1: file is missing required field `invites`",
-            "1:1: unknown field `other`; allowed: invites",
+            "1:1: unknown field `other`; allowed: invites, or a template under a key "
+            "starting with `x-`",
+        ],
+    ),
+    "a template under a key not starting with x-": (
+        "_defaults: &d {groups: [emea]}\ninvites:\n  - id: inv_1\n    <<: *d\n",
+        [
+            "1:1: unknown field `_defaults`; allowed: invites, or a template under a key "
+            "starting with `x-`"
         ],
     ),
     "invites left empty": (
@@ -57,9 +65,20 @@ INVITE_FILES = {
         "invites:\n  - inv_1\n",
         ["2:5: each invite entry must be a mapping, not text (start each entry with `- id: ...`)"],
     ),
-    "groups not a list": (
+    "groups not a list": (  # the list meant, as issue 39 row 6 asks
         ENTRY + "    groups: emea\n",
-        ["3:13: `groups` must be a list, not text"],
+        ["3:13: `groups` must be a list, not text; did you mean `[emea]`?"],
+    ),
+    "a list written as text with commas": (
+        ENTRY + "    addOns: edd, sanctions-plus\n",
+        ["3:13: `addOns` must be a list, not text; did you mean `[edd, sanctions-plus]`?"],
+    ),
+    "a list written as text that is no plain word": (
+        ENTRY + '    attachments: "a: b"\n',
+        [
+            "3:18: `attachments` must be a list, not text; "
+            "write a list as `[a, b]` or as lines starting with `- `"
+        ],
     ),
     "a group YAML reads as a number": (
         ENTRY + "    groups: [emea, 5]\n",

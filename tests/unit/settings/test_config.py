@@ -91,6 +91,54 @@ def test_default_config_file_is_read_from_working_directory() -> None:
     assert settings.parallelism == 3
 
 
+def test_reconciler_yaml_is_found_up_to_the_repository_top(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 39, row 6: run from inside invites/, the project's file is found, as
+    # pre-commit finds its own; its paths read from where the run is.
+    repo = tmp_path / "repo"
+    (repo / "invites" / "emea").mkdir(parents=True)
+    git(repo, "init", "--quiet")
+    (repo / "reconciler.yaml").write_text("paths: [invites]\naudit_log: audit.jsonl\n")
+    monkeypatch.chdir(repo / "invites" / "emea")
+
+    settings = load_settings(None, env={})
+
+    assert settings.paths == (os.path.join("..", "..", "invites"),)
+    assert settings.audit_log == os.path.join("..", "..", "audit.jsonl")
+
+
+def test_a_file_found_above_without_paths_reads_the_invites_beside_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = tmp_path / "repo"
+    (repo / "invites").mkdir(parents=True)
+    git(repo, "init", "--quiet")
+    (repo / "reconciler.yaml").write_text("parallelism: 3\n")
+    monkeypatch.chdir(repo / "invites")
+
+    settings = load_settings(None, env={})
+
+    assert settings.parallelism == 3
+    assert settings.paths == (os.path.join("..", "invites"),)
+
+
+def test_no_file_is_read_above_the_repository_top_or_outside_git(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "reconciler.yaml").write_text("parallelism: 3\n")  # above the repository
+    repo = tmp_path / "repo"
+    (repo / "invites").mkdir(parents=True)
+    git(repo, "init", "--quiet")
+    monkeypatch.chdir(repo / "invites")
+    assert load_settings(None, env={}).parallelism is None
+
+    (tmp_path / "plain" / "sub").mkdir(parents=True)  # no git: the working directory only
+    (tmp_path / "plain" / "reconciler.yaml").write_text("parallelism: 3\n")
+    monkeypatch.chdir(tmp_path / "plain" / "sub")
+    assert load_settings(None, env={}).parallelism is None
+
+
 def test_empty_environment_values_do_not_override(config: Callable[[str], str]) -> None:
     path = config("base_url: https://file.example.com\n")
 

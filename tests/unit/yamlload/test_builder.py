@@ -76,8 +76,6 @@ CASES = {
         "x-a: &x 1\nx-b: &x 2\n" + ENTRY,
         [
             "2:6: anchor `&x` is already defined on line 1; give this one another name",
-            "1:1: unknown field `x-a`; allowed: invites",
-            "2:1: unknown field `x-b`; allowed: invites",
         ],
     ),
     "undefined alias": (
@@ -132,7 +130,6 @@ CASES = {
     "a merged value of the wrong kind, at its anchor": (
         "x-base: &b {groups: 5}\ninvites:\n  - <<: *b\n    id: inv_1\n",
         [
-            "1:1: unknown field `x-base`; allowed: invites",
             "1:21: `groups` must be a list, not a number",
         ],
     ),
@@ -140,15 +137,12 @@ CASES = {
         "x-1: &b1 {name: A}\nx-2: &b2 {groups: {a: 1}}\n"
         "invites:\n  - <<: [*b1, *b2]\n    id: inv_1\n",
         [
-            "1:1: unknown field `x-1`; allowed: invites",
-            "2:1: unknown field `x-2`; allowed: invites",
             "2:19: `groups` must be a list, not a mapping",
         ],
     ),
     "a merged key and value, each shown at the anchor": (
         "x-base: &b {nmae: A, email: 5}\ninvites:\n  - <<: *b\n    id: inv_1\n",
         [
-            "1:1: unknown field `x-base`; allowed: invites",
             "1:13: unknown field `nmae`; did you mean `name`?",
             '1:29: `email` must be text, but YAML reads 5 as a number; put it in quotes: "5"',
         ],
@@ -156,7 +150,6 @@ CASES = {
     "the same through a list of merges, in block style": (
         "x-b: &b\n  nmae: A\n  email: 5\ninvites:\n  - <<: [*b]\n    id: inv_1\n",
         [
-            "1:1: unknown field `x-b`; allowed: invites",
             "2:3: unknown field `nmae`; did you mean `name`?",
             '3:10: `email` must be text, but YAML reads 5 as a number; put it in quotes: "5"',
         ],
@@ -166,7 +159,6 @@ CASES = {
         [
             "6:5: duplicate key `name` (first set on line 5); "
             "YAML would silently keep only the last one",
-            "1:1: unknown field `x-base`; allowed: invites",
         ],
     ),
     "a number too long for Python to print, unquoted": (
@@ -294,7 +286,6 @@ CASES = {
         "x-base: &b {phone: +4420}\ninvites:\n  - <<: *b\n    id: inv_1\n    name: A\n"
         '    phone: !!int "5"\n',
         [
-            "1:1: unknown field `x-base`; allowed: invites",
             "6:12: `phone` must be text, not a number",
         ],
     ),
@@ -309,7 +300,6 @@ CASES = {
         "x-base: &b {'5': a}\ninvites:\n  - <<: *b\n    id: inv_1\n    5: x\n",
         [
             '5:5: YAML reads the key 5 as a number; put it in quotes: "5"',
-            "1:1: unknown field `x-base`; allowed: invites",
             f"5:5: unknown field `5`; allowed: {FIELDS}",
         ],
     ),
@@ -332,8 +322,6 @@ CASES = {
         "x-a: &x [1]\nx-b: &x [2]\n" + ENTRY,
         [
             "2:6: anchor `&x` is already defined on line 1; give this one another name",
-            "1:1: unknown field `x-a`; allowed: invites",
-            "2:1: unknown field `x-b`; allowed: invites",
         ],
     ),
     "two documents": (
@@ -551,7 +539,7 @@ def test_deep_files_exit_1_with_a_message_through_the_cli(
         code, err = reconcile("validate", *args, capsys=capsys)
         assert code == 1
         assert "nested too deeply (limit 100)" in err[0]
-        assert err[-1] == "Found 1 problem; nothing was sent."
+        assert err[-1] == "Found 1 problem."  # validate never sends: it never says so
 
 
 # -- 3: ids match as a whole --------------------------------------------------------------
@@ -652,7 +640,7 @@ def test_file_names_with_control_characters_are_shown_escaped(
     assert err == [
         f"{shown}:3:5: unknown field `emial`; did you mean `email`?",
         f"{folder}/c.yaml:2:5: invite id `inv_1` is already defined at {shown}:2",
-        "Found 2 problems; nothing was sent.",
+        "Found 2 problems.",
     ]
 
 

@@ -66,6 +66,38 @@ def test_a_base_url_refused_says_why_and_shows_only_where_it_points(url: str, sa
     assert str(refused.value) == said
 
 
+@pytest.mark.parametrize(
+    ("written", "said"),
+    [
+        (
+            "api.example.com",
+            "'api.example.com' has no scheme; did you mean 'https://api.example.com'?",
+        ),
+        (  # never read as the scheme `localhost` (`localhost://18787`)
+            "localhost:18787",
+            "'localhost:18787' has no scheme; did you mean 'http://localhost:18787'?",
+        ),
+        (
+            " 127.0.0.1:8787/v1 ",
+            "'127.0.0.1:8787/v1' has no scheme; did you mean 'http://127.0.0.1:8787/v1'?",
+        ),
+        (
+            "api.example.com:8443/kyb",
+            "'api.example.com:8443/kyb' has no scheme; "
+            "did you mean 'https://api.example.com:8443/kyb'?",
+        ),
+        (  # user info and a query are never echoed, even here
+            "ci:pw@api.example.com/x?t=secret",
+            "'api.example.com/x' has no scheme; did you mean 'https://api.example.com/x'?",
+        ),
+    ],
+)
+def test_a_base_url_without_a_scheme_is_quoted_with_the_url_meant(written: str, said: str) -> None:
+    with pytest.raises(ConfigError) as refused:
+        check_base_url(written)
+    assert str(refused.value) == f"base_url {said}"
+
+
 def test_trailing_slashes_are_dropped_and_nothing_else() -> None:
     assert check_base_url("https://api.example.com/FX//") == "https://api.example.com/FX"
 
