@@ -55,7 +55,16 @@ class _IgnoredCookies(requests.cookies.RequestsCookieJar):
         return None
 
 
-_REQUESTS_SEND = requests.Session.send
+def requests_own_send() -> bool:
+    """Whether requests' Session.send is requests' own now, not a wrapper (requests-mock,
+    a tracer): judged by the function itself, since one captured at import may already be
+    the wrapper (this module imported first under requests-mock)."""
+    send = requests.Session.send
+    return (
+        send.__module__ == "requests.sessions"
+        and send.__qualname__ == "Session.send"
+        and not hasattr(send, "__wrapped__")
+    )
 
 
 class ProxiedSession(requests.Session):
@@ -77,7 +86,7 @@ class ProxiedSession(requests.Session):
         (the token's renewal on a 401) see the answer. Anything that wraps requests' own
         send (requests-mock, a tracer) gets the whole of it, wrapper included."""
         if (
-            requests.Session.send is not _REQUESTS_SEND
+            not requests_own_send()
             or kwargs.get("allow_redirects", True)
             or not kwargs.get("stream")
             or self.trust_env

@@ -612,3 +612,30 @@ def test_a_hashed_ca_directory_is_accepted(monkeypatch: pytest.MonkeyPatch, tmp_
     monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
     monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(directory))
     assert make_session("https://api.example", 4).verify == str(directory)
+
+
+def test_a_wrapped_send_is_told_from_requests_own_whenever_it_was_wrapped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The lean send path is taken only under requests' own Session.send: requests-mock or
+    a tracer wrapping it gets every request, even when this module was imported under it
+    (then a send captured at import would be the wrapper: the tests' fake platform was
+    bypassed and its host looked up for real)."""
+    import functools
+
+    import requests_mock
+
+    from reconciler.api.http.network import requests_own_send
+
+    assert requests_own_send()
+    with requests_mock.Mocker():
+        assert not requests_own_send()
+    assert requests_own_send()
+    original = requests.Session.send
+
+    @functools.wraps(original)
+    def traced(self: requests.Session, *args: object, **kwargs: object) -> requests.Response:
+        return original(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(requests.Session, "send", traced)
+    assert not requests_own_send()
