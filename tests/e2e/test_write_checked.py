@@ -372,3 +372,36 @@ def test_sighup_during_a_write_finishes_it_and_never_drops_its_re_send(tmp_path:
         assert any(r["record"] == "resend_owed" for r in log)
         assert "reconcile resend inv_acme" in out
     assert "not started  inv_beta" in out
+
+
+@pytest.mark.parametrize("repeated", [signal.SIGHUP, signal.SIGTERM])
+def test_a_hangup_or_termination_that_comes_twice_still_finishes_the_write_and_its_re_send(
+    tmp_path: Path, repeated: signal.Signals
+) -> None:
+    # A terminal closing under an interactive shell sends SIGHUP twice (the shell forwards
+    # it to its jobs, the kernel sends its own when the shell exits); a trap may repeat
+    # SIGTERM. Quitting on the second left the update made, no re-send and nothing owed.
+    write_invites(
+        tmp_path / "invites", [desired_entry(ACME, email="new@acme.example", resendOnChange=True)]
+    )
+    (tmp_path / "reconciler.yaml").write_text("parallelism: 1\n", encoding="utf-8")
+    with HostileServer([ACME], Hostility(patch_delay=1.0), secret=SECRET) as server:
+        process = subprocess.Popen(
+            [*RECONCILE, "apply", "--auto-approve", "--audit-log", "audit.jsonl", "invites"],
+            cwd=tmp_path,
+            env=hostile_env(server),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 20
+        while not server.calls("PATCH") and time.monotonic() < deadline:
+            time.sleep(0.02)
+        for _ in range(2):
+            process.send_signal(repeated)
+            time.sleep(0.2)  # signals that arrive together are delivered once
+        out, err = process.communicate(timeout=30)
+        assert server.resends["inv_acme"] == 1
+    assert "quitting now" not in err
+    assert "re-sent      inv_acme" in out, out + err
+    assert outcomes(tmp_path / "audit.jsonl", "resend") == ["ok"]
