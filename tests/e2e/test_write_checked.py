@@ -405,3 +405,60 @@ def test_a_hangup_or_termination_that_comes_twice_still_finishes_the_write_and_i
     assert "quitting now" not in err
     assert "re-sent      inv_acme" in out, out + err
     assert outcomes(tmp_path / "audit.jsonl", "resend") == ["ok"]
+
+
+@pytest.mark.parametrize(
+    ("email", "store", "said", "resent", "last"),
+    [
+        ("new@acme.example", None, "updated      inv_acme", 1, "ok"),
+        ("New@Acme.example", str.lower, "update unknown  inv_acme", 0, "unknown"),
+    ],
+    ids=["stored-as-sent", "stored-otherwise"],
+)
+def test_a_412_to_a_retry_after_a_504_that_was_written_is_not_a_conflict(
+    tmp_path: Path,
+    email: str,
+    store: Callable[[str], str] | None,
+    said: str,
+    resent: int,
+    last: str,
+) -> None:
+    # nginx answered 504 after the platform wrote the PATCH; its retry carries the ETag
+    # that write replaced, so it gets 412. Reported as a conflict ("nothing written"), the
+    # update's re-send was dropped unsaid, and the next plan showed no change.
+    write_invites(
+        tmp_path / "invites", [desired_entry(ACME, email=email, resendOnChange=True)]
+    )
+
+    def stored(body: dict[str, Any]) -> dict[str, Any]:
+        return {k: store(v) if store and k == "email" else v for k, v in body.items()}
+
+    hostility = Hostility(etags=True, patch_landed_statuses=[504], patch_store=stored)
+    with HostileServer([ACME], hostility, secret=SECRET) as server:
+        applied = apply(tmp_path, hostile_env(server))
+        assert methods(server.seen) == ["GET", "GET", "PATCH", "PATCH", "GET"] + ["RESEND"] * (
+            resent
+        )
+        assert server.resends["inv_acme"] == resent
+    assert said in applied.stdout, applied.stdout + applied.stderr
+    assert "conflict" not in applied.stdout
+    assert applied.returncode == (0 if resent else 1)
+    update = [r for r in records(tmp_path / "audit.jsonl") if r["operation"] == "update"]
+    assert [(r["record"], r.get("outcome"), r.get("http_status")) for r in update] == [
+        ("attempt", None, None),
+        ("outcome", "unknown", 504),
+        ("attempt", None, None),
+        ("outcome", last, 412),
+    ]
+    assert update[-1].get("resend") == ("due" if resent else None)
+
+
+def test_a_412_after_a_refused_attempt_is_still_a_conflict(tmp_path: Path) -> None:
+    # A 503 refusal wrote nothing: a 412 after it is someone else's change.
+    write_invites(tmp_path / "invites", [desired_entry(ACME, email="new@acme.example")])
+    hostility = Hostility(always_412=True, patch_statuses=[503])
+    with HostileServer([ACME], hostility, secret=SECRET) as server:
+        applied = apply(tmp_path, hostile_env(server))
+        assert methods(server.seen) == ["GET", "GET", "PATCH", "PATCH"]
+    assert applied.returncode == 1
+    assert "conflict     inv_acme" in applied.stdout
