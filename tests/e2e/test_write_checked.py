@@ -233,6 +233,25 @@ def test_a_412_after_a_read_without_an_etag_is_a_conflict_too(tmp_path: Path) ->
     assert "conflict     inv_acme" in applied.stdout
 
 
+@pytest.mark.parametrize("style", ["weak", "fresh"])
+def test_weak_etags_and_etags_new_on_every_read_let_the_write_through(
+    tmp_path: Path, style: str
+) -> None:
+    # Weak: a server compares If-Match strongly (RFC 9110 §13.1.1), so a weak tag sent
+    # back made every PATCH a 412 "conflict" and no apply could ever succeed. Fresh: each
+    # GET names a new version; the PATCH carries the last one.
+    write_invites(
+        tmp_path / "invites", [desired_entry(ACME, email="new@acme.example", resendOnChange=True)]
+    )
+    with HostileServer([ACME], Hostility(etags=True, etag_style=style), secret=SECRET) as server:
+        applied = apply(tmp_path, hostile_env(server))
+        (patch,) = server.calls("PATCH")
+        assert server.resends["inv_acme"] == 1
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    assert ("If-Match" in patch.headers) is (style == "fresh")
+    assert "re-sent      inv_acme" in applied.stdout
+
+
 def test_the_sandbox_etags_mode_is_honoured_end_to_end(
     start_sandbox: Callable[..., Sandbox], tmp_path: Path
 ) -> None:
