@@ -333,6 +333,68 @@ def test_a_refused_re_send_is_sent_again_and_one_that_may_have_gone_never_is(
         assert tries == 1 and resends == ["unknown"]
 
 
+OK_ENVELOPE = json.dumps({"status": 200, "success": True, "message": "OK", "data": None}).encode()
+
+
+@pytest.mark.parametrize(
+    ("answer", "sent", "code", "said", "logged"),
+    [
+        # A 503 or 429 whose envelope says success: it may have gone; sent again, the
+        # business got two e-mails.
+        (
+            (503, {"Content-Type": "application/json"}, OK_ENVELOPE, True),
+            1,
+            1,
+            "unknown",
+            "unknown",
+        ),
+        (
+            (429, {"Content-Type": "application/json"}, OK_ENVELOPE, True),
+            1,
+            1,
+            "unknown",
+            "unknown",
+        ),
+        ((200, {"Content-Type": "text/plain"}, b"sent", True), 1, 1, "unknown", "unknown"),
+        # A wait longer than the retry budget: certainly not made, and owed.
+        ((429, {"Retry-After": "99999"}, b"", False), 0, 1, "not re-sent", "failed"),
+        # A date in the past: no wait, sent again once.
+        (
+            (429, {"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"}, b"", False),
+            1,
+            0,
+            "re-sent",
+            "failed",
+        ),
+    ],
+    ids=[
+        "503-saying-success",
+        "429-saying-success",
+        "200-not-json",
+        "429-wait-99999",
+        "429-past-date",
+    ],
+)
+def test_a_re_send_answered_against_itself_is_unknown_and_never_sent_twice(
+    tmp_path: Path,
+    answer: tuple[int, dict[str, str], bytes, bool],
+    sent: int,
+    code: int,
+    said: str,
+    logged: str,
+) -> None:
+    write_invites(
+        tmp_path / "invites", [desired_entry(ACME, email="new@acme.example", resendOnChange=True)]
+    )
+    with HostileServer([ACME], Hostility(resend_raw=[answer]), secret=SECRET) as server:
+        applied = apply(tmp_path, hostile_env(server))
+        assert server.resends["inv_acme"] == sent  # e-mails that went out: never two
+    assert applied.returncode == code, applied.stdout + applied.stderr
+    assert f"{said}  " in applied.stdout or f"{said}      " in applied.stdout
+    assert " failed" not in applied.stdout.replace("0 failed", "")
+    assert outcomes(tmp_path / "audit.jsonl", "resend")[0] == logged
+
+
 def test_every_patch_attempt_is_in_the_audit_log(tmp_path: Path) -> None:
     write_invites(tmp_path / "invites", [desired_entry(ACME, email="new@acme.example")])
     with HostileServer([ACME], Hostility(patch_statuses=[504, 504]), secret=SECRET) as server:
@@ -445,9 +507,7 @@ def test_a_412_to_a_retry_after_a_504_that_was_written_is_not_a_conflict(
     # nginx answered 504 after the platform wrote the PATCH; its retry carries the ETag
     # that write replaced, so it gets 412. Reported as a conflict ("nothing written"), the
     # update's re-send was dropped unsaid, and the next plan showed no change.
-    write_invites(
-        tmp_path / "invites", [desired_entry(ACME, email=email, resendOnChange=True)]
-    )
+    write_invites(tmp_path / "invites", [desired_entry(ACME, email=email, resendOnChange=True)])
 
     def stored(body: dict[str, Any]) -> dict[str, Any]:
         return {k: store(v) if store and k == "email" else v for k, v in body.items()}

@@ -194,6 +194,14 @@ def _error_for(
     message = _message(response, envelope, raw)
     if status == 413:  # not retried: the same body is as large the next time
         message = f"{_too_large_body(response)}: {message}"
+    # A refusal (429, 503) is sent again even when it is a re-send: not one whose envelope
+    # says it succeeded, which may have been done.
+    said_success = status in (429, 503) and envelope.get("success") is True
+    if said_success:
+        message += (
+            " (yet its envelope says success: true; an answer that contradicts itself "
+            "says nothing of whether it was done)"
+        )
     return kind(
         message,
         status=status,
@@ -201,6 +209,7 @@ def _error_for(
         retry_after=retry_after,
         details=_details(envelope.get("data")),
         enveloped=isinstance(envelope.get("success"), bool),
+        said_success=said_success,
     )
 
 
