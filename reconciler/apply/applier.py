@@ -393,9 +393,12 @@ class Applier:
             self._settled(recorder)
             if isinstance(error, NotSent) and not recorder.sent:
                 return self._owed(result, error.message)
-            unknown = error.outcome_unknown
-            failed = ResendOutcome.RESEND_UNKNOWN if unknown else ResendOutcome.NOT_RESENT
-            return _with(result, resend=failed, resend_error=error)
+            if error.outcome_unknown:
+                return _with(result, resend=ResendOutcome.RESEND_UNKNOWN, resend_error=error)
+            # Certainly not made (refused, and not sent again): owed, and the log says so,
+            # as for one never attempted; its failed attempt alone reads as "tried".
+            self._log_owed(invite_id, f"refused and not sent again: {error}")
+            return _with(result, resend=ResendOutcome.NOT_RESENT, resend_error=error)
         recorder.settle("ok", receipt.status, receipt.request_id)
         self._settled(recorder)
         return _with(result, resend=ResendOutcome.RESENT)
@@ -403,11 +406,14 @@ class Applier:
     def _owed(self, result: ChangeResult, reason: str) -> ChangeResult:
         """A re-send due and never attempted: said in the log (the update's record says it
         was due), and reported with the way to make it."""
+        self._log_owed(result.change.id, reason)
+        return _with(result, resend=ResendOutcome.OWED, resend_error=NotSent(reason))
+
+    def _log_owed(self, invite_id: str, reason: str) -> None:
         try:
-            self._audit.resend_owed(result.change.id, reason)
+            self._audit.resend_owed(invite_id, reason)
         except AuditLogError as error:
             self._audit_failed(error)
-        return _with(result, resend=ResendOutcome.OWED, resend_error=NotSent(reason))
 
 
 class _Unverified(UnexpectedResponse):

@@ -10,6 +10,7 @@ data), the exit code and the audit log's records.
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import subprocess
 import time
@@ -20,7 +21,7 @@ from typing import Any
 
 import pytest
 from support.cli import run_cli
-from support.helpers import RECONCILE, clean_env, sandbox_env
+from support.helpers import RECONCILE, REPO, clean_env, sandbox_env
 from support.hostile_server import CLIENT_ID, HostileServer, Hostility, Seen
 from support.invites import ACME, desired_entry, write_invites
 
@@ -541,3 +542,41 @@ def test_a_412_after_a_refused_attempt_is_still_a_conflict(tmp_path: Path) -> No
         assert methods(server.seen) == ["GET", "GET", "PATCH", "PATCH"]
     assert applied.returncode == 1
     assert "conflict     inv_acme" in applied.stdout
+
+
+def _owed_recipe() -> str:
+    """The README's jq program that lists the re-sends due and not made."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    heading = readme.index("Updates whose re-send was due and not made")
+    start = readme.index("```sh\n", heading) + 6
+    block = readme[start : readme.index("\n```", start)]
+    return block.split("jq -rRn '", 1)[1].rsplit("' audit.jsonl", 1)[0]
+
+
+@pytest.mark.skipif(shutil.which("jq") is None, reason="jq is not installed")
+@pytest.mark.parametrize(
+    ("answer", "owed"),
+    [
+        ((429, {"Retry-After": "99999"}, b"", False), ["inv_acme"]),  # refused, not sent again
+        ((429, {"Retry-After": "0"}, b"", False), []),  # refused, then sent
+    ],
+    ids=["refused-then-given-up", "refused-then-sent"],
+)
+def test_the_audit_log_says_a_refused_re_send_not_sent_again_is_owed(
+    tmp_path: Path, answer: tuple[int, dict[str, str], bytes, bool], owed: list[str]
+) -> None:
+    # Its one `failed` attempt read, in the README's recipe, as a re-send made.
+    write_invites(
+        tmp_path / "invites", [desired_entry(ACME, email="new@acme.example", resendOnChange=True)]
+    )
+    with HostileServer([ACME], Hostility(resend_raw=[answer]), secret=SECRET) as server:
+        apply(tmp_path, hostile_env(server))
+    log = records(tmp_path / "audit.jsonl")
+    assert [r["invite_id"] for r in log if r["record"] == "resend_owed"] == owed
+    listed = subprocess.run(
+        ["jq", "-rRn", _owed_recipe(), str(tmp_path / "audit.jsonl")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert listed.stdout.split() == owed
