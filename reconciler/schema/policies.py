@@ -165,11 +165,12 @@ def compile_policy(policy: Policy) -> CompiledPolicy:
     from jsonschema.exceptions import SchemaError
     from referencing import Registry
 
-    from reconciler.schema.check import format_checker
+    from reconciler.schema.check import format_checker, quiet_regex_warnings
 
     kind = _validator_class()
     try:
-        kind.check_schema(policy.schema)
+        with quiet_regex_warnings():
+            kind.check_schema(policy.schema)
     except SchemaError as error:
         raise PolicyError(tuple(error.path), _schema_error(error)) from None
     registry: Registry[Any] = Registry(retrieve=_no_retrieval)  # type: ignore[call-arg]
