@@ -171,6 +171,15 @@ HOSTILE = {
         '{name: p, message: m, schema: {$ref: "#/$defs/nope"}}',
         "1:43: policy p: `schema` cannot be used: `$ref` points at nothing in the policy",
     ),
+    "$refs that double at each step": (
+        "{name: p, message: m, schema: {$ref: '#/$defs/a0', $defs: {"
+        + ", ".join(
+            f"a{i}: {{allOf: [{{$ref: '#/$defs/a{i + 1}'}}, {{$ref: '#/$defs/a{i + 1}'}}]}}"
+            for i in range(40)
+        )
+        + ", a40: {}}}}",
+        "1:34: policy p: `schema` cannot be used: its `$ref`s expand it to more than 5,000",
+    ),
     "a $dynamicRef": (
         '{name: p, message: m, schema: {$dynamicRef: "#meta"}}',
         "policy p: `schema` cannot be used: `$dynamicRef` is not allowed in a policy",
