@@ -393,6 +393,7 @@ def test_a_re_send_answered_against_itself_is_unknown_and_never_sent_twice(
     assert applied.returncode == code, applied.stdout + applied.stderr
     assert f"{said}  " in applied.stdout or f"{said}      " in applied.stdout
     assert " failed" not in applied.stdout.replace("0 failed", "")
+    assert "failed" not in applied.stderr  # the progress line neither
     assert outcomes(tmp_path / "audit.jsonl", "resend")[0] == logged
 
 
