@@ -29,6 +29,7 @@ class ApiError(ReconcilerError):
         retry_after: float | None = None,
         details: Any = None,
         enveloped: bool = False,
+        said_success: bool = False,
     ) -> None:
         # Messages and ids often come from the server, which may echo what it was
         # sent: redacted and escaped here, whoever builds the error (twice is harmless).
@@ -41,11 +42,14 @@ class ApiError(ReconcilerError):
         self.details = details  # per-field problems from the envelope's data
         # The answer was the platform's own envelope, not a gateway's page or a cut body.
         self.enveloped = enveloped
+        # A failure status whose envelope says `success: true`: the answer contradicts
+        # itself, so it is no refusal anyone can trust (the platform may have done it).
+        self.said_success = said_success
 
     @property
     def outcome_unknown(self) -> bool:
         """Whether the request may have been carried out although no answer says so."""
-        return False
+        return self.said_success
 
     @property
     def refused_before_acting(self) -> bool:
@@ -120,7 +124,7 @@ class RateLimited(ApiError):
     @property
     def refused_before_acting(self) -> bool:
         # A 429 from an answer; not the run's own "not sent" (no status), which never left.
-        return self.status == 429
+        return self.status == 429 and not self.said_success
 
 
 class PreconditionFailed(ApiError):
@@ -139,13 +143,15 @@ class ServerError(ApiError):
         # is not the platform's envelope says nothing of whether the platform did it. A
         # 503, whatever its body, is a refusal before acting (nginx's limit_req, HAProxy's
         # full queue, the platform's own): nothing was done.
+        if self.said_success:
+            return True
         if self.status == 503:
             return False
         return self.status in (502, 504) or not self.enveloped
 
     @property
     def refused_before_acting(self) -> bool:
-        return self.status == 503
+        return self.status == 503 and not self.said_success
 
 
 class GatewayRefused(ServerError):

@@ -277,6 +277,8 @@ class Applier:
                 return ChangeResult(change, WriteOutcome.UPDATE_UNKNOWN, unsent)
             return ChangeResult(change, WriteOutcome.NOT_STARTED)
         except PreconditionFailed as error:  # If-Match: it changed since it was read
+            if recorder.maybe_done:  # ... by an earlier attempt of this very PATCH, maybe
+                return self._refused_after_unknown(change, recorder, error)
             self._settled(recorder)
             return ChangeResult(change, WriteOutcome.CONFLICT, error)
         except ApiError as error:
@@ -290,13 +292,62 @@ class Applier:
             unknown = error.outcome_unknown or (recorder.sent > 0 and _after_write(error))
             failed = WriteOutcome.UPDATE_UNKNOWN if unknown else WriteOutcome.FAILED
             return ChangeResult(change, failed, error)
+        return self._checked(change, recorder, stored, written.status, written.request_id)
+
+    def _refused_after_unknown(
+        self, change: InviteChange, recorder: AttemptRecorder, refused: PreconditionFailed
+    ) -> ChangeResult:
+        """A 412 to a retry after an attempt that may have been written (a 504, a timeout):
+        that write, if made, changed the ETag the retry carries. It is not "nothing
+        written" (its re-send would be dropped unsaid, and the next plan shows no change):
+        a GET tells. The platform holding what was sent is the earlier attempt's doing, as
+        a retry without If-Match would have found; anything else leaves it unknown."""
+        try:
+            stored = self._verify(change.id)
+        except _Unverified as error:
+            recorder.settle("unknown", refused.status, refused.request_id, error.message)
+            self._settled(recorder)
+            return ChangeResult(change, WriteOutcome.UPDATE_UNKNOWN, error)
+        if stored_as_sent(change, stored).diverged:
+            unknown = _Unverified(
+                f"{refused.message}: refused by If-Match after an earlier attempt whose "
+                "outcome is unknown, and the platform does not hold what was sent: "
+                "whether this update was made is unknown",
+                status=refused.status,
+                request_id=refused.request_id,
+            )
+            recorder.settle("unknown", refused.status, refused.request_id, unknown.message)
+            self._settled(recorder)
+            return ChangeResult(change, WriteOutcome.UPDATE_UNKNOWN, unknown)
+        return self._checked(
+            change,
+            recorder,
+            stored,
+            refused.status,
+            refused.request_id,
+            message="refused by If-Match after an earlier attempt whose outcome was unknown; "
+            "read back, the platform holds what was sent: that attempt was written",
+        )
+
+    def _checked(
+        self,
+        change: InviteChange,
+        recorder: AttemptRecorder,
+        stored: CurrentInvite,
+        status: int | None,
+        request_id: str | None,
+        message: str | None = None,
+    ) -> ChangeResult:
+        """The update was written: what was stored against what was sent, then the
+        re-send it makes due."""
         check = stored_as_sent(change, stored)
         outcome = WriteOutcome.DIVERGED if check.diverged else WriteOutcome.UPDATED
         due = change.triggers_resend(check.as_sent)
         recorder.settle(
             outcome.audit,
-            written.status,
-            written.request_id,
+            status,
+            request_id,
+            message,
             stored=_stored_json(check.diverged) if check.diverged else None,
             resend="due" if due else None,
         )
@@ -342,9 +393,12 @@ class Applier:
             self._settled(recorder)
             if isinstance(error, NotSent) and not recorder.sent:
                 return self._owed(result, error.message)
-            unknown = error.outcome_unknown
-            failed = ResendOutcome.RESEND_UNKNOWN if unknown else ResendOutcome.NOT_RESENT
-            return _with(result, resend=failed, resend_error=error)
+            if error.outcome_unknown:
+                return _with(result, resend=ResendOutcome.RESEND_UNKNOWN, resend_error=error)
+            # Certainly not made (refused, and not sent again): owed, and the log says so,
+            # as for one never attempted; its failed attempt alone reads as "tried".
+            self._log_owed(invite_id, f"refused and not sent again: {error}")
+            return _with(result, resend=ResendOutcome.NOT_RESENT, resend_error=error)
         recorder.settle("ok", receipt.status, receipt.request_id)
         self._settled(recorder)
         return _with(result, resend=ResendOutcome.RESENT)
@@ -352,11 +406,14 @@ class Applier:
     def _owed(self, result: ChangeResult, reason: str) -> ChangeResult:
         """A re-send due and never attempted: said in the log (the update's record says it
         was due), and reported with the way to make it."""
+        self._log_owed(result.change.id, reason)
+        return _with(result, resend=ResendOutcome.OWED, resend_error=NotSent(reason))
+
+    def _log_owed(self, invite_id: str, reason: str) -> None:
         try:
-            self._audit.resend_owed(result.change.id, reason)
+            self._audit.resend_owed(invite_id, reason)
         except AuditLogError as error:
             self._audit_failed(error)
-        return _with(result, resend=ResendOutcome.OWED, resend_error=NotSent(reason))
 
 
 class _Unverified(UnexpectedResponse):

@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple, Self
 
 from reconciler.api.client import Receipt
-from reconciler.api.exceptions import ApiError
+from reconciler.api.exceptions import ApiError, PreconditionFailed
 from reconciler.apply.audit_path import audit_path_problem
 from reconciler.errors import ReconcilerError
 from reconciler.model.values import JsonValue
@@ -274,6 +274,8 @@ class AttemptRecorder:
         self._fields = fields
         self._pending: Attempt | None = None
         self.sent = 0  # attempts recorded, and so sent
+        # An attempt failed after it may have been carried out (a 504, a timeout).
+        self.maybe_done = False
         self.audit_error: AuditLogError | None = None
 
     def before(self) -> None:
@@ -281,6 +283,11 @@ class AttemptRecorder:
         self.sent += 1
 
     def failed(self, error: ApiError) -> None:
+        if isinstance(error, PreconditionFailed) and self.maybe_done:
+            # If-Match refused a retry after an attempt that may have been written: that
+            # write changed the ETag. The caller reads the invite to tell, and settles it.
+            return
+        self.maybe_done = self.maybe_done or error.outcome_unknown
         self.settle(outcome_of(error), error.status, error.request_id, error.message)
 
     def settle(

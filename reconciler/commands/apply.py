@@ -213,7 +213,8 @@ def _apply(
         if change.id in done:
             click.echo(renderer.already_applied(change))
     plan = replace(plan, changes=[c for c in plan.changes if c.id not in done])
-    progress = Progress("Applying", len(plan.changes), pace=client.pacer)
+    # Not "failed": a conflict, a diverged value and an unknown re-send are counted here.
+    progress = Progress("Applying", len(plan.changes), pace=client.pacer, failed_word="to look at")
     # One stop ends new writes and further retries: an interrupt, a run-fatal error, lost stdout.
     stop = client.stop
     applier = Applier(client, parallelism=limiter, stop=stop, audit=audit)

@@ -49,7 +49,19 @@ def business_key(name: str) -> str:
     """``name`` as the duplicate-name check compares it."""
     if name.isascii():  # NFKC changes no ASCII text, and casefold is lower there
         return " ".join(name.lower().split())
-    return " ".join(unicodedata.normalize("NFKC", name).casefold().split())
+    folded = unicodedata.normalize("NFKC", name).casefold()
+    # Turkish: `İ` folds to `i` and a combining dot, `ı` stays dotless; `LİMİTED` typed on
+    # a Turkish keyboard and `Limited` are one business. And what shows on no screen (a
+    # zero-width joiner, a bidi mark, a soft hyphen, a variation selector: the files may
+    # hold them, emoji and some scripts need them) must not make two names that look alike
+    # two businesses.
+    folded = folded.replace("i\u0307", "i").replace("\u0131", "i")
+    shown = "".join(c for c in folded if not _invisible(c))
+    return " ".join(shown.split())
+
+
+def _invisible(char: str) -> bool:
+    return unicodedata.category(char) == "Cf" or "\ufe00" <= char <= "\ufe0f"
 
 
 class RunChecks:

@@ -57,8 +57,13 @@ class Progress:
         interval: float = LOG_INTERVAL,
         ticker: bool = True,
         pace: Pace | None = None,
+        failed_word: str = "failed",
     ) -> None:
         self.label = label
+        # What the work counted `failed` is called: apply's is not all failed (a conflict,
+        # a diverged value, a re-send whose outcome is unknown), and "failed" would say a
+        # re-send that may have gone out did not.
+        self.failed_word = failed_word
         # Under a rate limit the time left is the work left over the allowed rate:
         # an average over the run so far would count its slow start and its refusals.
         self._pace = pace
@@ -179,7 +184,7 @@ class Progress:
         elapsed = self._clock() - self._started
         line = f"{self.label}: {finished:,} of {self.total:,} ({finished * 100 // self.total}%)"
         if self.failed:
-            line += f", {self.failed:,} failed"
+            line += f", {self.failed:,} {self.failed_word}"
         line += f", {duration(elapsed)} elapsed"
         rate = self._rate()
         if rate:
@@ -190,7 +195,7 @@ class Progress:
 
     def _closing_line(self) -> str:
         elapsed = duration(self._clock() - self._started)
-        failed = f", {self.failed:,} failed" if self.failed else ""
+        failed = f", {self.failed:,} {self.failed_word}" if self.failed else ""
         if self.done + self.failed >= self.total:
             return f"{self.label}: {self.done:,} of {self.total:,} done{failed}, in {elapsed}."
         return (

@@ -7,7 +7,10 @@ from the schema (``schema.fast``) never needs it.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import warnings
+from collections.abc import Iterator
 from functools import cache, cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -85,9 +88,22 @@ def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
 def validate(validator: Draft202012Validator, where: Where) -> list[FileProblem]:
     """Every violation of ``validator``'s schema in ``where.document``, each placed."""
     problems: list[FileProblem] = []
-    for error in validator.iter_errors(where.document.value):
+    with quiet_regex_warnings():
+        errors = list(validator.iter_errors(where.document.value))
+    for error in errors:
         problems.extend(describe(error, where))
     return list(dict.fromkeys(problems))  # one error may word what another already said
+
+
+@contextlib.contextmanager
+def quiet_regex_warnings() -> Iterator[None]:
+    """jsonschema checks `format: regex` (a policy's `pattern`, in the meta-schema) by
+    compiling the text with `re`, which warns on stderr of syntax it may read otherwise
+    one day (`[[:alpha:]]`: "FutureWarning: Possible nested set"), naming its own source
+    line: Python's words about the user's text, which RE2 runs as written."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        yield
 
 
 def validate_document(document: Any, source: str, schema_path: Path) -> list[FileProblem]:

@@ -165,15 +165,17 @@ def compile_policy(policy: Policy) -> CompiledPolicy:
     from jsonschema.exceptions import SchemaError
     from referencing import Registry
 
-    from reconciler.schema.check import format_checker
+    from reconciler.schema.check import format_checker, quiet_regex_warnings
 
     kind = _validator_class()
     try:
-        kind.check_schema(policy.schema)
+        with quiet_regex_warnings():
+            kind.check_schema(policy.schema)
     except SchemaError as error:
         raise PolicyError(tuple(error.path), _schema_error(error)) from None
     registry: Registry[Any] = Registry(retrieve=_no_retrieval)  # type: ignore[call-arg]
     _refuse_dangling_refs(policy.schema, registry)
+    _refuse_fan_out(policy.schema)
     validator = kind(policy.schema, format_checker=format_checker(), registry=registry)
     try:  # a loop that any entry would run into is refused here, at its place
         validator.is_valid({"id": "inv_probe"})
@@ -200,6 +202,72 @@ def _refuse_dangling_refs(schema: Any, registry: Any) -> None:
             resolver.lookup(ref)
         except Unresolvable:
             raise PolicyError(path, "`$ref` points at nothing in the policy") from None
+
+
+# Subschemas a policy may expand to, each `$ref` counting what it points at each time it
+# is met: `$defs` whose each entry refers twice to the next (`allOf: [{$ref: b}, {$ref:
+# b}]`) double the work at every step, so 22 of them (130 values written) kept jsonschema
+# busy for minutes on one entry, and `validate`, `plan` and `apply` with it.
+MAX_EXPANDED = 5_000
+
+
+def _refuse_fan_out(schema: Any) -> None:
+    """A PolicyError when ``schema``, its `$ref`s followed, is larger than MAX_EXPANDED."""
+    sizes: dict[int, int] = {}  # by id(): each subschema is sized once
+    open_: set[int] = set()  # those being sized: a `$ref` back to one is a loop
+
+    def size(node: Any) -> int:
+        if isinstance(node, list):
+            return 1 + sum(size(item) for item in node)
+        if not isinstance(node, dict):
+            return 1
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        if key in open_:
+            return 1  # a loop: each round steps into the entry, whose depth bounds it
+        open_.add(key)
+        total = 1
+        for name, value in node.items():
+            if name in ("const", "enum", "default", "examples", "$defs"):
+                total += 1  # values, or schemas counted where a `$ref` uses them
+            elif name == "$ref" and isinstance(value, str):
+                total += size(_pointed(schema, value))
+            else:
+                total += size(value)
+            if total > MAX_EXPANDED:
+                break
+        open_.discard(key)
+        sizes[key] = total
+        return total
+
+    try:
+        expanded = size(schema)
+    except RecursionError:
+        expanded = MAX_EXPANDED + 1
+    if expanded > MAX_EXPANDED:
+        raise PolicyError(
+            (),
+            f"its `$ref`s expand it to more than {MAX_EXPANDED:,} subschemas (each "
+            "`$ref` counts the schema it points at, every time it is met); a policy that "
+            "large would take minutes on each invite",
+        )
+
+
+def _pointed(schema: Any, ref: str) -> Any:
+    """The part of ``schema`` a local `$ref` (`#/...`, checked to resolve) points at."""
+    from urllib.parse import unquote
+
+    node = schema
+    for token in unquote(ref.removeprefix("#")).split("/")[1:]:
+        token = token.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, list) and token.isdigit() and int(token) < len(node):
+            node = node[int(token)]
+        elif isinstance(node, dict) and token in node:
+            node = node[token]
+        else:
+            return None
+    return node
 
 
 def _refs(node: Any, path: tuple[Any, ...]) -> Iterator[tuple[tuple[Any, ...], str]]:

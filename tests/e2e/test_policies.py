@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from support.cli import run_cli
+from support.cli import run_cli, run_cli_process
 from support.helpers import clean_env, sandbox_env
 from support.invites import ACME
 
@@ -171,6 +171,15 @@ HOSTILE = {
         '{name: p, message: m, schema: {$ref: "#/$defs/nope"}}',
         "1:43: policy p: `schema` cannot be used: `$ref` points at nothing in the policy",
     ),
+    "$refs that double at each step": (
+        "{name: p, message: m, schema: {$ref: '#/$defs/a0', $defs: {"
+        + ", ".join(
+            f"a{i}: {{allOf: [{{$ref: '#/$defs/a{i + 1}'}}, {{$ref: '#/$defs/a{i + 1}'}}]}}"
+            for i in range(40)
+        )
+        + ", a40: {}}}}",
+        "1:34: policy p: `schema` cannot be used: its `$ref`s expand it to more than 5,000",
+    ),
     "a $dynamicRef": (
         '{name: p, message: m, schema: {$dynamicRef: "#meta"}}',
         "policy p: `schema` cannot be used: `$dynamicRef` is not allowed in a policy",
@@ -251,3 +260,17 @@ def test_warnings_and_errors_go_to_the_job_summary_too(tmp_path):
     text = summary.read_text(encoding="utf-8")
     assert "**invite-reconciler**: 1 warning in the invite files" in text
     assert "| warning | <code>invites/acme.yaml:4:12</code> | <code>policy no-free-mail: " in text
+
+
+def test_a_pattern_python_would_read_otherwise_brings_no_python_warning(tmp_path):
+    # `[[:alpha:]]` is a class in RE2; jsonschema's `format: regex` check compiles it with
+    # `re` too, which printed "FutureWarning: Possible nested set" and its own source line.
+    config = (
+        "policies: [{name: p, message: m, "
+        'schema: {properties: {name: {pattern: "[[:alpha:]]"}}}}]\n'
+    )
+    _project(tmp_path, config)
+    # A process of its own: pytest would catch the warning in this one.
+    done = run_cli_process("validate", cwd=tmp_path, env=clean_env())
+    assert done.returncode == 0, done.stderr
+    assert "Warning" not in done.stderr

@@ -10,6 +10,7 @@ data), the exit code and the audit log's records.
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import subprocess
 import time
@@ -20,7 +21,7 @@ from typing import Any
 
 import pytest
 from support.cli import run_cli
-from support.helpers import RECONCILE, clean_env, sandbox_env
+from support.helpers import RECONCILE, REPO, clean_env, sandbox_env
 from support.hostile_server import CLIENT_ID, HostileServer, Hostility, Seen
 from support.invites import ACME, desired_entry, write_invites
 
@@ -233,6 +234,25 @@ def test_a_412_after_a_read_without_an_etag_is_a_conflict_too(tmp_path: Path) ->
     assert "conflict     inv_acme" in applied.stdout
 
 
+@pytest.mark.parametrize("style", ["weak", "fresh"])
+def test_weak_etags_and_etags_new_on_every_read_let_the_write_through(
+    tmp_path: Path, style: str
+) -> None:
+    # Weak: a server compares If-Match strongly (RFC 9110 §13.1.1), so a weak tag sent
+    # back made every PATCH a 412 "conflict" and no apply could ever succeed. Fresh: each
+    # GET names a new version; the PATCH carries the last one.
+    write_invites(
+        tmp_path / "invites", [desired_entry(ACME, email="new@acme.example", resendOnChange=True)]
+    )
+    with HostileServer([ACME], Hostility(etags=True, etag_style=style), secret=SECRET) as server:
+        applied = apply(tmp_path, hostile_env(server))
+        (patch,) = server.calls("PATCH")
+        assert server.resends["inv_acme"] == 1
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    assert ("If-Match" in patch.headers) is (style == "fresh")
+    assert "re-sent      inv_acme" in applied.stdout
+
+
 def test_the_sandbox_etags_mode_is_honoured_end_to_end(
     start_sandbox: Callable[..., Sandbox], tmp_path: Path
 ) -> None:
@@ -314,6 +334,69 @@ def test_a_refused_re_send_is_sent_again_and_one_that_may_have_gone_never_is(
         assert tries == 1 and resends == ["unknown"]
 
 
+OK_ENVELOPE = json.dumps({"status": 200, "success": True, "message": "OK", "data": None}).encode()
+
+
+@pytest.mark.parametrize(
+    ("answer", "sent", "code", "said", "logged"),
+    [
+        # A 503 or 429 whose envelope says success: it may have gone; sent again, the
+        # business got two e-mails.
+        (
+            (503, {"Content-Type": "application/json"}, OK_ENVELOPE, True),
+            1,
+            1,
+            "unknown",
+            "unknown",
+        ),
+        (
+            (429, {"Content-Type": "application/json"}, OK_ENVELOPE, True),
+            1,
+            1,
+            "unknown",
+            "unknown",
+        ),
+        ((200, {"Content-Type": "text/plain"}, b"sent", True), 1, 1, "unknown", "unknown"),
+        # A wait longer than the retry budget: certainly not made, and owed.
+        ((429, {"Retry-After": "99999"}, b"", False), 0, 1, "not re-sent", "failed"),
+        # A date in the past: no wait, sent again once.
+        (
+            (429, {"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"}, b"", False),
+            1,
+            0,
+            "re-sent",
+            "failed",
+        ),
+    ],
+    ids=[
+        "503-saying-success",
+        "429-saying-success",
+        "200-not-json",
+        "429-wait-99999",
+        "429-past-date",
+    ],
+)
+def test_a_re_send_answered_against_itself_is_unknown_and_never_sent_twice(
+    tmp_path: Path,
+    answer: tuple[int, dict[str, str], bytes, bool],
+    sent: int,
+    code: int,
+    said: str,
+    logged: str,
+) -> None:
+    write_invites(
+        tmp_path / "invites", [desired_entry(ACME, email="new@acme.example", resendOnChange=True)]
+    )
+    with HostileServer([ACME], Hostility(resend_raw=[answer]), secret=SECRET) as server:
+        applied = apply(tmp_path, hostile_env(server))
+        assert server.resends["inv_acme"] == sent  # e-mails that went out: never two
+    assert applied.returncode == code, applied.stdout + applied.stderr
+    assert f"{said}  " in applied.stdout or f"{said}      " in applied.stdout
+    assert " failed" not in applied.stdout.replace("0 failed", "")
+    assert "failed" not in applied.stderr  # the progress line neither
+    assert outcomes(tmp_path / "audit.jsonl", "resend")[0] == logged
+
+
 def test_every_patch_attempt_is_in_the_audit_log(tmp_path: Path) -> None:
     write_invites(tmp_path / "invites", [desired_entry(ACME, email="new@acme.example")])
     with HostileServer([ACME], Hostility(patch_statuses=[504, 504]), secret=SECRET) as server:
@@ -372,3 +455,129 @@ def test_sighup_during_a_write_finishes_it_and_never_drops_its_re_send(tmp_path:
         assert any(r["record"] == "resend_owed" for r in log)
         assert "reconcile resend inv_acme" in out
     assert "not started  inv_beta" in out
+
+
+@pytest.mark.parametrize("repeated", [signal.SIGHUP, signal.SIGTERM])
+def test_a_hangup_or_termination_that_comes_twice_still_finishes_the_write_and_its_re_send(
+    tmp_path: Path, repeated: signal.Signals
+) -> None:
+    # A terminal closing under an interactive shell sends SIGHUP twice (the shell forwards
+    # it to its jobs, the kernel sends its own when the shell exits); a trap may repeat
+    # SIGTERM. Quitting on the second left the update made, no re-send and nothing owed.
+    write_invites(
+        tmp_path / "invites", [desired_entry(ACME, email="new@acme.example", resendOnChange=True)]
+    )
+    (tmp_path / "reconciler.yaml").write_text("parallelism: 1\n", encoding="utf-8")
+    with HostileServer([ACME], Hostility(patch_delay=1.0), secret=SECRET) as server:
+        process = subprocess.Popen(
+            [*RECONCILE, "apply", "--auto-approve", "--audit-log", "audit.jsonl", "invites"],
+            cwd=tmp_path,
+            env=hostile_env(server),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 20
+        while not server.calls("PATCH") and time.monotonic() < deadline:
+            time.sleep(0.02)
+        for _ in range(2):
+            process.send_signal(repeated)
+            time.sleep(0.2)  # signals that arrive together are delivered once
+        out, err = process.communicate(timeout=30)
+        assert server.resends["inv_acme"] == 1
+    assert "quitting now" not in err
+    assert "re-sent      inv_acme" in out, out + err
+    assert outcomes(tmp_path / "audit.jsonl", "resend") == ["ok"]
+
+
+@pytest.mark.parametrize(
+    ("email", "store", "said", "resent", "last"),
+    [
+        ("new@acme.example", None, "updated      inv_acme", 1, "ok"),
+        ("New@Acme.example", str.lower, "update unknown  inv_acme", 0, "unknown"),
+    ],
+    ids=["stored-as-sent", "stored-otherwise"],
+)
+def test_a_412_to_a_retry_after_a_504_that_was_written_is_not_a_conflict(
+    tmp_path: Path,
+    email: str,
+    store: Callable[[str], str] | None,
+    said: str,
+    resent: int,
+    last: str,
+) -> None:
+    # nginx answered 504 after the platform wrote the PATCH; its retry carries the ETag
+    # that write replaced, so it gets 412. Reported as a conflict ("nothing written"), the
+    # update's re-send was dropped unsaid, and the next plan showed no change.
+    write_invites(tmp_path / "invites", [desired_entry(ACME, email=email, resendOnChange=True)])
+
+    def stored(body: dict[str, Any]) -> dict[str, Any]:
+        return {k: store(v) if store and k == "email" else v for k, v in body.items()}
+
+    hostility = Hostility(etags=True, patch_landed_statuses=[504], patch_store=stored)
+    with HostileServer([ACME], hostility, secret=SECRET) as server:
+        applied = apply(tmp_path, hostile_env(server))
+        assert methods(server.seen) == ["GET", "GET", "PATCH", "PATCH", "GET"] + ["RESEND"] * (
+            resent
+        )
+        assert server.resends["inv_acme"] == resent
+    assert said in applied.stdout, applied.stdout + applied.stderr
+    assert "conflict" not in applied.stdout
+    assert applied.returncode == (0 if resent else 1)
+    update = [r for r in records(tmp_path / "audit.jsonl") if r["operation"] == "update"]
+    assert [(r["record"], r.get("outcome"), r.get("http_status")) for r in update] == [
+        ("attempt", None, None),
+        ("outcome", "unknown", 504),
+        ("attempt", None, None),
+        ("outcome", last, 412),
+    ]
+    assert update[-1].get("resend") == ("due" if resent else None)
+
+
+def test_a_412_after_a_refused_attempt_is_still_a_conflict(tmp_path: Path) -> None:
+    # A 503 refusal wrote nothing: a 412 after it is someone else's change.
+    write_invites(tmp_path / "invites", [desired_entry(ACME, email="new@acme.example")])
+    hostility = Hostility(always_412=True, patch_statuses=[503])
+    with HostileServer([ACME], hostility, secret=SECRET) as server:
+        applied = apply(tmp_path, hostile_env(server))
+        assert methods(server.seen) == ["GET", "GET", "PATCH", "PATCH"]
+    assert applied.returncode == 1
+    assert "conflict     inv_acme" in applied.stdout
+
+
+def _owed_recipe() -> str:
+    """The jq program of docs/troubleshooting.md that lists the re-sends due and not made."""
+    readme = (REPO / "docs" / "troubleshooting.md").read_text(encoding="utf-8")
+    heading = readme.index("Updates whose re-send was due and not made")
+    start = readme.index("```sh\n", heading) + 6
+    block = readme[start : readme.index("\n```", start)]
+    return block.split("jq -rRn '", 1)[1].rsplit("' audit.jsonl", 1)[0]
+
+
+@pytest.mark.skipif(shutil.which("jq") is None, reason="jq is not installed")
+@pytest.mark.parametrize(
+    ("answer", "owed"),
+    [
+        ((429, {"Retry-After": "99999"}, b"", False), ["inv_acme"]),  # refused, not sent again
+        ((429, {"Retry-After": "0"}, b"", False), []),  # refused, then sent
+    ],
+    ids=["refused-then-given-up", "refused-then-sent"],
+)
+def test_the_audit_log_says_a_refused_re_send_not_sent_again_is_owed(
+    tmp_path: Path, answer: tuple[int, dict[str, str], bytes, bool], owed: list[str]
+) -> None:
+    # Its one `failed` attempt read, in the README's recipe, as a re-send made.
+    write_invites(
+        tmp_path / "invites", [desired_entry(ACME, email="new@acme.example", resendOnChange=True)]
+    )
+    with HostileServer([ACME], Hostility(resend_raw=[answer]), secret=SECRET) as server:
+        apply(tmp_path, hostile_env(server))
+    log = records(tmp_path / "audit.jsonl")
+    assert [r["invite_id"] for r in log if r["record"] == "resend_owed"] == owed
+    listed = subprocess.run(
+        ["jq", "-rRn", _owed_recipe(), str(tmp_path / "audit.jsonl")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert listed.stdout.split() == owed

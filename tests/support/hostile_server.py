@@ -67,6 +67,14 @@ class Hostility:
     # "timeout" carry it out and then answer a gateway's page or nothing in time.
     resend_answers: list[int | str] = field(default_factory=list)
     patch_delay: float = 0.0  # seconds each PATCH is answered after (a signal can arrive)
+    # 13: PATCHes carried out (stored), then answered with these gateway statuses first,
+    # as nginx answers 504 when the platform outlasts proxy_read_timeout.
+    patch_landed_statuses: list[int] = field(default_factory=list)
+    # ETags as the GETs send them: "weak" (W/"...", which If-Match never matches: RFC 9110
+    # §13.1.1 compares strongly) or "fresh" (a new one each GET, only the last one honoured).
+    etag_style: str = "strong"
+    # Re-sends answered these first, in turn: (status, headers, body, the e-mail went).
+    resend_raw: list[tuple[int, dict[str, str], bytes, bool]] = field(default_factory=list)
 
 
 class Seen(NamedTuple):
@@ -111,6 +119,7 @@ class HostileServer:
         self.tokens: list[str] = []  # every token issued
         self.resends: Counter[str] = Counter()
         self.gets: Counter[str] = Counter()
+        self.last_etag: dict[str, str] = {}  # etag_style "fresh": the one a PATCH must carry
         self.bytes_sent = 0
         self.stopping = threading.Event()
         self.lock = threading.Lock()
@@ -182,6 +191,8 @@ class HostileServer:
         if method == "PATCH":
             sent = body if isinstance(body, dict) else {}
             self.invites[invite_id].update(h.patch_store(sent) if h.patch_store else sent)
+            if h.etag_style == "fresh":
+                self.last_etag.pop(invite_id, None)  # the write made a new version
             if not h.patch_data:
                 return 200, envelope(200, None, "invite updated")
             answered = self.invites.get(h.patch_wrong_ids.get(invite_id, invite_id))
@@ -199,9 +210,26 @@ class HostileServer:
         return 200, envelope(200, answered)
 
     def etag(self, invite_id: str) -> str:
+        if self.hostility.etag_style == "fresh":
+            return self.last_etag.get(invite_id, '"none yet"')
         invite = self.invites.get(invite_id, {})
         digest = hashlib.sha256(json.dumps(invite, sort_keys=True).encode()).hexdigest()
         return f'"{digest[:16]}"'
+
+    def etag_to_send(self, invite_id: str) -> str:
+        """The ETag a GET answer carries, as ``etag_style`` makes it."""
+        style = self.hostility.etag_style
+        if style == "fresh":
+            with self.lock:
+                self.last_etag[invite_id] = f'"{secrets.token_hex(8)}"'
+            return self.last_etag[invite_id]
+        tag = self.etag(invite_id)
+        return f"W/{tag}" if style == "weak" else tag
+
+    def if_match_holds(self, if_match: str, invite_id: str) -> bool:
+        """RFC 9110 §13.1.1: If-Match compares strongly; a weak tag never matches."""
+        tags = [t.strip() for t in if_match.split(",")]
+        return any(t == self.etag(invite_id) and not t.startswith("W/") for t in tags)
 
 
 class _Server(ThreadingHTTPServer):
@@ -253,6 +281,12 @@ class _Handler(BaseHTTPRequestHandler):
                 with hostile.lock:
                     hostile.resends[invite_id] += 1
                 return self._flood(h.resend_huge_body, announce=False)
+        if operation == "RESEND" and invite_id in hostile.invites and h.resend_raw:
+            with hostile.lock:
+                status, headers, page, went = h.resend_raw.pop(0)
+                if went:
+                    hostile.resends[invite_id] += 1
+            return self._answer(status, page, headers)
         if operation == "RESEND" and invite_id in hostile.invites and h.resend_answers:
             with hostile.lock:
                 answer = h.resend_answers.pop(0)
@@ -274,9 +308,17 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._html_error(status)
             if_match = self.headers.get("If-Match")
             if h.always_412 or (
-                h.etags and if_match is not None and if_match != hostile.etag(invite_id)
+                h.etags and if_match is not None and not hostile.if_match_holds(if_match, invite_id)
             ):
                 return self._answer(412, envelope(412, None, "precondition failed"), {})
+            with hostile.lock:
+                landed = h.patch_landed_statuses.pop(0) if h.patch_landed_statuses else None
+            if landed is not None:
+                sent = json.loads(raw) if raw else {}
+                hostile.invites[invite_id].update(h.patch_store(sent) if h.patch_store else sent)
+                if h.etag_style == "fresh":
+                    hostile.last_etag.pop(invite_id, None)  # the write made a new version
+                return self._html_error(landed)
         if method == "GET" and h.retry_after is not None:
             headers = {"Retry-After": h.retry_after}
             return self._answer(429, envelope(429, None, "rate limit exceeded"), headers)
@@ -291,7 +333,7 @@ class _Handler(BaseHTTPRequestHandler):
         status, answer = hostile.invite(operation, invite_id, body, auth)
         if method == "GET" and h.drip_seconds is not None:
             return self._drip(answer, h.drip_seconds)
-        headers = {"ETag": hostile.etag(invite_id)} if method == "GET" and h.etags else {}
+        headers = {"ETag": hostile.etag_to_send(invite_id)} if method == "GET" and h.etags else {}
         self._answer(status, answer, headers)
         due = h.change_after_get.get(invite_id)
         if method == "GET" and due is not None and due[0] == hostile.gets[invite_id]:

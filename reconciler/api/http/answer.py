@@ -34,8 +34,10 @@ from reconciler.safetext import cut, redact_and_escape
 _CHUNK = 64 * 1024
 _MAX_MESSAGE = 500  # characters of a server's message worth showing
 _MAX_REQUEST_ID = 100
-# An entity tag as RFC 9110 writes one (weak or strong), bounded: sent back as it came.
-_ETAG = re.compile(r'(?:W/)?"[\x21\x23-\x7e\x80-\xff]{0,200}"')
+# A strong entity tag as RFC 9110 writes one, bounded: sent back as it came. A weak one
+# (W/"...", what nginx makes of an ETag when it compresses) is left out: If-Match compares
+# strongly (RFC 9110 §13.1.1), so a server refuses every PATCH carrying one with 412.
+_ETAG = re.compile(r'"[\x21\x23-\x7e\x80-\xff]{0,200}"')
 # urllib3 caps Retry-After at six hours by default; the real figure is what a user
 # must see ("asked to wait 100000 s"), bounded only so it stays a number.
 _RETRY_AFTER = Retry(retry_after_max=10**9)
@@ -48,7 +50,8 @@ class Answer(NamedTuple):
     body: Any
     request_id: str | None
     error: ApiError | None  # None when the answer says the operation succeeded
-    # The answer's ETag header, bounded: sent back as If-Match by a PATCH after this GET.
+    # The answer's ETag header, strong and bounded: sent back as If-Match by a PATCH after
+    # this GET.
     etag: str | None = None
 
     @property
@@ -75,7 +78,7 @@ def read_answer(response: requests.Response, limits: Limits) -> Answer:
     error = _error_for(response, body, raw, request_id)
     etag = response.headers.get("ETag")
     if etag is not None and not _ETAG.fullmatch(etag):
-        etag = None  # not a header value we could send back as it is
+        etag = None  # weak, or not a header value we could send back as it is
     return Answer(response.status_code, body, request_id, error, etag)
 
 
@@ -191,6 +194,14 @@ def _error_for(
     message = _message(response, envelope, raw)
     if status == 413:  # not retried: the same body is as large the next time
         message = f"{_too_large_body(response)}: {message}"
+    # A refusal (429, 503) is sent again even when it is a re-send: not one whose envelope
+    # says it succeeded, which may have been done.
+    said_success = status in (429, 503) and envelope.get("success") is True
+    if said_success:
+        message += (
+            " (yet its envelope says success: true; an answer that contradicts itself "
+            "says nothing of whether it was done)"
+        )
     return kind(
         message,
         status=status,
@@ -198,6 +209,7 @@ def _error_for(
         retry_after=retry_after,
         details=_details(envelope.get("data")),
         enveloped=isinstance(envelope.get("success"), bool),
+        said_success=said_success,
     )
 
 

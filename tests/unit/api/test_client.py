@@ -462,6 +462,25 @@ def test_a_value_the_invite_cannot_hold_leaves_that_invite_alone_naming_the_fiel
     )
 
 
+@pytest.mark.parametrize(
+    ("header", "kept"),
+    [
+        ('"v7"', '"v7"'),
+        ('W/"v7"', None),  # If-Match compares strongly: a weak tag is always refused (412)
+        ('"' + "a" * 10_000 + '"', None),
+        ("v7", None),  # not quoted: not an entity tag
+        ('"v7", "v8"', None),
+    ],
+    ids=["strong", "weak", "10-kb", "unquoted", "a-list"],
+)
+def test_only_a_strong_etag_is_kept_for_if_match(
+    client: ApiClient, requests_mock: Any, token_endpoint: Any, header: str, kept: str | None
+) -> None:
+    requests_mock.get(INVITE_URL, **ok_invite(), headers={"ETag": header})
+
+    assert client.read_invite("inv_8f2k1").etag == kept
+
+
 def test_accepted_invite_is_not_pending(
     client: ApiClient, requests_mock: Any, token_endpoint: Any
 ) -> None:

@@ -20,6 +20,11 @@ from reconciler.errors import InputError
         ("Ａｃｍｅ Ltd", "Acme Ltd"),  # full-width letters: a compatibility form
         ("Straße GmbH", "STRASSE GMBH"),  # casefold, not lower
         ("Acme\u3000Ltd", "Acme Ltd"),  # the ideographic space is a space in NFKC
+        ("ACME LİMİTED", "Acme Limited"),  # İ folds to i and a combining dot
+        ("Acme Lımıted", "Acme Limited"),  # a Turkish keyboard's lower-case I
+        ("Acme\u200d Ltd", "Acme Ltd"),  # a zero-width joiner shows on no screen
+        ("Ac\u00adme Ltd", "Acme Ltd"),  # nor does a soft hyphen
+        ("Acme\u200e Ltd", "Acme Ltd"),  # nor a left-to-right mark
     ],
 )
 def test_names_that_are_one_business(one: str, other: str) -> None:

@@ -151,6 +151,19 @@ def test_a_finished_run_says_what_was_done(capsys: pytest.CaptureFixture[str]) -
     assert capsys.readouterr().err == "Applying: 2 of 3 done, 1 failed, in 1 min.\n"
 
 
+def test_what_did_not_succeed_may_be_named_otherwise_than_failed(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # apply's: a conflict, a diverged value or a re-send whose outcome is unknown.
+    clock = FakeClock()
+    with Progress(
+        "Applying", 2, clock=clock, interactive=False, ticker=False, failed_word="to look at"
+    ) as progress:
+        progress.advance()
+        progress.advance(failed=True)
+    assert capsys.readouterr().err == "Applying: 1 of 2 done, 1 to look at, in 0 s.\n"
+
+
 def test_a_stalled_run_still_prints_a_line_every_interval(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -24,6 +24,7 @@ from reconciler.api.exceptions import (
     ApiError,
     EnvelopeFailure,
     InvalidRequest,
+    RateLimited,
     Redirected,
     ServerError,
     TransportError,
@@ -450,8 +451,15 @@ def test_a_413_says_the_body_was_too_large_and_is_not_retried(requests_mock: Any
         (AnswerTooLarge("too large", status=502), True),
         (AnswerTooLarge("too large", status=404), False),
         (InvalidRequest("bad body", status=400, enveloped=True), False),
+        # A failure status whose envelope says success: it contradicts itself.
+        (ServerError("ok", status=503, enveloped=True, said_success=True), True),
+        (RateLimited("ok", status=429, enveloped=True, said_success=True), True),
     ],
-    ids=lambda v: repr(v) if isinstance(v, bool) else f"{type(v).__name__}-{v.status}",
+    ids=lambda v: (
+        repr(v)
+        if isinstance(v, bool)
+        else f"{type(v).__name__}-{v.status}{'-said-success' if v.said_success else ''}"
+    ),
 )
 def test_a_write_is_unknown_when_the_platform_may_have_done_it(error: ApiError, unknown: bool):
     assert error.outcome_unknown is unknown
@@ -469,3 +477,18 @@ def test_a_gateway_title_cut_short_never_shows_the_start_of_the_secret(
         headers={"Content-Type": "text/html"},
     )  # fmt: skip
     assert secret[:6] not in error.message and "SECRET" not in error.message
+
+
+@pytest.mark.parametrize("status", [429, 503])
+def test_a_refusal_whose_envelope_says_success_is_not_a_refusal(
+    client: ApiClient, requests_mock: Any, status: int
+) -> None:
+    # A re-send refused before acting is sent again; one whose answer also says it
+    # succeeded may have gone out, so it is never sent again.
+    requests_mock.post(INVITE_URL + "/resend", status_code=status, json=envelope(None))
+    with pytest.raises(ApiError) as failed:
+        client.resend_invite("inv_8f2k1")
+    assert failed.value.outcome_unknown
+    assert not failed.value.refused_before_acting
+    assert "yet its envelope says success: true" in failed.value.message
+    assert requests_mock.call_count == 2  # the token, then the one re-send
