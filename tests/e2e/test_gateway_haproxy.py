@@ -62,7 +62,9 @@ def _converged(haproxy: Haproxy, sandbox: Sandbox, requests: int) -> None:
     machine, or the mutation harness's slower code, has held a sound run to 70%)."""
     refused = haproxy.refusals()
     assert sandbox.stats.total == requests
-    assert refused <= 5, [(round(e.at, 3), e.path, e.status) for e in haproxy.requests()]
+    # Refusals come in the first second, while the rate is found: 2 to 5 here, 6 once
+    # with two test suites on two cores (threads scheduled late send in bursts).
+    assert refused <= 7, [(round(e.at, 3), e.path, e.status) for e in haproxy.requests()]
     arrived = sandbox.stats.arrivals()
     half = arrived[len(arrived) // 2 :]
     assert (len(half) - 1) / (half[-1] - half[0]) >= 0.6 * RATE
