@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from reconciler.errors import ConfigError, FileProblem
 from reconciler.safetext import escape
+from reconciler.schema.policy_quick import MISSING, frozen, looked_at, quick_check
+from reconciler.schema.re2pattern import re2_compiled, re2_refusal
 
 if TYPE_CHECKING:
     from jsonschema import ValidationError
@@ -32,14 +34,6 @@ if TYPE_CHECKING:
 Severity = Literal["error", "warning"]
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 
-# Keywords that, at the entry's level, look only at the properties they name: a schema
-# made of these (and of subschemas made of these, by the composition keywords) judges an
-# entry by those properties alone. Any other keyword there sees the whole entry.
-_NOTES = frozenset(
-    {"$comment", "title", "description", "examples", "default", "$schema", "deprecated"}
-)
-_COMPOSED = ("allOf", "anyOf", "oneOf")
-_ONE = ("not", "if", "then", "else")
 _CACHE_LIMIT = 100_000  # distinct values kept per policy; then the cache starts again
 
 
@@ -95,49 +89,18 @@ def _refused(node: Any, path: tuple[Any, ...]) -> Iterator[tuple[tuple[Any, ...]
         elif key == "$schema" and value != DRAFT:
             yield here, f"a policy is draft 2020-12: `$schema` may only be {DRAFT}"
         elif key == "pattern" and isinstance(value, str):
-            why = _re2_refusal(value)
+            why = re2_refusal(value)
             if why:
                 yield here, why
         elif key == "patternProperties" and isinstance(value, dict):
             # Run by jsonschema on `re`, over an entry's few known field names: bounded;
             # held to RE2's syntax all the same, so a policy's patterns are of one kind.
             for pattern in value:
-                why = _re2_refusal(str(pattern))
+                why = re2_refusal(str(pattern))
                 if why:
                     yield (*here, pattern), why
         if key not in ("const", "enum", "default", "examples"):  # values, not schemas
             yield from _refused(value, here)
-
-
-def _re2_refusal(pattern: str) -> str | None:
-    import re2
-
-    try:
-        re2.compile(pattern, _re2_options())
-    except re2.error as error:
-        reason = error.args[0] if error.args else error
-        text = reason.decode("utf-8", "replace") if isinstance(reason, bytes) else str(reason)
-        return (
-            f"`pattern` cannot be run in linear time ({text}): policies' patterns run on "
-            "RE2, which has no look-around and no back-references"
-        )
-    return None
-
-
-@cache
-def _re2_options() -> Any:
-    import re2
-
-    options = re2.Options()
-    options.log_errors = False  # else RE2 writes its own line on stderr
-    return options
-
-
-@cache
-def _re2(pattern: str) -> Any:
-    import re2
-
-    return re2.compile(pattern, _re2_options())
 
 
 @cache
@@ -146,7 +109,7 @@ def _validator_class() -> Any:
     from jsonschema import Draft202012Validator, ValidationError, validators
 
     def pattern(validator: Any, value: str, instance: Any, schema: Any) -> Iterator[Any]:
-        if validator.is_type(instance, "string") and not _re2(value).search(instance):
+        if validator.is_type(instance, "string") and not re2_compiled(value).search(instance):
             yield ValidationError(f"{instance!r} does not match {value!r}")
 
     return validators.extend(Draft202012Validator, validators={"pattern": pattern})
@@ -290,136 +253,6 @@ def _schema_error(error: Any) -> str:
     return f"not valid JSON Schema (draft 2020-12): {escape(str(error.message)[:300])}"
 
 
-def looked_at(schema: Any) -> frozenset[str] | None:
-    """The entry properties ``schema`` judges an entry by, or None: the whole entry."""
-    if isinstance(schema, bool):
-        return frozenset()
-    if not isinstance(schema, dict):
-        return None
-    names: set[str] = set()
-    for key, value in schema.items():
-        if key in _NOTES:
-            continue
-        if key == "type" and value == "object":
-            continue  # every entry read is one
-        if key == "properties" and isinstance(value, dict):
-            names.update(value)
-        elif key == "required" and isinstance(value, list):
-            names.update(v for v in value if isinstance(v, str))
-        elif key == "dependentRequired" and isinstance(value, dict):
-            names.update(value)
-            for needed in value.values():
-                names.update(n for n in needed if isinstance(n, str))
-        elif key == "dependentSchemas" and isinstance(value, dict):
-            names.update(value)
-            for sub in value.values():
-                inner = looked_at(sub)
-                if inner is None:
-                    return None
-                names.update(inner)
-        elif key in _COMPOSED and isinstance(value, list):
-            for sub in value:
-                inner = looked_at(sub)
-                if inner is None:
-                    return None
-                names.update(inner)
-        elif key in _ONE:
-            inner = looked_at(value)
-            if inner is None:
-                return None
-            names.update(inner)
-        else:
-            return None
-    return frozenset(names)
-
-
-_MISSING = object()
-
-
-def _frozen(value: Any) -> Any:
-    kind = type(value)
-    if kind is str or kind is bool:
-        return value
-    if kind is list:
-        return ("L", *map(_frozen, value))
-    if kind is dict:
-        return ("D", *sorted((k, _frozen(v)) for k, v in value.items()))
-    return ("?", repr(value))
-
-
-Quick = Callable[[Any], bool]
-
-
-def quick_check(schema: Any) -> Quick | None:
-    """An exact verdict of ``schema`` for the few keywords policies are mostly made of
-    (`properties`, `required`, `not`, `if`/`then`/`else`, `allOf`, `anyOf`, `contains`,
-    `const`, `enum`, `pattern`, `minItems`, `maxItems`, `type` object), or None: then
-    jsonschema judges. Only a yes is taken from it; a no is worded by jsonschema, which
-    places the problem. A property test holds it to jsonschema's verdicts."""
-    if schema is True or schema == {}:
-        return lambda value: True
-    if not isinstance(schema, dict):
-        return None
-    parts: list[Quick] = []
-    for key, value in schema.items():
-        part = _quick_keyword(key, value, schema)
-        if part is None:
-            return None
-        parts.append(part)
-    return lambda value: all(part(value) for part in parts)
-
-
-def _quick_keyword(key: str, value: Any, schema: dict[str, Any]) -> Quick | None:
-    if key in _NOTES or key in ("then", "else"):
-        return lambda v: True  # notes; then/else are judged with their `if`
-    if key == "type" and value == "object":
-        return lambda v: type(v) is dict
-    if key == "properties" and isinstance(value, dict):
-        checks = {name: quick_check(sub) for name, sub in value.items()}
-        if any(c is None for c in checks.values()):
-            return None
-        known = [(name, c) for name, c in checks.items() if c is not None]
-        return lambda v: type(v) is not dict or all(c(v[n]) for n, c in known if n in v)
-    if key == "required" and isinstance(value, list):
-        names = tuple(value)
-        return lambda v: type(v) is not dict or all(n in v for n in names)
-    if key == "not":
-        negated = quick_check(value)
-        if negated is None:
-            return None
-        return lambda v: not negated(v)
-    if key == "if":
-        test, then, other = (quick_check(schema.get(k, True)) for k in ("if", "then", "else"))
-        if test is None or then is None or other is None:
-            return None
-        return lambda v: then(v) if test(v) else other(v)
-    if key in ("allOf", "anyOf") and isinstance(value, list):
-        subs = [quick_check(sub) for sub in value]
-        if any(c is None for c in subs):
-            return None
-        known_subs = [c for c in subs if c is not None]
-        combine = all if key == "allOf" else any
-        return lambda v: combine(c(v) for c in known_subs)
-    if key == "contains":
-        inner = quick_check(value)
-        if inner is None or "minContains" in schema or "maxContains" in schema:
-            return None
-        return lambda v: type(v) is not list or any(inner(item) for item in v)
-    if key == "const" and type(value) in (str, bool):
-        return lambda v: type(v) is type(value) and v == value
-    if key == "enum" and isinstance(value, list) and all(type(e) is str for e in value):
-        allowed = frozenset(value)
-        return lambda v: type(v) is str and v in allowed
-    if key == "pattern" and isinstance(value, str):
-        search = _re2(value).search
-        return lambda v: type(v) is not str or search(v) is not None
-    if key in ("minItems", "maxItems") and type(value) is int:
-        if key == "minItems":
-            return lambda v: type(v) is not list or len(v) >= value
-        return lambda v: type(v) is not list or len(v) <= value
-    return None
-
-
 class CompiledPolicy:
     """A policy ready to run: ``failure(entry)`` is None, or the path its verdict is about."""
 
@@ -438,7 +271,7 @@ class CompiledPolicy:
         names = self._names
         if names is None:
             return self._judge(entry)
-        key = tuple(_frozen(entry[n]) if n in entry else _MISSING for n in names)
+        key = tuple(frozen(entry[n]) if n in entry else MISSING for n in names)
         verdicts = self._verdicts
         try:
             return verdicts[key]

@@ -9,13 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reconciler.schema.policies import (
-    Policy,
-    PolicyLoop,
-    compile_policy,
-    looked_at,
-    quick_check,
-)
+from reconciler.schema.policies import Policy, PolicyLoop, compile_policy
+from reconciler.schema.policy_quick import looked_at, quick_check
 
 SCHEMAS: list[Any] = [
     {
