@@ -22,7 +22,8 @@ from requests.structures import CaseInsensitiveDict
 from reconciler.api.exceptions import TransportError
 from reconciler.api.http.answer import Answer, Limits, read_answer
 from reconciler.api.http.deadline import attempt_deadline
-from reconciler.api.http.network import CONNECT_TIMEOUT, make_session, transport_error
+from reconciler.api.http.failures import transport_error
+from reconciler.api.http.network import CONNECT_TIMEOUT, make_session
 from reconciler.api.http.urls import BaseUrl
 from reconciler.settings.config import Settings
 

@@ -26,7 +26,8 @@ from support.loopback import serving
 
 from reconciler.api.exceptions import TransportError
 from reconciler.api.http.deadline import GuardedAdapter
-from reconciler.api.http.network import make_session, transport_error
+from reconciler.api.http.failures import transport_error
+from reconciler.api.http.network import make_session
 from reconciler.errors import ConfigError
 
 HOST = "127.0.0.1"
