@@ -15,9 +15,10 @@ from typing import NamedTuple
 
 from reconciler.api.exceptions import BadInviteValue, UnexpectedResponse, WrongInvite
 from reconciler.api.http.answer import Answer
-from reconciler.api.http.auth import Grant, register_secret_forms
 from reconciler.api.http.exchange import AttemptWatch, Exchange, Observer
 from reconciler.api.http.pacing import RequestPacer
+from reconciler.api.http.secret_forms import register_secret_forms
+from reconciler.api.http.token_answer import Grant
 from reconciler.api.http.urls import invite_path, parse_base_url
 from reconciler.model.fields import field_kinds, fields_from_json
 from reconciler.model.invite import CurrentInvite

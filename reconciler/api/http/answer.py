@@ -27,7 +27,7 @@ from reconciler.api.exceptions import (
     TransportError,
     error_class_for,
 )
-from reconciler.api.http.auth import OAuthError
+from reconciler.api.http.token_answer import OAuthError
 from reconciler.api.http.urls import host_of
 from reconciler.safetext import cut, redact_and_escape
 

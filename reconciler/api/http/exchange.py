@@ -17,18 +17,11 @@ from reconciler.api.exceptions import (
 )
 from reconciler.api.http.answer import Answer
 from reconciler.api.http.attempt import Attempts
-from reconciler.api.http.auth import (
-    BearerAuth,
-    ClientBasicAuth,
-    Grant,
-    IssuedTokens,
-    OAuthError,
-    Token,
-    TokenSource,
-    token_from_payload,
-)
+from reconciler.api.http.auth import BearerAuth, ClientBasicAuth, TokenSource
 from reconciler.api.http.pacing import SLEEP_SLICE, NoTurn, Refusal, RequestPacer, Turn
 from reconciler.api.http.retry import decide_retry, is_rate_signal
+from reconciler.api.http.secret_forms import IssuedTokens
+from reconciler.api.http.token_answer import Grant, OAuthError, Token, token_from_payload
 from reconciler.api.http.token_errors import token_failure
 from reconciler.api.http.urls import BaseUrl
 from reconciler.settings.config import Credentials, Settings

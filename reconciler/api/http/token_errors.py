@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from reconciler.api.exceptions import ApiError, AuthenticationFailed, Redirected
-from reconciler.api.http.auth import OAuthError
+from reconciler.api.http.token_answer import OAuthError
 from reconciler.settings.config import Settings
 
 _HOW = {

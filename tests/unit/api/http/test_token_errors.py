@@ -11,7 +11,7 @@ from reconciler.api.exceptions import (
     NotFound,
     ServerError,
 )
-from reconciler.api.http.auth import OAuthError
+from reconciler.api.http.token_answer import OAuthError
 from reconciler.api.http.token_errors import token_failure
 from reconciler.settings.config import Settings
 
