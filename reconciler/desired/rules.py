@@ -12,6 +12,7 @@ Built in, as warnings unless reconciler.yaml's `checks` says otherwise (`error`,
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -56,8 +57,14 @@ def business_key(name: str) -> str:
     # hold them, emoji and some scripts need them) must not make two names that look alike
     # two businesses.
     folded = folded.replace("i\u0307", "i").replace("\u0131", "i")
-    shown = "".join(c for c in folded if not _invisible(c))
-    return " ".join(shown.split())
+    # A format character is never printable: a name that is, with no variation selector
+    # (printable), has nothing to drop, and is not walked a character at a time.
+    if not folded.isprintable() or _VARIATION_SELECTOR.search(folded):
+        folded = "".join(c for c in folded if not _invisible(c))
+    return " ".join(folded.split())
+
+
+_VARIATION_SELECTOR = re.compile("[\ufe00-\ufe0f]")
 
 
 def _invisible(char: str) -> bool:

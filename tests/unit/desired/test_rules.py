@@ -3,9 +3,12 @@ text with a space at an end; each a warning, an error or off by name."""
 
 from __future__ import annotations
 
+import unicodedata
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from reconciler.desired.rules import BUILT_IN, Rules, business_key
 from reconciler.desired.state import load_desired_state
@@ -29,6 +32,22 @@ from reconciler.errors import InputError
 )
 def test_names_that_are_one_business(one: str, other: str) -> None:
     assert business_key(one) == business_key(other)
+
+
+def test_a_variation_selector_is_not_part_of_the_name() -> None:
+    assert business_key("Acme\ufe0f Ltd") == business_key("Acme Ltd")
+
+
+@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=30))
+def test_the_key_is_the_name_without_what_shows_on_no_screen(name: str) -> None:
+    # The key drops every format character and variation selector, however a name is
+    # written: the quick path for names with none must agree with the walk.
+    folded = unicodedata.normalize("NFKC", name).casefold()
+    folded = folded.replace("i\u0307", "i").replace("\u0131", "i")
+    shown = "".join(
+        c for c in folded if unicodedata.category(c) != "Cf" and not "\ufe00" <= c <= "\ufe0f"
+    )
+    assert business_key(name) == " ".join(shown.split())
 
 
 def test_names_that_differ() -> None:
