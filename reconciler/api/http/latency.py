@@ -21,12 +21,14 @@ class Latencies:
         self._last: deque[float] = deque(maxlen=KEPT)
         self._medians: deque[float] = deque(maxlen=BLOCKS)  # of the last blocks
         self._counted = 0
+        self._unloaded: float | None = None  # unloaded() as of the last answer
 
     def add(self, seconds: float) -> None:
         """An answer that was not a refusal came ``seconds`` after its request left."""
         seconds = max(0.0, seconds)
         self._last.append(seconds)
         self._counted += 1
+        self._unloaded = None
         if self._counted % KEPT == 0:
             self._medians.append(_median(self._last))
         if self.average is None:
@@ -40,7 +42,9 @@ class Latencies:
         and then nor a queue that builds up at the server moves (0: none yet)."""
         if not self._last:
             return 0.0
-        return min(_median(self._last), min(self._medians, default=math.inf))
+        if self._unloaded is None:  # read before every start, changed by answers alone
+            self._unloaded = min(_median(self._last), min(self._medians, default=math.inf))
+        return self._unloaded
 
     def fastest(self) -> float:
         """The fastest of the last answers (0: none yet)."""
