@@ -22,7 +22,7 @@ _CATEGORIES = [
     ("rendering the output", ("reconciler/output/", "json/encoder")),
     (
         "thread pool, queues, waits",
-        ("reconciler/api/concurrency.py", "concurrent/futures", "thread"),
+        ("reconciler/api/capacity/concurrency.py", "concurrent/futures", "thread"),
     ),
 ]
 _FRAME = re.compile(r"^(?P<func>.*) \((?P<file>.*):(?P<line>\d+)\)$")

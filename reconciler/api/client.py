@@ -13,10 +13,10 @@ import time
 from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
+from reconciler.api.capacity.pacing import RequestPacer
 from reconciler.api.exceptions import BadInviteValue, UnexpectedResponse, WrongInvite
 from reconciler.api.http.answer import Answer
 from reconciler.api.http.exchange import AttemptWatch, Exchange, Observer
-from reconciler.api.http.pacing import RequestPacer
 from reconciler.api.http.secret_forms import register_secret_forms
 from reconciler.api.http.token_answer import Grant
 from reconciler.api.http.urls import invite_path, parse_base_url

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator
 
+from reconciler.api.capacity.concurrency import ordered_map
+from reconciler.api.capacity.limiter import Limiter
 from reconciler.api.client import ApiClient
-from reconciler.api.concurrency import ordered_map
 from reconciler.api.exceptions import ApiError
-from reconciler.api.limiter import Limiter
 from reconciler.model.invite import CurrentInvite, DesiredInvite
 from reconciler.model.outcome import Failed, NotRun, Outcome
 from reconciler.stop import Stop

@@ -25,8 +25,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
+from reconciler.api.capacity.concurrency import ordered_map
+from reconciler.api.capacity.limiter import Limiter
 from reconciler.api.client import ApiClient, Read
-from reconciler.api.concurrency import ordered_map
 from reconciler.api.exceptions import (
     ApiError,
     NotSent,
@@ -34,7 +35,6 @@ from reconciler.api.exceptions import (
     UnexpectedResponse,
     WrongInvite,
 )
-from reconciler.api.limiter import Limiter
 from reconciler.apply.audit import (
     AttemptRecorder,
     AuditLog,

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import click
 
+from reconciler.api.capacity.shared import capacity_for
 from reconciler.api.current import read_current
 from reconciler.commands.adopt_summary import Held, write_summary
 from reconciler.commands.common import check_writable, run_inputs, settings_for
@@ -27,7 +28,7 @@ from reconciler.commands.options import (
     target_options,
     verbose_option,
 )
-from reconciler.commands.remote import api_client, capacity_for, reading_progress
+from reconciler.commands.remote import api_client, reading_progress
 from reconciler.desired.changed_since import ChangedEntry, changed_entries
 from reconciler.desired.entries import refuse_bad_ids
 from reconciler.desired.rewrite import Rewritten, Wanted, rewrite

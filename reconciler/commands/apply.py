@@ -7,8 +7,9 @@ from typing import NamedTuple
 
 import click
 
+from reconciler.api.capacity.limiter import Limiter
+from reconciler.api.capacity.shared import capacity_for
 from reconciler.api.client import ApiClient
-from reconciler.api.limiter import Limiter
 from reconciler.apply.applier import (
     Applier,
     ApplyReport,
@@ -38,12 +39,7 @@ from reconciler.commands.options import (
     settings_help,
 )
 from reconciler.commands.plan import signing_secret
-from reconciler.commands.remote import (
-    api_client,
-    capacity_for,
-    compute_plan,
-    refuse_narrow_grant,
-)
+from reconciler.commands.remote import api_client, compute_plan, refuse_narrow_grant
 from reconciler.desired.state import DesiredState
 from reconciler.errors import ReconcilerError
 from reconciler.output.color import use_color

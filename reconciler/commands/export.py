@@ -12,9 +12,10 @@ from datetime import UTC, datetime
 import click
 import yaml
 
+from reconciler.api.capacity.concurrency import ordered_map
+from reconciler.api.capacity.limiter import Limiter
+from reconciler.api.capacity.shared import capacity_for
 from reconciler.api.client import ApiClient
-from reconciler.api.concurrency import ordered_map
-from reconciler.api.limiter import Limiter
 from reconciler.commands.common import settings_for
 from reconciler.commands.export_checks import (
     check_known_ids,
@@ -31,7 +32,7 @@ from reconciler.commands.options import (
     settings_help,
     verbose_option,
 )
-from reconciler.commands.remote import api_client, capacity_for
+from reconciler.commands.remote import api_client
 from reconciler.desired.entries import refuse_bad_ids
 from reconciler.errors import ReconcilerError
 from reconciler.model.invite import CurrentInvite

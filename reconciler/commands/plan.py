@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from reconciler.api.capacity.shared import capacity_for
 from reconciler.commands.common import (
     check_writable,
     read_desired,
@@ -19,7 +20,7 @@ from reconciler.commands.options import (
     run_options,
     settings_help,
 )
-from reconciler.commands.remote import api_client, capacity_for, compute_plan, say_grant
+from reconciler.commands.remote import api_client, compute_plan, say_grant
 from reconciler.output import renderer_for
 from reconciler.output.color import use_color
 from reconciler.output.common import echo_chunks

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import NamedTuple
 
 import click
 
+from reconciler.api.capacity.limiter import Limiter
+from reconciler.api.capacity.shared import Capacity
 from reconciler.api.client import ApiClient
 from reconciler.api.current import read_current
-from reconciler.api.http.pacing import RequestPacer
-from reconciler.api.limiter import Limiter, limiter_for
 from reconciler.desired.state import DesiredState
 from reconciler.errors import ReconcilerError
 from reconciler.output.progress import Progress
@@ -25,19 +24,6 @@ from reconciler.safetext import redact_and_escape
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET
 from reconciler.settings.config import Settings
 from reconciler.settings.contract import Contract
-
-
-class Capacity(NamedTuple):
-    """The run's one picture of what the server takes: the rate (the pacer) and the
-    number in flight (the limiter, never above what that rate can serve)."""
-
-    pacer: RequestPacer
-    limiter: Limiter
-
-
-def capacity_for(settings: Settings) -> Capacity:
-    pacer = RequestPacer()
-    return Capacity(pacer, limiter_for(settings, pacer))
 
 
 @contextmanager

@@ -86,7 +86,7 @@ class Settings:
     token_auth_method: str = TOKEN_AUTH_METHODS[0]
     contract: Contract = field(default_factory=Contract)
     paths: tuple[str, ...] = (DEFAULT_PATH,)
-    # None: nobody chose a number, so the in-flight limit adapts (reconciler.api.limiter).
+    # None: nobody chose a number, so the in-flight limit adapts (reconciler.api.capacity.limiter).
     parallelism: int | None = None
     max_parallelism: int = 64
     timeout: float = 30.0

@@ -8,6 +8,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from reconciler.api.capacity.pacing import SLEEP_SLICE, NoTurn, Refusal, RequestPacer, Turn
 from reconciler.api.exceptions import (
     ApiError,
     NotSent,
@@ -18,7 +19,6 @@ from reconciler.api.exceptions import (
 from reconciler.api.http.answer import Answer
 from reconciler.api.http.attempt import Attempts
 from reconciler.api.http.auth import BearerAuth, ClientBasicAuth, TokenSource
-from reconciler.api.http.pacing import SLEEP_SLICE, NoTurn, Refusal, RequestPacer, Turn
 from reconciler.api.http.retry import decide_retry, is_rate_signal
 from reconciler.api.http.secret_forms import IssuedTokens
 from reconciler.api.http.token_answer import Grant, OAuthError, Token, token_from_payload

@@ -26,6 +26,8 @@ from support.api_answers import (
 )
 from urllib3.exceptions import MaxRetryError, NewConnectionError
 
+from reconciler.api.capacity import rate
+from reconciler.api.capacity.pacing import RequestPacer
 from reconciler.api.client import ApiClient, Receipt
 from reconciler.api.exceptions import (
     AnswerTooLarge,
@@ -44,8 +46,6 @@ from reconciler.api.exceptions import (
     TransportError,
     WrongInvite,
 )
-from reconciler.api.http import rate
-from reconciler.api.http.pacing import RequestPacer
 from reconciler.api.http.urls import check_base_url
 from reconciler.errors import ConfigError, ReconcilerError
 from reconciler.model.invite import CurrentInvite

@@ -93,10 +93,11 @@ from ansible_collections.kyb.invites.plugins.module_utils.invite_reconciler impo
 )
 
 if HAS_LIBRARY:
-    from reconciler.api.concurrency import ordered_map
+    from reconciler.api.capacity.concurrency import ordered_map
+    from reconciler.api.capacity.shared import capacity_for
     from reconciler.commands.export import render_export
     from reconciler.commands.export_entry import export_entry
-    from reconciler.commands.remote import api_client, capacity_for
+    from reconciler.commands.remote import api_client
     from reconciler.desired.entries import refuse_bad_ids
     from reconciler.errors import ReconcilerError
     from reconciler.model.outcome import Done, Failed, stop_if_run_fatal

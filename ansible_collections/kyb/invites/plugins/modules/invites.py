@@ -199,15 +199,11 @@ from ansible_collections.kyb.invites.plugins.module_utils.invite_reconciler impo
 )
 
 if HAS_LIBRARY:
+    from reconciler.api.capacity.shared import capacity_for
     from reconciler.apply.applier import Applier, ResendOutcome, WriteOutcome
     from reconciler.apply.audit import AuditLogError, open_audit_log
     from reconciler.commands.common import check_writable
-    from reconciler.commands.remote import (
-        api_client,
-        capacity_for,
-        compute_plan,
-        refuse_narrow_grant,
-    )
+    from reconciler.commands.remote import api_client, compute_plan, refuse_narrow_grant
     from reconciler.desired.entries import refuse_bad_ids
     from reconciler.desired.selection import Selection, select_invites
     from reconciler.desired.state import load_texts

@@ -1,6 +1,6 @@
 """Turns to start a request, handed out in arrival order, at the rate the server
-allows (``rate``: the run's one picture of the server's capacity, learned from every
-answer).
+allows (learned in ``rate``; with the in-flight limit it makes the run's
+``shared.Capacity``).
 
 Turns go in arrival order (FIFO): the first in line starts one interval (1/rate)
 after the previous request reached the server, and never while the server has asked
@@ -22,8 +22,8 @@ from collections import deque
 from collections.abc import Callable
 from typing import NamedTuple
 
-from reconciler.api.http.latency import LATE
-from reconciler.api.http.rate import START_RATE, RateControl
+from reconciler.api.capacity.latency import LATE
+from reconciler.api.capacity.rate import START_RATE, RateControl
 from reconciler.stop import Stop
 
 SLEEP_SLICE = 0.25  # longest single sleep: a pause or a stop is noticed this soon

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.api.concurrency import ordered_map
+from reconciler.api.capacity.concurrency import ordered_map
+from reconciler.api.capacity.limiter import FixedLimit, PacedLimit, limiter_for
+from reconciler.api.capacity.pacing import RequestPacer
 from reconciler.api.exceptions import NotFound, RateLimited
-from reconciler.api.http.pacing import RequestPacer
-from reconciler.api.limiter import FixedLimit, PacedLimit, limiter_for
 from reconciler.errors import ConfigError
 from reconciler.model.outcome import Done
 from reconciler.settings.config import Settings, load_settings

@@ -11,7 +11,7 @@ import time
 import pytest
 from support.limits import FakeTime, refuse
 
-from reconciler.api.http.pacing import NoTurn, RequestPacer, Turn
+from reconciler.api.capacity.pacing import NoTurn, RequestPacer, Turn
 from reconciler.stop import Stop
 
 

@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from reconciler.api.concurrency import ordered_map
+from reconciler.api.capacity.concurrency import ordered_map
+from reconciler.api.capacity.limiter import FixedLimit, PacedLimit
 from reconciler.api.exceptions import NotFound
-from reconciler.api.limiter import FixedLimit, PacedLimit
 from reconciler.model.outcome import Done, Failed, NotRun
 from reconciler.stop import Stop
 

@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from typing import Any, NamedTuple, TypeVar
 
+from reconciler.api.capacity.limiter import FixedLimit, Limiter
 from reconciler.api.exceptions import ApiError, RateLimited, ServerError
-from reconciler.api.limiter import FixedLimit, Limiter
 from reconciler.model.outcome import Done, Failed, NotRun, Outcome
 from reconciler.stop import Stop
 

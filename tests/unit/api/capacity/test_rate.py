@@ -22,8 +22,8 @@ from support.limits import (
     start_times,
 )
 
-from reconciler.api.http import rate
-from reconciler.api.http.pacing import RequestPacer, Turn
+from reconciler.api.capacity import rate
+from reconciler.api.capacity.pacing import RequestPacer, Turn
 
 
 @pytest.fixture

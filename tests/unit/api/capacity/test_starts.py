@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reconciler.api.http.starts import KEPT, RECENT, RecentStarts
+from reconciler.api.capacity.starts import KEPT, RECENT, RecentStarts
 
 
 def started(*times: float) -> RecentStarts:

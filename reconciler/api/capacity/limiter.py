@@ -1,9 +1,8 @@
 """How many requests may be in flight: at most ``parallelism`` (or ``max_parallelism``),
 and never more than the allowed rate keeps busy.
 
-The run's one picture of the server's capacity is the pacer's rate
-(``api.http.pacing``): learned from every answer, slow start included. The number
-in flight follows from it (Little's law: rate × latency, and one waiting for its
+The number in flight follows from the pacer's rate (``pacing``, learned in ``rate``
+from every answer, slow start included) (Little's law: rate × latency, and one waiting for its
 turn), capped here. A Vegas-style adaptive limit used to move the
 number in flight on its own, reacting to the same 429s as the pacer; the
 benchmarks (scenario l: a server whose latency rises with load; scenario a: a

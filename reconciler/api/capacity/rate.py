@@ -56,8 +56,8 @@ from __future__ import annotations
 import logging
 import math
 
-from reconciler.api.http.latency import Latencies
-from reconciler.api.http.starts import WINDOW, RecentStarts
+from reconciler.api.capacity.latency import Latencies
+from reconciler.api.capacity.starts import WINDOW, RecentStarts
 
 log = logging.getLogger("reconciler.pacing")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from reconciler.api.http.latency import KEPT, Latencies
+from reconciler.api.capacity.latency import KEPT, Latencies
 
 
 def answered(*times: float) -> Latencies:
