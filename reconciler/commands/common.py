@@ -21,7 +21,8 @@ from reconciler.desired.state import DesiredState, find_files, load_desired_stat
 from reconciler.errors import FileProblem, ReconcilerError
 from reconciler.output.github import GITHUB_ANNOTATIONS, report_problems
 from reconciler.safetext import escape
-from reconciler.settings.config import DEFAULT_CONFIG_FILE, Settings, load_settings
+from reconciler.settings.config import Settings, load_settings
+from reconciler.settings.config_file import DEFAULT_CONFIG_FILE
 from reconciler.wording import plural
 
 

@@ -21,7 +21,7 @@ from reconciler.output.github import (
     github_enabled,
     guard_output,
 )
-from reconciler.settings.config import ENV_VARS, SECRET_ENV, SECRET_FILE_ENV
+from reconciler.settings.environment import ENV_VARS, SECRET_ENV, SECRET_FILE_ENV
 from reconciler.settings.values import SettingType
 
 F = TypeVar("F", bound=Callable[..., Any])

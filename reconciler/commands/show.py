@@ -20,7 +20,8 @@ from reconciler.plan.saved import plan_from_document, read_plan_document
 from reconciler.plan.signature import SignatureCheck, check
 from reconciler.plan.streamedjson import document_json
 from reconciler.safetext import escape
-from reconciler.settings.config import SECRET_ENV, SECRET_FILE_ENV, load_settings
+from reconciler.settings.config import load_settings
+from reconciler.settings.environment import SECRET_ENV, SECRET_FILE_ENV
 
 
 @click.command(
