@@ -17,6 +17,12 @@ import click
 
 from reconciler.api.capacity.shared import capacity_for
 from reconciler.api.current import read_current
+from reconciler.commands.adopt_files import (
+    EditedFile,
+    read_files,
+    refuse_changed_while_loading,
+    rewrite_all,
+)
 from reconciler.commands.adopt_summary import Held, write_summary
 from reconciler.commands.common import check_writable, run_inputs, settings_for
 from reconciler.commands.options import (
@@ -31,24 +37,21 @@ from reconciler.commands.options import (
 from reconciler.commands.remote import api_client, reading_progress
 from reconciler.desired.changed_since import ChangedEntry, changed_entries
 from reconciler.desired.entries import refuse_bad_ids
-from reconciler.desired.rewrite import Rewritten, Wanted, rewrite
+from reconciler.desired.rewrite import Wanted
 from reconciler.desired.selection import Selection, select_invites
-from reconciler.desired.state import find_files, load_desired_state, load_text
+from reconciler.desired.state import load_desired_state
 from reconciler.errors import ReconcilerError
 from reconciler.model.fields import kind_of
-from reconciler.model.invite import CurrentInvite, DesiredInvite, ResendRule
-from reconciler.model.kinds import canonical
+from reconciler.model.invite import CurrentInvite, DesiredInvite
 from reconciler.model.outcome import Done, Failed, NotRun, stop_if_run_fatal
-from reconciler.model.values import Contact, Fields, FieldValue
+from reconciler.model.values import FieldValue
 from reconciler.output.failures import echo_errors
 from reconciler.output.log import setup_logging
 from reconciler.plan.changes import FailedInvite
 from reconciler.plan.compare import compare_invite
 from reconciler.safetext import holds_secret, json_text, redact, redact_and_escape
 from reconciler.wording import plural
-from reconciler.writing import ReadFile, read_for_rewrite, refuse_input, write_all
-
-_BOM = "\ufeff"
+from reconciler.writing import refuse_input, write_all
 
 
 @click.command(epilog=settings_help(api=True, reads_paths=True))
@@ -110,9 +113,9 @@ def adopt(
     refuse_input(summary_file, run_inputs(config_file, where), "--summary", "the summary")
     # Each file as read, byte for byte: the platform's values go into exactly this text,
     # and a file is replaced only while it still holds it (an edit meanwhile is refused).
-    read = _read_files(where)
+    read = read_files(where)
     everything = load_desired_state(where).invites
-    _refuse_changed_while_loading(read)
+    refuse_changed_while_loading(read)
     chosen = select_invites(everything, Selection(targets, excludes), ", ".join(where))
     pending: dict[str, ChangedEntry] = {}
     if changed_since is not None:
@@ -153,40 +156,12 @@ def adopt(
         finally:
             readings.close()
             progress.finish()
-    files = _rewrite_all(found.wanted, everything, read)
-    write_all(
-        [(read[path], done.text) for path, done in files if _changes(done)], "the invite file"
-    )
+    files = rewrite_all(found.wanted, everything, read)
+    write_all([(read[path], done.text) for path, done in files if done.changed], "the invite file")
     code = _report(files, found.failed, found.held, changed_since)
     if summary_file is not None:
         write_summary(summary_file, [(p, d.rewritten) for p, d in files], found.held, changed_since)
     return code
-
-
-def _read_files(where: list[str]) -> dict[str, ReadFile]:
-    """Every invite file under ``where`` as read now; one that cannot be read is left to
-    the loader, which reports it."""
-    read = {}
-    for file in find_files(where)[0]:
-        try:
-            read[str(file)] = read_for_rewrite(str(file))
-        except OSError:
-            continue
-    return read
-
-
-def _refuse_changed_while_loading(read: dict[str, ReadFile]) -> None:
-    """The values loaded are those of the bytes kept: refuse a file edited while loading."""
-    for path, was in read.items():
-        try:
-            now = read_for_rewrite(path).data
-        except OSError:
-            now = None
-        if now != was.data:
-            raise ReconcilerError(
-                f"{redact_and_escape(path)}: changed while it was read; nothing was read from "
-                "the platform and no file was changed. Run again"
-            )
 
 
 @dataclass
@@ -245,84 +220,8 @@ def _normalized(name: str, value: FieldValue | None) -> FieldValue | None:
     return None if value is None else kind_of(name).normalized(value)
 
 
-@dataclass
-class _File:
-    text: str  # the new text, BOM included when the file had one
-    rewritten: Rewritten
-
-
-def _rewrite_all(
-    wanted: dict[str, list[Wanted]], everything: list[DesiredInvite], read: dict[str, ReadFile]
-) -> list[tuple[str, _File]]:
-    """Each file's new text, from the bytes the values were loaded from, every one read
-    back and checked before any is written."""
-    by_file: dict[str, list[DesiredInvite]] = defaultdict(list)
-    for invite in everything:
-        by_file[invite.source.path].append(invite)
-    done = []
-    for path, wants in wanted.items():
-        try:
-            raw = read[path].text
-        except (KeyError, UnicodeDecodeError) as exc:  # the loader refuses both first
-            raise ReconcilerError(
-                f"{redact_and_escape(path)}: cannot read it again: {exc}; no file was changed"
-            ) from None
-        bom = _BOM if raw.startswith(_BOM) else ""
-        text = raw.removeprefix(_BOM)
-        places = [(i.source.line, i.source.column) for i in by_file[path]]
-        rewritten = rewrite(text, wants, places)
-        if rewritten.text != text:
-            _check(path, rewritten, by_file[path])
-        done.append((path, _File(bom + rewritten.text, rewritten)))
-    return done
-
-
-def _check(path: str, rewritten: Rewritten, before: list[DesiredInvite]) -> None:
-    """Refuse, writing nothing, unless the new text reads back as exactly what was meant."""
-    invites, problems = load_text(rewritten.text, path)
-    if problems:
-        first = problems[0]
-        raise ReconcilerError(
-            f"{redact_and_escape(path)}: adopting would make the file invalid ({first.line}: "
-            f"{first.message}); no file was changed. Edit it by hand to the values listed by "
-            "`reconcile plan`"
-        )
-    expected = {invite.id: (invite.fields, invite.resend_on_change) for invite in before}
-    for removed in rewritten.removed:
-        expected.pop(removed.id, None)
-    for edit in rewritten.edits:
-        fields = expected[edit.id][0]
-        name, _, sub = edit.field.partition(".")
-        contact = fields.get(name)
-        if sub and isinstance(contact, Contact) and isinstance(edit.new, str):
-            fields[name] = contact.merged(Contact({sub: edit.new}))
-        elif edit.new is not None:
-            fields[name] = edit.new
-    got = {invite.id: (invite.fields, invite.resend_on_change) for invite in invites}
-    # Plain == first: every entry not edited reads back as the very same values.
-    if got.keys() != expected.keys() or any(
-        got[i] != expected[i] and _compared(got[i]) != _compared(expected[i]) for i in got
-    ):
-        raise ReconcilerError(
-            f"{redact_and_escape(path)}: adopt could not edit the file safely (it would not read "
-            "back as the platform's values); no file was changed. Edit it by hand to the values "
-            "listed by `reconcile plan`"
-        )
-
-
-def _compared(entry: tuple[Fields, ResendRule]) -> tuple[dict[str, object], ResendRule]:
-    fields, resend = entry
-    return {name: canonical(value) for name, value in fields.items()}, resend
-
-
-def _changes(done: _File) -> bool:
-    # Written through a symlink to the file it names (replace_read): the link is the
-    # user's, and stays.
-    return bool(done.rewritten.edits or done.rewritten.removed)
-
-
 def _report(
-    files: list[tuple[str, _File]],
+    files: list[tuple[str, EditedFile]],
     failed: list[FailedInvite],
     held: list[Held],
     ref: str | None,
