@@ -45,6 +45,25 @@ def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
     return os.fdopen(fd, "rb")
 
 
+class TooLarge(Exception):
+    """The file holds more than the ``limit`` bytes its reader takes (not an ``OSError``:
+    each reader says in its own words what such a file should be)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(limit)
+        self.limit = limit
+
+
+def read_regular(path: str | os.PathLike[str], limit: int) -> bytes:
+    """The bytes of ``path``, a regular file only, never more than ``limit`` read:
+    ``TooLarge`` past it (``/dev/zero`` named as a file ends at once). Raises ``OSError``."""
+    with open_regular(path) as stream:
+        data = stream.read(limit + 1)
+    if len(data) > limit:
+        raise TooLarge(limit)
+    return data
+
+
 def open_for_append(path: str, *, follow_symlinks: bool = True, mode: int = 0o666) -> int:
     """A file descriptor appending to ``path`` (created if absent), a regular file only.
 

@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 from reconciler.errors import ReconcilerError
-from reconciler.safefile import open_regular
+from reconciler.safefile import TooLarge, read_regular
 from reconciler.safetext import escape
 
 # A JSON string (possessive: no backtracking on a long unterminated one), or a bracket.
@@ -24,13 +24,12 @@ _STRING_OR_BRACKET = re.compile(r'"(?:[^"\\]|\\.)*+"|[\[\]{}]', re.DOTALL)
 def read_bounded_text(path: str, limit: int, what: str) -> str:
     """The file's text, refused past ``limit`` bytes or when it is not UTF-8."""
     try:
-        with open_regular(path) as handle:  # a FIFO or device: refused, never waited on
-            data = handle.read(limit + 1)
+        data = read_regular(path, limit)  # a FIFO, a device: refused at once
     except OSError as exc:
         raise ReconcilerError(f"{escape(path)}: cannot read {what}: {exc.strerror}") from None
-    if len(data) > limit:
+    except TooLarge:
         size = f"{limit // 1048576} MiB" if limit >= 1048576 else f"{limit:,} bytes"
-        raise ReconcilerError(f"{escape(path)}: larger than {size}: too large for {what}")
+        raise ReconcilerError(f"{escape(path)}: larger than {size}: too large for {what}") from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:

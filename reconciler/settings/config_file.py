@@ -11,7 +11,7 @@ from typing import Any
 from reconciler.errors import ConfigError, FileProblem, InputError
 from reconciler.git import up_to_top
 from reconciler.resources import resource_path
-from reconciler.safefile import open_regular
+from reconciler.safefile import TooLarge, read_regular
 from reconciler.safetext import escape
 from reconciler.schema.check import validate_document
 from reconciler.settings.contract import field_name_problems
@@ -42,15 +42,14 @@ def find_config_file() -> str | None:
 
 def read_config_file(path: str) -> dict[str, Any]:
     try:
-        with open_regular(path) as stream:  # a FIFO or device: refused, never waited on
-            data = stream.read(_CONFIG_FILE_LIMIT + 1)  # bounded: --config /dev/zero ends
+        data = read_regular(path, _CONFIG_FILE_LIMIT)  # a FIFO, a device: refused at once
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read config file: {exc.strerror}") from None
-    if len(data) > _CONFIG_FILE_LIMIT:
+    except TooLarge:
         raise ConfigError(
             f"{path}: larger than {_CONFIG_FILE_LIMIT // 1024} KiB; a config file holds a few "
             "settings (is this the right file?)"
-        )
+        ) from None
     text, problems = decode_source(data, path)
     document, parse_problems = load_yaml(text, path) if text is not None else (None, [])
     problems += parse_problems

@@ -17,7 +17,7 @@ from ansible.plugins.action import ActionBase
 
 try:
     from reconciler.desired.state import MAX_FILE_BYTES, find_files
-    from reconciler.safefile import open_regular
+    from reconciler.safefile import TooLarge, read_regular
     from reconciler.yamlload.source import decode_source
 except ImportError:
     HAS_LIBRARY = False
@@ -68,15 +68,14 @@ class ActionModule(ActionBase):
         for file in found:
             shown = _shown_path(str(file), base)
             try:
-                with open_regular(file) as stream:
-                    data = stream.read(MAX_FILE_BYTES + 1)
+                data = read_regular(file, MAX_FILE_BYTES)
             except OSError as error:
                 raise AnsibleError(f"{shown}: cannot read: {error.strerror}") from None
-            if len(data) > MAX_FILE_BYTES:
+            except TooLarge:
                 raise AnsibleError(
                     f"{shown}: larger than {MAX_FILE_BYTES // 2**20} MiB; "
                     "split it into several files"
-                )
+                ) from None
             text, file_problems = decode_source(data, shown)
             problems.extend(file_problems)
             if text is not None:
