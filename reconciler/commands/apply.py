@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from dataclasses import replace
 from typing import NamedTuple
 
@@ -26,7 +27,7 @@ from reconciler.commands.common import (
     run_selection,
     run_settings,
 )
-from reconciler.commands.confirm import confirm, require_terminal
+from reconciler.commands.confirm import confirm, require_terminal, show_on_stderr_too
 from reconciler.commands.options import (
     RUN_ENV,
     FilePath,
@@ -105,8 +106,10 @@ def apply(
             "--plan applies a saved plan as it is; do not give PATH, --target, --exclude "
             "or --changed-since"
         )
+    on_stderr = False  # the plan shown on the terminal too: stdout goes elsewhere
     if not plan_file and not auto_approve:  # before anything is read: nobody could answer
         require_terminal(action="apply", instead=_INSTEAD)
+        on_stderr = show_on_stderr_too(action="apply", instead=_INSTEAD)
     github = github_enabled(run.annotations)
     settings = run_settings(run, audit_log=audit_log)
     check_writable(settings.audit_log, "open the audit log")
@@ -150,6 +153,9 @@ def apply(
         refuse_narrow_grant(client)  # before any write, and before asking
         if saved is None:
             the_plan.raise_if_unsafe(settings.max_changes, settings.max_resends)
+            if on_stderr:  # what the question is about, where the person can read it
+                color = use_color(run.color, stream=sys.stderr)
+                echo_chunks(TextRenderer(color=color).chunks(the_plan), err=True, color=color)
             if not auto_approve:
                 confirm(
                     "Apply these changes?",
@@ -173,7 +179,10 @@ def _say_left_in_conflict(count: int) -> None:
     )
 
 
-_INSTEAD = ", or apply a reviewed plan with `apply --plan FILE`"
+_INSTEAD = (
+    ", or save the plan with `reconcile plan --out FILE`, read it (`reconcile show FILE`) "
+    "and apply it with `reconcile apply --plan FILE`"
+)
 
 
 class _Reviewed(NamedTuple):

@@ -19,10 +19,11 @@ if TYPE_CHECKING:
 ECHO_BATCH = 64 * 1024  # characters per write: few system calls, little held at once
 
 
-def echo_chunks(chunks: Iterable[str], err: bool = False) -> None:
+def echo_chunks(chunks: Iterable[str], err: bool = False, color: bool | None = None) -> None:
     """Print ``chunks`` as one text, in batches of about ``ECHO_BATCH`` characters.
 
-    A plan of 200,000 changes is printed as it is rendered, never held whole.
+    A plan of 200,000 changes is printed as it is rendered, never held whole. ``color``
+    is click.echo's: None keeps or strips styles as the run decided for stdout.
     """
     batch: list[str] = []
     size = 0
@@ -30,10 +31,10 @@ def echo_chunks(chunks: Iterable[str], err: bool = False) -> None:
         batch.append(chunk)
         size += len(chunk)
         if size >= ECHO_BATCH:
-            click.echo("".join(batch), nl=False, err=err)
+            click.echo("".join(batch), nl=False, err=err, color=color)
             batch, size = [], 0
     if batch:
-        click.echo("".join(batch), nl=False, err=err)
+        click.echo("".join(batch), nl=False, err=err, color=color)
 
 
 def stop_writing_to_stdout() -> None:
