@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from reconciler.safetext import redact_and_escape
+from reconciler.safetext import json_text, redact_and_escape
 from reconciler.wording import plural
 
 if TYPE_CHECKING:
@@ -17,6 +17,14 @@ if TYPE_CHECKING:
 
 
 ECHO_BATCH = 64 * 1024  # characters per write: few system calls, little held at once
+# A value the platform does not hold, as text and Markdown plans show it (JSON keeps null:
+# the document is a contract, docs/plans.md).
+NOT_SET = "(not set)"
+
+
+def shown_value(value: object) -> str:
+    """A plan's value for a person: JSON's notation, escaped, and `(not set)` for none."""
+    return NOT_SET if value is None else json_text(value)
 
 
 def echo_chunks(chunks: Iterable[str], err: bool = False, color: bool | None = None) -> None:

@@ -19,6 +19,7 @@ from reconciler.output.common import (
     kept_warning,
     max_changes_warning,
     not_updatable_note,
+    shown_value,
     summary_line,
 )
 from reconciler.output.failures import resend_advice
@@ -139,7 +140,7 @@ class TextRenderer:
             # Every sub-field the PATCH carries is shown, those the files leave alone too.
             lines.extend(
                 f"    {redact_and_escape(field_change.field)}.{escape(sub)}: "
-                f"{json_text(value)} ({KEPT_NOTE})"
+                f"{shown_value(value)} ({KEPT_NOTE})"
                 for sub, value in change.kept_values(field_change.field)
             )
         riding: dict[str, list[str]] = {}
@@ -172,7 +173,7 @@ class TextRenderer:
     def _conflict(self, change: InviteChange, name: str, ref: str | None) -> str:
         return (
             f"{redact_and_escape(name)}: conflict: at {redact_and_escape(ref or 'REF')} "
-            f"{json_text(change.conflicts[name])}, "
+            f"{shown_value(change.conflicts[name])}, "
             f"on the platform {self._old(change.before.get(name))}, "
             f"wanted {self._new(change.patch[name])}"
         )
@@ -202,10 +203,10 @@ class TextRenderer:
         return [f"{name}: {self._old(change.before)} -> {self._new(change.after)}"]
 
     def _old(self, value: FieldValue | None) -> str:
-        return self._style(json_text(value), fg="red")
+        return self._style(shown_value(value), fg="red")
 
     def _new(self, value: FieldValue | None) -> str:
-        return self._style(json_text(value), fg="green")
+        return self._style(shown_value(value), fg="green")
 
     def _failed(self, failed: FailedInvite) -> str:
         heading = self._heading("!", failed.id, None, failed.source, "red")
