@@ -49,7 +49,13 @@ from reconciler.desired.state import DesiredState
 from reconciler.errors import ReconcilerError
 from reconciler.output.color import use_color
 from reconciler.output.common import echo_chunks, stop_writing_to_stdout
-from reconciler.output.failures import RESEND_UNKNOWN_ADVICE, echo_errors, resend_advice
+from reconciler.output.failures import (
+    RESEND_UNKNOWN_ADVICE,
+    SHOWN,
+    echo_errors,
+    resend_advice,
+    what_to_do,
+)
 from reconciler.output.github import (
     emit,
     github_enabled,
@@ -61,6 +67,7 @@ from reconciler.output.progress import Progress
 from reconciler.output.text import (
     TextRenderer,
     diverged_advice,
+    fatal_short,
     resend_if_updated,
     stored_otherwise_text,
 )
@@ -256,6 +263,18 @@ def _apply(
     report.already_applied = len(done)
     report.left_in_conflict = left_in_conflict
     failures = _failures(plan, report)
+    # The error that stopped the run is said once, last; the lines above point at it.
+    fatal = [
+        r
+        for r in report.results
+        if r.outcome is WriteOutcome.FAILED and r.error is not None and r.error.run_fatal
+    ]
+    if fatal and report.stopped_by is not None:
+        first = fatal[0].error
+        assert first is not None
+        report.stopped_by = (
+            f"{fatal_short(first)} (the error at the end); no new writes were started"
+        )
     if github:
         # On the entry's line: what the files' author must look at (the plan's own failures
         # were annotated with the plan).
@@ -274,10 +293,26 @@ def _apply(
             f"{'was' if count == 1 else 'were'} left alone.",
             err=stdout_lost,
         )
-    echo_errors(failures)
+    fatal_ids = {r.change.id for r in fatal}
+    echo_errors(f for f in failures if f.id not in fatal_ids)
+    if fatal:
+        click.echo(_fatal_line(fatal), err=True)
     if report.audit_error is not None:
         raise report.audit_error  # the last line: the log is incomplete, the run failed
     return 0 if report.ok and not plan.failed and not stdout_lost else 1
+
+
+def _fatal_line(results: list[ChangeResult]) -> str:
+    """One line for the error that stopped the run, whichever invites it failed."""
+    error = results[0].error
+    assert error is not None
+    ids = [redact_and_escape(r.change.id) for r in results]
+    shown = ", ".join(ids[:SHOWN]) + (f" and {len(ids) - SHOWN} more" if len(ids) > SHOWN else "")
+    return (
+        f"error: {shown}: {redact_and_escape(str(error))}; "
+        f"{what_to_do(error.status, None, error.request_id)}. It stopped the run: no new "
+        "writes were started"
+    )
 
 
 def _close(audit: AuditLog | NoAuditLog) -> AuditLogError | None:

@@ -41,6 +41,7 @@ from reconciler.model.invite import CurrentInvite
 from reconciler.output.common import stop_writing_to_stdout
 from reconciler.output.failures import RESEND_UNKNOWN_ADVICE, echo_errors
 from reconciler.output.log import setup_logging
+from reconciler.output.text import fatal_short
 from reconciler.plan.changes import FailedInvite
 from reconciler.safetext import redact_and_escape
 from reconciler.wording import plural
@@ -168,6 +169,11 @@ class _Resends:
                 "with the platform or the invitee before sending again"
             )
             advice = RESEND_UNKNOWN_ADVICE
+        elif error.run_fatal:  # every other re-send would fail alike: said once, at the end
+            said = f"{fatal_short(error)} (the error at the end)"
+            self._say(f"failed  {shown}: {said}")
+            self._client.stop.set(said)
+            advice = None
         else:
             self._say(f"failed  {shown}: {error}")
             advice = None

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import click
 
+from reconciler.api.exceptions import ApiError
 from reconciler.apply.applier import ApplyReport, ChangeResult, ResendOutcome, WriteOutcome
 from reconciler.model.fields import kind_of
 from reconciler.model.invite import SourceLocation
@@ -71,6 +72,11 @@ def _shown_server(name: str, value: FieldValue | None) -> FieldValue | None:
     if isinstance(value, str):
         return redact(value)
     return kind_of(name.partition(".")[0]).redacted(value)
+
+
+def fatal_short(error: ApiError) -> str:
+    """A run-fatal error named briefly, where its whole message is said once elsewhere."""
+    return f"HTTP {error.status}" if error.status else "the error"
 
 
 def resend_if_updated(change: InviteChange) -> str:
@@ -227,6 +233,8 @@ class TextRenderer:
         if outcome is WriteOutcome.CONFLICT:
             return self._write_conflict(result, where)
         if outcome is WriteOutcome.FAILED:
+            if result.error is not None and result.error.run_fatal:  # said once, at the end
+                error = f"{fatal_short(result.error)} (the error at the end)"
             return f"{self._style('failed', fg='red')}       {where}: {error}"
         if outcome is WriteOutcome.UPDATE_UNKNOWN:
             line = (
