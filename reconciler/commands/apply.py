@@ -47,7 +47,7 @@ from reconciler.commands.remote import (
 )
 from reconciler.desired.state import DesiredState
 from reconciler.errors import ReconcilerError
-from reconciler.output.color import use_color
+from reconciler.output.color import echo_err, use_color
 from reconciler.output.common import echo_chunks, stop_writing_to_stdout
 from reconciler.output.failures import (
     RESEND_UNKNOWN_ADVICE,
@@ -176,13 +176,12 @@ def apply(
 
 
 def _say_left_in_conflict(count: int) -> None:
-    click.echo(
+    echo_err(
         f"error: {plural(count, 'invite')} in conflict (changed on the platform since "
         "--changed-since REF) left alone, nothing written to "
         f"{'it' if count == 1 else 'them'}; bring the files in line with the platform "
         "(`reconcile adopt --target ID`), or pass --force-conflicts to write the files' "
-        "values anyway",
-        err=True,
+        "values anyway"
     )
 
 
@@ -296,7 +295,7 @@ def _apply(
     fatal_ids = {r.change.id for r in fatal}
     echo_errors(f for f in failures if f.id not in fatal_ids)
     if fatal:
-        click.echo(_fatal_line(fatal), err=True)
+        echo_err(_fatal_line(fatal))
     if report.audit_error is not None:
         raise report.audit_error  # the last line: the log is incomplete, the run failed
     return 0 if report.ok and not plan.failed and not stdout_lost else 1

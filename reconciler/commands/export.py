@@ -40,6 +40,7 @@ from reconciler.errors import ReconcilerError
 from reconciler.model.invite import CurrentInvite
 from reconciler.model.kinds import FlowList, Quoted
 from reconciler.model.outcome import Done, Failed, stop_if_run_fatal
+from reconciler.output.color import echo_err
 from reconciler.output.log import setup_logging
 from reconciler.safefile import refuse_special_file
 from reconciler.safetext import ALLOWED_INVISIBLE, escape, redact_and_escape
@@ -203,10 +204,9 @@ def export(
         click.echo(note, err=True)
     if unknown:
         others = plural(len(found), "other invite")
-        click.echo(
+        echo_err(
             f"error: not found on the platform, so not exported (the {others} "
-            f"{'was' if len(found) == 1 else 'were'}):\n" + _listed(unknown),
-            err=True,
+            f"{'was' if len(found) == 1 else 'were'}):\n" + _listed(unknown)
         )
         return 1
     return 0

@@ -18,6 +18,7 @@ from reconciler.api.http.pacing import RequestPacer
 from reconciler.api.limiter import Limiter, limiter_for
 from reconciler.desired.state import DesiredState
 from reconciler.errors import ReconcilerError
+from reconciler.output.color import echo_err
 from reconciler.output.progress import Progress
 from reconciler.plan.make import make_plan
 from reconciler.plan.model import Plan
@@ -86,10 +87,9 @@ def say_grant(client: ApiClient) -> None:
             err=True,
         )
     else:
-        click.echo(
+        echo_err(
             f"warning: the token was granted {grant.shown()}, without {missing}, asked for "
-            "with RECONCILER_SCOPE; requests needing it will be refused (403)",
-            err=True,
+            "with RECONCILER_SCOPE; requests needing it will be refused (403)"
         )
 
 
