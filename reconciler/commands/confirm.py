@@ -37,7 +37,7 @@ def show_on_stderr_too(*, action: str, instead: str = "") -> bool:
         return True
     raise ReconcilerError(
         f"refusing to {action} without confirmation: neither stdout nor stderr is a "
-        "terminal, so the plan you would be asked about could not be seen; "
+        "terminal, so what you would be asked about could not be seen; "
         f"pass --auto-approve{instead}"
     )
 

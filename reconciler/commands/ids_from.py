@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import sys
 
+import click
+
 from reconciler.errors import ReconcilerError
 from reconciler.model.invite import ID_RULE, INVITE_ID
 from reconciler.safefile import open_regular
@@ -82,4 +84,6 @@ def _read_stdin() -> bytes:
     stream = sys.stdin
     if stream is None:  # started with stdin closed (`<&-`)
         raise ReconcilerError("--ids-from -: stdin is closed; nothing was read")
+    if stream.isatty():  # typed or pasted: say how it ends, not wait in silence
+        click.echo("Reading invite ids from the terminal, one a line; Ctrl-D ends.", err=True)
     return stream.buffer.read(MAX_IDS_BYTES + 1)

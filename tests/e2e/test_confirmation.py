@@ -164,3 +164,35 @@ def test_apply_with_stdout_to_a_file_under_no_color_shows_a_plain_plan(
     assert 'email: "old@acme.example" -> "new@acme.example"' in shown
     assert not COLOUR.search(shown)
     assert server.stats.calls("PATCH") == []
+
+
+def test_resend_with_stdout_to_a_file_lists_whom_it_e_mails_on_the_terminal_then_asks(
+    server: Sandbox, tmp_path: Path
+) -> None:
+    leader, follower = pty.openpty()
+    env = sandbox_env(server, NO_COLOR="1")
+    with (tmp_path / "resend.txt").open("wb") as stdout:
+        proc = subprocess.Popen(
+            [*RECONCILE, "resend", "inv_acme"], cwd=tmp_path, env=env, stdin=follower,
+            stdout=stdout, stderr=follower,
+        )  # fmt: skip
+    os.close(follower)
+    shown = b""
+    answered = False
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        shown += chunk
+        if not answered and b"[y/N]" in shown:
+            os.write(leader, b"n\n")
+            answered = True
+    os.close(leader)
+    assert proc.wait(timeout=60) == 1
+    listed, _, _ = shown.decode("utf-8", "replace").partition("[y/N]")
+    assert "inv_acme  Acme Holdings Ltd  <" in listed  # seen before the question
+    assert "inv_acme" in (tmp_path / "resend.txt").read_text(encoding="utf-8")
+    assert server.stats.calls("POST", "/public-api/v1/kyb/invites/") == []

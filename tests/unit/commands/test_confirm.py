@@ -66,23 +66,31 @@ def test_apply_points_to_a_reviewed_plan_as_the_other_way(
     ) in capsys.readouterr().err
 
 
-def test_apply_typed_at_a_terminal_with_its_output_in_files_refuses_before_any_request(
+@pytest.mark.parametrize("command", ["apply", "resend"])
+def test_typed_at_a_terminal_with_the_output_in_files_both_refuse_before_any_request(
     platform: FakePlatform,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
+    command: str,
 ) -> None:
-    # `reconcile apply > apply.txt 2> errors.txt` at a terminal: the plan would go
-    # unseen into a file, and the question with it (issue 39, row 5).
+    # `reconcile apply > apply.txt 2> errors.txt` at a terminal: the plan (or the list of
+    # whom resend e-mails) would go unseen into a file, and the question with it
+    # (issue 39, row 5).
     monkeypatch.setattr(sys, "stdin", TerminalInput("y\n"))
-    assert reconcile(*apply_args(tmp_path)) == 1
+    args = apply_args(tmp_path) if command == "apply" else RESEND_ARGS
+    assert reconcile(*args) == 1
     out, err = capsys.readouterr()
-    assert err.splitlines()[-1] == (
-        "error: refusing to apply without confirmation: neither stdout nor stderr is a "
-        "terminal, so the plan you would be asked about could not be seen; pass "
-        "--auto-approve, or save the plan with `reconcile plan --out FILE`, read it "
-        "(`reconcile show FILE`) and apply it with `reconcile apply --plan FILE`"
+    action = "apply" if command == "apply" else "re-send"
+    assert err.splitlines()[-1].startswith(
+        f"error: refusing to {action} without confirmation: neither stdout nor stderr is a "
+        "terminal, so what you would be asked about could not be seen; pass --auto-approve"
     )
+    if command == "apply":
+        assert err.splitlines()[-1].endswith(
+            ", or save the plan with `reconcile plan --out FILE`, read it "
+            "(`reconcile show FILE`) and apply it with `reconcile apply --plan FILE`"
+        )
     assert "[y/N]" not in err and out == ""
     assert platform.mock.request_history == []  # not even a token: nothing was read
 

@@ -93,3 +93,15 @@ def test_export_with_no_ids_at_all_says_how_to_give_them(tmp_path: Path) -> None
     assert result.returncode == 1
     assert "ids.txt holds none, only blank lines and comments" in result.stderr
     assert "--ids-from FILE" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_ids_typed_at_a_terminal_are_asked_for_with_how_to_end(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    class Typed(io.TextIOWrapper):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr(sys, "stdin", Typed(io.BytesIO(b"inv_1\n"), encoding="utf-8"))
+    assert read_ids("-") == ["inv_1"]
+    assert "one a line; Ctrl-D ends" in capsys.readouterr().err
