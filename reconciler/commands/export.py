@@ -230,7 +230,7 @@ def _read_invites(
             case Failed(error):
                 stop_if_run_fatal(error)
                 (unknown if isinstance(error, NotFound) else problems).append((invite_id, error))
-    if problems or not found:
+    if problems or (unknown and not found):
         hint = (
             "\n(invite ids come from the platform's console or its own export)"
             if not problems
