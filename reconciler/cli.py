@@ -9,12 +9,13 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import click
 
 from reconciler import __version__
 from reconciler.errors import InputError, ReconcilerError
+from reconciler.output.color import echo_err, echo_problem
 from reconciler.output.common import stop_writing_to_stdout
 from reconciler.output.github import (
     GITHUB_ANNOTATIONS,
@@ -165,7 +166,7 @@ def _main(argv: Sequence[str] | None) -> int:
     except ReconcilerError as exc:
         if meta.get(GITHUB_ANNOTATIONS):
             annotate_error(exc)
-        return _report(exc, meta.get(_COMMAND))
+        return _report(exc, meta)
     except click.exceptions.NoArgsIsHelpError as exc:  # `reconcile` alone: help, success
         click.echo(exc.ctx.get_help())
         return EXIT_OK
@@ -191,10 +192,10 @@ def _main(argv: Sequence[str] | None) -> int:
         reason = exc.strerror or str(exc)
         if exc.filename is not None:  # a file the modules did not wrap: name it
             name = redact_and_escape_lines(str(exc.filename))
-            click.echo(f"error: {name}: {redact_and_escape_lines(reason)}", err=True)
+            echo_err(f"error: {name}: {redact_and_escape_lines(reason)}", meta)
             return EXIT_FAILURE
         stop_writing_to_stdout()
-        click.echo(f"error: cannot write the output: {redact_and_escape_lines(reason)}", err=True)
+        echo_err(f"error: cannot write the output: {redact_and_escape_lines(reason)}", meta)
         return EXIT_FAILURE
     return result if isinstance(result, int) else EXIT_OK
 
@@ -232,16 +233,18 @@ def _hold_closed_streams() -> None:
                 os.close(devnull)
 
 
-def _report(exc: ReconcilerError, command: object = None) -> int:
+def _report(exc: ReconcilerError, meta: Mapping[str, object]) -> int:
+    command = meta.get(_COMMAND)
     if isinstance(exc, InputError):
-        click.echo(str(exc), err=True)
+        for problem in exc.problems:
+            echo_problem(problem, meta)
         errors = len(exc.errors)
         warnings = len(exc.problems) - errors
         also = f" and {plural(warnings, 'warning')}" if warnings else ""
         sent = "." if command in _NEVER_SENDS else "; nothing was sent."
         click.echo(f"Found {plural(errors, 'problem')}{also}{sent}", err=True)
     else:  # ApiError included
-        click.echo(f"error: {redact_and_escape_lines(str(exc))}", err=True)
+        echo_err(f"error: {redact_and_escape_lines(str(exc))}", meta)
     return EXIT_FAILURE
 
 

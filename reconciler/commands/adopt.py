@@ -45,6 +45,7 @@ from reconciler.model.fields import kind_of
 from reconciler.model.invite import CurrentInvite, DesiredInvite
 from reconciler.model.outcome import Done, Failed, NotRun, stop_if_run_fatal
 from reconciler.model.values import FieldValue
+from reconciler.output.color import echo_err
 from reconciler.output.failures import echo_errors
 from reconciler.output.log import setup_logging
 from reconciler.plan.changes import FailedInvite
@@ -279,17 +280,15 @@ def _report(
             err=True,
         )
     if refused:
-        click.echo(
+        echo_err(
             f"error: {plural(refused, 'value')} could not be adopted (listed above); "
-            "edit them by hand",
-            err=True,
+            "edit them by hand"
         )
     if conflicts:
-        click.echo(
+        echo_err(
             f"error: {plural(conflicts, 'value')} changed both in git since "
             f"{redact_and_escape(ref or '')} and on the platform (listed above): decide which "
-            "to keep, in the files (then apply) or on the platform",
-            err=True,
+            "to keep, in the files (then apply) or on the platform"
         )
     echo_errors(failed)
     return 1 if refused or failed or conflicts else 0

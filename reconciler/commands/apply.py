@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from dataclasses import replace
 from typing import NamedTuple
 
@@ -27,7 +28,7 @@ from reconciler.commands.common import (
     run_selection,
     run_settings,
 )
-from reconciler.commands.confirm import confirm, require_terminal
+from reconciler.commands.confirm import confirm, require_terminal, show_on_stderr_too
 from reconciler.commands.options import (
     RUN_ENV,
     FilePath,
@@ -42,9 +43,15 @@ from reconciler.commands.plan import signing_secret
 from reconciler.commands.remote import api_client, compute_plan, refuse_narrow_grant
 from reconciler.desired.state import DesiredState
 from reconciler.errors import ReconcilerError
-from reconciler.output.color import use_color
+from reconciler.output.color import echo_err, use_color
 from reconciler.output.common import echo_chunks, stop_writing_to_stdout
-from reconciler.output.failures import RESEND_UNKNOWN_ADVICE, echo_errors, resend_advice
+from reconciler.output.failures import (
+    RESEND_UNKNOWN_ADVICE,
+    SHOWN,
+    echo_errors,
+    resend_advice,
+    what_to_do,
+)
 from reconciler.output.github import (
     emit,
     github_enabled,
@@ -56,6 +63,7 @@ from reconciler.output.progress import Progress
 from reconciler.output.text import (
     TextRenderer,
     diverged_advice,
+    fatal_short,
     resend_if_updated,
     stored_otherwise_text,
 )
@@ -101,8 +109,10 @@ def apply(
             "--plan applies a saved plan as it is; do not give PATH, --target, --exclude "
             "or --changed-since"
         )
+    on_stderr = False  # the plan shown on the terminal too: stdout goes elsewhere
     if not plan_file and not auto_approve:  # before anything is read: nobody could answer
         require_terminal(action="apply", instead=_INSTEAD)
+        on_stderr = show_on_stderr_too(action="apply", instead=_INSTEAD)
     github = github_enabled(run.annotations)
     settings = run_settings(run, audit_log=audit_log)
     check_writable(settings.audit_log, "open the audit log")
@@ -146,6 +156,9 @@ def apply(
         refuse_narrow_grant(client)  # before any write, and before asking
         if saved is None:
             the_plan.raise_if_unsafe(settings.max_changes, settings.max_resends)
+            if on_stderr:  # what the question is about, where the person can read it
+                color = use_color(run.color, stream=sys.stderr)
+                echo_chunks(TextRenderer(color=color).chunks(the_plan), err=True, color=color)
             if not auto_approve:
                 confirm(
                     "Apply these changes?",
@@ -159,17 +172,19 @@ def apply(
 
 
 def _say_left_in_conflict(count: int) -> None:
-    click.echo(
+    echo_err(
         f"error: {plural(count, 'invite')} in conflict (changed on the platform since "
         "--changed-since REF) left alone, nothing written to "
         f"{'it' if count == 1 else 'them'}; bring the files in line with the platform "
         "(`reconcile adopt --target ID`), or pass --force-conflicts to write the files' "
-        "values anyway",
-        err=True,
+        "values anyway"
     )
 
 
-_INSTEAD = ", or apply a reviewed plan with `apply --plan FILE`"
+_INSTEAD = (
+    ", or save the plan with `reconcile plan --out FILE`, read it (`reconcile show FILE`) "
+    "and apply it with `reconcile apply --plan FILE`"
+)
 
 
 class _Reviewed(NamedTuple):
@@ -243,6 +258,18 @@ def _apply(
     report.already_applied = len(done)
     report.left_in_conflict = left_in_conflict
     failures = _failures(plan, report)
+    # The error that stopped the run is said once, last; the lines above point at it.
+    fatal = [
+        r
+        for r in report.results
+        if r.outcome is WriteOutcome.FAILED and r.error is not None and r.error.run_fatal
+    ]
+    if fatal and report.stopped_by is not None:
+        first = fatal[0].error
+        assert first is not None
+        report.stopped_by = (
+            f"{fatal_short(first)} (the error at the end); no new writes were started"
+        )
     if github:
         # On the entry's line: what the files' author must look at (the plan's own failures
         # were annotated with the plan).
@@ -261,10 +288,26 @@ def _apply(
             f"{'was' if count == 1 else 'were'} left alone.",
             err=stdout_lost,
         )
-    echo_errors(failures)
+    fatal_ids = {r.change.id for r in fatal}
+    echo_errors(f for f in failures if f.id not in fatal_ids)
+    if fatal:
+        echo_err(_fatal_line(fatal))
     if report.audit_error is not None:
         raise report.audit_error  # the last line: the log is incomplete, the run failed
     return 0 if report.ok and not plan.failed and not stdout_lost else 1
+
+
+def _fatal_line(results: list[ChangeResult]) -> str:
+    """One line for the error that stopped the run, whichever invites it failed."""
+    error = results[0].error
+    assert error is not None
+    ids = [redact_and_escape(r.change.id) for r in results]
+    shown = ", ".join(ids[:SHOWN]) + (f" and {len(ids) - SHOWN} more" if len(ids) > SHOWN else "")
+    return (
+        f"error: {shown}: {redact_and_escape(str(error))}; "
+        f"{what_to_do(error.status, None, error.request_id)}. It stopped the run: no new "
+        "writes were started"
+    )
 
 
 def _close(audit: AuditLog | NoAuditLog) -> AuditLogError | None:

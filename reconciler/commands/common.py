@@ -19,6 +19,7 @@ from reconciler.desired.entries import refuse_bad_ids
 from reconciler.desired.selection import EVERYTHING, Selection, select_invites
 from reconciler.desired.state import DesiredState, find_files, load_desired_state
 from reconciler.errors import FileProblem, ReconcilerError
+from reconciler.output.color import echo_problem
 from reconciler.output.github import GITHUB_ANNOTATIONS, report_problems
 from reconciler.safetext import escape
 from reconciler.settings.config import Settings, load_settings
@@ -127,7 +128,7 @@ def report_warnings(warnings: list[FileProblem]) -> None:
     if not warnings:
         return
     for warning in warnings:
-        click.echo(str(warning), err=True)
+        echo_problem(warning)
     click.echo(f"{plural(len(warnings), 'warning')}; they fail nothing.", err=True)
     context = click.get_current_context(silent=True)
     if context is not None and context.meta.get(GITHUB_ANNOTATIONS):

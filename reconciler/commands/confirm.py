@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import TextIO
 
 import click
 
@@ -11,13 +12,34 @@ from reconciler.errors import ReconcilerError
 
 def stdin_is_terminal() -> bool:
     """True when a person can answer: stdin is open (not `<&-`) and a terminal."""
-    stdin = sys.stdin
-    if stdin is None:  # started with stdin closed
+    return _is_terminal(sys.stdin)
+
+
+def _is_terminal(stream: TextIO | None) -> bool:
+    if stream is None:  # started with it closed
         return False
     try:
-        return stdin.isatty()
+        return stream.isatty()
     except (OSError, ValueError):  # a stream closed or detached under us
         return False
+
+
+def show_on_stderr_too(*, action: str, instead: str = "") -> bool:
+    """Whether what a person is asked about must be shown on stderr as well as stdout.
+
+    Only when stdout is not a terminal (`reconcile apply > apply.txt`) and stderr is:
+    the question must never be about something that went unseen into a file. With
+    neither a terminal, nobody can see it: refused at once, before any work.
+    """
+    if _is_terminal(sys.stdout):
+        return False
+    if _is_terminal(sys.stderr):
+        return True
+    raise ReconcilerError(
+        f"refusing to {action} without confirmation: neither stdout nor stderr is a "
+        "terminal, so what you would be asked about could not be seen; "
+        f"pass --auto-approve{instead}"
+    )
 
 
 def require_terminal(*, action: str, instead: str = "") -> None:

@@ -16,15 +16,18 @@ from reconciler.api.capacity.concurrency import ordered_map
 from reconciler.api.capacity.limiter import Limiter
 from reconciler.api.capacity.shared import capacity_for
 from reconciler.api.client import ApiClient
+from reconciler.api.exceptions import ApiError, NotFound
 from reconciler.commands.common import settings_for
 from reconciler.commands.export_checks import (
     check_known_ids,
     check_out_directory,
     make_out_directory,
     refuse_dropping_invites,
+    refuse_dropping_unknown,
     schema_ref_for,
 )
 from reconciler.commands.export_entry import Entry, export_entry
+from reconciler.commands.ids_from import STDIN, read_ids
 from reconciler.commands.options import (
     FilePath,
     config_option,
@@ -38,6 +41,7 @@ from reconciler.errors import ReconcilerError
 from reconciler.model.invite import CurrentInvite
 from reconciler.model.kinds import FlowList, Quoted
 from reconciler.model.outcome import Done, Failed, stop_if_run_fatal
+from reconciler.output.color import echo_err
 from reconciler.output.log import setup_logging
 from reconciler.safefile import refuse_special_file
 from reconciler.safetext import ALLOWED_INVISIBLE, escape, redact_and_escape
@@ -106,7 +110,13 @@ def _entry_text(entry: Entry) -> str:
 
 
 @click.command(epilog=settings_help(api=True, reads_paths=True, extra=("schema_ref",)))
-@click.argument("invite_ids", nargs=-1, required=True, metavar="ID...")
+@click.argument("invite_ids", nargs=-1, metavar="[ID]...")
+@click.option(
+    "--ids-from",
+    type=FilePath(allow_dash=True),
+    help="Also export the ids in this file, one a line (`-`: stdin; blank lines and "
+    "`#` comments ignored).",
+)
 @click.option("--out", type=FilePath(), help="Write here instead of stdout.")
 @click.option(
     "--force",
@@ -124,6 +134,7 @@ def _entry_text(entry: Entry) -> str:
 @verbose_option
 def export(
     invite_ids: tuple[str, ...],
+    ids_from: str | None,
     out: str | None,
     force: bool,
     schema_ref: str | None,
@@ -133,12 +144,21 @@ def export(
 ) -> int:
     """Write the current state of the given invites as a desired-state YAML file.
 
-    With --out, refuses ids already defined in the invite files (PATHS of
+    An id the platform does not know is listed and the others are still exported
+    (exit 1). With --out, refuses ids already defined in the invite files (PATHS of
     reconciler.yaml, else ./invites): one id must live in one place. To stdout, it
     prints them with a note naming the entry to replace.
     """
     setup_logging(verbose)
     refuse_bad_ids(invite_ids, "export")
+    listed = read_ids(ids_from) if ids_from else []
+    if not invite_ids and not listed:
+        source = "stdin" if ids_from == STDIN else escape(ids_from or "")
+        held = f"{source} holds none, only blank lines and comments" if ids_from else "none given"
+        raise ReconcilerError(
+            f"no invite ids to export ({held}): name them, `reconcile export ID...`, or "
+            "list them one a line in a file, `--ids-from FILE`; nothing was read"
+        )
     check_out_directory(out)
     if out:  # before any request, as plan --out
         refuse_special_file(out, "the export")
@@ -149,15 +169,17 @@ def export(
             "platform's values into it"
         )
     settings = settings_for(config_file)
-    ids = list(dict.fromkeys(invite_ids))
+    ids = list(dict.fromkeys([*invite_ids, *listed]))
     replacing = refuse_dropping_invites(out, ids) if out and force else None
     check_known_ids(ids, settings.paths, out, force)
     ref, note = schema_ref_for(out, schema_ref, settings.schema_ref)
     capacity = capacity_for(settings)
     limiter = capacity.limiter
     with api_client(settings, sandbox, capacity) as client:
-        found = _read_invites(client, ids, limiter)
+        found, unknown = _read_invites(client, ids, limiter)
         base_url = client.base_url
+    if replacing is not None and unknown:
+        refuse_dropping_unknown(replacing, [i for i, _ in unknown])
     for invite in found:
         if not invite.is_pending:
             click.echo(
@@ -181,20 +203,47 @@ def export(
         click.echo(text, nl=False)
     if note:
         click.echo(note, err=True)
+    if unknown:
+        others = plural(len(found), "other invite")
+        echo_err(
+            f"error: not found on the platform, so not exported (the {others} "
+            f"{'was' if len(found) == 1 else 'were'}):\n" + _listed(unknown)
+        )
+        return 1
     return 0
 
 
-def _read_invites(client: ApiClient, ids: list[str], limiter: Limiter) -> list[CurrentInvite]:
-    """Every invite asked for, or an error naming each one that could not be read."""
+def _read_invites(
+    client: ApiClient, ids: list[str], limiter: Limiter
+) -> tuple[list[CurrentInvite], list[tuple[str, ApiError]]]:
+    """The invites read, and the ids the platform does not know with its answer.
+
+    An unknown id leaves the others to be exported; any other failure exports nothing
+    (run again, the file is whole), with every id that could not be read named.
+    """
     found: list[CurrentInvite] = []
-    problems = []
+    unknown: list[tuple[str, ApiError]] = []
+    problems: list[tuple[str, ApiError]] = []
     for invite_id, outcome in ordered_map(client.get_invite, ids, limiter, client.stop):
         match outcome:
             case Done(invite):
                 found.append(invite)
             case Failed(error):
                 stop_if_run_fatal(error)
-                problems.append(f"{invite_id}: {error}")
-    if problems:
-        raise ReconcilerError("nothing exported:\n" + "\n".join(f"  {p}" for p in problems))
-    return found
+                (unknown if isinstance(error, NotFound) else problems).append((invite_id, error))
+    if problems or (unknown and not found):
+        hint = (
+            "\n(invite ids come from the platform's console or its own export)"
+            if not problems
+            else ""
+        )
+        raise ReconcilerError("nothing exported:\n" + _listed(problems + unknown) + hint)
+    return found, unknown
+
+
+def _listed(failures: list[tuple[str, ApiError]]) -> str:
+    """One line per id, with the platform's answer (status, message, requestId)."""
+    return "\n".join(
+        f"  {redact_and_escape(ident)}: {redact_and_escape(str(error))}"
+        for ident, error in failures
+    )

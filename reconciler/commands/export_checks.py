@@ -166,3 +166,21 @@ def refuse_dropping_invites(out: str, ids: list[str]) -> ReadFile | None:
         f"was exported. To bring the platform's values into the file, run `reconcile adopt "
         f"{escape(out)}` (with --target ID for some of them); to replace it anyway, delete it first"
     )
+
+
+def refuse_dropping_unknown(replacing: ReadFile, unknown: list[str]) -> None:
+    """Refuse to replace a file (``--force``) that defines an id the platform did not know.
+
+    The export leaves an unknown id out; written over the file, it would take that entry
+    out of git without a word. Nothing is written: the entry is the team's to remove.
+    """
+    text, _ = decode_source(replacing.data, replacing.path)
+    defined = {i.id for i in load_text(text, replacing.path)[0]} if text is not None else set()
+    dropped = [i for i in unknown if i in defined]
+    if dropped:
+        shown = ", ".join(escape(i) for i in dropped)
+        raise ReconcilerError(
+            f"nothing exported: {escape(replacing.path)} defines {shown}, which the platform "
+            "does not know (HTTP 404); --force would drop the entry from git. Remove it from "
+            "the file (or leave its id out of the export) first"
+        )

@@ -14,7 +14,7 @@ from typing import Any, TypeVar, cast
 
 import click
 
-from reconciler.output.color import COLOR_CHOICES, use_color
+from reconciler.output.color import COLOR_CHOICE, COLOR_CHOICES, use_color
 from reconciler.output.github import (
     ANNOTATION_CHOICES,
     GITHUB_ANNOTATIONS,
@@ -100,6 +100,7 @@ def audit_log_option(f: F) -> F:
 def _decide_color(ctx: click.Context, param: click.Parameter, value: str) -> str:
     # click.echo strips styles unless the context says otherwise: one decision for all output.
     ctx.color = use_color(value)
+    ctx.meta[COLOR_CHOICE] = value  # stderr's colour follows the same rule (output/color.py)
     return value
 
 

@@ -22,7 +22,7 @@ from reconciler.commands.options import (
 )
 from reconciler.commands.remote import api_client, compute_plan, say_grant
 from reconciler.output import renderer_for
-from reconciler.output.color import use_color
+from reconciler.output.color import echo_err, use_color
 from reconciler.output.common import echo_chunks
 from reconciler.output.failures import echo_errors
 from reconciler.output.github import github_enabled, report_plan
@@ -106,15 +106,14 @@ def _exit_code(the_plan: Plan, detailed_exitcode: bool) -> int:
     refusal = the_plan.too_much_change()
     if refusal is not None:
         # The check apply would fail fails here too, so a pull request is not green for it.
-        click.echo(f"error: apply will refuse this plan: {refusal.reason}", err=True)
+        echo_err(f"error: apply will refuse this plan: {refusal.reason}")
         return 1
     conflicts = the_plan.conflicts
     if conflicts:
-        click.echo(
+        echo_err(
             f"error: {plural(len(conflicts), 'invite')} in conflict: changed on the platform "
             "since --changed-since REF (listed above); apply leaves "
-            f"{'it' if len(conflicts) == 1 else 'them'} alone unless --force-conflicts",
-            err=True,
+            f"{'it' if len(conflicts) == 1 else 'them'} alone unless --force-conflicts"
         )
     if the_plan.failed or conflicts:
         return 1

@@ -17,6 +17,7 @@ from reconciler.api.client import ApiClient
 from reconciler.api.current import read_current
 from reconciler.desired.state import DesiredState
 from reconciler.errors import ReconcilerError
+from reconciler.output.color import echo_err
 from reconciler.output.progress import Progress
 from reconciler.plan.make import make_plan
 from reconciler.plan.model import Plan
@@ -72,10 +73,9 @@ def say_grant(client: ApiClient) -> None:
             err=True,
         )
     else:
-        click.echo(
+        echo_err(
             f"warning: the token was granted {grant.shown()}, without {missing}, asked for "
-            "with RECONCILER_SCOPE; requests needing it will be refused (403)",
-            err=True,
+            "with RECONCILER_SCOPE; requests needing it will be refused (403)"
         )
 
 

@@ -25,7 +25,7 @@ from reconciler.apply.audit import (
 )
 from reconciler.apply.interrupt import GracefulInterrupt
 from reconciler.commands.common import check_writable, settings_for
-from reconciler.commands.confirm import confirm, require_terminal
+from reconciler.commands.confirm import confirm, require_terminal, show_on_stderr_too
 from reconciler.commands.options import (
     audit_log_option,
     auto_approve_option,
@@ -41,6 +41,7 @@ from reconciler.model.invite import CurrentInvite
 from reconciler.output.common import stop_writing_to_stdout
 from reconciler.output.failures import RESEND_UNKNOWN_ADVICE, echo_errors
 from reconciler.output.log import setup_logging
+from reconciler.output.text import fatal_short
 from reconciler.plan.changes import FailedInvite
 from reconciler.safetext import redact_and_escape
 from reconciler.wording import plural
@@ -63,8 +64,10 @@ def resend(
 ) -> int:
     """Re-send the invitation of each given invite, once. Never retried automatically."""
     setup_logging(verbose)
+    on_stderr = False  # the list shown on the terminal too: stdout goes elsewhere
     if not auto_approve:  # before anything is read: nobody could answer
         require_terminal(action="re-send")
+        on_stderr = show_on_stderr_too(action="re-send")
     refuse_bad_ids(invite_ids, "resend")
     settings = settings_for(config_file, audit_log=audit_log)
     ids = list(dict.fromkeys(invite_ids))
@@ -74,6 +77,8 @@ def resend(
     with api_client(settings, sandbox) as client:
         recipients = _read_recipients(client, ids)
         click.echo(_recipient_list(recipients))
+        if on_stderr:  # who is e-mailed, where the person asked can read it
+            click.echo(_recipient_list(recipients), err=True)
         refuse_narrow_grant(client)  # a re-send writes: before it, and before asking
         if not auto_approve:
             confirm(f"E-mail {plural(len(ids), 'invitation')} again?", action="re-send")
@@ -168,6 +173,11 @@ class _Resends:
                 "with the platform or the invitee before sending again"
             )
             advice = RESEND_UNKNOWN_ADVICE
+        elif error.run_fatal:  # every other re-send would fail alike: said once, at the end
+            said = f"{fatal_short(error)} (the error at the end)"
+            self._say(f"failed  {shown}: {said}")
+            self._client.stop.set(said)
+            advice = None
         else:
             self._say(f"failed  {shown}: {error}")
             advice = None

@@ -10,6 +10,7 @@ import click
 
 from reconciler import safetext
 from reconciler.model.fields import updatable_fields
+from reconciler.output.color import echo_err
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox, SandboxOptions
 from reconciler.wording import plural
 
@@ -104,9 +105,7 @@ def sandbox(
     server = Sandbox(state_file=state_file, options=options, host=host, port=port)
     url = server.url
     if not _is_loopback(host):
-        click.echo(
-            f"warning: listening on {host}, which is reachable from other machines", err=True
-        )
+        echo_err(f"warning: listening on {host}, which is reachable from other machines")
         # reconcile speaks plain http only to loopback; use this address from here.
         url = f"http://127.0.0.1:{server.url.rsplit(':', 1)[1]}"
     click.echo(

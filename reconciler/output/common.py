@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from reconciler.safetext import redact_and_escape
+from reconciler.safetext import json_text, redact_and_escape
 from reconciler.wording import plural
 
 if TYPE_CHECKING:
@@ -17,12 +17,21 @@ if TYPE_CHECKING:
 
 
 ECHO_BATCH = 64 * 1024  # characters per write: few system calls, little held at once
+# A value the platform does not hold, as text and Markdown plans show it (JSON keeps null:
+# the document is a contract, docs/plans.md).
+NOT_SET = "(not set)"
 
 
-def echo_chunks(chunks: Iterable[str], err: bool = False) -> None:
+def shown_value(value: object) -> str:
+    """A plan's value for a person: JSON's notation, escaped, and `(not set)` for none."""
+    return NOT_SET if value is None else json_text(value)
+
+
+def echo_chunks(chunks: Iterable[str], err: bool = False, color: bool | None = None) -> None:
     """Print ``chunks`` as one text, in batches of about ``ECHO_BATCH`` characters.
 
-    A plan of 200,000 changes is printed as it is rendered, never held whole.
+    A plan of 200,000 changes is printed as it is rendered, never held whole. ``color``
+    is click.echo's: None keeps or strips styles as the run decided for stdout.
     """
     batch: list[str] = []
     size = 0
@@ -30,10 +39,10 @@ def echo_chunks(chunks: Iterable[str], err: bool = False) -> None:
         batch.append(chunk)
         size += len(chunk)
         if size >= ECHO_BATCH:
-            click.echo("".join(batch), nl=False, err=err)
+            click.echo("".join(batch), nl=False, err=err, color=color)
             batch, size = [], 0
     if batch:
-        click.echo("".join(batch), nl=False, err=err)
+        click.echo("".join(batch), nl=False, err=err, color=color)
 
 
 def stop_writing_to_stdout() -> None:

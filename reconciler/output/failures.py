@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-import click
-
 from reconciler.model.invite import SourceLocation
+from reconciler.output.color import echo_err
 from reconciler.plan.changes import FailedInvite
 from reconciler.safetext import redact_and_escape
 
@@ -72,4 +71,4 @@ def error_lines(failures: Iterable[FailedInvite]) -> list[str]:
 def echo_errors(failures: Iterable[FailedInvite]) -> None:
     """Print the `error:` lines on stderr: call it last, after any summary or progress line."""
     for line in error_lines(failures):
-        click.echo(line, err=True)
+        echo_err(line)

@@ -27,6 +27,7 @@ import click
 
 from reconciler.errors import FileProblem, InputError, ReconcilerError
 from reconciler.model.invite import SourceLocation
+from reconciler.output.color import echo_err
 from reconciler.output.repo_paths import repo_relative
 from reconciler.safetext import redact_and_escape
 from reconciler.writing import open_append
@@ -294,6 +295,4 @@ def append_step_summary(markdown: str, env: Mapping[str, str] | None = None) -> 
         with os.fdopen(fd, "a", encoding="utf-8") as handle:
             handle.write(data)
     except OSError as exc:
-        click.echo(
-            f"warning: cannot append the plan to GITHUB_STEP_SUMMARY: {exc.strerror}", err=True
-        )
+        echo_err(f"warning: cannot append the plan to GITHUB_STEP_SUMMARY: {exc.strerror}")

@@ -16,6 +16,7 @@ from reconciler.model.values import Contact, FieldValue, IdentifierSet
 from reconciler.output.common import (
     CONFLICT_NOTE,
     KEPT_NOTE,
+    NOT_SET,
     NOT_UPDATABLE_HEADING,
     OUTSIDE_CHANGE_HEADING,
     OUTSIDE_CHANGE_NOTE,
@@ -213,8 +214,8 @@ class MarkdownRenderer:
                 rows.extend(self._rows(field_change))
                 # Every sub-field the PATCH carries, those the files leave alone too.
                 rows.extend(
-                    f"| {_label(f'{field_change.field}.{sub}')} | {_code(json_text(value))} | "
-                    f"{_code(json_text(value))} _({KEPT_NOTE})_ |"
+                    f"| {_label(f'{field_change.field}.{sub}')} | {_cell(value)} | "
+                    f"{_cell(value)} _({KEPT_NOTE})_ |"
                     for sub, value in change.kept_values(field_change.field)
                 )
         table = "\n".join(rows) + "\n\n" if len(rows) > 2 else ""
@@ -232,9 +233,9 @@ class MarkdownRenderer:
                 "|---|---|---|---|",
             ]
             conflict += [
-                f"| {_label(name)} | {_code(json_text(was))} | "
-                f"{_code(json_text(change.before.get(name)))} | "
-                f"{_code(json_text(change.patch[name]))} |"
+                f"| {_label(name)} | {_cell(was)} | "
+                f"{_cell(change.before.get(name))} | "
+                f"{_cell(change.patch[name])} |"
                 for name, was in change.conflicts.items()
             ]
             table = "\n".join(conflict) + "\n\n" + table
@@ -253,7 +254,7 @@ class MarkdownRenderer:
                 f"- {json_text(i)}" for i in change.removed
             ]
             after = "<br>".join(_code(d) for d in delta)
-            return [f"| {_label(change.field)} | {_code(json_text(change.before))} | {after} |"]
+            return [f"| {_label(change.field)} | {_cell(change.before)} | {after} |"]
         if change.is_object and isinstance(change.before, Contact):
             return [
                 _row(f"{change.field}.{key}", before, after)
@@ -284,7 +285,12 @@ class _Page:
 
 
 def _row(label: str, before: FieldValue | None, after: FieldValue | None) -> str:
-    return f"| {_label(label)} | {_code(json_text(before))} | {_code(json_text(after))} |"
+    return f"| {_label(label)} | {_cell(before)} | {_cell(after)} |"
+
+
+def _cell(value: object) -> str:
+    """A value in a table cell: as code, or `(not set)` in italics for none."""
+    return f"_{NOT_SET}_" if value is None else _code(json_text(value))
 
 
 def _title(invite_id: str, name: str | None) -> str:

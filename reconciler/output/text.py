@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import click
 
+from reconciler.api.exceptions import ApiError
 from reconciler.apply.applier import ApplyReport, ChangeResult, ResendOutcome, WriteOutcome
 from reconciler.model.fields import kind_of
 from reconciler.model.invite import SourceLocation
@@ -19,6 +20,7 @@ from reconciler.output.common import (
     kept_warning,
     max_changes_warning,
     not_updatable_note,
+    shown_value,
     summary_line,
 )
 from reconciler.output.failures import resend_advice
@@ -70,6 +72,11 @@ def _shown_server(name: str, value: FieldValue | None) -> FieldValue | None:
     if isinstance(value, str):
         return redact(value)
     return kind_of(name.partition(".")[0]).redacted(value)
+
+
+def fatal_short(error: ApiError) -> str:
+    """A run-fatal error named briefly, where its whole message is said once elsewhere."""
+    return f"HTTP {error.status}" if error.status else "the error"
 
 
 def resend_if_updated(change: InviteChange) -> str:
@@ -139,7 +146,7 @@ class TextRenderer:
             # Every sub-field the PATCH carries is shown, those the files leave alone too.
             lines.extend(
                 f"    {redact_and_escape(field_change.field)}.{escape(sub)}: "
-                f"{json_text(value)} ({KEPT_NOTE})"
+                f"{shown_value(value)} ({KEPT_NOTE})"
                 for sub, value in change.kept_values(field_change.field)
             )
         riding: dict[str, list[str]] = {}
@@ -172,7 +179,7 @@ class TextRenderer:
     def _conflict(self, change: InviteChange, name: str, ref: str | None) -> str:
         return (
             f"{redact_and_escape(name)}: conflict: at {redact_and_escape(ref or 'REF')} "
-            f"{json_text(change.conflicts[name])}, "
+            f"{shown_value(change.conflicts[name])}, "
             f"on the platform {self._old(change.before.get(name))}, "
             f"wanted {self._new(change.patch[name])}"
         )
@@ -202,10 +209,10 @@ class TextRenderer:
         return [f"{name}: {self._old(change.before)} -> {self._new(change.after)}"]
 
     def _old(self, value: FieldValue | None) -> str:
-        return self._style(json_text(value), fg="red")
+        return self._style(shown_value(value), fg="red")
 
     def _new(self, value: FieldValue | None) -> str:
-        return self._style(json_text(value), fg="green")
+        return self._style(shown_value(value), fg="green")
 
     def _failed(self, failed: FailedInvite) -> str:
         heading = self._heading("!", failed.id, None, failed.source, "red")
@@ -226,6 +233,8 @@ class TextRenderer:
         if outcome is WriteOutcome.CONFLICT:
             return self._write_conflict(result, where)
         if outcome is WriteOutcome.FAILED:
+            if result.error is not None and result.error.run_fatal:  # said once, at the end
+                error = f"{fatal_short(result.error)} (the error at the end)"
             return f"{self._style('failed', fg='red')}       {where}: {error}"
         if outcome is WriteOutcome.UPDATE_UNKNOWN:
             line = (

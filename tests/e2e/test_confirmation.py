@@ -8,6 +8,9 @@ The installed `reconcile` in a child process, against the sandbox over HTTP.
 
 from __future__ import annotations
 
+import os
+import pty
+import re
 import shlex
 import subprocess
 from collections.abc import Callable
@@ -21,6 +24,8 @@ from support.invites import ACME, desired_entry, write_invites
 from reconciler.sandbox import Sandbox
 
 pytestmark = pytest.mark.e2e
+
+COLOUR = re.compile(r"\x1b\[[0-9;]*m")  # SGR sequences
 
 
 @pytest.fixture
@@ -40,7 +45,8 @@ def test_apply_from_a_pipe_refuses_before_any_request(server: Sandbox, workdir: 
     assert result.returncode == 1
     assert (
         "refusing to apply without confirmation: standard input is not a terminal; "
-        "pass --auto-approve, or apply a reviewed plan with `apply --plan FILE`"
+        "pass --auto-approve, or save the plan with `reconcile plan --out FILE`, read it "
+        "(`reconcile show FILE`) and apply it with `reconcile apply --plan FILE`"
     ) in result.stderr
     assert server.stats.total == 0  # no token, no read: refused before anything was read
     assert result.stdout == ""  # no plan was printed, since none was made
@@ -100,3 +106,93 @@ def test_resend_from_a_pipe_refuses_before_any_request(server: Sandbox, workdir:
     assert result.returncode == 1
     assert "refusing to re-send without confirmation" in result.stderr
     assert server.stats.total == 0
+
+
+def _apply_with_stdout_to_a_file(
+    workdir: Path, env: dict[str, str], answer: str
+) -> tuple[int, str, str]:
+    """`reconcile apply > apply.txt` typed at a terminal: (exit code, what the terminal
+    showed, what the file holds). ``answer`` is typed once the question is asked."""
+    leader, follower = pty.openpty()
+    with (workdir / "apply.txt").open("wb") as stdout:
+        proc = subprocess.Popen(
+            [*RECONCILE, "apply"], cwd=workdir, env=env, stdin=follower, stdout=stdout,
+            stderr=follower,
+        )  # fmt: skip
+    os.close(follower)
+    shown = b""
+    answered = False
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:  # EIO: the process closed the terminal's last descriptor
+            break
+        if not chunk:
+            break
+        shown += chunk
+        if not answered and b"[y/N]" in shown:
+            os.write(leader, answer.encode() + b"\n")
+            answered = True
+    os.close(leader)
+    code = proc.wait(timeout=60)
+    return code, shown.decode("utf-8", "replace"), (workdir / "apply.txt").read_text("utf-8")
+
+
+def test_apply_with_stdout_to_a_file_shows_the_plan_on_the_terminal_then_asks(
+    server: Sandbox, workdir: Path
+) -> None:
+    # Issue 39, row 5: the question is never about a plan that went unseen into the file.
+    code, shown, written = _apply_with_stdout_to_a_file(workdir, sandbox_env(server), "y")
+    assert code == 0, shown
+    plan, _, after = shown.partition("Apply these changes? [y/N]")
+    assert after, shown  # asked
+    assert 'email: "old@acme.example" -> "new@acme.example"' in COLOUR.sub("", plan)
+    assert COLOUR.search(plan), repr(
+        plan
+    )  # a terminal, NO_COLOR unset: coloured as stdout would be
+    # The file holds the product as before: the plan and what was done, uncoloured.
+    assert 'email: "old@acme.example" -> "new@acme.example"' in written
+    assert "Apply: 1 updated" in written and not COLOUR.search(written)
+    assert len(server.stats.calls("PATCH")) == 1
+
+
+def test_apply_with_stdout_to_a_file_under_no_color_shows_a_plain_plan(
+    server: Sandbox, workdir: Path
+) -> None:
+    code, shown, _ = _apply_with_stdout_to_a_file(workdir, sandbox_env(server, NO_COLOR="1"), "n")
+    assert code == 1
+    assert 'email: "old@acme.example" -> "new@acme.example"' in shown
+    assert not COLOUR.search(shown)
+    assert server.stats.calls("PATCH") == []
+
+
+def test_resend_with_stdout_to_a_file_lists_whom_it_e_mails_on_the_terminal_then_asks(
+    server: Sandbox, tmp_path: Path
+) -> None:
+    leader, follower = pty.openpty()
+    env = sandbox_env(server, NO_COLOR="1")
+    with (tmp_path / "resend.txt").open("wb") as stdout:
+        proc = subprocess.Popen(
+            [*RECONCILE, "resend", "inv_acme"], cwd=tmp_path, env=env, stdin=follower,
+            stdout=stdout, stderr=follower,
+        )  # fmt: skip
+    os.close(follower)
+    shown = b""
+    answered = False
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        shown += chunk
+        if not answered and b"[y/N]" in shown:
+            os.write(leader, b"n\n")
+            answered = True
+    os.close(leader)
+    assert proc.wait(timeout=60) == 1
+    listed, _, _ = shown.decode("utf-8", "replace").partition("[y/N]")
+    assert "inv_acme  Acme Holdings Ltd  <" in listed  # seen before the question
+    assert "inv_acme" in (tmp_path / "resend.txt").read_text(encoding="utf-8")
+    assert server.stats.calls("POST", "/public-api/v1/kyb/invites/") == []

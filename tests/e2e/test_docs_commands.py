@@ -11,7 +11,8 @@ state started for that document alone. The sandbox's address takes the place of
 A block that cannot run says so on the line above it, visibly in the Markdown source:
 ``<!-- docs-test: not run: WHY -->``; the test below lists every one of them, so a new one
 shows in the diff. ``<!-- docs-test: answers y at the prompt ... -->`` runs the document
-with a pseudo-terminal as stdin, where `y` is typed for each such block.
+with a pseudo-terminal as stdin, where `y` is typed for each such block; that block's
+stdout and stderr are the terminal too, as for a person typing it.
 
 README.md runs in an empty directory (its walkthrough makes its own repository); a page
 of docs/ runs in a git repository holding the example invites, committed on `main`, with
@@ -24,6 +25,7 @@ import os
 import re
 import shutil
 import subprocess
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -164,12 +166,18 @@ def test_the_commands_of_a_document_run(
     for block in runnable(document):
         if block.mark is not None and block.mark.startswith(NOT_RUN):
             continue
-        answers += ANSWER_Y in (block.mark or "")
+        answered = ANSWER_Y in (block.mark or "")
+        answers += answered
         parts.append(f"echo '@@ {block.where}' >&2")
-        parts.append(block.script().replace(SANDBOX_URL, server.url))
+        script = block.script().replace(SANDBOX_URL, server.url)
+        # Typed at the terminal, read there: apply asks only about a plan a person can see.
+        parts.append(f"{{\n{script}\n}} >&0 2>&0" if answered else script)
     script = "\n".join(parts) + "\n"
 
     primary, secondary = os.openpty()  # stdin a terminal: `apply` asks, and `y` is typed
+    shown: list[bytes] = []  # what the terminal showed, read as it comes (never blocking it)
+    reader = threading.Thread(target=_read_all, args=(primary, shown), daemon=True)
+    reader.start()
     try:
         os.write(primary, b"y\n" * answers)
         done = subprocess.run(
@@ -184,13 +192,27 @@ def test_the_commands_of_a_document_run(
         )
     finally:
         os.close(secondary)
+        reader.join(timeout=10)
         os.close(primary)
 
     last = [line for line in done.stderr.splitlines() if line.startswith("@@ ")]
+    terminal = b"".join(shown).decode("utf-8", "replace")
     assert done.returncode == 0, (
         f"a command of {last[-1][3:] if last else document} exited {done.returncode}:\n"
-        f"{done.stderr[-3000:]}\n--- stdout:\n{done.stdout[-2000:]}"
+        f"{done.stderr[-3000:]}\n--- stdout:\n{done.stdout[-2000:]}\n"
+        f"--- the terminal:\n{terminal[-2000:]}"
     )
+
+
+def _read_all(primary: int, into: list[bytes]) -> None:
+    while True:
+        try:
+            chunk = os.read(primary, 4096)
+        except OSError:  # EIO: no process holds the terminal any more
+            return
+        if not chunk:
+            return
+        into.append(chunk)
 
 
 def _invite_files() -> list[Block]:

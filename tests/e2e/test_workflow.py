@@ -162,13 +162,14 @@ def test_export_round_trips_to_a_clean_plan(sandbox, tmp_path):
     assert f"Plan: 0 to update, {len(ids)} unchanged, 0 errors." in plan.stdout
 
 
-def test_export_of_an_unknown_id_writes_nothing(sandbox, tmp_path):
+def test_export_of_an_unknown_id_names_it_and_writes_the_others(sandbox, tmp_path):
     result = run_cli(
         "export", "inv_8f2k1", "inv_nope", "--out", "x.yaml", cwd=tmp_path, env=sandbox_env(sandbox)
     )
     assert result.returncode == 1
     assert "inv_nope" in result.stderr and "404" in result.stderr
-    assert not (tmp_path / "x.yaml").exists()
+    written = (tmp_path / "x.yaml").read_text(encoding="utf-8")
+    assert "id: inv_8f2k1" in written and "inv_nope" not in written
 
 
 def test_max_changes_warns_in_the_plan_and_apply_refuses(start_sandbox, tmp_path):

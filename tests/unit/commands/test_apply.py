@@ -95,11 +95,21 @@ def test_a_run_fatal_error_stops_new_writes_and_says_why(
 ) -> None:
     platform.on_update("inv_6p3j9", **answer(403, "token lacks scope kyb:invites:write", "r-403"))
     assert apply_all(tmp_path) == 1
-    stopped, totals = summary_lines(capsys.readouterr().out)
-    assert stopped.startswith("Stopped: HTTP 403: token lacks scope kyb:invites:write")
-    assert stopped.endswith("; no new writes were started.")
+    out, err = capsys.readouterr()
+    stopped, totals = summary_lines(out)
+    assert stopped == "Stopped: HTTP 403 (the error at the end); no new writes were started."
     assert totals == "Apply: 0 updated, 1 failed, 2 not started."
     assert platform.writes() == [("PATCH", "inv_6p3j9")]
+    # The server's message once in the run (issue 39, row 7): on the last line, the
+    # invite's own line pointing at it; the count kept in the summary.
+    assert (out + err).count("token lacks scope") == 1
+    assert "failed       inv_6p3j9  (" in out and "): HTTP 403 (the error at the end)" in out
+    last = err.splitlines()[-1]
+    assert last.startswith("error: inv_6p3j9: HTTP 403: token lacks scope kyb:invites:write")
+    assert last.endswith(
+        "(requestId r-403); check the credentials and their scopes. It stopped the run: "
+        "no new writes were started"
+    )
 
 
 def interrupt_during(platform: FakePlatform, invite_id: str) -> None:

@@ -20,6 +20,13 @@ class TerminalInput(io.StringIO):
         return True
 
 
+def at_a_terminal(monkeypatch: pytest.MonkeyPatch, typed: TerminalInput) -> None:
+    """A person at a terminal: what they type on stdin, and the plan shown on stdout."""
+    monkeypatch.setattr(sys, "stdin", typed)
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    monkeypatch.setenv("NO_COLOR", "1")
+
+
 def apply_args(tmp_path: Path) -> list[str]:
     return ["apply", str(write_invites(tmp_path / "invites", resend=True))]
 
@@ -53,7 +60,39 @@ def test_apply_points_to_a_reviewed_plan_as_the_other_way(
 ) -> None:
     monkeypatch.setattr(sys, "stdin", io.StringIO(""))
     assert reconcile(*apply_args(tmp_path)) == 1
-    assert "or apply a reviewed plan with `apply --plan FILE`" in capsys.readouterr().err
+    assert (
+        "or save the plan with `reconcile plan --out FILE`, read it (`reconcile show FILE`) "
+        "and apply it with `reconcile apply --plan FILE`"
+    ) in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["apply", "resend"])
+def test_typed_at_a_terminal_with_the_output_in_files_both_refuse_before_any_request(
+    platform: FakePlatform,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    command: str,
+) -> None:
+    # `reconcile apply > apply.txt 2> errors.txt` at a terminal: the plan (or the list of
+    # whom resend e-mails) would go unseen into a file, and the question with it
+    # (issue 39, row 5).
+    monkeypatch.setattr(sys, "stdin", TerminalInput("y\n"))
+    args = apply_args(tmp_path) if command == "apply" else RESEND_ARGS
+    assert reconcile(*args) == 1
+    out, err = capsys.readouterr()
+    action = "apply" if command == "apply" else "re-send"
+    assert err.splitlines()[-1].startswith(
+        f"error: refusing to {action} without confirmation: neither stdout nor stderr is a "
+        "terminal, so what you would be asked about could not be seen; pass --auto-approve"
+    )
+    if command == "apply":
+        assert err.splitlines()[-1].endswith(
+            ", or save the plan with `reconcile plan --out FILE`, read it "
+            "(`reconcile show FILE`) and apply it with `reconcile apply --plan FILE`"
+        )
+    assert "[y/N]" not in err and out == ""
+    assert platform.mock.request_history == []  # not even a token: nothing was read
 
 
 @pytest.mark.parametrize("command", ["apply", "resend"])
@@ -64,7 +103,7 @@ def test_on_a_terminal_no_sends_nothing(
     capsys: pytest.CaptureFixture[str],
     command: str,
 ) -> None:
-    monkeypatch.setattr(sys, "stdin", TerminalInput("n\n"))
+    at_a_terminal(monkeypatch, TerminalInput("n\n"))
     args = apply_args(tmp_path) if command == "apply" else RESEND_ARGS
     assert reconcile(*args) == 1
     err = capsys.readouterr().err
@@ -100,7 +139,7 @@ def test_ctrl_c_at_the_prompt_says_what_happened_not_a_bare_aborted(
 def test_on_a_terminal_yes_goes_ahead(
     platform: FakePlatform, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
 ) -> None:
-    monkeypatch.setattr(sys, "stdin", TerminalInput("y\n"))
+    at_a_terminal(monkeypatch, TerminalInput("y\n"))
     args = apply_args(tmp_path) if command == "apply" else RESEND_ARGS
     assert reconcile(*args) == 0
     posts = [w for w in platform.writes() if w[0] == "POST"]

@@ -408,3 +408,32 @@ def test_the_summary_counts_conflicts_diverged_and_owed_re_sends_apart() -> None
     )
     assert "reconcile resend inv_1" in summary
     assert not report.ok
+
+
+def test_a_value_the_platform_does_not_hold_is_not_set_in_text_and_markdown_null_in_json():
+    # Issue 39, row 7: `null -> ["emea"]` read as a value the platform holds.
+    patch = {"phone": "+442079460000", "groups": ["emea"]}
+    patch["primaryContact"] = {"name": "Jo", "email": "jo@x.example"}
+    plan = Plan(
+        base_url="https://api.example.test",
+        changes=[
+            InviteChange(
+                id="inv_n",
+                source=SourceLocation("invites/a.yaml", 2),
+                name=None,
+                before=held({"phone": None, "groups": None, "primaryContact": None}),
+                patch=typed(patch),
+                resend=False,
+            )
+        ],
+    )
+    text = TextRenderer(color=False).render(plan)
+    assert '    phone: (not set) -> "+442079460000"' in text
+    assert '    groups: (not set) -> ["emea"]' in text
+    assert '    primaryContact: (not set) -> {"name": "Jo", "email": "jo@x.example"}' in text
+    assert "null" not in text
+    comment = MarkdownRenderer().render(plan)
+    assert '| phone | _(not set)_ | <code>"+442079460000"</code> |' in comment
+    assert "| groups | _(not set)_ |" in comment and "null" not in comment
+    (change_record,) = json.loads(JsonRenderer().render(plan))["changes"]
+    assert change_record["before"] == {"phone": None, "groups": None, "primaryContact": None}

@@ -1,0 +1,136 @@
+"""What a person sees of a run, the real CLI against the sandbox over HTTP (issue 39, row 7):
+a value the platform does not hold is `(not set)`, the error that stops a run is said
+once, and `error:` and `warning:` on stderr are coloured by stdout's rule."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from support.cli import run_cli, run_cli_process
+from support.helpers import EXAMPLES, RECONCILE, clean_env, sandbox_env
+
+from reconciler.sandbox import Sandbox
+
+pytestmark = pytest.mark.e2e
+
+COLOUR = re.compile(r"\x1b\[[0-9;]*m")
+SCOPE_MESSAGE = "token lacks scope kyb:invites:write"
+NOT_HELD = """\
+invites:
+  - id: inv_5q5q5
+    groups: [emea]
+    primaryContact: {name: Jo Bloggs, email: jo@unmanaged.example}
+"""
+
+
+def test_a_value_the_platform_does_not_hold_is_not_set_and_null_only_in_json(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    (tmp_path / "invites").mkdir()
+    (tmp_path / "invites" / "u.yaml").write_text(NOT_HELD, encoding="utf-8")
+    env = sandbox_env(sandbox)
+    text = run_cli("plan", cwd=tmp_path, env=env).stdout
+    assert '    groups: (not set) -> ["emea"]' in text
+    assert "    primaryContact: (not set) -> {" in text and "null" not in text
+    markdown = run_cli("plan", "--format", "markdown", cwd=tmp_path, env=env).stdout
+    assert "| groups | _(not set)_ |" in markdown and "null" not in markdown
+    document = json.loads(run_cli("plan", "--format", "json", cwd=tmp_path, env=env).stdout)
+    assert document["changes"][0]["before"] == {"groups": None, "primaryContact": None}
+
+
+def _examples(tmp_path: Path) -> Path:
+    shutil.copytree(EXAMPLES, tmp_path / "invites")
+    return tmp_path
+
+
+def test_a_403_that_stops_apply_is_said_once_and_counted(sandbox: Sandbox, tmp_path: Path) -> None:
+    env = sandbox_env(sandbox, RECONCILER_SCOPE="kyb:invites:read")  # no write scope: 403
+    result = run_cli("apply", "--auto-approve", cwd=_examples(tmp_path), env=env)
+    assert result.returncode == 1
+    shown = result.stdout + result.stderr
+    assert shown.count(SCOPE_MESSAGE) == 1, shown
+    failed = [line for line in result.stdout.splitlines() if line.startswith("failed ")]
+    assert failed and all(line.endswith("HTTP 403 (the error at the end)") for line in failed)
+    assert f"Apply: 0 updated, {len(failed)} failed" in result.stdout  # the count is kept
+    assert "Stopped: HTTP 403 (the error at the end); no new writes were started." in shown
+    last = result.stderr.splitlines()[-1]
+    assert last.startswith("error: inv_") and SCOPE_MESSAGE in last and "(requestId " in last
+
+
+def test_a_403_that_stops_resend_is_said_once_and_no_further_e_mail_is_tried(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    env = sandbox_env(sandbox, RECONCILER_SCOPE="kyb:invites:read")
+    ids = ["inv_8f2k1", "inv_3m9q7", "inv_7c2d4"]
+    result = run_cli("resend", "--auto-approve", *ids, cwd=tmp_path, env=env)
+    assert result.returncode == 1
+    assert (result.stdout + result.stderr).count(SCOPE_MESSAGE) == 1
+    assert "Resend: 0 re-sent, 1 failed, 2 not sent." in result.stdout
+    assert len(sandbox.stats.calls("POST", "/public-api/v1/kyb/invites/")) == 1
+
+
+def _stderr_on_a_terminal(args: list[str], cwd: Path, env: dict[str, str]) -> str:
+    """What stderr shows on a terminal (stdout a pipe, stdin /dev/null)."""
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        [*RECONCILE, *args], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=follower,
+    )  # fmt: skip
+    os.close(follower)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:  # EIO: the process closed the terminal
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(leader)
+    assert proc.stdout is not None
+    proc.stdout.read()
+    proc.stdout.close()
+    proc.wait(timeout=60)
+    return shown.decode("utf-8", "replace")
+
+
+BAD = """\
+invites:
+  - id: inv_8f2k1
+    name: " Acme"
+  - id: inv_3m9q7
+    emial: kyb@mueller-soehne.example
+"""
+
+
+def test_errors_and_warnings_on_stderr_are_coloured_on_a_terminal_by_stdouts_rule(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "invites").mkdir()
+    (tmp_path / "invites" / "bad.yaml").write_text(BAD, encoding="utf-8")
+    shown = _stderr_on_a_terminal(["validate"], tmp_path, clean_env())
+    assert "\x1b[31m\x1b[1minvites/bad.yaml:5:5:\x1b[0m unknown field `emial`" in shown
+    assert "invites/bad.yaml:3:11: \x1b[33m\x1b[1mwarning:\x1b[0m surrounding-space" in shown
+    good = _examples(tmp_path / "good")  # no credentials set: an error, on stderr
+    missing = _stderr_on_a_terminal(["plan"], good, clean_env())
+    assert "\x1b[31m\x1b[1merror:\x1b[0m missing RECONCILER_BASE_URL" in missing
+    # NO_COLOR, TERM=dumb, --color never and a pipe: the same lines, plain.
+    for plain in (
+        _stderr_on_a_terminal(["validate"], tmp_path, clean_env(NO_COLOR="1")),
+        _stderr_on_a_terminal(["validate"], tmp_path, clean_env(TERM="dumb")),
+        run_cli_process("validate", cwd=tmp_path).stderr,
+    ):
+        assert "invites/bad.yaml:5:5: unknown field `emial`" in plain
+        assert not COLOUR.search(plain)
+    never = _stderr_on_a_terminal(["plan", "--color", "never"], good, clean_env())
+    assert "error: missing RECONCILER_BASE_URL" in never and not COLOUR.search(never)
+    # --color always colours a pipe too, as it does stdout.
+    forced = run_cli_process("plan", "--color", "always", cwd=good).stderr
+    assert "\x1b[31m\x1b[1merror:\x1b[0m missing RECONCILER_BASE_URL" in forced

@@ -1,0 +1,107 @@
+"""`export --ids-from`: the ids read from a file or stdin, one a line, bounded and checked."""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from support.cli import run_cli
+from support.helpers import clean_env
+
+from reconciler.commands import ids_from
+from reconciler.commands.ids_from import ids_in, read_ids
+from reconciler.errors import ReconcilerError
+
+
+def test_blank_lines_and_comments_are_ignored_and_each_id_is_kept_once() -> None:
+    text = "# from the console, 2026-11-26\n\ninv_8f2k1\n  inv_3m9q7  # Acme\n\ninv_8f2k1\r\n"
+    assert ids_in(text, "ids.txt") == ["inv_8f2k1", "inv_3m9q7"]
+
+
+def test_bad_ids_are_named_at_their_line_and_nothing_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "ids.txt"
+    path.write_text("inv_1\ninv 2\n# ok\n..\ninv_\u202e3\n", encoding="utf-8")
+    with pytest.raises(ReconcilerError) as caught:
+        read_ids(str(path))
+    message = str(caught.value)
+    assert f"{path}:2: 'inv 2'" in message
+    assert f"{path}:4: '..'" in message
+    assert f"{path}:5: 'inv_\\u202e3'" in message  # escaped, never the raw bidi mark
+    assert "\u202e" not in message
+    assert "not a valid invite id" in message and "nothing was read" in message
+    assert f"{path}:1" not in message
+
+
+def test_many_bad_ids_name_ten_then_how_many_more() -> None:
+    with pytest.raises(ReconcilerError, match="and 5 more"):
+        ids_in("".join(f"bad id {n}\n" for n in range(15)), "ids.txt")
+
+
+def test_a_file_past_the_bound_is_refused_without_reading_it_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ids_from, "MAX_IDS_BYTES", 64)
+    path = tmp_path / "ids.txt"
+    path.write_text("inv_1\n" * 11, encoding="utf-8")  # 66 bytes
+    with pytest.raises(ReconcilerError, match="too large for a list of invite ids"):
+        read_ids(str(path))
+    path.write_text("inv_1\n" * 10, encoding="utf-8")
+    assert read_ids(str(path)) == ["inv_1"]
+
+
+def test_dev_zero_is_refused_not_read_forever() -> None:
+    with pytest.raises(ReconcilerError, match="not a regular file"):
+        read_ids("/dev/zero")
+
+
+def test_a_fifo_is_refused_with_the_pipe_to_use(tmp_path: Path) -> None:
+    fifo = tmp_path / "ids"
+    os.mkfifo(fifo)
+    with pytest.raises(ReconcilerError) as caught:
+        read_ids(str(fifo))
+    assert "--ids-from -" in str(caught.value)
+
+
+def test_stdin_is_read_when_the_source_is_a_dash(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A byte-order mark, as some editors save, is no id.
+    stdin = io.TextIOWrapper(io.BytesIO(b"\xef\xbb\xbfinv_1\ninv_2\n"), encoding="utf-8")
+    monkeypatch.setattr(sys, "stdin", stdin)
+    assert read_ids("-") == ["inv_1", "inv_2"]
+
+
+def test_stdin_past_the_bound_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ids_from, "MAX_IDS_BYTES", 64)
+    stdin = io.TextIOWrapper(io.BytesIO(b"inv_1\n" * 11), encoding="utf-8")
+    monkeypatch.setattr(sys, "stdin", stdin)
+    with pytest.raises(ReconcilerError, match="stdin: larger than"):
+        read_ids("-")
+
+
+def test_text_that_is_not_utf8_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "ids.txt"
+    path.write_bytes(b"inv_\xe9\n")
+    with pytest.raises(ReconcilerError, match="not UTF-8"):
+        read_ids(str(path))
+
+
+def test_export_with_no_ids_at_all_says_how_to_give_them(tmp_path: Path) -> None:
+    (tmp_path / "ids.txt").write_text("# none yet\n\n", encoding="utf-8")
+    result = run_cli("export", "--ids-from", "ids.txt", cwd=tmp_path, env=clean_env())
+    assert result.returncode == 1
+    assert "ids.txt holds none, only blank lines and comments" in result.stderr
+    assert "--ids-from FILE" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_ids_typed_at_a_terminal_are_asked_for_with_how_to_end(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    class Typed(io.TextIOWrapper):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr(sys, "stdin", Typed(io.BytesIO(b"inv_1\n"), encoding="utf-8"))
+    assert read_ids("-") == ["inv_1"]
+    assert "one a line; Ctrl-D ends" in capsys.readouterr().err
