@@ -198,7 +198,7 @@ def export(
         else:  # a file that appeared meanwhile is never replaced; a dangling link is
             write_output(out, text, "the export", create_only=not os.path.islink(out))
         created = f" (made the directory {escape(made)})" if made else ""
-        click.echo(f"Exported {plural(len(found), 'invite')} to {out}{created}.", err=True)
+        click.echo(f"Exported {plural(len(found), 'invite')} to {escape(out)}{created}.", err=True)
     else:
         click.echo(text, nl=False)
     if note:

@@ -73,3 +73,14 @@ def test_force_over_a_file_of_only_the_exported_invites_replaces_it(
     )
     assert result.returncode == 0, result.stderr
     assert "Old Name" not in target.read_text(encoding="utf-8")
+
+
+def test_an_out_path_with_an_invisible_character_is_shown_escaped(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    out = "new\u202efile.yaml"  # a right-to-left override: the path would read reversed
+    result = run_cli("export", "inv_6p3j9", "--out", out, cwd=tmp_path, env=sandbox_env(sandbox))
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / out).is_file()
+    assert "\u202e" not in result.stderr
+    assert "Exported 1 invite to new" in result.stderr
