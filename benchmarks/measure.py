@@ -17,8 +17,9 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from support.helpers import RECONCILE, REPO, clean_env, sandbox_env
+
 from reconciler.sandbox import Sandbox
-from tests.support.helpers import RECONCILE, REPO, clean_env, sandbox_env
 
 RUN_TIMEOUT = 1800.0  # seconds for one CLI run before it is killed
 _LAUNCHER = Path(__file__).with_name("launcher.py")

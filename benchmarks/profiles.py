@@ -7,7 +7,7 @@ import collections
 import re
 from pathlib import Path
 
-from tests.support.helpers import REPO
+from support.helpers import REPO
 
 # The first category, in this order, with a marker in any frame of a stack names it.
 _CATEGORIES = [

@@ -1,8 +1,8 @@
 """``python benchmarks/run.py [options]``: the same as ``python -m benchmarks``.
 
 Run as a script, Python puts only this folder on the path; the repository root
-(this file's parent's parent) goes there too, so ``benchmarks`` and ``tests``
-import as packages.
+(this file's parent's parent) goes there too, so ``benchmarks`` imports as a package
+(whose ``__init__`` puts ``tests/`` there for ``support``, as with ``-m``).
 """
 
 from __future__ import annotations

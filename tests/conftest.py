@@ -146,7 +146,7 @@ SECRET = "s3cr3t-Value-of-this-test"
 
 
 @pytest.fixture
-def registered_secret() -> str:
+def registered_secret() -> Iterator[str]:
     saved = safetext._REDACTOR._secrets
     safetext.register_secret(SECRET)
     yield SECRET

@@ -8,11 +8,12 @@ YAML library. The full `adopt` reads every invite, as the plan does.
 
 from __future__ import annotations
 
+from support.estate import SEED
+
 from benchmarks.measure import RunFailed
 from benchmarks.scenarios.common import Context, dataset, describe, run_plan
 from benchmarks.targets import Row, Target
 from reconciler.sandbox import Sandbox, SandboxOptions
-from tests.support.estate import SEED
 
 # "Well under" the plan's time, checked by CPU: on a shared machine wall times move with
 # the load (the one-read adopt waits on nothing but the CPU), and the plan's wall is

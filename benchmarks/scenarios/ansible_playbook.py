@@ -15,13 +15,14 @@ import json
 import sys
 from pathlib import Path
 
+from support.estate import SEED, Dataset
+from support.helpers import REPO, sandbox_env
+
 from benchmarks.measure import Measured, RunFailed, _measure
 from benchmarks.scenarios.apply_rate_limit import check_applied
 from benchmarks.scenarios.common import Context, dataset, describe
 from benchmarks.targets import Row, Target
 from reconciler.sandbox import Sandbox, SandboxOptions
-from tests.support.estate import SEED, Dataset
-from tests.support.helpers import REPO, sandbox_env
 
 RATE = 20.0
 RATIO = Target(1.2, "×")

@@ -8,13 +8,14 @@ from __future__ import annotations
 import statistics
 from typing import Any, NamedTuple
 
+from support.estate import SEED, Dataset
+
 from benchmarks.measure import Measured, RunFailed
 from benchmarks.scenarios.common import Context, dataset, describe, settled_limit
 from benchmarks.targets import Row, Target
 from reconciler.model.fields import fields_from_json
 from reconciler.plan.compare import compare_invite
 from reconciler.sandbox import Sandbox, SandboxOptions
-from tests.support.estate import SEED, Dataset
 
 RATIO = Target(1.05, "×")
 REFUSED = Target(1.0, "%", strict=True)

@@ -7,9 +7,10 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from support.estate import SEED, Dataset, make_dataset
+
 from benchmarks.measure import Measured, RunFailed, Runner
 from reconciler.sandbox import Sandbox, SandboxOptions
-from tests.support.estate import SEED, Dataset, make_dataset
 
 
 @dataclass(frozen=True)

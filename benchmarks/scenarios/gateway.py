@@ -9,13 +9,14 @@ from __future__ import annotations
 import statistics
 from typing import NamedTuple
 
+from support.estate import SEED, Dataset
+from support.nginx import Gateway, Nginx, nginx_binary
+
 from benchmarks.measure import Measured, RunFailed
 from benchmarks.scenarios.apply_rate_limit import check_applied
 from benchmarks.scenarios.common import Context, dataset, describe, plan_summary
 from benchmarks.targets import Row, Target
 from reconciler.sandbox import Sandbox, SandboxOptions
-from tests.support.estate import SEED, Dataset
-from tests.support.nginx import Gateway, Nginx, nginx_binary
 
 REFUSED = Target(2.0, "%")
 CASES = (  # (gateway, wall target as a multiple of requests / rate)

@@ -14,14 +14,15 @@ from __future__ import annotations
 import statistics
 from typing import NamedTuple
 
+from support.estate import SEED, Dataset
+from support.haproxy import Haproxy, Limit, haproxy_binary
+from support.nginx import Gateway, Nginx, nginx_binary
+
 from benchmarks.measure import Measured, RunFailed
 from benchmarks.scenarios.apply_rate_limit import check_applied
 from benchmarks.scenarios.common import Context, dataset, describe, plan_summary
 from benchmarks.targets import Row, Target
 from reconciler.sandbox import Sandbox, SandboxOptions
-from tests.support.estate import SEED, Dataset
-from tests.support.haproxy import Haproxy, Limit, haproxy_binary
-from tests.support.nginx import Gateway, Nginx, nginx_binary
 
 RATE = 10  # requests a second the rate limits allow
 LATENCY = 0.020  # seconds the sandbox takes behind a rate limit

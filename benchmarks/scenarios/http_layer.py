@@ -22,6 +22,8 @@ from urllib.parse import urlsplit
 
 import requests
 import urllib3
+from support.estate import SEED
+from support.helpers import REPO, clean_env
 
 from benchmarks.measure import RunFailed
 from benchmarks.scenarios.common import Context, dataset
@@ -30,8 +32,6 @@ from reconciler.api.client import ApiClient
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox, SandboxOptions
 from reconciler.settings.config import Settings
 from reconciler.settings.contract import INVITE_PATH
-from tests.support.estate import SEED
-from tests.support.helpers import REPO, clean_env
 
 _WARM_UP = 20  # GETs per layer before timing: connection made, caches filled
 

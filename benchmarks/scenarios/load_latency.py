@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import statistics
 
+from support.estate import SEED
+
 from benchmarks.scenarios.common import Context, PlanRun, dataset, describe, run_plan
 from benchmarks.targets import Row
 from reconciler.sandbox import SandboxOptions
-from tests.support.estate import SEED
 
 WORKERS = 8
 SERVICE = 0.020  # seconds per request, per worker

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from support.estate import LAYOUTS
+
 from benchmarks.scenarios.common import Context, dataset, describe, run_plan
 from benchmarks.targets import Row, Target
-from tests.support.estate import LAYOUTS
 
 PEAK = Target(80, "MB")
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import statistics
 
+from support.estate import SEED
+
 from benchmarks.scenarios.common import (
     Context,
     PlanRun,
@@ -15,7 +17,6 @@ from benchmarks.scenarios.common import (
 )
 from benchmarks.targets import Row, Target
 from reconciler.sandbox import SandboxOptions
-from tests.support.estate import SEED
 
 RATIO = Target(0.6, "×")  # measured 0.5× before the pacer was rewritten: keep it
 REFUSED = Target(0, "")  # no rate limit here: today's figure is none

@@ -9,10 +9,11 @@ should cost about the same.
 
 from __future__ import annotations
 
+from support.estate import SEED
+
 from benchmarks.scenarios.common import Context, dataset, describe, run_plan
 from benchmarks.targets import Row, Target
 from reconciler.sandbox import SandboxOptions
-from tests.support.estate import SEED
 
 RATIO = Target(2.0, "×")
 

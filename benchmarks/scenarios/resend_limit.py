@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from support.estate import SEED
+from support.haproxy import Haproxy, Limit, haproxy_binary
+from support.invites import ACME, desired_entry, write_invites
+
 from benchmarks.measure import RunFailed
 from benchmarks.scenarios.common import Context, describe
 from benchmarks.targets import Row, Target
 from reconciler.sandbox import Sandbox, SandboxOptions
-from tests.support.estate import SEED
-from tests.support.haproxy import Haproxy, Limit, haproxy_binary
-from tests.support.invites import ACME, desired_entry, write_invites
 
 RATE = 1  # re-sends a second the gateway allows
 WALL = Target(1.15, "×")

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from support.estate import LAYOUTS
+
 from benchmarks.scenarios.common import Context, dataset, describe
 from benchmarks.targets import Row, Target
-from tests.support.estate import LAYOUTS
 
 CPU = Target(1.0, "s")
 PEAK = Target(60, "MB")

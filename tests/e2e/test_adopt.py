@@ -49,7 +49,7 @@ invites:
     groups:   [emea]
 """
 
-SERVER = [
+SERVER: list[dict[str, Any]] = [
     {
         "id": "inv_acme",
         "status": "pending",

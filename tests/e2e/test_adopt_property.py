@@ -159,7 +159,7 @@ def render(layout: Layout, values: dict[str, dict[str, Any]] | None = None) -> s
                 if new is not None and new != one.value:  # in the style the file shows
                     text = render_scalar(new, style_of(text), False)
                 out.append(f"    {one.key}: {text}{one.trail}{nl}")
-            elif values is None or set(new) == set(one.items):
+            elif new is None or set(new) == set(one.items):  # None: not adopted, as written
                 out.append(_list_as_written(one, nl))
             else:
                 out.append(_list_adopted(one, new, nl))

@@ -404,7 +404,7 @@ def test_a_read_only_grant_fails_the_task_before_any_write(play: Play) -> None:
     from support.authlib_server import SECRET as AUTHLIB_SECRET
 
     invite = {"id": "inv_acme", "status": "pending", "name": "Acme Old Ltd"}
-    policy = AuthlibPolicy(invites={"inv_acme": invite}, allowed=(READ,))  # type: ignore[arg-type]
+    policy = AuthlibPolicy(invites={"inv_acme": invite}, allowed=(READ,))
     with authlib_server(policy) as server:
         env = clean_env(
             RECONCILER_BASE_URL=server.url,

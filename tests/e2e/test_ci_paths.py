@@ -21,7 +21,7 @@ def bad_file(root: Path) -> Path:
     return folder
 
 
-def annotations(stderr: str) -> list[str]:
+def error_annotations(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if line.startswith("::error ")]
 
 
@@ -30,7 +30,7 @@ def test_github_annotations_name_the_file_from_the_workspace(tmp_path: Path) -> 
     env = clean_env(GITHUB_ACTIONS="true", GITHUB_WORKSPACE=str(tmp_path))
     result = run_cli("validate", ".", cwd=folder, env=env)
     assert result.returncode == 1
-    found = annotations(result.stderr)
+    found = error_annotations(result.stderr)
     assert found and all(a.startswith("::error file=invites/bad.yaml,line=") for a in found)
 
 
@@ -51,7 +51,7 @@ def test_without_ci_variables_the_git_top_level_is_the_root(tmp_path: Path) -> N
     env.pop("GITHUB_WORKSPACE", None)
     env.pop("CI_PROJECT_DIR", None)
     result = run_cli("validate", ".", cwd=folder, env=env)
-    found = annotations(result.stderr)
+    found = error_annotations(result.stderr)
     assert found and all(a.startswith("::error file=invites/bad.yaml,line=") for a in found)
 
 
@@ -61,6 +61,6 @@ def test_a_file_outside_the_root_keeps_its_path(tmp_path: Path) -> None:
     elsewhere.mkdir()
     env = clean_env(GITHUB_ACTIONS="true", GITHUB_WORKSPACE=str(elsewhere))
     result = run_cli("validate", "invites", cwd=tmp_path, env=env)
-    found = annotations(result.stderr)
+    found = error_annotations(result.stderr)
     assert found and all(a.startswith("::error file=invites/bad.yaml,line=") for a in found)
     assert folder.exists()

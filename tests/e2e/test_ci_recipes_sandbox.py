@@ -37,7 +37,7 @@ def git(repo: Path, *args: str) -> str:
     ).stdout.strip()
 
 
-def run_install_step(runner_temp: Path) -> subprocess.CompletedProcess[str]:
+def run_install_step(runner_temp: Path) -> StepResult:
     """The action's install step, run for real with RUNNER_TEMP=runner_temp."""
     runner = Runner(
         runner_temp, runner_temp, base_env(runner_temp, PYTHON_BIN), {"event_name": "push"}

@@ -33,7 +33,7 @@ from urllib.parse import unquote
 
 import pytest
 import yaml
-from support.cli import run_cli
+from support.cli import CliRun, run_cli
 from support.daemon import free_port
 from support.helpers import clean_env, sandbox_env
 
@@ -177,7 +177,7 @@ def build_dataset(root: Path, n: int, seed: int) -> Dataset:
     for i in range(n):
         # Ids use every character the contract allows: letters, digits, _ - .
         invite_id = f"inv-{seed}.{i:03d}" if i % 7 == 0 else f"inv_{seed}_{i:03d}"
-        current = {
+        current: dict[str, Any] = {
             "id": invite_id,
             "status": "pending",
             "name": f"{NAMES[i % len(NAMES)]} {i}",
@@ -314,7 +314,7 @@ def read_audit(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in lines if line.strip()]
 
 
-def assert_no_traceback(result: subprocess.CompletedProcess[str]) -> None:
+def assert_no_traceback(result: CliRun) -> None:
     assert "Traceback" not in result.stderr + result.stdout, result.stderr
 
 
@@ -355,7 +355,7 @@ def assert_writes_match_plan(sandbox: Sandbox, ds: Dataset) -> None:
 
 
 def assert_honest_report(
-    result: subprocess.CompletedProcess[str],
+    result: CliRun,
     out: ApplyOutput,
     ds: Dataset,
     sandbox: Sandbox,
@@ -457,7 +457,7 @@ def status_count(status: int) -> Callable[[Sandbox], int]:
 class Scenario:
     ds: Dataset
     sandbox: Sandbox
-    result: subprocess.CompletedProcess[str]
+    result: CliRun
     out: ApplyOutput
 
 

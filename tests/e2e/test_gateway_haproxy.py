@@ -48,7 +48,7 @@ def _estate(tmp_path: Path) -> tuple[list[dict[str, object]], Path]:
     return state, tmp_path / "invites"
 
 
-def _run(haproxy: Haproxy, sandbox: Sandbox, *args: str, cwd: Path):  # type: ignore[no-untyped-def]
+def _run(haproxy: Haproxy, sandbox: Sandbox, *args: str, cwd: Path):
     env = clean_env(**haproxy.client_env(sandbox))
     result = run_cli_process(*args, env=env, cwd=cwd, timeout=60)
     assert "Traceback" not in result.stderr, result.stderr

@@ -27,12 +27,12 @@ from typing import Any
 
 import pytest
 import yaml
-from support.cli import run_cli
+from support.cli import CliRun, run_cli
 from support.daemon import free_port
 from support.helpers import clean_env, sandbox_env
 
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox, SandboxOptions
-from reconciler.sandbox.app import SandboxApp
+from reconciler.sandbox.app import Response, SandboxApp
 
 pytestmark = pytest.mark.e2e
 
@@ -72,7 +72,7 @@ def build_dataset(root: Path, n: int = 45, seed: int = 1, differ: bool = True) -
     server, entries, changed = [], [], []
     for i in range(n):
         invite_id = f"inv_s{seed}_{i:03d}"
-        current = {
+        current: dict[str, Any] = {
             "id": invite_id,
             "status": "pending",
             "name": f"{NAMES[i % len(NAMES)]} {i}",
@@ -117,9 +117,9 @@ class LeakWatch:
             self.tokens.append(token)
             return token
 
-        def recording_handle(method: str, target: str, *args: Any) -> Any:
+        def recording_handle(method: str, target: str, headers: Any, body: bytes) -> Response:
             self.targets.append(target)  # the whole target, query string included
-            return handle(method, target, *args)
+            return handle(method, target, headers, body)
 
         self.apps.append(app)
         app.tokens.issue = recording_issue  # type: ignore[method-assign]
@@ -158,7 +158,7 @@ def watched_sandbox(
 
 
 def check(
-    result: subprocess.CompletedProcess[str],
+    result: CliRun,
     watch: LeakWatch,
     *,
     secrets: tuple[str, ...] = (SANDBOX_CLIENT_SECRET,),

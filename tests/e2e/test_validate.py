@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 import re
 import socket
-import subprocess
 from pathlib import Path
 
 import pytest
-from support.cli import run_cli, run_cli_process
+from support.cli import CliRun, run_cli, run_cli_process
 from support.helpers import EXAMPLES, REPO, clean_env
 
 import reconciler
@@ -31,7 +30,7 @@ def dead_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def assert_no_traceback(result: subprocess.CompletedProcess[str]) -> None:
+def assert_no_traceback(result: CliRun) -> None:
     assert "Traceback" not in result.stdout
     assert "Traceback" not in result.stderr
 

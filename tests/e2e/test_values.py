@@ -39,7 +39,7 @@ FLAG = {
     "groups": ["emea"],
 }
 CAFE = {"id": "inv_cafe", "status": "pending", "name": "Caf\u00e9 Ltd", "email": "kyb@cafe.example"}
-ECHO = {
+ECHO: dict[str, Any] = {
     "id": "inv_echo",
     "status": "pending",
     "name": "Echo GmbH",

@@ -192,7 +192,7 @@ def test_a_kept_phone_changed_since_the_plan_is_a_conflict_and_nothing_is_writte
         ACME, primaryContact={"name": "María López", "email": "maria@acme.example"}
     )
     write_invites(tmp_path / "invites", [entry])
-    support_edit = {"primaryContact": {**ACME["primaryContact"], "phone": "+442079469999"}}  # type: ignore[dict-item]
+    support_edit = {"primaryContact": {**ACME["primaryContact"], "phone": "+442079469999"}}
     hostility = Hostility(change_before_get={"inv_acme": (2, support_edit)})
     with HostileServer([ACME], hostility, secret=SECRET) as server:
         applied = apply(tmp_path, hostile_env(server))

@@ -84,7 +84,7 @@ class _Request(OAuth2Request):
         return self._form
 
 
-class _Server(AuthorizationServer):  # type: ignore[misc]
+class _Server(AuthorizationServer):
     def __init__(self, owner: AuthlibServer) -> None:
         super().__init__(scopes_supported=[READ, WRITE])
         self.owner = owner
@@ -106,7 +106,7 @@ class _Server(AuthorizationServer):  # type: ignore[misc]
                 token["scope"] = said
 
     def create_oauth2_request(self, request: Any) -> _Request:
-        return request  # type: ignore[no-any-return]
+        return request
 
     def create_json_request(self, request: Any) -> Any:
         raise NotImplementedError
@@ -156,11 +156,12 @@ class _Handler(QuietHandler):
             if owner.policy.forbidden_description is not None:
                 error.description = owner.policy.forbidden_description
             payload = dict(error.get_body())
-            challenge = (
+            scope_challenge = (
                 f'Bearer error="insufficient_scope", scope="{needed}", '
                 f'error_description="{error.description}"'
             )
-            return self._answer(403, json.dumps(payload).encode(), {"WWW-Authenticate": challenge})
+            headers = {"WWW-Authenticate": scope_challenge}
+            return self._answer(403, json.dumps(payload).encode(), headers)
         if not self.path.startswith(INVITES):
             return self._answer(404, envelope(404, None, "no such endpoint"), {})
         invite_id = unquote(self.path[len(INVITES) :])

@@ -11,9 +11,15 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
+from typing import TypeAlias
 
 from .helpers import RECONCILE, clean_env
 from .inprocess import CliResult, run_in_process
+
+__all__ = ["CliResult", "CliRun", "run_cli", "run_cli_process"]
+
+# What a test gets from either runner: both have args, returncode, stdout and stderr.
+CliRun: TypeAlias = CliResult | subprocess.CompletedProcess[str]
 
 
 def run_cli(

@@ -1,6 +1,7 @@
 """Helpers shared by the tests and the benchmarks: where things are, and the CLI's environment.
 
-No pytest here, so ``benchmarks/`` imports this module as ``tests.helpers``.
+No pytest here, so ``benchmarks/`` imports this module too, as ``support.helpers`` (the
+name the tests use: ``benchmarks/__init__.py`` puts ``tests/`` on ``sys.path``).
 """
 
 from __future__ import annotations

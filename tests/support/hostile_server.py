@@ -133,6 +133,7 @@ class HostileServer:
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
+        assert isinstance(host, str)  # an AF_INET server's address, never bytes
         return f"{self.scheme}://{host}:{port}"
 
     scheme = "http"
@@ -172,8 +173,9 @@ class HostileServer:
     def invite(self, method: str, invite_id: str, body: Any, auth: str) -> tuple[int, bytes]:
         h = self.hostility
         if method in h.echo_authorization:
-            echoed = {"authorization": auth}
-            return 400, envelope(400, echoed, f"malformed request header Authorization: {auth}")
+            return 400, envelope(
+                400, {"authorization": auth}, f"malformed request header Authorization: {auth}"
+            )
         if method in h.envelope_failure:
             current = self.invites.get(invite_id)
             return 200, envelope(200, current, "request could not be processed", success=False)
@@ -283,10 +285,10 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._flood(h.resend_huge_body, announce=False)
         if operation == "RESEND" and invite_id in hostile.invites and h.resend_raw:
             with hostile.lock:
-                status, headers, page, went = h.resend_raw.pop(0)
+                status, headers, raw_page, went = h.resend_raw.pop(0)
                 if went:
                     hostile.resends[invite_id] += 1
-            return self._answer(status, page, headers)
+            return self._answer(status, raw_page, headers)
         if operation == "RESEND" and invite_id in hostile.invites and h.resend_answers:
             with hostile.lock:
                 answer = h.resend_answers.pop(0)
@@ -303,9 +305,9 @@ class _Handler(BaseHTTPRequestHandler):
             if h.patch_delay:
                 time.sleep(h.patch_delay)
             with hostile.lock:
-                status = h.patch_statuses.pop(0) if h.patch_statuses else None
-            if status is not None:
-                return self._html_error(status)
+                refused = h.patch_statuses.pop(0) if h.patch_statuses else None
+            if refused is not None:
+                return self._html_error(refused)
             if_match = self.headers.get("If-Match")
             if h.always_412 or (
                 h.etags and if_match is not None and not hostile.if_match_holds(if_match, invite_id)
@@ -328,13 +330,13 @@ class _Handler(BaseHTTPRequestHandler):
             return self._flood(h.huge_body, h.huge_body_length_header)
         if method == "GET" and h.gzip_bomb_mib is not None:
             return self._answer(200, gzip_bomb(h.gzip_bomb_mib), {"Content-Encoding": "gzip"})
-        body = json.loads(raw) if raw else None
+        sent_body = json.loads(raw) if raw else None
         auth = self.headers.get("Authorization", "")
-        status, answer = hostile.invite(operation, invite_id, body, auth)
+        status, reply = hostile.invite(operation, invite_id, sent_body, auth)
         if method == "GET" and h.drip_seconds is not None:
-            return self._drip(answer, h.drip_seconds)
+            return self._drip(reply, h.drip_seconds)
         headers = {"ETag": hostile.etag_to_send(invite_id)} if method == "GET" and h.etags else {}
-        self._answer(status, answer, headers)
+        self._answer(status, reply, headers)
         due = h.change_after_get.get(invite_id)
         if method == "GET" and due is not None and due[0] == hostile.gets[invite_id]:
             hostile.invites[invite_id].update(due[1])

@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-ACME = {
+ACME: dict[str, Any] = {
     "id": "inv_acme",
     "status": "pending",
     "name": "Acme Holdings Ltd",

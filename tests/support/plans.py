@@ -23,7 +23,7 @@ def desired(index: int, **fields: Any) -> DesiredInvite:
     )
 
 
-def current(index: int, status: str = "pending", **fields: Any) -> CurrentInvite:
+def current(index: int, status: str | None = "pending", **fields: Any) -> CurrentInvite:
     return CurrentInvite(
         f"inv_{index:04d}", status, typed(fields or {"email": f"old{index}@x.example"})
     )

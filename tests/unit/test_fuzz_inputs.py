@@ -472,7 +472,7 @@ def test_any_answer_to_get_invite_is_an_invite_or_an_api_error(
             assert isinstance(invite, CurrentInvite)
             # Only a successful answer may be taken for the invite.
             assert 200 <= status <= 299, f"HTTP {status} was taken for an invite"
-            data = json.loads(body)
+            data: Any = json.loads(body)
             data = data.get("data") if isinstance(data, dict) and "data" in data else data
             # A null is no value held: the same as a field left out.
             sent = {k: data[k] for k in updatable_fields() if data.get(k) is not None}

@@ -88,7 +88,7 @@ def test_an_edit_between_the_first_check_and_the_rename_is_caught_by_the_second(
         file.write_text("edited meanwhile\n", encoding="utf-8")
         real_fsync(fd)
 
-    monkeypatch.setattr(writing.os, "fsync", edit_then_fsync)
+    monkeypatch.setattr(os, "fsync", edit_then_fsync)
     with pytest.raises(FileChanged, match="changed since it was read"):
         replace_read(read, NEW, "the invite file")
     assert file.read_text(encoding="utf-8") == "edited meanwhile\n"
@@ -108,7 +108,7 @@ def test_the_window_left_is_between_the_last_compare_and_the_rename(
         file.write_text("edited in the window\n", encoding="utf-8")
         real_replace(src, dst, **dir_fds)
 
-    monkeypatch.setattr(writing.os, "replace", edit_then_replace)
+    monkeypatch.setattr(os, "replace", edit_then_replace)
     replace_read(read, NEW, "the invite file")
     assert file.read_text(encoding="utf-8") == NEW
 
@@ -157,7 +157,7 @@ def test_a_directory_swapped_while_the_new_text_is_written_never_receives_it(
     outside = tmp_path / "outside"
     outside.mkdir()
     real_fsync = os.fsync
-    swapped = []
+    swapped: list[bool] = []
 
     def swap_then_fsync(fd: int) -> None:
         if not swapped:  # the first sync: the temporary file's, before the rename
@@ -166,7 +166,7 @@ def test_a_directory_swapped_while_the_new_text_is_written_never_receives_it(
             folder.symlink_to(outside)
         real_fsync(fd)
 
-    monkeypatch.setattr(writing.os, "fsync", swap_then_fsync)
+    monkeypatch.setattr(os, "fsync", swap_then_fsync)
     with pytest.raises(FileChanged):
         replace_read(read, NEW, "the invite file")
     assert list(outside.iterdir()) == []

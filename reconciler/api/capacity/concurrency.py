@@ -13,7 +13,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from functools import partial
 from typing import Any, NamedTuple, TypeVar
 
@@ -34,7 +34,7 @@ def ordered_map(
     items: Sequence[T],
     parallelism: int | Limiter,
     stop: Stop | None = None,
-) -> Iterator[tuple[T, Outcome[R, ApiError]]]:
+) -> Generator[tuple[T, Outcome[R, ApiError]], None, None]:
     """Yield ``(item, outcome)`` in item order; once ``stop`` is set, no new call starts.
 
     ``parallelism`` is a number of calls in flight, or a limiter that sets it as

@@ -24,6 +24,9 @@ from support.api_answers import (
     envelope,
     token_response,
 )
+from support.values import typed
+from urllib3 import HTTPConnectionPool
+from urllib3.connection import HTTPConnection
 from urllib3.exceptions import MaxRetryError, NewConnectionError
 
 from reconciler.api.capacity import rate
@@ -495,7 +498,7 @@ def test_update_sends_exactly_the_patch_and_returns_receipt(
     requests_mock.patch(INVITE_URL, json=envelope(INVITE, request_id="31337"))
     patch = {"email": "new@acme.example", "groups": ["emea"], "primaryContact": {"name": "J"}}
 
-    receipt = client.update_invite("inv_8f2k1", patch)
+    receipt = client.update_invite("inv_8f2k1", typed(patch))
 
     assert receipt == Receipt(200, "31337")
     (request,) = api_calls(requests_mock)
@@ -625,7 +628,7 @@ def test_renamed_wire_fields_in_both_directions(
     requests_mock.patch(INVITE_URL, json=envelope(wire))
 
     invite = client.get_invite("inv_8f2k1")
-    client.update_invite("inv_8f2k1", {"phone": "+15550199", "addOns": ["edd"], "name": "N"})
+    client.update_invite("inv_8f2k1", typed({"phone": "+15550199", "addOns": ["edd"], "name": "N"}))
 
     assert invite.fields["phone"] == "+15550100"
     assert invite.fields["addOns"] == ["kyc"]
@@ -691,7 +694,7 @@ def test_403_names_the_configured_scope(
     assert "insufficient scope" in text
 
 
-MALFORMED_BODIES = {
+MALFORMED_BODIES: dict[str, dict[str, Any]] = {
     "empty": {"content": b""},
     "html": {
         "text": "<html><body><h1>502 Bad Gateway</h1></body></html>",
@@ -1211,9 +1214,11 @@ def test_a_refused_connection_says_what_to_check(
     requests_mock: Any, make_client: Callable[..., ApiClient]
 ) -> None:
     # What requests raises: its ConnectionError around urllib3's, around the OS's.
-    cause = NewConnectionError(None, "Failed to establish a new connection")
+    cause = NewConnectionError(HTTPConnection("127.0.0.1"), "Failed to establish a new connection")
     cause.__cause__ = ConnectionRefusedError(111, "Connection refused")
-    refused = requests.exceptions.ConnectionError(MaxRetryError(None, TOKEN_URL, cause))
+    refused = requests.exceptions.ConnectionError(
+        MaxRetryError(HTTPConnectionPool("127.0.0.1"), TOKEN_URL, cause)
+    )
     requests_mock.post(TOKEN_URL, exc=refused)
     with pytest.raises(TransportError) as info:
         make_client(max_attempts=1).get_invite("inv_8f2k1")
@@ -1644,14 +1649,14 @@ def test_a_stop_during_the_pause_before_a_retry_raises_the_failure_itself(
     requests_mock.get(INVITE_URL, [failure(503, "busy", request_id="5030"), ok_invite()])
 
     def interrupted(seconds: float) -> None:
-        client.stop.set("interrupted")  # Ctrl-C while waiting to retry
+        retrying.stop.set("interrupted")  # Ctrl-C while waiting to retry
         fake_time.sleep(seconds)
 
     settings = Settings(base_url=BASE, client_id=CLIENT_ID, client_secret=SECRET)
-    client = ApiClient(settings, clock=fake_time.clock, sleep=interrupted)
+    retrying = ApiClient(settings, clock=fake_time.clock, sleep=interrupted)
 
-    with client, pytest.raises(ServerError) as caught:
-        client.get_invite("inv_8f2k1")
+    with retrying, pytest.raises(ServerError) as caught:
+        retrying.get_invite("inv_8f2k1")
 
     assert caught.value.request_id == "5030"
     assert len(api_calls(requests_mock)) == 1

@@ -300,7 +300,10 @@ def test_the_fields_are_recorded_as_given_never_rewritten(tmp_path: Path) -> Non
     # (test_applier.py); the log never edits a value, least of all a file's.
     register_secret("cs_live_LISTsecret")
     log = AuditLog(str(tmp_path / "audit.jsonl"), CLIENT_ID)
-    fields = {"groups": {"after": ["emea", "Flag Bearer Ltd."]}, "name": {"after": "Café"}}
+    fields: dict[str, Any] = {
+        "groups": {"after": ["emea", "Flag Bearer Ltd."]},
+        "name": {"after": "Café"},
+    }
     log.attempt("inv_8f2k1", "update", fields)
     log.close()
     assert json.loads((tmp_path / "audit.jsonl").read_text(encoding="utf-8"))["fields"] == fields

@@ -20,7 +20,6 @@ from typing import Any
 import pytest
 from support import ci_recipes
 from support.ci_recipes import (
-    ACTION,
     CI,
     EXAMPLE_INVITES,
     GITHUB,
@@ -41,7 +40,7 @@ from support.ci_recipes import (
     reconcile_commands,
     write_stub,
 )
-from support.ci_runner import Runner, StepResult, base_env, load
+from support.ci_runner import ACTION, Runner, StepResult, base_env, load
 
 from reconciler.sandbox import SANDBOX_CLIENT_SECRET
 
@@ -813,7 +812,7 @@ def run_action_command(tmp_path: Path, command: str) -> tuple[StepResult, list[s
     log.write_text("", encoding="utf-8")
     env = base_env(tmp_path) | {"STUB_LOG": str(log), "STUB_EXIT": "0"}
     runner = Runner(work, runner_temp, env, {"event_name": "push"})
-    step = {"name": "the action", "uses": "OWNER/invite-reconciler@TAG", "with": {}}
+    step: dict[str, Any] = {"name": "the action", "uses": "OWNER/invite-reconciler@TAG", "with": {}}
     step["with"]["command"] = command
     runner.run_steps([step], runner.context({}, {}), {})
     (result,) = runner.results

@@ -116,7 +116,9 @@ def test_on_a_terminal_no_sends_nothing(
 class InterruptedInput(TerminalInput):
     """A person pressing Ctrl-C at the prompt."""
 
-    def readline(self, size: int | None = -1) -> str:
+    # A text stream's readline returns str; typeshed's StringIO also inherits _IOBase's,
+    # typed bytes, and ignores the clash on its own _TextIOBase.readline the same way.
+    def readline(self, size: int | None = -1, /) -> str:  # type: ignore[override]
         raise KeyboardInterrupt
 
 

@@ -7,6 +7,7 @@ rewritten (not redacted, not "None").
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import yaml
@@ -22,7 +23,7 @@ from reconciler.model.invite import CurrentInvite
 SCHEMA = "schemas/invites.schema.json"
 
 
-def _exported(fields: dict[str, object]) -> tuple[str, dict[str, object]]:
+def _exported(fields: Mapping[str, object]) -> tuple[str, dict[str, object]]:
     invite = CurrentInvite("inv_1", "pending", typed(fields))
     text = render_export([invite], "https://api.example", SCHEMA)
     (entry,) = yaml.safe_load(text)["invites"]

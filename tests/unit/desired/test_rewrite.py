@@ -206,10 +206,11 @@ def test_an_entry_read_from_its_own_lines_is_edited_as_the_whole_file_would_be(
     text = COMMENTED.removesuffix("\n") + ending
     invites = load_text(text, "f.yaml")[0]
     places = [(i.source.line, i.source.column) for i in invites]
-    for invite_id, fields in (
+    cases: list[tuple[str, dict[str, Any]]] = [
         ("inv_a", {"email": "x@acme.example", "groups": ["emea"]}),
         ("inv_b", {"name": "Beta AG", "attachments": ["proof-of-address", "z"]}),
-    ):
+    ]
+    for invite_id, fields in cases:
         want = [wanted(text, invite_id, **fields)]
         assert rewrite(text, want, places).text == rewrite(text, want).text
         assert rewrite(text, want, places).edits == rewrite(text, want).edits

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 from support.cli import run_cli
 from support.git import git
+from support.values import typed
 
 from reconciler.desired import state as desired
 from reconciler.desired.state import (
-    DesiredInvite,
     DesiredState,
     load_desired_state,
     load_file,
@@ -27,6 +27,7 @@ from reconciler.desired.state import (
     load_texts,
 )
 from reconciler.errors import FileProblem, InputError
+from reconciler.model.invite import DesiredInvite
 
 WriteYaml = Callable[[str, str], Path]
 
@@ -103,15 +104,17 @@ def test_valid_file_yields_one_record_per_entry_with_only_the_fields_written(
     acme, mueller, sakura, legacy = state.invites
     assert acme == DesiredInvite(
         id="inv_8f2k1",
-        fields={
-            "name": "Acme Holdings Ltd",
-            "email": "compliance@acme.example",
-            "phone": "+442079460000",
-            "primaryContact": {"name": "Jane Doe", "email": "jane@acme.example"},
-            "groups": ["emea", "enterprise"],
-            "addOns": ["edd"],
-            "attachments": ["certificate-of-incorporation", "proof-of-address"],
-        },
+        fields=typed(
+            {
+                "name": "Acme Holdings Ltd",
+                "email": "compliance@acme.example",
+                "phone": "+442079460000",
+                "primaryContact": {"name": "Jane Doe", "email": "jane@acme.example"},
+                "groups": ["emea", "enterprise"],
+                "addOns": ["edd"],
+                "attachments": ["certificate-of-incorporation", "proof-of-address"],
+            }
+        ),
         source=acme.source,
         resend_on_change=True,
     )
@@ -878,7 +881,6 @@ def test_messages_say_values_as_written_never_as_python_reprs(
 #
 # A user fixes a file at the line:column a message names: an invite list that
 # came in through a YAML merge key must still point at the lines it was written on.
-WriteYaml = Callable[[str, str], Path]
 
 
 def problem_lines_of(paths: list[str]) -> list[str]:
@@ -1075,7 +1077,6 @@ def test_a_fifo_is_refused_at_once_not_waited_on(tmp_path: Path) -> None:
 #
 # `name: |` followed by the name on the next line reads as "Acme Holdings Ltd\n";
 # before the schema's `line` rule it was planned and sent with the line break.
-WriteYaml = Callable[[str, str], Path]
 
 
 BLOCKS = """\

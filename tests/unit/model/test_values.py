@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from reconciler.model.values import Contact, IdentifierSet, fields_json, nfc, to_json
+from reconciler.model.values import (
+    Contact,
+    FieldValue,
+    IdentifierSet,
+    fields_json,
+    nfc,
+    to_json,
+)
 
 
 def test_a_set_keeps_its_items_as_written_and_equals_the_list_it_was_read_from() -> None:
@@ -44,7 +51,7 @@ def test_contacts_naming_the_same_sub_fields_share_one_tuple_of_names() -> None:
 
 
 def test_values_as_json() -> None:
-    fields = {
+    fields: dict[str, FieldValue] = {
         "name": "Café",
         "groups": IdentifierSet(["b"]),
         "primaryContact": Contact({"x": None}),

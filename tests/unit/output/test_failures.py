@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from reconciler.model.invite import SourceLocation
 from reconciler.output.failures import what_to_do
 
 
@@ -26,4 +27,4 @@ from reconciler.output.failures import what_to_do
 def test_the_advice_names_a_request_id_only_when_there_is_one(
     status: int, request_id: str | None, advice: str
 ) -> None:
-    assert what_to_do(status, "invites/a.yaml:3", request_id) == advice
+    assert what_to_do(status, SourceLocation("invites/a.yaml", 3), request_id) == advice

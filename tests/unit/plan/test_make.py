@@ -26,13 +26,13 @@ from reconciler.api.exceptions import (
 from reconciler.errors import ReconcilerError
 from reconciler.model.invite import CurrentInvite, DesiredInvite, SourceLocation
 from reconciler.model.outcome import Done, Failed, NotRun, Outcome
-from reconciler.plan.make import make_plan
+from reconciler.plan.make import Reading, make_plan
 from reconciler.plan.saved import to_document
 from reconciler.safetext import register_secret
 
 
 def test_changes_unchanged_and_per_invite_errors_are_all_kept():
-    readings = [
+    readings: list[Reading] = [
         (desired(1), Done(current(1))),
         (desired(2, email="same@x.example"), Done(current(2, email="same@x.example"))),
         (desired(3), Failed(NotFound("invite inv_0003 not found", status=404))),

@@ -43,7 +43,8 @@ def test_a_runs_stricter_limit_applies_and_the_plan_keeps_its_own():
     with pytest.raises(TooMuchChange, match=r"\(0\)"):
         _plan_with(1).raise_if_unsafe(0)
     assert _plan_with(1).too_much_change(None) is None
-    assert "1 invite," in _plan_with(1, max_changes=0).too_much_change().reason
+    refusal = _plan_with(1, max_changes=0).too_much_change()
+    assert refusal is not None and "1 invite," in refusal.reason
 
 
 def test_a_saved_plan_over_its_own_limit_says_to_make_a_new_plan_not_to_split():
@@ -84,7 +85,11 @@ def test_every_record_reads_back_what_it_wrote():
 def test_the_audit_logs_plan_hash_changes_with_anything_the_plan_would_write():
     # Audit lines carry the hash so a write can be traced to the plan that made it.
     def hash_of(base: str = BASE, **change: Any) -> str:
-        fields = {"before": {"email": "o@x"}, "patch": {"email": "n@x"}, "resend": False}
+        fields: dict[str, Any] = {
+            "before": {"email": "o@x"},
+            "patch": {"email": "n@x"},
+            "resend": False,
+        }
         fields |= change
         fields["before"], fields["patch"] = held(fields["before"]), typed(fields["patch"])
         record = InviteChange("inv_a", SourceLocation("a.yaml", 2), "Acme", **fields)

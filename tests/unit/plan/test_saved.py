@@ -11,7 +11,7 @@ import os
 import re
 import signal
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,7 @@ from reconciler.errors import ReconcilerError
 from reconciler.model.fields import field_kinds
 from reconciler.model.invite import CurrentInvite, SourceLocation
 from reconciler.model.kinds import ContactKind, SetKind
-from reconciler.model.values import Contact, IdentifierSet
+from reconciler.model.values import Contact, FieldValue, IdentifierSet
 from reconciler.output.json import JsonRenderer
 from reconciler.plan import saved
 from reconciler.plan.changes import FailedInvite, InviteChange, NotUpdatable
@@ -183,7 +183,8 @@ def test_deep_nesting_is_refused_before_parsing_with_its_place(tmp_path):
     # Brackets inside strings are text, not nesting.
     document = to_document(sample_plan())
     document["changes"][0]["name"] = "[" * 5000 + "{" * 5000
-    assert load_plan(write(tmp_path / "brackets.json", document)).changes[0].name.startswith("[[")
+    name = load_plan(write(tmp_path / "brackets.json", document)).changes[0].name
+    assert name is not None and name.startswith("[[")
 
 
 def test_nesting_up_to_the_limit_is_parsed_and_one_more_level_is_not(tmp_path):
@@ -805,6 +806,12 @@ def test_a_plan_up_to_what_readers_accept_is_saved_and_one_byte_more_is_not(
     assert target.stat().st_size == size  # the plan saved before is left as it was
 
 
+def _contact(patch: Mapping[str, FieldValue]) -> Contact:
+    contact = patch["primaryContact"]
+    assert isinstance(contact, Contact)
+    return contact
+
+
 # Values as written: the drift check compares exact values; a redacted one only where
 # the saved plan shows it so, and apply then sends the server's value, never the word.
 def _contact_plan(before: dict, patch: dict) -> Plan:
@@ -838,14 +845,14 @@ def test_a_sub_field_the_plan_shows_redacted_is_sent_as_the_server_holds_it():
         to_document(_contact_plan({"primaryContact": held}, {"primaryContact": wanted})), "p.json"
     )
     (change,) = saved.changes
-    assert change.patch["primaryContact"]["title"] == "echo [redacted]"  # as saved and shown
+    assert _contact(change.patch)["title"] == "echo [redacted]"  # as saved and shown
     server = FakeServer(
         {"inv_c": CurrentInvite("inv_c", "pending", typed({"primaryContact": held}))}
     )
     assert find_drift(saved, BASE, server.read, parallelism=1) == []
     (restored,) = saved.changes
     assert restored.patch["primaryContact"] == wanted  # what apply sends
-    assert restored.redacted().patch["primaryContact"]["title"] == "echo [redacted]"
+    assert _contact(restored.redacted().patch)["title"] == "echo [redacted]"
     # Another value behind the redaction is drift, and nothing is restored.
     moved = {**held, "title": "echo something else"}
     again = plan_from_document(
@@ -856,4 +863,4 @@ def test_a_sub_field_the_plan_shows_redacted_is_sent_as_the_server_holds_it():
     )
     (drift,) = find_drift(again, BASE, server.read, parallelism=1)
     assert secret not in drift and "[redacted]" in drift
-    assert again.changes[0].patch["primaryContact"]["title"] == "echo [redacted]"
+    assert _contact(again.changes[0].patch)["title"] == "echo [redacted]"

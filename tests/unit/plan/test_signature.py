@@ -7,11 +7,12 @@ import hashlib
 import hmac
 import json
 import re
+from typing import Any
 
 from reconciler.plan.signature import SignatureCheck, canonical_bytes, check, signature_for
 
 SECRET = "s3cr3t-for-the-plan-job"
-DOCUMENT = {
+DOCUMENT: dict[str, Any] = {
     "format_version": 2,
     "created_at": "2026-11-22T10:00:00.000Z",
     "base_url": "https://api.example.com",

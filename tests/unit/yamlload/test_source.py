@@ -23,6 +23,7 @@ from reconciler.errors import FileProblem
 from reconciler.schema.check import invite_validators
 from reconciler.yamlload import source
 from reconciler.yamlload.builder import DEPTH_LIMIT
+from reconciler.yamlload.positions import Lines
 from reconciler.yamlload.source import load_yaml
 
 PROPERTY = settings(
@@ -259,7 +260,7 @@ def _messages(text: str) -> list[str]:
 
 
 def _mark(line: int, column: int, index: int) -> yaml.Mark:
-    return yaml.Mark("<file>", index, line, column, None, None)
+    return yaml.Mark("<file>", index, line, column, None, 0)  # no buffer: no snippet
 
 
 @pytest.mark.parametrize(
@@ -326,7 +327,7 @@ def test_items_handed_to_the_hook_are_not_kept_in_the_document():
     document, problems, _ = source.stream(
         text,
         "team.yaml",
-        source.Lines(text),
+        Lines(text),
         "invites",
         lambda item: seen.append((item.index, item.value)),
     )

@@ -206,8 +206,13 @@ def test_turns_are_given_in_arrival_order() -> None:
     pacer.wait_turn()  # the next turn is 5 ms away: everyone below queues
     order: list[int] = []
     threads = []
+
+    def wait_then_note(i: int) -> None:
+        pacer.wait_turn()
+        order.append(i)
+
     for i in range(8):
-        thread = threading.Thread(target=lambda i=i: (pacer.wait_turn(), order.append(i)))
+        thread = threading.Thread(target=wait_then_note, args=(i,))
         thread.start()
         threads.append(thread)
         time.sleep(0.002)  # arrivals in a known order

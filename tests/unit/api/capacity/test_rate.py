@@ -52,6 +52,10 @@ def after_a_cut(pacer: RequestPacer, fake_time: FakeTime) -> float:
     pacer._control.rate = 100.0
     sent_at(pacer, fake_time, 0.1, 20)
     refuse(pacer)
+    return ceiling_of(pacer)
+
+
+def ceiling_of(pacer: RequestPacer) -> float:
     ceiling = pacer._control.ceiling
     assert ceiling is not None
     return ceiling
@@ -175,7 +179,7 @@ def test_after_a_refusal_nothing_starts_for_two_intervals(
 
     pacer.wait_turn()
 
-    assert fake_time.now - refused_at == pytest.approx(rate.HOLD / pacer._control.ceiling)
+    assert fake_time.now - refused_at == pytest.approx(rate.HOLD / ceiling_of(pacer))
 
 
 def test_refused_again_with_nothing_let_through_is_the_same_window_held_twice_as_long(
@@ -183,7 +187,7 @@ def test_refused_again_with_nothing_let_through_is_the_same_window_held_twice_as
 ) -> None:
     # HAProxy counts refused requests too: knocking on a closed window keeps it closed.
     after_a_cut(pacer, fake_time)
-    cut, first_hold = pacer.rate, rate.HOLD / pacer._control.ceiling
+    cut, first_hold = pacer.rate, rate.HOLD / ceiling_of(pacer)
     holds = []
     for _ in range(8):
         refused_at = fake_time.now
@@ -245,6 +249,7 @@ def test_a_request_refused_again_and_again_while_others_go_through_is_refused_al
     fake_time.now += 20.0
     answered(pacer, 10)
     cut, cuts = pacer.rate, pacer.rate_limited_events
+    assert cut is not None
     said = []
     refusal = None
     for _ in range(5):
@@ -275,7 +280,8 @@ def test_in_a_runs_first_second_a_limit_on_spacing_gives_a_lower_bound_to_grow_f
 
     answered(pacer, 20)  # a couple of seconds at the rate, nothing refused
 
-    assert pacer.rate > 2 * start  # doubling every second the run sends at it
+    # Doubling every second the run sends at it:
+    assert pacer.rate is not None and pacer.rate > 2 * start
 
 
 def test_growing_from_a_lower_bound_a_refusal_sets_the_ceiling_where_the_rate_was(

@@ -101,7 +101,11 @@ def test_actions_run_in_the_order_of_their_times_not_of_arming() -> None:
     done = threading.Event()
     now = time.monotonic()
 
-    watchdog.arm(now + 1.0, lambda: (order.append("second"), done.set()))
+    def second() -> None:
+        order.append("second")
+        done.set()
+
+    watchdog.arm(now + 1.0, second)
     watchdog.arm(now + 0.5, lambda: order.append("first"))
 
     assert done.wait(10)
@@ -274,6 +278,7 @@ def test_the_pool_for_a_host_is_the_pool_managers_looked_up_once(
         for n in range(3):
             s.get(f"http://{address}/v1/invites/inv_{n}", timeout=(5, READ_TIMEOUT))
         adapter = s.get_adapter(f"http://{address}/")
+        assert isinstance(adapter, HTTPAdapter)
         request = s.prepare_request(requests.Request("GET", f"http://{address}/x"))
         assert len(looked_up) == 1
         # The one requests' own lookup gives, through the pool manager:
@@ -417,7 +422,7 @@ def slow_platform(request: pytest.FixtureRequest) -> Iterator[HostileServer]:
         give_up.cancel()
 
 
-def client_of(base_url: str, **settings: float) -> ApiClient:
+def client_of(base_url: str, **settings: Any) -> ApiClient:
     return ApiClient(
         Settings(base_url=base_url, client_id=CLIENT_ID, client_secret=SECRET, **settings)
     )

@@ -476,7 +476,7 @@ def test_a_ca_bundle_that_is_a_fifo_is_refused_not_waited_on(
 )
 def test_a_handshake_failure_says_openssls_reason(reason: str, said: str) -> None:
     failed = ssl.SSLError(1, "alert")
-    failed.reason = reason  # type: ignore[misc]
+    failed.reason = reason
     exc = wrapped_as_requests_does(u3.SSLError(failed), requests.ConnectionError)
     error = transport_error(exc, "api.example", 30)
     assert said in str(error) and error.permanent
