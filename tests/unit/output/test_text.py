@@ -412,8 +412,11 @@ def test_the_summary_counts_conflicts_diverged_and_owed_re_sends_apart() -> None
 
 def test_a_value_the_platform_does_not_hold_is_not_set_in_text_and_markdown_null_in_json():
     # Issue 39, row 7: `null -> ["emea"]` read as a value the platform holds.
-    patch = {"phone": "+442079460000", "groups": ["emea"]}
-    patch["primaryContact"] = {"name": "Jo", "email": "jo@x.example"}
+    patch = {
+        "phone": "+442079460000",
+        "groups": ["emea"],
+        "primaryContact": {"name": "Jo", "email": "jo@x.example"},
+    }
     plan = Plan(
         base_url="https://api.example.test",
         changes=[
