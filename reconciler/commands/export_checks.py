@@ -62,6 +62,8 @@ def schema_ref_for(out: str | None, given: str | None, configured: str) -> tuple
         ref = given or configured
         return ref, _unresolved_note(ref, out)
     if out is None:  # written for a file one directory down, as invites/NAME.yaml
+        if SCHEMA_IN_REPO.is_file():  # run from the repository's top, the schema saved
+            return configured, None
         return configured, (
             f"note: the $schema line points at {configured}, which resolves for a file in "
             f"invites/ when {SCHEMA_IN_REPO} exists (`reconcile schema > {SCHEMA_IN_REPO}`); "

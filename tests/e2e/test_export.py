@@ -84,3 +84,19 @@ def test_an_out_path_with_an_invisible_character_is_shown_escaped(
     assert (tmp_path / out).is_file()
     assert "\u202e" not in result.stderr
     assert "Exported 1 invite to new" in result.stderr
+
+
+def test_export_to_stdout_notes_the_schema_line_only_while_the_schema_is_missing(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    env = sandbox_env(sandbox)
+    missing = run_cli("export", "inv_6p3j9", cwd=tmp_path, env=env)
+    assert missing.returncode == 0, missing.stderr
+    assert "note: the $schema line points at ../schemas/invites.schema.json" in missing.stderr
+    (tmp_path / "schemas").mkdir()
+    saved = run_cli("schema", cwd=tmp_path, env=env)
+    (tmp_path / "schemas" / "invites.schema.json").write_text(saved.stdout, encoding="utf-8")
+    present = run_cli("export", "inv_6p3j9", cwd=tmp_path, env=env)
+    assert present.returncode == 0, present.stderr
+    assert "$schema" not in present.stderr
+    assert "$schema=../schemas/invites.schema.json" in present.stdout
