@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from reconciler.errors import FileProblem
@@ -77,7 +78,7 @@ def _additional(error: ValidationError, where: Where, path: tuple[Any, ...]) -> 
     templates = ", or a template under a key starting with `x-`" if patterns else ""
     problems = []
     for key in extra:
-        hint = difflib.get_close_matches(str(key), allowed, n=1)
+        hint = _closest(str(key), allowed)
         advice = (
             f"did you mean `{hint[0]}`?" if hint else f"allowed: {', '.join(allowed)}{templates}"
         )
@@ -171,11 +172,18 @@ def _enum(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[F
     field = field_name(where.prefix + path)
     allowed = [str(a) for a in error.validator_value]
     value = error.instance
-    hint = difflib.get_close_matches(str(value), allowed, n=1) if isinstance(value, str) else []
+    hint = _closest(value, allowed) if isinstance(value, str) else []
     advice = f"did you mean `{hint[0]}`?" if hint else f"allowed: {', '.join(allowed)}"
     what = place(where.prefix + path)
     kind = "is not a field of an invite" if field == "resendOnChange" else "is not allowed"
     return [_at(where, path, f"{what}: {quote_value(value)} {kind}; {advice}")]
+
+
+def _closest(word: str, allowed: Sequence[str]) -> list[str]:
+    """The allowed word meant: the same but for case (`Id` is `id`, which difflib's
+    similarity, one letter of two, misses), else the closest by spelling."""
+    same = [name for name in allowed if name.casefold() == word.casefold()]
+    return same[:1] or difflib.get_close_matches(word, allowed, n=1)
 
 
 def _control_problem(value: str) -> str:

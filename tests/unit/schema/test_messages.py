@@ -23,6 +23,13 @@ INVITE_FILES = {
         ENTRY + "    nmae: Acme\n",
         ["3:5: unknown field `nmae`; did you mean `name`?"],
     ),
+    "a field written with a capital": (
+        "invites:\n  - Id: inv_1\n    name: Acme\n",
+        [
+            "2:5: invite is missing required field `id`",
+            "2:5: unknown field `Id`; did you mean `id`?",
+        ],
+    ),
     "unknown field, nothing near": (
         ENTRY + "    zzz: 1\n",
         [f"3:5: unknown field `zzz`; allowed: {FIELDS}"],
