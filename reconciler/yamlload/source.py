@@ -18,6 +18,7 @@ from typing import Any, BinaryIO, NamedTuple
 import yaml
 
 from reconciler.errors import FileProblem
+from reconciler.safetext import escape
 from reconciler.yamlload.builder import DEPTH_LIMIT, Builder, Fatal
 from reconciler.yamlload.items import NO_LIST, Delivery, Item, ItemHook, ListRead
 from reconciler.yamlload.positions import Lines, Located, Mark
@@ -222,7 +223,9 @@ def _syntax_problem(exc: yaml.MarkedYAMLError, text: str, path: str) -> FileProb
     mark = (exc.context_mark if opened else None) or exc.problem_mark or exc.context_mark
     where = Mark(mark.line + 1, mark.column + 1) if mark else Mark(1, 1)
     problem = " ".join(p for p in (exc.context, exc.problem) if p) or "invalid YAML"
-    hint = next((h for words, h in _SYNTAX_HINTS if words in problem), None)
+    hint = _glued_hint(text, where.line) or next(
+        (h for words, h in _SYNTAX_HINTS if words in problem), None
+    )
     if hint:
         problem += f" ({hint})"
     if exc.problem_mark is not None and _char_at(text, exc.problem_mark) == "\t":
@@ -246,6 +249,25 @@ _SYNTAX_HINTS = (
     ("found unexpected end of stream", "a quote or bracket is not closed"),
     ("did not find expected ','", "a bracket is not closed, or two items lack a `,` between them"),
 )
+
+
+# `name:Acme` (one plain scalar to YAML, so no key) and `-id: x` (a key `-id`, so no
+# list item): the two ways of writing a mapping or a list without the space YAML needs.
+_GLUED_KEY = re.compile(r"\s*(?:-\s+)?([A-Za-z_][\w-]*):(?=[^\s:/])")
+_GLUED_DASH = re.compile(r"\s*-(?=[A-Za-z_])")
+
+
+def _glued_hint(text: str, line: int) -> str | None:
+    """What a space left out near ``line`` (1-based) did, when that is the likely cause."""
+    lines = text.split("\n", line)[:line]
+    here = lines[-1] if len(lines) == line else ""
+    if glued := _GLUED_KEY.match(here):
+        key = escape(glued.group(1))
+        return f"`{key}:` needs a space after its `:`, as in `{key}: value`"
+    for number in (line, line - 1):  # the dash's line, or the one before the error
+        if 0 < number <= len(lines) and _GLUED_DASH.match(lines[number - 1]):
+            return f"line {number}: a list item needs a space after its `-`, as in `- id: ...`"
+    return None
 
 
 def _char_at(text: str, mark: yaml.Mark) -> str:

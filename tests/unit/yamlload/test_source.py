@@ -348,8 +348,14 @@ ENTRY = "invites:\n  - id: inv_1\n"
         pytest.param(
             ENTRY + "    name:Acme\n    email: a@b.example\n",
             "3:5: while scanning a simple key could not find expected ':' "
-            "(a key needs a `:` after it)",
+            "(`name:` needs a space after its `:`, as in `name: value`)",
             id="no-space-after-colon: at the key, not the line after",
+        ),
+        pytest.param(
+            "invites:\n  -id: inv_1\n    name: Acme\n",
+            "3:9: mapping values are not allowed in this context "
+            "(line 2: a list item needs a space after its `-`, as in `- id: ...`)",
+            id="no-space-after-dash: the line named",
         ),
         pytest.param(
             ENTRY + "    name Acme\n  - id: inv_2\n",
