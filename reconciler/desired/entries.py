@@ -119,10 +119,13 @@ class EntryReader:
         ASCII text (almost all of it) is passed over at once. A value the schema has
         already refused (a control character, say) is not reported twice.
         """
+        # Each kind of character a value holds, each said once: fixing one must not
+        # reveal the next only on the following run.
         found = [
-            (path, text, match.group())
+            (path, text, char)
             for path, text in _texts(fields, ())
-            if not text.isascii() and (match := NOT_IN_TEXT.search(text)) is not None
+            if not text.isascii()
+            for char in dict.fromkeys(NOT_IN_TEXT.findall(text))
         ]
         if not found:
             return

@@ -83,6 +83,15 @@ def test_an_invisible_character_is_refused_at_its_place_with_the_fix(char: str, 
     assert problem.message.startswith("`groups`: 'a\\") and said in problem.message
 
 
+def test_every_kind_of_invisible_character_in_a_value_is_said_at_once() -> None:
+    text = 'invites:\n  - id: inv_1\n    name: "Acme\u00a0Holdings\u200b Ltd\u00a0plc"\n'
+    _, problems = load_text(text, "a.yaml")
+    assert [(p.line, p.message.partition("' holds ")[2][:27]) for p in problems] == [
+        (3, "U+00A0 NO-BREAK SPACE, whic"),
+        (3, "U+200B ZERO WIDTH SPACE, wh"),
+    ]
+
+
 def test_joiners_may_be_written_and_a_control_character_is_reported_once() -> None:
     text = (
         'invites:\n  - id: inv_1\n    name: "علی\\u200cرضا"\n    email: "a\\u200b\\x07@b.example"\n'
