@@ -165,7 +165,9 @@ def apply(
                     action="apply",
                     instead=_INSTEAD,
                 )
-        code = _apply(the_plan, client, settings, limiter, renderer, github, done, len(in_conflict))
+        code = _apply(
+            the_plan, client, settings, limiter, renderer, github, done, len(in_conflict), on_stderr
+        )
         if in_conflict:
             _say_left_in_conflict(len(in_conflict))  # last: an error closes the log
         return 1 if in_conflict else code
@@ -217,6 +219,7 @@ def _apply(
     github: bool = False,
     done: frozenset[str] = frozenset(),
     left_in_conflict: int = 0,
+    summary_on_stderr: bool = False,
 ) -> int:
     # The log names the plan as reviewed; only its changes not made yet are applied.
     audit = open_audit_log(settings.audit_log, settings.client_id, plan_digest(plan))
@@ -279,8 +282,12 @@ def _apply(
                 for f in failures[len(plan.failed) :]
             )
         )
-    # With stdout gone, the summary goes where it can still be read.
-    click.echo(renderer.apply_summary(report), err=stdout_lost)
+    # With stdout gone, the summary goes where it can still be read; asked about at the
+    # terminal with stdout in a file, the person sees how it ended there too.
+    summary = renderer.apply_summary(report)
+    click.echo(summary, err=stdout_lost)
+    if summary_on_stderr and not stdout_lost:
+        click.echo(summary, err=True)
     if plan.failed:
         count = len(plan.failed)
         click.echo(

@@ -153,6 +153,7 @@ def test_apply_with_stdout_to_a_file_shows_the_plan_on_the_terminal_then_asks(
     # The file holds the product as before: the plan and what was done, uncoloured.
     assert 'email: "old@acme.example" -> "new@acme.example"' in written
     assert "Apply: 1 updated" in written and not COLOUR.search(written)
+    assert "Apply: 1 updated" in after  # and the terminal says how it ended
     assert len(server.stats.calls("PATCH")) == 1
 
 
