@@ -7,7 +7,9 @@ Built in, as warnings unless reconciler.yaml's `checks` says otherwise (`error`,
   ignored: `Acme Ltd` and `ACME  ltd`, likely one business invited twice;
 - ``duplicate-email``: two invites with the same `email` (compared without case);
 - ``surrounding-space``: text that starts or ends with a space, sent as is and invisible
-  in every UI.
+  in every UI;
+- ``comment-in-value``: a plain value followed by ` #` and text (`name: Store #12`),
+  which YAML reads as the value `Store` and a comment.
 """
 
 from __future__ import annotations
@@ -22,12 +24,14 @@ from reconciler.errors import FileProblem
 from reconciler.model.invite import SourceLocation
 from reconciler.safetext import escape, quote_value
 from reconciler.schema.policies import Policies
+from reconciler.yamlload.comments import cut_values
 
 Level = Literal["error", "warning", "off"]
 BUILT_IN: dict[str, Level] = {
     "duplicate-name": "warning",
     "duplicate-email": "warning",
     "surrounding-space": "warning",
+    "comment-in-value": "warning",
 }
 
 
@@ -81,6 +85,7 @@ class RunChecks:
         self.name_level = rules.level("duplicate-name")
         self.email_level = rules.level("duplicate-email")
         self.space_level = rules.level("surrounding-space")
+        self.comment_level = rules.level("comment-in-value")
         if self.name_level != "off":
             self.names = {}
         if self.email_level != "off":
@@ -129,6 +134,23 @@ class RunChecks:
                         )
                     )
         return problems
+
+    def cut_by_comments(self, path: str, text: str) -> list[FileProblem]:
+        """The plain values of a file that a comment cuts short (the caller asks only for
+        a file whose bytes hold ` #` before text: ``yamlload.comments.suspect``)."""
+        if self.comment_level == "off":
+            return []
+        return [
+            _problem(
+                path,
+                (cut.line, cut.column),
+                f"comment-in-value: YAML reads this as {quote_value(cut.value)} and a comment "
+                f"from the `#`; if the `#` is part of the value, quote it whole: "
+                f"{quote_value(cut.written)}",
+                self.comment_level,
+            )
+            for cut in cut_values(text)
+        ]
 
     def _spaces(self, entry: dict[str, Any], path: str, mark: Mark) -> list[FileProblem]:
         # All the entry's text in one string, parted by NUL (the schema has refused control

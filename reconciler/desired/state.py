@@ -20,6 +20,7 @@ from reconciler.safefile import kind_of, open_regular
 from reconciler.safetext import escape
 from reconciler.schema.check import invite_validators, validate
 from reconciler.schema.messages import Where
+from reconciler.yamlload.comments import suspect
 from reconciler.yamlload.items import Delivery, ListRead
 from reconciler.yamlload.positions import Lines, Located
 from reconciler.yamlload.source import FileSource, stream
@@ -217,7 +218,13 @@ def _load(
     schema, written = invite_validators(), _as_written(document, entries)
     if not schema.file_is_valid(written.value):
         problems.extend(validate(schema.file, Where(written, path)))
+    if checks is not None and _suspect(source):  # `name: Store #12`, rarely: read again
+        problems.extend(checks.cut_by_comments(path, lines.text))
     return reader.invites, [*problems, *reader.problems]
+
+
+def _suspect(source: str | FileSource) -> bool:
+    return source.suspect if isinstance(source, FileSource) else suspect(source.encode())
 
 
 def _as_written(document: Located, entries: ListRead) -> Located:

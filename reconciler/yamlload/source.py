@@ -20,6 +20,7 @@ import yaml
 from reconciler.errors import FileProblem
 from reconciler.safetext import escape
 from reconciler.yamlload.builder import DEPTH_LIMIT, Builder, Fatal
+from reconciler.yamlload.comments import suspect
 from reconciler.yamlload.items import NO_LIST, Delivery, Item, ItemHook, ListRead
 from reconciler.yamlload.positions import Lines, Located, Mark
 
@@ -72,6 +73,10 @@ class FileSource:
         self.stream = stream
         self.limit = limit
         self.read_so_far = 0
+        # Whether a value may be cut short by a comment (``comments``): looked at as the
+        # bytes pass, the end of the last chunk kept for a ` #x` across two.
+        self.suspect = False
+        self._tail = b""
 
     # The default only makes this a file-like reader for type checkers: libyaml
     # always asks for a size.
@@ -82,6 +87,9 @@ class FileSource:
         self.read_so_far += len(data)
         if self.read_so_far > self.limit:
             raise _TooLarge(self.limit)
+        if not self.suspect:
+            self.suspect = suspect(self._tail + data)
+            self._tail = data[-2:]
         return data
 
 

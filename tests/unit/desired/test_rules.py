@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reconciler.desired.rules import BUILT_IN, Rules, business_key
+from reconciler.desired.rules import BUILT_IN, Level, Rules, business_key
 from reconciler.desired.state import load_desired_state
 from reconciler.errors import InputError
 
@@ -105,3 +105,40 @@ def test_a_check_raised_to_an_error_fails_and_one_turned_off_says_nothing(
 
 def test_without_rules_nothing_is_checked_beyond_the_schema(tmp_path: Path) -> None:
     assert load_desired_state(_files(tmp_path)).warnings == []
+
+
+CUT = """\
+invites:
+  - id: inv_1  # the usual comment
+    name: Store #12
+    email: "store#12@acme.example"
+"""
+
+
+@pytest.mark.parametrize(
+    ("level", "said"),
+    [
+        (
+            "warning",
+            "3:17: warning: comment-in-value: YAML reads this as 'Store' and a comment from the "
+            "`#`; if the `#` is part of the value, quote it whole: 'Store #12'",
+        ),
+        ("off", None),
+    ],
+)
+def test_a_value_a_comment_cuts_short_is_said_where_the_comment_starts(
+    tmp_path: Path, level: Level, said: str | None
+) -> None:
+    path = tmp_path / "invites.yaml"
+    path.write_text(CUT, encoding="utf-8")
+    state = load_desired_state([str(path)], Rules(levels={**BUILT_IN, "comment-in-value": level}))
+    assert state.invites[0].fields["name"] == "Store"  # what YAML reads, and the plan sends
+    assert [str(w).split("invites.yaml:", 1)[1] for w in state.warnings] == ([said] if said else [])
+
+
+def test_a_value_a_comment_cuts_short_fails_the_run_as_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "invites.yaml"
+    path.write_text(CUT, encoding="utf-8")
+    with pytest.raises(InputError) as caught:
+        load_desired_state([str(path)], Rules(levels={**BUILT_IN, "comment-in-value": "error"}))
+    assert [p.message.split(":")[0] for p in caught.value.errors] == ["comment-in-value"]
