@@ -218,9 +218,11 @@ def _load(
     schema, written = invite_validators(), _as_written(document, entries)
     if not schema.file_is_valid(written.value):
         problems.extend(validate(schema.file, Where(written, path)))
-    if checks is not None and _suspect(source):  # `name: Store #12`, rarely: read again
+    problems += reader.problems
+    # `name: Store #12`, rarely: such a file is parsed again, unless it failed already.
+    if checks is not None and _suspect(source) and not any(p.is_error for p in problems):
         problems.extend(checks.cut_by_comments(path, lines.text))
-    return reader.invites, [*problems, *reader.problems]
+    return reader.invites, problems
 
 
 def _suspect(source: str | FileSource) -> bool:

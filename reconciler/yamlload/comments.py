@@ -37,8 +37,9 @@ def suspect(data: bytes) -> bool:
     return SUSPECT.search(data) is not None
 
 
-def cut_values(text: str) -> list[CutValue]:
-    """Every plain value of ``text`` (YAML that parsed) that a comment cuts short."""
+def cut_values(text: str, most: int = 100) -> list[CutValue]:
+    """The plain values of ``text`` (YAML that parsed) that a comment cuts short, the
+    first ``most`` of them: a file of a million is refused for its first few."""
     lines = text.split("\n")
     found = []
     loader = _Parser(text)
@@ -56,6 +57,8 @@ def cut_values(text: str) -> list[CutValue]:
                 if len(written) > _SHOWN:
                     written = written[:_SHOWN] + "…"
                 found.append(CutValue(end.line + 1, after.start(1) + 1, event.value, written))
+                if len(found) >= most:
+                    break
     except yaml.YAMLError:
         return found  # the loader reported the file's own problem already
     finally:

@@ -142,3 +142,11 @@ def test_a_value_a_comment_cuts_short_fails_the_run_as_an_error(tmp_path: Path) 
     with pytest.raises(InputError) as caught:
         load_desired_state([str(path)], Rules(levels={**BUILT_IN, "comment-in-value": "error"}))
     assert [p.message.split(":")[0] for p in caught.value.errors] == ["comment-in-value"]
+
+
+def test_a_file_that_failed_is_not_read_again_for_values_cut_short(tmp_path: Path) -> None:
+    path = tmp_path / "invites.yaml"
+    path.write_text(CUT + "    nmae: typo\n", encoding="utf-8")
+    with pytest.raises(InputError) as caught:
+        load_desired_state([str(path)], Rules())
+    assert [p.message.split(";")[0] for p in caught.value.problems] == ["unknown field `nmae`"]

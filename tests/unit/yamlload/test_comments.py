@@ -64,3 +64,9 @@ def test_a_file_read_in_chunks_is_suspect_across_two_of_them() -> None:
     while calm.read(65536):
         pass
     assert not calm.suspect
+
+
+def test_the_first_few_are_found_and_the_rest_not_looked_for() -> None:
+    text = "invites:\n" + "  - x #1\n" * 1000
+    assert [c.line for c in cut_values(text, most=3)] == [2, 3, 4]
+    assert len(cut_values(text)) == 100
