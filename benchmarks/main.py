@@ -93,7 +93,9 @@ def _compiled() -> str:
         if not Path(importlib.util.cache_from_source(str(source))).exists()
     )
     compileall.compile_dir(str(package), quiet=1)
-    return f"compiled before the runs, as pip install does ({stale} of the package's modules had none)"
+    return (
+        f"compiled before the runs, as pip install does ({stale} of the package's modules had none)"
+    )
 
 
 def _run_all(names: list[str], context: Context) -> tuple[list[Row], list[str]]:
