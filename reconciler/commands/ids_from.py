@@ -47,7 +47,10 @@ def ids_in(text: str, name: str) -> list[str]:
     """The ids of ``text``, one a line; the bad ones refused with ``name:LINE``."""
     ids: list[str] = []
     bad: list[str] = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    # Lines end at \n only, as editors and `grep -n` count them (a \r before it is
+    # stripped): splitlines() also breaks at U+2028 or \x1c, shifting every later line
+    # number, and would make "a\x1cb" two ids instead of one bad one.
+    for number, line in enumerate(text.split("\n"), start=1):
         ident = line.split("#", 1)[0].strip()
         if not ident:
             continue

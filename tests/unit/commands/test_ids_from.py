@@ -35,6 +35,16 @@ def test_bad_ids_are_named_at_their_line_and_nothing_is_read(tmp_path: Path) -> 
     assert f"{path}:1" not in message
 
 
+def test_lines_are_counted_as_editors_count_them_and_a_control_character_splits_no_id() -> None:
+    # str.splitlines() also breaks at U+2028, U+0085, \x0b, \x0c and \x1c-\x1e: a line
+    # separator in a comment shifted every later line number, and "a\x1cb" became two ids.
+    with pytest.raises(ReconcilerError) as caught:
+        ids_in("inv_1 # pasted\u2028note\n\nbad!\ninv_2\x1cinv_3\n", "ids.txt")
+    message = str(caught.value)
+    assert "ids.txt:3: 'bad!'" in message
+    assert "ids.txt:4: 'inv_2\\x1cinv_3'" in message
+
+
 def test_many_bad_ids_name_ten_then_how_many_more() -> None:
     with pytest.raises(ReconcilerError, match="and 5 more"):
         ids_in("".join(f"bad id {n}\n" for n in range(15)), "ids.txt")
