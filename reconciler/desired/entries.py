@@ -64,8 +64,10 @@ class EntryReader:
         texts: list[str] = []
         spaced: list[str] = []
         _non_ascii(item.value, texts, spaced)
+        # Refused, whether in NFC or not, and never normalised (see MAX_MARKS_IN_A_ROW).
+        marked = frozenset(t for t in texts if _too_many_marks(t))
         normal = all(unicodedata.is_normalized("NFC", text) for text in texts)
-        entry = item.value if normal else _nfc_copy(item.value)
+        entry = item.value if normal else _nfc_copy(item.value, marked)
         problems: list[FileProblem] = []
         if not self.schema.entry_is_valid(entry):
             located = item.located(self.lines)._replace(value=entry)
@@ -85,11 +87,13 @@ class EntryReader:
         line, column = item.mark
         source = SourceLocation(self.source, line, column)
         invisible = any(NOT_IN_TEXT.search(text) for text in texts)
-        if problems or invisible:
+        if problems or invisible or marked:
             fields = {key: value for key, value in entry.items() if key not in RECONCILER_KEYS}
             if invisible:
                 self._refuse_invisible(fields, item, problems)
-            if problems:
+            if marked:
+                self._refuse_mark_runs(fields, item, problems, marked)
+            if problems or marked:
                 # Kept for its id alone (the run stops anyway): a value the schema refused
                 # is left out, not typed.
                 self.invites.append(DesiredInvite(ident, fields_from_json(fields), source, resend))
@@ -142,6 +146,31 @@ class EntryReader:
                 self._invisible.add(problem)
                 self.problems.append(problem)
 
+    def _refuse_mark_runs(
+        self,
+        fields: dict[str, Any],
+        item: Item,
+        problems: list[FileProblem],
+        marked: frozenset[str],
+    ) -> None:
+        """A problem for each text value of ``marked`` (too many combining marks in a
+        row), unless the schema has refused it already (too long, say)."""
+        located = item.located(self.lines)
+        reported = {(p.line, p.column) for p in problems}
+        for path, text in _texts(fields, ()):
+            if text not in marked:
+                continue
+            line, column = located.mark(path)
+            if (line, column) in reported:
+                continue
+            count = _marks_in_a_row(text)
+            where = ".".join(str(p) for p in path if isinstance(p, str))
+            message = (
+                f"`{escape(where)}`: {quote_value(text)} holds {count:,} combining marks in a "
+                f"row (at most {MAX_MARKS_IN_A_ROW}); no text needs so many"
+            )
+            self.problems.append(FileProblem(self.source, line, column, message))
+
     def _bad_id(self, ident: str, entry: Located) -> None:
         line, column = entry.mark(("id",))
         message = f"`id`: {quote_value(ident)} is not a valid inviteId ({ID_RULE})"
@@ -165,14 +194,49 @@ def _non_ascii(value: Any, found: list[str], spaced: list[str]) -> None:
             _non_ascii(item, found, spaced)
 
 
-def _nfc_copy(value: Any) -> Any:
-    """``value`` (an entry as read) with every string in NFC, keys as they are."""
+# Unicode's stream-safe text format (UAX #15) allows no longer run of combining marks
+# (non-starters); NFC reorders a run in quadratic time: 10,000 marks took 0.2 s a value.
+MAX_MARKS_IN_A_ROW = 30
+
+
+def _too_many_marks(text: str) -> bool:
+    """Whether ``text`` (not ASCII) holds more than ``MAX_MARKS_IN_A_ROW`` combining marks
+    in a row: a walk in Python, stopped at the first such run."""
+    run = 0
+    combining = unicodedata.combining
+    for char in text:
+        if not combining(char):
+            run = 0
+        elif run == MAX_MARKS_IN_A_ROW:
+            return True
+        else:
+            run += 1
+    return False
+
+
+def _marks_in_a_row(text: str) -> int:
+    """The most combining marks (canonical combining class not 0) ``text`` holds in a row."""
+    longest = run = 0
+    combining = unicodedata.combining
+    for char in text:
+        if combining(char):
+            run += 1
+            if run > longest:
+                longest = run
+        else:
+            run = 0
+    return longest
+
+
+def _nfc_copy(value: Any, marked: frozenset[str]) -> Any:
+    """``value`` (an entry as read) with every string in NFC, keys as they are; a string
+    of ``marked`` is left as it is (it is refused)."""
     if type(value) is str:
-        return nfc(value)
+        return value if value in marked else nfc(value)
     if isinstance(value, dict):
-        return {k: _nfc_copy(v) for k, v in value.items()}
+        return {k: _nfc_copy(v, marked) for k, v in value.items()}
     if isinstance(value, list):
-        return [_nfc_copy(item) for item in value]
+        return [_nfc_copy(item, marked) for item in value]
     return value
 
 
