@@ -21,7 +21,7 @@ from reconciler.model.fields import (
     fields_from_json,
 )
 from reconciler.model.invite import ID_RULE, INVITE_ID, DesiredInvite, SourceLocation, resend_rule
-from reconciler.model.values import nfc
+from reconciler.model.values import MAX_MARKS_IN_A_ROW, marks_in_a_row, nfc, too_many_marks
 from reconciler.safetext import NOT_IN_TEXT, escape, quote_value
 from reconciler.schema.check import invite_validators, validate
 from reconciler.schema.messages import Where
@@ -65,7 +65,7 @@ class EntryReader:
         spaced: list[str] = []
         _non_ascii(item.value, texts, spaced)
         # Refused, whether in NFC or not, and never normalised (see MAX_MARKS_IN_A_ROW).
-        marked = frozenset(t for t in texts if _too_many_marks(t))
+        marked = frozenset(t for t in texts if too_many_marks(t))
         normal = all(unicodedata.is_normalized("NFC", text) for text in texts)
         entry = item.value if normal else _nfc_copy(item.value, marked)
         problems: list[FileProblem] = []
@@ -163,7 +163,7 @@ class EntryReader:
             line, column = located.mark(path)
             if (line, column) in reported:
                 continue
-            count = _marks_in_a_row(text)
+            count = marks_in_a_row(text)
             where = ".".join(str(p) for p in path if isinstance(p, str))
             message = (
                 f"`{escape(where)}`: {quote_value(text)} holds {count:,} combining marks in a "
@@ -192,40 +192,6 @@ def _non_ascii(value: Any, found: list[str], spaced: list[str]) -> None:
     elif isinstance(value, list):
         for item in value:
             _non_ascii(item, found, spaced)
-
-
-# Unicode's stream-safe text format (UAX #15) allows no longer run of combining marks
-# (non-starters); NFC reorders a run in quadratic time: 10,000 marks took 0.2 s a value.
-MAX_MARKS_IN_A_ROW = 30
-
-
-def _too_many_marks(text: str) -> bool:
-    """Whether ``text`` (not ASCII) holds more than ``MAX_MARKS_IN_A_ROW`` combining marks
-    in a row: a walk in Python, stopped at the first such run."""
-    run = 0
-    combining = unicodedata.combining
-    for char in text:
-        if not combining(char):
-            run = 0
-        elif run == MAX_MARKS_IN_A_ROW:
-            return True
-        else:
-            run += 1
-    return False
-
-
-def _marks_in_a_row(text: str) -> int:
-    """The most combining marks (canonical combining class not 0) ``text`` holds in a row."""
-    longest = run = 0
-    combining = unicodedata.combining
-    for char in text:
-        if combining(char):
-            run += 1
-            if run > longest:
-                longest = run
-        else:
-            run = 0
-    return longest
 
 
 def _nfc_copy(value: Any, marked: frozenset[str]) -> Any:
