@@ -371,7 +371,7 @@ def _result_failures(result: ChangeResult) -> list[FailedInvite]:
         reason = f"update unknown: {error}"
         return [FailedInvite(change.id, None, reason, error.status, advice=advice)]
     if error is not None and not outcome.updated:
-        return [FailedInvite(change.id, change.source, str(error), error.status)]
+        return [FailedInvite(change.id, change.source, str(error), error.status, error.request_id)]
     return _resend_failures(result)
 
 
