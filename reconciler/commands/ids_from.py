@@ -36,9 +36,11 @@ def read_ids(source: str) -> list[str]:
         )
     try:
         text = data.decode("utf-8-sig")  # a byte-order mark, as some editors save, is no id
-    except UnicodeDecodeError:
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
         raise ReconcilerError(
-            f"{name}: not a list of invite ids (not UTF-8 text); nothing was read"
+            f"{name}:{line}: not UTF-8 text (byte 0x{data[exc.start]:02x}): save the list of "
+            "invite ids as UTF-8; nothing was read"
         ) from None
     return ids_in(text, name)
 

@@ -97,6 +97,18 @@ def test_text_that_is_not_utf8_is_refused(tmp_path: Path) -> None:
         read_ids(str(path))
 
 
+def test_text_that_is_not_utf8_is_refused_at_its_line(tmp_path: Path) -> None:
+    # A list saved as Windows-1252 from a spreadsheet: which line, which byte.
+    path = tmp_path / "ids.txt"
+    path.write_bytes(b"inv_1\ninv_2\n\x93inv_3\x94\n")
+    with pytest.raises(ReconcilerError) as refused:
+        read_ids(str(path))
+    assert str(refused.value) == (
+        f"{path}:3: not UTF-8 text (byte 0x93): save the list of invite ids as UTF-8; "
+        "nothing was read"
+    )
+
+
 def test_export_with_no_ids_at_all_says_how_to_give_them(tmp_path: Path) -> None:
     (tmp_path / "ids.txt").write_text("# none yet\n\n", encoding="utf-8")
     result = run_cli("export", "--ids-from", "ids.txt", cwd=tmp_path, env=clean_env())
