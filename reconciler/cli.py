@@ -6,6 +6,7 @@ hand it to the interpreter (`raise SystemExit(main())`), as pre-commit does.
 
 from __future__ import annotations
 
+import codecs
 import importlib
 import os
 import sys
@@ -188,6 +189,17 @@ def _main(argv: Sequence[str] | None) -> int:
     except BrokenPipeError:
         stop_writing_to_stdout()
         return EXIT_FAILURE
+    except UnicodeEncodeError as exc:  # stdout in Latin-1, say, and a name in Japanese
+        encoding = _stdout_encoding()
+        if encoding is None or codecs.lookup(exc.encoding).name != encoding:
+            raise
+        char = f"U+{ord(exc.object[exc.start]):04X}"
+        echo_err(
+            f"error: cannot write the output: stdout's encoding ({encoding}) cannot hold "
+            f"{char}; run with a UTF-8 locale (LANG=C.UTF-8) or PYTHONIOENCODING=utf-8",
+            meta,
+        )
+        return EXIT_FAILURE
     except OSError as exc:  # mostly the output itself failed (`>/dev/full`)
         reason = exc.strerror or str(exc)
         if exc.filename is not None:  # a file the modules did not wrap: name it
@@ -231,6 +243,14 @@ def _hold_closed_streams() -> None:
             if devnull != fd:
                 os.dup2(devnull, fd)
                 os.close(devnull)
+
+
+def _stdout_encoding() -> str | None:
+    """stdout's encoding by its codec's name (`iso8859-1` for latin-1), or None."""
+    try:
+        return codecs.lookup(sys.stdout.encoding).name
+    except (AttributeError, LookupError, TypeError):
+        return None
 
 
 def _report(exc: ReconcilerError, meta: Mapping[str, object]) -> int:

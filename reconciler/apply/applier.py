@@ -398,6 +398,9 @@ class Applier:
             # Certainly not made (refused, and not sent again): owed, and the log says so,
             # as for one never attempted; its failed attempt alone reads as "tried".
             self._log_owed(invite_id, f"refused and not sent again: {error}")
+            # A 403 or 401 refuses every write after it: no further update is made with its
+            # re-send refused again and owed by hand.
+            self._failed_fatally(error)
             return _with(result, resend=ResendOutcome.NOT_RESENT, resend_error=error)
         recorder.settle("ok", receipt.status, receipt.request_id)
         self._settled(recorder)

@@ -11,6 +11,7 @@ import click
 from reconciler.api.capacity.limiter import Limiter
 from reconciler.api.capacity.shared import capacity_for
 from reconciler.api.client import ApiClient
+from reconciler.api.exceptions import ApiError
 from reconciler.apply.applier import (
     Applier,
     ApplyReport,
@@ -262,13 +263,9 @@ def _apply(
     report.left_in_conflict = left_in_conflict
     failures = _failures(plan, report)
     # The error that stopped the run is said once, last; the lines above point at it.
-    fatal = [
-        r
-        for r in report.results
-        if r.outcome is WriteOutcome.FAILED and r.error is not None and r.error.run_fatal
-    ]
+    fatal = [r for r in report.results if _run_fatal(r) is not None]
     if fatal and report.stopped_by is not None:
-        first = fatal[0].error
+        first = _run_fatal(fatal[0])
         assert first is not None
         report.stopped_by = (
             f"{fatal_short(first)} (the error at the end); no new writes were started"
@@ -304,9 +301,18 @@ def _apply(
     return 0 if report.ok and not plan.failed and not stdout_lost else 1
 
 
+def _run_fatal(result: ChangeResult) -> ApiError | None:
+    """The run-fatal error ``result`` failed with: its write's, or its re-send's refusal."""
+    if result.outcome is WriteOutcome.FAILED and result.error is not None:
+        return result.error if result.error.run_fatal else None
+    error = result.resend_error
+    refused = result.resend is ResendOutcome.NOT_RESENT and error is not None
+    return error if refused and error is not None and error.run_fatal else None
+
+
 def _fatal_line(results: list[ChangeResult]) -> str:
     """One line for the error that stopped the run, whichever invites it failed."""
-    error = results[0].error
+    error = _run_fatal(results[0])
     assert error is not None
     ids = [redact_and_escape(r.change.id) for r in results]
     shown = ", ".join(ids[:SHOWN]) + (f" and {len(ids) - SHOWN} more" if len(ids) > SHOWN else "")
@@ -365,7 +371,7 @@ def _result_failures(result: ChangeResult) -> list[FailedInvite]:
         reason = f"update unknown: {error}"
         return [FailedInvite(change.id, None, reason, error.status, advice=advice)]
     if error is not None and not outcome.updated:
-        return [FailedInvite(change.id, change.source, str(error), error.status)]
+        return [FailedInvite(change.id, change.source, str(error), error.status, error.request_id)]
     return _resend_failures(result)
 
 

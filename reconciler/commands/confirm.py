@@ -63,10 +63,17 @@ def confirm(question: str, *, action: str, instead: str = "") -> None:
     names what is refused ("apply"); ``instead`` offers another way to do it.
     """
     require_terminal(action=action, instead=instead)
+    # On stderr, unless only stdout is a terminal (`reconcile apply 2> errors.txt`): a
+    # question asked into a file leaves the person waiting in silence.
+    err = _is_terminal(sys.stderr) or not _is_terminal(sys.stdout)
     try:
-        yes = click.confirm(question, default=False, err=True)
+        if err:
+            yes = click.confirm(question, default=False, err=True)
+        else:  # input() at a terminal writes its prompt to fd 2: the question is ours to write
+            click.echo(f"{question} [y/N]: ", nl=False)
+            yes = click.confirm("", default=False, prompt_suffix="", show_default=False)
     except click.Abort:  # Ctrl-C or end of input at the prompt: click would say `Aborted.`
-        click.echo("", err=True)  # the prompt's line ends here, not in the next message
+        click.echo("", err=err)  # the prompt's line ends here, not in the next message
         raise ReconcilerError(
             f"{action} cancelled at the prompt (Ctrl-C or end of input); nothing was changed"
         ) from None

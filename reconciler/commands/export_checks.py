@@ -65,7 +65,7 @@ def schema_ref_for(out: str | None, given: str | None, configured: str) -> tuple
         if SCHEMA_IN_REPO.is_file():  # run from the repository's top, the schema saved
             return configured, None
         return configured, (
-            f"note: the $schema line points at {configured}, which resolves for a file in "
+            f"note: the $schema line points at {escape(configured)}, which resolves for a file in "
             f"invites/ when {SCHEMA_IN_REPO} exists (`reconcile schema > {SCHEMA_IN_REPO}`); "
             "pass --out to have it written to resolve wherever the file goes"
         )
@@ -82,8 +82,8 @@ def _unresolved_note(ref: str, out: str | None) -> str | None:
     if schema.exists():
         return None
     return (
-        f"note: the $schema line points at {schema}, which does not exist; create it with "
-        f"`reconcile schema > {os.path.relpath(schema)}` so editors check the file"
+        f"note: the $schema line points at {escape(str(schema))}, which does not exist; create "
+        f"it with `reconcile schema > {escape(os.path.relpath(schema))}` so editors check the file"
     )
 
 

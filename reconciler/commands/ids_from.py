@@ -36,9 +36,11 @@ def read_ids(source: str) -> list[str]:
         )
     try:
         text = data.decode("utf-8-sig")  # a byte-order mark, as some editors save, is no id
-    except UnicodeDecodeError:
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
         raise ReconcilerError(
-            f"{name}: not a list of invite ids (not UTF-8 text); nothing was read"
+            f"{name}:{line}: not UTF-8 text (byte 0x{data[exc.start]:02x}): save the list of "
+            "invite ids as UTF-8; nothing was read"
         ) from None
     return ids_in(text, name)
 
@@ -47,7 +49,10 @@ def ids_in(text: str, name: str) -> list[str]:
     """The ids of ``text``, one a line; the bad ones refused with ``name:LINE``."""
     ids: list[str] = []
     bad: list[str] = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    # Lines end at \n only, as editors and `grep -n` count them (a \r before it is
+    # stripped): splitlines() also breaks at U+2028 or \x1c, shifting every later line
+    # number, and would make "a\x1cb" two ids instead of one bad one.
+    for number, line in enumerate(text.split("\n"), start=1):
         ident = line.split("#", 1)[0].strip()
         if not ident:
             continue

@@ -181,7 +181,8 @@ class _Resends:
         else:
             self._say(f"failed  {shown}: {error}")
             advice = None
-        self.failed.append(FailedInvite(invite_id, None, str(error), error.status, advice=advice))
+        failed = FailedInvite(invite_id, None, str(error), error.status, error.request_id, advice)
+        self.failed.append(failed)
 
     def _stop_for_audit(self, error: AuditLogError) -> None:
         self.audit_error = self.audit_error or error

@@ -21,7 +21,7 @@ from reconciler.model.fields import (
     fields_from_json,
 )
 from reconciler.model.invite import ID_RULE, INVITE_ID, DesiredInvite, SourceLocation, resend_rule
-from reconciler.model.values import nfc
+from reconciler.model.values import MAX_MARKS_IN_A_ROW, marks_in_a_row, nfc, too_many_marks
 from reconciler.safetext import NOT_IN_TEXT, escape, quote_value
 from reconciler.schema.check import invite_validators, validate
 from reconciler.schema.messages import Where
@@ -64,8 +64,10 @@ class EntryReader:
         texts: list[str] = []
         spaced: list[str] = []
         _non_ascii(item.value, texts, spaced)
+        # Refused, whether in NFC or not, and never normalised (see MAX_MARKS_IN_A_ROW).
+        marked = frozenset(t for t in texts if too_many_marks(t))
         normal = all(unicodedata.is_normalized("NFC", text) for text in texts)
-        entry = item.value if normal else _nfc_copy(item.value)
+        entry = item.value if normal else _nfc_copy(item.value, marked)
         problems: list[FileProblem] = []
         if not self.schema.entry_is_valid(entry):
             located = item.located(self.lines)._replace(value=entry)
@@ -85,11 +87,13 @@ class EntryReader:
         line, column = item.mark
         source = SourceLocation(self.source, line, column)
         invisible = any(NOT_IN_TEXT.search(text) for text in texts)
-        if problems or invisible:
+        if problems or invisible or marked:
             fields = {key: value for key, value in entry.items() if key not in RECONCILER_KEYS}
             if invisible:
                 self._refuse_invisible(fields, item, problems)
-            if problems:
+            if marked:
+                self._refuse_mark_runs(fields, item, problems, marked)
+            if problems or marked:
                 # Kept for its id alone (the run stops anyway): a value the schema refused
                 # is left out, not typed.
                 self.invites.append(DesiredInvite(ident, fields_from_json(fields), source, resend))
@@ -142,6 +146,31 @@ class EntryReader:
                 self._invisible.add(problem)
                 self.problems.append(problem)
 
+    def _refuse_mark_runs(
+        self,
+        fields: dict[str, Any],
+        item: Item,
+        problems: list[FileProblem],
+        marked: frozenset[str],
+    ) -> None:
+        """A problem for each text value of ``marked`` (too many combining marks in a
+        row), unless the schema has refused it already (too long, say)."""
+        located = item.located(self.lines)
+        reported = {(p.line, p.column) for p in problems}
+        for path, text in _texts(fields, ()):
+            if text not in marked:
+                continue
+            line, column = located.mark(path)
+            if (line, column) in reported:
+                continue
+            count = marks_in_a_row(text)
+            where = ".".join(str(p) for p in path if isinstance(p, str))
+            message = (
+                f"`{escape(where)}`: {quote_value(text)} holds {count:,} combining marks in a "
+                f"row (at most {MAX_MARKS_IN_A_ROW}); no text needs so many"
+            )
+            self.problems.append(FileProblem(self.source, line, column, message))
+
     def _bad_id(self, ident: str, entry: Located) -> None:
         line, column = entry.mark(("id",))
         message = f"`id`: {quote_value(ident)} is not a valid inviteId ({ID_RULE})"
@@ -165,14 +194,15 @@ def _non_ascii(value: Any, found: list[str], spaced: list[str]) -> None:
             _non_ascii(item, found, spaced)
 
 
-def _nfc_copy(value: Any) -> Any:
-    """``value`` (an entry as read) with every string in NFC, keys as they are."""
+def _nfc_copy(value: Any, marked: frozenset[str]) -> Any:
+    """``value`` (an entry as read) with every string in NFC, keys as they are; a string
+    of ``marked`` is left as it is (it is refused)."""
     if type(value) is str:
-        return nfc(value)
+        return value if value in marked else nfc(value)
     if isinstance(value, dict):
-        return {k: _nfc_copy(v) for k, v in value.items()}
+        return {k: _nfc_copy(v, marked) for k, v in value.items()}
     if isinstance(value, list):
-        return [_nfc_copy(item) for item in value]
+        return [_nfc_copy(item, marked) for item in value]
     return value
 
 

@@ -16,11 +16,14 @@ from collections.abc import Iterator, Mapping
 from typing import Any, NamedTuple, TypeVar
 
 from reconciler.model.values import (
+    MAX_MARKS_IN_A_ROW,
     Contact,
     FieldValue,
     IdentifierSet,
     JsonValue,
+    marks_in_a_row,
     nfc,
+    too_many_marks,
 )
 from reconciler.safetext import cut, redact, redact_and_escape
 
@@ -219,6 +222,11 @@ class TextKind(FieldKind):
             return f"is {_kind(raw)}, not a string"
         if len(raw) > self.max_chars:
             return f"has {len(raw):,} characters, more than the {self.max_chars:,} allowed"
+        if not raw.isascii() and too_many_marks(raw):  # before NFC, quadratic on such a run
+            return (
+                f"holds {marks_in_a_row(raw):,} combining marks in a row, more than the "
+                f"{MAX_MARKS_IN_A_ROW} allowed"
+            )
         return None
 
     def from_json(self, raw: object) -> str | None:

@@ -28,6 +28,40 @@ def nfc(text: str) -> str:
     return text if text.isascii() else unicodedata.normalize("NFC", text)
 
 
+# Unicode's stream-safe text format (UAX #15) allows no longer run of combining marks
+# (non-starters); NFC reorders a run in quadratic time: 10,000 marks took 0.2 s a value.
+MAX_MARKS_IN_A_ROW = 30
+
+
+def too_many_marks(text: str) -> bool:
+    """Whether ``text`` (not ASCII) holds more than ``MAX_MARKS_IN_A_ROW`` combining marks
+    in a row: a walk in Python, stopped at the first such run."""
+    run = 0
+    combining = unicodedata.combining
+    for char in text:
+        if not combining(char):
+            run = 0
+        elif run == MAX_MARKS_IN_A_ROW:
+            return True
+        else:
+            run += 1
+    return False
+
+
+def marks_in_a_row(text: str) -> int:
+    """The most combining marks (canonical combining class not 0) ``text`` holds in a row."""
+    longest = run = 0
+    combining = unicodedata.combining
+    for char in text:
+        if combining(char):
+            run += 1
+            if run > longest:
+                longest = run
+        else:
+            run = 0
+    return longest
+
+
 def _nfc_or_none(text: str | None) -> str | None:
     return None if text is None else nfc(text)
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 import click
 
-from reconciler.safetext import json_text, redact_and_escape
+from reconciler.safetext import json_text, redact, redact_and_escape
 from reconciler.wording import plural
 
 if TYPE_CHECKING:
@@ -120,13 +120,23 @@ def not_updatable_note(status: str) -> str:
 KEPT_NOTE = "kept from the platform, not in the files"
 
 
-def kept_warning(field: str, subs: list[str]) -> str:
-    """When a contact's name or e-mail changes and kept sub-fields ride along."""
-    field = redact_and_escape(field)
-    plain = ", ".join(redact_and_escape(s) for s in subs)
-    named = ", ".join(f"`{field}.{redact_and_escape(s)}`" for s in subs)
+def kept_warning(field: str, subs: list[str], quoted: Callable[[str], str] | None = None) -> str:
+    """When a contact's name or e-mail changes and kept sub-fields ride along.
+
+    ``quoted`` shows a field name literally (Markdown's code): the sub-fields are named
+    by the server, so a backtick or a link in one must not become part of the sentence.
+    """
+    if quoted is not None:
+        plain = ", ".join(quoted(redact(s)) for s in subs)
+        named = ", ".join(quoted(f"{field}.{redact(s)}") for s in subs)
+        field = quoted(field)
+    else:
+        field = redact_and_escape(field)
+        plain = ", ".join(redact_and_escape(s) for s in subs)
+        named = ", ".join(f"`{field}.{redact_and_escape(s)}`" for s in subs)
+        field = f"`{field}`"
     it = "it" if len(subs) == 1 else "them"
     return (
-        f"the new contact keeps the previous one's {plain}: the PATCH replaces `{field}` "
+        f"the new contact keeps the previous one's {plain}: the PATCH replaces {field} "
         f"whole, and the files do not manage {named}; add {it} to the entry to change {it}"
     )

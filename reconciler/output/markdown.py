@@ -85,14 +85,6 @@ _PLAIN = re.compile(r"[A-Za-z0-9]+(?:\.[A-Za-z0-9]+)?")
 _ID = re.compile(r"[A-Za-z0-9_.-]{1,128}")
 
 
-def _markdown_text(text: str) -> str:
-    """A sentence of ours naming values in backticks: each named value shown literally."""
-    parts = text.split("`")
-    return "".join(
-        _code(part) if i % 2 else html.escape(part, quote=False) for i, part in enumerate(parts)
-    )
-
-
 def _label(text: str) -> str:
     """A field name: as it is when it is a plain word, else shown literally."""
     return text if _PLAIN.fullmatch(text) else _code(text)
@@ -223,7 +215,7 @@ class MarkdownRenderer:
         for name, sub in change.kept_riding_along:
             riding.setdefault(name, []).append(sub)
         for name, subs in riding.items():
-            table += f"> [!WARNING]\n> {_markdown_text(kept_warning(name, subs))}\n\n"
+            table += f"> [!WARNING]\n> {kept_warning(name, subs, _code)}\n\n"
         if change.conflicts:
             at = _code(ref or "REF")
             note = CONFLICT_NOTE.format(ref=at)

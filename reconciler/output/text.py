@@ -296,6 +296,9 @@ class TextRenderer:
                 "before sending again"
             ]
         if resend is ResendOutcome.NOT_RESENT:
+            refusal = result.resend_error
+            if refusal is not None and refusal.run_fatal:  # said once, at the end
+                error = f"{fatal_short(refusal)} (the error at the end)"
             return [
                 f"{self._style('not re-sent', fg='red')}  {invite_id}: {error}; "
                 f"the update was applied: {resend_advice(change.id)}"

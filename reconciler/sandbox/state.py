@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from reconciler.errors import ReconcilerError
+from reconciler.safefile import TooLarge, read_regular
 from reconciler.sandbox.refusals import NotFound, NotPending, PreconditionFailed
 
 _DEFAULT_STATE = Path(__file__).with_name("state.yaml")
@@ -29,13 +30,27 @@ def etag_of(invite: dict[str, Any]) -> str:
     return '"' + hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:20] + '"'
 
 
+# As large as an invite file may be: a state of 200,000 invites is some 50 MB.
+MAX_STATE_BYTES = 256 * 1024 * 1024
+
+
 def load_state_file(path: str | Path | None) -> list[dict[str, Any]]:
-    """Invites from a state file: a list, or a mapping with an `invites` list."""
+    """Invites from a state file: a list, or a mapping with an `invites` list.
+
+    Read as every file is, a regular file only and within bounds: `--state /dev/zero`
+    or a FIFO is refused at once, never read for ever or waited on.
+    """
     file = Path(path) if path else _DEFAULT_STATE
     try:
-        text = file.read_text(encoding="utf-8")
+        text = read_regular(file, MAX_STATE_BYTES).decode("utf-8")
         data = json.loads(text) if file.suffix == ".json" else yaml.safe_load(text)
-    except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError) as exc:
+    except OSError as exc:
+        raise ReconcilerError(f"{file}: cannot load sandbox state: {exc.strerror}") from None
+    except TooLarge:
+        raise ReconcilerError(
+            f"{file}: cannot load sandbox state: larger than {MAX_STATE_BYTES:,} bytes"
+        ) from None
+    except (UnicodeDecodeError, ValueError, yaml.YAMLError) as exc:
         raise ReconcilerError(f"{file}: cannot load sandbox state: {exc}") from None
     invites = data.get("invites") if isinstance(data, dict) else data
     if not isinstance(invites, list) or not all(

@@ -35,7 +35,9 @@ def find_config_file() -> str | None:
     paths it sets, and every message, read from here."""
     for directory in up_to_top():
         candidate = directory / DEFAULT_CONFIG_FILE
-        if candidate.is_file():
+        # Anything by that name (a FIFO, a device, a dangling link, a directory) is the
+        # file meant: read_config_file refuses it, never skipped for defaults or one above.
+        if os.path.lexists(candidate):
             return os.path.relpath(candidate)
     return None
 

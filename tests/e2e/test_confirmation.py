@@ -11,8 +11,10 @@ from __future__ import annotations
 import os
 import pty
 import re
+import select
 import shlex
 import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -196,4 +198,40 @@ def test_resend_with_stdout_to_a_file_lists_whom_it_e_mails_on_the_terminal_then
     listed, _, _ = shown.decode("utf-8", "replace").partition("[y/N]")
     assert "inv_acme  Acme Holdings Ltd  <" in listed  # seen before the question
     assert "inv_acme" in (tmp_path / "resend.txt").read_text(encoding="utf-8")
+    assert server.stats.calls("POST", "/public-api/v1/kyb/invites/") == []
+
+
+@pytest.mark.parametrize("command", [["apply"], ["resend", "inv_acme"]], ids=["apply", "resend"])
+def test_with_stderr_to_a_file_the_question_is_asked_on_the_terminal(
+    server: Sandbox, workdir: Path, command: list[str]
+) -> None:
+    # `reconcile apply 2> errors.txt` at a terminal: the plan was shown, then the question
+    # went into the file (input() writes its prompt to fd 2) and the run waited in silence.
+    leader, follower = pty.openpty()
+    env = sandbox_env(server, NO_COLOR="1")
+    with (workdir / "errors.txt").open("wb") as stderr:
+        proc = subprocess.Popen(
+            [*RECONCILE, *command], cwd=workdir, env=env, stdin=follower, stdout=follower,
+            stderr=stderr,
+        )  # fmt: skip
+    os.close(follower)
+    shown = b""
+    deadline = time.monotonic() + 30
+    while b"[y/N]" not in shown and time.monotonic() < deadline:
+        ready, _, _ = select.select([leader], [], [], 0.5)
+        if ready:
+            try:
+                shown += os.read(leader, 4096)
+            except OSError:
+                break
+    os.write(leader, b"n\n")  # asked or not: an answer, so the run ends either way
+    try:
+        code = proc.wait(timeout=60)
+    finally:
+        os.close(leader)
+    assert b"[y/N]" in shown, shown
+    assert code == 1
+    assert "[y/N]" not in (workdir / "errors.txt").read_text(encoding="utf-8")
+    assert "cancelled; nothing was changed" in (workdir / "errors.txt").read_text("utf-8")
+    assert server.stats.calls("PATCH") == []
     assert server.stats.calls("POST", "/public-api/v1/kyb/invites/") == []

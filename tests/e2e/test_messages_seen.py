@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from support.cli import run_cli, run_cli_process
 from support.helpers import EXAMPLES, RECONCILE, clean_env, sandbox_env
+from support.hostile_server import CLIENT_ID, HostileServer, Hostility, envelope
 
 from reconciler.sandbox import Sandbox
 
@@ -74,6 +75,43 @@ def test_a_403_that_stops_resend_is_said_once_and_no_further_e_mail_is_tried(
     assert (result.stdout + result.stderr).count(SCOPE_MESSAGE) == 1
     assert "Resend: 0 re-sent, 1 failed, 2 not sent." in result.stdout
     assert len(sandbox.stats.calls("POST", "/public-api/v1/kyb/invites/")) == 1
+
+
+def test_a_403_to_apply_s_first_re_send_stops_the_run_and_is_said_once(tmp_path: Path) -> None:
+    # The contract: a 403 stops the run. Refused at the re-send only, apply went on
+    # updating every other invite, each re-send refused again and owed by hand, the
+    # refusal said for each on stdout and again on stderr.
+    invites = [
+        {"id": f"inv_{n}", "status": "pending", "name": f"N{n}", "email": f"old{n}@x.example"}
+        for n in (1, 2, 3)
+    ]
+    refusal = envelope(403, None, "the token lacks scope kyb:invites:resend")
+    hostility = Hostility(resend_raw=[(403, {}, refusal, False)] * 3)
+    (tmp_path / "invites").mkdir()
+    entries = "".join(
+        f"  - id: inv_{n}\n    email: new{n}@x.example\n    resendOnChange: true\n"
+        for n in (1, 2, 3)
+    )
+    (tmp_path / "invites" / "a.yaml").write_text(f"invites:\n{entries}", encoding="utf-8")
+    (tmp_path / "reconciler.yaml").write_text("parallelism: 1\n", encoding="utf-8")
+    with HostileServer(invites, hostility, secret="s3cr3t-resend-403") as server:
+        env = clean_env(
+            RECONCILER_BASE_URL=server.url,
+            RECONCILER_CLIENT_ID=CLIENT_ID,
+            RECONCILER_CLIENT_SECRET="s3cr3t-resend-403",
+        )
+        result = run_cli("apply", "--auto-approve", cwd=tmp_path, env=env)
+        patched = [seen.target for seen in server.calls("PATCH")]
+        resends = [s.target for s in server.calls("POST") if s.target.endswith("/resend")]
+    assert result.returncode == 1
+    shown = result.stdout + result.stderr
+    assert shown.count("the token lacks scope kyb:invites:resend") == 1, shown
+    assert len(patched) == 1 and len(resends) == 1  # no further update, no further re-send
+    assert "not re-sent  inv_1: HTTP 403 (the error at the end)" in result.stdout
+    assert "Stopped: HTTP 403 (the error at the end); no new writes were started." in shown
+    assert "reconcile resend inv_1" in result.stdout
+    last = result.stderr.splitlines()[-1]
+    assert last.startswith("error: inv_1: HTTP 403: the token lacks scope kyb:invites:resend")
 
 
 def _stderr_on_a_terminal(args: list[str], cwd: Path, env: dict[str, str]) -> str:

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from support.cli import run_cli, run_cli_process
 from support.helpers import RECONCILE, clean_env, sandbox_env
-from support.hostile_server import CLIENT_ID, HostileServer, Hostility
+from support.hostile_server import CLIENT_ID, HostileServer, Hostility, envelope
 from support.invites import ACME, desired_entry, write_invites
 from support.nginx import Gateway, Nginx
 
@@ -421,3 +421,20 @@ def test_a_real_nginx_504_on_a_re_send_the_platform_made_is_unknown(
         ("update", "inv_acme", "ok"),
         ("resend", "inv_acme", "unknown"),
     ]
+
+
+def test_a_refusal_with_the_apis_requestid_is_not_blamed_on_a_proxy(tmp_path: Path) -> None:
+    # A 500 in the platform's envelope (requestId and all): certainly not sent, and the
+    # advice is support with the requestId. It was "check the network path to the API
+    # (proxy, gateway)", the advice for an answer with no requestId, as the error line
+    # was made without the one the message quoted.
+    refusal = envelope(500, None, "internal error")
+    hostility = Hostility(resend_raw=[(500, {}, refusal, False)])
+    with HostileServer([ACME], hostility, secret=HOSTILE_SECRET) as server:
+        result = run_cli(
+            "resend", "inv_acme", "--auto-approve", cwd=tmp_path, env=hostile_env(server)
+        )
+    assert result.returncode == 1
+    last = result.stderr.splitlines()[-1]
+    assert last.startswith("error: inv_acme: HTTP 500: internal error (requestId ")
+    assert last.endswith("contact support with the requestId"), last

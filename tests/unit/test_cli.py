@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
-from support.cli import run_cli
+from support.cli import run_cli, run_cli_process
 from support.helpers import EXAMPLES, clean_env
 
 from reconciler.cli import COMMANDS
@@ -110,3 +111,18 @@ def test_each_command_runs_after_a_lazy_import() -> None:
         result = run_cli(name, "--help")
         assert result.returncode == 0, name
         assert result.stdout.startswith(f"Usage: reconcile {name} "), name
+
+
+def test_stdout_in_an_encoding_that_cannot_hold_the_output_is_said_not_a_traceback(
+    tmp_path: Path,
+) -> None:
+    # A Latin-1 locale (or PYTHONIOENCODING=latin-1): an export of 株式会社サクラ商事 to stdout
+    # ended in UnicodeEncodeError's traceback.
+    env = clean_env(PYTHONIOENCODING="latin-1")
+    result = run_cli_process("export", "--sandbox", "inv_6p3j9", cwd=tmp_path, env=env)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert result.stderr.splitlines()[-1] == (
+        "error: cannot write the output: stdout's encoding (iso8859-1) cannot hold U+682A; "
+        "run with a UTF-8 locale (LANG=C.UTF-8) or PYTHONIOENCODING=utf-8"
+    )

@@ -21,9 +21,10 @@ class TerminalInput(io.StringIO):
 
 
 def at_a_terminal(monkeypatch: pytest.MonkeyPatch, typed: TerminalInput) -> None:
-    """A person at a terminal: what they type on stdin, and the plan shown on stdout."""
+    """A person at a terminal: what they type on stdin, the plan on stdout, stderr shown."""
     monkeypatch.setattr(sys, "stdin", typed)
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
     monkeypatch.setenv("NO_COLOR", "1")
 
 
@@ -135,6 +136,18 @@ def test_ctrl_c_at_the_prompt_says_what_happened_not_a_bare_aborted(
     )
     err = capsys.readouterr().err
     assert err == "Apply these changes? [y/N]: \n"  # the prompt's line ended, no `Aborted.`
+
+
+def test_with_stderr_in_a_file_the_question_is_asked_on_the_terminal(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `reconcile apply 2> errors.txt` at a terminal: the plan was shown, then the question
+    # went into the file and the run waited in silence for an answer to it.
+    monkeypatch.setattr(sys, "stdin", TerminalInput("y\n"))
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    confirm("Apply these changes?", action="apply")
+    out, err = capsys.readouterr()
+    assert out == "Apply these changes? [y/N]: " and err == ""
 
 
 @pytest.mark.parametrize("command", ["apply", "resend"])

@@ -109,3 +109,20 @@ def test_a_note_cannot_end_its_comment_or_hold_control_characters() -> None:
     text, entry = _exported(fields)
     assert entry == {"id": "inv_1", "primaryContact": {"name": "J", "email": "j@a.example"}}
     assert "\u2028" not in text and "evil: 1" not in text.replace("x\\nevil: 1", "")
+
+
+def test_the_out_path_is_said_with_its_control_characters_escaped(tmp_path: Path) -> None:
+    # A file name may come from anywhere (a loop over a repository's files, a branch name):
+    # `Exported ... to PATH` printed it raw, its ESC ] 0 ; ... BEL retitling the terminal.
+    out = "a\x1b]0;title\x07.yaml"
+    result = run_cli("export", "--sandbox", "inv_6p3j9", "--out", out, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "Exported 1 invite to a\\x1b]0;title\\x07.yaml." in result.stderr
+    assert "\x1b" not in result.stderr and "\x07" not in result.stderr
+    assert (tmp_path / out).exists()
+    # And the $schema reference of reconciler.yaml, named in the note that it does not exist.
+    (tmp_path / "reconciler.yaml").write_text('schema_ref: "x\\e]0;PWN\\a.json"\n')
+    result = run_cli("export", "--sandbox", "inv_6p3j9", "--out", "b.yaml", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "x\\x1b]0;PWN\\x07.json, which does not exist" in result.stderr
+    assert "\x1b" not in result.stderr and "\x07" not in result.stderr

@@ -35,6 +35,16 @@ def test_bad_ids_are_named_at_their_line_and_nothing_is_read(tmp_path: Path) -> 
     assert f"{path}:1" not in message
 
 
+def test_lines_are_counted_as_editors_count_them_and_a_control_character_splits_no_id() -> None:
+    # str.splitlines() also breaks at U+2028, U+0085, \x0b, \x0c and \x1c-\x1e: a line
+    # separator in a comment shifted every later line number, and "a\x1cb" became two ids.
+    with pytest.raises(ReconcilerError) as caught:
+        ids_in("inv_1 # pasted\u2028note\n\nbad!\ninv_2\x1cinv_3\n", "ids.txt")
+    message = str(caught.value)
+    assert "ids.txt:3: 'bad!'" in message
+    assert "ids.txt:4: 'inv_2\\x1cinv_3'" in message
+
+
 def test_many_bad_ids_name_ten_then_how_many_more() -> None:
     with pytest.raises(ReconcilerError, match="and 5 more"):
         ids_in("".join(f"bad id {n}\n" for n in range(15)), "ids.txt")
@@ -85,6 +95,18 @@ def test_text_that_is_not_utf8_is_refused(tmp_path: Path) -> None:
     path.write_bytes(b"inv_\xe9\n")
     with pytest.raises(ReconcilerError, match="not UTF-8"):
         read_ids(str(path))
+
+
+def test_text_that_is_not_utf8_is_refused_at_its_line(tmp_path: Path) -> None:
+    # A list saved as Windows-1252 from a spreadsheet: which line, which byte.
+    path = tmp_path / "ids.txt"
+    path.write_bytes(b"inv_1\ninv_2\n\x93inv_3\x94\n")
+    with pytest.raises(ReconcilerError) as refused:
+        read_ids(str(path))
+    assert str(refused.value) == (
+        f"{path}:3: not UTF-8 text (byte 0x93): save the list of invite ids as UTF-8; "
+        "nothing was read"
+    )
 
 
 def test_export_with_no_ids_at_all_says_how_to_give_them(tmp_path: Path) -> None:

@@ -3,6 +3,8 @@ invite entry's fields as the file wrote them."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from reconciler.desired.entries import refuse_bad_ids
@@ -113,6 +115,35 @@ def test_the_schema_judges_the_nfc_form_that_is_sent() -> None:
         (3, "`groups` lists the same item twice; it is a set"),
         (5, "`name` must be at most 200 characters"),
     ]
+
+
+def test_a_long_run_of_combining_marks_is_refused_without_normalising_it() -> None:
+    # NFC reorders a run of combining marks in quadratic time: 100,000 of them, alternating
+    # two classes, took seconds for one value, minutes for a file of such names.
+    many = "\\u0301\\u0316" * 50_000
+    few = "\\u0316\\u0301" * 16
+    sorted_run = "\\u0316" * 31
+    text = (
+        f'invites:\n  - id: inv_1\n    name: "a{many}"\n'
+        f'  - id: inv_2\n    groups: ["a{many}"]\n'
+        '  - id: inv_3\n    name: "Zalgo\\u0301\\u0316\\u0301\\u0316"\n'
+        f'  - id: inv_4\n    name: "Z{few}"\n'
+        f'  - id: inv_5\n    name: "Z{sorted_run}"\n'  # in NFC already: refused alike
+    )
+    started = time.perf_counter()
+    _, problems = load_text(text, "a.yaml")
+    assert time.perf_counter() - started < 2
+    assert [(p.line, p.column) for p in problems] == [(3, 11), (5, 14), (9, 11), (11, 11)]
+    assert problems[0].message == "`name` must be at most 200 characters"
+    assert problems[1].message.startswith("`groups`: 'a\u0301")
+    assert problems[1].message.endswith(
+        " holds 100,000 combining marks in a row (at most 30); no text needs so many"
+    )
+    assert problems[2].message.startswith("`name`: 'Z\u0316\u0301")
+    assert problems[2].message.endswith(
+        " holds 32 combining marks in a row (at most 30); no text needs so many"
+    )
+    assert " holds 31 combining marks in a row" in problems[3].message
 
 
 def test_a_refused_value_shared_through_an_alias_is_reported_once() -> None:

@@ -102,6 +102,19 @@ def test_sizes_up_to_the_limits_are_accepted_and_one_more_is_not() -> None:
     )
 
 
+def test_a_servers_text_with_a_long_run_of_combining_marks_is_refused_unnormalised() -> None:
+    # NFC reorders a run of combining marks in quadratic time: 1,900 set items of 1,000
+    # characters, within max_response_bytes, cost seconds of CPU for each invite read.
+    zalgo = "a" + "\u0301\u0316" * 400
+    assert problem("groups", ["ok", zalgo]) == (
+        "item 1 holds 800 combining marks in a row, more than the 30 allowed"
+    )
+    assert problem("name", "Z" + "\u0316" * 31) == (
+        "holds 31 combining marks in a row, more than the 30 allowed"
+    )
+    check_invite_values({"name": "Zoe\u0308 " + "\u0316" * 30, "groups": ["e\u0301"]})
+
+
 def test_a_contact_field_with_no_value_is_fine() -> None:
     check_invite_values({"primaryContact": {"name": None}})
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from support.values import held, typed
 
@@ -162,6 +163,36 @@ def test_markdown_escapes_what_would_break_a_table():
     comment = MarkdownRenderer().render(plan)
     assert "A &#124; B &lt;script&gt;" in comment
     assert "<script>" not in comment
+
+
+def test_markdown_shows_a_servers_kept_sub_field_names_literally_in_the_warning():
+    # A server names its contact's unmanaged sub-fields: in the warning's sentence they
+    # stood as Markdown (a link, a mention), and a backtick in one ended the code span.
+    link = "[click](https://evil.example) @octocat"
+    tick = "x` [link](https://evil2.example) `y"
+    before = {"name": "Old", "email": "old@x.example", link: "v", tick: "w"}
+    after = {"name": "New", "email": "new@x.example", link: "v", tick: "w"}
+    plan = Plan(
+        base_url="https://x.test",
+        changes=[
+            InviteChange(
+                id="inv_k",
+                source=SourceLocation("invites/a.yaml", 2),
+                name=None,
+                before=held({"primaryContact": before}),
+                patch=typed({"primaryContact": after}),
+                resend=False,
+                kept={"primaryContact": (link, tick)},
+            )
+        ],
+    )
+    comment = MarkdownRenderer().render(plan)
+    (warning,) = [line for line in comment.splitlines() if "keeps the previous" in line]
+    assert "[click]" not in warning and "[link]" not in warning
+    assert "&#91;click&#93;(https://evil.example) @octocat" in warning
+    assert "x&#96; &#91;link&#93;(https://evil2.example) &#96;y" in warning
+    outside_code = re.sub(r"<code>.*?</code>", "", warning)
+    assert "https://" not in outside_code and "@" not in outside_code
 
 
 def test_json_is_the_saved_plan_document_and_reads_back():

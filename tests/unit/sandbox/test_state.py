@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
+from pathlib import Path
+
 import pytest
 
+from reconciler.errors import ReconcilerError
+from reconciler.sandbox import state
 from reconciler.sandbox.refusals import NotPending
-from reconciler.sandbox.state import InviteStore
+from reconciler.sandbox.state import InviteStore, load_state_file
 
 
 @pytest.mark.parametrize("status", ["pending", "PENDING", "Pending"])
@@ -30,3 +36,33 @@ def test_an_invite_no_longer_pending_is_refused_and_kept(status: str) -> None:
 
     assert store.snapshot()["inv_1"]["name"] == "Acme"
     assert store.resends["inv_1"] == 0
+
+
+@pytest.mark.parametrize(
+    ("make", "said"),
+    [
+        (lambda path: os.symlink("/dev/zero", path), "it is a device, not a regular file"),
+        (os.mkfifo, "it is a FIFO (named pipe), not a regular file"),
+    ],
+    ids=["link-to-dev-zero", "fifo"],
+)
+def test_a_state_file_that_is_no_regular_file_is_refused_at_once(
+    tmp_path: Path, make: Callable[[str], None], said: str
+) -> None:
+    # `reconcile sandbox --state /dev/zero` read for ever, its memory growing; a FIFO
+    # waited for a writer in silence.
+    path = tmp_path / "state.yaml"
+    make(str(path))
+    with pytest.raises(ReconcilerError) as refused:
+        load_state_file(path)
+    assert str(refused.value) == f"{path}: cannot load sandbox state: {said}"
+
+
+def test_a_state_file_past_the_bound_is_refused_without_reading_it_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(state, "MAX_STATE_BYTES", 100)
+    path = tmp_path / "state.yaml"
+    path.write_text("invites:\n" + "  - {id: inv_1}\n" * 20, encoding="utf-8")
+    with pytest.raises(ReconcilerError, match="larger than 100 bytes"):
+        load_state_file(path)

@@ -520,6 +520,32 @@ def test_a_config_file_that_never_ends_is_refused(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("make", "said"),
+    [
+        (os.mkfifo, "it is a FIFO (named pipe), not a regular file"),
+        (lambda path: os.symlink("/dev/zero", path), "it is a device, not a regular file"),
+        (lambda path: os.symlink("gone.yaml", path), "No such file or directory"),
+        (os.mkdir, "it is a directory, not a regular file"),
+    ],
+    ids=["fifo", "link-to-dev-zero", "dangling-link", "directory"],
+)
+def test_a_reconciler_yaml_found_that_is_no_regular_file_is_refused_not_skipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, make: Callable[[str], None], said: str
+) -> None:
+    # Skipped, the run went on with the defaults, or with a reconciler.yaml further up
+    # (its max_changes, its policies) as if none were here.
+    repo = tmp_path / "repo"
+    (repo / "invites").mkdir(parents=True)
+    git(repo, "init", "--quiet")
+    (repo / "reconciler.yaml").write_text("parallelism: 3\n")
+    make(str(repo / "invites" / "reconciler.yaml"))
+    monkeypatch.chdir(repo / "invites")
+    with pytest.raises(ConfigError) as refused:
+        load_settings(None, env={})
+    assert str(refused.value) == f"reconciler.yaml: cannot read config file: {said}"
+
+
 # Settings checked as a whole: field names that clash, or a secret too short to redact.
 @pytest.mark.parametrize(
     ("names", "said"),
