@@ -66,13 +66,16 @@ class ReadFile:
         return self.data.decode("utf-8")
 
 
-def read_for_rewrite(path: str) -> ReadFile:
-    """``path`` read whole, a regular file only. Raises ``OSError``."""
+def read_for_rewrite(path: str, limit: int) -> ReadFile:
+    """``path`` read whole, a regular file only, never more than ``limit`` bytes (the
+    caller's: an invite file's is the loader's). Raises ``OSError`` (``EFBIG`` past it)."""
     real = os.path.realpath(path)
     folder = os.stat(os.path.dirname(real))
     with open_regular(real) as stream:
         info = os.fstat(stream.fileno())
-        data = stream.read()
+        data = stream.read(limit + 1)
+    if len(data) > limit:
+        raise OSError(errno.EFBIG, f"larger than {limit // 2**20} MiB", path)
     return ReadFile(
         path,
         real,

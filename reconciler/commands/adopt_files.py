@@ -8,7 +8,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from reconciler.desired.rewrite import Rewritten, Wanted, rewrite
-from reconciler.desired.state import find_files, load_text
+from reconciler.desired.state import MAX_FILE_BYTES, find_files, load_text
 from reconciler.errors import ReconcilerError
 from reconciler.model.invite import DesiredInvite, ResendRule
 from reconciler.model.kinds import canonical
@@ -25,7 +25,7 @@ def read_files(where: list[str]) -> dict[str, ReadFile]:
     read = {}
     for file in find_files(where)[0]:
         try:
-            read[str(file)] = read_for_rewrite(str(file))
+            read[str(file)] = read_for_rewrite(str(file), MAX_FILE_BYTES)
         except OSError:
             continue
     return read
@@ -35,7 +35,7 @@ def refuse_changed_while_loading(read: dict[str, ReadFile]) -> None:
     """The values loaded are those of the bytes kept: refuse a file edited while loading."""
     for path, was in read.items():
         try:
-            now = read_for_rewrite(path).data
+            now = read_for_rewrite(path, MAX_FILE_BYTES).data
         except OSError:
             now = None
         if now != was.data:

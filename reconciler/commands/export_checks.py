@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from reconciler.desired.state import find_files, load_file, load_text
+from reconciler.desired.state import MAX_FILE_BYTES, find_files, load_file, load_text
 from reconciler.errors import ReconcilerError
 from reconciler.model.invite import DesiredInvite
 from reconciler.safetext import escape
@@ -138,7 +138,7 @@ def refuse_dropping_invites(out: str, ids: list[str]) -> ReadFile | None:
     if not os.path.exists(out):  # nothing, or a dangling link (replaced, never followed)
         return None
     try:
-        read = read_for_rewrite(out)
+        read = read_for_rewrite(out, MAX_FILE_BYTES)
     except OSError as exc:
         raise ReconcilerError(
             f"{escape(out)}: cannot read it ({exc.strerror}); --force replaces only a file it "

@@ -3,6 +3,7 @@ into a directory, `..` in paths, and a file changed between the check and the re
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import tempfile
@@ -23,6 +24,7 @@ from reconciler.writing import (
     write_output,
 )
 
+LIMIT = 1024 * 1024
 OLD = "invites:\n  - id: inv_a\n    name: Old\n"
 NEW = "invites:\n  - id: inv_a\n    name: New\n"
 
@@ -44,7 +46,7 @@ def file(tmp_path: Path) -> Path:
 
 
 def test_a_file_read_is_replaced_whole_keeping_its_mode(file: Path) -> None:
-    read = read_for_rewrite(str(file))
+    read = read_for_rewrite(str(file), LIMIT)
     replace_read(read, NEW, "the invite file")
     assert file.read_text(encoding="utf-8") == NEW
     assert mode(file) == 0o640
@@ -68,7 +70,7 @@ def test_private_outputs_are_0600_whatever_the_umask_and_others_keep_the_mode_th
 
 
 def test_an_edit_after_the_read_is_never_overwritten(file: Path) -> None:
-    read = read_for_rewrite(str(file))
+    read = read_for_rewrite(str(file), LIMIT)
     file.write_text(OLD.replace("Old", "Hand"), encoding="utf-8")
     with pytest.raises(FileChanged, match=r"a\.yaml: not written .* changed since it was read"):
         replace_read(read, NEW, "the invite file")
@@ -81,7 +83,7 @@ def test_an_edit_between_the_first_check_and_the_rename_is_caught_by_the_second(
 ) -> None:
     """The file is compared again after the new text is written and synced, just before
     the rename: an edit made while the temporary file was written is kept."""
-    read = read_for_rewrite(str(file))
+    read = read_for_rewrite(str(file), LIMIT)
     real_fsync = os.fsync
 
     def edit_then_fsync(fd: int) -> None:
@@ -101,7 +103,7 @@ def test_the_window_left_is_between_the_last_compare_and_the_rename(
     """POSIX has no compare-and-swap for a rename: an edit landing after the last compare
     and before rename(2) is replaced. This pins down where that window is (and that it is
     the only one: every earlier edit is refused, above)."""
-    read = read_for_rewrite(str(file))
+    read = read_for_rewrite(str(file), LIMIT)
     real_replace = os.replace
 
     def edit_then_replace(src: str, dst: str, **dir_fds: int) -> None:
@@ -119,7 +121,7 @@ def test_a_symlink_swapped_between_read_and_write_is_refused(tmp_path: Path) -> 
     other.write_text(OLD, encoding="utf-8")  # the same bytes: only the link tells them apart
     link = tmp_path / "link.yaml"
     link.symlink_to(mine)
-    read = read_for_rewrite(str(link))
+    read = read_for_rewrite(str(link), LIMIT)
     link.unlink()
     link.symlink_to(other)
     with pytest.raises(FileChanged, match=r"now leads to .*other\.yaml, not the file read"):
@@ -136,7 +138,7 @@ def test_a_directory_swapped_for_another_holding_the_same_bytes_is_refused(
     folder = tmp_path / "invites"
     folder.mkdir()
     (folder / "a.yaml").write_text(OLD, encoding="utf-8")
-    read = read_for_rewrite(str(folder / "a.yaml"))
+    read = read_for_rewrite(str(folder / "a.yaml"), LIMIT)
     folder.rename(tmp_path / "moved")
     folder.mkdir()
     (folder / "a.yaml").write_text(OLD, encoding="utf-8")
@@ -153,7 +155,7 @@ def test_a_directory_swapped_while_the_new_text_is_written_never_receives_it(
     folder = tmp_path / "invites"
     folder.mkdir()
     (folder / "a.yaml").write_text(OLD, encoding="utf-8")
-    read = read_for_rewrite(str(folder / "a.yaml"))
+    read = read_for_rewrite(str(folder / "a.yaml"), LIMIT)
     outside = tmp_path / "outside"
     outside.mkdir()
     real_fsync = os.fsync
@@ -177,7 +179,7 @@ def test_a_directory_swapped_while_the_new_text_is_written_never_receives_it(
 def test_a_file_swapped_for_a_symlink_to_the_same_bytes_elsewhere_is_refused(
     file: Path, tmp_path: Path
 ) -> None:
-    read = read_for_rewrite(str(file))
+    read = read_for_rewrite(str(file), LIMIT)
     elsewhere = tmp_path / "outside.yaml"
     elsewhere.write_text(OLD, encoding="utf-8")
     file.unlink()
@@ -193,7 +195,7 @@ def test_a_link_the_user_keeps_is_written_through_and_stays_a_link(tmp_path: Pat
     os.chmod(target, 0o600)
     link = tmp_path / "link.yaml"
     link.symlink_to(target)
-    replace_read(read_for_rewrite(str(link)), NEW, "the invite file")
+    replace_read(read_for_rewrite(str(link), LIMIT), NEW, "the invite file")
     assert link.is_symlink() and target.read_text(encoding="utf-8") == NEW
     assert mode(target) == 0o600
 
@@ -201,7 +203,7 @@ def test_a_link_the_user_keeps_is_written_through_and_stays_a_link(tmp_path: Pat
 def test_a_file_replaced_by_a_directory_or_a_fifo_is_refused_without_blocking(
     file: Path,
 ) -> None:
-    read = read_for_rewrite(str(file))
+    read = read_for_rewrite(str(file), LIMIT)
     file.unlink()
     file.mkdir()
     with pytest.raises(FileChanged, match="it is a directory"):
@@ -242,7 +244,7 @@ def test_an_output_onto_a_fifo_or_a_directory_is_refused_and_left_as_it_is(
 def test_a_read_only_directory_fails_the_write_and_leaves_the_file(
     file: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    read = read_for_rewrite(str(file))
+    read = read_for_rewrite(str(file), LIMIT)
     if os.geteuid() == 0:
         # root writes in a 0555 directory: make the temporary file fail as it would.
         def refused(*args: Any, **kwargs: Any) -> Any:
@@ -290,13 +292,13 @@ def test_write_all_checks_every_file_first_then_names_those_written_before_a_fai
     paths = [tmp_path / f"{n}.yaml" for n in "abc"]
     for path in paths:
         path.write_text(OLD, encoding="utf-8")
-    reads = [read_for_rewrite(str(p)) for p in paths]
+    reads = [read_for_rewrite(str(p), LIMIT) for p in paths]
     paths[2].write_text("edited\n", encoding="utf-8")
     with pytest.raises(FileChanged, match=r"c\.yaml"):
         write_all([(r, NEW) for r in reads], "the invite file")
     assert [p.read_text(encoding="utf-8") for p in paths] == [OLD, OLD, "edited\n"]
 
-    reads = [read_for_rewrite(str(p)) for p in paths]
+    reads = [read_for_rewrite(str(p), LIMIT) for p in paths]
     real = writing._write
 
     def fail_on_c(target: str, *args: Any, **kwargs: Any) -> None:
@@ -321,3 +323,12 @@ def test_the_audit_log_is_created_0600_and_never_opened_through_a_link(tmp_path:
     link.symlink_to(path)
     with pytest.raises(OSError):
         writing.open_append(str(link))
+
+
+def test_a_file_larger_than_its_reader_takes_is_refused_before_it_is_held(tmp_path: Path) -> None:
+    file = tmp_path / "a.yaml"
+    file.write_bytes(b"x" * 11)
+    with pytest.raises(OSError, match="larger than") as refused:
+        read_for_rewrite(str(file), 10)
+    assert refused.value.errno == errno.EFBIG
+    assert read_for_rewrite(str(file), 11).data == b"x" * 11
