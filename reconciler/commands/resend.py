@@ -43,7 +43,7 @@ from reconciler.output.failures import RESEND_UNKNOWN_ADVICE, echo_errors
 from reconciler.output.log import setup_logging
 from reconciler.output.text import fatal_short
 from reconciler.plan.changes import FailedInvite
-from reconciler.safetext import redact_and_escape
+from reconciler.safetext import quote_value, redact, redact_and_escape
 from reconciler.wording import plural
 
 
@@ -121,7 +121,8 @@ def _recipient_list(invites: list[CurrentInvite]) -> str:
         email = invite.fields.get("email")
         shown = [
             redact_and_escape(invite.id),
-            redact_and_escape(name) if isinstance(name, str) else "(no name)",
+            # Quoted: a name the server holds as "(no name)" must not read as none.
+            quote_value(redact(name), limit=None) if isinstance(name, str) else "(no name)",
         ]
         shown.append(
             f"<{redact_and_escape(email)}>" if isinstance(email, str) else "(no e-mail address)"

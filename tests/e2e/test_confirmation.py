@@ -196,7 +196,7 @@ def test_resend_with_stdout_to_a_file_lists_whom_it_e_mails_on_the_terminal_then
     os.close(leader)
     assert proc.wait(timeout=60) == 1
     listed, _, _ = shown.decode("utf-8", "replace").partition("[y/N]")
-    assert "inv_acme  Acme Holdings Ltd  <" in listed  # seen before the question
+    assert "inv_acme  'Acme Holdings Ltd'  <" in listed  # seen before the question
     assert "inv_acme" in (tmp_path / "resend.txt").read_text(encoding="utf-8")
     assert server.stats.calls("POST", "/public-api/v1/kyb/invites/") == []
 
