@@ -17,13 +17,20 @@ import pytest
 from support.values import held, typed
 
 from reconciler.api.client import Read, Receipt, Written
-from reconciler.api.exceptions import NotSent, PreconditionFailed, ServerError, WrongInvite
+from reconciler.api.exceptions import (
+    AuthenticationFailed,
+    NotSent,
+    PreconditionFailed,
+    ServerError,
+    WrongInvite,
+)
 from reconciler.api.http.exchange import AttemptWatch
 from reconciler.apply.applier import Applier, ApplyReport, ResendOutcome, WriteOutcome
 from reconciler.apply.audit import Attempt, AuditLog, AuditLogError, NoAuditLog
 from reconciler.model.fields import fields_from_json
 from reconciler.model.invite import CurrentInvite, SourceLocation
 from reconciler.model.values import fields_json
+from reconciler.output.text import TextRenderer
 from reconciler.plan.changes import InviteChange
 from reconciler.plan.model import Plan
 from reconciler.safetext import register_secret
@@ -318,6 +325,36 @@ def test_writes_the_stopping_run_never_sent_are_reported_not_started() -> None:
     assert states == [WriteOutcome.UPDATED, WriteOutcome.NOT_STARTED, WriteOutcome.NOT_STARTED]
     assert [c for c in platform.calls if c[0] == "PATCH"] == [("PATCH", "inv_1")]
     assert report.count(WriteOutcome.FAILED) == 0
+
+
+class _RefusingPlatform(_Platform):
+    """Refuses the credentials on the read of ``refused``: every other request would fail too."""
+
+    def __init__(self, invites: dict[str, dict[str, Any]], refused: str) -> None:
+        super().__init__(invites)
+        self.refused = refused
+
+    def read_invite(self, invite_id: str) -> Read:
+        if invite_id == self.refused:
+            self.calls.append(("GET", invite_id))
+            raise AuthenticationFailed(f"token expired reading {invite_id}", status=401)
+        return super().read_invite(invite_id)
+
+
+def test_a_run_fatal_error_on_the_last_write_is_what_the_summary_says_stopped_the_run() -> None:
+    platform = _RefusingPlatform({"inv_1": {"id": "inv_1", "name": "a"}}, refused="inv_1")
+    report = _apply(platform, _change({"name": "a"}, {"name": "b"}))
+    assert [r.outcome for r in report.results] == [WriteOutcome.FAILED]
+    assert TextRenderer().apply_summary(report).splitlines() == [
+        "Stopped: HTTP 401: token expired reading inv_1; no new writes were started.",
+        "Apply: 0 updated, 1 failed.",
+    ]
+
+
+def test_a_fresh_apply_counts_nothing_as_applied_by_an_earlier_run() -> None:
+    platform = _Platform({"inv_1": {"id": "inv_1", "name": "a"}})
+    report = _apply(platform, _change({"name": "a"}, {"name": "b"}))
+    assert TextRenderer().apply_summary(report) == "Apply: 1 updated, 0 failed."
 
 
 def test_the_audit_log_records_what_was_sent_redacting_only_what_the_server_holds(
