@@ -100,3 +100,20 @@ def test_a_re_send_is_not_due_when_its_field_was_already_written_by_someone_else
     decided = before_write(planned, now(name="A", email="b@x.example"))
     assert isinstance(decided, Write)
     assert set(decided.change.patch) == {"name"} and not decided.change.resend
+
+
+def test_a_contact_stored_otherwise_names_each_sub_field_as_sent_and_as_stored() -> None:
+    sent = {**CONTACT, "email": "Jose@A.example"}
+    written = change({"primaryContact": CONTACT}, {"primaryContact": sent})
+    check = stored_as_sent(written, now(primaryContact=CONTACT))
+    assert check.as_sent == ()
+    assert [(d.field, d.sent, d.stored) for d in check.diverged] == [
+        ("primaryContact.email", "Jose@A.example", "jose@a.example")
+    ]
+    # The platform dropped the contact: every sub-field sent, none stored.
+    dropped = stored_as_sent(written, now())
+    assert [(d.field, d.sent, d.stored) for d in dropped.diverged] == [
+        ("primaryContact.name", "José", None),
+        ("primaryContact.email", "Jose@A.example", None),
+        ("primaryContact.phone", "+5215500000000", None),
+    ]
