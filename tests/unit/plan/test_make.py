@@ -179,3 +179,34 @@ def test_a_scoped_plan_tells_a_change_from_a_conflict_from_drift_outside_it():
     # The platform holds the new value: nothing to do.
     plan = of_change((wanted, current(1, email="new@x.example", name="Files Ltd")), entries=entries)
     assert plan.changes == [] and plan.unchanged == 1 and plan.outside_change == []
+
+
+def test_a_scoped_plan_compares_a_contact_only_in_the_sub_fields_the_files_manage():
+    contact = {"name": "Ann", "email": "ann@x.example"}
+    server = {**contact, "phone": "+15550000000"}  # a sub-field no file manages
+    wanted = desired(1, primaryContact={**contact, "name": "Ann Q."}, name="Files Ltd")
+    entries = {"inv_0001": changed({"primaryContact"}, {"primaryContact": contact})}
+    # The platform holds REF's contact (and a phone): a change, not a conflict.
+    plan = of_change((wanted, current(1, primaryContact=server, name="UI Ltd")), entries=entries)
+    (change,) = plan.changes
+    assert change.conflicts == {}
+    assert change.patch == typed({"primaryContact": {**server, "name": "Ann Q."}})
+    # The name outside the change is listed as the entry's, with the server's value.
+    (outside,) = plan.outside_change
+    assert (outside.id, str(outside.source), outside.name) == (
+        "inv_0001",
+        "invites/a.yaml:12",
+        "Files Ltd",
+    )
+    assert (outside.before, outside.after) == ({"name": "UI Ltd"}, {"name": "Files Ltd"})
+
+
+def test_a_contact_outside_the_change_is_shown_in_the_sub_fields_the_files_manage():
+    contact = {"name": "Ann", "email": "ann@x.example"}
+    server = {**contact, "phone": "+15550000000"}
+    wanted = desired(1, primaryContact={**contact, "name": "Ann Q."}, name="Files Ltd")
+    entries = {"inv_0001": changed({"name"}, {"name": "UI Ltd"})}
+    plan = of_change((wanted, current(1, primaryContact=server, name="UI Ltd")), entries=entries)
+    (outside,) = plan.outside_change
+    assert outside.before == typed({"primaryContact": contact})
+    assert outside.after == typed({"primaryContact": {**contact, "name": "Ann Q."}})

@@ -1045,3 +1045,18 @@ def test_conflicts_may_name_every_patched_field_and_no_other(tmp_path):
     document["changes"][0]["conflicts"] = {"groups": ["a"]}
     with pytest.raises(ReconcilerError, match=r"changes/0 \(inv_r\): `before`, `after` and"):
         load_plan(write(tmp_path / "other.json", document))
+
+
+def test_a_failed_invites_message_and_request_id_are_saved_redacted():
+    secret = "failed-echoed-secret-55"
+    register_secret(secret)
+    plan = Plan(
+        base_url=BASE,
+        failed=[
+            FailedInvite(
+                "inv_x", SourceLocation("invites/x.yaml", 3), f"HTTP 400: {secret}", 400, secret
+            )
+        ],
+    )
+    (error,) = to_document(plan)["errors"]
+    assert (error["message"], error["request_id"]) == ("HTTP 400: [redacted]", "[redacted]")
