@@ -117,3 +117,26 @@ def test_a_contact_stored_otherwise_names_each_sub_field_as_sent_and_as_stored()
         ("primaryContact.email", "Jose@A.example", None),
         ("primaryContact.phone", "+5215500000000", None),
     ]
+
+
+def test_a_write_of_part_of_a_change_carries_only_that_parts_before_and_kept() -> None:
+    wanted = {**CONTACT, "name": "María"}
+    planned = change(
+        {"name": "A", "email": "a@x.example", "primaryContact": CONTACT},
+        {"name": "B", "email": "b@x.example", "primaryContact": wanted},
+        kept={"primaryContact": ("phone",)},
+        resend_on=("email",),
+    )
+    # The name is already so; the e-mail and the contact are still to write.
+    decided = before_write(planned, now(name="B", email="a@x.example", primaryContact=CONTACT))
+    assert isinstance(decided, Write)
+    assert decided.change.before == held({"email": "a@x.example", "primaryContact": CONTACT})
+    assert decided.change.kept == {"primaryContact": ("phone",)}
+    assert decided.change.resend is True  # the e-mail, which re-sends it, is still to write
+    # The contact is already so: what it kept from the platform goes with it.
+    decided = before_write(planned, now(name="A", email="a@x.example", primaryContact=wanted))
+    assert isinstance(decided, Write)
+    assert (decided.change.before, decided.change.kept) == (
+        {"name": "A", "email": "a@x.example"},
+        {},
+    )
