@@ -922,6 +922,9 @@ def test_a_plan_of_a_change_is_saved_redacted_and_read_back_record_by_record(tmp
         }
     ]
     assert document["not_updatable"][0]["status"] == "accepted by [redacted]"
+    assert (document["summary"]["out_of_scope"], document["summary"]["not_read"]) == (1, 3)
+    # A plan of a change that left no file unread says 0, not nothing.
+    assert to_document(Plan(base_url=BASE, changed_since="main"))["summary"]["not_read"] == 0
     assert document["not_updatable"][0]["before"] == {"name": "X [redacted]"}
     loaded = load_signed_plan(str(tmp_path / "plan.json"), SECRET)
     assert loaded.outside_change == [
