@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reconciler.schema.policies import Policy, PolicyLoop, compile_policy
+from reconciler.schema.policies import Policy, PolicyError, PolicyLoop, compile_policy
 from reconciler.schema.policy_quick import looked_at, quick_check
 
 SCHEMAS: list[Any] = [
@@ -81,3 +81,118 @@ def test_a_loop_only_some_entries_reach_is_a_configuration_error_naming_the_poli
     assert policy.failure({"id": "i"}) is None
     with pytest.raises(PolicyLoop, match=r"reconciler.yaml: policy p \(item 1 of `policies`\)"):
         policy.failure({"id": "i", "phone": "+4412345678"})
+
+
+# -- what compiling refuses --------------------------------------------------------------
+
+
+def _refusal(schema: Any) -> tuple[tuple[Any, ...], str] | None:
+    try:
+        _compiled(schema)
+    except PolicyError as error:
+        return error.path, error.reason
+    return None
+
+
+OUTSIDE = (
+    "may only point inside the policy (`#/$defs/...`): "
+    "a policy never fetches a schema from a URL or a file"
+)
+NOT_ALLOWED = "is not allowed in a policy: a `$ref` names a place in it (`#/$defs/NAME`)"
+
+
+@pytest.mark.parametrize(
+    ("schema", "refused"),
+    [
+        ({"$ref": "https://x.example/s.json"}, (("$ref",), f"`$ref` {OUTSIDE}")),
+        (
+            {"properties": {"a": {"$dynamicRef": "s.json"}}},
+            (("properties", "a", "$dynamicRef"), f"`$dynamicRef` {OUTSIDE}"),
+        ),
+        ({"allOf": [{"$id": "x"}]}, (("allOf", 0, "$id"), f"`$id` {NOT_ALLOWED}")),
+        ({"$dynamicRef": "#x"}, (("$dynamicRef",), f"`$dynamicRef` {NOT_ALLOWED}")),
+        ({"$dynamicAnchor": "x"}, (("$dynamicAnchor",), f"`$dynamicAnchor` {NOT_ALLOWED}")),
+        ({"$anchor": "x"}, (("$anchor",), f"`$anchor` {NOT_ALLOWED}")),
+        (
+            {"$schema": "http://json-schema.org/draft-07/schema#"},
+            (
+                ("$schema",),
+                "a policy is draft 2020-12: `$schema` may only be "
+                "https://json-schema.org/draft/2020-12/schema",
+            ),
+        ),
+        (
+            {"allOf": [{"$ref": "#/$defs/missing"}]},
+            (("allOf", 0, "$ref"), "`$ref` points at nothing in the policy"),
+        ),
+        # Values, not schemas: what they hold is never a reference.
+        (
+            {
+                "const": {"$ref": "#/nowhere", "$id": "x"},
+                "enum": [{"$ref": "https://x.example"}],
+                "default": {"$ref": "#/nowhere", "$anchor": "a"},
+                "examples": [{"$ref": "#/nowhere"}],
+            },
+            None,
+        ),
+    ],
+    ids=lambda v: str(v)[:30],
+)
+def test_a_policy_is_refused_at_the_part_that_cannot_be_run(schema: Any, refused: Any) -> None:
+    assert _refusal(schema) == refused
+
+
+def _all_of(count: int) -> dict[str, Any]:
+    """A subschema of ``count`` + 2: itself, its list, and ``count`` empty schemas."""
+    return {"allOf": [{}] * count}
+
+
+def _referred(name: str, pointer: str, count: int, times: int) -> dict[str, Any]:
+    """3 + times * (count + 3): itself, `$defs` (counted once), the list, and each `$ref`
+    (1) counting what it points at (count + 2) every time it is met."""
+    return {"$defs": {name: _all_of(count)}, "allOf": [{"$ref": pointer}] * times}
+
+
+FAN_OUT = (
+    "its `$ref`s expand it to more than 5,000 subschemas (each `$ref` counts the schema it "
+    "points at, every time it is met); a policy that large would take minutes on each invite"
+)
+
+
+@pytest.mark.parametrize(
+    ("at_limit", "past_it"),
+    [
+        (_all_of(4998), _all_of(4999)),
+        (_referred("a", "#/$defs/a", 260, 19), _referred("a", "#/$defs/a", 144, 34)),
+        (_referred("a/b", "#/$defs/a~1b", 260, 19), _referred("a/b", "#/$defs/a~1b", 144, 34)),
+        (_referred("c~d", "#/$defs/c~0d", 260, 19), _referred("c~d", "#/$defs/c~0d", 144, 34)),
+        (
+            {
+                "$defs": {"l": {"anyOf": [_all_of(260)]}},
+                "allOf": [{"$ref": "#/$defs/l/anyOf/0"}] * 19,
+            },
+            {
+                "$defs": {"l": {"anyOf": [_all_of(144)]}},
+                "allOf": [{"$ref": "#/$defs/l/anyOf/0"}] * 34,
+            },
+        ),
+        # Values and `$defs` count one each, whatever they hold: 1 + (1 + n) + 5.
+        *[
+            tuple(
+                {
+                    **_all_of(count),
+                    "const": [1, 2],
+                    "enum": [1, 2],
+                    "default": [1, 2],
+                    "examples": [[1], [2]],
+                    "$defs": {"a": _all_of(3)},
+                }
+                for count in (4993, 4994)
+            )
+        ],
+    ],
+    ids=["plain", "ref", "ref-escaped-slash", "ref-escaped-tilde", "ref-into-a-list", "values"],
+)
+def test_a_policy_may_expand_to_5000_subschemas_and_no_more(at_limit: Any, past_it: Any) -> None:
+    assert _refusal(at_limit) is None
+    assert _refusal(past_it) == ((), FAN_OUT)
