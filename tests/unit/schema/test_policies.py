@@ -196,3 +196,76 @@ FAN_OUT = (
 def test_a_policy_may_expand_to_5000_subschemas_and_no_more(at_limit: Any, past_it: Any) -> None:
     assert _refusal(at_limit) is None
     assert _refusal(past_it) == ((), FAN_OUT)
+
+
+# -- the quick verdict: what gets one, and that it is jsonschema's ----------------------------
+
+QUICK: list[Any] = [
+    {"type": "object", "description": "notes", "required": ["email"]},
+    {"properties": {"name": {"const": "a"}, "resendOnChange": {"const": True}}},
+    {"not": {"required": ["phone"]}},
+    {"if": {"required": ["phone"]}, "then": {"required": ["email"]}},
+    {"if": {"required": ["phone"]}, "else": {"required": ["email"]}},
+    {
+        "if": {"required": ["phone"]},
+        "then": {"required": ["name"]},
+        "else": {"required": ["email"]},
+    },
+    {"anyOf": [{"required": ["email"]}, {"properties": {"name": {"enum": ["a", "b"]}}}]},
+    {"allOf": [{"required": ["email"]}, {"properties": {"email": {"pattern": "@x\\."}}}]},
+    {"properties": {"groups": {"contains": {"const": "us"}}}},
+    {"properties": {"groups": {"minItems": 2}, "addOns": {"maxItems": 1}}},
+]
+NOT_QUICK: list[Any] = [
+    {"properties": {"groups": {"contains": {"const": "us"}, "minContains": 2}}},
+    {"properties": {"groups": {"contains": {"const": "us"}, "maxContains": 1}}},
+    {"properties": {"name": {"enum": ["a", 1]}}},
+    {"properties": {"name": {"const": 1}}},
+    {"oneOf": [{"required": ["email"]}]},
+    {"properties": {"name": {"type": "string"}}},
+    {"if": {"required": ["phone"]}, "then": {"properties": {"name": {"type": "string"}}}},
+]
+
+
+@pytest.mark.parametrize("schema", QUICK, ids=lambda s: str(s)[:40])
+@given(entry=ENTRY)
+def test_the_keywords_policies_are_made_of_get_a_quick_verdict(
+    schema: Any, entry: dict[str, Any]
+) -> None:
+    quick = quick_check(schema)
+    assert quick is not None
+    assert quick(entry) is _compiled(schema)._validator.is_valid(entry)
+
+
+@pytest.mark.parametrize("schema", NOT_QUICK, ids=lambda s: str(s)[:40])
+def test_other_keywords_are_left_to_jsonschema(schema: Any) -> None:
+    assert quick_check(schema) is None
+
+
+def test_what_a_verdict_depends_on_keyword_by_keyword() -> None:
+    assert looked_at({"description": "d", "type": "object", "required": ["email"]}) == {"email"}
+    assert looked_at({"type": "string"}) is None
+    assert looked_at({"properties": {"name": {}}, "dependentRequired": {"a": ["b"]}}) == {
+        "name",
+        "a",
+        "b",
+    }
+    assert looked_at({"dependentSchemas": {"email": {"required": ["name"]}}}) == {"email", "name"}
+    assert looked_at({"dependentSchemas": {"email": {"minProperties": 2}}}) is None
+    assert looked_at({"anyOf": [{"required": ["a"]}, {"not": {"required": ["b"]}}]}) == {"a", "b"}
+    assert looked_at({"not": {"minProperties": 2}}) is None
+    assert looked_at(True) == frozenset()
+
+
+def test_a_kept_verdict_is_kept_for_the_same_values_only() -> None:
+    contact = {"properties": {"email": {"pattern": "^c"}, "name": {"pattern": "^n"}}}
+    policy = _compiled({"properties": {"primaryContact": contact, "groups": {"maxItems": 1}}})
+    good = {"id": "i", "primaryContact": {"name": "n", "email": "c@x"}, "groups": ["a"]}
+    assert policy.failure(good) is None
+    # Two contacts of the same sub-fields failing on different ones: two verdicts.
+    bad_email = {**good, "primaryContact": {"name": "n", "email": "x@x"}}
+    bad_name = {**good, "primaryContact": {"name": "m", "email": "c@x"}}
+    assert policy.failure(bad_email) == ("primaryContact", "email")
+    assert policy.failure(bad_name) == ("primaryContact", "name")
+    assert policy.failure({**good, "groups": ["a", "b"]}) == ("groups",)
+    assert policy.failure(bad_email) == ("primaryContact", "email")
