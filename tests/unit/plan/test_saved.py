@@ -974,6 +974,17 @@ def test_the_sub_fields_a_contact_keeps_are_read_as_saved_or_worked_out_for_olde
     del document["changes"][0]["kept"]
     older = load_plan(write(tmp_path / "older.json", document)).changes[0]
     assert older.kept == {"primaryContact": ("name", "phone")}
+    # The platform held no contact: it carries nothing from it.
+    document["changes"][0]["before"]["primaryContact"] = None
+    assert load_plan(write(tmp_path / "none.json", document)).changes[0].kept == {}
+    # Saved sub-fields of a field the change does not patch as a contact are not kept.
+    document = to_document(plan)
+    document["changes"][0]["kept"] = {"primaryContact": ["phone"], "name": ["x"], "groups": ["y"]}
+    document["changes"][0]["before"]["name"] = "A"
+    document["changes"][0]["after"]["name"] = document["changes"][0]["patch"]["name"] = "B"
+    assert load_plan(write(tmp_path / "others.json", document)).changes[0].kept == {
+        "primaryContact": ("phone",)
+    }
 
 
 def test_a_source_that_names_no_line_is_shown_as_saved(tmp_path):

@@ -78,8 +78,8 @@ def test_stored_as_sent_tells_managed_parts_from_kept_ones() -> None:
     assert [(d.field, d.sent, d.stored) for d in check.diverged] == [
         ("email", "Compliance@Acme.example", "compliance@acme.example")
     ]
-    assert [(n.field, n.stored) for n in check.noted] == [
-        ("primaryContact.phone", "+52 1 55 0000 0000")
+    assert [(n.field, n.sent, n.stored) for n in check.noted] == [
+        ("primaryContact.phone", "+5215500000000", "+52 1 55 0000 0000")
     ]
 
 
