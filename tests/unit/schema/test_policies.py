@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reconciler.schema.policies import Policy, PolicyError, PolicyLoop, compile_policy
+from reconciler.errors import FileProblem
+from reconciler.schema.policies import Policies, Policy, PolicyError, PolicyLoop, compile_policy
 from reconciler.schema.policy_quick import looked_at, quick_check
 
 SCHEMAS: list[Any] = [
@@ -269,3 +270,29 @@ def test_a_kept_verdict_is_kept_for_the_same_values_only() -> None:
     assert policy.failure(bad_name) == ("primaryContact", "name")
     assert policy.failure({**good, "groups": ["a", "b"]}) == ("groups",)
     assert policy.failure(bad_email) == ("primaryContact", "email")
+
+
+def test_a_failure_is_placed_at_the_deepest_field_an_error_names() -> None:
+    policy = _compiled(
+        {"properties": {"name": {"const": "a"}, "attachments": {"items": {"const": "x"}}}}
+    )
+    assert policy.failure({"id": "i", "name": "b", "attachments": ["y"]}) == ("attachments", 0)
+
+
+def test_each_failed_policy_is_a_problem_placed_where_its_failure_is() -> None:
+    rules = [
+        Policy("us-letter", "US invites need an EIN letter", "error", SCHEMAS[0], "r.yaml", 0),
+        Policy("no-free-mail", "use a company address", "warning", SCHEMAS[1], "r.yaml", 1),
+    ]
+    policies = Policies(tuple(compile_policy(rule) for rule in rules))
+    places = {("attachments",): (7, 5), ("email",): (4, 12), (): (2, 3)}
+    entry = {"id": "i", "groups": ["us"], "attachments": ["x"], "email": "j@gmail.com"}
+    assert policies.check(entry, "invites/a.yaml", places.__getitem__) == [
+        FileProblem(
+            "invites/a.yaml", 7, 5, "policy us-letter: US invites need an EIN letter", "error"
+        ),
+        FileProblem(
+            "invites/a.yaml", 4, 12, "policy no-free-mail: use a company address", "warning"
+        ),
+    ]
+    assert policies.check({"id": "i"}, "invites/a.yaml", places.__getitem__) == []
