@@ -326,3 +326,24 @@ def test_a_plain_scalar_is_quoted_only_when_plain_would_read_otherwise(value: st
     done = rewrite(text, [wanted(text, "inv_a", name=value)])
     assert done.text == text.replace("Old", json.dumps(value))
     assert read(done.text)["inv_a"]["name"] == value
+
+
+def test_an_entry_under_an_anchor_is_refused_whole() -> None:
+    text = "invites:\n  - &e\n    id: inv_a\n    name: A\n"
+    done = rewrite(text, [wanted(text, "inv_a", name="B")])
+    assert done.text == text
+    assert [(r.line, r.id, r.field, r.new, r.reason) for r in done.refused] == [
+        (2, "inv_a", "name", "B", SHARED)
+    ]
+
+
+def test_an_entry_removed_and_another_edited_in_one_run() -> None:
+    text = "invites:\n  - id: inv_a\n    name: A\n  - id: inv_b\n    name: B\n"
+    done = rewrite(
+        text, [wanted(text, "inv_a", remove="accepted"), wanted(text, "inv_b", name="C")]
+    )
+    assert done.text == "invites:\n  - id: inv_b\n    name: C\n"
+    assert [(e.line, e.id, e.field, e.old, e.new) for e in done.edits] == [
+        (5, "inv_b", "name", "B", "C")
+    ]
+    assert [(e.line, e.id, e.old) for e in done.removed] == [(2, "inv_a", "accepted")]
