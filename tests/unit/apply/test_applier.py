@@ -530,3 +530,24 @@ def test_a_diverged_update_logs_what_the_platform_stored_field_by_field(tmp_path
     records = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
     assert records[-1]["outcome"] == "diverged"
     assert records[-1]["stored"] == {"email": None, "groups": ["b"]}
+
+
+class _OwedUnwritable(NoAuditLog):
+    """An audit log that takes attempts and outcomes but cannot write a re-send owed."""
+
+    def resend_owed(self, invite_id: str, reason: str) -> None:
+        raise AuditLogError("audit.jsonl: cannot write the audit log (No space left on device)")
+
+
+def test_a_re_send_owed_the_log_cannot_record_fails_the_run_naming_the_log() -> None:
+    platform = _Platform({"inv_1": {"id": "inv_1", "email": "old@a.example"}})
+    platform.resend_error = NotSent("not sent: the run is stopping")
+    change = _change({"email": "old@a.example"}, {"email": "new@a.example"}, True)
+    report = _apply(platform, change, audit=_OwedUnwritable())
+    assert [(r.outcome, r.resend) for r in report.results] == [
+        (WriteOutcome.UPDATED, ResendOutcome.OWED)
+    ]
+    assert str(report.audit_error) == (
+        "audit.jsonl: cannot write the audit log (No space left on device)"
+    )
+    assert not report.ok
