@@ -347,3 +347,10 @@ def test_an_entry_removed_and_another_edited_in_one_run() -> None:
         (5, "inv_b", "name", "B", "C")
     ]
     assert [(e.line, e.id, e.old) for e in done.removed] == [(2, "inv_a", "accepted")]
+
+
+def test_a_block_scalar_replaced_in_an_lf_file_keeps_its_line_break() -> None:
+    text = "invites:\n  - id: inv_a\n    name: |-\n      Old\n    email: a@b.example\n"
+    done = rewrite(text, [wanted(text, "inv_a", name="New")])
+    assert done.text == text.replace("|-\n      Old\n", '"New"\n')
+    assert read(done.text)["inv_a"] == {"name": "New", "email": "a@b.example"}
