@@ -354,3 +354,10 @@ def test_a_block_scalar_replaced_in_an_lf_file_keeps_its_line_break() -> None:
     done = rewrite(text, [wanted(text, "inv_a", name="New")])
     assert done.text == text.replace("|-\n      Old\n", '"New"\n')
     assert read(done.text)["inv_a"] == {"name": "New", "email": "a@b.example"}
+
+
+def test_a_commented_flow_list_gains_several_items_after_its_last_quoted_as_flow_needs() -> None:
+    text = "invites:\n  - id: inv_a\n    groups: [emea,  # main\n      apac, amer]\n"
+    done = rewrite(text, [wanted(text, "inv_a", groups=["emea", "apac", "amer", "x,y", "z"])])
+    assert done.text == text.replace("amer]", 'amer, "x,y", z]')
+    assert read(done.text)["inv_a"]["groups"] == ["emea", "apac", "amer", "x,y", "z"]
