@@ -19,6 +19,7 @@ from support.values import held, typed
 from reconciler.api.client import Read, Receipt, Written
 from reconciler.api.exceptions import (
     AuthenticationFailed,
+    Conflict,
     NotSent,
     PreconditionFailed,
     ServerError,
@@ -551,3 +552,18 @@ def test_a_re_send_owed_the_log_cannot_record_fails_the_run_naming_the_log() -> 
         "audit.jsonl: cannot write the audit log (No space left on device)"
     )
     assert not report.ok
+
+
+def test_a_refused_re_send_is_logged_failed_with_its_status(tmp_path: Path) -> None:
+    platform = _Platform({"inv_1": {"id": "inv_1", "email": "old@a.example"}})
+    platform.resend_error = Conflict("invite is no longer pending", status=409, request_id="req-r")
+    log = AuditLog(str(tmp_path / "audit.jsonl"), "ci")
+    change = _change({"email": "old@a.example"}, {"email": "new@a.example"}, True)
+    report = _apply(platform, change, audit=log)
+    log.close()
+    records = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    resend = [r for r in records if r["operation"] == "resend" and r["record"] == "outcome"]
+    assert [(r["outcome"], r["http_status"], r["request_id"]) for r in resend] == [
+        ("failed", 409, "req-r")
+    ]
+    assert report.results[0].resend is ResendOutcome.NOT_RESENT

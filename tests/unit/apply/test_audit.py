@@ -279,6 +279,13 @@ def test_a_re_send_owed_is_a_record_of_its_own_in_full(tmp_path: Path) -> None:
     }
 
 
+def test_a_run_with_no_client_id_records_null_not_text(tmp_path: Path) -> None:
+    log = AuditLog(str(tmp_path / "audit.jsonl"), None)
+    log.resend_owed("inv_1", "owed")
+    log.close()
+    assert [r["client_id"] for r in read_records(tmp_path / "audit.jsonl")] == [None]
+
+
 def test_a_new_log_is_readable_by_its_owner_only(tmp_path: Path) -> None:
     previous = os.umask(0o022)
     try:
