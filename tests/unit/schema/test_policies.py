@@ -132,7 +132,7 @@ NOT_ALLOWED = "is not allowed in a policy: a `$ref` names a place in it (`#/$def
                 "const": {"$ref": "#/nowhere", "$id": "x"},
                 "enum": [{"$ref": "https://x.example"}],
                 "default": {"$ref": "#/nowhere", "$anchor": "a"},
-                "examples": [{"$ref": "#/nowhere"}],
+                "examples": [{"$ref": "#/nowhere", "$anchor": "a"}],
             },
             None,
         ),
@@ -296,3 +296,26 @@ def test_each_failed_policy_is_a_problem_placed_where_its_failure_is() -> None:
         ),
     ]
     assert policies.check({"id": "i"}, "invites/a.yaml", places.__getitem__) == []
+
+
+def test_a_pattern_re2_cannot_run_is_refused_at_its_place() -> None:
+    assert _refusal({"properties": {"name": {"pattern": "(a)\\1"}}}) == (
+        ("properties", "name", "pattern"),
+        "`pattern` cannot be run in linear time (invalid escape sequence: \\1): policies' "
+        "patterns run on RE2, which has no look-around and no back-references",
+    )
+
+
+def test_a_loop_the_entries_ids_lead_into_is_refused_when_compiled() -> None:
+    schema = {"if": {"required": ["id"], "properties": {"id": {"pattern": "^inv_"}}}}
+    assert _refusal({**schema, "then": {"$ref": "#"}}) == (
+        (),
+        "its `$ref`s lead back to themselves without end; a `$ref` may only come back "
+        "after a step into the entry (`properties`, `items`)",
+    )
+
+
+def test_a_policys_formats_are_checked() -> None:
+    policy = _compiled({"properties": {"email": {"format": "email"}}})
+    assert policy.failure({"id": "i", "email": "not-an-address"}) == ("email",)
+    assert policy.failure({"id": "i", "email": "a@b.example"}) is None
