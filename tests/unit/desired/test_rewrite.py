@@ -361,3 +361,24 @@ def test_a_commented_flow_list_gains_several_items_after_its_last_quoted_as_flow
     done = rewrite(text, [wanted(text, "inv_a", groups=["emea", "apac", "amer", "x,y", "z"])])
     assert done.text == text.replace("amer]", 'amer, "x,y", z]')
     assert read(done.text)["inv_a"]["groups"] == ["emea", "apac", "amer", "x,y", "z"]
+
+
+def test_a_contact_and_the_fields_after_it_are_all_edited() -> None:
+    contact = {"name": "Jane Roe, PhD", "email": "jane@acme.example", "phone": "+1"}
+    done = rewrite(COMMENTED, [wanted(COMMENTED, "inv_a", primaryContact=contact, name="Acme Ltd")])
+    assert [(e.field, e.new) for e in done.edits] == [
+        ("name", "Acme Ltd"),
+        ("primaryContact.name", "Jane Roe, PhD"),
+    ]
+    # In a flow mapping, a value with a comma is quoted.
+    assert '    primaryContact: {name: "Jane Roe, PhD", email: jane@acme.example}\n' in done.text
+    assert read(done.text)["inv_a"]["name"] == "Acme Ltd"
+
+
+def test_a_value_written_in_a_layout_adopt_does_not_edit_is_refused() -> None:
+    text = "invites:\n  - id: inv_a\n    name: [x]\n"
+    done = rewrite(text, [Wanted("inv_a", 2, 5, held({"name": "B"}), {"name": "x"})])
+    assert done.text == text
+    assert [(r.line, r.id, r.field, r.new, r.reason) for r in done.refused] == [
+        (3, "inv_a", "name", "B", ODD_LAYOUT)
+    ]
