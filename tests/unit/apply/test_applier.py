@@ -567,3 +567,29 @@ def test_a_refused_re_send_is_logged_failed_with_its_status(tmp_path: Path) -> N
         ("failed", 409, "req-r")
     ]
     assert report.results[0].resend is ResendOutcome.NOT_RESENT
+
+
+def test_a_412_with_no_earlier_unknown_attempt_is_a_conflict_of_that_change() -> None:
+    platform = _Platform({"inv_1": {"id": "inv_1", "name": "a"}})
+    platform.etag = '"v1"'
+    platform.before_patch = lambda: setattr(platform, "etag", '"v2"')  # changed meanwhile
+    change = _change({"name": "a"}, {"name": "b"})
+    (result,) = _apply(platform, change).results
+    assert (result.change, result.outcome) == (change, WriteOutcome.CONFLICT)
+    assert result.error is not None and result.error.status == 412
+
+
+def test_an_answer_about_another_invite_is_logged_unknown_with_its_message(tmp_path: Path) -> None:
+    platform = _Platform({"inv_1": {"id": "inv_1", "name": "a"}})
+    platform.answer_with = "inv_9"
+    log = AuditLog(str(tmp_path / "audit.jsonl"), "ci")
+    _apply(platform, _change({"name": "a"}, {"name": "b"}), audit=log)
+    log.close()
+    records = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    (outcome,) = [r for r in records if r["record"] == "outcome"]
+    assert (outcome["outcome"], outcome["http_status"], outcome["request_id"]) == (
+        "unknown",
+        200,
+        None,
+    )
+    assert outcome["message"] == "about inv_9"
