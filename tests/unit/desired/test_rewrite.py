@@ -382,3 +382,21 @@ def test_a_value_written_in_a_layout_adopt_does_not_edit_is_refused() -> None:
     assert [(r.line, r.id, r.field, r.new, r.reason) for r in done.refused] == [
         (3, "inv_a", "name", "B", ODD_LAYOUT)
     ]
+
+
+def test_a_contact_of_an_entry_under_an_anchor_is_refused_sub_field_by_sub_field() -> None:
+    text = "invites:\n  - &e\n    id: inv_a\n    primaryContact: {name: A, email: a@x.example}\n"
+    written = {"primaryContact": Contact({"name": "A", "email": "a@x.example"})}
+    platform = held({"primaryContact": {"name": "B", "email": "a@x.example"}})
+    done = rewrite(text, [Wanted("inv_a", 2, 5, platform, written)])
+    assert done.text == text
+    assert [(r.line, r.id, r.field, r.new, r.reason) for r in done.refused] == [
+        (2, "inv_a", "primaryContact.name", "B", SHARED)
+    ]
+
+
+def test_a_set_written_as_one_value_is_refused() -> None:
+    text = "invites:\n  - id: inv_a\n    groups: a\n"
+    done = rewrite(text, [Wanted("inv_a", 2, 5, held({"groups": ["b"]}), {"groups": "a"})])
+    assert done.text == text
+    assert [(r.line, r.field, r.reason) for r in done.refused] == [(3, "groups", ODD_LAYOUT)]
