@@ -508,6 +508,19 @@ def test_update_sends_exactly_the_patch_and_returns_receipt(
     assert request.json() == patch
 
 
+def test_a_write_read_with_an_etag_carries_it_as_if_match(
+    client: ApiClient, requests_mock: Any, token_endpoint: Any
+) -> None:
+    requests_mock.patch(INVITE_URL, json=envelope(INVITE, request_id="31338"))
+
+    client.write_invite("inv_8f2k1", {"email": "new@acme.example"}, if_match='"v7"')
+    client.write_invite("inv_8f2k1", {"email": "new@acme.example"})
+
+    first, second = api_calls(requests_mock)
+    assert first.headers["If-Match"] == '"v7"'
+    assert "If-Match" not in second.headers
+
+
 def test_resend_posts_to_resend_path_and_returns_receipt(
     client: ApiClient, requests_mock: Any, token_endpoint: Any
 ) -> None:

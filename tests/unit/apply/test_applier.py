@@ -17,13 +17,21 @@ import pytest
 from support.values import held, typed
 
 from reconciler.api.client import Read, Receipt, Written
-from reconciler.api.exceptions import NotSent, PreconditionFailed, ServerError, WrongInvite
+from reconciler.api.exceptions import (
+    AuthenticationFailed,
+    Conflict,
+    NotSent,
+    PreconditionFailed,
+    ServerError,
+    WrongInvite,
+)
 from reconciler.api.http.exchange import AttemptWatch
 from reconciler.apply.applier import Applier, ApplyReport, ResendOutcome, WriteOutcome
 from reconciler.apply.audit import Attempt, AuditLog, AuditLogError, NoAuditLog
 from reconciler.model.fields import fields_from_json
 from reconciler.model.invite import CurrentInvite, SourceLocation
 from reconciler.model.values import fields_json
+from reconciler.output.text import TextRenderer
 from reconciler.plan.changes import InviteChange
 from reconciler.plan.model import Plan
 from reconciler.safetext import register_secret
@@ -320,6 +328,36 @@ def test_writes_the_stopping_run_never_sent_are_reported_not_started() -> None:
     assert report.count(WriteOutcome.FAILED) == 0
 
 
+class _RefusingPlatform(_Platform):
+    """Refuses the credentials on the read of ``refused``: every other request would fail too."""
+
+    def __init__(self, invites: dict[str, dict[str, Any]], refused: str) -> None:
+        super().__init__(invites)
+        self.refused = refused
+
+    def read_invite(self, invite_id: str) -> Read:
+        if invite_id == self.refused:
+            self.calls.append(("GET", invite_id))
+            raise AuthenticationFailed(f"token expired reading {invite_id}", status=401)
+        return super().read_invite(invite_id)
+
+
+def test_a_run_fatal_error_on_the_last_write_is_what_the_summary_says_stopped_the_run() -> None:
+    platform = _RefusingPlatform({"inv_1": {"id": "inv_1", "name": "a"}}, refused="inv_1")
+    report = _apply(platform, _change({"name": "a"}, {"name": "b"}))
+    assert [r.outcome for r in report.results] == [WriteOutcome.FAILED]
+    assert TextRenderer().apply_summary(report).splitlines() == [
+        "Stopped: HTTP 401: token expired reading inv_1; no new writes were started.",
+        "Apply: 0 updated, 1 failed.",
+    ]
+
+
+def test_a_fresh_apply_counts_nothing_as_applied_by_an_earlier_run() -> None:
+    platform = _Platform({"inv_1": {"id": "inv_1", "name": "a"}})
+    report = _apply(platform, _change({"name": "a"}, {"name": "b"}))
+    assert TextRenderer().apply_summary(report) == "Apply: 1 updated, 0 failed."
+
+
 def test_the_audit_log_records_what_was_sent_redacting_only_what_the_server_holds(
     tmp_path: Path,
 ) -> None:
@@ -388,3 +426,170 @@ def test_a_log_that_fills_after_the_request_left_still_reports_the_write_and_owe
     assert report.audit_error is not None and not report.ok
     assert stop.reason == "the audit log could not be written"
     assert report.stopped_by == "the audit log could not be written; no new writes were started"
+
+
+# -- a 412 to a retry after an attempt whose outcome is unknown ---------------------------
+
+
+class _WrittenThen412(_Platform):
+    """A gateway answered 504 after the platform wrote the PATCH; the retry's If-Match is
+    refused (412), and the GET that follows answers ``read_back`` (an error, or the invite)."""
+
+    def __init__(self, invites: dict[str, dict[str, Any]], read_back: Exception | None = None):
+        super().__init__(invites)
+        self.read_back = read_back
+        self.etag = '"v1"'
+
+    def write_invite(
+        self,
+        invite_id: str,
+        patch: dict[str, Any],
+        *,
+        if_match: str | None = None,
+        watch: AttemptWatch | None = None,
+    ) -> Written:
+        assert watch is not None
+        watch.before()
+        self.calls.append(("PATCH", invite_id))
+        self.invites[invite_id].update(self.store(json.loads(json.dumps(fields_json(patch)))))
+        watch.failed(ServerError("gateway timeout", status=504))
+        watch.before()
+        self.calls.append(("PATCH", invite_id))
+        raise PreconditionFailed("precondition failed", status=412, request_id="req-412")
+
+    def read_invite(self, invite_id: str) -> Read:
+        if self.calls[-1:] == [("PATCH", invite_id)] and self.read_back is not None:
+            self.calls.append(("GET", invite_id))
+            raise self.read_back
+        return super().read_invite(invite_id)
+
+
+def _last_update_outcome(path: Path) -> tuple[Any, ...]:
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    last = [r for r in records if r["record"] == "outcome" and r["operation"] == "update"][-1]
+    return (last["outcome"], last["http_status"], last["request_id"], last.get("message"))
+
+
+def test_a_412_after_a_504_whose_read_back_fails_is_unknown_and_logged_so(tmp_path: Path) -> None:
+    down = ServerError("down for maintenance", status=503, request_id="req-get")
+    platform = _WrittenThen412({"inv_1": {"id": "inv_1", "name": "a"}}, read_back=down)
+    log = AuditLog(str(tmp_path / "audit.jsonl"), "ci")
+    report = _apply(platform, _change({"name": "a"}, {"name": "b"}, True), audit=log)
+    log.close()
+    (result,) = report.results
+    assert (result.outcome, result.resend) == (WriteOutcome.UPDATE_UNKNOWN, None)
+    assert result.change.id == "inv_1"
+    message = f"updated, but what was stored cannot be checked: {down}"
+    assert result.error is not None
+    assert (result.error.message, result.error.request_id) == (message, "req-get")
+    assert _last_update_outcome(tmp_path / "audit.jsonl") == ("unknown", 412, "req-412", message)
+
+
+def test_a_412_after_a_504_read_back_otherwise_than_sent_is_unknown(tmp_path: Path) -> None:
+    platform = _WrittenThen412({"inv_1": {"id": "inv_1", "email": "old@a.example"}})
+    platform.store = lambda body: {k: v.lower() for k, v in body.items()}
+    log = AuditLog(str(tmp_path / "audit.jsonl"), "ci")
+    report = _apply(
+        platform, _change({"email": "old@a.example"}, {"email": "New@A.example"}), audit=log
+    )
+    log.close()
+    (result,) = report.results
+    assert result.outcome is WriteOutcome.UPDATE_UNKNOWN
+    assert result.error is not None
+    assert (result.error.status, result.error.request_id) == (412, "req-412")
+    outcome, status, request_id, message = _last_update_outcome(tmp_path / "audit.jsonl")
+    assert (outcome, status, request_id) == ("unknown", 412, "req-412")
+    assert message.endswith("whether this update was made is unknown")
+
+
+def test_a_412_after_a_504_read_back_as_sent_is_the_earlier_attempts_write(tmp_path: Path) -> None:
+    platform = _WrittenThen412({"inv_1": {"id": "inv_1", "name": "a"}})
+    log = AuditLog(str(tmp_path / "audit.jsonl"), "ci")
+    report = _apply(platform, _change({"name": "a"}, {"name": "b"}), audit=log)
+    log.close()
+    assert [r.outcome for r in report.results] == [WriteOutcome.UPDATED]
+    assert _last_update_outcome(tmp_path / "audit.jsonl") == (
+        "ok",
+        412,
+        "req-412",
+        "refused by If-Match after an earlier attempt whose outcome was unknown; read back, "
+        "the platform holds what was sent: that attempt was written",
+    )
+
+
+def test_a_diverged_update_logs_what_the_platform_stored_field_by_field(tmp_path: Path) -> None:
+    platform = _Platform({"inv_1": {"id": "inv_1", "email": "old@a.example", "groups": ["a"]}})
+    platform.store = lambda body: {"groups": ["b"]}  # the e-mail dropped, one group ignored
+    platform.invites["inv_1"].pop("email")
+    log = AuditLog(str(tmp_path / "audit.jsonl"), "ci")
+    change = _change(
+        {"email": None, "groups": ["a"]}, {"email": "new@a.example", "groups": ["b", "c"]}
+    )
+    report = _apply(platform, change, audit=log)
+    log.close()
+    assert [r.outcome for r in report.results] == [WriteOutcome.DIVERGED]
+    records = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    assert records[-1]["outcome"] == "diverged"
+    assert records[-1]["stored"] == {"email": None, "groups": ["b"]}
+
+
+class _OwedUnwritable(NoAuditLog):
+    """An audit log that takes attempts and outcomes but cannot write a re-send owed."""
+
+    def resend_owed(self, invite_id: str, reason: str) -> None:
+        raise AuditLogError("audit.jsonl: cannot write the audit log (No space left on device)")
+
+
+def test_a_re_send_owed_the_log_cannot_record_fails_the_run_naming_the_log() -> None:
+    platform = _Platform({"inv_1": {"id": "inv_1", "email": "old@a.example"}})
+    platform.resend_error = NotSent("not sent: the run is stopping")
+    change = _change({"email": "old@a.example"}, {"email": "new@a.example"}, True)
+    report = _apply(platform, change, audit=_OwedUnwritable())
+    assert [(r.outcome, r.resend) for r in report.results] == [
+        (WriteOutcome.UPDATED, ResendOutcome.OWED)
+    ]
+    assert str(report.audit_error) == (
+        "audit.jsonl: cannot write the audit log (No space left on device)"
+    )
+    assert not report.ok
+
+
+def test_a_refused_re_send_is_logged_failed_with_its_status(tmp_path: Path) -> None:
+    platform = _Platform({"inv_1": {"id": "inv_1", "email": "old@a.example"}})
+    platform.resend_error = Conflict("invite is no longer pending", status=409, request_id="req-r")
+    log = AuditLog(str(tmp_path / "audit.jsonl"), "ci")
+    change = _change({"email": "old@a.example"}, {"email": "new@a.example"}, True)
+    report = _apply(platform, change, audit=log)
+    log.close()
+    records = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    resend = [r for r in records if r["operation"] == "resend" and r["record"] == "outcome"]
+    assert [(r["outcome"], r["http_status"], r["request_id"]) for r in resend] == [
+        ("failed", 409, "req-r")
+    ]
+    assert report.results[0].resend is ResendOutcome.NOT_RESENT
+
+
+def test_a_412_with_no_earlier_unknown_attempt_is_a_conflict_of_that_change() -> None:
+    platform = _Platform({"inv_1": {"id": "inv_1", "name": "a"}})
+    platform.etag = '"v1"'
+    platform.before_patch = lambda: setattr(platform, "etag", '"v2"')  # changed meanwhile
+    change = _change({"name": "a"}, {"name": "b"})
+    (result,) = _apply(platform, change).results
+    assert (result.change, result.outcome) == (change, WriteOutcome.CONFLICT)
+    assert result.error is not None and result.error.status == 412
+
+
+def test_an_answer_about_another_invite_is_logged_unknown_with_its_message(tmp_path: Path) -> None:
+    platform = _Platform({"inv_1": {"id": "inv_1", "name": "a"}})
+    platform.answer_with = "inv_9"
+    log = AuditLog(str(tmp_path / "audit.jsonl"), "ci")
+    _apply(platform, _change({"name": "a"}, {"name": "b"}), audit=log)
+    log.close()
+    records = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    (outcome,) = [r for r in records if r["record"] == "outcome"]
+    assert (outcome["outcome"], outcome["http_status"], outcome["request_id"]) == (
+        "unknown",
+        200,
+        None,
+    )
+    assert outcome["message"] == "about inv_9"

@@ -263,6 +263,29 @@ def test_an_outcome_line_names_its_write_in_full(tmp_path: Path) -> None:
     }
 
 
+def test_a_re_send_owed_is_a_record_of_its_own_in_full(tmp_path: Path) -> None:
+    log = AuditLog(str(tmp_path / "audit.jsonl"), CLIENT_ID, "sha256:abc")
+    log.resend_owed("inv_8f2k1", "not sent: the run is stopping")
+    log.close()
+    (owed,) = read_records(tmp_path / "audit.jsonl")
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", owed.pop("time"))
+    assert owed == {
+        "record": "resend_owed",
+        "invite_id": "inv_8f2k1",
+        "operation": "resend",
+        "message": "not sent: the run is stopping",
+        "client_id": CLIENT_ID,
+        "plan_hash": "sha256:abc",
+    }
+
+
+def test_a_run_with_no_client_id_records_null_not_text(tmp_path: Path) -> None:
+    log = AuditLog(str(tmp_path / "audit.jsonl"), None)
+    log.resend_owed("inv_1", "owed")
+    log.close()
+    assert [r["client_id"] for r in read_records(tmp_path / "audit.jsonl")] == [None]
+
+
 def test_a_new_log_is_readable_by_its_owner_only(tmp_path: Path) -> None:
     previous = os.umask(0o022)
     try:

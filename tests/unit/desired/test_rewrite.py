@@ -14,6 +14,7 @@ from support.values import held
 
 from reconciler.desired.rewrite import NO_VALUE, SHARED, Wanted, rewrite
 from reconciler.desired.state import load_text
+from reconciler.model.values import Contact, FieldValue
 
 
 def wanted(text: str, invite_id: str, remove: str | None = None, **fields: Any) -> Wanted:
@@ -22,6 +23,9 @@ def wanted(text: str, invite_id: str, remove: str | None = None, **fields: Any) 
     source = invite.source
     written = {name: invite.fields[name] for name in fields if name in invite.fields}
     return Wanted(invite_id, source.line, source.column, held(fields), written, remove)
+
+
+ODD_LAYOUT = "it is written in a layout adopt does not edit"
 
 
 def read(text: str) -> dict[str, dict[str, Any]]:
@@ -83,9 +87,36 @@ def test_a_sub_field_of_a_flow_mapping_is_edited_alone() -> None:
     contact = {"name": "Jane Roe", "email": "jane@acme.example", "phone": "+1"}
     done = rewrite(COMMENTED, [wanted(COMMENTED, "inv_a", primaryContact=contact)])
     assert "    primaryContact: {name: Jane Roe, email: jane@acme.example}\n" in done.text
-    assert [(e.field, e.old, e.new) for e in done.edits] == [
-        ("primaryContact.name", "Jane Doe", "Jane Roe")
+    assert [(e.line, e.id, e.field, e.old, e.new) for e in done.edits] == [
+        (9, "inv_a", "primaryContact.name", "Jane Doe", "Jane Roe")
     ]
+
+
+def test_a_sub_field_the_platform_holds_no_value_for_or_of_another_layout_is_refused() -> None:
+    text = (
+        "invites:\n"
+        "  - id: inv_a\n"
+        "    primaryContact:\n"
+        "      name: Jane Doe\n"
+        "      email: [jane@acme.example]\n"
+        "      phone: '+1'\n"
+    )
+    entry = Wanted(
+        "inv_a",
+        2,
+        5,
+        held({"primaryContact": {"name": "Jane Roe", "email": "j@acme.example"}}),
+        {"primaryContact": Contact({"name": "Jane Doe", "email": "e", "phone": "+1"})},
+    )
+    done = rewrite(text, [entry])
+    assert [(r.line, r.id, r.field, r.new, r.reason) for r in done.refused] == [
+        (5, "inv_a", "primaryContact.email", "j@acme.example", ODD_LAYOUT),
+        (6, "inv_a", "primaryContact.phone", None, NO_VALUE),
+    ]
+    assert [(e.line, e.id, e.field, e.new) for e in done.edits] == [
+        (4, "inv_a", "primaryContact.name", "Jane Roe")
+    ]
+    assert done.text == text.replace("Jane Doe", "Jane Roe")
 
 
 def test_a_flow_set_keeps_its_items_in_order_and_adds_the_new_ones_sorted() -> None:
@@ -125,28 +156,33 @@ invites:
 
 
 @pytest.mark.parametrize(
-    ("invite_id", "fields", "label"),
+    ("invite_id", "fields", "label", "line", "new"),
     [
-        ("inv_a", {"groups": ["apac"]}, "groups"),  # the anchor's own place
-        ("inv_b", {"groups": ["apac"]}, "groups"),  # the alias
-        ("inv_b", {"email": "c@example.com"}, "email"),  # a merge
-        ("inv_a", {"primaryContact": {"name": "Jo"}}, "primaryContact.name"),  # inside an anchor
-        ("inv_b", {"primaryContact": {"name": "Jo"}}, "primaryContact.name"),
+        ("inv_a", {"groups": ["apac"]}, "groups", 4, ["apac"]),  # the anchor's own place
+        ("inv_b", {"groups": ["apac"]}, "groups", 9, ["apac"]),  # the alias
+        ("inv_b", {"email": "c@example.com"}, "email", 7, "c@example.com"),  # a merge: the entry
+        # Inside an anchor, and through its alias: the sub-field's own line.
+        ("inv_a", {"primaryContact": {"name": "Jo"}}, "primaryContact.name", 6, "Jo"),
+        ("inv_b", {"primaryContact": {"name": "Jo"}}, "primaryContact.name", 10, "Jo"),
     ],
 )
 def test_a_shared_value_is_refused_and_left_as_written(
-    invite_id: str, fields: dict[str, Any], label: str
+    invite_id: str, fields: dict[str, Any], label: str, line: int, new: Any
 ) -> None:
     done = rewrite(ALIASED, [wanted(ALIASED, invite_id, **fields)])
     assert done.text == ALIASED
-    assert [(r.id, r.field, r.reason) for r in done.refused] == [(invite_id, label, SHARED)]
+    assert [(r.line, r.id, r.field, r.new, r.reason) for r in done.refused] == [
+        (line, invite_id, label, new, SHARED)
+    ]
     assert done.edits == []
 
 
 def test_a_field_the_platform_holds_no_value_for_is_refused() -> None:
     done = rewrite(COMMENTED, [wanted(COMMENTED, "inv_a", phone=None)])
     assert done.text == COMMENTED
-    assert [(r.field, r.reason) for r in done.refused] == [("phone", NO_VALUE)]
+    assert [(r.line, r.id, r.field, r.new, r.reason) for r in done.refused] == [
+        (8, "inv_a", "phone", None, NO_VALUE)
+    ]
 
 
 def test_a_removed_entry_takes_its_comment_and_the_blank_line_after_it() -> None:
@@ -175,7 +211,9 @@ def test_an_entry_inside_a_flow_list_is_not_removed() -> None:
     text = "invites: [{id: inv_a}, {id: inv_b}]\n"
     done = rewrite(text, [wanted(text, "inv_a", remove="accepted")])
     assert done.text == text and done.removed == []
-    assert [(r.id, r.field) for r in done.refused] == [("inv_a", None)]
+    assert [(r.line, r.id, r.field, r.new, r.reason) for r in done.refused] == [
+        (1, "inv_a", None, "accepted", ODD_LAYOUT)
+    ]
 
 
 @settings(max_examples=100, deadline=None)
@@ -289,3 +327,79 @@ def test_a_plain_scalar_is_quoted_only_when_plain_would_read_otherwise(value: st
     done = rewrite(text, [wanted(text, "inv_a", name=value)])
     assert done.text == text.replace("Old", json.dumps(value))
     assert read(done.text)["inv_a"]["name"] == value
+
+
+def test_an_entry_under_an_anchor_is_refused_whole() -> None:
+    text = "invites:\n  - &e\n    id: inv_a\n    name: A\n"
+    done = rewrite(text, [wanted(text, "inv_a", name="B")])
+    assert done.text == text
+    assert [(r.line, r.id, r.field, r.new, r.reason) for r in done.refused] == [
+        (2, "inv_a", "name", "B", SHARED)
+    ]
+
+
+def test_an_entry_removed_and_another_edited_in_one_run() -> None:
+    text = "invites:\n  - id: inv_a\n    name: A\n  - id: inv_b\n    name: B\n"
+    done = rewrite(
+        text, [wanted(text, "inv_a", remove="accepted"), wanted(text, "inv_b", name="C")]
+    )
+    assert done.text == "invites:\n  - id: inv_b\n    name: C\n"
+    assert [(e.line, e.id, e.field, e.old, e.new) for e in done.edits] == [
+        (5, "inv_b", "name", "B", "C")
+    ]
+    assert [(e.line, e.id, e.old) for e in done.removed] == [(2, "inv_a", "accepted")]
+
+
+def test_a_block_scalar_replaced_in_an_lf_file_keeps_its_line_break() -> None:
+    text = "invites:\n  - id: inv_a\n    name: |-\n      Old\n    email: a@b.example\n"
+    done = rewrite(text, [wanted(text, "inv_a", name="New")])
+    assert done.text == text.replace("|-\n      Old\n", '"New"\n')
+    assert read(done.text)["inv_a"] == {"name": "New", "email": "a@b.example"}
+
+
+def test_a_commented_flow_list_gains_several_items_after_its_last_quoted_as_flow_needs() -> None:
+    text = "invites:\n  - id: inv_a\n    groups: [emea,  # main\n      apac, amer]\n"
+    done = rewrite(text, [wanted(text, "inv_a", groups=["emea", "apac", "amer", "x,y", "z"])])
+    assert done.text == text.replace("amer]", 'amer, "x,y", z]')
+    assert read(done.text)["inv_a"]["groups"] == ["emea", "apac", "amer", "x,y", "z"]
+
+
+def test_a_contact_and_the_fields_after_it_are_all_edited() -> None:
+    contact = {"name": "Jane Roe, PhD", "email": "jane@acme.example", "phone": "+1"}
+    done = rewrite(COMMENTED, [wanted(COMMENTED, "inv_a", primaryContact=contact, name="Acme Ltd")])
+    assert [(e.field, e.new) for e in done.edits] == [
+        ("name", "Acme Ltd"),
+        ("primaryContact.name", "Jane Roe, PhD"),
+    ]
+    # In a flow mapping, a value with a comma is quoted.
+    assert '    primaryContact: {name: "Jane Roe, PhD", email: jane@acme.example}\n' in done.text
+    assert read(done.text)["inv_a"]["name"] == "Acme Ltd"
+
+
+def test_a_value_written_in_a_layout_adopt_does_not_edit_is_refused() -> None:
+    text = "invites:\n  - id: inv_a\n    name: [x]\n"
+    done = rewrite(text, [Wanted("inv_a", 2, 5, held({"name": "B"}), {"name": "x"})])
+    assert done.text == text
+    assert [(r.line, r.id, r.field, r.new, r.reason) for r in done.refused] == [
+        (3, "inv_a", "name", "B", ODD_LAYOUT)
+    ]
+
+
+def test_a_contact_of_an_entry_under_an_anchor_is_refused_sub_field_by_sub_field() -> None:
+    text = "invites:\n  - &e\n    id: inv_a\n    primaryContact: {name: A, email: a@x.example}\n"
+    written: dict[str, FieldValue] = {
+        "primaryContact": Contact({"name": "A", "email": "a@x.example"})
+    }
+    platform = held({"primaryContact": {"name": "B", "email": "a@x.example"}})
+    done = rewrite(text, [Wanted("inv_a", 2, 5, platform, written)])
+    assert done.text == text
+    assert [(r.line, r.id, r.field, r.new, r.reason) for r in done.refused] == [
+        (2, "inv_a", "primaryContact.name", "B", SHARED)
+    ]
+
+
+def test_a_set_written_as_one_value_is_refused() -> None:
+    text = "invites:\n  - id: inv_a\n    groups: a\n"
+    done = rewrite(text, [Wanted("inv_a", 2, 5, held({"groups": ["b"]}), {"groups": "a"})])
+    assert done.text == text
+    assert [(r.line, r.field, r.reason) for r in done.refused] == [(3, "groups", ODD_LAYOUT)]

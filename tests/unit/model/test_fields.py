@@ -129,3 +129,27 @@ def test_json_values_are_typed_by_their_fields_kind_and_others_left_out() -> Non
 
 def test_the_schema_is_read_from_the_package_resources() -> None:
     assert invite_schema_path() == resource_path("schemas/invites.schema.json")
+
+
+def test_a_schema_whose_contact_holds_a_list_is_refused_naming_the_sub_field(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import reconciler.model.fields as fields_module
+    from reconciler.errors import ReconcilerError
+
+    schema = json.loads(invite_schema_path().read_text(encoding="utf-8"))
+    contact = schema["$defs"]["invite"]["properties"]["primaryContact"]
+    contact["properties"]["tags"] = {"type": "array", "items": {"type": "string"}}
+    edited = tmp_path / "invites.schema.json"
+    edited.write_text(json.dumps(schema), encoding="utf-8")
+    monkeypatch.setattr(fields_module, "invite_schema_path", lambda: edited)
+    field_kinds.cache_clear()
+    try:
+        with pytest.raises(ReconcilerError) as refused:
+            field_kinds()
+    finally:
+        field_kinds.cache_clear()
+    assert str(refused.value) == (
+        f"{edited}: `primaryContact.tags` must be text: an object's sub-fields are compared "
+        "one by one as text"
+    )

@@ -309,3 +309,29 @@ def test_a_servers_value_is_redacted_every_text_and_contact_name_included(
     groups = IdentifierSet(["a", f"b {registered_secret}"])
     assert kind_of("groups").redacted(groups) == ["a", "b [redacted]"]
     assert kind_of("name").redacted(registered_secret) == "[redacted]"
+
+
+def test_an_export_names_the_sub_fields_a_file_cannot_hold_five_at_most() -> None:
+    contact = kind_as("primaryContact", ContactKind)
+    many = Contact({"name": "A", **{f"x{n}": "v" for n in range(7)}})
+    notes: list[str] = []
+    assert contact.for_file(many, "primaryContact", notes) == Contact({"name": "A"})
+    five = Contact({"name": "A", **{f"x{n}": "v" for n in range(5)}})
+    contact.for_file(five, "primaryContact", notes)
+    tail = (
+        "left out: a file cannot hold them; "
+        "unmanaged, they keep their values when the contact is sent"
+    )
+    assert notes == [
+        f"`primaryContact` sub-fields `x0`, `x1`, `x2`, `x3`, `x4` and 2 more {tail}",
+        f"`primaryContact` sub-fields `x0`, `x1`, `x2`, `x3`, `x4` {tail}",
+    ]
+
+
+def test_an_export_writes_a_contacts_phone_quoted_and_other_sub_fields_as_they_are() -> None:
+    written = kind_as("primaryContact", ContactKind).written(
+        Contact({"name": "A", "phone": "+15550000000", "title": "CFO", "fax": None})
+    )
+    assert written == {"name": "A", "phone": "+15550000000", "title": "CFO"}
+    assert isinstance(written, dict)
+    assert [type(v).__name__ for v in written.values()] == ["str", "Quoted", "str"]

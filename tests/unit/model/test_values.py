@@ -69,3 +69,13 @@ def test_nfc_leaves_ascii_alone_and_composes_the_rest() -> None:
     assert nfc("Cafe\u0301") == "Caf\u00e9"
     text = "plain"
     assert nfc(text) is text
+
+
+def test_a_contact_made_from_another_mapping_holds_its_sub_fields() -> None:
+    first = Contact({"name": "Ann", "email": "ann@x.example", "phone": None})
+    assert Contact(first) == first
+    assert list(Contact(first).items()) == [
+        ("name", "Ann"),
+        ("email", "ann@x.example"),
+        ("phone", None),
+    ]

@@ -88,8 +88,9 @@ def test_a_secret_a_server_echoes_never_reaches_the_plan():
 
 
 def test_an_interrupted_read_stops_the_plan():
-    with pytest.raises(ReconcilerError, match="interrupted"):
+    with pytest.raises(ReconcilerError) as stopped:
         make_plan(BASE, [(desired(1), NotRun())])
+    assert str(stopped.value) == "interrupted while reading invites; nothing was changed"
 
 
 def test_an_accepted_invite_that_differs_is_set_apart_never_changed():
@@ -151,6 +152,9 @@ def test_a_list_rule_re_sends_only_for_a_listed_field_and_names_the_recipient():
     email = make_plan(BASE, [(_with_rule(("email",), email="new@x.example"), Done(server))])
     (change,) = email.changes
     assert change.resend and change.recipient == "new@x.example"
+    # The list goes with the change: apply re-sends only if the e-mail is stored as sent.
+    assert change.resend_on == ("email",)
+    assert not change.triggers_resend(["groups"]) and change.triggers_resend(["email"])
     assert change.resend_label == "e-mails the invitation again to new@x.example"
     # Without the address changing, the invitation goes to the one the server holds.
     anything = make_plan(BASE, [(_with_rule(True, groups=["b"]), Done(server))])
@@ -179,3 +183,42 @@ def test_a_scoped_plan_tells_a_change_from_a_conflict_from_drift_outside_it():
     # The platform holds the new value: nothing to do.
     plan = of_change((wanted, current(1, email="new@x.example", name="Files Ltd")), entries=entries)
     assert plan.changes == [] and plan.unchanged == 1 and plan.outside_change == []
+
+
+def test_a_scoped_plan_compares_a_contact_only_in_the_sub_fields_the_files_manage():
+    contact = {"name": "Ann", "email": "ann@x.example"}
+    server = {**contact, "phone": "+15550000000"}  # a sub-field no file manages
+    wanted = desired(1, primaryContact={**contact, "name": "Ann Q."}, name="Files Ltd")
+    entries = {"inv_0001": changed({"primaryContact"}, {"primaryContact": contact})}
+    # The platform holds REF's contact (and a phone): a change, not a conflict.
+    plan = of_change((wanted, current(1, primaryContact=server, name="UI Ltd")), entries=entries)
+    (change,) = plan.changes
+    assert change.conflicts == {}
+    assert change.patch == typed({"primaryContact": {**server, "name": "Ann Q."}})
+    assert change.kept == {"primaryContact": ("phone",)}  # carried from the platform
+    # The name outside the change is listed as the entry's, with the server's value.
+    (outside,) = plan.outside_change
+    assert (outside.id, str(outside.source), outside.name) == (
+        "inv_0001",
+        "invites/a.yaml:12",
+        "Files Ltd",
+    )
+    assert (outside.before, outside.after) == ({"name": "UI Ltd"}, {"name": "Files Ltd"})
+
+
+def test_a_contact_outside_the_change_is_shown_in_the_sub_fields_the_files_manage():
+    contact = {"name": "Ann", "email": "ann@x.example"}
+    server = {**contact, "phone": "+15550000000"}
+    wanted = desired(1, primaryContact={**contact, "name": "Ann Q."}, name="Files Ltd")
+    entries = {"inv_0001": changed({"name"}, {"name": "UI Ltd"})}
+    plan = of_change((wanted, current(1, primaryContact=server, name="UI Ltd")), entries=entries)
+    (outside,) = plan.outside_change
+    assert outside.before == typed({"primaryContact": contact})
+    assert outside.after == typed({"primaryContact": {**contact, "name": "Ann Q."}})
+
+
+def test_an_invite_in_no_known_state_is_set_apart_under_its_name():
+    wanted = desired(1, email="new@x.example", name="Files Ltd")
+    plan = make_plan(BASE, [(wanted, Done(current(1, "", email="old@x.example")))])
+    (invite,) = plan.not_updatable
+    assert (invite.status, invite.name) == ("in an unknown state", "Files Ltd")

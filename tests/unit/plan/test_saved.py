@@ -30,7 +30,7 @@ from reconciler.model.kinds import ContactKind, SetKind
 from reconciler.model.values import Contact, FieldValue, IdentifierSet
 from reconciler.output.json import JsonRenderer
 from reconciler.plan import saved
-from reconciler.plan.changes import FailedInvite, InviteChange, NotUpdatable
+from reconciler.plan.changes import FailedInvite, InviteChange, NotUpdatable, OutsideChange
 from reconciler.plan.model import Plan
 from reconciler.plan.saved import (
     document_parts,
@@ -864,3 +864,220 @@ def test_a_sub_field_the_plan_shows_redacted_is_sent_as_the_server_holds_it():
     (drift,) = find_drift(again, BASE, server.read, parallelism=1)
     assert secret not in drift and "[redacted]" in drift
     assert _contact(again.changes[0].patch)["title"] == "echo [redacted]"
+
+
+# -- every record of a plan, saved and read back ---------------------------------------------
+
+
+def _scoped_plan(secret: str) -> Plan:
+    """A plan of a change: an invite out of its scope, one no longer pending; the server's
+    values (and status) echoing ``secret``."""
+    return Plan(
+        base_url=BASE,
+        changes=[
+            InviteChange(
+                "inv_r",
+                SourceLocation("invites/r.yaml", 5),
+                "Ray",
+                held({"email": "old@r.example", "name": None}),
+                typed({"email": "new@r.example", "name": "Ray"}),
+                True,
+                recipient="new@r.example",
+                conflicts=typed({"name": "Raymond"}),
+                resend_on=("email",),
+            )
+        ],
+        not_updatable=[
+            NotUpdatable(
+                "inv_done",
+                SourceLocation("invites/d.yaml", 4),
+                "Done",
+                f"accepted by {secret}",
+                {"name": f"X {secret}"},
+                {"name": "Y"},
+            )
+        ],
+        changed_since="main",
+        outside_change=[
+            OutsideChange(
+                "inv_o",
+                SourceLocation("invites/o.yaml", 7),
+                "Oh",
+                held({"name": f"Echo {secret}", "groups": ["a"]}),
+                typed({"name": "Oh", "groups": ["a", "b"]}),
+            )
+        ],
+        not_read=3,
+    )
+
+
+def test_a_plan_of_a_change_is_saved_redacted_and_read_back_record_by_record(tmp_path):
+    secret = "scoped-echoed-secret-77"
+    register_secret(secret)
+    plan = _scoped_plan(secret)
+    sign_plan(plan, SECRET)
+    save_plan(plan, str(tmp_path / "plan.json"))
+    document = json.loads((tmp_path / "plan.json").read_text(encoding="utf-8"))
+    assert secret not in json.dumps(document)
+    assert document["out_of_scope"] == [
+        {
+            "id": "inv_o",
+            "name": "Oh",
+            "source": "invites/o.yaml:7",
+            "before": {"name": "Echo [redacted]", "groups": ["a"]},
+            "after": {"name": "Oh", "groups": ["a", "b"]},
+        }
+    ]
+    assert document["not_updatable"][0]["status"] == "accepted by [redacted]"
+    assert (document["summary"]["out_of_scope"], document["summary"]["not_read"]) == (1, 3)
+    # A plan of a change that left no file unread says 0, not nothing.
+    assert to_document(Plan(base_url=BASE, changed_since="main"))["summary"]["not_read"] == 0
+    assert document["not_updatable"][0]["before"] == {"name": "X [redacted]"}
+    loaded = load_signed_plan(str(tmp_path / "plan.json"), SECRET)
+    assert loaded.outside_change == [
+        OutsideChange(
+            "inv_o",
+            SourceLocation("invites/o.yaml", 7),
+            "Oh",
+            held({"name": "Echo [redacted]", "groups": ["a"]}),
+            typed({"name": "Oh", "groups": ["a", "b"]}),
+        )
+    ]
+    (change,) = loaded.changes
+    assert change == plan.changes[0]  # the recipient, the conflicts, resend_on, a null before
+    assert (change.recipient, change.resend_on, change.before["name"]) == (
+        "new@r.example",
+        ("email",),
+        None,
+    )
+    assert loaded.not_updatable[0].status == "accepted by [redacted]"
+
+
+def test_the_sub_fields_a_contact_keeps_are_read_as_saved_or_worked_out_for_older_plans(
+    tmp_path,
+):
+    before = {"name": "Jane", "email": "j@x.example", "phone": "+15550000000", "title": None}
+    after = {"name": "Jane", "email": "jq@x.example", "phone": "+15550000000", "title": None}
+    plan = Plan(
+        base_url=BASE,
+        changes=[
+            InviteChange(
+                "inv_c",
+                SourceLocation("invites/c.yaml", 2),
+                None,
+                held({"primaryContact": before}),
+                typed({"primaryContact": after}),
+                False,
+                kept={"primaryContact": ("phone",)},
+            )
+        ],
+    )
+    document = to_document(plan)
+    assert document["changes"][0]["kept"] == {"primaryContact": ["phone"]}
+    assert load_plan(write(tmp_path / "kept.json", document)).changes[0].kept == {
+        "primaryContact": ("phone",)
+    }
+    # Saved before plans said: what the PATCH carries at the platform's value (not null).
+    del document["changes"][0]["kept"]
+    older = load_plan(write(tmp_path / "older.json", document)).changes[0]
+    assert older.kept == {"primaryContact": ("name", "phone")}
+    # The platform held no contact: it carries nothing from it.
+    document["changes"][0]["before"]["primaryContact"] = None
+    assert load_plan(write(tmp_path / "none.json", document)).changes[0].kept == {}
+    # Saved sub-fields of a field the change does not patch as a contact are not kept.
+    document = to_document(plan)
+    document["changes"][0]["kept"] = {"primaryContact": ["phone"], "name": ["x"], "groups": ["y"]}
+    document["changes"][0]["before"]["name"] = "A"
+    document["changes"][0]["after"]["name"] = document["changes"][0]["patch"]["name"] = "B"
+    assert load_plan(write(tmp_path / "others.json", document)).changes[0].kept == {
+        "primaryContact": ("phone",)
+    }
+
+
+def test_a_source_that_names_no_line_is_shown_as_saved(tmp_path):
+    document = to_document(sample_plan())
+    document["changes"][1]["source"] = "moved elsewhere"
+    document["not_updatable"][0]["source"] = "invites/d.yaml:0"
+    plan = load_plan(write(tmp_path / "p.json", document))
+    assert str(plan.changes[1].source) == "moved elsewhere"
+    assert str(plan.not_updatable[0].source) == "invites/d.yaml:0"
+
+
+def test_a_version_1_plan_is_shown_as_version_1(tmp_path):
+    document = to_document(sample_plan())
+    del document["not_updatable"]
+    document["format_version"] = 1
+    assert to_document(load_plan(write(tmp_path / "v1.json", document)))["format_version"] == 1
+
+
+@pytest.mark.parametrize(
+    ("part", "where"),
+    [
+        (("changes", 1, "patch"), "changes/1/patch/name"),
+        (("changes", 1, "before"), "changes/1/before/name"),
+        (("not_updatable", 0, "after"), "not_updatable/0/after/name"),
+        (("not_updatable", 0, "before"), "not_updatable/0/before/name"),
+        (("out_of_scope", 0, "after"), "out_of_scope/0/after/name"),
+        (("out_of_scope", 0, "before"), "out_of_scope/0/before/name"),
+    ],
+)
+def test_a_value_its_field_cannot_hold_is_refused_naming_where(tmp_path, part, where):
+    document = to_document(_scoped_plan("unused-secret-value-1"))
+    document["changes"].append(to_document(sample_plan())["changes"][1])
+    record = document[part[0]][part[1]]
+    record[part[2]]["name"] = 5
+    if part[2] == "patch":
+        record["after"]["name"] = 5
+    path = write(tmp_path / "bad.json", document)
+    with pytest.raises(ReconcilerError) as refused:
+        load_plan(path)
+    assert str(refused.value) == (
+        f"{path}: not a plan file saved by `reconcile plan --out` ({where}: not a value it holds)"
+    )
+
+
+def test_conflicts_holding_a_value_no_field_holds_are_refused_naming_where(tmp_path):
+    document = to_document(_scoped_plan("unused-secret-value-2"))
+    document["changes"][0]["conflicts"] = {"name": ["not", "text"]}
+    path = write(tmp_path / "bad.json", document)
+    with pytest.raises(
+        ReconcilerError, match=r"\(changes/0/conflicts/name: not a value it holds\)"
+    ):
+        load_plan(path)
+
+
+def test_a_signed_plan_holding_a_value_no_field_holds_is_refused_naming_the_file(tmp_path):
+    document = to_document(sample_plan())
+    document["changes"][1]["before"]["name"] = 5
+    document["signature"] = signature_for(document, SECRET)
+    path = write(tmp_path / "signed.json", document)
+    with pytest.raises(ReconcilerError) as refused:
+        load_signed_plan(path, SECRET)
+    assert str(refused.value).startswith(f"{path}: not a plan file saved by `reconcile plan")
+
+
+def test_conflicts_may_name_every_patched_field_and_no_other(tmp_path):
+    document = to_document(_scoped_plan("unused-secret-value-3"))
+    document["changes"][0]["conflicts"] = {"name": "Raymond", "email": "r@r.example"}
+    assert set(load_plan(write(tmp_path / "all.json", document)).changes[0].conflicts) == {
+        "name",
+        "email",
+    }
+    document["changes"][0]["conflicts"] = {"groups": ["a"]}
+    with pytest.raises(ReconcilerError, match=r"changes/0 \(inv_r\): `before`, `after` and"):
+        load_plan(write(tmp_path / "other.json", document))
+
+
+def test_a_failed_invites_message_and_request_id_are_saved_redacted():
+    secret = "failed-echoed-secret-55"
+    register_secret(secret)
+    plan = Plan(
+        base_url=BASE,
+        failed=[
+            FailedInvite(
+                "inv_x", SourceLocation("invites/x.yaml", 3), f"HTTP 400: {secret}", 400, secret
+            )
+        ],
+    )
+    (error,) = to_document(plan)["errors"]
+    assert (error["message"], error["request_id"]) == ("HTTP 400: [redacted]", "[redacted]")

@@ -78,8 +78,8 @@ def test_stored_as_sent_tells_managed_parts_from_kept_ones() -> None:
     assert [(d.field, d.sent, d.stored) for d in check.diverged] == [
         ("email", "Compliance@Acme.example", "compliance@acme.example")
     ]
-    assert [(n.field, n.stored) for n in check.noted] == [
-        ("primaryContact.phone", "+52 1 55 0000 0000")
+    assert [(n.field, n.sent, n.stored) for n in check.noted] == [
+        ("primaryContact.phone", "+5215500000000", "+52 1 55 0000 0000")
     ]
 
 
@@ -100,3 +100,43 @@ def test_a_re_send_is_not_due_when_its_field_was_already_written_by_someone_else
     decided = before_write(planned, now(name="A", email="b@x.example"))
     assert isinstance(decided, Write)
     assert set(decided.change.patch) == {"name"} and not decided.change.resend
+
+
+def test_a_contact_stored_otherwise_names_each_sub_field_as_sent_and_as_stored() -> None:
+    sent = {**CONTACT, "email": "Jose@A.example"}
+    written = change({"primaryContact": CONTACT}, {"primaryContact": sent})
+    check = stored_as_sent(written, now(primaryContact=CONTACT))
+    assert check.as_sent == ()
+    assert [(d.field, d.sent, d.stored) for d in check.diverged] == [
+        ("primaryContact.email", "Jose@A.example", "jose@a.example")
+    ]
+    # The platform dropped the contact: every sub-field sent, none stored.
+    dropped = stored_as_sent(written, now())
+    assert [(d.field, d.sent, d.stored) for d in dropped.diverged] == [
+        ("primaryContact.name", "José", None),
+        ("primaryContact.email", "Jose@A.example", None),
+        ("primaryContact.phone", "+5215500000000", None),
+    ]
+
+
+def test_a_write_of_part_of_a_change_carries_only_that_parts_before_and_kept() -> None:
+    wanted = {**CONTACT, "name": "María"}
+    planned = change(
+        {"name": "A", "email": "a@x.example", "primaryContact": CONTACT},
+        {"name": "B", "email": "b@x.example", "primaryContact": wanted},
+        kept={"primaryContact": ("phone",)},
+        resend_on=("email",),
+    )
+    # The name is already so; the e-mail and the contact are still to write.
+    decided = before_write(planned, now(name="B", email="a@x.example", primaryContact=CONTACT))
+    assert isinstance(decided, Write)
+    assert decided.change.before == held({"email": "a@x.example", "primaryContact": CONTACT})
+    assert decided.change.kept == {"primaryContact": ("phone",)}
+    assert decided.change.resend is True  # the e-mail, which re-sends it, is still to write
+    # The contact is already so: what it kept from the platform goes with it.
+    decided = before_write(planned, now(name="A", email="a@x.example", primaryContact=wanted))
+    assert isinstance(decided, Write)
+    assert (decided.change.before, decided.change.kept) == (
+        {"name": "A", "email": "a@x.example"},
+        {},
+    )

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reconciler.schema.policies import Policy, PolicyLoop, compile_policy
+from reconciler.errors import FileProblem
+from reconciler.schema.policies import Policies, Policy, PolicyError, PolicyLoop, compile_policy
 from reconciler.schema.policy_quick import looked_at, quick_check
 
 SCHEMAS: list[Any] = [
@@ -81,3 +82,240 @@ def test_a_loop_only_some_entries_reach_is_a_configuration_error_naming_the_poli
     assert policy.failure({"id": "i"}) is None
     with pytest.raises(PolicyLoop, match=r"reconciler.yaml: policy p \(item 1 of `policies`\)"):
         policy.failure({"id": "i", "phone": "+4412345678"})
+
+
+# -- what compiling refuses --------------------------------------------------------------
+
+
+def _refusal(schema: Any) -> tuple[tuple[Any, ...], str] | None:
+    try:
+        _compiled(schema)
+    except PolicyError as error:
+        return error.path, error.reason
+    return None
+
+
+OUTSIDE = (
+    "may only point inside the policy (`#/$defs/...`): "
+    "a policy never fetches a schema from a URL or a file"
+)
+NOT_ALLOWED = "is not allowed in a policy: a `$ref` names a place in it (`#/$defs/NAME`)"
+
+
+@pytest.mark.parametrize(
+    ("schema", "refused"),
+    [
+        ({"$ref": "https://x.example/s.json"}, (("$ref",), f"`$ref` {OUTSIDE}")),
+        (
+            {"properties": {"a": {"$dynamicRef": "s.json"}}},
+            (("properties", "a", "$dynamicRef"), f"`$dynamicRef` {OUTSIDE}"),
+        ),
+        ({"allOf": [{"$id": "x"}]}, (("allOf", 0, "$id"), f"`$id` {NOT_ALLOWED}")),
+        ({"$dynamicRef": "#x"}, (("$dynamicRef",), f"`$dynamicRef` {NOT_ALLOWED}")),
+        ({"$dynamicAnchor": "x"}, (("$dynamicAnchor",), f"`$dynamicAnchor` {NOT_ALLOWED}")),
+        ({"$anchor": "x"}, (("$anchor",), f"`$anchor` {NOT_ALLOWED}")),
+        (
+            {"$schema": "http://json-schema.org/draft-07/schema#"},
+            (
+                ("$schema",),
+                "a policy is draft 2020-12: `$schema` may only be "
+                "https://json-schema.org/draft/2020-12/schema",
+            ),
+        ),
+        (
+            {"allOf": [{"$ref": "#/$defs/missing"}]},
+            (("allOf", 0, "$ref"), "`$ref` points at nothing in the policy"),
+        ),
+        # Values, not schemas: what they hold is never a reference.
+        (
+            {
+                "const": {"$ref": "#/nowhere", "$id": "x"},
+                "enum": [{"$ref": "https://x.example"}],
+                "default": {"$ref": "#/nowhere", "$anchor": "a"},
+                "examples": [{"$ref": "#/nowhere", "$anchor": "a"}],
+            },
+            None,
+        ),
+    ],
+    ids=lambda v: str(v)[:30],
+)
+def test_a_policy_is_refused_at_the_part_that_cannot_be_run(schema: Any, refused: Any) -> None:
+    assert _refusal(schema) == refused
+
+
+def _all_of(count: int) -> dict[str, Any]:
+    """A subschema of ``count`` + 2: itself, its list, and ``count`` empty schemas."""
+    return {"allOf": [{}] * count}
+
+
+def _referred(name: str, pointer: str, count: int, times: int) -> dict[str, Any]:
+    """3 + times * (count + 3): itself, `$defs` (counted once), the list, and each `$ref`
+    (1) counting what it points at (count + 2) every time it is met."""
+    return {"$defs": {name: _all_of(count)}, "allOf": [{"$ref": pointer}] * times}
+
+
+FAN_OUT = (
+    "its `$ref`s expand it to more than 5,000 subschemas (each `$ref` counts the schema it "
+    "points at, every time it is met); a policy that large would take minutes on each invite"
+)
+
+
+@pytest.mark.parametrize(
+    ("at_limit", "past_it"),
+    [
+        (_all_of(4998), _all_of(4999)),
+        (_referred("a", "#/$defs/a", 260, 19), _referred("a", "#/$defs/a", 144, 34)),
+        (_referred("a/b", "#/$defs/a~1b", 260, 19), _referred("a/b", "#/$defs/a~1b", 144, 34)),
+        (_referred("c~d", "#/$defs/c~0d", 260, 19), _referred("c~d", "#/$defs/c~0d", 144, 34)),
+        (
+            {
+                "$defs": {"l": {"anyOf": [_all_of(260)]}},
+                "allOf": [{"$ref": "#/$defs/l/anyOf/0"}] * 19,
+            },
+            {
+                "$defs": {"l": {"anyOf": [_all_of(144)]}},
+                "allOf": [{"$ref": "#/$defs/l/anyOf/0"}] * 34,
+            },
+        ),
+        # Values and `$defs` count one each, whatever they hold: 1 + (1 + n) + 5.
+        *[
+            tuple(
+                {
+                    **_all_of(count),
+                    "const": [1, 2],
+                    "enum": [1, 2],
+                    "default": [1, 2],
+                    "examples": [[1], [2]],
+                    "$defs": {"a": _all_of(3)},
+                }
+                for count in (4993, 4994)
+            )
+        ],
+    ],
+    ids=["plain", "ref", "ref-escaped-slash", "ref-escaped-tilde", "ref-into-a-list", "values"],
+)
+def test_a_policy_may_expand_to_5000_subschemas_and_no_more(at_limit: Any, past_it: Any) -> None:
+    assert _refusal(at_limit) is None
+    assert _refusal(past_it) == ((), FAN_OUT)
+
+
+# -- the quick verdict: what gets one, and that it is jsonschema's ----------------------------
+
+QUICK: list[Any] = [
+    {"type": "object", "description": "notes", "required": ["email"]},
+    {"properties": {"name": {"const": "a"}, "resendOnChange": {"const": True}}},
+    {"not": {"required": ["phone"]}},
+    {"if": {"required": ["phone"]}, "then": {"required": ["email"]}},
+    {"if": {"required": ["phone"]}, "else": {"required": ["email"]}},
+    {
+        "if": {"required": ["phone"]},
+        "then": {"required": ["name"]},
+        "else": {"required": ["email"]},
+    },
+    {"anyOf": [{"required": ["email"]}, {"properties": {"name": {"enum": ["a", "b"]}}}]},
+    {"allOf": [{"required": ["email"]}, {"properties": {"email": {"pattern": "@x\\."}}}]},
+    {"properties": {"groups": {"contains": {"const": "us"}}}},
+    {"properties": {"groups": {"minItems": 2}, "addOns": {"maxItems": 1}}},
+]
+NOT_QUICK: list[Any] = [
+    {"properties": {"groups": {"contains": {"const": "us"}, "minContains": 2}}},
+    {"properties": {"groups": {"contains": {"const": "us"}, "maxContains": 1}}},
+    {"properties": {"name": {"enum": ["a", 1]}}},
+    {"properties": {"name": {"const": 1}}},
+    {"oneOf": [{"required": ["email"]}]},
+    {"properties": {"name": {"type": "string"}}},
+    {"if": {"required": ["phone"]}, "then": {"properties": {"name": {"type": "string"}}}},
+]
+
+
+@pytest.mark.parametrize("schema", QUICK, ids=lambda s: str(s)[:40])
+@given(entry=ENTRY)
+def test_the_keywords_policies_are_made_of_get_a_quick_verdict(
+    schema: Any, entry: dict[str, Any]
+) -> None:
+    quick = quick_check(schema)
+    assert quick is not None
+    assert quick(entry) is _compiled(schema)._validator.is_valid(entry)
+
+
+@pytest.mark.parametrize("schema", NOT_QUICK, ids=lambda s: str(s)[:40])
+def test_other_keywords_are_left_to_jsonschema(schema: Any) -> None:
+    assert quick_check(schema) is None
+
+
+def test_what_a_verdict_depends_on_keyword_by_keyword() -> None:
+    assert looked_at({"description": "d", "type": "object", "required": ["email"]}) == {"email"}
+    assert looked_at({"type": "string"}) is None
+    assert looked_at({"properties": {"name": {}}, "dependentRequired": {"a": ["b"]}}) == {
+        "name",
+        "a",
+        "b",
+    }
+    assert looked_at({"dependentSchemas": {"email": {"required": ["name"]}}}) == {"email", "name"}
+    assert looked_at({"dependentSchemas": {"email": {"minProperties": 2}}}) is None
+    assert looked_at({"anyOf": [{"required": ["a"]}, {"not": {"required": ["b"]}}]}) == {"a", "b"}
+    assert looked_at({"not": {"minProperties": 2}}) is None
+    assert looked_at(True) == frozenset()
+
+
+def test_a_kept_verdict_is_kept_for_the_same_values_only() -> None:
+    contact = {"properties": {"email": {"pattern": "^c"}, "name": {"pattern": "^n"}}}
+    policy = _compiled({"properties": {"primaryContact": contact, "groups": {"maxItems": 1}}})
+    good = {"id": "i", "primaryContact": {"name": "n", "email": "c@x"}, "groups": ["a"]}
+    assert policy.failure(good) is None
+    # Two contacts of the same sub-fields failing on different ones: two verdicts.
+    bad_email = {**good, "primaryContact": {"name": "n", "email": "x@x"}}
+    bad_name = {**good, "primaryContact": {"name": "m", "email": "c@x"}}
+    assert policy.failure(bad_email) == ("primaryContact", "email")
+    assert policy.failure(bad_name) == ("primaryContact", "name")
+    assert policy.failure({**good, "groups": ["a", "b"]}) == ("groups",)
+    assert policy.failure(bad_email) == ("primaryContact", "email")
+
+
+def test_a_failure_is_placed_at_the_deepest_field_an_error_names() -> None:
+    policy = _compiled(
+        {"properties": {"name": {"const": "a"}, "attachments": {"items": {"const": "x"}}}}
+    )
+    assert policy.failure({"id": "i", "name": "b", "attachments": ["y"]}) == ("attachments", 0)
+
+
+def test_each_failed_policy_is_a_problem_placed_where_its_failure_is() -> None:
+    rules = [
+        Policy("us-letter", "US invites need an EIN letter", "error", SCHEMAS[0], "r.yaml", 0),
+        Policy("no-free-mail", "use a company address", "warning", SCHEMAS[1], "r.yaml", 1),
+    ]
+    policies = Policies(tuple(compile_policy(rule) for rule in rules))
+    places = {("attachments",): (7, 5), ("email",): (4, 12), (): (2, 3)}
+    entry = {"id": "i", "groups": ["us"], "attachments": ["x"], "email": "j@gmail.com"}
+    assert policies.check(entry, "invites/a.yaml", places.__getitem__) == [
+        FileProblem(
+            "invites/a.yaml", 7, 5, "policy us-letter: US invites need an EIN letter", "error"
+        ),
+        FileProblem(
+            "invites/a.yaml", 4, 12, "policy no-free-mail: use a company address", "warning"
+        ),
+    ]
+    assert policies.check({"id": "i"}, "invites/a.yaml", places.__getitem__) == []
+
+
+def test_a_pattern_re2_cannot_run_is_refused_at_its_place() -> None:
+    assert _refusal({"properties": {"name": {"pattern": "(a)\\1"}}}) == (
+        ("properties", "name", "pattern"),
+        "`pattern` cannot be run in linear time (invalid escape sequence: \\1): policies' "
+        "patterns run on RE2, which has no look-around and no back-references",
+    )
+
+
+def test_a_loop_the_entries_ids_lead_into_is_refused_when_compiled() -> None:
+    schema = {"if": {"required": ["id"], "properties": {"id": {"pattern": "^inv_"}}}}
+    assert _refusal({**schema, "then": {"$ref": "#"}}) == (
+        (),
+        "its `$ref`s lead back to themselves without end; a `$ref` may only come back "
+        "after a step into the entry (`properties`, `items`)",
+    )
+
+
+def test_a_policys_formats_are_checked() -> None:
+    policy = _compiled({"properties": {"email": {"format": "email"}}})
+    assert policy.failure({"id": "i", "email": "not-an-address"}) == ("email",)
+    assert policy.failure({"id": "i", "email": "a@b.example"}) is None

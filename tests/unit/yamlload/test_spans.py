@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reconciler.yamlload.spans import invite_spans
+from reconciler.yamlload.spans import entry_span, invite_spans
 
 TEXT = """\
 invites:
@@ -49,3 +49,17 @@ def test_a_file_without_an_invites_list_has_no_entries() -> None:
     assert invite_spans("other: 1\n").entries == []
     assert invite_spans("invites: {a: 1}\n").entries == []
     assert invite_spans("- 1\n").entries == []
+
+
+def test_an_entry_is_read_from_its_own_lines_only_when_they_hold_it_alone() -> None:
+    text = "invites:\n  - id: a\n    name: A\n  - id: b\n  - plain\n"
+    start, end = text.index("id: a"), text.index("  - id: b")
+    entry = entry_span(text, start, end)
+    assert entry is not None
+    assert (entry.kind, entry.start, sorted(entry.keys)) == ("mapping", start, ["id", "name"])
+    assert text[entry.start : entry.end] == "id: a\n    name: A"
+    # Two entries in the lines, an entry that is not a mapping, one not on a `- ` line.
+    assert entry_span(text, start, text.index("  - plain")) is None
+    assert entry_span(text, text.index("plain"), len(text)) is None
+    flow = "invites: [{id: a}]\n"
+    assert entry_span(flow, flow.index("{"), len(flow)) is None

@@ -6,6 +6,7 @@ in fake time."""
 from __future__ import annotations
 
 import itertools
+import re
 
 import pytest
 from support.limits import (
@@ -491,3 +492,16 @@ def test_without_a_limit_slow_start_reaches_many_in_flight_within_a_few_round_tr
 
     assert run.refused == 0
     assert run.seconds <= 0.55 * 1000 * 0.05 / 16
+
+
+def test_a_cut_is_logged_for_debugging_with_what_it_measured(
+    pacer: RequestPacer, fake_time: FakeTime, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level("DEBUG", logger="reconciler.pacing"):
+        after_a_cut(pacer, fake_time)
+    (cut,) = [r.getMessage() for r in caplog.records if r.getMessage().startswith("refused at")]
+    assert re.fullmatch(
+        r"refused at [\d.e+]+/s, \d+ let through in the second before: rate [\d.e+]+/s, "
+        r"ceiling [\d.e+]+/s( \(at least\))?, nothing starts for [\d.]+s",
+        cut,
+    ), cut

@@ -249,3 +249,21 @@ def test_a_request_refused_thousands_of_times_still_gets_a_backoff() -> None:
     error = RateLimited("slow down", status=429)
     decision = decide_retry(error, 5000, 60, idempotent=False, max_attempts=5, jitter=1.0, own=True)
     assert decision == RetryDecision(True, BACKOFF_CAP)
+
+
+def test_a_refusal_with_no_time_left_gives_up_saying_it_was_refused_throughout() -> None:
+    assert decide(RateLimited("slow down", status=429), attempt=3, time_left=0.0) == (
+        RetryDecision(
+            False,
+            note=" (gave up after 3 attempts: refused for all of retry_max_seconds, not counting "
+            "the time it waited for its turn)",
+        )
+    )
+
+
+def test_its_own_refusal_whose_back_off_outlasts_the_budget_gives_up_saying_so() -> None:
+    refused = RateLimited("slow down", status=429)  # backs off 0.5 x min(8, 0.5 x 2^4) = 4 s
+    assert decide(refused, attempt=5, time_left=4.0, own=True) == RetryDecision(
+        False, note=" (gave up after 5 attempts: retry_max_seconds spent)"
+    )
+    assert decide(refused, attempt=5, time_left=4.5, own=True) == RetryDecision(True, 4.0)
