@@ -8,13 +8,9 @@ The installed `reconcile` in a child process, against the sandbox over HTTP.
 
 from __future__ import annotations
 
-import os
-import pty
 import re
-import select
 import shlex
 import subprocess
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -22,6 +18,7 @@ import pytest
 from support.cli import run_cli_process
 from support.helpers import RECONCILE, sandbox_env
 from support.invites import ACME, desired_entry, write_invites
+from support.terminal import run_at_terminal
 
 from reconciler.sandbox import Sandbox
 
@@ -115,29 +112,8 @@ def _apply_with_stdout_to_a_file(
 ) -> tuple[int, str, str]:
     """`reconcile apply > apply.txt` typed at a terminal: (exit code, what the terminal
     showed, what the file holds). ``answer`` is typed once the question is asked."""
-    leader, follower = pty.openpty()
-    with (workdir / "apply.txt").open("wb") as stdout:
-        proc = subprocess.Popen(
-            [*RECONCILE, "apply"], cwd=workdir, env=env, stdin=follower, stdout=stdout,
-            stderr=follower,
-        )  # fmt: skip
-    os.close(follower)
-    shown = b""
-    answered = False
-    while True:
-        try:
-            chunk = os.read(leader, 4096)
-        except OSError:  # EIO: the process closed the terminal's last descriptor
-            break
-        if not chunk:
-            break
-        shown += chunk
-        if not answered and b"[y/N]" in shown:
-            os.write(leader, answer.encode() + b"\n")
-            answered = True
-    os.close(leader)
-    code = proc.wait(timeout=60)
-    return code, shown.decode("utf-8", "replace"), (workdir / "apply.txt").read_text("utf-8")
+    seen = run_at_terminal(["apply"], workdir, env, answer, stdout=workdir / "apply.txt")
+    return seen.code, seen.terminal, (workdir / "apply.txt").read_text("utf-8")
 
 
 def test_apply_with_stdout_to_a_file_shows_the_plan_on_the_terminal_then_asks(
@@ -172,30 +148,12 @@ def test_apply_with_stdout_to_a_file_under_no_color_shows_a_plain_plan(
 def test_resend_with_stdout_to_a_file_lists_whom_it_e_mails_on_the_terminal_then_asks(
     server: Sandbox, tmp_path: Path
 ) -> None:
-    leader, follower = pty.openpty()
     env = sandbox_env(server, NO_COLOR="1")
-    with (tmp_path / "resend.txt").open("wb") as stdout:
-        proc = subprocess.Popen(
-            [*RECONCILE, "resend", "inv_acme"], cwd=tmp_path, env=env, stdin=follower,
-            stdout=stdout, stderr=follower,
-        )  # fmt: skip
-    os.close(follower)
-    shown = b""
-    answered = False
-    while True:
-        try:
-            chunk = os.read(leader, 4096)
-        except OSError:
-            break
-        if not chunk:
-            break
-        shown += chunk
-        if not answered and b"[y/N]" in shown:
-            os.write(leader, b"n\n")
-            answered = True
-    os.close(leader)
-    assert proc.wait(timeout=60) == 1
-    listed, _, _ = shown.decode("utf-8", "replace").partition("[y/N]")
+    seen = run_at_terminal(
+        ["resend", "inv_acme"], tmp_path, env, "n", stdout=tmp_path / "resend.txt"
+    )
+    assert seen.code == 1
+    listed, _, _ = seen.terminal.partition("[y/N]")
     assert "inv_acme  'Acme Holdings Ltd'  <" in listed  # seen before the question
     assert "inv_acme" in (tmp_path / "resend.txt").read_text(encoding="utf-8")
     assert server.stats.calls("POST", "/public-api/v1/kyb/invites/") == []
@@ -207,30 +165,10 @@ def test_with_stderr_to_a_file_the_question_is_asked_on_the_terminal(
 ) -> None:
     # `reconcile apply 2> errors.txt` at a terminal: the plan was shown, then the question
     # went into the file (input() writes its prompt to fd 2) and the run waited in silence.
-    leader, follower = pty.openpty()
     env = sandbox_env(server, NO_COLOR="1")
-    with (workdir / "errors.txt").open("wb") as stderr:
-        proc = subprocess.Popen(
-            [*RECONCILE, *command], cwd=workdir, env=env, stdin=follower, stdout=follower,
-            stderr=stderr,
-        )  # fmt: skip
-    os.close(follower)
-    shown = b""
-    deadline = time.monotonic() + 30
-    while b"[y/N]" not in shown and time.monotonic() < deadline:
-        ready, _, _ = select.select([leader], [], [], 0.5)
-        if ready:
-            try:
-                shown += os.read(leader, 4096)
-            except OSError:
-                break
-    os.write(leader, b"n\n")  # asked or not: an answer, so the run ends either way
-    try:
-        code = proc.wait(timeout=60)
-    finally:
-        os.close(leader)
-    assert b"[y/N]" in shown, shown
-    assert code == 1
+    seen = run_at_terminal(command, workdir, env, "n", stderr=workdir / "errors.txt", timeout=30)
+    assert "[y/N]" in seen.terminal, seen.terminal
+    assert seen.code == 1
     assert "[y/N]" not in (workdir / "errors.txt").read_text(encoding="utf-8")
     assert "cancelled; nothing was changed" in (workdir / "errors.txt").read_text("utf-8")
     assert server.stats.calls("PATCH") == []

@@ -5,17 +5,15 @@ once, and `error:` and `warning:` on stderr are coloured by stdout's rule."""
 from __future__ import annotations
 
 import json
-import os
-import pty
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 from support.cli import run_cli, run_cli_process
-from support.helpers import EXAMPLES, RECONCILE, clean_env, sandbox_env
+from support.helpers import EXAMPLES, clean_env, sandbox_env
 from support.hostile_server import CLIENT_ID, HostileServer, Hostility, envelope
+from support.terminal import PIPE, run_at_terminal
 
 from reconciler.sandbox import Sandbox
 
@@ -116,27 +114,7 @@ def test_a_403_to_apply_s_first_re_send_stops_the_run_and_is_said_once(tmp_path:
 
 def _stderr_on_a_terminal(args: list[str], cwd: Path, env: dict[str, str]) -> str:
     """What stderr shows on a terminal (stdout a pipe, stdin /dev/null)."""
-    leader, follower = pty.openpty()
-    proc = subprocess.Popen(
-        [*RECONCILE, *args], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE, stderr=follower,
-    )  # fmt: skip
-    os.close(follower)
-    shown = b""
-    while True:
-        try:
-            chunk = os.read(leader, 4096)
-        except OSError:  # EIO: the process closed the terminal
-            break
-        if not chunk:
-            break
-        shown += chunk
-    os.close(leader)
-    assert proc.stdout is not None
-    proc.stdout.read()
-    proc.stdout.close()
-    proc.wait(timeout=60)
-    return shown.decode("utf-8", "replace")
+    return run_at_terminal(args, cwd, env, stdin_terminal=False, stdout=PIPE).terminal
 
 
 BAD = """\

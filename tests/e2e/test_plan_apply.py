@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import os
-import pty
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
 from support.cli import run_cli, run_cli_process
-from support.helpers import EXAMPLES, RECONCILE, REPO, clean_env, sandbox_env
+from support.helpers import EXAMPLES, REPO, clean_env, sandbox_env
 from support.invites import ACME, desired_entry, write_invites
+from support.terminal import run_at_terminal
 
 COLOUR = re.compile(r"\x1b\[[0-9;]*m")  # SGR sequences; the progress bar also hides the cursor
 
@@ -192,26 +190,8 @@ def test_apply_refuses_without_a_terminal_and_changes_nothing(start_sandbox, tmp
 def _run_on_terminal(
     args: list[str], cwd: Path, env: dict[str, str], answer: str
 ) -> tuple[int, str]:
-    leader, follower = pty.openpty()
-    proc = subprocess.Popen(
-        [*RECONCILE, *args], cwd=cwd, env=env, stdin=follower, stdout=follower, stderr=follower
-    )
-    os.close(follower)
-    output = b""
-    answered = False
-    while True:
-        try:
-            chunk = os.read(leader, 4096)
-        except OSError:
-            break
-        if not chunk:
-            break
-        output += chunk
-        if not answered and b"[y/N]" in output:
-            os.write(leader, answer.encode() + b"\n")
-            answered = True
-    os.close(leader)
-    return proc.wait(timeout=60), output.decode("utf-8", "replace")
+    seen = run_at_terminal(args, cwd, env, answer)
+    return seen.code, seen.terminal
 
 
 def test_apply_asks_on_a_terminal_and_only_yes_applies(start_sandbox, tmp_path):
