@@ -226,7 +226,9 @@ def _load(
 
 
 def _suspect(source: str | FileSource) -> bool:
-    return source.suspect if isinstance(source, FileSource) else suspect(source.encode())
+    if isinstance(source, FileSource):
+        return source.suspect
+    return suspect(source.encode("utf-8", "surrogatepass"))
 
 
 def _as_written(document: Located, entries: ListRead) -> Located:
