@@ -15,7 +15,7 @@ import click
 
 from reconciler.errors import ReconcilerError
 from reconciler.model.invite import ID_RULE, INVITE_ID
-from reconciler.safefile import open_regular
+from reconciler.safefile import TooLarge, read_regular
 from reconciler.safetext import escape, quote_value
 
 STDIN = "-"
@@ -28,12 +28,13 @@ _SHOWN = 10  # bad ids named, then how many more
 def read_ids(source: str) -> list[str]:
     """The ids in ``source`` (a path, or ``-`` for stdin), in order, each once."""
     name = "stdin" if source == STDIN else escape(source)
-    data = _read_stdin() if source == STDIN else _read_file(source)
-    if len(data) > MAX_IDS_BYTES:
+    try:
+        data = _read_stdin() if source == STDIN else _read_file(source)
+    except TooLarge:
         raise ReconcilerError(
             f"{name}: larger than {MAX_IDS_BYTES // 1048576} MiB: too large for a list of "
             "invite ids (one a line); nothing was read"
-        )
+        ) from None
     try:
         text = data.decode("utf-8-sig")  # a byte-order mark, as some editors save, is no id
     except UnicodeDecodeError as exc:
@@ -71,8 +72,7 @@ def ids_in(text: str, name: str) -> list[str]:
 
 def _read_file(path: str) -> bytes:
     try:
-        with open_regular(path) as handle:  # a FIFO or device: refused, never waited on
-            return handle.read(MAX_IDS_BYTES + 1)
+        return read_regular(path, MAX_IDS_BYTES)  # a FIFO or device: refused, never waited on
     except OSError as exc:
         pipe = (
             f"; to read ids from a command, pipe them: `COMMAND | reconcile export "
@@ -91,4 +91,7 @@ def _read_stdin() -> bytes:
         raise ReconcilerError("--ids-from -: stdin is closed; nothing was read")
     if stream.isatty():  # typed or pasted: say how it ends, not wait in silence
         click.echo("Reading invite ids from the terminal, one a line; Ctrl-D ends.", err=True)
-    return stream.buffer.read(MAX_IDS_BYTES + 1)
+    data = stream.buffer.read(MAX_IDS_BYTES + 1)
+    if len(data) > MAX_IDS_BYTES:
+        raise TooLarge(MAX_IDS_BYTES)
+    return data
