@@ -30,11 +30,11 @@ from reconciler.commands.options import (
     parallelism_option,
     paths_argument,
     sandbox_option,
-    settings_help,
     target_options,
     verbose_option,
 )
 from reconciler.commands.remote import api_client, reading_progress
+from reconciler.commands.settings_help import settings_help
 from reconciler.desired.changed_since import ChangedEntry, changed_entries
 from reconciler.desired.entries import refuse_bad_ids
 from reconciler.desired.rewrite import Wanted

@@ -25,17 +25,16 @@ from reconciler.commands.common import (
 )
 from reconciler.commands.confirm import confirm, require_terminal, show_on_stderr_too
 from reconciler.commands.options import (
-    RUN_ENV,
     FilePath,
     RunOptions,
     audit_log_option,
     auto_approve_option,
     force_conflicts_option,
     run_options,
-    settings_help,
 )
 from reconciler.commands.plan import signing_secret
 from reconciler.commands.remote import api_client, compute_plan, refuse_narrow_grant
+from reconciler.commands.settings_help import RUN_ENV, settings_help
 from reconciler.desired.state import DesiredState
 from reconciler.errors import ReconcilerError
 from reconciler.output.color import echo_err, use_color

@@ -28,14 +28,9 @@ from reconciler.commands.export_checks import (
 )
 from reconciler.commands.export_entry import Entry, export_entry
 from reconciler.commands.ids_from import STDIN, read_ids
-from reconciler.commands.options import (
-    FilePath,
-    config_option,
-    sandbox_option,
-    settings_help,
-    verbose_option,
-)
+from reconciler.commands.options import FilePath, config_option, sandbox_option, verbose_option
 from reconciler.commands.remote import api_client
+from reconciler.commands.settings_help import settings_help
 from reconciler.desired.entries import refuse_bad_ids
 from reconciler.errors import ReconcilerError
 from reconciler.model.invite import CurrentInvite

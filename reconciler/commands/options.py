@@ -21,7 +21,7 @@ from reconciler.output.github import (
     github_enabled,
     guard_output,
 )
-from reconciler.settings.environment import ENV_VARS, SECRET_ENV, SECRET_FILE_ENV
+from reconciler.settings.environment import ENV_VARS
 from reconciler.settings.values import SettingType
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -264,41 +264,3 @@ def run_options(f: F) -> F:
         annotations_option,
         verbose_option,
     )
-
-
-_API_SETTINGS = (
-    "base_url",
-    "client_id",
-    "scope",
-    "token_auth_method",
-    "parallelism",
-    "max_parallelism",
-    "timeout",
-    "max_response_bytes",
-)
-_API_FILE_ONLY = ("max_attempts", "retry_max_seconds", "token_path", "*_invite_path", "field_names")
-
-
-def settings_help(
-    *,
-    api: bool,
-    reads_paths: bool = False,
-    extra: tuple[str, ...] = (),
-    other_env: tuple[str, ...] = (),
-) -> str:
-    """The epilog of a command's --help: the environment and reconciler.yaml settings it reads."""
-    keys = [*(_API_SETTINGS if api else ()), *extra]
-    env = [ENV_VARS[key] for key in keys if key in ENV_VARS]
-    if api:
-        env.insert(2, f"{SECRET_ENV} (or {SECRET_FILE_ENV})")
-    settings = [*(["paths"] if reads_paths else []), *keys, *(_API_FILE_ONLY if api else ())]
-    lines = []
-    if env or other_env:
-        lines.append("Environment: " + ", ".join([*env, *other_env]) + ".")
-    lines.append("reconciler.yaml (or --config): " + ", ".join(settings) + ".")
-    if api:
-        lines.append("Options win over the environment, which wins over the file.")
-    return "\n\n".join(lines)
-
-
-RUN_ENV = ("NO_COLOR", "TERM", "GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY")

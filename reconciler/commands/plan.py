@@ -12,15 +12,9 @@ from reconciler.commands.common import (
     run_selection,
     run_settings,
 )
-from reconciler.commands.options import (
-    RUN_ENV,
-    FilePath,
-    RunOptions,
-    plan_format_option,
-    run_options,
-    settings_help,
-)
+from reconciler.commands.options import FilePath, RunOptions, plan_format_option, run_options
 from reconciler.commands.remote import api_client, compute_plan, say_grant
+from reconciler.commands.settings_help import RUN_ENV, settings_help
 from reconciler.output import renderer_for
 from reconciler.output.color import echo_err, use_color
 from reconciler.output.common import echo_chunks

@@ -31,10 +31,10 @@ from reconciler.commands.options import (
     auto_approve_option,
     config_option,
     sandbox_option,
-    settings_help,
     verbose_option,
 )
 from reconciler.commands.remote import api_client, refuse_narrow_grant
+from reconciler.commands.settings_help import settings_help
 from reconciler.desired.entries import refuse_bad_ids
 from reconciler.errors import ReconcilerError
 from reconciler.model.invite import CurrentInvite
