@@ -16,8 +16,8 @@ import random
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, NamedTuple
-from urllib.parse import parse_qs, unquote, urlsplit
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 from jsonschema import Draft202012Validator
 
@@ -36,35 +36,18 @@ from reconciler.sandbox.refusals import (
 from reconciler.sandbox.state import InviteStore, now_iso
 from reconciler.sandbox.stats import RecordedRequest, SandboxStats
 from reconciler.sandbox.tokens import TokenAuthority
+from reconciler.sandbox.wire import (
+    DROP,
+    KNOWN_SCOPES,
+    READ_SCOPE,
+    STATUS_HINTS,
+    WRITE_SCOPE,
+    Request,
+    Response,
+    decoded_body,
+    resource_of,
+)
 from reconciler.schema.check import format_checker, invite_schema
-
-READ_SCOPE = "kyb:invites:read"
-WRITE_SCOPE = "kyb:invites:write"
-KNOWN_SCOPES = (READ_SCOPE, WRITE_SCOPE)
-INVITES_PREFIX = "/public-api/v1/kyb/invites/"
-
-_HINTS = {
-    200: "The request succeeded.",
-    201: "This kind of response is used when a new entity is created.",
-    400: "The request body or parameters are invalid.",
-    401: "Authentication is missing, invalid or expired.",
-    403: "The access token lacks a scope this operation needs.",
-    404: "The requested resource does not exist.",
-    409: "The request conflicts with the resource's current state.",
-    412: "The resource changed since it was read; read it again.",
-    413: "The request body is too large.",
-    429: "Too many requests; wait for Retry-After seconds.",
-    503: "The service is temporarily unavailable.",
-}
-
-
-class Response(NamedTuple):
-    status: int
-    body: bytes
-    headers: dict[str, str]
-
-
-DROP = Response(0, b"", {})  # close the connection without answering
 
 
 def _patch_validator() -> Draft202012Validator:
@@ -78,14 +61,6 @@ def _patch_validator() -> Draft202012Validator:
         "properties": properties,
     }
     return Draft202012Validator(patch_schema, format_checker=format_checker())
-
-
-class Request(NamedTuple):
-    method: str
-    path: str
-    headers: Any
-    body: bytes
-    invite_id: str = ""
 
 
 Handler = Callable[["SandboxApp", Request], Response]
@@ -116,7 +91,7 @@ class SandboxApp:
             response = self._with_trouble(Request(method, path, headers, body))
             return response
         finally:
-            record = RecordedRequest(method, path, _decoded(body), response.status, arrived)
+            record = RecordedRequest(method, path, decoded_body(body), response.status, arrived)
             self.stats.end(record)
 
     def _chance(self, share: float) -> bool:
@@ -172,7 +147,7 @@ class SandboxApp:
     # -- routing --------------------------------------------------------------
 
     def _dispatch(self, request: Request) -> Response:
-        resource, invite_id = _resource(request.path)
+        resource, invite_id = resource_of(request.path)
         route = ROUTES.get((request.method, resource))
         if route is None:
             if resource == "token":
@@ -260,7 +235,7 @@ class SandboxApp:
             "message": message,
             "data": data,
             "metadata": {"requestId": str(next(self._request_ids)), "timestamp": now_iso()},
-            "details": {"hint": _HINTS.get(status, "")},
+            "details": {"hint": STATUS_HINTS.get(status, "")},
         }
         encoded = json.dumps(body, ensure_ascii=False).encode("utf-8")
         return Response(status, encoded, {"Content-Type": "application/json; charset=utf-8"})
@@ -276,20 +251,6 @@ ROUTES: dict[tuple[str, str], tuple[str, Handler]] = {
 }
 
 
-def _resource(path: str) -> tuple[str, str]:
-    """What a path names ("token", "accounts", "invite", "resend"; "" for nothing) and the
-    invite id in it."""
-    if path == "/oauth/token":
-        return "token", ""
-    if path == "/public-api/v1/accounts":
-        return "accounts", ""
-    if not path.startswith(INVITES_PREFIX):
-        return "", ""
-    invite_id, _, action = path[len(INVITES_PREFIX) :].partition("/")
-    resource = {"": "invite", "resend": "resend"}.get(action, "")
-    return resource, unquote(invite_id)
-
-
 def normalized(value: Any, key: str = "") -> Any:
     """What a normalising platform stores: e-mails lower-cased, text trimmed with its runs of
     spaces made one, the same inside an object and a list."""
@@ -301,12 +262,3 @@ def normalized(value: Any, key: str = "") -> Any:
     if isinstance(value, list):
         return [normalized(item, key) for item in value]
     return value
-
-
-def _decoded(body: bytes) -> Any:
-    if not body:
-        return None
-    try:
-        return json.loads(body)
-    except (UnicodeDecodeError, ValueError):
-        return None  # forms (the token request, with its secret) are never kept

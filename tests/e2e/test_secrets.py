@@ -32,7 +32,8 @@ from support.daemon import free_port
 from support.helpers import clean_env, sandbox_env
 
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox, SandboxOptions
-from reconciler.sandbox.app import Response, SandboxApp
+from reconciler.sandbox.app import SandboxApp
+from reconciler.sandbox.wire import Response
 
 pytestmark = pytest.mark.e2e
 
