@@ -7,20 +7,14 @@
   (plans) are ``0600``, others keep the mode of the file they replace, or get the usual
   one (``0666`` less the umask). ``create_only`` never replaces a file that appeared
   meanwhile.
-- ``read_for_rewrite`` and ``replace_read``: a file read, then replaced only while it is
-  still byte-for-byte what was read, through the same symbolic links, keeping its mode.
-- ``write_all``: several such replacements; when one fails, the error names every file
-  already written.
+- ``write_atomic``: that write, which ``rewriting`` also uses to replace a file read
+  (``replace_read``: only while it is still byte-for-byte what was read).
 - ``open_append``: the audit log, created ``0600``, never through a symbolic link.
 
 The temporary file and the rename are made in the file's directory held open from the
-start (``dir_fd``), and that directory must be the one the file was read from: a
-directory or a link on the path swapped meanwhile never receives the new file.
-
-What is left: between the last compare and the rename there is no compare-and-swap on
-POSIX (no rename "only if the target is still this inode"), so an edit landing in
-those few system calls (after the bytes were compared, before ``renameat(2)``) is
-replaced; every other moment of the run is covered by the compare.
+start (``dir_fd``), and, for a file replaced in place, that directory must be the one
+the file was read from: a directory or a link on the path swapped meanwhile never
+receives the new file.
 """
 
 from __future__ import annotations
@@ -32,12 +26,11 @@ import signal
 import stat
 import tempfile
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
 from types import FrameType
 
 from reconciler.errors import ReconcilerError
-from reconciler.safefile import NotRegularFile, kind_of, open_for_append, open_regular
+from reconciler.safefile import kind_of, open_for_append
 from reconciler.safetext import escape
 
 PRIVATE_MODE = 0o600
@@ -47,43 +40,6 @@ _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 class FileChanged(ReconcilerError):
     """The file is no longer what was read: it is left as it is."""
-
-
-@dataclass(frozen=True)
-class ReadFile:
-    """A file as read, to be replaced only while it still is exactly that."""
-
-    path: str  # as named (shown in messages)
-    real: str  # every symbolic link resolved, when it was read
-    data: bytes
-    mode: int  # its permission bits
-    inode: tuple[int, int]  # (st_dev, st_ino)
-    directory: tuple[int, int]  # its directory's (st_dev, st_ino): the new file goes there
-
-    @property
-    def text(self) -> str:
-        """Its text, BOM included; raises UnicodeDecodeError when it is not UTF-8."""
-        return self.data.decode("utf-8")
-
-
-def read_for_rewrite(path: str, limit: int) -> ReadFile:
-    """``path`` read whole, a regular file only, never more than ``limit`` bytes (the
-    caller's: an invite file's is the loader's). Raises ``OSError`` (``EFBIG`` past it)."""
-    real = os.path.realpath(path)
-    folder = os.stat(os.path.dirname(real))
-    with open_regular(real) as stream:
-        info = os.fstat(stream.fileno())
-        data = stream.read(limit + 1)
-    if len(data) > limit:
-        raise OSError(errno.EFBIG, f"larger than {limit // 2**20} MiB", path)
-    return ReadFile(
-        path,
-        real,
-        data,
-        stat.S_IMODE(info.st_mode),
-        (info.st_dev, info.st_ino),
-        (folder.st_dev, folder.st_ino),
-    )
 
 
 def same_file(a: str, b: str) -> bool:
@@ -124,57 +80,7 @@ def write_output(
     _refuse_special(path, what)
     mode = PRIVATE_MODE if private else _kept_mode(path)
     pieces = [text] if isinstance(text, str) else text
-    _write(path, (p.encode("utf-8") for p in pieces), mode, what, create_only=create_only)
-
-
-def replace_read(
-    read: ReadFile, new: str | bytes, what: str, *, through_links: bool = True
-) -> None:
-    """Replace the file ``read`` came from with ``new``, keeping its mode.
-
-    Refused (``FileChanged``), nothing written, when the file is no longer
-    byte-for-byte ``read.data``, or its path now leads elsewhere (a symbolic link
-    swapped, the file replaced by a directory or a FIFO). ``through_links``: the
-    file a symbolic link names is replaced, and the link stays; else the link itself
-    is replaced by the new file (as ``write_output`` does).
-    """
-    data = new.encode("utf-8") if isinstance(new, str) else new
-    _check_unchanged(read, what)
-    target = read.real if through_links else read.path
-    _write(
-        target,
-        iter([data]),
-        read.mode,
-        what,
-        before_rename=lambda: _check_unchanged(read, what),
-        directory=read.directory if through_links else None,
-    )
-
-
-def write_all(writes: Sequence[tuple[ReadFile, str | bytes]], what: str) -> list[str]:
-    """Each ``(read, new)`` by ``replace_read``, in order; the paths written.
-
-    Every file is checked unchanged before the first is written. When one fails,
-    the error names it and lists the files already written (they hold the new text).
-    """
-    for read, _ in writes:
-        try:
-            _check_unchanged(read, what)
-        except FileChanged as error:
-            raise FileChanged(f"{error} (no file was changed)") from None
-    written: list[str] = []
-    for read, new in writes:
-        try:
-            replace_read(read, new, what)
-        except ReconcilerError as error:
-            if written:
-                listed = ", ".join(escape(p) for p in written)
-                raise type(error)(
-                    f"{error}\nalready written before this failure: {listed}"
-                ) from None
-            raise
-        written.append(read.path)
-    return written
+    write_atomic(path, (p.encode("utf-8") for p in pieces), mode, what, create_only=create_only)
 
 
 def open_append(path: str, *, private: bool = True, follow_symlinks: bool = False) -> int:
@@ -208,42 +114,7 @@ def _kept_mode(path: str) -> int:
     return stat.S_IMODE(info.st_mode) if stat.S_ISREG(info.st_mode) else 0o666 & ~_umask()
 
 
-def _check_unchanged(read: ReadFile, what: str) -> None:
-    shown = escape(read.path)
-    if os.path.realpath(read.path) != read.real:
-        raise FileChanged(
-            f"{shown}: not written ({what}): it now leads to "
-            f"{escape(os.path.realpath(read.path))}, not the file read; nothing was written to it"
-        )
-    try:
-        with open_regular(read.real) as stream:
-            now = stream.read(len(read.data) + 1)
-    except NotRegularFile as exc:
-        raise FileChanged(
-            f"{shown}: not written ({what}): {exc.strerror} now; nothing was written to it"
-        ) from None
-    except OSError as exc:
-        raise FileChanged(
-            f"{shown}: not written ({what}): cannot read it again ({exc.strerror}); "
-            "nothing was written to it"
-        ) from None
-    if now != read.data:
-        raise FileChanged(
-            f"{shown}: not written ({what}): it changed since it was read (edited meanwhile?); "
-            "nothing was written to it. Run again on the file as it is now"
-        )
-    try:
-        folder = os.stat(os.path.dirname(read.real))
-    except OSError:
-        folder = None
-    if folder is None or (folder.st_dev, folder.st_ino) != read.directory:
-        raise FileChanged(
-            f"{shown}: not written ({what}): its directory was replaced since it was read; "
-            "nothing was written"
-        )
-
-
-def _write(
+def write_atomic(
     target: str,
     pieces: Iterable[bytes],
     mode: int,

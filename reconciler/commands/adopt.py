@@ -50,9 +50,10 @@ from reconciler.output.failures import echo_errors
 from reconciler.output.log import setup_logging
 from reconciler.plan.changes import FailedInvite
 from reconciler.plan.compare import compare_invite
+from reconciler.rewriting import write_all
 from reconciler.safetext import holds_secret, json_text, redact, redact_and_escape
 from reconciler.wording import plural
-from reconciler.writing import refuse_input, write_all
+from reconciler.writing import refuse_input
 
 
 @click.command(epilog=settings_help(api=True, reads_paths=True))

@@ -13,8 +13,8 @@ from reconciler.errors import ReconcilerError
 from reconciler.model.invite import DesiredInvite, ResendRule
 from reconciler.model.kinds import canonical
 from reconciler.model.values import Contact, Fields
+from reconciler.rewriting import ReadFile, read_for_rewrite
 from reconciler.safetext import redact_and_escape
-from reconciler.writing import ReadFile, read_for_rewrite
 
 _BOM = "\ufeff"
 

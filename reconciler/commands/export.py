@@ -38,10 +38,11 @@ from reconciler.model.kinds import FlowList, Quoted
 from reconciler.model.outcome import Done, Failed, stop_if_run_fatal
 from reconciler.output.color import echo_err
 from reconciler.output.log import setup_logging
+from reconciler.rewriting import replace_read
 from reconciler.safefile import refuse_special_file
 from reconciler.safetext import ALLOWED_INVISIBLE, escape, redact_and_escape
 from reconciler.wording import plural
-from reconciler.writing import replace_read, write_output
+from reconciler.writing import write_output
 
 
 class _ExportDumper(yaml.SafeDumper):

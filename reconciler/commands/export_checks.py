@@ -12,10 +12,10 @@ import click
 from reconciler.desired.state import MAX_FILE_BYTES, find_files, load_file, load_text
 from reconciler.errors import ReconcilerError
 from reconciler.model.invite import DesiredInvite
+from reconciler.rewriting import ReadFile, read_for_rewrite
 from reconciler.safetext import escape
 from reconciler.settings.config import Settings
 from reconciler.wording import plural
-from reconciler.writing import ReadFile, read_for_rewrite
 from reconciler.yamlload.source import decode_source
 
 SCHEMA_IN_REPO = Path("schemas") / "invites.schema.json"

@@ -15,14 +15,8 @@ import pytest
 
 from reconciler import writing
 from reconciler.errors import ReconcilerError
-from reconciler.writing import (
-    FileChanged,
-    read_for_rewrite,
-    refuse_input,
-    replace_read,
-    write_all,
-    write_output,
-)
+from reconciler.rewriting import read_for_rewrite, replace_read, write_all
+from reconciler.writing import FileChanged, refuse_input, write_output
 
 LIMIT = 1024 * 1024
 OLD = "invites:\n  - id: inv_a\n    name: Old\n"
@@ -299,14 +293,14 @@ def test_write_all_checks_every_file_first_then_names_those_written_before_a_fai
     assert [p.read_text(encoding="utf-8") for p in paths] == [OLD, OLD, "edited\n"]
 
     reads = [read_for_rewrite(str(p), LIMIT) for p in paths]
-    real = writing._write
+    real = writing.write_atomic
 
     def fail_on_c(target: str, *args: Any, **kwargs: Any) -> None:
         if target.endswith("c.yaml"):
             raise ReconcilerError(f"{target}: cannot write the invite file: disk full")
         real(target, *args, **kwargs)
 
-    monkeypatch.setattr(writing, "_write", fail_on_c)
+    monkeypatch.setattr(writing, "write_atomic", fail_on_c)
     with pytest.raises(ReconcilerError) as raised:
         write_all([(r, NEW) for r in reads], "the invite file")
     message = str(raised.value)
