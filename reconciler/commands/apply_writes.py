@@ -20,6 +20,12 @@ from reconciler.apply.applier import (
 )
 from reconciler.apply.audit import AuditLog, AuditLogError, NoAuditLog, open_audit_log
 from reconciler.apply.interrupt import GracefulInterrupt
+from reconciler.output.apply_text import (
+    diverged_advice,
+    fatal_short,
+    resend_if_updated,
+    stored_otherwise_text,
+)
 from reconciler.output.color import echo_err
 from reconciler.output.common import stop_writing_to_stdout
 from reconciler.output.failures import (
@@ -34,13 +40,7 @@ from reconciler.output.github import (
     invite_error_commands,
 )
 from reconciler.output.progress import Progress
-from reconciler.output.text import (
-    TextRenderer,
-    diverged_advice,
-    fatal_short,
-    resend_if_updated,
-    stored_otherwise_text,
-)
+from reconciler.output.text import TextRenderer
 from reconciler.plan.changes import FailedInvite
 from reconciler.plan.model import Plan
 from reconciler.plan.saved import plan_digest

@@ -38,10 +38,10 @@ from reconciler.commands.settings_help import settings_help
 from reconciler.desired.entries import refuse_bad_ids
 from reconciler.errors import ReconcilerError
 from reconciler.model.invite import CurrentInvite
+from reconciler.output.apply_text import fatal_short
 from reconciler.output.common import stop_writing_to_stdout
 from reconciler.output.failures import RESEND_UNKNOWN_ADVICE, echo_errors
 from reconciler.output.log import setup_logging
-from reconciler.output.text import fatal_short
 from reconciler.plan.changes import FailedInvite
 from reconciler.safetext import quote_value, redact, redact_and_escape
 from reconciler.wording import plural
