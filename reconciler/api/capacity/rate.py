@@ -11,9 +11,9 @@ goes in, one that waited too long is answered 503). One rate rides all of them:
 - **Slow start**: a run begins paced at ``START_RATE`` and, until the server first
   refuses a request, multiplies the rate by ``SLOW_START_GAIN`` for each start the
   rate held back, never past ``STARTUP_GAIN`` times what the last few starts came to.
-  In flight: no more than twice what the last answers keep busy at the latency the
-  server answers with unloaded (BBR's startup), so a queue is not filled far ahead of
-  its answers.
+  In flight: no more than twice what the last answers keep busy at the least latency
+  of the last seconds (BBR's startup and its RTprop), so a queue is not filled far
+  ahead of its answers, nor kept at a server that serves one request at a time.
 - **A refusal that is news** sets the ceiling to what the server *let through* in the
   second before the refused request left (those not refused, still in flight ones
   included: they left first), not to the rate it was sent at: the fastest spacing let
@@ -134,10 +134,11 @@ class RateControl:
         latency = self.latency.average or 0.0
         if self.ceiling is None or self._lower_bound:
             # Still finding the rate, which runs ahead of what is sent: twice what the
-            # last answers keep busy at the unloaded latency (BBR's startup). A queue
-            # at the server (HAProxy's maxconn) is not filled far ahead of its answers.
+            # last answers keep busy at the least latency of late (BBR's startup). A
+            # queue at the server (HAProxy's maxconn, a server that answers one at a
+            # time) is not filled far ahead of its answers.
             rate = min(rate, IN_FLIGHT_GAIN * self.starts.delivery_rate()) or rate
-            latency = min(latency, self.latency.unloaded() or latency)
+            latency = min(latency, self.latency.floor() or latency)
         return max(1, math.ceil(min(rate, MAX_RATE) * latency) + 1)
 
     def closed(self) -> tuple[tuple[float, float], tuple[float, float]]:
@@ -182,7 +183,7 @@ class RateControl:
             self._let_since_cut += 1
             self._let_since += epoch == self.epoch
             self.starts.answered(now)
-            self.latency.add(seconds)
+            self.latency.add(seconds, now)
             self._raise(now)
             return False
         self.refusals += 1

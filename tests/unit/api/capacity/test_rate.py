@@ -505,3 +505,27 @@ def test_a_cut_is_logged_for_debugging_with_what_it_measured(
         r"ceiling [\d.e+]+/s( \(at least\))?, nothing starts for [\d.]+s",
         cut,
     ), cut
+
+
+@pytest.mark.parametrize(
+    ("servers", "service", "keeps_busy"),
+    [(1, 0.001, 2), (8, 0.02, 8)],
+    ids=["one at a time, 1 ms", "8 at once, 20 ms (scenario l)"],
+)
+def test_a_server_whose_latency_rises_with_load_is_kept_busy_not_queued(
+    servers: int, service: float, keeps_busy: int
+) -> None:
+    # A server that serves `servers` requests at once: any more in flight only wait in
+    # its queue, and each answer then takes as long as the queue ahead of it. Counted at
+    # the latencies of late, which that queue makes, the number in flight would grow with
+    # the queue it makes, to the cap; counted at the least of the last seconds, it stays
+    # at what keeps the server busy, and the run is as fast (after a slow start from 10
+    # a second that takes under half a second). 2,000 answers take under FLOOR_WINDOW.
+    count = 2000
+    server = ServerQueue(servers=servers, service=service, timeout=60.0)
+
+    run = run_behind(server, count, latency=0.0, overhead=service / servers / 4)
+
+    assert run.refused == 0
+    assert run.seconds <= count * service / servers + 0.5
+    assert run.pacer.servable() <= 2 * keeps_busy + 1
