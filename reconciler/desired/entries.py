@@ -28,6 +28,8 @@ from reconciler.schema.messages import Where
 from reconciler.yamlload.items import Item
 from reconciler.yamlload.positions import Lines, Located
 
+_NONE: frozenset[str] = frozenset()
+
 
 def refuse_bad_ids(ids: Iterable[str], given_as: str) -> None:
     """Refuse ids given on the command line that no invite can have, before any request."""
@@ -64,10 +66,15 @@ class EntryReader:
         texts: list[str] = []
         spaced: list[str] = []
         _non_ascii(item.value, texts, spaced)
-        # Refused, whether in NFC or not, and never normalised (see MAX_MARKS_IN_A_ROW).
-        marked = frozenset(t for t in texts if too_many_marks(t))
-        normal = all(unicodedata.is_normalized("NFC", text) for text in texts)
-        entry = item.value if normal else _nfc_copy(item.value, marked)
+        marked = _NONE
+        entry = item.value
+        invisible = False
+        if texts:  # an entry all in ASCII (most) has nothing more to look at
+            # Refused, whether in NFC or not, and never normalised (see MAX_MARKS_IN_A_ROW).
+            marked = frozenset(t for t in texts if too_many_marks(t))
+            if not all(unicodedata.is_normalized("NFC", text) for text in texts):
+                entry = _nfc_copy(entry, marked)
+            invisible = any(NOT_IN_TEXT.search(text) for text in texts)
         problems: list[FileProblem] = []
         if not self.schema.entry_is_valid(entry):
             located = item.located(self.lines)._replace(value=entry)
@@ -86,7 +93,6 @@ class EntryReader:
         resend = resend_rule(entry.get(RESEND_KEY, False))
         line, column = item.mark
         source = SourceLocation(self.source, line, column)
-        invisible = any(NOT_IN_TEXT.search(text) for text in texts)
         if problems or invisible or marked:
             fields = {key: value for key, value in entry.items() if key not in RECONCILER_KEYS}
             if invisible:
@@ -184,7 +190,7 @@ def _non_ascii(value: Any, found: list[str], spaced: list[str]) -> None:
     if kind is str:
         if not value.isascii():
             found.append(value)
-        if value[:1] == " " or value[-1:] == " ":
+        if value and (value[0] == " " or value[-1] == " "):
             spaced.append(value)
     elif kind is dict or isinstance(value, dict):
         for item in value.values():

@@ -79,7 +79,10 @@ def _object_check(schema: dict[str, Any], formats: Formats) -> Check:
         return key in allowed or (isinstance(key, str) and any(match(key) for match in free))
 
     def check(value: Any) -> bool:
-        if not isinstance(value, dict) or (closed and not all(map(known, value))):
+        if not isinstance(value, dict):
+            return False
+        # Keys all named (almost always) are known in one set operation, in C.
+        if closed and not allowed.issuperset(value) and not (free and all(map(known, value))):
             return False
         for name in required:
             if name not in value:

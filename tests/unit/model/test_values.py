@@ -6,12 +6,15 @@ from __future__ import annotations
 import pytest
 
 from reconciler.model.values import (
+    MAX_MARKS_IN_A_ROW,
     Contact,
     FieldValue,
     IdentifierSet,
     fields_json,
+    marks_in_a_row,
     nfc,
     to_json,
+    too_many_marks,
 )
 
 
@@ -79,3 +82,22 @@ def test_a_contact_made_from_another_mapping_holds_its_sub_fields() -> None:
         ("email", "ann@x.example"),
         ("phone", None),
     ]
+
+
+@pytest.mark.parametrize(
+    ("text", "refused"),
+    [
+        ("e" + "\u0301" * MAX_MARKS_IN_A_ROW, False),  # as many as allowed
+        ("e" + "\u0301" * (MAX_MARKS_IN_A_ROW + 1), True),
+        ("\u0301" * (MAX_MARKS_IN_A_ROW + 1), True),  # marks with no letter before them
+        ("Zoë Ünal " * 10, False),  # long, in NFC: no mark at all
+        (("e\u0301" * 20) + "x", False),  # many marks, never two in a row
+        ("Ä" * 40 + "\u0301" * MAX_MARKS_IN_A_ROW + "x" + "\u0301" * 31, True),  # the second run
+        ("\u0301" * 10, False),  # shorter than a run that is refused
+    ],
+)
+def test_too_many_marks_refuses_only_a_run_longer_than_the_stream_safe_limit(
+    text: str, refused: bool
+) -> None:
+    assert too_many_marks(text) is refused
+    assert (marks_in_a_row(text) > MAX_MARKS_IN_A_ROW) is refused
