@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from reconciler.desired.changed_since import ChangedSince
 
 __all__ = [
+    "CONFIG_FILE",
     "DEFAULT_PATH",
     "DesiredState",
     "find_files",
@@ -40,6 +41,7 @@ __all__ = [
 
 YAML_SUFFIXES = (".yaml", ".yml")
 DEFAULT_PATH = "invites"  # read when no PATH is given and the config sets no `paths`
+CONFIG_FILE = "reconciler.yaml"  # the settings' file, found next to the invites or above
 # A bound on what one file may hold: 200,000 invites take about 60 MB.
 MAX_FILE_BYTES = 256 * 1024 * 1024
 _TOO_LARGE = f"larger than {MAX_FILE_BYTES // 2**20} MiB; split it into several files"
@@ -68,11 +70,13 @@ def find_files(paths: list[str]) -> tuple[list[Path], list[FileProblem]]:
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            found = sorted(p for p in path.rglob("*") if p.suffix in YAML_SUFFIXES and p.is_file())
+            found = sorted(
+                p
+                for p in path.rglob("*")
+                if p.suffix in YAML_SUFFIXES and _walked(p, path) and p.is_file()
+            )
             if not found:
-                problems.append(
-                    FileProblem(raw, 0, 0, "no *.yaml or *.yml files in this directory")
-                )
+                problems.append(FileProblem(raw, 0, 0, _NONE_FOUND))
             boundary = _boundary(path, path)
             for file in found:
                 outside = _outside(file, boundary)
@@ -92,6 +96,21 @@ def find_files(paths: list[str]) -> tuple[list[Path], list[FileProblem]]:
             problems.append(FileProblem(raw, 0, 0, _missing(raw)))
     unique = list(dict.fromkeys(files))
     return unique, problems
+
+
+_NONE_FOUND = (
+    f"no *.yaml or *.yml files in this directory ({CONFIG_FILE}, and files and directories "
+    "whose names start with a dot, are not invite files)"
+)
+
+
+def _walked(file: Path, directory: Path) -> bool:
+    """Whether a walk of ``directory`` reads ``file`` as an invite file: not the settings'
+    file, and nothing hidden under it (`.git/`, `.github/workflows/*.yml`: `validate .` at
+    a repository's top reads the invites, not the CI's YAML). A file named is read."""
+    if file.name == CONFIG_FILE:
+        return False
+    return not any(part.startswith(".") for part in file.relative_to(directory).parts)
 
 
 def _boundary(directory: Path, fallback: Path | None) -> str | None:
@@ -130,18 +149,18 @@ def _missing(raw: str) -> str:
     message = "no such file or directory"
     if raw != DEFAULT_PATH:
         return message
-    if Path("reconciler.yaml").is_file():
+    if Path(CONFIG_FILE).is_file():
         return message + (
-            " (read when no PATH is given and reconciler.yaml sets no `paths`; "
-            "pass a PATH, or set `paths:` in reconciler.yaml)"
+            f" (read when no PATH is given and {CONFIG_FILE} sets no `paths`; "
+            f"pass a PATH, or set `paths:` in {CONFIG_FILE})"
         )
     looked = up_to_top()
     where = ", ".join(escape(str(d)) for d in looked)
     top = " (the repository's top)" if git_top(str(looked[0])) else " (not in a git repository)"
     return message + (
-        f" (read when no PATH is given and no reconciler.yaml sets `paths`; looked for "
-        f"reconciler.yaml in {where}{top}, and found none; pass a PATH, or run from the "
-        "directory of your reconciler.yaml or below it)"
+        f" (read when no PATH is given and no {CONFIG_FILE} sets `paths`; looked for "
+        f"{CONFIG_FILE} in {where}{top}, and found none; pass a PATH, or run from the "
+        f"directory of your {CONFIG_FILE} or below it)"
     )
 
 

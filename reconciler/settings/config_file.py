@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from reconciler.desired.state import CONFIG_FILE
 from reconciler.errors import ConfigError, FileProblem, InputError
 from reconciler.git import up_to_top
 from reconciler.resources import resource_path
@@ -19,7 +20,7 @@ from reconciler.settings.policies import read_rules, too_large
 from reconciler.settings.values import NUMBER_SETTINGS
 from reconciler.yamlload.source import MarkedDict, decode_source, load_yaml, to_plain
 
-DEFAULT_CONFIG_FILE = "reconciler.yaml"
+DEFAULT_CONFIG_FILE = CONFIG_FILE  # a directory of invites read whole skips it
 
 
 _SECRET_KEYS = {"client_secret", "secret", "access_token", "token", "password", "api_key"}

@@ -21,6 +21,7 @@ from support.values import typed
 from reconciler.desired import state as desired
 from reconciler.desired.state import (
     DesiredState,
+    find_files,
     load_desired_state,
     load_file,
     load_text,
@@ -979,7 +980,39 @@ def test_a_directory_without_invite_files_is_named_without_a_position(tmp_path: 
 
     (problem,) = problem_lines_of([str(tmp_path / "empty")])
 
-    assert problem == f"{tmp_path / 'empty'}: no *.yaml or *.yml files in this directory"
+    assert problem == (
+        f"{tmp_path / 'empty'}: no *.yaml or *.yml files in this directory (reconciler.yaml, "
+        "and files and directories whose names start with a dot, are not invite files)"
+    )
+
+
+def test_a_directory_is_read_without_the_settings_file_and_what_is_hidden(
+    tmp_path: Path,
+) -> None:
+    # `validate .` at a repository's top: the CI's workflows are YAML too, and so is
+    # reconciler.yaml; neither holds invites. A file named on the command line is read.
+    invite = "invites:\n  - id: inv_abc12345\n    name: Acme\n"
+    for name, text in {
+        "reconciler.yaml": "checks: {duplicate-name: off}\n",
+        ".github/workflows/ci.yml": "on: push\njobs: {}\n",
+        ".gitlab-ci.yml": "stages: [plan]\n",
+        "invites/.draft.yaml": invite,
+        "invites/emea/acme.yaml": invite.replace("abc12345", "def67890"),
+        "invites/reconciler.yaml": "paths: [.]\n",
+        "invites/apac.yml": invite,
+    }.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text, encoding="utf-8")
+
+    files, problems = find_files([str(tmp_path)])
+    named, _ = find_files([str(tmp_path / ".gitlab-ci.yml")])
+
+    assert problems == []
+    assert [f.relative_to(tmp_path).as_posix() for f in files] == [
+        "invites/apac.yml",
+        "invites/emea/acme.yaml",
+    ]
+    assert named == [tmp_path / ".gitlab-ci.yml"]
 
 
 def test_an_empty_file_and_a_list_at_the_top_are_explained(write_yaml: WriteYaml) -> None:
