@@ -30,6 +30,7 @@ class ApiError(ReconcilerError):
         details: Any = None,
         enveloped: bool = False,
         said_success: bool = False,
+        bearer_error: str | None = None,
     ) -> None:
         # Messages and ids often come from the server, which may echo what it was
         # sent: redacted and escaped here, whoever builds the error (twice is harmless).
@@ -45,6 +46,8 @@ class ApiError(ReconcilerError):
         # A failure status whose envelope says `success: true`: the answer contradicts
         # itself, so it is no refusal anyone can trust (the platform may have done it).
         self.said_success = said_success
+        # RFC 6750's error code, when the resource server gave one (`insufficient_scope`).
+        self.bearer_error = bearer_error
 
     @property
     def outcome_unknown(self) -> bool:

@@ -63,7 +63,10 @@ def error_for(
     kind = error_class_for(status)
     if status == 503 and retry_after is None and "success" not in envelope:
         kind = GatewayRefused  # not the API's own answer: a gateway in front refusing
-    message = _message(response, envelope, raw)
+    # RFC 6750 §3: a resource server's refusal says why in its own words, in the body
+    # (`{"error": "insufficient_scope", ...}`) or the WWW-Authenticate challenge.
+    oauth = OAuthError.of(envelope) or _challenge(response.headers.get("WWW-Authenticate"))
+    message = _message(response, envelope, raw, oauth)
     if status == 413:  # not retried: the same body is as large the next time
         message = f"{_too_large_body(response)}: {message}"
     # A refusal (429, 503) is sent again even when it is a re-send: not one whose envelope
@@ -82,6 +85,7 @@ def error_for(
         details=_details(envelope.get("data")),
         enveloped=isinstance(envelope.get("success"), bool),
         said_success=said_success,
+        bearer_error=oauth.code if oauth is not None else None,
     )
 
 
@@ -95,14 +99,13 @@ def _short(text: str) -> str:
     return text if len(text) <= _MAX_MESSAGE else text[:_MAX_MESSAGE] + "…"
 
 
-def _message(response: requests.Response, envelope: dict[str, Any], raw: bytearray) -> str:
+def _message(
+    response: requests.Response, envelope: dict[str, Any], raw: bytearray, oauth: OAuthError | None
+) -> str:
     message = envelope.get("message")
     if isinstance(message, str) and message.strip():
         return _short(message)
     reason = redact_and_escape(response.reason or "error")[:80]
-    # RFC 6750 §3: a resource server's refusal says why in its own words, in the body
-    # (`{"error": "insufficient_scope", ...}`) or the WWW-Authenticate challenge.
-    oauth = OAuthError.of(envelope) or _challenge(response.headers.get("WWW-Authenticate"))
     if oauth is not None:
         return f"{reason}: {oauth} (an OAuth 2.0 bearer token error, RFC 6750)"
     if not raw:

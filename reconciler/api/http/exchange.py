@@ -256,6 +256,21 @@ class Exchange:
     def _take_note(self, error: ApiError) -> None:
         if isinstance(error, PermissionDenied) and "RECONCILER_SCOPE" not in error.message:
             grant = self.grant()
+            if (
+                grant is not None
+                and grant.said is not None
+                and not grant.missing
+                and error.bearer_error != "insufficient_scope"
+            ):
+                # The token answer named every scope asked for, and the refusal does not
+                # say the token lacks one: blaming the scope would send the user to change
+                # a setting that is right.
+                error.message += (
+                    f"; the token was granted every scope asked for ({grant.shown()}, asked "
+                    "for with RECONCILER_SCOPE): the platform refused this for another "
+                    "reason (what the client may do there, or this invite)"
+                )
+                return
             granted = f"; granted: {grant.shown()}" if grant is not None else ""
             error.message += (
                 f"; the client's token does not carry the scope this needs "

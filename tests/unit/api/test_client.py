@@ -707,6 +707,35 @@ def test_403_names_the_configured_scope(
     assert "insufficient scope" in text
 
 
+@pytest.mark.parametrize(
+    ("granted", "blames_the_scope"),
+    [("kyb:invites:write", False), ("kyb:invites:read", True)],
+    ids=["granted as asked", "granted less"],
+)
+def test_a_403_blames_the_scope_only_when_the_token_lacks_it(
+    make_client: Callable[..., ApiClient],
+    requests_mock: Any,
+    granted: str,
+    blames_the_scope: bool,
+) -> None:
+    # A token granted every scope asked for, refused all the same: the platform refused
+    # for another reason, and changing RECONCILER_SCOPE would not help.
+    answer = token_response()
+    answer["json"]["data"]["scope"] = granted
+    requests_mock.post(TOKEN_URL, [answer])
+    client = make_client(scope="kyb:invites:write")
+    requests_mock.patch(INVITE_URL, **failure(403, "not allowed for this invite"))
+
+    with pytest.raises(PermissionDenied) as caught:
+        client.update_invite("inv_8f2k1", {"name": "X"})
+
+    text = str(caught.value)
+    assert "not allowed for this invite" in text
+    assert ("does not carry the scope this needs" in text) is blames_the_scope
+    assert ("granted every scope asked for" in text) is not blames_the_scope
+    assert f"'{granted}' (so the token answer said)" in text
+
+
 MALFORMED_BODIES: dict[str, dict[str, Any]] = {
     "empty": {"content": b""},
     "html": {
