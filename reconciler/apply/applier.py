@@ -123,6 +123,9 @@ class ChangeResult:
     diverged: tuple[StoredOtherwise, ...] = ()  # DIVERGED: what the platform stored
     noted: tuple[StoredOtherwise, ...] = ()  # kept sub-fields the platform reformatted
     recipient: str | None = None  # where the invitation went: the address the platform holds
+    # A 412 CONFLICT after which the invite read again holds what it held before: its ETag
+    # moved alone (a server whose ETag changes at every read refuses every If-Match).
+    etag_moved_alone: bool = False
 
     @property
     def ok(self) -> bool:
@@ -280,7 +283,8 @@ class Applier:
             if recorder.maybe_done:  # ... by an earlier attempt of this very PATCH, maybe
                 return self._refused_after_unknown(change, recorder, error)
             self._settled(recorder)
-            return ChangeResult(change, WriteOutcome.CONFLICT, error)
+            alone = self._reads_as_before(read)
+            return ChangeResult(change, WriteOutcome.CONFLICT, error, etag_moved_alone=alone)
         except ApiError as error:
             # An answer taken apart after the exchange (another invite's): its outcome is
             # this one's, not recorded yet. The exchange recorded its own failures.
@@ -293,6 +297,18 @@ class Applier:
             failed = WriteOutcome.UPDATE_UNKNOWN if unknown else WriteOutcome.FAILED
             return ChangeResult(change, failed, error)
         return self._checked(change, recorder, stored, written.status, written.request_id)
+
+    def _reads_as_before(self, read: Read) -> bool:
+        """Whether the invite, read again after a 412, holds what ``read`` held (every field
+        this tool knows, and the status): then what moved is the ETag alone. One GET, only
+        after a 412; a failed read says nothing."""
+        if self._stop.is_set():
+            return False
+        try:
+            again = self._client.read_invite(read.invite.id)
+        except ApiError:
+            return False
+        return again.invite == read.invite
 
     def _refused_after_unknown(
         self, change: InviteChange, recorder: AttemptRecorder, refused: PreconditionFailed

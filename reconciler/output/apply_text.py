@@ -126,7 +126,14 @@ class ApplyLines:
             "the plan was shown; nothing written to it"
         )
         if result.error is not None:  # a 412 to If-Match
-            return f"{head} ({redact_and_escape(str(result.error))})"
+            head += f" ({redact_and_escape(str(result.error))})"
+            if result.etag_moved_alone:
+                head += (
+                    "; yet read again, it holds what it held before: the server's ETag may "
+                    "change at every read, which refuses every write sent with If-Match "
+                    "(tell the platform's operators)"
+                )
+            return head
         lines = [head]
         for moved in result.moved:
             planned = json_text(_shown_server(moved.field, moved.planned))

@@ -579,6 +579,50 @@ def test_a_412_with_no_earlier_unknown_attempt_is_a_conflict_of_that_change() ->
     assert result.error is not None and result.error.status == 412
 
 
+def test_a_412_after_which_the_invite_reads_as_before_says_the_etag_moved_alone() -> None:
+    # A server whose ETag changes at every read refuses every If-Match: read once more,
+    # the invite holds what it held, and the conflict says what moved is the ETag.
+    platform = _Platform({"inv_1": {"id": "inv_1", "name": "a"}})
+    platform.etag = '"v1"'
+    platform.before_patch = lambda: setattr(platform, "etag", '"v2"')
+    (result,) = _apply(platform, _change({"name": "a"}, {"name": "b"})).results
+
+    assert result.outcome is WriteOutcome.CONFLICT and result.etag_moved_alone
+    assert platform.calls == [("GET", "inv_1"), ("PATCH", "inv_1"), ("GET", "inv_1")]
+
+
+def test_a_412_after_a_change_on_the_platform_is_a_plain_conflict() -> None:
+    platform = _Platform({"inv_1": {"id": "inv_1", "name": "a"}})
+    platform.etag = '"v1"'
+
+    def changed_meanwhile() -> None:
+        platform.etag = '"v2"'
+        platform.invites["inv_1"]["name"] = "someone else's"
+
+    platform.before_patch = changed_meanwhile
+    (result,) = _apply(platform, _change({"name": "a"}, {"name": "b"})).results
+
+    assert result.outcome is WriteOutcome.CONFLICT and not result.etag_moved_alone
+
+
+def test_a_412_whose_read_again_fails_claims_nothing_of_the_etag() -> None:
+    platform = _Platform({"inv_1": {"id": "inv_1", "name": "a"}})
+    platform.etag = '"v1"'
+    platform.before_patch = lambda: setattr(platform, "etag", '"v2"')
+    reads = platform.read_invite
+
+    def read_once(invite_id: str) -> Read:
+        if platform.calls.count(("PATCH", invite_id)):
+            raise ServerError("unavailable", status=503)
+        return reads(invite_id)
+
+    platform.read_invite = read_once  # type: ignore[method-assign]
+    (result,) = _apply(platform, _change({"name": "a"}, {"name": "b"})).results
+
+    assert result.outcome is WriteOutcome.CONFLICT and not result.etag_moved_alone
+    assert result.error is not None and result.error.status == 412
+
+
 def test_an_answer_about_another_invite_is_logged_unknown_with_its_message(tmp_path: Path) -> None:
     platform = _Platform({"inv_1": {"id": "inv_1", "name": "a"}})
     platform.answer_with = "inv_9"

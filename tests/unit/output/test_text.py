@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
 from support.values import held, typed
 
-from reconciler.api.exceptions import NotSent
+from reconciler.api.exceptions import NotSent, PreconditionFailed
 from reconciler.apply.applier import ApplyReport, ChangeResult, ResendOutcome, WriteOutcome
 from reconciler.model.invite import SourceLocation
 from reconciler.output.json import JsonRenderer
@@ -390,6 +391,18 @@ def test_a_conflict_lists_the_three_values_and_writes_nothing() -> None:
         'email: planned from "old@acme.example", now "support@acme.example", '
         'wanted "new@acme.example"' in line
     )
+
+
+@pytest.mark.parametrize("alone", [True, False])
+def test_a_412_says_when_the_invite_reads_as_before_so_the_etag_moved_alone(alone: bool) -> None:
+    refused = PreconditionFailed("precondition failed", status=412, request_id="req-9")
+    result = ChangeResult(APPLIED, WriteOutcome.CONFLICT, refused, etag_moved_alone=alone)
+
+    line = TextRenderer().apply_result(result)
+
+    assert line.startswith("conflict     inv_1  (invites/a.yaml:3): changed on the platform")
+    assert "HTTP 412: precondition failed" in line and "req-9" in line
+    assert ("the server's ETag may change at every read" in line) is alone
 
 
 def test_diverged_says_what_was_stored_where_to_fix_it_and_that_no_e_mail_went() -> None:
