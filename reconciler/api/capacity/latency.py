@@ -32,13 +32,14 @@ class Latencies:
         self._lows: deque[tuple[float, float]] = deque()
         self._floor: float | None = None  # floor() as of the last answer
 
-    def add(self, seconds: float, now: float) -> None:
+    def add(self, seconds: float, now: float) -> float | None:
         """An answer that was not a refusal came ``seconds`` after its request left, at
-        ``now`` (monotonic seconds)."""
+        ``now`` (monotonic seconds). The median of the block it closed, if it closed one."""
         seconds = max(0.0, seconds)
         self._last.append(seconds)
         self._counted += 1
         self._unloaded = self._floor = None
+        median = None
         if self._counted % KEPT == 0:
             median = _median(self._last)
             self._medians.append(median)
@@ -52,6 +53,13 @@ class Latencies:
             self.average = seconds
         else:
             self.average += WEIGHT * (seconds - self.average)
+        return median
+
+    def forget_floor(self) -> None:
+        """The floor is stale (the server slowed down): from now on, the last block's."""
+        if self._lows:
+            self._lows = deque([self._lows[-1]])
+            self._floor = None
 
     def unloaded(self) -> float:
         """What an answer takes when the server is not loaded: the lowest median of the
@@ -76,7 +84,9 @@ class Latencies:
         the window becomes the floor once the window has passed, and the number in
         flight can then double once a window (BBR drains its queue now and then to
         measure again, its ProbeRTT: not done here; a plan of 20,000 invites at no
-        latency takes about two windows).
+        latency takes about two windows). A floor the server left behind (it slowed
+        down) is forgotten by the caller (``forget_floor``), which knows how many were
+        in flight.
         """
         if not self._last:
             return 0.0

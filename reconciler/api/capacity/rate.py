@@ -70,6 +70,11 @@ SLOW_START_GAIN = 2.0  # rate multiplied by this per held start until the first 
 STARTUP_GAIN = 2.89
 IN_FLIGHT_GAIN = 2.0  # in slow start, in flight: this times what the last answers keep busy
 QUEUEING = 1.5  # a refusal this many times slower than the fastest answer waited in a queue
+# A block of answers this many times slower than the in-flight limit's worth of floors
+# cannot be our own queue, even at a server that serves one at a time (each request
+# waits at most for the others in flight, each as long as the floor): the server slowed
+# down, and the floor is forgotten. 1.5: room for the jitter of a loaded client.
+STALE_FLOOR = 1.5
 CUT = 0.85  # share of what the server let through that a refusal leaves
 RECOVERY = 0.97  # share of the ceiling the rate climbs back to quickly
 RECOVERY_TIME = 2.0  # seconds: time constant of that climb
@@ -183,7 +188,16 @@ class RateControl:
             self._let_since_cut += 1
             self._let_since += epoch == self.epoch
             self.starts.answered(now)
-            self.latency.add(seconds, now)
+            block = self.latency.add(seconds, now)
+            # In slow start, where the floor sets how many go in flight: a floor far below
+            # what the answers take now, with few in flight, would hold the number down
+            # for its whole window (a server warm for its first answers).
+            if (
+                block is not None
+                and (self.ceiling is None or self._lower_bound)
+                and block > STALE_FLOOR * self.servable() * self.latency.floor()
+            ):
+                self.latency.forget_floor()
             self._raise(now)
             return False
         self.refusals += 1

@@ -75,6 +75,25 @@ def test_the_floor_follows_a_server_that_slowed_down_once_its_window_has_passed(
     assert latencies.floor() == pytest.approx(0.05)
 
 
+def test_a_forgotten_floor_is_the_last_block_s_until_a_lower_one_comes() -> None:
+    latencies = answered(*[0.001] * KEPT, *[0.1] * KEPT)
+
+    latencies.forget_floor()
+
+    assert latencies.floor() == pytest.approx(0.1)
+    for at in range(KEPT):
+        latencies.add(0.05, now=1.0 + at * 0.01)
+    assert latencies.floor() == pytest.approx(0.05)
+
+
+def test_a_block_s_median_is_told_when_it_closes() -> None:
+    latencies = Latencies()
+    told = [latencies.add(0.01 * (i + 1), now=i * 0.01) for i in range(2 * KEPT)]
+
+    assert [i for i, median in enumerate(told) if median is not None] == [KEPT - 1, 2 * KEPT - 1]
+    assert told[KEPT - 1] == pytest.approx(0.01 * (KEPT // 2 + 1))
+
+
 def test_the_floor_is_the_lowest_block_of_the_window_not_the_last() -> None:
     latencies = Latencies()
     medians = [0.02, 0.005, 0.04, 0.01]  # a block each, a second apart

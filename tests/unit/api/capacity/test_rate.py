@@ -5,6 +5,7 @@ in fake time."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import re
 
@@ -127,6 +128,25 @@ def test_in_slow_start_a_queue_building_at_the_server_draws_no_more_in_flight(
         pacer.on_answer(turn, 0.3 + 0.1 * wait, refused=False)
 
     assert pacer.servable() == unloaded == 2 * 2 + 1
+
+
+def test_a_server_warm_for_its_first_answers_is_not_held_to_their_floor() -> None:
+    # 50 answers from a warm cache at 1 ms, then 100 ms each for good, any number at
+    # once. Held to the warm floor for its whole window, a few in flight would do 10 a
+    # second for 10 s (10.2 s); a block of answers far slower than the in-flight limit's
+    # worth of floors cannot be our queue: the floor is forgotten and the limit grows.
+    @dataclasses.dataclass
+    class WarmThenSlow(Unlimited):
+        seen: int = 0
+
+        def arrive(self, now: float, request: int = 0) -> float:
+            self.seen += 1
+            return 0.0 if self.seen <= 50 else 0.1
+
+    run = run_behind(WarmThenSlow(), 1000, latency=0.001, overhead=0.0002)
+
+    assert run.seconds <= 3.0  # 64 in flight at 100 ms: 1.6 s
+    assert run.pacer.servable() >= 64
 
 
 # -- a refusal: what was let through -------------------------------------------------
