@@ -70,7 +70,7 @@ SLOW_START_GAIN = 2.0  # rate multiplied by this per held start until the first 
 STARTUP_GAIN = 2.89
 IN_FLIGHT_GAIN = 2.0  # in slow start, in flight: this times what the last answers keep busy
 QUEUEING = 1.5  # a refusal this many times slower than the fastest answer waited in a queue
-# A block of answers this many times slower than the in-flight limit's worth of floors
+# Answers this many times slower unloaded than the in-flight limit's worth of floors
 # cannot be our own queue, even at a server that serves one at a time (each request
 # waits at most for the others in flight, each as long as the floor): the server slowed
 # down, and the floor is forgotten. 1.5: room for the jitter of a loaded client.
@@ -190,12 +190,13 @@ class RateControl:
             self.starts.answered(now)
             block = self.latency.add(seconds, now)
             # In slow start, where the floor sets how many go in flight: a floor far below
-            # what the answers take now, with few in flight, would hold the number down
-            # for its whole window (a server warm for its first answers).
+            # what the answers take unloaded of late (the last blocks: not one burst of
+            # slow answers, a pause of this process), with few in flight, would hold the
+            # number down for its whole window (a server warm for its first answers).
             if (
                 block is not None
                 and (self.ceiling is None or self._lower_bound)
-                and block > STALE_FLOOR * self.servable() * self.latency.floor()
+                and self.latency.unloaded() > STALE_FLOOR * self.servable() * self.latency.floor()
             ):
                 self.latency.forget_floor()
             self._raise(now)

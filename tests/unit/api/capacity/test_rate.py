@@ -133,7 +133,7 @@ def test_in_slow_start_a_queue_building_at_the_server_draws_no_more_in_flight(
 def test_a_server_warm_for_its_first_answers_is_not_held_to_their_floor() -> None:
     # 50 answers from a warm cache at 1 ms, then 100 ms each for good, any number at
     # once. Held to the warm floor for its whole window, a few in flight would do 10 a
-    # second for 10 s (10.2 s); a block of answers far slower than the in-flight limit's
+    # second for 10 s (10.2 s); answers far slower unloaded than the in-flight limit's
     # worth of floors cannot be our queue: the floor is forgotten and the limit grows.
     @dataclasses.dataclass
     class WarmThenSlow(Unlimited):
