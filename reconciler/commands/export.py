@@ -121,6 +121,12 @@ def _entry_text(entry: Entry) -> str:
     "and is unchanged when written.",
 )
 @click.option(
+    "--skip-defined",
+    is_flag=True,
+    help="Leave out the ids already defined in the invite files (each named) instead of "
+    "refusing the export.",
+)
+@click.option(
     "--schema-ref",
     help="The $schema reference written on the first line (default: the schema in this "
     "repository, relative to --out).",
@@ -133,6 +139,7 @@ def export(
     ids_from: str | None,
     out: str | None,
     force: bool,
+    skip_defined: bool,
     schema_ref: str | None,
     config_file: str | None,
     sandbox: bool,
@@ -142,8 +149,9 @@ def export(
 
     An id the platform does not know is listed and the others are still exported
     (exit 1). With --out, refuses ids already defined in the invite files (PATHS of
-    reconciler.yaml, else ./invites): one id must live in one place. To stdout, it
-    prints them with a note naming the entry to replace.
+    reconciler.yaml, else ./invites): one id must live in one place; --skip-defined
+    leaves them out instead. To stdout, it prints them with a note naming the entry
+    to replace.
     """
     setup_logging(verbose)
     refuse_bad_ids(invite_ids, "export")
@@ -167,7 +175,10 @@ def export(
     settings = settings_for(config_file)
     ids = list(dict.fromkeys([*invite_ids, *listed]))
     replacing = refuse_dropping_invites(out, ids) if out and force else None
-    check_known_ids(ids, settings.paths, out, force)
+    ids = check_known_ids(ids, settings.paths, out, force, skip_defined)
+    if not ids:
+        click.echo("Nothing to export: every id given is defined in your invite files.", err=True)
+        return 0
     ref, note = schema_ref_for(out, schema_ref, settings.schema_ref)
     capacity = capacity_for(settings)
     limiter = capacity.limiter

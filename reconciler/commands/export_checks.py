@@ -36,9 +36,21 @@ def known_ids(ids: list[str], paths: Iterable[str], replacing: str | None) -> li
     return found
 
 
-def check_known_ids(ids: list[str], paths: Iterable[str], out: str | None, force: bool) -> None:
-    """Refuse to write ids already in git to a file; to stdout, say which entry to replace."""
+def check_known_ids(
+    ids: list[str], paths: Iterable[str], out: str | None, force: bool, skip: bool = False
+) -> list[str]:
+    """The ids to export. Ids already in git: with ``skip``, left out, each named; else
+    refused when writing a file, and to stdout, said with the entry each would replace."""
     clashes = known_ids(ids, paths, replacing=out if force else None)
+    if clashes and skip:
+        defined = {ident for ident, _ in clashes}
+        click.echo(
+            f"note: left out, already defined in your invite files ({len(defined)}): "
+            # Ids that matched ids checked against the id rule; a source shown escaped.
+            + ", ".join(f"{ident} (at {source})" for ident, source in clashes),
+            err=True,
+        )
+        return [i for i in ids if i not in defined]
     if clashes and out is None:
         for ident, source in clashes:
             click.echo(
@@ -46,14 +58,16 @@ def check_known_ids(ids: list[str], paths: Iterable[str], out: str | None, force
                 f"{source} with this",
                 err=True,
             )
-        return
+        return ids
     if clashes:
         raise ReconcilerError(
             "nothing exported: already defined in your invite files: "
             + ", ".join(f"{ident} (at {source})" for ident, source in clashes)
-            + ". An id may appear once; export to stdout and replace that entry, or "
-            "`reconcile plan --target ID` to see how it differs from the platform"
+            + ". An id may appear once; --skip-defined exports the others, export to "
+            "stdout and replace that entry, or `reconcile plan --target ID` to see how it "
+            "differs from the platform"
         )
+    return ids
 
 
 def schema_ref_for(out: str | None, given: str | None, configured: str) -> tuple[str, str | None]:

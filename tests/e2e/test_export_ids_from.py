@@ -99,3 +99,41 @@ def test_a_bad_id_in_the_file_is_named_at_its_line_before_any_request(
     assert result.returncode == 1
     assert "ids.txt:2: 'inv 1v5x7'" in result.stderr
     assert sandbox.stats.calls("GET") == []
+
+
+def test_a_list_holding_ids_already_managed_exports_the_others_with_skip_defined(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    # A list from the console holds the invites already in git too: refused whole without
+    # the option, the others exported with it, each one left out named, and never read.
+    env = sandbox_env(sandbox)
+    (tmp_path / "ids.txt").write_text(IDS, encoding="utf-8")
+    first = run_cli("export", "inv_6p3j9", "--out", "invites/a.yaml", cwd=tmp_path, env=env)
+    assert first.returncode == 0, first.stderr
+
+    refused = run_cli(
+        "export", "--ids-from", "ids.txt", "--out", "invites/b.yaml", cwd=tmp_path, env=env
+    )
+    assert refused.returncode == 1
+    assert "--skip-defined exports the others" in refused.stderr
+    assert not (tmp_path / "invites" / "b.yaml").exists()
+
+    reads = len(sandbox.stats.calls("GET"))
+    result = run_cli(
+        "export", "--ids-from", "ids.txt", "--out", "invites/b.yaml", "--skip-defined",
+        cwd=tmp_path, env=env,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert _ids(tmp_path / "invites" / "b.yaml") == ["inv_1v5x7"]
+    assert (
+        "note: left out, already defined in your invite files (1): "
+        "inv_6p3j9 (at invites/a.yaml:4)" in result.stderr
+    )
+    assert len(sandbox.stats.calls("GET")) == reads + 1
+
+    again = run_cli(
+        "export", "inv_6p3j9", "--out", "invites/c.yaml", "--skip-defined", cwd=tmp_path, env=env
+    )
+    assert again.returncode == 0, again.stderr
+    assert "Nothing to export: every id given is defined in your invite files." in again.stderr
+    assert not (tmp_path / "invites" / "c.yaml").exists()
