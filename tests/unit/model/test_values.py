@@ -30,8 +30,9 @@ def test_a_contact_keeps_its_sub_fields_in_order_and_a_null_one_apart() -> None:
     contact = Contact({"name": "J", "phone": None, "title": "CFO"})
     assert list(contact) == ["name", "phone", "title"]
     assert contact["phone"] is None and "phone" in contact and "email" not in contact
-    with pytest.raises(KeyError):
+    with pytest.raises(KeyError) as missing:
         contact["email"]
+    assert missing.value.args == ("email",)  # a Mapping's error names the key, as dict's
     assert contact == {"title": "CFO", "name": "J", "phone": None}  # order means nothing
     assert contact != {"name": "J", "title": "CFO"}
     assert hash(contact) == hash(Contact({"title": "CFO", "phone": None, "name": "J"}))
