@@ -11,9 +11,9 @@ goes in, one that waited too long is answered 503). One rate rides all of them:
 - **Slow start**: a run begins paced at ``START_RATE`` and, until the server first
   refuses a request, multiplies the rate by ``SLOW_START_GAIN`` for each start the
   rate held back, never past ``STARTUP_GAIN`` times what the last few starts came to.
-  In flight: no more than twice what the last answers keep busy at the least latency
-  of the last seconds (BBR's startup and its RTprop), so a queue is not filled far
-  ahead of its answers, nor kept at a server that serves one request at a time.
+  In flight: no more than twice what the last answers keep busy at the latency the
+  server answers with unloaded (BBR's startup), so a queue is not filled far ahead of
+  its answers.
 - **A refusal that is news** sets the ceiling to what the server *let through* in the
   second before the refused request left (those not refused, still in flight ones
   included: they left first), not to the rate it was sent at: the fastest spacing let
@@ -70,11 +70,6 @@ SLOW_START_GAIN = 2.0  # rate multiplied by this per held start until the first 
 STARTUP_GAIN = 2.89
 IN_FLIGHT_GAIN = 2.0  # in slow start, in flight: this times what the last answers keep busy
 QUEUEING = 1.5  # a refusal this many times slower than the fastest answer waited in a queue
-# Answers this many times slower unloaded than the in-flight limit's worth of floors
-# cannot be our own queue, even at a server that serves one at a time (each request
-# waits at most for the others in flight, each as long as the floor): the server slowed
-# down, and the floor is forgotten. 1.5: room for the jitter of a loaded client.
-STALE_FLOOR = 1.5
 CUT = 0.85  # share of what the server let through that a refusal leaves
 RECOVERY = 0.97  # share of the ceiling the rate climbs back to quickly
 RECOVERY_TIME = 2.0  # seconds: time constant of that climb
@@ -139,11 +134,10 @@ class RateControl:
         latency = self.latency.average or 0.0
         if self.ceiling is None or self._lower_bound:
             # Still finding the rate, which runs ahead of what is sent: twice what the
-            # last answers keep busy at the least latency of late (BBR's startup). A
-            # queue at the server (HAProxy's maxconn, a server that answers one at a
-            # time) is not filled far ahead of its answers.
+            # last answers keep busy at the unloaded latency (BBR's startup). A queue
+            # at the server (HAProxy's maxconn) is not filled far ahead of its answers.
             rate = min(rate, IN_FLIGHT_GAIN * self.starts.delivery_rate()) or rate
-            latency = min(latency, self.latency.floor() or latency)
+            latency = min(latency, self.latency.unloaded() or latency)
         return max(1, math.ceil(min(rate, MAX_RATE) * latency) + 1)
 
     def closed(self) -> tuple[tuple[float, float], tuple[float, float]]:
@@ -188,17 +182,7 @@ class RateControl:
             self._let_since_cut += 1
             self._let_since += epoch == self.epoch
             self.starts.answered(now)
-            block = self.latency.add(seconds, now)
-            # In slow start, where the floor sets how many go in flight: a floor far below
-            # what the answers take unloaded of late (the last blocks: not one burst of
-            # slow answers, a pause of this process), with few in flight, would hold the
-            # number down for its whole window (a server warm for its first answers).
-            if (
-                block is not None
-                and (self.ceiling is None or self._lower_bound)
-                and self.latency.unloaded() > STALE_FLOOR * self.servable() * self.latency.floor()
-            ):
-                self.latency.forget_floor()
+            self.latency.add(seconds)
             self._raise(now)
             return False
         self.refusals += 1

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from reconciler.api.capacity.latency import FLOOR_WINDOW, KEPT, Latencies
+from reconciler.api.capacity.latency import KEPT, Latencies
 
 
 def answered(*times: float) -> Latencies:
     latencies = Latencies()
-    for at, seconds in enumerate(times):
-        latencies.add(seconds, now=at * 0.01)
+    for seconds in times:
+        latencies.add(seconds)
     return latencies
 
 
@@ -49,57 +49,3 @@ def test_a_request_answered_late_reached_the_server_as_late() -> None:
 
 def test_before_any_answer_a_request_reached_the_server_when_it_left() -> None:
     assert Latencies().arrived(10.0, 0.08, 10.08) == 10.0
-
-
-def test_the_floor_is_not_moved_by_a_queue_the_run_keeps() -> None:
-    # 1 ms with few in flight, then 30 ms for as long as a queue is kept at the server
-    # (seconds of it): unloaded takes the queue for the server's pace, the floor does not.
-    latencies = answered(*[0.001] * KEPT, *[0.03] * (20 * KEPT))
-
-    assert latencies.unloaded() == pytest.approx(0.03)
-    assert latencies.floor() == pytest.approx(0.001)
-
-
-def test_the_floor_follows_a_server_that_slowed_down_once_its_window_has_passed() -> None:
-    latencies = Latencies()
-    for at in range(KEPT):
-        latencies.add(0.001, now=at * 0.01)
-    slower_from = KEPT * 0.01
-    for at in range(KEPT * 4):  # within the window
-        latencies.add(0.05, now=slower_from + at * 0.01)
-    assert latencies.floor() == pytest.approx(0.001)
-
-    for at in range(KEPT):  # a block later than FLOOR_WINDOW after the fast one
-        latencies.add(0.05, now=slower_from + FLOOR_WINDOW + at * 0.01)
-
-    assert latencies.floor() == pytest.approx(0.05)
-
-
-def test_a_forgotten_floor_is_the_last_block_s_until_a_lower_one_comes() -> None:
-    latencies = answered(*[0.001] * KEPT, *[0.1] * KEPT)
-
-    latencies.forget_floor()
-
-    assert latencies.floor() == pytest.approx(0.1)
-    for at in range(KEPT):
-        latencies.add(0.05, now=1.0 + at * 0.01)
-    assert latencies.floor() == pytest.approx(0.05)
-
-
-def test_a_block_s_median_is_told_when_it_closes() -> None:
-    latencies = Latencies()
-    told = [latencies.add(0.01 * (i + 1), now=i * 0.01) for i in range(2 * KEPT)]
-
-    assert [i for i, median in enumerate(told) if median is not None] == [KEPT - 1, 2 * KEPT - 1]
-    assert told[KEPT - 1] == pytest.approx(0.01 * (KEPT // 2 + 1))
-
-
-def test_the_floor_is_the_lowest_block_of_the_window_not_the_last() -> None:
-    latencies = Latencies()
-    medians = [0.02, 0.005, 0.04, 0.01]  # a block each, a second apart
-    for block, median in enumerate(medians):
-        for _ in range(KEPT):
-            latencies.add(median, now=float(block))
-
-    assert latencies.floor() == pytest.approx(0.005)
-    assert Latencies().floor() == 0.0

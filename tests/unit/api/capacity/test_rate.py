@@ -5,7 +5,6 @@ in fake time."""
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import re
 
@@ -128,25 +127,6 @@ def test_in_slow_start_a_queue_building_at_the_server_draws_no_more_in_flight(
         pacer.on_answer(turn, 0.3 + 0.1 * wait, refused=False)
 
     assert pacer.servable() == unloaded == 2 * 2 + 1
-
-
-def test_a_server_warm_for_its_first_answers_is_not_held_to_their_floor() -> None:
-    # 50 answers from a warm cache at 1 ms, then 100 ms each for good, any number at
-    # once. Held to the warm floor for its whole window, a few in flight would do 10 a
-    # second for 10 s (10.2 s); answers far slower unloaded than the in-flight limit's
-    # worth of floors cannot be our queue: the floor is forgotten and the limit grows.
-    @dataclasses.dataclass
-    class WarmThenSlow(Unlimited):
-        seen: int = 0
-
-        def arrive(self, now: float, request: int = 0) -> float:
-            self.seen += 1
-            return 0.0 if self.seen <= 50 else 0.1
-
-    run = run_behind(WarmThenSlow(), 1000, latency=0.001, overhead=0.0002)
-
-    assert run.seconds <= 3.0  # 64 in flight at 100 ms: 1.6 s
-    assert run.pacer.servable() >= 64
 
 
 # -- a refusal: what was let through -------------------------------------------------
@@ -525,27 +505,3 @@ def test_a_cut_is_logged_for_debugging_with_what_it_measured(
         r"ceiling [\d.e+]+/s( \(at least\))?, nothing starts for [\d.]+s",
         cut,
     ), cut
-
-
-@pytest.mark.parametrize(
-    ("servers", "service", "keeps_busy"),
-    [(1, 0.001, 2), (8, 0.02, 8)],
-    ids=["one at a time, 1 ms", "8 at once, 20 ms (scenario l)"],
-)
-def test_a_server_whose_latency_rises_with_load_is_kept_busy_not_queued(
-    servers: int, service: float, keeps_busy: int
-) -> None:
-    # A server that serves `servers` requests at once: any more in flight only wait in
-    # its queue, and each answer then takes as long as the queue ahead of it. Counted at
-    # the latencies of late, which that queue makes, the number in flight would grow with
-    # the queue it makes, to the cap; counted at the least of the last seconds, it stays
-    # at what keeps the server busy, and the run is as fast (after a slow start from 10
-    # a second that takes under half a second). 2,000 answers take under FLOOR_WINDOW.
-    count = 2000
-    server = ServerQueue(servers=servers, service=service, timeout=60.0)
-
-    run = run_behind(server, count, latency=0.0, overhead=service / servers / 4)
-
-    assert run.refused == 0
-    assert run.seconds <= count * service / servers + 0.5
-    assert run.pacer.servable() <= 2 * keeps_busy + 1
