@@ -1,9 +1,10 @@
 """git, found and run in one place: always by its path on PATH, output captured, time bounded.
 
 Three stages ask git something: `--changed-since` reads files as they were at a commit,
-CI paths and the invite loader ask for the repository's top level, the audit log asks
-whether its file is committed. Each decides what a failure means to it (an error the
-user reads, or quietly no answer); here git is only found, run and stopped in time.
+CI paths and the invite loader ask for the repository's top level (and the loader which
+files the repository ignores), the audit log asks whether its file is committed. Each
+decides what a failure means to it (an error the user reads, or quietly no answer);
+here git is only found, run and stopped in time.
 A top-level module, so that desired/ need not reach into output/ for the top level.
 """
 
@@ -52,14 +53,18 @@ def run(
 
 
 def try_run(
-    args: list[str], *, cwd: str | None = None, stdin: int | None = None
+    args: list[str],
+    *,
+    cwd: str | None = None,
+    stdin: int | None = None,
+    input: bytes | None = None,
 ) -> subprocess.CompletedProcess[bytes] | None:
     """git ``args`` as ``run`` runs them; None when git is missing, cannot start or overruns.
 
     For questions that have an answer without git: the caller goes on as if git said no.
     """
     try:
-        return run(args, cwd=cwd, stdin=stdin)
+        return run(args, cwd=cwd, stdin=stdin, input=input)
     except (OSError, subprocess.TimeoutExpired):
         return None
 
@@ -89,3 +94,16 @@ def git_top(cwd: str) -> str | None:
         return None
     top = done.stdout.decode("utf-8", "replace").strip()
     return top if done.returncode == 0 and top else None
+
+
+def ignored(paths: list[str], cwd: str) -> set[str]:
+    """Which of ``paths`` (relative to ``cwd``, a directory in a repository) git ignores:
+    untracked and matched by a .gitignore (a tracked file never is). Empty when git
+    cannot say (not installed, not a repository, too slow): then nothing is left out."""
+    if not paths or any("\0" in p for p in paths):
+        return set()
+    listed = "".join(f"{p}\0" for p in paths).encode("utf-8", "surrogateescape")
+    done = try_run(["check-ignore", "-z", "--stdin"], cwd=cwd, input=listed)
+    if done is None or done.returncode not in (0, 1):  # 1: none ignored; 128: an error
+        return set()
+    return {p for p in done.stdout.decode("utf-8", "surrogateescape").split("\0") if p}

@@ -14,7 +14,7 @@ from urllib.parse import quote
 from reconciler.desired.entries import EntryReader
 from reconciler.desired.rules import NO_RULES, Rules, RunChecks
 from reconciler.errors import FileProblem, InputError
-from reconciler.git import git_top, up_to_top
+from reconciler.git import git_top, ignored, up_to_top
 from reconciler.model.invite import INVITE_ID, DesiredInvite
 from reconciler.safefile import kind_of, open_regular
 from reconciler.safetext import escape
@@ -75,9 +75,15 @@ def find_files(paths: list[str]) -> tuple[list[Path], list[FileProblem]]:
                 for p in path.rglob("*")
                 if p.suffix in YAML_SUFFIXES and _walked(p, path) and p.is_file()
             )
+            boundary = _boundary(path, path)
+            if found and _in_repository(path):
+                # What the repository ignores (a virtualenv, node_modules/) is not its
+                # invites, however much YAML it holds.
+                below = [str(p.relative_to(path)) for p in found]
+                left_out = ignored(below, cwd=str(path))
+                found = [p for p, rel in zip(found, below, strict=True) if rel not in left_out]
             if not found:
                 problems.append(FileProblem(raw, 0, 0, _NONE_FOUND))
-            boundary = _boundary(path, path)
             for file in found:
                 outside = _outside(file, boundary)
                 if outside:
@@ -99,15 +105,20 @@ def find_files(paths: list[str]) -> tuple[list[Path], list[FileProblem]]:
 
 
 _NONE_FOUND = (
-    f"no *.yaml or *.yml files in this directory ({CONFIG_FILE}, and files and directories "
-    "whose names start with a dot, are not invite files)"
+    f"no *.yaml or *.yml files in this directory ({CONFIG_FILE}, files and directories "
+    "whose names start with a dot, and what git ignores are not invite files)"
 )
+
+
+def _in_repository(directory: Path) -> bool:
+    return git_top(os.path.abspath(directory)) is not None  # asked once: _boundary asks too
 
 
 def _walked(file: Path, directory: Path) -> bool:
     """Whether a walk of ``directory`` reads ``file`` as an invite file: not the settings'
     file, and nothing hidden under it (`.git/`, `.github/workflows/*.yml`: `validate .` at
-    a repository's top reads the invites, not the CI's YAML). A file named is read."""
+    a repository's top reads the invites, not the CI's YAML; what git ignores is left out
+    too). A file named is read."""
     if file.name == CONFIG_FILE:
         return False
     return not any(part.startswith(".") for part in file.relative_to(directory).parts)
@@ -116,8 +127,6 @@ def _walked(file: Path, directory: Path) -> bool:
 def _boundary(directory: Path, fallback: Path | None) -> str | None:
     """The real path files under ``directory`` must stay in: its git repository, else
     ``fallback`` (the directory given); None: anywhere."""
-    from reconciler.git import git_top  # runs git: only for real directories
-
     top = git_top(os.path.abspath(directory or "."))
     root = top if top else fallback
     return os.path.realpath(root) if root is not None else None

@@ -982,7 +982,8 @@ def test_a_directory_without_invite_files_is_named_without_a_position(tmp_path: 
 
     assert problem == (
         f"{tmp_path / 'empty'}: no *.yaml or *.yml files in this directory (reconciler.yaml, "
-        "and files and directories whose names start with a dot, are not invite files)"
+        "files and directories whose names start with a dot, and what git ignores are not "
+        "invite files)"
     )
 
 
@@ -1013,6 +1014,33 @@ def test_a_directory_is_read_without_the_settings_file_and_what_is_hidden(
         "invites/emea/acme.yaml",
     ]
     assert named == [tmp_path / ".gitlab-ci.yml"]
+
+
+def test_a_directory_is_read_without_what_its_repository_ignores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A virtualenv or node_modules/ inside the checkout holds YAML of its own; what git
+    # ignores is not the repository's invites. A tracked file is read, ignored or not;
+    # and git is asked from the directory read, wherever the command runs.
+    git(tmp_path, "init", "--quiet")
+    invite = "invites:\n  - id: inv_abc12345\n"
+    for name in [
+        ".gitignore", "invites/a.yaml", "venv/lib/site/data.yaml",
+        "node_modules/pkg/invites.yml", "node_modules/kept/forced.yaml",
+    ]:  # fmt: skip
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(invite, encoding="utf-8")
+    (tmp_path / ".gitignore").write_text("venv/\nnode_modules/\n", encoding="utf-8")
+    git(tmp_path, "add", "-f", "node_modules/kept/forced.yaml")
+    monkeypatch.chdir(tmp_path.parent)
+
+    files, problems = find_files([str(tmp_path)])
+
+    assert problems == []
+    assert [f.relative_to(tmp_path).as_posix() for f in files] == [
+        "invites/a.yaml",
+        "node_modules/kept/forced.yaml",
+    ]
 
 
 def test_an_empty_file_and_a_list_at_the_top_are_explained(write_yaml: WriteYaml) -> None:
