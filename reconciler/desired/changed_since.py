@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
 
-from reconciler.desired.state import YAML_SUFFIXES, load_text
+from reconciler.desired.state import is_yaml_name, load_text
 from reconciler.errors import ReconcilerError
 from reconciler.git import GitNotFound, run
 from reconciler.model.fields import kind_of
@@ -172,7 +172,7 @@ def _entries_at(commit: str, top: str, paths: Iterable[str]) -> dict[str, Desire
     # `git cat-file --batch` reads one name a line: a name holding a line break
     # would shift every answer after it onto the wrong file. Such a file's old
     # entries stay unknown, so its invites count as changed: read, never skipped.
-    names = [n for n in names if n.endswith(YAML_SUFFIXES) and "\n" not in n and "\r" not in n]
+    names = [n for n in names if is_yaml_name(n) and "\n" not in n and "\r" not in n]
     entries: dict[str, DesiredInvite] = {}
     for name, data in zip(names, _cat_files(commit, names, top), strict=True):
         entries.update(_entries_of(data, name))

@@ -33,6 +33,7 @@ __all__ = [
     "DEFAULT_PATH",
     "DesiredState",
     "find_files",
+    "is_yaml_name",
     "load_desired_state",
     "load_file",
     "load_text",
@@ -40,6 +41,14 @@ __all__ = [
 ]
 
 YAML_SUFFIXES = (".yaml", ".yml")
+
+
+def is_yaml_name(name: str) -> bool:
+    """Whether a file of this name is read when its directory is: `*.yaml`, `*.yml`, in any
+    case (`APAC.YAML`, saved so on Windows, was left out without a word)."""
+    return name.lower().endswith(YAML_SUFFIXES)
+
+
 DEFAULT_PATH = "invites"  # read when no PATH is given and the config sets no `paths`
 CONFIG_FILE = "reconciler.yaml"  # the settings' file, found next to the invites or above
 # A bound on what one file may hold: 200,000 invites take about 60 MB.
@@ -73,7 +82,7 @@ def find_files(paths: list[str]) -> tuple[list[Path], list[FileProblem]]:
             found = sorted(
                 p
                 for p in path.rglob("*")
-                if p.suffix in YAML_SUFFIXES and _walked(p, path) and p.is_file()
+                if is_yaml_name(p.name) and _walked(p, path) and p.is_file()
             )
             boundary = _boundary(path, path)
             if found and _in_repository(path):

@@ -1001,6 +1001,8 @@ def test_a_directory_is_read_without_the_settings_file_and_what_is_hidden(
         "invites/emea/acme.yaml": invite.replace("abc12345", "def67890"),
         "invites/reconciler.yaml": "paths: [.]\n",
         "invites/apac.yml": invite,
+        "invites/LATAM.YAML": invite.replace("abc12345", "lat12345"),
+        "invites/notes.txt": "not yaml\n",
     }.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text, encoding="utf-8")
@@ -1010,6 +1012,7 @@ def test_a_directory_is_read_without_the_settings_file_and_what_is_hidden(
 
     assert problems == []
     assert [f.relative_to(tmp_path).as_posix() for f in files] == [
+        "invites/LATAM.YAML",
         "invites/apac.yml",
         "invites/emea/acme.yaml",
     ]
