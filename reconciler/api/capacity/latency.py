@@ -23,21 +23,18 @@ class Latencies:
         self._counted = 0
         self._unloaded: float | None = None  # unloaded() as of the last answer
 
-    def add(self, seconds: float) -> bool:
-        """An answer that was not a refusal came ``seconds`` after its request left. True:
-        it closed a block of KEPT answers."""
+    def add(self, seconds: float) -> None:
+        """An answer that was not a refusal came ``seconds`` after its request left."""
         seconds = max(0.0, seconds)
         self._last.append(seconds)
         self._counted += 1
         self._unloaded = None
-        closed = self._counted % KEPT == 0
-        if closed:
+        if self._counted % KEPT == 0:
             self._medians.append(_median(self._last))
         if self.average is None:
             self.average = seconds
         else:
             self.average += WEIGHT * (seconds - self.average)
-        return closed
 
     def unloaded(self) -> float:
         """What an answer takes when the server is not loaded: the lowest median of the

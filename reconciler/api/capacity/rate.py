@@ -11,12 +11,9 @@ goes in, one that waited too long is answered 503). One rate rides all of them:
 - **Slow start**: a run begins paced at ``START_RATE`` and, until the server first
   refuses a request, multiplies the rate by ``SLOW_START_GAIN`` for each start the
   rate held back, never past ``STARTUP_GAIN`` times what the last few starts came to.
-  In flight: twice what the last answers keep busy (BBR's startup), at the time they
-  take while answers come faster as more go in flight (a block of answers delivered
-  ``GROWN`` times the best so far); once ``STALLED`` blocks did not (BBR's full pipe:
-  the server is busy), at the latency it answers with unloaded, so a queue is not
-  filled far ahead of its answers, and never fewer than the block that delivered best
-  had in flight.
+  In flight: no more than twice what the last answers keep busy at the latency the
+  server answers with unloaded (BBR's startup), so a queue is not filled far ahead of
+  its answers.
 - **A refusal that is news** sets the ceiling to what the server *let through* in the
   second before the refused request left (those not refused, still in flight ones
   included: they left first), not to the rate it was sent at: the fastest spacing let
@@ -59,7 +56,7 @@ from __future__ import annotations
 import logging
 import math
 
-from reconciler.api.capacity.latency import KEPT, Latencies
+from reconciler.api.capacity.latency import Latencies
 from reconciler.api.capacity.starts import WINDOW, RecentStarts
 
 log = logging.getLogger("reconciler.pacing")
@@ -71,8 +68,6 @@ SLOW_START_GAIN = 2.0  # rate multiplied by this per held start until the first 
 # only runs ahead of what is sent: when a token bucket's burst runs dry, every
 # request then in flight is refused (issue 23's scenario b: 4 gave 1.2% refused).
 STARTUP_GAIN = 2.89
-GROWN = 1.25  # a block's delivery rate this much above the best so far: still growing
-STALLED = 3  # blocks without such growth: the server is busy, more in flight only queue
 IN_FLIGHT_GAIN = 2.0  # in slow start, in flight: this times what the last answers keep busy
 QUEUEING = 1.5  # a refusal this many times slower than the fastest answer waited in a queue
 CUT = 0.85  # share of what the server let through that a refusal leaves
@@ -118,13 +113,6 @@ class RateControl:
         self._held_starts = 0  # starts the rate held back, not yet answered by a rise
         self._let_since_cut = 0  # answers let through since the last cut
         self._let_since = 0  # ... of requests sent since the last cut or hold
-        # The delivery rate per block of answers: the best, and the blocks since it grew
-        # by GROWN (BBR's full-pipe check): while it grows, more in flight is served.
-        self._block_start = now
-        self._best_delivery = 0.0
-        self._stalled = 0
-        self._in_flight = 1  # the most in flight servable() allowed in this block
-        self._knee = 1  # ... in the block that delivered best: never fewer after a stall
         self.answers = 0
         self.let = 0  # answers let through: a request refused again and again after some is its own
         self.refusals = 0
@@ -149,36 +137,8 @@ class RateControl:
             # last answers keep busy at the unloaded latency (BBR's startup). A queue
             # at the server (HAProxy's maxconn) is not filled far ahead of its answers.
             rate = min(rate, IN_FLIGHT_GAIN * self.starts.delivery_rate()) or rate
-            if self._stalled < STALLED:
-                # Answers still come faster as more go in flight: at the latency they
-                # take (Little's law), whatever its spread. Counted at the unloaded latency,
-                # a server with answers of 5 and 150 ms kept 2 in flight (29.8 s for
-                # 1,000 requests, 3.6 s now; tests/unit/api/capacity/test_rate.py).
-                return self._allow(max(1, math.ceil(min(rate, MAX_RATE) * latency) + 1))
-            # The server is busy: more in flight would only queue there (HAProxy's maxconn),
-            # so counted at the unloaded latency; but never fewer than delivered best.
             latency = min(latency, self.latency.unloaded() or latency)
-            return self._allow(max(self._knee, math.ceil(min(rate, MAX_RATE) * latency) + 1))
         return max(1, math.ceil(min(rate, MAX_RATE) * latency) + 1)
-
-    def _allow(self, count: int) -> int:
-        self._in_flight = max(self._in_flight, count)
-        return count
-
-    def _delivered(self, now: float) -> None:
-        """A block of answers closed at ``now``: did the delivery rate grow?"""
-        span, self._block_start = now - self._block_start, now
-        if span <= 0:
-            return
-        delivered = KEPT / span
-        if delivered > self._best_delivery:
-            self._knee = self._in_flight
-        if delivered >= GROWN * self._best_delivery:
-            self._best_delivery, self._stalled = delivered, 0
-        else:
-            self._best_delivery = max(self._best_delivery, delivered)
-            self._stalled += 1
-        self._in_flight = 1
 
     def closed(self) -> tuple[tuple[float, float], tuple[float, float]]:
         """When no request may start: the server's pause, and the hold after a refusal."""
@@ -222,8 +182,7 @@ class RateControl:
             self._let_since_cut += 1
             self._let_since += epoch == self.epoch
             self.starts.answered(now)
-            if self.latency.add(seconds):
-                self._delivered(now)
+            self.latency.add(seconds)
             self._raise(now)
             return False
         self.refusals += 1

@@ -5,9 +5,7 @@ in fake time."""
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
-import random
 import re
 
 import pytest
@@ -117,66 +115,18 @@ def test_in_slow_start_a_queue_building_at_the_server_draws_no_more_in_flight(
     # HAProxy's maxconn: answers 300 ms when nothing waits, then later and later as a
     # queue builds. Counted at the time they take, more in flight would fill the queue
     # further; counted at what they take unloaded, the number stays.
-    # Once answers come no faster for three blocks (the delivery rate has stopped
-    # growing: the server is busy), the number stays.
     pacer._control.rate = 1000.0
     for _ in range(16):
         turn = pacer.wait_turn()
         fake_time.now += 0.15
         pacer.on_answer(turn, 0.3, refused=False)
     unloaded = pacer.servable()
-    for wait in range(3 * 16):
+    for wait in range(16):
         turn = pacer.wait_turn()
         fake_time.now += 0.15
         pacer.on_answer(turn, 0.3 + 0.1 * wait, refused=False)
 
     assert pacer.servable() == unloaded == 2 * 2 + 1
-
-
-@dataclasses.dataclass
-class _Spread(Unlimited):
-    """Any number at once; a ``share`` of the answers take ``slow`` seconds, the rest
-    ``fast`` (a cache missed now and then, a slow query), drawn with a fixed seed."""
-
-    fast: float
-    slow: float
-    share: float
-    draw: random.Random = dataclasses.field(default_factory=lambda: random.Random(1))
-
-    def arrive(self, now: float, request: int = 0) -> float:
-        return self.slow if self.draw.random() < self.share else self.fast
-
-
-@pytest.mark.parametrize(
-    ("fast", "slow", "share"),
-    [(0.005, 0.15, 0.5), (0.002, 0.4, 0.1)],
-    ids=["half at 5 ms, half at 150 ms", "one in ten at 400 ms"],
-)
-@pytest.mark.parametrize("seed", [1, 2])
-def test_answers_of_spread_latency_keep_as_many_in_flight_as_they_take(
-    fast: float, slow: float, share: float, seed: int
-) -> None:
-    # Counted at the unloaded latency (a median: 5 ms here), the number in flight fell to
-    # 2 against a server that takes any number at once: 1,000 requests took 8 to 30 s
-    # where 64 in flight take about 1.2 s. While the answers come faster as more go in
-    # flight, they are counted at the time they take.
-    server = _Spread(fast, slow, share, random.Random(seed))
-
-    run = run_behind(server, 1000, latency=0.0, overhead=0.0002, seed=seed)
-
-    assert run.seconds <= 3 * 1000 * (share * slow + (1 - share) * fast) / 64 + 1.0
-
-
-def test_a_server_warm_for_its_first_answers_is_not_held_to_them() -> None:
-    # 50 answers from a warm cache at once, then 100 ms each: 2 in flight for seconds
-    # while the unloaded latency caught up (2.5 s for 1,000 requests).
-    server = _Spread(0.0, 0.1, 1.0)
-    warm = iter(range(50))
-    server.arrive = lambda now, request=0: 0.0 if next(warm, None) is not None else 0.1  # type: ignore[method-assign]
-
-    run = run_behind(server, 1000, latency=0.001, overhead=0.0002)
-
-    assert run.seconds <= 2.3  # 1.6 s at 64 in flight, and the slow start
 
 
 # -- a refusal: what was let through -------------------------------------------------
