@@ -89,8 +89,9 @@ def find_files(paths: list[str]) -> tuple[list[Path], list[FileProblem]]:
                 # What the repository ignores (a virtualenv, node_modules/) is not its
                 # invites, however much YAML it holds.
                 below = [str(p.relative_to(path)) for p in found]
-                left_out = ignored(below, cwd=str(path))
-                found = [p for p, rel in zip(found, below, strict=True) if rel not in left_out]
+                left_out = ignored([".", *below], cwd=str(path))
+                if "." not in left_out:  # a directory named that git ignores is read whole
+                    found = [p for p, rel in zip(found, below, strict=True) if rel not in left_out]
             if not found:
                 problems.append(FileProblem(raw, 0, 0, _NONE_FOUND))
             for file in found:

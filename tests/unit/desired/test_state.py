@@ -1044,6 +1044,9 @@ def test_a_directory_is_read_without_what_its_repository_ignores(
         "invites/a.yaml",
         "node_modules/kept/forced.yaml",
     ]
+    # Named itself, an ignored directory is read whole (an installed package's examples).
+    named, _ = find_files([str(tmp_path / "venv")])
+    assert [f.relative_to(tmp_path).as_posix() for f in named] == ["venv/lib/site/data.yaml"]
 
 
 def test_an_empty_file_and_a_list_at_the_top_are_explained(write_yaml: WriteYaml) -> None:
