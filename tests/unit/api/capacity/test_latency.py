@@ -49,6 +49,7 @@ def test_a_request_answered_late_reached_the_server_as_late() -> None:
 
 def test_before_any_answer_a_request_reached_the_server_when_it_left() -> None:
     assert Latencies().arrived(10.0, 0.08, 10.08) == 10.0
+    assert Latencies().arrived(10.0, 5.0, 15.0) == 10.0  # however long its answer took
 
 
 def test_the_floor_is_not_moved_by_a_queue_the_run_keeps() -> None:
@@ -84,3 +85,30 @@ def test_the_floor_is_the_lowest_block_of_the_window_not_the_last() -> None:
 
     assert latencies.floor() == pytest.approx(0.005)
     assert Latencies().floor() == 0.0
+
+
+def test_a_block_is_sixteen_answers_and_its_median_the_ninth_fastest() -> None:
+    # Seven of sixteen from a cache, at 5 ms: the block's median is still the server's.
+    assert answered(*[0.005] * 7, *[0.2] * 9).unloaded() == pytest.approx(0.2)
+    # Half of the first block fast: a block of eight, or of fifteen, would take them
+    # for the server's pace, and the number in flight worked out from it with them.
+    latencies = answered(*[0.01] * 8, *[0.2] * (KEPT + 8))
+    assert latencies.unloaded() == pytest.approx(0.2)
+    assert latencies.floor() == pytest.approx(0.2)
+
+
+def test_a_block_counts_towards_the_floor_for_the_whole_window_to_its_edge() -> None:
+    latencies = Latencies()
+    for _ in range(KEPT):
+        latencies.add(0.001, now=0.0)
+    for _ in range(KEPT):
+        latencies.add(0.05, now=FLOOR_WINDOW)  # exactly FLOOR_WINDOW after the fast block
+
+    assert latencies.floor() == pytest.approx(0.001)
+
+
+def test_an_answer_up_to_a_quarter_slower_than_unloaded_is_on_time() -> None:
+    latencies = answered(*[0.5] * KEPT)  # 0.5 s and 1.25 x 0.5 s are exact in binary
+
+    assert latencies.arrived(10.0, 0.625, 10.625) == 10.0
+    assert latencies.arrived(10.0, 0.75, 10.75) == pytest.approx(10.25)
