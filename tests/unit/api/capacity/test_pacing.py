@@ -75,6 +75,22 @@ def test_after_a_request_answered_late_the_next_goes_one_interval_after_it_arriv
     assert second.at - first.at == pytest.approx(0.1 + 0.06, rel=0.01)
 
 
+def test_a_worker_first_in_line_sleeps_until_its_turn_comes(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    # Its wait is a sleep (here the clock moves only then). Waiting on the line's lock
+    # instead, it would wait for ever here, and in a run wake a quarter second late.
+    refuse(pacer, retry_after=1.0)
+    turns: list[Turn] = []
+    worker = threading.Thread(target=lambda: turns.append(pacer.wait_turn()), daemon=True)
+
+    worker.start()
+    worker.join(5)
+
+    assert not worker.is_alive(), "no turn within 5 s"
+    assert [t.at for t in turns] == [pytest.approx(101.0)]
+
+
 def test_a_request_late_and_not_answered_yet_holds_the_next_at_most_one_interval(
     pacer: RequestPacer, fake_time: FakeTime
 ) -> None:
@@ -120,6 +136,7 @@ def test_a_pause_longer_than_the_budget_left_is_refused_at_once(
         pacer.wait_turn(budget_left=60.0)
 
     assert not caught.value.stopped
+    assert caught.value.asked  # the server's pause: the error says it asked for it
     assert caught.value.wait == pytest.approx(100000.0)
     assert fake_time.sleeps == []
 
@@ -135,6 +152,21 @@ def test_a_hold_after_refusals_longer_than_the_budget_left_is_refused_at_once(
 
     assert not caught.value.stopped and not caught.value.asked
     assert fake_time.sleeps[-1:] != [pytest.approx(1.0)]
+
+
+def test_a_refusal_long_past_does_not_make_later_queueing_the_servers(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    limited(pacer, fake_time)
+    refuse(pacer)
+    fake_time.now += 60.0  # its hold long over
+    first = pacer.wait_turn()  # never answered: it holds the next one more interval
+
+    second = pacer.wait_turn()
+
+    interval = 1.0 / second.rate
+    assert second.at - first.at == pytest.approx(2 * interval)
+    assert second.queued == pytest.approx(interval)  # the one behind first: ours
 
 
 def test_the_hold_after_a_refusal_is_not_queueing(pacer: RequestPacer, fake_time: FakeTime) -> None:
