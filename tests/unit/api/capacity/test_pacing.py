@@ -12,6 +12,7 @@ import pytest
 from support.limits import FakeTime, refuse
 
 from reconciler.api.capacity.pacing import NoTurn, RequestPacer, Turn
+from reconciler.api.capacity.rate import START_RATE
 from reconciler.stop import Stop
 
 
@@ -101,6 +102,20 @@ def test_a_request_late_and_not_answered_yet_holds_the_next_at_most_one_interval
     second = pacer.wait_turn()
 
     assert second.at - first.at == pytest.approx(0.2, rel=0.01)
+
+
+def test_requests_that_come_just_as_the_rate_allows_do_not_raise_it(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    # Each comes at the very instant its turn does: the rate held none of them back, so
+    # slow start has nothing to raise it for (the run sends no faster than this).
+    for _ in range(20):
+        turn = pacer.wait_turn()
+        pacer.on_answer(turn, 0.001, refused=False)
+        fake_time.now = turn.at + 1.0 / START_RATE
+
+    assert fake_time.sleeps == []
+    assert pacer.describe() == "no refusal in 20 answers; paced at up to 10/s"
 
 
 def test_a_waiting_worker_looks_up_at_least_four_times_a_second(
