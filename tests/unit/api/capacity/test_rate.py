@@ -494,6 +494,35 @@ def test_without_a_limit_slow_start_reaches_many_in_flight_within_a_few_round_tr
     assert run.seconds <= 0.55 * 1000 * 0.05 / 16
 
 
+def test_a_refusal_before_anything_was_let_through_is_a_floor_the_rate_grows_from(
+    pacer: RequestPacer, fake_time: FakeTime, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Refused at once: nothing says how far off the start rate was, so the rate cut
+    # from it is only a lower bound, and the answers after it raise the rate again.
+    with caplog.at_level("DEBUG", logger="reconciler.pacing"):
+        refuse(pacer)
+    assert pacer.rate == pytest.approx(rate.CUT * rate.START_RATE)
+    assert "ceiling 10/s (at least), nothing starts for" in caplog.text
+
+    sent_at(pacer, fake_time, 0.0, 30)
+
+    assert pacer.rate is not None and pacer.rate > 2 * rate.START_RATE
+
+
+def test_a_refusal_with_one_request_let_through_since_the_hold_cuts_to_its_rate(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    after_a_cut(pacer, fake_time)
+    let = pacer.wait_turn()  # after the hold: the one let through since
+    pacer.on_answer(let, 0.002, refused=False)
+    refused = pacer.wait_turn()
+
+    pacer.on_answer(refused, 0.002, refused=True)
+
+    assert pacer.rate_limited_events == 2
+    assert ceiling_of(pacer) == pytest.approx(1.0 / (refused.at - let.at))
+
+
 def test_a_cut_is_logged_for_debugging_with_what_it_measured(
     pacer: RequestPacer, fake_time: FakeTime, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -502,7 +531,7 @@ def test_a_cut_is_logged_for_debugging_with_what_it_measured(
     (cut,) = [r.getMessage() for r in caplog.records if r.getMessage().startswith("refused at")]
     assert re.fullmatch(
         r"refused at [\d.e+]+/s, \d+ let through in the second before: rate [\d.e+]+/s, "
-        r"ceiling [\d.e+]+/s( \(at least\))?, nothing starts for [\d.]+s",
+        r"ceiling [\d.e+]+/s, nothing starts for [\d.]+s",  # a ceiling measured, not a floor
         cut,
     ), cut
 
