@@ -42,6 +42,7 @@ def test_anchors_aliases_and_merges_are_shared() -> None:
     assert first.keys["addOns"].shared and first.keys["addOns"].items[0].shared
     assert not first.keys["groups"].shared
     assert second.keys["addOns"].kind == "alias" and second.merged
+    assert not first.merged  # only a mapping with a `<<` key takes values from elsewhere
     assert "email" not in second.keys  # it comes through the merge
 
 

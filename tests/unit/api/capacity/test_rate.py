@@ -523,6 +523,21 @@ def test_a_refusal_with_one_request_let_through_since_the_hold_cuts_to_its_rate(
     assert ceiling_of(pacer) == pytest.approx(1.0 / (refused.at - let.at))
 
 
+def test_a_refusal_soon_after_the_servers_pause_is_measured_on_what_came_after_it(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    after_a_cut(pacer, fake_time)
+    fake_time.now += 10.0
+    refuse(pacer, retry_after=2.0)
+    for _ in range(4):  # let through as the pause ends, within a window of it
+        pacer.on_answer(pacer.wait_turn(), 0.002, refused=False)
+
+    pacer.on_answer(pacer.wait_turn(), 0.002, refused=True)
+
+    # The window before it held the four, and nothing from the pause.
+    assert ceiling_of(pacer) == pytest.approx(4 / rate.WINDOW)
+
+
 def test_a_cut_is_logged_for_debugging_with_what_it_measured(
     pacer: RequestPacer, fake_time: FakeTime, caplog: pytest.LogCaptureFixture
 ) -> None:
