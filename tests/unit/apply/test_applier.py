@@ -497,9 +497,18 @@ def test_a_412_after_a_504_read_back_otherwise_than_sent_is_unknown(tmp_path: Pa
     assert result.outcome is WriteOutcome.UPDATE_UNKNOWN
     assert result.error is not None
     assert (result.error.status, result.error.request_id) == (412, "req-412")
+    assert result.error.message == (
+        "precondition failed: refused by If-Match after an earlier attempt whose outcome is "
+        "unknown, and the platform does not hold what was sent: whether this update was made "
+        "is unknown"
+    )
     outcome, status, request_id, message = _last_update_outcome(tmp_path / "audit.jsonl")
-    assert (outcome, status, request_id) == ("unknown", 412, "req-412")
-    assert message.endswith("whether this update was made is unknown")
+    assert (outcome, status, request_id, message) == (
+        "unknown",
+        412,
+        "req-412",
+        result.error.message,
+    )
 
 
 def test_a_412_after_a_504_read_back_as_sent_is_the_earlier_attempts_write(tmp_path: Path) -> None:
@@ -722,3 +731,19 @@ def test_an_outcome_the_log_cannot_record_fails_the_run_naming_the_log() -> None
         "audit.jsonl: cannot write the audit log (No space left on device)"
     )
     assert not report.ok
+
+
+def test_a_write_whose_turn_never_came_is_not_started() -> None:
+    # The run stopped while it waited for its turn: the PATCH never left.
+    platform = _Platform({"inv_1": {"id": "inv_1", "name": "a"}})
+
+    def stopping() -> None:
+        raise NotSent("not sent: the run is stopping")
+
+    platform.before_patch = stopping
+    report = _apply(platform, _change({"name": "a"}, {"name": "b"}))
+    assert [(r.change.id, r.outcome) for r in report.results] == [
+        ("inv_1", WriteOutcome.NOT_STARTED)
+    ]
+    assert platform.calls == [("GET", "inv_1")]
+    assert TextRenderer().apply_summary(report) == "Apply: 0 updated, 0 failed, 1 not started."
