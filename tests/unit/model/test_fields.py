@@ -172,3 +172,26 @@ def test_a_schemas_object_field_without_properties_is_a_contact_whose_sub_fields
         field_kinds.cache_clear()
     assert isinstance(billing, ContactKind)
     assert (billing.sub_fields, billing.required) == ({}, ())
+
+
+def test_a_schemas_field_of_no_known_kind_is_refused_naming_it(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import reconciler.model.fields as fields_module
+    from reconciler.errors import ReconcilerError
+
+    schema = json.loads(invite_schema_path().read_text(encoding="utf-8"))
+    schema["$defs"]["invite"]["properties"]["seats"] = {"type": "integer"}
+    edited = tmp_path / "invites.schema.json"
+    edited.write_text(json.dumps(schema), encoding="utf-8")
+    monkeypatch.setattr(fields_module, "invite_schema_path", lambda: edited)
+    field_kinds.cache_clear()
+    try:
+        with pytest.raises(ReconcilerError) as refused:
+            field_kinds()
+    finally:
+        field_kinds.cache_clear()
+    assert str(refused.value) == (
+        f"{edited}: the invite field `seats` is of no kind this tool knows: text (type "
+        "string), a set (type array) or an object of text"
+    )
