@@ -25,6 +25,7 @@ from support.limits import (
 
 from reconciler.api.capacity import rate
 from reconciler.api.capacity.pacing import RequestPacer, Turn
+from reconciler.api.capacity.starts import WINDOW
 
 
 @pytest.fixture
@@ -535,7 +536,7 @@ def test_a_refusal_soon_after_the_servers_pause_is_measured_on_what_came_after_i
     pacer.on_answer(pacer.wait_turn(), 0.002, refused=True)
 
     # The window before it held the four, and nothing from the pause.
-    assert ceiling_of(pacer) == pytest.approx(4 / rate.WINDOW)
+    assert ceiling_of(pacer) == pytest.approx(4 / WINDOW)
 
 
 def test_a_cut_is_logged_for_debugging_with_what_it_measured(
