@@ -25,9 +25,10 @@ class FakeTime:
 
     # Past these, the code under test is taken to wait for ever: here it would, where
     # only its sleeps move the clock. Reads of a clock that has not moved: it waits on
-    # something else (a lock, a condition with a timeout); the pacer and the client read
-    # it at most 6 times at one instant. Sleeps: a wait that never ends (an interval of
-    # infinity), spinning the CPU; a test of a whole run sleeps about 1,500 times.
+    # something else (a lock, a condition with a timeout); the pacer's and the rate's
+    # tests read it at most 6 times at one instant. Sleeps: a wait that never ends (an
+    # interval of infinity), spinning the CPU; a test of a whole run sleeps about 1,500
+    # times.
     STILL_READS = 40
     SLEEPS = 100_000
 
