@@ -747,3 +747,16 @@ def test_a_write_whose_turn_never_came_is_not_started() -> None:
     ]
     assert platform.calls == [("GET", "inv_1")]
     assert TextRenderer().apply_summary(report) == "Apply: 0 updated, 0 failed, 1 not started."
+
+
+def test_a_re_send_whose_attempt_line_cannot_be_written_is_owed_saying_why() -> None:
+    platform = _Platform({"inv_1": {"id": "inv_1", "email": "old@a.example"}})
+    change = _change({"email": "old@a.example"}, {"email": "new@a.example"}, True)
+    report = _apply(platform, change, audit=_LogFullAfter(1))  # the write's line only
+    (result,) = report.results
+    assert (result.outcome, result.resend) == (WriteOutcome.UPDATED, ResendOutcome.OWED)
+    assert str(result.resend_error) == (
+        "not sent: the audit log could not be written, and no write is sent without its "
+        "audit record"
+    )
+    assert ("RESEND", "inv_1") not in platform.calls
