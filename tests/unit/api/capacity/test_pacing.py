@@ -118,6 +118,21 @@ def test_requests_that_come_just_as_the_rate_allows_do_not_raise_it(
     assert pacer.describe() == "no refusal in 20 answers; paced at up to 10/s"
 
 
+def test_the_first_request_is_not_held_back_by_the_rate_either(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    # Two start as the rate allows (the first at once), then both are answered: the
+    # rate held neither back, so slow start does not raise it.
+    first = pacer.wait_turn()
+    fake_time.now = first.at + 1.0 / START_RATE
+    second = pacer.wait_turn()
+    pacer.on_answer(first, 0.001, refused=False)
+    pacer.on_answer(second, 0.001, refused=False)
+
+    assert fake_time.sleeps == []
+    assert pacer.describe() == "no refusal in 2 answers; paced at up to 10/s"
+
+
 def test_a_waiting_worker_looks_up_at_least_four_times_a_second(
     pacer: RequestPacer, fake_time: FakeTime
 ) -> None:
