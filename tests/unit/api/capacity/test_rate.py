@@ -539,6 +539,36 @@ def test_a_refusal_soon_after_the_servers_pause_is_measured_on_what_came_after_i
     assert ceiling_of(pacer) == pytest.approx(4 / WINDOW)
 
 
+def test_a_refusal_of_a_request_sent_before_the_last_hold_does_not_double_it_again(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    after_a_cut(pacer, fake_time)
+    first, second = pacer.wait_turn(), pacer.wait_turn()  # both before any hold of theirs
+    pacer.on_answer(first, 0.001, refused=True)  # nothing let through since: held longer
+    held_until = pacer._control.hold[1]
+
+    pacer.on_answer(second, 0.001, refused=True)  # old news: no longer again
+
+    assert pacer._control.hold[1] == held_until
+    assert pacer.wait_turn().at == pytest.approx(held_until)
+
+
+def test_a_refusal_after_a_wait_in_the_servers_queue_cuts_below_what_it_served(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    sent_at(pacer, fake_time, 0.1, 20)  # ten a second let through, answered in 2 ms
+    fake_time.now += 5.0  # then nothing for a while
+    turn = pacer.wait_turn()
+    fake_time.now += 0.5
+
+    pacer.on_answer(turn, 0.5, refused=True)  # refused after half a second in a queue
+
+    # Everything went in, and the queue served ten a second: the ceiling. The rate
+    # goes below it (no cycle of pause and burst measured it: no straight return).
+    assert ceiling_of(pacer) == pytest.approx(10.0)
+    assert pacer.rate == pytest.approx(rate.CUT * 10.0)
+
+
 def test_a_cut_is_logged_for_debugging_with_what_it_measured(
     pacer: RequestPacer, fake_time: FakeTime, caplog: pytest.LogCaptureFixture
 ) -> None:
