@@ -184,6 +184,19 @@ def test_a_hold_after_refusals_longer_than_the_budget_left_is_refused_at_once(
     assert fake_time.sleeps[-1:] != [pytest.approx(1.0)]
 
 
+def test_in_slow_start_the_rates_interval_is_ours_not_the_servers(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    # No limit known yet: the pace is the run's own guess, so waiting for it is not
+    # charged to a request's retry budget.
+    first = pacer.wait_turn()
+
+    second = pacer.wait_turn()
+
+    assert second.at - first.at == pytest.approx(1.0 / START_RATE)
+    assert second.queued == pytest.approx(1.0 / START_RATE)
+
+
 def test_a_refusal_long_past_does_not_make_later_queueing_the_servers(
     pacer: RequestPacer, fake_time: FakeTime
 ) -> None:
