@@ -54,6 +54,7 @@ def test_a_file_without_an_invites_list_has_no_entries() -> None:
 
 def test_a_file_without_an_invites_list_has_no_entries_whatever_is_wanted() -> None:
     assert invite_spans("- - {a: 1}\n", wanted=[0]).entries == []  # a list of lists
+    assert invite_spans("# nothing but a comment\n", wanted=[]).entries == []  # no document
     assert invite_spans("other:\n  - {a: 1}\n", wanted=[]).entries == []
 
 
