@@ -23,16 +23,37 @@ Answer = float | Refused
 class FakeTime:
     """A clock that only moves when the code under test sleeps (or the test says)."""
 
+    # Past these, the code under test is taken to wait for ever: here it would, where
+    # only its sleeps move the clock. Reads of a clock that has not moved: it waits on
+    # something else (a lock, a condition with a timeout); the pacer's and the rate's
+    # tests read it at most 6 times at one instant. Sleeps: a wait that never ends (an
+    # interval of infinity), spinning the CPU; a test of a whole run sleeps about 1,500
+    # times.
+    STILL_READS = 40
+    SLEEPS = 100_000
+
     def __init__(self, start: float = 100.0) -> None:
         self.now = start
         self.sleeps: list[float] = []
+        self._read_at = start
+        self._reads = 0
 
     def clock(self) -> float:
+        if self.now != self._read_at:
+            self._read_at, self._reads = self.now, 0
+        self._reads += 1
+        assert self._reads <= self.STILL_READS, (
+            f"the clock read {self._reads} times at {self.now} without a sleep: a wait that "
+            "does not sleep"
+        )
         return self.now
 
     def sleep(self, seconds: float) -> None:
         # A worker whose turn has come must take it, not spin on sleeps of nothing.
         assert seconds > 0, "slept for nothing"
+        assert len(self.sleeps) < self.SLEEPS, (
+            f"slept {self.SLEEPS:,} times: a wait that never ends"
+        )
         self.sleeps.append(seconds)
         self.now += seconds
 

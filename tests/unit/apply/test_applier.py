@@ -497,9 +497,18 @@ def test_a_412_after_a_504_read_back_otherwise_than_sent_is_unknown(tmp_path: Pa
     assert result.outcome is WriteOutcome.UPDATE_UNKNOWN
     assert result.error is not None
     assert (result.error.status, result.error.request_id) == (412, "req-412")
+    assert result.error.message == (
+        "precondition failed: refused by If-Match after an earlier attempt whose outcome is "
+        "unknown, and the platform does not hold what was sent: whether this update was made "
+        "is unknown"
+    )
     outcome, status, request_id, message = _last_update_outcome(tmp_path / "audit.jsonl")
-    assert (outcome, status, request_id) == ("unknown", 412, "req-412")
-    assert message.endswith("whether this update was made is unknown")
+    assert (outcome, status, request_id, message) == (
+        "unknown",
+        412,
+        "req-412",
+        result.error.message,
+    )
 
 
 def test_a_412_after_a_504_read_back_as_sent_is_the_earlier_attempts_write(tmp_path: Path) -> None:
@@ -637,3 +646,161 @@ def test_an_answer_about_another_invite_is_logged_unknown_with_its_message(tmp_p
         None,
     )
     assert outcome["message"] == "about inv_9"
+
+
+class _LogFullAfter(NoAuditLog):
+    """An audit log that takes ``lines`` attempt lines (and their outcomes), and no more."""
+
+    def __init__(self, lines: int) -> None:
+        self.lines = lines
+        self.attempts = 0
+
+    def attempt(self, invite_id: str, operation: str, fields: Any = None) -> Attempt:
+        self.attempts += 1
+        if self.attempts > self.lines:
+            raise AuditLogError("audit.jsonl: cannot write the audit log (No space left)")
+        return Attempt("a1", invite_id, operation)
+
+
+class _RetriedPlatform(_Platform):
+    """Each write and re-send answered with ``error`` and tried again: the retry's attempt
+    line is written first, as the client does."""
+
+    def __init__(self, invites: dict[str, dict[str, Any]], error: Exception) -> None:
+        super().__init__(invites)
+        self.error = error
+
+    def write_invite(
+        self,
+        invite_id: str,
+        patch: dict[str, Any],
+        *,
+        if_match: str | None = None,
+        watch: AttemptWatch | None = None,
+    ) -> Written:
+        assert watch is not None
+        watch.before()
+        self.calls.append(("PATCH", invite_id))
+        watch.failed(self.error)  # type: ignore[arg-type]
+        watch.before()  # the retry
+        raise AssertionError("retried without its attempt line")
+
+    def resend_invite(self, invite_id: str, *, watch: AttemptWatch | None = None) -> Receipt:
+        assert watch is not None
+        watch.before()
+        self.calls.append(("RESEND", invite_id))
+        watch.failed(self.error)  # type: ignore[arg-type]
+        watch.before()
+        raise AssertionError("sent again without its attempt line")
+
+
+def test_a_write_not_retried_for_want_of_its_attempt_line_is_unknown_and_says_why() -> None:
+    platform = _RetriedPlatform(
+        {"inv_1": {"id": "inv_1", "name": "a"}}, ServerError("gateway timeout", status=504)
+    )
+    report = _apply(platform, _change({"name": "a"}, {"name": "b"}), audit=_LogFullAfter(1))
+    (result,) = report.results
+    assert (result.change.id, result.outcome) == ("inv_1", WriteOutcome.UPDATE_UNKNOWN)
+    assert str(result.error) == (
+        "not retried: audit.jsonl: cannot write the audit log (No space left)"
+    )
+    assert not report.ok
+
+
+def test_a_re_send_not_sent_again_for_want_of_its_attempt_line_says_why() -> None:
+    platform = _RetriedPlatform(
+        {"inv_1": {"id": "inv_1", "email": "old@a.example"}},
+        ServerError("gateway timeout", status=504),
+    )
+    platform.write_invite = _Platform.write_invite.__get__(platform)  # type: ignore[method-assign]
+    change = _change({"email": "old@a.example"}, {"email": "new@a.example"}, True)
+    report = _apply(platform, change, audit=_LogFullAfter(2))  # the write's, the first send's
+    (result,) = report.results
+    assert (result.change.id, result.outcome, result.resend) == (
+        "inv_1",
+        WriteOutcome.UPDATED,
+        ResendOutcome.NOT_RESENT,
+    )
+    assert str(result.resend_error) == (
+        "not sent again: audit.jsonl: cannot write the audit log (No space left)"
+    )
+
+
+class _InterruptedAsHandedOver(Stop):
+    """Interrupted just after the concurrency map's two looks before it hands the first
+    write to a worker: the write itself looks next."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.looks = 0
+
+    def is_set(self) -> bool:
+        self.looks += 1
+        if self.looks == 2:
+            self.set("interrupted")
+            return False
+        return super().is_set()
+
+
+def test_a_write_handed_over_as_the_run_is_interrupted_reads_nothing_and_is_named() -> None:
+    platform = _Platform({"inv_1": {"id": "inv_1", "name": "a"}})
+    report = _apply(
+        platform, _change({"name": "a"}, {"name": "b"}), stop=_InterruptedAsHandedOver()
+    )
+    assert [(r.change.id, r.outcome) for r in report.results] == [
+        ("inv_1", WriteOutcome.NOT_STARTED)
+    ]
+    assert platform.calls == []
+    assert report.stopped_by == "interrupted; no new writes were started"
+
+
+class _OutcomesUnwritable(NoAuditLog):
+    """An audit log that takes attempt lines but cannot write an outcome."""
+
+    def outcome(self, attempt: Attempt, outcome: str, *rest: Any, **extra: Any) -> None:
+        raise AuditLogError("audit.jsonl: cannot write the audit log (No space left on device)")
+
+
+def test_an_outcome_the_log_cannot_record_fails_the_run_naming_the_log() -> None:
+    # The update was made (its attempt line was written before it left): it is reported,
+    # and the run fails, as the log lacks what came of it.
+    platform = _Platform({"inv_1": {"id": "inv_1", "name": "a"}})
+    report = _apply(platform, _change({"name": "a"}, {"name": "b"}))
+    assert report.ok  # the same write with a log that records everything
+
+    platform = _Platform({"inv_1": {"id": "inv_1", "name": "a"}})
+    report = _apply(platform, _change({"name": "a"}, {"name": "b"}), audit=_OutcomesUnwritable())
+    assert [r.outcome for r in report.results] == [WriteOutcome.UPDATED]
+    assert str(report.audit_error) == (
+        "audit.jsonl: cannot write the audit log (No space left on device)"
+    )
+    assert not report.ok
+
+
+def test_a_write_whose_turn_never_came_is_not_started() -> None:
+    # The run stopped while it waited for its turn: the PATCH never left.
+    platform = _Platform({"inv_1": {"id": "inv_1", "name": "a"}})
+
+    def stopping() -> None:
+        raise NotSent("not sent: the run is stopping")
+
+    platform.before_patch = stopping
+    report = _apply(platform, _change({"name": "a"}, {"name": "b"}))
+    assert [(r.change.id, r.outcome) for r in report.results] == [
+        ("inv_1", WriteOutcome.NOT_STARTED)
+    ]
+    assert platform.calls == [("GET", "inv_1")]
+    assert TextRenderer().apply_summary(report) == "Apply: 0 updated, 0 failed, 1 not started."
+
+
+def test_a_re_send_whose_attempt_line_cannot_be_written_is_owed_saying_why() -> None:
+    platform = _Platform({"inv_1": {"id": "inv_1", "email": "old@a.example"}})
+    change = _change({"email": "old@a.example"}, {"email": "new@a.example"}, True)
+    report = _apply(platform, change, audit=_LogFullAfter(1))  # the write's line only
+    (result,) = report.results
+    assert (result.outcome, result.resend) == (WriteOutcome.UPDATED, ResendOutcome.OWED)
+    assert str(result.resend_error) == (
+        "not sent: the audit log could not be written, and no write is sent without its "
+        "audit record"
+    )
+    assert ("RESEND", "inv_1") not in platform.calls

@@ -355,3 +355,19 @@ def test_a_log_that_vanished_after_the_check_is_still_a_clear_error(tmp_path: Pa
     with pytest.raises(AuditLogError) as caught:
         AuditLog(str(tmp_path), CLIENT_ID)  # a directory now stands there
     assert str(caught.value) == f"{tmp_path}: cannot open the audit log: Is a directory"
+
+
+def test_a_log_that_became_a_link_after_the_check_is_refused_saying_so(tmp_path: Path) -> None:
+    # apply checks the path first; between that check and the open, a link can take its
+    # place, which a commit could point at any file.
+    target = tmp_path / "elsewhere.jsonl"
+    link = tmp_path / "audit.jsonl"
+    link.symlink_to(target)
+    with pytest.raises(AuditLogError) as caught:
+        AuditLog(str(link), CLIENT_ID)
+    assert str(caught.value) == (
+        f"{link}: cannot open the audit log: it is a symbolic link (to {target}); the audit "
+        "log is never written through a link, which a commit could point at any file: give "
+        "the real path"
+    )
+    assert not target.exists()

@@ -153,3 +153,45 @@ def test_a_schema_whose_contact_holds_a_list_is_refused_naming_the_sub_field(
         f"{edited}: `primaryContact.tags` must be text: an object's sub-fields are compared "
         "one by one as text"
     )
+
+
+def test_a_schemas_object_field_without_properties_is_a_contact_whose_sub_fields_none_manages(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import reconciler.model.fields as fields_module
+
+    schema = json.loads(invite_schema_path().read_text(encoding="utf-8"))
+    schema["$defs"]["invite"]["properties"]["billingContact"] = {"type": "object"}
+    edited = tmp_path / "invites.schema.json"
+    edited.write_text(json.dumps(schema), encoding="utf-8")
+    monkeypatch.setattr(fields_module, "invite_schema_path", lambda: edited)
+    field_kinds.cache_clear()
+    try:
+        billing = field_kinds()["billingContact"]
+    finally:
+        field_kinds.cache_clear()
+    assert isinstance(billing, ContactKind)
+    assert (billing.sub_fields, billing.required) == ({}, ())
+
+
+def test_a_schemas_field_of_no_known_kind_is_refused_naming_it(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import reconciler.model.fields as fields_module
+    from reconciler.errors import ReconcilerError
+
+    schema = json.loads(invite_schema_path().read_text(encoding="utf-8"))
+    schema["$defs"]["invite"]["properties"]["seats"] = {"type": "integer"}
+    edited = tmp_path / "invites.schema.json"
+    edited.write_text(json.dumps(schema), encoding="utf-8")
+    monkeypatch.setattr(fields_module, "invite_schema_path", lambda: edited)
+    field_kinds.cache_clear()
+    try:
+        with pytest.raises(ReconcilerError) as refused:
+            field_kinds()
+    finally:
+        field_kinds.cache_clear()
+    assert str(refused.value) == (
+        f"{edited}: the invite field `seats` is of no kind this tool knows: text (type "
+        "string), a set (type array) or an object of text"
+    )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reconciler.yamlload.spans import entry_span, invite_spans
+from reconciler.yamlload.spans import entry_lines, entry_span, invite_spans
 
 TEXT = """\
 invites:
@@ -42,6 +42,7 @@ def test_anchors_aliases_and_merges_are_shared() -> None:
     assert first.keys["addOns"].shared and first.keys["addOns"].items[0].shared
     assert not first.keys["groups"].shared
     assert second.keys["addOns"].kind == "alias" and second.merged
+    assert not first.merged  # only a mapping with a `<<` key takes values from elsewhere
     assert "email" not in second.keys  # it comes through the merge
 
 
@@ -51,6 +52,24 @@ def test_a_file_without_an_invites_list_has_no_entries() -> None:
     assert invite_spans("- 1\n").entries == []
 
 
+def test_a_file_without_an_invites_list_has_no_entries_whatever_is_wanted() -> None:
+    assert invite_spans("- - {a: 1}\n", wanted=[0]).entries == []  # a list of lists
+    assert invite_spans("# nothing but a comment\n", wanted=[]).entries == []  # no document
+    assert invite_spans("other:\n  - {a: 1}\n", wanted=[]).entries == []
+
+
+def test_an_entry_not_wanted_spans_exactly_its_text_and_its_values_are_not_read() -> None:
+    # A 20,000-invite file is read for one edit: the others get their own span only.
+    text = "invites:\n  - id: inv_a\n    addOns: [edd, {x: 1}]\n  - id: inv_b\n    name: B\n"
+    first, second = invite_spans(text, wanted=[text.index("id: inv_b")]).entries
+    assert text[first.start : first.end] == "id: inv_a\n    addOns: [edd, {x: 1}]"
+    assert first.keys == {}
+    assert sorted(second.keys) == ["id", "name"]
+    first, second = invite_spans(text, wanted=[]).entries
+    assert text[second.start : second.end] == "id: inv_b\n    name: B"
+    assert first.keys == second.keys == {}
+
+
 def test_an_entry_is_read_from_its_own_lines_only_when_they_hold_it_alone() -> None:
     text = "invites:\n  - id: a\n    name: A\n  - id: b\n  - plain\n"
     start, end = text.index("id: a"), text.index("  - id: b")
@@ -58,8 +77,29 @@ def test_an_entry_is_read_from_its_own_lines_only_when_they_hold_it_alone() -> N
     assert entry is not None
     assert (entry.kind, entry.start, sorted(entry.keys)) == ("mapping", start, ["id", "name"])
     assert text[entry.start : entry.end] == "id: a\n    name: A"
+    second = entry_span(text, text.index("id: b"), text.index("  - plain"))  # not the first
+    assert second is not None and text[second.start : second.end] == "id: b"
     # Two entries in the lines, an entry that is not a mapping, one not on a `- ` line.
     assert entry_span(text, start, text.index("  - plain")) is None
     assert entry_span(text, text.index("plain"), len(text)) is None
     flow = "invites: [{id: a}]\n"
     assert entry_span(flow, flow.index("{"), len(flow)) is None
+
+
+def lines_of(text: str, number: int) -> str:
+    """The lines removing entry ``number`` cuts from ``text``."""
+    found = entry_lines(text, invite_spans(text).entries[number])
+    assert found is not None
+    start, end, _ = found
+    return text[start:end]
+
+
+def test_a_removed_entry_takes_its_own_lines_and_not_the_invites_key_above_it() -> None:
+    # A file that begins with a blank line: the line above the only entry is `invites:`.
+    assert lines_of("\ninvites:\n  - id: a\n", 0) == "  - id: a\n"
+    assert lines_of("\ninvites:\n\n  - id: a\n", 0) == "\n  - id: a\n"
+
+
+def test_a_removed_last_entry_leaves_a_last_line_without_a_line_break() -> None:
+    text = "invites:\n  - id: a\n  - id: b\n#"  # a one-character comment, no line break
+    assert lines_of(text, 1) == "  - id: b\n"

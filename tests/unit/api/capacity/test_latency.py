@@ -49,3 +49,20 @@ def test_a_request_answered_late_reached_the_server_as_late() -> None:
 
 def test_before_any_answer_a_request_reached_the_server_when_it_left() -> None:
     assert Latencies().arrived(10.0, 0.08, 10.08) == 10.0
+    assert Latencies().arrived(10.0, 5.0, 15.0) == 10.0  # however long its answer took
+
+
+def test_a_block_is_sixteen_answers_and_its_median_the_ninth_fastest() -> None:
+    # Seven of sixteen from a cache, at 5 ms: the block's median is still the server's.
+    assert answered(*[0.005] * 7, *[0.2] * 9).unloaded() == pytest.approx(0.2)
+    # Half of the first block fast: a block of eight, or of fifteen, would take them
+    # for the server's pace, and the number in flight worked out from it with them.
+    latencies = answered(*[0.01] * 8, *[0.2] * (KEPT + 8))
+    assert latencies.unloaded() == pytest.approx(0.2)
+
+
+def test_an_answer_up_to_a_quarter_slower_than_unloaded_is_on_time() -> None:
+    latencies = answered(*[0.5] * KEPT)  # 0.5 s and 1.25 x 0.5 s are exact in binary
+
+    assert latencies.arrived(10.0, 0.625, 10.625) == 10.0
+    assert latencies.arrived(10.0, 0.75, 10.75) == pytest.approx(10.25)

@@ -12,6 +12,7 @@ import pytest
 from support.limits import FakeTime, refuse
 
 from reconciler.api.capacity.pacing import NoTurn, RequestPacer, Turn
+from reconciler.api.capacity.rate import START_RATE
 from reconciler.stop import Stop
 
 
@@ -75,6 +76,22 @@ def test_after_a_request_answered_late_the_next_goes_one_interval_after_it_arriv
     assert second.at - first.at == pytest.approx(0.1 + 0.06, rel=0.01)
 
 
+def test_a_worker_first_in_line_sleeps_until_its_turn_comes(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    # Its wait is a sleep (here the clock moves only then). Waiting on the line's lock
+    # instead, it would wait for ever here, and in a run wake a quarter second late.
+    refuse(pacer, retry_after=1.0)
+    turns: list[Turn] = []
+    worker = threading.Thread(target=lambda: turns.append(pacer.wait_turn()), daemon=True)
+
+    worker.start()
+    worker.join(5)
+
+    assert not worker.is_alive(), "no turn within 5 s"
+    assert [t.at for t in turns] == [pytest.approx(101.0)]
+
+
 def test_a_request_late_and_not_answered_yet_holds_the_next_at_most_one_interval(
     pacer: RequestPacer, fake_time: FakeTime
 ) -> None:
@@ -85,6 +102,35 @@ def test_a_request_late_and_not_answered_yet_holds_the_next_at_most_one_interval
     second = pacer.wait_turn()
 
     assert second.at - first.at == pytest.approx(0.2, rel=0.01)
+
+
+def test_requests_that_come_just_as_the_rate_allows_do_not_raise_it(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    # Each comes at the very instant its turn does: the rate held none of them back, so
+    # slow start has nothing to raise it for (the run sends no faster than this).
+    for _ in range(20):
+        turn = pacer.wait_turn()
+        pacer.on_answer(turn, 0.001, refused=False)
+        fake_time.now = turn.at + 1.0 / START_RATE
+
+    assert fake_time.sleeps == []
+    assert pacer.describe() == "no refusal in 20 answers; paced at up to 10/s"
+
+
+def test_the_first_request_is_not_held_back_by_the_rate_either(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    # Two start as the rate allows (the first at once), then both are answered: the
+    # rate held neither back, so slow start does not raise it.
+    first = pacer.wait_turn()
+    fake_time.now = first.at + 1.0 / START_RATE
+    second = pacer.wait_turn()
+    pacer.on_answer(first, 0.001, refused=False)
+    pacer.on_answer(second, 0.001, refused=False)
+
+    assert fake_time.sleeps == []
+    assert pacer.describe() == "no refusal in 2 answers; paced at up to 10/s"
 
 
 def test_a_waiting_worker_looks_up_at_least_four_times_a_second(
@@ -120,6 +166,7 @@ def test_a_pause_longer_than_the_budget_left_is_refused_at_once(
         pacer.wait_turn(budget_left=60.0)
 
     assert not caught.value.stopped
+    assert caught.value.asked  # the server's pause: the error says it asked for it
     assert caught.value.wait == pytest.approx(100000.0)
     assert fake_time.sleeps == []
 
@@ -135,6 +182,34 @@ def test_a_hold_after_refusals_longer_than_the_budget_left_is_refused_at_once(
 
     assert not caught.value.stopped and not caught.value.asked
     assert fake_time.sleeps[-1:] != [pytest.approx(1.0)]
+
+
+def test_in_slow_start_the_rates_interval_is_ours_not_the_servers(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    # No limit known yet: the pace is the run's own guess, so waiting for it is not
+    # charged to a request's retry budget.
+    first = pacer.wait_turn()
+
+    second = pacer.wait_turn()
+
+    assert second.at - first.at == pytest.approx(1.0 / START_RATE)
+    assert second.queued == pytest.approx(1.0 / START_RATE)
+
+
+def test_a_refusal_long_past_does_not_make_later_queueing_the_servers(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    limited(pacer, fake_time)
+    refuse(pacer)
+    fake_time.now += 60.0  # its hold long over
+    first = pacer.wait_turn()  # never answered: it holds the next one more interval
+
+    second = pacer.wait_turn()
+
+    interval = 1.0 / second.rate
+    assert second.at - first.at == pytest.approx(2 * interval)
+    assert second.queued == pytest.approx(interval)  # the one behind first: ours
 
 
 def test_the_hold_after_a_refusal_is_not_queueing(pacer: RequestPacer, fake_time: FakeTime) -> None:

@@ -25,6 +25,7 @@ from support.limits import (
 
 from reconciler.api.capacity import rate
 from reconciler.api.capacity.pacing import RequestPacer, Turn
+from reconciler.api.capacity.starts import WINDOW
 
 
 @pytest.fixture
@@ -494,6 +495,80 @@ def test_without_a_limit_slow_start_reaches_many_in_flight_within_a_few_round_tr
     assert run.seconds <= 0.55 * 1000 * 0.05 / 16
 
 
+def test_a_refusal_before_anything_was_let_through_is_a_floor_the_rate_grows_from(
+    pacer: RequestPacer, fake_time: FakeTime, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Refused at once: nothing says how far off the start rate was, so the rate cut
+    # from it is only a lower bound, and the answers after it raise the rate again.
+    with caplog.at_level("DEBUG", logger="reconciler.pacing"):
+        refuse(pacer)
+    assert pacer.rate == pytest.approx(rate.CUT * rate.START_RATE)
+    assert "ceiling 10/s (at least), nothing starts for" in caplog.text
+
+    sent_at(pacer, fake_time, 0.0, 30)
+
+    assert pacer.rate is not None and pacer.rate > 2 * rate.START_RATE
+
+
+def test_a_refusal_with_one_request_let_through_since_the_hold_cuts_to_its_rate(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    after_a_cut(pacer, fake_time)
+    let = pacer.wait_turn()  # after the hold: the one let through since
+    pacer.on_answer(let, 0.002, refused=False)
+    refused = pacer.wait_turn()
+
+    pacer.on_answer(refused, 0.002, refused=True)
+
+    assert pacer.rate_limited_events == 2
+    assert ceiling_of(pacer) == pytest.approx(1.0 / (refused.at - let.at))
+
+
+def test_a_refusal_soon_after_the_servers_pause_is_measured_on_what_came_after_it(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    after_a_cut(pacer, fake_time)
+    fake_time.now += 10.0
+    refuse(pacer, retry_after=2.0)
+    for _ in range(4):  # let through as the pause ends, within a window of it
+        pacer.on_answer(pacer.wait_turn(), 0.002, refused=False)
+
+    pacer.on_answer(pacer.wait_turn(), 0.002, refused=True)
+
+    # The window before it held the four, and nothing from the pause.
+    assert ceiling_of(pacer) == pytest.approx(4 / WINDOW)
+
+
+def test_a_refusal_of_a_request_sent_before_the_last_hold_does_not_double_it_again(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    after_a_cut(pacer, fake_time)
+    first, second = pacer.wait_turn(), pacer.wait_turn()  # both before any hold of theirs
+    pacer.on_answer(first, 0.001, refused=True)  # nothing let through since: held longer
+    held_until = pacer._control.hold[1]
+
+    pacer.on_answer(second, 0.001, refused=True)  # old news: no longer again
+
+    assert pacer._control.hold[1] == held_until
+    assert pacer.wait_turn().at == pytest.approx(held_until)
+
+
+def test_a_refusal_after_a_wait_in_the_servers_queue_cuts_below_what_it_served(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    sent_at(pacer, fake_time, 0.1, 20)  # ten a second let through, answered in 2 ms
+    fake_time.now += 5.0  # then nothing for a while
+    turn = pacer.wait_turn()
+    fake_time.now += 0.5
+
+    pacer.on_answer(turn, 0.5, refused=True)  # refused after half a second in a queue
+
+    # Everything went in, and the queue served ten a second: the ceiling. The rate
+    # goes below it (no cycle of pause and burst measured it: no straight return).
+    assert ceiling_of(pacer) == pytest.approx(10.0)
+    assert pacer.rate == pytest.approx(rate.CUT * 10.0)
+
+
 def test_a_cut_is_logged_for_debugging_with_what_it_measured(
     pacer: RequestPacer, fake_time: FakeTime, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -502,6 +577,6 @@ def test_a_cut_is_logged_for_debugging_with_what_it_measured(
     (cut,) = [r.getMessage() for r in caplog.records if r.getMessage().startswith("refused at")]
     assert re.fullmatch(
         r"refused at [\d.e+]+/s, \d+ let through in the second before: rate [\d.e+]+/s, "
-        r"ceiling [\d.e+]+/s( \(at least\))?, nothing starts for [\d.]+s",
+        r"ceiling [\d.e+]+/s, nothing starts for [\d.]+s",  # a ceiling measured, not a floor
         cut,
     ), cut
