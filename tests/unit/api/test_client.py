@@ -720,7 +720,34 @@ def test_a_403_names_the_scope_and_blames_it_only_when_the_token_may_lack_it(
     assert "not allowed for this invite" in text
     assert "'kyb:invites:write'" in text and "RECONCILER_SCOPE" in text
     assert ("does not carry the scope this needs" in text) is blames_the_scope
-    assert ("granted every scope asked for" in text) is not blames_the_scope
+    if not blames_the_scope:
+        assert (
+            "; the token was granted every scope asked for ('kyb:invites:write' (so the token "
+            "answer said), asked for with RECONCILER_SCOPE): the platform refused this for "
+            "another reason (what the client may do there, or this invite)" in text
+        )
+
+
+def test_a_403_saying_insufficient_scope_blames_the_scope_whatever_the_token_answer_said(
+    make_client: Callable[..., ApiClient], requests_mock: Any
+) -> None:
+    # The token answer named every scope asked for, and the resource server says the
+    # token lacks one (RFC 6750): the scope is the thing to look at.
+    answer = token_response()
+    answer["json"]["data"]["scope"] = "kyb:invites:write"
+    requests_mock.post(TOKEN_URL, [answer])
+    client = make_client(scope="kyb:invites:write")
+    requests_mock.patch(
+        INVITE_URL,
+        status_code=403,
+        json={"error": "insufficient_scope", "error_description": "needs more"},
+    )
+
+    with pytest.raises(PermissionDenied) as caught:
+        client.update_invite("inv_8f2k1", {"name": "X"})
+
+    assert caught.value.bearer_error == "insufficient_scope"
+    assert "does not carry the scope this needs" in str(caught.value)
 
 
 MALFORMED_BODIES: dict[str, dict[str, Any]] = {

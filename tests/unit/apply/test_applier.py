@@ -614,6 +614,22 @@ def test_a_412_after_a_change_on_the_platform_is_a_plain_conflict() -> None:
     assert result.outcome is WriteOutcome.CONFLICT and not result.etag_moved_alone
 
 
+def test_a_412_as_the_run_stops_is_not_read_again_and_claims_nothing_of_the_etag() -> None:
+    platform = _Platform({"inv_1": {"id": "inv_1", "name": "a"}})
+    platform.etag = '"v1"'
+    stop = Stop()
+
+    def moved_and_stopping() -> None:
+        platform.etag = '"v2"'
+        stop.set("Ctrl-C")
+
+    platform.before_patch = moved_and_stopping
+    (result,) = _apply(platform, _change({"name": "a"}, {"name": "b"}), stop=stop).results
+
+    assert result.outcome is WriteOutcome.CONFLICT and not result.etag_moved_alone
+    assert platform.calls == [("GET", "inv_1"), ("PATCH", "inv_1")]
+
+
 def test_a_412_whose_read_again_fails_claims_nothing_of_the_etag() -> None:
     platform = _Platform({"inv_1": {"id": "inv_1", "name": "a"}})
     platform.etag = '"v1"'

@@ -52,6 +52,11 @@ def test_before_any_answer_a_request_reached_the_server_when_it_left() -> None:
     assert Latencies().arrived(10.0, 5.0, 15.0) == 10.0  # however long its answer took
 
 
+def test_the_fastest_is_of_the_last_sixteen_answers_and_none_before_any() -> None:
+    assert answered(0.001, *[0.2] * KEPT).fastest() == pytest.approx(0.2)
+    assert Latencies().fastest() == 0.0
+
+
 def test_a_block_is_sixteen_answers_and_its_median_the_ninth_fastest() -> None:
     # Seven of sixteen from a cache, at 5 ms: the block's median is still the server's.
     assert answered(*[0.005] * 7, *[0.2] * 9).unloaded() == pytest.approx(0.2)
