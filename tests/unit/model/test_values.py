@@ -95,6 +95,7 @@ def test_a_contact_made_from_another_mapping_holds_its_sub_fields() -> None:
         (("e\u0301" * 20) + "x", False),  # many marks, never two in a row
         ("Ä" * 40 + "\u0301" * MAX_MARKS_IN_A_ROW + "x" + "\u0301" * 31, True),  # the second run
         ("\u0301" * 10, False),  # shorter than a run that is refused
+        ("\u0301" * MAX_MARKS_IN_A_ROW + "x", False),  # as many as allowed, first
     ],
 )
 def test_too_many_marks_refuses_only_a_run_longer_than_the_stream_safe_limit(
@@ -102,3 +103,8 @@ def test_too_many_marks_refuses_only_a_run_longer_than_the_stream_safe_limit(
 ) -> None:
     assert too_many_marks(text) is refused
     assert (marks_in_a_row(text) > MAX_MARKS_IN_A_ROW) is refused
+
+
+def test_marks_in_a_row_counts_the_longest_run() -> None:
+    assert marks_in_a_row("Zoe") == 0
+    assert marks_in_a_row("Zoe\u0308 e\u0301\u0302x") == 2
