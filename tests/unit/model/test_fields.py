@@ -131,25 +131,39 @@ def test_the_schema_is_read_from_the_package_resources() -> None:
     assert invite_schema_path() == resource_path("schemas/invites.schema.json")
 
 
-def test_a_schema_whose_contact_holds_a_list_is_refused_naming_the_sub_field(
-    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _kinds_of(
+    properties: dict[str, Any], tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Any, Any]:
+    """field_kinds() of the invite schema with ``properties`` set, and the edited file
+    (the kinds, or the ReconcilerError raised)."""
     import reconciler.model.fields as fields_module
     from reconciler.errors import ReconcilerError
 
     schema = json.loads(invite_schema_path().read_text(encoding="utf-8"))
-    contact = schema["$defs"]["invite"]["properties"]["primaryContact"]
-    contact["properties"]["tags"] = {"type": "array", "items": {"type": "string"}}
+    fields = schema["$defs"]["invite"]["properties"]
+    for name, sub in properties.items():
+        if name in fields and "properties" in sub:
+            fields[name]["properties"].update(sub["properties"])
+        else:
+            fields[name] = sub
     edited = tmp_path / "invites.schema.json"
     edited.write_text(json.dumps(schema), encoding="utf-8")
     monkeypatch.setattr(fields_module, "invite_schema_path", lambda: edited)
     field_kinds.cache_clear()
     try:
-        with pytest.raises(ReconcilerError) as refused:
-            field_kinds()
+        return field_kinds(), edited
+    except ReconcilerError as refused:
+        return refused, edited
     finally:
         field_kinds.cache_clear()
-    assert str(refused.value) == (
+
+
+def test_a_schema_whose_contact_holds_a_list_is_refused_naming_the_sub_field(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tags = {"tags": {"type": "array", "items": {"type": "string"}}}
+    refused, edited = _kinds_of({"primaryContact": {"properties": tags}}, tmp_path, monkeypatch)
+    assert str(refused) == (
         f"{edited}: `primaryContact.tags` must be text: an object's sub-fields are compared "
         "one by one as text"
     )
@@ -158,18 +172,8 @@ def test_a_schema_whose_contact_holds_a_list_is_refused_naming_the_sub_field(
 def test_a_schemas_object_field_without_properties_is_a_contact_whose_sub_fields_none_manages(
     tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import reconciler.model.fields as fields_module
-
-    schema = json.loads(invite_schema_path().read_text(encoding="utf-8"))
-    schema["$defs"]["invite"]["properties"]["billingContact"] = {"type": "object"}
-    edited = tmp_path / "invites.schema.json"
-    edited.write_text(json.dumps(schema), encoding="utf-8")
-    monkeypatch.setattr(fields_module, "invite_schema_path", lambda: edited)
-    field_kinds.cache_clear()
-    try:
-        billing = field_kinds()["billingContact"]
-    finally:
-        field_kinds.cache_clear()
+    kinds, _ = _kinds_of({"billingContact": {"type": "object"}}, tmp_path, monkeypatch)
+    billing = kinds["billingContact"]
     assert isinstance(billing, ContactKind)
     assert (billing.sub_fields, billing.required) == ({}, ())
 
@@ -177,21 +181,8 @@ def test_a_schemas_object_field_without_properties_is_a_contact_whose_sub_fields
 def test_a_schemas_field_of_no_known_kind_is_refused_naming_it(
     tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import reconciler.model.fields as fields_module
-    from reconciler.errors import ReconcilerError
-
-    schema = json.loads(invite_schema_path().read_text(encoding="utf-8"))
-    schema["$defs"]["invite"]["properties"]["seats"] = {"type": "integer"}
-    edited = tmp_path / "invites.schema.json"
-    edited.write_text(json.dumps(schema), encoding="utf-8")
-    monkeypatch.setattr(fields_module, "invite_schema_path", lambda: edited)
-    field_kinds.cache_clear()
-    try:
-        with pytest.raises(ReconcilerError) as refused:
-            field_kinds()
-    finally:
-        field_kinds.cache_clear()
-    assert str(refused.value) == (
+    refused, edited = _kinds_of({"seats": {"type": "integer"}}, tmp_path, monkeypatch)
+    assert str(refused) == (
         f"{edited}: the invite field `seats` is of no kind this tool knows: text (type "
         "string), a set (type array) or an object of text"
     )
