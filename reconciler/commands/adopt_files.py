@@ -7,8 +7,9 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
+from reconciler.desired.files import find_files
 from reconciler.desired.rewrite import Rewritten, Wanted, rewrite
-from reconciler.desired.state import MAX_FILE_BYTES, find_files, load_text
+from reconciler.desired.state import MAX_FILE_BYTES, load_text
 from reconciler.errors import ReconcilerError
 from reconciler.model.invite import DesiredInvite, ResendRule
 from reconciler.model.kinds import canonical

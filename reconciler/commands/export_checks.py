@@ -9,7 +9,8 @@ from pathlib import Path
 
 import click
 
-from reconciler.desired.state import MAX_FILE_BYTES, find_files, load_file, load_text
+from reconciler.desired.files import find_files
+from reconciler.desired.state import MAX_FILE_BYTES, load_file, load_text
 from reconciler.errors import ReconcilerError
 from reconciler.model.invite import DesiredInvite
 from reconciler.rewriting import ReadFile, read_for_rewrite

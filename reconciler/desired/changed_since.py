@@ -13,7 +13,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
 
-from reconciler.desired.state import is_yaml_name, load_text
+from reconciler.desired.files import is_yaml_name
+from reconciler.desired.state import load_text
 from reconciler.errors import ReconcilerError
 from reconciler.git import GitNotFound, run
 from reconciler.model.fields import kind_of

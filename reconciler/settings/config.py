@@ -12,8 +12,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from reconciler.desired.files import DEFAULT_PATH
 from reconciler.desired.rules import Rules
-from reconciler.desired.state import DEFAULT_PATH
 from reconciler.errors import ConfigError
 from reconciler.safetext import escape
 from reconciler.settings.config_file import find_config_file, read_config_file

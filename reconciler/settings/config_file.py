@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from reconciler.desired.state import CONFIG_FILE
+from reconciler.desired.files import CONFIG_FILE
 from reconciler.errors import ConfigError, FileProblem, InputError
 from reconciler.git import up_to_top
 from reconciler.resources import resource_path

@@ -21,7 +21,6 @@ from support.values import typed
 from reconciler.desired import state as desired
 from reconciler.desired.state import (
     DesiredState,
-    find_files,
     load_desired_state,
     load_file,
     load_text,
@@ -985,68 +984,6 @@ def test_a_directory_without_invite_files_is_named_without_a_position(tmp_path: 
         "files and directories whose names start with a dot, and what git ignores are not "
         "invite files)"
     )
-
-
-def test_a_directory_is_read_without_the_settings_file_and_what_is_hidden(
-    tmp_path: Path,
-) -> None:
-    # `validate .` at a repository's top: the CI's workflows are YAML too, and so is
-    # reconciler.yaml; neither holds invites. A file named on the command line is read.
-    invite = "invites:\n  - id: inv_abc12345\n    name: Acme\n"
-    for name, text in {
-        "reconciler.yaml": "checks: {duplicate-name: off}\n",
-        ".github/workflows/ci.yml": "on: push\njobs: {}\n",
-        ".gitlab-ci.yml": "stages: [plan]\n",
-        "invites/.draft.yaml": invite,
-        "invites/emea/acme.yaml": invite.replace("abc12345", "def67890"),
-        "invites/reconciler.yaml": "paths: [.]\n",
-        "invites/apac.yml": invite,
-        "invites/LATAM.YAML": invite.replace("abc12345", "lat12345"),
-        "invites/notes.txt": "not yaml\n",
-    }.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text, encoding="utf-8")
-
-    files, problems = find_files([str(tmp_path)])
-    named, _ = find_files([str(tmp_path / ".gitlab-ci.yml")])
-
-    assert problems == []
-    assert [f.relative_to(tmp_path).as_posix() for f in files] == [
-        "invites/LATAM.YAML",
-        "invites/apac.yml",
-        "invites/emea/acme.yaml",
-    ]
-    assert named == [tmp_path / ".gitlab-ci.yml"]
-
-
-def test_a_directory_is_read_without_what_its_repository_ignores(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # A virtualenv or node_modules/ inside the checkout holds YAML of its own; what git
-    # ignores is not the repository's invites. A tracked file is read, ignored or not;
-    # and git is asked from the directory read, wherever the command runs.
-    git(tmp_path, "init", "--quiet")
-    invite = "invites:\n  - id: inv_abc12345\n"
-    for name in [
-        ".gitignore", "invites/a.yaml", "venv/lib/site/data.yaml",
-        "node_modules/pkg/invites.yml", "node_modules/kept/forced.yaml",
-    ]:  # fmt: skip
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(invite, encoding="utf-8")
-    (tmp_path / ".gitignore").write_text("venv/\nnode_modules/\n", encoding="utf-8")
-    git(tmp_path, "add", "-f", "node_modules/kept/forced.yaml")
-    monkeypatch.chdir(tmp_path.parent)
-
-    files, problems = find_files([str(tmp_path)])
-
-    assert problems == []
-    assert [f.relative_to(tmp_path).as_posix() for f in files] == [
-        "invites/a.yaml",
-        "node_modules/kept/forced.yaml",
-    ]
-    # Named itself, an ignored directory is read whole (an installed package's examples).
-    named, _ = find_files([str(tmp_path / "venv")])
-    assert [f.relative_to(tmp_path).as_posix() for f in named] == ["venv/lib/site/data.yaml"]
 
 
 def test_an_empty_file_and_a_list_at_the_top_are_explained(write_yaml: WriteYaml) -> None:

@@ -16,7 +16,8 @@ from ansible.errors import AnsibleError
 from ansible.plugins.action import ActionBase
 
 try:
-    from reconciler.desired.state import MAX_FILE_BYTES, find_files
+    from reconciler.desired.files import find_files
+    from reconciler.desired.state import MAX_FILE_BYTES
     from reconciler.safefile import TooLarge, read_regular
     from reconciler.yamlload.source import decode_source
 except ImportError:

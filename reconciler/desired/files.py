@@ -1,0 +1,150 @@
+"""Which files a run reads: the paths named, directories walked (without the settings' file,
+what is hidden, what git ignores), none read through a link out of the repository."""
+
+from __future__ import annotations
+
+__all__ = [
+    "CONFIG_FILE",
+    "DEFAULT_PATH",
+    "find_files",
+    "is_yaml_name",
+]
+
+import os
+from pathlib import Path
+
+from reconciler.errors import FileProblem
+from reconciler.git import git_top, ignored, up_to_top
+from reconciler.safefile import kind_of
+from reconciler.safetext import escape
+
+YAML_SUFFIXES = (".yaml", ".yml")
+
+
+def is_yaml_name(name: str) -> bool:
+    """Whether a file of this name is read when its directory is: `*.yaml`, `*.yml`, in any
+    case (`APAC.YAML`, saved so on Windows, was left out without a word)."""
+    return name.lower().endswith(YAML_SUFFIXES)
+
+
+DEFAULT_PATH = "invites"  # read when no PATH is given and the config sets no `paths`
+
+
+CONFIG_FILE = "reconciler.yaml"  # the settings' file, found next to the invites or above
+
+
+def find_files(paths: list[str]) -> tuple[list[Path], list[FileProblem]]:
+    """The YAML files named or found (recursively, sorted) under ``paths``.
+
+    A file whose real path (symbolic links followed) lies outside the git
+    repository it is in, or outside the directory given when there is no
+    repository, is refused unread: a link committed in a pull request could
+    otherwise have any file of the job's machine read and quoted in messages.
+    """
+    files: list[Path] = []
+    problems: list[FileProblem] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            found = sorted(
+                p
+                for p in path.rglob("*")
+                if is_yaml_name(p.name) and _walked(p, path) and p.is_file()
+            )
+            boundary = _boundary(path, path)
+            if found and _in_repository(path):
+                # What the repository ignores (a virtualenv, node_modules/) is not its
+                # invites, however much YAML it holds.
+                below = [str(p.relative_to(path)) for p in found]
+                left_out = ignored([".", *below], cwd=str(path))
+                if "." not in left_out:  # a directory named that git ignores is read whole
+                    found = [p for p, rel in zip(found, below, strict=True) if rel not in left_out]
+            if not found:
+                problems.append(FileProblem(raw, 0, 0, _NONE_FOUND))
+            for file in found:
+                outside = _outside(file, boundary)
+                if outside:
+                    problems.append(FileProblem(str(file), 0, 0, outside))
+                else:
+                    files.append(file)
+        elif path.is_file():
+            outside = _outside(path, _boundary(path.parent, None))
+            if outside:
+                problems.append(FileProblem(raw, 0, 0, outside))
+            else:
+                files.append(path)
+        elif path.exists():  # a FIFO, a device, a socket: never opened
+            problems.append(FileProblem(raw, 0, 0, _not_regular(path)))
+        else:
+            problems.append(FileProblem(raw, 0, 0, _missing(raw)))
+    unique = list(dict.fromkeys(files))
+    return unique, problems
+
+
+_NONE_FOUND = (
+    f"no *.yaml or *.yml files in this directory ({CONFIG_FILE}, files and directories "
+    "whose names start with a dot, and what git ignores are not invite files)"
+)
+
+
+def _in_repository(directory: Path) -> bool:
+    return git_top(os.path.abspath(directory)) is not None  # asked once: _boundary asks too
+
+
+def _walked(file: Path, directory: Path) -> bool:
+    """Whether a walk of ``directory`` reads ``file`` as an invite file: not the settings'
+    file, and nothing hidden under it (`.git/`, `.github/workflows/*.yml`: `validate .` at
+    a repository's top reads the invites, not the CI's YAML; what git ignores is left out
+    too). A file named is read."""
+    if file.name == CONFIG_FILE:
+        return False
+    return not any(part.startswith(".") for part in file.relative_to(directory).parts)
+
+
+def _boundary(directory: Path, fallback: Path | None) -> str | None:
+    """The real path files under ``directory`` must stay in: its git repository, else
+    ``fallback`` (the directory given); None: anywhere."""
+    top = git_top(os.path.abspath(directory or "."))
+    root = top if top else fallback
+    return os.path.realpath(root) if root is not None else None
+
+
+def _outside(file: Path, boundary: str | None) -> str | None:
+    """Why ``file`` is refused (a link out of ``boundary``), or None."""
+    if boundary is None:
+        return None
+    real = os.path.realpath(file)
+    if real == boundary or real.startswith(boundary.rstrip(os.sep) + os.sep):
+        return None
+    where = "the repository" if (Path(boundary) / ".git").exists() else "the directory given"
+    return (
+        f"not read: a symbolic link to {escape(real)}, outside {where}; invite files "
+        "never follow a link out of it (copy the file in instead)"
+    )
+
+
+def _not_regular(path: Path) -> str:
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:
+        return f"cannot read: {exc.strerror}"
+    return f"not read: it is {kind_of(mode)}, not a regular file"
+
+
+def _missing(raw: str) -> str:
+    message = "no such file or directory"
+    if raw != DEFAULT_PATH:
+        return message
+    if Path(CONFIG_FILE).is_file():
+        return message + (
+            f" (read when no PATH is given and {CONFIG_FILE} sets no `paths`; "
+            f"pass a PATH, or set `paths:` in {CONFIG_FILE})"
+        )
+    looked = up_to_top()
+    where = ", ".join(escape(str(d)) for d in looked)
+    top = " (the repository's top)" if git_top(str(looked[0])) else " (not in a git repository)"
+    return message + (
+        f" (read when no PATH is given and no {CONFIG_FILE} sets `paths`; looked for "
+        f"{CONFIG_FILE} in {where}{top}, and found none; pass a PATH, or run from the "
+        f"directory of your {CONFIG_FILE} or below it)"
+    )
