@@ -54,7 +54,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _clear_caches() -> None:
-    """Forget what reconciler's functools caches hold.
+    """Forget what reconciler's functools caches and memo dicts hold.
 
     A value cached before the mutant was chosen (in mutmut's parent process, or
     by an earlier test while tests are mapped to functions) was made by the
@@ -68,6 +68,14 @@ def _clear_caches() -> None:
             clear = getattr(value, "cache_clear", None)
             if callable(clear):
                 clear()
+        for memo in _MEMOS.get(name, ()):
+            getattr(module, memo).clear()
+
+
+# Module-level dicts that values fill as they are made, by module. The parent process
+# met every test's contacts while mapping, so a mutant that stops filling one (every
+# contact's names then None, unless the parent had already kept them) went unseen.
+_MEMOS = {"reconciler.model.values": ("_SHARED_NAMES",)}
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

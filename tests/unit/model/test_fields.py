@@ -186,3 +186,14 @@ def test_a_schemas_field_of_no_known_kind_is_refused_naming_it(
         f"{edited}: the invite field `seats` is of no kind this tool knows: text (type "
         "string), a set (type array) or an object of text"
     )
+
+
+def test_a_schemas_contact_sub_field_of_no_known_kind_is_refused_naming_it_in_full(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seats = {"seats": {"type": "integer"}}
+    refused, edited = _kinds_of({"primaryContact": {"properties": seats}}, tmp_path, monkeypatch)
+    assert str(refused) == (
+        f"{edited}: the invite field `primaryContact.seats` is of no kind this tool knows: "
+        "text (type string), a set (type array) or an object of text"
+    )

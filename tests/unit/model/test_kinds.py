@@ -184,6 +184,16 @@ def test_a_contact_is_equal_sub_field_by_sub_field_and_a_null_is_not_a_missing_o
     assert contact.differs(Contact({"c": "z"}), Contact({"a": "x"}))
 
 
+def test_a_contacts_text_moved_to_another_sub_field_is_a_change() -> None:
+    # The same texts under other names is another contact: the name written into the
+    # phone is a change a plan must show, not a contact equal to the first.
+    contact = kind_of("primaryContact")
+    was = Contact({"name": "Zoë Ndlovu", "phone": None})
+    now = Contact({"name": None, "phone": "Zoë Ndlovu"})
+    assert not contact.equal(was, now)
+    assert canonical(was) != canonical(now)
+
+
 # -- what differs inside a value ------------------------------------------------------------
 
 
