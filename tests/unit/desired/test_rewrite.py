@@ -15,6 +15,7 @@ from support.values import held
 from reconciler.desired.rewrite import NO_VALUE, SHARED, Wanted, rewrite
 from reconciler.desired.state import load_text
 from reconciler.model.values import Contact, FieldValue
+from reconciler.yamlload import spans
 
 
 def wanted(text: str, invite_id: str, remove: str | None = None, **fields: Any) -> Wanted:
@@ -403,3 +404,38 @@ def test_a_set_written_as_one_value_is_refused() -> None:
     done = rewrite(text, [Wanted("inv_a", 2, 5, held({"groups": ["b"]}), {"groups": "a"})])
     assert done.text == text
     assert [(r.line, r.field, r.reason) for r in done.refused] == [(3, "groups", ODD_LAYOUT)]
+
+
+# -- issue 40: one entry of a large file read alone; quotes, comments and entries kept -----------
+
+
+def test_editing_one_entry_of_a_large_file_reads_only_that_entrys_lines(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # adopt on a 2,000-invite file: the entry edited is parsed from its own lines, the first
+    # and one in the middle alike. The YAML events read stand for the time it takes: the
+    # whole file would be some 22,000, read for each file adopt edits.
+    text = "invites:\n" + "".join(
+        f"  - id: inv_{n:04}\n    name: Société {n} SàRL\n    groups: [emea, dach]\n"
+        for n in range(2000)
+    )
+    places = [(2 + 3 * n, 5) for n in range(2000)]
+    events: list[object] = []
+    parser: Any = spans._Parser
+
+    class Counted(parser):
+        def get_event(self) -> Any:
+            events.append(None)
+            return super().get_event()
+
+    monkeypatch.setattr(spans, "_Parser", Counted)
+    for n in (0, 1000):
+        events.clear()
+        old = f"Société {n} SàRL"
+        want = Wanted(
+            f"inv_{n:04}", 2 + 3 * n, 5, held({"name": "Société Générale"}), {"name": old}
+        )
+        done = rewrite(text, [want], places)
+        assert done.text == text.replace(f"name: {old}\n", "name: Société Générale\n", 1)
+        assert [(e.line, e.id, e.old) for e in done.edits] == [(3 + 3 * n, f"inv_{n:04}", old)]
+        assert len(events) < 40, (n, len(events))
