@@ -439,3 +439,60 @@ def test_editing_one_entry_of_a_large_file_reads_only_that_entrys_lines(
         assert done.text == text.replace(f"name: {old}\n", "name: Société Générale\n", 1)
         assert [(e.line, e.id, e.old) for e in done.edits] == [(3 + 3 * n, f"inv_{n:04}", old)]
         assert len(events) < 40, (n, len(events))
+
+
+def test_a_flow_sets_kept_items_keep_the_quotes_they_were_written_in() -> None:
+    text = 'invites:\n  - id: inv_a\n    groups: ["Zürich, Süd", \'emea\', apac, "amer"]\n'
+    done = rewrite(text, [wanted(text, "inv_a", groups=["Zürich, Süd", "emea", "apac", "ch"])])
+    assert done.text == text.replace(', "amer"]', ", ch]")
+    assert read(done.text)["inv_a"]["groups"] == ["Zürich, Süd", "emea", "apac", "ch"]
+
+
+def test_a_block_list_with_a_comment_between_an_items_dash_and_the_item_is_refused() -> None:
+    text = (
+        "invites:\n"
+        "  - id: inv_a\n"
+        "    attachments:\n"
+        "      - # the scan, see ticket 12\n"
+        "        proof-of-address\n"
+        "      - certificate-of-incorporation\n"
+    )
+    new = ["certificate-of-incorporation", "ubo-declaration"]
+    done = rewrite(text, [wanted(text, "inv_a", attachments=new)])
+    assert done.text == text  # the comment is never lost: the author edits the list
+    assert [(r.line, r.id, r.field, r.reason) for r in done.refused] == [
+        (4, "inv_a", "attachments", ODD_LAYOUT)
+    ]
+    assert done.edits == []
+
+
+@pytest.mark.parametrize("count", [1, 3, 4])
+def test_a_block_list_of_any_length_gains_new_items_after_its_last(count: int) -> None:
+    written = ["proof-of-address", "certificate-of-incorporation", "ubo-declaration", "bank"]
+    items = "".join(f"      - {item}\n" for item in written[:count])
+    text = f"invites:\n  - id: inv_a\n    attachments:\n{items}    name: Müller GmbH\n"
+    new = [*written[:count], "vat-registration"]
+    done = rewrite(text, [wanted(text, "inv_a", attachments=new)])
+    assert done.text == text.replace(items, items + "      - vat-registration\n")
+    assert read(done.text)["inv_a"]["attachments"] == new
+
+
+def test_an_entry_under_an_anchor_is_kept_as_shared_and_the_others_are_still_removed() -> None:
+    text = (
+        "invites:\n"
+        "  - &base\n"
+        "    id: inv_a\n"
+        "    name: Ørsted A/S\n"
+        "  - id: inv_b\n"
+        "    name: Beta\n"
+        "  - id: inv_c\n"
+        "    name: Gamma\n"
+    )
+    done = rewrite(
+        text, [wanted(text, "inv_a", remove="accepted"), wanted(text, "inv_b", remove="expired")]
+    )
+    assert done.text == text.replace("  - id: inv_b\n    name: Beta\n", "")
+    assert [(r.line, r.id, r.field, r.new, r.reason) for r in done.refused] == [
+        (2, "inv_a", None, "accepted", SHARED)
+    ]
+    assert [(e.line, e.id, e.old) for e in done.removed] == [(5, "inv_b", "expired")]
