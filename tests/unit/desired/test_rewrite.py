@@ -15,6 +15,7 @@ from support.values import held
 from reconciler.desired.rewrite import NO_VALUE, SHARED, Wanted, rewrite
 from reconciler.desired.state import load_text
 from reconciler.model.values import Contact, FieldValue
+from reconciler.yamlload import spans
 
 
 def wanted(text: str, invite_id: str, remove: str | None = None, **fields: Any) -> Wanted:
@@ -403,3 +404,95 @@ def test_a_set_written_as_one_value_is_refused() -> None:
     done = rewrite(text, [Wanted("inv_a", 2, 5, held({"groups": ["b"]}), {"groups": "a"})])
     assert done.text == text
     assert [(r.line, r.field, r.reason) for r in done.refused] == [(3, "groups", ODD_LAYOUT)]
+
+
+# -- issue 40: one entry of a large file read alone; quotes, comments and entries kept -----------
+
+
+def test_editing_one_entry_of_a_large_file_reads_only_that_entrys_lines(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # adopt on a 2,000-invite file: the entry edited is parsed from its own lines, the first
+    # and one in the middle alike. The YAML events read stand for the time it takes: the
+    # whole file would be some 22,000, read for each file adopt edits.
+    text = "invites:\n" + "".join(
+        f"  - id: inv_{n:04}\n    name: Société {n} SàRL\n    groups: [emea, dach]\n"
+        for n in range(2000)
+    )
+    places = [(2 + 3 * n, 5) for n in range(2000)]
+    events: list[object] = []
+    parser: Any = spans._Parser
+
+    class Counted(parser):
+        def get_event(self) -> Any:
+            events.append(None)
+            return super().get_event()
+
+    monkeypatch.setattr(spans, "_Parser", Counted)
+    for n in (0, 1000):
+        events.clear()
+        old = f"Société {n} SàRL"
+        want = Wanted(
+            f"inv_{n:04}", 2 + 3 * n, 5, held({"name": "Société Générale"}), {"name": old}
+        )
+        done = rewrite(text, [want], places)
+        assert done.text == text.replace(f"name: {old}\n", "name: Société Générale\n", 1)
+        assert [(e.line, e.id, e.old) for e in done.edits] == [(3 + 3 * n, f"inv_{n:04}", old)]
+        assert len(events) < 40, (n, len(events))
+
+
+def test_a_flow_sets_kept_items_keep_the_quotes_they_were_written_in() -> None:
+    text = 'invites:\n  - id: inv_a\n    groups: ["Zürich, Süd", \'emea\', apac, "amer"]\n'
+    done = rewrite(text, [wanted(text, "inv_a", groups=["Zürich, Süd", "emea", "apac", "ch"])])
+    assert done.text == text.replace(', "amer"]', ", ch]")
+    assert read(done.text)["inv_a"]["groups"] == ["Zürich, Süd", "emea", "apac", "ch"]
+
+
+def test_a_block_list_with_a_comment_between_an_items_dash_and_the_item_is_refused() -> None:
+    text = (
+        "invites:\n"
+        "  - id: inv_a\n"
+        "    attachments:\n"
+        "      - # the scan, see ticket 12\n"
+        "        proof-of-address\n"
+        "      - certificate-of-incorporation\n"
+    )
+    new = ["certificate-of-incorporation", "ubo-declaration"]
+    done = rewrite(text, [wanted(text, "inv_a", attachments=new)])
+    assert done.text == text  # the comment is never lost: the author edits the list
+    assert [(r.line, r.id, r.field, r.reason) for r in done.refused] == [
+        (4, "inv_a", "attachments", ODD_LAYOUT)
+    ]
+    assert done.edits == []
+
+
+@pytest.mark.parametrize("count", [1, 3, 4])
+def test_a_block_list_of_any_length_gains_new_items_after_its_last(count: int) -> None:
+    written = ["proof-of-address", "certificate-of-incorporation", "ubo-declaration", "bank"]
+    items = "".join(f"      - {item}\n" for item in written[:count])
+    text = f"invites:\n  - id: inv_a\n    attachments:\n{items}    name: Müller GmbH\n"
+    new = [*written[:count], "vat-registration"]
+    done = rewrite(text, [wanted(text, "inv_a", attachments=new)])
+    assert done.text == text.replace(items, items + "      - vat-registration\n")
+    assert read(done.text)["inv_a"]["attachments"] == new
+
+
+def test_an_entry_under_an_anchor_is_kept_as_shared_and_the_others_are_still_removed() -> None:
+    text = (
+        "invites:\n"
+        "  - &base\n"
+        "    id: inv_a\n"
+        "    name: Ørsted A/S\n"
+        "  - id: inv_b\n"
+        "    name: Beta\n"
+        "  - id: inv_c\n"
+        "    name: Gamma\n"
+    )
+    done = rewrite(
+        text, [wanted(text, "inv_a", remove="accepted"), wanted(text, "inv_b", remove="expired")]
+    )
+    assert done.text == text.replace("  - id: inv_b\n    name: Beta\n", "")
+    assert [(r.line, r.id, r.field, r.new, r.reason) for r in done.refused] == [
+        (2, "inv_a", None, "accepted", SHARED)
+    ]
+    assert [(e.line, e.id, e.old) for e in done.removed] == [(5, "inv_b", "expired")]

@@ -319,3 +319,55 @@ def test_a_policys_formats_are_checked() -> None:
     policy = _compiled({"properties": {"email": {"format": "email"}}})
     assert policy.failure({"id": "i", "email": "not-an-address"}) == ("email",)
     assert policy.failure({"id": "i", "email": "a@b.example"}) is None
+
+
+# -- issue 40: `$ref`s counted and followed as jsonschema follows them ------------------------
+
+
+def _looped(count: int) -> dict[str, Any]:
+    """9 + count: a `$ref` back to the subschema it stands in counts 1 (a loop), its
+    subschema 5 + count, the rest 4."""
+    node = {"properties": {"name": {"$ref": "#/$defs/contact"}}, "allOf": [{}] * count}
+    return {
+        "$defs": {"contact": node},
+        "properties": {"primaryContact": {"$ref": "#/$defs/contact"}},
+    }
+
+
+def test_a_ref_back_into_the_subschema_it_stands_in_counts_one_at_the_fan_out_bound() -> None:
+    assert _refusal(_looped(4991)) is None
+    assert _refusal(_looped(4992)) == ((), FAN_OUT)
+
+
+@pytest.mark.parametrize("note", ["description", "$comment", "title"])
+def test_a_note_that_names_a_place_in_the_policy_is_text_not_a_ref(note: str) -> None:
+    # 2,507 subschemas; were the note followed as a `$ref`, 5,008, and the policy refused.
+    schema = {
+        "$defs": {"a": _all_of(2500)},
+        "allOf": [{"$ref": "#/$defs/a"}],
+        note: "Each entry is held to #/$defs/a",
+    }
+    assert _refusal(schema) is None
+
+
+def test_a_ref_to_defs_named_by_numbers_is_followed() -> None:
+    tiers = {
+        "$defs": {
+            "1": {"required": ["email"]},
+            "2": {"required": ["email", "primaryContact"]},
+            "3": {"required": ["email", "primaryContact", "phone"]},
+        },
+        "if": {"properties": {"groups": {"contains": {"const": "tier-2"}}}},
+        "then": {"$ref": "#/$defs/2"},
+        "else": {"$ref": "#/$defs/1"},
+    }
+    policy = _compiled(tiers)
+    contact = {"name": "Zoë Ångström", "email": "zoe@örsted.example"}
+    assert policy.failure({"id": "i", "groups": ["tier-2"], "email": "a@b.example"}) == ()
+    assert policy.failure({"id": "i", "groups": ["tier-1"], "email": "a@b.example"}) is None
+    assert (
+        policy.failure(
+            {"id": "i", "groups": ["tier-2"], "email": "a@b.example", "primaryContact": contact}
+        )
+        is None
+    )
