@@ -9,10 +9,11 @@ import threading
 import time
 
 import pytest
-from support.limits import FakeTime, refuse
+from support.limits import FakeTime, answered, refuse
 
 from reconciler.api.capacity.pacing import NoTurn, RequestPacer, Turn
 from reconciler.api.capacity.rate import START_RATE
+from reconciler.output.progress import Progress
 from reconciler.stop import Stop
 
 
@@ -345,3 +346,37 @@ def test_a_worker_that_gives_up_does_not_hold_up_the_line() -> None:
 
     assert given_up == [True]
     assert time.monotonic() - started < 0.6
+
+
+# -- what the run is told -----------------------------------------------------------
+
+
+def test_the_progress_line_tells_of_the_limit_a_refusal_showed(
+    pacer: RequestPacer, fake_time: FakeTime, capsys: pytest.CaptureFixture[str]
+) -> None:
+    refuse(pacer)  # the server refused: the rate is cut to 8.5 a second
+    progress = Progress("Reading invites", 3, interactive=False, ticker=False, pace=pacer)
+
+    progress.advance(3)
+    progress.finish()
+
+    said = [line for line in capsys.readouterr().err.splitlines() if "limits" in line]
+    assert said == ["the server limits requests: slowed to about 8 per second"]
+
+
+def test_a_request_that_failed_otherwise_between_two_refusals_is_no_longer_singled_out(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    # Its strikes count refusals in a row while others were let through. A 500 between
+    # two ends the row: refused again after it, the request's refusal is news of the
+    # rate for every request (a cut), not its own (a backoff alone, the others going on).
+    limited(pacer, fake_time)
+    refusal = pacer.on_answer(pacer.wait_turn(), 0.001, refused=True)  # a 429: news, a cut
+    answered(pacer, 3)  # others let through
+    refusal = pacer.on_answer(pacer.wait_turn(), 0.02, refused=False, again=refusal)  # a 500
+    answered(pacer, 3)
+    cuts = pacer.rate_limited_events
+    refusal = pacer.on_answer(pacer.wait_turn(), 0.001, refused=True, again=refusal)  # a 429
+
+    assert refusal is not None and not refusal.own
+    assert pacer.rate_limited_events == cuts + 1

@@ -580,3 +580,61 @@ def test_a_cut_is_logged_for_debugging_with_what_it_measured(
         r"ceiling [\d.e+]+/s, nothing starts for [\d.]+s",  # a ceiling measured, not a floor
         cut,
     ), cut
+
+
+def test_refused_again_at_the_start_with_nothing_let_through_keeps_the_floor(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    # Refused at once, and again after the hold with nothing let through (the same window,
+    # still closed): no window's rate was measured, so the floor the first refusal left
+    # stands, and the run goes on at it rather than at MIN_RATE.
+    refuse(pacer)
+    floor = pacer.rate
+    refuse(pacer)
+
+    assert floor == pytest.approx(rate.CUT * rate.START_RATE)
+    assert pacer.rate == floor
+    first, second = start_times(pacer, fake_time, 2)
+    assert second - first == pytest.approx(1.0 / (rate.CUT * rate.START_RATE))
+
+
+def test_a_cut_made_the_instant_the_servers_pause_ended_starts_a_cycle(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    after_a_cut(pacer, fake_time)
+    fake_time.now += 10.0
+    early = pacer.wait_turn()  # in flight across the next hold: its refusal is old news
+    refuse(pacer)  # nothing let through since the cut: the hold doubles
+    late = pacer.wait_turn()  # in flight through the pause below
+    sent_at(pacer, fake_time, 0.0, 8)
+    pacer.on_answer(early, fake_time.now - early.at, refused=True, retry_after=2.0)
+    fake_time.now = pacer._control.pause[1]  # the pause ends, to the instant
+    pacer.on_answer(late, fake_time.now - late.at, refused=True)  # news: a cut, now
+    cut_at = fake_time.now
+    assert pacer.rate_limited_events == 2
+    fake_time.now += 1.0
+    sent_at(pacer, fake_time, 0.0, 8)  # a burst, the bucket refilled in the pause
+
+    pacer.on_answer(pacer.wait_turn(), 0.002, refused=True, retry_after=1.0)
+
+    # Refused again within CYCLE of that cut: the whole cycle says what is let through.
+    cycle = 8 / (fake_time.now - cut_at)
+    assert ceiling_of(pacer) == pytest.approx(cycle)
+    assert pacer.rate == pytest.approx(rate.RECOVERY * cycle)  # no climb
+
+
+def test_a_climb_that_comes_to_exactly_its_last_half_percent_is_at_its_level(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    # The climb after a cut stops at its level once within 0.5% of it: at 0.995 of it
+    # exactly too (set here, with an answer at the same instant: no time to climb).
+    after_a_cut(pacer, fake_time)
+    control = pacer._control
+    turn = pacer.wait_turn()
+    level = control._level
+    control.rate, control._updated = 0.995 * level, fake_time.now
+
+    pacer.on_answer(turn, 0.002, refused=False)
+
+    assert pacer.rate == level
+    assert pacer.wait_turn().at - turn.at == pytest.approx(1.0 / level, rel=1e-6)

@@ -1,18 +1,21 @@
 """Exchange, on the wire (requests-mock): how the token request carries the client's
-credentials, and what a refusal says of the token. Everything else it does is tested
-through the client (unit/api/test_client.py)."""
+credentials, what a refusal says of the token, the re-send's own turns, and what one
+request's attempts make of the others' answers between them (two workers on one
+exchange, in fake time, the second run while the first one's attempt is in flight).
+Everything else it does is tested through the client (unit/api/test_client.py)."""
 
 from __future__ import annotations
 
 import base64
+import threading
 from typing import Any
 
 import pytest
-from support.api_answers import BASE, INVITE, INVITE_URL, TOKEN, envelope, token_response
+from support.api_answers import BASE, INVITE, INVITE_URL, INVITES, TOKEN, envelope, token_response
 from support.limits import FakeTime
 
 from reconciler.api.capacity.pacing import RequestPacer
-from reconciler.api.exceptions import ApiError, PermissionDenied
+from reconciler.api.exceptions import ApiError, PermissionDenied, RateLimited
 from reconciler.api.http.exchange import Exchange
 from reconciler.api.http.urls import parse_base_url
 from reconciler.settings.config import Settings
@@ -20,14 +23,16 @@ from reconciler.stop import Stop
 
 TOKEN_URL = BASE + "/oauth/token"
 INVITE_PATH = INVITE_URL.removeprefix(BASE)
+RESEND_PATH = INVITE_PATH + "/resend"
+OTHER_URL = INVITES + "inv_other"
 
 
-def exchange(**values: Any) -> Exchange:
+def exchange(time: FakeTime | None = None, **values: Any) -> Exchange:
     settings = Settings().with_values(
         {"base_url": BASE, "client_id": "ci-client", "client_secret": "cs-Value-42", **values}
     )
     credentials = settings.credentials()
-    time = FakeTime()
+    time = time or FakeTime()
     return Exchange(
         settings,
         credentials,
@@ -84,3 +89,126 @@ def test_a_token_refused_with_an_oauth_error_names_it(requests_mock: Any) -> Non
         "takes only the other way needs token_auth_method: client_secret_basic, or "
         "RECONCILER_TOKEN_AUTH_METHOD=client_secret_basic)"
     )
+
+
+def refused(status: int, retry_after: str | None = None) -> dict[str, Any]:
+    headers = {"Retry-After": retry_after} if retry_after is not None else {}
+    return {
+        "status_code": status,
+        "headers": headers,
+        "json": envelope(None, status=status, message="refused"),
+    }
+
+
+def test_a_pause_the_resend_endpoint_asks_for_holds_up_no_other_request(
+    requests_mock: Any,
+) -> None:
+    # A gateway may limit the endpoint that sends e-mail alone: its refusals slow the
+    # re-sends (their own pacer), never the run's reads and updates.
+    time = FakeTime()
+    client = exchange(time)
+    resends = RequestPacer(clock=time.clock, sleep=time.sleep)
+    requests_mock.post(TOKEN_URL, [token_response()])
+    requests_mock.post(BASE + RESEND_PATH, **refused(429, retry_after="3600"))
+    requests_mock.get(INVITE_URL, json=envelope(INVITE))
+
+    with pytest.raises(RateLimited):  # an hour is more than its retry budget
+        client.call("POST", RESEND_PATH, json_body={}, idempotent=False, pacer=resends)
+    client.call("GET", INVITE_PATH, idempotent=True)  # not held: sent and answered
+
+    assert [r.method for r in requests_mock.request_history] == ["POST", "POST", "GET"]
+    assert time.now < 101.0  # no hour waited either
+
+
+class OtherWorker:
+    """The watch of one request's attempts (``AttemptWatch``) that, before each attempt
+    leaves, has another worker of the run send a request on the same exchange, on a
+    thread of its own, and waits (bounded) until it ended: when each attempt left and
+    when each failed, and how each of the other's requests ended (None: answered)."""
+
+    def __init__(self, time: FakeTime, client: Exchange, url: str) -> None:
+        self.time, self.client, self.path = time, client, url.removeprefix(BASE)
+        self.left: list[float] = []
+        self.failed_at: list[float] = []
+        self.others: list[ApiError | None] = []
+
+    def before(self) -> None:
+        self.left.append(self.time.now)
+        thread = threading.Thread(target=self._request, daemon=True)
+        thread.start()
+        thread.join(10)
+        assert not thread.is_alive(), "the other worker's request did not end within 10 s"
+
+    def failed(self, error: ApiError) -> None:
+        self.failed_at.append(self.time.now)
+
+    def _request(self) -> None:
+        try:
+            self.client.call("GET", self.path, idempotent=True)
+        except ApiError as error:
+            self.others.append(error)
+        else:
+            self.others.append(None)
+
+
+OK = {"json": envelope(INVITE)}
+
+
+def test_a_request_refused_again_and_again_while_others_go_through_backs_off_alone(
+    requests_mock: Any,
+) -> None:
+    # Refused three times in a row while another worker's request went through between
+    # each: from the third on it is the request's own refusal (a path limited on its
+    # own, a broken record), and it waits its own backoff before it goes again (1 s at
+    # this jitter: half of 0.5 s x 2^2), not the run's pace alone.
+    time = FakeTime()
+    client = exchange(time)
+    other = OtherWorker(time, client, OTHER_URL)
+    requests_mock.post(TOKEN_URL, [token_response()])
+    requests_mock.get(INVITE_URL, [refused(429), refused(429), refused(429), OK])
+    requests_mock.get(OTHER_URL, json=envelope(INVITE | {"id": "inv_other"}))
+
+    client.call("GET", INVITE_PATH, idempotent=True, watch=other)
+
+    assert len(other.left) == 4 and other.others == [None] * 4  # the others let through
+    gaps = [other.left[i + 1] - other.failed_at[i] for i in range(3)]
+    assert gaps[2] == pytest.approx(1.0)
+    assert max(gaps[:2]) < 0.5  # before: the holds after a refusal of the rate, shorter
+
+
+def test_a_retry_held_past_its_budget_by_another_requests_pause_was_not_retried(
+    requests_mock: Any,
+) -> None:
+    # Its first attempt fails (a 500: retried after a backoff); meanwhile another
+    # worker's request is refused with Retry-After: 3600, more than the retry budget
+    # left. The request was sent once, and the error says it was not retried.
+    time = FakeTime()
+    client = exchange(time)
+    other = OtherWorker(time, client, OTHER_URL)
+    requests_mock.post(TOKEN_URL, [token_response()])
+    requests_mock.get(INVITE_URL, [refused(500), OK])
+    requests_mock.get(OTHER_URL, **refused(429, retry_after="3600"))
+
+    with pytest.raises(RateLimited) as caught:
+        client.call("GET", INVITE_PATH, idempotent=True, watch=other)
+
+    assert len(other.left) == 1 and [type(e) for e in other.others] == [RateLimited]
+    assert str(caught.value) == (
+        "not retried: the server asked that no request start for another 3600 s, more than "
+        "the 60 s left of this request's retry budget (retry_max_seconds: 60)"
+    )
+
+
+def test_a_403_whose_message_names_reconciler_scope_gets_no_scope_note_of_ours(
+    requests_mock: Any,
+) -> None:
+    # The platform (or a gateway set up for this tool) already says which setting to
+    # change: a note of ours after it would only say it again.
+    said = "forbidden: ask for invites:write with RECONCILER_SCOPE"
+    requests_mock.post(TOKEN_URL, [token_response()])
+    requests_mock.patch(INVITE_URL, status_code=403, json=envelope(None, status=403, message=said))
+
+    with pytest.raises(PermissionDenied) as caught:
+        exchange().call("PATCH", INVITE_PATH, json_body={"name": "X"}, idempotent=False)
+
+    assert str(caught.value) == f"HTTP 403: {said} (requestId 1001)"
