@@ -162,9 +162,25 @@ def _refuse_dangling_refs(schema: Any, registry: Any) -> None:
     resolver = registry.with_resource("", resource).resolver()
     for path, ref in _refs(schema, ()):
         try:
-            resolver.lookup(ref)
-        except Unresolvable:
+            contents = resolver.lookup(ref).contents
+        except (Unresolvable, LookupError, TypeError, ValueError):
+            # `referencing` also steps through values (a `pattern`'s text, a boolean), and
+            # a step it cannot take there fails with an error of Python's, not its own.
             raise PolicyError(path, "`$ref` points at nothing in the policy") from None
+        if not isinstance(contents, dict | bool):  # jsonschema would fail on each entry
+            raise PolicyError(
+                path,
+                f"`$ref` points at {_value_kind(contents)} in the policy, not at a schema "
+                "(an object, or true or false)",
+            )
+
+
+def _value_kind(value: Any) -> str:
+    if isinstance(value, str):
+        return "text"
+    if isinstance(value, list):
+        return "a list"
+    return "null" if value is None else "a number"
 
 
 # Subschemas a policy may expand to, each `$ref` counting what it points at each time it

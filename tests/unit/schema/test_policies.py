@@ -126,6 +126,35 @@ NOT_ALLOWED = "is not allowed in a policy: a `$ref` names a place in it (`#/$def
             {"allOf": [{"$ref": "#/$defs/missing"}]},
             (("allOf", 0, "$ref"), "`$ref` points at nothing in the policy"),
         ),
+        # A pointer through a list by a name, or through a value: nothing, not a traceback.
+        (
+            {"allOf": [{"$ref": "#/allOf/x"}]},
+            (("allOf", 0, "$ref"), "`$ref` points at nothing in the policy"),
+        ),
+        (
+            {"$defs": {"t": {"uniqueItems": True}}, "items": {"$ref": "#/$defs/t/uniqueItems/0"}},
+            (("items", "$ref"), "`$ref` points at nothing in the policy"),
+        ),
+        # At a value, not a schema: jsonschema would fail on every entry reaching it.
+        *(
+            (
+                {"$defs": {"code": code}, "properties": {"name": {"$ref": ref}}},
+                (
+                    ("properties", "name", "$ref"),
+                    f"`$ref` points at {what} in the policy, not at a schema (an object, or "
+                    "true or false)",
+                ),
+            )
+            for code, ref, what in [
+                ({"pattern": "^[A-ZÄÖÜ]"}, "#/$defs/code/pattern", "text"),
+                ({"pattern": "^[A-ZÄÖÜ]"}, "#/$defs/code/pattern/0", "text"),
+                ({"enum": ["Société", "GmbH"]}, "#/$defs/code/enum", "a list"),
+                ({"maxLength": 80}, "#/$defs/code/maxLength", "a number"),
+                ({"const": None}, "#/$defs/code/const", "null"),
+            ]
+        ),
+        # A boolean is a schema.
+        ({"$defs": {"no": False}, "properties": {"fax": {"$ref": "#/$defs/no"}}}, None),
         # Values, not schemas: what they hold is never a reference.
         (
             {
