@@ -107,7 +107,7 @@ class Exchange:
         (the re-send), instead of the run's."""
 
         def send(give_up_at: float | None) -> Answer:
-            return self._attempts.attempt(
+            answer = self._attempts.attempt(
                 method,
                 path,
                 self._auth,
@@ -115,6 +115,11 @@ class Exchange:
                 give_up_at=give_up_at,
                 headers=headers,
             )
+            if answer.error is not None:
+                # Here, not in the retry loop: a 403 from the token endpoint is no token
+                # lacking a scope (there is no token yet); token_failure explains it.
+                self._take_note(answer.error)
+            return answer
 
         return self._with_retries(
             method,
@@ -206,7 +211,6 @@ class Exchange:
             if error is None:
                 assert answer is not None
                 return answer
-            self._take_note(error)
             decision = decide_retry(
                 error,
                 attempt,

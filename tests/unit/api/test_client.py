@@ -1748,9 +1748,9 @@ def test_every_request_says_who_sends_it_and_asks_for_uncompressed_json(
 
 
 TOKEN_403 = (
+    # No "token does not carry the scope" note: there is no token yet, and the advice
+    # names RECONCILER_SCOPE once.
     "HTTP 403: no token from the token request (POST /oauth/token): scope not granted; "
-    "the client's token does not carry the scope this needs (asked for: 'invites:write', "
-    "set with RECONCILER_SCOPE); "
     "check RECONCILER_SCOPE ('invites:write'), RECONCILER_CLIENT_ID and token_path "
     "[scope: not granted] (requestId 403-1)"
 )
