@@ -21,6 +21,7 @@ from reconciler.yamlload.scalar_text import render_scalar
 from reconciler.yamlload.spans import (
     InviteSpans,
     Span,
+    cut_lines,
     entry_lines,
     entry_span,
     invite_spans,
@@ -96,7 +97,7 @@ def rewrite(
     result = Rewritten(text)
     replacements: list[tuple[int, int, str]] = []
     removing = [w for w in wanted if w.remove is not None]
-    cuts = _removals(text, spans.entries, by_place, removing, lines, result)
+    cuts = _removals(text, spans, by_place, removing, lines, result)
     replacements += cuts
     cut_entries = {w.id for w in removing} - {r.id for r in result.refused if r.field is None}
     for want in wanted:
@@ -284,29 +285,40 @@ def _block_list(text: str, span: Span, new: IdentifierSet) -> list[tuple[int, in
 
 def _removals(
     text: str,
-    entries: list[Span],
+    spans: InviteSpans,
     by_place: dict[tuple[int, int], Span],
     removing: list[Wanted],
     lines: Lines,
     result: Rewritten,
 ) -> list[tuple[int, int, str]]:
-    made = []
-    gone = []
+    owned = []
     for want in removing:
         entry = by_place.get((want.line, want.column))
-        cut = None if entry is None or entry.shared else entry_lines(text, entry)
-        if cut is None:
+        own = None if entry is None or entry.shared else entry_lines(text, entry)
+        if own is None:
             reason = SHARED if entry is None or entry.shared else _ODD_LAYOUT
             result.refused.append(Refused(want.line, want.id, None, want.remove, reason))
             continue
-        gone.append(entry)
-        made.append(cut)
+        owned.append(own)
         result.removed.append(Edit(want.line, want.id, "", want.remove, None))
-    if gone and len(gone) == len(entries):
-        # Every entry goes: the list becomes `[]`, the file stays valid.
-        first, last = min(c[0] for c in made), max(c[1] for c in made)
-        colon = text.rfind(":", 0, entries[0].start)
-        return [(colon + 1, first, " []\n"), (first, last, "")]
+    # Entries with only blank lines between them go as one run, cut as one entry is. Cut
+    # one by one, each takes the blank lines on one side of it, and two could take the
+    # same ones (the last two of a list: overlapping cuts, `_apply` makes only the first
+    # and adopt refuses the file) or those on both sides of the pair (two in the middle
+    # with none between them: the entries kept around them joined with no blank line).
+    runs: list[list[int]] = []
+    for start, end in sorted(owned):
+        if runs and not text[runs[-1][1] : start].strip():
+            runs[-1][1] = end
+        else:
+            runs.append([start, end])
+    made = [(*cut_lines(text, start, end), "") for start, end in runs]
+    if owned and len(owned) == len(spans.entries) and spans.list_span is not None:
+        # Every entry goes: the list becomes `[]` after its key (a colon in a comment
+        # above the first entry is not it), the file stays valid; a comment on the key's
+        # line or among the entries (none's own) stays, as does the file's line break.
+        colon = text.index(":", spans.list_span.key_end)
+        return [(colon + 1, colon + 1, " []"), *made]
     return made
 
 

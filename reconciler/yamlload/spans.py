@@ -190,31 +190,36 @@ def line_end(text: str, position: int) -> int:
     return len(text) if found < 0 else found + 1
 
 
-def entry_lines(text: str, entry: Span) -> tuple[int, int, str] | None:
-    """The lines of a block list's entry: its comment lines just above, itself, the blank
-    lines after it (before it, for the last entry)."""
+def entry_lines(text: str, entry: Span) -> tuple[int, int] | None:
+    """The lines of a block list's entry: its comment lines just above, and itself."""
     dash = text.rfind("-", 0, entry.start)
     start = text.rfind("\n", 0, dash) + 1
     if dash < 0 or text[start:dash].strip(" ") or text[dash + 1 : entry.start].strip():
         return None
     indent = text[start:dash]
-    end = line_end(text, entry.end)
     while start > 0:  # its own comments: lines just above, at its indentation
         above = text.rfind("\n", 0, start - 1) + 1
         if not text[above:start].startswith(indent + "#"):
             break
         start = above
+    return (start, line_end(text, entry.end))
+
+
+def cut_lines(text: str, start: int, end: int) -> tuple[int, int]:
+    """What removing the whole lines ``start``..``end`` cuts: them, and the blank lines
+    after them or, when none follow (the list's last entry), those before them; the lines
+    around are then spaced as they were."""
     after = end
     while after < len(text) and _blank(text, after):
         after = line_end(text, after)
     if after > end:
-        return (start, after, "")
+        return (start, after)
     while start > 0:
         above = text.rfind("\n", 0, start - 1) + 1
         if not _blank(text, above):
             break
         start = above
-    return (start, end, "")
+    return (start, end)
 
 
 def _blank(text: str, start: int) -> bool:

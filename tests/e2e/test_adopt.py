@@ -216,6 +216,39 @@ def test_prune_not_pending_removes_the_entries_of_accepted_invites(
     assert "Removed 1 entry in 1 file." in result.stderr
 
 
+@pytest.mark.parametrize("ending", ["\n", "\r\n"], ids=["lf", "crlf"])
+@pytest.mark.parametrize(
+    "gone",
+    [["inv_beta", "inv_gamma"], ["inv_acme", "inv_beta", "inv_gamma"]],
+    ids=["all-but-the-first", "all"],
+)
+def test_prune_removes_the_last_entries_with_blank_lines_between_them(
+    repo: Path, start_sandbox: Callable[..., Sandbox], gone: list[str], ending: str
+) -> None:
+    # Blank lines between the entries, as people write them: the last two went with a
+    # cut each, the two cuts took the same blank lines and adopt refused the file (issue 40).
+    path = repo / "invites" / "emea.yaml"
+    path.write_bytes(FILE.replace("\n", ending).encode("utf-8"))
+    git(repo, "commit", "-q", "--allow-empty", "-am", f"{ending!r} line breaks")
+    status = {"inv_acme": "expired", "inv_beta": "accepted", "inv_gamma": "expired"}
+    server = start_sandbox(server_with(**{i: {"status": status[i]} for i in gone}))
+    result = run_cli("adopt", "--prune-not-pending", cwd=repo, env=sandbox_env(server))
+    assert result.returncode == 0, result.stderr
+    line = {"inv_acme": 5, "inv_beta": 14, "inv_gamma": 22}
+    assert result.stdout.splitlines() == [
+        f"invites/emea.yaml:{line[i]}: {i}: entry removed ({status[i]}, no longer pending)"
+        for i in gone
+    ]
+    assert f"Removed {len(gone)} entries in 1 file." in result.stderr
+    if "inv_acme" in gone:  # its comment above it names a key (`Acme:`): not the list's
+        kept = FILE[: FILE.index("invites:")] + "invites: []\n"
+    else:  # acme, without the blank line that was between it and beta
+        kept = FILE[: FILE.index("\n  - id: inv_beta")]
+    assert path.read_bytes() == kept.replace("\n", ending).encode("utf-8")
+    plan = run_cli("plan", "--detailed-exitcode", cwd=repo, env=sandbox_env(server))
+    assert plan.returncode == 0, plan.stdout + plan.stderr
+
+
 def test_target_adopts_one_invite_and_reads_no_other(
     repo: Path, start_sandbox: Callable[..., Sandbox]
 ) -> None:

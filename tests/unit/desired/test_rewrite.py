@@ -208,6 +208,81 @@ def test_every_entry_removed_leaves_an_empty_list() -> None:
     assert done.text.startswith(COMMENTED.split("invites:")[0] + "invites: []\n")
 
 
+SPACED = """\
+# Our invites.
+invites:
+  - id: inv_x
+    name: X
+
+  # About a.
+  - id: inv_a
+    name: A
+
+  - id: inv_b
+    name: B
+
+
+  # About c.
+  - id: inv_c
+    name: C
+"""
+HEAD = "# Our invites.\ninvites:\n"
+X, B = "  - id: inv_x\n    name: X\n", "  - id: inv_b\n    name: B\n"
+A, C = "  # About a.\n  - id: inv_a\n    name: A\n", "  # About c.\n  - id: inv_c\n    name: C\n"
+# No blank line between a and b, blank lines around them.
+CLOSE = "invites:\n  - id: inv_x\n\n  - id: inv_a\n  - id: inv_b\n\n  - id: inv_c\n"
+XA, AB = "  - id: inv_x\n\n  - id: inv_a\n", "  - id: inv_a\n  - id: inv_b\n\n"
+BC = "  - id: inv_b\n\n  - id: inv_c\n"
+
+
+@pytest.mark.parametrize("ending", ["\n", "\r\n"])
+@pytest.mark.parametrize(
+    ("text", "ids", "expected"),
+    [
+        # The last two, blank lines between them (issue 40): both go, and the blank line
+        # before them, as when the last entry alone goes; asked for in any order.
+        pytest.param(SPACED, ["inv_b", "inv_c"], HEAD + X + "\n" + A, id="last-two"),
+        pytest.param(SPACED, ["inv_c", "inv_b"], HEAD + X + "\n" + A, id="last-two-reversed"),
+        pytest.param(SPACED, ["inv_a", "inv_b", "inv_c"], HEAD + X, id="all-but-the-first"),
+        # Two next to each other in the middle: the blank lines after them go.
+        pytest.param(SPACED, ["inv_a", "inv_b"], HEAD + X + "\n" + C, id="two-in-the-middle"),
+        pytest.param(SPACED, ["inv_x", "inv_a"], HEAD + B + "\n\n" + C, id="the-first-two"),
+        # Apart: each goes as it would alone.
+        pytest.param(SPACED, ["inv_a", "inv_c"], HEAD + X + "\n" + B, id="apart"),
+        pytest.param(SPACED, ["inv_x", "inv_c"], HEAD + A + "\n" + B, id="first-and-last"),
+        pytest.param(SPACED, ["inv_c", "inv_a", "inv_x", "inv_b"], HEAD[:-1] + " []\n", id="all"),
+        # No blank line between the two: the blank lines around them stay one.
+        pytest.param(CLOSE, ["inv_a", "inv_b"], CLOSE.replace(AB, ""), id="close-in-the-middle"),
+        pytest.param(CLOSE, ["inv_b", "inv_c"], CLOSE.replace(BC, ""), id="close-last-two"),
+        pytest.param(CLOSE, ["inv_x", "inv_a"], CLOSE.replace(XA, ""), id="close-first-two"),
+    ],
+)
+def test_entries_removed_next_to_each_other_go_as_one_leaving_the_blank_lines_as_written(
+    text: str, ids: list[str], expected: str, ending: str
+) -> None:
+    text, expected = text.replace("\n", ending), expected.replace("\n", ending)
+    done = rewrite(text, [wanted(text, i, remove="accepted") for i in ids])
+    assert done.text == expected
+    assert sorted(e.id for e in done.removed) == sorted(ids)
+    assert done.refused == []
+    assert read(done.text).keys() == read(text).keys() - set(ids)
+
+
+def test_every_entry_removed_keeps_the_comments_that_are_no_entrys_and_the_key_found() -> None:
+    text = (
+        "invites:   # ours: reviewed weekly\n"
+        "  # Wave 1: the first to go.\n"  # inv_a's own comment, with a colon
+        "  - id: inv_a\n"
+        "\n"
+        "  # Wave 2.\n"  # the comment of no entry (a blank line below it)
+        "\n"
+        "  - id: inv_b\n"
+    )
+    done = rewrite(text, [wanted(text, i, remove="accepted") for i in ("inv_a", "inv_b")])
+    assert done.text == "invites: []   # ours: reviewed weekly\n  # Wave 2.\n"
+    assert read(done.text) == {}
+
+
 def test_an_entry_inside_a_flow_list_is_not_removed() -> None:
     text = "invites: [{id: inv_a}, {id: inv_b}]\n"
     done = rewrite(text, [wanted(text, "inv_a", remove="accepted")])

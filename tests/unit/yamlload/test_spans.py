@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reconciler.yamlload.spans import entry_lines, entry_span, invite_spans
+from reconciler.yamlload.spans import cut_lines, entry_lines, entry_span, invite_spans
 
 TEXT = """\
 invites:
@@ -90,7 +90,7 @@ def lines_of(text: str, number: int) -> str:
     """The lines removing entry ``number`` cuts from ``text``."""
     found = entry_lines(text, invite_spans(text).entries[number])
     assert found is not None
-    start, end, _ = found
+    start, end = cut_lines(text, *found)
     return text[start:end]
 
 
@@ -103,3 +103,11 @@ def test_a_removed_entry_takes_its_own_lines_and_not_the_invites_key_above_it() 
 def test_a_removed_last_entry_leaves_a_last_line_without_a_line_break() -> None:
     text = "invites:\n  - id: a\n  - id: b\n#"  # a one-character comment, no line break
     assert lines_of(text, 1) == "  - id: b\n"
+
+
+def test_an_entrys_own_lines_are_the_comments_just_above_it_and_itself_no_blank_line() -> None:
+    text = "invites:\n  - id: a\n\n  # About b.\n  - id: b\n    name: B\n\n  - id: c\n"
+    found = entry_lines(text, invite_spans(text).entries[1])
+    assert found is not None
+    assert text[found[0] : found[1]] == "  # About b.\n  - id: b\n    name: B\n"
+    assert lines_of(text, 1) == "  # About b.\n  - id: b\n    name: B\n\n"
