@@ -21,11 +21,10 @@ import json
 import os
 import threading
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, NamedTuple, Self
 
-from reconciler.api.client import Receipt
 from reconciler.api.exceptions import ApiError, PreconditionFailed
 from reconciler.apply.audit_path import audit_path_problem
 from reconciler.errors import ReconcilerError
@@ -84,15 +83,6 @@ class NoAuditLog:
     def resend_owed(self, invite_id: str, reason: str) -> None:
         pass
 
-    def audited(
-        self,
-        invite_id: str,
-        operation: str,
-        send: Callable[[], Receipt],
-        fields: WriteFields | None = None,
-    ) -> Receipt:
-        return send()
-
     def close(self) -> None:
         pass
 
@@ -123,23 +113,6 @@ class AuditLog(NoAuditLog):
         self._closed = False
 
     # -- the write-ahead rule ---------------------------------------------------
-
-    def audited(
-        self,
-        invite_id: str,
-        operation: str,
-        send: Callable[[], Receipt],
-        fields: WriteFields | None = None,
-    ) -> Receipt:
-        """Record the attempt, ``send()``, record the outcome; return or re-raise."""
-        attempt = self.attempt(invite_id, operation, fields)
-        try:
-            receipt = send()
-        except ApiError as error:
-            self.outcome(attempt, outcome_of(error), error.status, error.request_id, error.message)
-            raise
-        self.outcome(attempt, "ok", receipt.status, receipt.request_id)
-        return receipt
 
     def attempt(
         self,

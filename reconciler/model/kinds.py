@@ -13,14 +13,13 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
-from typing import Any, NamedTuple, TypeVar
+from typing import NamedTuple, TypeVar
 
 from reconciler.model.values import (
     MAX_MARKS_IN_A_ROW,
     Contact,
     FieldValue,
     IdentifierSet,
-    JsonValue,
     marks_in_a_row,
     nfc,
     too_many_marks,
@@ -126,17 +125,6 @@ class FieldKind(ABC):
     # makes 200,000 so.
     value_type: type[str] | type[Contact] | type[IdentifierSet]
 
-    def from_checked(self, raw: Any) -> FieldValue:
-        """The typed value of one the invite schema has found valid."""
-        return self.value_type(raw)
-
-    def to_json(self, value: FieldValue) -> JsonValue:
-        if isinstance(value, Contact):
-            return dict(value.items())
-        if isinstance(value, IdentifierSet):
-            return list(value)
-        return value
-
     def equal(self, a: FieldValue | None, b: FieldValue | None) -> bool:
         """Equal as the platform means it (``canonical``)."""
         return a == b or canonical(a) == canonical(b)
@@ -145,10 +133,10 @@ class FieldKind(ABC):
         """The part of the server's value ``have`` that the files' value ``want`` manages."""
         return have
 
+    @abstractmethod
     def differs(self, want: FieldValue, have: FieldValue | None) -> bool:
         """Whether a PATCH must carry this field: ``want`` and the part of ``have`` it
         manages are not the same to the platform."""
-        return not self.equal(want, self.managed(want, have))
 
     def patch_value(self, want: FieldValue, have: FieldValue | None) -> FieldValue:
         """What a PATCH of this field sends, the server's value being ``have``."""
