@@ -371,3 +371,77 @@ def test_a_log_that_became_a_link_after_the_check_is_refused_saying_so(tmp_path:
         "the real path"
     )
     assert not target.exists()
+
+
+def test_an_update_after_which_a_re_send_is_due_is_on_disk_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # That an e-mail is owed must survive whatever stops the run next (kill -9, a power
+    # cut): `reconcile resend` finds it there.
+    audit = tmp_path / "audit.jsonl"
+    log = AuditLog(str(audit), CLIENT_ID, "sha256:abc")
+    watch = SyncWatch(monkeypatch, audit)
+    attempt = log.attempt("inv_6p3j9", "update", {"email": {"after": "kyb@sakura.example"}})
+    log.outcome(attempt, "ok", 200, "req-1", resend="due")
+    assert read_records(audit)[-1]["resend"] == "due"
+    assert watch.synced_bytes == audit.stat().st_size
+    log.close()
+
+
+def test_a_re_send_owed_is_on_disk_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    audit = tmp_path / "audit.jsonl"
+    log = AuditLog(str(audit), CLIENT_ID, "sha256:abc")
+    watch = SyncWatch(monkeypatch, audit)
+    log.resend_owed("inv_6p3j9", "not sent: the run is stopping")
+    assert [r["record"] for r in read_records(audit)] == ["resend_owed"]
+    assert watch.synced_bytes == audit.stat().st_size
+    log.close()
+
+
+def test_a_torn_log_on_a_full_disk_is_refused_saying_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The crash that tore the last line was the disk filling up, and it is full still:
+    # the line break that would start our records on their own line cannot be written.
+    audit = tmp_path / "audit.jsonl"
+    audit.write_text(
+        '{"record": "attempt", "attempt_id": "9f2e", "invite_id": "inv_1v', encoding="utf-8"
+    )
+    real_write = os.write
+
+    def write(fd: int, data: Any) -> int:
+        target, log = os.fstat(fd), os.stat(audit)
+        if (target.st_dev, target.st_ino) == (log.st_dev, log.st_ino):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "write", write)
+    with pytest.raises(AuditLogError) as caught:
+        AuditLog(str(audit), CLIENT_ID)
+    assert str(caught.value) == f"{audit}: cannot prepare the audit log: No space left on device"
+
+
+def test_a_record_another_run_appends_as_this_one_opens_the_log_gains_no_blank_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two runs may share one log (O_APPEND keeps their lines whole): the other one's
+    # record lands between this one's look at the log's size and at its last byte.
+    audit = tmp_path / "audit.jsonl"
+    earlier = '{"record": "outcome", "attempt_id": "0c1d", "outcome": "ok"}\n'
+    theirs = '{"record": "attempt", "attempt_id": "7a3b", "invite_id": "inv_2b6n3"}\n'
+    audit.write_text(earlier, encoding="utf-8")
+    real_pread = os.pread
+
+    def pread(fd: int, length: int, offset: int) -> bytes:
+        with audit.open("a", encoding="utf-8") as other:
+            other.write(theirs)
+        return real_pread(fd, length, offset)
+
+    monkeypatch.setattr(os, "pread", pread)
+    log = AuditLog(str(audit), CLIENT_ID)
+    monkeypatch.setattr(os, "pread", real_pread)
+    log.attempt("inv_8f2k1", "update")
+    log.close()
+    lines = audit.read_text(encoding="utf-8").splitlines()
+    assert lines[:2] == [earlier.strip(), theirs.strip()]
+    assert [json.loads(line)["record"] for line in lines[2:]] == ["attempt"]

@@ -345,3 +345,96 @@ def test_an_export_writes_a_contacts_phone_quoted_and_other_sub_fields_as_they_a
     assert written == {"name": "A", "phone": "+15550000000", "title": "CFO"}
     assert isinstance(written, dict)
     assert [type(v).__name__ for v in written.values()] == ["str", "Quoted", "str"]
+
+
+# -- what a plan sends and shows, the server's value beside the files' ----------------------
+
+ZOE_NFC = "Zo\u00eb Ndlovu"  # as typed on most keyboards
+ZOE_NFD = "Zoe\u0308 Ndlovu"  # as some platforms store it back: e and a combining diaeresis
+
+
+def test_a_name_the_server_holds_in_another_normal_form_is_not_sent_again() -> None:
+    name = kind_of("name")
+    assert not name.differs(ZOE_NFC, ZOE_NFD)
+    assert name.differs(ZOE_NFC, "Zoe Ndlovu")
+    assert name.differs(ZOE_NFC, None)
+
+
+def test_a_contact_whose_name_the_server_holds_in_another_normal_form_is_not_sent_again() -> None:
+    contact = kind_of("primaryContact")
+    want = Contact({"name": ZOE_NFC, "email": "zoe@ndlovu-trading.example"})
+    have = Contact(
+        {"name": ZOE_NFD, "email": "zoe@ndlovu-trading.example", "phone": "+27821234567"}
+    )
+    assert not contact.differs(want, have)
+    assert contact.differs(want, Contact({**have, "email": "zoe@ndlovu.example"}))
+
+
+def test_a_contact_set_where_the_server_holds_none_carries_nothing_of_the_servers() -> None:
+    contact = kind_of("primaryContact")
+    want = Contact({"name": "Ana Lúcia Brandão", "email": "ana@brandao-exportadora.example"})
+    assert contact.kept(want, None) == ()
+    held = Contact({"name": "Ana", "email": "ana@brandao-exportadora.example", "fax": "+5511"})
+    assert contact.kept(want, held) == ("fax",)
+
+
+def test_a_contact_with_a_number_or_a_list_for_a_sub_field_is_no_contact_value() -> None:
+    # What a saved plan holds is read back through from_json: such a contact refuses it.
+    contact = kind_of("primaryContact")
+    assert contact.from_json({"name": "Björk Guðmundsdóttir", "phone": 3545511234}) is None
+    assert contact.from_json({"name": "Björk Guðmundsdóttir", "email": ["b@x.example"]}) is None
+    assert contact.from_json({"name": "Björk Guðmundsdóttir", "phone": None}) == Contact(
+        {"name": "Björk Guðmundsdóttir", "phone": None}
+    )
+
+
+def test_a_servers_sub_field_name_is_shown_escaped_and_cut_to_100_characters() -> None:
+    # 64 characters, within the bound on names, each shown as a 6-character escape.
+    said = problem("primaryContact", {"\u202e" * MAX_KEY_CHARS: 5})
+    shown = ("\\u202e" * MAX_KEY_CHARS)[:100]
+    assert said == f"field `{shown}` is a number (5), not a string"
+
+
+def test_an_export_says_how_many_sub_fields_there_are_past_the_five_it_names() -> None:
+    contact = kind_as("primaryContact", ContactKind)
+    six = Contact({"name": "Søren Kierkegaard", **{f"x-{n}": "v" for n in range(6)}})
+    notes: list[str] = []
+    contact.for_file(six, "primaryContact", notes)
+    assert notes == [
+        "`primaryContact` sub-fields `x-0`, `x-1`, `x-2`, `x-3`, `x-4` and 1 more left out: "
+        "a file cannot hold them; unmanaged, they keep their values when the contact is sent"
+    ]
+
+
+def test_a_required_sub_field_a_file_cannot_hold_leaves_the_whole_contact_out() -> None:
+    # A contact without its name or e-mail would not validate: the export leaves the
+    # field out whole; an optional sub-field (the phone) goes alone.
+    contact = kind_of("primaryContact")
+    held = Contact({"name": "Nguyễn Thị Hoa", "email": "hoa@", "phone": "0912 345 678"})
+    assert contact.without(held, "email") is None
+    assert contact.without(held, "name") is None
+    assert contact.without(held, "phone") == Contact({"name": "Nguyễn Thị Hoa", "email": "hoa@"})
+
+
+def test_a_plan_shows_the_files_sub_fields_as_written_and_the_servers_redacted(
+    registered_secret: str,
+) -> None:
+    # What the files say is what apply sends, so it is kept as written even when it
+    # happens to hold the secret; what the server holds is shown redacted.
+    contact = kind_of("primaryContact")
+    before = Contact({"name": "Old", "email": "o@x.example", "title": registered_secret})
+    value = Contact({"name": f"Team {registered_secret}", "email": "o@x.example"})
+    patched = contact.patch_value(value, before)
+    assert contact.server_parts_redacted(patched, before) == Contact(
+        {"name": f"Team {registered_secret}", "email": "o@x.example", "title": "[redacted]"}
+    )
+
+
+def test_a_saved_plan_setting_a_contact_where_the_server_held_none_sends_it_as_planned() -> None:
+    contact = kind_of("primaryContact")
+    planned = Contact({"name": "Ólafur Arnalds", "email": "olafur@arnalds.example"})
+    assert contact.with_server_parts(planned, None, None) == planned
+    held = Contact({"name": "Ólafur", "email": "olafur@arnalds.example", "title": "CEO"})
+    assert contact.with_server_parts(planned, held, held) == Contact(
+        {"name": "Ólafur Arnalds", "email": "olafur@arnalds.example", "title": "CEO"}
+    )
