@@ -348,8 +348,8 @@ class ContactKind(FieldKind):
                     f"characters, more than the {self.max_key_chars} allowed"
                 )
             problem = None if item is None else self.text._problem(item)
-            if problem is not None:
-                return f"field `{redact_and_escape(str(key))[:100]}` {problem}"
+            if problem is not None:  # a name within the bound just checked: shown whole
+                return f"field `{redact_and_escape(str(key))}` {problem}"
         return None
 
     def from_json(self, raw: object) -> Contact | None:
@@ -429,7 +429,7 @@ class ContactKind(FieldKind):
     def server_parts_redacted(self, value: FieldValue, before: FieldValue | None) -> FieldValue:
         """The contact a PATCH sends, its sub-fields holding what the server holds (the
         unmanaged ones kept on PATCH, or equal ones) redacted. The files' own sub-fields
-        (name, email, phone) are too short to hold any secret."""
+        are kept as written, a secret in them too: they are what apply sends."""
         if not isinstance(value, Contact) or not isinstance(before, Contact):
             return value
         return Contact(
