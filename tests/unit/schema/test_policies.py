@@ -3,6 +3,7 @@ and a failure is placed at the field a failing keyword names."""
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import pytest
@@ -400,3 +401,92 @@ def test_a_ref_to_defs_named_by_numbers_is_followed() -> None:
         )
         is None
     )
+
+
+# -- issue 40: what the survivors of today's mutation run showed untested -----------------------
+
+
+def test_text_a_policy_holds_is_read_as_a_pattern_only_under_pattern() -> None:
+    # Neither a title nor a value is a pattern: `***` and `C++` are no RE2, and no matter.
+    schema = {
+        "title": "*** KYB onboarding: no test businesses ***",
+        "properties": {"name": {"not": {"const": "C++ Test GmbH"}}},
+    }
+    policy = _compiled(schema)
+    assert policy.failure({"id": "inv_1", "name": "C++ Test GmbH"}) == ("name",)
+    assert policy.failure({"id": "inv_1", "name": "Société Générale"}) is None
+
+
+def test_a_pattern_of_pattern_properties_re2_cannot_run_is_refused_at_its_place() -> None:
+    # Every sub-field of the contact but its e-mail: a look-ahead, which RE2 has not.
+    contact = {"patternProperties": {"^(?!email$)": {"maxLength": 80}}}
+    assert _refusal({"properties": {"primaryContact": contact}}) == (
+        ("properties", "primaryContact", "patternProperties", "^(?!email$)"),
+        "`pattern` cannot be run in linear time (invalid perl operator: (?!): policies' "
+        "patterns run on RE2, which has no look-around and no back-references",
+    )
+
+
+def test_names_of_properties_and_defs_are_names_not_patterns() -> None:
+    # `c++` is no RE2 pattern, and need not be: only `patternProperties` holds patterns.
+    schema = {
+        "$defs": {"c++": {"required": ["attachments"]}},
+        "if": {"properties": {"groups": {"contains": {"const": "c++"}}}, "required": ["groups"]},
+        "then": {"$ref": "#/$defs/c++"},
+    }
+    policy = _compiled(schema)
+    assert policy.failure({"id": "inv_1", "groups": ["c++"]}) == ()
+    assert policy.failure({"id": "inv_1", "groups": ["c++"], "attachments": ["nda"]}) is None
+
+
+def _contact_rule() -> dict[str, Any]:
+    """18 subschemas, 10 of them a value a keyword holds (each counts one): itself, `type`,
+    `required` and its 2 names, `properties`, and its 4 fields with what they hold."""
+    return {
+        "type": "object",
+        "required": ["email", "phone"],
+        "properties": {
+            "email": {"format": "email", "maxLength": 254},
+            "phone": {"pattern": "^\\+[1-9][0-9]{6,14}$"},
+            "name": {"minLength": 1, "maxLength": 200},
+            "primaryContact": {"required": ["name", "email"]},
+        },
+    }
+
+
+def test_each_value_a_keyword_holds_counts_one_at_the_fan_out_bound() -> None:
+    # 3 + 263 x (1 + 18) = 5,000: itself, `$defs` (counted once), the list, each `$ref`.
+    schema = {"$defs": {"contact": _contact_rule()}, "allOf": [{"$ref": "#/$defs/contact"}] * 263}
+    assert _refusal(schema) is None
+    # A note is a value too: 5,001.
+    described = {**schema, "description": "Every invite names who to call, and how"}
+    assert _refusal(described) == ((), FAN_OUT)
+
+
+def test_a_ref_to_a_def_whose_name_ends_in_a_hash_is_followed_at_the_fan_out_bound() -> None:
+    assert _refusal(_referred("c#", "#/$defs/c#", 260, 19)) is None
+    assert _refusal(_referred("c#", "#/$defs/c#", 144, 34)) == ((), FAN_OUT)
+
+
+def test_refs_that_lead_deeper_than_python_recurses_are_refused_when_compiled() -> None:
+    # 1,505 subschemas only, but each `$ref` a step deeper: sizing them (and jsonschema,
+    # on the first entry with a phone) would recurse past Python's limit.
+    assert sys.getrecursionlimit() < 1_500
+    steps: dict[str, Any] = {f"step{i}": {"$ref": f"#/$defs/step{i + 1}"} for i in range(1_500)}
+    steps["step1500"] = {"pattern": "^\\+44"}
+    schema = {"$defs": steps, "properties": {"phone": {"$ref": "#/$defs/step0"}}}
+    assert _refusal(schema) == ((), FAN_OUT)
+
+
+def test_a_policy_an_entry_passes_does_not_keep_the_next_one_from_judging_it() -> None:
+    rules = [
+        Policy("us-letter", "US invites need an EIN letter", "error", SCHEMAS[0], "r.yaml", 0),
+        Policy("no-free-mail", "use a company address", "warning", SCHEMAS[1], "r.yaml", 1),
+    ]
+    policies = Policies(tuple(compile_policy(rule) for rule in rules))
+    entry = {"id": "inv_bjork", "name": "Björk Ísfeld ehf.", "email": "bjork@gmail.com"}
+    assert policies.check(entry, "invites/is.yaml", {("email",): (3, 12)}.__getitem__) == [
+        FileProblem(
+            "invites/is.yaml", 3, 12, "policy no-free-mail: use a company address", "warning"
+        )
+    ]
