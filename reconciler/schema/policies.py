@@ -222,8 +222,12 @@ def _refuse_fan_out(schema: Any) -> None:
 
     try:
         expanded = size(schema)
-    except RecursionError:
-        expanded = MAX_EXPANDED + 1
+    except RecursionError:  # jsonschema would fail so too, on the first entry reaching it
+        raise PolicyError(
+            (),
+            "its `$ref`s lead one to the next too deeply to be followed (hundreds in a "
+            "chain); reach the rule in fewer steps",
+        ) from None
     if expanded > MAX_EXPANDED:
         raise PolicyError(
             (),

@@ -154,6 +154,23 @@ NOT_ALLOWED = "is not allowed in a policy: a `$ref` names a place in it (`#/$def
                 ({"const": None}, "#/$defs/code/const", "null"),
             ]
         ),
+        # Not JSON Schema: the config file's own schema refuses it first, and compiling
+        # on its own does too, at its place.
+        (
+            {"properties": {"email": {"type": "text"}}},
+            (
+                ("properties", "email", "type"),
+                "not valid JSON Schema (draft 2020-12): 'text' is not valid under any of the "
+                "given schemas",
+            ),
+        ),
+        (
+            {"properties": {"groups": {"minItems": -1}}},
+            (
+                ("properties", "groups", "minItems"),
+                "not valid JSON Schema (draft 2020-12): -1 is less than the minimum of 0",
+            ),
+        ),
         # A boolean is a schema.
         ({"$defs": {"no": False}, "properties": {"fax": {"$ref": "#/$defs/no"}}}, None),
         # Values, not schemas: what they hold is never a reference.
@@ -475,7 +492,11 @@ def test_refs_that_lead_deeper_than_python_recurses_are_refused_when_compiled() 
     steps: dict[str, Any] = {f"step{i}": {"$ref": f"#/$defs/step{i + 1}"} for i in range(1_500)}
     steps["step1500"] = {"pattern": "^\\+44"}
     schema = {"$defs": steps, "properties": {"phone": {"$ref": "#/$defs/step0"}}}
-    assert _refusal(schema) == ((), FAN_OUT)
+    assert _refusal(schema) == (
+        (),
+        "its `$ref`s lead one to the next too deeply to be followed (hundreds in a chain); "
+        "reach the rule in fewer steps",
+    )
 
 
 def test_a_policy_an_entry_passes_does_not_keep_the_next_one_from_judging_it() -> None:
