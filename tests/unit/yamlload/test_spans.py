@@ -111,3 +111,42 @@ def test_an_entrys_own_lines_are_the_comments_just_above_it_and_itself_no_blank_
     assert found is not None
     assert text[found[0] : found[1]] == "  # About b.\n  - id: b\n    name: B\n"
     assert lines_of(text, 1) == "  # About b.\n  - id: b\n    name: B\n\n"
+
+
+def test_a_removed_last_entry_on_the_files_last_line_without_a_line_break_goes_whole() -> None:
+    # An editor that writes no line break at the end of the file: the last entry's
+    # lines run to the text's end, and removing it cuts them all.
+    text = "invites:\n  - id: inv_a\n    name: Acme\n  - id: inv_b\n    name: Müller & Söhne GmbH"
+    found = entry_lines(text, invite_spans(text).entries[1])
+    assert found == (text.index("  - id: inv_b"), len(text))
+    assert lines_of(text, 1) == "  - id: inv_b\n    name: Müller & Söhne GmbH"
+
+
+def test_an_entry_of_a_flow_list_below_a_divider_of_dashes_has_no_lines_of_its_own() -> None:
+    # adopt removes only a block list's entries by their lines; one of a flow list is
+    # left for the author ("a layout adopt does not edit"), even when the last dash
+    # before it, ending a comment, is followed by nothing but the line break.
+    text = (
+        "invites: [\n"
+        "  {id: inv_a, name: Acme},\n"
+        "  # --- EMEA ---\n"
+        "  {id: inv_b, name: Zürich AG},\n"
+        "]\n"
+    )
+    first, second = invite_spans(text).entries
+    assert entry_lines(text, second) is None
+    assert entry_lines(text, first) is None
+
+
+def test_an_entry_whose_line_begins_with_a_lone_carriage_return_has_no_lines_of_its_own() -> None:
+    # YAML reads a lone CR as a line break, these lines are split at LF: an entry
+    # whose line (as split here) starts with one is left for the author to remove,
+    # not cut by lines counted two ways. A CR before LF (CRLF) is only a line's end.
+    text = "invites:\n  - id: inv_a\n\r  - id: inv_b\n    name: Ørsted A/S\n"
+    assert entry_lines(text, invite_spans(text).entries[1]) is None
+    crlf = "invites:\r\n  - id: inv_a\r\n\r\n  - id: inv_b\r\n    name: Ørsted A/S\r\n"
+    found = entry_lines(crlf, invite_spans(crlf).entries[1])
+    assert (
+        found is not None
+        and crlf[found[0] : found[1]] == "  - id: inv_b\r\n    name: Ørsted A/S\r\n"
+    )
