@@ -768,3 +768,29 @@ def test_editing_one_entry_of_a_large_file_with_its_list_at_column_0_reads_only_
         done = rewrite(text, [want], places)
         assert done.text == text.replace(f"name: {old}\n", "name: Société Générale\n", 1)
         assert len(events) < 40, (n, len(events))
+
+
+@pytest.mark.parametrize("between", ["", "\n"])
+def test_items_added_at_an_entrys_end_and_the_next_entry_removed_are_both_done(
+    between: str,
+) -> None:
+    # adopt --prune-not-pending: inv_a gains an attachment, inv_b, accepted, goes; the new
+    # item's line goes where inv_b's lines began.
+    text = (
+        "invites:\n"
+        "  - id: inv_a\n"
+        "    name: Müller GmbH\n"
+        "    attachments:\n"
+        "      - proof-of-address\n" + between + "  - id: inv_b\n"
+        "    name: Beta\n"
+    )
+    new = ["proof-of-address", "ubo-declaration"]
+    done = rewrite(
+        text,
+        [wanted(text, "inv_a", attachments=new), wanted(text, "inv_b", remove="accepted")],
+    )
+    assert done.text == text.split("  - id: inv_b")[0].removesuffix(between) + (
+        "      - ubo-declaration\n"
+    )
+    assert read(done.text) == {"inv_a": {"name": "Müller GmbH", "attachments": new}}
+    assert [(e.line, e.id) for e in done.removed] == [(6 + len(between), "inv_b")]
