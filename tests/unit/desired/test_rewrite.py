@@ -571,3 +571,226 @@ def test_an_entry_under_an_anchor_is_kept_as_shared_and_the_others_are_still_rem
         (2, "inv_a", None, "accepted", SHARED)
     ]
     assert [(e.line, e.id, e.old) for e in done.removed] == [(5, "inv_b", "expired")]
+
+
+# -- issue 40: what each refusal leaves alone, sub-fields, list items added -----------------------
+
+
+def test_a_field_edited_before_a_contact_is_written_with_the_contacts_edit() -> None:
+    text = (
+        "invites:\n"
+        "  - id: inv_a\n"
+        "    name: Müller Bau GmbH\n"
+        "    primaryContact:\n"
+        "      name: Jürgen Müller\n"
+        "      email: j.mueller@mueller-bau.example\n"
+    )
+    contact = {"name": "Jürgen Müller", "email": "einkauf@mueller-bau.example"}
+    done = rewrite(
+        text, [wanted(text, "inv_a", name="Müller Bau GmbH & Co. KG", primaryContact=contact)]
+    )
+    assert done.text == text.replace("Bau GmbH\n", "Bau GmbH & Co. KG\n").replace(
+        "j.mueller@", "einkauf@"
+    )
+    assert [(e.line, e.field) for e in done.edits] == [(3, "name"), (6, "primaryContact.email")]
+
+
+REFUSED_FIRST = [
+    # The platform holds no phone.
+    ("    phone: '+49 30 1234567'\n", "phone", None, NO_VALUE),
+    # The name is an anchor another entry's alias reads.
+    ("    name: &legal Müller Bau GmbH\n", "name", "Müller Bau SE", SHARED),
+    # A set written as one value.
+    ("    groups: dach\n", "groups", ["dach", "emea"], ODD_LAYOUT),
+]
+
+
+@pytest.mark.parametrize(("line", "name", "new", "reason"), REFUSED_FIRST)
+def test_a_field_refused_keeps_no_field_after_it_from_being_edited(
+    line: str, name: str, new: Any, reason: str
+) -> None:
+    text = (
+        "invites:\n"
+        "  - id: inv_a\n" + line + "    email: einkauf@mueller-bau.example\n"
+        "  - id: inv_b\n"
+        "    name: Beta\n"
+    )
+    if reason == SHARED:
+        text = text.replace("name: Beta", "name: *legal")
+    written: dict[str, FieldValue] = {"email": "einkauf@mueller-bau.example"}
+    platform = held({name: new, "email": "zentrale@mueller-bau.example"})
+    done = rewrite(text, [Wanted("inv_a", 2, 5, platform, written)])
+    assert done.text == text.replace("einkauf@", "zentrale@")
+    assert [(r.line, r.field, r.reason) for r in done.refused] == [(3, name, reason)]
+    assert [(e.line, e.field, e.new) for e in done.edits] == [
+        (4, "email", "zentrale@mueller-bau.example")
+    ]
+
+
+def test_a_contact_the_platform_no_longer_holds_is_refused_sub_field_by_sub_field() -> None:
+    text = (
+        "invites:\n"
+        "  - id: inv_a\n"
+        "    primaryContact:\n"
+        "      name: Zoë Ådahl\n"
+        "      email: zoe@ådahl.example\n"
+    )
+    done = rewrite(text, [wanted(text, "inv_a", primaryContact=None)])
+    assert done.text == text
+    assert [(r.line, r.field, r.new, r.reason) for r in done.refused] == [
+        (4, "primaryContact.name", None, NO_VALUE),
+        (5, "primaryContact.email", None, NO_VALUE),
+    ]
+    assert done.edits == []
+
+
+def test_a_contacts_sub_fields_after_one_unchanged_are_still_edited() -> None:
+    text = (
+        "invites:\n"
+        "  - id: inv_a\n"
+        "    primaryContact:\n"
+        "      name: Zoë Ådahl\n"
+        "      email: zoe@old.example\n"
+        "      phone: '+46 8 123 456'\n"
+    )
+    contact = {"name": "Zoë Ådahl", "email": "zoe@new.example", "phone": "+46 8 654 321"}
+    done = rewrite(text, [wanted(text, "inv_a", primaryContact=contact)])
+    assert done.text == text.replace("old.example", "new.example").replace("123 456", "654 321")
+    assert [(e.line, e.field) for e in done.edits] == [
+        (5, "primaryContact.email"),
+        (6, "primaryContact.phone"),
+    ]
+
+
+def test_a_sub_field_under_an_anchor_of_its_own_is_refused_as_shared() -> None:
+    # The team's address is written once and read by another entry through an alias.
+    text = (
+        "invites:\n"
+        "  - id: inv_a\n"
+        "    primaryContact:\n"
+        "      name: Jane Doe\n"
+        "      email: &ops ops@acme.example\n"
+        "  - id: inv_b\n"
+        "    email: *ops\n"
+    )
+    contact = {"name": "Jane Doe", "email": "jane@acme.example"}
+    done = rewrite(text, [wanted(text, "inv_a", primaryContact=contact)])
+    assert done.text == text
+    assert [(r.line, r.field, r.new, r.reason) for r in done.refused] == [
+        (5, "primaryContact.email", "jane@acme.example", SHARED)
+    ]
+
+
+def test_a_list_with_an_item_under_an_anchor_is_left_to_the_author() -> None:
+    text = (
+        "invites:\n"
+        "  - id: inv_a\n"
+        "    groups: [&region dach, emea]\n"
+        "  - id: inv_b\n"
+        "    groups: [*region]\n"
+    )
+    done = rewrite(text, [wanted(text, "inv_a", groups=["dach", "emea", "apac"])])
+    assert done.text == text  # the anchor kept: inv_b still reads dach
+    assert [(r.line, r.field, r.reason) for r in done.refused] == [(3, "groups", ODD_LAYOUT)]
+
+
+def test_a_flow_list_gains_an_item_with_a_comma_quoted_as_one_item() -> None:
+    text = "invites:\n  - id: inv_a\n    groups: [emea, dach]\n"
+    done = rewrite(text, [wanted(text, "inv_a", groups=["emea", "dach", "Zürich, Süd"])])
+    assert done.text == text.replace("dach]", 'dach, "Zürich, Süd"]')
+    assert read(done.text)["inv_a"]["groups"] == ["emea", "dach", "Zürich, Süd"]
+
+
+def test_a_block_list_gains_several_items_each_on_its_line_plain_as_block_yaml_allows() -> None:
+    text = (
+        "invites:\n"
+        "  - id: inv_a\n"
+        "    attachments:\n"
+        "      - proof-of-address\n"
+        "    name: Müller GmbH\n"
+    )
+    new = ["proof-of-address", "letter, signed", "ubo-declaration"]
+    done = rewrite(text, [wanted(text, "inv_a", attachments=new)])
+    assert done.text == text.replace(
+        "proof-of-address\n", "proof-of-address\n      - letter, signed\n      - ubo-declaration\n"
+    )
+    assert read(done.text)["inv_a"]["attachments"] == new
+
+
+def test_a_block_list_ending_a_file_with_no_last_line_break_gains_items_without_one() -> None:
+    text = "invites:\n  - id: inv_a\n    attachments:\n      - proof-of-address"
+    new = ["proof-of-address", "ubo-declaration", "vat-registration"]
+    done = rewrite(text, [wanted(text, "inv_a", attachments=new)])
+    assert done.text == text + "\n      - ubo-declaration\n      - vat-registration"
+    assert read(done.text)["inv_a"]["attachments"] == new
+
+
+def test_a_folded_block_scalar_replaced_keeps_the_line_break_before_the_next_field() -> None:
+    text = (
+        "invites:\n"
+        "  - id: inv_a\n"
+        "    name: >\n"
+        "      Müller Bau\n"
+        "      GmbH\n"
+        "    email: einkauf@mueller-bau.example\n"
+    )
+    done = rewrite(text, [wanted(text, "inv_a", name="Müller Bau SE")])
+    assert done.text == text.replace(">\n      Müller Bau\n      GmbH\n", '"Müller Bau SE"\n')
+    assert read(done.text)["inv_a"] == {
+        "name": "Müller Bau SE",
+        "email": "einkauf@mueller-bau.example",
+    }
+
+
+def test_editing_one_entry_of_a_large_file_with_its_list_at_column_0_reads_only_its_lines(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The list written as many do by hand: its dashes at the key's column.
+    text = "invites:\n" + "".join(
+        f"- id: inv_{n:04}\n  name: Société {n} SàRL\n  groups: [emea, dach]\n" for n in range(2000)
+    )
+    places = [(2 + 3 * n, 3) for n in range(2000)]
+    events: list[object] = []
+    parser: Any = spans._Parser
+
+    class Counted(parser):
+        def get_event(self) -> Any:
+            events.append(None)
+            return super().get_event()
+
+    monkeypatch.setattr(spans, "_Parser", Counted)
+    for n in (0, 1000):
+        events.clear()
+        old = f"Société {n} SàRL"
+        want = Wanted(
+            f"inv_{n:04}", 2 + 3 * n, 3, held({"name": "Société Générale"}), {"name": old}
+        )
+        done = rewrite(text, [want], places)
+        assert done.text == text.replace(f"name: {old}\n", "name: Société Générale\n", 1)
+        assert len(events) < 40, (n, len(events))
+
+
+@pytest.mark.parametrize("between", ["", "\n"])
+def test_items_added_at_an_entrys_end_and_the_next_entry_removed_are_both_done(
+    between: str,
+) -> None:
+    # adopt --prune-not-pending: inv_a gains an attachment, inv_b, accepted, goes; the new
+    # item's line goes where inv_b's lines began.
+    text = (
+        "invites:\n"
+        "  - id: inv_a\n"
+        "    name: Müller GmbH\n"
+        "    attachments:\n"
+        "      - proof-of-address\n" + between + "  - id: inv_b\n"
+        "    name: Beta\n"
+    )
+    new = ["proof-of-address", "ubo-declaration"]
+    done = rewrite(
+        text,
+        [wanted(text, "inv_a", attachments=new), wanted(text, "inv_b", remove="accepted")],
+    )
+    assert done.text == text.split("  - id: inv_b")[0].removesuffix(between) + (
+        "      - ubo-declaration\n"
+    )
+    assert read(done.text) == {"inv_a": {"name": "Müller GmbH", "attachments": new}}
+    assert [(e.line, e.id) for e in done.removed] == [(6 + len(between), "inv_b")]
