@@ -80,8 +80,9 @@ def summary_markdown(files: list[tuple[str, Rewritten]], held: list[Held], ref: 
         for r in rewritten.removed
     ]
     refused = [
-        f"- {_code(r.id)} {_code(r.field or 'entry')} ({_code(path)}:{r.line}): not edited, "
-        "shared through a YAML anchor or alias: edit it by hand"
+        f"- {_code(r.id)} {_code(r.field or 'entry')} ({_code(path)}:{r.line}): "
+        + ("not removed" if r.field is None else f"not edited to {_value(r.new)}")
+        + f": {r.reason}"  # the reason is ours (rewrite's), never a file's or a server's
         for path, rewritten in files
         for r in rewritten.refused
     ]

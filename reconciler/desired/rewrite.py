@@ -11,6 +11,7 @@ returned as refused, for the author to change by hand.
 from __future__ import annotations
 
 import bisect
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -70,6 +71,8 @@ class Rewritten:
 SHARED = "it comes through an anchor, alias or merge (editing it would change other places)"
 NO_VALUE = "the platform holds no value for it; delete it from the file to stop managing it"
 _ODD_LAYOUT = "it is written in a layout adopt does not edit"
+# Line breaks to YAML besides the line feed (and a CR before it): `line_end` knows only LF.
+_OTHER_BREAK = re.compile("\r(?!\n)|[\x85\u2028\u2029]")
 
 
 def rewrite(
@@ -257,6 +260,10 @@ def _block_list(text: str, span: Span, new: IdentifierSet) -> list[tuple[int, in
         indent = indent if indent is not None else text[start:dash]
         if id(item) not in kept:
             end = line_end(text, item.end)
+            if _OTHER_BREAK.search(text, item.end, end):
+                # YAML ends the line there (a lone CR, NEL, LS, PS) and what follows is a
+                # line of its own, a comment perhaps: cut to the line feed, it would go.
+                return None
             # The item's line goes; a comment on it stays, on a line of its own.
             comment = text[item.end : end].lstrip(" \t")
             kept_comment = text[start:dash] + comment if comment.startswith("#") else ""

@@ -794,3 +794,21 @@ def test_items_added_at_an_entrys_end_and_the_next_entry_removed_are_both_done(
     )
     assert read(done.text) == {"inv_a": {"name": "Müller GmbH", "attachments": new}}
     assert [(e.line, e.id) for e in done.removed] == [(6 + len(between), "inv_b")]
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"], ids=["lf", "crlf"])
+@pytest.mark.parametrize("brk", ["\r", "\x85", "\u2028"], ids=["cr", "nel", "ls"])
+def test_a_block_item_whose_line_yaml_breaks_before_a_comment_is_left_for_the_author(
+    newline: str, brk: str
+) -> None:
+    # YAML ends the item's line at the lone CR (NEL, LS): the comment after it is a line of
+    # its own, which removing the item up to the line feed would take with it.
+    nl = newline
+    text = (
+        f"invites:{nl}  - id: inv_a{nl}    groups:{nl}"
+        f"      - emea   {brk}  # Zürich office{nl}      - dach{nl}"
+    )
+    done = rewrite(text, [wanted(text, "inv_a", groups=["dach"])])
+    assert done.text == text
+    assert [(r.id, r.field, r.reason) for r in done.refused] == [("inv_a", "groups", ODD_LAYOUT)]
+    assert done.edits == []
