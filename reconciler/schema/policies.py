@@ -25,7 +25,14 @@ from typing import TYPE_CHECKING, Any, Literal
 from reconciler.errors import ConfigError, FileProblem
 from reconciler.safetext import escape
 from reconciler.schema.policy_quick import MISSING, frozen, looked_at, quick_check
-from reconciler.schema.re2pattern import re2_compiled, re2_refusal
+from reconciler.schema.policy_refs import (
+    SCHEMAS_BY_NAME,
+    TOO_DEEP,
+    VALUE_KEYWORDS,
+    ref_problem,
+    subschemas,
+)
+from reconciler.schema.re2pattern import re2_keywords, re2_refusal
 
 if TYPE_CHECKING:
     from jsonschema import ValidationError
@@ -61,6 +68,21 @@ class PolicyError(Exception):
 def refused_parts(schema: Any) -> Iterator[tuple[tuple[Any, ...], str]]:
     """Each part of ``schema`` that may not be in a policy (read before jsonschema is asked)."""
     yield from _refused(schema, ())
+    used = {
+        key: path
+        for path, node in subschemas(schema)
+        if isinstance(node, dict)
+        for key in ("patternProperties", "unevaluatedProperties")
+        if key in node
+    }
+    if len(used) == 2:
+        # jsonschema finds what `unevaluatedProperties` leaves with `re`, patterns and all.
+        yield (
+            (*used["unevaluatedProperties"], "unevaluatedProperties"),
+            "`unevaluatedProperties` cannot be used with `patternProperties` in a policy "
+            "(their patterns would run on Python's re, not RE2); name the fields in "
+            "`properties`, or use `additionalProperties`",
+        )
 
 
 def _refused(node: Any, path: tuple[Any, ...]) -> Iterator[tuple[tuple[Any, ...], str]]:
@@ -93,26 +115,24 @@ def _refused(node: Any, path: tuple[Any, ...]) -> Iterator[tuple[tuple[Any, ...]
             if why:
                 yield here, why
         elif key == "patternProperties" and isinstance(value, dict):
-            # Run by jsonschema on `re`, over an entry's few known field names: bounded;
-            # held to RE2's syntax all the same, so a policy's patterns are of one kind.
-            for pattern in value:
+            for pattern in value:  # run on RE2 as `pattern` is (re2_keywords)
                 why = re2_refusal(str(pattern))
                 if why:
                     yield (*here, pattern), why
-        if key not in ("const", "enum", "default", "examples"):  # values, not schemas
+        if key in SCHEMAS_BY_NAME and isinstance(value, dict):
+            # Names, not keywords: a schema in `$defs` named `const` is a schema.
+            for name, sub in value.items():
+                yield from _refused(sub, (*here, name))
+        elif key not in VALUE_KEYWORDS:  # values, not schemas
             yield from _refused(value, here)
 
 
 @cache
 def _validator_class() -> Any:
-    """Draft 2020-12 with `pattern` on RE2."""
-    from jsonschema import Draft202012Validator, ValidationError, validators
+    """Draft 2020-12 with every pattern on RE2."""
+    from jsonschema import Draft202012Validator, validators
 
-    def pattern(validator: Any, value: str, instance: Any, schema: Any) -> Iterator[Any]:
-        if validator.is_type(instance, "string") and not re2_compiled(value).search(instance):
-            yield ValidationError(f"{instance!r} does not match {value!r}")
-
-    return validators.extend(Draft202012Validator, validators={"pattern": pattern})
+    return validators.extend(Draft202012Validator, validators=re2_keywords())
 
 
 def _no_retrieval(uri: str) -> Any:
@@ -127,6 +147,7 @@ def compile_policy(policy: Policy) -> CompiledPolicy:
         raise PolicyError(path, reason)
     from jsonschema.exceptions import SchemaError
     from referencing import Registry
+    from referencing.jsonschema import DRAFT202012
 
     from reconciler.schema.check import format_checker, quiet_regex_warnings
 
@@ -137,136 +158,22 @@ def compile_policy(policy: Policy) -> CompiledPolicy:
     except SchemaError as error:
         raise PolicyError(tuple(error.path), _schema_error(error)) from None
     registry: Registry[Any] = Registry(retrieve=_no_retrieval)  # type: ignore[call-arg]
-    _refuse_dangling_refs(policy.schema, registry)
-    _refuse_fan_out(policy.schema)
+    resolver = registry.with_resource("", DRAFT202012.create_resource(policy.schema)).resolver()
+    problem = ref_problem(policy.schema, resolver.lookup)
+    if problem is not None:
+        raise PolicyError(*problem)
     validator = kind(policy.schema, format_checker=format_checker(), registry=registry)
-    try:  # a loop that any entry would run into is refused here, at its place
+    try:  # what the checks above could not bound, met by any entry: refused here
         validator.is_valid({"id": "inv_probe"})
     except RecursionError:
-        raise PolicyError((), _LOOP) from None
+        raise PolicyError((), TOO_DEEP) from None
     return CompiledPolicy(policy, validator)
 
 
-_LOOP = (
-    "its `$ref`s lead back to themselves without end; a `$ref` may only come back after "
-    "a step into the entry (`properties`, `items`)"
-)
-
-
-def _refuse_dangling_refs(schema: Any, registry: Any) -> None:
-    """A PolicyError at the first `$ref` that points at nothing in the policy."""
-    from referencing.exceptions import Unresolvable
-    from referencing.jsonschema import DRAFT202012
-
-    resource = DRAFT202012.create_resource(schema)
-    resolver = registry.with_resource("", resource).resolver()
-    for path, ref in _refs(schema, ()):
-        try:
-            contents = resolver.lookup(ref).contents
-        except (Unresolvable, LookupError, TypeError, ValueError):
-            # `referencing` also steps through values (a `pattern`'s text, a boolean), and
-            # a step it cannot take there fails with an error of Python's, not its own.
-            raise PolicyError(path, "`$ref` points at nothing in the policy") from None
-        if not isinstance(contents, dict | bool):  # jsonschema would fail on each entry
-            raise PolicyError(
-                path,
-                f"`$ref` points at {_value_kind(contents)} in the policy, not at a schema "
-                "(an object, or true or false)",
-            )
-
-
-def _value_kind(value: Any) -> str:
-    if isinstance(value, str):
-        return "text"
-    if isinstance(value, list):
-        return "a list"
-    return "null" if value is None else "a number"
-
-
-# Subschemas a policy may expand to, each `$ref` counting what it points at each time it
-# is met: `$defs` whose each entry refers twice to the next (`allOf: [{$ref: b}, {$ref:
-# b}]`) double the work at every step, so 22 of them (130 values written) kept jsonschema
-# busy for minutes on one entry, and `validate`, `plan` and `apply` with it.
-MAX_EXPANDED = 5_000
-
-
-def _refuse_fan_out(schema: Any) -> None:
-    """A PolicyError when ``schema``, its `$ref`s followed, is larger than MAX_EXPANDED."""
-    sizes: dict[int, int] = {}  # by id(): each subschema is sized once
-    open_: set[int] = set()  # those being sized: a `$ref` back to one is a loop
-
-    def size(node: Any) -> int:
-        if isinstance(node, list):
-            return 1 + sum(size(item) for item in node)
-        if not isinstance(node, dict):
-            return 1
-        key = id(node)
-        if key in sizes:
-            return sizes[key]
-        if key in open_:
-            return 1  # a loop: each round steps into the entry, whose depth bounds it
-        open_.add(key)
-        total = 1
-        for name, value in node.items():
-            if name in ("const", "enum", "default", "examples", "$defs"):
-                total += 1  # values, or schemas counted where a `$ref` uses them
-            elif name == "$ref" and isinstance(value, str):
-                total += size(_pointed(schema, value))
-            else:
-                total += size(value)
-            if total > MAX_EXPANDED:
-                break
-        open_.discard(key)
-        sizes[key] = total
-        return total
-
-    try:
-        expanded = size(schema)
-    except RecursionError:  # jsonschema would fail so too, on the first entry reaching it
-        raise PolicyError(
-            (),
-            "its `$ref`s lead one to the next too deeply to be followed (hundreds in a "
-            "chain); reach the rule in fewer steps",
-        ) from None
-    if expanded > MAX_EXPANDED:
-        raise PolicyError(
-            (),
-            f"its `$ref`s expand it to more than {MAX_EXPANDED:,} subschemas (each "
-            "`$ref` counts the schema it points at, every time it is met); a policy that "
-            "large would take minutes on each invite",
-        )
-
-
-def _pointed(schema: Any, ref: str) -> Any:
-    """The part of ``schema`` a local `$ref` (`#/...`, checked to resolve) points at."""
-    from urllib.parse import unquote
-
-    node = schema
-    for token in unquote(ref.removeprefix("#")).split("/")[1:]:
-        token = token.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, list) and token.isdigit() and int(token) < len(node):
-            node = node[int(token)]
-        elif isinstance(node, dict) and token in node:
-            node = node[token]
-        else:
-            return None
-    return node
-
-
-def _refs(node: Any, path: tuple[Any, ...]) -> Iterator[tuple[tuple[Any, ...], str]]:
-    if isinstance(node, list):
-        for index, item in enumerate(node):
-            yield from _refs(item, (*path, index))
-    elif isinstance(node, dict):
-        for key, value in node.items():
-            if key == "$ref" and isinstance(value, str):
-                yield (*path, key), value
-            elif key not in ("const", "enum", "default", "examples"):
-                yield from _refs(value, (*path, key))
-
-
 class PolicyLoop(ConfigError):
-    """A policy whose `$ref`s lead back to themselves without reading any deeper."""
+    """A policy jsonschema cannot follow to its end on an entry (past Python's stack): the
+    checks when it is compiled (no `$ref` loop, short chains, bounded nesting) keep any
+    known one out; the run stops with the policy named should another get through."""
 
 
 def _schema_error(error: Any) -> str:
@@ -312,7 +219,7 @@ class CompiledPolicy:
             rule = self.policy
             raise PolicyLoop(
                 f"{escape(rule.source)}: policy {escape(rule.name)} (item {rule.index + 1} of "
-                f"`policies`): {_LOOP}"
+                f"`policies`): {TOO_DEEP}"
             ) from None
         return _about(errors)
 

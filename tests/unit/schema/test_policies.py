@@ -3,7 +3,6 @@ and a failure is placed at the field a failing keyword names."""
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import pytest
@@ -11,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from reconciler.errors import FileProblem
-from reconciler.schema.policies import Policies, Policy, PolicyError, PolicyLoop, compile_policy
+from reconciler.schema.policies import Policies, Policy, PolicyError, compile_policy
 from reconciler.schema.policy_quick import looked_at, quick_check
 
 SCHEMAS: list[Any] = [
@@ -77,12 +76,11 @@ def test_a_failure_is_placed_at_the_field_the_failing_keyword_names() -> None:
     assert email.failure({"id": "i", "email": "j@gmail.com"}) == ("email",)
 
 
-def test_a_loop_only_some_entries_reach_is_a_configuration_error_naming_the_policy() -> None:
+def test_a_loop_only_some_entries_reach_is_refused_when_compiled_at_its_ref() -> None:
+    # It used to compile (the probe entry has no phone) and stop the run at the first
+    # entry with one: refused before any entry is judged.
     schema = {"if": {"required": ["phone"]}, "then": {"$ref": "#"}}
-    policy = _compiled(schema)  # the probe entry has no phone: compiled
-    assert policy.failure({"id": "i"}) is None
-    with pytest.raises(PolicyLoop, match=r"reconciler.yaml: policy p \(item 1 of `policies`\)"):
-        policy.failure({"id": "i", "phone": "+4412345678"})
+    assert _refusal(schema) == (("then", "$ref"), LOOP)
 
 
 # -- what compiling refuses --------------------------------------------------------------
@@ -142,8 +140,8 @@ NOT_ALLOWED = "is not allowed in a policy: a `$ref` names a place in it (`#/$def
                 {"$defs": {"code": code}, "properties": {"name": {"$ref": ref}}},
                 (
                     ("properties", "name", "$ref"),
-                    f"`$ref` points at {what} in the policy, not at a schema (an object, or "
-                    "true or false)",
+                    f"`$ref` points at {what} in the policy, not at a schema (one that "
+                    "`$defs`, `properties`, `allOf` or another keyword of schemas holds)",
                 ),
             )
             for code, ref, what in [
@@ -201,6 +199,14 @@ def _referred(name: str, pointer: str, count: int, times: int) -> dict[str, Any]
     return {"$defs": {name: _all_of(count)}, "allOf": [{"$ref": pointer}] * times}
 
 
+LOOP = (
+    "`$ref` leads back into a schema it stands in (a loop); an invite entry nests three "
+    "levels at most: write each level out"
+)
+CHAIN = (
+    "`$ref`s lead one to the next more than 32 times to here; point at the schema meant, "
+    "not at another `$ref`"
+)
 FAN_OUT = (
     "its `$ref`s expand it to more than 5,000 subschemas (each `$ref` counts the schema it "
     "points at, every time it is met); a policy that large would take minutes on each invite"
@@ -355,11 +361,7 @@ def test_a_pattern_re2_cannot_run_is_refused_at_its_place() -> None:
 
 def test_a_loop_the_entries_ids_lead_into_is_refused_when_compiled() -> None:
     schema = {"if": {"required": ["id"], "properties": {"id": {"pattern": "^inv_"}}}}
-    assert _refusal({**schema, "then": {"$ref": "#"}}) == (
-        (),
-        "its `$ref`s lead back to themselves without end; a `$ref` may only come back "
-        "after a step into the entry (`properties`, `items`)",
-    )
+    assert _refusal({**schema, "then": {"$ref": "#"}}) == (("then", "$ref"), LOOP)
 
 
 def test_a_policys_formats_are_checked() -> None:
@@ -372,8 +374,7 @@ def test_a_policys_formats_are_checked() -> None:
 
 
 def _looped(count: int) -> dict[str, Any]:
-    """9 + count: a `$ref` back to the subschema it stands in counts 1 (a loop), its
-    subschema 5 + count, the rest 4."""
+    """A contact whose name refers back to the contact, and ``count`` empty schemas."""
     node = {"properties": {"name": {"$ref": "#/$defs/contact"}}, "allOf": [{}] * count}
     return {
         "$defs": {"contact": node},
@@ -381,9 +382,12 @@ def _looped(count: int) -> dict[str, Any]:
     }
 
 
-def test_a_ref_back_into_the_subschema_it_stands_in_counts_one_at_the_fan_out_bound() -> None:
-    assert _refusal(_looped(4991)) is None
-    assert _refusal(_looped(4992)) == ((), FAN_OUT)
+def test_a_ref_back_into_the_subschema_it_stands_in_is_refused_at_that_ref() -> None:
+    # However few values: each level of an entry would multiply the work (900 `$ref`s to
+    # `#` under `additionalProperties` took a minute on one invite).
+    assert _refusal(_looped(3)) == (("$defs", "contact", "properties", "name", "$ref"), LOOP)
+    wide = {"additionalProperties": {"allOf": [{"$ref": "#"}] * 900}}
+    assert _refusal(wide) == (("additionalProperties", "allOf", 0, "$ref"), LOOP)
 
 
 @pytest.mark.parametrize("note", ["description", "$comment", "title"])
@@ -485,18 +489,25 @@ def test_a_ref_to_a_def_whose_name_ends_in_a_hash_is_followed_at_the_fan_out_bou
     assert _refusal(_referred("c#", "#/$defs/c#", 144, 34)) == ((), FAN_OUT)
 
 
-def test_refs_that_lead_deeper_than_python_recurses_are_refused_when_compiled() -> None:
-    # 1,505 subschemas only, but each `$ref` a step deeper: sizing them (and jsonschema,
-    # on the first entry with a phone) would recurse past Python's limit.
-    assert sys.getrecursionlimit() < 1_500
-    steps: dict[str, Any] = {f"step{i}": {"$ref": f"#/$defs/step{i + 1}"} for i in range(1_500)}
-    steps["step1500"] = {"pattern": "^\\+44"}
-    schema = {"$defs": steps, "properties": {"phone": {"$ref": "#/$defs/step0"}}}
-    assert _refusal(schema) == (
-        (),
-        "its `$ref`s lead one to the next too deeply to be followed (hundreds in a chain); "
-        "reach the rule in fewer steps",
-    )
+def test_refs_that_lead_one_to_the_next_are_refused_past_32_links_at_the_link() -> None:
+    # A chain of 600 used to compile and then stop the run at the first entry with a
+    # phone (past Python's stack); 1,500 was refused as "more than 5,000 subschemas".
+    def chain(links: int) -> dict[str, Any]:
+        steps: dict[str, Any] = {f"s{i}": {"$ref": f"#/$defs/s{i + 1}"} for i in range(links)}
+        steps[f"s{links}"] = {"pattern": "^\\+44"}
+        return {"$defs": steps, "properties": {"phone": {"$ref": "#/$defs/s0"}}}
+
+    assert _refusal(chain(31)) is None  # 32 links with the one in `properties`
+    assert _refusal(chain(32)) == (("$defs", "s31", "$ref"), CHAIN)
+    assert _refusal(chain(1_500)) == (("$defs", "s31", "$ref"), CHAIN)
+    # A chain sized first from elsewhere is refused where it is reached too long.
+    deep = {f"deep{i}": {"$ref": f"#/$defs/deep{i + 1}"} for i in range(12)}
+    tail = {
+        "allOf": [{"$ref": "#/$defs/s0"}],  # sized first: 21 links, within the bound
+        "$defs": {**chain(20)["$defs"], **deep, "deep12": {"$ref": "#/$defs/s0"}},
+        "properties": {"phone": {"$ref": "#/$defs/deep0"}},  # 14 more before it
+    }
+    assert _refusal(tail) == (("$defs", "deep12", "$ref"), CHAIN)
 
 
 def test_a_policy_an_entry_passes_does_not_keep_the_next_one_from_judging_it() -> None:
@@ -511,3 +522,134 @@ def test_a_policy_an_entry_passes_does_not_keep_the_next_one_from_judging_it() -
             "invites/is.yaml", 3, 12, "policy no-free-mail: use a company address", "warning"
         )
     ]
+
+
+def _doubling_by(index: str, steps: int) -> dict[str, Any]:
+    """`$defs` each referring twice to the next, through the next's `allOf` at ``index``."""
+    defs: dict[str, Any] = {
+        f"d{i}": {"anyOf": [{"allOf": [{"$ref": f"#/$defs/d{i + 1}/anyOf/{index}"}] * 2}]}
+        for i in range(steps)
+    }
+    defs[f"d{steps}"] = {"anyOf": [{"minLength": 1}]}
+    return {"$defs": defs, "properties": {"name": {"$ref": "#/$defs/d0"}}}
+
+
+@pytest.mark.parametrize("index", ["0", "-1", "+0", "0_0", "%200"])
+def test_a_fan_out_through_any_index_referencing_takes_is_counted(index: str) -> None:
+    # `referencing` reads an index with int(): `-1`, `+0` and `0_0` step into the list as
+    # `0` does. Counted as 1 each, 24 such steps held a run for hours.
+    assert _refusal(_doubling_by(index, 24)) == ((), FAN_OUT)
+
+
+@pytest.mark.parametrize(
+    ("schema", "refused"),
+    [
+        # A schema written in a value (`const`, `enum`, `default`, `examples`) was used
+        # through a `$ref` unchecked: a traceback at the first entry.
+        (
+            {"const": {"$ref": "#/nowhere"}, "properties": {"name": {"$ref": "#/const"}}},
+            (("properties", "name", "$ref"), "an object no check reads as a schema"),
+        ),
+        (
+            {"enum": [{"type": 5}], "properties": {"name": {"$ref": "#/enum/0"}}},
+            (("properties", "name", "$ref"), "an object no check reads as a schema"),
+        ),
+        (
+            {"x-shared": {"type": 5}, "properties": {"name": {"$ref": "#/x-shared"}}},
+            (("properties", "name", "$ref"), "an object no check reads as a schema"),
+        ),
+        # A schema *named* like a value keyword is a schema, and checked as one.
+        (
+            {
+                "$defs": {"const": {"$ref": "#/nowhere"}},
+                "properties": {"name": {"$ref": "#/$defs/const"}},
+            },
+            (("$defs", "const", "$ref"), "`$ref` points at nothing in the policy"),
+        ),
+        (
+            {"$defs": {"enum": {"$ref": "https://schemas.example/x"}}},
+            (("$defs", "enum", "$ref"), "may only point inside the policy"),
+        ),
+        (
+            {"$defs": {"default": {"pattern": "^(?!x)"}}},
+            (("$defs", "default", "pattern"), "RE2"),
+        ),
+        # An index int() cannot read: nothing, not a traceback.
+        (
+            {"allOf": [{}], "properties": {"name": {"$ref": "#/allOf/²"}}},
+            (("properties", "name", "$ref"), "`$ref` points at nothing in the policy"),
+        ),
+    ],
+    ids=lambda v: str(v)[:40],
+)
+def test_a_ref_is_refused_unless_it_points_at_a_schema_the_checks_read(
+    schema: Any, refused: tuple[tuple[Any, ...], str]
+) -> None:
+    found = _refusal(schema)
+    assert found is not None
+    assert found[0] == refused[0]
+    assert refused[1] in found[1]
+
+
+def test_a_ref_to_a_schema_named_like_a_value_keyword_is_followed() -> None:
+    schema = {
+        "$defs": {"const": {"maxLength": 5}},
+        "properties": {"name": {"$ref": "#/$defs/const"}},
+    }
+    policy = _compiled(schema)
+    assert policy.failure({"id": "i", "name": "Björk Ísfeld ehf."}) == ("name",)
+    assert policy.failure({"id": "i", "name": "Björk"}) is None
+
+
+def test_pattern_properties_and_additional_properties_run_their_patterns_on_re2() -> None:
+    # On Python's re, `$` also matches before a final line break, and `^(.*)*(.*)*X$`
+    # over a field name took a minute for every invite: RE2 runs them, as `pattern`.
+    named = _compiled({"patternProperties": {"^x$": {"maxLength": 0}}})
+    assert named.failure({"id": "i", "x\n": "v"}) is None
+    assert named.failure({"id": "i", "x": "v"}) == ("x",)
+    closed = _compiled({"patternProperties": {"^x$": {}}, "additionalProperties": False})
+    assert closed.failure({"id": "i", "x": "v"}) == ()  # `id` is not `x`
+    only = _compiled(
+        {"properties": {"id": {}}, "patternProperties": {"^x$": {}}, "additionalProperties": False}
+    )
+    assert only.failure({"id": "i", "x": "v"}) is None
+    assert only.failure({"id": "i", "x\n": "v"}) == ()
+    typed = _compiled(
+        {
+            "properties": {"id": {}},
+            "patternProperties": {"^x": {}},
+            "additionalProperties": {"type": "integer"},
+        }
+    )
+    assert typed.failure({"id": "i", "xy": "v", "z": 1}) is None
+    assert typed.failure({"id": "i", "xy": "v", "z": "Zürich"}) == ("z",)
+
+
+def test_unevaluated_properties_beside_pattern_properties_is_refused_at_its_place() -> None:
+    schema = {
+        "properties": {"primaryContact": {"patternProperties": {"^ph": {"pattern": "^\\+"}}}},
+        "unevaluatedProperties": False,
+    }
+    assert _refusal(schema) == (
+        ("unevaluatedProperties",),
+        "`unevaluatedProperties` cannot be used with `patternProperties` in a policy (their "
+        "patterns would run on Python's re, not RE2); name the fields in `properties`, or use "
+        "`additionalProperties`",
+    )
+    assert _refusal({"unevaluatedProperties": False}) is None
+
+
+def test_a_policy_nested_past_100_steps_is_refused_at_the_first_place_too_deep() -> None:
+    def nots(levels: int) -> Any:
+        schema: Any = {"minLength": 1}
+        for _ in range(levels):
+            schema = {"not": {"not": schema}}
+        return schema
+
+    assert _refusal(nots(50)) is None  # 100 steps: `not` is a step into a schema
+    refused = _refusal(nots(51))
+    assert refused == (
+        ("not",) * 101,
+        "it nests too deeply to be followed (more than 100 steps from its top); an invite "
+        "entry nests three levels, and no rule needs so many",
+    )
