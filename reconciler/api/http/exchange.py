@@ -258,7 +258,7 @@ class Exchange:
             ) from None
 
     def _take_note(self, error: ApiError) -> None:
-        if isinstance(error, PermissionDenied) and "RECONCILER_SCOPE" not in error.message:
+        if isinstance(error, PermissionDenied):  # what the server says decides none of it
             grant = self.grant()
             if (
                 grant is not None

@@ -199,11 +199,11 @@ def test_a_retry_held_past_its_budget_by_another_requests_pause_was_not_retried(
     )
 
 
-def test_a_403_whose_message_names_reconciler_scope_gets_no_scope_note_of_ours(
+def test_a_403_whose_message_names_reconciler_scope_still_gets_the_note_of_what_was_granted(
     requests_mock: Any,
 ) -> None:
-    # The platform (or a gateway set up for this tool) already says which setting to
-    # change: a note of ours after it would only say it again.
+    # The server's words decide nothing of ours: a message naming the setting used to
+    # silence the note, and with it what the token was granted, which only we know.
     said = "forbidden: ask for invites:write with RECONCILER_SCOPE"
     requests_mock.post(TOKEN_URL, [token_response()])
     requests_mock.patch(INVITE_URL, status_code=403, json=envelope(None, status=403, message=said))
@@ -211,4 +211,9 @@ def test_a_403_whose_message_names_reconciler_scope_gets_no_scope_note_of_ours(
     with pytest.raises(PermissionDenied) as caught:
         exchange().call("PATCH", INVITE_PATH, json_body={"name": "X"}, idempotent=False)
 
-    assert str(caught.value) == f"HTTP 403: {said} (requestId 1001)"
+    assert str(caught.value) == (
+        f"HTTP 403: {said}; the client's token does not carry the scope this needs (asked "
+        "for: 'kyb:invites:read kyb:invites:write', set with RECONCILER_SCOPE; granted: "
+        "'kyb:invites:read kyb:invites:write' (as asked: the token answer named no scope)) "
+        "(requestId 1001)"
+    )
