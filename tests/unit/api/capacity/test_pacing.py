@@ -12,7 +12,7 @@ import pytest
 from support.limits import FakeTime, answered, refuse
 
 from reconciler.api.capacity.pacing import NoTurn, RequestPacer, Turn
-from reconciler.api.capacity.rate import START_RATE
+from reconciler.api.capacity.rate import MAX_HOLD, START_RATE
 from reconciler.output.progress import Progress
 from reconciler.stop import Stop
 
@@ -105,6 +105,40 @@ def test_a_request_late_and_not_answered_yet_holds_the_next_at_most_one_interval
     assert second.at - first.at == pytest.approx(0.2, rel=0.01)
 
 
+@pytest.mark.parametrize("out", [0.109375, 0.1171875], ids=["within", "at-the-edge"])
+def test_a_request_out_no_longer_than_late_allows_does_not_hold_the_next(
+    pacer: RequestPacer, fake_time: FakeTime, out: float
+) -> None:
+    # Answers take 94 ms unloaded (3/32 s): one out for up to 1.25 times that (117 ms)
+    # is not late yet, so it reached the server as it left, and the next may go one
+    # interval (100 ms at 10/s) after that: now, without waiting.
+    limited(pacer, fake_time, latency=0.09375)
+    fake_time.now = 200.0  # a round instant: the edge below is exact
+    first = pacer.wait_turn()  # not answered yet
+    fake_time.now += out
+
+    second = pacer.wait_turn()
+
+    assert second.at - first.at == pytest.approx(out)
+
+
+def test_a_request_late_and_not_answered_yet_holds_the_next_only_until_it_can_have_arrived(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    # Answers take 125 ms unloaded, more than the interval (100 ms at 10/s). One out for
+    # 187.5 ms and not answered yet reached the server 62.5 ms after it left at the
+    # latest (its answer could come now): one interval after that is past, so the next
+    # goes now, not a whole interval later.
+    limited(pacer, fake_time, latency=0.125)
+    fake_time.now = 200.0
+    first = pacer.wait_turn()  # not answered yet
+    fake_time.now += 0.1875
+
+    second = pacer.wait_turn()
+
+    assert second.at - first.at == pytest.approx(0.1875)
+
+
 def test_requests_that_come_just_as_the_rate_allows_do_not_raise_it(
     pacer: RequestPacer, fake_time: FakeTime
 ) -> None:
@@ -143,6 +177,23 @@ def test_a_waiting_worker_looks_up_at_least_four_times_a_second(
 
     assert fake_time.sleeps and max(fake_time.sleeps) <= 0.25
     assert sum(fake_time.sleeps) == pytest.approx(5.0)
+
+
+def test_a_pause_the_server_asked_for_as_long_as_the_hold_is_said_to_be_its_ask(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    # Refused again and again, the hold has doubled to its longest (4 s); then a 429
+    # with Retry-After: 4. The wait past the budget is the server's ask, and the error
+    # says so (not "refused for all of retry_max_seconds" after our own hold).
+    for _ in range(10):
+        refuse(pacer)
+    refuse(pacer, retry_after=MAX_HOLD)
+
+    with pytest.raises(NoTurn) as caught:
+        pacer.wait_turn(budget_left=1.0)
+
+    assert caught.value.asked and not caught.value.stopped
+    assert caught.value.wait == pytest.approx(MAX_HOLD)
 
 
 # -- what a wait costs -----------------------------------------------------------
@@ -346,6 +397,45 @@ def test_a_worker_that_gives_up_does_not_hold_up_the_line() -> None:
 
     assert given_up == [True]
     assert time.monotonic() - started < 0.6
+
+
+def in_line(pacer: RequestPacer, count: int) -> None:
+    """Wait (real time, 5 s at most) until ``count`` workers are in line."""
+    deadline = time.monotonic() + 5
+    while len(pacer._line) < count and time.monotonic() < deadline:
+        time.sleep(0.001)
+
+
+def test_a_retry_behind_another_gives_up_at_once_when_a_new_pause_outlasts_its_budget() -> None:
+    # A retry queued behind a request waiting for its turn hears of a 429 asking for a
+    # minute's pause (another request's answer). With 5 s of its budget left it gives up
+    # now ("not retried"), not once the one ahead of it has waited the minute out.
+    pacer = paced_at(1.0)
+    in_flight = pacer.wait_turn()  # the next turn is a second away: the two below queue
+    stop = Stop()
+    outcomes: dict[str, Turn | NoTurn] = {}
+
+    def wait(name: str, budget_left: float | None) -> None:
+        try:
+            outcomes[name] = pacer.wait_turn(stop=stop, budget_left=budget_left)
+        except NoTurn as no:
+            outcomes[name] = no
+
+    ahead = threading.Thread(target=wait, args=("ahead", None), daemon=True)
+    retry = threading.Thread(target=wait, args=("retry", 5.0), daemon=True)
+    ahead.start()
+    in_line(pacer, 1)
+    retry.start()
+    in_line(pacer, 2)
+    pacer.on_answer(in_flight, 0.001, refused=True, retry_after=60.0)
+    retry.join(2)
+    given_up = outcomes.get("retry")
+    stop.set("interrupted")  # the one ahead would wait the minute out
+    ahead.join(5)
+
+    assert isinstance(given_up, NoTurn), "the retry still waits for its turn"
+    assert given_up.asked and not given_up.stopped
+    assert given_up.wait == pytest.approx(60.0, abs=1.0)
 
 
 # -- what the run is told -----------------------------------------------------------
