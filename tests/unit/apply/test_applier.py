@@ -20,9 +20,11 @@ from reconciler.api.client import Read, Receipt, Written
 from reconciler.api.exceptions import (
     AuthenticationFailed,
     Conflict,
+    NotFound,
     NotSent,
     PreconditionFailed,
     ServerError,
+    UnexpectedResponse,
     WrongInvite,
 )
 from reconciler.api.http.exchange import AttemptWatch
@@ -820,3 +822,248 @@ def test_a_re_send_whose_attempt_line_cannot_be_written_is_owed_saying_why() -> 
         "audit record"
     )
     assert ("RESEND", "inv_1") not in platform.calls
+
+
+# -- each result names its invite and says what came of it, in the output and the log -------
+
+
+def test_writes_the_stopping_run_never_read_are_each_named_not_started() -> None:
+    platform = _StoppingPlatform({f"inv_{n}": {"id": f"inv_{n}", "name": "a"} for n in (1, 2)})
+    changes = [_change({"name": "a"}, {"name": "b"}, invite_id=f"inv_{n}") for n in (1, 2)]
+    report = _apply(platform, *changes)
+    assert [TextRenderer().apply_result(r) for r in report.results] == [
+        "updated      inv_1  (a.yaml:3): name",
+        "not started  inv_2  (a.yaml:3)",
+    ]
+
+
+class _MissingPlatform(_Platform):
+    """Answers 404 to the read of ``gone``: deleted on the platform since the plan."""
+
+    def __init__(self, invites: dict[str, dict[str, Any]], gone: str) -> None:
+        super().__init__(invites)
+        self.gone = gone
+
+    def read_invite(self, invite_id: str) -> Read:
+        if invite_id == self.gone:
+            raise NotFound("no invite with id inv_gone", status=404, request_id="req-404")
+        return super().read_invite(invite_id)
+
+
+def test_an_invite_gone_from_the_platform_fails_alone_with_the_servers_answer() -> None:
+    platform = _MissingPlatform({"inv_1": {"id": "inv_1", "name": "a"}}, gone="inv_gone")
+    changes = [
+        _change({"name": "a"}, {"name": "b"}, invite_id="inv_gone"),
+        _change({"name": "a"}, {"name": "Zoë Ørsted"}),
+    ]
+    report = _apply(platform, *changes)
+    assert [TextRenderer().apply_result(r) for r in report.results] == [
+        "failed       inv_gone  (a.yaml:3): HTTP 404: no invite with id inv_gone "
+        "(requestId req-404)",
+        "updated      inv_1  (a.yaml:3): name",
+    ]
+    assert report.stopped_by is None
+
+
+def test_an_invite_already_as_wanted_and_one_moved_meanwhile_are_each_named() -> None:
+    platform = _Platform(
+        {
+            "inv_1": {"id": "inv_1", "name": "Café Größe"},
+            "inv_2": {"id": "inv_2", "name": "changed by support"},
+        }
+    )
+    changes = [
+        _change({"name": "old"}, {"name": "Café Größe"}, True),
+        _change({"name": "old"}, {"name": "new"}, invite_id="inv_2"),
+    ]
+    report = _apply(platform, *changes)
+    assert [TextRenderer().apply_result(r) for r in report.results] == [
+        "already applied  inv_1  (a.yaml:3): nothing sent, its invitation not e-mailed again",
+        "conflict     inv_2  (a.yaml:3): changed on the platform since the plan was shown; "
+        'nothing written to it\n    name: planned from "old", now "changed by support", '
+        'wanted "new"',
+    ]
+
+
+class _AnsweringAboutAnother(_Platform):
+    """Writes the PATCH, then answers 200 about another invite, with its own requestId."""
+
+    def write_invite(
+        self,
+        invite_id: str,
+        patch: dict[str, Any],
+        *,
+        if_match: str | None = None,
+        watch: AttemptWatch | None = None,
+    ) -> Written:
+        assert watch is not None
+        watch.before()
+        self.calls.append(("PATCH", invite_id))
+        raise WrongInvite(
+            f"invite {invite_id}: the answer to its update is about inv_2; whether this "
+            "invite was updated is unknown",
+            status=200,
+            request_id="req-7f3a",
+        )
+
+
+def test_an_answer_about_another_invite_is_logged_with_that_answers_request_id(
+    tmp_path: Path,
+) -> None:
+    platform = _AnsweringAboutAnother({"inv_1": {"id": "inv_1", "name": "a"}})
+    log = AuditLog(str(tmp_path / "audit.jsonl"), "ci")
+    report = _apply(platform, _change({"name": "a"}, {"name": "b"}), audit=log)
+    log.close()
+    assert [r.outcome for r in report.results] == [WriteOutcome.UPDATE_UNKNOWN]
+    assert _last_update_outcome(tmp_path / "audit.jsonl") == (
+        "unknown",
+        200,
+        "req-7f3a",
+        "invite inv_1: the answer to its update is about inv_2; whether this invite was "
+        "updated is unknown",
+    )
+
+
+class _TokenRefused(_Platform):
+    """The token, expired mid-run, is refused when renewed before a request leaves: that
+    request is never sent, so it has no attempt line (``send`` picks which)."""
+
+    def __init__(self, invites: dict[str, dict[str, Any]], send: str) -> None:
+        super().__init__(invites)
+        self.send = send
+
+    def _refused(self) -> AuthenticationFailed:
+        return AuthenticationFailed("invalid_client: client secret revoked", status=401)
+
+    def write_invite(
+        self,
+        invite_id: str,
+        patch: dict[str, Any],
+        *,
+        if_match: str | None = None,
+        watch: AttemptWatch | None = None,
+    ) -> Written:
+        if self.send == "PATCH":
+            raise self._refused()
+        return super().write_invite(invite_id, patch, if_match=if_match, watch=watch)
+
+    def resend_invite(self, invite_id: str, *, watch: AttemptWatch | None = None) -> Receipt:
+        if self.send == "RESEND":
+            raise self._refused()
+        return super().resend_invite(invite_id, watch=watch)
+
+
+def test_a_token_refused_before_a_patch_leaves_fails_that_write_and_stops_the_run() -> None:
+    platform = _TokenRefused(
+        {f"inv_{n}": {"id": f"inv_{n}", "name": "a"} for n in (1, 2)}, send="PATCH"
+    )
+    changes = [_change({"name": "a"}, {"name": "b"}, invite_id=f"inv_{n}") for n in (1, 2)]
+    report = _apply(platform, *changes)
+    assert [r.outcome for r in report.results] == [
+        WriteOutcome.FAILED,
+        WriteOutcome.NOT_STARTED,
+    ]
+    assert TextRenderer().apply_summary(report).splitlines() == [
+        "Stopped: HTTP 401: invalid_client: client secret revoked; no new writes were started.",
+        "Apply: 0 updated, 1 failed, 1 not started.",
+    ]
+
+
+def test_a_token_refused_before_a_re_send_leaves_is_not_re_sent_and_stops_the_run() -> None:
+    platform = _TokenRefused(
+        {f"inv_{n}": {"id": f"inv_{n}", "email": "old@a.example"} for n in (1, 2)}, send="RESEND"
+    )
+    changes = [
+        _change({"email": "old@a.example"}, {"email": "new@a.example"}, True, invite_id=f"inv_{n}")
+        for n in (1, 2)
+    ]
+    report = _apply(platform, *changes)
+    assert [(r.outcome, r.resend) for r in report.results] == [
+        (WriteOutcome.UPDATED, ResendOutcome.NOT_RESENT),
+        (WriteOutcome.NOT_STARTED, None),
+    ]
+    assert report.stopped_by == (
+        "HTTP 401: invalid_client: client secret revoked; no new writes were started"
+    )
+
+
+def test_an_update_stored_as_sent_with_no_re_send_logs_neither_stored_values_nor_one_due(
+    tmp_path: Path,
+) -> None:
+    platform = _Platform({"inv_1": {"id": "inv_1", "name": "Muller"}})
+    log = AuditLog(str(tmp_path / "audit.jsonl"), "ci")
+    _apply(platform, _change({"name": "Muller"}, {"name": "Müller GmbH"}), audit=log)
+    log.close()
+    records = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    (outcome,) = [r for r in records if r["record"] == "outcome"]
+    assert outcome["outcome"] == "ok"
+    assert "stored" not in outcome and "resend" not in outcome
+
+
+def test_an_update_whose_stored_copy_cannot_be_read_back_names_the_failed_read() -> None:
+    platform = _Platform({"inv_1": {"id": "inv_1", "name": "a"}})
+    platform.data_less = True  # the PATCH's answer holds no invite: a GET must tell
+    reads = platform.read_invite
+
+    def read_before_only(invite_id: str) -> Read:
+        if ("PATCH", invite_id) in platform.calls:
+            raise ServerError("down for maintenance", status=503, request_id="req-get")
+        return reads(invite_id)
+
+    platform.read_invite = read_before_only  # type: ignore[method-assign]
+    (result,) = _apply(platform, _change({"name": "a"}, {"name": "b"})).results
+    assert result.outcome is WriteOutcome.UPDATE_UNKNOWN
+    assert result.error is not None
+    assert (result.error.status, result.error.request_id) == (503, "req-get")
+    assert str(result.error).startswith(
+        "HTTP 503: updated, but what was stored cannot be checked: HTTP 503: down"
+    )
+
+
+def test_a_re_send_whose_attempt_line_cannot_be_written_fails_the_run_naming_the_log() -> None:
+    platform = _Platform({"inv_1": {"id": "inv_1", "email": "old@a.example"}})
+    change = _change({"email": "old@a.example"}, {"email": "new@a.example"}, True)
+    report = _apply(platform, change, audit=_LogFullAfter(1))  # the write's line only
+    assert str(report.audit_error) == "audit.jsonl: cannot write the audit log (No space left)"
+    assert not report.ok
+
+
+def test_a_re_send_answered_2xx_without_the_envelope_is_unknown_and_logged_with_why(
+    tmp_path: Path,
+) -> None:
+    platform = _Platform({"inv_1": {"id": "inv_1", "email": "old@a.example"}})
+    why = (
+        "the answer to the re-send of inv_1 is not the API's envelope saying success, so "
+        "whether the invitation went out cannot be checked"
+    )
+    platform.resend_error = UnexpectedResponse(why, status=200, request_id="req-r")
+    log = AuditLog(str(tmp_path / "audit.jsonl"), "ci")
+    change = _change({"email": "old@a.example"}, {"email": "new@a.example"}, True)
+    report = _apply(platform, change, audit=log)
+    log.close()
+    (result,) = report.results
+    assert TextRenderer().apply_result(result).splitlines()[-1] == (
+        f"re-send unknown  inv_1: HTTP 200: {why} (requestId req-r); the invitation may have "
+        "gone out: check with the platform or the invitee before sending again"
+    )
+    records = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    (resend,) = [r for r in records if r["operation"] == "resend" and r["record"] == "outcome"]
+    assert (resend["outcome"], resend["http_status"], resend["request_id"]) == (
+        "unknown",
+        200,
+        "req-r",
+    )
+    assert resend["message"] == why
+
+
+def test_a_re_send_made_is_logged_ok_with_its_status_and_request_id(tmp_path: Path) -> None:
+    platform = _Platform({"inv_1": {"id": "inv_1", "email": "old@a.example"}})
+    log = AuditLog(str(tmp_path / "audit.jsonl"), "ci")
+    change = _change({"email": "old@a.example"}, {"email": "new@a.example"}, True)
+    _apply(platform, change, audit=log)
+    log.close()
+    records = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    resend = [r for r in records if r["operation"] == "resend" and r["record"] == "outcome"]
+    assert [(r["outcome"], r["http_status"], r["request_id"]) for r in resend] == [
+        ("ok", 200, "req-r-inv_1")
+    ]
