@@ -272,7 +272,7 @@ class Applier:
             written = self._client.write_invite(
                 change.id, change.patch, if_match=read.etag, watch=recorder
             )
-            stored = written.stored or self._verify(change.id)
+            stored = written.stored or self._verify(change.id, written.status, written.request_id)
         except AuditLogError as error:  # an attempt line: that attempt never left
             self._audit_failed(error)
             if recorder.sent:  # an earlier attempt did, with no answer that says what it did
@@ -319,7 +319,7 @@ class Applier:
         a GET tells. The platform holding what was sent is the earlier attempt's doing, as
         a retry without If-Match would have found; anything else leaves it unknown."""
         try:
-            stored = self._verify(change.id)
+            stored = self._verify(change.id, refused.status, refused.request_id)
         except _Unverified as error:
             recorder.settle("unknown", refused.status, refused.request_id, error.message)
             self._settled(recorder)
@@ -377,16 +377,18 @@ class Applier:
         # The re-send belongs to this invite's write: an interruption lets it finish.
         return self._resend(result)
 
-    def _verify(self, invite_id: str) -> CurrentInvite:
+    def _verify(self, invite_id: str, status: int | None, request_id: str | None) -> CurrentInvite:
         """What is stored, read back when the PATCH's answer did not say: "the result can
-        be verified with GET". A read that fails leaves the write's outcome unknown."""
+        be verified with GET". A read that fails leaves the write's outcome unknown; the
+        error carries the write's answer (``status``, ``request_id``: what the audit log
+        records for it), the failed read said in its message."""
         try:
             return self._client.read_invite(invite_id).invite
         except ApiError as error:
             raise _Unverified(
-                f"updated, but what was stored cannot be checked: {error}",
-                status=error.status,
-                request_id=error.request_id,
+                f"updated, but what was stored cannot be checked: the read back failed: {error}",
+                status=status,
+                request_id=request_id,
             ) from None
 
     def _resend(self, result: ChangeResult) -> ChangeResult:

@@ -481,9 +481,9 @@ def test_a_412_after_a_504_whose_read_back_fails_is_unknown_and_logged_so(tmp_pa
     (result,) = report.results
     assert (result.outcome, result.resend) == (WriteOutcome.UPDATE_UNKNOWN, None)
     assert result.change.id == "inv_1"
-    message = f"updated, but what was stored cannot be checked: {down}"
+    message = f"updated, but what was stored cannot be checked: the read back failed: {down}"
     assert result.error is not None
-    assert (result.error.message, result.error.request_id) == (message, "req-get")
+    assert (result.error.message, result.error.request_id) == (message, "req-412")
     assert _last_update_outcome(tmp_path / "audit.jsonl") == ("unknown", 412, "req-412", message)
 
 
@@ -1000,7 +1000,9 @@ def test_an_update_stored_as_sent_with_no_re_send_logs_neither_stored_values_nor
     assert "stored" not in outcome and "resend" not in outcome
 
 
-def test_an_update_whose_stored_copy_cannot_be_read_back_names_the_failed_read() -> None:
+def test_an_update_whose_stored_copy_cannot_be_read_back_names_the_failed_read(
+    tmp_path: Path,
+) -> None:
     platform = _Platform({"inv_1": {"id": "inv_1", "name": "a"}})
     platform.data_less = True  # the PATCH's answer holds no invite: a GET must tell
     reads = platform.read_invite
@@ -1011,12 +1013,23 @@ def test_an_update_whose_stored_copy_cannot_be_read_back_names_the_failed_read()
         return reads(invite_id)
 
     platform.read_invite = read_before_only  # type: ignore[method-assign]
-    (result,) = _apply(platform, _change({"name": "a"}, {"name": "b"})).results
+    log = AuditLog(str(tmp_path / "audit.jsonl"), "ci")
+    (result,) = _apply(platform, _change({"name": "a"}, {"name": "b"}), audit=log).results
+    log.close()
     assert result.outcome is WriteOutcome.UPDATE_UNKNOWN
     assert result.error is not None
-    assert (result.error.status, result.error.request_id) == (503, "req-get")
-    assert str(result.error).startswith(
-        "HTTP 503: updated, but what was stored cannot be checked: HTTP 503: down"
+    # The PATCH's answer (200, its requestId) is the write's; the read's is in the message.
+    assert (result.error.status, result.error.request_id) == (200, "req-inv_1")
+    assert str(result.error) == (
+        "HTTP 200: updated, but what was stored cannot be checked: the read back failed: "
+        "HTTP 503: down for maintenance (requestId req-get) (requestId req-inv_1)"
+    )
+    records = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    (outcome,) = [r for r in records if r["record"] == "outcome"]
+    assert (outcome["outcome"], outcome["http_status"], outcome["request_id"]) == (
+        "unknown",
+        200,
+        "req-inv_1",
     )
 
 
