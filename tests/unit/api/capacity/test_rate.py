@@ -982,3 +982,23 @@ def cycle_of_pause_and_burst(
     refuse(pacer, retry_after=1.0)
     assert pacer.rate_limited_events == 2
     return (before + 64) / (resumed + 1.0 - 101.0)
+
+
+def test_let_through_exactly_one_and_a_half_times_faster_than_on_average_is_no_burst(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    # In the run's first second: three let through 125 ms apart, the fourth, refused,
+    # leaves 562.5 ms after the first. Eight a second at the closest, 5.33 on average:
+    # exactly BURST times, not more. A limit on spacing: the ceiling is that spacing,
+    # not the three the window held.
+    for at in (100.0, 100.125, 100.25, 100.5625):
+        fake_time.now = at
+        pacer._control.rate = 1000.0  # allows each at its instant
+        turn = pacer.wait_turn()
+        assert turn.at == at
+        if at < 100.5:
+            pacer.on_answer(turn, 0.002, refused=False)
+
+    pacer.on_answer(turn, 0.002, refused=True)
+
+    assert ceiling_of(pacer) == 8.0
