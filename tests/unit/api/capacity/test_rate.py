@@ -1002,3 +1002,37 @@ def test_let_through_exactly_one_and_a_half_times_faster_than_on_average_is_no_b
     pacer.on_answer(turn, 0.002, refused=True)
 
     assert ceiling_of(pacer) == 8.0
+
+
+def test_a_hold_that_begins_while_a_request_waits_is_the_servers_only_from_then(
+    fake_time: FakeTime,
+) -> None:
+    # A request waits behind one that hangs (not answered, late: it holds the next up
+    # to one more interval). Near the end of that wait a refusal of a request sent
+    # before the last cut holds every start one interval: that interval is the server's
+    # doing, the wait before it was not, and is charged as queueing, not to the budget.
+    told: list[float] = []
+    hanging: list[Turn] = []
+
+    def sleep(seconds: float) -> None:
+        fake_time.sleep(seconds)
+        if hanging and not told and fake_time.now > hanging[0].at + 1.5 / hanging[0].rate:
+            told.append(fake_time.now)
+            pacer.on_answer(old, 0.001, refused=True)  # old news: a hold, no cut
+
+    pacer = RequestPacer(clock=fake_time.clock, sleep=sleep)
+    pacer._control.rate = 100.0
+    sent_at(pacer, fake_time, 0.1, 20)
+    old = pacer.wait_turn()  # in flight across the cut
+    refuse(pacer)
+    fake_time.now += 20.0
+    sent_at(pacer, fake_time, 0.2, 20)  # the old hold long over
+    hanging.append(pacer.wait_turn())
+
+    turn = pacer.wait_turn()
+
+    assert told
+    interval = 1.0 / turn.rate
+    assert turn.at == pytest.approx(told[0] + interval)  # the hold
+    assert turn.queued == pytest.approx(told[0] - hanging[0].at - interval)
+    assert turn.queued > 0.5 * interval
