@@ -638,3 +638,401 @@ def test_a_climb_that_comes_to_exactly_its_last_half_percent_is_at_its_level(
 
     assert pacer.rate == level
     assert pacer.wait_turn().at - turn.at == pytest.approx(1.0 / level, rel=1e-6)
+
+
+# -- issue 40: what the mutants of rate.py changed, as a run would show it ---------------
+
+
+def test_probing_stops_when_the_run_no_longer_sends_as_fast_as_its_rate(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    # Five starts held back by the rate and in flight together: five probes, one per
+    # answer. Then the run slows down (a slow patch of work): the rate stays where the
+    # last probe left it, however many answers come.
+    ceiling = after_a_cut(pacer, fake_time)
+    fake_time.now += 20.0
+    answered(pacer, 1)  # back under the ceiling
+    control = pacer._control
+    reached = control.answers
+    for _ in range(200):  # slower than the rate: no probe
+        fake_time.now += 1.0
+        answered(pacer, 1)
+    level = rate.RECOVERY * ceiling
+    assert pacer.rate == pytest.approx(level)
+    in_flight = [pacer.wait_turn() for _ in range(5)]  # each held by the rate
+    for turn in in_flight:
+        pacer.on_answer(turn, 0.002, refused=False)
+    probed = level * (1 + rate.PROBE * (control.answers - reached) ** 2)
+    assert pacer.rate == pytest.approx(probed, rel=1e-9)  # the last answer's probe
+
+    for _ in range(20):
+        fake_time.now += 1.0
+        answered(pacer, 1)
+
+    assert pacer.rate == pytest.approx(probed, rel=1e-9)
+
+
+def test_in_slow_start_answers_to_requests_sent_slower_than_the_rate_do_not_raise_it(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    answered(pacer, 2)  # the second held back by the rate: 10/s doubled
+    assert pacer.describe() == "no refusal in 2 answers; paced at up to 20/s"
+    for _ in range(16):  # 15 a second, slower than the 20 allowed: none held back
+        fake_time.now += 1.0 / 15
+        answered(pacer, 1)
+
+    assert pacer.describe() == "no refusal in 18 answers; paced at up to 20/s"
+
+
+def test_slow_start_never_paces_faster_than_the_most_the_pacer_allows(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    answered(pacer, 60)  # each held back, answered at once: doubled each time
+
+    assert pacer.describe() == "no refusal in 60 answers; paced at up to 1e+05/s"
+
+
+def test_a_refusal_of_a_request_sent_before_the_last_cut_does_not_hold_longer(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    after_a_cut(pacer, fake_time)
+    answered(pacer, 10)
+    in_flight = pacer.wait_turn()
+    refuse(pacer)  # news: the second cut
+    held_until = pacer._control.hold[1]
+
+    pacer.on_answer(in_flight, 0.001, refused=True)  # sent before it: old news
+
+    assert pacer.rate_limited_events == 2
+    assert pacer._control.hold[1] == held_until
+    assert pacer.wait_turn().at == pytest.approx(held_until)
+
+
+def test_a_refusal_of_a_request_sent_before_the_first_cut_is_old_news_after_a_longer_hold(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    in_flight = pacer.wait_turn()  # sent before anything was refused
+    refuse(pacer)  # the cut
+    refuse(pacer)  # nothing let through since: held twice as long
+    held_until = pacer._control.hold[1]
+
+    pacer.on_answer(in_flight, 0.001, refused=True)
+
+    assert pacer._control.hold[1] == held_until
+    assert pacer.wait_turn().at == pytest.approx(held_until)
+
+
+def test_an_answer_to_a_request_sent_before_the_cut_does_not_hide_one_let_through_since(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    pacer._control.rate = 100.0
+    sent_at(pacer, fake_time, 0.1, 20)
+    old = pacer.wait_turn()  # in flight across the cut
+    refuse(pacer)
+    pacer.on_answer(pacer.wait_turn(), 0.002, refused=False)  # sent since: let through
+    pacer.on_answer(old, 0.5, refused=False)
+
+    refuse(pacer)  # something was let through since the cut: news, a second cut
+
+    assert pacer.rate_limited_events == 2
+
+
+def test_after_a_cycle_of_pause_and_burst_the_probe_counts_from_the_cut(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    pacer._control.rate = 1000.0
+    sent_at(pacer, fake_time, 0.01, 150)
+    refuse(pacer, retry_after=1.0)
+    fake_time.now += 1.0
+    sent_at(pacer, fake_time, 0.015, 100)
+    refuse(pacer, retry_after=1.0)  # the cycle: straight to just under it
+    control = pacer._control
+    level, cut_at_answers = control._level, control.answers
+    assert pacer.rate == level
+
+    answered(pacer, 50)  # each held back by the rate: a probe each, from the cut on
+
+    assert pacer.rate == pytest.approx(level * (1 + rate.PROBE * 50**2), rel=1e-9)
+    assert control.answers == cut_at_answers + 50
+
+
+def test_a_refusal_exactly_one_and_a_half_times_the_fastest_answer_waited_in_no_queue(
+    pacer: RequestPacer, fake_time: FakeTime, caplog: pytest.LogCaptureFixture
+) -> None:
+    for _ in range(20):  # ten a second, each answered in 250 ms
+        turn = pacer.wait_turn()
+        fake_time.now += 0.1
+        pacer.on_answer(turn, 0.25, refused=False)
+    fake_time.now += 5.0
+    turn = pacer.wait_turn()
+    fake_time.now += 0.375
+
+    with caplog.at_level("DEBUG", logger="reconciler.pacing"):
+        pacer.on_answer(turn, 0.375, refused=True)  # not later than answers come
+
+    # Nothing let through lately and no queue: the ceiling is only a floor to grow from.
+    assert "(at least)" in caplog.text
+    floor = ceiling_of(pacer)
+    answered(pacer, 30)
+    assert pacer.rate is not None and pacer.rate > floor
+
+
+def test_a_refusal_exactly_a_window_after_the_runs_first_start_sets_a_ceiling(
+    pacer: RequestPacer, fake_time: FakeTime, caplog: pytest.LogCaptureFixture
+) -> None:
+    # nginx at 10/s: ten let through 100 ms apart, from 100.0; the eleventh, at 101.0
+    # exactly, refused. A whole window seen: a ceiling, climbed back to, not grown past.
+    pacer._control.rate = 1000.0
+    sent_at(pacer, fake_time, 0.1, 10)
+    fake_time.now = 101.0
+    with caplog.at_level("DEBUG", logger="reconciler.pacing"):
+        refuse(pacer)
+    assert "(at least)" not in caplog.text
+    ceiling = ceiling_of(pacer)
+    assert ceiling == pytest.approx(10.0, rel=0.05)
+
+    answered(pacer, 40)
+
+    assert pacer.rate is not None and pacer.rate <= ceiling
+
+
+def test_in_a_runs_first_second_two_let_through_give_their_spacing(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    pacer._control.rate = 1000.0
+    sent_at(pacer, fake_time, 0.1, 2)  # 100 ms apart, the next one refused
+
+    refuse(pacer)
+
+    assert ceiling_of(pacer) == pytest.approx(10.0)
+    assert pacer.rate == pytest.approx(rate.CUT * 10.0)
+
+
+def test_a_refusal_within_a_second_of_the_runs_start_after_the_servers_pause(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    # Refused at once with a pause of 250 ms; four let through after it; refused again
+    # 700 ms into the run: the four over the 700 ms the run has lasted.
+    refuse(pacer, retry_after=0.25)
+    for _ in range(4):
+        pacer.on_answer(pacer.wait_turn(), 0.002, refused=False)
+    fake_time.now = 100.7
+    turn = pacer.wait_turn()
+    assert turn.at == 100.7
+
+    pacer.on_answer(turn, 0.002, refused=True)
+
+    assert ceiling_of(pacer) == pytest.approx(4 / 0.7)
+
+
+def test_a_refusal_exactly_a_window_after_the_servers_pause_is_measured_as_any_other(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    # Refused at once, a pause of a second: 100.0 to 101.0. Three let through after it,
+    # then one refused at 102.0, a window after the pause ended: a floor grown from,
+    # refused where the rate was, not three a second.
+    refuse(pacer, retry_after=1.0)
+    grown = []
+    for at in (101.0, 101.2, 101.4):
+        fake_time.now = at
+        pacer.on_answer(pacer.wait_turn(), 0.002, refused=False)
+        grown.append(pacer._control.rate)
+    fake_time.now = 102.0
+    turn = pacer.wait_turn()
+    assert turn.at == 102.0
+
+    pacer.on_answer(turn, 0.002, refused=True)
+
+    assert ceiling_of(pacer) == pytest.approx(turn.rate)
+
+
+def test_a_burst_after_the_hold_refused_is_measured_since_the_hold(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    # One let through as the hold ends, a pause, then nine within 80 ms and a refusal:
+    # a window's burst, measured over the time since the hold, not the second before
+    # (which held some sent before the cut too).
+    after_a_cut(pacer, fake_time)
+    first = pacer.wait_turn()  # at the hold's end
+    pacer.on_answer(first, 0.002, refused=False)
+    fake_time.now += 0.3
+    for _ in range(9):
+        pacer._control.rate = 1000.0  # the rate allows it (set: the climb lowers it)
+        pacer.on_answer(pacer.wait_turn(), 0.002, refused=False)
+        fake_time.now += 0.01
+    pacer._control.rate = 1000.0
+
+    refused = pacer.wait_turn()
+    pacer.on_answer(refused, 0.002, refused=True)
+
+    assert ceiling_of(pacer) == pytest.approx(10 / (refused.at - first.at))
+
+
+def test_refused_again_a_whole_window_after_the_first_cut_leaves_the_floor(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    # A burst in the run's first second, refused at 100.25; refused again, nothing let
+    # through, at 101.25: a window later, the window that refused has moved on, so the
+    # burst says nothing of its rate: still a floor to grow from.
+    pacer._control.rate = 1000.0
+    sent_at(pacer, fake_time, 0.01, 10)
+    fake_time.now = 100.25
+    refuse(pacer)
+    floor = ceiling_of(pacer)
+    turn = pacer.wait_turn()
+    fake_time.now = 101.25
+
+    pacer.on_answer(turn, 0.001, refused=True)
+
+    assert pacer._control._lower_bound
+    assert ceiling_of(pacer) == floor
+
+
+def test_refused_again_with_nothing_let_through_is_logged_with_the_longer_hold(
+    pacer: RequestPacer, fake_time: FakeTime, caplog: pytest.LogCaptureFixture
+) -> None:
+    refuse(pacer)  # at 10/s: held 0.2 s
+    with caplog.at_level("DEBUG", logger="reconciler.pacing"):
+        refuse(pacer)
+
+    assert caplog.messages == ["refused again, nothing let through since: nothing starts for 0.40s"]
+
+
+def test_a_pause_the_server_lengthens_while_a_request_waits_is_all_the_servers_wait(
+    fake_time: FakeTime,
+) -> None:
+    # Refused with Retry-After: 2 at 100.1; a request waiting for its turn since then.
+    # At about 101.1 another refusal (sent before the first) says 2 more seconds: the
+    # pause runs from 100.1 to 103.1, all of it the server's doing, charged to the
+    # waiting request's retry budget, none of it queueing.
+    told: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        fake_time.sleep(seconds)
+        if not told and fake_time.now >= 101.0:
+            told.append(fake_time.now)
+            pacer.on_answer(second, 0.001, refused=True, retry_after=2.0)
+
+    pacer = RequestPacer(clock=fake_time.clock, sleep=sleep)
+    first, second = pacer.wait_turn(), pacer.wait_turn()
+    pacer.on_answer(first, 0.001, refused=True, retry_after=2.0)
+    paused_at = fake_time.now
+
+    turn = pacer.wait_turn()
+
+    assert told and turn.at == pytest.approx(told[0] + 2.0)
+    assert turn.at - paused_at > 2.5
+    assert turn.queued == 0.0
+
+
+def test_a_bucket_refused_again_exactly_a_cycle_after_the_cut_is_measured_by_the_cycle(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    # 64 a second let through, refused at 101.0 with Retry-After: 2; then 64 a second
+    # again from 103.0, refused at 104.0, CYCLE seconds after the cut: the whole cycle
+    # let through 64 in 3 s, its rate, not the 64 of the last second.
+    cycle_rate = cycle_of_pause_and_burst(pacer, fake_time, pause=2.0, before=0)
+
+    assert ceiling_of(pacer) == pytest.approx(cycle_rate)
+    assert cycle_rate == pytest.approx(64 / 3.0)
+    assert pacer.rate == pytest.approx(rate.RECOVERY * cycle_rate)  # no climb
+
+
+def test_a_cycle_that_let_through_as_much_as_its_last_second_is_cut_as_any_refusal(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    # 64 answered after the cut (sent before it), a pause of 1 s, 64 in the next second,
+    # refused at 103.0: the cycle let through 128 in 2 s, 64 a second, no less than the
+    # last second did. The pause let nothing refill: the rate is cut below it and climbs.
+    cycle_rate = cycle_of_pause_and_burst(pacer, fake_time, pause=1.0, before=64)
+
+    assert cycle_rate == 64.0
+    assert ceiling_of(pacer) == 64.0
+    assert pacer.rate == pytest.approx(rate.CUT * 64.0)
+
+
+def cycle_of_pause_and_burst(
+    pacer: RequestPacer, fake_time: FakeTime, *, pause: float, before: int
+) -> float:
+    """64 a second from 100.0 (the last ``before`` of them answered only after the cut),
+    refused at 101.0 with Retry-After ``pause``; 64 a second from the pause's end for a
+    second, then refused (Retry-After: 1): what the cycle let through per second."""
+    spacing = 1 / 64  # exact in binary: every start at an exact instant
+    in_flight = []
+    for number in range(64):
+        fake_time.now = 100.0 + number * spacing
+        pacer._control.rate = 1000.0
+        turn = pacer.wait_turn()
+        if number < 64 - before:
+            pacer.on_answer(turn, 0.002, refused=False)
+        else:
+            in_flight.append(turn)
+    fake_time.now = 101.0
+    refuse(pacer, retry_after=pause)
+    for number, turn in enumerate(in_flight, 1):  # answered in the pause
+        fake_time.now = 101.0 + number * pause / 128
+        pacer.on_answer(turn, 0.002, refused=False)
+    resumed = 101.0 + pause
+    for number in range(64):
+        fake_time.now = resumed + number * spacing
+        pacer._control.rate = 1000.0
+        pacer.on_answer(pacer.wait_turn(), 0.002, refused=False)
+    fake_time.now = resumed + 1.0
+    pacer._control.rate = 1000.0
+    refuse(pacer, retry_after=1.0)
+    assert pacer.rate_limited_events == 2
+    return (before + 64) / (resumed + 1.0 - 101.0)
+
+
+def test_let_through_exactly_one_and_a_half_times_faster_than_on_average_is_no_burst(
+    pacer: RequestPacer, fake_time: FakeTime
+) -> None:
+    # In the run's first second: three let through 125 ms apart, the fourth, refused,
+    # leaves 562.5 ms after the first. Eight a second at the closest, 5.33 on average:
+    # exactly BURST times, not more. A limit on spacing: the ceiling is that spacing,
+    # not the three the window held.
+    for at in (100.0, 100.125, 100.25, 100.5625):
+        fake_time.now = at
+        pacer._control.rate = 1000.0  # allows each at its instant
+        turn = pacer.wait_turn()
+        assert turn.at == at
+        if at < 100.5:
+            pacer.on_answer(turn, 0.002, refused=False)
+
+    pacer.on_answer(turn, 0.002, refused=True)
+
+    assert ceiling_of(pacer) == 8.0
+
+
+def test_a_hold_that_begins_while_a_request_waits_is_the_servers_only_from_then(
+    fake_time: FakeTime,
+) -> None:
+    # A request waits behind one that hangs (not answered, late: it holds the next up
+    # to one more interval). Near the end of that wait a refusal of a request sent
+    # before the last cut holds every start one interval: that interval is the server's
+    # doing, the wait before it was not, and is charged as queueing, not to the budget.
+    told: list[float] = []
+    hanging: list[Turn] = []
+
+    def sleep(seconds: float) -> None:
+        fake_time.sleep(seconds)
+        if hanging and not told and fake_time.now > hanging[0].at + 1.5 / hanging[0].rate:
+            told.append(fake_time.now)
+            pacer.on_answer(old, 0.001, refused=True)  # old news: a hold, no cut
+
+    pacer = RequestPacer(clock=fake_time.clock, sleep=sleep)
+    pacer._control.rate = 100.0
+    sent_at(pacer, fake_time, 0.1, 20)
+    old = pacer.wait_turn()  # in flight across the cut
+    refuse(pacer)
+    fake_time.now += 20.0
+    sent_at(pacer, fake_time, 0.2, 20)  # the old hold long over
+    hanging.append(pacer.wait_turn())
+
+    turn = pacer.wait_turn()
+
+    assert told
+    interval = 1.0 / turn.rate
+    assert turn.at == pytest.approx(told[0] + interval)  # the hold
+    assert turn.queued == pytest.approx(told[0] - hanging[0].at - interval)
+    assert turn.queued > 0.5 * interval
