@@ -33,7 +33,6 @@ from reconciler.api.exceptions import (
     NotSent,
     PreconditionFailed,
     UnexpectedResponse,
-    WrongInvite,
 )
 from reconciler.apply.audit import (
     AttemptRecorder,
@@ -293,8 +292,7 @@ class Applier:
             if isinstance(error, NotSent) and not recorder.sent:
                 return ChangeResult(change, WriteOutcome.NOT_STARTED)
             self._failed_fatally(error)
-            unknown = error.outcome_unknown or (recorder.sent > 0 and _after_write(error))
-            failed = WriteOutcome.UPDATE_UNKNOWN if unknown else WriteOutcome.FAILED
+            failed = WriteOutcome.UPDATE_UNKNOWN if error.outcome_unknown else WriteOutcome.FAILED
             return ChangeResult(change, failed, error)
         return self._checked(change, recorder, stored, written.status, written.request_id)
 
@@ -444,11 +442,6 @@ class _Unverified(UnexpectedResponse):
     @property
     def outcome_unknown(self) -> bool:
         return True
-
-
-def _after_write(error: ApiError) -> bool:
-    """An error raised after the write's answer came (another invite's, unreadable)."""
-    return isinstance(error, WrongInvite | _Unverified)
 
 
 def _with(result: ChangeResult, **changes: object) -> ChangeResult:

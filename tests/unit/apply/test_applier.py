@@ -483,7 +483,11 @@ def test_a_412_after_a_504_whose_read_back_fails_is_unknown_and_logged_so(tmp_pa
     assert result.change.id == "inv_1"
     message = f"updated, but what was stored cannot be checked: the read back failed: {down}"
     assert result.error is not None
-    assert (result.error.message, result.error.request_id) == (message, "req-412")
+    assert (result.error.message, result.error.status, result.error.request_id) == (
+        message,
+        412,
+        "req-412",
+    )
     assert _last_update_outcome(tmp_path / "audit.jsonl") == ("unknown", 412, "req-412", message)
 
 
@@ -497,6 +501,7 @@ def test_a_412_after_a_504_read_back_otherwise_than_sent_is_unknown(tmp_path: Pa
     log.close()
     (result,) = report.results
     assert result.outcome is WriteOutcome.UPDATE_UNKNOWN
+    assert result.change.id == "inv_1"
     assert result.error is not None
     assert (result.error.status, result.error.request_id) == (412, "req-412")
     assert result.error.message == (
