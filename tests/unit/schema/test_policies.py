@@ -653,3 +653,29 @@ def test_a_policy_nested_past_100_steps_is_refused_at_the_first_place_too_deep()
         "it nests too deeply to be followed (more than 100 steps from its top); an invite "
         "entry nests three levels, and no rule needs so many",
     )
+
+
+@pytest.mark.parametrize(
+    ("pointed_at", "kind"),
+    [
+        ({"pattern": "^[A-Z]{2}$"}, "text"),
+        ({"enum": ["Zürich", "Genève", "Lugano"]}, "a list"),
+        ({"const": {"city": "Zürich"}}, "a value (an object no check reads as a schema)"),
+        ({"const": None}, "null"),
+        ({"maxLength": 2}, "a number"),
+    ],
+    ids=["text", "list", "object", "null", "number"],
+)
+def test_a_ref_to_a_keywords_value_is_refused_naming_what_it_points_at(
+    pointed_at: dict[str, Any], kind: str
+) -> None:
+    (keyword,) = pointed_at
+    schema = {
+        "$defs": {"office": pointed_at},
+        "properties": {"name": {"$ref": f"#/$defs/office/{keyword}"}},
+    }
+    assert _refusal(schema) == (
+        ("properties", "name", "$ref"),
+        f"`$ref` points at {kind} in the policy, not at a schema (one that `$defs`, "
+        "`properties`, `allOf` or another keyword of schemas holds)",
+    )
