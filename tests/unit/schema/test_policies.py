@@ -679,3 +679,49 @@ def test_a_ref_to_a_keywords_value_is_refused_naming_what_it_points_at(
         f"`$ref` points at {kind} in the policy, not at a schema (one that `$defs`, "
         "`properties`, `allOf` or another keyword of schemas holds)",
     )
+
+
+def test_a_policy_of_exactly_5000_subschemas_is_compiled_and_one_more_refused() -> None:
+    assert _refusal({"allOf": [{}] * 4998}) is None  # itself, its list, 4,998 schemas
+    assert _refusal({"allOf": [{}] * 4999}) == ((), FAN_OUT)
+
+
+def _country_rule() -> dict[str, Any]:
+    """7 subschemas: itself, `required` and its name, `properties`, the field, and its
+    `enum` and `default` (a value counts one, whatever it holds)."""
+    return {
+        "required": ["country"],
+        "properties": {"country": {"enum": ["IS", "CH", "LI"], "default": "CH"}},
+    }
+
+
+@pytest.mark.parametrize("defs", ["$defs", "definitions"])
+def test_a_rule_used_through_refs_counts_where_used_and_its_defs_once(defs: str) -> None:
+    # 5 notes + itself + `defs` (once) + the list + 624 x (the `$ref` + 7) = 5,000.
+    schema = {
+        "title": "Where the company is registered",
+        "description": "Invites name the country of the company they are for",
+        "$comment": "Liechtenstein added 2026-11",
+        "examples": [{"country": "LI"}],
+        "deprecated": False,
+        defs: {"country": _country_rule()},
+        "allOf": [{"$ref": f"#/{defs}/country"}] * 624,
+    }
+    assert _refusal(schema) is None
+    assert _refusal({**schema, "readOnly": False}) == ((), FAN_OUT)
+
+
+def test_a_ref_beside_other_keywords_counts_what_it_points_at_once() -> None:
+    # 3 + 249 x (the holder + its note + 18) = 4,983: within the bound.
+    used = {"$ref": "#/$defs/contact", "description": "who to call about the invite"}
+    assert _refusal({"$defs": {"contact": _contact_rule()}, "allOf": [used] * 249}) is None
+
+
+def test_refs_ending_in_a_list_of_schemas_are_refused_past_32_links_only() -> None:
+    def chain(links: int) -> dict[str, Any]:
+        steps: dict[str, Any] = {f"s{i}": {"$ref": f"#/$defs/s{i + 1}"} for i in range(links)}
+        steps[f"s{links}"] = {"anyOf": [{"pattern": "^\\+44"}, {"pattern": "^\\+353"}]}
+        return {"$defs": steps, "properties": {"phone": {"$ref": "#/$defs/s0"}}}
+
+    assert _refusal(chain(31)) is None  # 32 links with the one in `properties`
+    assert _refusal(chain(32)) == (("$defs", "s31", "$ref"), CHAIN)
