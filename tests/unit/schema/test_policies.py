@@ -725,3 +725,15 @@ def test_refs_ending_in_a_list_of_schemas_are_refused_past_32_links_only() -> No
 
     assert _refusal(chain(31)) is None  # 32 links with the one in `properties`
     assert _refusal(chain(32)) == (("$defs", "s31", "$ref"), CHAIN)
+
+
+@pytest.mark.parametrize("keyword", ["not", "if", "items", "contains", "additionalProperties"])
+def test_a_pattern_re2_cannot_run_under_a_keyword_of_one_schema_is_refused_there(
+    keyword: str,
+) -> None:
+    # "Any address but one of ours": look-ahead, which RE2 cannot run.
+    schema = {"properties": {"email": {keyword: {"pattern": "^(?!.*@bjork\\.is$)"}}}}
+    refused = _refusal(schema)
+    assert refused is not None
+    assert refused[0] == ("properties", "email", keyword, "pattern")
+    assert "policies' patterns run on RE2" in refused[1]
