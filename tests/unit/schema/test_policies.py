@@ -3,6 +3,7 @@ and a failure is placed at the field a failing keyword names."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -737,3 +738,38 @@ def test_a_pattern_re2_cannot_run_under_a_keyword_of_one_schema_is_refused_there
     assert refused is not None
     assert refused[0] == ("properties", "email", keyword, "pattern")
     assert "policies' patterns run on RE2" in refused[1]
+
+
+def _deep_only_for_ids(steps: int = 14, every: int = 4) -> dict[str, Any]:
+    """Within every bound the checks read (32 links, 16 steps, under 5,000 subschemas),
+    but followed on an entry whose id starts `inv_`, 31 `$ref`s of 14 `not`s each: deeper
+    than jsonschema can go on Python's stack."""
+    defs: dict[str, Any] = {}
+    for i in range(31):
+        schema: Any = {"$ref": f"#/$defs/d{i + 1}"}
+        for _ in range(steps):
+            schema = {"not": schema}
+        defs[f"d{i}"] = schema
+    defs["d31"] = {"minLength": 1}
+    # Every fourth one used first: each is sized a few links deep, not 31.
+    used = [{"$ref": f"#/$defs/d{i}"} for i in reversed(range(0, 31, every))]
+    return {
+        "$defs": defs,
+        "properties": {"id": {"if": {"pattern": "^inv_"}, "then": {"allOf": used}}},
+    }
+
+
+def test_a_policy_too_deep_to_follow_on_an_invite_is_refused_when_compiled() -> None:
+    # Compiled on a thread of its own: the same stack depth under any runner. (The stack
+    # running out inside `referencing`'s Rust lookup of a `$ref` is not a RecursionError.)
+    refused: list[Any] = []
+    thread = threading.Thread(target=lambda: refused.append(_refusal(_deep_only_for_ids())))
+    thread.start()
+    thread.join()
+    assert refused == [
+        (
+            (),
+            "it nests too deeply to be followed (more than 100 steps from its top); an "
+            "invite entry nests three levels, and no rule needs so many",
+        )
+    ]
