@@ -11,7 +11,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from reconciler.errors import FileProblem
-from reconciler.schema.policies import Policies, Policy, PolicyError, compile_policy
+from reconciler.schema.policies import (
+    Policies,
+    Policy,
+    PolicyError,
+    PolicyLoop,
+    compile_policy,
+)
 from reconciler.schema.policy_quick import looked_at, quick_check
 
 SCHEMAS: list[Any] = [
@@ -773,3 +779,43 @@ def test_a_policy_too_deep_to_follow_on_an_invite_is_refused_when_compiled() -> 
             "invite entry nests three levels, and no rule needs so many",
         )
     ]
+
+
+def test_a_policy_too_deep_for_an_invite_with_a_phone_stops_the_run_naming_it() -> None:
+    # The entry compiling tries has no phone: it compiles, and the first invite with one
+    # stops the run with the policy named, not with a traceback.
+    deep = _deep_only_for_ids()
+    schema = {
+        "$defs": deep["$defs"],
+        "if": {"required": ["phone"]},
+        "then": {"properties": deep["properties"]},
+    }
+    rule = Policy("eu-phones", "m", "error", schema, "config/réconciler.yaml", 2)
+    policy = compile_policy(rule)
+    entry = {"id": "inv_zoë", "name": "Zoë Åberg AB", "phone": "+46 8 123 456"}
+    stopped: list[str] = []
+
+    def judge() -> None:
+        try:
+            policy.failure(entry)
+        except PolicyLoop as error:
+            stopped.append(str(error))
+
+    thread = threading.Thread(target=judge)
+    thread.start()
+    thread.join()
+    assert stopped == [
+        "config/réconciler.yaml: policy eu-phones (item 3 of `policies`): it nests too deeply "
+        "to be followed (more than 100 steps from its top); an invite entry nests three "
+        "levels, and no rule needs so many"
+    ]
+
+
+def test_a_schema_error_is_quoted_in_at_most_300_characters() -> None:
+    # `required` written as the fields' names in one text, not a list of them.
+    fields = "name, email, phone, primaryContact, groups, attachments, addOns, " * 6
+    refused = _refusal({"required": fields})
+    assert refused is not None
+    prefix = "not valid JSON Schema (draft 2020-12): "
+    assert refused[1].startswith(prefix)
+    assert len(refused[1]) == len(prefix) + 300
