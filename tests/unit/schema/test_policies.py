@@ -3,6 +3,7 @@ and a failure is placed at the field a failing keyword names."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -10,7 +11,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from reconciler.errors import FileProblem
-from reconciler.schema.policies import Policies, Policy, PolicyError, compile_policy
+from reconciler.schema.policies import (
+    Policies,
+    Policy,
+    PolicyError,
+    PolicyLoop,
+    compile_policy,
+)
 from reconciler.schema.policy_quick import looked_at, quick_check
 
 SCHEMAS: list[Any] = [
@@ -653,3 +660,162 @@ def test_a_policy_nested_past_100_steps_is_refused_at_the_first_place_too_deep()
         "it nests too deeply to be followed (more than 100 steps from its top); an invite "
         "entry nests three levels, and no rule needs so many",
     )
+
+
+@pytest.mark.parametrize(
+    ("pointed_at", "kind"),
+    [
+        ({"pattern": "^[A-Z]{2}$"}, "text"),
+        ({"enum": ["Zürich", "Genève", "Lugano"]}, "a list"),
+        ({"const": {"city": "Zürich"}}, "a value (an object no check reads as a schema)"),
+        ({"const": None}, "null"),
+        ({"maxLength": 2}, "a number"),
+    ],
+    ids=["text", "list", "object", "null", "number"],
+)
+def test_a_ref_to_a_keywords_value_is_refused_naming_what_it_points_at(
+    pointed_at: dict[str, Any], kind: str
+) -> None:
+    (keyword,) = pointed_at
+    schema = {
+        "$defs": {"office": pointed_at},
+        "properties": {"name": {"$ref": f"#/$defs/office/{keyword}"}},
+    }
+    assert _refusal(schema) == (
+        ("properties", "name", "$ref"),
+        f"`$ref` points at {kind} in the policy, not at a schema (one that `$defs`, "
+        "`properties`, `allOf` or another keyword of schemas holds)",
+    )
+
+
+def test_a_policy_of_exactly_5000_subschemas_is_compiled_and_one_more_refused() -> None:
+    assert _refusal({"allOf": [{}] * 4998}) is None  # itself, its list, 4,998 schemas
+    assert _refusal({"allOf": [{}] * 4999}) == ((), FAN_OUT)
+
+
+def _country_rule() -> dict[str, Any]:
+    """7 subschemas: itself, `required` and its name, `properties`, the field, and its
+    `enum` and `default` (a value counts one, whatever it holds)."""
+    return {
+        "required": ["country"],
+        "properties": {"country": {"enum": ["IS", "CH", "LI"], "default": "CH"}},
+    }
+
+
+@pytest.mark.parametrize("defs", ["$defs", "definitions"])
+def test_a_rule_used_through_refs_counts_where_used_and_its_defs_once(defs: str) -> None:
+    # 5 notes + itself + `defs` (once) + the list + 624 x (the `$ref` + 7) = 5,000.
+    schema = {
+        "title": "Where the company is registered",
+        "description": "Invites name the country of the company they are for",
+        "$comment": "Liechtenstein added 2026-11",
+        "examples": [{"country": "LI"}],
+        "deprecated": False,
+        defs: {"country": _country_rule()},
+        "allOf": [{"$ref": f"#/{defs}/country"}] * 624,
+    }
+    assert _refusal(schema) is None
+    assert _refusal({**schema, "readOnly": False}) == ((), FAN_OUT)
+
+
+def test_a_ref_beside_other_keywords_counts_what_it_points_at_once() -> None:
+    # 3 + 249 x (the holder + its note + 18) = 4,983: within the bound.
+    used = {"$ref": "#/$defs/contact", "description": "who to call about the invite"}
+    assert _refusal({"$defs": {"contact": _contact_rule()}, "allOf": [used] * 249}) is None
+
+
+def test_refs_ending_in_a_list_of_schemas_are_refused_past_32_links_only() -> None:
+    def chain(links: int) -> dict[str, Any]:
+        steps: dict[str, Any] = {f"s{i}": {"$ref": f"#/$defs/s{i + 1}"} for i in range(links)}
+        steps[f"s{links}"] = {"anyOf": [{"pattern": "^\\+44"}, {"pattern": "^\\+353"}]}
+        return {"$defs": steps, "properties": {"phone": {"$ref": "#/$defs/s0"}}}
+
+    assert _refusal(chain(31)) is None  # 32 links with the one in `properties`
+    assert _refusal(chain(32)) == (("$defs", "s31", "$ref"), CHAIN)
+
+
+@pytest.mark.parametrize("keyword", ["not", "if", "items", "contains", "additionalProperties"])
+def test_a_pattern_re2_cannot_run_under_a_keyword_of_one_schema_is_refused_there(
+    keyword: str,
+) -> None:
+    # "Any address but one of ours": look-ahead, which RE2 cannot run.
+    schema = {"properties": {"email": {keyword: {"pattern": "^(?!.*@bjork\\.is$)"}}}}
+    refused = _refusal(schema)
+    assert refused is not None
+    assert refused[0] == ("properties", "email", keyword, "pattern")
+    assert "policies' patterns run on RE2" in refused[1]
+
+
+def _deep_only_for_ids(steps: int = 14, every: int = 4) -> dict[str, Any]:
+    """Within every bound the checks read (32 links, 16 steps, under 5,000 subschemas),
+    but followed on an entry whose id starts `inv_`, 31 `$ref`s of 14 `not`s each: deeper
+    than jsonschema can go on Python's stack."""
+    defs: dict[str, Any] = {}
+    for i in range(31):
+        schema: Any = {"$ref": f"#/$defs/d{i + 1}"}
+        for _ in range(steps):
+            schema = {"not": schema}
+        defs[f"d{i}"] = schema
+    defs["d31"] = {"minLength": 1}
+    # Every fourth one used first: each is sized a few links deep, not 31.
+    used = [{"$ref": f"#/$defs/d{i}"} for i in reversed(range(0, 31, every))]
+    return {
+        "$defs": defs,
+        "properties": {"id": {"if": {"pattern": "^inv_"}, "then": {"allOf": used}}},
+    }
+
+
+def test_a_policy_too_deep_to_follow_on_an_invite_is_refused_when_compiled() -> None:
+    # Compiled on a thread of its own: the same stack depth under any runner. (The stack
+    # running out inside `referencing`'s Rust lookup of a `$ref` is not a RecursionError.)
+    refused: list[Any] = []
+    thread = threading.Thread(target=lambda: refused.append(_refusal(_deep_only_for_ids())))
+    thread.start()
+    thread.join()
+    assert refused == [
+        (
+            (),
+            "it nests too deeply to be followed (more than 100 steps from its top); an "
+            "invite entry nests three levels, and no rule needs so many",
+        )
+    ]
+
+
+def test_a_policy_too_deep_for_an_invite_with_a_phone_stops_the_run_naming_it() -> None:
+    # The entry compiling tries has no phone: it compiles, and the first invite with one
+    # stops the run with the policy named, not with a traceback.
+    deep = _deep_only_for_ids()
+    schema = {
+        "$defs": deep["$defs"],
+        "if": {"required": ["phone"]},
+        "then": {"properties": deep["properties"]},
+    }
+    rule = Policy("eu-phones", "m", "error", schema, "config/réconciler.yaml", 2)
+    policy = compile_policy(rule)
+    entry = {"id": "inv_zoë", "name": "Zoë Åberg AB", "phone": "+46 8 123 456"}
+    stopped: list[str] = []
+
+    def judge() -> None:
+        try:
+            policy.failure(entry)
+        except PolicyLoop as error:
+            stopped.append(str(error))
+
+    thread = threading.Thread(target=judge)
+    thread.start()
+    thread.join()
+    assert stopped == [
+        "config/réconciler.yaml: policy eu-phones (item 3 of `policies`): it nests too deeply "
+        "to be followed (more than 100 steps from its top); an invite entry nests three "
+        "levels, and no rule needs so many"
+    ]
+
+
+def test_a_schema_error_is_quoted_in_at_most_300_characters() -> None:
+    # `required` written as the fields' names in one text, not a list of them.
+    fields = "name, email, phone, primaryContact, groups, attachments, addOns, " * 6
+    refused = _refusal({"required": fields})
+    assert refused is not None
+    prefix = "not valid JSON Schema (draft 2020-12): "
+    assert refused[1].startswith(prefix)
+    assert len(refused[1]) == len(prefix) + 300
