@@ -49,9 +49,10 @@ MAX_EXPANDED = 5_000
 # `$ref`s leading one to the next: jsonschema follows each with several calls of its own,
 # and a chain of some hundreds runs out of Python's stack on the first entry it judges.
 MAX_CHAIN = 32
-# Steps from the policy to its deepest subschema (a keyword and a name are two): an invite
-# entry nests three levels; jsonschema runs out of stack some hundreds of levels down.
-MAX_NESTING = 100
+# Schemas one inside another, `$ref`s followed: an invite entry nests three levels, and
+# jsonschema, some frames a level, runs out of Python's stack a few hundred down (and
+# inside `referencing`'s lookup that is a Rust panic, not a RecursionError).
+MAX_DEPTH = 50
 
 NOTHING = "`$ref` points at nothing in the policy"
 FAN_OUT = (
@@ -68,8 +69,8 @@ CHAIN = (
     "schema meant, not at another `$ref`"
 )
 TOO_DEEP = (
-    f"it nests too deeply to be followed (more than {MAX_NESTING} steps from its top); an "
-    "invite entry nests three levels, and no rule needs so many"
+    f"it nests too deeply to be followed (more than {MAX_DEPTH} schemas one inside another, "
+    "its `$ref`s followed); an invite entry nests three levels, and no rule needs so many"
 )
 
 
@@ -98,9 +99,6 @@ def ref_problem(schema: Any, lookup: Any) -> Problem | None:
         places = list(subschemas(schema))
     except RecursionError:
         return (), TOO_DEEP
-    for path, _ in places:
-        if len(path) > MAX_NESTING:  # jsonschema would run out of stack on an entry
-            return path, TOO_DEEP
     at: dict[int, Path] = {}  # where each subschema is first written (one may be listed twice)
     for path, node in places:
         if isinstance(node, dict):
@@ -148,33 +146,38 @@ class _Expansion:
     def __init__(self, targets: dict[int, Any], at: dict[int, Path]) -> None:
         self._targets = targets
         self._at = at
-        self._sized: dict[int, tuple[int, int]] = {}  # id -> (size, longest chain below)
+        self._sized: dict[int, tuple[int, int, int]] = {}  # id -> size, chain, height
         self._open: set[int] = set()  # being sized: a `$ref` back into one is a loop
 
     def problem(self, schema: Any) -> Problem | None:
         try:
-            size, _ = self._size(schema, 0)
+            size, _, _ = self._size(schema, 0, 0)
         except _Problem as found:
             return found.problem
         return ((), FAN_OUT) if size > MAX_EXPANDED else None
 
-    def _size(self, node: Any, links: int) -> tuple[int, int]:
-        """How many subschemas ``node`` stands for, and its longest chain of `$ref`s;
-        ``links``: `$ref`s followed to reach it (the chain is refused as it passes the
-        bound, before it is followed further)."""
+    def _size(self, node: Any, links: int, depth: int) -> tuple[int, int, int]:
+        """How many subschemas ``node`` stands for, its longest chain of `$ref`s and how
+        many schemas deep it goes; ``links``, ``depth``: `$ref`s followed and schemas
+        entered to reach it (each bound refused as it is passed, before going on)."""
         if isinstance(node, list):
-            total, chain = 1, 0
+            total, chain, height = 1, 0, 0
             for item in node:
-                size, deep = self._size(item, links)
-                total, chain = total + size, max(chain, deep)
-            return total, chain
+                size, deep, high = self._size(item, links, depth)
+                total, chain, height = total + size, max(chain, deep), max(height, high)
+            return total, chain, height
         if not isinstance(node, dict):
-            return 1, 0
+            return 1, 0, 0
         key = id(node)
+        if depth + 1 > MAX_DEPTH:
+            raise _Problem((self._at.get(key, ()), TOO_DEEP))
         if key in self._sized:
-            return self._sized[key]
+            found = self._sized[key]
+            if depth + found[2] > MAX_DEPTH:  # sized before, from a shallower place
+                raise _Problem((self._at.get(key, ()), TOO_DEEP))
+            return found
         self._open.add(key)
-        total, chain = 1, 0
+        total, chain, height = 1, 0, 1
         for name, value in node.items():
             if name in VALUE_KEYWORDS:
                 total += 1
@@ -184,17 +187,17 @@ class _Expansion:
                     raise _Problem(((*self._at[key], "$ref"), LOOP))
                 if links + 1 > MAX_CHAIN:
                     raise _Problem(((*self._at[key], "$ref"), CHAIN))
-                size, deep = self._size(target, links + 1)
+                size, deep, high = self._size(target, links + 1, depth + 1)
                 if links + 1 + deep > MAX_CHAIN:  # a chain sized before, from elsewhere
                     raise _Problem(((*self._at[key], "$ref"), CHAIN))
-                total, chain = total + size, max(chain, deep + 1)
+                total, chain, height = total + size, max(chain, deep + 1), max(height, high + 1)
             elif name in ("$defs", "definitions"):
                 total += 1  # schemas counted where a `$ref` uses them
             else:
-                size, deep = self._size(value, links)
-                total, chain = total + size, max(chain, deep)
+                size, deep, high = self._size(value, links, depth + 1)
+                total, chain, height = total + size, max(chain, deep), max(height, high + 1)
             if total > MAX_EXPANDED:
                 raise _Problem(((), FAN_OUT))
         self._open.discard(key)
-        self._sized[key] = (total, chain)
-        return total, chain
+        self._sized[key] = (total, chain, height)
+        return total, chain, height
