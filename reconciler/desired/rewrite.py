@@ -100,7 +100,7 @@ def rewrite(
     result = Rewritten(text)
     replacements: list[tuple[int, int, str]] = []
     removing = [w for w in wanted if w.remove is not None]
-    cuts = _removals(text, spans, by_place, removing, lines, result)
+    cuts = _removals(text, spans, by_place, removing, result)
     replacements += cuts
     cut_entries = {w.id for w in removing} - {r.id for r in result.refused if r.field is None}
     for want in wanted:
@@ -295,7 +295,6 @@ def _removals(
     spans: InviteSpans,
     by_place: dict[tuple[int, int], Span],
     removing: list[Wanted],
-    lines: Lines,
     result: Rewritten,
 ) -> list[tuple[int, int, str]]:
     owned = []
