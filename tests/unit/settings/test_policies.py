@@ -82,3 +82,60 @@ def test_all_policies_together_are_bounded(tmp_path: Path) -> None:
     text = f"policies:\n  - {{name: a, message: m, schema: {{enum: [{enum}]}}}}\n"
     [said] = _problems(tmp_path, text)
     assert said.startswith(f"1:1: `policies` hold more than {MAX_POLICY_VALUES:,} values")
+
+
+# Kept beside the rules for a reader, under a keyword no check reads as a schema:
+# jsonschema never looks inside `x-shared`, so a `$ref` may not point into it.
+SHARED_NOTE = (
+    "policies:\n"
+    "  - name: business-email\n"
+    "    message: the invitee's e-mail should be the business's own\n"
+    "    schema:\n"
+    "      x-shared:\n"
+    "        e-mail:  # Müller & Söhne's rule, kept for reference\n"
+    "          pattern: '@(gmail|yahoo)\\.'\n"
+    "      properties:\n"
+    "        email:\n"
+    "          not: {$ref: '#/x-shared/e-mail'}\n"
+)
+
+
+def test_a_ref_to_an_object_under_an_unknown_keyword_is_refused_at_the_ref(
+    tmp_path: Path,
+) -> None:
+    assert _problems(tmp_path, SHARED_NOTE) == [
+        "10:17: policy business-email: `schema` cannot be used: `$ref` points at a value "
+        "(an object no check reads as a schema) in the policy, not at a schema (one that "
+        "`$defs`, `properties`, `allOf` or another keyword of schemas holds)"
+    ]
+
+
+def _shared_notes(levels: int) -> str:
+    """A policy whose `x-notes` nest ``levels`` objects, one inside another."""
+    notes = "{}"
+    for level in range(levels - 1, 0, -1):
+        notes = f"{{note-{level}: {notes}}}"
+    return (
+        "policies:\n"
+        "  - name: business-email\n"
+        "    message: the invitee's e-mail should be the business's own\n"
+        "    schema:\n"
+        f"      x-notes: {notes}\n"
+        "      properties:\n"
+        "        email: {not: {pattern: '@(gmail|yahoo)\\.'}}\n"
+    )
+
+
+def test_notes_nested_past_50_under_an_unknown_keyword_are_refused_at_the_schema(
+    tmp_path: Path,
+) -> None:
+    # Not a schema, so no place of its own to name: the policy's `schema` is blamed, in the
+    # file, not a traceback.
+    settings = _load(tmp_path, _shared_notes(49))
+    compiled = settings.rules.policies.compiled  # type: ignore[attr-defined]
+    assert [p.policy.name for p in compiled] == ["business-email"]
+    assert _problems(tmp_path, _shared_notes(50)) == [
+        "4:5: policy business-email: `schema` cannot be used: it nests too deeply to be "
+        "followed (more than 50 schemas one inside another, its `$ref`s followed); an invite "
+        "entry nests three levels, and no rule needs so many"
+    ]
