@@ -760,3 +760,39 @@ def test_a_schema_error_is_quoted_in_at_most_300_characters() -> None:
     prefix = "not valid JSON Schema (draft 2020-12): "
     assert refused[1].startswith(prefix)
     assert len(refused[1]) == len(prefix) + 300
+
+
+def _used_near_the_top_and_at(depth: int, name: str, rule: Any) -> dict[str, Any]:
+    """``rule`` (in `$defs`, as ``name``) used near the top, then met again ``depth``
+    schemas down (each level between an `allOf` of one: the same rule). Sized where it
+    is first used, it is not sized again: its height is added to the depth it is met at."""
+    deep: Any = {"$ref": f"#/$defs/{name}"}
+    for _ in range(depth - 2):
+        deep = {"allOf": [deep]}
+    return {
+        "$defs": {name: rule, "kurz": {"maxLength": 64}},
+        "properties": {"email": {"$ref": f"#/$defs/{name}"}},
+        "if": {"required": ["primaryContact"]},
+        "then": deep,
+    }
+
+
+@pytest.mark.parametrize(
+    ("name", "rule", "deepest"),
+    [
+        ("kurz", {"maxLength": 64}, 49),  # one schema (the one `über-kurz` points at)
+        ("pflicht", {"required": ["email", "primaryContact"]}, 49),  # a list of names
+        ("geschäftlich", {"not": {"pattern": "@(gmail|yahoo)\\."}}, 48),  # two deep
+        ("über-kurz", {"$ref": "#/$defs/kurz"}, 48),  # two deep, the `$ref` followed
+        ("beides", {"allOf": [{"required": ["email"]}, {"not": {"maxLength": 0}}]}, 47),
+    ],
+    ids=["scalar", "list", "nested", "ref", "three-deep-in-a-list"],
+)
+def test_a_rule_used_again_from_deeper_is_refused_where_its_height_passes_50(
+    name: str, rule: Any, deepest: int
+) -> None:
+    assert _refusal(_used_near_the_top_and_at(deepest, name, rule)) is None
+    assert _refusal(_used_near_the_top_and_at(deepest + 1, name, rule)) == (
+        ("$defs", name),
+        TOO_DEEP,
+    )
