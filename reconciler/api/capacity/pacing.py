@@ -191,8 +191,8 @@ class RequestPacer:
         self._held = False
         self._turned.notify_all()
         waited = now - entered
-        # The server's share of the wait: its pause, the hold after its refusals, and
-        # one interval of its rate.
+        # The server's share of the wait: its pauses, the holds after its refusals (those
+        # that ended while it waited too), and one interval of its rate.
         closed = control.closed()
         own = sum(max(0.0, min(now, until) - max(entered, since)) for since, until in closed)
         own += 1.0 / control.rate if control.ceiling is not None else 0.0

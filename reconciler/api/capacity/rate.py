@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections import deque
 
 from reconciler.api.capacity.latency import Latencies
 from reconciler.api.capacity.starts import WINDOW, RecentStarts
@@ -89,6 +90,9 @@ MIN_RATE = 0.2  # requests/second: pacing never stops work altogether
 MAX_RATE = 1e5  # requests/second: in practice unpaced
 SETTLE = 5.0  # seconds without a cut before the rate is worth reporting
 _SHORTEST_CYCLE = 0.25  # seconds: the least a cycle is measured over
+# Pauses and holds that ended, kept: a request still in line may have waited through
+# them, and its retry budget is charged for them, not for its queueing (see ``closed``).
+ENDED_KEPT = 64
 
 
 class RateControl:
@@ -103,6 +107,7 @@ class RateControl:
         never = (-math.inf, -math.inf)
         self.pause = never  # (from, until): the server asked for it (Retry-After)
         self.hold = never  # (from, until): after a refusal, till its window can have moved
+        self._ended: deque[tuple[float, float]] = deque(maxlen=ENDED_KEPT)
         self._hold = 0.0  # seconds of the last hold
         self._held = 0.0  # what the window held before the run's first refusal, per second
         self._lower_bound = False  # the ceiling is a lower bound: grow from it
@@ -140,9 +145,22 @@ class RateControl:
             latency = min(latency, self.latency.unloaded() or latency)
         return max(1, math.ceil(min(rate, MAX_RATE) * latency) + 1)
 
-    def closed(self) -> tuple[tuple[float, float], tuple[float, float]]:
-        """When no request may start: the server's pause, and the hold after a refusal."""
-        return self.pause, self.hold
+    def closed(self) -> tuple[tuple[float, float], ...]:
+        """When no request may start, or could not: the server's pause and the hold after
+        a refusal, and those that ended lately (a request in line may have waited
+        through several, one right after another). They may overlap."""
+        return (*self._ended, self.pause, self.hold)
+
+    def _until(self, closed: tuple[float, float], now: float, until: float) -> tuple[float, float]:
+        """``closed`` (from, until) extended to ``until``; one that has ended is kept on
+        record (``closed()``) and a new one begins now."""
+        if until <= closed[1]:
+            return closed
+        if closed[1] > now:
+            return (closed[0], until)
+        if closed[1] > closed[0]:  # not the empty one a run starts with
+            self._ended.append(closed)
+        return (now, until)
 
     def describe(self) -> str:
         if self.ceiling is None:
@@ -200,9 +218,9 @@ class RateControl:
                 self._cut(rate, started, seconds, now, retry_after)
         # Whatever else: no request, the refused one least, goes before its window can
         # have moved (one interval of the rate), nor before a Retry-After.
-        self.hold = _until(self.hold, now, now + 1.0 / self.rate)
+        self.hold = self._until(self.hold, now, now + 1.0 / self.rate)
         if retry_after:
-            self.pause = _until(self.pause, now, now + retry_after)
+            self.pause = self._until(self.pause, now, now + retry_after)
         return False
 
     # -- refusals ----------------------------------------------------------------
@@ -225,7 +243,7 @@ class RateControl:
             self._reached = self.answers
         # Two intervals of the rate it was refused at, or of what it let through.
         self._hold = min(HOLD / max(self.ceiling, min(rate, measured)), MAX_HOLD)
-        self.hold = _until(self.hold, now, now + self._hold)
+        self.hold = self._until(self.hold, now, now + self._hold)
         self.epoch += 1
         self._updated = self._cut_at = now
         self._let_since_cut = self._let_since = 0
@@ -311,7 +329,7 @@ class RateControl:
         """Refused again, nothing let through since the last cut: the same window, no
         news of the rate. Nothing starts for twice as long as the last hold."""
         self._hold = min(2 * self._hold, MAX_HOLD)
-        self.hold = _until(self.hold, now, now + self._hold)
+        self.hold = self._until(self.hold, now, now + self._hold)
         self._updated = now
         self.epoch += 1
         self._let_since = 0
@@ -359,10 +377,3 @@ class RateControl:
             return
         probing = self.answers - self._reached
         self.rate = min(MAX_RATE, level * (1 + PROBE * probing * probing))
-
-
-def _until(closed: tuple[float, float], now: float, until: float) -> tuple[float, float]:
-    """``closed`` (from, until) extended to ``until``."""
-    if until <= closed[1]:
-        return closed
-    return (now if closed[1] <= now else closed[0], until)

@@ -470,3 +470,29 @@ def test_a_request_that_failed_otherwise_between_two_refusals_is_no_longer_singl
 
     assert refusal is not None and not refusal.own
     assert pacer.rate_limited_events == cuts + 1
+
+
+def test_a_wait_through_two_pauses_back_to_back_is_all_the_servers(fake_time: FakeTime) -> None:
+    # The second 429 comes just as the first pause ends, while a request is still in
+    # line: all 4 s it waited are pauses the server asked for, charged to its retry
+    # budget (docs/troubleshooting.md), none of it queueing that would extend it.
+    told: list[float] = []
+    refused: list[Turn] = []  # the request whose 429 comes as the first pause ends
+
+    def sleep(seconds: float) -> None:
+        fake_time.sleep(seconds)
+        if refused and not told and fake_time.now >= paced._control.pause[1]:
+            told.append(fake_time.now)
+            paced.on_answer(refused[0], 0.001, refused=True, retry_after=2.0)
+
+    paced = RequestPacer(clock=fake_time.clock, sleep=sleep)
+    first, second = paced.wait_turn(), paced.wait_turn()
+    paced.on_answer(first, 0.001, refused=True, retry_after=2.0)
+    paused_at = fake_time.now
+    refused.append(second)
+
+    turn = paced.wait_turn()
+
+    assert told, "the second refusal came while the request waited"
+    assert turn.at - paused_at >= 4.0
+    assert turn.queued == pytest.approx(0.0, abs=1e-9)
