@@ -853,3 +853,42 @@ def test_entries_removed_from_a_file_beginning_with_a_blank_line_leave_the_key_a
     assert done.text == expected
     assert [e.id for e in done.removed] == ids
     assert read(done.text).keys() == read(text).keys() - set(ids)
+
+
+@pytest.mark.parametrize("brk", ["\r", "\x85", "\u2028"], ids=["cr", "nel", "ls"])
+def test_a_block_item_is_removed_though_a_later_line_of_the_file_breaks_where_yaml_reads_one(
+    brk: str,
+) -> None:
+    # Only a line break of YAML's own on the removed item's line leaves the list to the
+    # author; one further down the file (in a comment pasted from elsewhere) does not.
+    text = (
+        "invites:\n"
+        "  - id: inv_a\n"
+        "    groups:\n"
+        "      - emea\n"
+        "      - dach\n"
+        f"  # Zürich office{brk}  # from the CRM export\n"
+        "  - id: inv_b\n"
+        "    groups: [apac]\n"
+    )
+    done = rewrite(text, [wanted(text, "inv_a", groups=["dach"])])
+    assert done.text == text.replace("      - emea\n", "")
+    assert done.refused == []
+    assert [(e.line, e.id, e.field) for e in done.edits] == [(4, "inv_a", "groups")]
+    assert read(done.text)["inv_a"]["groups"] == ["dach"]
+
+
+@pytest.mark.parametrize("brk", ["\r", "\x85", "\u2028"], ids=["cr", "nel", "ls"])
+@pytest.mark.parametrize("layout", ["own-line", "after-the-item-above"])
+def test_a_block_list_whose_item_yaml_begins_at_another_line_break_is_left_for_the_author(
+    brk: str, layout: str
+) -> None:
+    # YAML begins dach's line at the lone CR (NEL, LS), the list's lines are found by LF:
+    # the list is not edited (here, an item added after dach's line) but left as written.
+    before = "\n" + brk if layout == "own-line" else brk
+    text = f"invites:\n  - id: inv_a\n    groups:\n      - emea{before}      - dach\n"
+    assert read(text) == {"inv_a": {"groups": ["emea", "dach"]}}
+    done = rewrite(text, [wanted(text, "inv_a", groups=["emea", "dach", "apac"])])
+    assert done.text == text
+    assert done.edits == []
+    assert [(r.id, r.field, r.reason) for r in done.refused] == [("inv_a", "groups", ODD_LAYOUT)]
