@@ -812,3 +812,83 @@ def test_a_block_item_whose_line_yaml_breaks_before_a_comment_is_left_for_the_au
     assert done.text == text
     assert [(r.id, r.field, r.reason) for r in done.refused] == [("inv_a", "groups", ODD_LAYOUT)]
     assert done.edits == []
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"], ids=["lf", "crlf"])
+@pytest.mark.parametrize("brk", ["\r", "\x85", "\u2028"], ids=["cr", "nel", "ls"])
+@pytest.mark.parametrize("layout", ["own-line", "after-the-entry-above"])
+def test_an_entry_whose_line_yaml_begins_at_another_line_break_is_not_removed(
+    newline: str, brk: str, layout: str
+) -> None:
+    # adopt --prune-not-pending: YAML begins inv_b's line at the lone CR (NEL, LS), an
+    # entry's lines are found by LF: inv_b is left for the author, not cut by lines counted
+    # two ways (after inv_a's name, its line by LF is inv_a's too, and would go with it).
+    nl = newline
+    before = nl + brk if layout == "own-line" else brk
+    text = f"invites:{nl}  - id: inv_a{nl}    name: Zoë Ltd{before}  - id: inv_b{nl}    name: B{nl}"
+    assert read(text).keys() == {"inv_a", "inv_b"}  # the loader takes it: adopt gets there
+    done = rewrite(text, [wanted(text, "inv_b", remove="accepted")])
+    assert done.text == text
+    assert done.removed == []
+    assert [(r.id, r.field, r.new, r.reason) for r in done.refused] == [
+        ("inv_b", None, "accepted", ODD_LAYOUT)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("ids", "expected"),
+    [
+        (["inv_a"], "\ninvites:\n  - id: inv_b\n    name: Beta\n"),
+        (["inv_a", "inv_b"], "\ninvites: []\n"),
+    ],
+    ids=["the-first", "all"],
+)
+def test_entries_removed_from_a_file_beginning_with_a_blank_line_leave_the_key_and_that_line(
+    ids: list[str], expected: str
+) -> None:
+    # The line above the first entry is `invites:`, the file's second line: the cut of
+    # the first entry (which takes the blank lines above it when none follow) stops there.
+    text = "\ninvites:\n  - id: inv_a\n    name: Ærø Turistbureau\n  - id: inv_b\n    name: Beta\n"
+    done = rewrite(text, [wanted(text, i, remove="accepted") for i in ids])
+    assert done.text == expected
+    assert [e.id for e in done.removed] == ids
+    assert read(done.text).keys() == read(text).keys() - set(ids)
+
+
+@pytest.mark.parametrize("brk", ["\r", "\x85", "\u2028"], ids=["cr", "nel", "ls"])
+def test_a_block_item_is_removed_though_a_later_line_of_the_file_breaks_where_yaml_reads_one(
+    brk: str,
+) -> None:
+    # Only a line break of YAML's own on the removed item's line leaves the list to the
+    # author; one further down the file (in a comment pasted from elsewhere) does not.
+    text = (
+        "invites:\n"
+        "  - id: inv_a\n"
+        "    groups:\n"
+        "      - emea\n"
+        "      - dach\n"
+        f"  # Zürich office{brk}  # from the CRM export\n"
+        "  - id: inv_b\n"
+        "    groups: [apac]\n"
+    )
+    done = rewrite(text, [wanted(text, "inv_a", groups=["dach"])])
+    assert done.text == text.replace("      - emea\n", "")
+    assert done.refused == []
+    assert [(e.line, e.id, e.field) for e in done.edits] == [(4, "inv_a", "groups")]
+    assert read(done.text)["inv_a"]["groups"] == ["dach"]
+
+
+@pytest.mark.parametrize("brk", ["\r", "\x85", "\u2028"], ids=["cr", "nel", "ls"])
+@pytest.mark.parametrize("layout", ["own-line", "after-the-item-above"])
+def test_a_block_list_whose_item_yaml_begins_at_another_line_break_is_left_for_the_author(
+    brk: str, layout: str
+) -> None:
+    # YAML begins dach's line at the lone CR (NEL, LS), the list's lines are found by LF:
+    # the list is not edited (here, an item added after dach's line) but left as written.
+    before = "\n" + brk if layout == "own-line" else brk
+    text = f"invites:\n  - id: inv_a\n    groups:\n      - emea{before}      - dach\n"
+    assert read(text) == {"inv_a": {"groups": ["emea", "dach"]}}
+    done = rewrite(text, [wanted(text, "inv_a", groups=["emea", "dach", "apac"])])
+    assert done.text == text
+    assert done.edits == []
+    assert [(r.id, r.field, r.reason) for r in done.refused] == [("inv_a", "groups", ODD_LAYOUT)]
