@@ -26,7 +26,7 @@ from reconciler.yamlload.spans import (
     entry_lines,
     entry_span,
     invite_spans,
-    line_end,
+    value_end,
 )
 
 
@@ -71,7 +71,7 @@ class Rewritten:
 SHARED = "it comes through an anchor, alias or merge (editing it would change other places)"
 NO_VALUE = "the platform holds no value for it; delete it from the file to stop managing it"
 _ODD_LAYOUT = "it is written in a layout adopt does not edit"
-# Line breaks to YAML besides the line feed (and a CR before it): `line_end` knows only LF.
+# Line breaks to YAML besides the line feed (and a CR before it): `value_end` knows only LF.
 _OTHER_BREAK = re.compile("\r(?!\n)|[\x85\u2028\u2029]")
 
 
@@ -259,7 +259,7 @@ def _block_list(text: str, span: Span, new: IdentifierSet) -> list[tuple[int, in
             return None  # not `  - item` on a line of its own
         indent = indent if indent is not None else text[start:dash]
         if id(item) not in kept:
-            end = line_end(text, item.end)
+            end = value_end(text, item.end)
             if _OTHER_BREAK.search(text, item.end, end):
                 # YAML ends the line there (a lone CR, NEL, LS, PS) and what follows is a
                 # line of its own, a comment perhaps: cut to the line feed, it would go.
@@ -276,7 +276,7 @@ def _block_list(text: str, span: Span, new: IdentifierSet) -> list[tuple[int, in
         colon = text.index(":", span.key_end)
         return [(colon + 1, colon + 1, " []"), *made]
     if added:
-        end = line_end(text, span.items[-1].end)
+        end = value_end(text, span.items[-1].end)
         newline = "\r\n" if text[:end].endswith("\r\n") else "\n"  # the file's own
         lines = "".join(
             f"{indent}- {render_scalar(value, None, False)}{newline}" for value in added

@@ -190,6 +190,12 @@ def line_end(text: str, position: int) -> int:
     return len(text) if found < 0 else found + 1
 
 
+def value_end(text: str, end: int) -> int:
+    """Just past the line break that ends the last line of a value ending at ``end``: a
+    block scalar (``|``, ``>``) ends past its own line break, and the next line is not its."""
+    return end if text[end - 1 : end] == "\n" else line_end(text, end)
+
+
 def entry_lines(text: str, entry: Span) -> tuple[int, int] | None:
     """The lines of a block list's entry: its comment lines just above, and itself."""
     dash = text.rfind("-", 0, entry.start)
@@ -202,7 +208,7 @@ def entry_lines(text: str, entry: Span) -> tuple[int, int] | None:
         if not text[above:start].startswith(indent + "#"):
             break
         start = above
-    return (start, line_end(text, entry.end))
+    return (start, value_end(text, entry.end))
 
 
 def cut_lines(text: str, start: int, end: int) -> tuple[int, int]:

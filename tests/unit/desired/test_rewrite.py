@@ -892,3 +892,56 @@ def test_a_block_list_whose_item_yaml_begins_at_another_line_break_is_left_for_t
     assert done.text == text
     assert done.edits == []
     assert [(r.id, r.field, r.reason) for r in done.refused] == [("inv_a", "groups", ODD_LAYOUT)]
+
+
+def test_a_block_scalar_item_removed_takes_its_own_lines_and_not_the_next_items() -> None:
+    # libyaml ends a block scalar past its own line break: the next item's line is not
+    # part of it, and stays when the platform still holds that item.
+    text = (
+        "invites:\n"
+        "  - id: inv_a\n"
+        "    groups:\n"
+        "      - |-\n"
+        "        emea\n"
+        "      - dach\n"
+        "      - apac\n"
+    )
+    done = rewrite(text, [wanted(text, "inv_a", groups=["dach", "apac"])])
+    assert done.refused == []
+    assert done.text == text.replace("      - |-\n        emea\n", "")
+    assert read(done.text)["inv_a"]["groups"] == ["dach", "apac"]
+
+
+def test_a_block_list_ending_in_a_block_scalar_gains_new_items_after_it() -> None:
+    text = (
+        "invites:\n"
+        "  - id: inv_a\n"
+        "    groups:\n"
+        "      - emea\n"
+        "      - |-\n"
+        "        dach\n"
+        "  - id: inv_b\n"
+    )
+    done = rewrite(text, [wanted(text, "inv_a", groups=["emea", "dach", "apac"])])
+    assert done.refused == []
+    assert done.text == text.replace("        dach\n", "        dach\n      - apac\n")
+    assert read(done.text)["inv_a"]["groups"] == ["emea", "dach", "apac"]
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"], ids=["lf", "crlf"])
+def test_an_entry_ending_in_a_block_scalar_removed_leaves_the_next_entry_whole(
+    newline: str,
+) -> None:
+    text = (
+        "invites:\n"
+        "  - id: inv_a\n"
+        "    name: |-\n"
+        "      Acme Holdings Ltd\n"
+        "  - id: inv_b\n"
+        "    name: Zoë Ångström GmbH\n"
+    ).replace("\n", newline)
+    done = rewrite(text, [wanted(text, "inv_a", remove="pending")])
+    assert [e.id for e in done.removed] == ["inv_a"]
+    assert done.text == "invites:\n  - id: inv_b\n    name: Zoë Ångström GmbH\n".replace(
+        "\n", newline
+    )
