@@ -496,3 +496,28 @@ def test_a_wait_through_two_pauses_back_to_back_is_all_the_servers(fake_time: Fa
     assert told, "the second refusal came while the request waited"
     assert turn.at - paused_at >= 4.0
     assert turn.queued == pytest.approx(0.0, abs=1e-9)
+
+
+def test_a_pause_lengthened_while_a_request_waits_is_all_the_servers(fake_time: FakeTime) -> None:
+    # A second 429 halfway through the first pause asks for 2 s more: the pause runs on
+    # from its start, and the 3 s the request waited are all charged to its budget.
+    told: list[float] = []
+    refused: list[Turn] = []
+
+    def sleep(seconds: float) -> None:
+        fake_time.sleep(seconds)
+        if refused and not told and fake_time.now >= paced._control.pause[0] + 1.0:
+            told.append(fake_time.now)
+            paced.on_answer(refused[0], 0.001, refused=True, retry_after=2.0)
+
+    paced = RequestPacer(clock=fake_time.clock, sleep=sleep)
+    first, second = paced.wait_turn(), paced.wait_turn()
+    paced.on_answer(first, 0.001, refused=True, retry_after=2.0)
+    paused_at = fake_time.now
+    refused.append(second)
+
+    turn = paced.wait_turn()
+
+    assert told, "the second refusal came while the request waited"
+    assert turn.at - paused_at >= 3.0
+    assert turn.queued == pytest.approx(0.0, abs=1e-9)
