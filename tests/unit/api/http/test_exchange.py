@@ -217,3 +217,49 @@ def test_a_403_whose_message_names_reconciler_scope_still_gets_the_note_of_what_
         "'kyb:invites:read kyb:invites:write' (as asked: the token answer named no scope)) "
         "(requestId 1001)"
     )
+
+
+def test_a_request_after_refusals_is_not_sent_when_the_hold_outlasts_its_budget(
+    requests_mock: Any,
+) -> None:
+    # A read refused twice (429s without Retry-After) gives up within its 1 s budget;
+    # nothing may start for another 1.2 s after those refusals, more than the next
+    # read's whole budget: it is not sent at all, and says so.
+    client = exchange(retry_max_seconds=1)
+    requests_mock.post(TOKEN_URL, [token_response()])
+    requests_mock.get(INVITE_URL, **refused(429))
+    requests_mock.get(OTHER_URL, json=envelope(INVITE | {"id": "inv_other"}))
+
+    with pytest.raises(RateLimited):
+        client.call("GET", INVITE_PATH, idempotent=True)
+    with pytest.raises(RateLimited) as caught:
+        client.call("GET", OTHER_URL.removeprefix(BASE), idempotent=True)
+
+    said = str(caught.value)
+    assert said.startswith("not sent: ") and " another 1.2 s, " in said
+    assert said.endswith(
+        "more than the 1.0 s left of this request's retry budget (retry_max_seconds: 1)"
+    )
+    assert [r.url for r in requests_mock.request_history] == [TOKEN_URL, INVITE_URL, INVITE_URL]
+
+
+def test_a_read_refused_again_and_again_is_not_retried_past_its_budget(
+    requests_mock: Any,
+) -> None:
+    # Each refusal with nothing let through since doubles the hold (0.4 s, 0.8 s, 1.6 s).
+    # After the third, 0.4 s of the read's 2 s budget are left: it is not sent a fourth
+    # time (that would leave after its budget ended), and the error says why.
+    time = FakeTime()
+    client = exchange(time, retry_max_seconds=2)
+    requests_mock.post(TOKEN_URL, [token_response()])
+    requests_mock.get(INVITE_URL, [refused(429), refused(429), refused(429), OK])
+
+    with pytest.raises(RateLimited) as caught:
+        client.call("GET", INVITE_PATH, idempotent=True)
+
+    assert str(caught.value) == (
+        "HTTP 429: refused (refused for all of retry_max_seconds: no request may start for "
+        "another 1.6 s after the server's refusals, more than the 0.4 s left) (requestId 1001)"
+    )
+    assert [r.method for r in requests_mock.request_history] == ["POST", "GET", "GET", "GET"]
+    assert time.now < 102.0  # the last hold not waited out
