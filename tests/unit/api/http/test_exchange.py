@@ -27,7 +27,9 @@ RESEND_PATH = INVITE_PATH + "/resend"
 OTHER_URL = INVITES + "inv_other"
 
 
-def exchange(time: FakeTime | None = None, **values: Any) -> Exchange:
+def exchange(
+    time: FakeTime | None = None, pacer: RequestPacer | None = None, **values: Any
+) -> Exchange:
     settings = Settings().with_values(
         {"base_url": BASE, "client_id": "ci-client", "client_secret": "cs-Value-42", **values}
     )
@@ -37,7 +39,7 @@ def exchange(time: FakeTime | None = None, **values: Any) -> Exchange:
         settings,
         credentials,
         parse_base_url(credentials.base_url),
-        RequestPacer(clock=time.clock, sleep=time.sleep),
+        pacer or RequestPacer(clock=time.clock, sleep=time.sleep),
         clock=time.clock,
         sleep=time.sleep,
         jitter=lambda: 0.5,
@@ -263,3 +265,23 @@ def test_a_read_refused_again_and_again_is_not_retried_past_its_budget(
     )
     assert [r.method for r in requests_mock.request_history] == ["POST", "GET", "GET", "GET"]
     assert time.now < 102.0  # the last hold not waited out
+
+
+def test_waiting_for_the_runs_own_pace_spends_none_of_a_retry_budget(
+    requests_mock: Any,
+) -> None:
+    # Paced at one request every 4 s to begin with (the run's own guess: no limit known
+    # yet), a read that failed twice with a 500 had its third try 3 s after its first,
+    # all of its 3 s budget: 2.25 s of that it waited for the run's pace, which is no
+    # server refusing and spends none of the budget, so the third try is still made.
+    time = FakeTime()
+    slow = RequestPacer(clock=time.clock, sleep=time.sleep, start_rate=0.25)
+    client = exchange(time, slow, retry_max_seconds=3, max_attempts=3)
+    requests_mock.post(TOKEN_URL, [token_response()])
+    requests_mock.get(INVITE_URL, [refused(500), refused(500), OK])
+
+    answer = client.call("GET", INVITE_PATH, idempotent=True)
+
+    assert answer.status == 200
+    assert [r.method for r in requests_mock.request_history] == ["POST", "GET", "GET", "GET"]
+    assert time.now == pytest.approx(107.0)  # the first try at 104, when the pace let it
