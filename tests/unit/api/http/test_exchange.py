@@ -1,23 +1,34 @@
 """Exchange, on the wire (requests-mock): how the token request carries the client's
-credentials, what a refusal says of the token, the re-send's own turns, and what one
+credentials, what a refusal says of the token, the re-send's own turns, what one
 request's attempts make of the others' answers between them (two workers on one
-exchange, in fake time, the second run while the first one's attempt is in flight).
+exchange, in fake time, the second run while the first one's attempt is in flight),
+what the retry budget is charged (the hold after refusals, not the run's own pace),
+and the audit record of a write kept back by a failed token renewal.
 Everything else it does is tested through the client (unit/api/test_client.py)."""
 
 from __future__ import annotations
 
 import base64
+import json
 import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
 from support.api_answers import BASE, INVITE, INVITE_URL, INVITES, TOKEN, envelope, token_response
 from support.limits import FakeTime
 
 from reconciler.api.capacity.pacing import RequestPacer
-from reconciler.api.exceptions import ApiError, PermissionDenied, RateLimited
+from reconciler.api.exceptions import (
+    ApiError,
+    PermissionDenied,
+    RateLimited,
+    TransportError,
+)
 from reconciler.api.http.exchange import Exchange
 from reconciler.api.http.urls import parse_base_url
+from reconciler.apply.audit import AttemptRecorder, AuditLog
 from reconciler.settings.config import Settings
 from reconciler.stop import Stop
 
@@ -285,3 +296,40 @@ def test_waiting_for_the_runs_own_pace_spends_none_of_a_retry_budget(
     assert answer.status == 200
     assert [r.method for r in requests_mock.request_history] == ["POST", "GET", "GET", "GET"]
     assert time.now == pytest.approx(107.0)  # the first try at 104, when the pace let it
+
+
+def test_an_update_whose_token_renewal_failed_is_logged_failed_not_unknown(
+    requests_mock: Any, tmp_path: Path
+) -> None:
+    # The PATCH is answered 401 (the token was revoked early), and renewing the token
+    # times out twice. The 401 carried nothing out and the PATCH never went again: the
+    # audit log records it failed, naming the token step, not of unknown outcome (the
+    # token request's timeout, which may have reached the token endpoint, is not this
+    # write's).
+    path = tmp_path / "audit.jsonl"
+    log = AuditLog(str(path), "ci-client")
+    recorder = AttemptRecorder(log, "inv_8f2k1", "update")
+    slow = {"exc": requests.exceptions.ReadTimeout("read timed out")}
+    requests_mock.post(TOKEN_URL, [token_response(), slow])
+    expired = envelope(None, status=401, message="token revoked", request_id="4011")
+    requests_mock.patch(INVITE_URL, status_code=401, json=expired)
+
+    with pytest.raises(TransportError) as caught:
+        exchange(max_attempts=2).call(
+            "PATCH",
+            INVITE_PATH,
+            json_body={"name": "Müller & Söhne GmbH"},
+            idempotent=False,
+            watch=recorder,
+        )
+    log.close()
+
+    assert caught.value.maybe_sent is False and not caught.value.outcome_unknown
+    assert str(caught.value).endswith("(while getting a token; this request was not sent)")
+    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    assert [(r["record"], r.get("outcome")) for r in records] == [
+        ("attempt", None),
+        ("outcome", "failed"),
+    ]
+    assert records[1]["message"] == str(caught.value)
+    assert [r.method for r in requests_mock.request_history] == ["POST", "PATCH", "POST", "POST"]
