@@ -333,3 +333,24 @@ def test_an_update_whose_token_renewal_failed_is_logged_failed_not_unknown(
     ]
     assert records[1]["message"] == str(caught.value)
     assert [r.method for r in requests_mock.request_history] == ["POST", "PATCH", "POST", "POST"]
+
+
+def test_a_token_request_failing_as_the_run_stops_is_still_named(requests_mock: Any) -> None:
+    # Ctrl-C while the token endpoint answers a 500: not retried, and the error still
+    # says it was the token request that failed, not the read it was for.
+    client = exchange()
+
+    def failing_while_stopped(request: Any, context: Any) -> dict[str, Any]:
+        client.stop.set("interrupted")
+        return envelope(None, status=500, message="internal error", request_id="5001")
+
+    requests_mock.post(TOKEN_URL, status_code=500, json=failing_while_stopped)
+
+    with pytest.raises(ApiError) as caught:
+        client.call("GET", INVITE_PATH, idempotent=True)
+
+    assert str(caught.value) == (
+        "HTTP 500: no token from the token request (POST /oauth/token): internal error "
+        "(requestId 5001)"
+    )
+    assert [r.url for r in requests_mock.request_history] == [TOKEN_URL]
