@@ -1,23 +1,34 @@
 """Exchange, on the wire (requests-mock): how the token request carries the client's
-credentials, what a refusal says of the token, the re-send's own turns, and what one
+credentials, what a refusal says of the token, the re-send's own turns, what one
 request's attempts make of the others' answers between them (two workers on one
-exchange, in fake time, the second run while the first one's attempt is in flight).
+exchange, in fake time, the second run while the first one's attempt is in flight),
+what the retry budget is charged (the hold after refusals, not the run's own pace),
+and the audit record of a write kept back by a failed token renewal.
 Everything else it does is tested through the client (unit/api/test_client.py)."""
 
 from __future__ import annotations
 
 import base64
+import json
 import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
 from support.api_answers import BASE, INVITE, INVITE_URL, INVITES, TOKEN, envelope, token_response
 from support.limits import FakeTime
 
 from reconciler.api.capacity.pacing import RequestPacer
-from reconciler.api.exceptions import ApiError, PermissionDenied, RateLimited
+from reconciler.api.exceptions import (
+    ApiError,
+    PermissionDenied,
+    RateLimited,
+    TransportError,
+)
 from reconciler.api.http.exchange import Exchange
 from reconciler.api.http.urls import parse_base_url
+from reconciler.apply.audit import AttemptRecorder, AuditLog
 from reconciler.settings.config import Settings
 from reconciler.stop import Stop
 
@@ -27,7 +38,9 @@ RESEND_PATH = INVITE_PATH + "/resend"
 OTHER_URL = INVITES + "inv_other"
 
 
-def exchange(time: FakeTime | None = None, **values: Any) -> Exchange:
+def exchange(
+    time: FakeTime | None = None, pacer: RequestPacer | None = None, **values: Any
+) -> Exchange:
     settings = Settings().with_values(
         {"base_url": BASE, "client_id": "ci-client", "client_secret": "cs-Value-42", **values}
     )
@@ -37,7 +50,7 @@ def exchange(time: FakeTime | None = None, **values: Any) -> Exchange:
         settings,
         credentials,
         parse_base_url(credentials.base_url),
-        RequestPacer(clock=time.clock, sleep=time.sleep),
+        pacer or RequestPacer(clock=time.clock, sleep=time.sleep),
         clock=time.clock,
         sleep=time.sleep,
         jitter=lambda: 0.5,
@@ -217,3 +230,127 @@ def test_a_403_whose_message_names_reconciler_scope_still_gets_the_note_of_what_
         "'kyb:invites:read kyb:invites:write' (as asked: the token answer named no scope)) "
         "(requestId 1001)"
     )
+
+
+def test_a_request_after_refusals_is_not_sent_when_the_hold_outlasts_its_budget(
+    requests_mock: Any,
+) -> None:
+    # A read refused twice (429s without Retry-After) gives up within its 1 s budget;
+    # nothing may start for another 1.2 s after those refusals, more than the next
+    # read's whole budget: it is not sent at all, and says so.
+    client = exchange(retry_max_seconds=1)
+    requests_mock.post(TOKEN_URL, [token_response()])
+    requests_mock.get(INVITE_URL, **refused(429))
+    requests_mock.get(OTHER_URL, json=envelope(INVITE | {"id": "inv_other"}))
+
+    with pytest.raises(RateLimited):
+        client.call("GET", INVITE_PATH, idempotent=True)
+    with pytest.raises(RateLimited) as caught:
+        client.call("GET", OTHER_URL.removeprefix(BASE), idempotent=True)
+
+    said = str(caught.value)
+    assert said.startswith("not sent: ") and " another 1.2 s, " in said
+    assert said.endswith(
+        "more than the 1.0 s left of this request's retry budget (retry_max_seconds: 1)"
+    )
+    assert [r.url for r in requests_mock.request_history] == [TOKEN_URL, INVITE_URL, INVITE_URL]
+
+
+def test_a_read_refused_again_and_again_is_not_retried_past_its_budget(
+    requests_mock: Any,
+) -> None:
+    # Each refusal with nothing let through since doubles the hold (0.4 s, 0.8 s, 1.6 s).
+    # After the third, 0.4 s of the read's 2 s budget are left: it is not sent a fourth
+    # time (that would leave after its budget ended), and the error says why.
+    time = FakeTime()
+    client = exchange(time, retry_max_seconds=2)
+    requests_mock.post(TOKEN_URL, [token_response()])
+    requests_mock.get(INVITE_URL, [refused(429), refused(429), refused(429), OK])
+
+    with pytest.raises(RateLimited) as caught:
+        client.call("GET", INVITE_PATH, idempotent=True)
+
+    assert str(caught.value) == (
+        "HTTP 429: refused (refused for all of retry_max_seconds: no request may start for "
+        "another 1.6 s after the server's refusals, more than the 0.4 s left) (requestId 1001)"
+    )
+    assert [r.method for r in requests_mock.request_history] == ["POST", "GET", "GET", "GET"]
+    assert time.now < 102.0  # the last hold not waited out
+
+
+def test_waiting_for_the_runs_own_pace_spends_none_of_a_retry_budget(
+    requests_mock: Any,
+) -> None:
+    # Paced at one request every 4 s to begin with (the run's own guess: no limit known
+    # yet), a read that failed twice with a 500 had its third try 3 s after its first,
+    # all of its 3 s budget: 2.25 s of that it waited for the run's pace, which is no
+    # server refusing and spends none of the budget, so the third try is still made.
+    time = FakeTime()
+    slow = RequestPacer(clock=time.clock, sleep=time.sleep, start_rate=0.25)
+    client = exchange(time, slow, retry_max_seconds=3, max_attempts=3)
+    requests_mock.post(TOKEN_URL, [token_response()])
+    requests_mock.get(INVITE_URL, [refused(500), refused(500), OK])
+
+    answer = client.call("GET", INVITE_PATH, idempotent=True)
+
+    assert answer.status == 200
+    assert [r.method for r in requests_mock.request_history] == ["POST", "GET", "GET", "GET"]
+    assert time.now == pytest.approx(107.0)  # the first try at 104, when the pace let it
+
+
+def test_an_update_whose_token_renewal_failed_is_logged_failed_not_unknown(
+    requests_mock: Any, tmp_path: Path
+) -> None:
+    # The PATCH is answered 401 (the token was revoked early), and renewing the token
+    # times out twice. The 401 carried nothing out and the PATCH never went again: the
+    # audit log records it failed, naming the token step, not of unknown outcome (the
+    # token request's timeout, which may have reached the token endpoint, is not this
+    # write's).
+    path = tmp_path / "audit.jsonl"
+    log = AuditLog(str(path), "ci-client")
+    recorder = AttemptRecorder(log, "inv_8f2k1", "update")
+    slow = {"exc": requests.exceptions.ReadTimeout("read timed out")}
+    requests_mock.post(TOKEN_URL, [token_response(), slow])
+    expired = envelope(None, status=401, message="token revoked", request_id="4011")
+    requests_mock.patch(INVITE_URL, status_code=401, json=expired)
+
+    with pytest.raises(TransportError) as caught:
+        exchange(max_attempts=2).call(
+            "PATCH",
+            INVITE_PATH,
+            json_body={"name": "Müller & Söhne GmbH"},
+            idempotent=False,
+            watch=recorder,
+        )
+    log.close()
+
+    assert caught.value.maybe_sent is False and not caught.value.outcome_unknown
+    assert str(caught.value).endswith("(while getting a token; this request was not sent)")
+    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    assert [(r["record"], r.get("outcome")) for r in records] == [
+        ("attempt", None),
+        ("outcome", "failed"),
+    ]
+    assert records[1]["message"] == str(caught.value)
+    assert [r.method for r in requests_mock.request_history] == ["POST", "PATCH", "POST", "POST"]
+
+
+def test_a_token_request_failing_as_the_run_stops_is_still_named(requests_mock: Any) -> None:
+    # Ctrl-C while the token endpoint answers a 500: not retried, and the error still
+    # says it was the token request that failed, not the read it was for.
+    client = exchange()
+
+    def failing_while_stopped(request: Any, context: Any) -> dict[str, Any]:
+        client.stop.set("interrupted")
+        return envelope(None, status=500, message="internal error", request_id="5001")
+
+    requests_mock.post(TOKEN_URL, status_code=500, json=failing_while_stopped)
+
+    with pytest.raises(ApiError) as caught:
+        client.call("GET", INVITE_PATH, idempotent=True)
+
+    assert str(caught.value) == (
+        "HTTP 500: no token from the token request (POST /oauth/token): internal error "
+        "(requestId 5001)"
+    )
+    assert [r.url for r in requests_mock.request_history] == [TOKEN_URL]
