@@ -181,10 +181,13 @@ class Exchange:
             except ApiError as failure:
                 error = failure
             if error is not None and error is self._tokens.failure:
-                # The token request already had its retries; this one never left.
+                # The token request already had its retries; this one never left (or its
+                # resend after a 401 did not). Its record names no HTTP status or requestId:
+                # those the token endpoint answered are in the message, and are not this
+                # request's.
                 unsent = _unsent(error)
                 if watch is not None:
-                    watch.failed(unsent)
+                    watch.failed(NotSent(str(unsent)))
                 raise unsent
             if error is not None and watch is not None:
                 watch.failed(error)
@@ -251,9 +254,14 @@ class Exchange:
                 )
                 raise last from None
             what = "not sent" if first else "not retried"
+            wait = (
+                f"the server asked that no request start for another {seconds(no.wait)}"
+                if no.asked  # its Retry-After; else the hold after its refusals is ours
+                else f"no request may start for another {seconds(no.wait)} after the "
+                "server's refusals"
+            )
             raise RateLimited(
-                f"{what}: the server asked that no request start for another "
-                f"{seconds(no.wait)}, more than the {seconds(left)} left of this request's "
+                f"{what}: {wait}, more than the {seconds(left)} left of this request's "
                 f"retry budget (retry_max_seconds: {self.settings.retry_max_seconds:g})"
             ) from None
 
@@ -322,10 +330,10 @@ class Exchange:
         try:
             answer = self._with_retries("POST", path, send, idempotent=True, observe=False)
         except (TransportError, NotSent):
-            raise  # no answer: the network's words name the host; _unsent adds the rest
+            # No answer (the network's words name the host; _unsent adds the rest), or
+            # none sent (the run stopping, a wait past the budget): the token's own words.
+            raise
         except ApiError as exc:
-            if isinstance(exc, NotSent) and self.stop.is_set():
-                raise  # the run is stopping: no request of it failed, the token's neither
             raise token_failure(exc, said[0], self.settings) from None
         return token_from_payload(answer.data, answer.body, self._clock(), self._issued)
 

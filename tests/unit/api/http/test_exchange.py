@@ -248,9 +248,9 @@ def test_a_request_after_refusals_is_not_sent_when_the_hold_outlasts_its_budget(
     with pytest.raises(RateLimited) as caught:
         client.call("GET", OTHER_URL.removeprefix(BASE), idempotent=True)
 
-    said = str(caught.value)
-    assert said.startswith("not sent: ") and " another 1.2 s, " in said
-    assert said.endswith(
+    # No Retry-After: the wait is the run's own hold, not something the server asked.
+    assert str(caught.value) == (
+        "not sent: no request may start for another 1.2 s after the server's refusals, "
         "more than the 1.0 s left of this request's retry budget (retry_max_seconds: 1)"
     )
     assert [r.url for r in requests_mock.request_history] == [TOKEN_URL, INVITE_URL, INVITE_URL]
@@ -354,3 +354,43 @@ def test_a_token_request_failing_as_the_run_stops_is_still_named(requests_mock: 
         "(requestId 5001)"
     )
     assert [r.url for r in requests_mock.request_history] == [TOKEN_URL]
+
+
+def test_an_update_whose_token_renewal_was_refused_records_none_of_the_token_endpoints_ids(
+    requests_mock: Any, tmp_path: Path
+) -> None:
+    # The PATCH is answered 401 and the token endpoint refuses the renewal (401
+    # invalid_client, requestId tok-77). The audit log's record of the update must not
+    # carry the token endpoint's status and requestId as if the PATCH had been answered
+    # so; the message names the token request, with its own.
+    path = tmp_path / "audit.jsonl"
+    log = AuditLog(str(path), "ci-client")
+    recorder = AttemptRecorder(log, "inv_8f2k1", "update")
+    refused = {
+        "status_code": 401,
+        "json": {"error": "invalid_client", "error_description": "client disabled"},
+        "headers": {"X-Request-Id": "tok-77"},
+    }
+    requests_mock.post(TOKEN_URL, [token_response(), refused])
+    expired = envelope(None, status=401, message="token revoked", request_id="4011")
+    requests_mock.patch(INVITE_URL, status_code=401, json=expired)
+
+    with pytest.raises(ApiError) as caught:
+        exchange().call(
+            "PATCH",
+            INVITE_PATH,
+            json_body={"name": "Müller & Söhne GmbH"},
+            idempotent=False,
+            watch=recorder,
+        )
+    log.close()
+
+    assert "tok-77" in str(caught.value)  # the token request's own, named with it
+    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    assert [(r["record"], r.get("outcome")) for r in records] == [
+        ("attempt", None),
+        ("outcome", "failed"),
+    ]
+    assert records[1].get("http_status") is None
+    assert records[1].get("request_id") is None
+    assert records[1]["message"] == str(caught.value)
