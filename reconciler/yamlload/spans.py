@@ -82,7 +82,7 @@ def _read(text: str, wanted: Collection[int] | None, base: int = 0) -> Span | No
             kind = event.__class__
             if skipped is not None:
                 if kind is yaml.ScalarEvent or kind is yaml.AliasEvent:
-                    skipped.end = max(skipped.end, base + event.end_mark.index)
+                    skipped.end = max(skipped.end, base + _end(text, event))
                 elif kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
                     flows.append(bool(event.flow_style))
                 elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
@@ -106,7 +106,7 @@ def _read(text: str, wanted: Collection[int] | None, base: int = 0) -> Span | No
                 continue
             inherited = bool(stack) and stack[-1].span.shared
             anchored = getattr(event, "anchor", None) is not None
-            start, end = base + event.start_mark.index, base + event.end_mark.index
+            start, end = base + event.start_mark.index, base + _end(text, event)
             if kind is yaml.ScalarEvent:
                 shared = inherited or anchored
                 span = Span(start, end, "scalar", shared, event.style or None, value=event.value)
@@ -182,6 +182,23 @@ def _add(stack: list[_Open], span: Span) -> Span | None:
 
 
 # -- the lines a block list's entry stands on ------------------------------------------------
+
+
+def _end(text: str, event: Any) -> int:
+    """Where ``event``'s value ends in ``text``: libyaml's end mark, but for a block scalar
+    (``|``, ``>``) past its last line that holds text. libyaml's mark also takes the blank
+    lines after it, which are the value's only when it keeps them (``|+``, ``>+``)."""
+    end: int = event.end_mark.index
+    if getattr(event, "style", None) not in ("|", ">"):
+        return end
+    start: int = event.start_mark.index
+    if "+" in text[start + 1 : start + 3]:  # the chomping indicator, before or after a digit
+        return end
+    while True:
+        line = text.rfind("\n", start, end - 1) + 1  # where the last line before ``end`` starts
+        if line <= start or text[line:end].strip():
+            return end
+        end = line
 
 
 def line_end(text: str, position: int) -> int:

@@ -945,3 +945,49 @@ def test_an_entry_ending_in_a_block_scalar_removed_leaves_the_next_entry_whole(
     assert done.text == "invites:\n  - id: inv_b\n    name: Zoë Ångström GmbH\n".replace(
         "\n", newline
     )
+
+
+@pytest.mark.parametrize("header", ["|-", "|", ">-", "|2-"])
+def test_a_block_scalar_edited_keeps_the_blank_line_after_it(header: str) -> None:
+    # libyaml's end mark takes the blank lines after a block scalar; they are layout,
+    # not its value (but with `+`), and stay where they were.
+    text = (
+        "invites:\n"
+        "  - id: inv_a\n"
+        f"    name: {header}\n"
+        "      Acme Holdings Ltd\n"
+        "\n"
+        "  - id: inv_b\n"
+        "    name: Beta Ltd\n"
+    )
+    done = rewrite(text, [wanted(text, "inv_a", name="Acme Group plc")])
+    assert done.refused == []
+    # A block scalar is replaced by a quoted one (as any edit of it is), the blank after.
+    assert done.text == text.replace(f"{header}\n      Acme Holdings Ltd\n", '"Acme Group plc"\n')
+
+
+def test_a_block_scalar_edited_and_the_entry_after_it_removed_in_one_run() -> None:
+    text = (
+        "invites:\n"
+        "  - id: inv_a\n"
+        "    name: |-\n"
+        "      Acme Holdings Ltd\n"
+        "\n"
+        "  - id: inv_b\n"
+        "    name: Beta Ltd\n"
+    )
+    done = rewrite(
+        text,
+        [wanted(text, "inv_a", name="Acme Group plc"), wanted(text, "inv_b", remove="pending")],
+    )
+    assert [e.id for e in done.removed] == ["inv_b"]
+    assert done.text == 'invites:\n  - id: inv_a\n    name: "Acme Group plc"\n'
+
+
+def test_a_kept_block_scalars_trailing_blank_lines_are_its_value_and_go_with_it() -> None:
+    # `|+` keeps its blank lines: they are part of the value the platform no longer holds.
+    text = "invites:\n  - id: inv_a\n    name: |+\n      Acme Holdings Ltd\n\n  - id: inv_b\n"
+    done = rewrite(text, [wanted(text, "inv_a", name="Acme Group plc")])
+    assert done.refused == []
+    assert read(done.text)["inv_a"]["name"] == "Acme Group plc"
+    assert read(done.text).keys() == {"inv_a", "inv_b"}
