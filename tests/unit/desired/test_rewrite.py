@@ -991,3 +991,58 @@ def test_a_kept_block_scalars_trailing_blank_lines_are_its_value_and_go_with_it(
     assert done.refused == []
     assert read(done.text)["inv_a"]["name"] == "Acme Group plc"
     assert read(done.text).keys() == {"inv_a", "inv_b"}
+
+
+# -- s5-attack (hostile files for adopt's block scalars): regression tests of its findings --
+
+
+@pytest.mark.parametrize("header", [">-", "|-", "|2-"])
+def test_s5_attack_a_dropped_block_scalar_items_comment_stays_on_a_line_of_its_own(
+    header: str,
+) -> None:
+    # s5-attack finding A1: `- >-  # why` removed took its comment with it, though a plain
+    # item's comment stays on a line of its own (docs/adopt.md, issue 37 row 4).
+    body = "          apac\n" if header == "|2-" else "        apac\n"
+    text = (
+        "invites:\n  - id: inv_a\n    groups:\n      - emea\n"
+        f"      - {header}  # why apac\n{body}      - amer\n"
+    )
+    gone = read(text)["inv_a"]["groups"][1]
+    kept = [g for g in read(text)["inv_a"]["groups"] if g != gone]
+    done = rewrite(text, [wanted(text, "inv_a", groups=kept)])
+    assert done.refused == []
+    assert read(done.text)["inv_a"]["groups"] == kept
+    assert "# why apac" in done.text
+
+
+@pytest.mark.parametrize("space", ["\u3000"])  # validate refuses other Unicode spaces
+@pytest.mark.parametrize(
+    "edit", ["name", "remove-next", "remove-it"], ids=["edited", "next-removed", "removed"]
+)
+def test_s5_attack_a_block_scalars_last_line_of_unicode_spaces_is_text(
+    space: str, edit: str
+) -> None:
+    # s5-attack finding A2: spans' `_end` takes a line of Unicode spaces (str.strip) for a
+    # blank line after a block scalar; to YAML only spaces and tabs are white, the line is
+    # the value's text, and adopt refused the edit as unsafe (the file left unchanged).
+    text = (
+        "invites:\n  - id: inv_a\n    name: >-\n      Beta\n"
+        f"      {space}\n  - id: inv_b\n    name: B\n"
+    )
+    assert read(text)["inv_a"]["name"] == f"Beta {space}"
+    if edit == "name":
+        wants = [wanted(text, "inv_a", name="Beta AG")]
+    elif edit == "remove-next":
+        wants = [wanted(text, "inv_b", remove="accepted")]
+    else:
+        wants = [wanted(text, "inv_a", remove="accepted")]
+    done = rewrite(text, wants)
+    assert done.refused == []
+    assert done.text != text
+    after = read(done.text)
+    if edit == "name":
+        assert after["inv_a"]["name"] == "Beta AG"
+    elif edit == "remove-next":
+        assert after == {"inv_a": {"name": f"Beta {space}"}}
+    else:
+        assert after == {"inv_b": {"name": "B"}}
