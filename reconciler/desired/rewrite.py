@@ -264,8 +264,13 @@ def _block_list(text: str, span: Span, new: IdentifierSet) -> list[tuple[int, in
                 # YAML ends the line there (a lone CR, NEL, LS, PS) and what follows is a
                 # line of its own, a comment perhaps: cut to the line feed, it would go.
                 return None
-            # The item's line goes; a comment on it stays, on a line of its own.
-            comment = text[item.end : end].lstrip(" \t")
+            # The item's line goes; a comment on it stays, on a line of its own. A block
+            # scalar's is on its header line, after the indicators (`- |-  # why`).
+            if item.style in ("|", ">"):
+                header = text[item.start + 1 : text.find("\n", item.start) + 1]
+                comment = header.lstrip("+-0123456789").lstrip(" \t")
+            else:
+                comment = text[item.end : end].lstrip(" \t")
             kept_comment = text[start:dash] + comment if comment.startswith("#") else ""
             made.append((start, end, kept_comment))
     if indent is None:

@@ -21,6 +21,11 @@ import yaml
 _Parser = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
+# A blank line to YAML: spaces, tabs and the line break. Other Unicode spaces (U+3000)
+# are text, and a line of them is a value's.
+_WHITE = " \t\r\n"
+
+
 @dataclass(slots=True)
 class Span:
     """One value as written: ``text[start:end]``; for a list its items, for a mapping its keys."""
@@ -196,7 +201,7 @@ def _end(text: str, event: Any) -> int:
         return end
     while True:
         line = text.rfind("\n", start, end - 1) + 1  # where the last line before ``end`` starts
-        if line <= start or text[line:end].strip():
+        if line <= start or text[line:end].strip(_WHITE):
             return end
         end = line
 
@@ -247,4 +252,4 @@ def cut_lines(text: str, start: int, end: int) -> tuple[int, int]:
 
 def _blank(text: str, start: int) -> bool:
     end = text.find("\n", start)
-    return not text[start : len(text) if end < 0 else end].strip()
+    return not text[start : len(text) if end < 0 else end].strip(_WHITE)

@@ -58,11 +58,11 @@ def decide_retry(
         return RetryDecision(False)
     tried = f"gave up after {attempt} attempt{'s' if attempt != 1 else ''}"
     asked = error.retry_after
-    if asked is not None and asked > time_left:
+    if asked is not None and asked > 0 and time_left < asked:  # `Retry-After: 0` asks no wait
         return RetryDecision(
             False,
             note=f" ({tried}: the server asked to wait {asked:.0f} s, more than the "
-            f"{max(time_left, 0.0):.0f} s left of retry_max_seconds)",
+            f"{_less_than(max(time_left, 0.0), asked)} s left of retry_max_seconds)",
         )
     if is_rate_signal(error):
         # Not counted against max_attempts: a limit slows a run, it does not end it.
@@ -97,3 +97,12 @@ def _wait(error: ApiError, attempt: int, jitter: float) -> float:
     # The exponent bounded: a refusal is not counted against max_attempts, so a request
     # refused for all of retry_max_seconds may have made thousands of attempts.
     return jitter * min(BACKOFF_CAP, BACKOFF_BASE * 2.0 ** min(attempt - 1, 16))
+
+
+def _less_than(left: float, asked: float) -> str:
+    """``left`` in whole seconds, or as precise as it takes to read less than ``asked``
+    shown in whole seconds ("1 s, more than the 0.96 s left", not "the 1 s left")."""
+    shown, digits = f"{left:.0f}", 1
+    while float(shown) >= float(f"{asked:.0f}") and digits < 7:
+        shown, digits = f"{left:.{digits}f}", digits + 1
+    return shown

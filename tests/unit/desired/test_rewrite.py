@@ -997,10 +997,10 @@ def test_a_kept_block_scalars_trailing_blank_lines_are_its_value_and_go_with_it(
 
 
 @pytest.mark.parametrize("header", [">-", "|-", "|2-"])
-def test_s5_attack_a_dropped_block_scalar_items_comment_stays_on_a_line_of_its_own(
+def test_a_dropped_block_scalar_items_comment_stays_on_a_line_of_its_own(
     header: str,
 ) -> None:
-    # s5-attack finding A1: `- >-  # why` removed took its comment with it, though a plain
+    # `- >-  # why` removed took its comment with it, though a plain
     # item's comment stays on a line of its own (docs/adopt.md, issue 37 row 4).
     body = "          apac\n" if header == "|2-" else "        apac\n"
     text = (
@@ -1019,10 +1019,8 @@ def test_s5_attack_a_dropped_block_scalar_items_comment_stays_on_a_line_of_its_o
 @pytest.mark.parametrize(
     "edit", ["name", "remove-next", "remove-it"], ids=["edited", "next-removed", "removed"]
 )
-def test_s5_attack_a_block_scalars_last_line_of_unicode_spaces_is_text(
-    space: str, edit: str
-) -> None:
-    # s5-attack finding A2: spans' `_end` takes a line of Unicode spaces (str.strip) for a
+def test_a_block_scalars_last_line_of_unicode_spaces_is_text(space: str, edit: str) -> None:
+    # spans' `_end` takes a line of Unicode spaces (str.strip) for a
     # blank line after a block scalar; to YAML only spaces and tabs are white, the line is
     # the value's text, and adopt refused the edit as unsafe (the file left unchanged).
     text = (

@@ -272,8 +272,8 @@ def test_its_own_refusal_whose_back_off_outlasts_the_budget_gives_up_saying_so()
 # -- s5-attack (a hostile server's Retry-After): regression tests of its findings ----------
 
 
-def test_s5_attack_a_retry_after_of_0_with_the_budget_spent_does_not_say_the_server_asked() -> None:
-    # s5-attack finding B1: a server answering `429, Retry-After: 0` three times with a
+def test_a_retry_after_of_0_with_the_budget_spent_does_not_say_the_server_asked() -> None:
+    # a server answering `429, Retry-After: 0` three times with a
     # 3 s budget ended the run with "the server asked to wait 0 s, more than the 0 s left
     # of retry_max_seconds": 0 s asked is no wait, and not more than anything left.
     error = RateLimited("slow down", status=429, retry_after=0.0)
@@ -283,8 +283,8 @@ def test_s5_attack_a_retry_after_of_0_with_the_budget_spent_does_not_say_the_ser
     assert "refused for all of retry_max_seconds" in decision.note
 
 
-def test_s5_attack_a_wait_asked_that_reads_the_same_as_the_time_left_is_not_said_more() -> None:
-    # s5-attack finding B2: `Retry-After: 1` with 0.96 s left read "the server asked to wait
+def test_a_wait_asked_that_reads_the_same_as_the_time_left_is_not_said_more() -> None:
+    # `Retry-After: 1` with 0.96 s left read "the server asked to wait
     # 1 s, more than the 1 s left of retry_max_seconds" (both rounded to whole seconds).
     error = RateLimited("slow down", status=429, retry_after=1.0)
     decision = decide(error, attempt=2, time_left=0.96)
