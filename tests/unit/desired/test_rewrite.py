@@ -993,7 +993,7 @@ def test_a_kept_block_scalars_trailing_blank_lines_are_its_value_and_go_with_it(
     assert read(done.text).keys() == {"inv_a", "inv_b"}
 
 
-# -- s5-attack (hostile files for adopt's block scalars): regression tests of its findings --
+# -- block scalars written by hand: what adopt keeps and what it takes ------------------------
 
 
 @pytest.mark.parametrize("header", [">-", "|-", "|2-"])

@@ -269,7 +269,7 @@ def test_its_own_refusal_whose_back_off_outlasts_the_budget_gives_up_saying_so()
     assert decide(refused, attempt=5, time_left=4.5, own=True) == RetryDecision(True, 4.0)
 
 
-# -- s5-attack (a hostile server's Retry-After): regression tests of its findings ----------
+# -- what a give-up says of the wait asked and the time left --------------------------------
 
 
 def test_a_retry_after_of_0_with_the_budget_spent_does_not_say_the_server_asked() -> None:
