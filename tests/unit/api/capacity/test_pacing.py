@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 from support.limits import FakeTime, answered, refuse
@@ -472,16 +473,28 @@ def test_a_request_that_failed_otherwise_between_two_refusals_is_no_longer_singl
     assert pacer.rate_limited_events == cuts + 1
 
 
-def test_a_wait_through_two_pauses_back_to_back_is_all_the_servers(fake_time: FakeTime) -> None:
-    # The second 429 comes just as the first pause ends, while a request is still in
-    # line: all 4 s it waited are pauses the server asked for, charged to its retry
-    # budget (docs/troubleshooting.md), none of it queueing that would extend it.
+@pytest.mark.parametrize(
+    ("second_429_at", "waited"),
+    [
+        # As the first pause ends: a pause right after another; the one that ended counts.
+        (lambda pause: pause[1], 4.0),
+        # Halfway through it, asking 2 s more: the pause runs on from its start.
+        (lambda pause: pause[0] + 1.0, 3.0),
+    ],
+    ids=["back-to-back", "lengthened"],
+)
+def test_a_wait_through_the_servers_pauses_is_all_the_servers(
+    fake_time: FakeTime, second_429_at: Callable[[tuple[float, float]], float], waited: float
+) -> None:
+    # A second `429, Retry-After: 2` comes while a request is still in line: all it waited
+    # are pauses the server asked for, charged to its retry budget (docs/troubleshooting.md),
+    # none of it queueing that would extend the budget.
     told: list[float] = []
-    refused: list[Turn] = []  # the request whose 429 comes as the first pause ends
+    refused: list[Turn] = []  # the request whose 429 comes while the other waits
 
     def sleep(seconds: float) -> None:
         fake_time.sleep(seconds)
-        if refused and not told and fake_time.now >= paced._control.pause[1]:
+        if refused and not told and fake_time.now >= second_429_at(paced._control.pause):
             told.append(fake_time.now)
             paced.on_answer(refused[0], 0.001, refused=True, retry_after=2.0)
 
@@ -494,30 +507,5 @@ def test_a_wait_through_two_pauses_back_to_back_is_all_the_servers(fake_time: Fa
     turn = paced.wait_turn()
 
     assert told, "the second refusal came while the request waited"
-    assert turn.at - paused_at >= 4.0
-    assert turn.queued == pytest.approx(0.0, abs=1e-9)
-
-
-def test_a_pause_lengthened_while_a_request_waits_is_all_the_servers(fake_time: FakeTime) -> None:
-    # A second 429 halfway through the first pause asks for 2 s more: the pause runs on
-    # from its start, and the 3 s the request waited are all charged to its budget.
-    told: list[float] = []
-    refused: list[Turn] = []
-
-    def sleep(seconds: float) -> None:
-        fake_time.sleep(seconds)
-        if refused and not told and fake_time.now >= paced._control.pause[0] + 1.0:
-            told.append(fake_time.now)
-            paced.on_answer(refused[0], 0.001, refused=True, retry_after=2.0)
-
-    paced = RequestPacer(clock=fake_time.clock, sleep=sleep)
-    first, second = paced.wait_turn(), paced.wait_turn()
-    paced.on_answer(first, 0.001, refused=True, retry_after=2.0)
-    paused_at = fake_time.now
-    refused.append(second)
-
-    turn = paced.wait_turn()
-
-    assert told, "the second refusal came while the request waited"
-    assert turn.at - paused_at >= 3.0
+    assert turn.at - paused_at >= waited
     assert turn.queued == pytest.approx(0.0, abs=1e-9)

@@ -298,24 +298,20 @@ def test_waiting_for_the_runs_own_pace_spends_none_of_a_retry_budget(
     assert time.now == pytest.approx(107.0)  # the first try at 104, when the pace let it
 
 
-def test_an_update_whose_token_renewal_failed_is_logged_failed_not_unknown(
-    requests_mock: Any, tmp_path: Path
-) -> None:
-    # The PATCH is answered 401 (the token was revoked early), and renewing the token
-    # times out twice. The 401 carried nothing out and the PATCH never went again: the
-    # audit log records it failed, naming the token step, not of unknown outcome (the
-    # token request's timeout, which may have reached the token endpoint, is not this
-    # write's).
+def _update_whose_token_renewal_fails(
+    requests_mock: Any, tmp_path: Path, renewal: dict[str, Any], **values: Any
+) -> tuple[ApiError, list[dict[str, Any]]]:
+    """A PATCH answered 401 (its token revoked early), the renewal answered ``renewal``
+    (each retry of it too): the error raised and the audit log's records of the update."""
     path = tmp_path / "audit.jsonl"
     log = AuditLog(str(path), "ci-client")
     recorder = AttemptRecorder(log, "inv_8f2k1", "update")
-    slow = {"exc": requests.exceptions.ReadTimeout("read timed out")}
-    requests_mock.post(TOKEN_URL, [token_response(), slow])
+    requests_mock.post(TOKEN_URL, [token_response(), renewal])
     expired = envelope(None, status=401, message="token revoked", request_id="4011")
     requests_mock.patch(INVITE_URL, status_code=401, json=expired)
 
-    with pytest.raises(TransportError) as caught:
-        exchange(max_attempts=2).call(
+    with pytest.raises(ApiError) as caught:
+        exchange(**values).call(
             "PATCH",
             INVITE_PATH,
             json_body={"name": "Müller & Söhne GmbH"},
@@ -323,16 +319,55 @@ def test_an_update_whose_token_renewal_failed_is_logged_failed_not_unknown(
             watch=recorder,
         )
     log.close()
-
-    assert caught.value.maybe_sent is False and not caught.value.outcome_unknown
-    assert str(caught.value).endswith("(while getting a token; this request was not sent)")
     records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    return caught.value, records
+
+
+def test_an_update_whose_token_renewal_failed_is_logged_failed_not_unknown(
+    requests_mock: Any, tmp_path: Path
+) -> None:
+    # Renewing the token times out twice. The 401 carried nothing out and the PATCH never
+    # went again: the audit log records it failed, naming the token step, not of unknown
+    # outcome (the token request's timeout, which may have reached the token endpoint, is
+    # not this write's).
+    slow = {"exc": requests.exceptions.ReadTimeout("read timed out")}
+    error, records = _update_whose_token_renewal_fails(
+        requests_mock, tmp_path, slow, max_attempts=2
+    )
+
+    assert isinstance(error, TransportError)
+    assert error.maybe_sent is False and not error.outcome_unknown
+    assert str(error).endswith("(while getting a token; this request was not sent)")
     assert [(r["record"], r.get("outcome")) for r in records] == [
         ("attempt", None),
         ("outcome", "failed"),
     ]
-    assert records[1]["message"] == str(caught.value)
+    assert records[1]["message"] == str(error)
     assert [r.method for r in requests_mock.request_history] == ["POST", "PATCH", "POST", "POST"]
+
+
+def test_an_update_whose_token_renewal_was_refused_records_none_of_the_token_endpoints_ids(
+    requests_mock: Any, tmp_path: Path
+) -> None:
+    # The token endpoint refuses the renewal (401 invalid_client, requestId tok-77). The
+    # audit log's record of the update must not carry the token endpoint's status and
+    # requestId as if the PATCH had been answered so; the message names the token
+    # request, with its own.
+    refused = {
+        "status_code": 401,
+        "json": {"error": "invalid_client", "error_description": "client disabled"},
+        "headers": {"X-Request-Id": "tok-77"},
+    }
+    error, records = _update_whose_token_renewal_fails(requests_mock, tmp_path, refused)
+
+    assert "tok-77" in str(error)  # the token request's own, named with it
+    assert [(r["record"], r.get("outcome")) for r in records] == [
+        ("attempt", None),
+        ("outcome", "failed"),
+    ]
+    assert records[1].get("http_status") is None
+    assert records[1].get("request_id") is None
+    assert records[1]["message"] == str(error)
 
 
 def test_a_token_request_failing_as_the_run_stops_is_still_named(requests_mock: Any) -> None:
@@ -354,43 +389,3 @@ def test_a_token_request_failing_as_the_run_stops_is_still_named(requests_mock: 
         "(requestId 5001)"
     )
     assert [r.url for r in requests_mock.request_history] == [TOKEN_URL]
-
-
-def test_an_update_whose_token_renewal_was_refused_records_none_of_the_token_endpoints_ids(
-    requests_mock: Any, tmp_path: Path
-) -> None:
-    # The PATCH is answered 401 and the token endpoint refuses the renewal (401
-    # invalid_client, requestId tok-77). The audit log's record of the update must not
-    # carry the token endpoint's status and requestId as if the PATCH had been answered
-    # so; the message names the token request, with its own.
-    path = tmp_path / "audit.jsonl"
-    log = AuditLog(str(path), "ci-client")
-    recorder = AttemptRecorder(log, "inv_8f2k1", "update")
-    refused = {
-        "status_code": 401,
-        "json": {"error": "invalid_client", "error_description": "client disabled"},
-        "headers": {"X-Request-Id": "tok-77"},
-    }
-    requests_mock.post(TOKEN_URL, [token_response(), refused])
-    expired = envelope(None, status=401, message="token revoked", request_id="4011")
-    requests_mock.patch(INVITE_URL, status_code=401, json=expired)
-
-    with pytest.raises(ApiError) as caught:
-        exchange().call(
-            "PATCH",
-            INVITE_PATH,
-            json_body={"name": "Müller & Söhne GmbH"},
-            idempotent=False,
-            watch=recorder,
-        )
-    log.close()
-
-    assert "tok-77" in str(caught.value)  # the token request's own, named with it
-    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-    assert [(r["record"], r.get("outcome")) for r in records] == [
-        ("attempt", None),
-        ("outcome", "failed"),
-    ]
-    assert records[1].get("http_status") is None
-    assert records[1].get("request_id") is None
-    assert records[1]["message"] == str(caught.value)
