@@ -389,3 +389,30 @@ def test_a_token_request_failing_as_the_run_stops_is_still_named(requests_mock: 
         "(requestId 5001)"
     )
     assert [r.url for r in requests_mock.request_history] == [TOKEN_URL]
+
+
+def test_a_run_stopped_while_a_retry_waits_ends_with_the_error_it_waited_to_retry(
+    requests_mock: Any,
+) -> None:
+    # Ctrl-C during the back-off after a 500: no retry is sent, and what the user reads
+    # is the 500 that was to be retried, with its requestId.
+    time = FakeTime()
+    client = exchange(time=time)
+
+    def sleep(seconds: float) -> None:
+        time.sleep(seconds)
+        client.stop.set("interrupted")
+
+    client._sleep = sleep
+    requests_mock.post(TOKEN_URL, [token_response()])
+    requests_mock.get(
+        INVITE_URL,
+        status_code=500,
+        json=envelope(None, status=500, message="internal error", request_id="5001"),
+    )
+
+    with pytest.raises(ApiError) as caught:
+        client.call("GET", INVITE_PATH, idempotent=True)
+
+    assert str(caught.value) == "HTTP 500: internal error (requestId 5001)"
+    assert [r.method for r in requests_mock.request_history] == ["POST", "GET"]
