@@ -290,3 +290,23 @@ def test_a_wait_asked_that_reads_the_same_as_the_time_left_is_not_said_more() ->
     decision = decide(error, attempt=2, time_left=0.96)
     assert not decision.retry
     assert "wait 1 s, more than the 1 s left" not in decision.note
+
+
+@pytest.mark.parametrize(
+    ("time_left", "shown"),
+    [
+        (0.9, "0.9"),  # one decimal is enough
+        (0.96, "0.96"),  # one decimal would read 1.0
+        (1 - 1e-9, "1.000000"),  # a microsecond is as precise as it gets
+    ],
+)
+def test_the_time_left_is_shown_as_precise_as_it_takes_to_read_less_than_the_wait(
+    time_left: float, shown: str
+) -> None:
+    decision = decide(RateLimited("slow", status=429, retry_after=1.0), time_left=time_left)
+
+    assert decision == RetryDecision(
+        False,
+        note=" (gave up after 1 attempt: the server asked to wait 1 s, "
+        f"more than the {shown} s left of retry_max_seconds)",
+    )
