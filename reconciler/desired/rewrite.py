@@ -266,8 +266,9 @@ def _block_list(text: str, span: Span, new: IdentifierSet) -> list[tuple[int, in
                 return None
             # The item's line goes; a comment on it stays, on a line of its own. A block
             # scalar's is on its header line, after the indicators (`- |-  # why`).
-            if item.style in ("|", ">"):
-                header = text[item.start + 1 : text.find("\n", item.start) + 1]
+            if item.style in ("|", ">"):  # after a tag, if any (`- !!str |-  # why`)
+                indicator = text.find(item.style, item.start)
+                header = text[indicator + 1 : text.find("\n", indicator) + 1]
                 comment = header.lstrip("+-0123456789").lstrip(" \t")
             else:
                 comment = text[item.end : end].lstrip(" \t")

@@ -59,10 +59,11 @@ def decide_retry(
     tried = f"gave up after {attempt} attempt{'s' if attempt != 1 else ''}"
     asked = error.retry_after
     if asked is not None and asked > 0 and time_left < asked:  # `Retry-After: 0` asks no wait
+        said, left = _apart(asked, max(time_left, 0.0))
         return RetryDecision(
             False,
-            note=f" ({tried}: the server asked to wait {asked:.0f} s, more than the "
-            f"{_less_than(max(time_left, 0.0), asked)} s left of retry_max_seconds)",
+            note=f" ({tried}: the server asked to wait {said} s, more than the "
+            f"{left} s left of retry_max_seconds)",
         )
     if is_rate_signal(error):
         # Not counted against max_attempts: a limit slows a run, it does not end it.
@@ -99,10 +100,10 @@ def _wait(error: ApiError, attempt: int, jitter: float) -> float:
     return jitter * min(BACKOFF_CAP, BACKOFF_BASE * 2.0 ** min(attempt - 1, 16))
 
 
-def _less_than(left: float, asked: float) -> str:
-    """``left`` in whole seconds, or as precise as it takes to read less than ``asked``
-    shown in whole seconds ("1 s, more than the 0.96 s left", not "the 1 s left")."""
-    shown, digits = f"{left:.0f}", 1
-    while float(shown) >= float(f"{asked:.0f}") and digits < 7:
-        shown, digits = f"{left:.{digits}f}", digits + 1
-    return shown
+def _apart(asked: float, left: float) -> tuple[str, str]:
+    """``asked`` and ``left`` (less) in whole seconds, or with as many decimals as it takes
+    (up to nine) to read apart: "1.00 s, more than the 0.96 s left", not "1 s ... the 1 s"."""
+    digits = 0
+    while digits < 9 and float(f"{asked:.{digits}f}") <= float(f"{left:.{digits}f}"):
+        digits += 1
+    return f"{asked:.{digits}f}", f"{left:.{digits}f}"

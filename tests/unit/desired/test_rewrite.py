@@ -1044,3 +1044,16 @@ def test_a_block_scalars_last_line_of_unicode_spaces_is_text(space: str, edit: s
         assert after == {"inv_a": {"name": f"Beta {space}"}}
     else:
         assert after == {"inv_b": {"name": "B"}}
+
+
+@pytest.mark.parametrize("tag", ["!!str ", "!!str\t"])
+def test_a_dropped_tagged_block_scalar_items_comment_stays_on_a_line_of_its_own(tag: str) -> None:
+    text = (
+        "invites:\n  - id: inv_a\n    groups:\n      - emea\n"
+        f"      - {tag}|-  # why apac\n        apac\n      - amer\n"
+    )
+    done = rewrite(text, [wanted(text, "inv_a", groups=["emea", "amer"])])
+    assert done.refused == []
+    assert done.text == (
+        "invites:\n  - id: inv_a\n    groups:\n      - emea\n      # why apac\n      - amer\n"
+    )

@@ -293,20 +293,22 @@ def test_a_wait_asked_that_reads_the_same_as_the_time_left_is_not_said_more() ->
 
 
 @pytest.mark.parametrize(
-    ("time_left", "shown"),
+    ("asked", "time_left", "said"),
     [
-        (0.9, "0.9"),  # one decimal is enough
-        (0.96, "0.96"),  # one decimal would read 1.0
-        (1 - 1e-9, "1.000000"),  # a microsecond is as precise as it gets
+        (30.0, 0.9, "30 s, more than the 1 s left"),  # whole seconds tell them apart
+        (1.0, 0.9, "1.0 s, more than the 0.9 s left"),  # one decimal is enough
+        (1.0, 0.96, "1.00 s, more than the 0.96 s left"),  # one decimal would read 1.0
+        (0.5, 0.3, "0.5 s, more than the 0.3 s left"),  # 0.5 is not "0 s"
+        (59.4, 59.3, "59.4 s, more than the 59.3 s left"),
+        (1.0, 1 - 1e-12, "1.000000000 s, more than the 1.000000000 s left"),  # a ns at most
     ],
 )
-def test_the_time_left_is_shown_as_precise_as_it_takes_to_read_less_than_the_wait(
-    time_left: float, shown: str
+def test_the_wait_and_the_time_left_are_shown_as_precise_as_it_takes_to_read_apart(
+    asked: float, time_left: float, said: str
 ) -> None:
-    decision = decide(RateLimited("slow", status=429, retry_after=1.0), time_left=time_left)
+    decision = decide(RateLimited("slow", status=429, retry_after=asked), time_left=time_left)
 
     assert decision == RetryDecision(
         False,
-        note=" (gave up after 1 attempt: the server asked to wait 1 s, "
-        f"more than the {shown} s left of retry_max_seconds)",
+        note=f" (gave up after 1 attempt: the server asked to wait {said} of retry_max_seconds)",
     )
