@@ -1057,3 +1057,22 @@ def test_a_dropped_tagged_block_scalar_items_comment_stays_on_a_line_of_its_own(
     assert done.text == (
         "invites:\n  - id: inv_a\n    groups:\n      - emea\n      # why apac\n      - amer\n"
     )
+
+
+def test_a_dropped_block_scalar_items_comment_is_found_on_its_own_header_line() -> None:
+    # `|` and `>` in text above and below the item (a name, a comment) are not its header.
+    text = (
+        "invites:\n"
+        "  - id: inv_a\n"
+        "    name: Müller | Söhne > Co  # a | b\n"
+        "    groups:\n"
+        "      - emea\n"
+        "      - |-  # why apac\n"
+        "        apac\n"
+        "      - amer\n"
+        "  - id: inv_b\n"
+        "    name: Ärzte | Zahnärzte > Praxis  # c | d\n"
+    )
+    done = rewrite(text, [wanted(text, "inv_a", groups=["emea", "amer"])])
+    assert done.refused == []
+    assert done.text == text.replace("      - |-  # why apac\n        apac\n", "      # why apac\n")
