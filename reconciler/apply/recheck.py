@@ -46,7 +46,7 @@ def saved_plan_state(
     done = set()
     by_id = {change.id: change for change in plan.changes}
     restored: dict[str, InviteChange] = {}
-    for invite_id, outcome in ordered_map(read, list(by_id), parallelism, stop):
+    for invite_id, outcome in ordered_map(read, list(by_id), parallelism, stop, inline=True):
         change = by_id[invite_id]
         match outcome:
             case Done(current):

@@ -231,7 +231,9 @@ def _read_invites(
     found: list[CurrentInvite] = []
     unknown: list[tuple[str, ApiError]] = []
     problems: list[tuple[str, ApiError]] = []
-    for invite_id, outcome in ordered_map(client.get_invite, ids, limiter, client.stop):
+    for invite_id, outcome in ordered_map(
+        client.get_invite, ids, limiter, client.stop, inline=True
+    ):
         match outcome:
             case Done(invite):
                 found.append(invite)

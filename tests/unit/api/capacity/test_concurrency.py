@@ -19,6 +19,9 @@ class Rate:
     def servable(self) -> int:
         return 3
 
+    def forget_latency_floor(self) -> None:
+        pass
+
 
 def test_no_more_threads_than_calls_in_flight() -> None:
     names: set[str] = set()
@@ -99,3 +102,78 @@ def test_an_api_error_is_an_outcome_and_any_other_failure_reaches_the_consumer()
     assert next(mapped)[1] == Done(2)
     with pytest.raises(KeyError):
         next(mapped)
+
+
+class Limit:
+    """A limit changed by the test as the calls go."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = self.cap = limit
+
+    def begin(self) -> None:
+        pass
+
+    def sample(self, seconds: float, refused: bool) -> None:
+        pass
+
+    def observe(self, seconds: float, status: int | None) -> None:
+        pass
+
+    def describe(self) -> str:
+        return f"{self.limit}"
+
+
+def test_reads_at_one_in_flight_are_made_on_the_consumers_thread_each_yielded_first() -> None:
+    limit = Limit(1)
+    main = threading.current_thread().name
+    threads: dict[int, str] = {}
+    consumed: list[int] = []
+
+    def call(item: int) -> int:
+        threads[item] = threading.current_thread().name
+        if threads[item] == main:
+            assert consumed == list(range(item))  # every answer before it yielded first
+        limit.limit = 3 if item == 4 else limit.limit  # more in flight from item 5 ...
+        limit.limit = 1 if item == 9 else limit.limit  # ... and one again after item 9
+        return item
+
+    for item, outcome in ordered_map(call, list(range(20)), limit, inline=True):
+        assert outcome == Done(item)
+        consumed.append(item)
+
+    assert [threads[item] for item in range(5)] == [main] * 5
+    assert main not in {threads[item] for item in range(5, 10)}  # workers, while 3 allowed
+    assert [threads[item] for item in range(15, 20)] == [main] * 5  # then here again
+
+
+def test_writes_at_one_in_flight_still_go_to_a_worker() -> None:
+    threads: set[str] = set()
+
+    def call(item: int) -> int:
+        threads.add(threading.current_thread().name)
+        return item
+
+    list(ordered_map(call, list(range(5)), 1))
+    assert threading.current_thread().name not in threads
+
+
+def test_a_read_made_here_keeps_failures_as_outcomes_and_an_interrupt_stops_the_map() -> None:
+    stop = Stop()
+    calls: list[int] = []
+
+    def call(item: int) -> int:
+        calls.append(item)
+        if item == 1:
+            raise NotFound("gone", status=404)
+        if item == 3:
+            raise KeyboardInterrupt
+        return item
+
+    mapped = ordered_map(call, list(range(10)), 1, stop, inline=True)
+    assert next(mapped) == (0, Done(0))
+    item, outcome = next(mapped)
+    assert item == 1 and isinstance(outcome, Failed)
+    assert next(mapped) == (2, Done(2))
+    with pytest.raises(KeyboardInterrupt):
+        next(mapped)
+    assert stop.is_set() and calls == [0, 1, 2, 3]  # nothing after it started
