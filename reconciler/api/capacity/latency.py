@@ -46,6 +46,14 @@ class Latencies:
             self._unloaded = min(_median(self._last), min(self._medians, default=math.inf))
         return self._unloaded
 
+    def forget_floor(self) -> None:
+        """The server's latency changed: the answers kept say nothing of it now (the
+        moving average, quick to follow, stays)."""
+        self._last.clear()
+        self._medians.clear()
+        self._counted = 0
+        self._unloaded = None
+
     def fastest(self) -> float:
         """The fastest of the last answers (0: none yet)."""
         return min(self._last, default=0.0)

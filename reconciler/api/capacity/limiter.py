@@ -69,6 +69,9 @@ class Servable(Protocol):
     def servable(self) -> int:
         """How many requests in flight the allowed rate keeps busy."""
 
+    def forget_latency_floor(self) -> None:
+        """The server's latency changed: what answers took lately is not it."""
+
 
 class PacedLimit:
     """Another limit, never above what the pacer's rate can serve: under a rate limit,
@@ -101,6 +104,9 @@ class PacedLimit:
     def observe(self, seconds: float, status: int | None) -> None:
         self.inner.observe(seconds, status)
 
+    def forget_latency_floor(self) -> None:
+        self._pacer.forget_latency_floor()
+
     def describe(self) -> str:
         return (
             f"settled at {self.limit} in flight (highest {self.highest}, at most "
@@ -110,6 +116,12 @@ class PacedLimit:
 
 def limiter_for(settings: Settings, pacer: Servable | None = None) -> Limiter:
     """At most ``parallelism`` when it was set (option, environment or config), else
-    ``max_parallelism``; with a ``pacer``, never more than its rate can serve."""
+    ``max_parallelism``; with a ``pacer``, never more than its rate can serve, and
+    unless ``parallelism`` was set, fewer where fewer are answered as fast (``probe``)."""
+    from reconciler.api.capacity.probe import ProbedLimit  # it builds on PacedLimit
+
     limiter = FixedLimit(settings.parallelism or settings.max_parallelism)
-    return limiter if pacer is None else PacedLimit(limiter, pacer)
+    if pacer is None:
+        return limiter
+    paced = PacedLimit(limiter, pacer)
+    return paced if settings.parallelism else ProbedLimit(paced)

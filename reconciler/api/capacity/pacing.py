@@ -116,6 +116,12 @@ class RequestPacer:
         with self._lock:
             return self._control.servable()
 
+    def forget_latency_floor(self) -> None:
+        """The server's latency changed (see ``probe``): the unloaded latency of the last
+        answers, which the number in flight grows from in slow start, is not it."""
+        with self._lock:
+            self._control.latency.forget_floor()
+
     def describe(self) -> str:
         return self._control.describe()
 

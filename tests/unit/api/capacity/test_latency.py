@@ -40,6 +40,16 @@ def test_unloaded_follows_a_server_that_slowed_down_for_good() -> None:
     assert latencies.unloaded() == pytest.approx(0.2)
 
 
+def test_a_floor_forgotten_is_what_the_next_answers_take_the_average_kept() -> None:
+    latencies = answered(*[0.002] * (4 * KEPT))
+    latencies.forget_floor()  # the server slowed down, seen at one in flight (probe)
+
+    assert latencies.unloaded() == 0.0  # nothing known: the count reads the average
+    assert latencies.average == pytest.approx(0.002)
+    latencies.add(0.1)
+    assert latencies.unloaded() == pytest.approx(0.1)  # not 2 ms for 64 answers more
+
+
 def test_a_request_answered_late_reached_the_server_as_late() -> None:
     latencies = answered(*[0.02] * KEPT)
 

@@ -26,6 +26,9 @@ class Rate:
     def servable(self) -> int:
         return self.count
 
+    def forget_latency_floor(self) -> None:
+        pass
+
 
 def test_fixed_limit_ignores_every_answer() -> None:
     limiter = FixedLimit(5)

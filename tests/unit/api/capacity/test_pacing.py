@@ -509,3 +509,13 @@ def test_a_wait_through_the_servers_pauses_is_all_the_servers(
     assert told, "the second refusal came while the request waited"
     assert turn.at - paused_at >= waited
     assert turn.queued == pytest.approx(0.0, abs=1e-9)
+
+
+def test_a_latency_floor_forgotten_lets_the_number_in_flight_follow_a_slower_server(
+    pacer: RequestPacer,
+) -> None:
+    answered(pacer, 64, latency=0.002)
+    answered(pacer, 8, latency=0.1)  # the server slowed down: 2 ms answers still the floor
+    before = pacer.servable()
+    pacer.forget_latency_floor()
+    assert pacer.servable() > 5 * before
