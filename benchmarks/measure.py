@@ -88,9 +88,11 @@ class Runner:
             "py-spy"
         )
         if py_spy:
-            # Samples whichever thread holds the GIL (cProfile sees only the main one).
+            # Samples whichever thread holds the GIL (cProfile sees only the main one),
+            # without pausing it: a paused CLI's CPU stands still while its clock runs,
+            # and the in-flight limit (api/capacity/probe.py) takes it for waiting.
             out = self.profile_dir / f"{label}.collapsed"
-            spy = [py_spy, "record", "--format", "raw", "--rate", "200", "--gil"]
+            spy = [py_spy, "record", "--format", "raw", "--rate", "200", "--gil", "--nonblocking"]
             return [*spy, "--function", "--threads", "--output", str(out), "--", *_module()]
         out = self.profile_dir / f"{label}.prof"
         return [sys.executable, "-m", "cProfile", "-o", str(out), "-m", "reconciler"]
