@@ -35,6 +35,11 @@ _KEYWORDS = {
 }
 
 
+# What the string checks remember as passed: short texts, a bounded number of them.
+_CACHED_LENGTH = 64
+_CACHED_TEXTS = 4096
+
+
 def _never(value: Any) -> bool:
     return False
 
@@ -137,8 +142,18 @@ def _string_check(schema: dict[str, Any], formats: Formats) -> Check:
     if name is not None and form is None:
         return _never
 
+    # The verdict depends on the text alone: a text this very check has passed
+    # passes again at one set lookup. Groups, attachments and contact names repeat
+    # across thousands of invites. Bounded, and per check: a text good for one
+    # field is never taken as good for another.
+    passed: set[str] = set()
+
     def check(value: Any) -> bool:
-        if not isinstance(value, str) or len(value) < least:
+        if not isinstance(value, str):
+            return False
+        if value in passed:
+            return True
+        if len(value) < least:
             return False
         if most is not None and len(value) > most:
             return False
@@ -146,11 +161,14 @@ def _string_check(schema: dict[str, Any], formats: Formats) -> Check:
             return False
         if allowed is not None and value not in allowed:
             return False
-        if form is None:
-            return True
-        try:
-            return bool(form(value))
-        except raises:
-            return False
+        if form is not None:
+            try:
+                if not form(value):
+                    return False
+            except raises:
+                return False
+        if len(value) <= _CACHED_LENGTH and len(passed) < _CACHED_TEXTS:
+            passed.add(value)
+        return True
 
     return check

@@ -94,3 +94,46 @@ def test_an_open_object_with_a_wrong_extra_field_is_never_accepted() -> None:
     # schema for additional properties would have refused.
     schema = {"type": "object", "properties": {}, "additionalProperties": STRING}
     assert compile_check(schema, FormatChecker().checkers)({"b": 1}) is False
+
+
+@pytest.mark.parametrize("schema", [schema for schema, _ in EXACT], ids=lambda v: repr(v)[:40])
+def test_asked_again_a_check_answers_as_the_first_time(schema: Any) -> None:
+    # String checks remember the texts they passed: the verdict must not change.
+    formats = FormatChecker()
+    values = next(v for s, v in EXACT if s is schema)
+    check = compile_check(schema, formats.checkers)
+    first = [check(value) for value in values]
+    assert [check(value) for value in reversed(values)] == first[::-1]
+    valid = Draft202012Validator(schema, format_checker=formats).is_valid
+    assert first == [valid(value) for value in values]
+
+
+def test_a_text_one_check_passed_is_not_passed_by_another() -> None:
+    formats = FormatChecker().checkers
+    schema = {
+        "type": "object",
+        "properties": {
+            "a": {"type": "string", "pattern": "^x"},
+            "b": {"type": "string", "pattern": "^y"},
+            "c": {"type": "string", "maxLength": 2},
+        },
+    }
+    check = compile_check(schema, formats)
+    assert check({"a": "xyz"}) is True
+    assert check({"b": "xyz"}) is False
+    assert check({"c": "xyz"}) is False
+    assert check({"a": ["xyz"]}) is False  # not text, not hashable: no cache asked
+
+
+def test_what_a_string_check_remembers_is_bounded() -> None:
+    check = compile_check({"type": "string"}, {})
+    for n in range(5000):
+        assert check(f"t{n}") is True
+    assert check("t" * 1000) is True
+    remembered = next(
+        cell.cell_contents
+        for cell in check.__closure__ or ()
+        if isinstance(cell.cell_contents, set)
+    )
+    assert len(remembered) == 4096
+    assert "t" * 1000 not in remembered
