@@ -48,7 +48,14 @@ def test_text_that_does_not_parse_gives_what_was_found_before_it() -> None:
 
 @pytest.mark.parametrize(
     ("data", "said"),
-    [(b"name: Store #12\n", True), (b"name: Store # 12\n", False), (b"id: x  ##\n", False)],
+    [
+        (b"name: Store #12\n", True),
+        (b"name: Store\t#12\n", True),
+        (b"name: Store # 12\n", False),
+        (b"id: x  ##\n", False),
+        (b"name: Store#12 #\n", False),
+        (b"name: Store\n", False),
+    ],
 )
 def test_only_a_space_then_a_hash_then_text_makes_a_file_suspect(data: bytes, said: bool) -> None:
     assert suspect(data) is said
