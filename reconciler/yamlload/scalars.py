@@ -44,10 +44,25 @@ class TagProblem(Exception):
 def resolve_plain(value: str) -> str:
     """The tag YAML 1.1 gives a plain (unquoted, untagged) scalar starting with one
     of ``RESOLVED_FIRST``."""
-    for tag, match in _RESOLVERS[value[:1]]:
+    # Keys (`name`, `email`, `nfc`...) and set items start with such a letter in most
+    # invites: a text resolved once is not matched against the patterns again.
+    tag = _RESOLVED.get(value)
+    if tag is not None:
+        return tag
+    tag = STR_TAG
+    for resolved, match in _RESOLVERS[value[:1]]:
         if match(value):
-            return tag
-    return STR_TAG
+            tag = resolved
+            break
+    if len(value) <= _REMEMBERED_LENGTH and len(_RESOLVED) < _REMEMBERED:
+        _RESOLVED[value] = tag
+    return tag
+
+
+# What resolve_plain remembers: the tag of short texts, a bounded number of them.
+_RESOLVED: dict[str, str] = {}
+_REMEMBERED_LENGTH = 64
+_REMEMBERED = 4096
 
 
 def construct(tag: str, value: str) -> Any:
