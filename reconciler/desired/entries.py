@@ -62,19 +62,27 @@ class EntryReader:
         # One normal form: what the files say is checked, compared and sent in NFC, so
         # the schema's bounds hold for what is sent (NFC can lengthen text: U+0958 is
         # two characters in NFC) and two spellings of one item are one item.
-        # Almost every value is ASCII: only the others are looked at again, in one walk.
-        texts: list[str] = []
-        spaced: list[str] = []
-        _non_ascii(item.value, texts, spaced)
+        # Almost every value is ASCII: the entry's text is joined by NUL and looked at
+        # whole, in C; only the values that are not ASCII are looked at again.
+        strings: list[str] = []
+        _strings(item.value, strings)
+        joined = "\0".join(strings)
+        texts = [] if joined.isascii() else [t for t in strings if not t.isascii()]
+        # A space at an end of a value is at an end of `joined` or next to a NUL (a value
+        # holding " \0" itself only has the built-in check look closer).
+        spaced = " \0" in joined or "\0 " in joined or joined[:1] == " " or joined[-1:] == " "
         marked = _NONE
         entry = item.value
         invisible = False
         if texts:  # an entry all in ASCII (most) has nothing more to look at
             # Refused, whether in NFC or not, and never normalised (see MAX_MARKS_IN_A_ROW).
             marked = frozenset(t for t in texts if too_many_marks(t))
-            if not all(unicodedata.is_normalized("NFC", text) for text in texts):
+            # NUL composes with nothing and NOT_IN_TEXT does not refuse it: the joined
+            # text is NFC, or holds a refused character, exactly when a value does.
+            unusual = "\0".join(texts)
+            if not unicodedata.is_normalized("NFC", unusual):
                 entry = _nfc_copy(entry, marked)
-            invisible = any(NOT_IN_TEXT.search(text) for text in texts)
+            invisible = NOT_IN_TEXT.search(unusual) is not None
         problems: list[FileProblem] = []
         if not self.schema.entry_is_valid(entry):
             located = item.located(self.lines)._replace(value=entry)
@@ -119,7 +127,7 @@ class EntryReader:
             def mark(path: tuple[Any, ...]) -> tuple[int, int]:
                 return item.located(self.lines).mark(path)
 
-            self.problems += self.checks.check(entry, source, mark, bool(spaced))
+            self.problems += self.checks.check(entry, source, mark, spaced)
 
     def _refuse_invisible(
         self, fields: dict[str, Any], item: Item, problems: list[FileProblem]
@@ -183,21 +191,17 @@ class EntryReader:
         self.problems.append(FileProblem(self.source, line, column, message))
 
 
-def _non_ascii(value: Any, found: list[str], spaced: list[str]) -> None:
-    """Append to ``found`` every string in ``value`` that is not ASCII, and to ``spaced``
-    every one that starts or ends with a space (the built-in check, asked in the same walk)."""
-    kind = type(value)
-    if kind is str:
-        if not value.isascii():
-            found.append(value)
-        if value and (value[0] == " " or value[-1] == " "):
-            spaced.append(value)
-    elif kind is dict or isinstance(value, dict):
-        for item in value.values():
-            _non_ascii(item, found, spaced)
-    elif isinstance(value, list):
-        for item in value:
-            _non_ascii(item, found, spaced)
+def _strings(value: Any, found: list[str]) -> None:
+    """Append to ``found`` every string in ``value``: a mapping's values, a list's items."""
+    if type(value) is str:
+        found.append(value)
+        return
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    for item in items:
+        if type(item) is str:  # most: appended without a call
+            found.append(item)
+        elif isinstance(item, (dict, list)):
+            _strings(item, found)
 
 
 def _nfc_copy(value: Any, marked: frozenset[str]) -> Any:

@@ -3,13 +3,19 @@ invite entry's fields as the file wrote them."""
 
 from __future__ import annotations
 
+import json
 import time
+import unicodedata
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from reconciler.desired.entries import refuse_bad_ids
-from reconciler.desired.state import load_text
-from reconciler.errors import ReconcilerError
+from reconciler.desired.rules import Rules
+from reconciler.desired.state import load_text, load_texts
+from reconciler.errors import InputError, ReconcilerError
+from reconciler.safetext import NOT_IN_TEXT
 
 RULE = "1 to 128 letters, digits, `_`, `-`, `.`, and not dots alone"
 
@@ -150,3 +156,36 @@ def test_a_refused_value_shared_through_an_alias_is_reported_once() -> None:
     text = 'invites:\n  - id: inv_1\n    groups: &g ["a\\u202eb"]\n  - id: inv_2\n    groups: *g\n'
     _, problems = load_text(text, "a.yaml")
     assert len(problems) == 1 and "U+202E" in problems[0].message
+
+
+_TEXT = st.lists(
+    st.sampled_from([" ", "a", "\u00e9", "e\u0301", "\u200b", "\u00a0"]), min_size=1, max_size=6
+).map("".join)
+
+
+@given(
+    name=_TEXT,
+    groups=st.lists(_TEXT, max_size=3, unique_by=lambda t: unicodedata.normalize("NFC", t)),
+    contact=_TEXT,
+)
+def test_an_entry_looked_at_whole_is_judged_as_each_value_alone(
+    name: str, groups: list[str], contact: str
+) -> None:
+    # The reader joins an entry's text to look at it once: what it finds must be what a
+    # look at each value finds (a space at an end, NFC, an invisible character).
+    entry: dict[str, object] = {"id": "inv_1", "name": name, "groups": groups}
+    entry["primaryContact"] = {"name": contact, "email": "z@x.example"}
+    text = "invites:\n  - " + json.dumps(entry) + "\n"
+    values = [name, *groups, contact]
+    try:
+        state = load_texts([("a.yaml", text)], Rules())
+    except InputError as error:
+        assert any(NOT_IN_TEXT.search(v) for v in values), str(error)
+        assert "does not show on screen" in str(error) or "looks like a space" in str(error)
+        return
+    assert not any(NOT_IN_TEXT.search(v) for v in values)
+    spaced = {w for w in map(str, state.warnings) if "surrounding-space" in w}
+    assert len(spaced) == sum(v[:1] == " " or v[-1:] == " " for v in values)
+    (invite,) = state.invites
+    assert invite.fields["name"] == unicodedata.normalize("NFC", name)
+    assert list(invite.fields["groups"]) == [unicodedata.normalize("NFC", g) for g in groups]
