@@ -54,13 +54,19 @@ def business_key(name: str) -> str:
     """``name`` as the duplicate-name check compares it."""
     if name.isascii():  # NFKC changes no ASCII text, and casefold is lower there
         return " ".join(name.lower().split())
-    folded = unicodedata.normalize("NFKC", name).casefold()
-    # Turkish: `İ` folds to `i` and a combining dot, `ı` stays dotless; `LİMİTED` typed on
-    # a Turkish keyboard and `Limited` are one business. And what shows on no screen (a
-    # zero-width joiner, a bidi mark, a soft hyphen, a variation selector: the files may
-    # hold them, emoji and some scripts need them) must not make two names that look alike
-    # two businesses.
-    folded = folded.replace("i\u0307", "i").replace("\u0131", "i")
+    # Folded in two parts, parted at the last space: a space is a starter nothing
+    # composes with, so NFKC and casefold give the same text either way; names that
+    # differ by their last word (`... №1`, `... №2`) fold their first part once.
+    head, space, tail = name.rpartition(" ")
+    first = _HEADS.get(head)
+    if first is None:
+        first = _folded(head)
+        if len(head) <= _HEAD_LENGTH and len(_HEADS) < _HEADS_KEPT:
+            _HEADS[head] = first
+    folded = first + space + (tail.lower() if tail.isascii() else _folded(tail))
+    # What shows on no screen (a zero-width joiner, a bidi mark, a soft hyphen, a variation
+    # selector: the files may hold them, emoji and some scripts need them) must not make
+    # two names that look alike two businesses.
     # A format character is never printable: a name that is, with no variation selector
     # (printable), has nothing to drop, and is not walked a character at a time.
     if not folded.isprintable() or _VARIATION_SELECTOR.search(folded):
@@ -69,6 +75,17 @@ def business_key(name: str) -> str:
 
 
 _VARIATION_SELECTOR = re.compile("[\ufe00-\ufe0f]")
+# The first parts of names already folded: at most 4,096, of up to 200 characters.
+_HEADS: dict[str, str] = {}
+_HEADS_KEPT = 4096
+_HEAD_LENGTH = 200
+
+
+def _folded(text: str) -> str:
+    # Turkish: `İ` folds to `i` and a combining dot, `ı` stays dotless; `LİMİTED` typed on
+    # a Turkish keyboard and `Limited` are one business.
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return folded.replace("i\u0307", "i").replace("\u0131", "i")
 
 
 def _invisible(char: str) -> bool:

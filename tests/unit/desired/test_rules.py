@@ -150,3 +150,34 @@ def test_a_file_that_failed_is_not_read_again_for_values_cut_short(tmp_path: Pat
     with pytest.raises(InputError) as caught:
         load_desired_state([str(path)], Rules())
     assert [p.message.split(";")[0] for p in caught.value.problems] == ["unknown field `nmae`"]
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "Acme \u0301x",  # a combining mark right after the last space
+        "Ａｃｍｅ Ｌｔｄ №1",
+        "ACME LİMİTED İ",
+        "Café\u00a0Ltd №2",  # a no-break space is no place to part the name
+        "Acme  \u200d",
+        " №3",
+        "№4 ",
+    ],
+)
+def test_a_name_parted_at_its_last_space_folds_as_it_does_whole(name: str) -> None:
+    folded = unicodedata.normalize("NFKC", name).casefold()
+    folded = folded.replace("i\u0307", "i").replace("\u0131", "i")
+    shown = "".join(
+        c for c in folded if unicodedata.category(c) != "Cf" and not "\ufe00" <= c <= "\ufe0f"
+    )
+    assert business_key(name) == business_key(name) == " ".join(shown.split())
+
+
+_PARTS = st.sampled_from(
+    [" ", "a", "\u0301", "\u0130", "\u0131", "№", "\uff21", "\u00a0", "\u200d"]
+)
+
+
+@given(st.lists(_PARTS, max_size=12).map("".join))
+def test_names_with_spaces_and_marks_fold_as_they_do_whole(name: str) -> None:
+    test_a_name_parted_at_its_last_space_folds_as_it_does_whole(name)
