@@ -34,10 +34,11 @@ class CutValue(NamedTuple):
 
 
 def suspect(data: bytes) -> bool:
-    # The pattern starts with a space or tab right before `#`: two byte searches (memchr
-    # fast) rule out almost every file, where the pattern alone tries a match at each of
-    # its spaces (0.45 G instructions for a 6 MB file of 20,000 invites).
-    if b" #" not in data and b"\t#" not in data:
+    # The pattern starts with a space or tab right before `#`: byte searches rule out
+    # almost every file, where the pattern alone tries a match at each of its spaces
+    # (0.45 G instructions for a 6 MB file of 20,000 invites). A `#` alone is looked for
+    # first, with memchr: spaces are too common for the two-byte searches to skip far.
+    if b"#" not in data or (b" #" not in data and b"\t#" not in data):
         return False
     return SUSPECT.search(data) is not None
 
