@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from reconciler.schema.re2pattern import re2_compiled
+from reconciler.schema.re2pattern import re2_finds
 
 # Keywords that, at the entry's level, look only at the properties they name: a schema
 # made of these (and of subschemas made of these, by the composition keywords) judges an
@@ -140,8 +140,8 @@ def _quick_keyword(key: str, value: Any, schema: dict[str, Any]) -> Quick | None
         allowed = frozenset(value)
         return lambda v: type(v) is str and v in allowed
     if key == "pattern" and isinstance(value, str):
-        search = re2_compiled(value).search
-        return lambda v: type(v) is not str or search(v) is not None
+        finds = re2_finds(value)
+        return lambda v: type(v) is not str or finds(v)
     if key in ("minItems", "maxItems") and type(value) is int:
         if key == "minItems":
             return lambda v: type(v) is not list or len(v) >= value

@@ -3,6 +3,7 @@ request writes; a pattern RE2 cannot run is refused with why."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
@@ -38,6 +39,25 @@ def re2_compiled(pattern: str) -> Any:
     return re2.compile(pattern, _re2_options())
 
 
+@cache
+def re2_finds(pattern: str) -> Callable[[str], bool]:
+    """Whether ``pattern`` matches somewhere in a text, as ``re2_compiled(pattern).search``
+    says, without a match object: google-re2's search works out every group's place in
+    characters, 25,000 instructions a call; an RE2 set of the one pattern answers yes or
+    no in a third of that (60,000 texts a run under the benchmark's policies)."""
+    import re2
+
+    found = re2.Set.SearchSet(_re2_options())
+    try:
+        found.Add(pattern)
+        found.Compile()
+    except re2.error:  # not expected of a pattern re2.compile takes: ask search then
+        search = re2_compiled(pattern).search
+        return lambda text: search(text) is not None
+    match = found.Match
+    return lambda text: bool(match(text))
+
+
 def re2_keywords() -> dict[str, Any]:
     """jsonschema's keywords that match patterns, on RE2: `pattern`, `patternProperties`
     and `additionalProperties` (which asks `patternProperties`' patterns too). Left to
@@ -46,7 +66,7 @@ def re2_keywords() -> dict[str, Any]:
     from jsonschema import ValidationError
 
     def pattern(validator: Any, value: str, instance: Any, schema: Any) -> Any:
-        if validator.is_type(instance, "string") and not re2_compiled(value).search(instance):
+        if validator.is_type(instance, "string") and not re2_finds(value)(instance):
             yield ValidationError(f"{instance!r} does not match {value!r}")
 
     def pattern_properties(
