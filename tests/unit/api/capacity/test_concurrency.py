@@ -104,23 +104,16 @@ def test_an_api_error_is_an_outcome_and_any_other_failure_reaches_the_consumer()
         next(mapped)
 
 
-class Limit:
-    """A limit changed by the test as the calls go."""
+class Limit(FixedLimit):
+    """At most 64 in flight, the limit now ``allowed``, changed by the test as calls go."""
 
-    def __init__(self, limit: int) -> None:
-        self.limit = self.cap = limit
+    def __init__(self, allowed: int) -> None:
+        super().__init__(64)
+        self.allowed = allowed
 
-    def begin(self) -> None:
-        pass
-
-    def sample(self, seconds: float, refused: bool) -> None:
-        pass
-
-    def observe(self, seconds: float, status: int | None) -> None:
-        pass
-
-    def describe(self) -> str:
-        return f"{self.limit}"
+    @property
+    def limit(self) -> int:
+        return self.allowed
 
 
 def test_reads_at_one_in_flight_are_made_on_the_consumers_thread_each_yielded_first() -> None:
@@ -133,8 +126,8 @@ def test_reads_at_one_in_flight_are_made_on_the_consumers_thread_each_yielded_fi
         threads[item] = threading.current_thread().name
         if threads[item] == main:
             assert consumed == list(range(item))  # every answer before it yielded first
-        limit.limit = 3 if item == 4 else limit.limit  # more in flight from item 5 ...
-        limit.limit = 1 if item == 9 else limit.limit  # ... and one again after item 9
+        limit.allowed = 3 if item == 4 else limit.allowed  # more in flight from item 5 ...
+        limit.allowed = 1 if item == 9 else limit.allowed  # ... and one again after item 9
         return item
 
     for item, outcome in ordered_map(call, list(range(20)), limit, inline=True):
