@@ -21,7 +21,8 @@ seconds).
   answer lately and ``LEAST`` answers (or ``LONG`` times that time, or none more
   once the client is seen waiting for its answers).
 - A try lowers the limit by a quarter (``DOWN``), or to one from a few. If answers
-  come about as fast as usual lately (the median of the last phases: ``KEPT``), or
+  come about as fast as usual lately (the median of the last phases at the limit
+  lowered or more, not slow start's nor tries given up: ``KEPT``), or
   a little slower for much less of the client's CPU each (``TRADE``), the lower
   limit stays and the next phase tries lower still; if not, it goes back, and the
   next try waits twice as many phases as the last did (four at first, up to
@@ -110,7 +111,7 @@ class ProbedLimit:
         self._counted = 0  # answers since then
         self._answers = 0
         self._latencies: deque[float] = deque(maxlen=SLOWEST_OF)
-        self._paces: deque[_Pace] = deque(maxlen=BEST_OF)
+        self._paces: deque[tuple[int, _Pace]] = deque(maxlen=BEST_OF)  # (in flight, pace)
         self._last = _Pace(0.0, 0.0)  # the last phase at the limit kept
         self._waits = 0  # phases still to wait before the next try
         self._misses = 0  # tries in a row not kept
@@ -187,9 +188,10 @@ class ProbedLimit:
     def _decide(self, phase: _Phase, pace: _Pace, now: float) -> None:
         count = self.inner.limit
         current = self._current(count)
-        lately = sorted(self._paces) or [pace]
+        # Phases at the limit a try lowers, or more: not slow start's, nor tries not kept.
+        lately = sorted(p for limit, p in self._paces if limit >= current) or [self._last]
         usual = lately[len(lately) // 2]  # a median: one phase's luck moves no decision
-        self._paces.append(pace)
+        self._paces.append((phase.limit, pace))
         # A try the rate's count overtook (it fell below it) tried nothing: as if held.
         if phase.move == FEWER and phase.limit < count:
             if _worth_fewer(pace, usual):  # try fewer still

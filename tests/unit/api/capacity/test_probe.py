@@ -167,3 +167,23 @@ def test_probing_only_when_parallelism_is_not_set() -> None:
     assert isinstance(limiter_for(Settings(), pacer), ProbedLimit)
     fixed = limiter_for(Settings().with_overrides(parallelism=16), pacer)
     assert isinstance(fixed, PacedLimit)  # --parallelism 16: what the user said, no fewer
+
+
+def fixed_40ms(limit: int) -> float:
+    """A server answering any number at once in 40 ms, to a client whose CPU caps it at
+    1,000 answers a second (busy 0.95): fewer than 40 in flight are slower."""
+    return min(limit / 0.040, 1000.0)
+
+
+def test_a_try_of_fewer_is_measured_against_the_limit_it_lowers_not_the_slow_start() -> None:
+    client = Client(count=4)
+    for count in (4, 8, 16, 32):  # slow start: a phase or two at each count, the client waiting
+        client.count.count = count
+        client.answer(fixed_40ms, 164 if count == 4 else 100)
+    client.count.count = 64
+    started, begun = client.now, len(client.limits)
+    client.answer(fixed_40ms, 3000)
+    # The slow start's phases answered 100-800 a second: at their median, 24, 18, 13 and 9
+    # in flight (600 to 225 a second) looked "as fast as usual" and were kept in turn.
+    assert min(client.limits[begun + 100 :]) >= 36  # a quarter fewer than 48: not kept
+    assert client.now - started <= 1.05 * 3000 / fixed_40ms(64)
