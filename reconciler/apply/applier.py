@@ -37,10 +37,10 @@ from reconciler.api.exceptions import (
 from reconciler.apply.audit import (
     AttemptRecorder,
     AuditLog,
-    AuditLogError,
     NoAuditLog,
     outcome_of,
 )
+from reconciler.apply.audit_path import AuditLogError
 from reconciler.model.fields import kind_of
 from reconciler.model.invite import CurrentInvite
 from reconciler.model.outcome import Done, Failed, NotRun

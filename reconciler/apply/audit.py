@@ -26,21 +26,15 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple, Self
 
 from reconciler.api.exceptions import ApiError, PreconditionFailed
-from reconciler.apply.audit_path import audit_path_problem
-from reconciler.errors import ReconcilerError
+from reconciler.apply.audit_path import AuditLogError, open_for_append, write_all
 from reconciler.model.values import JsonValue
-from reconciler.safetext import escape, escape_json_text, redact_and_escape
-from reconciler.writing import open_append
+from reconciler.safetext import escape_json_text, redact_and_escape
 
 # What a write record says of each field it carries: {"before": ..., "after": ...}, as JSON.
 WriteFields = Mapping[str, Mapping[str, JsonValue]]
 
 # Longest server message kept in a record: an answer is no place for a novel.
 _MAX_MESSAGE = 1000
-
-
-class AuditLogError(ReconcilerError):
-    """The audit log cannot be written: no write may start without its record."""
 
 
 class Attempt(NamedTuple):
@@ -109,7 +103,7 @@ class AuditLog(NoAuditLog):
         self._plan_hash = plan_hash  # None for writes made by hand (`resend`)
         self._sync = sync  # False only to measure what syncing costs
         self._lock = threading.Lock()
-        self._fd = _open_for_append(path)
+        self._fd = open_for_append(path)
         self._closed = False
 
     # -- the write-ahead rule ---------------------------------------------------
@@ -198,7 +192,7 @@ class AuditLog(NoAuditLog):
         data = line.encode("utf-8")
         try:
             with self._lock:  # one line at a time, even if the kernel writes it in parts
-                _write_all(self._fd, data)
+                write_all(self._fd, data)
             if durable and self._sync:
                 # Outside the lock: concurrent workers' syncs can share one disk flush.
                 os.fsync(self._fd)
@@ -285,41 +279,6 @@ def open_audit_log(
     path: str | None, client_id: str | None, plan_hash: str | None = None
 ) -> AuditLog | NoAuditLog:
     return AuditLog(path, client_id, plan_hash) if path else NoAuditLog()
-
-
-def _open_for_append(path: str) -> int:
-    problem = audit_path_problem(path)  # a link or a committed file: refused, never followed
-    if problem:
-        raise AuditLogError(f"{escape(path)}: cannot open the audit log: {problem}")
-    try:
-        fd = open_append(path)  # 0600; a FIFO, device or symbolic link: refused at once
-    except OSError as exc:
-        raise AuditLogError(f"{path}: cannot open the audit log: {exc.strerror}") from None
-    try:
-        size = os.fstat(fd).st_size
-        if size == 0:
-            _sync_directory(path)  # a new file: its name must survive a power cut too
-        elif os.pread(fd, 1, size - 1) != b"\n":
-            _write_all(fd, b"\n")  # after a torn line: our records start on their own line
-    except OSError as exc:
-        os.close(fd)
-        raise AuditLogError(f"{path}: cannot prepare the audit log: {exc.strerror}") from None
-    return fd
-
-
-def _sync_directory(path: str) -> None:
-    directory = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
 
 
 def _now() -> str:

@@ -1,4 +1,6 @@
-"""Where the audit log may be written: never through a symbolic link, never a committed file.
+"""The audit log's file: where it may be written (never through a symbolic link, never a
+committed file), and how it is opened (to append; a new file's directory synced; a torn
+last line ended).
 
 The audit log path usually sits in the checkout (`--audit-log audit.jsonl` in
 CI), and what is in the checkout is what a pull request made. A committed
@@ -14,8 +16,14 @@ import os
 import stat
 import subprocess
 
+from reconciler.errors import ReconcilerError
 from reconciler.git import git_top, try_run
 from reconciler.safetext import escape
+from reconciler.writing import open_append
+
+
+class AuditLogError(ReconcilerError):
+    """The audit log cannot be written: no write may start without its record."""
 
 
 def audit_path_problem(path: str) -> str | None:
@@ -62,3 +70,40 @@ def _tracked(path: str, directory: str) -> bool:
         stdin=subprocess.DEVNULL,
     )
     return done is not None and done.returncode == 0
+
+
+def open_for_append(path: str) -> int:
+    """The audit log opened to append, as a file descriptor; AuditLogError if it may not be."""
+    problem = audit_path_problem(path)  # a link or a committed file: refused, never followed
+    if problem:
+        raise AuditLogError(f"{escape(path)}: cannot open the audit log: {problem}")
+    try:
+        fd = open_append(path)  # 0600; a FIFO, device or symbolic link: refused at once
+    except OSError as exc:
+        raise AuditLogError(f"{path}: cannot open the audit log: {exc.strerror}") from None
+    try:
+        size = os.fstat(fd).st_size
+        if size == 0:
+            _sync_directory(path)  # a new file: its name must survive a power cut too
+        elif os.pread(fd, 1, size - 1) != b"\n":
+            write_all(fd, b"\n")  # after a torn line: our records start on their own line
+    except OSError as exc:
+        os.close(fd)
+        raise AuditLogError(f"{path}: cannot prepare the audit log: {exc.strerror}") from None
+    return fd
+
+
+def _sync_directory(path: str) -> None:
+    directory = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """All of ``data``, however many ``write`` calls it takes."""
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]

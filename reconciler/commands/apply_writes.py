@@ -18,7 +18,8 @@ from reconciler.apply.applier import (
     ResendOutcome,
     WriteOutcome,
 )
-from reconciler.apply.audit import AuditLog, AuditLogError, NoAuditLog, open_audit_log
+from reconciler.apply.audit import AuditLog, NoAuditLog, open_audit_log
+from reconciler.apply.audit_path import AuditLogError
 from reconciler.apply.interrupt import GracefulInterrupt
 from reconciler.output.apply_text import (
     diverged_advice,

@@ -18,11 +18,11 @@ from reconciler.api.exceptions import ApiError, NotSent
 from reconciler.apply.audit import (
     AttemptRecorder,
     AuditLog,
-    AuditLogError,
     NoAuditLog,
     open_audit_log,
     outcome_of,
 )
+from reconciler.apply.audit_path import AuditLogError
 from reconciler.apply.interrupt import GracefulInterrupt
 from reconciler.commands.common import check_writable, settings_for
 from reconciler.commands.confirm import confirm, require_terminal, show_on_stderr_too

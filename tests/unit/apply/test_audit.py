@@ -28,7 +28,8 @@ from support.fake_platform import (
     write_invites,
 )
 
-from reconciler.apply.audit import AuditLog, AuditLogError
+from reconciler.apply.audit import AuditLog
+from reconciler.apply.audit_path import AuditLogError
 from reconciler.safetext import register_secret
 
 
