@@ -11,7 +11,7 @@ import unicodedata
 from collections.abc import Iterable
 from typing import Any
 
-from reconciler.desired.rules import RunChecks
+from reconciler.desired.rules import Compared, RunChecks
 from reconciler.errors import FileProblem, ReconcilerError
 from reconciler.model.fields import (
     ID_KEY,
@@ -56,6 +56,7 @@ class EntryReader:
         self.makers = {name: kind.value_type for name, kind in field_kinds().items()}
         self.invites: list[DesiredInvite] = []
         self.problems: list[FileProblem] = []
+        self.compared = Compared()  # for the checks across entries, once the file is read
         self._invisible: set[FileProblem] = set()
 
     def __call__(self, item: Item) -> None:
@@ -121,13 +122,30 @@ class EntryReader:
         for name, value in typed.items():
             if type(value) is not str:
                 typed[name] = makers[name](value)
-        self.invites.append(DesiredInvite(ident, typed, source, resend))
-        if self.checks is not None:
+        invite = DesiredInvite(ident, typed, source, resend)
+        self.invites.append(invite)
+        checks = self.checks
+        if checks is not None:
             # Placed only when one fails: most entries never need their positions.
             def mark(path: tuple[Any, ...]) -> tuple[int, int]:
                 return item.located(self.lines).mark(path)
 
-            self.problems += self.checks.check(entry, source, mark, spaced)
+            self.problems += checks.check(entry, source, mark, spaced)
+            if checks.compares:
+                name, email = entry.get("name"), entry.get("email")
+                compared = self.compared
+                compared.invites.append(invite)
+                compared.names.append(name if type(name) is str else None)
+                compared.emails.append(email if type(email) is str else None)
+                # Where a duplicate would be shown: the value, as the schema's errors are.
+                at = item.spot.at if item.spot is not None else None
+                own = item.position
+                if type(at) is dict:
+                    compared.places.append(at.get("name", own))
+                    compared.places.append(at.get("email", own))
+                else:
+                    compared.places.append(own)
+                    compared.places.append(own)
 
     def _refuse_invisible(
         self, fields: dict[str, Any], item: Item, problems: list[FileProblem]

@@ -16,15 +16,17 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from array import array
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from reconciler.errors import FileProblem
-from reconciler.model.invite import SourceLocation
+from reconciler.model.invite import DesiredInvite, SourceLocation
 from reconciler.safetext import escape, quote_value
 from reconciler.schema.policies import Policies
 from reconciler.yamlload.comments import cut_values
+from reconciler.yamlload.positions import Lines
 
 Level = Literal["error", "warning", "off"]
 BUILT_IN: dict[str, Level] = {
@@ -92,13 +94,26 @@ def _invisible(char: str) -> bool:
     return unicodedata.category(char) == "Cf" or "\ufe00" <= char <= "\ufe0f"
 
 
+@dataclass
+class Compared:
+    """One file's invites the schema accepted, for the checks across entries: each one's
+    `name` and `email` as written (None if not text), and the offsets of those values
+    (in an array: no object an invite)."""
+
+    invites: list[DesiredInvite] = field(default_factory=list)
+    names: list[str | None] = field(default_factory=list)
+    emails: list[str | None] = field(default_factory=list)
+    places: array[int] = field(default_factory=lambda: array("q"))
+
+
 class RunChecks:
     """The rules applied to each entry of a run, with what the cross-entry checks have seen."""
 
     def __init__(self, rules: Rules) -> None:
         self.policies = rules.policies
-        self.names: dict[str, SourceLocation] | None = None
-        self.emails: dict[str, SourceLocation] | None = None
+        # The first invite of each business name and e-mail seen in the run, once compared.
+        self.names: dict[str, DesiredInvite] | None = None
+        self.emails: dict[str, DesiredInvite] | None = None
         self.name_level = rules.level("duplicate-name")
         self.email_level = rules.level("duplicate-email")
         self.space_level = rules.level("surrounding-space")
@@ -118,35 +133,58 @@ class RunChecks:
             problems += self.policies.check(entry, source.path, mark)
         if spaced and self.space_level != "off":
             problems += self._spaces(entry, source.path, mark)
+        return problems
+
+    @property
+    def compares(self) -> bool:
+        """Whether a duplicate check is on: the invites read are to be ``Compared``."""
+        return self.names is not None or self.emails is not None
+
+    def across(self, compared: Compared, path: str, lines: Lines) -> list[FileProblem]:
+        """duplicate-name and duplicate-email over one file's invites (``compared``, read
+        from ``path``), against every invite of the run before them.
+
+        Run once the file is read, not entry by entry: the keys the run keeps (a
+        folded name and e-mail an invite) are then made together, not scattered among
+        the loader's short-lived objects, which cost validate of 20,000 invites 7% of
+        its CPU in cache misses.
+        """
+        invites, places = compared.invites, compared.places
+        problems: list[FileProblem] = []
         names = self.names
         if names is not None:
-            name = entry.get("name")
-            if type(name) is str:
-                first = names.setdefault(business_key(name), source)
-                if first is not source:
+            for index, name in enumerate(compared.names):
+                if name is None:
+                    continue
+                invite = invites[index]
+                first = names.setdefault(business_key(name), invite)
+                if first is not invite:
                     problems.append(
                         _problem(
-                            source.path,
-                            mark(("name",)),
+                            path,
+                            lines.mark(places[2 * index]),
                             f"duplicate-name: business name {quote_value(name)} is the same as "
-                            f"the one at {first} once case, spacing and compatibility forms are "
-                            "ignored "
-                            "(likely the same business invited twice)",
+                            f"the one at {first.source} once case, spacing and compatibility "
+                            "forms are ignored (likely the same business invited twice)",
                             self.name_level,
                         )
                     )
         emails = self.emails
         if emails is not None:
-            email = entry.get("email")
-            if type(email) is str:
-                first = emails.setdefault(email.casefold(), source)
-                if first is not source:
+            for index, email in enumerate(compared.emails):
+                if email is None:
+                    continue
+                invite = invites[index]
+                # An ASCII address in lower case is its own key: no second copy of it kept.
+                key = email if email.isascii() and email.islower() else email.casefold()
+                first = emails.setdefault(key, invite)
+                if first is not invite:
                     problems.append(
                         _problem(
-                            source.path,
-                            mark(("email",)),
+                            path,
+                            lines.mark(places[2 * index + 1]),
                             f"duplicate-email: {quote_value(email)} is also the e-mail of the "
-                            f"invite at {first}",
+                            f"invite at {first.source}",
                             self.email_level,
                         )
                     )

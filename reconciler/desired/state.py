@@ -126,9 +126,12 @@ def _load(
     if not schema.file_is_valid(written.value):
         problems.extend(validate(schema.file, Where(written, path)))
     problems += reader.problems
-    # `name: Store #12`, rarely: such a file is parsed again, unless it failed already.
-    if checks is not None and _suspect(source) and not any(p.is_error for p in problems):
-        problems.extend(checks.cut_by_comments(path, lines.text))
+    if checks is not None:
+        with _collector_paused():  # it makes a key an invite, and no cycle
+            problems += checks.across(reader.compared, path, lines)
+        # `name: Store #12`, rarely: such a file is parsed again, unless it failed already.
+        if _suspect(source) and not any(p.is_error for p in problems):
+            problems.extend(checks.cut_by_comments(path, lines.text))
     return reader.invites, problems
 
 

@@ -181,3 +181,28 @@ _PARTS = st.sampled_from(
 @given(st.lists(_PARTS, max_size=12).map("".join))
 def test_names_with_spaces_and_marks_fold_as_they_do_whole(name: str) -> None:
     test_a_name_parted_at_its_last_space_folds_as_it_does_whole(name)
+
+
+def test_duplicates_across_files_name_the_first_file_and_the_value_in_the_second(
+    tmp_path: Path,
+) -> None:
+    # Compared once each file is read, against every invite of the files before it.
+    first, second = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    first.write_text(
+        "invites:\n  - id: inv_1\n    name: Café Ltd\n    email: jane@cafe.example\n",
+        encoding="utf-8",
+    )
+    second.write_text(
+        "# moved here\ninvites:\n"
+        "  - id: inv_2\n    email: Jane@Cafe.example\n    name: CAFE\u0301   LTD\n"
+        "  - id: inv_3\n    name: Other Ltd\n    email: other@cafe.example\n",
+        encoding="utf-8",
+    )
+    state = load_desired_state([str(first), str(second)], Rules())
+    assert [str(w) for w in state.warnings] == [
+        f"{second}:4:12: warning: duplicate-email: 'Jane@Cafe.example' is also the e-mail of "
+        f"the invite at {first}:2",
+        f"{second}:5:11: warning: duplicate-name: business name 'CAFÉ   LTD' is the same as "
+        f"the one at {first}:2 once case, spacing and compatibility forms are ignored "
+        "(likely the same business invited twice)",
+    ]
