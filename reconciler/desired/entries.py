@@ -76,11 +76,13 @@ class EntryReader:
         entry = item.value
         invisible = False
         if texts:  # an entry all in ASCII (most) has nothing more to look at
-            # Refused, whether in NFC or not, and never normalised (see MAX_MARKS_IN_A_ROW).
-            marked = frozenset(t for t in texts if too_many_marks(t))
-            # NUL composes with nothing and NOT_IN_TEXT does not refuse it: the joined
-            # text is NFC, or holds a refused character, exactly when a value does.
+            # NUL composes with nothing, is no mark, and NOT_IN_TEXT does not refuse it:
+            # the joined text is NFC, holds too many marks in a row or a refused
+            # character, exactly when a value does.
             unusual = "\0".join(texts)
+            if too_many_marks(unusual):
+                # Refused, whether in NFC or not, and never normalised (MAX_MARKS_IN_A_ROW).
+                marked = frozenset(t for t in texts if too_many_marks(t))
             if not unicodedata.is_normalized("NFC", unusual):
                 entry = _nfc_copy(entry, marked)
             invisible = NOT_IN_TEXT.search(unusual) is not None

@@ -14,6 +14,7 @@ tuples, its sub-field names shared by every contact that names the same ones.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TypeAlias, overload
@@ -33,12 +34,17 @@ def nfc(text: str) -> str:
 MAX_MARKS_IN_A_ROW = 30
 
 
+# Every combining mark is at or above U+0300, the first of them: a text without more
+# than MAX_MARKS_IN_A_ROW such characters in a row holds no such run of marks.
+_LONG_RUN_FROM_U0300 = re.compile(f"[^\\x00-\\u02ff]{{{MAX_MARKS_IN_A_ROW + 1},}}")
+
+
 def too_many_marks(text: str) -> bool:
-    """Whether ``text`` (not ASCII) holds more than ``MAX_MARKS_IN_A_ROW`` combining marks
-    in a row: a walk in Python, stopped at the first such run."""
+    """Whether ``text`` holds more than ``MAX_MARKS_IN_A_ROW`` combining marks in a row:
+    one search in C first, a walk in Python only for a text it cannot rule out."""
+    if _LONG_RUN_FROM_U0300.search(text) is None:
+        return False  # almost every text: its words are shorter than that
     combining = unicodedata.combining
-    if len(text) <= MAX_MARKS_IN_A_ROW or not any(map(combining, text)):
-        return False  # almost every text: no mark at all, found without a loop in Python
     run = 0
     for char in text:
         if not combining(char):

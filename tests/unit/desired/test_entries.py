@@ -15,6 +15,7 @@ from reconciler.desired.entries import refuse_bad_ids
 from reconciler.desired.rules import Rules
 from reconciler.desired.state import load_text, load_texts
 from reconciler.errors import InputError, ReconcilerError
+from reconciler.model.values import MAX_MARKS_IN_A_ROW, marks_in_a_row
 from reconciler.safetext import NOT_IN_TEXT
 
 RULE = "1 to 128 letters, digits, `_`, `-`, `.`, and not dots alone"
@@ -158,8 +159,11 @@ def test_a_refused_value_shared_through_an_alias_is_reported_once() -> None:
     assert len(problems) == 1 and "U+202E" in problems[0].message
 
 
+# Sixteen marks: two in a row are more than MAX_MARKS_IN_A_ROW, one alone is not.
 _TEXT = st.lists(
-    st.sampled_from([" ", "a", "\u00e9", "e\u0301", "\u200b", "\u00a0"]), min_size=1, max_size=6
+    st.sampled_from([" ", "a", "\u00e9", "e\u0301", "\u200b", "\u00a0", "\u0301" * 16]),
+    min_size=1,
+    max_size=6,
 ).map("".join)
 
 
@@ -172,7 +176,8 @@ def test_an_entry_looked_at_whole_is_judged_as_each_value_alone(
     name: str, groups: list[str], contact: str
 ) -> None:
     # The reader joins an entry's text to look at it once: what it finds must be what a
-    # look at each value finds (a space at an end, NFC, an invisible character).
+    # look at each value finds (a space at an end, NFC, an invisible character, too many
+    # marks in a row).
     entry: dict[str, object] = {"id": "inv_1", "name": name, "groups": groups}
     entry["primaryContact"] = {"name": contact, "email": "z@x.example"}
     text = "invites:\n  - " + json.dumps(entry) + "\n"
@@ -180,10 +185,17 @@ def test_an_entry_looked_at_whole_is_judged_as_each_value_alone(
     try:
         state = load_texts([("a.yaml", text)], Rules())
     except InputError as error:
-        assert any(NOT_IN_TEXT.search(v) for v in values), str(error)
-        assert "does not show on screen" in str(error) or "looks like a space" in str(error)
+        invisible = [v for v in values if NOT_IN_TEXT.search(v)]
+        marked = [v for v in values if marks_in_a_row(v) > MAX_MARKS_IN_A_ROW]
+        assert invisible or marked, str(error)
+        said = str(error)
+        assert ("does not show on screen" in said or "looks like a space" in said) == bool(
+            invisible
+        )
+        assert ("combining marks in a row" in said) == bool(marked)
         return
     assert not any(NOT_IN_TEXT.search(v) for v in values)
+    assert not any(marks_in_a_row(v) > MAX_MARKS_IN_A_ROW for v in values)
     spaced = {w for w in map(str, state.warnings) if "surrounding-space" in w}
     assert len(spaced) == sum(v[:1] == " " or v[-1:] == " " for v in values)
     (invite,) = state.invites

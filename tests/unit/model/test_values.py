@@ -96,6 +96,8 @@ def test_a_contact_made_from_another_mapping_holds_its_sub_fields() -> None:
         ("Ä" * 40 + "\u0301" * MAX_MARKS_IN_A_ROW + "x" + "\u0301" * 31, True),  # the second run
         ("\u0301" * 10, False),  # shorter than a run that is refused
         ("\u0301" * MAX_MARKS_IN_A_ROW + "x", False),  # as many as allowed, first
+        ("Жёлтый" * 10, False),  # 60 letters from U+0300 up in a row, no mark: walked
+        ("山田太郎" * 10, False),
     ],
 )
 def test_too_many_marks_refuses_only_a_run_longer_than_the_stream_safe_limit(
