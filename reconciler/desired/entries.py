@@ -128,11 +128,12 @@ class EntryReader:
         self.invites.append(invite)
         checks = self.checks
         if checks is not None:
-            # Placed only when one fails: most entries never need their positions.
-            def mark(path: tuple[Any, ...]) -> tuple[int, int]:
-                return item.located(self.lines).mark(path)
+            if spaced or checks.policies is not None:  # else `check` has nothing to look at
+                # Placed only when one fails: most entries never need their positions.
+                def mark(path: tuple[Any, ...]) -> tuple[int, int]:
+                    return item.located(self.lines).mark(path)
 
-            self.problems += checks.check(entry, source, mark, spaced)
+                self.problems += checks.check(entry, source, mark, spaced)
             if checks.compares:
                 name, email = entry.get("name"), entry.get("email")
                 compared = self.compared

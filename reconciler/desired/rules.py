@@ -122,6 +122,8 @@ class RunChecks:
             self.names = {}
         if self.email_level != "off":
             self.emails = {}
+        # Whether a duplicate check is on: the invites read are to be ``Compared``.
+        self.compares = self.names is not None or self.emails is not None
 
     def check(
         self, entry: dict[str, Any], source: SourceLocation, mark: Mark, spaced: bool = True
@@ -134,11 +136,6 @@ class RunChecks:
         if spaced and self.space_level != "off":
             problems += self._spaces(entry, source.path, mark)
         return problems
-
-    @property
-    def compares(self) -> bool:
-        """Whether a duplicate check is on: the invites read are to be ``Compared``."""
-        return self.names is not None or self.emails is not None
 
     def across(self, compared: Compared, path: str, lines: Lines) -> list[FileProblem]:
         """duplicate-name and duplicate-email over one file's invites (``compared``, read
