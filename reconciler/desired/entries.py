@@ -65,10 +65,7 @@ class EntryReader:
         # two characters in NFC) and two spellings of one item are one item.
         # Almost every value is ASCII: the entry's text is joined by NUL and looked at
         # whole, in C; only the values that are not ASCII are looked at again.
-        strings: list[str] = []
-        _strings(item.value, strings)
-        joined = "\0".join(strings)
-        texts = [] if joined.isascii() else [t for t in strings if not t.isascii()]
+        joined, texts = _text_of(item.value)
         # A space at an end of a value is at an end of `joined` or next to a NUL (a value
         # holding " \0" itself only has the built-in check look closer).
         spaced = " \0" in joined or "\0 " in joined or joined[:1] == " " or joined[-1:] == " "
@@ -210,6 +207,39 @@ class EntryReader:
         line, column = entry.mark(("id",))
         message = f"`id`: {quote_value(ident)} is not a valid inviteId ({ID_RULE})"
         self.problems.append(FileProblem(self.source, line, column, message))
+
+
+def _text_of(entry: Any) -> tuple[str, list[str]]:
+    """Every string of ``entry`` (its values, a list's items, a mapping's values) joined by
+    NUL, and those of them that are not ASCII.
+
+    Shaped for an invite: a value is text, a list of text or a mapping of text, each
+    list and mapping joined in C; only one that holds something else is walked.
+    """
+    if type(entry) is not dict:
+        strings: list[str] = []
+        _strings(entry, strings)
+        return "\0".join(strings), [t for t in strings if not t.isascii()]
+    parts: list[str] = []
+    texts: list[str] = []
+    for value in entry.values():
+        kind = type(value)
+        if kind is str:
+            parts.append(value)
+            if not value.isascii():
+                texts.append(value)
+        elif kind is list or kind is dict:
+            items = value if kind is list else list(value.values())
+            try:
+                part = "\0".join(items)
+            except TypeError:  # not all text: walked
+                items = []
+                _strings(value, items)
+                part = "\0".join(items)
+            parts.append(part)
+            if not part.isascii():
+                texts += [t for t in items if not t.isascii()]
+    return "\0".join(parts), texts
 
 
 def _strings(value: Any, found: list[str]) -> None:

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reconciler.desired.entries import refuse_bad_ids
+from reconciler.desired.entries import _strings, _text_of, refuse_bad_ids
 from reconciler.desired.rules import Rules
 from reconciler.desired.state import load_text, load_texts
 from reconciler.errors import InputError, ReconcilerError
@@ -201,3 +201,24 @@ def test_an_entry_looked_at_whole_is_judged_as_each_value_alone(
     (invite,) = state.invites
     assert invite.fields["name"] == unicodedata.normalize("NFC", name)
     assert list(invite.fields["groups"]) == [unicodedata.normalize("NFC", g) for g in groups]
+
+
+_JSONISH = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.sampled_from(["", " a", "é", "b ", "ж"]),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.sampled_from(["name", "groups", "x"]), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+@given(_JSONISH)
+def test_an_entry_s_text_is_every_string_in_it_whatever_its_shape(value: object) -> None:
+    # Lists and mappings of text are joined without a walk; any other shape is walked.
+    strings: list[str] = []
+    _strings(value, strings)
+    joined, texts = _text_of(value)
+    assert [t for t in joined.split("\0") if t] == [t for t in strings if t]
+    assert texts == [t for t in strings if not t.isascii()]
+    assert joined.isascii() == all(t.isascii() for t in strings)
