@@ -17,6 +17,7 @@ from reconciler.safetext import escape
 from reconciler.yamlload.frames import (
     MERGE_KEY,
     NO_KEY,
+    SHARED_ITEM_LENGTH,
     DocumentFrame,
     Frame,
     ListFrame,
@@ -162,21 +163,30 @@ class Builder:
             plain = "<<" if value is MERGE_KEY else value  # an alias to it is the text
             self.anchors[event.anchor] = Anchor(plain, None, raw, 1, 0, position)
         frame = self.stack[-1]
-        if frame.__class__ is MappingFrame and raw is None:
-            # MappingFrame.add's usual cases, inlined: a new text key, or a text
-            # value for it (nine events in ten).
-            mapping: MappingFrame = frame
-            key = mapping.key
-            if key is NO_KEY:
-                if value.__class__ is str and value not in mapping.value:
-                    mapping.key = self.names.setdefault(value, value)
-                    mapping.key_position = position
+        if raw is None:
+            if frame.__class__ is MappingFrame:
+                # MappingFrame.add's usual cases, inlined: a new text key, or a text
+                # value for it (nine events in ten).
+                mapping: MappingFrame = frame
+                key = mapping.key
+                if key is NO_KEY:
+                    if value.__class__ is str and value not in mapping.value:
+                        mapping.key = self.names.setdefault(value, value)
+                        mapping.key_position = position
+                        return
+                elif key.__class__ is str and not mapping.skip and mapping.merged is None:
+                    mapping.value[key] = value
+                    mapping.keys_at[key] = mapping.key_position
+                    mapping.values_at[key] = position
+                    mapping.key = NO_KEY
                     return
-            elif key.__class__ is str and not mapping.skip and mapping.merged is None:
-                mapping.value[key] = value
-                mapping.keys_at[key] = mapping.key_position
-                mapping.values_at[key] = position
-                mapping.key = NO_KEY
+            elif frame.__class__ is ListFrame and frame.hook is None:
+                # ListFrame.add's usual case, inlined: an item of a set (`groups`).
+                items: ListFrame = frame
+                if value.__class__ is str and len(value) <= SHARED_ITEM_LENGTH:
+                    value = self.names.setdefault(value, value)
+                items.value.append(value)
+                items.items_at.append(position)
                 return
         frame.add(self, value, position, raw, None)
 

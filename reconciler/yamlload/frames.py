@@ -28,6 +28,9 @@ class Reporter(Protocol):
     def name(self, text: str) -> str: ...
 
 
+# A list's text items this long or shorter are kept once (Builder.name): the items of
+# sets (`groups`, `addOns`) repeat across thousands of invites.
+SHARED_ITEM_LENGTH = 64
 MERGE_KEY = object()  # the `<<` key of a YAML merge, while its mapping is being built
 NO_KEY = object()  # a mapping frame waiting for its next key
 
@@ -99,7 +102,7 @@ class ListFrame(Frame):
             self.index += 1
             return
         index = len(self.value)
-        if child.__class__ is str and len(child) <= 64:  # identifiers in sets repeat
+        if child.__class__ is str and len(child) <= SHARED_ITEM_LENGTH:  # identifiers repeat
             child = builder.name(child)
         self.value.append(child)
         self.items_at.append(position)
