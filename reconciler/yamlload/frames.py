@@ -89,10 +89,6 @@ class ListFrame(Frame):
         self.hook: ItemHook | None = None
         self.index = 0  # items handed to the hook so far
 
-    def finish(self) -> Any:
-        # A copy holds no spare room for appends: 8 to 24 bytes a list, kept
-        # for every invite's groups, add-ons and attachments.
-        return self.value[:]
 
     def add(
         self, builder: Reporter, child: Any, position: int, raw: str | None, spot: Spot | None
