@@ -7,12 +7,22 @@ only when the value satisfies every keyword of the schema; anything it does
 not understand, or any doubt, answers False, and jsonschema then decides and
 words the errors. So this check can make loading faster, never more lenient:
 a property test holds it to "True implies jsonschema finds no error".
+
+The check is Python source written from the schema and compiled once, as
+fastjsonschema does: one function for a whole invite with its fields' checks
+inline, so a value costs no Python call of its own (a closure per keyword and a
+call per value cost about 1.4 times the instructions). This is done only for the
+schema packaged with this tool (``schema.check``), never for a schema a user
+passes at run time, and even so no text of the schema becomes code: every
+literal written (a property's name, a length) is written through ``repr()``
+after its type is checked, and every other value (a compiled pattern, a set of
+names, a format's function) is handed to the code under a name made up here.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeAlias
 
 Check = Callable[[Any], bool]
@@ -38,6 +48,11 @@ _KEYWORDS = {
 # What the string checks remember as passed: short texts, a bounded number of them.
 _CACHED_LENGTH = 64
 _CACHED_TEXTS = 4096
+# Objects and arrays nested deeper than this in one function are checked by a function
+# of their own: Python refuses more than 20 nested loops in one function.
+_INLINED_DEPTH = 8
+
+Lines: TypeAlias = list[str]
 
 
 def _never(value: Any) -> bool:
@@ -45,130 +60,254 @@ def _never(value: Any) -> bool:
 
 
 def compile_check(schema: Any, formats: Formats) -> Check:
-    """A check of ``schema`` (references already inlined), conservative as described above."""
-    if not isinstance(schema, dict):
+    """A check of ``schema`` (references already inlined), conservative as described above.
+
+    Only for a schema this tool ships: the check is Python source written from it."""
+    source = _Source(formats)
+    name = source.function(schema)
+    if name is None:
         return _never
+    text = "\n".join(source.lines) + "\n"
+    exec(compile(text, "<quick schema check>", "exec"), source.namespace)
+    check: Check = source.namespace[name]
+    return check
+
+
+def _indent(lines: Lines) -> Lines:
+    return ["    " + line for line in lines]
+
+
+def _count(value: Any) -> bool:
+    """A length or a number of items, as this check takes one (not a bool, not 2.0)."""
+    return type(value) is int and value >= 0
+
+
+class _Source:
+    """The source of one schema's check: its functions, and the values they name.
+
+    Each schema compiles to statements about one variable that ``return False``
+    where a value fails; None stands for a schema not known here (no value passes).
+    """
+
+    def __init__(self, formats: Formats) -> None:
+        self.formats = formats
+        self.lines: Lines = []
+        self.namespace: dict[str, Any] = {}
+        self._made = 0
+
+    def _name(self, prefix: str) -> str:
+        self._made += 1
+        return f"_{prefix}{self._made}"
+
+    def _value(self, value: Any) -> str:
+        """A name the code reads ``value`` by (never the value's own text)."""
+        name = self._name("k")
+        self.namespace[name] = value
+        return name
+
+    def function(self, schema: Any) -> str | None:
+        """The name of a function that checks ``schema``, or None when no value passes."""
+        param = self._name("v")
+        body = self._statements(schema, param, 0)
+        if body is None:
+            return None
+        name = self._name("check")
+        self.lines += [f"def {name}({param}):", *_indent(body), "    return True", ""]
+        return name
+
+    def _statements(self, schema: Any, var: str, depth: int) -> Lines | None:
+        kind = _kind(schema)
+        if kind is None:
+            return None
+        if kind == "anyOf":
+            # Valid when any branch is: one branch's sure yes is a sure yes.
+            branches = [name for name in map(self.function, schema["anyOf"]) if name is not None]
+            if not branches:
+                return None
+            calls = " or ".join(f"{name}({var})" for name in branches)
+            return [f"if not ({calls}):", "    return False"]
+        if kind in ("object", "array") and depth >= _INLINED_DEPTH:
+            name = self.function(schema)
+            return None if name is None else [f"if not {name}({var}):", "    return False"]
+        if kind == "object":
+            return self._object(schema, var, depth)
+        if kind == "array":
+            return self._array(schema, var, depth)
+        if kind == "string":
+            return self._string(schema, var)
+        return [f"if not isinstance({var}, bool):", "    return False"]
+
+    def _object(self, schema: dict[str, Any], var: str, depth: int) -> Lines | None:
+        properties = schema.get("properties", {})
+        additional = schema.get("additionalProperties", True)
+        required = schema.get("required", [])
+        if (
+            not isinstance(properties, dict)
+            or not all(isinstance(name, str) for name in properties)
+            or not isinstance(additional, bool)
+            or not isinstance(required, list)
+            or not all(isinstance(name, str) for name in required)
+        ):
+            return None
+        patterns = schema.get("patternProperties", {})
+        if not isinstance(patterns, dict) or any(
+            sub not in ({}, True) for sub in patterns.values()
+        ):
+            return None  # only a pattern whose keys take any value (`x-` templates) is known here
+        try:
+            # jsonschema applies a patternProperties key with re.search; so does this check.
+            free = [re.compile(pattern).search for pattern in patterns]
+        except (re.error, TypeError):
+            return None
+        lines = [f"if not isinstance({var}, dict):", "    return False"]
+        if not additional:
+            # Keys all named (almost always) are known in one set operation, in C.
+            allowed = self._value(frozenset(properties))
+            test = f"not {allowed}.issuperset({var})"
+            if free:
+                known = self._value(_known(frozenset(properties), free))
+                test += f" and not all(map({known}, {var}))"
+            lines += [f"if {test}:", "    return False"]
+        for name in dict.fromkeys(required):
+            lines += [f"if {name!r} not in {var}:", "    return False"]
+        for name, sub in properties.items():
+            item = self._name("v")
+            body = self._statements(sub, item, depth + 1)
+            if body is None:
+                lines += [f"if {name!r} in {var}:", "    return False"]
+            elif name in required:  # known to be there
+                lines += [f"{item} = {var}[{name!r}]", *body]
+            else:
+                lines += [f"if {name!r} in {var}:", f"    {item} = {var}[{name!r}]", *_indent(body)]
+        return lines
+
+    def _array(self, schema: dict[str, Any], var: str, depth: int) -> Lines | None:
+        unique = schema.get("uniqueItems", False)
+        least = schema.get("minItems", 0)
+        most = schema.get("maxItems")
+        if not isinstance(unique, bool) or not _count(least) or not (most is None or _count(most)):
+            return None
+        lines = [f"if not isinstance({var}, list):", "    return False"]
+        if least:
+            lines += [f"if len({var}) < {least!r}:", "    return False"]
+        if most is not None:
+            lines += [f"if len({var}) > {most!r}:", "    return False"]
+        if "items" in schema:
+            item = self._name("v")
+            body = self._statements(schema["items"], item, depth + 1)
+            if body is None:  # no item passes: only the empty list
+                lines += [f"if len({var}):", "    return False"]
+            else:
+                lines += [f"for {item} in {var}:", *_indent(body)]
+        if unique:
+            # Distinct under Python's equality means distinct under jsonschema's (which
+            # tells 1 from True: a doubt here, not a yes). Items that cannot be hashed
+            # (lists, mappings) are a doubt too.
+            lines += [
+                f"if len({var}) > 1:",
+                "    try:",
+                f"        if len(set({var})) != len({var}):",
+                "            return False",
+                "    except TypeError:",
+                "        return False",
+            ]
+        return lines
+
+    def _string(self, schema: dict[str, Any], var: str) -> Lines | None:
+        tests = self._text_tests(schema, var)
+        if tests is None:
+            return None
+        holds = " and ".join([f"isinstance({var}, str)", *tests])
+        if not {"pattern", "enum"} & schema.keys() and schema.get("format") is None:
+            # Lengths alone: cheaper to measure again than to remember.
+            return [f"if not ({holds}):", "    return False"]
+        # The verdict depends on the text alone: a text this very check has passed
+        # passes again at one set lookup. Groups, attachments and contact names repeat
+        # across thousands of invites. Bounded, and per check: a text good for one
+        # field is never taken as good for another. Only a `str` itself is remembered
+        # or looked up: a subclass compares equal to the text it holds, and a format's
+        # function may refuse it (e-mail's does).
+        passed = self._value(set())
+        return [
+            f"if type({var}) is str:",
+            f"    if {var} not in {passed}:",
+            f"        if not ({' and '.join(tests)}):",
+            "            return False",
+            f"        if len({passed}) < {_CACHED_TEXTS} and len({var}) <= {_CACHED_LENGTH}:",
+            f"            {passed}.add({var})",
+            f"elif not ({holds}):",
+            "    return False",
+        ]
+
+    def _text_tests(self, schema: dict[str, Any], var: str) -> list[str] | None:
+        """Conditions on a text ``var`` that hold when it satisfies the string schema
+        ``schema``, cheapest first (the verdict does not depend on the order: every one
+        must hold); None when it has a keyword not known here."""
+        least = schema.get("minLength", 0)
+        most = schema.get("maxLength")
+        if not _count(least) or not (most is None or _count(most)):
+            return None
+        tests = []
+        if least and most is not None:
+            tests.append(f"{least!r} <= len({var}) <= {most!r}")
+        elif least:
+            tests.append(f"len({var}) >= {least!r}")
+        elif most is not None:
+            tests.append(f"len({var}) <= {most!r}")
+        allowed = schema.get("enum")
+        if allowed is not None:
+            if not (isinstance(allowed, list) and all(type(a) is str for a in allowed)):
+                return None
+            tests.append(f"{var} in {self._value(tuple(allowed))}")
+        if "pattern" in schema:
+            try:
+                # jsonschema applies `pattern` with re.search; so does this check.
+                search = re.compile(schema["pattern"]).search
+            except (re.error, TypeError):
+                return None
+            tests.append(f"{self._value(search)}({var})")  # a match is true, None false
+        # The format's own function, as FormatChecker.check calls it (a false result or
+        # one of its exceptions means "not in this format"). A format not in
+        # ``formats`` is left to jsonschema, which may know it.
+        name = schema.get("format")
+        if name is not None:
+            if not isinstance(name, str) or name not in self.formats:
+                return None
+            form, raises = self.formats[name]
+            tests.append(f"{self._value(_passes(form, raises) if raises else form)}({var})")
+        return tests
+
+
+def _kind(schema: Any) -> str | None:
+    """The kind of value ``schema`` is about ("anyOf" for a choice of schemas), or None
+    when it is not a mapping or has a keyword not known for its kind."""
+    if not isinstance(schema, dict):
+        return None
     if set(schema) - _NOTES == {"anyOf"} and isinstance(schema["anyOf"], list):
-        # Valid when any branch is: one branch's sure yes is a sure yes.
-        branches = [compile_check(branch, formats) for branch in schema["anyOf"]]
-        return lambda value: any(branch(value) for branch in branches)
+        return "anyOf"
     kind = schema.get("type")
     known = _KEYWORDS.get(kind) if isinstance(kind, str) else None
     if known is None or not set(schema) - _NOTES <= known:
-        return _never
-    if kind == "object":
-        return _object_check(schema, formats)
-    if kind == "array":
-        return _array_check(schema, formats)
-    if kind == "string":
-        return _string_check(schema, formats)
-    return lambda value: isinstance(value, bool)
+        return None
+    return kind
 
 
-def _object_check(schema: dict[str, Any], formats: Formats) -> Check:
-    properties = schema.get("properties", {})
-    additional = schema.get("additionalProperties", True)
-    if not isinstance(properties, dict) or not isinstance(additional, bool):
-        return _never
-    patterns = schema.get("patternProperties", {})
-    if not isinstance(patterns, dict) or any(sub not in ({}, True) for sub in patterns.values()):
-        return _never  # only a pattern whose keys take any value (`x-` templates) is known here
-    # jsonschema applies a patternProperties key with re.search; so does this check.
-    free = [re.compile(pattern).search for pattern in patterns]
-    checks = {name: compile_check(sub, formats) for name, sub in properties.items()}
-    required = tuple(schema.get("required", ()))
-    closed = not additional
-    allowed = frozenset(checks)
+def _known(named: frozenset[str], free: Sequence[Callable[[str], object]]) -> Check:
+    """Whether a key of an object is ``named`` or matches a free pattern."""
 
     def known(key: Any) -> bool:
-        return key in allowed or (isinstance(key, str) and any(match(key) for match in free))
+        return key in named or (isinstance(key, str) and any(match(key) for match in free))
 
-    def check(value: Any) -> bool:
-        if not isinstance(value, dict):
+    return known
+
+
+def _passes(form: Callable[[Any], object], raises: tuple[type[Exception], ...]) -> Check:
+    """``form`` as a yes or no, its ``raises`` a no."""
+
+    def passes(value: Any) -> bool:
+        try:
+            return bool(form(value))
+        except raises:
             return False
-        # Keys all named (almost always) are known in one set operation, in C.
-        if closed and not allowed.issuperset(value) and not (free and all(map(known, value))):
-            return False
-        for name in required:
-            if name not in value:
-                return False
-        for name, item in value.items():
-            item_check = checks.get(name)
-            if item_check is not None and not item_check(item):
-                return False
-        return True
 
-    return check
-
-
-def _array_check(schema: dict[str, Any], formats: Formats) -> Check:
-    items = compile_check(schema["items"], formats) if "items" in schema else None
-    unique = schema.get("uniqueItems", False) is True
-    least = schema.get("minItems", 0)
-    most = schema.get("maxItems")
-
-    def check(value: Any) -> bool:
-        if not isinstance(value, list) or len(value) < least:
-            return False
-        if most is not None and len(value) > most:
-            return False
-        if items is not None and not all(map(items, value)):
-            return False
-        if unique:
-            try:
-                # Distinct under Python's equality means distinct under jsonschema's.
-                return len(set(value)) == len(value)
-            except TypeError:
-                return False
-        return True
-
-    return check
-
-
-def _string_check(schema: dict[str, Any], formats: Formats) -> Check:
-    least = schema.get("minLength", 0)
-    most = schema.get("maxLength")
-    # jsonschema applies `pattern` with re.search; so does this check.
-    search = re.compile(schema["pattern"]).search if "pattern" in schema else None
-    allowed = schema.get("enum")
-    if allowed is not None and not (
-        isinstance(allowed, list) and all(type(a) is str for a in allowed)
-    ):
-        return _never
-    # The format's own function, as FormatChecker.check calls it. A format not in
-    # ``formats`` is left to jsonschema, which may know it.
-    name = schema.get("format")
-    form, raises = formats.get(name, (None, ())) if isinstance(name, str) else (None, ())
-    if name is not None and form is None:
-        return _never
-
-    # The verdict depends on the text alone: a text this very check has passed
-    # passes again at one set lookup. Groups, attachments and contact names repeat
-    # across thousands of invites. Bounded, and per check: a text good for one
-    # field is never taken as good for another.
-    passed: set[str] = set()
-
-    def check(value: Any) -> bool:
-        if not isinstance(value, str):
-            return False
-        if value in passed:
-            return True
-        if len(value) < least:
-            return False
-        if most is not None and len(value) > most:
-            return False
-        if search is not None and search(value) is None:
-            return False
-        if allowed is not None and value not in allowed:
-            return False
-        if form is not None:
-            try:
-                if not form(value):
-                    return False
-            except raises:
-                return False
-        if len(value) <= _CACHED_LENGTH and len(passed) < _CACHED_TEXTS:
-            passed.add(value)
-        return True
-
-    return check
+    return passes
