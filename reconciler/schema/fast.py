@@ -45,7 +45,7 @@ _KEYWORDS = {
 }
 
 
-# What the string checks remember as passed: short texts, a bounded number of them.
+# What a check of a list's texts remembers as passed: short texts, a bounded number.
 _CACHED_LENGTH = 64
 _CACHED_TEXTS = 4096
 # Objects and arrays nested deeper than this in one function are checked by a function
@@ -134,7 +134,11 @@ class _Source:
         if kind == "array":
             return self._array(schema, var, depth)
         if kind == "string":
-            return self._string(schema, var)
+            tests = self._text_tests(schema, var)
+            if tests is None:
+                return None
+            holds = " and ".join([f"isinstance({var}, str)", *tests])
+            return [f"if not ({holds}):", "    return False"]
         return [f"if not isinstance({var}, bool):", "    return False"]
 
     def _object(self, schema: dict[str, Any], var: str, depth: int) -> Lines | None:
@@ -192,9 +196,14 @@ class _Source:
             lines += [f"if len({var}) < {least!r}:", "    return False"]
         if most is not None:
             lines += [f"if len({var}) > {most!r}:", "    return False"]
-        if "items" in schema:
+        items: Any = schema.get("items")
+        texts = "items" in schema and _kind(items) == "string"  # known text after the loop
+        body = self._remembered_texts(items, var) if texts and _remembered(items) else None
+        if body is not None:
+            lines += body
+        elif "items" in schema:
             item = self._name("v")
-            body = self._statements(schema["items"], item, depth + 1)
+            body = self._statements(items, item, depth + 1)
             if body is None:  # no item passes: only the empty list
                 lines += [f"if len({var}):", "    return False"]
             else:
@@ -202,9 +211,24 @@ class _Source:
         if unique:
             # Distinct under Python's equality means distinct under jsonschema's (which
             # tells 1 from True: a doubt here, not a yes). Items that cannot be hashed
-            # (lists, mappings) are a doubt too.
+            # (lists, mappings) are a doubt too. Two or three texts (most sets) are
+            # compared in place, without building a set.
+            if texts:
+                first, second, third = self._name("v"), self._name("v"), self._name("v")
+                lines += [
+                    f"if len({var}) == 2:",
+                    f"    {first}, {second} = {var}",
+                    f"    if {first} == {second}:",
+                    "        return False",
+                    f"elif len({var}) == 3:",
+                    f"    {first}, {second}, {third} = {var}",
+                    f"    if {first} == {second} or {first} == {third} or {second} == {third}:",
+                    "        return False",
+                    f"elif len({var}) > 3:",
+                ]
+            else:
+                lines += [f"if len({var}) > 1:"]
             lines += [
-                f"if len({var}) > 1:",
                 "    try:",
                 f"        if len(set({var})) != len({var}):",
                 "            return False",
@@ -213,30 +237,39 @@ class _Source:
             ]
         return lines
 
-    def _string(self, schema: dict[str, Any], var: str) -> Lines | None:
-        tests = self._text_tests(schema, var)
+    def _remembered_texts(self, items: dict[str, Any], var: str) -> Lines | None:
+        """The items of the list ``var``, texts checked by ``items``, whose verdicts are
+        remembered: a list whose every item this very check has passed before passes
+        at one set operation in C.
+
+        A list's items (groups, add-ons, document types) come from a small vocabulary
+        and repeat across thousands of invites; a single field's text (an id, a name,
+        an address, a phone) is mostly its invite's own, and looking it up would cost
+        its hash and a probe for nothing, so only items are remembered. The verdict
+        depends on the text alone (``_remembered``): an equal text, the same verdict.
+        Bounded, and per check: a text good for one field is never taken as good for
+        another.
+        """
+        item = self._name("v")
+        tests = self._text_tests(items, item)
         if tests is None:
             return None
-        holds = " and ".join([f"isinstance({var}, str)", *tests])
-        if not {"pattern", "enum"} & schema.keys() and schema.get("format") is None:
-            # Lengths alone: cheaper to measure again than to remember.
-            return [f"if not ({holds}):", "    return False"]
-        # The verdict depends on the text alone: a text this very check has passed
-        # passes again at one set lookup. Groups, attachments and contact names repeat
-        # across thousands of invites. Bounded, and per check: a text good for one
-        # field is never taken as good for another. Only a `str` itself is remembered
-        # or looked up: a subclass compares equal to the text it holds, and a format's
-        # function may refuse it (e-mail's does).
         passed = self._value(set())
+        every = self._name("v")
         return [
-            f"if type({var}) is str:",
-            f"    if {var} not in {passed}:",
-            f"        if not ({' and '.join(tests)}):",
-            "            return False",
-            f"        if len({passed}) < {_CACHED_TEXTS} and len({var}) <= {_CACHED_LENGTH}:",
-            f"            {passed}.add({var})",
-            f"elif not ({holds}):",
+            "try:",
+            f"    {every} = {passed}.issuperset({var})",
+            "except TypeError:  # an item that cannot be hashed is no text",
             "    return False",
+            f"if not {every}:",
+            f"    for {item} in {var}:",
+            f"        if not isinstance({item}, str):",
+            "            return False",
+            f"        if {item} not in {passed}:",
+            f"            if not ({' and '.join(tests)}):",
+            "                return False",
+            f"            if len({passed}) < {_CACHED_TEXTS} and len({item}) <= {_CACHED_LENGTH}:",
+            f"                {passed}.add({item})",
         ]
 
     def _text_tests(self, schema: dict[str, Any], var: str) -> list[str] | None:
@@ -290,6 +323,14 @@ def _kind(schema: Any) -> str | None:
     if known is None or not set(schema) - _NOTES <= known:
         return None
     return kind
+
+
+def _remembered(schema: dict[str, Any]) -> bool:
+    """Whether a string check's verdicts are worth remembering, and may be: it calls a
+    pattern or looks in a list of values (a length alone is cheaper to measure again),
+    and has no format. A format's function may judge more than the text: e-mail's
+    refuses a subclass of str, which a set takes for the equal text it remembers."""
+    return ("pattern" in schema or "enum" in schema) and "format" not in schema
 
 
 def _known(named: frozenset[str], free: Sequence[Callable[[str], object]]) -> Check:
