@@ -89,7 +89,6 @@ class ListFrame(Frame):
         self.hook: ItemHook | None = None
         self.index = 0  # items handed to the hook so far
 
-
     def add(
         self, builder: Reporter, child: Any, position: int, raw: str | None, spot: Spot | None
     ) -> None:
