@@ -113,6 +113,10 @@ def _load(
     with _collector_paused():
         document, problems, entries = stream(source, path, lines, "invites", reader)
     if document is None:
+        if checks is not None:
+            # The invites read before the file stopped still count for the files after
+            # it; what they would say of each other is not said (the run fails anyway).
+            _compared(checks, reader, path, lines)
         return [], problems
     if document.value is None:
         message = "file is empty; expected a mapping with an `invites:` list"
@@ -127,12 +131,17 @@ def _load(
         problems.extend(validate(schema.file, Where(written, path)))
     problems += reader.problems
     if checks is not None:
-        with _collector_paused():  # it makes a key an invite, and no cycle
-            problems += checks.across(reader.compared, path, lines)
+        problems += _compared(checks, reader, path, lines)
         # `name: Store #12`, rarely: such a file is parsed again, unless it failed already.
         if _suspect(source) and not any(p.is_error for p in problems):
             problems.extend(checks.cut_by_comments(path, lines.text))
     return reader.invites, problems
+
+
+def _compared(checks: RunChecks, reader: EntryReader, path: str, lines: Lines) -> list[FileProblem]:
+    """The checks across entries of the file ``reader`` read, against the run's others."""
+    with _collector_paused():  # it makes a key an invite, and no cycle
+        return checks.across(reader.compared, path, lines)
 
 
 def _suspect(source: str | FileSource) -> bool:

@@ -206,3 +206,28 @@ def test_duplicates_across_files_name_the_first_file_and_the_value_in_the_second
         f"the one at {first}:2 once case, spacing and compatibility forms are ignored "
         "(likely the same business invited twice)",
     ]
+
+
+def test_invites_read_before_a_file_stopped_still_count_for_the_files_after_it(
+    tmp_path: Path,
+) -> None:
+    # The attack's reproducer: a.yaml stops at a broken entry after a good one.
+    first, second = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    first.write_text(
+        "invites:\n  - id: a1\n    name: Acme\n    email: x@a.example\n  - id: [unclosed\n",
+        encoding="utf-8",
+    )
+    second.write_text(
+        "invites:\n  - id: b1\n    name: Acme\n    email: x@a.example\n", encoding="utf-8"
+    )
+    with pytest.raises(InputError) as caught:
+        load_desired_state([str(first), str(second)], Rules())
+    warned = [str(p) for p in caught.value.problems if not p.is_error]
+    assert warned == [
+        f"{second}:3:11: warning: duplicate-name: business name 'Acme' is the same as the one "
+        f"at {first}:2 once case, spacing and compatibility forms are ignored (likely the same "
+        "business invited twice)",
+        f"{second}:4:12: warning: duplicate-email: 'x@a.example' is also the e-mail of the "
+        f"invite at {first}:2",
+    ]
+    assert [p.path for p in caught.value.errors] == [str(first)]
