@@ -183,20 +183,23 @@ def test_names_with_spaces_and_marks_fold_as_they_do_whole(name: str) -> None:
     test_a_name_parted_at_its_last_space_folds_as_it_does_whole(name)
 
 
+def _two_files(tmp_path: Path, first: str, second: str) -> tuple[Path, Path]:
+    paths = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    for path, text in zip(paths, (first, second), strict=True):
+        path.write_text(text, encoding="utf-8")
+    return paths
+
+
 def test_duplicates_across_files_name_the_first_file_and_the_value_in_the_second(
     tmp_path: Path,
 ) -> None:
     # Compared once each file is read, against every invite of the files before it.
-    first, second = tmp_path / "a.yaml", tmp_path / "b.yaml"
-    first.write_text(
+    first, second = _two_files(
+        tmp_path,
         "invites:\n  - id: inv_1\n    name: Café Ltd\n    email: jane@cafe.example\n",
-        encoding="utf-8",
-    )
-    second.write_text(
         "# moved here\ninvites:\n"
         "  - id: inv_2\n    email: Jane@Cafe.example\n    name: CAFE\u0301   LTD\n"
         "  - id: inv_3\n    name: Other Ltd\n    email: other@cafe.example\n",
-        encoding="utf-8",
     )
     state = load_desired_state([str(first), str(second)], Rules())
     assert [str(w) for w in state.warnings] == [
@@ -212,13 +215,10 @@ def test_invites_read_before_a_file_stopped_still_count_for_the_files_after_it(
     tmp_path: Path,
 ) -> None:
     # The attack's reproducer: a.yaml stops at a broken entry after a good one.
-    first, second = tmp_path / "a.yaml", tmp_path / "b.yaml"
-    first.write_text(
+    first, second = _two_files(
+        tmp_path,
         "invites:\n  - id: a1\n    name: Acme\n    email: x@a.example\n  - id: [unclosed\n",
-        encoding="utf-8",
-    )
-    second.write_text(
-        "invites:\n  - id: b1\n    name: Acme\n    email: x@a.example\n", encoding="utf-8"
+        "invites:\n  - id: b1\n    name: Acme\n    email: x@a.example\n",
     )
     with pytest.raises(InputError) as caught:
         load_desired_state([str(first), str(second)], Rules())
