@@ -29,15 +29,14 @@ from reconciler.yamlload.scalars import (
     MAP_TAGS,
     MERGE_TAG,
     RESOLVED_FIRST,
-    SCALAR_TAGS,
     SEQ_TAGS,
     STR_TAG,
     TagProblem,
     construct,
+    construct_tagged,
     cut,
+    misplaced_tag,
     resolve_plain,
-    unknown_tag,
-    wrong_kind,
 )
 
 # Real invite files nest five levels deep; nothing legitimate comes near this.
@@ -65,10 +64,6 @@ class Anchor(NamedTuple):
     size: int  # values it stands for, counting what its own aliases expand to
     height: int  # levels of nesting (0 for a scalar)
     position: int
-
-
-def _at(event: Any) -> int:
-    return event.start_mark.index  # type: ignore[no-any-return]
 
 
 class Builder:
@@ -141,7 +136,10 @@ class Builder:
     def _document_start(self, event: Any) -> None:
         self.documents += 1
         if self.documents > 1:
-            raise Fatal(_at(event), "holds more than one YAML document; keep one document per file")
+            raise Fatal(
+                event.start_mark.index,
+                "holds more than one YAML document; keep one document per file",
+            )
 
     def _scalar(self, event: Any) -> None:
         self.nodes += 1
@@ -151,7 +149,10 @@ class Builder:
         raw = None
         if tag is not None and tag != "!":
             raw = value if not event.style else None
-            value = self._tagged(tag, value, position)
+            try:  # a value its tag cannot hold stops the file: its meaning is anyone's guess
+                value = construct_tagged(tag, value)
+            except TagProblem as exc:
+                raise Fatal(position, str(exc)) from None
             if isinstance(value, str):
                 raw = None
         elif event.implicit[0] and value[:1] in RESOLVED_FIRST:
@@ -199,20 +200,8 @@ class Builder:
             shown = escape(cut(text))
             raise Fatal(position, f"YAML cannot read {shown}; put it in quotes") from None
 
-    @staticmethod
-    def _tagged(tag: str, text: str, position: int) -> Any:
-        # A value its tag cannot hold stops the file, as it always has: what
-        # the value was meant to be is anyone's guess.
-        if tag in MAP_TAGS or tag in SEQ_TAGS:
-            needs = "a mapping" if tag in MAP_TAGS else "a list"
-            raise Fatal(position, wrong_kind(tag, needs, "a single value"))
-        try:
-            return construct(tag, text)
-        except TagProblem as exc:
-            raise Fatal(position, str(exc)) from None
-
     def _alias(self, event: Any) -> None:
-        position = _at(event)
+        position: int = event.start_mark.index
         name = event.anchor
         anchor = self.anchors.get(name)
         if anchor is None:
@@ -268,15 +257,7 @@ class Builder:
         self.nodes += 1
         tag = event.tag
         if tag is not None and tag != "!" and tag not in tags:
-            if tag in MAP_TAGS:
-                message = wrong_kind(tag, "a mapping", what)
-            elif tag in SEQ_TAGS:
-                message = wrong_kind(tag, "a list", what)
-            elif tag in SCALAR_TAGS:
-                message = wrong_kind(tag, "a single value", what)
-            else:
-                message = unknown_tag(tag)
-            raise Fatal(frame.position, message)
+            raise Fatal(frame.position, misplaced_tag(tag, what))
         if event.anchor is not None:
             self._name(event.anchor, frame.position)
             self.open_anchors[event.anchor] = frame.position

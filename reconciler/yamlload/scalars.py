@@ -65,6 +65,26 @@ _REMEMBERED_LENGTH = 64
 _REMEMBERED = 4096
 
 
+def construct_tagged(tag: str, value: str) -> Any:
+    """The value of a scalar written with an explicit ``tag``; TagProblem when a mapping's
+    or a list's tag is on a single value, or the tag cannot hold the text."""
+    if tag in MAP_TAGS or tag in SEQ_TAGS:
+        raise TagProblem(misplaced_tag(tag, "a single value"))
+    return construct(tag, value)
+
+
+def misplaced_tag(tag: str, found: str) -> str:
+    """What to say of ``tag`` written on ``found`` (a mapping, a list, a single value),
+    which it does not fit."""
+    if tag in MAP_TAGS:
+        return wrong_kind(tag, "a mapping", found)
+    if tag in SEQ_TAGS:
+        return wrong_kind(tag, "a list", found)
+    if tag in SCALAR_TAGS:
+        return wrong_kind(tag, "a single value", found)
+    return unknown_tag(tag)
+
+
 def construct(tag: str, value: str) -> Any:
     """The value of a scalar with ``tag``, as PyYAML's safe loader builds it."""
     if tag in _STAYS_TEXT:
