@@ -4,7 +4,8 @@ Three stages ask git something: `--changed-since` reads files as they were at a 
 CI paths and the invite loader ask for the repository's top level (and the loader which
 files the repository ignores), the audit log asks whether its file is committed. Each
 decides what a failure means to it (an error the user reads, or quietly no answer);
-here git is only found, run and stopped in time.
+here git is only found, run and stopped in time. And here is the one rule for a path a
+repository's file names (``outside_repository``): where it leads must be inside the top.
 A top-level module, so that desired/ need not reach into output/ for the top level.
 """
 
@@ -15,6 +16,9 @@ import shutil
 import subprocess
 from functools import lru_cache
 from pathlib import Path
+from typing import NamedTuple
+
+from reconciler.safetext import escape
 
 # A quick question (the top level, whether a file is tracked) gets this long; a
 # caller reading a whole tree's history gives its own bound.
@@ -94,6 +98,74 @@ def git_top(cwd: str) -> str | None:
         return None
     top = done.stdout.decode("utf-8", "replace").strip()
     return top if done.returncode == 0 and top else None
+
+
+def repository_top(path: str) -> str | None:
+    """The top level of the git repository ``path`` is written in; None outside git.
+
+    Found from the path as written, never from where a link in it leads (a link
+    committed in one repository may point into another): the working directory's
+    repository when ``path`` lies in it as written, else that of ``_anchor(path)``.
+    """
+    here = os.path.abspath(path)
+    top = git_top(os.getcwd())
+    if top is not None and (_within(here, top) or _within(here, os.path.realpath(top))):
+        return top
+    return git_top(_anchor(here))
+
+
+def outside_repository(path: str, *, base: str | None = None) -> str | None:
+    """Why ``path`` may be neither read nor written, or None: the one rule for every path
+    a repository's file names. Its real path (symbolic links followed) must lie inside
+    ``boundary(base)``, ``base`` being where it is named from (the directory of the file
+    naming it, a directory walked), by default the path itself. The reason reads after
+    the path as written: "leads to REAL, outside the repository (TOP)"."""
+    return boundary(base or path).outside(path)
+
+
+class Boundary(NamedTuple):
+    """The real path that the paths named from one place must stay in."""
+
+    real: str
+    in_git: bool
+
+    def outside(self, path: str) -> str | None:
+        """Why ``path`` is refused (``outside_repository``), or None."""
+        real = os.path.realpath(path)
+        if self.in_git and _within(real, os.path.join(self.real, ".git")):
+            # Not the repository's files but git's: its config (a CI token), its hooks,
+            # which git runs (an audit log appended to one runs what a record holds).
+            return f"leads to {escape(real)}, into git's own directory, which no commit holds"
+        if _within(real, self.real):
+            return None
+        if self.in_git:
+            where = f"the repository ({escape(self.real)})"
+        else:
+            where = f"the directory {escape(self.real)} (not in a git repository)"
+        return f"leads to {escape(real)}, outside {where}"
+
+
+def boundary(base: str) -> Boundary:
+    """The top of the repository ``base`` is written in; outside git, ``base``'s anchor
+    (a directory given, or the directory a link or a file is in)."""
+    anchor = _anchor(os.path.abspath(base))
+    top = repository_top(anchor)
+    return Boundary(os.path.realpath(top or anchor), top is not None)
+
+
+def _anchor(path: str) -> str:
+    """Where ``path`` (absolute) is written: the nearest of itself and its parents that is a
+    directory and no link (a link is judged by where it stands, not where it leads)."""
+    while not os.path.isdir(path) or os.path.islink(path):
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    return path
+
+
+def _within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
 def ignored(paths: list[str], cwd: str) -> set[str]:

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 
 from reconciler.errors import FileProblem
-from reconciler.git import git_top, ignored, up_to_top
+from reconciler.git import boundary, git_top, ignored, outside_repository, up_to_top
 from reconciler.safefile import kind_of
 from reconciler.safetext import escape
 
@@ -36,43 +36,31 @@ CONFIG_FILE = "reconciler.yaml"  # the settings' file, found next to the invites
 def find_files(paths: list[str]) -> tuple[list[Path], list[FileProblem]]:
     """The YAML files named or found (recursively, sorted) under ``paths``.
 
-    A file whose real path (symbolic links followed) lies outside the git
-    repository it is in, or outside the directory given when there is no
-    repository, is refused unread: a link committed in a pull request could
-    otherwise have any file of the job's machine read and quoted in messages.
+    A path named, or a file found under it, that leads out of its repository (symbolic
+    links followed; reconciler.git.outside_repository) is refused unread: a link
+    committed in a pull request could otherwise have any file of the job's machine
+    read and quoted in messages.
     """
     files: list[Path] = []
     problems: list[FileProblem] = []
     for raw in paths:
         path = Path(raw)
-        if path.is_dir():
-            found = sorted(
-                p
-                for p in path.rglob("*")
-                if is_yaml_name(p.name) and _walked(p, path) and p.is_file()
-            )
-            boundary = _boundary(path, path)
-            if found and _in_repository(path):
-                # What the repository ignores (a virtualenv, node_modules/) is not its
-                # invites, however much YAML it holds.
-                below = [str(p.relative_to(path)) for p in found]
-                left_out = ignored([".", *below], cwd=str(path))
-                if "." not in left_out:  # a directory named that git ignores is read whole
-                    found = [p for p, rel in zip(found, below, strict=True) if rel not in left_out]
+        outside = outside_repository(raw)  # `invites/` itself a link out: never listed
+        if outside:
+            problems.append(FileProblem(raw, 0, 0, _link_out(outside)))
+        elif path.is_dir():
+            found = _walk(path)
             if not found:
                 problems.append(FileProblem(raw, 0, 0, _NONE_FOUND))
+            inside = boundary(raw)
             for file in found:
-                outside = _outside(file, boundary)
+                outside = inside.outside(str(file))
                 if outside:
-                    problems.append(FileProblem(str(file), 0, 0, outside))
+                    problems.append(FileProblem(str(file), 0, 0, _link_out(outside)))
                 else:
                     files.append(file)
         elif path.is_file():
-            outside = _outside(path, _boundary(path.parent, None))
-            if outside:
-                problems.append(FileProblem(raw, 0, 0, outside))
-            else:
-                files.append(path)
+            files.append(path)
         elif path.exists():  # a FIFO, a device, a socket: never opened
             problems.append(FileProblem(raw, 0, 0, _not_regular(path)))
         else:
@@ -81,46 +69,41 @@ def find_files(paths: list[str]) -> tuple[list[Path], list[FileProblem]]:
     return unique, problems
 
 
+def _walk(path: Path) -> list[Path]:
+    """The invite files under the directory ``path``, sorted, without what git ignores."""
+    found = sorted(p for p in path.rglob("*") if _walked(p, path) and p.is_file())
+    if not found or git_top(os.path.abspath(path)) is None:
+        return found
+    # What the repository ignores (a virtualenv, node_modules/) is not its invites,
+    # however much YAML it holds.
+    below = [str(p.relative_to(path)) for p in found]
+    left_out = ignored([".", *below], cwd=str(path))
+    if "." in left_out:  # a directory named that git ignores is read whole
+        return found
+    return [p for p, rel in zip(found, below, strict=True) if rel not in left_out]
+
+
+def _link_out(outside: str) -> str:
+    return (
+        f"not read: it {outside}; invite files never follow a link out of it "
+        "(copy the file in instead)"
+    )
+
+
 _NONE_FOUND = (
     f"no *.yaml or *.yml files in this directory ({CONFIG_FILE}, files and directories "
     "whose names start with a dot, and what git ignores are not invite files)"
 )
 
 
-def _in_repository(directory: Path) -> bool:
-    return git_top(os.path.abspath(directory)) is not None  # asked once: _boundary asks too
-
-
 def _walked(file: Path, directory: Path) -> bool:
-    """Whether a walk of ``directory`` reads ``file`` as an invite file: not the settings'
-    file, and nothing hidden under it (`.git/`, `.github/workflows/*.yml`: `validate .` at
-    a repository's top reads the invites, not the CI's YAML; what git ignores is left out
-    too). A file named is read."""
-    if file.name == CONFIG_FILE:
+    """Whether a walk of ``directory`` reads ``file`` as an invite file: a YAML name, not
+    the settings' file, and nothing hidden under it (`.git/`, `.github/workflows/*.yml`:
+    `validate .` at a repository's top reads the invites, not the CI's YAML; what git
+    ignores is left out too). A file named is read."""
+    if file.name == CONFIG_FILE or not is_yaml_name(file.name):
         return False
     return not any(part.startswith(".") for part in file.relative_to(directory).parts)
-
-
-def _boundary(directory: Path, fallback: Path | None) -> str | None:
-    """The real path files under ``directory`` must stay in: its git repository, else
-    ``fallback`` (the directory given); None: anywhere."""
-    top = git_top(os.path.abspath(directory or "."))
-    root = top if top else fallback
-    return os.path.realpath(root) if root is not None else None
-
-
-def _outside(file: Path, boundary: str | None) -> str | None:
-    """Why ``file`` is refused (a link out of ``boundary``), or None."""
-    if boundary is None:
-        return None
-    real = os.path.realpath(file)
-    if real == boundary or real.startswith(boundary.rstrip(os.sep) + os.sep):
-        return None
-    where = "the repository" if (Path(boundary) / ".git").exists() else "the directory given"
-    return (
-        f"not read: a symbolic link to {escape(real)}, outside {where}; invite files "
-        "never follow a link out of it (copy the file in instead)"
-    )
 
 
 def _not_regular(path: Path) -> str:

@@ -12,7 +12,7 @@ import pytest
 from support.git import git
 
 import reconciler.git
-from reconciler.git import GitNotFound, git_top, run
+from reconciler.git import GitNotFound, git_top, outside_repository, run
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
@@ -75,3 +75,111 @@ def test_run_hands_git_its_input_and_returns_what_git_printed(tmp_path: Path) ->
     done = run(["hash-object", "--stdin"], cwd=str(tmp_path), input=b"hello\n")
     # The id git gives the blob "hello\n" in every repository.
     assert (done.returncode, done.stdout) == (0, b"ce013625030ba8dba906f756967f9e9ca394464a\n")
+
+
+# -- outside_repository: the one rule for a path a repository's file names ---------------
+
+
+@pytest.fixture
+def checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A repository, run from its top, with a directory beside it and links to both."""
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    repo = tmp_path / "repo"
+    (repo / "invites").mkdir(parents=True)
+    git(repo, "init", "-q")
+    (tmp_path / "outside").mkdir()
+    (repo / "in").symlink_to(repo / "invites")
+    (repo / "out").symlink_to(tmp_path / "outside")
+    monkeypatch.chdir(repo)
+    return repo
+
+
+@needs_git
+@pytest.mark.parametrize(
+    "path",
+    ["invites", "invites/a.yaml", "in", "in/a.yaml", "invites/../reconciler.yaml", "{repo}/x"],
+    ids=["inside", "file", "link-in", "through-link-in", "dot-dot-in", "absolute-in"],
+)
+def test_a_path_that_stays_in_the_repository_passes(checkout: Path, path: str) -> None:
+    assert outside_repository(path.format(repo=checkout), base=".") is None
+
+
+@needs_git
+@pytest.mark.parametrize(
+    ("path", "leads_to"),
+    [
+        ("out", "outside"),
+        ("out/a.yaml", "outside/a.yaml"),
+        ("../outside", "outside"),
+        ("invites/../../outside/a.yaml", "outside/a.yaml"),
+        ("{tmp}/outside/a.yaml", "outside/a.yaml"),
+    ],
+    ids=["link-out", "through-link-out", "dot-dot", "dot-dot-deeper", "absolute"],
+)
+def test_a_path_that_leads_out_of_the_repository_says_where(
+    checkout: Path, path: str, leads_to: str
+) -> None:
+    # base: the directory of the file that names the path (reconciler.yaml's, here).
+    written = path.format(tmp=checkout.parent)
+    real = (checkout.parent / leads_to).resolve()
+    assert outside_repository(written, base=".") == (
+        f"leads to {real}, outside the repository ({checkout.resolve()})"
+    )
+
+
+@needs_git
+def test_a_path_named_without_a_base_is_judged_where_it_is_written(checkout: Path) -> None:
+    # A directory given on the command line outside the repository is the user's: its
+    # own place is the boundary (no repository there: the directory itself).
+    assert outside_repository("../outside") is None
+    assert outside_repository("out") is not None  # a link written here still leads out
+
+
+@needs_git
+def test_the_repository_is_the_one_written_not_the_one_a_link_leads_into(
+    checkout: Path, tmp_path: Path
+) -> None:
+    # `invites` committed as a link into another repository: judged from where it is
+    # written (this one), never from the top of the repository it leads into.
+    other = tmp_path / "other"
+    (other / "invites").mkdir(parents=True)
+    git(other, "init", "-q")
+    (checkout / "theirs").symlink_to(other / "invites")
+    why = outside_repository("theirs")
+    assert why is not None and f"outside the repository ({checkout.resolve()})" in why
+    # Named from elsewhere, that other repository's own files are its own.
+    assert outside_repository(str(other / "invites")) is None
+
+
+@needs_git
+def test_outside_git_a_directory_named_is_the_boundary_and_a_link_its_parent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    plain = tmp_path / "plain"
+    (plain / "invites").mkdir(parents=True)
+    (tmp_path / "elsewhere").mkdir()
+    (plain / "linked").symlink_to(tmp_path / "elsewhere")
+    (plain / "invites" / "up.yaml").symlink_to(plain / "x.yaml")
+    monkeypatch.chdir(plain)
+
+    assert outside_repository("invites") is None
+    assert outside_repository("invites/up.yaml", base="invites") == (
+        f"leads to {(plain / 'x.yaml').resolve()}, outside the directory "
+        f"{(plain / 'invites').resolve()} (not in a git repository)"
+    )
+    assert outside_repository("linked") == (
+        f"leads to {(tmp_path / 'elsewhere').resolve()}, outside the directory "
+        f"{plain.resolve()} (not in a git repository)"
+    )
+
+
+@needs_git
+@pytest.mark.parametrize("path", [".git/config", "invites/../.git/hooks/pre-commit", "git"])
+def test_git_s_own_directory_is_no_part_of_the_repository(checkout: Path, path: str) -> None:
+    # Its config holds a CI token, its hooks are run by git: a pull request's link or
+    # `audit_log` into it never reads or appends there.
+    (checkout / "git").symlink_to(checkout / ".git")
+    why = outside_repository(path, base=".")
+    assert why is not None and why.endswith("into git's own directory, which no commit holds")
+    assert why.startswith(f"leads to {checkout.resolve() / '.git'}")

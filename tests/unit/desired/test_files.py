@@ -71,3 +71,32 @@ def test_a_directory_is_read_without_what_its_repository_ignores(
     # Named itself, an ignored directory is read whole (an installed package's examples).
     named, _ = find_files([str(tmp_path / "venv")])
     assert [f.relative_to(tmp_path).as_posix() for f in named] == ["venv/lib/site/data.yaml"]
+
+
+def test_a_directory_named_is_judged_where_it_is_written_not_where_it_leads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 51 row 3: `invites` committed as a link to a directory of another repository
+    # was read with that repository's top as the boundary; a link inside is still read.
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    invite = "invites:\n  - id: inv_abc12345\n"
+    repo, other = tmp_path / "repo", tmp_path / "other"
+    for top in (repo, other):
+        (top / "shared").mkdir(parents=True)
+        (top / "shared" / "a.yaml").write_text(invite, encoding="utf-8")
+        git(top, "init", "-q")
+    (repo / "invites").symlink_to(other / "shared")
+    (repo / "team").symlink_to(repo / "shared")
+    monkeypatch.chdir(repo)
+
+    files, problems = find_files(["invites", "team"])
+
+    assert files == [Path("team/a.yaml")]
+    assert [(p.path, p.message) for p in problems] == [
+        (
+            "invites",
+            f"not read: it leads to {(other / 'shared').resolve()}, outside the repository "
+            f"({repo.resolve()}); invite files never follow a link out of it (copy the file "
+            "in instead)",
+        )
+    ]
