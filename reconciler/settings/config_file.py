@@ -1,6 +1,7 @@
 """reconciler.yaml: found from the working directory up to the repository's top, read
-within bounds (never a FIFO or a device), checked against its schema, and its paths
-made relative to where the command runs."""
+within bounds (never a FIFO or a device, never through a link out of the repository),
+checked against its schema, and its paths made relative to where the command runs and
+kept inside the repository."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 
 from reconciler.desired.files import CONFIG_FILE
 from reconciler.errors import ConfigError, FileProblem, InputError
-from reconciler.git import up_to_top
+from reconciler.git import outside_repository, up_to_top
 from reconciler.resources import resource_path
 from reconciler.safefile import TooLarge, read_regular
 from reconciler.safetext import escape
@@ -44,6 +45,12 @@ def find_config_file() -> str | None:
 
 
 def read_config_file(path: str) -> dict[str, Any]:
+    outside = outside_repository(path)  # a link committed out of the repository: unread
+    if outside:
+        raise ConfigError(
+            f"{escape(path)}: not read: it {outside}; a config file is never read through "
+            "a link out of it (copy it in instead)"
+        )
     try:
         data = read_regular(path, _CONFIG_FILE_LIMIT)  # a FIFO, a device: refused at once
     except OSError as exc:
@@ -88,36 +95,42 @@ def read_config_file(path: str) -> dict[str, Any]:
         if key in values:
             line, column = document.key_marks[key]
             values[key] = rule.convert(values[key], f"{path}:{line}:{column}: {key}")
-    base = Path(path).parent
-    if "paths" in values:
-        paths = [values["paths"]] if isinstance(values["paths"], str) else values["paths"]
-        values["paths"] = tuple(_relative_to(base, p) for p in paths)
-        outside = _paths_outside(values["paths"], base)
-        if outside:
-            line, column = document.key_marks["paths"]
-            raise InputError([FileProblem(path, line, column, outside)])
-    if "audit_log" in values:
-        values["audit_log"] = _relative_to(base, values["audit_log"])
+    _confine_paths(values, document, path)
     return values
 
 
-def _paths_outside(paths: tuple[str, ...], base: Path) -> str | None:
-    """Why a path of ``paths`` is refused: it leaves the config file's repository (or its
-    directory, outside git), symbolic links followed, as invite files may not; else None."""
-    from reconciler.git import git_top  # runs git: only for a config that sets paths
+def _confine_paths(values: dict[str, Any], document: MarkedDict, path: str) -> None:
+    """`paths` and `audit_log` made relative to the working directory, each refused at its
+    place when it leads out of the repository (reconciler.git.outside_repository)."""
+    base = str(Path(path).parent)
+    named: list[tuple[tuple[Any, ...], str]] = []  # (its place in the file, as written)
+    if "paths" in values:
+        listed = isinstance(values["paths"], list)
+        written = values["paths"] if listed else [values["paths"]]
+        values["paths"] = tuple(_relative_to(base, p) for p in written)
+        named += [(("paths", i) if listed else ("paths",), p) for i, p in enumerate(written)]
+    if "audit_log" in values:
+        named.append((("audit_log",), values["audit_log"]))
+        values["audit_log"] = _relative_to(base, values["audit_log"])
+    problems = []
+    for place, written in named:
+        why = outside_repository(_relative_to(base, written), base=base)
+        if why:
+            line, column = document.located.mark(place)
+            key = place[0]
+            said = f"`{key}`: {escape(written)} {why}; {_CONFINED[key]}"
+            problems.append(FileProblem(path, line, column, said))
+    if problems:
+        raise InputError(problems)
 
-    directory = os.path.abspath(base)
-    top = git_top(directory) if os.path.isdir(directory) else None
-    boundary = os.path.realpath(top or directory)
-    where = "the repository" if top else "the config file's directory"
-    for one in paths:
-        real = os.path.realpath(one)
-        if real != boundary and not real.startswith(boundary.rstrip(os.sep) + os.sep):
-            return (
-                f"`paths`: {escape(one)} is outside {where} ({escape(boundary)}); invite "
-                "files are read only inside it, as for symbolic links (copy them in instead)"
-            )
-    return None
+
+_CONFINED = {
+    "paths": "invite files are read only inside it (copy them in instead)",
+    "audit_log": (
+        "a file in the repository names an audit log only inside it (give one elsewhere "
+        "with --audit-log or RECONCILER_AUDIT_LOG, which a pull request cannot set)"
+    ),
+}
 
 
 def _secret_keys(document: MarkedDict, path: str) -> list[FileProblem]:
@@ -133,6 +146,5 @@ def _secret_keys(document: MarkedDict, path: str) -> list[FileProblem]:
     ]
 
 
-def _relative_to(base: Path, value: str) -> str:
-    candidate = Path(value)
-    return value if candidate.is_absolute() else os.path.normpath(base / candidate)
+def _relative_to(base: str, value: str) -> str:
+    return value if os.path.isabs(value) else os.path.normpath(os.path.join(base, value))

@@ -310,7 +310,8 @@ def test_relative_paths_resolve_against_the_config_files_directory(
 def test_paths_may_not_leave_the_repository_as_symlinks_may_not(
     config: Callable[[str], str], tmp_path: Path, where: str, in_git: bool
 ) -> None:
-    """Issue 37 row 8: `paths` confined like symbolic links, in git or beside the config."""
+    """Issue 37 row 8: `paths` confined like symbolic links, in git or beside the config;
+    issue 51: refused at the entry, as written and where it leads."""
     repo = tmp_path / "repo"
     repo.mkdir()
     outside = tmp_path / "outside"
@@ -326,13 +327,58 @@ def test_paths_may_not_leave_the_repository_as_symlinks_may_not(
     with pytest.raises(InputError) as raised:
         load_settings(path, env={})
 
-    message = str(raised.value)
-    assert f"{path}:1:1: `paths`:" in message and "is outside the" in message
-    assert ("the repository" if in_git else "the config file's directory") in message
+    column = len("paths: [invites, ") + 1
+    said = f"{path}:1:{column}: `paths`: {given} leads to {outside.resolve()}, outside "
+    said += (
+        f"the repository ({repo.resolve()})"
+        if in_git
+        else f"the directory {repo.resolve()} (not in a git repository)"
+    )
+    assert said in str(raised.value)
     # And through the command: refused before anything is read, nothing quoted.
     done = run_cli("validate", "--config", path, env=clean_env())
-    assert done.returncode == 1 and "is outside the" in done.stderr
+    assert done.returncode == 1 and said in done.stderr
     assert "Secret" not in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("written", ["../home/.bashrc", "{tmp}/home/.bashrc", "logs/.bashrc"])
+def test_an_audit_log_the_file_names_out_of_the_repository_is_refused_at_its_place(
+    tmp_path: Path, written: str
+) -> None:
+    """Issue 51 row 1: appends to a file of the job's machine; the environment's is the
+    user's own choice, checked only when the log is opened."""
+    repo = tmp_path / "repo"
+    (tmp_path / "home").mkdir()
+    (repo / "invites").mkdir(parents=True)
+    git(repo, "init", "-q")
+    (repo / "logs").symlink_to(tmp_path / "home")
+    given = written.format(tmp=tmp_path)
+    path = str(repo / "reconciler.yaml")
+    Path(path).write_text(f"parallelism: 2\naudit_log: {given}\n", encoding="utf-8")
+
+    with pytest.raises(InputError) as raised:
+        load_settings(path, env={})
+
+    assert str(raised.value) == (
+        f"{path}:2:12: `audit_log`: {given} leads to {(tmp_path / 'home/.bashrc').resolve()}, "
+        f"outside the repository ({repo.resolve()}); a file in the repository names an audit "
+        "log only inside it (give one elsewhere with --audit-log or RECONCILER_AUDIT_LOG, "
+        "which a pull request cannot set)"
+    )
+    Path(path).write_text("audit_log: audit.jsonl\n", encoding="utf-8")
+    mine = str(tmp_path / "home" / "audit.jsonl")
+    assert load_settings(path, env={"RECONCILER_AUDIT_LOG": mine}).audit_log == mine
+
+
+def test_an_audit_log_the_file_names_in_git_s_own_directory_is_refused(tmp_path: Path) -> None:
+    # A hook git runs: appended to, its next run would run what a record holds (`$(...)`).
+    git(tmp_path, "init", "-q")
+    path = str(tmp_path / "reconciler.yaml")
+    Path(path).write_text("audit_log: .git/hooks/pre-commit\n", encoding="utf-8")
+    with pytest.raises(InputError) as raised:
+        load_settings(path, env={})
+    assert f"{path}:1:12: `audit_log`: .git/hooks/pre-commit leads to " in str(raised.value)
+    assert "into git's own directory, which no commit holds" in str(raised.value)
 
 
 def test_relative_paths_with_a_relative_config_path(
@@ -523,10 +569,17 @@ def test_a_config_file_that_never_ends_is_refused(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("make", "said"),
     [
-        (os.mkfifo, "it is a FIFO (named pipe), not a regular file"),
-        (lambda path: os.symlink("/dev/zero", path), "it is a device, not a regular file"),
-        (lambda path: os.symlink("gone.yaml", path), "No such file or directory"),
-        (os.mkdir, "it is a directory, not a regular file"),
+        (os.mkfifo, "cannot read config file: it is a FIFO (named pipe), not a regular file"),
+        (
+            lambda path: os.symlink("/dev/zero", path),  # a link out of the repository: unread
+            "not read: it leads to /dev/zero, outside the repository ({repo}); a config file "
+            "is never read through a link out of it (copy it in instead)",
+        ),
+        (
+            lambda path: os.symlink("gone.yaml", path),
+            "cannot read config file: No such file or directory",
+        ),
+        (os.mkdir, "cannot read config file: it is a directory, not a regular file"),
     ],
     ids=["fifo", "link-to-dev-zero", "dangling-link", "directory"],
 )
@@ -543,7 +596,7 @@ def test_a_reconciler_yaml_found_that_is_no_regular_file_is_refused_not_skipped(
     monkeypatch.chdir(repo / "invites")
     with pytest.raises(ConfigError) as refused:
         load_settings(None, env={})
-    assert str(refused.value) == f"reconciler.yaml: cannot read config file: {said}"
+    assert str(refused.value) == "reconciler.yaml: " + said.format(repo=repo.resolve())
 
 
 # Settings checked as a whole: field names that clash, or a secret too short to redact.
