@@ -1,6 +1,6 @@
 """The audit log's file: where it may be written (never through a symbolic link, never a
-committed file), and how it is opened (to append; a new file's directory synced; a torn
-last line ended).
+committed file, never out of the repository it is written in), and how it is opened (to
+append; a new file's directory synced; a torn last line ended).
 
 The audit log path usually sits in the checkout (`--audit-log audit.jsonl` in
 CI), and what is in the checkout is what a pull request made. A committed
@@ -17,7 +17,7 @@ import stat
 import subprocess
 
 from reconciler.errors import ReconcilerError
-from reconciler.git import git_top, try_run
+from reconciler.git import outside_repository, repository_top, try_run
 from reconciler.safetext import escape
 from reconciler.writing import open_append
 
@@ -39,19 +39,12 @@ def audit_path_problem(path: str) -> str | None:
             f"it is a symbolic link (to {escape(os.readlink(path))}); the audit log is never "
             "written through a link, which a commit could point at any file: give the real path"
         )
-    directory = os.path.dirname(os.path.abspath(path))
-    # The repository run in; else the one the path is in (a link there leads out of it).
-    top = git_top(os.getcwd()) or (git_top(directory) if os.path.isdir(directory) else None)
-    if top is None:
-        return None
-    real_top = os.path.realpath(top)
-    lexically_inside = _inside(directory, top) or _inside(directory, real_top)
-    if lexically_inside and not _inside(os.path.realpath(directory), real_top):
-        return (
-            "its directory is a symbolic link out of the repository; the audit log never "
-            "follows a link out of it: give the real path"
-        )
-    if mode is not None and lexically_inside and _tracked(path, directory):
+    if repository_top(path) is None:
+        return None  # outside git: wherever the user chose
+    outside = outside_repository(path)  # a directory of the checkout linked out of it
+    if outside:
+        return f"it {outside}; the audit log never follows a link out of it: give the real path"
+    if mode is not None and _tracked(path):
         return (
             "it is a file committed in the repository, so a commit could have written records "
             "into it; write the audit log outside the checkout, or to a path git ignores"
@@ -59,14 +52,11 @@ def audit_path_problem(path: str) -> str | None:
     return None
 
 
-def _inside(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
-
-
-def _tracked(path: str, directory: str) -> bool:
+def _tracked(path: str) -> bool:
+    real = os.path.realpath(path)  # inside the repository: a link to a committed file too
     done = try_run(
-        ["ls-files", "--error-unmatch", "--", os.path.abspath(path)],
-        cwd=directory,
+        ["ls-files", "--error-unmatch", "--", real],
+        cwd=os.path.dirname(real),
         stdin=subprocess.DEVNULL,
     )
     return done is not None and done.returncode == 0

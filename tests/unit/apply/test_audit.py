@@ -27,9 +27,10 @@ from support.fake_platform import (
     reconcile,
     write_invites,
 )
+from support.git import git
 
 from reconciler.apply.audit import AuditLog
-from reconciler.apply.audit_path import AuditLogError
+from reconciler.apply.audit_path import AuditLogError, audit_path_problem
 from reconciler.safetext import register_secret
 
 
@@ -446,3 +447,33 @@ def test_a_record_another_run_appends_as_this_one_opens_the_log_gains_no_blank_l
     lines = audit.read_text(encoding="utf-8").splitlines()
     assert lines[:2] == [earlier.strip(), theirs.strip()]
     assert [json.loads(line)["record"] for line in lines[2:]] == ["attempt"]
+
+
+def test_the_log_given_is_the_users_choice_but_never_a_repository_link_out_or_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # --audit-log and RECONCILER_AUDIT_LOG are the user's: anywhere outside the checkout.
+    # Inside it, what a commit made is refused: a directory linked out (issue 51's one
+    # rule), a committed file, also when reached through a link inside the checkout.
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    repo, home = tmp_path / "repo", tmp_path / "home"
+    (repo / "kept").mkdir(parents=True)
+    home.mkdir()
+    git(repo, "init", "-q")
+    (repo / "kept" / "audit.jsonl").write_text('{"forged": true}\n', encoding="utf-8")
+    (repo / "out").symlink_to(home)
+    (repo / "in").symlink_to(repo / "kept")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "a pull request")
+    monkeypatch.chdir(repo)
+
+    assert audit_path_problem(str(home / "audit.jsonl")) is None
+    assert audit_path_problem("../home/audit.jsonl") is None
+    assert audit_path_problem("new/audit.jsonl") is None
+    assert audit_path_problem("out/audit.jsonl") == (
+        f"it leads to {home.resolve()}/audit.jsonl, outside the repository ({repo.resolve()}); "
+        "the audit log never follows a link out of it: give the real path"
+    )
+    for committed in ("kept/audit.jsonl", "in/audit.jsonl"):
+        why = audit_path_problem(committed)
+        assert why is not None and why.startswith("it is a file committed in the repository")
