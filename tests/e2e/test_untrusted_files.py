@@ -1,6 +1,7 @@
 """Files a pull request can plant: FIFOs and devices, symbolic links out of the repository,
-an audit log that is a link or a committed file. Each is refused at once, with a message
-that says so, and nothing behind it is read, quoted or written.
+paths its reconciler.yaml names out of it, an audit log that is a link or a committed file.
+Each is refused at once, with a message that says so, and nothing behind it is read,
+quoted or written.
 
 The real `reconcile` in a child process (a regression that blocks fails on the timeout
 rather than hanging the suite), against the sandbox over HTTP.
@@ -9,6 +10,7 @@ rather than hanging the suite), against the sandbox over HTTP.
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 from collections.abc import Callable
 from pathlib import Path
@@ -118,9 +120,10 @@ def test_an_invite_file_linked_out_of_the_repository_is_not_read_or_quoted(
     result = run_cli("validate", cwd=repo)
 
     assert result.returncode == 1
-    assert "invites/linked.yaml" in result.stderr
-    assert "a symbolic link to" in result.stderr and "outside the repository" in result.stderr
-    assert "never follow a link out of it" in result.stderr
+    assert (
+        f"invites/linked.yaml: not read: it leads to {secret.resolve()}, outside the "
+        f"repository ({repo.resolve()}); invite files never follow a link out of it"
+    ) in result.stderr
     assert "db_password" not in result.stderr + result.stdout
     assert "hunter2" not in result.stderr + result.stdout
 
@@ -146,8 +149,69 @@ def test_outside_git_the_directory_given_is_the_boundary(tmp_path: Path) -> None
     result = run_cli("validate", str(invites), cwd=tmp_path / "plain")
 
     assert result.returncode == 1
-    assert "outside the directory given" in result.stderr
+    assert (
+        f"leads to {outside.resolve()}, outside the directory {invites.resolve()} "
+        "(not in a git repository)"
+    ) in result.stderr
     assert "password" not in result.stderr
+
+
+# -- issue 51: one rule for every path a repository file names ----------------------------
+
+
+def audit_log_out(repo: Path, outside: Path) -> tuple[Path, str]:
+    """Row 1: `audit_log:` in reconciler.yaml names a file of the job's machine."""
+    bashrc = outside / "home" / ".bashrc"
+    bashrc.parent.mkdir(parents=True)
+    bashrc.write_text("# the job's shell start-up\n", encoding="utf-8")
+    (repo / "reconciler.yaml").write_text("audit_log: ../outside/home/.bashrc\n", "utf-8")
+    return bashrc, "reconciler.yaml:1:12: `audit_log`: ../outside/home/.bashrc"
+
+
+def invites_linked_out(repo: Path, outside: Path) -> tuple[Path, str]:
+    """Row 3: `invites/` itself a link to a directory out of the repository."""
+    planted = write_invites(outside, [desired_entry(ACME, name="Outside Secret Ltd")])
+    shutil.rmtree(repo / "invites")
+    (repo / "invites").symlink_to(outside)
+    return planted, "invites: not read: it"
+
+
+def config_linked_out(repo: Path, outside: Path) -> tuple[Path, str]:
+    """Row 11: reconciler.yaml itself a link out of the repository."""
+    outside.mkdir()
+    planted = outside / "credentials.yaml"
+    planted.write_text("db_password_outside: hunter2\n", encoding="utf-8")
+    (repo / "reconciler.yaml").symlink_to(planted)
+    return planted, "reconciler.yaml: not read: it"
+
+
+@pytest.mark.parametrize(
+    "plant",
+    [audit_log_out, invites_linked_out, config_linked_out],
+    ids=["row1-audit-log", "row3-invites-dir", "row11-config-file"],
+)
+def test_a_path_the_repository_names_out_of_it_is_refused_unread_and_unwritten(
+    start_sandbox: Callable[..., Sandbox],
+    repo: Path,
+    tmp_path: Path,
+    plant: Callable[[Path, Path], tuple[Path, str]],
+) -> None:
+    server = start_sandbox([ACME])
+    planted, as_written = plant(repo, tmp_path / "outside")
+    before = planted.read_bytes()
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "a pull request's files")
+    target = os.path.realpath(planted if plant is not invites_linked_out else planted.parent)
+
+    result = run_cli("apply", "--auto-approve", cwd=repo, env=sandbox_env(server))
+
+    assert result.returncode == 1
+    leads = f"{as_written} leads to {target}, outside the repository ({repo.resolve()})"
+    assert leads in result.stderr
+    assert planted.read_bytes() == before  # not written
+    shown = result.stdout + result.stderr
+    assert "Outside Secret" not in shown and "db_password" not in shown  # not read
+    assert server.stats.total == 0  # refused before any request
 
 
 # -- the audit log: never through a link, never a committed file -------------------------
@@ -207,8 +271,13 @@ def test_an_audit_log_in_a_directory_linked_out_of_the_repository_is_refused(
     code, err = apply_with_log(server, repo, "logs/audit.jsonl")
 
     assert code == 1
-    assert "its directory is a symbolic link out of the repository" in err
+    assert (
+        f"logs/audit.jsonl: cannot open the audit log: it leads to {elsewhere.resolve()}"
+        f"/audit.jsonl, outside the repository ({repo.resolve()}); the audit log never "
+        "follows a link out of it"
+    ) in err
     assert not (elsewhere / "audit.jsonl").exists()
+    assert server.stats.calls("PATCH") == []
 
 
 def test_an_untracked_audit_log_in_the_checkout_is_written(

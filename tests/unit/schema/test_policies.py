@@ -110,6 +110,9 @@ NOT_ALLOWED = "is not allowed in a policy: a `$ref` names a place in it (`#/$def
     ("schema", "refused"),
     [
         ({"$ref": "https://x.example/s.json"}, (("$ref",), f"`$ref` {OUTSIDE}")),
+        # Issue 51: no local file either, however written (no path rule needed: none is read).
+        ({"$ref": "../../etc/passwd"}, (("$ref",), f"`$ref` {OUTSIDE}")),
+        ({"$ref": "file:///etc/passwd#/x"}, (("$ref",), f"`$ref` {OUTSIDE}")),
         (
             {"properties": {"a": {"$dynamicRef": "s.json"}}},
             (("properties", "a", "$dynamicRef"), f"`$dynamicRef` {OUTSIDE}"),
