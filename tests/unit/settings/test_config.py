@@ -152,7 +152,7 @@ def test_empty_environment_values_do_not_override(config: Callable[[str], str]) 
 def test_path_templates_and_field_names_come_from_the_file(config: Callable[[str], str]) -> None:
     path = config(
         "get_invite_path: /kyb/v2/invites/{inviteId}\n"
-        "resend_invite_path: /kyb/v2/invites/{inviteId}:resend\n"
+        "resend_invite_path: /kyb/v2/invites/{inviteId}/actions/resend\n"
         "field_names:\n"
         "  phone: phoneNumber\n"
     )
@@ -160,7 +160,7 @@ def test_path_templates_and_field_names_come_from_the_file(config: Callable[[str
     settings = load_settings(path, env={})
 
     assert settings.contract.get_invite_path == "/kyb/v2/invites/{inviteId}"
-    assert settings.contract.resend_invite_path == "/kyb/v2/invites/{inviteId}:resend"
+    assert settings.contract.resend_invite_path == "/kyb/v2/invites/{inviteId}/actions/resend"
     assert settings.contract.wire_name("phone") == "phoneNumber"
     assert settings.contract.wire_name("email") == "email"
 
