@@ -90,8 +90,9 @@ ID_SEGMENT = "{inviteId}"
 _NOT_PATH = {"?": "a query (`?`)", "#": "a fragment (`#`)", "\\": "a backslash"}
 # RFC 3986 pchar: unreserved, sub-delims, ":" and "@", or a percent-encoded octet.
 _PCHAR = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=:@]|%[0-9A-Fa-f]{2}")
-# Encoded, what a server or proxy may decode into another path: . / \ % and controls.
-_HIDDEN = re.compile(r"%(?:2[EeFf5]|5[Cc]|[01][0-9A-Fa-f]|7[Ff])")
+# Encoded, what a server or proxy may decode into another path: . / \ %, controls, and
+# bytes past ASCII (an overlong `%c0%ae` is a dot to some decoders).
+_HIDDEN = re.compile(r"%(?:2[EeFf5]|5[Cc]|[01][0-9A-Fa-f]|7[Ff]|[89A-Fa-f][0-9A-Fa-f])")
 
 
 def path_problem(key: str, template: str) -> str | None:
@@ -119,17 +120,17 @@ def _segment_problem(segment: str) -> str | None:
         return None
     if ID_SEGMENT in segment:
         return f"must hold `{ID_SEGMENT}` as a whole segment, as in `{INVITE_PATH}/resend`"
-    if segment in ("", ".", ".."):
-        return (
-            f"has a `{segment}` segment, which the request would resolve to another path"
-            if segment
-            else "has an empty segment (`//`, or `/` at the end)"
-        )
+    if not segment:
+        return "has an empty segment (`//`, or `/` at the end)"
+    if not segment.partition(";")[0].strip("."):
+        # Dots alone, or nothing, before any `;` parameters (`..;x`): servers that drop
+        # path parameters (Tomcat, Spring) resolve it as `..` or `//`.
+        return f"has a `{escape(segment)}` segment, which would be resolved to another path"
     hidden = _HIDDEN.search(segment)
     if hidden:
         return (
-            f"percent-encodes `{hidden.group()}` (`.`, `/`, `\\`, `%` or a control "
-            "character), which a server may decode into another path"
+            f"percent-encodes `{hidden.group()}` (`.`, `/`, `\\`, `%`, a control character "
+            "or a byte past ASCII), which a server may decode into another path"
         )
     left = _PCHAR.sub("", segment)
     if left:

@@ -59,6 +59,10 @@ PATH_KEYS = ("get_invite_path", "update_invite_path", "resend_invite_path")
         ("/invites/inv_2%5cx/{inviteId}", "percent-encodes `%5c`"),
         ("/invites/%252e%252e/{inviteId}", "percent-encodes `%25`"),
         ("/invites/%00/{inviteId}", "percent-encodes `%00`"),
+        ("/invites/%c0%ae%c0%ae/{inviteId}", "percent-encodes `%c0`"),  # an overlong dot
+        ("/invites/{inviteId}/..;x/inv_2", "has a `..;x` segment"),  # Tomcat's `..`
+        ("/invites/{inviteId}/;/inv_2", "has a `;` segment"),
+        ("/invites/{inviteId}/.../inv_2", "has a `...` segment"),
         ("/invites/%zz/{inviteId}", "holds '%'"),
         ("/invites/a b/{inviteId}", "holds ' '"),
         ("/invites/\u2024\u2024/{inviteId}", "holds '\u2024'"),  # ONE DOT LEADER
@@ -85,6 +89,8 @@ def test_a_template_that_is_not_a_plain_path_is_refused_at_load_naming_line_key_
         "/kyb/v2/invites/{inviteId}/actions/resend",  # a renamed prefix
         "/gw/~team/kyb;v=2/invites/{inviteId}",
         "/kyb/%41pi/{inviteId}",  # an encoded letter is a letter
+        "/kyb/v2;api=1/invites/{inviteId}",  # a segment with a parameter
+        "/kyb/.well-known/{inviteId}",
     ],
 )
 @pytest.mark.parametrize("key", PATH_KEYS)
@@ -94,6 +100,11 @@ def test_a_plain_path_with_inviteid_as_a_segment_is_accepted(
     config = tmp_path / "reconciler.yaml"
     config.write_text(f"{key}: '{template}'\n", encoding="utf-8")
     assert getattr(load_settings(str(config), env={}).contract, key) == template
+
+
+def test_what_a_refusal_quotes_of_the_template_is_escaped() -> None:
+    said = path_problem("get_invite_path", "/x/..;\x1b]0;owned\x07/{inviteId}") or ""
+    assert "has a `..;" in said and "\x1b" not in said and "\x07" not in said
 
 
 def test_the_defaults_are_plain_paths() -> None:
