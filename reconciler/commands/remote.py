@@ -111,13 +111,16 @@ def compute_plan(
         on_read=lambda failed: progress.advance(failed=failed),
     )
     try:
-        return make_plan(
+        plan = make_plan(
             client.base_url,
             readings,
             settings.max_changes,
             max_resends=settings.max_resends,
             changed_since=state.changed_since,
         )
+        # The client's own paths (the sandbox speaks the published ones), named in the plan.
+        plan.invite_urls = client.settings.contract.invite_urls(client.base_url)
+        return plan
     finally:
         # Closed here, not when garbage is collected: the progress line comes before
         # any error the caller prints, so the error is the last line of the log.

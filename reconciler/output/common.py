@@ -102,6 +102,18 @@ OUTSIDE_CHANGE_NOTE = (
 )
 
 
+def invite_urls_note(plan: Plan, quoted: Callable[[str], str] = redact_and_escape) -> str | None:
+    """Where the plan read its invites and where apply writes them, when reconciler.yaml
+    sets the paths (a pull request can): the reviewer sees the address a re-send goes to."""
+    urls = plan.invite_urls
+    if urls is None:
+        return None
+    return (
+        f"Paths from reconciler.yaml: invites read at GET {quoted(urls['read'])}, "
+        f"updated at PATCH {quoted(urls['update'])}, re-sent at POST {quoted(urls['resend'])}"
+    )
+
+
 def max_changes_warning(plan: Plan) -> str | None:
     problem = plan.too_much_change()
     return None if problem is None else f"apply will refuse this plan: {problem.reason}"

@@ -20,13 +20,14 @@ from reconciler.output.common import (
     NOT_UPDATABLE_HEADING,
     OUTSIDE_CHANGE_HEADING,
     OUTSIDE_CHANGE_NOTE,
+    invite_urls_note,
     kept_warning,
     max_changes_warning,
     summary_line,
 )
 from reconciler.plan.changes import FieldChange, InviteChange, NotUpdatable, OutsideChange
 from reconciler.plan.model import Plan
-from reconciler.safetext import escape, json_text
+from reconciler.safetext import escape, json_text, redact
 from reconciler.wording import plural
 
 COMMENT_LIMIT = 65_000
@@ -111,6 +112,9 @@ class MarkdownRenderer:
         warning = max_changes_warning(plan)
         if warning:
             head.append(f"> [!WARNING]\n> {warning}")
+        urls = invite_urls_note(plan, lambda url: _code(redact(url)))
+        if urls:
+            head.append(f"> [!NOTE]\n> {urls}.")
         if not plan.changes and not plan.failed and not plan.not_updatable:
             head.append(
                 "No changes: every invite read matches the desired state."

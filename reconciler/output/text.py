@@ -13,6 +13,7 @@ from reconciler.output.common import (
     NOT_UPDATABLE_HEADING,
     OUTSIDE_CHANGE_HEADING,
     OUTSIDE_CHANGE_NOTE,
+    invite_urls_note,
     kept_warning,
     max_changes_warning,
     not_updatable_note,
@@ -55,6 +56,9 @@ class TextRenderer(ApplyLines):
             footer.append(self._style(f"Warning: {warning}", fg="red", bold=True))
         if not plan.changes:
             footer.append("No changes." if not plan.failed else "No changes to apply.")
+        urls = invite_urls_note(plan)
+        if urls:
+            footer.append(f"{urls}.")
         footer.append(summary_line(plan))
         yield "\n".join(footer) + "\n"
 

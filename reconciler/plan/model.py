@@ -86,6 +86,9 @@ class Plan:
     changed_since: str | None = None
     outside_change: list[OutsideChange] = field(default_factory=list)
     not_read: int | None = None
+    # Where invites are read, updated and re-sent (`read`, `update`, `resend`: URLs with
+    # `{inviteId}`) when reconciler.yaml sets the paths; None at the contract's own.
+    invite_urls: dict[str, str] | None = None
 
     @property
     def conflicts(self) -> list[InviteChange]:

@@ -66,6 +66,8 @@ def document_parts(plan: Plan) -> list[tuple[str, Any]]:
         ("errors", (_failed_json(f.redacted()) for f in plan.failed)),
         ("summary", _summary_json(plan)),
     ]
+    if plan.invite_urls is not None:  # added within format_version 2, only when set
+        parts.insert(3, ("invite_urls", {k: redact(v) for k, v in plan.invite_urls.items()}))
     if plan.changed_since is not None:  # only then: other plans read as they always have
         parts[-1:-1] = [
             ("changed_since", redact(plan.changed_since)),
@@ -339,6 +341,7 @@ def plan_from_document(document: dict[str, Any], path: str) -> Plan:
             for i, o in enumerate(document.get("out_of_scope", []))
         ],
         not_read=document.get("not_read"),
+        invite_urls=document.get("invite_urls"),
     )
 
 

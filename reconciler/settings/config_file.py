@@ -16,7 +16,7 @@ from reconciler.resources import resource_path
 from reconciler.safefile import TooLarge, read_regular
 from reconciler.safetext import escape
 from reconciler.schema.check import validate_document
-from reconciler.settings.contract import field_name_problems
+from reconciler.settings.contract import contract_problems
 from reconciler.settings.policies import read_rules, too_large
 from reconciler.settings.values import NUMBER_SETTINGS
 from reconciler.yamlload.source import MarkedDict, decode_source, load_yaml, to_plain
@@ -79,17 +79,10 @@ def read_config_file(path: str) -> dict[str, Any]:
     values: dict[str, Any] = to_plain(document)
     if "policies" in values or "checks" in values:
         values["rules"] = read_rules(values, document, path)
-    names = field_name_problems(values.get("field_names", {}))
-    if names:
+    contract = contract_problems(values)  # paths and field names, at their values
+    if contract:
         raise InputError(
-            [
-                FileProblem(
-                    path,
-                    *document.located.mark(("field_names", name)),
-                    f"`field_names.{escape(name)}`: {why}",
-                )
-                for name, why in names
-            ]
+            [FileProblem(path, *document.located.mark(at), why) for at, why in contract]
         )
     for key, rule in NUMBER_SETTINGS.items():
         if key in values:

@@ -8,13 +8,14 @@ speaks the contract as published, swaps all of them at once.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from reconciler.errors import ConfigError
 from reconciler.model.fields import ID_KEY, updatable_fields
-from reconciler.safetext import escape
+from reconciler.safetext import escape, quote_value
 
 DEFAULT_SCOPE = "kyb:invites:read kyb:invites:write"
 INVITE_PATH = "/public-api/v1/kyb/invites/{inviteId}"
@@ -36,6 +37,22 @@ class Contract(NamedTuple):
 
     def wire_name(self, canonical: str) -> str:
         return self.field_names.get(canonical, canonical)
+
+    def invite_urls(self, base_url: str) -> dict[str, str] | None:
+        """Where an invite is read, updated and re-sent under ``base_url``, `{inviteId}` kept;
+        None at the contract's own paths. A plan names them (issue 51)."""
+        paths = {kind: getattr(self, key) for kind, key in _URL_KINDS.items()}
+        if all(paths[kind] == self._field_defaults[key] for kind, key in _URL_KINDS.items()):
+            return None
+        return {kind: base_url + path for kind, path in paths.items()}
+
+
+# What each of a plan's invite_urls is: the part of the contract it comes from.
+_URL_KINDS = {
+    "read": "get_invite_path",
+    "update": "update_invite_path",
+    "resend": "resend_invite_path",
+}
 
 
 # Wire names no updatable field may take: the invite's read-only fields (docs/api-contract.md).
@@ -67,8 +84,80 @@ def field_name_problems(field_names: Mapping[str, str]) -> list[tuple[str, str]]
     return problems
 
 
+# The paths a deployment may set, each joined under base_url as written (api/http/urls.py).
+PATH_KEYS = ("token_path", "get_invite_path", "update_invite_path", "resend_invite_path")
+ID_SEGMENT = "{inviteId}"
+_NOT_PATH = {"?": "a query (`?`)", "#": "a fragment (`#`)", "\\": "a backslash"}
+# RFC 3986 pchar: unreserved, sub-delims, ":" and "@", or a percent-encoded octet.
+_PCHAR = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=:@]|%[0-9A-Fa-f]{2}")
+# Encoded, what a server or proxy may decode into another path: . / \ %, controls, and
+# bytes past ASCII (an overlong `%c0%ae` is a dot to some decoders).
+_HIDDEN = re.compile(r"%(?:2[EeFf5]|5[Cc]|[01][0-9A-Fa-f]|7[Ff]|[89A-Fa-f][0-9A-Fa-f])")
+
+
+def path_problem(key: str, template: str) -> str | None:
+    """Why the path ``key`` is not a plain path, None when it is. An invite's path holds
+    `{inviteId}` once, as a whole segment; the token's never. The request goes exactly
+    where the text says: no query, fragment, dot segment or encoded separator that a
+    client, proxy or server would resolve to another resource (issue 51)."""
+    if not template.startswith("/"):
+        return "must start with `/`"
+    for mark, what in _NOT_PATH.items():
+        if mark in template:
+            return f"holds {what}; a path template is a path only"
+    wanted = 0 if key == "token_path" else 1
+    if template.count(ID_SEGMENT) != wanted:
+        return f"must hold `{ID_SEGMENT}` once" if wanted else f"must not hold `{ID_SEGMENT}`"
+    for segment in template[1:].split("/"):
+        why = _segment_problem(segment)
+        if why:
+            return why
+    return None
+
+
+def _segment_problem(segment: str) -> str | None:
+    if segment == ID_SEGMENT:
+        return None
+    if ID_SEGMENT in segment:
+        return f"must hold `{ID_SEGMENT}` as a whole segment, as in `{INVITE_PATH}/resend`"
+    if not segment:
+        return "has an empty segment (`//`, or `/` at the end)"
+    if not segment.partition(";")[0].strip("."):
+        # Dots alone, or nothing, before any `;` parameters (`..;x`): servers that drop
+        # path parameters (Tomcat, Spring) resolve it as `..` or `//`.
+        return f"has a `{escape(segment)}` segment, which would be resolved to another path"
+    hidden = _HIDDEN.search(segment)
+    if hidden:
+        return (
+            f"percent-encodes `{hidden.group()}` (`.`, `/`, `\\`, `%`, a control character "
+            "or a byte past ASCII), which a server may decode into another path"
+        )
+    left = _PCHAR.sub("", segment)
+    if left:
+        return (
+            f"holds {quote_value(left[0])}, which a path segment cannot hold as it is "
+            "(RFC 3986: letters, digits, `-._~!$&'()*+,;=:@` and `%XX`)"
+        )
+    return None
+
+
+def contract_problems(values: Mapping[str, Any]) -> list[tuple[tuple[str, ...], str]]:
+    """(where, message) for each part of the contract that cannot be used as it is set:
+    a path that is not a plain path, field names that cannot be their own."""
+    problems: list[tuple[tuple[str, ...], str]] = [
+        ((key,), f"`{key}`: {quote_value(values[key])} {why}")
+        for key in PATH_KEYS
+        if isinstance(values.get(key), str) and (why := path_problem(key, values[key]))
+    ]
+    problems += [
+        (("field_names", name), f"`field_names.{escape(name)}`: {why}")
+        for name, why in field_name_problems(values.get("field_names", {}))
+    ]
+    return problems
+
+
 def check_contract(contract: Contract) -> None:
-    """Raise ConfigError when the contract's field names do not make sense together."""
-    problems = field_name_problems(contract.field_names)
+    """Raise ConfigError when a part of the contract cannot be used (contract_problems)."""
+    problems = contract_problems(contract._asdict())
     if problems:
-        raise ConfigError("; ".join(f"field_names.{escape(name)}: {why}" for name, why in problems))
+        raise ConfigError("; ".join(message for _, message in problems))

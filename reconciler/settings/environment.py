@@ -52,23 +52,36 @@ def check_secret_length(secret: str, name: str) -> None:
         )
 
 
-CI_VARIABLES = ("CI", "GITHUB_ACTIONS", "GITLAB_CI", "TF_BUILD")  # `true` or `1`
-
-
-# Jenkins and TeamCity set no CI variable of that kind; each sets one of its own.
-CI_PRESENT = ("JENKINS_URL", "TEAMCITY_VERSION")
+# What says a run is under CI (cli.md, "Where the secret may go"), erring on the safe
+# side: `CI` set to anything but empty, `false` or `0`, or any of these set (not empty).
+# docs/configuration.md lists the same table.
+CI_MARKERS: dict[str, tuple[str, ...]] = {
+    "GitHub Actions": ("GITHUB_ACTIONS",),
+    "GitLab CI/CD": ("GITLAB_CI",),
+    "Azure Pipelines": ("TF_BUILD", "SYSTEM_TEAMFOUNDATIONCOLLECTIONURI"),
+    "Jenkins": ("JENKINS_URL", "JENKINS_HOME"),
+    "TeamCity": ("TEAMCITY_VERSION",),
+    "CircleCI": ("CIRCLECI",),
+    "Bitbucket Pipelines": ("BITBUCKET_BUILD_NUMBER", "BITBUCKET_COMMIT"),
+    "Buildkite": ("BUILDKITE",),
+    "Drone": ("DRONE",),
+    "Woodpecker": ("CI_PIPELINE_NUMBER",),  # and CI=woodpecker
+    "AWS CodeBuild": ("CODEBUILD_BUILD_ID", "CODEBUILD_BUILD_ARN"),
+    "Google Cloud Build": ("BUILDER_OUTPUT",),
+    "Travis CI": ("TRAVIS",),
+}
 
 
 def ci_variable(env: Mapping[str, str]) -> str | None:
-    """`NAME=value` of the variable that says this runs under CI (`true` or `1`, in any
-    case; Jenkins' and TeamCity's own when set), None when none does."""
-    for name in CI_VARIABLES:
-        value = env.get(name, "")
-        if value.strip().lower() in ("true", "1"):
-            return f"{name}={escape(value.strip())}"
-    for name in CI_PRESENT:
-        if env.get(name, "").strip():
-            return f"{name} (set)"
+    """What says this runs under CI (`CI=woodpecker`, `AWS CodeBuild: CODEBUILD_BUILD_ID
+    is set`), None when nothing does. A marker's value is never shown."""
+    value = env.get("CI", "").strip()
+    if value.lower() not in ("", "false", "0"):
+        return f"CI={escape(value[:40])}"
+    for system, names in CI_MARKERS.items():
+        for name in names:
+            if env.get(name):
+                return f"{system}: {name} is set"
     return None
 
 

@@ -120,7 +120,8 @@ def _is_loopback(host: str) -> bool:
 
 
 def invite_path(template: str, invite_id: str) -> str:
-    """The template with the id percent-encoded into it."""
+    """The template with the id percent-encoded into it as one segment (a template is a
+    plain path, `{inviteId}` a whole segment of it: settings.contract.path_problem)."""
     if not invite_id.strip("."):
         # URL normalisation would turn "." and ".." into other resources' paths.
         raise InvalidRequest(

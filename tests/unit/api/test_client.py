@@ -545,7 +545,7 @@ def test_custom_path_templates_and_base_url_prefix(
         token_path="/auth/v2/token",
         get_invite_path="/kyb/v2/invites/{inviteId}/details",
         update_invite_path="/kyb/v2/invites/{inviteId}",
-        resend_invite_path="/kyb/v2/invites/{inviteId}:resend",
+        resend_invite_path="/kyb/v2/invites/{inviteId}/actions/resend",
     )
     prefix = "https://gw.example.test/platform"
     requests_mock.post(prefix + "/auth/v2/token", [token_response()])
@@ -553,7 +553,7 @@ def test_custom_path_templates_and_base_url_prefix(
         prefix + "/kyb/v2/invites/inv_1/details", **ok_invite({**INVITE, "id": "inv_1"})
     )
     requests_mock.patch(prefix + "/kyb/v2/invites/inv_1", json=envelope({**INVITE, "id": "inv_1"}))
-    requests_mock.post(prefix + "/kyb/v2/invites/inv_1:resend", json=envelope(None))
+    requests_mock.post(prefix + "/kyb/v2/invites/inv_1/actions/resend", json=envelope(None))
 
     client.get_invite("inv_1")
     client.update_invite("inv_1", {"name": "X"})
@@ -563,7 +563,7 @@ def test_custom_path_templates_and_base_url_prefix(
         ("POST", prefix + "/auth/v2/token"),
         ("GET", prefix + "/kyb/v2/invites/inv_1/details"),
         ("PATCH", prefix + "/kyb/v2/invites/inv_1"),
-        ("POST", prefix + "/kyb/v2/invites/inv_1:resend"),
+        ("POST", prefix + "/kyb/v2/invites/inv_1/actions/resend"),
     ]
 
 

@@ -11,6 +11,7 @@ from support.values import held, typed
 from reconciler.api.exceptions import NotSent, PreconditionFailed
 from reconciler.apply.applier import ApplyReport, ChangeResult, ResendOutcome, WriteOutcome
 from reconciler.model.invite import SourceLocation
+from reconciler.output.common import summary_line
 from reconciler.output.json import JsonRenderer
 from reconciler.output.markdown import MarkdownRenderer
 from reconciler.output.text import TextRenderer
@@ -19,6 +20,7 @@ from reconciler.plan.model import Plan
 from reconciler.plan.saved import plan_digest, plan_from_document
 from reconciler.plan.write_check import MovedField, StoredOtherwise
 from reconciler.safetext import register_secret
+from reconciler.settings.contract import Contract
 
 
 def change(index: int, **patch: object) -> InviteChange:
@@ -212,6 +214,40 @@ def test_json_is_the_saved_plan_document_and_reads_back():
     again = plan_from_document(document, "plan.json")
     assert again.changes == plan.changes and again.failed == plan.failed
     assert plan_digest(again) == plan_digest(plan)
+
+
+def test_every_format_names_where_requests_go_when_reconciler_yaml_sets_the_paths():
+    base = "https://api.example.test"
+    contract = Contract(resend_invite_path="/public-api/v1/kyb/invites/inv_2/resend/{inviteId}")
+    plan = Plan(base_url=base, changes=[change(1)], invite_urls=contract.invite_urls(base))
+    said = (
+        f"Paths from reconciler.yaml: invites read at GET {base}/public-api/v1/kyb/invites/"
+        f"{{inviteId}}, updated at PATCH {base}/public-api/v1/kyb/invites/{{inviteId}}, "
+        f"re-sent at POST {base}/public-api/v1/kyb/invites/inv_2/resend/{{inviteId}}."
+    )
+    assert TextRenderer().render(plan).splitlines()[-2:] == [said, summary_line(plan)]
+    markdown = MarkdownRenderer().render(plan)
+    assert (
+        "> [!NOTE]\n> Paths from reconciler.yaml: invites read at GET "
+        f"<code>{base}/public-api/v1/kyb/invites/{{inviteId}}</code>, " in markdown
+    )
+    assert f"POST <code>{base}/public-api/v1/kyb/invites/inv&#95;2/resend/" in markdown
+    assert json.loads(JsonRenderer().render(plan))["invite_urls"]["resend"] == (
+        f"{base}/public-api/v1/kyb/invites/inv_2/resend/{{inviteId}}"
+    )
+    # At the contract's own paths, nothing is said.
+    plain = Plan(base_url=base, changes=[change(1)], invite_urls=Contract().invite_urls(base))
+    assert plain.invite_urls is None
+    assert "Paths from" not in TextRenderer().render(plain) + MarkdownRenderer().render(plain)
+    assert "invite_urls" not in json.loads(JsonRenderer().render(plain))
+
+
+def test_invite_urls_from_a_plan_file_reach_the_terminal_escaped():
+    urls = {
+        kind: "https://x.test/\x1b]0;owned\x07{inviteId}" for kind in ("read", "update", "resend")
+    }
+    text = TextRenderer().render(Plan(base_url="https://x.test", invite_urls=urls))
+    assert "Paths from reconciler.yaml" in text and "\x1b" not in text and "\x07" not in text
 
 
 def _stale() -> NotUpdatable:

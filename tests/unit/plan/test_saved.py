@@ -113,6 +113,41 @@ def test_a_saved_plan_loads_back_exactly_and_signed(tmp_path):
     assert list(tmp_path.iterdir()) == [tmp_path / "plan.json"]  # no temporary file left
 
 
+# Where a plan's requests go when reconciler.yaml sets the paths (issue 51, row 5).
+URLS = {
+    "read": BASE + "/kyb/v2/invites/{inviteId}",
+    "update": BASE + "/kyb/v2/invites/{inviteId}",
+    "resend": BASE + "/kyb/v2/invites/inv_2/resend/{inviteId}",
+}
+
+
+def test_a_plan_names_its_invite_urls_signed_and_reads_them_back(tmp_path):
+    plan = sample_plan()
+    plan.invite_urls = dict(URLS)
+    sign_plan(plan, SECRET)
+    save_plan(plan, str(tmp_path / "plan.json"))
+    document = json.loads((tmp_path / "plan.json").read_text(encoding="utf-8"))
+    assert document["invite_urls"] == URLS
+    again = load_signed_plan(str(tmp_path / "plan.json"), SECRET)
+    assert again == plan and again.invite_urls == URLS
+    # Part of what is signed: a re-send pointed elsewhere after review is refused.
+    document["invite_urls"]["resend"] = BASE + "/kyb/v2/invites/{inviteId}/resend"
+    with pytest.raises(ReconcilerError, match="altered"):
+        load_signed_plan(write(tmp_path / "edited.json", document), SECRET)
+
+
+def test_a_plan_at_the_contracts_paths_has_no_invite_urls_and_reads_as_before(tmp_path):
+    plan = sample_plan()
+    assert "invite_urls" not in to_document(plan)
+    save_plan(plan, str(tmp_path / "plan.json"))
+    assert load_plan(str(tmp_path / "plan.json")).invite_urls is None
+    document = to_document(plan)
+    document["invite_urls"] = {"read": URLS["read"], "update": URLS["update"]}
+    assert "invite_urls: 'resend' is a required property" in refusal(
+        write(tmp_path / "half.json", document)
+    )
+
+
 def test_a_plan_with_a_bad_signature_or_none_is_refused(tmp_path):
     plan = sample_plan()
     sign_plan(plan, "another-credential")

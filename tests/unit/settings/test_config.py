@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 from support.cli import run_cli
 from support.git import git
-from support.helpers import clean_env
+from support.helpers import REPO, clean_env
 
 from reconciler.errors import ConfigError, InputError, ReconcilerError
 from reconciler.settings.config import Settings, load_settings
 from reconciler.settings.contract import DEFAULT_SCOPE
+from reconciler.settings.environment import CI_MARKERS
 
 SECRET = "cs_live_Zq9xSECRETvalue"
 
@@ -151,7 +152,7 @@ def test_empty_environment_values_do_not_override(config: Callable[[str], str]) 
 def test_path_templates_and_field_names_come_from_the_file(config: Callable[[str], str]) -> None:
     path = config(
         "get_invite_path: /kyb/v2/invites/{inviteId}\n"
-        "resend_invite_path: /kyb/v2/invites/{inviteId}:resend\n"
+        "resend_invite_path: /kyb/v2/invites/{inviteId}/actions/resend\n"
         "field_names:\n"
         "  phone: phoneNumber\n"
     )
@@ -159,7 +160,7 @@ def test_path_templates_and_field_names_come_from_the_file(config: Callable[[str
     settings = load_settings(path, env={})
 
     assert settings.contract.get_invite_path == "/kyb/v2/invites/{inviteId}"
-    assert settings.contract.resend_invite_path == "/kyb/v2/invites/{inviteId}:resend"
+    assert settings.contract.resend_invite_path == "/kyb/v2/invites/{inviteId}/actions/resend"
     assert settings.contract.wire_name("phone") == "phoneNumber"
     assert settings.contract.wire_name("email") == "email"
 
@@ -679,23 +680,60 @@ def test_a_short_secret_stops_the_cli_before_any_request(tmp_path: Path) -> None
     assert "shorter than 6 characters" in done.stderr and "Traceback" not in done.stderr
 
 
-@pytest.mark.parametrize(
-    "ci", [{"CI": "true"}, {"GITHUB_ACTIONS": "TRUE"}, {"GITLAB_CI": "1"}, {"CI": " True "}]
-)
+# Each system's own variables (docs/configuration.md lists them), written out here rather
+# than read from the table in the code, so a name dropped there fails here.
+CI_SETS = [
+    ("CI", "true"),
+    ("CI", " True "),
+    ("CI", "woodpecker"),  # Woodpecker
+    ("CI", "yes"),
+    ("GITHUB_ACTIONS", "true"),
+    ("GITHUB_ACTIONS", "false"),  # set at all is enough
+    ("GITLAB_CI", "true"),
+    ("TF_BUILD", "True"),  # Azure Pipelines
+    ("SYSTEM_TEAMFOUNDATIONCOLLECTIONURI", "https://dev.azure.com/org/"),
+    ("JENKINS_URL", "https://jenkins.example/"),
+    ("JENKINS_HOME", "/var/jenkins_home"),
+    ("TEAMCITY_VERSION", "2024.03 (build 156364)"),
+    ("CIRCLECI", "true"),
+    ("BITBUCKET_BUILD_NUMBER", "17"),
+    ("BITBUCKET_COMMIT", "9fceb02d0ae598e95dc970b74767f19372d61af8"),
+    ("BUILDKITE", "true"),
+    ("DRONE", "true"),
+    ("CI_PIPELINE_NUMBER", "8"),  # Woodpecker
+    ("CODEBUILD_BUILD_ID", "invites:0b8c5b9e-2f4e-4f7b-9a52-7d3c1b2a4e6f"),
+    ("CODEBUILD_BUILD_ARN", "arn:aws:codebuild:eu-west-1:123456789012:build/invites:0b8c"),
+    ("BUILDER_OUTPUT", "/builder/outputs"),  # Google Cloud Build
+    ("TRAVIS", "true"),
+]
+
+
+@pytest.mark.parametrize(("name", "value"), CI_SETS, ids=[f"{n}={v}" for n, v in CI_SETS])
 def test_under_ci_a_base_url_from_the_file_is_refused_naming_the_variable(
-    config: Callable[[str], str], ci: dict[str, str]
+    config: Callable[[str], str], name: str, value: str
 ) -> None:
     path = config("base_url: https://attacker.example\nclient_id: from-file\n")
-    settings = load_settings(path, env={"RECONCILER_CLIENT_SECRET": SECRET, **ci})
+    settings = load_settings(path, env={"RECONCILER_CLIENT_SECRET": SECRET, name: value})
     assert settings.base_url is None and settings.client_id == "from-file"
     with pytest.raises(ConfigError) as refused:
         settings.credentials()
     message = str(refused.value)
     assert "sets base_url" in message and "Set RECONCILER_BASE_URL" in message
-    assert next(iter(ci)) in message and "attacker" not in message
+    assert name in message and "attacker" not in message
+    # A marker is named, never shown: only `CI`'s own value is quoted.
+    assert (f"{name}={value.strip()}" in message) == (name == "CI")
 
 
-@pytest.mark.parametrize("ci", [{}, {"CI": "false"}, {"CI": "0"}, {"GITHUB_ACTIONS": ""}])
+def test_docs_list_the_ci_table_the_code_reads() -> None:
+    docs = (REPO / "docs" / "configuration.md").read_text(encoding="utf-8")
+    for system, names in CI_MARKERS.items():
+        assert f"| {system} | {', '.join(f'`{n}`' for n in names)} |" in docs
+    assert {name for name, _ in CI_SETS} == {"CI"}.union(*CI_MARKERS.values())
+
+
+@pytest.mark.parametrize(
+    "ci", [{}, {"CI": "false"}, {"CI": " FALSE "}, {"CI": "0"}, {"CI": ""}, {"TRAVIS": ""}]
+)
 def test_outside_ci_the_file_may_set_base_url(
     config: Callable[[str], str], ci: dict[str, str]
 ) -> None:
