@@ -46,7 +46,8 @@ class Read(NamedTuple):
 
 class Written(NamedTuple):
     """A PATCH's answer: its status and requestId, and the invite as the answer says it
-    is stored (None: the answer holds no invite, or not every field sent; a GET tells)."""
+    is stored (None: the answer holds no invite, or not every field sent; a GET tells).
+    An answer may echo the request: no e-mail is sent on its word (apply's applier)."""
 
     status: int
     request_id: str | None
@@ -164,6 +165,16 @@ class ApiClient:
                 status=answer.status,
                 request_id=answer.request_id,
             )
+        data = answer.data
+        if isinstance(data, dict) and "id" in data and data["id"] != invite_id:
+            # About another invite (a path that led elsewhere): an invitation may have gone,
+            # not necessarily this one's. After a 2xx: outcome unknown, never sent again.
+            raise WrongInvite(
+                f"invite {escape(invite_id)}: the answer to its re-send is about "
+                f"{_answered(data)}; which invitation went out is unknown",
+                status=answer.status,
+                request_id=answer.request_id,
+            )
         return Receipt(answer.status, answer.request_id)
 
     # -- answers ----------------------------------------------------------------
@@ -178,10 +189,9 @@ class ApiClient:
         if not isinstance(data, dict) or "id" not in data:
             return None
         if data.get("id") != invite_id:
-            answered = redact_and_escape(str(data["id"]))[:140]
             raise WrongInvite(
-                f"invite {escape(invite_id)}: the answer to its update is about {answered}; "
-                "whether this invite was updated is unknown",
+                f"invite {escape(invite_id)}: the answer to its update is about "
+                f"{_answered(data)}; whether this invite was updated is unknown",
                 status=answer.status,
                 request_id=answer.request_id,
             )
@@ -204,7 +214,7 @@ class ApiClient:
             )
         if data.get("id") != invite_id:
             # Another invite's state taken for this one would be written back over it.
-            answered = redact_and_escape(str(data["id"]))[:140] if "id" in data else "no id at all"
+            answered = _answered(data) if "id" in data else "no id at all"
             raise WrongInvite(
                 f"invite {shown}: the server answered about {answered} instead; "
                 "this invite is left alone",
@@ -227,3 +237,8 @@ class ApiClient:
         status = redact_and_escape(status) if isinstance(status, str) else None
         # A null is a value held by no one, the same as a field left out.
         return CurrentInvite(invite_id, status, fields_from_json(raw))
+
+
+def _answered(data: Mapping[str, object]) -> str:
+    """The id an answer is about, as shown (the server's text: redacted, escaped, cut)."""
+    return redact_and_escape(str(data["id"]))[:140]

@@ -57,7 +57,9 @@ class ApiError(ReconcilerError):
     @property
     def refused_before_acting(self) -> bool:
         """A refusal made before the request was acted on (a 429 or a 503, any body):
-        sending it again is safe even for a write that is not idempotent (the re-send)."""
+        sending it again is safe even for a write that is not idempotent (the re-send),
+        and it is sent again within the run (``retry.may_retry``). The one place that
+        decides it: an answer newly known to be such a refusal is classified here."""
         return False
 
     def __str__(self) -> str:
@@ -144,11 +146,11 @@ class ServerError(ApiError):
     def outcome_unknown(self) -> bool:
         # A gateway's 502 or 504 (nginx timing out on the platform, say) or any 5xx that
         # is not the platform's envelope says nothing of whether the platform did it. A
-        # 503, whatever its body, is a refusal before acting (nginx's limit_req, HAProxy's
-        # full queue, the platform's own): nothing was done.
+        # refusal before acting (a 503, whatever its body: nginx's limit_req, HAProxy's
+        # full queue, the platform's own) did nothing.
         if self.said_success:
             return True
-        if self.status == 503:
+        if self.refused_before_acting:
             return False
         return self.status in (502, 504) or not self.enveloped
 

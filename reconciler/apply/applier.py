@@ -7,15 +7,21 @@ Each invite's write is one path, for `apply` and `apply --plan` alike:
    already applied, changed on the platform since the plan (a conflict: nothing is
    written), or the fields still to write;
 3. **PATCH** them, with ``If-Match`` when the read carried an ETag (a 412 is the same
-   conflict), each attempt recorded in the audit log before it leaves;
+   conflict, unless the invite read again holds what was sent: already applied), each
+   attempt recorded in the audit log before it leaves;
 4. **check** what the answer (or a GET, when it holds no invite or not every field
    sent) says is stored against what was sent (``plan.write_check.stored_as_sent``): an
    answer about another invite is `update unknown`, a managed field stored otherwise is
    `diverged`;
-5. **re-send** the invitation when a field that triggers it was stored as sent, to the
-   address the platform holds; a 429 or 503 is a refusal and is sent again. A re-send due
-   and never attempted (the run stopped, the log failed) is `re-send owed`, in the output
-   and in the audit log.
+5. **re-send** the invitation when a GET shows a field that triggers it stored as sent
+   (an answer may echo the request: it never decides an e-mail), to the address the
+   platform holds; a refusal before acting (429, 503) is sent again.
+
+A re-send due and not sent by this run is `re-send owed`, with its reason, in the output
+and as a ``resend_owed`` record in the audit log (``_owed``, the one path): never
+attempted (the run stopped, the log failed, the GET failed), withheld (a field that
+triggers it changed otherwise than sent), or someone else's (the platform held the values
+already: whether an e-mail went with them is unknown).
 """
 
 from __future__ import annotations
@@ -51,12 +57,12 @@ from reconciler.plan.write_check import (
     AlreadyApplied,
     Moved,
     MovedField,
+    StoredCheck,
     StoredOtherwise,
-    Write,
     before_write,
     stored_as_sent,
 )
-from reconciler.safetext import redact
+from reconciler.safetext import json_text, redact
 from reconciler.stop import Stop
 
 
@@ -99,10 +105,9 @@ class ResendOutcome(Enum):
     NOT_RESENT = "not re-sent"
     # No answer after it may have reached the server: sending it again could duplicate it.
     RESEND_UNKNOWN = "re-send unknown"
-    # Due, never attempted: the run stopped, or the audit log failed. `reconcile resend ID`.
+    # Due and not sent by this run, for the reason the result's `owed` says (the module's
+    # docstring lists them). `reconcile resend ID`, once what the reason says is checked.
     OWED = "re-send owed"
-    # Not due after all: every field that triggers it was stored otherwise (diverged).
-    WITHHELD = "not re-sent (diverged)"
 
     @property
     def owed(self) -> bool:
@@ -122,6 +127,7 @@ class ChangeResult:
     diverged: tuple[StoredOtherwise, ...] = ()  # DIVERGED: what the platform stored
     noted: tuple[StoredOtherwise, ...] = ()  # kept sub-fields the platform reformatted
     recipient: str | None = None  # where the invitation went: the address the platform holds
+    owed: str | None = None  # OWED: why, and what to check before `reconcile resend ID`
     # A 412 CONFLICT after which the invite read again holds what it held before: its ETag
     # moved alone (a server whose ETag changes at every read refuses every If-Match).
     etag_moved_alone: bool = False
@@ -250,14 +256,16 @@ class Applier:
         except ApiError as error:  # nothing was written: the update failed plainly
             self._failed_fatally(error)
             return ChangeResult(change, WriteOutcome.FAILED, error)
-        match before_write(change, read.invite):
-            case AlreadyApplied():
-                return ChangeResult(change, WriteOutcome.ALREADY_APPLIED)
-            case Moved(fields):
-                return ChangeResult(change, WriteOutcome.CONFLICT, moved=fields)
-            case Write(to_send):
-                return self._update(to_send, read)
-        raise AssertionError("unreachable")  # pragma: no cover
+        decided = before_write(change, read.invite)
+        if isinstance(decided, Moved):
+            return ChangeResult(change, WriteOutcome.CONFLICT, moved=decided.fields)
+        if isinstance(decided, AlreadyApplied):
+            result = ChangeResult(change, WriteOutcome.ALREADY_APPLIED)
+        else:
+            result = self._update(decided.change, read)
+        if decided.resend_owed and result.resend is None:
+            return self._owed(result, _held_already())
+        return result
 
     def _update(self, change: InviteChange, read: Read) -> ChangeResult:
         # The audit record of what is sent: the files' values as sent, the server's redacted.
@@ -271,6 +279,7 @@ class Applier:
             written = self._client.write_invite(
                 change.id, change.patch, if_match=read.etag, watch=recorder
             )
+            from_get = written.stored is None  # what was stored is then a GET's
             stored = written.stored or self._verify(change.id, written.status, written.request_id)
         except AuditLogError as error:  # an attempt line: that attempt never left
             self._audit_failed(error)
@@ -282,8 +291,7 @@ class Applier:
             if recorder.maybe_done:  # ... by an earlier attempt of this very PATCH, maybe
                 return self._refused_after_unknown(change, recorder, error)
             self._settled(recorder)
-            alone = self._reads_as_before(read)
-            return ChangeResult(change, WriteOutcome.CONFLICT, error, etag_moved_alone=alone)
+            return self._refused(change, read, error)
         except ApiError as error:
             # An answer taken apart after the exchange (another invite's): its outcome is
             # this one's, not recorded yet. The exchange recorded its own failures.
@@ -294,19 +302,30 @@ class Applier:
             self._failed_fatally(error)
             failed = WriteOutcome.UPDATE_UNKNOWN if error.outcome_unknown else WriteOutcome.FAILED
             return ChangeResult(change, failed, error)
-        return self._checked(change, recorder, stored, written.status, written.request_id)
+        return self._checked(
+            change, recorder, stored, written.status, written.request_id, from_get=from_get
+        )
 
-    def _reads_as_before(self, read: Read) -> bool:
-        """Whether the invite, read again after a 412, holds what ``read`` held (every field
-        this tool knows, and the status): then what moved is the ETag alone. One GET, only
-        after a 412; a failed read says nothing."""
+    def _refused(
+        self, change: InviteChange, read: Read, refused: PreconditionFailed
+    ) -> ChangeResult:
+        """A 412: nothing written. The invite read once more (not as the run stops; a
+        failed read says nothing): holding what was sent, someone made the change already
+        (its re-send owed: whether they e-mailed is unknown); holding what ``read`` held
+        (every field this tool knows, and the status), what moved is the ETag alone."""
+        conflict = ChangeResult(change, WriteOutcome.CONFLICT, refused)
         if self._stop.is_set():
-            return False
+            return conflict
         try:
-            again = self._client.read_invite(read.invite.id)
+            again = self._client.read_invite(change.id).invite
         except ApiError:
-            return False
-        return again.invite == read.invite
+            return conflict
+        decided = before_write(change, again)
+        if isinstance(decided, AlreadyApplied):
+            result = ChangeResult(change, WriteOutcome.ALREADY_APPLIED)
+            owed = decided.resend_owed
+            return self._owed(result, _held_already(refused)) if owed else result
+        return _with(conflict, etag_moved_alone=again == read.invite)
 
     def _refused_after_unknown(
         self, change: InviteChange, recorder: AttemptRecorder, refused: PreconditionFailed
@@ -341,6 +360,7 @@ class Applier:
             refused.request_id,
             message="refused by If-Match after an earlier attempt whose outcome was unknown; "
             "read back, the platform holds what was sent: that attempt was written",
+            from_get=True,
         )
 
     def _checked(
@@ -351,12 +371,14 @@ class Applier:
         status: int | None,
         request_id: str | None,
         message: str | None = None,
+        *,
+        from_get: bool = False,
     ) -> ChangeResult:
         """The update was written: what was stored against what was sent, then the
-        re-send it makes due."""
-        check = stored_as_sent(change, stored)
+        re-send it makes due. ``from_get``: ``stored`` is a GET's, not the PATCH's answer."""
+        stored, check, owed = self._as_stored(change, stored, from_get)
+        due = owed is None and change.triggers_resend(check.as_sent)
         outcome = WriteOutcome.DIVERGED if check.diverged else WriteOutcome.UPDATED
-        due = change.triggers_resend(check.as_sent)
         recorder.settle(
             outcome.audit,
             status,
@@ -367,13 +389,40 @@ class Applier:
         )
         self._settled(recorder)
         result = ChangeResult(change, outcome, diverged=check.diverged, noted=check.noted)
+        if owed is not None:
+            return self._owed(result, owed)
         if not due:
-            withheld = ResendOutcome.WITHHELD if change.resend else None
-            return _with(result, resend=withheld)
+            return result
         recipient = stored.fields.get("email")
         result = _with(result, recipient=recipient if isinstance(recipient, str) else None)
         # The re-send belongs to this invite's write: an interruption lets it finish.
         return self._resend(result)
+
+    def _as_stored(
+        self, change: InviteChange, stored: CurrentInvite, from_get: bool
+    ) -> tuple[CurrentInvite, StoredCheck, str | None]:
+        """What was stored, checked, and why a re-send due is owed (None: it is not). No
+        e-mail before a GET shows the fields that trigger it stored as sent: a PATCH's
+        answer may echo the request (a platform that lower-cases the address and answers
+        with what it was sent). A failed GET leaves the answer to say what was stored."""
+        check = stored_as_sent(change, stored)
+        if change.triggers_resend(check.as_sent) and not from_get:
+            try:
+                stored = self._client.read_invite(change.id).invite
+            except ApiError as error:
+                return stored, check, self._unread(error)
+            check = stored_as_sent(change, stored)
+        withheld = not change.triggers_resend(check.as_sent) and change.triggers_resend(
+            check.changed_otherwise
+        )
+        return stored, check, _withheld(change, check, stored) if withheld else None
+
+    def _unread(self, error: ApiError) -> str:
+        """Why a re-send is owed whose GET failed (or never left: the run is stopping)."""
+        if isinstance(error, NotSent):
+            return _never_attempted(error.message)
+        self._failed_fatally(error)
+        return _never_attempted(f"the read that shows where it goes failed: {error}")
 
     def _verify(self, invite_id: str, status: int | None, request_id: str | None) -> CurrentInvite:
         """What is stored, read back when the PATCH's answer did not say: "the result can
@@ -401,14 +450,16 @@ class Applier:
                 return _with(result, resend=ResendOutcome.NOT_RESENT, resend_error=unsent)
             return self._owed(
                 result,
-                "not sent: the audit log could not be written, and no write is sent "
-                "without its audit record",
+                _never_attempted(
+                    "not sent: the audit log could not be written, and no write is sent "
+                    "without its audit record"
+                ),
             )
         except ApiError as error:
             recorder.settle(outcome_of(error), error.status, error.request_id, error.message)
             self._settled(recorder)
             if isinstance(error, NotSent) and not recorder.sent:
-                return self._owed(result, error.message)
+                return self._owed(result, _never_attempted(error.message))
             if error.outcome_unknown:
                 return _with(result, resend=ResendOutcome.RESEND_UNKNOWN, resend_error=error)
             # Certainly not made (refused, and not sent again): owed, and the log says so,
@@ -423,10 +474,10 @@ class Applier:
         return _with(result, resend=ResendOutcome.RESENT)
 
     def _owed(self, result: ChangeResult, reason: str) -> ChangeResult:
-        """A re-send due and never attempted: said in the log (the update's record says it
-        was due), and reported with the way to make it."""
+        """A re-send due and not sent by this run, whatever the reason: in the log as a
+        `resend_owed` record, and reported with the reason and the way to make it."""
         self._log_owed(result.change.id, reason)
-        return _with(result, resend=ResendOutcome.OWED, resend_error=NotSent(reason))
+        return _with(result, resend=ResendOutcome.OWED, owed=reason)
 
     def _log_owed(self, invite_id: str, reason: str) -> None:
         try:
@@ -442,6 +493,37 @@ class _Unverified(UnexpectedResponse):
     @property
     def outcome_unknown(self) -> bool:
         return True
+
+
+# Why a re-send is owed (a `resend_owed` record's message; the output adds the command).
+
+
+def _held_already(refused: ApiError | None = None) -> str:
+    how = f"refused ({refused}) and read again, " if refused is not None else ""
+    return (
+        f"{how}the platform already held the values that re-send it (someone else's "
+        "write): whether an invitation went with them is unknown; once you have checked "
+        "that none did"
+    )
+
+
+def _never_attempted(why: str) -> str:
+    return f"due after the update and never attempted ({why})"
+
+
+def _withheld(change: InviteChange, check: StoredCheck, stored: CurrentInvite) -> str:
+    """A re-send withheld because a field that triggers it changed otherwise than sent."""
+    fields = ", ".join(f"`{n}`" for n in check.changed_otherwise if change.triggers_resend([n]))
+    email = stored.fields.get("email")
+    to = (
+        f"the invitation would go to the address it holds, {json_text(redact(email))}"
+        if isinstance(email, str)
+        else "it holds no e-mail address"
+    )
+    return (
+        f"withheld: the platform stored {fields} otherwise than sent, and {to}; once you "
+        "have checked what it holds (and the files hold the platform's form)"
+    )
 
 
 def _with(result: ChangeResult, **changes: object) -> ChangeResult:

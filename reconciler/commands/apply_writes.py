@@ -225,6 +225,6 @@ def _resend_failures(result: ChangeResult) -> list[FailedInvite]:
         reason = f"updated, but not re-sent: {error}"
         return [FailedInvite(change.id, None, reason, status, advice=resend_advice(change.id))]
     if resend is ResendOutcome.OWED:
-        reason = f"updated; re-send owed: due and never attempted ({error})"
+        reason = f"re-send owed: {result.owed}"
         return [FailedInvite(change.id, None, reason, None, advice=resend_advice(change.id))]
     return []

@@ -88,7 +88,7 @@ class ApplyLines:
         if outcome is WriteOutcome.NOT_STARTED:
             return f"{self._style('not started', fg='yellow')}  {where}"
         if outcome is WriteOutcome.ALREADY_APPLIED:
-            return self.already_applied(change)
+            return "\n".join([self.already_applied(change), *self._resend_lines(result)])
         if outcome is WriteOutcome.CONFLICT:
             return self._write_conflict(result, where)
         if outcome is WriteOutcome.FAILED:
@@ -171,13 +171,8 @@ class ApplyLines:
             ]
         if resend is ResendOutcome.OWED:
             return [
-                f"{self._style('re-send owed', fg='red')}  {invite_id}: due after the update "
-                f"and never attempted ({error}): {resend_advice(change.id)}"
-            ]
-        if resend is ResendOutcome.WITHHELD:
-            return [
-                f"{self._style('not re-sent', fg='yellow')}  {invite_id}: the fields that "
-                "re-send it were stored otherwise than sent; fix the files first"
+                f"{self._style('re-send owed', fg='red')}  {invite_id}: "
+                f"{redact_and_escape(result.owed or 'not sent')}; {resend_advice(change.id)}"
             ]
         return []
 

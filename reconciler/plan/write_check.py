@@ -8,12 +8,16 @@ sub-fields kept from the platform included: the PATCH replaces it whole) is
 compared with the copy just read: at the value wanted, it is left out of the
 PATCH; at the value the plan was made from, it is written; anything else is a
 conflict, and nothing is written to the invite. A PATCH so never puts back a
-value older than the platform's.
+value older than the platform's. A re-send that the fields already at their value
+would have made is owed: someone else wrote them, and whether an e-mail went with
+that write is not known, so this run never sends it.
 
 After the write (``stored_as_sent``), the one home of the rule "which fields were
 stored as sent": a field the files manage stored otherwise has diverged; a kept
 sub-field the platform reformatted is noted. Only fields stored as sent may
-trigger a re-send (``InviteChange.triggers_resend``).
+trigger a re-send (``InviteChange.triggers_resend``); one that the write changed
+all the same (the platform holds neither the value before nor the one sent) makes
+the re-send it triggers owed, not sent.
 """
 
 from __future__ import annotations
@@ -41,11 +45,14 @@ class Write:
     """Write ``change``: the planned change without the fields already at their value."""
 
     change: InviteChange
+    resend_owed: bool = False  # the fields left out would have re-sent, and this write does not
 
 
 @dataclass(frozen=True)
 class AlreadyApplied:
     """Every field already holds the value wanted: nothing to send."""
+
+    resend_owed: bool = False  # the change re-sends: owed, as someone else made it
 
 
 @dataclass(frozen=True)
@@ -62,33 +69,34 @@ def before_write(change: InviteChange, current: CurrentInvite) -> BeforeWrite:
     """``change`` against ``current``, its invite read right before the PATCH."""
     moved: list[MovedField] = []
     to_write: list[str] = []
+    already: list[str] = []
     for name, wanted in change.patch.items():
         kind = kind_of(name)
         now = current.fields.get(name)
         planned = change.before.get(name)
         if kind.equal(wanted, now):
-            continue  # already so: left out of the PATCH
-        if kind.equal(planned, now):
+            already.append(name)  # left out of the PATCH
+        elif kind.equal(planned, now):
             to_write.append(name)
         else:
             moved.append(MovedField(name, planned, now, wanted))
     if moved:
         return Moved(tuple(moved))
     if not to_write:
-        return AlreadyApplied()
-    if len(to_write) == len(change.patch):
+        return AlreadyApplied(change.triggers_resend(already))
+    if not already:
         return Write(change)
-    return Write(
-        replace(
-            change,
-            before={name: change.before.get(name) for name in to_write},
-            patch={name: change.patch[name] for name in to_write},
-            kept={name: subs for name, subs in change.kept.items() if name in to_write},
-            # Due only if a field that triggers it is still to be written: the e-mail
-            # follows this write, not one someone else made.
-            resend=change.triggers_resend(to_write),
-        )
+    # Due only if a field that triggers it is still to be written: the e-mail follows
+    # this write, not one someone else made (that one is owed).
+    resend = change.triggers_resend(to_write)
+    narrowed = replace(
+        change,
+        before={name: change.before.get(name) for name in to_write},
+        patch={name: change.patch[name] for name in to_write},
+        kept={name: subs for name, subs in change.kept.items() if name in to_write},
+        resend=resend,
     )
+    return Write(narrowed, not resend and change.triggers_resend(already))
 
 
 class StoredOtherwise(NamedTuple):
@@ -105,21 +113,29 @@ class StoredCheck(NamedTuple):
     as_sent: tuple[str, ...]  # fields stored as sent (the only ones that may re-send)
     diverged: tuple[StoredOtherwise, ...]  # parts the files manage, stored otherwise
     noted: tuple[StoredOtherwise, ...]  # sub-fields kept from the platform, reformatted
+    # Fields stored otherwise that the write changed all the same (normalised, not ignored:
+    # the platform holds neither the value before nor the one sent): a re-send they trigger
+    # is owed (an address changed, no e-mail sent to it), never sent unchecked.
+    changed_otherwise: tuple[str, ...] = ()
 
 
 def stored_as_sent(change: InviteChange, stored: CurrentInvite) -> StoredCheck:
     """``change``, as written, against ``stored``, the invite as the platform holds it now."""
     as_sent: list[str] = []
+    changed: list[str] = []
     diverged: list[StoredOtherwise] = []
     noted: list[StoredOtherwise] = []
     for name, sent in change.patch.items():
         held = stored.fields.get(name)
-        managed, kept = kind_of(name).stored_otherwise(sent, held, change.kept.get(name, ()))
+        kind = kind_of(name)
+        managed, kept = kind.stored_otherwise(sent, held, change.kept.get(name, ()))
         if not managed:
             as_sent.append(name)
+        elif not kind.equal(change.before.get(name), held):
+            changed.append(name)
         diverged.extend(_part(name, sub, sent, held) for sub in managed)
         noted.extend(_part(name, sub, sent, held) for sub in kept)
-    return StoredCheck(tuple(as_sent), tuple(diverged), tuple(noted))
+    return StoredCheck(tuple(as_sent), tuple(diverged), tuple(noted), tuple(changed))
 
 
 def _part(name: str, sub: str | None, sent: FieldValue, held: FieldValue | None) -> StoredOtherwise:

@@ -56,6 +56,11 @@ class Hostility:
     # What the platform stores of a PATCH body (normalising, ignoring a field...).
     patch_store: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     patch_data: bool = True  # False: a PATCH is answered with `data: null`
+    # 14 (issue 51): a PATCH answered with the request body as its data (many APIs echo
+    # it), whatever ``patch_store`` made of it; a re-send of key e-mails value's invite
+    # and answers about it, as a path template that leads elsewhere makes it.
+    patch_echo: bool = False
+    resend_wrong_ids: dict[str, str] = field(default_factory=dict)
     patch_statuses: list[int] = field(default_factory=list)  # PATCHes answered these first
     etags: bool = False  # GETs carry an ETag; a PATCH with another If-Match gets 412
     always_412: bool = False  # every PATCH refused 412, ETag or not
@@ -197,11 +202,14 @@ class HostileServer:
                 self.last_etag.pop(invite_id, None)  # the write made a new version
             if not h.patch_data:
                 return 200, envelope(200, None, "invite updated")
+            if h.patch_echo:
+                return 200, envelope(200, {"id": invite_id, **sent}, "invite updated")
             answered = self.invites.get(h.patch_wrong_ids.get(invite_id, invite_id))
             return 200, envelope(200, answered, "invite updated")
         elif method == "RESEND":
-            self.resends[invite_id] += 1
-            return 200, envelope(200, None)
+            about = h.resend_wrong_ids.get(invite_id)
+            self.resends[about or invite_id] += 1
+            return 200, envelope(200, {"id": about, "status": "pending"} if about else None)
         answered = self.invites.get(h.wrong_ids.get(invite_id, invite_id))
         if h.echo_secrets and method == "GET" and answered is not None:
             contact = dict(answered.get("primaryContact") or {})

@@ -536,6 +536,36 @@ def test_resend_posts_to_resend_path_and_returns_receipt(
     assert request.json() == {}
 
 
+@pytest.mark.parametrize(
+    ("data", "unknown"),
+    [
+        ({"id": "inv_2", "status": "pending"}, True),
+        ({"id": "inv_8f2k1", "status": "pending"}, False),
+        ({"status": "pending"}, False),  # no id: nothing said about another invite
+        ([], False),
+    ],
+    ids=["another-invite", "this-invite", "no-id", "not-an-object"],
+)
+def test_a_resend_answered_about_another_invite_is_unknown_and_never_sent_again(
+    client: ApiClient, requests_mock: Any, token_endpoint: Any, data: Any, unknown: bool
+) -> None:
+    # Issue 51, row 8: an answer about inv_2 was printed `re-sent inv_8f2k1`.
+    requests_mock.post(RESEND_URL, [{"json": envelope(data)}, {"json": envelope(None)}])
+
+    if not unknown:
+        assert client.resend_invite("inv_8f2k1").status == 200
+        return
+    with pytest.raises(WrongInvite) as raised:
+        client.resend_invite("inv_8f2k1")
+
+    assert raised.value.outcome_unknown and not raised.value.refused_before_acting
+    assert raised.value.message == (
+        "invite inv_8f2k1: the answer to its re-send is about inv_2; which invitation went "
+        "out is unknown"
+    )
+    assert len(api_calls(requests_mock)) == 1
+
+
 def test_custom_path_templates_and_base_url_prefix(
     make_client: Callable[..., ApiClient], requests_mock: Any
 ) -> None:

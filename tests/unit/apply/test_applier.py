@@ -54,6 +54,7 @@ class _Platform:
         self.store: Callable[[dict[str, Any]], dict[str, Any]] = lambda body: body
         self.answer_with: str | None = None  # another invite's id, answered instead
         self.data_less = False  # the PATCH answer holds no invite
+        self.echo = False  # the PATCH answer holds the request body, whatever was stored
         self.resend_error: Exception | None = None
         self.before_patch: Callable[[], None] = lambda: None
 
@@ -86,6 +87,8 @@ class _Platform:
         if self.answer_with is not None:
             raise WrongInvite(f"about {self.answer_with}", status=200)
         stored = None if self.data_less else self.current(invite_id)
+        if self.echo:
+            stored = CurrentInvite(invite_id, "pending", fields_from_json(body))
         return Written(200, f"req-{invite_id}", stored)
 
     def resend_invite(self, invite_id: str, *, watch: AttemptWatch | None = None) -> Receipt:
@@ -159,12 +162,22 @@ def test_fields_already_at_their_value_are_left_out_of_the_patch() -> None:
     assert platform.bodies == [{"email": "new@a.example"}]
 
 
-def test_a_change_made_already_is_sent_no_more() -> None:
+@pytest.mark.parametrize("resend", [True, False])
+def test_a_change_someone_else_made_is_sent_no_more_and_its_re_send_is_owed(
+    resend: bool, tmp_path: Path
+) -> None:
     platform = _Platform({"inv_1": {"id": "inv_1", "email": "new@a.example"}})
-    change = _change({"email": "old@a.example"}, {"email": "new@a.example"}, resend=True)
-    report = _apply(platform, change)
-    assert [r.outcome for r in report.results] == [WriteOutcome.ALREADY_APPLIED]
-    assert platform.calls == [("GET", "inv_1")] and report.ok
+    change = _change({"email": "old@a.example"}, {"email": "new@a.example"}, resend=resend)
+    log = AuditLog(str(tmp_path / "audit.jsonl"), "ci")
+    report = _apply(platform, change, audit=log)
+    log.close()
+    (result,) = report.results
+    assert result.outcome is WriteOutcome.ALREADY_APPLIED
+    assert platform.calls == [("GET", "inv_1")]
+    # Whether the other writer e-mailed the business is unknown: never sent, said owed.
+    assert result.resend is (ResendOutcome.OWED if resend else None)
+    assert report.ok is not resend
+    assert _owed_records(tmp_path / "audit.jsonl") == ([_HELD_ALREADY] if resend else [])
 
 
 def test_the_etag_read_is_sent_as_if_match_and_a_412_is_a_conflict() -> None:
@@ -202,9 +215,124 @@ def test_a_normalised_email_is_diverged_and_never_triggers_the_re_send() -> None
     assert [(d.field, d.sent, d.stored) for d in result.diverged] == [
         ("email", "Compliance@Acme.example", "compliance@acme.example")
     ]
-    assert result.resend is ResendOutcome.WITHHELD
+    # The address changed (lower-cased), and no e-mail went to it: owed, once checked.
+    assert result.resend is ResendOutcome.OWED
+    assert result.owed == (
+        "withheld: the platform stored `email` otherwise than sent, and the invitation would "
+        'go to the address it holds, "compliance@acme.example"; once you have checked what it '
+        "holds (and the files hold the platform's form)"
+    )
     assert ("RESEND", "inv_1") not in platform.calls
+    assert [r.change.id for r in report.resends_not_made] == ["inv_1"]
     assert not report.ok
+
+
+def test_an_ignored_email_owes_no_re_send_the_address_never_changed(tmp_path: Path) -> None:
+    platform = _Platform({"inv_1": {"id": "inv_1", "email": "old@a.example"}})
+    platform.store = lambda body: {}
+    change = _change(
+        {"email": "old@a.example"}, {"email": "new@a.example"}, True, resend_on=("email",)
+    )
+    log = AuditLog(str(tmp_path / "audit.jsonl"), "ci")
+    (result,) = _apply(platform, change, audit=log).results
+    log.close()
+    assert (result.outcome, result.resend) == (WriteOutcome.DIVERGED, None)
+    assert _owed_records(tmp_path / "audit.jsonl") == []
+
+
+def _owed_records(path: Path) -> list[str]:
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    return [r["message"] for r in records if r["record"] == "resend_owed"]
+
+
+_HELD_ALREADY = (
+    "the platform already held the values that re-send it (someone else's write): whether an "
+    "invitation went with them is unknown; once you have checked that none did"
+)
+
+
+# -- no e-mail before a GET shows where it goes (issue 51, row 2) --------------------------
+
+
+def test_an_echoed_answer_never_decides_a_re_send_a_get_does(tmp_path: Path) -> None:
+    # The platform lower-cases the address and answers with the body it was sent.
+    platform = _Platform({"inv_1": {"id": "inv_1", "email": "old@acme.example"}})
+    platform.store = lambda body: {k: v.lower() for k, v in body.items()}
+    platform.echo = True
+    change = _change({"email": "old@acme.example"}, {"email": "Compliance@Acme.example"}, True)
+    log = AuditLog(str(tmp_path / "audit.jsonl"), "ci")
+    (result,) = _apply(platform, change, audit=log).results
+    log.close()
+    assert platform.calls == [("GET", "inv_1"), ("PATCH", "inv_1"), ("GET", "inv_1")]
+    assert (result.outcome, result.resend) == (WriteOutcome.DIVERGED, ResendOutcome.OWED)
+    records = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    update = [r for r in records if r["record"] == "outcome"]
+    assert [(r["outcome"], r.get("stored"), r.get("resend")) for r in update] == [
+        ("diverged", {"email": "compliance@acme.example"}, None)
+    ]
+    assert [r["record"] for r in records] == ["attempt", "outcome", "resend_owed"]
+
+
+def test_a_re_send_goes_to_the_address_the_get_shows_not_the_echoed_one() -> None:
+    # `true`: the name stored as sent re-sends it, to the address the platform holds.
+    platform = _Platform({"inv_1": {"id": "inv_1", "name": "A", "email": "old@a.example"}})
+    platform.store = lambda body: {k: v.lower() if k == "email" else v for k, v in body.items()}
+    platform.echo = True
+    change = _change(
+        {"name": "A", "email": "old@a.example"}, {"name": "B", "email": "New@A.example"}, True
+    )
+    (result,) = _apply(platform, change).results
+    assert (result.outcome, result.resend) == (WriteOutcome.DIVERGED, ResendOutcome.RESENT)
+    assert result.recipient == "new@a.example"
+    assert platform.calls[-2:] == [("GET", "inv_1"), ("RESEND", "inv_1")]
+
+
+def test_a_re_send_checked_on_the_get_that_verified_the_write_reads_no_more() -> None:
+    platform = _Platform({"inv_1": {"id": "inv_1", "email": "old@a.example"}})
+    platform.data_less = True
+    change = _change({"email": "old@a.example"}, {"email": "new@a.example"}, True)
+    (result,) = _apply(platform, change).results
+    assert result.resend is ResendOutcome.RESENT
+    assert platform.calls == [
+        ("GET", "inv_1"),
+        ("PATCH", "inv_1"),
+        ("GET", "inv_1"),
+        ("RESEND", "inv_1"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("failure", "why"),
+    [
+        (
+            ServerError("unavailable", status=503, request_id="req-g"),
+            "the read that shows where it goes failed: HTTP 503: unavailable (requestId req-g)",
+        ),
+        (NotSent("not sent: the run is stopping"), "not sent: the run is stopping"),
+    ],
+    ids=["read-failed", "run-stopping"],
+)
+def test_a_re_send_whose_get_fails_is_owed_and_never_sent(
+    failure: Exception, why: str, tmp_path: Path
+) -> None:
+    platform = _Platform({"inv_1": {"id": "inv_1", "email": "old@a.example"}})
+    reads = platform.read_invite
+
+    def fails_after_the_patch(invite_id: str) -> Read:
+        if ("PATCH", invite_id) in platform.calls:
+            raise failure
+        return reads(invite_id)
+
+    platform.read_invite = fails_after_the_patch  # type: ignore[method-assign]
+    change = _change({"email": "old@a.example"}, {"email": "new@a.example"}, True)
+    log = AuditLog(str(tmp_path / "audit.jsonl"), "ci")
+    (result,) = _apply(platform, change, audit=log).results
+    log.close()
+    assert (result.outcome, result.resend) == (WriteOutcome.UPDATED, ResendOutcome.OWED)
+    assert ("RESEND", "inv_1") not in platform.calls
+    reason = f"due after the update and never attempted ({why})"
+    assert result.owed == reason
+    assert _owed_records(tmp_path / "audit.jsonl") == [reason]
 
 
 def test_text_in_another_normal_form_or_a_set_in_another_order_is_stored_as_sent() -> None:
@@ -608,6 +736,47 @@ def test_a_412_after_which_the_invite_reads_as_before_says_the_etag_moved_alone(
     assert platform.calls == [("GET", "inv_1"), ("PATCH", "inv_1"), ("GET", "inv_1")]
 
 
+@pytest.mark.parametrize("resend", [True, False])
+def test_a_412_after_which_the_invite_holds_what_was_sent_is_already_applied(
+    resend: bool, tmp_path: Path
+) -> None:
+    # Issue 51, row 9: an earlier attempt landed, or someone made the same change.
+    platform = _Platform({"inv_1": {"id": "inv_1", "email": "old@a.example"}})
+    platform.etag = '"v1"'
+
+    def made_meanwhile() -> None:
+        platform.etag = '"v2"'
+        platform.invites["inv_1"]["email"] = "new@a.example"
+
+    platform.before_patch = made_meanwhile
+    change = _change({"email": "old@a.example"}, {"email": "new@a.example"}, resend)
+    log = AuditLog(str(tmp_path / "audit.jsonl"), "ci")
+    report = _apply(platform, change, audit=log)
+    log.close()
+    (result,) = report.results
+    assert result.outcome is WriteOutcome.ALREADY_APPLIED and report.conflicts == 0
+    assert platform.calls == [("GET", "inv_1"), ("PATCH", "inv_1"), ("GET", "inv_1")]
+    assert result.resend is (ResendOutcome.OWED if resend else None)
+    refused = "refused (HTTP 412: precondition failed) and read again, "
+    owed = [refused + _HELD_ALREADY] if resend else []
+    assert _owed_records(tmp_path / "audit.jsonl") == owed
+    assert report.ok is not resend
+
+
+def test_a_re_send_someone_else_made_due_and_this_write_does_not_is_owed() -> None:
+    platform = _Platform({"inv_1": {"id": "inv_1", "name": "A", "email": "new@a.example"}})
+    change = _change(
+        {"name": "A", "email": "old@a.example"},
+        {"name": "B", "email": "new@a.example"},
+        True,
+        resend_on=("email",),
+    )
+    (result,) = _apply(platform, change).results
+    assert (result.outcome, result.resend) == (WriteOutcome.UPDATED, ResendOutcome.OWED)
+    assert result.owed == _HELD_ALREADY
+    assert platform.bodies == [{"name": "B"}] and ("RESEND", "inv_1") not in platform.calls
+
+
 def test_a_412_after_a_change_on_the_platform_is_a_plain_conflict() -> None:
     platform = _Platform({"inv_1": {"id": "inv_1", "name": "a"}})
     platform.etag = '"v1"'
@@ -823,9 +992,9 @@ def test_a_re_send_whose_attempt_line_cannot_be_written_is_owed_saying_why() -> 
     report = _apply(platform, change, audit=_LogFullAfter(1))  # the write's line only
     (result,) = report.results
     assert (result.outcome, result.resend) == (WriteOutcome.UPDATED, ResendOutcome.OWED)
-    assert str(result.resend_error) == (
-        "not sent: the audit log could not be written, and no write is sent without its "
-        "audit record"
+    assert result.owed == (
+        "due after the update and never attempted (not sent: the audit log could not be "
+        "written, and no write is sent without its audit record)"
     )
     assert ("RESEND", "inv_1") not in platform.calls
 
@@ -884,7 +1053,8 @@ def test_an_invite_already_as_wanted_and_one_moved_meanwhile_are_each_named() ->
     ]
     report = _apply(platform, *changes)
     assert [TextRenderer().apply_result(r) for r in report.results] == [
-        "already applied  inv_1  (a.yaml:3): nothing sent, its invitation not e-mailed again",
+        "already applied  inv_1  (a.yaml:3): nothing sent, its invitation not e-mailed again\n"
+        f"re-send owed  inv_1: {_HELD_ALREADY}; send it with: reconcile resend inv_1",
         "conflict     inv_2  (a.yaml:3): changed on the platform since the plan was shown; "
         'nothing written to it\n    name: planned from "old", now "changed by support", '
         'wanted "new"',

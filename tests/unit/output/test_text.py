@@ -8,7 +8,7 @@ import re
 import pytest
 from support.values import held, typed
 
-from reconciler.api.exceptions import NotSent, PreconditionFailed
+from reconciler.api.exceptions import PreconditionFailed
 from reconciler.apply.applier import ApplyReport, ChangeResult, ResendOutcome, WriteOutcome
 from reconciler.model.invite import SourceLocation
 from reconciler.output.common import summary_line
@@ -443,8 +443,9 @@ def test_a_412_says_when_the_invite_reads_as_before_so_the_etag_moved_alone(alon
 
 def test_diverged_says_what_was_stored_where_to_fix_it_and_that_no_e_mail_went() -> None:
     part = StoredOtherwise("email", "Compliance@Acme.example", "compliance@acme.example")
+    owed = "withheld: the platform stored `email` otherwise than sent"
     result = ChangeResult(
-        APPLIED, WriteOutcome.DIVERGED, resend=ResendOutcome.WITHHELD, diverged=(part,)
+        APPLIED, WriteOutcome.DIVERGED, resend=ResendOutcome.OWED, diverged=(part,), owed=owed
     )
     line = TextRenderer().apply_result(result)
     assert line.splitlines()[0] == "diverged     inv_1  (invites/a.yaml:3): email"
@@ -454,6 +455,10 @@ def test_diverged_says_what_was_stored_where_to_fix_it_and_that_no_e_mail_went()
         "invites/a.yaml:3 (or `reconcile adopt --target inv_1`)" in line
     )
     assert "re-sent " not in line.replace("not re-sent", "")
+    assert line.splitlines()[-1] == (
+        "re-send owed  inv_1: withheld: the platform stored `email` otherwise than sent; "
+        "send it with: reconcile resend inv_1"
+    )
 
 
 def test_a_re_send_owed_says_how_to_make_it() -> None:
@@ -461,7 +466,7 @@ def test_a_re_send_owed_says_how_to_make_it() -> None:
         APPLIED,
         WriteOutcome.UPDATED,
         resend=ResendOutcome.OWED,
-        resend_error=NotSent("not sent: the run is stopping"),
+        owed="due after the update and never attempted (not sent: the run is stopping)",
     )
     line = TextRenderer().apply_result(result)
     assert "re-send owed  inv_1: due after the update and never attempted" in line
@@ -473,10 +478,8 @@ def test_the_summary_counts_conflicts_diverged_and_owed_re_sends_apart() -> None
         results=[
             ChangeResult(APPLIED, WriteOutcome.UPDATED, resend=ResendOutcome.RESENT),
             ChangeResult(APPLIED, WriteOutcome.CONFLICT),
-            ChangeResult(APPLIED, WriteOutcome.DIVERGED, resend=ResendOutcome.WITHHELD),
-            ChangeResult(
-                APPLIED, WriteOutcome.UPDATED, resend=ResendOutcome.OWED, resend_error=NotSent("x")
-            ),
+            ChangeResult(APPLIED, WriteOutcome.DIVERGED),
+            ChangeResult(APPLIED, WriteOutcome.UPDATED, resend=ResendOutcome.OWED, owed="x"),
             ChangeResult(APPLIED, WriteOutcome.ALREADY_APPLIED),
         ],
         left_in_conflict=1,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from support.values import held, typed
@@ -39,8 +40,13 @@ def test_each_field_is_to_write_already_so_or_moved() -> None:
     decided = before_write(planned, now(name="A", email="a@x.example", groups=["g3", "g2"]))
     assert isinstance(decided, Write)
     assert set(decided.change.patch) == {"name", "email"}
+    # Someone else made it: whether they e-mailed the business is unknown, so it is owed.
     assert before_write(planned, now(name="B", email="b@x.example", groups=["g2", "g3"])) == (
-        AlreadyApplied()
+        AlreadyApplied(resend_owed=True)
+    )
+    unsent = replace(planned, resend=False)
+    assert before_write(unsent, now(name="B", email="b@x.example", groups=["g2", "g3"])) == (
+        AlreadyApplied(resend_owed=False)
     )
     moved = before_write(planned, now(name="C", email="a@x.example", groups=["g1"]))
     assert isinstance(moved, Moved)
@@ -91,7 +97,7 @@ def test_only_fields_stored_as_sent_trigger_a_re_send() -> None:
     assert anything.triggers_resend(["name"]) and not anything.triggers_resend([])
 
 
-def test_a_re_send_is_not_due_when_its_field_was_already_written_by_someone_else() -> None:
+def test_a_re_send_whose_field_someone_else_wrote_is_owed_not_due() -> None:
     planned = change(
         {"name": "A", "email": "a@x.example"},
         {"name": "B", "email": "b@x.example"},
@@ -100,6 +106,24 @@ def test_a_re_send_is_not_due_when_its_field_was_already_written_by_someone_else
     decided = before_write(planned, now(name="A", email="b@x.example"))
     assert isinstance(decided, Write)
     assert set(decided.change.patch) == {"name"} and not decided.change.resend
+    assert decided.resend_owed
+    # The name alone was written by someone else: the e-mail still follows this write.
+    decided = before_write(planned, now(name="B", email="a@x.example"))
+    assert isinstance(decided, Write)
+    assert decided.change.resend and not decided.resend_owed
+
+
+def test_a_field_stored_otherwise_changed_or_kept_as_it_was() -> None:
+    written = change(
+        {"email": "old@x.example", "name": "A"},
+        {"email": "New@X.example", "name": "B"},
+    )
+    # Lower-cased: the address changed all the same. Ignored: the platform kept the old one.
+    lowered = stored_as_sent(written, now(email="new@x.example", name="B"))
+    assert (lowered.as_sent, lowered.changed_otherwise) == (("name",), ("email",))
+    ignored = stored_as_sent(written, now(email="old@x.example", name="A"))
+    assert (ignored.as_sent, ignored.changed_otherwise) == ((), ())
+    assert [d.field for d in ignored.diverged] == ["email", "name"]
 
 
 def test_a_contact_stored_otherwise_names_each_sub_field_as_sent_and_as_stored() -> None:
