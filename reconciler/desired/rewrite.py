@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from reconciler.desired.holdable import cannot_hold
 from reconciler.model.kinds import canonical
 from reconciler.model.values import Contact, Fields, FieldValue, HeldFields, IdentifierSet, nfc
 from reconciler.yamlload.positions import Lines
@@ -70,6 +71,7 @@ class Rewritten:
 
 SHARED = "it comes through an anchor, alias or merge (editing it would change other places)"
 NO_VALUE = "the platform holds no value for it; delete it from the file to stop managing it"
+CANNOT_HOLD = "validate would refuse it"
 _ODD_LAYOUT = "it is written in a layout adopt does not edit"
 # Line breaks to YAML besides the line feed (and a CR before it): `value_end` knows only LF.
 _OTHER_BREAK = re.compile("\r(?!\n)|[\x85\u2028\u2029]")
@@ -120,9 +122,10 @@ def rewrite(
             if span is None or span.shared:
                 result.refused.append(Refused(place, want.id, name, new, SHARED))
                 continue
-            made = _value(text, span, new)
+            unheld = _unheld(want.id, name, new)
+            made = _value(text, span, new) if unheld is None else None
             if made is None:
-                result.refused.append(Refused(place, want.id, name, new, _ODD_LAYOUT))
+                result.refused.append(Refused(place, want.id, name, new, unheld or _ODD_LAYOUT))
                 continue
             replacements += made
             result.edits.append(Edit(place, want.id, name, old, new))
@@ -183,10 +186,18 @@ def _object(
             result.refused.append(Refused(place, want.id, label, now, SHARED))
         elif inner.kind != "scalar":
             result.refused.append(Refused(place, want.id, label, now, _ODD_LAYOUT))
+        elif unheld := _unheld(want.id, name, old.merged(Contact({key: now})), key):
+            result.refused.append(Refused(place, want.id, label, now, unheld))
         else:
             made.append((inner.start, inner.end, _scalar(now, inner, text, span.flow)))
             result.edits.append(Edit(place, want.id, label, was, now))
     return made
+
+
+def _unheld(ident: str, name: str, value: FieldValue, key: str | None = None) -> str | None:
+    """Why no file can hold ``value`` (of the contact ``key`` belongs to), if none can."""
+    why = cannot_hold(ident, name, value, key)
+    return None if why is None else f"{CANNOT_HOLD}: {why}"
 
 
 def _value(text: str, span: Span, new: FieldValue) -> list[tuple[int, int, str]] | None:
