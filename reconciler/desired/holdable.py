@@ -14,6 +14,7 @@ from reconciler.schema.messages import Where, describe
 from reconciler.yamlload.positions import START, Lines, Located
 
 Part = tuple[str, str | None]  # a field, and its sub-field (None: the field's own value)
+CANNOT_HOLD = "validate would refuse it"
 
 
 def character(char: str) -> str:
@@ -60,8 +61,10 @@ def cannot_hold(
     given), or None: it can. The value as a file holds it (in NFC, a set without repeats)."""
     problems = unheld(invite_id, {name: kind_of(name).for_file(value, name, [])})
     if part is None:  # the whole value is written: a problem with any part of it
-        return next(iter(problems.values()), None)
-    return problems.get((name, part)) or problems.get((name, None))
+        why = next(iter(problems.values()), None)
+    else:
+        why = problems.get((name, part)) or problems.get((name, None))
+    return None if why is None else f"{CANNOT_HOLD}: {why}"
 
 
 def _unquoted(message: str) -> str:
