@@ -53,9 +53,12 @@ class Held:
         )
 
 
+def _plain(text: str) -> str:
+    return html.escape(redact_and_escape(text), quote=False).translate(_SIGNS)
+
+
 def _code(text: str) -> str:
-    shown = html.escape(redact_and_escape(text), quote=False).translate(_SIGNS)
-    return f"<code>{shown}</code>"
+    return f"<code>{_plain(text)}</code>"
 
 
 def _value(value: object) -> str:
@@ -82,7 +85,7 @@ def summary_markdown(files: list[tuple[str, Rewritten]], held: list[Held], ref: 
     refused = [
         f"- {_code(r.id)} {_code(r.field or 'entry')} ({_code(path)}:{r.line}): "
         + ("not removed" if r.field is None else f"not edited to {_value(r.new)}")
-        + f": {r.reason}"  # the reason is ours (rewrite's), never a file's or a server's
+        + f": {_plain(r.reason)}"  # rewrite's words, which may quote the platform's value
         for path, rewritten in files
         for r in rewritten.refused
     ]

@@ -5,14 +5,12 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from reconciler.desired.holdable import unheld
 from reconciler.model.fields import ID_KEY, field_kinds, kind_of
 from reconciler.model.invite import CurrentInvite
 from reconciler.model.kinds import Written
-from reconciler.model.values import Fields, fields_json
-from reconciler.safetext import NOT_IN_TEXT, holds_secret, quote_value
-from reconciler.schema.check import invite_validators
-from reconciler.schema.messages import Where, describe
-from reconciler.yamlload.positions import START, Lines, Located
+from reconciler.model.values import Fields
+from reconciler.safetext import holds_secret
 
 
 class Entry(NamedTuple):
@@ -45,7 +43,7 @@ def export_entry(invite: CurrentInvite) -> Entry:
             )
             continue
         kept[name] = kind.for_file(value, name, notes)  # in NFC, as validate reads it back
-    for (name, part), reason in _problems(invite.id, kept).items():
+    for (name, part), reason in unheld(invite.id, kept).items():
         if name not in kept:  # left out whole for another of its sub-fields already
             continue
         smaller = kind_of(name).without(kept[name], part)
@@ -59,38 +57,3 @@ def export_entry(invite: CurrentInvite) -> Entry:
     entry: dict[str, Written] = {ID_KEY: invite.id}
     entry.update((name, kind_of(name).written(value)) for name, value in kept.items())
     return Entry(entry, notes)
-
-
-def _problems(invite_id: str, fields: Fields) -> dict[tuple[str, str | None], str]:
-    """What validate would refuse in the entry: (field, sub-field or None): reason, in
-    validate's own words."""
-    found: dict[tuple[str, str | None], str] = {}
-    entry = {ID_KEY: invite_id, **fields_json(fields)}
-    where = Where(Located(entry, None, START, Lines("")), "export")
-    for error in invite_validators().entry.iter_errors(entry):
-        path = tuple(error.absolute_path)
-        if not path:  # about the entry as a whole: a required sub-field is under its field
-            continue
-        part = path[1] if len(path) > 1 and isinstance(path[1], str) else None
-        problems = describe(error, where)
-        reason = problems[0].message if problems else "the schema refuses it"
-        found.setdefault((str(path[0]), part), _unquoted(reason))
-    for name, value in fields.items():
-        for part, text in kind_of(name).texts(value):
-            match = NOT_IN_TEXT.search(text)
-            if match is not None:
-                shown = f"U+{ord(match.group()):04X}"
-                found.setdefault(
-                    (name, part), f"{quote_value(text)} holds {shown}, which a file may not hold"
-                )
-    # A whole field left out needs no note for its sub-fields as well.
-    return {
-        (name, part): reason
-        for (name, part), reason in found.items()
-        if part is None or (name, None) not in found
-    }
-
-
-def _unquoted(message: str) -> str:
-    """A validate message without its leading "`field`: ", which the note names already."""
-    return message.split(": ", 1)[1] if message.startswith("`") and ": " in message else message

@@ -11,6 +11,7 @@ import unicodedata
 from collections.abc import Iterable
 from typing import Any
 
+from reconciler.desired.holdable import character
 from reconciler.desired.rules import Compared, RunChecks
 from reconciler.errors import FileProblem, ReconcilerError
 from reconciler.model.fields import (
@@ -280,9 +281,7 @@ def _texts(value: Any, path: tuple[Any, ...]) -> Iterable[tuple[tuple[Any, ...],
 
 def invisible_problem(char: str) -> str:
     """Why a text value may not hold ``char`` (one of ``NOT_IN_TEXT``), and the fix."""
-    code = ord(char)
-    name = unicodedata.name(char, "")
-    shown = f"U+{code:04X}" + (f" {name}" if name else "")
+    shown = character(char)
     category = unicodedata.category(char)
     if category == "Zs":
         return f"holds {shown}, which looks like a space but is not one; write a plain space"

@@ -5,7 +5,8 @@ anything it does not change: each value is replaced where it is written
 (``yamlload.spans``), in the style it is written in (plain, quoted, a flow or
 block list), and every other character of the file stays as it was. A value
 that is shared through an anchor, an alias or a merge is not edited: it is
-returned as refused, for the author to change by hand.
+returned as refused, for the author to change by hand; so is a value no file can
+hold (``desired.holdable``: U+00A0, a tab), and the file stays valid.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from reconciler.desired.holdable import cannot_hold
 from reconciler.model.kinds import canonical
 from reconciler.model.values import Contact, Fields, FieldValue, HeldFields, IdentifierSet, nfc
 from reconciler.yamlload.positions import Lines
@@ -112,20 +114,8 @@ def rewrite(
             span = entry.keys.get(name) if entry is not None and not entry.shared else None
             if isinstance(old, Contact):  # edited sub-field by sub-field
                 replacements += _object(text, lines, want, name, span, old, new, result)
-                continue
-            place = lines.mark(span.start).line if span is not None else want.line
-            if new is None:
-                result.refused.append(Refused(place, want.id, name, new, NO_VALUE))
-                continue
-            if span is None or span.shared:
-                result.refused.append(Refused(place, want.id, name, new, SHARED))
-                continue
-            made = _value(text, span, new)
-            if made is None:
-                result.refused.append(Refused(place, want.id, name, new, _ODD_LAYOUT))
-                continue
-            replacements += made
-            result.edits.append(Edit(place, want.id, name, old, new))
+            else:
+                replacements += _field(text, lines, want, name, span, new, result)
     result.text = _apply(text, replacements)
     result.edits.sort(key=lambda e: e.line)
     result.refused.sort(key=lambda r: r.line)
@@ -156,6 +146,32 @@ def _entries_alone(
     return found
 
 
+def _field(
+    text: str,
+    lines: Lines,
+    want: Wanted,
+    name: str,
+    span: Span | None,
+    new: FieldValue | None,
+    result: Rewritten,
+) -> list[tuple[int, int, str]]:
+    """The edit of one field's value; none when it is refused, with why, in ``result``."""
+    place = lines.mark(span.start).line if span is not None else want.line
+    if new is None:
+        reason = NO_VALUE
+    elif span is None or span.shared:
+        reason = SHARED
+    else:
+        unheld = cannot_hold(want.id, name, new)
+        made = _value(text, span, new) if unheld is None else None
+        if made is not None:
+            result.edits.append(Edit(place, want.id, name, want.written.get(name), new))
+            return made
+        reason = unheld or _ODD_LAYOUT
+    result.refused.append(Refused(place, want.id, name, new, reason))
+    return []
+
+
 def _object(
     text: str,
     lines: Lines,
@@ -183,6 +199,8 @@ def _object(
             result.refused.append(Refused(place, want.id, label, now, SHARED))
         elif inner.kind != "scalar":
             result.refused.append(Refused(place, want.id, label, now, _ODD_LAYOUT))
+        elif unheld := cannot_hold(want.id, name, old.merged(Contact({key: now})), key):
+            result.refused.append(Refused(place, want.id, label, now, unheld))
         else:
             made.append((inner.start, inner.end, _scalar(now, inner, text, span.flow)))
             result.edits.append(Edit(place, want.id, label, was, now))

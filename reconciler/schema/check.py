@@ -7,10 +7,9 @@ from the schema (``schema.fast``) never needs it.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable
 from functools import cache, cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,13 +33,33 @@ FORMATS: Formats = {"email": (is_email, ())}
 
 @cache
 def format_checker() -> FormatChecker:
-    """jsonschema's format checks, with ``FORMATS`` in place of its own."""
+    """jsonschema's format checks, with ``FORMATS`` in place of its own: the one place
+    formats are checked (invites, reconciler.yaml and the meta-schema of its policies,
+    policies' own `format`s).
+
+    A check that raises anything says the value is not in its format, never a traceback
+    (jsonschema's `regex` runs `re.compile` on the value, which raises OverflowError for
+    `a{99999999999}` where it declares only re.error); and what jsonschema's checks warn
+    (`re`'s FutureWarning for `[[`: Python's words about the user's text, naming its own
+    source line) never reaches stderr.
+    """
     from jsonschema import FormatChecker
 
-    checker = FormatChecker()
-    for name, (function, raises) in FORMATS.items():
-        checker.checks(name, raises)(function)
+    functions = {name: _quiet(f) for name, (f, _) in FormatChecker().checkers.items()}
+    functions.update((name, function) for name, (function, _) in FORMATS.items())
+    checker = FormatChecker(formats=())
+    for name, function in functions.items():
+        checker.checks(name, raises=Exception)(function)
     return checker
+
+
+def _quiet(function: Callable[[Any], object]) -> Callable[[Any], object]:
+    def check(value: Any) -> object:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return function(value)
+
+    return check
 
 
 @cache
@@ -88,22 +107,9 @@ def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
 def validate(validator: Draft202012Validator, where: Where) -> list[FileProblem]:
     """Every violation of ``validator``'s schema in ``where.document``, each placed."""
     problems: list[FileProblem] = []
-    with quiet_regex_warnings():
-        errors = list(validator.iter_errors(where.document.value))
-    for error in errors:
+    for error in validator.iter_errors(where.document.value):
         problems.extend(describe(error, where))
     return list(dict.fromkeys(problems))  # one error may word what another already said
-
-
-@contextlib.contextmanager
-def quiet_regex_warnings() -> Iterator[None]:
-    """jsonschema checks `format: regex` (a policy's `pattern`, in the meta-schema) by
-    compiling the text with `re`, which warns on stderr of syntax it may read otherwise
-    one day (`[[:alpha:]]`: "FutureWarning: Possible nested set"), naming its own source
-    line: Python's words about the user's text, which RE2 runs as written."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FutureWarning)
-        yield
 
 
 def validate_document(document: Any, source: str, schema_path: Path) -> list[FileProblem]:

@@ -149,12 +149,11 @@ def compile_policy(policy: Policy) -> CompiledPolicy:
     from referencing import Registry
     from referencing.jsonschema import DRAFT202012
 
-    from reconciler.schema.check import format_checker, quiet_regex_warnings
+    from reconciler.schema.check import format_checker
 
     kind = _validator_class()
     try:
-        with quiet_regex_warnings():
-            kind.check_schema(policy.schema)
+        kind.check_schema(policy.schema, format_checker=format_checker())
     except SchemaError as error:
         raise PolicyError(tuple(error.path), _schema_error(error)) from None
     registry: Registry[Any] = Registry(retrieve=_no_retrieval)  # type: ignore[call-arg]

@@ -392,3 +392,42 @@ def test_changed_since_with_nothing_but_pending_changes_adopts_nothing(
     # Without the ref, the same run would put the platform's old name back.
     assert run_cli("adopt", cwd=repo, env=sandbox_env(server)).returncode == 0
     assert diff_lines(repo) == ["-    name: Gamma AG", "+    name: Gamma GmbH"]
+
+
+def test_a_value_no_file_can_hold_is_left_out_and_the_rest_of_the_file_adopted(
+    repo: Path, start_sandbox: Callable[..., Sandbox], tmp_path: Path
+) -> None:
+    # Row 10 of issue 51: one no-break space on the platform made adopt refuse the whole
+    # file, and the drift job proposed nothing at all.
+    server = start_sandbox(
+        server_with(
+            inv_acme={"email": "onboarding@acme.example"},
+            inv_beta={"name": "Bêta\u00a0Société SA", "email": "kyb@beta.example"},
+            inv_gamma={"name": "Gamma AG"},
+        )
+    )
+    summary = tmp_path / "summary.md"
+    result = run_cli("adopt", "--summary", str(summary), cwd=repo, env=sandbox_env(server))
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    # Both other invites' edits, and beta's other field, are written; beta's name is not.
+    assert diff_lines(repo) == [
+        "-    email: compliance@acme.example",
+        "+    email: onboarding@acme.example",
+        "-    email: ops@beta.example",
+        "+    email: kyb@beta.example",
+        "-    name: Gamma GmbH",
+        "+    name: Gamma AG",
+    ]
+    said = [line for line in result.stderr.splitlines() if "inv_beta name" in line]
+    assert len(said) == 1, result.stderr
+    assert said[0].startswith('invites/emea.yaml:15: inv_beta name: not edited to "Bêta\\xa0')
+    assert "U+00A0 NO-BREAK SPACE" in said[0]
+    assert "error: 1 value could not be adopted" in result.stderr
+    body = summary.read_text(encoding="utf-8")
+    assert "### Adopted from the platform (3)" in body
+    left_out = body.split("### Not adopted (1)", 1)[1]
+    assert "inv&#95;beta" in left_out and "U+00A0 NO-BREAK SPACE" in left_out
+    # The file is still valid: a plan reads it.
+    plan = run_cli("plan", cwd=repo, env=sandbox_env(server))
+    assert "Plan: 1 to update, 2 unchanged, 0 errors." in plan.stdout, plan.stdout + plan.stderr

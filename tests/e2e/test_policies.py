@@ -263,15 +263,26 @@ def test_warnings_and_errors_go_to_the_job_summary_too(tmp_path):
     assert "| warning | <code>invites/acme.yaml:4:12</code> | <code>policy no-free-mail: " in text
 
 
-def test_a_pattern_python_would_read_otherwise_brings_no_python_warning(tmp_path):
-    # `[[:alpha:]]` is a class in RE2; jsonschema's `format: regex` check compiles it with
-    # `re` too, which printed "FutureWarning: Possible nested set" and its own source line.
+def test_a_value_python_cannot_check_is_a_problem_at_its_place_never_a_traceback(tmp_path):
+    # Issue 51, row 12: jsonschema's `format: regex` runs `re.compile` on the name:
+    # `a{99999999999}` ended validate in OverflowError's traceback, and `[[a]` printed
+    # "FutureWarning: Possible nested set" and its own source line, as the policy's own
+    # `[[:alpha:]]` (a class in RE2) did when the policy was checked.
     config = (
-        "policies: [{name: p, message: m, "
-        'schema: {properties: {name: {pattern: "[[:alpha:]]"}}}}]\n'
+        "policies:\n"
+        '  - {name: letters, message: m, schema: {properties: {name: {pattern: "[[:alpha:]]"}}}}\n'
+        "  - name: name-is-regex\n"
+        "    message: the name must be a pattern\n"
+        "    schema: {properties: {name: {format: regex}}}\n"
     )
     _project(tmp_path, config)
+    path = tmp_path / "invites" / "acme.yaml"
+    text = path.read_text(encoding="utf-8").replace("Acme Holdings Ltd", '"a{99999999999}"')
+    path.write_text(text + '  - id: inv_beta\n    name: "[[a]"\n', encoding="utf-8")
     # A process of its own: pytest would catch the warning in this one.
     done = run_cli_process("validate", cwd=tmp_path, env=clean_env())
-    assert done.returncode == 0, done.stderr
-    assert "Warning" not in done.stderr
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.splitlines() == [
+        "invites/acme.yaml:3:11: policy name-is-regex: the name must be a pattern",
+        "Found 1 problem.",
+    ]

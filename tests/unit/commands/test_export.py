@@ -85,7 +85,7 @@ def test_values_the_schema_refuses_are_left_out_each_with_its_reason() -> None:
     )
     assert "`phone` left out: '12' is not E.164" in said
     assert "`primaryContact.phone` left out" in said
-    assert "`groups` left out: 'zero\\u200bwidth' holds U+200B" in said
+    assert "`groups` left out: 'zero\\u200bwidth' holds U+200B ZERO WIDTH SPACE, which" in said
 
 
 def test_a_contact_missing_a_required_sub_field_is_left_out_whole() -> None:

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.values import held
 
+from reconciler.desired.holdable import CANNOT_HOLD
 from reconciler.desired.rewrite import NO_VALUE, SHARED, Wanted, rewrite
 from reconciler.desired.state import load_text
 from reconciler.model.values import Contact, FieldValue
@@ -71,7 +72,6 @@ def test_a_scalar_is_replaced_in_its_quoting_and_nothing_else_moves() -> None:
         ("12:30", '"12:30"'),
         ("a: b", '"a: b"'),
         ("#1 Ltd", '"#1 Ltd"'),
-        ("Line\u2028break", '"Line\\u2028break"'),
         ("-dash", '"-dash"'),
         ("trailing ", '"trailing "'),
     ],
@@ -297,12 +297,13 @@ def test_an_entry_inside_a_flow_list_is_not_removed() -> None:
 def test_any_text_written_reads_back_as_itself_or_is_refused(new: str) -> None:
     done = rewrite(COMMENTED, [wanted(COMMENTED, "inv_a", name=new)])
     invites, problems = load_text(done.text, "f.yaml")
-    if problems:  # a value the files may not hold (a line break): the caller refuses it
+    assert problems == []  # never a value the files may not hold (a line break, a tab)
+    name = {i.id: i.fields.get("name") for i in invites}["inv_a"]
+    if done.refused:
+        assert done.refused[0].reason.startswith(CANNOT_HOLD) and done.text == COMMENTED
         return
     # The loader reads text in NFC (one normal form): "\U0002f800" reads as "\u4e3d".
-    assert {i.id: i.fields.get("name") for i in invites}["inv_a"] == unicodedata.normalize(
-        "NFC", new
-    )
+    assert name == unicodedata.normalize("NFC", new)
     assert done.text.splitlines()[6:] == COMMENTED.splitlines()[6:]
 
 
@@ -651,11 +652,11 @@ def test_a_contacts_sub_fields_after_one_unchanged_are_still_edited() -> None:
         "    primaryContact:\n"
         "      name: Zoë Ådahl\n"
         "      email: zoe@old.example\n"
-        "      phone: '+46 8 123 456'\n"
+        "      phone: '+468123456'\n"
     )
-    contact = {"name": "Zoë Ådahl", "email": "zoe@new.example", "phone": "+46 8 654 321"}
+    contact = {"name": "Zoë Ådahl", "email": "zoe@new.example", "phone": "+468654321"}
     done = rewrite(text, [wanted(text, "inv_a", primaryContact=contact)])
-    assert done.text == text.replace("old.example", "new.example").replace("123 456", "654 321")
+    assert done.text == text.replace("old.example", "new.example").replace("123456", "654321")
     assert [(e.line, e.field) for e in done.edits] == [
         (5, "primaryContact.email"),
         (6, "primaryContact.phone"),
@@ -1076,3 +1077,42 @@ def test_a_dropped_block_scalar_items_comment_is_found_on_its_own_header_line() 
     done = rewrite(text, [wanted(text, "inv_a", groups=["emea", "amer"])])
     assert done.refused == []
     assert done.text == text.replace("      - |-  # why apac\n        apac\n", "      # why apac\n")
+
+
+@pytest.mark.parametrize(
+    ("char", "named"),
+    [("\u00a0", "U+00A0 NO-BREAK SPACE"), ("\ufeff", "U+FEFF ZERO WIDTH NO-BREAK SPACE"),
+     ("\t", "holds a tab")],
+    ids=["nbsp", "bom", "tab"],
+)  # fmt: skip
+@pytest.mark.parametrize("field", ["name", "primaryContact.name", "groups"])
+def test_a_value_no_file_can_hold_is_refused_alone_and_the_entry_s_other_edits_made(
+    char: str, named: str, field: str
+) -> None:
+    bad = f"Acme{char}Group"
+    adopted: dict[str, Any] = {
+        "name": "Acme Group",
+        "email": "new@acme.example",
+        "primaryContact": {"name": "Jane Roe", "email": "jane@acme.example"},
+        "groups": ["emea", "priority"],
+    }
+    platform = {**adopted, "primaryContact": dict(adopted["primaryContact"])}
+    if field == "primaryContact.name":
+        platform["primaryContact"]["name"] = bad
+    else:
+        platform[field] = bad if field == "name" else ["emea", bad]
+    done = rewrite(COMMENTED, [wanted(COMMENTED, "inv_a", **platform)])
+    (refused,) = done.refused
+    assert (refused.id, refused.field) == ("inv_a", field)
+    assert refused.reason.startswith(f"{CANNOT_HOLD}: ") and named in refused.reason
+    assert {e.field for e in done.edits} == {"name", "email", "primaryContact.name", "groups"} - {
+        field
+    }
+    # The file stays valid: every other value adopted, the refused one as it was.
+    before, after = read(COMMENTED)["inv_a"], read(done.text)["inv_a"]
+    expected = held(adopted)
+    if field == "primaryContact.name":
+        expected["primaryContact"] = Contact({"name": "Jane Doe", "email": "jane@acme.example"})
+    else:
+        expected[field] = before[field]
+    assert {name: after[name] for name in expected} == expected

@@ -8,13 +8,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import warnings
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from reconciler.desired.state import load_text
-from reconciler.schema.check import invite_validators
+from reconciler.schema.check import format_checker, invite_validators
 
 
 @pytest.fixture
@@ -73,3 +74,17 @@ def test_a_file_without_problems_is_read_without_jsonschema() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
+
+
+def test_every_format_says_yes_or_no_of_a_hostile_value_never_raises_nor_warns() -> None:
+    # jsonschema's `regex` declares only re.error, but `re.compile` raises OverflowError
+    # for `a{99999999999}` and warns (FutureWarning) of `[[a]`; whichever libraries are
+    # installed, each format's check answers yes or no of any value.
+    checker = format_checker()
+    hostile = ["a{99999999999}", "[[a]", "(" * 100, "\ud800", "\x00", "9" * 400, "::" * 50]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        verdicts = {(f, v): checker.conforms(v, f) for f in checker.checkers for v in hostile}
+    assert set(verdicts.values()) <= {True, False}
+    assert verdicts["regex", "a{99999999999}"] is False
+    assert verdicts["regex", "[[a]"] is True

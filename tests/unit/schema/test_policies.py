@@ -3,6 +3,7 @@ and a failure is placed at the field a failing keyword names."""
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import pytest
@@ -799,3 +800,65 @@ def test_a_rule_used_again_from_deeper_is_refused_where_its_height_passes_50(
         ("$defs", name),
         TOO_DEEP,
     )
+
+
+# What a policy's keywords do with hostile values: a verdict, never an exception or a
+# warning of Python's (issue 51, row 12). `a{99999999999}` made `re.compile`, which
+# jsonschema's `format: regex` calls, raise OverflowError; `[[a]` made it warn.
+HOSTILE_VALUES = ["a{99999999999}", "[[a]", "[a&&b]", "(" * 100, "\\", "9" * 200, "::" * 50]
+FORMATS = ["regex", "date-time", "date", "time", "ipv4", "ipv6", "idn-hostname", "uuid", "email"]
+
+
+@pytest.mark.parametrize("form", FORMATS)
+def test_a_format_on_a_hostile_value_is_a_verdict_never_an_exception_or_a_warning(
+    form: str,
+) -> None:
+    policy = _compiled({"properties": {"name": {"format": form}}})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        verdicts = {v: policy.failure({"id": "inv_1", "name": v}) for v in HOSTILE_VALUES}
+    assert set(verdicts.values()) <= {None, ("name",)}
+    if form == "regex":
+        assert verdicts["a{99999999999}"] == ("name",)  # no regex Python can compile
+        assert verdicts["[[a]"] is None  # one it compiles (and warns of)
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"properties": {"name": {"pattern": "a{99999999999}"}}},
+        {"patternProperties": {"a{99999999999}": True}},
+        {"propertyNames": {"pattern": "a{99999999999}"}},
+    ],
+    ids=["pattern", "patternProperties", "propertyNames"],
+)
+def test_a_pattern_python_cannot_compile_is_refused_when_compiled_not_raised(
+    schema: dict[str, Any],
+) -> None:
+    # RE2 runs it (`{` as a letter); the meta-schema's `format: regex` asks `re`.
+    refused = _refusal(schema)
+    assert refused is not None
+    assert refused[1] == "not valid JSON Schema (draft 2020-12): 'a{99999999999}' is not a 'regex'"
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"properties": {"name": {"pattern": "[[:alpha:]]"}}},
+        {"properties": {"groups": {"minItems": 10**30, "maxItems": 10**30}}},
+        {"properties": {"name": {"minLength": 10**30, "multipleOf": float("inf")}}},
+        {"properties": {"name": {"enum": [float("nan"), float("inf"), 10**400]}}},
+        {"unevaluatedProperties": {"format": "regex"}},
+        {"additionalProperties": {"format": "regex"}, "properties": {"id": True}},
+    ],
+    ids=["re-warns", "huge-counts", "huge-bounds", "odd-numbers", "unevaluated", "additional"],
+)
+def test_a_hostile_keyword_compiles_and_judges_without_exception_or_warning(
+    schema: dict[str, Any],
+) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        policy = _compiled(schema)
+        for value in HOSTILE_VALUES:
+            entry = {"id": "inv_1", "name": value, "groups": [value]}
+            assert policy.failure(entry) in (None, (), ("name",), ("groups",))

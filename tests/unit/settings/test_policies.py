@@ -61,6 +61,16 @@ PROBLEMS = {
         "    schema: {properties: {groups: {minItems: -1}}}\n",
         ["4:46: `schema.properties.groups.minItems` must be at least 0"],
     ),
+    "a pattern Python's re cannot compile": (  # OverflowError in jsonschema's check
+        "policies:\n  - name: a\n    message: m\n"
+        '    schema: {properties: {name: {pattern: "a{99999999999}"}}}\n',
+        ["4:43: `schema.properties.name.pattern`: 'a{99999999999}' is not a valid regex"],
+    ),
+    "a patternProperties name Python's re cannot compile": (
+        "policies:\n  - name: a\n    message: m\n"
+        '    schema: {patternProperties: {"a{99999999999}": true}}\n',
+        ["4:33: `schema.patternProperties`: 'a{99999999999}' is not a valid regex"],
+    ),
     "two policies of one name": (
         "policies:\n  - {name: a, message: m, schema: {}}\n  - {name: a, message: m, schema: {}}\n",
         ["3:12: policy `a` is already defined (item 1 of `policies`); give each its own name"],
