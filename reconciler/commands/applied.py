@@ -57,7 +57,7 @@ def applied() -> None:
     """
 
 
-@applied.command()
+@applied.command(short_help="Print which revision is applied and what is pending.")
 @_where_options
 @click.option(
     "--format",
@@ -84,7 +84,7 @@ def show(branch: str | None, main: str | None, remote: str | None, output_format
     return 0
 
 
-@applied.command(name="advance")
+@applied.command(name="advance", short_help="Record COMMIT as the last successful apply.")
 @click.argument("commit", default="HEAD")
 @_where_options
 def advance_command(commit: str, branch: str | None, main: str | None, remote: str | None) -> int:

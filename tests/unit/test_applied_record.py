@@ -15,6 +15,7 @@ from support.ci_forge import APPLIED, Forge
 from support.git import git
 
 from reconciler import applied_record
+from reconciler import git as reconciler_git
 from reconciler.applied_record import (
     TOKEN_ENV,
     AlreadyApplied,
@@ -134,7 +135,7 @@ def test_a_commit_off_mains_first_parent_history_is_never_recorded(forge: Forge)
 
 def _racing(monkeypatch: pytest.MonkeyPatch, forge: Forge, moves: list[str]) -> list[str]:
     """Before each of this run's pushes, another job records the next of ``moves``."""
-    real = applied_record.run
+    real = reconciler_git.run
     pushes: list[str] = []
 
     def run(args: list[str], **kwargs: Any) -> subprocess.CompletedProcess[bytes]:
