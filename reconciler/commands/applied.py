@@ -1,5 +1,6 @@
 """`reconcile applied`: the record of the last successful apply, read (`show`) and moved
-forward after an apply that exited 0 (`advance`). The rules are reconciler.applied_record's."""
+forward after an apply that exited 0 (`advance`). The rules are reconciler.applied_record's
+and reconciler.applied_advance's."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 
 import click
 
+from reconciler.applied_advance import advance
 from reconciler.applied_record import (
     BRANCH_ENV,
     MAIN_ENV,
@@ -17,7 +19,6 @@ from reconciler.applied_record import (
     Record,
     Trusted,
     Untrusted,
-    advance,
     pending_commits,
     read_record,
 )

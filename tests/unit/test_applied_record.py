@@ -1,7 +1,8 @@
-"""The record of the last successful apply, read and moved in a real git repository with a
-bare origin: each state it can be in, and each move a forge sees (a first apply, a forward
-move, two records racing, a re-run of an older push, main force-pushed, a pull request's
-head pushed as the record)."""
+"""The record of the last successful apply, read (reconciler.applied_record) and moved
+(reconciler.applied_advance) in a real git repository with a bare origin: each state it
+can be in, and each move a forge sees (a first apply, a forward move, two records racing,
+a re-run of an older push, main force-pushed, a pull request's head pushed as the
+record)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from support.git import git
 
 from reconciler import applied_record
 from reconciler import git as reconciler_git
+from reconciler.applied_advance import advance
 from reconciler.applied_record import (
     TOKEN_ENV,
     AlreadyApplied,
@@ -23,7 +25,6 @@ from reconciler.applied_record import (
     Record,
     Trusted,
     Untrusted,
-    advance,
     read_record,
 )
 from reconciler.errors import ReconcilerError
@@ -258,3 +259,9 @@ def test_names_git_would_refuse_or_read_as_options_are_refused(
 ) -> None:
     with pytest.raises(ReconcilerError, match=refused):
         Record.from_env({}, **given)
+
+
+def test_a_commit_git_would_read_as_an_option_is_refused(forge: Forge) -> None:
+    with pytest.raises(ReconcilerError, match="no such commit"):
+        advance(ORIGIN, "--output=pwned")
+    assert forge.recorded() is None and not (forge.work / "pwned").exists()
