@@ -201,8 +201,8 @@ def changed_since_applied_option(f: F) -> F:
         help="--changed-since the last successful apply: the commit the branch "
         "reconcile/applied of origin is at, trusted only on main's first-parent history "
         "(env RECONCILER_APPLIED_BRANCH, RECONCILER_MAIN_BRANCH, RECONCILER_GIT_REMOTE). "
-        "None yet, or not trusted: every invite, with a notice or a warning; a later "
-        "commit of main applied already: nothing to do, exit 0.",
+        "None yet: every invite, with a notice; not trusted: every invite, with a warning "
+        "(adopt refuses it, exit 1); a later commit of main than HEAD: nothing to do, exit 0.",
     )(f)
 
 
