@@ -37,6 +37,7 @@ COMMANDS = (
     "validate",
     "plan",
     "apply",
+    "applied",
     "show",
     "export",
     "adopt",
@@ -52,6 +53,8 @@ EXAMPLES = {
     "reconcile plan --detailed-exitcode --changed-since origin/main --out plan.json",
     "apply": "reconcile apply --auto-approve --audit-log audit.jsonl --changed-since HEAD~1\n"
     "reconcile apply --plan plan.json",
+    "applied": "reconcile applied show\n"
+    "reconcile apply --auto-approve --changed-since-applied && reconcile applied advance HEAD",
     "show": "reconcile show plan.json --format markdown",
     "export": "reconcile export inv_8f2k1 inv_3m9q7 --out invites/acme.yaml",
     "adopt": "reconcile adopt invites/ --target inv_8f2k1",

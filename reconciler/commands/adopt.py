@@ -24,8 +24,9 @@ from reconciler.commands.adopt_files import (
     rewrite_all,
 )
 from reconciler.commands.adopt_summary import Held, write_summary
-from reconciler.commands.common import check_writable, run_inputs, settings_for
+from reconciler.commands.common import applied_since, check_writable, run_inputs, settings_for
 from reconciler.commands.options import (
+    changed_since_applied_option,
     config_option,
     parallelism_option,
     paths_argument,
@@ -72,6 +73,7 @@ from reconciler.writing import refuse_input
     "successful apply): it is listed as not applied yet, or as a conflict when the "
     "platform holds neither value.",
 )
+@changed_since_applied_option
 @click.option(
     "--summary",
     "summary_file",
@@ -90,6 +92,7 @@ def adopt(
     excludes: tuple[str, ...],
     prune_not_pending: bool,
     changed_since: str | None,
+    changed_since_applied: bool,
     summary_file: str | None,
     config_file: str | None,
     parallelism: int | None,
@@ -107,6 +110,7 @@ def adopt(
     drift.
     """
     setup_logging(verbose)
+    changed_since = applied_since(changed_since, changed_since_applied, adopt=True)
     refuse_bad_ids(targets, "--target")
     refuse_bad_ids(excludes, "--exclude")
     settings = settings_for(config_file, parallelism=parallelism)

@@ -83,12 +83,12 @@ def apply(
 ) -> int:
     """Apply the changes the plan shows, sending only the fields that differ."""
     setup_logging(run.verbose)
-    selection = run_selection(run)
-    if plan_file and (run.paths or not selection.is_everything):
+    if plan_file and (run.paths or run.narrows):
         raise click.UsageError(
-            "--plan applies a saved plan as it is; do not give PATH, --target, --exclude "
-            "or --changed-since"
+            "--plan applies a saved plan as it is; do not give PATH, --target, --exclude, "
+            "--changed-since or --changed-since-applied"
         )
+    selection = run_selection(run)
     on_stderr = False  # the plan shown on the terminal too: stdout goes elsewhere
     if not plan_file and not auto_approve:  # before anything is read: nobody could answer
         require_terminal(action="apply", instead=_INSTEAD)

@@ -13,6 +13,14 @@ from typing import Any
 
 import click
 
+from reconciler.applied_record import (
+    AlreadyApplied,
+    Missing,
+    Record,
+    Trusted,
+    Untrusted,
+    read_record,
+)
 from reconciler.commands.options import RunOptions
 from reconciler.desired.changed_since import ChangedSince, changed_entries
 from reconciler.desired.entries import refuse_bad_ids
@@ -20,8 +28,14 @@ from reconciler.desired.files import find_files
 from reconciler.desired.selection import EVERYTHING, Selection, select_invites
 from reconciler.desired.state import DesiredState, load_desired_state
 from reconciler.errors import FileProblem, ReconcilerError
-from reconciler.output.color import echo_problem
-from reconciler.output.github import GITHUB_ANNOTATIONS, report_problems
+from reconciler.output.color import echo_err, echo_problem
+from reconciler.output.github import (
+    GITHUB_ANNOTATIONS,
+    emit,
+    error_command,
+    github_enabled,
+    report_problems,
+)
 from reconciler.safetext import escape
 from reconciler.settings.config import Settings, load_settings
 from reconciler.settings.config_file import DEFAULT_CONFIG_FILE
@@ -52,8 +66,79 @@ def run_inputs(config_file: str | None, paths: list[str]) -> list[str]:
 
 
 def run_selection(run: RunOptions) -> Selection:
-    """The invites a run is about: --target, --exclude, --changed-since."""
-    return Selection(run.targets, run.excludes, run.changed_since)
+    """The invites a run is about: --target, --exclude, --changed-since (-applied)."""
+    changed_since = applied_since(run.changed_since, run.changed_since_applied)
+    return Selection(run.targets, run.excludes, changed_since)
+
+
+def applied_since(changed_since: str | None, applied: bool, *, adopt: bool = False) -> str | None:
+    """The REF of --changed-since, `--changed-since-applied` resolved: the last successful
+    apply when trusted; None (every invite) when there is none or it is not trusted. A
+    later commit of main applied already ends the run: nothing to do, exit 0, nothing read.
+
+    For adopt an untrusted record ends the run (exit 1): which merged changes are pending
+    is unknown, and adopting them would propose to undo them.
+    """
+    if not applied:
+        return changed_since
+    if changed_since is not None:
+        raise click.UsageError("give --changed-since REF or --changed-since-applied, not both")
+    record = Record.from_env()
+    reading = read_record(record)
+    where = f"{escape(record.branch)} of {record.shown_remote}"
+    if reading.unreachable is not None:
+        _say_applied(
+            f"cannot read {record.shown_remote} ({reading.unreachable}): reading this "
+            "clone's copies of its branches",
+            "notice",
+        )
+    match reading.state:
+        case Trusted(commit):
+            _say_applied(
+                f"the last successful apply is {commit} ({where}, on "
+                f"{escape(record.main)}'s first-parent history)"
+            )
+            return commit
+        case Missing():
+            unknown = (
+                "which merged changes are pending apply is unknown: adopt may propose to "
+                "undo one not applied yet"
+                if adopt
+                else "every invite is planned"
+            )
+            _say_applied(
+                f"no successful apply recorded yet (no branch {where}): {unknown}", "notice"
+            )
+            return None
+        case Untrusted(commit, why):
+            said = f"{where} is at {commit}, {why}: not trusted"
+            if adopt:
+                raise ReconcilerError(
+                    f"--changed-since-applied: {said}, so which merged changes are pending "
+                    "apply is unknown; nothing is adopted. Delete the branch and run a full "
+                    "apply: the next record starts afresh"
+                )
+            _say_applied(f"{said}; every invite is planned", "warning")
+            return None
+        case AlreadyApplied(later):
+            context = click.get_current_context()
+            _say_applied(
+                f"{later}, a later commit of {escape(record.main)}, is applied already "
+                f"({where}), and HEAD ({reading.head[:12]}) is in its history: nothing to "
+                f"{context.info_name}",
+                "notice",
+            )
+            raise click.exceptions.Exit(0)
+
+
+def _say_applied(text: str, level: str | None = None) -> None:
+    """A line on stderr; a notice or a warning also as an annotation under GitHub."""
+    line = f"--changed-since-applied: {text}"
+    echo_err(f"warning: {line}" if level == "warning" else line)
+    context = click.get_current_context(silent=True)
+    meta = context.meta if context is not None else {}
+    if level and meta.get(GITHUB_ANNOTATIONS, github_enabled()):
+        emit([error_command(text, title="Last successful apply", command=level)])
 
 
 def check_writable(path: str | None, action: str) -> None:

@@ -190,7 +190,20 @@ def selection_options(f: F) -> F:
             help="Only invites whose YAML entries differ between git REF and the working tree "
             "(added or changed entries).",
         ),
+        changed_since_applied_option,
     )
+
+
+def changed_since_applied_option(f: F) -> F:
+    return click.option(
+        "--changed-since-applied",
+        is_flag=True,
+        help="--changed-since the last successful apply: the commit the branch "
+        "reconcile/applied of origin is at, trusted only on main's first-parent history "
+        "(env RECONCILER_APPLIED_BRANCH, RECONCILER_MAIN_BRANCH, RECONCILER_GIT_REMOTE). "
+        "None yet: every invite, with a notice; not trusted: every invite, with a warning "
+        "(adopt refuses it, exit 1); a later commit of main than HEAD: nothing to do, exit 0.",
+    )(f)
 
 
 def parallelism_option(f: F) -> F:
@@ -230,6 +243,7 @@ class RunOptions:
     targets: tuple[str, ...]
     excludes: tuple[str, ...]
     changed_since: str | None
+    changed_since_applied: bool
     parallelism: int | None
     max_changes: int | None
     max_resends: int | None
@@ -237,6 +251,13 @@ class RunOptions:
     color: str
     annotations: str
     verbose: bool
+
+    @property
+    def narrows(self) -> bool:
+        """Whether the run picks some invites of the files (--target, --changed-since...)."""
+        return bool(
+            self.targets or self.excludes or self.changed_since or self.changed_since_applied
+        )
 
 
 _RUN_FIELDS = tuple(field.name for field in fields(RunOptions))

@@ -190,6 +190,7 @@ def test_github_validation_errors_are_annotated_on_their_lines(repo: Repo, insta
 def test_github_merge_applies_what_it_changed_then_drift_and_full_apply(
     repo: Repo, installed: Path
 ) -> None:
+    Loop(repo, installed)  # the repository on a forge: no record of an apply yet
     summary = repo.work.parent / "step_summary"
     # The drift check of the examples against the sandbox: they differ (exit 2).
     failed, text = outcome(github_job(repo, installed, "drift", event_name="schedule"))
@@ -199,11 +200,12 @@ def test_github_merge_applies_what_it_changed_then_drift_and_full_apply(
     assert "invites/emea.yaml" in git(repo.work, "status", "--porcelain")
     assert "Adopted" in text
     git(repo.work, "checkout", "--", ".")  # the next job has a fresh checkout
-    # The first commit is the last successful apply (the checkout fetched its record).
-    git(repo.work, "update-ref", "refs/remotes/origin/reconcile/applied", repo.first)
+    # The first commit is the last successful apply.
+    git(repo.work, "push", "-q", "origin", f"{repo.first}:{APPLIED}")
     # A push that changes one invite applies that one (exit 0), nothing else.
     repo.edit(EMEA_NAME, "name: Acme Merged plc")
     repo.commit("one invite changed")
+    git(repo.work, "push", "-q", "origin", "main")
     results = github_job(repo, installed, "apply", event_name="push")
     failed, text = outcome(results)
     assert not failed, text
@@ -220,17 +222,18 @@ def test_github_merge_applies_what_it_changed_then_drift_and_full_apply(
         )
     )
     assert not failed, text
-    assert "Manual full apply" in text
+    assert "--changed-since-applied" not in text  # every invite, whatever the record says
     failed, text = outcome(github_job(repo, installed, "drift", event_name="schedule"))
     assert not failed and "No drift" in text
     # An apply that fails (exit 1): an id the platform does not know.
     repo.add_unknown_invite()
     before = git(repo.work, "rev-parse", "HEAD")
     repo.commit("an unknown invite")
-    git(repo.work, "update-ref", "refs/remotes/origin/reconcile/applied", before)
+    git(repo.work, "push", "-q", "origin", "main", f"{before}:{APPLIED}")
     results = github_job(repo, installed, "apply", event_name="push")
     failed, text = outcome(results)
     assert failed and "inv_not_on_the_platform" in text
+    assert f"Applied: {before[:12]} (reconcile/applied of origin); pending: " in text
     failed, text = outcome(github_job(repo, installed, "drift", event_name="schedule"))
     assert failed and "Drift check failed" in text
 
@@ -250,6 +253,7 @@ def gitlab(repo: Repo, installed: Path, job: str, **ci: str) -> subprocess.Compl
 
 
 def test_gitlab_recipe_plans_applies_and_checks_drift(repo: Repo, installed: Path) -> None:
+    Loop(repo, installed)  # the repository on a forge: no record of an apply yet
     repo.edit(EMEA_NAME, "name: Acme Merged plc")
     plan = gitlab(repo, installed, "plan", CI_MERGE_REQUEST_DIFF_BASE_SHA=repo.first)
     assert plan.returncode == 0 and "Changes pending" in plan.stdout, plan.stderr
@@ -265,8 +269,8 @@ def test_gitlab_recipe_plans_applies_and_checks_drift(repo: Repo, installed: Pat
     repo.edit(EMEA_NAME, "name: Acme Merged plc")
 
     repo.commit("one invite changed")
-    # The first commit is the last successful apply (no forge here: the record, as fetched).
-    git(repo.work, "update-ref", "refs/remotes/origin/reconcile/applied", repo.first)
+    # The first commit is the last successful apply.
+    git(repo.work, "push", "-q", "origin", "main", f"{repo.first}:{APPLIED}")
     apply = gitlab(repo, installed, "apply")
     assert apply.returncode == 0, apply.stderr
     assert [r.path.rsplit("/", 1)[1] for r in repo.server.stats.calls("PATCH")] == ["inv_8f2k1"]
@@ -391,10 +395,10 @@ def test_github_loop_retries_a_failed_apply_and_drift_leaves_the_pending_change_
     first = repo.first
     failed, text = outcome(loop.github("apply", event_name="push"))
     assert not failed and "no successful apply recorded yet" in text, text
-    assert f"Applied: {first[:12]} (main); pending: nothing." in loop.summary()
     failed, text = outcome(loop.github("record", event_name="push"))
     assert not failed, text
     assert loop.applied() == first
+    assert f"Recorded: reconcile/applied (new) -> {first}" in loop.summary()
     patched(repo)
 
     # Merge A; its apply fails: the platform is down. Nothing is recorded (the record job
@@ -403,14 +407,15 @@ def test_github_loop_retries_a_failed_apply_and_drift_leaves_the_pending_change_
     failed, text = outcome(loop.github("apply", base_url=DOWN, event_name="push"))
     assert failed
     assert loop.applied() == first
-    assert f"pending: {first[:12]}..{a[:12]}, this apply failed" in loop.summary()
+    pending = f"Applied: {first[:12]} (reconcile/applied of origin); pending: {first[:12]}.."
+    assert f"{pending}{a[:12]} (1 commit)." in loop.summary()
 
     # The nightly drift check: a real edit on the platform, and A's change not applied.
     repo.server.store.update("inv_9k4r2", {"name": "Northwind Edited On The Platform"})
     loop.checkout()
     failed, text = outcome(loop.github("drift", event_name="schedule"))
     assert failed and "Drift detected" in text
-    assert f"Applied: {first[:12]}; pending: 1 commits of main" in loop.summary()
+    assert f"{pending}{a[:12]} (1 commit)." in loop.summary()
     diff = git(repo.work, "diff", "-U0", "--no-color")
     assert "+    name: Northwind Edited On The Platform" in diff  # the drift, adopted
     assert "Acme" not in diff  # A's change is pending: never proposed for reversal
@@ -429,6 +434,37 @@ def test_github_loop_retries_a_failed_apply_and_drift_leaves_the_pending_change_
     assert not outcome(loop.github("record", event_name="push"))[0]
     assert loop.applied() == b
     forward_only(loop)
+
+
+@pytest.mark.slow
+def test_github_merge_whose_pull_request_pushed_its_head_as_the_record_applies_the_change(
+    repo: Repo, installed: Path
+) -> None:
+    """Issue 51 row 6: any branch may be pushed by whoever may push one. A pull request's
+    author pushes its head to reconcile/applied before the merge; after it, the head is in
+    main's history (the merge's second parent). Trusted as an ancestor, the apply ran
+    --changed-since the head: the reviewed change "not read", exit 0, and the record moved
+    past it. main never pointed at the head: every invite is planned, with a warning."""
+    loop = Loop(repo, installed)
+    git(repo.work, "push", "-q", "origin", f"{repo.first}:{APPLIED}")  # applied, trusted
+    git(repo.work, "checkout", "-q", "-b", "pr")
+    repo.edit(EMEA_NAME, "name: Acme Reviewed plc")
+    head = repo.commit("the reviewed change")
+    git(repo.work, "push", "-q", "--force", "origin", f"{head}:{APPLIED}")  # the forgery
+    git(repo.work, "checkout", "-q", "main")
+    git(repo.work, "merge", "-q", "--no-ff", "-m", "Merge the pull request", "pr")
+    git(repo.work, "push", "-q", "origin", "main")
+    results = loop.github("apply", event_name="push")
+    failed, text = outcome(results)
+    assert not failed and step_outputs(results, "Apply what changed")["exitcode"] == "0", text
+    warned = f"reconcile/applied of origin is at {head}, not on main's first-parent history"
+    assert f"::warning title=Last successful apply::{warned}" in text
+    assert "inv_8f2k1" in patched(repo)  # the reviewed change, written
+    assert repo.server.store.get("inv_8f2k1")["name"] == "Acme Reviewed plc"
+    # The record job refuses to move a record main never pointed at; the job fails, loud.
+    failed, text = outcome(loop.github("record", event_name="push"))
+    assert failed and "never moved backwards or sideways" in text
+    assert loop.applied() == head
 
 
 @pytest.mark.slow
@@ -465,15 +501,14 @@ def test_github_concurrent_records_never_move_the_ref_backwards(
     assert not outcome(loop.github("record", work=works["c"], event_name="push"))[0]
     assert loop.applied() == d
     git(works["c"], "fetch", "-q", "origin")  # a new run's checkout: the branches as now
-    results_c = loop.github("apply", work=works["c"], event_name="push")
-    assert not outcome(results_c)[0]
-    assert step_outputs(results_c, "Scope the apply")["skip"] == "true"
+    failed, text = outcome(loop.github("apply", work=works["c"], event_name="push"))
+    assert not failed and f"{d}, a later commit of main, is applied already" in text
     assert patched(repo) == []
     # Sideways: a record off main's history is refused, never moved.
     git(repo.work, "checkout", "-q", "--orphan", "rewritten")
     sideways = repo.commit("a rewritten history")
     failed, text = outcome(loop.github("record", work=repo.work, event_name="push"))
-    assert failed and "never moved backwards or sideways" in text
+    assert failed and "reconcile/applied is not moved" in text
     assert loop.applied() == d and sideways != d
     forward_only(loop)
 

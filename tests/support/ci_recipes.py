@@ -26,12 +26,8 @@ RECONCILE = Path(sys.executable).parent / "reconcile"
 GITLAB_BASH = ["bash", "-eo", "pipefail"]
 # Stands in for expressions when a recipe's command lines are read, not run.
 PLACEHOLDERS = {
-    "github": {"base_ref": "main", "event": {"before": "0" * 40}},
+    "github": {"base_ref": "main", "event_name": "push", "event": {"before": "0" * 40}},
     "runner": {"temp": "/runner-temp"},
-    "steps": {
-        "scope": {"outputs": {"args": "--changed-since HEAD~1"}},
-        "applied": {"outputs": {"args": "--changed-since HEAD~2"}},
-    },
 }
 
 
@@ -180,19 +176,24 @@ def cli_help(*subcommand: str) -> str:
 def load_help_in_parallel() -> None:
     """Fill the cache of cli_help at once: each start of the CLI takes about half a second."""
     with ThreadPoolExecutor(max_workers=4) as pool:
-        list(pool.map(lambda sub: cli_help(*sub), [(), ("validate",), ("plan",), ("apply",)]))
+        commands = [(), ("validate",), ("plan",), ("apply",), ("applied",), ("applied", "show")]
+        list(pool.map(lambda sub: cli_help(*sub), commands))
 
 
 @functools.cache
-def subcommands() -> frozenset[str]:
-    section = cli_help().split("Commands:", 1)[1]
+def subcommands(*group: str) -> frozenset[str]:
+    """The subcommands of `reconcile` (or of one of its groups: `applied`); none for a
+    command that is no group."""
+    if "Commands:" not in cli_help(*group):
+        return frozenset()
+    section = cli_help(*group).split("Commands:", 1)[1]
     return frozenset(re.findall(r"^  ([a-z][\w-]*)", section, re.MULTILINE))
 
 
 @functools.cache
-def options(subcommand: str) -> dict[str, tuple[bool, tuple[str, ...] | None]]:
+def options(*command: str) -> dict[str, tuple[bool, tuple[str, ...] | None]]:
     """Each option of a subcommand: (takes a value, its choices if it has a fixed set)."""
-    section = cli_help(subcommand).split("Options:", 1)[1]
+    section = cli_help(*command).split("Options:", 1)[1]
     found: dict[str, tuple[bool, tuple[str, ...] | None]] = {}
     # A metavar follows one space; the description follows two or more.
     for match in re.finditer(r"^  (?:(-\w), )?(--[\w-]+)(?: (\S+))?", section, re.MULTILINE):
@@ -211,7 +212,13 @@ def command_problems(args: list[str]) -> list[str]:
     sub, *rest = args
     if sub not in subcommands():
         return [f"no subcommand {sub!r} (have: {sorted(subcommands())})"]
-    known = options(sub)
+    command = [sub]
+    if subcommands(sub):  # a group: one of its own subcommands comes next
+        if not rest or rest[0] not in subcommands(sub):
+            return [f"`reconcile {sub}` needs one of {sorted(subcommands(sub))}"]
+        command.append(rest.pop(0))
+        sub = " ".join(command)
+    known = options(*command)
     problems: list[str] = []
     i = 0
     while i < len(rest):
@@ -239,7 +246,7 @@ def command_problems(args: list[str]) -> list[str]:
 
 STUB = """#!/usr/bin/env bash
 [ "$1" = --version ] && { echo "reconcile, version stub"; exit 0; }
-printf '%s\\n' "$*" >> "$STUB_LOG"
+printf '%s\\n' "$*${RECONCILER_GIT_TOKEN:+ (token: $RECONCILER_GIT_TOKEN)}" >> "$STUB_LOG"
 echo "### stub plan for: $*"
 echo "stub reconcile: progress on stderr" >&2
 code="STUB_EXIT_${1^^}"  # e.g. STUB_EXIT_PLAN; else STUB_EXIT

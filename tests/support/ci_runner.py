@@ -147,7 +147,7 @@ class Runner:
             if step.get("id"):
                 outcome = "failure" if result.returncode else "success"
                 ctx["steps"][step["id"]] = {"outputs": result.outputs, "outcome": outcome}
-            failed = failed or bool(result.returncode)
+            failed = failed or (bool(result.returncode) and not step.get("continue-on-error"))
         return not failed
 
     def run_script(

@@ -101,7 +101,17 @@ def test_help_lists_every_command_in_order_with_its_summary() -> None:
     assert result.returncode == 0
     listed = result.stdout.split("Commands:\n", 1)[1].splitlines()
     names = [line.split()[0] for line in listed if line.startswith("  ") and line[2] != " "]
-    expected = ["validate", "plan", "apply", "show", "export", "adopt", "resend", "sandbox"]
+    expected = [
+        "validate",
+        "plan",
+        "apply",
+        "applied",
+        "show",
+        "export",
+        "adopt",
+        "resend",
+        "sandbox",
+    ]
     assert names == [*expected, "schema"] == list(COMMANDS)
     assert "  schema    Print the JSON Schema of desired-state files." in listed
 

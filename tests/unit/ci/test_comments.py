@@ -318,8 +318,9 @@ def test_gitlab_drift_proposes_the_adopted_files_as_one_merge_request(stub: Any)
         for run in range(2):  # the second run updates the branch; no second merge request
             result, calls = stub(*gitlab_job_script("drift"), 2, STUB_EXIT_ADOPT="0", **ci)
             assert result.returncode == 1  # drift is still reported
-            assert calls[0] == "plan --detailed-exitcode"
-            assert re.fullmatch(r"adopt --summary /\S+/adopt-summary\.md", calls[1])
+            assert calls[:2] == ["applied show", "plan --detailed-exitcode"]
+            adopt = r"adopt --summary /\S+/adopt-summary\.md --changed-since-applied"
+            assert re.fullmatch(adopt, calls[2])
             assert "Proposed the adopted values" in result.stdout, result.stderr
             if run == 0:
                 server.merge_requests[0]["description"] = "edited by hand"

@@ -221,9 +221,6 @@ def test_github_jobs_use_the_action_pinned_by_owner_and_tag() -> None:
         steps = job["steps"]
         assert any(s.get("uses", "").startswith("actions/checkout@") for s in steps), name
         uses = [s["uses"] for s in steps if "invite-reconciler" in s.get("uses", "")]
-        if name == "record":  # git only: it pushes a branch, runs no reconcile
-            assert uses == [], name
-            continue
         assert uses and set(uses) == {"OWNER/invite-reconciler@TAG"}, name
         assert not any("pip install" in s.get("run", "") for s in steps), name
 
@@ -304,6 +301,10 @@ def test_command_checker_rejects_what_the_cli_rejects() -> None:
     assert command_problems(["plan", "--out"])
     assert command_problems(["validate", "--auto-approve"])
     assert command_problems(["diff"])
+    assert command_problems(["applied", "show", "--format", "json"]) == []
+    assert command_problems(["applied", "advance", "--remote", "x"]) == []
+    assert command_problems(["applied"])  # a group: its subcommand is missing
+    assert command_problems(["applied", "show", "--remote"])
     found = reconcile_commands(
         'rc=0\nreconcile plan --out p.json > p.md || rc=$?\necho "reconcile apply --nope"\n'
         "if true; then reconcile validate invites 2> err.txt; fi\n"
@@ -321,23 +322,27 @@ def test_every_reconcile_command_uses_real_subcommands_and_options() -> None:
     assert problems == []
     lines = {(where.split(":")[0], " ".join(cmd)) for where, cmd in commands}
     assert (GITHUB.name, "plan --detailed-exitcode --changed-since origin/main") in lines
-    assert (
-        GITHUB.name,
-        "apply --auto-approve --audit-log audit.jsonl --changed-since HEAD~1",
-    ) in lines
+    # A merge applies what changed since the last successful apply; the record job moves it.
+    apply = "apply --auto-approve --audit-log audit.jsonl --changed-since-applied"
+    assert (GITHUB.name, apply) in lines
+    assert (GITHUB.name, "applied advance") in lines
     assert (GITHUB.name, "plan --detailed-exitcode") in lines  # the drift check: everything
     # adopt leaves alone what changed since the last successful apply
     assert (
         GITHUB.name,
-        "adopt --summary /runner-temp/adopt-summary.md --changed-since HEAD~2",
+        "adopt --summary /runner-temp/adopt-summary.md --changed-since-applied",
     ) in lines
-    assert (GITLAB.name, "adopt --summary $out/adopt-summary.md $since") in lines
+    assert (GITHUB.name, "applied show") in lines
+    assert (GITLAB.name, "adopt --summary $out/adopt-summary.md --changed-since-applied") in lines
+    assert (GITLAB.name, "applied show") in lines
+    remote = "${RECORD_REMOTE:-$CI_SERVER_URL/$CI_PROJECT_PATH.git}"
+    assert (GITLAB.name, f"applied advance --remote {remote}") in lines
     assert (GITLAB.name, "validate --codequality gl-code-quality-report.json") in lines
     assert (
         GITLAB.name,
         "plan --format markdown --out plan.json --detailed-exitcode $scope",
     ) in lines
-    assert (GITLAB.name, "apply --auto-approve --audit-log audit.jsonl $scope") in lines
+    assert (GITLAB.name, "apply --auto-approve --audit-log audit.jsonl $since") in lines
     assert (GITLAB.name, "plan --detailed-exitcode") in lines
 
 
@@ -432,9 +437,11 @@ def test_github_drift_check_fails_on_changes_and_on_errors(
         tmp_path, "drift", {"plan": plan_exit}, event_name="schedule"
     )
     out = runner.runner_temp / "invite-reconciler-out"
-    # drift: the platform's values proposed (no apply recorded in this checkout)
-    adopted = [f"adopt --summary {runner.runner_temp}/adopt-summary.md"] if plan_exit == 2 else []
-    assert calls == [f"plan --format markdown --out {out}/plan.json --detailed-exitcode", *adopted]
+    # drift: the platform's values proposed, never a change merged but not applied yet
+    summary = f"{runner.runner_temp}/adopt-summary.md"
+    adopted = [f"adopt --summary {summary} --changed-since-applied"] if plan_exit == 2 else []
+    plan = f"plan --format markdown --out {out}/plan.json --detailed-exitcode"
+    assert calls == ["applied show", plan, *adopted]
     assert job_failed(results) is (plan_exit != 0)
     assert says in "".join(r.stdout for r in results)
     proposed = step(results, "Propose the platform's values")
@@ -490,98 +497,36 @@ def test_github_apply_fails_exactly_when_apply_fails(tmp_path: Path, apply_exit:
     results, calls, _ = github_stub_job(
         tmp_path, "apply", {"apply": apply_exit}, event_name="push", event={"before": "0" * 40}
     )
-    assert calls == ["validate", "apply --auto-approve --audit-log audit.jsonl"]
+    # After a failed apply the job says which revision is applied and what is pending.
+    shown = ["applied show"] if apply_exit else []
+    apply = "apply --auto-approve --audit-log audit.jsonl --changed-since-applied"
+    assert calls == ["validate", apply, *shown]
     assert job_failed(results) is bool(apply_exit)
-    assert "no successful apply recorded yet" in step(results, "Scope the apply").stdout
-    said = step(results, "Say which revision").stdout
-    assert ("pending: nothing" in said) is (apply_exit == 0)
-    assert ("pending: every invite" in said) is (apply_exit == 1)
+    assert (step(results, "Say which revision").returncode is None) is (apply_exit == 0)
     assert step(results, "Upload the audit log").foreign
 
 
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-c", "user.name=T", "-c", "user.email=t@example.com", *args],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
+def test_github_full_apply_by_hand_applies_every_invite(tmp_path: Path) -> None:
+    results, calls, _ = github_stub_job(tmp_path, "apply", {}, event_name="workflow_dispatch")
+    assert not job_failed(results)
+    assert calls == ["validate", "apply --auto-approve --audit-log audit.jsonl"]
+
+
+def test_github_records_after_apply_with_the_jobs_token_given_to_the_tool(
+    tmp_path: Path,
+) -> None:
+    # The rules (only forward, compare-and-swap, never a record main never pointed at)
+    # are the tool's: tests/unit/test_applied_record.py runs them in a real repository.
+    results, calls, _ = github_stub_job(tmp_path, "record", {}, token="ghs_job-token")
+    assert not job_failed(results)
+    assert calls == ["applied advance (token: ghs_job-token)"]
+    assert load(GITHUB)["jobs"]["record"]["needs"] == "apply"
 
 
 WRITE_CLIENT = {
     "RECONCILER_WRITE_CLIENT_ID": "writer",
     "RECONCILER_WRITE_CLIENT_SECRET": "the-write-client-secret",
 }
-
-
-def with_origin(work: Path, recorded: str) -> dict[str, str]:
-    """``work`` (a checkout of one commit) gets a bare origin holding reconcile/applied as
-    ``recorded`` says (none, head, ancestor, later, sideways), the checkout at main's head
-    but for "later". The commits by name."""
-    origin = work.parent / "origin.git"
-    git(work.parent, "init", "-q", "--bare", "-b", "main", str(origin))
-    git(origin, "config", "receive.advertisePushOptions", "true")  # as GitLab does
-    git(work, "remote", "add", "origin", str(origin))
-    shas = {"first": git(work, "rev-parse", "HEAD")}
-    git(work, "commit", "-q", "--allow-empty", "-m", "second")
-    shas["second"] = git(work, "rev-parse", "HEAD")
-    git(work, "commit", "-q", "--allow-empty", "-m", "third")
-    shas["third"] = git(work, "rev-parse", "HEAD")
-    git(work, "checkout", "-q", "--orphan", "other")
-    git(work, "commit", "-q", "--allow-empty", "-m", "another history")
-    shas["sideways"] = git(work, "rev-parse", "HEAD")
-    git(work, "checkout", "-q", "main")
-    git(work, "push", "-q", "origin", "main")
-    # A commit on top of main's head pushed to the record alone, never to main.
-    git(work, "checkout", "-q", "--detach", shas["third"])
-    git(work, "commit", "-q", "--allow-empty", "-m", "pushed to the record by hand")
-    shas["ahead"] = git(work, "rev-parse", "HEAD")
-    git(work, "checkout", "-q", "main")
-    target = {
-        "head": "third",
-        "ancestor": "first",
-        "later": "third",
-        "sideways": "sideways",
-        "ahead": "ahead",
-    }
-    if recorded in target:
-        git(work, "push", "-q", "origin", f"{shas[target[recorded]]}:refs/heads/reconcile/applied")
-    if recorded == "later":
-        git(work, "checkout", "-q", shas["second"])  # a re-run of an older push
-    git(work, "fetch", "-q", "origin")  # as the checkout with fetch-depth: 0 does
-    return shas
-
-
-@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
-@pytest.mark.parametrize("platform", ["github", "gitlab"])
-@pytest.mark.parametrize("recorded", ["none", "head", "ancestor", "later", "sideways", "ahead"])
-def test_a_merge_applies_everything_since_the_last_successful_apply(
-    tmp_path: Path, stub: Any, platform: str, recorded: str
-) -> None:
-    shas = with_origin(stub.work, recorded)
-    expected = {
-        "none": ["apply --auto-approve --audit-log audit.jsonl"],  # a first run: everything
-        "head": [f"apply --auto-approve --audit-log audit.jsonl --changed-since {shas['third']}"],
-        "ancestor": [
-            f"apply --auto-approve --audit-log audit.jsonl --changed-since {shas['first']}"
-        ],
-        "later": [],  # a later revision is applied already: an older one is never applied
-        "sideways": ["apply --auto-approve --audit-log audit.jsonl"],  # off main: everything
-        # Ahead of main but not on it: never a reason to skip, nor a base.
-        "ahead": ["apply --auto-approve --audit-log audit.jsonl"],
-    }[recorded]
-    if platform == "github":
-        results, calls, _ = github_stub_job(tmp_path, "apply", {})
-        assert not job_failed(results)
-        assert calls[1:] == expected
-        said = step(results, "Say which revision").stdout
-    else:
-        result, calls = stub(*gitlab_job_script("apply"), 0, **WRITE_CLIENT)
-        assert result.returncode == 0, result.stderr
-        assert calls == expected
-        said = result.stdout
-    assert ("a later revision" in said) is (recorded == "later")
 
 
 @pytest.mark.parametrize(("reconcile_exit", "step_exit"), [(0, 0), (2, 0), (1, 1)])
@@ -603,11 +548,10 @@ def test_gitlab_drift_check_fails_on_changes_and_on_errors(
 ) -> None:
     result, calls = stub(*gitlab_job_script("drift"), reconcile_exit)
     assert result.returncode == step_exit, result.stdout + result.stderr
-    assert calls[0] == "plan --detailed-exitcode"
-    # drift: the platform's values proposed
-    assert [c.split()[:2] for c in calls[1:]] == (
-        [["adopt", "--summary"]] if reconcile_exit == 2 else []
-    )
+    assert calls[:2] == ["applied show", "plan --detailed-exitcode"]
+    # drift: the platform's values proposed, never a change merged but not applied yet
+    adopted = [c.split()[::3] for c in calls[2:]]
+    assert adopted == ([["adopt", "--changed-since-applied"]] if reconcile_exit == 2 else [])
     says_drift = "drift detected" in (result.stdout + result.stderr).lower()
     assert says_drift == (reconcile_exit == 2)
 
@@ -627,7 +571,7 @@ def test_gitlab_drift_fails_when_adopt_fails_and_proposes_nothing_without_its_su
         ADOPT_TOKEN="t",
     )
     assert result.returncode == 1
-    assert [c.split()[0] for c in calls] == ["plan", "adopt"]
+    assert [c.split()[0] for c in calls] == ["applied", "plan", "adopt"]
     assert "Adopt failed: reconcile adopt exited 1" in result.stderr
     if summary == "no":
         assert "before it finished" in result.stderr and "nothing is proposed" in result.stderr
@@ -641,9 +585,21 @@ def test_gitlab_drift_fails_when_adopt_fails_and_proposes_nothing_without_its_su
 def test_gitlab_apply_fails_exactly_when_apply_fails(stub: Any, reconcile_exit: int) -> None:
     result, calls = stub(*gitlab_job_script("apply"), reconcile_exit, **WRITE_CLIENT)
     assert result.returncode == reconcile_exit
-    assert calls == ["apply --auto-approve --audit-log audit.jsonl"]
-    assert ("pending: nothing" in result.stdout) is (reconcile_exit == 0)
+    # A failed apply is never recorded: the job says what is applied and pending instead.
+    shown = ["applied show"] if reconcile_exit else []
+    assert calls == ["apply --auto-approve --audit-log audit.jsonl --changed-since-applied", *shown]
     assert ("RECORD_TOKEN is not set" in result.stderr) is (reconcile_exit == 0)
+
+
+def test_gitlab_records_a_successful_apply_with_the_record_token(stub: Any) -> None:
+    ci = WRITE_CLIENT | {"RECORD_TOKEN": "glpat-record", "RECORD_REMOTE": "/forge/origin.git"}
+    result, calls = stub(*gitlab_job_script("apply"), 0, **ci)
+    assert result.returncode == 0, result.stderr
+    advanced = "applied advance --remote /forge/origin.git (token: glpat-record)"
+    assert calls == [
+        "apply --auto-approve --audit-log audit.jsonl --changed-since-applied",
+        advanced,
+    ]
 
 
 def test_gitlab_apply_needs_the_write_client(stub: Any) -> None:
@@ -653,7 +609,6 @@ def test_gitlab_apply_needs_the_write_client(stub: Any) -> None:
 
 
 def test_gitlab_full_apply_by_hand_ignores_the_push_scope(stub: Any) -> None:
-    with_origin(stub.work, "ancestor")
     result, calls = stub(*gitlab_job_script("apply"), 0, FULL_APPLY="1", **WRITE_CLIENT)
     assert result.returncode == 0
     assert calls == ["apply --auto-approve --audit-log audit.jsonl"]
@@ -926,41 +881,6 @@ def test_gitlab_jobs_use_the_secrets_the_readme_says() -> None:
     assert "RECONCILER_SCOPE" not in variables["apply"]
 
 
-@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
-@pytest.mark.parametrize("platform", ["github", "gitlab"])
-@pytest.mark.parametrize(
-    ("recorded", "moved", "fails"),
-    [
-        ("none", True, False),  # a first record
-        ("ancestor", True, False),  # forward, to a descendant
-        ("head", False, False),  # already there
-        ("later", False, False),  # a re-run of an older push: a later commit of main stays
-        ("sideways", False, True),  # another history: never moved, the job fails
-        ("ahead", False, True),  # pushed by hand, not on main: never trusted nor moved
-    ],
-)
-def test_the_record_moves_only_forward_along_main(
-    tmp_path: Path, stub: Any, platform: str, recorded: str, moved: bool, fails: bool
-) -> None:
-    shas = with_origin(stub.work, recorded)
-    origin = stub.work.parent / "origin.git"
-    before = git(origin, "for-each-ref", "--format=%(objectname)", "refs/heads/reconcile/applied")
-    head = git(stub.work, "rev-parse", "HEAD")
-    if platform == "github":
-        results, _, _ = github_stub_job(tmp_path, "record", {})
-        failed, said = job_failed(results), "".join(r.stdout + r.stderr for r in results)
-    else:
-        ci = WRITE_CLIENT | {"RECORD_TOKEN": "a-project-access-token", "RECORD_REMOTE": str(origin)}
-        result, _ = stub(*gitlab_job_script("apply"), 0, **ci)
-        failed, said = result.returncode != 0, result.stdout + result.stderr
-    after = git(origin, "for-each-ref", "--format=%(objectname)", "refs/heads/reconcile/applied")
-    assert failed is fails, said
-    assert (after == head != before) if moved else (after == before), said
-    if fails:
-        assert "never moved backwards or sideways" in said
-    assert shas  # the commits exist: the states are real
-
-
 HOSTILE_BRANCH = "main;touch${IFS}pwned-1$(touch pwned-2)`touch pwned-3`"
 
 
@@ -980,66 +900,6 @@ def test_a_branch_name_with_shell_metacharacters_is_never_run_gitlab(stub: Any, 
     result, _ = stub(*gitlab_job_script(job), 2 if job == "drift" else 0, **ci)
     assert "Traceback" not in result.stderr
     assert sorted(p.name for p in stub.work.parent.rglob("pwned*")) == []
-
-
-@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
-@pytest.mark.parametrize("platform", ["github", "gitlab"])
-@pytest.mark.parametrize("recorded", ["none", "ancestor", "sideways", "ahead"])
-def test_drift_adopts_since_the_record_only_on_mains_history(
-    tmp_path: Path, stub: Any, platform: str, recorded: str
-) -> None:
-    # A record off main's history (another history, or a commit pushed to it by hand)
-    # would decide which merged changes count as pending, and so which adopt proposes to
-    # undo: drift is reported, nothing adopted, as the apply never trusts it either.
-    shas = with_origin(stub.work, recorded)
-    expected = {
-        "none": ["adopt --summary SUMMARY"],
-        "ancestor": [f"adopt --summary SUMMARY --changed-since {shas['first']}"],
-        "sideways": [],
-        "ahead": [],
-    }[recorded]
-    if platform == "github":
-        results, calls, runner = github_stub_job(
-            tmp_path, "drift", {"plan": 2}, event_name="schedule"
-        )
-        summary = f"{runner.runner_temp}/adopt-summary.md"
-        assert job_failed(results)  # drift is reported either way
-        said = step(results, "Find the last successful apply").stdout
-    else:
-        result, calls = stub(*gitlab_job_script("drift"), 2, **WRITE_CLIENT)
-        assert result.returncode == 1
-        summary = next((c.split()[2] for c in calls[1:]), "")
-        said = result.stdout + result.stderr
-    adopted = [c.replace(summary, "SUMMARY") for c in calls if c.startswith("adopt")]
-    assert adopted == expected, said
-    assert ("nothing is adopted" in said) is (recorded in ("sideways", "ahead")), said
-
-
-@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
-@pytest.mark.parametrize("platform", ["github", "gitlab"])
-@pytest.mark.parametrize("recorded", ["none", "ancestor"])
-def test_a_branch_whose_name_ends_as_the_records_does_not_stop_the_record(
-    tmp_path: Path, stub: Any, platform: str, recorded: str
-) -> None:
-    # `git ls-remote origin refs/heads/reconcile/applied` lists evil/refs/heads/reconcile/
-    # applied too: read as the record, it made every record fail (two values) or, with no
-    # record yet, said "at HEAD already" and never made one.
-    shas = with_origin(stub.work, recorded)
-    origin = stub.work.parent / "origin.git"
-    head = git(stub.work, "rev-parse", "HEAD")
-    for evil in ("evil/refs/heads/reconcile/applied", "x/refs/heads/reconcile/applied"):
-        target = head if evil.startswith("evil") else shas["sideways"]
-        git(stub.work, "push", "-q", "origin", f"{target}:refs/heads/{evil}")
-    if platform == "github":
-        results, _, _ = github_stub_job(tmp_path, "record", {})
-        failed, said = job_failed(results), "".join(r.stdout + r.stderr for r in results)
-    else:
-        ci = WRITE_CLIENT | {"RECORD_TOKEN": "a-project-access-token", "RECORD_REMOTE": str(origin)}
-        result, _ = stub(*gitlab_job_script("apply"), 0, **ci)
-        failed, said = result.returncode != 0, result.stdout + result.stderr
-    after = git(origin, "for-each-ref", "--format=%(objectname)", "refs/heads/reconcile/applied")
-    assert not failed, said
-    assert after == head, said
 
 
 def test_the_action_knows_every_reconcile_command_a_later_line_may_start() -> None:

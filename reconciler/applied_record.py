@@ -1,0 +1,264 @@
+"""The record of the last successful apply: a branch of the git remote (`reconcile/applied`
+by default) at the commit of main that the last apply to exit 0 applied.
+
+Trusted only at a commit main has pointed at: on main's first-parent history (a merge
+commit, or a commit pushed to main). Whoever may push a branch may push this one, and a
+pull request's own head is in main's history once merged, but never on that line: a
+record there would let the merge's apply skip the reviewed change (issue 51, row 6).
+Moved only forward along that line: reconciler.applied_advance. git is run here for both,
+bounded in time, with a token for the remote that a credential helper hands git from the
+environment when git asks.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import NamedTuple, TypeAlias
+
+from reconciler.errors import ReconcilerError
+from reconciler.git import GitNotFound, run
+from reconciler.safetext import escape, quote_value, redact_and_escape, register_secret
+
+DEFAULT_BRANCH = "reconcile/applied"
+BRANCH_ENV = "RECONCILER_APPLIED_BRANCH"
+MAIN_ENV = "RECONCILER_MAIN_BRANCH"
+REMOTE_ENV = "RECONCILER_GIT_REMOTE"
+TOKEN_ENV = "RECONCILER_GIT_TOKEN"
+_LOCAL_TIMEOUT = 60.0
+_NETWORK_TIMEOUT = 120.0
+# git asks it for the remote's password; it answers from the environment, so the token is
+# never on a command line or in a file. Set only when the variable is.
+_HELPER = f'!f() {{ echo username=x-access-token; echo "password=${TOKEN_ENV}"; }}; f'
+_USERINFO = re.compile(r"(?<=://)[^/@\s]*@")  # the `user:token@` of a URL git quotes
+_OBJECT_NAME = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+
+
+@dataclass(frozen=True)
+class Record:
+    """Where the record lives: ``branch`` of ``remote``, trusted on ``main``'s first-parent
+    history (``main`` a branch of the same remote)."""
+
+    branch: str = DEFAULT_BRANCH
+    main: str = "main"
+    remote: str = "origin"
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **given: str | None) -> Record:
+        """Options ``given`` win over RECONCILER_* variables; main's default is CI's
+        default branch (GitLab's CI_DEFAULT_BRANCH), else `main`. Never from a file of the
+        repository: a pull request would choose which record is trusted."""
+        env = os.environ if env is None else env
+        record = cls(
+            branch=given.get("branch") or env.get(BRANCH_ENV) or DEFAULT_BRANCH,
+            main=given.get("main") or env.get(MAIN_ENV) or env.get("CI_DEFAULT_BRANCH") or "main",
+            remote=given.get("remote") or env.get(REMOTE_ENV) or "origin",
+        )
+        record.check()
+        return record
+
+    def check(self) -> None:
+        for what, name, env in (("branch", self.branch, BRANCH_ENV), ("main", self.main, MAIN_ENV)):
+            if git_run(["check-ref-format", f"refs/heads/{name}"], ok=(0, 1)).returncode:
+                raise ReconcilerError(
+                    f"{quote_value(name)} ({env}, or --{what}): not a branch name git accepts"
+                )
+        if self.remote.startswith("-") or not self.remote.strip():
+            raise ReconcilerError(
+                f"{quote_value(self.remote)} ({REMOTE_ENV}, or --remote): not a git remote"
+            )
+
+    @property
+    def shown_remote(self) -> str:
+        return escape(_USERINFO.sub("", self.remote))
+
+
+class Trusted(NamedTuple):
+    """At a commit main pointed at, in HEAD's history: what changed since it is pending."""
+
+    commit: str
+
+
+class Untrusted(NamedTuple):
+    """At a commit that is never a base: every invite is planned."""
+
+    commit: str
+    why: str
+
+
+class Missing(NamedTuple):
+    """No record (a first apply, or the branch deleted): every invite is planned."""
+
+
+class AlreadyApplied(NamedTuple):
+    """At a later commit of main than HEAD: a re-run of an older push has nothing to do."""
+
+    later: str
+
+
+RecordState: TypeAlias = Trusted | Untrusted | Missing | AlreadyApplied
+
+
+class Reading(NamedTuple):
+    state: RecordState
+    head: str
+    unreachable: str | None  # why the remote could not be read (this clone's copies were)
+
+
+def read_record(record: Record) -> Reading:
+    """The record as the remote has it now (this clone's copies when it cannot be
+    reached), judged against main's first-parent history and HEAD."""
+    head = _head()
+    heads, unreachable = _heads_to_read(record)
+    if unreachable is None:
+        fetch_missing(record, heads)
+    main = main_commit(record, heads)
+    applied = heads.get(record.branch)
+    if applied is None:
+        return Reading(Missing(), head, unreachable)
+    return Reading(_judge(record, applied, main, head), head, unreachable)
+
+
+def pending_commits(applied: str, head: str) -> int:
+    """How many commits of HEAD's first-parent line since ``applied``: merges, mostly."""
+    done = git_run(["rev-list", "--first-parent", "--count", f"{applied}..{head}"])
+    return int(done.stdout.decode().strip() or 0)
+
+
+def _judge(record: Record, applied: str, main: str, head: str) -> RecordState:
+    if commit_of(applied) is None:
+        return Untrusted(applied, "a commit this clone does not have and could not fetch")
+    if not on_first_parent_line(applied, main):
+        return Untrusted(applied, _off_main(record))
+    if _is_ancestor(applied, head):
+        return Trusted(applied)
+    if _is_ancestor(head, applied):
+        return AlreadyApplied(applied)
+    return Untrusted(applied, f"neither in the history of HEAD ({head[:12]}) nor after it")
+
+
+def _off_main(record: Record) -> str:
+    main = escape(record.main)
+    why = (
+        f"not on {main}'s first-parent history: {main} never pointed at it (a commit "
+        f"pushed to {escape(record.branch)} by hand, such as a pull request's own head, "
+        f"or {main} was force-pushed)"
+    )
+    shallow = git_run(["rev-parse", "--is-shallow-repository"]).stdout.strip() == b"true"
+    if shallow:
+        why += (
+            "; this clone is shallow, so that history may be cut short: check out the "
+            "whole history (actions/checkout: fetch-depth: 0; GitLab: GIT_DEPTH: 0)"
+        )
+    return why
+
+
+def _heads_to_read(record: Record) -> tuple[dict[str, str], str | None]:
+    heads = remote_heads(record)
+    if isinstance(heads, dict):
+        return heads, None
+    local = {}
+    for branch in (record.branch, record.main):
+        commit = commit_of(f"refs/remotes/{record.remote}/{branch}")
+        if commit is not None:
+            local[branch] = commit
+    return local, heads
+
+
+def remote_heads(record: Record) -> dict[str, str] | str:
+    """The commits of the record's branch and main's on the remote, by branch name (a
+    missing one left out); git's reason when the remote cannot be read."""
+    wanted = {f"refs/heads/{b}": b for b in (record.branch, record.main)}
+    done = git_run(["ls-remote", record.remote, *wanted], network=True, ok=None)
+    if done.returncode:
+        return git_said(done)
+    heads = {}
+    for line in done.stdout.decode("utf-8", "replace").splitlines():
+        commit, _, name = line.partition("\t")
+        # ls-remote matches a name's tail too (evil/refs/heads/...): the whole name only.
+        if name in wanted and _OBJECT_NAME.fullmatch(commit):
+            heads[wanted[name]] = commit
+    return heads
+
+
+def main_commit(record: Record, heads: Mapping[str, str]) -> str:
+    main = heads.get(record.main)
+    if main is None:
+        raise ReconcilerError(
+            f"{record.shown_remote} has no branch {escape(record.main)}: set {MAIN_ENV} "
+            "(or --main) to the branch applies run on"
+        )
+    if commit_of(main) is None:
+        raise ReconcilerError(
+            f"{escape(record.main)} is at {main}, a commit this clone does not have and "
+            f"could not fetch from {record.shown_remote}"
+        )
+    return main
+
+
+def fetch_missing(record: Record, heads: Mapping[str, str]) -> None:
+    """Fetch the branches whose commits this clone lacks; they are judged as found."""
+    missing = [b for b, commit in heads.items() if commit_of(commit) is None]
+    if missing:
+        names = [f"refs/heads/{b}" for b in missing]
+        git_run(["fetch", "--quiet", "--no-tags", record.remote, *names], network=True, ok=None)
+
+
+def on_first_parent_line(commit: str, tip: str) -> bool:
+    """Whether ``tip`` pointed at ``commit``: ``tip`` itself, its first parent, that one's
+    first parent, and so on (a merge's other parents never are). The commits of that line
+    not in ``commit``'s history are counted; the next one down must be ``commit``."""
+    done = git_run(["rev-list", "--first-parent", "--count", tip, f"^{commit}"])
+    return commit_of(f"{tip}~{int(done.stdout)}") == commit
+
+
+def _is_ancestor(older: str, newer: str) -> bool:
+    return git_run(["merge-base", "--is-ancestor", older, newer], ok=(0, 1)).returncode == 0
+
+
+def _head() -> str:
+    head = commit_of("HEAD")
+    if head is None:
+        raise ReconcilerError("the applied record: HEAD is no commit (not a git checkout?)")
+    return head
+
+
+def commit_of(revision: str) -> str | None:
+    done = git_run(["rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}"], ok=None)
+    return done.stdout.decode().strip() if done.returncode == 0 else None
+
+
+def git_run(
+    args: list[str], *, network: bool = False, ok: tuple[int, ...] | None = (0,)
+) -> subprocess.CompletedProcess[bytes]:
+    """git ``args``, bounded in time; a return code outside ``ok`` (None: any) is an error
+    naming the command and git's last line."""
+    timeout = _NETWORK_TIMEOUT if network else _LOCAL_TIMEOUT
+    try:
+        done = run([*_credentials(network), *args], timeout=timeout)
+    except GitNotFound:
+        raise ReconcilerError("the applied record needs git, which is not on PATH") from None
+    except subprocess.TimeoutExpired:
+        raise ReconcilerError(f"git {args[0]} took over {timeout:.0f} s") from None
+    except OSError as exc:
+        raise ReconcilerError(f"git could not start: {escape(exc.strerror or str(exc))}") from None
+    if ok is not None and done.returncode not in ok:
+        raise ReconcilerError(f"git {args[0]} failed: {git_said(done)}")
+    return done
+
+
+def _credentials(network: bool) -> list[str]:
+    token = os.environ.get(TOKEN_ENV, "")
+    if not network or not token:
+        return []
+    register_secret(token)  # never shown, should git or a server quote it
+    # The empty helper first drops any other: none of them sees or stores the token.
+    return ["-c", "credential.helper=", "-c", f"credential.helper={_HELPER}"]
+
+
+def git_said(done: subprocess.CompletedProcess[bytes]) -> str:
+    lines = done.stderr[-2000:].decode("utf-8", "replace").strip().splitlines()
+    return redact_and_escape(_USERINFO.sub("", lines[-1])) if lines else f"exit {done.returncode}"
