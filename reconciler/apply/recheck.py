@@ -16,7 +16,7 @@ from reconciler.model.outcome import Done, Failed, NotRun
 from reconciler.plan.changes import InviteChange
 from reconciler.plan.drift import recheck
 from reconciler.plan.model import Plan
-from reconciler.safetext import redact_and_escape
+from reconciler.safetext import redact, redact_and_escape
 from reconciler.stop import Stop
 
 
@@ -33,14 +33,24 @@ def saved_plan_state(
     read: Callable[[str], CurrentInvite],
     parallelism: int | Limiter,
     stop: Stop | None = None,
+    invite_urls: dict[str, str] | None = None,
 ) -> SavedPlanState:
     """Re-read every invite of the plan: each change is to do, done, or stale.
+
+    ``invite_urls`` are this run's (``Contract.invite_urls``): a plan reviewed with its
+    writes going to other paths is refused whole, as one made against another base URL.
 
     When nothing has drifted, the plan's changes take back the server's values it
     shows redacted (``reconciler.plan.drift``): apply sends what the server holds.
     """
     if plan.base_url.rstrip("/") != base_url.rstrip("/"):
         elsewhere = f"the plan was made against {plan.base_url}, but this run talks to {base_url}"
+        return SavedPlanState([elsewhere], frozenset())
+    if plan.invite_urls != _redacted(invite_urls):
+        elsewhere = (
+            f"the plan was reviewed with invites at {_paths(plan.invite_urls)}, but this run "
+            f"uses {_paths(invite_urls)} (reconciler.yaml's paths)"
+        )
         return SavedPlanState([elsewhere], frozenset())
     drift: list[str] = []
     done = set()
@@ -66,12 +76,23 @@ def saved_plan_state(
     return SavedPlanState(drift, frozenset(done))
 
 
+def _redacted(urls: dict[str, str] | None) -> dict[str, str] | None:
+    return None if urls is None else {kind: redact(url) for kind, url in urls.items()}
+
+
+def _paths(urls: dict[str, str] | None) -> str:
+    if urls is None:
+        return "the contract's own paths"
+    return ", ".join(f"{kind} {redact_and_escape(url)}" for kind, url in sorted(urls.items()))
+
+
 def find_drift(
     plan: Plan,
     base_url: str,
     read: Callable[[str], CurrentInvite],
     parallelism: int | Limiter,
     stop: Stop | None = None,
+    invite_urls: dict[str, str] | None = None,
 ) -> list[str]:
     """Every reason the plan no longer holds; empty when it is safe to apply."""
-    return saved_plan_state(plan, base_url, read, parallelism, stop).drift
+    return saved_plan_state(plan, base_url, read, parallelism, stop, invite_urls).drift

@@ -343,6 +343,25 @@ def test_a_changed_value_and_another_server_are_drift():
     ]
 
 
+def test_a_plan_reviewed_with_other_invite_paths_is_refused_whole_unread():
+    # Reviewed at the contract's paths, applied where reconciler.yaml now points the
+    # re-send elsewhere (or the other way round): refused before any read (issue 51).
+    server = FakeServer(_server_as_planned())
+    # An empty server: any read would add "cannot re-read" to what is found.
+    moved = find_drift(sample_plan(), BASE, FakeServer({}).read, 4, invite_urls=dict(URLS))
+    assert moved == [
+        "the plan was reviewed with invites at the contract's own paths, but this run uses "
+        f"read {URLS['read']}, resend {URLS['resend']}, update {URLS['update']} "
+        "(reconciler.yaml's paths)"
+    ]
+    reviewed = sample_plan()
+    reviewed.invite_urls = dict(URLS)
+    assert find_drift(reviewed, BASE, server.read, 4, invite_urls=dict(URLS)) == []
+    assert find_drift(reviewed, BASE, server.read, 4)[0].startswith(
+        f"the plan was reviewed with invites at read {URLS['read']}, "
+    )
+
+
 # From test_plan_file_trust.py:
 # What `apply --plan` tells a user about a plan file it refuses, or a server that moved.
 #
