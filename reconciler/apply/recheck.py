@@ -33,14 +33,17 @@ def saved_plan_state(
     read: Callable[[str], CurrentInvite],
     parallelism: int | Limiter,
     stop: Stop | None = None,
+    invite_urls: dict[str, str] | None = None,
 ) -> SavedPlanState:
     """Re-read every invite of the plan: each change is to do, done, or stale.
 
+    ``invite_urls``: where this run reads, updates and re-sends (None: the contract's
+    paths), which must be where the plan says, as ``base_url`` must be its server.
     When nothing has drifted, the plan's changes take back the server's values it
     shows redacted (``reconciler.plan.drift``): apply sends what the server holds.
     """
-    if plan.base_url.rstrip("/") != base_url.rstrip("/"):
-        elsewhere = f"the plan was made against {plan.base_url}, but this run talks to {base_url}"
+    elsewhere = _elsewhere(plan, base_url, invite_urls)
+    if elsewhere:
         return SavedPlanState([elsewhere], frozenset())
     drift: list[str] = []
     done = set()
@@ -64,6 +67,27 @@ def saved_plan_state(
     if not drift:
         plan.changes = [restored.get(change.id, change) for change in plan.changes]
     return SavedPlanState(drift, frozenset(done))
+
+
+def _elsewhere(plan: Plan, base_url: str, invite_urls: dict[str, str] | None) -> str | None:
+    """Why this run's requests would not go where the reviewed plan says, or None."""
+    if plan.base_url.rstrip("/") != base_url.rstrip("/"):
+        planned = redact_and_escape(plan.base_url)
+        return f"the plan was made against {planned}, but this run talks to {base_url}"
+    if plan.invite_urls != invite_urls:
+        # The paths of reconciler.yaml changed since the plan was made: its writes and
+        # re-sends would go to other addresses than the ones reviewed (issue 51, row 5).
+        return (
+            f"the plan's invite paths are {_paths(plan.invite_urls)}, but this run's "
+            f"are {_paths(invite_urls)} (reconciler.yaml changed since the plan was made)"
+        )
+    return None
+
+
+def _paths(urls: dict[str, str] | None) -> str:
+    if urls is None:
+        return "the contract's own"
+    return ", ".join(f"{kind} {redact_and_escape(url)}" for kind, url in sorted(urls.items()))
 
 
 def find_drift(

@@ -179,7 +179,10 @@ class _Reviewed(NamedTuple):
 def _check_saved_plan(plan: Plan, client: ApiClient, limiter: Limiter, path: str) -> frozenset[str]:
     """The ids of the plan's changes already made; refuses a plan the server has left."""
     with GracefulInterrupt("checks", client.stop):
-        state = saved_plan_state(plan, client.base_url, client.get_invite, limiter, client.stop)
+        urls = client.settings.contract.invite_urls(client.base_url)
+        state = saved_plan_state(
+            plan, client.base_url, client.get_invite, limiter, client.stop, invite_urls=urls
+        )
     drift = state.drift
     if drift:
         lines = "\n".join(f"  {line}" for line in drift)

@@ -22,7 +22,7 @@ from support.values import held, typed, value
 
 import reconciler.plan.saved
 from reconciler.api.exceptions import NotFound
-from reconciler.apply.recheck import find_drift
+from reconciler.apply.recheck import find_drift, saved_plan_state
 from reconciler.errors import ReconcilerError
 from reconciler.model.fields import field_kinds
 from reconciler.model.invite import CurrentInvite, SourceLocation
@@ -146,6 +146,27 @@ def test_a_plan_at_the_contracts_paths_has_no_invite_urls_and_reads_as_before(tm
     assert "invite_urls: 'resend' is a required property" in refusal(
         write(tmp_path / "half.json", document)
     )
+
+
+def test_a_saved_plan_is_applied_only_at_the_invite_paths_it_names():
+    # Reviewed at the contract's paths, applied after reconciler.yaml moved the re-send
+    # elsewhere (or the other way round): refused whole, nothing read, nothing written.
+    nothing = FakeServer({})  # a read would be drift of its own ("cannot re-read it")
+    moved = saved_plan_state(sample_plan(), BASE, nothing.read, 4, invite_urls=dict(URLS))
+    assert moved.drift == [
+        "the plan's invite paths are the contract's own, but this run's are "
+        f"read {URLS['read']}, resend {URLS['resend']}, update {URLS['update']} "
+        "(reconciler.yaml changed since the plan was made)"
+    ]
+    named = sample_plan()
+    named.invite_urls = dict(URLS)
+    assert saved_plan_state(named, BASE, nothing.read, 4).drift == [
+        f"the plan's invite paths are read {URLS['read']}, resend {URLS['resend']}, "
+        f"update {URLS['update']}, but this run's are the contract's own "
+        "(reconciler.yaml changed since the plan was made)"
+    ]
+    server = FakeServer(_server_as_planned())
+    assert saved_plan_state(named, BASE, server.read, 4, invite_urls=dict(URLS)).drift == []
 
 
 def test_a_plan_with_a_bad_signature_or_none_is_refused(tmp_path):
