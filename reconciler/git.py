@@ -132,11 +132,11 @@ class Boundary(NamedTuple):
     def outside(self, path: str) -> str | None:
         """Why ``path`` is refused (``outside_repository``), or None."""
         real = os.path.realpath(path)
-        if self.in_git and _within(real, os.path.join(self.real, ".git")):
-            # Not the repository's files but git's: its config (a CI token), its hooks,
-            # which git runs (an audit log appended to one runs what a record holds).
-            return f"leads to {escape(real)}, into git's own directory, which no commit holds"
         if _within(real, self.real):
+            if _into_git(os.path.relpath(real, self.real)):
+                # Not the repository's files but git's: its config (a CI token), its hooks,
+                # which git runs (an audit log appended to one runs what a record holds).
+                return f"leads to {escape(real)}, into git's own directory, which no commit holds"
             return None
         if self.in_git:
             where = f"the repository ({escape(self.real)})"
@@ -162,6 +162,14 @@ def _anchor(path: str) -> str:
             break
         path = parent
     return path
+
+
+def _into_git(relative: str) -> bool:
+    """Whether a path below the top passes through a `.git`: as git itself refuses one in a
+    commit, in any case and with trailing dots or spaces (`.GIT` is `.git` on macOS and
+    Windows, `.git.` on Windows), and whether or not git can be asked (not installed, a
+    checkout it calls of dubious ownership)."""
+    return any(part.rstrip(". ").casefold() == ".git" for part in relative.split(os.sep))
 
 
 def _within(path: str, root: str) -> bool:

@@ -16,7 +16,7 @@ from reconciler.model.outcome import Done, Failed, NotRun
 from reconciler.plan.changes import InviteChange
 from reconciler.plan.drift import recheck
 from reconciler.plan.model import Plan
-from reconciler.safetext import redact, redact_and_escape
+from reconciler.safetext import redact_and_escape
 from reconciler.stop import Stop
 
 
@@ -37,20 +37,13 @@ def saved_plan_state(
 ) -> SavedPlanState:
     """Re-read every invite of the plan: each change is to do, done, or stale.
 
-    ``invite_urls`` are this run's (``Contract.invite_urls``): a plan reviewed with its
-    writes going to other paths is refused whole, as one made against another base URL.
-
+    ``invite_urls``: where this run reads, updates and re-sends (None: the contract's
+    paths), which must be where the plan says, as ``base_url`` must be its server.
     When nothing has drifted, the plan's changes take back the server's values it
     shows redacted (``reconciler.plan.drift``): apply sends what the server holds.
     """
-    if plan.base_url.rstrip("/") != base_url.rstrip("/"):
-        elsewhere = f"the plan was made against {plan.base_url}, but this run talks to {base_url}"
-        return SavedPlanState([elsewhere], frozenset())
-    if plan.invite_urls != _redacted(invite_urls):
-        elsewhere = (
-            f"the plan was reviewed with invites at {_paths(plan.invite_urls)}, but this run "
-            f"uses {_paths(invite_urls)} (reconciler.yaml's paths)"
-        )
+    elsewhere = _elsewhere(plan, base_url, invite_urls)
+    if elsewhere:
         return SavedPlanState([elsewhere], frozenset())
     drift: list[str] = []
     done = set()
@@ -76,13 +69,24 @@ def saved_plan_state(
     return SavedPlanState(drift, frozenset(done))
 
 
-def _redacted(urls: dict[str, str] | None) -> dict[str, str] | None:
-    return None if urls is None else {kind: redact(url) for kind, url in urls.items()}
+def _elsewhere(plan: Plan, base_url: str, invite_urls: dict[str, str] | None) -> str | None:
+    """Why this run's requests would not go where the reviewed plan says, or None."""
+    if plan.base_url.rstrip("/") != base_url.rstrip("/"):
+        planned = redact_and_escape(plan.base_url)
+        return f"the plan was made against {planned}, but this run talks to {base_url}"
+    if plan.invite_urls != invite_urls:
+        # The paths of reconciler.yaml changed since the plan was made: its writes and
+        # re-sends would go to other addresses than the ones reviewed (issue 51, row 5).
+        return (
+            f"the plan's invite paths are {_paths(plan.invite_urls)}, but this run's "
+            f"are {_paths(invite_urls)} (reconciler.yaml changed since the plan was made)"
+        )
+    return None
 
 
 def _paths(urls: dict[str, str] | None) -> str:
     if urls is None:
-        return "the contract's own paths"
+        return "the contract's own"
     return ", ".join(f"{kind} {redact_and_escape(url)}" for kind, url in sorted(urls.items()))
 
 
@@ -92,7 +96,6 @@ def find_drift(
     read: Callable[[str], CurrentInvite],
     parallelism: int | Limiter,
     stop: Stop | None = None,
-    invite_urls: dict[str, str] | None = None,
 ) -> list[str]:
     """Every reason the plan no longer holds; empty when it is safe to apply."""
-    return saved_plan_state(plan, base_url, read, parallelism, stop, invite_urls).drift
+    return saved_plan_state(plan, base_url, read, parallelism, stop).drift

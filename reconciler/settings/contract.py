@@ -90,9 +90,10 @@ ID_SEGMENT = "{inviteId}"
 _NOT_PATH = {"?": "a query (`?`)", "#": "a fragment (`#`)", "\\": "a backslash"}
 # RFC 3986 pchar: unreserved, sub-delims, ":" and "@", or a percent-encoded octet.
 _PCHAR = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=:@]|%[0-9A-Fa-f]{2}")
-# Encoded, what a server or proxy may decode into another path: . / \ %, controls, and
-# bytes past ASCII (an overlong `%c0%ae` is a dot to some decoders).
-_HIDDEN = re.compile(r"%(?:2[EeFf5]|5[Cc]|[01][0-9A-Fa-f]|7[Ff]|[89A-Fa-f][0-9A-Fa-f])")
+# Encoded, what a server or proxy may decode into another path: . / \ %, ? and # (a
+# query, a fragment once decoded), controls, and bytes past ASCII (an overlong `%c0%ae`
+# is a dot to some decoders).
+_HIDDEN = re.compile(r"%(?:2[EeFf53]|3[Ff]|5[Cc]|[01][0-9A-Fa-f]|7[Ff]|[89A-Fa-f][0-9A-Fa-f])")
 
 
 def path_problem(key: str, template: str) -> str | None:
@@ -129,8 +130,8 @@ def _segment_problem(segment: str) -> str | None:
     hidden = _HIDDEN.search(segment)
     if hidden:
         return (
-            f"percent-encodes `{hidden.group()}` (`.`, `/`, `\\`, `%`, a control character "
-            "or a byte past ASCII), which a server may decode into another path"
+            f"percent-encodes `{hidden.group()}` (`.`, `/`, `\\`, `%`, `?`, `#`, a control "
+            "character or a byte past ASCII), which a server may decode into another path"
         )
     left = _PCHAR.sub("", segment)
     if left:

@@ -54,7 +54,8 @@ def check_secret_length(secret: str, name: str) -> None:
 
 # What says a run is under CI (cli.md, "Where the secret may go"), erring on the safe
 # side: `CI` set to anything but empty, `false` or `0`, or any of these set (not empty).
-# docs/configuration.md lists the same table.
+# docs/configuration.md lists the same table. A system that sets none (Concourse, Tekton,
+# a cron job) is not seen: the docs say to set CI=true there.
 CI_MARKERS: dict[str, tuple[str, ...]] = {
     "GitHub Actions": ("GITHUB_ACTIONS",),
     "GitLab CI/CD": ("GITLAB_CI",),
@@ -69,6 +70,16 @@ CI_MARKERS: dict[str, tuple[str, ...]] = {
     "AWS CodeBuild": ("CODEBUILD_BUILD_ID", "CODEBUILD_BUILD_ARN"),
     "Google Cloud Build": ("BUILDER_OUTPUT",),
     "Travis CI": ("TRAVIS",),
+    # None of these four sets `CI`; Jenkins may run without JENKINS_URL.
+    "Bamboo": ("bamboo_buildKey", "bamboo_planKey"),
+    "GoCD": ("GO_SERVER_URL", "GO_PIPELINE_NAME"),
+    "Codefresh": ("CF_BUILD_ID",),
+    "Harness CI": ("HARNESS_BUILD_ID",),
+    "any that sets a build's generic variables": (
+        "CONTINUOUS_INTEGRATION",
+        "BUILD_NUMBER",
+        "BUILD_ID",
+    ),
 }
 
 

@@ -71,3 +71,25 @@ def test_a_plan_at_paths_of_its_own_names_where_its_writes_go(tmp_path: Path) ->
     assert "~ inv_1" in result.stdout, result.stderr
     assert f"re-sent at POST {server.url}{template}." in result.stdout
     assert [seen.method for seen in server.seen] == ["POST", "GET"]  # the token, the read
+
+
+def test_a_saved_plan_is_not_applied_at_paths_reconciler_yaml_set_after_it(
+    tmp_path: Path,
+) -> None:
+    # Reviewed at the contract's paths; before `apply --plan`, reconciler.yaml moves the
+    # re-send to inv_2 (a plain path, so it loads): the paths the plan names must hold.
+    with HostileServer(SERVER, secret=SECRET) as server:
+        default = INVITES + "/{inviteId}/resend"
+        planned = run(tmp_path, server, "resend_invite_path", default, "plan", "--out", "plan.json")
+        assert "~ inv_1" in planned.stdout, planned.stderr
+        before = len(server.seen)
+        template = INVITES + "/inv_2/resend/{inviteId}"
+        result = run(
+            tmp_path, server, "resend_invite_path", template, "apply", "--plan", "plan.json"
+        )
+    assert result.returncode == 1
+    assert "the plan's invite paths are the contract's own, but this run's are read " in (
+        result.stderr
+    )
+    assert server.seen[before:] == []  # not a read, not a write
+    assert not server.resends

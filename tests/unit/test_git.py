@@ -183,3 +183,28 @@ def test_git_s_own_directory_is_no_part_of_the_repository(checkout: Path, path: 
     why = outside_repository(path, base=".")
     assert why is not None and why.endswith("into git's own directory, which no commit holds")
     assert why.startswith(f"leads to {checkout.resolve() / '.git'}")
+
+
+@needs_git
+@pytest.mark.parametrize("name", [".GIT", ".Git", ".git.", ".git ", ".git. ."])
+def test_git_s_directory_in_another_spelling_is_git_s_too(checkout: Path, name: str) -> None:
+    # On macOS and Windows `.GIT/config` (on Windows `.git./config`) opens `.git/config`,
+    # where realpath keeps the name as written: refused as git refuses it in a commit.
+    (checkout / name).mkdir()
+    why = outside_repository(f"invites/../{name}/config", base=".")
+    assert why is not None and why.endswith("into git's own directory, which no commit holds")
+    assert outside_repository(".github/workflows/x.yml", base=".") is None
+    assert outside_repository(".gitignore", base=".") is None
+
+
+def test_a_git_directory_is_refused_where_git_cannot_be_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A checkout made where git is missing from the job's image, or one git calls of
+    # dubious ownership: no top level is known, and `.git/` is still git's.
+    plain = tmp_path / "plain"
+    (plain / ".git" / "hooks").mkdir(parents=True)
+    monkeypatch.chdir(plain)
+    monkeypatch.setenv("PATH", str(tmp_path / "no-git-here"))
+    why = outside_repository(".git/hooks/post-checkout", base=".")
+    assert why is not None and why.endswith("into git's own directory, which no commit holds")

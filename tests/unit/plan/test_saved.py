@@ -22,7 +22,7 @@ from support.values import held, typed, value
 
 import reconciler.plan.saved
 from reconciler.api.exceptions import NotFound
-from reconciler.apply.recheck import find_drift
+from reconciler.apply.recheck import find_drift, saved_plan_state
 from reconciler.errors import ReconcilerError
 from reconciler.model.fields import field_kinds
 from reconciler.model.invite import CurrentInvite, SourceLocation
@@ -146,6 +146,27 @@ def test_a_plan_at_the_contracts_paths_has_no_invite_urls_and_reads_as_before(tm
     assert "invite_urls: 'resend' is a required property" in refusal(
         write(tmp_path / "half.json", document)
     )
+
+
+def test_a_saved_plan_is_applied_only_at_the_invite_paths_it_names():
+    # Reviewed at the contract's paths, applied after reconciler.yaml moved the re-send
+    # elsewhere (or the other way round): refused whole, nothing read, nothing written.
+    nothing = FakeServer({})  # a read would be drift of its own ("cannot re-read it")
+    moved = saved_plan_state(sample_plan(), BASE, nothing.read, 4, invite_urls=dict(URLS))
+    assert moved.drift == [
+        "the plan's invite paths are the contract's own, but this run's are "
+        f"read {URLS['read']}, resend {URLS['resend']}, update {URLS['update']} "
+        "(reconciler.yaml changed since the plan was made)"
+    ]
+    named = sample_plan()
+    named.invite_urls = dict(URLS)
+    assert saved_plan_state(named, BASE, nothing.read, 4).drift == [
+        f"the plan's invite paths are read {URLS['read']}, resend {URLS['resend']}, "
+        f"update {URLS['update']}, but this run's are the contract's own "
+        "(reconciler.yaml changed since the plan was made)"
+    ]
+    server = FakeServer(_server_as_planned())
+    assert saved_plan_state(named, BASE, server.read, 4, invite_urls=dict(URLS)).drift == []
 
 
 def test_a_plan_with_a_bad_signature_or_none_is_refused(tmp_path):
@@ -341,34 +362,6 @@ def test_a_changed_value_and_another_server_are_drift():
     assert elsewhere == [
         f"the plan was made against {BASE}, but this run talks to https://other.test"
     ]
-
-
-def test_a_plan_reviewed_with_other_invite_paths_is_refused_whole_unread():
-    # Reviewed at the contract's paths, applied where reconciler.yaml now points the
-    # re-send elsewhere (or the other way round): refused before any read (issue 51).
-    server = FakeServer(_server_as_planned())
-    # An empty server: any read would add "cannot re-read" to what is found.
-    moved = find_drift(sample_plan(), BASE, FakeServer({}).read, 4, invite_urls=dict(URLS))
-    assert moved == [
-        "the plan was reviewed with invites at the contract's own paths, but this run uses "
-        f"read {URLS['read']}, resend {URLS['resend']}, update {URLS['update']} "
-        "(reconciler.yaml's paths)"
-    ]
-    reviewed = sample_plan()
-    reviewed.invite_urls = dict(URLS)
-    assert find_drift(reviewed, BASE, server.read, 4, invite_urls=dict(URLS)) == []
-    assert find_drift(reviewed, BASE, server.read, 4)[0].startswith(
-        f"the plan was reviewed with invites at read {URLS['read']}, "
-    )
-
-
-# From test_plan_file_trust.py:
-# What `apply --plan` tells a user about a plan file it refuses, or a server that moved.
-#
-# Each message is the user's only guide to what to do next, so its words are
-# asserted whole where they carry the advice; the drift check must name every
-# invite that moved, and nothing that did not.
-BASE = "https://api.example.com"
 
 
 def two_change_plan(base_url: str = BASE) -> Plan:

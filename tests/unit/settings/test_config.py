@@ -705,6 +705,15 @@ CI_SETS = [
     ("CODEBUILD_BUILD_ARN", "arn:aws:codebuild:eu-west-1:123456789012:build/invites:0b8c"),
     ("BUILDER_OUTPUT", "/builder/outputs"),  # Google Cloud Build
     ("TRAVIS", "true"),
+    ("bamboo_buildKey", "INV-APPLY-JOB1"),
+    ("bamboo_planKey", "INV-APPLY"),
+    ("GO_SERVER_URL", "https://gocd.internal:8154/go"),
+    ("GO_PIPELINE_NAME", "invites"),
+    ("CF_BUILD_ID", "65d4a8f2c1e0b3001a2b3c4d"),
+    ("HARNESS_BUILD_ID", "42"),
+    ("CONTINUOUS_INTEGRATION", "true"),
+    ("BUILD_NUMBER", "17"),  # Jenkins without JENKINS_URL, TeamCity
+    ("BUILD_ID", "17"),
 ]
 
 

@@ -60,6 +60,10 @@ PATH_KEYS = ("get_invite_path", "update_invite_path", "resend_invite_path")
         ("/invites/%252e%252e/{inviteId}", "percent-encodes `%25`"),
         ("/invites/%00/{inviteId}", "percent-encodes `%00`"),
         ("/invites/%c0%ae%c0%ae/{inviteId}", "percent-encodes `%c0`"),  # an overlong dot
+        # A query, a fragment once a gateway decodes the path: the re-send at inv_2.
+        ("/invites/inv_2/resend%3Fx=/{inviteId}", "percent-encodes `%3F`"),
+        ("/invites/inv_2/resend%3f/{inviteId}", "percent-encodes `%3f`"),
+        ("/invites/inv_2/resend%23/{inviteId}", "percent-encodes `%23`"),
         ("/invites/{inviteId}/..;x/inv_2", "has a `..;x` segment"),  # Tomcat's `..`
         ("/invites/{inviteId}/;/inv_2", "has a `;` segment"),
         ("/invites/{inviteId}/.../inv_2", "has a `...` segment"),
