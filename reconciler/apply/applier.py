@@ -65,6 +65,9 @@ from reconciler.plan.write_check import (
 from reconciler.safetext import json_text, redact
 from reconciler.stop import Stop
 
+# Where the invitation goes: a re-send waits for a read that shows it stored as sent.
+RECIPIENT = "email"
+
 
 class WriteOutcome(Enum):
     """What became of one invite's update; each result carries exactly one."""
@@ -393,7 +396,7 @@ class Applier:
             return self._owed(result, owed)
         if not due:
             return result
-        recipient = stored.fields.get("email")
+        recipient = stored.fields.get(RECIPIENT)
         result = _with(result, recipient=recipient if isinstance(recipient, str) else None)
         # The re-send belongs to this invite's write: an interruption lets it finish.
         return self._resend(result)
@@ -412,10 +415,12 @@ class Applier:
             except ApiError as error:
                 return stored, check, self._unread(error)
             check = stored_as_sent(change, stored)
-        withheld = not change.triggers_resend(check.as_sent) and change.triggers_resend(
-            check.changed_otherwise
-        )
-        return stored, check, _withheld(change, check, stored) if withheld else None
+        # What the e-mail depends on: the fields that trigger it, and where it goes.
+        moved = [
+            n for n in check.changed_otherwise if n == RECIPIENT or change.triggers_resend([n])
+        ]
+        due = change.triggers_resend((*check.as_sent, *check.changed_otherwise))
+        return stored, check, _withheld(moved, stored) if moved and due else None
 
     def _unread(self, error: ApiError) -> str:
         """Why a re-send is owed whose GET failed (or never left: the run is stopping)."""
@@ -511,10 +516,10 @@ def _never_attempted(why: str) -> str:
     return f"due after the update and never attempted ({why})"
 
 
-def _withheld(change: InviteChange, check: StoredCheck, stored: CurrentInvite) -> str:
-    """A re-send withheld because a field that triggers it changed otherwise than sent."""
-    fields = ", ".join(f"`{n}`" for n in check.changed_otherwise if change.triggers_resend([n]))
-    email = stored.fields.get("email")
+def _withheld(moved: list[str], stored: CurrentInvite) -> str:
+    """A re-send withheld because a field it depends on changed otherwise than sent."""
+    fields = ", ".join(f"`{n}`" for n in moved)
+    email = stored.fields.get(RECIPIENT)
     to = (
         f"the invitation would go to the address it holds, {json_text(redact(email))}"
         if isinstance(email, str)

@@ -273,8 +273,9 @@ def test_an_echoed_answer_never_decides_a_re_send_a_get_does(tmp_path: Path) -> 
     assert [r["record"] for r in records] == ["attempt", "outcome", "resend_owed"]
 
 
-def test_a_re_send_goes_to_the_address_the_get_shows_not_the_echoed_one() -> None:
-    # `true`: the name stored as sent re-sends it, to the address the platform holds.
+def test_a_re_send_never_goes_to_an_address_stored_otherwise_than_sent() -> None:
+    # `true`: the name stored as sent would re-send it, but the address it goes to was
+    # stored otherwise than reviewed (the echo hid it; the GET shows it): owed, no e-mail.
     platform = _Platform({"inv_1": {"id": "inv_1", "name": "A", "email": "old@a.example"}})
     platform.store = lambda body: {k: v.lower() if k == "email" else v for k, v in body.items()}
     platform.echo = True
@@ -282,8 +283,20 @@ def test_a_re_send_goes_to_the_address_the_get_shows_not_the_echoed_one() -> Non
         {"name": "A", "email": "old@a.example"}, {"name": "B", "email": "New@A.example"}, True
     )
     (result,) = _apply(platform, change).results
-    assert (result.outcome, result.resend) == (WriteOutcome.DIVERGED, ResendOutcome.RESENT)
-    assert result.recipient == "new@a.example"
+    assert (result.outcome, result.resend) == (WriteOutcome.DIVERGED, ResendOutcome.OWED)
+    assert "`email`" in str(result.owed) and '"new@a.example"' in str(result.owed)
+    assert platform.calls[-1] == ("GET", "inv_1")
+    assert ("RESEND", "inv_1") not in platform.calls
+
+
+def test_a_re_send_goes_to_the_address_the_get_shows_when_the_email_was_not_sent() -> None:
+    # The name alone changes: the invitation goes to the address the platform holds.
+    platform = _Platform({"inv_1": {"id": "inv_1", "name": "A", "email": "kept@a.example"}})
+    platform.echo = True
+    change = _change({"name": "A"}, {"name": "B"}, True)
+    (result,) = _apply(platform, change).results
+    assert (result.outcome, result.resend) == (WriteOutcome.UPDATED, ResendOutcome.RESENT)
+    assert result.recipient == "kept@a.example"
     assert platform.calls[-2:] == [("GET", "inv_1"), ("RESEND", "inv_1")]
 
 
