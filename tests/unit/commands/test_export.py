@@ -10,13 +10,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+import pytest
 import yaml
 from support.cli import run_cli
+from support.git import git
 from support.helpers import clean_env
 from support.values import typed
 
 from reconciler.commands.export import render_export
+from reconciler.commands.export_checks import schema_ref_for
 from reconciler.commands.export_entry import export_entry
+from reconciler.errors import ConfigError
 from reconciler.model.fields import kind_of
 from reconciler.model.invite import CurrentInvite
 
@@ -126,3 +130,27 @@ def test_the_out_path_is_said_with_its_control_characters_escaped(tmp_path: Path
     assert result.returncode == 0, result.stderr
     assert "x\\x1b]0;PWN\\x07.json, which does not exist" in result.stderr
     assert "\x1b" not in result.stderr and "\x07" not in result.stderr
+
+
+def test_schema_ref_of_reconciler_yaml_is_under_the_one_path_rule(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    monkeypatch.chdir(repo)
+    # cli.md lists "schema references" among the paths a repository file names; export
+    # writes it into the file it makes and stats it wherever it leads: refused, before any
+    # request, when it leads out; a URL, or --schema-ref (the user's), is not judged.
+    with pytest.raises(ConfigError, match=r"`schema_ref` in reconciler.yaml: \.\./\.\./\.\./"):
+        schema_ref_for("invites/a.yaml", None, "../../../../etc/passwd")
+    with pytest.raises(ConfigError, match="outside the repository"):
+        schema_ref_for(None, None, "../../etc/passwd")
+    (repo / "schemas").mkdir()
+    (repo / "schemas" / "mine.json").write_text("{}")
+    assert schema_ref_for("invites/a.yaml", None, "../schemas/mine.json") == (
+        "../schemas/mine.json",
+        None,
+    )
+    assert schema_ref_for(None, None, "https://example.test/s.json")[0].startswith("https://")
+    assert schema_ref_for("a.yaml", "../../etc/passwd", "ignored")[0] == "../../etc/passwd"
