@@ -288,3 +288,19 @@ def redact_and_escape_lines(text: str) -> str:
     shape. Escaping is idempotent on what was escaped already: an error's message,
     worded by the modules, may quote a path, ref or value from outside."""
     return "\n".join(redact_and_escape(line) for line in text.split("\n"))
+
+
+# -- words every layer uses ----------------------------------------------------------------
+
+
+def plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def seconds(value: float) -> str:
+    """A wait in words that never rounds a real wait to "0.0 s": "0.04 s", "0.3 s", "60 s"."""
+    if 0 < value < 0.1:  # "0.0 s" would read as no wait at all
+        return f"{value:.1g} s"
+    if value < 10:
+        return f"{value:.1f} s"
+    return f"{value:.0f} s"

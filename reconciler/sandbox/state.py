@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from reconciler.errors import ReconcilerError
-from reconciler.safefile import TooLarge, read_regular
+from reconciler.files import TooLarge, read_regular
 from reconciler.sandbox.refusals import NotFound, NotPending, PreconditionFailed
 
 _DEFAULT_STATE = Path(__file__).with_name("state.yaml")

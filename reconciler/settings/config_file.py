@@ -11,9 +11,9 @@ from typing import Any
 
 from reconciler.desired.files import CONFIG_FILE
 from reconciler.errors import ConfigError, FileProblem, InputError
+from reconciler.files import TooLarge, read_regular
 from reconciler.git import outside_repository, up_to_top
 from reconciler.resources import resource_path
-from reconciler.safefile import TooLarge, read_regular
 from reconciler.safetext import escape
 from reconciler.schema.check import validate_document
 from reconciler.settings.contract import contract_problems

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from reconciler.errors import ConfigError
-from reconciler.safefile import open_regular
+from reconciler.files import open_regular
 from reconciler.safetext import MIN_SECRET_LENGTH, escape, quote_value
 from reconciler.settings.values import NUMBER_SETTINGS
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.safefile import NotRegularFile, TooLarge, read_regular
+from reconciler.files import NotRegularFile, TooLarge, read_regular
 
 
 def test_a_file_is_read_whole_up_to_its_limit(tmp_path: Path) -> None:

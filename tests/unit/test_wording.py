@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from reconciler.wording import plural, seconds
+from reconciler.safetext import plural, seconds
 
 
 @pytest.mark.parametrize(("count", "said"), [(0, "0 invites"), (1, "1 invite"), (2, "2 invites")])

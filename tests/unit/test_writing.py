@@ -6,17 +6,22 @@ from __future__ import annotations
 import errno
 import os
 import stat
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from reconciler import writing
+from reconciler import files
 from reconciler.errors import ReconcilerError
-from reconciler.rewriting import read_for_rewrite, replace_read, write_all
-from reconciler.writing import FileChanged, refuse_input, write_output
+from reconciler.files import (
+    FileChanged,
+    read_for_rewrite,
+    refuse_input,
+    replace_all,
+    replace_read,
+    write_output,
+)
 
 LIMIT = 1024 * 1024
 OLD = "invites:\n  - id: inv_a\n    name: Old\n"
@@ -240,11 +245,15 @@ def test_a_read_only_directory_fails_the_write_and_leaves_the_file(
 ) -> None:
     read = read_for_rewrite(str(file), LIMIT)
     if os.geteuid() == 0:
-        # root writes in a 0555 directory: make the temporary file fail as it would.
-        def refused(*args: Any, **kwargs: Any) -> Any:
-            raise PermissionError(13, "Permission denied")
+        # root writes in a 0555 directory: make creating the temporary file fail as it would.
+        real_open = os.open
 
-        monkeypatch.setattr(tempfile, "mkstemp", refused)
+        def refused(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+            if flags & os.O_CREAT:
+                raise PermissionError(13, "Permission denied")
+            return real_open(path, flags, *args, **kwargs)
+
+        monkeypatch.setattr(os, "open", refused)
     else:
         os.chmod(file.parent, 0o555)
     try:
@@ -289,20 +298,20 @@ def test_write_all_checks_every_file_first_then_names_those_written_before_a_fai
     reads = [read_for_rewrite(str(p), LIMIT) for p in paths]
     paths[2].write_text("edited\n", encoding="utf-8")
     with pytest.raises(FileChanged, match=r"c\.yaml"):
-        write_all([(r, NEW) for r in reads], "the invite file")
+        replace_all([(r, NEW) for r in reads], "the invite file")
     assert [p.read_text(encoding="utf-8") for p in paths] == [OLD, OLD, "edited\n"]
 
     reads = [read_for_rewrite(str(p), LIMIT) for p in paths]
-    real = writing.write_atomic
+    real = files.write_atomic
 
     def fail_on_c(target: str, *args: Any, **kwargs: Any) -> None:
         if target.endswith("c.yaml"):
             raise ReconcilerError(f"{target}: cannot write the invite file: disk full")
         real(target, *args, **kwargs)
 
-    monkeypatch.setattr(writing, "write_atomic", fail_on_c)
+    monkeypatch.setattr(files, "write_atomic", fail_on_c)
     with pytest.raises(ReconcilerError) as raised:
-        write_all([(r, NEW) for r in reads], "the invite file")
+        replace_all([(r, NEW) for r in reads], "the invite file")
     message = str(raised.value)
     assert "c.yaml: cannot write the invite file: disk full" in message
     assert f"already written before this failure: {paths[0]}, {paths[1]}" in message
@@ -311,12 +320,12 @@ def test_write_all_checks_every_file_first_then_names_those_written_before_a_fai
 
 def test_the_audit_log_is_created_0600_and_never_opened_through_a_link(tmp_path: Path) -> None:
     path = tmp_path / "audit.jsonl"
-    os.close(writing.open_append(str(path)))
+    os.close(files.open_append(str(path)))
     assert mode(path) == 0o600
     link = tmp_path / "link.jsonl"
     link.symlink_to(path)
     with pytest.raises(OSError):
-        writing.open_append(str(link))
+        files.open_append(str(link))
 
 
 def test_a_file_larger_than_its_reader_takes_is_refused_before_it_is_held(tmp_path: Path) -> None:

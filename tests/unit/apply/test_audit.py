@@ -29,8 +29,7 @@ from support.fake_platform import (
 )
 from support.git import git
 
-from reconciler.apply.audit import AuditLog
-from reconciler.apply.audit_path import AuditLogError, audit_path_problem
+from reconciler.apply.audit import AuditLog, AuditLogError, audit_path_problem
 from reconciler.safetext import register_secret
 
 
