@@ -1,5 +1,6 @@
-"""reconciler.writing attacked: links swapped, FIFOs, read-only directories, a file turned
-into a directory, `..` in paths, and a file changed between the check and the rename."""
+"""reconciler.files attacked: FIFOs and devices read, links swapped, read-only directories,
+a file turned into a directory, `..` in paths, and a file changed between the check and
+the rename."""
 
 from __future__ import annotations
 
@@ -16,7 +17,10 @@ from reconciler import files
 from reconciler.errors import ReconcilerError
 from reconciler.files import (
     FileChanged,
+    NotRegularFile,
+    TooLarge,
     read_for_rewrite,
+    read_regular,
     refuse_input,
     replace_all,
     replace_read,
@@ -328,10 +332,26 @@ def test_the_audit_log_is_created_0600_and_never_opened_through_a_link(tmp_path:
         files.open_append(str(link))
 
 
-def test_a_file_larger_than_its_reader_takes_is_refused_before_it_is_held(tmp_path: Path) -> None:
+def test_a_file_is_read_whole_up_to_its_readers_limit_and_refused_past_it(tmp_path: Path) -> None:
     file = tmp_path / "a.yaml"
     file.write_bytes(b"x" * 11)
+    assert read_regular(file, 11) == read_for_rewrite(str(file), 11).data == b"x" * 11
+    with pytest.raises(TooLarge) as too_large:
+        read_regular(file, 10)
+    assert too_large.value.limit == 10
     with pytest.raises(OSError, match="larger than") as refused:
         read_for_rewrite(str(file), 10)
     assert refused.value.errno == errno.EFBIG
-    assert read_for_rewrite(str(file), 11).data == b"x" * 11
+
+
+@pytest.mark.parametrize(
+    ("kind", "said"), [("device", "a device"), ("fifo", r"a FIFO \(named pipe\)")]
+)
+def test_an_endless_device_or_a_fifo_is_refused_at_once(
+    tmp_path: Path, kind: str, said: str
+) -> None:
+    path = "/dev/zero" if kind == "device" else str(tmp_path / "plan.json")
+    if kind == "fifo":
+        os.mkfifo(path)  # opened without a writer, it would block: refused without waiting
+    with pytest.raises(NotRegularFile, match=f"it is {said}, not a regular file"):
+        read_regular(path, 10)
