@@ -24,8 +24,7 @@ from reconciler.output.github import (
     guard_output,
     release_output,
 )
-from reconciler.safetext import redact_and_escape_lines
-from reconciler.wording import plural
+from reconciler.safetext import plural, redact_and_escape_lines
 
 EXIT_OK = 0
 EXIT_FAILURE = 1  # 2 is kept for `plan --detailed-exitcode` alone (docs/plans.md, Exit codes)

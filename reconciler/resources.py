@@ -1,4 +1,4 @@
-"""Files the package reads at run time: the schema, the bundled examples."""
+"""Files the package reads at run time: the schemas."""
 
 from __future__ import annotations
 
@@ -22,7 +22,3 @@ def resource_path(relative: str) -> Path:
 
 def invite_schema_path() -> Path:
     return resource_path("schemas/invites.schema.json")
-
-
-def example_invites_path() -> Path:
-    return resource_path("examples/invites")

@@ -34,7 +34,6 @@ import json
 import re
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from functools import lru_cache
 
 REDACTED = "[redacted]"
 
@@ -144,22 +143,16 @@ def _mapping_as_object(value: object) -> dict[object, object]:
     raise TypeError(f"{type(value).__name__} is not a value a field holds")
 
 
-@lru_cache(maxsize=4)
-def _pattern(secrets: tuple[str, ...]) -> re.Pattern[str]:
-    # Case ignored: a server that upper-cases what it echoes, or percent-encodes
-    # it in lower-case hex, must not get a secret through. The lookahead for the first
-    # characters (case ignored too) spares trying every secret at every position, which
-    # case-ignoring alternatives cost: about 4x with the twenty forms of one client secret.
-    first = "".join(sorted({re.escape(secret[0]) for secret in secrets}))
-    return re.compile(f"(?=[{first}])(?:{'|'.join(map(re.escape, secrets))})", re.IGNORECASE)
-
-
 class Redactor:
     """Secrets known to this process, and what replaces them in any text."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._secrets: tuple[str, ...] = ()
+        # Compiled when the secrets change; replaced whole, so safe to read unlocked. Case
+        # ignored: a server that upper-cases what it echoes, or percent-encodes it in
+        # lower-case hex, must not get a secret through.
+        self._pattern: re.Pattern[str] | None = None
         self._replaceable: set[str] = set()  # forms from ``replace``: tokens, dropped in time
         self._watchers: list[Callable[[str], None]] = []
 
@@ -196,10 +189,12 @@ class Redactor:
     def _use(self, secrets: set[str]) -> None:
         # Longest first, so a secret containing another is removed whole.
         self._secrets = tuple(sorted(secrets, key=len, reverse=True))
+        alternatives = "|".join(map(re.escape, self._secrets))
+        self._pattern = re.compile(alternatives, re.IGNORECASE) if secrets else None
 
     def redact(self, text: str) -> str:
-        secrets = self._secrets  # a tuple, replaced whole: safe to read unlocked
-        return _pattern(secrets).sub(REDACTED, text) if secrets else text
+        pattern = self._pattern
+        return pattern.sub(REDACTED, text) if pattern else text
 
     def cut(self, text: str, limit: int) -> str:
         if len(text) <= limit:
@@ -220,8 +215,8 @@ class Redactor:
         return head[: limit - split]
 
     def holds_secret(self, text: str) -> bool:
-        secrets = self._secrets
-        return bool(secrets) and _pattern(secrets).search(text) is not None
+        pattern = self._pattern
+        return pattern is not None and pattern.search(text) is not None
 
 
 def _forms(secret: str | None) -> set[str]:
@@ -288,3 +283,19 @@ def redact_and_escape_lines(text: str) -> str:
     shape. Escaping is idempotent on what was escaped already: an error's message,
     worded by the modules, may quote a path, ref or value from outside."""
     return "\n".join(redact_and_escape(line) for line in text.split("\n"))
+
+
+# -- words every layer uses ----------------------------------------------------------------
+
+
+def plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def seconds(value: float) -> str:
+    """A wait in words that never rounds a real wait to "0.0 s": "0.04 s", "0.3 s", "60 s"."""
+    if 0 < value < 0.1:  # "0.0 s" would read as no wait at all
+        return f"{value:.1g} s"
+    if value < 10:
+        return f"{value:.1f} s"
+    return f"{value:.0f} s"

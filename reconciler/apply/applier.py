@@ -40,13 +40,7 @@ from reconciler.api.exceptions import (
     PreconditionFailed,
     UnexpectedResponse,
 )
-from reconciler.apply.audit import (
-    AttemptRecorder,
-    AuditLog,
-    NoAuditLog,
-    outcome_of,
-)
-from reconciler.apply.audit_path import AuditLogError
+from reconciler.apply.audit import AttemptRecorder, AuditLog, AuditLogError, NoAuditLog, outcome_of
 from reconciler.model.fields import kind_of
 from reconciler.model.invite import CurrentInvite
 from reconciler.model.outcome import Done, Failed, NotRun

@@ -13,12 +13,21 @@ Every record is one ``write()`` of one complete line on a file opened with
 whole lines behind. Should an earlier crash (a power cut, a full disk) have
 left a torn last line, the next run starts on a new line so that its own
 records stay readable.
+
+Where the log may be: the path usually sits in the checkout (`--audit-log audit.jsonl` in
+CI), and what is in the checkout is what a pull request made. A committed symbolic link
+would point the appends at any file the job can write (`~/.bashrc`, another job's
+output); a committed regular file would hand the log records the pull request wrote,
+which then read as the tool's own. So the path is checked before it is opened, never
+through a link, a committed file or out of the repository it is written in.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import stat
+import subprocess
 import threading
 import uuid
 from collections.abc import Mapping
@@ -26,15 +35,21 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple, Self
 
 from reconciler.api.exceptions import ApiError, PreconditionFailed
-from reconciler.apply.audit_path import AuditLogError, open_for_append, write_all
+from reconciler.errors import ReconcilerError
+from reconciler.files import open_append
+from reconciler.git import outside_repository, repository_top, try_run
 from reconciler.model.values import JsonValue
-from reconciler.safetext import escape_json_text, redact_and_escape
+from reconciler.safetext import escape, escape_json_text, redact_and_escape
 
 # What a write record says of each field it carries: {"before": ..., "after": ...}, as JSON.
 WriteFields = Mapping[str, Mapping[str, JsonValue]]
 
 # Longest server message kept in a record: an answer is no place for a novel.
 _MAX_MESSAGE = 1000
+
+
+class AuditLogError(ReconcilerError):
+    """The audit log cannot be written: no write may start without its record."""
 
 
 class Attempt(NamedTuple):
@@ -103,7 +118,7 @@ class AuditLog(NoAuditLog):
         self._plan_hash = plan_hash  # None for writes made by hand (`resend`)
         self._sync = sync  # False only to measure what syncing costs
         self._lock = threading.Lock()
-        self._fd = open_for_append(path)
+        self._fd = _open_log(path)
         self._closed = False
 
     # -- the write-ahead rule ---------------------------------------------------
@@ -192,7 +207,7 @@ class AuditLog(NoAuditLog):
         data = line.encode("utf-8")
         try:
             with self._lock:  # one line at a time, even if the kernel writes it in parts
-                write_all(self._fd, data)
+                _write_whole(self._fd, data)
             if durable and self._sync:
                 # Outside the lock: concurrent workers' syncs can share one disk flush.
                 os.fsync(self._fd)
@@ -283,3 +298,75 @@ def open_audit_log(
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+# -- where the log may be, and its file ----------------------------------------------------
+
+
+def audit_path_problem(path: str) -> str | None:
+    """Why ``path`` must not be the audit log, or None when it may be."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    if mode is not None and stat.S_ISLNK(mode):
+        return (
+            f"it is a symbolic link (to {escape(os.readlink(path))}); the audit log is never "
+            "written through a link, which a commit could point at any file: give the real path"
+        )
+    if repository_top(path) is None:
+        return None  # outside git: wherever the user chose
+    outside = outside_repository(path)  # a directory of the checkout linked out of it
+    if outside:
+        return f"it {outside}; the audit log never follows a link out of it: give the real path"
+    if mode is not None and _tracked(path):
+        return (
+            "it is a file committed in the repository, so a commit could have written records "
+            "into it; write the audit log outside the checkout, or to a path git ignores"
+        )
+    return None
+
+
+def _tracked(path: str) -> bool:
+    real = os.path.realpath(path)  # inside the repository: a link to a committed file too
+    done = try_run(
+        ["ls-files", "--error-unmatch", "--", real],
+        cwd=os.path.dirname(real),
+        stdin=subprocess.DEVNULL,
+    )
+    return done is not None and done.returncode == 0
+
+
+def _open_log(path: str) -> int:
+    """The audit log opened to append (``0600``), as a file descriptor: a new file's
+    directory synced, a torn last line ended. AuditLogError if it may not be."""
+    problem = audit_path_problem(path)  # a link or a committed file: refused, never followed
+    if problem:
+        raise AuditLogError(f"{escape(path)}: cannot open the audit log: {problem}")
+    try:
+        fd = open_append(path)  # a FIFO, a device or a symbolic link: refused at once
+    except OSError as exc:
+        raise AuditLogError(f"{path}: cannot open the audit log: {exc.strerror}") from None
+    try:
+        size = os.fstat(fd).st_size
+        if size == 0:  # a new file: its name must survive a power cut too
+            directory = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
+            try:
+                os.fsync(directory)
+            finally:
+                os.close(directory)
+        elif os.pread(fd, 1, size - 1) != b"\n":
+            _write_whole(fd, b"\n")  # after a torn line: our records start on their own line
+    except OSError as exc:
+        os.close(fd)
+        raise AuditLogError(f"{path}: cannot prepare the audit log: {exc.strerror}") from None
+    return fd
+
+
+def _write_whole(fd: int, data: bytes) -> None:
+    """All of ``data``, however many ``write`` calls it takes."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]

@@ -42,6 +42,7 @@ from reconciler.desired.rewrite import Wanted
 from reconciler.desired.selection import Selection, select_invites
 from reconciler.desired.state import load_desired_state
 from reconciler.errors import ReconcilerError
+from reconciler.files import refuse_input, replace_all
 from reconciler.model.fields import kind_of
 from reconciler.model.invite import CurrentInvite, DesiredInvite
 from reconciler.model.outcome import Done, Failed, NotRun, stop_if_run_fatal
@@ -51,10 +52,7 @@ from reconciler.output.failures import echo_errors
 from reconciler.output.log import setup_logging
 from reconciler.plan.changes import FailedInvite
 from reconciler.plan.compare import compare_invite
-from reconciler.rewriting import write_all
-from reconciler.safetext import holds_secret, json_text, redact, redact_and_escape
-from reconciler.wording import plural
-from reconciler.writing import refuse_input
+from reconciler.safetext import holds_secret, json_text, plural, redact, redact_and_escape
 
 
 @click.command(epilog=settings_help(api=True, reads_paths=True))
@@ -163,7 +161,9 @@ def adopt(
             readings.close()
             progress.finish()
     files = rewrite_all(found.wanted, everything, read)
-    write_all([(read[path], done.text) for path, done in files if done.changed], "the invite file")
+    replace_all(
+        [(read[path], done.text) for path, done in files if done.changed], "the invite file"
+    )
     code = _report(files, found.failed, found.held, changed_since)
     if summary_file is not None:
         write_summary(summary_file, [(p, d.rewritten) for p, d in files], found.held, changed_since)

@@ -11,10 +11,10 @@ from reconciler.desired.files import find_files
 from reconciler.desired.rewrite import Rewritten, Wanted, rewrite
 from reconciler.desired.state import MAX_FILE_BYTES, load_text
 from reconciler.errors import ReconcilerError
+from reconciler.files import ReadFile, read_for_rewrite
 from reconciler.model.invite import DesiredInvite, ResendRule
 from reconciler.model.kinds import canonical
 from reconciler.model.values import Contact, Fields
-from reconciler.rewriting import ReadFile, read_for_rewrite
 from reconciler.safetext import redact_and_escape
 
 _BOM = "\ufeff"

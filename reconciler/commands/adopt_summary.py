@@ -14,10 +14,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from reconciler.desired.rewrite import Rewritten
+from reconciler.files import write_output
 from reconciler.model.invite import SourceLocation
 from reconciler.model.values import FieldValue
 from reconciler.safetext import json_text, redact_and_escape
-from reconciler.writing import write_output
 
 _SIGNS = str.maketrans({c: f"&#{ord(c)};" for c in "|`*_[]\\~@#"})
 _LIMIT = 60_000  # a GitHub pull request body holds 65,536 characters

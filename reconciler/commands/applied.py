@@ -1,6 +1,5 @@
 """`reconcile applied`: the record of the last successful apply, read (`show`) and moved
-forward after an apply that exited 0 (`advance`). The rules are reconciler.applied_record's
-and reconciler.applied_advance's."""
+forward after an apply that exited 0 (`advance`). The rules are reconciler.applied's."""
 
 from __future__ import annotations
 
@@ -8,8 +7,7 @@ import json
 
 import click
 
-from reconciler.applied_advance import advance
-from reconciler.applied_record import (
+from reconciler.applied import (
     BRANCH_ENV,
     MAIN_ENV,
     REMOTE_ENV,
@@ -19,13 +17,13 @@ from reconciler.applied_record import (
     Record,
     Trusted,
     Untrusted,
+    advance,
     pending_commits,
     read_record,
 )
 from reconciler.commands.options import F
 from reconciler.output.github import append_step_summary, github_enabled
-from reconciler.safetext import escape
-from reconciler.wording import plural
+from reconciler.safetext import escape, plural
 
 _WHERE = (
     click.option(

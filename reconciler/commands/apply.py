@@ -37,6 +37,7 @@ from reconciler.commands.remote import api_client, compute_plan, refuse_narrow_g
 from reconciler.commands.settings_help import RUN_ENV, settings_help
 from reconciler.desired.state import DesiredState
 from reconciler.errors import ReconcilerError
+from reconciler.files import refuse_input
 from reconciler.output.color import echo_err, use_color
 from reconciler.output.common import echo_chunks
 from reconciler.output.failures import (
@@ -52,8 +53,7 @@ from reconciler.output.text import (
 )
 from reconciler.plan.model import Plan
 from reconciler.plan.saved import load_signed_plan
-from reconciler.wording import plural
-from reconciler.writing import refuse_input
+from reconciler.safetext import plural
 
 
 @click.command(

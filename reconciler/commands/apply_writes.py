@@ -18,8 +18,7 @@ from reconciler.apply.applier import (
     ResendOutcome,
     WriteOutcome,
 )
-from reconciler.apply.audit import AuditLog, NoAuditLog, open_audit_log
-from reconciler.apply.audit_path import AuditLogError
+from reconciler.apply.audit import AuditLog, AuditLogError, NoAuditLog, open_audit_log
 from reconciler.apply.interrupt import GracefulInterrupt
 from reconciler.output.apply_text import (
     diverged_advice,
@@ -45,9 +44,8 @@ from reconciler.output.text import TextRenderer
 from reconciler.plan.changes import FailedInvite
 from reconciler.plan.model import Plan
 from reconciler.plan.saved import plan_digest
-from reconciler.safetext import redact_and_escape
+from reconciler.safetext import plural, redact_and_escape
 from reconciler.settings.config import Settings
-from reconciler.wording import plural
 
 
 def apply_changes(

@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from reconciler.applied_record import (
+from reconciler.applied import (
     AlreadyApplied,
     Missing,
     Record,
@@ -36,10 +36,9 @@ from reconciler.output.github import (
     github_enabled,
     report_problems,
 )
-from reconciler.safetext import escape
+from reconciler.safetext import escape, plural
 from reconciler.settings.config import Settings, load_settings
 from reconciler.settings.config_file import DEFAULT_CONFIG_FILE
-from reconciler.wording import plural
 
 
 def settings_for(config_file: str | None, **overrides: Any) -> Settings:

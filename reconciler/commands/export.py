@@ -33,16 +33,13 @@ from reconciler.commands.remote import api_client
 from reconciler.commands.settings_help import settings_help
 from reconciler.desired.entries import refuse_bad_ids
 from reconciler.errors import ReconcilerError
+from reconciler.files import refuse_special_file, replace_read, write_output
 from reconciler.model.invite import CurrentInvite
 from reconciler.model.kinds import FlowList, Quoted
 from reconciler.model.outcome import Done, Failed, stop_if_run_fatal
 from reconciler.output.color import echo_err
 from reconciler.output.log import setup_logging
-from reconciler.rewriting import replace_read
-from reconciler.safefile import refuse_special_file
-from reconciler.safetext import ALLOWED_INVISIBLE, escape, redact_and_escape
-from reconciler.wording import plural
-from reconciler.writing import write_output
+from reconciler.safetext import ALLOWED_INVISIBLE, escape, plural, redact_and_escape
 
 
 class _ExportDumper(yaml.SafeDumper):

@@ -12,12 +12,11 @@ import click
 from reconciler.desired.files import find_files
 from reconciler.desired.state import MAX_FILE_BYTES, load_file, load_text
 from reconciler.errors import ConfigError, ReconcilerError
+from reconciler.files import ReadFile, read_for_rewrite
 from reconciler.git import outside_repository
 from reconciler.model.invite import DesiredInvite
-from reconciler.rewriting import ReadFile, read_for_rewrite
-from reconciler.safetext import escape
+from reconciler.safetext import escape, plural
 from reconciler.settings.config import Settings
-from reconciler.wording import plural
 from reconciler.yamlload.source import decode_source
 
 SCHEMA_IN_REPO = Path("schemas") / "invites.schema.json"

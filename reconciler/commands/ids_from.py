@@ -14,8 +14,8 @@ import sys
 import click
 
 from reconciler.errors import ReconcilerError
+from reconciler.files import TooLarge, read_regular
 from reconciler.model.invite import ID_RULE, INVITE_ID
-from reconciler.safefile import TooLarge, read_regular
 from reconciler.safetext import escape, quote_value
 
 STDIN = "-"

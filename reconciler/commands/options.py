@@ -2,7 +2,7 @@
 
 A command takes the options it needs from here, so an option means the same and
 reads the same help text wherever it appears. Numeric options convert through
-reconciler.settings.values, as the environment and reconciler.yaml do.
+reconciler.settings.config, as the environment and reconciler.yaml do.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from reconciler.output.github import (
     github_enabled,
     guard_output,
 )
+from reconciler.settings.config import SettingType
 from reconciler.settings.environment import ENV_VARS
-from reconciler.settings.values import SettingType
 
 F = TypeVar("F", bound=Callable[..., Any])
 Decorator = Callable[[F], F]

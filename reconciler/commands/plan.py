@@ -15,6 +15,7 @@ from reconciler.commands.common import (
 from reconciler.commands.options import FilePath, RunOptions, plan_format_option, run_options
 from reconciler.commands.remote import api_client, compute_plan, say_grant
 from reconciler.commands.settings_help import RUN_ENV, settings_help
+from reconciler.files import refuse_input, refuse_special_file
 from reconciler.output import renderer_for
 from reconciler.output.color import echo_err, use_color
 from reconciler.output.common import echo_chunks
@@ -23,12 +24,9 @@ from reconciler.output.github import github_enabled, report_plan
 from reconciler.output.log import setup_logging
 from reconciler.plan.model import Plan
 from reconciler.plan.saved import save_plan, sign_plan
-from reconciler.safefile import refuse_special_file
-from reconciler.safetext import escape
+from reconciler.safetext import escape, plural
 from reconciler.sandbox import SANDBOX_CLIENT_SECRET
 from reconciler.settings.config import Settings
-from reconciler.wording import plural
-from reconciler.writing import refuse_input
 
 
 def signing_secret(settings: Settings, sandbox: bool) -> str | None:

@@ -18,11 +18,11 @@ from reconciler.api.exceptions import ApiError, NotSent
 from reconciler.apply.audit import (
     AttemptRecorder,
     AuditLog,
+    AuditLogError,
     NoAuditLog,
     open_audit_log,
     outcome_of,
 )
-from reconciler.apply.audit_path import AuditLogError
 from reconciler.apply.interrupt import GracefulInterrupt
 from reconciler.commands.common import check_writable, settings_for
 from reconciler.commands.confirm import confirm, require_terminal, show_on_stderr_too
@@ -43,8 +43,7 @@ from reconciler.output.common import stop_writing_to_stdout
 from reconciler.output.failures import RESEND_UNKNOWN_ADVICE, echo_errors
 from reconciler.output.log import setup_logging
 from reconciler.plan.changes import FailedInvite
-from reconciler.safetext import quote_value, redact, redact_and_escape
-from reconciler.wording import plural
+from reconciler.safetext import plural, quote_value, redact, redact_and_escape
 
 
 @click.command(epilog=settings_help(api=True, extra=("audit_log",)))

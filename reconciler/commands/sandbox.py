@@ -11,8 +11,8 @@ import click
 from reconciler import safetext
 from reconciler.model.fields import updatable_fields
 from reconciler.output.color import echo_err
+from reconciler.safetext import plural
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox, SandboxOptions
-from reconciler.wording import plural
 
 _share = click.FloatRange(0.0, 1.0)
 

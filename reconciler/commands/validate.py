@@ -7,9 +7,9 @@ import click
 from reconciler.commands.common import read_desired, run_inputs, settings_for
 from reconciler.commands.options import FilePath, annotations_option, config_option
 from reconciler.commands.settings_help import settings_help
+from reconciler.files import refuse_input
 from reconciler.output.gitlab import writing_codequality
-from reconciler.wording import plural
-from reconciler.writing import refuse_input
+from reconciler.safetext import plural
 
 
 @click.command(

@@ -14,8 +14,8 @@ import os
 from pathlib import Path
 
 from reconciler.errors import FileProblem
+from reconciler.files import file_kind
 from reconciler.git import boundary, git_top, ignored, outside_repository, up_to_top
-from reconciler.safefile import kind_of
 from reconciler.safetext import escape
 
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -111,7 +111,7 @@ def _not_regular(path: Path) -> str:
         mode = path.stat().st_mode
     except OSError as exc:
         return f"cannot read: {exc.strerror}"
-    return f"not read: it is {kind_of(mode)}, not a regular file"
+    return f"not read: it is {file_kind(mode)}, not a regular file"
 
 
 def _missing(raw: str) -> str:

@@ -15,8 +15,8 @@ from reconciler.desired.entries import EntryReader
 from reconciler.desired.files import find_files
 from reconciler.desired.rules import NO_RULES, Rules, RunChecks
 from reconciler.errors import FileProblem, InputError
+from reconciler.files import open_regular
 from reconciler.model.invite import INVITE_ID, DesiredInvite
-from reconciler.safefile import open_regular
 from reconciler.safetext import escape
 from reconciler.schema.check import invite_validators, validate
 from reconciler.schema.messages import Where

@@ -15,8 +15,7 @@ from reconciler.plan.changes import (
     InviteChange,
 )
 from reconciler.plan.write_check import StoredOtherwise
-from reconciler.safetext import escape, json_text, redact, redact_and_escape
-from reconciler.wording import plural
+from reconciler.safetext import escape, json_text, plural, redact, redact_and_escape
 
 
 def _to(change: InviteChange) -> str:

@@ -9,8 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from reconciler.safetext import json_text, redact, redact_and_escape
-from reconciler.wording import plural
+from reconciler.safetext import json_text, plural, redact, redact_and_escape
 
 if TYPE_CHECKING:
     from reconciler.plan.model import Plan

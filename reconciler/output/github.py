@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from reconciler.errors import FileProblem, InputError, ReconcilerError
+from reconciler.files import open_append
 from reconciler.model.invite import SourceLocation
 from reconciler.output.color import echo_err
 from reconciler.output.repo_paths import repo_relative
 from reconciler.safetext import redact_and_escape
-from reconciler.writing import open_append
 
 if TYPE_CHECKING:
     from reconciler.plan.model import Plan

@@ -12,10 +12,9 @@ from contextlib import contextmanager
 from typing import Any
 
 from reconciler.errors import FileProblem, InputError
+from reconciler.files import refuse_special_file, write_output
 from reconciler.output.repo_paths import repo_relative
-from reconciler.safefile import refuse_special_file
 from reconciler.safetext import redact_and_escape
-from reconciler.writing import write_output
 
 CHECK_NAME = "invite-reconciler/validate"
 

@@ -27,8 +27,7 @@ from reconciler.output.common import (
 )
 from reconciler.plan.changes import FieldChange, InviteChange, NotUpdatable, OutsideChange
 from reconciler.plan.model import Plan
-from reconciler.safetext import escape, json_text, redact
-from reconciler.wording import plural
+from reconciler.safetext import escape, json_text, plural, redact
 
 COMMENT_LIMIT = 65_000
 _FOLD_AFTER = 10  # changes shown open; more are folded in <details>

@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 from reconciler.errors import ReconcilerError
-from reconciler.safefile import TooLarge, read_regular
+from reconciler.files import TooLarge, read_regular
 from reconciler.safetext import escape
 
 # A JSON string (possessive: no backtracking on a long unterminated one), or a bracket.

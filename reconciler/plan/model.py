@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 from reconciler.errors import ReconcilerError
 from reconciler.plan.changes import FailedInvite, InviteChange, NotUpdatable, OutsideChange
-from reconciler.wording import plural
+from reconciler.safetext import plural
 
 __all__ = [
     "FORMAT_VERSION",

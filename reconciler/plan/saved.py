@@ -21,6 +21,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from reconciler.errors import ReconcilerError
+from reconciler.files import write_output
 from reconciler.model.fields import kind_of
 from reconciler.model.invite import SourceLocation
 from reconciler.model.values import Contact, Fields, HeldFields, JsonValue, fields_json
@@ -31,7 +32,6 @@ from reconciler.plan.signature import SignatureCheck, check, signature_for
 from reconciler.plan.streamedjson import document_chunks
 from reconciler.resources import invite_schema_path, resource_path
 from reconciler.safetext import escape, redact, redact_and_escape
-from reconciler.writing import write_output
 
 if TYPE_CHECKING:
     from jsonschema import Draft202012Validator

@@ -3,12 +3,14 @@
 Faithful to the platform API as docs/sandbox.md describes it: the
 envelope on every JSON answer, every status code of the contract
 (docs/api-contract.md), scopes,
-expiring signed tokens. Knobs in SandboxOptions add the trouble a real network
-and API cause.
+expiring signed tokens. The knobs of SandboxOptions add the trouble a real network,
+gateway and API cause (latency, a pool of workers, errors, dropped connections, rate
+limits: the platform's own, and a gateway's in front of it).
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import math
@@ -16,6 +18,7 @@ import random
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -23,31 +26,67 @@ from jsonschema import Draft202012Validator
 
 from reconciler.model.fields import updatable_fields
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET
-from reconciler.sandbox.limits import LeakyBucket, TokenBucket
-from reconciler.sandbox.options import SandboxOptions
-from reconciler.sandbox.refusals import (
-    BadRequest,
-    Forbidden,
-    MethodNotAllowed,
-    NotFound,
-    Refused,
-    Unauthorized,
+from reconciler.sandbox.state import (
+    InviteStore,
+    RecordedRequest,
+    SandboxStats,
+    TokenAuthority,
+    now_iso,
 )
-from reconciler.sandbox.state import InviteStore, now_iso
-from reconciler.sandbox.stats import RecordedRequest, SandboxStats
-from reconciler.sandbox.tokens import TokenAuthority
 from reconciler.sandbox.wire import (
     DROP,
     KNOWN_SCOPES,
     READ_SCOPE,
     STATUS_HINTS,
     WRITE_SCOPE,
+    BadRequest,
+    Forbidden,
+    MethodNotAllowed,
+    NotFound,
+    Refused,
     Request,
     Response,
+    Unauthorized,
     decoded_body,
     resource_of,
 )
 from reconciler.schema.check import format_checker, invite_schema
+
+
+@dataclass
+class SandboxOptions:
+    """Test knobs. Shares are between 0 and 1; times are in seconds."""
+
+    latency: float = 0.0  # added to every answer
+    # Requests worked on at once (None: all); the others queue, so latency rises
+    # with load as on a server with a fixed pool of workers.
+    workers: int | None = None
+    error_rate: float = 0.0  # share answered 503 with an envelope
+    html_error_rate: float = 0.0  # share answered 502 with a gateway's HTML page
+    drop_rate: float = 0.0  # share whose connection is closed with no answer
+    slow_rate: float = 0.0  # share answered only after slow_seconds
+    slow_seconds: float = 0.0
+    rate_limit: float | None = None  # requests per second, then 429 + Retry-After
+    # A gateway's limit, as nginx's `limit_req` (no burst) enforces it: a request is let
+    # through only 1/gateway_rate seconds after the last one let through; the others are
+    # answered gateway_status, with no envelope and no Retry-After unless asked for.
+    gateway_rate: float | None = None
+    gateway_status: int = 429
+    gateway_retry_after: bool = False
+    token_ttl: float = 86400.0
+    # What the token answer says expires_in is, when it lies (0.001, 0): the token
+    # still lives token_ttl. None: token_ttl, rounded up to whole seconds.
+    token_expires_in: float | None = None
+    seed: int | None = None
+    # How a real platform treats what it is sent (issue 33): `normalize` stores e-mails
+    # lower-cased and text with its spaces trimmed and collapsed; `ignore` names fields
+    # a PATCH leaves as they were, answered 200 all the same; `etags` sends an ETag with
+    # each invite and refuses a PATCH whose If-Match is not it (412); `patch_data` False
+    # answers a PATCH with no `data` (the client verifies with a GET).
+    normalize: bool = False
+    ignore: tuple[str, ...] = ()
+    etags: bool = False
+    patch_data: bool = True
 
 
 def _patch_validator() -> Draft202012Validator:
@@ -101,25 +140,32 @@ class SandboxApp:
             return self._random.random() < share
 
     def _with_trouble(self, request: Request) -> Response:
-        if self._workers is None:
-            return self._troubled(request)
-        with self._workers:
-            return self._troubled(request)
+        with self._workers or contextlib.nullcontext():
+            if self.options.latency:
+                time.sleep(self.options.latency)
+            trouble = self._over_a_limit() or self._fault()  # a Response, even DROP, is true
+            if trouble is not None:
+                return trouble
+            try:
+                return self._dispatch(request)
+            except Refused as refusal:
+                return self._envelope(refusal.status, refusal.message, refusal.data)
 
-    def _troubled(self, request: Request) -> Response:
+    def _over_a_limit(self) -> Response | None:
+        """The gateway's refusal, or the platform's own 429, of a request over its rate."""
+        wait = self._gateway.take() if self._gateway is not None else 0.0
+        if wait:
+            return self._gateway_refusal(wait)
+        wait = self._bucket.take() if self._bucket is not None else 0.0
+        if wait:
+            response = self._envelope(429, "rate limit exceeded", None)
+            response.headers["Retry-After"] = str(max(1, math.ceil(wait)))
+            return response
+        return None
+
+    def _fault(self) -> Response | None:
+        """The network's and the API's trouble, by the options' shares: None for none."""
         options = self.options
-        if options.latency:
-            time.sleep(options.latency)
-        if self._gateway is not None:
-            wait = self._gateway.take()
-            if wait:
-                return self._gateway_refusal(wait)
-        if self._bucket is not None:
-            wait = self._bucket.take()
-            if wait:
-                response = self._envelope(429, "rate limit exceeded", None)
-                response.headers["Retry-After"] = str(max(1, math.ceil(wait)))
-                return response
         if self._chance(options.drop_rate):
             return DROP
         if self._chance(options.slow_rate):
@@ -129,10 +175,7 @@ class SandboxApp:
         if self._chance(options.html_error_rate):
             page = b"<html><body><h1>502 Bad Gateway</h1></body></html>"
             return Response(502, page, {"Content-Type": "text/html"})
-        try:
-            return self._dispatch(request)
-        except Refused as refusal:
-            return self._envelope(refusal.status, refusal.message, refusal.data)
+        return None
 
     def _gateway_refusal(self, wait: float) -> Response:
         """What nginx answers a request over its limit: its own HTML page, not the API's."""
@@ -171,16 +214,7 @@ class SandboxApp:
     # -- endpoints ------------------------------------------------------------
 
     def _issue_token(self, request: Request) -> Response:
-        if "application/x-www-form-urlencoded" not in request.headers.get("Content-Type", ""):
-            raise BadRequest("token request must be form-encoded")
-        form = {k: v[0] for k, v in parse_qs(request.body.decode("utf-8", "replace")).items()}
-        if form.get("grant_type") != "client_credentials":
-            raise BadRequest("grant_type must be client_credentials")
-        if (
-            form.get("client_id") != SANDBOX_CLIENT_ID
-            or form.get("client_secret") != SANDBOX_CLIENT_SECRET
-        ):
-            raise Unauthorized("invalid client credentials")
+        form = _token_form(request)
         scopes = form.get("scope", "").split() or list(KNOWN_SCOPES)
         unknown = [s for s in scopes if s not in KNOWN_SCOPES]
         if unknown:
@@ -204,8 +238,19 @@ class SandboxApp:
         return response
 
     def _update_invite(self, request: Request) -> Response:
+        stored = {
+            name: normalized(value, name) if self.options.normalize else value
+            for name, value in self._patch_body(request.body).items()
+            if name not in self.options.ignore  # answered 200 all the same
+        }
+        if_match = request.headers.get("If-Match") if self.options.etags else None
+        invite = self.store.update(request.invite_id, stored, if_match)
+        return self._envelope(200, "invite updated", invite if self.options.patch_data else None)
+
+    def _patch_body(self, body: bytes) -> dict[str, Any]:
+        """A PATCH's body, refused (400) unless it is an object the invite schema allows."""
         try:
-            changes = json.loads(request.body.decode("utf-8")) if request.body else None
+            changes = json.loads(body.decode("utf-8")) if body else None
         except (UnicodeDecodeError, ValueError):
             raise BadRequest("body is not valid JSON") from None
         if not isinstance(changes, dict):
@@ -216,14 +261,7 @@ class SandboxApp:
         }
         if problems:
             raise BadRequest("invalid invite update", problems)
-        stored = {
-            name: normalized(value, name) if self.options.normalize else value
-            for name, value in changes.items()
-            if name not in self.options.ignore  # answered 200 all the same
-        }
-        if_match = request.headers.get("If-Match") if self.options.etags else None
-        invite = self.store.update(request.invite_id, stored, if_match)
-        return self._envelope(200, "invite updated", invite if self.options.patch_data else None)
+        return changes
 
     def _resend_invite(self, request: Request) -> Response:
         return self._envelope(200, "invitation re-sent", self.store.resend(request.invite_id))
@@ -251,6 +289,22 @@ ROUTES: dict[tuple[str, str], tuple[str, Handler]] = {
 }
 
 
+def _token_form(request: Request) -> dict[str, str]:
+    """A token request's form, refused unless it is a client-credentials grant of the
+    sandbox's client."""
+    if "application/x-www-form-urlencoded" not in request.headers.get("Content-Type", ""):
+        raise BadRequest("token request must be form-encoded")
+    form = {k: v[0] for k, v in parse_qs(request.body.decode("utf-8", "replace")).items()}
+    if form.get("grant_type") != "client_credentials":
+        raise BadRequest("grant_type must be client_credentials")
+    if (
+        form.get("client_id") != SANDBOX_CLIENT_ID
+        or form.get("client_secret") != SANDBOX_CLIENT_SECRET
+    ):
+        raise Unauthorized("invalid client credentials")
+    return form
+
+
 def normalized(value: Any, key: str = "") -> Any:
     """What a normalising platform stores: e-mails lower-cased, text trimmed with its runs of
     spaces made one, the same inside an object and a list."""
@@ -262,3 +316,50 @@ def normalized(value: Any, key: str = "") -> Any:
     if isinstance(value, list):
         return [normalized(item, key) for item in value]
     return value
+
+
+# -- rate limits ---------------------------------------------------------------------------
+
+
+class TokenBucket:
+    """The platform's own limit: a second's worth of burst, then `rate` per second."""
+
+    def __init__(self, rate: float) -> None:
+        self.rate = rate
+        self.capacity = max(1.0, rate)  # one second's worth of burst
+        self.tokens = self.capacity
+        self.updated = time.monotonic()
+        self.lock = threading.Lock()
+
+    def take(self) -> float:
+        """0 if allowed, else the seconds until a request would be."""
+        with self.lock:
+            now = time.monotonic()
+            self.tokens = min(self.capacity, self.tokens + (now - self.updated) * self.rate)
+            self.updated = now
+            if self.tokens >= 1:
+                self.tokens -= 1
+                return 0.0
+            return (1 - self.tokens) / self.rate
+
+
+class LeakyBucket:
+    """nginx's `limit_req` with no burst: a steady rate, and every early request refused.
+
+    Refused requests do not count (nginx only moves its clock on a request it lets
+    through), so a client that keeps knocking is not punished beyond its refusals.
+    """
+
+    def __init__(self, rate: float) -> None:
+        self.interval = 1.0 / rate
+        self.last: float | None = None
+        self.lock = threading.Lock()
+
+    def take(self) -> float:
+        """0 if let through, else the seconds until a request would be."""
+        with self.lock:
+            now = time.monotonic()
+            if self.last is not None and now - self.last < self.interval:
+                return self.interval - (now - self.last)
+            self.last = now
+            return 0.0

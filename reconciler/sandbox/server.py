@@ -19,10 +19,8 @@ from typing import Any
 
 from reconciler.errors import ReconcilerError
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET
-from reconciler.sandbox.app import SandboxApp
-from reconciler.sandbox.options import SandboxOptions
-from reconciler.sandbox.state import InviteStore, load_state_file
-from reconciler.sandbox.stats import SandboxStats
+from reconciler.sandbox.app import SandboxApp, SandboxOptions
+from reconciler.sandbox.state import InviteStore, SandboxStats, load_state_file
 from reconciler.sandbox.wire import DROP
 
 __all__ = [

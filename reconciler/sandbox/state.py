@@ -1,21 +1,28 @@
-"""The sandbox's invites: loaded from YAML or JSON, kept in memory, thread-safe."""
+"""What the sandbox holds: its invites (loaded from YAML or JSON, kept in memory,
+thread-safe), the tokens it issued (HS256 JWT-form, signed with a key made fresh for each
+sandbox), and what it saw (each request with its status and arrival time)."""
 
 from __future__ import annotations
 
+import base64
 import copy
 import hashlib
+import hmac
 import json
+import secrets
 import threading
+import time
 from collections import Counter
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
 from reconciler.errors import ReconcilerError
-from reconciler.safefile import TooLarge, read_regular
-from reconciler.sandbox.refusals import NotFound, NotPending, PreconditionFailed
+from reconciler.files import TooLarge, read_regular
+from reconciler.sandbox.wire import NotFound, NotPending, PreconditionFailed
 
 _DEFAULT_STATE = Path(__file__).with_name("state.yaml")
 
@@ -131,3 +138,101 @@ class InviteStore:
     def snapshot(self) -> dict[str, dict[str, Any]]:
         with self._lock:
             return copy.deepcopy(self._invites)
+
+
+# -- tokens --------------------------------------------------------------------------------
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+class TokenAuthority:
+    def __init__(self) -> None:
+        self._key = secrets.token_bytes(32)
+
+    def issue(self, client_id: str, scopes: list[str], ttl: float) -> str:
+        now = time.time()
+        header = {"alg": "HS256", "typ": "JWT"}
+        claims = {
+            "sub": client_id,
+            "scope": " ".join(scopes),
+            "iat": int(now),
+            "exp": now + ttl,
+            "jti": secrets.token_hex(8),
+        }
+        signing_input = f"{_b64(json.dumps(header).encode())}.{_b64(json.dumps(claims).encode())}"
+        signature = hmac.new(self._key, signing_input.encode("ascii"), hashlib.sha256).digest()
+        return f"{signing_input}.{_b64(signature)}"
+
+    def verify(self, token: str) -> tuple[dict[str, Any] | None, str]:
+        """The token's claims, or None and why it is refused."""
+        try:
+            header, claims, signature = token.split(".")
+            signing_input = f"{header}.{claims}".encode("ascii")
+            expected = hmac.new(self._key, signing_input, hashlib.sha256).digest()
+            if not hmac.compare_digest(expected, _unb64(signature)):
+                return None, "invalid access token (bad signature)"
+            payload = json.loads(_unb64(claims))
+        except (ValueError, UnicodeError):
+            return None, "invalid access token (malformed)"
+        if not isinstance(payload, dict) or time.time() >= float(payload.get("exp", 0)):
+            return None, "access token expired"
+        return payload, ""
+
+
+# -- what the sandbox saw ------------------------------------------------------------------
+
+
+class RecordedRequest(NamedTuple):
+    method: str
+    path: str
+    body: Any
+    status: int
+    arrived: float = 0.0  # time.monotonic() when the request was read
+
+
+@dataclass
+class SandboxStats:
+    """What the sandbox saw; tests and benchmarks read it."""
+
+    statuses: Counter[int] = field(default_factory=Counter)
+    started: Counter[str] = field(default_factory=Counter)  # requests begun, by method
+    requests: list[RecordedRequest] = field(default_factory=list)  # recorded as they end
+    in_flight: int = 0
+    max_in_flight: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def begin(self, method: str) -> None:
+        with self.lock:
+            self.started[method] += 1
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+
+    def end(self, record: RecordedRequest) -> None:
+        with self.lock:
+            self.in_flight -= 1
+            self.statuses[record.status] += 1
+            self.requests.append(record)
+
+    def calls(self, method: str, path_prefix: str = "") -> list[RecordedRequest]:
+        with self.lock:
+            return [
+                r
+                for r in self.requests
+                if r.method == method and r.path.startswith(path_prefix) and r.status
+            ]
+
+    @property
+    def total(self) -> int:
+        with self.lock:
+            return sum(self.statuses.values())
+
+    def arrivals(self) -> list[float]:
+        """When each request arrived (time.monotonic()), in arrival order."""
+        with self.lock:
+            return sorted(r.arrived for r in self.requests)

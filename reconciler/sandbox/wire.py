@@ -1,5 +1,6 @@
 """What the sandbox's exchanges are made of: a request and its answer, the paths and
-scopes of the contract as published, and each status's hint in the envelope."""
+scopes of the contract as published, each status's hint in the envelope, and the
+refusals (raised anywhere, turned into an envelope in one place)."""
 
 from __future__ import annotations
 
@@ -72,3 +73,46 @@ def decoded_body(body: bytes) -> Any:
         return json.loads(body)
     except (UnicodeDecodeError, ValueError):
         return None  # forms (the token request, with its secret) are never kept
+
+
+class Refused(Exception):
+    """A request the contract answers with an error status and an envelope."""
+
+    status = 400
+
+    def __init__(self, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.data = data
+
+
+class BadRequest(Refused):
+    status = 400
+
+
+class Unauthorized(Refused):
+    status = 401
+
+
+class Forbidden(Refused):
+    status = 403
+
+
+class NotFound(Refused):
+    status = 404
+
+
+class MethodNotAllowed(Refused):
+    status = 405
+
+
+class NotPending(Refused):
+    """The invite exists but is no longer pending: it cannot change or be re-sent."""
+
+    status = 409
+
+
+class PreconditionFailed(Refused):
+    """A PATCH whose If-Match is not the invite's ETag: it changed since it was read."""
+
+    status = 412

@@ -1,16 +1,20 @@
 """Settings: command-line options, then environment, then config file, then defaults.
 
-Every source goes through the same conversions (reconciler.settings.values), so
-RECONCILER_PARALLELISM=1000 is refused exactly as `--parallelism 1000` is.
+Every numeric setting has one conversion (``NUMBER_SETTINGS``), whichever source says it:
+``load_settings`` converts the file's and the environment's values, ``SettingType`` an
+option's, so RECONCILER_PARALLELISM=1000 is refused exactly as `--parallelism 1000` is.
 """
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import click
 
 from reconciler.desired.files import DEFAULT_PATH
 from reconciler.desired.rules import Rules
@@ -24,8 +28,88 @@ from reconciler.settings.environment import (
     check_secret_length,
     ci_variable,
     env_text,
+    secret_from_env,
     values_from_env,
 )
+
+
+class NumberSetting(NamedTuple):
+    """A whole number or a number of seconds, with the bounds every source must respect."""
+
+    kind: type  # int or float
+    minimum: float
+    maximum: float | None = None
+    above_minimum: bool = False  # True: the minimum itself is not allowed
+
+    def describe(self) -> str:
+        low = f"more than {self.minimum:g}" if self.above_minimum else f"at least {self.minimum:g}"
+        return low if self.maximum is None else f"{low} and at most {self.maximum:g}"
+
+    def convert(self, raw: Any, where: str) -> int | float:
+        """``raw`` as this setting's type; ``where`` names the source, as in `--parallelism`."""
+        value = _parse(self.kind, raw, where)
+        too_low = value <= self.minimum if self.above_minimum else value < self.minimum
+        if too_low or (self.maximum is not None and value > self.maximum):
+            raise ConfigError(f"{where}: {raw!r} must be {self.describe()}")
+        return value
+
+
+def _parse(kind: type, raw: Any, where: str) -> int | float:
+    if isinstance(raw, bool):  # YAML `true` is not a number of anything
+        raise ConfigError(f"{where}: {raw!r} is not a number")
+    if kind is int:
+        if isinstance(raw, int):
+            return raw
+        try:
+            return int(str(raw).strip())
+        except ValueError:
+            raise ConfigError(f"{where}: {raw!r} is not a whole number") from None
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{where}: {raw!r} is not a number of seconds") from None
+    if not math.isfinite(value):  # nan or inf: no wait could ever be bounded by it
+        raise ConfigError(f"{where}: {raw!r} is not a finite number of seconds")
+    return value
+
+
+NUMBER_SETTINGS: dict[str, NumberSetting] = {
+    "parallelism": NumberSetting(int, 1, 256),
+    "max_parallelism": NumberSetting(int, 1, 256),
+    "max_changes": NumberSetting(int, 0),
+    "max_resends": NumberSetting(int, 0),
+    "max_attempts": NumberSetting(int, 1, 20),
+    # Bounded above as well: a wait of 1e10 s is no bound, and overflows the clock's
+    # arithmetic (OverflowError) long before it would end.
+    "timeout": NumberSetting(float, 0, 3600, above_minimum=True),
+    "retry_max_seconds": NumberSetting(float, 0, 86400),
+    "max_response_bytes": NumberSetting(int, 1024),
+}
+
+
+if TYPE_CHECKING:  # generic from click 8.2; at run time the plain class, for click 8.1
+    _ParamType = click.ParamType[float, Any]
+else:
+    _ParamType = click.ParamType
+
+
+class SettingType(_ParamType):
+    """A click type that converts an option exactly as the environment and file are."""
+
+    def __init__(self, setting: str) -> None:
+        self.setting = setting
+        self.rule = NUMBER_SETTINGS[setting]
+        self.name = "integer" if self.rule.kind is int else "seconds"
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
+        return "N" if self.rule.kind is int else "SECONDS"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        where = param.opts[-1] if param is not None and param.opts else self.setting
+        try:
+            return self.rule.convert(value, where)
+        except ConfigError as exc:
+            self.fail(str(exc).split(": ", 1)[1], param, ctx)
 
 
 class Credentials(NamedTuple):
@@ -66,7 +150,7 @@ class Settings:
     # Under CI, the config file that set base_url (refused: see load_settings) and the
     # variable that says CI; None otherwise.
     refused_base_url: tuple[str, str] | None = None
-    # `policies` and `checks` (reconciler.settings.policies): what validate checks beyond
+    # `policies` and `checks` (reconciler.settings.config_file): what validate checks beyond
     # the schema. The default: the built-in checks as warnings, no policy.
     rules: Rules = field(default_factory=Rules)
 
@@ -118,17 +202,33 @@ class Settings:
 def load_settings(config_file: str | None, env: Mapping[str, str] | None = None) -> Settings:
     """Settings from the config file (if any) overlaid with the environment."""
     env = os.environ if env is None else env
-    settings = Settings()
     path = config_file or find_config_file()
-    if path:
-        values = read_config_file(path)
-        if not config_file and "paths" not in values and Path(path).parent != Path("."):
-            # Found above the working directory: the project's invites are beside it.
-            values["paths"] = (os.path.normpath(Path(path).parent / DEFAULT_PATH),)
-        ci = ci_variable(env)
-        if ci is not None and "base_url" in values and not env_text(env, ENV_VARS["base_url"]):
-            # A pull request can change the file: it must not decide where the secret goes.
-            del values["base_url"]
-            settings = replace(settings, refused_base_url=(path, ci))
-        settings = settings.with_values(values)
-    return settings.with_values(values_from_env(env))
+    settings = _from_file(path, env, found=not config_file) if path else Settings()
+    values = _numbers_converted(values_from_env(env), ENV_VARS)
+    secret = secret_from_env(env)
+    if secret:
+        values["client_secret"] = secret
+    return settings.with_values(values)
+
+
+def _from_file(path: str, env: Mapping[str, str], *, found: bool) -> Settings:
+    """The settings of the config file; ``found``: looked for, not named by the user."""
+    values, where = read_config_file(path)
+    if found and "paths" not in values and Path(path).parent != Path("."):
+        # Found above the working directory: the project's invites are beside it.
+        values["paths"] = (os.path.normpath(Path(path).parent / DEFAULT_PATH),)
+    settings = Settings()
+    ci = ci_variable(env)
+    if ci is not None and "base_url" in values and not env_text(env, ENV_VARS["base_url"]):
+        # A pull request can change the file: it must not decide where the secret goes.
+        del values["base_url"]
+        settings = replace(settings, refused_base_url=(path, ci))
+    return settings.with_values(_numbers_converted(values, where))
+
+
+def _numbers_converted(values: dict[str, Any], where: Mapping[str, str]) -> dict[str, Any]:
+    """``values`` with each numeric setting converted; ``where`` names each one's source."""
+    for key, rule in NUMBER_SETTINGS.items():
+        if key in values:
+            values[key] = rule.convert(values[key], where[key])
+    return values

@@ -1,7 +1,12 @@
 """reconciler.yaml: found from the working directory up to the repository's top, read
 within bounds (never a FIFO or a device, never through a link out of the repository),
-checked against its schema, and its paths made relative to where the command runs and
-kept inside the repository."""
+checked against its schema, its paths made relative to where the command runs and kept
+inside the repository, and its `policies` and `checks` made into the run's ``Rules``.
+
+The config schema checks the policies' shape (names, messages, severities, each `schema`
+against the draft's meta-schema where jsonschema can); here each policy is compiled, once
+for the run, and one that cannot be run is a problem placed at the part of it that is wrong.
+"""
 
 from __future__ import annotations
 
@@ -10,24 +15,30 @@ from pathlib import Path
 from typing import Any
 
 from reconciler.desired.files import CONFIG_FILE
+from reconciler.desired.rules import BUILT_IN, Level, Rules
 from reconciler.errors import ConfigError, FileProblem, InputError
+from reconciler.files import TooLarge, read_regular
 from reconciler.git import outside_repository, up_to_top
 from reconciler.resources import resource_path
-from reconciler.safefile import TooLarge, read_regular
 from reconciler.safetext import escape
 from reconciler.schema.check import validate_document
+from reconciler.schema.policies import (
+    CompiledPolicy,
+    Policies,
+    Policy,
+    PolicyError,
+    compile_policy,
+)
 from reconciler.settings.contract import contract_problems
-from reconciler.settings.policies import read_rules, too_large
-from reconciler.settings.values import NUMBER_SETTINGS
 from reconciler.yamlload.source import MarkedDict, decode_source, load_yaml, to_plain
 
 DEFAULT_CONFIG_FILE = CONFIG_FILE  # a directory of invites read whole skips it
-
-
 _SECRET_KEYS = {"client_secret", "secret", "access_token", "token", "password", "api_key"}
-
-
 _CONFIG_FILE_LIMIT = 1024 * 1024
+# A policy is a rule, not a data set: checking a schema against the draft's meta-schema
+# costs jsonschema about a millisecond a value, so the values of all policies together
+# are bounded (2,000: about 2 s at worst; the examples' policies have 10 to 20 each).
+MAX_POLICY_VALUES = 2_000
 
 
 def find_config_file() -> str | None:
@@ -44,7 +55,28 @@ def find_config_file() -> str | None:
     return None
 
 
-def read_config_file(path: str) -> dict[str, Any]:
+def read_config_file(path: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """The settings ``path`` sets, as plain values (numbers as written: they are converted
+    as the environment's are), and where each is written (`PATH:LINE:COLUMN: KEY`)."""
+    document = _document(_read(path), path)
+    if document is None:
+        return {}, {}
+    values: dict[str, Any] = to_plain(document)
+    if "policies" in values or "checks" in values:
+        values["rules"] = _read_rules(values, document, path)
+    contract = contract_problems(values)  # paths and field names, at their values
+    if contract:
+        raise InputError(
+            [FileProblem(path, *document.located.mark(at), why) for at, why in contract]
+        )
+    _confine_paths(values, document, path)
+    marks = document.key_marks
+    return values, {
+        str(key): f"{path}:{line}:{column}: {key}" for key, (line, column) in marks.items()
+    }
+
+
+def _read(path: str) -> bytes:
     outside = outside_repository(path)  # a link committed out of the repository: unread
     if outside:
         raise ConfigError(
@@ -52,7 +84,7 @@ def read_config_file(path: str) -> dict[str, Any]:
             "a link out of it (copy it in instead)"
         )
     try:
-        data = read_regular(path, _CONFIG_FILE_LIMIT)  # a FIFO, a device: refused at once
+        return read_regular(path, _CONFIG_FILE_LIMIT)  # a FIFO, a device: refused at once
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read config file: {exc.strerror}") from None
     except TooLarge:
@@ -60,36 +92,26 @@ def read_config_file(path: str) -> dict[str, Any]:
             f"{path}: larger than {_CONFIG_FILE_LIMIT // 1024} KiB; a config file holds a few "
             "settings (is this the right file?)"
         ) from None
+
+
+def _document(data: bytes, path: str) -> MarkedDict | None:
+    """The file's mapping, checked against the config schema; None when it is empty."""
     text, problems = decode_source(data, path)
     document, parse_problems = load_yaml(text, path) if text is not None else (None, [])
     problems += parse_problems
     if document is None and not problems:
-        return {}
+        return None
     if isinstance(document, MarkedDict):
         problems += _secret_keys(document, path)
-        if not problems:
-            problems += too_large(document, path)  # before the meta-schema judges them
-        if not problems:
-            schema = resource_path("schemas/config.schema.json")
-            problems += validate_document(document, path, schema)
+        # Before the meta-schema judges them: policies too large to be checked.
+        problems = problems or _too_many_policy_values(document, path)
+        schema = resource_path("schemas/config.schema.json")
+        problems = problems or validate_document(document, path, schema)
     elif not problems:
         problems.append(FileProblem(path, 1, 1, "config file must be a mapping of settings"))
     if problems or not isinstance(document, MarkedDict):  # the second: a problem is listed
         raise InputError(problems)
-    values: dict[str, Any] = to_plain(document)
-    if "policies" in values or "checks" in values:
-        values["rules"] = read_rules(values, document, path)
-    contract = contract_problems(values)  # paths and field names, at their values
-    if contract:
-        raise InputError(
-            [FileProblem(path, *document.located.mark(at), why) for at, why in contract]
-        )
-    for key, rule in NUMBER_SETTINGS.items():
-        if key in values:
-            line, column = document.key_marks[key]
-            values[key] = rule.convert(values[key], f"{path}:{line}:{column}: {key}")
-    _confine_paths(values, document, path)
-    return values
+    return document
 
 
 def _confine_paths(values: dict[str, Any], document: MarkedDict, path: str) -> None:
@@ -141,3 +163,74 @@ def _secret_keys(document: MarkedDict, path: str) -> list[FileProblem]:
 
 def _relative_to(base: str, value: str) -> str:
     return value if os.path.isabs(value) else os.path.normpath(os.path.join(base, value))
+
+
+# -- policies and checks ----------------------------------------------------------------------
+
+
+def _too_many_policy_values(document: MarkedDict, path: str) -> list[FileProblem]:
+    """A problem when the `policies` of ``document`` hold too many values to be checked."""
+    written = document.get("policies")
+    count = _values(written, MAX_POLICY_VALUES + 1)
+    if count <= MAX_POLICY_VALUES:
+        return []
+    message = (
+        f"`policies` hold more than {MAX_POLICY_VALUES:,} values (keys and list items) "
+        "together; a policy is a rule over an invite's fields, not a list of data"
+    )
+    return [FileProblem(path, *document.key_marks["policies"], message)]
+
+
+def _values(node: Any, limit: int) -> int:
+    """The keys and items in ``node``, counted up to ``limit`` (then it stops)."""
+    count = 0
+    stack = [node]
+    while stack and count < limit:
+        item = stack.pop()
+        if isinstance(item, dict):
+            count += len(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            count += len(item)
+            stack.extend(item)
+    return count
+
+
+def _read_rules(values: dict[str, Any], document: MarkedDict, path: str) -> Rules:
+    """The rules of ``values`` (the config as plain values), its keys taken out of it."""
+    written: list[dict[str, Any]] = values.pop("policies", None) or []
+    # A bare `off` is YAML 1.1's false: the config schema takes either.
+    chosen: dict[str, Level] = {
+        name: level or "off" for name, level in values.pop("checks", {}).items()
+    }
+    levels: dict[str, Level] = {**BUILT_IN, **chosen}
+    compiled: list[CompiledPolicy] = []
+    problems: list[FileProblem] = []
+    seen: dict[str, int] = {}
+    located = document.located
+    for index, item in enumerate(written):
+        at = ("policies", index)
+        name = item["name"]
+        if name in seen:
+            problems.append(
+                FileProblem(
+                    path,
+                    *located.mark((*at, "name")),
+                    f"policy `{escape(name)}` is already defined (item {seen[name] + 1} of "
+                    "`policies`); give each its own name",
+                )
+            )
+            continue
+        seen[name] = index
+        policy = Policy(
+            name, item["message"], item.get("severity", "error"), item["schema"], path, index
+        )
+        try:
+            compiled.append(compile_policy(policy))
+        except PolicyError as error:
+            where = (*at, "schema", *error.path)
+            message = f"policy {escape(name)}: `schema` cannot be used: {error.reason}"
+            problems.append(FileProblem(path, *located.key_mark(where), message))
+    if problems:
+        raise InputError(problems)
+    return Rules(Policies(tuple(compiled)) if compiled else None, levels)

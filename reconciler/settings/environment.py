@@ -7,9 +7,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from reconciler.errors import ConfigError
-from reconciler.safefile import open_regular
+from reconciler.files import open_regular
 from reconciler.safetext import MIN_SECRET_LENGTH, escape, quote_value
-from reconciler.settings.values import NUMBER_SETTINGS
 
 # Settings read from the environment, and the variable each is read from.
 ENV_VARS = {
@@ -97,20 +96,18 @@ def ci_variable(env: Mapping[str, str]) -> str | None:
 
 
 def values_from_env(env: Mapping[str, str]) -> dict[str, Any]:
+    """The settings the RECONCILER_* variables set, as written (numbers too: they are
+    converted as the file's are), the client secret aside (``secret_from_env``)."""
     values: dict[str, Any] = {}
     for key, name in ENV_VARS.items():
         raw = env_text(env, name)
         if not raw:  # an empty variable changes nothing
             continue
-        rule = NUMBER_SETTINGS.get(key)
-        values[key] = rule.convert(raw, name) if rule else raw
         if key == "token_auth_method" and raw not in TOKEN_AUTH_METHODS:
             raise ConfigError(
                 f"{name}: {quote_value(raw[:40])} must be {' or '.join(TOKEN_AUTH_METHODS)}"
             )
-    secret = _secret_from_env(env)
-    if secret:
-        values["client_secret"] = secret
+        values[key] = raw
     return values
 
 
@@ -127,7 +124,8 @@ def env_text(env: Mapping[str, str], name: str) -> str | None:
     return value
 
 
-def _secret_from_env(env: Mapping[str, str]) -> str | None:
+def secret_from_env(env: Mapping[str, str]) -> str | None:
+    """The client secret, from its variable or the file its other variable names."""
     secret, secret_file = env_text(env, SECRET_ENV), env_text(env, SECRET_FILE_ENV)
     if secret and secret_file:
         raise ConfigError(

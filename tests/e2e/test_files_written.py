@@ -21,7 +21,7 @@ from support.cli import run_cli
 from support.git import git
 from support.helpers import sandbox_env
 
-import reconciler.writing
+import reconciler.files
 from reconciler.errors import ReconcilerError
 from reconciler.sandbox import Sandbox
 
@@ -269,7 +269,7 @@ def test_the_audit_log_and_a_saved_plan_are_created_readable_by_their_owner_only
 def test_a_failed_write_names_the_files_already_written(
     repo: Path, start_sandbox: Callable[..., Sandbox], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real_write = reconciler.writing.write_atomic
+    real_write = reconciler.files.write_atomic
 
     def failing(target: str, *args: Any, **kwargs: Any) -> None:
         if target.endswith("b.yaml"):
@@ -278,7 +278,7 @@ def test_a_failed_write_names_the_files_already_written(
             )
         real_write(target, *args, **kwargs)
 
-    monkeypatch.setattr(reconciler.writing, "write_atomic", failing)
+    monkeypatch.setattr(reconciler.files, "write_atomic", failing)
     server = start_sandbox(server_with(inv_a={"name": "Acme Group"}, inv_b={"name": "Beta AG"}))
     result = run_cli("adopt", cwd=repo, env=sandbox_env(server))
     assert result.returncode == 1

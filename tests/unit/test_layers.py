@@ -21,7 +21,7 @@ PACKAGE = Path(reconciler.__file__).parent
 # plan share a rank and are kept apart below: the plan is pure over the model, and the
 # API reads invites without knowing what a plan does with them.
 RANK = {
-    "top": 0,  # errors, safetext, safefile, wording, stop, resources, git
+    "top": 0,  # errors, safetext, files, stop, resources, git, applied
     "model": 0,
     "yamlload": 1,
     "schema": 2,

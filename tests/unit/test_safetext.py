@@ -17,9 +17,11 @@ from reconciler.safetext import (
     escape,
     escape_json_text,
     json_text,
+    plural,
     quote_value,
     redact_and_escape,
     redact_and_escape_lines,
+    seconds,
 )
 
 
@@ -263,3 +265,10 @@ def test_every_invisible_character_is_escaped_and_all_but_the_joiners_refused() 
         refused = NOT_IN_TEXT.search(f"a{char}b") is not None
         assert refused == (char not in ALLOWED_INVISIBLE), hex(code)
     assert NOT_IN_TEXT.search("\ud800") is not None  # a lone surrogate is no character
+
+
+def test_counts_and_waits_in_words() -> None:
+    assert [plural(n, "invite") for n in (0, 1, 2)] == ["0 invites", "1 invite", "2 invites"]
+    # A real wait is never shown as none ("0.0 s").
+    said = [seconds(v) for v in (0.0, 0.04, 0.0456, 0.3, 4.5, 60)]
+    assert said == ["0.0 s", "0.04 s", "0.05 s", "0.3 s", "4.5 s", "60 s"]

@@ -24,9 +24,9 @@ from reconciler.api.http.secret_forms import IssuedTokens
 from reconciler.api.http.token_answer import Grant, OAuthError, Token, token_from_payload
 from reconciler.api.http.token_errors import token_failure
 from reconciler.api.http.urls import BaseUrl
+from reconciler.safetext import seconds
 from reconciler.settings.config import Credentials, Settings
 from reconciler.stop import Stop
-from reconciler.wording import seconds
 
 log = logging.getLogger("reconciler.api")
 

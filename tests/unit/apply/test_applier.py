@@ -29,8 +29,7 @@ from reconciler.api.exceptions import (
 )
 from reconciler.api.http.exchange import AttemptWatch
 from reconciler.apply.applier import Applier, ApplyReport, ResendOutcome, WriteOutcome
-from reconciler.apply.audit import Attempt, AuditLog, NoAuditLog
-from reconciler.apply.audit_path import AuditLogError
+from reconciler.apply.audit import Attempt, AuditLog, AuditLogError, NoAuditLog
 from reconciler.model.fields import fields_from_json
 from reconciler.model.invite import CurrentInvite, SourceLocation
 from reconciler.model.values import fields_json

@@ -516,7 +516,7 @@ def test_github_records_after_apply_with_the_jobs_token_given_to_the_tool(
     tmp_path: Path,
 ) -> None:
     # The rules (only forward, compare-and-swap, never a record main never pointed at)
-    # are the tool's: tests/unit/test_applied_record.py runs them in a real repository.
+    # are the tool's: tests/unit/test_applied.py runs them in a real repository.
     results, calls, _ = github_stub_job(tmp_path, "record", {}, token="ghs_job-token")
     assert not job_failed(results)
     assert calls == ["applied advance (token: ghs_job-token)"]

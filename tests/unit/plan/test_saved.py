@@ -24,6 +24,7 @@ import reconciler.plan.saved
 from reconciler.api.exceptions import NotFound
 from reconciler.apply.recheck import find_drift, saved_plan_state
 from reconciler.errors import ReconcilerError
+from reconciler.files import write_output as write_text_replacing
 from reconciler.model.fields import field_kinds
 from reconciler.model.invite import CurrentInvite, SourceLocation
 from reconciler.model.kinds import ContactKind, SetKind
@@ -44,7 +45,6 @@ from reconciler.plan.saved import (
 )
 from reconciler.plan.signature import SignatureCheck, canonical_bytes, check, signature_for
 from reconciler.plan.streamedjson import document_chunks, document_json
-from reconciler.safefile import write_text_replacing
 from reconciler.safetext import NON_ASCII_UNSAFE, escape, register_secret
 from reconciler.stop import Stop
 

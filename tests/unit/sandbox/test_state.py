@@ -10,8 +10,8 @@ import pytest
 
 from reconciler.errors import ReconcilerError
 from reconciler.sandbox import state
-from reconciler.sandbox.refusals import NotPending
 from reconciler.sandbox.state import InviteStore, load_state_file
+from reconciler.sandbox.wire import NotPending
 
 
 @pytest.mark.parametrize("status", ["pending", "PENDING", "Pending"])

@@ -12,6 +12,7 @@ from support.git import git
 from support.helpers import REPO, clean_env
 
 from reconciler.errors import ConfigError, InputError, ReconcilerError
+from reconciler.safetext import escape
 from reconciler.settings.config import Settings, load_settings
 from reconciler.settings.contract import DEFAULT_SCOPE
 from reconciler.settings.environment import CI_MARKERS
@@ -192,57 +193,57 @@ def test_client_secret_file_is_read_and_stripped(tmp_path: Path) -> None:
     assert settings.client_secret == SECRET
 
 
-def test_missing_client_secret_file_is_a_config_error(tmp_path: Path) -> None:
-    missing = tmp_path / "nope" / "secret"
-
+@pytest.mark.parametrize(
+    ("name", "content", "said"),
+    [
+        ("nope/secret", None, "cannot read: No such file or directory"),
+        ("secret", b"", "file is empty"),
+        ("secret", b"   \n\t\n", "file is empty"),
+        ("secret", b"\xff\xfe" + SECRET.encode(), "cannot read: not UTF-8 text"),
+        ("secret\x1b]0;PWNED\x07", None, "cannot read: No such file or directory"),
+    ],
+    ids=["missing", "empty", "blank", "not-utf8", "control-characters"],
+)
+def test_a_client_secret_file_without_a_secret_is_refused_naming_it_never_its_content(
+    tmp_path: Path, name: str, content: bytes | None, said: str
+) -> None:
+    path = tmp_path / name
+    if content is not None:
+        path.write_bytes(content)
     with pytest.raises(ConfigError) as caught:
-        load_settings(None, env={"RECONCILER_CLIENT_SECRET_FILE": str(missing)})
-
-    text = str(caught.value)
-    assert "RECONCILER_CLIENT_SECRET_FILE" in text
-    assert str(missing) in text
-
-
-@pytest.mark.parametrize("content", ["", "   \n\t\n"])
-def test_empty_client_secret_file_is_a_config_error(tmp_path: Path, content: str) -> None:
-    secret_file = tmp_path / "secret"
-    secret_file.write_text(content, encoding="utf-8")
-
-    with pytest.raises(ConfigError) as caught:
-        load_settings(None, env={"RECONCILER_CLIENT_SECRET_FILE": str(secret_file)})
-
-    text = str(caught.value)
-    assert "RECONCILER_CLIENT_SECRET_FILE" in text
-    assert "empty" in text
-
-
-def test_unreadable_client_secret_file_does_not_echo_its_content(tmp_path: Path) -> None:
-    secret_file = tmp_path / "secret"
-    secret_file.write_bytes(b"\xff\xfe" + SECRET.encode())
-
-    with pytest.raises(ConfigError) as caught:
-        load_settings(None, env={"RECONCILER_CLIENT_SECRET_FILE": str(secret_file)})
-
+        load_settings(None, env={"RECONCILER_CLIENT_SECRET_FILE": str(path)})
+    # The name shown escaped: no control character reaches the terminal.
+    assert str(caught.value) == f"RECONCILER_CLIENT_SECRET_FILE={escape(str(path))}: {said}"
     assert SECRET not in str(caught.value)
-    assert "RECONCILER_CLIENT_SECRET_FILE" in str(caught.value)
 
 
-@pytest.mark.parametrize("value", ["eight", "4.5", "8 workers"])
-def test_non_integer_parallelism_is_a_clear_config_error(value: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "value", "said"),
+    [
+        *(
+            ("RECONCILER_PARALLELISM", v, "is not a whole number")
+            for v in ("eight", "4.5", "8 workers")
+        ),
+        *(
+            ("RECONCILER_PARALLELISM", v, "must be at least 1 and at most 256")
+            for v in ("0", "257", "1000")
+        ),
+        ("RECONCILER_TIMEOUT", "0", "must be more than 0 and at most 3600"),
+        *(
+            ("RECONCILER_TIMEOUT", v, "is not a finite number of seconds")
+            for v in ("nan", "inf", "-inf", "NaN")
+        ),
+        # 1e10 s once reached the clock's arithmetic and ended in an OverflowError traceback.
+        ("RECONCILER_TIMEOUT", "1e10", "must be more than 0 and at most 3600"),
+        ("RECONCILER_TIMEOUT", "3601", "must be more than 0 and at most 3600"),
+    ],
+)
+def test_a_number_from_the_environment_is_refused_naming_the_variable_and_value(
+    name: str, value: str, said: str
+) -> None:
     with pytest.raises(ConfigError) as caught:
-        load_settings(None, env={"RECONCILER_PARALLELISM": value})
-
-    text = str(caught.value)
-    assert "RECONCILER_PARALLELISM" in text
-    assert value in text
-    assert "whole number" in text
-
-
-def test_parallelism_below_one_is_a_config_error() -> None:
-    with pytest.raises(ConfigError) as caught:
-        load_settings(None, env={"RECONCILER_PARALLELISM": "0"})
-
-    assert "RECONCILER_PARALLELISM" in str(caught.value)
+        load_settings(None, env={name: value})
+    assert str(caught.value) == f"{name}: {value!r} {said}"
 
 
 def test_unknown_config_key_points_at_it_and_suggests_the_right_one(
@@ -420,16 +421,6 @@ def test_paths_may_be_a_single_string(tmp_path: Path) -> None:
 # --- one conversion for options, environment and file ---------------------------------------
 
 
-@pytest.mark.parametrize("value", ["0", "257", "1000"])
-def test_parallelism_out_of_range_is_refused_from_the_environment(value: str) -> None:
-    with pytest.raises(ConfigError) as caught:
-        load_settings(None, env={"RECONCILER_PARALLELISM": value})
-
-    text = str(caught.value)
-    assert "RECONCILER_PARALLELISM" in text and value in text
-    assert "at least 1 and at most 256" in text
-
-
 def test_the_option_and_the_environment_refuse_the_same_values() -> None:
     from click.testing import CliRunner
 
@@ -440,11 +431,6 @@ def test_the_option_and_the_environment_refuse_the_same_values() -> None:
     assert "at least 1 and at most 256" in result.output
     with pytest.raises(ConfigError, match="at least 1 and at most 256"):
         load_settings(None, env={"RECONCILER_PARALLELISM": "1000"})
-
-
-def test_timeout_from_the_environment_must_be_positive() -> None:
-    with pytest.raises(ConfigError, match=r"RECONCILER_TIMEOUT.*more than 0"):
-        load_settings(None, env={"RECONCILER_TIMEOUT": "0"})
     assert load_settings(None, env={"RECONCILER_TIMEOUT": "2.5"}).timeout == 2.5
 
 
@@ -494,41 +480,11 @@ def test_a_variable_that_is_not_utf8_is_refused_without_showing_it(name: str) ->
     assert str(caught.value) == f"{name} is not UTF-8 text; set it again"
 
 
-def test_a_secret_file_name_with_control_characters_is_shown_escaped(tmp_path: Path) -> None:
-    missing = tmp_path / "secret\x1b]0;PWNED\x07"
-    with pytest.raises(ConfigError) as caught:
-        load_settings(None, env={"RECONCILER_CLIENT_SECRET_FILE": str(missing)})
-    assert "\x1b" not in str(caught.value) and "\\x1b]0;PWNED\\x07" in str(caught.value)
-
-
-# From test_untrusted_inputs.py: What an attacker found after the rebuild: each stays fixed.
-@pytest.mark.parametrize("raw", ["nan", "inf", "-inf", "NaN"])
-def test_a_number_of_seconds_must_be_finite(raw: str) -> None:
-    with pytest.raises(ConfigError, match="not a finite number"):
-        load_settings(None, env={"RECONCILER_TIMEOUT": raw})
-
-
-def test_a_number_of_seconds_in_the_config_file_must_be_finite(tmp_path: Path) -> None:
+def test_a_number_of_seconds_in_the_config_file_is_finite_and_bounded(tmp_path: Path) -> None:
     config = tmp_path / "reconciler.yaml"
     config.write_text("retry_max_seconds: .nan\n", encoding="utf-8")
     with pytest.raises(ConfigError, match="not a finite number"):
         load_settings(str(config), env={})
-
-
-@pytest.mark.parametrize(
-    ("name", "value"),
-    [("RECONCILER_TIMEOUT", "1e10"), ("RECONCILER_TIMEOUT", "3601")],
-)
-def test_a_timeout_too_long_to_be_a_bound_is_refused(name: str, value: str) -> None:
-    # 1e10 s once reached the clock's arithmetic and ended in an OverflowError traceback.
-    with pytest.raises(
-        ConfigError, match=f"{name}: '{value}' must be more than 0 and at most 3600"
-    ):
-        load_settings(None, env={name: value})
-
-
-def test_retry_max_seconds_has_a_ceiling_in_the_file_too(tmp_path: Path) -> None:
-    config = tmp_path / "reconciler.yaml"
     config.write_text("retry_max_seconds: 1e10\n", encoding="utf-8")
     with pytest.raises(InputError, match="retry_max_seconds"):
         load_settings(str(config), env={})

@@ -18,7 +18,7 @@ from ansible.plugins.action import ActionBase
 try:
     from reconciler.desired.files import find_files
     from reconciler.desired.state import MAX_FILE_BYTES
-    from reconciler.safefile import TooLarge, read_regular
+    from reconciler.files import TooLarge, read_regular
     from reconciler.yamlload.source import decode_source
 except ImportError:
     HAS_LIBRARY = False

@@ -210,8 +210,7 @@ if HAS_LIBRARY:
     from reconciler.errors import InputError, ReconcilerError
     from reconciler.model.values import to_json
     from reconciler.plan.saved import plan_digest
-    from reconciler.safetext import escape, json_text
-    from reconciler.wording import plural
+    from reconciler.safetext import escape, json_text, plural
 
 INLINE = "invites"  # the path problems in the task's own entries are found at
 

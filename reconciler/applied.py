@@ -5,7 +5,8 @@ Trusted only at a commit main has pointed at: on main's first-parent history (a 
 commit, or a commit pushed to main). Whoever may push a branch may push this one, and a
 pull request's own head is in main's history once merged, but never on that line: a
 record there would let the merge's apply skip the reviewed change (issue 51, row 6).
-Moved only forward along that line: reconciler.applied_advance. git is run here for both,
+Moved forward after an apply that exited 0 (``advance``): by compare-and-swap (`git push
+--force-with-lease`), only along that line, never backwards or sideways. git is run
 bounded in time, with a token for the remote that a credential helper hands git from the
 environment when git asks.
 """
@@ -17,7 +18,7 @@ import re
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import NamedTuple, TypeAlias
+from typing import Literal, NamedTuple, TypeAlias
 
 from reconciler.errors import ReconcilerError
 from reconciler.git import GitNotFound, run
@@ -35,6 +36,7 @@ _NETWORK_TIMEOUT = 120.0
 _HELPER = f'!f() {{ echo username=x-access-token; echo "password=${TOKEN_ENV}"; }}; f'
 _USERINFO = re.compile(r"(?<=://)[^/@\s]*@")  # the `user:token@` of a URL git quotes
 _OBJECT_NAME = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+TRIES = 3  # pushes tried while other records race this one
 
 
 @dataclass(frozen=True)
@@ -62,7 +64,7 @@ class Record:
 
     def check(self) -> None:
         for what, name, env in (("branch", self.branch, BRANCH_ENV), ("main", self.main, MAIN_ENV)):
-            if git_run(["check-ref-format", f"refs/heads/{name}"], ok=(0, 1)).returncode:
+            if _git_run(["check-ref-format", f"refs/heads/{name}"], ok=(0, 1)).returncode:
                 raise ReconcilerError(
                     f"{quote_value(name)} ({env}, or --{what}): not a branch name git accepts"
                 )
@@ -114,8 +116,8 @@ def read_record(record: Record) -> Reading:
     head = _head()
     heads, unreachable = _heads_to_read(record)
     if unreachable is None:
-        fetch_missing(record, heads)
-    main = main_commit(record, heads)
+        _fetch_missing(record, heads)
+    main = _main_commit(record, heads)
     applied = heads.get(record.branch)
     if applied is None:
         return Reading(Missing(), head, unreachable)
@@ -124,14 +126,14 @@ def read_record(record: Record) -> Reading:
 
 def pending_commits(applied: str, head: str) -> int:
     """How many commits of HEAD's first-parent line since ``applied``: merges, mostly."""
-    done = git_run(["rev-list", "--first-parent", "--count", f"{applied}..{head}"])
+    done = _git_run(["rev-list", "--first-parent", "--count", f"{applied}..{head}"])
     return int(done.stdout.decode().strip() or 0)
 
 
 def _judge(record: Record, applied: str, main: str, head: str) -> RecordState:
-    if commit_of(applied) is None:
+    if _commit_of(applied) is None:
         return Untrusted(applied, "a commit this clone does not have and could not fetch")
-    if not on_first_parent_line(applied, main):
+    if not _on_first_parent_line(applied, main):
         return Untrusted(applied, _off_main(record))
     if _is_ancestor(applied, head):
         return Trusted(applied)
@@ -147,7 +149,7 @@ def _off_main(record: Record) -> str:
         f"pushed to {escape(record.branch)} by hand, such as a pull request's own head, "
         f"or {main} was force-pushed)"
     )
-    shallow = git_run(["rev-parse", "--is-shallow-repository"]).stdout.strip() == b"true"
+    shallow = _git_run(["rev-parse", "--is-shallow-repository"]).stdout.strip() == b"true"
     if shallow:
         why += (
             "; this clone is shallow, so that history may be cut short: check out the "
@@ -157,24 +159,24 @@ def _off_main(record: Record) -> str:
 
 
 def _heads_to_read(record: Record) -> tuple[dict[str, str], str | None]:
-    heads = remote_heads(record)
+    heads = _remote_heads(record)
     if isinstance(heads, dict):
         return heads, None
     local = {}
     for branch in (record.branch, record.main):
-        commit = commit_of(f"refs/remotes/{record.remote}/{branch}")
+        commit = _commit_of(f"refs/remotes/{record.remote}/{branch}")
         if commit is not None:
             local[branch] = commit
     return local, heads
 
 
-def remote_heads(record: Record) -> dict[str, str] | str:
+def _remote_heads(record: Record) -> dict[str, str] | str:
     """The commits of the record's branch and main's on the remote, by branch name (a
     missing one left out); git's reason when the remote cannot be read."""
     wanted = {f"refs/heads/{b}": b for b in (record.branch, record.main)}
-    done = git_run(["ls-remote", record.remote, *wanted], network=True, ok=None)
+    done = _git_run(["ls-remote", record.remote, *wanted], network=True, ok=None)
     if done.returncode:
-        return git_said(done)
+        return _git_said(done)
     heads = {}
     for line in done.stdout.decode("utf-8", "replace").splitlines():
         commit, _, name = line.partition("\t")
@@ -184,14 +186,14 @@ def remote_heads(record: Record) -> dict[str, str] | str:
     return heads
 
 
-def main_commit(record: Record, heads: Mapping[str, str]) -> str:
+def _main_commit(record: Record, heads: Mapping[str, str]) -> str:
     main = heads.get(record.main)
     if main is None:
         raise ReconcilerError(
             f"{record.shown_remote} has no branch {escape(record.main)}: set {MAIN_ENV} "
             "(or --main) to the branch applies run on"
         )
-    if commit_of(main) is None:
+    if _commit_of(main) is None:
         raise ReconcilerError(
             f"{escape(record.main)} is at {main}, a commit this clone does not have and "
             f"could not fetch from {record.shown_remote}"
@@ -199,39 +201,122 @@ def main_commit(record: Record, heads: Mapping[str, str]) -> str:
     return main
 
 
-def fetch_missing(record: Record, heads: Mapping[str, str]) -> None:
+def _fetch_missing(record: Record, heads: Mapping[str, str]) -> None:
     """Fetch the branches whose commits this clone lacks; they are judged as found."""
-    missing = [b for b, commit in heads.items() if commit_of(commit) is None]
+    missing = [b for b, commit in heads.items() if _commit_of(commit) is None]
     if missing:
         names = [f"refs/heads/{b}" for b in missing]
-        git_run(["fetch", "--quiet", "--no-tags", record.remote, *names], network=True, ok=None)
+        _git_run(["fetch", "--quiet", "--no-tags", record.remote, *names], network=True, ok=None)
 
 
-def on_first_parent_line(commit: str, tip: str) -> bool:
+def _on_first_parent_line(commit: str, tip: str) -> bool:
     """Whether ``tip`` pointed at ``commit``: ``tip`` itself, its first parent, that one's
     first parent, and so on (a merge's other parents never are). The commits of that line
     not in ``commit``'s history are counted; the next one down must be ``commit``."""
-    done = git_run(["rev-list", "--first-parent", "--count", tip, f"^{commit}"])
-    return commit_of(f"{tip}~{int(done.stdout)}") == commit
+    done = _git_run(["rev-list", "--first-parent", "--count", tip, f"^{commit}"])
+    return _commit_of(f"{tip}~{int(done.stdout)}") == commit
 
 
 def _is_ancestor(older: str, newer: str) -> bool:
-    return git_run(["merge-base", "--is-ancestor", older, newer], ok=(0, 1)).returncode == 0
+    return _git_run(["merge-base", "--is-ancestor", older, newer], ok=(0, 1)).returncode == 0
 
 
 def _head() -> str:
-    head = commit_of("HEAD")
+    head = _commit_of("HEAD")
     if head is None:
         raise ReconcilerError("the applied record: HEAD is no commit (not a git checkout?)")
     return head
 
 
-def commit_of(revision: str) -> str | None:
-    done = git_run(["rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}"], ok=None)
+def _commit_of(revision: str) -> str | None:
+    done = _git_run(["rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}"], ok=None)
     return done.stdout.decode().strip() if done.returncode == 0 else None
 
 
-def git_run(
+# -- moving it forward -------------------------------------------------------------------
+
+
+class Advance(NamedTuple):
+    """What advancing did: the record before (None: none yet) and after; `moved` by this
+    run, `there` at the commit already, or left at a `later` commit of main."""
+
+    old: str | None
+    now: str
+    outcome: Literal["moved", "there", "later"]
+
+
+def advance(record: Record, commit: str = "HEAD", tries: int = TRIES) -> Advance:
+    """Move the record to ``commit`` by compare-and-swap, only forward along main's
+    first-parent line; a push that lost a race is decided again from the record as it
+    is then. Refuses (ReconcilerError) to move it backwards or sideways."""
+    new = None if commit.startswith("-") else _commit_of(commit)
+    if new is None:
+        raise ReconcilerError(f"{quote_value(commit)}: no such commit in this clone")
+    for _ in range(tries):
+        heads = _remote_heads(record)
+        if isinstance(heads, str):
+            raise ReconcilerError(f"cannot read {record.shown_remote}: {heads}; not recorded")
+        _fetch_missing(record, heads)
+        old = heads.get(record.branch)
+        settled = _settled(record, old, new, _main_commit(record, heads))
+        if settled is not None:
+            return settled
+        if _push(record, old, new):
+            return Advance(old, new, "moved")
+    raise ReconcilerError(
+        f"{escape(record.branch)} moved during each of {tries} tries to record {new[:12]} "
+        "(other records racing this one): not recorded; the next apply covers this one's "
+        "changes again"
+    )
+
+
+def _settled(record: Record, old: str | None, new: str, main: str) -> Advance | None:
+    """The answer when nothing needs pushing; None when the push may go; raises when the
+    record must not be moved to ``new``."""
+    branch, shown_main = escape(record.branch), escape(record.main)
+    if not _on_first_parent_line(new, main):
+        raise ReconcilerError(
+            f"{new[:12]} is not on {shown_main}'s first-parent history: a record there "
+            f"would never be trusted; {branch} is not moved"
+        )
+    if old is None:
+        return None
+    known = _commit_of(old) is not None
+    if known and _on_first_parent_line(old, new):
+        return None if old != new else Advance(old, new, "there")
+    if known and _on_first_parent_line(new, old) and _on_first_parent_line(old, main):
+        return Advance(old, old, "later")
+    raise ReconcilerError(
+        f"{branch} ({old}) is neither on the first-parent history of {new[:12]} nor a "
+        f"later commit of {shown_main} (main was rewritten, or the branch pushed by hand): "
+        f"it is never moved backwards or sideways. Delete it (git push "
+        f"{record.shown_remote} --delete {branch}): the next apply then plans every invite, "
+        "and its record starts afresh"
+    )
+
+
+def _push(record: Record, old: str | None, new: str) -> bool:
+    """Whether the compare-and-swap push landed; False when the record moved meanwhile."""
+    ref = f"refs/heads/{record.branch}"
+    lease = f"--force-with-lease={ref}:{old or ''}"  # empty: the branch must not exist yet
+    done = _git_run(
+        ["push", "--quiet", lease, record.remote, f"{new}:{ref}"], network=True, ok=None
+    )
+    if done.returncode == 0:
+        return True
+    now = _remote_heads(record)
+    if isinstance(now, dict) and now.get(record.branch) != old:
+        return False  # another record got there first: decided again
+    raise ReconcilerError(
+        f"git push to {record.shown_remote} failed: {_git_said(done)}; {escape(record.branch)} "
+        "is not moved"
+    )
+
+
+# -- git ----------------------------------------------------------------------------------
+
+
+def _git_run(
     args: list[str], *, network: bool = False, ok: tuple[int, ...] | None = (0,)
 ) -> subprocess.CompletedProcess[bytes]:
     """git ``args``, bounded in time; a return code outside ``ok`` (None: any) is an error
@@ -246,7 +331,7 @@ def git_run(
     except OSError as exc:
         raise ReconcilerError(f"git could not start: {escape(exc.strerror or str(exc))}") from None
     if ok is not None and done.returncode not in ok:
-        raise ReconcilerError(f"git {args[0]} failed: {git_said(done)}")
+        raise ReconcilerError(f"git {args[0]} failed: {_git_said(done)}")
     return done
 
 
@@ -259,6 +344,6 @@ def _credentials(network: bool) -> list[str]:
     return ["-c", "credential.helper=", "-c", f"credential.helper={_HELPER}"]
 
 
-def git_said(done: subprocess.CompletedProcess[bytes]) -> str:
+def _git_said(done: subprocess.CompletedProcess[bytes]) -> str:
     lines = done.stderr[-2000:].decode("utf-8", "replace").strip().splitlines()
     return redact_and_escape(_USERINFO.sub("", lines[-1])) if lines else f"exit {done.returncode}"

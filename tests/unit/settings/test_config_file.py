@@ -9,7 +9,7 @@ import pytest
 
 from reconciler.errors import InputError
 from reconciler.settings.config import load_settings
-from reconciler.settings.policies import MAX_POLICY_VALUES
+from reconciler.settings.config_file import MAX_POLICY_VALUES
 
 
 def _load(tmp_path: Path, text: str) -> object:

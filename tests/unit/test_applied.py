@@ -1,5 +1,5 @@
-"""The record of the last successful apply, read (reconciler.applied_record) and moved
-(reconciler.applied_advance) in a real git repository with a bare origin: each state it
+"""The record of the last successful apply (reconciler.applied), read and moved in a real
+git repository with a bare origin: each state it
 can be in, and each move a forge sees (a first apply, a forward move, two records racing,
 a re-run of an older push, main force-pushed, a pull request's head pushed as the
 record)."""
@@ -15,16 +15,18 @@ import pytest
 from support.ci_forge import APPLIED, Forge
 from support.git import git
 
-from reconciler import applied_record
+from reconciler import applied
 from reconciler import git as reconciler_git
-from reconciler.applied_advance import advance
-from reconciler.applied_record import (
+from reconciler.applied import (
     TOKEN_ENV,
     AlreadyApplied,
     Missing,
     Record,
     Trusted,
     Untrusted,
+    _credentials,
+    advance,
+    pending_commits,
     read_record,
 )
 from reconciler.errors import ReconcilerError
@@ -56,7 +58,7 @@ def test_a_merge_is_planned_since_the_record_and_moves_it_forward(forge: Forge) 
     merge = forge.merge({"invites/a.yaml": "invites: []\n"})
     reading = read_record(ORIGIN)
     assert reading.state == Trusted(forge.first) and reading.head == merge
-    assert applied_record.pending_commits(forge.first, merge) == 1
+    assert pending_commits(forge.first, merge) == 1
     assert advance(ORIGIN).outcome == "moved"
     assert forge.moves()[-1] == (forge.first, merge)
     assert advance(ORIGIN).outcome == "there"  # a re-run of the record: nothing to do
@@ -146,7 +148,7 @@ def _racing(monkeypatch: pytest.MonkeyPatch, forge: Forge, moves: list[str]) -> 
             pushes.append(args[-1])
         return real(args, **kwargs)
 
-    monkeypatch.setattr(applied_record, "run", run)
+    monkeypatch.setattr(applied, "run", run)
     return pushes
 
 
@@ -229,7 +231,7 @@ def test_the_token_reaches_git_only_through_the_credential_helper(
 ) -> None:
     token = "ghs_the-job-token-value-1234"
     monkeypatch.setenv(TOKEN_ENV, token)
-    config = applied_record._credentials(network=True)
+    config = _credentials(network=True)
     assert token not in " ".join(config)
     asked = subprocess.run(
         ["git", *config, "credential", "fill"],
@@ -237,7 +239,7 @@ def test_the_token_reaches_git_only_through_the_credential_helper(
         capture_output=True, text=True, check=True,
     )  # fmt: skip
     assert f"password={token}" in asked.stdout.splitlines()
-    assert applied_record._credentials(network=False) == []  # local questions get none
+    assert _credentials(network=False) == []  # local questions get none
 
 
 def test_where_the_record_is_comes_from_options_then_the_environment() -> None:

@@ -1,22 +1,31 @@
-"""reconciler.writing attacked: links swapped, FIFOs, read-only directories, a file turned
-into a directory, `..` in paths, and a file changed between the check and the rename."""
+"""reconciler.files attacked: FIFOs and devices read, links swapped, read-only directories,
+a file turned into a directory, `..` in paths, and a file changed between the check and
+the rename."""
 
 from __future__ import annotations
 
 import errno
 import os
 import stat
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from reconciler import writing
+from reconciler import files
 from reconciler.errors import ReconcilerError
-from reconciler.rewriting import read_for_rewrite, replace_read, write_all
-from reconciler.writing import FileChanged, refuse_input, write_output
+from reconciler.files import (
+    FileChanged,
+    NotRegularFile,
+    TooLarge,
+    read_for_rewrite,
+    read_regular,
+    refuse_input,
+    replace_all,
+    replace_read,
+    write_output,
+)
 
 LIMIT = 1024 * 1024
 OLD = "invites:\n  - id: inv_a\n    name: Old\n"
@@ -240,11 +249,15 @@ def test_a_read_only_directory_fails_the_write_and_leaves_the_file(
 ) -> None:
     read = read_for_rewrite(str(file), LIMIT)
     if os.geteuid() == 0:
-        # root writes in a 0555 directory: make the temporary file fail as it would.
-        def refused(*args: Any, **kwargs: Any) -> Any:
-            raise PermissionError(13, "Permission denied")
+        # root writes in a 0555 directory: make creating the temporary file fail as it would.
+        real_open = os.open
 
-        monkeypatch.setattr(tempfile, "mkstemp", refused)
+        def refused(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+            if flags & os.O_CREAT:
+                raise PermissionError(13, "Permission denied")
+            return real_open(path, flags, *args, **kwargs)
+
+        monkeypatch.setattr(os, "open", refused)
     else:
         os.chmod(file.parent, 0o555)
     try:
@@ -289,20 +302,20 @@ def test_write_all_checks_every_file_first_then_names_those_written_before_a_fai
     reads = [read_for_rewrite(str(p), LIMIT) for p in paths]
     paths[2].write_text("edited\n", encoding="utf-8")
     with pytest.raises(FileChanged, match=r"c\.yaml"):
-        write_all([(r, NEW) for r in reads], "the invite file")
+        replace_all([(r, NEW) for r in reads], "the invite file")
     assert [p.read_text(encoding="utf-8") for p in paths] == [OLD, OLD, "edited\n"]
 
     reads = [read_for_rewrite(str(p), LIMIT) for p in paths]
-    real = writing.write_atomic
+    real = files.write_atomic
 
     def fail_on_c(target: str, *args: Any, **kwargs: Any) -> None:
         if target.endswith("c.yaml"):
             raise ReconcilerError(f"{target}: cannot write the invite file: disk full")
         real(target, *args, **kwargs)
 
-    monkeypatch.setattr(writing, "write_atomic", fail_on_c)
+    monkeypatch.setattr(files, "write_atomic", fail_on_c)
     with pytest.raises(ReconcilerError) as raised:
-        write_all([(r, NEW) for r in reads], "the invite file")
+        replace_all([(r, NEW) for r in reads], "the invite file")
     message = str(raised.value)
     assert "c.yaml: cannot write the invite file: disk full" in message
     assert f"already written before this failure: {paths[0]}, {paths[1]}" in message
@@ -311,18 +324,34 @@ def test_write_all_checks_every_file_first_then_names_those_written_before_a_fai
 
 def test_the_audit_log_is_created_0600_and_never_opened_through_a_link(tmp_path: Path) -> None:
     path = tmp_path / "audit.jsonl"
-    os.close(writing.open_append(str(path)))
+    os.close(files.open_append(str(path)))
     assert mode(path) == 0o600
     link = tmp_path / "link.jsonl"
     link.symlink_to(path)
     with pytest.raises(OSError):
-        writing.open_append(str(link))
+        files.open_append(str(link))
 
 
-def test_a_file_larger_than_its_reader_takes_is_refused_before_it_is_held(tmp_path: Path) -> None:
+def test_a_file_is_read_whole_up_to_its_readers_limit_and_refused_past_it(tmp_path: Path) -> None:
     file = tmp_path / "a.yaml"
     file.write_bytes(b"x" * 11)
+    assert read_regular(file, 11) == read_for_rewrite(str(file), 11).data == b"x" * 11
+    with pytest.raises(TooLarge) as too_large:
+        read_regular(file, 10)
+    assert too_large.value.limit == 10
     with pytest.raises(OSError, match="larger than") as refused:
         read_for_rewrite(str(file), 10)
     assert refused.value.errno == errno.EFBIG
-    assert read_for_rewrite(str(file), 11).data == b"x" * 11
+
+
+@pytest.mark.parametrize(
+    ("kind", "said"), [("device", "a device"), ("fifo", r"a FIFO \(named pipe\)")]
+)
+def test_an_endless_device_or_a_fifo_is_refused_at_once(
+    tmp_path: Path, kind: str, said: str
+) -> None:
+    path = "/dev/zero" if kind == "device" else str(tmp_path / "plan.json")
+    if kind == "fifo":
+        os.mkfifo(path)  # opened without a writer, it would block: refused without waiting
+    with pytest.raises(NotRegularFile, match=f"it is {said}, not a regular file"):
+        read_regular(path, 10)
