@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from reconciler.desired.holdable import cannot_hold
+from reconciler.desired.state import cannot_hold
 from reconciler.model.kinds import canonical
 from reconciler.model.values import Contact, Fields, FieldValue, HeldFields, IdentifierSet, nfc
 from reconciler.yamlload.positions import Lines
