@@ -37,10 +37,8 @@ from reconciler.commands.options import (
 from reconciler.commands.remote import api_client, reading_progress
 from reconciler.commands.settings_help import settings_help
 from reconciler.desired.changed_since import ChangedEntry, changed_entries
-from reconciler.desired.entries import refuse_bad_ids
 from reconciler.desired.rewrite import Wanted
-from reconciler.desired.selection import Selection, select_invites
-from reconciler.desired.state import load_desired_state
+from reconciler.desired.state import Selection, load_desired_state, refuse_bad_ids, select_invites
 from reconciler.errors import ReconcilerError
 from reconciler.files import refuse_input, replace_all
 from reconciler.model.fields import kind_of

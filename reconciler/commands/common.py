@@ -23,10 +23,15 @@ from reconciler.applied import (
 )
 from reconciler.commands.options import RunOptions
 from reconciler.desired.changed_since import ChangedSince, changed_entries
-from reconciler.desired.entries import refuse_bad_ids
 from reconciler.desired.files import find_files
-from reconciler.desired.selection import EVERYTHING, Selection, select_invites
-from reconciler.desired.state import DesiredState, load_desired_state
+from reconciler.desired.state import (
+    EVERYTHING,
+    DesiredState,
+    Selection,
+    load_desired_state,
+    refuse_bad_ids,
+    select_invites,
+)
 from reconciler.errors import FileProblem, ReconcilerError
 from reconciler.output.color import echo_err, echo_problem
 from reconciler.output.github import (

@@ -31,7 +31,7 @@ from reconciler.commands.ids_from import STDIN, read_ids
 from reconciler.commands.options import FilePath, config_option, sandbox_option, verbose_option
 from reconciler.commands.remote import api_client
 from reconciler.commands.settings_help import settings_help
-from reconciler.desired.entries import refuse_bad_ids
+from reconciler.desired.state import refuse_bad_ids
 from reconciler.errors import ReconcilerError
 from reconciler.files import refuse_special_file, replace_read, write_output
 from reconciler.model.invite import CurrentInvite

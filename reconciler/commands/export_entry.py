@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from reconciler.desired.holdable import unheld
+from reconciler.desired.state import unheld
 from reconciler.model.fields import ID_KEY, field_kinds, kind_of
 from reconciler.model.invite import CurrentInvite
 from reconciler.model.kinds import Written

@@ -35,7 +35,7 @@ from reconciler.commands.options import (
 )
 from reconciler.commands.remote import api_client, refuse_narrow_grant
 from reconciler.commands.settings_help import settings_help
-from reconciler.desired.entries import refuse_bad_ids
+from reconciler.desired.state import refuse_bad_ids
 from reconciler.errors import ReconcilerError
 from reconciler.model.invite import CurrentInvite
 from reconciler.output.apply_text import fatal_short

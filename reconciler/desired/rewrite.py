@@ -6,7 +6,7 @@ anything it does not change: each value is replaced where it is written
 block list), and every other character of the file stays as it was. A value
 that is shared through an anchor, an alias or a merge is not edited: it is
 returned as refused, for the author to change by hand; so is a value no file can
-hold (``desired.holdable``: U+00A0, a tab), and the file stays valid.
+hold (``desired.state.unheld``: U+00A0, a tab), and the file stays valid.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from reconciler.desired.holdable import cannot_hold
+from reconciler.desired.state import cannot_hold
 from reconciler.model.kinds import canonical
 from reconciler.model.values import Contact, Fields, FieldValue, HeldFields, IdentifierSet, nfc
 from reconciler.yamlload.positions import Lines

@@ -1,41 +1,57 @@
-"""Desired state: the invites as the YAML files in git say they should be."""
+"""Desired state: the invites as the YAML files in git say they should be.
+
+Each entry of `invites:` is checked and turned into a record as soon as the loader has
+read it, while the file is still being parsed; its positions are dropped once it is
+checked, so memory holds the compact records, not the document. What a file can hold
+of values from elsewhere (``unheld``, for `export` and `adopt`) is found by the same
+checks; which invites a run plans is ``select_invites``.
+"""
 
 from __future__ import annotations
 
 import gc
 import os
-from collections.abc import Iterator
+import unicodedata
+from collections.abc import Collection, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from difflib import get_close_matches
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import quote
 
-from reconciler.desired.entries import EntryReader
 from reconciler.desired.files import find_files
-from reconciler.desired.rules import NO_RULES, Rules, RunChecks
-from reconciler.errors import FileProblem, InputError
+from reconciler.desired.rules import NO_RULES, Rules, RunChecks, Texts
+from reconciler.errors import FileProblem, InputError, ReconcilerError
 from reconciler.files import open_regular
-from reconciler.model.invite import INVITE_ID, DesiredInvite
-from reconciler.safetext import escape
+from reconciler.model.fields import (
+    ID_KEY,
+    RECONCILER_KEYS,
+    RESEND_KEY,
+    field_kinds,
+    fields_from_json,
+    kind_of,
+)
+from reconciler.model.invite import ID_RULE, INVITE_ID, DesiredInvite, SourceLocation, resend_rule
+from reconciler.model.values import (
+    MAX_MARKS_IN_A_ROW,
+    Fields,
+    FieldValue,
+    fields_json,
+    marks_in_a_row,
+    nfc,
+    too_many_marks,
+)
+from reconciler.safetext import NOT_IN_TEXT, escape, quote_value
 from reconciler.schema.check import invite_validators, validate
-from reconciler.schema.messages import Where
+from reconciler.schema.messages import Where, describe
 from reconciler.yamlload.comments import suspect
-from reconciler.yamlload.items import Delivery, ListRead
-from reconciler.yamlload.positions import Lines, Located
+from reconciler.yamlload.items import Delivery, Item, ListRead
+from reconciler.yamlload.positions import START, Lines, Located
 from reconciler.yamlload.source import FileSource, stream
 
 if TYPE_CHECKING:
     from reconciler.desired.changed_since import ChangedSince
-
-__all__ = [
-    "DesiredState",
-    "load_desired_state",
-    "load_file",
-    "load_text",
-    "load_texts",
-]
-
 
 # A bound on what one file may hold: 200,000 invites take about 60 MB.
 MAX_FILE_BYTES = 256 * 1024 * 1024
@@ -56,34 +72,35 @@ def load_desired_state(paths: list[str], rules: Rules = NO_RULES) -> DesiredStat
     """Read and check every file (with ``rules``: the config's policies and the built-in
     checks); raise InputError listing all problems found, when one is an error."""
     files, problems = find_files(paths)
-    invites: list[DesiredInvite] = []
     checks = RunChecks(rules) if rules is not NO_RULES else None
+    invites: list[DesiredInvite] = []
     for file in files:
         file_invites, file_problems = load_file(file, checks)
         invites.extend(file_invites)
         problems.extend(file_problems)
-    problems.extend(_duplicate_ids(invites))
-    if any(p.is_error for p in problems):
-        raise InputError(problems)
-    return DesiredState(invites=invites, files=[str(f) for f in files], warnings=sorted(problems))
+    return _state(invites, problems, [str(f) for f in files])
 
 
 def load_texts(sources: list[tuple[str, str]], rules: Rules = NO_RULES) -> DesiredState:
     """The desired state of files read elsewhere, as (path, text): every check of
     ``load_desired_state`` but finding and reading them (Ansible's controller read them)."""
+    checks = RunChecks(rules) if rules is not NO_RULES else None
     invites: list[DesiredInvite] = []
     problems: list[FileProblem] = []
-    checks = RunChecks(rules) if rules is not NO_RULES else None
     for path, text in sources:
         file_invites, file_problems = _load(text, path, Lines(text), checks)
         invites.extend(file_invites)
         problems.extend(file_problems)
+    return _state(invites, problems, [path for path, _ in sources])
+
+
+def _state(
+    invites: list[DesiredInvite], problems: list[FileProblem], files: list[str]
+) -> DesiredState:
     problems.extend(_duplicate_ids(invites))
     if any(p.is_error for p in problems):
         raise InputError(problems)
-    return DesiredState(
-        invites=invites, files=[path for path, _ in sources], warnings=sorted(problems)
-    )
+    return DesiredState(invites=invites, files=files, warnings=sorted(problems))
 
 
 def load_file(
@@ -112,11 +129,9 @@ def _load(
     reader = EntryReader(path, lines, checks)
     with _collector_paused():
         document, problems, entries = stream(source, path, lines, "invites", reader)
+        for entry in entries.left:  # the list came through an alias or a merge
+            reader(entry)
     if document is None:
-        if checks is not None:
-            # The invites read before the file stopped still count for the files after
-            # it; what they would say of each other is not said (the run fails anyway).
-            _compared(checks, reader, path, lines)
         return [], problems
     if document.value is None:
         message = "file is empty; expected a mapping with an `invites:` list"
@@ -124,24 +139,14 @@ def _load(
     if not isinstance(document.value, dict):
         message = "top level must be a mapping with an `invites:` list"
         return [], [*problems, FileProblem(path, *document.mark(), message)]
-    for entry in entries.left:  # the list came through an alias or a merge
-        reader(entry)
     schema, written = invite_validators(), _as_written(document, entries)
     if not schema.file_is_valid(written.value):
         problems.extend(validate(schema.file, Where(written, path)))
     problems += reader.problems
-    if checks is not None:
-        problems += _compared(checks, reader, path, lines)
-        # `name: Store #12`, rarely: such a file is parsed again, unless it failed already.
-        if _suspect(source) and not any(p.is_error for p in problems):
-            problems.extend(checks.cut_by_comments(path, lines.text))
+    # `name: Store #12`, rarely: such a file is parsed again, unless it failed already.
+    if checks is not None and _suspect(source) and not any(p.is_error for p in problems):
+        problems.extend(checks.cut_by_comments(path, lines.text))
     return reader.invites, problems
-
-
-def _compared(checks: RunChecks, reader: EntryReader, path: str, lines: Lines) -> list[FileProblem]:
-    """The checks across entries of the file ``reader`` read, against the run's others."""
-    with _collector_paused():  # it makes a key an invite, and no cycle
-        return checks.across(reader.compared, path, lines)
 
 
 def _suspect(source: str | FileSource) -> bool:
@@ -166,12 +171,10 @@ def _as_written(document: Located, entries: ListRead) -> Located:
 
 @contextmanager
 def _collector_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a file is read.
-
-    Loading creates only trees of dicts and lists, never cycles, yet every
-    few hundred new containers the collector would walk all the invites read
-    so far: a third of the load time of a 20,000-invite file.
-    """
+    """Pause the cyclic garbage collector while a file is read: loading creates only
+    trees of dicts and lists, never cycles, yet every few hundred new containers the
+    collector would walk all the invites read so far (a third of the load time of a
+    20,000-invite file)."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -198,3 +201,269 @@ def _duplicate_ids(invites: list[DesiredInvite]) -> list[FileProblem]:
                 )
             )
     return problems
+
+
+# -- each entry, checked and typed as it is read ---------------------------------------------
+
+
+class EntryReader:
+    """Takes the entries of one file (the loader's item hook); keeps records and problems."""
+
+    def __init__(self, source: str, lines: Lines, checks: RunChecks | None = None) -> None:
+        self.source = source
+        self.lines = lines
+        self.checks = checks  # the policies and built-in checks of the run, if any
+        self.schema = invite_validators()
+        # Each field's typed value (str, IdentifierSet, Contact), made from a checked value.
+        self.makers = {name: kind.value_type for name, kind in field_kinds().items()}
+        self.invites: list[DesiredInvite] = []
+        self.problems: list[FileProblem] = []
+        self._said: set[FileProblem] = set()
+
+    def __call__(self, item: Item) -> None:
+        entry = item.value
+        texts = _texts(entry, (), [])
+        if not all(text.isascii() or unicodedata.is_normalized("NFC", text) for _, text in texts):
+            # One normal form: what the files say is checked, compared and sent in NFC, so
+            # the schema's bounds hold for what is sent (NFC can lengthen text: U+0958 is
+            # two characters in NFC) and two spellings of one item are one item.
+            entry = _in_nfc(entry)
+            texts = _texts(entry, (), [])
+        located = item.located(self.lines)._replace(value=entry)
+        problems = []
+        if not self.schema.entry_is_valid(entry):
+            where = Where(located, self.source, ("invites", item.index))
+            problems = validate(self.schema.entry, where)
+        self.problems += problems
+        # Entries with a usable id are kept even when they have problems, so that
+        # duplicate ids are reported in the same run; any problem stops the run anyway.
+        ident = entry.get(ID_KEY) if isinstance(entry, dict) else None
+        if isinstance(ident, str):
+            if not INVITE_ID.fullmatch(ident) and not problems:
+                message = f"`id`: {quote_value(ident)} is not a valid inviteId ({ID_RULE})"
+                self.problems.append(FileProblem(self.source, *located.mark(("id",)), message))
+            refused = self._text_problems(texts, located, problems) or bool(problems)
+            source = SourceLocation(self.source, *item.mark)
+            self._keep(ident, entry, texts, source, located, refused)
+
+    def _keep(
+        self,
+        ident: str,
+        entry: dict[str, Any],
+        texts: Texts,
+        source: SourceLocation,
+        located: Located,
+        refused: bool,
+    ) -> None:
+        """The entry's invite kept, and the run's checks made of it unless it is ``refused``:
+        then it is kept for its id alone (the run stops anyway), a value the schema refused
+        left out, not typed."""
+        resend = resend_rule(entry.get(RESEND_KEY, False))
+        fields = {k: v for k, v in entry.items() if k not in RECONCILER_KEYS}
+        if refused:
+            self.invites.append(DesiredInvite(ident, fields_from_json(fields), source, resend))
+            return
+        typed = {name: self.makers[name](value) for name, value in fields.items()}
+        invite = DesiredInvite(ident, typed, source, resend)
+        self.invites.append(invite)
+        if self.checks is not None:
+            self.problems += self.checks.check(entry, texts, invite, located.mark)
+
+    def _text_problems(self, texts: Texts, located: Located, problems: list[FileProblem]) -> bool:
+        """A problem for each field's text a file may not hold (``text_problems``), unless
+        the schema has refused it already (a control character, too long); whether one
+        had too many combining marks in a row."""
+        reported = {(p.line, p.column) for p in problems}
+        marked = False
+        for path, text in texts:
+            reasons = [] if path[0] in RECONCILER_KEYS else text_problems(text)
+            marked = marked or (bool(reasons) and too_many_marks(text))
+            at = located.mark(path) if reasons else None
+            if at is None or at in reported:
+                continue
+            where = ".".join(str(p) for p in path if isinstance(p, str))
+            for reason in reasons:
+                message = f"`{escape(where)}`: {quote_value(text)} {reason}"
+                problem = FileProblem(self.source, *at, message)
+                if problem not in self._said:  # a value shared through an alias: said once
+                    self._said.add(problem)
+                    self.problems.append(problem)
+        return marked
+
+
+def text_problems(text: str) -> list[str]:
+    """Why a file may not hold ``text``, beyond the schema: each kind of character
+    ``NOT_IN_TEXT`` refuses that it holds (each said once: fixing one must not reveal the
+    next only on the following run), too many combining marks in a row."""
+    if text.isascii():  # ASCII holds neither
+        return []
+    reasons = [invisible_problem(c) for c in dict.fromkeys(NOT_IN_TEXT.findall(text))]
+    if too_many_marks(text):
+        reasons.append(
+            f"holds {marks_in_a_row(text):,} combining marks in a row (at most "
+            f"{MAX_MARKS_IN_A_ROW}); no text needs so many"
+        )
+    return reasons
+
+
+def _in_nfc(value: Any) -> Any:
+    """``value`` (an entry as read) with every text in NFC, keys as they are; a text
+    with too many combining marks in a row is left as it is (refused, and NFC reorders
+    such a run in quadratic time)."""
+    if isinstance(value, str):
+        return value if too_many_marks(value) else nfc(value)
+    if isinstance(value, dict):
+        return {k: _in_nfc(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_in_nfc(item) for item in value]
+    return value
+
+
+def _texts(value: Any, path: tuple[Any, ...], found: Texts) -> Texts:
+    """``found`` with every text in ``value`` and its path: a mapping's values, a list's
+    items."""
+    if isinstance(value, str):
+        found.append((path, value))
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _texts(item, (*path, key), found)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _texts(item, (*path, index), found)
+    return found
+
+
+def character(char: str) -> str:
+    """A character as messages name it: U+00A0 NO-BREAK SPACE."""
+    name = unicodedata.name(char, "")
+    return f"U+{ord(char):04X}" + (f" {name}" if name else "")
+
+
+def invisible_problem(char: str) -> str:
+    """Why a text value may not hold ``char`` (one of ``NOT_IN_TEXT``), and the fix."""
+    shown = character(char)
+    category = unicodedata.category(char)
+    if category == "Zs":
+        return f"holds {shown}, which looks like a space but is not one; write a plain space"
+    if category in ("Zl", "Zp"):
+        return f"holds {shown}, a line break; write the value on one line"
+    if category == "Cs":
+        return f"holds {shown}, half of a UTF-16 pair and no character at all; remove it"
+    return f"holds {shown}, which does not show on screen (two values would look alike); remove it"
+
+
+def refuse_bad_ids(ids: Iterable[str], given_as: str) -> None:
+    """Refuse ids given on the command line that no invite can have, before any request."""
+    bad = [i for i in dict.fromkeys(ids) if not INVITE_ID.fullmatch(i)]
+    if bad:
+        shown = ", ".join(quote_value(i) for i in bad[:10]) + (
+            f" and {len(bad) - 10} more" if len(bad) > 10 else ""
+        )
+        raise ReconcilerError(
+            f"{given_as} {shown}: not a valid invite id ({ID_RULE}); nothing was read"
+        )
+
+
+# -- what a file can hold of values from elsewhere (`export`, `adopt`) ------------------------
+
+Part = tuple[str, str | None]  # a field, and its sub-field (None: the field's own value)
+CANNOT_HOLD = "validate would refuse it"
+
+
+def unheld(invite_id: str, fields: Fields) -> dict[Part, str]:
+    """What validate would refuse of ``fields`` in an entry: (field, sub-field or None):
+    why, in validate's own words, the value quoted."""
+    found: dict[Part, str] = {}
+    entry = {ID_KEY: invite_id, **fields_json(fields)}
+    where = Where(Located(entry, None, START, Lines("")), "a file")
+    for error in invite_validators().entry.iter_errors(entry):
+        path = tuple(error.absolute_path)
+        if not path:  # about the entry as a whole: a required sub-field is under its field
+            continue
+        part = path[1] if len(path) > 1 and isinstance(path[1], str) else None
+        problems = describe(error, where)
+        reason = problems[0].message if problems else "the schema refuses it"
+        found.setdefault((str(path[0]), part), _unquoted(reason))
+    for name, value in fields.items():
+        for part, text in kind_of(name).texts(value):
+            match = NOT_IN_TEXT.search(text)
+            if match is not None:
+                found.setdefault(
+                    (name, part),
+                    f"{quote_value(text)} holds {character(match.group())}, which a file may "
+                    "not hold",
+                )
+    # A whole field refused needs no word for its sub-fields as well.
+    return {
+        (name, part): reason
+        for (name, part), reason in found.items()
+        if part is None or (name, None) not in found
+    }
+
+
+def cannot_hold(
+    invite_id: str, name: str, value: FieldValue, part: str | None = None
+) -> str | None:
+    """Why a file cannot hold ``value`` as field ``name`` (its sub-field ``part`` only, when
+    given), or None: it can. The value as a file holds it (in NFC, a set without repeats)."""
+    problems = unheld(invite_id, {name: kind_of(name).for_file(value, name, [])})
+    if part is None:  # the whole value is written: a problem with any part of it
+        why = next(iter(problems.values()), None)
+    else:
+        why = problems.get((name, part)) or problems.get((name, None))
+    return None if why is None else f"{CANNOT_HOLD}: {why}"
+
+
+def _unquoted(message: str) -> str:
+    """A validate message without its leading "`field`: ", which the caller names already."""
+    return message.split(": ", 1)[1] if message.startswith("`") and ": " in message else message
+
+
+# -- which invites a run reads and plans: --target, --exclude, --changed-since ----------------
+
+
+class Selection(NamedTuple):
+    targets: tuple[str, ...] = ()
+    excludes: tuple[str, ...] = ()
+    changed_since: str | None = None
+
+    @property
+    def is_everything(self) -> bool:
+        return not (self.targets or self.excludes or self.changed_since)
+
+
+EVERYTHING = Selection()
+
+
+def select_invites(
+    invites: list[DesiredInvite],
+    selection: Selection,
+    where: str,
+    changed: Collection[str] | None = None,
+) -> list[DesiredInvite]:
+    """The invites to read and plan, in file order. ``where`` names the files, for errors."""
+    known = {invite.id for invite in invites}
+    for option, ids in (("--target", selection.targets), ("--exclude", selection.excludes)):
+        unknown = [i for i in dict.fromkeys(ids) if i not in known]
+        if unknown:
+            raise ReconcilerError(
+                f"{option} {', '.join(map(escape, unknown))}: no invite with "
+                f"{'this id' if len(unknown) == 1 else 'these ids'} in the files read ({where})"
+                f"{_did_you_mean(unknown, known)}"
+            )
+    wanted = (set(selection.targets) or known) - set(selection.excludes)
+    if changed is not None:
+        wanted &= set(changed)
+    return [invite for invite in invites if invite.id in wanted]
+
+
+def _did_you_mean(unknown: list[str], known: Collection[str]) -> str:
+    """The ids of the files nearest to each one typed (a typo: `inv_8f2k2` for `inv_8f2k1`)."""
+    near = {typed: get_close_matches(typed, known, n=1, cutoff=0.75) for typed in unknown}
+    hints = [(typed, match[0]) for typed, match in near.items() if match]
+    if not hints:
+        return ""
+    if len(unknown) == 1:
+        return f"; did you mean {escape(hints[0][1])}?"
+    shown = ", ".join(f"{escape(match)} for {escape(typed)}" for typed, match in hints)
+    return f"; did you mean {shown}?"

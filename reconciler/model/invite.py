@@ -1,7 +1,7 @@
 """An invite as the files want it (DesiredInvite) and as the server holds it (CurrentInvite).
 
 Each is made once, where it comes in: a DesiredInvite by the loader
-(``desired.entries``) from an entry the schema has checked, a CurrentInvite by
+(``desired.state``) from an entry the schema has checked, a CurrentInvite by
 the API client from an answer whose values its kinds have checked. Past that
 point an invite's values are typed (``reconciler.model.values``), never JSON.
 """

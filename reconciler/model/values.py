@@ -40,33 +40,19 @@ _LONG_RUN_FROM_U0300 = re.compile(f"[^\\x00-\\u02ff]{{{MAX_MARKS_IN_A_ROW + 1},}
 
 
 def too_many_marks(text: str) -> bool:
-    """Whether ``text`` holds more than ``MAX_MARKS_IN_A_ROW`` combining marks in a row:
-    one search in C first, a walk in Python only for a text it cannot rule out."""
-    if _LONG_RUN_FROM_U0300.search(text) is None:
-        return False  # almost every text: its words are shorter than that
-    combining = unicodedata.combining
-    run = 0
-    for char in text:
-        if not combining(char):
-            run = 0
-        elif run == MAX_MARKS_IN_A_ROW:
-            return True
-        else:
-            run += 1
-    return False
+    """Whether ``text`` holds more than ``MAX_MARKS_IN_A_ROW`` combining marks in a row
+    (counted only in a text the search in C cannot rule out: every value is asked)."""
+    return _LONG_RUN_FROM_U0300.search(text) is not None and marks_in_a_row(text) > (
+        MAX_MARKS_IN_A_ROW
+    )
 
 
 def marks_in_a_row(text: str) -> int:
     """The most combining marks (canonical combining class not 0) ``text`` holds in a row."""
     longest = run = 0
-    combining = unicodedata.combining
     for char in text:
-        if combining(char):
-            run += 1
-            if run > longest:
-                longest = run
-        else:
-            run = 0
+        run = run + 1 if unicodedata.combining(char) else 0
+        longest = max(longest, run)
     return longest
 
 

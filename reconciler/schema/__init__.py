@@ -1,1 +1,1 @@
-"""The JSON Schema of invite files: a quick check, jsonschema for doubts, messages for people."""
+"""Invite files' JSON Schema (fastjsonschema says yes, jsonschema words a no) and policies."""

@@ -4,8 +4,8 @@ why, in the words the terminal uses."""
 from __future__ import annotations
 
 from reconciler.commands.adopt_summary import summary_markdown
-from reconciler.desired.holdable import CANNOT_HOLD
 from reconciler.desired.rewrite import NO_VALUE, SHARED, Refused, Rewritten
+from reconciler.desired.state import CANNOT_HOLD
 from reconciler.model.values import IdentifierSet
 from reconciler.safetext import quote_value
 

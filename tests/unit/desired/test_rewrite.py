@@ -12,9 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.values import held
 
-from reconciler.desired.holdable import CANNOT_HOLD
 from reconciler.desired.rewrite import NO_VALUE, SHARED, Wanted, rewrite
-from reconciler.desired.state import load_text
+from reconciler.desired.state import CANNOT_HOLD, load_text
 from reconciler.model.values import Contact, FieldValue
 from reconciler.yamlload import spans
 

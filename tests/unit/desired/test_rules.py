@@ -3,12 +3,9 @@ text with a space at an end; each a warning, an error or off by name."""
 
 from __future__ import annotations
 
-import unicodedata
 from pathlib import Path
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from reconciler.desired.rules import BUILT_IN, Level, Rules, business_key
 from reconciler.desired.state import load_desired_state
@@ -36,18 +33,6 @@ def test_names_that_are_one_business(one: str, other: str) -> None:
 
 def test_a_variation_selector_is_not_part_of_the_name() -> None:
     assert business_key("Acme\ufe0f Ltd") == business_key("Acme Ltd")
-
-
-@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=30))
-def test_the_key_is_the_name_without_what_shows_on_no_screen(name: str) -> None:
-    # The key drops every format character and variation selector, however a name is
-    # written: the quick path for names with none must agree with the walk.
-    folded = unicodedata.normalize("NFKC", name).casefold()
-    folded = folded.replace("i\u0307", "i").replace("\u0131", "i")
-    shown = "".join(
-        c for c in folded if unicodedata.category(c) != "Cf" and not "\ufe00" <= c <= "\ufe0f"
-    )
-    assert business_key(name) == " ".join(shown.split())
 
 
 def test_names_that_differ() -> None:
@@ -150,37 +135,6 @@ def test_a_file_that_failed_is_not_read_again_for_values_cut_short(tmp_path: Pat
     with pytest.raises(InputError) as caught:
         load_desired_state([str(path)], Rules())
     assert [p.message.split(";")[0] for p in caught.value.problems] == ["unknown field `nmae`"]
-
-
-@pytest.mark.parametrize(
-    "name",
-    [
-        "Acme \u0301x",  # a combining mark right after the last space
-        "Ａｃｍｅ Ｌｔｄ №1",
-        "ACME LİMİTED İ",
-        "Café\u00a0Ltd №2",  # a no-break space is no place to part the name
-        "Acme  \u200d",
-        " №3",
-        "№4 ",
-    ],
-)
-def test_a_name_parted_at_its_last_space_folds_as_it_does_whole(name: str) -> None:
-    folded = unicodedata.normalize("NFKC", name).casefold()
-    folded = folded.replace("i\u0307", "i").replace("\u0131", "i")
-    shown = "".join(
-        c for c in folded if unicodedata.category(c) != "Cf" and not "\ufe00" <= c <= "\ufe0f"
-    )
-    assert business_key(name) == business_key(name) == " ".join(shown.split())
-
-
-_PARTS = st.sampled_from(
-    [" ", "a", "\u0301", "\u0130", "\u0131", "№", "\uff21", "\u00a0", "\u200d"]
-)
-
-
-@given(st.lists(_PARTS, max_size=12).map("".join))
-def test_names_with_spaces_and_marks_fold_as_they_do_whole(name: str) -> None:
-    test_a_name_parted_at_its_last_space_folds_as_it_does_whole(name)
 
 
 def _two_files(tmp_path: Path, first: str, second: str) -> tuple[Path, Path]:

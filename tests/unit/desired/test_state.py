@@ -1,4 +1,6 @@
-"""Desired-state files as people write them: every problem at its exact file:line:column.
+"""Desired-state files as people write them: every problem at its exact file:line:column;
+each entry checked as it is read (NFC, nothing invisible); ids typed on the command line;
+which invites a run plans (--target, --exclude).
 
 The files here are hand-written YAML text (comments, blank lines, flow and block
 lists, non-ASCII names), never produced by a YAML dumper, because the traps a
@@ -9,25 +11,36 @@ exist in hand-written text.
 from __future__ import annotations
 
 import gc
+import json
 import os
+import time
+import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from support.cli import run_cli
 from support.git import git
 from support.values import typed
 
 from reconciler.desired import state as desired
+from reconciler.desired.rules import Rules
 from reconciler.desired.state import (
     DesiredState,
+    Selection,
     load_desired_state,
     load_file,
     load_text,
     load_texts,
+    refuse_bad_ids,
+    select_invites,
 )
-from reconciler.errors import FileProblem, InputError
-from reconciler.model.invite import DesiredInvite
+from reconciler.errors import FileProblem, InputError, ReconcilerError
+from reconciler.model.invite import DesiredInvite, SourceLocation
+from reconciler.model.values import MAX_MARKS_IN_A_ROW, marks_in_a_row
+from reconciler.safetext import NOT_IN_TEXT
 
 WriteYaml = Callable[[str, str], Path]
 
@@ -568,83 +581,94 @@ def test_entry_that_is_not_a_mapping_is_described_as_an_invite_entry(
         assert "MarkedList" not in problem.message
 
 
+_EMPTY = "file is empty; expected a mapping with an `invites:` list"
+_NOT_A_MAPPING = "top level must be a mapping with an `invites:` list"
+
+
 @pytest.mark.parametrize(
-    ("text", "position"),
+    ("text", "said"),
     [
-        pytest.param("- id: inv_8f2k1\n  name: Acme\n", (1, 1), id="list"),
-        pytest.param("# just a name\ninv_8f2k1\n", (2, 1), id="scalar"),
-        pytest.param("42\n", (1, 1), id="number"),
+        pytest.param("", f"1:1: {_EMPTY}", id="empty"),
+        pytest.param(
+            "# TODO: add the APAC invites\n\n# owner: kyb\n", f"1:1: {_EMPTY}", id="comments"
+        ),
+        pytest.param("\n\n   \n", f"1:1: {_EMPTY}", id="blank-lines"),
+        pytest.param("- id: inv_8f2k1\n  name: Acme\n", f"1:1: {_NOT_A_MAPPING}", id="list"),
+        pytest.param("# invites\n- id: inv_a\n", f"2:1: {_NOT_A_MAPPING}", id="list-commented"),
+        pytest.param("# just a name\ninv_8f2k1\n", f"2:1: {_NOT_A_MAPPING}", id="scalar"),
+        pytest.param("42\n", f"1:1: {_NOT_A_MAPPING}", id="number"),
     ],
 )
-def test_top_level_that_is_not_a_mapping(
-    write_yaml: WriteYaml, text: str, position: tuple[int, int]
+def test_a_file_without_a_mapping_at_the_top_is_explained(
+    write_yaml: WriteYaml, text: str, said: str
 ) -> None:
     path = write_yaml("top.yaml", text)
-
-    problem = only_problem(path)
-
-    assert where(problem) == (str(path), *position)
-    assert "top level must be a mapping with an `invites:` list" in problem.message
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        pytest.param("", id="empty"),
-        pytest.param("# TODO: add the APAC invites\n\n# owner: kyb-team\n", id="comments-only"),
-        pytest.param("\n\n   \n", id="blank-lines"),
-    ],
-)
-def test_file_without_content_is_reported(write_yaml: WriteYaml, text: str) -> None:
-    path = write_yaml("empty.yaml", text)
-
-    problem = only_problem(path)
-
-    assert where(problem) == (str(path), 1, 1)
-    assert "empty" in problem.message
-    assert "`invites:`" in problem.message
+    assert [str(p) for p in problems_of(path)] == [f"{path}:{said}"]
 
 
 # -- encodings and syntax --------------------------------------------------------------
 
 
-def test_latin1_file_is_reported_at_the_first_bad_byte(tmp_path: Path) -> None:
-    path = tmp_path / "latin1.yaml"
-    path.write_bytes(
-        "invites:\n  - id: inv_3m9q7\n    name: Müller & Söhne GmbH\n".encode("latin-1")
-    )
-
-    problem = only_problem(path)
-
-    assert where(problem) == (str(path), 3, 12)  # the ü of Müller
-    assert "0xfc" in problem.message
-    assert "UTF-8" in problem.message
+_ENTRY = "invites:\n  - id: inv_1\n"
 
 
-def test_bad_byte_column_counts_characters_like_every_other_column(tmp_path: Path) -> None:
-    # Valid UTF-8 "Société" (é is two bytes) then a Latin-1 é pasted from elsewhere.
-    path = tmp_path / "mixed.yaml"
-    path.write_bytes(
-        "invites:\n  - id: inv_7c2d4\n    name: Société Générale ".encode() + b"caf\xe9\n"
-    )
-
-    problem = only_problem(path)
-
-    # "    name: Société Générale caf" is 30 characters (34 bytes); the bad byte is the 31st.
-    assert where(problem) == (str(path), 3, 31)
+def problems(path: Path) -> list[str]:
+    return [str(p) for p in load_file(path)[1]]
 
 
-def test_control_character_in_a_file_is_reported_at_its_position(
-    write_yaml: WriteYaml,
+@pytest.mark.parametrize(
+    ("data", "said"),
+    [
+        pytest.param(  # the ü of Müller
+            "invites:\n  - id: inv_3m9q7\n    name: Müller & Söhne GmbH\n".encode("latin-1"),
+            "3:12: not valid UTF-8 (byte 0xfc)",
+            id="latin-1",
+        ),
+        pytest.param(  # "    name: Société Générale caf" is 30 characters (34 bytes)
+            "invites:\n  - id: inv_7c2d4\n    name: Société Générale ".encode() + b"caf\xe9\n",
+            "3:31: not valid UTF-8 (byte 0xe9)",
+            id="columns-count-characters",
+        ),
+        pytest.param(
+            _ENTRY.encode() + "    name: Müller Caf".encode() + b"\xe9\n",
+            "3:21: not valid UTF-8 (byte 0xe9)",
+            id="columns-count-characters-too",
+        ),
+        pytest.param(
+            b"invites:\n  - id: inv_1\n    name: Caf\xe9\n",
+            "3:14: not valid UTF-8 (byte 0xe9)",
+            id="no-bom",
+        ),
+        pytest.param(
+            b"\xef\xbb\xbfinvites:\n  - id: inv_1\n    name: Caf\xe9\n",
+            "3:14: not valid UTF-8 (byte 0xe9)",
+            id="bom",
+        ),
+        pytest.param(_ENTRY.encode("utf-16"), "1:1: not valid UTF-8 (byte 0xff)", id="utf-16"),
+    ],
+)
+def test_a_file_not_in_utf8_is_refused_at_its_first_bad_byte(
+    tmp_path: Path, data: bytes, said: str
 ) -> None:
-    # A stray control character pasted from a PDF or a terminal.
-    path = write_yaml("ctrl.yaml", "invites:\n  - id: inv_8f2k1\n    name: Acme\x07 Holdings Ltd\n")
+    path = tmp_path / "team.yaml"
+    path.write_bytes(data)
+    assert problems(path) == [f"{path}:{said}; save the file as UTF-8"]
 
-    problem = only_problem(path)
 
-    assert where(problem) == (str(path), 3, 15)
-    assert "U+0007" in problem.message or "\\x07" in problem.message
-    assert "\n" not in problem.message  # one line per problem
+@pytest.mark.parametrize(
+    ("data", "at"),
+    [
+        # A stray control character pasted from a PDF or a terminal.
+        (b"invites:\n  - id: inv_8f2k1\n    name: Acme\x07 Holdings Ltd\n", "3:15"),
+        (_ENTRY.encode() + b"    name: A\x07B\n", "3:12"),
+    ],
+)
+def test_a_control_character_is_named_where_it_is(tmp_path: Path, data: bytes, at: str) -> None:
+    path = tmp_path / "team.yaml"
+    path.write_bytes(data)
+    assert problems(path) == [
+        f"{path}:{at}: control character U+0007 is not allowed in YAML; remove it"
+    ]
 
 
 @pytest.mark.parametrize(
@@ -807,25 +831,6 @@ def test_file_named_directly_and_through_its_directory_is_read_once(
     assert [i.id for i in state.invites] == ["inv_a"]
 
 
-def test_missing_path_is_reported(tmp_path: Path) -> None:
-    missing = tmp_path / "invitse"
-
-    problem = only_problem(missing)
-
-    assert problem.path == str(missing)
-    assert "no such file or directory" in problem.message
-
-
-def test_directory_without_yaml_files_is_reported(write_yaml: WriteYaml, tmp_path: Path) -> None:
-    write_yaml("invites/README.md", "Put invite files here.\n")
-    write_yaml("invites/old/invites.json", "{}")
-
-    problem = only_problem(tmp_path / "invites")
-
-    assert problem.path == str(tmp_path / "invites")
-    assert "no *.yaml or *.yml files" in problem.message
-
-
 def test_yaml_syntax_errors_carry_a_hint(write_yaml: WriteYaml) -> None:
     path = write_yaml(
         "hint.yaml", "invites:\n  - id: inv_8f2k1\n    name:Acme: x\n   email: a@b.example\n"
@@ -833,15 +838,6 @@ def test_yaml_syntax_errors_carry_a_hint(write_yaml: WriteYaml) -> None:
     problem = only_problem(path)
     assert problem.line == 4
     assert "(" in problem.message and "indent" in problem.message
-
-
-def test_undecodable_byte_is_named_correctly_with_and_without_bom(tmp_path: Path) -> None:
-    for prefix in (b"", b"\xef\xbb\xbf"):
-        path = tmp_path / "latin1.yaml"
-        path.write_bytes(prefix + b"invites:\n  - id: inv_1\n    name: Caf\xe9\n")
-        problem = only_problem(path)
-        assert (problem.line, problem.column) == (3, 14)
-        assert "0xe9" in problem.message
 
 
 def test_an_empty_invites_key_says_how_to_write_an_empty_list(write_yaml: WriteYaml) -> None:
@@ -974,8 +970,11 @@ def test_with_no_reconciler_yaml_the_message_names_where_it_looked(
     ]
 
 
-def test_a_directory_without_invite_files_is_named_without_a_position(tmp_path: Path) -> None:
-    (tmp_path / "empty").mkdir()
+def test_a_directory_without_invite_files_is_named_without_a_position(
+    write_yaml: WriteYaml, tmp_path: Path
+) -> None:
+    write_yaml("empty/README.md", "Put invite files here.\n")
+    write_yaml("empty/old/invites.json", "{}")
 
     (problem,) = problem_lines_of([str(tmp_path / "empty")])
 
@@ -984,16 +983,6 @@ def test_a_directory_without_invite_files_is_named_without_a_position(tmp_path: 
         "files and directories whose names start with a dot, and what git ignores are not "
         "invite files)"
     )
-
-
-def test_an_empty_file_and_a_list_at_the_top_are_explained(write_yaml: WriteYaml) -> None:
-    empty = write_yaml("empty.yaml", "# nothing here yet\n")
-    listed = write_yaml("listed.yaml", "# invites\n- id: inv_a\n")
-
-    assert problem_lines_of([str(empty), str(listed)]) == [
-        f"{empty}:1:1: file is empty; expected a mapping with an `invites:` list",
-        f"{listed}:2:1: top level must be a mapping with an `invites:` list",
-    ]
 
 
 def test_a_file_over_the_size_bound_is_refused_and_one_at_it_is_read(
@@ -1035,36 +1024,6 @@ def test_reading_leaves_the_garbage_collector_as_it_was(
         assert gc.isenabled() is enabled
     finally:
         (gc.enable if was else gc.disable)()
-
-
-# From test_invite_file_bytes.py: Invite files that are not UTF-8 text, or that grow past the size
-# limit while read.
-ENTRY = "invites:\n  - id: inv_1\n"
-
-
-def problems(path: Path) -> list[str]:
-    return [str(p) for p in load_file(path)[1]]
-
-
-def test_a_utf16_file_is_refused_at_its_first_byte(tmp_path: Path) -> None:
-    path = tmp_path / "team.yaml"
-    path.write_text(ENTRY, encoding="utf-16")
-    assert problems(path) == [f"{path}:1:1: not valid UTF-8 (byte 0xff); save the file as UTF-8"]
-
-
-def test_a_latin1_byte_is_shown_at_its_character_column(tmp_path: Path) -> None:
-    path = tmp_path / "team.yaml"
-    path.write_bytes(ENTRY.encode() + "    name: Müller Caf".encode() + b"\xe9\n")
-    # Column 21 counts "ü" as the one character it is, not its two bytes.
-    assert problems(path) == [f"{path}:3:21: not valid UTF-8 (byte 0xe9); save the file as UTF-8"]
-
-
-def test_a_control_character_is_named_where_it_is(tmp_path: Path) -> None:
-    path = tmp_path / "team.yaml"
-    path.write_bytes(ENTRY.encode() + b"    name: A\x07B\n")
-    assert problems(path) == [
-        f"{path}:3:12: control character U+0007 is not allowed in YAML; remove it"
-    ]
 
 
 def test_a_fifo_is_refused_at_once_not_waited_on(tmp_path: Path) -> None:
@@ -1169,3 +1128,238 @@ def test_files_read_elsewhere_get_every_check_with_their_own_paths() -> None:
     assert shown[1] == "files/b.yaml:3:5: invite id `inv_1` is already defined at files/a.yaml:2"
     state = load_texts([("a.yaml", "invites:\n  - id: inv_1\n    name: Acme\n")])
     assert [i.id for i in state.invites] == ["inv_1"] and state.files == ["a.yaml"]
+
+
+# -- each entry as it is read: ids typed on the command line, fields as written, one normal
+# form, nothing invisible ------------------------------------------------------------------
+
+RULE = "1 to 128 letters, digits, `_`, `-`, `.`, and not dots alone"
+
+
+def test_good_ids_pass() -> None:
+    refuse_bad_ids(["inv_1", "INV-2.a", "x" * 128], "--target")
+
+
+def test_bad_ids_are_named_once_each_in_the_order_given() -> None:
+    with pytest.raises(ReconcilerError) as refused:
+        refuse_bad_ids(["inv_1", "inv 2", "..", "inv 2", "a/b"], "--target")
+    assert str(refused.value) == (
+        f"--target 'inv 2', '..', 'a/b': not a valid invite id ({RULE}); nothing was read"
+    )
+
+
+@pytest.mark.parametrize(("count", "tail"), [(10, ""), (11, " and 1 more"), (25, " and 15 more")])
+def test_ten_bad_ids_are_shown_and_the_rest_counted(count: int, tail: str) -> None:
+    bad = [f"bad id {n}" for n in range(count)]
+    with pytest.raises(ReconcilerError) as refused:
+        refuse_bad_ids(bad, "--target")
+    shown = ", ".join(repr(b) for b in bad[:10])
+    assert str(refused.value) == (
+        f"--target {shown}{tail}: not a valid invite id ({RULE}); nothing was read"
+    )
+
+
+def test_an_entry_keeps_its_fields_in_the_order_written_and_drops_the_reconciler_keys() -> None:
+    text = (
+        "invites:\n"
+        "  - id: inv_1\n    attachments: [deed]\n    resendOnChange: true\n"
+        "    phone: '+442079460000'\n"
+        "  - phone: '+442079460001'\n    id: inv_2\n    attachments: [deed]\n"
+    )
+    invites, problems = load_text(text, "t.yaml")
+    assert problems == []
+    assert [(i.id, list(i.fields.items()), i.resend_on_change) for i in invites] == [
+        ("inv_1", [("attachments", ["deed"]), ("phone", "+442079460000")], True),
+        ("inv_2", [("phone", "+442079460001"), ("attachments", ["deed"])], False),
+    ]
+
+
+# One normal form, nothing invisible.
+def test_text_from_the_files_is_taken_in_nfc() -> None:
+    text = (
+        "invites:\n  - id: inv_1\n    name: Cafe\u0301 Ltd\n"
+        "    primaryContact: {name: Zoe\u0308, email: z@x.example}\n    groups: [e\u0301]\n"
+    )
+    (invite,), problems = load_text(text, "a.yaml")
+    assert problems == []
+    assert invite.fields == {
+        "name": "Caf\u00e9 Ltd",
+        "primaryContact": {"name": "Zo\u00eb", "email": "z@x.example"},
+        "groups": ["\u00e9"],
+    }
+
+
+@pytest.mark.parametrize(
+    ("char", "said"),
+    [
+        ("\\u200B", "holds U+200B ZERO WIDTH SPACE, which does not show on screen"),
+        ("\\u00A0", "holds U+00A0 NO-BREAK SPACE, which looks like a space but is not one"),
+        ("\\u2029", "holds U+2029 PARAGRAPH SEPARATOR, a line break; write the value on one line"),
+        ("\\u034F", "holds U+034F COMBINING GRAPHEME JOINER, which does not show"),
+        ("\\U000E0041", "holds U+E0041 TAG LATIN CAPITAL LETTER A, which does not show"),
+    ],
+)
+def test_an_invisible_character_is_refused_at_its_place_with_the_fix(char: str, said: str) -> None:
+    text = f'invites:\n  - id: inv_1\n    groups: [emea, "a{char}b"]\n'
+    _, problems = load_text(text, "a.yaml")
+    (problem,) = problems
+    assert (problem.line, problem.column) == (3, 20)
+    assert problem.message.startswith("`groups`: 'a\\") and said in problem.message
+
+
+def test_every_kind_of_invisible_character_in_a_value_is_said_at_once() -> None:
+    text = 'invites:\n  - id: inv_1\n    name: "Acme\u00a0Holdings\u200b Ltd\u00a0plc"\n'
+    _, problems = load_text(text, "a.yaml")
+    assert [(p.line, p.message.partition("' holds ")[2][:27]) for p in problems] == [
+        (3, "U+00A0 NO-BREAK SPACE, whic"),
+        (3, "U+200B ZERO WIDTH SPACE, wh"),
+    ]
+
+
+def test_joiners_may_be_written_and_a_control_character_is_reported_once() -> None:
+    text = (
+        'invites:\n  - id: inv_1\n    name: "علی\\u200cرضا"\n    email: "a\\u200b\\x07@b.example"\n'
+    )
+    _, problems = load_text(text, "a.yaml")
+    (problem,) = problems  # the schema's refusal of the email; not a second one for U+200B
+    assert problem.line == 4 and "email" in problem.message
+
+
+def test_the_schema_judges_the_nfc_form_that_is_sent() -> None:
+    # Two spellings of one group are one group; U+0958 is two characters in NFC.
+    devanagari_qa = "\\u0958" * 150
+    text = (
+        'invites:\n  - id: inv_1\n    groups: ["\\u00e9", "e\\u0301"]\n'
+        f'  - id: inv_2\n    name: "{devanagari_qa}"\n'
+    )
+    _, problems = load_text(text, "a.yaml")
+    assert [(p.line, p.message) for p in problems] == [
+        (3, "`groups` lists the same item twice; it is a set"),
+        (5, "`name` must be at most 200 characters"),
+    ]
+
+
+def test_a_long_run_of_combining_marks_is_refused_without_normalising_it() -> None:
+    # NFC reorders a run of combining marks in quadratic time: 100,000 of them, alternating
+    # two classes, took seconds for one value, minutes for a file of such names.
+    many = "\\u0301\\u0316" * 50_000
+    few = "\\u0316\\u0301" * 16
+    sorted_run = "\\u0316" * 31
+    text = (
+        f'invites:\n  - id: inv_1\n    name: "a{many}"\n'
+        f'  - id: inv_2\n    groups: ["a{many}"]\n'
+        '  - id: inv_3\n    name: "Zalgo\\u0301\\u0316\\u0301\\u0316"\n'
+        f'  - id: inv_4\n    name: "Z{few}"\n'
+        f'  - id: inv_5\n    name: "Z{sorted_run}"\n'  # in NFC already: refused alike
+    )
+    started = time.perf_counter()
+    _, problems = load_text(text, "a.yaml")
+    assert time.perf_counter() - started < 2
+    assert [(p.line, p.column) for p in problems] == [(3, 11), (5, 14), (9, 11), (11, 11)]
+    assert problems[0].message == "`name` must be at most 200 characters"
+    assert problems[1].message.startswith("`groups`: 'a\u0301")
+    assert problems[1].message.endswith(
+        " holds 100,000 combining marks in a row (at most 30); no text needs so many"
+    )
+    assert problems[2].message.startswith("`name`: 'Z\u0316\u0301")
+    assert problems[2].message.endswith(
+        " holds 32 combining marks in a row (at most 30); no text needs so many"
+    )
+    assert " holds 31 combining marks in a row" in problems[3].message
+
+
+def test_a_refused_value_shared_through_an_alias_is_reported_once() -> None:
+    text = 'invites:\n  - id: inv_1\n    groups: &g ["a\\u202eb"]\n  - id: inv_2\n    groups: *g\n'
+    _, problems = load_text(text, "a.yaml")
+    assert len(problems) == 1 and "U+202E" in problems[0].message
+
+
+# Sixteen marks: two in a row are more than MAX_MARKS_IN_A_ROW, one alone is not.
+_TEXT = st.lists(
+    st.sampled_from([" ", "a", "\u00e9", "e\u0301", "\u200b", "\u00a0", "\u0301" * 16]),
+    min_size=1,
+    max_size=6,
+).map("".join)
+
+
+@given(
+    name=_TEXT,
+    groups=st.lists(_TEXT, max_size=3, unique_by=lambda t: unicodedata.normalize("NFC", t)),
+    contact=_TEXT,
+)
+def test_what_is_found_of_an_entry_is_what_each_of_its_values_holds(
+    name: str, groups: list[str], contact: str
+) -> None:
+    # A space at an end, NFC, an invisible character, too many marks in a row.
+    entry: dict[str, object] = {"id": "inv_1", "name": name, "groups": groups}
+    entry["primaryContact"] = {"name": contact, "email": "z@x.example"}
+    text = "invites:\n  - " + json.dumps(entry) + "\n"
+    values = [name, *groups, contact]
+    try:
+        state = load_texts([("a.yaml", text)], Rules())
+    except InputError as error:
+        invisible = [v for v in values if NOT_IN_TEXT.search(v)]
+        marked = [v for v in values if marks_in_a_row(v) > MAX_MARKS_IN_A_ROW]
+        assert invisible or marked, str(error)
+        said = str(error)
+        assert ("does not show on screen" in said or "looks like a space" in said) == bool(
+            invisible
+        )
+        assert ("combining marks in a row" in said) == bool(marked)
+        return
+    assert not any(NOT_IN_TEXT.search(v) for v in values)
+    assert not any(marks_in_a_row(v) > MAX_MARKS_IN_A_ROW for v in values)
+    spaced = {w for w in map(str, state.warnings) if "surrounding-space" in w}
+    assert len(spaced) == sum(v[:1] == " " or v[-1:] == " " for v in values)
+    (invite,) = state.invites
+    assert invite.fields["name"] == unicodedata.normalize("NFC", name)
+    assert list(invite.fields["groups"]) == [unicodedata.normalize("NFC", g) for g in groups]
+
+
+# -- which invites a run plans: --target, --exclude (issue 39, row 6) ------------------------
+
+IDS = ["inv_8f2k1", "inv_3m9q7", "inv_7c2d4"]
+
+
+def _invites() -> list[DesiredInvite]:
+    return [
+        DesiredInvite(id=i, fields={}, source=SourceLocation("invites/a.yaml", n + 2))
+        for n, i in enumerate(IDS)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("selection", "said"),
+    [
+        (
+            Selection(targets=("inv_8f2k2",)),
+            "--target inv_8f2k2: no invite with this id in the files read (invites); "
+            "did you mean inv_8f2k1?",
+        ),
+        (
+            Selection(excludes=("inv_3m9q8", "nothing_like_it", "inv_7c2d5")),
+            "--exclude inv_3m9q8, nothing_like_it, inv_7c2d5: no invite with these ids in the "
+            "files read (invites); did you mean inv_3m9q7 for inv_3m9q8, inv_7c2d4 for "
+            "inv_7c2d5?",
+        ),
+        (
+            Selection(targets=("zzz",)),
+            "--target zzz: no invite with this id in the files read (invites)",
+        ),
+        (
+            Selection(targets=("inv_8f2k\x1b[2J",)),
+            "--target inv_8f2k\\x1b[2J: no invite with this id in the files read (invites); "
+            "did you mean inv_8f2k1?",
+        ),
+    ],
+    ids=["typo", "several", "nothing-near", "escaped"],
+)
+def test_an_unknown_id_is_refused_with_the_id_meant(selection: Selection, said: str) -> None:
+    with pytest.raises(ReconcilerError) as refused:
+        select_invites(_invites(), selection, "invites")
+    assert str(refused.value) == said
+
+
+def test_known_ids_select_in_file_order() -> None:
+    chosen = select_invites(_invites(), Selection(targets=("inv_7c2d4", "inv_8f2k1")), "x")
+    assert [i.id for i in chosen] == ["inv_8f2k1", "inv_7c2d4"]

@@ -9,8 +9,7 @@ import sys
 import pytest
 from support.values import typed
 
-from reconciler.desired.entries import refuse_bad_ids
-from reconciler.desired.state import load_text
+from reconciler.desired.state import load_text, refuse_bad_ids
 from reconciler.errors import ReconcilerError
 from reconciler.model import invite
 from reconciler.model.fields import ID_KEY, RECONCILER_KEYS, RESEND_KEY

@@ -1,7 +1,7 @@
 """The invite schema is a file a team may edit. Whatever its id pattern says, an id
 that cannot be put in a URL path is refused where it is written: the loader's
-own rule holds too. The file around the entries has a quick check of its own, so a
-valid file is read without jsonschema."""
+own rule holds too. An entry and the file around the entries are first asked of
+fastjsonschema, so a valid file is read without jsonschema; its formats are the tool's."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from reconciler.desired.state import load_text
-from reconciler.schema.check import format_checker, invite_validators
+from reconciler.schema.check import conforms, format_checker, invite_validators
+from reconciler.schema.emails import is_email
 
 
 @pytest.fixture
@@ -47,18 +48,48 @@ def test_a_valid_id_under_the_edited_schema_is_read_as_before() -> None:
     [
         ({"invites": [None, None]}, True),  # a streamed list: placeholders for its entries
         ({"invites": []}, True),
+        ({"invites": [], "x-templates": {"a": [1]}}, True),  # `x-` keys hold templates
         ({}, False),
         ({"invites": {}}, False),
         ({"invites": [], "defaults": {}}, False),
+        ({"invites": [], "ax-": 1}, False),
         ([], False),
     ],
 )
-def test_the_file_level_quick_check_says_yes_only_where_jsonschema_does(
+def test_the_file_level_check_says_yes_only_where_jsonschema_does(
     document: Any, valid: bool
 ) -> None:
     schema = invite_validators()
     assert schema.file_is_valid(document) is valid
     assert schema.file.is_valid(document) is valid
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {"id": "inv_1", "email": "jane@example..com"},  # fastjsonschema's own pattern takes it
+        {"id": "inv_1", "primaryContact": {"name": "Jane", "email": "jane@acme.test"}},
+        {"id": "inv_1", "name": "x" * 201},  # the bound beside `"$ref": "#/$defs/line"`
+        {"id": "inv_1", 1: "x"},  # a key that is not text
+    ],
+    ids=repr,
+)
+def test_the_entry_check_refuses_what_jsonschema_refuses(entry: dict[Any, Any]) -> None:
+    schema = invite_validators()
+    assert not schema.entry_is_valid(entry)
+    assert not schema.entry.is_valid(entry)
+
+
+def test_the_entry_check_fills_in_no_default() -> None:
+    entry = {"id": "inv_1", "email": "jane@acme.example"}
+    assert invite_validators().entry_is_valid(entry)
+    assert entry == {"id": "inv_1", "email": "jane@acme.example"}  # no `resendOnChange: false`
+
+
+def test_a_format_is_checked_by_the_function_jsonschema_is_given() -> None:
+    assert conforms("email") is is_email
+    assert [conforms("date")(v) for v in ("2026-11-25", "2026-13-45")] == [True, False]
+    assert format_checker().conforms("2026-13-45", "date") is False
 
 
 def test_a_file_without_problems_is_read_without_jsonschema() -> None:

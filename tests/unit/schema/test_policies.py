@@ -1,5 +1,5 @@
-"""Policies compiled once: the quick verdict and the kept verdicts agree with jsonschema,
-and a failure is placed at the field a failing keyword names."""
+"""Policies compiled once, judged by jsonschema with every pattern on RE2: what compiling
+refuses, and a failure placed at the field a failing keyword names."""
 
 from __future__ import annotations
 
@@ -7,8 +7,6 @@ import warnings
 from typing import Any
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from reconciler.errors import FileProblem
 from reconciler.schema.policies import (
@@ -17,7 +15,6 @@ from reconciler.schema.policies import (
     PolicyError,
     compile_policy,
 )
-from reconciler.schema.policy_quick import looked_at, quick_check
 
 SCHEMAS: list[Any] = [
     {
@@ -28,50 +25,11 @@ SCHEMAS: list[Any] = [
         },
     },
     {"properties": {"email": {"not": {"pattern": "@(gmail|yahoo)\\."}}}},
-    {"properties": {"addOns": {"maxItems": 1, "minItems": 1}}},
-    {"anyOf": [{"required": ["email"]}, {"required": ["primaryContact"]}]},
-    {"properties": {"primaryContact": {"properties": {"email": {"pattern": "^c"}}}}},
-    {"allOf": [{"properties": {"name": {"enum": ["a", "b"]}}}, {"not": {"required": ["phone"]}}]},
-    {"properties": {"groups": {"uniqueItems": True}}},  # not quick: jsonschema alone
-    {"additionalProperties": False, "properties": {"id": True}},  # the whole entry
 ]
-TEXT = st.sampled_from(["a", "b", "us", "ein-letter", "x@gmail.com", "c@x.example", ""])
-ENTRY = st.fixed_dictionaries(
-    {"id": st.just("inv_1")},
-    optional={
-        "name": TEXT,
-        "email": TEXT,
-        "phone": TEXT,
-        "groups": st.lists(TEXT, max_size=3),
-        "attachments": st.lists(TEXT, max_size=3),
-        "addOns": st.lists(TEXT, max_size=3),
-        "primaryContact": st.fixed_dictionaries({"name": TEXT, "email": TEXT}),
-        "resendOnChange": st.booleans(),
-    },
-)
 
 
 def _compiled(schema: Any) -> Any:
     return compile_policy(Policy("p", "m", "error", schema, "reconciler.yaml", 0))
-
-
-@pytest.mark.parametrize("schema", SCHEMAS, ids=lambda s: str(s)[:40])
-@given(entry=ENTRY)
-def test_the_verdicts_are_jsonschemas(schema: Any, entry: dict[str, Any]) -> None:
-    policy = _compiled(schema)
-    expected = policy._validator.is_valid(entry)
-    assert (policy.failure(entry) is None) is expected
-    assert (policy.failure(dict(entry)) is None) is expected  # again, from what is kept
-    quick = quick_check(schema)
-    if quick is not None:
-        assert quick(entry) is expected
-
-
-def test_what_a_policy_looks_at() -> None:
-    assert looked_at(SCHEMAS[0]) == {"groups", "attachments"}
-    assert looked_at(SCHEMAS[3]) == {"email", "primaryContact"}
-    assert looked_at(SCHEMAS[7]) is None
-    assert quick_check(SCHEMAS[6]) is None
 
 
 def test_a_failure_is_placed_at_the_field_the_failing_keyword_names() -> None:
@@ -80,6 +38,40 @@ def test_a_failure_is_placed_at_the_field_the_failing_keyword_names() -> None:
     assert policy.failure({"id": "i", "groups": ["us"]}) == ()
     email = _compiled(SCHEMAS[1])
     assert email.failure({"id": "i", "email": "j@gmail.com"}) == ("email",)
+    assert email.failure({"id": "i", "email": "j@acme.example"}) is None
+
+
+def test_a_policy_comparing_the_whole_entry_with_a_value_sees_every_field() -> None:
+    # Every entry has an `id`, so none is the empty object.
+    entry = {"id": "inv_oresund", "name": "Øresund Logistik ApS"}
+    assert _compiled({"enum": [{}]}).failure(entry) == ()
+    assert _compiled({"not": {"enum": [{}]}}).failure(entry) is None
+
+
+def test_contains_is_placed_at_the_list_it_judges() -> None:
+    # At least one group a two-letter country code.
+    policy = _compiled({"properties": {"groups": {"contains": {"maxLength": 2}}}})
+    assert policy.failure({"id": "inv_1", "groups": ["emea", "de"]}) is None
+    assert policy.failure({"id": "inv_1", "groups": ["emea", "enterprise"]}) == ("groups",)
+    assert policy.failure({"id": "inv_1", "groups": []}) == ("groups",)
+    assert policy.failure({"id": "inv_1"}) is None
+
+
+@pytest.mark.parametrize(
+    ("pattern", "text", "found"),
+    [
+        ("^inv_", "inv_1", True),
+        ("^inv_", "xinv_1", False),
+        ("a$", "ba\n", False),  # RE2's `$` is the end of the text, not before its last \n
+        ("", "", True),
+        ("(?i)ACME", "Acme Ltd", True),
+        ("é+", "Café", True),
+        ("\\bab\\b", "ab cd", True),
+    ],
+)
+def test_a_pattern_is_searched_for_on_re2(pattern: str, text: str, found: bool) -> None:
+    policy = _compiled({"properties": {"name": {"pattern": pattern}}})
+    assert (policy.failure({"id": "inv_1", "name": text}) is None) is found
 
 
 def test_a_loop_only_some_entries_reach_is_refused_when_compiled_at_its_ref() -> None:
@@ -265,66 +257,7 @@ def test_a_policy_may_expand_to_5000_subschemas_and_no_more(at_limit: Any, past_
     assert _refusal(past_it) == ((), FAN_OUT)
 
 
-# -- the quick verdict: what gets one, and that it is jsonschema's ----------------------------
-
-QUICK: list[Any] = [
-    {"type": "object", "description": "notes", "required": ["email"]},
-    {"properties": {"name": {"const": "a"}, "resendOnChange": {"const": True}}},
-    {"not": {"required": ["phone"]}},
-    {"if": {"required": ["phone"]}, "then": {"required": ["email"]}},
-    {"if": {"required": ["phone"]}, "else": {"required": ["email"]}},
-    {
-        "if": {"required": ["phone"]},
-        "then": {"required": ["name"]},
-        "else": {"required": ["email"]},
-    },
-    {"anyOf": [{"required": ["email"]}, {"properties": {"name": {"enum": ["a", "b"]}}}]},
-    {"allOf": [{"required": ["email"]}, {"properties": {"email": {"pattern": "@x\\."}}}]},
-    {"properties": {"groups": {"contains": {"const": "us"}}}},
-    {"properties": {"groups": {"minItems": 2}, "addOns": {"maxItems": 1}}},
-]
-NOT_QUICK: list[Any] = [
-    {"properties": {"groups": {"contains": {"const": "us"}, "minContains": 2}}},
-    {"properties": {"groups": {"contains": {"const": "us"}, "maxContains": 1}}},
-    {"properties": {"name": {"enum": ["a", 1]}}},
-    {"properties": {"name": {"const": 1}}},
-    {"oneOf": [{"required": ["email"]}]},
-    {"properties": {"name": {"type": "string"}}},
-    {"if": {"required": ["phone"]}, "then": {"properties": {"name": {"type": "string"}}}},
-]
-
-
-@pytest.mark.parametrize("schema", QUICK, ids=lambda s: str(s)[:40])
-@given(entry=ENTRY)
-def test_the_keywords_policies_are_made_of_get_a_quick_verdict(
-    schema: Any, entry: dict[str, Any]
-) -> None:
-    quick = quick_check(schema)
-    assert quick is not None
-    assert quick(entry) is _compiled(schema)._validator.is_valid(entry)
-
-
-@pytest.mark.parametrize("schema", NOT_QUICK, ids=lambda s: str(s)[:40])
-def test_other_keywords_are_left_to_jsonschema(schema: Any) -> None:
-    assert quick_check(schema) is None
-
-
-def test_what_a_verdict_depends_on_keyword_by_keyword() -> None:
-    assert looked_at({"description": "d", "type": "object", "required": ["email"]}) == {"email"}
-    assert looked_at({"type": "string"}) is None
-    assert looked_at({"properties": {"name": {}}, "dependentRequired": {"a": ["b"]}}) == {
-        "name",
-        "a",
-        "b",
-    }
-    assert looked_at({"dependentSchemas": {"email": {"required": ["name"]}}}) == {"email", "name"}
-    assert looked_at({"dependentSchemas": {"email": {"minProperties": 2}}}) is None
-    assert looked_at({"anyOf": [{"required": ["a"]}, {"not": {"required": ["b"]}}]}) == {"a", "b"}
-    assert looked_at({"not": {"minProperties": 2}}) is None
-    assert looked_at(True) == frozenset()
-
-
-def test_a_kept_verdict_is_kept_for_the_same_values_only() -> None:
+def test_entries_that_fail_on_different_sub_fields_are_placed_at_each() -> None:
     contact = {"properties": {"email": {"pattern": "^c"}, "name": {"pattern": "^n"}}}
     policy = _compiled({"properties": {"primaryContact": contact, "groups": {"maxItems": 1}}})
     good = {"id": "i", "primaryContact": {"name": "n", "email": "c@x"}, "groups": ["a"]}

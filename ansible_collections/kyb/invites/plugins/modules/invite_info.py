@@ -98,7 +98,7 @@ if HAS_LIBRARY:
     from reconciler.commands.export import render_export
     from reconciler.commands.export_entry import export_entry
     from reconciler.commands.remote import api_client
-    from reconciler.desired.entries import refuse_bad_ids
+    from reconciler.desired.state import refuse_bad_ids
     from reconciler.errors import ReconcilerError
     from reconciler.model.outcome import Done, Failed, stop_if_run_fatal
 

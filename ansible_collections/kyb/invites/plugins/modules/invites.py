@@ -204,9 +204,7 @@ if HAS_LIBRARY:
     from reconciler.apply.audit import AuditLogError, open_audit_log
     from reconciler.commands.common import check_writable
     from reconciler.commands.remote import api_client, compute_plan, refuse_narrow_grant
-    from reconciler.desired.entries import refuse_bad_ids
-    from reconciler.desired.selection import Selection, select_invites
-    from reconciler.desired.state import load_texts
+    from reconciler.desired.state import Selection, load_texts, refuse_bad_ids, select_invites
     from reconciler.errors import InputError, ReconcilerError
     from reconciler.model.values import to_json
     from reconciler.plan.saved import plan_digest
