@@ -1,4 +1,5 @@
-"""Run one network call per item with a bounded number in flight.
+"""Run one network call per item with a bounded number in flight, within the run's
+capacity (``capacity_for``: one pacer and one in-flight limit shared by every request).
 
 Results come back in the order of the items, whatever order the answers
 arrive in, so output is stable. The main thread only waits in short slices,
@@ -24,9 +25,11 @@ from collections.abc import Callable, Generator, Sequence
 from functools import partial
 from typing import Any, NamedTuple, TypeVar
 
-from reconciler.api.capacity.limiter import FixedLimit, Limiter
+from reconciler.api.capacity.limiter import FixedLimit, Limiter, limiter_for
+from reconciler.api.capacity.pacing import RequestPacer
 from reconciler.api.exceptions import ApiError, RateLimited, ServerError
 from reconciler.model.outcome import Done, Failed, NotRun, Outcome
+from reconciler.settings.config import Settings
 from reconciler.stop import Stop
 
 T = TypeVar("T")
@@ -175,3 +178,16 @@ def _outcome(done: _Done) -> Outcome[Any, ApiError]:
     if isinstance(done.error, ApiError):
         return Failed(done.error)
     raise done.error
+
+
+class Capacity(NamedTuple):
+    """What the server takes: the rate (the pacer, learned from every answer) and the
+    number in flight (the limiter, never above what that rate can serve)."""
+
+    pacer: RequestPacer
+    limiter: Limiter
+
+
+def capacity_for(settings: Settings) -> Capacity:
+    pacer = RequestPacer()
+    return Capacity(pacer, limiter_for(settings, pacer))

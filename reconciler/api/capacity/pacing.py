@@ -1,6 +1,6 @@
 """Turns to start a request, handed out in arrival order, at the rate the server
 allows (learned in ``rate``; with the in-flight limit it makes the run's
-``shared.Capacity``).
+``concurrency.Capacity``).
 
 Turns go in arrival order (FIFO): the first in line starts one interval (1/rate)
 after the previous request reached the server, and never while the server has asked
@@ -22,8 +22,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import NamedTuple
 
-from reconciler.api.capacity.latency import LATE
-from reconciler.api.capacity.rate import START_RATE, RateControl
+from reconciler.api.capacity.rate import LATE, START_RATE, RateControl
 from reconciler.stop import Stop
 
 SLEEP_SLICE = 0.25  # longest single sleep: a pause or a stop is noticed this soon
@@ -117,7 +116,7 @@ class RequestPacer:
             return self._control.servable()
 
     def forget_latency_floor(self) -> None:
-        """The server's latency changed (see ``probe``): the unloaded latency of the last
+        """The server's latency changed (see ``limiter.ProbedLimit``): the unloaded latency of the last
         answers, which the number in flight grows from in slow start, is not it."""
         with self._lock:
             self._control.latency.forget_floor()

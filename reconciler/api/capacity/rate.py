@@ -1,4 +1,6 @@
-"""The rate the server allows, learned from every answer.
+"""The rate the server allows, learned from every answer (``RateControl``), from what
+the run sent and the server let through (``RecentStarts``) and what answers take
+(``Latencies``).
 
 The platform does not publish its limit, and what stands in front of it may set one
 in several ways, each refusing with a 429 or a bare 503: nginx's ``limit_req`` on
@@ -55,10 +57,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections import deque
-
-from reconciler.api.capacity.latency import Latencies
-from reconciler.api.capacity.starts import WINDOW, RecentStarts
+from collections import Counter, deque
 
 log = logging.getLogger("reconciler.pacing")
 
@@ -377,3 +376,140 @@ class RateControl:
             return
         probing = self.answers - self._reached
         self.rate = min(MAX_RATE, level * (1 + PROBE * probing * probing))
+
+
+WINDOW = 1.0  # seconds: what was let through in the window before a refusal is the rate
+STARTS_KEPT = 3.0  # seconds of starts kept: a queue refuses a request a second or more after
+RECENT = 8  # starts that measure it during slow start, when it changes fast
+
+
+class RecentStarts:
+    """Not thread-safe: the pacer calls it under its lock."""
+
+    def __init__(self) -> None:
+        self._times: deque[float] = deque()  # start times within the last STARTS_KEPT seconds
+        self._refused: deque[float] = deque()  # start times of those refused, the same
+        self._answered: deque[float] = deque(maxlen=RECENT)  # times of the last answers let through
+        self.first: float | None = None  # the run's first start
+
+    def add(self, now: float) -> None:
+        if self.first is None:
+            self.first = now
+        self._times.append(now)
+        while self._times[0] < now - STARTS_KEPT:
+            self._times.popleft()
+
+    def refused(self, started: float) -> None:
+        """The request started at ``started`` was refused."""
+        self._refused.append(started)
+        while self._refused[0] < started - STARTS_KEPT:
+            self._refused.popleft()
+
+    def let_through(self, before: float, since: float) -> tuple[int, float, float, float]:
+        """Requests started in [``since``, ``before``) and not refused (so far: one still
+        in flight that left before a refused one was let through), when the first and
+        the last of them started (``before`` when none), and the shortest time between
+        two of them (0 when fewer than two)."""
+        refused = Counter(t for t in self._refused if since <= t < before)
+        count, first, last, gap = 0, before, -math.inf, math.inf
+        for t in self._times:
+            if since <= t < before:
+                if refused[t]:
+                    refused[t] -= 1
+                    continue
+                count += 1
+                first = min(first, t)
+                gap = min(gap, t - last)
+                last = t
+        return count, first, last if count else before, gap if count > 1 else 0.0
+
+    def before(self, started: float) -> float | None:
+        """When the start before the one at ``started`` was (None: none kept)."""
+        earlier = [t for t in self._times if t < started]
+        return earlier[-1] if earlier else None
+
+    def answered(self, now: float) -> None:
+        """An answer that was not a refusal came."""
+        self._answered.append(now)
+
+    def delivery_rate(self) -> float:
+        """Answers let through per second over the last RECENT (0: too few to tell)."""
+        answered = self._answered
+        if len(answered) < 2 or answered[-1] <= answered[0]:
+            return 0.0
+        return (len(answered) - 1) / (answered[-1] - answered[0])
+
+    def recent_rate(self) -> float:
+        """Starts per second over the last RECENT starts (0: too few to tell)."""
+        count = min(len(self._times), RECENT)
+        if count < 2:
+            return 0.0
+        newest, oldest = self._times[-1], self._times[-count]  # read from the newest end
+        if newest <= oldest:
+            return 0.0
+        return (count - 1) / (newest - oldest)
+
+
+WEIGHT = 0.2  # share of each answer's time in the moving average
+BLOCK = 16  # answers whose times are kept: a block
+BLOCKS = 4  # blocks whose medians are kept
+LATE = 1.25  # an answer this much slower than unloaded: it probably left late
+
+
+class Latencies:
+    """Not thread-safe: the pacer calls it under its lock."""
+
+    def __init__(self) -> None:
+        self.average: float | None = None
+        self._last: deque[float] = deque(maxlen=BLOCK)
+        self._medians: deque[float] = deque(maxlen=BLOCKS)  # of the last blocks
+        self._counted = 0
+        self._unloaded: float | None = None  # unloaded() as of the last answer
+
+    def add(self, seconds: float) -> None:
+        """An answer that was not a refusal came ``seconds`` after its request left."""
+        seconds = max(0.0, seconds)
+        self._last.append(seconds)
+        self._counted += 1
+        self._unloaded = None
+        if self._counted % BLOCK == 0:
+            self._medians.append(_median(self._last))
+        if self.average is None:
+            self.average = seconds
+        else:
+            self.average += WEIGHT * (seconds - self.average)
+
+    def unloaded(self) -> float:
+        """What an answer takes when the server is not loaded: the lowest median of the
+        last blocks of answers (and of the last answers), which neither a cache hit now
+        and then nor a queue that builds up at the server moves (0: none yet)."""
+        if not self._last:
+            return 0.0
+        if self._unloaded is None:  # read before every start, changed by answers alone
+            self._unloaded = min(_median(self._last), min(self._medians, default=math.inf))
+        return self._unloaded
+
+    def forget_floor(self) -> None:
+        """The server's latency changed: the answers kept say nothing of it now (the
+        moving average, quick to follow, stays)."""
+        self._last.clear()
+        self._medians.clear()
+        self._counted = 0
+        self._unloaded = None
+
+    def fastest(self) -> float:
+        """The fastest of the last answers (0: none yet)."""
+        return min(self._last, default=0.0)
+
+    def arrived(self, started: float, seconds: float, now: float) -> float:
+        """When a request that left at ``started`` and was answered ``seconds`` later (at
+        ``now``) most likely reached the server: then, unless it was answered late (a
+        connection opened, a thread scheduled late): then as late as its answer was."""
+        unloaded = self.unloaded()
+        if not unloaded or seconds <= LATE * unloaded:
+            return started
+        return max(started, now - unloaded)
+
+
+def _median(times: deque[float]) -> float:
+    return sorted(times)[len(times) // 2]

@@ -49,7 +49,7 @@ from reconciler.api.exceptions import (
     TransportError,
     WrongInvite,
 )
-from reconciler.api.http.urls import check_base_url
+from reconciler.api.http.network import check_base_url
 from reconciler.errors import ConfigError, ReconcilerError
 from reconciler.model.invite import CurrentInvite
 from reconciler.settings.config import Settings

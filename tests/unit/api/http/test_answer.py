@@ -31,6 +31,7 @@ from reconciler.api.exceptions import (
     UnexpectedResponse,
 )
 from reconciler.api.http.answer import Limits, read_body
+from reconciler.api.http.attempt import GuardedAdapter
 from reconciler.api.http.network import make_session
 from reconciler.settings.config import Settings
 
@@ -68,7 +69,7 @@ def stop_after_ten_bytes(conn: socket.socket, done: threading.Event) -> None:
 
 
 def read_within(url: str, seconds: float) -> tuple[BaseException, float]:
-    response = make_session(url, 1).get(url, stream=True, timeout=(5, READ_TIMEOUT))
+    response = make_session(url, GuardedAdapter()).get(url, stream=True, timeout=(5, READ_TIMEOUT))
     started = time.monotonic()
     limits = Limits(started + seconds, 10**6, time.monotonic, "127.0.0.1", seconds)
     with pytest.raises(Exception) as failed:
@@ -112,7 +113,7 @@ def test_a_body_of_its_declared_length_is_whole_and_its_connection_kept() -> Non
 
     with serving(keep_alive) as address:
         url = f"http://{address}/v1/invites/inv_1"
-        session = make_session(url, 1)
+        session = make_session(url, GuardedAdapter())
         for _ in answers:
             response = session.get(url, stream=True, timeout=(5, READ_TIMEOUT))
             limits = Limits(time.monotonic() + 5, 10**6, time.monotonic, "127.0.0.1", 5)
@@ -131,7 +132,9 @@ def test_a_body_with_a_content_coding_is_read_to_its_end() -> None:
     )
 
     with answered_by(lambda conn, done: conn.sendall(answer + packed)) as url:
-        response = make_session(url, 1).get(url, stream=True, timeout=(5, READ_TIMEOUT))
+        response = make_session(url, GuardedAdapter()).get(
+            url, stream=True, timeout=(5, READ_TIMEOUT)
+        )
         limits = Limits(time.monotonic() + 5, 10**6, time.monotonic, "127.0.0.1", 5)
         assert read_body(response, limits) == body
 

@@ -3,6 +3,10 @@ request may have reached the server: that decides whether a re-send is repeated.
 
 Failures come from real sockets on 127.0.0.1 where one can be made to fail that
 way; the others are built the way requests and urllib3 nest them.
+
+What a user is told about a base URL the client secret may not be sent to, and
+about an invite id no URL can carry: the whole message, showing only scheme,
+host, port and path of the URL (never user info, query or fragment).
 """
 
 from __future__ import annotations
@@ -24,10 +28,15 @@ import requests
 import urllib3.exceptions as u3
 from support.loopback import serving
 
-from reconciler.api.exceptions import TransportError
-from reconciler.api.http.deadline import GuardedAdapter
-from reconciler.api.http.failures import transport_error
-from reconciler.api.http.network import make_session
+from reconciler.api.exceptions import InvalidRequest, TransportError
+from reconciler.api.http.attempt import GuardedAdapter
+from reconciler.api.http.network import (
+    check_base_url,
+    invite_path,
+    make_session,
+    parse_base_url,
+    transport_error,
+)
 from reconciler.errors import ConfigError
 
 HOST = "127.0.0.1"
@@ -46,7 +55,7 @@ def listener(on_connect: Callable[[socket.socket], None]) -> Iterator[str]:
 
 
 def failure(url: str, timeout: float = 5.0, **kwargs: object) -> TransportError:
-    session = make_session(url, 1)
+    session = make_session(url, GuardedAdapter())
     with pytest.raises(requests.RequestException) as failed:
         session.get(url, timeout=(timeout, timeout), **kwargs)  # type: ignore[arg-type]
     return transport_error(failed.value, "the platform", timeout)
@@ -263,7 +272,7 @@ def test_every_cause_is_looked_at_not_only_the_first_one_wrapped() -> None:
 
 
 def failure_via_proxy(url: str) -> TransportError:
-    session = make_session(url, 1)
+    session = make_session(url, GuardedAdapter())
     with pytest.raises(requests.RequestException) as failed:
         session.get(url, timeout=(5, 5))
     return transport_error(failed.value, "the platform", 5, session.proxy_source)
@@ -329,7 +338,7 @@ def test_a_proxy_that_refuses_connections_is_named_not_the_platform(
 
 
 def test_https_requests_go_through_the_adapter_that_keeps_the_deadline() -> None:
-    session = make_session("https://api.example", 4)
+    session = make_session("https://api.example", GuardedAdapter())
     assert isinstance(session.get_adapter("https://api.example/v1/x"), GuardedAdapter)
     assert isinstance(session.get_adapter("http://127.0.0.1:8080/v1/x"), GuardedAdapter)
 
@@ -339,11 +348,11 @@ def test_certificates_are_verified_against_the_ca_bundle_the_environment_names(
 ) -> None:
     for name in ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"):
         monkeypatch.delenv(name, raising=False)
-    assert make_session("https://api.example", 1).verify is True
+    assert make_session("https://api.example", GuardedAdapter()).verify is True
     bundle = tmp_path / "private-ca.pem"
     shutil.copy(certifi.where(), bundle)
     monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(bundle))
-    assert make_session("https://api.example", 1).verify == str(bundle)
+    assert make_session("https://api.example", GuardedAdapter()).verify == str(bundle)
 
 
 def test_plain_http_to_this_machine_never_goes_through_a_proxy(
@@ -365,7 +374,7 @@ def test_plain_http_to_this_machine_never_goes_through_a_proxy(
         monkeypatch.delenv("NO_PROXY", raising=False)
         monkeypatch.delenv("no_proxy", raising=False)
         url = f"http://{address}/v1/invites/inv_1"
-        answer = make_session(url, 1).get(url, timeout=5)
+        answer = make_session(url, GuardedAdapter()).get(url, timeout=5)
     assert answer.status_code == 200 and proxied == []
 
 
@@ -373,8 +382,11 @@ def test_plain_http_to_this_machine_never_goes_through_a_proxy(
 def test_no_proxy_carries_a_plain_http_request(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HTTP_PROXY", "http://proxy.example:3128")
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
-    assert make_session("http://127.0.0.1:8787", 4).proxies == {}
-    assert make_session("https://api.example", 4).proxies["https"] == "http://proxy.example:3128"
+    assert make_session("http://127.0.0.1:8787", GuardedAdapter()).proxies == {}
+    assert (
+        make_session("https://api.example", GuardedAdapter()).proxies["https"]
+        == "http://proxy.example:3128"
+    )
 
 
 @pytest.mark.parametrize(
@@ -386,7 +398,7 @@ def test_plain_http_is_decided_on_the_parsed_url_not_the_text_as_written(
     # `HTTP://` or a leading space once sent the token form, in clear, to HTTP_PROXY.
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
         monkeypatch.setenv(name, "http://proxy.example:3128")
-    assert make_session(written, 4).proxies == {}
+    assert make_session(written, GuardedAdapter()).proxies == {}
 
 
 def test_only_the_proxy_for_the_platform_is_kept_and_the_variable_that_named_it(
@@ -395,13 +407,13 @@ def test_only_the_proxy_for_the_platform_is_kept_and_the_variable_that_named_it(
     for name in ("HTTPS_PROXY", "https_proxy", "NO_PROXY", "no_proxy"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("ALL_PROXY", "http://proxy.example:3128")
-    session = make_session("https://api.example", 4)
+    session = make_session("https://api.example", GuardedAdapter())
     assert (session.proxies, session.proxy_source) == (
         {"https": "http://proxy.example:3128"},
         "ALL_PROXY",
     )
     monkeypatch.setenv("NO_PROXY", "api.example")
-    assert make_session("https://API.example", 4).proxies == {}
+    assert make_session("https://API.example", GuardedAdapter()).proxies == {}
 
 
 def test_a_socks_proxy_without_pysocks_is_one_configuration_error(
@@ -413,7 +425,7 @@ def test_a_socks_proxy_without_pysocks_is_one_configuration_error(
     monkeypatch.delenv("https_proxy", raising=False)
     monkeypatch.setenv("ALL_PROXY", "socks5://user:s0cks-pass@127.0.0.1:1080")
     with pytest.raises(ConfigError) as refused:
-        make_session("https://api.example", 4)
+        make_session("https://api.example", GuardedAdapter())
     assert str(refused.value) == (
         "ALL_PROXY names a SOCKS proxy (socks5://...), which needs the PySocks package: "
         "install it (pip install 'requests[socks]'), or use an http:// proxy"
@@ -425,7 +437,7 @@ def test_a_proxy_of_an_unknown_scheme_is_refused_without_showing_it(
 ) -> None:
     monkeypatch.setenv("HTTPS_PROXY", "ftp://user:pw@proxy.example")
     with pytest.raises(ConfigError, match=r"HTTPS_PROXY names a proxy of scheme ftp://") as no:
-        make_session("https://api.example", 4)
+        make_session("https://api.example", GuardedAdapter())
     assert "pw" not in str(no.value)
 
 
@@ -448,11 +460,11 @@ def test_a_ca_bundle_that_cannot_be_used_is_said_at_start(
     monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
     monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(bundle))
     with pytest.raises(ConfigError) as refused:
-        make_session("https://api.example", 4)
+        make_session("https://api.example", GuardedAdapter())
     assert str(refused.value).startswith(f"REQUESTS_CA_BUNDLE names {bundle}, ")
     assert said in str(refused.value)
     # The sandbox's plain http:// needs no CA: nothing to refuse.
-    assert make_session("http://127.0.0.1:8787", 4).verify is not None
+    assert make_session("http://127.0.0.1:8787", GuardedAdapter()).verify is not None
 
 
 def test_a_ca_bundle_that_is_a_fifo_is_refused_not_waited_on(
@@ -463,7 +475,7 @@ def test_a_ca_bundle_that_is_a_fifo_is_refused_not_waited_on(
     monkeypatch.setenv("CURL_CA_BUNDLE", str(fifo))
     monkeypatch.delenv("REQUESTS_CA_BUNDLE", raising=False)
     with pytest.raises(ConfigError, match=r"CURL_CA_BUNDLE names .*, which is not a regular file"):
-        make_session("https://api.example", 4)
+        make_session("https://api.example", GuardedAdapter())
 
 
 @pytest.mark.parametrize(
@@ -501,7 +513,7 @@ def test_a_proxy_url_that_does_not_parse_is_a_configuration_error_never_shown(
     # Once a ValueError traceback that showed part of the password.
     monkeypatch.setenv("HTTPS_PROXY", proxy)
     with pytest.raises(ConfigError) as refused:
-        make_session("https://api.example", 4)
+        make_session("https://api.example", GuardedAdapter())
     assert str(refused.value) == (
         "a proxy variable (HTTPS_PROXY, ALL_PROXY or NO_PROXY, in either case) is not a valid "
         "URL: check its port, and percent-encode any of :@/[]% in its user and password"
@@ -539,7 +551,7 @@ def test_the_runs_send_gives_the_hooks_what_requests_own_send_gives_them() -> No
     # and proxies as the first attempt.
     with serving(answer_every_request) as address:
         url = f"http://{address}/v1/invites/inv_1"
-        session = make_session(f"http://{address}", 1)
+        session = make_session(f"http://{address}", GuardedAdapter())
         session.verify = "/a/bundle.pem"  # passed on, never opened for plain http
 
         ours = hooked_send(session, url, session.send)
@@ -565,7 +577,7 @@ def test_a_wrapper_of_requests_send_sees_every_request(monkeypatch: pytest.Monke
     monkeypatch.setattr(requests.Session, "send", wrapper)
     with serving(answer_every_request) as address:
         url = f"http://{address}/v1/invites/inv_1"
-        session = make_session(f"http://{address}", 1)
+        session = make_session(f"http://{address}", GuardedAdapter())
         answer = session.send(
             session.prepare_request(requests.Request("GET", url)),
             stream=True,
@@ -600,7 +612,7 @@ def test_a_ca_directory_that_cannot_be_used_is_refused_at_start(
     monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
     monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(directory))
     with pytest.raises(ConfigError) as refused:
-        make_session("https://api.example", 4)
+        make_session("https://api.example", GuardedAdapter())
     assert str(refused.value).startswith(f"REQUESTS_CA_BUNDLE names {directory}, ")
     assert said in str(refused.value) and "openssl rehash" in str(refused.value)
 
@@ -612,7 +624,7 @@ def test_a_hashed_ca_directory_is_accepted(monkeypatch: pytest.MonkeyPatch, tmp_
     directory = _ca_directory(tmp_path, {"README": b"x", "0123abcd.0": ca})
     monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
     monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(directory))
-    assert make_session("https://api.example", 4).verify == str(directory)
+    assert make_session("https://api.example", GuardedAdapter()).verify == str(directory)
 
 
 def test_a_wrapped_send_is_told_from_requests_own_whenever_it_was_wrapped(
@@ -640,3 +652,142 @@ def test_a_wrapped_send_is_told_from_requests_own_whenever_it_was_wrapped(
 
     monkeypatch.setattr(requests.Session, "send", traced)
     assert not requests_own_send()
+
+
+PLAIN_HTTP = (
+    "uses plain http://, which would send the client secret and tokens unencrypted; "
+    "use https:// (http:// is allowed only for loopback hosts such as 127.0.0.1, "
+    "where the sandbox runs)"
+)
+QUERY = "must not have a query string or fragment"
+
+
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        (
+            "https://api.example.com:99999",
+            "base_url (https://...) is not a valid URL; set RECONCILER_BASE_URL",
+        ),
+        (
+            "x" * 30 + "://h:port",
+            f"base_url ({'x' * 20}://...) is not a valid URL; set RECONCILER_BASE_URL",
+        ),
+        ("ftp://api.example.com/x", "base_url 'ftp://api.example.com/x' is not an http(s) URL"),
+        ("https:///platform", "base_url 'https:///platform' is not an http(s) URL"),
+        (
+            "https://ci:pw@api.example.com/p",
+            "base_url 'https://api.example.com/p' must not carry credentials (user info "
+            "before the host); use RECONCILER_CLIENT_ID and RECONCILER_CLIENT_SECRET",
+        ),
+        ("https://api.example.com/x?t=pw", f"base_url 'https://api.example.com/x' {QUERY}"),
+        ("https://api.example.com/x#pw", f"base_url 'https://api.example.com/x' {QUERY}"),
+        ("https://api.example.com/x?", f"base_url 'https://api.example.com/x' {QUERY}"),
+        ("https://api.example.com/x#\t", f"base_url 'https://api.example.com/x' {QUERY}"),
+        ("http://api.example.com", f"base_url 'http://api.example.com' {PLAIN_HTTP}"),
+        (
+            "http://[2001:db8::1]:8080/v1",
+            f"base_url 'http://[2001:db8::1]:8080/v1' {PLAIN_HTTP}",
+        ),
+    ],
+    ids=[
+        "bad-port",
+        "bad-port-long-scheme",
+        "ftp",
+        "no-host",
+        "user-info",
+        "query",
+        "fragment",
+        "empty-query",
+        "empty-fragment-then-tab",
+        "plain-http",
+        "plain-http-ipv6-port",
+    ],
+)
+def test_a_base_url_refused_says_why_and_shows_only_where_it_points(url: str, said: str) -> None:
+    with pytest.raises(ConfigError) as refused:
+        check_base_url(url)
+    assert str(refused.value) == said
+
+
+@pytest.mark.parametrize(
+    ("written", "said"),
+    [
+        (
+            "api.example.com",
+            "'api.example.com' has no scheme; did you mean 'https://api.example.com'?",
+        ),
+        (  # never read as the scheme `localhost` (`localhost://18787`)
+            "localhost:18787",
+            "'localhost:18787' has no scheme; did you mean 'http://localhost:18787'?",
+        ),
+        (
+            " 127.0.0.1:8787/v1 ",
+            "'127.0.0.1:8787/v1' has no scheme; did you mean 'http://127.0.0.1:8787/v1'?",
+        ),
+        (
+            "api.example.com:8443/kyb",
+            "'api.example.com:8443/kyb' has no scheme; "
+            "did you mean 'https://api.example.com:8443/kyb'?",
+        ),
+        (  # user info and a query are never echoed, even here
+            "ci:pw@api.example.com/x?t=secret",
+            "'api.example.com/x' has no scheme; did you mean 'https://api.example.com/x'?",
+        ),
+    ],
+)
+def test_a_base_url_without_a_scheme_is_quoted_with_the_url_meant(written: str, said: str) -> None:
+    with pytest.raises(ConfigError) as refused:
+        check_base_url(written)
+    assert str(refused.value) == f"base_url {said}"
+
+
+def test_trailing_slashes_are_dropped_and_nothing_else() -> None:
+    assert check_base_url("https://api.example.com/FX//") == "https://api.example.com/FX"
+
+
+@pytest.mark.parametrize("invite_id", [".", "..", "..."])
+def test_an_id_of_dots_alone_cannot_be_put_in_a_url(invite_id: str) -> None:
+    with pytest.raises(InvalidRequest) as refused:
+        invite_path("/v1/invites/{inviteId}", invite_id)
+    assert str(refused.value) == f"invite id '{invite_id}' cannot be used in a URL"
+
+
+@pytest.mark.parametrize(
+    ("invite_id", "path"),
+    [
+        ("X", "/v1/invites/X"),
+        ("X.", "/v1/invites/X."),
+        ("a/b?c#d", "/v1/invites/a%2Fb%3Fc%23d"),
+        ("../admin", "/v1/invites/..%2Fadmin"),
+    ],
+)
+def test_an_id_is_percent_encoded_into_its_path(invite_id: str, path: str) -> None:
+    assert invite_path("/v1/invites/{inviteId}", invite_id) == path
+
+
+@pytest.mark.parametrize(
+    ("written", "scheme", "netloc", "text"),
+    [
+        (" HTTP://127.0.0.1:8787/", "http", "127.0.0.1:8787", "http://127.0.0.1:8787"),
+        ("HTTPS://API.Example.com/V1\n", "https", "api.example.com", "https://api.example.com/V1"),
+        ("http://[::1]:80/v1/", "http", "[::1]:80", "http://[::1]:80/v1"),
+    ],
+)
+def test_the_base_url_is_parsed_and_normalised_once(
+    written: str, scheme: str, netloc: str, text: str
+) -> None:
+    base = parse_base_url(written)
+    assert (base.scheme, base.netloc, base.text) == (scheme, netloc, text)
+    assert check_base_url(written) == text
+
+
+@pytest.mark.parametrize("url", ["https://api.exa\tmple.com", "https://api.example.com/v\n1"])
+def test_whitespace_inside_the_base_url_is_refused_not_silently_dropped(url: str) -> None:
+    with pytest.raises(ConfigError, match="holds whitespace or a control character"):
+        parse_base_url(url)
+
+
+def test_a_loopback_host_in_capitals_is_still_loopback() -> None:
+    assert parse_base_url("HTTP://LOCALHOST:1").is_loopback
+    assert not parse_base_url("https://localhost.example").is_loopback
