@@ -75,10 +75,6 @@ class ApiClient:
         # From here on the secret is redacted from anything shown, even if echoed.
         register_secret_forms(credentials.client_secret)
         self.settings = settings
-        # Each field's name on the wire and its kind, looked up once, not per answer.
-        self._wire_kinds = tuple(
-            (name, settings.contract.wire_name(name), kind) for name, kind in field_kinds().items()
-        )
         self.pacer = pacer or RequestPacer(clock=clock, sleep=sleep)
         # The re-send's own turns: a gateway may limit the endpoint that sends e-mail
         # alone (1 a second, say). Its refusals slow the re-sends, not the whole run,
@@ -226,7 +222,8 @@ class ApiClient:
                 request_id=answer.request_id,
             )
         raw = {}
-        for canonical, wire, kind in self._wire_kinds:
+        for canonical, kind in field_kinds().items():
+            wire = self.settings.contract.wire_name(canonical)
             if wire in data:
                 raw[canonical] = data[wire]
                 problem = kind.problem(data[wire])

@@ -131,7 +131,6 @@ def limiter_for(settings: Settings, pacer: Servable | None = None) -> Limiter:
     return paced if settings.parallelism else ProbedLimit(paced)
 
 
-
 WARM_UP = 64  # answers before the first phase: slow start, the latency's first blocks
 ROUNDS = 2  # answers a phase counts at least: this many times the limit (its rounds) ...
 SHORTEST = 0.05  # ... over at least this many seconds, and ROUNDS times the slowest

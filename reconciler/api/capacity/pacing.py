@@ -116,8 +116,8 @@ class RequestPacer:
             return self._control.servable()
 
     def forget_latency_floor(self) -> None:
-        """The server's latency changed (see ``limiter.ProbedLimit``): the unloaded latency of the last
-        answers, which the number in flight grows from in slow start, is not it."""
+        """The server's latency changed (see ``limiter.ProbedLimit``): the unloaded latency
+        of the last answers, which the number in flight grows from in slow start, is not it."""
         with self._lock:
             self._control.latency.forget_floor()
 

@@ -464,14 +464,12 @@ class Latencies:
         self._last: deque[float] = deque(maxlen=BLOCK)
         self._medians: deque[float] = deque(maxlen=BLOCKS)  # of the last blocks
         self._counted = 0
-        self._unloaded: float | None = None  # unloaded() as of the last answer
 
     def add(self, seconds: float) -> None:
         """An answer that was not a refusal came ``seconds`` after its request left."""
         seconds = max(0.0, seconds)
         self._last.append(seconds)
         self._counted += 1
-        self._unloaded = None
         if self._counted % BLOCK == 0:
             self._medians.append(_median(self._last))
         if self.average is None:
@@ -485,9 +483,7 @@ class Latencies:
         and then nor a queue that builds up at the server moves (0: none yet)."""
         if not self._last:
             return 0.0
-        if self._unloaded is None:  # read before every start, changed by answers alone
-            self._unloaded = min(_median(self._last), min(self._medians, default=math.inf))
-        return self._unloaded
+        return min(_median(self._last), min(self._medians, default=math.inf))
 
     def forget_floor(self) -> None:
         """The server's latency changed: the answers kept say nothing of it now (the
@@ -495,7 +491,6 @@ class Latencies:
         self._last.clear()
         self._medians.clear()
         self._counted = 0
-        self._unloaded = None
 
     def fastest(self) -> float:
         """The fastest of the last answers (0: none yet)."""

@@ -87,11 +87,6 @@ def read_body(response: requests.Response, limits: Limits) -> bytearray:
         raise _too_large(response, limits, f"it announced {int(declared):,} bytes")
     received = bytearray()
     raw = response.raw
-    # Without a content coding there is nothing to decode (urllib3's decoding would
-    # hand the bytes through), and the body is whole once the length it declared has
-    # come: urllib3 gives the connection back with the last bytes, and one more read
-    # would only say so. With one, the decoder may still hold some of it until then.
-    coded = "Content-Encoding" in response.headers
     while True:
         left = limits.deadline - limits.clock()
         if left <= 0:
@@ -100,7 +95,7 @@ def read_body(response: requests.Response, limits: Limits) -> bytearray:
         # read1 returns what has arrived instead of waiting for a full chunk,
         # so a body dripped a byte at a time still meets the deadline check.
         try:
-            chunk = raw.read1(_CHUNK, decode_content=coded)
+            chunk = raw.read1(_CHUNK, decode_content=True)
         except ReadTimeoutError:  # the socket waited for all the time that was left
             raise _incomplete(response, limits, received) from None
         if not chunk:
@@ -108,8 +103,6 @@ def read_body(response: requests.Response, limits: Limits) -> bytearray:
         received += chunk
         if len(received) > limits.max_bytes:
             raise _too_large(response, limits, "stopped reading there")
-        if not coded and getattr(raw, "length_remaining", None) == 0:
-            return received
 
 
 def _incomplete(response: requests.Response, limits: Limits, received: bytearray) -> TransportError:

@@ -16,26 +16,21 @@ checks the deadline itself.)
 from __future__ import annotations
 
 import contextvars
-import heapq
 import http.client
 import itertools
+import math
 import os
-import re
 import socket
 import threading
 import time
-from collections.abc import Callable, Mapping
-from contextlib import suppress
-from typing import Any, cast
-from urllib.parse import urlsplit
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager, suppress
+from typing import Any
 
 import requests
 import urllib3.exceptions
-from requests import PreparedRequest, Response
 from requests.adapters import HTTPAdapter
 from requests.auth import AuthBase
-from requests.structures import CaseInsensitiveDict
-from requests.utils import get_encoding_from_headers
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
@@ -45,37 +40,12 @@ from reconciler.api.http.network import CONNECT_TIMEOUT, BaseUrl, make_session, 
 from reconciler.settings.config import Settings
 
 _MIN_ATTEMPT = 1.0  # seconds a retry is given even when the budget is nearly spent
-# A path requests' URL preparation leaves as it is: segments of unreserved characters,
-# none of them "." or ".." (which it would resolve) and no percent-encoding (which it
-# may rewrite). Invite paths are these unless an id needs quoting.
-_PLAIN_PATH = re.compile(r"(?:/[A-Za-z0-9_~-][A-Za-z0-9._~-]*)+")
 _READ_FAILURES = (
     requests.RequestException,
     urllib3.exceptions.HTTPError,
     http.client.HTTPException,
     OSError,
 )
-
-
-class _Headers(CaseInsensitiveDict[str]):
-    """requests' case-insensitive headers, copied whole rather than rebuilt name by name:
-    each request's are copied from the template, and urllib3 copies them once more."""
-
-    def copy(self) -> _Headers:
-        copied = _Headers.__new__(_Headers)  # its mapping set next: no empty one made first
-        copied._store = self._store.copy()  # type: ignore[attr-defined]
-        return copied
-
-
-class _Prepared(requests.PreparedRequest):
-    """A prepared request whose path the template already knows."""
-
-    known_path: str | None = None
-
-    @property
-    def path_url(self) -> str:
-        """What requests sends as the request's target: its path (and query)."""
-        return self.known_path if self.known_path is not None else super().path_url
 
 
 class Attempts:
@@ -88,15 +58,6 @@ class Attempts:
         self._clock = clock
         in_flight = settings.parallelism or settings.max_parallelism
         self._session = make_session(base, GuardedAdapter(pool_maxsize=max(in_flight, 4)))
-        # What PreparedRequest.prepare makes of the parts every request shares, made once:
-        # the session's headers (checked) and the base URL (normalised), copied per request.
-        template = requests.PreparedRequest()
-        template.prepare("GET", self._base_url + "/", dict(self._session.headers))
-        self._headers = _Headers(template.headers)
-        self._prefix: str | None = template.url.removesuffix("/")  # type: ignore[union-attr]
-        self._base_path = urlsplit(self._prefix).path
-        if self._prepared_url("/x") != self._prefix + "/x":  # a base it normalises apart
-            self._prefix = None
 
     def close(self) -> None:
         self._session.close()
@@ -117,15 +78,19 @@ class Attempts:
         allowance = self.settings.timeout
         if give_up_at is not None:  # a retry ends with the retry budget
             allowance = min(allowance, max(give_up_at - now, _MIN_ATTEMPT))
-        limits = Limits(
-            now + allowance, self.settings.max_response_bytes, self._clock, self._host, allowance
-        )
-        request = self._prepare(method, path, auth, json_body, form)
-        if headers:
-            request.headers.update(headers)
+        # Request.prepare, not the session's: the session holds no state a request needs
+        # but its headers (no cookies kept, no auth of its own, the environment read once).
+        prepared = requests.Request(
+            method,
+            self._base_url + path,
+            headers={**self._session.headers, **(headers or {})},
+            json=json_body,
+            data=form,
+            auth=auth,
+        ).prepare()
         with attempt_deadline(allowance) as deadline:
             try:
-                response = self._send(request, allowance)
+                response = self._send(prepared, allowance)
             except TransportError:
                 if deadline.expired:  # the answer had not even begun at the deadline
                     raise self._too_slow(allowance) from None
@@ -133,41 +98,15 @@ class Attempts:
         if deadline.expired:  # cut mid-headers: what http.client parsed is not an answer
             response.close()
             raise self._too_slow(allowance)
+        limits = Limits(
+            now + allowance, self.settings.max_response_bytes, self._clock, self._host, allowance
+        )
         try:
             return read_answer(response, limits)
         except _READ_FAILURES as exc:
             raise transport_error(exc, self._host, allowance, self._session.proxy_source) from None
         finally:
             response.close()
-
-    def _prepare(
-        self,
-        method: str,
-        path: str,
-        auth: AuthBase | None,
-        json_body: Any,
-        form: dict[str, str] | None,
-    ) -> requests.PreparedRequest:
-        """The request PreparedRequest.prepare would make, without redoing the shared parts:
-        the headers copied from the template, the URL prepared only when the path is not
-        plain, and no cookie jar (the session keeps none)."""
-        request = _Prepared()
-        request.method = method.upper()
-        if self._prefix is not None and _PLAIN_PATH.fullmatch(path):
-            request.url = self._prefix + path
-            request.known_path = self._base_path + path
-        else:
-            request.url = self._prepared_url(path)
-        request.headers = self._headers.copy()
-        request.prepare_body(form, None, json_body)
-        if auth is not None:
-            request.prepare_auth(auth)
-        return request
-
-    def _prepared_url(self, path: str) -> str:
-        request = requests.PreparedRequest()
-        request.prepare_url(self._base_url + path, None)
-        return request.url  # type: ignore[return-value]
 
     def _too_slow(self, allowance: float) -> TransportError:
         return TransportError(
@@ -186,7 +125,7 @@ class Attempts:
             raise transport_error(exc, self._host, allowance, self._session.proxy_source) from None
 
 
-_COMPACT_FROM = 64  # entries in the heap before disarmed ones are swept out
+# -- the deadline --------------------------------------------------------------------
 
 
 class AttemptDeadline:
@@ -206,75 +145,62 @@ _CURRENT: contextvars.ContextVar[AttemptDeadline | None] = contextvars.ContextVa
 )
 
 
-class attempt_deadline:
+@contextmanager
+def attempt_deadline(seconds: float) -> Iterator[AttemptDeadline]:
     """Requests sent in this block by this thread must begin answering in ``seconds``."""
-
-    __slots__ = ("_deadline", "_token")
-
-    def __init__(self, seconds: float) -> None:
-        self._deadline = AttemptDeadline(seconds)
-
-    def __enter__(self) -> AttemptDeadline:
-        self._token = _CURRENT.set(self._deadline)
-        return self._deadline
-
-    def __exit__(self, *exc: object) -> None:
-        _CURRENT.reset(self._token)
+    deadline = AttemptDeadline(seconds)
+    token = _CURRENT.set(deadline)
+    try:
+        yield deadline
+    finally:
+        _CURRENT.reset(token)
 
 
 class _Watchdog:
-    """One thread running actions at their times; cancelled ones are skipped.
+    """One thread running each armed action at its time, unless it was disarmed first.
 
-    The thread sleeps until the earliest entry is due and is woken only by an entry
-    earlier than that: attempts share one allowance, so a new deadline is almost always
-    the latest, and waking the thread for each would cost every request a thread switch.
-    Disarmed entries wait in the heap until they come up, or until it has doubled since
-    it was last compacted, so it holds about as many as are armed at once.
+    The thread is woken only by an action due before the one it sleeps until: attempts
+    share one allowance, so a new deadline is almost always the latest, and waking the
+    thread for each would cost every request a thread switch.
     """
 
     def __init__(self) -> None:
         self.start_afresh()
 
     def start_afresh(self) -> None:
-        """Forget every entry and the thread: for a new watchdog, or in a forked child."""
-        self._lock = threading.Lock()  # held by no one twice
-        self._wake = threading.Condition(self._lock)
-        self._due: list[list[Any]] = []  # heap of [time, sequence, action or None]
-        self._sequence = itertools.count()
+        """Forget every action and the thread: for a new watchdog, or in a forked child."""
+        self._wake = threading.Condition()
+        self._armed: dict[int, tuple[float, Callable[[], None]]] = {}  # at most one a worker
+        self._keys = itertools.count()
         self._thread: threading.Thread | None = None
-        self._compact_at = _COMPACT_FROM
+        self._sleeps_until = math.inf
 
-    def arm(self, at: float, action: Callable[[], None]) -> list[Any]:
-        entry = [at, next(self._sequence), action]
-        with self._lock:
-            if len(self._due) >= self._compact_at:
-                self._due = [armed for armed in self._due if armed[2] is not None]
-                heapq.heapify(self._due)
-                self._compact_at = max(_COMPACT_FROM, 2 * len(self._due))
-            heapq.heappush(self._due, entry)
+    def arm(self, at: float, action: Callable[[], None]) -> int:
+        with self._wake:
+            key = next(self._keys)
+            self._armed[key] = (at, action)
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="deadline", daemon=True)
                 self._thread.start()
-            elif self._due[0] is entry:  # due before what the thread sleeps until
+            elif at < self._sleeps_until:
                 self._wake.notify()
-        return entry
+        return key
 
-    @staticmethod
-    def disarm(entry: list[Any]) -> None:
-        entry[2] = None
+    def disarm(self, key: int) -> None:
+        with self._wake:
+            self._armed.pop(key, None)
 
     def _run(self) -> None:
         with self._wake:
             while True:
-                while self._due and self._due[0][2] is None:
-                    heapq.heappop(self._due)
-                wait = self._due[0][0] - time.monotonic() if self._due else None
-                if wait is None or wait > 0:
-                    self._wake.wait(wait)
+                due = min(self._armed.items(), key=lambda item: item[1][0], default=None)
+                self._sleeps_until = due[1][0] if due else math.inf
+                wait = self._sleeps_until - time.monotonic()
+                if due is None or wait > 0:
+                    self._wake.wait(None if due is None else wait)
                     continue
-                action = heapq.heappop(self._due)[2]
-                if action is not None:
-                    action()
+                del self._armed[due[0]]
+                due[1][1]()
 
 
 _WATCHDOG = _Watchdog()
@@ -294,11 +220,11 @@ class _Guarded:
         sock = self.sock
         if deadline is None or sock is None:
             return super().getresponse()  # type: ignore[misc]
-        entry = _WATCHDOG.arm(deadline.at, lambda: deadline.shut_down(sock))
+        key = _WATCHDOG.arm(deadline.at, lambda: deadline.shut_down(sock))
         try:
             return super().getresponse()  # type: ignore[misc]
         finally:
-            _WATCHDOG.disarm(entry)
+            _WATCHDOG.disarm(key)
 
 
 class _HTTPConnection(_Guarded, HTTPConnection):
@@ -321,61 +247,14 @@ _POOLS = {"http": _HTTPPool, "https": _HTTPSPool}
 
 
 class GuardedAdapter(HTTPAdapter):
-    """requests' adapter, with connections whose wait for an answer has a deadline.
-
-    Without a proxy, the pool for a host is looked up once, not parsed again from each
-    request's URL; and an answer's cookies are not read into a jar nothing reads (the
-    session keeps none, see ``network``), nor its headers copied into another mapping.
-    """
+    """requests' adapter, with connections whose wait for an answer has a deadline."""
 
     def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
         super().init_poolmanager(*args, **kwargs)
         self.poolmanager.pool_classes_by_scheme = dict(_POOLS)
-        self._pools: dict[tuple[Any, ...], Any] = {}
 
     def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
         manager = super().proxy_manager_for(proxy, **proxy_kwargs)
         if not proxy.lower().startswith("socks"):  # SOCKS brings pools of its own
             manager.pool_classes_by_scheme = dict(_POOLS)
         return manager
-
-    def close(self) -> None:
-        super().close()
-        self._pools.clear()  # urllib3 closes none of the pools it drops: they go with us
-
-    def get_connection_with_tls_context(
-        self,
-        request: PreparedRequest,
-        verify: Any,
-        proxies: Mapping[str, str] | None = None,
-        cert: Any = None,
-    ) -> Any:
-        # The pool depends on the scheme and the host of the URL and on verify and cert.
-        url = request.url
-        parts = url.split("/", 3) if not proxies and isinstance(url, str) else ()
-        if len(parts) < 3 or not isinstance(verify, bool | str):
-            return super().get_connection_with_tls_context(request, verify, proxies, cert)
-        key = (parts[0], parts[2], verify, cert if not isinstance(cert, list) else tuple(cert))
-        pool = self._pools.get(key)
-        if pool is None:
-            pool = self._pools[key] = super().get_connection_with_tls_context(
-                request, verify, proxies, cert
-            )
-        return pool
-
-    def request_url(self, request: PreparedRequest, proxies: Mapping[str, str] | None) -> str:
-        if not proxies:  # no proxy: the path, as requests' own gives it
-            return request.path_url
-        return super().request_url(request, proxies)
-
-    def build_response(self, req: PreparedRequest, resp: Any) -> Response:
-        response = Response()
-        response.status_code = resp.status
-        response.headers = resp.headers  # case-insensitive already (urllib3's HTTPHeaderDict)
-        response.encoding = get_encoding_from_headers(response.headers)
-        response.raw = resp
-        response.reason = resp.reason
-        response.url = cast(str, req.url)  # a str once prepared
-        response.request = req
-        response.connection = self
-        return response

@@ -73,40 +73,25 @@ class TokenSource:
     def __init__(self, fetch: Callable[[], Token], clock: Callable[[], float]) -> None:
         self._fetch = fetch
         self._clock = clock
-        self._token: Token | None = None
         self._lock = threading.Lock()
-        self._failure: ApiError | None = None
-        self._last: Token | None = None
+        self._token: Token | None = None  # the token in hand; None: fetch one
+        self.last: Token | None = None  # the token in hand or the last one, once issued
+        self.failure: ApiError | None = None  # why no token can be had in this run, once known
 
     def current(self) -> Token:
-        # The token in hand, while it is good, without the lock every request would take:
-        # attributes replaced whole, so read unlocked they are one state or the next.
-        token = self._token
-        if self._failure is None and token is not None and self._clock() < token.refresh_at:
-            return token
         with self._lock:
-            if self._failure is not None:
+            if self.failure is not None:
                 # Workers queued on the lock while a fetch failed after all its
                 # retries must not each run a retry budget of their own.
-                raise self._failure
+                raise self.failure
             token = self._token
             if token is None or self._clock() >= token.refresh_at:
                 try:
-                    token = self._token = self._last = self._fetch()
+                    token = self._token = self.last = self._fetch()
                 except ApiError as error:
-                    self._failure = error
+                    self.failure = error
                     raise
             return token
-
-    @property
-    def last(self) -> Token | None:
-        """The token in hand (or the last one), None before any was issued."""
-        return self._token or self._last
-
-    @property
-    def failure(self) -> ApiError | None:
-        """Why no token can be had in this run, once that is known."""
-        return self._failure
 
     def renew(self, stale: Token | None) -> Token:
         """A token other than ``stale``, which the server refused."""
@@ -169,8 +154,6 @@ class Token:
     """Holds the access token; repr and str never show it. ``granted``: the scopes the
     token answer says were granted, None when it says nothing (RFC 6749 §5.1: then the
     scope asked for) or nothing readable."""
-
-    __slots__ = ("expires_at", "granted", "refresh_at", "value")
 
     def __init__(
         self,

@@ -19,13 +19,12 @@ import re
 import ssl
 import stat
 from collections.abc import Iterator
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple
 from urllib.parse import SplitResult, quote, urlsplit
 
 import requests
 import urllib3.exceptions as u3
 from requests.adapters import HTTPAdapter
-from requests.hooks import dispatch_hook
 from requests.utils import select_proxy
 
 from reconciler import __version__
@@ -37,23 +36,10 @@ CONNECT_TIMEOUT = 10.0
 
 
 class _IgnoredCookies(requests.cookies.RequestsCookieJar):
-    """The API authenticates with bearer tokens: a cookie it sets is never kept or sent,
-    which also spares parsing Set-Cookie on every answer."""
+    """The API authenticates with bearer tokens: a cookie it sets is never kept or sent."""
 
     def extract_cookies(self, response: Any, request: Any) -> None:
         return None
-
-
-def requests_own_send() -> bool:
-    """Whether requests' Session.send is requests' own now, not a wrapper (requests-mock,
-    a tracer): judged by the function itself, since one captured at import may already be
-    the wrapper (this module imported first under requests-mock)."""
-    send = requests.Session.send
-    return (
-        send.__module__ == "requests.sessions"
-        and send.__qualname__ == "Session.send"
-        and not hasattr(send, "__wrapped__")
-    )
 
 
 class ProxiedSession(requests.Session):
@@ -66,29 +52,6 @@ class ProxiedSession(requests.Session):
 
     def get_redirect_target(self, resp: requests.Response) -> None:
         return None
-
-    def send(self, request: requests.PreparedRequest, **kwargs: Any) -> requests.Response:
-        """requests' Session.send for what the run sends (streamed, never redirected, the
-        environment not trusted), less what it never needs: the redirect it would not
-        follow looked for, cookies it would not keep, the elapsed time as a timedelta.
-        The same adapter sends it, with the same arguments, and the same response hooks
-        (the token's renewal on a 401) see the answer. Anything that wraps requests' own
-        send (requests-mock, a tracer) gets the whole of it, wrapper included."""
-        if (
-            not requests_own_send()
-            or kwargs.get("allow_redirects", True)
-            or not kwargs.get("stream")
-            or self.trust_env
-        ):
-            return super().send(request, **kwargs)
-        del kwargs["allow_redirects"]
-        kwargs.setdefault("verify", self.verify)
-        kwargs.setdefault("cert", self.cert)
-        kwargs.setdefault("proxies", dict(self.proxies))  # resolve_proxies, the environment aside
-        adapter = self.get_adapter(url=cast(str, request.url))
-        response = adapter.send(request, **kwargs)
-        hooked = dispatch_hook("response", request.hooks, response, **kwargs)  # type: ignore[no-untyped-call]
-        return cast(requests.Response, hooked)
 
 
 def make_session(base: BaseUrl | str, adapter: HTTPAdapter) -> ProxiedSession:

@@ -22,8 +22,6 @@ from typing import Any
 import pytest
 import requests
 import requests_mock
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from requests.adapters import HTTPAdapter
 from support.hostile_server import CLIENT_ID, HostileServer, Hostility
 from support.loopback import serving
@@ -86,60 +84,6 @@ def test_a_connection_that_fails_names_the_host(
         attempts.attempt("GET", "/things/1", None)
 
     assert "api.example.com" in failed.value.message
-
-
-_PATH_CHARACTERS = "abcXYZ019._~-/%é ?#:@!$&'()*+,;="
-_MADE: dict[str, Attempts] = {}
-
-
-class _Auth(requests.auth.AuthBase):
-    """Sets a header and a hook, as the bearer token does."""
-
-    def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
-        request.headers["Authorization"] = "Bearer t"
-        request.register_hook("response", print)
-        return request
-
-
-@pytest.mark.parametrize(
-    "base",
-    [BASE, "http://127.0.0.1:8080", "https://API.example.com/a/./b/", "https://bücher.example/x"],
-)
-@settings(max_examples=100, deadline=None)
-@given(
-    path=st.text(_PATH_CHARACTERS, max_size=30).map(lambda p: "/" + p),
-    method=st.sampled_from(["GET", "PATCH", "POST"]),
-    body=st.sampled_from([None, {"email": "é@example.com", "groups": ["a"]}, {}]),
-    form=st.sampled_from([None, {"grant_type": "client_credentials", "scope": "a b"}]),
-)
-def test_a_request_is_prepared_as_requests_prepares_it(
-    base: str, path: str, method: str, body: Any, form: dict[str, str] | None
-) -> None:
-    """The headers copied from a template and the URL prepared only for a path that
-    needs it make the same request as PreparedRequest.prepare from scratch."""
-    if base not in _MADE:
-        _MADE[base] = Attempts(Settings(base_url=base), parse_base_url(base), time.monotonic)
-    attempts = _MADE[base]
-    auth = _Auth()
-    whole = requests.PreparedRequest()
-    whole.prepare(
-        method=method,
-        url=attempts._base_url + path,
-        headers=dict(attempts._session.headers),
-        json=body,
-        data=form,
-        auth=auth,
-    )
-
-    made = attempts._prepare(method, path, auth, body, form)
-
-    assert (made.method, made.url, made.body) == (whole.method, whole.url, whole.body)
-    assert made.path_url == whole.path_url
-    assert list(made.headers.items()) == list(whole.headers.items())
-    copied = made.headers.copy()  # as urllib3 copies them: equal, and apart
-    copied["authorization"] = "other"
-    assert copied["Authorization"] == "other" != made.headers["Authorization"]
-    assert made.hooks == whole.hooks
 
 
 READ_TIMEOUT = 8.0  # far past every deadline here: only the deadline ends these waits in time
@@ -244,8 +188,7 @@ def test_disarmed_entries_do_not_pile_up_while_the_thread_sleeps() -> None:
         watchdog.disarm(watchdog.arm(far + n, lambda: None))
     kept = watchdog.arm(far + 10_000, lambda: None)
 
-    assert len(watchdog._due) <= 2 * 64
-    assert kept in watchdog._due
+    assert list(watchdog._armed) == [kept]
 
 
 # -- through a real HTTP connection -------------------------------------------------------
@@ -371,63 +314,6 @@ def answer_with_a_cookie(conn: socket.socket, done: threading.Event) -> None:
             conn.sendall(COOKIE_ANSWER)
 
 
-def test_the_pool_for_a_host_is_the_pool_managers_looked_up_once(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    looked_up: list[str] = []
-    lookup = HTTPAdapter.get_connection_with_tls_context
-
-    def counted(self: HTTPAdapter, request: requests.PreparedRequest, *args: Any) -> Any:
-        looked_up.append(str(request.url))
-        return lookup(self, request, *args)
-
-    monkeypatch.setattr(HTTPAdapter, "get_connection_with_tls_context", counted)
-    with (
-        serving(answer_with_a_cookie) as address,
-        make_session(f"http://{address}", GuardedAdapter()) as s,
-    ):
-        for n in range(3):
-            s.get(f"http://{address}/v1/invites/inv_{n}", timeout=(5, READ_TIMEOUT))
-        adapter = s.get_adapter(f"http://{address}/")
-        assert isinstance(adapter, HTTPAdapter)
-        request = s.prepare_request(requests.Request("GET", f"http://{address}/x"))
-        assert len(looked_up) == 1
-        # The one requests' own lookup gives, through the pool manager:
-        assert adapter.get_connection_with_tls_context(request, True) is lookup(
-            adapter, request, True
-        )
-
-        adapter.close()  # its pools dropped: the next request needs a new one
-        s.get(f"http://{address}/v1/invites/inv_9", timeout=(5, READ_TIMEOUT))
-        assert len(looked_up) == 2
-
-
-def test_with_a_proxy_requests_chooses_the_pool_for_each_request(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    looked_up: list[object] = []
-    lookup = HTTPAdapter.get_connection_with_tls_context
-
-    def counted(self: HTTPAdapter, request: requests.PreparedRequest, *args: Any) -> Any:
-        looked_up.append(args)
-        return lookup(self, request, *args)
-
-    monkeypatch.setattr(HTTPAdapter, "get_connection_with_tls_context", counted)
-    with (
-        serving(answer_with_a_cookie) as address,
-        make_session(f"http://{address}", GuardedAdapter()) as s,
-    ):
-        for n in range(2):
-            answer = s.get(
-                f"http://api.example/v1/invites/inv_{n}",
-                timeout=(5, READ_TIMEOUT),
-                proxies={"http": f"http://{address}"},
-            )
-            assert answer.json() == {}
-
-    assert len(looked_up) == 2
-
-
 def test_an_answers_cookies_are_not_kept_and_its_headers_read_in_any_case() -> None:
     with (
         serving(answer_with_a_cookie) as address,
@@ -440,7 +326,7 @@ def test_an_answers_cookies_are_not_kept_and_its_headers_read_in_any_case() -> N
     assert answer.json() == {} and answer.url == url
     assert answer.headers.get("x-request-id") == answer.headers["X-REQUEST-ID"] == "r-1"
     assert answer.encoding == "utf-8"  # as requests gives it for application/json
-    assert not answer.cookies and not s.cookies
+    assert not s.cookies
     assert "Cookie" not in again.request.headers
 
 

@@ -20,7 +20,6 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import certifi
 import pytest
@@ -520,74 +519,6 @@ def test_a_proxy_url_that_does_not_parse_is_a_configuration_error_never_shown(
     )
 
 
-ANSWER = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
-
-
-def answer_every_request(conn: socket.socket, done: threading.Event) -> None:
-    conn.settimeout(0.05)
-    with conn:
-        while not done.is_set():
-            try:
-                if not conn.recv(65536):
-                    return
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            conn.sendall(ANSWER)
-
-
-def hooked_send(session: requests.Session, url: str, send: Callable[..., object]) -> dict[str, Any]:
-    """What a response hook is given when ``send`` sends a GET of ``url`` as the run does."""
-    seen: dict[str, Any] = {}
-    request = session.prepare_request(requests.Request("GET", url))
-    request.register_hook("response", lambda response, **kwargs: seen.update(kwargs))
-    send(request, stream=True, timeout=(1.0, 2.0), allow_redirects=False)
-    return seen
-
-
-def test_the_runs_send_gives_the_hooks_what_requests_own_send_gives_them() -> None:
-    # The token's renewal on a 401 re-sends with these: the same timeouts, CA bundle
-    # and proxies as the first attempt.
-    with serving(answer_every_request) as address:
-        url = f"http://{address}/v1/invites/inv_1"
-        session = make_session(f"http://{address}", GuardedAdapter())
-        session.verify = "/a/bundle.pem"  # passed on, never opened for plain http
-
-        ours = hooked_send(session, url, session.send)
-        requests_own = hooked_send(
-            session, url, lambda *a, **k: requests.Session.send(session, *a, **k)
-        )
-
-    assert ours == requests_own
-    assert ours["proxies"] == {} and ours["verify"] == "/a/bundle.pem"
-
-
-def test_a_wrapper_of_requests_send_sees_every_request(monkeypatch: pytest.MonkeyPatch) -> None:
-    # requests-mock and tracers wrap requests.Session.send: the run's send goes through it.
-    wrapped: list[str] = []
-    own = requests.Session.send
-
-    def wrapper(
-        self: requests.Session, request: requests.PreparedRequest, **kwargs: Any
-    ) -> requests.Response:
-        wrapped.append(str(request.url))
-        return own(self, request, **kwargs)
-
-    monkeypatch.setattr(requests.Session, "send", wrapper)
-    with serving(answer_every_request) as address:
-        url = f"http://{address}/v1/invites/inv_1"
-        session = make_session(f"http://{address}", GuardedAdapter())
-        answer = session.send(
-            session.prepare_request(requests.Request("GET", url)),
-            stream=True,
-            timeout=(1.0, 2.0),
-            allow_redirects=False,
-        )
-
-    assert answer.json() == {} and wrapped == [url]
-
-
 def _ca_directory(tmp_path: Path, names: dict[str, bytes]) -> Path:
     directory = tmp_path / "certs"
     directory.mkdir()
@@ -625,33 +556,6 @@ def test_a_hashed_ca_directory_is_accepted(monkeypatch: pytest.MonkeyPatch, tmp_
     monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
     monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(directory))
     assert make_session("https://api.example", GuardedAdapter()).verify == str(directory)
-
-
-def test_a_wrapped_send_is_told_from_requests_own_whenever_it_was_wrapped(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """The lean send path is taken only under requests' own Session.send: requests-mock or
-    a tracer wrapping it gets every request, even when this module was imported under it
-    (then a send captured at import would be the wrapper: the tests' fake platform was
-    bypassed and its host looked up for real)."""
-    import functools
-
-    import requests_mock
-
-    from reconciler.api.http.network import requests_own_send
-
-    assert requests_own_send()
-    with requests_mock.Mocker():
-        assert not requests_own_send()
-    assert requests_own_send()
-    original = requests.Session.send
-
-    @functools.wraps(original)
-    def traced(self: requests.Session, *args: object, **kwargs: object) -> requests.Response:
-        return original(self, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(requests.Session, "send", traced)
-    assert not requests_own_send()
 
 
 PLAIN_HTTP = (
