@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
 from reconciler.api.capacity.pacing import SLEEP_SLICE, NoTurn, Refusal, RequestPacer, Turn
@@ -59,6 +60,24 @@ class AttemptWatch(Protocol):
     def before(self) -> None: ...
 
     def failed(self, error: ApiError) -> None: ...
+
+
+@dataclass
+class _Request:
+    """One request and what its attempts came to so far."""
+
+    method: str
+    path: str
+    send: Send
+    idempotent: bool
+    pacer: RequestPacer
+    watch: AttemptWatch | None = None
+    observed: bool = False  # told to the observer: the invite operations, not the token's
+    attempts: int = 0
+    give_up_at: float | None = None  # the retry budget's end, once the first attempt left
+    error: ApiError | None = None  # the last attempt's
+    refusal: Refusal | None = None  # what the pacer made of this request's last refusal
+    own: bool = False  # the last refusal is the request's own, not a limit on all
 
 
 class Exchange:
@@ -133,39 +152,13 @@ class Exchange:
                 self._take_note(answer.error)
             return answer
 
-        return self._with_retries(
-            method,
-            path,
-            send,
-            idempotent=idempotent,
-            observe=True,
-            ready=self._tokens.current,
-            watch=watch,
-            pacer=pacer,
-        )
+        request = _Request(method, path, send, idempotent, pacer or self._pacer, watch, True)
+        return self._with_retries(request, ready=self._tokens.current)
 
     # -- the retry loop ---------------------------------------------------------
 
-    def _with_retries(
-        self,
-        method: str,
-        path: str,
-        send: Send,
-        *,
-        idempotent: bool,
-        observe: bool,
-        ready: Callable[[], object] | None = None,
-        watch: AttemptWatch | None = None,
-        pacer: RequestPacer | None = None,
-    ) -> Answer:
-        # The retry budget starts with the first attempt: time queued for a turn before
-        # it, or behind other requests later, is ours, not the server's refusing.
-        give_up_at: float | None = None
-        attempt = 0
-        error: ApiError | None = None
-        refusal: Refusal | None = None  # what the pacer made of this request's last refusal
+    def _with_retries(self, request: _Request, ready: Callable[[], object] | None = None) -> Answer:
         while True:
-            attempt += 1
             if ready is not None:
                 # The token first, on its own turn: fetched inside this request's turn,
                 # it would leave just before it, and a gateway allowing no burst
@@ -174,108 +167,141 @@ class Exchange:
                     ready()
                 except ApiError as no_token:
                     raise _unsent(no_token) from None
-            # A pause the server asks for is its refusing, charged to the budget: one
-            # longer than a whole budget is refused even before a request's first try.
-            budget = self.settings.retry_max_seconds
-            left = budget if give_up_at is None else give_up_at - self._clock()
-            turn = self._take_turn(left, first=give_up_at is None, last=error, pacer=pacer)
-            started = self._clock()
-            if give_up_at is None:
-                give_up_at = started + self.settings.retry_max_seconds
-            else:
-                give_up_at += turn.queued
-            answer: Answer | None = None
-            if watch is not None:
-                watch.before()  # its record first: raising, it keeps this attempt unsent
-            try:
-                answer = send(give_up_at if attempt > 1 else None)
-                error = answer.error
-            except ApiError as failure:
-                error = failure
-            if error is not None and error is self._tokens.failure:
-                # The token request already had its retries; this one never left (or its
-                # resend after a 401 did not). Its record names no HTTP status or requestId:
-                # those the token endpoint answered are in the message, and are not this
-                # request's.
-                unsent = _unsent(error)
-                if watch is not None:
-                    watch.failed(NotSent(str(unsent)))
-                raise unsent
-            if error is not None and watch is not None:
-                watch.failed(error)
-            elapsed = self._clock() - started
-            status = answer.status if answer else getattr(error, "status", None)
-            log.debug(
-                "%s %s -> %s (%.0f ms, requestId %s)",
-                method,
-                path,
-                status or type(error).__name__,
-                elapsed * 1000,
-                (answer.request_id if answer else None) or "-",
-            )
-            if observe:
-                self._observe(elapsed, status)
-            own = False
-            if status is not None:  # an answer came: it says something about the rate
-                refused = error is not None and is_rate_signal(error)
-                retry_after = error.retry_after if refused and error is not None else None
-                refusal = (pacer or self._pacer).on_answer(
-                    turn, elapsed, refused=refused, retry_after=retry_after, again=refusal
-                )
-                own = refusal is not None and refusal.own
-            if error is None:
-                assert answer is not None
+            answer = self._attempt(request)
+            if answer is not None:
                 return answer
-            decision = decide_retry(
-                error,
-                attempt,
-                give_up_at - self._clock(),
-                idempotent=idempotent,
-                max_attempts=self.settings.max_attempts,
-                jitter=self._jitter(),
-                own=own,
-            )
-            if not decision.retry or self.stop.is_set():
-                error.message += decision.note
-                raise error
-            log.debug(
-                "%s %s failed (%s); retry %d in %.2fs", method, path, error, attempt, decision.delay
-            )
-            self._pause(decision.delay, error)
+            self._retry_or_raise(request)
 
-    def _take_turn(
-        self,
-        budget_left: float,
-        *,
-        first: bool,
-        last: ApiError | None,
-        pacer: RequestPacer | None = None,
-    ) -> Turn:
-        try:
-            return (pacer or self._pacer).wait_turn(stop=self.stop, budget_left=budget_left)
-        except NoTurn as no:
-            if no.stopped:
-                raise NotSent("not sent: the run is stopping") from None
-            left = max(budget_left, 0.0)
-            if not no.asked and last is not None:
-                # Held after refusals: the server's window would not move in time.
-                last.message += (
-                    f" (refused for all of retry_max_seconds: no request may start for "
-                    f"another {seconds(no.wait)} after the server's refusals, more than the "
-                    f"{seconds(left)} left)"
-                )
-                raise last from None
-            what = "not sent" if first else "not retried"
-            wait = (
-                f"the server asked that no request start for another {seconds(no.wait)}"
-                if no.asked  # its Retry-After; else the hold after its refusals is ours
-                else f"no request may start for another {seconds(no.wait)} after the "
-                "server's refusals"
+    def _attempt(self, request: _Request) -> Answer | None:
+        """One attempt, on its turn, told to the pacer; None when it failed (``error``)."""
+        turn = self._take_turn(request)
+        started = self._clock()
+        request.attempts += 1
+        if request.give_up_at is None:
+            # The retry budget starts with the first attempt: time queued for a turn before
+            # it, or behind other requests later, is ours, not the server's refusing.
+            request.give_up_at = started + self.settings.retry_max_seconds
+        else:
+            request.give_up_at += turn.queued
+        answer, error = self._send(request)
+        elapsed = self._clock() - started
+        status = answer.status if answer is not None else error.status if error else None
+        self._tell(request, answer, error, status, elapsed)
+        request.error, request.own = error, False
+        if status is not None:  # an answer came: it says something about the rate
+            refused = error is not None and is_rate_signal(error)
+            request.refusal = request.pacer.on_answer(
+                turn,
+                elapsed,
+                refused=refused,
+                retry_after=error.retry_after if refused and error else None,
+                again=request.refusal,
             )
-            raise RateLimited(
-                f"{what}: {wait}, more than the {seconds(left)} left of this request's "
-                f"retry budget (retry_max_seconds: {self.settings.retry_max_seconds:g})"
-            ) from None
+            request.own = request.refusal is not None and request.refusal.own
+        return answer if error is None else None
+
+    def _send(self, request: _Request) -> tuple[Answer | None, ApiError | None]:
+        watch = request.watch
+        if watch is not None:
+            watch.before()  # its record first: raising, it keeps this attempt unsent
+        answer: Answer | None = None
+        try:
+            answer = request.send(request.give_up_at if request.attempts > 1 else None)
+            error = answer.error
+        except ApiError as failure:
+            error = failure
+        if error is not None and error is self._tokens.failure:
+            # The token request already had its retries; this one never left (or its
+            # resend after a 401 did not). Its record names no HTTP status or requestId:
+            # those the token endpoint answered are in the message, and are not this
+            # request's.
+            unsent = _unsent(error)
+            if watch is not None:
+                watch.failed(NotSent(str(unsent)))
+            raise unsent
+        if error is not None and watch is not None:
+            watch.failed(error)
+        return answer, error
+
+    def _tell(
+        self,
+        request: _Request,
+        answer: Answer | None,
+        error: ApiError | None,
+        status: int | None,
+        elapsed: float,
+    ) -> None:
+        """The attempt in the verbose log, and to the observer (invite operations only)."""
+        log.debug(
+            "%s %s -> %s (%.0f ms, requestId %s)",
+            request.method,
+            request.path,
+            status or type(error).__name__,
+            elapsed * 1000,
+            (answer.request_id if answer else None) or "-",
+        )
+        if request.observed and self._observer is not None:
+            try:
+                self._observer(elapsed, status)
+            except Exception:  # a watcher's fault must not fail a request
+                log.debug("the request observer failed", exc_info=True)
+
+    def _retry_or_raise(self, request: _Request) -> None:
+        error = request.error
+        assert error is not None and request.give_up_at is not None
+        decision = decide_retry(
+            error,
+            request.attempts,
+            request.give_up_at - self._clock(),
+            idempotent=request.idempotent,
+            max_attempts=self.settings.max_attempts,
+            jitter=self._jitter(),
+            own=request.own,
+        )
+        if not decision.retry or self.stop.is_set():
+            error.message += decision.note
+            raise error
+        log.debug(
+            "%s %s failed (%s); retry %d in %.2fs",
+            request.method,
+            request.path,
+            error,
+            request.attempts,
+            decision.delay,
+        )
+        self._pause(decision.delay, error)
+
+    def _take_turn(self, request: _Request) -> Turn:
+        # A pause the server asks for is its refusing, charged to the budget: one
+        # longer than a whole budget is refused even before a request's first try.
+        end = request.give_up_at
+        left = self.settings.retry_max_seconds if end is None else end - self._clock()
+        try:
+            return request.pacer.wait_turn(stop=self.stop, budget_left=left)
+        except NoTurn as no:
+            raise self._no_turn(no, request.error, end is None, max(left, 0.0)) from None
+
+    def _no_turn(self, no: NoTurn, last: ApiError | None, first: bool, left: float) -> ApiError:
+        if no.stopped:
+            return NotSent("not sent: the run is stopping")
+        if not no.asked and last is not None:
+            # Held after refusals: the server's window would not move in time.
+            last.message += (
+                f" (refused for all of retry_max_seconds: no request may start for "
+                f"another {seconds(no.wait)} after the server's refusals, more than the "
+                f"{seconds(left)} left)"
+            )
+            return last
+        what = "not sent" if first else "not retried"
+        wait = (
+            f"the server asked that no request start for another {seconds(no.wait)}"
+            if no.asked  # its Retry-After; else the hold after its refusals is ours
+            else f"no request may start for another {seconds(no.wait)} after the server's refusals"
+        )
+        return RateLimited(
+            f"{what}: {wait}, more than the {seconds(left)} left of this request's "
+            f"retry budget (retry_max_seconds: {self.settings.retry_max_seconds:g})"
+        )
 
     def _take_note(self, error: ApiError) -> None:
         if isinstance(error, PermissionDenied):  # what the server says decides none of it
@@ -313,14 +339,6 @@ class Exchange:
                 return
             self._sleep(min(left, SLEEP_SLICE))
 
-    def _observe(self, seconds: float, status: int | None) -> None:
-        if self._observer is None:
-            return
-        try:
-            self._observer(seconds, status)
-        except Exception:  # a watcher's fault must not fail a request
-            log.debug("the request observer failed", exc_info=True)
-
     # -- the token --------------------------------------------------------------
 
     def _fetch_token(self) -> Token:
@@ -340,7 +358,7 @@ class Exchange:
             return answer
 
         try:
-            answer = self._with_retries("POST", path, send, idempotent=True, observe=False)
+            answer = self._with_retries(_Request("POST", path, send, True, self._pacer))
         except (TransportError, NotSent):
             # No answer (the network's words name the host; _unsent adds the rest), or
             # none sent (the run stopping, a wait past the budget): the token's own words.
@@ -403,7 +421,7 @@ def decide_retry(
         return RetryDecision(False)
     tried = f"gave up after {attempt} attempt{'s' if attempt != 1 else ''}"
     asked = error.retry_after
-    if asked is not None and asked > 0 and time_left < asked:  # `Retry-After: 0` asks no wait
+    if asked and time_left < asked:  # `Retry-After: 0` asks no wait
         said, left = _apart(asked, max(time_left, 0.0))
         return RetryDecision(
             False,
@@ -420,16 +438,17 @@ def decide_retry(
                 note=f" ({tried}: refused for all of retry_max_seconds, not counting "
                 "the time it waited for its turn)",
             )
-        if own:
-            # Refused again while others went through: it backs off alone, as after a
-            # fault, and the others go on at the rate.
-            wait = _wait(error, attempt, jitter)
-            if wait >= time_left:
-                return RetryDecision(False, note=f" ({tried}: retry_max_seconds spent)")
-            return RetryDecision(True, wait)
-        return RetryDecision(True, 0.0)
+        # Refused again while others went through (``own``): it backs off alone, as
+        # after a fault, and the others go on at the rate.
+        return _backed_off(error, attempt, jitter, time_left, tried) if own else RetryDecision(True)
     if attempt >= max_attempts:
         return RetryDecision(False, note=f" ({tried})")
+    return _backed_off(error, attempt, jitter, time_left, tried)
+
+
+def _backed_off(
+    error: ApiError, attempt: int, jitter: float, time_left: float, tried: str
+) -> RetryDecision:
     wait = _wait(error, attempt, jitter)
     if wait >= time_left:
         return RetryDecision(False, note=f" ({tried}: retry_max_seconds spent)")
