@@ -259,7 +259,7 @@ def read_current(
 ) -> Generator[tuple[DesiredInvite, Outcome[CurrentInvite, ApiError]], None, None]:
     """The server's copy of each desired invite, in file order.
 
-    ``parallelism``: a fixed number in flight, or a limiter (``limiter_for(settings)``).
+    ``parallelism``: a fixed number in flight, or a limiter (``capacity_for(settings)``).
     """
     for invite, outcome in ordered_map(
         lambda i: client.get_invite(i.id), invites, parallelism, stop, inline=True

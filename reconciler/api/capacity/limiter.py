@@ -19,8 +19,6 @@ from collections import deque
 from collections.abc import Callable
 from typing import NamedTuple, Protocol
 
-from reconciler.settings.config import Settings
-
 
 class Limiter(Protocol):
     """What ``ordered_map`` reads before starting a call, and tells after each."""
@@ -30,9 +28,6 @@ class Limiter(Protocol):
 
     @property
     def cap(self) -> int: ...
-
-    def begin(self) -> None:
-        """A call starts (``sample`` follows when it ends)."""
 
     def sample(self, seconds: float, refused: bool) -> None:
         """One whole call: its duration and whether it failed with a refusal."""
@@ -47,18 +42,11 @@ class FixedLimit:
     """``--parallelism N``: N in flight, whatever the answers."""
 
     def __init__(self, limit: int) -> None:
-        self._limit = max(1, limit)
+        self.cap = max(1, limit)
 
     @property
     def limit(self) -> int:
-        return self._limit
-
-    @property
-    def cap(self) -> int:
-        return self._limit
-
-    def begin(self) -> None:
-        pass
+        return self.cap
 
     def sample(self, seconds: float, refused: bool) -> None:
         pass
@@ -67,7 +55,7 @@ class FixedLimit:
         pass
 
     def describe(self) -> str:
-        return f"fixed at {self._limit} in flight"
+        return f"fixed at {self.cap} in flight"
 
 
 class Servable(Protocol):
@@ -78,57 +66,26 @@ class Servable(Protocol):
         """The server's latency changed: what answers took lately is not it."""
 
 
-class PacedLimit:
-    """Another limit, never above what the pacer's rate can serve: under a rate limit,
-    more workers would only queue for turns (and hold memory for their answers)."""
+class PacedLimit(FixedLimit):
+    """At most ``cap``, and never more than the pacer's rate can serve: under a rate
+    limit, more workers would only queue for turns (and hold memory for their answers)."""
 
-    def __init__(self, inner: Limiter, pacer: Servable) -> None:
-        self.inner = inner
+    def __init__(self, cap: int, pacer: Servable) -> None:
+        super().__init__(cap)
         self._pacer = pacer
-        self._lock = threading.Lock()
         self.highest = 0  # the most the rate allowed at once during the run
 
     @property
     def limit(self) -> int:
-        limit = max(1, min(self.inner.limit, self._pacer.servable()))
-        if limit > self.highest:  # a new high is rare: the lock only for it
-            with self._lock:
-                self.highest = max(self.highest, limit)
+        limit = max(1, min(self.cap, self._pacer.servable()))
+        self.highest = max(self.highest, limit)
         return limit
-
-    @property
-    def cap(self) -> int:
-        return self.inner.cap
-
-    def begin(self) -> None:
-        self.inner.begin()
-
-    def sample(self, seconds: float, refused: bool) -> None:
-        self.inner.sample(seconds, refused)
-
-    def observe(self, seconds: float, status: int | None) -> None:
-        self.inner.observe(seconds, status)
-
-    def forget_latency_floor(self) -> None:
-        self._pacer.forget_latency_floor()
 
     def describe(self) -> str:
         return (
             f"settled at {self.limit} in flight (highest {self.highest}, at most "
-            f"{self.inner.cap}: as many as the allowed rate keeps busy)"
+            f"{self.cap}: as many as the allowed rate keeps busy)"
         )
-
-
-def limiter_for(settings: Settings, pacer: Servable | None = None) -> Limiter:
-    """At most ``parallelism`` when it was set (option, environment or config), else
-    ``max_parallelism``; with a ``pacer``, never more than its rate can serve, and
-    unless ``parallelism`` was set, fewer where fewer are answered as fast (``ProbedLimit``)."""
-
-    limiter = FixedLimit(settings.parallelism or settings.max_parallelism)
-    if pacer is None:
-        return limiter
-    paced = PacedLimit(limiter, pacer)
-    return paced if settings.parallelism else ProbedLimit(paced)
 
 
 WARM_UP = 64  # answers before the first phase: slow start, the latency's first blocks
@@ -177,17 +134,18 @@ class _Pace(NamedTuple):
         return self.busy / self.answers if self.answers else 0.0
 
 
-class ProbedLimit:
+class ProbedLimit(PacedLimit):
     """``PacedLimit``, lowered by probing where a busy client gets its answers as fast
     with fewer in flight."""
 
     def __init__(
         self,
-        inner: PacedLimit,
+        cap: int,
+        pacer: Servable,
         clock: Callable[[], float] = time.monotonic,
         cpu: Callable[[], float] = time.process_time,
     ) -> None:
-        self.inner = inner
+        super().__init__(cap, pacer)
         self._clock = clock
         self._cpu = cpu
         self._lock = threading.Lock()
@@ -207,61 +165,30 @@ class ProbedLimit:
 
     @property
     def limit(self) -> int:
-        limit = self.inner.limit
+        limit = super().limit
         phase = self._phase
         if phase is not None and phase.move != HELD:
             return min(limit, phase.limit)
         kept = self._kept
         return limit if kept is None else min(limit, kept)
 
-    @property
-    def cap(self) -> int:
-        return self.inner.cap
-
-    def begin(self) -> None:
-        self.inner.begin()
-
-    def observe(self, seconds: float, status: int | None) -> None:
-        self.inner.observe(seconds, status)
-
     def sample(self, seconds: float, refused: bool) -> None:
-        self.inner.sample(seconds, refused)
         if self._off:
             return
         now = self._clock()
         with self._lock:
             if refused:
                 self._off, self._kept, self._phase = True, None, None
-                return
-            self._answers += 1
-            self._latencies.append(seconds)
-            phase = self._phase
-            if phase is None:
-                if self._answers >= WARM_UP:
-                    # The run's first answers waited for a token and new connections.
-                    self._latencies.clear()
-                    self._begin(self.inner.limit, HELD, now)
-                return
-            if self._settled is None:
-                if now - seconds >= phase.began:  # the first answer of its own
-                    self._settled, self._counted = (now, self._cpu()), 0
-                return
-            self._counted += 1
-            elapsed = now - self._settled[0]
-            if self._counted < ROUNDS * phase.limit or elapsed < phase.span:
-                return
-            busy = (self._cpu() - self._settled[1]) / elapsed
-            if self._counted < LEAST and elapsed < LONG * phase.span and busy >= IDLE:
-                return  # (a client waiting for its answers has no pace to measure closely)
-            self._decide(phase, _Pace(self._counted / elapsed, busy), now)
+            else:
+                self._answered(seconds, now)
 
     def describe(self) -> str:
         kept = self._kept
-        if kept is None or kept >= self.inner.limit:
-            return self.inner.describe()
+        if kept is None or kept >= super().limit:
+            return super().describe()
         return (
-            f"settled at {self.limit} in flight (highest {self.inner.highest}, at most "
-            f"{self.inner.cap}: as many as a busy client got its answers as fast with)"
+            f"settled at {self.limit} in flight (highest {self.highest}, at most "
+            f"{self.cap}: as many as a busy client got its answers as fast with)"
         )
 
     # -- phases (the lock held) --------------------------------------------------
@@ -271,8 +198,36 @@ class ProbedLimit:
         self._phase = _Phase(limit, move, now, span)
         self._settled = None
 
+    def _answered(self, seconds: float, now: float) -> None:
+        self._answers += 1
+        self._latencies.append(seconds)
+        phase = self._phase
+        if phase is None:
+            if self._answers >= WARM_UP:
+                # The run's first answers waited for a token and new connections.
+                self._latencies.clear()
+                self._begin(super().limit, HELD, now)
+        elif self._settled is None:
+            if now - seconds >= phase.began:  # the first answer of its own
+                self._settled, self._counted = (now, self._cpu()), 0
+        else:
+            self._counted += 1
+            pace = self._measured(phase, self._settled, now)
+            if pace is not None:
+                self._decide(phase, pace, now)
+
+    def _measured(self, phase: _Phase, settled: tuple[float, float], now: float) -> _Pace | None:
+        """The phase's pace, once it has lasted long enough to tell."""
+        elapsed = now - settled[0]
+        if self._counted < ROUNDS * phase.limit or elapsed < phase.span:
+            return None
+        busy = (self._cpu() - settled[1]) / elapsed
+        if self._counted < LEAST and elapsed < LONG * phase.span and busy >= IDLE:
+            return None  # (a client waiting for its answers has no pace to measure closely)
+        return _Pace(self._counted / elapsed, busy)
+
     def _decide(self, phase: _Phase, pace: _Pace, now: float) -> None:
-        count = self.inner.limit
+        count = super().limit
         current = self._current(count)
         # Phases at the limit a try lowers, or more: not slow start's, nor tries not kept.
         lately = sorted(p for limit, p in self._paces if limit >= current) or [self._last]
@@ -280,23 +235,13 @@ class ProbedLimit:
         self._paces.append((phase.limit, pace))
         # A try the rate's count overtook (it fell below it) tried nothing: as if held.
         if phase.move == FEWER and phase.limit < count:
-            if _worth_fewer(pace, usual):  # try fewer still
-                self._keep(phase.limit, pace, count)
-                if phase.limit > 1:
-                    self._begin(self._fewer(phase.limit), FEWER, now)
-                    return
-            else:
-                self._one_missed |= phase.limit == 1
-                self._missed()
+            if self._tried(phase, pace, count, _worth_fewer(pace, usual), now):
+                return
         elif phase.move == MORE and current < count:
-            if pace.answers >= GAIN * self._last.answers and not _worth_fewer(self._last, pace):
-                # faster with more, worth what they cost: try more still
-                self._keep(phase.limit, pace, count)
-                if self._kept is not None:
-                    self._begin(_more(phase.limit), MORE, now)
-                    return
-            else:
-                self._missed()
+            # Faster with more, and worth what they cost.
+            worth = pace.answers >= GAIN * self._last.answers and not _worth_fewer(self._last, pace)
+            if self._tried(phase, pace, count, worth, now):
+                return
         else:
             if pace.busy < IDLE and (self._kept is not None or self._last.busy >= BUSY):
                 # Busy at the limit held, now waiting for its answers: the server slowed
@@ -305,9 +250,25 @@ class ProbedLimit:
                 # for half a second, then at 100 ms, was served by 1-3 for seconds).
                 self._kept, self._misses, self._waits, self._one_missed = None, 0, 0, False
                 self._paces.clear()
-                self.inner.forget_latency_floor()
+                self._pacer.forget_latency_floor()
             self._last = pace
         self._next(count, pace, now)
+
+    def _tried(self, phase: _Phase, pace: _Pace, count: int, worth: bool, now: float) -> bool:
+        """A try's verdict: kept, and the next try goes further the same way (True: it
+        began), or missed."""
+        if not worth:
+            self._one_missed |= phase.move == FEWER and phase.limit == 1
+            self._missed()
+            return False
+        self._keep(phase.limit, pace, count)
+        if phase.move == FEWER and phase.limit > 1:
+            self._begin(self._fewer(phase.limit), FEWER, now)
+            return True
+        if phase.move == MORE and self._kept is not None:
+            self._begin(_more(phase.limit), MORE, now)
+            return True
+        return False
 
     def _fewer(self, limit: int) -> int:
         """A quarter fewer; from a few, one first: a read at one in flight is made on

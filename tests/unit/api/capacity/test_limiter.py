@@ -12,9 +12,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from support.limits import FakeTime
 
-from reconciler.api.capacity.concurrency import ordered_map
-from reconciler.api.capacity.limiter import FixedLimit, PacedLimit, ProbedLimit, limiter_for
+from reconciler.api.capacity.concurrency import capacity_for, ordered_map
+from reconciler.api.capacity.limiter import FixedLimit, PacedLimit, ProbedLimit
 from reconciler.api.capacity.pacing import RequestPacer
 from reconciler.api.exceptions import NotFound, RateLimited
 from reconciler.errors import ConfigError
@@ -39,7 +40,6 @@ def test_fixed_limit_ignores_every_answer() -> None:
     limiter = FixedLimit(5)
     for status in (200, 429, 503):
         for _ in range(100):
-            limiter.begin()
             limiter.observe(0.001, status)
             limiter.sample(0.001, status != 200)
     assert (limiter.limit, limiter.cap) == (5, 5)
@@ -47,7 +47,7 @@ def test_fixed_limit_ignores_every_answer() -> None:
 
 def test_the_rate_bounds_the_number_in_flight_below_the_cap() -> None:
     rate = Rate(3)
-    limiter = PacedLimit(FixedLimit(64), rate)
+    limiter = PacedLimit(64, rate)
     assert (limiter.limit, limiter.cap) == (3, 64)  # a slow start, or a rate limit
     rate.count = 500
     assert limiter.limit == 64  # a fast server: the cap
@@ -60,31 +60,34 @@ def test_the_rate_bounds_the_number_in_flight_below_the_cap() -> None:
 
 
 def test_a_fresh_pacer_starts_with_one_in_flight_and_grows_with_its_answers() -> None:
-    pacer = RequestPacer(sleep=lambda seconds: None)
-    limiter = limiter_for(Settings(), pacer)
+    time = FakeTime()
+    pacer = RequestPacer(clock=time.clock, sleep=time.sleep)
+    limiter = ProbedLimit(64, pacer)
     assert limiter.limit == 1  # nothing known: one request, then as the answers say
     for _ in range(20):
         pacer.on_answer(pacer.wait_turn(), 0.05, refused=False)
     assert limiter.limit > 4
 
 
+def cap(settings: Settings) -> int:
+    return capacity_for(settings).limiter.cap
+
+
 def test_parallelism_set_anywhere_is_the_most_in_flight(tmp_path: Path) -> None:
-    assert limiter_for(Settings()).limit == 64  # max_parallelism
-    assert limiter_for(Settings(max_parallelism=100)).cap == 100
-    explicit_16 = Settings().with_overrides(parallelism=16)  # --parallelism 16
-    assert limiter_for(explicit_16).limit == 16
-    from_env = load_settings(None, env={"RECONCILER_PARALLELISM": "4"})
-    assert limiter_for(from_env).limit == 4
+    assert cap(Settings()) == 64  # max_parallelism
+    assert cap(Settings(max_parallelism=100)) == 100
+    assert cap(Settings().with_overrides(parallelism=16)) == 16  # --parallelism 16
+    assert cap(load_settings(None, env={"RECONCILER_PARALLELISM": "4"})) == 4
     config = tmp_path / "reconciler.yaml"
     config.write_text("parallelism: 16\nmax_parallelism: 32\n", encoding="utf-8")
-    assert limiter_for(load_settings(str(config), env={})).limit == 16
-    no_option = limiter_for(load_settings(str(config), env={}).with_overrides(parallelism=None))
-    assert no_option.limit == 16  # an option left out overrides nothing
+    assert cap(load_settings(str(config), env={})) == 16
+    no_option = load_settings(str(config), env={}).with_overrides(parallelism=None)
+    assert cap(no_option) == 16  # an option left out overrides nothing
 
 
 def test_max_parallelism_from_the_environment_is_checked() -> None:
     settings = load_settings(None, env={"RECONCILER_MAX_PARALLELISM": "128"})
-    assert limiter_for(settings).cap == 128
+    assert cap(settings) == 128
     for bad in ("0", "257", "lots"):
         with pytest.raises(ConfigError, match="RECONCILER_MAX_PARALLELISM"):
             load_settings(None, env={"RECONCILER_MAX_PARALLELISM": bad})
@@ -109,7 +112,7 @@ def test_ordered_map_obeys_the_limit_and_keeps_item_order() -> None:
             raise NotFound("gone", status=404)
         return item * 2
 
-    results = list(ordered_map(call, list(range(6)), PacedLimit(FixedLimit(64), Rate(4))))
+    results = list(ordered_map(call, list(range(6)), PacedLimit(64, Rate(4))))
     assert [item for item, _ in results] == list(range(6))
     values = [outcome.value if isinstance(outcome, Done) else None for _, outcome in results]
     assert values == [0, 2, 4, None, 8, None]
@@ -142,9 +145,7 @@ class Client:
         self.now = 0.0
         self.cpu_used = 0.0
         self.count = Count(count)
-        self.limiter = ProbedLimit(
-            PacedLimit(FixedLimit(64), self.count), clock=lambda: self.now, cpu=self.cpu
-        )
+        self.limiter = ProbedLimit(64, self.count, clock=lambda: self.now, cpu=self.cpu)
         self.limits: list[int] = []  # the limit read before each answer
 
     def cpu(self) -> float:
@@ -210,7 +211,7 @@ def test_a_client_that_waits_for_its_answers_tries_nothing() -> None:
     client = Client(count=15)
     client.answer(one_at_a_time, 3000, lambda limit: 0.0003)  # 30% of its time
     assert set(client.limits) == {15}
-    assert client.limiter.describe() == client.limiter.inner.describe()
+    assert client.limiter.describe() == PacedLimit.describe(client.limiter)
 
 
 def test_what_probing_found_goes_within_a_few_answers_once_the_client_waits() -> None:
@@ -269,10 +270,9 @@ def test_a_refusal_leaves_the_number_in_flight_to_the_rate() -> None:
 
 
 def test_probing_only_when_parallelism_is_not_set() -> None:
-    pacer = RequestPacer(sleep=lambda seconds: None)
-    assert isinstance(limiter_for(Settings(), pacer), ProbedLimit)
-    fixed = limiter_for(Settings().with_overrides(parallelism=16), pacer)
-    assert isinstance(fixed, PacedLimit)  # --parallelism 16: what the user said, no fewer
+    assert isinstance(capacity_for(Settings()).limiter, ProbedLimit)
+    fixed = capacity_for(Settings().with_overrides(parallelism=16)).limiter
+    assert type(fixed) is PacedLimit  # --parallelism 16: what the user said, no fewer
 
 
 def fixed_40ms(limit: int) -> float:
