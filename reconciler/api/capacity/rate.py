@@ -58,6 +58,7 @@ from __future__ import annotations
 import logging
 import math
 from collections import Counter, deque
+from typing import NamedTuple
 
 log = logging.getLogger("reconciler.pacing")
 
@@ -267,40 +268,25 @@ class RateControl:
         self._held = 0.0
         first = self.starts.first if self.starts.first is not None else started
         since = max(started - WINDOW, first, min(max(self.pause[1], self.hold[1]), started))
-        let, earliest, last, gap = self.starts.let_through(started, since)
-        served = 0.0
-        fastest = self.latency.fastest()
-        if fastest and seconds > QUEUEING * fastest:
-            # Refused later than answers come, after a wait in a queue (HAProxy's
-            # maxconn): everything went in, and it served what it serves.
-            served = self.starts.delivery_rate()
-        if not let:  # nothing let through lately
+        let = self.starts.let_through(started, since)
+        served = self._served(seconds)
+        if not let.number:  # nothing let through lately
             self._lower_bound = not served
-            return let, served or min(rate, START_RATE), False
-        measured, cycled = math.inf, False
+            return 0, served or min(rate, START_RATE), False
         # From the first one let through to the refused one: as many intervals.
-        average = let / max(started - earliest, 1.0 / rate)
+        average = let.number / max(started - let.first, 1.0 / rate)
         # Some let through much faster than on the whole: the limit allows a burst (a
         # window, a token bucket). If not, it is on spacing (nginx's limit_req): none
         # went through closer than it allows, the refused one did.
-        burst = bool(gap) and 1.0 / gap > BURST * average
+        burst = bool(let.gap) and 1.0 / let.gap > BURST * average
+        cycled = False
         if self.ceiling is None and started - first < WINDOW:
-            # A run younger than the window has not seen a whole one: a window let
-            # through a window's worth (its rate), a token bucket its burst and its rate
-            # since (more or less than its rate), a limit on spacing about its rate.
-            # A lower bound to grow from, unless a burst came with a pause named: a
-            # window's is what it let through, a bucket's shows in the next cycle.
-            self._lower_bound = not (burst and retry_after)
-            self._held = let / WINDOW  # a window's rate, if it remembers (see _hold_longer)
-            if burst:
-                measured = self._held
-            else:
-                measured = (let - 1) / (last - earliest) if let > 1 else FIRST_CUT * rate
+            measured = self._young(let, burst, rate, retry_after)
         elif self.pause[1] <= started < self.pause[1] + WINDOW:
             # Within a window of the server's pause: the window held what it let
             # through after the pause, and nothing from the pause.
             window = max(started - WINDOW, first)
-            measured = self.starts.let_through(started, window)[0] / (started - window)
+            measured = self.starts.let_through(started, window).number / (started - window)
         elif self._lower_bound:
             # Refused while growing from a lower bound: a limit that refuses as soon as
             # the rate crosses it (nginx's limit_req, an empty token bucket) is about
@@ -308,13 +294,7 @@ class RateControl:
             self._lower_bound = False
             measured = max(average, rate)
         else:
-            # A window or a bucket: what the window before the refusal held. A limit on
-            # spacing: the fastest it let through, and not far below the rate refused,
-            # which crossed it (sent a little too fast, every other one is refused).
-            held = let / max(started - since, 1.0 / rate)
-            before = self.starts.before(started)
-            sent = min(rate, 1.0 / (started - before)) if before is not None else rate
-            measured = held if burst else max(average, 1.0 / gap if gap else 0.0, CUT * sent)
+            measured = self._steady(let, started - since, average, burst, rate, started)
             if retry_after and self._cut_at <= self.pause[1] and now - self._cut_at <= CYCLE:
                 # A pause the server named, then a burst soon refused again: a token
                 # bucket refilled in the pause, so only the whole cycle says what it lets
@@ -322,7 +302,39 @@ class RateControl:
                 # than the pause, which says nothing of a window's rate.
                 cycle = self._let_since_cut / max(now - self._cut_at, _SHORTEST_CYCLE)
                 measured, cycled = min(measured, cycle), cycle < measured
-        return let, min(measured, served or math.inf), cycled
+        return let.number, min(measured, served or math.inf), cycled
+
+    def _served(self, seconds: float) -> float:
+        """What a server queue serves (0: no sign of one): a refusal later than answers
+        come waited in a queue (HAProxy's maxconn), where everything went in."""
+        fastest = self.latency.fastest()
+        if fastest and seconds > QUEUEING * fastest:
+            return self.starts.delivery_rate()
+        return 0.0
+
+    def _young(self, let: LetThrough, burst: bool, rate: float, retry_after: float | None) -> float:
+        """A run younger than the window has not seen a whole one: a window let through a
+        window's worth (its rate), a token bucket its burst and its rate since (more or
+        less than its rate), a limit on spacing about its rate. A lower bound to grow
+        from, unless a burst came with a pause named: a window's is what it let through,
+        a bucket's shows in the next cycle."""
+        self._lower_bound = not (burst and retry_after)
+        self._held = let.number / WINDOW  # a window's rate, if it remembers (see _hold_longer)
+        if burst:
+            return self._held
+        return (let.number - 1) / (let.last - let.first) if let.number > 1 else FIRST_CUT * rate
+
+    def _steady(
+        self, let: LetThrough, span: float, average: float, burst: bool, rate: float, started: float
+    ) -> float:
+        """A window or a bucket: what the window (``span`` seconds) before the refusal
+        held. A limit on spacing: the fastest it let through, and not far below the rate
+        refused, which crossed it (sent a little too fast, every other one is refused)."""
+        if burst:
+            return let.number / max(span, 1.0 / rate)
+        before = self.starts.before(started)
+        sent = min(rate, 1.0 / (started - before)) if before is not None else rate
+        return max(average, 1.0 / let.gap if let.gap else 0.0, CUT * sent)
 
     def _hold_longer(self, now: float) -> None:
         """Refused again, nothing let through since the last cut: the same window, no
@@ -383,6 +395,16 @@ STARTS_KEPT = 3.0  # seconds of starts kept: a queue refuses a request a second 
 RECENT = 8  # starts that measure it during slow start, when it changes fast
 
 
+class LetThrough(NamedTuple):
+    """Requests let through in a span: how many, when the first and the last of them
+    started, and the shortest time between two of them."""
+
+    number: int
+    first: float
+    last: float
+    gap: float
+
+
 class RecentStarts:
     """Not thread-safe: the pacer calls it under its lock."""
 
@@ -405,7 +427,7 @@ class RecentStarts:
         while self._refused[0] < started - STARTS_KEPT:
             self._refused.popleft()
 
-    def let_through(self, before: float, since: float) -> tuple[int, float, float, float]:
+    def let_through(self, before: float, since: float) -> LetThrough:
         """Requests started in [``since``, ``before``) and not refused (so far: one still
         in flight that left before a refused one was let through), when the first and
         the last of them started (``before`` when none), and the shortest time between
@@ -421,7 +443,7 @@ class RecentStarts:
                 first = min(first, t)
                 gap = min(gap, t - last)
                 last = t
-        return count, first, last if count else before, gap if count > 1 else 0.0
+        return LetThrough(count, first, last if count else before, gap if count > 1 else 0.0)
 
     def before(self, started: float) -> float | None:
         """When the start before the one at ``started`` was (None: none kept)."""
