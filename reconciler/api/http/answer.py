@@ -165,16 +165,7 @@ def error_for(
     status = response.status_code
     envelope = body if isinstance(body, dict) else {}
     if 300 <= status < 400:
-        location = response.headers.get("Location")
-        target = (
-            redact_and_escape(host_of(location)) if location else "nowhere (no Location header)"
-        )
-        return Redirected(
-            f"the server answered with a redirect to {target}; the API never redirects, "
-            "so it was not followed and nothing was re-sent there",
-            status=status,
-            request_id=request_id,
-        )
+        return _redirected(response, request_id)
     if 200 <= status < 300:
         if "success" not in envelope or envelope["success"] is True:
             return None
@@ -186,6 +177,25 @@ def error_for(
             # Only `false` is the platform saying it failed; any other value is no envelope.
             enveloped=envelope["success"] is False,
         )
+    return _refusal(response, envelope, raw, request_id)
+
+
+def _redirected(response: requests.Response, request_id: str | None) -> Redirected:
+    location = response.headers.get("Location")
+    target = redact_and_escape(host_of(location)) if location else "nowhere (no Location header)"
+    return Redirected(
+        f"the server answered with a redirect to {target}; the API never redirects, "
+        "so it was not followed and nothing was re-sent there",
+        status=response.status_code,
+        request_id=request_id,
+    )
+
+
+def _refusal(
+    response: requests.Response, envelope: dict[str, Any], raw: bytearray, request_id: str | None
+) -> ApiError:
+    """A 4xx or 5xx (or a status the contract does not describe) as its error class."""
+    status = response.status_code
     retry_after = _retry_after(response)
     kind = error_class_for(status)
     if status == 503 and retry_after is None and "success" not in envelope:

@@ -19,6 +19,7 @@ import re
 import ssl
 import stat
 from collections.abc import Iterator
+from contextlib import suppress
 from typing import Any, NamedTuple
 from urllib.parse import SplitResult, quote, urlsplit
 
@@ -154,21 +155,27 @@ def checked_verify(verify: Any) -> Any:
             f"{shown}, which is larger than {_CA_BUNDLE_LIMIT // 2**20} MiB; "
             "a CA bundle is a PEM file of certificates"
         )
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     try:
-        context.load_verify_locations(cafile=verify)
-    except ssl.SSLError:
-        stats = {"x509": 0}
+        held = _certificates_in(verify)
     except OSError as exc:
         raise ConfigError(f"{shown}, which cannot be read ({exc.strerror})") from None
-    else:
-        stats = context.cert_store_stats()
-    if not stats.get("x509"):
+    if not held:
         raise ConfigError(
             f"{shown}, which holds no certificate; it must be a PEM file of the CA "
             "certificates to trust (-----BEGIN CERTIFICATE-----)"
         )
     return verify
+
+
+def _certificates_in(path: str) -> int:
+    """How many certificates OpenSSL loads from the PEM file ``path`` (0: none, or not
+    PEM at all)."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    try:
+        context.load_verify_locations(cafile=path)
+    except ssl.SSLError:
+        return 0
+    return int(context.cert_store_stats().get("x509", 0))
 
 
 # OpenSSL looks a CA up in a directory by the hash of its subject: HASH.N (`openssl
@@ -217,15 +224,9 @@ def _checked_ca_directory(path: str, shown: str) -> str:
             )
         regular.append(candidate)
     for candidate in regular[:20]:
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-        try:
-            if os.path.getsize(candidate) > _CA_BUNDLE_LIMIT:
-                continue
-            context.load_verify_locations(cafile=candidate)
-        except (OSError, ssl.SSLError):
-            continue
-        if context.cert_store_stats().get("x509"):
-            return path
+        with suppress(OSError):
+            if os.path.getsize(candidate) <= _CA_BUNDLE_LIMIT and _certificates_in(candidate):
+                return path
     raise ConfigError(f"{shown}, a directory whose hashed names hold no certificate; {advice}")
 
 
@@ -420,11 +421,6 @@ class BaseUrl(NamedTuple):
         return _is_loopback(self.host)
 
 
-def check_base_url(base_url: str) -> str:
-    """The base URL, normalised, without a trailing slash, if it is safe to send a secret to."""
-    return parse_base_url(base_url).text
-
-
 def parse_base_url(base_url: str) -> BaseUrl:
     """The base URL parsed and normalised once, if it is safe to send a secret to.
 
@@ -444,26 +440,34 @@ def parse_base_url(base_url: str) -> BaseUrl:
         raise ConfigError(
             f"base_url ({scheme}://...) is not a valid URL; set RECONCILER_BASE_URL"
         ) from None
-    shown = quote_value(_scheme_host_path(parts), limit=None)
+    refused = _refused_base(parts, written)
+    if refused:
+        raise ConfigError(f"base_url {quote_value(_scheme_host_path(parts), limit=None)} {refused}")
+    assert parts.hostname is not None  # refused without one
+    return BaseUrl(parts.scheme, parts.hostname, parts.port, parts.path.rstrip("/"))
+
+
+def _refused_base(parts: SplitResult, written: str) -> str | None:
+    """Why a secret may not be sent to this base URL (None: it may)."""
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ConfigError(f"base_url {shown} is not an http(s) URL")
+        return "is not an http(s) URL"
     if parts.username is not None or parts.password is not None:
-        raise ConfigError(
-            f"base_url {shown} must not carry credentials (user info before the host); "
+        return (
+            "must not carry credentials (user info before the host); "
             "use RECONCILER_CLIENT_ID and RECONCILER_CLIENT_SECRET"
         )
     if parts.query or parts.fragment or written.endswith(("?", "#")):
-        raise ConfigError(f"base_url {shown} must not have a query string or fragment")
+        return "must not have a query string or fragment"
     if any(c.isspace() or not c.isprintable() for c in written):
         # urlsplit silently drops tabs and line breaks: what it parsed is not what was written.
-        raise ConfigError(f"base_url {shown} holds whitespace or a control character")
+        return "holds whitespace or a control character"
     if parts.scheme == "http" and not _is_loopback(parts.hostname):
-        raise ConfigError(
-            f"base_url {shown} uses plain http://, which would send the client secret "
-            "and tokens unencrypted; use https:// (http:// is allowed only for loopback "
-            "hosts such as 127.0.0.1, where the sandbox runs)"
+        return (
+            "uses plain http://, which would send the client secret and tokens unencrypted; "
+            "use https:// (http:// is allowed only for loopback hosts such as 127.0.0.1, "
+            "where the sandbox runs)"
         )
-    return BaseUrl(parts.scheme, parts.hostname, parts.port, parts.path.rstrip("/"))
+    return None
 
 
 def _no_scheme(written: str) -> str | None:

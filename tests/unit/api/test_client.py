@@ -49,7 +49,7 @@ from reconciler.api.exceptions import (
     TransportError,
     WrongInvite,
 )
-from reconciler.api.http.network import check_base_url
+from reconciler.api.http.network import parse_base_url
 from reconciler.errors import ConfigError, ReconcilerError
 from reconciler.model.invite import CurrentInvite
 from reconciler.settings.config import Settings
@@ -1125,7 +1125,7 @@ def test_halted_client_does_not_retry(
 )
 def test_plain_http_is_refused_for_non_loopback_hosts(url: str) -> None:
     with pytest.raises(ConfigError) as caught:
-        check_base_url(url)
+        parse_base_url(url)
 
     text = str(caught.value)
     assert "https://" in text
@@ -1157,7 +1157,7 @@ def test_api_client_refuses_plain_http_before_sending_anything(requests_mock: An
     ],
 )
 def test_https_and_loopback_http_are_accepted(url: str, expected: str) -> None:
-    assert check_base_url(url) == expected
+    assert parse_base_url(url).text == expected
 
 
 def test_loopback_http_client_talks_to_the_sandbox_address(
@@ -1179,7 +1179,7 @@ def test_loopback_http_client_talks_to_the_sandbox_address(
 )
 def test_credentials_in_base_url_are_refused_without_echoing_them(url: str) -> None:
     with pytest.raises(ConfigError) as caught:
-        check_base_url(url)
+        parse_base_url(url)
 
     assert "hunter2pw" not in str(caught.value)
 
@@ -1523,7 +1523,7 @@ def test_a_token_http_cannot_carry_is_refused_at_the_token_step(
 )
 def test_a_refused_base_url_shows_only_scheme_host_and_path(url: str) -> None:
     with pytest.raises(ConfigError) as caught:
-        check_base_url(url)
+        parse_base_url(url)
 
     text = str(caught.value)
     assert "hunter2pw" not in text
