@@ -324,58 +324,44 @@ _HOW = {
 _OTHER = {"client_secret_post": "client_secret_basic", "client_secret_basic": "client_secret_post"}
 
 
-def _sent_as(settings: Settings) -> str:
-    method = settings.token_auth_method
-    return f"token_auth_method {method}: {_HOW.get(method, method)}"
-
-
-def _credentials(settings: Settings) -> str:
-    other = _OTHER.get(settings.token_auth_method, "client_secret_basic")
-    return (
-        f"check RECONCILER_CLIENT_ID and RECONCILER_CLIENT_SECRET; they were sent with "
-        f"{_sent_as(settings)} (a server that takes only the other way needs "
-        f"token_auth_method: {other}, or RECONCILER_TOKEN_AUTH_METHOD={other})"
-    )
-
-
-def _scope(settings: Settings) -> str:
-    return (
-        f"the scope asked for ({settings.contract.scope!r}, set with RECONCILER_SCOPE) is "
-        f"unknown to the server or more than client id {settings.client_id!r} was granted; "
-        "ask for the scopes this client holds"
-    )
-
-
-def _grant(settings: Settings) -> str:
-    return (
-        f"client id {settings.client_id!r} may not use the client_credentials grant; the "
-        "platform must allow that grant for this client"
-    )
-
-
-def _grant_type(settings: Settings) -> str:
-    return (
-        f"this endpoint does not offer the client_credentials grant; check token_path "
-        f"({settings.contract.token_path!r}) and RECONCILER_BASE_URL"
-    )
-
-
-def _malformed(settings: Settings) -> str:
-    return (
-        f"the server found the request malformed; check token_path "
-        f"({settings.contract.token_path!r}) and {_sent_as(settings)}"
-    )
-
-
-# RFC 6749 §5.2's codes, and what each asks the user to check.
-ADVICE: dict[str, Callable[[Settings], str]] = {
-    "invalid_client": _credentials,
-    "invalid_grant": _credentials,
-    "invalid_scope": _scope,
-    "unauthorized_client": _grant,
-    "unsupported_grant_type": _grant_type,
-    "invalid_request": _malformed,
+# What each RFC 6749 §5.2 error code asks the user to check, and, for a code it does
+# not define or none, each status (None: any other).
+_ADVICE: dict[str | int | None, str] = {
+    "invalid_client": "{credentials}",
+    "invalid_grant": "{credentials}",
+    "invalid_scope": "the scope asked for ({scope!r}, set with RECONCILER_SCOPE) is unknown to "
+    "the server or more than client id {client_id!r} was granted; ask for the scopes this "
+    "client holds",
+    "unauthorized_client": "client id {client_id!r} may not use the client_credentials grant; "
+    "the platform must allow that grant for this client",
+    "unsupported_grant_type": "this endpoint does not offer the client_credentials grant; "
+    "check token_path ({token_path!r}) and RECONCILER_BASE_URL",
+    "invalid_request": "the server found the request malformed; check token_path "
+    "({token_path!r}) and {sent_as}",
+    401: "{credentials}",
+    404: "check token_path ({token_path!r}) and RECONCILER_BASE_URL",
+    413: "a proxy or gateway in front of the token endpoint limits request bodies; ask its "
+    "operators",
+    None: "check RECONCILER_SCOPE ({scope!r}), RECONCILER_CLIENT_ID and token_path",
 }
+
+
+def _advice(key: str | int | None, settings: Settings) -> str:
+    method = settings.token_auth_method
+    sent_as = f"token_auth_method {method}: {_HOW.get(method, method)}"
+    other = _OTHER.get(method, "client_secret_basic")
+    credentials = (
+        f"check RECONCILER_CLIENT_ID and RECONCILER_CLIENT_SECRET; they were sent with "
+        f"{sent_as} (a server that takes only the other way needs token_auth_method: "
+        f"{other}, or RECONCILER_TOKEN_AUTH_METHOD={other})"
+    )
+    return _ADVICE.get(key, _ADVICE[None]).format(
+        credentials=credentials,
+        sent_as=sent_as,
+        scope=settings.contract.scope,
+        client_id=settings.client_id,
+        token_path=settings.contract.token_path,
+    )
 
 
 def token_failure(error: ApiError, oauth: OAuthError | None, settings: Settings) -> ApiError:
@@ -384,10 +370,8 @@ def token_failure(error: ApiError, oauth: OAuthError | None, settings: Settings)
     request = f"the token request (POST {settings.contract.token_path})"
     status = error.status
     if oauth is not None:
-        advice = ADVICE.get(oauth.code)
-        if advice is None:  # a code RFC 6749 does not define: the generic advice by status
-            advice = _credentials if status == 401 else _by_status(status)
-        message = f"{request} was refused: {oauth}; {advice(settings)}"
+        advice = _advice(oauth.code if oauth.code in _ADVICE else status, settings)
+        message = f"{request} was refused: {oauth}; {advice}"
     elif isinstance(error, Redirected):
         message = (
             f"no token from {request}: {error.message}; check RECONCILER_BASE_URL and token_path"
@@ -395,10 +379,10 @@ def token_failure(error: ApiError, oauth: OAuthError | None, settings: Settings)
     elif status == 401:
         message = (
             f"the token endpoint refused client id {settings.client_id!r}: {error.message}; "
-            f"{_credentials(settings)}"
+            f"{_advice(401, settings)}"
         )
     elif status is not None and 400 <= status < 500 and status != 429:
-        message = f"no token from {request}: {error.message}; {_by_status(status)(settings)}"
+        message = f"no token from {request}: {error.message}; {_advice(status, settings)}"
     else:
         # A 5xx or 429 after every retry, or an answer unreadable: the request is named,
         # the class kept (a server fault is not the credentials' fault).
@@ -410,23 +394,6 @@ def token_failure(error: ApiError, oauth: OAuthError | None, settings: Settings)
         request_id=error.request_id,
         details=error.details,
     )
-
-
-def _by_status(status: int | None) -> Callable[[Settings], str]:
-    def advice(settings: Settings) -> str:
-        if status == 404:
-            return f"check token_path ({settings.contract.token_path!r}) and RECONCILER_BASE_URL"
-        if status == 413:
-            return (
-                "a proxy or gateway in front of the token endpoint limits request bodies; "
-                "ask its operators"
-            )
-        return (
-            f"check RECONCILER_SCOPE ({settings.contract.scope!r}), RECONCILER_CLIENT_ID and "
-            "token_path"
-        )
-
-    return advice
 
 
 def secret_forms(secret: str) -> set[str]:
