@@ -645,8 +645,50 @@ def test_a_base_url_without_a_scheme_is_quoted_with_the_url_meant(written: str, 
     assert str(refused.value) == f"base_url {said}"
 
 
-def test_trailing_slashes_are_dropped_and_nothing_else() -> None:
-    assert parse_base_url("https://api.example.com/FX//").text == "https://api.example.com/FX"
+CREDENTIALS = (
+    "must not carry credentials (user info before the host); "
+    "use RECONCILER_CLIENT_ID and RECONCILER_CLIENT_SECRET"
+)
+
+
+@pytest.mark.parametrize(
+    ("url", "shown", "why"),
+    [
+        ("http://10.0.0.5:8080", "http://10.0.0.5:8080", PLAIN_HTTP),
+        ("http://localhost.example.com", "http://localhost.example.com", PLAIN_HTTP),
+        ("http://127.0.0.1.nip.io", "http://127.0.0.1.nip.io", PLAIN_HTTP),
+        ("HTTP://api.example.com/", "http://api.example.com/", PLAIN_HTTP),
+        ("https://reconciler-ci:hunter2pw@api.example.com", "https://api.example.com", CREDENTIALS),
+        ("https://hunter2pw@api.example.com", "https://api.example.com", CREDENTIALS),
+        ("https://user:hunter2pw@api.example.com/x", "https://api.example.com/x", CREDENTIALS),
+        ("ftp://user:hunter2pw@api.example.com", "ftp://api.example.com", "is not an http(s) URL"),
+        ("https://api.example.com/p?access_token=hunter2pw", "https://api.example.com/p", QUERY),
+        ("http://api.example.com/?token=hunter2pw", "http://api.example.com/", QUERY),
+        ("https://api.example.com/#hunter2pw", "https://api.example.com/", QUERY),
+    ],
+)
+def test_plain_http_is_refused_but_for_loopback_and_a_refusal_shows_no_credential(
+    url: str, shown: str, why: str
+) -> None:
+    with pytest.raises(ConfigError) as refused:
+        parse_base_url(url)
+    assert str(refused.value) == f"base_url '{shown}' {why}"
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("https://api.example.com", "https://api.example.com"),
+        ("https://api.example.com/platform/", "https://api.example.com/platform"),
+        ("https://api.example.com/FX//", "https://api.example.com/FX"),  # slashes, nothing else
+        ("http://127.0.0.1:8080", "http://127.0.0.1:8080"),
+        ("http://127.0.0.2:8080/", "http://127.0.0.2:8080"),
+        ("http://localhost:5000", "http://localhost:5000"),
+        ("http://[::1]:9000", "http://[::1]:9000"),
+    ],
+)
+def test_https_and_loopback_http_are_accepted(url: str, expected: str) -> None:
+    assert parse_base_url(url).text == expected
 
 
 @pytest.mark.parametrize("invite_id", [".", "..", "..."])
