@@ -169,22 +169,45 @@ def failure_shown(client: ApiClient, requests_mock: Any, **answer: Any) -> ApiEr
     return failed.value
 
 
-def test_an_oversized_answer_keeps_its_status_and_request_id(
-    client: ApiClient, requests_mock: Any
+@pytest.mark.parametrize(
+    ("answer", "kept"),
+    [
+        (
+            {"status_code": 502, "content": b"x" * 100_000, "headers": {"X-Request-Id": "r\x1b-7"}},
+            ("AnswerTooLarge", 502, "r\\x1b-7"),
+        ),
+        ({"status_code": 200, "content": b"x" * 100_000}, ("AnswerTooLarge", 200, None)),
+        (
+            {"status_code": 403, "text": "denied", "headers": {"X-Request-Id": "edge-1"}},
+            ("PermissionDenied", 403, "edge-1"),  # from the header when the body has none
+        ),
+        (  # a requestId that is not a value is none
+            {"status_code": 400, "json": {**envelope(None), "metadata": {"requestId": {"x": 1}}}},
+            ("InvalidRequest", 400, None),
+        ),
+        (  # a 300 is a redirect too
+            {
+                "status_code": 300,
+                "headers": {"Location": "https://b.example/", "X-Request-Id": "r-3"},
+            },
+            ("Redirected", 300, "r-3"),
+        ),
+        (
+            {"status_code": 200, "json": {**envelope(None, request_id="r-env"), "success": False}},
+            ("EnvelopeFailure", 200, "r-env"),
+        ),
+    ],
+    ids=["oversized", "oversized-no-id", "id-header", "id-not-a-value", "300", "success-false"],
+)
+def test_an_error_keeps_its_status_and_request_id_escaped_or_none(
+    client: ApiClient, requests_mock: Any, answer: dict[str, Any], kept: tuple[str, int, str | None]
 ) -> None:
-    error = failure_shown(
-        client, requests_mock, status_code=502, content=b"x" * 100_000,
-        headers={"X-Request-Id": "req-\x1b[31m-77"},
-    )  # fmt: skip
-    assert (error.status, error.request_id) == (502, "req-\\x1b[31m-77")
-    assert str(error).startswith("HTTP 502: the answer from api.example.test is larger than")
-
-
-def test_an_oversized_answer_without_a_request_id_shows_none(
-    client: ApiClient, requests_mock: Any
-) -> None:
-    error = failure_shown(client, requests_mock, status_code=200, content=b"x" * 100_000)
-    assert error.request_id is None and "requestId" not in str(error)
+    error = failure_shown(client, requests_mock, **answer)
+    assert (type(error).__name__, error.status, error.request_id) == kept
+    if kept[2] is None:
+        assert "requestId" not in str(error)
+    if kept[0] == "AnswerTooLarge":
+        assert str(error).startswith(f"HTTP {kept[1]}: the answer from api.example.test is larger")
 
 
 def test_success_false_shows_the_servers_message_when_it_gave_one(
@@ -339,40 +362,6 @@ def test_one_byte_over_the_cap_says_how_it_was_found(
         "the answer from api.example.test is larger than max_response_bytes "
         f"(65,536 bytes; {detail}); API answers are a few KiB"
     )
-
-
-def test_a_request_id_comes_from_the_header_when_the_body_has_none(
-    client: ApiClient, requests_mock: Any
-) -> None:
-    error = failure_shown(
-        client, requests_mock, status_code=403, text="denied", headers={"X-Request-Id": "edge-1"}
-    )
-    assert error.request_id == "edge-1"
-
-
-def test_a_request_id_that_is_not_a_value_is_ignored(client: ApiClient, requests_mock: Any) -> None:
-    body = envelope(None, status=400, message="bad")
-    body["metadata"]["requestId"] = {"nested": "x"}
-    error = failure_shown(client, requests_mock, status_code=400, json=body)
-    assert error.request_id is None
-
-
-def test_a_300_is_a_redirect_too_and_keeps_its_request_id(
-    client: ApiClient, requests_mock: Any
-) -> None:
-    error = failure_shown(
-        client, requests_mock, status_code=300, text="",
-        headers={"Location": "https://elsewhere.example/", "X-Request-Id": "r-300"},
-    )  # fmt: skip
-    assert (type(error).__name__, error.status, error.request_id) == ("Redirected", 300, "r-300")
-
-
-def test_success_false_keeps_the_status_and_request_id(
-    client: ApiClient, requests_mock: Any
-) -> None:
-    body = {**envelope(None, request_id="r-env"), "success": False, "message": "no"}
-    error = failure_shown(client, requests_mock, status_code=200, json=body)
-    assert (error.status, error.request_id) == (200, "r-env")
 
 
 HTML = {"Content-Type": "text/html"}

@@ -69,16 +69,6 @@ def test_a_closed_port_is_refused_and_certainly_not_sent() -> None:
     assert (error.maybe_sent, error.permanent) == (False, False)
 
 
-def test_a_connection_closed_after_the_request_may_have_been_received() -> None:
-    def hang_up(conn: socket.socket) -> None:
-        conn.recv(65536)
-
-    with listener(hang_up) as address:
-        error = failure(f"http://{address}/v1/invites/inv_1")
-    assert str(error) == "connection to the platform closed without an answer"
-    assert (error.maybe_sent, error.permanent) == (True, False)
-
-
 def answering(raw: bytes) -> Callable[[socket.socket], None]:
     def answer(conn: socket.socket) -> None:
         conn.recv(65536)
@@ -87,32 +77,43 @@ def answering(raw: bytes) -> Callable[[socket.socket], None]:
     return answer
 
 
-def test_an_answer_cut_off_part_way_is_named_so_and_may_have_been_received() -> None:
-    cut = b'HTTP/1.1 200 OK\r\nContent-Length: 500\r\n\r\n{"success": true'
-    with listener(answering(cut)) as address:
-        error = failure(f"http://{address}/v1/invites/inv_1")
-    assert str(error) == "the answer from the platform was cut off"
-    assert (error.maybe_sent, error.permanent) == (True, False)
-
-
 NOT_GZIP = b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 5\r\n\r\nhello"
+NOT_HTTP = "the platform sent an answer that is not valid HTTP"
 
 
 @pytest.mark.parametrize(
-    ("raw", "kind"),
+    ("raw", "said"),
     [
-        (b"HTTP/1.1 abc OK\r\n\r\n", "BadStatusLine"),
-        (b'{"data": {}}', "BadStatusLine"),  # no status line at all
-        (b"HTTP/1.1 200 OK\r\nX: " + b"a" * 100_000 + b"\r\n\r\n", "LineTooLong"),
-        (NOT_GZIP, "DecodeError"),
-        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "InvalidChunkLength"),
+        (b"", "connection to the platform closed without an answer"),
+        (
+            b'HTTP/1.1 200 OK\r\nContent-Length: 500\r\n\r\n{"success": true',
+            "the answer from the platform was cut off",
+        ),
+        (b"HTTP/1.1 abc OK\r\n\r\n", f"{NOT_HTTP} (BadStatusLine)"),
+        (b'{"data": {}}', f"{NOT_HTTP} (BadStatusLine)"),  # no status line at all
+        (b"HTTP/1.1 200 OK\r\nX: " + b"a" * 100_000 + b"\r\n\r\n", f"{NOT_HTTP} (LineTooLong)"),
+        (NOT_GZIP, f"{NOT_HTTP} (DecodeError)"),
+        (
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+            f"{NOT_HTTP} (InvalidChunkLength)",
+        ),
     ],
-    ids=["bad-status", "no-status-line", "endless-header", "not-gzip", "bad-chunk-size"],
+    ids=[
+        "closed",
+        "cut-off",
+        "bad-status",
+        "no-status-line",
+        "endless-header",
+        "not-gzip",
+        "bad-chunk-size",
+    ],
 )
-def test_an_answer_that_is_not_http_says_so(raw: bytes, kind: str) -> None:
+def test_an_answer_closed_cut_off_or_not_http_says_so_and_may_have_been_received(
+    raw: bytes, said: str
+) -> None:
     with listener(answering(raw)) as address:
         error = failure(f"http://{address}/v1/invites/inv_1")
-    assert str(error) == f"the platform sent an answer that is not valid HTTP ({kind})"
+    assert str(error) == said
     assert (error.maybe_sent, error.permanent) == (True, False)
 
 
