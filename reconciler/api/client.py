@@ -1,8 +1,10 @@
 """ApiClient: the platform's operations on invites, each attempt bounded in time
 and size, retried only when that is safe, failing with errors that say what
-happened. The rules live beside it, one module each: ``urls`` (where requests
-may go), ``auth`` (the token), ``retry`` (whether to try again), ``answer``
-(reading what came back), ``network`` (the session and network failures).
+happened; and ``read_current``, the server's copy of each desired invite read with
+bounded concurrency. The rules live beside it in ``http/``: ``network`` (the session,
+where requests may go, network failures), ``auth`` (the token), ``exchange`` (the turn
+and the retries), ``attempt`` (one exchange on the wire), ``answer`` (reading what came
+back).
 """
 
 from __future__ import annotations
@@ -10,18 +12,20 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Generator, Mapping
 from typing import NamedTuple
 
+from reconciler.api.capacity.concurrency import ordered_map
+from reconciler.api.capacity.limiter import Limiter
 from reconciler.api.capacity.pacing import RequestPacer
-from reconciler.api.exceptions import BadInviteValue, UnexpectedResponse, WrongInvite
+from reconciler.api.exceptions import ApiError, BadInviteValue, UnexpectedResponse, WrongInvite
 from reconciler.api.http.answer import Answer
+from reconciler.api.http.auth import Grant, register_secret_forms
 from reconciler.api.http.exchange import AttemptWatch, Exchange, Observer
-from reconciler.api.http.secret_forms import register_secret_forms
-from reconciler.api.http.token_answer import Grant
-from reconciler.api.http.urls import invite_path, parse_base_url
+from reconciler.api.http.network import invite_path, parse_base_url
 from reconciler.model.fields import field_kinds, fields_from_json
-from reconciler.model.invite import CurrentInvite
+from reconciler.model.invite import CurrentInvite, DesiredInvite
+from reconciler.model.outcome import Failed, NotRun, Outcome
 from reconciler.model.values import FieldValue, fields_json
 from reconciler.safetext import escape, redact_and_escape
 from reconciler.settings.config import Settings
@@ -71,10 +75,6 @@ class ApiClient:
         # From here on the secret is redacted from anything shown, even if echoed.
         register_secret_forms(credentials.client_secret)
         self.settings = settings
-        # Each field's name on the wire and its kind, looked up once, not per answer.
-        self._wire_kinds = tuple(
-            (name, settings.contract.wire_name(name), kind) for name, kind in field_kinds().items()
-        )
         self.pacer = pacer or RequestPacer(clock=clock, sleep=sleep)
         # The re-send's own turns: a gateway may limit the endpoint that sends e-mail
         # alone (1 a second, say). Its refusals slow the re-sends, not the whole run,
@@ -222,7 +222,8 @@ class ApiClient:
                 request_id=answer.request_id,
             )
         raw = {}
-        for canonical, wire, kind in self._wire_kinds:
+        for canonical, kind in field_kinds().items():
+            wire = self.settings.contract.wire_name(canonical)
             if wire in data:
                 raw[canonical] = data[wire]
                 problem = kind.problem(data[wire])
@@ -242,3 +243,27 @@ class ApiClient:
 def _answered(data: Mapping[str, object]) -> str:
     """The id an answer is about, as shown (the server's text: redacted, escaped, cut)."""
     return redact_and_escape(str(data["id"]))[:140]
+
+
+# Told of each invite read (True: the read failed), as the answers come, in file order:
+# the command shows progress with it.
+OnRead = Callable[[bool], None]
+
+
+def read_current(
+    client: ApiClient,
+    invites: list[DesiredInvite],
+    parallelism: int | Limiter,
+    stop: Stop | None = None,
+    on_read: OnRead | None = None,
+) -> Generator[tuple[DesiredInvite, Outcome[CurrentInvite, ApiError]], None, None]:
+    """The server's copy of each desired invite, in file order.
+
+    ``parallelism``: a fixed number in flight, or a limiter (``capacity_for(settings)``).
+    """
+    for invite, outcome in ordered_map(
+        lambda i: client.get_invite(i.id), invites, parallelism, stop, inline=True
+    ):
+        if on_read is not None and not isinstance(outcome, NotRun):
+            on_read(isinstance(outcome, Failed))  # an invite never read is not counted
+        yield invite, outcome

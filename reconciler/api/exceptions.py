@@ -58,7 +58,7 @@ class ApiError(ReconcilerError):
     def refused_before_acting(self) -> bool:
         """A refusal made before the request was acted on (a 429 or a 503, any body):
         sending it again is safe even for a write that is not idempotent (the re-send),
-        and it is sent again within the run (``retry.may_retry``). The one place that
+        and it is sent again within the run (``exchange.may_retry``). The one place that
         decides it: an answer newly known to be such a refusal is classified here."""
         return False
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 
 import click
 
-from reconciler.api.capacity.shared import capacity_for
-from reconciler.api.current import read_current
+from reconciler.api.capacity.concurrency import capacity_for
+from reconciler.api.client import read_current
 from reconciler.commands.adopt_files import (
     EditedFile,
     read_files,

@@ -7,8 +7,8 @@ from typing import NamedTuple
 
 import click
 
+from reconciler.api.capacity.concurrency import capacity_for
 from reconciler.api.capacity.limiter import Limiter
-from reconciler.api.capacity.shared import capacity_for
 from reconciler.api.client import ApiClient
 from reconciler.apply.applier import (
     ApplyReport,

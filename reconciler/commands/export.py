@@ -12,9 +12,8 @@ from datetime import UTC, datetime
 import click
 import yaml
 
-from reconciler.api.capacity.concurrency import ordered_map
+from reconciler.api.capacity.concurrency import capacity_for, ordered_map
 from reconciler.api.capacity.limiter import Limiter
-from reconciler.api.capacity.shared import capacity_for
 from reconciler.api.client import ApiClient
 from reconciler.api.exceptions import ApiError, NotFound
 from reconciler.commands.common import settings_for

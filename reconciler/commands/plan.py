@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from reconciler.api.capacity.shared import capacity_for
+from reconciler.api.capacity.concurrency import capacity_for
 from reconciler.commands.common import (
     check_writable,
     read_desired,

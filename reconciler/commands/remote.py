@@ -11,10 +11,9 @@ from contextlib import contextmanager
 
 import click
 
+from reconciler.api.capacity.concurrency import Capacity
 from reconciler.api.capacity.limiter import Limiter
-from reconciler.api.capacity.shared import Capacity
-from reconciler.api.client import ApiClient
-from reconciler.api.current import read_current
+from reconciler.api.client import ApiClient, read_current
 from reconciler.desired.state import DesiredState
 from reconciler.errors import ReconcilerError
 from reconciler.output.color import echo_err

@@ -1,4 +1,5 @@
-"""Run one network call per item with a bounded number in flight.
+"""Run one network call per item with a bounded number in flight, within the run's
+capacity (``capacity_for``: one pacer and one in-flight limit shared by every request).
 
 Results come back in the order of the items, whatever order the answers
 arrive in, so output is stable. The main thread only waits in short slices,
@@ -24,9 +25,11 @@ from collections.abc import Callable, Generator, Sequence
 from functools import partial
 from typing import Any, NamedTuple, TypeVar
 
-from reconciler.api.capacity.limiter import FixedLimit, Limiter
+from reconciler.api.capacity.limiter import FixedLimit, Limiter, PacedLimit, ProbedLimit
+from reconciler.api.capacity.pacing import RequestPacer
 from reconciler.api.exceptions import ApiError, RateLimited, ServerError
 from reconciler.model.outcome import Done, Failed, NotRun, Outcome
+from reconciler.settings.config import Settings
 from reconciler.stop import Stop
 
 T = TypeVar("T")
@@ -52,53 +55,23 @@ def ordered_map(
     the calls are reads, made on this thread at one in flight (see above).
     """
     limiter = FixedLimit(parallelism) if isinstance(parallelism, int) else parallelism
-    workers = _Workers(partial(_timed, call, limiter), items, limiter.cap)
-    done: dict[int, _Done] = {}
-    next_submit = next_yield = in_flight = 0
+    calls = _Calls(partial(_timed, call, limiter), items, limiter, stop, inline)
     try:
-        while next_yield < len(items):
-            if next_submit < len(items) and not (stop and stop.is_set()):
-                limit = limiter.limit
-                if inline and limit == 1 and in_flight == 0:
-                    # One at a time: made here once what came before is yielded.
-                    if next_submit == next_yield:
-                        done[next_submit] = workers.call(next_submit)
-                        next_submit += 1
-                else:
-                    # How far ahead of the oldest unanswered item we may run: bounds memory
-                    # held for out-of-order answers while one slow answer holds up output.
-                    window = limit * 8
-                    while (
-                        in_flight < limit
-                        and next_submit < len(items)
-                        and next_submit - next_yield < window
-                        and not (stop and stop.is_set())
-                    ):
-                        in_flight += 1
-                        workers.start(next_submit, in_flight)
-                        next_submit += 1
-            if next_yield in done:
-                yield items[next_yield], _outcome(done.pop(next_yield))
-                next_yield += 1
-            elif next_yield >= next_submit and in_flight == 0:
-                yield items[next_yield], NotRun()  # stopped before it started
-                next_yield += 1
-            else:
-                try:
-                    finished = workers.finished.get(timeout=_WAIT_SLICE)
-                except queue.Empty:
-                    continue
-                done[finished.at] = finished
-                in_flight -= 1
+        while calls.yielded < len(items):
+            calls.start()
+            outcome = calls.next_outcome()
+            if outcome is not None:
+                yield items[calls.yielded], outcome
+                calls.yielded += 1
     except BaseException:
         # The consumer gave up (a run-fatal error, Ctrl-C): calls in flight
         # stop retrying, and what has not started never will.
         if stop is not None:
             stop.set("the run ended before every call was made")
-        workers.abandoned = True
+        calls.abandoned = True
         raise
     finally:
-        workers.join()
+        calls.join()
     if items:
         log.debug("requests in flight: %s", limiter.describe())
 
@@ -109,30 +82,76 @@ class _Done(NamedTuple):
     error: BaseException | None
 
 
-class _Workers:
-    """Threads that make the calls, started as the calls in flight outnumber them (a
-    thread per call at most, never more than ``cap``). An index put in ``_starts`` is a
-    call to make; None ends a thread. What each call came to goes to ``finished``."""
+class _Calls:
+    """The calls of one map: started in item order up to ``started``, yielded up to
+    ``yielded``, made by threads started as the calls in flight outnumber them (a
+    thread per call at most, never more than the limiter's cap). An index put in
+    ``_starts`` is a call to make; None ends a thread. What each call came to goes to
+    ``_finished``, and waits in ``_done`` for its turn to be yielded."""
 
-    def __init__(self, run: Callable[[Any], Any], items: Sequence[Any], cap: int) -> None:
+    def __init__(
+        self,
+        run: Callable[[Any], Any],
+        items: Sequence[Any],
+        limiter: Limiter,
+        stop: Stop | None,
+        inline: bool,
+    ) -> None:
         self._run = run
         self._items = items
-        self._cap = cap
+        self._limiter = limiter
+        self._stop = stop
+        self._inline = inline
         self._starts: queue.SimpleQueue[int | None] = queue.SimpleQueue()
+        self._finished: queue.SimpleQueue[_Done] = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
-        self.finished: queue.SimpleQueue[_Done] = queue.SimpleQueue()
+        self._done: dict[int, _Done] = {}
+        self.started = self.yielded = self.in_flight = 0
         self.abandoned = False  # calls not yet started are skipped
 
-    def start(self, index: int, in_flight: int) -> None:
-        if len(self._threads) < min(in_flight, self._cap):
-            thread = threading.Thread(
-                target=self._work, name=f"api_{len(self._threads)}", daemon=True
-            )
-            thread.start()
-            self._threads.append(thread)
-        self._starts.put(index)
+    def _may_start(self) -> bool:
+        return self.started < len(self._items) and not (self._stop and self._stop.is_set())
 
-    def call(self, index: int) -> _Done:
+    def start(self) -> None:
+        """Start the calls the limit allows now."""
+        if not self._may_start():
+            return
+        limit = self._limiter.limit
+        if self._inline and limit == 1 and self.in_flight == 0:
+            # One at a time: made here once what came before is yielded.
+            if self.started == self.yielded:
+                self._done[self.started] = self._call(self.started)
+                self.started += 1
+            return
+        # How far ahead of the oldest unanswered item we may run: bounds memory
+        # held for out-of-order answers while one slow answer holds up output.
+        window = limit * 8
+        while self.in_flight < limit and self.started - self.yielded < window and self._may_start():
+            self.in_flight += 1
+            if len(self._threads) < min(self.in_flight, self._limiter.cap):
+                thread = threading.Thread(
+                    target=self._work, name=f"api_{len(self._threads)}", daemon=True
+                )
+                thread.start()
+                self._threads.append(thread)
+            self._starts.put(self.started)
+            self.started += 1
+
+    def next_outcome(self) -> Outcome[Any, ApiError] | None:
+        """The next item's outcome; None when it has none yet (after waiting a slice)."""
+        if self.yielded in self._done:
+            return _outcome(self._done.pop(self.yielded))
+        if self.yielded >= self.started and self.in_flight == 0:
+            return NotRun()  # stopped before it started
+        try:
+            finished = self._finished.get(timeout=_WAIT_SLICE)
+        except queue.Empty:
+            return None
+        self._done[finished.at] = finished
+        self.in_flight -= 1
+        return None
+
+    def _call(self, index: int) -> _Done:
         """Make the call for ``index`` on this thread. What it raised is in the result
         (the consumer's thread decides what it means), but an interrupt or an exit."""
         try:
@@ -145,9 +164,9 @@ class _Workers:
             if self.abandoned:
                 continue
             try:
-                self.finished.put(self.call(index))
+                self._finished.put(self._call(index))
             except BaseException as error:  # an exit: the consumer's thread decides
-                self.finished.put(_Done(index, None, error))
+                self._finished.put(_Done(index, None, error))
 
     def join(self) -> None:
         for _ in self._threads:
@@ -157,7 +176,6 @@ class _Workers:
 
 
 def _timed(call: Callable[[T], R], limiter: Limiter, item: T) -> R:
-    limiter.begin()
     started = time.monotonic()
     refused = False
     try:
@@ -175,3 +193,22 @@ def _outcome(done: _Done) -> Outcome[Any, ApiError]:
     if isinstance(done.error, ApiError):
         return Failed(done.error)
     raise done.error
+
+
+class Capacity(NamedTuple):
+    """What the server takes: the rate (the pacer, learned from every answer) and the
+    number in flight (the limiter, never above what that rate can serve)."""
+
+    pacer: RequestPacer
+    limiter: Limiter
+
+
+def capacity_for(settings: Settings) -> Capacity:
+    """One pacer, and at most ``parallelism`` in flight when it was set (option,
+    environment or config: no fewer, what the user said), else ``max_parallelism``,
+    fewer where fewer are answered as fast (``ProbedLimit``); never more than the
+    pacer's rate can serve."""
+    pacer = RequestPacer()
+    cap = settings.parallelism or settings.max_parallelism
+    limiter = PacedLimit(cap, pacer) if settings.parallelism else ProbedLimit(cap, pacer)
+    return Capacity(pacer, limiter)

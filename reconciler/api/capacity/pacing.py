@@ -1,6 +1,6 @@
 """Turns to start a request, handed out in arrival order, at the rate the server
 allows (learned in ``rate``; with the in-flight limit it makes the run's
-``shared.Capacity``).
+``concurrency.Capacity``).
 
 Turns go in arrival order (FIFO): the first in line starts one interval (1/rate)
 after the previous request reached the server, and never while the server has asked
@@ -22,8 +22,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import NamedTuple
 
-from reconciler.api.capacity.latency import LATE
-from reconciler.api.capacity.rate import START_RATE, RateControl
+from reconciler.api.capacity.rate import LATE, START_RATE, RateControl
 from reconciler.stop import Stop
 
 SLEEP_SLICE = 0.25  # longest single sleep: a pause or a stop is noticed this soon
@@ -117,8 +116,8 @@ class RequestPacer:
             return self._control.servable()
 
     def forget_latency_floor(self) -> None:
-        """The server's latency changed (see ``probe``): the unloaded latency of the last
-        answers, which the number in flight grows from in slow start, is not it."""
+        """The server's latency changed (see ``limiter.ProbedLimit``): the unloaded latency
+        of the last answers, which the number in flight grows from in slow start, is not it."""
         with self._lock:
             self._control.latency.forget_floor()
 
@@ -137,44 +136,57 @@ class RequestPacer:
         """
         ticket = object()
         entered = self._clock()
-        control = self._control
         with self._lock:
             self._line.append(ticket)
         try:
             while True:
                 with self._lock:
-                    now = self._clock()
-                    first = self._line[0] is ticket
-                    stopped = stop is not None and stop.is_set()
-                    closed = max(control.pause[1], control.hold[1])
-                    if first:
-                        spaced = self._spaced(now)
-                        if spaced > now:
-                            self._held = True  # the rate, not the caller, set this start
-                        start = max(closed, spaced)
-                        if stopped and control.ceiling is None and closed <= now:
-                            start = now  # slow start is ours: a stopping run's last calls go
-                        if start <= now:
-                            return self._start(ticket, entered, now)
-                    wait = (start - now) if first else SLEEP_SLICE
-                    too_long = budget_left is not None and closed - now > budget_left
-                    if not first and not stopped and not too_long:
+                    step = self._step(ticket, entered, stop, budget_left)
+                    if step is None:
                         # Woken by each turn taken; the slice only bounds a missed wake-up.
                         self._turned.wait(SLEEP_SLICE)
                         continue
-                    asked = control.pause[1] >= control.hold[1]
-                if stop is not None and stop.is_set():
-                    raise NoTurn(max(wait, 0.0), stopped=True)
-                if too_long:
-                    raise NoTurn(closed - now, stopped=False, asked=asked)
+                if isinstance(step, Turn):
+                    return step
                 # Sleep outside the lock, then look again: a 429 may have paused us.
-                self._sleep(min(wait, SLEEP_SLICE))
+                self._sleep(min(step, SLEEP_SLICE))
         except BaseException:
             with self._lock:
                 if ticket in self._line:
                     self._line.remove(ticket)
                 self._turned.notify_all()
             raise
+
+    def _step(
+        self, ticket: object, entered: float, stop: Stop | None, budget_left: float | None
+    ) -> Turn | float | None:
+        """The caller's turn, or how long to sleep before looking again (None: until a
+        turn is taken: others are ahead of it in line). Hold the lock."""
+        now = self._clock()
+        control = self._control
+        stopped = stop is not None and stop.is_set()
+        closed = max(control.pause[1], control.hold[1])
+        first = self._line[0] is ticket
+        wait = SLEEP_SLICE
+        if first:
+            start = self._start_at(now, closed, stopped)
+            if start <= now:
+                return self._start(ticket, entered, now)
+            wait = start - now
+        if stopped:
+            raise NoTurn(max(wait, 0.0), stopped=True)
+        if budget_left is not None and closed - now > budget_left:
+            raise NoTurn(closed - now, stopped=False, asked=control.pause[1] >= control.hold[1])
+        return wait if first else None
+
+    def _start_at(self, now: float, closed: float, stopped: bool) -> float:
+        """When the first in line may start. Hold the lock."""
+        spaced = self._spaced(now)
+        if spaced > now:
+            self._held = True  # the rate, not the caller, set this start
+        if stopped and self._control.ceiling is None and closed <= now:
+            return now  # slow start is ours: a stopping run's last calls go
+        return max(closed, spaced)
 
     def _spaced(self, now: float) -> float:
         """When the next start may go, by the rate alone. Hold the lock."""

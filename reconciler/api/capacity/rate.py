@@ -1,4 +1,6 @@
-"""The rate the server allows, learned from every answer.
+"""The rate the server allows, learned from every answer (``RateControl``), from what
+the run sent and the server let through (``RecentStarts``) and what answers take
+(``Latencies``).
 
 The platform does not publish its limit, and what stands in front of it may set one
 in several ways, each refusing with a 429 or a bare 503: nginx's ``limit_req`` on
@@ -55,10 +57,8 @@ from __future__ import annotations
 
 import logging
 import math
-from collections import deque
-
-from reconciler.api.capacity.latency import Latencies
-from reconciler.api.capacity.starts import WINDOW, RecentStarts
+from collections import Counter, deque
+from typing import NamedTuple
 
 log = logging.getLogger("reconciler.pacing")
 
@@ -268,40 +268,25 @@ class RateControl:
         self._held = 0.0
         first = self.starts.first if self.starts.first is not None else started
         since = max(started - WINDOW, first, min(max(self.pause[1], self.hold[1]), started))
-        let, earliest, last, gap = self.starts.let_through(started, since)
-        served = 0.0
-        fastest = self.latency.fastest()
-        if fastest and seconds > QUEUEING * fastest:
-            # Refused later than answers come, after a wait in a queue (HAProxy's
-            # maxconn): everything went in, and it served what it serves.
-            served = self.starts.delivery_rate()
-        if not let:  # nothing let through lately
+        let = self.starts.let_through(started, since)
+        served = self._served(seconds)
+        if not let.number:  # nothing let through lately
             self._lower_bound = not served
-            return let, served or min(rate, START_RATE), False
-        measured, cycled = math.inf, False
+            return 0, served or min(rate, START_RATE), False
         # From the first one let through to the refused one: as many intervals.
-        average = let / max(started - earliest, 1.0 / rate)
+        average = let.number / max(started - let.first, 1.0 / rate)
         # Some let through much faster than on the whole: the limit allows a burst (a
         # window, a token bucket). If not, it is on spacing (nginx's limit_req): none
         # went through closer than it allows, the refused one did.
-        burst = bool(gap) and 1.0 / gap > BURST * average
+        burst = bool(let.gap) and 1.0 / let.gap > BURST * average
+        cycled = False
         if self.ceiling is None and started - first < WINDOW:
-            # A run younger than the window has not seen a whole one: a window let
-            # through a window's worth (its rate), a token bucket its burst and its rate
-            # since (more or less than its rate), a limit on spacing about its rate.
-            # A lower bound to grow from, unless a burst came with a pause named: a
-            # window's is what it let through, a bucket's shows in the next cycle.
-            self._lower_bound = not (burst and retry_after)
-            self._held = let / WINDOW  # a window's rate, if it remembers (see _hold_longer)
-            if burst:
-                measured = self._held
-            else:
-                measured = (let - 1) / (last - earliest) if let > 1 else FIRST_CUT * rate
+            measured = self._young(let, burst, rate, retry_after)
         elif self.pause[1] <= started < self.pause[1] + WINDOW:
             # Within a window of the server's pause: the window held what it let
             # through after the pause, and nothing from the pause.
             window = max(started - WINDOW, first)
-            measured = self.starts.let_through(started, window)[0] / (started - window)
+            measured = self.starts.let_through(started, window).number / (started - window)
         elif self._lower_bound:
             # Refused while growing from a lower bound: a limit that refuses as soon as
             # the rate crosses it (nginx's limit_req, an empty token bucket) is about
@@ -309,13 +294,7 @@ class RateControl:
             self._lower_bound = False
             measured = max(average, rate)
         else:
-            # A window or a bucket: what the window before the refusal held. A limit on
-            # spacing: the fastest it let through, and not far below the rate refused,
-            # which crossed it (sent a little too fast, every other one is refused).
-            held = let / max(started - since, 1.0 / rate)
-            before = self.starts.before(started)
-            sent = min(rate, 1.0 / (started - before)) if before is not None else rate
-            measured = held if burst else max(average, 1.0 / gap if gap else 0.0, CUT * sent)
+            measured = self._steady(let, started - since, average, burst, rate, started)
             if retry_after and self._cut_at <= self.pause[1] and now - self._cut_at <= CYCLE:
                 # A pause the server named, then a burst soon refused again: a token
                 # bucket refilled in the pause, so only the whole cycle says what it lets
@@ -323,7 +302,39 @@ class RateControl:
                 # than the pause, which says nothing of a window's rate.
                 cycle = self._let_since_cut / max(now - self._cut_at, _SHORTEST_CYCLE)
                 measured, cycled = min(measured, cycle), cycle < measured
-        return let, min(measured, served or math.inf), cycled
+        return let.number, min(measured, served or math.inf), cycled
+
+    def _served(self, seconds: float) -> float:
+        """What a server queue serves (0: no sign of one): a refusal later than answers
+        come waited in a queue (HAProxy's maxconn), where everything went in."""
+        fastest = self.latency.fastest()
+        if fastest and seconds > QUEUEING * fastest:
+            return self.starts.delivery_rate()
+        return 0.0
+
+    def _young(self, let: LetThrough, burst: bool, rate: float, retry_after: float | None) -> float:
+        """A run younger than the window has not seen a whole one: a window let through a
+        window's worth (its rate), a token bucket its burst and its rate since (more or
+        less than its rate), a limit on spacing about its rate. A lower bound to grow
+        from, unless a burst came with a pause named: a window's is what it let through,
+        a bucket's shows in the next cycle."""
+        self._lower_bound = not (burst and retry_after)
+        self._held = let.number / WINDOW  # a window's rate, if it remembers (see _hold_longer)
+        if burst:
+            return self._held
+        return (let.number - 1) / (let.last - let.first) if let.number > 1 else FIRST_CUT * rate
+
+    def _steady(
+        self, let: LetThrough, span: float, average: float, burst: bool, rate: float, started: float
+    ) -> float:
+        """A window or a bucket: what the window (``span`` seconds) before the refusal
+        held. A limit on spacing: the fastest it let through, and not far below the rate
+        refused, which crossed it (sent a little too fast, every other one is refused)."""
+        if burst:
+            return let.number / max(span, 1.0 / rate)
+        before = self.starts.before(started)
+        sent = min(rate, 1.0 / (started - before)) if before is not None else rate
+        return max(average, 1.0 / let.gap if let.gap else 0.0, CUT * sent)
 
     def _hold_longer(self, now: float) -> None:
         """Refused again, nothing let through since the last cut: the same window, no
@@ -377,3 +388,145 @@ class RateControl:
             return
         probing = self.answers - self._reached
         self.rate = min(MAX_RATE, level * (1 + PROBE * probing * probing))
+
+
+WINDOW = 1.0  # seconds: what was let through in the window before a refusal is the rate
+STARTS_KEPT = 3.0  # seconds of starts kept: a queue refuses a request a second or more after
+RECENT = 8  # starts that measure it during slow start, when it changes fast
+
+
+class LetThrough(NamedTuple):
+    """Requests let through in a span: how many, when the first and the last of them
+    started, and the shortest time between two of them."""
+
+    number: int
+    first: float
+    last: float
+    gap: float
+
+
+class RecentStarts:
+    """Not thread-safe: the pacer calls it under its lock."""
+
+    def __init__(self) -> None:
+        self._times: deque[float] = deque()  # start times within the last STARTS_KEPT seconds
+        self._refused: deque[float] = deque()  # start times of those refused, the same
+        self._answered: deque[float] = deque(maxlen=RECENT)  # times of the last answers let through
+        self.first: float | None = None  # the run's first start
+
+    def add(self, now: float) -> None:
+        if self.first is None:
+            self.first = now
+        self._times.append(now)
+        while self._times[0] < now - STARTS_KEPT:
+            self._times.popleft()
+
+    def refused(self, started: float) -> None:
+        """The request started at ``started`` was refused."""
+        self._refused.append(started)
+        while self._refused[0] < started - STARTS_KEPT:
+            self._refused.popleft()
+
+    def let_through(self, before: float, since: float) -> LetThrough:
+        """Requests started in [``since``, ``before``) and not refused (so far: one still
+        in flight that left before a refused one was let through), when the first and
+        the last of them started (``before`` when none), and the shortest time between
+        two of them (0 when fewer than two)."""
+        refused = Counter(t for t in self._refused if since <= t < before)
+        count, first, last, gap = 0, before, -math.inf, math.inf
+        for t in self._times:
+            if since <= t < before:
+                if refused[t]:
+                    refused[t] -= 1
+                    continue
+                count += 1
+                first = min(first, t)
+                gap = min(gap, t - last)
+                last = t
+        return LetThrough(count, first, last if count else before, gap if count > 1 else 0.0)
+
+    def before(self, started: float) -> float | None:
+        """When the start before the one at ``started`` was (None: none kept)."""
+        earlier = [t for t in self._times if t < started]
+        return earlier[-1] if earlier else None
+
+    def answered(self, now: float) -> None:
+        """An answer that was not a refusal came."""
+        self._answered.append(now)
+
+    def delivery_rate(self) -> float:
+        """Answers let through per second over the last RECENT (0: too few to tell)."""
+        answered = self._answered
+        if len(answered) < 2 or answered[-1] <= answered[0]:
+            return 0.0
+        return (len(answered) - 1) / (answered[-1] - answered[0])
+
+    def recent_rate(self) -> float:
+        """Starts per second over the last RECENT starts (0: too few to tell)."""
+        count = min(len(self._times), RECENT)
+        if count < 2:
+            return 0.0
+        newest, oldest = self._times[-1], self._times[-count]  # read from the newest end
+        if newest <= oldest:
+            return 0.0
+        return (count - 1) / (newest - oldest)
+
+
+WEIGHT = 0.2  # share of each answer's time in the moving average
+BLOCK = 16  # answers whose times are kept: a block
+BLOCKS = 4  # blocks whose medians are kept
+LATE = 1.25  # an answer this much slower than unloaded: it probably left late
+
+
+class Latencies:
+    """Not thread-safe: the pacer calls it under its lock."""
+
+    def __init__(self) -> None:
+        self.average: float | None = None
+        self._last: deque[float] = deque(maxlen=BLOCK)
+        self._medians: deque[float] = deque(maxlen=BLOCKS)  # of the last blocks
+        self._counted = 0
+
+    def add(self, seconds: float) -> None:
+        """An answer that was not a refusal came ``seconds`` after its request left."""
+        seconds = max(0.0, seconds)
+        self._last.append(seconds)
+        self._counted += 1
+        if self._counted % BLOCK == 0:
+            self._medians.append(_median(self._last))
+        if self.average is None:
+            self.average = seconds
+        else:
+            self.average += WEIGHT * (seconds - self.average)
+
+    def unloaded(self) -> float:
+        """What an answer takes when the server is not loaded: the lowest median of the
+        last blocks of answers (and of the last answers), which neither a cache hit now
+        and then nor a queue that builds up at the server moves (0: none yet)."""
+        if not self._last:
+            return 0.0
+        return min(_median(self._last), min(self._medians, default=math.inf))
+
+    def forget_floor(self) -> None:
+        """The server's latency changed: the answers kept say nothing of it now (the
+        moving average, quick to follow, stays)."""
+        self._last.clear()
+        self._medians.clear()
+        self._counted = 0
+
+    def fastest(self) -> float:
+        """The fastest of the last answers (0: none yet)."""
+        return min(self._last, default=0.0)
+
+    def arrived(self, started: float, seconds: float, now: float) -> float:
+        """When a request that left at ``started`` and was answered ``seconds`` later (at
+        ``now``) most likely reached the server: then, unless it was answered late (a
+        connection opened, a thread scheduled late): then as late as its answer was."""
+        unloaded = self.unloaded()
+        if not unloaded or seconds <= LATE * unloaded:
+            return started
+        return max(started, now - unloaded)
+
+
+def _median(times: deque[float]) -> float:
+    return sorted(times)[len(times) // 2]

@@ -1,29 +1,42 @@
 """One request, start to finish: a turn from the pacer, attempts bounded in time
-and size, retries as ``retry.decide_retry`` says, and the token fetched on the way.
+and size, retries as ``decide_retry`` says, and the token fetched on the way.
+
+Whether to try a failed request again, and after how long, is a pure function
+(``decide_retry``): it sees only the error, how many attempts were made and how much
+of the retry budget is left, so every rule is tested without HTTP or clocks.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Any, NamedTuple, Protocol
 
 from reconciler.api.capacity.pacing import SLEEP_SLICE, NoTurn, Refusal, RequestPacer, Turn
 from reconciler.api.exceptions import (
     ApiError,
+    GatewayRefused,
     NotSent,
     PermissionDenied,
     RateLimited,
+    ServerError,
     TransportError,
 )
 from reconciler.api.http.answer import Answer
 from reconciler.api.http.attempt import Attempts
-from reconciler.api.http.auth import BearerAuth, ClientBasicAuth, TokenSource
-from reconciler.api.http.retry import decide_retry, is_rate_signal
-from reconciler.api.http.secret_forms import IssuedTokens
-from reconciler.api.http.token_answer import Grant, OAuthError, Token, token_from_payload
-from reconciler.api.http.token_errors import token_failure
-from reconciler.api.http.urls import BaseUrl
+from reconciler.api.http.auth import (
+    BearerAuth,
+    ClientBasicAuth,
+    Grant,
+    IssuedTokens,
+    OAuthError,
+    Token,
+    TokenSource,
+    token_failure,
+    token_from_payload,
+)
+from reconciler.api.http.network import BaseUrl
 from reconciler.safetext import seconds
 from reconciler.settings.config import Credentials, Settings
 from reconciler.stop import Stop
@@ -47,6 +60,24 @@ class AttemptWatch(Protocol):
     def before(self) -> None: ...
 
     def failed(self, error: ApiError) -> None: ...
+
+
+@dataclass
+class _Request:
+    """One request and what its attempts came to so far."""
+
+    method: str
+    path: str
+    send: Send
+    idempotent: bool
+    pacer: RequestPacer
+    watch: AttemptWatch | None = None
+    observed: bool = False  # told to the observer: the invite operations, not the token's
+    attempts: int = 0
+    give_up_at: float | None = None  # the retry budget's end, once the first attempt left
+    error: ApiError | None = None  # the last attempt's
+    refusal: Refusal | None = None  # what the pacer made of this request's last refusal
+    own: bool = False  # the last refusal is the request's own, not a limit on all
 
 
 class Exchange:
@@ -121,39 +152,13 @@ class Exchange:
                 self._take_note(answer.error)
             return answer
 
-        return self._with_retries(
-            method,
-            path,
-            send,
-            idempotent=idempotent,
-            observe=True,
-            ready=self._tokens.current,
-            watch=watch,
-            pacer=pacer,
-        )
+        request = _Request(method, path, send, idempotent, pacer or self._pacer, watch, True)
+        return self._with_retries(request, ready=self._tokens.current)
 
     # -- the retry loop ---------------------------------------------------------
 
-    def _with_retries(
-        self,
-        method: str,
-        path: str,
-        send: Send,
-        *,
-        idempotent: bool,
-        observe: bool,
-        ready: Callable[[], object] | None = None,
-        watch: AttemptWatch | None = None,
-        pacer: RequestPacer | None = None,
-    ) -> Answer:
-        # The retry budget starts with the first attempt: time queued for a turn before
-        # it, or behind other requests later, is ours, not the server's refusing.
-        give_up_at: float | None = None
-        attempt = 0
-        error: ApiError | None = None
-        refusal: Refusal | None = None  # what the pacer made of this request's last refusal
+    def _with_retries(self, request: _Request, ready: Callable[[], object] | None = None) -> Answer:
         while True:
-            attempt += 1
             if ready is not None:
                 # The token first, on its own turn: fetched inside this request's turn,
                 # it would leave just before it, and a gateway allowing no burst
@@ -162,108 +167,141 @@ class Exchange:
                     ready()
                 except ApiError as no_token:
                     raise _unsent(no_token) from None
-            # A pause the server asks for is its refusing, charged to the budget: one
-            # longer than a whole budget is refused even before a request's first try.
-            budget = self.settings.retry_max_seconds
-            left = budget if give_up_at is None else give_up_at - self._clock()
-            turn = self._take_turn(left, first=give_up_at is None, last=error, pacer=pacer)
-            started = self._clock()
-            if give_up_at is None:
-                give_up_at = started + self.settings.retry_max_seconds
-            else:
-                give_up_at += turn.queued
-            answer: Answer | None = None
-            if watch is not None:
-                watch.before()  # its record first: raising, it keeps this attempt unsent
-            try:
-                answer = send(give_up_at if attempt > 1 else None)
-                error = answer.error
-            except ApiError as failure:
-                error = failure
-            if error is not None and error is self._tokens.failure:
-                # The token request already had its retries; this one never left (or its
-                # resend after a 401 did not). Its record names no HTTP status or requestId:
-                # those the token endpoint answered are in the message, and are not this
-                # request's.
-                unsent = _unsent(error)
-                if watch is not None:
-                    watch.failed(NotSent(str(unsent)))
-                raise unsent
-            if error is not None and watch is not None:
-                watch.failed(error)
-            elapsed = self._clock() - started
-            status = answer.status if answer else getattr(error, "status", None)
-            log.debug(
-                "%s %s -> %s (%.0f ms, requestId %s)",
-                method,
-                path,
-                status or type(error).__name__,
-                elapsed * 1000,
-                (answer.request_id if answer else None) or "-",
-            )
-            if observe:
-                self._observe(elapsed, status)
-            own = False
-            if status is not None:  # an answer came: it says something about the rate
-                refused = error is not None and is_rate_signal(error)
-                retry_after = error.retry_after if refused and error is not None else None
-                refusal = (pacer or self._pacer).on_answer(
-                    turn, elapsed, refused=refused, retry_after=retry_after, again=refusal
-                )
-                own = refusal is not None and refusal.own
-            if error is None:
-                assert answer is not None
+            answer = self._attempt(request)
+            if answer is not None:
                 return answer
-            decision = decide_retry(
-                error,
-                attempt,
-                give_up_at - self._clock(),
-                idempotent=idempotent,
-                max_attempts=self.settings.max_attempts,
-                jitter=self._jitter(),
-                own=own,
-            )
-            if not decision.retry or self.stop.is_set():
-                error.message += decision.note
-                raise error
-            log.debug(
-                "%s %s failed (%s); retry %d in %.2fs", method, path, error, attempt, decision.delay
-            )
-            self._pause(decision.delay, error)
+            self._retry_or_raise(request)
 
-    def _take_turn(
-        self,
-        budget_left: float,
-        *,
-        first: bool,
-        last: ApiError | None,
-        pacer: RequestPacer | None = None,
-    ) -> Turn:
-        try:
-            return (pacer or self._pacer).wait_turn(stop=self.stop, budget_left=budget_left)
-        except NoTurn as no:
-            if no.stopped:
-                raise NotSent("not sent: the run is stopping") from None
-            left = max(budget_left, 0.0)
-            if not no.asked and last is not None:
-                # Held after refusals: the server's window would not move in time.
-                last.message += (
-                    f" (refused for all of retry_max_seconds: no request may start for "
-                    f"another {seconds(no.wait)} after the server's refusals, more than the "
-                    f"{seconds(left)} left)"
-                )
-                raise last from None
-            what = "not sent" if first else "not retried"
-            wait = (
-                f"the server asked that no request start for another {seconds(no.wait)}"
-                if no.asked  # its Retry-After; else the hold after its refusals is ours
-                else f"no request may start for another {seconds(no.wait)} after the "
-                "server's refusals"
+    def _attempt(self, request: _Request) -> Answer | None:
+        """One attempt, on its turn, told to the pacer; None when it failed (``error``)."""
+        turn = self._take_turn(request)
+        started = self._clock()
+        request.attempts += 1
+        if request.give_up_at is None:
+            # The retry budget starts with the first attempt: time queued for a turn before
+            # it, or behind other requests later, is ours, not the server's refusing.
+            request.give_up_at = started + self.settings.retry_max_seconds
+        else:
+            request.give_up_at += turn.queued
+        answer, error = self._send(request)
+        elapsed = self._clock() - started
+        status = answer.status if answer is not None else error.status if error else None
+        self._tell(request, answer, error, status, elapsed)
+        request.error, request.own = error, False
+        if status is not None:  # an answer came: it says something about the rate
+            refused = error is not None and is_rate_signal(error)
+            request.refusal = request.pacer.on_answer(
+                turn,
+                elapsed,
+                refused=refused,
+                retry_after=error.retry_after if refused and error else None,
+                again=request.refusal,
             )
-            raise RateLimited(
-                f"{what}: {wait}, more than the {seconds(left)} left of this request's "
-                f"retry budget (retry_max_seconds: {self.settings.retry_max_seconds:g})"
-            ) from None
+            request.own = request.refusal is not None and request.refusal.own
+        return answer if error is None else None
+
+    def _send(self, request: _Request) -> tuple[Answer | None, ApiError | None]:
+        watch = request.watch
+        if watch is not None:
+            watch.before()  # its record first: raising, it keeps this attempt unsent
+        answer: Answer | None = None
+        try:
+            answer = request.send(request.give_up_at if request.attempts > 1 else None)
+            error = answer.error
+        except ApiError as failure:
+            error = failure
+        if error is not None and error is self._tokens.failure:
+            # The token request already had its retries; this one never left (or its
+            # resend after a 401 did not). Its record names no HTTP status or requestId:
+            # those the token endpoint answered are in the message, and are not this
+            # request's.
+            unsent = _unsent(error)
+            if watch is not None:
+                watch.failed(NotSent(str(unsent)))
+            raise unsent
+        if error is not None and watch is not None:
+            watch.failed(error)
+        return answer, error
+
+    def _tell(
+        self,
+        request: _Request,
+        answer: Answer | None,
+        error: ApiError | None,
+        status: int | None,
+        elapsed: float,
+    ) -> None:
+        """The attempt in the verbose log, and to the observer (invite operations only)."""
+        log.debug(
+            "%s %s -> %s (%.0f ms, requestId %s)",
+            request.method,
+            request.path,
+            status or type(error).__name__,
+            elapsed * 1000,
+            (answer.request_id if answer else None) or "-",
+        )
+        if request.observed and self._observer is not None:
+            try:
+                self._observer(elapsed, status)
+            except Exception:  # a watcher's fault must not fail a request
+                log.debug("the request observer failed", exc_info=True)
+
+    def _retry_or_raise(self, request: _Request) -> None:
+        error = request.error
+        assert error is not None and request.give_up_at is not None
+        decision = decide_retry(
+            error,
+            request.attempts,
+            request.give_up_at - self._clock(),
+            idempotent=request.idempotent,
+            max_attempts=self.settings.max_attempts,
+            jitter=self._jitter(),
+            own=request.own,
+        )
+        if not decision.retry or self.stop.is_set():
+            error.message += decision.note
+            raise error
+        log.debug(
+            "%s %s failed (%s); retry %d in %.2fs",
+            request.method,
+            request.path,
+            error,
+            request.attempts,
+            decision.delay,
+        )
+        self._pause(decision.delay, error)
+
+    def _take_turn(self, request: _Request) -> Turn:
+        # A pause the server asks for is its refusing, charged to the budget: one
+        # longer than a whole budget is refused even before a request's first try.
+        end = request.give_up_at
+        left = self.settings.retry_max_seconds if end is None else end - self._clock()
+        try:
+            return request.pacer.wait_turn(stop=self.stop, budget_left=left)
+        except NoTurn as no:
+            raise self._no_turn(no, request.error, end is None, max(left, 0.0)) from None
+
+    def _no_turn(self, no: NoTurn, last: ApiError | None, first: bool, left: float) -> ApiError:
+        if no.stopped:
+            return NotSent("not sent: the run is stopping")
+        if not no.asked and last is not None:
+            # Held after refusals: the server's window would not move in time.
+            last.message += (
+                f" (refused for all of retry_max_seconds: no request may start for "
+                f"another {seconds(no.wait)} after the server's refusals, more than the "
+                f"{seconds(left)} left)"
+            )
+            return last
+        what = "not sent" if first else "not retried"
+        wait = (
+            f"the server asked that no request start for another {seconds(no.wait)}"
+            if no.asked  # its Retry-After; else the hold after its refusals is ours
+            else f"no request may start for another {seconds(no.wait)} after the server's refusals"
+        )
+        return RateLimited(
+            f"{what}: {wait}, more than the {seconds(left)} left of this request's "
+            f"retry budget (retry_max_seconds: {self.settings.retry_max_seconds:g})"
+        )
 
     def _take_note(self, error: ApiError) -> None:
         if isinstance(error, PermissionDenied):  # what the server says decides none of it
@@ -301,14 +339,6 @@ class Exchange:
                 return
             self._sleep(min(left, SLEEP_SLICE))
 
-    def _observe(self, seconds: float, status: int | None) -> None:
-        if self._observer is None:
-            return
-        try:
-            self._observer(seconds, status)
-        except Exception:  # a watcher's fault must not fail a request
-            log.debug("the request observer failed", exc_info=True)
-
     # -- the token --------------------------------------------------------------
 
     def _fetch_token(self) -> Token:
@@ -328,7 +358,7 @@ class Exchange:
             return answer
 
         try:
-            answer = self._with_retries("POST", path, send, idempotent=True, observe=False)
+            answer = self._with_retries(_Request("POST", path, send, True, self._pacer))
         except (TransportError, NotSent):
             # No answer (the network's words name the host; _unsent adds the rest), or
             # none sent (the run stopping, a wait past the budget): the token's own words.
@@ -347,3 +377,97 @@ def _unsent(error: ApiError) -> ApiError:
             permanent=error.permanent,
         )
     return error
+
+
+BACKOFF_BASE = 0.5
+BACKOFF_CAP = 8.0
+
+
+class RetryDecision(NamedTuple):
+    retry: bool
+    delay: float = 0.0  # seconds to wait before the next attempt
+    note: str = ""  # appended to the error's message when giving up after retrying
+
+
+def may_retry(error: ApiError, idempotent: bool) -> bool:
+    """Whether another attempt could succeed and do no harm."""
+    if isinstance(error, TransportError):
+        # A request that may have reached the server is repeated only if repeating is safe.
+        return not error.permanent and (idempotent or not error.maybe_sent)
+    if error.refused_before_acting:  # a 429 or a 503, any body: nothing was done
+        return True
+    return idempotent and isinstance(error, RateLimited | ServerError)
+
+
+def is_rate_signal(error: ApiError) -> bool:
+    """A refusal that says "slower" to the whole run rather than "not this one": a 429,
+    or a gateway's bare 503. The pacer cuts the rate; the request waits its turn again."""
+    return isinstance(error, RateLimited | GatewayRefused)
+
+
+def decide_retry(
+    error: ApiError,
+    attempt: int,
+    time_left: float,
+    *,
+    idempotent: bool,
+    max_attempts: int,
+    jitter: float,
+    own: bool = False,
+) -> RetryDecision:
+    """``attempt`` attempts failed, the last with ``error``; ``jitter`` is in [0, 1);
+    ``own``: a refusal the pacer found to be this request's own, not a limit on all."""
+    if not may_retry(error, idempotent):
+        return RetryDecision(False)
+    tried = f"gave up after {attempt} attempt{'s' if attempt != 1 else ''}"
+    asked = error.retry_after
+    if asked and time_left < asked:  # `Retry-After: 0` asks no wait
+        said, left = _apart(asked, max(time_left, 0.0))
+        return RetryDecision(
+            False,
+            note=f" ({tried}: the server asked to wait {said} s, more than the "
+            f"{left} s left of retry_max_seconds)",
+        )
+    if is_rate_signal(error):
+        # Not counted against max_attempts: a limit slows a run, it does not end it.
+        # Its wait happens in the pacer, for every request at once; the server's share
+        # of that wait (a Retry-After, one interval of its rate) spends the budget.
+        if time_left <= 0:
+            return RetryDecision(
+                False,
+                note=f" ({tried}: refused for all of retry_max_seconds, not counting "
+                "the time it waited for its turn)",
+            )
+        # Refused again while others went through (``own``): it backs off alone, as
+        # after a fault, and the others go on at the rate.
+        return _backed_off(error, attempt, jitter, time_left, tried) if own else RetryDecision(True)
+    if attempt >= max_attempts:
+        return RetryDecision(False, note=f" ({tried})")
+    return _backed_off(error, attempt, jitter, time_left, tried)
+
+
+def _backed_off(
+    error: ApiError, attempt: int, jitter: float, time_left: float, tried: str
+) -> RetryDecision:
+    wait = _wait(error, attempt, jitter)
+    if wait >= time_left:
+        return RetryDecision(False, note=f" ({tried}: retry_max_seconds spent)")
+    return RetryDecision(True, wait)
+
+
+def _wait(error: ApiError, attempt: int, jitter: float) -> float:
+    if error.retry_after is not None:
+        return error.retry_after
+    # Exponential backoff with full jitter, so workers do not retry in step.
+    # The exponent bounded: a refusal is not counted against max_attempts, so a request
+    # refused for all of retry_max_seconds may have made thousands of attempts.
+    return jitter * min(BACKOFF_CAP, BACKOFF_BASE * 2.0 ** min(attempt - 1, 16))
+
+
+def _apart(asked: float, left: float) -> tuple[str, str]:
+    """``asked`` and ``left`` (less) in whole seconds, or with as many decimals as it takes
+    (up to nine) to read apart: "1.00 s, more than the 0.96 s left", not "1 s ... the 1 s"."""
+    digits = 0
+    while digits < 9 and float(f"{asked:.{digits}f}") <= float(f"{left:.{digits}f}"):
+        digits += 1
+    return f"{asked:.{digits}f}", f"{left:.{digits}f}"

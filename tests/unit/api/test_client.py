@@ -49,7 +49,6 @@ from reconciler.api.exceptions import (
     TransportError,
     WrongInvite,
 )
-from reconciler.api.http.urls import check_base_url
 from reconciler.errors import ConfigError, ReconcilerError
 from reconciler.model.invite import CurrentInvite
 from reconciler.settings.config import Settings
@@ -146,6 +145,15 @@ def token_calls(requests_mock: Any) -> list[Any]:
     return [r for r in requests_mock.request_history if r.url == TOKEN_URL]
 
 
+def operate(client: ApiClient, operation: str, invite_id: str = "inv_8f2k1") -> object:
+    """One of the client's operations on ``invite_id``: get, update (a PATCH) or resend."""
+    if operation in ("get", "GET"):
+        return client.get_invite(invite_id)
+    if operation in ("update", "PATCH"):
+        return client.update_invite(invite_id, {"name": "X"})
+    return client.resend_invite(invite_id)
+
+
 def assert_no_secrets(*texts: str) -> None:
     for text in texts:
         for secret in SECRETS:
@@ -221,28 +229,6 @@ def test_token_is_reused_across_calls(
     assert {r.headers["Authorization"] for r in api_calls(requests_mock)} == {f"Bearer {TOKEN}"}
 
 
-def test_token_is_renewed_shortly_before_it_expires(
-    client: ApiClient, requests_mock: Any, fake_time: FakeTime
-) -> None:
-    requests_mock.post(
-        TOKEN_URL, [token_response(TOKEN, expires_in=3600), token_response(TOKEN2, 3600)]
-    )
-    requests_mock.get(INVITE_URL, **ok_invite())
-    start = fake_time.now
-
-    client.get_invite("inv_8f2k1")
-    fake_time.now = start + 1800  # half-way through its life: still good
-    client.get_invite("inv_8f2k1")
-    assert len(token_calls(requests_mock)) == 1
-
-    fake_time.now = start + 3599  # one second before expiry: must not be sent any more
-    client.get_invite("inv_8f2k1")
-
-    assert len(token_calls(requests_mock)) == 2
-    auth = [r.headers["Authorization"] for r in api_calls(requests_mock)]
-    assert auth == [f"Bearer {TOKEN}", f"Bearer {TOKEN}", f"Bearer {TOKEN2}"]
-
-
 @pytest.mark.parametrize(
     ("expires_in", "renewed_after"),
     [
@@ -272,12 +258,13 @@ def test_when_a_token_is_renewed_depends_on_its_lifetime(
     requests_mock.get(INVITE_URL, **ok_invite())
     start = fake_time.now
 
-    for moment in (0, renewed_after - 0.5, renewed_after):
+    for moment in (0, renewed_after / 2, renewed_after - 0.5, renewed_after):
         fake_time.now = start + moment
         client.get_invite("inv_8f2k1")
 
     auth = [r.headers["Authorization"] for r in api_calls(requests_mock)]
-    assert auth == [f"Bearer {TOKEN}", f"Bearer {TOKEN}", f"Bearer {TOKEN2}"]
+    assert auth == [f"Bearer {TOKEN}"] * 3 + [f"Bearer {TOKEN2}"]
+    assert len(token_calls(requests_mock)) == 2
 
 
 def test_a_resend_kept_back_by_a_failing_token_request_was_certainly_not_sent(
@@ -311,24 +298,18 @@ def test_a_token_request_that_fails_tls_is_not_retried_by_the_request_it_kept_ba
     assert len(token_calls(requests_mock)) == 1
 
 
-def test_bare_rfc6749_token_body_is_accepted(client: ApiClient, requests_mock: Any) -> None:
-    requests_mock.post(
-        TOKEN_URL,
-        status_code=200,
-        json={"access_token": TOKEN, "token_type": "Bearer", "expires_in": 3600},
-    )
-    requests_mock.get(INVITE_URL, **ok_invite())
-
-    client.get_invite("inv_8f2k1")
-
-    assert api_calls(requests_mock)[0].headers["Authorization"] == f"Bearer {TOKEN}"
-
-
-def test_a_token_body_beside_an_empty_data_field_is_read(
-    client: ApiClient, requests_mock: Any
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"access_token": TOKEN, "token_type": "Bearer", "expires_in": 3600},  # RFC 6749's
+        # ... with a `data` of nothing added (as a gateway may wrap it)
+        {"data": None, "access_token": TOKEN, "token_type": "Bearer", "expires_in": 3600},
+    ],
+    ids=["bare", "empty-data"],
+)
+def test_a_bare_rfc6749_token_body_is_accepted(
+    client: ApiClient, requests_mock: Any, body: dict[str, Any]
 ) -> None:
-    # RFC 6749's form, with a `data` of nothing added (as a gateway may wrap it).
-    body = {"data": None, "access_token": TOKEN, "token_type": "Bearer", "expires_in": 3600}
     requests_mock.post(TOKEN_URL, status_code=200, json=body)
     requests_mock.get(INVITE_URL, **ok_invite())
 
@@ -337,8 +318,18 @@ def test_a_token_body_beside_an_empty_data_field_is_read(
     assert api_calls(requests_mock)[0].headers["Authorization"] == f"Bearer {TOKEN}"
 
 
-def test_a_token_answer_without_a_token_says_so(client: ApiClient, requests_mock: Any) -> None:
-    requests_mock.post(TOKEN_URL, status_code=200, json=envelope({"token_type": "Bearer"}))
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"json": envelope({"token_type": "Bearer"})},
+        {"text": "<html><body>Sign in</body></html>", "reason": "OK"},
+    ],
+    ids=["no-token", "html"],
+)
+def test_a_token_answer_without_a_token_says_so(
+    client: ApiClient, requests_mock: Any, answer: dict[str, Any]
+) -> None:
+    requests_mock.post(TOKEN_URL, status_code=200, **answer)
 
     with pytest.raises(AuthenticationFailed) as caught:
         client.get_invite("inv_8f2k1")
@@ -347,7 +338,7 @@ def test_a_token_answer_without_a_token_says_so(client: ApiClient, requests_mock
     assert api_calls(requests_mock) == []
 
 
-def test_a_request_sent_again_after_a_401_keeps_its_time_limits_and_trust(
+def test_api_401_renews_the_token_once_and_retries_once_with_its_time_limits_and_trust(
     make_client: Callable[..., ApiClient],
     requests_mock: Any,
     tmp_path: Any,
@@ -359,26 +350,15 @@ def test_a_request_sent_again_after_a_401_keeps_its_time_limits_and_trust(
     requests_mock.post(TOKEN_URL, [token_response(TOKEN), token_response(TOKEN2)])
     requests_mock.get(INVITE_URL, [failure(401, "token expired"), ok_invite()])
 
-    client.get_invite("inv_8f2k1")
-
-    first, again = api_calls(requests_mock)
-    assert again.headers["Authorization"] == f"Bearer {TOKEN2}"
-    assert (again.timeout, again.verify) == (first.timeout, first.verify)
-    assert first.timeout[1] == 7 and first.verify == str(tmp_path / "private-ca.pem")
-
-
-def test_api_401_renews_the_token_once_and_retries_once(
-    client: ApiClient, requests_mock: Any
-) -> None:
-    requests_mock.post(TOKEN_URL, [token_response(TOKEN), token_response(TOKEN2)])
-    requests_mock.get(INVITE_URL, [failure(401, "token expired"), ok_invite()])
-
     invite = client.get_invite("inv_8f2k1")
 
     assert invite.fields["name"] == "Acme Holdings Ltd"
     assert len(token_calls(requests_mock)) == 2
-    auth = [r.headers["Authorization"] for r in api_calls(requests_mock)]
-    assert auth == [f"Bearer {TOKEN}", f"Bearer {TOKEN2}"]
+    first, again = api_calls(requests_mock)
+    assert first.headers["Authorization"] == f"Bearer {TOKEN}"
+    assert again.headers["Authorization"] == f"Bearer {TOKEN2}"
+    assert (again.timeout, again.verify) == (first.timeout, first.verify)
+    assert first.timeout[1] == 7 and first.verify == str(tmp_path / "private-ca.pem")
 
 
 def test_second_401_fails_with_authentication_failed(
@@ -413,21 +393,6 @@ def test_token_endpoint_401_names_client_id_and_env_vars_but_not_secret(
     assert len(token_calls(requests_mock)) == 1  # bad credentials are not retried
     assert not get.called
     assert_secrets_kept(caught.value, client, debug_log, requests_mock)
-
-
-def test_token_response_without_access_token_is_a_clear_api_error(
-    client: ApiClient, requests_mock: Any
-) -> None:
-    requests_mock.post(
-        TOKEN_URL, status_code=200, text="<html><body>Sign in</body></html>", reason="OK"
-    )
-    get = requests_mock.get(INVITE_URL, **ok_invite())
-
-    with pytest.raises(ApiError) as caught:
-        client.get_invite("inv_8f2k1")
-
-    assert "access_token" in str(caught.value)
-    assert not get.called
 
 
 # -- addresses and payloads -------------------------------------------------------
@@ -638,14 +603,8 @@ def test_dot_segment_invite_id_never_addresses_another_resource(
     requests_mock.register_uri("GET", re.compile("."), json={})
     requests_mock.register_uri("PATCH", re.compile("."), json={})
     requests_mock.register_uri("POST", re.compile("/kyb/"), json={})
-    calls = {
-        "get": lambda: client.get_invite(invite_id),
-        "update": lambda: client.update_invite(invite_id, {"name": "X"}),
-        "resend": lambda: client.resend_invite(invite_id),
-    }
-
     try:
-        calls[operation]()
+        operate(client, operation, invite_id)
     except (ApiError, ReconcilerError):
         refused = True  # refusing an id that no URL can address is fine
     else:
@@ -783,7 +742,7 @@ def test_a_403_saying_insufficient_scope_blames_the_scope_whatever_the_token_ans
 MALFORMED_BODIES: dict[str, dict[str, Any]] = {
     "empty": {"content": b""},
     "html": {
-        "text": "<html><body><h1>502 Bad Gateway</h1></body></html>",
+        "text": "<html><body><h1>502 Bad Gateway</h1>" + "x" * 5000 + "</body></html>",
         "headers": {"Content-Type": "text/html; charset=utf-8"},
     },
     "plain text": {"text": "upstream connect error", "headers": {"Content-Type": "text/plain"}},
@@ -821,26 +780,8 @@ def test_malformed_failure_body_still_gives_clear_api_error(
     assert f"HTTP {status}" in text
     assert error.message.strip()  # something is said about what came back
     assert "Traceback" not in text
-
-
-def test_html_failure_body_is_described_not_dumped(
-    make_client: Callable[..., ApiClient], requests_mock: Any, token_endpoint: Any
-) -> None:
-    client = make_client(max_attempts=1)
-    requests_mock.get(
-        INVITE_URL,
-        status_code=502,
-        reason="Bad Gateway",
-        text="<html><body><h1>502 Bad Gateway</h1>" + "x" * 5000 + "</body></html>",
-        headers={"Content-Type": "text/html"},
-    )
-
-    with pytest.raises(ServerError) as caught:
-        client.get_invite("inv_8f2k1")
-
-    text = str(caught.value)
-    assert "HTML" in text
-    assert "<html>" not in text
+    if body == "html":  # described, not dumped
+        assert "HTML" in text and "<html>" not in text
 
 
 @pytest.mark.parametrize(
@@ -906,10 +847,7 @@ def test_get_and_patch_are_retried_on_transport_errors(
 ) -> None:
     requests_mock.register_uri(method, INVITE_URL, [{"exc": exc}, {"exc": exc}, ok_invite()])
 
-    if method == "GET":
-        client.get_invite("inv_8f2k1")
-    else:
-        client.update_invite("inv_8f2k1", {"name": "X"})
+    operate(client, method)
 
     assert len(api_calls(requests_mock)) == 3
 
@@ -926,63 +864,52 @@ def _timed(fake_time: FakeTime, sent_at: list[float], status: int) -> dict[str, 
     return {"status_code": status, "json": respond}
 
 
-def test_429_is_retried_after_retry_after(
-    client: ApiClient, requests_mock: Any, token_endpoint: Any, fake_time: FakeTime
+@pytest.mark.parametrize(("status", "asked"), [(429, 3.0), (503, 7.0)])
+def test_a_retry_waits_as_long_as_retry_after_asks(
+    client: ApiClient,
+    requests_mock: Any,
+    token_endpoint: Any,
+    fake_time: FakeTime,
+    status: int,
+    asked: float,
 ) -> None:
     sent_at: list[float] = []
-    limited = _timed(fake_time, sent_at, 429)
-    requests_mock.get(
-        INVITE_URL, [{**limited, "headers": {"Retry-After": "3"}}, _timed(fake_time, sent_at, 200)]
-    )
+    refused = {**_timed(fake_time, sent_at, status), "headers": {"Retry-After": f"{asked:g}"}}
+    requests_mock.get(INVITE_URL, [refused, _timed(fake_time, sent_at, 200)])
 
-    invite = client.get_invite("inv_8f2k1")
-
-    assert invite.is_pending
-    assert len(sent_at) == 2
-    assert sent_at[1] - sent_at[0] >= 3.0
-
-
-def test_5xx_retry_after_is_honoured(
-    client: ApiClient, requests_mock: Any, token_endpoint: Any, fake_time: FakeTime
-) -> None:
-    sent_at: list[float] = []
-    busy = _timed(fake_time, sent_at, 503)
-    requests_mock.get(
-        INVITE_URL, [{**busy, "headers": {"Retry-After": "7"}}, _timed(fake_time, sent_at, 200)]
-    )
-
-    client.get_invite("inv_8f2k1")
+    assert client.get_invite("inv_8f2k1").is_pending
 
     assert len(sent_at) == 2
-    assert sent_at[1] - sent_at[0] == pytest.approx(7.0)
+    assert sent_at[1] - sent_at[0] >= asked
+    if status == 503:  # no rate signal: the pause is the server's alone
+        assert sent_at[1] - sent_at[0] == pytest.approx(asked)
 
 
+@pytest.mark.parametrize(
+    ("answer", "said"),
+    [
+        (failure(503, "down for maintenance", request_id="61"), ["503", "down for maint", "61"]),
+        ({"exc": requests.exceptions.ReadTimeout}, []),
+    ],
+    ids=["503", "read-timeout"],
+)
 def test_retries_stop_at_max_attempts(
-    make_client: Callable[..., ApiClient], requests_mock: Any, token_endpoint: Any
+    make_client: Callable[..., ApiClient],
+    requests_mock: Any,
+    token_endpoint: Any,
+    answer: dict[str, Any],
+    said: list[str],
 ) -> None:
     client = make_client(max_attempts=3)
-    requests_mock.get(INVITE_URL, **failure(503, "down for maintenance", request_id="61"))
+    requests_mock.get(INVITE_URL, **answer)
 
-    with pytest.raises(ServerError) as caught:
+    with pytest.raises((ServerError, TransportError)) as caught:
         client.get_invite("inv_8f2k1")
 
     assert len(api_calls(requests_mock)) == 3
     text = str(caught.value)
     assert "gave up after 3 attempts" in text
-    assert "503" in text and "down for maintenance" in text and "61" in text
-
-
-def test_transport_retries_stop_at_max_attempts(
-    make_client: Callable[..., ApiClient], requests_mock: Any, token_endpoint: Any
-) -> None:
-    client = make_client(max_attempts=4)
-    requests_mock.get(INVITE_URL, exc=requests.exceptions.ReadTimeout)
-
-    with pytest.raises(TransportError) as caught:
-        client.get_invite("inv_8f2k1")
-
-    assert len(api_calls(requests_mock)) == 4
-    assert "gave up after 4 attempts" in str(caught.value)
+    assert all(part in text for part in said)
 
 
 def test_retries_stop_at_retry_max_seconds(
@@ -1030,10 +957,7 @@ def test_client_errors_are_never_retried(
     requests_mock.register_uri(method, INVITE_URL, **failure(status, "no"))
 
     with pytest.raises(ApiError) as caught:
-        if method == "GET":
-            client.get_invite("inv_8f2k1")
-        else:
-            client.update_invite("inv_8f2k1", {"name": "X"})
+        operate(client, method)
 
     assert caught.value.status == status
     assert len(api_calls(requests_mock)) == 1
@@ -1113,25 +1037,6 @@ def test_halted_client_does_not_retry(
 # -- https ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "url",
-    [
-        "http://api.example.com",
-        "http://10.0.0.5:8080",
-        "http://localhost.example.com",
-        "http://127.0.0.1.nip.io",
-        "HTTP://api.example.com/",
-    ],
-)
-def test_plain_http_is_refused_for_non_loopback_hosts(url: str) -> None:
-    with pytest.raises(ConfigError) as caught:
-        check_base_url(url)
-
-    text = str(caught.value)
-    assert "https://" in text
-    assert "\n" not in text
-
-
 def test_api_client_refuses_plain_http_before_sending_anything(requests_mock: Any) -> None:
     settings = Settings(
         base_url="http://api.example.com", client_id=CLIENT_ID, client_secret=SECRET
@@ -1145,21 +1050,6 @@ def test_api_client_refuses_plain_http_before_sending_anything(requests_mock: An
     assert not requests_mock.request_history
 
 
-@pytest.mark.parametrize(
-    ("url", "expected"),
-    [
-        ("https://api.example.com", "https://api.example.com"),
-        ("https://api.example.com/platform/", "https://api.example.com/platform"),
-        ("http://127.0.0.1:8080", "http://127.0.0.1:8080"),
-        ("http://127.0.0.2:8080/", "http://127.0.0.2:8080"),
-        ("http://localhost:5000", "http://localhost:5000"),
-        ("http://[::1]:9000", "http://[::1]:9000"),
-    ],
-)
-def test_https_and_loopback_http_are_accepted(url: str, expected: str) -> None:
-    assert check_base_url(url) == expected
-
-
 def test_loopback_http_client_talks_to_the_sandbox_address(
     make_client: Callable[..., ApiClient], requests_mock: Any
 ) -> None:
@@ -1168,20 +1058,6 @@ def test_loopback_http_client_talks_to_the_sandbox_address(
     requests_mock.get("http://127.0.0.1:8765/public-api/v1/kyb/invites/inv_8f2k1", **ok_invite())
 
     assert client.get_invite("inv_8f2k1").is_pending
-
-
-@pytest.mark.parametrize(
-    "url",
-    [
-        "https://reconciler-ci:hunter2pw@api.example.com",
-        "https://hunter2pw@api.example.com",
-    ],
-)
-def test_credentials_in_base_url_are_refused_without_echoing_them(url: str) -> None:
-    with pytest.raises(ConfigError) as caught:
-        check_base_url(url)
-
-    assert "hunter2pw" not in str(caught.value)
 
 
 def test_missing_credentials_name_the_env_vars() -> None:
@@ -1240,12 +1116,7 @@ def test_failures_never_reveal_secret_or_token(
     _set_up(requests_mock, token, api)
 
     with pytest.raises(ApiError) as caught:
-        if operation == "get":
-            client.get_invite("inv_8f2k1")
-        elif operation == "update":
-            client.update_invite("inv_8f2k1", {"name": "X"})
-        else:
-            client.resend_invite("inv_8f2k1")
+        operate(client, operation)
 
     assert debug_log.records  # logging was on, so the check below can fail
     assert_secrets_kept(caught.value, client, debug_log, requests_mock)
@@ -1271,19 +1142,6 @@ def test_successful_run_with_debug_logging_never_logs_secret_or_token(
     for request in api_calls(requests_mock):
         assert SECRET not in (request.text or "")
         assert SECRET not in str(request.headers)
-
-
-def test_cookies_the_api_sets_are_never_sent_back(
-    requests_mock: Any, token_endpoint: Any, client: ApiClient
-) -> None:
-    # Bearer tokens are the only credential: a Set-Cookie is neither kept nor replayed.
-    answer = ok_invite()
-    requests_mock.get(INVITE_URL, headers={"Set-Cookie": "session=abc123; Path=/"}, **answer)
-    client.get_invite("inv_8f2k1")
-    client.get_invite("inv_8f2k1")
-    gets = [r for r in requests_mock.request_history if r.method == "GET"]
-    assert len(gets) == 2
-    assert all("Cookie" not in r.headers for r in gets)
 
 
 def test_the_servers_per_field_problems_are_part_of_the_error(
@@ -1344,42 +1202,33 @@ def test_a_redirected_invite_request_is_a_per_invite_error(
     requests_mock.register_uri(
         method, re.compile("/kyb/"), status_code=302, headers={"Location": location}
     )
-    calls = {
-        "GET": lambda: client.get_invite("inv_8f2k1"),
-        "PATCH": lambda: client.update_invite("inv_8f2k1", {"name": "X"}),
-        "POST": lambda: client.resend_invite("inv_8f2k1"),
-    }
-
     with pytest.raises(Redirected) as caught:
-        calls[method]()
+        operate(client, method)
 
     assert len(api_calls(requests_mock)) == 1
     assert "other.example" in str(caught.value) and "\x1b" not in str(caught.value)
     assert not caught.value.outcome_unknown
 
 
+@pytest.mark.parametrize(
+    ("answered", "said"),
+    [
+        ({**INVITE, "id": "inv_SOMEONE_ELSE"}, "inv_SOMEONE_ELSE"),
+        ({k: v for k, v in INVITE.items() if k != "id"}, "no id"),
+    ],
+    ids=["another-invite", "no-id"],
+)
 def test_a_get_answered_about_another_invite_names_both_ids(
-    client: ApiClient, requests_mock: Any, token_endpoint: Any
+    client: ApiClient, requests_mock: Any, token_endpoint: Any, answered: Any, said: str
 ) -> None:
-    requests_mock.get(INVITE_URL, **ok_invite({**INVITE, "id": "inv_SOMEONE_ELSE"}))
+    requests_mock.get(INVITE_URL, **ok_invite(answered))
 
     with pytest.raises(WrongInvite) as caught:
         client.get_invite("inv_8f2k1")
 
     text = str(caught.value)
-    assert "inv_8f2k1" in text and "inv_SOMEONE_ELSE" in text
+    assert "inv_8f2k1" in text and said in text
     assert len(api_calls(requests_mock)) == 1
-
-
-def test_a_get_answer_without_an_id_is_not_taken_for_the_invite(
-    client: ApiClient, requests_mock: Any, token_endpoint: Any
-) -> None:
-    requests_mock.get(INVITE_URL, **ok_invite({k: v for k, v in INVITE.items() if k != "id"}))
-
-    with pytest.raises(WrongInvite) as caught:
-        client.get_invite("inv_8f2k1")
-
-    assert "no id" in str(caught.value)
 
 
 @pytest.mark.parametrize("operation", ["get", "update", "resend"])
@@ -1390,14 +1239,8 @@ def test_success_false_is_a_failure_whatever_the_status(
     requests_mock.get(INVITE_URL, json=lying)
     requests_mock.patch(INVITE_URL, json=lying)
     requests_mock.post(RESEND_URL, json=lying)
-    calls = {
-        "get": lambda: client.get_invite("inv_8f2k1"),
-        "update": lambda: client.update_invite("inv_8f2k1", {"name": "X"}),
-        "resend": lambda: client.resend_invite("inv_8f2k1"),
-    }
-
     with pytest.raises(EnvelopeFailure) as caught:
-        calls[operation]()
+        operate(client, operation)
 
     text = str(caught.value)
     assert "success: false" in text and "could not process" in text and "4711" in text
@@ -1465,31 +1308,17 @@ def test_an_answer_past_the_size_cap_is_a_clear_error(
     [
         ("", "it is empty"),
         ("tokABC\r\nX-Injected: 1", "it holds a line break"),
+        ("tokABC\nDEF", "it holds a line break"),
         ("tokABC DEF", "it holds whitespace"),
+        ("\ttokABCDEF", "it holds whitespace"),
         ("tokABC\x00DEF", "it holds a control character"),
         ("tökén-€ABC", "it holds a character outside Latin-1"),
     ],
-)
-def test_the_reason_a_token_cannot_be_carried_is_said(
-    client: ApiClient, requests_mock: Any, token: str, why: str
-) -> None:
-    requests_mock.post(TOKEN_URL, [token_response(token)])
-    with pytest.raises(AuthenticationFailed) as caught:
-        client.get_invite("inv_8f2k1")
-    assert (
-        "the token endpoint issued an access token that cannot be sent in an HTTP header "
-        f"({why}); it was not used, so no request was sent with it"
-    ) in str(caught.value)
-
-
-@pytest.mark.parametrize(
-    "token",
-    ["tokABC\r\nX-Injected: 1", "tokABC\nDEF", "tökén-€ABC", "tokABC DEF", "", "\ttokABCDEF"],
-    ids=["crlf", "lf", "non-latin-1", "space", "empty", "tab"],
+    ids=["empty", "crlf", "lf", "space", "tab", "nul", "non-latin-1"],
 )
 @pytest.mark.parametrize("operation", ["get", "resend"])
-def test_a_token_http_cannot_carry_is_refused_at_the_token_step(
-    client: ApiClient, requests_mock: Any, token: str, operation: str
+def test_a_token_http_cannot_carry_is_refused_at_the_token_step_saying_why(
+    client: ApiClient, requests_mock: Any, token: str, why: str, operation: str
 ) -> None:
     requests_mock.post(TOKEN_URL, [token_response(token)])
     get = requests_mock.get(INVITE_URL, **ok_invite())
@@ -1497,37 +1326,18 @@ def test_a_token_http_cannot_carry_is_refused_at_the_token_step(
 
     for _ in range(2):  # a second call does not ask for another token
         with pytest.raises(AuthenticationFailed) as caught:
-            if operation == "get":
-                client.get_invite("inv_8f2k1")
-            else:
-                client.resend_invite("inv_8f2k1")
+            operate(client, operation)
         error = caught.value
         assert not error.outcome_unknown  # the re-send surely never left
-        assert "no request was sent" in str(error)
+        assert (
+            "the token endpoint issued an access token that cannot be sent in an HTTP header "
+            f"({why}); it was not used, so no request was sent with it"
+        ) in str(error)
         if token:
             assert "tokABC" not in str(error) and "tökén" not in str(error)
 
     assert not get.called and not resend.called
     assert len(token_calls(requests_mock)) == 1
-
-
-@pytest.mark.parametrize(
-    "url",
-    [
-        "ftp://user:hunter2pw@api.example.com",
-        "https://user:hunter2pw@api.example.com/x",
-        "https://api.example.com/platform?access_token=hunter2pw",
-        "http://api.example.com/?token=hunter2pw",
-        "https://api.example.com/#hunter2pw",
-    ],
-)
-def test_a_refused_base_url_shows_only_scheme_host_and_path(url: str) -> None:
-    with pytest.raises(ConfigError) as caught:
-        check_base_url(url)
-
-    text = str(caught.value)
-    assert "hunter2pw" not in text
-    assert "api.example.com" in text
 
 
 def test_the_echoed_form_and_authorization_header_are_redacted(
@@ -1584,23 +1394,6 @@ def test_the_observer_hears_of_every_attempt_of_an_invite_operation(
 
     assert [status for _, status in heard] == [503, None, 200]  # the token request is not one
     assert all(seconds >= 0 for seconds, _ in heard)
-
-
-def test_a_failing_observer_never_fails_a_request(
-    requests_mock: Any, token_endpoint: Any, fake_time: FakeTime
-) -> None:
-    def broken(seconds: float, status: int | None) -> None:
-        raise RuntimeError("observer bug")
-
-    client = ApiClient(
-        Settings(base_url=BASE, client_id=CLIENT_ID, client_secret=SECRET),
-        clock=fake_time.clock,
-        sleep=fake_time.sleep,
-        observer=broken,
-    )
-    requests_mock.get(INVITE_URL, **ok_invite())
-
-    assert client.get_invite("inv_8f2k1").is_pending
 
 
 def test_a_halted_client_waits_for_no_turn(

@@ -32,7 +32,7 @@ def test_no_more_threads_than_calls_in_flight() -> None:
         return item
 
     # At most 3 in flight of a cap of 64: a thread for each of the 64 would only wait.
-    limit = PacedLimit(FixedLimit(64), Rate())
+    limit = PacedLimit(64, Rate())
     results = [outcome for _, outcome in ordered_map(call, list(range(200)), limit)]
 
     assert results == [Done(i) for i in range(200)]

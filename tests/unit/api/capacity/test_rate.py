@@ -1,7 +1,12 @@
 """RateControl, through the RequestPacer that holds it: slow start, the ceiling a
 refusal sets from what the server let through, the hold after a refusal, the climb
 and the probe; and whole runs through the limits gateways set (support/limits.py),
-in fake time."""
+in fake time.
+
+RecentStarts: what the run actually sends, and what the server let through of it.
+Latencies: the moving average, what answers take unloaded, and when a late answer's
+request most likely reached the server.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,8 @@ import itertools
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from support.limits import (
     FakeTime,
     LeakyBucket,
@@ -25,7 +32,7 @@ from support.limits import (
 
 from reconciler.api.capacity import rate
 from reconciler.api.capacity.pacing import RequestPacer, Turn
-from reconciler.api.capacity.starts import WINDOW
+from reconciler.api.capacity.rate import BLOCK, RECENT, STARTS_KEPT, WINDOW, Latencies, RecentStarts
 
 
 @pytest.fixture
@@ -1036,3 +1043,148 @@ def test_a_hold_that_begins_while_a_request_waits_is_the_servers_only_from_then(
     assert turn.at == pytest.approx(told[0] + interval)  # the hold
     assert turn.queued == pytest.approx(told[0] - hanging[0].at - interval)
     assert turn.queued > 0.5 * interval
+
+
+def started(*times: float) -> RecentStarts:
+    starts = RecentStarts()
+    for t in times:
+        starts.add(t)
+    return starts
+
+
+def test_fewer_than_two_starts_or_answers_tell_no_rate() -> None:
+    starts = started(10.0)
+    starts.answered(10.1)
+
+    assert starts.recent_rate() == 0.0
+    assert starts.delivery_rate() == 0.0
+
+
+def test_let_through_counts_the_starts_before_a_refused_one_less_those_refused() -> None:
+    # 9.5 to 9.8: four started, 9.6 refused; those still in flight count as let
+    # through, as they left before the refused one.
+    starts = started(8.0, 9.5, 9.6, 9.7, 9.8, 9.9)
+    starts.refused(9.6)
+
+    count, first, last, gap = starts.let_through(9.9, since=9.0)
+
+    assert (count, first, last) == (3, 9.5, 9.8)
+    assert gap == pytest.approx(0.1)
+
+
+def test_let_through_counts_requests_that_left_at_the_same_instant_apart() -> None:
+    starts = started(5.0, 5.0, 5.0)
+    starts.refused(5.0)
+
+    assert starts.let_through(6.0, since=4.0)[:3] == (2, 5.0, 5.0)
+
+
+def test_starts_are_kept_long_enough_for_a_queues_refusal() -> None:
+    # A queue refuses a request a second or more after it left.
+    starts = started(*(10.0 + i * 0.1 for i in range(40)))
+
+    count = starts.let_through(12.0, since=11.0)[0]
+
+    assert STARTS_KEPT >= 2.0 and count == 10
+
+
+def test_the_delivery_rate_is_over_the_last_answers() -> None:
+    starts = RecentStarts()
+    for i in range(20):
+        starts.answered(i * 0.15)
+
+    assert starts.delivery_rate() == pytest.approx(1 / 0.15)
+
+
+def test_slow_start_measures_only_the_last_few_starts() -> None:
+    early = [9.0 + i * 0.1 for i in range(5)]  # 10 a second
+    late = [9.5 + i * 0.01 for i in range(RECENT)]  # then 100 a second
+
+    assert started(*early, *late).recent_rate() == pytest.approx(100.0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(min_value=0, max_value=0.05), max_size=30))
+def test_the_recent_rate_is_that_of_the_last_recent_starts(gaps: list[float]) -> None:
+    times = list(itertools.accumulate(gaps, initial=100.0))
+    recent = times[::-1][:RECENT]  # newest first, as the rate is read
+    expected = 0.0
+    if len(recent) >= 2 and recent[0] > recent[-1]:
+        expected = (len(recent) - 1) / (recent[0] - recent[-1])
+
+    assert started(*times).recent_rate() == pytest.approx(expected)
+
+
+def latencies_of(*times: float) -> Latencies:
+    latencies = Latencies()
+    for seconds in times:
+        latencies.add(seconds)
+    return latencies
+
+
+def test_the_average_moves_a_fifth_of_the_way_to_each_answer() -> None:
+    assert latencies_of(0.1, 0.2).average == pytest.approx(0.12)
+
+
+def test_unloaded_is_not_moved_by_a_cache_hit_now_and_then() -> None:
+    # One answer in ten from a cache, at 5 ms; the rest 200 ms.
+    latencies = latencies_of(*[0.005 if i % 10 == 0 else 0.2 for i in range(100)])
+
+    assert latencies.unloaded() == pytest.approx(0.2)
+    assert latencies.fastest() == pytest.approx(0.005)
+
+
+def test_unloaded_is_not_moved_by_a_queue_building_at_the_server() -> None:
+    # 300 ms while nothing waits, then later and later as a queue builds.
+    latencies = latencies_of(*[0.3] * BLOCK, *[0.3 + 0.05 * i for i in range(2 * BLOCK)])
+
+    assert latencies.unloaded() == pytest.approx(0.3)
+
+
+def test_unloaded_follows_a_server_that_slowed_down_for_good() -> None:
+    latencies = latencies_of(*[0.02] * BLOCK, *[0.2] * (6 * BLOCK))
+
+    assert latencies.unloaded() == pytest.approx(0.2)
+
+
+def test_a_floor_forgotten_is_what_the_next_answers_take_the_average_kept() -> None:
+    latencies = latencies_of(*[0.002] * (4 * BLOCK))
+    latencies.forget_floor()  # the server slowed down, seen at one in flight (probe)
+
+    assert latencies.unloaded() == 0.0  # nothing known: the count reads the average
+    assert latencies.average == pytest.approx(0.002)
+    latencies.add(0.1)
+    assert latencies.unloaded() == pytest.approx(0.1)  # not 2 ms for 64 answers more
+
+
+def test_a_request_answered_late_reached_the_server_as_late() -> None:
+    latencies = latencies_of(*[0.02] * BLOCK)
+
+    assert latencies.arrived(10.0, 0.08, 10.08) == pytest.approx(10.06)
+    assert latencies.arrived(10.0, 0.024, 10.024) == 10.0  # not much slower: on time
+
+
+def test_before_any_answer_a_request_reached_the_server_when_it_left() -> None:
+    assert Latencies().arrived(10.0, 0.08, 10.08) == 10.0
+    assert Latencies().arrived(10.0, 5.0, 15.0) == 10.0  # however long its answer took
+
+
+def test_the_fastest_is_of_the_last_sixteen_answers_and_none_before_any() -> None:
+    assert latencies_of(0.001, *[0.2] * BLOCK).fastest() == pytest.approx(0.2)
+    assert Latencies().fastest() == 0.0
+
+
+def test_a_block_is_sixteen_answers_and_its_median_the_ninth_fastest() -> None:
+    # Seven of sixteen from a cache, at 5 ms: the block's median is still the server's.
+    assert latencies_of(*[0.005] * 7, *[0.2] * 9).unloaded() == pytest.approx(0.2)
+    # Half of the first block fast: a block of eight, or of fifteen, would take them
+    # for the server's pace, and the number in flight worked out from it with them.
+    latencies = latencies_of(*[0.01] * 8, *[0.2] * (BLOCK + 8))
+    assert latencies.unloaded() == pytest.approx(0.2)
+
+
+def test_an_answer_up_to_a_quarter_slower_than_unloaded_is_on_time() -> None:
+    latencies = latencies_of(*[0.5] * BLOCK)  # 0.5 s and 1.25 x 0.5 s are exact in binary
+
+    assert latencies.arrived(10.0, 0.625, 10.625) == 10.0
+    assert latencies.arrived(10.0, 0.75, 10.75) == pytest.approx(10.25)

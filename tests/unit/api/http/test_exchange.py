@@ -4,7 +4,10 @@ request's attempts make of the others' answers between them (two workers on one
 exchange, in fake time, the second run while the first one's attempt is in flight),
 what the retry budget is charged (the hold after refusals, not the run's own pace),
 and the audit record of a write kept back by a failed token renewal.
-Everything else it does is tested through the client (unit/api/test_client.py)."""
+Everything else it does is tested through the client (unit/api/test_client.py).
+
+decide_retry: whether a failed request is tried again, and when, without HTTP.
+"""
 
 from __future__ import annotations
 
@@ -21,13 +24,29 @@ from support.limits import FakeTime
 
 from reconciler.api.capacity.pacing import RequestPacer
 from reconciler.api.exceptions import (
+    AnswerTooLarge,
     ApiError,
+    AuthenticationFailed,
+    Conflict,
+    EnvelopeFailure,
+    GatewayRefused,
+    InvalidRequest,
+    NotFound,
     PermissionDenied,
     RateLimited,
+    Redirected,
+    ServerError,
+    TokenRefused,
     TransportError,
+    WrongInvite,
 )
-from reconciler.api.http.exchange import Exchange
-from reconciler.api.http.urls import parse_base_url
+from reconciler.api.http.exchange import (
+    BACKOFF_CAP,
+    Exchange,
+    RetryDecision,
+    decide_retry,
+)
+from reconciler.api.http.network import parse_base_url
 from reconciler.apply.audit import AttemptRecorder, AuditLog
 from reconciler.settings.config import Settings
 from reconciler.stop import Stop
@@ -416,3 +435,218 @@ def test_a_run_stopped_while_a_retry_waits_ends_with_the_error_it_waited_to_retr
 
     assert str(caught.value) == "HTTP 500: internal error (requestId 5001)"
     assert [r.method for r in requests_mock.request_history] == ["POST", "GET"]
+
+
+def decide(error: ApiError, attempt: int = 1, time_left: float = 60.0, **kw: object):
+    options = {"idempotent": True, "max_attempts": 5, "jitter": 0.5, **kw}
+    return decide_retry(error, attempt, time_left, **options)  # type: ignore[arg-type]
+
+
+NEVER_RETRIED = [
+    InvalidRequest("bad email", status=400),
+    AuthenticationFailed("revoked", status=401),
+    PermissionDenied("scope", status=403),
+    NotFound("gone", status=404),
+    Conflict("accepted", status=409),
+    Redirected("redirect to evil.example", status=307),
+    EnvelopeFailure("success: false", status=200),
+    WrongInvite("answered about inv_other", status=200),
+    AnswerTooLarge("too large", status=200),
+    TokenRefused("token holds a line break"),
+    TransportError("certificate verify failed", maybe_sent=False, permanent=True),
+]
+
+
+@pytest.mark.parametrize("error", NEVER_RETRIED, ids=lambda e: type(e).__name__)
+def test_answers_that_cannot_change_are_never_retried(error: ApiError) -> None:
+    decision = decide(error)
+
+    assert not decision.retry
+    assert decision.note == ""  # "gave up after 1 attempt" would suggest it tried to retry
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        ServerError("down", status=503),
+        RateLimited("slow down", status=429),
+        TransportError("no answer within 30s", maybe_sent=True),
+        TransportError("could not connect", maybe_sent=False),
+    ],
+    ids=["5xx", "429", "timeout", "refused"],
+)
+def test_passing_failures_of_idempotent_requests_are_retried(error: ApiError) -> None:
+    assert decide(error).retry
+
+
+DOWN = ServerError("down", status=503)
+SLOW = RateLimited("slow", status=429)
+BARE_503 = GatewayRefused("an HTML page", status=503)
+ASKED = "the server asked to wait {} s, more than the {} s left of retry_max_seconds"
+REFUSED = "refused for all of retry_max_seconds, not counting the time it waited for its turn"
+SPENT = "retry_max_seconds spent"
+
+
+NEVER_LEFT = TransportError("connection refused", maybe_sent=False)
+MAYBE_LEFT = TransportError("read timed out", maybe_sent=True)
+NOT = RetryDecision(False)
+
+
+def retried(delay: float) -> RetryDecision:
+    return RetryDecision(True, delay)
+
+
+def gave_up(attempts: str, why: str = "") -> RetryDecision:
+    return RetryDecision(False, note=f" (gave up after {attempts}{': ' + why if why else ''})")
+
+
+# (what, the error, decide's options, the decision): a refusal (a 429, a bare 503) waits in
+# the pacer and is not counted against max_attempts; a write is sent again only when it
+# surely never left or was refused before it was acted on; a request refused on its own
+# backs off alone (thousands of refusals still give a bounded back-off); a give-up names
+# its reason, "1 attempt" in the singular, never a negative number of seconds left, never
+# a wait of 0 s asked, the wait and the time left as precise as it takes to read apart.
+DECISIONS = [
+    ("5xx-retry-after", ServerError("busy", status=503, retry_after=7.0), dict(), retried(7.0)),
+    (
+        "429-waits-in-the-pacer",
+        RateLimited("slow", status=429, retry_after=3.0),
+        dict(),
+        retried(0.0),
+    ),
+    (
+        "retry-after-past-budget",
+        RateLimited("slow", status=429, retry_after=100000.0),
+        dict(time_left=59.6),
+        gave_up("1 attempt", ASKED.format("100000", "60")),
+    ),
+    ("below-max-attempts", DOWN, dict(attempt=4), retried(2.0)),
+    ("max-attempts", DOWN, dict(attempt=5), gave_up("5 attempts")),
+    (
+        "backoff-spends-budget",
+        DOWN,
+        dict(attempt=4, jitter=0.99, time_left=2.0),
+        gave_up("4 attempts", SPENT),
+    ),
+    ("429-through-pacer", SLOW, dict(time_left=0.5), retried(0.0)),
+    ("bare-503-through-pacer", BARE_503, dict(time_left=0.5), retried(0.0)),
+    ("429-not-counted", SLOW, dict(attempt=12), retried(0.0)),
+    ("bare-503-not-counted", BARE_503, dict(attempt=12), retried(0.0)),
+    ("429-past-budget", SLOW, dict(attempt=9, time_left=-0.2), gave_up("9 attempts", REFUSED)),
+    (
+        "bare-503-past-budget",
+        BARE_503,
+        dict(attempt=9, time_left=-0.2),
+        gave_up("9 attempts", REFUSED),
+    ),
+    (
+        "api-503-backs-off",
+        ServerError("service temporarily unavailable", status=503),
+        dict(),
+        retried(0.25),
+    ),
+    ("one-attempt", DOWN, dict(max_attempts=1), gave_up("1 attempt")),
+    ("two-attempts", DOWN, dict(attempt=2, max_attempts=2), gave_up("2 attempts")),
+    (
+        "budget-spent-said-as-0",
+        RateLimited("slow", status=429, retry_after=30.0),
+        dict(time_left=-4.0),
+        gave_up("1 attempt", ASKED.format("30", "0")),
+    ),
+    (
+        "asked-exactly-the-time-left",
+        ServerError("busy", status=503, retry_after=20.0),
+        dict(time_left=20.0),
+        gave_up("1 attempt", SPENT),
+    ),
+    ("backoff-fits", DOWN, dict(attempt=2, time_left=0.6), retried(0.5)),
+    ("write-never-sent", NEVER_LEFT, dict(idempotent=False), retried(0.25)),
+    ("write-maybe-sent", MAYBE_LEFT, dict(idempotent=False), NOT),
+    ("read-maybe-sent", MAYBE_LEFT, dict(), retried(0.25)),
+    ("write-after-500", ServerError("down", status=500), dict(idempotent=False), NOT),
+    (
+        "write-after-500-enveloped",
+        ServerError("fault", status=500, enveloped=True),
+        dict(idempotent=False),
+        NOT,
+    ),
+    ("write-after-502", ServerError("bad gateway", status=502), dict(idempotent=False), NOT),
+    ("write-after-504", ServerError("timed out", status=504), dict(idempotent=False), NOT),
+    ("write-refused-503", DOWN, dict(idempotent=False), retried(0.25)),
+    ("write-refused-429", SLOW, dict(idempotent=False), retried(0.0)),
+    ("own-refusal-backs-off", SLOW, dict(jitter=1.0, own=True), retried(0.5)),
+    ("own-refusal-capped", SLOW, dict(attempt=9, jitter=1.0, own=True), retried(8.0)),
+    ("shared-refusal", SLOW, dict(jitter=1.0), retried(0.0)),
+    (
+        "own-thousands-of-times",
+        SLOW,
+        dict(attempt=5000, jitter=1.0, own=True, idempotent=False),
+        retried(8.0),
+    ),
+    ("refused-no-time-left", SLOW, dict(attempt=3, time_left=0.0), gave_up("3 attempts", REFUSED)),
+    (
+        "own-outlasts-budget",
+        SLOW,
+        dict(attempt=5, time_left=4.0, own=True),
+        gave_up("5 attempts", SPENT),
+    ),
+    ("own-fits-budget", SLOW, dict(attempt=5, time_left=4.5, own=True), retried(4.0)),
+    (
+        "retry-after-0-spent",
+        RateLimited("slow", status=429, retry_after=0.0),
+        dict(attempt=3, time_left=-0.2),
+        gave_up("3 attempts", REFUSED),
+    ),
+    (
+        "asked-reads-as-left",
+        RateLimited("slow", status=429, retry_after=1.0),
+        dict(attempt=2, time_left=0.96),
+        gave_up("2 attempts", ASKED.format("1.00", "0.96")),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("error", "options", "decided"), [row[1:] for row in DECISIONS], ids=[r[0] for r in DECISIONS]
+)
+def test_what_is_decided_after_a_failure_and_what_a_give_up_says(
+    error: ApiError, options: dict[str, Any], decided: RetryDecision
+) -> None:
+    assert decide(error, **options) == decided
+
+
+def test_the_runs_own_not_sent_is_no_refusal_of_the_servers() -> None:
+    assert not RateLimited("not sent: the server asked ...").refused_before_acting
+
+
+def test_backoff_grows_per_attempt_with_full_jitter_and_a_cap() -> None:
+    error = ServerError("down", status=503)
+
+    delays = [decide(error, attempt=n, jitter=1.0, max_attempts=20).delay for n in range(1, 9)]
+
+    assert delays[:4] == [0.5, 1.0, 2.0, 4.0]
+    assert max(delays) == BACKOFF_CAP
+    assert decide(error, attempt=3, jitter=0.0).delay == 0.0
+    assert decide(error, attempt=3, jitter=0.25).delay == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize(
+    ("asked", "time_left", "said"),
+    [
+        (30.0, 0.9, "30 s, more than the 1 s left"),  # whole seconds tell them apart
+        (1.0, 0.9, "1.0 s, more than the 0.9 s left"),  # one decimal is enough
+        (1.0, 0.96, "1.00 s, more than the 0.96 s left"),  # one decimal would read 1.0
+        (0.5, 0.3, "0.5 s, more than the 0.3 s left"),  # 0.5 is not "0 s"
+        (59.4, 59.3, "59.4 s, more than the 59.3 s left"),
+        (1.0, 1 - 1e-12, "1.000000000 s, more than the 1.000000000 s left"),  # a ns at most
+    ],
+)
+def test_the_wait_and_the_time_left_are_shown_as_precise_as_it_takes_to_read_apart(
+    asked: float, time_left: float, said: str
+) -> None:
+    decision = decide(RateLimited("slow", status=429, retry_after=asked), time_left=time_left)
+
+    assert decision == RetryDecision(
+        False,
+        note=f" (gave up after 1 attempt: the server asked to wait {said} of retry_max_seconds)",
+    )

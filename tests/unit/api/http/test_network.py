@@ -3,6 +3,10 @@ request may have reached the server: that decides whether a re-send is repeated.
 
 Failures come from real sockets on 127.0.0.1 where one can be made to fail that
 way; the others are built the way requests and urllib3 nest them.
+
+What a user is told about a base URL the client secret may not be sent to, and
+about an invite id no URL can carry: the whole message, showing only scheme,
+host, port and path of the URL (never user info, query or fragment).
 """
 
 from __future__ import annotations
@@ -16,7 +20,6 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import certifi
 import pytest
@@ -24,10 +27,14 @@ import requests
 import urllib3.exceptions as u3
 from support.loopback import serving
 
-from reconciler.api.exceptions import TransportError
-from reconciler.api.http.deadline import GuardedAdapter
-from reconciler.api.http.failures import transport_error
-from reconciler.api.http.network import make_session
+from reconciler.api.exceptions import InvalidRequest, TransportError
+from reconciler.api.http.attempt import GuardedAdapter
+from reconciler.api.http.network import (
+    invite_path,
+    make_session,
+    parse_base_url,
+    transport_error,
+)
 from reconciler.errors import ConfigError
 
 HOST = "127.0.0.1"
@@ -46,7 +53,7 @@ def listener(on_connect: Callable[[socket.socket], None]) -> Iterator[str]:
 
 
 def failure(url: str, timeout: float = 5.0, **kwargs: object) -> TransportError:
-    session = make_session(url, 1)
+    session = make_session(url, GuardedAdapter())
     with pytest.raises(requests.RequestException) as failed:
         session.get(url, timeout=(timeout, timeout), **kwargs)  # type: ignore[arg-type]
     return transport_error(failed.value, "the platform", timeout)
@@ -62,16 +69,6 @@ def test_a_closed_port_is_refused_and_certainly_not_sent() -> None:
     assert (error.maybe_sent, error.permanent) == (False, False)
 
 
-def test_a_connection_closed_after_the_request_may_have_been_received() -> None:
-    def hang_up(conn: socket.socket) -> None:
-        conn.recv(65536)
-
-    with listener(hang_up) as address:
-        error = failure(f"http://{address}/v1/invites/inv_1")
-    assert str(error) == "connection to the platform closed without an answer"
-    assert (error.maybe_sent, error.permanent) == (True, False)
-
-
 def answering(raw: bytes) -> Callable[[socket.socket], None]:
     def answer(conn: socket.socket) -> None:
         conn.recv(65536)
@@ -80,32 +77,43 @@ def answering(raw: bytes) -> Callable[[socket.socket], None]:
     return answer
 
 
-def test_an_answer_cut_off_part_way_is_named_so_and_may_have_been_received() -> None:
-    cut = b'HTTP/1.1 200 OK\r\nContent-Length: 500\r\n\r\n{"success": true'
-    with listener(answering(cut)) as address:
-        error = failure(f"http://{address}/v1/invites/inv_1")
-    assert str(error) == "the answer from the platform was cut off"
-    assert (error.maybe_sent, error.permanent) == (True, False)
-
-
 NOT_GZIP = b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 5\r\n\r\nhello"
+NOT_HTTP = "the platform sent an answer that is not valid HTTP"
 
 
 @pytest.mark.parametrize(
-    ("raw", "kind"),
+    ("raw", "said"),
     [
-        (b"HTTP/1.1 abc OK\r\n\r\n", "BadStatusLine"),
-        (b'{"data": {}}', "BadStatusLine"),  # no status line at all
-        (b"HTTP/1.1 200 OK\r\nX: " + b"a" * 100_000 + b"\r\n\r\n", "LineTooLong"),
-        (NOT_GZIP, "DecodeError"),
-        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "InvalidChunkLength"),
+        (b"", "connection to the platform closed without an answer"),
+        (
+            b'HTTP/1.1 200 OK\r\nContent-Length: 500\r\n\r\n{"success": true',
+            "the answer from the platform was cut off",
+        ),
+        (b"HTTP/1.1 abc OK\r\n\r\n", f"{NOT_HTTP} (BadStatusLine)"),
+        (b'{"data": {}}', f"{NOT_HTTP} (BadStatusLine)"),  # no status line at all
+        (b"HTTP/1.1 200 OK\r\nX: " + b"a" * 100_000 + b"\r\n\r\n", f"{NOT_HTTP} (LineTooLong)"),
+        (NOT_GZIP, f"{NOT_HTTP} (DecodeError)"),
+        (
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+            f"{NOT_HTTP} (InvalidChunkLength)",
+        ),
     ],
-    ids=["bad-status", "no-status-line", "endless-header", "not-gzip", "bad-chunk-size"],
+    ids=[
+        "closed",
+        "cut-off",
+        "bad-status",
+        "no-status-line",
+        "endless-header",
+        "not-gzip",
+        "bad-chunk-size",
+    ],
 )
-def test_an_answer_that_is_not_http_says_so(raw: bytes, kind: str) -> None:
+def test_an_answer_closed_cut_off_or_not_http_says_so_and_may_have_been_received(
+    raw: bytes, said: str
+) -> None:
     with listener(answering(raw)) as address:
         error = failure(f"http://{address}/v1/invites/inv_1")
-    assert str(error) == f"the platform sent an answer that is not valid HTTP ({kind})"
+    assert str(error) == said
     assert (error.maybe_sent, error.permanent) == (True, False)
 
 
@@ -263,7 +271,7 @@ def test_every_cause_is_looked_at_not_only_the_first_one_wrapped() -> None:
 
 
 def failure_via_proxy(url: str) -> TransportError:
-    session = make_session(url, 1)
+    session = make_session(url, GuardedAdapter())
     with pytest.raises(requests.RequestException) as failed:
         session.get(url, timeout=(5, 5))
     return transport_error(failed.value, "the platform", 5, session.proxy_source)
@@ -329,7 +337,7 @@ def test_a_proxy_that_refuses_connections_is_named_not_the_platform(
 
 
 def test_https_requests_go_through_the_adapter_that_keeps_the_deadline() -> None:
-    session = make_session("https://api.example", 4)
+    session = make_session("https://api.example", GuardedAdapter())
     assert isinstance(session.get_adapter("https://api.example/v1/x"), GuardedAdapter)
     assert isinstance(session.get_adapter("http://127.0.0.1:8080/v1/x"), GuardedAdapter)
 
@@ -339,11 +347,11 @@ def test_certificates_are_verified_against_the_ca_bundle_the_environment_names(
 ) -> None:
     for name in ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"):
         monkeypatch.delenv(name, raising=False)
-    assert make_session("https://api.example", 1).verify is True
+    assert make_session("https://api.example", GuardedAdapter()).verify is True
     bundle = tmp_path / "private-ca.pem"
     shutil.copy(certifi.where(), bundle)
     monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(bundle))
-    assert make_session("https://api.example", 1).verify == str(bundle)
+    assert make_session("https://api.example", GuardedAdapter()).verify == str(bundle)
 
 
 def test_plain_http_to_this_machine_never_goes_through_a_proxy(
@@ -365,7 +373,7 @@ def test_plain_http_to_this_machine_never_goes_through_a_proxy(
         monkeypatch.delenv("NO_PROXY", raising=False)
         monkeypatch.delenv("no_proxy", raising=False)
         url = f"http://{address}/v1/invites/inv_1"
-        answer = make_session(url, 1).get(url, timeout=5)
+        answer = make_session(url, GuardedAdapter()).get(url, timeout=5)
     assert answer.status_code == 200 and proxied == []
 
 
@@ -373,8 +381,11 @@ def test_plain_http_to_this_machine_never_goes_through_a_proxy(
 def test_no_proxy_carries_a_plain_http_request(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HTTP_PROXY", "http://proxy.example:3128")
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
-    assert make_session("http://127.0.0.1:8787", 4).proxies == {}
-    assert make_session("https://api.example", 4).proxies["https"] == "http://proxy.example:3128"
+    assert make_session("http://127.0.0.1:8787", GuardedAdapter()).proxies == {}
+    assert (
+        make_session("https://api.example", GuardedAdapter()).proxies["https"]
+        == "http://proxy.example:3128"
+    )
 
 
 @pytest.mark.parametrize(
@@ -386,7 +397,7 @@ def test_plain_http_is_decided_on_the_parsed_url_not_the_text_as_written(
     # `HTTP://` or a leading space once sent the token form, in clear, to HTTP_PROXY.
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
         monkeypatch.setenv(name, "http://proxy.example:3128")
-    assert make_session(written, 4).proxies == {}
+    assert make_session(written, GuardedAdapter()).proxies == {}
 
 
 def test_only_the_proxy_for_the_platform_is_kept_and_the_variable_that_named_it(
@@ -395,13 +406,13 @@ def test_only_the_proxy_for_the_platform_is_kept_and_the_variable_that_named_it(
     for name in ("HTTPS_PROXY", "https_proxy", "NO_PROXY", "no_proxy"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("ALL_PROXY", "http://proxy.example:3128")
-    session = make_session("https://api.example", 4)
+    session = make_session("https://api.example", GuardedAdapter())
     assert (session.proxies, session.proxy_source) == (
         {"https": "http://proxy.example:3128"},
         "ALL_PROXY",
     )
     monkeypatch.setenv("NO_PROXY", "api.example")
-    assert make_session("https://API.example", 4).proxies == {}
+    assert make_session("https://API.example", GuardedAdapter()).proxies == {}
 
 
 def test_a_socks_proxy_without_pysocks_is_one_configuration_error(
@@ -413,7 +424,7 @@ def test_a_socks_proxy_without_pysocks_is_one_configuration_error(
     monkeypatch.delenv("https_proxy", raising=False)
     monkeypatch.setenv("ALL_PROXY", "socks5://user:s0cks-pass@127.0.0.1:1080")
     with pytest.raises(ConfigError) as refused:
-        make_session("https://api.example", 4)
+        make_session("https://api.example", GuardedAdapter())
     assert str(refused.value) == (
         "ALL_PROXY names a SOCKS proxy (socks5://...), which needs the PySocks package: "
         "install it (pip install 'requests[socks]'), or use an http:// proxy"
@@ -425,7 +436,7 @@ def test_a_proxy_of_an_unknown_scheme_is_refused_without_showing_it(
 ) -> None:
     monkeypatch.setenv("HTTPS_PROXY", "ftp://user:pw@proxy.example")
     with pytest.raises(ConfigError, match=r"HTTPS_PROXY names a proxy of scheme ftp://") as no:
-        make_session("https://api.example", 4)
+        make_session("https://api.example", GuardedAdapter())
     assert "pw" not in str(no.value)
 
 
@@ -448,11 +459,11 @@ def test_a_ca_bundle_that_cannot_be_used_is_said_at_start(
     monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
     monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(bundle))
     with pytest.raises(ConfigError) as refused:
-        make_session("https://api.example", 4)
+        make_session("https://api.example", GuardedAdapter())
     assert str(refused.value).startswith(f"REQUESTS_CA_BUNDLE names {bundle}, ")
     assert said in str(refused.value)
     # The sandbox's plain http:// needs no CA: nothing to refuse.
-    assert make_session("http://127.0.0.1:8787", 4).verify is not None
+    assert make_session("http://127.0.0.1:8787", GuardedAdapter()).verify is not None
 
 
 def test_a_ca_bundle_that_is_a_fifo_is_refused_not_waited_on(
@@ -463,7 +474,7 @@ def test_a_ca_bundle_that_is_a_fifo_is_refused_not_waited_on(
     monkeypatch.setenv("CURL_CA_BUNDLE", str(fifo))
     monkeypatch.delenv("REQUESTS_CA_BUNDLE", raising=False)
     with pytest.raises(ConfigError, match=r"CURL_CA_BUNDLE names .*, which is not a regular file"):
-        make_session("https://api.example", 4)
+        make_session("https://api.example", GuardedAdapter())
 
 
 @pytest.mark.parametrize(
@@ -501,79 +512,11 @@ def test_a_proxy_url_that_does_not_parse_is_a_configuration_error_never_shown(
     # Once a ValueError traceback that showed part of the password.
     monkeypatch.setenv("HTTPS_PROXY", proxy)
     with pytest.raises(ConfigError) as refused:
-        make_session("https://api.example", 4)
+        make_session("https://api.example", GuardedAdapter())
     assert str(refused.value) == (
         "a proxy variable (HTTPS_PROXY, ALL_PROXY or NO_PROXY, in either case) is not a valid "
         "URL: check its port, and percent-encode any of :@/[]% in its user and password"
     )
-
-
-ANSWER = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
-
-
-def answer_every_request(conn: socket.socket, done: threading.Event) -> None:
-    conn.settimeout(0.05)
-    with conn:
-        while not done.is_set():
-            try:
-                if not conn.recv(65536):
-                    return
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            conn.sendall(ANSWER)
-
-
-def hooked_send(session: requests.Session, url: str, send: Callable[..., object]) -> dict[str, Any]:
-    """What a response hook is given when ``send`` sends a GET of ``url`` as the run does."""
-    seen: dict[str, Any] = {}
-    request = session.prepare_request(requests.Request("GET", url))
-    request.register_hook("response", lambda response, **kwargs: seen.update(kwargs))
-    send(request, stream=True, timeout=(1.0, 2.0), allow_redirects=False)
-    return seen
-
-
-def test_the_runs_send_gives_the_hooks_what_requests_own_send_gives_them() -> None:
-    # The token's renewal on a 401 re-sends with these: the same timeouts, CA bundle
-    # and proxies as the first attempt.
-    with serving(answer_every_request) as address:
-        url = f"http://{address}/v1/invites/inv_1"
-        session = make_session(f"http://{address}", 1)
-        session.verify = "/a/bundle.pem"  # passed on, never opened for plain http
-
-        ours = hooked_send(session, url, session.send)
-        requests_own = hooked_send(
-            session, url, lambda *a, **k: requests.Session.send(session, *a, **k)
-        )
-
-    assert ours == requests_own
-    assert ours["proxies"] == {} and ours["verify"] == "/a/bundle.pem"
-
-
-def test_a_wrapper_of_requests_send_sees_every_request(monkeypatch: pytest.MonkeyPatch) -> None:
-    # requests-mock and tracers wrap requests.Session.send: the run's send goes through it.
-    wrapped: list[str] = []
-    own = requests.Session.send
-
-    def wrapper(
-        self: requests.Session, request: requests.PreparedRequest, **kwargs: Any
-    ) -> requests.Response:
-        wrapped.append(str(request.url))
-        return own(self, request, **kwargs)
-
-    monkeypatch.setattr(requests.Session, "send", wrapper)
-    with serving(answer_every_request) as address:
-        url = f"http://{address}/v1/invites/inv_1"
-        session = make_session(f"http://{address}", 1)
-        answer = session.send(
-            session.prepare_request(requests.Request("GET", url)),
-            stream=True,
-            timeout=(1.0, 2.0),
-            allow_redirects=False,
-        )
-
-    assert answer.json() == {} and wrapped == [url]
 
 
 def _ca_directory(tmp_path: Path, names: dict[str, bytes]) -> Path:
@@ -600,7 +543,7 @@ def test_a_ca_directory_that_cannot_be_used_is_refused_at_start(
     monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
     monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(directory))
     with pytest.raises(ConfigError) as refused:
-        make_session("https://api.example", 4)
+        make_session("https://api.example", GuardedAdapter())
     assert str(refused.value).startswith(f"REQUESTS_CA_BUNDLE names {directory}, ")
     assert said in str(refused.value) and "openssl rehash" in str(refused.value)
 
@@ -612,31 +555,185 @@ def test_a_hashed_ca_directory_is_accepted(monkeypatch: pytest.MonkeyPatch, tmp_
     directory = _ca_directory(tmp_path, {"README": b"x", "0123abcd.0": ca})
     monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
     monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(directory))
-    assert make_session("https://api.example", 4).verify == str(directory)
+    assert make_session("https://api.example", GuardedAdapter()).verify == str(directory)
 
 
-def test_a_wrapped_send_is_told_from_requests_own_whenever_it_was_wrapped(
-    monkeypatch: pytest.MonkeyPatch,
+PLAIN_HTTP = (
+    "uses plain http://, which would send the client secret and tokens unencrypted; "
+    "use https:// (http:// is allowed only for loopback hosts such as 127.0.0.1, "
+    "where the sandbox runs)"
+)
+QUERY = "must not have a query string or fragment"
+
+
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        (
+            "https://api.example.com:99999",
+            "base_url (https://...) is not a valid URL; set RECONCILER_BASE_URL",
+        ),
+        (
+            "x" * 30 + "://h:port",
+            f"base_url ({'x' * 20}://...) is not a valid URL; set RECONCILER_BASE_URL",
+        ),
+        ("ftp://api.example.com/x", "base_url 'ftp://api.example.com/x' is not an http(s) URL"),
+        ("https:///platform", "base_url 'https:///platform' is not an http(s) URL"),
+        (
+            "https://ci:pw@api.example.com/p",
+            "base_url 'https://api.example.com/p' must not carry credentials (user info "
+            "before the host); use RECONCILER_CLIENT_ID and RECONCILER_CLIENT_SECRET",
+        ),
+        ("https://api.example.com/x?t=pw", f"base_url 'https://api.example.com/x' {QUERY}"),
+        ("https://api.example.com/x#pw", f"base_url 'https://api.example.com/x' {QUERY}"),
+        ("https://api.example.com/x?", f"base_url 'https://api.example.com/x' {QUERY}"),
+        ("https://api.example.com/x#\t", f"base_url 'https://api.example.com/x' {QUERY}"),
+        ("http://api.example.com", f"base_url 'http://api.example.com' {PLAIN_HTTP}"),
+        (
+            "http://[2001:db8::1]:8080/v1",
+            f"base_url 'http://[2001:db8::1]:8080/v1' {PLAIN_HTTP}",
+        ),
+    ],
+    ids=[
+        "bad-port",
+        "bad-port-long-scheme",
+        "ftp",
+        "no-host",
+        "user-info",
+        "query",
+        "fragment",
+        "empty-query",
+        "empty-fragment-then-tab",
+        "plain-http",
+        "plain-http-ipv6-port",
+    ],
+)
+def test_a_base_url_refused_says_why_and_shows_only_where_it_points(url: str, said: str) -> None:
+    with pytest.raises(ConfigError) as refused:
+        parse_base_url(url)
+    assert str(refused.value) == said
+
+
+@pytest.mark.parametrize(
+    ("written", "said"),
+    [
+        (
+            "api.example.com",
+            "'api.example.com' has no scheme; did you mean 'https://api.example.com'?",
+        ),
+        (  # never read as the scheme `localhost` (`localhost://18787`)
+            "localhost:18787",
+            "'localhost:18787' has no scheme; did you mean 'http://localhost:18787'?",
+        ),
+        (
+            " 127.0.0.1:8787/v1 ",
+            "'127.0.0.1:8787/v1' has no scheme; did you mean 'http://127.0.0.1:8787/v1'?",
+        ),
+        (
+            "api.example.com:8443/kyb",
+            "'api.example.com:8443/kyb' has no scheme; "
+            "did you mean 'https://api.example.com:8443/kyb'?",
+        ),
+        (  # user info and a query are never echoed, even here
+            "ci:pw@api.example.com/x?t=secret",
+            "'api.example.com/x' has no scheme; did you mean 'https://api.example.com/x'?",
+        ),
+    ],
+)
+def test_a_base_url_without_a_scheme_is_quoted_with_the_url_meant(written: str, said: str) -> None:
+    with pytest.raises(ConfigError) as refused:
+        parse_base_url(written)
+    assert str(refused.value) == f"base_url {said}"
+
+
+CREDENTIALS = (
+    "must not carry credentials (user info before the host); "
+    "use RECONCILER_CLIENT_ID and RECONCILER_CLIENT_SECRET"
+)
+
+
+@pytest.mark.parametrize(
+    ("url", "shown", "why"),
+    [
+        ("http://10.0.0.5:8080", "http://10.0.0.5:8080", PLAIN_HTTP),
+        ("http://localhost.example.com", "http://localhost.example.com", PLAIN_HTTP),
+        ("http://127.0.0.1.nip.io", "http://127.0.0.1.nip.io", PLAIN_HTTP),
+        ("HTTP://api.example.com/", "http://api.example.com/", PLAIN_HTTP),
+        ("https://reconciler-ci:hunter2pw@api.example.com", "https://api.example.com", CREDENTIALS),
+        ("https://hunter2pw@api.example.com", "https://api.example.com", CREDENTIALS),
+        ("https://user:hunter2pw@api.example.com/x", "https://api.example.com/x", CREDENTIALS),
+        ("ftp://user:hunter2pw@api.example.com", "ftp://api.example.com", "is not an http(s) URL"),
+        ("https://api.example.com/p?access_token=hunter2pw", "https://api.example.com/p", QUERY),
+        ("http://api.example.com/?token=hunter2pw", "http://api.example.com/", QUERY),
+        ("https://api.example.com/#hunter2pw", "https://api.example.com/", QUERY),
+    ],
+)
+def test_plain_http_is_refused_but_for_loopback_and_a_refusal_shows_no_credential(
+    url: str, shown: str, why: str
 ) -> None:
-    """The lean send path is taken only under requests' own Session.send: requests-mock or
-    a tracer wrapping it gets every request, even when this module was imported under it
-    (then a send captured at import would be the wrapper: the tests' fake platform was
-    bypassed and its host looked up for real)."""
-    import functools
+    with pytest.raises(ConfigError) as refused:
+        parse_base_url(url)
+    assert str(refused.value) == f"base_url '{shown}' {why}"
 
-    import requests_mock
 
-    from reconciler.api.http.network import requests_own_send
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("https://api.example.com", "https://api.example.com"),
+        ("https://api.example.com/platform/", "https://api.example.com/platform"),
+        ("https://api.example.com/FX//", "https://api.example.com/FX"),  # slashes, nothing else
+        ("http://127.0.0.1:8080", "http://127.0.0.1:8080"),
+        ("http://127.0.0.2:8080/", "http://127.0.0.2:8080"),
+        ("http://localhost:5000", "http://localhost:5000"),
+        ("http://[::1]:9000", "http://[::1]:9000"),
+    ],
+)
+def test_https_and_loopback_http_are_accepted(url: str, expected: str) -> None:
+    assert parse_base_url(url).text == expected
 
-    assert requests_own_send()
-    with requests_mock.Mocker():
-        assert not requests_own_send()
-    assert requests_own_send()
-    original = requests.Session.send
 
-    @functools.wraps(original)
-    def traced(self: requests.Session, *args: object, **kwargs: object) -> requests.Response:
-        return original(self, *args, **kwargs)  # type: ignore[arg-type]
+@pytest.mark.parametrize("invite_id", [".", "..", "..."])
+def test_an_id_of_dots_alone_cannot_be_put_in_a_url(invite_id: str) -> None:
+    with pytest.raises(InvalidRequest) as refused:
+        invite_path("/v1/invites/{inviteId}", invite_id)
+    assert str(refused.value) == f"invite id '{invite_id}' cannot be used in a URL"
 
-    monkeypatch.setattr(requests.Session, "send", traced)
-    assert not requests_own_send()
+
+@pytest.mark.parametrize(
+    ("invite_id", "path"),
+    [
+        ("X", "/v1/invites/X"),
+        ("X.", "/v1/invites/X."),
+        ("a/b?c#d", "/v1/invites/a%2Fb%3Fc%23d"),
+        ("../admin", "/v1/invites/..%2Fadmin"),
+    ],
+)
+def test_an_id_is_percent_encoded_into_its_path(invite_id: str, path: str) -> None:
+    assert invite_path("/v1/invites/{inviteId}", invite_id) == path
+
+
+@pytest.mark.parametrize(
+    ("written", "scheme", "netloc", "text"),
+    [
+        (" HTTP://127.0.0.1:8787/", "http", "127.0.0.1:8787", "http://127.0.0.1:8787"),
+        ("HTTPS://API.Example.com/V1\n", "https", "api.example.com", "https://api.example.com/V1"),
+        ("http://[::1]:80/v1/", "http", "[::1]:80", "http://[::1]:80/v1"),
+    ],
+)
+def test_the_base_url_is_parsed_and_normalised_once(
+    written: str, scheme: str, netloc: str, text: str
+) -> None:
+    base = parse_base_url(written)
+    assert (base.scheme, base.netloc, base.text) == (scheme, netloc, text)
+    assert parse_base_url(written).text == text
+
+
+@pytest.mark.parametrize("url", ["https://api.exa\tmple.com", "https://api.example.com/v\n1"])
+def test_whitespace_inside_the_base_url_is_refused_not_silently_dropped(url: str) -> None:
+    with pytest.raises(ConfigError, match="holds whitespace or a control character"):
+        parse_base_url(url)
+
+
+def test_a_loopback_host_in_capitals_is_still_loopback() -> None:
+    assert parse_base_url("HTTP://LOCALHOST:1").is_loopback
+    assert not parse_base_url("https://localhost.example").is_loopback

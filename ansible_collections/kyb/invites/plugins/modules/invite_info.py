@@ -93,8 +93,7 @@ from ansible_collections.kyb.invites.plugins.module_utils.invite_reconciler impo
 )
 
 if HAS_LIBRARY:
-    from reconciler.api.capacity.concurrency import ordered_map
-    from reconciler.api.capacity.shared import capacity_for
+    from reconciler.api.capacity.concurrency import capacity_for, ordered_map
     from reconciler.commands.export import render_export
     from reconciler.commands.export_entry import export_entry
     from reconciler.commands.remote import api_client

@@ -199,7 +199,7 @@ from ansible_collections.kyb.invites.plugins.module_utils.invite_reconciler impo
 )
 
 if HAS_LIBRARY:
-    from reconciler.api.capacity.shared import capacity_for
+    from reconciler.api.capacity.concurrency import capacity_for
     from reconciler.apply.applier import Applier, ResendOutcome, WriteOutcome
     from reconciler.apply.audit import AuditLogError, open_audit_log
     from reconciler.commands.common import check_writable
