@@ -110,7 +110,7 @@ def apply(
         applied = apply_plan(
             service, the_plan, done=done, left_in_conflict=len(in_conflict), watch=shown
         )
-        code = _said(applied, shown, github, on_stderr)
+        code = _report_applied(applied, shown, github, on_stderr)
         if in_conflict:
             _say_left_in_conflict(len(in_conflict))  # last: an error closes the log
         return 1 if in_conflict else code
@@ -206,7 +206,7 @@ class _Shown:
             self._progress.finish()
 
 
-def _said(applied: Applied, shown: _Shown, github: bool, summary_on_stderr: bool) -> int:
+def _report_applied(applied: Applied, shown: _Shown, github: bool, summary_on_stderr: bool) -> int:
     """The summary, then the failures, then the error that stopped the run, said once."""
     plan, report, failures, fatal = applied.plan, applied.report, applied.failures, applied.fatal
     lost = shown.stdout_lost
