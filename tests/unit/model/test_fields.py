@@ -11,7 +11,6 @@ from jsonschema import Draft202012Validator, ValidationError
 from referencing import Registry, Resource
 from support.values import typed
 
-from reconciler.commands.export_entry import export_entry
 from reconciler.model.fields import (
     ID_KEY,
     RECONCILER_KEYS,
@@ -25,6 +24,7 @@ from reconciler.model.kinds import ContactKind, SetKind, TextKind
 from reconciler.model.values import Contact, IdentifierSet
 from reconciler.resources import invite_schema_path, resource_path
 from reconciler.sandbox.app import _patch_validator
+from reconciler.service.export import export_entry
 from reconciler.settings.contract import field_name_problems
 
 
