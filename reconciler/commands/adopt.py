@@ -41,15 +41,21 @@ from reconciler.desired.rewrite import Wanted
 from reconciler.desired.state import Selection, load_desired_state, refuse_bad_ids, select_invites
 from reconciler.errors import ReconcilerError
 from reconciler.files import refuse_input, replace_all
-from reconciler.model.fields import kind_of
-from reconciler.model.invite import CurrentInvite, DesiredInvite
-from reconciler.model.outcome import Done, Failed, NotRun, stop_if_run_fatal
-from reconciler.model.values import FieldValue
+from reconciler.model.invite import (
+    CurrentInvite,
+    DesiredInvite,
+    Done,
+    Failed,
+    FieldValue,
+    NotRun,
+    kind_of,
+    stop_if_run_fatal,
+)
 from reconciler.output.color import echo_err
 from reconciler.output.failures import echo_errors
 from reconciler.output.log import setup_logging
-from reconciler.plan.changes import FailedInvite
-from reconciler.plan.compare import compare_invite
+from reconciler.plan.make import compare_invite
+from reconciler.plan.model import FailedInvite
 from reconciler.safetext import holds_secret, json_text, plural, redact, redact_and_escape
 
 

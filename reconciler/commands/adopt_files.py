@@ -12,9 +12,7 @@ from reconciler.desired.rewrite import Rewritten, Wanted, rewrite
 from reconciler.desired.state import MAX_FILE_BYTES, load_text
 from reconciler.errors import ReconcilerError
 from reconciler.files import ReadFile, read_for_rewrite
-from reconciler.model.invite import DesiredInvite, ResendRule
-from reconciler.model.kinds import canonical
-from reconciler.model.values import Contact, Fields
+from reconciler.model.invite import Contact, DesiredInvite, Fields, ResendRule, canonical
 from reconciler.safetext import redact_and_escape
 
 _BOM = "\ufeff"

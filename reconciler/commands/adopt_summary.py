@@ -15,8 +15,7 @@ from dataclasses import dataclass
 
 from reconciler.desired.rewrite import Rewritten
 from reconciler.files import write_output
-from reconciler.model.invite import SourceLocation
-from reconciler.model.values import FieldValue
+from reconciler.model.invite import FieldValue, SourceLocation
 from reconciler.safetext import json_text, redact_and_escape
 
 _SIGNS = str.maketrans({c: f"&#{ord(c)};" for c in "|`*_[]\\~@#"})

@@ -41,8 +41,7 @@ from reconciler.output.github import (
 )
 from reconciler.output.progress import Progress
 from reconciler.output.text import TextRenderer
-from reconciler.plan.changes import FailedInvite
-from reconciler.plan.model import Plan
+from reconciler.plan.model import FailedInvite, Plan
 from reconciler.plan.saved import plan_digest
 from reconciler.safetext import plural, redact_and_escape
 from reconciler.settings.config import Settings

@@ -33,9 +33,7 @@ from reconciler.commands.settings_help import settings_help
 from reconciler.desired.state import refuse_bad_ids
 from reconciler.errors import ReconcilerError
 from reconciler.files import refuse_special_file, replace_read, write_output
-from reconciler.model.invite import CurrentInvite
-from reconciler.model.kinds import FlowList, Quoted
-from reconciler.model.outcome import Done, Failed, stop_if_run_fatal
+from reconciler.model.invite import CurrentInvite, Done, Failed, FlowList, Quoted, stop_if_run_fatal
 from reconciler.output.color import echo_err
 from reconciler.output.log import setup_logging
 from reconciler.safetext import ALLOWED_INVISIBLE, escape, plural, redact_and_escape

@@ -6,10 +6,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from reconciler.desired.state import unheld
-from reconciler.model.fields import ID_KEY, field_kinds, kind_of
-from reconciler.model.invite import CurrentInvite
-from reconciler.model.kinds import Written
-from reconciler.model.values import Fields
+from reconciler.model.invite import ID_KEY, CurrentInvite, Fields, Written, field_kinds, kind_of
 from reconciler.safetext import holds_secret
 
 

@@ -21,8 +21,7 @@ from reconciler.commands.export import render_export
 from reconciler.commands.export_checks import schema_ref_for
 from reconciler.commands.export_entry import export_entry
 from reconciler.errors import ConfigError
-from reconciler.model.fields import kind_of
-from reconciler.model.invite import CurrentInvite
+from reconciler.model.invite import CurrentInvite, kind_of
 
 SCHEMA = "schemas/invites.schema.json"
 

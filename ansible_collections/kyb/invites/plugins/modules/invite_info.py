@@ -99,7 +99,7 @@ if HAS_LIBRARY:
     from reconciler.commands.remote import api_client
     from reconciler.desired.state import refuse_bad_ids
     from reconciler.errors import ReconcilerError
-    from reconciler.model.outcome import Done, Failed, stop_if_run_fatal
+    from reconciler.model.invite import Done, Failed, stop_if_run_fatal
 
 
 def main():

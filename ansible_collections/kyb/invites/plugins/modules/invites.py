@@ -206,7 +206,7 @@ if HAS_LIBRARY:
     from reconciler.commands.remote import api_client, compute_plan, refuse_narrow_grant
     from reconciler.desired.state import Selection, load_texts, refuse_bad_ids, select_invites
     from reconciler.errors import InputError, ReconcilerError
-    from reconciler.model.values import to_json
+    from reconciler.model.invite import to_json
     from reconciler.plan.saved import plan_digest
     from reconciler.safetext import escape, json_text, plural
 
