@@ -31,9 +31,8 @@ from reconciler.safetext import cut, escape, redact, redact_and_escape
 # values, made once where a value comes in (the loader, the API reading, the saved
 # plan) and never JSON-like dicts and lists past that point. ``==`` between two
 # values is exact (as written: same items in the same order, same sub-fields);
-# what the platform counts as the same value is each kind's ``canonical`` form
-# (``reconciler.model.invite``): text in NFC, a set's items as a set, a contact
-# sub-field by sub-field.
+# what the platform counts as the same value is its ``canonical`` form: text in NFC, a
+# set's items as a set, a contact's sub-fields as a dict of text in NFC.
 #
 # Compact, for the loader's 200,000 invites: a set is a tuple, a contact two
 # tuples, its sub-field names shared by every contact that names the same ones.
@@ -73,10 +72,6 @@ def marks_in_a_row(text: str) -> int:
         run = run + 1 if unicodedata.combining(char) else 0
         longest = max(longest, run)
     return longest
-
-
-def _nfc_or_none(text: str | None) -> str | None:
-    return None if text is None else nfc(text)
 
 
 class IdentifierSet(tuple[str, ...]):
@@ -170,9 +165,9 @@ class Contact(Mapping[str, str | None]):
     def __repr__(self) -> str:
         return f"Contact({dict(self.items())!r})"
 
-    def canonical(self) -> frozenset[tuple[str, str | None]]:
+    def canonical(self) -> dict[str, str | None]:
         """The sub-fields as compared: each value in NFC, their order gone."""
-        return frozenset(zip(self._names, map(_nfc_or_none, self._values), strict=True))
+        return {name: None if item is None else nfc(item) for name, item in self.items()}
 
     def merged(self, over: Contact) -> Contact:
         """These sub-fields with ``over``'s on top: its values win, new ones come last."""
@@ -212,14 +207,22 @@ def fields_json(fields: Mapping[str, FieldValue | None]) -> dict[str, JsonValue]
 #
 # A kind says, for a field of that kind: whether a server's value is one it can
 # hold (type and size, checked before anything else sees it), the typed value of
-# a JSON one and back, when two values are the same to the platform, which part
-# of the server's value the files manage, what a PATCH carries, what differs
-# inside a value that changed, and how an export writes it. Callers ask the
-# field's kind (``reconciler.model.invite``); no other module branches on which
+# a JSON one and back, which part of the server's value the files manage, what a
+# PATCH carries, how a plan shows what differs inside a value (what differs is
+# DeepDiff's, over the canonical forms: ``differences``), and how an export writes
+# it. Callers ask the field's kind (``kind_of``); no other module branches on which
 # field it is.
 
 
 V = TypeVar("V", str, Contact, IdentifierSet)
+
+
+class Moved(NamedTuple):
+    """What DeepDiff found differing inside one field's canonical form."""
+
+    added: frozenset[str]  # a set's items (in NFC) only the later value holds
+    removed: frozenset[str]  # a set's items only the earlier value holds
+    subs: frozenset[str]  # a contact's sub-fields whose text differs
 
 
 class FieldDelta(NamedTuple):
@@ -250,11 +253,15 @@ class FlowList(list[str]):
 Written = str | FlowList | dict[str, str]
 
 
-def canonical(value: FieldValue | None) -> object:
-    """``value`` as compared: two values are the same to the platform when these are ``==``.
+Canonical = str | frozenset[str] | dict[str, str | None] | None
 
-    Text in NFC (see ``nfc``), a set's items as a set, a contact's sub-fields each in
-    NFC; None (no value held) is only the same as None.
+
+def canonical(value: FieldValue | None) -> Canonical:
+    """``value`` as compared, the one form: two values are the same to the platform when
+    these are ``==``, and what differs between them is DeepDiff's over these.
+
+    Text in NFC (see ``nfc``), a set's items as a set, a contact's sub-fields as a dict
+    of text in NFC; None (no value held) is only the same as None, a sub-field's too.
     """
     if isinstance(value, str):
         return nfc(value)
@@ -319,17 +326,12 @@ class FieldKind(ABC):
     value_type: type[str] | type[Contact] | type[IdentifierSet]
 
     def equal(self, a: FieldValue | None, b: FieldValue | None) -> bool:
-        """Equal as the platform means it (``canonical``)."""
-        return a == b or canonical(a) == canonical(b)
+        """Equal as the platform means it: the same ``canonical`` form."""
+        return canonical(a) == canonical(b)
 
     def managed(self, want: FieldValue, have: FieldValue | None) -> FieldValue | None:
         """The part of the server's value ``have`` that the files' value ``want`` manages."""
         return have
-
-    @abstractmethod
-    def differs(self, want: FieldValue, have: FieldValue | None) -> bool:
-        """Whether a PATCH must carry this field: ``want`` and the part of ``have`` it
-        manages are not the same to the platform."""
 
     def patch_value(self, want: FieldValue, have: FieldValue | None) -> FieldValue:
         """What a PATCH of this field sends, the server's value being ``have``."""
@@ -347,8 +349,11 @@ class FieldKind(ABC):
         manage (None: the field's own value) and the ``kept`` sub-fields, apart."""
         return ([] if self.equal(sent, stored) else [None]), []
 
-    def delta(self, before: FieldValue | None, after: FieldValue | None) -> FieldDelta:
-        """What differs inside the value, from ``before`` to ``after``."""
+    def delta(
+        self, before: FieldValue | None, after: FieldValue | None, moved: Moved
+    ) -> FieldDelta:
+        """What a plan shows inside the value, from ``before`` to ``after``, DeepDiff having
+        found ``moved`` in their canonical forms."""
         return NO_DELTA
 
     @abstractmethod
@@ -413,13 +418,6 @@ class TextKind(FieldKind):
     def from_json(self, raw: object) -> str | None:
         return raw if isinstance(raw, str) else None
 
-    def differs(self, want: FieldValue, have: FieldValue | None) -> bool:
-        if want == have:  # almost always: no normal form to make
-            return False
-        if not isinstance(want, str) or not isinstance(have, str):
-            return True
-        return nfc(want) != nfc(have)
-
     def texts(self, value: FieldValue) -> Iterator[tuple[str | None, str]]:
         yield None, _own(value, str)
 
@@ -461,24 +459,16 @@ class SetKind(FieldKind):
             return IdentifierSet(raw)
         return None
 
-    def differs(self, want: FieldValue, have: FieldValue | None) -> bool:
-        if want == have:
-            return False
-        if not isinstance(want, IdentifierSet) or not isinstance(have, IdentifierSet):
-            return True
-        return want.canonical() != have.canonical()
-
-    def delta(self, before: FieldValue | None, after: FieldValue | None) -> FieldDelta:
-        # Each item is whole: added or removed, never changed into another. A value that
-        # is not a set counts as an empty one, as a plan shows it.
+    def delta(
+        self, before: FieldValue | None, after: FieldValue | None, moved: Moved
+    ) -> FieldDelta:
+        # Each item is whole: added or removed, never changed into another; shown as each
+        # list writes it, in its order. A value that is not a set counts as an empty one.
         was = before if isinstance(before, IdentifierSet) else IdentifierSet()
         now = after if isinstance(after, IdentifierSet) else IdentifierSet()
-        old, new = was.canonical(), now.canonical()
-        if old == new:
-            return NO_DELTA
-        added = [item for item in now if nfc(item) not in old]
-        removed = [item for item in was if nfc(item) not in new]
-        return FieldDelta(added, removed, [])
+        added = [item for item in now if nfc(item) in moved.added]
+        removed = [item for item in was if nfc(item) in moved.removed]
+        return FieldDelta(added, removed, []) if added or removed else NO_DELTA
 
     def texts(self, value: FieldValue) -> Iterator[tuple[str | None, str]]:
         for item in _own(value, IdentifierSet):
@@ -561,15 +551,6 @@ class ContactKind(FieldKind):
             return Contact((name, have.get(name)) for name in want)
         return have
 
-    def differs(self, want: FieldValue, have: FieldValue | None) -> bool:
-        if not isinstance(want, Contact) or not isinstance(have, Contact):
-            return want != have
-        for name, value in want.items():
-            held = have.get(name)
-            if value != held and _sub_text(value) != _sub_text(held):
-                return True
-        return False
-
     def patch_value(self, want: FieldValue, have: FieldValue | None) -> FieldValue:
         if isinstance(want, Contact) and isinstance(have, Contact):
             # Replaced whole on PATCH: the server's unmanaged sub-fields go along.
@@ -586,23 +567,23 @@ class ContactKind(FieldKind):
     ) -> tuple[list[str | None], list[str]]:
         if not isinstance(sent, Contact):
             return super().stored_otherwise(sent, stored, kept)
-        held = stored if isinstance(stored, Contact) else Contact()
+        held = stored.canonical() if isinstance(stored, Contact) else {}
+        wanted = sent.canonical()
         managed: list[str | None] = []
         noted: list[str] = []
-        for name, item in sent.items():
-            if _sub_text(item) != _sub_text(held.get(name)):
+        for name in sent:
+            if wanted.get(name) != held.get(name):
                 (noted if name in kept else managed).append(name)
         return managed, noted
 
-    def delta(self, before: FieldValue | None, after: FieldValue | None) -> FieldDelta:
+    def delta(
+        self, before: FieldValue | None, after: FieldValue | None, moved: Moved
+    ) -> FieldDelta:
+        # ``after``'s sub-fields in its order, then ``before``'s others.
         was = before if isinstance(before, Contact) else Contact()
         now = after if isinstance(after, Contact) else Contact()
-        names = dict.fromkeys([*now, *was])
-        subs = [
-            (name, was.get(name), now.get(name))
-            for name in names
-            if _sub_text(was.get(name)) != _sub_text(now.get(name))
-        ]
+        names = [name for name in dict.fromkeys([*now, *was]) if name in moved.subs]
+        subs = [(name, was.get(name), now.get(name)) for name in names]
         return FieldDelta([], [], subs) if subs else NO_DELTA
 
     def texts(self, value: FieldValue) -> Iterator[tuple[str | None, str]]:
@@ -771,6 +752,57 @@ class _Reader:
             max_key_chars=bounds["propertyNames"]["maxLength"],
             text=self.text,
         )
+
+
+# A contact's sub-field DeepDiff found added or removed, and the side holding its value.
+_NULL_SUB_FIELD = {"dictionary_item_added": "t2", "dictionary_item_removed": "t1"}
+
+
+def differences(
+    before: Mapping[str, FieldValue | None], after: Mapping[str, FieldValue]
+) -> dict[str, FieldDelta]:
+    """The fields of ``after`` whose value is not ``before``'s to the platform, each with
+    what a plan shows inside it, in ``after``'s order.
+
+    DeepDiff computes what differs, over the fields' canonical forms (text in NFC, a
+    set as a set, a contact's sub-fields as a dict); it decides both what a PATCH
+    carries (``reconciler.plan.make.compare_invite``) and what a plan shows.
+    """
+    old = {name: canonical(before.get(name)) for name in after}
+    new = {name: canonical(value) for name, value in after.items()}
+    if old == new:  # most invites: what DeepDiff would say, without its ~0.1 ms a call
+        return {}
+    # Imported here: only the commands that diff (plan, apply, adopt) load it, ~60 ms.
+    from deepdiff import DeepDiff
+
+    # threshold 0: always into a contact's sub-fields, never "the whole contact changed".
+    tree = DeepDiff(old, new, view="tree", threshold_to_diff_deeper=0)
+    moved: dict[str, tuple[set[str], set[str], set[str]]] = {}
+    for report, levels in tree.items():
+        for level in levels:
+            name, *inside = level.path(output_format="list")
+            if report in _NULL_SUB_FIELD and getattr(level, _NULL_SUB_FIELD[report]) is None:
+                continue  # a plan shows a sub-field held as None as one not held
+            added, removed, subs = moved.setdefault(name, (set(), set(), set()))
+            if report == "set_item_added":
+                added.add(level.t2)
+            elif report == "set_item_removed":
+                removed.add(level.t1)
+            elif inside:  # a contact's sub-field added, removed or changed
+                subs.add(inside[0])
+            else:  # the whole value: text changed, or a value where none was held
+                for part, items in ((level.t1, removed), (level.t2, added)):
+                    if isinstance(part, frozenset):
+                        items.update(part)
+                    elif isinstance(part, dict):
+                        subs.update(key for key, item in part.items() if item is not None)
+    return {
+        name: kind_of(name).delta(
+            before.get(name), value, Moved(*(frozenset(part) for part in moved[name]))
+        )
+        for name, value in after.items()
+        if name in moved
+    }
 
 
 # -- invites ---------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from reconciler.model.invite import (
     NotRun,
     Outcome,
     ReadError,
+    differences,
     field_kinds,
     kind_of,
     resend_due,
@@ -150,11 +151,11 @@ def _failed(desired: DesiredInvite, error: ReadError) -> FailedInvite:
 # -- comparing one invite ------------------------------------------------------------------
 # Compare one desired invite with the server's copy, field by managed field.
 #
-# Equal is the field's kind's equal (``reconciler.model.invite``), and it alone
-# decides which fields a PATCH carries: a field goes when the value the files
-# want and the part of the server's value they manage are not the same to the
-# platform. What a plan shows inside such a field comes from the same kind
-# (``FieldKind.delta``), so the plan cannot show a change the PATCH would not make.
+# DeepDiff, over the canonical forms (``reconciler.model.invite.differences``), decides
+# which fields a PATCH carries: a field goes when the value the files want and the part
+# of the server's value they manage are not the same to the platform. What a plan shows
+# inside such a field comes from the same DeepDiff (``field_changes``), so the plan
+# cannot show a change the PATCH would not make.
 
 
 def compare_invite(desired: Mapping[str, FieldValue], current: Mapping[str, FieldValue]) -> Fields:
@@ -164,10 +165,8 @@ def compare_invite(desired: Mapping[str, FieldValue], current: Mapping[str, Fiel
     compared or sent.
     """
     kinds = field_kinds()
-    patch: Fields = {}
-    for name, want in desired.items():
-        kind = kinds[name]
-        have = current.get(name)
-        if kind.differs(want, have):
-            patch[name] = kind.patch_value(want, have)
-    return patch
+    managed = {name: kinds[name].managed(want, current.get(name)) for name, want in desired.items()}
+    return {
+        name: kinds[name].patch_value(desired[name], current.get(name))
+        for name in differences(managed, desired)
+    }

@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 from reconciler.errors import ReconcilerError
 from reconciler.model.invite import (
+    NO_DELTA,
     Contact,
     FieldDelta,
     Fields,
@@ -22,6 +23,7 @@ from reconciler.model.invite import (
     HeldFields,
     IdentifierSet,
     SourceLocation,
+    differences,
     kind_of,
 )
 from reconciler.safetext import plural, redact
@@ -43,7 +45,9 @@ class FieldChange(NamedTuple):
     def _inside(self) -> FieldDelta:
         if self.delta is not None:
             return self.delta
-        return kind_of(self.field).delta(self.before, self.after)
+        return differences({self.field: self.before}, {self.field: self.after}).get(
+            self.field, NO_DELTA
+        )
 
     @property
     def added(self) -> list[str]:
@@ -67,9 +71,11 @@ class FieldChange(NamedTuple):
 
 
 def field_changes(before: HeldFields, after: Fields) -> list[FieldChange]:
-    """Each field of ``after`` beside its value in ``before``, with what differs inside it."""
+    """Each field of ``after`` beside its value in ``before``, with what differs inside it
+    (DeepDiff's: ``differences``)."""
+    inside = differences(before, after)
     return [
-        FieldChange(name, before.get(name), value, kind_of(name).delta(before.get(name), value))
+        FieldChange(name, before.get(name), value, inside.get(name, NO_DELTA))
         for name, value in after.items()
     ]
 

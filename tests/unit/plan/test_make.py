@@ -5,13 +5,17 @@ plans scoped to a change.
 from __future__ import annotations
 
 import gc
+import subprocess
+import sys
 import weakref
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.helpers import EXAMPLES, clean_env
 from support.plans import BASE, changed, current, desired, of_change
 from support.values import held, typed
 
@@ -377,3 +381,47 @@ def test_a_plan_shows_each_part_of_a_contact_or_group_the_server_did_not_have():
     assert (groups.added, groups.removed) == (["emea", "enterprise"], [])
     cleared = FieldChange("groups", IdentifierSet(["emea"]), IdentifierSet())
     assert (cleared.added, cleared.removed) == ([], ["emea"])
+
+
+# -- DeepDiff, imported by the commands that diff alone ------------------------------------
+
+_LOADED = """
+import sys
+from reconciler.cli import main
+main(sys.argv[1:])
+print("deepdiff" in sys.modules)
+"""
+
+
+@pytest.mark.parametrize("args", [["--help"], ["plan", "--help"], ["validate", str(EXAMPLES)]])
+def test_deepdiff_is_not_imported_by_help_or_validate(args: list[str]) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _LOADED, *args],
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.stdout.strip().splitlines()[-1] == "False", done.stderr
+
+
+def test_deepdiff_computes_what_a_plan_of_a_differing_invite_patches() -> None:
+    code = (
+        "import sys\n"
+        "from support.plans import BASE, current, desired\n"
+        "from reconciler.model.invite import Done\n"
+        "from reconciler.plan.make import make_plan\n"
+        "plan = make_plan(BASE, [(desired(1), Done(current(1)))])\n"
+        "print(len(plan.changes), 'deepdiff' in sys.modules)\n"
+    )
+    tests = str(Path(__file__).resolve().parents[2])
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env=clean_env(PYTHONPATH=tests),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert done.stdout.split() == ["1", "True"]
