@@ -689,7 +689,11 @@ def whole_document_signature(plan: Plan) -> str:
     """The signature as it was made before streaming: over the whole canonical document."""
     key = hmac.new(SECRET.encode(), b"invite-reconciler plan v1", hashlib.sha256).digest()
     parsed = json.loads(json.dumps(to_document(plan), ensure_ascii=False))
-    return "hmac-sha256:" + hmac.new(key, canonical_bytes(parsed), hashlib.sha256).hexdigest()
+    parsed.pop("signature", None)
+    canonical = json.dumps(parsed, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    signed = canonical.encode("utf-8", "surrogatepass")
+    assert canonical_bytes(parsed) == signed  # the one canonical form, whole
+    return "hmac-sha256:" + hmac.new(key, signed, hashlib.sha256).hexdigest()
 
 
 @PLANS
