@@ -720,10 +720,6 @@ class _Reader:
         )
 
 
-# A contact's sub-field DeepDiff found added or removed, and the side holding its value.
-_NULL_SUB_FIELD = {"dictionary_item_added": "t2", "dictionary_item_removed": "t1"}
-
-
 def differences(
     before: Mapping[str, FieldValue | None], after: Mapping[str, FieldValue]
 ) -> dict[str, FieldDelta]:
@@ -738,37 +734,52 @@ def differences(
     new = {name: canonical(value) for name, value in after.items()}
     if old == new:  # most invites: what DeepDiff would say, without its ~0.1 ms a call
         return {}
+    moved = _moved(old, new)
+    return {
+        name: kind_of(name).delta(before.get(name), value, moved[name])
+        for name, value in after.items()
+        if name in moved
+    }
+
+
+def _moved(old: dict[str, Canonical], new: dict[str, Canonical]) -> dict[str, Moved]:
+    """What DeepDiff finds differing from ``old`` to ``new``, field by field."""
     # Imported here: only the commands that diff (plan, apply, adopt) load it, ~60 ms.
     from deepdiff import DeepDiff
 
     # threshold 0: always into a contact's sub-fields, never "the whole contact changed".
     tree = DeepDiff(old, new, view="tree", threshold_to_diff_deeper=0)
-    moved: dict[str, tuple[set[str], set[str], set[str]]] = {}
+    found: dict[str, tuple[set[str], set[str], set[str]]] = {}
     for report, levels in tree.items():
         for level in levels:
             name, *inside = level.path(output_format="list")
             if report in _NULL_SUB_FIELD and getattr(level, _NULL_SUB_FIELD[report]) is None:
                 continue  # a plan shows a sub-field held as None as one not held
-            added, removed, subs = moved.setdefault(name, (set(), set(), set()))
-            if report == "set_item_added":
-                added.add(level.t2)
-            elif report == "set_item_removed":
-                removed.add(level.t1)
-            elif inside:  # a contact's sub-field added, removed or changed
-                subs.add(inside[0])
-            else:  # the whole value: text changed, or a value where none was held
-                for part, items in ((level.t1, removed), (level.t2, added)):
-                    if isinstance(part, frozenset):
-                        items.update(part)
-                    elif isinstance(part, dict):
-                        subs.update(key for key, item in part.items() if item is not None)
-    return {
-        name: kind_of(name).delta(
-            before.get(name), value, Moved(*(frozenset(part) for part in moved[name]))
-        )
-        for name, value in after.items()
-        if name in moved
-    }
+            _note(found.setdefault(name, (set(), set(), set())), report, level, inside)
+    return {name: Moved(*map(frozenset, parts)) for name, parts in found.items()}
+
+
+# A contact's sub-field DeepDiff found added or removed, and the side holding its value.
+_NULL_SUB_FIELD = {"dictionary_item_added": "t2", "dictionary_item_removed": "t1"}
+
+
+def _note(
+    parts: tuple[set[str], set[str], set[str]], report: str, level: Any, inside: list[str]
+) -> None:
+    """One of DeepDiff's findings inside a field, into its (added, removed, subs)."""
+    added, removed, subs = parts
+    if report == "set_item_added":
+        added.add(level.t2)
+    elif report == "set_item_removed":
+        removed.add(level.t1)
+    elif inside:  # a contact's sub-field added, removed or changed
+        subs.add(inside[0])
+    else:  # the whole value: text changed, or a value where none was held
+        for value, items in ((level.t1, removed), (level.t2, added)):
+            if isinstance(value, frozenset):
+                items.update(value)
+            elif isinstance(value, dict):
+                subs.update(key for key, item in value.items() if item is not None)
 
 
 # -- invites ---------------------------------------------------------------------------------
