@@ -33,6 +33,9 @@ from reconciler.safetext import cut, escape, redact, redact_and_escape
 # values is exact (as written: same items in the same order, same sub-fields);
 # what the platform counts as the same value is its ``canonical`` form: text in NFC, a
 # set's items as a set, a contact's sub-fields as a dict of text in NFC.
+#
+# Compact, for the loader's 200,000 invites: a set is a tuple, a contact two
+# tuples, its sub-field names shared by every contact that names the same ones.
 
 
 def nfc(text: str) -> str:
@@ -99,6 +102,22 @@ class IdentifierSet(tuple[str, ...]):
         return f"IdentifierSet({list(self)!r})"
 
 
+# Tuples of sub-field names, each kept once: contacts name the same few. Bounded, so
+# that a server naming new sub-fields in every answer cannot grow it for ever.
+_SHARED_NAMES: dict[tuple[str, ...], tuple[str, ...]] = {}
+_MAX_SHARED = 1024
+
+
+def shared(names: tuple[str, ...]) -> tuple[str, ...]:
+    """``names``, as the one copy every holder of the same names shares (while there is room)."""
+    kept = _SHARED_NAMES.get(names)
+    if kept is not None:
+        return kept
+    if len(_SHARED_NAMES) < _MAX_SHARED:
+        _SHARED_NAMES[names] = names
+    return names
+
+
 class Contact(Mapping[str, str | None]):
     """An object field's sub-fields (primaryContact's name, email, phone), in their order.
 
@@ -106,38 +125,53 @@ class Contact(Mapping[str, str | None]):
     for a sub-field it holds no value for; a file's copy holds text only.
     """
 
+    __slots__ = ("_names", "_values")
+
     def __init__(
         self, items: Mapping[str, str | None] | Iterable[tuple[str, str | None]] = ()
     ) -> None:
-        self._items: dict[str, str | None] = dict(items)
+        # Most often a dict (an entry's, a server's): looked at first, as ABC checks are slow.
+        if type(items) is dict or isinstance(items, Mapping):
+            names, values = tuple(items), tuple(items.values())
+        else:
+            pairs = tuple(items)
+            names, values = tuple(n for n, _ in pairs), tuple(v for _, v in pairs)
+        self._names: tuple[str, ...] = _SHARED_NAMES.get(names) or shared(names)
+        self._values: tuple[str | None, ...] = values
 
     def __getitem__(self, name: str) -> str | None:
-        return self._items[name]
+        try:
+            return self._values[self._names.index(name)]
+        except ValueError:
+            raise KeyError(name) from None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._items)
+        return iter(self._names)
 
     def __len__(self) -> int:
-        return len(self._items)
+        return len(self._names)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Mapping):
             return NotImplemented
-        return self._items == dict(other.items())
+        return dict(self.items()) == dict(other.items())
 
     def __hash__(self) -> int:
-        return hash(frozenset(self._items.items()))
+        return hash(frozenset(self.items()))
 
     def __repr__(self) -> str:
-        return f"Contact({self._items!r})"
+        return f"Contact({dict(self.items())!r})"
 
     def canonical(self) -> dict[str, str | None]:
         """The sub-fields as compared: each value in NFC, their order gone."""
-        return {name: None if item is None else nfc(item) for name, item in self._items.items()}
+        return {name: None if item is None else nfc(item) for name, item in self.items()}
 
     def merged(self, over: Contact) -> Contact:
         """These sub-fields with ``over``'s on top: its values win, new ones come last."""
-        return Contact({**self._items, **over})
+        return Contact({**self, **over})
 
 
 FieldValue: TypeAlias = str | Contact | IdentifierSet
@@ -833,30 +867,70 @@ class SourceLocation(NamedTuple):
         return f"{escape(self.path)}:{self.line}"
 
 
-@dataclass
 class DesiredInvite:
-    """One invite entry: the fields it manages and where it was written."""
+    """One invite entry: the fields it manages and where it was written.
 
-    id: str  # the field's name in the files and the API
-    fields: Fields  # managed fields only, in the order written; absent means unmanaged
-    source: SourceLocation
-    resend_on_change: ResendRule = False
+    Compact, for 200,000 of them: ``__slots__``; the field names as one tuple
+    shared by every invite naming the same fields, the values as a tuple (no
+    dict per invite: ``fields`` builds one when asked); the source kept as its
+    parts (``source`` makes the ``SourceLocation`` when asked).
+    """
 
-    def __post_init__(self) -> None:
-        self.fields = dict(self.fields)  # its own: the entry's, whatever it was made from
+    __slots__ = ("_column", "_line", "_names", "_path", "_values", "id", "resend_on_change")
+
+    def __init__(
+        self,
+        id: str,  # the field's name in the files and the API
+        fields: Mapping[str, FieldValue],  # managed fields only; absent means unmanaged
+        source: SourceLocation,
+        resend_on_change: ResendRule = False,
+    ) -> None:
+        self.id = id
+        self._names: tuple[str, ...] = shared(tuple(fields))
+        self._values: tuple[FieldValue, ...] = tuple(fields.values())
+        self.resend_on_change = resend_on_change
+        self._path, self._line, self._column = source
+
+    @property
+    def fields(self) -> Fields:
+        """The managed fields, in the order written; a new dict each time."""
+        return dict(self.items())
 
     def items(self) -> Iterator[tuple[str, FieldValue]]:
         """(field, value) of each managed field, in the order written."""
-        return iter(self.fields.items())
+        return zip(self._names, self._values, strict=True)
 
     def get(self, name: str) -> FieldValue | None:
         """The value the entry gives ``name``; None when it does not manage it."""
-        return self.fields.get(name)
+        if name not in self._names:
+            return None
+        return self._values[self._names.index(name)]
+
+    @property
+    def source(self) -> SourceLocation:
+        return SourceLocation(self._path, self._line, self._column)
 
     @property
     def name(self) -> str | None:
         value = self.get("name")
         return value if isinstance(value, str) else None
+
+    def _parts(self) -> tuple[object, ...]:
+        parts = (self.id, self.fields, self._path, self._line, self._column)
+        return (*parts, self.resend_on_change)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DesiredInvite):
+            return NotImplemented
+        return self._parts() == other._parts()
+
+    __hash__ = None  # type: ignore[assignment]  # equal by value, and it holds a dict
+
+    def __repr__(self) -> str:
+        return (
+            f"DesiredInvite(id={self.id!r}, fields={self.fields!r}, "
+            f"source={self.source!r}, resend_on_change={self.resend_on_change!r})"
+        )
 
 
 @dataclass(frozen=True)

@@ -145,17 +145,17 @@ def test_a_list_re_sends_only_when_the_update_carried_a_listed_field(
     assert invite.resend_due(rule, patched) is due
 
 
-def test_a_desired_invite_keeps_its_fields_in_order() -> None:
+def test_a_desired_invite_keeps_its_fields_in_order_and_shares_their_names() -> None:
     where = SourceLocation("invites/a.yaml", 3, 5)
     fields = typed({"name": "Acme", "groups": ["b", "a"], "primaryContact": {"name": "J"}})
     one = DesiredInvite("inv_1", fields, where)
+    other = DesiredInvite("inv_2", typed({"name": "B", "groups": [], "primaryContact": {}}), where)
     assert list(one.fields) == ["name", "groups", "primaryContact"]
     assert one.get("groups") == ["b", "a"] and one.get("email") is None
     assert (one.name, one.source) == ("Acme", where)
+    assert one._names is other._names  # one tuple for every invite naming the same fields
     assert one == DesiredInvite("inv_1", dict(fields), where)
     assert one != DesiredInvite("inv_1", fields, where, resend_on_change=True)
-    fields["name"] = "Other"  # the entry holds its own fields
-    assert one.name == "Acme"
 
 
 def test_a_source_location_is_named_as_every_message_names_it() -> None:
@@ -206,6 +206,11 @@ def test_a_contact_merged_keeps_its_sub_fields_and_takes_the_new_values() -> Non
         ("phone", "+1"),
         ("title", "CFO"),
     ]
+
+
+def test_contacts_naming_the_same_sub_fields_share_one_tuple_of_names() -> None:
+    one, other = Contact({"name": "A", "email": "a"}), Contact({"name": "B", "email": "b"})
+    assert one._names is other._names
 
 
 def test_values_as_json() -> None:
