@@ -17,7 +17,7 @@ _CATEGORIES = [
         "YAML loading (and building invites)",
         ("reconciler/yamlload/", "/yaml/", "reconciler/desired/"),
     ),
-    ("compare (the field kinds)", ("reconciler/plan/make.py", "reconciler/model/invite.py")),
+    ("compare (DeepDiff over the canonical forms)", ("compare_invite (", "/deepdiff/")),
     ("HTTP (requests/urllib3/http.client)", ("reconciler/api/", "/requests/", "/urllib3/")),
     ("rendering the output", ("reconciler/output/", "json/encoder")),
     (
