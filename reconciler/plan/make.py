@@ -65,6 +65,33 @@ def make_plan(
     return plan
 
 
+# -- comparing one invite ------------------------------------------------------------------
+# Compare one desired invite with the server's copy, field by managed field.
+#
+# DeepDiff, over the canonical forms (``reconciler.model.invite.differences``), decides
+# which fields a PATCH carries: a field goes when the value the files want and the part
+# of the server's value they manage are not the same to the platform. What a plan shows
+# inside such a field comes from the same DeepDiff (``field_changes``), so the plan
+# cannot show a change the PATCH would not make.
+
+
+def compare_invite(desired: Mapping[str, FieldValue], current: Mapping[str, FieldValue]) -> Fields:
+    """The PATCH body that brings ``current`` to ``desired``: only fields that differ.
+
+    ``desired`` holds only managed fields; anything else on the server is never
+    compared or sent.
+    """
+    kinds = field_kinds()
+    managed = {name: kinds[name].managed(want, current.get(name)) for name, want in desired.items()}
+    return {
+        name: kinds[name].patch_value(desired[name], current.get(name))
+        for name in differences(managed, desired)
+    }
+
+
+# -- its place in the plan: a change, unchanged, not updatable, outside the change -------
+
+
 def _place(
     plan: Plan, desired: DesiredInvite, current: CurrentInvite, changed: ChangedEntry | None
 ) -> None:
@@ -146,27 +173,3 @@ def _recipient(patch: Fields, current: CurrentInvite) -> str | None:
 def _failed(desired: DesiredInvite, error: ReadError) -> FailedInvite:
     message = redact(str(error))
     return FailedInvite(desired.id, desired.source, message, error.status, error.request_id)
-
-
-# -- comparing one invite ------------------------------------------------------------------
-# Compare one desired invite with the server's copy, field by managed field.
-#
-# DeepDiff, over the canonical forms (``reconciler.model.invite.differences``), decides
-# which fields a PATCH carries: a field goes when the value the files want and the part
-# of the server's value they manage are not the same to the platform. What a plan shows
-# inside such a field comes from the same DeepDiff (``field_changes``), so the plan
-# cannot show a change the PATCH would not make.
-
-
-def compare_invite(desired: Mapping[str, FieldValue], current: Mapping[str, FieldValue]) -> Fields:
-    """The PATCH body that brings ``current`` to ``desired``: only fields that differ.
-
-    ``desired`` holds only managed fields; anything else on the server is never
-    compared or sent.
-    """
-    kinds = field_kinds()
-    managed = {name: kinds[name].managed(want, current.get(name)) for name, want in desired.items()}
-    return {
-        name: kinds[name].patch_value(desired[name], current.get(name))
-        for name in differences(managed, desired)
-    }
