@@ -32,8 +32,7 @@ from reconciler.output.github import emit, github_enabled, invite_error_commands
 from reconciler.output.log import setup_logging
 from reconciler.output.progress import Progress
 from reconciler.output.text import TextRenderer
-from reconciler.plan.changes import InviteChange
-from reconciler.plan.model import Plan
+from reconciler.plan.model import InviteChange, Plan
 from reconciler.plan.saved import load_signed_plan
 from reconciler.safetext import plural, redact_and_escape
 from reconciler.service.apply import Applied, apply_plan, run_fatal

@@ -40,7 +40,7 @@ from reconciler.output.apply_text import fatal_short
 from reconciler.output.common import stop_writing_to_stdout
 from reconciler.output.failures import RESEND_UNKNOWN_ADVICE, echo_errors
 from reconciler.output.log import setup_logging
-from reconciler.plan.changes import FailedInvite
+from reconciler.plan.model import FailedInvite
 from reconciler.safetext import plural, quote_value, redact, redact_and_escape
 from reconciler.service.offline import check_writable, settings_for
 from reconciler.service.online import open_service

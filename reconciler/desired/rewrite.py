@@ -17,8 +17,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from reconciler.desired.state import cannot_hold
-from reconciler.model.kinds import canonical
-from reconciler.model.values import Contact, Fields, FieldValue, HeldFields, IdentifierSet, nfc
+from reconciler.model.invite import (
+    Contact,
+    Fields,
+    FieldValue,
+    HeldFields,
+    IdentifierSet,
+    canonical,
+    nfc,
+)
 from reconciler.yamlload.positions import Lines
 from reconciler.yamlload.scalar_text import render_scalar
 from reconciler.yamlload.spans import (

@@ -27,18 +27,24 @@ from reconciler.desired.state import (
 )
 from reconciler.errors import ReconcilerError
 from reconciler.files import ReadFile, read_for_rewrite, replace_all
-from reconciler.model.fields import kind_of
 from reconciler.model.invite import (
+    Contact,
     CurrentInvite,
     DesiredInvite,
+    Done,
+    Failed,
+    Fields,
+    FieldValue,
+    NotRun,
+    Outcome,
     ResendRule,
     SourceLocation,
+    canonical,
+    kind_of,
+    stop_if_run_fatal,
 )
-from reconciler.model.kinds import canonical
-from reconciler.model.outcome import Done, Failed, NotRun, Outcome, stop_if_run_fatal
-from reconciler.model.values import Contact, Fields, FieldValue
-from reconciler.plan.changes import FailedInvite
-from reconciler.plan.compare import compare_invite
+from reconciler.plan.make import compare_invite
+from reconciler.plan.model import FailedInvite
 from reconciler.safetext import holds_secret, redact, redact_and_escape
 from reconciler.service.online import Service
 

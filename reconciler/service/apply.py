@@ -27,8 +27,7 @@ from reconciler.output.apply_text import (
     stored_otherwise_text,
 )
 from reconciler.output.failures import RESEND_UNKNOWN_ADVICE, resend_advice
-from reconciler.plan.changes import FailedInvite, InviteChange
-from reconciler.plan.model import Plan
+from reconciler.plan.model import FailedInvite, InviteChange, Plan
 from reconciler.plan.saved import plan_digest
 from reconciler.safetext import redact_and_escape
 from reconciler.service.online import Service

@@ -32,11 +32,20 @@ from reconciler.files import (
     write_output,
 )
 from reconciler.git import outside_repository
-from reconciler.model.fields import ID_KEY, field_kinds, kind_of
-from reconciler.model.invite import CurrentInvite, DesiredInvite
-from reconciler.model.kinds import FlowList, Quoted, Written
-from reconciler.model.outcome import Done, Failed, stop_if_run_fatal
-from reconciler.model.values import Fields
+from reconciler.model.invite import (
+    ID_KEY,
+    CurrentInvite,
+    DesiredInvite,
+    Done,
+    Failed,
+    Fields,
+    FlowList,
+    Quoted,
+    Written,
+    field_kinds,
+    kind_of,
+    stop_if_run_fatal,
+)
 from reconciler.safetext import ALLOWED_INVISIBLE, escape, holds_secret, plural, redact_and_escape
 from reconciler.service.offline import settings_for
 from reconciler.service.online import Service

@@ -20,8 +20,7 @@ from reconciler.apply.interrupt import GracefulInterrupt
 from reconciler.apply.recheck import saved_plan_state
 from reconciler.desired.state import DesiredState
 from reconciler.errors import ReconcilerError
-from reconciler.model.invite import CurrentInvite, DesiredInvite
-from reconciler.model.outcome import Outcome
+from reconciler.model.invite import CurrentInvite, DesiredInvite, Outcome
 from reconciler.output.color import echo_err
 from reconciler.output.progress import Progress
 from reconciler.plan.make import make_plan

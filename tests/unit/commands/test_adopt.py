@@ -6,7 +6,7 @@ from __future__ import annotations
 from reconciler.commands.adopt import summary_markdown
 from reconciler.desired.rewrite import NO_VALUE, SHARED, Refused, Rewritten
 from reconciler.desired.state import CANNOT_HOLD
-from reconciler.model.values import IdentifierSet
+from reconciler.model.invite import IdentifierSet
 from reconciler.safetext import quote_value
 
 _ODD_LAYOUT = "it is written in a layout adopt does not edit"

@@ -14,7 +14,7 @@ from support.values import held
 
 from reconciler.desired.rewrite import NO_VALUE, SHARED, Wanted, rewrite
 from reconciler.desired.state import CANNOT_HOLD, load_text
-from reconciler.model.values import Contact, FieldValue
+from reconciler.model.invite import Contact, FieldValue
 from reconciler.yamlload import spans
 
 

@@ -38,8 +38,12 @@ from reconciler.desired.state import (
     select_invites,
 )
 from reconciler.errors import FileProblem, InputError, ReconcilerError
-from reconciler.model.invite import DesiredInvite, SourceLocation
-from reconciler.model.values import MAX_MARKS_IN_A_ROW, marks_in_a_row
+from reconciler.model.invite import (
+    MAX_MARKS_IN_A_ROW,
+    DesiredInvite,
+    SourceLocation,
+    marks_in_a_row,
+)
 from reconciler.safetext import NOT_IN_TEXT
 
 WriteYaml = Callable[[str, str], Path]

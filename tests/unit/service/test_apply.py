@@ -9,7 +9,7 @@ from support.fake_platform import IDS, FakePlatform, answer, read_records
 
 from reconciler.apply.applier import ChangeResult, WriteOutcome
 from reconciler.desired.state import DesiredState
-from reconciler.plan.changes import InviteChange
+from reconciler.plan.model import InviteChange
 from reconciler.service.apply import apply_plan
 from reconciler.service.online import open_service
 from reconciler.settings.config import Settings

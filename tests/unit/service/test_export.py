@@ -18,8 +18,7 @@ from support.helpers import clean_env
 from support.values import typed
 
 from reconciler.errors import ConfigError
-from reconciler.model.fields import kind_of
-from reconciler.model.invite import CurrentInvite
+from reconciler.model.invite import CurrentInvite, kind_of
 from reconciler.service.export import export_entry, render_export, schema_ref_for
 
 SCHEMA = "schemas/invites.schema.json"

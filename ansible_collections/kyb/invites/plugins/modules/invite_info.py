@@ -95,7 +95,7 @@ from ansible_collections.kyb.invites.plugins.module_utils.invite_reconciler impo
 if HAS_LIBRARY:
     from reconciler.desired.state import refuse_bad_ids
     from reconciler.errors import ReconcilerError
-    from reconciler.model.outcome import Done, Failed, stop_if_run_fatal
+    from reconciler.model.invite import Done, Failed, stop_if_run_fatal
     from reconciler.service.export import export_entry, render_export
     from reconciler.service.online import open_service
 

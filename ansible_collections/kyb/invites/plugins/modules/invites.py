@@ -202,7 +202,7 @@ if HAS_LIBRARY:
     from reconciler.apply.applier import ResendOutcome, WriteOutcome
     from reconciler.desired.state import Selection, load_texts, refuse_bad_ids, select_invites
     from reconciler.errors import InputError, ReconcilerError
-    from reconciler.model.values import to_json
+    from reconciler.model.invite import to_json
     from reconciler.safetext import escape, json_text, plural
     from reconciler.service.apply import apply_plan
     from reconciler.service.offline import check_writable
