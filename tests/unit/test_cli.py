@@ -12,6 +12,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from support.cli import run_cli, run_cli_process
 from support.helpers import EXAMPLES, clean_env
@@ -136,3 +137,21 @@ def test_stdout_in_an_encoding_that_cannot_hold_the_output_is_said_not_a_traceba
         "error: cannot write the output: stdout's encoding (iso8859-1) cannot hold U+682A; "
         "run with a UTF-8 locale (LANG=C.UTF-8) or PYTHONIOENCODING=utf-8"
     )
+
+
+def test_a_bug_of_ours_is_one_line_of_error_never_a_traceback(monkeypatch: Any) -> None:
+    # A traceback would quote outside text (a value, a server's words) unescaped.
+    import reconciler.commands.schema as command
+
+    def broken(_: str) -> Path:
+        raise RuntimeError("value \x1b[31mred\x1b[0m\nsecond line")
+
+    monkeypatch.setattr(command, "resource_path", broken)
+    done = run_cli("schema", "--config")
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr and "\x1b" not in done.stderr
+    assert done.stderr.startswith(
+        "error: internal error (RuntimeError: value \\x1b[31mred\\x1b[0m"
+    ), done.stderr
+    assert "this is a bug in reconcile, please report it" in done.stderr
+    assert done.stderr.count("\n") == 1  # the value's line break escaped too
