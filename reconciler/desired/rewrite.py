@@ -20,7 +20,7 @@ from reconciler.desired.state import cannot_hold
 from reconciler.model.kinds import canonical
 from reconciler.model.values import Contact, Fields, FieldValue, HeldFields, IdentifierSet, nfc
 from reconciler.yamlload.positions import Lines
-from reconciler.yamlload.scalar_text import render_scalar
+from reconciler.yamlload.scalars import render_scalar
 from reconciler.yamlload.spans import (
     InviteSpans,
     Span,

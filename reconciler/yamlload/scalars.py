@@ -8,6 +8,8 @@ reporting changes: the text as written, never a Python repr.
 from __future__ import annotations
 
 import datetime
+import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -175,3 +177,38 @@ def key_problem(raw: str, value: Any) -> str:
     if raw == "":
         return "a key is empty; write a field name before the `:`"
     return f"YAML reads the key {reading(raw, value)}; {quote_it(raw)}"
+
+
+# -- a value written back as scalar text, in the style it was written in --------------------
+
+# Characters a double-quoted scalar must escape: YAML reads them as breaks, or refuses them.
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff\ud800-\udfff\ufffe\uffff]")
+# A plain scalar's first character is no indicator; inside [ ] or { } no character of
+# `,[]{}` either, where in block context they are text like any other.
+_PLAIN_FLOW = re.compile(r"[^\s\-?:,\[\]{}#&*!|>'\"%@`](?:[^,\[\]{}]*[^\s,\[\]{}:])?")
+_PLAIN_BLOCK = re.compile(r"[^\s\-?:,\[\]{}#&*!|>'\"%@`](?:.*[^\s:])?", re.DOTALL)
+
+
+def render_scalar(value: Any, style: str | None, flow: bool) -> str:
+    """``value`` as a YAML scalar: in the style it was written in where that reads it back."""
+    if not isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if style == "'" and not _UNPRINTABLE.search(value):
+        return "'" + value.replace("'", "''") + "'"
+    if style is None and _plain_ok(value, flow):
+        return value
+    return _double_quoted(value)
+
+
+def _plain_ok(value: str, flow: bool) -> bool:
+    plain = _PLAIN_FLOW if flow else _PLAIN_BLOCK
+    if not plain.fullmatch(value) or ": " in value or " #" in value or "\n" in value:
+        return False
+    if _UNPRINTABLE.search(value):
+        return False
+    return value[:1] not in RESOLVED_FIRST or resolve_plain(value) == STR_TAG
+
+
+def _double_quoted(value: str) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return _UNPRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
