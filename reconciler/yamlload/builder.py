@@ -1,17 +1,25 @@
 """Plain values built straight from libyaml's event stream, bounded as events arrive.
 
-No node graph and no recursion: each event updates a stack of frames, so
-the nesting depth is checked before a container is opened, and the size of
-what aliases expand to is counted at each alias, before anything downstream
-(the schema, a diff, a copy) could walk the expansion. A "billion laughs"
-file is refused at the alias that crosses the bound, having cost nothing.
+Events, not PyYAML's composer and constructor: five times faster than its C loader,
+and each value's position kept. No node graph and no recursion: each event updates a
+stack of frames (a mapping, a list, the document), so the nesting depth is checked
+before a container is opened, and the size of what aliases expand to is counted at
+each alias, before anything downstream (the schema, a diff, a copy) could walk the
+expansion: a "billion laughs" file is refused at the alias that crosses the bound,
+having cost nothing. A mapping frame is where YAML's silent traps are caught:
+duplicate keys (``<<`` merge keys included), keys YAML reads as something other than
+text, and merges of things that are not mappings.
+
+The items of one chosen list (the invite entries) are handed, each as an ``Item``, to
+a hook as soon as they are built, and not kept: a file of 200,000 invites is read
+without holding them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -20,7 +28,6 @@ from reconciler.yamlload.positions import START, Lines, Located, Mark, Spot
 from reconciler.yamlload.scalars import (
     MAP_TAGS,
     MERGE_TAG,
-    RESOLVED_FIRST,
     SEQ_TAGS,
     STR_TAG,
     TagProblem,
@@ -33,6 +40,8 @@ from reconciler.yamlload.scalars import (
     resolve_plain,
 )
 
+# libyaml's parser, as PyYAML's wheels are built with it: the events every reader here reads.
+Parser = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 # Real invite files nest five levels deep; nothing legitimate comes near this.
 DEPTH_LIMIT = 100
 # What aliases may expand to: a fixed allowance plus ten values per value
@@ -51,8 +60,6 @@ class Fatal(Exception):
         self.message = message
 
 
-# Not frozen: a frozen dataclass sets each field through object.__setattr__,
-# four times the cost of building this one, and one is built per invite.
 @dataclass(slots=True)
 class Item:
     """One item of the streamed list, as the builder hands it over."""
@@ -135,18 +142,14 @@ class Builder:
             yaml.SequenceEndEvent: self._end,
             yaml.DocumentStartEvent: self._document_start,
         }
-        get_event = parser.get_event
-        scalar = self._scalar
-        scalar_event = yaml.ScalarEvent
         while True:
-            event = get_event()
-            if event.__class__ is scalar_event:  # most events: tested first
-                scalar(event)
-                continue
-            handler = handlers.get(event.__class__)
-            if handler is not None:
-                handler(event)
-            elif event.__class__ is yaml.StreamEndEvent:
+            event = parser.get_event()
+            kind = event.__class__
+            if kind is yaml.ScalarEvent:  # most events
+                self._scalar(event)
+            elif kind in handlers:
+                handlers[kind](event)
+            elif kind is yaml.StreamEndEvent:
                 return self.document
 
     def _document_start(self, event: Any) -> None:
@@ -160,18 +163,10 @@ class Builder:
     def _scalar(self, event: Any) -> None:
         self.nodes += 1
         position = event.start_mark.index
-        value = event.value
-        tag = event.tag
-        raw = None
-        if tag is not None and tag != "!":
-            raw = value if not event.style else None
-            try:  # a value its tag cannot hold stops the file: its meaning is anyone's guess
-                value = construct_tagged(tag, value)
-            except TagProblem as exc:
-                raise Fatal(position, str(exc)) from None
-            if isinstance(value, str):
-                raw = None
-        elif event.implicit[0] and value[:1] in RESOLVED_FIRST:
+        value, raw = event.value, None  # raw: the text, when YAML reads it as something else
+        if event.tag is not None and event.tag != "!":
+            value, raw = self._tagged(event, position)
+        elif event.implicit[0]:  # plain: YAML 1.1 resolves it
             tag = resolve_plain(value)
             if tag != STR_TAG:
                 value, raw = self._implicit(tag, value, position)
@@ -179,33 +174,16 @@ class Builder:
             self._name(event.anchor, position)
             plain = "<<" if value is MERGE_KEY else value  # an alias to it is the text
             self.anchors[event.anchor] = Anchor(plain, None, raw, 1, 0, position)
-        frame = self.stack[-1]
-        if raw is None:
-            if frame.__class__ is MappingFrame:
-                # MappingFrame.add's usual cases, inlined: a new text key, or a text
-                # value for it (nine events in ten).
-                mapping: MappingFrame = frame
-                key = mapping.key
-                if key is NO_KEY:
-                    if value.__class__ is str and value not in mapping.value:
-                        mapping.key = self.names.setdefault(value, value)
-                        mapping.key_position = position
-                        return
-                elif key.__class__ is str and not mapping.skip and mapping.merged is None:
-                    mapping.value[key] = value
-                    mapping.keys_at[key] = mapping.key_position
-                    mapping.values_at[key] = position
-                    mapping.key = NO_KEY
-                    return
-            elif frame.__class__ is ListFrame and frame.hook is None:
-                # ListFrame.add's usual case, inlined: an item of a set (`groups`).
-                items: ListFrame = frame
-                if value.__class__ is str and len(value) <= SHARED_ITEM_LENGTH:
-                    value = self.names.setdefault(value, value)
-                items.value.append(value)
-                items.items_at.append(position)
-                return
-        frame.add(self, value, position, raw, None)
+        self.stack[-1].add(self, value, position, raw, None)
+
+    @staticmethod
+    def _tagged(event: Any, position: int) -> tuple[Any, str | None]:
+        try:  # a value its tag cannot hold stops the file: its meaning is anyone's guess
+            value = construct_tagged(event.tag, event.value)
+        except TagProblem as exc:
+            raise Fatal(position, str(exc)) from None
+        plain_text = not event.style and not isinstance(value, str)
+        return value, event.value if plain_text else None
 
     def _implicit(self, tag: str, text: str, position: int) -> tuple[Any, str | None]:
         if tag == MERGE_TAG:
@@ -307,23 +285,11 @@ class Builder:
         parent.add(self, value, frame.position, None, frame.spot)
 
 
-# -- the mapping, list or document being built while the events arrive --------------------
+# -- the frames: the mapping, list or document being built while the events arrive --------
 
 
-class Reporter(Protocol):
-    """Where frames send problems and find places (the builder)."""
-
-    def report(self, position: int, message: str) -> None: ...
-
-    def line(self, position: int) -> int: ...
-
-    def mark(self, position: int) -> Mark: ...
-
-    def name(self, text: str) -> str: ...
-
-
-# A list's text items this long or shorter are kept once (Builder.name): the items of
-# sets (`groups`, `addOns`) repeat across thousands of invites.
+# A list's text items this long or shorter are kept once (Builder.name), as keys are:
+# the items of sets (`groups`, `addOns`) repeat across thousands of invites.
 SHARED_ITEM_LENGTH = 64
 MERGE_KEY = object()  # the `<<` key of a YAML merge, while its mapping is being built
 NO_KEY = object()  # a mapping frame waiting for its next key
@@ -346,7 +312,7 @@ class Frame:
         self.height = 1  # levels of nesting in this value, itself included
 
     def add(
-        self, builder: Reporter, child: Any, position: int, raw: str | None, spot: Spot | None
+        self, builder: Builder, child: Any, position: int, raw: str | None, spot: Spot | None
     ) -> None:
         raise NotImplementedError
 
@@ -367,7 +333,7 @@ class DocumentFrame(Frame):
         self.raw: str | None = None
 
     def add(
-        self, builder: Reporter, child: Any, position: int, raw: str | None, spot: Spot | None
+        self, builder: Builder, child: Any, position: int, raw: str | None, spot: Spot | None
     ) -> None:
         self.value, self.position, self.raw, self.spot = child, position, raw, spot
 
@@ -378,20 +344,19 @@ class ListFrame(Frame):
     def __init__(self, position: int) -> None:
         self.items_at: list[int] = []
         self.own = Spot(None, self.items_at)
-        # Not super(): a super object less for each of the 80,000 lists and mappings.
-        Frame.__init__(self, [], self.own, position)
+        super().__init__([], self.own, position)
         self.hook: ItemHook | None = None
         self.index = 0  # items handed to the hook so far
 
     def add(
-        self, builder: Reporter, child: Any, position: int, raw: str | None, spot: Spot | None
+        self, builder: Builder, child: Any, position: int, raw: str | None, spot: Spot | None
     ) -> None:
         if self.hook is not None:  # the item is handed over instead of kept
             self.hook(Item(self.index, child, spot, position, builder.mark(position)))
             self.index += 1
             return
         index = len(self.value)
-        if child.__class__ is str and len(child) <= SHARED_ITEM_LENGTH:  # identifiers repeat
+        if isinstance(child, str) and len(child) <= SHARED_ITEM_LENGTH:
             child = builder.name(child)
         self.value.append(child)
         self.items_at.append(position)
@@ -422,7 +387,7 @@ class MappingFrame(Frame):
         self.keys_at: dict[Any, int] = {}
         self.values_at: dict[Any, int] = {}
         self.own = Spot(self.keys_at, self.values_at)
-        Frame.__init__(self, {}, self.own, position)
+        super().__init__({}, self.own, position)
         self.key: Any = NO_KEY
         self.key_position = position
         self.skip = False  # the value of the current key is dropped (a repeated key)
@@ -433,12 +398,12 @@ class MappingFrame(Frame):
         return self.key is NO_KEY
 
     def add(
-        self, builder: Reporter, child: Any, position: int, raw: str | None, spot: Spot | None
+        self, builder: Builder, child: Any, position: int, raw: str | None, spot: Spot | None
     ) -> None:
         key = self.key
         if key is NO_KEY:
-            if child.__class__ is str and child not in self.value:  # the usual key
-                self.key = child
+            if child.__class__ is str and child not in self.value:  # a new text key
+                self.key = builder.name(child)
                 self.key_position = position
             else:
                 self._take_key(builder, child, position, raw, spot)
@@ -448,7 +413,7 @@ class MappingFrame(Frame):
             self.skip = False
         elif key is MERGE_KEY:
             self._merge(builder, child, position, spot)
-        elif raw is None and spot is None and self.merged is None:  # the usual value
+        elif raw is None and spot is None and self.merged is None:  # a value with no parts
             self.value[key] = child
             self.keys_at[key] = self.key_position
             self.values_at[key] = position
@@ -474,7 +439,7 @@ class MappingFrame(Frame):
             del own.kids[key]
 
     def _take_key(
-        self, builder: Reporter, key: Any, position: int, raw: str | None, spot: Spot | None
+        self, builder: Builder, key: Any, position: int, raw: str | None, spot: Spot | None
     ) -> None:
         self.key_position = position
         if key is MERGE_KEY:
@@ -491,12 +456,13 @@ class MappingFrame(Frame):
             builder.report(position, key_problem(text, key))
             key = text
         if isinstance(key, str):
+            key = builder.name(key)
             first = self.keys_at.get(key) if key in self.value else None
             self.skip = self.skip or self._repeated(builder, key, first, position)
         self.key = key
 
     @staticmethod
-    def _repeated(builder: Reporter, key: str, first: int | None, position: int) -> bool:
+    def _repeated(builder: Builder, key: str, first: int | None, position: int) -> bool:
         if first is None:
             return False
         builder.report(
@@ -506,7 +472,7 @@ class MappingFrame(Frame):
         )
         return True
 
-    def _merge(self, builder: Reporter, child: Any, position: int, spot: Spot | None) -> None:
+    def _merge(self, builder: Builder, child: Any, position: int, spot: Spot | None) -> None:
         if isinstance(child, dict):
             sources = [(child, spot)]
         elif isinstance(child, list) and all(isinstance(item, dict) for item in child):

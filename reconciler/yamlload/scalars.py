@@ -1,4 +1,5 @@
-"""What YAML 1.1 makes of a scalar, and how to say so to the person who wrote it.
+"""What YAML 1.1 makes of a scalar, how to say so to the person who wrote it, and how
+to write a value back as a scalar that reads as that value.
 
 The rules are PyYAML's own (its implicit resolvers and safe constructors), so
 values load exactly as ``yaml.safe_load`` would read them; only the way of
@@ -22,12 +23,11 @@ STR_TAG = YAML_TAG + "str"
 MERGE_TAG = YAML_TAG + "merge"
 MAP_TAGS = frozenset({YAML_TAG + "map"})
 SEQ_TAGS = frozenset({YAML_TAG + "seq", YAML_TAG + "omap"})
-# Plain scalars that YAML 1.1 reads as another type start with one of these.
+# The patterns YAML 1.1 reads a plain scalar by, by its first character.
 _RESOLVERS: dict[str | None, tuple[tuple[str, Callable[[str], object]], ...]] = {
     first: tuple((tag, regexp.match) for tag, regexp in resolvers)
     for first, resolvers in yaml.resolver.Resolver.yaml_implicit_resolvers.items()
 }
-RESOLVED_FIRST = frozenset(_RESOLVERS)
 # Tags YAML resolves that have no value of their own: the text stays a string.
 _STAYS_TEXT = frozenset({STR_TAG, YAML_TAG + "value", YAML_TAG + "yaml"})
 # Python will not write out an int of more than 4,300 digits (about 14,284 bits):
@@ -44,27 +44,11 @@ class TagProblem(Exception):
 
 
 def resolve_plain(value: str) -> str:
-    """The tag YAML 1.1 gives a plain (unquoted, untagged) scalar starting with one
-    of ``RESOLVED_FIRST``."""
-    # Keys (`name`, `email`, `nfc`...) and set items start with such a letter in most
-    # invites: a text resolved once is not matched against the patterns again.
-    tag = _RESOLVED.get(value)
-    if tag is not None:
-        return tag
-    tag = STR_TAG
-    for resolved, match in _RESOLVERS[value[:1]]:
+    """The tag YAML 1.1 gives a plain (unquoted, untagged) scalar."""
+    for tag, match in _RESOLVERS.get(value[:1], ()):
         if match(value):
-            tag = resolved
-            break
-    if len(value) <= _REMEMBERED_LENGTH and len(_RESOLVED) < _REMEMBERED:
-        _RESOLVED[value] = tag
-    return tag
-
-
-# What resolve_plain remembers: the tag of short texts, a bounded number of them.
-_RESOLVED: dict[str, str] = {}
-_REMEMBERED_LENGTH = 64
-_REMEMBERED = 4096
+            return tag
+    return STR_TAG
 
 
 def construct_tagged(tag: str, value: str) -> Any:
@@ -206,7 +190,7 @@ def _plain_ok(value: str, flow: bool) -> bool:
         return False
     if _UNPRINTABLE.search(value):
         return False
-    return value[:1] not in RESOLVED_FIRST or resolve_plain(value) == STR_TAG
+    return resolve_plain(value) == STR_TAG
 
 
 def _double_quoted(value: str) -> str:

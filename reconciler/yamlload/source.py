@@ -21,7 +21,7 @@ import yaml
 
 from reconciler.errors import FileProblem
 from reconciler.safetext import escape
-from reconciler.yamlload.builder import DEPTH_LIMIT, Builder, Fatal, Item, ItemHook
+from reconciler.yamlload.builder import DEPTH_LIMIT, Builder, Fatal, Item, ItemHook, Parser
 from reconciler.yamlload.comments import suspect
 from reconciler.yamlload.positions import Lines, Located, Mark
 
@@ -44,8 +44,6 @@ __all__ = [
 
 # Characters YAML does not allow in a stream (YAML 1.1 section 5.1).
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x84\x86-\x9f\ufffe\uffff]")
-# libyaml's parser when PyYAML was built with it (the wheels are).
-_Parser = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class Parsed(NamedTuple):
@@ -193,7 +191,7 @@ def _whole_list(document: Located | None, key: str) -> ListRead:
 
 
 def _read(source: str | FileSource, path: str, lines: Lines, builder: Builder) -> Parsed:
-    parser = _Parser(source)
+    parser = Parser(source)
     try:
         document = builder.build(parser)
     except Fatal as exc:
@@ -242,7 +240,7 @@ def _too_deep(exc: yaml.MarkedYAMLError, lines: Lines, path: str) -> FileProblem
     message = f"nested too deeply (limit {DEPTH_LIMIT})"
     if mark is None:
         return FileProblem(path, 1, 1, message)
-    parser = _Parser(lines.text[: mark.index])
+    parser = Parser(lines.text[: mark.index])
     try:
         Builder(lines).build(parser)
     except Fatal as fatal:

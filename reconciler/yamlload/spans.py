@@ -18,8 +18,7 @@ from typing import Any
 
 import yaml
 
-_Parser = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
+from reconciler.yamlload.builder import Parser
 
 # A blank line to YAML: spaces, tabs and the line break. Other Unicode spaces (U+3000)
 # are text, and a line of them is a value's.
@@ -76,7 +75,7 @@ def invite_spans(text: str, wanted: Collection[int] | None = None) -> InviteSpan
 
 def _read(text: str, wanted: Collection[int] | None, base: int = 0) -> Span | None:
     """The spans of the document in ``text``, offsets counted from ``base``."""
-    parser = _Parser(text)
+    parser = Parser(text)
     stack: list[_Open] = []
     top: Span | None = None
     skipped: Span | None = None  # an entry not wanted, read through for its end only

@@ -253,12 +253,12 @@ class _FailingParser:
 @pytest.fixture
 def libyaml_fails_on(monkeypatch: pytest.MonkeyPatch):
     """libyaml raising ``error`` on ``text``; any other text (a part of it) parses."""
-    real = source._Parser
+    real = source.Parser
 
     def fail(text: str, error: Exception) -> None:
         monkeypatch.setattr(
             source,
-            "_Parser",
+            "Parser",
             lambda source: _FailingParser(error) if source == text else real(source),
         )
 
