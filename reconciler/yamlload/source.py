@@ -1,4 +1,5 @@
-"""YAML text in, plain values with positions out, and every problem at its place.
+"""YAML text in, plain values with positions out, and every problem at its place: the
+loader's entry point (``parse``, ``stream``, ``load_yaml``).
 
 PyYAML silently keeps the last of two duplicate keys and turns hand-written
 values such as ``+442079460000``, ``NO`` or ``12:30`` into numbers and
@@ -6,7 +7,16 @@ booleans. This loader reads libyaml's event stream (see ``builder``),
 reports duplicates, keeps each value's line and column, and keeps the
 original text of plain scalars that YAML resolved to something other than a
 string, so a later type error can tell the user what to quote. Depth and
-alias expansion are bounded for every YAML file the tool reads.
+alias expansion are bounded for every YAML file the tool reads; a file is read
+in chunks (``FileSource``), never held whole, and a syntax error is worded for
+the person who wrote the file (where to look, the usual cause).
+
+``stream`` reads a file of 200,000 invites without keeping them: each item of the
+list under a chosen top-level key goes to a hook as soon as it is built (an
+``Item``), and the document holds an empty list in its place. A list the builder
+could not stream (it came whole through an alias or a merge) stays in the
+document, and its items come back in the ``ListRead``, so no reader has to guess
+whether an empty list was empty or streamed.
 """
 
 from __future__ import annotations
@@ -204,7 +214,7 @@ def _read(source: str | FileSource, path: str, lines: Lines, builder: Builder) -
     except yaml.MarkedYAMLError as exc:
         if _LIBYAML_TOO_DEEP in str(exc.problem):
             return Parsed(None, [_too_deep(exc, lines, path)])
-        return Parsed(None, [syntax_problem(exc, lines.text, path)])
+        return Parsed(None, [_syntax_problem(exc, lines.text, path)])
     except yaml.YAMLError as exc:
         return Parsed(None, [FileProblem(path, 1, 1, f"invalid YAML: {exc}")])
     finally:
@@ -253,7 +263,12 @@ def _too_deep(exc: yaml.MarkedYAMLError, lines: Lines, path: str) -> FileProblem
 
 
 # -- a YAML syntax error in words --------------------------------------------------------------
-def syntax_problem(exc: yaml.MarkedYAMLError, text: str, path: str) -> FileProblem:
+
+
+def _syntax_problem(exc: yaml.MarkedYAMLError, text: str, path: str) -> FileProblem:
+    """What a syntax error says to the person who wrote the file: where to look (where a
+    bracket or quote opened, where a key began), the usual cause in words, a tab or a
+    space left out named as such."""
     context = exc.context or ""
     # An unclosed bracket or quote is best shown where it was opened, a key without
     # its `:` where the key begins (libyaml notices only on a later line).
