@@ -28,6 +28,7 @@ from reconciler.yamlload.positions import START, Lines, Located, Mark, Spot
 from reconciler.yamlload.scalars import (
     MAP_TAGS,
     MERGE_TAG,
+    RESOLVED_FIRST,
     SEQ_TAGS,
     STR_TAG,
     TagProblem,
@@ -166,7 +167,7 @@ class Builder:
         value, raw = event.value, None  # raw: the text, when YAML reads it as something else
         if event.tag is not None and event.tag != "!":
             value, raw = self._tagged(event, position)
-        elif event.implicit[0]:  # plain: YAML 1.1 resolves it
+        elif event.implicit[0] and value[:1] in RESOLVED_FIRST:  # plain: YAML 1.1 resolves it
             tag = resolve_plain(value)
             if tag != STR_TAG:
                 value, raw = self._implicit(tag, value, position)

@@ -28,6 +28,9 @@ _RESOLVERS: dict[str | None, tuple[tuple[str, Callable[[str], object]], ...]] = 
     first: tuple((tag, regexp.match) for tag, regexp in resolvers)
     for first, resolvers in yaml.resolver.Resolver.yaml_implicit_resolvers.items()
 }
+# A plain scalar YAML 1.1 may read as something other than text starts with one of these
+# (most keys and values do not: they need no resolving).
+RESOLVED_FIRST = frozenset(_RESOLVERS)
 # Tags YAML resolves that have no value of their own: the text stays a string.
 _STAYS_TEXT = frozenset({STR_TAG, YAML_TAG + "value", YAML_TAG + "yaml"})
 # Python will not write out an int of more than 4,300 digits (about 14,284 bits):
