@@ -130,9 +130,6 @@ class Builder:
             return Mark(closed.line + 1, closed.column + 1)
         return self.lines.mark(position)
 
-    def name(self, text: str) -> str:
-        return self.names.setdefault(text, text)
-
     def build(self, parser: Any) -> DocumentFrame:
         """Read every event; return the document frame. Raises Fatal or yaml.MarkedYAMLError."""
         handlers = {
@@ -289,7 +286,7 @@ class Builder:
 # -- the frames: the mapping, list or document being built while the events arrive --------
 
 
-# A list's text items this long or shorter are kept once (Builder.name), as keys are:
+# A list's text items this long or shorter are kept once (Builder.names), as keys are:
 # the items of sets (`groups`, `addOns`) repeat across thousands of invites.
 SHARED_ITEM_LENGTH = 64
 MERGE_KEY = object()  # the `<<` key of a YAML merge, while its mapping is being built
@@ -358,7 +355,7 @@ class ListFrame(Frame):
             return
         index = len(self.value)
         if isinstance(child, str) and len(child) <= SHARED_ITEM_LENGTH:
-            child = builder.name(child)
+            child = builder.names.setdefault(child, child)
         self.value.append(child)
         self.items_at.append(position)
         own = self.own
@@ -404,7 +401,7 @@ class MappingFrame(Frame):
         key = self.key
         if key is NO_KEY:
             if child.__class__ is str and child not in self.value:  # a new text key
-                self.key = builder.name(child)
+                self.key = builder.names.setdefault(child, child)
                 self.key_position = position
             else:
                 self._take_key(builder, child, position, raw, spot)
@@ -457,7 +454,7 @@ class MappingFrame(Frame):
             builder.report(position, key_problem(text, key))
             key = text
         if isinstance(key, str):
-            key = builder.name(key)
+            key = builder.names.setdefault(key, key)
             first = self.keys_at.get(key) if key in self.value else None
             self.skip = self.skip or self._repeated(builder, key, first, position)
         self.key = key
