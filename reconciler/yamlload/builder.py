@@ -105,7 +105,7 @@ class Builder:
         self.hook_key = hook_key
         self.hook = hook
         self.hooked: ListFrame | None = None
-        self.closed: Any = None  # libyaml's mark where the container last closed opened
+        self.last_closed: Any = None  # libyaml's start mark of the container closed last
         self.problems: list[tuple[int, str]] = []
         self.document = DocumentFrame()  # the bottom of the stack, what build() returns
         self.stack: list[Frame] = [self.document]
@@ -125,7 +125,7 @@ class Builder:
     def mark(self, position: int) -> Mark:
         """Where ``position`` is. An item just closed (an invite entry) is placed by
         libyaml's own mark, without reading the text again."""
-        closed = self.closed
+        closed = self.last_closed
         if closed is not None and closed.index == position:
             return Mark(closed.line + 1, closed.column + 1)
         return self.lines.mark(position)
@@ -222,13 +222,13 @@ class Builder:
     def _mapping_start(self, event: Any) -> None:
         start = event.start_mark
         frame = MappingFrame(start.index)
-        frame.start = start
+        frame.start_mark = start
         self._open(event, frame, MAP_TAGS, "a mapping")
 
     def _sequence_start(self, event: Any) -> None:
         start = event.start_mark
         frame = ListFrame(start.index)
-        frame.start = start
+        frame.start_mark = start
         parent = self.stack[-1]
         if (
             self.hook is not None
@@ -279,7 +279,7 @@ class Builder:
         parent = self.stack[-1]
         if parent.height <= frame.height:
             parent.height = frame.height + 1
-        self.closed = frame.start  # places an invite entry without reading the text
+        self.last_closed = frame.start_mark  # places an invite entry without reading the text
         parent.add(self, value, frame.position, None, frame.spot)
 
 
@@ -296,14 +296,14 @@ NO_KEY = object()  # a mapping frame waiting for its next key
 class Frame:
     """What every frame has: its value, spot, where it starts, and what bounds need."""
 
-    __slots__ = ("anchor", "expanded", "height", "nodes", "position", "spot", "start", "value")
+    __slots__ = ("anchor", "expanded", "height", "nodes", "position", "spot", "start_mark", "value")
 
     def __init__(self, value: Any, spot: Spot | None, position: int) -> None:
         self.value = value
         self.spot = spot
         self.position = position
         self.anchor: str | None = None
-        self.start: Any = None  # libyaml's mark where the frame opened
+        self.start_mark: Any = None  # libyaml's mark where the frame opened
         # Counters of the builder when the frame opened: its size is their growth.
         self.nodes = 0
         self.expanded = 0
