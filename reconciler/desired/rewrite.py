@@ -89,11 +89,7 @@ def rewrite(
     """
     lines = Lines(text)
     wanted = list(wanted)
-    starts = {lines.offset((w.line, w.column)) for w in wanted}
-    alone = None
-    if not any(w.remove is not None for w in wanted):  # removing needs every entry's span
-        alone = _entries_alone(text, lines, starts, entry_starts)
-    spans = InviteSpans(None, list(alone.values())) if alone else invite_spans(text, starts)
+    spans = _spans(text, lines, wanted, entry_starts)
     by_start = {entry.start: entry for entry in spans.entries}
     by_place = {
         (w.line, w.column): by_start[at]
@@ -101,26 +97,44 @@ def rewrite(
         if (at := lines.offset((w.line, w.column))) in by_start
     }
     result = Rewritten(text)
-    replacements: list[tuple[int, int, str]] = []
     removing = [w for w in wanted if w.remove is not None]
-    cuts = _removals(text, spans, by_place, removing, result)
-    replacements += cuts
+    replacements = _removals(text, spans, by_place, removing, result)
     cut_entries = {w.id for w in removing} - {r.id for r in result.refused if r.field is None}
     for want in wanted:
-        if want.id in cut_entries:
-            continue
-        entry = by_place.get((want.line, want.column))
-        for name, new in want.fields.items():
-            old = want.written.get(name)
-            span = entry.keys.get(name) if entry is not None and not entry.shared else None
-            if isinstance(old, Contact):  # edited sub-field by sub-field
-                replacements += _object(text, lines, want, name, span, old, new, result)
-            else:
-                replacements += _field(text, lines, want, name, span, new, result)
+        if want.id not in cut_entries:
+            entry = by_place.get((want.line, want.column))
+            replacements += _entry_edits(text, lines, want, entry, result)
     result.text = _apply(text, replacements)
     result.edits.sort(key=lambda e: e.line)
     result.refused.sort(key=lambda r: r.line)
     return result
+
+
+def _spans(
+    text: str, lines: Lines, wanted: list[Wanted], entry_starts: Sequence[tuple[int, int]]
+) -> InviteSpans:
+    """The spans of the wanted entries: each read from its own lines where it can be."""
+    starts = {lines.offset((w.line, w.column)) for w in wanted}
+    if not any(w.remove is not None for w in wanted):  # removing needs every entry's span
+        alone = _entries_alone(text, lines, starts, entry_starts)
+        if alone:
+            return InviteSpans(None, list(alone.values()))
+    return invite_spans(text, starts)
+
+
+def _entry_edits(
+    text: str, lines: Lines, want: Wanted, entry: Span | None, result: Rewritten
+) -> list[tuple[int, int, str]]:
+    """The edits of one entry's fields; those refused are said in ``result``."""
+    made: list[tuple[int, int, str]] = []
+    for name, new in want.fields.items():
+        old = want.written.get(name)
+        span = entry.keys.get(name) if entry is not None and not entry.shared else None
+        if isinstance(old, Contact):  # edited sub-field by sub-field
+            made += _object(text, lines, want, name, span, old, new, result)
+        else:
+            made += _field(text, lines, want, name, span, new, result)
+    return made
 
 
 def _entries_alone(
