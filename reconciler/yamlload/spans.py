@@ -183,9 +183,10 @@ def entry_span(text: str, start: int, end: int) -> Span | None:
     None when that is not possible (the entry is not `- ` on its own line, or what it
     holds needs the rest of the file, an alias of an anchor elsewhere): read the file.
     """
-    line = text.rfind("\n", 0, start) + 1
-    if text[line:start].strip(" ") != "-":
+    place = dash_line(text, start)
+    if place is None:
         return None
+    line = place[0]
     try:
         found = _read(text[line:end], None, base=line)
     except yaml.YAMLError:
