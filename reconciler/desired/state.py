@@ -48,9 +48,8 @@ from reconciler.safetext import NOT_IN_TEXT, escape, quote_value
 from reconciler.schema.check import invite_validators, validate
 from reconciler.schema.messages import Where, describe
 from reconciler.yamlload.comments import suspect
-from reconciler.yamlload.items import Delivery, Item, ListRead
 from reconciler.yamlload.positions import START, Lines, Located
-from reconciler.yamlload.source import FileSource, stream
+from reconciler.yamlload.source import Delivery, FileSource, Item, ListRead, stream
 
 if TYPE_CHECKING:
     from reconciler.desired.changed_since import ChangedSince

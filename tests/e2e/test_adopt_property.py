@@ -22,7 +22,7 @@ from support.cli import run_cli
 from support.helpers import sandbox_env
 
 from reconciler.sandbox import Sandbox
-from reconciler.yamlload.scalar_text import render_scalar
+from reconciler.yamlload.scalars import render_scalar
 
 NAMES = st.text(
     alphabet=st.sampled_from(list("abcXYZ019 ,.[]{}#:'\"&-!?%@*|>é")), min_size=1, max_size=16
