@@ -33,9 +33,11 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return 2 * (os.cpu_count() or 1)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Run the tests marked `slow` first, so no worker starts one near the end."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+def _marked_real(request: pytest.FixtureRequest, part: str) -> None:
+    """A test that starts a real part is marked `real`: it runs in `.ci/run`'s real-parts
+    stage (`pytest -m real`), not in the README's `pytest`."""
+    if request.node.get_closest_marker("real") is None:
+        pytest.fail(f"{request.node.nodeid} starts a real {part}: mark it @pytest.mark.real")
 
 
 @pytest.fixture
@@ -60,12 +62,13 @@ def start_sandbox() -> Iterator[Callable[..., Sandbox]]:
 
 
 @pytest.fixture
-def start_nginx() -> Iterator[Callable[..., Nginx]]:
+def start_nginx(request: pytest.FixtureRequest) -> Iterator[Callable[..., Nginx]]:
     """Start real nginx processes in front of sandboxes; all are stopped after the test.
 
     Without nginx the test is skipped, saying why, except under CI (CI=true), where
     `.ci/run` installs it: there a missing nginx fails the test rather than hide it.
     """
+    _marked_real(request, "nginx")
     if nginx_binary() is None:
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail("nginx is not installed, and CI=true: .ci/run should have installed it")
@@ -83,12 +86,13 @@ def start_nginx() -> Iterator[Callable[..., Nginx]]:
 
 
 @pytest.fixture
-def start_haproxy() -> Iterator[Callable[..., Haproxy]]:
+def start_haproxy(request: pytest.FixtureRequest) -> Iterator[Callable[..., Haproxy]]:
     """Start real HAProxy processes in front of sandboxes; all are stopped after the test.
 
     Without HAProxy the test is skipped, saying why, except under CI (CI=true), where
     `.ci/run` installs it: there a missing HAProxy fails the test rather than hide it.
     """
+    _marked_real(request, "HAProxy")
     if haproxy_binary() is None:
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail("haproxy is not installed, and CI=true: .ci/run should have installed it")

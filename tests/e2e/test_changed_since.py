@@ -69,7 +69,6 @@ def run_in(repo: Path, monkeypatch: pytest.MonkeyPatch, env: dict[str, str], *ar
     return main(list(args))
 
 
-@pytest.mark.slow
 def test_a_three_invite_change_in_20000_reads_three_invites(
     big_repo: tuple[Path, list[dict[str, Any]]],
     start_sandbox: Callable[..., Sandbox],

@@ -530,7 +530,6 @@ def assert_plan_clean(sandbox: Sandbox, ds: Dataset, config: Path) -> None:
 # -- the faults ------------------------------------------------------------------------
 
 
-@pytest.mark.slow
 def test_server_errors_503_converge_and_never_resend_twice(
     start_sandbox: Callable[..., Sandbox], tmp_path: Path
 ) -> None:
@@ -548,7 +547,6 @@ def test_server_errors_503_converge_and_never_resend_twice(
         assert "503" in line
 
 
-@pytest.mark.slow
 def test_rate_limit_is_waited_out(start_sandbox: Callable[..., Sandbox], tmp_path: Path) -> None:
     # About 45 requests (token, 30 reads, 10 updates, re-sends) through a gateway that
     # lets one through every 50 ms, no burst (nginx's limit_req): the run's slow start
@@ -586,7 +584,6 @@ def test_tokens_expiring_mid_run_are_renewed(
     assert s.out.resent == s.ds.changed & s.ds.resend
 
 
-@pytest.mark.slow
 def test_html_gateway_errors_502_converge(
     start_sandbox: Callable[..., Sandbox], tmp_path: Path
 ) -> None:
@@ -602,7 +599,6 @@ def test_html_gateway_errors_502_converge(
         assert "502" in line and "<html" not in line
 
 
-@pytest.mark.slow
 def test_dropped_connections_converge(
     start_sandbox: Callable[..., Sandbox], tmp_path: Path
 ) -> None:
@@ -616,7 +612,6 @@ def test_dropped_connections_converge(
     )
 
 
-@pytest.mark.slow
 def test_timeouts_converge_without_duplicate_resends(
     start_sandbox: Callable[..., Sandbox], tmp_path: Path
 ) -> None:

@@ -43,7 +43,6 @@ def _wait_until(condition, timeout=30):
         time.sleep(0.01)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_first_interrupt_finishes_in_flight_writes_and_reports_exactly(
     start_sandbox, tmp_path, signum
@@ -72,7 +71,6 @@ def test_first_interrupt_finishes_in_flight_writes_and_reports_exactly(
     assert records == {"attempt": len(updated), "outcome": len(updated)}
 
 
-@pytest.mark.slow
 def test_second_interrupt_quits_at_once(start_sandbox, tmp_path):
     # Slow writes, so the first interrupt leaves them in flight for a while.
     server, proc = _start_apply(start_sandbox, tmp_path, count=8, latency=1.5)

@@ -315,7 +315,6 @@ def fill(directory: Path) -> None:
             assert exc.errno == errno.ENOSPC
 
 
-@pytest.mark.slow
 def test_a_disk_full_between_attempt_and_outcome_still_reports_the_write_and_the_owed_e_mail(
     start_sandbox: Callable[..., Sandbox], tmp_path: Path
 ) -> None:
@@ -392,6 +391,7 @@ def test_a_2xx_whose_success_is_not_a_boolean_leaves_the_re_send_unknown(tmp_pat
     assert audit_outcomes(tmp_path / "audit.jsonl")[-1] == ("resend", "inv_acme", "unknown")
 
 
+@pytest.mark.real
 def test_a_real_nginx_504_on_a_re_send_the_platform_made_is_unknown(
     tmp_path: Path,
     start_sandbox: Callable[..., Sandbox],

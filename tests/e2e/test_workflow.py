@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
 import yaml
 from support.cli import run_cli
 from support.helpers import EXAMPLES, sandbox_env
@@ -114,7 +113,6 @@ def test_json_output_is_the_documented_plan_document(start_sandbox, tmp_path):
     assert saved["changes"] == document["changes"]
 
 
-@pytest.mark.slow
 def test_markdown_plan_has_a_table_and_stays_under_the_comment_limit(start_sandbox, tmp_path):
     count = 2000
     state = [

@@ -290,7 +290,6 @@ def test_gitlab_recipe_says_copy_not_include_while_it_sets_pipeline_wide_keys() 
 # --- every `reconcile` command line is one the CLI accepts ---------------------------------
 
 
-@pytest.mark.slow
 def test_command_checker_rejects_what_the_cli_rejects() -> None:
     # Guards the test below against a checker that accepts anything.
     load_help_in_parallel()

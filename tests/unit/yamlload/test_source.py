@@ -105,7 +105,6 @@ def assert_well_placed(problems: list[FileProblem], text: str, path: str) -> Non
         assert not _RAW_CONTROL.search(shown), shown
 
 
-@pytest.mark.slow
 @PROPERTY
 @given(text=hostile_texts())
 @example(text="a: &a [*a]\n")
