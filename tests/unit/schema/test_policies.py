@@ -221,7 +221,7 @@ FAN_OUT = (
 @pytest.mark.parametrize(
     ("at_limit", "past_it"),
     [
-        (_all_of(4998), _all_of(4999)),
+        (_all_of(4998), _all_of(4999)),  # itself, its list, 4,998 schemas: exactly 5,000
         (_referred("a", "#/$defs/a", 260, 19), _referred("a", "#/$defs/a", 144, 34)),
         (_referred("a/b", "#/$defs/a~1b", 260, 19), _referred("a/b", "#/$defs/a~1b", 144, 34)),
         (_referred("c~d", "#/$defs/c~0d", 260, 19), _referred("c~d", "#/$defs/c~0d", 144, 34)),
@@ -594,11 +594,6 @@ def test_a_policy_nested_past_50_schemas_is_refused_at_the_first_place_too_deep(
 
     assert _refusal(nots(24)) is None  # 49 schemas one inside another
     assert _refusal(nots(25)) == (("not",) * 50, TOO_DEEP)
-
-
-def test_a_policy_of_exactly_5000_subschemas_is_compiled_and_one_more_refused() -> None:
-    assert _refusal({"allOf": [{}] * 4998}) is None  # itself, its list, 4,998 schemas
-    assert _refusal({"allOf": [{}] * 4999}) == ((), FAN_OUT)
 
 
 def _country_rule() -> dict[str, Any]:
