@@ -29,8 +29,12 @@ settings.load_profile("suite")
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """Workers for `-n auto`: two per core, since most tests wait rather than compute."""
-    return 2 * (os.cpu_count() or 1)
+    """Workers for `-n auto`: one per core. The tests that waited (real gateways, fault
+    runs at full backoff) are marked `real` or wait a tenth as long; each worker
+    collects the whole suite again (some 9 s of CPU, most of it pytest rewriting the
+    asserts, when no bytecode is cached), so a second worker per core cost more CPU
+    than the waiting it hid."""
+    return os.cpu_count() or 1
 
 
 def _marked_real(request: pytest.FixtureRequest, part: str) -> None:
