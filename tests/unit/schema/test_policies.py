@@ -336,13 +336,15 @@ def test_a_ref_back_into_the_subschema_it_stands_in_is_refused_at_that_ref() -> 
     assert _refusal(wide) == (("additionalProperties", "allOf", 0, "$ref"), LOOP)
 
 
-@pytest.mark.parametrize("note", ["description", "$comment", "title"])
-def test_a_note_that_names_a_place_in_the_policy_is_text_not_a_ref(note: str) -> None:
-    # 2,507 subschemas; were the note followed as a `$ref`, 5,008, and the policy refused.
+def test_a_note_that_names_a_place_in_the_policy_is_text_not_a_ref() -> None:
+    # 2,509 subschemas; were any of the three notes followed as a `$ref`, 5,011 or more,
+    # and the policy refused.
     schema = {
         "$defs": {"a": _all_of(2500)},
         "allOf": [{"$ref": "#/$defs/a"}],
-        note: "Each entry is held to #/$defs/a",
+        **{
+            note: "Each entry is held to #/$defs/a" for note in ("description", "$comment", "title")
+        },
     }
     assert _refusal(schema) is None
 
