@@ -4,6 +4,7 @@ the fake platform, hostile servers, ...) is in support/ (see README.md)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Callable, Iterator
@@ -17,6 +18,10 @@ from support.helpers import CA_BUNDLE_VARIABLES
 from support.nginx import Gateway, Nginx, nginx_binary
 
 from reconciler import safetext
+from reconciler.api import client
+from reconciler.api.capacity import concurrency
+from reconciler.api.capacity.pacing import RequestPacer
+from reconciler.api.capacity.rate import MAX_RATE
 from reconciler.resources import invite_schema_path
 from reconciler.sandbox import Sandbox, SandboxOptions
 from reconciler.sandbox.state import load_state_file
@@ -53,6 +58,22 @@ def _no_machine_ca_bundle(monkeypatch: pytest.MonkeyPatch) -> None:
     CPU), a third of the unit tests' time on a machine that sets them."""
     for name in CA_BUNDLE_VARIABLES:
         monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture(autouse=True)
+def _unpaced_start(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """End-to-end runs in this process start unpaced: the client's pacers begin at
+    MAX_RATE (in practice no pacing) rather than START_RATE (10 a second), until the
+    server first refuses. The slow start cost every run against a sandbox some 0.3 s of
+    waiting for its turns, no limit being there to find: a third of the end-to-end
+    tests' time. A module that is about the pace a run starts at, or the rate it learns
+    from a limit, says so with ``SLOW_START = True`` and keeps it; so does every run in
+    a child process, and the unit tests of the pacer and the client."""
+    if "/tests/e2e/" not in request.path.as_posix() or getattr(request.module, "SLOW_START", False):
+        return
+    unpaced = functools.partial(RequestPacer, start_rate=MAX_RATE)
+    for maker in (client, concurrency):  # the client's own pacers, and the run's (capacity_for)
+        monkeypatch.setattr(maker, "RequestPacer", unpaced)
 
 
 @pytest.fixture

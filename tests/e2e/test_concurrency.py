@@ -7,6 +7,10 @@ from support.cli import run_cli, run_cli_process
 from support.helpers import sandbox_env
 from support.invites import ACME, desired_entry, write_invites
 
+# About the pace a run starts at and the rate it learns: the real slow start
+# (START_RATE), not the unpaced start of the other in-process runs (tests/conftest.py).
+SLOW_START = True
+
 
 def _invites(count: int, changed_every: int = 2):
     state = [dict(ACME, id=f"inv_{i:04d}", name=f"Firma Nº{i} GmbH") for i in range(count)]

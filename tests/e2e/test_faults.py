@@ -41,6 +41,9 @@ from reconciler.api.http import exchange
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox
 
 pytestmark = pytest.mark.e2e
+# About the pace a run starts at and the rate it learns: the real slow start
+# (START_RATE), not the unpaced start of the other in-process runs (tests/conftest.py).
+SLOW_START = True
 
 INVITES_PREFIX = "/public-api/v1/kyb/invites/"
 MANAGED = ("name", "email", "phone", "primaryContact", "groups", "addOns", "attachments")
