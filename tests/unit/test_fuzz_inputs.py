@@ -29,6 +29,8 @@ from reconciler.plan.model import Plan
 from reconciler.plan.saved import load_plan, plan_digest, to_document
 from reconciler.settings.config import Settings
 
+pytestmark = pytest.mark.real  # big fuzz runs: the real-parts stage
+
 FUZZ = settings(
     max_examples=150,
     deadline=None,

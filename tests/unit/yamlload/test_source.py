@@ -117,7 +117,7 @@ def assert_well_placed(problems: list[FileProblem], text: str, path: str) -> Non
         assert not _RAW_CONTROL.search(shown), shown
 
 
-@pytest.mark.slow
+@pytest.mark.real  # a big property run: the real-parts stage
 @PROPERTY
 @given(text=hostile_texts())
 @example(text="a: &a [*a]\n")
@@ -133,6 +133,7 @@ def test_any_nesting_aliases_and_control_characters_load_or_are_placed(text: str
         assert all(isinstance(invite.id, str) for invite in invites)
 
 
+@pytest.mark.real  # a big property run: the real-parts stage
 @PROPERTY
 @given(text=hostile_texts())
 @example(text="\r")
