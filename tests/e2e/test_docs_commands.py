@@ -52,6 +52,7 @@ SANDBOX_URL = "http://127.0.0.1:8787"  # where `reconcile sandbox` serves by def
 NOT_RUN_EXPECTED = {
     ("README.md", "it installs this checkout and runs this very suite"),
     ("README.md", "it serves until Ctrl-C"),
+    ("README.md", "it needs the repository's address, which a copy fills in"),
     ("docs/commands.md", "each line is for another shell (bash, zsh, fish)"),
 }
 

@@ -261,6 +261,13 @@ def test_the_hashed_requirements_pin_every_dependency_and_the_build_backend() ->
         assert name in pinned, name
     blocks = re.split(r"^(?=[a-z0-9-]+==)", text, flags=re.MULTILINE)[1:]
     assert all("--hash=sha256:" in block for block in blocks)
+    # The runtime dependencies among them, and the CI README names every package it installs.
+    for name in ("deepdiff", "email-validator", "fastjsonschema", "google-re2"):
+        assert name in pinned, name
+    readme = (REPO / "examples" / "ci" / "README.md").read_text(encoding="utf-8")
+    installed = readme.split("**What is installed.**")[1].split("\n\n")[0]
+    said = " ".join(installed.lower().split())
+    assert [name for name in pinned if name not in said] == []
 
 
 def test_gitlab_installs_from_the_repository_at_a_pinned_ref() -> None:
