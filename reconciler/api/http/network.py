@@ -462,12 +462,25 @@ def _refused_base(parts: SplitResult, written: str) -> str | None:
         # urlsplit silently drops tabs and line breaks: what it parsed is not what was written.
         return "holds whitespace or a control character"
     if parts.scheme == "http" and not _is_loopback(parts.hostname):
-        return (
+        return _typo_of_localhost(parts.hostname or "") or (
             "uses plain http://, which would send the client secret and tokens unencrypted; "
             "use https:// (http:// is allowed only for loopback hosts such as 127.0.0.1, "
             "where the sandbox runs)"
         )
     return None
+
+
+def _typo_of_localhost(host: str) -> str | None:
+    """`http://locahost:8787` meant the sandbox: say so, not "use https://"."""
+    from difflib import SequenceMatcher
+
+    if host == "localhost" or SequenceMatcher(None, host, "localhost").ratio() < 0.8:
+        return None
+    return (
+        f"uses plain http:// to {quote_value(host, limit=None)}, which is not a loopback "
+        "host: a typo of localhost? (http:// is allowed only for loopback hosts such as "
+        "127.0.0.1, where the sandbox runs; any other host needs https://)"
+    )
 
 
 def _no_scheme(written: str) -> str | None:

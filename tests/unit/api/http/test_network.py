@@ -564,6 +564,11 @@ PLAIN_HTTP = (
     "where the sandbox runs)"
 )
 QUERY = "must not have a query string or fragment"
+TYPO = (
+    "uses plain http:// to '{}', which is not a loopback host: a typo of localhost? "
+    "(http:// is allowed only for loopback hosts such as 127.0.0.1, where the sandbox runs; "
+    "any other host needs https://)"
+)
 
 
 @pytest.mark.parametrize(
@@ -658,6 +663,9 @@ CREDENTIALS = (
         ("http://10.0.0.5:8080", "http://10.0.0.5:8080", PLAIN_HTTP),
         ("http://localhost.example.com", "http://localhost.example.com", PLAIN_HTTP),
         ("http://127.0.0.1.nip.io", "http://127.0.0.1.nip.io", PLAIN_HTTP),
+        ("http://locahost:8787", "http://locahost:8787", TYPO.format("locahost")),
+        ("http://localhots/v1", "http://localhots/v1", TYPO.format("localhots")),
+        ("http://lokalhost", "http://lokalhost", TYPO.format("lokalhost")),
         ("HTTP://api.example.com/", "http://api.example.com/", PLAIN_HTTP),
         ("https://reconciler-ci:hunter2pw@api.example.com", "https://api.example.com", CREDENTIALS),
         ("https://hunter2pw@api.example.com", "https://api.example.com", CREDENTIALS),
