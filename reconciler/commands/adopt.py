@@ -98,17 +98,8 @@ def adopt(
 
     With --changed-since REF, a field whose value in the files changed since REF is
     never written: the platform not holding it yet is a change not applied yet, not
-    drift.
-    """
-    """Rewrite the invite files so every managed field holds the platform's current value.
-
-    Only values that differ are edited, in place: comments, key order, quoting and
-    layout elsewhere stay as they are. Each edit is printed as
-    `FILE:LINE: ID FIELD: OLD -> NEW`. Never writes to the API.
-
-    With --changed-since REF, a field whose value in the files changed since REF is
-    never written: the platform not holding it yet is a change not applied yet, not
-    drift.
+    drift. resendOnChange is the files' own (the platform holds no such rule): adopt
+    leaves it as written.
     """
     setup_logging(verbose)
     ref = applied_since(changed_since, changed_since_applied, action="adopt", adopt=True)

@@ -85,6 +85,9 @@ def export(
     reconciler.yaml, else ./invites): one id must live in one place; --skip-defined
     leaves them out instead. To stdout, it prints them with a note naming the entry
     to replace.
+
+    The platform keeps no re-send rule, so no entry gets resendOnChange: add it to
+    an entry whose invitation should be e-mailed again when its address changes.
     """
     setup_logging(verbose)
     refuse_bad_ids(invite_ids, "export")

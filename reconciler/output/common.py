@@ -129,6 +129,11 @@ def not_updatable_note(status: str) -> str:
 
 
 KEPT_NOTE = "kept from the platform, not in the files"
+# An address changed without a re-send: nobody is e-mailed, which a reviewer should know.
+SILENT_ADDRESS_NOTE = (
+    "no e-mail: the invitation is not sent again to the new address "
+    "(resendOnChange does not ask for it)"
+)
 
 
 def kept_warning(field: str, subs: list[str], quoted: Callable[[str], str] | None = None) -> str:

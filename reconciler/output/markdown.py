@@ -19,6 +19,7 @@ from reconciler.output.common import (
     NOT_UPDATABLE_HEADING,
     OUTSIDE_CHANGE_HEADING,
     OUTSIDE_CHANGE_NOTE,
+    SILENT_ADDRESS_NOTE,
     invite_urls_note,
     kept_warning,
     max_changes_warning,
@@ -201,6 +202,8 @@ class MarkdownRenderer:
         if change.resend:
             to = f" to {_code(change.recipient)}" if change.recipient else ""
             notes.append(f"**e-mails the invitation again{to}**")
+        elif change.address_changes_silently:
+            notes.append(SILENT_ADDRESS_NOTE)
         rows = ["| field | before | after |", "|---|---|---|"]
         for field_change in change.field_changes:
             if field_change.field not in change.conflicts:

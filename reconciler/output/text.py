@@ -12,6 +12,7 @@ from reconciler.output.common import (
     NOT_UPDATABLE_HEADING,
     OUTSIDE_CHANGE_HEADING,
     OUTSIDE_CHANGE_NOTE,
+    SILENT_ADDRESS_NOTE,
     invite_urls_note,
     kept_warning,
     max_changes_warning,
@@ -98,6 +99,8 @@ class TextRenderer(ApplyLines):
         if change.resend:
             label = f"{redact_and_escape(change.resend_label)} (resendOnChange)"
             lines.append("    " + self._style(label, fg="cyan", bold=True))
+        elif change.address_changes_silently:
+            lines.append(f"    {SILENT_ADDRESS_NOTE}")
         return "\n".join(lines)
 
     def _not_updatable(self, invites: list[NotUpdatable]) -> Iterator[str]:

@@ -149,6 +149,11 @@ class InviteChange:
         return f"e-mails the invitation again{to}"
 
     @property
+    def address_changes_silently(self) -> bool:
+        """The invite's e-mail address changes and no invitation goes to the new one."""
+        return not self.resend and "email" in self.patch
+
+    @property
     def field_changes(self) -> list[FieldChange]:
         return field_changes(self.before, self.patch)
 

@@ -443,12 +443,21 @@ def _double_quoted_joiners(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
 _ExportDumper.add_representer(str, _double_quoted_joiners)
 
 
+# The platform holds no rule for re-sends: an exported entry never has one, and nobody
+# would be e-mailed at a changed address unless the file says so.
+RESEND_HINT = (
+    "# A changed e-mail re-sends an invitation only where its entry says so: add\n"
+    "# `resendOnChange: true` (or a list such as [email, primaryContact]) to the entry.\n"
+)
+
+
 def render_export(invites: list[CurrentInvite], base_url: str, schema_ref: str) -> str:
     """The desired-state file of ``invites``, headed with its $schema line."""
     stamp = datetime.now(UTC).strftime("%Y-%m-%d")
     header = (
         f"# yaml-language-server: $schema={escape(schema_ref)}\n"
         f"# Exported from {redact_and_escape(base_url)} on {stamp} by `reconcile export`.\n"
+        f"{RESEND_HINT}"
     )
     if not invites:
         return header + "invites: []\n"

@@ -127,7 +127,7 @@ def test_a_list_holding_ids_already_managed_exports_the_others_with_skip_defined
     assert _ids(tmp_path / "invites" / "b.yaml") == ["inv_1v5x7"]
     assert (
         "note: left out, already defined in your invite files (1): "
-        "inv_6p3j9 (at invites/a.yaml:4)" in result.stderr
+        "inv_6p3j9 (at invites/a.yaml:6)" in result.stderr
     )
     assert len(sandbox.stats.calls("GET")) == reads + 1
 

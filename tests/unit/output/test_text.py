@@ -522,3 +522,23 @@ def test_a_value_the_platform_does_not_hold_is_not_set_in_text_and_markdown_null
     assert "| groups | _(not set)_ |" in comment and "null" not in comment
     (change_record,) = json.loads(JsonRenderer().render(plan))["changes"]
     assert change_record["before"] == {"phone": None, "groups": None, "primaryContact": None}
+
+
+def test_an_address_changed_without_a_re_send_says_no_e_mail_goes() -> None:
+    # Without resendOnChange the business is never e-mailed at its new address: a reviewer
+    # should see that, not find it out from the business.
+    plan = Plan(
+        base_url="https://api.example.test",
+        changes=[change(1), change(2, groups=["emea", "vip"])],
+        failed=[],
+        unchanged=0,
+    )
+    note = "no e-mail: the invitation is not sent again to the new address"
+    text = TextRenderer(color=False).render(plan)
+    assert (
+        '    email: "old1@x.example" -> "new1@x.example"\n'
+        f"    {note} (resendOnChange does not ask for it)\n" in text
+    )
+    assert text.count(note) == 1  # not for a change of groups alone
+    markdown = MarkdownRenderer().render(plan)
+    assert markdown.count(note) == 1

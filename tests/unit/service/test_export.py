@@ -134,3 +134,14 @@ def test_schema_ref_of_reconciler_yaml_is_under_the_one_path_rule(
     )
     assert schema_ref_for(None, None, "https://example.test/s.json")[0].startswith("https://")
     assert schema_ref_for("a.yaml", "../../etc/passwd", "ignored")[0] == "../../etc/passwd"
+
+
+def test_an_export_says_how_a_changed_e_mail_re_sends_its_invitation() -> None:
+    # The platform holds no re-send rule, so no entry carries one: the file says how.
+    text, entry = _exported({"email": "a@acme.example"})
+    assert "resendOnChange" not in entry
+    header = text.split("invites:", 1)[0]
+    assert (
+        "# A changed e-mail re-sends an invitation only where its entry says so: add\n"
+        "# `resendOnChange: true` (or a list such as [email, primaryContact]) to the entry.\n"
+    ) in header
