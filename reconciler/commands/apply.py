@@ -26,7 +26,7 @@ from reconciler.commands.settings_help import RUN_ENV, settings_help
 from reconciler.desired.state import DesiredState
 from reconciler.files import refuse_input
 from reconciler.output.color import echo_err, use_color
-from reconciler.output.common import echo_chunks, stop_writing_to_stdout
+from reconciler.output.common import Stdout, echo_chunks
 from reconciler.output.failures import SHOWN, echo_errors, what_to_do
 from reconciler.output.github import emit, github_enabled, invite_error_commands, report_plan
 from reconciler.output.log import setup_logging
@@ -171,7 +171,7 @@ class _Shown:
         self.renderer = renderer
         self._client = service.client
         self._progress: Progress | None = None
-        self.stdout_lost = False
+        self.stdout = Stdout(self._client.stop.set)
 
     def already_applied(self, change: InviteChange) -> None:
         click.echo(self.renderer.already_applied(change))
@@ -188,15 +188,8 @@ class _Shown:
         if result.outcome is not WriteOutcome.NOT_STARTED:
             progress.advance(failed=not result.ok)
         line = self.renderer.apply_result(result)
-        if not self.stdout_lost:
-            try:
-                progress.echo(line)
-                return
-            except OSError as exc:
-                self.stdout_lost = True
-                reason = exc.strerror or type(exc).__name__
-                self._client.stop.set(f"stdout could not be written ({reason})")
-                stop_writing_to_stdout()
+        if self.stdout.echo(line, progress.echo):
+            return
         if result.outcome is not WriteOutcome.NOT_STARTED:
             progress.echo(line, err=True)
 
@@ -208,7 +201,7 @@ class _Shown:
 def _report_applied(applied: Applied, shown: _Shown, github: bool, summary_on_stderr: bool) -> int:
     """The summary, then the failures, then the error that stopped the run, said once."""
     plan, report, failures, fatal = applied.plan, applied.report, applied.failures, applied.fatal
-    lost = shown.stdout_lost
+    lost = shown.stdout.lost
     if github:
         # On the entry's line: what the files' author must look at (the plan's own failures
         # were annotated with the plan).

@@ -37,7 +37,7 @@ from reconciler.desired.state import refuse_bad_ids
 from reconciler.errors import ReconcilerError
 from reconciler.model.invite import CurrentInvite
 from reconciler.output.apply_text import fatal_short
-from reconciler.output.common import stop_writing_to_stdout
+from reconciler.output.common import Stdout
 from reconciler.output.failures import RESEND_UNKNOWN_ADVICE, echo_errors
 from reconciler.output.log import setup_logging
 from reconciler.plan.model import FailedInvite
@@ -137,7 +137,7 @@ class _Resends:
     def __init__(self, client: ApiClient, audit: AuditLog | NoAuditLog) -> None:
         self._client = client
         self._audit = audit
-        self._stdout_lost = False
+        self._stdout = Stdout(client.stop.set)
         self.sent: list[str] = []
         self.failed: list[FailedInvite] = []
         self.audit_error: AuditLogError | None = None
@@ -191,16 +191,8 @@ class _Resends:
 
     def _say(self, line: str) -> None:
         """On stdout; once stdout is gone, on stderr, and no further e-mail is sent."""
-        if not self._stdout_lost:
-            try:
-                click.echo(line)
-                return
-            except OSError as exc:
-                self._stdout_lost = True
-                reason = exc.strerror or type(exc).__name__
-                self._client.stop.set(f"stdout could not be written ({reason})")
-                stop_writing_to_stdout()
-        click.echo(line, err=True)
+        if not self._stdout.echo(line):
+            click.echo(line, err=True)
 
     def finish(self, ids: list[str]) -> int:
         done = set(self.sent) | {f.id for f in self.failed}
@@ -217,12 +209,12 @@ class _Resends:
             shown = " ".join(redact_and_escape(i) for i in not_sent)
             lines.insert(0, f"Stopped: {stop.reason or 'stopped'}; no further e-mail was sent.")
             lines.append(f"Not sent: {shown}. Send them with: reconcile resend {shown}")
-        click.echo("\n".join(lines), err=self._stdout_lost)
+        click.echo("\n".join(lines), err=self._stdout.lost)
         self._close()
         echo_errors(self.failed)
         if self.audit_error is not None:
             raise self.audit_error
-        return 1 if self.failed or not_sent or self._stdout_lost else 0
+        return 1 if self.failed or not_sent or self._stdout.lost else 0
 
     def _close(self) -> None:
         try:

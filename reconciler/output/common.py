@@ -63,6 +63,28 @@ def stop_writing_to_stdout() -> None:
         os.close(devnull)
 
 
+class Stdout:
+    """Lines on stdout until it fails (`apply | head`, a full disk): then ``stop`` is told
+    why, so no further write or e-mail is started, and the caller says the rest on stderr."""
+
+    def __init__(self, stop: Callable[[str], None]) -> None:
+        self.lost = False
+        self._stop = stop
+
+    def echo(self, line: str, write: Callable[[str], None] = click.echo) -> bool:
+        """Whether ``line`` was written on stdout (by ``write``)."""
+        if self.lost:
+            return False
+        try:
+            write(line)
+        except OSError as exc:
+            self.lost = True
+            self._stop(f"stdout could not be written ({exc.strerror or type(exc).__name__})")
+            stop_writing_to_stdout()
+            return False
+        return True
+
+
 def summary_line(plan: Plan) -> str:
     s = plan.summary
     line = f"Plan: {s.update} to update"
