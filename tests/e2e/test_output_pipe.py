@@ -75,3 +75,31 @@ def test_a_closed_pipe_during_apply_stops_new_writes_and_says_so_on_stderr(
     assert updated + not_started == 40 and not_started > 0
     assert len(server.stats.calls("PATCH")) == updated
     assert not any("Traceback" in line or "BrokenPipe" in line for line in errors)
+
+
+def test_a_closed_pipe_during_resend_sends_no_further_e_mail_and_says_which_on_stderr(
+    start_sandbox: Callable[..., Sandbox], tmp_path: Path
+) -> None:
+    data = make_dataset(tmp_path / "invites", 30, 0)
+    server = start_sandbox(data.server, latency=0.04)
+    ids = [invite["id"] for invite in data.desired]
+    child = subprocess.Popen(
+        [*RECONCILE, "resend", "--auto-approve", *ids],
+        env={**sandbox_env(server), "RECONCILER_PARALLELISM": "1"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert child.stdout is not None and child.stderr is not None
+    for line in iter(child.stdout.readline, b""):  # the list of e-mails, then the first
+        if line.startswith(b"re-sent  inv_"):
+            break
+    child.stdout.close()
+    errors = child.stderr.read().decode("utf-8").splitlines()
+    assert child.wait(timeout=120) == 1
+    stopped = "Stopped: stdout could not be written (Broken pipe); no further e-mail was sent."
+    assert stopped in errors, errors
+    sent = int(re.findall(r"Resend: (\d+) re-sent", "\n".join(errors))[0])
+    # Every e-mail the platform sent is one the run reports; none after stdout went.
+    assert sum(server.store.resends.values()) == sent < len(ids)
+    not_sent = next(line for line in errors if line.startswith("Not sent: "))
+    assert len(not_sent.split(". Send them with")[0].split()) - 2 == len(ids) - sent
