@@ -75,11 +75,11 @@ class ApiClient:
         # From here on the secret is redacted from anything shown, even if echoed.
         register_secret_forms(credentials.client_secret)
         self.settings = settings
-        self.pacer = pacer or RequestPacer(clock=clock, sleep=sleep)
+        self.pacer = pacer or RequestPacer(clock=clock, sleep=sleep, max_rate=settings.max_rate)
         # The re-send's own turns: a gateway may limit the endpoint that sends e-mail
         # alone (1 a second, say). Its refusals slow the re-sends, not the whole run,
         # and the run's pace does not hold them back.
-        self.resend_pacer = RequestPacer(clock=clock, sleep=sleep)
+        self.resend_pacer = RequestPacer(clock=clock, sleep=sleep, max_rate=settings.max_rate)
         # Set on an interrupt or a run-fatal error: attempts in flight finish,
         # none is retried, no worker waits for a turn, and no new call starts.
         self.stop = Stop()

@@ -108,9 +108,40 @@ class AuthenticationFailed(ApiError):
 
 
 class PermissionDenied(ApiError):
-    """403: the token lacks a scope the operation needs."""
+    """403: the platform's own refusal (its envelope, its requestId): the client may not do
+    this (a scope its token lacks, a permission on the platform). Never retried."""
 
     run_fatal = True
+
+
+class GatewayForbidden(ApiError):
+    """A 403 that is not the platform's (no envelope, no requestId: an HTML page or an
+    empty body) after the same token was accepted: a gateway in front refusing a client
+    it finds too fast (Apache's mod_evasive, a WAF's rate-based rule, a CDN's bot rule),
+    which blocks it for a while and keeps blocking while it keeps sending. A rate signal,
+    like a 429 without Retry-After; the request never reached the platform."""
+
+    run_fatal = True
+
+    @property
+    def refused_before_acting(self) -> bool:
+        # The gateway's own page: the platform never saw it, a write or a re-send alike.
+        return self.status == 403 and not self.said_success
+
+    @classmethod
+    def of(cls, error: ApiError) -> GatewayForbidden | None:
+        """``error`` as a gateway's refusal, when it is a 403 that is not the platform's
+        (no envelope, no requestId); None otherwise. Whether the token was accepted
+        before is the caller's to know (``exchange``)."""
+        if not isinstance(error, PermissionDenied) or error.status != 403:
+            return None
+        if error.enveloped or error.request_id is not None or error.bearer_error is not None:
+            return None
+        return cls(
+            f"{error.message}; not the platform's answer (no envelope, no requestId) to a "
+            "token it had accepted: a gateway in front of it refused the request, for speed",
+            status=error.status,
+        )
 
 
 class NotFound(ApiError):

@@ -55,6 +55,7 @@ def run_settings(run: RunOptions, **overrides: Any) -> Settings:
     return settings_for(
         run.config_file,
         parallelism=run.parallelism,
+        max_rate=run.max_rate,
         max_changes=run.max_changes,
         max_resends=run.max_resends,
         **overrides,

@@ -49,6 +49,16 @@ goes in, one that waited too long is answered 503). One rate rides all of them:
   cycle, pause included, says what it lets through in the long run; the rate goes
   straight to just under that when the pause ends.
 
+- **A gateway's block** (its own 403, not the platform's: Apache's mod_evasive, a WAF's
+  rate rule) is no window that moves: a burst blocker refuses everything for a while
+  and restarts the while with each request it refuses. So nothing starts for a quiet
+  period (``QUIET``, from the last refusal: those in flight extend it), then one
+  request alone probes; refused, the quiet doubles (up to ``MAX_QUIET``); let through,
+  the run resumes at ``BLOCK_CUT`` of what the gateway let through in the second
+  before it blocked, and never probes above it (each probe past a blocker's limit
+  costs a whole block).
+- **``max_rate``**, the user's: the rate never goes above it.
+
 ``servable()`` says how many requests that rate keeps busy (Little's law): more
 in flight would only wait for their turns (``pacing``).
 """
@@ -89,6 +99,12 @@ CYCLE = 3.0  # seconds: the longest cycle of pause and burst measured as one
 MIN_RATE = 0.2  # requests/second: pacing never stops work altogether
 MAX_RATE = 1e5  # requests/second: in practice unpaced
 SETTLE = 5.0  # seconds without a cut before the rate is worth reporting
+# A gateway's block: seconds of quiet first (mod_evasive's DOSBlockingPeriod counts in
+# whole seconds from the last refused request; 5 s and 10 s are the settings guides give),
+# doubled while the probe after it is refused, up to MAX_QUIET.
+QUIET = 5.1
+MAX_QUIET = 60.0
+BLOCK_CUT = 0.9  # share of what a blocker let through in the second before it blocked
 _SHORTEST_CYCLE = 0.25  # seconds: the least a cycle is measured over
 # Pauses and holds that ended, kept: a request still in line may have waited through
 # them, and its retry budget is charged for them, not for its queueing (see ``closed``).
@@ -98,8 +114,11 @@ ENDED_KEPT = 64
 class RateControl:
     """Not thread-safe: the pacer calls it under its lock."""
 
-    def __init__(self, now: float, start_rate: float = START_RATE) -> None:
-        self.rate = start_rate
+    def __init__(
+        self, now: float, start_rate: float = START_RATE, max_rate: float | None = None
+    ) -> None:
+        self._cap = min(max_rate, MAX_RATE) if max_rate else MAX_RATE  # the user's max_rate
+        self.rate = min(start_rate, self._cap)
         self.ceiling: float | None = None  # what the server let through when it refused
         self.epoch = 0  # cuts and holds so far: a request sent before the last is old news
         self.starts = RecentStarts()
@@ -122,6 +141,10 @@ class RateControl:
         self.let = 0  # answers let through: a request refused again and again after some is its own
         self.refusals = 0
         self.cuts = 0
+        self.blocks = 0  # gateway's blocks (its own 403s that were news)
+        self.probing = False  # after a block's quiet: one request alone, till it is answered
+        self.quiet = QUIET  # seconds of the next quiet period
+        self._first_block: tuple[int, float] | None = None  # let through before it, at what rate
 
     # -- what the pacer reads ----------------------------------------------------
 
@@ -143,7 +166,7 @@ class RateControl:
             # at the server (HAProxy's maxconn) is not filled far ahead of its answers.
             rate = min(rate, IN_FLIGHT_GAIN * self.starts.delivery_rate()) or rate
             latency = min(latency, self.latency.unloaded() or latency)
-        return max(1, math.ceil(min(rate, MAX_RATE) * latency) + 1)
+        return max(1, math.ceil(min(rate, self._cap) * latency) + 1)
 
     def closed(self) -> tuple[tuple[float, float], ...]:
         """When no request may start, or could not: the server's pause and the hold after
@@ -161,6 +184,17 @@ class RateControl:
         if closed[1] > closed[0]:  # not the empty one a run starts with
             self._ended.append(closed)
         return (now, until)
+
+    def describe_block(self) -> str:
+        """What a gateway's blocks came to, for a message: what went through first."""
+        if self._first_block is None:
+            return "it refused before any answer got through"
+        let, rate = self._first_block
+        return (
+            f"{let} answer{'s' if let != 1 else ''} got through before it first refused, "
+            f"about {rate:.3g} a second in the second before; it refused again after "
+            f"waiting {self.quiet / 2 if self.probing else self.quiet:.3g} s"
+        )
 
     def describe(self) -> str:
         if self.ceiling is None:
@@ -199,6 +233,7 @@ class RateControl:
             self.let += 1
             self._let_since_cut += 1
             self._let_since += epoch == self.epoch
+            self.probing &= epoch != self.epoch  # sent after a block's quiet: it is over
             self.starts.answered(now)
             self.latency.add(seconds)
             self._raise(now)
@@ -222,6 +257,47 @@ class RateControl:
         if retry_after:
             self.pause = self._until(self.pause, now, now + retry_after)
         return False
+
+    def blocked(self, rate: float, epoch: int, started: float, now: float) -> None:
+        """A gateway's own 403 to a request that left at ``started`` at ``rate``: nothing
+        starts for a quiet period from now. News (sent since the last block or cut): a
+        probe refused doubles the quiet; otherwise the gateway blocked at what it let
+        through in the second before, and the rate goes to BLOCK_CUT of that. Old news
+        (in flight when the block began): the quiet starts again from now, as the
+        gateway's block does on every request it refuses."""
+        self.answers += 1
+        self.refusals += 1
+        self.starts.refused(started)
+        self.block_seen(rate, epoch, started, now)
+
+    def block_seen(self, rate: float, epoch: int, started: float, now: float) -> None:
+        """A block, told by ``blocked`` or by another pacer's refusal (the re-send's)."""
+        if epoch == self.epoch:
+            if self.probing and not self._let_since:
+                self.quiet = min(2 * self.quiet, MAX_QUIET)  # the block outlasted the quiet
+            else:
+                let = self.starts.let_through(started, started - WINDOW).number
+                if self._first_block is None:
+                    self._first_block = (self.let, let / WINDOW)
+                measured = let / WINDOW if let else FIRST_CUT * rate
+                self.ceiling = max(MIN_RATE, min(measured, rate, self.ceiling or math.inf))
+                self.rate = self._level = max(MIN_RATE, BLOCK_CUT * self.ceiling)
+                self._reached = self.answers
+                self._lower_bound = False
+                self.blocks += 1
+                log.debug(
+                    "blocked by a gateway at %.3g/s, %d let through in the second before: "
+                    "rate %.3g/s, nothing starts for %.2fs, then one probes",
+                    rate,
+                    let,
+                    self.rate,
+                    self.quiet,
+                )
+            self.epoch += 1
+            self._updated = self._cut_at = now
+            self._let_since_cut = self._let_since = 0
+            self.probing = True
+        self.hold = self._until(self.hold, now, now + self.quiet)
 
     # -- refusals ----------------------------------------------------------------
 
@@ -369,7 +445,7 @@ class RateControl:
                 # And never far past what the last few starts came to: one answer
                 # must not double a rate that the run does not reach anyway.
                 cap = max(START_RATE, STARTUP_GAIN * self.starts.recent_rate())
-                self.rate = max(self.rate, min(self.rate * SLOW_START_GAIN, cap, MAX_RATE))
+                self.rate = max(self.rate, min(self.rate * SLOW_START_GAIN, cap, self._cap))
             return
         level = self._level
         if self._reached is None:
@@ -384,10 +460,12 @@ class RateControl:
             return  # the run sends no faster than this: probing would say nothing
         self._held_starts -= 1
         if self._lower_bound:
-            self.rate = self._level = min(MAX_RATE, self.rate + GROWTH)
+            self.rate = self._level = min(self._cap, self.rate + GROWTH)
             return
+        if self.blocks:
+            return  # past a blocker's limit, a probe costs a whole block
         probing = self.answers - self._reached
-        self.rate = min(MAX_RATE, level * (1 + PROBE * probing * probing))
+        self.rate = min(self._cap, level * (1 + PROBE * probing * probing))
 
 
 WINDOW = 1.0  # seconds: what was let through in the window before a refusal is the rate

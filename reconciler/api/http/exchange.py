@@ -16,6 +16,7 @@ from typing import Any, NamedTuple, Protocol
 from reconciler.api.capacity.pacing import SLEEP_SLICE, NoTurn, Refusal, RequestPacer, Turn
 from reconciler.api.exceptions import (
     ApiError,
+    GatewayForbidden,
     GatewayRefused,
     NotSent,
     PermissionDenied,
@@ -110,6 +111,7 @@ class Exchange:
             else None
         )
         self._auth = BearerAuth(self._tokens)
+        self._accepted: Token | None = None  # the last token an answer of the platform accepted
         self.stop = stop
 
     def close(self) -> None:
@@ -135,9 +137,12 @@ class Exchange:
     ) -> Answer:
         """An invite operation: authenticated, observed, retried when safe; ``watch`` is
         told of each attempt. ``pacer``: the turns of an endpoint a limit may cover alone
-        (the re-send), instead of the run's."""
+        (the re-send), instead of the run's: not once a gateway refused the client with
+        its own 403 (it blocks the client, every endpoint alike), nor with ``max_rate``
+        (the user's limit is on every request together)."""
 
         def send(give_up_at: float | None) -> Answer:
+            token = self._tokens.last
             answer = self._attempts.attempt(
                 method,
                 path,
@@ -146,14 +151,31 @@ class Exchange:
                 give_up_at=give_up_at,
                 headers=headers,
             )
+            if answer.error is None:
+                self._accepted = token
+                return answer
+            answer = self._gateway_forbidden(answer, answer.error, token)
             if answer.error is not None:
                 # Here, not in the retry loop: a 403 from the token endpoint is no token
                 # lacking a scope (there is no token yet); token_failure explains it.
                 self._take_note(answer.error)
             return answer
 
-        request = _Request(method, path, send, idempotent, pacer or self._pacer, watch, True)
+        own = pacer if pacer is not None and self._own_pacer_kept() else None
+        request = _Request(method, path, send, idempotent, own or self._pacer, watch, True)
         return self._with_retries(request, ready=self._tokens.current)
+
+    def _own_pacer_kept(self) -> bool:
+        """Whether an endpoint's own pacer still paces it (see ``call``)."""
+        return self.settings.max_rate is None and not self._pacer.blocked
+
+    def _gateway_forbidden(self, answer: Answer, error: ApiError, token: Token | None) -> Answer:
+        """``answer`` with its 403 told for what it is: a gateway's refusal when it is not
+        the platform's (``GatewayForbidden.of``) and the token it carried was accepted."""
+        if token is None or token is not self._accepted:
+            return answer
+        gateway = GatewayForbidden.of(error)
+        return answer if gateway is None else answer._replace(error=gateway)
 
     # -- the retry loop ---------------------------------------------------------
 
@@ -183,21 +205,34 @@ class Exchange:
             request.give_up_at = started + self.settings.retry_max_seconds
         else:
             request.give_up_at += turn.queued
-        answer, error = self._send(request)
+        try:
+            answer, error = self._send(request)
+        except BaseException:
+            request.pacer.on_no_answer(turn)
+            raise
         elapsed = self._clock() - started
         status = answer.status if answer is not None else error.status if error else None
         self._tell(request, answer, error, status, elapsed)
         request.error, request.own = error, False
-        if status is not None:  # an answer came: it says something about the rate
+        if status is None:
+            request.pacer.on_no_answer(turn)
+        else:  # an answer came: it says something about the rate
             refused = error is not None and is_rate_signal(error)
+            blocked = isinstance(error, GatewayForbidden)
             request.refusal = request.pacer.on_answer(
                 turn,
                 elapsed,
                 refused=refused,
                 retry_after=error.retry_after if refused and error else None,
                 again=request.refusal,
+                blocked=blocked,
             )
             request.own = request.refusal is not None and request.refusal.own
+            if blocked and request.pacer is not self._pacer:
+                # A block is on the client, not on this endpoint: the run's pacer keeps
+                # quiet too, and this request waits for its turn there with every other.
+                self._pacer.block_seen()
+                request.pacer, request.refusal = self._pacer, None
         return answer if error is None else None
 
     def _send(self, request: _Request) -> tuple[Answer | None, ApiError | None]:
@@ -259,7 +294,7 @@ class Exchange:
             own=request.own,
         )
         if not decision.retry or self.stop.is_set():
-            error.message += decision.note
+            error.message += decision.note + self._behind_gateway(error)
             raise error
         log.debug(
             "%s %s failed (%s); retry %d in %.2fs",
@@ -290,7 +325,7 @@ class Exchange:
                 f" (refused for all of retry_max_seconds: no request may start for "
                 f"another {seconds(no.wait)} after the server's refusals, more than the "
                 f"{seconds(left)} left)"
-            )
+            ) + self._behind_gateway(last)
             return last
         what = "not sent" if first else "not retried"
         wait = (
@@ -303,22 +338,42 @@ class Exchange:
             f"retry budget (retry_max_seconds: {self.settings.retry_max_seconds:g})"
         )
 
+    def _behind_gateway(self, error: ApiError) -> str:
+        """What a run that gives up behind a gateway's 403 tells: who refused, what got
+        through first, and what to do."""
+        if not isinstance(error, GatewayForbidden):
+            return ""
+        return (
+            f". A gateway in front of the platform (not the platform) refused this client "
+            f"for sending too fast, and kept refusing: {self._pacer.describe_block()}. "
+            "Run again once its block is over with --parallelism 1, or with --max-rate "
+            "(RECONCILER_MAX_RATE, setting max_rate) below the gateway's limit, which "
+            "its operator can name (or raise)"
+        )
+
     def _take_note(self, error: ApiError) -> None:
         if isinstance(error, PermissionDenied):  # what the server says decides none of it
+            if not error.enveloped and error.request_id is None and error.bearer_error is None:
+                # Not the platform's answer, and no token it accepted yet: a gateway's page.
+                error.message += (
+                    "; not the platform's answer (no envelope, no requestId): a gateway or "
+                    "proxy in front of it refused the request. One that blocks a client "
+                    "sending too fast (mod_evasive, a WAF's rate rule) refuses every request "
+                    "for a while after a burst: wait, then run again with --max-rate below "
+                    "its limit"
+                )
+                return
             grant = self.grant()
-            if (
-                grant is not None
-                and grant.said is not None
-                and not grant.missing
-                and error.bearer_error != "insufficient_scope"
-            ):
-                # The token answer named every scope asked for, and the refusal does not
-                # say the token lacks one: blaming the scope would send the user to change
-                # a setting that is right.
+            scope_said = error.bearer_error == "insufficient_scope"
+            if grant is not None and not grant.missing and not scope_said:
+                # The token carries every scope asked for (named, or as asked), and the
+                # refusal does not say it lacks one: blaming the scope would contradict
+                # itself and send the user to change a setting that is right.
                 error.message += (
                     f"; the token was granted every scope asked for ({grant.shown()}, asked "
-                    "for with RECONCILER_SCOPE): the platform refused this for another "
-                    "reason (what the client may do there, or this invite)"
+                    "for with RECONCILER_SCOPE), so no scope is missing: the platform refused "
+                    "this for another reason: what the client may do there (its permissions "
+                    "on the platform, for whoever administers it), or this invite"
                 )
                 return
             granted = f"; granted: {grant.shown()}" if grant is not None else ""
@@ -394,15 +449,16 @@ def may_retry(error: ApiError, idempotent: bool) -> bool:
     if isinstance(error, TransportError):
         # A request that may have reached the server is repeated only if repeating is safe.
         return not error.permanent and (idempotent or not error.maybe_sent)
-    if error.refused_before_acting:  # a 429 or a 503, any body: nothing was done
+    if error.refused_before_acting:  # a 429, a 503, a gateway's 403: nothing was done
         return True
     return idempotent and isinstance(error, RateLimited | ServerError)
 
 
 def is_rate_signal(error: ApiError) -> bool:
     """A refusal that says "slower" to the whole run rather than "not this one": a 429,
-    or a gateway's bare 503. The pacer cuts the rate; the request waits its turn again."""
-    return isinstance(error, RateLimited | GatewayRefused)
+    a gateway's bare 503, or a gateway's own 403 (a burst blocker's). The pacer cuts the
+    rate; the request waits its turn again."""
+    return isinstance(error, RateLimited | GatewayRefused | GatewayForbidden)
 
 
 def decide_retry(
