@@ -369,11 +369,20 @@ class Exchange:
                 # The token carries every scope asked for (named, or as asked), and the
                 # refusal does not say it lacks one: blaming the scope would contradict
                 # itself and send the user to change a setting that is right.
+                if grant.said is None:
+                    error.message += (
+                        f"; the token answer named no scope, so the token was granted what "
+                        f"was asked for ({grant.shown()}, set with RECONCILER_SCOPE): as far "
+                        "as the client can tell no scope is missing, and the platform refused "
+                        "this for another reason: the client's permissions on the platform "
+                        "(for whoever administers it to check), or this invite"
+                    )
+                    return
                 error.message += (
                     f"; the token was granted every scope asked for ({grant.shown()}, asked "
-                    "for with RECONCILER_SCOPE), so no scope is missing: the platform refused "
-                    "this for another reason: what the client may do there (its permissions "
-                    "on the platform, for whoever administers it), or this invite"
+                    "for with RECONCILER_SCOPE): the platform refused this for another "
+                    "reason (what the client may do there, or this invite): check the "
+                    "client's permissions on the platform"
                 )
                 return
             granted = f"; granted: {grant.shown()}" if grant is not None else ""
