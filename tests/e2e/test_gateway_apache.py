@@ -54,8 +54,8 @@ def start_apache() -> Iterator[Callable[..., Apache]]:
 def _estate(tmp_path: Path, changed: int, **change: object) -> list[dict[str, object]]:
     state = [dict(ACME, id=f"inv_{i:03d}", name=f"Firma {i} GmbH") for i in range(COUNT)]
     entries = [
-        desired_entry(s, email=f"new{i}@acme.example", **change) if i < changed else desired_entry(s)
-        for i, s in enumerate(state)
+        desired_entry(s, email=f"new{i}@acme.example", **change) if i < n else desired_entry(s)
+        for n, (i, s) in ((changed, pair) for pair in enumerate(state))
     ]
     write_invites(tmp_path / "invites", entries)
     return state
