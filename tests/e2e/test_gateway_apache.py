@@ -3,7 +3,7 @@ that answers its own HTML 403 and keeps blocking while the client keeps sending.
 apply and re-sends converge behind it, every invite read, each change written once and
 each invitation sent once, counted at the sandbox; with --max-rate at its limit, no
 403 at all. The figures (wall against requests / limit) are in the benchmarks
-(`python -m benchmarks --only gm`)."""
+(`python -m benchmarks --only e`)."""
 
 from __future__ import annotations
 
