@@ -79,7 +79,7 @@ def _case(
     state: list[dict[str, Any]],
     changed: int,
 ) -> list[Row]:
-    args = ["plan"] if command == "plan" else ["apply", "--auto-approve"]
+    args = ["plan", "--format", "json"] if command == "plan" else ["apply", "--auto-approve"]
     if capped:
         args += ["--max-rate", str(evasive.rate)]
     what = {"plan": f"plan {len(state)} ({changed} differ)", "apply": f"apply {changed} changes"}

@@ -1,0 +1,226 @@
+"""The two 403s told apart (issue 55), on the wire (requests-mock) in fake time.
+
+The platform's own 403 (its envelope, its requestId) is a permission stop: at once, no
+retry, the message naming what it refused and the requestId. A 403 that is not the
+platform's (an HTML page or an empty body, no requestId) to a token the platform had
+accepted is a gateway blocking the client for speed (mod_evasive, a WAF's rate rule): a
+rate signal. Nothing is sent for a quiet period, then one request probes; a PATCH or a
+re-send it refused never reached the platform and is sent again, exactly once. A 403
+that is not the platform's before any token was accepted names no missing scope.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from support.api_answers import BASE, INVITE, INVITE_URL, INVITES, envelope, token_response
+from support.limits import FakeTime
+
+from reconciler.api.capacity.pacing import RequestPacer
+from reconciler.api.capacity.rate import QUIET
+from reconciler.api.exceptions import ApiError, GatewayForbidden, PermissionDenied
+from reconciler.api.http.exchange import Exchange, decide_retry
+from reconciler.api.http.network import parse_base_url
+from reconciler.settings.config import Settings
+from reconciler.stop import Stop
+
+TOKEN_URL = BASE + "/oauth/token"
+INVITE_PATH = INVITE_URL.removeprefix(BASE)
+OTHER_URL = INVITES + "inv_other"
+OTHER_PATH = OTHER_URL.removeprefix(BASE)
+RESEND_URL = INVITE_URL + "/resend"
+RESEND_PATH = INVITE_PATH + "/resend"
+PAGE = (
+    '<!DOCTYPE HTML PUBLIC "-//W3C//DTD HTML 4.01//EN">\n<html><head>\n<title>403 Forbidden'
+    "</title>\n</head><body>\n<h1>Forbidden</h1>\n<p>You don't have permission to access "
+    "this resource.</p>\n</body></html>\n"
+)
+# mod_evasive's refusal: Apache's own page, no requestId.
+BLOCKED: dict[str, Any] = {
+    "status_code": 403,
+    "text": PAGE,
+    "headers": {"Content-Type": "text/html; charset=iso-8859-1"},
+}
+EMPTY: dict[str, Any] = {"status_code": 403, "content": b""}
+OK: dict[str, Any] = {"json": envelope(INVITE)}
+PLATFORM_403: dict[str, Any] = {
+    "status_code": 403,
+    "json": envelope(None, status=403, message="client ci-client may not update invites"),
+}
+
+
+def exchange(time: FakeTime, **values: Any) -> Exchange:
+    settings = Settings().with_values(
+        {"base_url": BASE, "client_id": "ci-client", "client_secret": "cs-Value-42", **values}
+    )
+    credentials = settings.credentials()
+    return Exchange(
+        settings,
+        credentials,
+        parse_base_url(credentials.base_url),
+        RequestPacer(clock=time.clock, sleep=time.sleep),
+        clock=time.clock,
+        sleep=time.sleep,
+        jitter=lambda: 0.5,
+        observer=None,
+        stop=Stop(),
+    )
+
+
+class AttemptWatch:
+    def __init__(self) -> None:
+        self.sent = 0
+        self.errors: list[ApiError] = []
+
+    def before(self) -> None:
+        self.sent += 1
+
+    def failed(self, error: ApiError) -> None:
+        self.errors.append(error)
+
+
+@pytest.fixture
+def time() -> FakeTime:
+    return FakeTime()
+
+
+def accepted(client: Exchange, requests_mock: Any) -> None:
+    """A read the platform answered: the token is accepted."""
+    requests_mock.post(TOKEN_URL, [token_response()])
+    requests_mock.get(INVITE_URL, **OK)
+    client.call("GET", INVITE_PATH, idempotent=True)
+
+
+@pytest.mark.parametrize("refusal", [BLOCKED, EMPTY], ids=["html-page", "empty-body"])
+def test_a_403_not_the_platforms_after_its_token_was_accepted_is_retried_after_a_quiet(
+    requests_mock: Any, time: FakeTime, refusal: dict[str, Any]
+) -> None:
+    client = exchange(time)
+    accepted(client, requests_mock)
+    requests_mock.get(OTHER_URL, [refusal, OK])
+    before = time.now
+
+    client.call("GET", OTHER_PATH, idempotent=True)
+
+    assert [r.url for r in requests_mock.request_history] == [
+        TOKEN_URL,
+        INVITE_URL,
+        OTHER_URL,
+        OTHER_URL,
+    ]
+    assert time.now - before >= QUIET - 1e-9  # nothing sent in the quiet period
+    assert client._pacer.blocked
+
+
+def test_the_platforms_own_403_stops_at_once_naming_the_permission_and_request_id(
+    requests_mock: Any, time: FakeTime
+) -> None:
+    client = exchange(time)
+    accepted(client, requests_mock)
+    requests_mock.patch(INVITE_URL, [PLATFORM_403, OK])
+
+    with pytest.raises(PermissionDenied) as caught:
+        client.call("PATCH", INVITE_PATH, json_body={"name": "X"}, idempotent=True)
+
+    text = str(caught.value)
+    assert text.startswith("HTTP 403: client ci-client may not update invites; ")
+    assert text.endswith("(requestId 1001)")
+    assert "permissions on the platform" in text
+    assert "does not carry the scope" not in text  # granted as asked: none is missing
+    assert [r.method for r in requests_mock.request_history] == ["POST", "GET", "PATCH"]
+    assert not client._pacer.blocked
+
+
+def test_a_403_page_before_any_token_was_accepted_names_no_scope_and_is_not_retried(
+    requests_mock: Any, time: FakeTime
+) -> None:
+    # The first answer of a run inside a block: nothing says the platform ever let this
+    # client through, so it is no rate signal; but it is not the platform's either.
+    client = exchange(time)
+    requests_mock.post(TOKEN_URL, [token_response()])
+    requests_mock.get(INVITE_URL, [BLOCKED, OK])
+
+    with pytest.raises(PermissionDenied) as caught:
+        client.call("GET", INVITE_PATH, idempotent=True)
+
+    text = str(caught.value)
+    assert "not the platform's answer (no envelope, no requestId)" in text
+    assert "--max-rate" in text and "scope" not in text
+    assert len(requests_mock.request_history) == 2
+
+
+def test_a_patch_the_gateway_refused_is_sent_again_exactly_once(
+    requests_mock: Any, time: FakeTime
+) -> None:
+    client = exchange(time)
+    accepted(client, requests_mock)
+    requests_mock.patch(INVITE_URL, [BLOCKED, OK])
+    watch = AttemptWatch()
+
+    client.call("PATCH", INVITE_PATH, json_body={"name": "X"}, idempotent=True, watch=watch)
+
+    assert watch.sent == 2 and [type(e) for e in watch.errors] == [GatewayForbidden]
+    assert [r.method for r in requests_mock.request_history].count("PATCH") == 2
+
+
+def test_a_re_send_the_gateway_refused_is_made_again_in_the_run_exactly_once(
+    requests_mock: Any, time: FakeTime
+) -> None:
+    # Not idempotent, and refused before the platform saw it: sent again after the quiet
+    # period, on the run's pacer (a block is on the client, not on the endpoint).
+    client = exchange(time)
+    resends = RequestPacer(clock=time.clock, sleep=time.sleep)
+    accepted(client, requests_mock)
+    requests_mock.post(RESEND_URL, [BLOCKED, {"json": envelope({"id": "inv_8f2k1"})}])
+    watch = AttemptWatch()
+    before = time.now
+
+    client.call("POST", RESEND_PATH, json_body={}, idempotent=False, watch=watch, pacer=resends)
+
+    assert watch.sent == 2 and [type(e) for e in watch.errors] == [GatewayForbidden]
+    assert [r.url for r in requests_mock.request_history].count(RESEND_URL) == 2
+    assert time.now - before >= QUIET - 1e-9
+    assert client._pacer.blocked  # the run's pacer keeps quiet too, and paces re-sends now
+
+
+def test_giving_up_behind_a_gateway_says_who_refused_what_got_through_and_what_to_do(
+    requests_mock: Any, time: FakeTime
+) -> None:
+    # The quiet doubles while the probe is refused: 5.1 s, 10.2 s; the next, 20.4 s, is
+    # more than the budget has left.
+    client = exchange(time, retry_max_seconds=20)
+    accepted(client, requests_mock)
+    requests_mock.get(OTHER_URL, **BLOCKED)
+
+    with pytest.raises(GatewayForbidden) as caught:
+        client.call("GET", OTHER_PATH, idempotent=True)
+
+    text = str(caught.value)
+    assert text.startswith("HTTP 403: Forbidden (an HTML page, probably from a proxy or gateway)")
+    assert "A gateway in front of the platform (not the platform) refused this client" in text
+    assert "2 answers got through before it first refused" in text  # the token, the read
+    assert "--parallelism 1" in text and "--max-rate" in text and "RECONCILER_MAX_RATE" in text
+    assert "scope" not in text
+    assert [r.url for r in requests_mock.request_history].count(OTHER_URL) == 3
+
+
+def test_a_gateways_403_may_be_sent_again_even_when_not_idempotent() -> None:
+    blocked = GatewayForbidden("Forbidden", status=403)
+
+    assert blocked.refused_before_acting and not blocked.outcome_unknown
+    decision = decide_retry(blocked, 1, 30.0, idempotent=False, max_attempts=1, jitter=0.5)
+    assert decision.retry and decision.delay == 0.0  # its wait is the pacer's quiet period
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        PermissionDenied("forbidden", status=403, request_id="r-1"),
+        PermissionDenied("forbidden", status=403, enveloped=True),
+        PermissionDenied("forbidden", status=403, bearer_error="insufficient_scope"),
+    ],
+    ids=["request-id", "envelope", "bearer-challenge"],
+)
+def test_a_403_with_any_sign_of_the_platform_is_no_gateways(error: PermissionDenied) -> None:
+    assert GatewayForbidden.of(error) is None
