@@ -199,9 +199,10 @@ class RateControl:
     def describe(self) -> str:
         if self.ceiling is None:
             return f"no refusal in {self.answers} answers; paced at up to {self.rate:.3g}/s"
+        blocks = f", blocked {self.blocks} times by a gateway" if self.blocks else ""
         return (
             f"{self.refusals} of {self.answers} answers refused; rate {self.rate:.3g}/s "
-            f"(ceiling {self.ceiling:.3g}/s, cut {self.cuts} times)"
+            f"(ceiling {self.ceiling:.3g}/s, cut {self.cuts} times{blocks})"
         )
 
     # -- what the pacer tells ----------------------------------------------------
