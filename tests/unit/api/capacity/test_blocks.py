@@ -8,6 +8,8 @@ floor. The rate's other signals: test_rate.py; the turns: test_pacing.py."""
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from support.limits import BurstBlocker, FakeTime, answered, run_behind
 
@@ -102,7 +104,7 @@ def test_max_rate_caps_the_rate_from_the_first_request(fake_time: FakeTime) -> N
 
     turns = answered(pacer, 200)
 
-    gaps = [b.at - a.at for a, b in zip(turns[100:], turns[101:], strict=False)]
+    gaps = [b.at - a.at for a, b in itertools.pairwise(turns[100:])]
     assert min(gaps) >= 1 / 20.0 - 1e-9
     assert pacer._control.rate <= 20.0
 
@@ -110,9 +112,7 @@ def test_max_rate_caps_the_rate_from_the_first_request(fake_time: FakeTime) -> N
 @pytest.mark.parametrize(
     ("count", "period"), [(50, 5), (20, 10)], ids=["site-50-block-5", "site-20-block-10"]
 )
-def test_a_run_behind_mod_evasive_converges_within_3x_of_its_floor(
-    count: int, period: int
-) -> None:
+def test_a_run_behind_mod_evasive_converges_within_3x_of_its_floor(count: int, period: int) -> None:
     requests = 200
     run = run_behind(BurstBlocker(count, period), requests, latency=0.003)
 
