@@ -61,7 +61,7 @@ def test_a_max_rate_in_the_file_is_checked_by_its_schema(tmp_path: Path) -> None
 def test_the_option_is_converted_as_the_variable_is() -> None:
     result = run_cli("plan", "--max-rate", "0", "--sandbox")
 
-    assert result.returncode == 2  # a usage error, as for --parallelism 0
+    assert result.returncode == 1  # a usage error, as for --parallelism 0
     assert "--max-rate" in result.stderr and "must be more than 0" in result.stderr
 
 
