@@ -419,6 +419,9 @@ class Exchange:
         def send(give_up_at: float | None) -> Answer:
             answer = self._attempts.attempt("POST", path, auth, form=form, give_up_at=give_up_at)
             said[0] = OAuthError.of(answer.body) if answer.error is not None else None
+            if answer.error is not None and said[0] is None:
+                # A token renewed inside a gateway's block: refused like any request.
+                answer = self._gateway_forbidden(answer, answer.error, self._accepted)
             return answer
 
         try:

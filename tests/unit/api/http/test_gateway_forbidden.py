@@ -224,3 +224,20 @@ def test_a_gateways_403_may_be_sent_again_even_when_not_idempotent() -> None:
 )
 def test_a_403_with_any_sign_of_the_platform_is_no_gateways(error: PermissionDenied) -> None:
     assert GatewayForbidden.of(error) is None
+
+
+def test_a_token_request_answered_with_a_gateways_page_blames_no_setting(
+    requests_mock: Any, time: FakeTime
+) -> None:
+    # A run started inside a block: its token request meets the gateway's page first.
+    client = exchange(time)
+    requests_mock.post(TOKEN_URL, **BLOCKED)
+
+    with pytest.raises(ApiError) as caught:
+        client.call("GET", INVITE_PATH, idempotent=True)
+
+    text = str(caught.value)
+    assert text.startswith("HTTP 403: no token from the token request (POST /oauth/token): ")
+    assert "not the platform's answer (no envelope, no requestId)" in text
+    assert "--max-rate" in text
+    assert "RECONCILER_SCOPE" not in text and "token_path" not in text
