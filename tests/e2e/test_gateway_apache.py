@@ -22,8 +22,11 @@ from reconciler.sandbox import Sandbox
 
 pytestmark = [pytest.mark.e2e, pytest.mark.real]
 
-COUNT = 200  # the estate
-CHANGED = 60  # 30%
+# Smaller than the 200 invites (the benchmark's, scenario e): still well past
+# the site count in the run's first second, so the gateway blocks it.
+COUNT = 120
+CHANGED = 36  # 30%
+RESENT = 40
 EVASIVE = {
     "site-50-block-5": Evasive(site_count=50, page_count=10, blocking_period=5),
     "site-20-block-10": Evasive(site_count=20, page_count=10, blocking_period=10),
@@ -89,8 +92,9 @@ def test_plan_converges_behind_mod_evasive(
     assert f"Plan: {CHANGED} to update, {COUNT - CHANGED} unchanged, 0 errors." in result.stdout
     reads = _reached(sandbox, "GET")
     assert set(reads) == {s["id"] for s in state} and set(reads.values()) == {1}
-    # Blocked once or twice while the rate is found, each a burst of refusals.
-    assert apache.refusals() < COUNT, apache.refusals()
+    # Blocked (the path under test), once or twice while the rate is found, each time a
+    # few refusals: those in flight, and a probe or two.
+    assert 1 <= apache.refusals() < 20, apache.refusals()
 
 
 @pytest.mark.parametrize("evasive", EVASIVE.values(), ids=EVASIVE.keys())
@@ -118,10 +122,10 @@ def test_re_sends_behind_mod_evasive_each_go_exactly_once(
     tmp_path: Path,
     evasive: Evasive,
 ) -> None:
-    # 100 e-mail changes with resendOnChange: a PATCH and a re-send each. A re-send the
+    # E-mail changes with resendOnChange: a PATCH and a re-send each. A re-send the
     # gateway refused with its own 403 never reached the platform: it is made later in
     # the same run, not left owed, and never twice.
-    changed = 100
+    changed = RESENT
     state = _estate(tmp_path, changed, resendOnChange=True)
     sandbox = start_sandbox(state)
     apache = start_apache(sandbox, evasive)
@@ -140,7 +144,7 @@ def test_with_max_rate_at_the_limit_nothing_is_refused(
     tmp_path: Path,
     evasive: Evasive,
 ) -> None:
-    changed = 100
+    changed = RESENT
     state = _estate(tmp_path, changed, resendOnChange=True)
     sandbox = start_sandbox(state)
     apache = start_apache(sandbox, evasive)
