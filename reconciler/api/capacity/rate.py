@@ -163,7 +163,8 @@ class RateControl:
     def servable(self) -> int:
         rate = self.rate
         latency = self.latency.average or 0.0
-        if (self.ceiling is None or self._lower_bound) and self.rate < self._cap:
+        at_cap = self._cap < MAX_RATE and self.rate >= self._cap  # the user's max_rate
+        if (self.ceiling is None or self._lower_bound) and not at_cap:
             # Still finding the rate, which runs ahead of what is sent: twice what the
             # last answers keep busy at the unloaded latency (BBR's startup). A queue
             # at the server (HAProxy's maxconn) is not filled far ahead of its answers.
