@@ -68,7 +68,11 @@ class RequestPacer:
         self._lock = threading.Lock()
         self._turned = threading.Condition(self._lock)  # a turn was taken or given up
         self._line: deque[object] = deque()  # tickets, first in line first
-        self._control = RateControl(clock(), start_rate, max_rate)
+        now = clock()
+        # Whole seconds of the wall clock (a blocker's windows), on the pacer's clock; a
+        # clock of the caller's own (a test's) is its own wall clock.
+        wall = time.time() - now if clock is time.monotonic else 0.0
+        self._control = RateControl(now, start_rate, max_rate, wall)
         self._probe: float | None = None  # when the probe after a block's quiet started
         self._last_start = -math.inf
         self._arrived = -math.inf  # when the latest start reached the server, if it was late

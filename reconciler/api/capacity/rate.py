@@ -118,9 +118,14 @@ class RateControl:
     """Not thread-safe: the pacer calls it under its lock."""
 
     def __init__(
-        self, now: float, start_rate: float = START_RATE, max_rate: float | None = None
+        self,
+        now: float,
+        start_rate: float = START_RATE,
+        max_rate: float | None = None,
+        wall: float = 0.0,
     ) -> None:
         self._cap = min(max_rate, MAX_RATE) if max_rate else MAX_RATE  # the user's max_rate
+        self._wall = wall  # the wall clock's time less this clock's: whole seconds
         self.rate = min(start_rate, self._cap)
         self.ceiling: float | None = None  # what the server let through when it refused
         self.epoch = 0  # cuts and holds so far: a request sent before the last is old news
@@ -284,7 +289,7 @@ class RateControl:
                 let = self.starts.let_through(started, started - WINDOW).number
                 if self._first_block is None:
                     self._first_block = (self.let, let / WINDOW)
-                measured = let / WINDOW if let else FIRST_CUT * rate
+                measured = self._blocked_at(let, started) if let else FIRST_CUT * rate
                 self.ceiling = max(MIN_RATE, min(measured, rate, self.ceiling or math.inf))
                 self.rate = self._level = max(MIN_RATE, BLOCK_CUT * self.ceiling)
                 self._reached = self.answers
@@ -303,6 +308,18 @@ class RateControl:
             self._let_since_cut = self._let_since = 0
             self.probing = True
         self.hold = self._until(self.hold, now, now + self.quiet)
+
+    def _blocked_at(self, let: int, started: float) -> float:
+        """What a blocker allows a second, from the ``let`` let through in the second
+        before the request that left at ``started``. A window of whole seconds of the
+        clock (mod_evasive's) lets through up to twice its count in a second that
+        straddles two of them (a burst at the turn of a second: 70 for DOSSiteCount 50),
+        so what the refused request's own whole second let through counts too; never
+        less than half the second before (a sliding window refusing just after the turn
+        of a second let through little in it)."""
+        second = math.floor(started + self._wall) - self._wall
+        own = self.starts.let_through(started, max(second, started - WINDOW)).number
+        return min(let, max(own, let / 2)) / WINDOW
 
     # -- refusals ----------------------------------------------------------------
 

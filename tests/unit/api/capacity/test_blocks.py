@@ -82,21 +82,39 @@ def test_a_probe_refused_doubles_the_quiet_up_to_its_most(fake_time: FakeTime) -
 def test_after_a_block_the_rate_is_below_what_was_let_through_and_never_probes_above(
     fake_time: FakeTime,
 ) -> None:
-    # 50 let through in the second before the block, evenly: the run resumes at 90% of
-    # that, and hundreds of answers later is still there (a probe past a blocker's
-    # limit costs a whole block).
+    # 49 let through evenly in the whole second the refused request left in (100.00 to
+    # 100.96; refused at 100.98): the run resumes at 80% of that, and hundreds of answers
+    # later is still there (a probe past a blocker's limit costs a whole block).
     pacer = RequestPacer(clock=fake_time.clock, sleep=fake_time.sleep, start_rate=50.0)
     pacer._control.ceiling = pacer._control._level = 50.0  # paced at 50/s already
     pacer._control._reached = 0
-    answered(pacer, 60)
+    answered(pacer, 49)
     block(pacer, pacer.wait_turn())
     probe = pacer.wait_turn()
     pacer.on_answer(probe, 0.001, refused=False)
 
     answered(pacer, 500)
 
-    assert pacer.rate == pytest.approx(BLOCK_CUT * 50.0, rel=0.03)
+    assert pacer.rate == pytest.approx(BLOCK_CUT * 49.0)
     assert pacer.blocked and pacer._control.blocks == 1
+
+
+def test_a_burst_at_the_turn_of_a_second_is_measured_by_its_own_second(
+    fake_time: FakeTime,
+) -> None:
+    # mod_evasive counts whole seconds: 20 let through just before 101.0 and 51 just
+    # after it, the 52nd refused. The second before held 71; the blocker allows 51.
+    pacer = RequestPacer(clock=fake_time.clock, sleep=fake_time.sleep, start_rate=1e4)
+    fake_time.now = 100.98
+    for _ in range(20):
+        pacer.on_answer(pacer.wait_turn(), 0.001, refused=False)
+    fake_time.now = 101.0
+    for _ in range(51):
+        pacer.on_answer(pacer.wait_turn(), 0.001, refused=False)
+
+    block(pacer, pacer.wait_turn())
+
+    assert pacer._control.ceiling == pytest.approx(51.0)
 
 
 def test_max_rate_caps_the_rate_from_the_first_request(fake_time: FakeTime) -> None:
