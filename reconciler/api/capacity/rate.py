@@ -55,7 +55,8 @@ goes in, one that waited too long is answered 503). One rate rides all of them:
   period (``QUIET``, from the last refusal: those in flight extend it), then one
   request alone probes; refused, the quiet doubles (up to ``MAX_QUIET``); let through,
   the run resumes at ``BLOCK_CUT`` of what the gateway let through in the second
-  before it blocked, and never probes above it (each probe past a blocker's limit
+  before it blocked (in the refused request's own whole second of the wall clock too:
+  ``_blocked_at``), and never probes above it (each probe past a blocker's limit
   costs a whole block).
 - **``max_rate``**, the user's: the rate never goes above it.
 
