@@ -17,7 +17,7 @@ _CATEGORIES = [
         "YAML loading (and building invites)",
         ("reconciler/yamlload/", "/yaml/", "reconciler/desired/"),
     ),
-    ("compare (the field kinds)", ("reconciler/plan/compare.py", "reconciler/model/kinds.py")),
+    ("compare (DeepDiff over the canonical forms)", ("compare_invite (", "/deepdiff/")),
     ("HTTP (requests/urllib3/http.client)", ("reconciler/api/", "/requests/", "/urllib3/")),
     ("rendering the output", ("reconciler/output/", "json/encoder")),
     (

@@ -24,7 +24,7 @@ from reconciler.output.github import (
     guard_output,
     release_output,
 )
-from reconciler.safetext import plural, redact_and_escape_lines
+from reconciler.safetext import plural, redact_and_escape, redact_and_escape_lines
 
 EXIT_OK = 0
 EXIT_FAILURE = 1  # 2 is kept for `plan --detailed-exitcode` alone (docs/plans.md, Exit codes)
@@ -211,7 +211,20 @@ def _main(argv: Sequence[str] | None) -> int:
         stop_writing_to_stdout()
         echo_err(f"error: cannot write the output: {redact_and_escape_lines(reason)}", meta)
         return EXIT_FAILURE
+    except Exception as exc:  # a bug of ours: a traceback would quote outside text unescaped
+        return _internal_error(exc, meta)
     return result if isinstance(result, int) else EXIT_OK
+
+
+def _internal_error(exc: Exception, meta: Mapping[str, object]) -> int:
+    text = redact_and_escape(f"{type(exc).__name__}: {exc}")[:500]
+    echo_err(
+        f"error: internal error ({text}); this is a bug in reconcile, please report it. "
+        "A write it was making may or may not have reached the platform: `reconcile plan` "
+        "shows what the platform holds now",
+        meta,
+    )
+    return EXIT_FAILURE
 
 
 def _complete() -> int:

@@ -53,7 +53,14 @@ def run(
         capture_output=True,
         timeout=TIMEOUT if timeout is None else timeout,
         check=False,
+        env={**os.environ, **_ENV},
     )
+
+
+# A commit is read as it is: a refs/replace/ ref (pushed by anyone who may push a ref)
+# would show other files at a commit --changed-since compares against. And git never
+# waits for a password nobody will type: a job would hang to its time bound.
+_ENV = {"GIT_NO_REPLACE_OBJECTS": "1", "GIT_TERMINAL_PROMPT": "0"}
 
 
 def try_run(

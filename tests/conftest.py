@@ -4,6 +4,7 @@ the fake platform, hostile servers, ...) is in support/ (see README.md)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Callable, Iterator
@@ -13,9 +14,14 @@ from typing import Any
 import pytest
 from hypothesis import settings
 from support.haproxy import Haproxy, Limit, haproxy_binary
+from support.helpers import CA_BUNDLE_VARIABLES
 from support.nginx import Gateway, Nginx, nginx_binary
 
 from reconciler import safetext
+from reconciler.api import client
+from reconciler.api.capacity import concurrency
+from reconciler.api.capacity.pacing import RequestPacer
+from reconciler.api.capacity.rate import MAX_RATE
 from reconciler.resources import invite_schema_path
 from reconciler.sandbox import Sandbox, SandboxOptions
 from reconciler.sandbox.state import load_state_file
@@ -29,13 +35,45 @@ settings.load_profile("suite")
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """Workers for `-n auto`: two per core, since most tests wait rather than compute."""
-    return 2 * (os.cpu_count() or 1)
+    """Workers for `-n auto`: one per core. The tests that waited (real gateways, fault
+    runs at full backoff) are marked `real` or wait a tenth as long; each worker
+    collects the whole suite again (some 9 s of CPU, most of it pytest rewriting the
+    asserts, when no bytecode is cached), so a second worker per core cost more CPU
+    than the waiting it hid."""
+    return os.cpu_count() or 1
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Run the tests marked `slow` first, so no worker starts one near the end."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+def _marked_real(request: pytest.FixtureRequest, part: str) -> None:
+    """A test that starts a real part is marked `real`: it runs in `.ci/run`'s real-parts
+    stage (`pytest -m real`), not in the README's `pytest`."""
+    if request.node.get_closest_marker("real") is None:
+        pytest.fail(f"{request.node.nodeid} starts a real {part}: mark it @pytest.mark.real")
+
+
+@pytest.fixture(autouse=True)
+def _no_machine_ca_bundle(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The machine's REQUESTS_CA_BUNDLE and CURL_CA_BUNDLE unset for every test, as
+    ``clean_env`` leaves them out of the CLI's: a test trusts only a CA it names. Set, each
+    client checked the bundle at start (OpenSSL loading every certificate in it: 40 ms of
+    CPU), a third of the unit tests' time on a machine that sets them."""
+    for name in CA_BUNDLE_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture(autouse=True)
+def _unpaced_start(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """End-to-end runs in this process start unpaced: the client's pacers begin at
+    MAX_RATE (in practice no pacing) rather than START_RATE (10 a second), until the
+    server first refuses. The slow start cost every run against a sandbox some 0.3 s of
+    waiting for its turns, no limit being there to find: a third of the end-to-end
+    tests' time. A module that is about the pace a run starts at, or the rate it learns
+    from a limit, says so with ``SLOW_START = True`` and keeps it; so does every run in
+    a child process, and the unit tests of the pacer and the client."""
+    if "/tests/e2e/" not in request.path.as_posix() or getattr(request.module, "SLOW_START", False):
+        return
+    unpaced = functools.partial(RequestPacer, start_rate=MAX_RATE)
+    for maker in (client, concurrency):  # the client's own pacers, and the run's (capacity_for)
+        monkeypatch.setattr(maker, "RequestPacer", unpaced)
 
 
 @pytest.fixture
@@ -60,12 +98,13 @@ def start_sandbox() -> Iterator[Callable[..., Sandbox]]:
 
 
 @pytest.fixture
-def start_nginx() -> Iterator[Callable[..., Nginx]]:
+def start_nginx(request: pytest.FixtureRequest) -> Iterator[Callable[..., Nginx]]:
     """Start real nginx processes in front of sandboxes; all are stopped after the test.
 
     Without nginx the test is skipped, saying why, except under CI (CI=true), where
     `.ci/run` installs it: there a missing nginx fails the test rather than hide it.
     """
+    _marked_real(request, "nginx")
     if nginx_binary() is None:
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail("nginx is not installed, and CI=true: .ci/run should have installed it")
@@ -83,12 +122,13 @@ def start_nginx() -> Iterator[Callable[..., Nginx]]:
 
 
 @pytest.fixture
-def start_haproxy() -> Iterator[Callable[..., Haproxy]]:
+def start_haproxy(request: pytest.FixtureRequest) -> Iterator[Callable[..., Haproxy]]:
     """Start real HAProxy processes in front of sandboxes; all are stopped after the test.
 
     Without HAProxy the test is skipped, saying why, except under CI (CI=true), where
     `.ci/run` installs it: there a missing HAProxy fails the test rather than hide it.
     """
+    _marked_real(request, "HAProxy")
     if haproxy_binary() is None:
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail("haproxy is not installed, and CI=true: .ci/run should have installed it")

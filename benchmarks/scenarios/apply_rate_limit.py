@@ -13,8 +13,8 @@ from support.estate import SEED, Dataset
 from benchmarks.measure import Measured, RunFailed
 from benchmarks.scenarios.common import Context, dataset, describe, settled_limit
 from benchmarks.targets import Row, Target
-from reconciler.model.fields import fields_from_json
-from reconciler.plan.compare import compare_invite
+from reconciler.model.invite import fields_from_json
+from reconciler.plan.make import compare_invite
 from reconciler.sandbox import Sandbox, SandboxOptions
 
 RATIO = Target(1.05, "×")

@@ -23,10 +23,17 @@ from reconciler.api.http.answer import Answer
 from reconciler.api.http.auth import Grant, register_secret_forms
 from reconciler.api.http.exchange import AttemptWatch, Exchange, Observer
 from reconciler.api.http.network import invite_path, parse_base_url
-from reconciler.model.fields import field_kinds, fields_from_json
-from reconciler.model.invite import CurrentInvite, DesiredInvite
-from reconciler.model.outcome import Failed, NotRun, Outcome
-from reconciler.model.values import FieldValue, fields_json
+from reconciler.model.invite import (
+    CurrentInvite,
+    DesiredInvite,
+    Failed,
+    FieldValue,
+    NotRun,
+    Outcome,
+    field_kinds,
+    fields_from_json,
+    fields_json,
+)
 from reconciler.safetext import escape, redact_and_escape
 from reconciler.settings.config import Settings
 from reconciler.stop import Stop

@@ -41,12 +41,8 @@ from reconciler.api.exceptions import (
     UnexpectedResponse,
 )
 from reconciler.apply.audit import AttemptRecorder, AuditLog, AuditLogError, NoAuditLog, outcome_of
-from reconciler.model.fields import kind_of
-from reconciler.model.invite import CurrentInvite
-from reconciler.model.outcome import Done, Failed, NotRun
-from reconciler.model.values import JsonValue, to_json
-from reconciler.plan.changes import InviteChange
-from reconciler.plan.model import Plan
+from reconciler.model.invite import CurrentInvite, Done, Failed, JsonValue, NotRun, kind_of, to_json
+from reconciler.plan.model import InviteChange, Plan
 from reconciler.plan.write_check import (
     AlreadyApplied,
     Moved,

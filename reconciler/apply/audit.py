@@ -38,7 +38,7 @@ from reconciler.api.exceptions import ApiError, PreconditionFailed
 from reconciler.errors import ReconcilerError
 from reconciler.files import open_append
 from reconciler.git import outside_repository, repository_top, try_run
-from reconciler.model.values import JsonValue
+from reconciler.model.invite import JsonValue
 from reconciler.safetext import escape, escape_json_text, redact_and_escape
 
 # What a write record says of each field it carries: {"before": ..., "after": ...}, as JSON.

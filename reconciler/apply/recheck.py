@@ -11,11 +11,9 @@ from typing import NamedTuple
 from reconciler.api.capacity.concurrency import ordered_map
 from reconciler.api.capacity.limiter import Limiter
 from reconciler.errors import ReconcilerError
-from reconciler.model.invite import CurrentInvite
-from reconciler.model.outcome import Done, Failed, NotRun
-from reconciler.plan.changes import InviteChange
+from reconciler.model.invite import CurrentInvite, Done, Failed, NotRun
 from reconciler.plan.drift import recheck
-from reconciler.plan.model import Plan
+from reconciler.plan.model import InviteChange, Plan
 from reconciler.safetext import redact_and_escape
 from reconciler.stop import Stop
 

@@ -1,4 +1,9 @@
-"""`reconcile apply`: compute the plan (or load a saved one), confirm, apply it."""
+"""`reconcile apply`: compute the plan (or load a saved one), confirm, apply it.
+
+The writes are the service's (``service.apply.apply_plan``); this module shows each
+line as it ends (on stderr too when stdout is lost), then the summary, and the failures
+and the error that stopped the run said once, last.
+"""
 
 from __future__ import annotations
 
@@ -7,22 +12,7 @@ from typing import NamedTuple
 
 import click
 
-from reconciler.api.capacity.concurrency import capacity_for
-from reconciler.api.capacity.limiter import Limiter
-from reconciler.api.client import ApiClient
-from reconciler.apply.applier import (
-    ApplyReport,
-)
-from reconciler.apply.interrupt import GracefulInterrupt
-from reconciler.apply.recheck import saved_plan_state
-from reconciler.commands.apply_writes import apply_changes
-from reconciler.commands.common import (
-    check_writable,
-    read_desired,
-    run_inputs,
-    run_selection,
-    run_settings,
-)
+from reconciler.apply.applier import ApplyReport, ChangeResult, WriteOutcome
 from reconciler.commands.confirm import confirm, require_terminal, show_on_stderr_too
 from reconciler.commands.options import (
     FilePath,
@@ -32,28 +22,22 @@ from reconciler.commands.options import (
     force_conflicts_option,
     run_options,
 )
-from reconciler.commands.plan import signing_secret
-from reconciler.commands.remote import api_client, compute_plan, refuse_narrow_grant
 from reconciler.commands.settings_help import RUN_ENV, settings_help
 from reconciler.desired.state import DesiredState
-from reconciler.errors import ReconcilerError
 from reconciler.files import refuse_input
 from reconciler.output.color import echo_err, use_color
-from reconciler.output.common import echo_chunks
-from reconciler.output.failures import (
-    echo_errors,
-)
-from reconciler.output.github import (
-    github_enabled,
-    report_plan,
-)
+from reconciler.output.common import echo_chunks, stop_writing_to_stdout
+from reconciler.output.failures import SHOWN, echo_errors, what_to_do
+from reconciler.output.github import emit, github_enabled, invite_error_commands, report_plan
 from reconciler.output.log import setup_logging
-from reconciler.output.text import (
-    TextRenderer,
-)
-from reconciler.plan.model import Plan
+from reconciler.output.progress import Progress
+from reconciler.output.text import TextRenderer
+from reconciler.plan.model import InviteChange, Plan
 from reconciler.plan.saved import load_signed_plan
-from reconciler.safetext import plural
+from reconciler.safetext import plural, redact_and_escape
+from reconciler.service.apply import Applied, apply_plan, run_fatal
+from reconciler.service.offline import check_writable, read_desired, run_inputs
+from reconciler.service.online import Service, open_service, signing_secret
 
 
 @click.command(
@@ -88,69 +72,71 @@ def apply(
             "--plan applies a saved plan as it is; do not give PATH, --target, --exclude, "
             "--changed-since or --changed-since-applied"
         )
-    selection = run_selection(run)
+    selection = run.selection("apply")
     on_stderr = False  # the plan shown on the terminal too: stdout goes elsewhere
     if not plan_file and not auto_approve:  # before anything is read: nobody could answer
         require_terminal(action="apply", instead=_INSTEAD)
         on_stderr = show_on_stderr_too(action="apply", instead=_INSTEAD)
     github = github_enabled(run.annotations)
-    settings = run_settings(run, audit_log=audit_log)
+    settings = run.settings(audit_log=audit_log)
     check_writable(settings.audit_log, "open the audit log")
     if not plan_file:
         inputs = run_inputs(run.config_file, list(run.paths or settings.paths))
         refuse_input(settings.audit_log, inputs, "--audit-log", "the audit log")
     renderer = TextRenderer(color=use_color(run.color))
-    secret = signing_secret(settings, run.sandbox)
     # What to apply: a reviewed plan, or the files, planned once the API is reached.
     given: _Reviewed | DesiredState = (
-        _Reviewed(load_signed_plan(plan_file, secret), plan_file)
+        _Reviewed(load_signed_plan(plan_file, signing_secret(settings, run.sandbox)), plan_file)
         if plan_file
         else read_desired(settings, run.paths, selection)
     )
-    saved = given.plan if isinstance(given, _Reviewed) else None
-    if saved is not None:
-        # Needs no request: before the drift check.
-        saved.raise_if_unsafe(settings.max_changes, settings.max_resends)
-    capacity = capacity_for(settings)
-    limiter = capacity.limiter
-    with api_client(settings, run.sandbox, capacity) as client:
-        done: frozenset[str] = frozenset()
-        if isinstance(given, _Reviewed):
-            the_plan = given.plan
-            done = _check_saved_plan(the_plan, client, limiter, given.path)
-        else:
-            the_plan = compute_plan(client, given, settings, limiter)
+    if isinstance(given, _Reviewed):  # needs no request: before the drift check
+        given.plan.raise_if_unsafe(settings.max_changes, settings.max_resends)
+    with open_service(settings, run.sandbox) as service:
+        the_plan, done = _to_apply(service, given)
         echo_chunks(renderer.chunks(the_plan))
         report_plan(the_plan, github)
         in_conflict = [] if force_conflicts else the_plan.conflicts
         if in_conflict:
             the_plan = the_plan.without_conflicts()
         if not the_plan.has_changes:
-            if in_conflict:  # apply's summary counts them apart, as every summary does
-                report = ApplyReport(left_in_conflict=len(in_conflict))
-                click.echo(renderer.apply_summary(report))
-            echo_errors(the_plan.failed)
-            if in_conflict:
-                _say_left_in_conflict(len(in_conflict))
-            return 1 if the_plan.failed or in_conflict else 0
-        refuse_narrow_grant(client)  # before any write, and before asking
-        if saved is None:
+            return _nothing_to_apply(the_plan, renderer, len(in_conflict))
+        service.refuse_narrow_grant()  # before any write, and before asking
+        if not isinstance(given, _Reviewed):
             the_plan.raise_if_unsafe(settings.max_changes, settings.max_resends)
-            if on_stderr:  # what the question is about, where the person can read it
-                color = use_color(run.color, stream=sys.stderr)
-                echo_chunks(TextRenderer(color=color).chunks(the_plan), err=True, color=color)
-            if not auto_approve:
-                confirm(
-                    "Apply these changes?",
-                    action="apply",
-                    instead=_INSTEAD,
-                )
-        code = apply_changes(
-            the_plan, client, settings, limiter, renderer, github, done, len(in_conflict), on_stderr
+            _ask(the_plan, run.color, on_stderr, auto_approve)
+        shown = _Shown(renderer, service)
+        applied = apply_plan(
+            service, the_plan, done=done, left_in_conflict=len(in_conflict), watch=shown
         )
+        code = _report_applied(applied, shown, github, on_stderr)
         if in_conflict:
             _say_left_in_conflict(len(in_conflict))  # last: an error closes the log
         return 1 if in_conflict else code
+
+
+def _to_apply(service: Service, given: _Reviewed | DesiredState) -> tuple[Plan, frozenset[str]]:
+    """The plan to apply, and the ids of its changes made already (a saved plan's)."""
+    if isinstance(given, _Reviewed):
+        return given.plan, service.check_saved(given.plan, given.path)
+    return service.plan(given), frozenset()
+
+
+def _nothing_to_apply(plan: Plan, renderer: TextRenderer, in_conflict: int) -> int:
+    if in_conflict:  # apply's summary counts them apart, as every summary does
+        click.echo(renderer.apply_summary(ApplyReport(left_in_conflict=in_conflict)))
+    echo_errors(plan.failed)
+    if in_conflict:
+        _say_left_in_conflict(in_conflict)
+    return 1 if plan.failed or in_conflict else 0
+
+
+def _ask(plan: Plan, color: str, on_stderr: bool, auto_approve: bool) -> None:
+    if on_stderr:  # what the question is about, where the person can read it
+        shown = use_color(color, stream=sys.stderr)
+        echo_chunks(TextRenderer(color=shown).chunks(plan), err=True, color=shown)
+    if not auto_approve:
+        confirm("Apply these changes?", action="apply", instead=_INSTEAD)
 
 
 def _say_left_in_conflict(count: int) -> None:
@@ -176,18 +162,92 @@ class _Reviewed(NamedTuple):
     path: str
 
 
-def _check_saved_plan(plan: Plan, client: ApiClient, limiter: Limiter, path: str) -> frozenset[str]:
-    """The ids of the plan's changes already made; refuses a plan the server has left."""
-    with GracefulInterrupt("checks", client.stop):
-        urls = client.settings.contract.invite_urls(client.base_url)
-        state = saved_plan_state(
-            plan, client.base_url, client.get_invite, limiter, client.stop, invite_urls=urls
+class _Shown:
+    """The writes' lines as each ends, on stdout; once stdout is lost (`apply | head`, a
+    full disk) the run stops as an interrupt would, and every write the server may have
+    received is reported on stderr."""
+
+    def __init__(self, renderer: TextRenderer, service: Service) -> None:
+        self.renderer = renderer
+        self._client = service.client
+        self._progress: Progress | None = None
+        self.stdout_lost = False
+
+    def already_applied(self, change: InviteChange) -> None:
+        click.echo(self.renderer.already_applied(change))
+
+    def started(self, total: int) -> None:
+        # Not "failed": a conflict, a diverged value and an unknown re-send are counted here.
+        self._progress = Progress(
+            "Applying", total, pace=self._client.pacer, failed_word="to look at"
         )
-    drift = state.drift
-    if drift:
-        lines = "\n".join(f"  {line}" for line in drift)
-        raise ReconcilerError(
-            f"{path}: refusing the whole plan, nothing was changed: the server no longer "
-            f"matches what was reviewed:\n{lines}\nMake and review a new plan."
+
+    def result(self, result: ChangeResult) -> None:
+        progress = self._progress
+        assert progress is not None
+        if result.outcome is not WriteOutcome.NOT_STARTED:
+            progress.advance(failed=not result.ok)
+        line = self.renderer.apply_result(result)
+        if not self.stdout_lost:
+            try:
+                progress.echo(line)
+                return
+            except OSError as exc:
+                self.stdout_lost = True
+                reason = exc.strerror or type(exc).__name__
+                self._client.stop.set(f"stdout could not be written ({reason})")
+                stop_writing_to_stdout()
+        if result.outcome is not WriteOutcome.NOT_STARTED:
+            progress.echo(line, err=True)
+
+    def ended(self) -> None:
+        if self._progress is not None:
+            self._progress.finish()
+
+
+def _report_applied(applied: Applied, shown: _Shown, github: bool, summary_on_stderr: bool) -> int:
+    """The summary, then the failures, then the error that stopped the run, said once."""
+    plan, report, failures, fatal = applied.plan, applied.report, applied.failures, applied.fatal
+    lost = shown.stdout_lost
+    if github:
+        # On the entry's line: what the files' author must look at (the plan's own failures
+        # were annotated with the plan).
+        emit(
+            invite_error_commands(
+                (f.id, f"{f.message}; {f.advice}" if f.advice else f.message, f.source)
+                for f in failures[len(plan.failed) :]
+            )
         )
-    return state.done
+    # With stdout gone, the summary goes where it can still be read; asked about at the
+    # terminal with stdout in a file, the person sees how it ended there too.
+    summary = shown.renderer.apply_summary(report)
+    click.echo(summary, err=lost)
+    if summary_on_stderr and not lost:
+        click.echo(summary, err=True)
+    if plan.failed:
+        count = len(plan.failed)
+        click.echo(
+            f"{plural(count, 'invite')} could not be planned (errors above) and "
+            f"{'was' if count == 1 else 'were'} left alone.",
+            err=lost,
+        )
+    fatal_ids = {r.change.id for r in fatal}
+    echo_errors(f for f in failures if f.id not in fatal_ids)
+    if fatal:
+        echo_err(_fatal_line(fatal))
+    if report.audit_error is not None:
+        raise report.audit_error  # the last line: the log is incomplete, the run failed
+    return 0 if applied.ok and not lost else 1
+
+
+def _fatal_line(results: list[ChangeResult]) -> str:
+    """One line for the error that stopped the run, whichever invites it failed."""
+    error = run_fatal(results[0])
+    assert error is not None
+    ids = [redact_and_escape(r.change.id) for r in results]
+    shown = ", ".join(ids[:SHOWN]) + (f" and {len(ids) - SHOWN} more" if len(ids) > SHOWN else "")
+    return (
+        f"error: {shown}: {redact_and_escape(str(error))}; "
+        f"{what_to_do(error.status, None, error.request_id)}. It stopped the run: no new "
+        "writes were started"
+    )

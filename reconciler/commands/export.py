@@ -1,104 +1,41 @@
 """`reconcile export`: write current invites as a desired-state file.
 
 This is how a team brings existing invites under git: the file validates and
-plans clean against the server it came from.
+plans clean against the server it came from (``service.export``).
+
+`--ids-from FILE|-`: the platform lists no invites, so ids come from its console or
+its own export, often hundreds at a time, more than a command line comfortably
+holds. Blank lines and `#` comments (a line's own, or after an id) are ignored;
+every id is checked with the rule ids on the command line are, and a bad one is
+named at FILE:LINE before any request.
 """
 
 from __future__ import annotations
 
-import os
-from datetime import UTC, datetime
+import sys
 
 import click
-import yaml
 
-from reconciler.api.capacity.concurrency import capacity_for, ordered_map
-from reconciler.api.capacity.limiter import Limiter
-from reconciler.api.client import ApiClient
-from reconciler.api.exceptions import ApiError, NotFound
-from reconciler.commands.common import settings_for
-from reconciler.commands.export_checks import (
-    check_known_ids,
-    check_out_directory,
-    make_out_directory,
-    refuse_dropping_invites,
-    refuse_dropping_unknown,
-    schema_ref_for,
-)
-from reconciler.commands.export_entry import Entry, export_entry
-from reconciler.commands.ids_from import STDIN, read_ids
 from reconciler.commands.options import FilePath, config_option, sandbox_option, verbose_option
-from reconciler.commands.remote import api_client
 from reconciler.commands.settings_help import settings_help
 from reconciler.desired.state import refuse_bad_ids
 from reconciler.errors import ReconcilerError
-from reconciler.files import refuse_special_file, replace_read, write_output
-from reconciler.model.invite import CurrentInvite
-from reconciler.model.kinds import FlowList, Quoted
-from reconciler.model.outcome import Done, Failed, stop_if_run_fatal
+from reconciler.files import TooLarge, read_regular
+from reconciler.model.invite import ID_RULE, INVITE_ID
 from reconciler.output.color import echo_err
 from reconciler.output.log import setup_logging
-from reconciler.safetext import ALLOWED_INVISIBLE, escape, plural, redact_and_escape
-
-
-class _ExportDumper(yaml.SafeDumper):
-    def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
-        # Indent list items under their key, as people write them by hand.
-        super().increase_indent(flow, False)
-
-
-_ExportDumper.add_representer(
-    Quoted,
-    lambda dumper, value: dumper.represent_scalar("tag:yaml.org,2002:str", value, style='"'),
+from reconciler.safetext import escape, plural, quote_value, redact_and_escape
+from reconciler.service.export import (
+    ExportRequest,
+    check_export,
+    listed,
+    read_export,
+    render_export,
+    write_export,
 )
+from reconciler.service.online import open_service
 
-
-def _flow_list(dumper: yaml.SafeDumper, value: FlowList) -> yaml.Node:
-    return dumper.represent_sequence("tag:yaml.org,2002:seq", value, flow_style=True)
-
-
-_ExportDumper.add_representer(FlowList, _flow_list)
-
-
-def _double_quoted_joiners(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
-    # A joiner is written as an escape (see render_export), which only a double-quoted
-    # scalar reads back: a name holding one is double-quoted.
-    style = '"' if any(c in value for c in ALLOWED_INVISIBLE) else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
-
-
-_ExportDumper.add_representer(str, _double_quoted_joiners)
-
-
-def render_export(invites: list[CurrentInvite], base_url: str, schema_ref: str) -> str:
-    stamp = datetime.now(UTC).strftime("%Y-%m-%d")
-    header = (
-        f"# yaml-language-server: $schema={escape(schema_ref)}\n"
-        f"# Exported from {redact_and_escape(base_url)} on {stamp} by `reconcile export`.\n"
-    )
-    if not invites:
-        return header + "invites: []\n"
-    return header + "invites:\n" + "".join(_entry_text(export_entry(i)) for i in invites)
-
-
-def _entry_text(entry: Entry) -> str:
-    text = yaml.dump(
-        [entry.fields],
-        Dumper=_ExportDumper,
-        sort_keys=False,
-        allow_unicode=True,
-        default_flow_style=False,
-        width=1000,
-    )
-    # Nothing invisible: the joiners a name may hold are written as escapes (inside the
-    # double quotes _double_quoted_joiners chose); nothing else invisible is left.
-    for joiner in ALLOWED_INVISIBLE:
-        text = text.replace(joiner, f"\\u{ord(joiner):04x}")
-    first, _, rest = text.partition("\n")
-    # Each note on a line of its own, escaped: a server's text cannot end the comment.
-    notes = "".join(f"    # {escape(note)}\n" for note in entry.left_out)
-    body = "".join(f"  {line}\n" for line in rest.splitlines())
-    return f"  {first}\n{notes}{body}"
+__all__ = ["export", "render_export"]  # render_export: what an export writes
 
 
 @click.command(epilog=settings_help(api=True, reads_paths=True, extra=("schema_ref",)))
@@ -151,39 +88,22 @@ def export(
     """
     setup_logging(verbose)
     refuse_bad_ids(invite_ids, "export")
-    listed = read_ids(ids_from) if ids_from else []
-    if not invite_ids and not listed:
+    listed_ids = read_ids(ids_from) if ids_from else []
+    if not invite_ids and not listed_ids:
         source = "stdin" if ids_from == STDIN else escape(ids_from or "")
         held = f"{source} holds none, only blank lines and comments" if ids_from else "none given"
         raise ReconcilerError(
             f"no invite ids to export ({held}): name them, `reconcile export ID...`, or "
             "list them one a line in a file, `--ids-from FILE`; nothing was read"
         )
-    check_out_directory(out)
-    if out:  # before any request, as plan --out
-        refuse_special_file(out, "the export")
-    if out and os.path.exists(out) and not force:
-        raise ReconcilerError(
-            f"{out} exists; it may hold invites you manage. Choose another --out, "
-            f"pass --force to overwrite it, or run `reconcile adopt {out}` to bring the "
-            "platform's values into it"
-        )
-    settings = settings_for(config_file)
-    ids = list(dict.fromkeys([*invite_ids, *listed]))
-    replacing = refuse_dropping_invites(out, ids) if out and force else None
-    ids = check_known_ids(ids, settings.paths, out, force, skip_defined)
-    if not ids:
+    request = ExportRequest([*invite_ids, *listed_ids], out, force, skip_defined, schema_ref)
+    checked = check_export(request, config_file)
+    if not checked.ids:
         click.echo("Nothing to export: every id given is defined in your invite files.", err=True)
         return 0
-    ref, note = schema_ref_for(out, schema_ref, settings.schema_ref)
-    capacity = capacity_for(settings)
-    limiter = capacity.limiter
-    with api_client(settings, sandbox, capacity) as client:
-        found, unknown = _read_invites(client, ids, limiter)
-        base_url = client.base_url
-    if replacing is not None and unknown:
-        refuse_dropping_unknown(replacing, [i for i, _ in unknown])
-    for invite in found:
+    with open_service(checked.settings, sandbox) as service:
+        done = read_export(service, checked)
+    for invite in done.found:
         if not invite.is_pending:
             click.echo(
                 f"note: {redact_and_escape(invite.id)} is "
@@ -191,64 +111,101 @@ def export(
                 "updated",
                 err=True,
             )
-    text = render_export(found, base_url, ref)
     if out:
-        # Like a plan file: a temporary file renamed over --out, never written through
-        # a symlink, never over a device or FIFO.
-        made = make_out_directory(out)
-        if replacing is not None:  # only while it is still the file read and checked
-            replace_read(replacing, text, "the export", through_links=False)
-        else:  # a file that appeared meanwhile is never replaced; a dangling link is
-            write_output(out, text, "the export", create_only=not os.path.islink(out))
+        made = write_export(done, out)
         created = f" (made the directory {escape(made)})" if made else ""
-        click.echo(f"Exported {plural(len(found), 'invite')} to {escape(out)}{created}.", err=True)
+        count = plural(len(done.found), "invite")
+        click.echo(f"Exported {count} to {escape(out)}{created}.", err=True)
     else:
-        click.echo(text, nl=False)
-    if note:
-        click.echo(note, err=True)
-    if unknown:
-        others = plural(len(found), "other invite")
+        click.echo(done.text, nl=False)
+    if done.note:
+        click.echo(done.note, err=True)
+    if done.unknown:
+        others = plural(len(done.found), "other invite")
         echo_err(
             f"error: not found on the platform, so not exported (the {others} "
-            f"{'was' if len(found) == 1 else 'were'}):\n" + _listed(unknown)
+            f"{'was' if len(done.found) == 1 else 'were'}):\n" + listed(done.unknown)
         )
         return 1
     return 0
 
 
-def _read_invites(
-    client: ApiClient, ids: list[str], limiter: Limiter
-) -> tuple[list[CurrentInvite], list[tuple[str, ApiError]]]:
-    """The invites read, and the ids the platform does not know with its answer.
+# -- --ids-from ---------------------------------------------------------------
 
-    An unknown id leaves the others to be exported; any other failure exports nothing
-    (run again, the file is whole), with every id that could not be read named.
-    """
-    found: list[CurrentInvite] = []
-    unknown: list[tuple[str, ApiError]] = []
-    problems: list[tuple[str, ApiError]] = []
-    for invite_id, outcome in ordered_map(
-        client.get_invite, ids, limiter, client.stop, inline=True
-    ):
-        match outcome:
-            case Done(invite):
-                found.append(invite)
-            case Failed(error):
-                stop_if_run_fatal(error)
-                (unknown if isinstance(error, NotFound) else problems).append((invite_id, error))
-    if problems or (unknown and not found):
-        hint = (
-            "\n(invite ids come from the platform's console or its own export)"
-            if not problems
+STDIN = "-"
+# Some 150,000 ids of 25 characters; a list of real ids is far smaller. Past it the
+# source is not a list of ids (`--ids-from /dev/zero` is refused, never read whole).
+MAX_IDS_BYTES = 4 * 1024 * 1024
+_SHOWN = 10  # bad ids named, then how many more
+
+
+def read_ids(source: str) -> list[str]:
+    """The ids in ``source`` (a path, or ``-`` for stdin), in order, each once."""
+    name = "stdin" if source == STDIN else escape(source)
+    try:
+        data = _read_stdin() if source == STDIN else _read_file(source)
+    except TooLarge:
+        raise ReconcilerError(
+            f"{name}: larger than {MAX_IDS_BYTES // 1048576} MiB: too large for a list of "
+            "invite ids (one a line); nothing was read"
+        ) from None
+    try:
+        text = data.decode("utf-8-sig")  # a byte-order mark, as some editors save, is no id
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ReconcilerError(
+            f"{name}:{line}: not UTF-8 text (byte 0x{data[exc.start]:02x}): save the list of "
+            "invite ids as UTF-8; nothing was read"
+        ) from None
+    return ids_in(text, name)
+
+
+def ids_in(text: str, name: str) -> list[str]:
+    """The ids of ``text``, one a line; the bad ones refused with ``name:LINE``."""
+    ids: list[str] = []
+    bad: list[str] = []
+    # Lines end at \n only, as editors and `grep -n` count them (a \r before it is
+    # stripped): splitlines() also breaks at U+2028 or \x1c, shifting every later line
+    # number, and would make "a\x1cb" two ids instead of one bad one.
+    for number, line in enumerate(text.split("\n"), start=1):
+        ident = line.split("#", 1)[0].strip()
+        if not ident:
+            continue
+        if INVITE_ID.fullmatch(ident):
+            ids.append(ident)
+        else:
+            bad.append(f"{name}:{number}: {quote_value(ident)}")
+    if bad:
+        more = f"\n  and {len(bad) - _SHOWN} more" if len(bad) > _SHOWN else ""
+        raise ReconcilerError(
+            f"not a valid invite id ({ID_RULE}; one id a line, `#` starts a comment); "
+            "nothing was read:\n" + "\n".join(f"  {b}" for b in bad[:_SHOWN]) + more
+        )
+    return list(dict.fromkeys(ids))
+
+
+def _read_file(path: str) -> bytes:
+    try:
+        return read_regular(path, MAX_IDS_BYTES)  # a FIFO or device: refused, never waited on
+    except OSError as exc:
+        pipe = (
+            f"; to read ids from a command, pipe them: `COMMAND | reconcile export "
+            f"--ids-from {STDIN}`"
+            if "FIFO" in str(exc.strerror)
             else ""
         )
-        raise ReconcilerError("nothing exported:\n" + _listed(problems + unknown) + hint)
-    return found, unknown
+        raise ReconcilerError(
+            f"{escape(path)}: cannot read the invite ids: {exc.strerror}{pipe}; nothing was read"
+        ) from None
 
 
-def _listed(failures: list[tuple[str, ApiError]]) -> str:
-    """One line per id, with the platform's answer (status, message, requestId)."""
-    return "\n".join(
-        f"  {redact_and_escape(ident)}: {redact_and_escape(str(error))}"
-        for ident, error in failures
-    )
+def _read_stdin() -> bytes:
+    stream = sys.stdin
+    if stream is None:  # started with stdin closed (`<&-`)
+        raise ReconcilerError("--ids-from -: stdin is closed; nothing was read")
+    if stream.isatty():  # typed or pasted: say how it ends, not wait in silence
+        click.echo("Reading invite ids from the terminal, one a line; Ctrl-D ends.", err=True)
+    data = stream.buffer.read(MAX_IDS_BYTES + 1)
+    if len(data) > MAX_IDS_BYTES:
+        raise TooLarge(MAX_IDS_BYTES)
+    return data

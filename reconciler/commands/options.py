@@ -14,6 +14,7 @@ from typing import Any, TypeVar, cast
 
 import click
 
+from reconciler.desired.state import Selection
 from reconciler.output.color import COLOR_CHOICE, COLOR_CHOICES, use_color
 from reconciler.output.github import (
     ANNOTATION_CHOICES,
@@ -21,7 +22,8 @@ from reconciler.output.github import (
     github_enabled,
     guard_output,
 )
-from reconciler.settings.config import SettingType
+from reconciler.service.offline import applied_since, settings_for
+from reconciler.settings.config import Settings, SettingType
 from reconciler.settings.environment import ENV_VARS
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -269,6 +271,22 @@ class RunOptions:
         return bool(
             self.targets or self.excludes or self.changed_since or self.changed_since_applied
         )
+
+    def settings(self, **overrides: Any) -> Settings:
+        """The settings of the run: its config file, then its own options."""
+        return settings_for(
+            self.config_file,
+            parallelism=self.parallelism,
+            max_rate=self.max_rate,
+            max_changes=self.max_changes,
+            max_resends=self.max_resends,
+            **overrides,
+        )
+
+    def selection(self, action: str) -> Selection:
+        """The invites the run is about: --target, --exclude, --changed-since (-applied)."""
+        changed_since = applied_since(self.changed_since, self.changed_since_applied, action=action)
+        return Selection(self.targets, self.excludes, changed_since)
 
 
 _RUN_FIELDS = tuple(field.name for field in fields(RunOptions))

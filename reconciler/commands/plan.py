@@ -4,16 +4,7 @@ from __future__ import annotations
 
 import click
 
-from reconciler.api.capacity.concurrency import capacity_for
-from reconciler.commands.common import (
-    check_writable,
-    read_desired,
-    run_inputs,
-    run_selection,
-    run_settings,
-)
 from reconciler.commands.options import FilePath, RunOptions, plan_format_option, run_options
-from reconciler.commands.remote import api_client, compute_plan, say_grant
 from reconciler.commands.settings_help import RUN_ENV, settings_help
 from reconciler.files import refuse_input, refuse_special_file
 from reconciler.output import renderer_for
@@ -25,13 +16,8 @@ from reconciler.output.log import setup_logging
 from reconciler.plan.model import Plan
 from reconciler.plan.saved import save_plan, sign_plan
 from reconciler.safetext import escape, plural
-from reconciler.sandbox import SANDBOX_CLIENT_SECRET
-from reconciler.settings.config import Settings
-
-
-def signing_secret(settings: Settings, sandbox: bool) -> str | None:
-    """The secret that signs and verifies plans of this run: the sandbox's own for --sandbox."""
-    return SANDBOX_CLIENT_SECRET if sandbox else settings.client_secret
+from reconciler.service.offline import check_writable, read_desired, run_inputs
+from reconciler.service.online import open_service, signing_secret
 
 
 @click.command(
@@ -58,15 +44,13 @@ def plan(
     check_writable(out, "write plan file")
     if out:  # before any request: a device or FIFO at --out would be replaced by a file
         refuse_special_file(out, "plan file")
-    settings = run_settings(run)
+    settings = run.settings()
     inputs = run_inputs(run.config_file, list(run.paths or settings.paths))
     refuse_input(out, inputs, "--out", "the plan")
-    state = read_desired(settings, run.paths, run_selection(run))
-    capacity = capacity_for(settings)
-    limiter = capacity.limiter
-    with api_client(settings, run.sandbox, capacity) as client:
-        the_plan = compute_plan(client, state, settings, limiter)
-        say_grant(client)
+    state = read_desired(settings, run.paths, run.selection("plan"))
+    with open_service(settings, run.sandbox) as service:
+        the_plan = service.plan(state)
+        service.say_grant()
     secret = signing_secret(settings, run.sandbox)
     if secret:  # always, in practice: reading the invites needed it
         sign_plan(the_plan, secret)

@@ -24,7 +24,6 @@ from reconciler.apply.audit import (
     outcome_of,
 )
 from reconciler.apply.interrupt import GracefulInterrupt
-from reconciler.commands.common import check_writable, settings_for
 from reconciler.commands.confirm import confirm, require_terminal, show_on_stderr_too
 from reconciler.commands.options import (
     audit_log_option,
@@ -33,7 +32,6 @@ from reconciler.commands.options import (
     sandbox_option,
     verbose_option,
 )
-from reconciler.commands.remote import api_client, refuse_narrow_grant
 from reconciler.commands.settings_help import settings_help
 from reconciler.desired.state import refuse_bad_ids
 from reconciler.errors import ReconcilerError
@@ -42,8 +40,10 @@ from reconciler.output.apply_text import fatal_short
 from reconciler.output.common import stop_writing_to_stdout
 from reconciler.output.failures import RESEND_UNKNOWN_ADVICE, echo_errors
 from reconciler.output.log import setup_logging
-from reconciler.plan.changes import FailedInvite
+from reconciler.plan.model import FailedInvite
 from reconciler.safetext import plural, quote_value, redact, redact_and_escape
+from reconciler.service.offline import check_writable, settings_for
+from reconciler.service.online import open_service
 
 
 @click.command(epilog=settings_help(api=True, extra=("audit_log",)))
@@ -73,12 +73,13 @@ def resend(
     check_writable(settings.audit_log, "open the audit log")
     if not auto_approve and not sys.stdin.isatty():
         confirm("", action="re-send")  # refuses: nobody can answer, and nothing was read
-    with api_client(settings, sandbox) as client:
+    with open_service(settings, sandbox, paced=False) as service:
+        client = service.client
         recipients = _read_recipients(client, ids)
         click.echo(_recipient_list(recipients))
         if on_stderr:  # who is e-mailed, where the person asked can read it
             click.echo(_recipient_list(recipients), err=True)
-        refuse_narrow_grant(client)  # a re-send writes: before it, and before asking
+        service.refuse_narrow_grant()  # a re-send writes: before it, and before asking
         if not auto_approve:
             confirm(f"E-mail {plural(len(ids), 'invitation')} again?", action="re-send")
         run = _Resends(client, open_audit_log(settings.audit_log, settings.client_id))

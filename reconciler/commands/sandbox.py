@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from reconciler import safetext
-from reconciler.model.fields import updatable_fields
+from reconciler.model.invite import updatable_fields
 from reconciler.output.color import echo_err
 from reconciler.safetext import plural
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox, SandboxOptions

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import click
 
-from reconciler.commands.common import read_desired, run_inputs, settings_for
 from reconciler.commands.options import FilePath, annotations_option, config_option
 from reconciler.commands.settings_help import settings_help
 from reconciler.files import refuse_input
 from reconciler.output.gitlab import writing_codequality
 from reconciler.safetext import plural
+from reconciler.service.offline import read_desired, run_inputs, settings_for
 
 
 @click.command(

@@ -17,9 +17,7 @@ from reconciler.desired.files import is_yaml_name
 from reconciler.desired.state import load_text
 from reconciler.errors import ReconcilerError
 from reconciler.git import GitNotFound, run
-from reconciler.model.fields import kind_of
-from reconciler.model.invite import DesiredInvite
-from reconciler.model.values import Fields
+from reconciler.model.invite import DesiredInvite, Fields, kind_of
 from reconciler.safetext import escape, quote_value, redact_and_escape
 from reconciler.yamlload.source import decode_source
 

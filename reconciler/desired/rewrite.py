@@ -17,14 +17,22 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from reconciler.desired.state import cannot_hold
-from reconciler.model.kinds import canonical
-from reconciler.model.values import Contact, Fields, FieldValue, HeldFields, IdentifierSet, nfc
+from reconciler.model.invite import (
+    Contact,
+    Fields,
+    FieldValue,
+    HeldFields,
+    IdentifierSet,
+    canonical,
+    nfc,
+)
 from reconciler.yamlload.positions import Lines
-from reconciler.yamlload.scalar_text import render_scalar
+from reconciler.yamlload.scalars import render_scalar
 from reconciler.yamlload.spans import (
     InviteSpans,
     Span,
     cut_lines,
+    dash_line,
     entry_lines,
     entry_span,
     invite_spans,
@@ -88,11 +96,7 @@ def rewrite(
     """
     lines = Lines(text)
     wanted = list(wanted)
-    starts = {lines.offset((w.line, w.column)) for w in wanted}
-    alone = None
-    if not any(w.remove is not None for w in wanted):  # removing needs every entry's span
-        alone = _entries_alone(text, lines, starts, entry_starts)
-    spans = InviteSpans(None, list(alone.values())) if alone else invite_spans(text, starts)
+    spans = _spans(text, lines, wanted, entry_starts)
     by_start = {entry.start: entry for entry in spans.entries}
     by_place = {
         (w.line, w.column): by_start[at]
@@ -100,26 +104,44 @@ def rewrite(
         if (at := lines.offset((w.line, w.column))) in by_start
     }
     result = Rewritten(text)
-    replacements: list[tuple[int, int, str]] = []
     removing = [w for w in wanted if w.remove is not None]
-    cuts = _removals(text, spans, by_place, removing, result)
-    replacements += cuts
+    replacements = _removals(text, spans, by_place, removing, result)
     cut_entries = {w.id for w in removing} - {r.id for r in result.refused if r.field is None}
     for want in wanted:
-        if want.id in cut_entries:
-            continue
-        entry = by_place.get((want.line, want.column))
-        for name, new in want.fields.items():
-            old = want.written.get(name)
-            span = entry.keys.get(name) if entry is not None and not entry.shared else None
-            if isinstance(old, Contact):  # edited sub-field by sub-field
-                replacements += _object(text, lines, want, name, span, old, new, result)
-            else:
-                replacements += _field(text, lines, want, name, span, new, result)
+        if want.id not in cut_entries:
+            entry = by_place.get((want.line, want.column))
+            replacements += _entry_edits(text, lines, want, entry, result)
     result.text = _apply(text, replacements)
     result.edits.sort(key=lambda e: e.line)
     result.refused.sort(key=lambda r: r.line)
     return result
+
+
+def _spans(
+    text: str, lines: Lines, wanted: list[Wanted], entry_starts: Sequence[tuple[int, int]]
+) -> InviteSpans:
+    """The spans of the wanted entries: each read from its own lines where it can be."""
+    starts = {lines.offset((w.line, w.column)) for w in wanted}
+    if not any(w.remove is not None for w in wanted):  # removing needs every entry's span
+        alone = _entries_alone(text, lines, starts, entry_starts)
+        if alone:
+            return InviteSpans(None, list(alone.values()))
+    return invite_spans(text, starts)
+
+
+def _entry_edits(
+    text: str, lines: Lines, want: Wanted, entry: Span | None, result: Rewritten
+) -> list[tuple[int, int, str]]:
+    """The edits of one entry's fields; those refused are said in ``result``."""
+    made: list[tuple[int, int, str]] = []
+    for name, new in want.fields.items():
+        old = want.written.get(name)
+        span = entry.keys.get(name) if entry is not None and not entry.shared else None
+        if isinstance(old, Contact):  # edited sub-field by sub-field
+            made += _object(text, lines, want, name, span, old, new, result)
+        else:
+            made += _field(text, lines, want, name, span, new, result)
+    return made
 
 
 def _entries_alone(
@@ -265,50 +287,61 @@ def _item_text(item: Span | None, value: object, flow: bool) -> str:
 
 
 def _block_list(text: str, span: Span, new: IdentifierSet) -> list[tuple[int, int, str]] | None:
-    """Item by item: lines of items the platform no longer holds go, new items follow the last."""
+    """Item by item: lines of items the platform no longer holds go, new items follow the last.
+    None when an item is not `- item` on a line of its own."""
+    places = []
+    for item in span.items:
+        place = dash_line(text, item.start)
+        if place is None:
+            return None
+        places.append(place)
+    if not places:
+        return None
     items = _kept_then_added(span, new)
     kept = {id(item) for item, _ in items if item is not None}
-    made: list[tuple[int, int, str]] = []
-    indent = None
-    for item in span.items:
-        dash = text.rfind("-", 0, item.start)
-        start = text.rfind("\n", 0, dash) + 1
-        if dash < 0 or text[start:dash].strip(" ") or text[dash + 1 : item.start].strip():
-            return None  # not `  - item` on a line of its own
-        indent = indent if indent is not None else text[start:dash]
+    made = []
+    for item, (start, dash) in zip(span.items, places, strict=True):
         if id(item) not in kept:
-            end = value_end(text, item.end)
-            if _OTHER_BREAK.search(text, item.end, end):
-                # YAML ends the line there (a lone CR, NEL, LS, PS) and what follows is a
-                # line of its own, a comment perhaps: cut to the line feed, it would go.
+            cut = _item_cut(text, item, start, dash)
+            if cut is None:
                 return None
-            # The item's line goes; a comment on it stays, on a line of its own. A block
-            # scalar's is on its header line, after the indicators (`- |-  # why`).
-            if item.style in ("|", ">"):  # after a tag, if any (`- !!str |-  # why`)
-                indicator = text.find(item.style, item.start)
-                header = text[indicator + 1 : text.find("\n", indicator) + 1]
-                comment = header.lstrip("+-0123456789").lstrip(" \t")
-            else:
-                comment = text[item.end : end].lstrip(" \t")
-            kept_comment = text[start:dash] + comment if comment.startswith("#") else ""
-            made.append((start, end, kept_comment))
-    if indent is None:
-        return None
+            made.append(cut)
     added = [value for item, value in items if item is None]
-    if not added and len(kept) == 0:
+    if not added and not kept:
         # Nothing left: the list becomes `[]` after its key; comments among its items stay.
         colon = text.index(":", span.key_end)
         return [(colon + 1, colon + 1, " []"), *made]
     if added:
-        end = value_end(text, span.items[-1].end)
-        newline = "\r\n" if text[:end].endswith("\r\n") else "\n"  # the file's own
-        lines = "".join(
-            f"{indent}- {render_scalar(value, None, False)}{newline}" for value in added
-        )
-        if not text[:end].endswith("\n"):
-            lines = newline + lines.removesuffix(newline)
-        made.append((end, end, lines))
+        first_line, first_dash = places[0]
+        made.append(_items_after(text, span.items[-1], text[first_line:first_dash], added))
     return made
+
+
+def _item_cut(text: str, item: Span, start: int, dash: int) -> tuple[int, int, str] | None:
+    """A removed item's line cut, from ``start``; a comment on it stays, on a line of its own."""
+    end = value_end(text, item.end)
+    if _OTHER_BREAK.search(text, item.end, end):
+        # YAML ends the line there (a lone CR, NEL, LS, PS) and what follows is a
+        # line of its own, a comment perhaps: cut to the line feed, it would go.
+        return None
+    # A block scalar's comment is on its header line, after the indicators (`- |-  # why`).
+    if item.style in ("|", ">"):  # after a tag, if any (`- !!str |-  # why`)
+        indicator = text.find(item.style, item.start)
+        header = text[indicator + 1 : text.find("\n", indicator) + 1]
+        comment = header.lstrip("+-0123456789").lstrip(" \t")
+    else:
+        comment = text[item.end : end].lstrip(" \t")
+    return (start, end, text[start:dash] + comment if comment.startswith("#") else "")
+
+
+def _items_after(text: str, last: Span, indent: str, added: list[object]) -> tuple[int, int, str]:
+    """New items as lines after the ``last`` item's, at ``indent``, in the file's line ends."""
+    end = value_end(text, last.end)
+    newline = "\r\n" if text.endswith("\r\n", 0, end) else "\n"
+    lines = "".join(f"{indent}- {render_scalar(value, None, False)}{newline}" for value in added)
+    if not text.endswith("\n", 0, end):
+        lines = newline + lines.removesuffix(newline)
+    return (end, end, lines)
 
 
 # -- removing entries ------------------------------------------------------------------------------

@@ -24,31 +24,32 @@ from reconciler.desired.files import find_files
 from reconciler.desired.rules import NO_RULES, Rules, RunChecks, Texts
 from reconciler.errors import FileProblem, InputError, ReconcilerError
 from reconciler.files import open_regular
-from reconciler.model.fields import (
+from reconciler.model.invite import (
     ID_KEY,
+    ID_RULE,
+    INVITE_ID,
+    MAX_MARKS_IN_A_ROW,
     RECONCILER_KEYS,
     RESEND_KEY,
-    field_kinds,
-    fields_from_json,
-    kind_of,
-)
-from reconciler.model.invite import ID_RULE, INVITE_ID, DesiredInvite, SourceLocation, resend_rule
-from reconciler.model.values import (
-    MAX_MARKS_IN_A_ROW,
+    DesiredInvite,
     Fields,
     FieldValue,
+    SourceLocation,
+    field_kinds,
+    fields_from_json,
     fields_json,
+    kind_of,
     marks_in_a_row,
     nfc,
+    resend_rule,
     too_many_marks,
 )
 from reconciler.safetext import NOT_IN_TEXT, escape, quote_value
 from reconciler.schema.check import invite_validators, validate
 from reconciler.schema.messages import Where, describe
 from reconciler.yamlload.comments import suspect
-from reconciler.yamlload.items import Delivery, Item, ListRead
 from reconciler.yamlload.positions import START, Lines, Located
-from reconciler.yamlload.source import FileSource, stream
+from reconciler.yamlload.source import Delivery, FileSource, Item, ListRead, stream
 
 if TYPE_CHECKING:
     from reconciler.desired.changed_since import ChangedSince

@@ -8,10 +8,9 @@ import click
 
 from reconciler.api.exceptions import ApiError
 from reconciler.apply.applier import ApplyReport, ChangeResult, ResendOutcome, WriteOutcome
-from reconciler.model.fields import kind_of
-from reconciler.model.values import FieldValue
+from reconciler.model.invite import FieldValue, kind_of
 from reconciler.output.failures import resend_advice
-from reconciler.plan.changes import (
+from reconciler.plan.model import (
     InviteChange,
 )
 from reconciler.plan.write_check import StoredOtherwise

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 from reconciler.model.invite import SourceLocation
 from reconciler.output.color import echo_err
-from reconciler.plan.changes import FailedInvite
+from reconciler.plan.model import FailedInvite
 from reconciler.safetext import redact_and_escape
 
 SHOWN = 10  # a run over thousands of invites must not bury the last line

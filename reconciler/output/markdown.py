@@ -11,8 +11,7 @@ import re
 from collections.abc import Iterable, Iterator
 
 from reconciler.errors import FileProblem
-from reconciler.model.invite import SourceLocation
-from reconciler.model.values import Contact, FieldValue, IdentifierSet
+from reconciler.model.invite import Contact, FieldValue, IdentifierSet, SourceLocation
 from reconciler.output.common import (
     CONFLICT_NOTE,
     KEPT_NOTE,
@@ -25,8 +24,7 @@ from reconciler.output.common import (
     max_changes_warning,
     summary_line,
 )
-from reconciler.plan.changes import FieldChange, InviteChange, NotUpdatable, OutsideChange
-from reconciler.plan.model import Plan
+from reconciler.plan.model import FieldChange, InviteChange, NotUpdatable, OutsideChange, Plan
 from reconciler.safetext import escape, json_text, plural, redact
 
 COMMENT_LIMIT = 65_000

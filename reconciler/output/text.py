@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from reconciler.model.invite import SourceLocation
-from reconciler.model.values import Contact, FieldValue, IdentifierSet
+from reconciler.model.invite import Contact, FieldValue, IdentifierSet, SourceLocation
 from reconciler.output.apply_text import ApplyLines
 from reconciler.output.common import (
     CONFLICT_NOTE,
@@ -20,14 +19,14 @@ from reconciler.output.common import (
     shown_value,
     summary_line,
 )
-from reconciler.plan.changes import (
+from reconciler.plan.model import (
     FailedInvite,
     FieldChange,
     InviteChange,
     NotUpdatable,
     OutsideChange,
+    Plan,
 )
-from reconciler.plan.model import Plan
 from reconciler.safetext import escape, json_text, redact_and_escape
 
 

@@ -16,10 +16,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import NamedTuple
 
-from reconciler.model.fields import kind_of
-from reconciler.model.invite import CurrentInvite
-from reconciler.model.values import FieldValue
-from reconciler.plan.changes import InviteChange
+from reconciler.model.invite import CurrentInvite, FieldValue, kind_of
+from reconciler.plan.model import InviteChange
 from reconciler.safetext import REDACTED, json_text, redact_and_escape
 
 

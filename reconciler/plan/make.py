@@ -6,17 +6,27 @@ The record it fills is ``reconciler.plan.model.Plan``; with ``ChangedSince``
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, TypeAlias
 
 from reconciler.errors import ReconcilerError
-from reconciler.model.fields import kind_of
-from reconciler.model.invite import CurrentInvite, DesiredInvite, resend_due
-from reconciler.model.outcome import Done, Failed, NotRun, Outcome, ReadError, stop_if_run_fatal
-from reconciler.model.values import Fields
-from reconciler.plan.changes import FailedInvite, InviteChange, NotUpdatable, OutsideChange
-from reconciler.plan.compare import compare_invite
-from reconciler.plan.model import Plan
+from reconciler.model.invite import (
+    CurrentInvite,
+    DesiredInvite,
+    Done,
+    Failed,
+    Fields,
+    FieldValue,
+    NotRun,
+    Outcome,
+    ReadError,
+    differences,
+    field_kinds,
+    kind_of,
+    resend_due,
+    stop_if_run_fatal,
+)
+from reconciler.plan.model import FailedInvite, InviteChange, NotUpdatable, OutsideChange, Plan
 from reconciler.safetext import redact
 
 if TYPE_CHECKING:
@@ -53,6 +63,33 @@ def make_plan(
             case NotRun():
                 raise ReconcilerError("interrupted while reading invites; nothing was changed")
     return plan
+
+
+# -- comparing one invite ------------------------------------------------------------------
+# Compare one desired invite with the server's copy, field by managed field.
+#
+# DeepDiff, over the canonical forms (``reconciler.model.invite.differences``), decides
+# which fields a PATCH carries: a field goes when the value the files want and the part
+# of the server's value they manage are not the same to the platform. What a plan shows
+# inside such a field comes from the same DeepDiff (``field_changes``), so the plan
+# cannot show a change the PATCH would not make.
+
+
+def compare_invite(desired: Mapping[str, FieldValue], current: Mapping[str, FieldValue]) -> Fields:
+    """The PATCH body that brings ``current`` to ``desired``: only fields that differ.
+
+    ``desired`` holds only managed fields; anything else on the server is never
+    compared or sent.
+    """
+    kinds = field_kinds()
+    managed = {name: kinds[name].managed(want, current.get(name)) for name, want in desired.items()}
+    return {
+        name: kinds[name].patch_value(desired[name], current.get(name))
+        for name in differences(managed, desired)
+    }
+
+
+# -- its place in the plan: a change, unchanged, not updatable, outside the change -------
 
 
 def _place(

@@ -22,12 +22,24 @@ from typing import TYPE_CHECKING, Any
 
 from reconciler.errors import ReconcilerError
 from reconciler.files import write_output
-from reconciler.model.fields import kind_of
-from reconciler.model.invite import SourceLocation
-from reconciler.model.values import Contact, Fields, HeldFields, JsonValue, fields_json
+from reconciler.model.invite import (
+    Contact,
+    Fields,
+    HeldFields,
+    JsonValue,
+    SourceLocation,
+    fields_json,
+    kind_of,
+)
 from reconciler.plan.boundedjson import loads_bounded, read_bounded_text
-from reconciler.plan.changes import FailedInvite, InviteChange, NotUpdatable, OutsideChange
-from reconciler.plan.model import FORMAT_VERSION, Plan
+from reconciler.plan.model import (
+    FORMAT_VERSION,
+    FailedInvite,
+    InviteChange,
+    NotUpdatable,
+    OutsideChange,
+    Plan,
+)
 from reconciler.plan.signature import SignatureCheck, check, signature_for
 from reconciler.plan.streamedjson import document_chunks
 from reconciler.resources import invite_schema_path, resource_path

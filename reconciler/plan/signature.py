@@ -31,13 +31,18 @@ class SignatureCheck:
 
 def canonical_bytes(document: Mapping[str, Any]) -> bytes:
     """The bytes that are signed: the document without its signature, canonically."""
-    unsigned = {key: value for key, value in document.items() if key != "signature"}
-    text = json.dumps(unsigned, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return text.encode("utf-8", "surrogatepass")
+    return "".join(_canonical_pieces(document)).encode("utf-8", "surrogatepass")
 
 
 def _key(secret: str) -> bytes:
     return hmac.new(secret.encode("utf-8"), _KEY_PURPOSE, hashlib.sha256).digest()
+
+
+def _mac(document: Mapping[str, Any] | Iterable[tuple[str, Any]], secret: str) -> str:
+    mac = hmac.new(_key(secret), digestmod=hashlib.sha256)
+    for piece in _canonical_pieces(document):
+        mac.update(piece.encode("utf-8", "surrogatepass"))
+    return SCHEME + mac.hexdigest()
 
 
 def signature_for(document: Mapping[str, Any] | Iterable[tuple[str, Any]], secret: str) -> str:
@@ -46,26 +51,24 @@ def signature_for(document: Mapping[str, Any] | Iterable[tuple[str, Any]], secre
     Given as pairs (``Plan.document_parts``), a value that is an iterator of records
     is hashed as the list it stands for, one record at a time.
     """
-    mac = hmac.new(_key(secret), digestmod=hashlib.sha256)
     try:
-        for piece in _canonical_pieces(document):
-            mac.update(piece.encode("utf-8", "surrogatepass"))
+        return _mac(document, secret)
     except ValueError:  # NaN or Infinity: no reader would parse back what was signed
         raise ReconcilerError(
             "cannot sign the plan: it holds a number JSON cannot represent (NaN or Infinity)"
         ) from None
-    return SCHEME + mac.hexdigest()
 
 
 def _canonical_pieces(document: Mapping[str, Any] | Iterable[tuple[str, Any]]) -> Iterator[str]:
-    # The same text as canonical_bytes(document) in pieces: sorted keys, no whitespace.
+    """The one canonical form, in pieces: sorted keys, no whitespace, ``signature`` left
+    out; a list (or an iterator standing for one) at the top a record at a time."""
     items = document.items() if isinstance(document, Mapping) else document
     fields = sorted((item for item in items if item[0] != "signature"), key=lambda item: item[0])
     opening = "{"
     for key, value in fields:
         yield f"{opening}{_canonical(key)}:"
         opening = ","
-        if isinstance(value, Iterator):
+        if isinstance(value, Iterator | list):
             bracket = "["
             for record in value:
                 yield bracket + _canonical(record)
@@ -88,8 +91,10 @@ def check(document: dict[str, Any], secret: str) -> str:
     claimed = document.get("signature")
     if not isinstance(claimed, str) or not claimed:
         return SignatureCheck.UNSIGNED
-    mac = hmac.new(_key(secret), canonical_bytes(document), hashlib.sha256)
-    expected = SCHEME + mac.hexdigest()
+    try:
+        expected = _mac(document, secret)
+    except ValueError:  # NaN or Infinity: never in a plan this tool signed
+        return SignatureCheck.INVALID
     if hmac.compare_digest(claimed.encode("utf-8", "replace"), expected.encode("ascii")):
         return SignatureCheck.VALID
     return SignatureCheck.INVALID

@@ -1,7 +1,7 @@
 """What a fresh copy of an invite means for its change: before the PATCH, and after it.
 
 Pure: the reads and writes are apply's (``reconciler.apply.applier``). Equality is
-the fields' kinds' (``reconciler.model.kinds``): sets as sets, text in NFC.
+the fields' kinds' (``reconciler.model.invite``): sets as sets, text in NFC.
 
 Before the write (``before_write``), each field the PATCH carries (an object's
 sub-fields kept from the platform included: the PATCH replaces it whole) is
@@ -25,10 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import NamedTuple, TypeAlias
 
-from reconciler.model.fields import kind_of
-from reconciler.model.invite import CurrentInvite
-from reconciler.model.values import Contact, FieldValue
-from reconciler.plan.changes import InviteChange
+from reconciler.model.invite import Contact, CurrentInvite, FieldValue, kind_of
+from reconciler.plan.model import InviteChange
 
 
 class MovedField(NamedTuple):

@@ -24,7 +24,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from jsonschema import Draft202012Validator
 
-from reconciler.model.fields import updatable_fields
+from reconciler.model.invite import updatable_fields
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET
 from reconciler.sandbox.state import (
     InviteStore,

@@ -179,7 +179,23 @@ def _keyword_refusal(key: str, value: Any) -> str | None:
         return f"a policy is draft 2020-12: `$schema` may only be {DRAFT}"
     if key == "pattern" and isinstance(value, str):
         return re2_refusal(value)
+    if key == "format" and isinstance(value, str):
+        return _format_refusal(value)
     return None
+
+
+def _format_refusal(name: str) -> str | None:
+    # jsonschema says yes to any value of a format it has no check for: a policy's
+    # `format: date-time` would pass everything, the organisation's rule silently skipped.
+    from reconciler.schema.check import format_checker
+
+    checked = format_checker().checkers
+    if name in checked:
+        return None
+    return (
+        f"`format: {escape(name)}` cannot be checked here, so it would pass any value; "
+        f"the formats checked are {', '.join(sorted(checked))} (or use `pattern`)"
+    )
 
 
 # -- patterns on RE2 ------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from reconciler.errors import ConfigError
-from reconciler.model.fields import ID_KEY, updatable_fields
+from reconciler.model.invite import ID_KEY, updatable_fields
 from reconciler.safetext import escape, quote_value
 
 DEFAULT_SCOPE = "kyb:invites:read kyb:invites:write"

@@ -1,30 +1,30 @@
 """Plain values built straight from libyaml's event stream, bounded as events arrive.
 
-No node graph and no recursion: each event updates a stack of frames, so
-the nesting depth is checked before a container is opened, and the size of
-what aliases expand to is counted at each alias, before anything downstream
-(the schema, a diff, a copy) could walk the expansion. A "billion laughs"
-file is refused at the alias that crosses the bound, having cost nothing.
+Events, not PyYAML's composer and constructor: five times faster than its C loader,
+and each value's position kept. No node graph and no recursion: each event updates a
+stack of frames (a mapping, a list, the document), so the nesting depth is checked
+before a container is opened, and the size of what aliases expand to is counted at
+each alias, before anything downstream (the schema, a diff, a copy) could walk the
+expansion: a "billion laughs" file is refused at the alias that crosses the bound,
+having cost nothing. A mapping frame is where YAML's silent traps are caught:
+duplicate keys (``<<`` merge keys included), keys YAML reads as something other than
+text, and merges of things that are not mappings.
+
+The items of one chosen list (the invite entries) are handed, each as an ``Item``, to
+a hook as soon as they are built, and not kept: a file of 200,000 invites is read
+without holding them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import yaml
 
 from reconciler.safetext import escape
-from reconciler.yamlload.frames import (
-    MERGE_KEY,
-    NO_KEY,
-    SHARED_ITEM_LENGTH,
-    DocumentFrame,
-    Frame,
-    ListFrame,
-    MappingFrame,
-)
-from reconciler.yamlload.items import ItemHook
-from reconciler.yamlload.positions import Lines, Mark, Spot
+from reconciler.yamlload.positions import START, Lines, Located, Mark, Spot
 from reconciler.yamlload.scalars import (
     MAP_TAGS,
     MERGE_TAG,
@@ -35,10 +35,14 @@ from reconciler.yamlload.scalars import (
     construct,
     construct_tagged,
     cut,
+    key_problem,
+    kind_of,
     misplaced_tag,
     resolve_plain,
 )
 
+# libyaml's parser, as PyYAML's wheels are built with it: the events every reader here reads.
+Parser = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 # Real invite files nest five levels deep; nothing legitimate comes near this.
 DEPTH_LIMIT = 100
 # What aliases may expand to: a fixed allowance plus ten values per value
@@ -55,6 +59,26 @@ class Fatal(Exception):
         super().__init__(message)
         self.position = position
         self.message = message
+
+
+@dataclass(slots=True)
+class Item:
+    """One item of the streamed list, as the builder hands it over."""
+
+    index: int  # its place in the list
+    value: Any
+    spot: Spot | None  # positions of its parts; None for a scalar
+    position: int  # offset of its first character
+    # Worked out by the builder, which knows where the item's mapping opened
+    # without reading the text again (a file read in chunks is not kept).
+    mark: Mark
+
+    def located(self, lines: Lines) -> Located:
+        """The item with its positions, for placing problems inside it."""
+        return Located(self.value, self.spot, self.position, lines)
+
+
+ItemHook = Callable[[Item], None]
 
 
 class Anchor(NamedTuple):
@@ -81,7 +105,7 @@ class Builder:
         self.hook_key = hook_key
         self.hook = hook
         self.hooked: ListFrame | None = None
-        self.closed: Any = None  # libyaml's mark where the container last closed opened
+        self.last_closed: Any = None  # libyaml's start mark of the container closed last
         self.problems: list[tuple[int, str]] = []
         self.document = DocumentFrame()  # the bottom of the stack, what build() returns
         self.stack: list[Frame] = [self.document]
@@ -101,13 +125,10 @@ class Builder:
     def mark(self, position: int) -> Mark:
         """Where ``position`` is. An item just closed (an invite entry) is placed by
         libyaml's own mark, without reading the text again."""
-        closed = self.closed
+        closed = self.last_closed
         if closed is not None and closed.index == position:
             return Mark(closed.line + 1, closed.column + 1)
         return self.lines.mark(position)
-
-    def name(self, text: str) -> str:
-        return self.names.setdefault(text, text)
 
     def build(self, parser: Any) -> DocumentFrame:
         """Read every event; return the document frame. Raises Fatal or yaml.MarkedYAMLError."""
@@ -119,18 +140,14 @@ class Builder:
             yaml.SequenceEndEvent: self._end,
             yaml.DocumentStartEvent: self._document_start,
         }
-        get_event = parser.get_event
-        scalar = self._scalar
-        scalar_event = yaml.ScalarEvent
         while True:
-            event = get_event()
-            if event.__class__ is scalar_event:  # most events: tested first
-                scalar(event)
-                continue
-            handler = handlers.get(event.__class__)
-            if handler is not None:
-                handler(event)
-            elif event.__class__ is yaml.StreamEndEvent:
+            event = parser.get_event()
+            kind = event.__class__
+            if kind is yaml.ScalarEvent:  # most events
+                self._scalar(event)
+            elif kind in handlers:
+                handlers[kind](event)
+            elif kind is yaml.StreamEndEvent:
                 return self.document
 
     def _document_start(self, event: Any) -> None:
@@ -144,18 +161,10 @@ class Builder:
     def _scalar(self, event: Any) -> None:
         self.nodes += 1
         position = event.start_mark.index
-        value = event.value
-        tag = event.tag
-        raw = None
-        if tag is not None and tag != "!":
-            raw = value if not event.style else None
-            try:  # a value its tag cannot hold stops the file: its meaning is anyone's guess
-                value = construct_tagged(tag, value)
-            except TagProblem as exc:
-                raise Fatal(position, str(exc)) from None
-            if isinstance(value, str):
-                raw = None
-        elif event.implicit[0] and value[:1] in RESOLVED_FIRST:
+        value, raw = event.value, None  # raw: the text, when YAML reads it as something else
+        if event.tag is not None and event.tag != "!":
+            value, raw = self._tagged(event, position)
+        elif event.implicit[0] and value[:1] in RESOLVED_FIRST:  # plain: YAML 1.1 resolves it
             tag = resolve_plain(value)
             if tag != STR_TAG:
                 value, raw = self._implicit(tag, value, position)
@@ -163,33 +172,16 @@ class Builder:
             self._name(event.anchor, position)
             plain = "<<" if value is MERGE_KEY else value  # an alias to it is the text
             self.anchors[event.anchor] = Anchor(plain, None, raw, 1, 0, position)
-        frame = self.stack[-1]
-        if raw is None:
-            if frame.__class__ is MappingFrame:
-                # MappingFrame.add's usual cases, inlined: a new text key, or a text
-                # value for it (nine events in ten).
-                mapping: MappingFrame = frame
-                key = mapping.key
-                if key is NO_KEY:
-                    if value.__class__ is str and value not in mapping.value:
-                        mapping.key = self.names.setdefault(value, value)
-                        mapping.key_position = position
-                        return
-                elif key.__class__ is str and not mapping.skip and mapping.merged is None:
-                    mapping.value[key] = value
-                    mapping.keys_at[key] = mapping.key_position
-                    mapping.values_at[key] = position
-                    mapping.key = NO_KEY
-                    return
-            elif frame.__class__ is ListFrame and frame.hook is None:
-                # ListFrame.add's usual case, inlined: an item of a set (`groups`).
-                items: ListFrame = frame
-                if value.__class__ is str and len(value) <= SHARED_ITEM_LENGTH:
-                    value = self.names.setdefault(value, value)
-                items.value.append(value)
-                items.items_at.append(position)
-                return
-        frame.add(self, value, position, raw, None)
+        self.stack[-1].add(self, value, position, raw, None)
+
+    @staticmethod
+    def _tagged(event: Any, position: int) -> tuple[Any, str | None]:
+        try:  # a value its tag cannot hold stops the file: its meaning is anyone's guess
+            value = construct_tagged(event.tag, event.value)
+        except TagProblem as exc:
+            raise Fatal(position, str(exc)) from None
+        plain_text = not event.style and not isinstance(value, str)
+        return value, event.value if plain_text else None
 
     def _implicit(self, tag: str, text: str, position: int) -> tuple[Any, str | None]:
         if tag == MERGE_TAG:
@@ -230,13 +222,13 @@ class Builder:
     def _mapping_start(self, event: Any) -> None:
         start = event.start_mark
         frame = MappingFrame(start.index)
-        frame.start = start
+        frame.start_mark = start
         self._open(event, frame, MAP_TAGS, "a mapping")
 
     def _sequence_start(self, event: Any) -> None:
         start = event.start_mark
         frame = ListFrame(start.index)
-        frame.start = start
+        frame.start_mark = start
         parent = self.stack[-1]
         if (
             self.hook is not None
@@ -287,5 +279,229 @@ class Builder:
         parent = self.stack[-1]
         if parent.height <= frame.height:
             parent.height = frame.height + 1
-        self.closed = frame.start  # places an invite entry without reading the text
+        self.last_closed = frame.start_mark  # places an invite entry without reading the text
         parent.add(self, value, frame.position, None, frame.spot)
+
+
+# -- the frames: the mapping, list or document being built while the events arrive --------
+
+
+# A list's text items this long or shorter are kept once (Builder.names), as keys are:
+# the items of sets (`groups`, `addOns`) repeat across thousands of invites.
+SHARED_ITEM_LENGTH = 64
+MERGE_KEY = object()  # the `<<` key of a YAML merge, while its mapping is being built
+NO_KEY = object()  # a mapping frame waiting for its next key
+
+
+class Frame:
+    """What every frame has: its value, spot, where it starts, and what bounds need."""
+
+    __slots__ = ("anchor", "expanded", "height", "nodes", "position", "spot", "start_mark", "value")
+
+    def __init__(self, value: Any, spot: Spot | None, position: int) -> None:
+        self.value = value
+        self.spot = spot
+        self.position = position
+        self.anchor: str | None = None
+        self.start_mark: Any = None  # libyaml's mark where the frame opened
+        # Counters of the builder when the frame opened: its size is their growth.
+        self.nodes = 0
+        self.expanded = 0
+        self.height = 1  # levels of nesting in this value, itself included
+
+    def add(
+        self, builder: Builder, child: Any, position: int, raw: str | None, spot: Spot | None
+    ) -> None:
+        raise NotImplementedError
+
+    def finish(self) -> Any:
+        return self.value
+
+    def wants_key(self) -> bool:
+        return False
+
+
+class DocumentFrame(Frame):
+    """Holds the one top-level value of the document."""
+
+    __slots__ = ("raw",)
+
+    def __init__(self) -> None:
+        super().__init__(None, None, START)
+        self.raw: str | None = None
+
+    def add(
+        self, builder: Builder, child: Any, position: int, raw: str | None, spot: Spot | None
+    ) -> None:
+        self.value, self.position, self.raw, self.spot = child, position, raw, spot
+
+
+class ListFrame(Frame):
+    __slots__ = ("hook", "index", "items_at", "own")
+
+    def __init__(self, position: int) -> None:
+        self.items_at: list[int] = []
+        self.own = Spot(None, self.items_at)
+        super().__init__([], self.own, position)
+        self.hook: ItemHook | None = None
+        self.index = 0  # items handed to the hook so far
+
+    def add(
+        self, builder: Builder, child: Any, position: int, raw: str | None, spot: Spot | None
+    ) -> None:
+        if self.hook is not None:  # the item is handed over instead of kept
+            self.hook(Item(self.index, child, spot, position, builder.mark(position)))
+            self.index += 1
+            return
+        index = len(self.value)
+        if isinstance(child, str) and len(child) <= SHARED_ITEM_LENGTH:
+            child = builder.names.setdefault(child, child)
+        self.value.append(child)
+        self.items_at.append(position)
+        own = self.own
+        if raw is not None:
+            if own.raw is None:
+                own.raw = {}
+            own.raw[index] = raw
+        if spot is not None:
+            if own.kids is None:
+                own.kids = {}
+            own.kids[index] = spot
+
+
+class MappingFrame(Frame):
+    __slots__ = (
+        "key",
+        "key_position",
+        "keys_at",
+        "merge_position",
+        "merged",
+        "own",
+        "skip",
+        "values_at",
+    )
+
+    def __init__(self, position: int) -> None:
+        self.keys_at: dict[Any, int] = {}
+        self.values_at: dict[Any, int] = {}
+        self.own = Spot(self.keys_at, self.values_at)
+        super().__init__({}, self.own, position)
+        self.key: Any = NO_KEY
+        self.key_position = position
+        self.skip = False  # the value of the current key is dropped (a repeated key)
+        self.merged: dict[Any, Any] | None = None  # pairs brought in by `<<`
+        self.merge_position: int | None = None
+
+    def wants_key(self) -> bool:
+        return self.key is NO_KEY
+
+    def add(
+        self, builder: Builder, child: Any, position: int, raw: str | None, spot: Spot | None
+    ) -> None:
+        key = self.key
+        if key is NO_KEY:
+            if child.__class__ is str and child not in self.value:  # a new text key
+                self.key = builder.names.setdefault(child, child)
+                self.key_position = position
+            else:
+                self._take_key(builder, child, position, raw, spot)
+            return
+        self.key = NO_KEY
+        if self.skip:
+            self.skip = False
+        elif key is MERGE_KEY:
+            self._merge(builder, child, position, spot)
+        elif raw is None and spot is None and self.merged is None:  # a value with no parts
+            self.value[key] = child
+            self.keys_at[key] = self.key_position
+            self.values_at[key] = position
+        else:
+            self.value[key] = child
+            self._place(key, self.key_position, position, raw, spot)
+
+    def _place(self, key: Any, key_at: int, at: int, raw: str | None, spot: Spot | None) -> None:
+        own = self.own
+        self.keys_at[key] = key_at
+        self.values_at[key] = at
+        if raw is not None:
+            if own.raw is None:
+                own.raw = {}
+            own.raw[key] = raw
+        elif own.raw and key in own.raw:
+            del own.raw[key]
+        if spot is not None:
+            if own.kids is None:
+                own.kids = {}
+            own.kids[key] = spot
+        elif own.kids and key in own.kids:
+            del own.kids[key]
+
+    def _take_key(
+        self, builder: Builder, key: Any, position: int, raw: str | None, spot: Spot | None
+    ) -> None:
+        self.key_position = position
+        if key is MERGE_KEY:
+            self.skip = self._repeated(builder, "<<", self.merge_position, position)
+            if self.merge_position is None:
+                self.merge_position = position
+        elif spot is not None:  # only mappings and lists have a spot
+            builder.report(
+                position, f"a key must be text, not {kind_of(key)}; put the key in quotes"
+            )
+            self.skip = True
+        elif not isinstance(key, str):
+            text = raw if raw is not None else str(key)
+            builder.report(position, key_problem(text, key))
+            key = text
+        if isinstance(key, str):
+            key = builder.names.setdefault(key, key)
+            first = self.keys_at.get(key) if key in self.value else None
+            self.skip = self.skip or self._repeated(builder, key, first, position)
+        self.key = key
+
+    @staticmethod
+    def _repeated(builder: Builder, key: str, first: int | None, position: int) -> bool:
+        if first is None:
+            return False
+        builder.report(
+            position,
+            f"duplicate key `{escape(key)}` (first set on line {builder.line(first)}); "
+            "YAML would silently keep only the last one",
+        )
+        return True
+
+    def _merge(self, builder: Builder, child: Any, position: int, spot: Spot | None) -> None:
+        if isinstance(child, dict):
+            sources = [(child, spot)]
+        elif isinstance(child, list) and all(isinstance(item, dict) for item in child):
+            sources = [(item, spot.kid(i) if spot else None) for i, item in enumerate(child)]
+        else:
+            what = kind_of(child)
+            if isinstance(child, list):  # one item at least is not a mapping
+                what += " holding " + kind_of(next(i for i in child if not isinstance(i, dict)))
+            builder.report(position, f"`<<` merges a mapping or a list of mappings, not {what}")
+            return
+        if self.merged is None:
+            self.merged = {}
+        # Keys written in the mapping win; among merged mappings, the first wins.
+        for source, source_spot in sources:
+            for key, value in source.items():
+                if key in self.merged or key in self.value:
+                    continue
+                self.merged[key] = value
+                if source_spot is not None:  # a mapping's spot holds every key of it
+                    self._place(
+                        key,
+                        source_spot.keys[key],  # type: ignore[index]
+                        source_spot.at[key],
+                        source_spot.raw.get(key) if source_spot.raw else None,
+                        source_spot.kid(key),
+                    )
+
+    def finish(self) -> Any:
+        if self.merged is None:
+            return self.value
+        # As PyYAML orders them: merged pairs first, then the keys written here.
+        combined = self.merged
+        combined.update(self.value)
+        return combined

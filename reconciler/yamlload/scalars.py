@@ -1,4 +1,5 @@
-"""What YAML 1.1 makes of a scalar, and how to say so to the person who wrote it.
+"""What YAML 1.1 makes of a scalar, how to say so to the person who wrote it, and how
+to write a value back as a scalar that reads as that value.
 
 The rules are PyYAML's own (its implicit resolvers and safe constructors), so
 values load exactly as ``yaml.safe_load`` would read them; only the way of
@@ -8,6 +9,8 @@ reporting changes: the text as written, never a Python repr.
 from __future__ import annotations
 
 import datetime
+import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -20,11 +23,13 @@ STR_TAG = YAML_TAG + "str"
 MERGE_TAG = YAML_TAG + "merge"
 MAP_TAGS = frozenset({YAML_TAG + "map"})
 SEQ_TAGS = frozenset({YAML_TAG + "seq", YAML_TAG + "omap"})
-# Plain scalars that YAML 1.1 reads as another type start with one of these.
+# The patterns YAML 1.1 reads a plain scalar by, by its first character.
 _RESOLVERS: dict[str | None, tuple[tuple[str, Callable[[str], object]], ...]] = {
     first: tuple((tag, regexp.match) for tag, regexp in resolvers)
     for first, resolvers in yaml.resolver.Resolver.yaml_implicit_resolvers.items()
 }
+# A plain scalar YAML 1.1 may read as something other than text starts with one of these
+# (most keys and values do not: they need no resolving).
 RESOLVED_FIRST = frozenset(_RESOLVERS)
 # Tags YAML resolves that have no value of their own: the text stays a string.
 _STAYS_TEXT = frozenset({STR_TAG, YAML_TAG + "value", YAML_TAG + "yaml"})
@@ -42,27 +47,11 @@ class TagProblem(Exception):
 
 
 def resolve_plain(value: str) -> str:
-    """The tag YAML 1.1 gives a plain (unquoted, untagged) scalar starting with one
-    of ``RESOLVED_FIRST``."""
-    # Keys (`name`, `email`, `nfc`...) and set items start with such a letter in most
-    # invites: a text resolved once is not matched against the patterns again.
-    tag = _RESOLVED.get(value)
-    if tag is not None:
-        return tag
-    tag = STR_TAG
-    for resolved, match in _RESOLVERS[value[:1]]:
+    """The tag YAML 1.1 gives a plain (unquoted, untagged) scalar."""
+    for tag, match in _RESOLVERS.get(value[:1], ()):
         if match(value):
-            tag = resolved
-            break
-    if len(value) <= _REMEMBERED_LENGTH and len(_RESOLVED) < _REMEMBERED:
-        _RESOLVED[value] = tag
-    return tag
-
-
-# What resolve_plain remembers: the tag of short texts, a bounded number of them.
-_RESOLVED: dict[str, str] = {}
-_REMEMBERED_LENGTH = 64
-_REMEMBERED = 4096
+            return tag
+    return STR_TAG
 
 
 def construct_tagged(tag: str, value: str) -> Any:
@@ -175,3 +164,38 @@ def key_problem(raw: str, value: Any) -> str:
     if raw == "":
         return "a key is empty; write a field name before the `:`"
     return f"YAML reads the key {reading(raw, value)}; {quote_it(raw)}"
+
+
+# -- a value written back as scalar text, in the style it was written in --------------------
+
+# Characters a double-quoted scalar must escape: YAML reads them as breaks, or refuses them.
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff\ud800-\udfff\ufffe\uffff]")
+# A plain scalar's first character is no indicator; inside [ ] or { } no character of
+# `,[]{}` either, where in block context they are text like any other.
+_PLAIN_FLOW = re.compile(r"[^\s\-?:,\[\]{}#&*!|>'\"%@`](?:[^,\[\]{}]*[^\s,\[\]{}:])?")
+_PLAIN_BLOCK = re.compile(r"[^\s\-?:,\[\]{}#&*!|>'\"%@`](?:.*[^\s:])?", re.DOTALL)
+
+
+def render_scalar(value: Any, style: str | None, flow: bool) -> str:
+    """``value`` as a YAML scalar: in the style it was written in where that reads it back."""
+    if not isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if style == "'" and not _UNPRINTABLE.search(value):
+        return "'" + value.replace("'", "''") + "'"
+    if style is None and _plain_ok(value, flow):
+        return value
+    return _double_quoted(value)
+
+
+def _plain_ok(value: str, flow: bool) -> bool:
+    plain = _PLAIN_FLOW if flow else _PLAIN_BLOCK
+    if not plain.fullmatch(value) or ": " in value or " #" in value or "\n" in value:
+        return False
+    if _UNPRINTABLE.search(value):
+        return False
+    return resolve_plain(value) == STR_TAG
+
+
+def _double_quoted(value: str) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return _UNPRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)

@@ -1,4 +1,5 @@
-"""YAML text in, plain values with positions out, and every problem at its place.
+"""YAML text in, plain values with positions out, and every problem at its place: the
+loader's entry point (``parse``, ``stream``, ``load_yaml``).
 
 PyYAML silently keeps the last of two duplicate keys and turns hand-written
 values such as ``+442079460000``, ``NO`` or ``12:30`` into numbers and
@@ -6,29 +7,44 @@ booleans. This loader reads libyaml's event stream (see ``builder``),
 reports duplicates, keeps each value's line and column, and keeps the
 original text of plain scalars that YAML resolved to something other than a
 string, so a later type error can tell the user what to quote. Depth and
-alias expansion are bounded for every YAML file the tool reads.
+alias expansion are bounded for every YAML file the tool reads; a file is read
+in chunks (``FileSource``), never held whole, and a syntax error is worded for
+the person who wrote the file (where to look, the usual cause).
+
+``stream`` reads a file of 200,000 invites without keeping them: each item of the
+list under a chosen top-level key goes to a hook as soon as it is built (an
+``Item``), and the document holds an empty list in its place. A list the builder
+could not stream (it came whole through an alias or a merge) stays in the
+document, and its items come back in the ``ListRead``, so no reader has to guess
+whether an empty list was empty or streamed.
 """
 
 from __future__ import annotations
 
 import codecs
 import re
+from dataclasses import dataclass
+from enum import Enum
 from typing import Any, BinaryIO, NamedTuple
 
 import yaml
 
 from reconciler.errors import FileProblem
-from reconciler.yamlload.builder import DEPTH_LIMIT, Builder, Fatal
+from reconciler.safetext import escape
+from reconciler.yamlload.builder import DEPTH_LIMIT, Builder, Fatal, Item, ItemHook, Parser
 from reconciler.yamlload.comments import suspect
-from reconciler.yamlload.items import NO_LIST, Delivery, Item, ItemHook, ListRead
 from reconciler.yamlload.positions import Lines, Located, Mark
-from reconciler.yamlload.syntax import syntax_problem
 
 __all__ = [
+    "NO_LIST",
+    "Delivery",
     "FileSource",
+    "Item",
+    "ListRead",
     "Located",
     "Mark",
     "MarkedDict",
+    "Streamed",
     "decode_source",
     "load_yaml",
     "parse",
@@ -38,8 +54,6 @@ __all__ = [
 
 # Characters YAML does not allow in a stream (YAML 1.1 section 5.1).
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x84\x86-\x9f\ufffe\uffff]")
-# libyaml's parser when PyYAML was built with it (the wheels are).
-_Parser = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class Parsed(NamedTuple):
@@ -117,6 +131,31 @@ def parse(source: str | FileSource, path: str, lines: Lines) -> Parsed:
     return _read(source, path, lines, Builder(lines))
 
 
+class Delivery(Enum):
+    """How the items of the list under the hook's key reached the reader."""
+
+    STREAMED = "streamed"  # each went to the hook as it was read; none kept in the document
+    WHOLE = "whole"  # the list came through an alias or a merge: kept, its items in ``left``
+    NO_LIST = "no list"  # the key is missing, or holds something other than a list
+
+
+@dataclass(frozen=True, slots=True)
+class ListRead:
+    """What became of the list the hook was given for."""
+
+    delivery: Delivery
+    streamed: int  # items the hook took while the file was read
+    left: tuple[Item, ...]  # items it has not had: every item of a WHOLE list
+
+    @property
+    def count(self) -> int:
+        """Items in the list as written, streamed or not."""
+        return self.streamed + len(self.left)
+
+
+NO_LIST = ListRead(Delivery.NO_LIST, 0, ())
+
+
 class Streamed(NamedTuple):
     """What ``stream`` read: ``Parsed``, and what became of the streamed list."""
 
@@ -162,7 +201,7 @@ def _whole_list(document: Located | None, key: str) -> ListRead:
 
 
 def _read(source: str | FileSource, path: str, lines: Lines, builder: Builder) -> Parsed:
-    parser = _Parser(source)
+    parser = Parser(source)
     try:
         document = builder.build(parser)
     except Fatal as exc:
@@ -175,7 +214,7 @@ def _read(source: str | FileSource, path: str, lines: Lines, builder: Builder) -
     except yaml.MarkedYAMLError as exc:
         if _LIBYAML_TOO_DEEP in str(exc.problem):
             return Parsed(None, [_too_deep(exc, lines, path)])
-        return Parsed(None, [syntax_problem(exc, lines.text, path)])
+        return Parsed(None, [_syntax_problem(exc, lines.text, path)])
     except yaml.YAMLError as exc:
         return Parsed(None, [FileProblem(path, 1, 1, f"invalid YAML: {exc}")])
     finally:
@@ -211,7 +250,7 @@ def _too_deep(exc: yaml.MarkedYAMLError, lines: Lines, path: str) -> FileProblem
     message = f"nested too deeply (limit {DEPTH_LIMIT})"
     if mark is None:
         return FileProblem(path, 1, 1, message)
-    parser = _Parser(lines.text[: mark.index])
+    parser = Parser(lines.text[: mark.index])
     try:
         Builder(lines).build(parser)
     except Fatal as fatal:
@@ -221,6 +260,76 @@ def _too_deep(exc: yaml.MarkedYAMLError, lines: Lines, path: str) -> FileProblem
     finally:
         parser.dispose()
     return FileProblem(path, mark.line + 1, mark.column + 1, message)
+
+
+# -- a YAML syntax error in words --------------------------------------------------------------
+
+
+def _syntax_problem(exc: yaml.MarkedYAMLError, text: str, path: str) -> FileProblem:
+    """What a syntax error says to the person who wrote the file: where to look (where a
+    bracket or quote opened, where a key began), the usual cause in words, a tab or a
+    space left out named as such."""
+    context = exc.context or ""
+    # An unclosed bracket or quote is best shown where it was opened, a key without
+    # its `:` where the key begins (libyaml notices only on a later line).
+    opened = any(words in context for words in ("flow", "quoted", "simple key"))
+    mark = (exc.context_mark if opened else None) or exc.problem_mark or exc.context_mark
+    where = Mark(mark.line + 1, mark.column + 1) if mark else Mark(1, 1)
+    problem = " ".join(p for p in (exc.context, exc.problem) if p) or "invalid YAML"
+    hint = _glued_hint(text, where.line) or next(
+        (h for words, h in _SYNTAX_HINTS if words in problem), None
+    )
+    if hint:
+        problem += f" ({hint})"
+    if exc.problem_mark is not None and _char_at(text, exc.problem_mark) == "\t":
+        where = Mark(exc.problem_mark.line + 1, exc.problem_mark.column + 1)
+        problem = "a tab character here; YAML must be indented with spaces"
+    return FileProblem(path, where.line, where.column, problem)
+
+
+# PyYAML's wording for common hand-writing mistakes, and what usually causes them.
+_SYNTAX_HINTS = (
+    (
+        "mapping values are not allowed",
+        "often a missing space after `:`, or a line indented wrongly",
+    ),
+    (
+        "did not find expected '-' indicator",
+        "check the indentation: an entry's keys line up, and each entry starts with `- `",
+    ),
+    ("did not find expected key", "check the indentation of this line against the one above"),
+    ("could not find expected ':'", "a key needs a `:` after it"),
+    ("found unexpected end of stream", "a quote or bracket is not closed"),
+    ("did not find expected ','", "a bracket is not closed, or two items lack a `,` between them"),
+)
+
+
+# `name:Acme` (one plain scalar to YAML, so no key) and `-id: x` (a key `-id`, so no
+# list item): the two ways of writing a mapping or a list without the space YAML needs.
+_GLUED_KEY = re.compile(r"\s*(?:-\s+)?([A-Za-z_][\w-]*):(?=[^\s:/])")
+
+
+_GLUED_DASH = re.compile(r"\s*-(?=[A-Za-z_])")
+
+
+def _glued_hint(text: str, line: int) -> str | None:
+    """What a space left out near ``line`` (1-based) did, when that is the likely cause."""
+    lines = text.split("\n", line)[:line]
+    here = lines[-1] if len(lines) == line else ""
+    if glued := _GLUED_KEY.match(here):
+        key = escape(glued.group(1))
+        return f"`{key}:` needs a space after its `:`, as in `{key}: value`"
+    for number in (line, line - 1):  # the dash's line, or the one before the error
+        if 0 < number <= len(lines) and _GLUED_DASH.match(lines[number - 1]):
+            return f"line {number}: a list item needs a space after its `-`, as in `- id: ...`"
+    return None
+
+
+def _char_at(text: str, mark: yaml.Mark) -> str:
+    lines = text.split("\n")
+    if mark.line < len(lines) and mark.column < len(lines[mark.line]):
+        return lines[mark.line][mark.column]
+    return ""
 
 
 # -- the interface reconciler.settings.config reads reconciler.yaml through -----------------------

@@ -18,8 +18,7 @@ from typing import Any
 
 import yaml
 
-_Parser = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
+from reconciler.yamlload.builder import Parser
 
 # A blank line to YAML: spaces, tabs and the line break. Other Unicode spaces (U+3000)
 # are text, and a line of them is a value's.
@@ -51,14 +50,6 @@ class InviteSpans:
     entries: list[Span]
 
 
-class _Open:
-    __slots__ = ("key", "span")
-
-    def __init__(self, span: Span) -> None:
-        self.span = span
-        self.key: tuple[str, int] | None = None  # a mapping's pending key and where it ends
-
-
 def invite_spans(text: str, wanted: Collection[int] | None = None) -> InviteSpans:
     """The spans of the top-level ``invites`` list of ``text`` (which the loader accepted).
 
@@ -76,61 +67,113 @@ def invite_spans(text: str, wanted: Collection[int] | None = None) -> InviteSpan
 
 def _read(text: str, wanted: Collection[int] | None, base: int = 0) -> Span | None:
     """The spans of the document in ``text``, offsets counted from ``base``."""
-    parser = _Parser(text)
-    stack: list[_Open] = []
-    top: Span | None = None
-    skipped: Span | None = None  # an entry not wanted, read through for its end only
-    flows: list[bool] = []  # its open collections: written in flow style?
+    parser = Parser(text)
     try:
-        while True:
-            event = parser.get_event()
-            kind = event.__class__
-            if skipped is not None:
-                if kind is yaml.ScalarEvent or kind is yaml.AliasEvent:
-                    skipped.end = max(skipped.end, base + _end(text, event))
-                elif kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
-                    flows.append(bool(event.flow_style))
-                elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
-                    if flows.pop():  # a block collection's end mark is past what follows it
-                        skipped.end = max(skipped.end, base + event.end_mark.index)
-                    if not flows:
-                        top = _add(stack, skipped) or top
-                        skipped = None
-                continue
-            if kind is yaml.StreamEndEvent:
-                return top
-            if kind in (yaml.MappingEndEvent, yaml.SequenceEndEvent):
-                done = stack.pop().span
-                if base + event.end_mark.index > done.end and done.flow:
-                    done.end = base + event.end_mark.index
-                top = _add(stack, done) or top
-                continue
-            if kind not in (yaml.ScalarEvent, yaml.AliasEvent, yaml.MappingStartEvent) and (
-                kind is not yaml.SequenceStartEvent
-            ):
-                continue
-            inherited = bool(stack) and stack[-1].span.shared
-            anchored = getattr(event, "anchor", None) is not None
-            start, end = base + event.start_mark.index, base + _end(text, event)
-            if kind is yaml.ScalarEvent:
-                shared = inherited or anchored
-                span = Span(start, end, "scalar", shared, event.style or None, value=event.value)
-                top = _add(stack, span) or top
-            elif kind is yaml.AliasEvent:
-                top = _add(stack, Span(start, end, "alias", True)) or top
-            else:
-                collection = "mapping" if kind is yaml.MappingStartEvent else "list"
-                flow = bool(event.flow_style)
-                # A merge's value is shared whatever it is: its keys belong elsewhere.
-                merging = bool(stack) and stack[-1].key is not None and stack[-1].key[0] == "<<"
-                shared = inherited or anchored or merging
-                span = Span(start, start, collection, shared, flow=flow)
-                if wanted is not None and _is_entry(stack) and start not in wanted:
-                    skipped, flows = span, [flow]
-                    continue
-                stack.append(_Open(span))
+        return _Reader(text, wanted, base).read(parser)
     finally:
         parser.dispose()
+
+
+class _Open:
+    """A mapping or list being read: its span, and a mapping's pending key."""
+
+    __slots__ = ("key", "span")
+
+    def __init__(self, span: Span) -> None:
+        self.span = span
+        self.key: tuple[str, int] | None = None  # a mapping's pending key and where it ends
+
+
+class _Reader:
+    """Spans made from one parser's events: a stack of the collections open."""
+
+    def __init__(self, text: str, wanted: Collection[int] | None, base: int) -> None:
+        self.text = text
+        self.wanted = wanted
+        self.base = base
+        self.stack: list[_Open] = []
+        self.top: Span | None = None  # the document's value, once read
+        self.skipped: Span | None = None  # an entry not wanted, read through for its end only
+        self.flows: list[bool] = []  # the skipped entry's open collections: in flow style?
+
+    def read(self, parser: Any) -> Span | None:
+        while (event := parser.get_event()).__class__ is not yaml.StreamEndEvent:
+            if self.skipped is not None:
+                self._skip(event)
+            elif isinstance(event, yaml.ScalarEvent | yaml.AliasEvent):
+                self._give(self._leaf(event))
+            elif isinstance(event, yaml.CollectionStartEvent):
+                self._open(event)
+            elif isinstance(event, yaml.CollectionEndEvent):
+                self._close(event)
+        return self.top
+
+    def _leaf(self, event: Any) -> Span:
+        start, end = self.base + event.start_mark.index, self.base + _end(self.text, event)
+        if isinstance(event, yaml.AliasEvent):
+            return Span(start, end, "alias", True)
+        shared = self._inherited() or event.anchor is not None
+        return Span(start, end, "scalar", shared, event.style or None, value=event.value)
+
+    def _open(self, event: Any) -> None:
+        start = self.base + event.start_mark.index
+        kind = "mapping" if isinstance(event, yaml.MappingStartEvent) else "list"
+        flow = bool(event.flow_style)
+        # A merge's value is shared whatever it is: its keys belong elsewhere.
+        key = self.stack[-1].key if self.stack else None
+        merging = key is not None and key[0] == "<<"
+        shared = self._inherited() or event.anchor is not None or merging
+        span = Span(start, start, kind, shared, flow=flow)
+        if self.wanted is not None and self._is_entry() and start not in self.wanted:
+            self.skipped, self.flows = span, [flow]
+        else:
+            self.stack.append(_Open(span))
+
+    def _close(self, event: Any) -> None:
+        done = self.stack.pop().span
+        end = self.base + event.end_mark.index
+        if done.flow and end > done.end:  # a block collection's end mark is past what follows
+            done.end = end
+        self._give(done)
+
+    def _skip(self, event: Any) -> None:
+        """An event inside an entry not wanted: only where the entry ends is kept."""
+        skipped = self.skipped
+        assert skipped is not None
+        if isinstance(event, yaml.ScalarEvent | yaml.AliasEvent):
+            skipped.end = max(skipped.end, self.base + _end(self.text, event))
+        elif isinstance(event, yaml.CollectionStartEvent):
+            self.flows.append(bool(event.flow_style))
+        elif isinstance(event, yaml.CollectionEndEvent):
+            end: Any = event.end_mark  # a block collection's is past what follows it
+            if self.flows.pop():
+                skipped.end = max(skipped.end, self.base + end.index)
+            if not self.flows:
+                self.skipped = None
+                self._give(skipped)
+
+    def _inherited(self) -> bool:
+        return bool(self.stack) and self.stack[-1].span.shared
+
+    def _is_entry(self) -> bool:
+        """Whether a collection opening now is an item of the top-level ``invites`` list."""
+        stack = self.stack
+        if len(stack) != 2 or stack[1].span.kind != "list":
+            return False
+        key = stack[0].key
+        return key is not None and key[0] == "invites"
+
+    def _give(self, span: Span) -> None:
+        """``span`` to the collection being read, or the document's value."""
+        if not self.stack:
+            self.top = span
+        elif self.stack[-1].span.kind == "list":
+            self.stack[-1].span.items.append(span)
+            _grow(self.stack[-1].span, span)
+        elif self.stack[-1].key is None:
+            _take_key(self.stack[-1], span)
+        else:
+            _take_value(self.stack[-1], span)
 
 
 def entry_span(text: str, start: int, end: int) -> Span | None:
@@ -140,9 +183,10 @@ def entry_span(text: str, start: int, end: int) -> Span | None:
     None when that is not possible (the entry is not `- ` on its own line, or what it
     holds needs the rest of the file, an alias of an anchor elsewhere): read the file.
     """
-    line = text.rfind("\n", 0, start) + 1
-    if text[line:start].strip(" ") != "-":
+    place = dash_line(text, start)
+    if place is None:
         return None
+    line = place[0]
     try:
         found = _read(text[line:end], None, base=line)
     except yaml.YAMLError:
@@ -153,37 +197,27 @@ def entry_span(text: str, start: int, end: int) -> Span | None:
     return entry if entry.start == start and entry.kind == "mapping" else None
 
 
-def _is_entry(stack: list[_Open]) -> bool:
-    """Whether a collection opening now is an item of the top-level ``invites`` list."""
-    if len(stack) != 2 or stack[1].span.kind != "list":
-        return False
-    key = stack[0].key
-    return key is not None and key[0] == "invites"
-
-
-def _add(stack: list[_Open], span: Span) -> Span | None:
-    """Give ``span`` to the collection being read; return it when it is the document's value."""
-    if not stack:
-        return span
-    holder = stack[-1]
-    parent = holder.span
+def _grow(parent: Span, span: Span) -> None:
     parent.end = max(parent.end, span.end)
-    if parent.kind == "list":
-        parent.items.append(span)
-        return None
-    if holder.key is None:  # a key
-        key = span.value if span.kind == "scalar" and isinstance(span.value, str) else ""
-        holder.key = (key, span.end)
-        if key == "<<" and span.style is None and span.kind == "scalar":
-            parent.merged = True
-        return None
-    key, key_end = holder.key
+
+
+def _take_key(holder: _Open, span: Span) -> None:
+    _grow(holder.span, span)
+    key = span.value if span.kind == "scalar" and isinstance(span.value, str) else ""
+    holder.key = (key, span.end)
+    if key == "<<" and span.style is None and span.kind == "scalar":
+        holder.span.merged = True
+
+
+def _take_value(holder: _Open, span: Span) -> None:
+    parent = holder.span
+    _grow(parent, span)
+    assert holder.key is not None
+    key, span.key_end = holder.key
     holder.key = None
-    span.key_end = key_end
     if key == "<<" and parent.merged:
-        return None
+        return
     parent.keys.setdefault(key, span)  # a repeated key is refused by the loader before this
-    return None
 
 
 # -- the lines a block list's entry stands on ------------------------------------------------
@@ -218,12 +252,22 @@ def value_end(text: str, end: int) -> int:
     return end if text[end - 1 : end] == "\n" else line_end(text, end)
 
 
+def dash_line(text: str, start: int) -> tuple[int, int] | None:
+    """Where the line of a block list's item starting at ``start`` begins, and where its
+    dash is; None when the item is not `- item` on a line of its own."""
+    dash = text.rfind("-", 0, start)
+    line = text.rfind("\n", 0, dash) + 1
+    if dash < 0 or text[line:dash].strip(" ") or text[dash + 1 : start].strip():
+        return None
+    return (line, dash)
+
+
 def entry_lines(text: str, entry: Span) -> tuple[int, int] | None:
     """The lines of a block list's entry: its comment lines just above, and itself."""
-    dash = text.rfind("-", 0, entry.start)
-    start = text.rfind("\n", 0, dash) + 1
-    if dash < 0 or text[start:dash].strip(" ") or text[dash + 1 : entry.start].strip():
+    place = dash_line(text, entry.start)
+    if place is None:
         return None
+    start, dash = place
     indent = text[start:dash]
     while start > 0:  # its own comments: lines just above, at its indentation
         above = text.rfind("\n", 0, start - 1) + 1

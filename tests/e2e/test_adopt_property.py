@@ -16,13 +16,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.cli import run_cli
 from support.helpers import sandbox_env
 
 from reconciler.sandbox import Sandbox
-from reconciler.yamlload.scalar_text import render_scalar
+from reconciler.yamlload.scalars import render_scalar
+
+pytestmark = pytest.mark.real  # a property run of the real CLI: the real-parts stage
 
 NAMES = st.text(
     alphabet=st.sampled_from(list("abcXYZ019 ,.[]{}#:'\"&-!?%@*|>é")), min_size=1, max_size=16

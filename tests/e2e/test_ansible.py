@@ -24,7 +24,7 @@ from support.invites import ACME, desired_entry, write_invites
 
 from reconciler.sandbox import Sandbox
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+pytestmark = [pytest.mark.e2e, pytest.mark.real]
 
 ANSIBLE_PLAYBOOK = Path(sys.executable).parent / "ansible-playbook"
 SECRET = "s3cr3t/DO+NOT&LEAK=xyz"  # changes when form-encoded

@@ -64,7 +64,6 @@ def read_log(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in lines]  # each line parses, or the test fails here
 
 
-@pytest.mark.slow
 def test_kill_9_during_apply_leaves_an_attempt_line_for_every_write_received(
     start_sandbox: Callable[..., Sandbox], tmp_path: Path
 ) -> None:

@@ -22,6 +22,7 @@ from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox
 
 pytestmark = [
     pytest.mark.e2e,
+    pytest.mark.real,
     pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed"),
 ]
 PYTHON_BIN = Path(sys.executable).parent  # a python3 of 3.11 or newer, for the action's venv
@@ -149,7 +150,6 @@ EMEA_EMAIL = "email: compliance@acme.example"
 EMEA_NAME = "name: Acme Holdings Ltd"
 
 
-@pytest.mark.slow  # first, alone: it waits for the install while other workers go on
 def test_github_pr_plan_reads_only_what_the_pr_changed(repo: Repo, installed: Path) -> None:
     git(repo.work, "update-ref", "refs/remotes/origin/main", "HEAD")
     # exit 0: a comment changed, no entry did.
@@ -386,7 +386,6 @@ def patched(repo: Repo) -> list[str]:
     return sorted(r.path.rsplit("/", 1)[1] for r in new)
 
 
-@pytest.mark.slow
 def test_github_loop_retries_a_failed_apply_and_drift_leaves_the_pending_change_alone(
     repo: Repo, installed: Path
 ) -> None:
@@ -436,7 +435,6 @@ def test_github_loop_retries_a_failed_apply_and_drift_leaves_the_pending_change_
     forward_only(loop)
 
 
-@pytest.mark.slow
 def test_github_merge_whose_pull_request_pushed_its_head_as_the_record_applies_the_change(
     repo: Repo, installed: Path
 ) -> None:
@@ -467,7 +465,6 @@ def test_github_merge_whose_pull_request_pushed_its_head_as_the_record_applies_t
     assert loop.applied() == head
 
 
-@pytest.mark.slow
 def test_github_concurrent_records_never_move_the_ref_backwards(
     repo: Repo, installed: Path
 ) -> None:
@@ -513,7 +510,6 @@ def test_github_concurrent_records_never_move_the_ref_backwards(
     forward_only(loop)
 
 
-@pytest.mark.slow
 def test_gitlab_loop_retries_a_failed_apply_and_records_only_success(
     repo: Repo, installed: Path
 ) -> None:

@@ -37,9 +37,13 @@ from support.cli import CliRun, run_cli
 from support.daemon import free_port
 from support.helpers import clean_env, sandbox_env
 
+from reconciler.api.http import exchange
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox
 
 pytestmark = pytest.mark.e2e
+# About the pace a run starts at and the rate it learns: the real slow start
+# (START_RATE), not the unpaced start of the other in-process runs (tests/conftest.py).
+SLOW_START = True
 
 INVITES_PREFIX = "/public-api/v1/kyb/invites/"
 MANAGED = ("name", "email", "phone", "primaryContact", "groups", "addOns", "attachments")
@@ -461,6 +465,15 @@ class Scenario:
     out: ApplyOutput
 
 
+@pytest.fixture
+def quick_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The backoff between retries a tenth of the shipped one (0.05 s doubling up to
+    0.8 s, full jitter): a fault run rides out as many faults in a few seconds, not
+    ten. The in-process CLI reads the module's constants at each retry."""
+    monkeypatch.setattr(exchange, "BACKOFF_BASE", exchange.BACKOFF_BASE / 10)
+    monkeypatch.setattr(exchange, "BACKOFF_CAP", exchange.BACKOFF_CAP / 10)
+
+
 def run_fault_scenario(
     start_sandbox: Callable[..., Sandbox],
     tmp_path: Path,
@@ -530,7 +543,7 @@ def assert_plan_clean(sandbox: Sandbox, ds: Dataset, config: Path) -> None:
 # -- the faults ------------------------------------------------------------------------
 
 
-@pytest.mark.slow
+@pytest.mark.usefixtures("quick_backoff")
 def test_server_errors_503_converge_and_never_resend_twice(
     start_sandbox: Callable[..., Sandbox], tmp_path: Path
 ) -> None:
@@ -548,7 +561,7 @@ def test_server_errors_503_converge_and_never_resend_twice(
         assert "503" in line
 
 
-@pytest.mark.slow
+@pytest.mark.usefixtures("quick_backoff")
 def test_rate_limit_is_waited_out(start_sandbox: Callable[..., Sandbox], tmp_path: Path) -> None:
     # About 45 requests (token, 30 reads, 10 updates, re-sends) through a gateway that
     # lets one through every 50 ms, no burst (nginx's limit_req): the run's slow start
@@ -567,6 +580,7 @@ def test_rate_limit_is_waited_out(start_sandbox: Callable[..., Sandbox], tmp_pat
         assert "429" in line
 
 
+@pytest.mark.usefixtures("quick_backoff")
 def test_tokens_expiring_mid_run_are_renewed(
     start_sandbox: Callable[..., Sandbox], tmp_path: Path
 ) -> None:
@@ -586,7 +600,7 @@ def test_tokens_expiring_mid_run_are_renewed(
     assert s.out.resent == s.ds.changed & s.ds.resend
 
 
-@pytest.mark.slow
+@pytest.mark.usefixtures("quick_backoff")
 def test_html_gateway_errors_502_converge(
     start_sandbox: Callable[..., Sandbox], tmp_path: Path
 ) -> None:
@@ -602,7 +616,7 @@ def test_html_gateway_errors_502_converge(
         assert "502" in line and "<html" not in line
 
 
-@pytest.mark.slow
+@pytest.mark.usefixtures("quick_backoff")
 def test_dropped_connections_converge(
     start_sandbox: Callable[..., Sandbox], tmp_path: Path
 ) -> None:
@@ -616,7 +630,7 @@ def test_dropped_connections_converge(
     )
 
 
-@pytest.mark.slow
+@pytest.mark.usefixtures("quick_backoff")
 def test_timeouts_converge_without_duplicate_resends(
     start_sandbox: Callable[..., Sandbox], tmp_path: Path
 ) -> None:
@@ -627,15 +641,16 @@ def test_timeouts_converge_without_duplicate_resends(
         tmp_path,
         n=60,
         seed=42,
-        knobs={"slow_rate": 0.15, "slow_seconds": 1.5},
+        knobs={"slow_rate": 0.15, "slow_seconds": 0.8},
         # Every read beyond one per invite is a retry after a timeout.
         fault=lambda sandbox: len(sandbox.stats.calls("GET")) - 60,
-        env={"RECONCILER_TIMEOUT": "0.5"},
-        settle=1.7,
+        env={"RECONCILER_TIMEOUT": "0.3"},
+        settle=1.0,
         resend_may_have_landed=True,
     )
 
 
+@pytest.mark.usefixtures("quick_backoff")
 def test_timed_out_resend_is_not_reported_as_not_sent(
     start_sandbox: Callable[..., Sandbox], tmp_path: Path
 ) -> None:
@@ -646,7 +661,7 @@ def test_timed_out_resend_is_not_reported_as_not_sent(
     store_resend = sandbox.store.resend
 
     def slow_resend(invite_id: str) -> Any:
-        time.sleep(1.5)  # longer than RECONCILER_TIMEOUT; the server still sends it
+        time.sleep(0.8)  # longer than RECONCILER_TIMEOUT; the server still sends it
         return store_resend(invite_id)
 
     sandbox.store.resend = slow_resend  # type: ignore[method-assign]
@@ -660,9 +675,9 @@ def test_timed_out_resend_is_not_reported_as_not_sent(
         "--config",
         str(config),
         str(ds.root),
-        env=sandbox_env(sandbox, RECONCILER_TIMEOUT="0.5"),
+        env=sandbox_env(sandbox, RECONCILER_TIMEOUT="0.3"),
     )
-    time.sleep(1.7)  # let the sandbox finish the re-sends the client stopped waiting for
+    time.sleep(1.0)  # let the sandbox finish the re-sends the client stopped waiting for
     assert_no_traceback(result)
     out = parse_apply(result.stdout)
     assert_converged(sandbox, ds)

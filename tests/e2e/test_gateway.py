@@ -19,6 +19,8 @@ from support.nginx import Gateway, Nginx
 
 from reconciler.sandbox import Sandbox
 
+pytestmark = [pytest.mark.e2e, pytest.mark.real]
+
 COUNT = 24  # invites: about one second of requests at 30 a second
 CHANGED = 8
 RATE = 30

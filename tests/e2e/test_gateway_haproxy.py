@@ -20,7 +20,7 @@ from support.invites import ACME, desired_entry, write_invites
 
 from reconciler.sandbox import Sandbox
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.real]
 
 COUNT = 40  # invites: two seconds of requests at 20 a second
 CHANGED = 10

@@ -19,7 +19,7 @@ from support.tls import Certificates, make_certificates
 
 from reconciler.sandbox import Sandbox
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.real]
 
 SERVER = [{"id": "inv_acme", "status": "pending", "name": "Acme", "email": "a@acme.example"}]
 DESIRED = "invites:\n  - id: inv_acme\n    email: compliance-team@acme.example\n"

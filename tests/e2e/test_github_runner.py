@@ -21,7 +21,7 @@ from support.invites import ACME, desired_entry, write_invites
 
 from reconciler.sandbox import Sandbox
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.real]
 
 STOP = "::stop-commands::zz.yaml"
 FORGED = "::warning title=Security review::Approved by security team.yaml"

@@ -1,36 +1,15 @@
-"""`reconcile --help` in the workflow's order with whole summaries, an example in every
-command's help, and shell completion through click's own `_RECONCILE_COMPLETE`.
-The installed `reconcile` in a child process, as a shell runs it."""
+"""Shell completion through click's own `_RECONCILE_COMPLETE`: the installed `reconcile`
+in a child process, as a shell runs it (the variable is read only when the process's own
+arguments are). The help (the workflow's order, whole summaries, an example in every
+command's): in process, `unit/test_cli.py`."""
 
 from __future__ import annotations
-
-import re
 
 import pytest
 from support.cli import run_cli_process
 from support.helpers import clean_env
 
-from reconciler.cli import COMMANDS
-
 pytestmark = pytest.mark.e2e
-
-
-def test_help_lists_the_commands_in_workflow_order_with_whole_summaries() -> None:
-    result = run_cli_process("--help")
-    assert result.returncode == 0, result.stderr
-    listed = re.findall(r"^  ([a-z]+)  ", result.stdout.split("Commands:")[1], re.MULTILINE)
-    assert listed == list(COMMANDS)
-    assert listed[:3] == ["validate", "plan", "apply"]
-    assert "..." not in result.stdout.split("Commands:")[1]  # no summary cut short
-    assert "sending only the fields that\n            differ." in result.stdout
-    assert "never creates,\n  deletes or revokes one" in result.stdout
-
-
-@pytest.mark.parametrize("command", COMMANDS)
-def test_each_command_shows_an_example(command: str) -> None:
-    result = run_cli_process(command, "--help")
-    assert result.returncode == 0, result.stderr
-    assert re.search(rf"Examples?:\n    reconcile {command}\b", result.stdout), result.stdout
 
 
 def test_bash_completion_script_comes_from_clicks_hook() -> None:

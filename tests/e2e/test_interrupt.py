@@ -13,9 +13,16 @@ from support.helpers import RECONCILE, sandbox_env
 from support.invites import ACME, desired_entry, write_invites
 
 
-def _start_apply(start_sandbox, tmp_path, count=40, latency=0.2, parallelism=8):
+def _start_apply(start_sandbox, tmp_path, count=40, write_seconds=0.2, parallelism=8):
     state = [dict(ACME, id=f"inv_{i:03d}") for i in range(count)]
-    server = start_sandbox(state, latency=latency)
+    server = start_sandbox(state)
+    store_update = server.store.update
+
+    def slow_update(*args, **kwargs):  # the writes take their time; the reads do not
+        time.sleep(write_seconds)
+        return store_update(*args, **kwargs)
+
+    server.store.update = slow_update
     write_invites(
         tmp_path / "invites",
         [desired_entry(s, email=f"n{i}@acme.example") for i, s in enumerate(state)],
@@ -43,7 +50,6 @@ def _wait_until(condition, timeout=30):
         time.sleep(0.01)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_first_interrupt_finishes_in_flight_writes_and_reports_exactly(
     start_sandbox, tmp_path, signum
@@ -72,10 +78,9 @@ def test_first_interrupt_finishes_in_flight_writes_and_reports_exactly(
     assert records == {"attempt": len(updated), "outcome": len(updated)}
 
 
-@pytest.mark.slow
 def test_second_interrupt_quits_at_once(start_sandbox, tmp_path):
     # Slow writes, so the first interrupt leaves them in flight for a while.
-    server, proc = _start_apply(start_sandbox, tmp_path, count=8, latency=1.5)
+    server, proc = _start_apply(start_sandbox, tmp_path, count=8, write_seconds=1.5)
     # Interrupt while the first writes are in flight (begun, not yet answered).
     _wait_until(lambda: server.stats.started["PATCH"] > 0)
     proc.send_signal(signal.SIGINT)

@@ -156,10 +156,10 @@ def test_a_re_send_the_platform_may_have_made_is_unknown_never_failed(
     with HostileServer([ACME], hostility, secret=HOSTILE_SECRET) as server:
         env = hostile_env(server)
         args = ("apply", "--auto-approve", "--audit-log", "audit.jsonl", "invites")
-        applied = run_cli_process(*args, cwd=tmp_path, env=env)
+        applied = run_cli(*args, cwd=tmp_path, env=env)
         assert server.resends["inv_acme"] == 1  # the e-mail went out, once: never retried
 
-        by_hand = run_cli_process(
+        by_hand = run_cli(
             "resend", "inv_acme", "--auto-approve", "--audit-log", "manual.jsonl",
             cwd=tmp_path, env=env,
         )  # fmt: skip
@@ -315,7 +315,6 @@ def fill(directory: Path) -> None:
             assert exc.errno == errno.ENOSPC
 
 
-@pytest.mark.slow
 def test_a_disk_full_between_attempt_and_outcome_still_reports_the_write_and_the_owed_e_mail(
     start_sandbox: Callable[..., Sandbox], tmp_path: Path
 ) -> None:
@@ -385,13 +384,14 @@ def test_a_2xx_whose_success_is_not_a_boolean_leaves_the_re_send_unknown(tmp_pat
 
         server.invite = odd_success  # type: ignore[method-assign]
         args = ("apply", "--auto-approve", "--audit-log", "audit.jsonl", "invites")
-        applied = run_cli_process(*args, cwd=tmp_path, env=hostile_env(server))
+        applied = run_cli(*args, cwd=tmp_path, env=hostile_env(server))
     assert server.resends["inv_acme"] == 1
     assert "re-send unknown  inv_acme: HTTP 200: the envelope says success" in applied.stdout
     assert "reconcile resend" not in applied.stdout + applied.stderr
     assert audit_outcomes(tmp_path / "audit.jsonl")[-1] == ("resend", "inv_acme", "unknown")
 
 
+@pytest.mark.real
 def test_a_real_nginx_504_on_a_re_send_the_platform_made_is_unknown(
     tmp_path: Path,
     start_sandbox: Callable[..., Sandbox],

@@ -451,7 +451,7 @@ def _holdable(text: str) -> bool:
     return 1 <= len(text) <= 200 and not controls and NOT_IN_TEXT.search(text) is None
 
 
-@pytest.mark.slow
+@pytest.mark.real
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(value=TEXT, raw=st.booleans())
 def test_any_text_value_exports_validates_plans_clean_and_is_sent_byte_for_byte(
@@ -463,7 +463,7 @@ def test_any_text_value_exports_validates_plans_clean_and_is_sent_byte_for_byte(
 
     from reconciler.commands.export import render_export
     from reconciler.desired.state import load_text
-    from reconciler.plan.compare import compare_invite
+    from reconciler.plan.make import compare_invite
 
     server, client = platform
     server.invites["inv_prop"]["name"] = value

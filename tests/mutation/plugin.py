@@ -75,7 +75,7 @@ def _clear_caches() -> None:
 # Module-level dicts that values fill as they are made, by module. The parent process
 # met every test's contacts while mapping, so a mutant that stops filling one (every
 # contact's names then None, unless the parent had already kept them) went unseen.
-_MEMOS = {"reconciler.model.values": ("_SHARED_NAMES",)}
+_MEMOS = {"reconciler.model.invite": ("_SHARED_NAMES",)}
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

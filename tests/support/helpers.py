@@ -29,10 +29,17 @@ def _reconcile_command() -> list[str]:
 RECONCILE = _reconcile_command()
 
 
+# The CA bundle variables the tool reads (requests does): the machine's are no part of a
+# test, which talks to 127.0.0.1 over http or trusts a CA it names itself.
+CA_BUNDLE_VARIABLES = ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")
+
+
 def clean_env(**extra: str) -> dict[str, str]:
-    """This process's environment without any RECONCILER_* setting or NO_COLOR."""
+    """This process's environment without any RECONCILER_* setting, NO_COLOR or CA
+    bundle variable (``CA_BUNDLE_VARIABLES``)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("RECONCILER_")}
-    env.pop("NO_COLOR", None)
+    for name in ("NO_COLOR", *CA_BUNDLE_VARIABLES):
+        env.pop(name, None)
     env.update(extra)
     return env
 

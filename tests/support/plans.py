@@ -6,8 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from reconciler.desired.changed_since import ChangedEntry, ChangedSince
-from reconciler.model.invite import CurrentInvite, DesiredInvite, SourceLocation
-from reconciler.model.outcome import Done
+from reconciler.model.invite import CurrentInvite, DesiredInvite, Done, SourceLocation
 from reconciler.plan.make import make_plan
 from reconciler.plan.model import Plan
 from support.values import typed

@@ -6,8 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from reconciler.model.fields import kind_of
-from reconciler.model.values import Fields, FieldValue, HeldFields
+from reconciler.model.invite import Fields, FieldValue, HeldFields, kind_of
 
 
 def value(field: str, raw: Any) -> FieldValue:

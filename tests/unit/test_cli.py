@@ -9,9 +9,11 @@ listing every command, and click's suggestion for a mistyped command.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from support.cli import run_cli, run_cli_process
 from support.helpers import EXAMPLES, clean_env
@@ -97,8 +99,9 @@ def test_an_unknown_command_with_no_close_name_has_no_suggestion() -> None:
 
 
 def test_help_lists_every_command_in_order_with_its_summary() -> None:
-    result = run_cli("--help")
-    assert result.returncode == 0
+    # COLUMNS=80: the width a pipe gets (no terminal to measure), whatever runs the tests.
+    result = run_cli("--help", env=clean_env(COLUMNS="80"))
+    assert result.returncode == 0, result.stderr
     listed = result.stdout.split("Commands:\n", 1)[1].splitlines()
     names = [line.split()[0] for line in listed if line.startswith("  ") and line[2] != " "]
     expected = [
@@ -114,13 +117,20 @@ def test_help_lists_every_command_in_order_with_its_summary() -> None:
     ]
     assert names == [*expected, "schema"] == list(COMMANDS)
     assert "  schema    Print the JSON Schema of desired-state files." in listed
+    # Whole summaries (none cut short), in the workflow's order: validate, plan, apply.
+    listed_text = result.stdout.split("Commands:")[1]
+    assert re.findall(r"^  ([a-z]+)  ", listed_text, re.MULTILINE)[:3] == expected[:3]
+    assert "..." not in listed_text
+    assert "sending only the fields that\n            differ." in result.stdout
+    assert "never creates,\n  deletes or revokes one" in result.stdout
 
 
-def test_each_command_runs_after_a_lazy_import() -> None:
+def test_each_command_runs_after_a_lazy_import_and_shows_an_example() -> None:
     for name in COMMANDS:
-        result = run_cli(name, "--help")
+        result = run_cli(name, "--help", env=clean_env(COLUMNS="80"))
         assert result.returncode == 0, name
         assert result.stdout.startswith(f"Usage: reconcile {name} "), name
+        assert re.search(rf"Examples?:\n    reconcile {name}\b", result.stdout), result.stdout
 
 
 def test_stdout_in_an_encoding_that_cannot_hold_the_output_is_said_not_a_traceback(
@@ -136,3 +146,21 @@ def test_stdout_in_an_encoding_that_cannot_hold_the_output_is_said_not_a_traceba
         "error: cannot write the output: stdout's encoding (iso8859-1) cannot hold U+682A; "
         "run with a UTF-8 locale (LANG=C.UTF-8) or PYTHONIOENCODING=utf-8"
     )
+
+
+def test_a_bug_of_ours_is_one_line_of_error_never_a_traceback(monkeypatch: Any) -> None:
+    # A traceback would quote outside text (a value, a server's words) unescaped.
+    import reconciler.commands.schema as command
+
+    def broken(_: str) -> Path:
+        raise RuntimeError("value \x1b[31mred\x1b[0m\nsecond line")
+
+    monkeypatch.setattr(command, "resource_path", broken)
+    done = run_cli("schema", "--config")
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr and "\x1b" not in done.stderr
+    assert done.stderr.startswith(
+        "error: internal error (RuntimeError: value \\x1b[31mred\\x1b[0m"
+    ), done.stderr
+    assert "this is a bug in reconcile, please report it" in done.stderr
+    assert done.stderr.count("\n") == 1  # the value's line break escaped too

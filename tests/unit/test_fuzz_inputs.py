@@ -23,12 +23,13 @@ from reconciler.api.client import ApiClient
 from reconciler.api.exceptions import ApiError
 from reconciler.desired.state import DesiredState, load_desired_state
 from reconciler.errors import FileProblem, InputError, ReconcilerError
-from reconciler.model.fields import updatable_fields
-from reconciler.model.invite import CurrentInvite
+from reconciler.model.invite import CurrentInvite, updatable_fields
 from reconciler.output.text import TextRenderer
 from reconciler.plan.model import Plan
 from reconciler.plan.saved import load_plan, plan_digest, to_document
 from reconciler.settings.config import Settings
+
+pytestmark = pytest.mark.real  # big fuzz runs: the real-parts stage
 
 FUZZ = settings(
     max_examples=150,

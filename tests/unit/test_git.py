@@ -77,6 +77,22 @@ def test_run_hands_git_its_input_and_returns_what_git_printed(tmp_path: Path) ->
     assert (done.returncode, done.stdout) == (0, b"ce013625030ba8dba906f756967f9e9ca394464a\n")
 
 
+@needs_git
+def test_a_commit_is_read_as_it_is_whatever_a_replace_ref_says(tmp_path: Path) -> None:
+    # refs/replace/ can be pushed by anyone who may push a ref: it would show other files
+    # at the commit --changed-since compares against.
+    git(tmp_path, "init", "-q")
+    (tmp_path / "f").write_text("reviewed\n")
+    git(tmp_path, "add", "f")
+    git(tmp_path, "commit", "-qm", "reviewed")
+    reviewed = git(tmp_path, "rev-parse", "HEAD").strip()
+    (tmp_path / "f").write_text("forged\n")
+    git(tmp_path, "commit", "-qam", "forged")
+    git(tmp_path, "replace", reviewed, "HEAD")
+    assert git(tmp_path, "show", f"{reviewed}:f") == "forged"  # git's own default
+    assert run(["show", f"{reviewed}:f"], cwd=str(tmp_path)).stdout == b"reviewed\n"
+
+
 # -- outside_repository: the one rule for a path a repository's file names ---------------
 
 

@@ -2,7 +2,8 @@
 
 Stages, in the order data flows through them (docs/code-layout.md):
 the top-level modules and the model first, then yamlload < schema < desired <
-settings < api and plan (neither imports the other) < apply < output < commands < cli.
+settings < api and plan (neither imports the other) < apply < output < service <
+commands < cli.
 Every ``import`` of every module is read with ``ast`` (inside functions and under
 TYPE_CHECKING too: a lazy import is still a dependency).
 """
@@ -33,13 +34,14 @@ RANK = {
     "plan": 5,
     "apply": 6,
     "output": 7,
-    "commands": 8,
-    "cli": 9,
+    "service": 8,  # what the commands and the Ansible collection call
+    "commands": 9,
+    "cli": 10,
 }
 APART = {("plan", "api"), ("api", "plan")}
 # The sandbox stands in for the platform: the model's fields, top-level helpers, settings,
 # and the invite schema, by which it refuses a PATCH body as the platform would. It is
-# started by commands (`--sandbox`, `reconcile sandbox`), never by an earlier stage.
+# started by the service (`--sandbox`) and commands (`reconcile sandbox`), never earlier.
 SANDBOX_MAY_IMPORT = {"top", "model", "settings", "schema", "sandbox"}
 TOP_LEVEL_LATE = {"cli": "cli", "__main__": "cli"}  # the entry points come last
 
@@ -98,7 +100,11 @@ def why_not(here: str, there: str) -> str | None:
     if here == "sandbox":
         return None if there in SANDBOX_MAY_IMPORT else "the sandbox's place: SANDBOX_MAY_IMPORT"
     if there == "sandbox":
-        return None if here == "commands" else "only commands start the sandbox"
+        return (
+            None
+            if here in ("service", "commands")
+            else "only the service and commands start the sandbox"
+        )
     if (here, there) in APART:
         return f"{here} and {there} never import each other"
     if RANK[there] > RANK[here]:

@@ -8,7 +8,7 @@ import pytest
 from support.cli import run_cli
 from support.helpers import clean_env
 
-from reconciler.model.values import Contact, IdentifierSet
+from reconciler.model.invite import Contact, IdentifierSet
 from reconciler.safetext import (
     ALLOWED_INVISIBLE,
     INVISIBLE,

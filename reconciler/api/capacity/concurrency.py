@@ -28,7 +28,7 @@ from typing import Any, NamedTuple, TypeVar
 from reconciler.api.capacity.limiter import FixedLimit, Limiter, PacedLimit, ProbedLimit
 from reconciler.api.capacity.pacing import RequestPacer
 from reconciler.api.exceptions import ApiError, RateLimited, ServerError
-from reconciler.model.outcome import Done, Failed, NotRun, Outcome
+from reconciler.model.invite import Done, Failed, NotRun, Outcome
 from reconciler.settings.config import Settings
 from reconciler.stop import Stop
 

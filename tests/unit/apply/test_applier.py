@@ -30,12 +30,9 @@ from reconciler.api.exceptions import (
 from reconciler.api.http.exchange import AttemptWatch
 from reconciler.apply.applier import Applier, ApplyReport, ResendOutcome, WriteOutcome
 from reconciler.apply.audit import Attempt, AuditLog, AuditLogError, NoAuditLog
-from reconciler.model.fields import fields_from_json
-from reconciler.model.invite import CurrentInvite, SourceLocation
-from reconciler.model.values import fields_json
+from reconciler.model.invite import CurrentInvite, SourceLocation, fields_from_json, fields_json
 from reconciler.output.text import TextRenderer
-from reconciler.plan.changes import InviteChange
-from reconciler.plan.model import Plan
+from reconciler.plan.model import InviteChange, Plan
 from reconciler.safetext import register_secret
 from reconciler.stop import Stop
 

@@ -154,7 +154,6 @@ def test_values_come_back_exactly_as_the_server_had_them_written_escaped(tmp_pat
     assert [r["fields"]["name"]["before"] for r in read_records(tmp_path / "audit.jsonl")] == names
 
 
-@pytest.mark.slow
 def test_workers_writing_at_once_leave_one_whole_record_per_line(tmp_path: Path) -> None:
     log = AuditLog(str(tmp_path / "audit.jsonl"), CLIENT_ID, sync=False)
     long_value = "Ünïcødé Holdings " * 400  # lines far longer than one pipe or page buffer

@@ -36,7 +36,6 @@ from support.ci_recipes import (
     gitlab_jobs,
     hooks,
     init_checkout,
-    load_help_in_parallel,
     reconcile_commands,
     write_stub,
 )
@@ -290,10 +289,8 @@ def test_gitlab_recipe_says_copy_not_include_while_it_sets_pipeline_wide_keys() 
 # --- every `reconcile` command line is one the CLI accepts ---------------------------------
 
 
-@pytest.mark.slow
 def test_command_checker_rejects_what_the_cli_rejects() -> None:
     # Guards the test below against a checker that accepts anything.
-    load_help_in_parallel()
     assert command_problems(["plan", "--format", "markdown", "--detailed-exitcode"]) == []
     assert command_problems(["apply", "--auto-approve", "--audit-log", "a.jsonl"]) == []
     assert command_problems(["plan", "--detailed-exit-code"])
@@ -314,7 +311,6 @@ def test_command_checker_rejects_what_the_cli_rejects() -> None:
 
 
 def test_every_reconcile_command_uses_real_subcommands_and_options() -> None:
-    load_help_in_parallel()
     commands = all_reconcile_commands()
     problems = [
         f"{where}: {problem}" for where, cmd in commands for problem in command_problems(cmd)

@@ -1,118 +1,20 @@
-"""`reconcile export`: what it writes of the invites a server returns.
-
-An export always validates and plans clean against the state it came from: a
-server value a file cannot hold is left out with a note saying why, never
-rewritten (not redacted, not "None").
-"""
+"""`reconcile export` in-process: what it says of the paths it writes, and `--ids-from`:
+the ids read from a file or stdin, one a line, bounded and checked."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import io
+import os
+import sys
 from pathlib import Path
 
 import pytest
-import yaml
 from support.cli import run_cli
-from support.git import git
 from support.helpers import clean_env
-from support.values import typed
 
-from reconciler.commands.export import render_export
-from reconciler.commands.export_checks import schema_ref_for
-from reconciler.commands.export_entry import export_entry
-from reconciler.errors import ConfigError
-from reconciler.model.fields import kind_of
-from reconciler.model.invite import CurrentInvite
-
-SCHEMA = "schemas/invites.schema.json"
-
-
-def _exported(fields: Mapping[str, object]) -> tuple[str, dict[str, object]]:
-    invite = CurrentInvite("inv_1", "pending", typed(fields))
-    text = render_export([invite], "https://api.example", SCHEMA)
-    (entry,) = yaml.safe_load(text)["invites"]
-    return text, entry
-
-
-# From test_untrusted_inputs.py (what an attacker found after the rebuild).
-def test_an_export_never_writes_a_secret_the_server_put_in_a_value(registered_secret: str) -> None:
-    text, entry = _exported({"name": f"Acme {registered_secret}", "email": "a@acme.example"})
-    assert registered_secret not in text and "[redacted]" not in text
-    assert entry == {"id": "inv_1", "email": "a@acme.example"}
-    assert "`name` left out: the server's value holds the client secret" in text
-
-
-def test_ordinary_words_are_exported_as_they_are() -> None:
-    fields = {
-        "name": "Flag Bearer Ltd.",
-        "primaryContact": {"name": "Torch Bearer 2 Team", "email": "t@b.example"},
-    }
-    text, entry = _exported(fields)
-    assert entry == {"id": "inv_1", **fields}
-    assert "#" not in text.split("invites:", 1)[1]  # nothing left out, no note
-
-
-def test_a_contact_with_a_sub_field_a_file_cannot_hold_and_no_phone(tmp_path: Path) -> None:
-    fields = {
-        "primaryContact": {"name": "Jane", "email": "j@a.example", "phone": None, "title": "CFO"}
-    }
-    text, entry = _exported(fields)
-    assert entry["primaryContact"] == {"name": "Jane", "email": "j@a.example"}
-    assert "None" not in text and "title:" not in text
-    assert "# `primaryContact` sub-fields `title` left out" in text
-    path = tmp_path / "export.yaml"
-    path.write_text(text, encoding="utf-8")
-    done = run_cli("validate", str(path), cwd=tmp_path, env=clean_env())
-    assert done.returncode == 0, done.stderr
-
-
-def test_values_the_schema_refuses_are_left_out_each_with_its_reason() -> None:
-    fields = {
-        "name": "x" * 300,
-        "email": "jane\u206f@acme.example",
-        "phone": "12",
-        "primaryContact": {"name": "J", "email": "j@a.example", "phone": "nope"},
-        "groups": ["ok", "zero\u200bwidth"],
-        "addOns": ["edd", "edd"],  # repeats mean nothing: written once
-    }
-    entry, notes = export_entry(CurrentInvite("inv_1", "pending", typed(fields)))
-    assert entry == {
-        "id": "inv_1",
-        "primaryContact": {"name": "J", "email": "j@a.example"},
-        "addOns": ["edd"],
-    }
-    said = "\n".join(notes)
-    assert "`name` left out: `name` must be at most 200 characters" in said
-    assert (
-        "`email` left out: 'jane\\u206f@acme.example' is not a valid email address: it holds U+206F"
-        in said
-    )
-    assert "`phone` left out: '12' is not E.164" in said
-    assert "`primaryContact.phone` left out" in said
-    assert "`groups` left out: 'zero\\u200bwidth' holds U+200B ZERO WIDTH SPACE, which" in said
-
-
-def test_a_contact_missing_a_required_sub_field_is_left_out_whole() -> None:
-    entry, notes = export_entry(
-        CurrentInvite("inv_1", "pending", typed({"primaryContact": {"name": "J", "phone": "x"}}))
-    )
-    assert entry == {"id": "inv_1"}
-    assert any(n.startswith("`primaryContact` left out") for n in notes)
-
-
-def test_text_is_exported_in_nfc_and_joiners_as_escapes() -> None:
-    text, entry = _exported({"name": "Cafe\u0301 علی\u200cرضا"})
-    assert entry["name"] == "Caf\u00e9 علی\u200cرضا"
-    assert '"Café علی\\u200cرضا"' in text
-    assert "\u200c" not in text
-    assert kind_of("name").equal(entry["name"], "Cafe\u0301 علی\u200cرضا")
-
-
-def test_a_note_cannot_end_its_comment_or_hold_control_characters() -> None:
-    fields = {"primaryContact": {"name": "J", "email": "j@a.example", "x\nevil: 1\u2028": "v"}}
-    text, entry = _exported(fields)
-    assert entry == {"id": "inv_1", "primaryContact": {"name": "J", "email": "j@a.example"}}
-    assert "\u2028" not in text and "evil: 1" not in text.replace("x\\nevil: 1", "")
+from reconciler.commands import export
+from reconciler.commands.export import ids_in, read_ids
+from reconciler.errors import ReconcilerError
 
 
 def test_the_out_path_is_said_with_its_control_characters_escaped(tmp_path: Path) -> None:
@@ -132,25 +34,114 @@ def test_the_out_path_is_said_with_its_control_characters_escaped(tmp_path: Path
     assert "\x1b" not in result.stderr and "\x07" not in result.stderr
 
 
-def test_schema_ref_of_reconciler_yaml_is_under_the_one_path_rule(
+def test_blank_lines_and_comments_are_ignored_and_each_id_is_kept_once() -> None:
+    text = "# from the console, 2026-11-26\n\ninv_8f2k1\n  inv_3m9q7  # Acme\n\ninv_8f2k1\r\n"
+    assert ids_in(text, "ids.txt") == ["inv_8f2k1", "inv_3m9q7"]
+
+
+def test_bad_ids_are_named_at_their_line_and_nothing_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "ids.txt"
+    path.write_text("inv_1\ninv 2\n# ok\n..\ninv_\u202e3\n", encoding="utf-8")
+    with pytest.raises(ReconcilerError) as caught:
+        read_ids(str(path))
+    message = str(caught.value)
+    assert f"{path}:2: 'inv 2'" in message
+    assert f"{path}:4: '..'" in message
+    assert f"{path}:5: 'inv_\\u202e3'" in message  # escaped, never the raw bidi mark
+    assert "\u202e" not in message
+    assert "not a valid invite id" in message and "nothing was read" in message
+    assert f"{path}:1" not in message
+
+
+def test_lines_are_counted_as_editors_count_them_and_a_control_character_splits_no_id() -> None:
+    # str.splitlines() also breaks at U+2028, U+0085, \x0b, \x0c and \x1c-\x1e: a line
+    # separator in a comment shifted every later line number, and "a\x1cb" became two ids.
+    with pytest.raises(ReconcilerError) as caught:
+        ids_in("inv_1 # pasted\u2028note\n\nbad!\ninv_2\x1cinv_3\n", "ids.txt")
+    message = str(caught.value)
+    assert "ids.txt:3: 'bad!'" in message
+    assert "ids.txt:4: 'inv_2\\x1cinv_3'" in message
+
+
+def test_many_bad_ids_name_ten_then_how_many_more() -> None:
+    with pytest.raises(ReconcilerError, match="and 5 more"):
+        ids_in("".join(f"bad id {n}\n" for n in range(15)), "ids.txt")
+
+
+def test_a_file_past_the_bound_is_refused_without_reading_it_whole(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    git(repo, "init", "-q")
-    monkeypatch.chdir(repo)
-    # cli.md lists "schema references" among the paths a repository file names; export
-    # writes it into the file it makes and stats it wherever it leads: refused, before any
-    # request, when it leads out; a URL, or --schema-ref (the user's), is not judged.
-    with pytest.raises(ConfigError, match=r"`schema_ref` in reconciler.yaml: \.\./\.\./\.\./"):
-        schema_ref_for("invites/a.yaml", None, "../../../../etc/passwd")
-    with pytest.raises(ConfigError, match="outside the repository"):
-        schema_ref_for(None, None, "../../etc/passwd")
-    (repo / "schemas").mkdir()
-    (repo / "schemas" / "mine.json").write_text("{}")
-    assert schema_ref_for("invites/a.yaml", None, "../schemas/mine.json") == (
-        "../schemas/mine.json",
-        None,
+    monkeypatch.setattr(export, "MAX_IDS_BYTES", 64)
+    path = tmp_path / "ids.txt"
+    path.write_text("inv_1\n" * 11, encoding="utf-8")  # 66 bytes
+    with pytest.raises(ReconcilerError, match="too large for a list of invite ids"):
+        read_ids(str(path))
+    path.write_text("inv_1\n" * 10, encoding="utf-8")
+    assert read_ids(str(path)) == ["inv_1"]
+
+
+def test_dev_zero_is_refused_not_read_forever() -> None:
+    with pytest.raises(ReconcilerError, match="not a regular file"):
+        read_ids("/dev/zero")
+
+
+def test_a_fifo_is_refused_with_the_pipe_to_use(tmp_path: Path) -> None:
+    fifo = tmp_path / "ids"
+    os.mkfifo(fifo)
+    with pytest.raises(ReconcilerError) as caught:
+        read_ids(str(fifo))
+    assert "--ids-from -" in str(caught.value)
+
+
+def test_stdin_is_read_when_the_source_is_a_dash(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A byte-order mark, as some editors save, is no id.
+    stdin = io.TextIOWrapper(io.BytesIO(b"\xef\xbb\xbfinv_1\ninv_2\n"), encoding="utf-8")
+    monkeypatch.setattr(sys, "stdin", stdin)
+    assert read_ids("-") == ["inv_1", "inv_2"]
+
+
+def test_stdin_past_the_bound_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(export, "MAX_IDS_BYTES", 64)
+    stdin = io.TextIOWrapper(io.BytesIO(b"inv_1\n" * 11), encoding="utf-8")
+    monkeypatch.setattr(sys, "stdin", stdin)
+    with pytest.raises(ReconcilerError, match="stdin: larger than"):
+        read_ids("-")
+
+
+def test_text_that_is_not_utf8_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "ids.txt"
+    path.write_bytes(b"inv_\xe9\n")
+    with pytest.raises(ReconcilerError, match="not UTF-8"):
+        read_ids(str(path))
+
+
+def test_text_that_is_not_utf8_is_refused_at_its_line(tmp_path: Path) -> None:
+    # A list saved as Windows-1252 from a spreadsheet: which line, which byte.
+    path = tmp_path / "ids.txt"
+    path.write_bytes(b"inv_1\ninv_2\n\x93inv_3\x94\n")
+    with pytest.raises(ReconcilerError) as refused:
+        read_ids(str(path))
+    assert str(refused.value) == (
+        f"{path}:3: not UTF-8 text (byte 0x93): save the list of invite ids as UTF-8; "
+        "nothing was read"
     )
-    assert schema_ref_for(None, None, "https://example.test/s.json")[0].startswith("https://")
-    assert schema_ref_for("a.yaml", "../../etc/passwd", "ignored")[0] == "../../etc/passwd"
+
+
+def test_export_with_no_ids_at_all_says_how_to_give_them(tmp_path: Path) -> None:
+    (tmp_path / "ids.txt").write_text("# none yet\n\n", encoding="utf-8")
+    result = run_cli("export", "--ids-from", "ids.txt", cwd=tmp_path, env=clean_env())
+    assert result.returncode == 1
+    assert "ids.txt holds none, only blank lines and comments" in result.stderr
+    assert "--ids-from FILE" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_ids_typed_at_a_terminal_are_asked_for_with_how_to_end(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    class Typed(io.TextIOWrapper):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr(sys, "stdin", Typed(io.BytesIO(b"inv_1\n"), encoding="utf-8"))
+    assert read_ids("-") == ["inv_1"]
+    assert "one a line; Ctrl-D ends" in capsys.readouterr().err

@@ -11,9 +11,8 @@ import pytest
 
 from reconciler.desired.state import load_text
 from reconciler.errors import ReconcilerError
-from reconciler.yamlload.items import Delivery
 from reconciler.yamlload.positions import Lines
-from reconciler.yamlload.source import stream
+from reconciler.yamlload.source import Delivery, stream
 
 EditSchema = Callable[..., None]
 ON_THE_LIST = ("properties", "invites")

@@ -14,8 +14,8 @@ from support.values import held
 
 from reconciler.desired.rewrite import NO_VALUE, SHARED, Wanted, rewrite
 from reconciler.desired.state import CANNOT_HOLD, load_text
-from reconciler.model.values import Contact, FieldValue
-from reconciler.yamlload import spans
+from reconciler.model.invite import Contact, FieldValue
+from reconciler.yamlload import builder, spans
 
 
 def wanted(text: str, invite_id: str, remove: str | None = None, **fields: Any) -> Wanted:
@@ -496,14 +496,14 @@ def test_editing_one_entry_of_a_large_file_reads_only_that_entrys_lines(
     )
     places = [(2 + 3 * n, 5) for n in range(2000)]
     events: list[object] = []
-    parser: Any = spans._Parser
+    parser: Any = builder.Parser
 
     class Counted(parser):
         def get_event(self) -> Any:
             events.append(None)
             return super().get_event()
 
-    monkeypatch.setattr(spans, "_Parser", Counted)
+    monkeypatch.setattr(spans, "Parser", Counted)
     for n in (0, 1000):
         events.clear()
         old = f"Société {n} SàRL"
@@ -751,14 +751,14 @@ def test_editing_one_entry_of_a_large_file_with_its_list_at_column_0_reads_only_
     )
     places = [(2 + 3 * n, 3) for n in range(2000)]
     events: list[object] = []
-    parser: Any = spans._Parser
+    parser: Any = builder.Parser
 
     class Counted(parser):
         def get_event(self) -> Any:
             events.append(None)
             return super().get_event()
 
-    monkeypatch.setattr(spans, "_Parser", Counted)
+    monkeypatch.setattr(spans, "Parser", Counted)
     for n in (0, 1000):
         events.clear()
         old = f"Société {n} SàRL"

@@ -15,8 +15,7 @@ from reconciler.output.common import summary_line
 from reconciler.output.json import JsonRenderer
 from reconciler.output.markdown import MarkdownRenderer
 from reconciler.output.text import TextRenderer
-from reconciler.plan.changes import FailedInvite, InviteChange, NotUpdatable
-from reconciler.plan.model import Plan
+from reconciler.plan.model import FailedInvite, InviteChange, NotUpdatable, Plan
 from reconciler.plan.saved import plan_digest, plan_from_document
 from reconciler.plan.write_check import MovedField, StoredOtherwise
 from reconciler.safetext import register_secret

@@ -1,16 +1,23 @@
 """Making a plan from what a run read: changes, errors, invites set apart, re-sends' recipients,
-plans scoped to a change."""
+plans scoped to a change.
+"""
 
 from __future__ import annotations
 
 import gc
+import subprocess
+import sys
 import weakref
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from support.helpers import EXAMPLES, clean_env
 from support.plans import BASE, changed, current, desired, of_change
-from support.values import typed
+from support.values import held, typed
 
 from reconciler.api.exceptions import (
     ApiError,
@@ -24,9 +31,20 @@ from reconciler.api.exceptions import (
     TransportError,
 )
 from reconciler.errors import ReconcilerError
-from reconciler.model.invite import CurrentInvite, DesiredInvite, SourceLocation
-from reconciler.model.outcome import Done, Failed, NotRun, Outcome
-from reconciler.plan.make import Reading, make_plan
+from reconciler.model.invite import (
+    Contact,
+    CurrentInvite,
+    DesiredInvite,
+    Done,
+    Failed,
+    IdentifierSet,
+    NotRun,
+    Outcome,
+    SourceLocation,
+    kind_of,
+)
+from reconciler.plan.make import Reading, compare_invite, make_plan
+from reconciler.plan.model import FieldChange
 from reconciler.plan.saved import to_document
 from reconciler.safetext import register_secret
 
@@ -222,3 +240,188 @@ def test_an_invite_in_no_known_state_is_set_apart_under_its_name():
     plan = make_plan(BASE, [(wanted, Done(current(1, "", email="old@x.example")))])
     (invite,) = plan.not_updatable
     assert (invite.status, invite.name) == ("in an unknown state", "Files Ltd")
+
+
+# -- from test_compare.py -----------------------------------------------------------------
+# What counts as a change: one definition of equal, whatever else the invite holds.
+#
+# Values that are not text, lists of text or objects of text never reach a compare: the
+# files' are refused by the schema, the server's on reading (tests/unit/model/test_invite.py).
+
+
+FIELDS = ("name", "email", "phone", "primaryContact", "groups", "addOns", "attachments")
+CONTACT = {"name": "Jane Doe", "email": "jane@acme.example", "phone": "+442079460001"}
+
+texts = st.sampled_from(["", "a", "b", "Ünïcødé", "Ünïcødé", "1", "true"])
+contacts = st.dictionaries(st.sampled_from(["name", "email", "phone"]), texts, max_size=3).map(
+    Contact
+)
+sets = st.lists(texts, max_size=4).map(IdentifierSet)
+
+
+def values_of(field: str) -> st.SearchStrategy[Any]:
+    if field == "primaryContact":
+        return contacts
+    if field in ("groups", "addOns", "attachments"):
+        return sets
+    return texts
+
+
+invites = st.fixed_dictionaries({}, optional={field: values_of(field) for field in FIELDS})
+
+
+def equal(field: str, a: Any, b: Any) -> bool:
+    return kind_of(field).equal(held({field: a})[field], held({field: b})[field])
+
+
+def test_set_fields_ignore_order_and_repeats_even_when_another_field_changes():
+    current = typed({"groups": ["emea", "enterprise"], "email": "old@acme.example"})
+    repeated = typed({"groups": ["enterprise", "emea", "emea"]})
+    assert compare_invite(repeated, current) == {}
+    changed_email = compare_invite({**repeated, "email": "new@acme.example"}, current)
+    assert changed_email == {"email": "new@acme.example"}  # groups not sent along
+    server_repeats = typed({"groups": ["emea", "emea", "enterprise"]})
+    assert compare_invite(typed({"groups": ["emea", "enterprise"]}), server_repeats) == {}
+
+
+def test_a_set_field_change_sends_the_whole_desired_list():
+    patch = compare_invite(
+        typed({"groups": ["vip", "emea"]}), typed({"groups": ["emea", "enterprise"]})
+    )
+    assert patch == {"groups": ["vip", "emea"]}
+
+
+def test_a_partial_contact_that_matches_is_no_change_whatever_its_unmanaged_phone():
+    desired = typed({"primaryContact": {"name": "Jane Doe", "email": "jane@acme.example"}})
+    assert compare_invite(desired, typed({"primaryContact": CONTACT})) == {}
+
+
+def test_a_partial_contact_change_alone_keeps_the_servers_unmanaged_sub_fields():
+    desired = typed({"primaryContact": {"email": "janet@acme.example"}})
+    patch = compare_invite(desired, typed({"primaryContact": CONTACT, "name": "Acme"}))
+    assert patch == {"primaryContact": {**CONTACT, "email": "janet@acme.example"}}
+
+
+def test_a_contact_where_the_server_has_none_is_sent_as_written():
+    desired = typed({"primaryContact": {"name": "Jane Doe"}})
+    assert compare_invite(desired, {}) == desired
+
+
+def test_fields_the_files_do_not_manage_are_never_compared():
+    desired = typed({"email": "a@x.example"})
+    assert compare_invite(desired, typed({"email": "a@x.example", "name": "Z"})) == {}
+
+
+@settings(max_examples=100, deadline=None)
+@given(desired=invites, current=invites)
+def test_a_fields_patch_never_depends_on_the_other_fields(desired, current):
+    whole = compare_invite(desired, current)
+    for field in desired:
+        alone = compare_invite(
+            {field: desired[field]}, {f: current[f] for f in [field] if f in current}
+        )
+        assert repr(whole.get(field, "unchanged")) == repr(alone.get(field, "unchanged"))
+    assert set(whole) <= set(desired)
+
+
+@settings(max_examples=100, deadline=None)
+@given(desired=invites, current=invites)
+def test_a_field_is_patched_exactly_when_its_kind_says_it_differs(desired, current):
+    patch = compare_invite(desired, current)
+    for field, want in desired.items():
+        kind = kind_of(field)
+        same = kind.equal(want, kind.managed(want, current.get(field)))
+        assert same == (field not in patch)
+
+
+@given(value=invites)
+def test_every_value_equals_itself(value: Any):
+    assert compare_invite(value, value) == {}
+
+
+# From test_contact_and_group_comparison.py:
+# Changes a reviewer expects to see in a plan, and the ones that are not changes.
+#
+# Each case is something a user would notice: a contact's new email left out of the
+# plan, a saved plan refused because the server listed the same groups in another
+# order, or two different numbers taken for one.
+
+
+def test_a_contact_whose_email_alone_changed_is_a_change():
+    # The schema makes a contact carry both a name and an email; only the email moved.
+    desired = typed({"primaryContact": {"name": "Jane Doe", "email": "janet@acme.example"}})
+
+    patch = compare_invite(desired, typed({"primaryContact": CONTACT}))
+
+    assert patch == {"primaryContact": {**CONTACT, "email": "janet@acme.example"}}
+
+
+def test_a_contact_whose_name_alone_changed_is_a_change():
+    desired = typed({"primaryContact": {"name": "Janet Doe", "email": "jane@acme.example"}})
+
+    patch = compare_invite(desired, typed({"primaryContact": CONTACT}))
+
+    assert patch == {"primaryContact": {**CONTACT, "name": "Janet Doe"}}
+
+
+def test_groups_the_server_lists_in_another_order_are_still_the_planned_groups():
+    # A saved plan is checked against the server with this before it is applied.
+    assert equal("groups", ["emea", "vip"], ["vip", "emea", "vip"])
+    assert equal("groups", ["vip", "emea", "vip"], ["emea", "vip"])
+    assert equal("addOns", ["kyc", "aml"], ["aml", "kyc"])
+    assert not equal("groups", ["emea", "vip"], ["emea"])
+
+
+def test_a_plan_shows_each_part_of_a_contact_or_group_the_server_did_not_have():
+    contact = FieldChange(
+        "primaryContact", None, Contact({"name": "Jane Doe", "email": "j@a.example"})
+    )
+    assert contact.sub_changes() == [("name", None, "Jane Doe"), ("email", None, "j@a.example")]
+    groups = FieldChange("groups", None, IdentifierSet(["emea", "enterprise"]))
+    assert (groups.added, groups.removed) == (["emea", "enterprise"], [])
+    cleared = FieldChange("groups", IdentifierSet(["emea"]), IdentifierSet())
+    assert (cleared.added, cleared.removed) == ([], ["emea"])
+
+
+# -- DeepDiff, imported by the commands that diff alone ------------------------------------
+
+_LOADED = """
+import sys
+from reconciler.cli import main
+main(sys.argv[1:])
+print("deepdiff" in sys.modules)
+"""
+
+
+@pytest.mark.parametrize("args", [["--help"], ["plan", "--help"], ["validate", str(EXAMPLES)]])
+def test_deepdiff_is_not_imported_by_help_or_validate(args: list[str]) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _LOADED, *args],
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.stdout.strip().splitlines()[-1] == "False", done.stderr
+
+
+def test_deepdiff_computes_what_a_plan_of_a_differing_invite_patches() -> None:
+    code = (
+        "import sys\n"
+        "from support.plans import BASE, current, desired\n"
+        "from reconciler.model.invite import Done\n"
+        "from reconciler.plan.make import make_plan\n"
+        "plan = make_plan(BASE, [(desired(1), Done(current(1)))])\n"
+        "print(len(plan.changes), 'deepdiff' in sys.modules)\n"
+    )
+    tests = str(Path(__file__).resolve().parents[2])
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env=clean_env(PYTHONPATH=tests),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert done.stdout.split() == ["1", "True"]

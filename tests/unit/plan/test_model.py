@@ -1,5 +1,6 @@
 """The Plan record: max_changes and max_resends, its records and hash, the saved document
-(scoped or not)."""
+(scoped or not).
+"""
 
 from __future__ import annotations
 
@@ -11,12 +12,18 @@ from support.plans import BASE, changed, current, desired, of_change
 from support.values import held, typed
 
 from reconciler.errors import ReconcilerError
-from reconciler.model.invite import DesiredInvite, SourceLocation
-from reconciler.model.outcome import Done
-from reconciler.plan.changes import FailedInvite, InviteChange, NotUpdatable
+from reconciler.model.invite import DesiredInvite, Done, SourceLocation
 from reconciler.plan.make import make_plan
-from reconciler.plan.model import Plan, TooManyResends, TooMuchChange
+from reconciler.plan.model import (
+    FailedInvite,
+    InviteChange,
+    NotUpdatable,
+    Plan,
+    TooManyResends,
+    TooMuchChange,
+)
 from reconciler.plan.saved import plan_digest, plan_from_document, to_document
+from reconciler.safetext import register_secret
 
 
 def _plan_with(changes: int, max_changes: int | None = None) -> Plan:
@@ -273,3 +280,39 @@ def test_a_change_saved_before_plans_named_the_recipient_reads_back_with_the_new
     record["before"] = {"name": "A"}
     (change,) = plan_from_document(document, "plan.json").changes
     assert change.recipient is None
+
+
+# -- from test_changes.py -----------------------------------------------------------------
+# The records a plan is made of: what an output shows of a change's kept sub-fields, and
+# what every output shows of a change redacted.
+
+
+CONTACT = {"name": "Ann", "email": "ann@x.example", "phone": "+15550000000"}
+
+
+def _change(**extra: object) -> InviteChange:
+    return InviteChange(
+        "inv_1",
+        SourceLocation("invites/a.yaml", 3),
+        None,
+        held({"primaryContact": CONTACT, "name": "A"}),
+        typed({"primaryContact": {**CONTACT, "name": "Ann Q."}, "name": "B"}),
+        False,
+        **extra,  # type: ignore[arg-type]
+    )
+
+
+def test_the_kept_values_are_the_sub_fields_a_contacts_patch_carries_from_the_platform():
+    change = _change(kept={"primaryContact": ("phone",)})
+    assert change.kept_values("primaryContact") == [("phone", "+15550000000")]
+    assert change.kept_values("name") == []  # text keeps nothing
+    assert _change().kept_values("primaryContact") == []
+
+
+def test_a_kept_sub_field_named_after_a_secret_is_shown_redacted():
+    secret = "changes-echoed-secret-31"
+    register_secret(secret)
+    change = _change(kept={"primaryContact": (f"x-{secret}",)}, recipient=f"{secret}@x.example")
+    shown = change.redacted()
+    assert shown.kept == {"primaryContact": ("x-[redacted]",)}
+    assert shown.recipient == "[redacted]@x.example"

@@ -25,14 +25,19 @@ from reconciler.api.exceptions import NotFound
 from reconciler.apply.recheck import find_drift, saved_plan_state
 from reconciler.errors import ReconcilerError
 from reconciler.files import write_output as write_text_replacing
-from reconciler.model.fields import field_kinds
-from reconciler.model.invite import CurrentInvite, SourceLocation
-from reconciler.model.kinds import ContactKind, SetKind
-from reconciler.model.values import Contact, FieldValue, IdentifierSet
+from reconciler.model.invite import (
+    Contact,
+    ContactKind,
+    CurrentInvite,
+    FieldValue,
+    IdentifierSet,
+    SetKind,
+    SourceLocation,
+    field_kinds,
+)
 from reconciler.output.json import JsonRenderer
 from reconciler.plan import saved
-from reconciler.plan.changes import FailedInvite, InviteChange, NotUpdatable, OutsideChange
-from reconciler.plan.model import Plan
+from reconciler.plan.model import FailedInvite, InviteChange, NotUpdatable, OutsideChange, Plan
 from reconciler.plan.saved import (
     document_parts,
     load_plan,
@@ -684,7 +689,11 @@ def whole_document_signature(plan: Plan) -> str:
     """The signature as it was made before streaming: over the whole canonical document."""
     key = hmac.new(SECRET.encode(), b"invite-reconciler plan v1", hashlib.sha256).digest()
     parsed = json.loads(json.dumps(to_document(plan), ensure_ascii=False))
-    return "hmac-sha256:" + hmac.new(key, canonical_bytes(parsed), hashlib.sha256).hexdigest()
+    parsed.pop("signature", None)
+    canonical = json.dumps(parsed, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    signed = canonical.encode("utf-8", "surrogatepass")
+    assert canonical_bytes(parsed) == signed  # the one canonical form, whole
+    return "hmac-sha256:" + hmac.new(key, signed, hashlib.sha256).hexdigest()
 
 
 @PLANS

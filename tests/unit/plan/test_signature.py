@@ -111,3 +111,9 @@ def test_a_lone_surrogate_sent_by_a_server_is_signed_and_checked():
     assert check(on_disk, SECRET) == SignatureCheck.VALID
     on_disk["changes"][0]["before"]["email"] = "old\udfff@acme.example"
     assert check(on_disk, SECRET) == SignatureCheck.INVALID
+
+
+def test_a_nan_in_a_read_document_does_not_verify_and_is_no_crash():
+    # json.loads reads NaN; nothing this tool signs holds one (signing refuses it).
+    document = {**signed(DOCUMENT), "max_changes": float("nan")}
+    assert check(document, SECRET) == SignatureCheck.INVALID

@@ -7,9 +7,8 @@ from typing import Any
 
 from support.values import held, typed
 
-from reconciler.model.fields import fields_from_json
-from reconciler.model.invite import CurrentInvite, SourceLocation
-from reconciler.plan.changes import InviteChange
+from reconciler.model.invite import CurrentInvite, SourceLocation, fields_from_json
+from reconciler.plan.model import InviteChange
 from reconciler.plan.write_check import (
     AlreadyApplied,
     Moved,

@@ -11,7 +11,7 @@ import pytest
 
 from reconciler.desired.state import load_text
 from reconciler.errors import InputError
-from reconciler.model.fields import RECONCILER_KEYS, updatable_fields
+from reconciler.model.invite import RECONCILER_KEYS, updatable_fields
 from reconciler.settings.config import load_settings
 
 ENTRY = "invites:\n  - id: inv_1\n"

@@ -13,7 +13,7 @@ import pytest
 from reconciler.cli import run
 from reconciler.desired.state import load_desired_state, load_file, load_text
 from reconciler.errors import FileProblem, InputError
-from reconciler.model.fields import RECONCILER_KEYS, updatable_fields
+from reconciler.model.invite import RECONCILER_KEYS, updatable_fields
 from reconciler.schema.check import invite_validators
 from reconciler.settings.config import load_settings
 from reconciler.yamlload.builder import DEPTH_LIMIT

@@ -6,10 +6,13 @@
   crash or a hang (each example is bounded by the loader's own limits).
 - The check compiled from the schema never says "valid" where jsonschema finds
   an error, and says "valid" for ordinary valid invites (so it is used).
+- A streamed list's items reach the reader as ``Item``s, and ``ListRead`` says
+  which were streamed and which are left to hand over.
 """
 
 from __future__ import annotations
 
+import io
 import re
 from typing import Any
 
@@ -21,10 +24,19 @@ from hypothesis import strategies as st
 from reconciler.desired.state import load_text
 from reconciler.errors import FileProblem
 from reconciler.schema.check import invite_validators
-from reconciler.yamlload import source
+from reconciler.yamlload import builder, source
 from reconciler.yamlload.builder import DEPTH_LIMIT
-from reconciler.yamlload.positions import Lines
-from reconciler.yamlload.source import load_yaml
+from reconciler.yamlload.positions import Lines, Mark
+from reconciler.yamlload.source import (
+    NO_LIST,
+    Delivery,
+    FileSource,
+    Item,
+    ListRead,
+    Streamed,
+    load_yaml,
+    stream,
+)
 
 PROPERTY = settings(
     max_examples=200,
@@ -105,7 +117,7 @@ def assert_well_placed(problems: list[FileProblem], text: str, path: str) -> Non
         assert not _RAW_CONTROL.search(shown), shown
 
 
-@pytest.mark.slow
+@pytest.mark.real  # a big property run: the real-parts stage
 @PROPERTY
 @given(text=hostile_texts())
 @example(text="a: &a [*a]\n")
@@ -121,6 +133,7 @@ def test_any_nesting_aliases_and_control_characters_load_or_are_placed(text: str
         assert all(isinstance(invite.id, str) for invite in invites)
 
 
+@pytest.mark.real  # a big property run: the real-parts stage
 @PROPERTY
 @given(text=hostile_texts())
 @example(text="\r")
@@ -241,12 +254,12 @@ class _FailingParser:
 @pytest.fixture
 def libyaml_fails_on(monkeypatch: pytest.MonkeyPatch):
     """libyaml raising ``error`` on ``text``; any other text (a part of it) parses."""
-    real = source._Parser
+    real = builder.Parser
 
     def fail(text: str, error: Exception) -> None:
         monkeypatch.setattr(
             source,
-            "_Parser",
+            "Parser",
             lambda source: _FailingParser(error) if source == text else real(source),
         )
 
@@ -398,3 +411,108 @@ def test_a_hand_writing_mistake_is_shown_where_it_is(text: str, shown: str) -> N
     invites, problems = load_text(text, "team.yaml")
     assert invites == []
     assert [str(p) for p in problems] == [f"team.yaml:{shown}"]
+
+
+# -- the contract with the reader of a streamed list, in its types: each item an ``Item``
+# placed by the builder, a ``ListRead`` saying which were streamed and which are left.
+
+BLOCK = """\
+invites:
+  - id: inv_0
+    name: Acme
+  - {id: inv_1}
+  -   id: inv_2
+  - just text
+"""
+
+
+def _stream(text: str) -> tuple[Streamed, list[Item]]:
+    taken: list[Item] = []
+    return stream(text, "t.yaml", Lines(text), "invites", taken.append), taken
+
+
+def _placed(text: str, position: int) -> Mark:
+    return Lines(text).mark(position)  # worked out from the text alone
+
+
+def test_each_streamed_item_is_handed_over_with_its_place() -> None:
+    (document, problems, items), taken = _stream(BLOCK)
+    assert problems == [] and document is not None
+    assert [(i.index, i.value) for i in taken] == [
+        (0, {"id": "inv_0", "name": "Acme"}),
+        (1, {"id": "inv_1"}),
+        (2, {"id": "inv_2"}),
+        (3, "just text"),
+    ]
+    assert [i.mark for i in taken] == [Mark(2, 5), Mark(4, 5), Mark(5, 7), Mark(6, 5)]
+    assert [i.mark for i in taken] == [_placed(BLOCK, i.position) for i in taken]
+    first = taken[0].located(Lines(BLOCK))
+    assert first.mark(("name",)) == Mark(3, 11)
+    assert taken[3].spot is None  # a scalar has no parts
+    assert items == ListRead(Delivery.STREAMED, 4, ())
+    assert document.value == {"invites": []}  # streamed items are not kept
+
+
+def test_streamed_items_are_placed_without_reading_the_file_again() -> None:
+    # The builder knows where each entry's mapping opened: a file read in chunks is not
+    # read a second time for the place of every invite.
+    data = BLOCK.replace("  - just text\n", "").encode()
+    reads: list[int] = []
+
+    def read_again() -> bytes:
+        reads.append(1)
+        return data
+
+    taken: list[Item] = []
+    source = FileSource(io.BytesIO(data), 1 << 20)
+    read = stream(source, "t.yaml", Lines(read_again), "invites", taken.append)
+    assert read.problems == [] and read.items.count == 3
+    assert [i.mark for i in taken] == [Mark(2, 5), Mark(4, 5), Mark(5, 7)]
+    assert reads == []
+
+
+def test_a_list_that_came_through_a_merge_is_left_with_its_items_placed() -> None:
+    text = "<<:\n  invites:\n    - id: inv_0\n    - {id: inv_1}\n"
+    (document, problems, items), taken = _stream(text)
+    assert problems == [] and document is not None
+    assert taken == []  # not a list opening under the top-level key: nothing streamed
+    assert items.delivery is Delivery.WHOLE and items.streamed == 0 and items.count == 2
+    assert [(i.index, i.value, i.mark) for i in items.left] == [
+        (0, {"id": "inv_0"}, Mark(3, 7)),
+        (1, {"id": "inv_1"}, Mark(4, 7)),
+    ]
+    assert items.left[1].located(document.lines).mark(("id",)) == Mark(4, 12)
+    assert document.value == {"invites": [{"id": "inv_0"}, {"id": "inv_1"}]}
+
+
+def test_a_list_that_came_through_an_alias_is_left_with_its_items_placed() -> None:
+    text = "<<: {invites: &all [{id: inv_0}, text]}\ninvites: *all\n"
+    (_, problems, items), taken = _stream(text)
+    assert problems == [] and taken == []
+    assert items.delivery is Delivery.WHOLE and items.count == 2
+    assert [(i.index, i.value, i.mark) for i in items.left] == [
+        (0, {"id": "inv_0"}, Mark(1, 21)),
+        (1, "text", Mark(1, 34)),
+    ]
+    assert items.left[0].spot is not None and items.left[1].spot is None
+
+
+def test_an_empty_streamed_list_is_told_from_no_list() -> None:
+    assert _stream("invites: []\n")[0].items == ListRead(Delivery.STREAMED, 0, ())
+    for text in ("other: [1]\n", "invites: text\n", "invites:\n", "- a list\n", ""):
+        assert _stream(text)[0].items == NO_LIST, text
+    assert NO_LIST.count == 0
+
+
+def test_a_list_nested_deeper_or_under_another_key_is_kept_not_streamed() -> None:
+    text = "other:\n  invites: [1, 2]\nmore: [3]\n"
+    (document, problems, items), taken = _stream(text)
+    assert problems == [] and taken == [] and items == NO_LIST
+    assert document is not None
+    assert document.value == {"other": {"invites": [1, 2]}, "more": [3]}
+
+
+def test_a_file_that_cannot_be_read_says_how_far_the_stream_went() -> None:
+    (document, problems, items), taken = _stream("invites:\n  - id: a\n  - *nowhere\n")
+    assert document is None and len(problems) == 1
+    assert items == ListRead(Delivery.STREAMED, 1, ()) and len(taken) == 1

@@ -86,6 +86,22 @@ def test_an_entry_is_read_from_its_own_lines_only_when_they_hold_it_alone() -> N
     assert entry_span(flow, flow.index("{"), len(flow)) is None
 
 
+def test_an_entry_below_its_dash_is_read_from_its_lines_as_from_the_file() -> None:
+    text = "invites:\n  -\n    id: a\n    name: A\n  - id: b\n"
+    start = text.index("id: a")
+    alone = entry_span(text, start, text.index("  - id: b"))
+    whole = invite_spans(text).entries[0]
+    assert alone is not None and alone.start == whole.start == start
+    assert (
+        (alone.end, sorted(alone.keys))
+        == (whole.end, sorted(whole.keys))
+        == (
+            text.index("\n  - id: b"),
+            ["id", "name"],
+        )
+    )
+
+
 def lines_of(text: str, number: int) -> str:
     """The lines removing entry ``number`` cuts from ``text``."""
     found = entry_lines(text, invite_spans(text).entries[number])

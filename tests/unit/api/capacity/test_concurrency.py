@@ -11,7 +11,7 @@ import pytest
 from reconciler.api.capacity.concurrency import ordered_map
 from reconciler.api.capacity.limiter import FixedLimit, PacedLimit
 from reconciler.api.exceptions import NotFound
-from reconciler.model.outcome import Done, Failed, NotRun
+from reconciler.model.invite import Done, Failed, NotRun
 from reconciler.stop import Stop
 
 

@@ -19,7 +19,7 @@ from reconciler.api.capacity.limiter import FixedLimit, PacedLimit, ProbedLimit
 from reconciler.api.capacity.pacing import RequestPacer
 from reconciler.api.exceptions import NotFound, RateLimited
 from reconciler.errors import ConfigError
-from reconciler.model.outcome import Done
+from reconciler.model.invite import Done
 from reconciler.settings.config import Settings, load_settings
 
 

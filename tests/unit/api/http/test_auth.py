@@ -31,7 +31,7 @@ from reconciler.api.http.auth import (
     token_failure,
     token_from_payload,
 )
-from reconciler.model.fields import kind_of
+from reconciler.model.invite import kind_of
 from reconciler.safetext import REDACTED, json_text, redact, register_secret
 from reconciler.settings.config import Settings
 

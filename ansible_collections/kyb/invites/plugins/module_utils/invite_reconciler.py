@@ -2,9 +2,10 @@
 # MIT License (see the repository's pyproject.toml)
 """The invite-reconciler library, imported in-process behind a guarded import.
 
-The modules never run the ``reconcile`` command: they call the library the command
-is built from (its settings loading, desired-state loading, plan, applier, export
-entries and redaction), so a task compares and redacts exactly as the CLI does.
+The modules never run the ``reconcile`` command: they call the service the command
+calls (``reconciler.service``: the plan, the writes, the export entries), with Settings
+loaded here as the command loads them, so a task compares, writes and redacts exactly
+as the CLI does.
 """
 
 from __future__ import annotations

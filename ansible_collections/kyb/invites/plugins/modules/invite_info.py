@@ -93,13 +93,11 @@ from ansible_collections.kyb.invites.plugins.module_utils.invite_reconciler impo
 )
 
 if HAS_LIBRARY:
-    from reconciler.api.capacity.concurrency import capacity_for, ordered_map
-    from reconciler.commands.export import render_export
-    from reconciler.commands.export_entry import export_entry
-    from reconciler.commands.remote import api_client
     from reconciler.desired.state import refuse_bad_ids
     from reconciler.errors import ReconcilerError
-    from reconciler.model.outcome import Done, Failed, stop_if_run_fatal
+    from reconciler.model.invite import Done, Failed, stop_if_run_fatal
+    from reconciler.service.export import export_entry, render_export
+    from reconciler.service.online import open_service
 
 
 def main():
@@ -120,18 +118,16 @@ def read(module):
     ids = list(dict.fromkeys(module.params["ids"]))
     refuse_bad_ids(ids, "ids")
     settings = module_settings(module)
-    capacity = capacity_for(settings)
     found, problems = [], []
-    with api_client(settings, False, capacity) as client:
-        for invite_id, outcome in ordered_map(
-            client.get_invite, ids, capacity.limiter, client.stop
-        ):
+    # The service `reconcile export` calls: the same reads, entries and text.
+    with open_service(settings) as service:
+        for invite_id, outcome in service.get_invites(ids):
             if isinstance(outcome, Done):
                 found.append(outcome.value)
             elif isinstance(outcome, Failed):
                 stop_if_run_fatal(outcome.error)
                 problems.append(f"{invite_id}: {outcome.error}")
-        base_url = client.base_url
+        base_url = service.base_url
     if problems:
         raise ReconcilerError("nothing read:\n" + "\n".join(f"  {p}" for p in problems))
     entries, notes = [], {}

@@ -206,16 +206,14 @@ from ansible_collections.kyb.invites.plugins.module_utils.invite_reconciler impo
 )
 
 if HAS_LIBRARY:
-    from reconciler.api.capacity.concurrency import capacity_for
-    from reconciler.apply.applier import Applier, ResendOutcome, WriteOutcome
-    from reconciler.apply.audit import AuditLogError, open_audit_log
-    from reconciler.commands.common import check_writable
-    from reconciler.commands.remote import api_client, compute_plan, refuse_narrow_grant
+    from reconciler.apply.applier import ResendOutcome, WriteOutcome
     from reconciler.desired.state import Selection, load_texts, refuse_bad_ids, select_invites
     from reconciler.errors import InputError, ReconcilerError
-    from reconciler.model.values import to_json
-    from reconciler.plan.saved import plan_digest
+    from reconciler.model.invite import to_json
     from reconciler.safetext import escape, json_text, plural
+    from reconciler.service.apply import apply_plan
+    from reconciler.service.offline import check_writable
+    from reconciler.service.online import open_service
 
 INLINE = "invites"  # the path problems in the task's own entries are found at
 
@@ -265,18 +263,18 @@ class Run:
         settings = module_settings(module)
         check_writable(settings.audit_log, "open the audit log")
         state = self.desired_state(settings.rules)
-        capacity = capacity_for(settings)
-        with api_client(settings, False, capacity) as client:
-            plan = compute_plan(client, state, settings, capacity.limiter)
+        # The service the `reconcile` command calls: the same plan, the same writes.
+        with open_service(settings) as service:
+            plan = service.plan(state)
             self.report_plan(plan)
             refusal = plan.too_much_change(settings.max_changes, settings.max_resends)
             if refusal is not None:
                 self.fail(shown(refusal))
             if module.check_mode or not plan.has_changes:
                 self.finish_plan(plan)
-            refuse_narrow_grant(client)  # a read-only grant: refused before any write
-            report = self.apply(plan, client, settings, capacity.limiter)
-        self.finish_apply(plan, report)
+            service.refuse_narrow_grant()  # a read-only grant: refused before any write
+            applied = apply_plan(service, plan)  # the audit log's own error in the report
+        self.finish_apply(plan, applied.report)
 
     # -- what to converge --------------------------------------------------------
 
@@ -339,20 +337,6 @@ class Run:
         module.exit_json(**result)
 
     # -- apply -------------------------------------------------------------------
-
-    def apply(self, plan, client, settings, limiter):
-        audit = open_audit_log(settings.audit_log, settings.client_id, plan_digest(plan))
-        applier = Applier(client, parallelism=limiter, stop=client.stop, audit=audit)
-        try:
-            report = applier.apply(plan)
-        finally:
-            try:
-                audit.close()
-            except AuditLogError as error:
-                self.audit_error = error
-        return report
-
-    audit_error = None
 
     def finish_apply(self, plan, report):
         result = self.result
@@ -422,8 +406,8 @@ class Run:
             problems.append(f"not started ({shown(why)}): {_ids(not_started)}")
         if plan.failed:
             problems.append(_failed_reading(plan))
-        if self.audit_error is not None or report.audit_error is not None:
-            problems.append(shown(self.audit_error or report.audit_error))
+        if report.audit_error is not None:
+            problems.append(shown(report.audit_error))
         if problems:
             self.fail("; ".join(problems))
         self.module.exit_json(**result)

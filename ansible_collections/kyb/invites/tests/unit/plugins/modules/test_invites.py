@@ -31,9 +31,8 @@ def test_entries_written_in_the_task_load_as_a_file_holding_them_would():
 
 
 def test_a_diff_line_per_field_and_per_contact_sub_field_headed_with_the_resend():
-    from reconciler.model.invite import SourceLocation
-    from reconciler.model.values import Contact
-    from reconciler.plan.changes import InviteChange
+    from reconciler.model.invite import Contact, SourceLocation
+    from reconciler.plan.model import InviteChange
 
     change = InviteChange(
         id="inv_1",

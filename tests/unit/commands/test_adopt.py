@@ -1,12 +1,12 @@
-"""adopt's Markdown summary (reconciler.commands.adopt_summary): what was not adopted says
+"""adopt's Markdown summary (reconciler.commands.adopt): what was not adopted says
 why, in the words the terminal uses."""
 
 from __future__ import annotations
 
-from reconciler.commands.adopt_summary import summary_markdown
+from reconciler.commands.adopt import summary_markdown
 from reconciler.desired.rewrite import NO_VALUE, SHARED, Refused, Rewritten
 from reconciler.desired.state import CANNOT_HOLD
-from reconciler.model.values import IdentifierSet
+from reconciler.model.invite import IdentifierSet
 from reconciler.safetext import quote_value
 
 _ODD_LAYOUT = "it is written in a layout adopt does not edit"

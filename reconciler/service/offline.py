@@ -1,7 +1,7 @@
-"""What the commands share offline: settings, writable outputs, reading invites.
+"""The service offline: settings, the outputs checked before any work, the files read.
 
-The API session and the plan are in ``reconciler.commands.remote``, so `validate`
-never imports the HTTP stack.
+The API session is in ``reconciler.service.online``, so `validate` never imports the
+HTTP stack.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from reconciler.applied import (
     Untrusted,
     read_record,
 )
-from reconciler.commands.options import RunOptions
 from reconciler.desired.changed_since import ChangedSince, changed_entries
 from reconciler.desired.files import find_files
 from reconciler.desired.state import (
@@ -50,18 +49,6 @@ def settings_for(config_file: str | None, **overrides: Any) -> Settings:
     return load_settings(config_file).with_overrides(**overrides)
 
 
-def run_settings(run: RunOptions, **overrides: Any) -> Settings:
-    """The settings of a plan or apply run: its config file, then its own options."""
-    return settings_for(
-        run.config_file,
-        parallelism=run.parallelism,
-        max_rate=run.max_rate,
-        max_changes=run.max_changes,
-        max_resends=run.max_resends,
-        **overrides,
-    )
-
-
 def run_inputs(config_file: str | None, paths: list[str]) -> list[str]:
     """The files a run reads (the config, the invite files under ``paths``), found but not
     read: an output onto one of them is refused before anything is (``refuse_input``)."""
@@ -70,13 +57,9 @@ def run_inputs(config_file: str | None, paths: list[str]) -> list[str]:
     return [config, *files] if config else files
 
 
-def run_selection(run: RunOptions) -> Selection:
-    """The invites a run is about: --target, --exclude, --changed-since (-applied)."""
-    changed_since = applied_since(run.changed_since, run.changed_since_applied)
-    return Selection(run.targets, run.excludes, changed_since)
-
-
-def applied_since(changed_since: str | None, applied: bool, *, adopt: bool = False) -> str | None:
+def applied_since(
+    changed_since: str | None, applied: bool, *, action: str, adopt: bool = False
+) -> str | None:
     """The REF of --changed-since, `--changed-since-applied` resolved: the last successful
     apply when trusted; None (every invite) when there is none or it is not trusted. A
     later commit of main applied already ends the run: nothing to do, exit 0, nothing read.
@@ -126,11 +109,10 @@ def applied_since(changed_since: str | None, applied: bool, *, adopt: bool = Fal
             _say_applied(f"{said}; every invite is planned", "warning")
             return None
         case AlreadyApplied(later):
-            context = click.get_current_context()
             _say_applied(
                 f"{later}, a later commit of {escape(record.main)}, is applied already "
                 f"({where}), and HEAD ({reading.head[:12]}) is in its history: nothing to "
-                f"{context.info_name}",
+                f"{action}",
                 "notice",
             )
             raise click.exceptions.Exit(0)

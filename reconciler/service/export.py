@@ -1,0 +1,475 @@
+"""`export`: the current state of invites as a desired-state file, and what is checked
+before it is written (ids already in git, the file --force replaces, a $schema line
+that resolves).
+
+The file validates and plans clean against the server it came from: each invite's
+entry (``export_entry``) holds every value a file can hold, each left-out one with a
+note saying why. This is how a team brings existing invites under git.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import NamedTuple
+
+import click
+import yaml
+
+from reconciler.api.exceptions import ApiError, NotFound
+from reconciler.desired.files import find_files
+from reconciler.desired.state import MAX_FILE_BYTES, load_file, load_text, unheld
+from reconciler.errors import ConfigError, ReconcilerError
+from reconciler.files import (
+    ReadFile,
+    read_for_rewrite,
+    refuse_special_file,
+    replace_read,
+    write_output,
+)
+from reconciler.git import outside_repository
+from reconciler.model.invite import (
+    ID_KEY,
+    CurrentInvite,
+    DesiredInvite,
+    Done,
+    Failed,
+    Fields,
+    FlowList,
+    Quoted,
+    Written,
+    field_kinds,
+    kind_of,
+    stop_if_run_fatal,
+)
+from reconciler.safetext import ALLOWED_INVISIBLE, escape, holds_secret, plural, redact_and_escape
+from reconciler.service.offline import settings_for
+from reconciler.service.online import Service
+from reconciler.settings.config import Settings
+from reconciler.yamlload.source import decode_source
+
+SCHEMA_IN_REPO = Path("schemas") / "invites.schema.json"
+
+
+def known_ids(ids: list[str], paths: Iterable[str], replacing: str | None) -> list[tuple[str, str]]:
+    """(id, FILE:LINE) of ids already defined under ``paths``, except in ``replacing``."""
+    existing = [p for p in paths if Path(p).exists()]
+    files, _ = find_files(existing)
+    skip = Path(replacing).resolve() if replacing else None
+    wanted = set(ids)
+    found = []
+    for file in files:
+        if skip is not None and file.resolve() == skip:
+            continue
+        # Problems in those files are validate's business; only their ids matter here.
+        found += [(i.id, str(i.source)) for i in load_file(file)[0] if i.id in wanted]
+    return found
+
+
+def check_known_ids(
+    ids: list[str], paths: Iterable[str], out: str | None, force: bool, skip: bool = False
+) -> list[str]:
+    """The ids to export. Ids already in git: with ``skip``, left out, each named; else
+    refused when writing a file, and to stdout, said with the entry each would replace."""
+    clashes = known_ids(ids, paths, replacing=out if force else None)
+    if clashes and skip:
+        defined = {ident for ident, _ in clashes}
+        click.echo(
+            f"note: left out, already defined in your invite files ({len(defined)}): "
+            # Ids that matched ids checked against the id rule; a source shown escaped.
+            + ", ".join(f"{ident} (at {source})" for ident, source in clashes),
+            err=True,
+        )
+        return [i for i in ids if i not in defined]
+    if clashes and out is None:
+        for ident, source in clashes:
+            click.echo(
+                f"note: {ident} is already defined at {source}; replace the entry at "
+                f"{source} with this",
+                err=True,
+            )
+        return ids
+    if clashes:
+        raise ReconcilerError(
+            "nothing exported: already defined in your invite files: "
+            + ", ".join(f"{ident} (at {source})" for ident, source in clashes)
+            + ". An id may appear once; --skip-defined exports the others, export to "
+            "stdout and replace that entry, or `reconcile plan --target ID` to see how it "
+            "differs from the platform"
+        )
+    return ids
+
+
+def schema_ref_for(out: str | None, given: str | None, configured: str) -> tuple[str, str | None]:
+    """The `$schema` reference to write, and a note when it would not resolve. One from
+    reconciler.yaml (a pull request can edit it) is a path the repository names: refused,
+    before any request, when it leads out of the repository (``git.outside_repository``)."""
+    if given:
+        return given, _unresolved_note(given, out)
+    if configured != Settings().schema_ref:
+        _refuse_outside(configured, out)
+        return configured, _unresolved_note(configured, out)
+    if out is None:  # written for a file one directory down, as invites/NAME.yaml
+        if SCHEMA_IN_REPO.is_file():  # run from the repository's top, the schema saved
+            return configured, None
+        return configured, (
+            f"note: the $schema line points at {escape(configured)}, which resolves for a file in "
+            f"invites/ when {SCHEMA_IN_REPO} exists (`reconcile schema > {SCHEMA_IN_REPO}`); "
+            "pass --out to have it written to resolve wherever the file goes"
+        )
+    target = SCHEMA_IN_REPO.resolve()
+    ref = Path(os.path.relpath(target, Path(out).resolve().parent)).as_posix()
+    return ref, _unresolved_note(ref, out)
+
+
+def _refuse_outside(ref: str, out: str | None) -> None:
+    if "://" in ref:  # a URL: the editor's to fetch, nothing here opens it
+        return
+    # Resolved from where the file goes (stdout: a file in invites/, as written there).
+    directory = Path(out).resolve().parent if out else Path("invites").resolve()
+    target = os.path.normpath(directory / ref)
+    outside = outside_repository(target, base=str(directory))
+    if outside:
+        raise ConfigError(
+            f"`schema_ref` in reconciler.yaml: {escape(ref)} {outside}; a file in the "
+            "repository names a schema only inside it (or a URL; --schema-ref gives another)"
+        )
+
+
+def _unresolved_note(ref: str, out: str | None) -> str | None:
+    if "://" in ref or out is None:
+        return None
+    # Joined as text: through a directory not made yet, `new/../..` would not resolve.
+    schema = Path(os.path.normpath(Path(out).resolve().parent / ref))
+    if schema.exists():
+        return None
+    return (
+        f"note: the $schema line points at {escape(str(schema))}, which does not exist; create "
+        f"it with `reconcile schema > {escape(os.path.relpath(schema))}` so editors check the file"
+    )
+
+
+def check_out_directory(out: str | None) -> None:
+    """Refuse, before any request, an --out whose directory cannot be made or written.
+
+    A directory that does not exist yet is made when the file is written: its
+    nearest existing parent must be a directory this user may write in.
+    """
+    if not out:
+        return
+    if os.path.isdir(out):
+        raise ReconcilerError(
+            f"{escape(out)}: cannot write the export: {os.strerror(errno.EISDIR)}; nothing was read"
+        )
+    parent = Path(os.path.abspath(out)).parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    target = out if os.path.exists(out) else str(parent)
+    if not parent.is_dir() or not os.access(target, os.W_OK):
+        problem = errno.ENOTDIR if not parent.is_dir() else errno.EACCES
+        raise ReconcilerError(
+            f"{escape(out)}: cannot write the export: {os.strerror(problem)} "
+            f"({escape(str(parent))}); nothing was read"
+        )
+
+
+def make_out_directory(out: str) -> str | None:
+    """Make the directory of ``out`` if it is missing; the directory made, else None."""
+    directory = os.path.dirname(out)
+    if not directory or os.path.isdir(directory):
+        return None
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as exc:
+        raise ReconcilerError(
+            f"{escape(out)}: cannot make its directory: {exc.strerror}; nothing was written"
+        ) from None
+    return directory
+
+
+def refuse_dropping_invites(out: str, ids: list[str]) -> ReadFile | None:
+    """The file ``--force`` replaces, as read; refused when it defines invites other than
+    those exported, or cannot be read as invites at all.
+
+    Replacing it would take them out of git without a word: they would no longer
+    be managed. `reconcile adopt` brings the platform's values into such a file
+    instead, entry by entry. A file that cannot be parsed (conflict markers, Latin-1
+    text, a tab) may hold any number of them: it is never replaced. The export replaces
+    the file only while it is still these bytes (``replace_read``).
+    """
+    if not os.path.exists(out):  # nothing, or a dangling link (replaced, never followed)
+        return None
+    try:
+        read = read_for_rewrite(out, MAX_FILE_BYTES)
+    except OSError as exc:
+        raise ReconcilerError(
+            f"{escape(out)}: cannot read it ({exc.strerror}); --force replaces only a file it "
+            "has read. Nothing was exported"
+        ) from None
+    text, problems = decode_source(read.data, out)
+    invites: list[DesiredInvite] = []
+    if text is not None:
+        invites, problems = load_text(text, out)
+    if problems:
+        first = problems[0]
+        raise ReconcilerError(
+            f"{escape(out)}:{first.line}:{first.column}: cannot be read as invites "
+            f"({first.message}); --force never replaces a file it cannot parse, which may "
+            "hold invites you manage. Nothing was exported. Fix the file (or delete it) first"
+        )
+    exported = set(ids)
+    others = [i.id for i in invites if i.id not in exported]
+    if not others:
+        return read
+    shown = ", ".join(escape(i) for i in others[:10]) + (
+        f" and {len(others) - 10} more" if len(others) > 10 else ""
+    )
+    raise ReconcilerError(
+        f"{escape(out)} defines {plural(len(others), 'other invite')} ({shown}); --force would "
+        f"drop {'it' if len(others) == 1 else 'them'} from git, unmanaged from then on. Nothing "
+        f"was exported. To bring the platform's values into the file, run `reconcile adopt "
+        f"{escape(out)}` (with --target ID for some of them); to replace it anyway, delete it first"
+    )
+
+
+def refuse_dropping_unknown(replacing: ReadFile, unknown: list[str]) -> None:
+    """Refuse to replace a file (``--force``) that defines an id the platform did not know.
+
+    The export leaves an unknown id out; written over the file, it would take that entry
+    out of git without a word. Nothing is written: the entry is the team's to remove.
+    """
+    text, _ = decode_source(replacing.data, replacing.path)
+    defined = {i.id for i in load_text(text, replacing.path)[0]} if text is not None else set()
+    dropped = [i for i in unknown if i in defined]
+    if dropped:
+        shown = ", ".join(escape(i) for i in dropped)
+        raise ReconcilerError(
+            f"nothing exported: {escape(replacing.path)} defines {shown}, which the platform "
+            "does not know (HTTP 404); --force would drop the entry from git. Remove it from "
+            "the file (or leave its id out of the export) first"
+        )
+
+
+# -- the export itself -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ExportRequest:
+    """What to export, and where: ``out`` None is stdout."""
+
+    ids: list[str]
+    out: str | None = None
+    force: bool = False  # replace --out: only a file that defines no other invites
+    skip_defined: bool = False  # leave out the ids defined in the files, each named
+    schema_ref: str | None = None  # the $schema line's, else the configured or the repository's
+
+
+@dataclass
+class Export:
+    """An export checked, before any request: the ids to read and where the text goes."""
+
+    request: ExportRequest
+    settings: Settings
+    ids: list[str]  # empty: every id given is defined in the files already
+    schema_ref: str
+    note: str | None  # said when the $schema line would not resolve
+    replacing: ReadFile | None = None  # the file --force replaces, as read
+    found: list[CurrentInvite] = field(default_factory=list)
+    unknown: list[tuple[str, ApiError]] = field(default_factory=list)  # ids not on the platform
+    text: str = ""
+
+
+def check_export(request: ExportRequest, config_file: str | None) -> Export:
+    """Everything refused before any request: an --out that cannot be written or would
+    be replaced unasked (before the settings are read), ids already in git, a $schema
+    reference out of the repository."""
+    out = request.out
+    check_out_directory(out)
+    if out:  # before any request, as plan --out
+        refuse_special_file(out, "the export")
+    if out and os.path.exists(out) and not request.force:
+        raise ReconcilerError(
+            f"{out} exists; it may hold invites you manage. Choose another --out, "
+            f"pass --force to overwrite it, or run `reconcile adopt {out}` to bring the "
+            "platform's values into it"
+        )
+    settings = settings_for(config_file)
+    ids = list(dict.fromkeys(request.ids))
+    replacing = refuse_dropping_invites(out, ids) if out and request.force else None
+    ids = check_known_ids(ids, settings.paths, out, request.force, request.skip_defined)
+    ref, note = schema_ref_for(out, request.schema_ref, settings.schema_ref)
+    return Export(request, settings, ids, ref, note, replacing)
+
+
+def read_export(service: Service, export: Export) -> Export:
+    """The invites read, and the export's text; an unknown id leaves the others to be
+    exported, unless --force would drop its entry from the file replaced."""
+    export.found, export.unknown = read_invites(service, export.ids)
+    if export.replacing is not None and export.unknown:
+        refuse_dropping_unknown(export.replacing, [i for i, _ in export.unknown])
+    export.text = render_export(export.found, service.base_url, export.schema_ref)
+    return export
+
+
+def write_export(export: Export, out: str) -> str | None:
+    """Write the export to ``out``; the directory made for it, else None.
+
+    Like a plan file: a temporary file renamed over --out, never written through a
+    symlink, never over a device or FIFO.
+    """
+    made = make_out_directory(out)
+    if export.replacing is not None:  # only while it is still the file read and checked
+        replace_read(export.replacing, export.text, "the export", through_links=False)
+    else:  # a file that appeared meanwhile is never replaced; a dangling link is
+        write_output(out, export.text, "the export", create_only=not os.path.islink(out))
+    return made
+
+
+def read_invites(
+    service: Service, ids: list[str]
+) -> tuple[list[CurrentInvite], list[tuple[str, ApiError]]]:
+    """The invites read, and the ids the platform does not know with its answer.
+
+    An unknown id leaves the others to be exported; any other failure exports nothing
+    (run again, the file is whole), with every id that could not be read named.
+    """
+    found: list[CurrentInvite] = []
+    unknown: list[tuple[str, ApiError]] = []
+    problems: list[tuple[str, ApiError]] = []
+    for invite_id, outcome in service.get_invites(ids):
+        match outcome:
+            case Done(invite):
+                found.append(invite)
+            case Failed(error):
+                stop_if_run_fatal(error)
+                (unknown if isinstance(error, NotFound) else problems).append((invite_id, error))
+    if problems or (unknown and not found):
+        hint = (
+            "\n(invite ids come from the platform's console or its own export)"
+            if not problems
+            else ""
+        )
+        raise ReconcilerError("nothing exported:\n" + listed(problems + unknown) + hint)
+    return found, unknown
+
+
+def listed(failures: list[tuple[str, ApiError]]) -> str:
+    """One line per id, with the platform's answer (status, message, requestId)."""
+    return "\n".join(
+        f"  {redact_and_escape(ident)}: {redact_and_escape(str(error))}"
+        for ident, error in failures
+    )
+
+
+# -- what one invite becomes -------------------------------------------------
+
+
+class Entry(NamedTuple):
+    """An invite's desired-state entry, and a note for each server value left out of it."""
+
+    fields: dict[str, Written]  # the id first, then each field as an export writes it
+    left_out: list[str]
+
+
+def export_entry(invite: CurrentInvite) -> Entry:
+    """The entry of an invite: every updatable field a file can hold, in a stable order.
+
+    The entry validates and plans clean against the server it came from: a value the
+    schema cannot hold (a contact without an email, a name of 300 characters, an
+    invisible character), or one holding the client secret or a token of this run, is
+    left out (that field is then unmanaged) with a note saying why, never rewritten.
+    A contact's sub-fields that a file cannot hold (a server's `title`) are left out
+    alone: unmanaged, a PATCH of the contact keeps the server's value of them.
+    """
+    kept: Fields = {}
+    notes: list[str] = []
+    for name, kind in field_kinds().items():
+        value = invite.fields.get(name)
+        if value is None:  # nothing held: the same as a field left out
+            continue
+        if any(holds_secret(text) for _, text in kind.texts(value)):
+            notes.append(
+                f"`{name}` left out: the server's value holds the client secret or an "
+                "access token of this run, which must never reach a file"
+            )
+            continue
+        kept[name] = kind.for_file(value, name, notes)  # in NFC, as validate reads it back
+    for (name, part), reason in unheld(invite.id, kept).items():
+        if name not in kept:  # left out whole for another of its sub-fields already
+            continue
+        smaller = kind_of(name).without(kept[name], part)
+        if smaller is None:
+            part = None
+            del kept[name]
+        else:
+            kept[name] = smaller
+        where = name if part is None else f"{name}.{part}"
+        notes.append(f"`{where}` left out: {reason}")
+    entry: dict[str, Written] = {ID_KEY: invite.id}
+    entry.update((name, kind_of(name).written(value)) for name, value in kept.items())
+    return Entry(entry, notes)
+
+
+class _ExportDumper(yaml.SafeDumper):
+    def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
+        # Indent list items under their key, as people write them by hand.
+        super().increase_indent(flow, False)
+
+
+_ExportDumper.add_representer(
+    Quoted,
+    lambda dumper, value: dumper.represent_scalar("tag:yaml.org,2002:str", value, style='"'),
+)
+
+
+def _flow_list(dumper: yaml.SafeDumper, value: FlowList) -> yaml.Node:
+    return dumper.represent_sequence("tag:yaml.org,2002:seq", value, flow_style=True)
+
+
+_ExportDumper.add_representer(FlowList, _flow_list)
+
+
+def _double_quoted_joiners(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+    # A joiner is written as an escape (see render_export), which only a double-quoted
+    # scalar reads back: a name holding one is double-quoted.
+    style = '"' if any(c in value for c in ALLOWED_INVISIBLE) else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_ExportDumper.add_representer(str, _double_quoted_joiners)
+
+
+def render_export(invites: list[CurrentInvite], base_url: str, schema_ref: str) -> str:
+    """The desired-state file of ``invites``, headed with its $schema line."""
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d")
+    header = (
+        f"# yaml-language-server: $schema={escape(schema_ref)}\n"
+        f"# Exported from {redact_and_escape(base_url)} on {stamp} by `reconcile export`.\n"
+    )
+    if not invites:
+        return header + "invites: []\n"
+    return header + "invites:\n" + "".join(_entry_text(export_entry(i)) for i in invites)
+
+
+def _entry_text(entry: Entry) -> str:
+    text = yaml.dump(
+        [entry.fields],
+        Dumper=_ExportDumper,
+        sort_keys=False,
+        allow_unicode=True,
+        default_flow_style=False,
+        width=1000,
+    )
+    # Nothing invisible: the joiners a name may hold are written as escapes (inside the
+    # double quotes _double_quoted_joiners chose); nothing else invisible is left.
+    for joiner in ALLOWED_INVISIBLE:
+        text = text.replace(joiner, f"\\u{ord(joiner):04x}")
+    first, _, rest = text.partition("\n")
+    # Each note on a line of its own, escaped: a server's text cannot end the comment.
+    notes = "".join(f"    # {escape(note)}\n" for note in entry.left_out)
+    body = "".join(f"  {line}\n" for line in rest.splitlines())
+    return f"  {first}\n{notes}{body}"
