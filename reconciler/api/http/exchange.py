@@ -111,7 +111,12 @@ class Exchange:
             else None
         )
         self._auth = BearerAuth(self._tokens)
-        self._accepted: Token | None = None  # the last token an answer of the platform accepted
+        # Whether an answer of the platform accepted a token of this run (any: one renewed
+        # after a 401 and refused by a block right away is still this client's).
+        self._accepted = False
+        # Whether the last answer to an invite operation was a gateway's block (its 403):
+        # a write that leaves while it is on and meets a 403 met the block.
+        self._block_on = False
         self.stop = stop
 
     def close(self) -> None:
@@ -134,15 +139,19 @@ class Exchange:
         headers: Mapping[str, str] | None = None,
         watch: AttemptWatch | None = None,
         pacer: RequestPacer | None = None,
+        confirm: str | None = None,
     ) -> Answer:
         """An invite operation: authenticated, observed, retried when safe; ``watch`` is
         told of each attempt. ``pacer``: the turns of an endpoint a limit may cover alone
         (the re-send), instead of the run's: not once a gateway refused the client with
         its own 403 (it blocks the client, every endpoint alike), nor with ``max_rate``
-        (the user's limit is on every request together)."""
+        (the user's limit is on every request together). ``confirm``: for a write, the
+        path of a harmless read of the same invite, sent right after a gateway's 403 to
+        tell a block on the client (refused too) from a refusal of this write alone
+        (``_confirmed``)."""
 
         def send(give_up_at: float | None) -> Answer:
-            token = self._tokens.last
+            block_on = self._block_on  # as the attempt leaves
             answer = self._attempts.attempt(
                 method,
                 path,
@@ -152,9 +161,15 @@ class Exchange:
                 headers=headers,
             )
             if answer.error is None:
-                self._accepted = token
+                self._accepted, self._block_on = True, False
                 return answer
-            answer = self._gateway_forbidden(answer, answer.error, token)
+            answer = self._gateway_forbidden(answer, answer.error)
+            error = answer.error
+            if isinstance(error, GatewayForbidden) and method != "GET" and not block_on:
+                why = self._unconfirmed(confirm)
+                if why is not None:
+                    answer = answer._replace(error=error.unconfirmed(why))
+            self._block_on = isinstance(answer.error, GatewayForbidden) and (answer.error.confirmed)
             if answer.error is not None:
                 # Here, not in the retry loop: a 403 from the token endpoint is no token
                 # lacking a scope (there is no token yet); token_failure explains it.
@@ -169,13 +184,35 @@ class Exchange:
         """Whether an endpoint's own pacer still paces it (see ``call``)."""
         return self.settings.max_rate is None and not self._pacer.blocked
 
-    def _gateway_forbidden(self, answer: Answer, error: ApiError, token: Token | None) -> Answer:
+    def _gateway_forbidden(self, answer: Answer, error: ApiError) -> Answer:
         """``answer`` with its 403 told for what it is: a gateway's refusal when it is not
-        the platform's (``GatewayForbidden.of``) and the token it carried was accepted."""
-        if token is None or token is not self._accepted:
+        the platform's (``GatewayForbidden.of``) and a token of this run was accepted."""
+        if not self._accepted:
             return answer
         gateway = GatewayForbidden.of(error)
         return answer if gateway is None else answer._replace(error=gateway)
+
+    def _unconfirmed(self, confirm: str | None) -> str | None:
+        """Why a gateway's 403 to a write is not shown to be a block on the whole client
+        (None: it is). The evidence is a harmless read of the same invite sent at once,
+        before the quiet period (a block that covers the client refuses it too); a write
+        is never sent again on the strength of a 403 alone: a gateway that refuses in the
+        answer phase (a WAF's response rule, a proxy rewriting the platform's 200) would
+        have the platform send the e-mail each time."""
+        if confirm is None:
+            return "no read could confirm a block on the client"
+        try:
+            answer = self._attempts.attempt("GET", confirm, self._auth)
+        except ApiError as failed:
+            log.debug("GET %s (to confirm a block) -> %s", confirm, type(failed).__name__)
+            return f"the read sent right after it to confirm a block got no answer ({failed})"
+        if answer.error is not None:
+            answer = self._gateway_forbidden(answer, answer.error)
+        log.debug("GET %s (to confirm a block) -> %s", confirm, answer.status)
+        if isinstance(answer.error, GatewayForbidden):
+            return None
+        got = "was answered" if answer.error is None else f"got HTTP {answer.status}"
+        return f"a read of the same invite sent right after it {got}, so no block covers the client"
 
     # -- the retry loop ---------------------------------------------------------
 
@@ -218,7 +255,7 @@ class Exchange:
             request.pacer.on_no_answer(turn)
         else:  # an answer came: it says something about the rate
             refused = error is not None and is_rate_signal(error)
-            blocked = isinstance(error, GatewayForbidden)
+            blocked = isinstance(error, GatewayForbidden) and error.confirmed
             request.refusal = request.pacer.on_answer(
                 turn,
                 elapsed,
@@ -341,7 +378,7 @@ class Exchange:
     def _behind_gateway(self, error: ApiError) -> str:
         """What a run that gives up behind a gateway's 403 tells: who refused, what got
         through first, and what to do."""
-        if not isinstance(error, GatewayForbidden):
+        if not isinstance(error, GatewayForbidden) or not error.confirmed:
             return ""
         return (
             f". A gateway in front of the platform (not the platform) refused this client "
@@ -353,10 +390,10 @@ class Exchange:
 
     def _take_note(self, error: ApiError) -> None:
         if isinstance(error, PermissionDenied):  # what the server says decides none of it
-            if not error.enveloped and error.request_id is None and error.bearer_error is None:
+            if not error.enveloped and error.bearer_error is None:
                 # Not the platform's answer, and no token it accepted yet: a gateway's page.
                 error.message += (
-                    "; not the platform's answer (no envelope, no requestId): a gateway or "
+                    "; not the platform's answer (no envelope): a gateway or "
                     "proxy in front of it refused the request. One that blocks a client "
                     "sending too fast (mod_evasive, a WAF's rate rule) refuses every request "
                     "for a while after a burst: wait, then run again with --max-rate below "
@@ -421,7 +458,7 @@ class Exchange:
             said[0] = OAuthError.of(answer.body) if answer.error is not None else None
             if answer.error is not None and said[0] is None:
                 # A token renewed inside a gateway's block: refused like any request.
-                answer = self._gateway_forbidden(answer, answer.error, self._accepted)
+                answer = self._gateway_forbidden(answer, answer.error)
             return answer
 
         try:
@@ -470,7 +507,9 @@ def is_rate_signal(error: ApiError) -> bool:
     """A refusal that says "slower" to the whole run rather than "not this one": a 429,
     a gateway's bare 503, or a gateway's own 403 (a burst blocker's). The pacer cuts the
     rate; the request waits its turn again."""
-    return isinstance(error, RateLimited | GatewayRefused | GatewayForbidden)
+    if isinstance(error, GatewayForbidden):  # not one a read got past (``_unconfirmed``)
+        return error.confirmed
+    return isinstance(error, RateLimited | GatewayRefused)
 
 
 def decide_retry(

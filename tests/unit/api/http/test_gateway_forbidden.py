@@ -145,23 +145,35 @@ def test_a_403_page_before_any_token_was_accepted_names_no_scope_and_is_not_retr
         client.call("GET", INVITE_PATH, idempotent=True)
 
     text = str(caught.value)
-    assert "not the platform's answer (no envelope, no requestId)" in text
+    assert "not the platform's answer (no envelope)" in text
     assert "--max-rate" in text and "scope" not in text
     assert len(requests_mock.request_history) == 2
 
 
-def test_a_patch_the_gateway_refused_is_sent_again_exactly_once(
+def test_a_patch_the_gateway_refused_is_sent_again_exactly_once_when_a_read_is_refused_too(
     requests_mock: Any, time: FakeTime
 ) -> None:
+    # The read sent right after the 403 (before the quiet period) is refused too: a block
+    # on the whole client, which the PATCH never got past.
     client = exchange(time)
     accepted(client, requests_mock)
+    requests_mock.get(INVITE_URL, [BLOCKED, OK])
     requests_mock.patch(INVITE_URL, [BLOCKED, OK])
     watch = AttemptWatch()
 
-    client.call("PATCH", INVITE_PATH, json_body={"name": "X"}, idempotent=True, watch=watch)
+    client.call(
+        "PATCH",
+        INVITE_PATH,
+        json_body={"name": "X"},
+        idempotent=True,
+        watch=watch,
+        confirm=INVITE_PATH,
+    )
 
     assert watch.sent == 2 and [type(e) for e in watch.errors] == [GatewayForbidden]
-    assert [r.method for r in requests_mock.request_history].count("PATCH") == 2
+    assert watch.errors[0].refused_before_acting
+    methods = [r.method for r in requests_mock.request_history]
+    assert methods == ["POST", "GET", "PATCH", "GET", "PATCH"]
 
 
 def test_a_re_send_the_gateway_refused_is_made_again_in_the_run_exactly_once(
@@ -172,11 +184,20 @@ def test_a_re_send_the_gateway_refused_is_made_again_in_the_run_exactly_once(
     client = exchange(time)
     resends = RequestPacer(clock=time.clock, sleep=time.sleep)
     accepted(client, requests_mock)
+    requests_mock.get(INVITE_URL, [BLOCKED, OK])  # the read that confirms the block
     requests_mock.post(RESEND_URL, [BLOCKED, {"json": envelope({"id": "inv_8f2k1"})}])
     watch = AttemptWatch()
     before = time.now
 
-    client.call("POST", RESEND_PATH, json_body={}, idempotent=False, watch=watch, pacer=resends)
+    client.call(
+        "POST",
+        RESEND_PATH,
+        json_body={},
+        idempotent=False,
+        watch=watch,
+        pacer=resends,
+        confirm=INVITE_PATH,
+    )
 
     assert watch.sent == 2 and [type(e) for e in watch.errors] == [GatewayForbidden]
     assert [r.url for r in requests_mock.request_history].count(RESEND_URL) == 2
@@ -216,14 +237,29 @@ def test_a_gateways_403_may_be_sent_again_even_when_not_idempotent() -> None:
 @pytest.mark.parametrize(
     "error",
     [
-        PermissionDenied("forbidden", status=403, request_id="r-1"),
-        PermissionDenied("forbidden", status=403, enveloped=True),
+        PermissionDenied("forbidden", status=403, request_id="r-1", enveloped=True),
         PermissionDenied("forbidden", status=403, bearer_error="insufficient_scope"),
     ],
-    ids=["request-id", "envelope", "bearer-challenge"],
+    ids=["envelope", "bearer-challenge"],
 )
 def test_a_403_with_any_sign_of_the_platform_is_no_gateways(error: PermissionDenied) -> None:
     assert GatewayForbidden.of(error) is None
+
+
+def test_an_x_request_id_header_alone_does_not_make_a_403_page_the_platforms(
+    requests_mock: Any, time: FakeTime
+) -> None:
+    # nginx's add_header or Heroku's router put an X-Request-Id on any page (attack t7):
+    # only the platform's envelope makes a 403 the platform's.
+    client = exchange(time)
+    accepted(client, requests_mock)
+    page = {**BLOCKED, "headers": {**BLOCKED["headers"], "X-Request-Id": "gw-00000007"}}
+    requests_mock.get(OTHER_URL, [page, OK])
+
+    client.call("GET", OTHER_PATH, idempotent=True)
+
+    assert [r.url for r in requests_mock.request_history].count(OTHER_URL) == 2
+    assert client._pacer.blocked
 
 
 def test_a_token_request_answered_with_a_gateways_page_blames_no_setting(
@@ -238,6 +274,111 @@ def test_a_token_request_answered_with_a_gateways_page_blames_no_setting(
 
     text = str(caught.value)
     assert text.startswith("HTTP 403: no token from the token request (POST /oauth/token): ")
-    assert "not the platform's answer (no envelope, no requestId)" in text
+    assert "not the platform's answer (no envelope)" in text
     assert "--max-rate" in text
     assert "RECONCILER_SCOPE" not in text and "token_path" not in text
+
+
+# -- a 403 to a write is a block only when a read confirms it (attack on issue 55) ----
+
+JSON_FORBIDDEN: dict[str, Any] = {  # API Gateway's or a WAF's own JSON: no envelope
+    "status_code": 403,
+    "json": {"message": "Forbidden"},
+    "headers": {"x-amzn-ErrorType": "ForbiddenException"},
+}
+
+
+@pytest.mark.parametrize(
+    "refusal", [BLOCKED, EMPTY, JSON_FORBIDDEN], ids=["html-page", "empty-body", "json-message"]
+)
+def test_a_re_send_refused_by_a_403_a_read_gets_past_is_unknown_and_never_sent_again(
+    requests_mock: Any, time: FakeTime, refusal: dict[str, Any]
+) -> None:
+    # A gateway that refuses in the answer phase (ModSecurity's phase 4, a proxy that
+    # rewrites the answer): the platform may have sent the e-mail. The read sent right
+    # after it is answered: no block covers the client, so the 403 proves nothing.
+    client = exchange(time)
+    accepted(client, requests_mock)
+    requests_mock.post(RESEND_URL, [refusal, {"json": envelope({"id": "inv_8f2k1"})}])
+    watch = AttemptWatch()
+
+    with pytest.raises(GatewayForbidden) as caught:
+        client.call(
+            "POST", RESEND_PATH, json_body={}, idempotent=False, watch=watch, confirm=INVITE_PATH
+        )
+
+    error = caught.value
+    assert error.outcome_unknown and not error.refused_before_acting and not error.run_fatal
+    assert "whether it was carried out is unknown" in str(error)
+    assert watch.sent == 1 and [e.outcome_unknown for e in watch.errors] == [True]
+    urls = [r.url for r in requests_mock.request_history]
+    assert urls == [TOKEN_URL, INVITE_URL, RESEND_URL, INVITE_URL]  # the read right after
+    assert not client._pacer.blocked  # no block: nothing learned, no quiet period
+
+
+def test_a_patch_refused_by_a_403_a_read_gets_past_is_not_sent_again_its_outcome_unknown(
+    requests_mock: Any, time: FakeTime
+) -> None:
+    client = exchange(time)
+    accepted(client, requests_mock)
+    requests_mock.patch(INVITE_URL, [BLOCKED, OK])
+
+    with pytest.raises(GatewayForbidden) as caught:
+        client.call(
+            "PATCH", INVITE_PATH, json_body={"name": "X"}, idempotent=True, confirm=INVITE_PATH
+        )
+
+    assert caught.value.outcome_unknown  # the applier reads it back
+    assert [r.method for r in requests_mock.request_history] == ["POST", "GET", "PATCH", "GET"]
+
+
+def test_a_write_refused_with_no_read_to_confirm_a_block_is_unknown(
+    requests_mock: Any, time: FakeTime
+) -> None:
+    client = exchange(time)
+    accepted(client, requests_mock)
+    requests_mock.post(RESEND_URL, [BLOCKED, {"json": envelope({"id": "inv_8f2k1"})}])
+
+    with pytest.raises(GatewayForbidden) as caught:
+        client.call("POST", RESEND_PATH, json_body={}, idempotent=False)
+
+    assert caught.value.outcome_unknown
+    assert [r.url for r in requests_mock.request_history].count(RESEND_URL) == 1
+
+
+def test_a_write_that_left_while_a_block_was_on_is_sent_again_without_a_read(
+    requests_mock: Any, time: FakeTime
+) -> None:
+    # The last answer before it left was a gateway's 403 (another request's, in flight
+    # beside it): the block was on when it left; no read is needed to tell.
+    client = exchange(time)
+    accepted(client, requests_mock)
+    client._block_on = True
+    requests_mock.post(RESEND_URL, [BLOCKED, {"json": envelope({"id": "inv_8f2k1"})}])
+
+    client.call("POST", RESEND_PATH, json_body={}, idempotent=False, confirm=INVITE_PATH)
+
+    urls = [r.url for r in requests_mock.request_history]
+    assert urls == [TOKEN_URL, INVITE_URL, RESEND_URL, RESEND_URL]
+    assert client._pacer.blocked
+
+
+def test_a_block_just_after_a_token_renewal_is_still_a_gateways(
+    requests_mock: Any, time: FakeTime
+) -> None:
+    # The token of this run was accepted once; the one renewed after a 401 meets a block
+    # before any answer accepted it (attack t11): still this client's block, not a
+    # permission stop.
+    client = exchange(time)
+    accepted(client, requests_mock)
+    requests_mock.post(TOKEN_URL, [token_response(), token_response()])
+    requests_mock.get(
+        OTHER_URL,
+        [{"status_code": 401, "json": envelope(None, status=401, message="expired")}, BLOCKED, OK],
+    )
+
+    client.call("GET", OTHER_PATH, idempotent=True)
+
+    urls = [r.url for r in requests_mock.request_history]
+    assert urls.count(OTHER_URL) == 3 and urls.count(TOKEN_URL) == 2  # renewed once
+    assert client._pacer.blocked
