@@ -114,6 +114,9 @@ class PermissionDenied(ApiError):
     run_fatal = True
 
 
+_NOT_THE_PLATFORMS = "; not the platform's answer"
+
+
 class GatewayForbidden(ApiError):
     """A 403 that is not the platform's (no envelope: an HTML page, an empty body, a JSON
     body of another's making) after a token of this run was accepted: a gateway in front
@@ -150,9 +153,11 @@ class GatewayForbidden(ApiError):
 
     def unconfirmed(self, why: str) -> GatewayForbidden:
         """This refusal of a write, not shown to be a block on the client (``why``)."""
+        page = self.message.split(_NOT_THE_PLATFORMS)[0]
         return GatewayForbidden(
-            f"{self.message}; but {why}: the gateway may have let the request through to "
-            "the platform and refused its answer, so whether it was carried out is unknown",
+            f"{page}{_NOT_THE_PLATFORMS} (no envelope), yet {why}: a gateway that refuses "
+            "answers, not requests (a WAF's response rule), may have let it through to the "
+            "platform, so whether it was carried out is unknown",
             status=self.status,
             request_id=self.request_id,
             confirmed=False,
@@ -170,7 +175,7 @@ class GatewayForbidden(ApiError):
         if error.enveloped or error.bearer_error is not None:
             return None
         return cls(
-            f"{error.message}; not the platform's answer (no envelope) to a client whose "
+            f"{error.message}{_NOT_THE_PLATFORMS} (no envelope) to a client whose "
             "token it had accepted: a gateway in front of it refused the request, for speed",
             status=error.status,
             request_id=error.request_id,

@@ -212,7 +212,7 @@ class Exchange:
         if isinstance(answer.error, GatewayForbidden):
             return None
         got = "was answered" if answer.error is None else f"got HTTP {answer.status}"
-        return f"a read of the same invite sent right after it {got}, so no block covers the client"
+        return f"a read of the same invite sent right after it {got}: no block on the client"
 
     # -- the retry loop ---------------------------------------------------------
 

@@ -310,6 +310,7 @@ def test_a_re_send_refused_by_a_403_a_read_gets_past_is_unknown_and_never_sent_a
     error = caught.value
     assert error.outcome_unknown and not error.refused_before_acting and not error.run_fatal
     assert "whether it was carried out is unknown" in str(error)
+    assert "for speed" not in str(error)  # no block: nothing says the rate was the cause
     assert watch.sent == 1 and [e.outcome_unknown for e in watch.errors] == [True]
     urls = [r.url for r in requests_mock.request_history]
     assert urls == [TOKEN_URL, INVITE_URL, RESEND_URL, INVITE_URL]  # the read right after
