@@ -56,8 +56,10 @@ goes in, one that waited too long is answered 503). One rate rides all of them:
   request alone probes; refused, the quiet doubles (up to ``MAX_QUIET``); let through,
   the run resumes at ``BLOCK_CUT`` of what the gateway let through in the second
   before it blocked (in the refused request's own whole second of the wall clock too:
-  ``_blocked_at``), and never probes above it (each probe past a blocker's limit
-  costs a whole block).
+  ``_blocked_at``), and does not probe above it (each probe past a blocker's limit
+  costs a whole block) until ``REGROW_AFTER`` seconds pass with nothing refused: then
+  it grows again as from a lower bound (one block early in a run, a false positive,
+  is no ceiling for good), and each later block doubles that wait.
 - **``max_rate``**, the user's: the rate never goes above it.
 
 ``servable()`` says how many requests that rate keeps busy (Little's law): more
@@ -109,6 +111,13 @@ MAX_QUIET = 60.0
 # whole seconds (mod_evasive's) holds less than a sliding second before the refusal can
 # (22 or 23 for DOSSiteCount 20: 90% of that tripped it again).
 BLOCK_CUT = 0.8
+# A block's rate is no ceiling for good: one refusal early in a run (a WAF's false
+# positive, a block met in slow start, when the second before held two requests) would
+# pace the rest of it at what that second held. After this many seconds with nothing
+# refused, the rate grows again from where it is (as from a lower bound: doubling each
+# second it is sent at), and the next block sets the ceiling anew; each block doubles
+# the wait before the next growth (a real blocker's limit is then paid for ever less).
+REGROW_AFTER = 15.0
 _SHORTEST_CYCLE = 0.25  # seconds: the least a cycle is measured over
 # Pauses and holds that ended, kept: a request still in line may have waited through
 # them, and its retry budget is charged for them, not for its queueing (see ``closed``).
@@ -153,6 +162,8 @@ class RateControl:
         self.blocks = 0  # gateway's blocks (its own 403s that were news)
         self.probing = False  # after a block's quiet: one request alone, till it is answered
         self.quiet = QUIET  # seconds of the next quiet period
+        self._regrow_after = REGROW_AFTER  # seconds with nothing refused: grow past a block
+        self._resumed = now  # when the last block's probe was let through
         self._first_block: tuple[int, float] | None = None  # let through before it, at what rate
 
     # -- what the pacer reads ----------------------------------------------------
@@ -244,7 +255,9 @@ class RateControl:
             self.let += 1
             self._let_since_cut += 1
             self._let_since += epoch == self.epoch
-            self.probing &= epoch != self.epoch  # sent after a block's quiet: it is over
+            if self.probing and epoch == self.epoch:  # sent after a block's quiet: it is over
+                self.probing = False
+                self._resumed = now
             self.starts.answered(now)
             self.latency.add(seconds)
             self._raise(now)
@@ -291,7 +304,11 @@ class RateControl:
                 if self._first_block is None:
                     self._first_block = (self.let, let / WINDOW)
                 measured = self._blocked_at(let, started) if let else FIRST_CUT * rate
-                self.ceiling = max(MIN_RATE, min(measured, rate, self.ceiling or math.inf))
+                # Grown past a block's rate, that rate bounds nothing: this one measures.
+                before = math.inf if self._lower_bound else self.ceiling or math.inf
+                if self.blocks:
+                    self._regrow_after *= 2
+                self.ceiling = max(MIN_RATE, min(measured, rate, before))
                 self.rate = self._level = max(MIN_RATE, BLOCK_CUT * self.ceiling)
                 self._reached = self.answers
                 self._lower_bound = False
@@ -486,7 +503,18 @@ class RateControl:
             self.rate = self._level = min(self._cap, self.rate + GROWTH)
             return
         if self.blocks:
-            return  # past a blocker's limit, a probe costs a whole block
+            # Past a blocker's limit, a probe costs a whole block: not until a long
+            # stretch with nothing refused says the rate may be far below it.
+            clear = now - max(self._resumed, self._cut_at)
+            if not self.probing and clear >= self._regrow_after and self.rate < self._cap:
+                self._lower_bound = True
+                log.debug(
+                    "nothing refused for %.3g s since the gateway's block: the rate "
+                    "(%.3g/s) grows again",
+                    clear,
+                    self.rate,
+                )
+            return
         probing = self.answers - self._reached
         self.rate = min(self._cap, level * (1 + PROBE * probing * probing))
 

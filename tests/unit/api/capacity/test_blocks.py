@@ -11,10 +11,10 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from support.limits import BurstBlocker, FakeTime, answered, run_behind
+from support.limits import Answer, BurstBlocker, FakeTime, Unlimited, answered, run_behind
 
 from reconciler.api.capacity.pacing import NoTurn, RequestPacer, Turn
-from reconciler.api.capacity.rate import BLOCK_CUT, MAX_QUIET, QUIET
+from reconciler.api.capacity.rate import BLOCK_CUT, MAX_QUIET, QUIET, REGROW_AFTER
 from reconciler.stop import Stop
 
 
@@ -146,6 +146,43 @@ def test_a_run_behind_mod_evasive_with_max_rate_at_its_limit_is_never_refused() 
 
     assert run.refused == 0
     assert run.seconds <= 1.2 * requests / 50
+
+
+class _OneBlock(Unlimited):
+    """One gateway 403, on the third request (a WAF's false positive in slow start, when
+    the second before held two requests); every other request let through."""
+
+    def __init__(self) -> None:
+        self.arrived = 0
+
+    def arrive(self, now: float, request: int = 0) -> Answer:
+        self.arrived += 1
+        return (403, None, 0.0) if self.arrived == 3 else 0.0
+
+
+def test_one_block_early_in_a_run_is_no_ceiling_for_the_rest_of_it() -> None:
+    # Attack t8: the rate that second held (1.6/s) paced all 600 requests: 380 s. After
+    # REGROW_AFTER with nothing refused the rate grows again.
+    run = run_behind(_OneBlock(), 600, latency=0.003)
+
+    assert run.refused == 1
+    assert run.seconds <= QUIET + REGROW_AFTER + 15, run.pacer.describe()
+    assert run.pacer._control.rate > 100
+
+
+@pytest.mark.parametrize(
+    ("count", "period"), [(50, 5), (20, 10)], ids=["site-50-block-5", "site-20-block-10"]
+)
+def test_a_long_run_behind_mod_evasive_that_grows_again_stays_within_2x_of_its_floor(
+    count: int, period: int
+) -> None:
+    # Growing again past a real blocker's limit costs a block; each block doubles the
+    # wait before the next growth, so they grow ever rarer.
+    requests = 2000
+    run = run_behind(BurstBlocker(count, period), requests, latency=0.003)
+
+    assert run.seconds <= 2 * requests / count, (run.seconds, run.pacer.describe())
+    assert run.pacer._control.blocks <= 5
 
 
 def _stopped_after(fake_time: FakeTime, seconds: float) -> Stop:
