@@ -9,11 +9,13 @@ of the retry budget is left, so every rule is tested without HTTP or clocks.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
 from reconciler.api.capacity.pacing import SLEEP_SLICE, NoTurn, Refusal, RequestPacer, Turn
+from reconciler.api.capacity.rate import MAX_RATE
 from reconciler.api.exceptions import (
     ApiError,
     GatewayForbidden,
@@ -111,6 +113,12 @@ class Exchange:
             else None
         )
         self._auth = BearerAuth(self._tokens)
+        # A token fetched inside another request's attempt (it expired while that one
+        # waited for its turn, or a 401 renewed it) is part of that request's turn: it
+        # waits for no turn of the run's pacer, where the probe after a block's quiet
+        # would be that very request, still out: it would wait for itself for ever.
+        self._in_turn = threading.local()
+        self._turn_pacer = RequestPacer(clock=clock, sleep=sleep, start_rate=MAX_RATE)
         # Whether an answer of the platform accepted a token of this run (any: one renewed
         # after a 401 and refused by a block right away is still this client's).
         self._accepted = False
@@ -277,11 +285,14 @@ class Exchange:
         if watch is not None:
             watch.before()  # its record first: raising, it keeps this attempt unsent
         answer: Answer | None = None
+        outer, self._in_turn.on = getattr(self._in_turn, "on", False), True
         try:
             answer = request.send(request.give_up_at if request.attempts > 1 else None)
             error = answer.error
         except ApiError as failure:
             error = failure
+        finally:
+            self._in_turn.on = outer
         if error is not None and error is self._tokens.failure:
             # The token request already had its retries; this one never left (or its
             # resend after a 401 did not). Its record names no HTTP status or requestId:
@@ -462,7 +473,9 @@ class Exchange:
             return answer
 
         try:
-            answer = self._with_retries(_Request("POST", path, send, True, self._pacer))
+            inside = getattr(self._in_turn, "on", False)
+            pacer = self._turn_pacer if inside else self._pacer
+            answer = self._with_retries(_Request("POST", path, send, True, pacer))
         except (TransportError, NotSent):
             # No answer (the network's words name the host; _unsent adds the rest), or
             # none sent (the run stopping, a wait past the budget): the token's own words.

@@ -383,3 +383,24 @@ def test_a_block_just_after_a_token_renewal_is_still_a_gateways(
     urls = [r.url for r in requests_mock.request_history]
     assert urls.count(OTHER_URL) == 3 and urls.count(TOKEN_URL) == 2  # renewed once
     assert client._pacer.blocked
+
+
+def test_a_token_that_expired_while_the_probe_waited_is_fetched_within_its_turn(
+    requests_mock: Any, time: FakeTime
+) -> None:
+    # Attack t11 hung: the probe after a block's quiet is the one request out; its token
+    # expired during the quiet, and the token request waited for a turn of the run's
+    # pacer behind that very probe, for ever. Fetched inside a turn, it takes none.
+    client = exchange(time)
+    requests_mock.post(TOKEN_URL, [token_response(expires_in=12), token_response()])
+    requests_mock.get(INVITE_URL, **OK)
+    client.call("GET", INVITE_PATH, idempotent=True)
+    time.now += 6.0  # renewed 10.8 s after it was issued: inside the quiet to come
+    requests_mock.get(OTHER_URL, [BLOCKED, OK])
+    before = time.now
+
+    client.call("GET", OTHER_PATH, idempotent=True)
+
+    assert time.now - before < 2 * QUIET  # no wait past the quiet period
+    urls = [r.url for r in requests_mock.request_history]
+    assert urls == [TOKEN_URL, INVITE_URL, OTHER_URL, TOKEN_URL, OTHER_URL]
