@@ -87,6 +87,8 @@ class ApiClient:
         # alone (1 a second, say). Its refusals slow the re-sends, not the whole run,
         # and the run's pace does not hold them back.
         self.resend_pacer = RequestPacer(clock=clock, sleep=sleep, max_rate=settings.max_rate)
+        if settings.max_rate is not None:  # -v: the pace the user set, said up front
+            log.debug("paced at %g requests per second at most (max_rate)", settings.max_rate)
         # Set on an interrupt or a run-fatal error: attempts in flight finish,
         # none is retried, no worker waits for a turn, and no new call starts.
         self.stop = Stop()

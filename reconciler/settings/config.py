@@ -74,6 +74,8 @@ def _parse(kind: type, raw: Any, where: str, unit: str = "seconds") -> int | flo
     return value
 
 
+MIN_MAX_RATE = 0.2  # requests per second: the pacer's MIN_RATE
+
 NUMBER_SETTINGS: dict[str, NumberSetting] = {
     "parallelism": NumberSetting(int, 1, 256),
     "max_parallelism": NumberSetting(int, 1, 256),
@@ -87,7 +89,9 @@ NUMBER_SETTINGS: dict[str, NumberSetting] = {
     "max_response_bytes": NumberSetting(int, 1024),
     # Requests per second at most, for a gateway whose limit the user knows (a burst
     # blocker refuses for seconds once crossed); None: learned from the answers alone.
-    "max_rate": NumberSetting(float, 0, 100000, above_minimum=True, unit="requests per second"),
+    # At least the pacer's own least rate (capacity.rate.MIN_RATE): below it a run, a CI
+    # job's with a reconciler.yaml a pull request can edit, would crawl for hours.
+    "max_rate": NumberSetting(float, MIN_MAX_RATE, 100000, unit="requests per second"),
 }
 
 
