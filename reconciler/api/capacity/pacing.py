@@ -107,7 +107,7 @@ class RequestPacer:
 
     def describe_block(self) -> str:
         with self._lock:
-            return self._control.describe_block()
+            return self._control.describe_block(self._clock())
 
     def block_seen(self) -> None:
         """A gateway blocked the client on a request another pacer paced (the re-send's):

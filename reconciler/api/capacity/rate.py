@@ -165,6 +165,8 @@ class RateControl:
         self._regrow_after = REGROW_AFTER  # seconds with nothing refused: grow past a block
         self._resumed = now  # when the last block's probe was let through
         self._first_block: tuple[int, float] | None = None  # let through before it, at what rate
+        self._first_block_at = now  # when it came
+        self._waited = 0.0  # the quiet waited before the last probe refused
 
     # -- what the pacer reads ----------------------------------------------------
 
@@ -206,15 +208,17 @@ class RateControl:
             self._ended.append(closed)
         return (now, until)
 
-    def describe_block(self) -> str:
-        """What a gateway's blocks came to, for a message: what went through first."""
+    def describe_block(self, now: float) -> str:
+        """What a gateway's blocks came to, for a message: what went through first, how
+        long it kept refusing, and the longest quiet waited before a refused request."""
         if self._first_block is None:
             return "it refused before any answer got through"
         let, rate = self._first_block
+        waited = f", the last after a quiet of {self._waited:.3g} s" if self._waited else ""
         return (
             f"{let} answer{'s' if let != 1 else ''} got through before it first refused, "
-            f"about {rate:.3g} a second in the second before; it refused again after "
-            f"waiting {self.quiet / 2 if self.probing else self.quiet:.3g} s"
+            f"about {rate:.3g} a second in the second before; it kept refusing for "
+            f"{max(now - self._first_block_at, 0.0):.3g} s{waited}"
         )
 
     def describe(self) -> str:
@@ -298,11 +302,13 @@ class RateControl:
         """A block, told by ``blocked`` or by another pacer's refusal (the re-send's)."""
         if epoch == self.epoch:
             if self.probing and not self._let_since:
+                self._waited = self.quiet
                 self.quiet = min(2 * self.quiet, MAX_QUIET)  # the block outlasted the quiet
             else:
                 let = self.starts.let_through(started, started - WINDOW).number
                 if self._first_block is None:
                     self._first_block = (self.let, let / WINDOW)
+                    self._first_block_at = now
                 measured = self._blocked_at(let, started) if let else FIRST_CUT * rate
                 # Grown past a block's rate, that rate bounds nothing: this one measures.
                 before = math.inf if self._lower_bound else self.ceiling or math.inf

@@ -393,10 +393,12 @@ class Exchange:
             return ""
         return (
             f". A gateway in front of the platform (not the platform) refused this client "
-            f"for sending too fast, and kept refusing: {self._pacer.describe_block()}. "
-            "Run again once its block is over with --parallelism 1, or with --max-rate "
-            "(RECONCILER_MAX_RATE, setting max_rate) below the gateway's limit, which "
-            "its operator can name (or raise)"
+            f"and kept refusing: {self._pacer.describe_block()}: a block for sending too "
+            "fast, or a rule that refuses this client whatever its pace. Run again once "
+            "a block would be over with --parallelism 1, or with --max-rate "
+            "(RECONCILER_MAX_RATE, setting max_rate) below the gateway's limit; if it "
+            "still refuses, ask its operator what it refuses (a limit it can name or "
+            "raise, or a rule)"
         )
 
     def _take_note(self, error: ApiError) -> None:

@@ -221,6 +221,10 @@ def test_giving_up_behind_a_gateway_says_who_refused_what_got_through_and_what_t
     assert text.startswith("HTTP 403: Forbidden (an HTML page, probably from a proxy or gateway)")
     assert "A gateway in front of the platform (not the platform) refused this client" in text
     assert "2 answers got through before it first refused" in text  # the token, the read
+    # Attack LOW 8: the figures are the waits made (5.1 s, then 10.2 s), not half of one.
+    assert "it kept refusing for 15.3 s, the last after a quiet of 10.2 s" in text
+    # LOW 7: a 403 that never ends may be a rule, not a block for speed: hedged.
+    assert "a block for sending too fast, or a rule that refuses this client" in text
     assert "--parallelism 1" in text and "--max-rate" in text and "RECONCILER_MAX_RATE" in text
     assert "scope" not in text
     assert [r.url for r in requests_mock.request_history].count(OTHER_URL) == 3
