@@ -82,11 +82,13 @@ class ApiClient:
         # From here on the secret is redacted from anything shown, even if echoed.
         register_secret_forms(credentials.client_secret)
         self.settings = settings
-        self.pacer = pacer or RequestPacer(clock=clock, sleep=sleep)
+        self.pacer = pacer or RequestPacer(clock=clock, sleep=sleep, max_rate=settings.max_rate)
         # The re-send's own turns: a gateway may limit the endpoint that sends e-mail
         # alone (1 a second, say). Its refusals slow the re-sends, not the whole run,
         # and the run's pace does not hold them back.
-        self.resend_pacer = RequestPacer(clock=clock, sleep=sleep)
+        self.resend_pacer = RequestPacer(clock=clock, sleep=sleep, max_rate=settings.max_rate)
+        if settings.max_rate is not None:  # -v: the pace the user set, said up front
+            log.debug("paced at %g requests per second at most (max_rate)", settings.max_rate)
         # Set on an interrupt or a run-fatal error: attempts in flight finish,
         # none is retried, no worker waits for a turn, and no new call starts.
         self.stop = Stop()
@@ -127,9 +129,11 @@ class ApiClient:
 
     def read_invite(self, invite_id: str) -> Read:
         """The invite and the ETag of the answer, for a PATCH's If-Match."""
-        path = invite_path(self.settings.contract.get_invite_path, invite_id)
-        answer = self._exchange.call("GET", path, idempotent=True)
+        answer = self._exchange.call("GET", self._read_path(invite_id), idempotent=True)
         return Read(self._current_invite(invite_id, answer), answer.etag)
+
+    def _read_path(self, invite_id: str) -> str:
+        return invite_path(self.settings.contract.get_invite_path, invite_id)
 
     def update_invite(self, invite_id: str, patch: Mapping[str, FieldValue]) -> Receipt:
         written = self.write_invite(invite_id, patch)
@@ -152,16 +156,28 @@ class ApiClient:
         headers = {"If-Match": if_match} if if_match is not None else None
         # The same PATCH body twice has the same effect, so it is safe to retry.
         answer = self._exchange.call(
-            "PATCH", path, json_body=body, idempotent=True, headers=headers, watch=watch
+            "PATCH",
+            path,
+            json_body=body,
+            idempotent=True,
+            headers=headers,
+            watch=watch,
+            confirm=self._read_path(invite_id),
         )
         return Written(answer.status, answer.request_id, self._stored(invite_id, answer, patch))
 
     def resend_invite(self, invite_id: str, *, watch: AttemptWatch | None = None) -> Receipt:
         path = invite_path(self.settings.contract.resend_invite_path, invite_id)
         # Not idempotent: retried only when the request surely never left, or was refused
-        # before it was acted on (a 429 or a 503).
+        # before it was acted on (a 429, a 503, a gateway's block confirmed by a read).
         answer = self._exchange.call(
-            "POST", path, json_body={}, idempotent=False, watch=watch, pacer=self.resend_pacer
+            "POST",
+            path,
+            json_body={},
+            idempotent=False,
+            watch=watch,
+            pacer=self.resend_pacer,
+            confirm=self._read_path(invite_id),
         )
         if not (isinstance(answer.body, dict) and answer.body.get("success") is True):
             # A 2xx that is not the envelope saying success: it cannot be checked, and

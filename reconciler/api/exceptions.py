@@ -108,9 +108,78 @@ class AuthenticationFailed(ApiError):
 
 
 class PermissionDenied(ApiError):
-    """403: the token lacks a scope the operation needs."""
+    """403: the platform's own refusal (its envelope, its requestId): the client may not do
+    this (a scope its token lacks, a permission on the platform). Never retried."""
 
     run_fatal = True
+
+
+_NOT_THE_PLATFORMS = "; not the platform's answer"
+
+
+class GatewayForbidden(ApiError):
+    """A 403 that is not the platform's (no envelope: an HTML page, an empty body, a JSON
+    body of another's making) after a token of this run was accepted: a gateway in front
+    refusing a client it finds too fast (Apache's mod_evasive, a WAF's rate-based rule, a
+    CDN's bot rule), which blocks it for a while and keeps blocking while it keeps
+    sending. A rate signal, like a 429 without Retry-After.
+
+    Whether the platform saw the request is known only when the block is ``confirmed``
+    to cover the whole client (``exchange``): a harmless read sent right after it was
+    refused too, or the block was on when it left. A gateway that refuses in the answer
+    phase (a WAF's response rule) may have let a write through first: unconfirmed, a
+    write's outcome is unknown, and it is never sent again on the strength of the 403."""
+
+    def __init__(self, message: str, *, confirmed: bool = True, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.confirmed = confirmed
+
+    @property
+    def run_fatal(self) -> bool:  # type: ignore[override]
+        # A block on the client refuses every request after it; a refusal of one write
+        # that the next read got past says nothing of the others.
+        return self.confirmed
+
+    @property
+    def outcome_unknown(self) -> bool:
+        return self.said_success or not self.confirmed
+
+    @property
+    def refused_before_acting(self) -> bool:
+        # Confirmed a block on the client: the platform never saw it, a write or a
+        # re-send alike. Unconfirmed: the gateway may have refused the answer, not the
+        # request.
+        return self.status == 403 and not self.said_success and self.confirmed
+
+    def unconfirmed(self, why: str) -> GatewayForbidden:
+        """This refusal of a write, not shown to be a block on the client (``why``)."""
+        page = self.message.split(_NOT_THE_PLATFORMS)[0]
+        return GatewayForbidden(
+            f"{page}{_NOT_THE_PLATFORMS} (no envelope), yet {why}: a gateway that refuses "
+            "answers, not requests (a WAF's response rule), may have let it through to the "
+            "platform, so whether it was carried out is unknown",
+            status=self.status,
+            request_id=self.request_id,
+            confirmed=False,
+        )
+
+    @classmethod
+    def of(cls, error: ApiError) -> GatewayForbidden | None:
+        """``error`` as a gateway's refusal, when it is a 403 that is not the platform's
+        (no envelope, no RFC 6750 challenge); None otherwise. An ``X-Request-Id`` header
+        alone does not make it the platform's: nginx's ``add_header`` and Heroku's router
+        set one on any page. Whether a token was accepted before is the caller's to know
+        (``exchange``)."""
+        if not isinstance(error, PermissionDenied) or error.status != 403:
+            return None
+        if error.enveloped or error.bearer_error is not None:
+            return None
+        return cls(
+            f"{error.message}{_NOT_THE_PLATFORMS} (no envelope) to a client whose "
+            "token it had accepted: a gateway in front of it refused the request, for speed",
+            status=error.status,
+            request_id=error.request_id,
+        )
 
 
 class NotFound(ApiError):

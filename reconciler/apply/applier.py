@@ -36,6 +36,7 @@ from reconciler.api.capacity.limiter import Limiter
 from reconciler.api.client import ApiClient, Read
 from reconciler.api.exceptions import (
     ApiError,
+    GatewayForbidden,
     NotSent,
     PreconditionFailed,
     UnexpectedResponse,
@@ -286,6 +287,10 @@ class Applier:
             self._settled(recorder)
             return self._refused(change, read, error)
         except ApiError as error:
+            if isinstance(error, GatewayForbidden) and error.outcome_unknown:
+                # A gateway's 403 that a read got past: the PATCH may have been written
+                # (the gateway refusing its answer). A GET tells.
+                return self._refused_after_unknown(change, recorder, error)
             # An answer taken apart after the exchange (another invite's): its outcome is
             # this one's, not recorded yet. The exchange recorded its own failures.
             recorder.settle(outcome_of(error), error.status, error.request_id, error.message)
@@ -321,13 +326,21 @@ class Applier:
         return _with(conflict, etag_moved_alone=again == read.invite)
 
     def _refused_after_unknown(
-        self, change: InviteChange, recorder: AttemptRecorder, refused: PreconditionFailed
+        self, change: InviteChange, recorder: AttemptRecorder, refused: ApiError
     ) -> ChangeResult:
         """A 412 to a retry after an attempt that may have been written (a 504, a timeout):
         that write, if made, changed the ETag the retry carries. It is not "nothing
         written" (its re-send would be dropped unsaid, and the next plan shows no change):
         a GET tells. The platform holding what was sent is the earlier attempt's doing, as
-        a retry without If-Match would have found; anything else leaves it unknown."""
+        a retry without If-Match would have found; anything else leaves it unknown. The
+        same for a gateway's 403 that was no block on the client (``GatewayForbidden``,
+        unconfirmed): the gateway may have refused the answer of a PATCH it let through."""
+        if isinstance(refused, PreconditionFailed):
+            what = "refused by If-Match after an earlier attempt whose outcome {} unknown"
+            done = "that attempt was written"
+        else:
+            what = "refused by a gateway whose 403 {} no block on the client"
+            done = "the gateway let the PATCH through and refused its answer"
         try:
             stored = self._verify(change.id, refused.status, refused.request_id)
         except _Unverified as error:
@@ -336,9 +349,8 @@ class Applier:
             return ChangeResult(change, WriteOutcome.UPDATE_UNKNOWN, error)
         if stored_as_sent(change, stored).diverged:
             unknown = _Unverified(
-                f"{refused.message}: refused by If-Match after an earlier attempt whose "
-                "outcome is unknown, and the platform does not hold what was sent: "
-                "whether this update was made is unknown",
+                f"{refused.message}: {what.format('is')}, and the platform does not hold what was "
+                "sent: whether this update was made is unknown",
                 status=refused.status,
                 request_id=refused.request_id,
             )
@@ -351,8 +363,7 @@ class Applier:
             stored,
             refused.status,
             refused.request_id,
-            message="refused by If-Match after an earlier attempt whose outcome was unknown; "
-            "read back, the platform holds what was sent: that attempt was written",
+            message=f"{what.format('was')}; read back, the platform holds what was sent: {done}",
             from_get=True,
         )
 

@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, NamedTuple, Self
 
-from reconciler.api.exceptions import ApiError, PreconditionFailed
+from reconciler.api.exceptions import ApiError, GatewayForbidden, PreconditionFailed
 from reconciler.errors import ReconcilerError
 from reconciler.files import open_append
 from reconciler.git import outside_repository, repository_top, try_run
@@ -268,6 +268,15 @@ class AttemptRecorder:
         if isinstance(error, PreconditionFailed) and self.maybe_done:
             # If-Match refused a retry after an attempt that may have been written: that
             # write changed the ETag. The caller reads the invite to tell, and settles it.
+            return
+        if (
+            isinstance(error, GatewayForbidden)
+            and error.outcome_unknown
+            and (self._operation == "update")
+        ):
+            # A gateway's 403 that was no block on the client, to a PATCH: the caller
+            # reads the invite to tell whether it was written, and settles it.
+            self.maybe_done = True
             return
         self.maybe_done = self.maybe_done or error.outcome_unknown
         self.settle(outcome_of(error), error.status, error.request_id, error.message)

@@ -218,6 +218,16 @@ def parallelism_option(f: F) -> F:
     )(f)
 
 
+def max_rate_option(f: F) -> F:
+    return click.option(
+        "--max-rate",
+        type=SettingType("max_rate"),
+        help=f"Requests per second at most, all together (env {ENV_VARS['max_rate']}, "
+        "setting max_rate; default: none, the rate the server's answers allow): a "
+        "gateway's limit, where crossing it blocks the client for seconds.",
+    )(f)
+
+
 def max_changes_option(f: F) -> F:
     return click.option(
         "--max-changes",
@@ -247,6 +257,7 @@ class RunOptions:
     changed_since: str | None
     changed_since_applied: bool
     parallelism: int | None
+    max_rate: float | None
     max_changes: int | None
     max_resends: int | None
     sandbox: bool
@@ -266,6 +277,7 @@ class RunOptions:
         return settings_for(
             self.config_file,
             parallelism=self.parallelism,
+            max_rate=self.max_rate,
             max_changes=self.max_changes,
             max_resends=self.max_resends,
             **overrides,
@@ -295,6 +307,7 @@ def run_options(f: F) -> F:
         config_option,
         selection_options,
         parallelism_option,
+        max_rate_option,
         max_changes_option,
         max_resends_option,
         sandbox_option,

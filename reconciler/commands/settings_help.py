@@ -12,6 +12,7 @@ _API_SETTINGS = (
     "token_auth_method",
     "parallelism",
     "max_parallelism",
+    "max_rate",
     "timeout",
     "max_response_bytes",
 )

@@ -40,6 +40,7 @@ class NumberSetting(NamedTuple):
     minimum: float
     maximum: float | None = None
     above_minimum: bool = False  # True: the minimum itself is not allowed
+    unit: str = "seconds"  # what a number of the kind float counts, for messages and --help
 
     def describe(self) -> str:
         low = f"more than {self.minimum:g}" if self.above_minimum else f"at least {self.minimum:g}"
@@ -47,14 +48,14 @@ class NumberSetting(NamedTuple):
 
     def convert(self, raw: Any, where: str) -> int | float:
         """``raw`` as this setting's type; ``where`` names the source, as in `--parallelism`."""
-        value = _parse(self.kind, raw, where)
+        value = _parse(self.kind, raw, where, self.unit)
         too_low = value <= self.minimum if self.above_minimum else value < self.minimum
         if too_low or (self.maximum is not None and value > self.maximum):
             raise ConfigError(f"{where}: {raw!r} must be {self.describe()}")
         return value
 
 
-def _parse(kind: type, raw: Any, where: str) -> int | float:
+def _parse(kind: type, raw: Any, where: str, unit: str = "seconds") -> int | float:
     if isinstance(raw, bool):  # YAML `true` is not a number of anything
         raise ConfigError(f"{where}: {raw!r} is not a number")
     if kind is int:
@@ -67,11 +68,13 @@ def _parse(kind: type, raw: Any, where: str) -> int | float:
     try:
         value = float(raw)
     except (TypeError, ValueError):
-        raise ConfigError(f"{where}: {raw!r} is not a number of seconds") from None
+        raise ConfigError(f"{where}: {raw!r} is not a number of {unit}") from None
     if not math.isfinite(value):  # nan or inf: no wait could ever be bounded by it
-        raise ConfigError(f"{where}: {raw!r} is not a finite number of seconds")
+        raise ConfigError(f"{where}: {raw!r} is not a finite number of {unit}")
     return value
 
+
+MIN_MAX_RATE = 0.2  # requests per second: the pacer's MIN_RATE
 
 NUMBER_SETTINGS: dict[str, NumberSetting] = {
     "parallelism": NumberSetting(int, 1, 256),
@@ -84,6 +87,11 @@ NUMBER_SETTINGS: dict[str, NumberSetting] = {
     "timeout": NumberSetting(float, 0, 3600, above_minimum=True),
     "retry_max_seconds": NumberSetting(float, 0, 86400),
     "max_response_bytes": NumberSetting(int, 1024),
+    # Requests per second at most, for a gateway whose limit the user knows (a burst
+    # blocker refuses for seconds once crossed); None: learned from the answers alone.
+    # At least the pacer's own least rate (capacity.rate.MIN_RATE): below it a run, a CI
+    # job's with a reconciler.yaml a pull request can edit, would crawl for hours.
+    "max_rate": NumberSetting(float, MIN_MAX_RATE, 100000, unit="requests per second"),
 }
 
 
@@ -99,10 +107,12 @@ class SettingType(_ParamType):
     def __init__(self, setting: str) -> None:
         self.setting = setting
         self.rule = NUMBER_SETTINGS[setting]
-        self.name = "integer" if self.rule.kind is int else "seconds"
+        self.name = "integer" if self.rule.kind is int else self.rule.unit
 
     def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
-        return "N" if self.rule.kind is int else "SECONDS"
+        if self.rule.kind is int:
+            return "N"
+        return "SECONDS" if self.rule.unit == "seconds" else "RATE"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         where = param.opts[-1] if param is not None and param.opts else self.setting
@@ -143,6 +153,8 @@ class Settings:
     max_attempts: int = 5
     retry_max_seconds: float = 60.0
     max_response_bytes: int = 4 * 1024 * 1024  # API answers are a few KiB
+    # Requests per second at most (None: no cap but the rate the answers show).
+    max_rate: float | None = None
     max_changes: int | None = None
     max_resends: int | None = None
     audit_log: str | None = None

@@ -23,6 +23,7 @@ ENV_VARS = {
     "timeout": "RECONCILER_TIMEOUT",
     "max_response_bytes": "RECONCILER_MAX_RESPONSE_BYTES",
     "max_parallelism": "RECONCILER_MAX_PARALLELISM",
+    "max_rate": "RECONCILER_MAX_RATE",
 }
 
 

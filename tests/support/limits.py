@@ -1,7 +1,7 @@
 """The limits a gateway or the platform sets, as arithmetic in fake time, and a run of
 requests through one of them driven by the real RequestPacer (no network, no threads):
 what the unit tests of the pacer measure it against. The same limits for real are in
-nginx.py and haproxy.py."""
+nginx.py, haproxy.py and apache.py."""
 
 from __future__ import annotations
 
@@ -186,6 +186,34 @@ class OneRequestRefused(Unlimited):
         return self.inner.arrive(now, request)
 
 
+class BurstBlocker(Unlimited):
+    """Apache's mod_evasive, in whole seconds of the clock as it counts: more than
+    ``count`` requests in one second (the count starts again after a second with none)
+    and every request is refused 403 for ``period`` seconds, a period each refused
+    request starts again."""
+
+    def __init__(self, count: int = 50, period: int = 5) -> None:
+        self.count = count
+        self.period = period
+        self._last: int | None = None  # the second of the last request counted
+        self._hits = 0
+        self._blocked_at = -math.inf  # the second of the last request refused
+
+    def arrive(self, now: float, request: int = 0) -> Answer:
+        second = math.floor(now)
+        if second - self._blocked_at < self.period:
+            self._blocked_at = second  # blocked, it waits longer in 403 land
+            return (403, None, 0.0)
+        if self._last is None or second - self._last >= 1:
+            self._hits = 0
+        self._last = second
+        self._hits += 1
+        if self._hits > self.count + 1:  # its first request is counted from the second
+            self._blocked_at = second
+            return (403, None, 0.0)
+        return 0.0
+
+
 @dataclass
 class Run:
     seconds: float
@@ -223,6 +251,7 @@ def run_behind(
     seed: int = 1,
     give_up: float = 3600.0,
     attempts: int = 10**6,
+    max_rate: float | None = None,
 ) -> Run:
     """``count`` requests through ``limit`` in fake time: as many in flight as the pacer's
     rate keeps busy (at most ``parallelism``), ``overhead`` seconds of client work to
@@ -259,6 +288,7 @@ def run_behind(
             refused=refusal is not None,
             retry_after=refusal[1] if refusal else None,
             again=request.refusal,
+            blocked=refusal is not None and refusal[0] == 403,  # exchange: a gateway's own
         )
         if refusal is None or request.attempts >= attempts:
             tally["done"] += 1
@@ -280,7 +310,7 @@ def run_behind(
             happen(heapq.heappop(events))
         fake.now = end
 
-    pacer = RequestPacer(clock=fake.clock, sleep=sleep)
+    pacer = RequestPacer(clock=fake.clock, sleep=sleep, max_rate=max_rate)
     sent = 0
     while tally["done"] < count and fake.now < give_up:
         while events and events[0].due <= fake.now:

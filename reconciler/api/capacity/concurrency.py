@@ -208,7 +208,7 @@ def capacity_for(settings: Settings) -> Capacity:
     environment or config: no fewer, what the user said), else ``max_parallelism``,
     fewer where fewer are answered as fast (``ProbedLimit``); never more than the
     pacer's rate can serve."""
-    pacer = RequestPacer()
+    pacer = RequestPacer(max_rate=settings.max_rate)
     cap = settings.parallelism or settings.max_parallelism
     limiter = PacedLimit(cap, pacer) if settings.parallelism else ProbedLimit(cap, pacer)
     return Capacity(pacer, limiter)

@@ -61,13 +61,19 @@ class RequestPacer:
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
         start_rate: float = START_RATE,
+        max_rate: float | None = None,
     ) -> None:
         self._clock = clock
         self._sleep = sleep
         self._lock = threading.Lock()
         self._turned = threading.Condition(self._lock)  # a turn was taken or given up
         self._line: deque[object] = deque()  # tickets, first in line first
-        self._control = RateControl(clock(), start_rate)
+        now = clock()
+        # Whole seconds of the wall clock (a blocker's windows), on the pacer's clock; a
+        # clock of the caller's own (a test's) is its own wall clock.
+        wall = time.time() - now if clock is time.monotonic else 0.0
+        self._control = RateControl(now, start_rate, max_rate, wall)
+        self._probe: float | None = None  # when the probe after a block's quiet started
         self._last_start = -math.inf
         self._arrived = -math.inf  # when the latest start reached the server, if it was late
         self._pending = False  # the latest start is not answered yet
@@ -93,6 +99,24 @@ class RequestPacer:
     @property
     def refusals(self) -> int:
         return self._control.refusals
+
+    @property
+    def blocked(self) -> bool:
+        """Whether a gateway blocked the client with its own 403 in this run."""
+        return self._control.blocks > 0
+
+    def describe_block(self) -> str:
+        with self._lock:
+            return self._control.describe_block(self._clock())
+
+    def block_seen(self) -> None:
+        """A gateway blocked the client on a request another pacer paced (the re-send's):
+        the block is on the client, so this one keeps quiet too."""
+        with self._lock:
+            control = self._control
+            now = self._clock()
+            control.block_seen(control.rate, control.epoch, now, now)
+            self._turned.notify_all()
 
     @property
     def rate_limited_events(self) -> int:
@@ -168,7 +192,9 @@ class RequestPacer:
         closed = max(control.pause[1], control.hold[1])
         first = self._line[0] is ticket
         wait = SLEEP_SLICE
-        if first:
+        if first and control.probing and self._probe is not None:
+            pass  # the probe after a block's quiet is out: none starts till it is answered
+        elif first:
             start = self._start_at(now, closed, stopped)
             if start <= now:
                 return self._start(ticket, entered, now)
@@ -207,6 +233,8 @@ class RequestPacer:
         self._pending = True
         control.started(now, self._held)
         self._held = False
+        if control.probing and self._probe is None:
+            self._probe = now  # the first start after a block's quiet: it goes alone
         self._turned.notify_all()
         waited = now - entered
         # The server's share of the wait: its pauses, the holds after its refusals (those
@@ -226,12 +254,15 @@ class RequestPacer:
         refused: bool,
         retry_after: float | None = None,
         again: Refusal | None = None,
+        blocked: bool = False,
     ) -> Refusal | None:
-        """One attempt's answer: ``refused`` when it was a rate signal (429, a bare 503);
-        ``again``: what this said when the same request was last refused. A refusal
-        says whether it was the request's own (see ``rate``): then it waits alone."""
+        """One attempt's answer: ``refused`` when it was a rate signal (429, a bare 503,
+        a gateway's 403: ``blocked``); ``again``: what this said when the same request
+        was last refused. A refusal says whether it was the request's own (see
+        ``rate``): then it waits alone."""
         with self._lock:
             now = self._clock()
+            self._answered(turn)
             if turn.at == self._last_start:
                 # Answered late, it probably reached the server late (a connection opened,
                 # a thread scheduled late): the next start is one interval after that,
@@ -239,6 +270,9 @@ class RequestPacer:
                 self._arrived = self._control.latency.arrived(turn.at, seconds, now)
                 self._pending = False
             control = self._control
+            if blocked:
+                control.blocked(turn.rate, turn.epoch, turn.at, now)
+                return Refusal(control.let, 0, False)
             strikes = 0
             if again is not None:
                 strikes = again.strikes + (control.let > again.let)
@@ -253,3 +287,14 @@ class RequestPacer:
                 strikes=strikes,
             )
             return Refusal(control.let, strikes, own) if refused else None
+
+    def on_no_answer(self, turn: Turn) -> None:
+        """An attempt that got no answer (or was never sent): a probe it was is over."""
+        with self._lock:
+            self._answered(turn)
+
+    def _answered(self, turn: Turn) -> None:
+        """Hold the lock."""
+        if self._probe is not None and turn.at == self._probe:
+            self._probe = None  # answered: the next starts (or probes again after a quiet)
+            self._turned.notify_all()

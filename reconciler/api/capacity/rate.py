@@ -49,6 +49,19 @@ goes in, one that waited too long is answered 503). One rate rides all of them:
   cycle, pause included, says what it lets through in the long run; the rate goes
   straight to just under that when the pause ends.
 
+- **A gateway's block** (its own 403, not the platform's: Apache's mod_evasive, a WAF's
+  rate rule) is no window that moves: a burst blocker refuses everything for a while
+  and restarts the while with each request it refuses. So nothing starts for a quiet
+  period (``QUIET``, from the last refusal: those in flight extend it), then one
+  request alone probes; refused, the quiet doubles (up to ``MAX_QUIET``); let through,
+  the run resumes at ``BLOCK_CUT`` of what the gateway let through in the second
+  before it blocked (in the refused request's own whole second of the wall clock too:
+  ``_blocked_at``), and does not probe above it (each probe past a blocker's limit
+  costs a whole block) until ``REGROW_AFTER`` seconds pass with nothing refused: then
+  it grows again as from a lower bound (one block early in a run, a false positive,
+  is no ceiling for good), and each later block doubles that wait.
+- **``max_rate``**, the user's: the rate never goes above it.
+
 ``servable()`` says how many requests that rate keeps busy (Little's law): more
 in flight would only wait for their turns (``pacing``).
 """
@@ -89,6 +102,22 @@ CYCLE = 3.0  # seconds: the longest cycle of pause and burst measured as one
 MIN_RATE = 0.2  # requests/second: pacing never stops work altogether
 MAX_RATE = 1e5  # requests/second: in practice unpaced
 SETTLE = 5.0  # seconds without a cut before the rate is worth reporting
+# A gateway's block: seconds of quiet first (mod_evasive's DOSBlockingPeriod counts in
+# whole seconds from the last refused request; 5 s and 10 s are the settings guides give),
+# doubled while the probe after it is refused, up to MAX_QUIET.
+QUIET = 5.1
+MAX_QUIET = 60.0
+# Share of what a blocker let through in the second before it blocked: a fixed window of
+# whole seconds (mod_evasive's) holds less than a sliding second before the refusal can
+# (22 or 23 for DOSSiteCount 20: 90% of that tripped it again).
+BLOCK_CUT = 0.8
+# A block's rate is no ceiling for good: one refusal early in a run (a WAF's false
+# positive, a block met in slow start, when the second before held two requests) would
+# pace the rest of it at what that second held. After this many seconds with nothing
+# refused, the rate grows again from where it is (as from a lower bound: doubling each
+# second it is sent at), and the next block sets the ceiling anew; each block doubles
+# the wait before the next growth (a real blocker's limit is then paid for ever less).
+REGROW_AFTER = 15.0
 _SHORTEST_CYCLE = 0.25  # seconds: the least a cycle is measured over
 # Pauses and holds that ended, kept: a request still in line may have waited through
 # them, and its retry budget is charged for them, not for its queueing (see ``closed``).
@@ -98,8 +127,16 @@ ENDED_KEPT = 64
 class RateControl:
     """Not thread-safe: the pacer calls it under its lock."""
 
-    def __init__(self, now: float, start_rate: float = START_RATE) -> None:
-        self.rate = start_rate
+    def __init__(
+        self,
+        now: float,
+        start_rate: float = START_RATE,
+        max_rate: float | None = None,
+        wall: float = 0.0,
+    ) -> None:
+        self._cap = min(max_rate, MAX_RATE) if max_rate else MAX_RATE  # the user's max_rate
+        self._wall = wall  # the wall clock's time less this clock's: whole seconds
+        self.rate = min(start_rate, self._cap)
         self.ceiling: float | None = None  # what the server let through when it refused
         self.epoch = 0  # cuts and holds so far: a request sent before the last is old news
         self.starts = RecentStarts()
@@ -122,6 +159,14 @@ class RateControl:
         self.let = 0  # answers let through: a request refused again and again after some is its own
         self.refusals = 0
         self.cuts = 0
+        self.blocks = 0  # gateway's blocks (its own 403s that were news)
+        self.probing = False  # after a block's quiet: one request alone, till it is answered
+        self.quiet = QUIET  # seconds of the next quiet period
+        self._regrow_after = REGROW_AFTER  # seconds with nothing refused: grow past a block
+        self._resumed = now  # when the last block's probe was let through
+        self._first_block: tuple[int, float] | None = None  # let through before it, at what rate
+        self._first_block_at = now  # when it came
+        self._waited = 0.0  # the quiet waited before the last probe refused
 
     # -- what the pacer reads ----------------------------------------------------
 
@@ -137,13 +182,14 @@ class RateControl:
     def servable(self) -> int:
         rate = self.rate
         latency = self.latency.average or 0.0
-        if self.ceiling is None or self._lower_bound:
+        at_cap = self._cap < MAX_RATE and self.rate >= self._cap  # the user's max_rate
+        if (self.ceiling is None or self._lower_bound) and not at_cap:
             # Still finding the rate, which runs ahead of what is sent: twice what the
             # last answers keep busy at the unloaded latency (BBR's startup). A queue
             # at the server (HAProxy's maxconn) is not filled far ahead of its answers.
             rate = min(rate, IN_FLIGHT_GAIN * self.starts.delivery_rate()) or rate
             latency = min(latency, self.latency.unloaded() or latency)
-        return max(1, math.ceil(min(rate, MAX_RATE) * latency) + 1)
+        return max(1, math.ceil(min(rate, self._cap) * latency) + 1)
 
     def closed(self) -> tuple[tuple[float, float], ...]:
         """When no request may start, or could not: the server's pause and the hold after
@@ -162,12 +208,26 @@ class RateControl:
             self._ended.append(closed)
         return (now, until)
 
+    def describe_block(self, now: float) -> str:
+        """What a gateway's blocks came to, for a message: what went through first, how
+        long it kept refusing, and the longest quiet waited before a refused request."""
+        if self._first_block is None:
+            return "it refused before any answer got through"
+        let, rate = self._first_block
+        waited = f", the last after a quiet of {self._waited:.3g} s" if self._waited else ""
+        return (
+            f"{let} answer{'s' if let != 1 else ''} got through before it first refused, "
+            f"about {rate:.3g} a second in the second before; it kept refusing for "
+            f"{max(now - self._first_block_at, 0.0):.3g} s{waited}"
+        )
+
     def describe(self) -> str:
         if self.ceiling is None:
             return f"no refusal in {self.answers} answers; paced at up to {self.rate:.3g}/s"
+        blocks = f", blocked {self.blocks} times by a gateway" if self.blocks else ""
         return (
             f"{self.refusals} of {self.answers} answers refused; rate {self.rate:.3g}/s "
-            f"(ceiling {self.ceiling:.3g}/s, cut {self.cuts} times)"
+            f"(ceiling {self.ceiling:.3g}/s, cut {self.cuts} times{blocks})"
         )
 
     # -- what the pacer tells ----------------------------------------------------
@@ -199,6 +259,9 @@ class RateControl:
             self.let += 1
             self._let_since_cut += 1
             self._let_since += epoch == self.epoch
+            if self.probing and epoch == self.epoch:  # sent after a block's quiet: it is over
+                self.probing = False
+                self._resumed = now
             self.starts.answered(now)
             self.latency.add(seconds)
             self._raise(now)
@@ -222,6 +285,65 @@ class RateControl:
         if retry_after:
             self.pause = self._until(self.pause, now, now + retry_after)
         return False
+
+    def blocked(self, rate: float, epoch: int, started: float, now: float) -> None:
+        """A gateway's own 403 to a request that left at ``started`` at ``rate``: nothing
+        starts for a quiet period from now. News (sent since the last block or cut): a
+        probe refused doubles the quiet; otherwise the gateway blocked at what it let
+        through in the second before, and the rate goes to BLOCK_CUT of that. Old news
+        (in flight when the block began): the quiet starts again from now, as the
+        gateway's block does on every request it refuses."""
+        self.answers += 1
+        self.refusals += 1
+        self.starts.refused(started)
+        self.block_seen(rate, epoch, started, now)
+
+    def block_seen(self, rate: float, epoch: int, started: float, now: float) -> None:
+        """A block, told by ``blocked`` or by another pacer's refusal (the re-send's)."""
+        if epoch == self.epoch:
+            if self.probing and not self._let_since:
+                self._waited = self.quiet
+                self.quiet = min(2 * self.quiet, MAX_QUIET)  # the block outlasted the quiet
+            else:
+                let = self.starts.let_through(started, started - WINDOW).number
+                if self._first_block is None:
+                    self._first_block = (self.let, let / WINDOW)
+                    self._first_block_at = now
+                measured = self._blocked_at(let, started) if let else FIRST_CUT * rate
+                # Grown past a block's rate, that rate bounds nothing: this one measures.
+                before = math.inf if self._lower_bound else self.ceiling or math.inf
+                if self.blocks:
+                    self._regrow_after *= 2
+                self.ceiling = max(MIN_RATE, min(measured, rate, before))
+                self.rate = self._level = max(MIN_RATE, BLOCK_CUT * self.ceiling)
+                self._reached = self.answers
+                self._lower_bound = False
+                self.blocks += 1
+                log.debug(
+                    "blocked by a gateway at %.3g/s, %d let through in the second before: "
+                    "rate %.3g/s, nothing starts for %.2fs, then one probes",
+                    rate,
+                    let,
+                    self.rate,
+                    self.quiet,
+                )
+            self.epoch += 1
+            self._updated = self._cut_at = now
+            self._let_since_cut = self._let_since = 0
+            self.probing = True
+        self.hold = self._until(self.hold, now, now + self.quiet)
+
+    def _blocked_at(self, let: int, started: float) -> float:
+        """What a blocker allows a second, from the ``let`` let through in the second
+        before the request that left at ``started``. A window of whole seconds of the
+        clock (mod_evasive's) lets through up to twice its count in a second that
+        straddles two of them (a burst at the turn of a second: 70 for DOSSiteCount 50),
+        so what the refused request's own whole second let through counts too; never
+        less than half the second before (a sliding window refusing just after the turn
+        of a second let through little in it)."""
+        second = math.floor(started + self._wall) - self._wall
+        own = self.starts.let_through(started, max(second, started - WINDOW)).number
+        return min(let, max(own, let / 2)) / WINDOW
 
     # -- refusals ----------------------------------------------------------------
 
@@ -369,7 +491,7 @@ class RateControl:
                 # And never far past what the last few starts came to: one answer
                 # must not double a rate that the run does not reach anyway.
                 cap = max(START_RATE, STARTUP_GAIN * self.starts.recent_rate())
-                self.rate = max(self.rate, min(self.rate * SLOW_START_GAIN, cap, MAX_RATE))
+                self.rate = max(self.rate, min(self.rate * SLOW_START_GAIN, cap, self._cap))
             return
         level = self._level
         if self._reached is None:
@@ -384,10 +506,23 @@ class RateControl:
             return  # the run sends no faster than this: probing would say nothing
         self._held_starts -= 1
         if self._lower_bound:
-            self.rate = self._level = min(MAX_RATE, self.rate + GROWTH)
+            self.rate = self._level = min(self._cap, self.rate + GROWTH)
+            return
+        if self.blocks:
+            # Past a blocker's limit, a probe costs a whole block: not until a long
+            # stretch with nothing refused says the rate may be far below it.
+            clear = now - max(self._resumed, self._cut_at)
+            if not self.probing and clear >= self._regrow_after and self.rate < self._cap:
+                self._lower_bound = True
+                log.debug(
+                    "nothing refused for %.3g s since the gateway's block: the rate "
+                    "(%.3g/s) grows again",
+                    clear,
+                    self.rate,
+                )
             return
         probing = self.answers - self._reached
-        self.rate = min(MAX_RATE, level * (1 + PROBE * probing * probing))
+        self.rate = min(self._cap, level * (1 + PROBE * probing * probing))
 
 
 WINDOW = 1.0  # seconds: what was let through in the window before a refusal is the rate

@@ -30,7 +30,13 @@ from urllib.parse import quote, quote_plus
 import requests
 from requests.auth import AuthBase
 
-from reconciler.api.exceptions import ApiError, AuthenticationFailed, Redirected, TokenRefused
+from reconciler.api.exceptions import (
+    ApiError,
+    AuthenticationFailed,
+    GatewayForbidden,
+    Redirected,
+    TokenRefused,
+)
 from reconciler.safetext import (
     MIN_SECRET_LENGTH,
     cut,
@@ -375,6 +381,16 @@ def token_failure(error: ApiError, oauth: OAuthError | None, settings: Settings)
     elif isinstance(error, Redirected):
         message = (
             f"no token from {request}: {error.message}; check RECONCILER_BASE_URL and token_path"
+        )
+    elif isinstance(error, GatewayForbidden) or (status == 403 and not error.enveloped):
+        # Not the platform's answer: a gateway's page (a burst blocker's, a run started
+        # inside its block, or one that refreshed a token there). No setting is wrong.
+        message = (
+            f"no token from {request}: {error.message}; not the platform's answer (no "
+            "envelope): a gateway or proxy in front of it refused the request. "
+            "One that blocks a client sending too fast (mod_evasive, a WAF's rate rule) "
+            "refuses every request for a while after a burst: wait, then run again with "
+            "--max-rate below its limit"
         )
     elif status == 401:
         message = (

@@ -9,13 +9,16 @@ of the retry budget is left, so every rule is tested without HTTP or clocks.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
 from reconciler.api.capacity.pacing import SLEEP_SLICE, NoTurn, Refusal, RequestPacer, Turn
+from reconciler.api.capacity.rate import MAX_RATE
 from reconciler.api.exceptions import (
     ApiError,
+    GatewayForbidden,
     GatewayRefused,
     NotSent,
     PermissionDenied,
@@ -110,6 +113,18 @@ class Exchange:
             else None
         )
         self._auth = BearerAuth(self._tokens)
+        # A token fetched inside another request's attempt (it expired while that one
+        # waited for its turn, or a 401 renewed it) is part of that request's turn: it
+        # waits for no turn of the run's pacer, where the probe after a block's quiet
+        # would be that very request, still out: it would wait for itself for ever.
+        self._in_turn = threading.local()
+        self._turn_pacer = RequestPacer(clock=clock, sleep=sleep, start_rate=MAX_RATE)
+        # Whether an answer of the platform accepted a token of this run (any: one renewed
+        # after a 401 and refused by a block right away is still this client's).
+        self._accepted = False
+        # Whether the last answer to an invite operation was a gateway's block (its 403):
+        # a write that leaves while it is on and meets a 403 met the block.
+        self._block_on = False
         self.stop = stop
 
     def close(self) -> None:
@@ -132,12 +147,19 @@ class Exchange:
         headers: Mapping[str, str] | None = None,
         watch: AttemptWatch | None = None,
         pacer: RequestPacer | None = None,
+        confirm: str | None = None,
     ) -> Answer:
         """An invite operation: authenticated, observed, retried when safe; ``watch`` is
         told of each attempt. ``pacer``: the turns of an endpoint a limit may cover alone
-        (the re-send), instead of the run's."""
+        (the re-send), instead of the run's: not once a gateway refused the client with
+        its own 403 (it blocks the client, every endpoint alike), nor with ``max_rate``
+        (the user's limit is on every request together). ``confirm``: for a write, the
+        path of a harmless read of the same invite, sent right after a gateway's 403 to
+        tell a block on the client (refused too) from a refusal of this write alone
+        (``_confirmed``)."""
 
         def send(give_up_at: float | None) -> Answer:
+            block_on = self._block_on  # as the attempt leaves
             answer = self._attempts.attempt(
                 method,
                 path,
@@ -146,14 +168,59 @@ class Exchange:
                 give_up_at=give_up_at,
                 headers=headers,
             )
+            if answer.error is None:
+                self._accepted, self._block_on = True, False
+                return answer
+            answer = self._gateway_forbidden(answer, answer.error)
+            error = answer.error
+            if isinstance(error, GatewayForbidden) and method != "GET" and not block_on:
+                why = self._unconfirmed(confirm)
+                if why is not None:
+                    answer = answer._replace(error=error.unconfirmed(why))
+            self._block_on = isinstance(answer.error, GatewayForbidden) and (answer.error.confirmed)
             if answer.error is not None:
                 # Here, not in the retry loop: a 403 from the token endpoint is no token
                 # lacking a scope (there is no token yet); token_failure explains it.
                 self._take_note(answer.error)
             return answer
 
-        request = _Request(method, path, send, idempotent, pacer or self._pacer, watch, True)
+        own = pacer if pacer is not None and self._own_pacer_kept() else None
+        request = _Request(method, path, send, idempotent, own or self._pacer, watch, True)
         return self._with_retries(request, ready=self._tokens.current)
+
+    def _own_pacer_kept(self) -> bool:
+        """Whether an endpoint's own pacer still paces it (see ``call``)."""
+        return self.settings.max_rate is None and not self._pacer.blocked
+
+    def _gateway_forbidden(self, answer: Answer, error: ApiError) -> Answer:
+        """``answer`` with its 403 told for what it is: a gateway's refusal when it is not
+        the platform's (``GatewayForbidden.of``) and a token of this run was accepted."""
+        if not self._accepted:
+            return answer
+        gateway = GatewayForbidden.of(error)
+        return answer if gateway is None else answer._replace(error=gateway)
+
+    def _unconfirmed(self, confirm: str | None) -> str | None:
+        """Why a gateway's 403 to a write is not shown to be a block on the whole client
+        (None: it is). The evidence is a harmless read of the same invite sent at once,
+        before the quiet period (a block that covers the client refuses it too); a write
+        is never sent again on the strength of a 403 alone: a gateway that refuses in the
+        answer phase (a WAF's response rule, a proxy rewriting the platform's 200) would
+        have the platform send the e-mail each time."""
+        if confirm is None:
+            return "no read could confirm a block on the client"
+        try:
+            answer = self._attempts.attempt("GET", confirm, self._auth)
+        except ApiError as failed:
+            log.debug("GET %s (to confirm a block) -> %s", confirm, type(failed).__name__)
+            return f"the read sent right after it to confirm a block got no answer ({failed})"
+        if answer.error is not None:
+            answer = self._gateway_forbidden(answer, answer.error)
+        log.debug("GET %s (to confirm a block) -> %s", confirm, answer.status)
+        if isinstance(answer.error, GatewayForbidden):
+            return None
+        got = "was answered" if answer.error is None else f"got HTTP {answer.status}"
+        return f"a read of the same invite sent right after it {got}: no block on the client"
 
     # -- the retry loop ---------------------------------------------------------
 
@@ -183,21 +250,34 @@ class Exchange:
             request.give_up_at = started + self.settings.retry_max_seconds
         else:
             request.give_up_at += turn.queued
-        answer, error = self._send(request)
+        try:
+            answer, error = self._send(request)
+        except BaseException:
+            request.pacer.on_no_answer(turn)
+            raise
         elapsed = self._clock() - started
         status = answer.status if answer is not None else error.status if error else None
         self._tell(request, answer, error, status, elapsed)
         request.error, request.own = error, False
-        if status is not None:  # an answer came: it says something about the rate
+        if status is None:
+            request.pacer.on_no_answer(turn)
+        else:  # an answer came: it says something about the rate
             refused = error is not None and is_rate_signal(error)
+            blocked = isinstance(error, GatewayForbidden) and error.confirmed
             request.refusal = request.pacer.on_answer(
                 turn,
                 elapsed,
                 refused=refused,
                 retry_after=error.retry_after if refused and error else None,
                 again=request.refusal,
+                blocked=blocked,
             )
             request.own = request.refusal is not None and request.refusal.own
+            if blocked and request.pacer is not self._pacer:
+                # A block is on the client, not on this endpoint: the run's pacer keeps
+                # quiet too, and this request waits for its turn there with every other.
+                self._pacer.block_seen()
+                request.pacer, request.refusal = self._pacer, None
         return answer if error is None else None
 
     def _send(self, request: _Request) -> tuple[Answer | None, ApiError | None]:
@@ -205,11 +285,14 @@ class Exchange:
         if watch is not None:
             watch.before()  # its record first: raising, it keeps this attempt unsent
         answer: Answer | None = None
+        outer, self._in_turn.on = getattr(self._in_turn, "on", False), True
         try:
             answer = request.send(request.give_up_at if request.attempts > 1 else None)
             error = answer.error
         except ApiError as failure:
             error = failure
+        finally:
+            self._in_turn.on = outer
         if error is not None and error is self._tokens.failure:
             # The token request already had its retries; this one never left (or its
             # resend after a 401 did not). Its record names no HTTP status or requestId:
@@ -259,7 +342,7 @@ class Exchange:
             own=request.own,
         )
         if not decision.retry or self.stop.is_set():
-            error.message += decision.note
+            error.message += decision.note + self._behind_gateway(error)
             raise error
         log.debug(
             "%s %s failed (%s); retry %d in %.2fs",
@@ -290,7 +373,7 @@ class Exchange:
                 f" (refused for all of retry_max_seconds: no request may start for "
                 f"another {seconds(no.wait)} after the server's refusals, more than the "
                 f"{seconds(left)} left)"
-            )
+            ) + self._behind_gateway(last)
             return last
         what = "not sent" if first else "not retried"
         wait = (
@@ -303,22 +386,53 @@ class Exchange:
             f"retry budget (retry_max_seconds: {self.settings.retry_max_seconds:g})"
         )
 
+    def _behind_gateway(self, error: ApiError) -> str:
+        """What a run that gives up behind a gateway's 403 tells: who refused, what got
+        through first, and what to do."""
+        if not isinstance(error, GatewayForbidden) or not error.confirmed:
+            return ""
+        return (
+            f". A gateway in front of the platform (not the platform) refused this client "
+            f"and kept refusing: {self._pacer.describe_block()}: a block for sending too "
+            "fast, or a rule that refuses this client whatever its pace. Run again once "
+            "a block would be over with --parallelism 1, or with --max-rate "
+            "(RECONCILER_MAX_RATE, setting max_rate) below the gateway's limit; if it "
+            "still refuses, ask its operator what it refuses (a limit it can name or "
+            "raise, or a rule)"
+        )
+
     def _take_note(self, error: ApiError) -> None:
         if isinstance(error, PermissionDenied):  # what the server says decides none of it
+            if not error.enveloped and error.bearer_error is None:
+                # Not the platform's answer, and no token it accepted yet: a gateway's page.
+                error.message += (
+                    "; not the platform's answer (no envelope): a gateway or "
+                    "proxy in front of it refused the request. One that blocks a client "
+                    "sending too fast (mod_evasive, a WAF's rate rule) refuses every request "
+                    "for a while after a burst: wait, then run again with --max-rate below "
+                    "its limit"
+                )
+                return
             grant = self.grant()
-            if (
-                grant is not None
-                and grant.said is not None
-                and not grant.missing
-                and error.bearer_error != "insufficient_scope"
-            ):
-                # The token answer named every scope asked for, and the refusal does not
-                # say the token lacks one: blaming the scope would send the user to change
-                # a setting that is right.
+            scope_said = error.bearer_error == "insufficient_scope"
+            if grant is not None and not grant.missing and not scope_said:
+                # The token carries every scope asked for (named, or as asked), and the
+                # refusal does not say it lacks one: blaming the scope would contradict
+                # itself and send the user to change a setting that is right.
+                if grant.said is None:
+                    error.message += (
+                        f"; the token answer named no scope, so the token was granted what "
+                        f"was asked for ({grant.shown()}, set with RECONCILER_SCOPE): as far "
+                        "as the client can tell no scope is missing, and the platform refused "
+                        "this for another reason: the client's permissions on the platform "
+                        "(for whoever administers it to check), or this invite"
+                    )
+                    return
                 error.message += (
                     f"; the token was granted every scope asked for ({grant.shown()}, asked "
                     "for with RECONCILER_SCOPE): the platform refused this for another "
-                    "reason (what the client may do there, or this invite)"
+                    "reason (what the client may do there, or this invite): check the "
+                    "client's permissions on the platform"
                 )
                 return
             granted = f"; granted: {grant.shown()}" if grant is not None else ""
@@ -355,10 +469,15 @@ class Exchange:
         def send(give_up_at: float | None) -> Answer:
             answer = self._attempts.attempt("POST", path, auth, form=form, give_up_at=give_up_at)
             said[0] = OAuthError.of(answer.body) if answer.error is not None else None
+            if answer.error is not None and said[0] is None:
+                # A token renewed inside a gateway's block: refused like any request.
+                answer = self._gateway_forbidden(answer, answer.error)
             return answer
 
         try:
-            answer = self._with_retries(_Request("POST", path, send, True, self._pacer))
+            inside = getattr(self._in_turn, "on", False)
+            pacer = self._turn_pacer if inside else self._pacer
+            answer = self._with_retries(_Request("POST", path, send, True, pacer))
         except (TransportError, NotSent):
             # No answer (the network's words name the host; _unsent adds the rest), or
             # none sent (the run stopping, a wait past the budget): the token's own words.
@@ -394,14 +513,17 @@ def may_retry(error: ApiError, idempotent: bool) -> bool:
     if isinstance(error, TransportError):
         # A request that may have reached the server is repeated only if repeating is safe.
         return not error.permanent and (idempotent or not error.maybe_sent)
-    if error.refused_before_acting:  # a 429 or a 503, any body: nothing was done
+    if error.refused_before_acting:  # a 429, a 503, a gateway's 403: nothing was done
         return True
     return idempotent and isinstance(error, RateLimited | ServerError)
 
 
 def is_rate_signal(error: ApiError) -> bool:
     """A refusal that says "slower" to the whole run rather than "not this one": a 429,
-    or a gateway's bare 503. The pacer cuts the rate; the request waits its turn again."""
+    a gateway's bare 503, or a gateway's own 403 (a burst blocker's). The pacer cuts the
+    rate; the request waits its turn again."""
+    if isinstance(error, GatewayForbidden):  # not one a read got past (``_unconfirmed``)
+        return error.confirmed
     return isinstance(error, RateLimited | GatewayRefused)
 
 

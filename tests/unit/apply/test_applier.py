@@ -20,6 +20,7 @@ from reconciler.api.client import Read, Receipt, Written
 from reconciler.api.exceptions import (
     AuthenticationFailed,
     Conflict,
+    GatewayForbidden,
     NotFound,
     NotSent,
     PreconditionFailed,
@@ -669,6 +670,70 @@ def test_a_412_after_a_504_read_back_as_sent_is_the_earlier_attempts_write(tmp_p
         "refused by If-Match after an earlier attempt whose outcome was unknown; read back, "
         "the platform holds what was sent: that attempt was written",
     )
+
+
+class _WrittenThenGateway403(_Platform):
+    """A gateway let the PATCH through (the platform wrote it), then answered its own 403,
+    which the read sent right after it got past (the exchange: no block, outcome
+    unknown)."""
+
+    def write_invite(
+        self,
+        invite_id: str,
+        patch: dict[str, Any],
+        *,
+        if_match: str | None = None,
+        watch: AttemptWatch | None = None,
+    ) -> Written:
+        assert watch is not None
+        watch.before()
+        self.calls.append(("PATCH", invite_id))
+        self.invites[invite_id].update(json.loads(json.dumps(fields_json(patch))))
+        refused = GatewayForbidden("Forbidden", status=403).unconfirmed("a read got past")
+        watch.failed(refused)
+        raise refused
+
+
+def test_a_patch_answered_with_a_403_no_block_is_read_back_and_its_re_send_made_once(
+    tmp_path: Path,
+) -> None:
+    platform = _WrittenThenGateway403({"inv_1": {"id": "inv_1", "email": "old@a.example"}})
+    log = AuditLog(str(tmp_path / "audit.jsonl"), "ci")
+    change = _change({"email": "old@a.example"}, {"email": "new@a.example"}, True)
+    report = _apply(platform, change, audit=log)
+    log.close()
+    assert [(r.outcome, r.resend) for r in report.results] == [
+        (WriteOutcome.UPDATED, ResendOutcome.RESENT)
+    ]
+    assert platform.calls == [
+        ("GET", "inv_1"),
+        ("PATCH", "inv_1"),
+        ("GET", "inv_1"),
+        ("RESEND", "inv_1"),
+    ]
+    outcome, status, _, message = _last_update_outcome(tmp_path / "audit.jsonl")
+    assert (outcome, status) == ("ok", 403)
+    assert "read back, the platform holds what was sent" in message
+
+
+def test_a_patch_answered_with_a_403_no_block_and_not_held_is_unknown(tmp_path: Path) -> None:
+    platform = _WrittenThenGateway403({"inv_1": {"id": "inv_1", "email": "old@a.example"}})
+    platform.store = lambda body: {}
+    platform.write_invite = lambda *a, **k: _refuse_unwritten(platform, **k)  # type: ignore[method-assign]
+    change = _change({"email": "old@a.example"}, {"email": "new@a.example"}, True)
+    report = _apply(platform, change)
+    (result,) = report.results
+    assert result.outcome is WriteOutcome.UPDATE_UNKNOWN and result.resend is None
+    assert ("RESEND", "inv_1") not in platform.calls
+
+
+def _refuse_unwritten(platform: _Platform, watch: AttemptWatch | None = None, **_: Any) -> Written:
+    assert watch is not None
+    watch.before()
+    platform.calls.append(("PATCH", "inv_1"))
+    refused = GatewayForbidden("Forbidden", status=403).unconfirmed("a read got past")
+    watch.failed(refused)
+    raise refused
 
 
 def test_a_diverged_update_logs_what_the_platform_stored_field_by_field(tmp_path: Path) -> None:

@@ -39,6 +39,7 @@ SETTING_VARIABLES = {
     "client_secret": "RECONCILER_CLIENT_SECRET",
     "token_auth_method": "RECONCILER_TOKEN_AUTH_METHOD",
     "parallelism": "RECONCILER_PARALLELISM",
+    "max_rate": "RECONCILER_MAX_RATE",
     "max_changes": "RECONCILER_MAX_CHANGES",
     "max_resends": "RECONCILER_MAX_RESENDS",
     "audit_log": "RECONCILER_AUDIT_LOG",

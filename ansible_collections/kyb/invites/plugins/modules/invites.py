@@ -75,6 +75,13 @@ options:
       - Requests in flight at once (1-256); by default the library adapts it to what
         the server allows. Falls back to E(RECONCILER_PARALLELISM), then O(config).
     type: int
+  max_rate:
+    description:
+      - Requests per second at most, all together; a gateway's known limit, where crossing
+        it blocks the client for seconds (mod_evasive, a WAF's rate rule). By default the
+        rate the server's answers allow. Falls back to E(RECONCILER_MAX_RATE), then
+        O(config).
+    type: float
   audit_log:
     description:
       - Append a record of every write to this JSON Lines file on the host the task runs
@@ -223,6 +230,7 @@ def main():
         max_changes=dict(type="int"),
         max_resends=dict(type="int"),
         parallelism=dict(type="int"),
+        max_rate=dict(type="float"),
         audit_log=dict(type="path"),
     )
     module = AnsibleModule(
