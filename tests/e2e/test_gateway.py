@@ -19,7 +19,9 @@ from support.nginx import Gateway, Nginx
 
 from reconciler.sandbox import Sandbox
 
-pytestmark = [pytest.mark.e2e, pytest.mark.real]
+# One worker runs the rate-limited gateways one after another (`.ci/run`: --dist loadgroup):
+# beside each other on two cores, threads scheduled late send in bursts a limit refuses.
+pytestmark = [pytest.mark.e2e, pytest.mark.real, pytest.mark.xdist_group("gateways")]
 
 COUNT = 24  # invites: about one second of requests at 30 a second
 CHANGED = 8

@@ -20,7 +20,8 @@ from support.invites import ACME, desired_entry, write_invites
 
 from reconciler.sandbox import Sandbox
 
-pytestmark = [pytest.mark.e2e, pytest.mark.real]  # 10-60 s each: `pytest -m real`
+# 10-60 s each: `pytest -m real`; run one after another with the other gateways (loadgroup).
+pytestmark = [pytest.mark.e2e, pytest.mark.real, pytest.mark.xdist_group("gateways")]
 
 # Smaller than the 200 invites (the benchmark's, scenario e): still well past
 # the site count in the run's first second, so the gateway blocks it.
