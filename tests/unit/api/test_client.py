@@ -29,8 +29,8 @@ from urllib3 import HTTPConnectionPool
 from urllib3.connection import HTTPConnection
 from urllib3.exceptions import MaxRetryError, NewConnectionError
 
-from reconciler.api.capacity import rate
-from reconciler.api.capacity.pacing import RequestPacer
+from reconciler.api import capacity as rate
+from reconciler.api.capacity import RequestPacer
 from reconciler.api.client import ApiClient, Receipt
 from reconciler.api.exceptions import (
     AnswerTooLarge,

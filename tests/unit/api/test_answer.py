@@ -30,9 +30,8 @@ from reconciler.api.exceptions import (
     TransportError,
     UnexpectedResponse,
 )
-from reconciler.api.http.answer import Limits, read_body
-from reconciler.api.http.attempt import GuardedAdapter
-from reconciler.api.http.network import make_session
+from reconciler.api.exchange import GuardedAdapter, Limits, read_body
+from reconciler.api.network import make_session
 from reconciler.settings.config import Settings
 
 HEADERS = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
