@@ -31,6 +31,7 @@ import requests
 from requests.auth import AuthBase
 
 from reconciler.api.exceptions import (
+    GATEWAY_PAGE,
     ApiError,
     AuthenticationFailed,
     GatewayForbidden,
@@ -385,13 +386,7 @@ def token_failure(error: ApiError, oauth: OAuthError | None, settings: Settings)
     elif isinstance(error, GatewayForbidden) or (status == 403 and not error.enveloped):
         # Not the platform's answer: a gateway's page (a burst blocker's, a run started
         # inside its block, or one that refreshed a token there). No setting is wrong.
-        message = (
-            f"no token from {request}: {error.message}; not the platform's answer (no "
-            "envelope): a gateway or proxy in front of it refused the request. "
-            "One that blocks a client sending too fast (mod_evasive, a WAF's rate rule) "
-            "refuses every request for a while after a burst: wait, then run again with "
-            "--max-rate below its limit"
-        )
+        message = f"no token from {request}: {error.message}; {GATEWAY_PAGE}"
     elif status == 401:
         message = (
             f"the token endpoint refused client id {settings.client_id!r}: {error.message}; "

@@ -133,10 +133,6 @@ class ApiClient:
     def _read_path(self, invite_id: str) -> str:
         return invite_path(self.settings.contract.get_invite_path, invite_id)
 
-    def update_invite(self, invite_id: str, patch: Mapping[str, FieldValue]) -> Receipt:
-        written = self.write_invite(invite_id, patch)
-        return Receipt(written.status, written.request_id)
-
     def write_invite(
         self,
         invite_id: str,

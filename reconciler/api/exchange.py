@@ -70,6 +70,7 @@ from reconciler.api.auth import (
 )
 from reconciler.api.capacity import MAX_RATE, SLEEP_SLICE, NoTurn, Refusal, RequestPacer, Turn
 from reconciler.api.exceptions import (
+    GATEWAY_PAGE,
     AnswerTooLarge,
     ApiError,
     EnvelopeFailure,
@@ -824,23 +825,27 @@ class Exchange:
         if status is None:
             request.pacer.on_no_answer(turn)
         else:  # an answer came: it says something about the rate
-            refused = error is not None and is_rate_signal(error)
-            blocked = isinstance(error, GatewayForbidden) and error.confirmed
-            request.refusal = request.pacer.on_answer(
-                turn,
-                elapsed,
-                refused=refused,
-                retry_after=error.retry_after if refused and error else None,
-                again=request.refusal,
-                blocked=blocked,
-            )
-            request.own = request.refusal is not None and request.refusal.own
-            if blocked and request.pacer is not self._pacer:
-                # A block is on the client, not on this endpoint: the run's pacer keeps
-                # quiet too, and this request waits for its turn there with every other.
-                self._pacer.block_seen()
-                request.pacer, request.refusal = self._pacer, None
+            self._paced(request, turn, error, elapsed)
         return answer if error is None else None
+
+    def _paced(self, request: _Request, turn: Turn, error: ApiError | None, elapsed: float) -> None:
+        """An answer told to the request's pacer: a refusal of the rate, a block, or none."""
+        refused = error is not None and is_rate_signal(error)
+        blocked = isinstance(error, GatewayForbidden) and error.confirmed
+        request.refusal = request.pacer.on_answer(
+            turn,
+            elapsed,
+            refused=refused,
+            retry_after=error.retry_after if refused and error else None,
+            again=request.refusal,
+            blocked=blocked,
+        )
+        request.own = request.refusal is not None and request.refusal.own
+        if blocked and request.pacer is not self._pacer:
+            # A block is on the client, not on this endpoint: the run's pacer keeps
+            # quiet too, and this request waits for its turn there with every other.
+            self._pacer.block_seen()
+            request.pacer, request.refusal = self._pacer, None
 
     def _send(self, request: _Request) -> tuple[Answer | None, ApiError | None]:
         watch = request.watch
@@ -967,13 +972,7 @@ class Exchange:
         if isinstance(error, PermissionDenied):  # what the server says decides none of it
             if not error.enveloped and error.bearer_error is None:
                 # Not the platform's answer, and no token it accepted yet: a gateway's page.
-                error.message += (
-                    "; not the platform's answer (no envelope): a gateway or "
-                    "proxy in front of it refused the request. One that blocks a client "
-                    "sending too fast (mod_evasive, a WAF's rate rule) refuses every request "
-                    "for a while after a burst: wait, then run again with --max-rate below "
-                    "its limit"
-                )
+                error.message += f"; {GATEWAY_PAGE}"
                 return
             grant = self.grant()
             scope_said = error.bearer_error == "insufficient_scope"
