@@ -44,8 +44,8 @@ import time
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from reconciler.api.capacity.concurrency import ordered_map
 from reconciler.api.client import ApiClient
+from reconciler.api.concurrency import ordered_map
 from reconciler.apply.applier import Applier
 from reconciler.apply.audit import AuditLog
 from reconciler.desired.state import load_desired_state

@@ -18,10 +18,8 @@ from support.helpers import CA_BUNDLE_VARIABLES
 from support.nginx import Gateway, Nginx, nginx_binary
 
 from reconciler import safetext
-from reconciler.api import client
-from reconciler.api.capacity import concurrency
-from reconciler.api.capacity.pacing import RequestPacer
-from reconciler.api.capacity.rate import MAX_RATE
+from reconciler.api import capacity, client
+from reconciler.api.capacity import MAX_RATE, RequestPacer
 from reconciler.resources import invite_schema_path
 from reconciler.sandbox import Sandbox, SandboxOptions
 from reconciler.sandbox.state import load_state_file
@@ -72,7 +70,7 @@ def _unpaced_start(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPat
     if "/tests/e2e/" not in request.path.as_posix() or getattr(request.module, "SLOW_START", False):
         return
     unpaced = functools.partial(RequestPacer, start_rate=MAX_RATE)
-    for maker in (client, concurrency):  # the client's own pacers, and the run's (capacity_for)
+    for maker in (client, capacity):  # the client's own pacers, and the run's (capacity_for)
         monkeypatch.setattr(maker, "RequestPacer", unpaced)
 
 

@@ -15,14 +15,12 @@ import time
 from collections.abc import Callable, Generator, Mapping
 from typing import NamedTuple
 
-from reconciler.api.capacity.concurrency import ordered_map
-from reconciler.api.capacity.limiter import Limiter
-from reconciler.api.capacity.pacing import RequestPacer
+from reconciler.api.auth import Grant, register_secret_forms
+from reconciler.api.capacity import Limiter, RequestPacer
+from reconciler.api.concurrency import ordered_map
 from reconciler.api.exceptions import ApiError, BadInviteValue, UnexpectedResponse, WrongInvite
-from reconciler.api.http.answer import Answer
-from reconciler.api.http.auth import Grant, register_secret_forms
-from reconciler.api.http.exchange import AttemptWatch, Exchange, Observer
-from reconciler.api.http.network import invite_path, parse_base_url
+from reconciler.api.exchange import Answer, AttemptWatch, Exchange, Observer
+from reconciler.api.network import invite_path, parse_base_url
 from reconciler.model.invite import (
     CurrentInvite,
     DesiredInvite,
@@ -134,10 +132,6 @@ class ApiClient:
 
     def _read_path(self, invite_id: str) -> str:
         return invite_path(self.settings.contract.get_invite_path, invite_id)
-
-    def update_invite(self, invite_id: str, patch: Mapping[str, FieldValue]) -> Receipt:
-        written = self.write_invite(invite_id, patch)
-        return Receipt(written.status, written.request_id)
 
     def write_invite(
         self,

@@ -115,6 +115,14 @@ class PermissionDenied(ApiError):
 
 
 _NOT_THE_PLATFORMS = "; not the platform's answer"
+# Said of a 403 that is not the platform's when no token of this run was accepted yet
+# (the token request's, or an invite operation's before any answer): one text for both.
+GATEWAY_PAGE = (
+    "not the platform's answer (no envelope): a gateway or proxy in front of it refused "
+    "the request. One that blocks a client sending too fast (mod_evasive, a WAF's rate "
+    "rule) refuses every request for a while after a burst: wait, then run again with "
+    "--max-rate below its limit"
+)
 
 
 class GatewayForbidden(ApiError):

@@ -31,9 +31,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
-from reconciler.api.capacity.concurrency import ordered_map
-from reconciler.api.capacity.limiter import Limiter
+from reconciler.api.capacity import Limiter
 from reconciler.api.client import ApiClient, Read
+from reconciler.api.concurrency import ordered_map
 from reconciler.api.exceptions import (
     ApiError,
     GatewayForbidden,

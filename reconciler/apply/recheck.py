@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
-from reconciler.api.capacity.concurrency import ordered_map
-from reconciler.api.capacity.limiter import Limiter
+from reconciler.api.capacity import Limiter
+from reconciler.api.concurrency import ordered_map
 from reconciler.errors import ReconcilerError
 from reconciler.model.invite import CurrentInvite, Done, Failed, NotRun
 from reconciler.plan.drift import recheck

@@ -953,7 +953,7 @@ class CurrentInvite:
 #
 # Three cases, each its own type, matched with ``match`` or ``isinstance``: a
 # result is never a record of optional parts to be unpacked by assertion. The
-# API produces them (``api.capacity.concurrency.ordered_map``); the plan consumes readings
+# API produces them (``api.concurrency.ordered_map``); the plan consumes readings
 # without knowing the API: a failure's error is anything that says the little a
 # plan needs of it (``ReadError``).
 

@@ -19,7 +19,7 @@ LOG_INTERVAL = 10.0  # seconds between progress lines off a terminal
 
 
 class Pace(Protocol):
-    """What progress reads of the run's pacer (``api.capacity.pacing.RequestPacer``)."""
+    """What progress reads of the run's pacer (``api.capacity.RequestPacer``)."""
 
     said_limited: bool  # the run has already told the user of the server's limit
 

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import click
 
-from reconciler.api.capacity.concurrency import capacity_for, ordered_map
-from reconciler.api.capacity.limiter import Limiter
+from reconciler.api.capacity import Limiter, capacity_for
 from reconciler.api.client import ApiClient, read_current
+from reconciler.api.concurrency import ordered_map
 from reconciler.api.exceptions import ApiError
 from reconciler.apply.interrupt import GracefulInterrupt
 from reconciler.apply.recheck import saved_plan_state

@@ -89,7 +89,7 @@ NUMBER_SETTINGS: dict[str, NumberSetting] = {
     "max_response_bytes": NumberSetting(int, 1024),
     # Requests per second at most, for a gateway whose limit the user knows (a burst
     # blocker refuses for seconds once crossed); None: learned from the answers alone.
-    # At least the pacer's own least rate (capacity.rate.MIN_RATE): below it a run, a CI
+    # At least the pacer's own least rate (api.capacity.MIN_RATE): below it a run, a CI
     # job's with a reconciler.yaml a pull request can edit, would crawl for hours.
     "max_rate": NumberSetting(float, MIN_MAX_RATE, 100000, unit="requests per second"),
 }
@@ -146,7 +146,7 @@ class Settings:
     token_auth_method: str = TOKEN_AUTH_METHODS[0]
     contract: Contract = field(default_factory=Contract)
     paths: tuple[str, ...] = (DEFAULT_PATH,)
-    # None: nobody chose a number, so the in-flight limit adapts (reconciler.api.capacity.limiter).
+    # None: nobody chose a number, so the in-flight limit adapts (reconciler.api.capacity).
     parallelism: int | None = None
     max_parallelism: int = 64
     timeout: float = 30.0

@@ -84,7 +84,7 @@ def field_name_problems(field_names: Mapping[str, str]) -> list[tuple[str, str]]
     return problems
 
 
-# The paths a deployment may set, each joined under base_url as written (api/http/urls.py).
+# The paths a deployment may set, each joined under base_url as written (api/network.py).
 PATH_KEYS = ("token_path", "get_invite_path", "update_invite_path", "resend_invite_path")
 ID_SEGMENT = "{inviteId}"
 _NOT_PATH = {"?": "a query (`?`)", "#": "a fragment (`#`)", "\\": "a backslash"}

@@ -37,7 +37,7 @@ from support.cli import CliRun, run_cli
 from support.daemon import free_port
 from support.helpers import clean_env, sandbox_env
 
-from reconciler.api.http import exchange
+from reconciler.api import exchange
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox
 
 pytestmark = pytest.mark.e2e

@@ -494,7 +494,7 @@ def test_any_text_value_exports_validates_plans_clean_and_is_sent_byte_for_byte(
         "Something Else Ltd" if value != "Something Else Ltd" else "x"
     )
     patch = compare_invite(invites[0].fields, client.get_invite("inv_prop").fields)
-    client.update_invite("inv_prop", patch)
+    client.write_invite("inv_prop", patch)
     body = json.loads(server.calls("PATCH")[-1].body)
     assert body == {"name": unicodedata.normalize("NFC", value)}
     assert body["name"].encode("utf-8") == unicodedata.normalize("NFC", value).encode("utf-8")

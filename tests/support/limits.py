@@ -11,7 +11,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from reconciler.api.capacity.pacing import Refusal, RequestPacer, Turn
+from reconciler.api.capacity import Refusal, RequestPacer, Turn
 
 # What a limit answers a request that reaches it at a time: the seconds the server holds
 # it before its answer (let through), or (status, Retry-After or None, seconds it

@@ -28,7 +28,7 @@ from reconciler.api.exceptions import (
     UnexpectedResponse,
     WrongInvite,
 )
-from reconciler.api.http.exchange import AttemptWatch
+from reconciler.api.exchange import AttemptWatch
 from reconciler.apply.applier import Applier, ApplyReport, ResendOutcome, WriteOutcome
 from reconciler.apply.audit import Attempt, AuditLog, AuditLogError, NoAuditLog
 from reconciler.model.invite import CurrentInvite, SourceLocation, fields_from_json, fields_json

@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 from support.cli import run_cli
 
-from reconciler.api.capacity.concurrency import capacity_for
-from reconciler.api.capacity.rate import MIN_RATE
+from reconciler.api.capacity import MIN_RATE, capacity_for
 from reconciler.errors import ConfigError, InputError
 from reconciler.settings.config import MIN_MAX_RATE, Settings, load_settings
 

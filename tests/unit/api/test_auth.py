@@ -15,14 +15,7 @@ import pytest
 import requests
 
 from reconciler import safetext
-from reconciler.api.exceptions import (
-    AuthenticationFailed,
-    InvalidRequest,
-    NotFound,
-    ServerError,
-    TokenRefused,
-)
-from reconciler.api.http.auth import (
+from reconciler.api.auth import (
     ClientBasicAuth,
     IssuedTokens,
     OAuthError,
@@ -30,6 +23,13 @@ from reconciler.api.http.auth import (
     register_secret_forms,
     token_failure,
     token_from_payload,
+)
+from reconciler.api.exceptions import (
+    AuthenticationFailed,
+    InvalidRequest,
+    NotFound,
+    ServerError,
+    TokenRefused,
 )
 from reconciler.model.invite import kind_of
 from reconciler.safetext import REDACTED, json_text, redact, register_secret
@@ -192,8 +192,8 @@ def test_an_rfc6749_error_body_is_read_cleaned_and_bounded(body: object, shown: 
 
 @pytest.mark.parametrize("token", ["a", "ab12", "x-y-z"])
 def test_a_token_too_short_to_keep_out_of_output_is_refused(token: str) -> None:
+    from reconciler.api.auth import token_from_payload
     from reconciler.api.exceptions import TokenRefused
-    from reconciler.api.http.auth import token_from_payload
 
     with pytest.raises(TokenRefused) as refused:
         token_from_payload(
@@ -206,8 +206,8 @@ def test_a_token_too_short_to_keep_out_of_output_is_refused(token: str) -> None:
 
 def test_a_token_of_megabytes_is_refused_and_never_made_a_redaction() -> None:
     """A hostile token server's 3 MB token would be searched for in every text shown."""
+    from reconciler.api.auth import token_from_payload
     from reconciler.api.exceptions import TokenRefused
-    from reconciler.api.http.auth import token_from_payload
 
     token = "tok" + "x" * (3 * 1024 * 1024)
     with pytest.raises(TokenRefused) as refused:

@@ -25,11 +25,9 @@ from collections.abc import Callable, Generator, Sequence
 from functools import partial
 from typing import Any, NamedTuple, TypeVar
 
-from reconciler.api.capacity.limiter import FixedLimit, Limiter, PacedLimit, ProbedLimit
-from reconciler.api.capacity.pacing import RequestPacer
+from reconciler.api.capacity import FixedLimit, Limiter
 from reconciler.api.exceptions import ApiError, RateLimited, ServerError
 from reconciler.model.invite import Done, Failed, NotRun, Outcome
-from reconciler.settings.config import Settings
 from reconciler.stop import Stop
 
 T = TypeVar("T")
@@ -193,22 +191,3 @@ def _outcome(done: _Done) -> Outcome[Any, ApiError]:
     if isinstance(done.error, ApiError):
         return Failed(done.error)
     raise done.error
-
-
-class Capacity(NamedTuple):
-    """What the server takes: the rate (the pacer, learned from every answer) and the
-    number in flight (the limiter, never above what that rate can serve)."""
-
-    pacer: RequestPacer
-    limiter: Limiter
-
-
-def capacity_for(settings: Settings) -> Capacity:
-    """One pacer, and at most ``parallelism`` in flight when it was set (option,
-    environment or config: no fewer, what the user said), else ``max_parallelism``,
-    fewer where fewer are answered as fast (``ProbedLimit``); never more than the
-    pacer's rate can serve."""
-    pacer = RequestPacer(max_rate=settings.max_rate)
-    cap = settings.parallelism or settings.max_parallelism
-    limiter = PacedLimit(cap, pacer) if settings.parallelism else ProbedLimit(cap, pacer)
-    return Capacity(pacer, limiter)

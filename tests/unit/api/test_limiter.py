@@ -14,9 +14,8 @@ from pathlib import Path
 import pytest
 from support.limits import FakeTime
 
-from reconciler.api.capacity.concurrency import capacity_for, ordered_map
-from reconciler.api.capacity.limiter import FixedLimit, PacedLimit, ProbedLimit
-from reconciler.api.capacity.pacing import RequestPacer
+from reconciler.api.capacity import FixedLimit, PacedLimit, ProbedLimit, RequestPacer, capacity_for
+from reconciler.api.concurrency import ordered_map
 from reconciler.api.exceptions import NotFound, RateLimited
 from reconciler.errors import ConfigError
 from reconciler.model.invite import Done

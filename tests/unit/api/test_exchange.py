@@ -22,7 +22,7 @@ import requests
 from support.api_answers import BASE, INVITE, INVITE_URL, INVITES, TOKEN, envelope, token_response
 from support.limits import FakeTime
 
-from reconciler.api.capacity.pacing import RequestPacer
+from reconciler.api.capacity import RequestPacer
 from reconciler.api.exceptions import (
     AnswerTooLarge,
     ApiError,
@@ -40,13 +40,13 @@ from reconciler.api.exceptions import (
     TransportError,
     WrongInvite,
 )
-from reconciler.api.http.exchange import (
+from reconciler.api.exchange import (
     BACKOFF_CAP,
     Exchange,
     RetryDecision,
     decide_retry,
 )
-from reconciler.api.http.network import parse_base_url
+from reconciler.api.network import parse_base_url
 from reconciler.apply.audit import AttemptRecorder, AuditLog
 from reconciler.settings.config import Settings
 from reconciler.stop import Stop

@@ -17,11 +17,10 @@ import pytest
 from support.api_answers import BASE, INVITE, INVITE_URL, INVITES, envelope, token_response
 from support.limits import FakeTime
 
-from reconciler.api.capacity.pacing import RequestPacer
-from reconciler.api.capacity.rate import QUIET
+from reconciler.api.capacity import QUIET, RequestPacer
 from reconciler.api.exceptions import ApiError, GatewayForbidden, PermissionDenied
-from reconciler.api.http.exchange import Exchange, decide_retry
-from reconciler.api.http.network import parse_base_url
+from reconciler.api.exchange import Exchange, decide_retry
+from reconciler.api.network import parse_base_url
 from reconciler.settings.config import Settings
 from reconciler.stop import Stop
 

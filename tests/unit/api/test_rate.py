@@ -30,9 +30,17 @@ from support.limits import (
     start_times,
 )
 
-from reconciler.api.capacity import rate
-from reconciler.api.capacity.pacing import RequestPacer, Turn
-from reconciler.api.capacity.rate import BLOCK, RECENT, STARTS_KEPT, WINDOW, Latencies, RecentStarts
+from reconciler.api import capacity as rate
+from reconciler.api.capacity import (
+    BLOCK,
+    RECENT,
+    STARTS_KEPT,
+    WINDOW,
+    Latencies,
+    RecentStarts,
+    RequestPacer,
+    Turn,
+)
 
 
 @pytest.fixture

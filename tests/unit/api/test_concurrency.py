@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from reconciler.api.capacity.concurrency import ordered_map
-from reconciler.api.capacity.limiter import FixedLimit, PacedLimit
+from reconciler.api.capacity import FixedLimit, PacedLimit
+from reconciler.api.concurrency import ordered_map
 from reconciler.api.exceptions import NotFound
 from reconciler.model.invite import Done, Failed, NotRun
 from reconciler.stop import Stop

@@ -30,9 +30,8 @@ from reconciler.api.exceptions import (
     TransportError,
     UnexpectedResponse,
 )
-from reconciler.api.http.answer import Limits, read_body
-from reconciler.api.http.attempt import GuardedAdapter
-from reconciler.api.http.network import make_session
+from reconciler.api.exchange import GuardedAdapter, Limits, read_body
+from reconciler.api.network import make_session
 from reconciler.settings.config import Settings
 
 HEADERS = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
@@ -416,7 +415,7 @@ def test_a_413_says_the_body_was_too_large_and_is_not_retried(requests_mock: Any
         base_url="https://api.example.test", client_id="ci", client_secret="cs_live_Zq9xSECRET"
     )
     with ApiClient(settings, sleep=lambda seconds: None) as api, pytest.raises(ApiError) as failed:
-        api.update_invite("inv_8f2k1", {"name": "Acme"})
+        api.write_invite("inv_8f2k1", {"name": "Acme"})
     assert str(failed.value) == (
         "HTTP 413: the request body (16 bytes) was refused as too large, by the server or a "
         "proxy or gateway in front of it: Request Entity Too Large (an HTML page, "

@@ -13,8 +13,15 @@ import itertools
 import pytest
 from support.limits import Answer, BurstBlocker, FakeTime, Unlimited, answered, run_behind
 
-from reconciler.api.capacity.pacing import NoTurn, RequestPacer, Turn
-from reconciler.api.capacity.rate import BLOCK_CUT, MAX_QUIET, QUIET, REGROW_AFTER
+from reconciler.api.capacity import (
+    BLOCK_CUT,
+    MAX_QUIET,
+    QUIET,
+    REGROW_AFTER,
+    NoTurn,
+    RequestPacer,
+    Turn,
+)
 from reconciler.stop import Stop
 
 

@@ -12,8 +12,7 @@ from collections.abc import Callable
 import pytest
 from support.limits import FakeTime, answered, refuse
 
-from reconciler.api.capacity.pacing import NoTurn, RequestPacer, Turn
-from reconciler.api.capacity.rate import MAX_HOLD, START_RATE
+from reconciler.api.capacity import MAX_HOLD, START_RATE, NoTurn, RequestPacer, Turn
 from reconciler.output.progress import Progress
 from reconciler.stop import Stop
 

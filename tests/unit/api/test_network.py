@@ -28,8 +28,8 @@ import urllib3.exceptions as u3
 from support.loopback import serving
 
 from reconciler.api.exceptions import InvalidRequest, TransportError
-from reconciler.api.http.attempt import GuardedAdapter
-from reconciler.api.http.network import (
+from reconciler.api.exchange import GuardedAdapter
+from reconciler.api.network import (
     invite_path,
     make_session,
     parse_base_url,

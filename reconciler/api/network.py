@@ -148,6 +148,11 @@ def checked_verify(verify: Any) -> Any:
         raise ConfigError(f"{shown}, which cannot be read ({exc.strerror})") from None
     if stat.S_ISDIR(status.st_mode):
         return _checked_ca_directory(verify, shown)
+    return _checked_ca_file(verify, status, shown)
+
+
+def _checked_ca_file(verify: str, status: os.stat_result, shown: str) -> str:
+    """A PEM file of CA certificates: regular, within its bound, holding one at least."""
     if not stat.S_ISREG(status.st_mode):
         raise ConfigError(f"{shown}, which is not a regular file")
     if status.st_size > _CA_BUNDLE_LIMIT:
@@ -208,6 +213,15 @@ def _checked_ca_directory(path: str, shown: str) -> str:
             f"{shown}, a directory with no certificate under a hashed name (HASH.0, which "
             f"is how OpenSSL finds a CA in a directory); {advice}"
         )
+    for candidate in _regular_hashed(path, names, shown, advice)[:20]:
+        with suppress(OSError):
+            if os.path.getsize(candidate) <= _CA_BUNDLE_LIMIT and _certificates_in(candidate):
+                return path
+    raise ConfigError(f"{shown}, a directory whose hashed names hold no certificate; {advice}")
+
+
+def _regular_hashed(path: str, names: list[str], shown: str, advice: str) -> list[str]:
+    """The hashed names' paths that are regular files; one that is not is refused."""
     regular = []
     for name in names:
         candidate = os.path.join(path, name)
@@ -223,11 +237,7 @@ def _checked_ca_directory(path: str, shown: str) -> str:
                 f"file (a FIFO, device or socket, which OpenSSL would wait on); {advice}"
             )
         regular.append(candidate)
-    for candidate in regular[:20]:
-        with suppress(OSError):
-            if os.path.getsize(candidate) <= _CA_BUNDLE_LIMIT and _certificates_in(candidate):
-                return path
-    raise ConfigError(f"{shown}, a directory whose hashed names hold no certificate; {advice}")
+    return regular
 
 
 # http.client's words when a proxy answers CONNECT with anything but 200.
@@ -275,6 +285,30 @@ def transport_error(
 ) -> TransportError:
     """What went wrong on the network, in words a user can act on; ``proxy`` is the
     variable that named the proxy, if one is used."""
+    unsent = _unsent_failure(exc, host, timeout, proxy)
+    if unsent is not None:
+        return unsent
+    if _first(exc, (u3.ReadTimeoutError, requests.exceptions.ReadTimeout, TimeoutError)):
+        return TransportError(f"no answer from {host} within {timeout:g}s", maybe_sent=True)
+    if _first(exc, (requests.exceptions.InvalidHeader, requests.exceptions.InvalidURL)):
+        return TransportError(
+            f"request to {host} could not be built ({type(exc).__name__}); nothing was sent",
+            maybe_sent=False,
+            permanent=True,
+        )
+    broken = _broken_answer(exc, host)
+    if broken is not None:
+        return broken
+    if _first(exc, (requests.ConnectionError, u3.ProtocolError, ConnectionError)):
+        return TransportError(f"connection to {host} closed without an answer", maybe_sent=True)
+    return TransportError(f"request to {host} failed ({type(exc).__name__})", maybe_sent=True)
+
+
+def _unsent_failure(
+    exc: BaseException, host: str, timeout: float, proxy: str | None
+) -> TransportError | None:
+    """A failure before the request could reach the server (the proxy, TLS, the name,
+    the connection), or None."""
     if _first(exc, (u3.ProxyError, requests.exceptions.ProxyError)):
         return _proxy_error(exc, host, proxy)
     if _first(exc, (ssl.SSLError, u3.SSLError, requests.exceptions.SSLError)):
@@ -291,20 +325,7 @@ def transport_error(
         )
     if _first(exc, (u3.ConnectTimeoutError, requests.exceptions.ConnectTimeout)):
         return TransportError(f"could not connect to {host} within {timeout:g}s", maybe_sent=False)
-    if _first(exc, (u3.ReadTimeoutError, requests.exceptions.ReadTimeout, TimeoutError)):
-        return TransportError(f"no answer from {host} within {timeout:g}s", maybe_sent=True)
-    if _first(exc, (requests.exceptions.InvalidHeader, requests.exceptions.InvalidURL)):
-        return TransportError(
-            f"request to {host} could not be built ({type(exc).__name__}); nothing was sent",
-            maybe_sent=False,
-            permanent=True,
-        )
-    broken = _broken_answer(exc, host)
-    if broken is not None:
-        return broken
-    if _first(exc, (requests.ConnectionError, u3.ProtocolError, ConnectionError)):
-        return TransportError(f"connection to {host} closed without an answer", maybe_sent=True)
-    return TransportError(f"request to {host} failed ({type(exc).__name__})", maybe_sent=True)
+    return None
 
 
 def _broken_answer(exc: BaseException, host: str) -> TransportError | None:
@@ -451,6 +472,20 @@ def _refused_base(parts: SplitResult, written: str) -> str | None:
     """Why a secret may not be sent to this base URL (None: it may)."""
     if parts.scheme not in ("http", "https") or not parts.hostname:
         return "is not an http(s) URL"
+    refused = _refused_parts(parts, written)
+    if refused is not None:
+        return refused
+    if parts.scheme == "http" and not _is_loopback(parts.hostname):
+        return _typo_of_localhost(parts.hostname or "") or (
+            "uses plain http://, which would send the client secret and tokens unencrypted; "
+            "use https:// (http:// is allowed only for loopback hosts such as 127.0.0.1, "
+            "where the sandbox runs)"
+        )
+    return None
+
+
+def _refused_parts(parts: SplitResult, written: str) -> str | None:
+    """Why the URL's parts may not carry a secret, whatever its host (None: they may)."""
     if parts.username is not None or parts.password is not None:
         return (
             "must not carry credentials (user info before the host); "
@@ -461,12 +496,6 @@ def _refused_base(parts: SplitResult, written: str) -> str | None:
     if any(c.isspace() or not c.isprintable() for c in written):
         # urlsplit silently drops tabs and line breaks: what it parsed is not what was written.
         return "holds whitespace or a control character"
-    if parts.scheme == "http" and not _is_loopback(parts.hostname):
-        return _typo_of_localhost(parts.hostname or "") or (
-            "uses plain http://, which would send the client secret and tokens unencrypted; "
-            "use https:// (http:// is allowed only for loopback hosts such as 127.0.0.1, "
-            "where the sandbox runs)"
-        )
     return None
 
 

@@ -26,7 +26,7 @@ from support.loopback import serving
 
 from reconciler.api.client import ApiClient
 from reconciler.api.exceptions import ApiError, TransportError
-from reconciler.api.http.attempt import (
+from reconciler.api.exchange import (
     _WATCHDOG,
     AttemptDeadline,
     Attempts,
@@ -34,7 +34,7 @@ from reconciler.api.http.attempt import (
     _Watchdog,
     attempt_deadline,
 )
-from reconciler.api.http.network import make_session, parse_base_url
+from reconciler.api.network import make_session, parse_base_url
 from reconciler.settings.config import Settings
 
 BASE = "https://api.example.com/base"

@@ -64,14 +64,47 @@ goes in, one that waited too long is answered 503). One rate rides all of them:
 
 ``servable()`` says how many requests that rate keeps busy (Little's law): more
 in flight would only wait for their turns (``pacing``).
+
+Turns to start a request, handed out in arrival order, at the rate the server
+allows (learned in ``rate``; with the in-flight limit it makes the run's
+``concurrency.Capacity``).
+
+Turns go in arrival order (FIFO): the first in line starts one interval (1/rate)
+after the previous request reached the server, and never while the server has asked
+for a pause or the hold after its refusals lasts. A request reached the server when it
+left, unless its answer came late (a connection opened, a thread scheduled late): then
+about as late, and one not answered yet and late already holds the next one by up to
+one more interval, or a limit on spacing (nginx's ``limit_req``) sees the two too
+close. How long a request waited behind others is returned with its turn, so that a
+retry budget is charged only with the server's share of the wait (its pause, the hold
+after its refusals, one interval of its rate), never with our queue.
+
+How many requests may be in flight: at most ``parallelism`` (or ``max_parallelism``),
+never more than the allowed rate keeps busy (``PacedLimit``), and fewer where a busy
+client gets its answers as fast with fewer, found by probing (``ProbedLimit``).
+
+The number in flight follows from the pacer's rate (``pacing``, learned in ``rate``
+from every answer, slow start included) (Little's law: rate × latency, and one waiting
+for its turn), capped here. A Vegas-style adaptive limit used to move the number in
+flight on its own, reacting to the same 429s as the pacer; the benchmarks (scenario l:
+a server whose latency rises with load; scenario a: a steady 50 ms) showed it gained
+nothing over this simpler design, so it went.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import threading
+import time
 from collections import Counter, deque
-from typing import NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple, Protocol
+
+from reconciler.settings.config import Settings
+from reconciler.stop import Stop
+
+# -- rate ----------------------------------------------------------------------
 
 log = logging.getLogger("reconciler.pacing")
 
@@ -665,3 +698,606 @@ class Latencies:
 
 def _median(times: deque[float]) -> float:
     return sorted(times)[len(times) // 2]
+
+
+# -- pacing --------------------------------------------------------------------
+
+SLEEP_SLICE = 0.25  # longest single sleep: a pause or a stop is noticed this soon
+
+
+class NoTurn(Exception):
+    """The caller's turn would not come in time, or its run stopped while it waited."""
+
+    def __init__(self, wait: float, stopped: bool, asked: bool = True) -> None:
+        super().__init__()  # no text: its one catcher (exchange) says what happened
+        self.wait = wait  # seconds until the turn would have come
+        self.stopped = stopped
+        self.asked = asked  # a pause the server asked for (Retry-After), not a hold
+
+
+class Turn(NamedTuple):
+    """A request's start: the rate it was sent at, and what its wait cost."""
+
+    rate: float  # requests/second when it started
+    epoch: int  # cuts of the rate before it started: a refusal cuts only once
+    queued: float  # seconds it waited behind other requests (not the server's doing)
+    at: float  # when it started (the pacer's clock)
+
+
+class Refusal(NamedTuple):
+    """What the pacer made of a refusal, told again if the same request is refused again."""
+
+    let: int  # answers let through so far
+    strikes: int  # times in a row this request was refused while others were let through
+    own: bool  # the request's own, not the server's limit on all: it waits alone
+
+
+class RequestPacer:
+    def __init__(
+        self,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+        start_rate: float = START_RATE,
+        max_rate: float | None = None,
+    ) -> None:
+        self._clock = clock
+        self._sleep = sleep
+        self._lock = threading.Lock()
+        self._turned = threading.Condition(self._lock)  # a turn was taken or given up
+        self._line: deque[object] = deque()  # tickets, first in line first
+        now = clock()
+        # Whole seconds of the wall clock (a blocker's windows), on the pacer's clock; a
+        # clock of the caller's own (a test's) is its own wall clock.
+        wall = time.time() - now if clock is time.monotonic else 0.0
+        self._control = RateControl(now, start_rate, max_rate, wall)
+        self._probe: float | None = None  # when the probe after a block's quiet started
+        self._last_start = -math.inf
+        self._arrived = -math.inf  # when the latest start reached the server, if it was late
+        self._pending = False  # the latest start is not answered yet
+        self._held = False  # the first in line is waiting for the rate's interval
+        self.said_limited = False  # the run has told the user of the limit (progress does)
+
+    # -- what the rest of the run reads ------------------------------------------
+
+    @property
+    def rate(self) -> float | None:
+        """The allowed rate in requests/second, once a refusal has shown there is one."""
+        control = self._control
+        return control.rate if control.ceiling is not None else None
+
+    @property
+    def limited(self) -> bool:
+        return self._control.ceiling is not None
+
+    @property
+    def answers(self) -> int:
+        return self._control.answers
+
+    @property
+    def refusals(self) -> int:
+        return self._control.refusals
+
+    @property
+    def blocked(self) -> bool:
+        """Whether a gateway blocked the client with its own 403 in this run."""
+        return self._control.blocks > 0
+
+    def describe_block(self) -> str:
+        with self._lock:
+            return self._control.describe_block(self._clock())
+
+    def block_seen(self) -> None:
+        """A gateway blocked the client on a request another pacer paced (the re-send's):
+        the block is on the client, so this one keeps quiet too."""
+        with self._lock:
+            control = self._control
+            now = self._clock()
+            control.block_seen(control.rate, control.epoch, now, now)
+            self._turned.notify_all()
+
+    @property
+    def rate_limited_events(self) -> int:
+        """Cuts of the rate."""
+        return self._control.cuts
+
+    def settled_rate(self, *, early: bool = False) -> float | None:
+        """The rate it settles at, once SETTLE seconds have passed without a cut (or at
+        once when ``early``: a run ending sooner)."""
+        return self._control.settled_rate(self._clock(), early=early)
+
+    def servable(self) -> int:
+        """Requests in flight the rate keeps busy: rate × latency, and one waiting.
+
+        In slow start the rate runs ahead of what is sent (STARTUP_GAIN times it), so
+        the number in flight follows twice what the last starts came to (BBR's cwnd
+        gain), which still doubles it every round trip: when a token bucket's burst
+        runs dry, every request then in flight is refused.
+        """
+        with self._lock:
+            return self._control.servable()
+
+    def forget_latency_floor(self) -> None:
+        """The server's latency changed (see ``limiter.ProbedLimit``): the unloaded latency
+        of the last answers, which the number in flight grows from in slow start, is not it."""
+        with self._lock:
+            self._control.latency.forget_floor()
+
+    def describe(self) -> str:
+        return self._control.describe()
+
+    # -- turns -------------------------------------------------------------------
+
+    def wait_turn(self, *, stop: Stop | None = None, budget_left: float | None = None) -> Turn:
+        """Block until this request may start, in arrival order.
+
+        Raises NoTurn once ``stop`` is set while a wait is still needed, or when a
+        pause the server asked for, or a hold after its refusals, outlasts
+        ``budget_left`` (seconds; None: no budget running yet, as for a request not
+        yet sent).
+        """
+        ticket = object()
+        entered = self._clock()
+        with self._lock:
+            self._line.append(ticket)
+        try:
+            while True:
+                with self._lock:
+                    step = self._step(ticket, entered, stop, budget_left)
+                    if step is None:
+                        # Woken by each turn taken; the slice only bounds a missed wake-up.
+                        self._turned.wait(SLEEP_SLICE)
+                        continue
+                if isinstance(step, Turn):
+                    return step
+                # Sleep outside the lock, then look again: a 429 may have paused us.
+                self._sleep(min(step, SLEEP_SLICE))
+        except BaseException:
+            with self._lock:
+                if ticket in self._line:
+                    self._line.remove(ticket)
+                self._turned.notify_all()
+            raise
+
+    def _step(
+        self, ticket: object, entered: float, stop: Stop | None, budget_left: float | None
+    ) -> Turn | float | None:
+        """The caller's turn, or how long to sleep before looking again (None: until a
+        turn is taken: others are ahead of it in line). Hold the lock."""
+        now = self._clock()
+        control = self._control
+        stopped = stop is not None and stop.is_set()
+        closed = max(control.pause[1], control.hold[1])
+        first = self._line[0] is ticket
+        wait = SLEEP_SLICE
+        if first and control.probing and self._probe is not None:
+            pass  # the probe after a block's quiet is out: none starts till it is answered
+        elif first:
+            start = self._start_at(now, closed, stopped)
+            if start <= now:
+                return self._start(ticket, entered, now)
+            wait = start - now
+        if stopped:
+            raise NoTurn(max(wait, 0.0), stopped=True)
+        if budget_left is not None and closed - now > budget_left:
+            raise NoTurn(closed - now, stopped=False, asked=control.pause[1] >= control.hold[1])
+        return wait if first else None
+
+    def _start_at(self, now: float, closed: float, stopped: bool) -> float:
+        """When the first in line may start. Hold the lock."""
+        spaced = self._spaced(now)
+        if spaced > now:
+            self._held = True  # the rate, not the caller, set this start
+        if stopped and self._control.ceiling is None and closed <= now:
+            return now  # slow start is ours: a stopping run's last calls go
+        return max(closed, spaced)
+
+    def _spaced(self, now: float) -> float:
+        """When the next start may go, by the rate alone. Hold the lock."""
+        interval = 1.0 / self._control.rate
+        arrived = max(self._last_start, self._arrived)
+        unloaded = self._control.latency.unloaded()
+        if self._pending and unloaded and now - self._last_start > LATE * unloaded:
+            # Not answered yet and late already: it reaches the server no sooner than
+            # its answer could come back now. Waited for one more interval at most.
+            arrived = min(max(arrived, now - unloaded), self._last_start + interval)
+        return arrived + interval
+
+    def _start(self, ticket: object, entered: float, now: float) -> Turn:
+        """Hold the lock."""
+        control = self._control
+        self._line.popleft()
+        self._last_start = now
+        self._pending = True
+        control.started(now, self._held)
+        self._held = False
+        if control.probing and self._probe is None:
+            self._probe = now  # the first start after a block's quiet: it goes alone
+        self._turned.notify_all()
+        waited = now - entered
+        # The server's share of the wait: its pauses, the holds after its refusals (those
+        # that ended while it waited too), and one interval of its rate.
+        closed = control.closed()
+        own = sum(max(0.0, min(now, until) - max(entered, since)) for since, until in closed)
+        own += 1.0 / control.rate if control.ceiling is not None else 0.0
+        return Turn(control.rate, control.epoch, max(0.0, waited - own), now)
+
+    # -- answers -----------------------------------------------------------------
+
+    def on_answer(
+        self,
+        turn: Turn,
+        seconds: float,
+        *,
+        refused: bool,
+        retry_after: float | None = None,
+        again: Refusal | None = None,
+        blocked: bool = False,
+    ) -> Refusal | None:
+        """One attempt's answer: ``refused`` when it was a rate signal (429, a bare 503,
+        a gateway's 403: ``blocked``); ``again``: what this said when the same request
+        was last refused. A refusal says whether it was the request's own (see
+        ``rate``): then it waits alone."""
+        with self._lock:
+            now = self._clock()
+            self._answered(turn)
+            if turn.at == self._last_start:
+                # Answered late, it probably reached the server late (a connection opened,
+                # a thread scheduled late): the next start is one interval after that,
+                # or a limit on spacing (nginx's limit_req) sees the two too close.
+                self._arrived = self._control.latency.arrived(turn.at, seconds, now)
+                self._pending = False
+            control = self._control
+            if blocked:
+                control.blocked(turn.rate, turn.epoch, turn.at, now)
+                return Refusal(control.let, 0, False)
+            strikes = 0
+            if again is not None:
+                strikes = again.strikes + (control.let > again.let)
+            own = control.answered(
+                turn.rate,
+                turn.epoch,
+                turn.at,
+                seconds,
+                now,
+                refused=refused,
+                retry_after=retry_after,
+                strikes=strikes,
+            )
+            return Refusal(control.let, strikes, own) if refused else None
+
+    def on_no_answer(self, turn: Turn) -> None:
+        """An attempt that got no answer (or was never sent): a probe it was is over."""
+        with self._lock:
+            self._answered(turn)
+
+    def _answered(self, turn: Turn) -> None:
+        """Hold the lock."""
+        if self._probe is not None and turn.at == self._probe:
+            self._probe = None  # answered: the next starts (or probes again after a quiet)
+            self._turned.notify_all()
+
+
+# -- limiter -------------------------------------------------------------------
+
+
+class Limiter(Protocol):
+    """What ``ordered_map`` reads before starting a call, and tells after each."""
+
+    @property
+    def limit(self) -> int: ...
+
+    @property
+    def cap(self) -> int: ...
+
+    def sample(self, seconds: float, refused: bool) -> None:
+        """One whole call: its duration and whether it failed with a refusal."""
+
+    def observe(self, seconds: float, status: int | None) -> None:
+        """One HTTP attempt: its duration and status (None: no answer)."""
+
+    def describe(self) -> str: ...
+
+
+class FixedLimit:
+    """``--parallelism N``: N in flight, whatever the answers."""
+
+    def __init__(self, limit: int) -> None:
+        self.cap = max(1, limit)
+
+    @property
+    def limit(self) -> int:
+        return self.cap
+
+    def sample(self, seconds: float, refused: bool) -> None:
+        pass
+
+    def observe(self, seconds: float, status: int | None) -> None:
+        pass
+
+    def describe(self) -> str:
+        return f"fixed at {self.cap} in flight"
+
+
+class Servable(Protocol):
+    def servable(self) -> int:
+        """How many requests in flight the allowed rate keeps busy."""
+
+    def forget_latency_floor(self) -> None:
+        """The server's latency changed: what answers took lately is not it."""
+
+
+class PacedLimit(FixedLimit):
+    """At most ``cap``, and never more than the pacer's rate can serve: under a rate
+    limit, more workers would only queue for turns (and hold memory for their answers)."""
+
+    def __init__(self, cap: int, pacer: Servable) -> None:
+        super().__init__(cap)
+        self._pacer = pacer
+        self.highest = 0  # the most the rate allowed at once during the run
+
+    @property
+    def limit(self) -> int:
+        limit = max(1, min(self.cap, self._pacer.servable()))
+        self.highest = max(self.highest, limit)
+        return limit
+
+    def describe(self) -> str:
+        return (
+            f"settled at {self.limit} in flight (highest {self.highest}, at most "
+            f"{self.cap}: as many as the allowed rate keeps busy)"
+        )
+
+
+WARM_UP = 64  # answers before the first phase: slow start, the latency's first blocks
+ROUNDS = 2  # answers a phase counts at least: this many times the limit (its rounds) ...
+SHORTEST = 0.05  # ... over at least this many seconds, and ROUNDS times the slowest
+SLOWEST_OF = 64  # ... of this many answers lately (one that ends before its slow
+# answers come counts only the fast ones, and sees fewer in flight as fast as more)
+LEAST = 32  # ... and this many answers, unless it has lasted LONG times that
+LONG = 4
+BUSY = 0.75  # the client's CPU seconds per second over a phase: busy (the GIL: one core)
+IDLE = 0.5  # ... and waiting for its answers (between the two: as it was)
+DOWN = 0.75  # a try lowers the limit to this share of it (to one from FEW or fewer)
+FEW = 8
+UP = 4 / 3  # ... or raises it by this much, below the rate's count
+KEPT = 0.95  # answers at least this share as fast as usual lately: fewer stay ...
+# ... or when the client's CPU per answer they save is at least TRADE times the share of
+# the pace they lose, and that share is at most MOST_LOST: a busy client's CPU is what
+# a run costs the machine (a CI runner's two cores run the server too), and at one in
+# flight, on the consumer's own thread, the sandbox's answers cost it 30% less CPU
+# each for a pace within a few percent either way.
+TRADE = 1.5
+MOST_LOST = 0.15
+GAIN = 1.10  # answers at least this much faster with more: more stay
+BEST_OF = 8  # phases whose pace is "lately" (their median: usual) ...
+USUAL_FROM = 2  # ... once there are this many: no try before
+WAIT = 32  # phases between tries at most (doubled after each try not kept)
+
+
+FEWER, HELD, MORE = -1, 0, 1  # what a phase tries: fewer in flight, none, more
+
+
+class _Phase(NamedTuple):
+    limit: int  # in flight during the phase
+    move: int  # FEWER, HELD or MORE than the limit kept
+    began: float
+    span: float  # seconds it lasts at least, once its own answers come
+
+
+class _Pace(NamedTuple):
+    answers: float  # per second
+    busy: float  # the client's CPU seconds per second
+
+    @property
+    def cpu(self) -> float:
+        """The client's CPU seconds per answer."""
+        return self.busy / self.answers if self.answers else 0.0
+
+
+class ProbedLimit(PacedLimit):
+    """``PacedLimit``, lowered by probing where a busy client gets its answers as fast
+    with fewer in flight."""
+
+    def __init__(
+        self,
+        cap: int,
+        pacer: Servable,
+        clock: Callable[[], float] = time.monotonic,
+        cpu: Callable[[], float] = time.process_time,
+    ) -> None:
+        super().__init__(cap, pacer)
+        self._clock = clock
+        self._cpu = cpu
+        self._lock = threading.Lock()
+        self._kept: int | None = None  # the limit probing found (None: the rate's count)
+        self._phase: _Phase | None = None
+        self._settled: tuple[float, float] | None = None  # its own first answer: when, CPU
+        self._counted = 0  # answers since then
+        self._answers = 0
+        self._latencies: deque[float] = deque(maxlen=SLOWEST_OF)
+        self._paces: deque[tuple[int, _Pace]] = deque(maxlen=BEST_OF)  # (in flight, pace)
+        self._last = _Pace(0.0, 0.0)  # the last phase at the limit kept
+        self._waits = 0  # phases still to wait before the next try
+        self._misses = 0  # tries in a row not kept
+        self._up_next = False  # tries alternate down and up while below the count
+        self._one_missed = False  # one in flight was tried and not kept: a quarter fewer
+        self._off = False  # a refusal came: the rate decides alone
+
+    @property
+    def limit(self) -> int:
+        limit = super().limit
+        phase = self._phase
+        if phase is not None and phase.move != HELD:
+            return min(limit, phase.limit)
+        kept = self._kept
+        return limit if kept is None else min(limit, kept)
+
+    def sample(self, seconds: float, refused: bool) -> None:
+        if self._off:
+            return
+        now = self._clock()
+        with self._lock:
+            if refused:
+                self._off, self._kept, self._phase = True, None, None
+            else:
+                self._answered(seconds, now)
+
+    def describe(self) -> str:
+        kept = self._kept
+        if kept is None or kept >= super().limit:
+            return super().describe()
+        return (
+            f"settled at {self.limit} in flight (highest {self.highest}, at most "
+            f"{self.cap}: as many as a busy client got its answers as fast with)"
+        )
+
+    # -- phases (the lock held) --------------------------------------------------
+
+    def _begin(self, limit: int, move: int, now: float) -> None:
+        span = max(SHORTEST, ROUNDS * max(self._latencies, default=0.0))
+        self._phase = _Phase(limit, move, now, span)
+        self._settled = None
+
+    def _answered(self, seconds: float, now: float) -> None:
+        self._answers += 1
+        self._latencies.append(seconds)
+        phase = self._phase
+        if phase is None:
+            if self._answers >= WARM_UP:
+                # The run's first answers waited for a token and new connections.
+                self._latencies.clear()
+                self._begin(super().limit, HELD, now)
+        elif self._settled is None:
+            if now - seconds >= phase.began:  # the first answer of its own
+                self._settled, self._counted = (now, self._cpu()), 0
+        else:
+            self._counted += 1
+            pace = self._measured(phase, self._settled, now)
+            if pace is not None:
+                self._decide(phase, pace, now)
+
+    def _measured(self, phase: _Phase, settled: tuple[float, float], now: float) -> _Pace | None:
+        """The phase's pace, once it has lasted long enough to tell."""
+        elapsed = now - settled[0]
+        if self._counted < ROUNDS * phase.limit or elapsed < phase.span:
+            return None
+        busy = (self._cpu() - settled[1]) / elapsed
+        if self._counted < LEAST and elapsed < LONG * phase.span and busy >= IDLE:
+            return None  # (a client waiting for its answers has no pace to measure closely)
+        return _Pace(self._counted / elapsed, busy)
+
+    def _decide(self, phase: _Phase, pace: _Pace, now: float) -> None:
+        count = super().limit
+        current = self._current(count)
+        # Phases at the limit a try lowers, or more: not slow start's, nor tries not kept.
+        lately = sorted(p for limit, p in self._paces if limit >= current) or [self._last]
+        usual = lately[len(lately) // 2]  # a median: one phase's luck moves no decision
+        self._paces.append((phase.limit, pace))
+        # A try the rate's count overtook (it fell below it) tried nothing: as if held.
+        if phase.move == FEWER and phase.limit < count:
+            if self._tried(phase, pace, count, _worth_fewer(pace, usual), now):
+                return
+        elif phase.move == MORE and current < count:
+            # Faster with more, and worth what they cost.
+            worth = pace.answers >= GAIN * self._last.answers and not _worth_fewer(self._last, pace)
+            if self._tried(phase, pace, count, worth, now):
+                return
+        else:
+            if pace.busy < IDLE and (self._kept is not None or self._last.busy >= BUSY):
+                # Busy at the limit held, now waiting for its answers: the server slowed
+                # down, and what probing found says nothing of it; nor does the latency
+                # the rate's count grows from, measured at few in flight (a server fast
+                # for half a second, then at 100 ms, was served by 1-3 for seconds).
+                self._kept, self._misses, self._waits, self._one_missed = None, 0, 0, False
+                self._paces.clear()
+                self._pacer.forget_latency_floor()
+            self._last = pace
+        self._next(count, pace, now)
+
+    def _tried(self, phase: _Phase, pace: _Pace, count: int, worth: bool, now: float) -> bool:
+        """A try's verdict: kept, and the next try goes further the same way (True: it
+        began), or missed."""
+        if not worth:
+            self._one_missed |= phase.move == FEWER and phase.limit == 1
+            self._missed()
+            return False
+        self._keep(phase.limit, pace, count)
+        if phase.move == FEWER and phase.limit > 1:
+            self._begin(self._fewer(phase.limit), FEWER, now)
+            return True
+        if phase.move == MORE and self._kept is not None:
+            self._begin(_more(phase.limit), MORE, now)
+            return True
+        return False
+
+    def _fewer(self, limit: int) -> int:
+        """A quarter fewer; from a few, one first: a read at one in flight is made on
+        the consumer's own thread (``concurrency``), which two or three are not."""
+        if limit <= FEW and not self._one_missed:
+            return 1
+        return max(1, min(limit - 1, int(limit * DOWN)))
+
+    def _current(self, count: int) -> int:
+        return count if self._kept is None else min(count, self._kept)
+
+    def _keep(self, limit: int, pace: _Pace, count: int) -> None:
+        self._kept = None if limit >= count else limit
+        self._last = pace
+        self._misses = 0
+
+    def _missed(self) -> None:
+        self._misses += 1
+        self._waits = min(WAIT, 2 ** (self._misses + 1))
+
+    def _next(self, count: int, pace: _Pace, now: float) -> None:
+        """The phase after one that decided: the limit held, or a try."""
+        current = self._current(count)
+        idle = pace.busy < BUSY and self._kept is None
+        if self._waits or idle or len(self._paces) < USUAL_FROM:
+            self._waits = max(0, self._waits - 1)
+            self._begin(current, HELD, now)
+            return
+        up = self._up_next and current < count
+        self._up_next = not self._up_next
+        if up:
+            self._begin(min(count, _more(current)), MORE, now)
+        elif current > 1:
+            self._begin(self._fewer(current), FEWER, now)
+        else:
+            self._begin(current, HELD, now)
+
+
+def _worth_fewer(fewer: _Pace, more: _Pace) -> bool:
+    """Whether ``fewer`` in flight are worth keeping over ``more``: as fast (KEPT), or
+    what they save of the client's CPU worth what they lose of the pace (TRADE)."""
+    lost = 1.0 - fewer.answers / more.answers if more.answers else 0.0
+    if lost <= 1.0 - KEPT:
+        return True
+    saved = 1.0 - fewer.cpu / more.cpu if more.cpu else 0.0
+    return lost <= MOST_LOST and saved >= TRADE * lost
+
+
+def _more(limit: int) -> int:
+    return max(limit + 1, math.ceil(limit * UP))
+
+
+# -- capacity_for ------------------------------------------------------------
+
+
+class Capacity(NamedTuple):
+    """What the server takes: the rate (the pacer, learned from every answer) and the
+    number in flight (the limiter, never above what that rate can serve)."""
+
+    pacer: RequestPacer
+    limiter: Limiter
+
+
+def capacity_for(settings: Settings) -> Capacity:
+    """One pacer, and at most ``parallelism`` in flight when it was set (option,
+    environment or config: no fewer, what the user said), else ``max_parallelism``,
+    fewer where fewer are answered as fast (``ProbedLimit``); never more than the
+    pacer's rate can serve."""
+    pacer = RequestPacer(max_rate=settings.max_rate)
+    cap = settings.parallelism or settings.max_parallelism
+    limiter = PacedLimit(cap, pacer) if settings.parallelism else ProbedLimit(cap, pacer)
+    return Capacity(pacer, limiter)

@@ -31,6 +31,7 @@ import requests
 from requests.auth import AuthBase
 
 from reconciler.api.exceptions import (
+    GATEWAY_PAGE,
     ApiError,
     AuthenticationFailed,
     GatewayForbidden,
@@ -233,7 +234,7 @@ def granted_scope(said: Any) -> tuple[str, ...] | None:
     scopes = tuple(s for s in scopes if s)
     if not scopes or len(scopes) > _MAX_SCOPES:
         return None
-    if not all(_SCOPE_TOKEN.fullmatch(s) for s in scopes) or any(holds_secret(s) for s in scopes):
+    if not all(_SCOPE_TOKEN.fullmatch(s) and not holds_secret(s) for s in scopes):
         log.debug("the token answer's scope is not a list of scope tokens; not read")
         return None
     return scopes
@@ -370,6 +371,11 @@ def _advice(key: str | int | None, settings: Settings) -> str:
     )
 
 
+def _gateway_page(error: ApiError) -> bool:
+    """A 403 that is not the platform's (no envelope): a gateway's or a proxy's page."""
+    return isinstance(error, GatewayForbidden) or (error.status == 403 and not error.enveloped)
+
+
 def token_failure(error: ApiError, oauth: OAuthError | None, settings: Settings) -> ApiError:
     """The error a failed token request becomes (not a network failure: those name the
     host themselves)."""
@@ -382,16 +388,10 @@ def token_failure(error: ApiError, oauth: OAuthError | None, settings: Settings)
         message = (
             f"no token from {request}: {error.message}; check RECONCILER_BASE_URL and token_path"
         )
-    elif isinstance(error, GatewayForbidden) or (status == 403 and not error.enveloped):
+    elif _gateway_page(error):
         # Not the platform's answer: a gateway's page (a burst blocker's, a run started
         # inside its block, or one that refreshed a token there). No setting is wrong.
-        message = (
-            f"no token from {request}: {error.message}; not the platform's answer (no "
-            "envelope): a gateway or proxy in front of it refused the request. "
-            "One that blocks a client sending too fast (mod_evasive, a WAF's rate rule) "
-            "refuses every request for a while after a burst: wait, then run again with "
-            "--max-rate below its limit"
-        )
+        message = f"no token from {request}: {error.message}; {GATEWAY_PAGE}"
     elif status == 401:
         message = (
             f"the token endpoint refused client id {settings.client_id!r}: {error.message}; "

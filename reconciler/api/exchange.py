@@ -1,4 +1,27 @@
-"""One request, start to finish: a turn from the pacer, attempts bounded in time
+"""The one place that reads an answer: bounded in size and time, parsed once,
+checked against the envelope, and turned into the error its status calls for
+(github3.py's way), with what the server said in words (its message, an error page's
+title, an RFC 6750 challenge), its requestId, Retry-After and details.
+
+Every string taken from the server (message, per-field problems, requestId,
+a redirect's host) is redacted and escaped
+(``safetext.redact_and_escape``) before it is kept, and bounded.
+
+One HTTP attempt, whole answer included, bounded in time and size.
+
+Everything about a single exchange on the wire: the request prepared against the
+base URL, sent without redirects, cut at the attempt's deadline (which a retry
+shortens to what is left of its budget), and the answer read within its limits.
+What to do with the answer (retry, pace, refresh the token) is ``exchange``'s.
+
+A deadline for the start of an answer, which no socket timeout gives: a socket timeout
+bounds each read, so a server that sends its status line and headers a byte at a time
+holds a worker for as long as it likes. While an attempt waits for an answer to begin,
+one shared watchdog thread stands ready to shut the socket down at the attempt's
+deadline; the blocked read then ends. (The body is read in ``answer.read_body``, which
+checks the deadline itself.)
+
+One request, start to finish: a turn from the pacer, attempts bounded in time
 and size, retries as ``decide_retry`` says, and the token fetched on the way.
 
 Whether to try a failed request again, and after how long, is a pure function
@@ -8,27 +31,33 @@ of the retry budget is left, so every rule is tested without HTTP or clocks.
 
 from __future__ import annotations
 
+import contextvars
+import html
+import http.client
+import itertools
+import json
 import logging
+import math
+import os
+import re
+import socket
 import threading
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
-from reconciler.api.capacity.pacing import SLEEP_SLICE, NoTurn, Refusal, RequestPacer, Turn
-from reconciler.api.capacity.rate import MAX_RATE
-from reconciler.api.exceptions import (
-    ApiError,
-    GatewayForbidden,
-    GatewayRefused,
-    NotSent,
-    PermissionDenied,
-    RateLimited,
-    ServerError,
-    TransportError,
-)
-from reconciler.api.http.answer import Answer
-from reconciler.api.http.attempt import Attempts
-from reconciler.api.http.auth import (
+import requests
+import urllib3.exceptions
+from requests.adapters import HTTPAdapter
+from requests.auth import AuthBase
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+from urllib3.exceptions import ReadTimeoutError
+from urllib3.util.retry import Retry
+
+from reconciler.api.auth import (
     BearerAuth,
     ClientBasicAuth,
     Grant,
@@ -39,10 +68,544 @@ from reconciler.api.http.auth import (
     token_failure,
     token_from_payload,
 )
-from reconciler.api.http.network import BaseUrl
-from reconciler.safetext import seconds
+from reconciler.api.capacity import MAX_RATE, SLEEP_SLICE, NoTurn, Refusal, RequestPacer, Turn
+from reconciler.api.exceptions import (
+    GATEWAY_PAGE,
+    AnswerTooLarge,
+    ApiError,
+    EnvelopeFailure,
+    GatewayForbidden,
+    GatewayRefused,
+    NotSent,
+    PermissionDenied,
+    RateLimited,
+    Redirected,
+    ServerError,
+    TransportError,
+    error_class_for,
+)
+from reconciler.api.network import CONNECT_TIMEOUT, BaseUrl, host_of, make_session, transport_error
+from reconciler.safetext import cut, redact_and_escape, seconds
 from reconciler.settings.config import Credentials, Settings
 from reconciler.stop import Stop
+
+# -- answer --------------------------------------------------------------------
+
+_CHUNK = 64 * 1024
+_MAX_REQUEST_ID = 100
+# A strong entity tag as RFC 9110 writes one, bounded: sent back as it came. A weak one
+# (W/"...", what nginx makes of an ETag when it compresses) is left out: If-Match compares
+# strongly (RFC 9110 §13.1.1), so a server refuses every PATCH carrying one with 412.
+_ETAG = re.compile(r'"[\x21\x23-\x7e\x80-\xff]{0,200}"')
+
+
+class Answer(NamedTuple):
+    """A complete answer: its status, JSON body (None if not JSON) and requestId."""
+
+    status: int
+    body: Any
+    request_id: str | None
+    error: ApiError | None  # None when the answer says the operation succeeded
+    # The answer's ETag header, strong and bounded: sent back as If-Match by a PATCH after
+    # this GET.
+    etag: str | None = None
+
+    @property
+    def data(self) -> Any:
+        """The envelope's ``data``, or the whole body when it is not an envelope."""
+        if isinstance(self.body, dict) and "data" in self.body:
+            return self.body["data"]
+        return self.body
+
+
+class Limits(NamedTuple):
+    deadline: float  # clock time by which the whole answer must have arrived
+    max_bytes: int
+    clock: Callable[[], float]
+    host: str
+    timeout: float  # the attempt's time allowance, for messages
+
+
+def read_answer(response: requests.Response, limits: Limits) -> Answer:
+    """Read ``response`` (sent with stream=True) whole, within ``limits``."""
+    raw = read_body(response, limits)
+    body = _parse_json(raw)
+    request_id = _request_id(body, response)
+    error = error_for(response, body, raw, request_id)
+    etag = response.headers.get("ETag")
+    if etag is not None and not _ETAG.fullmatch(etag):
+        etag = None  # weak, or not a header value we could send back as it is
+    return Answer(response.status_code, body, request_id, error, etag)
+
+
+def read_body(response: requests.Response, limits: Limits) -> bytearray:
+    """The body, or an error once it passes ``max_bytes`` or the deadline."""
+    declared = response.headers.get("Content-Length", "")
+    if declared.isdigit() and int(declared) > limits.max_bytes:
+        raise _too_large(response, limits, f"it announced {int(declared):,} bytes")
+    received = bytearray()
+    raw = response.raw
+    while True:
+        left = limits.deadline - limits.clock()
+        if left <= 0:
+            raise _incomplete(response, limits, received)
+        _shorten_socket_timeout(raw, left)
+        # read1 returns what has arrived instead of waiting for a full chunk,
+        # so a body dripped a byte at a time still meets the deadline check.
+        try:
+            chunk = raw.read1(_CHUNK, decode_content=True)
+        except ReadTimeoutError:  # the socket waited for all the time that was left
+            raise _incomplete(response, limits, received) from None
+        if not chunk:
+            return received
+        received += chunk
+        if len(received) > limits.max_bytes:
+            raise _too_large(response, limits, "stopped reading there")
+
+
+def _incomplete(response: requests.Response, limits: Limits, received: bytearray) -> TransportError:
+    return TransportError(
+        f"no complete answer from {limits.host} within {limits.timeout:g}s "
+        f"(HTTP {response.status_code}, {len(received):,} bytes so far)",
+        maybe_sent=True,
+    )
+
+
+def _shorten_socket_timeout(raw: Any, left: float) -> None:
+    """No single read may wait past the attempt's deadline."""
+    sock = getattr(getattr(raw, "connection", None), "sock", None)
+    if sock is not None:
+        sock.settimeout(max(left, 0.001))
+
+
+def _too_large(response: requests.Response, limits: Limits, detail: str) -> AnswerTooLarge:
+    return AnswerTooLarge(
+        f"the answer from {limits.host} is larger than max_response_bytes "
+        f"({limits.max_bytes:,} bytes; {detail}); API answers are a few KiB",
+        status=response.status_code,
+        request_id=redact_and_escape(response.headers.get("X-Request-Id", ""))[:_MAX_REQUEST_ID]
+        or None,
+    )
+
+
+def _parse_json(raw: bytearray) -> Any:
+    if not raw:
+        return None
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested past all reason
+        return None
+
+
+def _request_id(body: Any, response: requests.Response) -> str | None:
+    value: Any = None
+    if isinstance(body, dict) and isinstance(body.get("metadata"), dict):
+        value = body["metadata"].get("requestId")
+    if value is None:
+        value = response.headers.get("X-Request-Id")
+    if value is None or isinstance(value, dict | list):
+        return None
+    return redact_and_escape(str(value))[:_MAX_REQUEST_ID] or None
+
+
+_MAX_MESSAGE = 500  # characters of a server's message worth showing
+
+
+# urllib3 caps Retry-After at six hours by default; the real figure is what a user
+# must see ("asked to wait 100000 s"), bounded only so it stays a number.
+_RETRY_AFTER = Retry(retry_after_max=10**9)
+
+
+def error_for(
+    response: requests.Response, body: Any, raw: bytearray, request_id: str | None
+) -> ApiError | None:
+    """None for a success; otherwise the error class the status calls for."""
+    status = response.status_code
+    envelope = body if isinstance(body, dict) else {}
+    if 300 <= status < 400:
+        return _redirected(response, request_id)
+    if 200 <= status < 300:
+        if "success" not in envelope or envelope["success"] is True:
+            return None
+        return EnvelopeFailure(
+            f"the envelope says success: {redact_and_escape(json.dumps(envelope['success']))[:20]}"
+            f"{_said(envelope)}; treated as a failure",
+            status=status,
+            request_id=request_id,
+            # Only `false` is the platform saying it failed; any other value is no envelope.
+            enveloped=envelope["success"] is False,
+        )
+    return _refusal(response, envelope, raw, request_id)
+
+
+def _redirected(response: requests.Response, request_id: str | None) -> Redirected:
+    location = response.headers.get("Location")
+    target = redact_and_escape(host_of(location)) if location else "nowhere (no Location header)"
+    return Redirected(
+        f"the server answered with a redirect to {target}; the API never redirects, "
+        "so it was not followed and nothing was re-sent there",
+        status=response.status_code,
+        request_id=request_id,
+    )
+
+
+def _refusal(
+    response: requests.Response, envelope: dict[str, Any], raw: bytearray, request_id: str | None
+) -> ApiError:
+    """A 4xx or 5xx (or a status the contract does not describe) as its error class."""
+    status = response.status_code
+    retry_after = _retry_after(response)
+    kind = error_class_for(status)
+    if status == 503 and retry_after is None and "success" not in envelope:
+        kind = GatewayRefused  # not the API's own answer: a gateway in front refusing
+    # RFC 6750 §3: a resource server's refusal says why in its own words, in the body
+    # (`{"error": "insufficient_scope", ...}`) or the WWW-Authenticate challenge.
+    oauth = OAuthError.of(envelope) or _challenge(response.headers.get("WWW-Authenticate"))
+    message = _message(response, envelope, raw, oauth)
+    if status == 413:  # not retried: the same body is as large the next time
+        message = f"{_too_large_body(response)}: {message}"
+    # A refusal (429, 503) is sent again even when it is a re-send: not one whose envelope
+    # says it succeeded, which may have been done.
+    said_success = status in (429, 503) and envelope.get("success") is True
+    if said_success:
+        message += (
+            " (yet its envelope says success: true; an answer that contradicts itself "
+            "says nothing of whether it was done)"
+        )
+    return kind(
+        message,
+        status=status,
+        request_id=request_id,
+        retry_after=retry_after,
+        details=_details(envelope.get("data")),
+        enveloped=isinstance(envelope.get("success"), bool),
+        said_success=said_success,
+        bearer_error=oauth.code if oauth is not None else None,
+    )
+
+
+def _said(envelope: dict[str, Any]) -> str:
+    message = envelope.get("message")
+    return f" ({_short(message)})" if isinstance(message, str) and message else ""
+
+
+def _short(text: str) -> str:
+    text = redact_and_escape(text)
+    return text if len(text) <= _MAX_MESSAGE else text[:_MAX_MESSAGE] + "…"
+
+
+def _message(
+    response: requests.Response, envelope: dict[str, Any], raw: bytearray, oauth: OAuthError | None
+) -> str:
+    message = envelope.get("message")
+    if isinstance(message, str) and message.strip():
+        return _short(message)
+    reason = redact_and_escape(response.reason or "error")[:80]
+    if oauth is not None:
+        return f"{reason}: {oauth} (an OAuth 2.0 bearer token error, RFC 6750)"
+    if not raw:
+        return f"{reason} (empty body)"
+    kind = (
+        redact_and_escape(response.headers.get("Content-Type", "").split(";")[0])[:80]
+        or "unknown type"
+    )
+    if "html" in kind:
+        # A proxy's or gateway's error page: its <title> says what it refused
+        # ("400 No required SSL certificate was sent").
+        said = _html_title(raw) or reason
+        # nginx titles its pages "413 Request Entity Too Large": the status is said already.
+        said = said.removeprefix(f"{response.status_code} ") or reason
+        return f"{said} (an HTML page, probably from a proxy or gateway)"
+    return f"{reason} (body is not the API's JSON envelope: {kind})"
+
+
+_CHALLENGE_PARAM = re.compile(r'(error|error_description)\s*=\s*"((?:[^"\\]|\\.){0,600})"')
+
+
+def _challenge(header: str | None) -> OAuthError | None:
+    """The ``error`` and ``error_description`` of a Bearer challenge (RFC 6750 §3)."""
+    if not header or not header[:2000].lstrip().lower().startswith("bearer"):
+        return None
+    params = {k: re.sub(r"\\(.)", r"\1", v) for k, v in _CHALLENGE_PARAM.findall(header[:2000])}
+    return OAuthError.of(params)
+
+
+_TITLE_SEARCHED = 16 * 1024  # an error page's title is near its top
+
+
+_MAX_TITLE = 120
+
+
+def _html_title(raw: bytearray) -> str | None:
+    """The page's first <title>, entities decoded, whitespace collapsed, redacted,
+    escaped and bounded; found in one pass (no pattern a crafted page could make backtrack)."""
+    page = bytes(raw[:_TITLE_SEARCHED]).lower()
+    start = page.find(b"<title")
+    opened = page.find(b">", start) + 1 if start >= 0 else 0
+    end = page.find(b"</title", opened) if opened else -1
+    if end < 0:
+        return None
+    # Decoded and collapsed whole (within the 16 KiB searched), then cut: a secret
+    # the cut splits loses its start too, which redaction alone would show.
+    inside = bytes(raw[opened:end])
+    text = " ".join(html.unescape(inside.decode("utf-8", "replace")).split())
+    text = redact_and_escape(cut(text, 1024))
+    if len(text) > _MAX_TITLE:
+        text = text[:_MAX_TITLE] + "…"
+    return text or None
+
+
+def _too_large_body(response: requests.Response) -> str:
+    body = response.request.body if response.request is not None else None
+    size = len(body) if isinstance(body, bytes | str) else 0
+    return (
+        f"the request body ({size:,} bytes) was refused as too large, by the server or a "
+        "proxy or gateway in front of it"
+    )
+
+
+def _details(data: Any) -> dict[str, str] | None:
+    """The envelope's per-field problems, redacted, escaped and bounded."""
+    if not isinstance(data, dict) or not data:
+        return None
+    return {_short(str(k))[:100]: _short(str(v))[:200] for k, v in list(data.items())[:20]}
+
+
+def _retry_after(response: requests.Response) -> float | None:
+    raw = response.headers.get("Retry-After")
+    if raw is None:
+        return None
+    try:
+        # Seconds or an HTTP date; urllib3 knows both forms.
+        return max(0.0, float(_RETRY_AFTER.parse_retry_after(raw.strip())))
+    except Exception:  # an unreadable header is as good as none
+        return None
+
+
+# -- attempt -------------------------------------------------------------------
+
+_MIN_ATTEMPT = 1.0  # seconds a retry is given even when the budget is nearly spent
+_READ_FAILURES = (
+    requests.RequestException,
+    urllib3.exceptions.HTTPError,
+    http.client.HTTPException,
+    OSError,
+)
+
+
+class Attempts:
+    """The session the attempts share, and how each is bounded."""
+
+    def __init__(self, settings: Settings, base: BaseUrl, clock: Callable[[], float]) -> None:
+        self.settings = settings
+        self._base_url = base.text
+        self._host = base.netloc
+        self._clock = clock
+        in_flight = settings.parallelism or settings.max_parallelism
+        self._session = make_session(base, GuardedAdapter(pool_maxsize=max(in_flight, 4)))
+
+    def close(self) -> None:
+        self._session.close()
+
+    def attempt(
+        self,
+        method: str,
+        path: str,
+        auth: AuthBase | None,
+        *,
+        json_body: Any = None,
+        form: dict[str, str] | None = None,
+        give_up_at: float | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> Answer:
+        """One HTTP exchange, whole answer included, within the attempt's time."""
+        now = self._clock()
+        allowance = self.settings.timeout
+        if give_up_at is not None:  # a retry ends with the retry budget
+            allowance = min(allowance, max(give_up_at - now, _MIN_ATTEMPT))
+        # Request.prepare, not the session's: the session holds no state a request needs
+        # but its headers (no cookies kept, no auth of its own, the environment read once).
+        prepared = requests.Request(
+            method,
+            self._base_url + path,
+            headers={**self._session.headers, **(headers or {})},
+            json=json_body,
+            data=form,
+            auth=auth,
+        ).prepare()
+        with attempt_deadline(allowance) as deadline:
+            try:
+                response = self._send(prepared, allowance)
+            except TransportError:
+                if deadline.expired:  # the answer had not even begun at the deadline
+                    raise self._too_slow(allowance) from None
+                raise
+        if deadline.expired:  # cut mid-headers: what http.client parsed is not an answer
+            response.close()
+            raise self._too_slow(allowance)
+        limits = Limits(
+            now + allowance, self.settings.max_response_bytes, self._clock, self._host, allowance
+        )
+        try:
+            return read_answer(response, limits)
+        except _READ_FAILURES as exc:
+            raise transport_error(exc, self._host, allowance, self._session.proxy_source) from None
+        finally:
+            response.close()
+
+    def _too_slow(self, allowance: float) -> TransportError:
+        return TransportError(
+            f"no complete answer from {self._host} within {allowance:g}s", maybe_sent=True
+        )
+
+    def _send(self, request: requests.PreparedRequest, allowance: float) -> requests.Response:
+        try:
+            return self._session.send(
+                request,
+                stream=True,
+                timeout=(min(CONNECT_TIMEOUT, allowance), allowance),
+                allow_redirects=False,
+            )
+        except OSError as exc:  # requests' errors are OSErrors, as is a CA bundle gone missing
+            raise transport_error(exc, self._host, allowance, self._session.proxy_source) from None
+
+
+# -- the deadline --------------------------------------------------------------------
+
+
+class AttemptDeadline:
+    def __init__(self, seconds: float) -> None:
+        self.at = time.monotonic() + seconds
+        self.expired = False  # the watchdog cut an answer off
+
+    def shut_down(self, sock: socket.socket) -> None:
+        """End the attempt: the blocked read returns and the answer counts as cut off."""
+        self.expired = True
+        with suppress(OSError):  # already closed: nothing left to cut
+            sock.shutdown(socket.SHUT_RDWR)
+
+
+_CURRENT: contextvars.ContextVar[AttemptDeadline | None] = contextvars.ContextVar(
+    "attempt_deadline", default=None
+)
+
+
+@contextmanager
+def attempt_deadline(seconds: float) -> Iterator[AttemptDeadline]:
+    """Requests sent in this block by this thread must begin answering in ``seconds``."""
+    deadline = AttemptDeadline(seconds)
+    token = _CURRENT.set(deadline)
+    try:
+        yield deadline
+    finally:
+        _CURRENT.reset(token)
+
+
+class _Watchdog:
+    """One thread running each armed action at its time, unless it was disarmed first.
+
+    The thread is woken only by an action due before the one it sleeps until: attempts
+    share one allowance, so a new deadline is almost always the latest, and waking the
+    thread for each would cost every request a thread switch.
+    """
+
+    def __init__(self) -> None:
+        self.start_afresh()
+
+    def start_afresh(self) -> None:
+        """Forget every action and the thread: for a new watchdog, or in a forked child."""
+        self._wake = threading.Condition()
+        self._armed: dict[int, tuple[float, Callable[[], None]]] = {}  # at most one a worker
+        self._keys = itertools.count()
+        self._thread: threading.Thread | None = None
+        self._sleeps_until = math.inf
+
+    def arm(self, at: float, action: Callable[[], None]) -> int:
+        with self._wake:
+            key = next(self._keys)
+            self._armed[key] = (at, action)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="deadline", daemon=True)
+                self._thread.start()
+            elif at < self._sleeps_until:
+                self._wake.notify()
+        return key
+
+    def disarm(self, key: int) -> None:
+        with self._wake:
+            self._armed.pop(key, None)
+
+    def _run(self) -> None:
+        with self._wake:
+            while True:
+                due = min(self._armed.items(), key=lambda item: item[1][0], default=None)
+                self._sleeps_until = due[1][0] if due else math.inf
+                wait = self._sleeps_until - time.monotonic()
+                if due is None or wait > 0:
+                    self._wake.wait(None if due is None else wait)
+                    continue
+                del self._armed[due[0]]
+                due[1][1]()
+
+
+_WATCHDOG = _Watchdog()
+# A forked child has the watchdog's state but not its thread, so no deadline would
+# ever fire there; and the parent's pending cuts are not the child's to make.
+if hasattr(os, "register_at_fork"):  # not on Windows, which cannot fork
+    os.register_at_fork(after_in_child=_WATCHDOG.start_afresh)
+
+
+class _Guarded:
+    """Mixed into urllib3's connections: the wait for an answer has a deadline."""
+
+    sock: socket.socket | None
+
+    def getresponse(self) -> Any:
+        deadline = _CURRENT.get()
+        sock = self.sock
+        if deadline is None or sock is None:
+            return super().getresponse()  # type: ignore[misc]
+        key = _WATCHDOG.arm(deadline.at, lambda: deadline.shut_down(sock))
+        try:
+            return super().getresponse()  # type: ignore[misc]
+        finally:
+            _WATCHDOG.disarm(key)
+
+
+class _HTTPConnection(_Guarded, HTTPConnection):
+    pass
+
+
+class _HTTPSConnection(_Guarded, HTTPSConnection):
+    pass
+
+
+class _HTTPPool(HTTPConnectionPool):
+    ConnectionCls = _HTTPConnection
+
+
+class _HTTPSPool(HTTPSConnectionPool):
+    ConnectionCls = _HTTPSConnection
+
+
+_POOLS = {"http": _HTTPPool, "https": _HTTPSPool}
+
+
+class GuardedAdapter(HTTPAdapter):
+    """requests' adapter, with connections whose wait for an answer has a deadline."""
+
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = dict(_POOLS)
+
+    def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
+        manager = super().proxy_manager_for(proxy, **proxy_kwargs)
+        if not proxy.lower().startswith("socks"):  # SOCKS brings pools of its own
+            manager.pool_classes_by_scheme = dict(_POOLS)
+        return manager
+
+
+# -- exchange ------------------------------------------------------------------
 
 log = logging.getLogger("reconciler.api")
 
@@ -262,23 +825,27 @@ class Exchange:
         if status is None:
             request.pacer.on_no_answer(turn)
         else:  # an answer came: it says something about the rate
-            refused = error is not None and is_rate_signal(error)
-            blocked = isinstance(error, GatewayForbidden) and error.confirmed
-            request.refusal = request.pacer.on_answer(
-                turn,
-                elapsed,
-                refused=refused,
-                retry_after=error.retry_after if refused and error else None,
-                again=request.refusal,
-                blocked=blocked,
-            )
-            request.own = request.refusal is not None and request.refusal.own
-            if blocked and request.pacer is not self._pacer:
-                # A block is on the client, not on this endpoint: the run's pacer keeps
-                # quiet too, and this request waits for its turn there with every other.
-                self._pacer.block_seen()
-                request.pacer, request.refusal = self._pacer, None
+            self._paced(request, turn, error, elapsed)
         return answer if error is None else None
+
+    def _paced(self, request: _Request, turn: Turn, error: ApiError | None, elapsed: float) -> None:
+        """An answer told to the request's pacer: a refusal of the rate, a block, or none."""
+        refused = error is not None and is_rate_signal(error)
+        blocked = isinstance(error, GatewayForbidden) and error.confirmed
+        request.refusal = request.pacer.on_answer(
+            turn,
+            elapsed,
+            refused=refused,
+            retry_after=error.retry_after if refused and error else None,
+            again=request.refusal,
+            blocked=blocked,
+        )
+        request.own = request.refusal is not None and request.refusal.own
+        if blocked and request.pacer is not self._pacer:
+            # A block is on the client, not on this endpoint: the run's pacer keeps
+            # quiet too, and this request waits for its turn there with every other.
+            self._pacer.block_seen()
+            request.pacer, request.refusal = self._pacer, None
 
     def _send(self, request: _Request) -> tuple[Answer | None, ApiError | None]:
         watch = request.watch
@@ -405,13 +972,7 @@ class Exchange:
         if isinstance(error, PermissionDenied):  # what the server says decides none of it
             if not error.enveloped and error.bearer_error is None:
                 # Not the platform's answer, and no token it accepted yet: a gateway's page.
-                error.message += (
-                    "; not the platform's answer (no envelope): a gateway or "
-                    "proxy in front of it refused the request. One that blocks a client "
-                    "sending too fast (mod_evasive, a WAF's rate rule) refuses every request "
-                    "for a while after a burst: wait, then run again with --max-rate below "
-                    "its limit"
-                )
+                error.message += f"; {GATEWAY_PAGE}"
                 return
             grant = self.grant()
             scope_said = error.bearer_error == "insufficient_scope"
