@@ -7,7 +7,7 @@ signature (one canonical form). Reading one trusts nothing in
 it: its size and nesting are bounded before parsing, it must match the schema,
 name each invite once, hold values its fields can hold, and carry a signature
 made with this run's client secret. Whether the server still matches a saved
-plan is apply's question (``reconciler.apply.recheck``).
+plan is apply's question (``reconciler.apply.applier``).
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from support.values import held, typed, value
 
 import reconciler.plan.saved
 from reconciler.api.exceptions import NotFound
-from reconciler.apply.recheck import find_drift, saved_plan_state
+from reconciler.apply.applier import find_drift, saved_plan_state
 from reconciler.errors import ReconcilerError
 from reconciler.files import write_output as write_text_replacing
 from reconciler.model.invite import (
