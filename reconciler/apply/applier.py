@@ -554,10 +554,10 @@ def _stored_json(parts: tuple[StoredOtherwise, ...]) -> dict[str, JsonValue]:
     return stored
 
 
-# Before `apply --plan` writes: every invite of the saved plan read again, each change found to
-# do, done, or stale (``reconciler.plan.write_check``); one stale change refuses the whole plan. Each
-# write then reads its invite once more, right before its PATCH, as every apply does
-# (``reconciler.apply.applier``).
+# Before `apply --plan` writes: every invite of the saved plan read again, each change found
+# to do, done, or stale (``reconciler.plan.write_check``); one stale change refuses the whole
+# plan. Each write then reads its invite once more, right before its PATCH, as every apply
+# does (above).
 
 
 class SavedPlanState(NamedTuple):

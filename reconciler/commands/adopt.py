@@ -31,9 +31,7 @@ from reconciler.commands.settings_help import settings_help
 from reconciler.desired.rewrite import Rewritten
 from reconciler.desired.state import Selection, refuse_bad_ids
 from reconciler.files import refuse_input, write_output
-from reconciler.output.color import echo_err
-from reconciler.output.failures import echo_errors
-from reconciler.output.log import setup_logging
+from reconciler.output.console import echo_err, echo_errors, setup_logging
 from reconciler.safetext import json_text, plural, redact_and_escape
 from reconciler.service.adopt import (
     Adopted,

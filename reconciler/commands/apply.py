@@ -25,11 +25,16 @@ from reconciler.commands.options import (
 from reconciler.commands.settings_help import RUN_ENV, settings_help
 from reconciler.desired.state import DesiredState
 from reconciler.files import refuse_input
-from reconciler.output.color import echo_err, use_color
 from reconciler.output.common import Stdout, echo_chunks
-from reconciler.output.failures import SHOWN, echo_errors, what_to_do
+from reconciler.output.console import (
+    SHOWN,
+    echo_err,
+    echo_errors,
+    setup_logging,
+    use_color,
+    what_to_do,
+)
 from reconciler.output.github import emit, github_enabled, invite_error_commands, report_plan
-from reconciler.output.log import setup_logging
 from reconciler.output.progress import Progress
 from reconciler.output.text import TextRenderer
 from reconciler.plan.model import InviteChange, Plan

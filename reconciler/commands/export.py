@@ -22,8 +22,7 @@ from reconciler.desired.state import refuse_bad_ids
 from reconciler.errors import ReconcilerError
 from reconciler.files import TooLarge, read_regular
 from reconciler.model.invite import ID_RULE, INVITE_ID
-from reconciler.output.color import echo_err
-from reconciler.output.log import setup_logging
+from reconciler.output.console import echo_err, setup_logging
 from reconciler.safetext import escape, plural, quote_value, redact_and_escape
 from reconciler.service.export import (
     ExportRequest,

@@ -15,7 +15,7 @@ from typing import Any, TypeVar, cast
 import click
 
 from reconciler.desired.state import Selection
-from reconciler.output.color import COLOR_CHOICE, COLOR_CHOICES, use_color
+from reconciler.output.console import COLOR_CHOICE, COLOR_CHOICES, use_color
 from reconciler.output.github import (
     ANNOTATION_CHOICES,
     GITHUB_ANNOTATIONS,

@@ -36,10 +36,9 @@ from reconciler.commands.settings_help import settings_help
 from reconciler.desired.state import refuse_bad_ids
 from reconciler.errors import ReconcilerError
 from reconciler.model.invite import CurrentInvite
-from reconciler.output.apply_text import fatal_short
 from reconciler.output.common import Stdout
-from reconciler.output.failures import RESEND_UNKNOWN_ADVICE, echo_errors
-from reconciler.output.log import setup_logging
+from reconciler.output.console import RESEND_UNKNOWN_ADVICE, echo_errors, setup_logging
+from reconciler.output.text import fatal_short
 from reconciler.plan.model import FailedInvite
 from reconciler.safetext import plural, quote_value, redact, redact_and_escape
 from reconciler.service.offline import check_writable, settings_for

@@ -14,8 +14,8 @@ from reconciler.commands.options import (
 )
 from reconciler.errors import ReconcilerError
 from reconciler.output import renderer_for
-from reconciler.output.color import use_color
 from reconciler.output.common import echo_chunks
+from reconciler.output.console import use_color
 from reconciler.plan.saved import (
     SignatureCheck,
     check,

@@ -21,8 +21,6 @@ class PlanRenderer(Protocol):
 
 def renderer_for(name: str, color: bool) -> PlanRenderer:
     if name == "json":
-        from reconciler.output.json import JsonRenderer
-
         return JsonRenderer()
     if name == "markdown":
         from reconciler.output.markdown import MarkdownRenderer
@@ -31,3 +29,15 @@ def renderer_for(name: str, color: bool) -> PlanRenderer:
     from reconciler.output.text import TextRenderer
 
     return TextRenderer(color=color)
+
+
+class JsonRenderer:
+    """The plan as a JSON document: the saved plan file's own text (``reconciler.plan.saved``)."""
+
+    def render(self, plan: Plan) -> str:
+        return "".join(self.chunks(plan))
+
+    def chunks(self, plan: Plan) -> Iterator[str]:
+        from reconciler.plan.saved import plan_chunks
+
+        return plan_chunks(plan)

@@ -20,13 +20,13 @@ from reconciler.apply.applier import (
 )
 from reconciler.apply.audit import AuditLog, AuditLogError, NoAuditLog, open_audit_log
 from reconciler.apply.interrupt import GracefulInterrupt
-from reconciler.output.apply_text import (
+from reconciler.output.console import RESEND_UNKNOWN_ADVICE, resend_advice
+from reconciler.output.text import (
     diverged_advice,
     fatal_short,
     resend_if_updated,
     stored_otherwise_text,
 )
-from reconciler.output.failures import RESEND_UNKNOWN_ADVICE, resend_advice
 from reconciler.plan.model import FailedInvite, InviteChange, Plan
 from reconciler.plan.saved import plan_digest
 from reconciler.safetext import redact_and_escape

@@ -21,7 +21,7 @@ from reconciler.apply.interrupt import GracefulInterrupt
 from reconciler.desired.state import DesiredState
 from reconciler.errors import ReconcilerError
 from reconciler.model.invite import CurrentInvite, DesiredInvite, Outcome
-from reconciler.output.color import echo_err
+from reconciler.output.console import echo_err
 from reconciler.output.progress import Progress
 from reconciler.plan.make import make_plan
 from reconciler.plan.model import Plan

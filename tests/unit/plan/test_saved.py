@@ -35,7 +35,7 @@ from reconciler.model.invite import (
     SourceLocation,
     field_kinds,
 )
-from reconciler.output.json import JsonRenderer
+from reconciler.output import JsonRenderer
 from reconciler.plan import saved
 from reconciler.plan.model import FailedInvite, InviteChange, NotUpdatable, OutsideChange, Plan
 from reconciler.plan.saved import (
