@@ -24,10 +24,10 @@ from reconciler.commands.options import (
     parallelism_option,
     paths_argument,
     sandbox_option,
+    settings_help,
     target_options,
     verbose_option,
 )
-from reconciler.commands.settings_help import settings_help
 from reconciler.desired.rewrite import Rewritten
 from reconciler.desired.state import Selection, refuse_bad_ids
 from reconciler.files import refuse_input, write_output

@@ -15,14 +15,15 @@ import click
 from reconciler.apply.applier import ApplyReport, ChangeResult, WriteOutcome
 from reconciler.commands.confirm import confirm, require_terminal, show_on_stderr_too
 from reconciler.commands.options import (
+    RUN_ENV,
     FilePath,
     RunOptions,
     audit_log_option,
     auto_approve_option,
     force_conflicts_option,
     run_options,
+    settings_help,
 )
-from reconciler.commands.settings_help import RUN_ENV, settings_help
 from reconciler.desired.state import DesiredState
 from reconciler.files import refuse_input
 from reconciler.output.common import Stdout, echo_chunks

@@ -16,8 +16,13 @@ import sys
 
 import click
 
-from reconciler.commands.options import FilePath, config_option, sandbox_option, verbose_option
-from reconciler.commands.settings_help import settings_help
+from reconciler.commands.options import (
+    FilePath,
+    config_option,
+    sandbox_option,
+    settings_help,
+    verbose_option,
+)
 from reconciler.desired.state import refuse_bad_ids
 from reconciler.errors import ReconcilerError
 from reconciler.files import TooLarge, read_regular

@@ -2,7 +2,8 @@
 
 A command takes the options it needs from here, so an option means the same and
 reads the same help text wherever it appears. Numeric options convert through
-reconciler.settings.config, as the environment and reconciler.yaml do.
+reconciler.settings.config, as the environment and reconciler.yaml do. Each
+command's --help ends with the settings it reads (``settings_help``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from reconciler.output.github import (
 )
 from reconciler.service.offline import applied_since, settings_for
 from reconciler.settings.config import Settings, SettingType
-from reconciler.settings.environment import ENV_VARS
+from reconciler.settings.environment import ENV_VARS, SECRET_ENV, SECRET_FILE_ENV
 
 F = TypeVar("F", bound=Callable[..., Any])
 Decorator = Callable[[F], F]
@@ -315,3 +316,47 @@ def run_options(f: F) -> F:
         annotations_option,
         verbose_option,
     )
+
+
+# What a command's --help says of the settings it reads: the environment variables and the
+# reconciler.yaml keys, and which wins.
+
+_API_SETTINGS = (
+    "base_url",
+    "client_id",
+    "scope",
+    "token_auth_method",
+    "parallelism",
+    "max_parallelism",
+    "max_rate",
+    "timeout",
+    "max_response_bytes",
+)
+
+
+_API_FILE_ONLY = ("max_attempts", "retry_max_seconds", "token_path", "*_invite_path", "field_names")
+
+
+def settings_help(
+    *,
+    api: bool,
+    reads_paths: bool = False,
+    extra: tuple[str, ...] = (),
+    other_env: tuple[str, ...] = (),
+) -> str:
+    """The epilog of a command's --help: the environment and reconciler.yaml settings it reads."""
+    keys = [*(_API_SETTINGS if api else ()), *extra]
+    env = [ENV_VARS[key] for key in keys if key in ENV_VARS]
+    if api:
+        env.insert(2, f"{SECRET_ENV} (or {SECRET_FILE_ENV})")
+    settings = [*(["paths"] if reads_paths else []), *keys, *(_API_FILE_ONLY if api else ())]
+    lines = []
+    if env or other_env:
+        lines.append("Environment: " + ", ".join([*env, *other_env]) + ".")
+    lines.append("reconciler.yaml (or --config): " + ", ".join(settings) + ".")
+    if api:
+        lines.append("Options win over the environment, which wins over the file.")
+    return "\n\n".join(lines)
+
+
+RUN_ENV = ("NO_COLOR", "TERM", "GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY")

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import click
 
-from reconciler.commands.options import FilePath, RunOptions, plan_format_option, run_options
-from reconciler.commands.settings_help import RUN_ENV, settings_help
+from reconciler.commands.options import (
+    RUN_ENV,
+    FilePath,
+    RunOptions,
+    plan_format_option,
+    run_options,
+    settings_help,
+)
 from reconciler.files import refuse_input, refuse_special_file
 from reconciler.output import renderer_for
 from reconciler.output.common import echo_chunks

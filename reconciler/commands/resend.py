@@ -30,9 +30,9 @@ from reconciler.commands.options import (
     auto_approve_option,
     config_option,
     sandbox_option,
+    settings_help,
     verbose_option,
 )
-from reconciler.commands.settings_help import settings_help
 from reconciler.desired.state import refuse_bad_ids
 from reconciler.errors import ReconcilerError
 from reconciler.model.invite import CurrentInvite
