@@ -47,9 +47,8 @@ from reconciler.model.invite import (
 from reconciler.safetext import NOT_IN_TEXT, escape, quote_value
 from reconciler.schema.check import invite_validators, validate
 from reconciler.schema.messages import Where, describe
-from reconciler.yamlload.comments import suspect
 from reconciler.yamlload.positions import START, Lines, Located
-from reconciler.yamlload.source import Delivery, FileSource, Item, ListRead, stream
+from reconciler.yamlload.source import Delivery, FileSource, Item, ListRead, stream, suspect
 
 if TYPE_CHECKING:
     from reconciler.desired.changed_since import ChangedSince

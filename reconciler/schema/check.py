@@ -19,8 +19,7 @@ from typing import TYPE_CHECKING, Any
 from reconciler.errors import FileProblem, ReconcilerError
 from reconciler.resources import invite_schema_path
 from reconciler.safetext import escape
-from reconciler.schema.emails import is_email
-from reconciler.schema.messages import Where, describe
+from reconciler.schema.messages import Where, describe, is_email
 from reconciler.yamlload.positions import START, Lines, Located
 from reconciler.yamlload.source import MarkedDict
 
