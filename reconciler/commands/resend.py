@@ -15,6 +15,7 @@ import click
 
 from reconciler.api.client import ApiClient
 from reconciler.api.exceptions import ApiError, NotSent
+from reconciler.apply.applier import GracefulInterrupt
 from reconciler.apply.audit import (
     AttemptRecorder,
     AuditLog,
@@ -23,7 +24,6 @@ from reconciler.apply.audit import (
     open_audit_log,
     outcome_of,
 )
-from reconciler.apply.interrupt import GracefulInterrupt
 from reconciler.commands.confirm import confirm, require_terminal, show_on_stderr_too
 from reconciler.commands.options import (
     audit_log_option,

@@ -15,11 +15,11 @@ from reconciler.apply.applier import (
     Applier,
     ApplyReport,
     ChangeResult,
+    GracefulInterrupt,
     ResendOutcome,
     WriteOutcome,
 )
 from reconciler.apply.audit import AuditLog, AuditLogError, NoAuditLog, open_audit_log
-from reconciler.apply.interrupt import GracefulInterrupt
 from reconciler.output.console import RESEND_UNKNOWN_ADVICE, resend_advice
 from reconciler.output.text import (
     diverged_advice,

@@ -16,8 +16,7 @@ from reconciler.api.capacity.concurrency import capacity_for, ordered_map
 from reconciler.api.capacity.limiter import Limiter
 from reconciler.api.client import ApiClient, read_current
 from reconciler.api.exceptions import ApiError
-from reconciler.apply.applier import saved_plan_state
-from reconciler.apply.interrupt import GracefulInterrupt
+from reconciler.apply.applier import GracefulInterrupt, saved_plan_state
 from reconciler.desired.state import DesiredState
 from reconciler.errors import ReconcilerError
 from reconciler.model.invite import CurrentInvite, DesiredInvite, Outcome
