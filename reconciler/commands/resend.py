@@ -196,24 +196,29 @@ class _Resends:
     def finish(self, ids: list[str]) -> int:
         done = set(self.sent) | {f.id for f in self.failed}
         not_sent = [i for i in ids if i not in done]
-        unknown = sum(1 for f in self.failed if f.advice == RESEND_UNKNOWN_ADVICE)
-        parts = [f"{len(self.sent)} re-sent", f"{len(self.failed) - unknown} failed"]
-        if unknown:
-            parts.append(f"{unknown} unknown")
-        if not_sent:
-            parts.append(f"{len(not_sent)} not sent")
-        lines = [f"Resend: {', '.join(parts)}."]
-        stop = self._client.stop
-        if not_sent:
-            shown = " ".join(redact_and_escape(i) for i in not_sent)
-            lines.insert(0, f"Stopped: {stop.reason or 'stopped'}; no further e-mail was sent.")
-            lines.append(f"Not sent: {shown}. Send them with: reconcile resend {shown}")
-        click.echo("\n".join(lines), err=self._stdout.lost)
+        click.echo(self._summary(not_sent), err=self._stdout.lost)
         self._close()
         echo_errors(self.failed)
         if self.audit_error is not None:
             raise self.audit_error
         return 1 if self.failed or not_sent or self._stdout.lost else 0
+
+    def _summary(self, not_sent: list[str]) -> str:
+        unknown = sum(1 for f in self.failed if f.advice == RESEND_UNKNOWN_ADVICE)
+        parts = [f"{len(self.sent)} re-sent", f"{len(self.failed) - unknown} failed"]
+        if unknown:
+            parts.append(f"{unknown} unknown")
+        if not not_sent:
+            return f"Resend: {', '.join(parts)}."
+        parts.append(f"{len(not_sent)} not sent")
+        shown = " ".join(redact_and_escape(i) for i in not_sent)
+        return "\n".join(
+            [
+                f"Stopped: {self._client.stop.reason or 'stopped'}; no further e-mail was sent.",
+                f"Resend: {', '.join(parts)}.",
+                f"Not sent: {shown}. Send them with: reconcile resend {shown}",
+            ]
+        )
 
     def _close(self) -> None:
         try:
