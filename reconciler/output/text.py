@@ -117,16 +117,25 @@ class ApplyLines:
                 error = f"{fatal_short(result.error)} (the error at the end)"
             return f"{self._style('failed', fg='red')}       {where}: {error}"
         if outcome is WriteOutcome.UPDATE_UNKNOWN:
-            line = (
-                f"{self._style('update unknown', fg='red')}  {where}: {error}; "
-                "the server may have applied it. Check before applying again "
-                f"(reconcile plan --target {invite_id})"
-            )
-            if change.resend:  # due after the update, which may have been made
-                not_resent = self._style("not re-sent", fg="red")
-                line += f"\n{not_resent}  {invite_id}: {resend_if_updated(change)}"
-            return line
-        if outcome is WriteOutcome.DIVERGED:
+            return self._update_unknown(change, where, error)
+        return self._written(result, where)
+
+    def _update_unknown(self, change: InviteChange, where: str, error: str) -> str:
+        invite_id = redact_and_escape(change.id)
+        line = (
+            f"{self._style('update unknown', fg='red')}  {where}: {error}; "
+            "the server may have applied it. Check before applying again "
+            f"(reconcile plan --target {invite_id})"
+        )
+        if change.resend:  # due after the update, which may have been made
+            not_resent = self._style("not re-sent", fg="red")
+            line += f"\n{not_resent}  {invite_id}: {resend_if_updated(change)}"
+        return line
+
+    def _written(self, result: ChangeResult, where: str) -> str:
+        """Updated, or diverged: each part stored otherwise, each kept part reformatted."""
+        change = result.change
+        if result.outcome is WriteOutcome.DIVERGED:
             lines = [f"{self._style('diverged', fg='red')}     {where}: {', '.join(change.patch)}"]
             lines += [f"    {diverged_text(change, part)}" for part in result.diverged]
         else:
@@ -204,53 +213,60 @@ class ApplyLines:
         return f"{self._style('already applied', fg='green')}  {where}: {note}"
 
     def apply_summary(self, report: ApplyReport) -> str:
-        failed = report.count(WriteOutcome.FAILED)
-        parts = [f"{report.updated} updated"]
-        diverged = report.count(WriteOutcome.DIVERGED)
-        if diverged:
-            parts.append(f"{diverged} diverged")
-        if report.conflicts:
-            parts.append(f"{plural(report.conflicts, 'conflict')} (not written)")
-        parts.append(f"{failed} failed")
-        already = report.already_applied + report.count(WriteOutcome.ALREADY_APPLIED)
-        if already:
-            parts.append(f"{already} already applied")
-        updates_unknown = report.count(WriteOutcome.UPDATE_UNKNOWN)
-        if updates_unknown:
-            parts.append(f"{plural(updates_unknown, 'update')} with unknown outcome")
-        not_started = report.count(WriteOutcome.NOT_STARTED)
-        if not_started:
-            parts.append(f"{not_started} not started")
-        not_resent = report.count(ResendOutcome.NOT_RESENT)
-        if not_resent:
-            parts.append(f"{plural(not_resent, 'invitation')} not re-sent")
-        owed = report.count(ResendOutcome.OWED)
-        if owed:
-            parts.append(f"{plural(owed, 're-send')} owed")
-        resends_unknown = report.count(ResendOutcome.RESEND_UNKNOWN)
-        if resends_unknown:
-            parts.append(f"{plural(resends_unknown, 'invitation')} with unknown re-send outcome")
+        count = report.count
+        already = report.already_applied + count(WriteOutcome.ALREADY_APPLIED)
+        updates_unknown = count(WriteOutcome.UPDATE_UNKNOWN)
+        not_resent, owed = count(ResendOutcome.NOT_RESENT), count(ResendOutcome.OWED)
+        resends_unknown = count(ResendOutcome.RESEND_UNKNOWN)
+        parts = [
+            f"{report.updated} updated",
+            *_said_if_any(
+                (count(WriteOutcome.DIVERGED), f"{count(WriteOutcome.DIVERGED)} diverged"),
+                (report.conflicts, f"{plural(report.conflicts, 'conflict')} (not written)"),
+            ),
+            f"{count(WriteOutcome.FAILED)} failed",
+            *_said_if_any(
+                (already, f"{already} already applied"),
+                (updates_unknown, f"{plural(updates_unknown, 'update')} with unknown outcome"),
+                (count(WriteOutcome.NOT_STARTED), f"{count(WriteOutcome.NOT_STARTED)} not started"),
+                (not_resent, f"{plural(not_resent, 'invitation')} not re-sent"),
+                (owed, f"{plural(owed, 're-send')} owed"),
+                (
+                    resends_unknown,
+                    f"{plural(resends_unknown, 'invitation')} with unknown re-send outcome",
+                ),
+            ),
+        ]
         lines = []
         if report.stopped_by:
             lines.append(self._style(f"Stopped: {report.stopped_by}.", fg="red", bold=True))
         lines.append(f"Apply: {', '.join(parts)}.")
-        # Every e-mail that was due and not sent, by id, with the way to send it: the next
-        # plan shows no change for an invite already updated, so nothing else would.
-        not_made = [redact_and_escape(r.change.id) for r in report.resends_not_made]
-        if not_made:
-            lines.append(
-                f"Not re-sent although updated: {', '.join(not_made)}. "
-                f"Send {'it' if len(not_made) == 1 else 'them'} with: "
-                f"reconcile resend {' '.join(not_made)}"
-            )
-        doubtful = [redact_and_escape(r.change.id) for r in report.resends_in_doubt]
-        if doubtful:
-            lines.append(
-                f"Not re-sent, update unknown: {', '.join(doubtful)}. Where "
-                "`reconcile plan --target ID` shows no change, the update was made: send the "
-                "invitation with `reconcile resend ID`; otherwise the next apply sends both."
-            )
-        return "\n".join(lines)
+        return "\n".join(lines + _resends_to_make(report))
+
+
+def _said_if_any(*counted: tuple[int, str]) -> list[str]:
+    return [text for number, text in counted if number]
+
+
+def _resends_to_make(report: ApplyReport) -> list[str]:
+    """Every e-mail that was due and not sent, by id, with the way to send it: the next
+    plan shows no change for an invite already updated, so nothing else would."""
+    lines = []
+    not_made = [redact_and_escape(r.change.id) for r in report.resends_not_made]
+    if not_made:
+        lines.append(
+            f"Not re-sent although updated: {', '.join(not_made)}. "
+            f"Send {'it' if len(not_made) == 1 else 'them'} with: "
+            f"reconcile resend {' '.join(not_made)}"
+        )
+    doubtful = [redact_and_escape(r.change.id) for r in report.resends_in_doubt]
+    if doubtful:
+        lines.append(
+            f"Not re-sent, update unknown: {', '.join(doubtful)}. Where "
+            "`reconcile plan --target ID` shows no change, the update was made: send the "
+            "invitation with `reconcile resend ID`; otherwise the next apply sends both."
+        )
+    return lines
 
 
 class TextRenderer(ApplyLines):
@@ -302,17 +318,7 @@ class TextRenderer(ApplyLines):
             lines.append("    " + self._style(f"conflict: {note}", fg="red"))
         else:
             lines = [self._heading("~", change.id, change.name, change.source, "yellow")]
-        for field_change in change.field_changes:
-            if field_change.field in change.conflicts:
-                lines.append(f"    {self._conflict(change, field_change.field, ref)}")
-                continue
-            lines.extend(f"    {line}" for line in self._field(field_change))
-            # Every sub-field the PATCH carries is shown, those the files leave alone too.
-            lines.extend(
-                f"    {redact_and_escape(field_change.field)}.{escape(sub)}: "
-                f"{shown_value(value)} ({KEPT_NOTE})"
-                for sub, value in change.kept_values(field_change.field)
-            )
+        lines += self._field_lines(change, ref)
         riding: dict[str, list[str]] = {}
         for name, sub in change.kept_riding_along:
             riding.setdefault(name, []).append(sub)
@@ -324,6 +330,21 @@ class TextRenderer(ApplyLines):
         elif change.address_changes_silently:
             lines.append(f"    {SILENT_ADDRESS_NOTE}")
         return "\n".join(lines)
+
+    def _field_lines(self, change: InviteChange, ref: str | None) -> list[str]:
+        lines = []
+        for field_change in change.field_changes:
+            if field_change.field in change.conflicts:
+                lines.append(f"    {self._conflict(change, field_change.field, ref)}")
+                continue
+            lines.extend(f"    {line}" for line in self._field(field_change))
+            # Every sub-field the PATCH carries is shown, those the files leave alone too.
+            lines.extend(
+                f"    {redact_and_escape(field_change.field)}.{escape(sub)}: "
+                f"{shown_value(value)} ({KEPT_NOTE})"
+                for sub, value in change.kept_values(field_change.field)
+            )
+        return lines
 
     def _not_updatable(self, invites: list[NotUpdatable]) -> Iterator[str]:
         # Grouped in one pass: statuses come from the server, so there may be as many
