@@ -369,6 +369,22 @@ class ListFrame(Frame):
             own.kids[index] = spot
 
 
+def _merged_mappings(child: Any, spot: Spot | None) -> list[tuple[Any, Spot | None]] | None:
+    """What `<<` merges, each mapping with its spot; None when it is no mapping."""
+    if isinstance(child, dict):
+        return [(child, spot)]
+    if isinstance(child, list) and all(isinstance(item, dict) for item in child):
+        return [(item, spot.kid(i) if spot else None) for i, item in enumerate(child)]
+    return None
+
+
+def _not_mergeable(child: Any) -> str:
+    what = kind_of(child)
+    if isinstance(child, list):  # one item at least is not a mapping
+        what += " holding " + kind_of(next(i for i in child if not isinstance(i, dict)))
+    return f"`<<` merges a mapping or a list of mappings, not {what}"
+
+
 class MappingFrame(Frame):
     __slots__ = (
         "key",
@@ -471,32 +487,29 @@ class MappingFrame(Frame):
         return True
 
     def _merge(self, builder: Builder, child: Any, position: int, spot: Spot | None) -> None:
-        if isinstance(child, dict):
-            sources = [(child, spot)]
-        elif isinstance(child, list) and all(isinstance(item, dict) for item in child):
-            sources = [(item, spot.kid(i) if spot else None) for i, item in enumerate(child)]
-        else:
-            what = kind_of(child)
-            if isinstance(child, list):  # one item at least is not a mapping
-                what += " holding " + kind_of(next(i for i in child if not isinstance(i, dict)))
-            builder.report(position, f"`<<` merges a mapping or a list of mappings, not {what}")
+        sources = _merged_mappings(child, spot)
+        if sources is None:
+            builder.report(position, _not_mergeable(child))
             return
         if self.merged is None:
             self.merged = {}
         # Keys written in the mapping win; among merged mappings, the first wins.
         for source, source_spot in sources:
             for key, value in source.items():
-                if key in self.merged or key in self.value:
-                    continue
-                self.merged[key] = value
-                if source_spot is not None:  # a mapping's spot holds every key of it
-                    self._place(
-                        key,
-                        source_spot.keys[key],  # type: ignore[index]
-                        source_spot.at[key],
-                        source_spot.raw.get(key) if source_spot.raw else None,
-                        source_spot.kid(key),
-                    )
+                if key not in self.merged and key not in self.value:
+                    self._merge_one(key, value, source_spot)
+
+    def _merge_one(self, key: Any, value: Any, source_spot: Spot | None) -> None:
+        assert self.merged is not None
+        self.merged[key] = value
+        if source_spot is not None:  # a mapping's spot holds every key of it
+            self._place(
+                key,
+                source_spot.keys[key],  # type: ignore[index]
+                source_spot.at[key],
+                source_spot.raw.get(key) if source_spot.raw else None,
+                source_spot.kid(key),
+            )
 
     def finish(self) -> Any:
         if self.merged is None:

@@ -268,22 +268,28 @@ def _syntax_problem(exc: yaml.MarkedYAMLError, text: str, path: str) -> FileProb
     """What a syntax error says to the person who wrote the file: where to look (where a
     bracket or quote opened, where a key began), the usual cause in words, a tab or a
     space left out named as such."""
-    context = exc.context or ""
-    # An unclosed bracket or quote is best shown where it was opened, a key without
-    # its `:` where the key begins (libyaml notices only on a later line).
-    opened = any(words in context for words in ("flow", "quoted", "simple key"))
-    mark = (exc.context_mark if opened else None) or exc.problem_mark or exc.context_mark
-    where = Mark(mark.line + 1, mark.column + 1) if mark else Mark(1, 1)
+    if exc.problem_mark is not None and _char_at(text, exc.problem_mark) == "\t":
+        line, column = exc.problem_mark.line + 1, exc.problem_mark.column + 1
+        return FileProblem(
+            path, line, column, "a tab character here; YAML must be indented with spaces"
+        )
+    where = _syntax_mark(exc)
     problem = " ".join(p for p in (exc.context, exc.problem) if p) or "invalid YAML"
     hint = _glued_hint(text, where.line) or next(
         (h for words, h in _SYNTAX_HINTS if words in problem), None
     )
     if hint:
         problem += f" ({hint})"
-    if exc.problem_mark is not None and _char_at(text, exc.problem_mark) == "\t":
-        where = Mark(exc.problem_mark.line + 1, exc.problem_mark.column + 1)
-        problem = "a tab character here; YAML must be indented with spaces"
     return FileProblem(path, where.line, where.column, problem)
+
+
+def _syntax_mark(exc: yaml.MarkedYAMLError) -> Mark:
+    """An unclosed bracket or quote is best shown where it was opened, a key without
+    its `:` where the key begins (libyaml notices only on a later line)."""
+    context = exc.context or ""
+    opened = any(words in context for words in ("flow", "quoted", "simple key"))
+    mark = (exc.context_mark if opened else None) or exc.problem_mark or exc.context_mark
+    return Mark(mark.line + 1, mark.column + 1) if mark else Mark(1, 1)
 
 
 # PyYAML's wording for common hand-writing mistakes, and what usually causes them.
@@ -409,6 +415,23 @@ def suspect(data: bytes) -> bool:
     return SUSPECT.search(data) is not None
 
 
+def _cut_value(event: yaml.Event, lines: list[str]) -> CutValue | None:
+    """The plain value of ``event``, when a comment on its line cuts it short."""
+    if not isinstance(event, yaml.ScalarEvent) or event.style or not event.value:
+        return None
+    start, end = event.start_mark, event.end_mark
+    if start is None or end is None or end.line >= len(lines) or start.line != end.line:
+        return None  # a plain value over several lines: its comment is on the last
+    line = lines[end.line]
+    after = _AFTER_VALUE.match(line, end.column)
+    if after is None:
+        return None
+    written = line[start.column : after.end()].rstrip()
+    if len(written) > _SHOWN:
+        written = written[:_SHOWN] + "…"
+    return CutValue(end.line + 1, after.start(1) + 1, event.value, written)
+
+
 def cut_values(text: str, most: int = 100) -> list[CutValue]:
     """The plain values of ``text`` (YAML that parsed) that a comment cuts short, the
     first ``most`` of them: a file of a million is refused for its first few."""
@@ -417,18 +440,9 @@ def cut_values(text: str, most: int = 100) -> list[CutValue]:
     loader = Parser(text)
     try:
         while (event := loader.get_event()) is not None:
-            if not isinstance(event, yaml.ScalarEvent) or event.style or not event.value:
-                continue
-            start, end = event.start_mark, event.end_mark
-            if start is None or end is None or end.line >= len(lines) or start.line != end.line:
-                continue  # a plain value over several lines: its comment is on the last
-            line = lines[end.line]
-            after = _AFTER_VALUE.match(line, end.column)
-            if after is not None:
-                written = line[start.column : after.end()].rstrip()
-                if len(written) > _SHOWN:
-                    written = written[:_SHOWN] + "…"
-                found.append(CutValue(end.line + 1, after.start(1) + 1, event.value, written))
+            cut = _cut_value(event, lines)
+            if cut is not None:
+                found.append(cut)
                 if len(found) >= most:
                     break
     except yaml.YAMLError:
