@@ -364,16 +364,17 @@ def _kept(data: dict[str, Any], patch: Fields, before: HeldFields) -> dict[str, 
             for name, subs in data["kept"].items()
             if name in patch and isinstance(patch[name], Contact)
         }
-    kept = {}
-    for name, value in patch.items():
-        held = before.get(name)
-        if isinstance(value, Contact) and isinstance(held, Contact):
-            subs = tuple(
-                k for k, v in value.items() if k in held and held[k] == v and v is not None
-            )
-            if subs:
-                kept[name] = subs
-    return kept
+    at_platform_value = {
+        name: _at_held_value(value, before.get(name)) for name, value in patch.items()
+    }
+    return {name: subs for name, subs in at_platform_value.items() if subs}
+
+
+def _at_held_value(value: object, held: object) -> tuple[str, ...]:
+    """The sub-fields of ``value`` that ``held`` holds at the same value (objects only)."""
+    if not isinstance(value, Contact) or not isinstance(held, Contact):
+        return ()
+    return tuple(k for k, v in value.items() if k in held and held[k] == v and v is not None)
 
 
 # A saved source: cli.md's "path:line"; any other text is kept whole, with no line.

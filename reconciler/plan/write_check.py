@@ -66,19 +66,7 @@ BeforeWrite: TypeAlias = Write | AlreadyApplied | Moved
 
 def before_write(change: InviteChange, current: CurrentInvite) -> BeforeWrite:
     """``change`` against ``current``, its invite read right before the PATCH."""
-    moved: list[MovedField] = []
-    to_write: list[str] = []
-    already: list[str] = []
-    for name, wanted in change.patch.items():
-        kind = kind_of(name)
-        now = current.fields.get(name)
-        planned = change.before.get(name)
-        if kind.equal(wanted, now):
-            already.append(name)  # left out of the PATCH
-        elif kind.equal(planned, now):
-            to_write.append(name)
-        else:
-            moved.append(MovedField(name, planned, now, wanted))
+    moved, to_write, already = _sorted_fields(change, current)
     if moved:
         return Moved(tuple(moved))
     if not to_write:
@@ -96,6 +84,26 @@ def before_write(change: InviteChange, current: CurrentInvite) -> BeforeWrite:
         resend=resend,
     )
     return Write(narrowed, not resend and change.triggers_resend(already))
+
+
+def _sorted_fields(
+    change: InviteChange, current: CurrentInvite
+) -> tuple[list[MovedField], list[str], list[str]]:
+    """The PATCH's fields moved on the platform, still to write, and at the value wanted."""
+    moved: list[MovedField] = []
+    to_write: list[str] = []
+    already: list[str] = []
+    for name, wanted in change.patch.items():
+        kind = kind_of(name)
+        now = current.fields.get(name)
+        planned = change.before.get(name)
+        if kind.equal(wanted, now):
+            already.append(name)  # left out of the PATCH
+        elif kind.equal(planned, now):
+            to_write.append(name)
+        else:
+            moved.append(MovedField(name, planned, now, wanted))
+    return moved, to_write, already
 
 
 class StoredOtherwise(NamedTuple):
