@@ -49,12 +49,22 @@ from reconciler.api.exceptions import (
 )
 from reconciler.apply.audit import AttemptRecorder, AuditLog, AuditLogError, NoAuditLog, outcome_of
 from reconciler.errors import ReconcilerError
-from reconciler.model.invite import CurrentInvite, Done, Failed, JsonValue, NotRun, kind_of, to_json
+from reconciler.model.invite import (
+    CurrentInvite,
+    Done,
+    Failed,
+    JsonValue,
+    NotRun,
+    Outcome,
+    kind_of,
+    to_json,
+)
 from reconciler.plan.model import InviteChange, Plan
 from reconciler.plan.write_check import (
     AlreadyApplied,
     Moved,
     MovedField,
+    Recheck,
     StoredCheck,
     StoredOtherwise,
     before_write,
@@ -284,33 +294,44 @@ class Applier:
             from_get = written.stored is None  # what was stored is then a GET's
             stored = written.stored or self._verify(change.id, written.status, written.request_id)
         except AuditLogError as error:  # an attempt line: that attempt never left
-            self._audit_failed(error)
-            if recorder.sent:  # an earlier attempt did, with no answer that says what it did
-                unsent = NotSent(f"not retried: {error}")
-                return ChangeResult(change, WriteOutcome.UPDATE_UNKNOWN, unsent)
-            return ChangeResult(change, WriteOutcome.NOT_STARTED)
+            return self._unlogged(change, recorder, error)
         except PreconditionFailed as error:  # If-Match: it changed since it was read
             if recorder.maybe_done:  # ... by an earlier attempt of this very PATCH, maybe
                 return self._refused_after_unknown(change, recorder, error)
             self._settled(recorder)
             return self._refused(change, read, error)
         except ApiError as error:
-            if isinstance(error, GatewayForbidden) and error.outcome_unknown:
-                # A gateway's 403 that a read got past: the PATCH may have been written
-                # (the gateway refusing its answer). A GET tells.
-                return self._refused_after_unknown(change, recorder, error)
-            # An answer taken apart after the exchange (another invite's): its outcome is
-            # this one's, not recorded yet. The exchange recorded its own failures.
-            recorder.settle(outcome_of(error), error.status, error.request_id, error.message)
-            self._settled(recorder)
-            if isinstance(error, NotSent) and not recorder.sent:
-                return ChangeResult(change, WriteOutcome.NOT_STARTED)
-            self._failed_fatally(error)
-            failed = WriteOutcome.UPDATE_UNKNOWN if error.outcome_unknown else WriteOutcome.FAILED
-            return ChangeResult(change, failed, error)
+            return self._write_failed(change, recorder, error)
         return self._checked(
             change, recorder, stored, written.status, written.request_id, from_get=from_get
         )
+
+    def _unlogged(
+        self, change: InviteChange, recorder: AttemptRecorder, error: AuditLogError
+    ) -> ChangeResult:
+        """The audit log refused an attempt's line: that attempt never left."""
+        self._audit_failed(error)
+        if recorder.sent:  # an earlier attempt did, with no answer that says what it did
+            unsent = NotSent(f"not retried: {error}")
+            return ChangeResult(change, WriteOutcome.UPDATE_UNKNOWN, unsent)
+        return ChangeResult(change, WriteOutcome.NOT_STARTED)
+
+    def _write_failed(
+        self, change: InviteChange, recorder: AttemptRecorder, error: ApiError
+    ) -> ChangeResult:
+        if isinstance(error, GatewayForbidden) and error.outcome_unknown:
+            # A gateway's 403 that a read got past: the PATCH may have been written
+            # (the gateway refusing its answer). A GET tells.
+            return self._refused_after_unknown(change, recorder, error)
+        # An answer taken apart after the exchange (another invite's): its outcome is
+        # this one's, not recorded yet. The exchange recorded its own failures.
+        recorder.settle(outcome_of(error), error.status, error.request_id, error.message)
+        self._settled(recorder)
+        if isinstance(error, NotSent) and not recorder.sent:
+            return ChangeResult(change, WriteOutcome.NOT_STARTED)
+        self._failed_fatally(error)
+        failed = WriteOutcome.UPDATE_UNKNOWN if error.outcome_unknown else WriteOutcome.FAILED
+        return ChangeResult(change, failed, error)
 
     def _refused(
         self, change: InviteChange, read: Read, refused: PreconditionFailed
@@ -595,23 +616,28 @@ def saved_plan_state(
     by_id = {change.id: change for change in plan.changes}
     restored: dict[str, InviteChange] = {}
     for invite_id, outcome in ordered_map(read, list(by_id), parallelism, stop, inline=True):
-        change = by_id[invite_id]
-        match outcome:
-            case Done(current):
-                found = recheck(change, current)
-                if found.done:
-                    done.add(invite_id)
-                drift += found.drift
-                if found.restored is not None:
-                    restored[invite_id] = found.restored
-            case Failed(error):
-                where = f"{invite_id} ({redact_and_escape(str(change.source))})"
-                drift.append(f"{where}: cannot re-read it: {redact_and_escape(str(error))}")
-            case NotRun():
-                raise ReconcilerError("interrupted while checking the plan; nothing was changed")
+        found = _rechecked(by_id[invite_id], outcome)
+        if found.done:
+            done.add(invite_id)
+        drift += found.drift
+        if found.restored is not None:
+            restored[invite_id] = found.restored
     if not drift:
         plan.changes = [restored.get(change.id, change) for change in plan.changes]
     return SavedPlanState(drift, frozenset(done))
+
+
+def _rechecked(change: InviteChange, outcome: Outcome[CurrentInvite, ApiError]) -> Recheck:
+    """``change`` against its invite read again; a failed read is drift too."""
+    match outcome:
+        case Done(current):
+            return recheck(change, current)
+        case Failed(error):
+            where = f"{change.id} ({redact_and_escape(str(change.source))})"
+            return Recheck(
+                False, [f"{where}: cannot re-read it: {redact_and_escape(str(error))}"], None
+            )
+    raise ReconcilerError("interrupted while checking the plan; nothing was changed")
 
 
 def _elsewhere(plan: Plan, base_url: str, invite_urls: dict[str, str] | None) -> str | None:
