@@ -97,12 +97,7 @@ def rewrite(
     lines = Lines(text)
     wanted = list(wanted)
     spans = _spans(text, lines, wanted, entry_starts)
-    by_start = {entry.start: entry for entry in spans.entries}
-    by_place = {
-        (w.line, w.column): by_start[at]
-        for w in wanted
-        if (at := lines.offset((w.line, w.column))) in by_start
-    }
+    by_place = _by_place(lines, wanted, spans)
     result = Rewritten(text)
     removing = [w for w in wanted if w.remove is not None]
     replacements = _removals(text, spans, by_place, removing, result)
@@ -115,6 +110,18 @@ def rewrite(
     result.edits.sort(key=lambda e: e.line)
     result.refused.sort(key=lambda r: r.line)
     return result
+
+
+def _by_place(
+    lines: Lines, wanted: list[Wanted], spans: InviteSpans
+) -> dict[tuple[int, int], Span]:
+    """Each wanted entry's span, by the line and column the loader placed it at."""
+    by_start = {entry.start: entry for entry in spans.entries}
+    return {
+        (w.line, w.column): by_start[at]
+        for w in wanted
+        if (at := lines.offset((w.line, w.column))) in by_start
+    }
 
 
 def _spans(
@@ -215,32 +222,51 @@ def _object(
         inner = span.keys.get(key) if span is not None and span.kind == "mapping" else None
         where = inner or span
         place = lines.mark(where.start).line if where is not None else want.line
-        if now is None:
-            result.refused.append(Refused(place, want.id, label, now, NO_VALUE))
-        elif inner is None or inner.shared or span is None or span.shared:
-            result.refused.append(Refused(place, want.id, label, now, SHARED))
-        elif inner.kind != "scalar":
-            result.refused.append(Refused(place, want.id, label, now, _ODD_LAYOUT))
-        elif unheld := cannot_hold(want.id, name, old.merged(Contact({key: now})), key):
-            result.refused.append(Refused(place, want.id, label, now, unheld))
-        else:
-            made.append((inner.start, inner.end, _scalar(now, inner, text, span.flow)))
-            result.edits.append(Edit(place, want.id, label, was, now))
+        reason = _sub_field_refusal(want.id, name, key, old, now, span, inner)
+        if reason is not None:
+            result.refused.append(Refused(place, want.id, label, now, reason))
+            continue
+        assert span is not None and inner is not None and now is not None
+        made.append((inner.start, inner.end, _scalar(now, inner, text, span.flow)))
+        result.edits.append(Edit(place, want.id, label, was, now))
     return made
+
+
+def _sub_field_refusal(
+    invite_id: str,
+    name: str,
+    key: str,
+    old: Contact,
+    now: str | None,
+    span: Span | None,
+    inner: Span | None,
+) -> str | None:
+    """Why the sub-field ``key`` of the object ``name`` cannot be edited to ``now``, or None."""
+    if now is None:
+        return NO_VALUE
+    if inner is None or inner.shared or span is None or span.shared:
+        return SHARED
+    if inner.kind != "scalar":
+        return _ODD_LAYOUT
+    return cannot_hold(invite_id, name, old.merged(Contact({key: now})), key)
 
 
 def _value(text: str, span: Span, new: FieldValue) -> list[tuple[int, int, str]] | None:
     if span.kind == "scalar" and isinstance(new, str):
         return [(span.start, span.end, _scalar(new, span, text, False))]
     if span.kind == "list" and isinstance(new, IdentifierSet):
-        if any(item.kind != "scalar" or item.shared for item in span.items):
-            return None
-        if span.flow and _flow_comments(text, span):
-            return _commented_flow_list(span, new)
-        if span.flow:
-            return [(span.start, span.end, _flow_list(_kept_then_added(span, new)))]
-        return _block_list(text, span, new)
+        return _list_value(text, span, new)
     return None
+
+
+def _list_value(text: str, span: Span, new: IdentifierSet) -> list[tuple[int, int, str]] | None:
+    if any(item.kind != "scalar" or item.shared for item in span.items):
+        return None
+    if span.flow and _flow_comments(text, span):
+        return _commented_flow_list(span, new)
+    if span.flow:
+        return [(span.start, span.end, _flow_list(_kept_then_added(span, new)))]
+    return _block_list(text, span, new)
 
 
 def _flow_comments(text: str, span: Span) -> bool:
@@ -289,23 +315,14 @@ def _item_text(item: Span | None, value: object, flow: bool) -> str:
 def _block_list(text: str, span: Span, new: IdentifierSet) -> list[tuple[int, int, str]] | None:
     """Item by item: lines of items the platform no longer holds go, new items follow the last.
     None when an item is not `- item` on a line of its own."""
-    places = []
-    for item in span.items:
-        place = dash_line(text, item.start)
-        if place is None:
-            return None
-        places.append(place)
-    if not places:
+    places = _dash_places(text, span)
+    if places is None:
         return None
     items = _kept_then_added(span, new)
     kept = {id(item) for item, _ in items if item is not None}
-    made = []
-    for item, (start, dash) in zip(span.items, places, strict=True):
-        if id(item) not in kept:
-            cut = _item_cut(text, item, start, dash)
-            if cut is None:
-                return None
-            made.append(cut)
+    made = _items_cut(text, span, places, kept)
+    if made is None:
+        return None
     added = [value for item, value in items if item is None]
     if not added and not kept:
         # Nothing left: the list becomes `[]` after its key; comments among its items stay.
@@ -314,6 +331,32 @@ def _block_list(text: str, span: Span, new: IdentifierSet) -> list[tuple[int, in
     if added:
         first_line, first_dash = places[0]
         made.append(_items_after(text, span.items[-1], text[first_line:first_dash], added))
+    return made
+
+
+def _dash_places(text: str, span: Span) -> list[tuple[int, int]] | None:
+    """Where each item's line and its `- ` begin; None when one is not alone on its line,
+    or the list has no item."""
+    places = []
+    for item in span.items:
+        place = dash_line(text, item.start)
+        if place is None:
+            return None
+        places.append(place)
+    return places or None
+
+
+def _items_cut(
+    text: str, span: Span, places: list[tuple[int, int]], kept: set[int]
+) -> list[tuple[int, int, str]] | None:
+    """The lines of the items not kept, cut; None when one cannot be cut alone."""
+    made = []
+    for item, (start, dash) in zip(span.items, places, strict=True):
+        if id(item) not in kept:
+            cut = _item_cut(text, item, start, dash)
+            if cut is None:
+                return None
+            made.append(cut)
     return made
 
 
@@ -354,6 +397,21 @@ def _removals(
     removing: list[Wanted],
     result: Rewritten,
 ) -> list[tuple[int, int, str]]:
+    owned = _owned_lines(text, by_place, removing, result)
+    made = [(*cut_lines(text, start, end), "") for start, end in _runs(text, owned)]
+    if owned and len(owned) == len(spans.entries) and spans.list_span is not None:
+        # Every entry goes: the list becomes `[]` after its key (a colon in a comment
+        # above the first entry is not it), the file stays valid; a comment on the key's
+        # line or among the entries (none's own) stays, as does the file's line break.
+        colon = text.index(":", spans.list_span.key_end)
+        return [(colon + 1, colon + 1, " []"), *made]
+    return made
+
+
+def _owned_lines(
+    text: str, by_place: dict[tuple[int, int], Span], removing: list[Wanted], result: Rewritten
+) -> list[tuple[int, int]]:
+    """The lines each entry to remove stands on alone; one that shares them is refused."""
     owned = []
     for want in removing:
         entry = by_place.get((want.line, want.column))
@@ -364,6 +422,11 @@ def _removals(
             continue
         owned.append(own)
         result.removed.append(Edit(want.line, want.id, "", want.remove, None))
+    return owned
+
+
+def _runs(text: str, owned: list[tuple[int, int]]) -> list[list[int]]:
+    """Entries to remove with only blank lines between them, as one run each."""
     # Entries with only blank lines between them go as one run, cut as one entry is. Cut
     # one by one, each takes the blank lines on one side of it, and two could take the
     # same ones (the last two of a list: overlapping cuts, `_apply` makes only the first
@@ -375,14 +438,7 @@ def _removals(
             runs[-1][1] = end
         else:
             runs.append([start, end])
-    made = [(*cut_lines(text, start, end), "") for start, end in runs]
-    if owned and len(owned) == len(spans.entries) and spans.list_span is not None:
-        # Every entry goes: the list becomes `[]` after its key (a colon in a comment
-        # above the first entry is not it), the file stays valid; a comment on the key's
-        # line or among the entries (none's own) stays, as does the file's line break.
-        colon = text.index(":", spans.list_span.key_end)
-        return [(colon + 1, colon + 1, " []"), *made]
-    return made
+    return runs
 
 
 # -- scalars ---------------------------------------------------------------------------------------
