@@ -120,15 +120,18 @@ def _type(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[F
             f"{place(full)} must be text, but YAML reads {reading(raw, value)}; {quote_it(raw)}"
         )
     else:
-        found = (
-            cut(repr(value)) if expected == "integer" and type(value) is float else kind_of(value)
-        )
-        message = f"{place(full)} must be {_a(expected)}, not {found}"
-        if expected == "array" and isinstance(value, str):
-            message += _as_a_list(value)
-        if place(full) == "each invite entry":
-            message += " (start each entry with `- id: ...`)"
+        message = _not_of_type(full, expected, value)
     return [_at(where, path, message)]
+
+
+def _not_of_type(full: tuple[Any, ...], expected: Any, value: Any) -> str:
+    found = cut(repr(value)) if expected == "integer" and type(value) is float else kind_of(value)
+    message = f"{place(full)} must be {_a(expected)}, not {found}"
+    if expected == "array" and isinstance(value, str):
+        message += _as_a_list(value)
+    if place(full) == "each invite entry":
+        message += " (start each entry with `- id: ...`)"
+    return message
 
 
 _PLAIN_ITEM = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")  # written plain in a flow list
