@@ -48,9 +48,19 @@ def load_state_file(path: str | Path | None) -> list[dict[str, Any]]:
     or a FIFO is refused at once, never read for ever or waited on.
     """
     file = Path(path) if path else _DEFAULT_STATE
+    data = _read_state(file)
+    invites = data.get("invites") if isinstance(data, dict) else data
+    if not isinstance(invites, list) or not all(
+        isinstance(i, dict) and isinstance(i.get("id"), str) for i in invites
+    ):
+        raise ReconcilerError(f"{file}: sandbox state must be a list of invites, each with an id")
+    return invites
+
+
+def _read_state(file: Path) -> Any:
     try:
         text = read_regular(file, MAX_STATE_BYTES).decode("utf-8")
-        data = json.loads(text) if file.suffix == ".json" else yaml.safe_load(text)
+        return json.loads(text) if file.suffix == ".json" else yaml.safe_load(text)
     except OSError as exc:
         raise ReconcilerError(f"{file}: cannot load sandbox state: {exc.strerror}") from None
     except TooLarge:
@@ -59,12 +69,6 @@ def load_state_file(path: str | Path | None) -> list[dict[str, Any]]:
         ) from None
     except (UnicodeDecodeError, ValueError, yaml.YAMLError) as exc:
         raise ReconcilerError(f"{file}: cannot load sandbox state: {exc}") from None
-    invites = data.get("invites") if isinstance(data, dict) else data
-    if not isinstance(invites, list) or not all(
-        isinstance(i, dict) and isinstance(i.get("id"), str) for i in invites
-    ):
-        raise ReconcilerError(f"{file}: sandbox state must be a list of invites, each with an id")
-    return invites
 
 
 class InviteStore:
