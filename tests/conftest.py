@@ -24,7 +24,7 @@ from reconciler.api.capacity.pacing import RequestPacer
 from reconciler.api.capacity.rate import MAX_RATE
 from reconciler.resources import invite_schema_path
 from reconciler.sandbox import Sandbox, SandboxOptions
-from reconciler.sandbox.state import load_state_file
+from reconciler.sandbox.app import load_state_file
 from reconciler.schema import check as schema
 
 # No per-example deadline: a property is about values, not speed, and on a loaded
