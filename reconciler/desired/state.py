@@ -47,7 +47,7 @@ from reconciler.model.invite import (
 from reconciler.safetext import NOT_IN_TEXT, escape, quote_value
 from reconciler.schema.check import invite_validators, validate
 from reconciler.schema.messages import Where, describe
-from reconciler.yamlload.positions import START, Lines, Located
+from reconciler.yamlload.builder import START, Lines, Located
 from reconciler.yamlload.source import Delivery, FileSource, Item, ListRead, stream, suspect
 
 if TYPE_CHECKING:

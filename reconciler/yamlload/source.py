@@ -31,8 +31,17 @@ import yaml
 
 from reconciler.errors import FileProblem
 from reconciler.safetext import escape
-from reconciler.yamlload.builder import DEPTH_LIMIT, Builder, Fatal, Item, ItemHook, Parser
-from reconciler.yamlload.positions import Lines, Located, Mark
+from reconciler.yamlload.builder import (
+    DEPTH_LIMIT,
+    Builder,
+    Fatal,
+    Item,
+    ItemHook,
+    Lines,
+    Located,
+    Mark,
+    Parser,
+)
 
 __all__ = [
     "NO_LIST",

@@ -25,8 +25,7 @@ from reconciler.desired.state import load_text
 from reconciler.errors import FileProblem
 from reconciler.schema.check import invite_validators
 from reconciler.yamlload import builder, source
-from reconciler.yamlload.builder import DEPTH_LIMIT
-from reconciler.yamlload.positions import Lines, Mark
+from reconciler.yamlload.builder import DEPTH_LIMIT, Lines, Mark
 from reconciler.yamlload.source import (
     NO_LIST,
     CutValue,
