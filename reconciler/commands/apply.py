@@ -13,16 +13,18 @@ from typing import NamedTuple
 import click
 
 from reconciler.apply.applier import ApplyReport, ChangeResult, WriteOutcome
-from reconciler.commands.confirm import confirm, require_terminal, show_on_stderr_too
 from reconciler.commands.options import (
     RUN_ENV,
     FilePath,
     RunOptions,
     audit_log_option,
     auto_approve_option,
+    confirm,
     force_conflicts_option,
+    require_terminal,
     run_options,
     settings_help,
+    show_on_stderr_too,
 )
 from reconciler.desired.state import DesiredState, Selection
 from reconciler.files import refuse_input

@@ -24,13 +24,15 @@ from reconciler.apply.audit import (
     open_audit_log,
     outcome_of,
 )
-from reconciler.commands.confirm import confirm, require_terminal, show_on_stderr_too
 from reconciler.commands.options import (
     audit_log_option,
     auto_approve_option,
     config_option,
+    confirm,
+    require_terminal,
     sandbox_option,
     settings_help,
+    show_on_stderr_too,
     verbose_option,
 )
 from reconciler.desired.state import refuse_bad_ids
