@@ -16,7 +16,7 @@ import click
 
 from reconciler import __version__
 from reconciler.errors import InputError, ReconcilerError
-from reconciler.output.common import stop_writing_to_stdout
+from reconciler.output import stop_writing_to_stdout
 from reconciler.output.console import echo_err, echo_problem
 from reconciler.output.github import (
     GITHUB_ANNOTATIONS,

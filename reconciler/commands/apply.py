@@ -28,7 +28,7 @@ from reconciler.commands.options import (
 )
 from reconciler.desired.state import DesiredState, Selection
 from reconciler.files import refuse_input
-from reconciler.output.common import Stdout, echo_chunks
+from reconciler.output import Stdout, echo_chunks
 from reconciler.output.console import (
     SHOWN,
     echo_err,

@@ -13,8 +13,7 @@ from reconciler.commands.options import (
     settings_help,
 )
 from reconciler.files import refuse_input, refuse_special_file
-from reconciler.output import renderer_for
-from reconciler.output.common import echo_chunks
+from reconciler.output import echo_chunks, renderer_for
 from reconciler.output.console import echo_err, echo_errors, setup_logging, use_color
 from reconciler.output.github import github_enabled, report_plan
 from reconciler.plan.model import Plan

@@ -38,7 +38,7 @@ from reconciler.commands.options import (
 from reconciler.desired.state import refuse_bad_ids
 from reconciler.errors import ReconcilerError
 from reconciler.model.invite import CurrentInvite
-from reconciler.output.common import Stdout
+from reconciler.output import Stdout
 from reconciler.output.console import RESEND_UNKNOWN_ADVICE, echo_errors, setup_logging
 from reconciler.output.text import fatal_short
 from reconciler.plan.model import FailedInvite

@@ -13,8 +13,7 @@ from reconciler.commands.options import (
     plan_format_option,
 )
 from reconciler.errors import ReconcilerError
-from reconciler.output import renderer_for
-from reconciler.output.common import echo_chunks
+from reconciler.output import echo_chunks, renderer_for
 from reconciler.output.console import use_color
 from reconciler.plan.saved import (
     SignatureCheck,

@@ -9,7 +9,7 @@ import click
 from reconciler.api.exceptions import ApiError
 from reconciler.apply.applier import ApplyReport, ChangeResult, ResendOutcome, WriteOutcome
 from reconciler.model.invite import Contact, FieldValue, IdentifierSet, SourceLocation, kind_of
-from reconciler.output.common import (
+from reconciler.output import (
     CONFLICT_NOTE,
     KEPT_NOTE,
     NOT_UPDATABLE_HEADING,
