@@ -16,8 +16,8 @@ import click
 
 from reconciler import __version__
 from reconciler.errors import InputError, ReconcilerError
-from reconciler.output.color import echo_err, echo_problem
-from reconciler.output.common import stop_writing_to_stdout
+from reconciler.output import stop_writing_to_stdout
+from reconciler.output.console import echo_err, echo_problem
 from reconciler.output.github import (
     GITHUB_ANNOTATIONS,
     annotate_error,
@@ -166,25 +166,8 @@ def _main(argv: Sequence[str] | None) -> int:
             result = cli.invoke(ctx)
             if sys.stdout is not None:  # None when started with stdout closed (`>&-`)
                 sys.stdout.flush()  # here, where a closed pipe is handled, not at exit
-    except ReconcilerError as exc:
-        if meta.get(GITHUB_ANNOTATIONS):
-            annotate_error(exc)
-        return _report(exc, meta)
-    except click.exceptions.NoArgsIsHelpError as exc:  # `reconcile` alone: help, success
-        click.echo(exc.ctx.get_help())
-        return EXIT_OK
-    except click.exceptions.Exit as exc:  # --help, --version
-        return EXIT_FAILURE if exc.exit_code else EXIT_OK
-    except click.ClickException as exc:
-        # Usage errors included: click would exit 2, which means "changes pending" here.
-        # It may quote an argument as typed. click's stubs mark message Final, yet its
-        # show() reads this attribute: rewriting it is how the quoted text gets escaped.
-        exc.message = redact_and_escape_lines(exc.message)  # type: ignore[misc]
-        exc.show()
-        return EXIT_FAILURE
-    except click.Abort:
-        click.echo("Aborted.", err=True)
-        return EXIT_FAILURE
+    except (ReconcilerError, click.ClickException, click.exceptions.Exit, click.Abort) as exc:
+        return _refused(exc, meta)
     except KeyboardInterrupt:
         click.echo("\nInterrupted.", err=True)
         return EXIT_FAILURE
@@ -192,28 +175,61 @@ def _main(argv: Sequence[str] | None) -> int:
         stop_writing_to_stdout()
         return EXIT_FAILURE
     except UnicodeEncodeError as exc:  # stdout in Latin-1, say, and a name in Japanese
-        encoding = _stdout_encoding()
-        if encoding is None or codecs.lookup(exc.encoding).name != encoding:
-            raise
-        char = f"U+{ord(exc.object[exc.start]):04X}"
-        echo_err(
-            f"error: cannot write the output: stdout's encoding ({encoding}) cannot hold "
-            f"{char}; run with a UTF-8 locale (LANG=C.UTF-8) or PYTHONIOENCODING=utf-8",
-            meta,
-        )
-        return EXIT_FAILURE
+        return _unencodable(exc, meta)
     except OSError as exc:  # mostly the output itself failed (`>/dev/full`)
-        reason = exc.strerror or str(exc)
-        if exc.filename is not None:  # a file the modules did not wrap: name it
-            name = redact_and_escape_lines(str(exc.filename))
-            echo_err(f"error: {name}: {redact_and_escape_lines(reason)}", meta)
-            return EXIT_FAILURE
-        stop_writing_to_stdout()
-        echo_err(f"error: cannot write the output: {redact_and_escape_lines(reason)}", meta)
-        return EXIT_FAILURE
+        return _os_error(exc, meta)
     except Exception as exc:  # a bug of ours: a traceback would quote outside text unescaped
         return _internal_error(exc, meta)
     return result if isinstance(result, int) else EXIT_OK
+
+
+def _refused(
+    exc: ReconcilerError | click.ClickException | click.exceptions.Exit | click.Abort,
+    meta: Mapping[str, object],
+) -> int:
+    """Our own error, or click's (a usage error, --help, --version, an abort), said."""
+    if isinstance(exc, ReconcilerError):
+        if meta.get(GITHUB_ANNOTATIONS):
+            annotate_error(exc)
+        return _report(exc, meta)
+    if isinstance(exc, click.exceptions.NoArgsIsHelpError):  # `reconcile` alone: help, success
+        click.echo(exc.ctx.get_help())
+        return EXIT_OK
+    if isinstance(exc, click.exceptions.Exit):  # --help, --version
+        return EXIT_FAILURE if exc.exit_code else EXIT_OK
+    if isinstance(exc, click.Abort):
+        click.echo("Aborted.", err=True)
+        return EXIT_FAILURE
+    # Usage errors included: click would exit 2, which means "changes pending" here.
+    # It may quote an argument as typed. click's stubs mark message Final, yet its
+    # show() reads this attribute: rewriting it is how the quoted text gets escaped.
+    exc.message = redact_and_escape_lines(exc.message)  # type: ignore[misc]
+    exc.show()
+    return EXIT_FAILURE
+
+
+def _unencodable(exc: UnicodeEncodeError, meta: Mapping[str, object]) -> int:
+    encoding = _stdout_encoding()
+    if encoding is None or codecs.lookup(exc.encoding).name != encoding:
+        raise exc  # not stdout's encoding: not this message's to word
+    char = f"U+{ord(exc.object[exc.start]):04X}"
+    echo_err(
+        f"error: cannot write the output: stdout's encoding ({encoding}) cannot hold "
+        f"{char}; run with a UTF-8 locale (LANG=C.UTF-8) or PYTHONIOENCODING=utf-8",
+        meta,
+    )
+    return EXIT_FAILURE
+
+
+def _os_error(exc: OSError, meta: Mapping[str, object]) -> int:
+    reason = exc.strerror or str(exc)
+    if exc.filename is not None:  # a file the modules did not wrap: name it
+        name = redact_and_escape_lines(str(exc.filename))
+        echo_err(f"error: {name}: {redact_and_escape_lines(reason)}", meta)
+        return EXIT_FAILURE
+    stop_writing_to_stdout()
+    echo_err(f"error: cannot write the output: {redact_and_escape_lines(reason)}", meta)
+    return EXIT_FAILURE
 
 
 def _internal_error(exc: Exception, meta: Mapping[str, object]) -> int:

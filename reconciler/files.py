@@ -209,11 +209,7 @@ def write_atomic(
     try:
         with _terminate_unwinds():
             dfd = os.open(os.path.dirname(target) or ".", os.O_RDONLY | _DIRECTORY | _CLOEXEC)
-            if directory is not None and _identity(os.fstat(dfd)) != directory:
-                raise FileChanged(
-                    f"{escape(target)}: not written ({what}): its directory was replaced since "
-                    "it was read; nothing was written"
-                )
+            _refuse_replaced_directory(dfd, directory, target, what)
             fd, tmp = _new_temporary(dfd)
             with os.fdopen(fd, "wb") as handle:
                 os.fchmod(handle.fileno(), mode)
@@ -227,16 +223,28 @@ def write_atomic(
             with contextlib.suppress(OSError):  # the rename survives a power cut
                 os.fsync(dfd)
     except OSError as exc:
-        problem = exc.strerror or str(exc)
-        if create_only and exc.errno == errno.EEXIST:
-            problem = "a file appeared there meanwhile, and is left as it is"
-        raise ReconcilerError(f"{escape(target)}: cannot write {what}: {problem}") from None
+        exists = create_only and exc.errno == errno.EEXIST
+        problem = "a file appeared there meanwhile, and is left as it is" if exists else None
+        raise ReconcilerError(
+            f"{escape(target)}: cannot write {what}: {problem or exc.strerror or exc}"
+        ) from None
     finally:
         if tmp is not None:
             with contextlib.suppress(OSError):
                 os.unlink(tmp, dir_fd=dfd)
         if dfd is not None:
             os.close(dfd)
+
+
+def _refuse_replaced_directory(
+    dfd: int, directory: tuple[int, int] | None, target: str, what: str
+) -> None:
+    """With ``directory`` (its identity when the file was read), the one held must be it."""
+    if directory is not None and _identity(os.fstat(dfd)) != directory:
+        raise FileChanged(
+            f"{escape(target)}: not written ({what}): its directory was replaced since "
+            "it was read; nothing was written"
+        )
 
 
 def _new_temporary(dfd: int) -> tuple[int, str]:

@@ -14,8 +14,9 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Mapping
 from functools import lru_cache
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import NamedTuple
 
 from reconciler.safetext import escape
@@ -194,3 +195,30 @@ def ignored(paths: list[str], cwd: str) -> set[str]:
     if done is None or done.returncode not in (0, 1):  # 1: none ignored; 128: an error
         return set()
     return {p for p in done.stdout.decode("utf-8", "surrogateescape").split("\0") if p}
+
+
+# File paths as CI shows them: relative to the repository root, not to where the CLI ran.
+#
+# GitHub places an annotation and GitLab a Code Quality finding on a file by its path from the
+# repository root; `cd invites && reconcile validate .` must still say `invites/bad.yaml`, not
+# `bad.yaml`.
+
+# Set by the runners to the checked-out repository.
+ROOT_VARIABLES = ("GITHUB_WORKSPACE", "CI_PROJECT_DIR")
+
+
+def repo_relative(path: str, env: Mapping[str, str] | None = None) -> str:
+    """``path`` from the repository root when it lies inside it, else as given."""
+    env = os.environ if env is None else env
+    root = next((env[name] for name in ROOT_VARIABLES if env.get(name)), None) or git_top(
+        os.getcwd()
+    )
+    if not root:
+        return path
+    try:
+        relative = os.path.relpath(os.path.realpath(path), os.path.realpath(root))
+    except ValueError:  # another drive on Windows
+        return path
+    if relative == ".." or relative.startswith(".." + os.sep):
+        return path
+    return PurePath(relative).as_posix()

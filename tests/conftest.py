@@ -22,7 +22,7 @@ from reconciler.api import capacity, client
 from reconciler.api.capacity import MAX_RATE, RequestPacer
 from reconciler.resources import invite_schema_path
 from reconciler.sandbox import Sandbox, SandboxOptions
-from reconciler.sandbox.state import load_state_file
+from reconciler.sandbox.app import load_state_file
 from reconciler.schema import check as schema
 
 # No per-example deadline: a property is about values, not speed, and on a loaded

@@ -26,10 +26,16 @@ already: whether an e-mail went with them is unknown).
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from enum import Enum
+from types import FrameType
+from typing import Any, NamedTuple
 
 from reconciler.api.capacity import Limiter
 from reconciler.api.client import ApiClient, Read
@@ -42,18 +48,30 @@ from reconciler.api.exceptions import (
     UnexpectedResponse,
 )
 from reconciler.apply.audit import AttemptRecorder, AuditLog, AuditLogError, NoAuditLog, outcome_of
-from reconciler.model.invite import CurrentInvite, Done, Failed, JsonValue, NotRun, kind_of, to_json
+from reconciler.errors import ReconcilerError
+from reconciler.model.invite import (
+    CurrentInvite,
+    Done,
+    Failed,
+    JsonValue,
+    NotRun,
+    Outcome,
+    kind_of,
+    to_json,
+)
 from reconciler.plan.model import InviteChange, Plan
 from reconciler.plan.write_check import (
     AlreadyApplied,
     Moved,
     MovedField,
+    Recheck,
     StoredCheck,
     StoredOtherwise,
     before_write,
+    recheck,
     stored_as_sent,
 )
-from reconciler.safetext import json_text, redact
+from reconciler.safetext import json_text, redact, redact_and_escape
 from reconciler.stop import Stop
 
 # Where the invitation goes: a re-send waits for a read that shows it stored as sent.
@@ -276,33 +294,44 @@ class Applier:
             from_get = written.stored is None  # what was stored is then a GET's
             stored = written.stored or self._verify(change.id, written.status, written.request_id)
         except AuditLogError as error:  # an attempt line: that attempt never left
-            self._audit_failed(error)
-            if recorder.sent:  # an earlier attempt did, with no answer that says what it did
-                unsent = NotSent(f"not retried: {error}")
-                return ChangeResult(change, WriteOutcome.UPDATE_UNKNOWN, unsent)
-            return ChangeResult(change, WriteOutcome.NOT_STARTED)
+            return self._unlogged(change, recorder, error)
         except PreconditionFailed as error:  # If-Match: it changed since it was read
             if recorder.maybe_done:  # ... by an earlier attempt of this very PATCH, maybe
                 return self._refused_after_unknown(change, recorder, error)
             self._settled(recorder)
             return self._refused(change, read, error)
         except ApiError as error:
-            if isinstance(error, GatewayForbidden) and error.outcome_unknown:
-                # A gateway's 403 that a read got past: the PATCH may have been written
-                # (the gateway refusing its answer). A GET tells.
-                return self._refused_after_unknown(change, recorder, error)
-            # An answer taken apart after the exchange (another invite's): its outcome is
-            # this one's, not recorded yet. The exchange recorded its own failures.
-            recorder.settle(outcome_of(error), error.status, error.request_id, error.message)
-            self._settled(recorder)
-            if isinstance(error, NotSent) and not recorder.sent:
-                return ChangeResult(change, WriteOutcome.NOT_STARTED)
-            self._failed_fatally(error)
-            failed = WriteOutcome.UPDATE_UNKNOWN if error.outcome_unknown else WriteOutcome.FAILED
-            return ChangeResult(change, failed, error)
+            return self._write_failed(change, recorder, error)
         return self._checked(
             change, recorder, stored, written.status, written.request_id, from_get=from_get
         )
+
+    def _unlogged(
+        self, change: InviteChange, recorder: AttemptRecorder, error: AuditLogError
+    ) -> ChangeResult:
+        """The audit log refused an attempt's line: that attempt never left."""
+        self._audit_failed(error)
+        if recorder.sent:  # an earlier attempt did, with no answer that says what it did
+            unsent = NotSent(f"not retried: {error}")
+            return ChangeResult(change, WriteOutcome.UPDATE_UNKNOWN, unsent)
+        return ChangeResult(change, WriteOutcome.NOT_STARTED)
+
+    def _write_failed(
+        self, change: InviteChange, recorder: AttemptRecorder, error: ApiError
+    ) -> ChangeResult:
+        if isinstance(error, GatewayForbidden) and error.outcome_unknown:
+            # A gateway's 403 that a read got past: the PATCH may have been written
+            # (the gateway refusing its answer). A GET tells.
+            return self._refused_after_unknown(change, recorder, error)
+        # An answer taken apart after the exchange (another invite's): its outcome is
+        # this one's, not recorded yet. The exchange recorded its own failures.
+        recorder.settle(outcome_of(error), error.status, error.request_id, error.message)
+        self._settled(recorder)
+        if isinstance(error, NotSent) and not recorder.sent:
+            return ChangeResult(change, WriteOutcome.NOT_STARTED)
+        self._failed_fatally(error)
+        failed = WriteOutcome.UPDATE_UNKNOWN if error.outcome_unknown else WriteOutcome.FAILED
+        return ChangeResult(change, failed, error)
 
     def _refused(
         self, change: InviteChange, read: Read, refused: PreconditionFailed
@@ -549,3 +578,153 @@ def _stored_json(parts: tuple[StoredOtherwise, ...]) -> dict[str, JsonValue]:
         else:
             stored[part.field] = to_json(kind_of(name).redacted(value))
     return stored
+
+
+# Before `apply --plan` writes: every invite of the saved plan read again, each change found
+# to do, done, or stale (``reconciler.plan.write_check``); one stale change refuses the whole
+# plan. Each write then reads its invite once more, right before its PATCH, as every apply
+# does (above).
+
+
+class SavedPlanState(NamedTuple):
+    """Where the server stands against a saved plan, change by change."""
+
+    drift: list[str]  # every reason the plan no longer holds; empty when it may be applied
+    done: frozenset[str]  # ids of changes whose fields all hold their `after` already
+
+
+def saved_plan_state(
+    plan: Plan,
+    base_url: str,
+    read: Callable[[str], CurrentInvite],
+    parallelism: int | Limiter,
+    stop: Stop | None = None,
+    invite_urls: dict[str, str] | None = None,
+) -> SavedPlanState:
+    """Re-read every invite of the plan: each change is to do, done, or stale.
+
+    ``invite_urls``: where this run reads, updates and re-sends (None: the contract's
+    paths), which must be where the plan says, as ``base_url`` must be its server.
+    When nothing has drifted, the plan's changes take back the server's values it
+    shows redacted (``reconciler.plan.write_check``): apply sends what the server holds.
+    """
+    elsewhere = _elsewhere(plan, base_url, invite_urls)
+    if elsewhere:
+        return SavedPlanState([elsewhere], frozenset())
+    drift: list[str] = []
+    done = set()
+    by_id = {change.id: change for change in plan.changes}
+    restored: dict[str, InviteChange] = {}
+    for invite_id, outcome in ordered_map(read, list(by_id), parallelism, stop, inline=True):
+        found = _rechecked(by_id[invite_id], outcome)
+        if found.done:
+            done.add(invite_id)
+        drift += found.drift
+        if found.restored is not None:
+            restored[invite_id] = found.restored
+    if not drift:
+        plan.changes = [restored.get(change.id, change) for change in plan.changes]
+    return SavedPlanState(drift, frozenset(done))
+
+
+def _rechecked(change: InviteChange, outcome: Outcome[CurrentInvite, ApiError]) -> Recheck:
+    """``change`` against its invite read again; a failed read is drift too."""
+    match outcome:
+        case Done(current):
+            return recheck(change, current)
+        case Failed(error):
+            where = f"{change.id} ({redact_and_escape(str(change.source))})"
+            return Recheck(
+                False, [f"{where}: cannot re-read it: {redact_and_escape(str(error))}"], None
+            )
+    raise ReconcilerError("interrupted while checking the plan; nothing was changed")
+
+
+def _elsewhere(plan: Plan, base_url: str, invite_urls: dict[str, str] | None) -> str | None:
+    """Why this run's requests would not go where the reviewed plan says, or None."""
+    if plan.base_url.rstrip("/") != base_url.rstrip("/"):
+        planned = redact_and_escape(plan.base_url)
+        return f"the plan was made against {planned}, but this run talks to {base_url}"
+    if plan.invite_urls != invite_urls:
+        # The paths of reconciler.yaml changed since the plan was made: its writes and
+        # re-sends would go to other addresses than the ones reviewed (issue 51, row 5).
+        return (
+            f"the plan's invite paths are {_paths(plan.invite_urls)}, but this run's "
+            f"are {_paths(invite_urls)} (reconciler.yaml changed since the plan was made)"
+        )
+    return None
+
+
+def _paths(urls: dict[str, str] | None) -> str:
+    if urls is None:
+        return "the contract's own"
+    return ", ".join(f"{kind} {redact_and_escape(url)}" for kind, url in sorted(urls.items()))
+
+
+def find_drift(
+    plan: Plan,
+    base_url: str,
+    read: Callable[[str], CurrentInvite],
+    parallelism: int | Limiter,
+    stop: Stop | None = None,
+) -> list[str]:
+    """Every reason the plan no longer holds; empty when it is safe to apply."""
+    return saved_plan_state(plan, base_url, read, parallelism, stop).drift
+
+
+# Ctrl-C, SIGTERM and SIGHUP during writes: finish what is in flight, start nothing new.
+
+
+class GracefulInterrupt:
+    """While active, the first signal sets ``stop``; a second Ctrl-C quits at once.
+
+    Only a second SIGINT does: that is a person at the keyboard. A hangup often comes
+    twice (the shell forwards SIGHUP to its jobs, and the kernel sends its own to the
+    terminal's foreground group when the shell exits), and a supervisor or a script's
+    trap may repeat SIGTERM; quitting on the repeat would drop, unsaid, the re-send of a
+    write in flight (issue 33, row 6). SIGKILL remains for whoever must end it now.
+    """
+
+    def __init__(self, what: str, stop: Stop | None = None) -> None:
+        self.stop = stop or Stop()
+        self._what = what
+        self._previous: dict[int, Any] = {}
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if self.stop.is_set():
+            if signum != signal.SIGINT:
+                return  # already stopping: a repeated hangup or termination changes nothing
+            _say(
+                f"\nSecond interrupt: quitting now. {self._what.capitalize()} in flight may "
+                "have completed; run `reconcile plan` to see where things stand, and look "
+                'in the audit log for re-sends due and never attempted (README, "Reading '
+                'the audit log").\n'
+            )
+            os._exit(1)
+        self.stop.set("interrupted")
+        _say(
+            f"\nInterrupted: {self._what} in flight will finish, no new ones start "
+            "(interrupt again to quit at once).\n"
+        )
+
+    def __enter__(self) -> GracefulInterrupt:
+        if threading.current_thread() is threading.main_thread():
+            # SIGHUP: the terminal closed, the SSH session dropped. Dying at once would
+            # leave an update made and its re-send neither sent nor said to be owed.
+            for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+                self._previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+
+
+def _say(text: str) -> None:
+    # With stderr closed (2>&-) sys.stderr is None: the interrupt still works, unannounced.
+    # On a terminal that hung up a write fails (EIO): raised from a signal handler, that
+    # would unwind whatever the main thread was doing.
+    if sys.stderr is not None:
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr.write(text)
+            sys.stderr.flush()

@@ -24,16 +24,14 @@ from reconciler.commands.options import (
     parallelism_option,
     paths_argument,
     sandbox_option,
+    settings_help,
     target_options,
     verbose_option,
 )
-from reconciler.commands.settings_help import settings_help
 from reconciler.desired.rewrite import Rewritten
 from reconciler.desired.state import Selection, refuse_bad_ids
 from reconciler.files import refuse_input, write_output
-from reconciler.output.color import echo_err
-from reconciler.output.failures import echo_errors
-from reconciler.output.log import setup_logging
+from reconciler.output.console import echo_err, echo_errors, setup_logging
 from reconciler.safetext import json_text, plural, redact_and_escape
 from reconciler.service.adopt import (
     Adopted,
@@ -131,9 +129,9 @@ def _report(adopted: Adopted) -> int:
         refused += len(result.refused)
         changed += bool(result.edits or result.removed)
     held, ref = adopted.held, adopted.ref or ""
+    conflicts = sum(one.conflict for one in held)
     for one in held:
         click.echo(held_line(one, ref))
-    conflicts = sum(one.conflict for one in held)
     _say_counts(values, removed, changed, refused, adopted)
     if held:
         click.echo(
@@ -142,6 +140,12 @@ def _report(adopted: Adopted) -> int:
             f"{plural(conflicts, 'conflict')}.",
             err=True,
         )
+    _say_refused_and_conflicts(refused, conflicts, ref)
+    echo_errors(adopted.failed)
+    return 1 if refused or adopted.failed or conflicts else 0
+
+
+def _say_refused_and_conflicts(refused: int, conflicts: int, ref: str) -> None:
     if refused:
         echo_err(
             f"error: {plural(refused, 'value')} could not be adopted (listed above); "
@@ -153,8 +157,6 @@ def _report(adopted: Adopted) -> int:
             f"{redact_and_escape(ref)} and on the platform (listed above): decide which "
             "to keep, in the files (then apply) or on the platform"
         )
-    echo_errors(adopted.failed)
-    return 1 if refused or adopted.failed or conflicts else 0
 
 
 def _say_edits(shown: str, result: Rewritten) -> None:
@@ -237,24 +239,7 @@ def _lines(rows: Iterable[str], empty: str) -> list[str]:
 
 
 def summary_markdown(files: list[tuple[str, Rewritten]], held: list[Held], ref: str | None) -> str:
-    adopted = [
-        f"- {_code(e.id)} {_code(e.field)} ({_code(path)}:{e.line}): "
-        f"{_value(e.old)} → {_value(e.new)}"
-        for path, rewritten in files
-        for e in rewritten.edits
-    ]
-    adopted += [
-        f"- {_code(r.id)} ({_code(path)}:{r.line}): entry removed, no longer pending"
-        for path, rewritten in files
-        for r in rewritten.removed
-    ]
-    refused = [
-        f"- {_code(r.id)} {_code(r.field or 'entry')} ({_code(path)}:{r.line}): "
-        + ("not removed" if r.field is None else f"not edited to {_value(r.new)}")
-        + f": {_plain(r.reason)}"  # rewrite's words, which may quote the platform's value
-        for path, rewritten in files
-        for r in rewritten.refused
-    ]
+    adopted, refused = _adopted_rows(files), _refused_rows(files)
     since = f" since {_code(ref)}" if ref else ""
     pending = [
         f"- {_code(h.id)} {_code(h.field)} ({_code(h.source.path)}:{h.source.line}): "
@@ -295,3 +280,27 @@ def summary_markdown(files: list[tuple[str, Rewritten]], held: list[Held], ref: 
     if len(text) > _LIMIT:
         text = text[:_LIMIT] + "\n\n_Cut short here; the job log lists every value._\n"
     return text
+
+
+def _adopted_rows(files: list[tuple[str, Rewritten]]) -> list[str]:
+    adopted = [
+        f"- {_code(e.id)} {_code(e.field)} ({_code(path)}:{e.line}): "
+        f"{_value(e.old)} → {_value(e.new)}"
+        for path, rewritten in files
+        for e in rewritten.edits
+    ]
+    return adopted + [
+        f"- {_code(r.id)} ({_code(path)}:{r.line}): entry removed, no longer pending"
+        for path, rewritten in files
+        for r in rewritten.removed
+    ]
+
+
+def _refused_rows(files: list[tuple[str, Rewritten]]) -> list[str]:
+    return [
+        f"- {_code(r.id)} {_code(r.field or 'entry')} ({_code(path)}:{r.line}): "
+        + ("not removed" if r.field is None else f"not edited to {_value(r.new)}")
+        + f": {_plain(r.reason)}"  # rewrite's words, which may quote the platform's value
+        for path, rewritten in files
+        for r in rewritten.refused
+    ]

@@ -13,31 +13,40 @@ from typing import NamedTuple
 import click
 
 from reconciler.apply.applier import ApplyReport, ChangeResult, WriteOutcome
-from reconciler.commands.confirm import confirm, require_terminal, show_on_stderr_too
 from reconciler.commands.options import (
+    RUN_ENV,
     FilePath,
     RunOptions,
     audit_log_option,
     auto_approve_option,
+    confirm,
     force_conflicts_option,
+    require_terminal,
     run_options,
+    settings_help,
+    show_on_stderr_too,
 )
-from reconciler.commands.settings_help import RUN_ENV, settings_help
-from reconciler.desired.state import DesiredState
+from reconciler.desired.state import DesiredState, Selection
 from reconciler.files import refuse_input
-from reconciler.output.color import echo_err, use_color
-from reconciler.output.common import Stdout, echo_chunks
-from reconciler.output.failures import SHOWN, echo_errors, what_to_do
+from reconciler.output import Stdout, echo_chunks
+from reconciler.output.console import (
+    SHOWN,
+    echo_err,
+    echo_errors,
+    setup_logging,
+    use_color,
+    what_to_do,
+)
 from reconciler.output.github import emit, github_enabled, invite_error_commands, report_plan
-from reconciler.output.log import setup_logging
 from reconciler.output.progress import Progress
 from reconciler.output.text import TextRenderer
-from reconciler.plan.model import InviteChange, Plan
+from reconciler.plan.model import FailedInvite, InviteChange, Plan
 from reconciler.plan.saved import load_signed_plan
 from reconciler.safetext import plural, redact_and_escape
 from reconciler.service.apply import Applied, apply_plan, run_fatal
 from reconciler.service.offline import check_writable, read_desired, run_inputs
 from reconciler.service.online import Service, open_service, signing_secret
+from reconciler.settings.config import Settings
 
 
 @click.command(
@@ -73,25 +82,13 @@ def apply(
             "--changed-since or --changed-since-applied"
         )
     selection = run.selection("apply")
-    on_stderr = False  # the plan shown on the terminal too: stdout goes elsewhere
-    if not plan_file and not auto_approve:  # before anything is read: nobody could answer
-        require_terminal(action="apply", instead=_INSTEAD)
-        on_stderr = show_on_stderr_too(action="apply", instead=_INSTEAD)
+    # Before anything is read: nobody could answer the question (a saved plan asks none).
+    on_stderr = False if plan_file or auto_approve else _question_can_be_answered()
     github = github_enabled(run.annotations)
     settings = run.settings(audit_log=audit_log)
     check_writable(settings.audit_log, "open the audit log")
-    if not plan_file:
-        inputs = run_inputs(run.config_file, list(run.paths or settings.paths))
-        refuse_input(settings.audit_log, inputs, "--audit-log", "the audit log")
+    given = _what_to_apply(run, settings, plan_file, selection)
     renderer = TextRenderer(color=use_color(run.color))
-    # What to apply: a reviewed plan, or the files, planned once the API is reached.
-    given: _Reviewed | DesiredState = (
-        _Reviewed(load_signed_plan(plan_file, signing_secret(settings, run.sandbox)), plan_file)
-        if plan_file
-        else read_desired(settings, run.paths, selection)
-    )
-    if isinstance(given, _Reviewed):  # needs no request: before the drift check
-        given.plan.raise_if_unsafe(settings.max_changes, settings.max_resends)
     with open_service(settings, run.sandbox) as service:
         the_plan, done = _to_apply(service, given)
         echo_chunks(renderer.chunks(the_plan))
@@ -109,10 +106,37 @@ def apply(
         applied = apply_plan(
             service, the_plan, done=done, left_in_conflict=len(in_conflict), watch=shown
         )
-        code = _report_applied(applied, shown, github, on_stderr)
-        if in_conflict:
-            _say_left_in_conflict(len(in_conflict))  # last: an error closes the log
-        return 1 if in_conflict else code
+        return _closing(_report_applied(applied, shown, github, on_stderr), len(in_conflict))
+
+
+def _question_can_be_answered() -> bool:
+    """Refuse at once when nobody could answer; whether the plan is shown on stderr too
+    (stdout goes elsewhere)."""
+    require_terminal(action="apply", instead=_INSTEAD)
+    return show_on_stderr_too(action="apply", instead=_INSTEAD)
+
+
+def _what_to_apply(
+    run: RunOptions, settings: Settings, plan_file: str | None, selection: Selection
+) -> _Reviewed | DesiredState:
+    """A reviewed plan (checked against its limits, which needs no request), or the files,
+    planned once the API is reached."""
+    if not plan_file:
+        inputs = run_inputs(run.config_file, list(run.paths or settings.paths))
+        refuse_input(settings.audit_log, inputs, "--audit-log", "the audit log")
+        return read_desired(settings, run.paths, selection)
+    reviewed = _Reviewed(
+        load_signed_plan(plan_file, signing_secret(settings, run.sandbox)), plan_file
+    )
+    reviewed.plan.raise_if_unsafe(settings.max_changes, settings.max_resends)
+    return reviewed
+
+
+def _closing(code: int, in_conflict: int) -> int:
+    if not in_conflict:
+        return code
+    _say_left_in_conflict(in_conflict)  # last: an error closes the log
+    return 1
 
 
 def _to_apply(service: Service, given: _Reviewed | DesiredState) -> tuple[Plan, frozenset[str]]:
@@ -203,14 +227,7 @@ def _report_applied(applied: Applied, shown: _Shown, github: bool, summary_on_st
     plan, report, failures, fatal = applied.plan, applied.report, applied.failures, applied.fatal
     lost = shown.stdout.lost
     if github:
-        # On the entry's line: what the files' author must look at (the plan's own failures
-        # were annotated with the plan).
-        emit(
-            invite_error_commands(
-                (f.id, f"{f.message}; {f.advice}" if f.advice else f.message, f.source)
-                for f in failures[len(plan.failed) :]
-            )
-        )
+        _annotate(failures[len(plan.failed) :])
     # With stdout gone, the summary goes where it can still be read; asked about at the
     # terminal with stdout in a file, the person sees how it ended there too.
     summary = shown.renderer.apply_summary(report)
@@ -218,19 +235,38 @@ def _report_applied(applied: Applied, shown: _Shown, github: bool, summary_on_st
     if summary_on_stderr and not lost:
         click.echo(summary, err=True)
     if plan.failed:
-        count = len(plan.failed)
-        click.echo(
-            f"{plural(count, 'invite')} could not be planned (errors above) and "
-            f"{'was' if count == 1 else 'were'} left alone.",
-            err=lost,
-        )
+        _say_left_alone(len(plan.failed), lost)
+    _say_errors(failures, fatal)
+    if report.audit_error is not None:
+        raise report.audit_error  # the last line: the log is incomplete, the run failed
+    return 0 if applied.ok and not lost else 1
+
+
+def _say_errors(failures: list[FailedInvite], fatal: list[ChangeResult]) -> None:
+    """Each failure's line; the error that stopped the run once, for every invite it failed."""
     fatal_ids = {r.change.id for r in fatal}
     echo_errors(f for f in failures if f.id not in fatal_ids)
     if fatal:
         echo_err(_fatal_line(fatal))
-    if report.audit_error is not None:
-        raise report.audit_error  # the last line: the log is incomplete, the run failed
-    return 0 if applied.ok and not lost else 1
+
+
+def _annotate(failures: list[FailedInvite]) -> None:
+    """On the entry's line: what the files' author must look at (the plan's own failures
+    were annotated with the plan)."""
+    emit(
+        invite_error_commands(
+            (f.id, f"{f.message}; {f.advice}" if f.advice else f.message, f.source)
+            for f in failures
+        )
+    )
+
+
+def _say_left_alone(count: int, lost: bool) -> None:
+    click.echo(
+        f"{plural(count, 'invite')} could not be planned (errors above) and "
+        f"{'was' if count == 1 else 'were'} left alone.",
+        err=lost,
+    )
 
 
 def _fatal_line(results: list[ChangeResult]) -> str:

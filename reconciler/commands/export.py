@@ -16,16 +16,21 @@ import sys
 
 import click
 
-from reconciler.commands.options import FilePath, config_option, sandbox_option, verbose_option
-from reconciler.commands.settings_help import settings_help
+from reconciler.commands.options import (
+    FilePath,
+    config_option,
+    sandbox_option,
+    settings_help,
+    verbose_option,
+)
 from reconciler.desired.state import refuse_bad_ids
 from reconciler.errors import ReconcilerError
 from reconciler.files import TooLarge, read_regular
-from reconciler.model.invite import ID_RULE, INVITE_ID
-from reconciler.output.color import echo_err
-from reconciler.output.log import setup_logging
+from reconciler.model.invite import ID_RULE, INVITE_ID, CurrentInvite
+from reconciler.output.console import echo_err, setup_logging
 from reconciler.safetext import escape, plural, quote_value, redact_and_escape
 from reconciler.service.export import (
+    Export,
     ExportRequest,
     check_export,
     listed,
@@ -93,12 +98,7 @@ def export(
     refuse_bad_ids(invite_ids, "export")
     listed_ids = read_ids(ids_from) if ids_from else []
     if not invite_ids and not listed_ids:
-        source = "stdin" if ids_from == STDIN else escape(ids_from or "")
-        held = f"{source} holds none, only blank lines and comments" if ids_from else "none given"
-        raise ReconcilerError(
-            f"no invite ids to export ({held}): name them, `reconcile export ID...`, or "
-            "list them one a line in a file, `--ids-from FILE`; nothing was read"
-        )
+        raise _no_ids(ids_from)
     request = ExportRequest([*invite_ids, *listed_ids], out, force, skip_defined, schema_ref)
     checked = check_export(request, config_file)
     if not checked.ids:
@@ -106,14 +106,7 @@ def export(
         return 0
     with open_service(checked.settings, sandbox) as service:
         done = read_export(service, checked)
-    for invite in done.found:
-        if not invite.is_pending:
-            click.echo(
-                f"note: {redact_and_escape(invite.id)} is "
-                f"{redact_and_escape(str(invite.status))}, not pending; it can no longer be "
-                "updated",
-                err=True,
-            )
+    _note_not_pending(done.found)
     if out:
         made = write_export(done, out)
         created = f" (made the directory {escape(made)})" if made else ""
@@ -123,14 +116,36 @@ def export(
         click.echo(done.text, nl=False)
     if done.note:
         click.echo(done.note, err=True)
-    if done.unknown:
-        others = plural(len(done.found), "other invite")
-        echo_err(
-            f"error: not found on the platform, so not exported (the {others} "
-            f"{'was' if len(done.found) == 1 else 'were'}):\n" + listed(done.unknown)
-        )
-        return 1
-    return 0
+    return _say_unknown(done) if done.unknown else 0
+
+
+def _no_ids(ids_from: str | None) -> ReconcilerError:
+    source = "stdin" if ids_from == STDIN else escape(ids_from or "")
+    held = f"{source} holds none, only blank lines and comments" if ids_from else "none given"
+    return ReconcilerError(
+        f"no invite ids to export ({held}): name them, `reconcile export ID...`, or "
+        "list them one a line in a file, `--ids-from FILE`; nothing was read"
+    )
+
+
+def _note_not_pending(found: list[CurrentInvite]) -> None:
+    for invite in found:
+        if not invite.is_pending:
+            click.echo(
+                f"note: {redact_and_escape(invite.id)} is "
+                f"{redact_and_escape(str(invite.status))}, not pending; it can no longer be "
+                "updated",
+                err=True,
+            )
+
+
+def _say_unknown(done: Export) -> int:
+    others = plural(len(done.found), "other invite")
+    echo_err(
+        f"error: not found on the platform, so not exported (the {others} "
+        f"{'was' if len(done.found) == 1 else 'were'}):\n" + listed(done.unknown)
+    )
+    return 1
 
 
 # -- --ids-from ---------------------------------------------------------------

@@ -2,20 +2,24 @@
 
 A command takes the options it needs from here, so an option means the same and
 reads the same help text wherever it appears. Numeric options convert through
-reconciler.settings.config, as the environment and reconciler.yaml do.
+reconciler.settings.config, as the environment and reconciler.yaml do. Each
+command's --help ends with the settings it reads (``settings_help``). Without
+--auto-approve, a write waits for a person's yes (``confirm``).
 """
 
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, fields
-from typing import Any, TypeVar, cast
+from typing import Any, TextIO, TypeVar, cast
 
 import click
 
 from reconciler.desired.state import Selection
-from reconciler.output.color import COLOR_CHOICE, COLOR_CHOICES, use_color
+from reconciler.errors import ReconcilerError
+from reconciler.output.console import COLOR_CHOICE, COLOR_CHOICES, use_color
 from reconciler.output.github import (
     ANNOTATION_CHOICES,
     GITHUB_ANNOTATIONS,
@@ -24,7 +28,7 @@ from reconciler.output.github import (
 )
 from reconciler.service.offline import applied_since, settings_for
 from reconciler.settings.config import Settings, SettingType
-from reconciler.settings.environment import ENV_VARS
+from reconciler.settings.environment import ENV_VARS, SECRET_ENV, SECRET_FILE_ENV
 
 F = TypeVar("F", bound=Callable[..., Any])
 Decorator = Callable[[F], F]
@@ -315,3 +319,121 @@ def run_options(f: F) -> F:
         annotations_option,
         verbose_option,
     )
+
+
+# What a command's --help says of the settings it reads: the environment variables and the
+# reconciler.yaml keys, and which wins.
+
+_API_SETTINGS = (
+    "base_url",
+    "client_id",
+    "scope",
+    "token_auth_method",
+    "parallelism",
+    "max_parallelism",
+    "max_rate",
+    "timeout",
+    "max_response_bytes",
+)
+
+
+_API_FILE_ONLY = ("max_attempts", "retry_max_seconds", "token_path", "*_invite_path", "field_names")
+
+
+def settings_help(
+    *,
+    api: bool,
+    reads_paths: bool = False,
+    extra: tuple[str, ...] = (),
+    other_env: tuple[str, ...] = (),
+) -> str:
+    """The epilog of a command's --help: the environment and reconciler.yaml settings it reads."""
+    keys = [*(_API_SETTINGS if api else ()), *extra]
+    env = [ENV_VARS[key] for key in keys if key in ENV_VARS]
+    if api:
+        env.insert(2, f"{SECRET_ENV} (or {SECRET_FILE_ENV})")
+    settings = [*(["paths"] if reads_paths else []), *keys, *(_API_FILE_ONLY if api else ())]
+    lines = []
+    if env or other_env:
+        lines.append("Environment: " + ", ".join([*env, *other_env]) + ".")
+    lines.append("reconciler.yaml (or --config): " + ", ".join(settings) + ".")
+    if api:
+        lines.append("Options win over the environment, which wins over the file.")
+    return "\n\n".join(lines)
+
+
+RUN_ENV = ("NO_COLOR", "TERM", "GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY")
+
+
+# Asking before a write: yes from a person at a terminal, never from silence.
+
+
+def stdin_is_terminal() -> bool:
+    """True when a person can answer: stdin is open (not `<&-`) and a terminal."""
+    return _is_terminal(sys.stdin)
+
+
+def _is_terminal(stream: TextIO | None) -> bool:
+    if stream is None:  # started with it closed
+        return False
+    try:
+        return stream.isatty()
+    except (OSError, ValueError):  # a stream closed or detached under us
+        return False
+
+
+def show_on_stderr_too(*, action: str, instead: str = "") -> bool:
+    """Whether what a person is asked about must be shown on stderr as well as stdout.
+
+    Only when stdout is not a terminal (`reconcile apply > apply.txt`) and stderr is:
+    the question must never be about something that went unseen into a file. With
+    neither a terminal, nobody can see it: refused at once, before any work.
+    """
+    if _is_terminal(sys.stdout):
+        return False
+    if _is_terminal(sys.stderr):
+        return True
+    raise ReconcilerError(
+        f"refusing to {action} without confirmation: neither stdout nor stderr is a "
+        "terminal, so what you would be asked about could not be seen; "
+        f"pass --auto-approve{instead}"
+    )
+
+
+def require_terminal(*, action: str, instead: str = "") -> None:
+    """Refuse at once when nobody could answer a question: call it before any work.
+
+    A CI job without ``--auto-approve`` then fails in a second, before it reads
+    thousands of invites only to refuse at the end.
+    """
+    if not stdin_is_terminal():
+        raise ReconcilerError(
+            f"refusing to {action} without confirmation: standard input is not a terminal; "
+            f"pass --auto-approve{instead}"
+        )
+
+
+def confirm(question: str, *, action: str, instead: str = "") -> None:
+    """Go on only when a person at a terminal answers yes to ``question``.
+
+    Without a terminal nobody can answer, and silence must not count as yes:
+    refuse, so that a CI job never writes without ``--auto-approve``. ``action``
+    names what is refused ("apply"); ``instead`` offers another way to do it.
+    """
+    require_terminal(action=action, instead=instead)
+    # On stderr, unless only stdout is a terminal (`reconcile apply 2> errors.txt`): a
+    # question asked into a file leaves the person waiting in silence.
+    err = _is_terminal(sys.stderr) or not _is_terminal(sys.stdout)
+    try:
+        if err:
+            yes = click.confirm(question, default=False, err=True)
+        else:  # input() at a terminal writes its prompt to fd 2: the question is ours to write
+            click.echo(f"{question} [y/N]: ", nl=False)
+            yes = click.confirm("", default=False, prompt_suffix="", show_default=False)
+    except click.Abort:  # Ctrl-C or end of input at the prompt: click would say `Aborted.`
+        click.echo("", err=err)  # the prompt's line ends here, not in the next message
+        raise ReconcilerError(
+            f"{action} cancelled at the prompt (Ctrl-C or end of input); nothing was changed"
+        ) from None
+    if not yes:
+        raise ReconcilerError(f"{action} cancelled; nothing was changed")

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import click
 
-from reconciler.commands.options import FilePath, RunOptions, plan_format_option, run_options
-from reconciler.commands.settings_help import RUN_ENV, settings_help
+from reconciler.commands.options import (
+    RUN_ENV,
+    FilePath,
+    RunOptions,
+    plan_format_option,
+    run_options,
+    settings_help,
+)
 from reconciler.files import refuse_input, refuse_special_file
-from reconciler.output import renderer_for
-from reconciler.output.color import echo_err, use_color
-from reconciler.output.common import echo_chunks
-from reconciler.output.failures import echo_errors
+from reconciler.output import echo_chunks, renderer_for
+from reconciler.output.console import echo_err, echo_errors, setup_logging, use_color
 from reconciler.output.github import github_enabled, report_plan
-from reconciler.output.log import setup_logging
 from reconciler.plan.model import Plan
 from reconciler.plan.saved import save_plan, sign_plan
 from reconciler.safetext import escape, plural

@@ -15,6 +15,7 @@ import click
 
 from reconciler.api.client import ApiClient
 from reconciler.api.exceptions import ApiError, NotSent
+from reconciler.apply.applier import GracefulInterrupt
 from reconciler.apply.audit import (
     AttemptRecorder,
     AuditLog,
@@ -23,23 +24,23 @@ from reconciler.apply.audit import (
     open_audit_log,
     outcome_of,
 )
-from reconciler.apply.interrupt import GracefulInterrupt
-from reconciler.commands.confirm import confirm, require_terminal, show_on_stderr_too
 from reconciler.commands.options import (
     audit_log_option,
     auto_approve_option,
     config_option,
+    confirm,
+    require_terminal,
     sandbox_option,
+    settings_help,
+    show_on_stderr_too,
     verbose_option,
 )
-from reconciler.commands.settings_help import settings_help
 from reconciler.desired.state import refuse_bad_ids
 from reconciler.errors import ReconcilerError
 from reconciler.model.invite import CurrentInvite
-from reconciler.output.apply_text import fatal_short
-from reconciler.output.common import Stdout
-from reconciler.output.failures import RESEND_UNKNOWN_ADVICE, echo_errors
-from reconciler.output.log import setup_logging
+from reconciler.output import Stdout
+from reconciler.output.console import RESEND_UNKNOWN_ADVICE, echo_errors, setup_logging
+from reconciler.output.text import fatal_short
 from reconciler.plan.model import FailedInvite
 from reconciler.safetext import plural, quote_value, redact, redact_and_escape
 from reconciler.service.offline import check_writable, settings_for
@@ -197,24 +198,29 @@ class _Resends:
     def finish(self, ids: list[str]) -> int:
         done = set(self.sent) | {f.id for f in self.failed}
         not_sent = [i for i in ids if i not in done]
-        unknown = sum(1 for f in self.failed if f.advice == RESEND_UNKNOWN_ADVICE)
-        parts = [f"{len(self.sent)} re-sent", f"{len(self.failed) - unknown} failed"]
-        if unknown:
-            parts.append(f"{unknown} unknown")
-        if not_sent:
-            parts.append(f"{len(not_sent)} not sent")
-        lines = [f"Resend: {', '.join(parts)}."]
-        stop = self._client.stop
-        if not_sent:
-            shown = " ".join(redact_and_escape(i) for i in not_sent)
-            lines.insert(0, f"Stopped: {stop.reason or 'stopped'}; no further e-mail was sent.")
-            lines.append(f"Not sent: {shown}. Send them with: reconcile resend {shown}")
-        click.echo("\n".join(lines), err=self._stdout.lost)
+        click.echo(self._summary(not_sent), err=self._stdout.lost)
         self._close()
         echo_errors(self.failed)
         if self.audit_error is not None:
             raise self.audit_error
         return 1 if self.failed or not_sent or self._stdout.lost else 0
+
+    def _summary(self, not_sent: list[str]) -> str:
+        unknown = sum(1 for f in self.failed if f.advice == RESEND_UNKNOWN_ADVICE)
+        parts = [f"{len(self.sent)} re-sent", f"{len(self.failed) - unknown} failed"]
+        if unknown:
+            parts.append(f"{unknown} unknown")
+        if not not_sent:
+            return f"Resend: {', '.join(parts)}."
+        parts.append(f"{len(not_sent)} not sent")
+        shown = " ".join(redact_and_escape(i) for i in not_sent)
+        return "\n".join(
+            [
+                f"Stopped: {self._client.stop.reason or 'stopped'}; no further e-mail was sent.",
+                f"Resend: {', '.join(parts)}.",
+                f"Not sent: {shown}. Send them with: reconcile resend {shown}",
+            ]
+        )
 
     def _close(self) -> None:
         try:

@@ -10,7 +10,7 @@ import click
 
 from reconciler import safetext
 from reconciler.model.invite import updatable_fields
-from reconciler.output.color import echo_err
+from reconciler.output.console import echo_err
 from reconciler.safetext import plural
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox, SandboxOptions
 

@@ -13,12 +13,15 @@ from reconciler.commands.options import (
     plan_format_option,
 )
 from reconciler.errors import ReconcilerError
-from reconciler.output import renderer_for
-from reconciler.output.color import use_color
-from reconciler.output.common import echo_chunks
-from reconciler.plan.saved import plan_from_document, read_plan_document
-from reconciler.plan.signature import SignatureCheck, check
-from reconciler.plan.streamedjson import document_json
+from reconciler.output import echo_chunks, renderer_for
+from reconciler.output.console import use_color
+from reconciler.plan.saved import (
+    SignatureCheck,
+    check,
+    document_json,
+    plan_from_document,
+    read_plan_document,
+)
 from reconciler.safetext import escape
 from reconciler.settings.config import load_settings
 from reconciler.settings.environment import SECRET_ENV, SECRET_FILE_ENV

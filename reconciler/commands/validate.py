@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import click
 
-from reconciler.commands.options import FilePath, annotations_option, config_option
-from reconciler.commands.settings_help import settings_help
+from reconciler.commands.options import FilePath, annotations_option, config_option, settings_help
 from reconciler.files import refuse_input
 from reconciler.output.gitlab import writing_codequality
 from reconciler.safetext import plural

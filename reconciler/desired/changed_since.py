@@ -157,15 +157,7 @@ def _commit(ref: str, top: str) -> str:
 
 def _entries_at(commit: str, top: str, paths: Iterable[str]) -> dict[str, DesiredInvite]:
     """Each invite id in the YAML files under ``paths`` at ``commit``, with its entry."""
-    root = Path(top).resolve()
-    relative = []
-    for raw in paths:
-        try:
-            relative.append(str(Path(raw).resolve().relative_to(root)) or ".")
-        except ValueError:
-            raise ReconcilerError(
-                f"--changed-since: {escape(raw)} is outside the git repository {escape(top)}"
-            ) from None
+    relative = _in_repository(top, paths)
     listing = _git(["ls-tree", "-r", "-z", "--name-only", commit, "--", *relative], cwd=top)
     names = [n for n in listing.decode("utf-8", "surrogateescape").split("\0") if n]
     # `git cat-file --batch` reads one name a line: a name holding a line break
@@ -176,6 +168,20 @@ def _entries_at(commit: str, top: str, paths: Iterable[str]) -> dict[str, Desire
     for name, data in zip(names, _cat_files(commit, names, top), strict=True):
         entries.update(_entries_of(data, name))
     return entries
+
+
+def _in_repository(top: str, paths: Iterable[str]) -> list[str]:
+    """``paths`` from the repository's top; one outside it is refused."""
+    root = Path(top).resolve()
+    relative = []
+    for raw in paths:
+        try:
+            relative.append(str(Path(raw).resolve().relative_to(root)) or ".")
+        except ValueError:
+            raise ReconcilerError(
+                f"--changed-since: {escape(raw)} is outside the git repository {escape(top)}"
+            ) from None
+    return relative
 
 
 def _entries_of(data: bytes | None, name: str) -> dict[str, DesiredInvite]:

@@ -23,7 +23,7 @@ from reconciler.errors import FileProblem
 from reconciler.model.invite import DesiredInvite
 from reconciler.safetext import escape, quote_value
 from reconciler.schema.policies import Policies
-from reconciler.yamlload.comments import cut_values
+from reconciler.yamlload.source import cut_values
 
 Level = Literal["error", "warning", "off"]
 BUILT_IN: dict[str, Level] = {
@@ -115,7 +115,7 @@ class RunChecks:
 
     def cut_by_comments(self, path: str, text: str) -> list[FileProblem]:
         """The plain values of a file that a comment cuts short (the caller asks only for
-        a file whose bytes hold ` #` before text: ``yamlload.comments.suspect``)."""
+        a file whose bytes hold ` #` before text: ``yamlload.source.suspect``)."""
         problems: list[FileProblem] = []
         for cut in cut_values(text) if self.levels["comment-in-value"] != "off" else ():
             message = (

@@ -47,9 +47,8 @@ from reconciler.model.invite import (
 from reconciler.safetext import NOT_IN_TEXT, escape, quote_value
 from reconciler.schema.check import invite_validators, validate
 from reconciler.schema.messages import Where, describe
-from reconciler.yamlload.comments import suspect
-from reconciler.yamlload.positions import START, Lines, Located
-from reconciler.yamlload.source import Delivery, FileSource, Item, ListRead, stream
+from reconciler.yamlload.builder import START, Lines, Located
+from reconciler.yamlload.source import Delivery, FileSource, Item, ListRead, stream, suspect
 
 if TYPE_CHECKING:
     from reconciler.desired.changed_since import ChangedSince
@@ -280,16 +279,20 @@ class EntryReader:
             reasons = [] if path[0] in RECONCILER_KEYS else text_problems(text)
             marked = marked or (bool(reasons) and too_many_marks(text))
             at = located.mark(path) if reasons else None
-            if at is None or at in reported:
-                continue
-            where = ".".join(str(p) for p in path if isinstance(p, str))
-            for reason in reasons:
-                message = f"`{escape(where)}`: {quote_value(text)} {reason}"
-                problem = FileProblem(self.source, *at, message)
-                if problem not in self._said:  # a value shared through an alias: said once
-                    self._said.add(problem)
-                    self.problems.append(problem)
+            if at is not None and at not in reported:
+                self._say(at, path, text, reasons)
         return marked
+
+    def _say(
+        self, at: tuple[int, int], path: tuple[Any, ...], text: str, reasons: list[str]
+    ) -> None:
+        where = ".".join(str(p) for p in path if isinstance(p, str))
+        for reason in reasons:
+            message = f"`{escape(where)}`: {quote_value(text)} {reason}"
+            problem = FileProblem(self.source, *at, message)
+            if problem not in self._said:  # a value shared through an alias: said once
+                self._said.add(problem)
+                self.problems.append(problem)
 
 
 def text_problems(text: str) -> list[str]:
@@ -374,17 +377,7 @@ CANNOT_HOLD = "validate would refuse it"
 def unheld(invite_id: str, fields: Fields) -> dict[Part, str]:
     """What validate would refuse of ``fields`` in an entry: (field, sub-field or None):
     why, in validate's own words, the value quoted."""
-    found: dict[Part, str] = {}
-    entry = {ID_KEY: invite_id, **fields_json(fields)}
-    where = Where(Located(entry, None, START, Lines("")), "a file")
-    for error in invite_validators().entry.iter_errors(entry):
-        path = tuple(error.absolute_path)
-        if not path:  # about the entry as a whole: a required sub-field is under its field
-            continue
-        part = path[1] if len(path) > 1 and isinstance(path[1], str) else None
-        problems = describe(error, where)
-        reason = problems[0].message if problems else "the schema refuses it"
-        found.setdefault((str(path[0]), part), _unquoted(reason))
+    found = _schema_refusals(invite_id, fields)
     for name, value in fields.items():
         for part, text in kind_of(name).texts(value):
             match = NOT_IN_TEXT.search(text)
@@ -400,6 +393,22 @@ def unheld(invite_id: str, fields: Fields) -> dict[Part, str]:
         for (name, part), reason in found.items()
         if part is None or (name, None) not in found
     }
+
+
+def _schema_refusals(invite_id: str, fields: Fields) -> dict[Part, str]:
+    """What the invite schema refuses of ``fields``, by (field, sub-field or None)."""
+    found: dict[Part, str] = {}
+    entry = {ID_KEY: invite_id, **fields_json(fields)}
+    where = Where(Located(entry, None, START, Lines("")), "a file")
+    for error in invite_validators().entry.iter_errors(entry):
+        path = tuple(error.absolute_path)
+        if not path:  # about the entry as a whole: a required sub-field is under its field
+            continue
+        part = path[1] if len(path) > 1 and isinstance(path[1], str) else None
+        problems = describe(error, where)
+        reason = problems[0].message if problems else "the schema refuses it"
+        found.setdefault((str(path[0]), part), _unquoted(reason))
+    return found
 
 
 def cannot_hold(
@@ -445,17 +454,21 @@ def select_invites(
     """The invites to read and plan, in file order. ``where`` names the files, for errors."""
     known = {invite.id for invite in invites}
     for option, ids in (("--target", selection.targets), ("--exclude", selection.excludes)):
-        unknown = [i for i in dict.fromkeys(ids) if i not in known]
-        if unknown:
-            raise ReconcilerError(
-                f"{option} {', '.join(map(escape, unknown))}: no invite with "
-                f"{'this id' if len(unknown) == 1 else 'these ids'} in the files read ({where})"
-                f"{_did_you_mean(unknown, known)}"
-            )
+        _refuse_unknown(option, ids, known, where)
     wanted = (set(selection.targets) or known) - set(selection.excludes)
     if changed is not None:
         wanted &= set(changed)
     return [invite for invite in invites if invite.id in wanted]
+
+
+def _refuse_unknown(option: str, ids: Collection[str], known: set[str], where: str) -> None:
+    unknown = [i for i in dict.fromkeys(ids) if i not in known]
+    if unknown:
+        raise ReconcilerError(
+            f"{option} {', '.join(map(escape, unknown))}: no invite with "
+            f"{'this id' if len(unknown) == 1 else 'these ids'} in the files read ({where})"
+            f"{_did_you_mean(unknown, known)}"
+        )
 
 
 def _did_you_mean(unknown: list[str], known: Collection[str]) -> str:

@@ -1,13 +1,20 @@
-"""Ways to show a plan: text for a terminal or CI log, JSON, Markdown for a PR comment.
+"""Ways to show a plan (text for a terminal or CI log, JSON, Markdown for a PR comment),
+and the wording and the writing to stdout every format shares.
 
-Each renderer is imported from its own module, on first use: the package is reached through
-``output.common`` by offline commands that must not load the plan model.
+Each renderer is imported from its own module, on first use: the package is reached by
+offline commands that must not load the plan model.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+import sys
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Protocol
+
+import click
+
+from reconciler.safetext import json_text, plural, redact, redact_and_escape
 
 if TYPE_CHECKING:
     from reconciler.plan.model import Plan
@@ -21,8 +28,6 @@ class PlanRenderer(Protocol):
 
 def renderer_for(name: str, color: bool) -> PlanRenderer:
     if name == "json":
-        from reconciler.output.json import JsonRenderer
-
         return JsonRenderer()
     if name == "markdown":
         from reconciler.output.markdown import MarkdownRenderer
@@ -31,3 +36,183 @@ def renderer_for(name: str, color: bool) -> PlanRenderer:
     from reconciler.output.text import TextRenderer
 
     return TextRenderer(color=color)
+
+
+class JsonRenderer:
+    """The plan as a JSON document: the saved plan file's own text (``reconciler.plan.saved``)."""
+
+    def render(self, plan: Plan) -> str:
+        return "".join(self.chunks(plan))
+
+    def chunks(self, plan: Plan) -> Iterator[str]:
+        from reconciler.plan.saved import plan_chunks
+
+        return plan_chunks(plan)
+
+
+# Wording shared by every output format.
+
+
+ECHO_BATCH = 64 * 1024  # characters per write: few system calls, little held at once
+# A value the platform does not hold, as text and Markdown plans show it (JSON keeps null:
+# the document is a contract, docs/plans.md).
+NOT_SET = "(not set)"
+
+
+def shown_value(value: object) -> str:
+    """A plan's value for a person: JSON's notation, escaped, and `(not set)` for none."""
+    return NOT_SET if value is None else json_text(value)
+
+
+def echo_chunks(chunks: Iterable[str], err: bool = False, color: bool | None = None) -> None:
+    """Print ``chunks`` as one text, in batches of about ``ECHO_BATCH`` characters.
+
+    A plan of 200,000 changes is printed as it is rendered, never held whole. ``color``
+    is click.echo's: None keeps or strips styles as the run decided for stdout.
+    """
+    batch: list[str] = []
+    size = 0
+    for chunk in chunks:
+        batch.append(chunk)
+        size += len(chunk)
+        if size >= ECHO_BATCH:
+            click.echo("".join(batch), nl=False, err=err, color=color)
+            batch, size = [], 0
+    if batch:
+        click.echo("".join(batch), nl=False, err=err, color=color)
+
+
+def stop_writing_to_stdout() -> None:
+    """The reader of stdout has gone (`reconcile plan | head -1`): end quietly, as git does.
+
+    No message and no traceback: whoever closed the pipe wanted no more. What is
+    still buffered can never be written; pointing stdout at /dev/null keeps the
+    interpreter's flush at exit from reporting the broken pipe a second time.
+    The exit code stays 1: the output was cut short.
+    """
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a file (in-process runs): nothing to do
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
+
+
+class Stdout:
+    """Lines on stdout until it fails (`apply | head`, a full disk): then ``stop`` is told
+    why, so no further write or e-mail is started, and the caller says the rest on stderr."""
+
+    def __init__(self, stop: Callable[[str], None]) -> None:
+        self.lost = False
+        self._stop = stop
+
+    def echo(self, line: str, write: Callable[[str], None] = click.echo) -> bool:
+        """Whether ``line`` was written on stdout (by ``write``)."""
+        if self.lost:
+            return False
+        try:
+            write(line)
+        except OSError as exc:
+            self.lost = True
+            self._stop(f"stdout could not be written ({exc.strerror or type(exc).__name__})")
+            stop_writing_to_stdout()
+            return False
+        return True
+
+
+def summary_line(plan: Plan) -> str:
+    s = plan.summary
+    line = f"Plan: {s.update} to update"
+    if s.resend:
+        # The one part that cannot be undone is counted apart from field changes.
+        line += f" ({plural(s.resend, 'invitation')} e-mailed again)"
+    if s.conflict:
+        # Never counted as an update: apply writes nothing to an invite in conflict.
+        line += f", {plural(s.conflict, 'conflict')} (not written)"
+    line += f", {s.unchanged} unchanged, {plural(s.failed, 'error')}"
+    if plan.not_updatable:
+        line += f", {len(plan.not_updatable)} no longer updatable"
+    return line + changed_since_summary(plan) + "."
+
+
+def changed_since_summary(plan: Plan) -> str:
+    """A plan of a change's own counts: conflicts, drift left alone, invites not read."""
+    if plan.changed_since is None:
+        return ""
+    parts = []
+    if plan.outside_change:
+        parts.append(f"{plural(len(plan.outside_change), 'invite')} differing outside the change")
+    parts.append(
+        f"{plural(plan.not_read or 0, 'invite')} not read (not changed since "
+        f"{redact_and_escape(plan.changed_since)})"
+    )
+    return ", " + ", ".join(parts)
+
+
+CONFLICT_NOTE = (
+    "changed on the platform since {ref}: apply leaves this invite alone unless --force-conflicts"
+)
+OUTSIDE_CHANGE_HEADING = "differs on the platform, not part of this change"
+OUTSIDE_CHANGE_NOTE = (
+    "never written by this run; a full plan (without --changed-since) shows and fixes it"
+)
+
+
+def invite_urls_note(plan: Plan, quoted: Callable[[str], str] = redact_and_escape) -> str | None:
+    """Where the plan read its invites and where apply writes them, when reconciler.yaml
+    sets the paths (a pull request can): the reviewer sees the address a re-send goes to."""
+    urls = plan.invite_urls
+    if urls is None:
+        return None
+    return (
+        f"Paths from reconciler.yaml: invites read at GET {quoted(urls['read'])}, "
+        f"updated at PATCH {quoted(urls['update'])}, re-sent at POST {quoted(urls['resend'])}"
+    )
+
+
+def max_changes_warning(plan: Plan) -> str | None:
+    problem = plan.too_much_change()
+    return None if problem is None else f"apply will refuse this plan: {problem.reason}"
+
+
+NOT_UPDATABLE_HEADING = "no longer updatable"
+
+
+def not_updatable_note(status: str) -> str:
+    return (
+        f"{redact_and_escape(status)}, not pending: it can no longer be updated and apply leaves "
+        "it alone; these fields differ from the files:"
+    )
+
+
+KEPT_NOTE = "kept from the platform, not in the files"
+# An address changed without a re-send: nobody is e-mailed, which a reviewer should know.
+SILENT_ADDRESS_NOTE = (
+    "no e-mail: the invitation is not sent again to the new address "
+    "(resendOnChange does not ask for it)"
+)
+
+
+def kept_warning(field: str, subs: list[str], quoted: Callable[[str], str] | None = None) -> str:
+    """When a contact's name or e-mail changes and kept sub-fields ride along.
+
+    ``quoted`` shows a field name literally (Markdown's code): the sub-fields are named
+    by the server, so a backtick or a link in one must not become part of the sentence.
+    """
+    if quoted is not None:
+        plain = ", ".join(quoted(redact(s)) for s in subs)
+        named = ", ".join(quoted(f"{field}.{redact(s)}") for s in subs)
+        field = quoted(field)
+    else:
+        field = redact_and_escape(field)
+        plain = ", ".join(redact_and_escape(s) for s in subs)
+        named = ", ".join(f"`{field}.{redact_and_escape(s)}`" for s in subs)
+        field = f"`{field}`"
+    it = "it" if len(subs) == 1 else "them"
+    return (
+        f"the new contact keeps the previous one's {plain}: the PATCH replaces {field} "
+        f"whole, and the files do not manage {named}; add {it} to the entry to change {it}"
+    )

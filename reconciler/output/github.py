@@ -27,9 +27,9 @@ import click
 
 from reconciler.errors import FileProblem, InputError, ReconcilerError
 from reconciler.files import open_append
+from reconciler.git import repo_relative
 from reconciler.model.invite import SourceLocation
-from reconciler.output.color import echo_err
-from reconciler.output.repo_paths import repo_relative
+from reconciler.output.console import echo_err
 from reconciler.safetext import redact_and_escape
 
 if TYPE_CHECKING:

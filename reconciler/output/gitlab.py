@@ -13,7 +13,7 @@ from typing import Any
 
 from reconciler.errors import FileProblem, InputError
 from reconciler.files import refuse_special_file, write_output
-from reconciler.output.repo_paths import repo_relative
+from reconciler.git import repo_relative
 from reconciler.safetext import redact_and_escape
 
 CHECK_NAME = "invite-reconciler/validate"

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 
 from reconciler.errors import FileProblem
 from reconciler.model.invite import Contact, FieldValue, IdentifierSet, SourceLocation
-from reconciler.output.common import (
+from reconciler.output import (
     CONFLICT_NOTE,
     KEPT_NOTE,
     NOT_SET,

@@ -103,32 +103,38 @@ def _place(
     if not patch:
         plan.unchanged += 1
         return
-    source = desired.source
-    before = {f: current.fields.get(f) for f in patch}
     if current.is_pending:
-        rule = desired.resend_on_change
-        resend = resend_due(rule, patch)
-        kept = {
-            f: subs for f in patch if (subs := kind_of(f).kept(wanted[f], current.fields.get(f)))
-        }
-        change = InviteChange(
-            desired.id,
-            source,
-            desired.name,
-            before,
-            patch,
-            resend,
-            recipient=_recipient(patch, current) if resend else None,
-            conflicts=conflicts,
-            kept=kept,
-            resend_on=rule if isinstance(rule, tuple) and resend else None,
-        )
-        plan.changes.append(change)
+        plan.changes.append(_change(desired, wanted, current, patch, conflicts))
         return
+    before = {f: current.fields.get(f) for f in patch}
     shown = {f: kind_of(f).managed(wanted[f], before[f]) for f in patch}
     after = {f: wanted[f] for f in patch}
     status = current.status or "in an unknown state"
-    plan.not_updatable.append(NotUpdatable(desired.id, source, desired.name, status, shown, after))
+    plan.not_updatable.append(
+        NotUpdatable(desired.id, desired.source, desired.name, status, shown, after)
+    )
+
+
+def _change(
+    desired: DesiredInvite, wanted: Fields, current: CurrentInvite, patch: Fields, conflicts: Fields
+) -> InviteChange:
+    """A pending invite's change: its PATCH, the values before it, the re-send it makes."""
+    before = {f: current.fields.get(f) for f in patch}
+    rule = desired.resend_on_change
+    resend = resend_due(rule, patch)
+    kept = {f: subs for f in patch if (subs := kind_of(f).kept(wanted[f], current.fields.get(f)))}
+    return InviteChange(
+        desired.id,
+        desired.source,
+        desired.name,
+        before,
+        patch,
+        resend,
+        recipient=_recipient(patch, current) if resend else None,
+        conflicts=conflicts,
+        kept=kept,
+        resend_on=rule if isinstance(rule, tuple) and resend else None,
+    )
 
 
 def _of_change(
@@ -146,14 +152,7 @@ def _of_change(
     changed on the platform since REF. A field new to the entry (or a new entry) has
     no value at REF: an ordinary change.
     """
-    at_ref = changed.at_ref or {}
-    conflicts = {}
-    for name in patch:
-        if name in changed.fields and name in at_ref:
-            kind = kind_of(name)
-            held = kind.managed(at_ref[name], current.fields.get(name))
-            if not kind.equal(at_ref[name], held):
-                conflicts[name] = at_ref[name]
+    conflicts = _conflicts(patch, current, changed)
     untouched = [f for f in patch if f not in changed.fields]
     if untouched:
         shown = {f: kind_of(f).managed(wanted[f], current.fields.get(f)) for f in untouched}
@@ -162,6 +161,20 @@ def _of_change(
             OutsideChange(desired.id, desired.source, desired.name, shown, after)
         )
     return {f: v for f, v in patch.items() if f in changed.fields}, conflicts
+
+
+def _conflicts(patch: Fields, current: CurrentInvite, changed: ChangedEntry) -> Fields:
+    """The fields the change touched that the platform holds at neither REF's value nor
+    the new one: each with its value at REF."""
+    at_ref = changed.at_ref or {}
+    conflicts = {}
+    for name in patch:
+        if name in changed.fields and name in at_ref:
+            kind = kind_of(name)
+            held = kind.managed(at_ref[name], current.fields.get(name))
+            if not kind.equal(at_ref[name], held):
+                conflicts[name] = at_ref[name]
+    return conflicts
 
 
 def _recipient(patch: Fields, current: CurrentInvite) -> str | None:

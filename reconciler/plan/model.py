@@ -312,7 +312,7 @@ class Plan:
     max_resends: int | None = None
     not_updatable: list[NotUpdatable] = field(default_factory=list)
     format_version: int = FORMAT_VERSION
-    signature: str | None = None  # "hmac-sha256:<hex>", set by reconciler.plan.signature
+    signature: str | None = None  # "hmac-sha256:<hex>", set by reconciler.plan.saved
     # Loaded from a file: its own max_changes is the limit it was reviewed under.
     saved: bool = field(default=False, compare=False)
     # Of a change (--changed-since REF): the REF, fields the platform differs in that the

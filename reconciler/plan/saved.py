@@ -2,17 +2,18 @@
 
 Its writer and its reader, together, so that what one writes the other reads: each
 record's JSON form (schemas/plan.schema.json), the entry's place as the
-``"path:line"`` text cli.md shows, the document a record at a time
-(``streamedjson``), the signature (``signature``). Reading one trusts nothing in
+``"path:line"`` text cli.md shows, the document a record at a time, the
+signature (one canonical form). Reading one trusts nothing in
 it: its size and nesting are bounded before parsing, it must match the schema,
 name each invite once, hold values its fields can hold, and carry a signature
 made with this run's client secret. Whether the server still matches a saved
-plan is apply's question (``reconciler.apply.recheck``).
+plan is apply's question (``reconciler.apply.applier``).
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import re
 from collections import Counter
@@ -21,7 +22,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from reconciler.errors import ReconcilerError
-from reconciler.files import write_output
+from reconciler.files import TooLarge, read_regular, write_output
 from reconciler.model.invite import (
     Contact,
     Fields,
@@ -31,7 +32,6 @@ from reconciler.model.invite import (
     fields_json,
     kind_of,
 )
-from reconciler.plan.boundedjson import loads_bounded, read_bounded_text
 from reconciler.plan.model import (
     FORMAT_VERSION,
     FailedInvite,
@@ -40,10 +40,8 @@ from reconciler.plan.model import (
     OutsideChange,
     Plan,
 )
-from reconciler.plan.signature import SignatureCheck, check, signature_for
-from reconciler.plan.streamedjson import document_chunks
 from reconciler.resources import invite_schema_path, resource_path
-from reconciler.safetext import escape, redact, redact_and_escape
+from reconciler.safetext import escape, escape_json_text, redact, redact_and_escape
 
 if TYPE_CHECKING:
     from jsonschema import Draft202012Validator
@@ -366,16 +364,17 @@ def _kept(data: dict[str, Any], patch: Fields, before: HeldFields) -> dict[str, 
             for name, subs in data["kept"].items()
             if name in patch and isinstance(patch[name], Contact)
         }
-    kept = {}
-    for name, value in patch.items():
-        held = before.get(name)
-        if isinstance(value, Contact) and isinstance(held, Contact):
-            subs = tuple(
-                k for k, v in value.items() if k in held and held[k] == v and v is not None
-            )
-            if subs:
-                kept[name] = subs
-    return kept
+    at_platform_value = {
+        name: _at_held_value(value, before.get(name)) for name, value in patch.items()
+    }
+    return {name: subs for name, subs in at_platform_value.items() if subs}
+
+
+def _at_held_value(value: object, held: object) -> tuple[str, ...]:
+    """The sub-fields of ``value`` that ``held`` holds at the same value (objects only)."""
+    if not isinstance(value, Contact) or not isinstance(held, Contact):
+        return ()
+    return tuple(k for k, v in value.items() if k in held and held[k] == v and v is not None)
 
 
 # A saved source: cli.md's "path:line"; any other text is kept whole, with no line.
@@ -472,3 +471,251 @@ class _Records:
                 )
             held[name] = typed
         return held
+
+
+# Read JSON from outside within bounds: size, nesting depth, duplicate keys.
+#
+# ``json.loads`` recurses once per nesting level, so 30,000 ``[`` can exhaust the stack before it
+# says anything. The depth is measured first, by a scan that does not recurse, and the document
+# refused with ``path:line:col``.
+
+# A JSON string (possessive: no backtracking on a long unterminated one), or a bracket.
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*+"', re.DOTALL)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_STRING_OR_BRACKET = re.compile(r'"(?:[^"\\]|\\.)*+"|[\[\]{}]', re.DOTALL)
+
+
+def read_bounded_text(path: str, limit: int, what: str) -> str:
+    """The file's text, refused past ``limit`` bytes or when it is not UTF-8."""
+    try:
+        data = read_regular(path, limit)  # a FIFO, a device: refused at once
+    except OSError as exc:
+        raise ReconcilerError(f"{escape(path)}: cannot read {what}: {exc.strerror}") from None
+    except TooLarge:
+        size = f"{limit // 1048576} MiB" if limit >= 1048576 else f"{limit:,} bytes"
+        raise ReconcilerError(f"{escape(path)}: larger than {size}: too large for {what}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ReconcilerError(f"{escape(path)}: not {what} (not UTF-8 text)") from None
+
+
+def too_deep_at(text: str, limit: int) -> int | None:
+    """The offset of the bracket that takes nesting past ``limit``, or None."""
+    depth = 0
+    for char in _NOT_BRACKET.sub("", _STRING.sub('""', text)):
+        depth += 1 if char in "[{" else -1
+        if depth > limit:
+            return _offset_past(text, limit)
+    return None
+
+
+def _offset_past(text: str, limit: int) -> int:
+    # Only on refusal: a second, slower scan that keeps positions. It always
+    # finds the bracket (the first scan saw it), so the last line is never reached.
+    depth = 0
+    for match in _STRING_OR_BRACKET.finditer(text):
+        char = match.group()
+        if char in "[{":
+            depth += 1
+            if depth > limit:
+                return match.start()
+        elif char in "]}":
+            depth -= 1
+    return len(text)
+
+
+def _line_col(text: str, offset: int) -> tuple[int, int]:
+    line = text.count("\n", 0, offset) + 1
+    return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise _DuplicateKey(key)
+        result[key] = value
+    return result
+
+
+class _DuplicateKey(Exception):
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+
+def loads_bounded(text: str, path: str, max_depth: int, what: str) -> Any:
+    """``text`` parsed, or a ReconcilerError naming ``path`` (and line:col where known)."""
+    where = escape(path)
+    offset = too_deep_at(text, max_depth)
+    if offset is not None:
+        line, col = _line_col(text, offset)
+        raise ReconcilerError(f"{where}:{line}:{col}: nested too deeply (limit {max_depth})")
+    try:
+        return json.loads(text, object_pairs_hook=_unique_keys)
+    except json.JSONDecodeError as exc:
+        raise ReconcilerError(
+            f"{where}:{exc.lineno}:{exc.colno}: not {what} (invalid JSON: {exc.msg})"
+        ) from None
+    except _DuplicateKey as exc:
+        key = escape(json.dumps(exc.key, ensure_ascii=False))
+        raise ReconcilerError(f"{where}: not {what} (key {key} appears twice)") from None
+    except (ValueError, RecursionError) as exc:  # absurd numbers
+        raise ReconcilerError(f"{where}: not {what} ({type(exc).__name__})") from None
+
+
+# JSON text written a record at a time: the text ``json.dumps(document, indent=2)`` gives, for a
+# document whose lists may be iterators of records made as they are written.
+#
+# The saved plan (``reconciler.plan.saved``) and `plan --format json` are written so: a plan of
+# 200,000 changes is never a second time in memory.
+
+_NOT_JSON = (
+    "cannot write the plan as JSON: it holds a number JSON cannot represent (NaN or Infinity)"
+)
+
+
+def document_json(document: dict[str, Any]) -> str:
+    return "".join(document_chunks(document.items()))
+
+
+def document_chunks(parts: Iterable[tuple[str, Any]]) -> Iterator[str]:
+    """The text of ``json.dumps(document, indent=2)`` and a newline, a record at a time.
+
+    ``parts`` are the document's (key, value) pairs in order; a list value may be any
+    iterator of records (``Plan.document_parts``), so no record is held longer than
+    it takes to write it.
+    """
+    try:
+        # NaN and Infinity are not JSON: a strict reader (jq, another language) refuses
+        # the file. Server values are type-checked on reading, so this is a last guard.
+        for piece in _pieces(parts):
+            yield escape_json_text(piece)
+    except ValueError:
+        raise ReconcilerError(_NOT_JSON) from None
+    yield "\n"
+
+
+def _pieces(parts: Iterable[tuple[str, Any]]) -> Iterator[str]:
+    opening = "{"
+    for key, value in parts:
+        yield f"{opening}\n  {_dumps(key)}: "
+        opening = ","
+        if isinstance(value, (list, Iterator)):
+            yield from _list(value)
+        else:
+            yield _nested(value, "\n  ")
+    yield "{}" if opening == "{" else "\n}"
+
+
+_ITEM_INDENT = "\n    "
+
+
+def _list(records: Iterable[Any]) -> Iterator[str]:
+    # A list two levels down: json.dumps(indent=2) puts each item on its own lines,
+    # indented four spaces, and writes an empty list as [].
+    opening = "["
+    for record in records:
+        yield f"{opening}\n    {_nested(record, _ITEM_INDENT)}"
+        opening = ","
+    yield "[]" if opening == "[" else "\n  ]"
+
+
+def _nested(value: Any, indent: str) -> str:
+    # A string never holds a raw newline in JSON, so each newline of the text starts
+    # a line of structure, which moves right by the depth it is written at.
+    return _dumps(value).replace("\n", indent)
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False)
+
+
+# Signed plans: only a holder of the client secret can make a plan apply accepts.
+#
+# The signature is HMAC-SHA256 over the plan's canonical JSON (sorted keys, no whitespace, UTF-8,
+# the ``signature`` field left out), keyed by HMAC-SHA256(client secret, "invite-reconciler plan
+# v1"). The key is derived for this one purpose, so the signature reveals nothing usable
+# elsewhere, and it is never stored.
+
+SCHEME = "hmac-sha256:"
+_KEY_PURPOSE = b"invite-reconciler plan v1"
+
+
+class SignatureCheck:
+    """Outcomes of checking a plan document's signature."""
+
+    VALID = "valid"
+    UNSIGNED = "unsigned"
+    INVALID = "invalid"
+
+
+def canonical_bytes(document: Mapping[str, Any]) -> bytes:
+    """The bytes that are signed: the document without its signature, canonically."""
+    return "".join(_canonical_pieces(document)).encode("utf-8", "surrogatepass")
+
+
+def _key(secret: str) -> bytes:
+    return hmac.new(secret.encode("utf-8"), _KEY_PURPOSE, hashlib.sha256).digest()
+
+
+def _mac(document: Mapping[str, Any] | Iterable[tuple[str, Any]], secret: str) -> str:
+    mac = hmac.new(_key(secret), digestmod=hashlib.sha256)
+    for piece in _canonical_pieces(document):
+        mac.update(piece.encode("utf-8", "surrogatepass"))
+    return SCHEME + mac.hexdigest()
+
+
+def signature_for(document: Mapping[str, Any] | Iterable[tuple[str, Any]], secret: str) -> str:
+    """The signature of ``document``: a dict, or its (key, value) pairs.
+
+    Given as pairs (``Plan.document_parts``), a value that is an iterator of records
+    is hashed as the list it stands for, one record at a time.
+    """
+    try:
+        return _mac(document, secret)
+    except ValueError:  # NaN or Infinity: no reader would parse back what was signed
+        raise ReconcilerError(
+            "cannot sign the plan: it holds a number JSON cannot represent (NaN or Infinity)"
+        ) from None
+
+
+def _canonical_pieces(document: Mapping[str, Any] | Iterable[tuple[str, Any]]) -> Iterator[str]:
+    """The one canonical form, in pieces: sorted keys, no whitespace, ``signature`` left
+    out; a list (or an iterator standing for one) at the top a record at a time."""
+    items = document.items() if isinstance(document, Mapping) else document
+    fields = sorted((item for item in items if item[0] != "signature"), key=lambda item: item[0])
+    opening = "{"
+    for key, value in fields:
+        yield f"{opening}{_canonical(key)}:"
+        opening = ","
+        if isinstance(value, Iterator | list):
+            bracket = "["
+            for record in value:
+                yield bracket + _canonical(record)
+                bracket = ","
+            yield "[]" if bracket == "[" else "]"
+        else:
+            yield _canonical(value)
+    yield "{}" if opening == "{" else "}"
+
+
+def _canonical(value: Any) -> str:
+    # Through JSON and back first, so what is signed is exactly what a reader will parse
+    # (tuples become lists, non-string keys become strings).
+    parsed = json.loads(json.dumps(value, allow_nan=False))
+    return json.dumps(parsed, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def check(document: dict[str, Any], secret: str) -> str:
+    """VALID, UNSIGNED or INVALID for this secret, in constant time for the comparison."""
+    claimed = document.get("signature")
+    if not isinstance(claimed, str) or not claimed:
+        return SignatureCheck.UNSIGNED
+    try:
+        expected = _mac(document, secret)
+    except ValueError:  # NaN or Infinity: never in a plan this tool signed
+        return SignatureCheck.INVALID
+    if hmac.compare_digest(claimed.encode("utf-8", "replace"), expected.encode("ascii")):
+        return SignatureCheck.VALID
+    return SignatureCheck.INVALID

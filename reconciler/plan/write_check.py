@@ -27,6 +27,7 @@ from typing import NamedTuple, TypeAlias
 
 from reconciler.model.invite import Contact, CurrentInvite, FieldValue, kind_of
 from reconciler.plan.model import InviteChange
+from reconciler.safetext import REDACTED, json_text, redact_and_escape
 
 
 class MovedField(NamedTuple):
@@ -65,19 +66,7 @@ BeforeWrite: TypeAlias = Write | AlreadyApplied | Moved
 
 def before_write(change: InviteChange, current: CurrentInvite) -> BeforeWrite:
     """``change`` against ``current``, its invite read right before the PATCH."""
-    moved: list[MovedField] = []
-    to_write: list[str] = []
-    already: list[str] = []
-    for name, wanted in change.patch.items():
-        kind = kind_of(name)
-        now = current.fields.get(name)
-        planned = change.before.get(name)
-        if kind.equal(wanted, now):
-            already.append(name)  # left out of the PATCH
-        elif kind.equal(planned, now):
-            to_write.append(name)
-        else:
-            moved.append(MovedField(name, planned, now, wanted))
+    moved, to_write, already = _sorted_fields(change, current)
     if moved:
         return Moved(tuple(moved))
     if not to_write:
@@ -95,6 +84,26 @@ def before_write(change: InviteChange, current: CurrentInvite) -> BeforeWrite:
         resend=resend,
     )
     return Write(narrowed, not resend and change.triggers_resend(already))
+
+
+def _sorted_fields(
+    change: InviteChange, current: CurrentInvite
+) -> tuple[list[MovedField], list[str], list[str]]:
+    """The PATCH's fields moved on the platform, still to write, and at the value wanted."""
+    moved: list[MovedField] = []
+    to_write: list[str] = []
+    already: list[str] = []
+    for name, wanted in change.patch.items():
+        kind = kind_of(name)
+        now = current.fields.get(name)
+        planned = change.before.get(name)
+        if kind.equal(wanted, now):
+            already.append(name)  # left out of the PATCH
+        elif kind.equal(planned, now):
+            to_write.append(name)
+        else:
+            moved.append(MovedField(name, planned, now, wanted))
+    return moved, to_write, already
 
 
 class StoredOtherwise(NamedTuple):
@@ -142,3 +151,76 @@ def _part(name: str, sub: str | None, sent: FieldValue, held: FieldValue | None)
     sent_part = sent.get(sub) if isinstance(sent, Contact) else None
     held_part = held.get(sub) if isinstance(held, Contact) else None
     return StoredOtherwise(f"{name}.{sub}", sent_part, held_part)
+
+
+# A saved plan's change against the server's copy read again: to do, done, or drifted.
+#
+# Pure: the reading is apply's (``reconciler.apply.applier``). A change whose fields all hold
+# ``before`` is to do; all ``after``, it is done (a re-run of an apply that made it: nothing is
+# sent again); anything else is drift, and one drifted change refuses the whole plan.
+#
+# Values are compared as they are, never redacted, except where the plan itself shows a server's
+# value redacted (it held the secret or a token). When nothing has drifted, each change gets back
+# the server's values the plan shows redacted (``restored``): apply sends what the server holds,
+# never the word ``[redacted]``.
+
+
+class Recheck(NamedTuple):
+    """Where the server stands against one change of a saved plan."""
+
+    done: bool  # every field holds its `after` already
+    drift: list[str]  # every reason the change no longer holds; empty when it may be applied
+    restored: InviteChange | None  # the change with the server's values, when `before` holds
+
+
+def recheck(change: InviteChange, current: CurrentInvite) -> Recheck:
+    """``change`` against ``current``, the server's copy of its invite read just now."""
+    where = f"{change.id} ({redact_and_escape(str(change.source))})"
+    if all(
+        _still_holds(name, value, current.fields.get(name)) for name, value in change.patch.items()
+    ):
+        return Recheck(True, [], None)  # applied already, whatever its status has become since
+    drift = []
+    if not current.is_pending:
+        drift.append(f"{where}: is now {redact_and_escape(str(current.status))}, not pending")
+    moved = False
+    for name, planned in change.before.items():
+        now = current.fields.get(name)
+        if not _still_holds(name, planned, now):
+            moved = True
+            shown = None if now is None else kind_of(name).redacted(now)
+            drift.append(
+                f"{where}: `{name}` was {json_text(planned)} when planned, "
+                f"is now {json_text(shown)}" + _not_after(name, change.patch[name], now)
+            )
+    return Recheck(False, drift, None if moved else _with_server_values(change, current))
+
+
+def _still_holds(name: str, planned: FieldValue | None, now: FieldValue | None) -> bool:
+    kind = kind_of(name)
+    if kind.equal(planned, now):
+        return True
+    if planned is None or now is None:
+        return False
+    # Saved, the server's value is shown redacted where it held the secret or a token.
+    mentions = any(REDACTED in text for _, text in kind.texts(planned))
+    return mentions and kind.equal(planned, kind.redacted(now))
+
+
+def _with_server_values(change: InviteChange, current: CurrentInvite) -> InviteChange:
+    """``change`` with the server's values taken from ``current``, the copy just read,
+    which the plan's ``before`` was found to match: ``before`` itself, and its objects'
+    server-held sub-fields (see ``InviteChange.redacted``). Shown, they are redacted again."""
+    before = {name: current.fields.get(name) for name in change.before}
+    patch = {
+        name: kind_of(name).with_server_parts(
+            value, change.before.get(name), current.fields.get(name)
+        )
+        for name, value in change.patch.items()
+    }
+    return replace(change, before=before, patch=patch)
+
+
+def _not_after(name: str, after: FieldValue, now: FieldValue | None) -> str:
+    """A field already at `after` beside others that are not: the plan was half applied by hand."""
+    return " (which the plan would write)" if kind_of(name).equal(after, now) else ""

@@ -1,56 +1,382 @@
-"""The sandbox's behaviour, request in and response out, with no socket code.
+"""The sandbox's behaviour, request in and response out, with no socket code (server.py).
 
-Faithful to the platform API as docs/sandbox.md describes it: the
-envelope on every JSON answer, every status code of the contract
-(docs/api-contract.md), scopes,
-expiring signed tokens. The knobs of SandboxOptions add the trouble a real network,
-gateway and API cause (latency, a pool of workers, errors, dropped connections, rate
-limits: the platform's own, and a gateway's in front of it).
+In the order a request meets them: what its exchanges are made of (a request and its
+answer, the contract's paths and scopes, each status's hint, the refusals: raised
+anywhere, turned into an envelope in one place); what the sandbox holds (its invites,
+the tokens it issued, what it saw); and ``SandboxApp``, which answers each request as
+the contract says.
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import copy
+import hashlib
+import hmac
 import itertools
 import json
 import math
 import random
+import secrets
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, NamedTuple
+from urllib.parse import parse_qs, unquote, urlsplit
 
+import yaml
 from jsonschema import Draft202012Validator
 
+from reconciler.errors import ReconcilerError
+from reconciler.files import TooLarge, read_regular
 from reconciler.model.invite import updatable_fields
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET
-from reconciler.sandbox.state import (
-    InviteStore,
-    RecordedRequest,
-    SandboxStats,
-    TokenAuthority,
-    now_iso,
-)
-from reconciler.sandbox.wire import (
-    DROP,
-    KNOWN_SCOPES,
-    READ_SCOPE,
-    STATUS_HINTS,
-    WRITE_SCOPE,
-    BadRequest,
-    Forbidden,
-    MethodNotAllowed,
-    NotFound,
-    Refused,
-    Request,
-    Response,
-    Unauthorized,
-    decoded_body,
-    resource_of,
-)
 from reconciler.schema.check import format_checker, invite_schema
+
+READ_SCOPE = "kyb:invites:read"
+
+
+WRITE_SCOPE = "kyb:invites:write"
+
+
+KNOWN_SCOPES = (READ_SCOPE, WRITE_SCOPE)
+
+
+INVITES_PREFIX = "/public-api/v1/kyb/invites/"
+
+
+STATUS_HINTS = {
+    200: "The request succeeded.",
+    201: "This kind of response is used when a new entity is created.",
+    400: "The request body or parameters are invalid.",
+    401: "Authentication is missing, invalid or expired.",
+    403: "The access token lacks a scope this operation needs.",
+    404: "The requested resource does not exist.",
+    409: "The request conflicts with the resource's current state.",
+    412: "The resource changed since it was read; read it again.",
+    413: "The request body is too large.",
+    429: "Too many requests; wait for Retry-After seconds.",
+    503: "The service is temporarily unavailable.",
+}
+
+
+class Response(NamedTuple):
+    status: int
+    body: bytes
+    headers: dict[str, str]
+
+
+DROP = Response(0, b"", {})  # close the connection without answering
+
+
+class Request(NamedTuple):
+    method: str
+    path: str
+    headers: Any
+    body: bytes
+    invite_id: str = ""
+
+
+def resource_of(path: str) -> tuple[str, str]:
+    """What a path names ("token", "accounts", "invite", "resend"; "" for nothing) and the
+    invite id in it."""
+    if path == "/oauth/token":
+        return "token", ""
+    if path == "/public-api/v1/accounts":
+        return "accounts", ""
+    if not path.startswith(INVITES_PREFIX):
+        return "", ""
+    invite_id, _, action = path[len(INVITES_PREFIX) :].partition("/")
+    resource = {"": "invite", "resend": "resend"}.get(action, "")
+    return resource, unquote(invite_id)
+
+
+def decoded_body(body: bytes) -> Any:
+    if not body:
+        return None
+    try:
+        return json.loads(body)
+    except (UnicodeDecodeError, ValueError):
+        return None  # forms (the token request, with its secret) are never kept
+
+
+class Refused(Exception):
+    """A request the contract answers with an error status and an envelope."""
+
+    status = 400
+
+    def __init__(self, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.data = data
+
+
+class BadRequest(Refused):
+    status = 400
+
+
+class Unauthorized(Refused):
+    status = 401
+
+
+class Forbidden(Refused):
+    status = 403
+
+
+class NotFound(Refused):
+    status = 404
+
+
+class MethodNotAllowed(Refused):
+    status = 405
+
+
+class NotPending(Refused):
+    """The invite exists but is no longer pending: it cannot change or be re-sent."""
+
+    status = 409
+
+
+class PreconditionFailed(Refused):
+    """A PATCH whose If-Match is not the invite's ETag: it changed since it was read."""
+
+    status = 412
+
+
+# What the sandbox holds: its invites (loaded from YAML or JSON, kept in memory, thread-safe), the
+# tokens it issued (HS256 JWT-form, signed with a key made fresh for each sandbox), and what it
+# saw (each request with its status and arrival time).
+
+_DEFAULT_STATE = Path(__file__).with_name("state.yaml")
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def etag_of(invite: dict[str, Any]) -> str:
+    """A strong entity tag of the invite as stored: any change gives another."""
+    canonical = json.dumps(invite, sort_keys=True, ensure_ascii=False, default=str)
+    return '"' + hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:20] + '"'
+
+
+# As large as an invite file may be: a state of 200,000 invites is some 50 MB.
+MAX_STATE_BYTES = 256 * 1024 * 1024
+
+
+def load_state_file(path: str | Path | None) -> list[dict[str, Any]]:
+    """Invites from a state file: a list, or a mapping with an `invites` list.
+
+    Read as every file is, a regular file only and within bounds: `--state /dev/zero`
+    or a FIFO is refused at once, never read for ever or waited on.
+    """
+    file = Path(path) if path else _DEFAULT_STATE
+    data = _read_state(file)
+    invites = data.get("invites") if isinstance(data, dict) else data
+    if not isinstance(invites, list) or not all(
+        isinstance(i, dict) and isinstance(i.get("id"), str) for i in invites
+    ):
+        raise ReconcilerError(f"{file}: sandbox state must be a list of invites, each with an id")
+    return invites
+
+
+def _read_state(file: Path) -> Any:
+    try:
+        text = read_regular(file, MAX_STATE_BYTES).decode("utf-8")
+        return json.loads(text) if file.suffix == ".json" else yaml.safe_load(text)
+    except OSError as exc:
+        raise ReconcilerError(f"{file}: cannot load sandbox state: {exc.strerror}") from None
+    except TooLarge:
+        raise ReconcilerError(
+            f"{file}: cannot load sandbox state: larger than {MAX_STATE_BYTES:,} bytes"
+        ) from None
+    except (UnicodeDecodeError, ValueError, yaml.YAMLError) as exc:
+        raise ReconcilerError(f"{file}: cannot load sandbox state: {exc}") from None
+
+
+class InviteStore:
+    def __init__(self, invites: list[dict[str, Any]]) -> None:
+        self._lock = threading.Lock()
+        self._invites: dict[str, dict[str, Any]] = {}
+        self.resends: Counter[str] = Counter()
+        stamp = now_iso()
+        for invite in invites:
+            record = copy.deepcopy(invite)
+            record.setdefault("status", "pending")
+            record.setdefault("createdAt", stamp)
+            record.setdefault("updatedAt", record["createdAt"])
+            self._invites[record["id"]] = record
+
+    def __len__(self) -> int:
+        return len(self._invites)
+
+    def get(self, invite_id: str) -> dict[str, Any]:
+        """A copy of the invite; NotFound if there is none."""
+        with self._lock:
+            return copy.deepcopy(self._stored(invite_id))
+
+    def get_tagged(self, invite_id: str) -> tuple[dict[str, Any], str]:
+        """A copy of the invite and its ETag, read together."""
+        with self._lock:
+            invite = self._stored(invite_id)
+            return copy.deepcopy(invite), etag_of(invite)
+
+    def put(self, invite: dict[str, Any]) -> None:
+        """Add or replace an invite (tests use this to change the server behind a plan)."""
+        with self._lock:
+            record = copy.deepcopy(invite)
+            record.setdefault("status", "pending")
+            self._invites[record["id"]] = record
+
+    def _stored(self, invite_id: str) -> dict[str, Any]:
+        invite = self._invites.get(invite_id)
+        if invite is None:
+            raise NotFound(f"invite {invite_id} not found")
+        return invite
+
+    def _pending(self, invite_id: str) -> dict[str, Any]:
+        """The stored invite, if it may change. Hold the lock."""
+        invite = self._stored(invite_id)
+        if str(invite.get("status")).casefold() != "pending":  # as the client reads it
+            raise NotPending(f"invite {invite_id} is not pending")
+        return invite
+
+    def update(
+        self, invite_id: str, changes: dict[str, Any], if_match: str | None = None
+    ) -> dict[str, Any]:
+        """The invite with ``changes`` applied; NotFound or NotPending if it cannot change,
+        PreconditionFailed if ``if_match`` is given and is not its ETag."""
+        with self._lock:
+            invite = self._pending(invite_id)
+            if if_match is not None and if_match != etag_of(invite):
+                raise PreconditionFailed(f"invite {invite_id} changed since it was read")
+            invite.update(copy.deepcopy(changes))
+            invite["updatedAt"] = now_iso()
+            return copy.deepcopy(invite)
+
+    def resend(self, invite_id: str) -> dict[str, Any]:
+        """Re-send the invitation; NotFound or NotPending as for ``update``."""
+        with self._lock:
+            invite = self._pending(invite_id)
+            self.resends[invite_id] += 1
+            invite["lastSentAt"] = now_iso()
+            return {"id": invite_id, "lastSentAt": invite["lastSentAt"]}
+
+    def snapshot(self) -> dict[str, dict[str, Any]]:
+        with self._lock:
+            return copy.deepcopy(self._invites)
+
+
+# -- tokens --------------------------------------------------------------------------------
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+class TokenAuthority:
+    def __init__(self) -> None:
+        self._key = secrets.token_bytes(32)
+
+    def issue(self, client_id: str, scopes: list[str], ttl: float) -> str:
+        now = time.time()
+        header = {"alg": "HS256", "typ": "JWT"}
+        claims = {
+            "sub": client_id,
+            "scope": " ".join(scopes),
+            "iat": int(now),
+            "exp": now + ttl,
+            "jti": secrets.token_hex(8),
+        }
+        signing_input = f"{_b64(json.dumps(header).encode())}.{_b64(json.dumps(claims).encode())}"
+        signature = hmac.new(self._key, signing_input.encode("ascii"), hashlib.sha256).digest()
+        return f"{signing_input}.{_b64(signature)}"
+
+    def verify(self, token: str) -> tuple[dict[str, Any] | None, str]:
+        """The token's claims, or None and why it is refused."""
+        try:
+            header, claims, signature = token.split(".")
+            signing_input = f"{header}.{claims}".encode("ascii")
+            expected = hmac.new(self._key, signing_input, hashlib.sha256).digest()
+            if not hmac.compare_digest(expected, _unb64(signature)):
+                return None, "invalid access token (bad signature)"
+            payload = json.loads(_unb64(claims))
+        except (ValueError, UnicodeError):
+            return None, "invalid access token (malformed)"
+        if not isinstance(payload, dict) or time.time() >= float(payload.get("exp", 0)):
+            return None, "access token expired"
+        return payload, ""
+
+
+# -- what the sandbox saw ------------------------------------------------------------------
+
+
+class RecordedRequest(NamedTuple):
+    method: str
+    path: str
+    body: Any
+    status: int
+    arrived: float = 0.0  # time.monotonic() when the request was read
+
+
+@dataclass
+class SandboxStats:
+    """What the sandbox saw; tests and benchmarks read it."""
+
+    statuses: Counter[int] = field(default_factory=Counter)
+    started: Counter[str] = field(default_factory=Counter)  # requests begun, by method
+    requests: list[RecordedRequest] = field(default_factory=list)  # recorded as they end
+    in_flight: int = 0
+    max_in_flight: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def begin(self, method: str) -> None:
+        with self.lock:
+            self.started[method] += 1
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+
+    def end(self, record: RecordedRequest) -> None:
+        with self.lock:
+            self.in_flight -= 1
+            self.statuses[record.status] += 1
+            self.requests.append(record)
+
+    def calls(self, method: str, path_prefix: str = "") -> list[RecordedRequest]:
+        with self.lock:
+            return [
+                r
+                for r in self.requests
+                if r.method == method and r.path.startswith(path_prefix) and r.status
+            ]
+
+    @property
+    def total(self) -> int:
+        with self.lock:
+            return sum(self.statuses.values())
+
+    def arrivals(self) -> list[float]:
+        """When each request arrived (time.monotonic()), in arrival order."""
+        with self.lock:
+            return sorted(r.arrived for r in self.requests)
+
+
+# The sandbox's behaviour, request in and response out, with no socket code.
+#
+# Faithful to the platform API as docs/sandbox.md describes it: the envelope on every JSON answer,
+# every status code of the contract (docs/api-contract.md), scopes, expiring signed tokens. The
+# knobs of SandboxOptions add the trouble a real network, gateway and API cause (latency, a pool
+# of workers, errors, dropped connections, rate limits: the platform's own, and a gateway's in
+# front of it).
 
 
 @dataclass

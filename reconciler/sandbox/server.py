@@ -19,9 +19,14 @@ from typing import Any
 
 from reconciler.errors import ReconcilerError
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET
-from reconciler.sandbox.app import SandboxApp, SandboxOptions
-from reconciler.sandbox.state import InviteStore, SandboxStats, load_state_file
-from reconciler.sandbox.wire import DROP
+from reconciler.sandbox.app import (
+    DROP,
+    InviteStore,
+    SandboxApp,
+    SandboxOptions,
+    SandboxStats,
+    load_state_file,
+)
 
 __all__ = [
     "SANDBOX_CLIENT_ID",

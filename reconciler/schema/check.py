@@ -19,9 +19,8 @@ from typing import TYPE_CHECKING, Any
 from reconciler.errors import FileProblem, ReconcilerError
 from reconciler.resources import invite_schema_path
 from reconciler.safetext import escape
-from reconciler.schema.emails import is_email
-from reconciler.schema.messages import Where, describe
-from reconciler.yamlload.positions import START, Lines, Located
+from reconciler.schema.messages import Where, describe, is_email
+from reconciler.yamlload.builder import START, Lines, Located
 from reconciler.yamlload.source import MarkedDict
 
 if TYPE_CHECKING:

@@ -12,13 +12,13 @@ import difflib
 import json
 import re
 from collections.abc import Sequence
+from functools import cache
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from reconciler.errors import FileProblem
 from reconciler.model.invite import ID_RULE
 from reconciler.safetext import QUOTED_CHARS, escape, quote_value
-from reconciler.schema.emails import email_problem
-from reconciler.yamlload.positions import Located
+from reconciler.yamlload.builder import Located
 from reconciler.yamlload.scalars import cut, kind_of, quote_it, reading
 
 if TYPE_CHECKING:
@@ -120,15 +120,18 @@ def _type(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[F
             f"{place(full)} must be text, but YAML reads {reading(raw, value)}; {quote_it(raw)}"
         )
     else:
-        found = (
-            cut(repr(value)) if expected == "integer" and type(value) is float else kind_of(value)
-        )
-        message = f"{place(full)} must be {_a(expected)}, not {found}"
-        if expected == "array" and isinstance(value, str):
-            message += _as_a_list(value)
-        if place(full) == "each invite entry":
-            message += " (start each entry with `- id: ...`)"
+        message = _not_of_type(full, expected, value)
     return [_at(where, path, message)]
+
+
+def _not_of_type(full: tuple[Any, ...], expected: Any, value: Any) -> str:
+    found = cut(repr(value)) if expected == "integer" and type(value) is float else kind_of(value)
+    message = f"{place(full)} must be {_a(expected)}, not {found}"
+    if expected == "array" and isinstance(value, str):
+        message += _as_a_list(value)
+    if place(full) == "each invite entry":
+        message += " (start each entry with `- id: ...`)"
+    return message
 
 
 _PLAIN_ITEM = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")  # written plain in a flow list
@@ -279,3 +282,72 @@ MESSAGES: dict[str, Describer] = {
     "oneOf": _one_of,
     "anyOf": _one_of,
 }
+
+
+# One meaning of an e-mail address: email-validator's, without deliverability checks.
+#
+# The schema says ``"format": "email"`` (RFC 5321's ASCII addresses; not ``idn-email``): the
+# platform is not known to take international addresses, and an editor's JSON Schema
+# implementation (ajv-formats, yaml-language-server) judges the same format. What ``validate``
+# accepts is what email-validator accepts for an ASCII address: no quoted local part, no domain
+# literal, a domain with a dot that is not a special-use name (``.test``, ``.local``,
+# ``localhost``...), a local part of at most 64 characters.
+
+
+def email_problem(value: str) -> str | None:
+    """Why ``value`` is not an e-mail address this tool accepts, or None."""
+    if not value.isascii():
+        char = next(c for c in value if not c.isascii())
+        fix = (
+            "; write the domain in its ASCII (xn--) form"
+            if char in value.rpartition("@")[2]
+            else ""
+        )
+        return (
+            f"it holds U+{ord(char):04X}, which is not ASCII: international addresses "
+            f"are not accepted{fix}"
+        )
+    validate, refused = _validator()
+    try:
+        validate(value)
+    except refused as error:
+        return _REASONS.get(str(error), _lower_first(str(error).rstrip(".")))
+    return None
+
+
+# email-validator's sentences, said as the rest of a message here: "... is not a valid
+# email address: it has no @-sign". Others are shown as it words them, without the dot.
+_REASONS = {
+    "An email address must have an @-sign.": "it has no @-sign",
+    "The part after the @-sign is not valid. It should have a period.": (
+        "the part after the @-sign has no period"
+    ),
+}
+
+
+def _lower_first(text: str) -> str:
+    return text[:1].lower() + text[1:]
+
+
+@cache
+def _validator() -> tuple[Any, type[Exception]]:
+    """email-validator's check as this tool calls it, and what it raises for a refusal."""
+    from functools import partial
+
+    from email_validator import EmailNotValidError, validate_email
+
+    check = partial(
+        validate_email,
+        check_deliverability=False,
+        allow_smtputf8=False,
+        allow_quoted_local=False,
+        allow_domain_literal=False,
+        allow_display_name=False,
+        strict=True,  # a local part of at most 64 characters (RFC 5321)
+    )
+    return check, EmailNotValidError
+
+
+def is_email(value: object) -> bool:
+    """The ``email`` format: True for anything but text (the schema's `type` judges that)."""
+    return not isinstance(value, str) or email_problem(value) is None

@@ -152,13 +152,7 @@ def _refused(node: Any, path: Path) -> Iterator[Problem]:
         return
     for key, value in node.items():
         here = (*path, key)
-        why = _keyword_refusal(key, value)
-        if why:
-            yield here, why
-        for pattern in value if key == "patternProperties" and isinstance(value, dict) else ():
-            why = re2_refusal(str(pattern))  # run on RE2 as `pattern` is (re2_keywords)
-            if why:
-                yield (*here, pattern), why
+        yield from _refused_here(key, value, here)
         if key in SCHEMAS_BY_NAME and isinstance(value, dict):
             # Names, not keywords: a schema in `$defs` named `const` is a schema.
             for name, sub in value.items():
@@ -167,7 +161,18 @@ def _refused(node: Any, path: Path) -> Iterator[Problem]:
             yield from _refused(value, here)
 
 
-def _keyword_refusal(key: str, value: Any) -> str | None:
+def _refused_here(key: str, value: Any, here: Path) -> Iterator[Problem]:
+    """The refusals of one keyword, and of the patterns it names."""
+    why = _keyword_refusal(key, value)
+    if why:
+        yield here, why
+    for pattern in value if key == "patternProperties" and isinstance(value, dict) else ():
+        why = re2_refusal(str(pattern))  # run on RE2 as `pattern` is (re2_keywords)
+        if why:
+            yield (*here, pattern), why
+
+
+def _reference_refusal(key: str, value: Any) -> str | None:
     if key in ("$ref", "$dynamicRef") and isinstance(value, str) and not value.startswith("#"):
         return (
             f"`{key}` may only point inside the policy (`#/$defs/...`): "
@@ -175,6 +180,12 @@ def _keyword_refusal(key: str, value: Any) -> str | None:
         )
     if key in ("$id", "$dynamicRef", "$dynamicAnchor", "$anchor"):
         return f"`{key}` is not allowed in a policy: a `$ref` names a place in it (`#/$defs/NAME`)"
+    return None
+
+
+def _keyword_refusal(key: str, value: Any) -> str | None:
+    if key.startswith("$") and (reference := _reference_refusal(key, value)):
+        return reference
     if key == "$schema" and value != DRAFT:
         return f"a policy is draft 2020-12: `$schema` may only be {DRAFT}"
     if key == "pattern" and isinstance(value, str):
@@ -304,25 +315,34 @@ def ref_problem(schema: Any, lookup: Any) -> Problem | None:
         if isinstance(node, dict):
             at.setdefault(id(node), path)
     targets: dict[int, Any] = {}  # the subschema each `$ref` holder points at, by id()
-    for path, node in places:
-        ref = node.get("$ref") if isinstance(node, dict) else None
-        if not isinstance(ref, str):
-            continue
-        try:
-            contents = lookup(ref).contents
-        except Exception:
-            # with errors of Python's as well as its own (a list stepped by a name).
-            return (*path, "$ref"), NOTHING
-        if not isinstance(contents, bool) and id(contents) not in at:
-            return (*path, "$ref"), (
-                f"`$ref` points at {_kind(contents)} in the policy, not at a schema (one "
-                "that `$defs`, `properties`, `allOf` or another keyword of schemas holds)"
-            )
-        targets[id(node)] = contents
     try:
+        for path, node in places:
+            ref = node.get("$ref") if isinstance(node, dict) else None
+            if isinstance(ref, str):
+                targets[id(node)] = _target(ref, lookup, path, at)
         return _Expansion(targets, at).problem(schema)
+    except _Problem as found:
+        return found.problem
     except RecursionError:
         return (), TOO_DEEP
+
+
+def _target(ref: str, lookup: Any, path: Path, at: dict[int, Path]) -> Any:
+    """The subschema ``ref`` points at; a `$ref` to nothing, or to no schema, refused."""
+    try:
+        contents = lookup(ref).contents
+    except Exception:
+        # with errors of Python's as well as its own (a list stepped by a name).
+        raise _Problem(((*path, "$ref"), NOTHING)) from None
+    if not isinstance(contents, bool) and id(contents) not in at:
+        raise _Problem(
+            (
+                (*path, "$ref"),
+                f"`$ref` points at {_kind(contents)} in the policy, not at a schema (one "
+                "that `$defs`, `properties`, `allOf` or another keyword of schemas holds)",
+            )
+        )
+    return contents
 
 
 def _kind(value: Any) -> str:
@@ -369,13 +389,14 @@ class _Expansion:
         if not isinstance(node, dict):
             return 1, 0, 0
         key = id(node)
-        if depth + 1 > MAX_DEPTH:
-            raise _Problem((self._at.get(key, ()), TOO_DEEP))
-        if key in self._sized:
-            found = self._sized[key]
-            if depth + found[2] > MAX_DEPTH:  # sized before, from a shallower place
-                raise _Problem((self._at.get(key, ()), TOO_DEEP))
+        found = self._sized_before(key, depth)
+        if found is not None:
             return found
+        return self._size_of_schema(node, key, links, depth)
+
+    def _size_of_schema(
+        self, node: dict[str, Any], key: int, links: int, depth: int
+    ) -> tuple[int, int, int]:
         self._open.add(key)
         total, chain, height = 1, 0, 1
         for name, value in node.items():
@@ -394,6 +415,15 @@ class _Expansion:
         self._open.discard(key)
         self._sized[key] = (total, chain, height)
         return total, chain, height
+
+    def _sized_before(self, key: int, depth: int) -> tuple[int, int, int] | None:
+        """The size of the schema ``key`` when it was sized before; too deep, refused."""
+        if depth + 1 > MAX_DEPTH:
+            raise _Problem((self._at.get(key, ()), TOO_DEEP))
+        found = self._sized.get(key)
+        if found is not None and depth + found[2] > MAX_DEPTH:  # sized from a shallower place
+            raise _Problem((self._at.get(key, ()), TOO_DEEP))
+        return found
 
     def _followed(self, key: int, links: int, depth: int) -> tuple[int, int, int]:
         """The size, chain and height of what the `$ref` of the schema ``key`` points at,

@@ -288,6 +288,23 @@ def _check(path: str, rewritten: Rewritten, before: list[DesiredInvite]) -> None
             f"{first.message}); no file was changed. Edit it by hand to the values listed by "
             "`reconcile plan`"
         )
+    expected = _meant(rewritten, before)
+    got = {invite.id: (invite.fields, invite.resend_on_change) for invite in invites}
+    # Plain == first: every entry not edited reads back as the very same values.
+    if got.keys() != expected.keys() or any(
+        got[i] != expected[i] and _compared(got[i]) != _compared(expected[i]) for i in got
+    ):
+        raise ReconcilerError(
+            f"{redact_and_escape(path)}: adopt could not edit the file safely (it would not read "
+            "back as the platform's values); no file was changed. Edit it by hand to the values "
+            "listed by `reconcile plan`"
+        )
+
+
+def _meant(
+    rewritten: Rewritten, before: list[DesiredInvite]
+) -> dict[str, tuple[Fields, ResendRule]]:
+    """Each entry's values as the edits mean them: the file's before, edited, less those removed."""
     expected = {invite.id: (invite.fields, invite.resend_on_change) for invite in before}
     for removed in rewritten.removed:
         expected.pop(removed.id, None)
@@ -299,16 +316,7 @@ def _check(path: str, rewritten: Rewritten, before: list[DesiredInvite]) -> None
             fields[name] = contact.merged(Contact({sub: edit.new}))
         elif edit.new is not None:
             fields[name] = edit.new
-    got = {invite.id: (invite.fields, invite.resend_on_change) for invite in invites}
-    # Plain == first: every entry not edited reads back as the very same values.
-    if got.keys() != expected.keys() or any(
-        got[i] != expected[i] and _compared(got[i]) != _compared(expected[i]) for i in got
-    ):
-        raise ReconcilerError(
-            f"{redact_and_escape(path)}: adopt could not edit the file safely (it would not read "
-            "back as the platform's values); no file was changed. Edit it by hand to the values "
-            "listed by `reconcile plan`"
-        )
+    return expected
 
 
 def _compared(entry: tuple[Fields, ResendRule]) -> tuple[dict[str, object], ResendRule]:

@@ -15,18 +15,18 @@ from reconciler.apply.applier import (
     Applier,
     ApplyReport,
     ChangeResult,
+    GracefulInterrupt,
     ResendOutcome,
     WriteOutcome,
 )
 from reconciler.apply.audit import AuditLog, AuditLogError, NoAuditLog, open_audit_log
-from reconciler.apply.interrupt import GracefulInterrupt
-from reconciler.output.apply_text import (
+from reconciler.output.console import RESEND_UNKNOWN_ADVICE, resend_advice
+from reconciler.output.text import (
     diverged_advice,
     fatal_short,
     resend_if_updated,
     stored_otherwise_text,
 )
-from reconciler.output.failures import RESEND_UNKNOWN_ADVICE, resend_advice
 from reconciler.plan.model import FailedInvite, InviteChange, Plan
 from reconciler.plan.saved import plan_digest
 from reconciler.safetext import redact_and_escape
@@ -103,6 +103,11 @@ def apply_plan(
     report.audit_error = report.audit_error or closing
     report.already_applied = len(done)
     report.left_in_conflict = left_in_conflict
+    return Applied(plan, report, _failures(plan, report), _fatal(report))
+
+
+def _fatal(report: ApplyReport) -> list[ChangeResult]:
+    """The results failed by a run-fatal error; the stop, if one, said as that error."""
     fatal = [r for r in report.results if run_fatal(r) is not None]
     if fatal and report.stopped_by is not None:
         first = run_fatal(fatal[0])
@@ -110,7 +115,7 @@ def apply_plan(
         report.stopped_by = (
             f"{fatal_short(first)} (the error at the end); no new writes were started"
         )
-    return Applied(plan, report, _failures(plan, report), fatal)
+    return fatal
 
 
 def run_fatal(result: ChangeResult) -> ApiError | None:

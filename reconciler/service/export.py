@@ -76,16 +76,11 @@ def check_known_ids(
     """The ids to export. Ids already in git: with ``skip``, left out, each named; else
     refused when writing a file, and to stdout, said with the entry each would replace."""
     clashes = known_ids(ids, paths, replacing=out if force else None)
-    if clashes and skip:
-        defined = {ident for ident, _ in clashes}
-        click.echo(
-            f"note: left out, already defined in your invite files ({len(defined)}): "
-            # Ids that matched ids checked against the id rule; a source shown escaped.
-            + ", ".join(f"{ident} (at {source})" for ident, source in clashes),
-            err=True,
-        )
-        return [i for i in ids if i not in defined]
-    if clashes and out is None:
+    if not clashes:
+        return ids
+    if skip:
+        return _left_out(ids, clashes)
+    if out is None:
         for ident, source in clashes:
             click.echo(
                 f"note: {ident} is already defined at {source}; replace the entry at "
@@ -93,15 +88,24 @@ def check_known_ids(
                 err=True,
             )
         return ids
-    if clashes:
-        raise ReconcilerError(
-            "nothing exported: already defined in your invite files: "
-            + ", ".join(f"{ident} (at {source})" for ident, source in clashes)
-            + ". An id may appear once; --skip-defined exports the others, export to "
-            "stdout and replace that entry, or `reconcile plan --target ID` to see how it "
-            "differs from the platform"
-        )
-    return ids
+    raise ReconcilerError(
+        "nothing exported: already defined in your invite files: "
+        + ", ".join(f"{ident} (at {source})" for ident, source in clashes)
+        + ". An id may appear once; --skip-defined exports the others, export to "
+        "stdout and replace that entry, or `reconcile plan --target ID` to see how it "
+        "differs from the platform"
+    )
+
+
+def _left_out(ids: list[str], clashes: list[tuple[str, str]]) -> list[str]:
+    defined = {ident for ident, _ in clashes}
+    click.echo(
+        f"note: left out, already defined in your invite files ({len(defined)}): "
+        # Ids that matched ids checked against the id rule; a source shown escaped.
+        + ", ".join(f"{ident} (at {source})" for ident, source in clashes),
+        err=True,
+    )
+    return [i for i in ids if i not in defined]
 
 
 def schema_ref_for(out: str | None, given: str | None, configured: str) -> tuple[str, str | None]:
@@ -191,6 +195,22 @@ def make_out_directory(out: str) -> str | None:
     return directory
 
 
+def _invites_replaced(read: ReadFile, out: str) -> list[DesiredInvite]:
+    """The invites of the file ``--force`` replaces; refused when it cannot be parsed."""
+    text, problems = decode_source(read.data, out)
+    invites: list[DesiredInvite] = []
+    if text is not None:
+        invites, problems = load_text(text, out)
+    if problems:
+        first = problems[0]
+        raise ReconcilerError(
+            f"{escape(out)}:{first.line}:{first.column}: cannot be read as invites "
+            f"({first.message}); --force never replaces a file it cannot parse, which may "
+            "hold invites you manage. Nothing was exported. Fix the file (or delete it) first"
+        )
+    return invites
+
+
 def refuse_dropping_invites(out: str, ids: list[str]) -> ReadFile | None:
     """The file ``--force`` replaces, as read; refused when it defines invites other than
     those exported, or cannot be read as invites at all.
@@ -210,17 +230,7 @@ def refuse_dropping_invites(out: str, ids: list[str]) -> ReadFile | None:
             f"{escape(out)}: cannot read it ({exc.strerror}); --force replaces only a file it "
             "has read. Nothing was exported"
         ) from None
-    text, problems = decode_source(read.data, out)
-    invites: list[DesiredInvite] = []
-    if text is not None:
-        invites, problems = load_text(text, out)
-    if problems:
-        first = problems[0]
-        raise ReconcilerError(
-            f"{escape(out)}:{first.line}:{first.column}: cannot be read as invites "
-            f"({first.message}); --force never replaces a file it cannot parse, which may "
-            "hold invites you manage. Nothing was exported. Fix the file (or delete it) first"
-        )
+    invites = _invites_replaced(read, out)
     exported = set(ids)
     others = [i.id for i in invites if i.id not in exported]
     if not others:

@@ -32,7 +32,7 @@ from reconciler.desired.state import (
     select_invites,
 )
 from reconciler.errors import FileProblem, ReconcilerError
-from reconciler.output.color import echo_err, echo_problem
+from reconciler.output.console import echo_err, echo_problem
 from reconciler.output.github import (
     GITHUB_ANNOTATIONS,
     emit,

@@ -16,12 +16,11 @@ from reconciler.api.capacity import Limiter, capacity_for
 from reconciler.api.client import ApiClient, read_current
 from reconciler.api.concurrency import ordered_map
 from reconciler.api.exceptions import ApiError
-from reconciler.apply.interrupt import GracefulInterrupt
-from reconciler.apply.recheck import saved_plan_state
+from reconciler.apply.applier import GracefulInterrupt, saved_plan_state
 from reconciler.desired.state import DesiredState
 from reconciler.errors import ReconcilerError
 from reconciler.model.invite import CurrentInvite, DesiredInvite, Outcome
-from reconciler.output.color import echo_err
+from reconciler.output.console import echo_err
 from reconciler.output.progress import Progress
 from reconciler.plan.make import make_plan
 from reconciler.plan.model import Plan

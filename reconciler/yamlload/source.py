@@ -31,9 +31,17 @@ import yaml
 
 from reconciler.errors import FileProblem
 from reconciler.safetext import escape
-from reconciler.yamlload.builder import DEPTH_LIMIT, Builder, Fatal, Item, ItemHook, Parser
-from reconciler.yamlload.comments import suspect
-from reconciler.yamlload.positions import Lines, Located, Mark
+from reconciler.yamlload.builder import (
+    DEPTH_LIMIT,
+    Builder,
+    Fatal,
+    Item,
+    ItemHook,
+    Lines,
+    Located,
+    Mark,
+    Parser,
+)
 
 __all__ = [
     "NO_LIST",
@@ -269,22 +277,28 @@ def _syntax_problem(exc: yaml.MarkedYAMLError, text: str, path: str) -> FileProb
     """What a syntax error says to the person who wrote the file: where to look (where a
     bracket or quote opened, where a key began), the usual cause in words, a tab or a
     space left out named as such."""
-    context = exc.context or ""
-    # An unclosed bracket or quote is best shown where it was opened, a key without
-    # its `:` where the key begins (libyaml notices only on a later line).
-    opened = any(words in context for words in ("flow", "quoted", "simple key"))
-    mark = (exc.context_mark if opened else None) or exc.problem_mark or exc.context_mark
-    where = Mark(mark.line + 1, mark.column + 1) if mark else Mark(1, 1)
+    if exc.problem_mark is not None and _char_at(text, exc.problem_mark) == "\t":
+        line, column = exc.problem_mark.line + 1, exc.problem_mark.column + 1
+        return FileProblem(
+            path, line, column, "a tab character here; YAML must be indented with spaces"
+        )
+    where = _syntax_mark(exc)
     problem = " ".join(p for p in (exc.context, exc.problem) if p) or "invalid YAML"
     hint = _glued_hint(text, where.line) or next(
         (h for words, h in _SYNTAX_HINTS if words in problem), None
     )
     if hint:
         problem += f" ({hint})"
-    if exc.problem_mark is not None and _char_at(text, exc.problem_mark) == "\t":
-        where = Mark(exc.problem_mark.line + 1, exc.problem_mark.column + 1)
-        problem = "a tab character here; YAML must be indented with spaces"
     return FileProblem(path, where.line, where.column, problem)
+
+
+def _syntax_mark(exc: yaml.MarkedYAMLError) -> Mark:
+    """An unclosed bracket or quote is best shown where it was opened, a key without
+    its `:` where the key begins (libyaml notices only on a later line)."""
+    context = exc.context or ""
+    opened = any(words in context for words in ("flow", "quoted", "simple key"))
+    mark = (exc.context_mark if opened else None) or exc.problem_mark or exc.context_mark
+    return Mark(mark.line + 1, mark.column + 1) if mark else Mark(1, 1)
 
 
 # PyYAML's wording for common hand-writing mistakes, and what usually causes them.
@@ -377,3 +391,71 @@ def to_plain(value: Any) -> Any:
     if isinstance(value, list):
         return [to_plain(item) for item in value]
     return value
+
+
+# A plain value cut short by a comment: `name: Store #12` is the name `Store`.
+#
+# YAML starts a comment at a `#` after a space, in a value as anywhere: the value ends before it,
+# with no error. Almost always a `#` right before other text (`#12`, `#1 SARL`) was meant as part
+# of the value, and the plan would then propose the shortened value. Found here as libyaml reads
+# it: only plain values (a quoted one keeps its `#`), on the value's own line.
+#
+# Looked for in a file only when its bytes hold ` #` right before something that is not a space
+# (``suspect``): almost no file does, and those are parsed once more.
+
+# A space (or tab) then `#` then not a space: the start of such a comment, anywhere. Written
+# `#` first, so the search goes from `#` to `#` instead of trying each space of the file.
+SUSPECT = re.compile(rb"#(?<=[ \t]#)[^\s#]")
+_AFTER_VALUE = re.compile(r"[ \t]+(#\S.*)")
+_SHOWN = 80  # characters of the value and comment quoted
+
+
+class CutValue(NamedTuple):
+    """A plain value followed on its line by a comment starting right before text."""
+
+    line: int  # 1-based, of the `#`
+    column: int
+    value: str  # what YAML reads
+    written: str  # the value and the comment as written, to be quoted if meant as one
+
+
+def suspect(data: bytes) -> bool:
+    """Whether ``data`` holds the start of a comment right before text (`` #12``)."""
+    return SUSPECT.search(data) is not None
+
+
+def _cut_value(event: yaml.Event, lines: list[str]) -> CutValue | None:
+    """The plain value of ``event``, when a comment on its line cuts it short."""
+    if not isinstance(event, yaml.ScalarEvent) or event.style or not event.value:
+        return None
+    start, end = event.start_mark, event.end_mark
+    if start is None or end is None or end.line >= len(lines) or start.line != end.line:
+        return None  # a plain value over several lines: its comment is on the last
+    line = lines[end.line]
+    after = _AFTER_VALUE.match(line, end.column)
+    if after is None:
+        return None
+    written = line[start.column : after.end()].rstrip()
+    if len(written) > _SHOWN:
+        written = written[:_SHOWN] + "…"
+    return CutValue(end.line + 1, after.start(1) + 1, event.value, written)
+
+
+def cut_values(text: str, most: int = 100) -> list[CutValue]:
+    """The plain values of ``text`` (YAML that parsed) that a comment cuts short, the
+    first ``most`` of them: a file of a million is refused for its first few."""
+    lines = text.split("\n")
+    found = []
+    loader = Parser(text)
+    try:
+        while (event := loader.get_event()) is not None:
+            cut = _cut_value(event, lines)
+            if cut is not None:
+                found.append(cut)
+                if len(found) >= most:
+                    break
+    except yaml.YAMLError:
+        return found  # the loader reported the file's own problem already
+    finally:
+        loader.dispose()
+    return found

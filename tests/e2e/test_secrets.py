@@ -32,8 +32,7 @@ from support.daemon import free_port
 from support.helpers import clean_env, sandbox_env
 
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox, SandboxOptions
-from reconciler.sandbox.app import SandboxApp
-from reconciler.sandbox.wire import Response
+from reconciler.sandbox.app import Response, SandboxApp
 
 pytestmark = pytest.mark.e2e
 

@@ -11,7 +11,7 @@ import pytest
 
 from reconciler.desired.state import load_text
 from reconciler.errors import ReconcilerError
-from reconciler.yamlload.positions import Lines
+from reconciler.yamlload.builder import Lines
 from reconciler.yamlload.source import Delivery, stream
 
 EditSchema = Callable[..., None]

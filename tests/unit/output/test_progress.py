@@ -15,7 +15,7 @@ from support.helpers import EXAMPLES, clean_env
 
 from reconciler.cli import main
 from reconciler.errors import FileProblem
-from reconciler.output.color import use_color
+from reconciler.output.console import use_color
 from reconciler.output.github import (
     error_command,
     escape_property,

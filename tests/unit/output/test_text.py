@@ -11,8 +11,7 @@ from support.values import held, typed
 from reconciler.api.exceptions import PreconditionFailed
 from reconciler.apply.applier import ApplyReport, ChangeResult, ResendOutcome, WriteOutcome
 from reconciler.model.invite import SourceLocation
-from reconciler.output.common import summary_line
-from reconciler.output.json import JsonRenderer
+from reconciler.output import JsonRenderer, summary_line
 from reconciler.output.markdown import MarkdownRenderer
 from reconciler.output.text import TextRenderer
 from reconciler.plan.model import FailedInvite, InviteChange, NotUpdatable, Plan

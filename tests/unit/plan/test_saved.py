@@ -22,7 +22,7 @@ from support.values import held, typed, value
 
 import reconciler.plan.saved
 from reconciler.api.exceptions import NotFound
-from reconciler.apply.recheck import find_drift, saved_plan_state
+from reconciler.apply.applier import find_drift, saved_plan_state
 from reconciler.errors import ReconcilerError
 from reconciler.files import write_output as write_text_replacing
 from reconciler.model.invite import (
@@ -35,21 +35,27 @@ from reconciler.model.invite import (
     SourceLocation,
     field_kinds,
 )
-from reconciler.output.json import JsonRenderer
+from reconciler.output import JsonRenderer
 from reconciler.plan import saved
 from reconciler.plan.model import FailedInvite, InviteChange, NotUpdatable, OutsideChange, Plan
 from reconciler.plan.saved import (
+    SignatureCheck,
+    canonical_bytes,
+    check,
+    document_chunks,
+    document_json,
     document_parts,
     load_plan,
     load_signed_plan,
+    loads_bounded,
     plan_digest,
     plan_from_document,
+    read_bounded_text,
     save_plan,
     sign_plan,
+    signature_for,
     to_document,
 )
-from reconciler.plan.signature import SignatureCheck, canonical_bytes, check, signature_for
-from reconciler.plan.streamedjson import document_chunks, document_json
 from reconciler.safetext import NON_ASCII_UNSAFE, escape, register_secret
 from reconciler.stop import Stop
 
@@ -1137,3 +1143,266 @@ def test_a_failed_invites_message_and_request_id_are_saved_redacted():
     )
     (error,) = to_document(plan)["errors"]
     assert (error["message"], error["request_id"]) == ("HTTP 400: [redacted]", "[redacted]")
+
+
+# Reading a JSON file from outside (a saved plan): size, UTF-8, depth, keys.
+
+WHAT = "a plan file"
+
+
+def json_refusal(text: str, max_depth: int = 3, path: str = "plan.json") -> str:
+    with pytest.raises(ReconcilerError) as refused:
+        loads_bounded(text, path, max_depth, WHAT)
+    return str(refused.value)
+
+
+def test_a_file_of_exactly_the_limit_is_read_and_one_byte_more_is_not(tmp_path: Path) -> None:
+    plan = tmp_path / "plan.json"
+    plan.write_bytes(b"[" + b" " * 998 + b"]")
+    assert read_bounded_text(str(plan), 1000, WHAT) == "[" + " " * 998 + "]"
+    plan.write_bytes(b"[" + b" " * 999 + b"]")
+    with pytest.raises(ReconcilerError) as refused:
+        read_bounded_text(str(plan), 1000, WHAT)
+    assert str(refused.value) == f"{plan}: larger than 1,000 bytes: too large for a plan file"
+
+
+def test_a_limit_of_whole_mebibytes_is_said_in_mib(tmp_path: Path) -> None:
+    plan = tmp_path / "plan.json"
+    plan.write_bytes(b" " * (1048576 + 1))
+    with pytest.raises(ReconcilerError, match=r": larger than 1 MiB: too large for a plan file$"):
+        read_bounded_text(str(plan), 1048576, WHAT)
+
+
+def test_a_fifo_or_device_is_refused_before_a_byte_is_read(tmp_path: Path) -> None:
+    # `apply --plan FIFO` with no writer would block for ever; /dev/zero never ends.
+    fifo = tmp_path / "plan.json"
+    os.mkfifo(fifo)
+    with pytest.raises(ReconcilerError) as refused:
+        read_bounded_text(str(fifo), 1000, WHAT)
+    assert str(refused.value) == (
+        f"{fifo}: cannot read a plan file: it is a FIFO (named pipe), not a regular file"
+    )
+    with pytest.raises(ReconcilerError, match=r"^/dev/zero: .* it is a device, not a regular"):
+        read_bounded_text("/dev/zero", 1000, WHAT)
+
+
+def test_a_file_that_is_not_utf8_is_not_a_plan(tmp_path: Path) -> None:
+    plan = tmp_path / "plan.json"
+    plan.write_bytes(b'{"name": "Caf\xe9"}')
+    with pytest.raises(ReconcilerError) as refused:
+        read_bounded_text(str(plan), 1000, WHAT)
+    assert str(refused.value) == f"{plan}: not a plan file (not UTF-8 text)"
+
+
+def test_a_missing_file_says_why_it_cannot_be_read(tmp_path: Path) -> None:
+    missing = tmp_path / "gone.json"
+    with pytest.raises(ReconcilerError) as refused:
+        read_bounded_text(str(missing), 1000, WHAT)
+    assert str(refused.value) == f"{missing}: cannot read a plan file: No such file or directory"
+
+
+def test_a_file_name_with_control_characters_is_shown_escaped(tmp_path: Path) -> None:
+    message = json_refusal("[", path="evil\x1b]0;PWNED\x07.json")
+    assert "\x1b" not in message and "\x07" not in message
+    assert message.startswith("evil\\x1b]0;PWNED\\x07.json:")
+
+
+def test_nesting_up_to_the_limit_is_read() -> None:
+    assert loads_bounded('{"a": [[1]], "b": [[2], {"c": 3}]}', "plan.json", 3, WHAT) == {
+        "a": [[1]],
+        "b": [[2], {"c": 3}],
+    }
+
+
+def test_many_brackets_side_by_side_are_not_depth() -> None:
+    text = "[" + ",".join(["[[]]"] * 500) + "]"
+    assert len(loads_bounded(text, "plan.json", 3, WHAT)) == 500
+
+
+def test_one_level_past_the_limit_is_refused_at_its_bracket() -> None:
+    text = '{\n  "changes": [\n    {"patch": {"groups": [\n'
+    assert json_refusal(text + "]}}]}", max_depth=3) == (
+        "plan.json:3:15: nested too deeply (limit 3)"
+    )
+
+
+def test_closed_brackets_no_longer_count_towards_depth() -> None:
+    assert loads_bounded("[[[]], [[1]], {}]", "plan.json", 3, WHAT) == [[[]], [[1]], {}]
+    # Depth 3 closed, then depth 4: refused where the fourth level opens.
+    assert (
+        json_refusal("[[[]], [[[1]]]]", max_depth=3)
+        == "plan.json:1:10: nested too deeply (limit 3)"
+    )
+
+
+def test_the_position_follows_depth_down_and_up_again() -> None:
+    # Depth 4, down to 2, then up past 4: refused at the bracket that makes 5.
+    assert (
+        json_refusal("[[[[]], [[[1]]]]]", max_depth=4)
+        == "plan.json:1:11: nested too deeply (limit 4)"
+    )
+
+
+def test_a_leading_blank_line_counts_in_the_position() -> None:
+    assert json_refusal("\n[[[[1]]]]", max_depth=3) == "plan.json:2:4: nested too deeply (limit 3)"
+
+
+def test_depth_is_refused_before_json_is_parsed() -> None:
+    # json.loads would recurse once per level and could crash the interpreter;
+    # a truncated document this deep is refused for its depth, not its syntax.
+    assert (
+        json_refusal("[" * 100_000, max_depth=64) == "plan.json:1:65: nested too deeply (limit 64)"
+    )
+
+
+def test_brackets_inside_strings_are_text_not_nesting() -> None:
+    name = 'Acme [[[{{{ \\"quoted [[[ \\" }}}'
+    text = f'{{"name": "{name}", "groups": ["a[", "]]]]b"]}}'
+    assert loads_bounded(text, "plan.json", 2, WHAT)["groups"] == ["a[", "]]]]b"]
+
+
+def test_after_a_string_with_brackets_the_deep_bracket_is_still_found() -> None:
+    text = '["[[[[", "\\"[[", [[[1]]]]'
+    assert json_refusal(text, max_depth=3) == "plan.json:1:20: nested too deeply (limit 3)"
+
+
+def test_invalid_json_names_line_and_column() -> None:
+    assert json_refusal('{\n  "a": 1,\n  "b": }') == (
+        "plan.json:3:8: not a plan file (invalid JSON: Expecting value)"
+    )
+
+
+def test_a_key_written_twice_is_refused_whatever_the_values() -> None:
+    assert json_refusal('{"changes": [], "changes": []}') == (
+        'plan.json: not a plan file (key "changes" appears twice)'
+    )
+
+
+def test_a_key_written_twice_is_named_escaped() -> None:
+    message = json_refusal('{"a": {"\\u001b[31mred": 1, "\\u001b[31mred": 2}}')
+    assert "\x1b" not in message
+    assert message == 'plan.json: not a plan file (key "\\u001b[31mred" appears twice)'
+
+
+def test_a_key_written_twice_is_named_as_written() -> None:
+    assert json_refusal('{"Müller": 1, "Müller": 2}') == (
+        'plan.json: not a plan file (key "Müller" appears twice)'
+    )
+
+
+def test_the_same_key_in_two_objects_is_fine() -> None:
+    assert loads_bounded('[{"id": 1}, {"id": 2}]', "plan.json", 3, WHAT) == [{"id": 1}, {"id": 2}]
+
+
+def test_a_number_python_refuses_to_convert_is_a_clear_error() -> None:
+    assert json_refusal("[" + "1" * 5000 + "]") == "plan.json: not a plan file (ValueError)"
+
+
+# Plan signatures: HMAC-SHA256 over canonical JSON, keyed by a key derived from the secret.
+
+SECRET = "s3cr3t-for-the-plan-job"
+DOCUMENT: dict[str, Any] = {
+    "format_version": 2,
+    "created_at": "2026-11-22T10:00:00.000Z",
+    "base_url": "https://api.example.com",
+    "max_changes": 20,
+    "changes": [
+        {
+            "id": "inv_8f2k1",
+            "name": "Müller & Söhne GmbH",
+            "source": "invites/acme.yaml:3",
+            "before": {"email": "old@acme.example"},
+            "after": {"email": "new@acme.example"},
+            "patch": {"email": "new@acme.example"},
+            "resend": False,
+        }
+    ],
+    "not_updatable": [],
+    "errors": [],
+    "summary": {"update": 1, "unchanged": 12, "error": 0},
+}
+
+
+def signed(document: dict, secret: str = SECRET) -> dict:
+    return {**document, "signature": signature_for(document, secret)}
+
+
+def test_the_signature_is_the_documented_hmac_of_the_canonical_json():
+    key = hmac.new(SECRET.encode(), b"invite-reconciler plan v1", hashlib.sha256).digest()
+    canonical = json.dumps(DOCUMENT, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    expected = hmac.new(key, canonical.encode("utf-8"), hashlib.sha256).hexdigest()
+    assert signature_for(DOCUMENT, SECRET) == f"hmac-sha256:{expected}"
+    assert canonical_bytes(signed(DOCUMENT)) == canonical.encode("utf-8")
+    assert "Müller".encode() in canonical_bytes(DOCUMENT)  # UTF-8, not \u escapes
+
+
+def test_a_signed_plan_verifies_only_with_the_same_secret():
+    document = signed(DOCUMENT)
+    assert re.fullmatch(r"hmac-sha256:[0-9a-f]{64}", document["signature"])
+    assert check(document, SECRET) == SignatureCheck.VALID
+    assert check(document, SECRET + "x") == SignatureCheck.INVALID
+    # Key order and whitespace in the file do not matter; values do.
+    reordered = json.loads(json.dumps(dict(reversed(list(document.items()))), indent=4))
+    assert check(reordered, SECRET) == SignatureCheck.VALID
+
+
+def test_any_edit_breaks_the_signature():
+    edits = [
+        lambda d: d["changes"][0]["patch"].update(email="evil@attacker.example"),
+        lambda d: d["changes"][0].update(resend=True),
+        lambda d: d["changes"].append(copy.deepcopy(d["changes"][0])),
+        lambda d: d["changes"][0].update(id="inv_other"),
+        lambda d: d.update(max_changes=None),
+        lambda d: d.update(base_url="https://api.example.com/"),
+        lambda d: d["summary"].update(unchanged=13),
+    ]
+    for edit in edits:
+        # A deep copy: an edit must not reach DOCUMENT, or a later run in this process
+        # (mutmut runs pytest several times in one) would sign the edited form.
+        document = signed(copy.deepcopy(DOCUMENT))
+        edit(document)
+        assert check(document, SECRET) == SignatureCheck.INVALID
+
+
+def test_unsigned_and_oddly_signed_plans_are_told_apart():
+    assert check(DOCUMENT, SECRET) == SignatureCheck.UNSIGNED
+    assert check({**DOCUMENT, "signature": ""}, SECRET) == SignatureCheck.UNSIGNED
+    assert check({**DOCUMENT, "signature": 7}, SECRET) == SignatureCheck.UNSIGNED
+    assert check({**DOCUMENT, "signature": "hmac-sha256:ŧ\udcff"}, SECRET) == "invalid"
+
+
+def test_neither_the_secret_nor_the_key_is_in_the_signed_plan():
+    key = hmac.new(SECRET.encode(), b"invite-reconciler plan v1", hashlib.sha256).hexdigest()
+    text = json.dumps(signed(DOCUMENT))
+    assert SECRET not in text and key not in text
+
+
+def test_what_is_signed_is_what_a_reader_parses():
+    # Tuples and non-string keys become lists and strings in the file: sign that form.
+    document = {**DOCUMENT, "extra": (1, 2), "odd": {10: "a", 9: "b"}}
+    on_disk = json.loads(json.dumps(signed(document)))
+    assert check(on_disk, SECRET) == SignatureCheck.VALID
+
+
+def test_signing_field_by_field_agrees_with_the_check_even_with_no_fields():
+    # Plans are signed as they stream, field by field; apply checks the parsed file.
+    assert check({"signature": signature_for([], SECRET)}, SECRET) == SignatureCheck.VALID
+    pairs = iter([("summary", {"update": 0}), ("changes", iter([]))])
+    document = {"summary": {"update": 0}, "changes": []}
+    assert check({**document, "signature": signature_for(pairs, SECRET)}, SECRET) == "valid"
+
+
+def test_a_lone_surrogate_sent_by_a_server_is_signed_and_checked():
+    # JSON's "\\ud800" parses to a lone surrogate, which UTF-8 cannot encode as is.
+    document = copy.deepcopy(DOCUMENT)
+    document["changes"][0]["before"]["email"] = "old\ud800@acme.example"
+    on_disk = json.loads(json.dumps(signed(document)))
+    assert check(on_disk, SECRET) == SignatureCheck.VALID
+    on_disk["changes"][0]["before"]["email"] = "old\udfff@acme.example"
+    assert check(on_disk, SECRET) == SignatureCheck.INVALID
+
+
+def test_a_nan_in_a_read_document_does_not_verify_and_is_no_crash():
+    # json.loads reads NaN; nothing this tool signs holds one (signing refuses it).
+    document = {**signed(DOCUMENT), "max_changes": float("nan")}
+    assert check(document, SECRET) == SignatureCheck.INVALID

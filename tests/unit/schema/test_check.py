@@ -16,7 +16,7 @@ import pytest
 
 from reconciler.desired.state import load_text
 from reconciler.schema.check import conforms, format_checker, invite_validators
-from reconciler.schema.emails import is_email
+from reconciler.schema.messages import is_email
 
 
 @pytest.fixture

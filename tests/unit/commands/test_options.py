@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from support.fake_platform import FakePlatform, reconcile, write_invites
 
-from reconciler.commands.confirm import confirm
+from reconciler.commands.options import confirm
 from reconciler.errors import ReconcilerError
 
 

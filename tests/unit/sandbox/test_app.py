@@ -9,9 +9,8 @@ from pathlib import Path
 import pytest
 
 from reconciler.errors import ReconcilerError
-from reconciler.sandbox import state
-from reconciler.sandbox.state import InviteStore, load_state_file
-from reconciler.sandbox.wire import NotPending
+from reconciler.sandbox import app
+from reconciler.sandbox.app import InviteStore, NotPending, load_state_file
 
 
 @pytest.mark.parametrize("status", ["pending", "PENDING", "Pending"])
@@ -61,7 +60,7 @@ def test_a_state_file_that_is_no_regular_file_is_refused_at_once(
 def test_a_state_file_past_the_bound_is_refused_without_reading_it_whole(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(state, "MAX_STATE_BYTES", 100)
+    monkeypatch.setattr(app, "MAX_STATE_BYTES", 100)
     path = tmp_path / "state.yaml"
     path.write_text("invites:\n" + "  - {id: inv_1}\n" * 20, encoding="utf-8")
     with pytest.raises(ReconcilerError, match="larger than 100 bytes"):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from reconciler.model.invite import SourceLocation
-from reconciler.output.failures import what_to_do
+from reconciler.output.console import what_to_do
 
 
 @pytest.mark.parametrize(
