@@ -12,6 +12,7 @@ from reconciler.errors import ConfigError
 from reconciler.files import read_regular
 from reconciler.output.comment import (
     ADOPT_BRANCH,
+    CommentError,
     MARKER,
     TOKEN_ENV,
     body,
@@ -77,7 +78,10 @@ def comment(
         raise ConfigError("give --exitcode (the plan's) or --validate-failed")
     place = place_from_env()
     plan = _text(markdown) if markdown else ""
-    done = post(place, body(place, plan, exitcode, validate_failed=validate_failed))
+    try:
+        done = post(place, body(place, plan, exitcode, validate_failed=validate_failed))
+    except CommentError as error:
+        raise CommentError(f"could not post the plan comment: {error}") from None
     click.echo(f"The plan comment ({MARKER}) is {done}.")
     return 0
 
@@ -98,6 +102,10 @@ def _propose(summary: str, files: tuple[str, ...]) -> int:
         raise ConfigError("--adopt-summary needs the files adopt changed (git diff --name-only)")
     place = place_from_env(pull=False)
     base = os.environ.get("CI_DEFAULT_BRANCH") or "main"
-    done = propose_adopted(place, {f: _text(f, missing_ok=False) for f in files}, _text(summary), base)
+    adopted = {f: _text(f, missing_ok=False) for f in files}
+    try:
+        done = propose_adopted(place, adopted, _text(summary), base)
+    except CommentError as error:
+        raise CommentError(f"could not propose the adopted values: {error}") from None
     click.echo(f"Proposed the adopted values on the branch {ADOPT_BRANCH}: merge request {done}.")
     return 0
