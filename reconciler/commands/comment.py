@@ -12,9 +12,9 @@ from reconciler.errors import ConfigError
 from reconciler.files import read_regular
 from reconciler.output.comment import (
     ADOPT_BRANCH,
-    CommentError,
     MARKER,
     TOKEN_ENV,
+    CommentError,
     body,
     place_from_env,
     post,
