@@ -33,7 +33,9 @@ class FakeForge(ThreadingHTTPServer):
 
     def github_env(self, tmp: Any, token: str = "gh-token") -> dict[str, str]:
         event = tmp / "event.json"
-        event.write_text(json.dumps({"pull_request": {"number": 7, "head": {"sha": "0123abc" * 6}}}))
+        event.write_text(
+            json.dumps({"pull_request": {"number": 7, "head": {"sha": "0123abc" * 6}}})
+        )
         return {
             "GITHUB_API_URL": self.url,
             "GITHUB_REPOSITORY": "org/invites",
@@ -106,7 +108,9 @@ class Handler(BaseHTTPRequestHandler):
         if self.failed():
             return
         if path in (GITHUB_COMMENTS, GITLAB_NOTES):
-            author = {"user": {"type": "Bot"}} if path == GITHUB_COMMENTS else {"author": {"id": ME}}
+            author = (
+                {"user": {"type": "Bot"}} if path == GITHUB_COMMENTS else {"author": {"id": ME}}
+            )
             comment = {"id": 100 + len(self.server.comments), "body": body["body"], **author}
             self.server.comments.append(comment)
             self.answer(201, comment)

@@ -132,7 +132,9 @@ def test_only_the_cis_api_over_https_or_loopback_and_only_a_pull_request(tmp_pat
     env = github_env(tmp_path)
     with pytest.raises(ConfigError, match="GITHUB_API_URL: .* use https://"):
         place_from_env(env | {"GITHUB_API_URL": "http://api.github.example"})
-    assert place_from_env(env | {"GITHUB_API_URL": "http://127.0.0.1:8/"}).api == "http://127.0.0.1:8"
+    assert (
+        place_from_env(env | {"GITHUB_API_URL": "http://127.0.0.1:8/"}).api == "http://127.0.0.1:8"
+    )
     (tmp_path / "event.json").write_text('{"push": {}}')
     with pytest.raises(ConfigError, match="no pull request"):
         place_from_env(env)
