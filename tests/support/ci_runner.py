@@ -67,6 +67,7 @@ def evaluate(expr: str, ctx: dict[str, Any], failed: bool = False) -> Any:
 def interpolate(value: Any, ctx: dict[str, Any]) -> str:
     if isinstance(value, bool):  # YAML's true, as the runner passes it on: "true"
         return "true" if value else "false"
+
     def one(match: re.Match[str]) -> str:
         result = evaluate(match[1], ctx)
         return "true" if result is True else "false" if result is False else str(result)

@@ -130,7 +130,7 @@ def test_a_refused_call_says_status_and_message_escaped_never_the_token(tmp_path
 
 def test_only_the_cis_api_over_https_or_loopback_and_only_a_pull_request(tmp_path: Path) -> None:
     env = github_env(tmp_path)
-    with pytest.raises(ConfigError, match="GITHUB_API_URL: .* use https://"):
+    with pytest.raises(ConfigError, match=r"GITHUB_API_URL: .* use https://"):
         place_from_env(env | {"GITHUB_API_URL": "http://api.github.example"})
     assert (
         place_from_env(env | {"GITHUB_API_URL": "http://127.0.0.1:8/"}).api == "http://127.0.0.1:8"
