@@ -187,6 +187,13 @@ def test_github_pr_plan_reads_only_what_the_pr_changed(repo: Repo, installed: Pa
     results = github_job(repo, installed, "plan", event_name="pull_request")
     failed, text = outcome(results)
     assert failed and step_outputs(results, "Plan the invites")["exitcode"] == "1"
+    # ONE sticky comment, posted by the real CLI to the fake GitHub API, edited since.
+    (mine,) = repo.forge.mine()
+    assert "failed (exit 1)" in mine["body"] and "actions/runs/42" in mine["body"]
+    assert {r[2] for r in repo.forge.requests} == {f"Bearer {JOB_TOKEN}"}
+    assert ("PATCH", f"/repos/org/invites/issues/comments/{mine['id']}") in [
+        r[:2] for r in repo.forge.requests
+    ]
     # Annotated at the entry, on the pull request's line.
     assert "::error file=invites/zz-new.yaml,line=2,title=inv_not_on_the_platform::" in text
     # The action showed the plan fenced: stop-commands with a token, then the token.
@@ -200,6 +207,8 @@ def test_github_validation_errors_are_annotated_on_their_lines(repo: Repo, insta
     assert failed
     assert "::error file=invites/emea.yaml,line=" in text
     assert repo.server.stats.total == 0
+    (mine,) = repo.forge.mine()
+    assert "Validation failed: no plan was made" in mine["body"]
 
 
 def test_github_merge_applies_what_it_changed_then_drift_and_full_apply(
