@@ -37,6 +37,7 @@ COMMANDS = (
     "plan",
     "apply",
     "applied",
+    "comment",
     "show",
     "export",
     "adopt",
@@ -54,6 +55,7 @@ EXAMPLES = {
     "reconcile apply --plan plan.json",
     "applied": "reconcile applied show\n"
     "reconcile apply --auto-approve --changed-since-applied && reconcile applied advance HEAD",
+    "comment": "reconcile comment --markdown plan.md --exitcode 2",
     "show": "reconcile show plan.json --format markdown",
     "export": "reconcile export inv_8f2k1 inv_3m9q7 --out invites/acme.yaml",
     "adopt": "reconcile adopt invites/ --target inv_8f2k1",

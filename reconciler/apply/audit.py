@@ -233,7 +233,7 @@ class AuditLog(NoAuditLog):
 
 
 class AttemptRecorder:
-    """The audit records of one write's attempts (``api.http.exchange.AttemptWatch``): an
+    """The audit records of one write's attempts (``api.exchange.AttemptWatch``): an
     attempt line on disk before each attempt leaves, retries included, and an outcome line
     for each that failed. A successful attempt's outcome is the caller's (``settle``), once
     it has checked the answer.

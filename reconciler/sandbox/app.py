@@ -413,6 +413,9 @@ class SandboxOptions:
     ignore: tuple[str, ...] = ()
     etags: bool = False
     patch_data: bool = True
+    # More clients, (id, secret) pairs, each granted the read scope only: a token request
+    # of one for more is refused (the read-only client of a CI recipe's pull requests).
+    read_only_clients: tuple[tuple[str, str], ...] = ()
 
 
 def _patch_validator() -> Draft202012Validator:
@@ -540,11 +543,15 @@ class SandboxApp:
     # -- endpoints ------------------------------------------------------------
 
     def _issue_token(self, request: Request) -> Response:
-        form = _token_form(request)
-        scopes = form.get("scope", "").split() or list(KNOWN_SCOPES)
+        form = _token_form(request, self.options.read_only_clients)
+        read_only = (form["client_id"], form["client_secret"]) in self.options.read_only_clients
+        granted = [READ_SCOPE] if read_only else list(KNOWN_SCOPES)
+        scopes = form.get("scope", "").split() or granted
         unknown = [s for s in scopes if s not in KNOWN_SCOPES]
         if unknown:
             raise BadRequest(f"unknown scope: {' '.join(unknown)}")
+        if not set(scopes) <= set(granted):
+            raise BadRequest(f"scope not granted to this client: {' '.join(scopes)}")
         ttl = self.options.token_ttl
         token = self.tokens.issue(form["client_id"], scopes, ttl)
         said = self.options.token_expires_in
@@ -615,18 +622,16 @@ ROUTES: dict[tuple[str, str], tuple[str, Handler]] = {
 }
 
 
-def _token_form(request: Request) -> dict[str, str]:
+def _token_form(request: Request, more: tuple[tuple[str, str], ...] = ()) -> dict[str, str]:
     """A token request's form, refused unless it is a client-credentials grant of the
-    sandbox's client."""
+    sandbox's client (or one of ``more``)."""
     if "application/x-www-form-urlencoded" not in request.headers.get("Content-Type", ""):
         raise BadRequest("token request must be form-encoded")
     form = {k: v[0] for k, v in parse_qs(request.body.decode("utf-8", "replace")).items()}
     if form.get("grant_type") != "client_credentials":
         raise BadRequest("grant_type must be client_credentials")
-    if (
-        form.get("client_id") != SANDBOX_CLIENT_ID
-        or form.get("client_secret") != SANDBOX_CLIENT_SECRET
-    ):
+    pair = (form.get("client_id", ""), form.get("client_secret", ""))
+    if pair != (SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET) and pair not in more:
         raise Unauthorized("invalid client credentials")
     return form
 

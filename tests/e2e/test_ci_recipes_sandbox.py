@@ -10,13 +10,14 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from support.ci_recipes import EXAMPLE_INVITES, GITHUB, gitlab_job_script, run_shell, shell_env
 from support.ci_runner import Runner, StepResult, base_env, load
+from support.fake_forge import FakeForge, fake_forge
 
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox
 
@@ -26,6 +27,22 @@ pytestmark = [
     pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed"),
 ]
 PYTHON_BIN = Path(sys.executable).parent  # a python3 of 3.11 or newer, for the action's venv
+# Two clients, as the recipes' setup asks: the read-only one (pull requests, drift) is the
+# repository's; the write one is the `production` environment's (apply), and overrides it.
+READ_ID, READ_SECRET = "ci-read-only-client", "ci-read-only-secret"
+JOB_TOKEN = "ghs_the-jobs-token"
+
+
+def clients(job: str, base_url: str) -> tuple[dict[str, str], dict[str, str]]:
+    """The vars and secrets a GitHub job sees: the environment's over the repository's."""
+    production = load(GITHUB)["jobs"][job].get("environment") == "production"
+    client_id, secret = (
+        (SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET) if production else (READ_ID, READ_SECRET)
+    )
+    return (
+        {"RECONCILER_BASE_URL": base_url, "RECONCILER_CLIENT_ID": client_id},
+        {"RECONCILER_CLIENT_SECRET": secret},
+    )
 
 
 def git(repo: Path, *args: str) -> str:
@@ -87,9 +104,10 @@ def installed(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
 class Repo:
     """A repository of invites (the examples) with its history, and a sandbox to plan against."""
 
-    def __init__(self, root: Path, server: Sandbox) -> None:
+    def __init__(self, root: Path, server: Sandbox, forge: FakeForge) -> None:
         self.work = root / "repo"
         self.server = server
+        self.forge = forge  # GitHub's and GitLab's API, for the plan comment
         shutil.copytree(EXAMPLE_INVITES, self.work / "invites")
         git(self.work, "init", "-q", "-b", "main")
         self.first = self.commit("the example invites")
@@ -114,22 +132,19 @@ class Repo:
 
 
 @pytest.fixture
-def repo(tmp_path: Path, start_sandbox: Callable[..., Sandbox]) -> Repo:
-    return Repo(tmp_path, start_sandbox())
+def repo(tmp_path: Path, start_sandbox: Callable[..., Sandbox]) -> Iterator[Repo]:
+    with fake_forge() as forge:
+        yield Repo(tmp_path, start_sandbox(read_only_clients=((READ_ID, READ_SECRET),)), forge)
 
 
 def github_job(repo: Repo, installed: Path, job: str, **github: Any) -> list[StepResult]:
-    env = base_env(repo.work.parent, PYTHON_BIN)
-    context = {"ref": "refs/heads/main", "base_ref": "main"} | github
+    env = base_env(repo.work.parent, PYTHON_BIN) | repo.forge.github_env(repo.work.parent)
+    context = {"ref": "refs/heads/main", "base_ref": "main", "token": JOB_TOKEN} | github
+    variables, secrets = clients(job, repo.server.url)
     runner = Runner(
-        repo.work,
-        installed,
-        env,
-        context,
-        vars={"RECONCILER_BASE_URL": repo.server.url, "RECONCILER_CLIENT_ID": SANDBOX_CLIENT_ID},
-        secrets={"RECONCILER_CLIENT_SECRET": SANDBOX_CLIENT_SECRET},
+        repo.work, installed, env, context, vars=variables, secrets=secrets,
         inputs=github.pop("inputs", {}),
-    )
+    )  # fmt: skip
     return runner.run_job(load(GITHUB), job)
 
 
@@ -172,6 +187,13 @@ def test_github_pr_plan_reads_only_what_the_pr_changed(repo: Repo, installed: Pa
     results = github_job(repo, installed, "plan", event_name="pull_request")
     failed, text = outcome(results)
     assert failed and step_outputs(results, "Plan the invites")["exitcode"] == "1"
+    # ONE sticky comment, posted by the real CLI to the fake GitHub API, edited since.
+    (mine,) = repo.forge.mine()
+    assert "failed (exit 1)" in mine["body"] and "actions/runs/42" in mine["body"]
+    assert {r[2] for r in repo.forge.requests} == {f"Bearer {JOB_TOKEN}"}
+    assert ("PATCH", f"/repos/org/invites/issues/comments/{mine['id']}") in [
+        r[:2] for r in repo.forge.requests
+    ]
     # Annotated at the entry, on the pull request's line.
     assert "::error file=invites/zz-new.yaml,line=2,title=inv_not_on_the_platform::" in text
     # The action showed the plan fenced: stop-commands with a token, then the token.
@@ -185,6 +207,8 @@ def test_github_validation_errors_are_annotated_on_their_lines(repo: Repo, insta
     assert failed
     assert "::error file=invites/emea.yaml,line=" in text
     assert repo.server.stats.total == 0
+    (mine,) = repo.forge.mine()
+    assert "Validation failed: no plan was made" in mine["body"]
 
 
 def test_github_merge_applies_what_it_changed_then_drift_and_full_apply(
@@ -242,8 +266,8 @@ def gitlab(repo: Repo, installed: Path, job: str, **ci: str) -> subprocess.Compl
     env = shell_env(repo.work.parent, installed / "invite-reconciler" / "bin")
     env |= {
         "RECONCILER_BASE_URL": repo.server.url,
-        "RECONCILER_CLIENT_ID": SANDBOX_CLIENT_ID,
-        "RECONCILER_CLIENT_SECRET": SANDBOX_CLIENT_SECRET,
+        "RECONCILER_CLIENT_ID": READ_ID,
+        "RECONCILER_CLIENT_SECRET": READ_SECRET,
         "RECONCILER_WRITE_CLIENT_ID": SANDBOX_CLIENT_ID,
         "RECONCILER_WRITE_CLIENT_SECRET": SANDBOX_CLIENT_SECRET,
         "NO_COLOR": "1",
@@ -334,21 +358,14 @@ class Loop:
     ) -> list[StepResult]:
         work = work or self.checkout()
         runner_temp = self.installed if work == self.repo.work else self._runner_temp(work)
-        env = base_env(work.parent, PYTHON_BIN)
+        env = base_env(work.parent, PYTHON_BIN) | self.repo.forge.github_env(work.parent)
         (work.parent / "step_summary").write_text("", encoding="utf-8")
+        variables, secrets = clients(job, base_url or self.repo.server.url)
+        context = {"ref": "refs/heads/main", "base_ref": "main", "token": JOB_TOKEN}
         runner = Runner(
-            work,
-            runner_temp,
-            env,
-            {"ref": "refs/heads/main", "base_ref": "main", "sha": git(work, "rev-parse", "HEAD")}
-            | github,
-            vars={
-                "RECONCILER_BASE_URL": base_url or self.repo.server.url,
-                "RECONCILER_CLIENT_ID": SANDBOX_CLIENT_ID,
-            },
-            secrets={"RECONCILER_CLIENT_SECRET": SANDBOX_CLIENT_SECRET},
-            inputs=github.pop("inputs", {}),
-        )
+            work, runner_temp, env, context | {"sha": git(work, "rev-parse", "HEAD")} | github,
+            vars=variables, secrets=secrets, inputs=github.pop("inputs", {}),
+        )  # fmt: skip
         return runner.run_job(load(GITHUB), job)
 
     def _runner_temp(self, work: Path) -> Path:

@@ -65,6 +65,9 @@ def evaluate(expr: str, ctx: dict[str, Any], failed: bool = False) -> Any:
 
 
 def interpolate(value: Any, ctx: dict[str, Any]) -> str:
+    if isinstance(value, bool):  # YAML's true, as the runner passes it on: "true"
+        return "true" if value else "false"
+
     def one(match: re.Match[str]) -> str:
         result = evaluate(match[1], ctx)
         return "true" if result is True else "false" if result is False else str(result)
@@ -180,7 +183,8 @@ class Runner:
         given = {k: interpolate(v, ctx) for k, v in (step.get("with") or {}).items()}
         unknown = set(given) - set(action["inputs"])
         assert not unknown, f"step {name}: the action has no input {unknown}"
-        inputs = {k: spec.get("default", "") for k, spec in action["inputs"].items()} | given
+        defaults = {k: spec.get("default", "") for k, spec in action["inputs"].items()}
+        inputs = {k: interpolate(v, ctx) for k, v in defaults.items()} | given
         missing = [
             k for k, spec in action["inputs"].items() if spec.get("required") and not inputs[k]
         ]

@@ -1,0 +1,296 @@
+"""The one sticky plan comment of a pull request (GitHub) or merge request (GitLab).
+
+Found by its marker among the comments the token's own user (GitHub: a bot) wrote, then
+edited; posted when there is none. The body says what the plan means (no changes, changes
+pending, plan failed, validation failed), then the plan, cut at the platform's limit with
+a link to the run. Only the API the CI gives (GITHUB_API_URL, CI_API_V4_URL) is called,
+with the token from RECONCILER_COMMENT_TOKEN; every answer is read within a size and time
+bound, and what a server says is redacted and escaped before it is shown.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import requests
+
+from reconciler.api.network import parse_base_url
+from reconciler.errors import ConfigError, ReconcilerError
+from reconciler.files import read_regular
+from reconciler.safetext import cut, redact_and_escape, register_secret
+
+TOKEN_ENV = "RECONCILER_COMMENT_TOKEN"
+MARKER = "<!-- invite-reconciler:plan -->"
+TIMEOUT = 30.0  # seconds for one call, connect and answer
+ANSWER_LIMIT = 4 * 1024 * 1024  # bytes of one answer
+PAGES = 50  # of 100 comments each: a pull request with more is refused, not read for ever
+_CUT_NOTE = "\n\n_The plan is cut short here; the full plan is in the artifacts of [the run]({})._"
+
+
+class CommentError(ReconcilerError):
+    """The comment could not be read or written (the plan itself is unaffected)."""
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where this run's comment lives, read from the CI's environment."""
+
+    platform: str  # "github" or "gitlab"
+    api: str  # the API's base URL, checked
+    project: str  # the project's URL (GitHub: the repository's)
+    comments: str  # the URL listing (and, by POST, adding) the comments
+    edit: str  # the URL of one comment, with {id}
+    headers: Mapping[str, str]
+    run_url: str
+    commit: str
+    limit: int  # characters a comment may hold
+    me: str | None = None  # GitLab: the URL saying who the token is
+
+
+def status_line(exitcode: int | None, *, validate_failed: bool, run_url: str) -> str:
+    if validate_failed:
+        return (
+            "Validation failed: no plan was made, and nothing will be applied until the "
+            "invite files are fixed. The problems are marked on the changed lines and in "
+            f"the [job log]({run_url})."
+        )
+    if exitcode == 0:
+        return "No changes: the platform already matches this branch."
+    if exitcode == 2:
+        return "These changes will be applied when this is merged."
+    return f"`reconcile plan` failed (exit {exitcode}); see the [job log]({run_url})."
+
+
+def body(place: Place, plan: str, exitcode: int | None, *, validate_failed: bool) -> str:
+    """The whole comment, within ``place.limit`` characters; no plan after a failed validate."""
+    status = status_line(exitcode, validate_failed=validate_failed, run_url=place.run_url)
+    head = f"{MARKER}\n**{status}**\n\n"
+    tail = f"\n\n<sub>Plan of {place.commit[:7]} · [run]({place.run_url})</sub>"
+    plan = "" if validate_failed else plan
+    room = place.limit - len(head) - len(tail)
+    if len(plan) > room:
+        note = _CUT_NOTE.format(place.run_url)
+        plan = plan[: max(room - len(note), 0)] + note
+    return head + plan + tail
+
+
+def place_from_env(env: Mapping[str, str] | None = None, *, pull: bool = True) -> Place:
+    """Where to comment (``pull``: this pull request's; else the project alone)."""
+    env = os.environ if env is None else env
+    token = env.get(TOKEN_ENV, "")
+    if not token:
+        raise ConfigError(f"{TOKEN_ENV} is not set: the token that may comment")
+    register_secret(token)
+    if env.get("GITHUB_ACTIONS") == "true":
+        return _github(env, token)
+    if env.get("GITLAB_CI") == "true":
+        return _gitlab(env, token, pull)
+    raise ConfigError("not under GitHub Actions or GitLab CI: no pull request to comment on")
+
+
+def _needed(env: Mapping[str, str], *names: str) -> list[str]:
+    missing = [name for name in names if not env.get(name)]
+    if missing:
+        raise ConfigError(f"{', '.join(missing)} not set: cannot tell where to comment")
+    return [env[name] for name in names]
+
+
+def _api(env: Mapping[str, str], name: str) -> str:
+    try:
+        return parse_base_url(env[name]).text
+    except ConfigError as error:
+        raise ConfigError(f"{name}: {str(error).removeprefix('base_url ')}") from None
+
+
+def _github(env: Mapping[str, str], token: str) -> Place:
+    _needed(env, "GITHUB_API_URL", "GITHUB_REPOSITORY", "GITHUB_EVENT_PATH")
+    api, repo = _api(env, "GITHUB_API_URL"), env["GITHUB_REPOSITORY"]
+    try:
+        event = json.loads(read_regular(env["GITHUB_EVENT_PATH"], ANSWER_LIMIT))
+        pull = event["pull_request"]
+        number, commit = int(pull["number"]), str(pull["head"]["sha"])
+    except (OSError, ValueError, KeyError, TypeError):
+        raise ConfigError("GITHUB_EVENT_PATH holds no pull request: run on pull_request") from None
+    server = env.get("GITHUB_SERVER_URL", "https://github.com")
+    return Place(
+        "github",
+        api,
+        f"{api}/repos/{repo}",
+        f"{api}/repos/{repo}/issues/{number}/comments",
+        f"{api}/repos/{repo}/issues/comments/{{id}}",
+        {
+            "Authorization": f"Bearer {token}",
+            "Accept": "application/vnd.github+json",
+            "X-GitHub-Api-Version": "2022-11-28",
+        },
+        f"{server}/{repo}/actions/runs/{env.get('GITHUB_RUN_ID', '')}",
+        commit,
+        65_536,
+    )
+
+
+def _gitlab(env: Mapping[str, str], token: str, pull: bool) -> Place:
+    needed = ("CI_API_V4_URL", "CI_PROJECT_ID") + (("CI_MERGE_REQUEST_IID",) if pull else ())
+    _needed(env, *needed)
+    api = _api(env, "CI_API_V4_URL")
+    project = f"{api}/projects/{env['CI_PROJECT_ID']}"
+    notes = f"{project}/merge_requests/{env.get('CI_MERGE_REQUEST_IID', '')}/notes"
+    return Place(
+        "gitlab",
+        api,
+        project,
+        notes,
+        notes + "/{id}",
+        {"PRIVATE-TOKEN": token},
+        env.get("CI_JOB_URL", ""),
+        env.get("CI_COMMIT_SHA", ""),
+        1_000_000,
+        me=f"{api}/user",
+    )
+
+
+def call(
+    session: requests.Session, place: Place, method: str, url: str, data: Any = None
+) -> tuple[Any, Mapping[str, str]]:
+    """One call: its JSON answer and headers, read within ANSWER_LIMIT and TIMEOUT."""
+    shown = f"{method} {url.split('?')[0]}"
+    deadline = time.monotonic() + TIMEOUT
+    try:
+        with session.request(
+            method,
+            url,
+            json=data,
+            headers=dict(place.headers),
+            timeout=TIMEOUT,
+            stream=True,
+            allow_redirects=False,
+        ) as answer:
+            raw = _bounded(answer.iter_content(65_536), deadline, shown)
+            status, headers = answer.status_code, answer.headers
+    except requests.RequestException as error:
+        raise CommentError(f"{shown}: {redact_and_escape(type(error).__name__)}") from None
+    if status >= 300:
+        said = _message(raw)
+        raise CommentError(f"{shown}: HTTP {status}{': ' + said if said else ''}")
+    try:
+        return json.loads(raw or b"null"), headers
+    except ValueError:
+        raise CommentError(f"{shown}: HTTP {status} but the answer is not JSON") from None
+
+
+def _bounded(chunks: Iterator[bytes], deadline: float, shown: str) -> bytes:
+    read = bytearray()
+    for chunk in chunks:
+        read += chunk
+        if len(read) > ANSWER_LIMIT:
+            raise CommentError(f"{shown}: the answer is over {ANSWER_LIMIT} bytes")
+        if time.monotonic() > deadline:
+            raise CommentError(f"{shown}: no whole answer within {TIMEOUT:.0f} s")
+    return bytes(read)
+
+
+def _message(raw: bytes) -> str:
+    try:
+        said = json.loads(raw).get("message", "")
+    except (ValueError, AttributeError):
+        said = raw.decode("utf-8", "replace")
+    return cut(redact_and_escape(str(said)), 200)
+
+
+def _pages(session: requests.Session, place: Place) -> Iterator[dict[str, Any]]:
+    for page in range(1, PAGES + 1):
+        found, headers = call(session, place, "GET", f"{place.comments}?per_page=100&page={page}")
+        if not isinstance(found, list):
+            raise CommentError(f"GET {place.comments}: the answer is not a list of comments")
+        yield from (c for c in found if isinstance(c, dict))
+        more = headers.get("X-Next-Page") if place.platform == "gitlab" else None
+        if len(found) < 100 or (place.platform == "gitlab" and not more):
+            return
+    raise CommentError(f"more than {PAGES * 100} comments: the plan comment is not looked for")
+
+
+def find_mine(session: requests.Session, place: Place) -> Any:
+    """The id of this tool's comment, or None."""
+    me: Any = None
+    if place.me:
+        me = (call(session, place, "GET", place.me)[0] or {}).get("id")
+    for comment in _pages(session, place):
+        author = comment.get("user" if place.platform == "github" else "author") or {}
+        ours = author.get("type") == "Bot" if place.platform == "github" else author.get("id") == me
+        if ours and MARKER in str(comment.get("body") or ""):
+            return comment.get("id")
+    return None
+
+
+def post(place: Place, text: str, session: requests.Session | None = None) -> str:
+    """Edit this tool's comment, or add it: says which was done."""
+    session = session or requests.Session()
+    mine = find_mine(session, place)
+    if mine is None:
+        call(session, place, "POST", place.comments, {"body": text})
+        return "posted"
+    method = "PATCH" if place.platform == "github" else "PUT"
+    call(session, place, method, place.edit.format(id=int(mine)), {"body": text})
+    return "updated"
+
+
+ADOPT_BRANCH = "reconcile/adopt"
+ADOPT_TITLE = "Adopt invite changes made on the platform"
+ADOPT_INTRO = (
+    "The scheduled drift check found invites that differ from the platform. "
+    "`reconcile adopt` wrote the platform's current values into the invite files, "
+    "except values merged since the last successful apply (they wait for an apply)."
+    "\n\n- **Merge** to keep the platform's values.\n"
+    "- **Close** and run a full apply (FULL_APPLY=1) to put git's values back.\n\n"
+)
+
+
+def propose_adopted(
+    place: Place,
+    files: Mapping[str, str],
+    summary: str,
+    base: str,
+    session: requests.Session | None = None,
+) -> str:
+    """GitLab: ``files`` (path -> text) committed afresh on reconcile/adopt from ``base``,
+    and ONE open merge request of that branch, its description adopt's summary."""
+    if place.platform != "gitlab":
+        raise ConfigError("--adopt-summary is for GitLab (GitHub: peter-evans/create-pull-request)")
+    session = session or requests.Session()
+    project = place.project
+    actions = [{"action": "update", "file_path": p, "content": t} for p, t in files.items()]
+    commit = {
+        "branch": ADOPT_BRANCH,
+        "start_branch": base,
+        "force": True,
+        "commit_message": ADOPT_TITLE,
+        "actions": actions,
+    }
+    call(session, place, "POST", f"{project}/repository/commits", commit)
+    description = cut(ADOPT_INTRO + summary, place.limit)
+    found, _ = call(
+        session, place, "GET", f"{project}/merge_requests?state=opened&source_branch={ADOPT_BRANCH}"
+    )
+    if isinstance(found, list) and found and isinstance(found[0], dict):
+        iid = int(found[0]["iid"])
+        call(session, place, "PUT", f"{project}/merge_requests/{iid}", {"description": description})
+        return "updated"
+    call(
+        session,
+        place,
+        "POST",
+        f"{project}/merge_requests",
+        {
+            "source_branch": ADOPT_BRANCH,
+            "target_branch": base,
+            "title": ADOPT_TITLE,
+            "remove_source_branch": True,
+            "description": description,
+        },
+    )
+    return "opened"
