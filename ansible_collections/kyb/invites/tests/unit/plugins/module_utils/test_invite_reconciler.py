@@ -124,13 +124,14 @@ def test_missing_credentials_are_named_as_the_options_never_the_cli_words(monkey
     assert message.startswith("missing client_secret: set it on the task (client_secret from ")
     assert "vault_reconciler_secret" in message and "nothing was sent" in message
     assert "RECONCILER_" not in message and "--sandbox" not in message
-    with pytest.raises(ConfigError, match="^missing base_url, client_id, client_secret: set them"):
+    with pytest.raises(ConfigError, match=r"^missing base_url, client_id, client_secret: set them"):
         lib.module_settings(FakeModule())
 
 
 def test_the_timeout_and_ca_path_options_reach_the_settings(tmp_path):
     settings = lib.module_settings(FakeModule(timeout=7.5, ca_path="/etc/ca.pem", **CREDENTIALS))
-    assert (settings.timeout, settings.ca_path, settings.validate_certs) == (7.5, "/etc/ca.pem", True)
+    assert (settings.timeout, settings.ca_path) == (7.5, "/etc/ca.pem")
+    assert settings.validate_certs is True
 
 
 def test_unchecked_certificates_are_refused_for_a_remote_host_allowed_on_loopback_loudly():
@@ -142,7 +143,9 @@ def test_unchecked_certificates_are_refused_for_a_remote_host_allowed_on_loopbac
         "validate_certs is false for api.example.com, which is not a loopback host"
     )
     assert "ca_path" in str(refused.value)
-    module = FakeModule(validate_certs=False, **dict(CREDENTIALS, base_url="https://127.0.0.1:8443"))
+    module = FakeModule(
+        validate_certs=False, **dict(CREDENTIALS, base_url="https://127.0.0.1:8443")
+    )
     settings = lib.module_settings(module)
     assert settings.validate_certs is False
     assert module.warnings == [

@@ -76,7 +76,8 @@ def test_entries_in_the_task_are_named_by_their_place_in_the_list_everywhere():
         "invites[2]",
     ]
     shown = [str(warning) for warning in state.warnings]
-    assert all(line.startswith(("invites[0]: warning: ", "invites[1]: warning: ")) for line in shown)
+    places = ("invites[0]: warning: ", "invites[1]: warning: ")
+    assert all(line.startswith(places) for line in shown), shown
     assert not any(re.search(r"invites:\d", line) for line in shown), shown
 
 
