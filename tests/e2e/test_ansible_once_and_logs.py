@@ -379,7 +379,12 @@ def test_a_failed_update_says_its_reason_in_msg(play: Play, folder: Path) -> Non
     assert result["failed"] is True, played.output
     assert result["msg"].startswith("not updated: inv_acme (inv_acme: "), result["msg"]
     assert result["msg"].split("(inv_acme: ", 1)[1].startswith(result["errors"][0]["message"])
-    assert "requestId" in result["msg"] or "request id" in result["msg"].lower()
+    # status, the server's message, requestId: as the CLI says them
+    assert (
+        "HTTP 200: the envelope says success: false (request could not be processed)"
+        in (result["msg"])
+    )
+    assert "(requestId " in result["msg"]
 
 
 def test_missing_settings_and_src_are_named_in_the_tasks_words(
