@@ -338,6 +338,7 @@ def test_vvv_with_diff_false_shows_no_entrys_value_and_the_echo_names_fields_onl
     hidden = play(play_text(write, keywords="no_log: true"), "-vvv", "--diff", env=env)
     assert "kyc@acme.example" not in hidden.output and "inv_acme" not in hidden.stdout
     assert "censored" in hidden.stdout
+    assert hidden.result["updated"] == ["inv_acme"]  # the registered result keeps it all
 
 
 def test_a_secret_in_the_environment_keyword_is_warned_of_and_the_option_is_never_shown(
@@ -361,6 +362,8 @@ def test_a_secret_in_the_environment_keyword_is_warned_of_and_the_option_is_neve
         "[WARNING]: RECONCILER_CLIENT_SECRET is set with the task's environment keyword, "
         "whose values -vvv shows in the EXEC line"
     ) in " ".join(warned.output.split())
+    # Why: Ansible puts the keyword's values in the command it runs, which -vvv shows.
+    assert f"EXEC /bin/sh -c 'RECONCILER_CLIENT_SECRET={SANDBOX_CLIENT_SECRET} " in warned.output
 
 
 # -- 4. messages in Ansible's words ---------------------------------------------------------

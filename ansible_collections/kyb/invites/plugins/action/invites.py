@@ -166,9 +166,18 @@ def _controller_lock(applies):
         yield
         return
     home = os.path.expanduser(str(getattr(C, "ANSIBLE_HOME", None) or "~/.ansible"))
-    os.makedirs(os.path.join(home, "tmp"), mode=0o700, exist_ok=True)
     path = os.path.join(home, "tmp", LOCK_NAME)
-    handle = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        handle = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as error:
+        # The refusal of several hosts still holds; only concurrent runs are not ordered.
+        display.warning(
+            f"{MODULE}: cannot open the lock {path} ({error.strerror}): runs on this "
+            "controller do not take turns; set ANSIBLE_HOME to a writable directory"
+        )
+        yield
+        return
     try:
         deadline = time.monotonic() + LOCK_WAIT
         said = False

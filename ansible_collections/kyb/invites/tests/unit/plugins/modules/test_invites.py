@@ -135,3 +135,21 @@ def test_state_is_present_only_and_the_docs_say_so():
     options = _documented_options()
     assert options["state"]["default"] == "present"
     assert "V(present) is the only state" in " ".join(options["state"]["description"])
+
+
+def test_the_hosts_syslog_gets_the_same_echo_never_a_value():
+    module = invites._Module.__new__(invites._Module)
+    module.params = {
+        "invites": [{"id": "inv_1", "email": "jane@acme.example"}],
+        "client_secret": "a-long-secret",
+    }
+    module.argument_spec = {"invites": {}, "client_secret": {"no_log": True}}
+    module.aliases = {}
+    module.no_log_values = {"a-long-secret"}
+    logged = []
+    module.log = lambda msg, log_args=None: logged.append(msg)
+    module._log_invocation()
+    (line,) = logged
+    assert "inv_1" in line and "[not logged]" in line
+    assert "jane@acme.example" not in line and "a-long-secret" not in line
+    assert module.params["invites"][0]["email"] == "jane@acme.example"
