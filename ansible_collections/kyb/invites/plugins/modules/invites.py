@@ -433,26 +433,70 @@ class Run:
         updated = [r.change.id for r in results if r.outcome.updated]
         result["updated"] = updated
         result["resent"] = ids(ResendOutcome.RESENT)
-        unknown = ids(WriteOutcome.UPDATE_UNKNOWN)
         # An update that may have landed counts as a change: a handler must not miss it.
-        result["changed"] = bool(updated or unknown)
+        result["changed"] = bool(updated or ids(WriteOutcome.UPDATE_UNKNOWN))
+        self.keep_errors(results)
+        problems = [
+            *self.failed_writes(results),
+            *self.resend_problems(report, ids),
+            *self.write_problems(report, ids),
+        ]
+        if plan.failed:
+            problems.append(_failed_reading(plan))
+        if report.audit_error is not None:
+            problems.append(shown(report.audit_error))
+        if problems:
+            self.fail("; ".join(problems))
+        self.module.exit_json(**result)
+
+    def keep_errors(self, results):
+        errors = self.result.get("errors", [])
+        for item in results:
+            if item.error is not None:
+                source = str(item.change.source)
+                errors.append(dict(id=item.change.id, source=source, message=shown(item.error)))
+            if item.resend_error is not None:
+                message = shown(item.resend_error)
+                errors.append(dict(id=item.change.id, source=None, message=message))
+        if errors:
+            self.result["errors"] = errors
+
+    def failed_writes(self, results):
+        """Updates refused, the first one's reason as the CLI prints it (status, the
+        server's message, requestId) in the message; every one's is in errors."""
+        failed = [r for r in results if r.outcome is WriteOutcome.FAILED]
+        if not failed:
+            return []
+        first = failed[0]
+        reason = "" if first.error is None else f" ({first.change.id}: {shown(first.error)})"
+        return [f"not updated: {_ids([r.change.id for r in failed])}{reason}"]
+
+    def resend_problems(self, report, ids):
         problems = []
         not_made = [r.change.id for r in report.resends_not_made]
         if not_made:
-            result["resend_not_made"] = not_made
+            self.result["resend_not_made"] = not_made
+            first = report.resends_not_made[0]
+            error = first.resend_error
+            reason = "" if error is None else f" ({first.change.id}: {shown(error)})"
             problems.append(
-                f"updated, but the invitation was not e-mailed again: {_ids(not_made)} (send "
-                "it with `reconcile resend ID`)"
+                f"updated, but the invitation was not e-mailed again: {_ids(not_made)}{reason} "
+                "(send it with `reconcile resend ID`)"
             )
         in_doubt = ids(ResendOutcome.RESEND_UNKNOWN) + [
             r.change.id for r in report.resends_in_doubt
         ]
         if in_doubt:
-            result["resend_unknown"] = in_doubt
+            self.result["resend_unknown"] = in_doubt
             problems.append(
                 f"the invitation may or may not have been e-mailed again: {_ids(in_doubt)} "
                 "(check with the business before sending it again; never re-run to retry)"
             )
+        return problems
+
+    def write_problems(self, report, ids):
+        result, problems = self.result, []
+        unknown = ids(WriteOutcome.UPDATE_UNKNOWN)
         if unknown:
             result["update_unknown"] = unknown
             problems.append(
@@ -472,34 +516,11 @@ class Run:
                 "changed on the platform since the plan, not written: "
                 f"{_ids(conflict) if conflict else report.left_in_conflict}"
             )
-        errors = result.get("errors", [])
-        for item in results:
-            if item.error is not None:
-                source = str(item.change.source)
-                errors.append(dict(id=item.change.id, source=source, message=shown(item.error)))
-            if item.resend_error is not None:
-                message = shown(item.resend_error)
-                errors.append(dict(id=item.change.id, source=None, message=message))
-        if errors:
-            result["errors"] = errors
-        failed = [r for r in results if r.outcome is WriteOutcome.FAILED]
-        if failed:
-            # The first one's reason, as the CLI prints it: status, the server's message,
-            # requestId; every one's is in errors.
-            first = failed[0]
-            reason = "" if first.error is None else f" ({first.change.id}: {shown(first.error)})"
-            problems.insert(0, f"not updated: {_ids([r.change.id for r in failed])}{reason}")
         not_started = ids(WriteOutcome.NOT_STARTED)
         if not_started:
             why = report.stopped_by or "the run stopped"
             problems.append(f"not started ({shown(why)}): {_ids(not_started)}")
-        if plan.failed:
-            problems.append(_failed_reading(plan))
-        if report.audit_error is not None:
-            problems.append(shown(report.audit_error))
-        if problems:
-            self.fail("; ".join(problems))
-        self.module.exit_json(**result)
+        return problems
 
     def fail(self, message):
         self.module.fail_json(msg=message, **self.result)
