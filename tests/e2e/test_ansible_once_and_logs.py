@@ -174,6 +174,16 @@ def test_five_hosts_five_forks_refused_without_run_once_and_once_with_it(
         assert once.result["resent"] == ["inv_acme"]
         assert patches(server) == trial + 1 and resends(server) == trial + 1
         assert server.store.get("inv_acme")["email"] == f"new{trial}@acme.example"
+    # strategy: free runs even a run_once task for every host (Ansible warns, and runs it)
+    write_invites(folder / "invites", [acme_entry(9)])
+    free = play_text("src: invites/", hosts="web", keywords="run_once: true")
+    free = free.replace("  gather_facts: false\n", "  gather_facts: false\n  strategy: free\n", 1)
+    refused = play(free, env=env)
+    assert (
+        "the play's strategy, free, runs even a run_once task for every host"
+        in (refused.result["msg"])
+    ), refused.output
+    assert patches(server) == 3 and resends(server) == 3
 
 
 def test_concurrent_runs_on_one_controller_take_turns_and_e_mail_once(

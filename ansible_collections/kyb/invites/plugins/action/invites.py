@@ -54,7 +54,7 @@ class ActionModule(ActionBase):
         args = dict(self._task.args)
         hosts = self._several_hosts(task_vars or {})
         if hosts:
-            result.update(failed=True, msg=_refusal(hosts))
+            result.update(failed=True, msg=_refusal(hosts, self._strategy()))
             return result
         self._warn_of_secret_in_environment()
         src = args.get("src")
@@ -90,11 +90,21 @@ class ActionModule(ActionBase):
 
     def _several_hosts(self, task_vars):
         """The play's hosts this task would run for, one after another or at once,
-        when there are several and no run_once; None otherwise."""
-        if self._task.run_once:
+        when there are several and no run_once that holds; None otherwise."""
+        if self._task.run_once and not _ignores_run_once(self._strategy()):
             return None
         hosts = task_vars.get("ansible_play_batch") or []
         return list(hosts) if len(hosts) > 1 else None
+
+    def _strategy(self):
+        """The play's strategy (free runs a run_once task for every host)."""
+        parent = getattr(self._task, "_parent", None)
+        while parent is not None:
+            play = getattr(parent, "_play", None)
+            if play is not None:
+                return str(getattr(play, "strategy", "") or "")
+            parent = getattr(parent, "_parent", None)
+        return ""
 
     def _warn_of_secret_in_environment(self):
         environment = self._task.environment
@@ -146,15 +156,27 @@ class ActionModule(ActionBase):
         return sources, problems
 
 
-def _refusal(hosts):
+def _ignores_run_once(strategy):
+    """free and host_pinned run a run_once task for every host (Ansible warns, and runs it)."""
+    return strategy.rpartition(".")[2] in ("free", "host_pinned")
+
+
+def _refusal(hosts, strategy=""):
     shown = ", ".join(str(host) for host in hosts[:HOSTS_SHOWN])
     if len(hosts) > HOSTS_SHOWN:
         shown += f" and {len(hosts) - HOSTS_SHOWN} more"
-    return (
+    said = (
         f"{MODULE} would run for {len(hosts)} hosts of this play ({shown}), each sending "
         "the same writes to the platform, and could e-mail an invitation once per host: "
-        "set run_once: true on the task, or run it in a play of hosts: localhost; "
-        "nothing was sent"
+    )
+    if _ignores_run_once(strategy):
+        return said + (
+            f"the play's strategy, {strategy}, runs even a run_once task for every host; "
+            "run it in a play of hosts: localhost (or of the linear strategy, with "
+            "run_once: true); nothing was sent"
+        )
+    return said + (
+        "set run_once: true on the task, or run it in a play of hosts: localhost; nothing was sent"
     )
 
 

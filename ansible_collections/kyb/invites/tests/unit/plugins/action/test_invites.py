@@ -23,14 +23,25 @@ def test_the_files_text_is_not_echoed_back_only_their_paths():
     assert result["invocation"]["module_args"] == {"src": ["invites/emea.yaml"], "max_resends": 1}
 
 
+class _Play:
+    def __init__(self, strategy):
+        self.strategy = strategy
+
+
+class _Block:
+    def __init__(self, strategy):
+        self._play = _Play(strategy)
+
+
 class _Task:
-    def __init__(self, run_once):
+    def __init__(self, run_once, strategy):
         self.run_once = run_once
+        self._parent = _Block(strategy)
 
 
-def _plugin(run_once):
+def _plugin(run_once, strategy="linear"):
     plugin = action.ActionModule.__new__(action.ActionModule)
-    plugin._task = _Task(run_once)
+    plugin._task = _Task(run_once, strategy)
     return plugin
 
 
@@ -45,6 +56,16 @@ def test_several_hosts_without_run_once_are_refused_naming_the_two_ways_out():
         "web4 and 2 more), each sending the same writes to the platform"
     )
     assert "set run_once: true on the task, or run it in a play of hosts: localhost" in message
+
+
+def test_run_once_under_a_strategy_that_ignores_it_is_refused_too():
+    hosts = ["web0", "web1"]
+    for strategy in ("free", "ansible.builtin.host_pinned"):
+        assert _plugin(True, strategy)._several_hosts({"ansible_play_batch": hosts}) == hosts
+    linear = _plugin(True, "ansible.builtin.linear")
+    assert linear._several_hosts({"ansible_play_batch": hosts}) is None
+    message = action._refusal(hosts, "free")
+    assert "the play's strategy, free, runs even a run_once task for every host" in message
 
 
 def test_runs_that_apply_take_turns_on_the_controller_and_check_mode_does_not_wait(
