@@ -45,6 +45,10 @@ SECRET_VARIABLES = ("RECONCILER_CLIENT_SECRET",)
 display = Display()
 
 
+class LockNotTaken(AnsibleError):
+    """Another run kept applying for longer than a run waits."""
+
+
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
 
@@ -81,7 +85,7 @@ class ActionModule(ActionBase):
                 module_result = self._execute_module(
                     module_name=MODULE, module_args=args, task_vars=task_vars
                 )
-        except AnsibleError as error:
+        except LockNotTaken as error:  # an unreachable host stays Ansible's to report
             result.update(failed=True, msg=str(error))
             return result
         _shorten_invocation(module_result)
@@ -209,7 +213,7 @@ def _controller_lock(applies):
                 break
             except BlockingIOError:
                 if time.monotonic() > deadline:
-                    raise AnsibleError(
+                    raise LockNotTaken(
                         f"another {MODULE} task has been applying on this controller for "
                         f"more than {LOCK_WAIT:.0f} s (it holds {path}); nothing was sent"
                     ) from None

@@ -23,9 +23,10 @@ description:
     C(hosts: localhost), or give the task C(run_once: true); the action plugin fails a
     task that would run for several hosts of a play without C(run_once) (or under the
     C(free) or C(host_pinned) strategy, which run even a C(run_once) task for every
-    host), before any request. On one controller, runs of the module that apply (not in check mode) also
-    take turns (a lock in the controller's C(ANSIBLE_HOME)): a run started while another
-    applies waits for it, then plans again and finds nothing left to do.
+    host), before any request. On one controller, runs of the module that apply (not in
+    check mode) also take turns (a lock in the controller's C(ANSIBLE_HOME)): a run
+    started while another applies waits for it, then plans again and finds nothing left
+    to do.
   - In check mode it is C(reconcile plan), and sends no write. With C(--diff), each
     invite to update shows the plan's before and after of the fields it changes, headed
     with C(e-mails the invitation again to ...) when the update re-sends its invitation.
