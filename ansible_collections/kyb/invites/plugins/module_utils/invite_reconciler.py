@@ -128,8 +128,8 @@ def module_settings(module):
 
 
 def _named_as_options(message, given):
-    for variable, option in given.items():
-        message = message.replace(variable, option)
+    for variable, option in given.items():  # RECONCILER_CLIENT_SECRET_FILE stays itself
+        message = re.sub(rf"\b{variable}\b", option, message)
     return message
 
 

@@ -177,3 +177,16 @@ def test_the_cli_advice_for_a_private_ca_is_given_in_the_options_words():
     )
     assert "for a private CA, set ca_path to its certificate (a PEM file" in said
     assert "REQUESTS_CA_BUNDLE" not in said
+
+
+def test_a_variable_the_task_did_not_set_keeps_its_name(monkeypatch, tmp_path):
+    from reconciler.errors import ConfigError
+
+    secret_file = tmp_path / "secret"
+    secret_file.write_text("another-long-secret\n")
+    monkeypatch.setenv("RECONCILER_CLIENT_SECRET_FILE", str(secret_file))
+    with pytest.raises(ConfigError) as refused:
+        lib.module_settings(FakeModule(**CREDENTIALS))
+    assert str(refused.value).startswith(
+        "both client_secret and RECONCILER_CLIENT_SECRET_FILE are set"
+    )
