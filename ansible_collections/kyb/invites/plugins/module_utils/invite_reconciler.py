@@ -122,7 +122,7 @@ def module_settings(module):
         validate_certs=params.get("validate_certs") is not False,
     )
     _refuse_missing_credentials(settings)
-    if not settings.validate_certs:
+    if not settings.validate_certs and settings.base_url:  # else the library says why
         _refuse_unchecked_remote(module, settings.base_url)
     return settings
 
