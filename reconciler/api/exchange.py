@@ -402,7 +402,8 @@ class Attempts:
         self._host = base.netloc
         self._clock = clock
         in_flight = settings.parallelism or settings.max_parallelism
-        self._session = make_session(base, GuardedAdapter(pool_maxsize=max(in_flight, 4)))
+        adapter = GuardedAdapter(pool_maxsize=max(in_flight, 4))
+        self._session = make_session(base, adapter, settings.ca_path, settings.validate_certs)
 
     def close(self) -> None:
         self._session.close()

@@ -55,10 +55,17 @@ class ProxiedSession(requests.Session):
         return None
 
 
-def make_session(base: BaseUrl | str, adapter: HTTPAdapter) -> ProxiedSession:
+def make_session(
+    base: BaseUrl | str,
+    adapter: HTTPAdapter,
+    ca_path: str | None = None,
+    validate_certs: bool = True,
+) -> ProxiedSession:
     """The run's session, sending through ``adapter``: proxies and the CA bundle read from
     the environment once, and checked now, so a bad one is one clear configuration error,
-    not a failure per request."""
+    not a failure per request. ``ca_path`` (set by code: the Ansible module's option of
+    that name) takes the place of REQUESTS_CA_BUNDLE; ``validate_certs`` False trusts any
+    certificate (the module allows it for a loopback host only)."""
     if isinstance(base, str):
         base = parse_base_url(base)
     session = ProxiedSession()
@@ -90,7 +97,12 @@ def make_session(base: BaseUrl | str, adapter: HTTPAdapter) -> ProxiedSession:
             session.proxy_source = proxy_variable(proxy)
             check_proxy(proxy, session.proxy_source)
             session.proxies = {"https": proxy}
-        session.verify = checked_verify(environment["verify"])
+        if not validate_certs:
+            session.verify = False
+        elif ca_path is not None:
+            session.verify = checked_verify(ca_path, "ca_path")
+        else:
+            session.verify = checked_verify(environment["verify"])
     session.trust_env = False
     session.cookies = _IgnoredCookies()
     return session
@@ -131,11 +143,12 @@ def check_proxy(proxy: str, variable: str) -> None:
     )
 
 
-def checked_verify(verify: Any) -> Any:
-    """The CA bundle that REQUESTS_CA_BUNDLE (or CURL_CA_BUNDLE) names, checked now."""
+def checked_verify(verify: Any, variable: str | None = None) -> Any:
+    """The CA bundle that REQUESTS_CA_BUNDLE (or CURL_CA_BUNDLE, or ``variable``) names,
+    checked now."""
     if not isinstance(verify, str):
         return verify
-    variable = next(
+    variable = variable or next(
         (n for n in ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE") if os.environ.get(n) == verify),
         "REQUESTS_CA_BUNDLE",
     )

@@ -159,6 +159,11 @@ class Settings:
     max_resends: int | None = None
     audit_log: str | None = None
     schema_ref: str = "../schemas/invites.schema.json"
+    # Set by code only (the Ansible module's options), never by the file or a variable:
+    # a CA bundle or hashed directory trusted in place of REQUESTS_CA_BUNDLE's, and
+    # whether the server's certificate is checked at all.
+    ca_path: str | None = None
+    validate_certs: bool = True
     # Under CI, the config file that set base_url (refused: see load_settings) and the
     # variable that says CI; None otherwise.
     refused_base_url: tuple[str, str] | None = None

@@ -291,6 +291,8 @@ def test_a_resend_not_made_or_unknown_fails_the_task_as_changed_with_the_id(
     assert result["failed"] is True and result["changed"] is True
     assert result["updated"] == ["inv_acme"] and result[listed] == ["inv_acme"]
     assert result["resent"] == [] and says in result["msg"]
+    if listed == "resend_not_made":  # the platform's reason, as for a failed update
+        assert "inv_acme (inv_acme: HTTP 200: the envelope says success: false" in result["msg"]
 
 
 def test_a_platform_storing_otherwise_fails_the_task_diverged_with_no_resend(

@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 import re
 import traceback
+import warnings
+from dataclasses import replace
 
 from ansible.module_utils.basic import env_fallback, missing_required_lib
 
@@ -20,8 +22,12 @@ LIBRARY = "invite-reconciler"
 MIN_VERSION = "0.1.0"
 
 try:
+    import urllib3
+
     import reconciler
     from reconciler import safetext
+    from reconciler.api.http.network import parse_base_url
+    from reconciler.errors import ConfigError
     from reconciler.settings.config import load_settings
 except ImportError:
     HAS_LIBRARY = False
@@ -43,7 +49,16 @@ SETTING_VARIABLES = {
     "max_changes": "RECONCILER_MAX_CHANGES",
     "max_resends": "RECONCILER_MAX_RESENDS",
     "audit_log": "RECONCILER_AUDIT_LOG",
+    "timeout": "RECONCILER_TIMEOUT",
 }
+
+# The options a run cannot do without, in the order a message names them.
+CREDENTIALS = ("base_url", "client_id", "client_secret")
+
+# The CLI's words for what a task sets with an option.
+_IN_ANSIBLE_WORDS = (
+    ("point REQUESTS_CA_BUNDLE at its certificate", "set ca_path to its certificate"),
+)
 
 
 def connection_spec():
@@ -59,6 +74,9 @@ def connection_spec():
             choices=["client_secret_post", "client_secret_basic"],
             fallback=(env_fallback, ["RECONCILER_TOKEN_AUTH_METHOD"]),
         ),
+        ca_path=dict(type="path"),
+        validate_certs=dict(type="bool", default=True),
+        timeout=dict(type="float"),
         config=dict(type="path"),
     )
 
@@ -84,15 +102,75 @@ def require_library(module):
 
 def module_settings(module):
     """One Settings through the library's own loading: the options as the variables they
-    stand for, over the task's environment, over ``config``, over the defaults."""
+    stand for, over the task's environment, over ``config``, over the defaults. A problem
+    names the option (``parallelism``), never the variable the option was passed as."""
+    params = module.params
     env = dict(os.environ)
+    given = {}
     for option, variable in SETTING_VARIABLES.items():
-        value = module.params.get(option)
+        value = params.get(option)
         if value is not None and value != "":
             env[variable] = str(value)
-    return load_settings(module.params.get("config"), env)
+            given[variable] = option
+    try:
+        settings = load_settings(params.get("config"), env)
+    except ConfigError as error:
+        raise ConfigError(_named_as_options(str(error), given)) from None
+    settings = replace(
+        settings,
+        ca_path=params.get("ca_path") or None,
+        validate_certs=params.get("validate_certs") is not False,
+    )
+    _refuse_missing_credentials(settings)
+    if not settings.validate_certs and settings.base_url:  # else the library says why
+        _refuse_unchecked_remote(module, settings.base_url)
+    return settings
+
+
+def _named_as_options(message, given):
+    for variable, option in given.items():  # RECONCILER_CLIENT_SECRET_FILE stays itself
+        message = re.sub(rf"\b{variable}\b", option, message)
+    return message
+
+
+def _refuse_missing_credentials(settings):
+    """The library's check, in the task's words: the options missing, never the CLI's."""
+    if not settings.base_url and settings.refused_base_url is not None:
+        return  # the library says why config's base_url is not taken under CI
+    missing = [name for name in CREDENTIALS if not getattr(settings, name)]
+    if missing:
+        raise ConfigError(
+            f"missing {', '.join(missing)}: set {'it' if len(missing) == 1 else 'them'} on "
+            'the task (client_secret from Ansible Vault: client_secret: "{{ '
+            'vault_reconciler_secret }}"); base_url and client_id may also be in config; '
+            "nothing was sent"
+        )
+
+
+def _refuse_unchecked_remote(module, base_url):
+    """validate_certs: false only for a loopback host, as http:// is: elsewhere, anyone
+    on the path could take the client secret with a certificate of their own."""
+    base = parse_base_url(base_url)
+    if base.scheme == "https" and not base.is_loopback:
+        raise ConfigError(
+            f"validate_certs is false for {safetext.escape(base.host)}, which is not a loopback "
+            "host: the client secret would go to whoever answers with any certificate; "
+            "give the CA that issued the server's certificate as ca_path instead; nothing "
+            "was sent"
+        )
+    if base.scheme == "https":
+        module.warn(
+            f"validate_certs is false: the certificate of {safetext.escape(base.host)} is not "
+            "checked (allowed for a loopback host only); prefer ca_path"
+        )
+        # Said once above, not once a request on the module's stderr.
+        warnings.simplefilter("ignore", urllib3.exceptions.InsecureRequestWarning)
 
 
 def shown(error):
-    """An error's message as the CLI prints it: what a server said redacted, escaped."""
-    return safetext.redact_and_escape_lines(str(error))
+    """An error's message as the CLI prints it: what a server said redacted, escaped,
+    in the task's words where the CLI's name a variable the task sets with an option."""
+    message = safetext.redact_and_escape_lines(str(error))
+    for cli_words, task_words in _IN_ANSIBLE_WORDS:
+        message = message.replace(cli_words, task_words)
+    return message

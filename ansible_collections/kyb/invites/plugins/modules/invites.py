@@ -14,28 +14,57 @@ description:
   - Reads the invites named by the entries, compares them with the entries and updates
     only the fields that differ, exactly as C(reconcile plan) then C(reconcile apply)
     do, through the invite-reconciler library in-process.
-  - State is always present. The module never creates, deletes or revokes an invite; an
-    id the platform does not know fails the task.
+  - State is always present (O(state)). The module never creates, deletes or revokes an
+    invite; an id the platform does not know fails the task.
+  - >-
+    Run it once per platform, not once per host. The task talks to the platform's API
+    from the host it runs on, so a play of several hosts would send the same writes once
+    per host, and could e-mail an invitation once per host. Write it in a play of
+    C(hosts: localhost), or give the task C(run_once: true); the action plugin fails a
+    task that would run for several hosts of a play without C(run_once) (or under the
+    C(free) or C(host_pinned) strategy, which run even a C(run_once) task for every
+    host), before any request. On one controller, runs of the module that apply (not in
+    check mode) also take turns (a lock in the controller's C(ANSIBLE_HOME)): a run
+    started while another applies waits for it, then plans again and finds nothing left
+    to do.
   - In check mode it is C(reconcile plan), and sends no write. With C(--diff), each
     invite to update shows the plan's before and after of the fields it changes, headed
     with C(e-mails the invitation again to ...) when the update re-sends its invitation.
-  - The server's values in the diff are redacted by the library (the client secret and
-    every token of the task); the files' values are shown as they will be sent. To keep
-    personal data (names, e-mails, phones) out of AWX or AAP job logs, set the task's
-    C(diff) keyword to C(false) (the diff is then neither computed nor shown), and its
-    C(no_log) keyword to C(true) to hide the result too; the result's lists of ids
-    hold no personal data.
+  - What a job log shows. By default, at C(-v) and above, the result and the task's
+    arguments as the module echoes them (C(invocation)), in which each entry of
+    O(invites) shows its C(id) and the names of its fields, every value replaced by
+    C([not logged]), and each O(src) its path, never the files' text; the host's syslog
+    gets the same. The result's lists hold ids only; RV(errors) and RV(not_updatable)
+    name ids and places (C(invites[N]), C(path:line)), and a message about a bad
+    entry may quote the bad value. The client secret and every token are never shown.
+  - >-
+    With C(--diff) (or C(diff: true)), each invite to update shows the plan's before
+    and after of the fields it changes: the server's values redacted by the library,
+    the files' values as they will be sent, so names, e-mails and phones. The task's
+    C(diff) keyword set to C(false) leaves the diff out (neither computed nor shown),
+    and nothing else. The task's C(no_log) keyword set to C(true) hides the whole result
+    and the echo, at every verbosity (the task shows as censored; a failure's message
+    too, so its reason is then only in the registered result).
 extends_documentation_fragment:
   - kyb.invites.connection
   - ansible.builtin.action_common_attributes
 options:
+  state:
+    description:
+      - The invites' fields as the entries say; V(present) is the only state, since the
+        module never creates, deletes or revokes an invite. Any other value fails the task
+        before any request.
+    type: str
+    default: present
   invites:
     description:
       - The invite entries, each exactly as under C(invites:) in an invite file (C(id),
         C(name), C(email), C(phone), C(primaryContact), C(groups), C(addOns),
         C(attachments), C(resendOnChange)). A field left out is not managed.
       - They get every check C(reconcile validate) makes; a problem is reported as
-        C(invites[N]) and the task fails before any request.
+        C(invites[N]) (N from 0, the entry's place in the list), and the task fails before
+        any request. Diffs and messages name an entry C(invites[N]) too.
+      - Echoed back (C(-v)) as each entry's C(id) and field names only.
       - Mutually exclusive with O(src).
     type: list
     elements: dict
@@ -63,29 +92,33 @@ options:
   max_changes:
     description:
       - Fail, writing nothing, when more invites would be updated; enforced in check mode
-        too. Falls back to E(RECONCILER_MAX_CHANGES), then C(max_changes) in O(config).
+        too.
+      - Falls back to E(RECONCILER_MAX_CHANGES), then C(max_changes) in O(config).
     type: int
   max_resends:
     description:
       - Fail, writing nothing, when more invitations would be e-mailed again; enforced in
-        check mode too. Falls back to E(RECONCILER_MAX_RESENDS), then O(config).
+        check mode too.
+      - Falls back to E(RECONCILER_MAX_RESENDS), then C(max_resends) in O(config).
     type: int
   parallelism:
     description:
       - Requests in flight at once (1-256); by default the library adapts it to what
-        the server allows. Falls back to E(RECONCILER_PARALLELISM), then O(config).
+        the server allows.
+      - Falls back to E(RECONCILER_PARALLELISM), then C(parallelism) in O(config).
     type: int
   max_rate:
     description:
       - Requests per second at most, all together; a gateway's known limit, where crossing
         it blocks the client for seconds (mod_evasive, a WAF's rate rule). By default the
-        rate the server's answers allow. Falls back to E(RECONCILER_MAX_RATE), then
-        O(config).
+        rate the server's answers allow.
+      - Falls back to E(RECONCILER_MAX_RATE), then C(max_rate) in O(config).
     type: float
   audit_log:
     description:
       - Append a record of every write to this JSON Lines file on the host the task runs
-        on, as C(reconcile apply --audit-log) does. Falls back to E(RECONCILER_AUDIT_LOG).
+        on, as C(reconcile apply --audit-log) does.
+      - Falls back to E(RECONCILER_AUDIT_LOG), then C(audit_log) in O(config).
     type: path
 attributes:
   check_mode:
@@ -112,7 +145,8 @@ author:
 """
 
 EXAMPLES = r"""
-- name: Invites as the files in git say
+- name: Invites as the files in git say (once, whatever the play's hosts)
+  run_once: true
   kyb.invites.invites:
     src: invites/
     base_url: https://api.example.com
@@ -120,7 +154,16 @@ EXAMPLES = r"""
     client_secret: "{{ vault_reconciler_secret }}"
     max_resends: 5
 
+- name: A platform whose certificate a private CA issued
+  run_once: true
+  kyb.invites.invites:
+    src: invites/
+    base_url: https://kyb.internal.example
+    ca_path: /etc/pki/kyb-ca.pem
+    timeout: 60
+
 - name: One invite, written in the task
+  run_once: true
   kyb.invites.invites:
     invites:
       - id: inv_8f2k1
@@ -195,6 +238,8 @@ not_updatable:
   elements: dict
 """
 
+import re
+
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.kyb.invites.plugins.module_utils.invite_reconciler import (
@@ -208,19 +253,55 @@ from ansible_collections.kyb.invites.plugins.module_utils.invite_reconciler impo
 if HAS_LIBRARY:
     from reconciler.apply.applier import ResendOutcome, WriteOutcome
     from reconciler.desired.state import Selection, load_texts, refuse_bad_ids, select_invites
-    from reconciler.errors import InputError, ReconcilerError
-    from reconciler.model.invite import to_json
+    from reconciler.errors import FileProblem, InputError, ReconcilerError
+    from reconciler.model.invite import DesiredInvite, SourceLocation, to_json
     from reconciler.safetext import escape, json_text, plural
     from reconciler.service.apply import apply_plan
     from reconciler.service.offline import check_writable
     from reconciler.service.online import open_service
 
 INLINE = "invites"  # the path problems in the task's own entries are found at
+NOT_LOGGED = "[not logged]"  # an entry's value in the module's echo of its arguments
+# invites:LINE or invites:LINE:COLUMN of the document the task's entries are loaded as
+_INLINE_PLACE = re.compile(r"(?<![\w/.-])invites:(\d+)(?::\d+)?")
+
+
+class _Module(AnsibleModule):
+    """AnsibleModule whose echo of the task's arguments (the result's invocation at -v,
+    the host's syslog) holds no value of an entry: personal data (names, e-mails,
+    phones) stays out of job logs; ids and paths stand for the entries and the files."""
+
+    def _echoed(self):
+        params = dict(getattr(self, "params", None) or {})
+        if isinstance(params.get("invites"), list):
+            params["invites"] = [_echo_entry(entry) for entry in params["invites"]]
+        if isinstance(params.get("src"), list):
+            params["src"] = [r.get("path") if isinstance(r, dict) else r for r in params["src"]]
+        return params
+
+    def _log_invocation(self):
+        params = self.params
+        self.params = self._echoed()
+        try:
+            super()._log_invocation()
+        finally:
+            self.params = params
+
+    def _return_formatted(self, kwargs):
+        kwargs.setdefault("invocation", {"module_args": self._echoed()})
+        super()._return_formatted(kwargs)
+
+
+def _echo_entry(entry):
+    if not isinstance(entry, dict):
+        return NOT_LOGGED
+    return {key: value if key == "id" else NOT_LOGGED for key, value in entry.items()}
 
 
 def main():
     spec = connection_spec()
     spec.update(
+        state=dict(type="str", default="present"),
         invites=dict(type="list", elements="dict"),
         # Paths in the task; the action plugin hands the module each file read, as
         # {path, text}, so that the files are the controller's.
@@ -233,7 +314,7 @@ def main():
         max_rate=dict(type="float"),
         audit_log=dict(type="path"),
     )
-    module = AnsibleModule(
+    module = _Module(
         argument_spec=spec,
         supports_check_mode=True,
         mutually_exclusive=[("invites", "src")],
@@ -243,6 +324,12 @@ def main():
         module.fail_json(
             msg="src is read on the controller by the collection's action plugin: call "
             "the module by its full name, kyb.invites.invites"
+        )
+    if module.params["state"] != "present":
+        module.fail_json(
+            msg=f"state={module.params['state']} is not supported: present is the only "
+            "state, as the module never creates, deletes or revokes an invite (the platform "
+            "decides that); leave state out, or set it to present"
         )
     require_library(module)
     run = Run(module)
@@ -348,26 +435,70 @@ class Run:
         updated = [r.change.id for r in results if r.outcome.updated]
         result["updated"] = updated
         result["resent"] = ids(ResendOutcome.RESENT)
-        unknown = ids(WriteOutcome.UPDATE_UNKNOWN)
         # An update that may have landed counts as a change: a handler must not miss it.
-        result["changed"] = bool(updated or unknown)
+        result["changed"] = bool(updated or ids(WriteOutcome.UPDATE_UNKNOWN))
+        self.keep_errors(results)
+        problems = [
+            *self.failed_writes(results),
+            *self.resend_problems(report, ids),
+            *self.write_problems(report, ids),
+        ]
+        if plan.failed:
+            problems.append(_failed_reading(plan))
+        if report.audit_error is not None:
+            problems.append(shown(report.audit_error))
+        if problems:
+            self.fail("; ".join(problems))
+        self.module.exit_json(**result)
+
+    def keep_errors(self, results):
+        errors = self.result.get("errors", [])
+        for item in results:
+            if item.error is not None:
+                source = str(item.change.source)
+                errors.append(dict(id=item.change.id, source=source, message=shown(item.error)))
+            if item.resend_error is not None:
+                message = shown(item.resend_error)
+                errors.append(dict(id=item.change.id, source=None, message=message))
+        if errors:
+            self.result["errors"] = errors
+
+    def failed_writes(self, results):
+        """Updates refused, the first one's reason as the CLI prints it (status, the
+        server's message, requestId) in the message; every one's is in errors."""
+        failed = [r for r in results if r.outcome is WriteOutcome.FAILED]
+        if not failed:
+            return []
+        first = failed[0]
+        reason = "" if first.error is None else f" ({first.change.id}: {shown(first.error)})"
+        return [f"not updated: {_ids([r.change.id for r in failed])}{reason}"]
+
+    def resend_problems(self, report, ids):
         problems = []
         not_made = [r.change.id for r in report.resends_not_made]
         if not_made:
-            result["resend_not_made"] = not_made
+            self.result["resend_not_made"] = not_made
+            first = report.resends_not_made[0]
+            error = first.resend_error
+            reason = "" if error is None else f" ({first.change.id}: {shown(error)})"
             problems.append(
-                f"updated, but the invitation was not e-mailed again: {_ids(not_made)} (send "
-                "it with `reconcile resend ID`)"
+                f"updated, but the invitation was not e-mailed again: {_ids(not_made)}{reason} "
+                "(send it with `reconcile resend ID`)"
             )
         in_doubt = ids(ResendOutcome.RESEND_UNKNOWN) + [
             r.change.id for r in report.resends_in_doubt
         ]
         if in_doubt:
-            result["resend_unknown"] = in_doubt
+            self.result["resend_unknown"] = in_doubt
             problems.append(
                 f"the invitation may or may not have been e-mailed again: {_ids(in_doubt)} "
                 "(check with the business before sending it again; never re-run to retry)"
             )
+        return problems
+
+    def write_problems(self, report, ids):
+        result, problems = self.result, []
+        unknown = ids(WriteOutcome.UPDATE_UNKNOWN)
         if unknown:
             result["update_unknown"] = unknown
             problems.append(
@@ -387,30 +518,11 @@ class Run:
                 "changed on the platform since the plan, not written: "
                 f"{_ids(conflict) if conflict else report.left_in_conflict}"
             )
-        errors = result.get("errors", [])
-        for item in results:
-            if item.error is not None:
-                source = str(item.change.source)
-                errors.append(dict(id=item.change.id, source=source, message=shown(item.error)))
-            if item.resend_error is not None:
-                message = shown(item.resend_error)
-                errors.append(dict(id=item.change.id, source=None, message=message))
-        if errors:
-            result["errors"] = errors
-        failed_updates = ids(WriteOutcome.FAILED)
-        if failed_updates:
-            problems.append(f"not updated: {_ids(failed_updates)}")
         not_started = ids(WriteOutcome.NOT_STARTED)
         if not_started:
             why = report.stopped_by or "the run stopped"
             problems.append(f"not started ({shown(why)}): {_ids(not_started)}")
-        if plan.failed:
-            problems.append(_failed_reading(plan))
-        if report.audit_error is not None:
-            problems.append(shown(report.audit_error))
-        if problems:
-            self.fail("; ".join(problems))
-        self.module.exit_json(**result)
+        return problems
 
     def fail(self, message):
         self.module.fail_json(msg=message, **self.result)
@@ -450,7 +562,7 @@ def _field_lines(name, value):
 
 def _inline_state(entries, rules):
     """The task's entries as an invite file would hold them, with every check of one;
-    a problem is reported as invites[N], the entry it is in."""
+    a problem, a diff and a message name an entry invites[N], its place in the list."""
     import yaml  # the library's own dependency: imported once the library is there
 
     parts, starts, line = ["invites:\n"], [], 2
@@ -465,15 +577,32 @@ def _inline_state(entries, rules):
     if not entries:
         parts = ["invites: []\n"]
     try:
-        return load_texts([(INLINE, "".join(parts))], rules)
+        state = load_texts([(INLINE, "".join(parts))], rules)
     except InputError as error:
-        raise ReconcilerError("\n".join(_placed(p, starts) for p in error.problems)) from None
+        placed = [str(_placed(p, starts)) for p in error.problems]
+        raise ReconcilerError("\n".join(placed)) from None
+    state.invites = [
+        DesiredInvite(
+            invite.id,
+            invite.fields,
+            SourceLocation(_entry_name(invite.source.line, starts), 0),
+            invite.resend_on_change,
+        )
+        for invite in state.invites
+    ]
+    state.warnings = [_placed(p, starts) for p in state.warnings]
+    return state
+
+
+def _entry_name(line, starts):
+    index = sum(1 for start in starts if start <= line) - 1
+    return INLINE if index < 0 or line < 1 else f"{INLINE}[{index}]"
 
 
 def _placed(problem, starts):
-    index = sum(1 for start in starts if start <= problem.line) - 1
-    where = INLINE if index < 0 or problem.line == 0 else f"{INLINE}[{index}]"
-    return f"{where}: {escape(problem.message)}"
+    """The problem at the entry it is in, and any place its message names as well."""
+    message = _INLINE_PLACE.sub(lambda m: _entry_name(int(m.group(1)), starts), problem.message)
+    return FileProblem(_entry_name(problem.line, starts), 0, 0, message, problem.severity)
 
 
 if __name__ == "__main__":

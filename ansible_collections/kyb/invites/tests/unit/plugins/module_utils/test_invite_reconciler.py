@@ -18,6 +18,10 @@ class FakeModule:
         self.params = dict.fromkeys(lib.connection_spec(), None)
         self.params.update(params)
         self.no_log_values = set()
+        self.warnings = []
+
+    def warn(self, warning):
+        self.warnings.append(warning)
 
     def fail_json(self, **result):
         raise Failed(result)
@@ -70,7 +74,7 @@ def test_options_go_through_the_library_checks_as_their_variables_do(monkeypatch
     monkeypatch.setenv("RECONCILER_BASE_URL", "https://from-env.example")
     monkeypatch.setenv("RECONCILER_TIMEOUT", "7")
     settings = lib.module_settings(
-        FakeModule(client_id="ci", client_secret="a-long-secret", parallelism=8)
+        FakeModule(client_id="ci", client_secret="a-long-secret", parallelism=8, timeout=None)
     )
     assert settings.base_url == "https://from-env.example"  # the task's environment
     assert settings.timeout == 7  # a variable the module has no option for
@@ -81,10 +85,17 @@ def test_options_go_through_the_library_checks_as_their_variables_do(monkeypatch
     )
     from reconciler.errors import ConfigError
 
-    with pytest.raises(ConfigError, match="RECONCILER_PARALLELISM"):
+    # Refused as the variable is, named as the option the task set.
+    with pytest.raises(ConfigError) as refused:
         lib.module_settings(FakeModule(parallelism=1000))
-    with pytest.raises(ConfigError, match="shorter than 6 characters"):
+    assert str(refused.value) == "parallelism: '1000' must be at least 1 and at most 256"
+    with pytest.raises(ConfigError) as refused:
         lib.module_settings(FakeModule(client_secret="short"))
+    assert str(refused.value).startswith("client_secret is shorter than 6 characters")
+    assert "RECONCILER_" not in str(refused.value)
+    with pytest.raises(ConfigError) as refused:
+        lib.module_settings(FakeModule(client_id="ci", client_secret="a-long-secret", timeout=0.0))
+    assert str(refused.value) == "timeout: '0.0' must be more than 0 and at most 3600"
 
 
 def test_a_config_file_holding_a_secret_is_refused_as_the_cli_refuses_it(tmp_path):
@@ -94,3 +105,88 @@ def test_a_config_file_holding_a_secret_is_refused_as_the_cli_refuses_it(tmp_pat
     config.write_text("base_url: https://api.example.com\nclient_secret: oops-committed\n")
     with pytest.raises(InputError, match="must not be in the config file"):
         lib.module_settings(FakeModule(config=str(config)))
+
+
+CREDENTIALS = dict(
+    base_url="https://api.example.com", client_id="ci", client_secret="a-long-secret"
+)
+
+
+def test_missing_credentials_are_named_as_the_options_never_the_cli_words(monkeypatch, tmp_path):
+    from reconciler.errors import ConfigError
+
+    for variable in ("RECONCILER_BASE_URL", "RECONCILER_CLIENT_ID", "RECONCILER_CLIENT_SECRET"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.chdir(tmp_path)  # no reconciler.yaml found
+    with pytest.raises(ConfigError) as refused:
+        lib.module_settings(FakeModule(base_url="https://api.example.com", client_id="ci"))
+    message = str(refused.value)
+    assert message.startswith("missing client_secret: set it on the task (client_secret from ")
+    assert "vault_reconciler_secret" in message and "nothing was sent" in message
+    assert "RECONCILER_" not in message and "--sandbox" not in message
+    with pytest.raises(ConfigError, match=r"^missing base_url, client_id, client_secret: set them"):
+        lib.module_settings(FakeModule())
+
+
+def test_the_timeout_and_ca_path_options_reach_the_settings(tmp_path):
+    settings = lib.module_settings(FakeModule(timeout=7.5, ca_path="/etc/ca.pem", **CREDENTIALS))
+    assert (settings.timeout, settings.ca_path) == (7.5, "/etc/ca.pem")
+    assert settings.validate_certs is True
+
+
+def test_unchecked_certificates_are_refused_for_a_remote_host_allowed_on_loopback_loudly():
+    from reconciler.errors import ConfigError
+
+    with pytest.raises(ConfigError) as refused:
+        lib.module_settings(FakeModule(validate_certs=False, **CREDENTIALS))
+    assert str(refused.value).startswith(
+        "validate_certs is false for api.example.com, which is not a loopback host"
+    )
+    assert "ca_path" in str(refused.value)
+    module = FakeModule(
+        validate_certs=False, **dict(CREDENTIALS, base_url="https://127.0.0.1:8443")
+    )
+    settings = lib.module_settings(module)
+    assert settings.validate_certs is False
+    assert module.warnings == [
+        "validate_certs is false: the certificate of 127.0.0.1 is not checked (allowed for "
+        "a loopback host only); prefer ca_path"
+    ]
+
+
+def test_the_session_trusts_ca_path_checked_at_start_and_named_as_the_option(tmp_path):
+    from reconciler.api.http.attempt import GuardedAdapter
+    from reconciler.api.http.network import make_session
+    from reconciler.errors import ConfigError
+
+    missing = tmp_path / "no-such-ca.pem"
+    with pytest.raises(ConfigError) as refused:
+        make_session("https://api.example.com", GuardedAdapter(), ca_path=str(missing))
+    assert str(refused.value) == f"ca_path names {missing}, which does not exist"
+    unchecked = make_session("https://127.0.0.1:8443", GuardedAdapter(), validate_certs=False)
+    assert unchecked.verify is False
+
+
+def test_the_cli_advice_for_a_private_ca_is_given_in_the_options_words():
+    said = lib.shown(
+        Exception(
+            "TLS verification failed for 127.0.0.1 (certificate verify failed: self-signed "
+            "certificate); for a private CA, point REQUESTS_CA_BUNDLE at its certificate "
+            "(a PEM file, or a directory hashed with `openssl rehash`)"
+        )
+    )
+    assert "for a private CA, set ca_path to its certificate (a PEM file" in said
+    assert "REQUESTS_CA_BUNDLE" not in said
+
+
+def test_a_variable_the_task_did_not_set_keeps_its_name(monkeypatch, tmp_path):
+    from reconciler.errors import ConfigError
+
+    secret_file = tmp_path / "secret"
+    secret_file.write_text("another-long-secret\n")
+    monkeypatch.setenv("RECONCILER_CLIENT_SECRET_FILE", str(secret_file))
+    with pytest.raises(ConfigError) as refused:
+        lib.module_settings(FakeModule(**CREDENTIALS))
+    assert str(refused.value).startswith(
+        "both client_secret and RECONCILER_CLIENT_SECRET_FILE are set"
+    )

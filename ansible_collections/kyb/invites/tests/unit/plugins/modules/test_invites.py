@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 pytest.importorskip("reconciler")
@@ -59,3 +61,95 @@ def test_entries_in_the_task_get_the_built_in_checks_as_a_file_would():
     ]
     state = invites._inline_state(entries, Rules())
     assert len(state.warnings) == 2, state.warnings  # the same business, the same e-mail
+
+
+def test_entries_in_the_task_are_named_by_their_place_in_the_list_everywhere():
+    entries = [
+        {"id": "inv_1", "name": "Acme Ltd", "email": "ops@acme.example"},
+        {"id": "inv_2", "name": "ACME  ltd", "email": "ops@acme.example"},
+        {"id": "inv_3", "groups": ["emea"]},
+    ]
+    state = invites._inline_state(entries, Rules())
+    assert [str(invite.source) for invite in state.invites] == [
+        "invites[0]",
+        "invites[1]",
+        "invites[2]",
+    ]
+    shown = [str(warning) for warning in state.warnings]
+    places = ("invites[0]: warning: ", "invites[1]: warning: ")
+    assert all(line.startswith(places) for line in shown), shown
+    assert not any(re.search(r"invites:\d", line) for line in shown), shown
+
+
+def test_a_duplicate_id_names_both_entries_by_their_place():
+    with pytest.raises(ReconcilerError) as error:
+        invites._inline_state([{"id": "inv_1"}, {"id": "inv_2"}, {"id": "inv_1"}], NO_RULES)
+    message = str(error.value)
+    assert message.startswith("invites[2]: "), message
+    assert "invites[0]" in message and not re.search(r"invites:\d", message)
+
+
+def test_the_echo_of_the_arguments_holds_ids_and_field_names_never_a_value():
+    module = invites._Module.__new__(invites._Module)
+    module.params = {
+        "invites": [{"id": "inv_1", "email": "jane@acme.example", "name": "Jane Doe"}],
+        "src": [{"path": "invites/emea.yaml", "text": "invites:\n  - id: inv_2\n"}],
+        "max_resends": 1,
+    }
+    assert module._echoed() == {
+        "invites": [{"id": "inv_1", "email": "[not logged]", "name": "[not logged]"}],
+        "src": ["invites/emea.yaml"],
+        "max_resends": 1,
+    }
+    assert module.params["invites"][0]["email"] == "jane@acme.example"  # the run's own
+
+
+def _documented_options():
+    import yaml
+
+    from ansible_collections.kyb.invites.plugins.doc_fragments.connection import (
+        ModuleDocFragment,
+    )
+
+    options = yaml.safe_load(invites.DOCUMENTATION)["options"]
+    options.update(yaml.safe_load(ModuleDocFragment.DOCUMENTATION)["options"])
+    return options
+
+
+def test_every_setting_read_from_a_variable_is_documented_with_the_variables_name():
+    from ansible_collections.kyb.invites.plugins.module_utils import invite_reconciler as lib
+
+    options = _documented_options()
+    spec = lib.connection_spec()
+    fallbacks = {
+        name: option["fallback"][1][0] for name, option in spec.items() if "fallback" in option
+    }
+    assert set(fallbacks) >= {"base_url", "client_id", "client_secret", "token_auth_method"}
+    for name, variable in {**lib.SETTING_VARIABLES, **fallbacks}.items():
+        text = " ".join(options[name]["description"])
+        assert f"E({variable})" in text, (name, variable)
+    assert "E(REQUESTS_CA_BUNDLE)" in " ".join(options["ca_path"]["description"])
+
+
+def test_state_is_present_only_and_the_docs_say_so():
+    options = _documented_options()
+    assert options["state"]["default"] == "present"
+    assert "V(present) is the only state" in " ".join(options["state"]["description"])
+
+
+def test_the_hosts_syslog_gets_the_same_echo_never_a_value():
+    module = invites._Module.__new__(invites._Module)
+    module.params = {
+        "invites": [{"id": "inv_1", "email": "jane@acme.example"}],
+        "client_secret": "a-long-secret",
+    }
+    module.argument_spec = {"invites": {}, "client_secret": {"no_log": True}}
+    module.aliases = {}
+    module.no_log_values = {"a-long-secret"}
+    logged = []
+    module.log = lambda msg, log_args=None: logged.append(msg)
+    module._log_invocation()
+    (line,) = logged
+    assert "inv_1" in line and "[not logged]" in line
+    assert "jane@acme.example" not in line and "a-long-secret" not in line
+    assert module.params["invites"][0]["email"] == "jane@acme.example"
