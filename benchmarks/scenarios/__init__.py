@@ -47,4 +47,5 @@ SCENARIOS: dict[str, tuple[str, Scenario]] = {
     "plan-short-tokens": ("t", plan_short_tokens.run),
     "adopt-large": ("d", adopt_large.run),
     "ansible": ("n", ansible_playbook.run),
+    "ansible-near": ("q", ansible_playbook.run_near),
 }

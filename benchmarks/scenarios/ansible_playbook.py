@@ -7,13 +7,20 @@
 
 Wall against the floor of each run (the requests the server let through / 20), and the
 writes the server received. Skipped, saying so, without ansible-playbook (`pip install
-".[ansible]"`)."""
+".[ansible]"`).
+
+q (`run_near`): the same 300 invites with the sandbox 20 ms away and no limit (issue 54's
+comparison): the task, `reconcile apply` itself, and the `uri` loop, each on a fresh
+sandbox; the task's second run too. The collection's figure beside the CLI's and the
+loop's, with no target: what a user gains from the task over the loop, and what the task
+costs over the command."""
 
 from __future__ import annotations
 
 import json
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 from support.estate import SEED, Dataset
 from support.helpers import REPO, sandbox_env
@@ -25,6 +32,7 @@ from benchmarks.targets import Row, Target
 from reconciler.sandbox import Sandbox, SandboxOptions
 
 RATE = 20.0
+NEAR = 0.020  # seconds: q, the sandbox as far as a platform in the same region
 RATIO = Target(1.2, "×")
 ANSIBLE_PLAYBOOK = Path(sys.executable).parent / "ansible-playbook"
 
@@ -90,6 +98,69 @@ def run(context: Context) -> list[Row]:
     loop = f"p token + uri loop of PATCHes, {n} invites @ {RATE:g} r/s"
     rows += _pair(context, loop, data, work, URI_PLAY.format(), ratio=None)
     return rows
+
+
+def run_near(context: Context) -> list[Row]:
+    if not ANSIBLE_PLAYBOOK.exists():
+        return [Row("q ansible", 'skipped: ansible-core is not installed (".[ansible]")', None)]
+    n = context.sizes.ansible_total
+    data = dataset(context, "ansible-near", n, changed=n)
+    work = context.work / "ansible-near-play"
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "invites.json").write_text(json.dumps({"invites": data.desired}), encoding="utf-8")
+    name = f"q {n} invites ({n} differ), the sandbox {NEAR * 1000:g} ms away"
+    options = SandboxOptions(seed=SEED, latency=NEAR)
+    rows: list[Row] = []
+    with Sandbox(data.server, options=options) as sandbox:
+        task = _near_play(context, name, "one kyb.invites.invites task", work, sandbox, data)
+        rows.append(task.row)
+        again = _near_play(context, name, "  the same task, second run", work, sandbox, data)
+        rows.append(again.row)
+    with Sandbox(data.server, options=options) as sandbox:
+        args = ["apply", "--auto-approve", str(data.root)]
+        cli = context.runner.run("ansible-near-cli", args, sandbox, context.work)
+        check_applied(name, data, sandbox)
+        detail = _writes(sandbox, 0, "changed")
+        rows.append(Row(name, "reconcile apply", cli.wall, "s", detail=detail))
+        context.notes.append(describe(f"{name}, reconcile apply", cli, sandbox))
+    with Sandbox(data.server, options=options) as sandbox:
+        (work / "play.yml").write_text(URI_PLAY.format(), encoding="utf-8")
+        loop = _play(work, sandbox)
+        changed = "changed" if "changed=1" in loop.stdout else "ok"
+        detail = _writes(sandbox, 0, changed)
+        rows.append(Row(name, "token + uri loop of PATCHes", loop.wall, "s", detail=detail))
+        context.notes.append(describe(f"{name}, uri loop", loop, sandbox))
+    rows.append(Row(name, "  the task against reconcile apply", task.wall / cli.wall, "×"))
+    rows.append(Row(name, "  the uri loop against the task", loop.wall / task.wall, "×"))
+    return rows
+
+
+class _NearRun(NamedTuple):
+    wall: float
+    row: Row
+
+
+def _near_play(
+    context: Context, name: str, figure: str, work: Path, sandbox: Sandbox, data: Dataset
+) -> _NearRun:
+    """The task's play against ``sandbox``, every invite as its file says afterwards."""
+    (work / "play.yml").write_text(MODULE_PLAY.format(root=data.root), encoding="utf-8")
+    patches_before = _done_patches(sandbox)
+    measured = _play(work, sandbox)
+    check_applied(name, data, sandbox)
+    changed = "changed" if "changed=1" in measured.stdout else "ok"
+    detail = _writes(sandbox, patches_before, changed)
+    context.notes.append(describe(f"{name}, {figure.strip()}", measured, sandbox))
+    return _NearRun(measured.wall, Row(name, figure, measured.wall, "s", detail=detail))
+
+
+def _done_patches(sandbox: Sandbox) -> int:
+    return len([r for r in sandbox.stats.calls("PATCH") if r.status == 200])
+
+
+def _writes(sandbox: Sandbox, patches_before: int, changed: str) -> str:
+    patches = _done_patches(sandbox) - patches_before
+    return f"{patches} PATCHes; {changed}"
 
 
 def _pair(
