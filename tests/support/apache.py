@@ -21,18 +21,12 @@ whole seconds of the clock.
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 from typing import NamedTuple
-from urllib.parse import urlsplit
 
-from reconciler.sandbox import Sandbox
-
-from .daemon import free_port, stop_gently, system_binary, wait_listening
+from .daemon import RealServer, system_binary
 
 MODULES = "/usr/lib/apache2/modules"
 
@@ -122,8 +116,11 @@ ProxyPassReverse "/" "http://{upstream}/"
 """
 
 
-class Apache:
+class Apache(RealServer):
     """A real Apache with mod_evasive proxying to ``upstream`` (a sandbox's URL)."""
+
+    NAME = "apache2"
+    STOP_SIGNAL = signal.SIGWINCH  # graceful-stop: finish answers, then exit
 
     def __init__(self, upstream: str, evasive: Evasive | None = None) -> None:
         binary = apache_binary()
@@ -132,25 +129,11 @@ class Apache:
                 "apache2 with mod_evasive is not installed "
                 "(Debian: apt-get install apache2 libapache2-mod-evasive)"
             )
-        self.binary = binary
+        super().__init__(upstream, binary)
         self.evasive = evasive or Evasive()
-        self.upstream = urlsplit(upstream).netloc
-        self.port = 0
-        self.prefix: Path | None = None
-        self._process: subprocess.Popen[bytes] | None = None
-        self._log: list[Logged] = []
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def client_env(self, sandbox: Sandbox) -> dict[str, str]:
-        """The RECONCILER_* variables that point the CLI at the sandbox through Apache."""
-        return {**sandbox.client_env(), "RECONCILER_BASE_URL": self.url}
-
-    def start(self) -> Apache:
-        self.prefix = Path(tempfile.mkdtemp(prefix="reconcile-apache-"))
-        self.port = free_port()
+    def config(self) -> None:
+        assert self.prefix is not None
         e = self.evasive
         config = _CONFIG.format(
             prefix=self.prefix,
@@ -164,20 +147,17 @@ class Apache:
             blocking_period=e.blocking_period,
         )
         (self.prefix / "httpd.conf").write_text(config, encoding="utf-8")
+
+    def popen(self) -> subprocess.Popen[bytes]:
+        assert self.prefix is not None
         with open(self.prefix / "errors", "wb") as errors:
-            self._process = subprocess.Popen(
+            return subprocess.Popen(
                 [self.binary, "-d", str(self.prefix), "-f", "httpd.conf", "-DFOREGROUND"],
                 stdin=subprocess.DEVNULL,
                 stdout=errors,
                 stderr=errors,
                 env={**os.environ, "APACHE_RUN_DIR": str(self.prefix)},
             )
-        try:
-            wait_listening(self._process, self.port, "apache2", self.error_log)
-        except BaseException:
-            self.stop()
-            raise
-        return self
 
     def error_log(self) -> str:
         """What apache2 said at start and in its error log."""
@@ -192,32 +172,15 @@ class Apache:
 
     def requests(self) -> list[Logged]:
         """Every request Apache answered so far, in the order it had them."""
-        if self.prefix is None:
-            return list(self._log)
-        path = self.prefix / "access.log"
-        if not path.exists():
-            return []
-        with open(path, encoding="utf-8", errors="replace") as log:
-            logged = [entry for line in log if (entry := _parse(line)) is not None]
-        return sorted(logged, key=lambda entry: entry.at)
+        return super().requests()
 
     def refusals(self) -> int:
         """Requests mod_evasive refused so far (its 403s: the sandbox answers none)."""
         return sum(entry.status == 403 for entry in self.requests())
 
-    def stop(self) -> None:
-        process, self._process = self._process, None
-        stop_gently(process, signal.SIGWINCH)  # graceful-stop: finish answers, then exit
-        if self.prefix is not None:
-            self._log = self.requests()
-            shutil.rmtree(self.prefix, ignore_errors=True)
-            self.prefix = None
-
-    def __enter__(self) -> Apache:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    @staticmethod
+    def parse(line: str) -> Logged | None:
+        return _parse(line)
 
 
 def _parse(line: str) -> Logged | None:

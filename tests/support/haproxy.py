@@ -27,18 +27,13 @@ status, and whether HAProxy itself answered it (a deny, a queue timeout).
 
 from __future__ import annotations
 
-import shutil
 import signal
 import subprocess
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal, NamedTuple
 from urllib.parse import urlsplit
 
-from reconciler.sandbox import Sandbox
-
-from .daemon import free_port, stop_gently, system_binary, wait_listening
+from .daemon import RealServer, system_binary
 
 
 class HaproxyMissing(RuntimeError):
@@ -162,32 +157,21 @@ backend sandbox
 """
 
 
-class Haproxy:
+class Haproxy(RealServer):
     """A real HAProxy proxying to ``upstream`` (a sandbox's URL), started on ``start()``."""
+
+    NAME = "haproxy"
+    STOP_SIGNAL = signal.SIGUSR1  # soft stop: finish answers, then exit
 
     def __init__(self, upstream: str, limit: Limit | None = None) -> None:
         binary = haproxy_binary()
         if binary is None:
             raise HaproxyMissing("haproxy is not installed (Debian: apt-get install haproxy)")
-        self.binary = binary
+        super().__init__(upstream, binary)
         self.limit = limit or Limit()
-        self.upstream = urlsplit(upstream).netloc
-        self.port = 0
-        self.prefix: Path | None = None
-        self._process: subprocess.Popen[bytes] | None = None
-        self._log: list[Logged] = []  # what was read of the log before it went
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def client_env(self, sandbox: Sandbox) -> dict[str, str]:
-        """The RECONCILER_* variables that point the CLI at the sandbox through HAProxy."""
-        return {**sandbox.client_env(), "RECONCILER_BASE_URL": self.url}
-
-    def start(self) -> Haproxy:
-        self.prefix = Path(tempfile.mkdtemp(prefix="reconcile-haproxy-"))
-        self.port = free_port()
+    def config(self) -> None:
+        assert self.prefix is not None
         config = _CONFIG.format(
             prefix=self.prefix,
             port=self.port,
@@ -198,23 +182,16 @@ class Haproxy:
             server=self.limit.server_options(),
         )
         (self.prefix / "haproxy.cfg").write_text(config, encoding="utf-8")
+
+    def popen(self) -> subprocess.Popen[bytes]:
+        assert self.prefix is not None
         with open(self.prefix / "access.log", "wb") as log, open(self.prefix / "errors", "wb") as e:
-            self._process = subprocess.Popen(
+            return subprocess.Popen(
                 [self.binary, "-db", "-f", str(self.prefix / "haproxy.cfg")],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=e,
             )
-        try:
-            self._wait_listening()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def _wait_listening(self) -> None:
-        assert self._process is not None
-        wait_listening(self._process, self.port, "haproxy", self.error_log)
 
     def error_log(self) -> str:
         """What haproxy said on stderr (warnings, and why it did not start)."""
@@ -225,32 +202,15 @@ class Haproxy:
 
     def requests(self) -> list[Logged]:
         """Every request HAProxy answered so far, in the order it had them."""
-        if self.prefix is None:
-            return list(self._log)
-        path = self.prefix / "access.log"
-        if not path.exists():
-            return []
-        with open(path, encoding="utf-8", errors="replace") as log:
-            logged = [entry for line in log if (entry := _parse(line)) is not None]
-        return sorted(logged, key=lambda entry: entry.at)
+        return super().requests()
 
     def refusals(self) -> int:
         """Requests HAProxy answered itself so far (its deny, its queue's timeout)."""
         return sum(entry.refused for entry in self.requests())
 
-    def stop(self) -> None:
-        process, self._process = self._process, None
-        stop_gently(process, signal.SIGUSR1)  # soft stop: finish answers, then exit
-        if self.prefix is not None:
-            self._log = self.requests()
-            shutil.rmtree(self.prefix, ignore_errors=True)
-            self.prefix = None
-
-    def __enter__(self) -> Haproxy:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    @staticmethod
+    def parse(line: str) -> Logged | None:
+        return _parse(line)
 
 
 def _parse(line: str) -> Logged | None:

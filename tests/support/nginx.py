@@ -13,17 +13,11 @@ the status of a refusal (429, or nginx's default 503).
 
 from __future__ import annotations
 
-import shutil
 import signal
 import subprocess
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
-from urllib.parse import urlsplit
 
-from reconciler.sandbox import Sandbox
-
-from .daemon import free_port, stop_gently, system_binary, wait_listening
+from .daemon import RealServer, system_binary
 
 
 class NginxMissing(RuntimeError):
@@ -144,33 +138,27 @@ http {{
 """
 
 
-class Nginx:
+class Nginx(RealServer):
     """A real nginx proxying to ``upstream`` (a sandbox's URL), started on ``start()``."""
+
+    NAME = "nginx"
+    STOP_SIGNAL = signal.SIGQUIT  # graceful: finish answers, then exit
 
     def __init__(self, upstream: str, gateway: Gateway | None = None) -> None:
         binary = nginx_binary()
         if binary is None:
             raise NginxMissing("nginx is not installed (Debian: apt-get install nginx-light)")
-        self.binary = binary
+        super().__init__(upstream, binary)
         self.gateway = gateway or Gateway()
-        self.upstream = urlsplit(upstream).netloc
-        self.port = 0
-        self.prefix: Path | None = None
-        self._process: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
         scheme = "https" if self.gateway.tls else "http"
         return f"{scheme}://127.0.0.1:{self.port}"
 
-    def client_env(self, sandbox: Sandbox) -> dict[str, str]:
-        """The RECONCILER_* variables that point the CLI at the sandbox through nginx."""
-        return {**sandbox.client_env(), "RECONCILER_BASE_URL": self.url}
-
-    def start(self) -> Nginx:
-        self.prefix = Path(tempfile.mkdtemp(prefix="reconcile-nginx-"))
+    def config(self) -> None:
+        assert self.prefix is not None
         (self.prefix / "tmp").mkdir()
-        self.port = free_port()
         config = _CONFIG.format(
             prefix=self.prefix,
             port=self.port,
@@ -182,22 +170,14 @@ class Nginx:
             server=self.gateway.server_lines(),
         )
         (self.prefix / "nginx.conf").write_text(config, encoding="utf-8")
-        self._process = subprocess.Popen(
+
+    def popen(self) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
             [self.binary, "-p", str(self.prefix), "-c", "nginx.conf", "-e", "stderr"],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )
-        try:
-            self._wait_listening()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def _wait_listening(self) -> None:
-        assert self._process is not None
-        wait_listening(self._process, self.port, "nginx", self.error_log)
 
     def error_log(self) -> str:
         """What nginx said: its error log, and its stderr once it has exited."""
@@ -214,18 +194,3 @@ class Nginx:
             return 0
         with open(self.prefix / "error.log", encoding="utf-8", errors="replace") as log:
             return sum(1 for line in log if "limiting requests" in line)
-
-    def stop(self) -> None:
-        process, self._process = self._process, None
-        stop_gently(process, signal.SIGQUIT)  # graceful: finish answers, then exit
-        if process is not None and process.stderr:
-            process.stderr.close()
-        if self.prefix is not None:
-            shutil.rmtree(self.prefix, ignore_errors=True)
-            self.prefix = None
-
-    def __enter__(self) -> Nginx:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
