@@ -26,7 +26,7 @@ try:
 
     import reconciler
     from reconciler import safetext
-    from reconciler.api.http.network import parse_base_url
+    from reconciler.api.network import parse_base_url
     from reconciler.errors import ConfigError
     from reconciler.settings.config import load_settings
 except ImportError:

@@ -155,8 +155,8 @@ def test_unchecked_certificates_are_refused_for_a_remote_host_allowed_on_loopbac
 
 
 def test_the_session_trusts_ca_path_checked_at_start_and_named_as_the_option(tmp_path):
-    from reconciler.api.http.attempt import GuardedAdapter
-    from reconciler.api.http.network import make_session
+    from reconciler.api.exchange import GuardedAdapter
+    from reconciler.api.network import make_session
     from reconciler.errors import ConfigError
 
     missing = tmp_path / "no-such-ca.pem"
