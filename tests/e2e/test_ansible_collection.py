@@ -47,7 +47,14 @@ def run(command: list[str | Path], cwd: Path, **env: str) -> subprocess.Complete
     done = subprocess.run(
         [str(part) for part in command],
         cwd=cwd,
-        env={**os.environ, "ANSIBLE_NOCOLOR": "1", "NO_COLOR": "1", **env},
+        # The venv's bin first: antsibull-changelog runs ansible-doc by name.
+        env={
+            **os.environ,
+            "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+            "ANSIBLE_NOCOLOR": "1",
+            "NO_COLOR": "1",
+            **env,
+        },
         capture_output=True,
         text=True,
         timeout=300,

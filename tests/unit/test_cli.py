@@ -109,6 +109,7 @@ def test_help_lists_every_command_in_order_with_its_summary() -> None:
         "plan",
         "apply",
         "applied",
+        "comment",
         "show",
         "export",
         "adopt",

@@ -54,6 +54,7 @@ EXAMPLES = r"""
   ansible.builtin.copy:
     content: "{{ found.text }}"
     dest: invites/acme.yaml
+    mode: "0644"
   delegate_to: localhost
 """
 
