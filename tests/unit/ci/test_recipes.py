@@ -156,7 +156,7 @@ def test_github_uploads_the_plan_and_the_audit_log_even_after_a_failure() -> Non
 
 
 def test_github_posts_one_sticky_comment_through_the_action() -> None:
-    # The comment is `reconcile comment`'s (test_comments.py); the recipe only asks for it.
+    # The comment is `reconcile comment`'s (unit/output/test_comment.py); the recipe only asks for it.
     steps = load(GITHUB)["jobs"]["plan"]["steps"]
     assert [s["with"]["command"].split()[0] for s in steps if s.get("with", {}).get("comment")] == [
         "validate",
@@ -435,7 +435,7 @@ def test_github_pr_plan_after_failed_validation_replaces_the_comment(tmp_path: P
     results, calls, _ = github_stub_job(
         tmp_path, "plan", {"validate": 1}, event_name="pull_request"
     )
-    # The comment says so (its body: test_comments.py).
+    # The comment says so (its body: unit/output/test_comment.py).
     assert calls == ["validate", "comment --validate-failed"]
     assert step(results, "Plan the invites").returncode is None
     assert step(results, "Upload the saved plan").returncode is None  # no plan to upload
