@@ -156,7 +156,7 @@ def test_github_uploads_the_plan_and_the_audit_log_even_after_a_failure() -> Non
 
 
 def test_github_posts_one_sticky_comment_through_the_action() -> None:
-    # The comment is `reconcile comment`'s (unit/output/test_comment.py); the recipe only asks for it.
+    # The comment is `reconcile comment`'s (unit/output/test_comment.py); the recipe asks.
     steps = load(GITHUB)["jobs"]["plan"]["steps"]
     assert [s["with"]["command"].split()[0] for s in steps if s.get("with", {}).get("comment")] == [
         "validate",

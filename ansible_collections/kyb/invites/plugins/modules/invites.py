@@ -479,11 +479,13 @@ class Run:
         if not_made:
             self.result["resend_not_made"] = not_made
             first = report.resends_not_made[0]
-            error = first.resend_error
-            reason = "" if error is None else f" ({first.change.id}: {shown(error)})"
+            # The platform's refusal, or why this run did not send it (owed): e.g. another
+            # run's write already held the values, and whether its e-mail went is unknown.
+            why = first.resend_error if first.resend_error is not None else first.owed
+            reason = f" ({first.change.id}: {shown(why)})" if why else ""
             problems.append(
-                f"updated, but the invitation was not e-mailed again: {_ids(not_made)}{reason} "
-                "(send it with `reconcile resend ID`)"
+                f"the invitation was not e-mailed again by this run: {_ids(not_made)}{reason} "
+                "(once checked, send it with `reconcile resend ID`)"
             )
         in_doubt = ids(ResendOutcome.RESEND_UNKNOWN) + [
             r.change.id for r in report.resends_in_doubt

@@ -153,3 +153,31 @@ def test_the_hosts_syslog_gets_the_same_echo_never_a_value():
     assert "inv_1" in line and "[not logged]" in line
     assert "jane@acme.example" not in line and "a-long-secret" not in line
     assert module.params["invites"][0]["email"] == "jane@acme.example"
+
+
+def test_a_resend_this_run_did_not_make_says_why_and_never_that_it_updated():
+    # Another run's write already held the values (two plays at once): whether its e-mail
+    # went is unknown, so the message must say that, not "updated" and "send it".
+    from types import SimpleNamespace
+
+    from reconciler.apply.applier import (
+        ApplyReport,
+        ChangeResult,
+        ResendOutcome,
+        WriteOutcome,
+        _held_already,
+    )
+
+    held = ChangeResult(
+        change=SimpleNamespace(id="inv_acme", resend=True),
+        outcome=WriteOutcome.ALREADY_APPLIED,
+        resend=ResendOutcome.OWED,
+        owed=_held_already(),
+    )
+    run = invites.Run(module=None)
+    (problem,) = run.resend_problems(ApplyReport(results=[held]), lambda outcome: [])
+    assert problem.startswith("the invitation was not e-mailed again by this run: inv_acme")
+    assert "whether an invitation went with them is unknown" in problem
+    assert "once checked, send it with `reconcile resend ID`" in problem
+    assert "updated" not in problem
+    assert run.result["resend_not_made"] == ["inv_acme"]
