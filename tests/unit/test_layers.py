@@ -22,7 +22,7 @@ PACKAGE = Path(reconciler.__file__).parent
 # plan share a rank and are kept apart below: the plan is pure over the model, and the
 # API reads invites without knowing what a plan does with them.
 RANK = {
-    "top": 0,  # errors, safetext, files, stop, resources, git, applied
+    "top": 0,  # errors, safetext, files, git, applied
     "model": 0,
     "yamlload": 1,
     "schema": 2,
