@@ -29,6 +29,7 @@ from reconciler.commands.options import (
 from reconciler.desired.state import DesiredState, Selection
 from reconciler.files import refuse_input
 from reconciler.output import Stdout, echo_chunks
+from reconciler.output.ci import emit, github_enabled, invite_error_commands, report_plan
 from reconciler.output.console import (
     SHOWN,
     echo_err,
@@ -37,7 +38,6 @@ from reconciler.output.console import (
     use_color,
     what_to_do,
 )
-from reconciler.output.github import emit, github_enabled, invite_error_commands, report_plan
 from reconciler.output.progress import Progress
 from reconciler.output.text import TextRenderer
 from reconciler.plan.model import FailedInvite, InviteChange, Plan

@@ -15,15 +15,15 @@ from support.helpers import EXAMPLES, clean_env
 
 from reconciler.cli import main
 from reconciler.errors import FileProblem
-from reconciler.output.console import use_color
-from reconciler.output.github import (
+from reconciler.output.ci import (
     error_command,
     escape_property,
     github_enabled,
     input_error_commands,
     invite_error_commands,
+    render_report,
 )
-from reconciler.output.gitlab import render_report
+from reconciler.output.console import use_color
 from reconciler.output.progress import Progress, duration
 
 
