@@ -149,12 +149,12 @@ def test_lazy_and_type_only_imports_count(tmp_path: Path) -> None:
         "if TYPE_CHECKING:\n"
         "    from reconciler.api.client import ApiClient\n"
         "def read():\n"
-        "    import reconciler.output.progress\n"
+        "    import reconciler.output.console\n"
         "    from reconciler.plan import saved\n",
         encoding="utf-8",
     )
     assert list(imports("reconciler.plan.make", module)) == [
         ("reconciler.api.client", 3),
-        ("reconciler.output.progress", 5),
+        ("reconciler.output.console", 5),
         ("reconciler.plan.saved", 6),
     ]

@@ -14,7 +14,7 @@ from support.limits import FakeTime, answered, refuse
 
 from reconciler.api.capacity import MAX_HOLD, START_RATE, NoTurn, RequestPacer, Turn
 from reconciler.api.concurrency import Stop
-from reconciler.output.progress import Progress
+from reconciler.output.console import Progress
 
 
 @pytest.fixture
