@@ -27,8 +27,7 @@ from reconciler.output.ci import (
 )
 from reconciler.output.console import COLOR_CHOICE, COLOR_CHOICES, use_color
 from reconciler.service.offline import applied_since, settings_for
-from reconciler.settings.config import Settings, SettingType
-from reconciler.settings.environment import ENV_VARS, SECRET_ENV, SECRET_FILE_ENV
+from reconciler.settings.config import ENV_VARS, SECRET_ENV, SECRET_FILE_ENV, Settings, SettingType
 
 F = TypeVar("F", bound=Callable[..., Any])
 Decorator = Callable[[F], F]
