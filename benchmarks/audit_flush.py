@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from reconciler.api.client import ApiClient
-from reconciler.api.concurrency import ordered_map
+from reconciler.api.concurrency import Stop, ordered_map
 from reconciler.apply.applier import Applier
 from reconciler.apply.audit import AuditLog
 from reconciler.desired.state import load_desired_state
@@ -54,7 +54,6 @@ from reconciler.plan.model import Plan
 from reconciler.plan.saved import plan_digest
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox
 from reconciler.settings.config import Settings
-from reconciler.stop import Stop
 
 WAYS = ("no log", "log, no fsync", "log + fsync")
 NAMES = ["Société Générale", "Müller & Söhne GmbH", "株式会社サクラ商事", "Ørsted Ventures"]

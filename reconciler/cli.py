@@ -17,13 +17,13 @@ import click
 from reconciler import __version__
 from reconciler.errors import InputError, ReconcilerError
 from reconciler.output import stop_writing_to_stdout
-from reconciler.output.console import echo_err, echo_problem
-from reconciler.output.github import (
+from reconciler.output.ci import (
     GITHUB_ANNOTATIONS,
     annotate_error,
     guard_output,
     release_output,
 )
+from reconciler.output.console import echo_err, echo_problem
 from reconciler.safetext import plural, redact_and_escape, redact_and_escape_lines
 
 EXIT_OK = 0

@@ -13,6 +13,8 @@
 - Replace in place (adopt, export --force): ``read_for_rewrite``, then ``replace_read``
   (or ``replace_all`` for several) only while the file is still byte for byte what was
   read, through the same symbolic links, keeping its mode.
+- The package's own: ``resource_path`` (the schemas, the example invites) and
+  ``invite_schema_path``, from an installed wheel's ``_bundled/`` or a source checkout.
 
 The temporary file is made, and renamed, in the file's directory held open from the
 start (``dir_fd``); for a file replaced in place that directory must be the one it was
@@ -32,6 +34,7 @@ import stat
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from types import FrameType
 from typing import BinaryIO
 
@@ -427,3 +430,23 @@ def _check_unchanged(read: ReadFile, what: str) -> None:
         raise FileChanged(
             f"{refused} its directory was replaced since it was read; nothing was written"
         )
+
+
+# Files the package reads at run time: an installed wheel carries copies under
+# _bundled/; a source checkout has the originals at the top of the repository.
+_PACKAGE = Path(__file__).resolve().parent
+_ROOTS = (_PACKAGE / "_bundled", _PACKAGE.parent)
+
+
+def resource_path(relative: str) -> Path:
+    for root in _ROOTS:
+        candidate = root / relative
+        if candidate.exists():
+            return candidate
+    raise FileNotFoundError(
+        f"package resource {relative!r} is missing; reinstall invite-reconciler"
+    )
+
+
+def invite_schema_path() -> Path:
+    return resource_path("schemas/invites.schema.json")

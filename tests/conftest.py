@@ -20,7 +20,7 @@ from support.nginx import Gateway, Nginx, nginx_binary
 from reconciler import safetext
 from reconciler.api import capacity, client
 from reconciler.api.capacity import MAX_RATE, RequestPacer
-from reconciler.resources import invite_schema_path
+from reconciler.files import invite_schema_path
 from reconciler.sandbox import Sandbox, SandboxOptions
 from reconciler.sandbox.app import load_state_file
 from reconciler.schema import check as schema

@@ -99,10 +99,12 @@ import threading
 import time
 from collections import Counter, deque
 from collections.abc import Callable
-from typing import NamedTuple, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from reconciler.settings.config import Settings
-from reconciler.stop import Stop
+
+if TYPE_CHECKING:
+    from reconciler.api.concurrency import Stop  # it imports this module
 
 # -- rate ----------------------------------------------------------------------
 

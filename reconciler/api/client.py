@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 from reconciler.api.auth import Grant, register_secret_forms
 from reconciler.api.capacity import Limiter, RequestPacer
-from reconciler.api.concurrency import ordered_map
+from reconciler.api.concurrency import Stop, ordered_map
 from reconciler.api.exceptions import ApiError, BadInviteValue, UnexpectedResponse, WrongInvite
 from reconciler.api.exchange import Answer, AttemptWatch, Exchange, Observer
 from reconciler.api.network import invite_path, parse_base_url
@@ -34,7 +34,6 @@ from reconciler.model.invite import (
 )
 from reconciler.safetext import escape, redact_and_escape
 from reconciler.settings.config import Settings
-from reconciler.stop import Stop
 
 log = logging.getLogger("reconciler.api")
 

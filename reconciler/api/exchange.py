@@ -69,6 +69,7 @@ from reconciler.api.auth import (
     token_from_payload,
 )
 from reconciler.api.capacity import MAX_RATE, SLEEP_SLICE, NoTurn, Refusal, RequestPacer, Turn
+from reconciler.api.concurrency import Stop
 from reconciler.api.exceptions import (
     GATEWAY_PAGE,
     AnswerTooLarge,
@@ -87,7 +88,6 @@ from reconciler.api.exceptions import (
 from reconciler.api.network import CONNECT_TIMEOUT, BaseUrl, host_of, make_session, transport_error
 from reconciler.safetext import cut, redact_and_escape, seconds
 from reconciler.settings.config import Credentials, Settings
-from reconciler.stop import Stop
 
 # -- answer --------------------------------------------------------------------
 

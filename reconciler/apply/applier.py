@@ -39,7 +39,7 @@ from typing import Any, NamedTuple
 
 from reconciler.api.capacity import Limiter
 from reconciler.api.client import ApiClient, Read
-from reconciler.api.concurrency import ordered_map
+from reconciler.api.concurrency import Stop, ordered_map
 from reconciler.api.exceptions import (
     ApiError,
     GatewayForbidden,
@@ -72,7 +72,6 @@ from reconciler.plan.write_check import (
     stored_as_sent,
 )
 from reconciler.safetext import json_text, redact, redact_and_escape
-from reconciler.stop import Stop
 
 # Where the invitation goes: a re-send waits for a read that shows it stored as sent.
 RECIPIENT = "email"

@@ -22,7 +22,7 @@ from reconciler.applied import (
     read_record,
 )
 from reconciler.commands.options import F
-from reconciler.output.github import append_step_summary, github_enabled
+from reconciler.output.ci import append_step_summary, github_enabled
 from reconciler.safetext import escape, plural
 
 _WHERE = (

@@ -29,16 +29,16 @@ from reconciler.commands.options import (
 from reconciler.desired.state import DesiredState, Selection
 from reconciler.files import refuse_input
 from reconciler.output import Stdout, echo_chunks
+from reconciler.output.ci import emit, github_enabled, invite_error_commands, report_plan
 from reconciler.output.console import (
     SHOWN,
+    Progress,
     echo_err,
     echo_errors,
     setup_logging,
     use_color,
     what_to_do,
 )
-from reconciler.output.github import emit, github_enabled, invite_error_commands, report_plan
-from reconciler.output.progress import Progress
 from reconciler.output.text import TextRenderer
 from reconciler.plan.model import FailedInvite, InviteChange, Plan
 from reconciler.plan.saved import load_signed_plan

@@ -19,16 +19,15 @@ import click
 
 from reconciler.desired.state import Selection
 from reconciler.errors import ReconcilerError
-from reconciler.output.console import COLOR_CHOICE, COLOR_CHOICES, use_color
-from reconciler.output.github import (
+from reconciler.output.ci import (
     ANNOTATION_CHOICES,
     GITHUB_ANNOTATIONS,
     github_enabled,
     guard_output,
 )
+from reconciler.output.console import COLOR_CHOICE, COLOR_CHOICES, use_color
 from reconciler.service.offline import applied_since, settings_for
-from reconciler.settings.config import Settings, SettingType
-from reconciler.settings.environment import ENV_VARS, SECRET_ENV, SECRET_FILE_ENV
+from reconciler.settings.config import ENV_VARS, SECRET_ENV, SECRET_FILE_ENV, Settings, SettingType
 
 F = TypeVar("F", bound=Callable[..., Any])
 Decorator = Callable[[F], F]

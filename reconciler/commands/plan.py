@@ -14,8 +14,8 @@ from reconciler.commands.options import (
 )
 from reconciler.files import refuse_input, refuse_special_file
 from reconciler.output import echo_chunks, renderer_for
+from reconciler.output.ci import github_enabled, report_plan
 from reconciler.output.console import echo_err, echo_errors, setup_logging, use_color
-from reconciler.output.github import github_enabled, report_plan
 from reconciler.plan.model import Plan
 from reconciler.plan.saved import save_plan, sign_plan
 from reconciler.safetext import escape, plural

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from reconciler.resources import invite_schema_path, resource_path
+from reconciler.files import invite_schema_path, resource_path
 
 
 @click.command(epilog="Reads no environment variables and no reconciler.yaml.")

@@ -23,8 +23,7 @@ from reconciler.plan.saved import (
     read_plan_document,
 )
 from reconciler.safetext import escape
-from reconciler.settings.config import load_settings
-from reconciler.settings.environment import SECRET_ENV, SECRET_FILE_ENV
+from reconciler.settings.config import SECRET_ENV, SECRET_FILE_ENV, load_settings
 
 
 @click.command(

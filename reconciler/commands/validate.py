@@ -6,7 +6,7 @@ import click
 
 from reconciler.commands.options import FilePath, annotations_option, config_option, settings_help
 from reconciler.files import refuse_input
-from reconciler.output.gitlab import writing_codequality
+from reconciler.output.ci import writing_codequality
 from reconciler.safetext import plural
 from reconciler.service.offline import read_desired, run_inputs, settings_for
 

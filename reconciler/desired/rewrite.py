@@ -29,8 +29,7 @@ from reconciler.model.invite import (
     canonical,
     nfc,
 )
-from reconciler.yamlload.builder import Lines, Parser
-from reconciler.yamlload.scalars import render_scalar
+from reconciler.yamlload.builder import Lines, Parser, render_scalar
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from functools import cache
 from typing import Any, Generic, NamedTuple, Protocol, TypeAlias, TypeVar, overload
 
 from reconciler.errors import ReconcilerError
-from reconciler.resources import invite_schema_path
+from reconciler.files import invite_schema_path
 from reconciler.safetext import cut, escape, redact, redact_and_escape
 
 # -- values ----------------------------------------------------------------------------------

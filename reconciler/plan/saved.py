@@ -22,7 +22,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from reconciler.errors import ReconcilerError
-from reconciler.files import TooLarge, read_regular, write_output
+from reconciler.files import TooLarge, invite_schema_path, read_regular, resource_path, write_output
 from reconciler.model.invite import (
     Contact,
     Fields,
@@ -40,7 +40,6 @@ from reconciler.plan.model import (
     OutsideChange,
     Plan,
 )
-from reconciler.resources import invite_schema_path, resource_path
 from reconciler.safetext import escape, escape_json_text, redact, redact_and_escape
 
 if TYPE_CHECKING:

@@ -12,14 +12,14 @@ SANDBOX_CLIENT_ID = "sandbox-client"
 SANDBOX_CLIENT_SECRET = "sandbox-secret"  # fixed and documented: not a secret
 
 if TYPE_CHECKING:
-    from reconciler.sandbox.server import Sandbox, SandboxOptions
+    from reconciler.sandbox.app import Sandbox, SandboxOptions
 
 __all__ = ["SANDBOX_CLIENT_ID", "SANDBOX_CLIENT_SECRET", "Sandbox", "SandboxOptions"]
 
 
 def __getattr__(name: str) -> Any:
     if name in ("Sandbox", "SandboxOptions"):
-        from reconciler.sandbox import server
+        from reconciler.sandbox import app
 
-        return getattr(server, name)
+        return getattr(app, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from reconciler.errors import FileProblem, ReconcilerError
-from reconciler.resources import invite_schema_path
+from reconciler.files import invite_schema_path
 from reconciler.safetext import escape
 from reconciler.schema.messages import Where, describe, is_email
 from reconciler.yamlload.builder import START, Lines, Located

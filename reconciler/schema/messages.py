@@ -18,8 +18,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 from reconciler.errors import FileProblem
 from reconciler.model.invite import ID_RULE
 from reconciler.safetext import QUOTED_CHARS, escape, quote_value
-from reconciler.yamlload.builder import Located
-from reconciler.yamlload.scalars import cut, kind_of, quote_it, reading
+from reconciler.yamlload.builder import Located, cut, kind_of, quote_it, reading
 
 if TYPE_CHECKING:
     from jsonschema import ValidationError

@@ -32,14 +32,14 @@ from reconciler.desired.state import (
     select_invites,
 )
 from reconciler.errors import FileProblem, ReconcilerError
-from reconciler.output.console import echo_err, echo_problem
-from reconciler.output.github import (
+from reconciler.output.ci import (
     GITHUB_ANNOTATIONS,
     emit,
     error_command,
     github_enabled,
     report_problems,
 )
+from reconciler.output.console import echo_err, echo_problem
 from reconciler.safetext import escape, plural
 from reconciler.settings.config import Settings, load_settings
 from reconciler.settings.config_file import DEFAULT_CONFIG_FILE

@@ -20,8 +20,7 @@ from reconciler.apply.applier import GracefulInterrupt, saved_plan_state
 from reconciler.desired.state import DesiredState
 from reconciler.errors import ReconcilerError
 from reconciler.model.invite import CurrentInvite, DesiredInvite, Outcome
-from reconciler.output.console import echo_err
-from reconciler.output.progress import Progress
+from reconciler.output.console import Progress, echo_err
 from reconciler.plan.make import make_plan
 from reconciler.plan.model import Plan
 from reconciler.safetext import redact_and_escape

@@ -17,9 +17,8 @@ from typing import Any
 from reconciler.desired.files import CONFIG_FILE
 from reconciler.desired.rules import BUILT_IN, Level, Rules
 from reconciler.errors import ConfigError, FileProblem, InputError
-from reconciler.files import TooLarge, read_regular
+from reconciler.files import TooLarge, read_regular, resource_path
 from reconciler.git import outside_repository, up_to_top
-from reconciler.resources import resource_path
 from reconciler.safetext import escape
 from reconciler.schema.check import validate_document
 from reconciler.schema.policies import (

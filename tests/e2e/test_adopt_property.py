@@ -23,7 +23,7 @@ from support.cli import run_cli
 from support.helpers import sandbox_env
 
 from reconciler.sandbox import Sandbox
-from reconciler.yamlload.scalars import render_scalar
+from reconciler.yamlload.builder import render_scalar
 
 pytestmark = pytest.mark.real  # a property run of the real CLI: the real-parts stage
 

@@ -15,7 +15,7 @@ from support.helpers import clean_env, sandbox_env
 from support.hostile_server import HostileServer
 
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox
-from reconciler.settings.environment import CI_MARKERS
+from reconciler.settings.config import CI_MARKERS
 
 pytestmark = pytest.mark.e2e
 

@@ -11,7 +11,7 @@ import pytest
 from support.cli import run_cli
 from support.helpers import sandbox_env
 
-from reconciler.resources import invite_schema_path
+from reconciler.files import invite_schema_path
 from reconciler.sandbox import Sandbox
 
 pytestmark = pytest.mark.e2e

@@ -22,7 +22,7 @@ PACKAGE = Path(reconciler.__file__).parent
 # plan share a rank and are kept apart below: the plan is pure over the model, and the
 # API reads invites without knowing what a plan does with them.
 RANK = {
-    "top": 0,  # errors, safetext, files, stop, resources, git, applied
+    "top": 0,  # errors, safetext, files, git, applied
     "model": 0,
     "yamlload": 1,
     "schema": 2,
@@ -149,12 +149,12 @@ def test_lazy_and_type_only_imports_count(tmp_path: Path) -> None:
         "if TYPE_CHECKING:\n"
         "    from reconciler.api.client import ApiClient\n"
         "def read():\n"
-        "    import reconciler.output.progress\n"
+        "    import reconciler.output.console\n"
         "    from reconciler.plan import saved\n",
         encoding="utf-8",
     )
     assert list(imports("reconciler.plan.make", module)) == [
         ("reconciler.api.client", 3),
-        ("reconciler.output.progress", 5),
+        ("reconciler.output.console", 5),
         ("reconciler.plan.saved", 6),
     ]

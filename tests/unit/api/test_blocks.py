@@ -22,7 +22,7 @@ from reconciler.api.capacity import (
     RequestPacer,
     Turn,
 )
-from reconciler.stop import Stop
+from reconciler.api.concurrency import Stop
 
 
 @pytest.fixture

@@ -9,10 +9,9 @@ import time
 import pytest
 
 from reconciler.api.capacity import FixedLimit, PacedLimit
-from reconciler.api.concurrency import ordered_map
+from reconciler.api.concurrency import Stop, ordered_map
 from reconciler.api.exceptions import NotFound
 from reconciler.model.invite import Done, Failed, NotRun
-from reconciler.stop import Stop
 
 
 class Rate:

@@ -23,6 +23,7 @@ from support.api_answers import BASE, INVITE, INVITE_URL, INVITES, TOKEN, envelo
 from support.limits import FakeTime
 
 from reconciler.api.capacity import RequestPacer
+from reconciler.api.concurrency import Stop
 from reconciler.api.exceptions import (
     AnswerTooLarge,
     ApiError,
@@ -49,7 +50,6 @@ from reconciler.api.exchange import (
 from reconciler.api.network import parse_base_url
 from reconciler.apply.audit import AttemptRecorder, AuditLog
 from reconciler.settings.config import Settings
-from reconciler.stop import Stop
 
 TOKEN_URL = BASE + "/oauth/token"
 INVITE_PATH = INVITE_URL.removeprefix(BASE)

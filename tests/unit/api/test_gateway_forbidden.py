@@ -18,11 +18,11 @@ from support.api_answers import BASE, INVITE, INVITE_URL, INVITES, envelope, tok
 from support.limits import FakeTime
 
 from reconciler.api.capacity import QUIET, RequestPacer
+from reconciler.api.concurrency import Stop
 from reconciler.api.exceptions import ApiError, GatewayForbidden, PermissionDenied
 from reconciler.api.exchange import Exchange, decide_retry
 from reconciler.api.network import parse_base_url
 from reconciler.settings.config import Settings
-from reconciler.stop import Stop
 
 TOKEN_URL = BASE + "/oauth/token"
 INVITE_PATH = INVITE_URL.removeprefix(BASE)

@@ -13,8 +13,8 @@ import pytest
 from support.limits import FakeTime, answered, refuse
 
 from reconciler.api.capacity import MAX_HOLD, START_RATE, NoTurn, RequestPacer, Turn
-from reconciler.output.progress import Progress
-from reconciler.stop import Stop
+from reconciler.api.concurrency import Stop
+from reconciler.output.console import Progress
 
 
 @pytest.fixture

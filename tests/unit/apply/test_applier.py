@@ -17,6 +17,7 @@ import pytest
 from support.values import held, typed
 
 from reconciler.api.client import Read, Receipt, Written
+from reconciler.api.concurrency import Stop
 from reconciler.api.exceptions import (
     AuthenticationFailed,
     Conflict,
@@ -35,7 +36,6 @@ from reconciler.model.invite import CurrentInvite, SourceLocation, fields_from_j
 from reconciler.output.text import TextRenderer
 from reconciler.plan.model import InviteChange, Plan
 from reconciler.safetext import register_secret
-from reconciler.stop import Stop
 
 
 class _Platform:

@@ -32,6 +32,7 @@ from reconciler.api.exceptions import (
 )
 from reconciler.desired.state import load_text, refuse_bad_ids
 from reconciler.errors import ReconcilerError
+from reconciler.files import invite_schema_path, resource_path
 from reconciler.model import invite
 from reconciler.model.invite import (
     ID_KEY,
@@ -66,7 +67,6 @@ from reconciler.model.invite import (
     too_many_marks,
     updatable_fields,
 )
-from reconciler.resources import invite_schema_path, resource_path
 from reconciler.sandbox.app import _patch_validator
 from reconciler.schema.check import load_schema
 from reconciler.service.export import export_entry

@@ -1,11 +1,338 @@
-"""The advice at the end of each failed invite's `error:` line: only about what exists."""
+"""What a CI log shows: progress lines, GitHub annotations, Code Quality reports, colour;
+the advice at the end of each failed invite's `error:` line: only about what exists."""
 
 from __future__ import annotations
 
-import pytest
+import io
+import json
+import logging
+import os
+import sys
+import threading
+from pathlib import Path
 
+import pytest
+from support.helpers import EXAMPLES, clean_env
+
+from reconciler.cli import main
+from reconciler.errors import FileProblem
 from reconciler.model.invite import SourceLocation
-from reconciler.output.console import what_to_do
+from reconciler.output.ci import (
+    error_command,
+    escape_property,
+    github_enabled,
+    input_error_commands,
+    invite_error_commands,
+    render_report,
+)
+from reconciler.output.console import Progress, duration, use_color, what_to_do
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_progress_off_a_terminal_prints_a_line_about_every_ten_seconds(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    clock = FakeClock()
+    progress = Progress("Reading invites", 20_000, clock=clock, interactive=False, ticker=False)
+    for _ in range(1_200):
+        clock.now += 14 / 1_200
+        progress.advance()
+    lines = capsys.readouterr().err.splitlines()
+    # Exactly one line for 14 s of work, at the first advance past 10 s.
+    assert len(lines) == 1
+    assert lines[0].startswith("Reading invites: ") and "of 20,000" in lines[0]
+    assert "elapsed" in lines[0] and "left" in lines[0]
+
+
+def test_progress_line_wording_matches_the_issue_example(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    clock = FakeClock()
+    progress = Progress("Reading invites", 20_000, clock=clock, interactive=False, ticker=False)
+    progress.advance(1_199)
+    clock.now += 14
+    progress.advance()
+    assert capsys.readouterr().err == (
+        "Reading invites: 1,200 of 20,000 (6%), 14 s elapsed, ~3 min left\n"
+    )
+
+
+class FakePace:
+    """What progress reads of the pacer: the allowed rate once the server refused."""
+
+    def __init__(self, rate: float | None, settled: bool = True) -> None:
+        self.rate = rate
+        self.settled = settled
+        self.said_limited = False
+
+    def settled_rate(self, *, early: bool = False) -> float | None:
+        return self.rate if self.settled or early else None
+
+
+def test_under_a_rate_limit_the_time_left_is_the_work_left_over_the_rate(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Issue 23: a slow start and refusals early on made the average say "~2 min left"
+    # two seconds before the end; the rate the server allows says how long is left.
+    clock = FakeClock()
+    pace = FakePace(10.0)
+    progress = Progress(
+        "Reading invites", 300, clock=clock, interactive=False, ticker=False, pace=pace
+    )
+    progress.advance(10)
+    clock.now += 12  # a crawl at first
+    progress.advance(270)  # 20 left at 10 a second
+
+    assert capsys.readouterr().err.splitlines() == [
+        "the server limits requests: slowed to about 10 per second",
+        "Reading invites: 280 of 300 (93%), 12 s elapsed, ~2 s left",  # not "~13 s"
+    ]
+
+
+def test_the_limit_is_said_once_per_run_whatever_the_progress_lines(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    clock = FakeClock()
+    pace = FakePace(4.6)
+    for label in ("Reading invites", "Applying"):  # two progress displays, one run
+        progress = Progress(label, 10, clock=clock, interactive=False, ticker=False, pace=pace)
+        progress.advance(10)
+        progress.finish()
+
+    said = [line for line in capsys.readouterr().err.splitlines() if "limits" in line]
+    assert said == ["the server limits requests: slowed to about 5 per second"]
+
+
+def test_a_short_limited_run_says_the_rate_it_had_at_the_end(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    pace = FakePace(2.5, settled=False)
+    progress = Progress("Reading invites", 3, interactive=False, ticker=False, pace=pace)
+    progress.advance(3)
+    progress.finish()
+
+    assert "the server limits requests: slowed to about 2.5 per second" in capsys.readouterr().err
+
+
+def test_an_unlimited_run_says_nothing_of_limits(capsys: pytest.CaptureFixture[str]) -> None:
+    progress = Progress("Reading invites", 3, interactive=False, ticker=False, pace=FakePace(None))
+    progress.advance(3)
+    progress.finish()
+
+    assert "limits" not in capsys.readouterr().err
+
+
+def test_a_run_that_stops_early_never_claims_the_work_it_did_not_do(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    clock = FakeClock()
+    progress = Progress("Reading invites", 6, clock=clock, interactive=False, ticker=False)
+    progress.advance(failed=True)  # the first read failed: a run-fatal error follows
+    clock.now += 2
+    progress.finish()
+    progress.finish()  # a second call (a finally after an explicit finish) adds nothing
+    assert capsys.readouterr().err == (
+        "Reading invites: stopped after 0 of 6 done, 1 failed, in 2 s.\n"
+    )
+
+
+def test_a_finished_run_says_what_was_done(capsys: pytest.CaptureFixture[str]) -> None:
+    clock = FakeClock()
+    with Progress("Applying", 3, clock=clock, interactive=False, ticker=False) as progress:
+        progress.advance(2)
+        progress.advance(failed=True)
+        clock.now += 75
+    assert capsys.readouterr().err == "Applying: 2 of 3 done, 1 failed, in 1 min.\n"
+
+
+def test_what_did_not_succeed_may_be_named_otherwise_than_failed(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # apply's: a conflict, a diverged value or a re-send whose outcome is unknown.
+    clock = FakeClock()
+    with Progress(
+        "Applying", 2, clock=clock, interactive=False, ticker=False, failed_word="to look at"
+    ) as progress:
+        progress.advance()
+        progress.advance(failed=True)
+    assert capsys.readouterr().err == "Applying: 1 of 2 done, 1 to look at, in 0 s.\n"
+
+
+def test_a_stalled_run_still_prints_a_line_every_interval(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    clock = FakeClock()
+    progress = Progress("Reading invites", 400, clock=clock, interactive=False, interval=10)
+    progress.advance(20)
+    clock.now += 21  # one slow request: nothing finishes for 21 s
+    seen = ""
+    for _ in range(3000):  # the ticker looks every second; wait for it, up to ~30 s
+        seen += capsys.readouterr().err
+        if seen:
+            break
+        threading.Event().wait(0.01)
+    progress.finish()
+    seen += capsys.readouterr().err
+    lines = seen.splitlines()
+    assert lines[0] == "Reading invites: 20 of 400 (5%), 21 s elapsed, ~6 min left"
+    assert lines[-1] == "Reading invites: stopped after 20 of 400 done, in 21 s."
+    assert len(lines) == 2  # the ticker is gone once finished
+
+
+def test_nothing_to_do_prints_no_progress(capsys: pytest.CaptureFixture[str]) -> None:
+    Progress("Reading invites", 0, interactive=False).finish()
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [(0.2, "0 s"), (14, "14 s"), (59.4, "59 s"), (170, "2 min"), (3900, "1 h 5 min")],
+)
+def test_durations_read_like_a_person_would_say_them(seconds: float, text: str) -> None:
+    assert duration(seconds) == text
+
+
+# --- GitHub workflow commands ------------------------------------------------------------
+
+
+def test_input_errors_become_error_commands_with_file_line_and_column() -> None:
+    problem = FileProblem("invites/emea.yaml", 12, 7, "`email` must be text, not a number")
+    assert input_error_commands([problem]) == [
+        "::error file=invites/emea.yaml,line=12,col=7,title=invite-reconciler::"
+        "`email` must be text, not a number"
+    ]
+
+
+def test_a_problem_with_the_path_itself_has_no_line() -> None:
+    (command,) = input_error_commands([FileProblem("invites", 0, 0, "no such file or directory")])
+    assert command == "::error file=invites,title=invite-reconciler::no such file or directory"
+
+
+def test_values_cannot_end_the_command_early_or_start_another() -> None:
+    command = error_command(
+        "50% done\nmore\r::warning::x",
+        file="invites/a,b:c.yaml",
+        line=3,
+        col=1,
+        title="inv_x, ok: yes",
+    )
+    assert "\n" not in command and "\r" not in command
+    assert (
+        command.startswith("::error file=") and command.index("::", 2) == command.index("yes::") + 3
+    )
+    assert "file=invites/a%2Cb%3Ac.yaml" in command
+    assert "title=inv_x%2C ok%3A yes" in command
+    assert command.endswith("::50%25 done%0Amore%0A::warning::x")
+    assert escape_property("%") == "%25"
+
+
+def test_per_invite_api_errors_are_titled_by_the_invite_id() -> None:
+    assert invite_error_commands([("inv_gone", "invite not found (404)", None)]) == [
+        "::error title=inv_gone::invite not found (404)"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("choice", "env", "expected"),
+    [
+        ("auto", {"GITHUB_ACTIONS": "true"}, True),
+        ("auto", {}, False),
+        ("auto", {"GITHUB_ACTIONS": "false"}, False),
+        ("github", {}, True),
+        ("none", {"GITHUB_ACTIONS": "true"}, False),
+    ],
+)
+def test_annotations_follow_the_option_then_github_actions(
+    choice: str, env: dict[str, str], expected: bool
+) -> None:
+    assert github_enabled(choice, env) is expected
+
+
+# --- GitLab Code Quality -----------------------------------------------------------------
+
+
+def test_code_quality_report_has_the_fields_gitlab_reads() -> None:
+    problems = [
+        FileProblem("invites/emea.yaml", 4, 5, "invite id `inv_a` is already defined"),
+        FileProblem("invites/emea.yaml", 9, 5, "invite id `inv_a` is already defined"),
+        FileProblem("invites", 0, 0, "no such file or directory"),
+    ]
+    report = json.loads(render_report(problems))
+    assert [entry["location"] for entry in report] == [
+        {"path": "invites/emea.yaml", "lines": {"begin": 4}},
+        {"path": "invites/emea.yaml", "lines": {"begin": 9}},
+        {"path": "invites", "lines": {"begin": 1}},
+    ]
+    for entry in report:
+        assert entry["description"] and entry["check_name"] and entry["severity"] == "major"
+    fingerprints = [entry["fingerprint"] for entry in report]
+    assert len(set(fingerprints)) == 3
+    assert json.loads(render_report(problems))[0]["fingerprint"] == fingerprints[0]
+
+
+def test_an_empty_report_is_an_empty_list() -> None:
+    assert json.loads(render_report([])) == []
+
+
+# --- colour --------------------------------------------------------------------------------
+
+
+class Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize(
+    ("choice", "env", "stream", "expected"),
+    [
+        ("auto", {}, Tty(), True),
+        ("auto", {}, io.StringIO(), False),
+        ("auto", {"NO_COLOR": "1"}, Tty(), False),
+        ("auto", {"NO_COLOR": ""}, Tty(), True),  # only a non-empty NO_COLOR counts
+        ("auto", {"TERM": "dumb"}, Tty(), False),
+        ("always", {"NO_COLOR": "1", "TERM": "dumb"}, io.StringIO(), True),
+        ("never", {}, Tty(), False),
+    ],
+)
+def test_colour_follows_the_option_no_color_term_and_the_terminal(
+    choice: str, env: dict[str, str], stream: io.StringIO, expected: bool
+) -> None:
+    assert use_color(choice, env, stream) is expected
+
+
+def test_a_plan_with_stderr_closed_still_prints_the_plan(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `reconcile plan ... 2>&-`: Python starts with sys.stderr None.
+    for name in list(os.environ):
+        monkeypatch.delenv(name)
+    for name, value in clean_env().items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.chdir(tmp_path)
+    logger = logging.getLogger("reconciler")
+    monkeypatch.setattr(logger, "handlers", list(logger.handlers))
+    monkeypatch.setattr(sys, "stderr", None)
+    code = main(["plan", "-v", "--sandbox", str(EXAMPLES)])
+    shown = capsys.readouterr().out
+    assert code in (0, 2)
+    assert "Plan: " in shown
+
+
+def test_progress_with_stderr_closed_shows_nothing_and_counts(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(sys, "stderr", None)
+    with Progress("Reading invites", 3, interval=0) as progress:
+        progress.advance(3)
+    assert progress.done == 3
+    assert capsys.readouterr().out == ""
 
 
 @pytest.mark.parametrize(

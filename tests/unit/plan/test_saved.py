@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from support.values import held, typed, value
 
 import reconciler.plan.saved
+from reconciler.api.concurrency import Stop
 from reconciler.api.exceptions import NotFound
 from reconciler.apply.applier import find_drift, saved_plan_state
 from reconciler.errors import ReconcilerError
@@ -57,7 +58,6 @@ from reconciler.plan.saved import (
     to_document,
 )
 from reconciler.safetext import NON_ASCII_UNSAFE, escape, register_secret
-from reconciler.stop import Stop
 
 SECRET = "s3cr3t-for-the-plan-job"
 BASE = "https://api.example.com"

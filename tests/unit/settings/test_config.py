@@ -13,9 +13,8 @@ from support.helpers import REPO, clean_env
 
 from reconciler.errors import ConfigError, InputError, ReconcilerError
 from reconciler.safetext import escape
-from reconciler.settings.config import Settings, load_settings
+from reconciler.settings.config import CI_MARKERS, Settings, load_settings
 from reconciler.settings.contract import DEFAULT_SCOPE
-from reconciler.settings.environment import CI_MARKERS
 
 SECRET = "cs_live_Zq9xSECRETvalue"
 

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import yaml
 
 from reconciler.cli import run
 from reconciler.desired.state import load_desired_state, load_file, load_text
@@ -16,7 +17,7 @@ from reconciler.errors import FileProblem, InputError
 from reconciler.model.invite import RECONCILER_KEYS, updatable_fields
 from reconciler.schema.check import invite_validators
 from reconciler.settings.config import load_settings
-from reconciler.yamlload.builder import DEPTH_LIMIT, Lines, Located, Mark
+from reconciler.yamlload.builder import DEPTH_LIMIT, Lines, Located, Mark, resolve_plain
 from reconciler.yamlload.source import parse
 
 ENTRY = "invites:\n  - id: inv_1\n"
@@ -736,3 +737,28 @@ def test_the_text_yaml_read_as_a_number_is_kept_only_where_it_was_written() -> N
     assert document.raw(("invites", 0, "primaryContact", "phone")) is None  # left out
     assert document.raw(("invites", 0, "phone", "x")) is None
     assert document.raw(()) is None
+
+
+# What YAML 1.1 makes of a plain scalar: what PyYAML's resolver makes of it.
+
+TEXTS = [
+    "name",
+    "no",
+    "No",
+    "null",
+    "~",
+    "",
+    "12",
+    "1_000",
+    "0x1f",
+    "1.5",
+    "2026-11-26",
+    "nfc",
+    "on",
+]
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_a_plain_scalar_resolves_as_pyyaml_resolves_it(text: str) -> None:
+    expected = yaml.resolver.Resolver().resolve(yaml.ScalarNode, text, (True, False))
+    assert resolve_plain(text) == expected

@@ -1,12 +1,15 @@
-"""The guard in front of stdout and stderr under GitHub Actions: outside text never speaks
-to the runner, whatever pieces it is written in; the tool's own commands do."""
+"""What CI shows. The guard in front of stdout and stderr under GitHub Actions: outside
+text never speaks to the runner, whatever pieces it is written in; the tool's own commands
+do. The GitLab Code Quality report: an error is `major`, a warning `minor`, each at its
+line."""
 
 from __future__ import annotations
 
 import io
 
+from reconciler.errors import FileProblem
 from reconciler.model.invite import SourceLocation
-from reconciler.output.github import RunnerGuard, invite_error_commands
+from reconciler.output.ci import RunnerGuard, invite_error_commands, report_entry
 
 
 def guarded(*pieces: str, command: str | None = None) -> str:
@@ -51,8 +54,16 @@ def test_an_invite_error_is_annotated_at_its_entry() -> None:
 
 def test_a_warning_is_a_warning_command_and_carries_no_legacy_command() -> None:
     from reconciler.errors import FileProblem
-    from reconciler.output.github import input_error_commands
+    from reconciler.output.ci import input_error_commands
 
     [command] = input_error_commands([FileProblem("a.yaml", 2, 3, "m ##[group]x", "warning")])
     assert command.startswith("::warning file=a.yaml,line=2,col=3,title=invite-reconciler::m ")
     assert "##[" not in command
+
+
+def test_errors_are_major_and_warnings_minor() -> None:
+    error = report_entry(FileProblem("a.yaml", 3, 5, "policy p: m"))
+    warning = report_entry(FileProblem("a.yaml", 4, 5, "policy q: m", "warning"))
+    assert (error["severity"], error["location"]["lines"]["begin"]) == ("major", 3)
+    assert (warning["severity"], warning["location"]["lines"]["begin"]) == ("minor", 4)
+    assert error["fingerprint"] != warning["fingerprint"]

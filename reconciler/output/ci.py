@@ -1,4 +1,8 @@
-"""GitHub workflow commands: errors shown on the pull request's lines, and the job summary.
+"""What CI shows of a run: errors on a change's lines, and the job summary.
+
+GitHub: workflow commands (below) and the step summary. GitLab: a Code Quality report
+(``writing_codequality``), input errors shown on the merge request's diff,
+https://docs.gitlab.com/ci/testing/code_quality/#code-quality-report-format
 
 https://docs.github.com/actions/reference/workflow-commands-for-github-actions
 Values are escaped as the runner unescapes them: `%`, CR and LF everywhere, and
@@ -15,18 +19,21 @@ commands starts with `::`, and `##[` never reaches the runner whole.
 
 from __future__ import annotations
 
+import hashlib
 import io
+import json
 import os
 import stat
 import sys
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from reconciler.errors import FileProblem, InputError, ReconcilerError
-from reconciler.files import open_append
+from reconciler.files import open_append, refuse_special_file, write_output
 from reconciler.git import repo_relative
 from reconciler.model.invite import SourceLocation
 from reconciler.output.console import echo_err
@@ -296,3 +303,53 @@ def append_step_summary(markdown: str, env: Mapping[str, str] | None = None) -> 
             handle.write(data)
     except OSError as exc:
         echo_err(f"warning: cannot append the plan to GITHUB_STEP_SUMMARY: {exc.strerror}")
+
+
+# GitLab Code Quality.
+
+CHECK_NAME = "invite-reconciler/validate"
+
+
+def report_entry(problem: FileProblem) -> dict[str, Any]:
+    path, message = (
+        redact_and_escape(repo_relative(problem.path)),
+        redact_and_escape(problem.message),
+    )
+    # Same problem at the same place, same fingerprint: GitLab compares reports by it.
+    digest = hashlib.sha256(f"{path}\0{problem.line}\0{message}".encode()).hexdigest()
+    return {
+        "description": message,
+        "check_name": CHECK_NAME,
+        "fingerprint": digest,
+        "severity": "major" if problem.is_error else "minor",
+        "location": {"path": path, "lines": {"begin": max(problem.line, 1)}},
+    }
+
+
+def render_report(problems: Iterable[FileProblem]) -> str:
+    return json.dumps([report_entry(p) for p in problems], indent=2, ensure_ascii=False) + "\n"
+
+
+def write_report(path: str, problems: Iterable[FileProblem]) -> None:
+    """The report, written whole by rename; a FIFO or device at ``path`` is refused at once."""
+    write_output(path, render_report(problems), "the Code Quality report")
+
+
+@contextmanager
+def writing_codequality(path: str | None) -> Iterator[list[FileProblem]]:
+    """Write a Code Quality report of the input errors raised inside, with the warnings
+    put in the list it gives (an empty report if none).
+
+    A FIFO or device at ``path`` is refused before anything is read.
+    """
+    if path:
+        refuse_special_file(path, "the Code Quality report")
+    warnings: list[FileProblem] = []
+    try:
+        yield warnings
+    except InputError as error:
+        if path:
+            write_report(path, error.problems)
+        raise
+    if path:
+        write_report(path, warnings)
