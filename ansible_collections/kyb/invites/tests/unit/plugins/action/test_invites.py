@@ -122,9 +122,9 @@ def test_the_lock_is_a_private_regular_file_never_a_link_a_fifo_or_a_directory(
         elif os.path.lexists(lock):
             lock.unlink()
         make()
-        with pytest.raises(action.LockNotTaken) as refused:  # never waits on the FIFO
-            with action._controller_lock(applies=True):
-                raise AssertionError(f"the lock was taken on {kind}")
+        # pytest.raises first: the lock's refusal is raised on entering (never waits on a FIFO).
+        with pytest.raises(action.LockNotTaken) as refused, action._controller_lock(applies=True):
+            raise AssertionError(f"the lock was taken on {kind}")
         assert str(refused.value) == (
             f"kyb.invites.invites: the lock {lock} is {kind}, not a regular file: it is "
             "neither followed nor used (a link could make its target, a FIFO would hang the "
