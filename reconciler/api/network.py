@@ -65,7 +65,8 @@ def make_session(
     the environment once, and checked now, so a bad one is one clear configuration error,
     not a failure per request. ``ca_path`` (set by code: the Ansible module's option of
     that name) takes the place of REQUESTS_CA_BUNDLE; ``validate_certs`` False trusts any
-    certificate (the module allows it for a loopback host only)."""
+    certificate and sends through no proxy, whatever HTTPS_PROXY says (the module allows
+    it for a loopback host only: this machine, which a proxy would stand in front of)."""
     if isinstance(base, str):
         base = parse_base_url(base)
     session = ProxiedSession()
@@ -82,8 +83,11 @@ def make_session(
         environment = session.merge_environment_settings(base.text, {}, None, None, None)
         # Plain http:// is allowed only because the host is this machine; a proxy
         # would carry the form with the client secret, in clear, to another one.
-        # Decided on the parsed scheme: `HTTP://127.0.0.1` is plain http too.
-        proxy = select_proxy(base.text, environment["proxies"]) if base.scheme == "https" else None
+        # Decided on the parsed scheme: `HTTP://127.0.0.1` is plain http too. Nor with
+        # validate_certs False (allowed for a loopback host only, this machine): a proxy
+        # could answer the tunnel with any certificate and read the secret.
+        proxied = base.scheme == "https" and validate_certs
+        proxy = select_proxy(base.text, environment["proxies"]) if proxied else None
         if proxy:
             urlsplit(proxy if "://" in proxy else f"http://{proxy}").port  # noqa: B018
     except ValueError:  # a proxy URL urllib cannot parse ("[" in its password, a bad port)

@@ -377,6 +377,35 @@ def test_plain_http_to_this_machine_never_goes_through_a_proxy(
     assert answer.status_code == 200 and proxied == []
 
 
+def test_with_validate_certs_false_no_proxy_carries_the_request_whatever_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Any certificate is trusted then: a proxy (another machine) could end the TLS itself
+    # and read the token request's client secret. The host is loopback: this machine.
+    proxied: list[bytes] = []
+    reached: list[bytes] = []
+
+    def proxy(conn: socket.socket) -> None:
+        proxied.append(conn.recv(65536))
+
+    def platform(conn: socket.socket) -> None:
+        reached.append(conn.recv(65536))  # the TLS ClientHello; closed without an answer
+
+    with listener(proxy) as proxy_address, listener(platform) as address:
+        for name in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+            monkeypatch.setenv(name, f"http://{proxy_address}")
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        monkeypatch.delenv("no_proxy", raising=False)
+        url = f"https://{address}/v1/invites/inv_1"
+        session = make_session(url, GuardedAdapter(), validate_certs=False)
+        assert (session.proxies, session.proxy_source, session.verify) == ({}, None, False)
+        with pytest.raises(requests.RequestException):
+            session.get(url, timeout=5)
+        checked = make_session(url, GuardedAdapter())
+    assert proxied == [] and reached and reached[0][:1] == b"\x16"  # a TLS handshake record
+    assert checked.proxies == {"https": f"http://{proxy_address}"}
+
+
 # From test_untrusted_inputs.py: What an attacker found after the rebuild: each stays fixed.
 def test_no_proxy_carries_a_plain_http_request(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HTTP_PROXY", "http://proxy.example:3128")

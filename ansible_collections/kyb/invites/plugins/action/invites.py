@@ -16,8 +16,10 @@ after it, and finds nothing left to do.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
+import stat
 import time
 from contextlib import contextmanager
 
@@ -46,7 +48,8 @@ display = Display()
 
 
 class LockNotTaken(AnsibleError):
-    """Another run kept applying for longer than a run waits."""
+    """Another run kept applying for longer than a run waits, or the lock's path is not a
+    regular file (a symbolic link, a FIFO, a directory)."""
 
 
 class ActionModule(ActionBase):
@@ -195,8 +198,11 @@ def _controller_lock(applies):
     path = os.path.join(home, "tmp", LOCK_NAME)
     try:
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        handle = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        handle = _open_lock(path)
     except OSError as error:
+        refusal = _not_a_lock(path, error)
+        if refusal:
+            raise LockNotTaken(refusal) from None
         # The refusal of several hosts still holds; only concurrent runs are not ordered.
         display.warning(
             f"{MODULE}: cannot open the lock {path} ({error.strerror}): runs on this "
@@ -224,6 +230,54 @@ def _controller_lock(applies):
         yield
     finally:
         os.close(handle)  # the lock goes with it
+
+
+def _open_lock(path):
+    """The lock file, as the library's open_append opens a file (the controller may lack
+    the library): a symbolic link is never followed (ELOOP: it could make its target, any
+    file this user may create), the open never waits on a FIFO (O_NONBLOCK), and anything
+    but a regular file is refused after the open (fstat). Made 0600."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    handle = os.open(path, flags, 0o600)
+    try:
+        mode = os.fstat(handle).st_mode
+        if not stat.S_ISREG(mode):
+            raise OSError(errno.EINVAL, _kind(mode), path)
+        os.set_blocking(handle, True)
+    except BaseException:
+        os.close(handle)
+        raise
+    return handle
+
+
+def _kind(mode):
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "a special file"
+
+
+def _not_a_lock(path, error):
+    """The refusal when the lock's path is there but is no regular file; None when the
+    open failed for another reason (an unwritable ANSIBLE_HOME: warned of, as before)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    return (
+        f"{MODULE}: the lock {path} is {_kind(mode)}, not a regular file: it is neither "
+        "followed nor used (a link could make its target, a FIFO would hang the run); "
+        "remove it, and the next run makes the lock again; nothing was sent"
+    )
 
 
 def _shown_path(path, base):

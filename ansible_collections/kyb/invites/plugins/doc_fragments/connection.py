@@ -49,7 +49,9 @@ options:
       - Whether the server's TLS certificate is checked. V(false) is refused for a host
         that is not a loopback host (as C(http://) is), since anyone on the path could
         then take the client secret; for a loopback host (a tunnel, a local gateway) it
-        is allowed with a warning. Prefer O(ca_path).
+        is allowed with a warning, and the task then sends through no proxy whatever
+        E(HTTPS_PROXY) or E(ALL_PROXY) says (a proxy could answer with any certificate and
+        read the client secret). Prefer O(ca_path).
     type: bool
     default: true
   timeout:

@@ -55,9 +55,43 @@ SETTING_VARIABLES = {
 # The options a run cannot do without, in the order a message names them.
 CREDENTIALS = ("base_url", "client_id", "client_secret")
 
-# The CLI's words for what a task sets with an option.
+# The CLI's words for what a task sets with an option: the library's advice (check,
+# set, use RECONCILER_X or --flag) in the task's words, so a task that set base_url is
+# never told to check RECONCILER_BASE_URL. Applied in this order, each as written.
 _IN_ANSIBLE_WORDS = (
     ("point REQUESTS_CA_BUNDLE at its certificate", "set ca_path to its certificate"),
+    # reconciler.api.network (connection, name resolution, a refused base URL) and
+    # reconciler.api.auth (the token request refused: 404, unsupported_grant_type, ...).
+    ("check RECONCILER_BASE_URL", "check base_url"),
+    ("and RECONCILER_BASE_URL", "and base_url"),
+    ("; set RECONCILER_BASE_URL", "; set base_url"),
+    # reconciler.settings.config: a config file's base_url, refused under CI.
+    (
+        "Set RECONCILER_BASE_URL in the CI settings (a variable of the project, not a file)",
+        "Set base_url on the task (or RECONCILER_BASE_URL in the CI settings: a variable "
+        "of the project, not a file)",
+    ),
+    # auth: invalid_client, 401; network: user info in base_url; online: a read-only grant.
+    ("RECONCILER_CLIENT_ID and RECONCILER_CLIENT_SECRET", "client_id and client_secret"),
+    ("), RECONCILER_CLIENT_ID and token_path", "), client_id and token_path"),
+    (", or RECONCILER_TOKEN_AUTH_METHOD=client_secret_basic)", ")"),
+    (", or RECONCILER_TOKEN_AUTH_METHOD=client_secret_post)", ")"),
+    # reconciler.api.exchange and exceptions: a gateway that blocks a burst.
+    (
+        "with --parallelism 1, or with --max-rate (RECONCILER_MAX_RATE, setting max_rate) below",
+        "with parallelism: 1, or with max_rate below",
+    ),
+    ("run again with --max-rate below its limit", "run again with max_rate below its limit"),
+    # reconciler.settings.config_file: what a committed config file may not hold.
+    (
+        "with --audit-log or RECONCILER_AUDIT_LOG, which a pull request cannot set",
+        "with the task's audit_log, which a pull request cannot set",
+    ),
+    (
+        "set RECONCILER_CLIENT_SECRET (or RECONCILER_CLIENT_SECRET_FILE) instead",
+        'set client_secret on the task instead (from Ansible Vault: client_secret: "{{ '
+        'vault_reconciler_secret }}"; or RECONCILER_CLIENT_SECRET_FILE)',
+    ),
 )
 
 
@@ -115,7 +149,8 @@ def module_settings(module):
     try:
         settings = load_settings(params.get("config"), env)
     except ConfigError as error:
-        raise ConfigError(_named_as_options(str(error), given)) from None
+        # The advice first: "--audit-log or RECONCILER_AUDIT_LOG" as one phrase.
+        raise ConfigError(_named_as_options(in_task_words(str(error)), given)) from None
     settings = replace(
         settings,
         ca_path=params.get("ca_path") or None,
@@ -170,7 +205,11 @@ def _refuse_unchecked_remote(module, base_url):
 def shown(error):
     """An error's message as the CLI prints it: what a server said redacted, escaped,
     in the task's words where the CLI's name a variable the task sets with an option."""
-    message = safetext.redact_and_escape_lines(str(error))
+    return in_task_words(safetext.redact_and_escape_lines(str(error)))
+
+
+def in_task_words(message):
+    """The library's advice in the options' words (_IN_ANSIBLE_WORDS)."""
     for cli_words, task_words in _IN_ANSIBLE_WORDS:
         message = message.replace(cli_words, task_words)
     return message

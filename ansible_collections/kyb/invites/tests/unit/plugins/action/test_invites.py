@@ -94,3 +94,40 @@ def test_runs_that_apply_take_turns_on_the_controller_and_check_mode_does_not_wa
     thread.join(5)
     assert order == ["check mode", "first done", "second"]
     assert (tmp_path / "tmp" / "kyb.invites.lock").exists()
+
+
+def test_the_lock_is_a_private_regular_file_never_a_link_a_fifo_or_a_directory(
+    tmp_path, monkeypatch
+):
+    import os
+    import stat
+
+    import pytest
+
+    monkeypatch.setattr(action.C, "ANSIBLE_HOME", str(tmp_path), raising=False)
+    lock = tmp_path / "tmp" / "kyb.invites.lock"
+    with action._controller_lock(applies=True):
+        pass
+    assert stat.S_ISREG(lock.lstat().st_mode) and stat.S_IMODE(lock.stat().st_mode) == 0o600
+    victim = tmp_path / "elsewhere" / "created-by-the-lock"
+    victim.parent.mkdir()
+    kinds = {
+        "a symbolic link": lambda: os.symlink(victim, lock),
+        "a FIFO (named pipe)": lambda: os.mkfifo(lock),
+        "a directory": lambda: os.mkdir(lock),
+    }
+    for kind, make in kinds.items():
+        if lock.is_dir() and not lock.is_symlink():
+            lock.rmdir()
+        elif os.path.lexists(lock):
+            lock.unlink()
+        make()
+        # pytest.raises first: the lock's refusal is raised on entering (never waits on a FIFO).
+        with pytest.raises(action.LockNotTaken) as refused, action._controller_lock(applies=True):
+            raise AssertionError(f"the lock was taken on {kind}")
+        assert str(refused.value) == (
+            f"kyb.invites.invites: the lock {lock} is {kind}, not a regular file: it is "
+            "neither followed nor used (a link could make its target, a FIFO would hang the "
+            "run); remove it, and the next run makes the lock again; nothing was sent"
+        )
+        assert not victim.exists()

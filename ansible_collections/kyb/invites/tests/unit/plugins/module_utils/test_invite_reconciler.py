@@ -190,3 +190,84 @@ def test_a_variable_the_task_did_not_set_keeps_its_name(monkeypatch, tmp_path):
     assert str(refused.value).startswith(
         "both client_secret and RECONCILER_CLIENT_SECRET_FILE are set"
     )
+
+
+# The variables a task sets with an option: a message never tells the task to set them.
+_OPTION_VARIABLES = (
+    r"RECONCILER_(BASE_URL|CLIENT_ID|CLIENT_SECRET|TOKEN_AUTH_METHOD|MAX_RATE|AUDIT_LOG)\b"
+)
+
+
+def _in_options_words(said):
+    import re
+
+    assert not re.search(_OPTION_VARIABLES, said), said
+    assert not re.search(r"--(max-rate|parallelism|audit-log)\b", said), said
+    return said
+
+
+def test_a_connection_failure_names_base_url_as_the_task_set_it():
+    import socket
+
+    import requests
+
+    from reconciler.api.exchange import GuardedAdapter
+    from reconciler.api.network import make_session, transport_error
+
+    with socket.socket() as closed:  # a port nothing listens on
+        closed.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{closed.getsockname()[1]}/oauth/token"
+    with pytest.raises(requests.RequestException) as failed:
+        make_session(url, GuardedAdapter()).get(url, timeout=5)
+    said = _in_options_words(lib.shown(transport_error(failed.value, "127.0.0.1", 5.0)))
+    assert said.endswith("(connection refused); check base_url")
+
+
+def test_the_token_requests_advice_names_the_options(monkeypatch):
+    from reconciler.api import auth
+    from reconciler.api.exceptions import GATEWAY_PAGE
+    from reconciler.api.network import parse_base_url
+    from reconciler.errors import ConfigError
+
+    for method in ("client_secret_post", "client_secret_basic"):
+        settings = lib.module_settings(FakeModule(token_auth_method=method, **CREDENTIALS))
+        for key in (401, "invalid_client", 404, "unsupported_grant_type", None):
+            _in_options_words(lib.shown(Exception(auth._advice(key, settings))))
+        other = "client_secret_basic" if method == "client_secret_post" else "client_secret_post"
+        assert lib.shown(Exception(auth._advice(401, settings))) == (
+            f"check client_id and client_secret; they were sent with token_auth_method "
+            f"{method}: {auth._HOW[method]} (a server that takes only the other way needs "
+            f"token_auth_method: {other})"
+        )
+    assert lib.shown(Exception(auth._advice(404, settings))).endswith("and base_url")
+    with pytest.raises(ConfigError) as refused:
+        parse_base_url("https://user:pw@api.example.com")
+    said = _in_options_words(lib.shown(refused.value))
+    assert said.endswith(
+        "must not carry credentials (user info before the host); use client_id and client_secret"
+    )
+    with pytest.raises(ConfigError) as refused:
+        parse_base_url("https://api.example.com:99999")
+    assert _in_options_words(lib.shown(refused.value)).endswith("; set base_url")
+    said = _in_options_words(lib.shown(Exception(GATEWAY_PAGE)))
+    assert said.endswith("wait, then run again with max_rate below its limit")
+
+
+def test_the_gateways_advice_and_a_committed_secret_name_the_options(tmp_path):
+    from reconciler.errors import ReconcilerError
+
+    gateway = (
+        "Run again once a block would be over with --parallelism 1, or with --max-rate "
+        "(RECONCILER_MAX_RATE, setting max_rate) below the gateway's limit"
+    )  # reconciler.api.exchange's words for a gateway that kept refusing
+    assert _in_options_words(lib.shown(Exception(gateway))) == (
+        "Run again once a block would be over with parallelism: 1, or with max_rate below "
+        "the gateway's limit"
+    )
+    config = tmp_path / "reconciler.yaml"
+    config.write_text("base_url: https://api.example.com\nclient_secret: oops-committed\n")
+    with pytest.raises(ReconcilerError) as refused:
+        lib.module_settings(FakeModule(config=str(config)))
+    said = lib.shown(refused.value)
+    assert "set client_secret on the task instead (from Ansible Vault" in said
+    assert "RECONCILER_CLIENT_SECRET " not in said and "oops-committed" not in said
