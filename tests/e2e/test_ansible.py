@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.ansible import Played, require_ansible
 from support.helpers import EXAMPLES, RECONCILE, REPO, clean_env, sandbox_env
 from support.hostile_server import CLIENT_ID, HostileServer, Hostility
 from support.invites import ACME, desired_entry, write_invites
@@ -33,29 +34,7 @@ JWT = re.compile(r"eyJ[\w-]+\.[\w-]+\.[\w-]+")
 
 @pytest.fixture(autouse=True)
 def _ansible_installed() -> None:
-    if ANSIBLE_PLAYBOOK.exists():
-        return
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail("ansible-playbook is not installed, and CI=true: .ci/run installs it")
-    pytest.skip('ansible-core is not installed (pip install ".[ansible]"); CI runs these')
-
-
-class Played:
-    def __init__(self, process: subprocess.CompletedProcess[str], folder: Path) -> None:
-        self.code = process.returncode
-        self.stdout = process.stdout
-        self.stderr = process.stderr
-        saved = folder / "result.json"
-        self.result: dict[str, Any] = json.loads(saved.read_text()) if saved.exists() else {}
-        saved.unlink(missing_ok=True)
-
-    @property
-    def output(self) -> str:
-        return self.stdout + self.stderr
-
-    def recap(self, **counts: int) -> bool:
-        line = next(x for x in self.stdout.splitlines() if x.startswith("localhost "))
-        return all(f"{name}={count} " in line + " " for name, count in counts.items())
+    require_ansible()
 
 
 Play = Callable[..., Played]

@@ -7,8 +7,6 @@ re-sends are counted there.
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
 import subprocess
 import sys
@@ -18,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.ansible import ANSIBLE_BIN, Played, require_ansible
 from support.helpers import REPO, clean_env, sandbox_env
 from support.hostile_server import CLIENT_ID, HostileServer, Hostility
 from support.invites import ACME, desired_entry, write_invites
@@ -27,32 +26,13 @@ from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox
 
 pytestmark = [pytest.mark.e2e, pytest.mark.real]
 
-ANSIBLE_BIN = Path(sys.executable).parent
 SECRET = "s3cr3t/DO+NOT&LEAK=xyz"
 HOSTS = [f"web{n}" for n in range(5)]
 
 
 @pytest.fixture(autouse=True)
 def _ansible_installed() -> None:
-    if (ANSIBLE_BIN / "ansible-playbook").exists():
-        return
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail("ansible-playbook is not installed, and CI=true: .ci/run installs it")
-    pytest.skip('ansible-core is not installed (pip install ".[ansible]"); CI runs these')
-
-
-class Played:
-    def __init__(self, process: subprocess.CompletedProcess[str], folder: Path) -> None:
-        self.code = process.returncode
-        self.stdout = process.stdout
-        self.stderr = process.stderr
-        saved = folder / "result.json"
-        self.result: dict[str, Any] = json.loads(saved.read_text()) if saved.exists() else {}
-        saved.unlink(missing_ok=True)
-
-    @property
-    def output(self) -> str:
-        return self.stdout + self.stderr
+    require_ansible()
 
 
 def play_text(options: str, hosts: str = "localhost", keywords: str = "", keep: bool = True) -> str:
