@@ -73,7 +73,7 @@ def test_github_comment_is_created_once_then_edited(tmp_path: Path) -> None:
 
     existing = [
         {"id": 5, "user": {"type": "User"}, "body": f"quoting the bot: {MARKER}"},
-        {"id": 9, "user": {"type": "Bot"}, "body": f"{MARKER}\nold plan"},
+        {"id": 9, "user": {"login": "github-actions[bot]"}, "body": f"{MARKER}\nold plan"},
     ]
     with requests_mock.Mocker() as mock:
         mock.get(COMMENTS, json=existing)
@@ -100,7 +100,7 @@ def test_github_comment_reports_a_failed_plan_and_fits_a_long_one(tmp_path: Path
 
 def test_the_comments_are_read_page_by_page_within_a_bound(tmp_path: Path) -> None:
     place = place_from_env(github_env(tmp_path))
-    mine = {"id": 301, "user": {"type": "Bot"}, "body": MARKER}
+    mine = {"id": 301, "user": {"login": "github-actions[bot]"}, "body": MARKER}
     with requests_mock.Mocker() as mock:
         pages = [[{"id": i, "user": {"type": "User"}, "body": ""} for i in range(100)], [mine]]
         mock.get(COMMENTS, [{"json": page} for page in pages])
@@ -160,19 +160,30 @@ def test_gitlab_note_is_posted_once_then_edited_by_the_tokens_own_user() -> None
         assert "failed (exit 1)" in mock.request_history[-1].json()["body"]
 
 
+ADOPT_MR = {
+    "iid": 4,
+    "source_project_id": 11,
+    "target_project_id": 11,
+    "source_branch": "reconcile/adopt",
+    "target_branch": "main",
+    "author": {"id": 99},
+}
+
+
 def test_gitlab_adopt_merge_request_is_committed_then_opened_once() -> None:
     place = place_from_env(gitlab_env(), pull=False)
     files = {"invites/a.yaml": "invites:\n  - id: inv_a\n"}
     project = f"{LAB}/projects/11"
     with requests_mock.Mocker() as mock:
         mock.post(f"{project}/repository/commits", status_code=201, json={})
-        mock.get(f"{project}/merge_requests", [{"json": []}, {"json": [{"iid": 4}]}])
+        mock.get(f"{LAB}/user", json={"id": 99})
+        mock.get(f"{project}/merge_requests", [{"json": []}, {"json": [ADOPT_MR]}])
         mock.post(f"{project}/merge_requests", status_code=201, json={"iid": 4})
         mock.put(f"{project}/merge_requests/4", json={"iid": 4})
         assert comment.propose_adopted(place, files, "stub summary\n", "main") == "opened"
         assert comment.propose_adopted(place, files, "again\n", "main") == "updated"
         commit = mock.request_history[0].json()
-        opened = mock.request_history[2].json()
+        opened = mock.request_history[3].json()
         updated = mock.request_history[-1].json()
     assert commit["branch"] == "reconcile/adopt" and commit["start_branch"] == "main"
     assert commit["force"] is True
