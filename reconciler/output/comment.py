@@ -22,7 +22,13 @@ from typing import Any
 import requests
 
 from reconciler.api.exceptions import AnswerTooLarge, TransportError
-from reconciler.api.exchange import GuardedAdapter, Limits, attempt_deadline, read_body
+from reconciler.api.exchange import (
+    READ_FAILURES,
+    GuardedAdapter,
+    Limits,
+    attempt_deadline,
+    read_body,
+)
 from reconciler.api.network import host_of, make_session, parse_base_url
 from reconciler.errors import ConfigError, ReconcilerError
 from reconciler.files import TooLarge, read_regular
@@ -233,7 +239,7 @@ def call(
         raise CommentError(f"{shown}: the answer is over {ANSWER_LIMIT} bytes") from None
     except (TransportError, requests.ReadTimeout):
         raise late from None
-    except requests.RequestException as error:
+    except READ_FAILURES as error:  # the API client's: a connection refused or cut off
         if deadline.expired:
             raise late from None
         raise CommentError(f"{shown}: {redact_and_escape(type(error).__name__)}") from None

@@ -420,3 +420,22 @@ def test_a_slow_answer_ends_within_the_timeout(
         post(place, "text")
     assert time.monotonic() - started < 3
     listener.close()
+
+
+def test_an_answer_cut_short_is_a_clear_error(tmp_path: Path) -> None:
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        conn.recv(65536)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n[]")
+        conn.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    api = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    place = place_from_env(github_env(tmp_path) | {"GITHUB_API_URL": api})
+    with pytest.raises(CommentError, match=r"comments: ProtocolError"):
+        post(place, "text")
+    listener.close()
