@@ -352,6 +352,7 @@ def propose_adopted(
     if place.platform != "gitlab":
         raise ConfigError("--adopt-summary is for GitLab (GitHub: peter-evans/create-pull-request)")
     session = session or session_for(place)
+    me = _me(session, place)  # before any write: a token without a user id writes nothing
     project = place.project
     actions = [{"action": "update", "file_path": p, "content": t} for p, t in files.items()]
     commit = {
@@ -363,7 +364,7 @@ def propose_adopted(
     }
     call(session, place, "POST", f"{project}/repository/commits", commit)
     description = cut(ADOPT_INTRO + summary, place.limit)
-    iid = _adopt_request(session, place, base)
+    iid = _adopt_request(session, place, base, me)
     if iid is not None:
         call(session, place, "PUT", f"{project}/merge_requests/{iid}", {"description": description})
         return "updated"
@@ -383,10 +384,9 @@ def propose_adopted(
     return "opened"
 
 
-def _adopt_request(session: requests.Session, place: Place, base: str) -> int | None:
+def _adopt_request(session: requests.Session, place: Place, base: str, me: int) -> int | None:
     """The iid of the open adopt merge request this tool opened: from reconcile/adopt of
-    this project (not a fork's branch of that name) to ``base``, by the token's own user."""
-    me = _me(session, place)
+    this project (not a fork's branch of that name) to ``base``, by the token's user ``me``."""
     url = f"{place.project}/merge_requests?state=opened&source_branch={ADOPT_BRANCH}"
     found, _ = call(session, place, "GET", url)
     shown = f"GET {url.split('?')[0]}"

@@ -186,7 +186,7 @@ def test_gitlab_adopt_merge_request_is_committed_then_opened_once() -> None:
         mock.put(f"{project}/merge_requests/4", json={"iid": 4})
         assert comment.propose_adopted(place, files, "stub summary\n", "main") == "opened"
         assert comment.propose_adopted(place, files, "again\n", "main") == "updated"
-        commit = mock.request_history[0].json()
+        commit = mock.request_history[1].json()  # after GET /user
         opened = mock.request_history[3].json()
         updated = mock.request_history[-1].json()
     assert commit["branch"] == "reconcile/adopt" and commit["start_branch"] == "main"
