@@ -270,7 +270,7 @@ def _pages(session: requests.Session, place: Place) -> Iterator[dict[str, Any]]:
     for page in range(1, PAGES + 1):
         found, headers = call(session, place, "GET", f"{place.comments}?per_page=100&page={page}")
         if not isinstance(found, list):
-            raise CommentError(f"GET {place.comments}: the answer is not a list of comments")
+            raise wrong_shape(f"GET {place.comments}", "not a list of comments")
         if not all(isinstance(c, dict) for c in found):
             raise wrong_shape(f"GET {place.comments}", "a comment is not an object")
         yield from found
