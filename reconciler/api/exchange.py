@@ -385,7 +385,7 @@ def _retry_after(response: requests.Response) -> float | None:
 # -- attempt -------------------------------------------------------------------
 
 _MIN_ATTEMPT = 1.0  # seconds a retry is given even when the budget is nearly spent
-_READ_FAILURES = (
+READ_FAILURES = (
     requests.RequestException,
     urllib3.exceptions.HTTPError,
     http.client.HTTPException,
@@ -449,7 +449,7 @@ class Attempts:
         )
         try:
             return read_answer(response, limits)
-        except _READ_FAILURES as exc:
+        except READ_FAILURES as exc:
             raise transport_error(exc, self._host, allowance, self._session.proxy_source) from None
         finally:
             response.close()

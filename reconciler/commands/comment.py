@@ -9,9 +9,11 @@ import click
 
 from reconciler.commands.options import FilePath
 from reconciler.errors import ConfigError
-from reconciler.files import read_regular
+from reconciler.files import TooLarge, read_regular
 from reconciler.output.comment import (
     ADOPT_BRANCH,
+    AUTHOR_ENV,
+    DEFAULT_AUTHOR,
     MARKER,
     TOKEN_ENV,
     CommentError,
@@ -28,8 +30,11 @@ _PLAN_LIMIT = 16 * 1024 * 1024  # bytes of the plan's Markdown read; the comment
 @click.command(
     epilog=(
         f"Environment: {TOKEN_ENV} (GitHub: the job's token with pull-requests: write; "
-        "GitLab: a project access token, role Reporter, scope api); GitHub: GITHUB_API_URL, "
-        "GITHUB_REPOSITORY, GITHUB_EVENT_PATH, GITHUB_SERVER_URL, GITHUB_RUN_ID; GitLab: "
+        "GitLab: a project access token, role Reporter, scope api); "
+        f"{AUTHOR_ENV} (GitHub: the login of the token, whose comment is this tool's; default "
+        f"{DEFAULT_AUTHOR}, the job's token; set it for an app's or a personal token); "
+        "GitHub: GITHUB_API_URL, GITHUB_REPOSITORY, GITHUB_EVENT_PATH, GITHUB_SERVER_URL, "
+        "GITHUB_RUN_ID; GitLab: "
         "CI_API_V4_URL, CI_PROJECT_ID, CI_MERGE_REQUEST_IID, CI_JOB_URL, CI_COMMIT_SHA. "
         "Only that API is called."
     )
@@ -89,6 +94,8 @@ def comment(
 def _text(path: str, missing_ok: bool = True) -> str:
     try:
         return read_regular(path, _PLAN_LIMIT).decode("utf-8", "replace")
+    except TooLarge:
+        raise ConfigError(f"{escape(path)}: larger than 16 MiB") from None
     except FileNotFoundError:
         if missing_ok:
             return ""

@@ -1,6 +1,7 @@
 """The one sticky plan comment of a pull request (GitHub) or merge request (GitLab).
 
-Found by its marker among the comments the token's own user (GitHub: a bot) wrote, then
+Found by its marker among the comments the token's own user (GitHub: the login
+RECONCILER_COMMENT_AUTHOR names, github-actions[bot] by default) wrote, then
 edited; posted when there is none. The body says what the plan means (no changes, changes
 pending, plan failed, validation failed), then the plan, cut at the platform's limit with
 a link to the run. Only the API the CI gives (GITHUB_API_URL, CI_API_V4_URL) is called,
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -19,12 +21,23 @@ from typing import Any
 
 import requests
 
-from reconciler.api.network import parse_base_url
+from reconciler.api.exceptions import AnswerTooLarge, TransportError
+from reconciler.api.exchange import (
+    READ_FAILURES,
+    GuardedAdapter,
+    Limits,
+    attempt_deadline,
+    read_body,
+)
+from reconciler.api.network import host_of, make_session, parse_base_url
 from reconciler.errors import ConfigError, ReconcilerError
-from reconciler.files import read_regular
-from reconciler.safetext import cut, redact_and_escape, register_secret
+from reconciler.files import TooLarge, read_regular
+from reconciler.safetext import cut, escape, redact_and_escape, register_secret
 
 TOKEN_ENV = "RECONCILER_COMMENT_TOKEN"
+AUTHOR_ENV = "RECONCILER_COMMENT_AUTHOR"  # GitHub: the login whose comment is this tool's
+DEFAULT_AUTHOR = "github-actions[bot]"  # the job's GITHUB_TOKEN
+_REPOSITORY = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 MARKER = "<!-- invite-reconciler:plan -->"
 TIMEOUT = 30.0  # seconds for one call, connect and answer
 ANSWER_LIMIT = 4 * 1024 * 1024  # bytes of one answer
@@ -50,6 +63,8 @@ class Place:
     commit: str
     limit: int  # characters a comment may hold
     me: str | None = None  # GitLab: the URL saying who the token is
+    author: str = DEFAULT_AUTHOR  # GitHub: the login of this tool's comments
+    project_id: int = 0  # GitLab: CI_PROJECT_ID
 
 
 def status_line(exitcode: int | None, *, validate_failed: bool, run_url: str) -> str:
@@ -104,18 +119,52 @@ def _api(env: Mapping[str, str], name: str) -> str:
     try:
         return parse_base_url(env[name]).text
     except ConfigError as error:
-        raise ConfigError(f"{name}: {str(error).removeprefix('base_url ')}") from None
+        said = (
+            str(error)
+            .removeprefix("base_url ")
+            .replace("the client secret and tokens", "the token")
+        )
+        raise ConfigError(f"{name}: {said}") from None
+
+
+def positive(value: Any) -> int | None:
+    """``value`` if it is a positive int (an id or iid), else None."""
+    return value if type(value) is int and value > 0 else None
+
+
+def _number(env: Mapping[str, str], name: str) -> int:
+    text = env[name]
+    if not (text.isascii() and text.isdigit() and int(text) > 0):
+        raise ConfigError(f"{name} is not a positive integer: {cut(escape(text), 40)}")
+    return int(text)
+
+
+def _event(path: str) -> tuple[int, str]:
+    """The pull request's number and head commit, from GITHUB_EVENT_PATH's file."""
+    try:
+        event = json.loads(read_regular(path, ANSWER_LIMIT))
+    except (OSError, ValueError, TooLarge, RecursionError):
+        raise ConfigError(
+            f"GITHUB_EVENT_PATH ({escape(path)}): not a readable JSON file of at most "
+            f"{ANSWER_LIMIT} bytes"
+        ) from None
+    pull = event.get("pull_request") if isinstance(event, dict) else None
+    head = pull.get("head") if isinstance(pull, dict) else None
+    number = positive(pull.get("number")) if isinstance(pull, dict) else None
+    commit = head.get("sha") if isinstance(head, dict) else None
+    if number is None or not isinstance(commit, str):
+        raise ConfigError(
+            f"GITHUB_EVENT_PATH ({escape(path)}) holds no pull request: run on pull_request"
+        )
+    return number, commit
 
 
 def _github(env: Mapping[str, str], token: str) -> Place:
     _needed(env, "GITHUB_API_URL", "GITHUB_REPOSITORY", "GITHUB_EVENT_PATH")
     api, repo = _api(env, "GITHUB_API_URL"), env["GITHUB_REPOSITORY"]
-    try:
-        event = json.loads(read_regular(env["GITHUB_EVENT_PATH"], ANSWER_LIMIT))
-        pull = event["pull_request"]
-        number, commit = int(pull["number"]), str(pull["head"]["sha"])
-    except (OSError, ValueError, KeyError, TypeError):
-        raise ConfigError("GITHUB_EVENT_PATH holds no pull request: run on pull_request") from None
+    if not _REPOSITORY.fullmatch(repo) or any(set(p) == {"."} for p in repo.split("/")):
+        raise ConfigError(f"GITHUB_REPOSITORY is not owner/name: {cut(escape(repo), 80)}")
+    number, commit = _event(env["GITHUB_EVENT_PATH"])
     server = env.get("GITHUB_SERVER_URL", "https://github.com")
     return Place(
         "github",
@@ -131,6 +180,7 @@ def _github(env: Mapping[str, str], token: str) -> Place:
         f"{server}/{repo}/actions/runs/{env.get('GITHUB_RUN_ID', '')}",
         commit,
         65_536,
+        author=env.get(AUTHOR_ENV) or DEFAULT_AUTHOR,
     )
 
 
@@ -138,8 +188,10 @@ def _gitlab(env: Mapping[str, str], token: str, pull: bool) -> Place:
     needed = ("CI_API_V4_URL", "CI_PROJECT_ID") + (("CI_MERGE_REQUEST_IID",) if pull else ())
     _needed(env, *needed)
     api = _api(env, "CI_API_V4_URL")
-    project = f"{api}/projects/{env['CI_PROJECT_ID']}"
-    notes = f"{project}/merge_requests/{env.get('CI_MERGE_REQUEST_IID', '')}/notes"
+    project_id = _number(env, "CI_PROJECT_ID")
+    project = f"{api}/projects/{project_id}"
+    iid = _number(env, "CI_MERGE_REQUEST_IID") if pull else ""
+    notes = f"{project}/merge_requests/{iid}/notes"
     return Place(
         "gitlab",
         api,
@@ -151,53 +203,65 @@ def _gitlab(env: Mapping[str, str], token: str, pull: bool) -> Place:
         env.get("CI_COMMIT_SHA", ""),
         1_000_000,
         me=f"{api}/user",
+        project_id=project_id,
     )
+
+
+def session_for(place: Place) -> requests.Session:
+    """The API client's session: no .netrc, its proxy and CA rules, a deadline on answers."""
+    return make_session(place.api, GuardedAdapter())
 
 
 def call(
     session: requests.Session, place: Place, method: str, url: str, data: Any = None
 ) -> tuple[Any, Mapping[str, str]]:
-    """One call: its JSON answer and headers, read within ANSWER_LIMIT and TIMEOUT."""
+    """One call: its JSON answer and headers, read within ANSWER_LIMIT and, the whole
+    call (headers and body), TIMEOUT: the API client's deadline and bounded reader."""
     shown = f"{method} {url.split('?')[0]}"
-    deadline = time.monotonic() + TIMEOUT
+    limits = Limits(time.monotonic() + TIMEOUT, ANSWER_LIMIT, time.monotonic, host_of(url), TIMEOUT)
+    late = CommentError(f"{shown}: no whole answer within {TIMEOUT:.0f} s")
     try:
-        with session.request(
-            method,
-            url,
-            json=data,
-            headers=dict(place.headers),
-            timeout=TIMEOUT,
-            stream=True,
-            allow_redirects=False,
-        ) as answer:
-            raw = _bounded(answer.iter_content(65_536), deadline, shown)
+        with (
+            attempt_deadline(TIMEOUT) as deadline,
+            session.request(
+                method,
+                url,
+                json=data,
+                headers=dict(place.headers),
+                timeout=TIMEOUT,
+                stream=True,
+                allow_redirects=False,
+            ) as answer,
+        ):
+            raw = bytes(read_body(answer, limits))
             status, headers = answer.status_code, answer.headers
-    except requests.RequestException as error:
+    except AnswerTooLarge:
+        raise CommentError(f"{shown}: the answer is over {ANSWER_LIMIT} bytes") from None
+    except (TransportError, requests.ReadTimeout):
+        raise late from None
+    except READ_FAILURES as error:  # the API client's: a connection refused or cut off
+        if deadline.expired:
+            raise late from None
         raise CommentError(f"{shown}: {redact_and_escape(type(error).__name__)}") from None
     if status >= 300:
         said = _message(raw)
         raise CommentError(f"{shown}: HTTP {status}{': ' + said if said else ''}")
     try:
         return json.loads(raw or b"null"), headers
+    except RecursionError:
+        raise wrong_shape(shown, "nested too deep") from None
     except ValueError:
         raise CommentError(f"{shown}: HTTP {status} but the answer is not JSON") from None
 
 
-def _bounded(chunks: Iterator[bytes], deadline: float, shown: str) -> bytes:
-    read = bytearray()
-    for chunk in chunks:
-        read += chunk
-        if len(read) > ANSWER_LIMIT:
-            raise CommentError(f"{shown}: the answer is over {ANSWER_LIMIT} bytes")
-        if time.monotonic() > deadline:
-            raise CommentError(f"{shown}: no whole answer within {TIMEOUT:.0f} s")
-    return bytes(read)
+def wrong_shape(shown: str, what: str) -> CommentError:
+    return CommentError(f"{shown} answered JSON of the wrong shape ({what})")
 
 
 def _message(raw: bytes) -> str:
     try:
         said = json.loads(raw).get("message", "")
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):
         said = raw.decode("utf-8", "replace")
     return cut(redact_and_escape(str(said)), 200)
 
@@ -206,36 +270,62 @@ def _pages(session: requests.Session, place: Place) -> Iterator[dict[str, Any]]:
     for page in range(1, PAGES + 1):
         found, headers = call(session, place, "GET", f"{place.comments}?per_page=100&page={page}")
         if not isinstance(found, list):
-            raise CommentError(f"GET {place.comments}: the answer is not a list of comments")
-        yield from (c for c in found if isinstance(c, dict))
+            raise wrong_shape(f"GET {place.comments}", "not a list of comments")
+        if not all(isinstance(c, dict) for c in found):
+            raise wrong_shape(f"GET {place.comments}", "a comment is not an object")
+        yield from found
         more = headers.get("X-Next-Page") if place.platform == "gitlab" else None
         if len(found) < 100 or (place.platform == "gitlab" and not more):
             return
     raise CommentError(f"more than {PAGES * 100} comments: the plan comment is not looked for")
 
 
-def find_mine(session: requests.Session, place: Place) -> Any:
-    """The id of this tool's comment, or None."""
-    me: Any = None
-    if place.me:
-        me = (call(session, place, "GET", place.me)[0] or {}).get("id")
+def _me(session: requests.Session, place: Place) -> int:
+    """GitLab: the token's own user id (refused when the answer has none)."""
+    assert place.me is not None
+    found = call(session, place, "GET", place.me)[0]
+    me = positive(found.get("id")) if isinstance(found, dict) else None
+    if me is None:
+        raise wrong_shape(f"GET {place.me}", "no positive integer user id")
+    return me
+
+
+def _author(comment: Mapping[str, Any], key: str, shown: str) -> Mapping[str, Any]:
+    author = comment.get(key)
+    if author is None:  # a deleted account
+        return {}
+    if not isinstance(author, dict):
+        raise wrong_shape(shown, f'a comment\'s "{key}" is not an object')
+    return author
+
+
+def find_mine(session: requests.Session, place: Place) -> int | None:
+    """The id of this tool's comment (its author the token's, GitHub: ``place.author``)."""
+    github = place.platform == "github"
+    me: Any = place.author if github else _me(session, place)
+    key, field = ("user", "login") if github else ("author", "id")
+    shown = f"GET {place.comments}"
     for comment in _pages(session, place):
-        author = comment.get("user" if place.platform == "github" else "author") or {}
-        ours = author.get("type") == "Bot" if place.platform == "github" else author.get("id") == me
-        if ours and MARKER in str(comment.get("body") or ""):
-            return comment.get("id")
+        text = comment.get("body")
+        if not isinstance(text, str | None):
+            raise wrong_shape(shown, 'a comment\'s "body" is not a string')
+        if _author(comment, key, shown).get(field) == me and MARKER in (text or ""):
+            mine = positive(comment.get("id"))
+            if mine is None:
+                raise wrong_shape(shown, 'a comment\'s "id" is not a positive integer')
+            return mine
     return None
 
 
 def post(place: Place, text: str, session: requests.Session | None = None) -> str:
     """Edit this tool's comment, or add it: says which was done."""
-    session = session or requests.Session()
+    session = session or session_for(place)
     mine = find_mine(session, place)
     if mine is None:
         call(session, place, "POST", place.comments, {"body": text})
         return "posted"
     method = "PATCH" if place.platform == "github" else "PUT"
-    call(session, place, method, place.edit.format(id=int(mine)), {"body": text})
+    call(session, place, method, place.edit.format(id=mine), {"body": text})
     return "updated"
 
 
@@ -261,7 +351,8 @@ def propose_adopted(
     and ONE open merge request of that branch, its description adopt's summary."""
     if place.platform != "gitlab":
         raise ConfigError("--adopt-summary is for GitLab (GitHub: peter-evans/create-pull-request)")
-    session = session or requests.Session()
+    session = session or session_for(place)
+    me = _me(session, place)  # before any write: a token without a user id writes nothing
     project = place.project
     actions = [{"action": "update", "file_path": p, "content": t} for p, t in files.items()]
     commit = {
@@ -273,11 +364,8 @@ def propose_adopted(
     }
     call(session, place, "POST", f"{project}/repository/commits", commit)
     description = cut(ADOPT_INTRO + summary, place.limit)
-    found, _ = call(
-        session, place, "GET", f"{project}/merge_requests?state=opened&source_branch={ADOPT_BRANCH}"
-    )
-    if isinstance(found, list) and found and isinstance(found[0], dict):
-        iid = int(found[0]["iid"])
+    iid = _adopt_request(session, place, base, me)
+    if iid is not None:
         call(session, place, "PUT", f"{project}/merge_requests/{iid}", {"description": description})
         return "updated"
     call(
@@ -294,3 +382,28 @@ def propose_adopted(
         },
     )
     return "opened"
+
+
+def _adopt_request(session: requests.Session, place: Place, base: str, me: int) -> int | None:
+    """The iid of the open adopt merge request this tool opened: from reconcile/adopt of
+    this project (not a fork's branch of that name) to ``base``, by the token's user ``me``."""
+    url = f"{place.project}/merge_requests?state=opened&source_branch={ADOPT_BRANCH}"
+    found, _ = call(session, place, "GET", url)
+    shown = f"GET {url.split('?')[0]}"
+    if not isinstance(found, list) or not all(isinstance(mr, dict) for mr in found):
+        raise wrong_shape(shown, "not a list of merge requests")
+    for mr in found:
+        author = mr.get("author")
+        if (
+            positive(mr.get("source_project_id")) == place.project_id
+            and positive(mr.get("target_project_id")) == place.project_id
+            and mr.get("source_branch") == ADOPT_BRANCH
+            and mr.get("target_branch") == base
+            and isinstance(author, dict)
+            and positive(author.get("id")) == me
+        ):
+            iid = positive(mr.get("iid"))
+            if iid is None:
+                raise wrong_shape(shown, 'a merge request\'s "iid" is not a positive integer')
+            return iid
+    return None

@@ -109,7 +109,9 @@ class Handler(BaseHTTPRequestHandler):
             return
         if path in (GITHUB_COMMENTS, GITLAB_NOTES):
             author = (
-                {"user": {"type": "Bot"}} if path == GITHUB_COMMENTS else {"author": {"id": ME}}
+                {"user": {"login": "github-actions[bot]", "type": "Bot"}}
+                if path == GITHUB_COMMENTS
+                else {"author": {"id": ME}}
             )
             comment = {"id": 100 + len(self.server.comments), "body": body["body"], **author}
             self.server.comments.append(comment)
@@ -118,7 +120,9 @@ class Handler(BaseHTTPRequestHandler):
             self.server.commits.append(body)
             self.answer(201, {"id": "c0ffee"})
         elif path == f"{GITLAB_PROJECT}/merge_requests":
-            self.server.merge_requests.append(body | {"iid": len(self.server.merge_requests) + 1})
+            project = {"source_project_id": 11, "target_project_id": 11, "author": {"id": ME}}
+            iid = {"iid": len(self.server.merge_requests) + 1}
+            self.server.merge_requests.append(body | project | iid)
             self.answer(201, self.server.merge_requests[-1])
         else:
             self.answer(404, {"message": "404 Not Found"})

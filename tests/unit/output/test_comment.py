@@ -4,9 +4,13 @@ calls of it against a stub `reconcile`."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+import socket
 import subprocess
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -73,7 +77,7 @@ def test_github_comment_is_created_once_then_edited(tmp_path: Path) -> None:
 
     existing = [
         {"id": 5, "user": {"type": "User"}, "body": f"quoting the bot: {MARKER}"},
-        {"id": 9, "user": {"type": "Bot"}, "body": f"{MARKER}\nold plan"},
+        {"id": 9, "user": {"login": "github-actions[bot]"}, "body": f"{MARKER}\nold plan"},
     ]
     with requests_mock.Mocker() as mock:
         mock.get(COMMENTS, json=existing)
@@ -100,7 +104,7 @@ def test_github_comment_reports_a_failed_plan_and_fits_a_long_one(tmp_path: Path
 
 def test_the_comments_are_read_page_by_page_within_a_bound(tmp_path: Path) -> None:
     place = place_from_env(github_env(tmp_path))
-    mine = {"id": 301, "user": {"type": "Bot"}, "body": MARKER}
+    mine = {"id": 301, "user": {"login": "github-actions[bot]"}, "body": MARKER}
     with requests_mock.Mocker() as mock:
         pages = [[{"id": i, "user": {"type": "User"}, "body": ""} for i in range(100)], [mine]]
         mock.get(COMMENTS, [{"json": page} for page in pages])
@@ -160,19 +164,30 @@ def test_gitlab_note_is_posted_once_then_edited_by_the_tokens_own_user() -> None
         assert "failed (exit 1)" in mock.request_history[-1].json()["body"]
 
 
+ADOPT_MR = {
+    "iid": 4,
+    "source_project_id": 11,
+    "target_project_id": 11,
+    "source_branch": "reconcile/adopt",
+    "target_branch": "main",
+    "author": {"id": 99},
+}
+
+
 def test_gitlab_adopt_merge_request_is_committed_then_opened_once() -> None:
     place = place_from_env(gitlab_env(), pull=False)
     files = {"invites/a.yaml": "invites:\n  - id: inv_a\n"}
     project = f"{LAB}/projects/11"
     with requests_mock.Mocker() as mock:
         mock.post(f"{project}/repository/commits", status_code=201, json={})
-        mock.get(f"{project}/merge_requests", [{"json": []}, {"json": [{"iid": 4}]}])
+        mock.get(f"{LAB}/user", json={"id": 99})
+        mock.get(f"{project}/merge_requests", [{"json": []}, {"json": [ADOPT_MR]}])
         mock.post(f"{project}/merge_requests", status_code=201, json={"iid": 4})
         mock.put(f"{project}/merge_requests/4", json={"iid": 4})
         assert comment.propose_adopted(place, files, "stub summary\n", "main") == "opened"
         assert comment.propose_adopted(place, files, "again\n", "main") == "updated"
-        commit = mock.request_history[0].json()
-        opened = mock.request_history[2].json()
+        commit = mock.request_history[1].json()  # after GET /user
+        opened = mock.request_history[3].json()
         updated = mock.request_history[-1].json()
     assert commit["branch"] == "reconcile/adopt" and commit["start_branch"] == "main"
     assert commit["force"] is True
@@ -238,3 +253,189 @@ def test_gitlab_drift_without_a_token_only_reports(stub: Any) -> None:
     assert "ADOPT_TOKEN is not set" in result.stderr
     assert "DRIFT DETECTED" in result.stderr
     assert not any(c.startswith("comment") for c in calls)
+
+
+# --- what an attack found ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        {"source_project_id": 666},  # a fork's branch named reconcile/adopt
+        {"target_project_id": 666},
+        {"target_branch": "release"},
+        {"author": {"id": 5}},  # someone else's merge request
+    ],
+)
+def test_gitlab_adopt_updates_only_its_own_merge_request_else_opens_one(other: Any) -> None:
+    place = place_from_env(gitlab_env(), pull=False)
+    project = f"{LAB}/projects/11"
+    with requests_mock.Mocker() as mock:
+        mock.post(f"{project}/repository/commits", status_code=201, json={})
+        mock.get(f"{LAB}/user", json={"id": 99})
+        mock.get(f"{project}/merge_requests", json=[ADOPT_MR | other])
+        mock.post(f"{project}/merge_requests", status_code=201, json={"iid": 5})
+        assert comment.propose_adopted(place, {"a.yaml": "x"}, "s", "main") == "opened"
+        assert not [r for r in mock.request_history if r.method == "PUT"]
+
+
+def test_github_comment_is_only_the_configured_authors(tmp_path: Path) -> None:
+    foreign = {"id": 5, "user": {"login": "other-app[bot]", "type": "Bot"}, "body": MARKER}
+    for env, posted in [({}, True), ({"RECONCILER_COMMENT_AUTHOR": "other-app[bot]"}, False)]:
+        place = place_from_env(github_env(tmp_path) | env)
+        with requests_mock.Mocker() as mock:
+            mock.get(COMMENTS, json=[foreign])
+            mock.post(COMMENTS, status_code=201, json={"id": 6})
+            mock.patch(f"{API}/repos/org/invites/issues/comments/5", json={})
+            assert post(place, "text") == ("posted" if posted else "updated")
+    result = run_cli("comment", "--help")
+    assert "RECONCILER_COMMENT_AUTHOR" in result.stdout and "github-actions[bot]" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("answer", "said"),
+    [
+        ([{"id": [1], "user": {"login": "github-actions[bot]"}, "body": MARKER}], '"id"'),
+        ([{"id": 1, "user": "Bot", "body": MARKER}], '"user"'),
+        ([{"id": 1, "user": {}, "body": 5}], '"body"'),
+        ([7], "not an object"),
+    ],
+)
+def test_hostile_comment_shapes_are_a_clear_error(tmp_path: Path, answer: Any, said: str) -> None:
+    place = place_from_env(github_env(tmp_path))
+    with requests_mock.Mocker() as mock:
+        mock.get(COMMENTS, json=answer)
+        with pytest.raises(CommentError, match="answered JSON of the wrong shape") as raised:
+            post(place, "text")
+    assert said in str(raised.value)
+
+
+def test_hostile_gitlab_shapes_and_a_user_without_id_are_refused(tmp_path: Path) -> None:
+    place = place_from_env(gitlab_env())
+    for user in ([{"id": 99}], {"username": "x"}, {"id": "99"}):
+        with requests_mock.Mocker() as mock:
+            mock.get(f"{LAB}/user", json=user)
+            mock.get(NOTES, json=[{"id": 1, "author": {}, "body": MARKER}])
+            with pytest.raises(CommentError, match=r"/user answered JSON of the wrong shape"):
+                post(place, "text")
+    adopt = place_from_env(gitlab_env(), pull=False)
+    project = f"{LAB}/projects/11"
+    with requests_mock.Mocker() as mock:
+        mock.post(f"{project}/repository/commits", status_code=201, json={})
+        mock.get(f"{LAB}/user", json={"id": 99})
+        mock.get(f"{project}/merge_requests", json=[ADOPT_MR | {"iid": "../../x"}])
+        with pytest.raises(CommentError, match='"iid" is not a positive integer'):
+            comment.propose_adopted(adopt, {"a.yaml": "x"}, "s", "main")
+    with requests_mock.Mocker() as mock:
+        mock.get(f"{LAB}/user", content=b"[" * 2_000_000)
+        with pytest.raises(CommentError, match=r"wrong shape \(nested too deep"):
+            post(place, "text")
+
+
+def test_the_command_never_says_internal_error(tmp_path: Path) -> None:
+    env = github_env(tmp_path)
+    (tmp_path / "event.json").write_text("[" * 2_000_000)
+    result = run_cli("comment", "--exitcode", "2", env=env)
+    assert result.returncode == 1 and "GITHUB_EVENT_PATH (" in result.stderr
+    assert "internal error" not in result.stderr
+    big = tmp_path / "plan.md"
+    big.write_bytes(b"x" * (16 * 1024 * 1024 + 1))
+    small = tmp_path / "a.yaml"
+    small.write_text("x")
+    adopt = ["--adopt-summary", str(big), str(small)]
+    for args in (["--markdown", str(big), "--exitcode", "2"], adopt):
+        result = run_cli(
+            "comment", *args, env=gitlab_env() if args == adopt else github_env(tmp_path)
+        )
+        assert result.returncode == 1 and f"{big}: larger than 16 MiB" in result.stderr, args
+        assert "internal error" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("GITHUB_REPOSITORY", "o/r/../../../elsewhere?x=#"),
+        ("GITHUB_REPOSITORY", "../.."),
+        ("CI_PROJECT_ID", "11/../12"),
+        ("CI_MERGE_REQUEST_IID", "0"),
+        ("CI_MERGE_REQUEST_IID", "3?x"),
+    ],
+)
+def test_where_to_comment_is_checked(tmp_path: Path, name: str, value: str) -> None:
+    env = github_env(tmp_path) if name.startswith("GITHUB") else gitlab_env()
+    with pytest.raises(ConfigError, match=name):
+        place_from_env(env | {name: value})
+    env = github_env(tmp_path)
+    (tmp_path / "event.json").write_text('{"pull_request": {"number": -1, "head": {"sha": "a"}}}')
+    with pytest.raises(ConfigError, match="no pull request"):
+        place_from_env(env)
+
+
+def test_a_plain_http_api_is_refused_for_the_token_not_a_client_secret(tmp_path: Path) -> None:
+    env = github_env(tmp_path) | {"GITHUB_API_URL": "http://api.github.example"}
+    with pytest.raises(ConfigError, match="would send the token unencrypted") as raised:
+        place_from_env(env)
+    assert "client secret" not in str(raised.value)
+
+
+def test_the_session_reads_no_netrc_and_no_proxy_for_plain_http(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HTTP_PROXY", "http://proxy.example:3128")
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+    place = place_from_env(github_env(tmp_path) | {"GITHUB_API_URL": "http://127.0.0.1:9"})
+    session = comment.session_for(place)
+    assert session.trust_env is False and not session.proxies
+
+
+def _slow_server(drip: bool) -> tuple[str, Any]:
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        conn.recv(65536)
+        if drip:
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n")
+        for _ in range(40):
+            time.sleep(0.2)
+            with contextlib.suppress(OSError):
+                conn.sendall(b" " if drip else b"")
+        conn.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return f"http://127.0.0.1:{listener.getsockname()[1]}", listener
+
+
+@pytest.mark.parametrize("drip", [True, False])
+def test_a_slow_answer_ends_within_the_timeout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, drip: bool
+) -> None:
+    monkeypatch.setattr(comment, "TIMEOUT", 1.0)
+    api, listener = _slow_server(drip)
+    place = place_from_env(github_env(tmp_path) | {"GITHUB_API_URL": api})
+    started = time.monotonic()
+    with pytest.raises(CommentError, match="no whole answer within 1 s"):
+        post(place, "text")
+    assert time.monotonic() - started < 3
+    listener.close()
+
+
+def test_an_answer_cut_short_is_a_clear_error(tmp_path: Path) -> None:
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        conn.recv(65536)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n[]")
+        conn.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    api = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    place = place_from_env(github_env(tmp_path) | {"GITHUB_API_URL": api})
+    with pytest.raises(CommentError, match=r"comments: ProtocolError"):
+        post(place, "text")
+    listener.close()
