@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.ansible import Played, require_ansible
-from support.helpers import EXAMPLES, RECONCILE, REPO, clean_env, sandbox_env
+from support.ansible import Played, ansible_env, require_ansible
+from support.helpers import EXAMPLES, RECONCILE, clean_env, sandbox_env
 from support.hostile_server import CLIENT_ID, HostileServer, Hostility
 from support.invites import ACME, desired_entry, write_invites
 
@@ -71,22 +71,10 @@ def play(tmp_path: Path) -> Iterator[Play]:
 
     def run(text: str, *args: str, env: dict[str, str]) -> Played:
         (folder / "play.yml").write_text(text, encoding="utf-8")
-        full = dict(
-            env,
-            ANSIBLE_COLLECTIONS_PATH=str(REPO),
-            ANSIBLE_PYTHON_INTERPRETER=sys.executable,
-            ANSIBLE_HOME=str(tmp_path / "ansible-home"),
-            ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"),
-            ANSIBLE_NOCOLOR="1",
-            ANSIBLE_FORCE_COLOR="0",
-            ANSIBLE_LOCALHOST_WARNING="false",
-            ANSIBLE_INVENTORY_UNPARSED_WARNING="false",
-            ANSIBLE_RETRY_FILES_ENABLED="false",
-        )
         process = subprocess.run(
             [str(ANSIBLE_PLAYBOOK), "-i", "localhost,", "-c", "local", "play.yml", *args],
             cwd=folder,
-            env=full,
+            env=ansible_env(env, tmp_path),
             capture_output=True,
             text=True,
             timeout=240,

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.ansible import ANSIBLE_BIN, Played, require_ansible
-from support.helpers import REPO, clean_env, sandbox_env
+from support.ansible import ANSIBLE_BIN, Played, ansible_env, require_ansible
+from support.helpers import clean_env, sandbox_env
 from support.hostile_server import CLIENT_ID, HostileServer, Hostility
 from support.invites import ACME, desired_entry, write_invites
 from support.tls import Certificates, make_certificates, wrap_server_socket
@@ -62,22 +62,6 @@ def play_text(options: str, hosts: str = "localhost", keywords: str = "", keep: 
     return head + task + (kept if keep else "")
 
 
-def ansible_env(env: dict[str, str], home: Path) -> dict[str, str]:
-    return dict(
-        env,
-        ANSIBLE_COLLECTIONS_PATH=str(REPO),
-        ANSIBLE_PYTHON_INTERPRETER=sys.executable,
-        ANSIBLE_HOME=str(home / "ansible-home"),
-        ANSIBLE_LOCAL_TEMP=str(home / "ansible-tmp"),
-        ANSIBLE_NOCOLOR="1",
-        ANSIBLE_FORCE_COLOR="0",
-        ANSIBLE_LOCALHOST_WARNING="false",
-        ANSIBLE_INVENTORY_UNPARSED_WARNING="false",
-        ANSIBLE_RETRY_FILES_ENABLED="false",
-        ANSIBLE_FORKS="5",
-    )
-
-
 Play = Callable[..., Played]
 
 
@@ -106,7 +90,7 @@ def play(folder: Path, tmp_path: Path) -> Iterator[Play]:
                 *args,
             ],
             cwd=folder,
-            env=ansible_env(env, tmp_path),
+            env=ansible_env(env, tmp_path, ANSIBLE_FORKS="5"),
             capture_output=True,
             text=True,
             timeout=240,
@@ -174,7 +158,7 @@ def test_concurrent_runs_on_one_controller_take_turns_and_e_mail_once(
     another, and the ones after the first find nothing to do."""
     # 40 ms an answer: a run's plan and writes take long enough for the others to overlap.
     server = start_sandbox([ACME], latency=0.04)
-    env = ansible_env(sandbox_env(server), tmp_path)
+    env = ansible_env(sandbox_env(server), tmp_path, ANSIBLE_FORKS="5")
     for trial in range(3):
         write_invites(folder / "invites", [acme_entry(trial)])
         (folder / "once.yml").write_text(play_text("src: invites/", keep=False))
@@ -271,7 +255,7 @@ def test_state_present_is_accepted_and_any_other_refused_before_any_request(
 def test_ansible_doc_names_every_variable_a_setting_falls_back_to(tmp_path: Path) -> None:
     shown = subprocess.run(
         [str(ANSIBLE_BIN / "ansible-doc"), "kyb.invites.invites"],
-        env=ansible_env(clean_env(), tmp_path),
+        env=ansible_env(clean_env(), tmp_path, ANSIBLE_FORKS="5"),
         capture_output=True,
         text=True,
         timeout=120,

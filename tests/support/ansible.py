@@ -11,7 +11,26 @@ from typing import Any
 
 import pytest
 
+from support.helpers import REPO
+
 ANSIBLE_BIN = Path(sys.executable).parent
+
+
+def ansible_env(env: dict[str, str], home: Path, **more: str) -> dict[str, str]:
+    """``env`` with Ansible's own state under ``home`` and the collection from this checkout."""
+    return dict(
+        env,
+        ANSIBLE_COLLECTIONS_PATH=str(REPO),
+        ANSIBLE_PYTHON_INTERPRETER=sys.executable,
+        ANSIBLE_HOME=str(home / "ansible-home"),
+        ANSIBLE_LOCAL_TEMP=str(home / "ansible-tmp"),
+        ANSIBLE_NOCOLOR="1",
+        ANSIBLE_FORCE_COLOR="0",
+        ANSIBLE_LOCALHOST_WARNING="false",
+        ANSIBLE_INVENTORY_UNPARSED_WARNING="false",
+        ANSIBLE_RETRY_FILES_ENABLED="false",
+        **more,
+    )
 
 
 def require_ansible() -> None:
