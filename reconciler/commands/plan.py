@@ -73,7 +73,8 @@ def _say_saved(the_plan: Plan, out: str) -> None:
     failed = the_plan.failed
     caveat = f" ({plural(len(failed), 'invite')} with errors will be left alone)" if failed else ""
     click.echo(
-        f"Saved the plan to {escape(out)}{caveat}; apply it with: "
+        # Signed with this client's secret: another client's apply refuses it.
+        f"Saved the plan to {escape(out)}{caveat}; apply it, with the same client, with: "
         f"reconcile apply --plan {escape(out)}",
         err=True,
     )

@@ -29,6 +29,8 @@ def test_saved_plan_applies_exactly_its_patches_even_after_the_yaml_moved_on(
     server, env = _two_changes(start_sandbox, tmp_path)
     plan = run_cli("plan", "--out", "plan.json", cwd=tmp_path, env=env)
     assert plan.returncode == 0, plan.stderr
+    # Only the client that signed it can apply it: a CI's write client cannot.
+    assert "apply it, with the same client, with: reconcile apply --plan plan.json" in plan.stderr
     # The YAML changes after review; the saved plan must not pick that up.
     write_invites(tmp_path / "invites", [desired_entry(ACME, email="later@acme.example")])
     apply = run_cli("apply", "--plan", "plan.json", cwd=tmp_path, env=env)
