@@ -21,6 +21,7 @@ from typing import Any
 
 import requests
 
+from reconciler.api.auth import register_secret_forms
 from reconciler.api.exceptions import AnswerTooLarge, TransportError
 from reconciler.api.exchange import (
     READ_FAILURES,
@@ -32,7 +33,7 @@ from reconciler.api.exchange import (
 from reconciler.api.network import host_of, make_session, parse_base_url
 from reconciler.errors import ConfigError, ReconcilerError
 from reconciler.files import TooLarge, read_regular
-from reconciler.safetext import cut, escape, redact_and_escape, register_secret
+from reconciler.safetext import cut, escape, redact_and_escape
 
 TOKEN_ENV = "RECONCILER_COMMENT_TOKEN"
 AUTHOR_ENV = "RECONCILER_COMMENT_AUTHOR"  # GitHub: the login whose comment is this tool's
@@ -100,7 +101,7 @@ def place_from_env(env: Mapping[str, str] | None = None, *, pull: bool = True) -
     token = env.get(TOKEN_ENV, "")
     if not token:
         raise ConfigError(f"{TOKEN_ENV} is not set: the token that may comment")
-    register_secret(token)
+    register_secret_forms(token)  # a long-lived token: as the client secret, any echo of it
     if env.get("GITHUB_ACTIONS") == "true":
         return _github(env, token)
     if env.get("GITLAB_CI") == "true":

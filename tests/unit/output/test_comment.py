@@ -4,6 +4,7 @@ calls of it against a stub `reconcile`."""
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import re
@@ -13,6 +14,7 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 import requests
@@ -130,6 +132,17 @@ def test_a_refused_call_says_status_and_message_escaped_never_the_token(tmp_path
         mock.get(COMMENTS, exc=requests.ConnectTimeout)
         with pytest.raises(CommentError, match="ConnectTimeout"):
             post(place, "text")
+    # A server echoing the token re-encoded: Base64 (as in a Basic header), percent-encoded.
+    token = github_env(tmp_path)["RECONCILER_COMMENT_TOKEN"]
+    echoed = f"bad {base64.b64encode(token.encode()).decode()} and {quote(token, safe='')}"
+    with requests_mock.Mocker() as mock:
+        mock.get(COMMENTS, status_code=401, json={"message": echoed})
+        with pytest.raises(CommentError) as raised:
+            post(place, "text")
+    said = str(raised.value)
+    assert said.startswith(f"GET {COMMENTS}: HTTP 401: bad ")
+    assert base64.b64encode(token.encode()).decode()[:12] not in said
+    assert quote(token, safe="") not in said
 
 
 def test_only_the_cis_api_over_https_or_loopback_and_only_a_pull_request(tmp_path: Path) -> None:
