@@ -100,7 +100,11 @@ def place_from_env(env: Mapping[str, str] | None = None, *, pull: bool = True) -
     env = os.environ if env is None else env
     token = env.get(TOKEN_ENV, "")
     if not token:
-        raise ConfigError(f"{TOKEN_ENV} is not set: the token that may comment")
+        raise ConfigError(
+            f"{TOKEN_ENV} is not set: the token that may comment (GitHub: the action's "
+            "`token`, with pull-requests: write; GitLab: PLAN_NOTE_TOKEN, or ADOPT_TOKEN for "
+            "--adopt-summary)"
+        )
     register_secret_forms(token)  # a long-lived token: as the client secret, any echo of it
     if env.get("GITHUB_ACTIONS") == "true":
         return _github(env, token)

@@ -155,8 +155,10 @@ def test_only_the_cis_api_over_https_or_loopback_and_only_a_pull_request(tmp_pat
     (tmp_path / "event.json").write_text('{"push": {}}')
     with pytest.raises(ConfigError, match="no pull request"):
         place_from_env(env)
-    with pytest.raises(ConfigError, match="RECONCILER_COMMENT_TOKEN is not set"):
+    with pytest.raises(ConfigError, match="RECONCILER_COMMENT_TOKEN is not set") as unset:
         place_from_env({"GITHUB_ACTIONS": "true"})
+    # Where a user sets it, on either platform.
+    assert "the action's `token`" in str(unset.value) and "PLAN_NOTE_TOKEN" in str(unset.value)
 
 
 def test_gitlab_note_is_posted_once_then_edited_by_the_tokens_own_user() -> None:
