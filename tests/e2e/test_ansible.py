@@ -11,14 +11,13 @@ import json
 import os
 import re
 import subprocess
-import sys
 import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from support.ansible import Played, ansible_env, require_ansible
+from support.ansible import Played, ansible_env, playbook, require_ansible
 from support.helpers import EXAMPLES, RECONCILE, clean_env, sandbox_env
 from support.hostile_server import CLIENT_ID, HostileServer, Hostility
 from support.invites import ACME, desired_entry, write_invites
@@ -27,7 +26,6 @@ from reconciler.sandbox import Sandbox
 
 pytestmark = [pytest.mark.e2e, pytest.mark.real]
 
-ANSIBLE_PLAYBOOK = Path(sys.executable).parent / "ansible-playbook"
 SECRET = "s3cr3t/DO+NOT&LEAK=xyz"  # changes when form-encoded
 JWT = re.compile(r"eyJ[\w-]+\.[\w-]+\.[\w-]+")
 
@@ -71,15 +69,8 @@ def play(tmp_path: Path) -> Iterator[Play]:
 
     def run(text: str, *args: str, env: dict[str, str]) -> Played:
         (folder / "play.yml").write_text(text, encoding="utf-8")
-        process = subprocess.run(
-            [str(ANSIBLE_PLAYBOOK), "-i", "localhost,", "-c", "local", "play.yml", *args],
-            cwd=folder,
-            env=ansible_env(env, tmp_path),
-            capture_output=True,
-            text=True,
-            timeout=240,
-        )
-        return Played(process, folder)
+        local = ("-i", "localhost,", "-c", "local", "play.yml")
+        return playbook(folder, *local, *args, env=ansible_env(env, tmp_path))
 
     yield run
 

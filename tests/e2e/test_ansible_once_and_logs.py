@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.ansible import ANSIBLE_BIN, Played, ansible_env, require_ansible
+from support.ansible import ANSIBLE_BIN, Played, ansible_env, playbook, require_ansible
 from support.helpers import clean_env, sandbox_env
 from support.hostile_server import CLIENT_ID, HostileServer, Hostility
 from support.invites import ACME, desired_entry, write_invites
@@ -83,19 +83,8 @@ def play(folder: Path, tmp_path: Path) -> Iterator[Play]:
 
     def run(text: str, *args: str, env: dict[str, str], name: str = "play.yml") -> Played:
         (folder / name).write_text(text, encoding="utf-8")
-        process = subprocess.run(
-            [
-                str(ANSIBLE_BIN / "ansible-playbook"),
-                *("-i", "hosts.ini", "-i", "localhost,", "-c", "local", name),
-                *args,
-            ],
-            cwd=folder,
-            env=ansible_env(env, tmp_path, ANSIBLE_FORKS="5"),
-            capture_output=True,
-            text=True,
-            timeout=240,
-        )
-        return Played(process, folder)
+        hosts = ("-i", "hosts.ini", "-i", "localhost,", "-c", "local", name)
+        return playbook(folder, *hosts, *args, env=ansible_env(env, tmp_path, ANSIBLE_FORKS="5"))
 
     yield run
 

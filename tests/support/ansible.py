@@ -60,3 +60,16 @@ class Played:
     def recap(self, **counts: int) -> bool:
         line = next(x for x in self.stdout.splitlines() if x.startswith("localhost "))
         return all(f"{name}={count} " in line + " " for name, count in counts.items())
+
+
+def playbook(folder: Path, *args: str, env: dict[str, str]) -> Played:
+    """ansible-playbook run in ``folder`` with ``args``, as an operator would."""
+    process = subprocess.run(
+        [str(ANSIBLE_BIN / "ansible-playbook"), *args],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    return Played(process, folder)
