@@ -17,6 +17,20 @@ from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox
 _share = click.FloatRange(0.0, 1.0)
 
 
+class _Client(click.ParamType[tuple[str, str]]):
+    """ID:SECRET, split at the first colon (a secret may hold colons, an id may not)."""
+
+    name = "ID:SECRET"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> tuple[str, str]:
+        client_id, colon, secret = str(value).partition(":")
+        if not (client_id and colon and secret):
+            self.fail("expected ID:SECRET, e.g. ci-plan:a-long-random-secret", param, ctx)
+        if client_id == SANDBOX_CLIENT_ID:
+            self.fail(f"{SANDBOX_CLIENT_ID} is the sandbox's own (write) client", param, ctx)
+        return client_id, secret
+
+
 @click.command(epilog="Reads no environment variables and no reconciler.yaml.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option(
@@ -80,6 +94,15 @@ _share = click.FloatRange(0.0, 1.0)
     "invite's ETag now (412 Precondition Failed, nothing written).",
 )
 @click.option(
+    "--read-only-client",
+    "read_only_clients",
+    multiple=True,
+    type=_Client(),
+    help="Also accept this client, granted the read scope only (repeat for more): "
+    "rehearses CI's two clients, a read-only one for pull requests beside the write one "
+    "(its runs set RECONCILER_SCOPE=kyb:invites:read, as the CI recipes' plan jobs do).",
+)
+@click.option(
     "--patch-without-data",
     is_flag=True,
     help='Answer a PATCH with no `data` (as a platform that says "verify with GET"): '
@@ -90,6 +113,7 @@ def sandbox(
     port: int,
     state_file: str | None,
     ignore: tuple[str, ...],
+    read_only_clients: tuple[tuple[str, str], ...],
     patch_without_data: bool,
     **knobs: Any,
 ) -> int:
@@ -101,7 +125,12 @@ def sandbox(
     platforms do that store something else than what they are sent, version
     their invites, or answer a write without the invite.
     """
-    options = SandboxOptions(ignore=ignore, patch_data=not patch_without_data, **knobs)
+    options = SandboxOptions(
+        ignore=ignore,
+        read_only_clients=read_only_clients,
+        patch_data=not patch_without_data,
+        **knobs,
+    )
     server = Sandbox(state_file=state_file, options=options, host=host, port=port)
     url = server.url
     if not _is_loopback(host):
@@ -116,6 +145,7 @@ def sandbox(
         f"  export RECONCILER_BASE_URL={url}\n"
         f"  export RECONCILER_CLIENT_ID={SANDBOX_CLIENT_ID}\n"
         f"  export RECONCILER_CLIENT_SECRET={SANDBOX_CLIENT_SECRET}\n"
+        f"{_read_only_line(read_only_clients)}"
         "Press Ctrl-C to stop.",
         err=True,
     )
@@ -126,6 +156,14 @@ def sandbox(
     finally:
         server.stop()
     return 0
+
+
+def _read_only_line(clients: tuple[tuple[str, str], ...]) -> str:
+    """The read-only clients by id: their secrets are the user's, never echoed."""
+    if not clients:
+        return ""
+    ids = ", ".join(safetext.escape(client_id) for client_id, _ in clients)
+    return f"Read-only clients (read scope only, with the secrets you gave): {ids}\n"
 
 
 _NAMED_IDS = 20  # ids named at start; beyond them, how many more
