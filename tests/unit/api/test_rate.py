@@ -449,6 +449,19 @@ LIMITS = {  # (limit, requests, its rate, latency)
     "nginx limit_req 10/s": (lambda: LeakyBucket(10), 301, 10.0, 0.02),
     "nginx limit_req 5/s": (lambda: LeakyBucket(5), 301, 5.0, 0.02),
     "nginx limit_req 20/s burst 10": (lambda: LeakyBucket(20, burst=10), 301, 20.0, 0.02),
+    # nginx adding a Retry-After to its refusals (the end-to-end gateway's, issue 55):
+    "nginx limit_req 10/s, Retry-After: 1": (
+        lambda: LeakyBucket(10, retry_after=1.0),
+        301,
+        10.0,
+        0.02,
+    ),
+    "nginx limit_req 30/s, Retry-After: 1": (
+        lambda: LeakyBucket(30, retry_after=1.0),
+        301,
+        30.0,
+        0.005,
+    ),
     "HAProxy http_req_rate 10/s": (lambda: SlidingWindow(10), 301, 10.0, 0.02),
     "the same, Retry-After: 1": (lambda: SlidingWindow(10, retry_after=1.0), 301, 10.0, 0.02),
     "HAProxy gpc0_rate 10/s": (lambda: SlidingWindow(10, counts_refused=False), 301, 10.0, 0.02),
