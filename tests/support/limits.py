@@ -71,10 +71,12 @@ class Unlimited:
 @dataclass
 class LeakyBucket(Unlimited):
     """nginx's ``limit_req``: the excess over ``rate`` drains at the rate; a request that
-    would take it over ``burst`` is refused (and does not count)."""
+    would take it over ``burst`` is refused (and does not count), with ``Retry-After``
+    when the gateway adds one (nginx's ``add_header Retry-After ... always``)."""
 
     rate: float
     burst: int = 0
+    retry_after: float | None = None
     status: int = 429
     excess: float = 0.0
     last: float | None = None
@@ -84,7 +86,7 @@ class LeakyBucket(Unlimited):
         if self.last is not None:
             excess = max(0.0, self.excess - self.rate * (now - self.last) + 1)
         if excess > self.burst + 1e-9:
-            return (self.status, None, 0.0)
+            return (self.status, self.retry_after, 0.0)
         self.excess, self.last = excess, now
         return 0.0
 

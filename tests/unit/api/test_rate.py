@@ -449,6 +449,19 @@ LIMITS = {  # (limit, requests, its rate, latency)
     "nginx limit_req 10/s": (lambda: LeakyBucket(10), 301, 10.0, 0.02),
     "nginx limit_req 5/s": (lambda: LeakyBucket(5), 301, 5.0, 0.02),
     "nginx limit_req 20/s burst 10": (lambda: LeakyBucket(20, burst=10), 301, 20.0, 0.02),
+    # nginx adding a Retry-After to its refusals (the end-to-end gateway's, issue 55):
+    "nginx limit_req 10/s, Retry-After: 1": (
+        lambda: LeakyBucket(10, retry_after=1.0),
+        301,
+        10.0,
+        0.02,
+    ),
+    "nginx limit_req 30/s, Retry-After: 1": (
+        lambda: LeakyBucket(30, retry_after=1.0),
+        901,
+        30.0,
+        0.005,
+    ),
     "HAProxy http_req_rate 10/s": (lambda: SlidingWindow(10), 301, 10.0, 0.02),
     "the same, Retry-After: 1": (lambda: SlidingWindow(10, retry_after=1.0), 301, 10.0, 0.02),
     "HAProxy gpc0_rate 10/s": (lambda: SlidingWindow(10, counts_refused=False), 301, 10.0, 0.02),
@@ -462,8 +475,19 @@ LIMITS = {  # (limit, requests, its rate, latency)
 }
 
 
+# Not fixed yet (issue 55): behind a limit on spacing that names a pause, the first
+# second's slow start looks like a burst and the run keeps a window's rate (5/s).
+SPACING_WITH_PAUSE = pytest.mark.xfail(strict=True, reason="issue 55: learns 5/s, stays")
+_NAMES = [
+    pytest.param(name, marks=SPACING_WITH_PAUSE)
+    if "Retry-After: 1" in name and "nginx" in name
+    else name
+    for name in LIMITS
+]
+
+
 @pytest.mark.parametrize("late", [None, (0.05, 0.01, 0.08)], ids=["on time", "some late"])
-@pytest.mark.parametrize("name", LIMITS)
+@pytest.mark.parametrize("name", _NAMES)
 def test_a_run_converges_behind_each_limit_with_few_refusals(
     name: str, late: tuple[float, float, float] | None
 ) -> None:
