@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,7 +18,9 @@ from reconciler.commands.sandbox import _served_ids
 pytestmark = pytest.mark.e2e
 
 
-def _banner(*args: str) -> list[str]:
+@contextlib.contextmanager
+def _serving(*args: str) -> Iterator[list[str]]:
+    """A `reconcile sandbox` child process, serving while in the block: its banner's lines."""
     with subprocess.Popen(
         [*RECONCILE, "sandbox", "--port", "0", *args],
         env=clean_env(),
@@ -31,9 +35,14 @@ def _banner(*args: str) -> list[str]:
                 line = server.stderr.readline()
                 assert line, f"the sandbox ended: {lines}"
                 lines.append(line.rstrip("\n"))
+            yield lines
         finally:
             server.terminate()
-    return lines
+
+
+def _banner(*args: str) -> list[str]:
+    with _serving(*args) as lines:
+        return lines
 
 
 def test_the_bundled_sandbox_names_its_ids() -> None:
@@ -65,32 +74,21 @@ def test_a_read_only_client_plans_and_is_refused_before_any_write(tmp_path: Path
     # CI's two clients rehearsed on the sandbox: the pull request's client reads, and
     # its secret, the user's own, is never echoed.
     secret = "pr-secret-4711:with-colon"
-    with subprocess.Popen(
-        [*RECONCILE, "sandbox", "--port", "0", "--read-only-client", f"ci-plan:{secret}"],
-        env=clean_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    ) as server:
-        assert server.stderr is not None
-        try:
-            banner = [server.stderr.readline() for _ in range(7)]
-            url = banner[3].strip().split("=", 1)[1]
-            env = clean_env(
-                RECONCILER_BASE_URL=url,
-                RECONCILER_CLIENT_ID="ci-plan",
-                RECONCILER_CLIENT_SECRET=secret,
-                RECONCILER_SCOPE="kyb:invites:read",  # as CI's plan job asks
-            )
-            invites = tmp_path / "invites.yaml"
-            invites.write_text(
-                "invites:\n  - id: inv_8f2k1\n    name: Renamed GmbH\n", encoding="utf-8"
-            )
-            plan = run_cli("plan", str(invites), env=env)
-            apply = run_cli("apply", "--auto-approve", str(invites), env=env)
-        finally:
-            server.terminate()
-    assert "Read-only clients (read scope only, with the secrets you gave): ci-plan" in banner[6]
+    with _serving("--read-only-client", f"ci-plan:{secret}") as banner:
+        url = banner[3].strip().split("=", 1)[1]
+        env = clean_env(
+            RECONCILER_BASE_URL=url,
+            RECONCILER_CLIENT_ID="ci-plan",
+            RECONCILER_CLIENT_SECRET=secret,
+            RECONCILER_SCOPE="kyb:invites:read",  # as CI's plan job asks
+        )
+        invites = tmp_path / "invites.yaml"
+        invites.write_text(
+            "invites:\n  - id: inv_8f2k1\n    name: Renamed GmbH\n", encoding="utf-8"
+        )
+        plan = run_cli("plan", str(invites), env=env)
+        apply = run_cli("apply", "--auto-approve", str(invites), env=env)
+    assert "Read-only clients (read scope only, with the secrets you gave): ci-plan" in banner[-2]
     assert secret not in "".join(banner)
     assert plan.returncode == 0, plan.stdout + plan.stderr
     assert "1 to update" in plan.stdout
