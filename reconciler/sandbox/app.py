@@ -114,46 +114,16 @@ def decoded_body(body: bytes) -> Any:
 
 
 class Refused(Exception):
-    """A request the contract answers with an error status and an envelope."""
+    """A request the contract answers with an error ``status`` and an envelope: 400, 401
+    (no valid token), 403 (a scope lacking), 404, 405, 409 (the invite is no longer
+    pending: it cannot change or be re-sent), 412 (a PATCH whose If-Match is not the
+    invite's ETag)."""
 
-    status = 400
-
-    def __init__(self, message: str, data: Any = None) -> None:
+    def __init__(self, status: int, message: str, data: Any = None) -> None:
         super().__init__(message)
+        self.status = status
         self.message = message
         self.data = data
-
-
-class BadRequest(Refused):
-    status = 400
-
-
-class Unauthorized(Refused):
-    status = 401
-
-
-class Forbidden(Refused):
-    status = 403
-
-
-class NotFound(Refused):
-    status = 404
-
-
-class MethodNotAllowed(Refused):
-    status = 405
-
-
-class NotPending(Refused):
-    """The invite exists but is no longer pending: it cannot change or be re-sent."""
-
-    status = 409
-
-
-class PreconditionFailed(Refused):
-    """A PATCH whose If-Match is not the invite's ETag: it changed since it was read."""
-
-    status = 412
 
 
 # What the sandbox holds: its invites (loaded from YAML or JSON, kept in memory, thread-safe), the
@@ -224,7 +194,7 @@ class InviteStore:
         return len(self._invites)
 
     def get(self, invite_id: str) -> dict[str, Any]:
-        """A copy of the invite; NotFound if there is none."""
+        """A copy of the invite; refused (404) if there is none."""
         with self._lock:
             return copy.deepcopy(self._stored(invite_id))
 
@@ -244,31 +214,31 @@ class InviteStore:
     def _stored(self, invite_id: str) -> dict[str, Any]:
         invite = self._invites.get(invite_id)
         if invite is None:
-            raise NotFound(f"invite {invite_id} not found")
+            raise Refused(404, f"invite {invite_id} not found")
         return invite
 
     def _pending(self, invite_id: str) -> dict[str, Any]:
         """The stored invite, if it may change. Hold the lock."""
         invite = self._stored(invite_id)
         if str(invite.get("status")).casefold() != "pending":  # as the client reads it
-            raise NotPending(f"invite {invite_id} is not pending")
+            raise Refused(409, f"invite {invite_id} is not pending")
         return invite
 
     def update(
         self, invite_id: str, changes: dict[str, Any], if_match: str | None = None
     ) -> dict[str, Any]:
-        """The invite with ``changes`` applied; NotFound or NotPending if it cannot change,
-        PreconditionFailed if ``if_match`` is given and is not its ETag."""
+        """The invite with ``changes`` applied; refused if it cannot change (404, 409) or
+        if ``if_match`` is given and is not its ETag (412)."""
         with self._lock:
             invite = self._pending(invite_id)
             if if_match is not None and if_match != etag_of(invite):
-                raise PreconditionFailed(f"invite {invite_id} changed since it was read")
+                raise Refused(412, f"invite {invite_id} changed since it was read")
             invite.update(copy.deepcopy(changes))
             invite["updatedAt"] = now_iso()
             return copy.deepcopy(invite)
 
     def resend(self, invite_id: str) -> dict[str, Any]:
-        """Re-send the invitation; NotFound or NotPending as for ``update``."""
+        """Re-send the invitation; refused (404, 409) as for ``update``."""
         with self._lock:
             invite = self._pending(invite_id)
             self.resends[invite_id] += 1
@@ -531,8 +501,8 @@ class SandboxApp:
         route = ROUTES.get((request.method, resource))
         if route is None:
             if resource == "token":
-                raise MethodNotAllowed("use POST")
-            raise NotFound(f"no endpoint {request.method} {request.path}")
+                raise Refused(405, "use POST")
+            raise Refused(404, f"no endpoint {request.method} {request.path}")
         scope, handler = route
         if scope:
             self._authorize(request.headers, scope)
@@ -541,12 +511,12 @@ class SandboxApp:
     def _authorize(self, headers: Any, scope: str) -> None:
         auth = headers.get("Authorization", "")
         if not auth.startswith("Bearer "):
-            raise Unauthorized("missing bearer token")
+            raise Refused(401, "missing bearer token")
         claims, why = self.tokens.verify(auth[len("Bearer ") :])
         if claims is None:
-            raise Unauthorized(why)
+            raise Refused(401, why)
         if scope not in str(claims.get("scope", "")).split():
-            raise Forbidden(f"token lacks scope {scope}")
+            raise Refused(403, f"token lacks scope {scope}")
 
     # -- endpoints ------------------------------------------------------------
 
@@ -557,9 +527,9 @@ class SandboxApp:
         scopes = form.get("scope", "").split() or granted
         unknown = [s for s in scopes if s not in KNOWN_SCOPES]
         if unknown:
-            raise BadRequest(f"unknown scope: {' '.join(unknown)}")
+            raise Refused(400, f"unknown scope: {' '.join(unknown)}")
         if not set(scopes) <= set(granted):
-            raise BadRequest(f"scope not granted to this client: {' '.join(scopes)}")
+            raise Refused(400, f"scope not granted to this client: {' '.join(scopes)}")
         ttl = self.options.token_ttl
         token = self.tokens.issue(form["client_id"], scopes, ttl)
         said = self.options.token_expires_in
@@ -571,11 +541,10 @@ class SandboxApp:
         return self._envelope(200, "accounts", [{"id": "acc_sandbox"}])
 
     def _get_invite(self, request: Request) -> Response:
-        if not self.options.etags:
-            return self._envelope(200, "invite", self.store.get(request.invite_id))
         invite, etag = self.store.get_tagged(request.invite_id)
         response = self._envelope(200, "invite", invite)
-        response.headers["ETag"] = etag
+        if self.options.etags:
+            response.headers["ETag"] = etag
         return response
 
     def _update_invite(self, request: Request) -> Response:
@@ -593,15 +562,15 @@ class SandboxApp:
         try:
             changes = json.loads(body.decode("utf-8")) if body else None
         except (UnicodeDecodeError, ValueError):
-            raise BadRequest("body is not valid JSON") from None
+            raise Refused(400, "body is not valid JSON") from None
         if not isinstance(changes, dict):
-            raise BadRequest("body must be a JSON object")
+            raise Refused(400, "body must be a JSON object")
         problems = {
             ".".join(str(p) for p in e.absolute_path) or "body": e.message
             for e in self._patch_validator.iter_errors(changes)
         }
         if problems:
-            raise BadRequest("invalid invite update", problems)
+            raise Refused(400, "invalid invite update", problems)
         return changes
 
     def _resend_invite(self, request: Request) -> Response:
@@ -634,13 +603,13 @@ def _token_form(request: Request, more: tuple[tuple[str, str], ...] = ()) -> dic
     """A token request's form, refused unless it is a client-credentials grant of the
     sandbox's client (or one of ``more``)."""
     if "application/x-www-form-urlencoded" not in request.headers.get("Content-Type", ""):
-        raise BadRequest("token request must be form-encoded")
+        raise Refused(400, "token request must be form-encoded")
     form = {k: v[0] for k, v in parse_qs(request.body.decode("utf-8", "replace")).items()}
     if form.get("grant_type") != "client_credentials":
-        raise BadRequest("grant_type must be client_credentials")
+        raise Refused(400, "grant_type must be client_credentials")
     pair = (form.get("client_id", ""), form.get("client_secret", ""))
     if pair != (SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET) and pair not in more:
-        raise Unauthorized("invalid client credentials")
+        raise Refused(401, "invalid client credentials")
     return form
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from reconciler.errors import ReconcilerError
 from reconciler.sandbox import app
-from reconciler.sandbox.app import InviteStore, NotPending, load_state_file
+from reconciler.sandbox.app import InviteStore, Refused, load_state_file
 
 
 @pytest.mark.parametrize("status", ["pending", "PENDING", "Pending"])
@@ -28,10 +28,12 @@ def test_a_pending_invite_changes_whatever_the_case_of_its_status(status: str) -
 def test_an_invite_no_longer_pending_is_refused_and_kept(status: str) -> None:
     store = InviteStore([{"id": "inv_1", "name": "Acme", "status": status}])
 
-    with pytest.raises(NotPending):
+    with pytest.raises(Refused) as changed:
         store.update("inv_1", {"name": "Acme GmbH"})
-    with pytest.raises(NotPending):
+    with pytest.raises(Refused) as resent:
         store.resend("inv_1")
+
+    assert changed.value.status == resent.value.status == 409
 
     assert store.snapshot()["inv_1"]["name"] == "Acme"
     assert store.resends["inv_1"] == 0
