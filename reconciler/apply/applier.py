@@ -200,7 +200,7 @@ class Applier:
         *,
         parallelism: int | Limiter,
         stop: Stop,
-        audit: AuditLog | NoAuditLog | None = None,
+        audit: AuditLog | None = None,
     ) -> None:
         self._client = client
         self._parallelism = parallelism

@@ -65,49 +65,13 @@ def outcome_of(error: ApiError) -> str:
     return "unknown" if error.outcome_unknown else "failed"
 
 
-class NoAuditLog:
-    """Stands in when no audit log was asked for: writes are sent unrecorded."""
-
-    def attempt(
-        self,
-        invite_id: str,
-        operation: str,
-        fields: WriteFields | None = None,
-    ) -> Attempt:
-        return Attempt("", invite_id, operation)
-
-    def outcome(
-        self,
-        attempt: Attempt,
-        outcome: str,
-        status: int | None = None,
-        request_id: str | None = None,
-        message: str | None = None,
-        *,
-        stored: Mapping[str, JsonValue] | None = None,
-        resend: str | None = None,
-    ) -> None:
-        pass
-
-    def resend_owed(self, invite_id: str, reason: str) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-class AuditLog(NoAuditLog):
-    """An append-only JSON Lines file of write attempts and their outcomes."""
+class AuditLog:
+    """An append-only JSON Lines file of write attempts and their outcomes (``path``
+    None: no file, every record dropped; see ``NoAuditLog``)."""
 
     def __init__(
         self,
-        path: str,
+        path: str | None,
         client_id: str | None,
         plan_hash: str | None = None,
         *,
@@ -118,7 +82,7 @@ class AuditLog(NoAuditLog):
         self._plan_hash = plan_hash  # None for writes made by hand (`resend`)
         self._sync = sync  # False only to measure what syncing costs
         self._lock = threading.Lock()
-        self._fd = _open_log(path)
+        self._fd = None if path is None else _open_log(path)
         self._closed = False
 
     # -- the write-ahead rule ---------------------------------------------------
@@ -203,6 +167,8 @@ class AuditLog(NoAuditLog):
     # -- the file ---------------------------------------------------------------
 
     def _append(self, entry: dict[str, Any], *, durable: bool) -> None:
+        if self._fd is None:
+            return
         line = escape_json_text(json.dumps(entry, ensure_ascii=False)) + "\n"
         data = line.encode("utf-8")
         try:
@@ -219,7 +185,7 @@ class AuditLog(NoAuditLog):
 
     def close(self) -> None:
         with self._lock:
-            if self._closed:
+            if self._fd is None or self._closed:
                 return
             self._closed = True
             try:
@@ -230,6 +196,19 @@ class AuditLog(NoAuditLog):
                 raise AuditLogError(message) from None
             finally:
                 os.close(self._fd)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class NoAuditLog(AuditLog):
+    """Stands in when no audit log was asked for: writes are sent unrecorded."""
+
+    def __init__(self) -> None:
+        super().__init__(None, None)
 
 
 class AttemptRecorder:
@@ -245,7 +224,7 @@ class AttemptRecorder:
 
     def __init__(
         self,
-        log: NoAuditLog,
+        log: AuditLog,
         invite_id: str,
         operation: str,
         fields: WriteFields | None = None,
@@ -301,7 +280,7 @@ class AttemptRecorder:
 
 def open_audit_log(
     path: str | None, client_id: str | None, plan_hash: str | None = None
-) -> AuditLog | NoAuditLog:
+) -> AuditLog:
     return AuditLog(path, client_id, plan_hash) if path else NoAuditLog()
 
 

@@ -535,6 +535,7 @@ class _LogFillingUp(NoAuditLog):
     """An audit log whose disk fills after the first attempt line is written."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.attempts: list[tuple[str, str]] = []
 
     def attempt(self, invite_id: str, operation: str, fields: Any = None) -> Attempt:
@@ -919,6 +920,7 @@ class _LogFullAfter(NoAuditLog):
     """An audit log that takes ``lines`` attempt lines (and their outcomes), and no more."""
 
     def __init__(self, lines: int) -> None:
+        super().__init__()
         self.lines = lines
         self.attempts = 0
 
