@@ -351,7 +351,7 @@ class Applier:
             result = ChangeResult(change, WriteOutcome.ALREADY_APPLIED)
             owed = decided.resend_owed
             return self._owed(result, _held_already(refused)) if owed else result
-        return _with(conflict, etag_moved_alone=again == read.invite)
+        return replace(conflict, etag_moved_alone=again == read.invite)
 
     def _refused_after_unknown(
         self, change: InviteChange, recorder: AttemptRecorder, refused: ApiError
@@ -426,7 +426,7 @@ class Applier:
         if not due:
             return result
         recipient = stored.fields.get(RECIPIENT)
-        result = _with(result, recipient=recipient if isinstance(recipient, str) else None)
+        result = replace(result, recipient=recipient if isinstance(recipient, str) else None)
         # The re-send belongs to this invite's write: an interruption lets it finish.
         return self._resend(result)
 
@@ -481,7 +481,7 @@ class Applier:
             self._audit_failed(error)
             if recorder.sent:  # refused before (a 429), then not sent again
                 unsent = NotSent(f"not sent again: {error}")
-                return _with(result, resend=ResendOutcome.NOT_RESENT, resend_error=unsent)
+                return replace(result, resend=ResendOutcome.NOT_RESENT, resend_error=unsent)
             return self._owed(
                 result,
                 _never_attempted(
@@ -495,23 +495,23 @@ class Applier:
             if isinstance(error, NotSent) and not recorder.sent:
                 return self._owed(result, _never_attempted(error.message))
             if error.outcome_unknown:
-                return _with(result, resend=ResendOutcome.RESEND_UNKNOWN, resend_error=error)
+                return replace(result, resend=ResendOutcome.RESEND_UNKNOWN, resend_error=error)
             # Certainly not made (refused, and not sent again): owed, and the log says so,
             # as for one never attempted; its failed attempt alone reads as "tried".
             self._log_owed(invite_id, f"refused and not sent again: {error}")
             # A 403 or 401 refuses every write after it: no further update is made with its
             # re-send refused again and owed by hand.
             self._failed_fatally(error)
-            return _with(result, resend=ResendOutcome.NOT_RESENT, resend_error=error)
+            return replace(result, resend=ResendOutcome.NOT_RESENT, resend_error=error)
         recorder.settle("ok", receipt.status, receipt.request_id)
         self._settled(recorder)
-        return _with(result, resend=ResendOutcome.RESENT)
+        return replace(result, resend=ResendOutcome.RESENT)
 
     def _owed(self, result: ChangeResult, reason: str) -> ChangeResult:
         """A re-send due and not sent by this run, whatever the reason: in the log as a
         `resend_owed` record, and reported with the reason and the way to make it."""
         self._log_owed(result.change.id, reason)
-        return _with(result, resend=ResendOutcome.OWED, owed=reason)
+        return replace(result, resend=ResendOutcome.OWED, owed=reason)
 
     def _log_owed(self, invite_id: str, reason: str) -> None:
         try:
@@ -558,10 +558,6 @@ def _withheld(moved: list[str], stored: CurrentInvite) -> str:
         f"withheld: the platform stored {fields} otherwise than sent, and {to}; once you "
         "have checked what it holds (and the files hold the platform's form)"
     )
-
-
-def _with(result: ChangeResult, **changes: object) -> ChangeResult:
-    return replace(result, **changes)  # type: ignore[arg-type]
 
 
 def _stored_json(parts: tuple[StoredOtherwise, ...]) -> dict[str, JsonValue]:
@@ -658,17 +654,6 @@ def _paths(urls: dict[str, str] | None) -> str:
     if urls is None:
         return "the contract's own"
     return ", ".join(f"{kind} {redact_and_escape(url)}" for kind, url in sorted(urls.items()))
-
-
-def find_drift(
-    plan: Plan,
-    base_url: str,
-    read: Callable[[str], CurrentInvite],
-    parallelism: int | Limiter,
-    stop: Stop | None = None,
-) -> list[str]:
-    """Every reason the plan no longer holds; empty when it is safe to apply."""
-    return saved_plan_state(plan, base_url, read, parallelism, stop).drift
 
 
 # Ctrl-C, SIGTERM and SIGHUP during writes: finish what is in flight, start nothing new.

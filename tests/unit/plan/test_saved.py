@@ -23,7 +23,7 @@ from support.values import held, typed, value
 import reconciler.plan.saved
 from reconciler.api.concurrency import Stop
 from reconciler.api.exceptions import NotFound
-from reconciler.apply.applier import find_drift, saved_plan_state
+from reconciler.apply.applier import saved_plan_state
 from reconciler.errors import ReconcilerError
 from reconciler.files import write_output as write_text_replacing
 from reconciler.model.invite import (
@@ -340,20 +340,20 @@ def _server_as_planned() -> dict[str, CurrentInvite]:
 
 def test_a_server_as_planned_is_no_drift():
     server = FakeServer(_server_as_planned())
-    assert find_drift(sample_plan(), BASE + "/", server.read, parallelism=4) == []
+    assert saved_plan_state(sample_plan(), BASE + "/", server.read, parallelism=4).drift == []
 
 
 def test_an_invite_accepted_since_the_plan_is_drift():
     invites = _server_as_planned()
     invites["inv_b"] = CurrentInvite("inv_b", "accepted", typed({"name": "B"}))
-    drift = find_drift(sample_plan(), BASE, FakeServer(invites).read, parallelism=4)
+    drift = saved_plan_state(sample_plan(), BASE, FakeServer(invites).read, parallelism=4).drift
     assert drift == ["inv_b (invites/b.yaml:2): is now accepted, not pending"]
 
 
 def test_an_invite_that_vanished_since_the_plan_is_drift():
     invites = _server_as_planned()
     del invites["inv_acme"]
-    drift = find_drift(sample_plan(), BASE, FakeServer(invites).read, parallelism=4)
+    drift = saved_plan_state(sample_plan(), BASE, FakeServer(invites).read, parallelism=4).drift
     assert drift == [
         "inv_acme (invites/acme.yaml:3): cannot re-read it: "
         "HTTP 404: invite inv_acme not found (requestId req-9)"
@@ -365,11 +365,11 @@ def test_a_changed_value_and_another_server_are_drift():
     invites["inv_acme"] = CurrentInvite(
         "inv_acme", "pending", typed({"email": "old@acme.example", "groups": ["apac"]})
     )
-    drift = find_drift(sample_plan(), BASE, FakeServer(invites).read, parallelism=4)
+    drift = saved_plan_state(sample_plan(), BASE, FakeServer(invites).read, parallelism=4).drift
     assert drift == [
         'inv_acme (invites/acme.yaml:3): `groups` was ["emea"] when planned, is now ["apac"]'
     ]
-    elsewhere = find_drift(sample_plan(), "https://other.test", FakeServer({}).read, 4)
+    elsewhere = saved_plan_state(sample_plan(), "https://other.test", FakeServer({}).read, 4).drift
     assert elsewhere == [
         f"the plan was made against {BASE}, but this run talks to https://other.test"
     ]
@@ -421,7 +421,10 @@ def test_groups_the_server_now_lists_in_another_order_are_no_drift():
     invites = as_planned()
     invites["inv_a"].fields["groups"] = value("groups", ["vip", "emea"])
 
-    assert find_drift(two_change_plan(), BASE, FakeServer(invites).read, parallelism=2) == []
+    assert (
+        saved_plan_state(two_change_plan(), BASE, FakeServer(invites).read, parallelism=2).drift
+        == []
+    )
 
 
 def test_every_invite_that_moved_is_named_even_after_one_that_vanished():
@@ -429,7 +432,7 @@ def test_every_invite_that_moved_is_named_even_after_one_that_vanished():
     del invites["inv_a"]
     invites["inv_b"] = CurrentInvite("inv_b", "accepted", typed({"name": "B"}))
 
-    drift = find_drift(two_change_plan(), BASE, FakeServer(invites).read, parallelism=1)
+    drift = saved_plan_state(two_change_plan(), BASE, FakeServer(invites).read, parallelism=1).drift
 
     assert drift == [
         "inv_a (invites/a.yaml:3): cannot re-read it: "
@@ -442,7 +445,7 @@ def test_a_changed_name_is_shown_as_written_not_as_escapes():
     invites = as_planned()
     invites["inv_a"].fields["name"] = "株式会社モミジ"
 
-    drift = find_drift(two_change_plan(), BASE, FakeServer(invites).read, parallelism=2)
+    drift = saved_plan_state(two_change_plan(), BASE, FakeServer(invites).read, parallelism=2).drift
 
     assert drift == [
         'inv_a (invites/a.yaml:3): `name` was "株式会社サクラ" when planned, '
@@ -453,14 +456,20 @@ def test_a_changed_name_is_shown_as_written_not_as_escapes():
 def test_a_trailing_slash_on_either_address_is_the_same_server():
     server = FakeServer(as_planned())
 
-    assert find_drift(two_change_plan(BASE + "/"), BASE, server.read, parallelism=2) == []
-    assert find_drift(two_change_plan(BASE), BASE + "/", server.read, parallelism=2) == []
+    assert (
+        saved_plan_state(two_change_plan(BASE + "/"), BASE, server.read, parallelism=2).drift == []
+    )
+    assert (
+        saved_plan_state(two_change_plan(BASE), BASE + "/", server.read, parallelism=2).drift == []
+    )
 
 
 def test_an_address_that_differs_only_in_its_last_letter_is_another_server():
     plan = two_change_plan("https://api.example.com/apiX")
 
-    drift = find_drift(plan, "https://api.example.com/api", FakeServer(as_planned()).read, 2)
+    drift = saved_plan_state(
+        plan, "https://api.example.com/api", FakeServer(as_planned()).read, 2
+    ).drift
 
     assert drift == [
         "the plan was made against https://api.example.com/apiX, "
@@ -471,7 +480,9 @@ def test_an_address_that_differs_only_in_its_last_letter_is_another_server():
 def test_a_run_against_an_address_with_one_more_letter_is_another_server():
     plan = two_change_plan("https://api.example.com/api")
 
-    drift = find_drift(plan, "https://api.example.com/apiX", FakeServer(as_planned()).read, 2)
+    drift = saved_plan_state(
+        plan, "https://api.example.com/apiX", FakeServer(as_planned()).read, 2
+    ).drift
 
     assert drift == [
         "the plan was made against https://api.example.com/api, "
@@ -498,7 +509,7 @@ def test_an_interrupt_while_checking_the_plan_says_nothing_was_changed():
         return as_planned()[invite_id]
 
     with pytest.raises(ReconcilerError) as caught:
-        find_drift(two_change_plan(), BASE, read, parallelism=2, stop=stop)
+        saved_plan_state(two_change_plan(), BASE, read, parallelism=2, stop=stop)
 
     assert str(caught.value) == "interrupted while checking the plan; nothing was changed"
     assert read_ids == []
@@ -888,14 +899,14 @@ def test_two_names_that_only_a_bearer_pattern_made_alike_are_drift():
     server = FakeServer(
         {"inv_c": CurrentInvite("inv_c", "pending", typed({"name": "Flag Bearer Co."}))}
     )
-    (drift,) = find_drift(plan, BASE, server.read, parallelism=1)
+    (drift,) = saved_plan_state(plan, BASE, server.read, parallelism=1).drift
     assert '`name` was "Flag Bearer Ltd." when planned, is now "Flag Bearer Co."' in drift
 
 
 def test_nfc_and_nfd_of_one_name_are_no_drift():
     plan = _contact_plan({"name": "Caf\u00e9"}, {"name": "Caf\u00e9 2"})
     server = FakeServer({"inv_c": CurrentInvite("inv_c", "pending", typed({"name": "Cafe\u0301"}))})
-    assert find_drift(plan, BASE, server.read, parallelism=1) == []
+    assert saved_plan_state(plan, BASE, server.read, parallelism=1).drift == []
 
 
 def test_a_sub_field_the_plan_shows_redacted_is_sent_as_the_server_holds_it():
@@ -911,7 +922,7 @@ def test_a_sub_field_the_plan_shows_redacted_is_sent_as_the_server_holds_it():
     server = FakeServer(
         {"inv_c": CurrentInvite("inv_c", "pending", typed({"primaryContact": held}))}
     )
-    assert find_drift(saved, BASE, server.read, parallelism=1) == []
+    assert saved_plan_state(saved, BASE, server.read, parallelism=1).drift == []
     (restored,) = saved.changes
     assert restored.patch["primaryContact"] == wanted  # what apply sends
     assert _contact(restored.redacted().patch)["title"] == "echo [redacted]"
@@ -923,7 +934,7 @@ def test_a_sub_field_the_plan_shows_redacted_is_sent_as_the_server_holds_it():
     server = FakeServer(
         {"inv_c": CurrentInvite("inv_c", "pending", typed({"primaryContact": moved}))}
     )
-    (drift,) = find_drift(again, BASE, server.read, parallelism=1)
+    (drift,) = saved_plan_state(again, BASE, server.read, parallelism=1).drift
     assert secret not in drift and "[redacted]" in drift
     assert _contact(again.changes[0].patch)["title"] == "echo [redacted]"
 
