@@ -11,9 +11,8 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections.abc import Sequence
-from functools import cache
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from reconciler.errors import FileProblem
 from reconciler.model.invite import ID_RULE
@@ -30,6 +29,10 @@ class Where(NamedTuple):
     document: Located
     source: str
     prefix: tuple[Any, ...] = ()
+
+
+# Words for one kind of schema error.
+Describer = Callable[["ValidationError", Where, tuple[Any, ...]], list[FileProblem]]
 
 
 # The schema's `$defs/line` pattern: text without control characters.
@@ -198,19 +201,16 @@ def _control_problem(value: str) -> str:
     return f"holds control character U+{ord(control):04X}; remove it"
 
 
-class _Bound(NamedTuple):
-    """``words`` before the limit, and what it counts: "at least" 1 "character"."""
+def _bound(words: str, noun: str = "") -> Describer:
+    """Words for a bound: ``words`` before the limit, and what it counts ("at least" 1
+    "character")."""
 
-    words: str
-    noun: str = ""
-
-    def __call__(
-        self, error: ValidationError, where: Where, path: tuple[Any, ...]
-    ) -> list[FileProblem]:
+    def describe(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[FileProblem]:
         limit = error.validator_value
-        unit = "" if not self.noun else f" {self.noun}" if limit == 1 else f" {self.noun}s"
-        message = f"{place(where.prefix + path)} must be {self.words} {limit}{unit}"
-        return [_at(where, path, message)]
+        unit = "" if not noun else f" {noun}" if limit == 1 else f" {noun}s"
+        return [_at(where, path, f"{place(where.prefix + path)} must be {words} {limit}{unit}")]
+
+    return describe
 
 
 def _unique(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[FileProblem]:
@@ -254,14 +254,6 @@ def _a(expected: Any) -> str:
     return names.get(expected, str(expected))
 
 
-class Describer(Protocol):
-    """Words for one kind of schema error: a function, or a `_Bound` record."""
-
-    def __call__(
-        self, error: ValidationError, where: Where, path: tuple[Any, ...], /
-    ) -> list[FileProblem]: ...
-
-
 MESSAGES: dict[str, Describer] = {
     "additionalProperties": _additional,
     "required": _required,
@@ -270,14 +262,14 @@ MESSAGES: dict[str, Describer] = {
     "pattern": _pattern,
     "uniqueItems": _unique,
     "enum": _enum,
-    "minLength": _Bound("at least", "character"),
-    "maxLength": _Bound("at most", "character"),
-    "minItems": _Bound("a list of at least", "item"),
-    "maxItems": _Bound("a list of at most", "item"),
-    "minimum": _Bound("at least"),
-    "maximum": _Bound("at most"),
-    "exclusiveMinimum": _Bound("more than"),
-    "exclusiveMaximum": _Bound("less than"),
+    "minLength": _bound("at least", "character"),
+    "maxLength": _bound("at most", "character"),
+    "minItems": _bound("a list of at least", "item"),
+    "maxItems": _bound("a list of at most", "item"),
+    "minimum": _bound("at least"),
+    "maximum": _bound("at most"),
+    "exclusiveMinimum": _bound("more than"),
+    "exclusiveMaximum": _bound("less than"),
     "oneOf": _one_of,
     "anyOf": _one_of,
 }
@@ -306,11 +298,21 @@ def email_problem(value: str) -> str | None:
             f"it holds U+{ord(char):04X}, which is not ASCII: international addresses "
             f"are not accepted{fix}"
         )
-    validate, refused = _validator()
+    from email_validator import EmailNotValidError, validate_email
+
     try:
-        validate(value)
-    except refused as error:
-        return _REASONS.get(str(error), _lower_first(str(error).rstrip(".")))
+        validate_email(
+            value,
+            check_deliverability=False,
+            allow_smtputf8=False,
+            allow_quoted_local=False,
+            allow_domain_literal=False,
+            allow_display_name=False,
+            strict=True,  # a local part of at most 64 characters (RFC 5321)
+        )
+    except EmailNotValidError as error:
+        said = str(error)
+        return _REASONS.get(said, said[:1].lower() + said[1:].rstrip("."))
     return None
 
 
@@ -322,29 +324,6 @@ _REASONS = {
         "the part after the @-sign has no period"
     ),
 }
-
-
-def _lower_first(text: str) -> str:
-    return text[:1].lower() + text[1:]
-
-
-@cache
-def _validator() -> tuple[Any, type[Exception]]:
-    """email-validator's check as this tool calls it, and what it raises for a refusal."""
-    from functools import partial
-
-    from email_validator import EmailNotValidError, validate_email
-
-    check = partial(
-        validate_email,
-        check_deliverability=False,
-        allow_smtputf8=False,
-        allow_quoted_local=False,
-        allow_domain_literal=False,
-        allow_display_name=False,
-        strict=True,  # a local part of at most 64 characters (RFC 5321)
-    )
-    return check, EmailNotValidError
 
 
 def is_email(value: object) -> bool:
