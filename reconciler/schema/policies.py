@@ -370,10 +370,8 @@ class _Expansion:
         self._open: set[int] = set()  # being sized: a `$ref` back into one is a loop
 
     def problem(self, schema: Any) -> Problem | None:
-        try:
-            size, _, _ = self._size(schema, 0, 0)
-        except _Problem as found:
-            return found.problem
+        """The bound ``schema`` passes (a ``_Problem`` raised for the first one passed)."""
+        size, _, _ = self._size(schema, 0, 0)
         return ((), FAN_OUT) if size > MAX_EXPANDED else None
 
     def _size(self, node: Any, links: int, depth: int) -> tuple[int, int, int]:
@@ -470,7 +468,8 @@ def compile_policy(policy: Policy) -> CompiledPolicy:
     try:
         kind.check_schema(policy.schema, format_checker=format_checker())
     except SchemaError as error:
-        raise PolicyError(tuple(error.path), _schema_error(error)) from None
+        why = f"not valid JSON Schema (draft 2020-12): {escape(str(error.message)[:300])}"
+        raise PolicyError(tuple(error.path), why) from None
     registry: Registry[Any] = Registry(retrieve=_no_retrieval)  # type: ignore[call-arg]
     resolver = registry.with_resource("", DRAFT202012.create_resource(policy.schema)).resolver()
     problem = ref_problem(policy.schema, resolver.lookup)
@@ -482,10 +481,6 @@ def compile_policy(policy: Policy) -> CompiledPolicy:
     except RecursionError:
         raise PolicyError((), TOO_DEEP) from None
     return CompiledPolicy(policy, validator)
-
-
-def _schema_error(error: Any) -> str:
-    return f"not valid JSON Schema (draft 2020-12): {escape(str(error.message)[:300])}"
 
 
 class CompiledPolicy:
