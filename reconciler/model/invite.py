@@ -18,7 +18,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, Generic, NamedTuple, Protocol, TypeAlias, TypeVar, overload
+from typing import Any, Generic, NamedTuple, Protocol, TypeAlias, TypeVar
 
 from reconciler.errors import ReconcilerError
 from reconciler.files import invite_schema_path
@@ -184,10 +184,6 @@ HeldFields: TypeAlias = dict[str, FieldValue | None]
 JsonValue: TypeAlias = bool | int | float | str | list["JsonValue"] | dict[str, "JsonValue"] | None
 
 
-@overload
-def to_json(value: FieldValue) -> JsonValue: ...
-@overload
-def to_json(value: None) -> None: ...
 def to_json(value: FieldValue | None) -> JsonValue:
     """A value as JSON holds it: a contact an object, a set a list."""
     if isinstance(value, Contact):
