@@ -564,14 +564,11 @@ def _stored_json(parts: tuple[StoredOtherwise, ...]) -> dict[str, JsonValue]:
     """A diverged update's parts as the platform stored them, redacted, for the audit log."""
     stored: dict[str, JsonValue] = {}
     for part in parts:
-        name, _, sub = part.field.partition(".")
-        value = part.stored
-        if value is None:
-            stored[part.field] = None
-        elif sub or isinstance(value, str):
-            stored[part.field] = redact(str(value))
+        value = part.stored  # a sub-field's is text
+        if value is None or isinstance(value, str):
+            stored[part.field] = value if value is None else redact(value)
         else:
-            stored[part.field] = to_json(kind_of(name).redacted(value))
+            stored[part.field] = to_json(kind_of(part.field).redacted(value))
     return stored
 
 
