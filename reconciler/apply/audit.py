@@ -32,7 +32,7 @@ import threading
 import uuid
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any, NamedTuple, Self
+from typing import Any, NamedTuple
 
 from reconciler.api.exceptions import ApiError, GatewayForbidden, PreconditionFailed
 from reconciler.errors import ReconcilerError
@@ -196,12 +196,6 @@ class AuditLog:
                 raise AuditLogError(message) from None
             finally:
                 os.close(self._fd)
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 class NoAuditLog(AuditLog):
