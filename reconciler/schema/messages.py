@@ -80,11 +80,7 @@ def _additional(error: ValidationError, where: Where, path: tuple[Any, ...]) -> 
     templates = ", or a template under a key starting with `x-`" if patterns else ""
     problems = []
     for key in extra:
-        hint = _closest(str(key), allowed)
-        advice = (
-            f"did you mean `{hint[0]}`?" if hint else f"allowed: {', '.join(allowed)}{templates}"
-        )
-        message = f"unknown field `{escape(str(key))}`; {advice}"
+        message = f"unknown field `{escape(str(key))}`; {_advice(str(key), allowed, templates)}"
         problems.append(_at(where, (*path, key), message, key=True))
     return problems
 
@@ -177,18 +173,21 @@ def _enum(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[F
     field = field_name(where.prefix + path)
     allowed = [str(a) for a in error.validator_value]
     value = error.instance
-    hint = _closest(value, allowed) if isinstance(value, str) else []
-    advice = f"did you mean `{hint[0]}`?" if hint else f"allowed: {', '.join(allowed)}"
     what = place(where.prefix + path)
     kind = "is not a field of an invite" if field == "resendOnChange" else "is not allowed"
-    return [_at(where, path, f"{what}: {quote_value(value)} {kind}; {advice}")]
+    return [_at(where, path, f"{what}: {quote_value(value)} {kind}; {_advice(value, allowed)}")]
 
 
-def _closest(word: str, allowed: Sequence[str]) -> list[str]:
-    """The allowed word meant: the same but for case (`Id` is `id`, which difflib's
-    similarity, one letter of two, misses), else the closest by spelling."""
-    same = [name for name in allowed if name.casefold() == word.casefold()]
-    return same[:1] or difflib.get_close_matches(word, allowed, n=1)
+def _advice(word: object, allowed: Sequence[str], more: str = "") -> str:
+    """The allowed word meant, when ``word`` is text: the same but for case (`Id` is `id`,
+    which difflib's similarity, one letter of two, misses), else the closest by spelling;
+    else every allowed word, and ``more``."""
+    if isinstance(word, str):
+        same = [name for name in allowed if name.casefold() == word.casefold()]
+        meant = same[:1] or difflib.get_close_matches(word, allowed, n=1)
+        if meant:
+            return f"did you mean `{meant[0]}`?"
+    return f"allowed: {', '.join(allowed)}{more}"
 
 
 def _control_problem(value: str) -> str:
