@@ -568,7 +568,7 @@ def _stored_json(parts: tuple[StoredOtherwise, ...]) -> dict[str, JsonValue]:
         if value is None or isinstance(value, str):
             stored[part.field] = value if value is None else redact(value)
         else:
-            stored[part.field] = to_json(kind_of(part.field).redacted(value))
+            stored[part.field] = to_json(kind_of(part.field.partition(".")[0]).redacted(value))
     return stored
 
 
