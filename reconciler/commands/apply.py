@@ -17,14 +17,13 @@ from reconciler.commands.options import (
     RUN_ENV,
     FilePath,
     RunOptions,
+    ask_first,
     audit_log_option,
     auto_approve_option,
     confirm,
     force_conflicts_option,
-    require_terminal,
     run_options,
     settings_help,
-    show_on_stderr_too,
 )
 from reconciler.desired.state import DesiredState, Selection
 from reconciler.files import refuse_input
@@ -83,7 +82,7 @@ def apply(
         )
     selection = run.selection("apply")
     # Before anything is read: nobody could answer the question (a saved plan asks none).
-    on_stderr = False if plan_file or auto_approve else _question_can_be_answered()
+    on_stderr = False if plan_file or auto_approve else ask_first(action="apply", instead=_INSTEAD)
     github = github_enabled(run.annotations)
     settings = run.settings(audit_log=audit_log)
     check_writable(settings.audit_log, "open the audit log")
@@ -107,13 +106,6 @@ def apply(
             service, the_plan, done=done, left_in_conflict=len(in_conflict), watch=shown
         )
         return _closing(_report_applied(applied, shown, github, on_stderr), len(in_conflict))
-
-
-def _question_can_be_answered() -> bool:
-    """Refuse at once when nobody could answer; whether the plan is shown on stderr too
-    (stdout goes elsewhere)."""
-    require_terminal(action="apply", instead=_INSTEAD)
-    return show_on_stderr_too(action="apply", instead=_INSTEAD)
 
 
 def _what_to_apply(

@@ -9,8 +9,6 @@ log that cannot be written) leaves a report of what was sent and what was not.
 
 from __future__ import annotations
 
-import sys
-
 import click
 
 from reconciler.api.client import ApiClient
@@ -25,14 +23,13 @@ from reconciler.apply.audit import (
     outcome_of,
 )
 from reconciler.commands.options import (
+    ask_first,
     audit_log_option,
     auto_approve_option,
     config_option,
     confirm,
-    require_terminal,
     sandbox_option,
     settings_help,
-    show_on_stderr_too,
     verbose_option,
 )
 from reconciler.desired.state import refuse_bad_ids
@@ -64,16 +61,12 @@ def resend(
 ) -> int:
     """Re-send the invitation of each given invite, once. Never retried automatically."""
     setup_logging(verbose)
-    on_stderr = False  # the list shown on the terminal too: stdout goes elsewhere
-    if not auto_approve:  # before anything is read: nobody could answer
-        require_terminal(action="re-send")
-        on_stderr = show_on_stderr_too(action="re-send")
+    # Before anything is read; on_stderr: the list shown on the terminal too.
+    on_stderr = False if auto_approve else ask_first(action="re-send")
     refuse_bad_ids(invite_ids, "resend")
     settings = settings_for(config_file, audit_log=audit_log)
     ids = list(dict.fromkeys(invite_ids))
     check_writable(settings.audit_log, "open the audit log")
-    if not auto_approve and not sys.stdin.isatty():
-        confirm("", action="re-send")  # refuses: nobody can answer, and nothing was read
     with open_service(settings, sandbox, paced=False) as service:
         client = service.client
         recipients = _read_recipients(client, ids)
