@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import os
 from collections.abc import Collection
+from pathlib import Path
 from typing import Any
 
 import click
@@ -128,24 +129,33 @@ def _say_applied(text: str, level: str | None = None) -> None:
         emit([error_command(text, title="Last successful apply", command=level)])
 
 
-def check_writable(path: str | None, action: str) -> None:
+def check_writable(path: str | None, action: str, *, makes_directory: bool = False) -> None:
     """Refuse, before any request, a file that could not be written once the work is done.
 
     ``action`` says what would fail, as the later error would: "write plan file".
+    ``makes_directory``: a missing directory is made then, so the nearest existing
+    parent must be a directory this user may write in.
     """
     if not path:
         return
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
+    if os.path.isdir(path):
+        raise ReconcilerError(
+            f"{escape(path)}: cannot {action}: {os.strerror(errno.EISDIR)}; nothing was read"
+        )
+    parent = Path(os.path.abspath(path)).parent
+    while makes_directory and not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not makes_directory and not parent.is_dir():
         raise ReconcilerError(
             f"{escape(path)}: cannot {action}: {os.strerror(errno.ENOENT)} "
-            f"(no directory {escape(directory)}); nothing was read"
+            f"(no directory {escape(str(parent))}); nothing was read"
         )
-    target = path if os.path.exists(path) else directory
-    if os.path.isdir(path) or not os.access(target, os.W_OK):
-        problem = errno.EISDIR if os.path.isdir(path) else errno.EACCES
+    target = path if os.path.exists(path) else str(parent)
+    if not parent.is_dir() or not os.access(target, os.W_OK):
+        problem = errno.ENOTDIR if not parent.is_dir() else errno.EACCES
+        where = f" ({escape(str(parent))})" if makes_directory else ""
         raise ReconcilerError(
-            f"{escape(path)}: cannot {action}: {os.strerror(problem)}; nothing was read"
+            f"{escape(path)}: cannot {action}: {os.strerror(problem)}{where}; nothing was read"
         )
 
 
