@@ -7,6 +7,7 @@ hand it to the interpreter (`raise SystemExit(main())`), as pre-commit does.
 from __future__ import annotations
 
 import codecs
+import functools
 import importlib
 import os
 import sys
@@ -77,12 +78,7 @@ class LazyGroup(click.Group):
         return list(COMMANDS)  # the workflow's order, not the alphabet's
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name not in COMMANDS:
-            return None
-        module = importlib.import_module(f"reconciler.commands.{cmd_name}")
-        command: click.Command = getattr(module, cmd_name)
-        _add_example(command, cmd_name)
-        return command
+        return _command(cmd_name) if cmd_name in COMMANDS else None
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The command list with each summary whole (click cuts them at the line's width)."""
@@ -107,8 +103,6 @@ class LazyGroup(click.Group):
             ) from None
 
 
-# Commands whose product is not on stdout: they run with stdout closed.
-_NO_STDOUT_NEEDED = frozenset({"validate"})
 _COMMAND = "reconciler.command"  # ctx.meta key: the subcommand this run invoked
 _NEVER_SENDS = frozenset({"validate", "schema", "show"})  # "nothing was sent" would mislead
 
@@ -128,7 +122,7 @@ def cli(ctx: click.Context) -> None:
     """
     command = ctx.invoked_subcommand
     ctx.meta[_COMMAND] = command  # the closing line of input problems depends on it
-    if sys.stdout is None and command not in _NO_STDOUT_NEEDED:
+    if sys.stdout is None and command != "validate":  # its product is not on stdout
         # Started with stdout closed (`>&-`): plans, results and e-mails sent would be
         # reported to nobody. Nothing is read or written; the run fails.
         raise ReconcilerError(
@@ -137,15 +131,14 @@ def cli(ctx: click.Context) -> None:
         )
 
 
-def _add_example(command: click.Command, name: str) -> None:
-    example = EXAMPLES.get(name)
-    if not example or getattr(command, "_example_added", False):
-        return
-    lines = example.split("\n")
+@functools.cache  # once per run: the example is added to the epilog once
+def _command(name: str) -> click.Command:
+    command: click.Command = getattr(importlib.import_module(f"reconciler.commands.{name}"), name)
+    lines = EXAMPLES[name].split("\n")
     title = "Examples:" if len(lines) > 1 else "Example:"
     shown = "\n".join(["\b", title, *(f"  {line}" for line in lines)])
     command.epilog = f"{shown}\n\n{command.epilog}" if command.epilog else shown
-    command._example_added = True  # type: ignore[attr-defined]
+    return command
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -211,7 +204,10 @@ def _refused(
 
 
 def _unencodable(exc: UnicodeEncodeError, meta: Mapping[str, object]) -> int:
-    encoding = _stdout_encoding()
+    try:  # by its codec's name (`iso8859-1` for latin-1)
+        encoding = codecs.lookup(sys.stdout.encoding).name
+    except (AttributeError, LookupError, TypeError):
+        encoding = None
     if encoding is None or codecs.lookup(exc.encoding).name != encoding:
         raise exc  # not stdout's encoding: not this message's to word
     char = f"U+{ord(exc.object[exc.start]):04X}"
@@ -276,14 +272,6 @@ def _hold_closed_streams() -> None:
             if devnull != fd:
                 os.dup2(devnull, fd)
                 os.close(devnull)
-
-
-def _stdout_encoding() -> str | None:
-    """stdout's encoding by its codec's name (`iso8859-1` for latin-1), or None."""
-    try:
-        return codecs.lookup(sys.stdout.encoding).name
-    except (AttributeError, LookupError, TypeError):
-        return None
 
 
 def _report(exc: ReconcilerError, meta: Mapping[str, object]) -> int:
