@@ -8,7 +8,6 @@ and the error that stopped the run said once, last.
 from __future__ import annotations
 
 import sys
-from typing import NamedTuple
 
 import click
 
@@ -25,7 +24,6 @@ from reconciler.commands.options import (
     run_options,
     settings_help,
 )
-from reconciler.desired.state import DesiredState, Selection
 from reconciler.files import refuse_input
 from reconciler.output import Stdout, echo_chunks
 from reconciler.output.ci import emit, github_enabled, invite_error_commands, report_plan
@@ -42,10 +40,9 @@ from reconciler.output.text import TextRenderer
 from reconciler.plan.model import FailedInvite, InviteChange, Plan
 from reconciler.plan.saved import load_signed_plan
 from reconciler.safetext import plural, redact_and_escape
-from reconciler.service.apply import Applied, apply_plan, run_fatal
+from reconciler.service.apply import Applied, Watch, apply_plan, run_fatal
 from reconciler.service.offline import check_writable, read_desired, run_inputs
 from reconciler.service.online import Service, open_service, signing_secret
-from reconciler.settings.config import Settings
 
 
 @click.command(
@@ -75,21 +72,28 @@ def apply(
 ) -> int:
     """Apply the changes the plan shows, sending only the fields that differ."""
     setup_logging(run.verbose)
-    if plan_file and (run.paths or run.narrows):
-        raise click.UsageError(
-            "--plan applies a saved plan as it is; do not give PATH, --target, --exclude, "
-            "--changed-since or --changed-since-applied"
-        )
+    run.refuse_narrowing(plan_file, "--plan applies a saved plan as it is")
     selection = run.selection("apply")
     # Before anything is read: nobody could answer the question (a saved plan asks none).
     on_stderr = False if plan_file or auto_approve else ask_first(action="apply", instead=_INSTEAD)
     github = github_enabled(run.annotations)
     settings = run.settings(audit_log=audit_log)
     check_writable(settings.audit_log, "open the audit log")
-    given = _what_to_apply(run, settings, plan_file, selection)
+    if plan_file:  # checked against its limits, which needs no request
+        reviewed = load_signed_plan(plan_file, signing_secret(settings, run.sandbox))
+        reviewed.raise_if_unsafe(settings.max_changes, settings.max_resends)
+    else:
+        inputs = run_inputs(run.config_file, list(run.paths or settings.paths))
+        refuse_input(settings.audit_log, inputs, "--audit-log", "the audit log")
+        state = read_desired(settings, run.paths, selection)
     renderer = TextRenderer(color=use_color(run.color))
     with open_service(settings, run.sandbox) as service:
-        the_plan, done = _to_apply(service, given)
+        # A saved plan's changes made already are applied again by nobody (`done`).
+        the_plan, done = (
+            (reviewed, service.check_saved(reviewed, plan_file))
+            if plan_file
+            else (service.plan(state), frozenset[str]())
+        )
         echo_chunks(renderer.chunks(the_plan))
         report_plan(the_plan, github)
         in_conflict = [] if force_conflicts else the_plan.conflicts
@@ -98,7 +102,7 @@ def apply(
         if not the_plan.has_changes:
             return _nothing_to_apply(the_plan, renderer, len(in_conflict))
         service.refuse_narrow_grant()  # before any write, and before asking
-        if not isinstance(given, _Reviewed):
+        if not plan_file:
             the_plan.raise_if_unsafe(settings.max_changes, settings.max_resends)
             _ask(the_plan, run.color, on_stderr, auto_approve)
         shown = _Shown(renderer, service)
@@ -108,34 +112,11 @@ def apply(
         return _closing(_report_applied(applied, shown, github, on_stderr), len(in_conflict))
 
 
-def _what_to_apply(
-    run: RunOptions, settings: Settings, plan_file: str | None, selection: Selection
-) -> _Reviewed | DesiredState:
-    """A reviewed plan (checked against its limits, which needs no request), or the files,
-    planned once the API is reached."""
-    if not plan_file:
-        inputs = run_inputs(run.config_file, list(run.paths or settings.paths))
-        refuse_input(settings.audit_log, inputs, "--audit-log", "the audit log")
-        return read_desired(settings, run.paths, selection)
-    reviewed = _Reviewed(
-        load_signed_plan(plan_file, signing_secret(settings, run.sandbox)), plan_file
-    )
-    reviewed.plan.raise_if_unsafe(settings.max_changes, settings.max_resends)
-    return reviewed
-
-
 def _closing(code: int, in_conflict: int) -> int:
     if not in_conflict:
         return code
     _say_left_in_conflict(in_conflict)  # last: an error closes the log
     return 1
-
-
-def _to_apply(service: Service, given: _Reviewed | DesiredState) -> tuple[Plan, frozenset[str]]:
-    """The plan to apply, and the ids of its changes made already (a saved plan's)."""
-    if isinstance(given, _Reviewed):
-        return given.plan, service.check_saved(given.plan, given.path)
-    return service.plan(given), frozenset()
 
 
 def _nothing_to_apply(plan: Plan, renderer: TextRenderer, in_conflict: int) -> int:
@@ -171,14 +152,7 @@ _INSTEAD = (
 )
 
 
-class _Reviewed(NamedTuple):
-    """A saved plan to apply as it is, and the file it was read from."""
-
-    plan: Plan
-    path: str
-
-
-class _Shown:
+class _Shown(Watch):
     """The writes' lines as each ends, on stdout; once stdout is lost (`apply | head`, a
     full disk) the run stops as an interrupt would, and every write the server may have
     received is reported on stderr."""

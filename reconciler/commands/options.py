@@ -210,6 +210,13 @@ class RunOptions:
             self.targets or self.excludes or self.changed_since or self.changed_since_applied
         )
 
+    def refuse_narrowing(self, given: str | None, why: str) -> None:
+        if given and (self.paths or self.narrows):
+            raise click.UsageError(
+                f"{why}; do not give PATH, --target, --exclude, --changed-since or "
+                "--changed-since-applied"
+            )
+
     def settings(self, **overrides: Any) -> Settings:
         """The settings of the run: its config file, then its own options."""
         return settings_for(

@@ -60,16 +60,7 @@ def check_known_ids(
     """The ids to export. Ids already defined under ``paths`` (but in the file --force
     replaces): with ``skip``, left out, each named; else refused when writing a file, and
     to stdout, said with the entry each would replace."""
-    replaced = Path(out).resolve() if out and force else None
-    wanted = set(ids)
-    clashes = [
-        (invite.id, str(invite.source))
-        for file in find_files([p for p in paths if Path(p).exists()])[0]
-        if file.resolve() != replaced
-        # Problems in those files are validate's business; only their ids matter here.
-        for invite in load_file(file)[0]
-        if invite.id in wanted
-    ]
+    clashes = _defined(set(ids), paths, out if force else None)
     if not clashes:
         return ids
     # Ids that matched ids checked against the id rule; a source shown escaped.
@@ -82,18 +73,26 @@ def check_known_ids(
         )
         return [i for i in ids if i not in defined]
     if out is None:
-        for ident, source in clashes:
-            click.echo(
-                f"note: {ident} is already defined at {source}; replace the entry at "
-                f"{source} with this",
-                err=True,
-            )
+        said = "\n".join(
+            f"note: {ident} is already defined at {source}; replace the entry at {source} with this"
+            for ident, source in clashes
+        )
+        click.echo(said, err=True)
         return ids
     raise ReconcilerError(
         f"nothing exported: already defined in your invite files: {listed}. An id may "
         "appear once; --skip-defined exports the others, export to stdout and replace that "
         "entry, or `reconcile plan --target ID` to see how it differs from the platform"
     )
+
+
+def _defined(ids: set[str], paths: Iterable[str], replacing: str | None) -> list[tuple[str, str]]:
+    """(id, FILE:LINE) of ``ids`` defined under ``paths``, but in the file ``replacing``."""
+    replaced = Path(replacing).resolve() if replacing else None
+    files = find_files([p for p in paths if Path(p).exists()])[0]
+    # Problems in those files are validate's business; only their ids matter here.
+    found = [load_file(file)[0] for file in files if file.resolve() != replaced]
+    return [(i.id, str(i.source)) for invites in found for i in invites if i.id in ids]
 
 
 def schema_ref_for(out: str | None, given: str | None, configured: str) -> tuple[str, str | None]:
@@ -159,6 +158,22 @@ def make_out_directory(out: str) -> str | None:
     return directory
 
 
+def _invites_replaced(read: ReadFile, out: str) -> list[DesiredInvite]:
+    """The invites of the file ``--force`` replaces; refused when it cannot be parsed."""
+    text, problems = decode_source(read.data, out)
+    invites: list[DesiredInvite] = []
+    if text is not None:
+        invites, problems = load_text(text, out)
+    if problems:
+        first = problems[0]
+        raise ReconcilerError(
+            f"{escape(out)}:{first.line}:{first.column}: cannot be read as invites "
+            f"({first.message}); --force never replaces a file it cannot parse, which may "
+            "hold invites you manage. Nothing was exported. Fix the file (or delete it) first"
+        )
+    return invites
+
+
 def refuse_dropping_invites(out: str, ids: list[str]) -> tuple[ReadFile, set[str]] | None:
     """The file ``--force`` replaces, as read, and the ids it defines; refused when it
     defines invites other than those exported, or cannot be read as invites at all.
@@ -178,17 +193,7 @@ def refuse_dropping_invites(out: str, ids: list[str]) -> tuple[ReadFile, set[str
             f"{escape(out)}: cannot read it ({exc.strerror}); --force replaces only a file it "
             "has read. Nothing was exported"
         ) from None
-    text, problems = decode_source(read.data, out)
-    invites: list[DesiredInvite] = []
-    if text is not None:
-        invites, problems = load_text(text, out)
-    if problems:
-        first = problems[0]
-        raise ReconcilerError(
-            f"{escape(out)}:{first.line}:{first.column}: cannot be read as invites "
-            f"({first.message}); --force never replaces a file it cannot parse, which may "
-            "hold invites you manage. Nothing was exported. Fix the file (or delete it) first"
-        )
+    invites = _invites_replaced(read, out)
     defined, exported = {i.id for i in invites}, set(ids)
     others = [i.id for i in invites if i.id not in exported]
     if not others:

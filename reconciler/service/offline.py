@@ -142,6 +142,18 @@ def check_writable(path: str | None, action: str, *, makes_directory: bool = Fal
         raise ReconcilerError(
             f"{escape(path)}: cannot {action}: {os.strerror(errno.EISDIR)}; nothing was read"
         )
+    parent = _parent(path, action, makes_directory)
+    target = path if os.path.exists(path) else str(parent)
+    if not parent.is_dir() or not os.access(target, os.W_OK):
+        problem = errno.ENOTDIR if not parent.is_dir() else errno.EACCES
+        where = f" ({escape(str(parent))})" if makes_directory else ""
+        raise ReconcilerError(
+            f"{escape(path)}: cannot {action}: {os.strerror(problem)}{where}; nothing was read"
+        )
+
+
+def _parent(path: str, action: str, makes_directory: bool) -> Path:
+    """The directory of ``path``, else the nearest existing one when it is made later."""
     parent = Path(os.path.abspath(path)).parent
     while makes_directory and not parent.exists() and parent != parent.parent:
         parent = parent.parent
@@ -150,13 +162,7 @@ def check_writable(path: str | None, action: str, *, makes_directory: bool = Fal
             f"{escape(path)}: cannot {action}: {os.strerror(errno.ENOENT)} "
             f"(no directory {escape(str(parent))}); nothing was read"
         )
-    target = path if os.path.exists(path) else str(parent)
-    if not parent.is_dir() or not os.access(target, os.W_OK):
-        problem = errno.ENOTDIR if not parent.is_dir() else errno.EACCES
-        where = f" ({escape(str(parent))})" if makes_directory else ""
-        raise ReconcilerError(
-            f"{escape(path)}: cannot {action}: {os.strerror(problem)}{where}; nothing was read"
-        )
+    return parent
 
 
 def read_desired(
