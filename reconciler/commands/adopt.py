@@ -14,7 +14,6 @@ server's choosing survives into the body.
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable
 
 import click
 
@@ -233,9 +232,8 @@ def _value(value: object) -> str:
     return "(none)" if value is None else _code(json_text(value))
 
 
-def _lines(rows: Iterable[str], empty: str) -> list[str]:
-    rows = list(rows)
-    return rows if rows else [empty]
+def _section(title: str, about: str, rows: list[str]) -> list[str]:
+    return [f"### {title} ({len(rows)})", "", about, "", *(rows or ["_None._"])]
 
 
 def summary_markdown(files: list[tuple[str, Rewritten]], held: list[Held], ref: str | None) -> str:
@@ -255,24 +253,24 @@ def summary_markdown(files: list[tuple[str, Rewritten]], held: list[Held], ref: 
         if h.conflict
     ]
     parts = [
-        f"### Adopted from the platform ({len(adopted)})",
+        *_section(
+            "Adopted from the platform",
+            "Changed on the platform, outside git: this pull request writes them into the files.",
+            adopted,
+        ),
         "",
-        "Changed on the platform, outside git: this pull request writes them into the files.",
+        *_section(
+            "Pending apply",
+            f"Changed in git{since} and not applied yet: left as they are in the files; the "
+            "next successful apply writes them to the platform.",
+            pending,
+        ),
         "",
-        *_lines(adopted, "_None._"),
-        "",
-        f"### Pending apply ({len(pending)})",
-        "",
-        f"Changed in git{since} and not applied yet: left as they are in the files; the next "
-        "successful apply writes them to the platform.",
-        "",
-        *_lines(pending, "_None._"),
-        "",
-        f"### Conflicts ({len(conflicts)})",
-        "",
-        f"Changed in git{since} and on the platform: left as they are; decide which to keep.",
-        "",
-        *_lines(conflicts, "_None._"),
+        *_section(
+            "Conflicts",
+            f"Changed in git{since} and on the platform: left as they are; decide which to keep.",
+            conflicts,
+        ),
     ]
     if refused:
         parts += ["", f"### Not adopted ({len(refused)})", "", *refused]
