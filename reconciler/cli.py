@@ -161,21 +161,20 @@ def _main(argv: Sequence[str] | None) -> int:
             result = cli.invoke(ctx)
             if sys.stdout is not None:  # None when started with stdout closed (`>&-`)
                 sys.stdout.flush()  # here, where a closed pipe is handled, not at exit
+        return result if isinstance(result, int) else EXIT_OK
     except (ReconcilerError, click.ClickException, click.exceptions.Exit, click.Abort) as exc:
         return _refused(exc, meta)
     except KeyboardInterrupt:
         click.echo("\nInterrupted.", err=True)
-        return EXIT_FAILURE
     except BrokenPipeError:
         stop_writing_to_stdout()
-        return EXIT_FAILURE
     except UnicodeEncodeError as exc:  # stdout in Latin-1, say, and a name in Japanese
-        return _unencodable(exc, meta)
+        _unencodable(exc, meta)
     except OSError as exc:  # mostly the output itself failed (`>/dev/full`)
-        return _os_error(exc, meta)
+        _os_error(exc, meta)
     except Exception as exc:  # a bug of ours: a traceback would quote outside text unescaped
-        return _internal_error(exc, meta)
-    return result if isinstance(result, int) else EXIT_OK
+        _internal_error(exc, meta)
+    return EXIT_FAILURE
 
 
 def _refused(
@@ -203,7 +202,7 @@ def _refused(
     return EXIT_FAILURE
 
 
-def _unencodable(exc: UnicodeEncodeError, meta: Mapping[str, object]) -> int:
+def _unencodable(exc: UnicodeEncodeError, meta: Mapping[str, object]) -> None:
     try:  # by its codec's name (`iso8859-1` for latin-1)
         encoding = codecs.lookup(sys.stdout.encoding).name
     except (AttributeError, LookupError, TypeError):
@@ -216,21 +215,18 @@ def _unencodable(exc: UnicodeEncodeError, meta: Mapping[str, object]) -> int:
         f"{char}; run with a UTF-8 locale (LANG=C.UTF-8) or PYTHONIOENCODING=utf-8",
         meta,
     )
-    return EXIT_FAILURE
 
 
-def _os_error(exc: OSError, meta: Mapping[str, object]) -> int:
-    reason = exc.strerror or str(exc)
+def _os_error(exc: OSError, meta: Mapping[str, object]) -> None:
+    reason = redact_and_escape_lines(exc.strerror or str(exc))
     if exc.filename is not None:  # a file the modules did not wrap: name it
-        name = redact_and_escape_lines(str(exc.filename))
-        echo_err(f"error: {name}: {redact_and_escape_lines(reason)}", meta)
-        return EXIT_FAILURE
-    stop_writing_to_stdout()
-    echo_err(f"error: cannot write the output: {redact_and_escape_lines(reason)}", meta)
-    return EXIT_FAILURE
+        echo_err(f"error: {redact_and_escape_lines(str(exc.filename))}: {reason}", meta)
+    else:
+        stop_writing_to_stdout()
+        echo_err(f"error: cannot write the output: {reason}", meta)
 
 
-def _internal_error(exc: Exception, meta: Mapping[str, object]) -> int:
+def _internal_error(exc: Exception, meta: Mapping[str, object]) -> None:
     text = redact_and_escape(f"{type(exc).__name__}: {exc}")[:500]
     echo_err(
         f"error: internal error ({text}); this is a bug in reconcile, please report it. "
@@ -238,7 +234,6 @@ def _internal_error(exc: Exception, meta: Mapping[str, object]) -> int:
         "shows what the platform holds now",
         meta,
     )
-    return EXIT_FAILURE
 
 
 def _complete() -> int:

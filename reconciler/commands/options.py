@@ -203,15 +203,10 @@ class RunOptions:
     annotations: str
     verbose: bool
 
-    @property
-    def narrows(self) -> bool:
-        """Whether the run picks some invites of the files (--target, --changed-since...)."""
-        return bool(
-            self.targets or self.excludes or self.changed_since or self.changed_since_applied
-        )
-
     def refuse_narrowing(self, given: str | None, why: str) -> None:
-        if given and (self.paths or self.narrows):
+        """Refuse PATH and the options that pick invites of the files beside ``given``."""
+        picks = self.targets or self.excludes or self.changed_since or self.changed_since_applied
+        if given and (self.paths or picks):
             raise click.UsageError(
                 f"{why}; do not give PATH, --target, --exclude, --changed-since or "
                 "--changed-since-applied"

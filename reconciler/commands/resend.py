@@ -40,6 +40,7 @@ from reconciler.output.console import RESEND_UNKNOWN_ADVICE, echo_errors, setup_
 from reconciler.output.text import fatal_short
 from reconciler.plan.model import FailedInvite
 from reconciler.safetext import plural, quote_value, redact, redact_and_escape
+from reconciler.service.apply import close_audit
 from reconciler.service.offline import check_writable, settings_for
 from reconciler.service.online import open_service
 
@@ -192,7 +193,7 @@ class _Resends:
         done = set(self.sent) | {f.id for f in self.failed}
         not_sent = [i for i in ids if i not in done]
         click.echo(self._summary(not_sent), err=self._stdout.lost)
-        self._close()
+        self.audit_error = self.audit_error or close_audit(self._audit)
         echo_errors(self.failed)
         if self.audit_error is not None:
             raise self.audit_error
@@ -214,9 +215,3 @@ class _Resends:
                 f"Not sent: {shown}. Send them with: reconcile resend {shown}",
             ]
         )
-
-    def _close(self) -> None:
-        try:
-            self._audit.close()
-        except AuditLogError as error:
-            self.audit_error = self.audit_error or error

@@ -91,7 +91,7 @@ def apply_plan(
             report = applier.apply(plan, on_result=watch.result)
     finally:
         watch.ended()
-        closing = _close(audit)
+        closing = close_audit(audit)
     report.audit_error = report.audit_error or closing
     report.already_applied = len(done)
     report.left_in_conflict = left_in_conflict
@@ -119,7 +119,7 @@ def run_fatal(result: ChangeResult) -> ApiError | None:
     return error if refused and error is not None and error.run_fatal else None
 
 
-def _close(audit: AuditLog | NoAuditLog) -> AuditLogError | None:
+def close_audit(audit: AuditLog | NoAuditLog) -> AuditLogError | None:
     """Close the log; a failure is reported after the results, never instead of them."""
     try:
         audit.close()

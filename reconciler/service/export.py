@@ -144,20 +144,6 @@ def _unresolved_note(ref: str, out: str | None) -> str | None:
     )
 
 
-def make_out_directory(out: str) -> str | None:
-    """Make the directory of ``out`` if it is missing; the directory made, else None."""
-    directory = os.path.dirname(out)
-    if not directory or os.path.isdir(directory):
-        return None
-    try:
-        os.makedirs(directory, exist_ok=True)
-    except OSError as exc:
-        raise ReconcilerError(
-            f"{escape(out)}: cannot make its directory: {exc.strerror}; nothing was written"
-        ) from None
-    return directory
-
-
 def _invites_replaced(read: ReadFile, out: str) -> list[DesiredInvite]:
     """The invites of the file ``--force`` replaces; refused when it cannot be parsed."""
     text, problems = decode_source(read.data, out)
@@ -278,13 +264,22 @@ def read_export(service: Service, export: Export) -> Export:
     return export
 
 
-def write_export(export: Export, out: str) -> str | None:
-    """Write the export to ``out``; the directory made for it, else None.
+def write_export(export: Export, out: str) -> str:
+    """Write the export to ``out``; the directory made for it, else "".
 
     Like a plan file: a temporary file renamed over --out, never written through a
     symlink, never over a device or FIFO.
     """
-    made = make_out_directory(out)
+    made = os.path.dirname(out)
+    if made and not os.path.isdir(made):
+        try:
+            os.makedirs(made, exist_ok=True)
+        except OSError as exc:
+            raise ReconcilerError(
+                f"{escape(out)}: cannot make its directory: {exc.strerror}; nothing was written"
+            ) from None
+    else:
+        made = ""
     if export.replacing is not None:  # only while it is still the file read and checked
         replace_read(export.replacing[0], export.text, "the export", through_links=False)
     else:  # a file that appeared meanwhile is never replaced; a dangling link is
