@@ -30,7 +30,7 @@ from reconciler.commands.options import (
 from reconciler.desired.rewrite import Rewritten
 from reconciler.desired.state import Selection, refuse_bad_ids
 from reconciler.files import refuse_input, write_output
-from reconciler.output.console import echo_err, echo_errors, setup_logging
+from reconciler.output.console import echo_err, echo_errors
 from reconciler.safetext import json_text, plural, redact_and_escape
 from reconciler.service.adopt import (
     Adopted,
@@ -85,7 +85,6 @@ def adopt(
     config_file: str | None,
     parallelism: int | None,
     sandbox: bool,
-    verbose: bool,
 ) -> int:
     """Rewrite the invite files so every managed field holds the platform's current value.
 
@@ -98,7 +97,6 @@ def adopt(
     drift. resendOnChange is the files' own (the platform holds no such rule): adopt
     leaves it as written.
     """
-    setup_logging(verbose)
     ref = applied_since(changed_since, changed_since_applied, action="adopt", adopt=True)
     refuse_bad_ids(targets, "--target")
     refuse_bad_ids(excludes, "--exclude")

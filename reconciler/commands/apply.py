@@ -32,7 +32,6 @@ from reconciler.output.console import (
     Progress,
     echo_err,
     echo_errors,
-    setup_logging,
     use_color,
     what_to_do,
 )
@@ -71,7 +70,6 @@ def apply(
     force_conflicts: bool,
 ) -> int:
     """Apply the changes the plan shows, sending only the fields that differ."""
-    setup_logging(run.verbose)
     run.refuse_narrowing(plan_file, "--plan applies a saved plan as it is")
     selection = run.selection("apply")
     # Before anything is read: nobody could answer the question (a saved plan asks none).

@@ -27,7 +27,7 @@ from reconciler.desired.state import refuse_bad_ids
 from reconciler.errors import ReconcilerError
 from reconciler.files import TooLarge, read_regular
 from reconciler.model.invite import ID_RULE, INVITE_ID, CurrentInvite
-from reconciler.output.console import echo_err, setup_logging
+from reconciler.output.console import echo_err
 from reconciler.safetext import escape, plural, quote_value, redact_and_escape
 from reconciler.service.export import (
     Export,
@@ -81,7 +81,6 @@ def export(
     schema_ref: str | None,
     config_file: str | None,
     sandbox: bool,
-    verbose: bool,
 ) -> int:
     """Write the current state of the given invites as a desired-state YAML file.
 
@@ -94,7 +93,6 @@ def export(
     The platform keeps no re-send rule, so no entry gets resendOnChange: add it to
     an entry whose invitation should be e-mailed again when its address changes.
     """
-    setup_logging(verbose)
     refuse_bad_ids(invite_ids, "export")
     listed_ids = read_ids(ids_from) if ids_from else []
     if not invite_ids and not listed_ids:

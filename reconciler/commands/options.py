@@ -25,7 +25,7 @@ from reconciler.output.ci import (
     github_enabled,
     guard_output,
 )
-from reconciler.output.console import COLOR_CHOICE, COLOR_CHOICES, use_color
+from reconciler.output.console import COLOR_CHOICE, COLOR_CHOICES, setup_logging, use_color
 from reconciler.service.offline import applied_since, settings_for
 from reconciler.settings.config import ENV_VARS, SECRET_ENV, SECRET_FILE_ENV, Settings, SettingType
 
@@ -67,8 +67,14 @@ config_option = click.option(
     help="Config file (default: reconciler.yaml here, else in the nearest directory "
     "above, up to the repository's top).",
 )
+# Logging is set up as the option is read: no command takes the flag.
 verbose_option = click.option(
-    "-v", "--verbose", is_flag=True, help="More detail on stderr (never a secret or token)."
+    "-v",
+    "--verbose",
+    is_flag=True,
+    expose_value=False,
+    callback=lambda ctx, param, verbose: setup_logging(verbose),
+    help="More detail on stderr (never a secret or token).",
 )
 sandbox_option = click.option(
     "--sandbox",
@@ -201,7 +207,6 @@ class RunOptions:
     sandbox: bool
     color: str
     annotations: str
-    verbose: bool
 
     def refuse_narrowing(self, given: str | None, why: str) -> None:
         """Refuse PATH and the options that pick invites of the files beside ``given``."""

@@ -36,7 +36,7 @@ from reconciler.desired.state import refuse_bad_ids
 from reconciler.errors import ReconcilerError
 from reconciler.model.invite import CurrentInvite
 from reconciler.output import Stdout
-from reconciler.output.console import RESEND_UNKNOWN_ADVICE, echo_errors, setup_logging
+from reconciler.output.console import RESEND_UNKNOWN_ADVICE, echo_errors
 from reconciler.output.text import fatal_short
 from reconciler.plan.model import FailedInvite
 from reconciler.safetext import plural, quote_value, redact, redact_and_escape
@@ -58,10 +58,8 @@ def resend(
     audit_log: str | None,
     config_file: str | None,
     sandbox: bool,
-    verbose: bool,
 ) -> int:
     """Re-send the invitation of each given invite, once. Never retried automatically."""
-    setup_logging(verbose)
     # Before anything is read; on_stderr: the list shown on the terminal too.
     on_stderr = False if auto_approve else ask_first(action="re-send")
     refuse_bad_ids(invite_ids, "resend")
