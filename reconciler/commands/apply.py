@@ -110,10 +110,17 @@ def apply(
         return _closing(_report_applied(applied, shown, github, on_stderr), len(in_conflict))
 
 
-def _closing(code: int, in_conflict: int) -> int:
-    if not in_conflict:
+def _closing(code: int, count: int) -> int:
+    """``code``, or 1 with the invites left in conflict said last: an error closes the log."""
+    if not count:
         return code
-    _say_left_in_conflict(in_conflict)  # last: an error closes the log
+    echo_err(
+        f"error: {plural(count, 'invite')} in conflict (changed on the platform since "
+        "--changed-since REF) left alone, nothing written to "
+        f"{'it' if count == 1 else 'them'}; bring the files in line with the platform "
+        "(`reconcile adopt --target ID`), or pass --force-conflicts to write the files' "
+        "values anyway"
+    )
     return 1
 
 
@@ -121,9 +128,7 @@ def _nothing_to_apply(plan: Plan, renderer: TextRenderer, in_conflict: int) -> i
     if in_conflict:  # apply's summary counts them apart, as every summary does
         click.echo(renderer.apply_summary(ApplyReport(left_in_conflict=in_conflict)))
     echo_errors(plan.failed)
-    if in_conflict:
-        _say_left_in_conflict(in_conflict)
-    return 1 if plan.failed or in_conflict else 0
+    return _closing(1 if plan.failed else 0, in_conflict)
 
 
 def _ask(plan: Plan, color: str, on_stderr: bool, auto_approve: bool) -> None:
@@ -132,16 +137,6 @@ def _ask(plan: Plan, color: str, on_stderr: bool, auto_approve: bool) -> None:
         echo_chunks(TextRenderer(color=shown).chunks(plan), err=True, color=shown)
     if not auto_approve:
         confirm("Apply these changes?", action="apply", instead=_INSTEAD)
-
-
-def _say_left_in_conflict(count: int) -> None:
-    echo_err(
-        f"error: {plural(count, 'invite')} in conflict (changed on the platform since "
-        "--changed-since REF) left alone, nothing written to "
-        f"{'it' if count == 1 else 'them'}; bring the files in line with the platform "
-        "(`reconcile adopt --target ID`), or pass --force-conflicts to write the files' "
-        "values anyway"
-    )
 
 
 _INSTEAD = (
@@ -199,7 +194,12 @@ def _report_applied(applied: Applied, shown: _Shown, github: bool, summary_on_st
     if summary_on_stderr and not lost:
         click.echo(summary, err=True)
     if plan.failed:
-        _say_left_alone(len(plan.failed), lost)
+        count = len(plan.failed)
+        click.echo(
+            f"{plural(count, 'invite')} could not be planned (errors above) and "
+            f"{'was' if count == 1 else 'were'} left alone.",
+            err=lost,
+        )
     _say_errors(failures, fatal)
     if report.audit_error is not None:
         raise report.audit_error  # the last line: the log is incomplete, the run failed
@@ -210,8 +210,18 @@ def _say_errors(failures: list[FailedInvite], fatal: list[ChangeResult]) -> None
     """Each failure's line; the error that stopped the run once, for every invite it failed."""
     fatal_ids = {r.change.id for r in fatal}
     echo_errors(f for f in failures if f.id not in fatal_ids)
-    if fatal:
-        echo_err(_fatal_line(fatal))
+    if not fatal:
+        return
+    # One line for the error that stopped the run, whichever invites it failed.
+    error = run_fatal(fatal[0])
+    assert error is not None
+    ids = [redact_and_escape(r.change.id) for r in fatal]
+    shown = ", ".join(ids[:SHOWN]) + (f" and {len(ids) - SHOWN} more" if len(ids) > SHOWN else "")
+    echo_err(
+        f"error: {shown}: {redact_and_escape(str(error))}; "
+        f"{what_to_do(error.status, None, error.request_id)}. It stopped the run: no new "
+        "writes were started"
+    )
 
 
 def _annotate(failures: list[FailedInvite]) -> None:
@@ -222,25 +232,4 @@ def _annotate(failures: list[FailedInvite]) -> None:
             (f.id, f"{f.message}; {f.advice}" if f.advice else f.message, f.source)
             for f in failures
         )
-    )
-
-
-def _say_left_alone(count: int, lost: bool) -> None:
-    click.echo(
-        f"{plural(count, 'invite')} could not be planned (errors above) and "
-        f"{'was' if count == 1 else 'were'} left alone.",
-        err=lost,
-    )
-
-
-def _fatal_line(results: list[ChangeResult]) -> str:
-    """One line for the error that stopped the run, whichever invites it failed."""
-    error = run_fatal(results[0])
-    assert error is not None
-    ids = [redact_and_escape(r.change.id) for r in results]
-    shown = ", ".join(ids[:SHOWN]) + (f" and {len(ids) - SHOWN} more" if len(ids) > SHOWN else "")
-    return (
-        f"error: {shown}: {redact_and_escape(str(error))}; "
-        f"{what_to_do(error.status, None, error.request_id)}. It stopped the run: no new "
-        "writes were started"
     )

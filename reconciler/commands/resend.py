@@ -110,17 +110,11 @@ def _recipient_list(invites: list[CurrentInvite]) -> str:
     businesses = "1 business" if count == 1 else f"{count} businesses"
     lines = [f"The invitation is e-mailed again to {businesses} (id, name, e-mail):"]
     for invite in invites:
-        name = invite.fields.get("name")
-        email = invite.fields.get("email")
-        shown = [
-            redact_and_escape(invite.id),
-            # Quoted: a name the server holds as "(no name)" must not read as none.
-            quote_value(redact(name), limit=None) if isinstance(name, str) else "(no name)",
-        ]
-        shown.append(
-            f"<{redact_and_escape(email)}>" if isinstance(email, str) else "(no e-mail address)"
-        )
-        lines.append("  " + "  ".join(shown))
+        name, email = invite.fields.get("name"), invite.fields.get("email")
+        # Quoted: a name the server holds as "(no name)" must not read as none.
+        name = quote_value(redact(name), limit=None) if isinstance(name, str) else "(no name)"
+        email = f"<{redact_and_escape(email)}>" if isinstance(email, str) else "(no e-mail address)"
+        lines.append(f"  {redact_and_escape(invite.id)}  {name}  {email}")
     return "\n".join(lines)
 
 
