@@ -23,7 +23,7 @@ from reconciler.applied import (
     read_record,
 )
 from reconciler.desired.changed_since import ChangedSince, changed_entries
-from reconciler.desired.files import find_files
+from reconciler.desired.files import CONFIG_FILE, find_files
 from reconciler.desired.state import (
     EVERYTHING,
     DesiredState,
@@ -43,7 +43,6 @@ from reconciler.output.ci import (
 from reconciler.output.console import echo_err, echo_problem
 from reconciler.safetext import escape, plural
 from reconciler.settings.config import Settings, load_settings
-from reconciler.settings.config_file import DEFAULT_CONFIG_FILE
 
 
 def settings_for(config_file: str | None, **overrides: Any) -> Settings:
@@ -53,7 +52,7 @@ def settings_for(config_file: str | None, **overrides: Any) -> Settings:
 def run_inputs(config_file: str | None, paths: list[str]) -> list[str]:
     """The files a run reads (the config, the invite files under ``paths``), found but not
     read: an output onto one of them is refused before anything is (``refuse_input``)."""
-    config = config_file or (DEFAULT_CONFIG_FILE if os.path.isfile(DEFAULT_CONFIG_FILE) else None)
+    config = config_file or (CONFIG_FILE if os.path.isfile(CONFIG_FILE) else None)
     files = [str(f) for f in find_files(paths)[0]]
     return [config, *files] if config else files
 

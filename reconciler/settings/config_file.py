@@ -31,7 +31,6 @@ from reconciler.schema.policies import (
 from reconciler.settings.contract import contract_problems
 from reconciler.yamlload.source import MarkedDict, decode_source, load_yaml, to_plain
 
-DEFAULT_CONFIG_FILE = CONFIG_FILE  # a directory of invites read whole skips it
 _SECRET_KEYS = {"client_secret", "secret", "access_token", "token", "password", "api_key"}
 _CONFIG_FILE_LIMIT = 1024 * 1024
 # A policy is a rule, not a data set: checking a schema against the draft's meta-schema
@@ -46,7 +45,7 @@ def find_config_file() -> str | None:
     invites/ finds the project's file); relative to the working directory, so that the
     paths it sets, and every message, read from here."""
     for directory in up_to_top():
-        candidate = directory / DEFAULT_CONFIG_FILE
+        candidate = directory / CONFIG_FILE
         # Anything by that name (a FIFO, a device, a dangling link, a directory) is the
         # file meant: read_config_file refuses it, never skipped for defaults or one above.
         if os.path.lexists(candidate):
