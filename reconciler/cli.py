@@ -162,7 +162,7 @@ def _main(argv: Sequence[str] | None) -> int:
             if sys.stdout is not None:  # None when started with stdout closed (`>&-`)
                 sys.stdout.flush()  # here, where a closed pipe is handled, not at exit
         return result if isinstance(result, int) else EXIT_OK
-    except (ReconcilerError, click.ClickException, click.exceptions.Exit, click.Abort) as exc:
+    except (ReconcilerError, click.ClickException, click.exceptions.Exit) as exc:
         return _refused(exc, meta)
     except KeyboardInterrupt:
         click.echo("\nInterrupted.", err=True)
@@ -178,10 +178,10 @@ def _main(argv: Sequence[str] | None) -> int:
 
 
 def _refused(
-    exc: ReconcilerError | click.ClickException | click.exceptions.Exit | click.Abort,
+    exc: ReconcilerError | click.ClickException | click.exceptions.Exit,
     meta: Mapping[str, object],
 ) -> int:
-    """Our own error, or click's (a usage error, --help, --version, an abort), said."""
+    """Our own error, or click's (a usage error, --help, --version), said."""
     if isinstance(exc, ReconcilerError):
         if meta.get(GITHUB_ANNOTATIONS):
             annotate_error(exc)
@@ -191,9 +191,6 @@ def _refused(
         return EXIT_OK
     if isinstance(exc, click.exceptions.Exit):  # --help, --version
         return EXIT_FAILURE if exc.exit_code else EXIT_OK
-    if isinstance(exc, click.Abort):
-        click.echo("Aborted.", err=True)
-        return EXIT_FAILURE
     # Usage errors included: click would exit 2, which means "changes pending" here.
     # It may quote an argument as typed. click's stubs mark message Final, yet its
     # show() reads this attribute: rewriting it is how the quoted text gets escaped.

@@ -245,9 +245,7 @@ class SettingType(_ParamType):
         self.name = "integer" if self.rule.kind is int else self.rule.unit
 
     def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
-        if self.rule.kind is int:
-            return "N"
-        return "SECONDS" if self.rule.unit == "seconds" else "RATE"
+        return "N" if self.rule.kind is int else "RATE"  # the options: counts, and --max-rate
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         where = param.opts[-1] if param is not None and param.opts else self.setting
