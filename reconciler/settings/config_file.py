@@ -168,8 +168,12 @@ def _relative_to(base: str, value: str) -> str:
 
 def _too_many_policy_values(document: MarkedDict, path: str) -> list[FileProblem]:
     """A problem when the `policies` of ``document`` hold too many values to be checked."""
-    written = document.get("policies")
-    count = _values(written, MAX_POLICY_VALUES + 1)
+    count, stack = 0, [document.get("policies")]
+    while stack and count <= MAX_POLICY_VALUES:  # keys and items, counted past the bound
+        item = stack.pop()
+        if isinstance(item, dict | list):
+            count += len(item)
+            stack.extend(item.values() if isinstance(item, dict) else item)
     if count <= MAX_POLICY_VALUES:
         return []
     message = (
@@ -177,21 +181,6 @@ def _too_many_policy_values(document: MarkedDict, path: str) -> list[FileProblem
         "together; a policy is a rule over an invite's fields, not a list of data"
     )
     return [FileProblem(path, *document.key_marks["policies"], message)]
-
-
-def _values(node: Any, limit: int) -> int:
-    """The keys and items in ``node``, counted up to ``limit`` (then it stops)."""
-    count = 0
-    stack = [node]
-    while stack and count < limit:
-        item = stack.pop()
-        if isinstance(item, dict):
-            count += len(item)
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            count += len(item)
-            stack.extend(item)
-    return count
 
 
 def _read_rules(values: dict[str, Any], document: MarkedDict, path: str) -> Rules:
