@@ -186,11 +186,9 @@ def _too_many_policy_values(document: MarkedDict, path: str) -> list[FileProblem
 def _read_rules(values: dict[str, Any], document: MarkedDict, path: str) -> Rules:
     """The rules of ``values`` (the config as plain values), its keys taken out of it."""
     written: list[dict[str, Any]] = values.pop("policies", None) or []
+    levels: dict[str, Level] = dict(BUILT_IN)
     # A bare `off` is YAML 1.1's false: the config schema takes either.
-    chosen: dict[str, Level] = {
-        name: level or "off" for name, level in values.pop("checks", {}).items()
-    }
-    levels: dict[str, Level] = {**BUILT_IN, **chosen}
+    levels.update((name, level or "off") for name, level in values.pop("checks", {}).items())
     compiled: list[CompiledPolicy] = []
     problems: list[FileProblem] = []
     seen: dict[str, int] = {}
@@ -199,14 +197,11 @@ def _read_rules(values: dict[str, Any], document: MarkedDict, path: str) -> Rule
         at = ("policies", index)
         name = item["name"]
         if name in seen:
-            problems.append(
-                FileProblem(
-                    path,
-                    *located.mark((*at, "name")),
-                    f"policy `{escape(name)}` is already defined (item {seen[name] + 1} of "
-                    "`policies`); give each its own name",
-                )
+            message = (
+                f"policy `{escape(name)}` is already defined (item {seen[name] + 1} of "
+                "`policies`); give each its own name"
             )
+            problems.append(FileProblem(path, *located.mark((*at, "name")), message))
             continue
         seen[name] = index
         policy = Policy(
