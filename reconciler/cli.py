@@ -31,22 +31,6 @@ EXIT_OK = 0
 EXIT_FAILURE = 1  # 2 is kept for `plan --detailed-exitcode` alone (docs/plans.md, Exit codes)
 
 
-# Each lives in reconciler.commands.<name>, as a click command of that name, in the
-# order of the workflow, which `reconcile --help` keeps.
-COMMANDS = (
-    "validate",
-    "plan",
-    "apply",
-    "applied",
-    "comment",
-    "show",
-    "export",
-    "adopt",
-    "resend",
-    "sandbox",
-    "schema",
-)
-
 # One example per command, shown at the end of its --help.
 EXAMPLES = {
     "validate": "reconcile validate invites/",
@@ -64,6 +48,9 @@ EXAMPLES = {
     "sandbox": "reconcile sandbox --port 8787",
     "schema": "reconcile schema > schemas/invites.schema.json",
 }
+# Each command lives in reconciler.commands.<name>, as a click command of that name, in
+# the order of the workflow, which `reconcile --help` keeps.
+COMMANDS = tuple(EXAMPLES)
 COMPLETE_VAR = "_RECONCILE_COMPLETE"  # click's shell completion: see docs/commands.md
 
 
