@@ -97,7 +97,7 @@ def adopt(
     drift. resendOnChange is the files' own (the platform holds no such rule): adopt
     leaves it as written.
     """
-    ref = applied_since(changed_since, changed_since_applied, action="adopt", adopt=True)
+    ref = applied_since(changed_since, changed_since_applied, action="adopt")
     refuse_bad_ids(targets, "--target")
     refuse_bad_ids(excludes, "--exclude")
     settings = settings_for(config_file, parallelism=parallelism)

@@ -57,9 +57,7 @@ def run_inputs(config_file: str | None, paths: list[str]) -> list[str]:
     return [config, *files] if config else files
 
 
-def applied_since(
-    changed_since: str | None, applied: bool, *, action: str, adopt: bool = False
-) -> str | None:
+def applied_since(changed_since: str | None, applied: bool, *, action: str) -> str | None:
     """The REF of --changed-since, `--changed-since-applied` resolved: the last successful
     apply when trusted; None (every invite) when there is none or it is not trusted. A
     later commit of main applied already ends the run: nothing to do, exit 0, nothing read.
@@ -71,6 +69,7 @@ def applied_since(
         return changed_since
     if changed_since is not None:
         raise click.UsageError("give --changed-since REF or --changed-since-applied, not both")
+    adopt = action == "adopt"
     record = Record.from_env()
     reading = read_record(record)
     where = f"{escape(record.branch)} of {record.shown_remote}"
