@@ -80,7 +80,6 @@ class _Client(click.ParamType[tuple[str, str]]):
 )
 @click.option(
     "--ignore",
-    "ignore",
     multiple=True,
     type=click.Choice(updatable_fields()),
     metavar="FIELD",
