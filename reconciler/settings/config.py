@@ -333,15 +333,9 @@ class Settings:
                 "decides where the client secret is sent. Set RECONCILER_BASE_URL in the CI "
                 "settings (a variable of the project, not a file); nothing was sent"
             )
-        missing = [
-            env
-            for env, value in (
-                ("RECONCILER_BASE_URL", base_url),
-                ("RECONCILER_CLIENT_ID", client_id),
-                ("RECONCILER_CLIENT_SECRET", secret),
-            )
-            if not value
-        ]
+        names = (ENV_VARS["base_url"], ENV_VARS["client_id"], SECRET_ENV)
+        given = (base_url, client_id, secret)
+        missing = [name for name, value in zip(names, given, strict=True) if not value]
         raise ConfigError(
             f"missing {', '.join(missing)}: set {'it' if len(missing) == 1 else 'them'} in "
             "the environment (base_url and client_id may also go in reconciler.yaml), "
