@@ -45,6 +45,7 @@ from reconciler.model.invite import (
     kind_of,
     stop_if_run_fatal,
 )
+from reconciler.output.console import SHOWN
 from reconciler.safetext import ALLOWED_INVISIBLE, escape, holds_secret, plural, redact_and_escape
 from reconciler.service.offline import check_writable, settings_for
 from reconciler.service.online import Service
@@ -184,8 +185,8 @@ def refuse_dropping_invites(out: str, ids: list[str]) -> tuple[ReadFile, set[str
     others = [i.id for i in invites if i.id not in exported]
     if not others:
         return read, defined
-    shown = ", ".join(escape(i) for i in others[:10]) + (
-        f" and {len(others) - 10} more" if len(others) > 10 else ""
+    shown = ", ".join(escape(i) for i in others[:SHOWN]) + (
+        f" and {len(others) - SHOWN} more" if len(others) > SHOWN else ""
     )
     raise ReconcilerError(
         f"{escape(out)} defines {plural(len(others), 'other invite')} ({shown}); --force would "
