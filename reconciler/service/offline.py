@@ -136,30 +136,26 @@ def check_writable(path: str | None, action: str, *, makes_directory: bool = Fal
     """
     if not path:
         return
+    parent = _nearest_directory(path) if makes_directory else Path(os.path.abspath(path)).parent
+    where = f" ({escape(str(parent))})" if makes_directory else ""
     if os.path.isdir(path):
-        raise ReconcilerError(
-            f"{escape(path)}: cannot {action}: {os.strerror(errno.EISDIR)}; nothing was read"
-        )
-    parent = _parent(path, action, makes_directory)
-    target = path if os.path.exists(path) else str(parent)
-    if not parent.is_dir() or not os.access(target, os.W_OK):
-        problem = errno.ENOTDIR if not parent.is_dir() else errno.EACCES
-        where = f" ({escape(str(parent))})" if makes_directory else ""
-        raise ReconcilerError(
-            f"{escape(path)}: cannot {action}: {os.strerror(problem)}{where}; nothing was read"
-        )
+        problem, where = errno.EISDIR, ""
+    elif not parent.is_dir():
+        problem = errno.ENOTDIR if makes_directory else errno.ENOENT
+        where = where or f" (no directory {escape(str(parent))})"
+    elif not os.access(path if os.path.exists(path) else parent, os.W_OK):
+        problem = errno.EACCES
+    else:
+        return
+    raise ReconcilerError(
+        f"{escape(path)}: cannot {action}: {os.strerror(problem)}{where}; nothing was read"
+    )
 
 
-def _parent(path: str, action: str, makes_directory: bool) -> Path:
-    """The directory of ``path``, else the nearest existing one when it is made later."""
+def _nearest_directory(path: str) -> Path:
     parent = Path(os.path.abspath(path)).parent
-    while makes_directory and not parent.exists() and parent != parent.parent:
+    while not parent.exists() and parent != parent.parent:
         parent = parent.parent
-    if not makes_directory and not parent.is_dir():
-        raise ReconcilerError(
-            f"{escape(path)}: cannot {action}: {os.strerror(errno.ENOENT)} "
-            f"(no directory {escape(str(parent))}); nothing was read"
-        )
     return parent
 
 
