@@ -92,7 +92,8 @@ def _defined(ids: set[str], paths: Iterable[str], replacing: str | None) -> list
     replaced = Path(replacing).resolve() if replacing else None
     files = find_files([p for p in paths if Path(p).exists()])[0]
     # Problems in those files are validate's business; only their ids matter here.
-    found = [load_file(file)[0] for file in files if file.resolve() != replaced]
+    kept = [f for f in files if replaced is None or f.resolve() != replaced]
+    found = [load_file(file)[0] for file in kept]
     return [(i.id, str(i.source)) for invites in found for i in invites if i.id in ids]
 
 
