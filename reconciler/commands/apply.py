@@ -86,7 +86,7 @@ def apply(
         state = read_desired(settings, run.paths, selection)
     renderer = TextRenderer(color=use_color(run.color))
     with open_service(settings, run.sandbox) as service:
-        # A saved plan's changes made already are applied again by nobody (`done`).
+        # done: the ids of a saved plan's changes made already, which are not made again.
         the_plan, done = (
             (reviewed, service.check_saved(reviewed, plan_file))
             if plan_file
