@@ -90,7 +90,7 @@ def check_known_ids(
 def _defined(ids: set[str], paths: Iterable[str], replacing: str | None) -> list[tuple[str, str]]:
     """(id, FILE:LINE) of ``ids`` defined under ``paths``, but in the file ``replacing``."""
     replaced = Path(replacing).resolve() if replacing else None
-    files = find_files([p for p in paths if Path(p).exists()])[0]
+    files = find_files(list(filter(os.path.exists, paths)))[0]
     # Problems in those files are validate's business; only their ids matter here.
     kept = [f for f in files if replaced is None or f.resolve() != replaced]
     found = [load_file(file)[0] for file in kept]
