@@ -17,7 +17,7 @@ import hmac
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +26,7 @@ from reconciler.files import TooLarge, invite_schema_path, read_regular, resourc
 from reconciler.model.invite import (
     Contact,
     Fields,
+    FieldValue,
     HeldFields,
     JsonValue,
     SourceLocation,
@@ -71,7 +72,7 @@ def document_parts(plan: Plan) -> list[tuple[str, Any]]:
         ("max_changes", plan.max_changes),
         ("max_resends", plan.max_resends),
         ("changes", (_change_json(c.redacted()) for c in plan.changes)),
-        ("not_updatable", (_not_updatable_json(n.redacted()) for n in plan.not_updatable)),
+        ("not_updatable", (_differing_json(n.redacted()) for n in plan.not_updatable)),
         ("errors", (_failed_json(f.redacted()) for f in plan.failed)),
         ("summary", _summary_json(plan)),
     ]
@@ -80,7 +81,7 @@ def document_parts(plan: Plan) -> list[tuple[str, Any]]:
     if plan.changed_since is not None:  # only then: other plans read as they always have
         parts[-1:-1] = [
             ("changed_since", redact(plan.changed_since)),
-            ("out_of_scope", (_outside_json(o.redacted()) for o in plan.outside_change)),
+            ("out_of_scope", (_differing_json(o.redacted()) for o in plan.outside_change)),
             ("not_read", plan.not_read),
         ]
     if plan.signature is not None:
@@ -90,10 +91,7 @@ def document_parts(plan: Plan) -> list[tuple[str, Any]]:
 
 def to_document(plan: Plan) -> dict[str, Any]:
     """The saved plan document whole."""
-    return {
-        key: list(value) if isinstance(value, Iterator) else value
-        for key, value in document_parts(plan)
-    }
+    return {k: list(v) if isinstance(v, Iterator) else v for k, v in document_parts(plan)}
 
 
 def plan_chunks(plan: Plan) -> Iterator[str]:
@@ -134,21 +132,19 @@ def _readable_size(chunks: Iterable[str], path: str) -> Iterator[str]:
         yield chunk
 
 
-def _source_text(source: SourceLocation | None) -> str | None:
-    # cli.md's "path:line", shown as every message shows it (the path escaped).
-    return None if source is None else str(source)
+def _differing_json(invite: InviteChange | OutsideChange | NotUpdatable) -> dict[str, JsonValue]:
+    # The source is cli.md's "path:line", shown as every message shows it (the path escaped).
+    record: dict[str, JsonValue] = {"id": invite.id, "name": invite.name}
+    record["source"] = str(invite.source)
+    if isinstance(invite, NotUpdatable):
+        record["status"] = invite.status
+    record.update(before=fields_json(invite.before), after=fields_json(invite.after))
+    return record
 
 
 def _change_json(change: InviteChange) -> dict[str, JsonValue]:
-    record: dict[str, JsonValue] = {
-        "id": change.id,
-        "name": change.name,
-        "source": _source_text(change.source),
-        "before": fields_json(change.before),
-        "after": fields_json(change.after),
-        "patch": fields_json(change.patch),
-        "resend": change.resend,
-    }
+    record = _differing_json(change)
+    record.update(patch=fields_json(change.patch), resend=change.resend)
     if change.resend:
         # Added within format_version 2: a reader that does not know it ignores it.
         record["recipient"] = change.recipient
@@ -161,31 +157,10 @@ def _change_json(change: InviteChange) -> dict[str, JsonValue]:
     return record
 
 
-def _outside_json(outside: OutsideChange) -> dict[str, JsonValue]:
-    return {
-        "id": outside.id,
-        "name": outside.name,
-        "source": _source_text(outside.source),
-        "before": fields_json(outside.before),
-        "after": fields_json(outside.after),
-    }
-
-
-def _not_updatable_json(invite: NotUpdatable) -> dict[str, JsonValue]:
-    return {
-        "id": invite.id,
-        "name": invite.name,
-        "source": _source_text(invite.source),
-        "status": invite.status,
-        "before": fields_json(invite.before),
-        "after": fields_json(invite.after),
-    }
-
-
 def _failed_json(failed: FailedInvite) -> dict[str, JsonValue]:
     return {
         "id": failed.id,
-        "source": _source_text(failed.source),
+        "source": None if failed.source is None else str(failed.source),
         "message": failed.message,
         "status": failed.status,
         "request_id": failed.request_id,
@@ -233,8 +208,8 @@ def read_plan_document(path: str) -> dict[str, Any]:
     text = read_bounded_text(path, MAX_PLAN_BYTES, _WHAT)
     document = loads_bounded(text, path, MAX_PLAN_DEPTH, _WHAT)
     _check_version(document, path)
-    errors = sorted(_validator().iter_errors(document), key=lambda e: _sortable(e.absolute_path))
-    error = errors[0] if errors else None
+    errors = _validator().iter_errors(document)
+    error = min(errors, key=lambda e: _sortable(e.absolute_path), default=None)
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path) or "top level"
         raise _not_saved(
@@ -416,24 +391,12 @@ class _Records:
 
     def outside(self, data: dict[str, Any], where: str) -> OutsideChange:
         after = self.fields(data["after"], f"{where}/after")
-        return OutsideChange(
-            data["id"],
-            _source(data["source"]),
-            data.get("name"),
-            self.held(data["before"], f"{where}/before", after),
-            after,
-        )
+        before = self.held(data["before"], f"{where}/before", after)
+        return OutsideChange(data["id"], _source(data["source"]), data.get("name"), before, after)
 
     def not_updatable(self, data: dict[str, Any], where: str) -> NotUpdatable:
-        after = self.fields(data["after"], f"{where}/after")
-        return NotUpdatable(
-            data["id"],
-            _source(data["source"]),
-            data.get("name"),
-            data["status"],
-            self.held(data["before"], f"{where}/before", after),
-            after,
-        )
+        got = self.outside(data, where)  # the same record, with a status
+        return NotUpdatable(got.id, got.source, got.name, data["status"], got.before, got.after)
 
     def failed(self, data: dict[str, Any]) -> FailedInvite:
         return FailedInvite(
@@ -446,30 +409,18 @@ class _Records:
 
     def fields(self, raw: Mapping[str, Any], where: str) -> Fields:
         """Values the files gave (the schema has named only fields)."""
-        fields: Fields = {}
-        for name, value in raw.items():
-            typed = kind_of(name).from_json(value)
-            if typed is None:
-                raise _not_saved(
-                    self.path,
-                    f"{redact_and_escape(where)}/{redact_and_escape(name)}: not a value it holds",
-                )
-            fields[name] = typed
-        return fields
+        return {name: self._value(name, value, where) for name, value in raw.items()}
 
     def held(self, raw: Mapping[str, Any], where: str, named: Mapping[str, object]) -> HeldFields:
         """The server's values of the fields ``named`` (None: it held none)."""
-        held: HeldFields = {}
-        for name in named:
-            value = raw.get(name)
-            typed = None if value is None else kind_of(name).from_json(value)
-            if value is not None and typed is None:
-                raise _not_saved(
-                    self.path,
-                    f"{redact_and_escape(where)}/{redact_and_escape(name)}: not a value it holds",
-                )
-            held[name] = typed
-        return held
+        return {n: None if raw.get(n) is None else self._value(n, raw[n], where) for n in named}
+
+    def _value(self, name: str, value: Any, where: str) -> FieldValue:
+        typed = kind_of(name).from_json(value)
+        if typed is None:
+            shown = f"{redact_and_escape(where)}/{redact_and_escape(name)}"
+            raise _not_saved(self.path, f"{shown}: not a value it holds")
+        return typed
 
 
 # Read JSON from outside within bounds: size, nesting depth, duplicate keys.
@@ -479,8 +430,6 @@ class _Records:
 # refused with ``path:line:col``.
 
 # A JSON string (possessive: no backtracking on a long unterminated one), or a bracket.
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*+"', re.DOTALL)
-_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 _STRING_OR_BRACKET = re.compile(r'"(?:[^"\\]|\\.)*+"|[\[\]{}]', re.DOTALL)
 
 
@@ -502,17 +451,6 @@ def read_bounded_text(path: str, limit: int, what: str) -> str:
 def too_deep_at(text: str, limit: int) -> int | None:
     """The offset of the bracket that takes nesting past ``limit``, or None."""
     depth = 0
-    for char in _NOT_BRACKET.sub("", _STRING.sub('""', text)):
-        depth += 1 if char in "[{" else -1
-        if depth > limit:
-            return _offset_past(text, limit)
-    return None
-
-
-def _offset_past(text: str, limit: int) -> int:
-    # Only on refusal: a second, slower scan that keeps positions. It always
-    # finds the bracket (the first scan saw it), so the last line is never reached.
-    depth = 0
     for match in _STRING_OR_BRACKET.finditer(text):
         char = match.group()
         if char in "[{":
@@ -521,7 +459,7 @@ def _offset_past(text: str, limit: int) -> int:
                 return match.start()
         elif char in "]}":
             depth -= 1
-    return len(text)
+    return None
 
 
 def _line_col(text: str, offset: int) -> tuple[int, int]:
@@ -569,10 +507,6 @@ def loads_bounded(text: str, path: str, max_depth: int, what: str) -> Any:
 # The saved plan (``reconciler.plan.saved``) and `plan --format json` are written so: a plan of
 # 200,000 changes is never a second time in memory.
 
-_NOT_JSON = (
-    "cannot write the plan as JSON: it holds a number JSON cannot represent (NaN or Infinity)"
-)
-
 
 def document_json(document: dict[str, Any]) -> str:
     return "".join(document_chunks(document.items()))
@@ -588,42 +522,38 @@ def document_chunks(parts: Iterable[tuple[str, Any]]) -> Iterator[str]:
     try:
         # NaN and Infinity are not JSON: a strict reader (jq, another language) refuses
         # the file. Server values are type-checked on reading, so this is a last guard.
-        for piece in _pieces(parts):
+        for piece in _object_pieces(parts, _dumps, "\n  "):
             yield escape_json_text(piece)
     except ValueError:
-        raise ReconcilerError(_NOT_JSON) from None
+        raise ReconcilerError(
+            "cannot write the plan as JSON: it holds a number JSON cannot represent (NaN or "
+            "Infinity)"
+        ) from None
     yield "\n"
 
 
-def _pieces(parts: Iterable[tuple[str, Any]]) -> Iterator[str]:
+def _object_pieces(
+    parts: Iterable[tuple[str, Any]], dump: Callable[[Any], str], pad: str = ""
+) -> Iterator[str]:
+    """An object's text, a record at a time: each list (or iterator standing for one) of
+    ``parts`` written as it is read. ``pad`` is "\\n  " for json.dumps(indent=2)'s layout,
+    empty for the canonical form's."""
+    inner = pad + "  " if pad else ""
     opening = "{"
     for key, value in parts:
-        yield f"{opening}\n  {_dumps(key)}: "
+        yield f"{opening}{pad}{dump(key)}{': ' if pad else ':'}"
         opening = ","
-        if isinstance(value, (list, Iterator)):
-            yield from _list(value)
+        if isinstance(value, list | Iterator):
+            bracket = "["
+            for record in value:
+                # A string never holds a raw newline in JSON, so each newline of the text
+                # starts a line of structure, which moves right by the depth it is at.
+                yield bracket + inner + dump(record).replace("\n", inner)
+                bracket = ","
+            yield "[]" if bracket == "[" else pad + "]"
         else:
-            yield _nested(value, "\n  ")
-    yield "{}" if opening == "{" else "\n}"
-
-
-_ITEM_INDENT = "\n    "
-
-
-def _list(records: Iterable[Any]) -> Iterator[str]:
-    # A list two levels down: json.dumps(indent=2) puts each item on its own lines,
-    # indented four spaces, and writes an empty list as [].
-    opening = "["
-    for record in records:
-        yield f"{opening}\n    {_nested(record, _ITEM_INDENT)}"
-        opening = ","
-    yield "[]" if opening == "[" else "\n  ]"
-
-
-def _nested(value: Any, indent: str) -> str:
-    # A string never holds a raw newline in JSON, so each newline of the text starts
-    # a line of structure, which moves right by the depth it is written at.
-    return _dumps(value).replace("\n", indent)
+            yield dump(value).replace("\n", pad)
+    yield "{}" if opening == "{" else pad[:1] + "}"
 
 
 def _dumps(value: Any) -> str:
@@ -654,49 +584,26 @@ def canonical_bytes(document: Mapping[str, Any]) -> bytes:
     return "".join(_canonical_pieces(document)).encode("utf-8", "surrogatepass")
 
 
-def _key(secret: str) -> bytes:
-    return hmac.new(secret.encode("utf-8"), _KEY_PURPOSE, hashlib.sha256).digest()
-
-
-def _mac(document: Mapping[str, Any] | Iterable[tuple[str, Any]], secret: str) -> str:
-    mac = hmac.new(_key(secret), digestmod=hashlib.sha256)
-    for piece in _canonical_pieces(document):
-        mac.update(piece.encode("utf-8", "surrogatepass"))
-    return SCHEME + mac.hexdigest()
-
-
 def signature_for(document: Mapping[str, Any] | Iterable[tuple[str, Any]], secret: str) -> str:
-    """The signature of ``document``: a dict, or its (key, value) pairs.
-
-    Given as pairs (``Plan.document_parts``), a value that is an iterator of records
-    is hashed as the list it stands for, one record at a time.
-    """
+    """The signature of ``document``: a dict, or its (key, value) pairs, a value that is
+    an iterator of records hashed as the list it stands for (``document_parts``)."""
+    key = hmac.new(secret.encode("utf-8"), _KEY_PURPOSE, hashlib.sha256).digest()
+    mac = hmac.new(key, digestmod=hashlib.sha256)
     try:
-        return _mac(document, secret)
+        for piece in _canonical_pieces(document):
+            mac.update(piece.encode("utf-8", "surrogatepass"))
     except ValueError:  # NaN or Infinity: no reader would parse back what was signed
         raise ReconcilerError(
             "cannot sign the plan: it holds a number JSON cannot represent (NaN or Infinity)"
         ) from None
+    return SCHEME + mac.hexdigest()
 
 
 def _canonical_pieces(document: Mapping[str, Any] | Iterable[tuple[str, Any]]) -> Iterator[str]:
-    """The one canonical form, in pieces: sorted keys, no whitespace, ``signature`` left
-    out; a list (or an iterator standing for one) at the top a record at a time."""
+    """The one canonical form: sorted keys, no whitespace, ``signature`` left out."""
     items = document.items() if isinstance(document, Mapping) else document
     fields = sorted((item for item in items if item[0] != "signature"), key=lambda item: item[0])
-    opening = "{"
-    for key, value in fields:
-        yield f"{opening}{_canonical(key)}:"
-        opening = ","
-        if isinstance(value, Iterator | list):
-            bracket = "["
-            for record in value:
-                yield bracket + _canonical(record)
-                bracket = ","
-            yield "[]" if bracket == "[" else "]"
-        else:
-            yield _canonical(value)
-    yield "{}" if opening == "{" else "}"
+    return _object_pieces(fields, _canonical)
 
 
 def _canonical(value: Any) -> str:
@@ -712,8 +619,8 @@ def check(document: dict[str, Any], secret: str) -> str:
     if not isinstance(claimed, str) or not claimed:
         return SignatureCheck.UNSIGNED
     try:
-        expected = _mac(document, secret)
-    except ValueError:  # NaN or Infinity: never in a plan this tool signed
+        expected = signature_for(document, secret)
+    except ReconcilerError:  # NaN or Infinity: never in a plan this tool signed
         return SignatureCheck.INVALID
     if hmac.compare_digest(claimed.encode("utf-8", "replace"), expected.encode("ascii")):
         return SignatureCheck.VALID
