@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 import click
@@ -17,7 +17,7 @@ import click
 from reconciler.safetext import json_text, plural, redact, redact_and_escape
 
 if TYPE_CHECKING:
-    from reconciler.plan.model import Plan
+    from reconciler.plan.model import NotUpdatable, Plan
 
 
 class PlanRenderer(Protocol):
@@ -181,6 +181,16 @@ def max_changes_warning(plan: Plan) -> str | None:
 NOT_UPDATABLE_HEADING = "no longer updatable"
 
 
+def by_status(invites: Iterable[NotUpdatable]) -> dict[str, list[NotUpdatable]]:
+    """The invites no longer updatable, redacted, by status: grouped in one pass, as the
+    server names the statuses and there may be as many as invites."""
+    groups: dict[str, list[NotUpdatable]] = {}
+    for invite in invites:
+        shown = invite.redacted()
+        groups.setdefault(shown.status, []).append(shown)
+    return groups
+
+
 def not_updatable_note(status: str) -> str:
     return (
         f"{redact_and_escape(status)}, not pending: it can no longer be updated and apply leaves "
@@ -196,7 +206,9 @@ SILENT_ADDRESS_NOTE = (
 )
 
 
-def kept_warning(field: str, subs: list[str], quoted: Callable[[str], str] | None = None) -> str:
+def kept_warning(
+    field: str, subs: Sequence[str], quoted: Callable[[str], str] | None = None
+) -> str:
     """When a contact's name or e-mail changes and kept sub-fields ride along.
 
     ``quoted`` shows a field name literally (Markdown's code): the sub-fields are named

@@ -21,7 +21,6 @@ from reconciler.model.invite import (
     Fields,
     FieldValue,
     HeldFields,
-    IdentifierSet,
     SourceLocation,
     differences,
     kind_of,
@@ -39,35 +38,7 @@ class FieldChange(NamedTuple):
     field: str
     before: FieldValue | None
     after: FieldValue
-    # What differs inside the field (see field_changes); None: worked out when asked.
-    delta: FieldDelta | None = None
-
-    def _inside(self) -> FieldDelta:
-        if self.delta is not None:
-            return self.delta
-        return differences({self.field: self.before}, {self.field: self.after}).get(
-            self.field, NO_DELTA
-        )
-
-    @property
-    def added(self) -> list[str]:
-        return list(self._inside().added)
-
-    @property
-    def removed(self) -> list[str]:
-        return list(self._inside().removed)
-
-    @property
-    def is_set(self) -> bool:
-        return isinstance(self.after, IdentifierSet)
-
-    def sub_changes(self) -> list[tuple[str, str | None, str | None]]:
-        """For an object field: (sub-field, before, after) of what differs."""
-        return list(self._inside().sub_changes)
-
-    @property
-    def is_object(self) -> bool:
-        return isinstance(self.after, Contact)
+    delta: FieldDelta  # what differs inside the field: a set's items, a contact's sub-fields
 
 
 def field_changes(before: HeldFields, after: Fields) -> list[FieldChange]:
@@ -125,17 +96,17 @@ class InviteChange:
         return [(sub, value.get(sub)) for sub in self.kept.get(name, ())]
 
     @property
-    def kept_riding_along(self) -> list[tuple[str, str]]:
-        """(field, sub-field) kept from the platform while the contact's name or e-mail
-        changes: the new contact keeps the previous one's value of it."""
-        riding: list[tuple[str, str]] = []
+    def kept_riding_along(self) -> dict[str, tuple[str, ...]]:
+        """The sub-fields of each field kept from the platform while the contact's name or
+        e-mail changes: the new contact keeps the previous one's value of them."""
+        riding = {}
         for name, subs in self.kept.items():
             before, after = self.before.get(name), self.patch.get(name)
             if not subs or not isinstance(after, Contact):
                 continue
             held = before if isinstance(before, Contact) else Contact()
             if any(held.get(key) != after.get(key) for key in ("name", "email")):
-                riding.extend((name, sub) for sub in subs)
+                riding[name] = subs
         return riding
 
     @property
@@ -249,48 +220,41 @@ class FailedInvite:
 # -- the plan ------------------------------------------------------------------------------
 
 
-__all__ = [
-    "FORMAT_VERSION",
-    "Plan",
-    "Summary",
-    "TooManyResends",
-    "TooMuchChange",
-]
-
 FORMAT_VERSION = 2  # 2: signed, with `not_updatable`
 
 
 class TooMuchChange(ReconcilerError):
     """The plan updates more invites than max_changes allows (octoDNS's TooMuchChange)."""
 
-    def __init__(self, changes: int, limit: int, *, saved_limit: bool = False) -> None:
+    OPTION = "max-changes"
+    ADVICE = "Split the change or raise the limit"
+
+    def __init__(self, count: int, limit: int, *, saved_limit: bool = False) -> None:
         # A saved plan's own limit wins over a looser one given to apply: say where it came from.
+        option = self.OPTION
         advice = (
-            f"This plan was made with --max-changes {limit}; make a new plan with a higher limit"
+            f"This plan was made with --{option} {limit}; make a new plan with a higher limit"
             if saved_limit
-            else "Split the change or raise the limit"
+            else self.ADVICE
         )
         self.reason = (
-            f"the plan updates {plural(changes, 'invite')}, more than "
-            f"max_changes ({limit}). {advice}."
+            f"the plan {self._does(count)}, more than {option.replace('-', '_')} ({limit}). "
+            f"{advice}."
         )
         super().__init__(f"refusing to apply, nothing was changed: {self.reason}")
 
+    def _does(self, count: int) -> str:
+        return f"updates {plural(count, 'invite')}"
 
-class TooManyResends(ReconcilerError):
+
+class TooManyResends(TooMuchChange):
     """The plan e-mails more invitations than max_resends allows: the irreversible part."""
 
-    def __init__(self, resends: int, limit: int, *, saved_limit: bool = False) -> None:
-        advice = (
-            f"This plan was made with --max-resends {limit}; make a new plan with a higher limit"
-            if saved_limit
-            else "Split the change, use resendOnChange's list form, or raise the limit"
-        )
-        self.reason = (
-            f"the plan e-mails {plural(resends, 'invitation')} again, more than "
-            f"max_resends ({limit}). {advice}."
-        )
-        super().__init__(f"refusing to apply, nothing was changed: {self.reason}")
+    OPTION = "max-resends"
+    ADVICE = "Split the change, use resendOnChange's list form, or raise the limit"
+
+    def _does(self, count: int) -> str:
+        return f"e-mails {plural(count, 'invitation')} again"
 
 
 class Summary(NamedTuple):

@@ -44,7 +44,7 @@ from reconciler.model.invite import (
     kind_of,
 )
 from reconciler.plan.make import Reading, compare_invite, make_plan
-from reconciler.plan.model import FieldChange
+from reconciler.plan.model import field_changes
 from reconciler.plan.saved import to_document
 from reconciler.safetext import register_secret
 
@@ -373,14 +373,13 @@ def test_groups_the_server_lists_in_another_order_are_still_the_planned_groups()
 
 
 def test_a_plan_shows_each_part_of_a_contact_or_group_the_server_did_not_have():
-    contact = FieldChange(
-        "primaryContact", None, Contact({"name": "Jane Doe", "email": "j@a.example"})
-    )
-    assert contact.sub_changes() == [("name", None, "Jane Doe"), ("email", None, "j@a.example")]
-    groups = FieldChange("groups", None, IdentifierSet(["emea", "enterprise"]))
-    assert (groups.added, groups.removed) == (["emea", "enterprise"], [])
-    cleared = FieldChange("groups", IdentifierSet(["emea"]), IdentifierSet())
-    assert (cleared.added, cleared.removed) == ([], ["emea"])
+    contact = Contact({"name": "Jane Doe", "email": "j@a.example"})
+    (shown,) = field_changes({"primaryContact": None}, {"primaryContact": contact})
+    assert shown.delta.sub_changes == [("name", None, "Jane Doe"), ("email", None, "j@a.example")]
+    (groups,) = field_changes({"groups": None}, {"groups": IdentifierSet(["emea", "enterprise"])})
+    assert (groups.delta.added, groups.delta.removed) == (["emea", "enterprise"], [])
+    (cleared,) = field_changes({"groups": IdentifierSet(["emea"])}, {"groups": IdentifierSet()})
+    assert (cleared.delta.added, cleared.delta.removed) == ([], ["emea"])
 
 
 # -- DeepDiff, imported by the commands that diff alone ------------------------------------
