@@ -10,20 +10,24 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 import click
 
-from reconciler.safetext import json_text, plural, redact, redact_and_escape
+from reconciler.safetext import json_text, plural, redact_and_escape
 
 if TYPE_CHECKING:
     from reconciler.plan.model import NotUpdatable, Plan
 
 
-class PlanRenderer(Protocol):
-    def render(self, plan: Plan) -> str: ...
+class PlanRenderer:
+    """A way to show a plan: in pieces (``chunks``, printed as they come), or whole."""
 
-    def chunks(self, plan: Plan) -> Iterator[str]: ...
+    def chunks(self, plan: Plan) -> Iterator[str]:
+        raise NotImplementedError
+
+    def render(self, plan: Plan) -> str:
+        return "".join(self.chunks(plan))
 
 
 def renderer_for(name: str, color: bool) -> PlanRenderer:
@@ -38,11 +42,8 @@ def renderer_for(name: str, color: bool) -> PlanRenderer:
     return TextRenderer(color=color)
 
 
-class JsonRenderer:
+class JsonRenderer(PlanRenderer):
     """The plan as a JSON document: the saved plan file's own text (``reconciler.plan.saved``)."""
-
-    def render(self, plan: Plan) -> str:
-        return "".join(self.chunks(plan))
 
     def chunks(self, plan: Plan) -> Iterator[str]:
         from reconciler.plan.saved import plan_chunks
@@ -206,25 +207,25 @@ SILENT_ADDRESS_NOTE = (
 )
 
 
+def _backticked(name: str) -> str:
+    return f"`{redact_and_escape(name)}`"
+
+
 def kept_warning(
-    field: str, subs: Sequence[str], quoted: Callable[[str], str] | None = None
+    field: str,
+    subs: Sequence[str],
+    code: Callable[[str], str] = _backticked,
+    plain: Callable[[str], str] = redact_and_escape,
 ) -> str:
     """When a contact's name or e-mail changes and kept sub-fields ride along.
 
-    ``quoted`` shows a field name literally (Markdown's code): the sub-fields are named
-    by the server, so a backtick or a link in one must not become part of the sentence.
+    ``code`` shows a field name literally (Markdown's code): the sub-fields are named by
+    the server, so a backtick or a link in one must not become part of the sentence.
     """
-    if quoted is not None:
-        plain = ", ".join(quoted(redact(s)) for s in subs)
-        named = ", ".join(quoted(f"{field}.{redact(s)}") for s in subs)
-        field = quoted(field)
-    else:
-        field = redact_and_escape(field)
-        plain = ", ".join(redact_and_escape(s) for s in subs)
-        named = ", ".join(f"`{field}.{redact_and_escape(s)}`" for s in subs)
-        field = f"`{field}`"
+    named = ", ".join(code(f"{field}.{sub}") for sub in subs)
     it = "it" if len(subs) == 1 else "them"
     return (
-        f"the new contact keeps the previous one's {plain}: the PATCH replaces {field} "
-        f"whole, and the files do not manage {named}; add {it} to the entry to change {it}"
+        f"the new contact keeps the previous one's {', '.join(map(plain, subs))}: the PATCH "
+        f"replaces {code(field)} whole, and the files do not manage {named}; add {it} to the "
+        f"entry to change {it}"
     )

@@ -21,6 +21,7 @@ from reconciler.output import (
     OUTSIDE_CHANGE_HEADING,
     OUTSIDE_CHANGE_NOTE,
     SILENT_ADDRESS_NOTE,
+    PlanRenderer,
     by_status,
     invite_urls_note,
     kept_warning,
@@ -106,12 +107,9 @@ def _id(invite_id: str) -> str:
     return f"`{invite_id}`" if _ID.fullmatch(invite_id) else _code(invite_id)
 
 
-class MarkdownRenderer:
+class MarkdownRenderer(PlanRenderer):
     def __init__(self, limit: int = COMMENT_LIMIT) -> None:
         self.limit = limit
-
-    def render(self, plan: Plan) -> str:
-        return "".join(self.chunks(plan))
 
     def chunks(self, plan: Plan) -> Iterator[str]:
         """The comment in pieces, an invite each; sections that do not fit are never made."""
@@ -213,7 +211,7 @@ class MarkdownRenderer:
                 )
         table = "\n".join(rows) + "\n\n" if len(rows) > 2 else ""
         for name, subs in change.kept_riding_along.items():
-            table += f"> [!WARNING]\n> {kept_warning(name, subs, _code)}\n\n"
+            table += f"> [!WARNING]\n> {kept_warning(name, subs, _code, _code)}\n\n"
         if change.conflicts:
             at = _code(ref or "REF")
             conflict = [

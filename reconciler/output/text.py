@@ -16,6 +16,7 @@ from reconciler.output import (
     OUTSIDE_CHANGE_HEADING,
     OUTSIDE_CHANGE_NOTE,
     SILENT_ADDRESS_NOTE,
+    PlanRenderer,
     by_status,
     invite_urls_note,
     kept_warning,
@@ -255,11 +256,8 @@ def _resends_to_make(report: ApplyReport) -> list[str]:
     return lines
 
 
-class TextRenderer(ApplyLines):
+class TextRenderer(ApplyLines, PlanRenderer):
     """A plan as plain text; an apply's results by ``ApplyLines``."""
-
-    def render(self, plan: Plan) -> str:
-        return "".join(self.chunks(plan))
 
     def chunks(self, plan: Plan) -> Iterator[str]:
         """The plan an invite at a time: each block and the blank line after it, then totals."""
