@@ -17,7 +17,7 @@ import click
 from reconciler.safetext import json_text, plural, redact_and_escape
 
 if TYPE_CHECKING:
-    from reconciler.plan.model import NotUpdatable, Plan
+    from reconciler.plan.model import InviteChange, NotUpdatable, Plan
 
 
 class PlanRenderer:
@@ -192,11 +192,16 @@ def by_status(invites: Iterable[NotUpdatable]) -> dict[str, list[NotUpdatable]]:
     return groups
 
 
-def not_updatable_note(status: str) -> str:
-    return (
-        f"{redact_and_escape(status)}, not pending: it can no longer be updated and apply leaves "
-        "it alone; these fields differ from the files:"
-    )
+NOT_PENDING_NOTE = "{status}, not pending: it can no longer be updated and apply leaves it alone"
+NOT_UPDATABLE_FIX = (
+    "remove it from {source}, or bring the file in line with `reconcile export {invite_id}`"
+)
+
+
+def resend_note(change: InviteChange, quoted: Callable[[str], str]) -> str:
+    """How every plan format says that a change e-mails the business."""
+    to = f" to {quoted(change.recipient)}" if change.recipient else ""
+    return f"e-mails the invitation again{to}"
 
 
 KEPT_NOTE = "kept from the platform, not in the files"

@@ -213,7 +213,7 @@ def _gitlab(env: Mapping[str, str], token: str, pull: bool) -> Place:
 
 
 def session_for(place: Place) -> requests.Session:
-    """The API client's session: no .netrc, its proxy and CA rules, a deadline on answers."""
+    # The API client's session: no .netrc, its proxy and CA rules, a deadline on answers.
     return make_session(place.api, GuardedAdapter())
 
 
@@ -295,15 +295,6 @@ def _me(session: requests.Session, place: Place) -> int:
     return me
 
 
-def _author(comment: Mapping[str, Any], key: str, shown: str) -> Mapping[str, Any]:
-    author = comment.get(key)
-    if author is None:  # a deleted account
-        return {}
-    if not isinstance(author, dict):
-        raise wrong_shape(shown, f'a comment\'s "{key}" is not an object')
-    return author
-
-
 def find_mine(session: requests.Session, place: Place) -> int | None:
     """The id of this tool's comment (its author the token's, GitHub: ``place.author``)."""
     github = place.platform == "github"
@@ -311,10 +302,12 @@ def find_mine(session: requests.Session, place: Place) -> int | None:
     key, field = ("user", "login") if github else ("author", "id")
     shown = f"GET {place.comments}"
     for comment in _pages(session, place):
-        text = comment.get("body")
+        text, author = comment.get("body"), comment.get(key)
         if not isinstance(text, str | None):
             raise wrong_shape(shown, 'a comment\'s "body" is not a string')
-        if _author(comment, key, shown).get(field) == me and MARKER in (text or ""):
+        if not isinstance(author, dict | None):  # None: a deleted account
+            raise wrong_shape(shown, f'a comment\'s "{key}" is not an object')
+        if (author or {}).get(field) == me and MARKER in (text or ""):
             mine = positive(comment.get("id"))
             if mine is None:
                 raise wrong_shape(shown, 'a comment\'s "id" is not a positive integer')

@@ -16,7 +16,9 @@ from reconciler.model.invite import Contact, FieldValue, IdentifierSet, SourceLo
 from reconciler.output import (
     CONFLICT_NOTE,
     KEPT_NOTE,
+    NOT_PENDING_NOTE,
     NOT_SET,
+    NOT_UPDATABLE_FIX,
     NOT_UPDATABLE_HEADING,
     OUTSIDE_CHANGE_HEADING,
     OUTSIDE_CHANGE_NOTE,
@@ -26,6 +28,7 @@ from reconciler.output import (
     invite_urls_note,
     kept_warning,
     max_changes_warning,
+    resend_note,
     summary_line,
 )
 from reconciler.plan.model import (
@@ -171,15 +174,11 @@ class MarkdownRenderer(PlanRenderer):
         the count left out counts invites and no heading is left without one."""
         for status, group in by_status(plan.not_updatable).items():
             heading = f"#### {NOT_UPDATABLE_HEADING.capitalize()}: {_code(status)}\n\n"
+            note = f" · {NOT_PENDING_NOTE.format(status=_code(status))}."
             for invite in group:
                 where = _code(str(invite.source))
-                yield heading + self._set_apart(
-                    invite,
-                    f" · {_code(status)}, not pending: it can no longer be updated and apply "
-                    "leaves it alone.",
-                    f"Fix: remove it from {where}, or bring the file in line with "
-                    f"`reconcile export {invite.id}`.\n\n",
-                )
+                fix = NOT_UPDATABLE_FIX.format(source=where, invite_id=invite.id)
+                yield heading + self._set_apart(invite, note, f"Fix: {fix}.\n\n")
                 heading = ""
 
     def _set_apart(
@@ -195,8 +194,7 @@ class MarkdownRenderer(PlanRenderer):
     def _change(self, change: InviteChange, ref: str | None) -> str:
         notes = [_code(str(change.source))]
         if change.resend:
-            to = f" to {_code(change.recipient)}" if change.recipient else ""
-            notes.append(f"**e-mails the invitation again{to}**")
+            notes.append(f"**{resend_note(change, _code)}**")
         elif change.address_changes_silently:
             notes.append(SILENT_ADDRESS_NOTE)
         rows = ["| field | before | after |", "|---|---|---|"]

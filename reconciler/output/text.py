@@ -12,6 +12,8 @@ from reconciler.model.invite import Contact, FieldValue, IdentifierSet, SourceLo
 from reconciler.output import (
     CONFLICT_NOTE,
     KEPT_NOTE,
+    NOT_PENDING_NOTE,
+    NOT_UPDATABLE_FIX,
     NOT_UPDATABLE_HEADING,
     OUTSIDE_CHANGE_HEADING,
     OUTSIDE_CHANGE_NOTE,
@@ -21,7 +23,7 @@ from reconciler.output import (
     invite_urls_note,
     kept_warning,
     max_changes_warning,
-    not_updatable_note,
+    resend_note,
     shown_value,
     summary_line,
 )
@@ -42,12 +44,16 @@ from reconciler.safetext import escape, json_text, plural, redact, redact_and_es
 # ``TextRenderer`` (the plan) is one of these, so one renderer says both.
 
 
-def _id(change: InviteChange) -> str:
-    return redact_and_escape(change.id)
+def _id(invite: InviteChange | NotUpdatable) -> str:
+    return redact_and_escape(invite.id)
+
+
+def _where_from(invite: InviteChange | NotUpdatable) -> str:
+    return redact_and_escape(str(invite.source))
 
 
 def _where(change: InviteChange) -> str:
-    return f"{_id(change)}  ({redact_and_escape(str(change.source))})"
+    return f"{_id(change)}  ({_where_from(change)})"
 
 
 def stored_otherwise_text(part: StoredOtherwise) -> str:
@@ -58,11 +64,8 @@ def stored_otherwise_text(part: StoredOtherwise) -> str:
 
 
 def diverged_advice(change: InviteChange) -> str:
-    invite_id = redact_and_escape(change.id)
-    return (
-        f"write the platform's form in {redact_and_escape(str(change.source))} "
-        f"(or `reconcile adopt --target {invite_id}`)"
-    )
+    target = f"`reconcile adopt --target {_id(change)}`"
+    return f"write the platform's form in {_where_from(change)} (or {target})"
 
 
 def _shown_server(name: str, value: FieldValue | None) -> FieldValue | None:
@@ -270,9 +273,18 @@ class TextRenderer(ApplyLines, PlanRenderer):
         for status, group in by_status(plan.not_updatable).items():
             heading = f"{NOT_UPDATABLE_HEADING.capitalize()}: {redact_and_escape(status)}"
             yield self._style(heading, fg="magenta", bold=True) + "\n\n"
+            note = NOT_PENDING_NOTE.format(status=redact_and_escape(status))
             for invite in group:
-                note, fix = not_updatable_note(status), redact_and_escape(invite.fix)
-                yield self._set_apart("!", invite, note, f"\n    fix: {fix}") + "\n\n"
+                fix = NOT_UPDATABLE_FIX.format(source=_where_from(invite), invite_id=_id(invite))
+                yield (
+                    self._set_apart(
+                        "!",
+                        invite,
+                        f"{note}; these fields differ from the files:",
+                        f"\n    fix: {fix}",
+                    )
+                    + "\n\n"
+                )
         if plan.outside_change:
             heading = f"{OUTSIDE_CHANGE_HEADING.capitalize()}:"
             yield self._style(heading, fg="magenta", bold=True) + "\n\n"
@@ -325,7 +337,7 @@ class TextRenderer(ApplyLines, PlanRenderer):
         for name, subs in change.kept_riding_along.items():
             lines.append("    " + self._style(f"warning: {kept_warning(name, subs)}", fg="yellow"))
         if change.resend:
-            label = f"{redact_and_escape(change.resend_label)} (resendOnChange)"
+            label = f"{resend_note(change, redact_and_escape)} (resendOnChange)"
             lines.append("    " + self._style(label, fg="cyan", bold=True))
         elif change.address_changes_silently:
             lines.append(f"    {SILENT_ADDRESS_NOTE}")

@@ -114,12 +114,6 @@ class InviteChange:
         return self.patch
 
     @property
-    def resend_label(self) -> str:
-        """How every plan format says that this change e-mails the business."""
-        to = f" to {self.recipient}" if self.recipient else ""
-        return f"e-mails the invitation again{to}"
-
-    @property
     def address_changes_silently(self) -> bool:
         """The invite's e-mail address changes and no invitation goes to the new one."""
         return not self.resend and "email" in self.patch
@@ -189,13 +183,6 @@ class NotUpdatable:
         """As every output shows it: the server's values and status redacted."""
         status = redact(self.status)
         return replace(self, status=status, before=redacted_fields(self.before))
-
-    @property
-    def fix(self) -> str:
-        return (
-            f"remove it from {self.source}, or bring the file in line with "
-            f"`reconcile export {self.id}`"
-        )
 
 
 @dataclass(frozen=True)
@@ -301,13 +288,8 @@ class Plan:
     @property
     def summary(self) -> Summary:
         conflicts = len(self.conflicts)
-        return Summary(
-            len(self.changes) - conflicts,
-            self.unchanged,
-            len(self.failed),
-            self.resends,
-            conflicts,
-        )
+        changes, failed = len(self.changes), len(self.failed)
+        return Summary(changes - conflicts, self.unchanged, failed, self.resends, conflicts)
 
     @property
     def resends(self) -> int:
@@ -320,28 +302,21 @@ class Plan:
 
     def too_much_change(
         self, limit: int | None = None, resend_limit: int | None = None
-    ) -> TooMuchChange | TooManyResends | None:
+    ) -> TooMuchChange | None:
         """Why apply would refuse this plan under max_changes or max_resends.
 
         Each limit is the plan's own or the one given, whichever is lower: a saved plan
         keeps the limits it was reviewed under; a run may add stricter ones.
         """
-        binding = self._binding(self.max_changes, limit, len(self.changes))
-        if binding is not None:
-            return TooMuchChange(len(self.changes), binding[0], saved_limit=binding[1])
-        binding = self._binding(self.max_resends, resend_limit, self.resends)
-        if binding is not None:
-            return TooManyResends(self.resends, binding[0], saved_limit=binding[1])
+        for refusal, own, given, count in (
+            (TooMuchChange, self.max_changes, limit, len(self.changes)),
+            (TooManyResends, self.max_resends, resend_limit, self.resends),
+        ):
+            limits = [n for n in (own, given) if n is not None]
+            if limits and count > min(limits):
+                binding = min(limits)
+                return refusal(count, binding, saved_limit=self.saved and binding == own)
         return None
-
-    def _binding(self, own: int | None, given: int | None, count: int) -> tuple[int, bool] | None:
-        """The limit ``count`` passes and whether it is a saved plan's own; None if none."""
-        limits = [n for n in (own, given) if n is not None]
-        if not limits or count <= min(limits):
-            return None
-        binding = min(limits)
-        own_limit = binding == own and (given is None or given >= binding)
-        return binding, self.saved and own_limit
 
     def raise_if_unsafe(self, limit: int | None = None, resend_limit: int | None = None) -> None:
         """The one home of the max_changes and max_resends rules; raises their refusal."""

@@ -43,6 +43,7 @@ from reconciler.model.invite import (
     SourceLocation,
     kind_of,
 )
+from reconciler.output import NOT_UPDATABLE_FIX, resend_note
 from reconciler.plan.make import Reading, compare_invite, make_plan
 from reconciler.plan.model import field_changes
 from reconciler.plan.saved import to_document
@@ -137,7 +138,7 @@ def test_an_accepted_invite_that_differs_is_set_apart_never_changed():
     # Only what differs, and only the managed part of the contact.
     assert first.before == {"email": "old@x.example", "primaryContact": {"name": "Jane"}}
     assert first.after == {"email": "new@x.example", "primaryContact": {"name": "Janet"}}
-    assert first.fix == (
+    assert NOT_UPDATABLE_FIX.format(source=first.source, invite_id=first.id) == (
         "remove it from invites/a.yaml:12, or bring the file in line with "
         "`reconcile export inv_0001`"
     )
@@ -173,7 +174,7 @@ def test_a_list_rule_re_sends_only_for_a_listed_field_and_names_the_recipient():
     # The list goes with the change: apply re-sends only if the e-mail is stored as sent.
     assert change.resend_on == ("email",)
     assert not change.triggers_resend(["groups"]) and change.triggers_resend(["email"])
-    assert change.resend_label == "e-mails the invitation again to new@x.example"
+    assert resend_note(change, str) == "e-mails the invitation again to new@x.example"
     # Without the address changing, the invitation goes to the one the server holds.
     anything = make_plan(BASE, [(_with_rule(True, groups=["b"]), Done(server))])
     assert anything.changes[0].recipient == "old@x.example"
