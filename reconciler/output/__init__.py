@@ -156,7 +156,7 @@ def changed_since_summary(plan: Plan) -> str:
 CONFLICT_NOTE = (
     "changed on the platform since {ref}: apply leaves this invite alone unless --force-conflicts"
 )
-OUTSIDE_CHANGE_HEADING = "differs on the platform, not part of this change"
+OUTSIDE_CHANGE_HEADING = "Differs on the platform, not part of this change"
 OUTSIDE_CHANGE_NOTE = (
     "never written by this run; a full plan (without --changed-since) shows and fixes it"
 )
@@ -179,7 +179,7 @@ def max_changes_warning(plan: Plan) -> str | None:
     return None if problem is None else f"apply will refuse this plan: {problem.reason}"
 
 
-NOT_UPDATABLE_HEADING = "no longer updatable"
+NOT_UPDATABLE_HEADING = "No longer updatable"
 
 
 def by_status(invites: Iterable[NotUpdatable]) -> dict[str, list[NotUpdatable]]:

@@ -213,7 +213,7 @@ def _gitlab(env: Mapping[str, str], token: str, pull: bool) -> Place:
 
 
 def session_for(place: Place) -> requests.Session:
-    # The API client's session: no .netrc, its proxy and CA rules, a deadline on answers.
+    """The API client's session: no .netrc, its proxy and CA rules, a deadline on answers."""
     return make_session(place.api, GuardedAdapter())
 
 
@@ -295,6 +295,15 @@ def _me(session: requests.Session, place: Place) -> int:
     return me
 
 
+def _author(comment: Mapping[str, Any], key: str, shown: str) -> Mapping[str, Any]:
+    author = comment.get(key)
+    if author is None:  # a deleted account
+        return {}
+    if not isinstance(author, dict):
+        raise wrong_shape(shown, f'a comment\'s "{key}" is not an object')
+    return author
+
+
 def find_mine(session: requests.Session, place: Place) -> int | None:
     """The id of this tool's comment (its author the token's, GitHub: ``place.author``)."""
     github = place.platform == "github"
@@ -302,12 +311,10 @@ def find_mine(session: requests.Session, place: Place) -> int | None:
     key, field = ("user", "login") if github else ("author", "id")
     shown = f"GET {place.comments}"
     for comment in _pages(session, place):
-        text, author = comment.get("body"), comment.get(key)
+        text = comment.get("body")
         if not isinstance(text, str | None):
             raise wrong_shape(shown, 'a comment\'s "body" is not a string')
-        if not isinstance(author, dict | None):  # None: a deleted account
-            raise wrong_shape(shown, f'a comment\'s "{key}" is not an object')
-        if (author or {}).get(field) == me and MARKER in (text or ""):
+        if _author(comment, key, shown).get(field) == me and MARKER in (text or ""):
             mine = positive(comment.get("id"))
             if mine is None:
                 raise wrong_shape(shown, 'a comment\'s "id" is not a positive integer')
@@ -391,17 +398,21 @@ def _adopt_request(session: requests.Session, place: Place, base: str, me: int) 
     if not isinstance(found, list) or not all(isinstance(mr, dict) for mr in found):
         raise wrong_shape(shown, "not a list of merge requests")
     for mr in found:
-        author = mr.get("author")
-        if (
-            positive(mr.get("source_project_id")) == place.project_id
-            and positive(mr.get("target_project_id")) == place.project_id
-            and mr.get("source_branch") == ADOPT_BRANCH
-            and mr.get("target_branch") == base
-            and isinstance(author, dict)
-            and positive(author.get("id")) == me
-        ):
+        if _is_adopt_request(mr, place.project_id, base, me):
             iid = positive(mr.get("iid"))
             if iid is None:
                 raise wrong_shape(shown, 'a merge request\'s "iid" is not a positive integer')
             return iid
     return None
+
+
+def _is_adopt_request(mr: Mapping[str, Any], project_id: int, base: str, me: int) -> bool:
+    author = mr.get("author")
+    return (
+        positive(mr.get("source_project_id")) == project_id
+        and positive(mr.get("target_project_id")) == project_id
+        and mr.get("source_branch") == ADOPT_BRANCH
+        and mr.get("target_branch") == base
+        and isinstance(author, dict)
+        and positive(author.get("id")) == me
+    )

@@ -138,9 +138,7 @@ class MarkdownRenderer(PlanRenderer):
         if folded:
             yield page.add("</details>\n\n")
         if plan.outside_change:
-            yield page.add(
-                f"#### {OUTSIDE_CHANGE_HEADING.capitalize()}\n\n{OUTSIDE_CHANGE_NOTE}.\n\n"
-            )
+            yield page.add(f"#### {OUTSIDE_CHANGE_HEADING}\n\n{OUTSIDE_CHANGE_NOTE}.\n\n")
             outside = (self._set_apart(o.redacted()) for o in plan.outside_change)
             yield from page.fill("changes", outside, len(plan.outside_change))
         if page.left_out:
@@ -173,7 +171,7 @@ class MarkdownRenderer(PlanRenderer):
         """The section, a piece per invite: a status heading goes with its first invite, so
         the count left out counts invites and no heading is left without one."""
         for status, group in by_status(plan.not_updatable).items():
-            heading = f"#### {NOT_UPDATABLE_HEADING.capitalize()}: {_code(status)}\n\n"
+            heading = f"#### {NOT_UPDATABLE_HEADING}: {_code(status)}\n\n"
             note = f" · {NOT_PENDING_NOTE.format(status=_code(status))}."
             for invite in group:
                 where = _code(str(invite.source))
@@ -211,19 +209,22 @@ class MarkdownRenderer(PlanRenderer):
         for name, subs in change.kept_riding_along.items():
             table += f"> [!WARNING]\n> {kept_warning(name, subs, _code, _code)}\n\n"
         if change.conflicts:
-            at = _code(ref or "REF")
-            conflict = [
-                f"> [!CAUTION]\n> **Conflict**: {CONFLICT_NOTE.format(ref=at)}.\n",
-                f"| field | at {at} | on the platform | wanted |",
-                "|---|---|---|---|",
-            ]
-            conflict += [
-                f"| {_label(name)} | {_cell(was)} | {_cell(change.before.get(name))} | "
-                f"{_cell(change.patch[name])} |"
-                for name, was in change.conflicts.items()
-            ]
-            table = "\n".join(conflict) + "\n\n" + table
+            table = self._conflicts(change, ref) + table
         return f"#### {_title(change.id, change.name)}\n{' · '.join(notes)}\n\n" + table
+
+    def _conflicts(self, change: InviteChange, ref: str | None) -> str:
+        at = _code(ref or "REF")
+        rows = [
+            f"> [!CAUTION]\n> **Conflict**: {CONFLICT_NOTE.format(ref=at)}.\n",
+            f"| field | at {at} | on the platform | wanted |",
+            "|---|---|---|---|",
+        ]
+        rows += [
+            f"| {_label(name)} | {_cell(was)} | {_cell(change.before.get(name))} | "
+            f"{_cell(change.patch[name])} |"
+            for name, was in change.conflicts.items()
+        ]
+        return "\n".join(rows) + "\n\n"
 
     def _rows(self, change: FieldChange) -> list[str]:
         before, after, delta = change.before, change.after, change.delta

@@ -271,25 +271,22 @@ class TextRenderer(ApplyLines, PlanRenderer):
             heading = self._heading("!", failed.id, None, failed.source, "red")
             yield f"{heading}\n    {redact_and_escape(failed.message)}\n\n"
         for status, group in by_status(plan.not_updatable).items():
-            heading = f"{NOT_UPDATABLE_HEADING.capitalize()}: {redact_and_escape(status)}"
-            yield self._style(heading, fg="magenta", bold=True) + "\n\n"
+            yield self._section(f"{NOT_UPDATABLE_HEADING}: {redact_and_escape(status)}")
             note = NOT_PENDING_NOTE.format(status=redact_and_escape(status))
             for invite in group:
                 fix = NOT_UPDATABLE_FIX.format(source=_where_from(invite), invite_id=_id(invite))
-                yield (
-                    self._set_apart(
-                        "!",
-                        invite,
-                        f"{note}; these fields differ from the files:",
-                        f"\n    fix: {fix}",
-                    )
-                    + "\n\n"
-                )
+                note_fields = f"{note}; these fields differ from the files:"
+                yield self._set_apart("!", invite, note_fields, f"\n    fix: {fix}")
         if plan.outside_change:
-            heading = f"{OUTSIDE_CHANGE_HEADING.capitalize()}:"
-            yield self._style(heading, fg="magenta", bold=True) + "\n\n"
+            yield self._section(f"{OUTSIDE_CHANGE_HEADING}:")
             for outside in map(OutsideChange.redacted, plan.outside_change):
-                yield self._set_apart("?", outside, f"{OUTSIDE_CHANGE_NOTE}:") + "\n\n"
+                yield self._set_apart("?", outside, f"{OUTSIDE_CHANGE_NOTE}:")
+        yield self._footer(plan)
+
+    def _section(self, heading: str) -> str:
+        return self._style(heading, fg="magenta", bold=True) + "\n\n"
+
+    def _footer(self, plan: Plan) -> str:
         footer = []
         warning = max_changes_warning(plan)
         if warning:
@@ -300,7 +297,7 @@ class TextRenderer(ApplyLines, PlanRenderer):
         if urls:
             footer.append(f"{urls}.")
         footer.append(summary_line(plan))
-        yield "\n".join(footer) + "\n"
+        return "\n".join(footer) + "\n"
 
     def _heading(
         self, mark: str, invite_id: str, name: str | None, source: SourceLocation | None, fg: str
@@ -350,7 +347,7 @@ class TextRenderer(ApplyLines, PlanRenderer):
         lines = [self._heading(mark, invite.id, invite.name, invite.source, "magenta")]
         lines.append(f"    {note}")
         lines += [f"      {line}" for field in invite.field_changes for line in self._field(field)]
-        return "\n".join(lines) + tail
+        return "\n".join(lines) + tail + "\n\n"
 
     def _field(self, change: FieldChange) -> list[str]:
         name = redact_and_escape(change.field)

@@ -101,14 +101,7 @@ def _place(
     patch = compare_invite(wanted, current.fields)
     conflicts: Fields = {}
     if changed is not None and patch:
-        # Of a change: only the fields it touched are planned; the others are listed.
-        untouched = [f for f in patch if f not in changed.fields]
-        if untouched:
-            plan.outside_change.append(
-                OutsideChange(*_set_apart(desired, wanted, current, untouched))
-            )
-        patch = {f: v for f, v in patch.items() if f in changed.fields}
-        conflicts = _conflicts(patch, current, changed)
+        patch, conflicts = _of_change(plan, desired, wanted, current, changed, patch)
     if not patch:
         plan.unchanged += 1
     elif current.is_pending:
@@ -148,6 +141,22 @@ def _change(
         kept=kept,
         resend_on=rule if isinstance(rule, tuple) and resend else None,
     )
+
+
+def _of_change(
+    plan: Plan,
+    desired: DesiredInvite,
+    wanted: Fields,
+    current: CurrentInvite,
+    changed: ChangedEntry,
+    patch: Fields,
+) -> tuple[Fields, Fields]:
+    """The part of ``patch`` the change touched, and its conflicts; the rest is listed."""
+    untouched = [f for f in patch if f not in changed.fields]
+    if untouched:
+        plan.outside_change.append(OutsideChange(*_set_apart(desired, wanted, current, untouched)))
+    patch = {f: v for f, v in patch.items() if f in changed.fields}
+    return patch, _conflicts(patch, current, changed)
 
 
 def _conflicts(patch: Fields, current: CurrentInvite, changed: ChangedEntry) -> Fields:
