@@ -19,7 +19,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from reconciler.errors import ReconcilerError
 from reconciler.files import TooLarge, invite_schema_path, read_regular, resource_path, write_output
@@ -51,6 +51,7 @@ MAX_PLAN_BYTES = 128 * 1024 * 1024  # some 200,000 changes; a real plan is far s
 MAX_PLAN_DEPTH = 64  # a plan nests about 6 deep; a server's odd values get room to spare
 _WHAT = "a plan file"
 _NEW_PLAN = "Make and review a new plan with `reconcile plan --out FILE`."
+_R = TypeVar("_R")
 
 
 # -- writing ---------------------------------------------------------------------------------
@@ -287,16 +288,15 @@ def load_signed_plan(path: str, secret: str | None) -> Plan:
             "(RECONCILER_CLIENT_SECRET); nothing was changed"
         )
     outcome = check(document, secret)
-    if outcome == SignatureCheck.UNSIGNED:
-        raise ReconcilerError(
-            f"{escape(path)}: refusing the plan, nothing was changed: it is not signed "
-            f"(format_version {document['format_version']}). {_NEW_PLAN}"
-        )
     if outcome != SignatureCheck.VALID:
+        why = (
+            f"it is not signed (format_version {document['format_version']})"
+            if outcome == SignatureCheck.UNSIGNED
+            else "its signature does not verify with this client secret: the plan was "
+            "altered, or made with another credential"
+        )
         raise ReconcilerError(
-            f"{escape(path)}: refusing the plan, nothing was changed: its signature does not "
-            "verify with this client secret: the plan was altered, or made with another "
-            f"credential. {_NEW_PLAN}"
+            f"{escape(path)}: refusing the plan, nothing was changed: {why}. {_NEW_PLAN}"
         )
     return plan_from_document(document, path)
 
@@ -310,20 +310,14 @@ def plan_from_document(document: dict[str, Any], path: str) -> Plan:
         max_changes=document.get("max_changes"),
         max_resends=document.get("max_resends"),
         unchanged=document["summary"]["unchanged"],
-        changes=[read.change(c, f"changes/{i}") for i, c in enumerate(document["changes"])],
-        failed=[read.failed(e) for e in document["errors"]],
-        not_updatable=[
-            read.not_updatable(n, f"not_updatable/{i}")
-            for i, n in enumerate(document.get("not_updatable", []))
-        ],
+        changes=read.each(document, "changes", read.change),
+        failed=read.each(document, "errors", read.failed),
+        not_updatable=read.each(document, "not_updatable", read.not_updatable),
         format_version=document["format_version"],
         signature=document.get("signature"),
         saved=True,
         changed_since=document.get("changed_since"),
-        outside_change=[
-            read.outside(o, f"out_of_scope/{i}")
-            for i, o in enumerate(document.get("out_of_scope", []))
-        ],
+        outside_change=read.each(document, "out_of_scope", read.outside),
         not_read=document.get("not_read"),
         invite_urls=document.get("invite_urls"),
     )
@@ -333,15 +327,13 @@ def _kept(data: dict[str, Any], patch: Fields, before: HeldFields) -> dict[str, 
     """The sub-fields each object field's PATCH carries from the platform: as saved, or in a
     plan saved before they were, those it carries at the platform's value."""
     if "kept" in data:
-        return {
-            name: tuple(subs)
-            for name, subs in data["kept"].items()
-            if name in patch and isinstance(patch[name], Contact)
-        }
-    at_platform_value = {
-        name: _at_held_value(value, before.get(name)) for name, value in patch.items()
+        kept = data["kept"].items()
+        return {name: tuple(subs) for name, subs in kept if isinstance(patch.get(name), Contact)}
+    return {
+        name: subs
+        for name, value in patch.items()
+        if (subs := _at_held_value(value, before.get(name)))
     }
-    return {name: subs for name, subs in at_platform_value.items() if subs}
 
 
 def _at_held_value(value: object, held: object) -> tuple[str, ...]:
@@ -357,9 +349,7 @@ _SOURCE = re.compile(r"(.+):([1-9][0-9]*)", re.DOTALL)
 
 def _source(text: str) -> SourceLocation:
     match = _SOURCE.fullmatch(text)
-    if match is None:
-        return SourceLocation(text, 0)
-    return SourceLocation(match.group(1), int(match.group(2)))
+    return SourceLocation(text, 0) if match is None else SourceLocation(match[1], int(match[2]))
 
 
 class _Records:
@@ -367,6 +357,12 @@ class _Records:
 
     def __init__(self, path: str) -> None:
         self.path = path
+
+    def each(
+        self, document: dict[str, Any], key: str, record: Callable[[dict[str, Any], str], _R]
+    ) -> list[_R]:
+        """The records of the list ``key`` (none when a plan of its version has none)."""
+        return [record(data, f"{key}/{i}") for i, data in enumerate(document.get(key, []))]
 
     def change(self, data: dict[str, Any], where: str) -> InviteChange:
         patch = self.fields(data["patch"], f"{where}/patch")
@@ -398,7 +394,7 @@ class _Records:
         got = self.outside(data, where)  # the same record, with a status
         return NotUpdatable(got.id, got.source, got.name, data["status"], got.before, got.after)
 
-    def failed(self, data: dict[str, Any]) -> FailedInvite:
+    def failed(self, data: dict[str, Any], where: str) -> FailedInvite:
         return FailedInvite(
             data["id"],
             _source(data["source"]),
