@@ -463,20 +463,6 @@ def _line_col(text: str, offset: int) -> tuple[int, int]:
     return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
 
 
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            raise _DuplicateKey(key)
-        result[key] = value
-    return result
-
-
-class _DuplicateKey(Exception):
-    def __init__(self, key: str) -> None:
-        self.key = key
-
-
 def loads_bounded(text: str, path: str, max_depth: int, what: str) -> Any:
     """``text`` parsed, or a ReconcilerError naming ``path`` (and line:col where known)."""
     where = escape(path)
@@ -484,15 +470,22 @@ def loads_bounded(text: str, path: str, max_depth: int, what: str) -> Any:
     if offset is not None:
         line, col = _line_col(text, offset)
         raise ReconcilerError(f"{where}:{line}:{col}: nested too deeply (limit {max_depth})")
+
+    def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        result: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in result:
+                shown = escape(json.dumps(key, ensure_ascii=False))
+                raise ReconcilerError(f"{where}: not {what} (key {shown} appears twice)")
+            result[key] = value
+        return result
+
     try:
-        return json.loads(text, object_pairs_hook=_unique_keys)
+        return json.loads(text, object_pairs_hook=unique_keys)
     except json.JSONDecodeError as exc:
         raise ReconcilerError(
             f"{where}:{exc.lineno}:{exc.colno}: not {what} (invalid JSON: {exc.msg})"
         ) from None
-    except _DuplicateKey as exc:
-        key = escape(json.dumps(exc.key, ensure_ascii=False))
-        raise ReconcilerError(f"{where}: not {what} (key {key} appears twice)") from None
     except (ValueError, RecursionError) as exc:  # absurd numbers
         raise ReconcilerError(f"{where}: not {what} ({type(exc).__name__})") from None
 
