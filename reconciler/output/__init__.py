@@ -126,31 +126,23 @@ class Stdout:
 
 def summary_line(plan: Plan) -> str:
     s = plan.summary
-    line = f"Plan: {s.update} to update"
-    if s.resend:
-        # The one part that cannot be undone is counted apart from field changes.
-        line += f" ({plural(s.resend, 'invitation')} e-mailed again)"
+    # The one part that cannot be undone is counted apart from field changes.
+    resent = f" ({plural(s.resend, 'invitation')} e-mailed again)" if s.resend else ""
+    parts = [f"{s.update} to update{resent}"]
     if s.conflict:
         # Never counted as an update: apply writes nothing to an invite in conflict.
-        line += f", {plural(s.conflict, 'conflict')} (not written)"
-    line += f", {s.unchanged} unchanged, {plural(s.failed, 'error')}"
+        parts.append(f"{plural(s.conflict, 'conflict')} (not written)")
+    parts += [f"{s.unchanged} unchanged", plural(s.failed, "error")]
     if plan.not_updatable:
-        line += f", {len(plan.not_updatable)} no longer updatable"
-    return line + changed_since_summary(plan) + "."
-
-
-def changed_since_summary(plan: Plan) -> str:
-    """A plan of a change's own counts: conflicts, drift left alone, invites not read."""
-    if plan.changed_since is None:
-        return ""
-    parts = []
-    if plan.outside_change:
-        parts.append(f"{plural(len(plan.outside_change), 'invite')} differing outside the change")
-    parts.append(
-        f"{plural(plan.not_read or 0, 'invite')} not read (not changed since "
-        f"{redact_and_escape(plan.changed_since)})"
-    )
-    return ", " + ", ".join(parts)
+        parts.append(f"{len(plan.not_updatable)} no longer updatable")
+    if plan.changed_since is not None:  # a plan of a change's own counts
+        if plan.outside_change:
+            parts.append(
+                f"{plural(len(plan.outside_change), 'invite')} differing outside the change"
+            )
+        since = redact_and_escape(plan.changed_since)
+        parts.append(f"{plural(plan.not_read or 0, 'invite')} not read (not changed since {since})")
+    return f"Plan: {', '.join(parts)}."
 
 
 CONFLICT_NOTE = (
