@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from dataclasses import field as dataclass_field
 from datetime import UTC, datetime
 from typing import NamedTuple
 
@@ -72,11 +71,11 @@ class InviteChange:
     # A plan of a change (--changed-since REF): each patched field the platform changed
     # since REF, with its value at REF. apply leaves the invite alone unless
     # --force-conflicts.
-    conflicts: Fields = dataclass_field(default_factory=dict)
+    conflicts: Fields = field(default_factory=dict)
     # Of an object field the PATCH replaces whole: the sub-fields it carries from the
     # platform because the files do not manage them (a contact's phone). Shown in every
     # plan format, checked before the write like the rest.
-    kept: Mapping[str, tuple[str, ...]] = dataclass_field(default_factory=dict)
+    kept: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     # The fields whose update, stored as sent, re-sends the invitation (resendOnChange's
     # list form); None: any of them (`true`).
     resend_on: tuple[str, ...] | None = None
@@ -196,7 +195,7 @@ class FailedInvite:
     request_id: str | None = None
     # What to do about it, when the HTTP status alone would advise wrongly (a re-send
     # that may have gone out must never be advised to be tried again). Never saved.
-    advice: str | None = dataclass_field(default=None, compare=False)
+    advice: str | None = field(default=None, compare=False)
 
     def redacted(self) -> FailedInvite:
         """As every output shows it: the server's message and requestId redacted."""
