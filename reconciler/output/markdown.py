@@ -35,9 +35,8 @@ from reconciler.plan.model import (
     FailedInvite,
     FieldChange,
     InviteChange,
-    NotUpdatable,
-    OutsideChange,
     Plan,
+    SetApart,
 )
 from reconciler.safetext import escape, json_text, plural, redact
 
@@ -179,9 +178,7 @@ class MarkdownRenderer(PlanRenderer):
                 yield heading + self._set_apart(invite, note, f"Fix: {fix}.\n\n")
                 heading = ""
 
-    def _set_apart(
-        self, invite: NotUpdatable | OutsideChange, note: str = "", tail: str = ""
-    ) -> str:
+    def _set_apart(self, invite: SetApart, note: str = "", tail: str = "") -> str:
         """An invite that differs and that apply leaves alone: a table of its fields."""
         rows = ["| field | on the platform | in the files |", "|---|---|---|"]
         rows += [row for field in invite.field_changes for row in self._rows(field)]

@@ -35,6 +35,7 @@ from reconciler.plan.model import (
     NotUpdatable,
     OutsideChange,
     Plan,
+    SetApart,
 )
 from reconciler.plan.write_check import StoredOtherwise
 from reconciler.safetext import escape, json_text, plural, redact, redact_and_escape
@@ -340,9 +341,7 @@ class TextRenderer(ApplyLines, PlanRenderer):
             lines.append(f"    {SILENT_ADDRESS_NOTE}")
         return "\n".join(lines)
 
-    def _set_apart(
-        self, mark: str, invite: NotUpdatable | OutsideChange, note: str, tail: str = ""
-    ) -> str:
+    def _set_apart(self, mark: str, invite: SetApart, note: str, tail: str = "") -> str:
         """An invite that differs and that apply leaves alone: why, and each field."""
         lines = [self._heading(mark, invite.id, invite.name, invite.source, "magenta")]
         lines.append(f"    {note}")

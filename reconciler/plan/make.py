@@ -107,9 +107,9 @@ def _place(
     elif current.is_pending:
         plan.changes.append(_change(desired, wanted, current, patch, conflicts))
     else:
-        invite_id, source, name, before, after = _set_apart(desired, wanted, current, list(patch))
         status = current.status or "in an unknown state"
-        plan.not_updatable.append(NotUpdatable(invite_id, source, name, status, before, after))
+        set_apart = _set_apart(desired, wanted, current, list(patch))
+        plan.not_updatable.append(NotUpdatable(*set_apart, status))
 
 
 def _set_apart(

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import NamedTuple
+from typing import NamedTuple, Self
 
 from reconciler.errors import ReconcilerError
 from reconciler.model.invite import (
@@ -142,46 +142,39 @@ class InviteChange:
 
 
 @dataclass(frozen=True)
-class OutsideChange:
-    """Fields that differ on the platform but that the change planned did not touch.
-
-    Listed, never written: a full plan (no --changed-since) shows and fixes them.
-    """
+class SetApart:
+    """An invite that differs from the files and that apply leaves alone."""
 
     id: str
     source: SourceLocation
     name: str | None
-    before: HeldFields  # the server's values of the differing fields
+    before: HeldFields  # the part of the server's values of the differing fields the files manage
     after: Fields  # what the files say
 
     @property
     def field_changes(self) -> list[FieldChange]:
         return field_changes(self.before, self.after)
 
-    def redacted(self) -> OutsideChange:
+    def redacted(self) -> Self:
         """As every output shows it: the server's values redacted, the files' as written."""
         return replace(self, before=redacted_fields(self.before))
 
 
 @dataclass(frozen=True)
-class NotUpdatable:
+class OutsideChange(SetApart):
+    """Fields that differ on the platform but that the change planned did not touch: a full
+    plan (no --changed-since) shows and fixes them."""
+
+
+@dataclass(frozen=True)
+class NotUpdatable(SetApart):
     """An invite that differs from git but is no longer pending: never patched."""
 
-    id: str
-    source: SourceLocation
-    name: str | None
     status: str
-    before: HeldFields  # the server's values of the differing fields
-    after: Fields  # what the files ask for
 
-    @property
-    def field_changes(self) -> list[FieldChange]:
-        return field_changes(self.before, self.after)
-
-    def redacted(self) -> NotUpdatable:
-        """As every output shows it: the server's values and status redacted."""
-        status = redact(self.status)
-        return replace(self, status=status, before=redacted_fields(self.before))
+    def redacted(self) -> Self:
+        """Its status redacted too: the server's."""
+        return replace(super().redacted(), status=redact(self.status))
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,7 @@ from reconciler.plan.model import (
     NotUpdatable,
     OutsideChange,
     Plan,
+    SetApart,
 )
 from reconciler.safetext import escape, escape_json_text, redact, redact_and_escape
 
@@ -133,7 +134,7 @@ def _readable_size(chunks: Iterable[str], path: str) -> Iterator[str]:
         yield chunk
 
 
-def _differing_json(invite: InviteChange | OutsideChange | NotUpdatable) -> dict[str, JsonValue]:
+def _differing_json(invite: InviteChange | SetApart) -> dict[str, JsonValue]:
     # The source is cli.md's "path:line", shown as every message shows it (the path escaped).
     record: dict[str, JsonValue] = {"id": invite.id, "name": invite.name}
     record["source"] = str(invite.source)
@@ -392,7 +393,7 @@ class _Records:
 
     def not_updatable(self, data: dict[str, Any], where: str) -> NotUpdatable:
         got = self.outside(data, where)  # the same record, with a status
-        return NotUpdatable(got.id, got.source, got.name, data["status"], got.before, got.after)
+        return NotUpdatable(got.id, got.source, got.name, got.before, got.after, data["status"])
 
     def failed(self, data: dict[str, Any], where: str) -> FailedInvite:
         return FailedInvite(
