@@ -102,7 +102,8 @@ class ApplyLines:
         return click.style(text, **style) if self.color else text  # type: ignore[arg-type]
 
     def _label(self, word: str, fg: str) -> str:
-        """An outcome's word, coloured, and the room that lines up what follows it."""
+        """An outcome's word, coloured, and the room that lines up what follows it (the
+        width of "not started" and two spaces; a longer word is followed by two)."""
         return self._style(word, fg=fg) + " " * max(2, 13 - len(word))
 
     def apply_result(self, result: ChangeResult) -> str:
@@ -123,7 +124,7 @@ class ApplyLines:
             line = (
                 f"{self._label('update unknown', 'red')}{where}: {error}; the server may have "
                 "applied it. Check before applying again "
-                f"(reconcile plan --target {redact_and_escape(change.id)})"
+                f"(reconcile plan --target {_id(change)})"
             )
             if change.resend:  # due after the update, which may have been made
                 line += f"\n{self._label('not re-sent', 'red')}{_id(change)}: "
