@@ -368,11 +368,8 @@ class _Records:
     def change(self, data: dict[str, Any], where: str) -> InviteChange:
         patch = self.fields(data["patch"], f"{where}/patch")
         before = self.held(data["before"], f"{where}/before", patch)
-        if "recipient" in data:
-            recipient = data["recipient"] if isinstance(data["recipient"], str) else None
-        else:  # saved before plans named the recipient: the updated address, if any
-            email = patch.get("email")
-            recipient = email if isinstance(email, str) else None
+        # Saved before plans named the recipient: the updated address, if any.
+        recipient = data["recipient"] if "recipient" in data else patch.get("email")
         return InviteChange(
             data["id"],
             _source(data["source"]),
@@ -380,7 +377,7 @@ class _Records:
             before,
             patch,
             data["resend"],
-            recipient=recipient if data["resend"] else None,
+            recipient=recipient if data["resend"] and isinstance(recipient, str) else None,
             conflicts=self.fields(data.get("conflicts") or {}, f"{where}/conflicts"),
             kept=_kept(data, patch, before),
             resend_on=tuple(data["resend_on"]) if data["resend"] and "resend_on" in data else None,
