@@ -278,7 +278,7 @@ def read_current(
     ``parallelism``: a fixed number in flight, or a limiter (``capacity_for(settings)``).
     """
     for invite, outcome in ordered_map(
-        lambda i: client.get_invite(i.id), invites, parallelism, stop, inline=True
+        lambda i: client.get_invite(i.id), invites, parallelism, stop
     ):
         if on_read is not None and not isinstance(outcome, NotRun):
             on_read(isinstance(outcome, Failed))  # an invite never read is not counted
