@@ -685,7 +685,7 @@ class Exchange:
             if answer.error is None:
                 self._accepted, self._block_on = True, False
                 return answer
-            answer = self._gateway_forbidden(answer, answer.error)
+            answer = self._gateway_forbidden(answer)
             error = answer.error
             if isinstance(error, GatewayForbidden) and method != "GET" and not block_on:
                 why = self._unconfirmed(confirm)
@@ -706,12 +706,10 @@ class Exchange:
         """Whether an endpoint's own pacer still paces it (see ``call``)."""
         return self.settings.max_rate is None and not self._pacer.blocked
 
-    def _gateway_forbidden(self, answer: Answer, error: ApiError) -> Answer:
+    def _gateway_forbidden(self, answer: Answer) -> Answer:
         """``answer`` with its 403 told for what it is: a gateway's refusal when it is not
         the platform's (``GatewayForbidden.of``) and a token of this run was accepted."""
-        if not self._accepted:
-            return answer
-        gateway = GatewayForbidden.of(error)
+        gateway = GatewayForbidden.of(answer.error) if self._accepted and answer.error else None
         return answer if gateway is None else answer._replace(error=gateway)
 
     def _unconfirmed(self, confirm: str | None) -> str | None:
@@ -728,8 +726,7 @@ class Exchange:
         except ApiError as failed:
             log.debug("GET %s (to confirm a block) -> %s", confirm, type(failed).__name__)
             return f"the read sent right after it to confirm a block got no answer ({failed})"
-        if answer.error is not None:
-            answer = self._gateway_forbidden(answer, answer.error)
+        answer = self._gateway_forbidden(answer)
         log.debug("GET %s (to confirm a block) -> %s", confirm, answer.status)
         if isinstance(answer.error, GatewayForbidden):
             return None
@@ -983,7 +980,7 @@ class Exchange:
             said[0] = OAuthError.of(answer.body) if answer.error is not None else None
             if answer.error is not None and said[0] is None:
                 # A token renewed inside a gateway's block: refused like any request.
-                answer = self._gateway_forbidden(answer, answer.error)
+                answer = self._gateway_forbidden(answer)
             return answer
 
         try:
