@@ -1,10 +1,10 @@
 """ApiClient: the platform's operations on invites, each attempt bounded in time
 and size, retried only when that is safe, failing with errors that say what
 happened; and ``read_current``, the server's copy of each desired invite read with
-bounded concurrency. The rules live beside it in ``http/``: ``network`` (the session,
-where requests may go, network failures), ``auth`` (the token), ``exchange`` (the turn
-and the retries), ``attempt`` (one exchange on the wire), ``answer`` (reading what came
-back).
+bounded concurrency. The rules live beside it: ``network`` (the session, where
+requests may go, network failures), ``auth`` (the token), ``exchange`` (one request:
+its turn, attempts, answers and retries), ``capacity`` (the pace and the number in
+flight), ``concurrency`` (calls in item order).
 """
 
 from __future__ import annotations

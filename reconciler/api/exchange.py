@@ -1,28 +1,17 @@
-"""The one place that reads an answer: bounded in size and time, parsed once,
-checked against the envelope, and turned into the error its status calls for
-(github3.py's way), with what the server said in words (its message, an error page's
-title, an RFC 6750 challenge), its requestId, Retry-After and details.
+"""One request, start to finish: a turn from the pacer, attempts bounded in time and
+size, retries as ``decide_retry`` says, and the token fetched on the way.
 
-Every string taken from the server (message, per-field problems, requestId,
-a redirect's host) is redacted and escaped
-(``safetext.redact_and_escape``) before it is kept, and bounded.
+An attempt is prepared against the base URL, sent without redirects, and cut at its
+deadline (which a retry shortens to what is left of its budget). No socket timeout
+bounds the start of an answer (a server may send its headers a byte at a time), so
+while an attempt waits for one, a timer thread stands ready to shut the socket down at
+the deadline; the body is read in ``read_body``, which checks the deadline itself.
 
-One HTTP attempt, whole answer included, bounded in time and size.
-
-Everything about a single exchange on the wire: the request prepared against the
-base URL, sent without redirects, cut at the attempt's deadline (which a retry
-shortens to what is left of its budget), and the answer read within its limits.
-What to do with the answer (retry, pace, refresh the token) is ``exchange``'s.
-
-A deadline for the start of an answer, which no socket timeout gives: a socket timeout
-bounds each read, so a server that sends its status line and headers a byte at a time
-holds a worker for as long as it likes. While an attempt waits for an answer to begin,
-a timer thread stands ready to shut the socket down at the attempt's deadline; the
-blocked read then ends. (The body is read in ``answer.read_body``, which
-checks the deadline itself.)
-
-One request, start to finish: a turn from the pacer, attempts bounded in time
-and size, retries as ``decide_retry`` says, and the token fetched on the way.
+The answer is read once, bounded, checked against the envelope and turned into the
+error its status calls for (github3.py's way), with what the server said in words (its
+message, an error page's title, an RFC 6750 challenge), its requestId, Retry-After and
+details. Every string taken from the server is redacted, escaped and bounded before it
+is kept.
 
 Whether to try a failed request again, and after how long, is a pure function
 (``decide_retry``): it sees only the error, how many attempts were made and how much
