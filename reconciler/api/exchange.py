@@ -4,8 +4,9 @@ size, retries as ``decide_retry`` says, and the token fetched on the way.
 An attempt is prepared against the base URL, sent without redirects, and cut at its
 deadline (which a retry shortens to what is left of its budget). No socket timeout
 bounds the start of an answer (a server may send its headers a byte at a time), so
-while an attempt waits for one, a timer thread stands ready to shut the socket down at
-the deadline; the body is read in ``read_body``, which checks the deadline itself.
+while an attempt waits for one, one shared watchdog thread stands ready to shut the
+socket down at the deadline; the body is read in ``read_body``, which checks the
+deadline itself.
 
 The answer is read once, bounded, checked against the envelope and turned into the
 error its status calls for (github3.py's way), with what the server said in words (its
@@ -23,8 +24,11 @@ from __future__ import annotations
 import contextvars
 import html
 import http.client
+import itertools
 import json
 import logging
+import math
+import os
 import re
 import socket
 import threading
@@ -462,21 +466,13 @@ class Attempts:
 class AttemptDeadline:
     def __init__(self, seconds: float) -> None:
         self.at = time.monotonic() + seconds
-        self.expired = False  # the deadline cut an answer off
+        self.expired = False  # the watchdog cut an answer off
 
     def shut_down(self, sock: socket.socket) -> None:
         """End the attempt: the blocked read returns and the answer counts as cut off."""
         self.expired = True
         with suppress(OSError):  # already closed: nothing left to cut
             sock.shutdown(socket.SHUT_RDWR)
-
-    def watch(self, sock: socket.socket) -> threading.Timer:
-        """A thread that shuts ``sock`` down at the deadline unless cancelled first; a
-        daemon, so a deadline still pending never keeps a process alive."""
-        timer = threading.Timer(max(self.at - time.monotonic(), 0.0), self.shut_down, (sock,))
-        timer.name, timer.daemon = "deadline", True
-        timer.start()
-        return timer
 
 
 _CURRENT: contextvars.ContextVar[AttemptDeadline | None] = contextvars.ContextVar(
@@ -495,6 +491,62 @@ def attempt_deadline(seconds: float) -> Iterator[AttemptDeadline]:
         _CURRENT.reset(token)
 
 
+class _Watchdog:
+    """One thread running each armed action at its time, unless it was disarmed first.
+
+    The thread is woken only by an action due before the one it sleeps until: attempts
+    share one allowance, so a new deadline is almost always the latest, and waking the
+    thread for each would cost every request a thread switch. A timer thread per attempt
+    (threading.Timer) instead made a plan of 3,000 invites at no latency cost 0.98 ms of
+    CPU an invite against 0.69 (benchmarks c), near the 1.0 ms it must stay under.
+    """
+
+    def __init__(self) -> None:
+        self.start_afresh()
+
+    def start_afresh(self) -> None:
+        """Forget every action and the thread: for a new watchdog, or in a forked child."""
+        self._wake = threading.Condition()
+        self._armed: dict[int, tuple[float, Callable[[], None]]] = {}  # at most one a worker
+        self._keys = itertools.count()
+        self._thread: threading.Thread | None = None
+        self._sleeps_until = math.inf
+
+    def arm(self, at: float, action: Callable[[], None]) -> int:
+        with self._wake:
+            key = next(self._keys)
+            self._armed[key] = (at, action)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="deadline", daemon=True)
+                self._thread.start()
+            elif at < self._sleeps_until:
+                self._wake.notify()
+        return key
+
+    def disarm(self, key: int) -> None:
+        with self._wake:
+            self._armed.pop(key, None)
+
+    def _run(self) -> None:
+        with self._wake:
+            while True:
+                due = min(self._armed.items(), key=lambda item: item[1][0], default=None)
+                self._sleeps_until = due[1][0] if due else math.inf
+                wait = self._sleeps_until - time.monotonic()
+                if due is None or wait > 0:
+                    self._wake.wait(None if due is None else wait)
+                    continue
+                del self._armed[due[0]]
+                due[1][1]()
+
+
+_WATCHDOG = _Watchdog()
+# A forked child has the watchdog's state but not its thread, so no deadline would
+# ever fire there; and the parent's pending cuts are not the child's to make.
+if hasattr(os, "register_at_fork"):  # not on Windows, which cannot fork
+    os.register_at_fork(after_in_child=_WATCHDOG.start_afresh)
+
+
 class _Guarded:
     """Mixed into urllib3's connections: the wait for an answer has a deadline."""
 
@@ -505,11 +557,11 @@ class _Guarded:
         sock = self.sock
         if deadline is None or sock is None:
             return super().getresponse()  # type: ignore[misc]
-        timer = deadline.watch(sock)
+        key = _WATCHDOG.arm(deadline.at, lambda: deadline.shut_down(sock))
         try:
             return super().getresponse()  # type: ignore[misc]
         finally:
-            timer.cancel()
+            _WATCHDOG.disarm(key)
 
 
 class _HTTPConnection(_Guarded, HTTPConnection):

@@ -1,6 +1,6 @@
 """Attempts: one HTTP exchange on the wire, its answer read whole, failures named.
 
-The attempt deadline: its timer cuts what is due, never what was cancelled, and a
+The attempt deadline: its watchdog cuts what is due, never what was disarmed, and a
 real connection whose answer has not begun by then is cut, directly or through a proxy.
 """
 
@@ -27,9 +27,11 @@ from support.loopback import serving
 from reconciler.api.client import ApiClient
 from reconciler.api.exceptions import ApiError, TransportError
 from reconciler.api.exchange import (
+    _WATCHDOG,
     AttemptDeadline,
     Attempts,
     GuardedAdapter,
+    _Watchdog,
     attempt_deadline,
 )
 from reconciler.api.network import make_session, parse_base_url
@@ -92,13 +94,61 @@ def test_cutting_an_attempt_ends_a_blocked_read() -> None:
     reader = threading.Thread(target=lambda: got.append(left.recv(10)))
     reader.start()
 
-    deadline.watch(left)
+    _Watchdog().arm(deadline.at, lambda: deadline.shut_down(left))
     reader.join(10)
 
     assert not reader.is_alive() and got == [b""]  # the read ended, empty-handed
     assert deadline.expired
     left.close()
     right.close()
+
+
+# -- the watchdog's order and wake-ups --------------------------------------------------
+
+
+def test_an_earlier_deadline_armed_later_wakes_the_watchdog() -> None:
+    watchdog = _Watchdog()
+    early = threading.Event()
+    now = time.monotonic()
+    watchdog.arm(now + 30, lambda: None)  # the thread now sleeps until this one
+    time.sleep(0.05)
+
+    watchdog.arm(time.monotonic() + 0.05, early.set)
+
+    assert early.wait(5), "an earlier deadline waited behind a later one"
+
+
+def test_actions_run_in_the_order_of_their_times_never_before_and_disarmed_ones_never() -> None:
+    watchdog = _Watchdog()
+    ran: list[tuple[str, float]] = []
+    done = threading.Event()
+    now = time.monotonic()
+
+    def second() -> None:
+        ran.append(("second", time.monotonic()))
+        done.set()
+
+    watchdog.disarm(watchdog.arm(now + 0.01, lambda: ran.append(("disarmed", 0.0))))
+    watchdog.disarm(watchdog.arm(now + 0.02, lambda: ran.append(("disarmed", 0.0))))
+    watchdog.arm(now + 0.15, second)
+    watchdog.arm(now + 0.1, lambda: ran.append(("first", time.monotonic())))
+
+    assert done.wait(10)  # disarmed entries ahead of it held back no due one
+    assert [name for name, _ in ran] == ["first", "second"]  # by their times, not arming
+    assert ran[0][1] >= now + 0.1 and ran[1][1] >= now + 0.15  # never before their time
+
+
+def test_disarmed_entries_do_not_pile_up_while_the_thread_sleeps() -> None:
+    # Each attempt arms a deadline the full allowance away and disarms it when the
+    # answer begins: the thread, asleep until the first of them, sweeps none of them.
+    watchdog = _Watchdog()
+    far = time.monotonic() + 600
+
+    for n in range(10_000):
+        watchdog.disarm(watchdog.arm(far + n, lambda: None))
+    kept = watchdog.arm(far + 10_000, lambda: None)
+
+    assert list(watchdog._armed) == [kept]
 
 
 # -- through a real HTTP connection -------------------------------------------------------
@@ -200,7 +250,7 @@ def test_an_answer_in_time_disarms_the_deadline_and_its_connection_is_kept() -> 
             with attempt_deadline(5) as second:
                 assert session.get(url, timeout=(5, READ_TIMEOUT)).json() == {}
 
-    # Cancelled once answered: the deadline never cut the kept-alive connection.
+    # Disarmed once answered: the watchdog never cut the kept-alive connection.
     assert not first.expired and not second.expired
 
 
@@ -241,19 +291,19 @@ def test_an_answers_cookies_are_not_kept_and_its_headers_read_in_any_case() -> N
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
-def test_a_process_forked_after_a_deadline_was_watched_still_has_deadlines() -> None:
-    left, right = socket.socketpair()
-    AttemptDeadline(0).watch(left).join(5)  # the parent has watched a deadline
-    left.close()
-    right.close()
+def test_a_process_forked_after_the_watchdog_started_still_has_deadlines() -> None:
+    # The shared watchdog's thread is not copied into a forked child: without a
+    # fresh start there, every deadline in the child would silently never fire.
+    started = threading.Event()
+    _WATCHDOG.arm(time.monotonic(), started.set)
+    assert started.wait(5)  # the parent's watchdog thread is running
 
     pid = os.fork()
-    if pid == 0:  # the child: exit 0 only if a deadline cuts its blocked read in time
+    if pid == 0:  # the child: exit 0 only if a deadline fires in time
+        fired = threading.Event()
         try:
-            left, right = socket.socketpair()
-            deadline = AttemptDeadline(0.05)
-            deadline.watch(left)
-            os._exit(0 if left.recv(10) == b"" and deadline.expired else 1)
+            _WATCHDOG.arm(time.monotonic() + 0.05, fired.set)
+            os._exit(0 if fired.wait(5) else 1)
         finally:
             os._exit(2)  # never go on running the test session in the child
     _, status = os.waitpid(pid, 0)
@@ -262,7 +312,7 @@ def test_a_process_forked_after_a_deadline_was_watched_still_has_deadlines() -> 
 
 def test_cutting_a_connection_already_closed_is_quiet() -> None:
     # The answer may end, and its socket close, just as the deadline passes: the
-    # deadline's thread must not fail for it.
+    # watchdog thread must not die of it, or no later deadline would fire.
     left, right = socket.socketpair()
     left.close()
     right.close()
@@ -296,15 +346,13 @@ def test_an_http_proxy_gets_the_pools_that_carry_the_deadline(
     assert manager.pool_classes_by_scheme["https"].__name__ == "_HTTPSPool"
 
 
-def test_the_deadline_thread_is_named_and_never_keeps_a_process_alive() -> None:
+def test_the_watchdog_thread_is_named_and_never_keeps_a_process_alive() -> None:
     # A deadline a minute away may be pending when the run ends: a daemon thread never
     # keeps the process alive, and a thread dump names what the thread is for.
-    left, right = socket.socketpair()
-    timer = AttemptDeadline(60).watch(left)
-    assert (timer.name, timer.daemon, timer.is_alive()) == ("deadline", True, True)
-    timer.cancel()
-    left.close()
-    right.close()
+    watchdog = _Watchdog()
+    watchdog.arm(time.monotonic() + 60, lambda: None)
+    assert watchdog._thread is not None
+    assert (watchdog._thread.name, watchdog._thread.daemon) == ("deadline", True)
 
 
 # From test_slow_answers.py:
@@ -403,7 +451,7 @@ def stall_in_the_status_line(conn: socket.socket, done: threading.Event) -> None
 
 def test_a_server_that_never_starts_its_answer_is_cut_at_the_deadline() -> None:
     # Not even a whole status line (here for the token request, the first one
-    # sent): the deadline's cut ends the wait, and the user is told the same as
+    # sent): the watchdog's cut ends the wait, and the user is told the same as
     # for a drip.
     started = time.monotonic()
     with (
