@@ -142,8 +142,6 @@ class BearerAuth(AuthBase):
 
 _DEFAULT_LIFETIME = 300.0  # unknown lifetime: renew often rather than use a dead token
 
-log = logging.getLogger("reconciler.api")
-
 
 # The lifetime used is kept within these bounds whatever expires_in says: below the
 # floor (`expires_in: 0.001`, or 0), a token per request; a token truly that short
@@ -171,9 +169,8 @@ class Token:
     ) -> None:
         self.value = value
         self.granted = granted
-        self.expires_at = now + expires_in
         # Renew shortly before expiry so a request never leaves with a dying token.
-        self.refresh_at = self.expires_at - min(60.0, expires_in * 0.1)
+        self.refresh_at = now + expires_in - min(60.0, expires_in * 0.1)
 
     def __repr__(self) -> str:
         return "<token hidden>"
@@ -431,7 +428,7 @@ def client_secret_forms(secret: str) -> set[str]:
     run, is never in a form a server could re-encode before it is used.)"""
     encoded = {quote_plus(secret), quote(secret, safe=""), quote(secret)}
     return secret_forms(secret) | {
-        quote(secret),
+        *encoded,
         *(quote(form, safe="") for form in encoded),
         *(core for form in (secret, *encoded) for core in _base64_cores(form)),
     }

@@ -1,10 +1,10 @@
 """ApiClient: the platform's operations on invites, each attempt bounded in time
 and size, retried only when that is safe, failing with errors that say what
 happened; and ``read_current``, the server's copy of each desired invite read with
-bounded concurrency. The rules live beside it in ``http/``: ``network`` (the session,
-where requests may go, network failures), ``auth`` (the token), ``exchange`` (the turn
-and the retries), ``attempt`` (one exchange on the wire), ``answer`` (reading what came
-back).
+bounded concurrency. The rules live beside it: ``network`` (the session, where
+requests may go, network failures), ``auth`` (the token), ``exchange`` (one request:
+its turn, attempts, answers and retries), ``capacity`` (the pace and the number in
+flight), ``concurrency`` (calls in item order).
 """
 
 from __future__ import annotations
@@ -278,7 +278,7 @@ def read_current(
     ``parallelism``: a fixed number in flight, or a limiter (``capacity_for(settings)``).
     """
     for invite, outcome in ordered_map(
-        lambda i: client.get_invite(i.id), invites, parallelism, stop, inline=True
+        lambda i: client.get_invite(i.id), invites, parallelism, stop
     ):
         if on_read is not None and not isinstance(outcome, NotRun):
             on_read(isinstance(outcome, Failed))  # an invite never read is not counted

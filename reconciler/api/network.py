@@ -98,7 +98,9 @@ def make_session(
         ) from None
     if base.scheme == "https":
         if proxy:
-            session.proxy_source = proxy_variable(proxy)
+            # Lower case wins, as in urllib's getproxies.
+            names = ("https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY")
+            session.proxy_source = _named_by(proxy, names, "HTTPS_PROXY")
             check_proxy(proxy, session.proxy_source)
             session.proxies = {"https": proxy}
         if not validate_certs:
@@ -118,12 +120,9 @@ _SOCKS = ("socks4", "socks4a", "socks5", "socks5h")
 _CA_BUNDLE_LIMIT = 64 * 2**20
 
 
-def proxy_variable(proxy: str) -> str:
-    """Which variable named ``proxy``: lower case wins, as in urllib's getproxies."""
-    for name in ("https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"):
-        if os.environ.get(name) == proxy:
-            return name
-    return "HTTPS_PROXY"
+def _named_by(value: str, names: tuple[str, ...], default: str) -> str:
+    """The first of the variables ``names`` that holds ``value``, else ``default``."""
+    return next((name for name in names if os.environ.get(name) == value), default)
 
 
 def check_proxy(proxy: str, variable: str) -> None:
@@ -152,10 +151,8 @@ def checked_verify(verify: Any, variable: str | None = None) -> Any:
     checked now."""
     if not isinstance(verify, str):
         return verify
-    variable = variable or next(
-        (n for n in ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE") if os.environ.get(n) == verify),
-        "REQUESTS_CA_BUNDLE",
-    )
+    bundles = ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")
+    variable = variable or _named_by(verify, bundles, bundles[0])
     shown = f"{variable} names {escape(verify)}"
     try:
         status = os.stat(verify)

@@ -607,7 +607,7 @@ def saved_plan_state(
     done = set()
     by_id = {change.id: change for change in plan.changes}
     restored: dict[str, InviteChange] = {}
-    for invite_id, outcome in ordered_map(read, list(by_id), parallelism, stop, inline=True):
+    for invite_id, outcome in ordered_map(read, list(by_id), parallelism, stop):
         found = _rechecked(by_id[invite_id], outcome)
         if found.done:
             done.add(invite_id)

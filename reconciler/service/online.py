@@ -69,7 +69,7 @@ class Service:
     ) -> Iterator[tuple[str, Outcome[CurrentInvite, ApiError]]]:
         """Each invite of ``ids`` as the platform has it, in order."""
         client = self.client
-        return ordered_map(client.get_invite, ids, self.limiter, client.stop, inline=True)
+        return ordered_map(client.get_invite, ids, self.limiter, client.stop)
 
     def plan(self, state: DesiredState) -> Plan:
         """The plan of the desired ``state`` against the invites read now."""

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from reconciler.api.capacity import FixedLimit, PacedLimit
+from reconciler.api.capacity import PacedLimit
 from reconciler.api.concurrency import Stop, ordered_map
 from reconciler.api.exceptions import NotFound
 from reconciler.model.invite import Done, Failed, NotRun
@@ -103,42 +103,7 @@ def test_an_api_error_is_an_outcome_and_any_other_failure_reaches_the_consumer()
         next(mapped)
 
 
-class Limit(FixedLimit):
-    """At most 64 in flight, the limit now ``allowed``, changed by the test as calls go."""
-
-    def __init__(self, allowed: int) -> None:
-        super().__init__(64)
-        self.allowed = allowed
-
-    @property
-    def limit(self) -> int:
-        return self.allowed
-
-
-def test_reads_at_one_in_flight_are_made_on_the_consumers_thread_each_yielded_first() -> None:
-    limit = Limit(1)
-    main = threading.current_thread().name
-    threads: dict[int, str] = {}
-    consumed: list[int] = []
-
-    def call(item: int) -> int:
-        threads[item] = threading.current_thread().name
-        if threads[item] == main:
-            assert consumed == list(range(item))  # every answer before it yielded first
-        limit.allowed = 3 if item == 4 else limit.allowed  # more in flight from item 5 ...
-        limit.allowed = 1 if item == 9 else limit.allowed  # ... and one again after item 9
-        return item
-
-    for item, outcome in ordered_map(call, list(range(20)), limit, inline=True):
-        assert outcome == Done(item)
-        consumed.append(item)
-
-    assert [threads[item] for item in range(5)] == [main] * 5
-    assert main not in {threads[item] for item in range(5, 10)}  # workers, while 3 allowed
-    assert [threads[item] for item in range(15, 20)] == [main] * 5  # then here again
-
-
-def test_writes_at_one_in_flight_still_go_to_a_worker() -> None:
+def test_calls_at_one_in_flight_still_go_to_a_worker() -> None:
     threads: set[str] = set()
 
     def call(item: int) -> int:
@@ -149,7 +114,7 @@ def test_writes_at_one_in_flight_still_go_to_a_worker() -> None:
     assert threading.current_thread().name not in threads
 
 
-def test_a_read_made_here_keeps_failures_as_outcomes_and_an_interrupt_stops_the_map() -> None:
+def test_at_one_in_flight_failures_are_outcomes_and_an_interrupt_stops_the_map() -> None:
     stop = Stop()
     calls: list[int] = []
 
@@ -161,7 +126,7 @@ def test_a_read_made_here_keeps_failures_as_outcomes_and_an_interrupt_stops_the_
             raise KeyboardInterrupt
         return item
 
-    mapped = ordered_map(call, list(range(10)), 1, stop, inline=True)
+    mapped = ordered_map(call, list(range(10)), 1, stop)
     assert next(mapped) == (0, Done(0))
     item, outcome = next(mapped)
     assert item == 1 and isinstance(outcome, Failed)

@@ -996,8 +996,8 @@ def test_a_re_send_not_sent_again_for_want_of_its_attempt_line_says_why() -> Non
 
 
 class _InterruptedAsHandedOver(Stop):
-    """Interrupted just after the concurrency map's two looks before it hands the first
-    write to a worker: the write itself looks next."""
+    """Interrupted just after the concurrency map's look before it hands the first write
+    to a worker: the write itself looks next."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -1005,7 +1005,7 @@ class _InterruptedAsHandedOver(Stop):
 
     def is_set(self) -> bool:
         self.looks += 1
-        if self.looks == 2:
+        if self.looks == 1:
             self.set("interrupted")
             return False
         return super().is_set()
