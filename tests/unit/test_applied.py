@@ -148,7 +148,7 @@ def _racing(monkeypatch: pytest.MonkeyPatch, forge: Forge, moves: list[str]) -> 
             pushes.append(args[-1])
         return real(args, **kwargs)
 
-    monkeypatch.setattr(applied, "run", run)
+    monkeypatch.setattr(reconciler_git, "run", run)
     return pushes
 
 
