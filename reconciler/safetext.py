@@ -29,6 +29,7 @@ One verb per operation, named for what it does:
 
 from __future__ import annotations
 
+import datetime
 import html
 import json
 import re
@@ -299,3 +300,24 @@ def seconds(value: float) -> str:
     if value < 10:
         return f"{value:.1f} s"
     return f"{value:.0f} s"
+
+
+def kind_in_words(value: object, *, as_json: bool = False) -> str:
+    """What a value is, in the words of someone who writes YAML (``as_json``: of JSON)."""
+    if value is None:
+        return "null" if as_json else "empty"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string" if as_json else "text"
+    if isinstance(value, dict):
+        return "an object" if as_json else "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, datetime.datetime):
+        return "a date and time"
+    if isinstance(value, datetime.date):
+        return "a date"
+    return "binary data" if isinstance(value, bytes) else "a value of another kind"

@@ -15,7 +15,6 @@ import pytest
 from support.ci_forge import APPLIED, Forge
 from support.git import git
 
-from reconciler import applied
 from reconciler import git as reconciler_git
 from reconciler.applied import (
     TOKEN_ENV,
