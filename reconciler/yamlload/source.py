@@ -25,6 +25,7 @@ from typing import Any, BinaryIO, NamedTuple
 import yaml
 
 from reconciler.errors import FileProblem
+from reconciler.files import TooLarge
 from reconciler.safetext import escape
 from reconciler.yamlload.builder import (
     DEPTH_LIMIT,
@@ -99,7 +100,7 @@ class FileSource:
             raise _NotUtf8  # libyaml would read UTF-16
         self.read_so_far += len(data)
         if self.read_so_far > self.limit:
-            raise _TooLarge(self.limit)
+            raise TooLarge(self.limit)
         if not self.suspect:
             self.suspect = suspect(self._tail + data)
             self._tail = data[-2:]
@@ -108,12 +109,6 @@ class FileSource:
 
 class _NotUtf8(Exception):
     pass
-
-
-class _TooLarge(Exception):
-    def __init__(self, limit: int) -> None:
-        super().__init__(limit)
-        self.limit = limit
 
 
 _UTF16 = (b"\xff\xfe", b"\xfe\xff")
@@ -160,7 +155,7 @@ def _read(source: str | FileSource, path: str, lines: Lines, builder: Builder) -
         return Parsed(None, [FileProblem(path, *lines.mark(exc.position), exc.message)])
     except (yaml.reader.ReaderError, UnicodeDecodeError, _NotUtf8):
         return Parsed(None, _unreadable(lines, path))
-    except _TooLarge as exc:
+    except TooLarge as exc:
         message = f"larger than {exc.limit // 2**20} MiB; split it into several files"
         return Parsed(None, [FileProblem(path, 1, 1, message)])
     except yaml.MarkedYAMLError as exc:
@@ -301,17 +296,9 @@ class MarkedDict(dict):  # type: ignore[type-arg]
         self.located = located
 
     @property
-    def mark(self) -> Mark:
-        return self.located.mark()
-
-    @property
     def key_marks(self) -> dict[Any, Mark]:
         keys = self.located.spot.keys if self.located.spot else None
         return {key: self.located.lines.mark(at) for key, at in (keys or {}).items()}
-
-    @property
-    def value_marks(self) -> dict[Any, Mark]:
-        return {key: self.located.mark((key,)) for key in self}
 
 
 class LoadedYaml(NamedTuple):
