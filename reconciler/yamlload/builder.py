@@ -325,18 +325,20 @@ class Located(NamedTuple):
 
     def key_mark(self, path: tuple[Any, ...] | list[Any]) -> Mark:
         """Where the key naming the value at ``path`` was written, else the value."""
-        if path and isinstance(path[-1], str):
-            keys = _keys(self.walk(path[:-1]).holder(path))
-            if path[-1] in keys:
-                return self.lines.mark(keys[path[-1]])
+        holder = self._holder(path) if path and isinstance(path[-1], str) else None
+        if holder is not None and holder.keys and path[-1] in holder.keys:
+            return self.lines.mark(holder.keys[path[-1]])
         return self.mark(path)
 
     def raw(self, path: tuple[Any, ...] | list[Any]) -> str | None:
         """The text of a plain scalar YAML read as a non-string, as written."""
-        if not path:
-            return None
-        holder = self.walk(path[:-1]).holder(path)
+        holder = self._holder(path)
         return holder.raw.get(path[-1]) if holder is not None else None
+
+    def _holder(self, path: tuple[Any, ...] | list[Any]) -> Spot | None:
+        """The spot of what holds the last step of ``path``, if the walk gets there."""
+        spot, _, taken = self.walk(path[:-1])
+        return spot if path and taken == len(path) - 1 else None
 
 
 class Walked(NamedTuple):
@@ -345,14 +347,6 @@ class Walked(NamedTuple):
     spot: Spot | None
     position: int
     taken: int  # steps of the path taken
-
-    def holder(self, path: tuple[Any, ...] | list[Any]) -> Spot | None:
-        """The spot of what holds the last step of ``path``, if the walk got there."""
-        return self.spot if self.taken == len(path) - 1 else None
-
-
-def _keys(spot: Spot | None) -> dict[Any, int]:
-    return (spot.keys if spot is not None else None) or {}
 
 
 # -- building ----------------------------------------------------------------------------------
