@@ -11,9 +11,8 @@ hold (``desired.state.unheld``: U+00A0, a tab), and the file stays valid.
 
 from __future__ import annotations
 
-import bisect
 import re
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,18 +76,11 @@ _ODD_LAYOUT = "it is written in a layout adopt does not edit"
 _OTHER_BREAK = re.compile("\r(?!\n)|[\x85\u2028\u2029]")
 
 
-def rewrite(
-    text: str, wanted: Iterable[Wanted], entry_starts: Sequence[tuple[int, int]] = ()
-) -> Rewritten:
-    """``text`` with each wanted entry's fields set to the platform's values.
-
-    ``entry_starts``: where every entry of the file starts, in order (the loader's
-    line and column), when known: an entry to edit is then read from its own lines,
-    not the whole file.
-    """
+def rewrite(text: str, wanted: Iterable[Wanted]) -> Rewritten:
+    """``text`` with each wanted entry's fields set to the platform's values."""
     lines = Lines(text)
     wanted = list(wanted)
-    spans = _spans(text, lines, wanted, entry_starts)
+    spans = invite_spans(text, {lines.offset((w.line, w.column)) for w in wanted})
     by_place = _by_place(lines, wanted, spans)
     result = Rewritten(text)
     removing = [w for w in wanted if w.remove is not None]
@@ -116,18 +108,6 @@ def _by_place(
     }
 
 
-def _spans(
-    text: str, lines: Lines, wanted: list[Wanted], entry_starts: Sequence[tuple[int, int]]
-) -> InviteSpans:
-    """The spans of the wanted entries: each read from its own lines where it can be."""
-    starts = {lines.offset((w.line, w.column)) for w in wanted}
-    if not any(w.remove is not None for w in wanted):  # removing needs every entry's span
-        alone = _entries_alone(text, lines, starts, entry_starts)
-        if alone:
-            return InviteSpans(None, list(alone.values()))
-    return invite_spans(text, starts)
-
-
 def _entry_edits(
     text: str, lines: Lines, want: Wanted, entry: Span | None, result: Rewritten
 ) -> list[tuple[int, int, str]]:
@@ -141,30 +121,6 @@ def _entry_edits(
         else:
             made += _field(text, lines, want, name, span, new, result)
     return made
-
-
-def _entries_alone(
-    text: str,
-    lines: Lines,
-    starts: set[int],
-    entry_starts: Sequence[tuple[int, int]],
-) -> dict[int, Span] | None:
-    """The wanted entries' spans, each read from its own lines; None when one cannot be."""
-    if not entry_starts:
-        return None
-    offsets = sorted(lines.offset(place) for place in entry_starts)
-    found = {}
-    for start in starts:
-        at = bisect.bisect_right(offsets, start)
-        if at == 0 or offsets[at - 1] != start:
-            return None
-        # Up to the line of the next entry's `- `, or the end of the text.
-        end = text.rfind("\n", start, offsets[at]) + 1 if at < len(offsets) else len(text)
-        entry = entry_span(text, start, end)
-        if entry is None:
-            return None
-        found[start] = entry
-    return found
 
 
 def _field(
@@ -504,22 +460,17 @@ def invite_spans(text: str, wanted: Collection[int] | None = None) -> InviteSpan
     ``wanted``: where the entries to be edited start; the others get their own span
     only, not one per value (a 20,000-invite file is read for one edit).
     """
-    root = _read(text, wanted)
+    parser = Parser(text)
+    try:
+        root = _Reader(text, wanted).read(parser)
+    finally:
+        parser.dispose()
     if root is None or root.kind != "mapping":
         return InviteSpans(None, [])
     found = root.keys.get("invites")
     if found is None or found.kind != "list":
         return InviteSpans(found, [])
     return InviteSpans(found, found.items)
-
-
-def _read(text: str, wanted: Collection[int] | None, base: int = 0) -> Span | None:
-    """The spans of the document in ``text``, offsets counted from ``base``."""
-    parser = Parser(text)
-    try:
-        return _Reader(text, wanted, base).read(parser)
-    finally:
-        parser.dispose()
 
 
 class _Open:
@@ -535,10 +486,9 @@ class _Open:
 class _Reader:
     """Spans made from one parser's events: a stack of the collections open."""
 
-    def __init__(self, text: str, wanted: Collection[int] | None, base: int) -> None:
+    def __init__(self, text: str, wanted: Collection[int] | None) -> None:
         self.text = text
         self.wanted = wanted
-        self.base = base
         self.stack: list[_Open] = []
         self.top: Span | None = None  # the document's value, once read
         self.skipped: Span | None = None  # an entry not wanted, read through for its end only
@@ -557,14 +507,14 @@ class _Reader:
         return self.top
 
     def _leaf(self, event: Any) -> Span:
-        start, end = self.base + event.start_mark.index, self.base + _end(self.text, event)
+        start, end = event.start_mark.index, _end(self.text, event)
         if isinstance(event, yaml.AliasEvent):
             return Span(start, end, "alias", True)
         shared = self._inherited() or event.anchor is not None
         return Span(start, end, "scalar", shared, event.style or None, value=event.value)
 
     def _open(self, event: Any) -> None:
-        start = self.base + event.start_mark.index
+        start = event.start_mark.index
         kind = "mapping" if isinstance(event, yaml.MappingStartEvent) else "list"
         flow = bool(event.flow_style)
         # A merge's value is shared whatever it is: its keys belong elsewhere.
@@ -579,7 +529,7 @@ class _Reader:
 
     def _close(self, event: Any) -> None:
         done = self.stack.pop().span
-        end = self.base + event.end_mark.index
+        end = event.end_mark.index
         if done.flow and end > done.end:  # a block collection's end mark is past what follows
             done.end = end
         self._give(done)
@@ -589,13 +539,13 @@ class _Reader:
         skipped = self.skipped
         assert skipped is not None
         if isinstance(event, yaml.ScalarEvent | yaml.AliasEvent):
-            skipped.end = max(skipped.end, self.base + _end(self.text, event))
+            skipped.end = max(skipped.end, _end(self.text, event))
         elif isinstance(event, yaml.CollectionStartEvent):
             self.flows.append(bool(event.flow_style))
         elif isinstance(event, yaml.CollectionEndEvent):
             end: Any = event.end_mark  # a block collection's is past what follows it
             if self.flows.pop():
-                skipped.end = max(skipped.end, self.base + end.index)
+                skipped.end = max(skipped.end, end.index)
             if not self.flows:
                 self.skipped = None
                 self._give(skipped)
@@ -622,27 +572,6 @@ class _Reader:
             _take_key(self.stack[-1], span)
         else:
             _take_value(self.stack[-1], span)
-
-
-def entry_span(text: str, start: int, end: int) -> Span | None:
-    """The span of the one entry of a block list that starts at ``start`` and whose
-    lines end at ``end`` (where the next entry's line starts), read from them alone.
-
-    None when that is not possible (the entry is not `- ` on its own line, or what it
-    holds needs the rest of the file, an alias of an anchor elsewhere): read the file.
-    """
-    place = dash_line(text, start)
-    if place is None:
-        return None
-    line = place[0]
-    try:
-        found = _read(text[line:end], None, base=line)
-    except yaml.YAMLError:
-        return None
-    if found is None or found.kind != "list" or len(found.items) != 1:
-        return None
-    entry = found.items[0]
-    return entry if entry.start == start and entry.kind == "mapping" else None
 
 
 def _grow(parent: Span, span: Span) -> None:
