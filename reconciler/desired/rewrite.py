@@ -78,106 +78,114 @@ _OTHER_BREAK = re.compile("\r(?!\n)|[\x85\u2028\u2029]")
 
 def rewrite(text: str, wanted: Iterable[Wanted]) -> Rewritten:
     """``text`` with each wanted entry's fields set to the platform's values."""
-    lines = Lines(text)
-    wanted = list(wanted)
-    spans = invite_spans(text, {lines.offset((w.line, w.column)) for w in wanted})
-    by_place = _by_place(lines, wanted, spans)
-    result = Rewritten(text)
-    removing = [w for w in wanted if w.remove is not None]
-    replacements = _removals(text, spans, by_place, removing, result)
-    cut_entries = {w.id for w in removing} - {r.id for r in result.refused if r.field is None}
-    for want in wanted:
-        if want.id not in cut_entries:
-            entry = by_place.get((want.line, want.column))
-            replacements += _entry_edits(text, lines, want, entry, result)
-    result.text = _apply(text, replacements)
-    result.edits.sort(key=lambda e: e.line)
-    result.refused.sort(key=lambda r: r.line)
-    return result
+    return _Rewrite(text).run(list(wanted))
 
 
-def _by_place(
-    lines: Lines, wanted: list[Wanted], spans: InviteSpans
-) -> dict[tuple[int, int], Span]:
-    """Each wanted entry's span, by the line and column the loader placed it at."""
-    by_start = {entry.start: entry for entry in spans.entries}
-    return {
-        (w.line, w.column): by_start[at]
-        for w in wanted
-        if (at := lines.offset((w.line, w.column))) in by_start
-    }
+Replacement = tuple[int, int, str]  # text[start:end] becomes the new text
 
 
-def _entry_edits(
-    text: str, lines: Lines, want: Wanted, entry: Span | None, result: Rewritten
-) -> list[tuple[int, int, str]]:
-    """The edits of one entry's fields; those refused are said in ``result``."""
-    made: list[tuple[int, int, str]] = []
-    for name, new in want.fields.items():
-        old = want.written.get(name)
-        span = entry.keys.get(name) if entry is not None and not entry.shared else None
-        if isinstance(old, Contact):  # edited sub-field by sub-field
-            made += _object(text, lines, want, name, span, old, new, result)
+class _Rewrite:
+    """One file's edits: what is replaced, and in ``result`` what was edited or refused."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.lines = Lines(text)
+        self.result = Rewritten(text)
+
+    def run(self, wanted: list[Wanted]) -> Rewritten:
+        starts = {self.lines.offset((w.line, w.column)) for w in wanted}
+        spans = invite_spans(self.text, starts)
+        by_start = {entry.start: entry for entry in spans.entries}
+        entries = {w.id: by_start.get(self.lines.offset((w.line, w.column))) for w in wanted}
+        removing = [w for w in wanted if w.remove is not None]
+        made = self._removals(spans, entries, removing)
+        result = self.result
+        cut_entries = {w.id for w in removing} - {r.id for r in result.refused if r.field is None}
+        for want in wanted:
+            if want.id not in cut_entries:
+                made += self._entry_edits(want, entries[want.id])
+        result.text = _apply(self.text, made)
+        result.edits.sort(key=lambda e: e.line)
+        result.refused.sort(key=lambda r: r.line)
+        return result
+
+    def _entry_edits(self, want: Wanted, entry: Span | None) -> list[Replacement]:
+        """The edits of one entry's fields; those refused are said in ``result``."""
+        made: list[Replacement] = []
+        for name, new in want.fields.items():
+            old = want.written.get(name)
+            span = entry.keys.get(name) if entry is not None and not entry.shared else None
+            if isinstance(old, Contact):  # edited sub-field by sub-field
+                made += self._object(want, name, span, old, new)
+            else:
+                made += self._field(want, name, span, new)
+        return made
+
+    def _line(self, span: Span | None, want: Wanted) -> int:
+        return self.lines.mark(span.start).line if span is not None else want.line
+
+    def _field(
+        self, want: Wanted, name: str, span: Span | None, new: FieldValue | None
+    ) -> list[Replacement]:
+        """The edit of one field's value; none when it is refused, with why, in ``result``."""
+        place = self._line(span, want)
+        if new is None:
+            reason = NO_VALUE
+        elif span is None or span.shared:
+            reason = SHARED
         else:
-            made += _field(text, lines, want, name, span, new, result)
-    return made
+            unheld = cannot_hold(want.id, name, new)
+            made = _value(self.text, span, new) if unheld is None else None
+            if made is not None:
+                self.result.edits.append(Edit(place, want.id, name, want.written.get(name), new))
+                return made
+            reason = unheld or _ODD_LAYOUT
+        self.result.refused.append(Refused(place, want.id, name, new, reason))
+        return []
 
+    def _object(
+        self, want: Wanted, name: str, span: Span | None, old: Contact, new: FieldValue | None
+    ) -> list[Replacement]:
+        """Edits of the sub-fields of an object the entry manages one by one."""
+        held = new if isinstance(new, Contact) else Contact()
+        made: list[Replacement] = []
+        for key, was in old.items():
+            now = held.get(key)
+            if canonical(was) == canonical(now):
+                continue
+            label = f"{name}.{key}"
+            inner = span.keys.get(key) if span is not None and span.kind == "mapping" else None
+            place = self._line(inner or span, want)
+            reason = _sub_field_refusal(want.id, name, key, old, now, span, inner)
+            if reason is not None:
+                self.result.refused.append(Refused(place, want.id, label, now, reason))
+                continue
+            assert span is not None and inner is not None and now is not None
+            made.append((inner.start, inner.end, _scalar(now, inner, self.text, span.flow)))
+            self.result.edits.append(Edit(place, want.id, label, was, now))
+        return made
 
-def _field(
-    text: str,
-    lines: Lines,
-    want: Wanted,
-    name: str,
-    span: Span | None,
-    new: FieldValue | None,
-    result: Rewritten,
-) -> list[tuple[int, int, str]]:
-    """The edit of one field's value; none when it is refused, with why, in ``result``."""
-    place = lines.mark(span.start).line if span is not None else want.line
-    if new is None:
-        reason = NO_VALUE
-    elif span is None or span.shared:
-        reason = SHARED
-    else:
-        unheld = cannot_hold(want.id, name, new)
-        made = _value(text, span, new) if unheld is None else None
-        if made is not None:
-            result.edits.append(Edit(place, want.id, name, want.written.get(name), new))
-            return made
-        reason = unheld or _ODD_LAYOUT
-    result.refused.append(Refused(place, want.id, name, new, reason))
-    return []
-
-
-def _object(
-    text: str,
-    lines: Lines,
-    want: Wanted,
-    name: str,
-    span: Span | None,
-    old: Contact,
-    new: FieldValue | None,
-    result: Rewritten,
-) -> list[tuple[int, int, str]]:
-    """Edits of the sub-fields of an object the entry manages one by one."""
-    held = new if isinstance(new, Contact) else Contact()
-    made: list[tuple[int, int, str]] = []
-    for key, was in old.items():
-        now = held.get(key)
-        if canonical(was) == canonical(now):
-            continue
-        label = f"{name}.{key}"
-        inner = span.keys.get(key) if span is not None and span.kind == "mapping" else None
-        where = inner or span
-        place = lines.mark(where.start).line if where is not None else want.line
-        reason = _sub_field_refusal(want.id, name, key, old, now, span, inner)
-        if reason is not None:
-            result.refused.append(Refused(place, want.id, label, now, reason))
-            continue
-        assert span is not None and inner is not None and now is not None
-        made.append((inner.start, inner.end, _scalar(now, inner, text, span.flow)))
-        result.edits.append(Edit(place, want.id, label, was, now))
-    return made
+    def _removals(
+        self, spans: InviteSpans, entries: dict[str, Span | None], removing: list[Wanted]
+    ) -> list[Replacement]:
+        text, owned = self.text, []
+        for want in removing:  # the lines each entry stands on alone; one sharing them: refused
+            entry = entries[want.id]
+            own = None if entry is None or entry.shared else entry_lines(text, entry)
+            if own is None:
+                reason = SHARED if entry is None or entry.shared else _ODD_LAYOUT
+                self.result.refused.append(Refused(want.line, want.id, None, want.remove, reason))
+            else:
+                owned.append(own)
+                self.result.removed.append(Edit(want.line, want.id, "", want.remove, None))
+        made = [(*cut_lines(text, start, end), "") for start, end in _runs(text, owned)]
+        if owned and len(owned) == len(spans.entries) and spans.list_span is not None:
+            # Every entry goes: the list becomes `[]` after its key (a colon in a comment
+            # above the first entry is not it), the file stays valid; a comment on the key's
+            # line or among the entries (none's own) stays, as does the file's line break.
+            colon = text.index(":", spans.list_span.key_end)
+            return [(colon + 1, colon + 1, " []"), *made]
+        return made
 
 
 def _sub_field_refusal(
@@ -199,7 +207,7 @@ def _sub_field_refusal(
     return cannot_hold(invite_id, name, old.merged(Contact({key: now})), key)
 
 
-def _value(text: str, span: Span, new: FieldValue) -> list[tuple[int, int, str]] | None:
+def _value(text: str, span: Span, new: FieldValue) -> list[Replacement] | None:
     if span.kind == "scalar" and isinstance(new, str):
         return [(span.start, span.end, _scalar(new, span, text, False))]
     if span.kind == "list" and isinstance(new, IdentifierSet):
@@ -207,7 +215,7 @@ def _value(text: str, span: Span, new: FieldValue) -> list[tuple[int, int, str]]
     return None
 
 
-def _list_value(text: str, span: Span, new: IdentifierSet) -> list[tuple[int, int, str]] | None:
+def _list_value(text: str, span: Span, new: IdentifierSet) -> list[Replacement] | None:
     if any(item.kind != "scalar" or item.shared for item in span.items):
         return None
     if span.flow and _flow_comments(text, span):
@@ -223,7 +231,7 @@ def _flow_comments(text: str, span: Span) -> bool:
     return any("#" in text[a:b] for a, b in zip(bounds[::2], bounds[1::2], strict=True))
 
 
-def _commented_flow_list(span: Span, new: IdentifierSet) -> list[tuple[int, int, str]] | None:
+def _commented_flow_list(span: Span, new: IdentifierSet) -> list[Replacement] | None:
     """A flow list with comments inside, edited without losing them: items the platform
     added follow the last item; removing an item is left to the author (None)."""
     items = _kept_then_added(span, new)
@@ -260,7 +268,7 @@ def _item_text(item: Span | None, value: object, flow: bool) -> str:
     return render_scalar(value, item.style if item is not None else None, flow)
 
 
-def _block_list(text: str, span: Span, new: IdentifierSet) -> list[tuple[int, int, str]] | None:
+def _block_list(text: str, span: Span, new: IdentifierSet) -> list[Replacement] | None:
     """Item by item: lines of items the platform no longer holds go, new items follow the last.
     None when an item is not `- item` on a line of its own."""
     places = _dash_places(text, span)
@@ -296,7 +304,7 @@ def _dash_places(text: str, span: Span) -> list[tuple[int, int]] | None:
 
 def _items_cut(
     text: str, span: Span, places: list[tuple[int, int]], kept: set[int]
-) -> list[tuple[int, int, str]] | None:
+) -> list[Replacement] | None:
     """The lines of the items not kept, cut; None when one cannot be cut alone."""
     made = []
     for item, (start, dash) in zip(span.items, places, strict=True):
@@ -308,7 +316,7 @@ def _items_cut(
     return made
 
 
-def _item_cut(text: str, item: Span, start: int, dash: int) -> tuple[int, int, str] | None:
+def _item_cut(text: str, item: Span, start: int, dash: int) -> Replacement | None:
     """A removed item's line cut, from ``start``; a comment on it stays, on a line of its own."""
     end = value_end(text, item.end)
     if _OTHER_BREAK.search(text, item.end, end):
@@ -325,7 +333,7 @@ def _item_cut(text: str, item: Span, start: int, dash: int) -> tuple[int, int, s
     return (start, end, text[start:dash] + comment if comment.startswith("#") else "")
 
 
-def _items_after(text: str, last: Span, indent: str, added: list[object]) -> tuple[int, int, str]:
+def _items_after(text: str, last: Span, indent: str, added: list[object]) -> Replacement:
     """New items as lines after the ``last`` item's, at ``indent``, in the file's line ends."""
     end = value_end(text, last.end)
     newline = "\r\n" if text.endswith("\r\n", 0, end) else "\n"
@@ -336,41 +344,6 @@ def _items_after(text: str, last: Span, indent: str, added: list[object]) -> tup
 
 
 # -- removing entries ------------------------------------------------------------------------------
-
-
-def _removals(
-    text: str,
-    spans: InviteSpans,
-    by_place: dict[tuple[int, int], Span],
-    removing: list[Wanted],
-    result: Rewritten,
-) -> list[tuple[int, int, str]]:
-    owned = _owned_lines(text, by_place, removing, result)
-    made = [(*cut_lines(text, start, end), "") for start, end in _runs(text, owned)]
-    if owned and len(owned) == len(spans.entries) and spans.list_span is not None:
-        # Every entry goes: the list becomes `[]` after its key (a colon in a comment
-        # above the first entry is not it), the file stays valid; a comment on the key's
-        # line or among the entries (none's own) stays, as does the file's line break.
-        colon = text.index(":", spans.list_span.key_end)
-        return [(colon + 1, colon + 1, " []"), *made]
-    return made
-
-
-def _owned_lines(
-    text: str, by_place: dict[tuple[int, int], Span], removing: list[Wanted], result: Rewritten
-) -> list[tuple[int, int]]:
-    """The lines each entry to remove stands on alone; one that shares them is refused."""
-    owned = []
-    for want in removing:
-        entry = by_place.get((want.line, want.column))
-        own = None if entry is None or entry.shared else entry_lines(text, entry)
-        if own is None:
-            reason = SHARED if entry is None or entry.shared else _ODD_LAYOUT
-            result.refused.append(Refused(want.line, want.id, None, want.remove, reason))
-            continue
-        owned.append(own)
-        result.removed.append(Edit(want.line, want.id, "", want.remove, None))
-    return owned
 
 
 def _runs(text: str, owned: list[tuple[int, int]]) -> list[list[int]]:
@@ -401,7 +374,7 @@ def _scalar(value: str, span: Span, text: str, flow: bool) -> str:
     return rendered
 
 
-def _apply(text: str, replacements: list[tuple[int, int, str]]) -> str:
+def _apply(text: str, replacements: list[Replacement]) -> str:
     pieces = []
     at = 0
     for start, end, new in sorted(replacements, key=lambda r: (r[0], r[1])):
