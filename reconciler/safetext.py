@@ -282,22 +282,23 @@ def seconds(value: float) -> str:
     return f"{value:.0f} s"
 
 
+# What a value is, in the words of someone who writes YAML, and in JSON's.
+_KINDS: tuple[tuple[type | tuple[type, ...], str, str], ...] = (
+    (type(None), "empty", "null"),
+    (bool, "a boolean", "a boolean"),
+    ((int, float), "a number", "a number"),
+    (str, "text", "a string"),
+    (dict, "a mapping", "an object"),
+    (list, "a list", "a list"),
+    (datetime.datetime, "a date and time", "a date and time"),
+    (datetime.date, "a date", "a date"),
+    (bytes, "binary data", "binary data"),
+)
+
+
 def kind_in_words(value: object, *, as_json: bool = False) -> str:
-    """What a value is, in the words of someone who writes YAML (``as_json``: of JSON)."""
-    if value is None:
-        return "null" if as_json else "empty"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string" if as_json else "text"
-    if isinstance(value, dict):
-        return "an object" if as_json else "a mapping"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, datetime.datetime):
-        return "a date and time"
-    if isinstance(value, datetime.date):
-        return "a date"
-    return "binary data" if isinstance(value, bytes) else "a value of another kind"
+    """What a value is, in words: "a mapping" (``as_json``: "an object"), "a number"."""
+    for types, in_yaml, in_json in _KINDS:
+        if isinstance(value, types):
+            return in_json if as_json else in_yaml
+    return "a value of another kind"

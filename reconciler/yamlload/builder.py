@@ -471,11 +471,7 @@ class Builder:
         position = event.start_mark.index
         value, raw = event.value, None  # raw: the text, when YAML reads it as something else
         if event.tag is not None and event.tag != "!":
-            try:  # a value its tag cannot hold stops the file: its meaning is anyone's guess
-                value = construct_tagged(event.tag, event.value)
-            except TagProblem as exc:
-                raise Fatal(position, str(exc)) from None
-            raw = event.value if not event.style and not isinstance(value, str) else None
+            value, raw = self._tagged(event, position)
         elif event.implicit[0] and value[:1] in RESOLVED_FIRST:  # plain: YAML 1.1 resolves it
             tag = resolve_plain(value)
             if tag != STR_TAG:
@@ -485,6 +481,14 @@ class Builder:
             plain = "<<" if value is MERGE_KEY else value  # an alias to it is the text
             self.anchors[event.anchor] = Anchor(plain, None, raw, 1, 0, position)
         self.stack[-1].add(self, value, position, raw, None)
+
+    @staticmethod
+    def _tagged(event: Any, position: int) -> tuple[Any, str | None]:
+        try:  # a value its tag cannot hold stops the file: its meaning is anyone's guess
+            value = construct_tagged(event.tag, event.value)
+        except TagProblem as exc:
+            raise Fatal(position, str(exc)) from None
+        return value, event.value if not event.style and not isinstance(value, str) else None
 
     def _implicit(self, tag: str, text: str, position: int) -> tuple[Any, str | None]:
         if tag == MERGE_TAG:
