@@ -93,21 +93,19 @@ class _Rewrite:
         self.result = Rewritten(text)
 
     def run(self, wanted: list[Wanted]) -> Rewritten:
-        starts = {self.lines.offset((w.line, w.column)) for w in wanted}
-        spans = invite_spans(self.text, starts)
+        starts = [self.lines.offset((w.line, w.column)) for w in wanted]
+        spans = invite_spans(self.text, set(starts))
         by_start = {entry.start: entry for entry in spans.entries}
-        entries = {w.id: by_start.get(self.lines.offset((w.line, w.column))) for w in wanted}
-        removing = [w for w in wanted if w.remove is not None]
-        made = self._removals(spans, entries, removing)
-        result = self.result
-        cut_entries = {w.id for w in removing} - {r.id for r in result.refused if r.field is None}
+        entries = {w.id: by_start.get(at) for w, at in zip(wanted, starts, strict=True)}
+        made = self._removals(spans, self._owned(wanted, entries))
+        removed = {edit.id for edit in self.result.removed}
         for want in wanted:
-            if want.id not in cut_entries:
+            if want.id not in removed:
                 made += self._entry_edits(want, entries[want.id])
-        result.text = _apply(self.text, made)
-        result.edits.sort(key=lambda e: e.line)
-        result.refused.sort(key=lambda r: r.line)
-        return result
+        self.result.text = _apply(self.text, made)
+        self.result.edits.sort(key=lambda e: e.line)
+        self.result.refused.sort(key=lambda r: r.line)
+        return self.result
 
     def _entry_edits(self, want: Wanted, entry: Span | None) -> list[Replacement]:
         """The edits of one entry's fields; those refused are said in ``result``."""
@@ -165,19 +163,24 @@ class _Rewrite:
             self.result.edits.append(Edit(place, want.id, label, was, now))
         return made
 
-    def _removals(
-        self, spans: InviteSpans, entries: dict[str, Span | None], removing: list[Wanted]
-    ) -> list[Replacement]:
-        text, owned = self.text, []
-        for want in removing:  # the lines each entry stands on alone; one sharing them: refused
+    def _owned(
+        self, wanted: list[Wanted], entries: dict[str, Span | None]
+    ) -> list[tuple[int, int]]:
+        """The lines of each entry to remove; one that does not stand alone on them: refused."""
+        owned = []
+        for want in (w for w in wanted if w.remove is not None):
             entry = entries[want.id]
-            own = None if entry is None or entry.shared else entry_lines(text, entry)
+            own = None if entry is None or entry.shared else entry_lines(self.text, entry)
             if own is None:
                 reason = SHARED if entry is None or entry.shared else _ODD_LAYOUT
                 self.result.refused.append(Refused(want.line, want.id, None, want.remove, reason))
             else:
                 owned.append(own)
                 self.result.removed.append(Edit(want.line, want.id, "", want.remove, None))
+        return owned
+
+    def _removals(self, spans: InviteSpans, owned: list[tuple[int, int]]) -> list[Replacement]:
+        text = self.text
         made = [(*cut_lines(text, start, end), "") for start, end in _runs(text, owned)]
         if owned and len(owned) == len(spans.entries) and spans.list_span is not None:
             # Every entry goes: the list becomes `[]` after its key (a colon in a comment
