@@ -72,24 +72,18 @@ def resolve_plain(value: str) -> str:
     return STR_TAG
 
 
-def construct_tagged(tag: str, value: str) -> Any:
-    """The value of a scalar written with an explicit ``tag``; TagProblem when a mapping's
-    or a list's tag is on a single value, or the tag cannot hold the text."""
-    if tag in MAP_TAGS or tag in SEQ_TAGS:
-        raise TagProblem(misplaced_tag(tag, "a single value"))
-    return construct(tag, value)
-
-
 def misplaced_tag(tag: str, found: str) -> str:
     """What to say of ``tag`` written on ``found`` (a mapping, a list, a single value),
     which it does not fit."""
     if tag in MAP_TAGS:
-        return wrong_kind(tag, "a mapping", found)
-    if tag in SEQ_TAGS:
-        return wrong_kind(tag, "a list", found)
-    if tag in SCALAR_TAGS:
-        return wrong_kind(tag, "a single value", found)
-    return unknown_tag(tag)
+        needs = "a mapping"
+    elif tag in SEQ_TAGS:
+        needs = "a list"
+    elif tag in SCALAR_TAGS:
+        needs = "a single value"
+    else:
+        return unknown_tag(tag)
+    return f"the tag {escape(short_tag(tag))} needs {needs}, but the value is {found}"
 
 
 def construct(tag: str, value: str) -> Any:
@@ -138,10 +132,6 @@ def short_tag(tag: str) -> str:
 
 def unknown_tag(tag: str) -> str:
     return f"the tag {escape(short_tag(tag))} is not supported here; remove it"
-
-
-def wrong_kind(tag: str, needs: str, found: str) -> str:
-    return f"the tag {escape(short_tag(tag))} needs {needs}, but the value is {found}"
 
 
 def reading(raw: str, value: Any) -> str:
@@ -484,8 +474,11 @@ class Builder:
 
     @staticmethod
     def _tagged(event: Any, position: int) -> tuple[Any, str | None]:
+        tag = event.tag
         try:  # a value its tag cannot hold stops the file: its meaning is anyone's guess
-            value = construct_tagged(event.tag, event.value)
+            if tag in MAP_TAGS or tag in SEQ_TAGS:
+                raise TagProblem(misplaced_tag(tag, "a single value"))
+            value = construct(tag, event.value)
         except TagProblem as exc:
             raise Fatal(position, str(exc)) from None
         return value, event.value if not event.style and not isinstance(value, str) else None
