@@ -301,15 +301,10 @@ def _texts(value: Any, path: tuple[Any, ...], found: Texts) -> Texts:
     return found
 
 
-def character(char: str) -> str:
-    """A character as messages name it: U+00A0 NO-BREAK SPACE."""
-    name = unicodedata.name(char, "")
-    return f"U+{ord(char):04X}" + (f" {name}" if name else "")
-
-
 def invisible_problem(char: str) -> str:
-    """Why a text value may not hold ``char`` (one of ``NOT_IN_TEXT``), and the fix."""
-    shown = character(char)
+    """Why a text value may not hold ``char`` (one of ``NOT_IN_TEXT``), and the fix; the
+    character named as U+00A0 NO-BREAK SPACE."""
+    shown = f"U+{ord(char):04X} {unicodedata.name(char, '')}".rstrip()
     category = unicodedata.category(char)
     if category == "Zs":
         return f"holds {shown}, which looks like a space but is not one; write a plain space"
@@ -346,11 +341,7 @@ def unheld(invite_id: str, fields: Fields) -> dict[Part, str]:
         for part, text in kind_of(name).texts(value):
             match = NOT_IN_TEXT.search(text)
             if match is not None:
-                found.setdefault(
-                    (name, part),
-                    f"{quote_value(text)} holds {character(match.group())}, which a file may "
-                    "not hold",
-                )
+                found.setdefault((name, part), f"{quote_value(text)} {invisible_problem(match[0])}")
     # A whole field refused needs no word for its sub-fields as well.
     return {
         (name, part): reason
