@@ -96,8 +96,8 @@ class FileSource:
     # always asks for a size.
     def read(self, size: int = 65536, /) -> bytes:
         data = self.stream.read(size)
-        if self.read_so_far == 0 and data[:2] in _UTF16:
-            raise _NotUtf8  # libyaml would read UTF-16
+        if self.read_so_far == 0 and data[:2] in _UTF16:  # libyaml would read UTF-16
+            raise UnicodeDecodeError("utf-8", data, 0, 1, "a UTF-16 byte order mark")
         self.read_so_far += len(data)
         if self.read_so_far > self.limit:
             raise TooLarge(self.limit)
@@ -105,10 +105,6 @@ class FileSource:
             self.suspect = suspect(self._tail + data)
             self._tail = data[-2:]
         return data
-
-
-class _NotUtf8(Exception):
-    pass
 
 
 _UTF16 = (b"\xff\xfe", b"\xfe\xff")
@@ -153,7 +149,7 @@ def _read(source: str | FileSource, path: str, lines: Lines, builder: Builder) -
         document = builder.build(parser)
     except Fatal as exc:
         return Parsed(None, [FileProblem(path, *lines.mark(exc.position), exc.message)])
-    except (yaml.reader.ReaderError, UnicodeDecodeError, _NotUtf8):
+    except (yaml.reader.ReaderError, UnicodeDecodeError):
         return Parsed(None, _unreadable(lines, path))
     except TooLarge as exc:
         message = f"larger than {exc.limit // 2**20} MiB; split it into several files"
