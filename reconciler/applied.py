@@ -161,12 +161,10 @@ def _heads_to_read(record: Record) -> tuple[dict[str, str], str | None]:
     heads = _remote_heads(record)
     if isinstance(heads, dict):
         return heads, None
-    local = {}
-    for branch in (record.branch, record.main):
-        commit = _commit_of(f"refs/remotes/{record.remote}/{branch}")
-        if commit is not None:
-            local[branch] = commit
-    return local, heads
+    tracking = {
+        b: _commit_of(f"refs/remotes/{record.remote}/{b}") for b in (record.branch, record.main)
+    }
+    return {b: commit for b, commit in tracking.items() if commit is not None}, heads
 
 
 def _remote_heads(record: Record) -> dict[str, str] | str:

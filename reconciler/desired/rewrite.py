@@ -296,13 +296,8 @@ def _block_list(text: str, span: Span, new: IdentifierSet) -> list[Replacement] 
 def _dash_places(text: str, span: Span) -> list[tuple[int, int]] | None:
     """Where each item's line and its `- ` begin; None when one is not alone on its line,
     or the list has no item."""
-    places = []
-    for item in span.items:
-        place = dash_line(text, item.start)
-        if place is None:
-            return None
-        places.append(place)
-    return places or None
+    places = [dash_line(text, item.start) for item in span.items]
+    return [p for p in places if p is not None] if places and None not in places else None
 
 
 def _items_cut(
