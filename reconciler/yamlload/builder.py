@@ -617,19 +617,18 @@ class Frame:
 
 
 class DocumentFrame(Frame):
-    """Holds the one top-level value of the document."""
+    """Holds the one top-level value of the document; ``kid`` is its spot."""
 
-    __slots__ = ("kid", "raw")
+    __slots__ = ("kid",)
 
     def __init__(self) -> None:
         super().__init__(None, Spot(None, []), None)
-        self.raw: str | None = None
         self.kid: Spot | None = None
 
     def add(
         self, builder: Builder, child: Any, position: int, raw: str | None, spot: Spot | None
     ) -> None:
-        self.value, self.position, self.raw, self.kid = child, position, raw, spot
+        self.value, self.position, self.kid = child, position, spot
 
 
 class ListFrame(Frame):
