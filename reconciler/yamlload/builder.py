@@ -46,9 +46,6 @@ _RESOLVERS: dict[str | None, tuple[tuple[str, Callable[[str], object]], ...]] = 
     first: tuple((tag, regexp.match) for tag, regexp in resolvers)
     for first, resolvers in yaml.resolver.Resolver.yaml_implicit_resolvers.items()
 }
-# A plain scalar YAML 1.1 may read as something other than text starts with one of these
-# (most keys and values do not: they need no resolving).
-RESOLVED_FIRST = frozenset(_RESOLVERS)
 # Tags YAML resolves that have no value of their own: the text stays a string.
 _STAYS_TEXT = frozenset({STR_TAG, YAML_TAG + "value", YAML_TAG + "yaml"})
 # Python will not write out an int of more than 4,300 digits (about 14,284 bits):
@@ -462,7 +459,7 @@ class Builder:
         value, raw = event.value, None  # raw: the text, when YAML reads it as something else
         if event.tag is not None and event.tag != "!":
             value, raw = self._tagged(event, position)
-        elif event.implicit[0] and value[:1] in RESOLVED_FIRST:  # plain: YAML 1.1 resolves it
+        elif event.implicit[0]:  # plain: YAML 1.1 resolves it
             tag = resolve_plain(value)
             if tag != STR_TAG:
                 value, raw = self._implicit(tag, value, position)
