@@ -431,6 +431,7 @@ class Builder:
     def build(self, parser: Any) -> DocumentFrame:
         """Read every event; return the document frame. Raises Fatal or yaml.MarkedYAMLError."""
         handlers = {
+            yaml.ScalarEvent: self._scalar,
             yaml.AliasEvent: self._alias,
             yaml.MappingStartEvent: self._mapping_start,
             yaml.SequenceStartEvent: self._sequence_start,
@@ -439,9 +440,7 @@ class Builder:
             yaml.DocumentStartEvent: self._document_start,
         }
         while (event := parser.get_event()).__class__ is not yaml.StreamEndEvent:
-            if event.__class__ is yaml.ScalarEvent:  # most events: no look-up
-                self._scalar(event)
-            elif (handler := handlers.get(event.__class__)) is not None:
+            if (handler := handlers.get(event.__class__)) is not None:
                 handler(event)
         return self.document
 
@@ -687,11 +686,7 @@ class MappingFrame(Frame):
     ) -> None:
         key = self.key
         if key is NO_KEY:
-            # The fast way for most keys (a load's hot spot): new text, nothing to report.
-            if child.__class__ is str and child not in self.value:
-                self.key, self.key_position = builder.names.setdefault(child, child), position
-            else:
-                self._take_key(builder, child, position, raw, spot)
+            self._take_key(builder, child, position, raw, spot)
             return
         self.key = NO_KEY
         if self.skip:
@@ -705,8 +700,7 @@ class MappingFrame(Frame):
     def _place(self, key: Any, key_at: int, at: int, raw: str | None, spot: Spot | None) -> None:
         self.keys_at[key] = key_at
         self.values_at[key] = at
-        if raw is not None or spot is not None or self.merged is not None:  # else none to keep
-            self.spot.place(key, raw, spot)
+        self.spot.place(key, raw, spot)
 
     def _take_key(
         self, builder: Builder, key: Any, position: int, raw: str | None, spot: Spot | None
