@@ -9,9 +9,11 @@ checks; which invites a run plans is ``select_invites``.
 
 from __future__ import annotations
 
+import gc
 import os
 import unicodedata
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from difflib import get_close_matches
 from pathlib import Path
@@ -121,7 +123,8 @@ def _load(
     source: str | FileSource, path: str, lines: Lines, checks: RunChecks | None = None
 ) -> tuple[list[DesiredInvite], list[FileProblem]]:
     reader = EntryReader(path, lines, checks)
-    document, problems = stream(source, path, lines, "invites", reader)
+    with _collector_paused():
+        document, problems = stream(source, path, lines, "invites", reader)
     if document is None:
         return [], problems
     if document.value is None:
@@ -146,6 +149,21 @@ def _suspect(source: str | FileSource) -> bool:
     if isinstance(source, FileSource):
         return source.suspect
     return suspect(source.encode("utf-8", "surrogatepass"))
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a file is read: loading creates only
+    trees of dicts and lists, never cycles, yet every few hundred new containers the
+    collector would walk all the invites read so far (a third of the load time of a
+    20,000-invite file)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _duplicate_ids(invites: list[DesiredInvite]) -> list[FileProblem]:
