@@ -155,8 +155,8 @@ def _suspect(source: str | FileSource) -> bool:
 def _collector_paused() -> Iterator[None]:
     """Pause the cyclic garbage collector while a file is read: loading creates only
     trees of dicts and lists, never cycles, yet every few hundred new containers the
-    collector would walk all the invites read so far (a third of the load time of a
-    20,000-invite file)."""
+    collector would walk all the invites read so far (7% of a 20,000-invite load, best of
+    five: 2.21 s against 2.06 s; validate's CPU is in the issue's envelope)."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
