@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import Literal, NamedTuple, TypeAlias
 
 from reconciler.errors import ReconcilerError
-from reconciler.git import GitNotFound, run
-from reconciler.safetext import escape, quote_value, redact_and_escape, register_secret
+from reconciler.git import USERINFO, call, last_line
+from reconciler.safetext import escape, quote_value, register_secret
 
 DEFAULT_BRANCH = "reconcile/applied"
 BRANCH_ENV = "RECONCILER_APPLIED_BRANCH"
@@ -34,7 +34,6 @@ _NETWORK_TIMEOUT = 120.0
 # git asks it for the remote's password; it answers from the environment, so the token is
 # never on a command line or in a file. Set only when the variable is.
 _HELPER = f'!f() {{ echo username=x-access-token; echo "password=${TOKEN_ENV}"; }}; f'
-_USERINFO = re.compile(r"(?<=://)[^/@\s]*@")  # the `user:token@` of a URL git quotes
 _OBJECT_NAME = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 TRIES = 3  # pushes tried while other records race this one
 
@@ -75,7 +74,7 @@ class Record:
 
     @property
     def shown_remote(self) -> str:
-        return escape(_USERINFO.sub("", self.remote))
+        return escape(USERINFO.sub("", self.remote))
 
 
 class Trusted(NamedTuple):
@@ -162,12 +161,10 @@ def _heads_to_read(record: Record) -> tuple[dict[str, str], str | None]:
     heads = _remote_heads(record)
     if isinstance(heads, dict):
         return heads, None
-    local = {}
-    for branch in (record.branch, record.main):
-        commit = _commit_of(f"refs/remotes/{record.remote}/{branch}")
-        if commit is not None:
-            local[branch] = commit
-    return local, heads
+    tracking = {
+        b: _commit_of(f"refs/remotes/{record.remote}/{b}") for b in (record.branch, record.main)
+    }
+    return {b: commit for b, commit in tracking.items() if commit is not None}, heads
 
 
 def _remote_heads(record: Record) -> dict[str, str] | str:
@@ -176,7 +173,7 @@ def _remote_heads(record: Record) -> dict[str, str] | str:
     wanted = {f"refs/heads/{b}": b for b in (record.branch, record.main)}
     done = _git_run(["ls-remote", record.remote, *wanted], network=True, ok=None)
     if done.returncode:
-        return _git_said(done)
+        return last_line(done)
     heads = {}
     for line in done.stdout.decode("utf-8", "replace").splitlines():
         commit, _, name = line.partition("\t")
@@ -308,7 +305,7 @@ def _push(record: Record, old: str | None, new: str) -> bool:
     if isinstance(now, dict) and now.get(record.branch) != old:
         return False  # another record got there first: decided again
     raise ReconcilerError(
-        f"git push to {record.shown_remote} failed: {_git_said(done)}; {escape(record.branch)} "
+        f"git push to {record.shown_remote} failed: {last_line(done)}; {escape(record.branch)} "
         "is not moved"
     )
 
@@ -319,20 +316,9 @@ def _push(record: Record, old: str | None, new: str) -> bool:
 def _git_run(
     args: list[str], *, network: bool = False, ok: tuple[int, ...] | None = (0,)
 ) -> subprocess.CompletedProcess[bytes]:
-    """git ``args``, bounded in time; a return code outside ``ok`` (None: any) is an error
-    naming the command and git's last line."""
+    """git ``args``, bounded in time; a return code outside ``ok`` (None: any) is an error."""
     timeout = _NETWORK_TIMEOUT if network else _LOCAL_TIMEOUT
-    try:
-        done = run([*_credentials(network), *args], timeout=timeout)
-    except GitNotFound:
-        raise ReconcilerError("the applied record needs git, which is not on PATH") from None
-    except subprocess.TimeoutExpired:
-        raise ReconcilerError(f"git {args[0]} took over {timeout:.0f} s") from None
-    except OSError as exc:
-        raise ReconcilerError(f"git could not start: {escape(exc.strerror or str(exc))}") from None
-    if ok is not None and done.returncode not in ok:
-        raise ReconcilerError(f"git {args[0]} failed: {_git_said(done)}")
-    return done
+    return call([*_credentials(network), *args], "the applied record", timeout=timeout, ok=ok)
 
 
 def _credentials(network: bool) -> list[str]:
@@ -342,8 +328,3 @@ def _credentials(network: bool) -> list[str]:
     register_secret(token)  # never shown, should git or a server quote it
     # The empty helper first drops any other: none of them sees or stores the token.
     return ["-c", "credential.helper=", "-c", f"credential.helper={_HELPER}"]
-
-
-def _git_said(done: subprocess.CompletedProcess[bytes]) -> str:
-    lines = done.stderr[-2000:].decode("utf-8", "replace").strip().splitlines()
-    return redact_and_escape(_USERINFO.sub("", lines[-1])) if lines else f"exit {done.returncode}"

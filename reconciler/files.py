@@ -184,12 +184,10 @@ def write_output(
 
 
 def _kept_mode(path: str) -> int:
-    try:
+    with contextlib.suppress(OSError):
         info = os.lstat(path)
-    except OSError:
-        info = None
-    if info is not None and stat.S_ISREG(info.st_mode):
-        return stat.S_IMODE(info.st_mode)
+        if stat.S_ISREG(info.st_mode):
+            return stat.S_IMODE(info.st_mode)
     mask = os.umask(0o022)
     os.umask(mask)
     return 0o666 & ~mask

@@ -12,6 +12,7 @@ A top-level module, so that desired/ need not reach into output/ for the top lev
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Mapping
@@ -19,7 +20,8 @@ from functools import lru_cache
 from pathlib import Path, PurePath
 from typing import NamedTuple
 
-from reconciler.safetext import escape
+from reconciler.errors import ReconcilerError
+from reconciler.safetext import escape, redact_and_escape
 
 # A quick question (the top level, whether a file is tracked) gets this long; a
 # caller reading a whole tree's history gives its own bound.
@@ -79,6 +81,50 @@ def try_run(
         return run(args, cwd=cwd, stdin=stdin, input=input)
     except (OSError, subprocess.TimeoutExpired):
         return None
+
+
+class GitFailed(ReconcilerError):
+    """git ran and refused; ``said`` is its last line, redacted and escaped."""
+
+    def __init__(self, message: str, said: str) -> None:
+        super().__init__(message)
+        self.said = said
+
+
+def call(
+    args: list[str],
+    what: str,
+    *,
+    timeout: float,
+    ok: tuple[int, ...] | None = (0,),
+    cwd: str | None = None,
+    input: bytes | None = None,
+) -> subprocess.CompletedProcess[bytes]:
+    """git ``args`` for ``what`` (the stage that needs it, first in every message): git
+    missing, not starting or overrunning is a ReconcilerError, a return code outside ``ok``
+    (None: any) a GitFailed."""
+    try:
+        done = run(args, cwd=cwd, input=input, timeout=timeout)
+    except GitNotFound:
+        raise ReconcilerError(f"{what} needs git, which is not installed or not on PATH") from None
+    except subprocess.TimeoutExpired:
+        raise ReconcilerError(f"{what}: git {args[0]} took over {timeout:.0f} s") from None
+    except OSError as exc:
+        shown = escape(exc.strerror or str(exc))
+        raise ReconcilerError(f"{what}: git could not start: {shown}") from None
+    if ok is not None and done.returncode not in ok:
+        said = last_line(done)
+        raise GitFailed(f"{what}: git {args[0]} failed: {said}", said)
+    return done
+
+
+USERINFO = re.compile(r"(?<=://)[^/@\s]*@")  # the `user:token@` of a URL git quotes
+
+
+def last_line(done: subprocess.CompletedProcess[bytes]) -> str:
+    """git's last line on stderr, fit to show: redacted, escaped, no `user:token@`."""
+    lines = done.stderr[-2000:].decode("utf-8", "replace").strip().splitlines()
+    return redact_and_escape(USERINFO.sub("", lines[-1])) if lines else f"exit {done.returncode}"
 
 
 def up_to_top(cwd: str | None = None) -> list[Path]:

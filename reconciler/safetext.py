@@ -29,6 +29,7 @@ One verb per operation, named for what it does:
 
 from __future__ import annotations
 
+import datetime
 import html
 import json
 import re
@@ -157,7 +158,10 @@ class Redactor:
         self._watchers: list[Callable[[str], None]] = []
 
     def watch(self, watcher: Callable[[str], None]) -> None:
-        """Tell ``watcher`` every form redacted from now on, and those redacted already."""
+        """Call ``watcher`` with each secret and token redacted, in each form, as it becomes
+        known (and at once with those known already): for a host that masks its own output
+        as well, such as an Ansible module's no-log values. A token dropped from redaction
+        later is not taken back from the watcher."""
         with self._lock:
             self._watchers.append(watcher)
             held = self._secrets
@@ -170,6 +174,7 @@ class Redactor:
                 watcher(form)
 
     def register(self, secret: str | None) -> None:
+        """From now on, ``secret`` is replaced by ``[redacted]`` wherever text is redacted."""
         with self._lock:
             forms = _forms(secret)
             self._replaceable -= forms  # registered: kept for the rest of the run
@@ -178,7 +183,8 @@ class Redactor:
         self._tell(forms)
 
     def replace(self, old: Iterable[str], new: Iterable[str]) -> None:
-        """Stop redacting ``old`` (unless also registered) and start redacting ``new``."""
+        """From now on ``new`` is redacted and ``old`` no longer is (unless registered with
+        ``register``): a run that gets a token per minute keeps a short list."""
         with self._lock:
             gone = {form for secret in old for form in _forms(secret)} & self._replaceable
             added = {form for secret in new for form in _forms(secret)} - set(self._secrets)
@@ -193,10 +199,19 @@ class Redactor:
         self._pattern = re.compile(alternatives, re.IGNORECASE) if secrets else None
 
     def redact(self, text: str) -> str:
+        """``text`` without any registered secret or token: for what a server said only.
+
+        Never a pattern over ordinary words ("Flag Bearer Ltd." stays as it is), and
+        never applied to a value from the files, to a compare or to what is sent.
+        """
         pattern = self._pattern
         return pattern.sub(REDACTED, text) if pattern else text
 
     def cut(self, text: str, limit: int) -> str:
+        """The first ``limit`` characters of ``text``, for a text to be redacted and bounded
+        that may be too long to redact whole: when the cut splits a secret, its start is cut
+        off too (``redact`` finds only whole secrets, so ``redact(text[:limit])`` would show
+        most of one that straddles the cut)."""
         if len(text) <= limit:
             return text
         head = text[:limit]
@@ -215,6 +230,11 @@ class Redactor:
         return head[: limit - split]
 
     def holds_secret(self, text: str) -> bool:
+        """Whether ``text`` holds a registered secret or token.
+
+        What a server says is written to git only without one: export and adopt leave
+        such a value out rather than write it redacted, which would change the data.
+        """
         pattern = self._pattern
         return pattern is not None and pattern.search(text) is not None
 
@@ -225,52 +245,13 @@ def _forms(secret: str | None) -> set[str]:
     return {secret, html.escape(secret)}
 
 
-_REDACTOR = Redactor()
-
-
-def register_secret(secret: str | None) -> None:
-    """From now on, ``secret`` is replaced by ``[redacted]`` wherever text is redacted."""
-    _REDACTOR.register(secret)
-
-
-def replace_secrets(old: Iterable[str], new: Iterable[str]) -> None:
-    """From now on ``new`` is redacted and ``old`` no longer is (unless registered with
-    ``register_secret``): a run that gets a token per minute keeps a short list."""
-    _REDACTOR.replace(old, new)
-
-
-def watch_secrets(watcher: Callable[[str], None]) -> None:
-    """Call ``watcher`` with each secret and token redacted, in each form, as it becomes
-    known (and at once with those known already): for a host that masks its own output
-    as well, such as an Ansible module's no-log values. A token dropped from redaction
-    later is not taken back from the watcher."""
-    _REDACTOR.watch(watcher)
-
-
-def redact(text: str) -> str:
-    """``text`` without any registered secret or token: for what a server said only.
-
-    Never a pattern over ordinary words ("Flag Bearer Ltd." stays as it is), and
-    never applied to a value from the files, to a compare or to what is sent.
-    """
-    return _REDACTOR.redact(text)
-
-
-def cut(text: str, limit: int) -> str:
-    """The first ``limit`` characters of ``text``, for a text to be redacted and bounded
-    that may be too long to redact whole: when the cut splits a secret, its start is cut
-    off too (``redact`` finds only whole secrets, so ``redact(text[:limit])`` would show
-    most of one that straddles the cut)."""
-    return _REDACTOR.cut(text, limit)
-
-
-def holds_secret(text: str) -> bool:
-    """Whether ``text`` holds a registered secret or token.
-
-    What a server says is written to git only without one: export and adopt leave
-    such a value out rather than write it redacted, which would change the data.
-    """
-    return _REDACTOR.holds_secret(text)
+_REDACTOR = Redactor()  # the process's: the API client registers, every output redacts
+register_secret = _REDACTOR.register
+replace_secrets = _REDACTOR.replace
+watch_secrets = _REDACTOR.watch
+redact = _REDACTOR.redact
+cut = _REDACTOR.cut
+holds_secret = _REDACTOR.holds_secret
 
 
 def redact_and_escape(text: str) -> str:
@@ -299,3 +280,25 @@ def seconds(value: float) -> str:
     if value < 10:
         return f"{value:.1f} s"
     return f"{value:.0f} s"
+
+
+# What a value is, in the words of someone who writes YAML, and in JSON's.
+_KINDS: tuple[tuple[type | tuple[type, ...], str, str], ...] = (
+    (type(None), "empty", "null"),
+    (bool, "a boolean", "a boolean"),
+    ((int, float), "a number", "a number"),
+    (str, "text", "a string"),
+    (dict, "a mapping", "an object"),
+    (list, "a list", "a list"),
+    (datetime.datetime, "a date and time", "a date and time"),
+    (datetime.date, "a date", "a date"),
+    (bytes, "binary data", "binary data"),
+)
+
+
+def kind_in_words(value: object, *, as_json: bool = False) -> str:
+    """What a value is, in words: "a mapping" (``as_json``: "an object"), "a number"."""
+    for types, in_yaml, in_json in _KINDS:
+        if isinstance(value, types):
+            return in_json if as_json else in_yaml
+    return "a value of another kind"

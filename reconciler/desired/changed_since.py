@@ -8,7 +8,6 @@ moving an entry or reordering keys changes nothing, so a pull request that edits
 from __future__ import annotations
 
 import re
-import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
@@ -16,9 +15,9 @@ from typing import NamedTuple
 from reconciler.desired.files import is_yaml_name
 from reconciler.desired.state import load_text
 from reconciler.errors import ReconcilerError
-from reconciler.git import GitNotFound, run
+from reconciler.git import GitFailed, call
 from reconciler.model.invite import DesiredInvite, Fields, kind_of
-from reconciler.safetext import escape, quote_value, redact_and_escape
+from reconciler.safetext import escape, quote_value
 from reconciler.yamlload.source import decode_source
 
 _GIT_TIMEOUT = 120.0
@@ -65,31 +64,22 @@ def changed_entries(
     if NO_BASE.fullmatch(ref):
         return None
     top = _toplevel(ref)
-    commit = _commit(ref, top)
-    before = _entries_at(commit, top, paths)
+    before = _entries_at(_commit(ref, top), top, paths)
     changed = {}
     for invite in invites:
         old = before.get(invite.id)
         if old is None:
             changed[invite.id] = ChangedEntry(frozenset(invite.fields), None)
-        elif not _same(old, invite):
-            at_ref = old.fields
-            touched = [
-                f
-                for f, v in invite.items()
-                if f not in at_ref or not kind_of(f).equal(v, at_ref[f])
-            ]
-            changed[invite.id] = ChangedEntry(frozenset(touched), at_ref)
+            continue
+        # Compared as the plan compares (sets ignore order and repeats): reformatting or
+        # reordering an entry changes nothing.
+        was = old.fields
+        touched = frozenset(
+            f for f, v in invite.items() if f not in was or not kind_of(f).equal(v, was[f])
+        )
+        if touched or was.keys() != invite.fields.keys() or _rule(old) != _rule(invite):
+            changed[invite.id] = ChangedEntry(touched, was)
     return changed
-
-
-def _same(then: DesiredInvite, now: DesiredInvite) -> bool:
-    """Whether two entries mean the same, compared as the plan compares (sets ignore
-    order and repeats); reformatting or reordering them changes nothing."""
-    old, new = then.fields, now.fields
-    if old.keys() != new.keys() or _rule(then) != _rule(now):
-        return False
-    return all(kind_of(name).equal(old[name], new[name]) for name in new)
 
 
 def _rule(invite: DesiredInvite) -> frozenset[str] | bool:
@@ -99,36 +89,13 @@ def _rule(invite: DesiredInvite) -> frozenset[str] | bool:
 
 
 def _git(args: list[str], cwd: str | None = None, stdin: bytes | None = None) -> bytes:
-    try:
-        done = run(args, cwd=cwd, input=stdin, timeout=_GIT_TIMEOUT)
-    except GitNotFound:
-        raise ReconcilerError(
-            "--changed-since needs git, which is not installed or not on PATH"
-        ) from None
-    except subprocess.TimeoutExpired:
-        raise ReconcilerError(
-            f"--changed-since: git {args[0]} took over {_GIT_TIMEOUT:.0f} s"
-        ) from None
-    if done.returncode != 0:
-        lines = done.stderr[-2000:].decode("utf-8", "replace").strip().splitlines()
-        raise _GitFailed(
-            args[0], redact_and_escape(lines[-1]) if lines else f"exit {done.returncode}"
-        )
-    return done.stdout
-
-
-class _GitFailed(ReconcilerError):
-    """git refused; the message carries git's own last line."""
-
-    def __init__(self, command: str, said: str) -> None:
-        self.said = said
-        super().__init__(f"--changed-since: git {command} failed: {said}")
+    return call(args, "--changed-since", timeout=_GIT_TIMEOUT, cwd=cwd, input=stdin).stdout
 
 
 def _toplevel(ref: str) -> str:
     try:
         return _git(["rev-parse", "--show-toplevel"]).decode().strip()
-    except _GitFailed as failed:
+    except GitFailed as failed:
         raise ReconcilerError(
             f"--changed-since {escape(ref)}: the working directory is not in a git repository "
             f"({failed})"
@@ -139,15 +106,8 @@ def _commit(ref: str, top: str) -> str:
     if ref.startswith("-") or not ref.strip():
         raise ReconcilerError(f"--changed-since {quote_value(ref)}: not a git revision")
     try:
-        return (
-            _git(
-                ["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"],
-                cwd=top,
-            )
-            .decode()
-            .strip()
-        )
-    except _GitFailed:
+        return _git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], top).decode().strip()
+    except GitFailed:
         raise ReconcilerError(
             f"--changed-since {escape(ref)}: no such commit in this repository. Fetch it first "
             "(in CI: a full clone, e.g. actions/checkout with fetch-depth: 0, or GIT_DEPTH: 0), "

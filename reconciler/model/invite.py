@@ -22,7 +22,7 @@ from typing import Any, Generic, NamedTuple, Protocol, TypeAlias, TypeVar
 
 from reconciler.errors import ReconcilerError
 from reconciler.files import invite_schema_path
-from reconciler.safetext import cut, escape, redact, redact_and_escape
+from reconciler.safetext import cut, escape, kind_in_words, redact, redact_and_escape
 
 # -- values ----------------------------------------------------------------------------------
 # The values an invite's fields hold: text, a contact, an identifier set.
@@ -287,13 +287,7 @@ def _kind(value: object) -> str:
         return f"a boolean ({str(value).lower()})"
     if isinstance(value, int | float):
         return f"a number ({redact_and_escape(repr(value))[:40]})"
-    if isinstance(value, dict):
-        return "an object"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, str):
-        return "a string"
-    return "null"  # JSON holds nothing else
+    return kind_in_words(value, as_json=True)
 
 
 class FieldKind(ABC):

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from reconciler.errors import FileProblem
 from reconciler.model.invite import ID_RULE
-from reconciler.safetext import QUOTED_CHARS, escape, quote_value
-from reconciler.yamlload.builder import Located, cut, kind_of, quote_it, reading
+from reconciler.safetext import QUOTED_CHARS, escape, kind_in_words, quote_value
+from reconciler.yamlload.builder import Located, cut, quote_it, reading
 
 if TYPE_CHECKING:
     from jsonschema import ValidationError
@@ -123,7 +123,8 @@ def _type(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[F
 
 
 def _not_of_type(full: tuple[Any, ...], expected: Any, value: Any) -> str:
-    found = cut(repr(value)) if expected == "integer" and type(value) is float else kind_of(value)
+    integer = expected == "integer" and type(value) is float
+    found = cut(repr(value)) if integer else kind_in_words(value)
     message = f"{place(full)} must be {_a(expected)}, not {found}"
     if expected == "array" and isinstance(value, str):
         message += _as_a_list(value)
@@ -224,7 +225,8 @@ def _one_of(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list
     fitting = [e for e in context if not (e.validator == "type" and not e.path)]
     if context and not fitting:
         kinds = " or ".join(_a(e.validator_value) for e in context)
-        message = f"{place(where.prefix + path)} must be {kinds}, not {kind_of(error.instance)}"
+        found = kind_in_words(error.instance)
+        message = f"{place(where.prefix + path)} must be {kinds}, not {found}"
         return [_at(where, path, message)]
     if not fitting:
         return _other(error, where, path)

@@ -26,7 +26,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any, Literal
 
 from reconciler.errors import ConfigError, FileProblem
-from reconciler.safetext import escape
+from reconciler.safetext import escape, kind_in_words
 
 if TYPE_CHECKING:
     from jsonschema import ValidationError
@@ -346,13 +346,9 @@ def _target(ref: str, lookup: Any, path: Path, at: dict[int, Path]) -> Any:
 
 
 def _kind(value: Any) -> str:
-    if isinstance(value, str):
-        return "text"
-    if isinstance(value, list):
-        return "a list"
     if isinstance(value, dict):
         return "a value (an object no check reads as a schema)"
-    return "null" if value is None else "a number"
+    return "null" if value is None else kind_in_words(value)
 
 
 class _Problem(Exception):

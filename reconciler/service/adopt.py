@@ -270,8 +270,7 @@ def rewrite_all(
             ) from None
         bom = _BOM if raw.startswith(_BOM) else ""
         text = raw.removeprefix(_BOM)
-        places = [(i.source.line, i.source.column) for i in by_file[path]]
-        rewritten = rewrite(text, wants, places)
+        rewritten = rewrite(text, wants)
         if rewritten.text != text:
             _check(path, rewritten, by_file[path])
         done.append((path, EditedFile(bom + rewritten.text, rewritten)))

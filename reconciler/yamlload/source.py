@@ -13,23 +13,19 @@ the person who wrote the file (where to look, the usual cause).
 
 ``stream`` reads a file of 200,000 invites without keeping them: each item of the
 list under a chosen top-level key goes to a hook as soon as it is built (an
-``Item``), and the document holds an empty list in its place. A list the builder
-could not stream (it came whole through an alias or a merge) stays in the
-document, and its items come back in the ``ListRead``, so no reader has to guess
-whether an empty list was empty or streamed.
+``Item``), and ``None`` holds its place in the document.
 """
 
 from __future__ import annotations
 
 import codecs
 import re
-from dataclasses import dataclass
-from enum import Enum
 from typing import Any, BinaryIO, NamedTuple
 
 import yaml
 
 from reconciler.errors import FileProblem
+from reconciler.files import TooLarge
 from reconciler.safetext import escape
 from reconciler.yamlload.builder import (
     DEPTH_LIMIT,
@@ -44,15 +40,11 @@ from reconciler.yamlload.builder import (
 )
 
 __all__ = [
-    "NO_LIST",
-    "Delivery",
     "FileSource",
     "Item",
-    "ListRead",
     "Located",
     "Mark",
     "MarkedDict",
-    "Streamed",
     "decode_source",
     "load_yaml",
     "parse",
@@ -104,25 +96,15 @@ class FileSource:
     # always asks for a size.
     def read(self, size: int = 65536, /) -> bytes:
         data = self.stream.read(size)
-        if self.read_so_far == 0 and data[:2] in _UTF16:
-            raise _NotUtf8  # libyaml would read UTF-16
+        if self.read_so_far == 0 and data[:2] in _UTF16:  # libyaml would read UTF-16
+            raise UnicodeDecodeError("utf-8", data, 0, 1, "a UTF-16 byte order mark")
         self.read_so_far += len(data)
         if self.read_so_far > self.limit:
-            raise _TooLarge(self.limit)
+            raise TooLarge(self.limit)
         if not self.suspect:
             self.suspect = suspect(self._tail + data)
             self._tail = data[-2:]
         return data
-
-
-class _NotUtf8(Exception):
-    pass
-
-
-class _TooLarge(Exception):
-    def __init__(self, limit: int) -> None:
-        super().__init__(limit)
-        self.limit = limit
 
 
 _UTF16 = (b"\xff\xfe", b"\xfe\xff")
@@ -139,73 +121,26 @@ def parse(source: str | FileSource, path: str, lines: Lines) -> Parsed:
     return _read(source, path, lines, Builder(lines))
 
 
-class Delivery(Enum):
-    """How the items of the list under the hook's key reached the reader."""
+def stream(source: str | FileSource, path: str, lines: Lines, key: str, hook: ItemHook) -> Parsed:
+    """As ``parse``, handing ``hook`` each item of the top-level ``key`` list in order.
 
-    STREAMED = "streamed"  # each went to the hook as it was read; none kept in the document
-    WHOLE = "whole"  # the list came through an alias or a merge: kept, its items in ``left``
-    NO_LIST = "no list"  # the key is missing, or holds something other than a list
-
-
-@dataclass(frozen=True, slots=True)
-class ListRead:
-    """What became of the list the hook was given for."""
-
-    delivery: Delivery
-    streamed: int  # items the hook took while the file was read
-    left: tuple[Item, ...]  # items it has not had: every item of a WHOLE list
-
-    @property
-    def count(self) -> int:
-        """Items in the list as written, streamed or not."""
-        return self.streamed + len(self.left)
-
-
-NO_LIST = ListRead(Delivery.NO_LIST, 0, ())
-
-
-class Streamed(NamedTuple):
-    """What ``stream`` read: ``Parsed``, and what became of the streamed list."""
-
-    document: Located | None  # None when the text cannot be read at all
-    problems: list[FileProblem]
-    items: ListRead  # what became of the list under the hook's key
-
-
-def stream(source: str | FileSource, path: str, lines: Lines, key: str, hook: ItemHook) -> Streamed:
-    """As ``parse``, handing ``hook`` each item of the top-level ``key`` list as it is read.
-
-    Streamed items are not kept: the document holds an empty list in their
-    place. A list that came through an alias or a merge could not be streamed;
-    it stays in the document and its items are ``items.left``, for the caller
-    to hand over.
+    Items are handed over as they are read, and ``None`` holds each one's place in the
+    document. A list that came through an alias or a merge could not be streamed: it
+    stays in the document, and its items are handed over once the file is read.
     """
     builder = Builder(lines, key, hook)
-    document, problems = _read(source, path, lines, builder)
-    hooked = builder.hooked
-    if hooked is not None:
-        return Streamed(document, problems, ListRead(Delivery.STREAMED, hooked.index, ()))
-    return Streamed(document, problems, _whole_list(document, key))
-
-
-def _whole_list(document: Located | None, key: str) -> ListRead:
-    """The items of the top-level ``key`` list that was built whole, if there is one."""
-    if document is None or not isinstance(document.value, dict):
-        return NO_LIST
-    value = document.value.get(key)
-    if not isinstance(value, list):
-        return NO_LIST
-    spot = document.spot.kid(key) if document.spot is not None else None
-    own, lines = document.walk((key,)).position, document.lines
-    left = []
-    for index, item in enumerate(value):
-        # Every list built has its spot; were one missing, the list's own place
-        # would do: an item is never dropped for want of a position.
+    parsed = _read(source, path, lines, builder)
+    document = parsed.document
+    if builder.streamed or document is None or not isinstance(document.value, dict):
+        return parsed
+    items, (spot, own, _) = document.value.get(key), document.walk((key,))
+    for index, item in enumerate(items if isinstance(items, list) else ()):
+        # Every list built has its spot; were one missing, the list's place would do.
         at = spot.position(index) if spot is not None else None
-        position = own if at is None else at
+        at = own if at is None else at
         kid = spot.kid(index) if spot is not None else None
-        left.append(Item(index, item, kid, position, lines.mark(position)))
-    return ListRead(Delivery.WHOLE, 0, tuple(left))
+        hook(Item(index, item, kid, at, lines.mark(at)))
+    return parsed
 
 
 def _read(source: str | FileSource, path: str, lines: Lines, builder: Builder) -> Parsed:
@@ -214,9 +149,9 @@ def _read(source: str | FileSource, path: str, lines: Lines, builder: Builder) -
         document = builder.build(parser)
     except Fatal as exc:
         return Parsed(None, [FileProblem(path, *lines.mark(exc.position), exc.message)])
-    except (yaml.reader.ReaderError, UnicodeDecodeError, _NotUtf8):
+    except (yaml.reader.ReaderError, UnicodeDecodeError):
         return Parsed(None, _unreadable(lines, path))
-    except _TooLarge as exc:
+    except TooLarge as exc:
         message = f"larger than {exc.limit // 2**20} MiB; split it into several files"
         return Parsed(None, [FileProblem(path, 1, 1, message)])
     except yaml.MarkedYAMLError as exc:
@@ -230,7 +165,7 @@ def _read(source: str | FileSource, path: str, lines: Lines, builder: Builder) -
     problems = [
         FileProblem(path, *lines.mark(at), message) for at, message in sorted(builder.problems)
     ]
-    return Parsed(Located(document.value, document.spot, document.position, lines), problems)
+    return Parsed(Located(document.value, document.kid, document.position, lines), problems)
 
 
 def _unreadable(lines: Lines, path: str) -> list[FileProblem]:
@@ -357,17 +292,9 @@ class MarkedDict(dict):  # type: ignore[type-arg]
         self.located = located
 
     @property
-    def mark(self) -> Mark:
-        return self.located.mark()
-
-    @property
     def key_marks(self) -> dict[Any, Mark]:
         keys = self.located.spot.keys if self.located.spot else None
         return {key: self.located.lines.mark(at) for key, at in (keys or {}).items()}
-
-    @property
-    def value_marks(self) -> dict[Any, Mark]:
-        return {key: self.located.mark((key,)) for key in self}
 
 
 class LoadedYaml(NamedTuple):

@@ -15,7 +15,6 @@ import pytest
 from support.ci_forge import APPLIED, Forge
 from support.git import git
 
-from reconciler import applied
 from reconciler import git as reconciler_git
 from reconciler.applied import (
     TOKEN_ENV,
@@ -148,7 +147,7 @@ def _racing(monkeypatch: pytest.MonkeyPatch, forge: Forge, moves: list[str]) -> 
             pushes.append(args[-1])
         return real(args, **kwargs)
 
-    monkeypatch.setattr(applied, "run", run)
+    monkeypatch.setattr(reconciler_git, "run", run)
     return pushes
 
 

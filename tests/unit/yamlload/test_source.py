@@ -6,8 +6,8 @@
   crash or a hang (each example is bounded by the loader's own limits).
 - The check compiled from the schema never says "valid" where jsonschema finds
   an error, and says "valid" for ordinary valid invites (so it is used).
-- A streamed list's items reach the reader as ``Item``s, and ``ListRead`` says
-  which were streamed and which are left to hand over.
+- Every item of the streamed list reaches the reader as an ``Item``, in order:
+  as it is read, or (a list that came through an alias or a merge) after the file.
 """
 
 from __future__ import annotations
@@ -27,13 +27,10 @@ from reconciler.schema.check import invite_validators
 from reconciler.yamlload import builder, source
 from reconciler.yamlload.builder import DEPTH_LIMIT, Lines, Mark
 from reconciler.yamlload.source import (
-    NO_LIST,
     CutValue,
-    Delivery,
     FileSource,
     Item,
-    ListRead,
-    Streamed,
+    Parsed,
     cut_values,
     load_yaml,
     stream,
@@ -339,7 +336,7 @@ def test_items_handed_to_the_hook_are_not_kept_in_the_document():
     # The whole point of the hook: a 60 MB file's invites are never all in memory.
     text = "invites:\n" + "".join(f"  - id: inv_{n}\n" for n in range(3)) + "other: [1, 2]\n"
     seen: list[tuple[int, Any]] = []
-    document, problems, _ = source.stream(
+    document, problems = source.stream(
         text,
         "team.yaml",
         Lines(text),
@@ -349,7 +346,7 @@ def test_items_handed_to_the_hook_are_not_kept_in_the_document():
     assert problems == []
     assert seen == [(n, {"id": f"inv_{n}"}) for n in range(3)]
     assert document is not None
-    assert document.value == {"invites": [], "other": [1, 2]}
+    assert document.value == {"invites": [None] * 3, "other": [1, 2]}
 
 
 # From test_yaml_mistakes.py: Mistakes people make writing YAML by hand, each shown where it is,
@@ -416,7 +413,7 @@ def test_a_hand_writing_mistake_is_shown_where_it_is(text: str, shown: str) -> N
 
 
 # -- the contract with the reader of a streamed list, in its types: each item an ``Item``
-# placed by the builder, a ``ListRead`` saying which were streamed and which are left.
+# placed by the builder, every item handed over once, in order.
 
 BLOCK = """\
 invites:
@@ -428,7 +425,7 @@ invites:
 """
 
 
-def _stream(text: str) -> tuple[Streamed, list[Item]]:
+def _stream(text: str) -> tuple[Parsed, list[Item]]:
     taken: list[Item] = []
     return stream(text, "t.yaml", Lines(text), "invites", taken.append), taken
 
@@ -438,7 +435,7 @@ def _placed(text: str, position: int) -> Mark:
 
 
 def test_each_streamed_item_is_handed_over_with_its_place() -> None:
-    (document, problems, items), taken = _stream(BLOCK)
+    (document, problems), taken = _stream(BLOCK)
     assert problems == [] and document is not None
     assert [(i.index, i.value) for i in taken] == [
         (0, {"id": "inv_0", "name": "Acme"}),
@@ -451,8 +448,7 @@ def test_each_streamed_item_is_handed_over_with_its_place() -> None:
     first = taken[0].located(Lines(BLOCK))
     assert first.mark(("name",)) == Mark(3, 11)
     assert taken[3].spot is None  # a scalar has no parts
-    assert items == ListRead(Delivery.STREAMED, 4, ())
-    assert document.value == {"invites": []}  # streamed items are not kept
+    assert document.value == {"invites": [None] * 4}  # streamed items are not kept
 
 
 def test_streamed_items_are_placed_without_reading_the_file_again() -> None:
@@ -468,56 +464,52 @@ def test_streamed_items_are_placed_without_reading_the_file_again() -> None:
     taken: list[Item] = []
     source = FileSource(io.BytesIO(data), 1 << 20)
     read = stream(source, "t.yaml", Lines(read_again), "invites", taken.append)
-    assert read.problems == [] and read.items.count == 3
+    assert read.problems == [] and len(taken) == 3
     assert [i.mark for i in taken] == [Mark(2, 5), Mark(4, 5), Mark(5, 7)]
     assert reads == []
 
 
-def test_a_list_that_came_through_a_merge_is_left_with_its_items_placed() -> None:
+def test_a_list_that_came_through_a_merge_is_kept_and_its_items_handed_over_placed() -> None:
     text = "<<:\n  invites:\n    - id: inv_0\n    - {id: inv_1}\n"
-    (document, problems, items), taken = _stream(text)
+    (document, problems), taken = _stream(text)
     assert problems == [] and document is not None
-    assert taken == []  # not a list opening under the top-level key: nothing streamed
-    assert items.delivery is Delivery.WHOLE and items.streamed == 0 and items.count == 2
-    assert [(i.index, i.value, i.mark) for i in items.left] == [
+    assert [(i.index, i.value, i.mark) for i in taken] == [
         (0, {"id": "inv_0"}, Mark(3, 7)),
         (1, {"id": "inv_1"}, Mark(4, 7)),
     ]
-    assert items.left[1].located(document.lines).mark(("id",)) == Mark(4, 12)
+    assert taken[1].located(document.lines).mark(("id",)) == Mark(4, 12)
     assert document.value == {"invites": [{"id": "inv_0"}, {"id": "inv_1"}]}
 
 
-def test_a_list_that_came_through_an_alias_is_left_with_its_items_placed() -> None:
+def test_a_list_that_came_through_an_alias_is_kept_and_its_items_handed_over_placed() -> None:
     text = "<<: {invites: &all [{id: inv_0}, text]}\ninvites: *all\n"
-    (_, problems, items), taken = _stream(text)
-    assert problems == [] and taken == []
-    assert items.delivery is Delivery.WHOLE and items.count == 2
-    assert [(i.index, i.value, i.mark) for i in items.left] == [
+    (_, problems), taken = _stream(text)
+    assert problems == []
+    assert [(i.index, i.value, i.mark) for i in taken] == [
         (0, {"id": "inv_0"}, Mark(1, 21)),
         (1, "text", Mark(1, 34)),
     ]
-    assert items.left[0].spot is not None and items.left[1].spot is None
+    assert taken[0].spot is not None and taken[1].spot is None
 
 
-def test_an_empty_streamed_list_is_told_from_no_list() -> None:
-    assert _stream("invites: []\n")[0].items == ListRead(Delivery.STREAMED, 0, ())
+def test_nothing_is_handed_over_without_a_top_level_list() -> None:
+    (document, _), taken = _stream("invites: []\n")
+    assert document is not None and document.value == {"invites": []} and taken == []
     for text in ("other: [1]\n", "invites: text\n", "invites:\n", "- a list\n", ""):
-        assert _stream(text)[0].items == NO_LIST, text
-    assert NO_LIST.count == 0
+        assert _stream(text)[1] == [], text
 
 
 def test_a_list_nested_deeper_or_under_another_key_is_kept_not_streamed() -> None:
     text = "other:\n  invites: [1, 2]\nmore: [3]\n"
-    (document, problems, items), taken = _stream(text)
-    assert problems == [] and taken == [] and items == NO_LIST
+    (document, problems), taken = _stream(text)
+    assert problems == [] and taken == []
     assert document is not None
     assert document.value == {"other": {"invites": [1, 2]}, "more": [3]}
 
 
 def test_a_file_that_cannot_be_read_says_how_far_the_stream_went() -> None:
-    (document, problems, items), taken = _stream("invites:\n  - id: a\n  - *nowhere\n")
-    assert document is None and len(problems) == 1
-    assert items == ListRead(Delivery.STREAMED, 1, ()) and len(taken) == 1
+    (document, problems), taken = _stream("invites:\n  - id: a\n  - *nowhere\n")
+    assert document is None and len(problems) == 1 and len(taken) == 1
 
 
 # A plain value cut short by a comment (`name: Store #12`), found as libyaml reads it.
