@@ -65,9 +65,15 @@ def _unpaced_start(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPat
     server first refuses. The slow start cost every run against a sandbox some 0.3 s of
     waiting for its turns, no limit being there to find: a third of the end-to-end
     tests' time. A module that is about the pace a run starts at, or the rate it learns
-    from a limit, says so with ``SLOW_START = True`` and keeps it; so does every run in
-    a child process, and the unit tests of the pacer and the client."""
-    if "/tests/e2e/" not in request.path.as_posix() or getattr(request.module, "SLOW_START", False):
+    from a limit, says so with ``SLOW_START = True`` (or names those of its tests that
+    are: ``SLOW_START = ("test_...",)``) and keeps it; so does every run in a child
+    process, and the unit tests of the pacer and the client."""
+    slow = getattr(request.module, "SLOW_START", ())
+    if (
+        "/tests/e2e/" not in request.path.as_posix()
+        or slow is True
+        or request.function.__name__ in slow
+    ):
         return
     unpaced = functools.partial(RequestPacer, start_rate=MAX_RATE)
     for maker in (client, capacity):  # the client's own pacers, and the run's (capacity_for)
