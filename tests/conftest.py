@@ -18,7 +18,7 @@ from support.helpers import CA_BUNDLE_VARIABLES
 from support.nginx import Gateway, Nginx, nginx_binary
 
 from reconciler import safetext
-from reconciler.api import capacity, client
+from reconciler.api import capacity, client, exchange
 from reconciler.api.capacity import MAX_RATE, RequestPacer
 from reconciler.files import invite_schema_path
 from reconciler.sandbox import Sandbox, SandboxOptions
@@ -78,6 +78,16 @@ def _unpaced_start(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPat
     unpaced = functools.partial(RequestPacer, start_rate=MAX_RATE)
     for maker in (client, capacity):  # the client's own pacers, and the run's (capacity_for)
         monkeypatch.setattr(maker, "RequestPacer", unpaced)
+
+
+@pytest.fixture
+def quick_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The backoff between retries a hundredth of the shipped one (5 ms doubling up to
+    80 ms, full jitter), for in-process runs whose point is what retries do, not how
+    long they wait: a fault run rides out as many faults in a second, not a minute.
+    The in-process CLI reads the module's constants at each retry."""
+    monkeypatch.setattr(exchange, "BACKOFF_BASE", exchange.BACKOFF_BASE / 100)
+    monkeypatch.setattr(exchange, "BACKOFF_CAP", exchange.BACKOFF_CAP / 100)
 
 
 @pytest.fixture

@@ -37,7 +37,6 @@ from support.cli import CliRun, run_cli
 from support.daemon import free_port
 from support.helpers import clean_env, sandbox_env
 
-from reconciler.api import exchange
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox
 
 pytestmark = pytest.mark.e2e
@@ -466,15 +465,6 @@ class Scenario:
     out: ApplyOutput
 
 
-@pytest.fixture
-def quick_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The backoff between retries a hundredth of the shipped one (5 ms doubling up to
-    80 ms, full jitter): a fault run rides out as many faults in a second, not a
-    minute. The in-process CLI reads the module's constants at each retry."""
-    monkeypatch.setattr(exchange, "BACKOFF_BASE", exchange.BACKOFF_BASE / 100)
-    monkeypatch.setattr(exchange, "BACKOFF_CAP", exchange.BACKOFF_CAP / 100)
-
-
 def run_fault_scenario(
     start_sandbox: Callable[..., Sandbox],
     tmp_path: Path,
@@ -725,6 +715,7 @@ def test_timed_out_resend_is_not_reported_as_not_sent(
 # -- giving up, unreachable servers, invites that cannot be updated --------------------
 
 
+@pytest.mark.usefixtures("quick_backoff")
 def test_api_down_plan_and_apply_give_up_in_bounded_time(
     start_sandbox: Callable[..., Sandbox], tmp_path: Path
 ) -> None:

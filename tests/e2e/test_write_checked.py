@@ -27,7 +27,8 @@ from support.invites import ACME, desired_entry, write_invites
 
 from reconciler.sandbox import Sandbox
 
-pytestmark = pytest.mark.e2e
+# Retries back off a hundredth as long (tests/conftest.py): what they do is the point.
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("quick_backoff")]
 
 SECRET = "hostile-write-secret"
 QUICK = "max_attempts: 3\nretry_max_seconds: 20\ntimeout: 2\nparallelism: 2\n"
@@ -344,7 +345,9 @@ def test_a_refused_re_send_is_sent_again_and_one_that_may_have_gone_never_is(
         [desired_entry(ACME, email="new@acme.example", resendOnChange=True)],
     )
     with HostileServer([ACME], Hostility(resend_answers=list(answers)), secret=SECRET) as server:
-        applied = apply(tmp_path, hostile_env(server))
+        # "timeout" answers after 3.5 s: the client waits a second of it, not QUICK's 2.
+        timeout = {"RECONCILER_TIMEOUT": "1"} if "timeout" in answers else {}
+        applied = apply(tmp_path, hostile_env(server) | timeout)
         assert server.resends["inv_acme"] == sent  # e-mails that went out: exactly one
         tries = methods(server.seen).count("RESEND")
     assert applied.returncode == code, applied.stdout + applied.stderr
