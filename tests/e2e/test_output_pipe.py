@@ -54,7 +54,7 @@ def test_a_closed_pipe_during_apply_stops_new_writes_and_says_so_on_stderr(
     start_sandbox: Callable[..., Sandbox], tmp_path: Path
 ) -> None:
     data = make_dataset(tmp_path / "invites", 40, 40)
-    server = start_sandbox(data.server, latency=0.04)
+    server = start_sandbox(data.server, latency=0.02)
     child = subprocess.Popen(
         [*RECONCILE, "apply", "--auto-approve", "--parallelism", "1", str(data.root)],
         env=sandbox_env(server),
@@ -81,7 +81,7 @@ def test_a_closed_pipe_during_resend_sends_no_further_e_mail_and_says_which_on_s
     start_sandbox: Callable[..., Sandbox], tmp_path: Path
 ) -> None:
     data = make_dataset(tmp_path / "invites", 30, 0)
-    server = start_sandbox(data.server, latency=0.04)
+    server = start_sandbox(data.server, latency=0.02)
     ids = [invite["id"] for invite in data.desired]
     child = subprocess.Popen(
         [*RECONCILE, "resend", "--auto-approve", *ids],
