@@ -34,7 +34,8 @@ from support.helpers import clean_env, sandbox_env
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox, SandboxOptions
 from reconciler.sandbox.app import Response, SandboxApp
 
-pytestmark = pytest.mark.e2e
+# Retries back off a hundredth as long (tests/conftest.py): what they say is the point.
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("quick_backoff")]
 
 JWT = re.compile(r"eyJ[\w-]+\.[\w-]+\.[\w-]+")
 LEAKY_SECRET = "s3cr3t-DO-NOT-LEAK-xyz"
