@@ -475,7 +475,7 @@ def test_sighup_during_a_write_finishes_it_and_never_drops_its_re_send(tmp_path:
         desired_entry(second, email="new@beta.example", resendOnChange=True),
     ]
     write_invites(tmp_path / "invites", entries)
-    with HostileServer([ACME, second], Hostility(patch_delay=1.0), secret=SECRET) as server:
+    with HostileServer([ACME, second], Hostility(patch_delay=0.6), secret=SECRET) as server:
         code, out, err = apply_signalled(tmp_path, server, signal.SIGHUP)  # mid-PATCH
         resent = server.resends["inv_acme"]
         patched = [p.target for p in server.calls("PATCH")]
@@ -504,7 +504,7 @@ def test_a_hangup_or_termination_that_comes_twice_still_finishes_the_write_and_i
     write_invites(
         tmp_path / "invites", [desired_entry(ACME, email="new@acme.example", resendOnChange=True)]
     )
-    with HostileServer([ACME], Hostility(patch_delay=1.0), secret=SECRET) as server:
+    with HostileServer([ACME], Hostility(patch_delay=0.6), secret=SECRET) as server:
         _, out, err = apply_signalled(tmp_path, server, repeated, times=2)
         assert server.resends["inv_acme"] == 1
     assert "quitting now" not in err
