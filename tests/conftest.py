@@ -68,7 +68,7 @@ def _unpaced_start(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPat
     from a limit, says so with ``SLOW_START = True`` (or names those of its tests that
     are: ``SLOW_START = ("test_...",)``) and keeps it; so does every run in a child
     process, and the unit tests of the pacer and the client."""
-    slow = getattr(request.module, "SLOW_START", ())
+    slow = getattr(request.module, "SLOW_START", None) or ()
     if (
         "/tests/e2e/" not in request.path.as_posix()
         or slow is True
