@@ -34,8 +34,7 @@ from support.helpers import clean_env, sandbox_env
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox, SandboxOptions
 from reconciler.sandbox.app import Response, SandboxApp
 
-# Retries back off a hundredth as long (tests/conftest.py): what they say is the point.
-pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("quick_backoff")]
+pytestmark = pytest.mark.e2e
 
 JWT = re.compile(r"eyJ[\w-]+\.[\w-]+\.[\w-]+")
 LEAKY_SECRET = "s3cr3t-DO-NOT-LEAK-xyz"
@@ -295,6 +294,8 @@ def test_missing_write_scope_403_on_apply(
     assert watch.tokens
 
 
+# Retries back off a hundredth as long (tests/conftest.py): what they say is the point.
+@pytest.mark.usefixtures("quick_backoff")
 def test_api_down_errors_hold_no_secret_or_token(
     watched_sandbox: Callable[..., tuple[Sandbox, LeakWatch]], tmp_path: Path
 ) -> None:
@@ -324,6 +325,8 @@ def test_api_down_errors_hold_no_secret_or_token(
         assert "503" in result.stdout + result.stderr
 
 
+# Retries back off a hundredth as long (tests/conftest.py): what they say is the point.
+@pytest.mark.usefixtures("quick_backoff")
 def test_unreachable_port_errors_hold_no_secret(tmp_path: Path) -> None:
     ds = build_dataset(tmp_path / "invites", n=40, seed=6)
     config = str(write_config(tmp_path))
