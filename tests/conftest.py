@@ -18,7 +18,7 @@ from support.helpers import CA_BUNDLE_VARIABLES
 from support.nginx import Gateway, Nginx, nginx_binary
 
 from reconciler import safetext
-from reconciler.api import capacity, client
+from reconciler.api import capacity, client, exchange
 from reconciler.api.capacity import MAX_RATE, RequestPacer
 from reconciler.files import invite_schema_path
 from reconciler.sandbox import Sandbox, SandboxOptions
@@ -65,13 +65,29 @@ def _unpaced_start(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPat
     server first refuses. The slow start cost every run against a sandbox some 0.3 s of
     waiting for its turns, no limit being there to find: a third of the end-to-end
     tests' time. A module that is about the pace a run starts at, or the rate it learns
-    from a limit, says so with ``SLOW_START = True`` and keeps it; so does every run in
-    a child process, and the unit tests of the pacer and the client."""
-    if "/tests/e2e/" not in request.path.as_posix() or getattr(request.module, "SLOW_START", False):
+    from a limit, says so with ``SLOW_START = True`` (or names those of its tests that
+    are: ``SLOW_START = ("test_...",)``) and keeps it; so does every run in a child
+    process, and the unit tests of the pacer and the client."""
+    slow = getattr(request.module, "SLOW_START", None) or ()
+    if (
+        "/tests/e2e/" not in request.path.as_posix()
+        or slow is True
+        or request.function.__name__ in slow
+    ):
         return
     unpaced = functools.partial(RequestPacer, start_rate=MAX_RATE)
     for maker in (client, capacity):  # the client's own pacers, and the run's (capacity_for)
         monkeypatch.setattr(maker, "RequestPacer", unpaced)
+
+
+@pytest.fixture
+def quick_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The backoff between retries a hundredth of the shipped one (5 ms doubling up to
+    80 ms, full jitter), for in-process runs whose point is what retries do, not how
+    long they wait: a fault run rides out as many faults in a second, not a minute.
+    The in-process CLI reads the module's constants at each retry."""
+    monkeypatch.setattr(exchange, "BACKOFF_BASE", exchange.BACKOFF_BASE / 100)
+    monkeypatch.setattr(exchange, "BACKOFF_CAP", exchange.BACKOFF_CAP / 100)
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ reconciler.yaml makes no request at all to the host it names, and none anywhere 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -41,6 +41,14 @@ def without_ci(env: dict[str, str]) -> dict[str, str]:
     return {name: value for name, value in env.items() if name not in markers}
 
 
+@pytest.fixture(scope="module")
+def refused_repo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, HostileServer]]:
+    """One repository and one recorder for all the refusals: each run is refused before it
+    reads, writes or sends anything, which each test asserts of its own run."""
+    with HostileServer(secret=SANDBOX_CLIENT_SECRET) as recorder:
+        yield repo(tmp_path_factory.mktemp("refused"), recorder.url), recorder
+
+
 @pytest.mark.parametrize(
     "ci",
     [
@@ -54,20 +62,23 @@ def without_ci(env: dict[str, str]) -> dict[str, str]:
 )
 @pytest.mark.parametrize("command", ["plan", "apply", "adopt", "export"])
 def test_a_base_url_from_the_file_is_refused_before_any_request(
-    tmp_path: Path, ci: str, command: str
+    refused_repo: tuple[Path, HostileServer], ci: str, command: str
 ) -> None:
-    with HostileServer(secret=SANDBOX_CLIENT_SECRET) as recorder:
-        work = repo(tmp_path, recorder.url)
-        name, _, value = ci.partition("=")
-        env = without_ci(
-            clean_env(
-                RECONCILER_CLIENT_ID=SANDBOX_CLIENT_ID,
-                RECONCILER_CLIENT_SECRET=SANDBOX_CLIENT_SECRET,
-            )
+    work, recorder = refused_repo
+    recorder.seen.clear()
+    before = {p: p.read_bytes() for p in work.rglob("*") if p.is_file() and ".git" not in p.parts}
+    name, _, value = ci.partition("=")
+    env = without_ci(
+        clean_env(
+            RECONCILER_CLIENT_ID=SANDBOX_CLIENT_ID,
+            RECONCILER_CLIENT_SECRET=SANDBOX_CLIENT_SECRET,
         )
-        env[name] = value
-        args = {"apply": ["apply", "--auto-approve"], "export": ["export", "inv_8f2k1"]}
-        result = run_cli(*args.get(command, [command]), cwd=work, env=env)
+    )
+    env[name] = value
+    args = {"apply": ["apply", "--auto-approve"], "export": ["export", "inv_8f2k1"]}
+    result = run_cli(*args.get(command, [command]), cwd=work, env=env)
+    after = {p: p.read_bytes() for p in work.rglob("*") if p.is_file() and ".git" not in p.parts}
+    assert after == before  # nothing written: the next test finds the repository as it was
     assert result.returncode == 1
     assert recorder.seen == []  # not even the token request
     assert "reconciler.yaml sets base_url, which under CI" in result.stderr

@@ -3,7 +3,8 @@
 Nobody can answer the question, so the run refuses before it reads a file or sends a
 request (at 20,000 invites under a rate limit, reading first costs minutes for nothing);
 a closed stdin (`<&-`) is no terminal either, and never a traceback.
-The installed `reconcile` in a child process, against the sandbox over HTTP.
+The installed `reconcile` in a child process, against the sandbox over HTTP, where stdin
+or the terminal is the point; in this process (stdin a pipe's stand-in) elsewhere.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from support.cli import run_cli_process
+from support.cli import run_cli, run_cli_process
 from support.helpers import RECONCILE, sandbox_env
 from support.invites import ACME, desired_entry, write_invites
 from support.terminal import run_at_terminal
@@ -53,7 +54,7 @@ def test_apply_from_a_pipe_refuses_before_any_request(server: Sandbox, workdir: 
 
 def test_apply_refuses_before_reading_even_broken_files(server: Sandbox, workdir: Path) -> None:
     (workdir / "invites" / "broken.yaml").write_text("invites: [\n", encoding="utf-8")
-    result = run_cli_process("apply", cwd=workdir, env=sandbox_env(server), input="")
+    result = run_cli("apply", cwd=workdir, env=sandbox_env(server), input="")
     assert result.returncode == 1
     assert "standard input is not a terminal" in result.stderr
     assert "broken.yaml" not in result.stderr  # the files were never read
@@ -101,7 +102,7 @@ def test_a_closed_stdin_with_auto_approve_applies(server: Sandbox, workdir: Path
 
 
 def test_resend_from_a_pipe_refuses_before_any_request(server: Sandbox, workdir: Path) -> None:
-    result = run_cli_process("resend", "inv_acme", cwd=workdir, env=sandbox_env(server))
+    result = run_cli("resend", "inv_acme", cwd=workdir, env=sandbox_env(server))
     assert result.returncode == 1
     assert "refusing to re-send without confirmation" in result.stderr
     assert server.stats.total == 0

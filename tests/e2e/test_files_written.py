@@ -160,7 +160,7 @@ def test_prune_removes_only_entries_whose_status_is_known_and_not_pending(
 
 
 def edit_while_reading(server: Sandbox, path: Path, old: str, new: str) -> threading.Thread:
-    """Edit ``path`` once the sandbox has a GET in hand (answered a second later)."""
+    """Edit ``path`` once the sandbox has a GET in hand (answered 0.4 s later)."""
 
     def edit() -> None:
         deadline = time.monotonic() + 30
@@ -177,7 +177,7 @@ def edit_while_reading(server: Sandbox, path: Path, old: str, new: str) -> threa
 def test_an_edit_during_adopts_read_is_refused_naming_the_file_and_kept(
     repo: Path, start_sandbox: Callable[..., Sandbox], which: str
 ) -> None:
-    server = start_sandbox(server_with(inv_a={"name": "Acme Group"}), latency=1.0)
+    server = start_sandbox(server_with(inv_a={"name": "Acme Group"}), latency=0.4)
     target = repo / "invites" / "a.yaml"
     old, new = (
         ("Acme Holdings Ltd", "Acme Hand Edit")

@@ -29,7 +29,8 @@ from support.hostile_server import CLIENT_ID, HostileServer, Hostility
 
 from reconciler.cli import run
 
-pytestmark = pytest.mark.e2e
+# Retries back off a hundredth as long (tests/conftest.py): what they do is the point.
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("quick_backoff")]
 
 SECRET = "s3cr3t/DO+NOT&LEAK=xyz"  # changes when form-encoded, as echoed forms are
 JWT = re.compile(r"eyJ[\w-]+\.[\w-]+\.[\w-]+")
@@ -294,13 +295,13 @@ def test_5_a_dripping_answer_ends_within_the_attempt_deadline(
     server = hostile(Hostility(drip_seconds=0.2))
     started = time.monotonic()
 
-    result = reconcile(server, "plan", "--target", "inv_acme", "invites", RECONCILER_TIMEOUT="1")
+    result = reconcile(server, "plan", "--target", "inv_acme", "invites", RECONCILER_TIMEOUT="0.5")
 
     elapsed = time.monotonic() - started
     assert result.code == 1
-    assert "no complete answer" in result.stderr and "within 1s" in result.stderr
+    assert "no complete answer" in result.stderr and "within 0.5s" in result.stderr
     assert len(server.calls("GET")) == 2  # max_attempts: 2, each cut off at its deadline
-    # Bounded: two one-second attempts in a three-second budget, not an endless drip.
+    # Bounded: two half-second attempts in a three-second budget, not an endless drip.
     assert elapsed < 20, f"the run took {elapsed:.0f}s"
 
 
@@ -310,11 +311,11 @@ def test_5_an_answer_whose_headers_drip_ends_within_the_attempt_deadline(
     server = hostile(Hostility(header_drip_seconds=0.05))
     started = time.monotonic()
 
-    result = reconcile(server, "plan", "--target", "inv_acme", "invites", RECONCILER_TIMEOUT="1")
+    result = reconcile(server, "plan", "--target", "inv_acme", "invites", RECONCILER_TIMEOUT="0.5")
 
     elapsed = time.monotonic() - started
     assert result.code == 1
-    assert "no complete answer" in result.stderr and "within 1s" in result.stderr
+    assert "no complete answer" in result.stderr and "within 0.5s" in result.stderr
     assert len(server.calls("GET")) == 2
     assert elapsed < 20, f"the run took {elapsed:.0f}s"
 

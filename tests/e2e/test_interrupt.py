@@ -86,7 +86,7 @@ def test_second_interrupt_quits_at_once(start_sandbox, tmp_path):
     proc.send_signal(signal.SIGINT)
     # Signals that arrive together are delivered to Python once; a person's
     # second Ctrl-C comes a moment later.
-    time.sleep(0.5)
+    time.sleep(0.2)
     started = time.monotonic()
     proc.send_signal(signal.SIGINT)
     _stdout, stderr = proc.communicate(timeout=10)

@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from support.cli import run_cli, run_cli_process
+from support.cli import run_cli
 from support.helpers import EXAMPLES, clean_env, sandbox_env
 from support.hostile_server import CLIENT_ID, HostileServer, Hostility, envelope
 from support.terminal import PIPE, run_at_terminal
@@ -141,12 +141,12 @@ def test_errors_and_warnings_on_stderr_are_coloured_on_a_terminal_by_stdouts_rul
     for plain in (
         _stderr_on_a_terminal(["validate"], tmp_path, clean_env(NO_COLOR="1")),
         _stderr_on_a_terminal(["validate"], tmp_path, clean_env(TERM="dumb")),
-        run_cli_process("validate", cwd=tmp_path).stderr,
+        run_cli("validate", cwd=tmp_path).stderr,  # a pipe
     ):
         assert "invites/bad.yaml:5:5: unknown field `emial`" in plain
         assert not COLOUR.search(plain)
     never = _stderr_on_a_terminal(["plan", "--color", "never"], good, clean_env())
     assert "error: missing RECONCILER_BASE_URL" in never and not COLOUR.search(never)
     # --color always colours a pipe too, as it does stdout.
-    forced = run_cli_process("plan", "--color", "always", cwd=good).stderr
+    forced = run_cli("plan", "--color", "always", cwd=good).stderr
     assert "\x1b[31m\x1b[1merror:\x1b[0m missing RECONCILER_BASE_URL" in forced

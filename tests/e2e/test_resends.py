@@ -328,8 +328,8 @@ def test_a_disk_full_between_attempt_and_outcome_still_reports_the_write_and_the
 
         # A run on a roomy disk measures the first update's two lines.
         rehearsal = start_sandbox(invites(2))
-        done = run_cli_process(*args, "rehearsal.jsonl", "invites", cwd=tmp_path,
-                               env=sandbox_env(rehearsal))  # fmt: skip
+        done = run_cli(*args, "rehearsal.jsonl", "invites", cwd=tmp_path,
+                       env=sandbox_env(rehearsal))  # fmt: skip
         assert done.returncode == 0, done.stderr
         attempt, outcome = (tmp_path / "rehearsal.jsonl").read_bytes().splitlines(True)[:2]
 
@@ -342,8 +342,8 @@ def test_a_disk_full_between_attempt_and_outcome_still_reports_the_write_and_the
         fill(disk)
 
         server = start_sandbox(state)
-        result = run_cli_process(*args, str(log), "invites", cwd=tmp_path,
-                                 env=sandbox_env(server))  # fmt: skip
+        result = run_cli(*args, str(log), "invites", cwd=tmp_path,
+                         env=sandbox_env(server))  # fmt: skip
     finally:
         subprocess.run(["umount", str(disk)], check=False)
 

@@ -112,13 +112,13 @@ def test_invalid_update_bodies_get_400_with_per_field_problems(sandbox, body, fi
 
 
 def test_missing_forged_and_expired_tokens_get_401(start_sandbox):
-    server = start_sandbox(token_ttl=0.5)
+    server = start_sandbox(token_ttl=0.2)
     url = server.url + INVITE + "inv_8f2k1"
     assert_envelope(requests.get(url, timeout=5), 401)
     good = bearer(server.url)["Authorization"]
     forged = good[:-4] + ("AAAA" if not good.endswith("AAAA") else "BBBB")
     assert_envelope(requests.get(url, headers={"Authorization": forged}, timeout=5), 401)
-    time.sleep(0.6)
+    time.sleep(0.3)
     expired = assert_envelope(requests.get(url, headers={"Authorization": good}, timeout=5), 401)
     assert "expired" in expired["message"]
 

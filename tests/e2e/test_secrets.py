@@ -294,6 +294,8 @@ def test_missing_write_scope_403_on_apply(
     assert watch.tokens
 
 
+# Retries back off a hundredth as long (tests/conftest.py): what they say is the point.
+@pytest.mark.usefixtures("quick_backoff")
 def test_api_down_errors_hold_no_secret_or_token(
     watched_sandbox: Callable[..., tuple[Sandbox, LeakWatch]], tmp_path: Path
 ) -> None:
@@ -323,6 +325,8 @@ def test_api_down_errors_hold_no_secret_or_token(
         assert "503" in result.stdout + result.stderr
 
 
+# Retries back off a hundredth as long (tests/conftest.py): what they say is the point.
+@pytest.mark.usefixtures("quick_backoff")
 def test_unreachable_port_errors_hold_no_secret(tmp_path: Path) -> None:
     ds = build_dataset(tmp_path / "invites", n=40, seed=6)
     config = str(write_config(tmp_path))
@@ -491,6 +495,9 @@ class _AppHandler(BaseHTTPRequestHandler):
     """Serves a SandboxApp: request in, response out."""
 
     protocol_version = "HTTP/1.1"
+    # Headers and body go out in two writes: with Nagle's algorithm the second waits for
+    # the client's delayed ACK of the first, 40 ms an answer on Linux.
+    disable_nagle_algorithm = True
     server: _TlsServer
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -525,7 +532,7 @@ def https_sandbox(tmp_path: Path) -> Iterator[tuple[str, Path, SandboxApp, Datas
     server = _TlsServer(("127.0.0.1", 0), _AppHandler)
     server.app = SandboxApp(ds.server, SandboxOptions())
     server.socket = context.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
     thread.start()
     try:
         yield f"https://127.0.0.1:{server.server_address[1]}", cert, server.app, ds

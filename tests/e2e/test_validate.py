@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import socket
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -177,15 +178,18 @@ def test_config_paths_are_relative_to_the_config_file(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "args",
+    ("args", "runner"),
     [
-        pytest.param(("validate", "--no-such-option"), id="unknown-option"),
-        pytest.param(("validate", "--config"), id="missing-option-value"),
-        pytest.param(("valdiate", "invites"), id="unknown-command"),
+        # The installed script's exit status once; the same run() in this process after.
+        pytest.param(("validate", "--no-such-option"), run_cli_process, id="unknown-option"),
+        pytest.param(("validate", "--config"), run_cli, id="missing-option-value"),
+        pytest.param(("valdiate", "invites"), run_cli, id="unknown-command"),
     ],
 )
-def test_usage_error_exits_1_never_2(tmp_path: Path, args: tuple[str, ...]) -> None:
-    result = run_cli_process(*args, cwd=tmp_path)  # the installed script's exit status
+def test_usage_error_exits_1_never_2(
+    tmp_path: Path, args: tuple[str, ...], runner: Callable[..., CliRun]
+) -> None:
+    result = runner(*args, cwd=tmp_path)
 
     assert result.returncode == 1
     assert_no_traceback(result)

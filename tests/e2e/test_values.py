@@ -20,7 +20,7 @@ from urllib.parse import quote_plus
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from support.cli import CliResult, run_cli, run_cli_process
+from support.cli import CliResult, run_cli
 from support.helpers import clean_env
 from support.hostile_server import CLIENT_ID, HostileServer, Hostility
 
@@ -350,7 +350,7 @@ def test_8_a_client_secret_shorter_than_the_floor_is_refused_at_start(
     server: HostileServer, work: Path
 ) -> None:
     write(work, "invites:\n  - id: inv_flag\n    name: Flag Bearer Ltd.\n")
-    done = run_cli_process(
+    done = run_cli(
         "plan",
         cwd=work,
         env=clean_env(

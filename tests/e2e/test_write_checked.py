@@ -27,7 +27,8 @@ from support.invites import ACME, desired_entry, write_invites
 
 from reconciler.sandbox import Sandbox
 
-pytestmark = pytest.mark.e2e
+# Retries back off a hundredth as long (tests/conftest.py): what they do is the point.
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("quick_backoff")]
 
 SECRET = "hostile-write-secret"
 QUICK = "max_attempts: 3\nretry_max_seconds: 20\ntimeout: 2\nparallelism: 2\n"
@@ -344,7 +345,9 @@ def test_a_refused_re_send_is_sent_again_and_one_that_may_have_gone_never_is(
         [desired_entry(ACME, email="new@acme.example", resendOnChange=True)],
     )
     with HostileServer([ACME], Hostility(resend_answers=list(answers)), secret=SECRET) as server:
-        applied = apply(tmp_path, hostile_env(server))
+        # "timeout" answers after 3.5 s: the client waits a second of it, not QUICK's 2.
+        timeout = {"RECONCILER_TIMEOUT": "1"} if "timeout" in answers else {}
+        applied = apply(tmp_path, hostile_env(server) | timeout)
         assert server.resends["inv_acme"] == sent  # e-mails that went out: exactly one
         tries = methods(server.seen).count("RESEND")
     assert applied.returncode == code, applied.stdout + applied.stderr
@@ -441,6 +444,30 @@ def test_every_patch_attempt_is_in_the_audit_log(tmp_path: Path) -> None:
 # -- row 6: SIGHUP during a write whose re-send is due --------------------------------------
 
 
+def apply_signalled(
+    tmp_path: Path, server: HostileServer, signum: signal.Signals, times: int = 1
+) -> tuple[int, str, str]:
+    """The real `reconcile apply` (one request at a time), sent ``signum`` ``times`` once
+    the server holds its first PATCH: (exit code, stdout, stderr)."""
+    (tmp_path / "reconciler.yaml").write_text("parallelism: 1\n", encoding="utf-8")
+    process = subprocess.Popen(
+        [*RECONCILE, "apply", "--auto-approve", "--audit-log", "audit.jsonl", "invites"],
+        cwd=tmp_path,
+        env=hostile_env(server),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 20
+    while not server.calls("PATCH") and time.monotonic() < deadline:
+        time.sleep(0.02)
+    for _ in range(times):
+        process.send_signal(signum)
+        time.sleep(0.2)  # signals that arrive together are delivered once
+    out, err = process.communicate(timeout=30)
+    return process.returncode, out, err
+
+
 def test_sighup_during_a_write_finishes_it_and_never_drops_its_re_send(tmp_path: Path) -> None:
     second = dict(ACME, id="inv_beta", email="old@beta.example")
     entries = [
@@ -448,24 +475,11 @@ def test_sighup_during_a_write_finishes_it_and_never_drops_its_re_send(tmp_path:
         desired_entry(second, email="new@beta.example", resendOnChange=True),
     ]
     write_invites(tmp_path / "invites", entries)
-    (tmp_path / "reconciler.yaml").write_text("parallelism: 1\n", encoding="utf-8")
-    with HostileServer([ACME, second], Hostility(patch_delay=1.0), secret=SECRET) as server:
-        process = subprocess.Popen(
-            [*RECONCILE, "apply", "--auto-approve", "--audit-log", "audit.jsonl", "invites"],
-            cwd=tmp_path,
-            env=hostile_env(server),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        deadline = time.monotonic() + 20
-        while not server.calls("PATCH") and time.monotonic() < deadline:
-            time.sleep(0.02)
-        process.send_signal(signal.SIGHUP)  # the terminal closed mid-PATCH
-        out, err = process.communicate(timeout=30)
+    with HostileServer([ACME, second], Hostility(patch_delay=0.6), secret=SECRET) as server:
+        code, out, err = apply_signalled(tmp_path, server, signal.SIGHUP)  # mid-PATCH
         resent = server.resends["inv_acme"]
         patched = [p.target for p in server.calls("PATCH")]
-    assert process.returncode == 1, err  # not killed by the signal
+    assert code == 1, err  # not killed by the signal
     assert "Interrupted" in err
     assert len(patched) == 1  # the second write never started
     log = records(tmp_path / "audit.jsonl")
@@ -490,23 +504,8 @@ def test_a_hangup_or_termination_that_comes_twice_still_finishes_the_write_and_i
     write_invites(
         tmp_path / "invites", [desired_entry(ACME, email="new@acme.example", resendOnChange=True)]
     )
-    (tmp_path / "reconciler.yaml").write_text("parallelism: 1\n", encoding="utf-8")
-    with HostileServer([ACME], Hostility(patch_delay=1.0), secret=SECRET) as server:
-        process = subprocess.Popen(
-            [*RECONCILE, "apply", "--auto-approve", "--audit-log", "audit.jsonl", "invites"],
-            cwd=tmp_path,
-            env=hostile_env(server),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        deadline = time.monotonic() + 20
-        while not server.calls("PATCH") and time.monotonic() < deadline:
-            time.sleep(0.02)
-        for _ in range(2):
-            process.send_signal(repeated)
-            time.sleep(0.2)  # signals that arrive together are delivered once
-        out, err = process.communicate(timeout=30)
+    with HostileServer([ACME], Hostility(patch_delay=0.6), secret=SECRET) as server:
+        _, out, err = apply_signalled(tmp_path, server, repeated, times=2)
         assert server.resends["inv_acme"] == 1
     assert "quitting now" not in err
     assert "re-sent      inv_acme" in out, out + err

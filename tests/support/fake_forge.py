@@ -61,6 +61,9 @@ class FakeForge(ThreadingHTTPServer):
 
 
 class Handler(BaseHTTPRequestHandler):
+    # Headers and body go out in two writes: with Nagle's algorithm the second waits for
+    # the client's delayed ACK of the first, 40 ms an answer on Linux.
+    disable_nagle_algorithm = True
     server: FakeForge
 
     def log_message(self, format: str, *args: Any) -> None:
