@@ -7,6 +7,7 @@ hand it to the interpreter (`raise SystemExit(main())`), as pre-commit does.
 from __future__ import annotations
 
 import codecs
+import functools
 import importlib
 import os
 import sys
@@ -30,22 +31,6 @@ EXIT_OK = 0
 EXIT_FAILURE = 1  # 2 is kept for `plan --detailed-exitcode` alone (docs/plans.md, Exit codes)
 
 
-# Each lives in reconciler.commands.<name>, as a click command of that name, in the
-# order of the workflow, which `reconcile --help` keeps.
-COMMANDS = (
-    "validate",
-    "plan",
-    "apply",
-    "applied",
-    "comment",
-    "show",
-    "export",
-    "adopt",
-    "resend",
-    "sandbox",
-    "schema",
-)
-
 # One example per command, shown at the end of its --help.
 EXAMPLES = {
     "validate": "reconcile validate invites/",
@@ -63,6 +48,9 @@ EXAMPLES = {
     "sandbox": "reconcile sandbox --port 8787",
     "schema": "reconcile schema > schemas/invites.schema.json",
 }
+# Each command lives in reconciler.commands.<name>, as a click command of that name, in
+# the order of the workflow, which `reconcile --help` keeps.
+COMMANDS = tuple(EXAMPLES)
 COMPLETE_VAR = "_RECONCILE_COMPLETE"  # click's shell completion: see docs/commands.md
 
 
@@ -77,12 +65,7 @@ class LazyGroup(click.Group):
         return list(COMMANDS)  # the workflow's order, not the alphabet's
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name not in COMMANDS:
-            return None
-        module = importlib.import_module(f"reconciler.commands.{cmd_name}")
-        command: click.Command = getattr(module, cmd_name)
-        _add_example(command, cmd_name)
-        return command
+        return _command(cmd_name) if cmd_name in COMMANDS else None
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The command list with each summary whole (click cuts them at the line's width)."""
@@ -107,8 +90,6 @@ class LazyGroup(click.Group):
             ) from None
 
 
-# Commands whose product is not on stdout: they run with stdout closed.
-_NO_STDOUT_NEEDED = frozenset({"validate"})
 _COMMAND = "reconciler.command"  # ctx.meta key: the subcommand this run invoked
 _NEVER_SENDS = frozenset({"validate", "schema", "show"})  # "nothing was sent" would mislead
 
@@ -128,7 +109,7 @@ def cli(ctx: click.Context) -> None:
     """
     command = ctx.invoked_subcommand
     ctx.meta[_COMMAND] = command  # the closing line of input problems depends on it
-    if sys.stdout is None and command not in _NO_STDOUT_NEEDED:
+    if sys.stdout is None and command != "validate":  # its product is not on stdout
         # Started with stdout closed (`>&-`): plans, results and e-mails sent would be
         # reported to nobody. Nothing is read or written; the run fails.
         raise ReconcilerError(
@@ -137,15 +118,14 @@ def cli(ctx: click.Context) -> None:
         )
 
 
-def _add_example(command: click.Command, name: str) -> None:
-    example = EXAMPLES.get(name)
-    if not example or getattr(command, "_example_added", False):
-        return
-    lines = example.split("\n")
+@functools.cache  # once per run: the example is added to the epilog once
+def _command(name: str) -> click.Command:
+    command: click.Command = getattr(importlib.import_module(f"reconciler.commands.{name}"), name)
+    lines = EXAMPLES[name].split("\n")
     title = "Examples:" if len(lines) > 1 else "Example:"
     shown = "\n".join(["\b", title, *(f"  {line}" for line in lines)])
     command.epilog = f"{shown}\n\n{command.epilog}" if command.epilog else shown
-    command._example_added = True  # type: ignore[attr-defined]
+    return command
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -168,28 +148,27 @@ def _main(argv: Sequence[str] | None) -> int:
             result = cli.invoke(ctx)
             if sys.stdout is not None:  # None when started with stdout closed (`>&-`)
                 sys.stdout.flush()  # here, where a closed pipe is handled, not at exit
-    except (ReconcilerError, click.ClickException, click.exceptions.Exit, click.Abort) as exc:
+        return result if isinstance(result, int) else EXIT_OK
+    except (ReconcilerError, click.ClickException, click.exceptions.Exit) as exc:
         return _refused(exc, meta)
     except KeyboardInterrupt:
         click.echo("\nInterrupted.", err=True)
-        return EXIT_FAILURE
     except BrokenPipeError:
         stop_writing_to_stdout()
-        return EXIT_FAILURE
     except UnicodeEncodeError as exc:  # stdout in Latin-1, say, and a name in Japanese
-        return _unencodable(exc, meta)
+        _unencodable(exc, meta)
     except OSError as exc:  # mostly the output itself failed (`>/dev/full`)
-        return _os_error(exc, meta)
+        _os_error(exc, meta)
     except Exception as exc:  # a bug of ours: a traceback would quote outside text unescaped
-        return _internal_error(exc, meta)
-    return result if isinstance(result, int) else EXIT_OK
+        _internal_error(exc, meta)
+    return EXIT_FAILURE
 
 
 def _refused(
-    exc: ReconcilerError | click.ClickException | click.exceptions.Exit | click.Abort,
+    exc: ReconcilerError | click.ClickException | click.exceptions.Exit,
     meta: Mapping[str, object],
 ) -> int:
-    """Our own error, or click's (a usage error, --help, --version, an abort), said."""
+    """Our own error, or click's (a usage error, --help, --version), said."""
     if isinstance(exc, ReconcilerError):
         if meta.get(GITHUB_ANNOTATIONS):
             annotate_error(exc)
@@ -199,9 +178,6 @@ def _refused(
         return EXIT_OK
     if isinstance(exc, click.exceptions.Exit):  # --help, --version
         return EXIT_FAILURE if exc.exit_code else EXIT_OK
-    if isinstance(exc, click.Abort):
-        click.echo("Aborted.", err=True)
-        return EXIT_FAILURE
     # Usage errors included: click would exit 2, which means "changes pending" here.
     # It may quote an argument as typed. click's stubs mark message Final, yet its
     # show() reads this attribute: rewriting it is how the quoted text gets escaped.
@@ -210,8 +186,11 @@ def _refused(
     return EXIT_FAILURE
 
 
-def _unencodable(exc: UnicodeEncodeError, meta: Mapping[str, object]) -> int:
-    encoding = _stdout_encoding()
+def _unencodable(exc: UnicodeEncodeError, meta: Mapping[str, object]) -> None:
+    try:  # by its codec's name (`iso8859-1` for latin-1)
+        encoding = codecs.lookup(sys.stdout.encoding).name
+    except (AttributeError, LookupError, TypeError):
+        encoding = None
     if encoding is None or codecs.lookup(exc.encoding).name != encoding:
         raise exc  # not stdout's encoding: not this message's to word
     char = f"U+{ord(exc.object[exc.start]):04X}"
@@ -220,21 +199,18 @@ def _unencodable(exc: UnicodeEncodeError, meta: Mapping[str, object]) -> int:
         f"{char}; run with a UTF-8 locale (LANG=C.UTF-8) or PYTHONIOENCODING=utf-8",
         meta,
     )
-    return EXIT_FAILURE
 
 
-def _os_error(exc: OSError, meta: Mapping[str, object]) -> int:
-    reason = exc.strerror or str(exc)
+def _os_error(exc: OSError, meta: Mapping[str, object]) -> None:
+    reason = redact_and_escape_lines(exc.strerror or str(exc))
     if exc.filename is not None:  # a file the modules did not wrap: name it
-        name = redact_and_escape_lines(str(exc.filename))
-        echo_err(f"error: {name}: {redact_and_escape_lines(reason)}", meta)
-        return EXIT_FAILURE
-    stop_writing_to_stdout()
-    echo_err(f"error: cannot write the output: {redact_and_escape_lines(reason)}", meta)
-    return EXIT_FAILURE
+        echo_err(f"error: {redact_and_escape_lines(str(exc.filename))}: {reason}", meta)
+    else:
+        stop_writing_to_stdout()
+        echo_err(f"error: cannot write the output: {reason}", meta)
 
 
-def _internal_error(exc: Exception, meta: Mapping[str, object]) -> int:
+def _internal_error(exc: Exception, meta: Mapping[str, object]) -> None:
     text = redact_and_escape(f"{type(exc).__name__}: {exc}")[:500]
     echo_err(
         f"error: internal error ({text}); this is a bug in reconcile, please report it. "
@@ -242,7 +218,6 @@ def _internal_error(exc: Exception, meta: Mapping[str, object]) -> int:
         "shows what the platform holds now",
         meta,
     )
-    return EXIT_FAILURE
 
 
 def _complete() -> int:
@@ -276,14 +251,6 @@ def _hold_closed_streams() -> None:
             if devnull != fd:
                 os.dup2(devnull, fd)
                 os.close(devnull)
-
-
-def _stdout_encoding() -> str | None:
-    """stdout's encoding by its codec's name (`iso8859-1` for latin-1), or None."""
-    try:
-        return codecs.lookup(sys.stdout.encoding).name
-    except (AttributeError, LookupError, TypeError):
-        return None
 
 
 def _report(exc: ReconcilerError, meta: Mapping[str, object]) -> int:

@@ -14,7 +14,6 @@ server's choosing survives into the body.
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable
 
 import click
 
@@ -31,7 +30,7 @@ from reconciler.commands.options import (
 from reconciler.desired.rewrite import Rewritten
 from reconciler.desired.state import Selection, refuse_bad_ids
 from reconciler.files import refuse_input, write_output
-from reconciler.output.console import echo_err, echo_errors, setup_logging
+from reconciler.output.console import echo_err, echo_errors
 from reconciler.safetext import json_text, plural, redact_and_escape
 from reconciler.service.adopt import (
     Adopted,
@@ -86,7 +85,6 @@ def adopt(
     config_file: str | None,
     parallelism: int | None,
     sandbox: bool,
-    verbose: bool,
 ) -> int:
     """Rewrite the invite files so every managed field holds the platform's current value.
 
@@ -99,8 +97,7 @@ def adopt(
     drift. resendOnChange is the files' own (the platform holds no such rule): adopt
     leaves it as written.
     """
-    setup_logging(verbose)
-    ref = applied_since(changed_since, changed_since_applied, action="adopt", adopt=True)
+    ref = applied_since(changed_since, changed_since_applied, action="adopt")
     refuse_bad_ids(targets, "--target")
     refuse_bad_ids(excludes, "--exclude")
     settings = settings_for(config_file, parallelism=parallelism)
@@ -233,9 +230,8 @@ def _value(value: object) -> str:
     return "(none)" if value is None else _code(json_text(value))
 
 
-def _lines(rows: Iterable[str], empty: str) -> list[str]:
-    rows = list(rows)
-    return rows if rows else [empty]
+def _section(title: str, about: str, rows: list[str]) -> list[str]:
+    return [f"### {title} ({len(rows)})", "", about, "", *(rows or ["_None._"])]
 
 
 def summary_markdown(files: list[tuple[str, Rewritten]], held: list[Held], ref: str | None) -> str:
@@ -255,24 +251,24 @@ def summary_markdown(files: list[tuple[str, Rewritten]], held: list[Held], ref: 
         if h.conflict
     ]
     parts = [
-        f"### Adopted from the platform ({len(adopted)})",
+        *_section(
+            "Adopted from the platform",
+            "Changed on the platform, outside git: this pull request writes them into the files.",
+            adopted,
+        ),
         "",
-        "Changed on the platform, outside git: this pull request writes them into the files.",
+        *_section(
+            "Pending apply",
+            f"Changed in git{since} and not applied yet: left as they are in the files; the "
+            "next successful apply writes them to the platform.",
+            pending,
+        ),
         "",
-        *_lines(adopted, "_None._"),
-        "",
-        f"### Pending apply ({len(pending)})",
-        "",
-        f"Changed in git{since} and not applied yet: left as they are in the files; the next "
-        "successful apply writes them to the platform.",
-        "",
-        *_lines(pending, "_None._"),
-        "",
-        f"### Conflicts ({len(conflicts)})",
-        "",
-        f"Changed in git{since} and on the platform: left as they are; decide which to keep.",
-        "",
-        *_lines(conflicts, "_None._"),
+        *_section(
+            "Conflicts",
+            f"Changed in git{since} and on the platform: left as they are; decide which to keep.",
+            conflicts,
+        ),
     ]
     if refused:
         parts += ["", f"### Not adopted ({len(refused)})", "", *refused]

@@ -21,11 +21,11 @@ from reconciler.applied import (
     pending_commits,
     read_record,
 )
-from reconciler.commands.options import F
+from reconciler.commands.options import together
 from reconciler.output.ci import append_step_summary, github_enabled
 from reconciler.safetext import escape, plural
 
-_WHERE = (
+_where_options = together(
     click.option(
         "--branch", help=f"The record's branch (env {BRANCH_ENV}; default reconcile/applied)."
     ),
@@ -38,12 +38,6 @@ _WHERE = (
         "--remote", help=f"The git remote, a name or a URL (env {REMOTE_ENV}; default origin)."
     ),
 )
-
-
-def _where_options(f: F) -> F:
-    for option in reversed(_WHERE):
-        f = option(f)
-    return f
 
 
 @click.group()

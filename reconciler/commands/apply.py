@@ -8,7 +8,6 @@ and the error that stopped the run said once, last.
 from __future__ import annotations
 
 import sys
-from typing import NamedTuple
 
 import click
 
@@ -17,16 +16,14 @@ from reconciler.commands.options import (
     RUN_ENV,
     FilePath,
     RunOptions,
+    ask_first,
     audit_log_option,
     auto_approve_option,
     confirm,
     force_conflicts_option,
-    require_terminal,
     run_options,
     settings_help,
-    show_on_stderr_too,
 )
-from reconciler.desired.state import DesiredState, Selection
 from reconciler.files import refuse_input
 from reconciler.output import Stdout, echo_chunks
 from reconciler.output.ci import emit, github_enabled, invite_error_commands, report_plan
@@ -35,7 +32,6 @@ from reconciler.output.console import (
     Progress,
     echo_err,
     echo_errors,
-    setup_logging,
     use_color,
     what_to_do,
 )
@@ -43,10 +39,9 @@ from reconciler.output.text import TextRenderer
 from reconciler.plan.model import FailedInvite, InviteChange, Plan
 from reconciler.plan.saved import load_signed_plan
 from reconciler.safetext import plural, redact_and_escape
-from reconciler.service.apply import Applied, apply_plan, run_fatal
+from reconciler.service.apply import Applied, Watch, apply_plan, run_fatal
 from reconciler.service.offline import check_writable, read_desired, run_inputs
 from reconciler.service.online import Service, open_service, signing_secret
-from reconciler.settings.config import Settings
 
 
 @click.command(
@@ -75,22 +70,28 @@ def apply(
     force_conflicts: bool,
 ) -> int:
     """Apply the changes the plan shows, sending only the fields that differ."""
-    setup_logging(run.verbose)
-    if plan_file and (run.paths or run.narrows):
-        raise click.UsageError(
-            "--plan applies a saved plan as it is; do not give PATH, --target, --exclude, "
-            "--changed-since or --changed-since-applied"
-        )
+    run.refuse_narrowing(plan_file, "--plan applies a saved plan as it is")
     selection = run.selection("apply")
     # Before anything is read: nobody could answer the question (a saved plan asks none).
-    on_stderr = False if plan_file or auto_approve else _question_can_be_answered()
+    on_stderr = False if plan_file or auto_approve else ask_first(action="apply", instead=_INSTEAD)
     github = github_enabled(run.annotations)
     settings = run.settings(audit_log=audit_log)
     check_writable(settings.audit_log, "open the audit log")
-    given = _what_to_apply(run, settings, plan_file, selection)
+    if plan_file:  # checked against its limits, which needs no request
+        reviewed = load_signed_plan(plan_file, signing_secret(settings, run.sandbox))
+        reviewed.raise_if_unsafe(settings.max_changes, settings.max_resends)
+    else:
+        inputs = run_inputs(run.config_file, list(run.paths or settings.paths))
+        refuse_input(settings.audit_log, inputs, "--audit-log", "the audit log")
+        state = read_desired(settings, run.paths, selection)
     renderer = TextRenderer(color=use_color(run.color))
     with open_service(settings, run.sandbox) as service:
-        the_plan, done = _to_apply(service, given)
+        # done: the ids of a saved plan's changes made already, which are not made again.
+        the_plan, done = (
+            (reviewed, service.check_saved(reviewed, plan_file))
+            if plan_file
+            else (service.plan(state), frozenset[str]())
+        )
         echo_chunks(renderer.chunks(the_plan))
         report_plan(the_plan, github)
         in_conflict = [] if force_conflicts else the_plan.conflicts
@@ -99,7 +100,7 @@ def apply(
         if not the_plan.has_changes:
             return _nothing_to_apply(the_plan, renderer, len(in_conflict))
         service.refuse_narrow_grant()  # before any write, and before asking
-        if not isinstance(given, _Reviewed):
+        if not plan_file:
             the_plan.raise_if_unsafe(settings.max_changes, settings.max_resends)
             _ask(the_plan, run.color, on_stderr, auto_approve)
         shown = _Shown(renderer, service)
@@ -109,50 +110,25 @@ def apply(
         return _closing(_report_applied(applied, shown, github, on_stderr), len(in_conflict))
 
 
-def _question_can_be_answered() -> bool:
-    """Refuse at once when nobody could answer; whether the plan is shown on stderr too
-    (stdout goes elsewhere)."""
-    require_terminal(action="apply", instead=_INSTEAD)
-    return show_on_stderr_too(action="apply", instead=_INSTEAD)
-
-
-def _what_to_apply(
-    run: RunOptions, settings: Settings, plan_file: str | None, selection: Selection
-) -> _Reviewed | DesiredState:
-    """A reviewed plan (checked against its limits, which needs no request), or the files,
-    planned once the API is reached."""
-    if not plan_file:
-        inputs = run_inputs(run.config_file, list(run.paths or settings.paths))
-        refuse_input(settings.audit_log, inputs, "--audit-log", "the audit log")
-        return read_desired(settings, run.paths, selection)
-    reviewed = _Reviewed(
-        load_signed_plan(plan_file, signing_secret(settings, run.sandbox)), plan_file
-    )
-    reviewed.plan.raise_if_unsafe(settings.max_changes, settings.max_resends)
-    return reviewed
-
-
-def _closing(code: int, in_conflict: int) -> int:
-    if not in_conflict:
+def _closing(code: int, count: int) -> int:
+    """``code``, or 1 with the invites left in conflict said last: an error closes the log."""
+    if not count:
         return code
-    _say_left_in_conflict(in_conflict)  # last: an error closes the log
+    echo_err(
+        f"error: {plural(count, 'invite')} in conflict (changed on the platform since "
+        "--changed-since REF) left alone, nothing written to "
+        f"{'it' if count == 1 else 'them'}; bring the files in line with the platform "
+        "(`reconcile adopt --target ID`), or pass --force-conflicts to write the files' "
+        "values anyway"
+    )
     return 1
-
-
-def _to_apply(service: Service, given: _Reviewed | DesiredState) -> tuple[Plan, frozenset[str]]:
-    """The plan to apply, and the ids of its changes made already (a saved plan's)."""
-    if isinstance(given, _Reviewed):
-        return given.plan, service.check_saved(given.plan, given.path)
-    return service.plan(given), frozenset()
 
 
 def _nothing_to_apply(plan: Plan, renderer: TextRenderer, in_conflict: int) -> int:
     if in_conflict:  # apply's summary counts them apart, as every summary does
         click.echo(renderer.apply_summary(ApplyReport(left_in_conflict=in_conflict)))
     echo_errors(plan.failed)
-    if in_conflict:
-        _say_left_in_conflict(in_conflict)
-    return 1 if plan.failed or in_conflict else 0
+    return _closing(1 if plan.failed else 0, in_conflict)
 
 
 def _ask(plan: Plan, color: str, on_stderr: bool, auto_approve: bool) -> None:
@@ -163,30 +139,13 @@ def _ask(plan: Plan, color: str, on_stderr: bool, auto_approve: bool) -> None:
         confirm("Apply these changes?", action="apply", instead=_INSTEAD)
 
 
-def _say_left_in_conflict(count: int) -> None:
-    echo_err(
-        f"error: {plural(count, 'invite')} in conflict (changed on the platform since "
-        "--changed-since REF) left alone, nothing written to "
-        f"{'it' if count == 1 else 'them'}; bring the files in line with the platform "
-        "(`reconcile adopt --target ID`), or pass --force-conflicts to write the files' "
-        "values anyway"
-    )
-
-
 _INSTEAD = (
     ", or save the plan with `reconcile plan --out FILE`, read it (`reconcile show FILE`) "
     "and apply it with `reconcile apply --plan FILE`"
 )
 
 
-class _Reviewed(NamedTuple):
-    """A saved plan to apply as it is, and the file it was read from."""
-
-    plan: Plan
-    path: str
-
-
-class _Shown:
+class _Shown(Watch):
     """The writes' lines as each ends, on stdout; once stdout is lost (`apply | head`, a
     full disk) the run stops as an interrupt would, and every write the server may have
     received is reported on stderr."""
@@ -235,7 +194,12 @@ def _report_applied(applied: Applied, shown: _Shown, github: bool, summary_on_st
     if summary_on_stderr and not lost:
         click.echo(summary, err=True)
     if plan.failed:
-        _say_left_alone(len(plan.failed), lost)
+        count = len(plan.failed)
+        click.echo(
+            f"{plural(count, 'invite')} could not be planned (errors above) and "
+            f"{'was' if count == 1 else 'were'} left alone.",
+            err=lost,
+        )
     _say_errors(failures, fatal)
     if report.audit_error is not None:
         raise report.audit_error  # the last line: the log is incomplete, the run failed
@@ -246,8 +210,18 @@ def _say_errors(failures: list[FailedInvite], fatal: list[ChangeResult]) -> None
     """Each failure's line; the error that stopped the run once, for every invite it failed."""
     fatal_ids = {r.change.id for r in fatal}
     echo_errors(f for f in failures if f.id not in fatal_ids)
-    if fatal:
-        echo_err(_fatal_line(fatal))
+    if not fatal:
+        return
+    # One line for the error that stopped the run, whichever invites it failed.
+    error = run_fatal(fatal[0])
+    assert error is not None
+    ids = [redact_and_escape(r.change.id) for r in fatal]
+    shown = ", ".join(ids[:SHOWN]) + (f" and {len(ids) - SHOWN} more" if len(ids) > SHOWN else "")
+    echo_err(
+        f"error: {shown}: {redact_and_escape(str(error))}; "
+        f"{what_to_do(error.status, None, error.request_id)}. It stopped the run: no new "
+        "writes were started"
+    )
 
 
 def _annotate(failures: list[FailedInvite]) -> None:
@@ -258,25 +232,4 @@ def _annotate(failures: list[FailedInvite]) -> None:
             (f.id, f"{f.message}; {f.advice}" if f.advice else f.message, f.source)
             for f in failures
         )
-    )
-
-
-def _say_left_alone(count: int, lost: bool) -> None:
-    click.echo(
-        f"{plural(count, 'invite')} could not be planned (errors above) and "
-        f"{'was' if count == 1 else 'were'} left alone.",
-        err=lost,
-    )
-
-
-def _fatal_line(results: list[ChangeResult]) -> str:
-    """One line for the error that stopped the run, whichever invites it failed."""
-    error = run_fatal(results[0])
-    assert error is not None
-    ids = [redact_and_escape(r.change.id) for r in results]
-    shown = ", ".join(ids[:SHOWN]) + (f" and {len(ids) - SHOWN} more" if len(ids) > SHOWN else "")
-    return (
-        f"error: {shown}: {redact_and_escape(str(error))}; "
-        f"{what_to_do(error.status, None, error.request_id)}. It stopped the run: no new "
-        "writes were started"
     )

@@ -42,7 +42,6 @@ _PLAN_LIMIT = 16 * 1024 * 1024  # bytes of the plan's Markdown read; the comment
 @click.argument("files", nargs=-1, type=FilePath())
 @click.option(
     "--markdown",
-    "markdown",
     type=FilePath(),
     metavar="FILE",
     help="The plan as `plan --format markdown` wrote it (missing: no plan shown).",

@@ -27,7 +27,7 @@ from reconciler.desired.state import refuse_bad_ids
 from reconciler.errors import ReconcilerError
 from reconciler.files import TooLarge, read_regular
 from reconciler.model.invite import ID_RULE, INVITE_ID, CurrentInvite
-from reconciler.output.console import echo_err, setup_logging
+from reconciler.output.console import SHOWN, echo_err
 from reconciler.safetext import escape, plural, quote_value, redact_and_escape
 from reconciler.service.export import (
     Export,
@@ -81,7 +81,6 @@ def export(
     schema_ref: str | None,
     config_file: str | None,
     sandbox: bool,
-    verbose: bool,
 ) -> int:
     """Write the current state of the given invites as a desired-state YAML file.
 
@@ -94,7 +93,6 @@ def export(
     The platform keeps no re-send rule, so no entry gets resendOnChange: add it to
     an entry whose invitation should be e-mailed again when its address changes.
     """
-    setup_logging(verbose)
     refuse_bad_ids(invite_ids, "export")
     listed_ids = read_ids(ids_from) if ids_from else []
     if not invite_ids and not listed_ids:
@@ -154,7 +152,6 @@ STDIN = "-"
 # Some 150,000 ids of 25 characters; a list of real ids is far smaller. Past it the
 # source is not a list of ids (`--ids-from /dev/zero` is refused, never read whole).
 MAX_IDS_BYTES = 4 * 1024 * 1024
-_SHOWN = 10  # bad ids named, then how many more
 
 
 def read_ids(source: str) -> list[str]:
@@ -194,10 +191,10 @@ def ids_in(text: str, name: str) -> list[str]:
         else:
             bad.append(f"{name}:{number}: {quote_value(ident)}")
     if bad:
-        more = f"\n  and {len(bad) - _SHOWN} more" if len(bad) > _SHOWN else ""
+        more = f"\n  and {len(bad) - SHOWN} more" if len(bad) > SHOWN else ""
         raise ReconcilerError(
             f"not a valid invite id ({ID_RULE}; one id a line, `#` starts a comment); "
-            "nothing was read:\n" + "\n".join(f"  {b}" for b in bad[:_SHOWN]) + more
+            "nothing was read:\n" + "\n".join(f"  {b}" for b in bad[:SHOWN]) + more
         )
     return list(dict.fromkeys(ids))
 

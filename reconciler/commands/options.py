@@ -4,7 +4,7 @@ A command takes the options it needs from here, so an option means the same and
 reads the same help text wherever it appears. Numeric options convert through
 reconciler.settings.config, as the environment and reconciler.yaml do. Each
 command's --help ends with the settings it reads (``settings_help``). Without
---auto-approve, a write waits for a person's yes (``confirm``).
+--auto-approve, a write waits for a person's yes (``ask_first``, ``confirm``).
 """
 
 from __future__ import annotations
@@ -25,12 +25,23 @@ from reconciler.output.ci import (
     github_enabled,
     guard_output,
 )
-from reconciler.output.console import COLOR_CHOICE, COLOR_CHOICES, use_color
+from reconciler.output.console import COLOR_CHOICE, COLOR_CHOICES, setup_logging, use_color
 from reconciler.service.offline import applied_since, settings_for
 from reconciler.settings.config import ENV_VARS, SECRET_ENV, SECRET_FILE_ENV, Settings, SettingType
 
 F = TypeVar("F", bound=Callable[..., Any])
 Decorator = Callable[[F], F]
+
+
+def together(*decorators: Callable[[Any], Any]) -> Callable[[F], F]:
+    """One decorator of several, applied in the order written (the first outermost)."""
+
+    def apply(f: F) -> F:
+        for decorator in reversed(decorators):
+            f = decorator(f)
+        return f
+
+    return apply
 
 
 class FilePath(click.Path):
@@ -49,63 +60,57 @@ class FilePath(click.Path):
         return super().convert(value, param, ctx)
 
 
-def _apply(f: F, *decorators: Callable[[Any], Any]) -> F:
-    for decorator in reversed(decorators):
-        f = decorator(f)
-    return f
-
-
-def config_option(f: F) -> F:
-    return click.option(
-        "--config",
-        "config_file",
-        type=FilePath(),
-        help="Config file (default: reconciler.yaml here, else in the nearest directory "
-        "above, up to the repository's top).",
-    )(f)
-
-
-def verbose_option(f: F) -> F:
-    return click.option(
-        "-v", "--verbose", is_flag=True, help="More detail on stderr (never a secret or token)."
-    )(f)
-
-
-def sandbox_option(f: F) -> F:
-    return click.option(
-        "--sandbox",
-        is_flag=True,
-        help="Use an in-process sandbox seeded with the bundled example state, instead of "
-        "the configured API (nothing real is read or changed).",
-    )(f)
-
-
-def auto_approve_option(f: F) -> F:
-    return click.option("--auto-approve", is_flag=True, help="Do not ask for confirmation.")(f)
-
-
-def force_conflicts_option(f: F) -> F:
-    return click.option(
-        "--force-conflicts",
-        is_flag=True,
-        help="With --changed-since: also write fields changed on the platform since REF "
-        "(conflicts), which apply otherwise leaves alone.",
-    )(f)
-
-
-def audit_log_option(f: F) -> F:
-    return click.option(
-        "--audit-log",
-        type=FilePath(),
-        help="Append one JSON line per write attempted to this file "
-        f"(env {ENV_VARS['audit_log']}, setting audit_log).",
-    )(f)
+config_option = click.option(
+    "--config",
+    "config_file",
+    type=FilePath(),
+    help="Config file (default: reconciler.yaml here, else in the nearest directory "
+    "above, up to the repository's top).",
+)
+# Logging is set up as the option is read: no command takes the flag.
+verbose_option = click.option(
+    "-v",
+    "--verbose",
+    is_flag=True,
+    expose_value=False,
+    callback=lambda ctx, param, verbose: setup_logging(verbose),
+    help="More detail on stderr (never a secret or token).",
+)
+sandbox_option = click.option(
+    "--sandbox",
+    is_flag=True,
+    help="Use an in-process sandbox seeded with the bundled example state, instead of "
+    "the configured API (nothing real is read or changed).",
+)
+auto_approve_option = click.option(
+    "--auto-approve", is_flag=True, help="Do not ask for confirmation."
+)
+force_conflicts_option = click.option(
+    "--force-conflicts",
+    is_flag=True,
+    help="With --changed-since: also write fields changed on the platform since REF "
+    "(conflicts), which apply otherwise leaves alone.",
+)
+audit_log_option = click.option(
+    "--audit-log",
+    type=FilePath(),
+    help="Append one JSON line per write attempted to this file "
+    f"(env {ENV_VARS['audit_log']}, setting audit_log).",
+)
 
 
 def _decide_color(ctx: click.Context, param: click.Parameter, value: str) -> str:
     # click.echo strips styles unless the context says otherwise: one decision for all output.
     ctx.color = use_color(value)
     ctx.meta[COLOR_CHOICE] = value  # stderr's colour follows the same rule (output/color.py)
+    return value
+
+
+def _decide_annotations(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    # Read by cli.main, the one place errors become exit codes (and annotations).
+    ctx.meta[GITHUB_ANNOTATIONS] = github_enabled(value)
+    if value == "github":  # shown as on a runner, so guarded as on a runner
+        guard_output(force=True)
     return value
 
 
@@ -129,16 +134,6 @@ color_option = _auto_choice(
     _decide_color,
     "Colour on stdout; auto: a terminal, NO_COLOR unset or empty, TERM not dumb.",
 )
-
-
-def _decide_annotations(ctx: click.Context, param: click.Parameter, value: str) -> str:
-    # Read by cli.main, the one place errors become exit codes (and annotations).
-    ctx.meta[GITHUB_ANNOTATIONS] = github_enabled(value)
-    if value == "github":  # shown as on a runner, so guarded as on a runner
-        guard_output(force=True)
-    return value
-
-
 annotations_option = _auto_choice(
     "--annotations",
     ANNOTATION_CHOICES,
@@ -146,107 +141,53 @@ annotations_option = _auto_choice(
     "Also print errors as GitHub workflow commands (::error file=...), so they show "
     "on the pull request; auto: when GITHUB_ACTIONS=true.",
 )
+plan_format_option = click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["text", "json", "markdown"]),
+    default="text",
+    show_default=True,
+    help="How the plan is printed on stdout.",
+)
+paths_argument = click.argument("paths", nargs=-1, type=click.Path())
+# --target and --exclude: invites of the files picked by id.
+target_options = together(
+    click.option(
+        "--target", "targets", multiple=True, metavar="ID", help="Only this invite (repeatable)."
+    ),
+    click.option(
+        "--exclude",
+        "excludes",
+        multiple=True,
+        metavar="ID",
+        help="Leave this invite out (repeatable).",
+    ),
+)
+changed_since_applied_option = click.option(
+    "--changed-since-applied",
+    is_flag=True,
+    help="--changed-since the last successful apply: the commit the branch "
+    "reconcile/applied of origin is at, trusted only on main's first-parent history "
+    "(env RECONCILER_APPLIED_BRANCH, RECONCILER_MAIN_BRANCH, RECONCILER_GIT_REMOTE). "
+    "None yet: every invite, with a notice; not trusted: every invite, with a warning "
+    "(adopt refuses it, exit 1); a later commit of main than HEAD: nothing to do, exit 0.",
+)
 
 
-def plan_format_option(f: F) -> F:
+def _limit(setting: str, text: str, tail: str = ").") -> Decorator[Any]:
+    """A numeric option, converted as the environment and reconciler.yaml are."""
     return click.option(
-        "--format",
-        "output_format",
-        type=click.Choice(["text", "json", "markdown"]),
-        default="text",
-        show_default=True,
-        help="How the plan is printed on stdout.",
-    )(f)
-
-
-def paths_argument(f: F) -> F:
-    return click.argument("paths", nargs=-1, type=click.Path())(f)
-
-
-def target_options(f: F) -> F:
-    """--target and --exclude: invites of the files picked by id."""
-    return _apply(
-        f,
-        click.option(
-            "--target",
-            "targets",
-            multiple=True,
-            metavar="ID",
-            help="Only this invite (repeatable).",
-        ),
-        click.option(
-            "--exclude",
-            "excludes",
-            multiple=True,
-            metavar="ID",
-            help="Leave this invite out (repeatable).",
-        ),
+        f"--{setting.replace('_', '-')}",
+        type=SettingType(setting),
+        help=f"{text} (env {ENV_VARS[setting]}, setting {setting}{tail}",
     )
 
 
-def selection_options(f: F) -> F:
-    """Which invites of the files a run reads and plans."""
-    return _apply(
-        f,
-        target_options,
-        click.option(
-            "--changed-since",
-            metavar="REF",
-            help="Only invites whose YAML entries differ between git REF and the working tree "
-            "(added or changed entries).",
-        ),
-        changed_since_applied_option,
-    )
-
-
-def changed_since_applied_option(f: F) -> F:
-    return click.option(
-        "--changed-since-applied",
-        is_flag=True,
-        help="--changed-since the last successful apply: the commit the branch "
-        "reconcile/applied of origin is at, trusted only on main's first-parent history "
-        "(env RECONCILER_APPLIED_BRANCH, RECONCILER_MAIN_BRANCH, RECONCILER_GIT_REMOTE). "
-        "None yet: every invite, with a notice; not trusted: every invite, with a warning "
-        "(adopt refuses it, exit 1); a later commit of main than HEAD: nothing to do, exit 0.",
-    )(f)
-
-
-def parallelism_option(f: F) -> F:
-    return click.option(
-        "--parallelism",
-        type=SettingType("parallelism"),
-        help=f"Requests in flight, at most N, 1-256 (env {ENV_VARS['parallelism']}, "
-        "setting parallelism; default: max_parallelism, 64); fewer while the rate "
-        "the server allows keeps fewer busy.",
-    )(f)
-
-
-def max_rate_option(f: F) -> F:
-    return click.option(
-        "--max-rate",
-        type=SettingType("max_rate"),
-        help=f"Requests per second at most, all together (env {ENV_VARS['max_rate']}, "
-        "setting max_rate; default: none, the rate the server's answers allow): a "
-        "gateway's limit, where crossing it blocks the client for seconds.",
-    )(f)
-
-
-def max_changes_option(f: F) -> F:
-    return click.option(
-        "--max-changes",
-        type=SettingType("max_changes"),
-        help="Refuse to apply a plan that updates more invites than this "
-        f"(env {ENV_VARS['max_changes']}, setting max_changes).",
-    )(f)
-
-
-def max_resends_option(f: F) -> F:
-    return click.option(
-        "--max-resends",
-        type=SettingType("max_resends"),
-        help="Refuse to apply a plan that e-mails more invitations again than this "
-        f"(env {ENV_VARS['max_resends']}, setting max_resends).",
-    )(f)
+parallelism_option = _limit(
+    "parallelism",
+    "Requests in flight, at most N, 1-256",
+    "; default: max_parallelism, 64); fewer while the rate the server allows keeps fewer busy.",
+)
 
 
 @dataclass(frozen=True)
@@ -266,14 +207,15 @@ class RunOptions:
     sandbox: bool
     color: str
     annotations: str
-    verbose: bool
 
-    @property
-    def narrows(self) -> bool:
-        """Whether the run picks some invites of the files (--target, --changed-since...)."""
-        return bool(
-            self.targets or self.excludes or self.changed_since or self.changed_since_applied
-        )
+    def refuse_narrowing(self, given: str | None, why: str) -> None:
+        """Refuse PATH and the options that pick invites of the files beside ``given``."""
+        picks = self.targets or self.excludes or self.changed_since or self.changed_since_applied
+        if given and (self.paths or picks):
+            raise click.UsageError(
+                f"{why}; do not give PATH, --target, --exclude, --changed-since or "
+                "--changed-since-applied"
+            )
 
     def settings(self, **overrides: Any) -> Settings:
         """The settings of the run: its config file, then its own options."""
@@ -304,25 +246,37 @@ def run_options(f: F) -> F:
         return f(run=run, **kwargs)
 
     # functools.wraps keeps f's name and doc but not its type: F is what click sees.
-    return _apply(
-        cast(F, with_run),
+    return together(
         paths_argument,
         config_option,
-        selection_options,
+        target_options,
+        click.option(
+            "--changed-since",
+            metavar="REF",
+            help="Only invites whose YAML entries differ between git REF and the working tree "
+            "(added or changed entries).",
+        ),
+        changed_since_applied_option,
         parallelism_option,
-        max_rate_option,
-        max_changes_option,
-        max_resends_option,
+        _limit(
+            "max_rate",
+            "Requests per second at most, all together",
+            "; default: none, the rate the server's answers allow): a gateway's limit, where "
+            "crossing it blocks the client for seconds.",
+        ),
+        _limit("max_changes", "Refuse to apply a plan that updates more invites than this"),
+        _limit(
+            "max_resends", "Refuse to apply a plan that e-mails more invitations again than this"
+        ),
         sandbox_option,
         color_option,
         annotations_option,
         verbose_option,
-    )
+    )(cast(F, with_run))
 
 
 # What a command's --help says of the settings it reads: the environment variables and the
 # reconciler.yaml keys, and which wins.
-
 _API_SETTINGS = (
     "base_url",
     "client_id",
@@ -334,8 +288,6 @@ _API_SETTINGS = (
     "timeout",
     "max_response_bytes",
 )
-
-
 _API_FILE_ONLY = ("max_attempts", "retry_max_seconds", "token_path", "*_invite_path", "field_names")
 
 
@@ -367,11 +319,6 @@ RUN_ENV = ("NO_COLOR", "TERM", "GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY")
 # Asking before a write: yes from a person at a terminal, never from silence.
 
 
-def stdin_is_terminal() -> bool:
-    """True when a person can answer: stdin is open (not `<&-`) and a terminal."""
-    return _is_terminal(sys.stdin)
-
-
 def _is_terminal(stream: TextIO | None) -> bool:
     if stream is None:  # started with it closed
         return False
@@ -381,45 +328,36 @@ def _is_terminal(stream: TextIO | None) -> bool:
         return False
 
 
-def show_on_stderr_too(*, action: str, instead: str = "") -> bool:
-    """Whether what a person is asked about must be shown on stderr as well as stdout.
+def _refusing(action: str, why: str, instead: str) -> ReconcilerError:
+    return ReconcilerError(
+        f"refusing to {action} without confirmation: {why}; pass --auto-approve{instead}"
+    )
 
-    Only when stdout is not a terminal (`reconcile apply > apply.txt`) and stderr is:
-    the question must never be about something that went unseen into a file. With
-    neither a terminal, nobody can see it: refused at once, before any work.
-    """
+
+def ask_first(*, action: str, instead: str = "") -> bool:
+    """Refuse at once, before any work, when nobody could answer the question (stdin is no
+    terminal: a CI job without --auto-approve fails in a second) or see what it is about;
+    whether that must be shown on stderr as well as stdout (only stderr is a terminal:
+    `reconcile apply > apply.txt`)."""
+    if not _is_terminal(sys.stdin):
+        raise _refusing(action, "standard input is not a terminal", instead)
     if _is_terminal(sys.stdout):
         return False
     if _is_terminal(sys.stderr):
         return True
-    raise ReconcilerError(
-        f"refusing to {action} without confirmation: neither stdout nor stderr is a "
-        "terminal, so what you would be asked about could not be seen; "
-        f"pass --auto-approve{instead}"
+    raise _refusing(
+        action,
+        "neither stdout nor stderr is a terminal, so what you would be asked about could "
+        "not be seen",
+        instead,
     )
 
 
-def require_terminal(*, action: str, instead: str = "") -> None:
-    """Refuse at once when nobody could answer a question: call it before any work.
-
-    A CI job without ``--auto-approve`` then fails in a second, before it reads
-    thousands of invites only to refuse at the end.
-    """
-    if not stdin_is_terminal():
-        raise ReconcilerError(
-            f"refusing to {action} without confirmation: standard input is not a terminal; "
-            f"pass --auto-approve{instead}"
-        )
-
-
 def confirm(question: str, *, action: str, instead: str = "") -> None:
-    """Go on only when a person at a terminal answers yes to ``question``.
-
-    Without a terminal nobody can answer, and silence must not count as yes:
-    refuse, so that a CI job never writes without ``--auto-approve``. ``action``
-    names what is refused ("apply"); ``instead`` offers another way to do it.
-    """
-    require_terminal(action=action, instead=instead)
+    """Go on only when a person at a terminal answers yes to ``question``: silence is no
+    yes. ``action`` names what is refused ("apply"); ``instead`` offers another way."""
+    if not _is_terminal(sys.stdin):
+        raise _refusing(action, "standard input is not a terminal", instead)
     # On stderr, unless only stdout is a terminal (`reconcile apply 2> errors.txt`): a
     # question asked into a file leaves the person waiting in silence.
     err = _is_terminal(sys.stderr) or not _is_terminal(sys.stdout)

@@ -15,7 +15,7 @@ from reconciler.commands.options import (
 from reconciler.files import refuse_input, refuse_special_file
 from reconciler.output import echo_chunks, renderer_for
 from reconciler.output.ci import github_enabled, report_plan
-from reconciler.output.console import echo_err, echo_errors, setup_logging, use_color
+from reconciler.output.console import echo_err, echo_errors, use_color
 from reconciler.plan.model import Plan
 from reconciler.plan.saved import save_plan, sign_plan
 from reconciler.safetext import escape, plural
@@ -43,7 +43,6 @@ def plan(
     detailed_exitcode: bool,
 ) -> int:
     """Read the invite files and the current invites; print what apply would change."""
-    setup_logging(run.verbose)
     check_writable(out, "write plan file")
     if out:  # before any request: a device or FIFO at --out would be replaced by a file
         refuse_special_file(out, "plan file")

@@ -9,8 +9,6 @@ log that cannot be written) leaves a report of what was sent and what was not.
 
 from __future__ import annotations
 
-import sys
-
 import click
 
 from reconciler.api.client import ApiClient
@@ -25,24 +23,24 @@ from reconciler.apply.audit import (
     outcome_of,
 )
 from reconciler.commands.options import (
+    ask_first,
     audit_log_option,
     auto_approve_option,
     config_option,
     confirm,
-    require_terminal,
     sandbox_option,
     settings_help,
-    show_on_stderr_too,
     verbose_option,
 )
 from reconciler.desired.state import refuse_bad_ids
 from reconciler.errors import ReconcilerError
 from reconciler.model.invite import CurrentInvite
 from reconciler.output import Stdout
-from reconciler.output.console import RESEND_UNKNOWN_ADVICE, echo_errors, setup_logging
+from reconciler.output.console import RESEND_UNKNOWN_ADVICE, echo_errors
 from reconciler.output.text import fatal_short
 from reconciler.plan.model import FailedInvite
 from reconciler.safetext import plural, quote_value, redact, redact_and_escape
+from reconciler.service.apply import close_audit
 from reconciler.service.offline import check_writable, settings_for
 from reconciler.service.online import open_service
 
@@ -60,20 +58,14 @@ def resend(
     audit_log: str | None,
     config_file: str | None,
     sandbox: bool,
-    verbose: bool,
 ) -> int:
     """Re-send the invitation of each given invite, once. Never retried automatically."""
-    setup_logging(verbose)
-    on_stderr = False  # the list shown on the terminal too: stdout goes elsewhere
-    if not auto_approve:  # before anything is read: nobody could answer
-        require_terminal(action="re-send")
-        on_stderr = show_on_stderr_too(action="re-send")
+    # Before anything is read; on_stderr: the list shown on the terminal too.
+    on_stderr = False if auto_approve else ask_first(action="re-send")
     refuse_bad_ids(invite_ids, "resend")
     settings = settings_for(config_file, audit_log=audit_log)
     ids = list(dict.fromkeys(invite_ids))
     check_writable(settings.audit_log, "open the audit log")
-    if not auto_approve and not sys.stdin.isatty():
-        confirm("", action="re-send")  # refuses: nobody can answer, and nothing was read
     with open_service(settings, sandbox, paced=False) as service:
         client = service.client
         recipients = _read_recipients(client, ids)
@@ -118,17 +110,11 @@ def _recipient_list(invites: list[CurrentInvite]) -> str:
     businesses = "1 business" if count == 1 else f"{count} businesses"
     lines = [f"The invitation is e-mailed again to {businesses} (id, name, e-mail):"]
     for invite in invites:
-        name = invite.fields.get("name")
-        email = invite.fields.get("email")
-        shown = [
-            redact_and_escape(invite.id),
-            # Quoted: a name the server holds as "(no name)" must not read as none.
-            quote_value(redact(name), limit=None) if isinstance(name, str) else "(no name)",
-        ]
-        shown.append(
-            f"<{redact_and_escape(email)}>" if isinstance(email, str) else "(no e-mail address)"
-        )
-        lines.append("  " + "  ".join(shown))
+        name, email = invite.fields.get("name"), invite.fields.get("email")
+        # Quoted: a name the server holds as "(no name)" must not read as none.
+        name = quote_value(redact(name), limit=None) if isinstance(name, str) else "(no name)"
+        email = f"<{redact_and_escape(email)}>" if isinstance(email, str) else "(no e-mail address)"
+        lines.append(f"  {redact_and_escape(invite.id)}  {name}  {email}")
     return "\n".join(lines)
 
 
@@ -199,7 +185,7 @@ class _Resends:
         done = set(self.sent) | {f.id for f in self.failed}
         not_sent = [i for i in ids if i not in done]
         click.echo(self._summary(not_sent), err=self._stdout.lost)
-        self._close()
+        self.audit_error = self.audit_error or close_audit(self._audit)
         echo_errors(self.failed)
         if self.audit_error is not None:
             raise self.audit_error
@@ -221,9 +207,3 @@ class _Resends:
                 f"Not sent: {shown}. Send them with: reconcile resend {shown}",
             ]
         )
-
-    def _close(self) -> None:
-        try:
-            self._audit.close()
-        except AuditLogError as error:
-            self.audit_error = self.audit_error or error

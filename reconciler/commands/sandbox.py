@@ -80,7 +80,6 @@ class _Client(click.ParamType[tuple[str, str]]):
 )
 @click.option(
     "--ignore",
-    "ignore",
     multiple=True,
     type=click.Choice(updatable_fields()),
     metavar="FIELD",
@@ -112,8 +111,6 @@ def sandbox(
     host: str,
     port: int,
     state_file: str | None,
-    ignore: tuple[str, ...],
-    read_only_clients: tuple[tuple[str, str], ...],
     patch_without_data: bool,
     **knobs: Any,
 ) -> int:
@@ -125,12 +122,7 @@ def sandbox(
     platforms do that store something else than what they are sent, version
     their invites, or answer a write without the invite.
     """
-    options = SandboxOptions(
-        ignore=ignore,
-        read_only_clients=read_only_clients,
-        patch_data=not patch_without_data,
-        **knobs,
-    )
+    options = SandboxOptions(patch_data=not patch_without_data, **knobs)
     server = Sandbox(state_file=state_file, options=options, host=host, port=port)
     url = server.url
     if not _is_loopback(host):
@@ -145,7 +137,7 @@ def sandbox(
         f"  export RECONCILER_BASE_URL={url}\n"
         f"  export RECONCILER_CLIENT_ID={SANDBOX_CLIENT_ID}\n"
         f"  export RECONCILER_CLIENT_SECRET={SANDBOX_CLIENT_SECRET}\n"
-        f"{_read_only_line(read_only_clients)}"
+        f"{_read_only_line(options.read_only_clients)}"
         "Press Ctrl-C to stop.",
         err=True,
     )

@@ -8,7 +8,6 @@ it ends; the Ansible module watches nothing.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Protocol
 
 from reconciler.api.exceptions import ApiError
 from reconciler.apply.applier import (
@@ -33,16 +32,9 @@ from reconciler.safetext import redact_and_escape
 from reconciler.service.online import Service
 
 
-class Watch(Protocol):
-    """What a caller is told as the writes go."""
+class Watch:
+    """What a caller is told as the writes go; by default, nothing."""
 
-    def already_applied(self, change: InviteChange) -> None: ...
-    def started(self, total: int) -> None: ...
-    def result(self, result: ChangeResult) -> None: ...
-    def ended(self) -> None: ...
-
-
-class _Unwatched:
     def already_applied(self, change: InviteChange) -> None:
         pass
 
@@ -83,7 +75,7 @@ def apply_plan(
     An audit log that could not be written is the report's ``audit_error``: the caller
     raises it once it has said what was done.
     """
-    watch = watch or _Unwatched()
+    watch = watch or Watch()
     settings, client = service.settings, service.client
     # The log names the plan as reviewed; only its changes not made yet are applied.
     audit = open_audit_log(settings.audit_log, settings.client_id, plan_digest(plan))
@@ -99,7 +91,7 @@ def apply_plan(
             report = applier.apply(plan, on_result=watch.result)
     finally:
         watch.ended()
-        closing = _close(audit)
+        closing = close_audit(audit)
     report.audit_error = report.audit_error or closing
     report.already_applied = len(done)
     report.left_in_conflict = left_in_conflict
@@ -127,7 +119,7 @@ def run_fatal(result: ChangeResult) -> ApiError | None:
     return error if refused and error is not None and error.run_fatal else None
 
 
-def _close(audit: AuditLog | NoAuditLog) -> AuditLogError | None:
+def close_audit(audit: AuditLog | NoAuditLog) -> AuditLogError | None:
     """Close the log; a failure is reported after the results, never instead of them."""
     try:
         audit.close()

@@ -9,7 +9,6 @@ note saying why. This is how a team brings existing invites under git.
 
 from __future__ import annotations
 
-import errno
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -46,8 +45,9 @@ from reconciler.model.invite import (
     kind_of,
     stop_if_run_fatal,
 )
+from reconciler.output.console import SHOWN
 from reconciler.safetext import ALLOWED_INVISIBLE, escape, holds_secret, plural, redact_and_escape
-from reconciler.service.offline import settings_for
+from reconciler.service.offline import check_writable, settings_for
 from reconciler.service.online import Service
 from reconciler.settings.config import Settings
 from reconciler.yamlload.source import decode_source
@@ -55,57 +55,46 @@ from reconciler.yamlload.source import decode_source
 SCHEMA_IN_REPO = Path("schemas") / "invites.schema.json"
 
 
-def known_ids(ids: list[str], paths: Iterable[str], replacing: str | None) -> list[tuple[str, str]]:
-    """(id, FILE:LINE) of ids already defined under ``paths``, except in ``replacing``."""
-    existing = [p for p in paths if Path(p).exists()]
-    files, _ = find_files(existing)
-    skip = Path(replacing).resolve() if replacing else None
-    wanted = set(ids)
-    found = []
-    for file in files:
-        if skip is not None and file.resolve() == skip:
-            continue
-        # Problems in those files are validate's business; only their ids matter here.
-        found += [(i.id, str(i.source)) for i in load_file(file)[0] if i.id in wanted]
-    return found
-
-
 def check_known_ids(
     ids: list[str], paths: Iterable[str], out: str | None, force: bool, skip: bool = False
 ) -> list[str]:
-    """The ids to export. Ids already in git: with ``skip``, left out, each named; else
-    refused when writing a file, and to stdout, said with the entry each would replace."""
-    clashes = known_ids(ids, paths, replacing=out if force else None)
+    """The ids to export. Ids already defined under ``paths`` (but in the file --force
+    replaces): with ``skip``, left out, each named; else refused when writing a file, and
+    to stdout, said with the entry each would replace."""
+    clashes = _defined(set(ids), paths, out if force else None)
     if not clashes:
         return ids
+    # Ids that matched ids checked against the id rule; a source shown escaped.
+    listed = ", ".join(f"{ident} (at {source})" for ident, source in clashes)
     if skip:
-        return _left_out(ids, clashes)
+        defined = {ident for ident, _ in clashes}
+        click.echo(
+            f"note: left out, already defined in your invite files ({len(defined)}): {listed}",
+            err=True,
+        )
+        return [i for i in ids if i not in defined]
     if out is None:
-        for ident, source in clashes:
-            click.echo(
-                f"note: {ident} is already defined at {source}; replace the entry at "
-                f"{source} with this",
-                err=True,
-            )
+        said = "\n".join(
+            f"note: {ident} is already defined at {source}; replace the entry at {source} with this"
+            for ident, source in clashes
+        )
+        click.echo(said, err=True)
         return ids
     raise ReconcilerError(
-        "nothing exported: already defined in your invite files: "
-        + ", ".join(f"{ident} (at {source})" for ident, source in clashes)
-        + ". An id may appear once; --skip-defined exports the others, export to "
-        "stdout and replace that entry, or `reconcile plan --target ID` to see how it "
-        "differs from the platform"
+        f"nothing exported: already defined in your invite files: {listed}. An id may "
+        "appear once; --skip-defined exports the others, export to stdout and replace that "
+        "entry, or `reconcile plan --target ID` to see how it differs from the platform"
     )
 
 
-def _left_out(ids: list[str], clashes: list[tuple[str, str]]) -> list[str]:
-    defined = {ident for ident, _ in clashes}
-    click.echo(
-        f"note: left out, already defined in your invite files ({len(defined)}): "
-        # Ids that matched ids checked against the id rule; a source shown escaped.
-        + ", ".join(f"{ident} (at {source})" for ident, source in clashes),
-        err=True,
-    )
-    return [i for i in ids if i not in defined]
+def _defined(ids: set[str], paths: Iterable[str], replacing: str | None) -> list[tuple[str, str]]:
+    """(id, FILE:LINE) of ``ids`` defined under ``paths``, but in the file ``replacing``."""
+    replaced = Path(replacing).resolve() if replacing else None
+    files = find_files(list(filter(os.path.exists, paths)))[0]
+    # Problems in those files are validate's business; only their ids matter here.
+    kept = [f for f in files if replaced is None or f.resolve() != replaced]
+    found = [load_file(file)[0] for file in kept]
+    return [(i.id, str(i.source)) for invites in found for i in invites if i.id in ids]
 
 
 def schema_ref_for(out: str | None, given: str | None, configured: str) -> tuple[str, str | None]:
@@ -157,44 +146,6 @@ def _unresolved_note(ref: str, out: str | None) -> str | None:
     )
 
 
-def check_out_directory(out: str | None) -> None:
-    """Refuse, before any request, an --out whose directory cannot be made or written.
-
-    A directory that does not exist yet is made when the file is written: its
-    nearest existing parent must be a directory this user may write in.
-    """
-    if not out:
-        return
-    if os.path.isdir(out):
-        raise ReconcilerError(
-            f"{escape(out)}: cannot write the export: {os.strerror(errno.EISDIR)}; nothing was read"
-        )
-    parent = Path(os.path.abspath(out)).parent
-    while not parent.exists() and parent != parent.parent:
-        parent = parent.parent
-    target = out if os.path.exists(out) else str(parent)
-    if not parent.is_dir() or not os.access(target, os.W_OK):
-        problem = errno.ENOTDIR if not parent.is_dir() else errno.EACCES
-        raise ReconcilerError(
-            f"{escape(out)}: cannot write the export: {os.strerror(problem)} "
-            f"({escape(str(parent))}); nothing was read"
-        )
-
-
-def make_out_directory(out: str) -> str | None:
-    """Make the directory of ``out`` if it is missing; the directory made, else None."""
-    directory = os.path.dirname(out)
-    if not directory or os.path.isdir(directory):
-        return None
-    try:
-        os.makedirs(directory, exist_ok=True)
-    except OSError as exc:
-        raise ReconcilerError(
-            f"{escape(out)}: cannot make its directory: {exc.strerror}; nothing was written"
-        ) from None
-    return directory
-
-
 def _invites_replaced(read: ReadFile, out: str) -> list[DesiredInvite]:
     """The invites of the file ``--force`` replaces; refused when it cannot be parsed."""
     text, problems = decode_source(read.data, out)
@@ -211,9 +162,9 @@ def _invites_replaced(read: ReadFile, out: str) -> list[DesiredInvite]:
     return invites
 
 
-def refuse_dropping_invites(out: str, ids: list[str]) -> ReadFile | None:
-    """The file ``--force`` replaces, as read; refused when it defines invites other than
-    those exported, or cannot be read as invites at all.
+def refuse_dropping_invites(out: str, ids: list[str]) -> tuple[ReadFile, set[str]] | None:
+    """The file ``--force`` replaces, as read, and the ids it defines; refused when it
+    defines invites other than those exported, or cannot be read as invites at all.
 
     Replacing it would take them out of git without a word: they would no longer
     be managed. `reconcile adopt` brings the platform's values into such a file
@@ -231,12 +182,12 @@ def refuse_dropping_invites(out: str, ids: list[str]) -> ReadFile | None:
             "has read. Nothing was exported"
         ) from None
     invites = _invites_replaced(read, out)
-    exported = set(ids)
+    defined, exported = {i.id for i in invites}, set(ids)
     others = [i.id for i in invites if i.id not in exported]
     if not others:
-        return read
-    shown = ", ".join(escape(i) for i in others[:10]) + (
-        f" and {len(others) - 10} more" if len(others) > 10 else ""
+        return read, defined
+    shown = ", ".join(escape(i) for i in others[:SHOWN]) + (
+        f" and {len(others) - SHOWN} more" if len(others) > SHOWN else ""
     )
     raise ReconcilerError(
         f"{escape(out)} defines {plural(len(others), 'other invite')} ({shown}); --force would "
@@ -244,24 +195,6 @@ def refuse_dropping_invites(out: str, ids: list[str]) -> ReadFile | None:
         f"was exported. To bring the platform's values into the file, run `reconcile adopt "
         f"{escape(out)}` (with --target ID for some of them); to replace it anyway, delete it first"
     )
-
-
-def refuse_dropping_unknown(replacing: ReadFile, unknown: list[str]) -> None:
-    """Refuse to replace a file (``--force``) that defines an id the platform did not know.
-
-    The export leaves an unknown id out; written over the file, it would take that entry
-    out of git without a word. Nothing is written: the entry is the team's to remove.
-    """
-    text, _ = decode_source(replacing.data, replacing.path)
-    defined = {i.id for i in load_text(text, replacing.path)[0]} if text is not None else set()
-    dropped = [i for i in unknown if i in defined]
-    if dropped:
-        shown = ", ".join(escape(i) for i in dropped)
-        raise ReconcilerError(
-            f"nothing exported: {escape(replacing.path)} defines {shown}, which the platform "
-            "does not know (HTTP 404); --force would drop the entry from git. Remove it from "
-            "the file (or leave its id out of the export) first"
-        )
 
 
 # -- the export itself -------------------------------------------------------
@@ -282,12 +215,11 @@ class ExportRequest:
 class Export:
     """An export checked, before any request: the ids to read and where the text goes."""
 
-    request: ExportRequest
     settings: Settings
     ids: list[str]  # empty: every id given is defined in the files already
     schema_ref: str
     note: str | None  # said when the $schema line would not resolve
-    replacing: ReadFile | None = None  # the file --force replaces, as read
+    replacing: tuple[ReadFile, set[str]] | None = None  # the file --force replaces, its ids
     found: list[CurrentInvite] = field(default_factory=list)
     unknown: list[tuple[str, ApiError]] = field(default_factory=list)  # ids not on the platform
     text: str = ""
@@ -298,7 +230,7 @@ def check_export(request: ExportRequest, config_file: str | None) -> Export:
     be replaced unasked (before the settings are read), ids already in git, a $schema
     reference out of the repository."""
     out = request.out
-    check_out_directory(out)
+    check_writable(out, "write the export", makes_directory=True)
     if out:  # before any request, as plan --out
         refuse_special_file(out, "the export")
     if out and os.path.exists(out) and not request.force:
@@ -312,28 +244,46 @@ def check_export(request: ExportRequest, config_file: str | None) -> Export:
     replacing = refuse_dropping_invites(out, ids) if out and request.force else None
     ids = check_known_ids(ids, settings.paths, out, request.force, request.skip_defined)
     ref, note = schema_ref_for(out, request.schema_ref, settings.schema_ref)
-    return Export(request, settings, ids, ref, note, replacing)
+    return Export(settings, ids, ref, note, replacing)
 
 
 def read_export(service: Service, export: Export) -> Export:
     """The invites read, and the export's text; an unknown id leaves the others to be
     exported, unless --force would drop its entry from the file replaced."""
     export.found, export.unknown = read_invites(service, export.ids)
-    if export.replacing is not None and export.unknown:
-        refuse_dropping_unknown(export.replacing, [i for i, _ in export.unknown])
+    if export.replacing is not None:
+        # Left out, an unknown id defined in the file replaced would drop its entry from
+        # git without a word: the entry is the team's to remove.
+        (read, defined), unknown = export.replacing, [i for i, _ in export.unknown]
+        dropped = ", ".join(escape(i) for i in unknown if i in defined)
+        if dropped:
+            raise ReconcilerError(
+                f"nothing exported: {escape(read.path)} defines {dropped}, which the platform "
+                "does not know (HTTP 404); --force would drop the entry from git. Remove it "
+                "from the file (or leave its id out of the export) first"
+            )
     export.text = render_export(export.found, service.base_url, export.schema_ref)
     return export
 
 
-def write_export(export: Export, out: str) -> str | None:
-    """Write the export to ``out``; the directory made for it, else None.
+def write_export(export: Export, out: str) -> str:
+    """Write the export to ``out``; the directory made for it, else "".
 
     Like a plan file: a temporary file renamed over --out, never written through a
     symlink, never over a device or FIFO.
     """
-    made = make_out_directory(out)
+    made = os.path.dirname(out)
+    if made and not os.path.isdir(made):
+        try:
+            os.makedirs(made, exist_ok=True)
+        except OSError as exc:
+            raise ReconcilerError(
+                f"{escape(out)}: cannot make its directory: {exc.strerror}; nothing was written"
+            ) from None
+    else:
+        made = ""
     if export.replacing is not None:  # only while it is still the file read and checked
-        replace_read(export.replacing, export.text, "the export", through_links=False)
+        replace_read(export.replacing[0], export.text, "the export", through_links=False)
     else:  # a file that appeared meanwhile is never replaced; a dangling link is
         write_output(out, export.text, "the export", create_only=not os.path.islink(out))
     return made

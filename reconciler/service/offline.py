@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import os
 from collections.abc import Collection
+from pathlib import Path
 from typing import Any
 
 import click
@@ -22,7 +23,7 @@ from reconciler.applied import (
     read_record,
 )
 from reconciler.desired.changed_since import ChangedSince, changed_entries
-from reconciler.desired.files import find_files
+from reconciler.desired.files import CONFIG_FILE, find_files
 from reconciler.desired.state import (
     EVERYTHING,
     DesiredState,
@@ -42,7 +43,6 @@ from reconciler.output.ci import (
 from reconciler.output.console import echo_err, echo_problem
 from reconciler.safetext import escape, plural
 from reconciler.settings.config import Settings, load_settings
-from reconciler.settings.config_file import DEFAULT_CONFIG_FILE
 
 
 def settings_for(config_file: str | None, **overrides: Any) -> Settings:
@@ -52,14 +52,12 @@ def settings_for(config_file: str | None, **overrides: Any) -> Settings:
 def run_inputs(config_file: str | None, paths: list[str]) -> list[str]:
     """The files a run reads (the config, the invite files under ``paths``), found but not
     read: an output onto one of them is refused before anything is (``refuse_input``)."""
-    config = config_file or (DEFAULT_CONFIG_FILE if os.path.isfile(DEFAULT_CONFIG_FILE) else None)
+    config = config_file or (CONFIG_FILE if os.path.isfile(CONFIG_FILE) else None)
     files = [str(f) for f in find_files(paths)[0]]
     return [config, *files] if config else files
 
 
-def applied_since(
-    changed_since: str | None, applied: bool, *, action: str, adopt: bool = False
-) -> str | None:
+def applied_since(changed_since: str | None, applied: bool, *, action: str) -> str | None:
     """The REF of --changed-since, `--changed-since-applied` resolved: the last successful
     apply when trusted; None (every invite) when there is none or it is not trusted. A
     later commit of main applied already ends the run: nothing to do, exit 0, nothing read.
@@ -71,6 +69,7 @@ def applied_since(
         return changed_since
     if changed_since is not None:
         raise click.UsageError("give --changed-since REF or --changed-since-applied, not both")
+    adopt = action == "adopt"
     record = Record.from_env()
     reading = read_record(record)
     where = f"{escape(record.branch)} of {record.shown_remote}"
@@ -128,25 +127,36 @@ def _say_applied(text: str, level: str | None = None) -> None:
         emit([error_command(text, title="Last successful apply", command=level)])
 
 
-def check_writable(path: str | None, action: str) -> None:
+def check_writable(path: str | None, action: str, *, makes_directory: bool = False) -> None:
     """Refuse, before any request, a file that could not be written once the work is done.
 
     ``action`` says what would fail, as the later error would: "write plan file".
+    ``makes_directory``: a missing directory is made then, so the nearest existing
+    parent must be a directory this user may write in.
     """
     if not path:
         return
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        raise ReconcilerError(
-            f"{escape(path)}: cannot {action}: {os.strerror(errno.ENOENT)} "
-            f"(no directory {escape(directory)}); nothing was read"
-        )
-    target = path if os.path.exists(path) else directory
-    if os.path.isdir(path) or not os.access(target, os.W_OK):
-        problem = errno.EISDIR if os.path.isdir(path) else errno.EACCES
-        raise ReconcilerError(
-            f"{escape(path)}: cannot {action}: {os.strerror(problem)}; nothing was read"
-        )
+    parent = _nearest_directory(path) if makes_directory else Path(os.path.abspath(path)).parent
+    where = f" ({escape(str(parent))})" if makes_directory else ""
+    if os.path.isdir(path):
+        problem, where = errno.EISDIR, ""
+    elif not parent.is_dir():
+        problem = errno.ENOTDIR if makes_directory else errno.ENOENT
+        where = where or f" (no directory {escape(str(parent))})"
+    elif not os.access(path if os.path.exists(path) else parent, os.W_OK):
+        problem = errno.EACCES
+    else:
+        return
+    raise ReconcilerError(
+        f"{escape(path)}: cannot {action}: {os.strerror(problem)}{where}; nothing was read"
+    )
+
+
+def _nearest_directory(path: str) -> Path:
+    parent = Path(os.path.abspath(path)).parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    return parent
 
 
 def read_desired(

@@ -245,9 +245,7 @@ class SettingType(_ParamType):
         self.name = "integer" if self.rule.kind is int else self.rule.unit
 
     def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
-        if self.rule.kind is int:
-            return "N"
-        return "SECONDS" if self.rule.unit == "seconds" else "RATE"
+        return "N" if self.rule.kind is int else "RATE"  # the options: counts, and --max-rate
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         where = param.opts[-1] if param is not None and param.opts else self.setting
@@ -335,15 +333,9 @@ class Settings:
                 "decides where the client secret is sent. Set RECONCILER_BASE_URL in the CI "
                 "settings (a variable of the project, not a file); nothing was sent"
             )
-        missing = [
-            env
-            for env, value in (
-                ("RECONCILER_BASE_URL", base_url),
-                ("RECONCILER_CLIENT_ID", client_id),
-                ("RECONCILER_CLIENT_SECRET", secret),
-            )
-            if not value
-        ]
+        names = (ENV_VARS["base_url"], ENV_VARS["client_id"], SECRET_ENV)
+        given = (base_url, client_id, secret)
+        missing = [name for name, value in zip(names, given, strict=True) if not value]
         raise ConfigError(
             f"missing {', '.join(missing)}: set {'it' if len(missing) == 1 else 'them'} in "
             "the environment (base_url and client_id may also go in reconciler.yaml), "

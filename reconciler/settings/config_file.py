@@ -31,7 +31,6 @@ from reconciler.schema.policies import (
 from reconciler.settings.contract import contract_problems
 from reconciler.yamlload.source import MarkedDict, decode_source, load_yaml, to_plain
 
-DEFAULT_CONFIG_FILE = CONFIG_FILE  # a directory of invites read whole skips it
 _SECRET_KEYS = {"client_secret", "secret", "access_token", "token", "password", "api_key"}
 _CONFIG_FILE_LIMIT = 1024 * 1024
 # A policy is a rule, not a data set: checking a schema against the draft's meta-schema
@@ -46,7 +45,7 @@ def find_config_file() -> str | None:
     invites/ finds the project's file); relative to the working directory, so that the
     paths it sets, and every message, read from here."""
     for directory in up_to_top():
-        candidate = directory / DEFAULT_CONFIG_FILE
+        candidate = directory / CONFIG_FILE
         # Anything by that name (a FIFO, a device, a dangling link, a directory) is the
         # file meant: read_config_file refuses it, never skipped for defaults or one above.
         if os.path.lexists(candidate):
@@ -169,8 +168,12 @@ def _relative_to(base: str, value: str) -> str:
 
 def _too_many_policy_values(document: MarkedDict, path: str) -> list[FileProblem]:
     """A problem when the `policies` of ``document`` hold too many values to be checked."""
-    written = document.get("policies")
-    count = _values(written, MAX_POLICY_VALUES + 1)
+    count, stack = 0, [document.get("policies")]
+    while stack and count <= MAX_POLICY_VALUES:  # keys and items, counted past the bound
+        item = stack.pop()
+        if isinstance(item, dict | list):
+            count += len(item)
+            stack.extend(item.values() if isinstance(item, dict) else item)
     if count <= MAX_POLICY_VALUES:
         return []
     message = (
@@ -180,29 +183,12 @@ def _too_many_policy_values(document: MarkedDict, path: str) -> list[FileProblem
     return [FileProblem(path, *document.key_marks["policies"], message)]
 
 
-def _values(node: Any, limit: int) -> int:
-    """The keys and items in ``node``, counted up to ``limit`` (then it stops)."""
-    count = 0
-    stack = [node]
-    while stack and count < limit:
-        item = stack.pop()
-        if isinstance(item, dict):
-            count += len(item)
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            count += len(item)
-            stack.extend(item)
-    return count
-
-
 def _read_rules(values: dict[str, Any], document: MarkedDict, path: str) -> Rules:
     """The rules of ``values`` (the config as plain values), its keys taken out of it."""
     written: list[dict[str, Any]] = values.pop("policies", None) or []
+    levels: dict[str, Level] = dict(BUILT_IN)
     # A bare `off` is YAML 1.1's false: the config schema takes either.
-    chosen: dict[str, Level] = {
-        name: level or "off" for name, level in values.pop("checks", {}).items()
-    }
-    levels: dict[str, Level] = {**BUILT_IN, **chosen}
+    levels.update((name, level or "off") for name, level in values.pop("checks", {}).items())
     compiled: list[CompiledPolicy] = []
     problems: list[FileProblem] = []
     seen: dict[str, int] = {}
@@ -211,14 +197,11 @@ def _read_rules(values: dict[str, Any], document: MarkedDict, path: str) -> Rule
         at = ("policies", index)
         name = item["name"]
         if name in seen:
-            problems.append(
-                FileProblem(
-                    path,
-                    *located.mark((*at, "name")),
-                    f"policy `{escape(name)}` is already defined (item {seen[name] + 1} of "
-                    "`policies`); give each its own name",
-                )
+            message = (
+                f"policy `{escape(name)}` is already defined (item {seen[name] + 1} of "
+                "`policies`); give each its own name"
             )
+            problems.append(FileProblem(path, *located.mark((*at, "name")), message))
             continue
         seen[name] = index
         policy = Policy(

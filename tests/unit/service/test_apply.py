@@ -10,12 +10,12 @@ from support.fake_platform import IDS, FakePlatform, answer, read_records
 from reconciler.apply.applier import ChangeResult, WriteOutcome
 from reconciler.desired.state import DesiredState
 from reconciler.plan.model import InviteChange
-from reconciler.service.apply import apply_plan
+from reconciler.service.apply import Watch, apply_plan
 from reconciler.service.online import open_service
 from reconciler.settings.config import Settings
 
 
-class Seen:
+class Seen(Watch):
     """A Watch that records what it is told."""
 
     def __init__(self) -> None:

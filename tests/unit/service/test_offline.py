@@ -38,4 +38,4 @@ def test_the_invites_read_are_those_selected(tmp_path: Path) -> None:
 
 def test_without_the_applied_record_the_ref_is_the_one_given() -> None:
     assert applied_since("origin/main", False, action="plan") == "origin/main"
-    assert applied_since(None, False, action="adopt", adopt=True) is None
+    assert applied_since(None, False, action="adopt") is None
