@@ -9,21 +9,25 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 import click
 
-from reconciler.safetext import json_text, plural, redact, redact_and_escape
+from reconciler.safetext import json_text, plural, redact_and_escape
 
 if TYPE_CHECKING:
-    from reconciler.plan.model import Plan
+    from reconciler.plan.model import InviteChange, NotUpdatable, Plan
 
 
-class PlanRenderer(Protocol):
-    def render(self, plan: Plan) -> str: ...
+class PlanRenderer:
+    """A way to show a plan: in pieces (``chunks``, printed as they come), or whole."""
 
-    def chunks(self, plan: Plan) -> Iterator[str]: ...
+    def chunks(self, plan: Plan) -> Iterator[str]:
+        raise NotImplementedError
+
+    def render(self, plan: Plan) -> str:
+        return "".join(self.chunks(plan))
 
 
 def renderer_for(name: str, color: bool) -> PlanRenderer:
@@ -38,11 +42,8 @@ def renderer_for(name: str, color: bool) -> PlanRenderer:
     return TextRenderer(color=color)
 
 
-class JsonRenderer:
+class JsonRenderer(PlanRenderer):
     """The plan as a JSON document: the saved plan file's own text (``reconciler.plan.saved``)."""
-
-    def render(self, plan: Plan) -> str:
-        return "".join(self.chunks(plan))
 
     def chunks(self, plan: Plan) -> Iterator[str]:
         from reconciler.plan.saved import plan_chunks
@@ -125,37 +126,29 @@ class Stdout:
 
 def summary_line(plan: Plan) -> str:
     s = plan.summary
-    line = f"Plan: {s.update} to update"
-    if s.resend:
-        # The one part that cannot be undone is counted apart from field changes.
-        line += f" ({plural(s.resend, 'invitation')} e-mailed again)"
+    # The one part that cannot be undone is counted apart from field changes.
+    resent = f" ({plural(s.resend, 'invitation')} e-mailed again)" if s.resend else ""
+    parts = [f"{s.update} to update{resent}"]
     if s.conflict:
         # Never counted as an update: apply writes nothing to an invite in conflict.
-        line += f", {plural(s.conflict, 'conflict')} (not written)"
-    line += f", {s.unchanged} unchanged, {plural(s.failed, 'error')}"
+        parts.append(f"{plural(s.conflict, 'conflict')} (not written)")
+    parts += [f"{s.unchanged} unchanged", plural(s.failed, "error")]
     if plan.not_updatable:
-        line += f", {len(plan.not_updatable)} no longer updatable"
-    return line + changed_since_summary(plan) + "."
-
-
-def changed_since_summary(plan: Plan) -> str:
-    """A plan of a change's own counts: conflicts, drift left alone, invites not read."""
-    if plan.changed_since is None:
-        return ""
-    parts = []
-    if plan.outside_change:
-        parts.append(f"{plural(len(plan.outside_change), 'invite')} differing outside the change")
-    parts.append(
-        f"{plural(plan.not_read or 0, 'invite')} not read (not changed since "
-        f"{redact_and_escape(plan.changed_since)})"
-    )
-    return ", " + ", ".join(parts)
+        parts.append(f"{len(plan.not_updatable)} no longer updatable")
+    if plan.changed_since is not None:  # a plan of a change's own counts
+        if plan.outside_change:
+            parts.append(
+                f"{plural(len(plan.outside_change), 'invite')} differing outside the change"
+            )
+        since = redact_and_escape(plan.changed_since)
+        parts.append(f"{plural(plan.not_read or 0, 'invite')} not read (not changed since {since})")
+    return f"Plan: {', '.join(parts)}."
 
 
 CONFLICT_NOTE = (
     "changed on the platform since {ref}: apply leaves this invite alone unless --force-conflicts"
 )
-OUTSIDE_CHANGE_HEADING = "differs on the platform, not part of this change"
+OUTSIDE_CHANGE_HEADING = "Differs on the platform, not part of this change"
 OUTSIDE_CHANGE_NOTE = (
     "never written by this run; a full plan (without --changed-since) shows and fixes it"
 )
@@ -178,14 +171,29 @@ def max_changes_warning(plan: Plan) -> str | None:
     return None if problem is None else f"apply will refuse this plan: {problem.reason}"
 
 
-NOT_UPDATABLE_HEADING = "no longer updatable"
+NOT_UPDATABLE_HEADING = "No longer updatable"
 
 
-def not_updatable_note(status: str) -> str:
-    return (
-        f"{redact_and_escape(status)}, not pending: it can no longer be updated and apply leaves "
-        "it alone; these fields differ from the files:"
-    )
+def by_status(invites: Iterable[NotUpdatable]) -> dict[str, list[NotUpdatable]]:
+    """The invites no longer updatable, redacted, by status: grouped in one pass, as the
+    server names the statuses and there may be as many as invites."""
+    groups: dict[str, list[NotUpdatable]] = {}
+    for invite in invites:
+        shown = invite.redacted()
+        groups.setdefault(shown.status, []).append(shown)
+    return groups
+
+
+NOT_PENDING_NOTE = "{status}, not pending: it can no longer be updated and apply leaves it alone"
+NOT_UPDATABLE_FIX = (
+    "remove it from {source}, or bring the file in line with `reconcile export {invite_id}`"
+)
+
+
+def resend_note(change: InviteChange, quoted: Callable[[str], str]) -> str:
+    """How every plan format says that a change e-mails the business."""
+    to = f" to {quoted(change.recipient)}" if change.recipient else ""
+    return f"e-mails the invitation again{to}"
 
 
 KEPT_NOTE = "kept from the platform, not in the files"
@@ -196,23 +204,25 @@ SILENT_ADDRESS_NOTE = (
 )
 
 
-def kept_warning(field: str, subs: list[str], quoted: Callable[[str], str] | None = None) -> str:
+def _backticked(name: str) -> str:
+    return f"`{redact_and_escape(name)}`"
+
+
+def kept_warning(
+    field: str,
+    subs: Sequence[str],
+    code: Callable[[str], str] = _backticked,
+    plain: Callable[[str], str] = redact_and_escape,
+) -> str:
     """When a contact's name or e-mail changes and kept sub-fields ride along.
 
-    ``quoted`` shows a field name literally (Markdown's code): the sub-fields are named
-    by the server, so a backtick or a link in one must not become part of the sentence.
+    ``code`` shows a field name literally (Markdown's code): the sub-fields are named by
+    the server, so a backtick or a link in one must not become part of the sentence.
     """
-    if quoted is not None:
-        plain = ", ".join(quoted(redact(s)) for s in subs)
-        named = ", ".join(quoted(f"{field}.{redact(s)}") for s in subs)
-        field = quoted(field)
-    else:
-        field = redact_and_escape(field)
-        plain = ", ".join(redact_and_escape(s) for s in subs)
-        named = ", ".join(f"`{field}.{redact_and_escape(s)}`" for s in subs)
-        field = f"`{field}`"
+    named = ", ".join(code(f"{field}.{sub}") for sub in subs)
     it = "it" if len(subs) == 1 else "them"
     return (
-        f"the new contact keeps the previous one's {plain}: the PATCH replaces {field} "
-        f"whole, and the files do not manage {named}; add {it} to the entry to change {it}"
+        f"the new contact keeps the previous one's {', '.join(map(plain, subs))}: the PATCH "
+        f"replaces {code(field)} whole, and the files do not manage {named}; add {it} to the "
+        f"entry to change {it}"
     )

@@ -107,14 +107,12 @@ def invite_error_commands(
 ) -> list[str]:
     """Per-invite API errors, given as (invite id, message, source): annotated at the entry
     (``file=``, ``line=``) when its line is known, as input errors are."""
-    commands = []
-    for invite_id, message, source in errors:
-        if source is None or not source.path or source.line < 1:
-            commands.append(error_command(message, title=invite_id))
-            continue
-        file = repo_relative(source.path)
-        commands.append(error_command(message, title=invite_id, file=file, line=source.line))
-    return commands
+    return [
+        error_command(message, title=invite_id, file=repo_relative(source.path), line=source.line)
+        if source is not None and source.path and source.line >= 1
+        else error_command(message, title=invite_id)
+        for invite_id, message, source in errors
+    ]
 
 
 def emit(commands: list[str]) -> None:
@@ -203,14 +201,12 @@ class RunnerGuard(io.TextIOBase):
 
     def finish(self) -> None:
         with self._lock:
-            if self._open_line:
-                self.stream.write(neutralized(self._open_line))
-                self._open_line = ""
+            self._end_open_line("")
             self.stream.flush()
 
-    def _end_open_line(self) -> None:
+    def _end_open_line(self, end: str = "\n") -> None:
         if self._open_line:
-            self.stream.write(neutralized(self._open_line) + "\n")
+            self.stream.write(neutralized(self._open_line) + end)
             self._open_line = ""
 
 
@@ -330,26 +326,23 @@ def render_report(problems: Iterable[FileProblem]) -> str:
     return json.dumps([report_entry(p) for p in problems], indent=2, ensure_ascii=False) + "\n"
 
 
-def write_report(path: str, problems: Iterable[FileProblem]) -> None:
-    """The report, written whole by rename; a FIFO or device at ``path`` is refused at once."""
-    write_output(path, render_report(problems), "the Code Quality report")
-
-
 @contextmanager
 def writing_codequality(path: str | None) -> Iterator[list[FileProblem]]:
     """Write a Code Quality report of the input errors raised inside, with the warnings
     put in the list it gives (an empty report if none).
 
-    A FIFO or device at ``path`` is refused before anything is read.
+    A FIFO or device at ``path`` is refused before anything is read; the report is
+    written whole, by rename.
     """
+    what = "the Code Quality report"
     if path:
-        refuse_special_file(path, "the Code Quality report")
+        refuse_special_file(path, what)
     warnings: list[FileProblem] = []
     try:
         yield warnings
     except InputError as error:
         if path:
-            write_report(path, error.problems)
+            write_output(path, render_report(error.problems), what)
         raise
     if path:
-        write_report(path, warnings)
+        write_output(path, render_report(warnings), what)

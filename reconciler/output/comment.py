@@ -398,17 +398,21 @@ def _adopt_request(session: requests.Session, place: Place, base: str, me: int) 
     if not isinstance(found, list) or not all(isinstance(mr, dict) for mr in found):
         raise wrong_shape(shown, "not a list of merge requests")
     for mr in found:
-        author = mr.get("author")
-        if (
-            positive(mr.get("source_project_id")) == place.project_id
-            and positive(mr.get("target_project_id")) == place.project_id
-            and mr.get("source_branch") == ADOPT_BRANCH
-            and mr.get("target_branch") == base
-            and isinstance(author, dict)
-            and positive(author.get("id")) == me
-        ):
+        if _is_adopt_request(mr, place.project_id, base, me):
             iid = positive(mr.get("iid"))
             if iid is None:
                 raise wrong_shape(shown, 'a merge request\'s "iid" is not a positive integer')
             return iid
     return None
+
+
+def _is_adopt_request(mr: Mapping[str, Any], project_id: int, base: str, me: int) -> bool:
+    author = mr.get("author")
+    return (
+        positive(mr.get("source_project_id")) == project_id
+        and positive(mr.get("target_project_id")) == project_id
+        and mr.get("source_branch") == ADOPT_BRANCH
+        and mr.get("target_branch") == base
+        and isinstance(author, dict)
+        and positive(author.get("id")) == me
+    )

@@ -228,7 +228,6 @@ class Progress:
         label: str,
         total: int,
         *,
-        enabled: bool = True,
         clock: Callable[[], float] = time.monotonic,
         interactive: bool | None = None,
         interval: float = LOG_INTERVAL,
@@ -251,7 +250,7 @@ class Progress:
         self._started = self._last_line = clock()
         self._interval = interval
         # With stderr closed (``2>&-``) sys.stderr is None: nothing to show, not an error.
-        self._enabled = enabled and total > 0 and sys.stderr is not None
+        self._enabled = total > 0 and sys.stderr is not None
         self._closed = False
         self._bar: Any = None
         self._lock = threading.Lock()
@@ -307,10 +306,8 @@ class Progress:
         self._message(f"the server limits requests: slowed to about {per_second(rate)} per second")
 
     def _message(self, text: str) -> None:
-        if self._bar is None:
-            click.echo(text, err=True)
-            return
-        sys.stderr.write("\r\x1b[2K")  # over the bar's line; the next update draws it again
+        if self._bar is not None:
+            sys.stderr.write("\r\x1b[2K")  # over the bar's line; the next update draws it again
         click.echo(text, err=True)
 
     def _line_if_due(self) -> None:
@@ -373,9 +370,5 @@ class Progress:
     def _closing_line(self) -> str:
         elapsed = duration(self._clock() - self._started)
         failed = f", {self.failed:,} {self.failed_word}" if self.failed else ""
-        if self.done + self.failed >= self.total:
-            return f"{self.label}: {self.done:,} of {self.total:,} done{failed}, in {elapsed}."
-        return (
-            f"{self.label}: stopped after {self.done:,} of {self.total:,} done{failed}, "
-            f"in {elapsed}."
-        )
+        stopped = "" if self.done + self.failed >= self.total else "stopped after "
+        return f"{self.label}: {stopped}{self.done:,} of {self.total:,} done{failed}, in {elapsed}."

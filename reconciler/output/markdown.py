@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import re
+from collections import Counter
 from collections.abc import Iterable, Iterator
 
 from reconciler.errors import FileProblem
@@ -15,17 +16,28 @@ from reconciler.model.invite import Contact, FieldValue, IdentifierSet, SourceLo
 from reconciler.output import (
     CONFLICT_NOTE,
     KEPT_NOTE,
+    NOT_PENDING_NOTE,
     NOT_SET,
+    NOT_UPDATABLE_FIX,
     NOT_UPDATABLE_HEADING,
     OUTSIDE_CHANGE_HEADING,
     OUTSIDE_CHANGE_NOTE,
     SILENT_ADDRESS_NOTE,
+    PlanRenderer,
+    by_status,
     invite_urls_note,
     kept_warning,
     max_changes_warning,
+    resend_note,
     summary_line,
 )
-from reconciler.plan.model import FieldChange, InviteChange, NotUpdatable, OutsideChange, Plan
+from reconciler.plan.model import (
+    FailedInvite,
+    FieldChange,
+    InviteChange,
+    Plan,
+    SetApart,
+)
 from reconciler.safetext import escape, json_text, plural, redact
 
 COMMENT_LIMIT = 65_000
@@ -97,44 +109,23 @@ def _id(invite_id: str) -> str:
     return f"`{invite_id}`" if _ID.fullmatch(invite_id) else _code(invite_id)
 
 
-class MarkdownRenderer:
+class MarkdownRenderer(PlanRenderer):
     def __init__(self, limit: int = COMMENT_LIMIT) -> None:
         self.limit = limit
 
-    def render(self, plan: Plan) -> str:
-        return "".join(self.chunks(plan))
-
     def chunks(self, plan: Plan) -> Iterator[str]:
         """The comment in pieces, an invite each; sections that do not fit are never made."""
-        head = [f"### Invite plan: {summary_line(plan)[len('Plan: ') :]}"]
-        warning = max_changes_warning(plan)
-        if warning:
-            head.append(f"> [!WARNING]\n> {warning}")
-        urls = invite_urls_note(plan, lambda url: _code(redact(url)))
-        if urls:
-            head.append(f"> [!NOTE]\n> {urls}.")
-        if not plan.changes and not plan.failed and not plan.not_updatable:
-            head.append(
-                "No changes: every invite read matches the desired state."
-                if plan.changed_since is not None
-                else "No changes: every invite matches the desired state."
-            )
         page = _Page(self.limit - _TAIL_RESERVE)
-        yield page.add("\n\n".join(head) + "\n\n")
+        yield page.add(self._head(plan))
         # What a reviewer must not miss first: invites apply will leave alone, then errors.
-        omitted_stale = omitted_errors = 0
-        if plan.not_updatable:
-            pieces, total = self._not_updatable(plan)
-            shown, omitted_stale = page.fill(pieces, total)
-            yield from shown
+        yield from page.fill("stale", self._not_updatable(plan), len(plan.not_updatable))
         if plan.failed:
             yield page.add("#### Errors\n\n")
-            lines = (
-                f"- {_id(f.id)}{_where(f.source)}: {_code(f.redacted().message)}\n"
-                for f in plan.failed
+            errors = (
+                f"- {_id(f.id)}{_where(f.source)}: {_code(f.message)}\n"
+                for f in map(FailedInvite.redacted, plan.failed)
             )
-            shown, omitted_errors = page.fill(lines, len(plan.failed))
-            yield from shown
+            yield from page.fill("errors", errors, len(plan.failed))
             yield page.add("\n")
         folded = len(plan.changes) > _FOLD_AFTER
         if folded:
@@ -142,142 +133,128 @@ class MarkdownRenderer:
                 f"<details><summary>{plural(len(plan.changes), 'invite')} to update</summary>\n\n"
             )
         sections = (self._change(c.redacted(), plan.changed_since) for c in plan.changes)
-        shown, omitted_changes = page.fill(sections, len(plan.changes))
-        yield from shown
+        yield from page.fill("changes", sections, len(plan.changes))
         if folded:
             yield page.add("</details>\n\n")
         if plan.outside_change:
-            yield page.add(
-                f"#### {OUTSIDE_CHANGE_HEADING.capitalize()}\n\n{OUTSIDE_CHANGE_NOTE}.\n\n"
-            )
-            outside = (self._outside(o.redacted()) for o in plan.outside_change)
-            shown, omitted_outside = page.fill(outside, len(plan.outside_change))
-            yield from shown
-            omitted_changes += omitted_outside
-        if omitted_changes or omitted_errors or omitted_stale:
-            yield self._omitted_note(omitted_changes, omitted_errors, omitted_stale)
+            yield page.add(f"#### {OUTSIDE_CHANGE_HEADING}\n\n{OUTSIDE_CHANGE_NOTE}.\n\n")
+            outside = (self._set_apart(o.redacted()) for o in plan.outside_change)
+            yield from page.fill("changes", outside, len(plan.outside_change))
+        if page.left_out:
+            yield self._omitted_note(page.left_out)
 
-    def _omitted_note(self, changes: int, errors: int, stale: int) -> str:
-        kinds = [plural(changes, "change"), plural(errors, "error")]
-        if stale:
-            kinds.append(f"{plural(stale, 'invite')} no longer updatable")
+    def _head(self, plan: Plan) -> str:
+        head = [f"### Invite plan: {summary_line(plan).removeprefix('Plan: ')}"]
+        warning = max_changes_warning(plan)
+        if warning:
+            head.append(f"> [!WARNING]\n> {warning}")
+        urls = invite_urls_note(plan, lambda url: _code(redact(url)))
+        if urls:
+            head.append(f"> [!NOTE]\n> {urls}.")
+        if not plan.changes and not plan.failed and not plan.not_updatable:
+            read = " read" if plan.changed_since is not None else ""
+            head.append(f"No changes: every invite{read} matches the desired state.")
+        return "\n\n".join(head) + "\n\n"
+
+    def _omitted_note(self, left_out: Counter[str]) -> str:
+        kinds = [plural(left_out["changes"], "change"), plural(left_out["errors"], "error")]
+        if left_out["stale"]:
+            kinds.append(f"{plural(left_out['stale'], 'invite')} no longer updatable")
         counts = f"{', '.join(kinds[:-1])} and {kinds[-1]}"
         return (
             f"_Not shown, to keep this comment under {self.limit:,} characters: {counts}. "
             "The job log and the saved plan file have the whole plan._\n"
         )
 
-    def _not_updatable(self, plan: Plan) -> tuple[Iterator[str], int]:
-        """The pieces of the section, one per invite, made as they are taken, and how many."""
-        # Grouped in one pass: statuses come from the server, so there may be as many as
-        # invites. A status heading goes with its first invite, so a piece is an invite
-        # (the omitted count counts invites) and no heading is left without one.
-        by_status: dict[str, list[NotUpdatable]] = {}
-        for invite in map(NotUpdatable.redacted, plan.not_updatable):
-            by_status.setdefault(invite.status, []).append(invite)
+    def _not_updatable(self, plan: Plan) -> Iterator[str]:
+        """The section, a piece per invite: a status heading goes with its first invite, so
+        the count left out counts invites and no heading is left without one."""
+        for status, group in by_status(plan.not_updatable).items():
+            heading = f"#### {NOT_UPDATABLE_HEADING}: {_code(status)}\n\n"
+            note = f" · {NOT_PENDING_NOTE.format(status=_code(status))}."
+            for invite in group:
+                where = _code(str(invite.source))
+                fix = NOT_UPDATABLE_FIX.format(source=where, invite_id=invite.id)
+                yield heading + self._set_apart(invite, note, f"Fix: {fix}.\n\n")
+                heading = ""
 
-        def pieces() -> Iterator[str]:
-            for status, group in by_status.items():
-                heading = f"#### {NOT_UPDATABLE_HEADING.capitalize()}: {_code(status)}\n\n"
-                yield heading + self._stale(group[0])
-                yield from (self._stale(n) for n in group[1:])
-
-        return pieces(), len(plan.not_updatable)
-
-    def _stale(self, invite: NotUpdatable) -> str:
+    def _set_apart(self, invite: SetApart, note: str = "", tail: str = "") -> str:
+        """An invite that differs and that apply leaves alone: a table of its fields."""
         rows = ["| field | on the platform | in the files |", "|---|---|---|"]
-        for field_change in invite.field_changes:
-            rows.extend(self._rows(field_change))
-        return (
-            f"##### {_title(invite.id, invite.name)}\n{_code(str(invite.source))} · "
-            f"{_code(invite.status)}, not pending: it can no longer be updated and apply leaves "
-            "it alone.\n\n" + "\n".join(rows) + "\n\n"
-            f"Fix: remove it from {_code(str(invite.source))}, or bring the file in line with "
-            f"`reconcile export {invite.id}`.\n\n"
-        )
+        rows += [row for field in invite.field_changes for row in self._rows(field)]
+        title = _title(invite.id, invite.name)
+        where = _code(str(invite.source))
+        return f"##### {title}\n{where}{note}\n\n" + "\n".join(rows) + "\n\n" + tail
 
-    def _change(self, change: InviteChange, ref: str | None = None) -> str:
-        title = _title(change.id, change.name)
+    def _change(self, change: InviteChange, ref: str | None) -> str:
         notes = [_code(str(change.source))]
         if change.resend:
-            to = f" to {_code(change.recipient)}" if change.recipient else ""
-            notes.append(f"**e-mails the invitation again{to}**")
+            notes.append(f"**{resend_note(change, _code)}**")
         elif change.address_changes_silently:
             notes.append(SILENT_ADDRESS_NOTE)
         rows = ["| field | before | after |", "|---|---|---|"]
-        for field_change in change.field_changes:
-            if field_change.field not in change.conflicts:
-                rows.extend(self._rows(field_change))
+        for field in change.field_changes:
+            if field.field not in change.conflicts:
+                rows.extend(self._rows(field))
                 # Every sub-field the PATCH carries, those the files leave alone too.
                 rows.extend(
-                    f"| {_label(f'{field_change.field}.{sub}')} | {_cell(value)} | "
+                    f"| {_label(f'{field.field}.{sub}')} | {_cell(value)} | "
                     f"{_cell(value)} _({KEPT_NOTE})_ |"
-                    for sub, value in change.kept_values(field_change.field)
+                    for sub, value in change.kept_values(field.field)
                 )
         table = "\n".join(rows) + "\n\n" if len(rows) > 2 else ""
-        riding: dict[str, list[str]] = {}
-        for name, sub in change.kept_riding_along:
-            riding.setdefault(name, []).append(sub)
-        for name, subs in riding.items():
-            table += f"> [!WARNING]\n> {kept_warning(name, subs, _code)}\n\n"
+        for name, subs in change.kept_riding_along.items():
+            table += f"> [!WARNING]\n> {kept_warning(name, subs, _code, _code)}\n\n"
         if change.conflicts:
-            at = _code(ref or "REF")
-            note = CONFLICT_NOTE.format(ref=at)
-            conflict = [
-                f"> [!CAUTION]\n> **Conflict**: {note}.\n",
-                f"| field | at {at} | on the platform | wanted |",
-                "|---|---|---|---|",
-            ]
-            conflict += [
-                f"| {_label(name)} | {_cell(was)} | "
-                f"{_cell(change.before.get(name))} | "
-                f"{_cell(change.patch[name])} |"
-                for name, was in change.conflicts.items()
-            ]
-            table = "\n".join(conflict) + "\n\n" + table
-        return f"#### {title}\n{' · '.join(notes)}\n\n" + table
+            table = self._conflicts(change, ref) + table
+        return f"#### {_title(change.id, change.name)}\n{' · '.join(notes)}\n\n" + table
 
-    def _outside(self, invite: OutsideChange) -> str:
-        rows = ["| field | on the platform | in the files |", "|---|---|---|"]
-        for field_change in invite.field_changes:
-            rows.extend(self._rows(field_change))
-        title = _title(invite.id, invite.name)
-        return f"##### {title}\n{_code(str(invite.source))}\n\n" + "\n".join(rows) + "\n\n"
+    def _conflicts(self, change: InviteChange, ref: str | None) -> str:
+        at = _code(ref or "REF")
+        rows = [
+            f"> [!CAUTION]\n> **Conflict**: {CONFLICT_NOTE.format(ref=at)}.\n",
+            f"| field | at {at} | on the platform | wanted |",
+            "|---|---|---|---|",
+        ]
+        rows += [
+            f"| {_label(name)} | {_cell(was)} | {_cell(change.before.get(name))} | "
+            f"{_cell(change.patch[name])} |"
+            for name, was in change.conflicts.items()
+        ]
+        return "\n".join(rows) + "\n\n"
 
     def _rows(self, change: FieldChange) -> list[str]:
-        if change.is_set and isinstance(change.before, IdentifierSet):
-            delta = [f"+ {json_text(i)}" for i in change.added] + [
-                f"- {json_text(i)}" for i in change.removed
-            ]
-            after = "<br>".join(_code(d) for d in delta)
-            return [f"| {_label(change.field)} | {_cell(change.before)} | {after} |"]
-        if change.is_object and isinstance(change.before, Contact):
-            return [
-                _row(f"{change.field}.{key}", before, after)
-                for key, before, after in change.sub_changes()
-            ]
-        return [_row(change.field, change.before, change.after)]
+        before, after, delta = change.before, change.after, change.delta
+        if isinstance(before, IdentifierSet) and isinstance(after, IdentifierSet):
+            items = [f"+ {json_text(i)}" for i in delta.added]
+            items += [f"- {json_text(i)}" for i in delta.removed]
+            shown = "<br>".join(_code(item) for item in items)
+            return [f"| {_label(change.field)} | {_cell(before)} | {shown} |"]
+        if isinstance(before, Contact) and isinstance(after, Contact):
+            return [_row(f"{change.field}.{k}", old, new) for k, old, new in delta.sub_changes]
+        return [_row(change.field, before, after)]
 
 
 class _Page:
-    """How much of the comment's budget the pieces given so far have used."""
+    """How much of the comment's budget the pieces given so far have used, and how many
+    pieces of each kind were left out."""
 
     def __init__(self, budget: int) -> None:
         self.budget = budget
         self.size = 0
+        self.left_out: Counter[str] = Counter()
 
     def add(self, piece: str) -> str:
         self.size += len(piece)
         return piece
 
-    def fill(self, pieces: Iterable[str], total: int) -> tuple[list[str], int]:
-        """As many of the ``total`` ``pieces`` as fit, and how many did not."""
-        shown: list[str] = []
-        for piece in pieces:
+    def fill(self, kind: str, pieces: Iterable[str], total: int) -> Iterator[str]:
+        """As many of the ``total`` ``pieces`` as fit; the rest are counted, never made."""
+        for shown, piece in enumerate(pieces):
             if self.size + len(piece) > self.budget:
-                return shown, total - len(shown)
-            shown.append(self.add(piece))
-        return shown, 0
+                self.left_out[kind] += total - shown
+                return
+            yield self.add(piece)
 
 
 def _row(label: str, before: FieldValue | None, after: FieldValue | None) -> str:

@@ -12,14 +12,18 @@ from reconciler.model.invite import Contact, FieldValue, IdentifierSet, SourceLo
 from reconciler.output import (
     CONFLICT_NOTE,
     KEPT_NOTE,
+    NOT_PENDING_NOTE,
+    NOT_UPDATABLE_FIX,
     NOT_UPDATABLE_HEADING,
     OUTSIDE_CHANGE_HEADING,
     OUTSIDE_CHANGE_NOTE,
     SILENT_ADDRESS_NOTE,
+    PlanRenderer,
+    by_status,
     invite_urls_note,
     kept_warning,
     max_changes_warning,
-    not_updatable_note,
+    resend_note,
     shown_value,
     summary_line,
 )
@@ -31,6 +35,7 @@ from reconciler.plan.model import (
     NotUpdatable,
     OutsideChange,
     Plan,
+    SetApart,
 )
 from reconciler.plan.write_check import StoredOtherwise
 from reconciler.safetext import escape, json_text, plural, redact, redact_and_escape
@@ -40,17 +45,16 @@ from reconciler.safetext import escape, json_text, plural, redact, redact_and_es
 # ``TextRenderer`` (the plan) is one of these, so one renderer says both.
 
 
-def _to(change: InviteChange) -> str:
-    return (
-        f"invitation e-mailed to {redact_and_escape(change.recipient)}"
-        if change.recipient
-        else "invitation"
-    )
+def _id(invite: InviteChange | NotUpdatable) -> str:
+    return redact_and_escape(invite.id)
 
 
-def diverged_text(change: InviteChange, part: StoredOtherwise) -> str:
-    """A field the platform stored otherwise, and where and how to make the files agree."""
-    return f"{stored_otherwise_text(part)}; {diverged_advice(change)}"
+def _where_from(invite: InviteChange | NotUpdatable) -> str:
+    return redact_and_escape(str(invite.source))
+
+
+def _where(change: InviteChange) -> str:
+    return f"{_id(change)}  ({_where_from(change)})"
 
 
 def stored_otherwise_text(part: StoredOtherwise) -> str:
@@ -61,11 +65,8 @@ def stored_otherwise_text(part: StoredOtherwise) -> str:
 
 
 def diverged_advice(change: InviteChange) -> str:
-    invite_id = redact_and_escape(change.id)
-    return (
-        f"write the platform's form in {redact_and_escape(str(change.source))} "
-        f"(or `reconcile adopt --target {invite_id}`)"
-    )
+    target = f"`reconcile adopt --target {_id(change)}`"
+    return f"write the platform's form in {_where_from(change)} (or {target})"
 
 
 def _shown_server(name: str, value: FieldValue | None) -> FieldValue | None:
@@ -100,14 +101,17 @@ class ApplyLines:
     def _style(self, text: str, **style: object) -> str:
         return click.style(text, **style) if self.color else text  # type: ignore[arg-type]
 
+    def _label(self, word: str, fg: str) -> str:
+        """An outcome's word, coloured, and the room that lines up what follows it (the
+        width of "not started" and two spaces; a longer word is followed by two)."""
+        return self._style(word, fg=fg) + " " * max(2, 13 - len(word))
+
     def apply_result(self, result: ChangeResult) -> str:
-        change = result.change
-        invite_id = redact_and_escape(change.id)
-        where = f"{invite_id}  ({redact_and_escape(str(change.source))})"
+        change, outcome = result.change, result.outcome
+        where = _where(change)
         error = redact_and_escape(str(result.error))
-        outcome = result.outcome
         if outcome is WriteOutcome.NOT_STARTED:
-            return f"{self._style('not started', fg='yellow')}  {where}"
+            return self._label("not started", "yellow") + where
         if outcome is WriteOutcome.ALREADY_APPLIED:
             return "\n".join([self.already_applied(change), *self._resend_lines(result)])
         if outcome is WriteOutcome.CONFLICT:
@@ -115,44 +119,37 @@ class ApplyLines:
         if outcome is WriteOutcome.FAILED:
             if result.error is not None and result.error.run_fatal:  # said once, at the end
                 error = f"{fatal_short(result.error)} (the error at the end)"
-            return f"{self._style('failed', fg='red')}       {where}: {error}"
+            return f"{self._label('failed', 'red')}{where}: {error}"
         if outcome is WriteOutcome.UPDATE_UNKNOWN:
-            return self._update_unknown(change, where, error)
+            line = (
+                f"{self._label('update unknown', 'red')}{where}: {error}; the server may have "
+                "applied it. Check before applying again "
+                f"(reconcile plan --target {_id(change)})"
+            )
+            if change.resend:  # due after the update, which may have been made
+                line += f"\n{self._label('not re-sent', 'red')}{_id(change)}: "
+                line += resend_if_updated(change)
+            return line
         return self._written(result, where)
-
-    def _update_unknown(self, change: InviteChange, where: str, error: str) -> str:
-        invite_id = redact_and_escape(change.id)
-        line = (
-            f"{self._style('update unknown', fg='red')}  {where}: {error}; "
-            "the server may have applied it. Check before applying again "
-            f"(reconcile plan --target {invite_id})"
-        )
-        if change.resend:  # due after the update, which may have been made
-            not_resent = self._style("not re-sent", fg="red")
-            line += f"\n{not_resent}  {invite_id}: {resend_if_updated(change)}"
-        return line
 
     def _written(self, result: ChangeResult, where: str) -> str:
         """Updated, or diverged: each part stored otherwise, each kept part reformatted."""
         change = result.change
-        if result.outcome is WriteOutcome.DIVERGED:
-            lines = [f"{self._style('diverged', fg='red')}     {where}: {', '.join(change.patch)}"]
-            lines += [f"    {diverged_text(change, part)}" for part in result.diverged]
-        else:
-            lines = [
-                f"{self._style('updated', fg='green')}      {where}: {', '.join(change.patch)}"
-            ]
+        diverged = result.outcome is WriteOutcome.DIVERGED
+        word, fg = ("diverged", "red") if diverged else ("updated", "green")
+        lines = [f"{self._label(word, fg)}{where}: {', '.join(change.patch)}"]
+        advice = diverged_advice(change)
+        lines += [f"    {stored_otherwise_text(part)}; {advice}" for part in result.diverged]
         lines += [
             f"    note: the platform stored {json_text(part.stored)} for `{escape(part.field)}` "
             f"(kept from the platform, not in the files), not {json_text(part.sent)} as sent"
             for part in result.noted
         ]
-        lines += self._resend_lines(result)
-        return "\n".join(lines)
+        return "\n".join(lines + self._resend_lines(result))
 
     def _write_conflict(self, result: ChangeResult, where: str) -> str:
         head = (
-            f"{self._style('conflict', fg='red')}     {where}: changed on the platform since "
+            f"{self._label('conflict', 'red')}{where}: changed on the platform since "
             "the plan was shown; nothing written to it"
         )
         if result.error is not None:  # a 412 to If-Match
@@ -176,18 +173,14 @@ class ApplyLines:
 
     def _resend_lines(self, result: ChangeResult) -> list[str]:
         change, resend = result.change, result.resend
-        invite_id = redact_and_escape(change.id)
         error = redact_and_escape(str(result.resend_error))
         if resend is ResendOutcome.RESENT:
-            to = (
-                f"invitation e-mailed to {redact_and_escape(result.recipient)}"
-                if result.recipient
-                else _to(change)
-            )
-            return [f"{self._style('re-sent', fg='cyan')}      {invite_id}: {to}"]
+            to = result.recipient or change.recipient
+            said = f"invitation e-mailed to {redact_and_escape(to)}" if to else "invitation"
+            return [f"{self._label('re-sent', 'cyan')}{_id(change)}: {said}"]
         if resend is ResendOutcome.RESEND_UNKNOWN:
             return [
-                f"{self._style('re-send unknown', fg='red')}  {invite_id}: {error}; the "
+                f"{self._label('re-send unknown', 'red')}{_id(change)}: {error}; the "
                 "invitation may have gone out: check with the platform or the invitee "
                 "before sending again"
             ]
@@ -196,21 +189,20 @@ class ApplyLines:
             if refusal is not None and refusal.run_fatal:  # said once, at the end
                 error = f"{fatal_short(refusal)} (the error at the end)"
             return [
-                f"{self._style('not re-sent', fg='red')}  {invite_id}: {error}; "
+                f"{self._label('not re-sent', 'red')}{_id(change)}: {error}; "
                 f"the update was applied: {resend_advice(change.id)}"
             ]
         if resend is ResendOutcome.OWED:
             return [
-                f"{self._style('re-send owed', fg='red')}  {invite_id}: "
+                f"{self._label('re-send owed', 'red')}{_id(change)}: "
                 f"{redact_and_escape(result.owed or 'not sent')}; {resend_advice(change.id)}"
             ]
         return []
 
     def already_applied(self, change: InviteChange) -> str:
         """A change of a saved plan that an earlier run made: nothing is sent for it."""
-        where = f"{redact_and_escape(change.id)}  ({redact_and_escape(str(change.source))})"
         note = "nothing sent" + (", its invitation not e-mailed again" if change.resend else "")
-        return f"{self._style('already applied', fg='green')}  {where}: {note}"
+        return f"{self._label('already applied', 'green')}{_where(change)}: {note}"
 
     def apply_summary(self, report: ApplyReport) -> str:
         count = report.count
@@ -269,25 +261,34 @@ def _resends_to_make(report: ApplyReport) -> list[str]:
     return lines
 
 
-class TextRenderer(ApplyLines):
+class TextRenderer(ApplyLines, PlanRenderer):
     """A plan as plain text; an apply's results by ``ApplyLines``."""
-
-    # -- plan -----------------------------------------------------------------
-
-    def render(self, plan: Plan) -> str:
-        return "".join(self.chunks(plan))
 
     def chunks(self, plan: Plan) -> Iterator[str]:
         """The plan an invite at a time: each block and the blank line after it, then totals."""
         # Each record as it is shown: what the server said redacted, the files' values not.
         for change in plan.changes:
             yield self._change(change.redacted(), plan.changed_since) + "\n\n"
-        for failed in plan.failed:
-            yield self._failed(failed.redacted()) + "\n\n"
-        for block in self._not_updatable(plan.not_updatable):
-            yield block + "\n\n"
-        for block in self._outside_change([o.redacted() for o in plan.outside_change]):
-            yield block + "\n\n"
+        for failed in map(FailedInvite.redacted, plan.failed):
+            heading = self._heading("!", failed.id, None, failed.source, "red")
+            yield f"{heading}\n    {redact_and_escape(failed.message)}\n\n"
+        for status, group in by_status(plan.not_updatable).items():
+            yield self._section(f"{NOT_UPDATABLE_HEADING}: {redact_and_escape(status)}")
+            note = NOT_PENDING_NOTE.format(status=redact_and_escape(status))
+            for invite in group:
+                fix = NOT_UPDATABLE_FIX.format(source=_where_from(invite), invite_id=_id(invite))
+                note_fields = f"{note}; these fields differ from the files:"
+                yield self._set_apart("!", invite, note_fields, f"\n    fix: {fix}")
+        if plan.outside_change:
+            yield self._section(f"{OUTSIDE_CHANGE_HEADING}:")
+            for outside in map(OutsideChange.redacted, plan.outside_change):
+                yield self._set_apart("?", outside, f"{OUTSIDE_CHANGE_NOTE}:")
+        yield self._footer(plan)
+
+    def _section(self, heading: str) -> str:
+        return self._style(heading, fg="magenta", bold=True) + "\n\n"
+
+    def _footer(self, plan: Plan) -> str:
         footer = []
         warning = max_changes_warning(plan)
         if warning:
@@ -298,109 +299,72 @@ class TextRenderer(ApplyLines):
         if urls:
             footer.append(f"{urls}.")
         footer.append(summary_line(plan))
-        yield "\n".join(footer) + "\n"
+        return "\n".join(footer) + "\n"
 
     def _heading(
         self, mark: str, invite_id: str, name: str | None, source: SourceLocation | None, fg: str
     ) -> str:
-        label = f"{mark} {escape(invite_id)}"
-        parts = [self._style(label, fg=fg, bold=True)]
+        parts = [self._style(f"{mark} {escape(invite_id)}", fg=fg, bold=True)]
         if name:
             parts.append(escape(name))  # from the files, as it will be sent
         if source is not None:  # a failed invite may not come from an entry
             parts.append(f"({escape(str(source))})")
         return "  ".join(parts)
 
-    def _change(self, change: InviteChange, ref: str | None = None) -> str:
+    def _change(self, change: InviteChange, ref: str | None) -> str:
+        at = redact_and_escape(ref or "REF")
         if change.conflicts:
             lines = [self._heading("!", change.id, change.name, change.source, "red")]
-            note = CONFLICT_NOTE.format(ref=redact_and_escape(ref or "REF"))
+            note = CONFLICT_NOTE.format(ref=at)
             lines.append("    " + self._style(f"conflict: {note}", fg="red"))
         else:
             lines = [self._heading("~", change.id, change.name, change.source, "yellow")]
-        lines += self._field_lines(change, ref)
-        riding: dict[str, list[str]] = {}
-        for name, sub in change.kept_riding_along:
-            riding.setdefault(name, []).append(sub)
-        for name, subs in riding.items():
+        for field in change.field_changes:
+            name = redact_and_escape(field.field)
+            if field.field in change.conflicts:
+                lines.append(
+                    f"    {name}: conflict: at {at} {shown_value(change.conflicts[field.field])}, "
+                    f"on the platform {self._old(field.before)}, wanted {self._new(field.after)}"
+                )
+                continue
+            lines.extend(f"    {line}" for line in self._field(field))
+            # Every sub-field the PATCH carries is shown, those the files leave alone too.
+            lines.extend(
+                f"    {name}.{escape(sub)}: {shown_value(value)} ({KEPT_NOTE})"
+                for sub, value in change.kept_values(field.field)
+            )
+        for name, subs in change.kept_riding_along.items():
             lines.append("    " + self._style(f"warning: {kept_warning(name, subs)}", fg="yellow"))
         if change.resend:
-            label = f"{redact_and_escape(change.resend_label)} (resendOnChange)"
+            label = f"{resend_note(change, redact_and_escape)} (resendOnChange)"
             lines.append("    " + self._style(label, fg="cyan", bold=True))
         elif change.address_changes_silently:
             lines.append(f"    {SILENT_ADDRESS_NOTE}")
         return "\n".join(lines)
 
-    def _field_lines(self, change: InviteChange, ref: str | None) -> list[str]:
-        lines = []
-        for field_change in change.field_changes:
-            if field_change.field in change.conflicts:
-                lines.append(f"    {self._conflict(change, field_change.field, ref)}")
-                continue
-            lines.extend(f"    {line}" for line in self._field(field_change))
-            # Every sub-field the PATCH carries is shown, those the files leave alone too.
-            lines.extend(
-                f"    {redact_and_escape(field_change.field)}.{escape(sub)}: "
-                f"{shown_value(value)} ({KEPT_NOTE})"
-                for sub, value in change.kept_values(field_change.field)
-            )
-        return lines
-
-    def _not_updatable(self, invites: list[NotUpdatable]) -> Iterator[str]:
-        # Grouped in one pass: statuses come from the server, so there may be as many
-        # as invites, and a scan of all invites per status would be quadratic.
-        by_status: dict[str, list[NotUpdatable]] = {}
-        for invite in map(NotUpdatable.redacted, invites):
-            by_status.setdefault(invite.status, []).append(invite)
-        for status, group in by_status.items():
-            heading = f"{NOT_UPDATABLE_HEADING.capitalize()}: {redact_and_escape(status)}"
-            yield self._style(heading, fg="magenta", bold=True)
-            for invite in group:
-                lines = [self._heading("!", invite.id, invite.name, invite.source, "magenta")]
-                lines.append(f"    {not_updatable_note(invite.status)}")
-                for field_change in invite.field_changes:
-                    lines.extend(f"      {line}" for line in self._field(field_change))
-                lines.append(f"    fix: {redact_and_escape(invite.fix)}")
-                yield "\n".join(lines)
-
-    def _conflict(self, change: InviteChange, name: str, ref: str | None) -> str:
-        return (
-            f"{redact_and_escape(name)}: conflict: at {redact_and_escape(ref or 'REF')} "
-            f"{shown_value(change.conflicts[name])}, "
-            f"on the platform {self._old(change.before.get(name))}, "
-            f"wanted {self._new(change.patch[name])}"
-        )
-
-    def _outside_change(self, invites: list[OutsideChange]) -> Iterator[str]:
-        if not invites:
-            return
-        yield self._style(f"{OUTSIDE_CHANGE_HEADING.capitalize()}:", fg="magenta", bold=True)
-        for invite in invites:
-            lines = [self._heading("?", invite.id, invite.name, invite.source, "magenta")]
-            lines.append(f"    {OUTSIDE_CHANGE_NOTE}:")
-            for field_change in invite.field_changes:
-                lines.extend(f"      {line}" for line in self._field(field_change))
-            yield "\n".join(lines)
+    def _set_apart(self, mark: str, invite: SetApart, note: str, tail: str = "") -> str:
+        """An invite that differs and that apply leaves alone: why, and each field."""
+        lines = [self._heading(mark, invite.id, invite.name, invite.source, "magenta")]
+        lines.append(f"    {note}")
+        lines += [f"      {line}" for field in invite.field_changes for line in self._field(field)]
+        return "\n".join(lines) + tail + "\n\n"
 
     def _field(self, change: FieldChange) -> list[str]:
         name = redact_and_escape(change.field)
-        if change.is_set and isinstance(change.before, IdentifierSet):
-            items = [self._style(f"+ {json_text(i)}", fg="green") for i in change.added]
-            items += [self._style(f"- {json_text(i)}", fg="red") for i in change.removed]
+        before, after, delta = change.before, change.after, change.delta
+        if isinstance(before, IdentifierSet) and isinstance(after, IdentifierSet):
+            items = [self._style(f"+ {json_text(i)}", fg="green") for i in delta.added]
+            items += [self._style(f"- {json_text(i)}", fg="red") for i in delta.removed]
             return [f"{name}: {', '.join(items)}"]
-        if change.is_object and isinstance(change.before, Contact):
+        if isinstance(before, Contact) and isinstance(after, Contact):
             return [
-                f"{name}.{escape(str(key))}: {self._old(before)} -> {self._new(after)}"
-                for key, before, after in change.sub_changes()
+                f"{name}.{escape(str(key))}: {self._old(old)} -> {self._new(new)}"
+                for key, old, new in delta.sub_changes
             ]
-        return [f"{name}: {self._old(change.before)} -> {self._new(change.after)}"]
+        return [f"{name}: {self._old(before)} -> {self._new(after)}"]
 
     def _old(self, value: FieldValue | None) -> str:
         return self._style(shown_value(value), fg="red")
 
     def _new(self, value: FieldValue | None) -> str:
         return self._style(shown_value(value), fg="green")
-
-    def _failed(self, failed: FailedInvite) -> str:
-        heading = self._heading("!", failed.id, None, failed.source, "red")
-        return f"{heading}\n    {redact_and_escape(failed.message)}"

@@ -17,9 +17,11 @@ from reconciler.model.invite import (
     Failed,
     Fields,
     FieldValue,
+    HeldFields,
     NotRun,
     Outcome,
     ReadError,
+    SourceLocation,
     differences,
     field_kinds,
     kind_of,
@@ -102,17 +104,21 @@ def _place(
         patch, conflicts = _of_change(plan, desired, wanted, current, changed, patch)
     if not patch:
         plan.unchanged += 1
-        return
-    if current.is_pending:
+    elif current.is_pending:
         plan.changes.append(_change(desired, wanted, current, patch, conflicts))
-        return
-    before = {f: current.fields.get(f) for f in patch}
-    shown = {f: kind_of(f).managed(wanted[f], before[f]) for f in patch}
-    after = {f: wanted[f] for f in patch}
-    status = current.status or "in an unknown state"
-    plan.not_updatable.append(
-        NotUpdatable(desired.id, desired.source, desired.name, status, shown, after)
-    )
+    else:
+        status = current.status or "in an unknown state"
+        set_apart = _set_apart(desired, wanted, current, list(patch))
+        plan.not_updatable.append(NotUpdatable(*set_apart, status))
+
+
+def _set_apart(
+    desired: DesiredInvite, wanted: Fields, current: CurrentInvite, names: list[str]
+) -> tuple[str, SourceLocation, str | None, HeldFields, Fields]:
+    """An invite that differs in ``names`` and is not written: the part of the server's
+    values the files manage, beside the files' values."""
+    before = {f: kind_of(f).managed(wanted[f], current.fields.get(f)) for f in names}
+    return desired.id, desired.source, desired.name, before, {f: wanted[f] for f in names}
 
 
 def _change(
@@ -145,35 +151,24 @@ def _of_change(
     changed: ChangedEntry,
     patch: Fields,
 ) -> tuple[Fields, Fields]:
-    """The part of ``patch`` the change touched, and its conflicts; the rest is listed.
-
-    A touched field the platform holds at REF's value is an ordinary change; one it
-    holds at the new value is not in ``patch`` at all; anything else is a conflict:
-    changed on the platform since REF. A field new to the entry (or a new entry) has
-    no value at REF: an ordinary change.
-    """
-    conflicts = _conflicts(patch, current, changed)
+    """The part of ``patch`` the change touched, and its conflicts; the rest is listed."""
     untouched = [f for f in patch if f not in changed.fields]
     if untouched:
-        shown = {f: kind_of(f).managed(wanted[f], current.fields.get(f)) for f in untouched}
-        after = {f: wanted[f] for f in untouched}
-        plan.outside_change.append(
-            OutsideChange(desired.id, desired.source, desired.name, shown, after)
-        )
-    return {f: v for f, v in patch.items() if f in changed.fields}, conflicts
+        plan.outside_change.append(OutsideChange(*_set_apart(desired, wanted, current, untouched)))
+    patch = {f: v for f, v in patch.items() if f in changed.fields}
+    return patch, _conflicts(patch, current, changed)
 
 
 def _conflicts(patch: Fields, current: CurrentInvite, changed: ChangedEntry) -> Fields:
     """The fields the change touched that the platform holds at neither REF's value nor
-    the new one: each with its value at REF."""
+    the new one (those at the new one are not in ``patch``), each with its value at REF.
+    A field new to the entry (or a new entry) has no value at REF: an ordinary change."""
     at_ref = changed.at_ref or {}
     conflicts = {}
-    for name in patch:
-        if name in changed.fields and name in at_ref:
-            kind = kind_of(name)
-            held = kind.managed(at_ref[name], current.fields.get(name))
-            if not kind.equal(at_ref[name], held):
-                conflicts[name] = at_ref[name]
+    for name in (f for f in patch if f in at_ref):
+        kind = kind_of(name)
+        if not kind.equal(at_ref[name], kind.managed(at_ref[name], current.fields.get(name))):
+            conflicts[name] = at_ref[name]
     return conflicts
 
 

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from dataclasses import field as dataclass_field
 from datetime import UTC, datetime
-from typing import NamedTuple
+from typing import NamedTuple, Self
 
 from reconciler.errors import ReconcilerError
 from reconciler.model.invite import (
@@ -21,7 +20,6 @@ from reconciler.model.invite import (
     Fields,
     FieldValue,
     HeldFields,
-    IdentifierSet,
     SourceLocation,
     differences,
     kind_of,
@@ -39,35 +37,7 @@ class FieldChange(NamedTuple):
     field: str
     before: FieldValue | None
     after: FieldValue
-    # What differs inside the field (see field_changes); None: worked out when asked.
-    delta: FieldDelta | None = None
-
-    def _inside(self) -> FieldDelta:
-        if self.delta is not None:
-            return self.delta
-        return differences({self.field: self.before}, {self.field: self.after}).get(
-            self.field, NO_DELTA
-        )
-
-    @property
-    def added(self) -> list[str]:
-        return list(self._inside().added)
-
-    @property
-    def removed(self) -> list[str]:
-        return list(self._inside().removed)
-
-    @property
-    def is_set(self) -> bool:
-        return isinstance(self.after, IdentifierSet)
-
-    def sub_changes(self) -> list[tuple[str, str | None, str | None]]:
-        """For an object field: (sub-field, before, after) of what differs."""
-        return list(self._inside().sub_changes)
-
-    @property
-    def is_object(self) -> bool:
-        return isinstance(self.after, Contact)
+    delta: FieldDelta  # what differs inside the field: a set's items, a contact's sub-fields
 
 
 def field_changes(before: HeldFields, after: Fields) -> list[FieldChange]:
@@ -101,11 +71,11 @@ class InviteChange:
     # A plan of a change (--changed-since REF): each patched field the platform changed
     # since REF, with its value at REF. apply leaves the invite alone unless
     # --force-conflicts.
-    conflicts: Fields = dataclass_field(default_factory=dict)
+    conflicts: Fields = field(default_factory=dict)
     # Of an object field the PATCH replaces whole: the sub-fields it carries from the
     # platform because the files do not manage them (a contact's phone). Shown in every
     # plan format, checked before the write like the rest.
-    kept: Mapping[str, tuple[str, ...]] = dataclass_field(default_factory=dict)
+    kept: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     # The fields whose update, stored as sent, re-sends the invitation (resendOnChange's
     # list form); None: any of them (`true`).
     resend_on: tuple[str, ...] | None = None
@@ -125,28 +95,22 @@ class InviteChange:
         return [(sub, value.get(sub)) for sub in self.kept.get(name, ())]
 
     @property
-    def kept_riding_along(self) -> list[tuple[str, str]]:
-        """(field, sub-field) kept from the platform while the contact's name or e-mail
-        changes: the new contact keeps the previous one's value of it."""
-        riding: list[tuple[str, str]] = []
+    def kept_riding_along(self) -> dict[str, tuple[str, ...]]:
+        """The sub-fields of each field kept from the platform while the contact's name or
+        e-mail changes: the new contact keeps the previous one's value of them."""
+        riding = {}
         for name, subs in self.kept.items():
             before, after = self.before.get(name), self.patch.get(name)
             if not subs or not isinstance(after, Contact):
                 continue
             held = before if isinstance(before, Contact) else Contact()
             if any(held.get(key) != after.get(key) for key in ("name", "email")):
-                riding.extend((name, sub) for sub in subs)
+                riding[name] = subs
         return riding
 
     @property
     def after(self) -> Fields:
         return self.patch
-
-    @property
-    def resend_label(self) -> str:
-        """How every plan format says that this change e-mails the business."""
-        to = f" to {self.recipient}" if self.recipient else ""
-        return f"e-mails the invitation again{to}"
 
     @property
     def address_changes_silently(self) -> bool:
@@ -178,53 +142,39 @@ class InviteChange:
 
 
 @dataclass(frozen=True)
-class OutsideChange:
-    """Fields that differ on the platform but that the change planned did not touch.
-
-    Listed, never written: a full plan (no --changed-since) shows and fixes them.
-    """
+class SetApart:
+    """An invite that differs from the files and that apply leaves alone."""
 
     id: str
     source: SourceLocation
     name: str | None
-    before: HeldFields  # the server's values of the differing fields
+    before: HeldFields  # the part of the server's values of the differing fields the files manage
     after: Fields  # what the files say
 
     @property
     def field_changes(self) -> list[FieldChange]:
         return field_changes(self.before, self.after)
 
-    def redacted(self) -> OutsideChange:
+    def redacted(self) -> Self:
         """As every output shows it: the server's values redacted, the files' as written."""
         return replace(self, before=redacted_fields(self.before))
 
 
 @dataclass(frozen=True)
-class NotUpdatable:
+class OutsideChange(SetApart):
+    """Fields that differ on the platform but that the change planned did not touch: a full
+    plan (no --changed-since) shows and fixes them."""
+
+
+@dataclass(frozen=True)
+class NotUpdatable(SetApart):
     """An invite that differs from git but is no longer pending: never patched."""
 
-    id: str
-    source: SourceLocation
-    name: str | None
     status: str
-    before: HeldFields  # the server's values of the differing fields
-    after: Fields  # what the files ask for
 
-    @property
-    def field_changes(self) -> list[FieldChange]:
-        return field_changes(self.before, self.after)
-
-    def redacted(self) -> NotUpdatable:
-        """As every output shows it: the server's values and status redacted."""
-        status = redact(self.status)
-        return replace(self, status=status, before=redacted_fields(self.before))
-
-    @property
-    def fix(self) -> str:
-        return (
-            f"remove it from {self.source}, or bring the file in line with "
-            f"`reconcile export {self.id}`"
-        )
+    def redacted(self) -> Self:
+        """Its status redacted too: the server's."""
+        return replace(super().redacted(), status=redact(self.status))
 
 
 @dataclass(frozen=True)
@@ -238,7 +188,7 @@ class FailedInvite:
     request_id: str | None = None
     # What to do about it, when the HTTP status alone would advise wrongly (a re-send
     # that may have gone out must never be advised to be tried again). Never saved.
-    advice: str | None = dataclass_field(default=None, compare=False)
+    advice: str | None = field(default=None, compare=False)
 
     def redacted(self) -> FailedInvite:
         """As every output shows it: the server's message and requestId redacted."""
@@ -249,48 +199,41 @@ class FailedInvite:
 # -- the plan ------------------------------------------------------------------------------
 
 
-__all__ = [
-    "FORMAT_VERSION",
-    "Plan",
-    "Summary",
-    "TooManyResends",
-    "TooMuchChange",
-]
-
 FORMAT_VERSION = 2  # 2: signed, with `not_updatable`
 
 
 class TooMuchChange(ReconcilerError):
     """The plan updates more invites than max_changes allows (octoDNS's TooMuchChange)."""
 
-    def __init__(self, changes: int, limit: int, *, saved_limit: bool = False) -> None:
+    OPTION = "max-changes"
+    ADVICE = "Split the change or raise the limit"
+
+    def __init__(self, count: int, limit: int, *, saved_limit: bool = False) -> None:
         # A saved plan's own limit wins over a looser one given to apply: say where it came from.
+        option = self.OPTION
         advice = (
-            f"This plan was made with --max-changes {limit}; make a new plan with a higher limit"
+            f"This plan was made with --{option} {limit}; make a new plan with a higher limit"
             if saved_limit
-            else "Split the change or raise the limit"
+            else self.ADVICE
         )
         self.reason = (
-            f"the plan updates {plural(changes, 'invite')}, more than "
-            f"max_changes ({limit}). {advice}."
+            f"the plan {self._does(count)}, more than {option.replace('-', '_')} ({limit}). "
+            f"{advice}."
         )
         super().__init__(f"refusing to apply, nothing was changed: {self.reason}")
 
+    def _does(self, count: int) -> str:
+        return f"updates {plural(count, 'invite')}"
 
-class TooManyResends(ReconcilerError):
+
+class TooManyResends(TooMuchChange):
     """The plan e-mails more invitations than max_resends allows: the irreversible part."""
 
-    def __init__(self, resends: int, limit: int, *, saved_limit: bool = False) -> None:
-        advice = (
-            f"This plan was made with --max-resends {limit}; make a new plan with a higher limit"
-            if saved_limit
-            else "Split the change, use resendOnChange's list form, or raise the limit"
-        )
-        self.reason = (
-            f"the plan e-mails {plural(resends, 'invitation')} again, more than "
-            f"max_resends ({limit}). {advice}."
-        )
-        super().__init__(f"refusing to apply, nothing was changed: {self.reason}")
+    OPTION = "max-resends"
+    ADVICE = "Split the change, use resendOnChange's list form, or raise the limit"
+
+    def _does(self, count: int) -> str:
+        return f"e-mails {plural(count, 'invitation')} again"
 
 
 class Summary(NamedTuple):
@@ -337,13 +280,8 @@ class Plan:
     @property
     def summary(self) -> Summary:
         conflicts = len(self.conflicts)
-        return Summary(
-            len(self.changes) - conflicts,
-            self.unchanged,
-            len(self.failed),
-            self.resends,
-            conflicts,
-        )
+        changes, failed = len(self.changes), len(self.failed)
+        return Summary(changes - conflicts, self.unchanged, failed, self.resends, conflicts)
 
     @property
     def resends(self) -> int:
@@ -356,28 +294,21 @@ class Plan:
 
     def too_much_change(
         self, limit: int | None = None, resend_limit: int | None = None
-    ) -> TooMuchChange | TooManyResends | None:
+    ) -> TooMuchChange | None:
         """Why apply would refuse this plan under max_changes or max_resends.
 
         Each limit is the plan's own or the one given, whichever is lower: a saved plan
         keeps the limits it was reviewed under; a run may add stricter ones.
         """
-        binding = self._binding(self.max_changes, limit, len(self.changes))
-        if binding is not None:
-            return TooMuchChange(len(self.changes), binding[0], saved_limit=binding[1])
-        binding = self._binding(self.max_resends, resend_limit, self.resends)
-        if binding is not None:
-            return TooManyResends(self.resends, binding[0], saved_limit=binding[1])
+        for refusal, own, given, count in (
+            (TooMuchChange, self.max_changes, limit, len(self.changes)),
+            (TooManyResends, self.max_resends, resend_limit, self.resends),
+        ):
+            limits = [n for n in (own, given) if n is not None]
+            if limits and count > min(limits):
+                binding = min(limits)
+                return refusal(count, binding, saved_limit=self.saved and binding == own)
         return None
-
-    def _binding(self, own: int | None, given: int | None, count: int) -> tuple[int, bool] | None:
-        """The limit ``count`` passes and whether it is a saved plan's own; None if none."""
-        limits = [n for n in (own, given) if n is not None]
-        if not limits or count <= min(limits):
-            return None
-        binding = min(limits)
-        own_limit = binding == own and (given is None or given >= binding)
-        return binding, self.saved and own_limit
 
     def raise_if_unsafe(self, limit: int | None = None, resend_limit: int | None = None) -> None:
         """The one home of the max_changes and max_resends rules; raises their refusal."""

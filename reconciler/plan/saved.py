@@ -17,15 +17,16 @@ import hmac
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from reconciler.errors import ReconcilerError
 from reconciler.files import TooLarge, invite_schema_path, read_regular, resource_path, write_output
 from reconciler.model.invite import (
     Contact,
     Fields,
+    FieldValue,
     HeldFields,
     JsonValue,
     SourceLocation,
@@ -39,6 +40,7 @@ from reconciler.plan.model import (
     NotUpdatable,
     OutsideChange,
     Plan,
+    SetApart,
 )
 from reconciler.safetext import escape, escape_json_text, redact, redact_and_escape
 
@@ -50,6 +52,7 @@ MAX_PLAN_BYTES = 128 * 1024 * 1024  # some 200,000 changes; a real plan is far s
 MAX_PLAN_DEPTH = 64  # a plan nests about 6 deep; a server's odd values get room to spare
 _WHAT = "a plan file"
 _NEW_PLAN = "Make and review a new plan with `reconcile plan --out FILE`."
+_R = TypeVar("_R")
 
 
 # -- writing ---------------------------------------------------------------------------------
@@ -71,7 +74,7 @@ def document_parts(plan: Plan) -> list[tuple[str, Any]]:
         ("max_changes", plan.max_changes),
         ("max_resends", plan.max_resends),
         ("changes", (_change_json(c.redacted()) for c in plan.changes)),
-        ("not_updatable", (_not_updatable_json(n.redacted()) for n in plan.not_updatable)),
+        ("not_updatable", (_differing_json(n.redacted()) for n in plan.not_updatable)),
         ("errors", (_failed_json(f.redacted()) for f in plan.failed)),
         ("summary", _summary_json(plan)),
     ]
@@ -80,7 +83,7 @@ def document_parts(plan: Plan) -> list[tuple[str, Any]]:
     if plan.changed_since is not None:  # only then: other plans read as they always have
         parts[-1:-1] = [
             ("changed_since", redact(plan.changed_since)),
-            ("out_of_scope", (_outside_json(o.redacted()) for o in plan.outside_change)),
+            ("out_of_scope", (_differing_json(o.redacted()) for o in plan.outside_change)),
             ("not_read", plan.not_read),
         ]
     if plan.signature is not None:
@@ -90,10 +93,7 @@ def document_parts(plan: Plan) -> list[tuple[str, Any]]:
 
 def to_document(plan: Plan) -> dict[str, Any]:
     """The saved plan document whole."""
-    return {
-        key: list(value) if isinstance(value, Iterator) else value
-        for key, value in document_parts(plan)
-    }
+    return {k: list(v) if isinstance(v, Iterator) else v for k, v in document_parts(plan)}
 
 
 def plan_chunks(plan: Plan) -> Iterator[str]:
@@ -134,21 +134,19 @@ def _readable_size(chunks: Iterable[str], path: str) -> Iterator[str]:
         yield chunk
 
 
-def _source_text(source: SourceLocation | None) -> str | None:
-    # cli.md's "path:line", shown as every message shows it (the path escaped).
-    return None if source is None else str(source)
+def _differing_json(invite: InviteChange | SetApart) -> dict[str, JsonValue]:
+    # The source is cli.md's "path:line", shown as every message shows it (the path escaped).
+    record: dict[str, JsonValue] = {"id": invite.id, "name": invite.name}
+    record["source"] = str(invite.source)
+    if isinstance(invite, NotUpdatable):
+        record["status"] = invite.status
+    record.update(before=fields_json(invite.before), after=fields_json(invite.after))
+    return record
 
 
 def _change_json(change: InviteChange) -> dict[str, JsonValue]:
-    record: dict[str, JsonValue] = {
-        "id": change.id,
-        "name": change.name,
-        "source": _source_text(change.source),
-        "before": fields_json(change.before),
-        "after": fields_json(change.after),
-        "patch": fields_json(change.patch),
-        "resend": change.resend,
-    }
+    record = _differing_json(change)
+    record.update(patch=fields_json(change.patch), resend=change.resend)
     if change.resend:
         # Added within format_version 2: a reader that does not know it ignores it.
         record["recipient"] = change.recipient
@@ -161,31 +159,10 @@ def _change_json(change: InviteChange) -> dict[str, JsonValue]:
     return record
 
 
-def _outside_json(outside: OutsideChange) -> dict[str, JsonValue]:
-    return {
-        "id": outside.id,
-        "name": outside.name,
-        "source": _source_text(outside.source),
-        "before": fields_json(outside.before),
-        "after": fields_json(outside.after),
-    }
-
-
-def _not_updatable_json(invite: NotUpdatable) -> dict[str, JsonValue]:
-    return {
-        "id": invite.id,
-        "name": invite.name,
-        "source": _source_text(invite.source),
-        "status": invite.status,
-        "before": fields_json(invite.before),
-        "after": fields_json(invite.after),
-    }
-
-
 def _failed_json(failed: FailedInvite) -> dict[str, JsonValue]:
     return {
         "id": failed.id,
-        "source": _source_text(failed.source),
+        "source": None if failed.source is None else str(failed.source),
         "message": failed.message,
         "status": failed.status,
         "request_id": failed.request_id,
@@ -233,8 +210,8 @@ def read_plan_document(path: str) -> dict[str, Any]:
     text = read_bounded_text(path, MAX_PLAN_BYTES, _WHAT)
     document = loads_bounded(text, path, MAX_PLAN_DEPTH, _WHAT)
     _check_version(document, path)
-    errors = sorted(_validator().iter_errors(document), key=lambda e: _sortable(e.absolute_path))
-    error = errors[0] if errors else None
+    errors = _validator().iter_errors(document)
+    error = min(errors, key=lambda e: _sortable(e.absolute_path), default=None)
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path) or "top level"
         raise _not_saved(
@@ -312,16 +289,15 @@ def load_signed_plan(path: str, secret: str | None) -> Plan:
             "(RECONCILER_CLIENT_SECRET); nothing was changed"
         )
     outcome = check(document, secret)
-    if outcome == SignatureCheck.UNSIGNED:
-        raise ReconcilerError(
-            f"{escape(path)}: refusing the plan, nothing was changed: it is not signed "
-            f"(format_version {document['format_version']}). {_NEW_PLAN}"
-        )
     if outcome != SignatureCheck.VALID:
+        why = (
+            f"it is not signed (format_version {document['format_version']})"
+            if outcome == SignatureCheck.UNSIGNED
+            else "its signature does not verify with this client secret: the plan was "
+            "altered, or made with another credential"
+        )
         raise ReconcilerError(
-            f"{escape(path)}: refusing the plan, nothing was changed: its signature does not "
-            "verify with this client secret: the plan was altered, or made with another "
-            f"credential. {_NEW_PLAN}"
+            f"{escape(path)}: refusing the plan, nothing was changed: {why}. {_NEW_PLAN}"
         )
     return plan_from_document(document, path)
 
@@ -335,20 +311,14 @@ def plan_from_document(document: dict[str, Any], path: str) -> Plan:
         max_changes=document.get("max_changes"),
         max_resends=document.get("max_resends"),
         unchanged=document["summary"]["unchanged"],
-        changes=[read.change(c, f"changes/{i}") for i, c in enumerate(document["changes"])],
-        failed=[read.failed(e) for e in document["errors"]],
-        not_updatable=[
-            read.not_updatable(n, f"not_updatable/{i}")
-            for i, n in enumerate(document.get("not_updatable", []))
-        ],
+        changes=read.each(document, "changes", read.change),
+        failed=read.each(document, "errors", read.failed),
+        not_updatable=read.each(document, "not_updatable", read.not_updatable),
         format_version=document["format_version"],
         signature=document.get("signature"),
         saved=True,
         changed_since=document.get("changed_since"),
-        outside_change=[
-            read.outside(o, f"out_of_scope/{i}")
-            for i, o in enumerate(document.get("out_of_scope", []))
-        ],
+        outside_change=read.each(document, "out_of_scope", read.outside),
         not_read=document.get("not_read"),
         invite_urls=document.get("invite_urls"),
     )
@@ -358,15 +328,13 @@ def _kept(data: dict[str, Any], patch: Fields, before: HeldFields) -> dict[str, 
     """The sub-fields each object field's PATCH carries from the platform: as saved, or in a
     plan saved before they were, those it carries at the platform's value."""
     if "kept" in data:
-        return {
-            name: tuple(subs)
-            for name, subs in data["kept"].items()
-            if name in patch and isinstance(patch[name], Contact)
-        }
-    at_platform_value = {
-        name: _at_held_value(value, before.get(name)) for name, value in patch.items()
+        kept = data["kept"].items()
+        return {name: tuple(subs) for name, subs in kept if isinstance(patch.get(name), Contact)}
+    return {
+        name: subs
+        for name, value in patch.items()
+        if (subs := _at_held_value(value, before.get(name)))
     }
-    return {name: subs for name, subs in at_platform_value.items() if subs}
 
 
 def _at_held_value(value: object, held: object) -> tuple[str, ...]:
@@ -382,9 +350,7 @@ _SOURCE = re.compile(r"(.+):([1-9][0-9]*)", re.DOTALL)
 
 def _source(text: str) -> SourceLocation:
     match = _SOURCE.fullmatch(text)
-    if match is None:
-        return SourceLocation(text, 0)
-    return SourceLocation(match.group(1), int(match.group(2)))
+    return SourceLocation(text, 0) if match is None else SourceLocation(match[1], int(match[2]))
 
 
 class _Records:
@@ -393,14 +359,17 @@ class _Records:
     def __init__(self, path: str) -> None:
         self.path = path
 
+    def each(
+        self, document: dict[str, Any], key: str, record: Callable[[dict[str, Any], str], _R]
+    ) -> list[_R]:
+        """The records of the list ``key`` (none when a plan of its version has none)."""
+        return [record(data, f"{key}/{i}") for i, data in enumerate(document.get(key, []))]
+
     def change(self, data: dict[str, Any], where: str) -> InviteChange:
         patch = self.fields(data["patch"], f"{where}/patch")
         before = self.held(data["before"], f"{where}/before", patch)
-        if "recipient" in data:
-            recipient = data["recipient"] if isinstance(data["recipient"], str) else None
-        else:  # saved before plans named the recipient: the updated address, if any
-            email = patch.get("email")
-            recipient = email if isinstance(email, str) else None
+        # Saved before plans named the recipient: the updated address, if any.
+        recipient = data["recipient"] if "recipient" in data else patch.get("email")
         return InviteChange(
             data["id"],
             _source(data["source"]),
@@ -408,7 +377,7 @@ class _Records:
             before,
             patch,
             data["resend"],
-            recipient=recipient if data["resend"] else None,
+            recipient=recipient if data["resend"] and isinstance(recipient, str) else None,
             conflicts=self.fields(data.get("conflicts") or {}, f"{where}/conflicts"),
             kept=_kept(data, patch, before),
             resend_on=tuple(data["resend_on"]) if data["resend"] and "resend_on" in data else None,
@@ -416,26 +385,14 @@ class _Records:
 
     def outside(self, data: dict[str, Any], where: str) -> OutsideChange:
         after = self.fields(data["after"], f"{where}/after")
-        return OutsideChange(
-            data["id"],
-            _source(data["source"]),
-            data.get("name"),
-            self.held(data["before"], f"{where}/before", after),
-            after,
-        )
+        before = self.held(data["before"], f"{where}/before", after)
+        return OutsideChange(data["id"], _source(data["source"]), data.get("name"), before, after)
 
     def not_updatable(self, data: dict[str, Any], where: str) -> NotUpdatable:
-        after = self.fields(data["after"], f"{where}/after")
-        return NotUpdatable(
-            data["id"],
-            _source(data["source"]),
-            data.get("name"),
-            data["status"],
-            self.held(data["before"], f"{where}/before", after),
-            after,
-        )
+        got = self.outside(data, where)  # the same record, with a status
+        return NotUpdatable(got.id, got.source, got.name, got.before, got.after, data["status"])
 
-    def failed(self, data: dict[str, Any]) -> FailedInvite:
+    def failed(self, data: dict[str, Any], where: str) -> FailedInvite:
         return FailedInvite(
             data["id"],
             _source(data["source"]),
@@ -446,30 +403,18 @@ class _Records:
 
     def fields(self, raw: Mapping[str, Any], where: str) -> Fields:
         """Values the files gave (the schema has named only fields)."""
-        fields: Fields = {}
-        for name, value in raw.items():
-            typed = kind_of(name).from_json(value)
-            if typed is None:
-                raise _not_saved(
-                    self.path,
-                    f"{redact_and_escape(where)}/{redact_and_escape(name)}: not a value it holds",
-                )
-            fields[name] = typed
-        return fields
+        return {name: self._value(name, value, where) for name, value in raw.items()}
 
     def held(self, raw: Mapping[str, Any], where: str, named: Mapping[str, object]) -> HeldFields:
         """The server's values of the fields ``named`` (None: it held none)."""
-        held: HeldFields = {}
-        for name in named:
-            value = raw.get(name)
-            typed = None if value is None else kind_of(name).from_json(value)
-            if value is not None and typed is None:
-                raise _not_saved(
-                    self.path,
-                    f"{redact_and_escape(where)}/{redact_and_escape(name)}: not a value it holds",
-                )
-            held[name] = typed
-        return held
+        return {n: None if raw.get(n) is None else self._value(n, raw[n], where) for n in named}
+
+    def _value(self, name: str, value: Any, where: str) -> FieldValue:
+        typed = kind_of(name).from_json(value)
+        if typed is None:
+            shown = f"{redact_and_escape(where)}/{redact_and_escape(name)}"
+            raise _not_saved(self.path, f"{shown}: not a value it holds")
+        return typed
 
 
 # Read JSON from outside within bounds: size, nesting depth, duplicate keys.
@@ -479,8 +424,6 @@ class _Records:
 # refused with ``path:line:col``.
 
 # A JSON string (possessive: no backtracking on a long unterminated one), or a bracket.
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*+"', re.DOTALL)
-_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 _STRING_OR_BRACKET = re.compile(r'"(?:[^"\\]|\\.)*+"|[\[\]{}]', re.DOTALL)
 
 
@@ -502,17 +445,6 @@ def read_bounded_text(path: str, limit: int, what: str) -> str:
 def too_deep_at(text: str, limit: int) -> int | None:
     """The offset of the bracket that takes nesting past ``limit``, or None."""
     depth = 0
-    for char in _NOT_BRACKET.sub("", _STRING.sub('""', text)):
-        depth += 1 if char in "[{" else -1
-        if depth > limit:
-            return _offset_past(text, limit)
-    return None
-
-
-def _offset_past(text: str, limit: int) -> int:
-    # Only on refusal: a second, slower scan that keeps positions. It always
-    # finds the bracket (the first scan saw it), so the last line is never reached.
-    depth = 0
     for match in _STRING_OR_BRACKET.finditer(text):
         char = match.group()
         if char in "[{":
@@ -521,26 +453,12 @@ def _offset_past(text: str, limit: int) -> int:
                 return match.start()
         elif char in "]}":
             depth -= 1
-    return len(text)
+    return None
 
 
 def _line_col(text: str, offset: int) -> tuple[int, int]:
     line = text.count("\n", 0, offset) + 1
     return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            raise _DuplicateKey(key)
-        result[key] = value
-    return result
-
-
-class _DuplicateKey(Exception):
-    def __init__(self, key: str) -> None:
-        self.key = key
 
 
 def loads_bounded(text: str, path: str, max_depth: int, what: str) -> Any:
@@ -550,15 +468,22 @@ def loads_bounded(text: str, path: str, max_depth: int, what: str) -> Any:
     if offset is not None:
         line, col = _line_col(text, offset)
         raise ReconcilerError(f"{where}:{line}:{col}: nested too deeply (limit {max_depth})")
+
+    def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        result: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in result:
+                shown = escape(json.dumps(key, ensure_ascii=False))
+                raise ReconcilerError(f"{where}: not {what} (key {shown} appears twice)")
+            result[key] = value
+        return result
+
     try:
-        return json.loads(text, object_pairs_hook=_unique_keys)
+        return json.loads(text, object_pairs_hook=unique_keys)
     except json.JSONDecodeError as exc:
         raise ReconcilerError(
             f"{where}:{exc.lineno}:{exc.colno}: not {what} (invalid JSON: {exc.msg})"
         ) from None
-    except _DuplicateKey as exc:
-        key = escape(json.dumps(exc.key, ensure_ascii=False))
-        raise ReconcilerError(f"{where}: not {what} (key {key} appears twice)") from None
     except (ValueError, RecursionError) as exc:  # absurd numbers
         raise ReconcilerError(f"{where}: not {what} ({type(exc).__name__})") from None
 
@@ -568,10 +493,6 @@ def loads_bounded(text: str, path: str, max_depth: int, what: str) -> Any:
 #
 # The saved plan (``reconciler.plan.saved``) and `plan --format json` are written so: a plan of
 # 200,000 changes is never a second time in memory.
-
-_NOT_JSON = (
-    "cannot write the plan as JSON: it holds a number JSON cannot represent (NaN or Infinity)"
-)
 
 
 def document_json(document: dict[str, Any]) -> str:
@@ -588,42 +509,38 @@ def document_chunks(parts: Iterable[tuple[str, Any]]) -> Iterator[str]:
     try:
         # NaN and Infinity are not JSON: a strict reader (jq, another language) refuses
         # the file. Server values are type-checked on reading, so this is a last guard.
-        for piece in _pieces(parts):
+        for piece in _object_pieces(parts, _dumps, "\n  "):
             yield escape_json_text(piece)
     except ValueError:
-        raise ReconcilerError(_NOT_JSON) from None
+        raise ReconcilerError(
+            "cannot write the plan as JSON: it holds a number JSON cannot represent (NaN or "
+            "Infinity)"
+        ) from None
     yield "\n"
 
 
-def _pieces(parts: Iterable[tuple[str, Any]]) -> Iterator[str]:
+def _object_pieces(
+    parts: Iterable[tuple[str, Any]], dump: Callable[[Any], str], pad: str = ""
+) -> Iterator[str]:
+    """An object's text, a record at a time: each list (or iterator standing for one) of
+    ``parts`` written as it is read. ``pad`` is "\\n  " for json.dumps(indent=2)'s layout,
+    empty for the canonical form's."""
+    inner = pad + "  " if pad else ""
     opening = "{"
     for key, value in parts:
-        yield f"{opening}\n  {_dumps(key)}: "
+        yield f"{opening}{pad}{dump(key)}{': ' if pad else ':'}"
         opening = ","
-        if isinstance(value, (list, Iterator)):
-            yield from _list(value)
+        if isinstance(value, list | Iterator):
+            bracket = "["
+            for record in value:
+                # A string never holds a raw newline in JSON, so each newline of the text
+                # starts a line of structure, which moves right by the depth it is at.
+                yield bracket + inner + dump(record).replace("\n", inner)
+                bracket = ","
+            yield "[]" if bracket == "[" else pad + "]"
         else:
-            yield _nested(value, "\n  ")
-    yield "{}" if opening == "{" else "\n}"
-
-
-_ITEM_INDENT = "\n    "
-
-
-def _list(records: Iterable[Any]) -> Iterator[str]:
-    # A list two levels down: json.dumps(indent=2) puts each item on its own lines,
-    # indented four spaces, and writes an empty list as [].
-    opening = "["
-    for record in records:
-        yield f"{opening}\n    {_nested(record, _ITEM_INDENT)}"
-        opening = ","
-    yield "[]" if opening == "[" else "\n  ]"
-
-
-def _nested(value: Any, indent: str) -> str:
-    # A string never holds a raw newline in JSON, so each newline of the text starts
-    # a line of structure, which moves right by the depth it is written at.
-    return _dumps(value).replace("\n", indent)
+            yield dump(value).replace("\n", pad)
+    yield "{}" if opening == "{" else pad[:1] + "}"
 
 
 def _dumps(value: Any) -> str:
@@ -654,49 +571,26 @@ def canonical_bytes(document: Mapping[str, Any]) -> bytes:
     return "".join(_canonical_pieces(document)).encode("utf-8", "surrogatepass")
 
 
-def _key(secret: str) -> bytes:
-    return hmac.new(secret.encode("utf-8"), _KEY_PURPOSE, hashlib.sha256).digest()
-
-
-def _mac(document: Mapping[str, Any] | Iterable[tuple[str, Any]], secret: str) -> str:
-    mac = hmac.new(_key(secret), digestmod=hashlib.sha256)
-    for piece in _canonical_pieces(document):
-        mac.update(piece.encode("utf-8", "surrogatepass"))
-    return SCHEME + mac.hexdigest()
-
-
 def signature_for(document: Mapping[str, Any] | Iterable[tuple[str, Any]], secret: str) -> str:
-    """The signature of ``document``: a dict, or its (key, value) pairs.
-
-    Given as pairs (``Plan.document_parts``), a value that is an iterator of records
-    is hashed as the list it stands for, one record at a time.
-    """
+    """The signature of ``document``: a dict, or its (key, value) pairs, a value that is
+    an iterator of records hashed as the list it stands for (``document_parts``)."""
+    key = hmac.new(secret.encode("utf-8"), _KEY_PURPOSE, hashlib.sha256).digest()
+    mac = hmac.new(key, digestmod=hashlib.sha256)
     try:
-        return _mac(document, secret)
+        for piece in _canonical_pieces(document):
+            mac.update(piece.encode("utf-8", "surrogatepass"))
     except ValueError:  # NaN or Infinity: no reader would parse back what was signed
         raise ReconcilerError(
             "cannot sign the plan: it holds a number JSON cannot represent (NaN or Infinity)"
         ) from None
+    return SCHEME + mac.hexdigest()
 
 
 def _canonical_pieces(document: Mapping[str, Any] | Iterable[tuple[str, Any]]) -> Iterator[str]:
-    """The one canonical form, in pieces: sorted keys, no whitespace, ``signature`` left
-    out; a list (or an iterator standing for one) at the top a record at a time."""
+    """The one canonical form: sorted keys, no whitespace, ``signature`` left out."""
     items = document.items() if isinstance(document, Mapping) else document
     fields = sorted((item for item in items if item[0] != "signature"), key=lambda item: item[0])
-    opening = "{"
-    for key, value in fields:
-        yield f"{opening}{_canonical(key)}:"
-        opening = ","
-        if isinstance(value, Iterator | list):
-            bracket = "["
-            for record in value:
-                yield bracket + _canonical(record)
-                bracket = ","
-            yield "[]" if bracket == "[" else "]"
-        else:
-            yield _canonical(value)
-    yield "{}" if opening == "{" else "}"
+    return _object_pieces(fields, _canonical)
 
 
 def _canonical(value: Any) -> str:
@@ -712,8 +606,8 @@ def check(document: dict[str, Any], secret: str) -> str:
     if not isinstance(claimed, str) or not claimed:
         return SignatureCheck.UNSIGNED
     try:
-        expected = _mac(document, secret)
-    except ValueError:  # NaN or Infinity: never in a plan this tool signed
+        expected = signature_for(document, secret)
+    except ReconcilerError:  # NaN or Infinity: never in a plan this tool signed
         return SignatureCheck.INVALID
     if hmac.compare_digest(claimed.encode("utf-8", "replace"), expected.encode("ascii")):
         return SignatureCheck.VALID

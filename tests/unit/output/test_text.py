@@ -118,9 +118,9 @@ def test_markdown_counts_what_it_left_out_by_kind():
             f"inv_n{i}",
             SourceLocation("f.yaml", 1),
             None,
-            f"status{i}",
             {"name": "a" * 3000},
             {"name": "b"},
+            f"status{i}",
         )
         for i in range(40)
     ]
@@ -146,7 +146,7 @@ def test_markdown_counts_what_it_left_out_by_kind():
 
 def test_markdown_does_not_count_shown_errors_as_left_out():
     source = SourceLocation("f.yaml", 1)
-    stale = [NotUpdatable("inv_n", source, None, "accepted", {"name": "a"}, {"name": "b"})]
+    stale = [NotUpdatable("inv_n", source, None, {"name": "a"}, {"name": "b"}, "accepted")]
     plan = Plan(
         base_url="https://x.test",
         changes=[change(i) for i in range(300)],
@@ -253,9 +253,9 @@ def _stale() -> NotUpdatable:
         "inv_done",
         SourceLocation("invites/d.yaml", 4),
         "Done Ltd",
-        "accepted",
         held({"email": "old@x.example", "primaryContact": {"name": "Jane"}}),
         typed({"email": "new@x.example", "primaryContact": {"name": "Janet"}}),
+        "accepted",
     )
 
 
@@ -280,7 +280,7 @@ def test_text_lists_invites_no_longer_updatable_under_their_own_heading_with_the
 def test_text_groups_invites_no_longer_updatable_by_status_in_first_seen_order():
     def stale(n: int, status: str) -> NotUpdatable:
         source = SourceLocation("invites/d.yaml", n)
-        return NotUpdatable(f"inv_s{n}", source, None, status, {"name": "a"}, {"name": "b"})
+        return NotUpdatable(f"inv_s{n}", source, None, {"name": "a"}, {"name": "b"}, status)
 
     statuses = ["accepted", "revoked", "accepted", "expired", "revoked", "accepted"]
     plan = Plan(

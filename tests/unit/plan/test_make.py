@@ -43,8 +43,9 @@ from reconciler.model.invite import (
     SourceLocation,
     kind_of,
 )
+from reconciler.output import NOT_UPDATABLE_FIX, resend_note
 from reconciler.plan.make import Reading, compare_invite, make_plan
-from reconciler.plan.model import FieldChange
+from reconciler.plan.model import field_changes
 from reconciler.plan.saved import to_document
 from reconciler.safetext import register_secret
 
@@ -137,7 +138,7 @@ def test_an_accepted_invite_that_differs_is_set_apart_never_changed():
     # Only what differs, and only the managed part of the contact.
     assert first.before == {"email": "old@x.example", "primaryContact": {"name": "Jane"}}
     assert first.after == {"email": "new@x.example", "primaryContact": {"name": "Janet"}}
-    assert first.fix == (
+    assert NOT_UPDATABLE_FIX.format(source=first.source, invite_id=first.id) == (
         "remove it from invites/a.yaml:12, or bring the file in line with "
         "`reconcile export inv_0001`"
     )
@@ -173,7 +174,7 @@ def test_a_list_rule_re_sends_only_for_a_listed_field_and_names_the_recipient():
     # The list goes with the change: apply re-sends only if the e-mail is stored as sent.
     assert change.resend_on == ("email",)
     assert not change.triggers_resend(["groups"]) and change.triggers_resend(["email"])
-    assert change.resend_label == "e-mails the invitation again to new@x.example"
+    assert resend_note(change, str) == "e-mails the invitation again to new@x.example"
     # Without the address changing, the invitation goes to the one the server holds.
     anything = make_plan(BASE, [(_with_rule(True, groups=["b"]), Done(server))])
     assert anything.changes[0].recipient == "old@x.example"
@@ -373,14 +374,13 @@ def test_groups_the_server_lists_in_another_order_are_still_the_planned_groups()
 
 
 def test_a_plan_shows_each_part_of_a_contact_or_group_the_server_did_not_have():
-    contact = FieldChange(
-        "primaryContact", None, Contact({"name": "Jane Doe", "email": "j@a.example"})
-    )
-    assert contact.sub_changes() == [("name", None, "Jane Doe"), ("email", None, "j@a.example")]
-    groups = FieldChange("groups", None, IdentifierSet(["emea", "enterprise"]))
-    assert (groups.added, groups.removed) == (["emea", "enterprise"], [])
-    cleared = FieldChange("groups", IdentifierSet(["emea"]), IdentifierSet())
-    assert (cleared.added, cleared.removed) == ([], ["emea"])
+    contact = Contact({"name": "Jane Doe", "email": "j@a.example"})
+    (shown,) = field_changes({"primaryContact": None}, {"primaryContact": contact})
+    assert shown.delta.sub_changes == [("name", None, "Jane Doe"), ("email", None, "j@a.example")]
+    (groups,) = field_changes({"groups": None}, {"groups": IdentifierSet(["emea", "enterprise"])})
+    assert (groups.delta.added, groups.delta.removed) == (["emea", "enterprise"], [])
+    (cleared,) = field_changes({"groups": IdentifierSet(["emea"])}, {"groups": IdentifierSet()})
+    assert (cleared.delta.added, cleared.delta.removed) == ([], ["emea"])
 
 
 # -- DeepDiff, imported by the commands that diff alone ------------------------------------

@@ -70,7 +70,7 @@ def test_every_record_reads_back_what_it_wrote():
         "inv_a", SourceLocation("a.yaml", 2), "Müller", {"email": "o@x"}, {"email": "n@x"}, True
     )
     stale = NotUpdatable(
-        "inv_b", SourceLocation("a.yaml", 9), None, "accepted", {"name": "A"}, {"name": "B"}
+        "inv_b", SourceLocation("a.yaml", 9), None, {"name": "A"}, {"name": "B"}, "accepted"
     )
     problem = FailedInvite(
         "inv_c", SourceLocation("a.yaml", 20), "HTTP 404: not found", 404, "req-1"

@@ -96,9 +96,9 @@ def sample_plan() -> Plan:
                 "inv_done",
                 SourceLocation("invites/d.yaml", 4),
                 "Done",
-                "accepted",
                 {"name": "X"},
                 {"name": "Y"},
+                "accepted",
             )
         ],
     )
@@ -670,7 +670,7 @@ sources = st.builds(SourceLocation, text, st.integers(0, 10**6))
 changes = st.builds(InviteChange, text, sources, st.none() | text, fields, fields, st.booleans())
 
 
-stale = st.builds(NotUpdatable, text, sources, st.none() | text, text, fields, fields)
+stale = st.builds(NotUpdatable, text, sources, st.none() | text, fields, fields, text)
 
 
 problems = st.builds(
@@ -965,9 +965,9 @@ def _scoped_plan(secret: str) -> Plan:
                 "inv_done",
                 SourceLocation("invites/d.yaml", 4),
                 "Done",
-                f"accepted by {secret}",
                 {"name": f"X {secret}"},
                 {"name": "Y"},
+                f"accepted by {secret}",
             )
         ],
         changed_since="main",

@@ -255,6 +255,7 @@ if HAS_LIBRARY:
     from reconciler.desired.state import Selection, load_texts, refuse_bad_ids, select_invites
     from reconciler.errors import FileProblem, InputError, ReconcilerError
     from reconciler.model.invite import DesiredInvite, SourceLocation, to_json
+    from reconciler.output import NOT_UPDATABLE_FIX, resend_note
     from reconciler.safetext import escape, json_text, plural
     from reconciler.service.apply import apply_plan
     from reconciler.service.offline import check_writable
@@ -404,7 +405,8 @@ class Run:
             )
             self.module.warn(
                 f"{escape(invite.id)} ({invite.source}) differs from its entry but is "
-                f"{escape(invite.status)}, no longer updatable: {invite.fix}"
+                f"{escape(invite.status)}, no longer updatable: "
+                + NOT_UPDATABLE_FIX.format(source=invite.source, invite_id=invite.id)
             )
         if self.module._diff:
             self.result["diff"] = [_diff(change.redacted()) for change in plan.changes]
@@ -548,7 +550,7 @@ def _diff(change):
     """The plan's before and after of one change (already redacted), one field a line,
     a contact one sub-field a line, so that the diff points at what changes in it."""
     header = f"{escape(change.id)} ({change.source})"
-    after_header = header + (": " + change.resend_label if change.resend else "")
+    after_header = header + (": " + resend_note(change, str) if change.resend else "")
     before = "".join(_field_lines(name, change.before.get(name)) for name in change.patch)
     after = "".join(_field_lines(name, value) for name, value in change.patch.items())
     return dict(before_header=header, after_header=after_header, before=before, after=after)
