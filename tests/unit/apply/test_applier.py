@@ -365,10 +365,7 @@ def test_a_re_send_whose_get_fails_is_owed_and_never_sent(
 def test_text_in_another_normal_form_or_a_set_in_another_order_is_stored_as_sent() -> None:
     platform = _Platform({"inv_1": {"id": "inv_1", "name": "Cafe", "groups": ["a"]}})
     # NFD sent, the platform stores NFC; the set comes back in its own order.
-    platform.store = lambda body: {
-        "name": "Caf\u00e9",
-        "groups": list(reversed(body["groups"])),
-    }
+    platform.store = lambda body: {"name": "Caf\u00e9", "groups": list(reversed(body["groups"]))}
     change = _change(
         {"name": "Cafe", "groups": ["a"]}, {"name": "Cafe\u0301", "groups": ["x", "y"]}, True
     )
@@ -1139,10 +1136,7 @@ def test_a_token_refused_before_a_patch_leaves_fails_that_write_and_stops_the_ru
     )
     changes = [_change({"name": "a"}, {"name": "b"}, invite_id=f"inv_{n}") for n in (1, 2)]
     report = _apply(platform, *changes)
-    assert [r.outcome for r in report.results] == [
-        WriteOutcome.FAILED,
-        WriteOutcome.NOT_STARTED,
-    ]
+    assert [r.outcome for r in report.results] == [WriteOutcome.FAILED, WriteOutcome.NOT_STARTED]
     assert TextRenderer().apply_summary(report).splitlines() == [
         "Stopped: HTTP 401: invalid_client: client secret revoked; no new writes were started.",
         "Apply: 0 updated, 1 failed, 1 not started.",

@@ -339,9 +339,7 @@ def test_a_log_that_cannot_be_synced_at_the_end_says_which_file(
     log.close()  # a second close does nothing more
 
 
-def test_a_log_that_changed_after_the_check_is_a_clear_error_never_followed(
-    tmp_path: Path,
-) -> None:
+def test_a_log_that_changed_after_the_check_is_a_clear_error_never_followed(tmp_path: Path) -> None:
     # apply checks the path first; between that check and the open, it can go (a directory
     # stands there now), or a link can take its place, which a commit could point anywhere.
     with pytest.raises(AuditLogError) as caught:

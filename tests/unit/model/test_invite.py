@@ -320,11 +320,7 @@ def check_invite_values(fields: dict[str, Any]) -> None:
         ("groups", ["emea", None], "item 1 is null, not a string"),
         ("primaryContact", "Jane", "is a string, not an object of strings"),
         ("primaryContact", {"name": ["Jane"]}, "field `name` is a list, not a string"),
-        (
-            "primaryContact",
-            {"k" * 60: 1},
-            "field `" + "k" * 60 + "` is a number (1), not a string",
-        ),
+        ("primaryContact", {"k" * 60: 1}, "field `" + "k" * 60 + "` is a number (1), not a string"),
         (
             "primaryContact",
             {"\x1b[2Jname": 1},

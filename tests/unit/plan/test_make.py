@@ -119,10 +119,7 @@ def test_an_accepted_invite_that_differs_is_set_apart_never_changed():
             desired(1, email="new@x.example", primaryContact={"name": "Janet"}),
             Done(current(1, "accepted", email="old@x.example", primaryContact=contact, name="Z")),
         ),
-        (
-            desired(2, email="same@x.example"),
-            Done(current(2, "accepted", email="same@x.example")),
-        ),
+        (desired(2, email="same@x.example"), Done(current(2, "accepted", email="same@x.example"))),
         (desired(3), Done(current(3, None))),
     ]
     plan = make_plan(BASE, readings)

@@ -948,9 +948,7 @@ def test_a_plan_of_a_change_is_saved_redacted_and_read_back_record_by_record(tmp
     assert loaded.not_updatable[0].status == "accepted by [redacted]"
 
 
-def test_the_sub_fields_a_contact_keeps_are_read_as_saved_or_worked_out_for_older_plans(
-    tmp_path,
-):
+def test_the_sub_fields_a_contact_keeps_are_read_as_saved_or_worked_out_for_older_plans(tmp_path):
     before = {"name": "Jane", "email": "j@x.example", "phone": "+15550000000", "title": None}
     after = {"name": "Jane", "email": "jq@x.example", "phone": "+15550000000", "title": None}
     plan = Plan(

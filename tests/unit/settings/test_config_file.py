@@ -110,9 +110,7 @@ SHARED_NOTE = (
 )
 
 
-def test_a_ref_to_an_object_under_an_unknown_keyword_is_refused_at_the_ref(
-    tmp_path: Path,
-) -> None:
+def test_a_ref_to_an_object_under_an_unknown_keyword_is_refused_at_the_ref(tmp_path: Path) -> None:
     assert _problems(tmp_path, SHARED_NOTE) == [
         "10:17: policy business-email: `schema` cannot be used: `$ref` points at a value "
         "(an object no check reads as a schema) in the policy, not at a schema (one that "
