@@ -173,6 +173,13 @@ def test_each_problem_in_an_invite_file_is_worded_in_full(text: str, shown: list
 
 
 CONFIG = {
+    "scope: kyb:invites:read\nbase_ulr: https://x.example": (
+        "2:1: unknown field `base_ulr`; did you mean `base_url`?"
+    ),
+    "field_names:\n  phon: phoneNumber": "2:3: unknown field `phon`; did you mean `phone`?",
+    "base_url: https://x.example\nparallelism: many": (
+        "2:14: `parallelism` must be a whole number, not text"
+    ),
     "parallelism: 1000": "1:14: `parallelism` must be at most 256",
     "parallelism: 0": "1:14: `parallelism` must be at least 1",
     "timeout: 0": "1:10: `timeout` must be more than 0",
