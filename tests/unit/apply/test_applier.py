@@ -144,7 +144,7 @@ def _email(resend: bool = True, **extra: Any) -> InviteChange:
 
 
 def test_a_field_moved_since_the_plan_is_a_conflict_and_nothing_is_written() -> None:
-    platform = _Platform({"inv_1": {"id": "inv_1", "email": "support@a.example"}})
+    platform = _one(email="support@a.example")
     report = _apply(platform, _email(False))
     (result,) = report.results
     assert result.outcome is WriteOutcome.CONFLICT
@@ -172,7 +172,7 @@ def test_a_kept_contact_phone_changed_meanwhile_is_never_put_back() -> None:
 
 
 def test_fields_already_at_their_value_are_left_out_of_the_patch() -> None:
-    platform = _Platform({"inv_1": {"id": "inv_1", "name": "New", "email": "old@a.example"}})
+    platform = _one(name="New", email="old@a.example")
     change = _change(
         {"name": "Old", "email": "old@a.example"}, {"name": "New", "email": "new@a.example"}
     )
@@ -185,7 +185,7 @@ def test_fields_already_at_their_value_are_left_out_of_the_patch() -> None:
 def test_a_change_someone_else_made_is_sent_no_more_and_its_re_send_is_owed(
     resend: bool, tmp_path: Path
 ) -> None:
-    platform = _Platform({"inv_1": {"id": "inv_1", "email": "new@a.example"}})
+    platform = _one(email="new@a.example")
     report = _apply(
         platform,
         _change({"email": "old@a.example"}, {"email": "new@a.example"}, resend=resend),
@@ -200,29 +200,12 @@ def test_a_change_someone_else_made_is_sent_no_more_and_its_re_send_is_owed(
     assert _owed_records(tmp_path) == ([_HELD_ALREADY] if resend else [])
 
 
-def test_the_etag_read_is_sent_as_if_match_and_a_412_is_a_conflict() -> None:
-    platform = _one(email="old@a.example")
-    platform.etag = '"v1"'
-
-    def moved_on() -> None:
-        platform.etag = '"v2"'  # changed between the GET and the PATCH
-
-    platform.before_patch = moved_on
-    (result,) = _apply(
-        platform, _change({"email": "old@a.example"}, {"email": "new@a.example"}, resend=True)
-    ).results
-    assert platform.if_match == ['"v1"']
-    assert result.outcome is WriteOutcome.CONFLICT and result.error is not None
-    assert result.resend is None
-    assert ("RESEND", "inv_1") not in platform.calls
-
-
 # -- checked after write ----------------------------------------------------------------
 
 
 def test_a_normalised_email_is_diverged_and_never_triggers_the_re_send() -> None:
     # Row 1: the platform lower-cases e-mails.
-    platform = _Platform({"inv_1": {"id": "inv_1", "email": "old@acme.example"}})
+    platform = _one(email="old@acme.example")
     platform.store = lambda body: {k: v.lower() if k == "email" else v for k, v in body.items()}
     change = _change(
         {"email": "old@acme.example"},
@@ -274,7 +257,7 @@ _HELD_ALREADY = (
 
 def test_an_echoed_answer_never_decides_a_re_send_a_get_does(tmp_path: Path) -> None:
     # The platform lower-cases the address and answers with the body it was sent.
-    platform = _Platform({"inv_1": {"id": "inv_1", "email": "old@acme.example"}})
+    platform = _one(email="old@acme.example")
     platform.store = lambda body: {k: v.lower() for k, v in body.items()}
     platform.echo = True
     (result,) = _apply(
@@ -295,7 +278,7 @@ def test_an_echoed_answer_never_decides_a_re_send_a_get_does(tmp_path: Path) -> 
 def test_a_re_send_never_goes_to_an_address_stored_otherwise_than_sent() -> None:
     # `true`: the name stored as sent would re-send it, but the address it goes to was
     # stored otherwise than reviewed (the echo hid it; the GET shows it): owed, no e-mail.
-    platform = _Platform({"inv_1": {"id": "inv_1", "name": "A", "email": "old@a.example"}})
+    platform = _one(name="A", email="old@a.example")
     platform.store = lambda body: {k: v.lower() if k == "email" else v for k, v in body.items()}
     platform.echo = True
     change = _change(
@@ -310,7 +293,7 @@ def test_a_re_send_never_goes_to_an_address_stored_otherwise_than_sent() -> None
 
 def test_a_re_send_goes_to_the_address_the_get_shows_when_the_email_was_not_sent() -> None:
     # The name alone changes: the invitation goes to the address the platform holds.
-    platform = _Platform({"inv_1": {"id": "inv_1", "name": "A", "email": "kept@a.example"}})
+    platform = _one(name="A", email="kept@a.example")
     platform.echo = True
     (result,) = _apply(platform, _change({"name": "A"}, {"name": "B"}, True)).results
     assert (result.outcome, result.resend) == (WriteOutcome.UPDATED, ResendOutcome.RESENT)
@@ -363,7 +346,7 @@ def test_a_re_send_whose_get_fails_is_owed_and_never_sent(
 
 
 def test_text_in_another_normal_form_or_a_set_in_another_order_is_stored_as_sent() -> None:
-    platform = _Platform({"inv_1": {"id": "inv_1", "name": "Cafe", "groups": ["a"]}})
+    platform = _one(name="Cafe", groups=["a"])
     # NFD sent, the platform stores NFC; the set comes back in its own order.
     platform.store = lambda body: {"name": "Caf\u00e9", "groups": list(reversed(body["groups"]))}
     change = _change(
@@ -376,7 +359,7 @@ def test_text_in_another_normal_form_or_a_set_in_another_order_is_stored_as_sent
 
 def test_true_re_sends_for_the_fields_stored_as_sent_and_names_the_platforms_recipient() -> None:
     # Row 2: the platform ignores a changed e-mail; the name is stored.
-    platform = _Platform({"inv_1": {"id": "inv_1", "name": "A", "email": "old@a.example"}})
+    platform = _one(name="A", email="old@a.example")
     platform.store = lambda body: {k: v for k, v in body.items() if k != "email"}
     change = _change(
         {"name": "A", "email": "old@a.example"},
@@ -738,7 +721,7 @@ def _refuse_unwritten(platform: _Platform, watch: AttemptWatch | None = None, **
 
 
 def test_a_diverged_update_logs_what_the_platform_stored_field_by_field(tmp_path: Path) -> None:
-    platform = _Platform({"inv_1": {"id": "inv_1", "email": "old@a.example", "groups": ["a"]}})
+    platform = _one(email="old@a.example", groups=["a"])
     platform.store = lambda body: {"groups": ["b"]}  # the e-mail dropped, one group ignored
     platform.invites["inv_1"].pop("email")
     change = _change(
@@ -771,17 +754,28 @@ def test_a_re_send_owed_the_log_cannot_record_fails_the_run_naming_the_log() -> 
     assert not report.ok
 
 
-def test_a_412_after_which_the_invite_reads_as_before_says_the_etag_moved_alone() -> None:
+def _etag_moves(platform: _Platform, meanwhile: Callable[[], object] = lambda: None) -> None:
+    """The ETag read is "v1"; between the GET and the PATCH it is "v2", and ``meanwhile`` ran."""
+    platform.etag = '"v1"'
+
+    def moved() -> None:
+        platform.etag = '"v2"'
+        meanwhile()
+
+    platform.before_patch = moved
+
+
+def test_the_etag_read_is_if_match_and_a_412_reading_as_before_says_the_etag_moved_alone() -> None:
     # A server whose ETag changes at every read refuses every If-Match: read once more,
     # the invite holds what it held, and the conflict says what moved is the ETag.
-    platform = _one(name="a")
-    platform.etag = '"v1"'
-    platform.before_patch = lambda: setattr(platform, "etag", '"v2"')
-    change = _change({"name": "a"}, {"name": "b"})
+    platform = _one(email="old@a.example")
+    _etag_moves(platform)
+    change = _email()
     (result,) = _apply(platform, change).results
-    assert (result.change, result.outcome) == (change, WriteOutcome.CONFLICT)
+    assert platform.if_match == ['"v1"']
+    assert (result.change, result.outcome, result.resend) == (change, WriteOutcome.CONFLICT, None)
     assert result.error is not None and result.error.status == 412 and result.etag_moved_alone
-    assert platform.calls == [("GET", "inv_1"), ("PATCH", "inv_1"), ("GET", "inv_1")]
+    assert platform.calls == [("GET", "inv_1"), ("PATCH", "inv_1"), ("GET", "inv_1")]  # no e-mail
 
 
 @pytest.mark.parametrize("resend", [True, False])
@@ -790,16 +784,10 @@ def test_a_412_after_which_the_invite_holds_what_was_sent_is_already_applied(
 ) -> None:
     # Issue 51, row 9: an earlier attempt landed, or someone made the same change.
     platform = _one(email="old@a.example")
-    platform.etag = '"v1"'
-
-    def made_meanwhile() -> None:
-        platform.etag = '"v2"'
-        platform.invites["inv_1"]["email"] = "new@a.example"
-
-    platform.before_patch = made_meanwhile
+    _etag_moves(platform, lambda: platform.invites["inv_1"].update(email="new@a.example"))
     report = _apply(
         platform,
-        _change({"email": "old@a.example"}, {"email": "new@a.example"}, resend),
+        _email(resend),
         log=tmp_path,
     )
     (result,) = report.results
@@ -813,7 +801,7 @@ def test_a_412_after_which_the_invite_holds_what_was_sent_is_already_applied(
 
 
 def test_a_re_send_someone_else_made_due_and_this_write_does_not_is_owed() -> None:
-    platform = _Platform({"inv_1": {"id": "inv_1", "name": "A", "email": "new@a.example"}})
+    platform = _one(name="A", email="new@a.example")
     change = _change(
         {"name": "A", "email": "old@a.example"},
         {"name": "B", "email": "new@a.example"},
@@ -828,13 +816,7 @@ def test_a_re_send_someone_else_made_due_and_this_write_does_not_is_owed() -> No
 
 def test_a_412_after_a_change_on_the_platform_is_a_plain_conflict() -> None:
     platform = _one(name="a")
-    platform.etag = '"v1"'
-
-    def changed_meanwhile() -> None:
-        platform.etag = '"v2"'
-        platform.invites["inv_1"]["name"] = "someone else's"
-
-    platform.before_patch = changed_meanwhile
+    _etag_moves(platform, lambda: platform.invites["inv_1"].update(name="someone else's"))
     (result,) = _apply(platform, _change({"name": "a"}, {"name": "b"})).results
 
     assert result.outcome is WriteOutcome.CONFLICT and not result.etag_moved_alone
@@ -842,14 +824,8 @@ def test_a_412_after_a_change_on_the_platform_is_a_plain_conflict() -> None:
 
 def test_a_412_as_the_run_stops_is_not_read_again_and_claims_nothing_of_the_etag() -> None:
     platform = _one(name="a")
-    platform.etag = '"v1"'
     stop = Stop()
-
-    def moved_and_stopping() -> None:
-        platform.etag = '"v2"'
-        stop.set("Ctrl-C")
-
-    platform.before_patch = moved_and_stopping
+    _etag_moves(platform, lambda: stop.set("Ctrl-C"))
     (result,) = _apply(platform, _change({"name": "a"}, {"name": "b"}), stop=stop).results
 
     assert result.outcome is WriteOutcome.CONFLICT and not result.etag_moved_alone
@@ -858,8 +834,7 @@ def test_a_412_as_the_run_stops_is_not_read_again_and_claims_nothing_of_the_etag
 
 def test_a_412_whose_read_again_fails_claims_nothing_of_the_etag() -> None:
     platform = _one(name="a")
-    platform.etag = '"v1"'
-    platform.before_patch = lambda: setattr(platform, "etag", '"v2"')
+    _etag_moves(platform)
     reads = platform.read_invite
 
     def read_once(invite_id: str) -> Read:
@@ -1164,7 +1139,7 @@ def test_a_token_refused_before_a_re_send_leaves_is_not_re_sent_and_stops_the_ru
 def test_an_update_stored_as_sent_with_no_re_send_logs_neither_stored_values_nor_one_due(
     tmp_path: Path,
 ) -> None:
-    platform = _Platform({"inv_1": {"id": "inv_1", "name": "Muller"}})
+    platform = _one(name="Muller")
     _apply(platform, _change({"name": "Muller"}, {"name": "Müller GmbH"}), log=tmp_path)
     records = _records(tmp_path)
     (outcome,) = [r for r in records if r["record"] == "outcome"]
