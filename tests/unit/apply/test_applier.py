@@ -876,7 +876,7 @@ class _RetriedPlatform(_Platform):
         assert watch is not None
         watch.before()
         self.calls.append(("PATCH", invite_id))
-        watch.failed(self.error)  # type: ignore[arg-type]
+        watch.failed(self.error)
         watch.before()  # the retry
         raise AssertionError("retried without its attempt line")
 
