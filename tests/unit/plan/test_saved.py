@@ -63,42 +63,35 @@ SECRET = "s3cr3t-for-the-plan-job"
 BASE = "https://api.example.com"
 
 
+def at(where: str) -> SourceLocation:
+    file, line = where.rsplit(":", 1)
+    return SourceLocation(file, int(line))
+
+
 def sample_plan() -> Plan:
+    acme_before = held({"email": "old@acme.example", "groups": ["emea"]})
+    acme_after = typed({"email": "new@acme.example", "groups": ["emea", "vip"]})
     return Plan(
         base_url=BASE,
         changes=[
             InviteChange(
                 "inv_acme",
-                SourceLocation("invites/acme.yaml", 3),
+                at("invites/acme.yaml:3"),
                 "株式会社サクラ商事",
-                held({"email": "old@acme.example", "groups": ["emea"]}),
-                typed({"email": "new@acme.example", "groups": ["emea", "vip"]}),
+                acme_before,
+                acme_after,
                 True,
             ),
             InviteChange(
-                "inv_b",
-                SourceLocation("invites/b.yaml", 2),
-                None,
-                {"name": "B"},
-                {"name": "Bee"},
-                False,
+                "inv_b", at("invites/b.yaml:2"), None, {"name": "B"}, {"name": "Bee"}, False
             ),
         ],
-        failed=[
-            FailedInvite(
-                "inv_gone", SourceLocation("invites/z.yaml", 9), "HTTP 404: not found", 404, "r1"
-            )
-        ],
+        failed=[FailedInvite("inv_gone", at("invites/z.yaml:9"), "HTTP 404: not found", 404, "r1")],
         unchanged=12,
         max_changes=50,
         not_updatable=[
             NotUpdatable(
-                "inv_done",
-                SourceLocation("invites/d.yaml", 4),
-                "Done",
-                {"name": "X"},
-                {"name": "Y"},
-                "accepted",
+                "inv_done", at("invites/d.yaml:4"), "Done", {"name": "X"}, {"name": "Y"}, "accepted"
             )
         ],
     )
@@ -332,24 +325,14 @@ class FakeServer:
 
 
 def two_change_plan(base_url: str = BASE) -> Plan:
+    sakura = held({"name": "株式会社サクラ", "groups": ["emea", "vip"]})
+    sakura_kk = typed({"name": "Sakura KK", "groups": ["emea"]})
     return Plan(
         base_url=base_url,
         changes=[
+            InviteChange("inv_a", at("invites/a.yaml:3"), "Acme", sakura, sakura_kk, False),
             InviteChange(
-                "inv_a",
-                SourceLocation("invites/a.yaml", 3),
-                "Acme",
-                held({"name": "株式会社サクラ", "groups": ["emea", "vip"]}),
-                typed({"name": "Sakura KK", "groups": ["emea"]}),
-                False,
-            ),
-            InviteChange(
-                "inv_b",
-                SourceLocation("invites/b.yaml", 2),
-                None,
-                {"name": "B"},
-                {"name": "Bee"},
-                False,
+                "inv_b", at("invites/b.yaml:2"), None, {"name": "B"}, {"name": "Bee"}, False
             ),
         ],
     )
@@ -660,20 +643,18 @@ def test_a_tag_character_is_written_as_its_json_surrogate_pair() -> None:
 
 
 def a_plan(count: int) -> Plan:
-    return Plan(
-        base_url="https://api.example.test",
-        changes=[
-            InviteChange(
-                f"inv_{n}",
-                SourceLocation("invites/a.yaml", n),
-                "Müller",
-                {"email": "a@x"},
-                {"email": "b@x"},
-                False,
-            )
-            for n in range(count)
-        ],
-    )
+    changes = [
+        InviteChange(
+            f"inv_{n}",
+            at(f"invites/a.yaml:{n}"),
+            "Müller",
+            {"email": "a@x"},
+            {"email": "b@x"},
+            False,
+        )
+        for n in range(count)
+    ]
+    return Plan(base_url="https://api.example.test", changes=changes)
 
 
 def test_a_saved_streamed_plan_loads_and_verifies(tmp_path: Path) -> None:
@@ -845,41 +826,29 @@ def test_a_sub_field_the_plan_shows_redacted_is_sent_as_the_server_holds_it():
 def _scoped_plan(secret: str) -> Plan:
     """A plan of a change: an invite out of its scope, one no longer pending; the server's
     values (and status) echoing ``secret``."""
+    before = held({"email": "old@r.example", "name": None})
+    after = typed({"email": "new@r.example", "name": "Ray"})
+    extra: dict[str, Any] = {"recipient": "new@r.example", "resend_on": ("email",)}
+    extra["conflicts"] = typed({"name": "Raymond"})
+    ray = InviteChange("inv_r", at("invites/r.yaml:5"), "Ray", before, after, True, **extra)
+    echo = held({"name": f"Echo {secret}", "groups": ["a"]})
+    oh = typed({"name": "Oh", "groups": ["a", "b"]})
+    done = held({"name": f"X {secret}"})
     return Plan(
         base_url=BASE,
-        changes=[
-            InviteChange(
-                "inv_r",
-                SourceLocation("invites/r.yaml", 5),
-                "Ray",
-                held({"email": "old@r.example", "name": None}),
-                typed({"email": "new@r.example", "name": "Ray"}),
-                True,
-                recipient="new@r.example",
-                conflicts=typed({"name": "Raymond"}),
-                resend_on=("email",),
-            )
-        ],
+        changes=[ray],
         not_updatable=[
             NotUpdatable(
                 "inv_done",
-                SourceLocation("invites/d.yaml", 4),
+                at("invites/d.yaml:4"),
                 "Done",
-                {"name": f"X {secret}"},
+                done,
                 {"name": "Y"},
                 f"accepted by {secret}",
             )
         ],
         changed_since="main",
-        outside_change=[
-            OutsideChange(
-                "inv_o",
-                SourceLocation("invites/o.yaml", 7),
-                "Oh",
-                held({"name": f"Echo {secret}", "groups": ["a"]}),
-                typed({"name": "Oh", "groups": ["a", "b"]}),
-            )
-        ],
+        outside_change=[OutsideChange("inv_o", at("invites/o.yaml:7"), "Oh", echo, oh)],
         not_read=3,
     )
 
