@@ -53,6 +53,8 @@ class _Platform:
         self.data_less = False  # the PATCH answer holds no invite
         self.echo = False  # the PATCH answer holds the request body, whatever was stored
         self.resend_error: Exception | None = None
+        self.read_errors: dict[str, Exception] = {}  # the answer to the read of an invite
+        self.reread_error: Exception | None = None  # the answer to a read after its PATCH
         self.before_patch: Callable[[], None] = lambda: None
 
     def current(self, invite_id: str) -> CurrentInvite:
@@ -60,7 +62,14 @@ class _Platform:
         return CurrentInvite(invite_id, raw.get("status", "pending"), fields_from_json(raw))
 
     def read_invite(self, invite_id: str) -> Read:
+        if self.reread_error is not None and ("PATCH", invite_id) in self.calls:
+            raise self.reread_error
+        error = self.read_errors.get(invite_id)
+        if isinstance(error, NotSent):  # the turn never came: nothing recorded
+            raise error
         self.calls.append(("GET", invite_id))
+        if error is not None:
+            raise error
         return Read(self.current(invite_id), self.etag)
 
     def write_invite(
@@ -329,14 +338,7 @@ def test_a_re_send_whose_get_fails_is_owed_and_never_sent(
     failure: Exception, why: str, tmp_path: Path
 ) -> None:
     platform = _one(email="old@a.example")
-    reads = platform.read_invite
-
-    def fails_after_the_patch(invite_id: str) -> Read:
-        if ("PATCH", invite_id) in platform.calls:
-            raise failure
-        return reads(invite_id)
-
-    platform.read_invite = fails_after_the_patch  # type: ignore[method-assign]
+    platform.reread_error = failure
     (result,) = _apply(platform, _email(), log=tmp_path).results
     assert (result.outcome, result.resend) == (WriteOutcome.UPDATED, ResendOutcome.OWED)
     assert ("RESEND", "inv_1") not in platform.calls
@@ -456,17 +458,12 @@ def test_a_re_send_owed_is_on_disk_at_the_update_and_after_it(tmp_path: Path) ->
 # -- the run's stop and the audit log -----------------------------------------------------
 
 
-class _StoppingPlatform(_Platform):
-    """The run stopped while these writes waited for their turn: none is sent."""
-
-    def read_invite(self, invite_id: str) -> Read:
-        if invite_id != "inv_1":
-            raise NotSent("not sent: the run is stopping")
-        return super().read_invite(invite_id)
-
-
 def test_writes_the_stopping_run_never_sent_are_reported_not_started() -> None:
-    platform = _StoppingPlatform({f"inv_{n}": {"id": f"inv_{n}", "name": "a"} for n in (1, 2, 3)})
+    platform = _Platform({f"inv_{n}": {"id": f"inv_{n}", "name": "a"} for n in (1, 2, 3)})
+    # The run stopped while the last two waited for their turn: neither is sent.
+    platform.read_errors = dict.fromkeys(
+        ["inv_2", "inv_3"], NotSent("not sent: the run is stopping")
+    )
     changes = [_change({"name": "a"}, {"name": "b"}, invite_id=f"inv_{n}") for n in (1, 2, 3)]
     report = _apply(platform, *changes)
     states = [r.outcome for r in report.results]
@@ -480,22 +477,9 @@ def test_writes_the_stopping_run_never_sent_are_reported_not_started() -> None:
     ]
 
 
-class _RefusingPlatform(_Platform):
-    """Refuses the credentials on the read of ``refused``: every other request would fail too."""
-
-    def __init__(self, invites: dict[str, dict[str, Any]], refused: str) -> None:
-        super().__init__(invites)
-        self.refused = refused
-
-    def read_invite(self, invite_id: str) -> Read:
-        if invite_id == self.refused:
-            self.calls.append(("GET", invite_id))
-            raise AuthenticationFailed(f"token expired reading {invite_id}", status=401)
-        return super().read_invite(invite_id)
-
-
 def test_a_run_fatal_error_on_the_last_write_is_what_the_summary_says_stopped_the_run() -> None:
-    platform = _RefusingPlatform({"inv_1": {"id": "inv_1", "name": "a"}}, refused="inv_1")
+    platform = _one(name="a")  # the credentials refused: every other request would fail too
+    platform.read_errors["inv_1"] = AuthenticationFailed("token expired reading inv_1", status=401)
     report = _apply(platform, _change({"name": "a"}, {"name": "b"}))
     assert [r.outcome for r in report.results] == [WriteOutcome.FAILED]
     assert TextRenderer().apply_summary(report).splitlines() == [
@@ -835,14 +819,7 @@ def test_a_412_as_the_run_stops_is_not_read_again_and_claims_nothing_of_the_etag
 def test_a_412_whose_read_again_fails_claims_nothing_of_the_etag() -> None:
     platform = _one(name="a")
     _etag_moves(platform)
-    reads = platform.read_invite
-
-    def read_once(invite_id: str) -> Read:
-        if platform.calls.count(("PATCH", invite_id)):
-            raise ServerError("unavailable", status=503)
-        return reads(invite_id)
-
-    platform.read_invite = read_once  # type: ignore[method-assign]
+    platform.reread_error = ServerError("unavailable", status=503)
     (result,) = _apply(platform, _change({"name": "a"}, {"name": "b"})).results
 
     assert result.outcome is WriteOutcome.CONFLICT and not result.etag_moved_alone
@@ -1004,21 +981,11 @@ def test_a_re_send_whose_attempt_line_cannot_be_written_is_owed_saying_why() -> 
 # -- each result names its invite and says what came of it, in the output and the log -------
 
 
-class _MissingPlatform(_Platform):
-    """Answers 404 to the read of ``gone``: deleted on the platform since the plan."""
-
-    def __init__(self, invites: dict[str, dict[str, Any]], gone: str) -> None:
-        super().__init__(invites)
-        self.gone = gone
-
-    def read_invite(self, invite_id: str) -> Read:
-        if invite_id == self.gone:
-            raise NotFound("no invite with id inv_gone", status=404, request_id="req-404")
-        return super().read_invite(invite_id)
-
-
 def test_an_invite_gone_from_the_platform_fails_alone_with_the_servers_answer() -> None:
-    platform = _MissingPlatform({"inv_1": {"id": "inv_1", "name": "a"}}, gone="inv_gone")
+    platform = _one(name="a")  # inv_gone was deleted on the platform since the plan
+    platform.read_errors["inv_gone"] = NotFound(
+        "no invite with id inv_gone", status=404, request_id="req-404"
+    )
     changes = [
         _change({"name": "a"}, {"name": "b"}, invite_id="inv_gone"),
         _change({"name": "a"}, {"name": "Zoë Ørsted"}),
@@ -1152,14 +1119,7 @@ def test_an_update_whose_stored_copy_cannot_be_read_back_names_the_failed_read(
 ) -> None:
     platform = _one(name="a")
     platform.data_less = True  # the PATCH's answer holds no invite: a GET must tell
-    reads = platform.read_invite
-
-    def read_before_only(invite_id: str) -> Read:
-        if ("PATCH", invite_id) in platform.calls:
-            raise ServerError("down for maintenance", status=503, request_id="req-get")
-        return reads(invite_id)
-
-    platform.read_invite = read_before_only  # type: ignore[method-assign]
+    platform.reread_error = ServerError("down for maintenance", status=503, request_id="req-get")
     (result,) = _apply(platform, _change({"name": "a"}, {"name": "b"}), log=tmp_path).results
     assert result.outcome is WriteOutcome.UPDATE_UNKNOWN
     assert result.error is not None
