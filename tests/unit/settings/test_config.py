@@ -38,6 +38,16 @@ def config(tmp_path: Path) -> Callable[[str], str]:
     return write
 
 
+def _repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, config: str, cwd: str) -> Path:
+    """A git repository with ``config`` as its reconciler.yaml, the run in its ``cwd``."""
+    repo = tmp_path / "repo"
+    (repo / cwd).mkdir(parents=True)
+    git(repo, "init", "--quiet")
+    (repo / "reconciler.yaml").write_text(config)
+    monkeypatch.chdir(repo / cwd)
+    return repo
+
+
 def test_defaults_without_file_or_env() -> None:
     settings = load_settings(None, env={})
 
@@ -97,11 +107,7 @@ def test_reconciler_yaml_is_found_up_to_the_repository_top(
 ) -> None:
     # Issue 39, row 6: run from inside invites/, the project's file is found, as
     # pre-commit finds its own; its paths read from where the run is.
-    repo = tmp_path / "repo"
-    (repo / "invites" / "emea").mkdir(parents=True)
-    git(repo, "init", "--quiet")
-    (repo / "reconciler.yaml").write_text("paths: [invites]\naudit_log: audit.jsonl\n")
-    monkeypatch.chdir(repo / "invites" / "emea")
+    _repo(tmp_path, monkeypatch, "paths: [invites]\naudit_log: audit.jsonl\n", "invites/emea")
 
     settings = load_settings(None, env={})
 
@@ -112,11 +118,7 @@ def test_reconciler_yaml_is_found_up_to_the_repository_top(
 def test_a_file_found_above_without_paths_reads_the_invites_beside_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    repo = tmp_path / "repo"
-    (repo / "invites").mkdir(parents=True)
-    git(repo, "init", "--quiet")
-    (repo / "reconciler.yaml").write_text("parallelism: 3\n")
-    monkeypatch.chdir(repo / "invites")
+    _repo(tmp_path, monkeypatch, "parallelism: 3\n", "invites")
 
     settings = load_settings(None, env={})
 
@@ -493,12 +495,8 @@ def test_a_reconciler_yaml_found_that_is_no_regular_file_is_refused_not_skipped(
 ) -> None:
     # Skipped, the run went on with the defaults, or with a reconciler.yaml further up
     # (its max_changes, its policies) as if none were here.
-    repo = tmp_path / "repo"
-    (repo / "invites").mkdir(parents=True)
-    git(repo, "init", "--quiet")
-    (repo / "reconciler.yaml").write_text("parallelism: 3\n")
+    repo = _repo(tmp_path, monkeypatch, "parallelism: 3\n", "invites")
     make(str(repo / "invites" / "reconciler.yaml"))
-    monkeypatch.chdir(repo / "invites")
     with pytest.raises(ConfigError) as refused:
         load_settings(None, env={})
     assert str(refused.value) == "reconciler.yaml: " + said.format(repo=repo.resolve())
