@@ -523,24 +523,32 @@ def test_the_audit_log_records_what_was_sent_redacting_only_what_the_server_hold
     }
 
 
-class _LogFillingUp(NoAuditLog):
-    """An audit log whose disk fills after the first attempt line is written."""
+FULL = "audit.jsonl: cannot write the audit log (No space left on device)"
 
-    def __init__(self) -> None:
+
+class _FullLog(NoAuditLog):
+    """An audit log whose disk fills: ``attempts`` attempt lines written (None: every one),
+    then no more; outcome and re-send owed lines written unless ``outcomes``/``owed`` is
+    False."""
+
+    def __init__(self, attempts: int | None = None, outcomes: bool = True, owed: bool = True):
         super().__init__()
-        self.attempts: list[tuple[str, str]] = []
+        self.attempts_left, self.outcomes, self.owed = attempts, outcomes, owed
 
     def attempt(self, invite_id: str, operation: str, fields: Any = None) -> Attempt:
-        if self.attempts:
-            raise AuditLogError("audit.jsonl: cannot write the audit log (No space left)")
-        self.attempts.append((operation, invite_id))
+        if self.attempts_left == 0:
+            raise AuditLogError(FULL)
+        if self.attempts_left is not None:
+            self.attempts_left -= 1
         return Attempt("a1", invite_id, operation)
 
     def outcome(self, attempt: Attempt, outcome: str, *rest: Any, **extra: Any) -> None:
-        raise AuditLogError("audit.jsonl: cannot write the audit log (No space left)")
+        if not self.outcomes:
+            raise AuditLogError(FULL)
 
     def resend_owed(self, invite_id: str, reason: str) -> None:
-        raise AuditLogError("audit.jsonl: cannot write the audit log (No space left)")
+        if not self.owed:
+            raise AuditLogError(FULL)
 
 
 def test_a_log_that_fills_after_the_request_left_still_reports_the_write_and_owes_its_e_mail():
@@ -550,7 +558,7 @@ def test_a_log_that_fills_after_the_request_left_still_reports_the_write_and_owe
         for n in (1, 2)
     ]
     stop = Stop()
-    report = _apply(platform, *changes, stop=stop, audit=_LogFillingUp())
+    report = _apply(platform, *changes, stop=stop, audit=_FullLog(1, outcomes=False, owed=False))
     assert [(r.outcome, r.resend) for r in report.results] == [
         (WriteOutcome.UPDATED, ResendOutcome.OWED),  # updated (the server has it), e-mail owed
         (WriteOutcome.NOT_STARTED, None),
@@ -718,23 +726,14 @@ def test_a_diverged_update_logs_what_the_platform_stored_field_by_field(tmp_path
     assert records[-1]["stored"] == {"email": None, "groups": ["b"]}
 
 
-class _OwedUnwritable(NoAuditLog):
-    """An audit log that takes attempts and outcomes but cannot write a re-send owed."""
-
-    def resend_owed(self, invite_id: str, reason: str) -> None:
-        raise AuditLogError("audit.jsonl: cannot write the audit log (No space left on device)")
-
-
 def test_a_re_send_owed_the_log_cannot_record_fails_the_run_naming_the_log() -> None:
     platform = _one(email="old@a.example")
     platform.resend_error = NotSent("not sent: the run is stopping")
-    report = _apply(platform, _email(), audit=_OwedUnwritable())
+    report = _apply(platform, _email(), audit=_FullLog(owed=False))
     assert [(r.outcome, r.resend) for r in report.results] == [
         (WriteOutcome.UPDATED, ResendOutcome.OWED)
     ]
-    assert str(report.audit_error) == (
-        "audit.jsonl: cannot write the audit log (No space left on device)"
-    )
+    assert str(report.audit_error) == FULL
     assert not report.ok
 
 
@@ -826,21 +825,6 @@ def test_a_412_whose_read_again_fails_claims_nothing_of_the_etag() -> None:
     assert result.error is not None and result.error.status == 412
 
 
-class _LogFullAfter(NoAuditLog):
-    """An audit log that takes ``lines`` attempt lines (and their outcomes), and no more."""
-
-    def __init__(self, lines: int) -> None:
-        super().__init__()
-        self.lines = lines
-        self.attempts = 0
-
-    def attempt(self, invite_id: str, operation: str, fields: Any = None) -> Attempt:
-        self.attempts += 1
-        if self.attempts > self.lines:
-            raise AuditLogError("audit.jsonl: cannot write the audit log (No space left)")
-        return Attempt("a1", invite_id, operation)
-
-
 class _RetriedPlatform(_Platform):
     """Each write and re-send answered with ``error`` and tried again: the retry's attempt
     line is written first, as the client does."""
@@ -870,12 +854,10 @@ def test_a_write_not_retried_for_want_of_its_attempt_line_is_unknown_and_says_wh
     platform = _RetriedPlatform(
         {"inv_1": {"id": "inv_1", "name": "a"}}, ServerError("gateway timeout", status=504)
     )
-    report = _apply(platform, _change({"name": "a"}, {"name": "b"}), audit=_LogFullAfter(1))
+    report = _apply(platform, _change({"name": "a"}, {"name": "b"}), audit=_FullLog(1))
     (result,) = report.results
     assert (result.change.id, result.outcome) == ("inv_1", WriteOutcome.UPDATE_UNKNOWN)
-    assert str(result.error) == (
-        "not retried: audit.jsonl: cannot write the audit log (No space left)"
-    )
+    assert str(result.error) == f"not retried: {FULL}"
     assert not report.ok
 
 
@@ -885,16 +867,14 @@ def test_a_re_send_not_sent_again_for_want_of_its_attempt_line_says_why() -> Non
         ServerError("gateway timeout", status=504),
     )
     platform.write_invite = _Platform.write_invite.__get__(platform)  # type: ignore[method-assign]
-    report = _apply(platform, _email(), audit=_LogFullAfter(2))  # the write's, the first send's
+    report = _apply(platform, _email(), audit=_FullLog(2))  # the write's, the first send's
     (result,) = report.results
     assert (result.change.id, result.outcome, result.resend) == (
         "inv_1",
         WriteOutcome.UPDATED,
         ResendOutcome.NOT_RESENT,
     )
-    assert str(result.resend_error) == (
-        "not sent again: audit.jsonl: cannot write the audit log (No space left)"
-    )
+    assert str(result.resend_error) == f"not sent again: {FULL}"
 
 
 class _InterruptedAsHandedOver(Stop):
@@ -925,13 +905,6 @@ def test_a_write_handed_over_as_the_run_is_interrupted_reads_nothing_and_is_name
     assert report.stopped_by == "interrupted; no new writes were started"
 
 
-class _OutcomesUnwritable(NoAuditLog):
-    """An audit log that takes attempt lines but cannot write an outcome."""
-
-    def outcome(self, attempt: Attempt, outcome: str, *rest: Any, **extra: Any) -> None:
-        raise AuditLogError("audit.jsonl: cannot write the audit log (No space left on device)")
-
-
 def test_an_outcome_the_log_cannot_record_fails_the_run_naming_the_log() -> None:
     # The update was made (its attempt line was written before it left): it is reported,
     # and the run fails, as the log lacks what came of it.
@@ -940,11 +913,9 @@ def test_an_outcome_the_log_cannot_record_fails_the_run_naming_the_log() -> None
     assert report.ok  # the same write with a log that records everything
 
     platform = _one(name="a")
-    report = _apply(platform, _change({"name": "a"}, {"name": "b"}), audit=_OutcomesUnwritable())
+    report = _apply(platform, _change({"name": "a"}, {"name": "b"}), audit=_FullLog(outcomes=False))
     assert [r.outcome for r in report.results] == [WriteOutcome.UPDATED]
-    assert str(report.audit_error) == (
-        "audit.jsonl: cannot write the audit log (No space left on device)"
-    )
+    assert str(report.audit_error) == FULL
     assert not report.ok
 
 
@@ -966,14 +937,14 @@ def test_a_write_whose_turn_never_came_is_not_started() -> None:
 
 def test_a_re_send_whose_attempt_line_cannot_be_written_is_owed_saying_why() -> None:
     platform = _one(email="old@a.example")
-    report = _apply(platform, _email(), audit=_LogFullAfter(1))  # the write's line only
+    report = _apply(platform, _email(), audit=_FullLog(1))  # the write's line only
     (result,) = report.results
     assert (result.outcome, result.resend) == (WriteOutcome.UPDATED, ResendOutcome.OWED)
     assert result.owed == (
         "due after the update and never attempted (not sent: the audit log could not be "
         "written, and no write is sent without its audit record)"
     )
-    assert str(report.audit_error) == "audit.jsonl: cannot write the audit log (No space left)"
+    assert str(report.audit_error) == FULL
     assert not report.ok
     assert ("RESEND", "inv_1") not in platform.calls
 
