@@ -55,7 +55,8 @@ class _Platform:
         self.resend_error: Exception | None = None
         self.read_errors: dict[str, Exception] = {}  # the answer to the read of an invite
         self.reread_error: Exception | None = None  # the answer to a read after its PATCH
-        self.before_patch: Callable[[], None] = lambda: None
+        self.before_patch: Callable[[], None] = lambda: None  # before the PATCH leaves
+        self.before_resend: Callable[[], None] = lambda: None
 
     def current(self, invite_id: str) -> CurrentInvite:
         raw = self.invites[invite_id]
@@ -98,6 +99,7 @@ class _Platform:
         return Written(200, f"req-{invite_id}", stored)
 
     def resend_invite(self, invite_id: str, *, watch: AttemptWatch | None = None) -> Receipt:
+        self.before_resend()
         if isinstance(self.resend_error, NotSent):  # the turn never came: nothing recorded
             raise self.resend_error
         if watch is not None:
@@ -1021,32 +1023,15 @@ def test_an_answer_about_another_invite_is_logged_with_that_answers_request_id(
     )
 
 
-class _TokenRefused(_Platform):
-    """The token, expired mid-run, is refused when renewed before a request leaves: that
-    request is never sent, so it has no attempt line (``send`` picks which)."""
-
-    def __init__(self, invites: dict[str, dict[str, Any]], send: str) -> None:
-        super().__init__(invites)
-        self.send = send
-
-    def _refused(self) -> AuthenticationFailed:
-        return AuthenticationFailed("invalid_client: client secret revoked", status=401)
-
-    def write_invite(self, invite_id: str, patch: Any, **kw: Any) -> Written:
-        if self.send == "PATCH":
-            raise self._refused()
-        return super().write_invite(invite_id, patch, **kw)
-
-    def resend_invite(self, invite_id: str, *, watch: AttemptWatch | None = None) -> Receipt:
-        if self.send == "RESEND":
-            raise self._refused()
-        return super().resend_invite(invite_id, watch=watch)
+def _token_refused() -> None:
+    """The token, expired mid-run, refused when renewed before a request leaves: that
+    request is never sent, so it has no attempt line."""
+    raise AuthenticationFailed("invalid_client: client secret revoked", status=401)
 
 
 def test_a_token_refused_before_a_patch_leaves_fails_that_write_and_stops_the_run() -> None:
-    platform = _TokenRefused(
-        {f"inv_{n}": {"id": f"inv_{n}", "name": "a"} for n in (1, 2)}, send="PATCH"
-    )
+    platform = _Platform({f"inv_{n}": {"id": f"inv_{n}", "name": "a"} for n in (1, 2)})
+    platform.before_patch = _token_refused
     changes = [_change({"name": "a"}, {"name": "b"}, invite_id=f"inv_{n}") for n in (1, 2)]
     report = _apply(platform, *changes)
     assert [r.outcome for r in report.results] == [WriteOutcome.FAILED, WriteOutcome.NOT_STARTED]
@@ -1057,9 +1042,8 @@ def test_a_token_refused_before_a_patch_leaves_fails_that_write_and_stops_the_ru
 
 
 def test_a_token_refused_before_a_re_send_leaves_is_not_re_sent_and_stops_the_run() -> None:
-    platform = _TokenRefused(
-        {f"inv_{n}": {"id": f"inv_{n}", "email": "old@a.example"} for n in (1, 2)}, send="RESEND"
-    )
+    platform = _Platform({f"inv_{n}": {"id": f"inv_{n}", "email": "old@a.example"} for n in (1, 2)})
+    platform.before_resend = _token_refused
     changes = [
         _change({"email": "old@a.example"}, {"email": "new@a.example"}, True, invite_id=f"inv_{n}")
         for n in (1, 2)
