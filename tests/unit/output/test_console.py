@@ -22,7 +22,6 @@ from reconciler.output.ci import (
     escape_property,
     github_enabled,
     input_error_commands,
-    invite_error_commands,
     render_report,
 )
 from reconciler.output.console import Progress, duration, use_color, what_to_do
@@ -217,12 +216,6 @@ def test_values_cannot_end_the_command_early_or_start_another() -> None:
     assert "title=inv_x%2C ok%3A yes" in command
     assert command.endswith("::50%25 done%0Amore%0A::warning::x")
     assert escape_property("%") == "%25"
-
-
-def test_per_invite_api_errors_are_titled_by_the_invite_id() -> None:
-    assert invite_error_commands([("inv_gone", "invite not found (404)", None)]) == [
-        "::error title=inv_gone::invite not found (404)"
-    ]
 
 
 @pytest.mark.parametrize(
