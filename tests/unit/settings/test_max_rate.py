@@ -10,7 +10,7 @@ import pytest
 from support.cli import run_cli
 
 from reconciler.api.capacity import MIN_RATE, capacity_for
-from reconciler.errors import ConfigError, InputError
+from reconciler.errors import ConfigError
 from reconciler.settings.config import MIN_MAX_RATE, Settings, load_settings
 
 
@@ -50,13 +50,6 @@ def test_a_max_rate_from_the_environment_is_refused_naming_the_variable(
     with pytest.raises(ConfigError) as caught:
         load_settings(None, env={"RECONCILER_MAX_RATE": value})
     assert str(caught.value) == f"RECONCILER_MAX_RATE: {value!r} {said}"
-
-
-def test_a_max_rate_in_the_file_is_checked_by_its_schema(tmp_path: Path) -> None:
-    config = tmp_path / "reconciler.yaml"
-    config.write_text("max_rate: 0\n", encoding="utf-8")
-    with pytest.raises(InputError, match="max_rate"):
-        load_settings(str(config), env={})
 
 
 def test_a_max_rate_below_the_pacers_least_in_the_file_is_refused_at_its_line(
