@@ -377,9 +377,7 @@ def test_true_re_sends_for_the_fields_stored_as_sent_and_names_the_platforms_rec
     assert result.recipient == "old@a.example"  # where it actually went
 
 
-def test_an_answer_about_another_invite_is_unknown_logged_so_and_re_sends_nothing(
-    tmp_path: Path,
-) -> None:
+def test_an_answer_about_another_invite_is_unknown_logged_so_and_re_sends_nothing(tmp_path) -> None:
     # Row 3.
     platform = _one(email="old@a.example")
     platform.answer_with = "inv_9"
@@ -496,9 +494,7 @@ def test_a_fresh_apply_counts_nothing_as_applied_by_an_earlier_run() -> None:
     assert TextRenderer().apply_summary(report) == "Apply: 1 updated, 0 failed."
 
 
-def test_the_audit_log_records_what_was_sent_redacting_only_what_the_server_holds(
-    tmp_path: Path,
-) -> None:
+def test_the_audit_log_records_what_was_sent_redacting_only_what_the_server_holds(tmp_path) -> None:
     secret = "applier-echoed-secret-42"
     register_secret(secret)
     before = {
@@ -1008,9 +1004,7 @@ class _AnsweringAboutAnother(_Platform):
         )
 
 
-def test_an_answer_about_another_invite_is_logged_with_that_answers_request_id(
-    tmp_path: Path,
-) -> None:
+def test_an_answer_about_another_invite_is_logged_with_that_answers_request_id(tmp_path) -> None:
     platform = _AnsweringAboutAnother({"inv_1": {"id": "inv_1", "name": "a"}})
     report = _apply(platform, _change({"name": "a"}, {"name": "b"}), log=tmp_path)
     assert [r.outcome for r in report.results] == [WriteOutcome.UPDATE_UNKNOWN]
@@ -1069,9 +1063,7 @@ def test_an_update_stored_as_sent_with_no_re_send_logs_neither_stored_values_nor
     assert "stored" not in outcome and "resend" not in outcome
 
 
-def test_an_update_whose_stored_copy_cannot_be_read_back_names_the_failed_read(
-    tmp_path: Path,
-) -> None:
+def test_an_update_whose_stored_copy_cannot_be_read_back_names_the_failed_read(tmp_path) -> None:
     platform = _one(name="a")
     platform.data_less = True  # the PATCH's answer holds no invite: a GET must tell
     platform.reread_error = ServerError("down for maintenance", status=503, request_id="req-get")

@@ -80,9 +80,7 @@ def test_a_file_past_the_bound_is_refused_without_reading_it_whole(
     assert read_ids(str(path)) == ["inv_1"]
 
 
-def test_a_device_or_a_fifo_is_refused_not_read_forever_naming_the_pipe_to_use(
-    tmp_path: Path,
-) -> None:
+def test_a_device_or_a_fifo_is_refused_not_read_forever_naming_the_pipe_to_use(tmp_path) -> None:
     with pytest.raises(ReconcilerError, match="not a regular file"):
         read_ids("/dev/zero")
     fifo = tmp_path / "ids"

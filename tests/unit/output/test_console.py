@@ -35,9 +35,7 @@ class FakeClock:
         return self.now
 
 
-def test_progress_off_a_terminal_prints_a_line_about_every_ten_seconds(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
+def test_progress_off_a_terminal_prints_a_line_about_every_ten_seconds(capsys) -> None:
     clock = FakeClock()
     progress = Progress("Reading invites", 20_000, clock=clock, interactive=False, ticker=False)
     for _ in range(1_200):
@@ -50,9 +48,7 @@ def test_progress_off_a_terminal_prints_a_line_about_every_ten_seconds(
     assert "elapsed" in lines[0] and "left" in lines[0]
 
 
-def test_progress_line_wording_matches_the_issue_example(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
+def test_progress_line_wording_matches_the_issue_example(capsys) -> None:
     clock = FakeClock()
     progress = Progress("Reading invites", 20_000, clock=clock, interactive=False, ticker=False)
     progress.advance(1_199)
@@ -75,9 +71,7 @@ class FakePace:
         return self.rate if self.settled or early else None
 
 
-def test_under_a_rate_limit_the_time_left_is_the_work_left_over_the_rate(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
+def test_under_a_rate_limit_the_time_left_is_the_work_left_over_the_rate(capsys) -> None:
     # Issue 23: a slow start and refusals early on made the average say "~2 min left"
     # two seconds before the end; the rate the server allows says how long is left.
     clock = FakeClock()
@@ -95,9 +89,7 @@ def test_under_a_rate_limit_the_time_left_is_the_work_left_over_the_rate(
     ]
 
 
-def test_the_limit_is_said_once_per_run_whatever_the_progress_lines(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
+def test_the_limit_is_said_once_per_run_whatever_the_progress_lines(capsys) -> None:
     clock = FakeClock()
     pace = FakePace(4.6)
     for label in ("Reading invites", "Applying"):  # two progress displays, one run
@@ -122,9 +114,7 @@ def test_a_short_run_says_the_rate_it_had_at_the_end_if_limited(capsys, rate, sa
     assert limits == [f"the server limits requests: slowed to about {n} per second" for n in said]
 
 
-def test_a_run_that_stops_early_never_claims_the_work_it_did_not_do(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
+def test_a_run_that_stops_early_never_claims_the_work_it_did_not_do(capsys) -> None:
     clock = FakeClock()
     progress = Progress("Reading invites", 6, clock=clock, interactive=False, ticker=False)
     progress.advance(failed=True)  # the first read failed: a run-fatal error follows
@@ -150,9 +140,7 @@ def test_a_finished_run_says_what_was_done(capsys, word: str) -> None:
     assert capsys.readouterr().err == f"Applying: 2 of 3 done, 1 {word}, in 1 min.\n"
 
 
-def test_a_stalled_run_still_prints_a_line_every_interval(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
+def test_a_stalled_run_still_prints_a_line_every_interval(capsys) -> None:
     clock = FakeClock()
     progress = Progress("Reading invites", 400, clock=clock, interactive=False, interval=10)
     progress.advance(20)

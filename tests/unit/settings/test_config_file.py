@@ -134,9 +134,7 @@ def _shared_notes(levels: int) -> str:
     )
 
 
-def test_notes_nested_past_50_under_an_unknown_keyword_are_refused_at_the_schema(
-    tmp_path: Path,
-) -> None:
+def test_notes_nested_past_50_under_an_unknown_keyword_are_refused_at_the_schema(tmp_path) -> None:
     # Not a schema, so no place of its own to name: the policy's `schema` is blamed, in the
     # file, not a traceback.
     settings = _load(tmp_path, _shared_notes(49))
