@@ -89,16 +89,12 @@ def test_github_comment_is_created_once_then_edited(tmp_path: Path) -> None:
         assert "No changes" in mock.request_history[-1].json()["body"]
 
 
-def test_github_comment_says_validation_failed_instead_of_the_old_plan(tmp_path: Path) -> None:
+def test_github_comment_says_validation_failed_or_a_plan_failed_and_fits_a_long_one(tmp_path):
     place = place_from_env(github_env(tmp_path))
     text = body(place, "old plan", None, validate_failed=True)
     assert "Validation failed: no plan was made" in text
     assert "will be applied when" not in text and "old plan" not in text
     assert "https://github.example/org/invites/actions/runs/42" in text
-
-
-def test_github_comment_reports_a_failed_plan_and_fits_a_long_one(tmp_path: Path) -> None:
-    place = place_from_env(github_env(tmp_path))
     text = body(place, "x" * 200_000, 1, validate_failed=False)
     assert "failed (exit 1)" in text and len(text) <= 65_536
     assert "cut short here" in text and "actions/runs/42" in text.rsplit("cut short", 1)[1]
@@ -155,9 +151,10 @@ def test_only_the_cis_api_over_https_or_loopback_and_only_a_pull_request(tmp_pat
     assert (
         place_from_env(env | {"GITHUB_API_URL": "http://127.0.0.1:8/"}).api == "http://127.0.0.1:8"
     )
-    (tmp_path / "event.json").write_text('{"push": {}}')
-    with pytest.raises(ConfigError, match="no pull request"):
-        place_from_env(env)
+    for event in ('{"push": {}}', '{"pull_request": {"number": -1, "head": {"sha": "a"}}}'):
+        (tmp_path / "event.json").write_text(event)
+        with pytest.raises(ConfigError, match="no pull request"):
+            place_from_env(env)
     with pytest.raises(ConfigError, match="RECONCILER_COMMENT_TOKEN is not set") as unset:
         place_from_env({"GITHUB_ACTIONS": "true"})
     # Where a user sets it, on either platform.
@@ -383,10 +380,6 @@ def test_where_to_comment_is_checked(tmp_path: Path, name: str, value: str) -> N
     env = github_env(tmp_path) if name.startswith("GITHUB") else gitlab_env()
     with pytest.raises(ConfigError, match=name):
         place_from_env(env | {name: value})
-    env = github_env(tmp_path)
-    (tmp_path / "event.json").write_text('{"pull_request": {"number": -1, "head": {"sha": "a"}}}')
-    with pytest.raises(ConfigError, match="no pull request"):
-        place_from_env(env)
 
 
 def test_the_session_reads_no_netrc_and_no_proxy_for_plain_http(
