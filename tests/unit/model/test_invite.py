@@ -195,6 +195,8 @@ def test_a_contact_keeps_its_sub_fields_in_order_and_a_null_one_apart() -> None:
     assert contact == {"title": "CFO", "name": "J", "phone": None}  # order means nothing
     assert contact != {"name": "J", "title": "CFO"}
     assert hash(contact) == hash(Contact({"title": "CFO", "phone": None, "name": "J"}))
+    one, other = Contact({"name": "A", "email": "a"}), Contact({"name": "B", "email": "b"})
+    assert one._names is other._names  # contacts naming the same sub-fields share one tuple
 
 
 def test_a_contact_merged_keeps_its_sub_fields_and_takes_the_new_values() -> None:
@@ -206,11 +208,6 @@ def test_a_contact_merged_keeps_its_sub_fields_and_takes_the_new_values() -> Non
         ("phone", "+1"),
         ("title", "CFO"),
     ]
-
-
-def test_contacts_naming_the_same_sub_fields_share_one_tuple_of_names() -> None:
-    one, other = Contact({"name": "A", "email": "a"}), Contact({"name": "B", "email": "b"})
-    assert one._names is other._names
 
 
 def test_values_as_json() -> None:
@@ -705,6 +702,8 @@ INVITE = schema("invites.schema.json")
 def test_the_fields_are_the_schemas_invite_properties_in_order() -> None:
     properties = list(INVITE["$defs"]["invite"]["properties"])
     assert updatable_fields() == tuple(p for p in properties if p not in RECONCILER_KEYS)
+    assert INVITE["$defs"]["resendField"]["enum"] == list(updatable_fields())  # resendOnChange's
+    assert invite_schema_path() == resource_path("schemas/invites.schema.json")  # the package's
 
 
 def test_each_fields_kind_follows_from_its_type() -> None:
@@ -721,10 +720,6 @@ def test_each_fields_kind_follows_from_its_type() -> None:
     assert not any(
         isinstance(k, TextKind) and k.quoted for k in (kind_of("name"), kind_of("email"))
     )
-
-
-def test_the_resend_field_list_names_every_field() -> None:
-    assert INVITE["$defs"]["resendField"]["enum"] == list(updatable_fields())
 
 
 def test_the_config_file_may_rename_every_field_and_no_other() -> None:
@@ -791,10 +786,6 @@ def test_json_values_are_typed_by_their_fields_kind_and_others_left_out() -> Non
         "groups": IdentifierSet(["a"]),
         "primaryContact": Contact({"name": "J", "phone": None}),
     }
-
-
-def test_the_schema_is_read_from_the_package_resources() -> None:
-    assert invite_schema_path() == resource_path("schemas/invites.schema.json")
 
 
 def _kinds_of(
