@@ -139,6 +139,11 @@ def _apply(
             audit.close()
 
 
+def _said(record: dict[str, Any]) -> tuple[Any, ...]:
+    """What an outcome line says came of its attempt: the outcome, HTTP status, requestId."""
+    return record["outcome"], record["http_status"], record["request_id"]
+
+
 def _records(log: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (log / "audit.jsonl").read_text().splitlines()]
 
@@ -387,11 +392,7 @@ def test_an_answer_about_another_invite_is_unknown_logged_so_and_re_sends_nothin
     assert ("RESEND", "inv_1") not in platform.calls
     assert [r.change.id for r in report.resends_in_doubt] == ["inv_1"]
     (outcome,) = [r for r in _records(tmp_path) if r["record"] == "outcome"]
-    assert (outcome["outcome"], outcome["http_status"], outcome["request_id"]) == (
-        "unknown",
-        200,
-        None,
-    )
+    assert _said(outcome) == ("unknown", 200, None)
     assert outcome["message"] == "about inv_9"
 
 
@@ -442,7 +443,7 @@ def test_what_a_re_send_ended_as_is_reported_and_logged(error, expected, logged,
     resend = [
         r for r in _records(tmp_path) if r["operation"] == "resend" and r["record"] == "outcome"
     ]
-    assert [(r["outcome"], r["http_status"], r["request_id"]) for r in resend] == logged
+    assert [_said(r) for r in resend] == logged
 
 
 def test_a_re_send_owed_is_on_disk_at_the_update_and_after_it(tmp_path: Path) -> None:
@@ -611,11 +612,8 @@ def test_a_412_after_a_504_whose_read_back_fails_is_unknown_and_logged_so(tmp_pa
     assert result.change.id == "inv_1"
     message = f"updated, but what was stored cannot be checked: the read back failed: {down}"
     assert result.error is not None
-    assert (result.error.message, result.error.status, result.error.request_id) == (
-        message,
-        412,
-        "req-412",
-    )
+    error = (result.error.message, result.error.status, result.error.request_id)
+    assert error == (message, 412, "req-412")
     assert _last_update_outcome(tmp_path) == ("unknown", 412, "req-412", message)
 
 
@@ -635,13 +633,7 @@ def test_a_412_after_a_504_read_back_otherwise_than_sent_is_unknown(tmp_path: Pa
         "unknown, and the platform does not hold what was sent: whether this update was made "
         "is unknown"
     )
-    outcome, status, request_id, message = _last_update_outcome(tmp_path)
-    assert (outcome, status, request_id, message) == (
-        "unknown",
-        412,
-        "req-412",
-        result.error.message,
-    )
+    assert _last_update_outcome(tmp_path) == ("unknown", 412, "req-412", result.error.message)
 
 
 def test_a_412_after_a_504_read_back_as_sent_is_the_earlier_attempts_write(tmp_path: Path) -> None:
@@ -867,11 +859,8 @@ def test_a_re_send_not_sent_again_for_want_of_its_attempt_line_says_why() -> Non
     platform.write_invite = _Platform.write_invite.__get__(platform)  # type: ignore[method-assign]
     report = _apply(platform, _email(), audit=_FullLog(2))  # the write's, the first send's
     (result,) = report.results
-    assert (result.change.id, result.outcome, result.resend) == (
-        "inv_1",
-        WriteOutcome.UPDATED,
-        ResendOutcome.NOT_RESENT,
-    )
+    assert result.change.id == "inv_1"
+    assert (result.outcome, result.resend) == (WriteOutcome.UPDATED, ResendOutcome.NOT_RESENT)
     assert str(result.resend_error) == f"not sent again: {FULL}"
 
 
@@ -1078,11 +1067,7 @@ def test_an_update_whose_stored_copy_cannot_be_read_back_names_the_failed_read(t
     )
     records = _records(tmp_path)
     (outcome,) = [r for r in records if r["record"] == "outcome"]
-    assert (outcome["outcome"], outcome["http_status"], outcome["request_id"]) == (
-        "unknown",
-        200,
-        "req-inv_1",
-    )
+    assert _said(outcome) == ("unknown", 200, "req-inv_1")
 
 
 def test_a_re_send_answered_2xx_without_the_envelope_is_unknown_and_logged_with_why(
@@ -1102,9 +1087,5 @@ def test_a_re_send_answered_2xx_without_the_envelope_is_unknown_and_logged_with_
     )
     records = _records(tmp_path)
     (resend,) = [r for r in records if r["operation"] == "resend" and r["record"] == "outcome"]
-    assert (resend["outcome"], resend["http_status"], resend["request_id"]) == (
-        "unknown",
-        200,
-        "req-r",
-    )
+    assert _said(resend) == ("unknown", 200, "req-r")
     assert resend["message"] == why
