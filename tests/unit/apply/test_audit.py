@@ -50,6 +50,23 @@ class SyncWatch:
         monkeypatch.setattr(os, "fsync", fsync)
 
 
+def disk_full_at(monkeypatch: pytest.MonkeyPatch, path: Path, nth: int, *, stays: bool) -> None:
+    """The ``nth`` write to ``path`` fails, the disk full (and every one after, if it ``stays``)."""
+    real_write = os.write
+    writes = 0
+
+    def write(fd: int, data: Any) -> int:
+        nonlocal writes
+        target, log = os.fstat(fd), os.stat(path)
+        if (target.st_dev, target.st_ino) == (log.st_dev, log.st_ino):
+            writes += 1
+            if writes == nth or (stays and writes > nth):
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "write", write)
+
+
 def test_each_write_has_its_attempt_on_disk_before_the_request_leaves(
     platform: FakePlatform, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -207,19 +224,7 @@ def test_a_full_disk_stops_the_run_before_a_write_goes_out_unrecorded(
 ) -> None:
     audit = tmp_path / "audit.jsonl"
     audit.touch()
-    real_write = os.write
-    records_written = 0
-
-    def write(fd: int, data: Any) -> int:
-        nonlocal records_written
-        target, log = os.fstat(fd), os.stat(audit)
-        if (target.st_dev, target.st_ino) == (log.st_dev, log.st_ino):
-            records_written += 1
-            if records_written == 3:  # the second invite's attempt
-                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        return real_write(fd, data)
-
-    monkeypatch.setattr(os, "write", write)
+    disk_full_at(monkeypatch, audit, 3, stays=False)  # the second invite's attempt
     assert apply_all(tmp_path) == 1
     err = capsys.readouterr().err
     assert (
@@ -339,9 +344,7 @@ def test_a_log_that_cannot_be_synced_at_the_end_says_which_file(
     log.close()  # a second close does nothing more
 
 
-def test_a_log_that_changed_after_the_check_is_a_clear_error_never_followed(
-    tmp_path: Path,
-) -> None:
+def test_a_log_that_changed_after_the_check_is_a_clear_error_never_followed(tmp_path: Path) -> None:
     # apply checks the path first; between that check and the open, it can go (a directory
     # stands there now), or a link can take its place, which a commit could point anywhere.
     with pytest.raises(AuditLogError) as caught:
@@ -387,15 +390,7 @@ def test_a_torn_log_on_a_full_disk_is_refused_saying_why(
     audit.write_text(
         '{"record": "attempt", "attempt_id": "9f2e", "invite_id": "inv_1v', encoding="utf-8"
     )
-    real_write = os.write
-
-    def write(fd: int, data: Any) -> int:
-        target, log = os.fstat(fd), os.stat(audit)
-        if (target.st_dev, target.st_ino) == (log.st_dev, log.st_ino):
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        return real_write(fd, data)
-
-    monkeypatch.setattr(os, "write", write)
+    disk_full_at(monkeypatch, audit, 1, stays=True)
     with pytest.raises(AuditLogError) as caught:
         AuditLog(str(audit), CLIENT_ID)
     assert str(caught.value) == f"{audit}: cannot prepare the audit log: No space left on device"

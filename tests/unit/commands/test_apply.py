@@ -35,19 +35,6 @@ def summary_lines(stdout: str) -> list[str]:
 # -- failed writes in the audit log ---------------------------------------------------
 
 
-def test_a_failed_update_is_in_the_audit_log_with_the_servers_answer(
-    platform: FakePlatform, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    platform.on_update("inv_2b6n3", **answer(409, "invite inv_2b6n3 is not pending", "req-409"))
-    assert apply_all(tmp_path) == 1
-    assert summary_lines(capsys.readouterr().out) == ["Apply: 2 updated, 1 failed."]
-    records = read_records(tmp_path / "audit.jsonl")
-    assert [outcome_for(records, i, "update")["outcome"] for i in IDS] == ["ok", "failed", "ok"]
-    failed = outcome_for(records, "inv_2b6n3", "update")
-    assert (failed["http_status"], failed["request_id"]) == (409, "req-409")
-    assert failed["message"] == "invite inv_2b6n3 is not pending"
-
-
 @pytest.fixture
 def resends_go_wrong(platform: FakePlatform) -> FakePlatform:
     """The first re-send goes out; the server refuses the second; the third gets no answer."""
@@ -56,24 +43,7 @@ def resends_go_wrong(platform: FakePlatform) -> FakePlatform:
     return platform
 
 
-def test_failed_and_unknown_resends_are_in_the_audit_log(
-    resends_go_wrong: FakePlatform, tmp_path: Path
-) -> None:
-    assert apply_all(tmp_path, resend=True) == 1
-    records = read_records(tmp_path / "audit.jsonl")
-    assert outcome_for(records, "inv_6p3j9", "resend")["outcome"] == "ok"
-    refused = outcome_for(records, "inv_2b6n3", "resend")
-    assert (refused["outcome"], refused["http_status"], refused["request_id"]) == (
-        "failed",
-        404,
-        "req-404",
-    )
-    unanswered = outcome_for(records, "inv_8d2s4", "resend")
-    assert (unanswered["outcome"], unanswered["http_status"]) == ("unknown", None)
-    assert "without an answer" in unanswered["message"]
-
-
-def test_the_summary_counts_failed_and_unknown_resends_apart(
+def test_failed_and_unknown_resends_are_counted_apart_and_in_the_audit_log(
     resends_go_wrong: FakePlatform, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert apply_all(tmp_path, resend=True) == 1
@@ -85,6 +55,17 @@ def test_the_summary_counts_failed_and_unknown_resends_apart(
     ]
     assert "not re-sent  inv_2b6n3: HTTP 404" in out
     assert "re-send unknown  inv_8d2s4" in out
+    records = read_records(tmp_path / "audit.jsonl")
+    assert outcome_for(records, "inv_6p3j9", "resend")["outcome"] == "ok"
+    refused = outcome_for(records, "inv_2b6n3", "resend")
+    assert (refused["outcome"], refused["http_status"], refused["request_id"]) == (
+        "failed",
+        404,
+        "req-404",
+    )
+    unanswered = outcome_for(records, "inv_8d2s4", "resend")
+    assert (unanswered["outcome"], unanswered["http_status"]) == ("unknown", None)
+    assert "without an answer" in unanswered["message"]
 
 
 # -- runs that stop starting writes ---------------------------------------------------
@@ -168,23 +149,26 @@ def test_an_interrupt_during_the_last_write_stopped_nothing(
 # must not call it "failed", which reads as "safe to do again".
 
 
-def test_an_update_left_without_an_answer_is_shown_unknown_not_failed(
+def test_a_failed_update_and_one_left_without_an_answer_are_shown_and_logged_apart(
     platform: FakePlatform, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     platform.on_update("inv_2b6n3", **answer(409, "invite inv_2b6n3 is not pending", "req-409"))
     platform.on_update("inv_8d2s4", exc=requests.exceptions.ConnectionError("Connection reset"))
-    invites = write_invites(tmp_path / "invites")
-
-    code = reconcile("apply", "--auto-approve", "--audit-log", "audit.jsonl", str(invites))
-
-    assert code == 1
+    assert apply_all(tmp_path) == 1
     out = capsys.readouterr().out
     assert out.splitlines()[-1] == "Apply: 1 updated, 1 failed, 1 update with unknown outcome."
     assert "failed       inv_2b6n3" in out
     assert "update unknown  inv_8d2s4" in out and "the server may have applied it" in out
     assert "failed       inv_8d2s4" not in out
     records = read_records(tmp_path / "audit.jsonl")
-    assert outcome_for(records, "inv_8d2s4", "update")["outcome"] == "unknown"
+    assert [outcome_for(records, i, "update")["outcome"] for i in IDS] == [
+        "ok",
+        "failed",
+        "unknown",
+    ]
+    failed = outcome_for(records, "inv_2b6n3", "update")  # with the server's answer
+    assert (failed["http_status"], failed["request_id"]) == (409, "req-409")
+    assert failed["message"] == "invite inv_2b6n3 is not pending"
 
 
 # From test_apply_hostile_values.py: Apply, not only plan, survives what a hostile server puts in

@@ -37,10 +37,7 @@ def platform(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakePl
 
 @pytest.mark.parametrize("output_format", ["text", "markdown"])
 def test_a_lone_surrogate_from_the_server_is_shown_escaped_not_crashing(
-    platform: FakePlatform,
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-    output_format: str,
+    platform: FakePlatform, tmp_path: Path, capsys: pytest.CaptureFixture[str], output_format: str
 ) -> None:
     invites = write_invites(tmp_path / "invites")
     code = reconcile("plan", "--format", output_format, str(invites))

@@ -195,6 +195,8 @@ def test_a_contact_keeps_its_sub_fields_in_order_and_a_null_one_apart() -> None:
     assert contact == {"title": "CFO", "name": "J", "phone": None}  # order means nothing
     assert contact != {"name": "J", "title": "CFO"}
     assert hash(contact) == hash(Contact({"title": "CFO", "phone": None, "name": "J"}))
+    one, other = Contact({"name": "A", "email": "a"}), Contact({"name": "B", "email": "b"})
+    assert one._names is other._names  # contacts naming the same sub-fields share one tuple
 
 
 def test_a_contact_merged_keeps_its_sub_fields_and_takes_the_new_values() -> None:
@@ -206,11 +208,6 @@ def test_a_contact_merged_keeps_its_sub_fields_and_takes_the_new_values() -> Non
         ("phone", "+1"),
         ("title", "CFO"),
     ]
-
-
-def test_contacts_naming_the_same_sub_fields_share_one_tuple_of_names() -> None:
-    one, other = Contact({"name": "A", "email": "a"}), Contact({"name": "B", "email": "b"})
-    assert one._names is other._names
 
 
 def test_values_as_json() -> None:
@@ -320,15 +317,18 @@ def check_invite_values(fields: dict[str, Any]) -> None:
         ("groups", ["emea", None], "item 1 is null, not a string"),
         ("primaryContact", "Jane", "is a string, not an object of strings"),
         ("primaryContact", {"name": ["Jane"]}, "field `name` is a list, not a string"),
-        (
-            "primaryContact",
-            {"k" * 60: 1},
-            "field `" + "k" * 60 + "` is a number (1), not a string",
-        ),
+        ("primaryContact", {"k" * 60: 1}, "field `" + "k" * 60 + "` is a number (1), not a string"),
         (
             "primaryContact",
             {"\x1b[2Jname": 1},
             "field `\\x1b[2Jname` is a number (1), not a string",
+        ),
+        # 64 characters, the most a name may have, each shown as a 6-character escape: whole,
+        # so no escape is cut in half (the name is bounded; the message with it).
+        (
+            "primaryContact",
+            {"\u202e" * MAX_KEY_CHARS: 5},
+            "field `" + "\\u202e" * MAX_KEY_CHARS + "` is a number (5), not a string",
         ),
     ],
 )
@@ -370,10 +370,7 @@ def test_a_servers_text_with_a_long_run_of_combining_marks_is_refused_unnormalis
         "holds 31 combining marks in a row, more than the 30 allowed"
     )
     check_invite_values({"name": "Zoe\u0308 " + "\u0316" * 30, "groups": ["e\u0301"]})
-
-
-def test_a_contact_field_with_no_value_is_fine() -> None:
-    check_invite_values({"primaryContact": {"name": None}})
+    check_invite_values({"primaryContact": {"name": None}})  # a sub-field with no value
 
 
 def test_a_contact_key_is_bounded_like_a_value_and_shown_cut_short() -> None:
@@ -655,25 +652,6 @@ def test_a_contact_with_a_number_or_a_list_for_a_sub_field_is_no_contact_value()
     )
 
 
-def test_a_servers_sub_field_name_within_the_bound_is_shown_whole_and_escaped() -> None:
-    # 64 characters, the most a name may have, each shown as a 6-character escape: whole,
-    # so no escape is cut in half (the name is bounded; the message with it).
-    said = problem("primaryContact", {"\u202e" * MAX_KEY_CHARS: 5})
-    shown = "\\u202e" * MAX_KEY_CHARS
-    assert said == f"field `{shown}` is a number (5), not a string"
-
-
-def test_an_export_says_how_many_sub_fields_there_are_past_the_five_it_names() -> None:
-    contact = kind_as("primaryContact", ContactKind)
-    six = Contact({"name": "Søren Kierkegaard", **{f"x-{n}": "v" for n in range(6)}})
-    notes: list[str] = []
-    contact.for_file(six, "primaryContact", notes)
-    assert notes == [
-        "`primaryContact` sub-fields `x-0`, `x-1`, `x-2`, `x-3`, `x-4` and 1 more left out: "
-        "a file cannot hold them; unmanaged, they keep their values when the contact is sent"
-    ]
-
-
 def test_a_required_sub_field_a_file_cannot_hold_leaves_the_whole_contact_out() -> None:
     # A contact without its name or e-mail would not validate: the export leaves the
     # field out whole; an optional sub-field (the phone) goes alone.
@@ -724,6 +702,8 @@ INVITE = schema("invites.schema.json")
 def test_the_fields_are_the_schemas_invite_properties_in_order() -> None:
     properties = list(INVITE["$defs"]["invite"]["properties"])
     assert updatable_fields() == tuple(p for p in properties if p not in RECONCILER_KEYS)
+    assert INVITE["$defs"]["resendField"]["enum"] == list(updatable_fields())  # resendOnChange's
+    assert invite_schema_path() == resource_path("schemas/invites.schema.json")  # the package's
 
 
 def test_each_fields_kind_follows_from_its_type() -> None:
@@ -740,10 +720,6 @@ def test_each_fields_kind_follows_from_its_type() -> None:
     assert not any(
         isinstance(k, TextKind) and k.quoted for k in (kind_of("name"), kind_of("email"))
     )
-
-
-def test_the_resend_field_list_names_every_field() -> None:
-    assert INVITE["$defs"]["resendField"]["enum"] == list(updatable_fields())
 
 
 def test_the_config_file_may_rename_every_field_and_no_other() -> None:
@@ -812,10 +788,6 @@ def test_json_values_are_typed_by_their_fields_kind_and_others_left_out() -> Non
     }
 
 
-def test_the_schema_is_read_from_the_package_resources() -> None:
-    assert invite_schema_path() == resource_path("schemas/invites.schema.json")
-
-
 def _kinds_of(
     properties: dict[str, Any], tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> tuple[Any, Any]:
@@ -843,15 +815,30 @@ def _kinds_of(
         field_kinds.cache_clear()
 
 
-def test_a_schema_whose_contact_holds_a_list_is_refused_naming_the_sub_field(
-    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+KNOWN_KINDS = "text (type string), a set (type array) or an object of text"
+NO_KIND = f"is of no kind this tool knows: {KNOWN_KINDS}"
+SEATS = {"seats": {"type": "integer"}}
+TAGS = {"tags": {"type": "array", "items": {"type": "string"}}}
+BY_TEXT = "an object's sub-fields are compared one by one as text"
+NOT_A_KIND = {  # the schema's properties edited, what is said after the file's name
+    "a-contacts-list": (
+        {"primaryContact": {"properties": TAGS}},
+        f"`primaryContact.tags` must be text: {BY_TEXT}",
+    ),
+    "a-field-of-no-known-kind": (SEATS, f"the invite field `seats` {NO_KIND}"),
+    "a-contacts-sub-field": (
+        {"primaryContact": {"properties": SEATS}},
+        f"the invite field `primaryContact.seats` {NO_KIND}",
+    ),
+}
+
+
+@pytest.mark.parametrize(("properties", "said"), NOT_A_KIND.values(), ids=NOT_A_KIND)
+def test_a_schemas_field_of_no_kind_is_refused_naming_it(
+    tmp_path, monkeypatch, properties, said
 ) -> None:
-    tags = {"tags": {"type": "array", "items": {"type": "string"}}}
-    refused, edited = _kinds_of({"primaryContact": {"properties": tags}}, tmp_path, monkeypatch)
-    assert str(refused) == (
-        f"{edited}: `primaryContact.tags` must be text: an object's sub-fields are compared "
-        "one by one as text"
-    )
+    refused, edited = _kinds_of(properties, tmp_path, monkeypatch)
+    assert str(refused) == f"{edited}: {said}"
 
 
 def test_a_schemas_object_field_without_properties_is_a_contact_whose_sub_fields_none_manages(
@@ -861,27 +848,6 @@ def test_a_schemas_object_field_without_properties_is_a_contact_whose_sub_fields
     billing = kinds["billingContact"]
     assert isinstance(billing, ContactKind)
     assert (billing.sub_fields, billing.required) == ({}, ())
-
-
-def test_a_schemas_field_of_no_known_kind_is_refused_naming_it(
-    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    refused, edited = _kinds_of({"seats": {"type": "integer"}}, tmp_path, monkeypatch)
-    assert str(refused) == (
-        f"{edited}: the invite field `seats` is of no kind this tool knows: text (type "
-        "string), a set (type array) or an object of text"
-    )
-
-
-def test_a_schemas_contact_sub_field_of_no_known_kind_is_refused_naming_it_in_full(
-    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    seats = {"seats": {"type": "integer"}}
-    refused, edited = _kinds_of({"primaryContact": {"properties": seats}}, tmp_path, monkeypatch)
-    assert str(refused) == (
-        f"{edited}: the invite field `primaryContact.seats` is of no kind this tool knows: "
-        "text (type string), a set (type array) or an object of text"
-    )
 
 
 # -- from test_outcome.py -----------------------------------------------------------------

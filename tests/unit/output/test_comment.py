@@ -89,16 +89,12 @@ def test_github_comment_is_created_once_then_edited(tmp_path: Path) -> None:
         assert "No changes" in mock.request_history[-1].json()["body"]
 
 
-def test_github_comment_says_validation_failed_instead_of_the_old_plan(tmp_path: Path) -> None:
+def test_github_comment_says_validation_failed_or_a_plan_failed_and_fits_a_long_one(tmp_path):
     place = place_from_env(github_env(tmp_path))
     text = body(place, "old plan", None, validate_failed=True)
     assert "Validation failed: no plan was made" in text
     assert "will be applied when" not in text and "old plan" not in text
     assert "https://github.example/org/invites/actions/runs/42" in text
-
-
-def test_github_comment_reports_a_failed_plan_and_fits_a_long_one(tmp_path: Path) -> None:
-    place = place_from_env(github_env(tmp_path))
     text = body(place, "x" * 200_000, 1, validate_failed=False)
     assert "failed (exit 1)" in text and len(text) <= 65_536
     assert "cut short here" in text and "actions/runs/42" in text.rsplit("cut short", 1)[1]
@@ -147,14 +143,18 @@ def test_a_refused_call_says_status_and_message_escaped_never_the_token(tmp_path
 
 def test_only_the_cis_api_over_https_or_loopback_and_only_a_pull_request(tmp_path: Path) -> None:
     env = github_env(tmp_path)
-    with pytest.raises(ConfigError, match=r"GITHUB_API_URL: .* use https://"):
+    with pytest.raises(ConfigError, match=r"GITHUB_API_URL: .* use https://") as plain:
         place_from_env(env | {"GITHUB_API_URL": "http://api.github.example"})
+    # Said for the token it would send, not for a client secret.
+    assert "would send the token unencrypted" in str(plain.value)
+    assert "client secret" not in str(plain.value)
     assert (
         place_from_env(env | {"GITHUB_API_URL": "http://127.0.0.1:8/"}).api == "http://127.0.0.1:8"
     )
-    (tmp_path / "event.json").write_text('{"push": {}}')
-    with pytest.raises(ConfigError, match="no pull request"):
-        place_from_env(env)
+    for event in ('{"push": {}}', '{"pull_request": {"number": -1, "head": {"sha": "a"}}}'):
+        (tmp_path / "event.json").write_text(event)
+        with pytest.raises(ConfigError, match="no pull request"):
+            place_from_env(env)
     with pytest.raises(ConfigError, match="RECONCILER_COMMENT_TOKEN is not set") as unset:
         place_from_env({"GITHUB_ACTIONS": "true"})
     # Where a user sets it, on either platform.
@@ -380,17 +380,6 @@ def test_where_to_comment_is_checked(tmp_path: Path, name: str, value: str) -> N
     env = github_env(tmp_path) if name.startswith("GITHUB") else gitlab_env()
     with pytest.raises(ConfigError, match=name):
         place_from_env(env | {name: value})
-    env = github_env(tmp_path)
-    (tmp_path / "event.json").write_text('{"pull_request": {"number": -1, "head": {"sha": "a"}}}')
-    with pytest.raises(ConfigError, match="no pull request"):
-        place_from_env(env)
-
-
-def test_a_plain_http_api_is_refused_for_the_token_not_a_client_secret(tmp_path: Path) -> None:
-    env = github_env(tmp_path) | {"GITHUB_API_URL": "http://api.github.example"}
-    with pytest.raises(ConfigError, match="would send the token unencrypted") as raised:
-        place_from_env(env)
-    assert "client secret" not in str(raised.value)
 
 
 def test_the_session_reads_no_netrc_and_no_proxy_for_plain_http(
@@ -403,7 +392,8 @@ def test_the_session_reads_no_netrc_and_no_proxy_for_plain_http(
     assert session.trust_env is False and not session.proxies
 
 
-def _slow_server(drip: bool) -> tuple[str, Any]:
+def _slow_server(answer: str) -> tuple[str, Any]:
+    """A server that drips its body (``drip``), sends nothing (``silent``), or cuts it short."""
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen()
@@ -411,46 +401,37 @@ def _slow_server(drip: bool) -> tuple[str, Any]:
     def serve() -> None:
         conn, _ = listener.accept()
         conn.recv(65536)
-        if drip:
-            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n")
-        for _ in range(40):
-            time.sleep(0.2)
-            with contextlib.suppress(OSError):
-                conn.sendall(b" " if drip else b"")
+        if answer == "cut":
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n[]")
+        else:
+            if answer == "drip":
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n")
+            for _ in range(40):
+                time.sleep(0.2)
+                with contextlib.suppress(OSError):
+                    conn.sendall(b" " if answer == "drip" else b"")
         conn.close()
 
     threading.Thread(target=serve, daemon=True).start()
     return f"http://127.0.0.1:{listener.getsockname()[1]}", listener
 
 
-@pytest.mark.parametrize("drip", [True, False])
-def test_a_slow_answer_ends_within_the_timeout(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, drip: bool
+@pytest.mark.parametrize(
+    ("answer", "said"),
+    [
+        ("drip", "no whole answer within 1 s"),
+        ("silent", "no whole answer within 1 s"),
+        ("cut", r"comments: ProtocolError"),
+    ],
+)
+def test_a_slow_or_cut_answer_ends_within_the_timeout_as_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, answer: str, said: str
 ) -> None:
     monkeypatch.setattr(comment, "TIMEOUT", 1.0)
-    api, listener = _slow_server(drip)
+    api, listener = _slow_server(answer)
     place = place_from_env(github_env(tmp_path) | {"GITHUB_API_URL": api})
     started = time.monotonic()
-    with pytest.raises(CommentError, match="no whole answer within 1 s"):
+    with pytest.raises(CommentError, match=said):
         post(place, "text")
     assert time.monotonic() - started < 3
-    listener.close()
-
-
-def test_an_answer_cut_short_is_a_clear_error(tmp_path: Path) -> None:
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen()
-
-    def serve() -> None:
-        conn, _ = listener.accept()
-        conn.recv(65536)
-        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n[]")
-        conn.close()
-
-    threading.Thread(target=serve, daemon=True).start()
-    api = f"http://127.0.0.1:{listener.getsockname()[1]}"
-    place = place_from_env(github_env(tmp_path) | {"GITHUB_API_URL": api})
-    with pytest.raises(CommentError, match=r"comments: ProtocolError"):
-        post(place, "text")
     listener.close()

@@ -22,7 +22,6 @@ from reconciler.output.ci import (
     escape_property,
     github_enabled,
     input_error_commands,
-    invite_error_commands,
     render_report,
 )
 from reconciler.output.console import Progress, duration, use_color, what_to_do
@@ -36,9 +35,7 @@ class FakeClock:
         return self.now
 
 
-def test_progress_off_a_terminal_prints_a_line_about_every_ten_seconds(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
+def test_progress_off_a_terminal_prints_a_line_about_every_ten_seconds(capsys) -> None:
     clock = FakeClock()
     progress = Progress("Reading invites", 20_000, clock=clock, interactive=False, ticker=False)
     for _ in range(1_200):
@@ -51,9 +48,7 @@ def test_progress_off_a_terminal_prints_a_line_about_every_ten_seconds(
     assert "elapsed" in lines[0] and "left" in lines[0]
 
 
-def test_progress_line_wording_matches_the_issue_example(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
+def test_progress_line_wording_matches_the_issue_example(capsys) -> None:
     clock = FakeClock()
     progress = Progress("Reading invites", 20_000, clock=clock, interactive=False, ticker=False)
     progress.advance(1_199)
@@ -76,9 +71,7 @@ class FakePace:
         return self.rate if self.settled or early else None
 
 
-def test_under_a_rate_limit_the_time_left_is_the_work_left_over_the_rate(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
+def test_under_a_rate_limit_the_time_left_is_the_work_left_over_the_rate(capsys) -> None:
     # Issue 23: a slow start and refusals early on made the average say "~2 min left"
     # two seconds before the end; the rate the server allows says how long is left.
     clock = FakeClock()
@@ -96,9 +89,7 @@ def test_under_a_rate_limit_the_time_left_is_the_work_left_over_the_rate(
     ]
 
 
-def test_the_limit_is_said_once_per_run_whatever_the_progress_lines(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
+def test_the_limit_is_said_once_per_run_whatever_the_progress_lines(capsys) -> None:
     clock = FakeClock()
     pace = FakePace(4.6)
     for label in ("Reading invites", "Applying"):  # two progress displays, one run
@@ -110,28 +101,20 @@ def test_the_limit_is_said_once_per_run_whatever_the_progress_lines(
     assert said == ["the server limits requests: slowed to about 5 per second"]
 
 
-def test_a_short_limited_run_says_the_rate_it_had_at_the_end(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    pace = FakePace(2.5, settled=False)
-    progress = Progress("Reading invites", 3, interactive=False, ticker=False, pace=pace)
+@pytest.mark.parametrize(
+    ("rate", "said"), [(2.5, ["2.5"]), (None, [])], ids=["limited", "unlimited"]
+)
+def test_a_short_run_says_the_rate_it_had_at_the_end_if_limited(capsys, rate, said) -> None:
+    progress = Progress(
+        "Reading invites", 3, interactive=False, ticker=False, pace=FakePace(rate, False)
+    )
     progress.advance(3)
     progress.finish()
-
-    assert "the server limits requests: slowed to about 2.5 per second" in capsys.readouterr().err
-
-
-def test_an_unlimited_run_says_nothing_of_limits(capsys: pytest.CaptureFixture[str]) -> None:
-    progress = Progress("Reading invites", 3, interactive=False, ticker=False, pace=FakePace(None))
-    progress.advance(3)
-    progress.finish()
-
-    assert "limits" not in capsys.readouterr().err
+    limits = [line for line in capsys.readouterr().err.splitlines() if "limits" in line]
+    assert limits == [f"the server limits requests: slowed to about {n} per second" for n in said]
 
 
-def test_a_run_that_stops_early_never_claims_the_work_it_did_not_do(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
+def test_a_run_that_stops_early_never_claims_the_work_it_did_not_do(capsys) -> None:
     clock = FakeClock()
     progress = Progress("Reading invites", 6, clock=clock, interactive=False, ticker=False)
     progress.advance(failed=True)  # the first read failed: a run-fatal error follows
@@ -143,31 +126,21 @@ def test_a_run_that_stops_early_never_claims_the_work_it_did_not_do(
     )
 
 
-def test_a_finished_run_says_what_was_done(capsys: pytest.CaptureFixture[str]) -> None:
-    clock = FakeClock()
-    with Progress("Applying", 3, clock=clock, interactive=False, ticker=False) as progress:
-        progress.advance(2)
-        progress.advance(failed=True)
-        clock.now += 75
-    assert capsys.readouterr().err == "Applying: 2 of 3 done, 1 failed, in 1 min.\n"
-
-
-def test_what_did_not_succeed_may_be_named_otherwise_than_failed(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    # apply's: a conflict, a diverged value or a re-send whose outcome is unknown.
+# apply's names what did not succeed otherwise: a conflict, a diverged value, a re-send
+# whose outcome is unknown.
+@pytest.mark.parametrize("word", ["failed", "to look at"])
+def test_a_finished_run_says_what_was_done(capsys, word: str) -> None:
     clock = FakeClock()
     with Progress(
-        "Applying", 2, clock=clock, interactive=False, ticker=False, failed_word="to look at"
-    ) as progress:
-        progress.advance()
-        progress.advance(failed=True)
-    assert capsys.readouterr().err == "Applying: 1 of 2 done, 1 to look at, in 0 s.\n"
+        "Applying", 3, clock=clock, interactive=False, ticker=False, failed_word=word
+    ) as p:
+        p.advance(2)
+        p.advance(failed=True)
+        clock.now += 75
+    assert capsys.readouterr().err == f"Applying: 2 of 3 done, 1 {word}, in 1 min.\n"
 
 
-def test_a_stalled_run_still_prints_a_line_every_interval(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
+def test_a_stalled_run_still_prints_a_line_every_interval(capsys) -> None:
     clock = FakeClock()
     progress = Progress("Reading invites", 400, clock=clock, interactive=False, interval=10)
     progress.advance(20)
@@ -233,12 +206,6 @@ def test_values_cannot_end_the_command_early_or_start_another() -> None:
     assert escape_property("%") == "%25"
 
 
-def test_per_invite_api_errors_are_titled_by_the_invite_id() -> None:
-    assert invite_error_commands([("inv_gone", "invite not found (404)", None)]) == [
-        "::error title=inv_gone::invite not found (404)"
-    ]
-
-
 @pytest.mark.parametrize(
     ("choice", "env", "expected"),
     [
@@ -275,10 +242,7 @@ def test_code_quality_report_has_the_fields_gitlab_reads() -> None:
     fingerprints = [entry["fingerprint"] for entry in report]
     assert len(set(fingerprints)) == 3
     assert json.loads(render_report(problems))[0]["fingerprint"] == fingerprints[0]
-
-
-def test_an_empty_report_is_an_empty_list() -> None:
-    assert json.loads(render_report([])) == []
+    assert json.loads(render_report([])) == []  # an empty report is an empty list
 
 
 # --- colour --------------------------------------------------------------------------------

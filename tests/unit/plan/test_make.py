@@ -119,10 +119,7 @@ def test_an_accepted_invite_that_differs_is_set_apart_never_changed():
             desired(1, email="new@x.example", primaryContact={"name": "Janet"}),
             Done(current(1, "accepted", email="old@x.example", primaryContact=contact, name="Z")),
         ),
-        (
-            desired(2, email="same@x.example"),
-            Done(current(2, "accepted", email="same@x.example")),
-        ),
+        (desired(2, email="same@x.example"), Done(current(2, "accepted", email="same@x.example"))),
         (desired(3), Done(current(3, None))),
     ]
     plan = make_plan(BASE, readings)
@@ -275,42 +272,44 @@ def equal(field: str, a: Any, b: Any) -> bool:
     return kind_of(field).equal(held({field: a})[field], held({field: b})[field])
 
 
-def test_set_fields_ignore_order_and_repeats_even_when_another_field_changes():
-    current = typed({"groups": ["emea", "enterprise"], "email": "old@acme.example"})
-    repeated = typed({"groups": ["enterprise", "emea", "emea"]})
-    assert compare_invite(repeated, current) == {}
-    changed_email = compare_invite({**repeated, "email": "new@acme.example"}, current)
-    assert changed_email == {"email": "new@acme.example"}  # groups not sent along
-    server_repeats = typed({"groups": ["emea", "emea", "enterprise"]})
-    assert compare_invite(typed({"groups": ["emea", "enterprise"]}), server_repeats) == {}
+JANE = {"name": "Jane Doe", "email": "jane@acme.example"}
+GROUPS = {"groups": ["emea", "enterprise"]}
+OLD = {**GROUPS, "email": "old@acme.example"}
+REPEATED = {"groups": ["enterprise", "emea", "emea"]}
+PATCHES = {  # the files', the server's, the patch
+    "a-set-ignores-order-and-repeats": (REPEATED, OLD, {}),
+    "a-set-not-sent-along-another-change": ({**REPEATED, "email": "n@x"}, OLD, {"email": "n@x"}),
+    "the-server-repeats-in-a-set": (GROUPS, {"groups": ["emea", "emea", "enterprise"]}, {}),
+    "a-set-sends-the-whole-list": (
+        {"groups": ["vip", "emea"]},
+        GROUPS,
+        {"groups": ["vip", "emea"]},
+    ),
+    "a-partial-contact-matching": ({"primaryContact": JANE}, {"primaryContact": CONTACT}, {}),
+    # The contact's sub-fields the files leave out are sent as the server holds them.
+    "a-partial-contact-changed": (
+        {"primaryContact": {"email": "janet@acme.example"}},
+        {"primaryContact": CONTACT, "name": "Acme"},
+        {"primaryContact": {**CONTACT, "email": "janet@acme.example"}},
+    ),
+    "a-contacts-email-alone-changed": (
+        {"primaryContact": {**JANE, "email": "janet@acme.example"}},
+        {"primaryContact": CONTACT},
+        {"primaryContact": {**CONTACT, "email": "janet@acme.example"}},
+    ),
+    "a-contacts-name-alone-changed": (
+        {"primaryContact": {**JANE, "name": "Janet Doe"}},
+        {"primaryContact": CONTACT},
+        {"primaryContact": {**CONTACT, "name": "Janet Doe"}},
+    ),
+    "a-contact-the-server-lacks": ({"primaryContact": JANE}, {}, {"primaryContact": JANE}),
+    "fields-not-managed": ({"email": "a@x.example"}, {"email": "a@x.example", "name": "Z"}, {}),
+}
 
 
-def test_a_set_field_change_sends_the_whole_desired_list():
-    patch = compare_invite(
-        typed({"groups": ["vip", "emea"]}), typed({"groups": ["emea", "enterprise"]})
-    )
-    assert patch == {"groups": ["vip", "emea"]}
-
-
-def test_a_partial_contact_that_matches_is_no_change_whatever_its_unmanaged_phone():
-    desired = typed({"primaryContact": {"name": "Jane Doe", "email": "jane@acme.example"}})
-    assert compare_invite(desired, typed({"primaryContact": CONTACT})) == {}
-
-
-def test_a_partial_contact_change_alone_keeps_the_servers_unmanaged_sub_fields():
-    desired = typed({"primaryContact": {"email": "janet@acme.example"}})
-    patch = compare_invite(desired, typed({"primaryContact": CONTACT, "name": "Acme"}))
-    assert patch == {"primaryContact": {**CONTACT, "email": "janet@acme.example"}}
-
-
-def test_a_contact_where_the_server_has_none_is_sent_as_written():
-    desired = typed({"primaryContact": {"name": "Jane Doe"}})
-    assert compare_invite(desired, {}) == desired
-
-
-def test_fields_the_files_do_not_manage_are_never_compared():
-    desired = typed({"email": "a@x.example"})
-    assert compare_invite(desired, typed({"email": "a@x.example", "name": "Z"})) == {}
+@pytest.mark.parametrize(("wanted", "server", "patch"), PATCHES.values(), ids=PATCHES)
+def test_a_patch_holds_what_differs_in_what_the_files_manage(wanted, server, patch):
+    assert compare_invite(typed(wanted), typed(server)) == typed(patch)
 
 
 @settings(max_examples=100, deadline=None)
@@ -346,23 +345,6 @@ def test_every_value_equals_itself(value: Any):
 # Each case is something a user would notice: a contact's new email left out of the
 # plan, a saved plan refused because the server listed the same groups in another
 # order, or two different numbers taken for one.
-
-
-def test_a_contact_whose_email_alone_changed_is_a_change():
-    # The schema makes a contact carry both a name and an email; only the email moved.
-    desired = typed({"primaryContact": {"name": "Jane Doe", "email": "janet@acme.example"}})
-
-    patch = compare_invite(desired, typed({"primaryContact": CONTACT}))
-
-    assert patch == {"primaryContact": {**CONTACT, "email": "janet@acme.example"}}
-
-
-def test_a_contact_whose_name_alone_changed_is_a_change():
-    desired = typed({"primaryContact": {"name": "Janet Doe", "email": "jane@acme.example"}})
-
-    patch = compare_invite(desired, typed({"primaryContact": CONTACT}))
-
-    assert patch == {"primaryContact": {**CONTACT, "name": "Janet Doe"}}
 
 
 def test_groups_the_server_lists_in_another_order_are_still_the_planned_groups():

@@ -30,41 +30,6 @@ def _plan_with(changes: int, max_changes: int | None = None) -> Plan:
     return make_plan(BASE, [(desired(i), Done(current(i))) for i in range(changes)], max_changes)
 
 
-def test_max_changes_allows_exactly_the_limit_and_refuses_one_more():
-    _plan_with(3, max_changes=3).raise_if_unsafe()
-    with pytest.raises(TooMuchChange) as raised:
-        _plan_with(4, max_changes=3).raise_if_unsafe()
-    assert str(raised.value) == (
-        "refusing to apply, nothing was changed: the plan updates 4 invites, more than "
-        "max_changes (3). Split the change or raise the limit."
-    )
-    assert isinstance(raised.value, ReconcilerError)  # the CLI's exit 1, no traceback
-
-
-def test_a_runs_stricter_limit_applies_and_the_plan_keeps_its_own():
-    plan = _plan_with(2, max_changes=5)
-    with pytest.raises(TooMuchChange, match=r"updates 2 invites, more than max_changes \(1\)"):
-        plan.raise_if_unsafe(1)
-    assert plan.max_changes == 5  # not rewritten by the check
-    plan.raise_if_unsafe(10)  # a looser run limit does not loosen the plan's
-    with pytest.raises(TooMuchChange, match=r"\(0\)"):
-        _plan_with(1).raise_if_unsafe(0)
-    assert _plan_with(1).too_much_change(None) is None
-    refusal = _plan_with(1, max_changes=0).too_much_change()
-    assert refusal is not None and "1 invite," in refusal.reason
-
-
-def test_a_saved_plan_over_its_own_limit_says_to_make_a_new_plan_not_to_split():
-    saved = plan_from_document(to_document(_plan_with(4, max_changes=3)), "plan.json")
-    with pytest.raises(TooMuchChange) as raised:
-        saved.raise_if_unsafe()
-    assert raised.value.reason == (
-        "the plan updates 4 invites, more than max_changes (3). "
-        "This plan was made with --max-changes 3; make a new plan with a higher limit."
-    )
-    assert saved.format_version == 2
-
-
 def test_every_record_reads_back_what_it_wrote():
     change = InviteChange(
         "inv_a", SourceLocation("a.yaml", 2), "Müller", {"email": "o@x"}, {"email": "n@x"}, True
@@ -126,77 +91,65 @@ def test_the_plan_hash_does_not_depend_on_the_order_fields_were_read_in():
     assert plan_digest(Plan(BASE, [one], [], 0)) == plan_digest(Plan(BASE, [other], [], 0))
 
 
-# From test_max_changes_advice.py:
-# What a refused plan tells the user to do: split it, or make a new plan.
-#
-# A saved plan carries the limit it was reviewed under; telling its user to
-# "raise the limit" on apply would be advice that cannot work.
 SPLIT = "Split the change or raise the limit."
+NEW_PLAN = "This plan was made with --max-changes 2; make a new plan with a higher limit."
+MORE = "the plan updates {} more than max_changes ({}). {}"
 
 
 def plan_of(count: int, max_changes: int | None, *, saved: bool = False) -> Plan:
+    source = SourceLocation("invites/a.yaml", 2)
     changes = [
-        InviteChange(
-            f"inv_{n}",
-            SourceLocation("invites/a.yaml", n + 2),
-            None,
-            {"name": "A"},
-            {"name": "B"},
-            False,
-        )
+        InviteChange(f"inv_{n}", source, None, {"name": "A"}, {"name": "B"}, False)
         for n in range(count)
     ]
-    return Plan(
-        base_url="https://api.example.com", changes=changes, max_changes=max_changes, saved=saved
-    )
+    return Plan(base_url=BASE, changes=changes, max_changes=max_changes, saved=saved)
 
 
-def refusal(plan: Plan, limit: int | None = None) -> str:
-    with pytest.raises(TooMuchChange) as caught:
+# A saved plan carries the limit it was reviewed under; telling its user to "raise the
+# limit" on apply would be advice that cannot work.
+LIMITS = {  # invites, the plan's max_changes, saved, the run's limit, the refusal
+    "exactly-the-limit": (3, 3, False, None, None),
+    "no-limit": (5, None, False, None, None),
+    "one-more-than-the-plans-limit": (4, 3, False, None, MORE.format("4 invites,", 3, SPLIT)),
+    "the-runs-limit-alone": (3, None, False, 1, MORE.format("3 invites,", 1, SPLIT)),
+    "one-invite-in-english": (1, None, False, 0, MORE.format("1 invite,", 0, SPLIT)),
+    "a-stricter-run-limit-applies": (2, 5, False, 1, MORE.format("2 invites,", 1, SPLIT)),
+    "a-looser-run-limit": (2, 5, False, 10, None),
+    "saved-within-its-limits": (2, 2, True, 2, None),
+    "saved-over-its-own-limit": (3, 2, True, None, MORE.format("3 invites,", 2, NEW_PLAN)),
+    "saved-with-an-equal-run-limit": (3, 2, True, 2, MORE.format("3 invites,", 2, NEW_PLAN)),
+    "saved-with-a-looser-run-limit": (3, 2, True, 5, MORE.format("3 invites,", 2, NEW_PLAN)),
+    "saved-with-a-stricter-run-limit": (3, 5, True, 2, MORE.format("3 invites,", 2, SPLIT)),
+}
+
+
+@pytest.mark.parametrize(
+    ("count", "max_changes", "saved", "limit", "reason"), LIMITS.values(), ids=LIMITS
+)
+def test_max_changes_refuses_past_the_strictest_limit_with_advice_that_works(
+    count, max_changes, saved, limit, reason
+):
+    plan = plan_of(count, max_changes, saved=saved)
+    if reason is None:
         plan.raise_if_unsafe(limit)
-    return str(caught.value)
+        return
+    with pytest.raises(TooMuchChange) as raised:
+        plan.raise_if_unsafe(limit)
+    assert raised.value.reason == reason
+    assert str(raised.value) == f"refusing to apply, nothing was changed: {reason}"
+    assert isinstance(raised.value, ReconcilerError)  # the CLI's exit 1, no traceback
+    assert plan.max_changes == max_changes  # not rewritten by the check
 
 
-def test_a_saved_plan_over_its_own_limit_says_to_make_a_new_plan():
-    message = refusal(plan_of(3, max_changes=2, saved=True))
-
-    assert message == (
-        "refusing to apply, nothing was changed: the plan updates 3 invites, more than "
-        "max_changes (2). This plan was made with --max-changes 2; make a new plan with a "
-        "higher limit."
-    )
-
-
-@pytest.mark.parametrize("limit", [2, 5])
-def test_a_looser_or_equal_limit_on_apply_still_names_the_saved_one(limit: int):
-    message = refusal(plan_of(3, max_changes=2, saved=True), limit)
-
-    assert message.endswith(
-        "This plan was made with --max-changes 2; make a new plan with a higher limit."
-    )
-
-
-def test_a_stricter_limit_on_apply_says_to_split_or_raise_it():
-    message = refusal(plan_of(3, max_changes=5, saved=True), 2)
-
-    assert message.endswith(f"more than max_changes (2). {SPLIT}")
-
-
-def test_a_plan_just_made_says_to_split_or_raise_the_limit():
-    assert refusal(plan_of(3, max_changes=2)).endswith(f"more than max_changes (2). {SPLIT}")
-    assert refusal(plan_of(3, max_changes=None), 1).endswith(f"max_changes (1). {SPLIT}")
+def test_a_plan_keeps_its_max_changes_and_reads_back_as_saved():
+    assert _plan_with(1).too_much_change(None) is None
+    refusal = _plan_with(1, max_changes=0).too_much_change()
+    assert refusal is not None and "1 invite," in refusal.reason
     assert str(TooMuchChange(3, 2)).endswith(SPLIT)
-
-
-def test_a_plan_within_its_limits_is_not_refused():
-    plan_of(2, max_changes=2, saved=True).raise_if_unsafe(2)
-    plan_of(5, max_changes=None).raise_if_unsafe()
-
-
-# From test_review_wording.py: Counts read as English: one answer, one invite.
-def test_the_max_changes_refusal_counts_invites() -> None:
-    assert "updates 1 invite, more than max_changes (0)" in TooMuchChange(1, 0).reason
-    assert "updates 2 invites, more than" in TooMuchChange(2, 1).reason
+    saved = plan_from_document(to_document(_plan_with(4, max_changes=3)), "plan.json")
+    assert saved.format_version == 2
+    with pytest.raises(TooMuchChange, match=r"This plan was made with --max-changes 3; make"):
+        saved.raise_if_unsafe()
 
 
 # From test_untrusted_inputs.py: What an attacker found after the rebuild: each stays fixed.

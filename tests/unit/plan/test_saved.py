@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support.values import held, typed, value
+from support.values import held, typed
 
 import reconciler.plan.saved
 from reconciler.api.concurrency import Stop
@@ -63,42 +63,35 @@ SECRET = "s3cr3t-for-the-plan-job"
 BASE = "https://api.example.com"
 
 
+def at(where: str) -> SourceLocation:
+    file, line = where.rsplit(":", 1)
+    return SourceLocation(file, int(line))
+
+
 def sample_plan() -> Plan:
+    acme_before = held({"email": "old@acme.example", "groups": ["emea"]})
+    acme_after = typed({"email": "new@acme.example", "groups": ["emea", "vip"]})
     return Plan(
         base_url=BASE,
         changes=[
             InviteChange(
                 "inv_acme",
-                SourceLocation("invites/acme.yaml", 3),
+                at("invites/acme.yaml:3"),
                 "株式会社サクラ商事",
-                held({"email": "old@acme.example", "groups": ["emea"]}),
-                typed({"email": "new@acme.example", "groups": ["emea", "vip"]}),
+                acme_before,
+                acme_after,
                 True,
             ),
             InviteChange(
-                "inv_b",
-                SourceLocation("invites/b.yaml", 2),
-                None,
-                {"name": "B"},
-                {"name": "Bee"},
-                False,
+                "inv_b", at("invites/b.yaml:2"), None, {"name": "B"}, {"name": "Bee"}, False
             ),
         ],
-        failed=[
-            FailedInvite(
-                "inv_gone", SourceLocation("invites/z.yaml", 9), "HTTP 404: not found", 404, "r1"
-            )
-        ],
+        failed=[FailedInvite("inv_gone", at("invites/z.yaml:9"), "HTTP 404: not found", 404, "r1")],
         unchanged=12,
         max_changes=50,
         not_updatable=[
             NotUpdatable(
-                "inv_done",
-                SourceLocation("invites/d.yaml", 4),
-                "Done",
-                {"name": "X"},
-                {"name": "Y"},
-                "accepted",
+                "inv_done", at("invites/d.yaml:4"), "Done", {"name": "X"}, {"name": "Y"}, "accepted"
             )
         ],
     )
@@ -122,6 +115,8 @@ def test_a_saved_plan_loads_back_exactly_and_signed(tmp_path):
     assert again == plan
     assert plan_digest(again) == plan_digest(plan)
     assert list(tmp_path.iterdir()) == [tmp_path / "plan.json"]  # no temporary file left
+    # It names every invite and its contacts: not for other users of a shared runner.
+    assert (tmp_path / "plan.json").stat().st_mode & 0o777 == 0o600
 
 
 # Where a plan's requests go when reconciler.yaml sets the paths (issue 51, row 5).
@@ -169,14 +164,14 @@ def test_a_saved_plan_is_applied_only_at_the_invite_paths_it_names():
         f"read {URLS['read']}, resend {URLS['resend']}, update {URLS['update']} "
         "(reconciler.yaml changed since the plan was made)"
     ]
-    named = sample_plan()
+    named = two_change_plan()
     named.invite_urls = dict(URLS)
     assert saved_plan_state(named, BASE, nothing.read, 4).drift == [
         f"the plan's invite paths are read {URLS['read']}, resend {URLS['resend']}, "
         f"update {URLS['update']}, but this run's are the contract's own "
         "(reconciler.yaml changed since the plan was made)"
     ]
-    server = FakeServer(_server_as_planned())
+    server = FakeServer(as_planned())
     assert saved_plan_state(named, BASE, server.read, 4, invite_urls=dict(URLS)).drift == []
 
 
@@ -190,8 +185,6 @@ def test_a_plan_with_a_bad_signature_or_none_is_refused(tmp_path):
     save_plan(unsigned, str(tmp_path / "unsigned.json"))
     with pytest.raises(ReconcilerError, match="not signed"):
         load_signed_plan(str(tmp_path / "unsigned.json"), SECRET)
-    with pytest.raises(ReconcilerError, match="RECONCILER_CLIENT_SECRET"):
-        load_signed_plan(str(tmp_path / "other.json"), None)
 
 
 def test_a_plan_naming_an_invite_twice_is_refused_even_when_signed(tmp_path):
@@ -204,6 +197,9 @@ def test_a_plan_naming_an_invite_twice_is_refused_even_when_signed(tmp_path):
     across["errors"][0]["id"] = "inv_b"
     with pytest.raises(ReconcilerError, match="inv_b more than once"):
         load_plan(write(tmp_path / "across.json", across))
+    across = to_document(sample_plan())
+    across["not_updatable"][0]["id"] = "inv_b"  # both changed and not updatable
+    assert "it names inv_b more than once" in refusal(write(tmp_path / "both.json", across))
 
 
 def test_a_version_1_plan_can_be_shown_but_never_applied(tmp_path):
@@ -212,11 +208,9 @@ def test_a_version_1_plan_can_be_shown_but_never_applied(tmp_path):
     document["format_version"] = 1
     path = write(tmp_path / "v1.json", document)
     assert len(load_plan(path).changes) == 2
+    assert to_document(load_plan(path))["format_version"] == 1  # and shown as version 1
     with pytest.raises(ReconcilerError, match=r"not signed \(format_version 1\)"):
         load_signed_plan(path, SECRET)
-    document["format_version"] = 3
-    with pytest.raises(ReconcilerError, match="format_version 3 is not supported"):
-        load_plan(write(tmp_path / "v3.json", document))
 
 
 def test_an_unwritable_destination_is_a_clear_error(tmp_path):
@@ -237,8 +231,9 @@ def test_an_unreadable_plan_file_is_a_clear_error(tmp_path):
     with pytest.raises(ReconcilerError, match="cannot read a plan file"):
         load_plan(str(tmp_path))
     (tmp_path / "latin1.json").write_bytes(b'{"name": "M\xfcller"}')
-    with pytest.raises(ReconcilerError, match="not UTF-8"):
-        load_plan(str(tmp_path / "latin1.json"))
+    assert refusal(str(tmp_path / "latin1.json")) == (
+        f"{tmp_path / 'latin1.json'}: not a plan file (not UTF-8 text)"
+    )
 
 
 def test_deep_nesting_is_refused_before_parsing_with_its_place(tmp_path):
@@ -329,71 +324,15 @@ class FakeServer:
         return self.invites[invite_id]
 
 
-def _server_as_planned() -> dict[str, CurrentInvite]:
-    return {
-        "inv_acme": CurrentInvite(
-            "inv_acme", "pending", typed({"email": "old@acme.example", "groups": ["emea"]})
-        ),
-        "inv_b": CurrentInvite("inv_b", "pending", typed({"name": "B"})),
-    }
-
-
-def test_a_server_as_planned_is_no_drift():
-    server = FakeServer(_server_as_planned())
-    assert saved_plan_state(sample_plan(), BASE + "/", server.read, parallelism=4).drift == []
-
-
-def test_an_invite_accepted_since_the_plan_is_drift():
-    invites = _server_as_planned()
-    invites["inv_b"] = CurrentInvite("inv_b", "accepted", typed({"name": "B"}))
-    drift = saved_plan_state(sample_plan(), BASE, FakeServer(invites).read, parallelism=4).drift
-    assert drift == ["inv_b (invites/b.yaml:2): is now accepted, not pending"]
-
-
-def test_an_invite_that_vanished_since_the_plan_is_drift():
-    invites = _server_as_planned()
-    del invites["inv_acme"]
-    drift = saved_plan_state(sample_plan(), BASE, FakeServer(invites).read, parallelism=4).drift
-    assert drift == [
-        "inv_acme (invites/acme.yaml:3): cannot re-read it: "
-        "HTTP 404: invite inv_acme not found (requestId req-9)"
-    ]
-
-
-def test_a_changed_value_and_another_server_are_drift():
-    invites = _server_as_planned()
-    invites["inv_acme"] = CurrentInvite(
-        "inv_acme", "pending", typed({"email": "old@acme.example", "groups": ["apac"]})
-    )
-    drift = saved_plan_state(sample_plan(), BASE, FakeServer(invites).read, parallelism=4).drift
-    assert drift == [
-        'inv_acme (invites/acme.yaml:3): `groups` was ["emea"] when planned, is now ["apac"]'
-    ]
-    elsewhere = saved_plan_state(sample_plan(), "https://other.test", FakeServer({}).read, 4).drift
-    assert elsewhere == [
-        f"the plan was made against {BASE}, but this run talks to https://other.test"
-    ]
-
-
 def two_change_plan(base_url: str = BASE) -> Plan:
+    sakura = held({"name": "株式会社サクラ", "groups": ["emea", "vip"]})
+    sakura_kk = typed({"name": "Sakura KK", "groups": ["emea"]})
     return Plan(
         base_url=base_url,
         changes=[
+            InviteChange("inv_a", at("invites/a.yaml:3"), "Acme", sakura, sakura_kk, False),
             InviteChange(
-                "inv_a",
-                SourceLocation("invites/a.yaml", 3),
-                "Acme",
-                held({"name": "株式会社サクラ", "groups": ["emea", "vip"]}),
-                typed({"name": "Sakura KK", "groups": ["emea"]}),
-                False,
-            ),
-            InviteChange(
-                "inv_b",
-                SourceLocation("invites/b.yaml", 2),
-                None,
-                {"name": "B"},
-                {"name": "Bee"},
-                False,
+                "inv_b", at("invites/b.yaml:2"), None, {"name": "B"}, {"name": "Bee"}, False
             ),
         ],
     )
@@ -414,89 +353,63 @@ def refusal(path: str) -> str:
     return str(caught.value)
 
 
-# --- drift --------------------------------------------------------------------------------
+# --- drift ---------------------------------------------------------------------------------
 
 
-def test_groups_the_server_now_lists_in_another_order_are_no_drift():
-    invites = as_planned()
-    invites["inv_a"].fields["groups"] = value("groups", ["vip", "emea"])
+def _now(invite_id: str, fields: dict[str, Any], status: str = "pending") -> CurrentInvite:
+    return CurrentInvite(invite_id, status, typed(fields))
 
-    assert (
-        saved_plan_state(two_change_plan(), BASE, FakeServer(invites).read, parallelism=2).drift
-        == []
+
+SAKURA = {"name": "株式会社サクラ", "groups": ["emea", "vip"]}
+ACCEPTED = {"inv_b": _now("inv_b", {"name": "B"}, "accepted")}
+SAID_ACCEPTED = "inv_b (invites/b.yaml:2): is now accepted, not pending"
+VANISHED = "inv_a (invites/a.yaml:3): cannot re-read it: HTTP 404: invite inv_a not found"
+WAS = "inv_a (invites/a.yaml:3): `{}` was {} when planned, is now {}"
+MOVED = {  # the server's invites that differ from the planned ones (None: gone)
+    "as-planned": ({}, []),
+    "groups-in-another-order": (
+        {"inv_a": _now("inv_a", {**SAKURA, "groups": ["vip", "emea"]})},
+        [],
+    ),
+    "accepted": (ACCEPTED, [SAID_ACCEPTED]),
+    "vanished": ({"inv_a": None}, [VANISHED + " (requestId req-9)"]),
+    "all-named-after-one-vanished": (
+        {"inv_a": None, **ACCEPTED},
+        [VANISHED + " (requestId req-9)", SAID_ACCEPTED],
+    ),
+    "changed": (
+        {"inv_a": _now("inv_a", {**SAKURA, "groups": ["apac"]})},
+        [WAS.format("groups", '["emea", "vip"]', '["apac"]')],
+    ),
+    "shown-as-written": (
+        {"inv_a": _now("inv_a", {**SAKURA, "name": "株式会社モミジ"})},
+        [WAS.format("name", '"株式会社サクラ"', '"株式会社モミジ"')],
+    ),
+}
+
+
+@pytest.mark.parametrize(("moved", "drift"), MOVED.values(), ids=MOVED)
+def test_what_moved_on_the_server_since_the_plan_is_drift(moved, drift):
+    invites = {key: now for key, now in {**as_planned(), **moved}.items() if now is not None}
+    assert saved_plan_state(two_change_plan(), BASE, FakeServer(invites).read, 2).drift == drift
+
+
+API = "https://api.example.com/api"
+ADDRESSES = {  # planned, this run's, the same server
+    "a-trailing-slash-on-the-plan": (BASE + "/", BASE, True),
+    "a-trailing-slash-on-the-run": (BASE, BASE + "/", True),
+    "differs-only-in-its-last-letter": (API + "X", API, False),
+    "a-run-with-one-more-letter": (API, API + "X", False),
+    "another-host": (BASE, "https://other.test", False),
+}
+
+
+@pytest.mark.parametrize(("planned", "run", "same"), ADDRESSES.values(), ids=ADDRESSES)
+def test_another_address_is_another_server(planned, run, same):
+    drift = saved_plan_state(two_change_plan(planned), run, FakeServer(as_planned()).read, 2).drift
+    assert drift == (
+        [] if same else [f"the plan was made against {planned}, but this run talks to {run}"]
     )
-
-
-def test_every_invite_that_moved_is_named_even_after_one_that_vanished():
-    invites = as_planned()
-    del invites["inv_a"]
-    invites["inv_b"] = CurrentInvite("inv_b", "accepted", typed({"name": "B"}))
-
-    drift = saved_plan_state(two_change_plan(), BASE, FakeServer(invites).read, parallelism=1).drift
-
-    assert drift == [
-        "inv_a (invites/a.yaml:3): cannot re-read it: "
-        "HTTP 404: invite inv_a not found (requestId req-9)",
-        "inv_b (invites/b.yaml:2): is now accepted, not pending",
-    ]
-
-
-def test_a_changed_name_is_shown_as_written_not_as_escapes():
-    invites = as_planned()
-    invites["inv_a"].fields["name"] = "株式会社モミジ"
-
-    drift = saved_plan_state(two_change_plan(), BASE, FakeServer(invites).read, parallelism=2).drift
-
-    assert drift == [
-        'inv_a (invites/a.yaml:3): `name` was "株式会社サクラ" when planned, '
-        'is now "株式会社モミジ"'
-    ]
-
-
-def test_a_trailing_slash_on_either_address_is_the_same_server():
-    server = FakeServer(as_planned())
-
-    assert (
-        saved_plan_state(two_change_plan(BASE + "/"), BASE, server.read, parallelism=2).drift == []
-    )
-    assert (
-        saved_plan_state(two_change_plan(BASE), BASE + "/", server.read, parallelism=2).drift == []
-    )
-
-
-def test_an_address_that_differs_only_in_its_last_letter_is_another_server():
-    plan = two_change_plan("https://api.example.com/apiX")
-
-    drift = saved_plan_state(
-        plan, "https://api.example.com/api", FakeServer(as_planned()).read, 2
-    ).drift
-
-    assert drift == [
-        "the plan was made against https://api.example.com/apiX, "
-        "but this run talks to https://api.example.com/api"
-    ]
-
-
-def test_a_run_against_an_address_with_one_more_letter_is_another_server():
-    plan = two_change_plan("https://api.example.com/api")
-
-    drift = saved_plan_state(
-        plan, "https://api.example.com/apiX", FakeServer(as_planned()).read, 2
-    ).drift
-
-    assert drift == [
-        "the plan was made against https://api.example.com/api, "
-        "but this run talks to https://api.example.com/apiX"
-    ]
-
-
-def test_a_saved_plan_is_readable_by_its_owner_only(tmp_path):
-    # It names every invite and its contacts: not for other users of a shared runner.
-    path = tmp_path / "plan.json"
-
-    save_plan(two_change_plan(), str(path))
-
-    assert path.stat().st_mode & 0o777 == 0o600
 
 
 def test_an_interrupt_while_checking_the_plan_says_nothing_was_changed():
@@ -518,68 +431,41 @@ def test_an_interrupt_while_checking_the_plan_says_nothing_was_changed():
 # --- refused files ------------------------------------------------------------------------
 
 
-def test_a_plan_from_another_version_says_to_use_the_same_version(tmp_path):
-    document = to_document(two_change_plan())
-    document["format_version"] = 99
-
-    message = refusal(write(tmp_path / "v99.json", document))
-
-    assert message.endswith(
-        "plan format_version 99 is not supported by this reconcile (it reads version 2); "
-        "make the plan with the same version of the tool"
-    )
-
-
-def test_a_plan_missing_a_top_level_part_says_where(tmp_path):
-    document = to_document(two_change_plan())
-    del document["changes"]
-
-    message = refusal(write(tmp_path / "cut.json", document))
-
-    assert message.endswith("(top level: 'changes' is a required property)")
-
-
-def test_of_several_problems_the_same_one_is_named_on_every_run(tmp_path):
-    document = to_document(two_change_plan())
-    document["max_changes"] = "x"
-    document["base_url"] = 7
-    document["created_at"] = 7
-
-    message = refusal(write(tmp_path / "many.json", document))
-
-    # Named by the order of their places (here: key names), not the schema's checking order.
-    assert message.endswith("(base_url: 7 is not of type 'string')")
-
-
-def test_of_several_bad_changes_the_first_by_position_is_named(tmp_path):
-    document = to_document(two_change_plan())
+def _eleven_changes_two_bad(document: dict) -> None:
     one = document["changes"][1]
     document["changes"] = [{**copy.deepcopy(one), "id": f"inv_{n}"} for n in range(11)]
     document["changes"][9]["resend"] = "yes"
     document["changes"][10]["resend"] = "no"
 
-    message = refusal(write(tmp_path / "nine.json", document))
 
+ONE_VERSION = "(it reads version 2); make the plan with the same version of the tool"
+WRONG = {  # how the document is edited, how its refusal ends
+    "another-version": (
+        lambda d: d.update(format_version=99),
+        f"format_version 99 is not supported by this reconcile {ONE_VERSION}",
+    ),
+    "a-top-level-part-missing": (
+        lambda d: d.pop("changes"),
+        "(top level: 'changes' is a required property)",
+    ),
+    # Named by the order of their places (here: key names), not the schema's order.
+    "of-several-the-same-each-run": (
+        lambda d: d.update(max_changes="x", base_url=7, created_at=7),
+        "(base_url: 7 is not of type 'string')",
+    ),
     # Change 9 comes before change 10, as a reader counts, not as text sorts.
-    assert message.endswith("(changes/9/resend: 'yes' is not of type 'boolean')")
+    "of-several-changes-the-first": (
+        _eleven_changes_two_bad,
+        "(changes/9/resend: 'yes' is not of type 'boolean')",
+    ),
+}
 
 
-def test_an_invite_both_changed_and_not_updatable_is_refused(tmp_path):
+@pytest.mark.parametrize(("edit", "ending"), WRONG.values(), ids=WRONG)
+def test_a_refused_plan_says_what_is_wrong_where(tmp_path, edit, ending):
     document = to_document(two_change_plan())
-    document["not_updatable"] = [
-        {
-            "id": "inv_b",
-            "name": None,
-            "source": "invites/b.yaml:2",
-            "status": "accepted",
-            "before": {"name": "B"},
-            "after": {"name": "Bee"},
-        }
-    ]
-
-    message = refusal(write(tmp_path / "both.json", document))
-
-    assert "it names inv_b more than once" in message
+    edit(document)
+    assert refusal(write(tmp_path / "bad.json", document)).endswith(ending)
 
 
 def test_many_repeated_invites_are_named_ten_at_most_in_order(tmp_path):
@@ -634,9 +520,6 @@ def test_a_long_schema_complaint_is_cut_to_three_hundred_characters(tmp_path):
 # and the previous file as it was.
 # The characters the JSON writer escapes, from their one definition.
 _UNSAFE = re.compile(f"[{NON_ASCII_UNSAFE}]")
-
-
-SECRET = "s3cr3t-for-the-streaming-tests"
 
 
 PLANS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -760,20 +643,18 @@ def test_a_tag_character_is_written_as_its_json_surrogate_pair() -> None:
 
 
 def a_plan(count: int) -> Plan:
-    return Plan(
-        base_url="https://api.example.test",
-        changes=[
-            InviteChange(
-                f"inv_{n}",
-                SourceLocation("invites/a.yaml", n),
-                "Müller",
-                {"email": "a@x"},
-                {"email": "b@x"},
-                False,
-            )
-            for n in range(count)
-        ],
-    )
+    changes = [
+        InviteChange(
+            f"inv_{n}",
+            at(f"invites/a.yaml:{n}"),
+            "Müller",
+            {"email": "a@x"},
+            {"email": "b@x"},
+            False,
+        )
+        for n in range(count)
+    ]
+    return Plan(base_url="https://api.example.test", changes=changes)
 
 
 def test_a_saved_streamed_plan_loads_and_verifies(tmp_path: Path) -> None:
@@ -945,41 +826,29 @@ def test_a_sub_field_the_plan_shows_redacted_is_sent_as_the_server_holds_it():
 def _scoped_plan(secret: str) -> Plan:
     """A plan of a change: an invite out of its scope, one no longer pending; the server's
     values (and status) echoing ``secret``."""
+    before = held({"email": "old@r.example", "name": None})
+    after = typed({"email": "new@r.example", "name": "Ray"})
+    extra: dict[str, Any] = {"recipient": "new@r.example", "resend_on": ("email",)}
+    extra["conflicts"] = typed({"name": "Raymond"})
+    ray = InviteChange("inv_r", at("invites/r.yaml:5"), "Ray", before, after, True, **extra)
+    echo = held({"name": f"Echo {secret}", "groups": ["a"]})
+    oh = typed({"name": "Oh", "groups": ["a", "b"]})
+    done = held({"name": f"X {secret}"})
     return Plan(
         base_url=BASE,
-        changes=[
-            InviteChange(
-                "inv_r",
-                SourceLocation("invites/r.yaml", 5),
-                "Ray",
-                held({"email": "old@r.example", "name": None}),
-                typed({"email": "new@r.example", "name": "Ray"}),
-                True,
-                recipient="new@r.example",
-                conflicts=typed({"name": "Raymond"}),
-                resend_on=("email",),
-            )
-        ],
+        changes=[ray],
         not_updatable=[
             NotUpdatable(
                 "inv_done",
-                SourceLocation("invites/d.yaml", 4),
+                at("invites/d.yaml:4"),
                 "Done",
-                {"name": f"X {secret}"},
+                done,
                 {"name": "Y"},
                 f"accepted by {secret}",
             )
         ],
         changed_since="main",
-        outside_change=[
-            OutsideChange(
-                "inv_o",
-                SourceLocation("invites/o.yaml", 7),
-                "Oh",
-                held({"name": f"Echo {secret}", "groups": ["a"]}),
-                typed({"name": "Oh", "groups": ["a", "b"]}),
-            )
-        ],
+        outside_change=[OutsideChange("inv_o", at("invites/o.yaml:7"), "Oh", echo, oh)],
         not_read=3,
     )
 
@@ -1026,9 +895,7 @@ def test_a_plan_of_a_change_is_saved_redacted_and_read_back_record_by_record(tmp
     assert loaded.not_updatable[0].status == "accepted by [redacted]"
 
 
-def test_the_sub_fields_a_contact_keeps_are_read_as_saved_or_worked_out_for_older_plans(
-    tmp_path,
-):
+def test_the_sub_fields_a_contact_keeps_are_read_as_saved_or_worked_out_for_older_plans(tmp_path):
     before = {"name": "Jane", "email": "j@x.example", "phone": "+15550000000", "title": None}
     after = {"name": "Jane", "email": "jq@x.example", "phone": "+15550000000", "title": None}
     plan = Plan(
@@ -1074,13 +941,6 @@ def test_a_source_that_names_no_line_is_shown_as_saved(tmp_path):
     plan = load_plan(write(tmp_path / "p.json", document))
     assert str(plan.changes[1].source) == "moved elsewhere"
     assert str(plan.not_updatable[0].source) == "invites/d.yaml:0"
-
-
-def test_a_version_1_plan_is_shown_as_version_1(tmp_path):
-    document = to_document(sample_plan())
-    del document["not_updatable"]
-    document["format_version"] = 1
-    assert to_document(load_plan(write(tmp_path / "v1.json", document)))["format_version"] == 1
 
 
 @pytest.mark.parametrize(
@@ -1175,11 +1035,7 @@ def test_a_file_of_exactly_the_limit_is_read_and_one_byte_more_is_not(tmp_path: 
     with pytest.raises(ReconcilerError) as refused:
         read_bounded_text(str(plan), 1000, WHAT)
     assert str(refused.value) == f"{plan}: larger than 1,000 bytes: too large for a plan file"
-
-
-def test_a_limit_of_whole_mebibytes_is_said_in_mib(tmp_path: Path) -> None:
-    plan = tmp_path / "plan.json"
-    plan.write_bytes(b" " * (1048576 + 1))
+    plan.write_bytes(b" " * (1048576 + 1))  # a limit of whole mebibytes is said in MiB
     with pytest.raises(ReconcilerError, match=r": larger than 1 MiB: too large for a plan file$"):
         read_bounded_text(str(plan), 1048576, WHAT)
 
@@ -1197,121 +1053,62 @@ def test_a_fifo_or_device_is_refused_before_a_byte_is_read(tmp_path: Path) -> No
         read_bounded_text("/dev/zero", 1000, WHAT)
 
 
-def test_a_file_that_is_not_utf8_is_not_a_plan(tmp_path: Path) -> None:
-    plan = tmp_path / "plan.json"
-    plan.write_bytes(b'{"name": "Caf\xe9"}')
-    with pytest.raises(ReconcilerError) as refused:
-        read_bounded_text(str(plan), 1000, WHAT)
-    assert str(refused.value) == f"{plan}: not a plan file (not UTF-8 text)"
-
-
-def test_a_missing_file_says_why_it_cannot_be_read(tmp_path: Path) -> None:
-    missing = tmp_path / "gone.json"
-    with pytest.raises(ReconcilerError) as refused:
-        read_bounded_text(str(missing), 1000, WHAT)
-    assert str(refused.value) == f"{missing}: cannot read a plan file: No such file or directory"
-
-
 def test_a_file_name_with_control_characters_is_shown_escaped(tmp_path: Path) -> None:
     message = json_refusal("[", path="evil\x1b]0;PWNED\x07.json")
     assert "\x1b" not in message and "\x07" not in message
     assert message.startswith("evil\\x1b]0;PWNED\\x07.json:")
 
 
-def test_nesting_up_to_the_limit_is_read() -> None:
-    assert loads_bounded('{"a": [[1]], "b": [[2], {"c": 3}]}', "plan.json", 3, WHAT) == {
-        "a": [[1]],
-        "b": [[2], {"c": 3}],
-    }
+READ = {
+    "nesting-up-to-the-limit": ('{"a": [[1]], "b": [[2], {"c": 3}]}', 3),
+    "side-by-side-is-not-depth": ("[" + ",".join(["[[]]"] * 500) + "]", 3),
+    "closed-no-longer-counts": ("[[[]], [[1]], {}]", 3),
+    "brackets-in-strings-are-text": ('{"n": "A [[[{{{ \\"q [[[ \\" }}}", "g": ["a[", "]]]]b"]}', 2),
+    "same-key-in-two-objects": ('[{"id": 1}, {"id": 2}]', 3),
+}
 
 
-def test_many_brackets_side_by_side_are_not_depth() -> None:
-    text = "[" + ",".join(["[[]]"] * 500) + "]"
-    assert len(loads_bounded(text, "plan.json", 3, WHAT)) == 500
+@pytest.mark.parametrize(("text", "max_depth"), READ.values(), ids=READ)
+def test_json_within_the_limits_is_read(text: str, max_depth: int) -> None:
+    assert loads_bounded(text, "plan.json", max_depth, WHAT) == json.loads(text)
 
 
-def test_one_level_past_the_limit_is_refused_at_its_bracket() -> None:
-    text = '{\n  "changes": [\n    {"patch": {"groups": [\n'
-    assert json_refusal(text + "]}}]}", max_depth=3) == (
-        "plan.json:3:15: nested too deeply (limit 3)"
-    )
-
-
-def test_closed_brackets_no_longer_count_towards_depth() -> None:
-    assert loads_bounded("[[[]], [[1]], {}]", "plan.json", 3, WHAT) == [[[]], [[1]], {}]
+DEEP = "nested too deeply (limit {})"
+REFUSED = {
+    "one-past-the-limit": ('{\n  "changes": [\n    {"patch": {"g": [\n]}}]}', 3, "3:15: " + DEEP),
     # Depth 3 closed, then depth 4: refused where the fourth level opens.
-    assert (
-        json_refusal("[[[]], [[[1]]]]", max_depth=3)
-        == "plan.json:1:10: nested too deeply (limit 3)"
-    )
-
-
-def test_the_position_follows_depth_down_and_up_again() -> None:
+    "closed-then-deeper": ("[[[]], [[[1]]]]", 3, "1:10: " + DEEP),
     # Depth 4, down to 2, then up past 4: refused at the bracket that makes 5.
-    assert (
-        json_refusal("[[[[]], [[[1]]]]]", max_depth=4)
-        == "plan.json:1:11: nested too deeply (limit 4)"
-    )
+    "down-then-up-again": ("[[[[]], [[[1]]]]]", 4, "1:11: " + DEEP),
+    "a-blank-line-counts": ("\n[[[[1]]]]", 3, "2:4: " + DEEP),
+    "deep-after-a-string-of-brackets": ('["[[[[", "\\"[[", [[[1]]]]', 3, "1:20: " + DEEP),
+    "invalid-json": (
+        '{\n  "a": 1,\n  "b": }',
+        3,
+        "3:8: not a plan file (invalid JSON: Expecting value)",
+    ),
+    "key-twice": ('{"c": [], "c": []}', 3, ' not a plan file (key "c" appears twice)'),
+    "key-twice-escaped": (
+        '{"\\u001b[31m": 1, "\\u001b[31m": 2}',
+        3,
+        ' not a plan file (key "\\u001b[31m" appears twice)',
+    ),
+    "key-twice-as-written": (
+        '{"Müller": 1, "Müller": 2}',
+        3,
+        ' not a plan file (key "Müller" appears twice)',
+    ),
+    "too-long-a-number": ("[" + "1" * 5000 + "]", 3, " not a plan file (ValueError)"),
+}
 
 
-def test_a_leading_blank_line_counts_in_the_position() -> None:
-    assert json_refusal("\n[[[[1]]]]", max_depth=3) == "plan.json:2:4: nested too deeply (limit 3)"
-
-
-def test_depth_is_refused_before_json_is_parsed() -> None:
-    # json.loads would recurse once per level and could crash the interpreter;
-    # a truncated document this deep is refused for its depth, not its syntax.
-    assert (
-        json_refusal("[" * 100_000, max_depth=64) == "plan.json:1:65: nested too deeply (limit 64)"
-    )
-
-
-def test_brackets_inside_strings_are_text_not_nesting() -> None:
-    name = 'Acme [[[{{{ \\"quoted [[[ \\" }}}'
-    text = f'{{"name": "{name}", "groups": ["a[", "]]]]b"]}}'
-    assert loads_bounded(text, "plan.json", 2, WHAT)["groups"] == ["a[", "]]]]b"]
-
-
-def test_after_a_string_with_brackets_the_deep_bracket_is_still_found() -> None:
-    text = '["[[[[", "\\"[[", [[[1]]]]'
-    assert json_refusal(text, max_depth=3) == "plan.json:1:20: nested too deeply (limit 3)"
-
-
-def test_invalid_json_names_line_and_column() -> None:
-    assert json_refusal('{\n  "a": 1,\n  "b": }') == (
-        "plan.json:3:8: not a plan file (invalid JSON: Expecting value)"
-    )
-
-
-def test_a_key_written_twice_is_refused_whatever_the_values() -> None:
-    assert json_refusal('{"changes": [], "changes": []}') == (
-        'plan.json: not a plan file (key "changes" appears twice)'
-    )
-
-
-def test_a_key_written_twice_is_named_escaped() -> None:
-    message = json_refusal('{"a": {"\\u001b[31mred": 1, "\\u001b[31mred": 2}}')
-    assert "\x1b" not in message
-    assert message == 'plan.json: not a plan file (key "\\u001b[31mred" appears twice)'
-
-
-def test_a_key_written_twice_is_named_as_written() -> None:
-    assert json_refusal('{"Müller": 1, "Müller": 2}') == (
-        'plan.json: not a plan file (key "Müller" appears twice)'
-    )
-
-
-def test_the_same_key_in_two_objects_is_fine() -> None:
-    assert loads_bounded('[{"id": 1}, {"id": 2}]', "plan.json", 3, WHAT) == [{"id": 1}, {"id": 2}]
-
-
-def test_a_number_python_refuses_to_convert_is_a_clear_error() -> None:
-    assert json_refusal("[" + "1" * 5000 + "]") == "plan.json: not a plan file (ValueError)"
+@pytest.mark.parametrize(("text", "max_depth", "message"), REFUSED.values(), ids=REFUSED)
+def test_json_past_the_limits_is_refused_naming_where(text, max_depth, message) -> None:
+    assert json_refusal(text, max_depth) == "plan.json:" + message.format(max_depth)
 
 
 # Plan signatures: HMAC-SHA256 over canonical JSON, keyed by a key derived from the secret.
 
-SECRET = "s3cr3t-for-the-plan-job"
 DOCUMENT: dict[str, Any] = {
     "format_version": 2,
     "created_at": "2026-11-22T10:00:00.000Z",
@@ -1345,6 +1142,8 @@ def test_the_signature_is_the_documented_hmac_of_the_canonical_json():
     assert signature_for(DOCUMENT, SECRET) == f"hmac-sha256:{expected}"
     assert canonical_bytes(signed(DOCUMENT)) == canonical.encode("utf-8")
     assert "Müller".encode() in canonical_bytes(DOCUMENT)  # UTF-8, not \u escapes
+    text = json.dumps(signed(DOCUMENT))  # neither the secret nor the key in the signed plan
+    assert SECRET not in text and key.hex() not in text
 
 
 def test_a_signed_plan_verifies_only_with_the_same_secret():
@@ -1380,12 +1179,6 @@ def test_unsigned_and_oddly_signed_plans_are_told_apart():
     assert check({**DOCUMENT, "signature": ""}, SECRET) == SignatureCheck.UNSIGNED
     assert check({**DOCUMENT, "signature": 7}, SECRET) == SignatureCheck.UNSIGNED
     assert check({**DOCUMENT, "signature": "hmac-sha256:ŧ\udcff"}, SECRET) == "invalid"
-
-
-def test_neither_the_secret_nor_the_key_is_in_the_signed_plan():
-    key = hmac.new(SECRET.encode(), b"invite-reconciler plan v1", hashlib.sha256).hexdigest()
-    text = json.dumps(signed(DOCUMENT))
-    assert SECRET not in text and key not in text
 
 
 def test_what_is_signed_is_what_a_reader_parses():

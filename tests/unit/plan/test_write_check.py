@@ -9,13 +9,7 @@ from support.values import held, typed
 
 from reconciler.model.invite import CurrentInvite, SourceLocation, fields_from_json
 from reconciler.plan.model import InviteChange
-from reconciler.plan.write_check import (
-    AlreadyApplied,
-    Moved,
-    Write,
-    before_write,
-    stored_as_sent,
-)
+from reconciler.plan.write_check import AlreadyApplied, Moved, Write, before_write, stored_as_sent
 
 CONTACT = {"name": "José", "email": "jose@a.example", "phone": "+5215500000000"}
 
@@ -114,8 +108,7 @@ def test_a_re_send_whose_field_someone_else_wrote_is_owed_not_due() -> None:
 
 def test_a_field_stored_otherwise_changed_or_kept_as_it_was() -> None:
     written = change(
-        {"email": "old@x.example", "name": "A"},
-        {"email": "New@X.example", "name": "B"},
+        {"email": "old@x.example", "name": "A"}, {"email": "New@X.example", "name": "B"}
     )
     # Lower-cased: the address changed all the same. Ignored: the platform kept the old one.
     lowered = stored_as_sent(written, now(email="new@x.example", name="B"))

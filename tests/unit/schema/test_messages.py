@@ -173,9 +173,22 @@ def test_each_problem_in_an_invite_file_is_worded_in_full(text: str, shown: list
 
 
 CONFIG = {
+    "scope: kyb:invites:read\nbase_ulr: https://x.example": (
+        "2:1: unknown field `base_ulr`; did you mean `base_url`?"
+    ),
+    "field_names:\n  phon: phoneNumber": "2:3: unknown field `phon`; did you mean `phone`?",
+    "base_url: https://x.example\nparallelism: many": (
+        "2:14: `parallelism` must be a whole number, not text"
+    ),
     "parallelism: 1000": "1:14: `parallelism` must be at most 256",
     "parallelism: 0": "1:14: `parallelism` must be at least 1",
     "timeout: 0": "1:10: `timeout` must be more than 0",
+    "max_rate: 0": "1:11: `max_rate` must be more than 0",
+    "retry_max_seconds: 1e10": "1:20: `retry_max_seconds` must be a number, not text",
+    "token_auth_method: basic": (
+        "1:20: `token_auth_method`: 'basic' is not allowed; allowed: client_secret_post, "
+        "client_secret_basic"
+    ),
     'paths: [invites, ""]': "1:18: an item of `paths` must be at least 1 character",
     "paths: 5": "1:8: `paths` must be text or a list, not a number",
     "paths: []": "1:8: `paths` must be a list of at least 1 item",

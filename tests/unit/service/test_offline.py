@@ -13,9 +13,7 @@ from reconciler.service.offline import applied_since, check_writable, read_desir
 from reconciler.settings.config import Settings
 
 
-def test_an_output_that_could_not_be_written_is_refused_before_anything_is_read(
-    tmp_path: Path,
-) -> None:
+def test_an_output_that_could_not_be_written_is_refused_before_anything_is_read(tmp_path) -> None:
     check_writable(None, "write plan file")  # none given: nothing to check
     check_writable(str(tmp_path / "plan.json"), "write plan file")
     with pytest.raises(ReconcilerError, match=r"cannot write plan file: .*no directory"):

@@ -110,9 +110,7 @@ SHARED_NOTE = (
 )
 
 
-def test_a_ref_to_an_object_under_an_unknown_keyword_is_refused_at_the_ref(
-    tmp_path: Path,
-) -> None:
+def test_a_ref_to_an_object_under_an_unknown_keyword_is_refused_at_the_ref(tmp_path: Path) -> None:
     assert _problems(tmp_path, SHARED_NOTE) == [
         "10:17: policy business-email: `schema` cannot be used: `$ref` points at a value "
         "(an object no check reads as a schema) in the policy, not at a schema (one that "
@@ -136,9 +134,7 @@ def _shared_notes(levels: int) -> str:
     )
 
 
-def test_notes_nested_past_50_under_an_unknown_keyword_are_refused_at_the_schema(
-    tmp_path: Path,
-) -> None:
+def test_notes_nested_past_50_under_an_unknown_keyword_are_refused_at_the_schema(tmp_path) -> None:
     # Not a schema, so no place of its own to name: the policy's `schema` is blamed, in the
     # file, not a traceback.
     settings = _load(tmp_path, _shared_notes(49))

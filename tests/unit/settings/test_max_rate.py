@@ -10,7 +10,7 @@ import pytest
 from support.cli import run_cli
 
 from reconciler.api.capacity import MIN_RATE, capacity_for
-from reconciler.errors import ConfigError, InputError
+from reconciler.errors import ConfigError
 from reconciler.settings.config import MIN_MAX_RATE, Settings, load_settings
 
 
@@ -21,9 +21,7 @@ def _empty_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(work)
 
 
-def test_max_rate_is_unset_by_default_and_read_from_the_file_then_the_environment(
-    tmp_path: Path,
-) -> None:
+def test_max_rate_is_unset_by_default_and_read_from_the_file_then_the_environment(tmp_path) -> None:
     assert Settings().max_rate is None
     config = tmp_path / "reconciler.yaml"
     config.write_text("max_rate: 20\n", encoding="utf-8")
@@ -52,16 +50,7 @@ def test_a_max_rate_from_the_environment_is_refused_naming_the_variable(
     assert str(caught.value) == f"RECONCILER_MAX_RATE: {value!r} {said}"
 
 
-def test_a_max_rate_in_the_file_is_checked_by_its_schema(tmp_path: Path) -> None:
-    config = tmp_path / "reconciler.yaml"
-    config.write_text("max_rate: 0\n", encoding="utf-8")
-    with pytest.raises(InputError, match="max_rate"):
-        load_settings(str(config), env={})
-
-
-def test_a_max_rate_below_the_pacers_least_in_the_file_is_refused_at_its_line(
-    tmp_path: Path,
-) -> None:
+def test_a_max_rate_below_the_pacers_least_in_the_file_is_refused_at_its_line(tmp_path) -> None:
     # A pull request can edit reconciler.yaml: a CI job must not crawl silently.
     config = tmp_path / "reconciler.yaml"
     config.write_text("timeout: 30\nmax_rate: 0.0001\n", encoding="utf-8")
