@@ -402,16 +402,17 @@ def test_token_endpoint_401_names_client_id_and_env_vars_but_not_secret(
 # -- addresses and payloads -------------------------------------------------------
 
 
+@pytest.mark.parametrize("status", ["pending", "accepted"])
 def test_get_invite_returns_canonical_fields_and_status(
-    client: ApiClient, requests_mock: Any, token_endpoint: Any
+    client: ApiClient, requests_mock: Any, token_endpoint: Any, status: str
 ) -> None:
-    requests_mock.get(INVITE_URL, **ok_invite())
+    requests_mock.get(INVITE_URL, **ok_invite({**INVITE, "status": status}))
 
     invite = client.get_invite("inv_8f2k1")
 
     assert isinstance(invite, CurrentInvite)
     assert invite.id == "inv_8f2k1"
-    assert invite.status == "pending" and invite.is_pending
+    assert invite.status == status and invite.is_pending is (status == "pending")
     expected = {k: v for k, v in INVITE.items() if k not in ("id", "status", "createdAt")}
     assert invite.fields == expected  # server-managed fields are ignored
     (request,) = api_calls(requests_mock)
@@ -451,14 +452,6 @@ def test_only_a_strong_etag_is_kept_for_if_match(
     requests_mock.get(INVITE_URL, **ok_invite(), headers={"ETag": header})
 
     assert client.read_invite("inv_8f2k1").etag == kept
-
-
-def test_accepted_invite_is_not_pending(
-    client: ApiClient, requests_mock: Any, token_endpoint: Any
-) -> None:
-    requests_mock.get(INVITE_URL, **ok_invite({**INVITE, "status": "accepted"}))
-
-    assert not client.get_invite("inv_8f2k1").is_pending
 
 
 def test_update_sends_exactly_the_patch_and_returns_receipt(
@@ -924,24 +917,6 @@ def test_retries_stop_at_retry_max_seconds(
     assert "gave up after 3 attempts" in str(caught.value)
 
 
-def test_long_429_retry_after_does_not_exceed_retry_max_seconds(
-    make_client: Callable[..., ApiClient],
-    requests_mock: Any,
-    token_endpoint: Any,
-    fake_time: FakeTime,
-) -> None:
-    client = make_client(max_attempts=5, retry_max_seconds=60)
-    requests_mock.get(INVITE_URL, **failure(429, "quota exhausted", headers={"Retry-After": "600"}))
-    start = fake_time.now
-
-    with pytest.raises(RateLimited) as caught:
-        client.get_invite("inv_8f2k1")
-
-    # The run must not hang for 600 s (let alone 5 x 600 s) when its budget is 60 s.
-    assert fake_time.now - start <= 60
-    assert "gave up after" in str(caught.value)
-
-
 @pytest.mark.parametrize("status", [400, 403, 404, 409])
 @pytest.mark.parametrize("method", ["GET", "PATCH"])
 def test_client_errors_are_never_retried(
@@ -1238,7 +1213,10 @@ def test_retry_after_past_the_budget_gives_up_at_once_saying_so(
 
     assert fake_time.now - start < 0.5  # no wait beyond the first turns' spacing
     assert len(api_calls(requests_mock)) == 1
-    assert "the server asked to wait 100000 s" in str(caught.value)
+    assert (
+        "(gave up after 1 attempt: the server asked to wait 100000 s, more than the 60 s left "
+        "of retry_max_seconds)"
+    ) in str(caught.value)
     # Every other request of the run is refused at once too, rather than wait.
     waited = fake_time.now
     with pytest.raises(RateLimited) as other:
