@@ -112,35 +112,32 @@ def checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @needs_git
 @pytest.mark.parametrize(
-    "path",
-    ["invites", "invites/a.yaml", "in", "in/a.yaml", "invites/../reconciler.yaml", "{repo}/x"],
-    ids=["inside", "file", "link-in", "through-link-in", "dot-dot-in", "absolute-in"],
-)
-def test_a_path_that_stays_in_the_repository_passes(checkout: Path, path: str) -> None:
-    assert outside_repository(path.format(repo=checkout), base=".") is None
-
-
-@needs_git
-@pytest.mark.parametrize(
     ("path", "leads_to"),
     [
-        ("out", "outside"),
-        ("out/a.yaml", "outside/a.yaml"),
-        ("../outside", "outside"),
-        ("invites/../../outside/a.yaml", "outside/a.yaml"),
-        ("{tmp}/outside/a.yaml", "outside/a.yaml"),
+        pytest.param("invites", None, id="inside"),
+        pytest.param("invites/a.yaml", None, id="file"),
+        pytest.param("in", None, id="link-in"),
+        pytest.param("in/a.yaml", None, id="through-link-in"),
+        pytest.param("invites/../reconciler.yaml", None, id="dot-dot-in"),
+        pytest.param("{repo}/x", None, id="absolute-in"),
+        pytest.param("out", "outside", id="link-out"),
+        pytest.param("out/a.yaml", "outside/a.yaml", id="through-link-out"),
+        pytest.param("../outside", "outside", id="dot-dot"),
+        pytest.param("invites/../../outside/a.yaml", "outside/a.yaml", id="dot-dot-deeper"),
+        pytest.param("{tmp}/outside/a.yaml", "outside/a.yaml", id="absolute"),
     ],
-    ids=["link-out", "through-link-out", "dot-dot", "dot-dot-deeper", "absolute"],
 )
-def test_a_path_that_leads_out_of_the_repository_says_where(
-    checkout: Path, path: str, leads_to: str
+def test_a_path_passes_while_it_stays_in_the_repository_and_else_says_where_it_leads(
+    checkout: Path, path: str, leads_to: str | None
 ) -> None:
     # base: the directory of the file that names the path (reconciler.yaml's, here).
-    written = path.format(tmp=checkout.parent)
-    real = (checkout.parent / leads_to).resolve()
-    assert outside_repository(written, base=".") == (
-        f"leads to {real}, outside the repository ({checkout.resolve()})"
-    )
+    written = path.format(repo=checkout, tmp=checkout.parent)
+    said = outside_repository(written, base=".")
+    if leads_to is None:
+        assert said is None
+    else:
+        real = (checkout.parent / leads_to).resolve()
+        assert said == f"leads to {real}, outside the repository ({checkout.resolve()})"
 
 
 @needs_git

@@ -25,6 +25,7 @@ from reconciler.api.auth import (
     token_from_payload,
 )
 from reconciler.api.exceptions import (
+    ApiError,
     AuthenticationFailed,
     InvalidRequest,
     NotFound,
@@ -73,30 +74,22 @@ def test_a_token_shown_in_a_log_or_traceback_shows_nothing_of_itself():
 
 
 @pytest.mark.parametrize(
-    "form",
-    [
-        "s3cr et/42+x",  # as set
-        "s3cr+et%2F42%2Bx",  # form-encoded, as the token request sends it
-        "s3cr%20et%2F42%2Bx",  # percent-encoded, slash included, as a URL would carry it
-    ],
-)
-def test_the_secret_in_each_encoding_a_server_may_echo_is_redacted_whole(form: str) -> None:
-    register_secret_forms("s3cr et/42+x")
-    assert redact(f"invalid client: {form}!") == f"invalid client: {REDACTED}!"
-
-
-@pytest.mark.parametrize(
     ("secret", "echoed"),
     [
+        ("s3cr et/42+x", "s3cr et/42+x"),  # as set
+        ("s3cr et/42+x", "s3cr+et%2F42%2Bx"),  # form-encoded, as the token request sends it
+        ("s3cr et/42+x", "s3cr%20et%2F42%2Bx"),  # percent-encoded, slash too, as in a URL
         ('Sécret"value-123', 'Sécret\\"value-123'),  # JSON, non-ASCII kept (as shown)
         ('Sécret"value-123', 'S\\u00e9cret\\"value-123'),  # JSON, ASCII only
-        ("tök\\en-ab12cd34", "tök\\\\en-ab12cd34"),
+        ("tök\\en-ab12cd34", "tök\\\\en-ab12cd34"),  # JSON
     ],
 )
-def test_the_secret_as_json_writes_it_is_redacted_whole(secret: str, echoed: str) -> None:
+def test_the_secret_in_each_encoding_a_server_may_echo_is_redacted_whole(
+    secret: str, echoed: str
+) -> None:
     register_secret_forms(secret)
-    assert redact(f'{{"message": "bad secret {echoed}"}}') == (
-        f'{{"message": "bad secret {REDACTED}"}}'
+    assert redact(f'{{"message": "bad secret {echoed}!"}}') == (
+        f'{{"message": "bad secret {REDACTED}!"}}'
     )
 
 
@@ -190,34 +183,29 @@ def test_an_rfc6749_error_body_is_read_cleaned_and_bounded(body: object, shown: 
     assert (str(said) if said else None) == shown
 
 
-@pytest.mark.parametrize("token", ["a", "ab12", "x-y-z"])
-def test_a_token_too_short_to_keep_out_of_output_is_refused(token: str) -> None:
-    from reconciler.api.auth import token_from_payload
-    from reconciler.api.exceptions import TokenRefused
-
+@pytest.mark.parametrize(
+    ("token", "why"),
+    [
+        ("a", "shorter than 6 characters"),
+        ("ab12", "shorter than 6 characters"),
+        ("x-y-z", "shorter than 6 characters"),
+        # A hostile token server's 3 MB token would be searched for in every text shown.
+        ("tok" + "x" * (3 * 1024 * 1024), "longer than 64 KiB"),
+    ],
+    ids=["a", "ab12", "x-y-z", "3-mb"],
+)
+def test_a_token_too_short_or_too_long_to_keep_out_of_output_is_refused(
+    token: str, why: str
+) -> None:
     with pytest.raises(TokenRefused) as refused:
         token_from_payload(
             {"access_token": token, "expires_in": 60}, None, now=0, issued=IssuedTokens()
         )
     said = str(refused.value)
-    assert "shorter than 6 characters" in said and "no request was sent with it" in said
-    assert redact(f"the {token} word") == f"the {token} word"  # never made a redaction
-
-
-def test_a_token_of_megabytes_is_refused_and_never_made_a_redaction() -> None:
-    """A hostile token server's 3 MB token would be searched for in every text shown."""
-    from reconciler.api.auth import token_from_payload
-    from reconciler.api.exceptions import TokenRefused
-
-    token = "tok" + "x" * (3 * 1024 * 1024)
-    with pytest.raises(TokenRefused) as refused:
-        token_from_payload(
-            {"access_token": token, "expires_in": 60}, None, now=0, issued=IssuedTokens()
-        )
-    said = str(refused.value)
-    assert "longer than 64 KiB" in said and "no request was sent with it" in said
+    assert why in said and "no request was sent with it" in said
     assert len(said) < 300
-    assert redact("the " + token[:100]) == "the " + token[:100]  # never made a redaction
+    shown = f"the {token[:100]} word"
+    assert redact(shown) == shown  # never made a redaction
 
 
 SPLIT_SECRET = "cs_live_Zq9xSECRETvalue_0123456789"
@@ -320,26 +308,33 @@ def test_invalid_client_names_the_method_used_and_the_other_one() -> None:
     )
 
 
-def test_a_404_without_an_oauth_body_points_at_the_token_path() -> None:
-    error = token_failure(NotFound("no such endpoint", status=404), None, SETTINGS)
-    assert error.message == (
-        f"no token from {REQUEST}: no such endpoint; check token_path ('/oauth/token') and "
-        "RECONCILER_BASE_URL"
-    )
+GATEWAY_PAGE = "Bad Gateway (an HTML page, probably from a proxy or gateway)"
 
 
-def test_a_server_fault_keeps_its_class_and_names_the_request() -> None:
-    fault = ServerError("Bad Gateway (an HTML page, probably from a proxy or gateway)", status=502)
-    error = token_failure(fault, None, SETTINGS)
-    assert isinstance(error, ServerError) and error.request_id is None
-    assert error.message == (
-        f"no token from {REQUEST}: Bad Gateway (an HTML page, probably from a proxy or gateway)"
-    )
-
-
-def test_a_413_on_the_token_request_points_at_the_gateway_not_the_scope() -> None:
-    refused = token_failure(InvalidRequest("too large", status=413), None, SETTINGS)
-    assert refused.message == (
-        f"no token from {REQUEST}: too large; a proxy or gateway in front of the token endpoint "
-        "limits request bodies; ask its operators"
-    )
+@pytest.mark.parametrize(
+    ("failed", "becomes", "said"),
+    [
+        pytest.param(  # no OAuth body: the token path is the thing to check
+            NotFound("no such endpoint", status=404),
+            AuthenticationFailed,
+            "no such endpoint; check token_path ('/oauth/token') and RECONCILER_BASE_URL",
+            id="404",
+        ),
+        pytest.param(  # a server fault keeps its class
+            ServerError(GATEWAY_PAGE, status=502), ServerError, GATEWAY_PAGE, id="server-fault"
+        ),
+        pytest.param(  # the gateway, not the scope
+            InvalidRequest("too large", status=413),
+            AuthenticationFailed,
+            "too large; a proxy or gateway in front of the token endpoint limits request "
+            "bodies; ask its operators",
+            id="413",
+        ),
+    ],
+)
+def test_a_token_failure_without_an_oauth_body_names_the_request_and_what_to_check(
+    failed: ApiError, becomes: type[ApiError], said: str
+) -> None:
+    error = token_failure(failed, None, SETTINGS)
+    assert type(error) is becomes and error.request_id is None
+    assert error.message == f"no token from {REQUEST}: {said}"

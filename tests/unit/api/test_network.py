@@ -159,115 +159,166 @@ def wrapped_as_requests_does(reason: BaseException, outer: type[Exception]) -> E
     return outer(pool_error)
 
 
-def test_a_certificate_that_fails_verification_says_why_and_how_to_trust_a_private_ca(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.delenv("REQUESTS_CA_BUNDLE", raising=False)
-    monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
-    verify = ssl.SSLCertVerificationError(1, "certificate verify failed")
-    verify.verify_message = "self-signed certificate"
-    exc = wrapped_as_requests_does(u3.SSLError(verify), requests.exceptions.SSLError)
-    error = transport_error(exc, "api.example", 30)
-    assert str(error) == (
-        "TLS verification failed for api.example (certificate verify failed: "
-        "self-signed certificate); for a private CA, point REQUESTS_CA_BUNDLE at its certificate "
-        "(a PEM file, or a directory hashed with `openssl rehash`)"
-    )
-    assert (error.maybe_sent, error.permanent) == (False, True)
+def chained(outer: BaseException, cause: BaseException) -> BaseException:
+    """``outer`` as ``raise outer from cause`` inside ``except cause`` leaves it."""
+    outer.__cause__ = outer.__context__ = cause
+    return outer
 
 
-def test_an_untrusted_certificate_with_a_ca_bundle_set_never_says_to_set_it(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setenv("REQUESTS_CA_BUNDLE", "/etc/ssl/private-ca")
-    verify = ssl.SSLCertVerificationError(1, "certificate verify failed")
-    verify.verify_message = "unable to get local issuer certificate"
-    verify.verify_code = 20
-    exc = wrapped_as_requests_does(u3.SSLError(verify), requests.exceptions.SSLError)
-    said = str(transport_error(exc, "api.example", 30))
-    assert "point REQUESTS_CA_BUNDLE" not in said
-    assert "REQUESTS_CA_BUNDLE names /etc/ssl/private-ca, which does not hold the CA" in said
-
-
-def test_a_verification_failure_without_openssl_reason_still_says_not_trusted() -> None:
-    verify = ssl.SSLCertVerificationError(1, "certificate verify failed")
-    exc = wrapped_as_requests_does(u3.SSLError(verify), requests.exceptions.SSLError)
-    assert "(certificate verify failed: certificate not trusted)" in str(
-        transport_error(exc, "api.example", 30)
-    )
-
-
-def test_another_tls_failure_is_a_plain_handshake_failure() -> None:
-    exc = wrapped_as_requests_does(u3.SSLError(ssl.SSLError(1, "alert")), requests.ConnectionError)
-    error = transport_error(exc, "api.example", 30)
-    assert str(error) == "TLS handshake with api.example failed"
-    assert (error.maybe_sent, error.permanent) == (False, True)
-
-
-def test_a_host_that_does_not_resolve_was_never_contacted() -> None:
-    unknown = socket.gaierror(-2, "Name or service not known")
-    reason = u3.NameResolutionError("nowhere.invalid", None, unknown)  # type: ignore[arg-type]
-    error = transport_error(wrapped_as_requests_does(reason, requests.ConnectionError), "x", 30)
-    assert str(error) == "cannot resolve the host of x; check RECONCILER_BASE_URL"
-    assert (error.maybe_sent, error.permanent) == (False, False)
-
-
-def test_a_connect_timeout_was_never_sent_and_names_the_time() -> None:
-    reason = u3.ConnectTimeoutError(None, "timed out")
-    exc = wrapped_as_requests_does(reason, requests.exceptions.ConnectTimeout)
-    error = transport_error(exc, "api.example", 2.5)
-    assert str(error) == "could not connect to api.example within 2.5s"
-    assert (error.maybe_sent, error.permanent) == (False, False)
-
-
-def test_a_failure_of_no_known_kind_may_have_been_sent() -> None:
-    error = transport_error(RuntimeError("odd"), "api.example", 30)
-    assert str(error) == "request to api.example failed (RuntimeError)"
-    assert (error.maybe_sent, error.permanent) == (True, False)
-
-
-def test_exceptions_that_wrap_each_other_in_a_cycle_are_still_named() -> None:
+def cycle() -> BaseException:
     first, second = RuntimeError("a"), RuntimeError("b")
     first.__context__, second.__context__ = second, first
-    assert str(transport_error(first, "api.example", 30)) == (
-        "request to api.example failed (RuntimeError)"
-    )
+    return first
 
 
-def test_a_cause_found_only_through_the_exception_chain_counts() -> None:
-    try:
-        try:
-            raise ConnectionRefusedError(111, "refused")
-        except ConnectionRefusedError as refused:
-            raise RuntimeError("wrapped") from refused
-    except RuntimeError as exc:
-        error = transport_error(exc, "api.example", 30)
-    assert str(error) == (
-        "could not connect to api.example (connection refused); check RECONCILER_BASE_URL"
-    )
-    assert error.maybe_sent is False
+def unverified(message: str | None = None, code: int | None = None) -> Exception:
+    verify = ssl.SSLCertVerificationError(1, "certificate verify failed")
+    if message is not None:
+        verify.verify_message = message
+    if code is not None:
+        verify.verify_code = code
+    return wrapped_as_requests_does(u3.SSLError(verify), requests.exceptions.SSLError)
 
 
-def test_a_connection_that_fails_otherwise_than_refused_says_no_more_than_it_knows() -> None:
-    unreachable = u3.NewConnectionError(None, "[Errno 101] Network is unreachable")  # type: ignore[arg-type]
-    exc = requests.ConnectionError(u3.MaxRetryError(None, "/v1", unreachable))  # type: ignore[arg-type]
+def handshake(reason: str | None) -> Exception:
+    failed = ssl.SSLError(1, "alert")
+    if reason is not None:
+        failed.reason = reason
+    return wrapped_as_requests_does(u3.SSLError(failed), requests.ConnectionError)
+
+
+REFUSED = "could not connect to api.example (connection refused); check RECONCILER_BASE_URL"
+VERIFY = "TLS verification failed for api.example (certificate verify failed: "
+PRIVATE_CA = (
+    "; for a private CA, point REQUESTS_CA_BUNDLE at its certificate "
+    "(a PEM file, or a directory hashed with `openssl rehash`)"
+)
+NOT_IN_BUNDLE = (
+    "; REQUESTS_CA_BUNDLE names /etc/ssl/private-ca, which does not hold the CA that issued "
+    "this server's certificate: add that CA to it (or check that this is the server meant)"
+)
+TOO_OLD = (
+    "TLS handshake with api.example failed: the server offers only TLS versions below this "
+    "client's minimum (TLS 1.2); the server must be upgraded"
+)
+
+
+@pytest.mark.parametrize(
+    ("exc", "ca_bundle", "said"),
+    [
+        pytest.param(
+            unverified("self-signed certificate"),
+            None,
+            VERIFY + "self-signed certificate)" + PRIVATE_CA,
+            id="verify-says-how-to-trust-a-private-ca",
+        ),
+        pytest.param(  # a CA bundle set: never told to set it
+            unverified("unable to get local issuer certificate", 20),
+            "/etc/ssl/private-ca",
+            VERIFY + "unable to get local issuer certificate)" + NOT_IN_BUNDLE,
+            id="verify-with-a-ca-bundle-set",
+        ),
+        pytest.param(
+            unverified(), None, VERIFY + "certificate not trusted)" + PRIVATE_CA, id="no-reason"
+        ),
+        pytest.param(  # no private CA makes an expired certificate good
+            unverified("certificate has expired", 10),
+            None,
+            VERIFY + "certificate has expired)",
+            id="expired",
+        ),
+        pytest.param(handshake(None), None, "TLS handshake with api.example failed", id="tls"),
+        pytest.param(handshake("UNSUPPORTED_PROTOCOL"), None, TOO_OLD, id="unsupported-protocol"),
+        pytest.param(handshake("TLSV1_ALERT_PROTOCOL_VERSION"), None, TOO_OLD, id="alert-version"),
+        pytest.param(
+            handshake("SSLV3_ALERT_HANDSHAKE_FAILURE"),
+            None,
+            "TLS handshake with api.example failed (SSLV3_ALERT_HANDSHAKE_FAILURE)",
+            id="openssl-reason",
+        ),
+    ],
+)
+def test_a_tls_failure_says_why_is_permanent_and_was_never_sent(
+    monkeypatch: pytest.MonkeyPatch, exc: Exception, ca_bundle: str | None, said: str
+) -> None:
+    monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
+    monkeypatch.delenv("REQUESTS_CA_BUNDLE", raising=False)
+    if ca_bundle is not None:
+        monkeypatch.setenv("REQUESTS_CA_BUNDLE", ca_bundle)
     error = transport_error(exc, "api.example", 30)
-    assert str(error) == "could not connect to api.example; check RECONCILER_BASE_URL"
-    assert error.maybe_sent is False
+    assert str(error) == said
+    assert (error.maybe_sent, error.permanent) == (False, True)
 
 
-def test_every_cause_is_looked_at_not_only_the_first_one_wrapped() -> None:
-    # The refusal is the cause of an error that also holds another one: both count.
-    try:
-        try:
-            raise ConnectionRefusedError(111, "refused")
-        except ConnectionRefusedError as refused:
-            raise requests.ConnectionError(u3.ProtocolError("Connection aborted.")) from refused
-    except requests.ConnectionError as exc:
-        error = transport_error(exc, "api.example", 30)
-    assert str(error) == (
-        "could not connect to api.example (connection refused); check RECONCILER_BASE_URL"
-    )
+UNKNOWN = "request to api.example failed (RuntimeError)"
+
+
+@pytest.mark.parametrize(
+    ("exc", "timeout", "said", "maybe_sent"),
+    [
+        pytest.param(
+            wrapped_as_requests_does(
+                u3.NameResolutionError(
+                    "nowhere.invalid",
+                    None,  # type: ignore[arg-type]
+                    socket.gaierror(-2, "Name or service not known"),
+                ),
+                requests.ConnectionError,
+            ),
+            30,
+            "cannot resolve the host of api.example; check RECONCILER_BASE_URL",
+            False,
+            id="host-does-not-resolve",
+        ),
+        pytest.param(
+            wrapped_as_requests_does(
+                u3.ConnectTimeoutError(None, "timed out"), requests.exceptions.ConnectTimeout
+            ),
+            2.5,
+            "could not connect to api.example within 2.5s",
+            False,
+            id="connect-timeout-names-the-time",
+        ),
+        pytest.param(RuntimeError("odd"), 30, UNKNOWN, True, id="no-known-kind"),
+        pytest.param(cycle(), 30, UNKNOWN, True, id="causes-in-a-cycle"),
+        pytest.param(
+            chained(RuntimeError("wrapped"), ConnectionRefusedError(111, "refused")),
+            30,
+            REFUSED,
+            False,
+            id="refused-found-through-the-chain",
+        ),
+        pytest.param(  # no more than it knows: not "refused"
+            requests.ConnectionError(
+                u3.MaxRetryError(
+                    None,  # type: ignore[arg-type]
+                    "/v1",
+                    u3.NewConnectionError(None, "[Errno 101] Network is unreachable"),  # type: ignore[arg-type]
+                )
+            ),
+            30,
+            "could not connect to api.example; check RECONCILER_BASE_URL",
+            False,
+            id="unreachable",
+        ),
+        pytest.param(  # every cause counts, not only the first one wrapped
+            chained(
+                requests.ConnectionError(u3.ProtocolError("Connection aborted.")),
+                ConnectionRefusedError(111, "refused"),
+            ),
+            30,
+            REFUSED,
+            False,
+            id="refused-beside-another-cause",
+        ),
+    ],
+)
+def test_a_failure_built_as_requests_nests_it_is_named_and_says_if_it_may_have_been_sent(
+    exc: BaseException, timeout: float, said: str, maybe_sent: bool
+) -> None:
+    error = transport_error(exc, "api.example", timeout)
+    assert str(error) == said
+    assert (error.maybe_sent, error.permanent) == (maybe_sent, False)
 
 
 def failure_via_proxy(url: str) -> TransportError:
@@ -507,32 +558,6 @@ def test_a_ca_bundle_that_is_a_fifo_is_refused_not_waited_on(
 
 
 @pytest.mark.parametrize(
-    ("reason", "said"),
-    [
-        ("UNSUPPORTED_PROTOCOL", "the server offers only TLS versions below this client's"),
-        ("TLSV1_ALERT_PROTOCOL_VERSION", "the server offers only TLS versions below this"),
-        ("SSLV3_ALERT_HANDSHAKE_FAILURE", "failed (SSLV3_ALERT_HANDSHAKE_FAILURE)"),
-    ],
-)
-def test_a_handshake_failure_says_openssls_reason(reason: str, said: str) -> None:
-    failed = ssl.SSLError(1, "alert")
-    failed.reason = reason
-    exc = wrapped_as_requests_does(u3.SSLError(failed), requests.ConnectionError)
-    error = transport_error(exc, "api.example", 30)
-    assert said in str(error) and error.permanent
-
-
-def test_an_expired_certificate_is_not_told_to_trust_a_private_ca() -> None:
-    verify = ssl.SSLCertVerificationError(1, "certificate verify failed")
-    verify.verify_message, verify.verify_code = "certificate has expired", 10
-    exc = wrapped_as_requests_does(u3.SSLError(verify), requests.exceptions.SSLError)
-    assert str(transport_error(exc, "api.example", 30)) == (
-        "TLS verification failed for api.example (certificate verify failed: "
-        "certificate has expired)"
-    )
-
-
-@pytest.mark.parametrize(
     "proxy", ["http://ci:p[w@127.0.0.1:3128", "http://127.0.0.1:99999", "http://u:\x1b]0;x\x07@h"]
 )
 def test_a_proxy_url_that_does_not_parse_is_a_configuration_error_never_shown(
@@ -598,119 +623,73 @@ TYPO = (
     "(http:// is allowed only for loopback hosts such as 127.0.0.1, where the sandbox runs; "
     "any other host needs https://)"
 )
+CREDENTIALS = (
+    "must not carry credentials (user info before the host); "
+    "use RECONCILER_CLIENT_ID and RECONCILER_CLIENT_SECRET"
+)
+NOT_VALID = "is not a valid URL; set RECONCILER_BASE_URL"
+NOT_HTTP = "is not an http(s) URL"
 
 
+def no_scheme(written: str, meant: str) -> str:
+    return f"'{written}' has no scheme; did you mean '{meant}'?"
+
+
+# What follows `base_url `: only scheme, host, port and path of the URL are shown, never
+# user info, query or fragment (the "hunter2pw" of these URLs).
 @pytest.mark.parametrize(
     ("url", "said"),
     [
+        ("https://api.example.com:99999", f"(https://...) {NOT_VALID}"),
+        ("x" * 30 + "://h:port", f"({'x' * 20}://...) {NOT_VALID}"),
+        ("ftp://api.example.com/x", f"'ftp://api.example.com/x' {NOT_HTTP}"),
+        ("https:///platform", f"'https:///platform' {NOT_HTTP}"),
+        ("ftp://user:hunter2pw@api.example.com", f"'ftp://api.example.com' {NOT_HTTP}"),
+        ("https://ci:pw@api.example.com/p", f"'https://api.example.com/p' {CREDENTIALS}"),
         (
-            "https://api.example.com:99999",
-            "base_url (https://...) is not a valid URL; set RECONCILER_BASE_URL",
+            "https://reconciler-ci:hunter2pw@api.example.com",
+            f"'https://api.example.com' {CREDENTIALS}",
         ),
+        ("https://hunter2pw@api.example.com", f"'https://api.example.com' {CREDENTIALS}"),
+        ("https://user:hunter2pw@api.example.com/x", f"'https://api.example.com/x' {CREDENTIALS}"),
+        ("https://api.example.com/x?t=pw", f"'https://api.example.com/x' {QUERY}"),
+        ("https://api.example.com/x#pw", f"'https://api.example.com/x' {QUERY}"),
+        ("https://api.example.com/x?", f"'https://api.example.com/x' {QUERY}"),
+        ("https://api.example.com/x#\t", f"'https://api.example.com/x' {QUERY}"),
         (
-            "x" * 30 + "://h:port",
-            f"base_url ({'x' * 20}://...) is not a valid URL; set RECONCILER_BASE_URL",
+            "https://api.example.com/p?access_token=hunter2pw",
+            f"'https://api.example.com/p' {QUERY}",
         ),
-        ("ftp://api.example.com/x", "base_url 'ftp://api.example.com/x' is not an http(s) URL"),
-        ("https:///platform", "base_url 'https:///platform' is not an http(s) URL"),
+        ("http://api.example.com/?token=hunter2pw", f"'http://api.example.com/' {QUERY}"),
+        ("https://api.example.com/#hunter2pw", f"'https://api.example.com/' {QUERY}"),
+        ("http://api.example.com", f"'http://api.example.com' {PLAIN_HTTP}"),
+        ("HTTP://api.example.com/", f"'http://api.example.com/' {PLAIN_HTTP}"),
+        ("http://[2001:db8::1]:8080/v1", f"'http://[2001:db8::1]:8080/v1' {PLAIN_HTTP}"),
+        ("http://10.0.0.5:8080", f"'http://10.0.0.5:8080' {PLAIN_HTTP}"),
+        ("http://localhost.example.com", f"'http://localhost.example.com' {PLAIN_HTTP}"),
+        ("http://127.0.0.1.nip.io", f"'http://127.0.0.1.nip.io' {PLAIN_HTTP}"),
+        ("http://locahost:8787", "'http://locahost:8787' " + TYPO.format("locahost")),
+        ("http://localhots/v1", "'http://localhots/v1' " + TYPO.format("localhots")),
+        ("http://lokalhost", "'http://lokalhost' " + TYPO.format("lokalhost")),
+        ("api.example.com", no_scheme("api.example.com", "https://api.example.com")),
+        # never read as the scheme `localhost` (`localhost://18787`)
+        ("localhost:18787", no_scheme("localhost:18787", "http://localhost:18787")),
+        (" 127.0.0.1:8787/v1 ", no_scheme("127.0.0.1:8787/v1", "http://127.0.0.1:8787/v1")),
         (
-            "https://ci:pw@api.example.com/p",
-            "base_url 'https://api.example.com/p' must not carry credentials (user info "
-            "before the host); use RECONCILER_CLIENT_ID and RECONCILER_CLIENT_SECRET",
+            "api.example.com:8443/kyb",
+            no_scheme("api.example.com:8443/kyb", "https://api.example.com:8443/kyb"),
         ),
-        ("https://api.example.com/x?t=pw", f"base_url 'https://api.example.com/x' {QUERY}"),
-        ("https://api.example.com/x#pw", f"base_url 'https://api.example.com/x' {QUERY}"),
-        ("https://api.example.com/x?", f"base_url 'https://api.example.com/x' {QUERY}"),
-        ("https://api.example.com/x#\t", f"base_url 'https://api.example.com/x' {QUERY}"),
-        ("http://api.example.com", f"base_url 'http://api.example.com' {PLAIN_HTTP}"),
+        # user info and a query are never echoed, even here
         (
-            "http://[2001:db8::1]:8080/v1",
-            f"base_url 'http://[2001:db8::1]:8080/v1' {PLAIN_HTTP}",
+            "ci:pw@api.example.com/x?t=secret",
+            no_scheme("api.example.com/x", "https://api.example.com/x"),
         ),
-    ],
-    ids=[
-        "bad-port",
-        "bad-port-long-scheme",
-        "ftp",
-        "no-host",
-        "user-info",
-        "query",
-        "fragment",
-        "empty-query",
-        "empty-fragment-then-tab",
-        "plain-http",
-        "plain-http-ipv6-port",
     ],
 )
 def test_a_base_url_refused_says_why_and_shows_only_where_it_points(url: str, said: str) -> None:
     with pytest.raises(ConfigError) as refused:
         parse_base_url(url)
-    assert str(refused.value) == said
-
-
-@pytest.mark.parametrize(
-    ("written", "said"),
-    [
-        (
-            "api.example.com",
-            "'api.example.com' has no scheme; did you mean 'https://api.example.com'?",
-        ),
-        (  # never read as the scheme `localhost` (`localhost://18787`)
-            "localhost:18787",
-            "'localhost:18787' has no scheme; did you mean 'http://localhost:18787'?",
-        ),
-        (
-            " 127.0.0.1:8787/v1 ",
-            "'127.0.0.1:8787/v1' has no scheme; did you mean 'http://127.0.0.1:8787/v1'?",
-        ),
-        (
-            "api.example.com:8443/kyb",
-            "'api.example.com:8443/kyb' has no scheme; "
-            "did you mean 'https://api.example.com:8443/kyb'?",
-        ),
-        (  # user info and a query are never echoed, even here
-            "ci:pw@api.example.com/x?t=secret",
-            "'api.example.com/x' has no scheme; did you mean 'https://api.example.com/x'?",
-        ),
-    ],
-)
-def test_a_base_url_without_a_scheme_is_quoted_with_the_url_meant(written: str, said: str) -> None:
-    with pytest.raises(ConfigError) as refused:
-        parse_base_url(written)
     assert str(refused.value) == f"base_url {said}"
-
-
-CREDENTIALS = (
-    "must not carry credentials (user info before the host); "
-    "use RECONCILER_CLIENT_ID and RECONCILER_CLIENT_SECRET"
-)
-
-
-@pytest.mark.parametrize(
-    ("url", "shown", "why"),
-    [
-        ("http://10.0.0.5:8080", "http://10.0.0.5:8080", PLAIN_HTTP),
-        ("http://localhost.example.com", "http://localhost.example.com", PLAIN_HTTP),
-        ("http://127.0.0.1.nip.io", "http://127.0.0.1.nip.io", PLAIN_HTTP),
-        ("http://locahost:8787", "http://locahost:8787", TYPO.format("locahost")),
-        ("http://localhots/v1", "http://localhots/v1", TYPO.format("localhots")),
-        ("http://lokalhost", "http://lokalhost", TYPO.format("lokalhost")),
-        ("HTTP://api.example.com/", "http://api.example.com/", PLAIN_HTTP),
-        ("https://reconciler-ci:hunter2pw@api.example.com", "https://api.example.com", CREDENTIALS),
-        ("https://hunter2pw@api.example.com", "https://api.example.com", CREDENTIALS),
-        ("https://user:hunter2pw@api.example.com/x", "https://api.example.com/x", CREDENTIALS),
-        ("ftp://user:hunter2pw@api.example.com", "ftp://api.example.com", "is not an http(s) URL"),
-        ("https://api.example.com/p?access_token=hunter2pw", "https://api.example.com/p", QUERY),
-        ("http://api.example.com/?token=hunter2pw", "http://api.example.com/", QUERY),
-        ("https://api.example.com/#hunter2pw", "https://api.example.com/", QUERY),
-    ],
-)
-def test_plain_http_is_refused_but_for_loopback_and_a_refusal_shows_no_credential(
-    url: str, shown: str, why: str
-) -> None:
-    with pytest.raises(ConfigError) as refused:
-        parse_base_url(url)
-    assert str(refused.value) == f"base_url '{shown}' {why}"
 
 
 @pytest.mark.parametrize(

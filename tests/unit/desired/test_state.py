@@ -204,27 +204,88 @@ def test_five_hundred_invites_in_one_file_load(write_yaml: WriteYaml) -> None:
     assert str(state.invites[499].source) == f"{path}:{3 + 4 * 499}"
 
 
-# -- duplicate keys -------------------------------------------------------------
+# -- a file with one problem: named where it is -------------------------------------
+
+ONE_PROBLEM = [
+    pytest.param(
+        "invites:\n  - id: inv_8f2k1\n    email: onboarding@acme.example\n\n"
+        "    # corrected address, see ticket KYB-123\n    email: compliance@acme.example\n",
+        (6, 5),
+        ["duplicate key `email`", "line 3"],  # at the second, naming the first
+        [],
+        id="duplicate-key",
+    ),
+    pytest.param(
+        "invites:\n  - id: inv_8f2k1\n    name: Acme Holdings Ltd\n\n"
+        "  - id: inv_3m9q7\n    name: Müller & Söhne GmbH\n\n"
+        "  # copied from above and forgot to change the id\n"
+        "  - id: inv_8f2k1\n    name: Acme Holdings (UK) Ltd\n",
+        (9, 5),
+        ["`inv_8f2k1`", "{path}:2"],  # both entries named
+        [],
+        id="duplicate-id-in-one-file",
+    ),
+    pytest.param(
+        "invites:\n  - id: inv_8f2k1\n\n  - name: Kiwi Ledger Ltd\n    email: ops@kiwi.example\n",
+        (4, 5),
+        ["missing required field `id`"],
+        [],
+        id="entry-without-id",
+    ),
+    pytest.param(  # an internal class name means nothing to a user
+        "invites:\n  id: inv_8f2k1\n  name: Acme\n",
+        (2, 3),
+        ["`invites` must be a list", "mapping"],
+        ["MarkedDict"],
+        id="invites-a-mapping",
+    ),
+    pytest.param(
+        "invites: inv_8f2k1\n", (1, 10), ["`invites` must be a list"], [], id="invites-a-text"
+    ),
+    pytest.param(
+        "invites:\n  - id: inv_8f2k1\n---\n# second document\ninvites:\n  - id: inv_3m9q7\n",
+        (3, 1),
+        ["more than one YAML document"],
+        [],
+        id="two-documents",
+    ),
+    pytest.param(  # tabs are invisible in most editors: the message says what it is
+        "invites:\n\t- id: inv_8f2k1\n", (2, 1), ["a tab character"], [], id="tab-indentation"
+    ),
+    pytest.param(
+        "invites:\n  - id: inv_8f2k1\n    name:Acme: x\n   email: a@b.example\n",
+        (4, 4),
+        ["(", "indent"],  # a hint
+        [],
+        id="syntax-error-hint",
+    ),
+    pytest.param("# nothing yet\ninvites:\n", (2, 9), ["invites: []"], [], id="empty-invites-key"),
+    pytest.param(  # quoting nothing gives "", which is no valid name either
+        "invites:\n  - id: inv_8f2k1\n    name:\n",
+        (3, 10),
+        ["`name`", "empty"],
+        ['put it in quotes: ""', "reads  as"],
+        id="empty-value-is-not-something-to-quote",
+    ),
+]
 
 
-def test_duplicate_key_is_reported_at_the_second_naming_the_first(write_yaml: WriteYaml) -> None:
-    path = write_yaml(
-        "dup.yaml",
-        """\
-invites:
-  - id: inv_8f2k1
-    email: onboarding@acme.example
-
-    # corrected address, see ticket KYB-123
-    email: compliance@acme.example
-""",
-    )
+@pytest.mark.parametrize(("text", "at", "says", "never"), ONE_PROBLEM)
+def test_a_file_with_one_problem_names_it_at_its_line_and_column(
+    write_yaml: WriteYaml, text: str, at: tuple[int, int], says: list[str], never: list[str]
+) -> None:
+    path = write_yaml("invites.yaml", text)
 
     problem = only_problem(path)
 
-    assert where(problem) == (str(path), 6, 5)
-    assert "duplicate key `email`" in problem.message
-    assert "line 3" in problem.message
+    assert where(problem) == (str(path), *at)
+    for part in says:
+        assert part.replace("{path}", str(path)) in problem.message
+    for part in never:
+        assert part not in problem.message
+
+
+# -- duplicate keys -------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -299,30 +360,6 @@ invites:
 
 
 # -- duplicate invite ids ---------------------------------------------------------
-
-
-def test_duplicate_id_in_one_file_names_both_entries(write_yaml: WriteYaml) -> None:
-    path = write_yaml(
-        "emea.yaml",
-        """\
-invites:
-  - id: inv_8f2k1
-    name: Acme Holdings Ltd
-
-  - id: inv_3m9q7
-    name: Müller & Söhne GmbH
-
-  # copied from above and forgot to change the id
-  - id: inv_8f2k1
-    name: Acme Holdings (UK) Ltd
-""",
-    )
-
-    problem = only_problem(path)
-
-    assert where(problem) == (str(path), 9, 5)
-    assert "`inv_8f2k1`" in problem.message
-    assert f"{path}:2" in problem.message
 
 
 def test_duplicate_id_across_two_files_names_both_files(write_yaml: WriteYaml) -> None:
@@ -449,21 +486,6 @@ def test_explicit_tag_that_does_not_fit_its_value_is_reported(
     assert "\n" not in problem.message
 
 
-def test_empty_value_is_reported_as_empty_not_as_something_to_quote(
-    write_yaml: WriteYaml,
-) -> None:
-    path = write_yaml("empty-value.yaml", "invites:\n  - id: inv_8f2k1\n    name:\n")
-
-    problem = only_problem(path)
-
-    assert (problem.path, problem.line) == (str(path), 3)
-    assert "`name`" in problem.message
-    assert "empty" in problem.message
-    # Quoting nothing gives "", which is no valid name either: the advice must not be that.
-    assert 'put it in quotes: ""' not in problem.message
-    assert "reads  as" not in problem.message
-
-
 # -- schema problems ------------------------------------------------------------------
 
 
@@ -505,18 +527,6 @@ def test_singular_invite_key_at_top_level_is_caught(write_yaml: WriteYaml) -> No
     assert any("`invites`" in p.message and "missing" in p.message for p in problems)
 
 
-def test_entry_without_id_is_reported_at_the_entry(write_yaml: WriteYaml) -> None:
-    path = write_yaml(
-        "noid.yaml",
-        "invites:\n  - id: inv_8f2k1\n\n  - name: Kiwi Ledger Ltd\n    email: ops@kiwi.example\n",
-    )
-
-    problem = only_problem(path)
-
-    assert where(problem) == (str(path), 4, 5)
-    assert "missing required field `id`" in problem.message
-
-
 @pytest.mark.parametrize(
     ("line", "column", "value"),
     [
@@ -547,26 +557,6 @@ def test_invalid_id_characters_are_explained(write_yaml: WriteYaml, bad_id: str)
     assert where(problem) == (str(path), 2, 9)
     assert "not a valid inviteId" in problem.message
     assert "letters, digits, `_`, `-`, `.`" in problem.message
-
-
-def test_invites_given_as_a_mapping_is_told_to_be_a_list(write_yaml: WriteYaml) -> None:
-    path = write_yaml("map.yaml", "invites:\n  id: inv_8f2k1\n  name: Acme\n")
-
-    problem = only_problem(path)
-
-    assert where(problem) == (str(path), 2, 3)
-    assert "`invites` must be a list" in problem.message
-    assert "mapping" in problem.message
-    assert "MarkedDict" not in problem.message  # an internal class name means nothing to a user
-
-
-def test_invites_given_as_text_is_told_to_be_a_list(write_yaml: WriteYaml) -> None:
-    path = write_yaml("text.yaml", "invites: inv_8f2k1\n")
-
-    problem = only_problem(path)
-
-    assert where(problem) == (str(path), 1, 10)
-    assert "`invites` must be a list" in problem.message
 
 
 def test_entry_that_is_not_a_mapping_is_described_as_an_invite_entry(
@@ -707,16 +697,6 @@ def test_yaml_syntax_error_has_its_position(
     assert "\n" not in problem.message  # one line per problem
 
 
-def test_tab_indentation_is_named_as_the_problem(write_yaml: WriteYaml) -> None:
-    path = write_yaml("tabs.yaml", "invites:\n\t- id: inv_8f2k1\n")
-
-    problem = only_problem(path)
-
-    assert where(problem) == (str(path), 2, 1)
-    # Tabs are invisible in most editors: the message must say what the character is.
-    assert "tab" in problem.message.lower() or "'\\t'" in problem.message, problem.message
-
-
 @pytest.mark.parametrize(
     "text",
     [
@@ -746,18 +726,6 @@ def test_unclosed_bracket_points_at_the_line_that_opened_it(
     assert "']'" in problem.message
     # The `[` opened on line 3, column 13: that is where the fix goes.
     assert problem.line == 3 or "line 3, column 13" in problem.message, str(problem)
-
-
-def test_two_yaml_documents_in_one_file(write_yaml: WriteYaml) -> None:
-    path = write_yaml(
-        "two.yaml",
-        "invites:\n  - id: inv_8f2k1\n---\n# second document\ninvites:\n  - id: inv_3m9q7\n",
-    )
-
-    problem = only_problem(path)
-
-    assert where(problem) == (str(path), 3, 1)
-    assert "more than one YAML document" in problem.message
 
 
 # -- a whole run -------------------------------------------------------------------------
@@ -835,21 +803,6 @@ def test_file_named_directly_and_through_its_directory_is_read_once(
     assert [i.id for i in state.invites] == ["inv_a"]
 
 
-def test_yaml_syntax_errors_carry_a_hint(write_yaml: WriteYaml) -> None:
-    path = write_yaml(
-        "hint.yaml", "invites:\n  - id: inv_8f2k1\n    name:Acme: x\n   email: a@b.example\n"
-    )
-    problem = only_problem(path)
-    assert problem.line == 4
-    assert "(" in problem.message and "indent" in problem.message
-
-
-def test_an_empty_invites_key_says_how_to_write_an_empty_list(write_yaml: WriteYaml) -> None:
-    problem = only_problem(write_yaml("empty-list.yaml", "# nothing yet\ninvites:\n"))
-    assert (problem.line, problem.column) == (2, 9)
-    assert "invites: []" in problem.message
-
-
 @pytest.mark.parametrize(
     ("line", "shown"),
     [
@@ -894,42 +847,44 @@ def placed(text: str) -> tuple[list[tuple[str, int, int]], list[str]]:
     return [(i.id, i.source.line, i.source.column) for i in invites], [str(p) for p in problems]
 
 
-def test_invites_merged_in_on_one_line_are_placed_where_written():
-    text = "<<: {invites: [{id: inv_a, name: Acme}, {id: inv_b, name: 12:30}, 12:30]}\n"
-
-    invites, problems = placed(text)
-
-    assert invites == [("inv_a", 1, 16), ("inv_b", 1, 41)]
-    assert problems == [
-        "f.yaml:1:59: `name` must be text, but YAML reads 12:30 as a number (750); "
-        'put it in quotes: "12:30"',
-        "f.yaml:1:67: each invite entry must be a mapping, not a number "
-        "(start each entry with `- id: ...`)",
-    ]
+TO_QUOTE = '`name` must be text, but YAML reads 12:30 as a number (750); put it in quotes: "12:30"'
 
 
-def test_invites_merged_in_as_a_block_are_placed_where_written():
-    text = (
-        "<<:\n  invites:\n    - id: inv_a\n      name: Acme\n    - id: inv_b\n      name: 12:30\n"
-    )
-
-    invites, problems = placed(text)
-
-    assert invites == [("inv_a", 3, 7), ("inv_b", 5, 7)]
-    assert problems == [
-        "f.yaml:6:13: `name` must be text, but YAML reads 12:30 as a number (750); "
-        'put it in quotes: "12:30"'
-    ]
-
-
-def test_an_invalid_id_in_a_merged_list_is_placed_at_the_id():
-    invites, problems = placed("<<: {invites: [{id: 'bad id'}]}\n")
-
-    assert invites == [("bad id", 1, 16)]
-    assert problems == [
-        "f.yaml:1:21: `id`: 'bad id' is not a valid inviteId "
-        "(1 to 128 letters, digits, `_`, `-`, `.`, and not dots alone)"
-    ]
+@pytest.mark.parametrize(
+    ("text", "invites", "problems"),
+    [
+        pytest.param(
+            "<<: {invites: [{id: inv_a, name: Acme}, {id: inv_b, name: 12:30}, 12:30]}\n",
+            [("inv_a", 1, 16), ("inv_b", 1, 41)],
+            [
+                f"f.yaml:1:59: {TO_QUOTE}",
+                "f.yaml:1:67: each invite entry must be a mapping, not a number "
+                "(start each entry with `- id: ...`)",
+            ],
+            id="on-one-line",
+        ),
+        pytest.param(
+            "<<:\n  invites:\n    - id: inv_a\n      name: Acme\n"
+            "    - id: inv_b\n      name: 12:30\n",
+            [("inv_a", 3, 7), ("inv_b", 5, 7)],
+            [f"f.yaml:6:13: {TO_QUOTE}"],
+            id="as-a-block",
+        ),
+        pytest.param(
+            "<<: {invites: [{id: 'bad id'}]}\n",
+            [("bad id", 1, 16)],
+            [
+                "f.yaml:1:21: `id`: 'bad id' is not a valid inviteId "
+                "(1 to 128 letters, digits, `_`, `-`, `.`, and not dots alone)"
+            ],
+            id="an-invalid-id-at-the-id",
+        ),
+    ],
+)
+def test_invites_merged_in_are_placed_where_written(
+    text: str, invites: list[tuple[str, int, int]], problems: list[str]
+) -> None:
+    assert placed(text) == (invites, problems)
 
 
 def test_a_directory_named_like_a_yaml_file_is_not_read_as_one(

@@ -351,8 +351,9 @@ def test_an_alias_may_carry_nesting_exactly_to_the_limit_and_no_further() -> Non
     assert DEPTH_LIMIT == 100
     fits = load_text(nested_alias(50, 49), "t.yaml")[1]
     assert not [p for p in fits if "nested" in p.message]
+    # Past it, the one problem of the file, at the alias.
     beyond = [str(p) for p in load_text(nested_alias(50, 50), "t.yaml")[1]]
-    assert "t.yaml:2:54: nested too deeply (limit 100)" in beyond
+    assert beyond == ["t.yaml:2:54: nested too deeply (limit 100)"]
 
 
 def shared_list(items: int, aliases: int) -> str:
@@ -506,18 +507,6 @@ def test_nesting_up_to_the_limit_is_read_and_one_more_level_is_not() -> None:
 
     assert not any("nested" in p.message for p in load_text(at_limit, "ok.yaml")[1])
     assert only(load_text(beyond, "deep.yaml")[1]).message.startswith("nested too deeply")
-
-
-def test_an_alias_cannot_carry_nesting_past_the_limit() -> None:
-    half = DEPTH_LIMIT // 2 + 5
-    text = (
-        "a: &deep " + "[" * half + "]" * half + "\nb: " + "[" * half + "*deep" + "]" * half + "\n"
-    )
-
-    problem = only(load_text(text, "alias.yaml")[1])
-
-    assert problem.message.startswith("nested too deeply")
-    assert (problem.line, problem.column) == (2, 4 + half)
 
 
 def test_a_deep_config_file_is_refused_too(tmp_path: Path) -> None:

@@ -275,9 +275,22 @@ def _mark(line: int, column: int, index: int) -> yaml.Mark:
     return yaml.Mark("<file>", index, line, column, None, 0)  # no buffer: no snippet
 
 
+def _too_deep(mark: yaml.Mark | None) -> yaml.MarkedYAMLError:
+    return yaml.scanner.ScannerError(
+        "while increasing flow level", None, "exceeded maximum nesting depth", mark
+    )
+
+
+TOO_DEEP = f"nested too deeply (limit {DEPTH_LIMIT})"
+
+
 @pytest.mark.parametrize(
     ("error", "expected"),
     [
+        (_too_deep(None), f"team.yaml:1:1: {TOO_DEEP}"),
+        # A libyaml built with a lower limit than ours: the text up to its stop is within
+        # our limit, so its own place is the best there is.
+        (_too_deep(_mark(2, 14, len(TEXT) - 10)), f"team.yaml:3:15: {TOO_DEEP}"),
         (yaml.YAMLError("the stream broke"), "team.yaml:1:1: invalid YAML: the stream broke"),
         (yaml.MarkedYAMLError(), "team.yaml:1:1: invalid YAML"),
         (
@@ -287,9 +300,17 @@ def _mark(line: int, column: int, index: int) -> yaml.Mark:
             "team.yaml:1:1: a character YAML does not allow; save the file as text",
         ),
     ],
-    ids=["error-without-position", "marked-error-without-marks", "refused-character-we-allow"],
+    ids=[
+        "too-deep-without-a-place",
+        "too-deep-before-our-limit-where-libyaml-stopped",
+        "error-without-position",
+        "marked-error-without-marks",
+        "refused-character-we-allow",
+    ],
 )
-def test_an_error_without_a_place_is_shown_at_the_first_line(libyaml_fails_on, error, expected):
+def test_an_error_libyaml_places_oddly_or_not_at_all_is_shown_where_it_can_be(
+    libyaml_fails_on, error, expected
+):
     libyaml_fails_on(TEXT, error)
     assert _messages(TEXT) == [expected]
 
@@ -304,12 +325,6 @@ def test_the_config_loader_reports_it_the_same_way(libyaml_fails_on):
     ]
 
 
-def _too_deep(mark: yaml.Mark | None) -> yaml.MarkedYAMLError:
-    return yaml.scanner.ScannerError(
-        "while increasing flow level", None, "exceeded maximum nesting depth", mark
-    )
-
-
 def test_libyaml_stopping_deeper_than_our_limit_is_shown_where_ours_was_passed(libyaml_fails_on):
     text = "invites:\n  - id: inv_1\n    name: " + "[" * (DEPTH_LIMIT + 20) + "\n"
     libyaml_fails_on(text, _too_deep(_mark(2, len(text), len(text) - 1)))
@@ -318,18 +333,6 @@ def test_libyaml_stopping_deeper_than_our_limit_is_shown_where_ours_was_passed(l
     assert f"nested too deeply (limit {DEPTH_LIMIT})" in message
     column = int(message.split(":")[2])
     assert column < len("    name: ") + DEPTH_LIMIT + 2  # at ours, not at libyaml's stop
-
-
-def test_libyaml_stopping_before_our_limit_is_shown_where_libyaml_stopped(libyaml_fails_on):
-    # A libyaml built with a lower limit than ours: the text up to its stop
-    # is within our limit, so its own place is the best there is.
-    libyaml_fails_on(TEXT, _too_deep(_mark(2, 14, len(TEXT) - 10)))
-    assert _messages(TEXT) == [f"team.yaml:3:15: nested too deeply (limit {DEPTH_LIMIT})"]
-
-
-def test_libyaml_stopping_without_a_place_is_shown_at_the_first_line(libyaml_fails_on):
-    libyaml_fails_on(TEXT, _too_deep(None))
-    assert _messages(TEXT) == [f"team.yaml:1:1: nested too deeply (limit {DEPTH_LIMIT})"]
 
 
 def test_items_handed_to_the_hook_are_not_kept_in_the_document():
