@@ -121,6 +121,7 @@ STARTUP_GAIN = 2.89
 IN_FLIGHT_GAIN = 2.0  # in slow start, in flight: this times what the last answers keep busy
 QUEUEING = 1.5  # a refusal this many times slower than the fastest answer waited in a queue
 QUEUED = 0.1  # ... and this many seconds slower: a late thread, a new connection costs less
+FLOOR = 0.5  # share of the ceiling a steady refusal leaves at least
 CUT = 0.85  # share of what the server let through that a refusal leaves
 RECOVERY = 0.97  # share of the ceiling the rate climbs back to quickly
 RECOVERY_TIME = 2.0  # seconds: time constant of that climb
@@ -497,6 +498,9 @@ class RateControl:
             measured = self._crossed(let, started, average, rate)
         else:
             measured = self._steady(let, started - since, average, burst, rate, started)
+            if self.ceiling is not None:
+                # One refusal (jitter, another pacer's requests) halves the ceiling at most.
+                measured = max(measured, FLOOR * self.ceiling)
             if not spaced and retry_after and now - CYCLE <= self._cut_at <= self.pause[1]:
                 # A pause the server named, then refused again at the spacing it let
                 # through: a token bucket refilled in the pause, so only the whole cycle
