@@ -22,8 +22,10 @@ goes in, one that waited too long is answered 503). One rate rides all of them:
   through when none came closer (a limit on spacing; not far below the spacing
   refused either, which crossed it), or what the second held when some came in a
   burst (a window, a bucket); after a wait in a queue, what the server answered
-  lately. The rate is cut to ``CUT`` of the ceiling. Refusals of requests sent before
-  the cut are the same news: no second cut.
+  lately. The rate is cut to ``CUT`` of the ceiling; one steady refusal leaves at
+  least ``FLOOR`` of the last ceiling. Refusals of requests sent before the cut are
+  the same news: no second cut; nor is one a late arrival explains (it, or the one
+  before it, reached the server late, closer to the other than any two let through).
 - **Nothing starts** for two intervals of that rate (``HOLD``), so no request, the
   refused one least, goes again before the window it was refused in can have moved.
   Refused again with nothing let through since is the same window (HAProxy counts
@@ -32,20 +34,27 @@ goes in, one that waited too long is answered 503). One rate rides all of them:
 - **Then** the rate climbs back to just under the ceiling (``RECOVERY``) within
   seconds (``RECOVERY_TIME``), and beyond it slowly at first and faster the longer
   nothing is refused (``PROBE``): a limit that rose is found again, a steady one
-  refuses about one request in a hundred or fewer.
+  refuses about one request in a hundred or fewer. After a pause the server named
+  the rate goes straight back (the pause emptied the limit), and probes as much more
+  slowly as each refusal's pause costs; a late request holds the next one longer.
 - **A run's first second** has not seen a whole window. When none went through in a
   burst, the limit is on spacing and what went through is a lower bound: the rate
   grows from it, doubling each second (``GROWTH``), until the next refusal sets the
   ceiling where the rate was. When some came in a burst, what went through is a
   window's rate, or a token bucket's burst: a lower bound too, until the window shows
-  by refusing again with nothing let through (a bucket refills), or the server named
-  its pause (then the pause shows which).
+  by refusing again with nothing let through (a bucket refills). With a pause named,
+  refused at the spacing of the fastest let through (the client's own pace) is a
+  window's or a bucket's count, kept; refused closer, the fastest spacing goes on
+  trial after the pause (growth waits a window): a window shows by refusing again
+  at an even spacing, and its count stands. Growth steps are as fine as the refused
+  rate was near what went through.
 - **One request refused again** while others were let through since is no news of
   the rate: a limit on all refuses the others too, and they say so. The second time
   it only holds; from the third (``OWN``) it is that request's own (a path limited on
-  its own, a broken record): it backs off alone, as after a fault, and the others go on.
-- **A pause the server named** (``Retry-After``), a burst, and a refusal again
-  within ``CYCLE`` seconds: a token bucket refilled in the pause, so the whole
+  its own, a broken record): it backs off alone, as after a fault, and the others go
+  on; a cut its first refusal made said nothing of the limit: the rate grows again.
+- **A pause the server named** (``Retry-After``), then a refusal again at a spacing
+  it let through, within ``CYCLE`` seconds: a token bucket refilled in the pause, so the whole
   cycle, pause included, says what it lets through in the long run; the rate goes
   straight to just under that when the pause ends.
 
