@@ -22,8 +22,10 @@ goes in, one that waited too long is answered 503). One rate rides all of them:
   through when none came closer (a limit on spacing; not far below the spacing
   refused either, which crossed it), or what the second held when some came in a
   burst (a window, a bucket); after a wait in a queue, what the server answered
-  lately. The rate is cut to ``CUT`` of the ceiling. Refusals of requests sent before
-  the cut are the same news: no second cut.
+  lately. The rate is cut to ``CUT`` of the ceiling; one steady refusal leaves at
+  least ``FLOOR`` of the last ceiling. Refusals of requests sent before the cut are
+  the same news: no second cut; nor is one a late arrival explains (it, or the one
+  before it, reached the server late, closer to the other than any two let through).
 - **Nothing starts** for two intervals of that rate (``HOLD``), so no request, the
   refused one least, goes again before the window it was refused in can have moved.
   Refused again with nothing let through since is the same window (HAProxy counts
@@ -32,20 +34,27 @@ goes in, one that waited too long is answered 503). One rate rides all of them:
 - **Then** the rate climbs back to just under the ceiling (``RECOVERY``) within
   seconds (``RECOVERY_TIME``), and beyond it slowly at first and faster the longer
   nothing is refused (``PROBE``): a limit that rose is found again, a steady one
-  refuses about one request in a hundred or fewer.
+  refuses about one request in a hundred or fewer. After a pause the server named
+  the rate goes straight back (the pause emptied the limit), and probes as much more
+  slowly as each refusal's pause costs; a late request holds the next one longer.
 - **A run's first second** has not seen a whole window. When none went through in a
   burst, the limit is on spacing and what went through is a lower bound: the rate
   grows from it, doubling each second (``GROWTH``), until the next refusal sets the
   ceiling where the rate was. When some came in a burst, what went through is a
   window's rate, or a token bucket's burst: a lower bound too, until the window shows
-  by refusing again with nothing let through (a bucket refills), or the server named
-  its pause (then the pause shows which).
+  by refusing again with nothing let through (a bucket refills). With a pause named,
+  refused at the spacing of the fastest let through (the client's own pace) is a
+  window's or a bucket's count, kept; refused closer, the fastest spacing goes on
+  trial after the pause (growth waits a window): a window shows by refusing again
+  at an even spacing, and its count stands. Growth steps are as fine as the refused
+  rate was near what went through.
 - **One request refused again** while others were let through since is no news of
   the rate: a limit on all refuses the others too, and they say so. The second time
   it only holds; from the third (``OWN``) it is that request's own (a path limited on
-  its own, a broken record): it backs off alone, as after a fault, and the others go on.
-- **A pause the server named** (``Retry-After``), a burst, and a refusal again
-  within ``CYCLE`` seconds: a token bucket refilled in the pause, so the whole
+  its own, a broken record): it backs off alone, as after a fault, and the others go
+  on; a cut its first refusal made said nothing of the limit: the rate grows again.
+- **A pause the server named** (``Retry-After``), then a refusal again at a spacing
+  it let through, within ``CYCLE`` seconds: a token bucket refilled in the pause, so the whole
   cycle, pause included, says what it lets through in the long run; the rate goes
   straight to just under that when the pause ends.
 
@@ -93,6 +102,7 @@ nothing over this simpler design, so it went.
 
 from __future__ import annotations
 
+import bisect
 import logging
 import math
 import threading
@@ -119,6 +129,8 @@ SLOW_START_GAIN = 2.0  # rate multiplied by this per held start until the first 
 STARTUP_GAIN = 2.89
 IN_FLIGHT_GAIN = 2.0  # in slow start, in flight: this times what the last answers keep busy
 QUEUEING = 1.5  # a refusal this many times slower than the fastest answer waited in a queue
+QUEUED = 0.1  # ... and this many seconds slower: a late thread, a new connection costs less
+FLOOR = 0.5  # share of the ceiling a steady refusal leaves at least
 CUT = 0.85  # share of what the server let through that a refusal leaves
 RECOVERY = 0.97  # share of the ceiling the rate climbs back to quickly
 RECOVERY_TIME = 2.0  # seconds: time constant of that climb
@@ -128,8 +140,10 @@ PROBE = 3e-6
 # Grown from a lower bound: this much per start the rate held back, so it doubles each
 # second the run sends at it.
 GROWTH = math.log(2)
+FINEST = 0.1  # share of GROWTH at least, when the refused rate was just above the bound
 HOLD = 2.0  # intervals of what the server let through: no start after a refusal ...
 MAX_HOLD = 4.0  # seconds: ... doubled while refused with nothing let through, up to this
+TIGHTER = 0.99  # the refused one this much closer than any let through: it crossed a spacing
 BURST = 1.5  # let through this much faster than on average: a window or a token bucket
 FIRST_CUT = 0.5  # share of the refused rate kept when nothing says how far off it was
 OWN = 2  # refusals of one request, each after others were let through: its own
@@ -182,6 +196,13 @@ class RateControl:
         self._ended: deque[tuple[float, float]] = deque(maxlen=ENDED_KEPT)
         self._hold = 0.0  # seconds of the last hold
         self._held = 0.0  # what the window held before the run's first refusal, per second
+        self._trial = False  # the rate is the fastest spacing of the run's first second, on trial
+        self._paused = 0.0  # seconds of the pause the last cut's refusal named
+        self._fresh = -math.inf  # the end of the last cut's hold: what the limit let through since
+        self.explained = False  # a late arrival explained the last refusal: no news
+        self._growth = GROWTH  # per start, grown from a lower bound
+        self._passed = 0.0  # the fastest spacing the last refusal's limit let through
+        self._late = -math.inf  # when the last request let through late reached the server
         self._lower_bound = False  # the ceiling is a lower bound: grow from it
         self._updated = now  # last change of the rate
         self._cut_at = now  # last cut
@@ -224,7 +245,16 @@ class RateControl:
             # at the server (HAProxy's maxconn) is not filled far ahead of its answers.
             rate = min(rate, IN_FLIGHT_GAIN * self.starts.delivery_rate()) or rate
             latency = min(latency, self.latency.unloaded() or latency)
+            if self._trial:
+                # The fastest spacing is on trial: if a window or a bucket's burst ran dry
+                # instead, each request then in flight is refused. Those its count keeps busy.
+                rate = min(rate, self._held)
         return max(1, math.ceil(min(rate, self._cap) * latency) + 1)
+
+    def late_hold(self) -> float:
+        """How long a request not answered yet and late already may hold the next: one
+        interval, or longer while a refusal costs a pause the server names."""
+        return max(1.0 / self.rate, min(self._paused, QUEUED))
 
     def closed(self) -> tuple[tuple[float, float], ...]:
         """When no request may start, or could not: the server's pause and the hold after
@@ -297,6 +327,10 @@ class RateControl:
             if self.probing and epoch == self.epoch:  # sent after a block's quiet: it is over
                 self.probing = False
                 self._resumed = now
+            arrived = self.latency.arrived(started, seconds, now)
+            if arrived > started:  # it reached the server late: the next one soon after
+                self._late = arrived
+                self.starts.arrived(started, arrived)
             self.starts.answered(now)
             self.latency.add(seconds)
             self._raise(now)
@@ -309,7 +343,9 @@ class RateControl:
             # waits alone; a limit on all refuses the others too, and they say so. (Once
             # is no news of the rate either, for the same reason: it only holds.)
             return True
-        if epoch == self.epoch and not strikes:  # sent since the last cut or hold: news
+        news = epoch == self.epoch and strikes <= 0  # sent since the last cut or hold
+        self.explained = news and self._jitter(started, seconds, now)
+        if news and not self.explained:
             if self.ceiling is not None and not self._let_since:
                 self._hold_longer(now)  # nothing let through since: the same window
             else:
@@ -320,6 +356,12 @@ class RateControl:
         if retry_after:
             self.pause = self._until(self.pause, now, now + retry_after)
         return False
+
+    def regrow(self) -> None:
+        """The last cut came of a request's own refusal: the rate grows again from where
+        it is, as from a lower bound, till the limit refuses."""
+        if self.ceiling is not None and not self.blocks:
+            self._lower_bound, self._level, self._reached = True, self.rate, self.answers
 
     def blocked(self, rate: float, epoch: int, started: float, now: float) -> None:
         """A gateway's own 403 to a request that left at ``started`` at ``rate``: nothing
@@ -367,6 +409,7 @@ class RateControl:
             self._let_since_cut = self._let_since = 0
             self.probing = True
         self.hold = self._until(self.hold, now, now + self.quiet)
+        self._fresh = self.hold[1]
 
     def _blocked_at(self, let: int, started: float) -> float:
         """What a blocker allows a second, from the ``let`` let through in the second
@@ -388,19 +431,25 @@ class RateControl:
         let, measured, cycled = self._measure(rate, started, seconds, now, retry_after)
         self.ceiling = max(MIN_RATE, min(measured, rate))  # refused at `rate`: it is above
         self.rate = max(MIN_RATE, CUT * self.ceiling)
-        self._level = RECOVERY * self.ceiling
+        # No lower than the fastest spacing let through, if that was measured: it passed.
+        self._level = min(self.ceiling, max(RECOVERY * self.ceiling, self._passed))
+        self._passed = 0.0
         self._reached = None
+        self._paused = retry_after or 0.0
+        if cycled or retry_after:
+            # A pause the server named empties the limit (a whole cycle measured a
+            # bucket's rate): straight to just under it when the pause ends, no climb.
+            self.rate = self._level
+            self._reached = self.answers
         if self._lower_bound:
             self._level = self.rate  # grow from it at once
             self._reached = self.answers
-        elif cycled:
-            # A whole cycle measured the rate and the pause let the bucket refill: go
-            # straight to just under it when the pause ends, no climb to wait for.
-            self.rate = self._level
-            self._reached = self.answers
+            # ... in steps as fine as the refused rate is near what was let through.
+            self._growth = GROWTH * (max(1.0 - self.ceiling / rate, FINEST) if let else 1.0)
         # Two intervals of the rate it was refused at, or of what it let through.
         self._hold = min(HOLD / max(self.ceiling, min(rate, measured)), MAX_HOLD)
         self.hold = self._until(self.hold, now, now + self._hold)
+        self._fresh = self.hold[1]
         self.epoch += 1
         self._updated = self._cut_at = now
         self._let_since_cut = self._let_since = 0
@@ -422,9 +471,10 @@ class RateControl:
         """What the server let through before it refused the request that left at
         ``started`` at ``rate``: how many in the second before, at what rate, and
         whether a cycle of pause and burst measured it."""
-        self._held = 0.0
+        held, self._held, self._trial = self._held, 0.0, False
+        growing, self._lower_bound = self._lower_bound, False
         first = self.starts.first if self.starts.first is not None else started
-        since = max(started - WINDOW, first, min(max(self.pause[1], self.hold[1]), started))
+        since = max(started - WINDOW, first, min(max(self.pause[1], self._fresh), started))
         let = self.starts.let_through(started, since)
         served = self._served(seconds)
         if not let.number:  # nothing let through lately
@@ -436,47 +486,91 @@ class RateControl:
         # window, a token bucket). If not, it is on spacing (nginx's limit_req): none
         # went through closer than it allows, the refused one did.
         burst = bool(let.gap) and 1.0 / let.gap > BURST * average
+        # A limit on spacing refuses only a request closer than any it let through: one
+        # refused no closer than the fastest met a window, an empty bucket or a late one.
+        before = self.starts.before(started)
+        gap = started - before if before is not None else 0.0
+        spaced = not let.gap or gap < TIGHTER * let.gap
         cycled = False
         if self.ceiling is None and started - first < WINDOW:
-            measured = self._young(let, burst, rate, retry_after)
-        elif self.pause[1] <= started < self.pause[1] + WINDOW:
-            # Within a window of the server's pause: the window held what it let
-            # through after the pause, and nothing from the pause.
+            even = not spaced and gap <= let.gap / TIGHTER  # as close as the fastest
+            measured = self._young(let, burst, rate, retry_after, even)
+        elif not spaced and self.pause[1] <= started < self.pause[1] + WINDOW:
+            # Within a window of the server's pause, refused at a spacing it let through:
+            # a window, which held what it let through after the pause, and nothing from
+            # the pause (and no less than in the run's first second: HAProxy's still
+            # counts some from before the pause).
             window = max(started - WINDOW, first)
             measured = self.starts.let_through(started, window).number / (started - window)
-        elif self._lower_bound:
-            # Refused while growing from a lower bound: a limit that refuses as soon as
-            # the rate crosses it (nginx's limit_req, an empty token bucket) is about
-            # where the rate was; a window is soon refused again, and measured then.
-            self._lower_bound = False
-            measured = max(average, rate)
+            measured = max(measured, held)
+        elif growing:
+            measured = self._crossed(let, started, average, rate)
         else:
             measured = self._steady(let, started - since, average, burst, rate, started)
-            if retry_after and self._cut_at <= self.pause[1] and now - self._cut_at <= CYCLE:
-                # A pause the server named, then a burst soon refused again: a token
-                # bucket refilled in the pause, so only the whole cycle says what it lets
-                # through in the long run. Over a longer cycle the burst matters less
-                # than the pause, which says nothing of a window's rate.
+            if self.ceiling is not None:
+                # One refusal (jitter, another pacer's requests) halves the ceiling at most.
+                measured = max(measured, FLOOR * self.ceiling)
+            if not spaced and retry_after and now - CYCLE <= self._cut_at <= self.pause[1]:
+                # A pause the server named, then refused again at the spacing it let
+                # through: a token bucket refilled in the pause, so only the whole cycle
+                # says what it lets through in the long run. Over a longer cycle the
+                # burst matters less than the pause, which says nothing of a window's rate.
                 cycle = self._let_since_cut / max(now - self._cut_at, _SHORTEST_CYCLE)
                 measured, cycled = min(measured, cycle), cycle < measured
         return let.number, min(measured, served or math.inf), cycled
+
+    def _crossed(self, let: LetThrough, started: float, average: float, rate: float) -> float:
+        """Refused while growing from a lower bound: a limit that refuses as soon as the
+        rate crosses it (nginx's limit_req, an empty token bucket) is about where the
+        rate was; a window is soon refused again, and measured then. Refused closer than
+        any let through: between the fastest spacing let through and the refused one,
+        the level climbed back to no lower than the fastest (``_passed``), nor far below
+        the refused one (let through sparsely, others refused between)."""
+        if not let.gap or started - let.last >= let.gap:
+            return max(average, rate)
+        self._passed, sent = 1.0 / let.gap, 1.0 / (started - let.last)
+        return max(self._passed, min(sent, self._passed / RECOVERY), CUT * sent)
+
+    def _jitter(self, started: float, seconds: float, now: float) -> bool:
+        """Whether a late arrival explains the refusal: the request, or the one before
+        it, reached the server late (a thread scheduled late), closer to the other than
+        any two let through lately; a limit on spacing refuses it however slow the
+        rate. A queue's wait is no jitter; a refusal in slow start or while the rate
+        grows from a lower bound is most likely the limit: news."""
+        if self.ceiling is None or self._lower_bound or self._served(seconds):
+            return False
+        before = self.starts.before(started)
+        late = self.latency.arrived(started, seconds, now) > started
+        if before is None or not (late or before == self._late):
+            return False
+        gap = self.starts.let_through(started, started - WINDOW).gap
+        return not gap or started - before < TIGHTER * gap
 
     def _served(self, seconds: float) -> float:
         """What a server queue serves (0: no sign of one): a refusal later than answers
         come waited in a queue (HAProxy's maxconn), where everything went in."""
         fastest = self.latency.fastest()
-        if fastest and seconds > QUEUEING * fastest:
+        if fastest and seconds > max(QUEUEING * fastest, fastest + QUEUED):
             return self.starts.delivery_rate()
         return 0.0
 
-    def _young(self, let: LetThrough, burst: bool, rate: float, retry_after: float | None) -> float:
+    def _young(
+        self, let: LetThrough, burst: bool, rate: float, retry_after: float | None, even: bool
+    ) -> float:
         """A run younger than the window has not seen a whole one: a window let through a
         window's worth (its rate), a token bucket its burst and its rate since (more or
         less than its rate), a limit on spacing about its rate. A lower bound to grow
         from, unless a burst came with a pause named: a window's is what it let through,
-        a bucket's shows in the next cycle."""
-        self._lower_bound = not (burst and retry_after)
+        a bucket's shows in the next cycle; but unless refused at the spacing of the
+        fastest let through (``even``: the client's own pace, which no spacing limit
+        refuses), the fastest may be a spacing's rate: on trial after the pause
+        (``_trial``), where a window lets as many through again at one spacing, then
+        refuses."""
         self._held = let.number / WINDOW  # a window's rate, if it remembers (see _hold_longer)
+        self._trial = burst and bool(retry_after) and not even
+        self._lower_bound = self._trial or not (burst and retry_after)
+        if self._trial:
+            return 1.0 / let.gap
         if burst:
             return self._held
         return (let.number - 1) / (let.last - let.first) if let.number > 1 else FIRST_CUT * rate
@@ -498,6 +592,7 @@ class RateControl:
         news of the rate. Nothing starts for twice as long as the last hold."""
         self._hold = min(2 * self._hold, MAX_HOLD)
         self.hold = self._until(self.hold, now, now + self._hold)
+        self._fresh = self.hold[1]
         self._updated = now
         self.epoch += 1
         self._let_since = 0
@@ -541,7 +636,10 @@ class RateControl:
             return  # the run sends no faster than this: probing would say nothing
         self._held_starts -= 1
         if self._lower_bound:
-            self.rate = self._level = min(self._cap, self.rate + GROWTH)
+            if self._trial and now < self.pause[1] + WINDOW:
+                return  # a window shows after the pause, refusing at an even spacing
+            self._trial = False
+            self.rate = self._level = min(self._cap, self.rate + self._growth)
             return
         if self.blocks:
             # Past a blocker's limit, a probe costs a whole block: not until a long
@@ -556,7 +654,8 @@ class RateControl:
                     self.rate,
                 )
             return
-        probing = self.answers - self._reached
+        # Each refusal that names a pause costs the whole pause: probe as much slower.
+        probing = (self.answers - self._reached) / (1.0 + self._paused * level)
         self.rate = min(self._cap, level * (1 + PROBE * probing * probing))
 
 
@@ -590,6 +689,14 @@ class RecentStarts:
         self._times.append(now)
         while self._times[0] < now - STARTS_KEPT:
             self._times.popleft()
+
+    def arrived(self, started: float, at: float) -> None:
+        """The request started at ``started`` reached the server later, at ``at``: what
+        a limit on spacing saw."""
+        times = self._times
+        if started in times:
+            times.remove(started)
+            times.insert(bisect.bisect(times, at), at)
 
     def refused(self, started: float) -> None:
         """The request started at ``started`` was refused."""
@@ -732,6 +839,7 @@ class Refusal(NamedTuple):
     let: int  # answers let through so far
     strikes: int  # times in a row this request was refused while others were let through
     own: bool  # the request's own, not the server's limit on all: it waits alone
+    cut: int = -1  # the pacer's cuts once its first refusal cut the rate (-1: it did not)
 
 
 class RequestPacer:
@@ -901,7 +1009,8 @@ class RequestPacer:
         if self._pending and unloaded and now - self._last_start > LATE * unloaded:
             # Not answered yet and late already: it reaches the server no sooner than
             # its answer could come back now. Waited for one more interval at most.
-            arrived = min(max(arrived, now - unloaded), self._last_start + interval)
+            latest = self._last_start + self._control.late_hold()
+            arrived = min(max(arrived, now - unloaded), latest)
         return arrived + interval
 
     def _start(self, ticket: object, entered: float, now: float) -> Turn:
@@ -952,7 +1061,7 @@ class RequestPacer:
             if blocked:
                 control.blocked(turn.rate, turn.epoch, turn.at, now)
                 return Refusal(control.let, 0, False)
-            strikes = 0
+            strikes, cuts = 0, control.cuts
             if again is not None:
                 strikes = again.strikes + (control.let > again.let)
             own = control.answered(
@@ -965,7 +1074,14 @@ class RequestPacer:
                 retry_after=retry_after,
                 strikes=strikes,
             )
-            return Refusal(control.let, strikes, own) if refused else None
+            if not refused:
+                return None
+            if control.explained:
+                strikes = -1  # no strike: the next refusal of it is news again
+            cut = again.cut if again is not None else control.cuts if control.cuts > cuts else -1
+            if own and again is not None and not again.own and again.cut == control.cuts:
+                control.regrow()  # the cut its first refusal made said nothing of the limit
+            return Refusal(control.let, strikes, own, cut)
 
     def on_no_answer(self, turn: Turn) -> None:
         """An attempt that got no answer (or was never sent): a probe it was is over."""
