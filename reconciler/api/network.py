@@ -453,7 +453,7 @@ class BaseUrl(NamedTuple):
 
     @property
     def is_loopback(self) -> bool:
-        return _is_loopback(self.host)
+        return is_loopback_host(self.host)
 
 
 def parse_base_url(base_url: str) -> BaseUrl:
@@ -489,7 +489,7 @@ def _refused_base(parts: SplitResult, written: str) -> str | None:
     refused = _refused_parts(parts, written)
     if refused is not None:
         return refused
-    if parts.scheme == "http" and not _is_loopback(parts.hostname):
+    if parts.scheme == "http" and not is_loopback_host(parts.hostname):
         return _typo_of_localhost(parts.hostname or "") or (
             "uses plain http://, which would send the client secret and tokens unencrypted; "
             "use https:// (http:// is allowed only for loopback hosts such as 127.0.0.1, "
@@ -536,7 +536,7 @@ def _no_scheme(written: str) -> str | None:
         meant = None
     if meant is None or not meant.hostname or any(c.isspace() for c in written):
         return None  # no URL meant can be told: the checks below word it
-    if _is_loopback(meant.hostname):
+    if is_loopback_host(meant.hostname):
         meant = meant._replace(scheme="http")
     # Only scheme, host and path are shown: user info or a query may hold a credential.
     shown = _scheme_host_path(meant)
@@ -555,7 +555,8 @@ def _scheme_host_path(parts: SplitResult) -> str:
     return f"{parts.scheme}://{host}{port}{parts.path}"
 
 
-def _is_loopback(host: str) -> bool:
+def is_loopback_host(host: str) -> bool:
+    """``localhost`` or a loopback address: the hosts plain http is spoken to."""
     if host == "localhost":
         return True
     try:

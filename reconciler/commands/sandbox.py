@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Mapping
 from typing import Any
 
 import click
 
 from reconciler import safetext
+from reconciler.api.network import is_loopback_host
 from reconciler.model.invite import updatable_fields
 from reconciler.output.console import echo_err
 from reconciler.safetext import plural
@@ -125,7 +125,7 @@ def sandbox(
     options = SandboxOptions(patch_data=not patch_without_data, **knobs)
     server = Sandbox(state_file=state_file, options=options, host=host, port=port)
     url = server.url
-    if not _is_loopback(host):
+    if not is_loopback_host(host):
         echo_err(f"warning: listening on {host}, which is reachable from other machines")
         # reconcile speaks plain http only to loopback; use this address from here.
         url = f"http://127.0.0.1:{server.url.rsplit(':', 1)[1]}"
@@ -167,10 +167,3 @@ def _served_ids(invites: Mapping[str, object]) -> str:
     named = ", ".join(safetext.escape(i) for i in ids[:_NAMED_IDS]) or "none"
     more = len(ids) - _NAMED_IDS
     return f"Invite ids: {named}" + (f", and {more} more." if more > 0 else ".")
-
-
-def _is_loopback(host: str) -> bool:
-    try:
-        return host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
