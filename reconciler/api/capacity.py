@@ -1079,8 +1079,11 @@ class RequestPacer:
             if control.explained:
                 strikes = -1  # no strike: the next refusal of it is news again
             cut = again.cut if again is not None else control.cuts if control.cuts > cuts else -1
-            if own and again is not None and not again.own and again.cut == control.cuts:
-                control.regrow()  # the cut its first refusal made said nothing of the limit
+            # The cut its first refusal made said nothing of the limit; not after a pause
+            # of 0, which sends a retry at once into a server refusing a steady share.
+            first = again is not None and not again.own and again.cut == control.cuts
+            if own and first and retry_after != 0:
+                control.regrow()
             return Refusal(control.let, strikes, own, cut)
 
     def on_no_answer(self, turn: Turn) -> None:

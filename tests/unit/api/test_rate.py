@@ -280,6 +280,31 @@ def test_a_request_refused_again_and_again_while_others_go_through_is_refused_al
     assert pacer.rate is not None and pacer.rate >= rate.CUT * cut * 0.99
 
 
+@pytest.mark.parametrize(("retry_after", "grows_past"), [(None, True), (0.0, False)])
+def test_a_request_refused_on_its_own_regrows_the_rate_but_not_after_a_pause_of_0(
+    pacer: RequestPacer, fake_time: FakeTime, retry_after: float | None, grows_past: bool
+) -> None:
+    # A request refused on its own (see above): the cut its first refusal made said
+    # nothing of the limit, and the rate grows again past it. Not when the refusals
+    # named a pause of 0: its retry went at once into a server refusing a steady share
+    # (an overloaded one), which a rate growing again would hammer.
+    ceiling = after_a_cut(pacer, fake_time)
+    fake_time.now += 20.0
+    answered(pacer, 10)
+    refusal = None
+    for _ in range(3):
+        answered(pacer, 3)  # others let through
+        refusal = pacer.on_answer(
+            pacer.wait_turn(), 0.001, refused=True, retry_after=retry_after, again=refusal
+        )
+    assert refusal is not None and refusal.own
+
+    answered(pacer, 200)
+
+    assert pacer.rate is not None
+    assert (pacer.rate > 1.5 * ceiling) is grows_past
+
+
 # -- too early to know ---------------------------------------------------------------
 
 
