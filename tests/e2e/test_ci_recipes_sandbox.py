@@ -108,6 +108,7 @@ class Repo:
         self.work = root / "repo"
         self.server = server
         self.forge = forge  # GitHub's and GitLab's API, for the plan comment
+        self.patches_seen = 0  # the server's PATCHes that patched() has returned
         shutil.copytree(EXAMPLE_INVITES, self.work / "invites")
         git(self.work, "init", "-q", "-b", "main")
         self.first = self.commit("the example invites")
@@ -392,14 +393,11 @@ def forward_only(loop: Loop) -> None:
             git(loop.origin, "merge-base", "--is-ancestor", old, new)  # raises if not
 
 
-_SEEN: dict[int, int] = {}
-
-
 def patched(repo: Repo) -> list[str]:
     """The invites PATCHed since the last call, by id."""
+    # Kept on the repository, not by id(): a later test's repository may get a freed id.
     calls = repo.server.stats.calls("PATCH")
-    new = calls[_SEEN.get(id(repo), 0) :]
-    _SEEN[id(repo)] = len(calls)
+    new, repo.patches_seen = calls[repo.patches_seen :], len(calls)
     return sorted(r.path.rsplit("/", 1)[1] for r in new)
 
 
