@@ -4,12 +4,13 @@ In the order a request meets them: what its exchanges are made of (a request and
 answer, the contract's paths and scopes, each status's hint, the refusals: raised
 anywhere, turned into an envelope in one place); what the sandbox holds (its invites,
 the tokens it issued, what it saw); and ``SandboxApp``, which answers each request as
-the contract says. Last, ``Sandbox``: a threaded HTTP/1.1 server on loopback, kept
-apart from the behaviour above (no socket code there). Speed matters because benchmarks
-measure the client through it: connections are kept alive, every connection has its own
-thread, and each answer leaves in a single write with TCP_NODELAY set (headers and body
-in two small writes can cost a 40 ms delayed-ACK stall): http.server's own header
-methods write into a buffered stream that is flushed once per answer.
+the contract says, its endpoints found in one routing table. Last, ``Sandbox``: a
+threaded HTTP/1.1 server on loopback, kept apart from the behaviour above (no socket
+code there). Speed matters because benchmarks measure the client through it:
+connections are kept alive, every connection has its own thread, and each answer leaves
+in a single write with TCP_NODELAY set (headers and body in two small writes can cost a
+40 ms delayed-ACK stall): http.server's own header methods write into a buffered stream
+that is flushed once per answer.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import itertools
 import json
 import math
 import random
+import re
 import secrets
 import socket
 import sys
@@ -46,17 +48,11 @@ from reconciler.model.invite import updatable_fields
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET
 from reconciler.schema.check import format_checker, invite_schema
 
-READ_SCOPE = "kyb:invites:read"
-
-
-WRITE_SCOPE = "kyb:invites:write"
-
-
+READ_SCOPE, WRITE_SCOPE = "kyb:invites:read", "kyb:invites:write"
 KNOWN_SCOPES = (READ_SCOPE, WRITE_SCOPE)
-
-
 INVITES_PREFIX = "/public-api/v1/kyb/invites/"
-
+# An invite's path, and its re-send's: the id is one segment, percent-decoded.
+_INVITE_PATH = re.compile(re.escape(INVITES_PREFIX) + r"([^/]*)(/resend)?")
 
 STATUS_HINTS = {
     200: "The request succeeded.",
@@ -90,25 +86,9 @@ class Request(NamedTuple):
     invite_id: str = ""
 
 
-def resource_of(path: str) -> tuple[str, str]:
-    """What a path names ("token", "accounts", "invite", "resend"; "" for nothing) and the
-    invite id in it."""
-    if path == "/oauth/token":
-        return "token", ""
-    if path == "/public-api/v1/accounts":
-        return "accounts", ""
-    if not path.startswith(INVITES_PREFIX):
-        return "", ""
-    invite_id, _, action = path[len(INVITES_PREFIX) :].partition("/")
-    resource = {"": "invite", "resend": "resend"}.get(action, "")
-    return resource, unquote(invite_id)
-
-
 def decoded_body(body: bytes) -> Any:
-    if not body:
-        return None
     try:
-        return json.loads(body)
+        return json.loads(body) if body else None
     except (UnicodeDecodeError, ValueError):
         return None  # forms (the token request, with its secret) are never kept
 
@@ -121,9 +101,7 @@ class Refused(Exception):
 
     def __init__(self, status: int, message: str, data: Any = None) -> None:
         super().__init__(message)
-        self.status = status
-        self.message = message
-        self.data = data
+        self.status, self.message, self.data = status, message, data
 
 
 # What the sandbox holds: its invites (loaded from YAML or JSON, kept in memory, thread-safe), the
@@ -154,19 +132,9 @@ def load_state_file(path: str | Path | None) -> list[dict[str, Any]]:
     or a FIFO is refused at once, never read for ever or waited on.
     """
     file = Path(path) if path else _DEFAULT_STATE
-    data = _read_state(file)
-    invites = data.get("invites") if isinstance(data, dict) else data
-    if not isinstance(invites, list) or not all(
-        isinstance(i, dict) and isinstance(i.get("id"), str) for i in invites
-    ):
-        raise ReconcilerError(f"{file}: sandbox state must be a list of invites, each with an id")
-    return invites
-
-
-def _read_state(file: Path) -> Any:
     try:
         text = read_regular(file, MAX_STATE_BYTES).decode("utf-8")
-        return json.loads(text) if file.suffix == ".json" else yaml.safe_load(text)
+        data = json.loads(text) if file.suffix == ".json" else yaml.safe_load(text)
     except OSError as exc:
         raise ReconcilerError(f"{file}: cannot load sandbox state: {exc.strerror}") from None
     except TooLarge:
@@ -175,6 +143,12 @@ def _read_state(file: Path) -> Any:
         ) from None
     except (UnicodeDecodeError, ValueError, yaml.YAMLError) as exc:
         raise ReconcilerError(f"{file}: cannot load sandbox state: {exc}") from None
+    invites = data.get("invites") if isinstance(data, dict) else data
+    if not isinstance(invites, list) or not all(
+        isinstance(i, dict) and isinstance(i.get("id"), str) for i in invites
+    ):
+        raise ReconcilerError(f"{file}: sandbox state must be a list of invites, each with an id")
+    return invites
 
 
 class InviteStore:
@@ -195,8 +169,7 @@ class InviteStore:
 
     def get(self, invite_id: str) -> dict[str, Any]:
         """A copy of the invite; refused (404) if there is none."""
-        with self._lock:
-            return copy.deepcopy(self._stored(invite_id))
+        return self.get_tagged(invite_id)[0]
 
     def get_tagged(self, invite_id: str) -> tuple[dict[str, Any], str]:
         """A copy of the invite and its ETag, read together."""
@@ -206,21 +179,17 @@ class InviteStore:
 
     def put(self, invite: dict[str, Any]) -> None:
         """Add or replace an invite (tests use this to change the server behind a plan)."""
+        record = copy.deepcopy(invite)
+        record.setdefault("status", "pending")
         with self._lock:
-            record = copy.deepcopy(invite)
-            record.setdefault("status", "pending")
             self._invites[record["id"]] = record
 
-    def _stored(self, invite_id: str) -> dict[str, Any]:
+    def _stored(self, invite_id: str, *, pending: bool = False) -> dict[str, Any]:
+        """The stored invite (hold the lock); ``pending``: only if it may change."""
         invite = self._invites.get(invite_id)
         if invite is None:
             raise Refused(404, f"invite {invite_id} not found")
-        return invite
-
-    def _pending(self, invite_id: str) -> dict[str, Any]:
-        """The stored invite, if it may change. Hold the lock."""
-        invite = self._stored(invite_id)
-        if str(invite.get("status")).casefold() != "pending":  # as the client reads it
+        if pending and str(invite.get("status")).casefold() != "pending":  # as the client reads it
             raise Refused(409, f"invite {invite_id} is not pending")
         return invite
 
@@ -230,17 +199,16 @@ class InviteStore:
         """The invite with ``changes`` applied; refused if it cannot change (404, 409) or
         if ``if_match`` is given and is not its ETag (412)."""
         with self._lock:
-            invite = self._pending(invite_id)
+            invite = self._stored(invite_id, pending=True)
             if if_match is not None and if_match != etag_of(invite):
                 raise Refused(412, f"invite {invite_id} changed since it was read")
-            invite.update(copy.deepcopy(changes))
-            invite["updatedAt"] = now_iso()
+            invite.update(copy.deepcopy(changes), updatedAt=now_iso())
             return copy.deepcopy(invite)
 
     def resend(self, invite_id: str) -> dict[str, Any]:
         """Re-send the invitation; refused (404, 409) as for ``update``."""
         with self._lock:
-            invite = self._pending(invite_id)
+            invite = self._stored(invite_id, pending=True)
             self.resends[invite_id] += 1
             invite["lastSentAt"] = now_iso()
             return {"id": invite_id, "lastSentAt": invite["lastSentAt"]}
@@ -265,9 +233,11 @@ class TokenAuthority:
     def __init__(self) -> None:
         self._key = secrets.token_bytes(32)
 
+    def _signature(self, signing_input: str) -> bytes:
+        return hmac.new(self._key, signing_input.encode("ascii"), hashlib.sha256).digest()
+
     def issue(self, client_id: str, scopes: list[str], ttl: float) -> str:
         now = time.time()
-        header = {"alg": "HS256", "typ": "JWT"}
         claims = {
             "sub": client_id,
             "scope": " ".join(scopes),
@@ -275,17 +245,15 @@ class TokenAuthority:
             "exp": now + ttl,
             "jti": secrets.token_hex(8),
         }
-        signing_input = f"{_b64(json.dumps(header).encode())}.{_b64(json.dumps(claims).encode())}"
-        signature = hmac.new(self._key, signing_input.encode("ascii"), hashlib.sha256).digest()
-        return f"{signing_input}.{_b64(signature)}"
+        parts = ({"alg": "HS256", "typ": "JWT"}, claims)
+        signing_input = ".".join(_b64(json.dumps(part).encode()) for part in parts)
+        return f"{signing_input}.{_b64(self._signature(signing_input))}"
 
     def verify(self, token: str) -> tuple[dict[str, Any] | None, str]:
         """The token's claims, or None and why it is refused."""
         try:
             header, claims, signature = token.split(".")
-            signing_input = f"{header}.{claims}".encode("ascii")
-            expected = hmac.new(self._key, signing_input, hashlib.sha256).digest()
-            if not hmac.compare_digest(expected, _unb64(signature)):
+            if not hmac.compare_digest(self._signature(f"{header}.{claims}"), _unb64(signature)):
                 return None, "invalid access token (bad signature)"
             payload = json.loads(_unb64(claims))
         except (ValueError, UnicodeError):
@@ -421,12 +389,11 @@ class SandboxApp:
         self._random = random.Random(options.seed)
         self._random_lock = threading.Lock()
         self._request_ids = itertools.count(100001)
-        self._bucket = TokenBucket(options.rate_limit) if options.rate_limit else None
-        self._gateway = LeakyBucket(options.gateway_rate) if options.gateway_rate else None
+        rate, gateway = options.rate_limit, options.gateway_rate
+        self._bucket = TokenBucket(rate, max(1.0, rate)) if rate else None
+        self._gateway = TokenBucket(gateway, 1.0) if gateway else None
         self._patch_validator = _patch_validator()
         self._workers = threading.Semaphore(options.workers) if options.workers else None
-
-    # -- entry point ----------------------------------------------------------
 
     def handle(self, method: str, target: str, headers: Any, body: bytes) -> Response:
         path = urlsplit(target).path
@@ -434,7 +401,11 @@ class SandboxApp:
         self.stats.begin(method)
         response = DROP
         try:
-            response = self._with_trouble(Request(method, path, headers, body))
+            with self._workers or contextlib.nullcontext():
+                if self.options.latency:
+                    time.sleep(self.options.latency)
+                # A Response, even DROP, is true: trouble answers in place of the endpoint.
+                response = self._trouble() or self._dispatch(Request(method, path, headers, body))
             return response
         finally:
             record = RecordedRequest(method, path, decoded_body(body), response.status, arrived)
@@ -446,33 +417,17 @@ class SandboxApp:
         with self._random_lock:
             return self._random.random() < share
 
-    def _with_trouble(self, request: Request) -> Response:
-        with self._workers or contextlib.nullcontext():
-            if self.options.latency:
-                time.sleep(self.options.latency)
-            trouble = self._over_a_limit() or self._fault()  # a Response, even DROP, is true
-            if trouble is not None:
-                return trouble
-            try:
-                return self._dispatch(request)
-            except Refused as refusal:
-                return self._envelope(refusal.status, refusal.message, refusal.data)
-
-    def _over_a_limit(self) -> Response | None:
-        """The gateway's refusal, or the platform's own 429, of a request over its rate."""
+    def _trouble(self) -> Response | None:
+        """The gateway's refusal or the platform's own 429 of a request over its rate, else
+        the network's and the API's trouble by the options' shares: None for none."""
+        options = self.options
         wait = self._gateway.take() if self._gateway is not None else 0.0
         if wait:
             return self._gateway_refusal(wait)
         wait = self._bucket.take() if self._bucket is not None else 0.0
         if wait:
-            response = self._envelope(429, "rate limit exceeded", None)
-            response.headers["Retry-After"] = str(max(1, math.ceil(wait)))
-            return response
-        return None
-
-    def _fault(self) -> Response | None:
-        """The network's and the API's trouble, by the options' shares: None for none."""
-        options = self.options
+            retry = {"Retry-After": str(max(1, math.ceil(wait)))}
+            return self._envelope(429, "rate limit exceeded", None, retry)
         if self._chance(options.drop_rate):
             return DROP
         if self._chance(options.slow_rate):
@@ -494,19 +449,22 @@ class SandboxApp:
             headers["Retry-After"] = str(max(1, math.ceil(wait)))
         return Response(status, page.encode(), headers)
 
-    # -- routing --------------------------------------------------------------
-
     def _dispatch(self, request: Request) -> Response:
-        resource, invite_id = resource_of(request.path)
-        route = ROUTES.get((request.method, resource))
-        if route is None:
-            if resource == "token":
-                raise Refused(405, "use POST")
-            raise Refused(404, f"no endpoint {request.method} {request.path}")
-        scope, handler = route
-        if scope:
-            self._authorize(request.headers, scope)
-        return handler(self, request._replace(invite_id=invite_id))
+        """The endpoint's answer, found in ROUTES; a refusal's envelope."""
+        invite = _INVITE_PATH.fullmatch(request.path)
+        resource = f"{INVITES_PREFIX}{{id}}{invite[2] or ''}" if invite else request.path
+        try:
+            route = ROUTES.get((request.method, resource))
+            if route is None:
+                if request.path == "/oauth/token":
+                    raise Refused(405, "use POST")
+                raise Refused(404, f"no endpoint {request.method} {request.path}")
+            scope, handler = route
+            if scope:
+                self._authorize(request.headers, scope)
+            return handler(self, request._replace(invite_id=unquote(invite[1]) if invite else ""))
+        except Refused as refusal:
+            return self._envelope(refusal.status, refusal.message, refusal.data)
 
     def _authorize(self, headers: Any, scope: str) -> None:
         auth = headers.get("Authorization", "")
@@ -521,8 +479,17 @@ class SandboxApp:
     # -- endpoints ------------------------------------------------------------
 
     def _issue_token(self, request: Request) -> Response:
-        form = _token_form(request, self.options.read_only_clients)
-        read_only = (form["client_id"], form["client_secret"]) in self.options.read_only_clients
+        """A token for a client-credentials grant of the sandbox's client, or of one of the
+        read-only clients (granted the read scope only)."""
+        if "application/x-www-form-urlencoded" not in request.headers.get("Content-Type", ""):
+            raise Refused(400, "token request must be form-encoded")
+        form = {k: v[0] for k, v in parse_qs(request.body.decode("utf-8", "replace")).items()}
+        if form.get("grant_type") != "client_credentials":
+            raise Refused(400, "grant_type must be client_credentials")
+        pair = (form.get("client_id", ""), form.get("client_secret", ""))
+        read_only = pair in self.options.read_only_clients
+        if pair != (SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET) and not read_only:
+            raise Refused(401, "invalid client credentials")
         granted = [READ_SCOPE] if read_only else list(KNOWN_SCOPES)
         scopes = form.get("scope", "").split() or granted
         unknown = [s for s in scopes if s not in KNOWN_SCOPES]
@@ -530,11 +497,12 @@ class SandboxApp:
             raise Refused(400, f"unknown scope: {' '.join(unknown)}")
         if not set(scopes) <= set(granted):
             raise Refused(400, f"scope not granted to this client: {' '.join(scopes)}")
-        ttl = self.options.token_ttl
-        token = self.tokens.issue(form["client_id"], scopes, ttl)
-        said = self.options.token_expires_in
-        expires_in = math.ceil(ttl) if said is None else said
-        data = {"access_token": token, "token_type": "Bearer", "expires_in": expires_in}
+        ttl, said = self.options.token_ttl, self.options.token_expires_in
+        data = {
+            "access_token": self.tokens.issue(pair[0], scopes, ttl),
+            "token_type": "Bearer",
+            "expires_in": math.ceil(ttl) if said is None else said,
+        }
         return self._envelope(201, "access token created", data)
 
     def _accounts(self, request: Request) -> Response:
@@ -542,25 +510,13 @@ class SandboxApp:
 
     def _get_invite(self, request: Request) -> Response:
         invite, etag = self.store.get_tagged(request.invite_id)
-        response = self._envelope(200, "invite", invite)
-        if self.options.etags:
-            response.headers["ETag"] = etag
-        return response
+        return self._envelope(200, "invite", invite, {"ETag": etag} if self.options.etags else {})
 
     def _update_invite(self, request: Request) -> Response:
-        stored = {
-            name: normalized(value, name) if self.options.normalize else value
-            for name, value in self._patch_body(request.body).items()
-            if name not in self.options.ignore  # answered 200 all the same
-        }
-        if_match = request.headers.get("If-Match") if self.options.etags else None
-        invite = self.store.update(request.invite_id, stored, if_match)
-        return self._envelope(200, "invite updated", invite if self.options.patch_data else None)
-
-    def _patch_body(self, body: bytes) -> dict[str, Any]:
-        """A PATCH's body, refused (400) unless it is an object the invite schema allows."""
+        """The invite updated with a PATCH's body, refused (400) unless it is an object the
+        invite schema allows."""
         try:
-            changes = json.loads(body.decode("utf-8")) if body else None
+            changes = json.loads(request.body.decode("utf-8")) if request.body else None
         except (UnicodeDecodeError, ValueError):
             raise Refused(400, "body is not valid JSON") from None
         if not isinstance(changes, dict):
@@ -571,12 +527,21 @@ class SandboxApp:
         }
         if problems:
             raise Refused(400, "invalid invite update", problems)
-        return changes
+        stored = {
+            name: normalized(value, name) if self.options.normalize else value
+            for name, value in changes.items()
+            if name not in self.options.ignore  # answered 200 all the same
+        }
+        if_match = request.headers.get("If-Match") if self.options.etags else None
+        invite = self.store.update(request.invite_id, stored, if_match)
+        return self._envelope(200, "invite updated", invite if self.options.patch_data else None)
 
     def _resend_invite(self, request: Request) -> Response:
         return self._envelope(200, "invitation re-sent", self.store.resend(request.invite_id))
 
-    def _envelope(self, status: int, message: str, data: Any) -> Response:
+    def _envelope(
+        self, status: int, message: str, data: Any, headers: dict[str, str] | None = None
+    ) -> Response:
         body = {
             "status": status,
             "success": status < 400,
@@ -586,31 +551,19 @@ class SandboxApp:
             "details": {"hint": STATUS_HINTS.get(status, "")},
         }
         encoded = json.dumps(body, ensure_ascii=False).encode("utf-8")
-        return Response(status, encoded, {"Content-Type": "application/json; charset=utf-8"})
+        return Response(
+            status, encoded, {"Content-Type": "application/json; charset=utf-8", **(headers or {})}
+        )
 
 
-# (method, resource) -> (scope the token needs, or "" for none; the endpoint)
+# (method, path: an invite's as `{id}`) -> (scope the token needs, or "" for none; the endpoint)
 ROUTES: dict[tuple[str, str], tuple[str, Handler]] = {
-    ("POST", "token"): ("", SandboxApp._issue_token),
-    ("GET", "accounts"): (READ_SCOPE, SandboxApp._accounts),
-    ("GET", "invite"): (READ_SCOPE, SandboxApp._get_invite),
-    ("PATCH", "invite"): (WRITE_SCOPE, SandboxApp._update_invite),
-    ("POST", "resend"): (WRITE_SCOPE, SandboxApp._resend_invite),
+    ("POST", "/oauth/token"): ("", SandboxApp._issue_token),
+    ("GET", "/public-api/v1/accounts"): (READ_SCOPE, SandboxApp._accounts),
+    ("GET", INVITES_PREFIX + "{id}"): (READ_SCOPE, SandboxApp._get_invite),
+    ("PATCH", INVITES_PREFIX + "{id}"): (WRITE_SCOPE, SandboxApp._update_invite),
+    ("POST", INVITES_PREFIX + "{id}/resend"): (WRITE_SCOPE, SandboxApp._resend_invite),
 }
-
-
-def _token_form(request: Request, more: tuple[tuple[str, str], ...] = ()) -> dict[str, str]:
-    """A token request's form, refused unless it is a client-credentials grant of the
-    sandbox's client (or one of ``more``)."""
-    if "application/x-www-form-urlencoded" not in request.headers.get("Content-Type", ""):
-        raise Refused(400, "token request must be form-encoded")
-    form = {k: v[0] for k, v in parse_qs(request.body.decode("utf-8", "replace")).items()}
-    if form.get("grant_type") != "client_credentials":
-        raise Refused(400, "grant_type must be client_credentials")
-    pair = (form.get("client_id", ""), form.get("client_secret", ""))
-    if pair != (SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET) and pair not in more:
-        raise Refused(401, "invalid client credentials")
-    return form
 
 
 def normalized(value: Any, key: str = "") -> Any:
@@ -626,21 +579,20 @@ def normalized(value: Any, key: str = "") -> Any:
     return value
 
 
-# -- rate limits ---------------------------------------------------------------------------
-
-
 class TokenBucket:
-    """The platform's own limit: a second's worth of burst, then `rate` per second."""
+    """A rate limit: ``burst`` requests at once, then ``rate`` per second. The platform's
+    own has a second's worth of burst; a gateway's, nginx's `limit_req` with no burst, a
+    burst of 1: a steady rate, every early request refused. Refused requests take nothing
+    (nginx only moves its clock on a request it lets through), so a client that keeps
+    knocking is not punished beyond its refusals."""
 
-    def __init__(self, rate: float) -> None:
-        self.rate = rate
-        self.capacity = max(1.0, rate)  # one second's worth of burst
-        self.tokens = self.capacity
+    def __init__(self, rate: float, burst: float) -> None:
+        self.rate, self.capacity, self.tokens = rate, burst, burst
         self.updated = time.monotonic()
         self.lock = threading.Lock()
 
     def take(self) -> float:
-        """0 if allowed, else the seconds until a request would be."""
+        """0 if let through, else the seconds until a request would be."""
         with self.lock:
             now = time.monotonic()
             self.tokens = min(self.capacity, self.tokens + (now - self.updated) * self.rate)
@@ -649,28 +601,6 @@ class TokenBucket:
                 self.tokens -= 1
                 return 0.0
             return (1 - self.tokens) / self.rate
-
-
-class LeakyBucket:
-    """nginx's `limit_req` with no burst: a steady rate, and every early request refused.
-
-    Refused requests do not count (nginx only moves its clock on a request it lets
-    through), so a client that keeps knocking is not punished beyond its refusals.
-    """
-
-    def __init__(self, rate: float) -> None:
-        self.interval = 1.0 / rate
-        self.last: float | None = None
-        self.lock = threading.Lock()
-
-    def take(self) -> float:
-        """0 if let through, else the seconds until a request would be."""
-        with self.lock:
-            now = time.monotonic()
-            if self.last is not None and now - self.last < self.interval:
-                return self.interval - (now - self.last)
-            self.last = now
-            return 0.0
 
 
 # The HTTP server.
@@ -696,28 +626,25 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         if length > _MAX_BODY:
             # The body is not read, so the connection cannot carry another request.
-            self._answer(413, b"", {"Connection": "close"})
-            return
-        body = self.rfile.read(length) if length else b""
-        response = self.server.app.handle(self.command, self.path, self.headers, body)
+            response = Response(413, b"", {"Connection": "close"})
+        else:
+            body = self.rfile.read(length) if length else b""
+            response = self.server.app.handle(self.command, self.path, self.headers, body)
         if response is DROP:
             self.close_connection = True
             with contextlib.suppress(OSError):
                 self.connection.shutdown(socket.SHUT_RDWR)
             return
-        self._answer(response.status, response.body, response.headers)
+        self.send_response(response.status)
+        for name, value in response.headers.items():
+            self.send_header(name, value)  # "Connection: close" also ends the connection
+        if self.close_connection and "Connection" not in response.headers:
+            self.send_header("Connection", "close")  # the client asked to close
+        self.send_header("Content-Length", str(len(response.body)))
+        self.end_headers()
+        self.wfile.write(response.body)
 
     do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _serve
-
-    def _answer(self, status: int, body: bytes, headers: dict[str, str]) -> None:
-        self.send_response(status)
-        for name, value in headers.items():
-            self.send_header(name, value)  # "Connection: close" also ends the connection
-        if self.close_connection and "Connection" not in headers:
-            self.send_header("Connection", "close")  # the client asked to close
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
 
 
 class _Server(ThreadingHTTPServer):
@@ -752,6 +679,7 @@ class Sandbox:
         if invites is None:
             invites = load_state_file(state_file)
         self.app = SandboxApp(invites, options or SandboxOptions())
+        self.store, self.stats, self.options = self.app.store, self.app.stats, self.app.options
         try:
             self._server = _Server((host, port), _Handler)
         except OSError as exc:
@@ -775,25 +703,8 @@ class Sandbox:
             "RECONCILER_CLIENT_SECRET": SANDBOX_CLIENT_SECRET,
         }
 
-    @property
-    def store(self) -> InviteStore:
-        return self.app.store
-
-    @property
-    def stats(self) -> SandboxStats:
-        return self.app.stats
-
-    @property
-    def options(self) -> SandboxOptions:
-        return self.app.options
-
     def start(self) -> Sandbox:
-        self._thread = threading.Thread(
-            target=self._server.serve_forever,
-            args=(_POLL_SECONDS,),
-            name="sandbox",
-            daemon=True,
-        )
+        self._thread = threading.Thread(target=self.serve_forever, name="sandbox", daemon=True)
         self._thread.start()
         return self
 
