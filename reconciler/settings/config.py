@@ -1,6 +1,8 @@
 """Settings: command-line options, then environment, then config file, then defaults.
 
-Every numeric setting has one conversion (``NUMBER_SETTINGS``), whichever source says it:
+Every setting is declared once, as a field of ``Settings`` (its type, default, whether
+RECONCILER_<NAME> sets it, a number's bounds); ``ENV_VARS`` and ``NUMBER_SETTINGS`` are
+read from those fields. Every numeric setting has one conversion, whichever source says it:
 ``load_settings`` converts the file's and the environment's values, ``SettingType`` an
 option's, so RECONCILER_PARALLELISM=1000 is refused exactly as `--parallelism 1000` is.
 
@@ -13,7 +15,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -27,26 +29,7 @@ from reconciler.safetext import MIN_SECRET_LENGTH, escape, quote_value
 from reconciler.settings.config_file import find_config_file, read_config_file
 from reconciler.settings.contract import Contract, check_contract
 
-# Settings read from the environment, and the variable each is read from.
-ENV_VARS = {
-    "base_url": "RECONCILER_BASE_URL",
-    "client_id": "RECONCILER_CLIENT_ID",
-    "scope": "RECONCILER_SCOPE",
-    "token_auth_method": "RECONCILER_TOKEN_AUTH_METHOD",
-    "audit_log": "RECONCILER_AUDIT_LOG",
-    "parallelism": "RECONCILER_PARALLELISM",
-    "max_changes": "RECONCILER_MAX_CHANGES",
-    "max_resends": "RECONCILER_MAX_RESENDS",
-    "timeout": "RECONCILER_TIMEOUT",
-    "max_response_bytes": "RECONCILER_MAX_RESPONSE_BYTES",
-    "max_parallelism": "RECONCILER_MAX_PARALLELISM",
-    "max_rate": "RECONCILER_MAX_RATE",
-}
-
-
 SECRET_ENV = "RECONCILER_CLIENT_SECRET"
-
-
 SECRET_FILE_ENV = "RECONCILER_CLIENT_SECRET_FILE"
 
 
@@ -113,22 +96,6 @@ def ci_variable(env: Mapping[str, str]) -> str | None:
     return None
 
 
-def values_from_env(env: Mapping[str, str]) -> dict[str, Any]:
-    """The settings the RECONCILER_* variables set, as written (numbers too: they are
-    converted as the file's are), the client secret aside (``secret_from_env``)."""
-    values: dict[str, Any] = {}
-    for key, name in ENV_VARS.items():
-        raw = env_text(env, name)
-        if not raw:  # an empty variable changes nothing
-            continue
-        if key == "token_auth_method" and raw not in TOKEN_AUTH_METHODS:
-            raise ConfigError(
-                f"{name}: {quote_value(raw[:40])} must be {' or '.join(TOKEN_AUTH_METHODS)}"
-            )
-        values[key] = raw
-    return values
-
-
 def env_text(env: Mapping[str, str], name: str) -> str | None:
     """The variable's value, refused when it is not UTF-8: Python keeps such bytes as
     lone surrogates, which no HTTP header, form or signature key can carry."""
@@ -183,51 +150,29 @@ class NumberSetting(NamedTuple):
 
     def convert(self, raw: Any, where: str) -> int | float:
         """``raw`` as this setting's type; ``where`` names the source, as in `--parallelism`."""
-        value = _parse(self.kind, raw, where, self.unit)
+        if isinstance(raw, bool):  # YAML `true` is not a number of anything
+            raise ConfigError(f"{where}: {raw!r} is not a number")
+        whole = self.kind is int
+        try:
+            value: int | float = self.kind(str(raw).strip() if whole else raw)
+        except (TypeError, ValueError):
+            said = "a whole number" if whole else f"a number of {self.unit}"
+            raise ConfigError(f"{where}: {raw!r} is not {said}") from None
+        if not whole and not math.isfinite(value):  # nan or inf: no wait could be bounded by it
+            raise ConfigError(f"{where}: {raw!r} is not a finite number of {self.unit}")
         too_low = value <= self.minimum if self.above_minimum else value < self.minimum
         if too_low or (self.maximum is not None and value > self.maximum):
             raise ConfigError(f"{where}: {raw!r} must be {self.describe()}")
         return value
 
 
-def _parse(kind: type, raw: Any, where: str, unit: str = "seconds") -> int | float:
-    if isinstance(raw, bool):  # YAML `true` is not a number of anything
-        raise ConfigError(f"{where}: {raw!r} is not a number")
-    if kind is int:
-        if isinstance(raw, int):
-            return raw
-        try:
-            return int(str(raw).strip())
-        except ValueError:
-            raise ConfigError(f"{where}: {raw!r} is not a whole number") from None
-    try:
-        value = float(raw)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{where}: {raw!r} is not a number of {unit}") from None
-    if not math.isfinite(value):  # nan or inf: no wait could ever be bounded by it
-        raise ConfigError(f"{where}: {raw!r} is not a finite number of {unit}")
-    return value
-
-
 MIN_MAX_RATE = 0.2  # requests per second: the pacer's MIN_RATE
 
-NUMBER_SETTINGS: dict[str, NumberSetting] = {
-    "parallelism": NumberSetting(int, 1, 256),
-    "max_parallelism": NumberSetting(int, 1, 256),
-    "max_changes": NumberSetting(int, 0),
-    "max_resends": NumberSetting(int, 0),
-    "max_attempts": NumberSetting(int, 1, 20),
-    # Bounded above as well: a wait of 1e10 s is no bound, and overflows the clock's
-    # arithmetic (OverflowError) long before it would end.
-    "timeout": NumberSetting(float, 0, 3600, above_minimum=True),
-    "retry_max_seconds": NumberSetting(float, 0, 86400),
-    "max_response_bytes": NumberSetting(int, 1024),
-    # Requests per second at most, for a gateway whose limit the user knows (a burst
-    # blocker refuses for seconds once crossed); None: learned from the answers alone.
-    # At least the pacer's own least rate (api.capacity.MIN_RATE): below it a run, a CI
-    # job's with a reconciler.yaml a pull request can edit, would crawl for hours.
-    "max_rate": NumberSetting(float, MIN_MAX_RATE, 100000, unit="requests per second"),
-}
+
+def _env(*bounds: Any, env: bool = True, **more: Any) -> dict[str, Any]:
+    """A setting's metadata: whether RECONCILER_<NAME> sets it too, and a number's
+    ``NumberSetting`` (none without ``bounds``)."""
+    return {"env": env, "rule": NumberSetting(*bounds, **more) if bounds else None}
 
 
 if TYPE_CHECKING:  # generic from click 8.2; at run time the plain class, for click 8.1
@@ -273,24 +218,36 @@ _CONTRACT_PARTS = frozenset(Contract._fields)
 
 @dataclass(frozen=True)
 class Settings:
-    base_url: str | None = None
-    client_id: str | None = None
-    client_secret: str | None = field(default=None, repr=False)
-    token_auth_method: str = TOKEN_AUTH_METHODS[0]
-    contract: Contract = field(default_factory=Contract)
+    """Every setting, declared once: its type and default, and in its metadata whether
+    RECONCILER_<NAME> sets it too (``_env``) and the bounds of a number (``rule``)."""
+
+    base_url: str | None = field(default=None, metadata=_env())
+    client_id: str | None = field(default=None, metadata=_env())
+    client_secret: str | None = field(default=None, repr=False)  # SECRET_ENV, SECRET_FILE_ENV
+    token_auth_method: str = field(default=TOKEN_AUTH_METHODS[0], metadata=_env())
+    contract: Contract = field(default_factory=Contract)  # its scope: RECONCILER_SCOPE
     paths: tuple[str, ...] = (DEFAULT_PATH,)
     # None: nobody chose a number, so the in-flight limit adapts (reconciler.api.capacity).
-    parallelism: int | None = None
-    max_parallelism: int = 64
-    timeout: float = 30.0
-    max_attempts: int = 5
-    retry_max_seconds: float = 60.0
-    max_response_bytes: int = 4 * 1024 * 1024  # API answers are a few KiB
-    # Requests per second at most (None: no cap but the rate the answers show).
-    max_rate: float | None = None
-    max_changes: int | None = None
-    max_resends: int | None = None
-    audit_log: str | None = None
+    parallelism: int | None = field(default=None, metadata=_env(int, 1, 256))
+    max_parallelism: int = field(default=64, metadata=_env(int, 1, 256))
+    # Bounded above as well: a wait of 1e10 s is no bound, and overflows the clock's
+    # arithmetic (OverflowError) long before it would end.
+    timeout: float = field(default=30.0, metadata=_env(float, 0, 3600, above_minimum=True))
+    max_attempts: int = field(default=5, metadata=_env(int, 1, 20, env=False))
+    retry_max_seconds: float = field(default=60.0, metadata=_env(float, 0, 86400, env=False))
+    # API answers are a few KiB.
+    max_response_bytes: int = field(default=4 * 1024 * 1024, metadata=_env(int, 1024))
+    # Requests per second at most, for a gateway whose limit the user knows (a burst
+    # blocker refuses for seconds once crossed); None: learned from the answers alone.
+    # At least the pacer's own least rate (api.capacity.MIN_RATE): below it a run, a CI
+    # job's with a reconciler.yaml a pull request can edit, would crawl for hours.
+    max_rate: float | None = field(
+        default=None,
+        metadata=_env(float, MIN_MAX_RATE, 100000, unit="requests per second"),
+    )
+    max_changes: int | None = field(default=None, metadata=_env(int, 0))
+    max_resends: int | None = field(default=None, metadata=_env(int, 0))
+    audit_log: str | None = field(default=None, metadata=_env())
     schema_ref: str = "../schemas/invites.schema.json"
     # Set by code only (the Ansible module's options), never by the file or a variable:
     # a CA bundle or hashed directory trusted in place of REQUESTS_CA_BUNDLE's, and
@@ -343,12 +300,31 @@ class Settings:
         )
 
 
+# The table the fields declare: the variable of each setting the environment sets, and
+# the one conversion of each number, whichever source says it.
+ENV_VARS = {
+    name: f"RECONCILER_{name.upper()}"
+    for name in ("scope", *(f.name for f in fields(Settings) if f.metadata.get("env")))
+}
+NUMBER_SETTINGS: dict[str, NumberSetting] = {
+    f.name: f.metadata["rule"] for f in fields(Settings) if f.metadata.get("rule")
+}
+
+
 def load_settings(config_file: str | None, env: Mapping[str, str] | None = None) -> Settings:
     """Settings from the config file (if any) overlaid with the environment."""
     env = os.environ if env is None else env
     path = config_file or find_config_file()
     settings = _from_file(path, env, found=not config_file) if path else Settings()
-    values = _numbers_converted(values_from_env(env), ENV_VARS)
+    # An empty variable changes nothing; numbers are converted as the file's are.
+    values = {key: raw for key, name in ENV_VARS.items() if (raw := env_text(env, name))}
+    method = values.get("token_auth_method", TOKEN_AUTH_METHODS[0])
+    if method not in TOKEN_AUTH_METHODS:
+        raise ConfigError(
+            f"{ENV_VARS['token_auth_method']}: {quote_value(method[:40])} must be "
+            f"{' or '.join(TOKEN_AUTH_METHODS)}"
+        )
+    values = _numbers_converted(values, ENV_VARS)
     secret = secret_from_env(env)
     if secret:
         values["client_secret"] = secret
@@ -361,18 +337,18 @@ def _from_file(path: str, env: Mapping[str, str], *, found: bool) -> Settings:
     if found and "paths" not in values and Path(path).parent != Path("."):
         # Found above the working directory: the project's invites are beside it.
         values["paths"] = (os.path.normpath(Path(path).parent / DEFAULT_PATH),)
-    settings = Settings()
+    refused = None
     ci = ci_variable(env)
     if ci is not None and "base_url" in values and not env_text(env, ENV_VARS["base_url"]):
         # A pull request can change the file: it must not decide where the secret goes.
         del values["base_url"]
-        settings = replace(settings, refused_base_url=(path, ci))
-    return settings.with_values(_numbers_converted(values, where))
+        refused = (path, ci)
+    return Settings(refused_base_url=refused).with_values(_numbers_converted(values, where))
 
 
 def _numbers_converted(values: dict[str, Any], where: Mapping[str, str]) -> dict[str, Any]:
     """``values`` with each numeric setting converted; ``where`` names each one's source."""
-    for key, rule in NUMBER_SETTINGS.items():
-        if key in values:
-            values[key] = rule.convert(values[key], where[key])
-    return values
+    return {
+        key: NUMBER_SETTINGS[key].convert(value, where[key]) if key in NUMBER_SETTINGS else value
+        for key, value in values.items()
+    }
