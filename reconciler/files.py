@@ -71,17 +71,13 @@ class FileChanged(ReconcilerError):
     """The file is no longer what was read: it is left as it is."""
 
 
+_KINDS = {stat.S_IFDIR: "a directory", stat.S_IFCHR: "a device", stat.S_IFBLK: "a device"}
+_KINDS |= {stat.S_IFIFO: "a FIFO (named pipe)", stat.S_IFSOCK: "a socket"}
+
+
 def file_kind(mode: int) -> str:
     """What a path that is no regular file is, in words: "a directory", "a FIFO (named pipe)"."""
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe)"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "a special file"
+    return _KINDS.get(stat.S_IFMT(mode), "a special file")
 
 
 # -- read and append ---------------------------------------------------------------------------
@@ -129,20 +125,16 @@ def _open_regular_fd(path: str, flags: int, mode: int = 0o666) -> int:
 # -- write whole -------------------------------------------------------------------------------
 
 
-def same_file(a: str, b: str) -> bool:
-    """Whether two paths name the same file (symbolic links followed), existing or not."""
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return os.path.realpath(a) == os.path.realpath(b)
-
-
 def refuse_input(path: str | None, inputs: Iterable[str], option: str, what: str) -> None:
     """Raise, before anything is read from the platform, when ``path`` is one of ``inputs``."""
     if not path:
         return
     for one in inputs:
-        if same_file(path, one):
+        try:  # the same file, symbolic links followed, existing or not
+            same = os.path.samefile(path, one)
+        except OSError:
+            same = os.path.realpath(path) == os.path.realpath(one)
+        if same:
             raise ReconcilerError(
                 f"{option} {escape(path)}: {escape(one)} is a file this run reads; write "
                 f"{what} elsewhere. Nothing was read from the platform"
@@ -210,7 +202,11 @@ def write_atomic(
     try:
         with _terminate_unwinds():
             dfd = os.open(os.path.dirname(target) or ".", os.O_RDONLY | _DIRECTORY | _CLOEXEC)
-            _refuse_replaced_directory(dfd, directory, target, what)
+            if directory is not None and _identity(os.fstat(dfd)) != directory:
+                raise FileChanged(
+                    f"{escape(target)}: not written ({what}): its directory was replaced since "
+                    "it was read; nothing was written"
+                )
             fd, tmp = _new_temporary(dfd)
             with os.fdopen(fd, "wb") as handle:
                 os.fchmod(handle.fileno(), mode)
@@ -237,17 +233,6 @@ def write_atomic(
             os.close(dfd)
 
 
-def _refuse_replaced_directory(
-    dfd: int, directory: tuple[int, int] | None, target: str, what: str
-) -> None:
-    """With ``directory`` (its identity when the file was read), the one held must be it."""
-    if directory is not None and _identity(os.fstat(dfd)) != directory:
-        raise FileChanged(
-            f"{escape(target)}: not written ({what}): its directory was replaced since "
-            "it was read; nothing was written"
-        )
-
-
 def _new_temporary(dfd: int) -> tuple[int, str]:
     """A new file in the directory ``dfd``, by a name no other file has: (fd, name)."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
@@ -270,19 +255,12 @@ def _rename(tmp: str, target: str, dfd: int, create_only: bool) -> None:
     except OSError as exc:
         if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):
             raise
-        if _exists(target, dfd):
+        with contextlib.suppress(FileNotFoundError):
+            os.stat(target, dir_fd=dfd, follow_symlinks=False)
             raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), target) from None
         os.replace(tmp, target, src_dir_fd=dfd, dst_dir_fd=dfd)
         return
     os.unlink(tmp, dir_fd=dfd)
-
-
-def _exists(name: str, dfd: int) -> bool:
-    try:
-        os.stat(name, dir_fd=dfd, follow_symlinks=False)
-    except FileNotFoundError:
-        return False
-    return True
 
 
 def _identity(info: os.stat_result) -> tuple[int, int]:

@@ -97,12 +97,8 @@ _JSON_UNSAFE = re.compile(f"[{NON_ASCII_UNSAFE}]")
 
 
 def _json_escape_one(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    if code <= 0xFFFF:
-        return f"\\u{code:04x}"
-    # JSON has only four-digit escapes: a tag character is written as its UTF-16 pair.
-    code -= 0x10000
-    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+    # json's own \u escape; past U+FFFF (a tag character), JSON's UTF-16 pair of them.
+    return json.dumps(match.group())[1:-1]
 
 
 def escape_json_text(text: str) -> str:
