@@ -112,9 +112,15 @@ class Reading(NamedTuple):
 def read_record(record: Record) -> Reading:
     """The record as the remote has it now (this clone's copies when it cannot be
     reached), judged against main's first-parent history and HEAD."""
-    head = _head()
-    heads, unreachable = _heads_to_read(record)
-    if unreachable is None:
+    head = _commit_of("HEAD")
+    if head is None:
+        raise ReconcilerError("the applied record: HEAD is no commit (not a git checkout?)")
+    heads, unreachable = _remote_heads(record), None
+    if isinstance(heads, str):  # unreachable: this clone's copies of the branches
+        unreachable, names = heads, (record.branch, record.main)
+        tracking = {b: _commit_of(f"refs/remotes/{record.remote}/{b}") for b in names}
+        heads = {b: commit for b, commit in tracking.items() if commit is not None}
+    else:
         _fetch_missing(record, heads)
     main = _main_commit(record, heads)
     applied = heads.get(record.branch)
@@ -155,16 +161,6 @@ def _off_main(record: Record) -> str:
             "whole history (actions/checkout: fetch-depth: 0; GitLab: GIT_DEPTH: 0)"
         )
     return why
-
-
-def _heads_to_read(record: Record) -> tuple[dict[str, str], str | None]:
-    heads = _remote_heads(record)
-    if isinstance(heads, dict):
-        return heads, None
-    tracking = {
-        b: _commit_of(f"refs/remotes/{record.remote}/{b}") for b in (record.branch, record.main)
-    }
-    return {b: commit for b, commit in tracking.items() if commit is not None}, heads
 
 
 def _remote_heads(record: Record) -> dict[str, str] | str:
@@ -216,13 +212,6 @@ def _on_first_parent_line(commit: str, tip: str) -> bool:
 
 def _is_ancestor(older: str, newer: str) -> bool:
     return _git_run(["merge-base", "--is-ancestor", older, newer], ok=(0, 1)).returncode == 0
-
-
-def _head() -> str:
-    head = _commit_of("HEAD")
-    if head is None:
-        raise ReconcilerError("the applied record: HEAD is no commit (not a git checkout?)")
-    return head
 
 
 def _commit_of(revision: str) -> str | None:
