@@ -617,7 +617,7 @@ class _Handler(BaseHTTPRequestHandler):
     # Buffered: the status line, headers and body are flushed together after the
     # handler returns (answers are a few KiB; this holds any of them whole).
     wbufsize = 64 * 1024
-    server: _Server
+    server: Sandbox
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # a request log would mostly measure the terminal
@@ -647,25 +647,16 @@ class _Handler(BaseHTTPRequestHandler):
     do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _serve
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    request_queue_size = 128
-    app: SandboxApp
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        # A gateway closing its idle connections to us with a reset (HAProxy does, when it
-        # stops) is no fault of the sandbox's: no traceback on stderr for it.
-        if not isinstance(sys.exc_info()[1], ConnectionResetError):
-            super().handle_error(request, client_address)
-
-
-class Sandbox:
+class Sandbox(ThreadingHTTPServer):
     """The sandbox API on a loopback port, started in a background thread.
 
     >>> with Sandbox(options=SandboxOptions(latency=0.05)) as sandbox:
     ...     sandbox.url
     """
+
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 128
 
     def __init__(
         self,
@@ -680,19 +671,24 @@ class Sandbox:
             invites = load_state_file(state_file)
         self.app = SandboxApp(invites, options or SandboxOptions())
         self.store, self.stats, self.options = self.app.store, self.app.stats, self.app.options
+        self._thread: threading.Thread | None = None
         try:
-            self._server = _Server((host, port), _Handler)
+            super().__init__((host, port), _Handler)
         except OSError as exc:
             raise ReconcilerError(
                 f"the sandbox cannot listen on {host}:{port}: {exc.strerror}; "
                 "pass --port N, or --port 0 for any free port"
             ) from None
-        self._server.app = self.app
-        self._thread: threading.Thread | None = None
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A gateway closing its idle connections to us with a reset (HAProxy does, when it
+        # stops) is no fault of the sandbox's: no traceback on stderr for it.
+        if not isinstance(sys.exc_info()[1], ConnectionResetError):
+            super().handle_error(request, client_address)
 
     @property
     def url(self) -> str:
-        host, port = str(self._server.server_address[0]), self._server.server_address[1]
+        host, port = str(self.server_address[0]), self.server_address[1]
         return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
     def client_env(self) -> dict[str, str]:
@@ -708,15 +704,15 @@ class Sandbox:
         self._thread.start()
         return self
 
-    def serve_forever(self) -> None:
-        self._server.serve_forever(_POLL_SECONDS)
+    def serve_forever(self, poll_interval: float = _POLL_SECONDS) -> None:
+        super().serve_forever(poll_interval)
 
     def stop(self) -> None:
         if self._thread is not None:
-            self._server.shutdown()
+            self.shutdown()
             self._thread.join()
             self._thread = None
-        self._server.server_close()
+        self.server_close()
 
     def __enter__(self) -> Sandbox:
         return self.start()
