@@ -13,7 +13,7 @@ from support.helpers import REPO, clean_env
 
 from reconciler.errors import ConfigError, InputError, ReconcilerError
 from reconciler.safetext import escape
-from reconciler.settings.config import CI_MARKERS, Settings, load_settings
+from reconciler.settings.config import CI_MARKERS, ENV_VARS, Settings, load_settings
 from reconciler.settings.contract import DEFAULT_SCOPE
 
 SECRET = "cs_live_Zq9xSECRETvalue"
@@ -48,52 +48,61 @@ def _repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, config: str, cwd: str
     return repo
 
 
-def test_defaults_without_file_or_env() -> None:
-    settings = load_settings(None, env={})
-
-    assert settings == Settings()
-    assert settings.contract.scope == DEFAULT_SCOPE
-    assert settings.paths == ("invites",)
-    assert settings.base_url is None and settings.client_secret is None
-
-
-def test_environment_over_file_over_defaults(config: Callable[[str], str]) -> None:
-    path = config(
-        "base_url: https://file.example.com\n"
-        "client_id: from-file\n"
-        "scope: kyb:invites:read\n"
-        "parallelism: 4\n"
-        "max_attempts: 3\n"
-    )
-    env = {
-        "RECONCILER_BASE_URL": "https://env.example.com",
-        "RECONCILER_PARALLELISM": "8",
-        "RECONCILER_CLIENT_SECRET": SECRET,
-    }
-
-    settings = load_settings(path, env=env)
-
-    assert settings.base_url == "https://env.example.com"  # env over file
-    assert settings.parallelism == 8  # env over file
-    assert settings.client_id == "from-file"  # file over default
-    assert settings.contract.scope == "kyb:invites:read"  # file over default
-    assert settings.max_attempts == 3  # file over default
-    assert settings.timeout == Settings().timeout  # default
-    assert settings.client_secret == SECRET
+# Every setting the environment may set, and two only the file sets: the option's, then
+# the variable's, then the file's, then the default, each converted as the others are.
+PRECEDENCE = [
+    # (setting, default, (in the file, read as), (in the environment, read as), option)
+    ("base_url", None, ("https://file.example", "https://file.example"),
+     ("https://env.example", "https://env.example"), "https://option.example"),
+    ("client_id", None, ("from-file", "from-file"), ("from-env", "from-env"), "from-option"),
+    ("scope", DEFAULT_SCOPE, ("kyb:invites:read",) * 2, ("custom:scope",) * 2, "a:b"),
+    ("token_auth_method", "client_secret_post", ("client_secret_basic",) * 2,
+     ("client_secret_post",) * 2, "client_secret_basic"),
+    ("parallelism", None, ("4", 4), ("8", 8), 2),
+    ("max_parallelism", 64, ("32", 32), ("16", 16), 8),
+    ("max_changes", None, ("10", 10), ("0", 0), 3),
+    ("max_resends", None, ("5", 5), ("1", 1), 2),
+    ("timeout", 30.0, ("10", 10.0), ("2.5", 2.5), 1.0),
+    ("max_response_bytes", 4 * 1024 * 1024, ("2048", 2048), ("4096", 4096), 1024),
+    ("max_rate", None, ("20", 20.0), ("7.5", 7.5), 3.0),
+    ("max_attempts", 5, ("3", 3), None, 2),
+    ("retry_max_seconds", 60.0, ("1.5", 1.5), None, 9.0),
+]  # fmt: skip
 
 
-def test_command_line_overrides_environment(config: Callable[[str], str]) -> None:
-    path = config("parallelism: 4\n")
-    settings = load_settings(path, env={"RECONCILER_PARALLELISM": "8"})
+@pytest.mark.parametrize(
+    ("setting", "default", "file", "env", "option"), PRECEDENCE, ids=[r[0] for r in PRECEDENCE]
+)
+def test_a_setting_is_the_option_s_then_the_variable_s_then_the_file_s_then_the_default(
+    config: Callable[[str], str],
+    setting: str,
+    default: object,
+    file: tuple[str, object],
+    env: tuple[str, object] | None,
+    option: object,
+) -> None:
+    def value(settings: Settings) -> object:
+        return settings.contract.scope if setting == "scope" else getattr(settings, setting)
 
-    overridden = settings.with_overrides(parallelism=2, base_url=None)
-
-    assert overridden.parallelism == 2
-    assert overridden.base_url == settings.base_url  # an option not given changes nothing
-    assert settings.parallelism == 8  # the original is untouched
+    assert load_settings(None, env={}) == Settings()
+    assert value(Settings()) == default
+    path = config(f"{setting}: {file[0]}\n")
+    settings = load_settings(path, env={})
+    assert value(settings) == file[1]
+    if env is not None:
+        variable = f"RECONCILER_{setting.upper()}"
+        assert ENV_VARS[setting] == variable
+        # An empty variable changes nothing.
+        assert value(load_settings(path, env={variable: ""})) == file[1]
+        settings = load_settings(path, env={variable: env[0]})
+        assert value(settings) == env[1]
+    assert value(settings.with_overrides(**{setting: option})) == option
+    assert settings.with_overrides(**{setting: None}) == settings  # an option not given
+    assert value(settings) == (env or file)[1]  # the original is untouched
 
 
 def test_default_config_file_is_read_from_working_directory() -> None:
+    assert load_settings(None, env={}).paths == ("invites",)  # none: the defaults
     Path("reconciler.yaml").write_text("scope: kyb:invites:read\nparallelism: 3\n")
 
     settings = load_settings(None, env={})
@@ -140,31 +149,6 @@ def test_no_file_is_read_above_the_repository_top_or_outside_git(
     (tmp_path / "plain" / "reconciler.yaml").write_text("parallelism: 3\n")
     monkeypatch.chdir(tmp_path / "plain" / "sub")
     assert load_settings(None, env={}).parallelism is None
-
-
-def test_empty_environment_values_do_not_override(config: Callable[[str], str]) -> None:
-    path = config("base_url: https://file.example.com\n")
-
-    settings = load_settings(path, env={"RECONCILER_BASE_URL": "", "RECONCILER_SCOPE": ""})
-
-    assert settings.base_url == "https://file.example.com"
-    assert settings.contract.scope == DEFAULT_SCOPE
-
-
-def test_path_templates_and_field_names_come_from_the_file(config: Callable[[str], str]) -> None:
-    path = config(
-        "get_invite_path: /kyb/v2/invites/{inviteId}\n"
-        "resend_invite_path: /kyb/v2/invites/{inviteId}/actions/resend\n"
-        "field_names:\n"
-        "  phone: phoneNumber\n"
-    )
-
-    settings = load_settings(path, env={})
-
-    assert settings.contract.get_invite_path == "/kyb/v2/invites/{inviteId}"
-    assert settings.contract.resend_invite_path == "/kyb/v2/invites/{inviteId}/actions/resend"
-    assert settings.contract.wire_name("phone") == "phoneNumber"
-    assert settings.contract.wire_name("email") == "email"
 
 
 @pytest.mark.parametrize(
@@ -228,9 +212,20 @@ def test_a_client_secret_file_without_a_secret_is_refused_naming_it_never_its_co
         # 1e10 s once reached the clock's arithmetic and ended in an OverflowError traceback.
         ("RECONCILER_TIMEOUT", "1e10", "must be more than 0 and at most 3600"),
         ("RECONCILER_TIMEOUT", "3601", "must be more than 0 and at most 3600"),
+        *(
+            ("RECONCILER_MAX_RATE", v, "must be at least 0.2 and at most 100000")
+            for v in ("0", "-1", "0.0001", "1e6")  # 0.0001, attack t3: hours for a run
+        ),
+        ("RECONCILER_MAX_RATE", "fast", "is not a number of requests per second"),
+        ("RECONCILER_MAX_RATE", "inf", "is not a finite number of requests per second"),
+        (
+            "RECONCILER_TOKEN_AUTH_METHOD",
+            "private_key_jwt",
+            "must be client_secret_post or client_secret_basic",
+        ),
     ],
 )
-def test_a_number_from_the_environment_is_refused_naming_the_variable_and_value(
+def test_a_value_from_the_environment_is_refused_naming_the_variable_and_value(
     name: str, value: str, said: str
 ) -> None:
     with pytest.raises(ConfigError) as caught:
@@ -371,17 +366,19 @@ def test_settings_repr_never_shows_the_secret(tmp_path: Path) -> None:
 # --- one conversion for options, environment and file ---------------------------------------
 
 
-def test_the_option_and_the_environment_refuse_the_same_values() -> None:
-    from click.testing import CliRunner
-
-    from reconciler.cli import cli
-
-    result = CliRunner().invoke(cli, ["plan", "--sandbox", "--parallelism", "1000"])
-    assert result.exit_code != 0
-    assert "at least 1 and at most 256" in result.output
-    with pytest.raises(ConfigError, match="at least 1 and at most 256"):
-        load_settings(None, env={"RECONCILER_PARALLELISM": "1000"})
-    assert load_settings(None, env={"RECONCILER_TIMEOUT": "2.5"}).timeout == 2.5
+@pytest.mark.parametrize(
+    ("option", "value", "said"),
+    [("--parallelism", "1000", "at least 1 and at most 256"), ("--max-rate", "0", "at least 0.2")],
+)
+def test_the_option_and_the_environment_refuse_the_same_values(
+    option: str, value: str, said: str
+) -> None:
+    result = run_cli("plan", option, value, "--sandbox")
+    assert result.returncode == 1  # a usage error
+    assert option in result.stderr and f"must be {said}" in result.stderr
+    variable = f"RECONCILER_{option[2:].replace('-', '_').upper()}"
+    with pytest.raises(ConfigError, match=f"must be {said}"):
+        load_settings(None, env={variable: value})
 
 
 def test_both_secret_variables_set_is_an_error_that_shows_neither(tmp_path: Path) -> None:
@@ -435,27 +432,6 @@ def test_a_number_of_seconds_in_the_config_file_is_finite(tmp_path: Path) -> Non
     config.write_text("retry_max_seconds: .nan\n", encoding="utf-8")
     with pytest.raises(ConfigError, match="not a finite number"):
         load_settings(str(config), env={})
-
-
-@pytest.mark.parametrize("method", ["client_secret_post", "client_secret_basic"])
-def test_the_token_auth_method_comes_from_the_environment_or_the_file(
-    tmp_path: Path, method: str
-) -> None:
-    assert Settings().token_auth_method == "client_secret_post"
-    env = {"RECONCILER_TOKEN_AUTH_METHOD": method}
-    assert load_settings(None, env=env).token_auth_method == method
-    config = tmp_path / "reconciler.yaml"
-    config.write_text(f"token_auth_method: {method}\n", encoding="utf-8")
-    assert load_settings(str(config), env={}).token_auth_method == method
-
-
-def test_an_unknown_token_auth_method_is_refused_from_the_environment() -> None:
-    with pytest.raises(ConfigError) as refused:
-        load_settings(None, env={"RECONCILER_TOKEN_AUTH_METHOD": "private_key_jwt"})
-    assert str(refused.value) == (
-        "RECONCILER_TOKEN_AUTH_METHOD: 'private_key_jwt' must be client_secret_post or "
-        "client_secret_basic"
-    )
 
 
 def test_a_config_file_that_never_ends_is_refused(tmp_path: Path) -> None:
@@ -534,19 +510,6 @@ def test_credentials_are_resolved_once_all_three_set_and_never_shown_with_the_se
     assert str(caught.value).startswith(
         "missing RECONCILER_BASE_URL, RECONCILER_CLIENT_SECRET: set them in the environment"
     )
-
-
-def test_field_names_set_in_code_are_checked_before_any_request() -> None:
-    from reconciler.settings.contract import Contract
-
-    settings = Settings(
-        base_url="https://api.example",
-        client_id="ci",
-        client_secret=SECRET,
-        contract=Contract(field_names={"phone": "email"}),
-    )
-    with pytest.raises(ConfigError, match="already the wire name of `email`"):
-        settings.credentials()
 
 
 @pytest.mark.parametrize("secret", ["Q", "Ab1", "abcde", "12345"])

@@ -125,9 +125,19 @@ def test_the_token_path_is_a_plain_path_too(template: str, why: str) -> None:
     assert why in (path_problem("token_path", template) or "")
 
 
-def test_a_contract_made_in_code_is_held_to_the_same_rule() -> None:
-    contract = Contract(resend_invite_path="/invites/{inviteId}/../inv_2/resend")
-    with pytest.raises(ConfigError, match=r"`resend_invite_path`: .* has a `\.\.` segment"):
-        Settings(
-            base_url="https://api.example", client_id="ci", client_secret="cs_live_Zq9x"
-        ).with_contract(contract).credentials()
+@pytest.mark.parametrize(
+    ("contract", "said"),
+    [
+        (Contract(resend_invite_path="/invites/{inviteId}/../inv_2/resend"),
+         r"`resend_invite_path`: .* has a `\.\.` segment"),
+        (Contract(field_names={"phone": "email"}), "already the wire name of `email`"),
+    ],
+)  # fmt: skip
+def test_a_contract_made_in_code_is_held_to_the_same_rules_before_any_request(
+    contract: Contract, said: str
+) -> None:
+    settings = Settings(
+        base_url="https://api.example", client_id="ci", client_secret="cs_live_Zq9x"
+    )
+    with pytest.raises(ConfigError, match=said):
+        settings.with_contract(contract).credentials()

@@ -7,7 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from support.cli import run_cli
 
 from reconciler.api.capacity import MIN_RATE, capacity_for
 from reconciler.errors import ConfigError
@@ -21,35 +20,6 @@ def _empty_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(work)
 
 
-def test_max_rate_is_unset_by_default_and_read_from_the_file_then_the_environment(tmp_path) -> None:
-    assert Settings().max_rate is None
-    config = tmp_path / "reconciler.yaml"
-    config.write_text("max_rate: 20\n", encoding="utf-8")
-    assert load_settings(str(config), env={}).max_rate == 20.0
-    env = {"RECONCILER_MAX_RATE": "7.5"}
-    assert load_settings(str(config), env=env).max_rate == 7.5  # env over file
-    assert load_settings(str(config), env=env).with_overrides(max_rate=3.0).max_rate == 3.0
-
-
-@pytest.mark.parametrize(
-    ("value", "said"),
-    [
-        ("0", "must be at least 0.2 and at most 100000"),
-        ("-1", "must be at least 0.2 and at most 100000"),
-        ("0.0001", "must be at least 0.2 and at most 100000"),  # attack t3: hours for a run
-        ("1e6", "must be at least 0.2 and at most 100000"),
-        ("fast", "is not a number of requests per second"),
-        ("inf", "is not a finite number of requests per second"),
-    ],
-)
-def test_a_max_rate_from_the_environment_is_refused_naming_the_variable(
-    value: str, said: str
-) -> None:
-    with pytest.raises(ConfigError) as caught:
-        load_settings(None, env={"RECONCILER_MAX_RATE": value})
-    assert str(caught.value) == f"RECONCILER_MAX_RATE: {value!r} {said}"
-
-
 def test_a_max_rate_below_the_pacers_least_in_the_file_is_refused_at_its_line(tmp_path) -> None:
     # A pull request can edit reconciler.yaml: a CI job must not crawl silently.
     config = tmp_path / "reconciler.yaml"
@@ -60,13 +30,6 @@ def test_a_max_rate_below_the_pacers_least_in_the_file_is_refused_at_its_line(tm
         f"{config}:2:1: max_rate: 0.0001 must be at least 0.2 and at most 100000"
     )
     assert MIN_MAX_RATE == MIN_RATE  # the least the pacer paces at
-
-
-def test_the_option_is_converted_as_the_variable_is() -> None:
-    result = run_cli("plan", "--max-rate", "0", "--sandbox")
-
-    assert result.returncode == 1  # a usage error, as for --parallelism 0
-    assert "--max-rate" in result.stderr and "must be at least 0.2" in result.stderr
 
 
 def test_the_runs_pacer_never_goes_above_max_rate() -> None:
