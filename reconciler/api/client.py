@@ -9,18 +9,14 @@ flight), ``concurrency`` (calls in item order).
 
 from __future__ import annotations
 
-import logging
-import random
-import time
 from collections.abc import Callable, Generator, Mapping
 from typing import NamedTuple
 
-from reconciler.api.auth import Grant, register_secret_forms
-from reconciler.api.capacity import Limiter, RequestPacer
+from reconciler.api.capacity import Limiter
 from reconciler.api.concurrency import Stop, ordered_map
 from reconciler.api.exceptions import ApiError, BadInviteValue, UnexpectedResponse, WrongInvite
-from reconciler.api.exchange import Answer, AttemptWatch, Exchange, Observer
-from reconciler.api.network import invite_path, parse_base_url
+from reconciler.api.exchange import Answer, AttemptWatch, Exchange
+from reconciler.api.network import invite_path
 from reconciler.model.invite import (
     CurrentInvite,
     DesiredInvite,
@@ -33,9 +29,6 @@ from reconciler.model.invite import (
     fields_json,
 )
 from reconciler.safetext import escape, redact_and_escape
-from reconciler.settings.config import Settings
-
-log = logging.getLogger("reconciler.api")
 
 
 class Receipt(NamedTuple):
@@ -62,62 +55,11 @@ class Written(NamedTuple):
     stored: CurrentInvite | None
 
 
-class ApiClient:
-    def __init__(
-        self,
-        settings: Settings,
-        *,
-        pacer: RequestPacer | None = None,
-        clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], None] = time.sleep,
-        observer: Observer | None = None,
-    ) -> None:
-        credentials = settings.credentials()
-        # Parsed and normalised once: every later decision reads the parsed form.
-        base = parse_base_url(credentials.base_url)
-        self.base_url = base.text
-        # From here on the secret is redacted from anything shown, even if echoed.
-        register_secret_forms(credentials.client_secret)
-        self.settings = settings
-        self.pacer = pacer or RequestPacer(clock=clock, sleep=sleep, max_rate=settings.max_rate)
-        # The re-send's own turns: a gateway may limit the endpoint that sends e-mail
-        # alone (1 a second, say). Its refusals slow the re-sends, not the whole run,
-        # and the run's pace does not hold them back.
-        self.resend_pacer = RequestPacer(clock=clock, sleep=sleep, max_rate=settings.max_rate)
-        if settings.max_rate is not None:  # -v: the pace the user set, said up front
-            log.debug("paced at %g requests per second at most (max_rate)", settings.max_rate)
-        # Set on an interrupt or a run-fatal error: attempts in flight finish,
-        # none is retried, no worker waits for a turn, and no new call starts.
-        self.stop = Stop()
-        self._exchange = Exchange(
-            settings,
-            credentials,
-            base,
-            self.pacer,
-            clock=clock,
-            sleep=sleep,
-            jitter=random.random,
-            observer=observer,
-            stop=self.stop,
-        )
+class ApiClient(Exchange):
+    """The platform's operations on invites, over ``Exchange``'s requests."""
 
     def __repr__(self) -> str:
         return f"ApiClient(base_url={self.base_url!r}, client_id={self.settings.client_id!r})"
-
-    def close(self) -> None:
-        if self.pacer.answers:
-            log.debug("the pacer: %s", self.pacer.describe())
-        self._exchange.close()
-
-    def __enter__(self) -> ApiClient:
-        return self
-
-    def grant(self) -> Grant | None:
-        """The scope the token answer granted (None before a token was issued)."""
-        return self._exchange.grant()
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # -- operations ---------------------------------------------------------
 
@@ -126,7 +68,7 @@ class ApiClient:
 
     def read_invite(self, invite_id: str) -> Read:
         """The invite and the ETag of the answer, for a PATCH's If-Match."""
-        answer = self._exchange.call("GET", self._read_path(invite_id), idempotent=True)
+        answer = self.call("GET", self._read_path(invite_id), idempotent=True)
         return Read(self._current_invite(invite_id, answer), answer.etag)
 
     def _read_path(self, invite_id: str) -> str:
@@ -148,7 +90,7 @@ class ApiClient:
         body = {contract.wire_name(k): v for k, v in fields_json(patch).items()}
         headers = {"If-Match": if_match} if if_match is not None else None
         # The same PATCH body twice has the same effect, so it is safe to retry.
-        answer = self._exchange.call(
+        answer = self.call(
             "PATCH",
             path,
             json_body=body,
@@ -163,7 +105,7 @@ class ApiClient:
         path = invite_path(self.settings.contract.resend_invite_path, invite_id)
         # Not idempotent: retried only when the request surely never left, or was refused
         # before it was acted on (a 429, a 503, a gateway's block confirmed by a read).
-        answer = self._exchange.call(
+        answer = self.call(
             "POST",
             path,
             json_body={},

@@ -19,7 +19,6 @@ from typing import Any
 
 import pytest
 import requests
-import requests_mock
 from requests.adapters import HTTPAdapter
 from support.hostile_server import CLIENT_ID, HostileServer, Hostility
 from support.loopback import serving
@@ -29,60 +28,12 @@ from reconciler.api.exceptions import ApiError, TransportError
 from reconciler.api.exchange import (
     _WATCHDOG,
     AttemptDeadline,
-    Attempts,
     GuardedAdapter,
     _Watchdog,
     attempt_deadline,
 )
-from reconciler.api.network import make_session, parse_base_url
+from reconciler.api.network import make_session
 from reconciler.settings.config import Settings
-
-BASE = "https://api.example.com/base"
-
-
-@pytest.fixture
-def attempts() -> Iterator[Attempts]:
-    made = Attempts(Settings(base_url=BASE), parse_base_url(BASE), time.monotonic)
-    yield made
-    made.close()
-
-
-def test_an_answer_is_read_whole_under_the_base_path(
-    attempts: Attempts, requests_mock: requests_mock.Mocker
-) -> None:
-    requests_mock.get(
-        BASE + "/things/1",
-        json={"data": {"id": "1"}, "metadata": {"requestId": "r-1"}},
-        headers={"Content-Type": "application/json"},
-    )
-
-    answer = attempts.attempt("GET", "/things/1", None)
-
-    assert (answer.status, answer.data, answer.request_id) == (200, {"id": "1"}, "r-1")
-
-
-def test_a_redirect_is_answered_not_followed(
-    attempts: Attempts, requests_mock: requests_mock.Mocker
-) -> None:
-    requests_mock.get(
-        BASE + "/things/1", status_code=302, headers={"Location": "https://x.example/"}
-    )
-
-    answer = attempts.attempt("GET", "/things/1", None)
-
-    assert answer.status == 302 and requests_mock.call_count == 1
-
-
-def test_a_connection_that_fails_names_the_host(
-    attempts: Attempts, requests_mock: requests_mock.Mocker
-) -> None:
-    requests_mock.get(BASE + "/things/1", exc=requests.ConnectionError("refused"))
-
-    with pytest.raises(TransportError) as failed:
-        attempts.attempt("GET", "/things/1", None)
-
-    assert "api.example.com" in failed.value.message
-
 
 READ_TIMEOUT = 8.0  # far past every deadline here: only the deadline ends these waits in time
 
@@ -430,7 +381,7 @@ def test_a_slow_read_is_retried_within_the_budget_and_the_retry_is_cut_too(
 ) -> None:
     # No pause before the retry (the jitter pinned at 0): the retry then has the whole
     # timeout again within the budget, and says so.
-    monkeypatch.setattr("reconciler.api.client.random.random", lambda: 0.0)
+    monkeypatch.setattr("random.random", lambda: 0.0)
     error, took = read_with(slow_platform, timeout=0.3, max_attempts=2, retry_max_seconds=0.8)
 
     assert len(slow_platform.calls("GET")) == 2  # a GET is safe to send again

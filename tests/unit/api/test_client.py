@@ -134,7 +134,7 @@ def debug_log(caplog: pytest.LogCaptureFixture) -> pytest.LogCaptureFixture:
 @pytest.fixture
 def half_jitter(monkeypatch: pytest.MonkeyPatch) -> None:
     """Retry pauses without their randomness: the jitter is always 0.5."""
-    monkeypatch.setattr("reconciler.api.client.random.random", lambda: 0.5)
+    monkeypatch.setattr("random.random", lambda: 0.5)
 
 
 def api_calls(requests_mock: Any) -> list[Any]:
@@ -1319,7 +1319,7 @@ def test_the_echoed_form_and_authorization_header_are_redacted(
 
     with pytest.raises(InvalidRequest) as echoed:
         client.get_invite("inv_8f2k1")
-    tokens = client._exchange._tokens
+    tokens = client._tokens
     with pytest.raises(AuthenticationFailed) as refused:
         tokens.renew(tokens.current())  # the next token request is answered with the echo
 

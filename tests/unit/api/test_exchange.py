@@ -23,7 +23,6 @@ from support.api_answers import BASE, INVITE, INVITE_URL, INVITES, TOKEN, envelo
 from support.limits import FakeTime
 
 from reconciler.api.capacity import RequestPacer
-from reconciler.api.concurrency import Stop
 from reconciler.api.exceptions import (
     AnswerTooLarge,
     ApiError,
@@ -47,7 +46,6 @@ from reconciler.api.exchange import (
     RetryDecision,
     decide_retry,
 )
-from reconciler.api.network import parse_base_url
 from reconciler.apply.audit import AttemptRecorder, AuditLog
 from reconciler.settings.config import Settings
 
@@ -63,19 +61,9 @@ def exchange(
     settings = Settings().with_values(
         {"base_url": BASE, "client_id": "ci-client", "client_secret": "cs-Value-42", **values}
     )
-    credentials = settings.credentials()
     time = time or FakeTime()
-    return Exchange(
-        settings,
-        credentials,
-        parse_base_url(credentials.base_url),
-        pacer or RequestPacer(clock=time.clock, sleep=time.sleep),
-        clock=time.clock,
-        sleep=time.sleep,
-        jitter=lambda: 0.5,
-        observer=None,
-        stop=Stop(),
-    )
+    pacer = pacer or RequestPacer(clock=time.clock, sleep=time.sleep)
+    return Exchange(settings, pacer=pacer, clock=time.clock, sleep=time.sleep, jitter=lambda: 0.5)
 
 
 def test_client_secret_basic_sends_the_credentials_in_the_header_not_the_form(

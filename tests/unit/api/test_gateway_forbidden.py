@@ -18,10 +18,8 @@ from support.api_answers import BASE, INVITE, INVITE_URL, INVITES, envelope, tok
 from support.limits import FakeTime
 
 from reconciler.api.capacity import QUIET, RequestPacer
-from reconciler.api.concurrency import Stop
 from reconciler.api.exceptions import ApiError, GatewayForbidden, PermissionDenied
 from reconciler.api.exchange import Exchange, decide_retry
-from reconciler.api.network import parse_base_url
 from reconciler.settings.config import Settings
 
 TOKEN_URL = BASE + "/oauth/token"
@@ -53,18 +51,8 @@ def exchange(time: FakeTime, **values: Any) -> Exchange:
     settings = Settings().with_values(
         {"base_url": BASE, "client_id": "ci-client", "client_secret": "cs-Value-42", **values}
     )
-    credentials = settings.credentials()
-    return Exchange(
-        settings,
-        credentials,
-        parse_base_url(credentials.base_url),
-        RequestPacer(clock=time.clock, sleep=time.sleep),
-        clock=time.clock,
-        sleep=time.sleep,
-        jitter=lambda: 0.5,
-        observer=None,
-        stop=Stop(),
-    )
+    pacer = RequestPacer(clock=time.clock, sleep=time.sleep)
+    return Exchange(settings, pacer=pacer, clock=time.clock, sleep=time.sleep, jitter=lambda: 0.5)
 
 
 class AttemptWatch:
@@ -109,7 +97,7 @@ def test_a_403_not_the_platforms_after_its_token_was_accepted_is_retried_after_a
         OTHER_URL,
     ]
     assert time.now - before >= QUIET - 1e-9  # nothing sent in the quiet period
-    assert client._pacer.blocked
+    assert client.pacer.blocked
 
 
 def test_the_platforms_own_403_stops_at_once_naming_the_permission_and_request_id(
@@ -128,7 +116,7 @@ def test_the_platforms_own_403_stops_at_once_naming_the_permission_and_request_i
     assert "permissions on the platform" in text
     assert "does not carry the scope" not in text  # granted as asked: none is missing
     assert [r.method for r in requests_mock.request_history] == ["POST", "GET", "PATCH"]
-    assert not client._pacer.blocked
+    assert not client.pacer.blocked
 
 
 def test_a_403_page_before_any_token_was_accepted_names_no_scope_and_is_not_retried(
@@ -201,7 +189,7 @@ def test_a_re_send_the_gateway_refused_is_made_again_in_the_run_exactly_once(
     assert watch.sent == 2 and [type(e) for e in watch.errors] == [GatewayForbidden]
     assert [r.url for r in requests_mock.request_history].count(RESEND_URL) == 2
     assert time.now - before >= QUIET - 1e-9
-    assert client._pacer.blocked  # the run's pacer keeps quiet too, and paces re-sends now
+    assert client.pacer.blocked  # the run's pacer keeps quiet too, and paces re-sends now
 
 
 def test_giving_up_behind_a_gateway_says_who_refused_what_got_through_and_what_to_do(
@@ -262,7 +250,7 @@ def test_an_x_request_id_header_alone_does_not_make_a_403_page_the_platforms(
     client.call("GET", OTHER_PATH, idempotent=True)
 
     assert [r.url for r in requests_mock.request_history].count(OTHER_URL) == 2
-    assert client._pacer.blocked
+    assert client.pacer.blocked
 
 
 def test_a_token_request_answered_with_a_gateways_page_blames_no_setting(
@@ -317,7 +305,7 @@ def test_a_re_send_refused_by_a_403_a_read_gets_past_is_unknown_and_never_sent_a
     assert watch.sent == 1 and [e.outcome_unknown for e in watch.errors] == [True]
     urls = [r.url for r in requests_mock.request_history]
     assert urls == [TOKEN_URL, INVITE_URL, RESEND_URL, INVITE_URL]  # the read right after
-    assert not client._pacer.blocked  # no block: nothing learned, no quiet period
+    assert not client.pacer.blocked  # no block: nothing learned, no quiet period
 
 
 def test_a_patch_refused_by_a_403_a_read_gets_past_is_not_sent_again_its_outcome_unknown(
@@ -364,7 +352,7 @@ def test_a_write_that_left_while_a_block_was_on_is_sent_again_without_a_read(
 
     urls = [r.url for r in requests_mock.request_history]
     assert urls == [TOKEN_URL, INVITE_URL, RESEND_URL, RESEND_URL]
-    assert client._pacer.blocked
+    assert client.pacer.blocked
 
 
 def test_a_block_just_after_a_token_renewal_is_still_a_gateways(
@@ -385,7 +373,7 @@ def test_a_block_just_after_a_token_renewal_is_still_a_gateways(
 
     urls = [r.url for r in requests_mock.request_history]
     assert urls.count(OTHER_URL) == 3 and urls.count(TOKEN_URL) == 2  # renewed once
-    assert client._pacer.blocked
+    assert client.pacer.blocked
 
 
 def test_a_token_that_expired_while_the_probe_waited_is_fetched_within_its_turn(
