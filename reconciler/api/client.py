@@ -10,7 +10,8 @@ flight), ``concurrency`` (calls in item order).
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Mapping
-from typing import NamedTuple
+from contextlib import suppress
+from typing import NamedTuple, NoReturn
 
 from reconciler.api.capacity import Limiter
 from reconciler.api.concurrency import Stop, ordered_map
@@ -85,29 +86,34 @@ class ApiClient(Exchange):
         """PATCH ``patch``; with ``if_match``, only while the invite is as it was read (a
         ``PreconditionFailed`` otherwise: nothing written). An answer about another invite
         raises ``WrongInvite`` (the write's outcome unknown)."""
-        path = invite_path(self.settings.contract.update_invite_path, invite_id)
-        contract = self.settings.contract
-        body = {contract.wire_name(k): v for k, v in fields_json(patch).items()}
-        headers = {"If-Match": if_match} if if_match is not None else None
+        wire = self.settings.contract.wire_name
+        body = {wire(k): v for k, v in fields_json(patch).items()}
         # The same PATCH body twice has the same effect, so it is safe to retry.
         answer = self.call(
             "PATCH",
-            path,
+            invite_path(self.settings.contract.update_invite_path, invite_id),
             json_body=body,
             idempotent=True,
-            headers=headers,
+            headers={"If-Match": if_match} if if_match is not None else None,
             watch=watch,
             confirm=self._read_path(invite_id),
         )
-        return Written(answer.status, answer.request_id, self._stored(invite_id, answer, patch))
+        _about_this(invite_id, answer, "PATCH")
+        data = answer.data
+        stored = None
+        # What the answer says is stored, when it holds the invite with every field sent
+        # and values the contract allows (else None: a GET tells).
+        if isinstance(data, dict) and "id" in data and all(wire(k) in data for k in patch):
+            with suppress(BadInviteValue):
+                stored = self._current_invite(invite_id, answer)
+        return Written(answer.status, answer.request_id, stored)
 
     def resend_invite(self, invite_id: str, *, watch: AttemptWatch | None = None) -> Receipt:
-        path = invite_path(self.settings.contract.resend_invite_path, invite_id)
         # Not idempotent: retried only when the request surely never left, or was refused
         # before it was acted on (a 429, a 503, a gateway's block confirmed by a read).
         answer = self.call(
             "POST",
-            path,
+            invite_path(self.settings.contract.resend_invite_path, invite_id),
             json_body={},
             idempotent=False,
             watch=watch,
@@ -117,68 +123,24 @@ class ApiClient(Exchange):
         if not (isinstance(answer.body, dict) and answer.body.get("success") is True):
             # A 2xx that is not the envelope saying success: it cannot be checked, and
             # the platform may have sent the e-mail (UnexpectedResponse: outcome unknown).
-            raise UnexpectedResponse(
+            _refuse(
+                UnexpectedResponse,
+                answer,
                 f"the answer to the re-send of {escape(invite_id)} is not the API's envelope "
                 "saying success, so whether the invitation went out cannot be checked",
-                status=answer.status,
-                request_id=answer.request_id,
             )
-        data = answer.data
-        if isinstance(data, dict) and "id" in data and data["id"] != invite_id:
-            # About another invite (a path that led elsewhere): an invitation may have gone,
-            # not necessarily this one's. After a 2xx: outcome unknown, never sent again.
-            raise WrongInvite(
-                f"invite {escape(invite_id)}: the answer to its re-send is about "
-                f"{_answered(data)}; which invitation went out is unknown",
-                status=answer.status,
-                request_id=answer.request_id,
-            )
+        # About another invite (a path that led elsewhere): an invitation may have gone,
+        # not necessarily this one's. After a 2xx: outcome unknown, never sent again.
+        _about_this(invite_id, answer, "POST")
         return Receipt(answer.status, answer.request_id)
-
-    # -- answers ----------------------------------------------------------------
-
-    def _stored(
-        self, invite_id: str, answer: Answer, patch: Mapping[str, FieldValue]
-    ) -> CurrentInvite | None:
-        """What a PATCH's answer says is stored: None when it holds no invite (no ``data``,
-        no ``id``) or not every field sent, or a value the contract refuses (a GET tells);
-        ``WrongInvite`` when it is about another invite."""
-        data = answer.data
-        if not isinstance(data, dict) or "id" not in data:
-            return None
-        if data.get("id") != invite_id:
-            raise WrongInvite(
-                f"invite {escape(invite_id)}: the answer to its update is about "
-                f"{_answered(data)}; whether this invite was updated is unknown",
-                status=answer.status,
-                request_id=answer.request_id,
-            )
-        contract = self.settings.contract
-        if any(contract.wire_name(name) not in data for name in patch):
-            return None
-        try:
-            return self._current_invite(invite_id, answer)
-        except BadInviteValue:
-            return None
 
     def _current_invite(self, invite_id: str, answer: Answer) -> CurrentInvite:
         data = answer.data
         shown = escape(invite_id)
         if not isinstance(data, dict):
-            raise WrongInvite(
-                f"invite {shown}: response has no invite object",
-                status=answer.status,
-                request_id=answer.request_id,
-            )
-        if data.get("id") != invite_id:
-            # Another invite's state taken for this one would be written back over it.
-            answered = _answered(data) if "id" in data else "no id at all"
-            raise WrongInvite(
-                f"invite {shown}: the server answered about {answered} instead; "
-                "this invite is left alone",
-                status=answer.status,
-                request_id=answer.request_id,
-            )
+            _refuse(WrongInvite, answer, f"invite {shown}: response has no invite object")
+        # Another invite's state taken for this one would be written back over it.
+        _about_this(invite_id, answer, "GET")
         raw = {}
         for canonical, kind in field_kinds().items():
             wire = self.settings.contract.wire_name(canonical)
@@ -186,11 +148,11 @@ class ApiClient(Exchange):
                 raw[canonical] = data[wire]
                 problem = kind.problem(data[wire])
                 if problem is not None:
-                    raise BadInviteValue(
+                    _refuse(
+                        BadInviteValue,
+                        answer,
                         f"invite {shown}: the server's `{escape(canonical)}` {problem}; "
                         "this invite is left alone",
-                        status=answer.status,
-                        request_id=answer.request_id,
                     )
         status = data.get("status")
         status = redact_and_escape(status) if isinstance(status, str) else None
@@ -198,9 +160,30 @@ class ApiClient(Exchange):
         return CurrentInvite(invite_id, status, fields_from_json(raw))
 
 
-def _answered(data: Mapping[str, object]) -> str:
-    """The id an answer is about, as shown (the server's text: redacted, escaped, cut)."""
-    return redact_and_escape(str(data["id"]))[:140]
+# What an answer about another invite than the one asked for means, by method: the
+# read's invite is left alone, the write's outcome is unknown.
+_ABOUT_ANOTHER = {
+    "GET": ("the server answered about {} instead", "this invite is left alone"),
+    "PATCH": ("the answer to its update is about {}", "whether this invite was updated is unknown"),
+    "POST": ("the answer to its re-send is about {}", "which invitation went out is unknown"),
+}
+
+
+def _about_this(invite_id: str, answer: Answer, method: str) -> None:
+    """``WrongInvite`` when the answer is about another invite (a read's: or about none)."""
+    data = answer.data
+    if not isinstance(data, dict) or data.get("id") == invite_id:
+        return
+    if "id" not in data and method != "GET":
+        return  # no invite in the answer: nothing said about another one
+    # The server's text: redacted, escaped, cut.
+    answered = redact_and_escape(str(data["id"]))[:140] if "id" in data else "no id at all"
+    said, meaning = _ABOUT_ANOTHER[method]
+    _refuse(WrongInvite, answer, f"invite {escape(invite_id)}: {said.format(answered)}; {meaning}")
+
+
+def _refuse(kind: type[ApiError], answer: Answer, message: str) -> NoReturn:
+    raise kind(message, status=answer.status, request_id=answer.request_id)
 
 
 # Told of each invite read (True: the read failed), as the answers come, in file order:
