@@ -494,23 +494,16 @@ class _Guarded:
             _WATCHDOG.disarm(key)
 
 
-class _HTTPConnection(_Guarded, HTTPConnection):
-    pass
+def _guarded_pool(name: str, pool: type[Any], connection: type[Any]) -> type[Any]:
+    """``pool`` whose connections are ``connection`` with a deadline (``_Guarded``)."""
+    guarded = type(f"_Guarded{connection.__name__}", (_Guarded, connection), {})
+    return type(name, (pool,), {"ConnectionCls": guarded})
 
 
-class _HTTPSConnection(_Guarded, HTTPSConnection):
-    pass
-
-
-class _HTTPPool(HTTPConnectionPool):
-    ConnectionCls = _HTTPConnection
-
-
-class _HTTPSPool(HTTPSConnectionPool):
-    ConnectionCls = _HTTPSConnection
-
-
-_POOLS = {"http": _HTTPPool, "https": _HTTPSPool}
+_POOLS = {
+    "http": _guarded_pool("_HTTPPool", HTTPConnectionPool, HTTPConnection),
+    "https": _guarded_pool("_HTTPSPool", HTTPSConnectionPool, HTTPSConnection),
+}
 
 
 class GuardedAdapter(HTTPAdapter):
@@ -824,7 +817,19 @@ class Exchange:
             raise
         elapsed = self._clock() - started
         status = answer.status if answer is not None else error.status if error else None
-        self._tell(request, answer, error, status, elapsed)
+        log.debug(
+            "%s %s -> %s (%.0f ms, requestId %s)",
+            request.method,
+            request.path,
+            status or type(error).__name__,
+            elapsed * 1000,
+            (answer.request_id if answer else None) or "-",
+        )
+        if request.observed and self._observer is not None:  # invite operations only
+            try:
+                self._observer(elapsed, status)
+            except Exception:  # a watcher's fault must not fail a request
+                log.debug("the request observer failed", exc_info=True)
         request.error, request.own = error, False
         if status is None:
             request.pacer.on_no_answer(turn)
@@ -876,29 +881,6 @@ class Exchange:
         if error is not None and watch is not None:
             watch.failed(error)
         return answer, error
-
-    def _tell(
-        self,
-        request: _Request,
-        answer: Answer | None,
-        error: ApiError | None,
-        status: int | None,
-        elapsed: float,
-    ) -> None:
-        """The attempt in the verbose log, and to the observer (invite operations only)."""
-        log.debug(
-            "%s %s -> %s (%.0f ms, requestId %s)",
-            request.method,
-            request.path,
-            status or type(error).__name__,
-            elapsed * 1000,
-            (answer.request_id if answer else None) or "-",
-        )
-        if request.observed and self._observer is not None:
-            try:
-                self._observer(elapsed, status)
-            except Exception:  # a watcher's fault must not fail a request
-                log.debug("the request observer failed", exc_info=True)
 
     def _retry_or_raise(self, request: _Request) -> None:
         error = request.error
