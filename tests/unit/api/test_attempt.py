@@ -152,14 +152,6 @@ def get_cut_by_deadline(url: str, seconds: float, **kwargs: Any) -> tuple[Attemp
     return deadline, time.monotonic() - started
 
 
-def test_headers_dripped_a_byte_at_a_time_end_at_the_attempt_deadline() -> None:
-    with serving(drip_headers) as address:
-        deadline, took = get_cut_by_deadline(f"http://{address}/v1/invites/inv_1", 0.2)
-
-    assert deadline.expired  # the caller can say "no complete answer within 0.5s"
-    assert 0.2 <= took < 3, f"a 0.2 s deadline ended the wait after {took:.1f}s"
-
-
 def test_headers_dripped_through_a_proxy_end_at_the_attempt_deadline() -> None:
     # The proxy drips: the request goes to it (an absolute URL), through the
     # proxy manager's pools, which must carry the deadline too.
@@ -366,11 +358,12 @@ def test_a_body_that_drips_ends_at_the_deadline_with_what_had_arrived(
     error, took = read_with(slow_platform, timeout=0.3, max_attempts=1)
 
     host = re.escape(slow_platform.url.removeprefix("http://"))
-    assert re.fullmatch(
-        rf"no complete answer from {host} within 0.3s \(HTTP 200, \d+ bytes so far\)"
+    said = re.fullmatch(
+        rf"no complete answer from {host} within 0.3s \(HTTP 200, (\d+) bytes so far\)"
         r" \(gave up after 1 attempt\)",
         str(error),
     )
+    assert said and int(said.group(1)) > 0  # what had arrived when the deadline passed
     assert error.maybe_sent
     assert 0.3 <= took < 4
 

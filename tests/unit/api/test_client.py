@@ -678,15 +678,29 @@ def test_status_maps_to_error_with_status_message_and_request_id(
     assert_secrets_kept(error, client, debug_log, requests_mock)
 
 
+INSUFFICIENT_SCOPE = {
+    "status_code": 403,
+    "json": {"error": "insufficient_scope", "error_description": "needs more"},
+}
+
+
 @pytest.mark.parametrize(
-    ("granted", "blames_the_scope"),
-    [(None, False), ("kyb:invites:write", False), ("kyb:invites:read", True)],
-    ids=["no scope named", "granted as asked", "granted less"],
+    ("granted", "refusal", "blames_the_scope"),
+    [
+        (None, failure(403, "not allowed for this invite"), False),
+        ("kyb:invites:write", failure(403, "not allowed for this invite"), False),
+        ("kyb:invites:read", failure(403, "not allowed for this invite"), True),
+        # The resource server says the token lacks a scope (RFC 6750): the scope is the
+        # thing to look at, whatever the token answer said.
+        ("kyb:invites:write", INSUFFICIENT_SCOPE, True),
+    ],
+    ids=["no scope named", "granted as asked", "granted less", "insufficient_scope"],
 )
 def test_a_403_names_the_scope_and_blames_it_only_when_the_token_may_lack_it(
     make_client: Callable[..., ApiClient],
     requests_mock: Any,
     granted: str | None,
+    refusal: dict[str, Any],
     blames_the_scope: bool,
 ) -> None:
     # A token granted every scope asked for, refused all the same: the platform refused
@@ -699,14 +713,17 @@ def test_a_403_names_the_scope_and_blames_it_only_when_the_token_may_lack_it(
         answer["json"]["data"]["scope"] = granted
     requests_mock.post(TOKEN_URL, [answer])
     client = make_client(scope="kyb:invites:write")
-    requests_mock.patch(INVITE_URL, **failure(403, "not allowed for this invite"))
+    requests_mock.patch(INVITE_URL, **refusal)
 
     with pytest.raises(PermissionDenied) as caught:
         client.write_invite("inv_8f2k1", {"name": "X"})
 
     text = str(caught.value)
-    assert "not allowed for this invite" in text
-    assert "'kyb:invites:write'" in text and "RECONCILER_SCOPE" in text
+    if refusal is INSUFFICIENT_SCOPE:
+        assert caught.value.bearer_error == "insufficient_scope"
+    else:
+        assert "not allowed for this invite" in text
+        assert "'kyb:invites:write'" in text and "RECONCILER_SCOPE" in text
     assert ("does not carry the scope this needs" in text) is blames_the_scope
     if not blames_the_scope and granted is not None:
         assert (
@@ -716,28 +733,6 @@ def test_a_403_names_the_scope_and_blames_it_only_when_the_token_may_lack_it(
         )
     if not blames_the_scope:
         assert "permissions on the platform" in text
-
-
-def test_a_403_saying_insufficient_scope_blames_the_scope_whatever_the_token_answer_said(
-    make_client: Callable[..., ApiClient], requests_mock: Any
-) -> None:
-    # The token answer named every scope asked for, and the resource server says the
-    # token lacks one (RFC 6750): the scope is the thing to look at.
-    answer = token_response()
-    answer["json"]["data"]["scope"] = "kyb:invites:write"
-    requests_mock.post(TOKEN_URL, [answer])
-    client = make_client(scope="kyb:invites:write")
-    requests_mock.patch(
-        INVITE_URL,
-        status_code=403,
-        json={"error": "insufficient_scope", "error_description": "needs more"},
-    )
-
-    with pytest.raises(PermissionDenied) as caught:
-        client.write_invite("inv_8f2k1", {"name": "X"})
-
-    assert caught.value.bearer_error == "insufficient_scope"
-    assert "does not carry the scope this needs" in str(caught.value)
 
 
 MALFORMED_BODIES: dict[str, dict[str, Any]] = {
@@ -1428,60 +1423,24 @@ def test_a_failing_request_observer_is_logged_and_the_request_still_succeeds(
 # -- the retry loop's edges -----------------------------------------------------
 
 
+@pytest.mark.parametrize("retried", ["invite", "token"])
 def test_a_retry_is_given_only_what_is_left_of_the_retry_budget(
-    make_client: Callable[..., ApiClient],
-    requests_mock: Any,
-    token_endpoint: Any,
-    half_jitter: None,
+    make_client: Callable[..., ApiClient], requests_mock: Any, half_jitter: None, retried: str
 ) -> None:
     client = make_client(timeout=30, retry_max_seconds=10)
-    requests_mock.get(INVITE_URL, [failure(503, "busy"), failure(503, "busy"), ok_invite()])
+    busy = failure(503, "busy")
+    requests_mock.post(TOKEN_URL, [busy] * (retried == "token") + [token_response()])
+    requests_mock.get(INVITE_URL, [busy] * 2 * (retried == "invite") + [ok_invite()])
 
     client.get_invite("inv_8f2k1")
 
-    first, second, third = (call.timeout for call in api_calls(requests_mock))
-    assert first[1] == 30  # the first attempt: the whole timeout
-    assert second[1] == pytest.approx(10 - 0.25)  # then what the budget has left
-    assert third[1] == pytest.approx(10 - 0.25 - 0.5)
-    assert all(connect <= read for connect, read in (first, second, third))
-
-
-def test_a_token_request_retried_is_given_only_what_is_left_of_its_budget(
-    make_client: Callable[..., ApiClient], requests_mock: Any, half_jitter: None
-) -> None:
-    client = make_client(timeout=30, retry_max_seconds=10)
-    requests_mock.post(TOKEN_URL, [failure(503, "busy"), token_response()])
-    requests_mock.get(INVITE_URL, **ok_invite())
-
-    client.get_invite("inv_8f2k1")
-
-    first, second = (call.timeout[1] for call in token_calls(requests_mock))
-    assert (first, second) == (30, pytest.approx(10 - 0.25))
-
-
-def test_a_stop_during_the_pause_before_a_retry_raises_the_failure_itself(
-    make_client: Callable[..., ApiClient],
-    requests_mock: Any,
-    token_endpoint: Any,
-    fake_time: FakeTime,
-    half_jitter: None,
-) -> None:
-    # A pause of 0.25 s is one sleep: the stop comes during its last (and only)
-    # slice, and must still keep the retry from being sent.
-    requests_mock.get(INVITE_URL, [failure(503, "busy", request_id="5030"), ok_invite()])
-
-    def interrupted(seconds: float) -> None:
-        retrying.stop.set("interrupted")  # Ctrl-C while waiting to retry
-        fake_time.sleep(seconds)
-
-    settings = Settings(base_url=BASE, client_id=CLIENT_ID, client_secret=SECRET)
-    retrying = ApiClient(settings, clock=fake_time.clock, sleep=interrupted)
-
-    with retrying, pytest.raises(ServerError) as caught:
-        retrying.get_invite("inv_8f2k1")
-
-    assert caught.value.request_id == "5030"
-    assert len(api_calls(requests_mock)) == 1
+    calls = token_calls(requests_mock) if retried == "token" else api_calls(requests_mock)
+    timeouts = [call.timeout for call in calls]
+    assert timeouts[0][1] == 30  # the first attempt: the whole timeout
+    assert timeouts[1][1] == pytest.approx(10 - 0.25)  # then what the budget has left
+    if retried == "invite":
+        assert timeouts[2][1] == pytest.approx(10 - 0.25 - 0.5)
+    assert all(connect <= read for connect, read in timeouts)
 
 
 @pytest.mark.parametrize("token_fetched", [False, True])
