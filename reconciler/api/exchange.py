@@ -748,39 +748,34 @@ class Exchange:
         ).prepare()
         with attempt_deadline(allowance) as deadline:
             try:
-                response = self._transmit(prepared, allowance)
-            except TransportError:
-                if deadline.expired:  # the answer had not even begun at the deadline
-                    raise self._too_slow(allowance) from None
-                raise
-        if deadline.expired:  # cut mid-headers: what http.client parsed is not an answer
-            response.close()
-            raise self._too_slow(allowance)
+                response = self._session.send(
+                    prepared,
+                    stream=True,
+                    timeout=(min(CONNECT_TIMEOUT, allowance), allowance),
+                    allow_redirects=False,
+                )
+            except OSError as exc:  # requests' errors are OSErrors, as is a CA bundle gone
+                # The deadline's cut before the answer began is no network failure.
+                raise self._failed(None if deadline.expired else exc, allowance) from None
         limits = Limits(
             now + allowance, self.settings.max_response_bytes, self._clock, self._host, allowance
         )
         try:
+            if deadline.expired:  # cut mid-headers: what http.client parsed is not an answer
+                raise self._failed(None, allowance)
             return read_answer(response, limits)
         except READ_FAILURES as exc:
-            raise transport_error(exc, self._host, allowance, self._session.proxy_source) from None
+            raise self._failed(exc, allowance) from None
         finally:
             response.close()
 
-    def _too_slow(self, allowance: float) -> TransportError:
-        return TransportError(
-            f"no complete answer from {self._host} within {allowance:g}s", maybe_sent=True
-        )
-
-    def _transmit(self, request: requests.PreparedRequest, allowance: float) -> requests.Response:
-        try:
-            return self._session.send(
-                request,
-                stream=True,
-                timeout=(min(CONNECT_TIMEOUT, allowance), allowance),
-                allow_redirects=False,
+    def _failed(self, exc: BaseException | None, allowance: float) -> TransportError:
+        """The attempt's network failure (None: cut at its deadline)."""
+        if exc is None:
+            return TransportError(
+                f"no complete answer from {self._host} within {allowance:g}s", maybe_sent=True
             )
-        except OSError as exc:  # requests' errors are OSErrors, as is a CA bundle gone missing
-            raise transport_error(exc, self._host, allowance, self._session.proxy_source) from None
+        return transport_error(exc, self._host, allowance, self._session.proxy_source)
 
     # -- the retry loop ---------------------------------------------------------
 
