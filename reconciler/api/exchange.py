@@ -55,7 +55,6 @@ from reconciler.api.auth import (
     IssuedTokens,
     OAuthError,
     Token,
-    TokenSource,
     register_secret_forms,
     token_failure,
     token_from_payload,
@@ -597,14 +596,13 @@ class Exchange:
         in_flight = settings.parallelism or settings.max_parallelism
         adapter = GuardedAdapter(pool_maxsize=max(in_flight, 4))
         self._session = make_session(base, adapter, settings.ca_path, settings.validate_certs)
-        self._tokens = TokenSource(self._fetch_token, clock)
+        self._tokens = BearerAuth(self._fetch_token, clock)
         self._issued = IssuedTokens()  # what redaction keeps of the tokens issued
         self._client_basic = (
             ClientBasicAuth(credentials.client_id, credentials.client_secret)
             if settings.token_auth_method == "client_secret_basic"
             else None
         )
-        self._auth = BearerAuth(self._tokens)
         # A token fetched inside another request's attempt (it expired while that one
         # waited for its turn, or a 401 renewed it) is part of that request's turn: it
         # waits for no turn of the run's pacer, where the probe after a block's quiet
@@ -662,7 +660,7 @@ class Exchange:
             answer = self.attempt(
                 method,
                 path,
-                self._auth,
+                self._tokens,
                 json_body=json_body,
                 give_up_at=give_up_at,
                 headers=headers,
@@ -707,7 +705,7 @@ class Exchange:
         if confirm is None:
             return "no read could confirm a block on the client"
         try:
-            answer = self.attempt("GET", confirm, self._auth)
+            answer = self.attempt("GET", confirm, self._tokens)
         except ApiError as failed:
             log.debug("GET %s (to confirm a block) -> %s", confirm, type(failed).__name__)
             return f"the read sent right after it to confirm a block got no answer ({failed})"
