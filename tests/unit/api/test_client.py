@@ -271,35 +271,33 @@ def test_when_a_token_is_renewed_depends_on_its_lifetime(
     assert len(token_calls(requests_mock)) == 2
 
 
+@pytest.mark.parametrize(
+    ("failing", "token_tries"),
+    [
+        # It may have reached the server: the token step retries it on its own.
+        (requests.exceptions.ReadTimeout("slow"), 2),
+        # A certificate that fails verification: nobody retries it.
+        (requests.exceptions.SSLError("certificate verify failed"), 1),
+    ],
+    ids=["read-timeout", "tls"],
+)
 def test_a_resend_kept_back_by_a_failing_token_request_was_certainly_not_sent(
-    make_client: Callable[..., ApiClient], requests_mock: Any
+    make_client: Callable[..., ApiClient], requests_mock: Any, failing: Exception, token_tries: int
 ) -> None:
-    # The token request itself timed out, so it may have reached the server; the
-    # re-send never left, and must not be reported as of unknown outcome.
+    # The token request itself failed, perhaps after reaching the server; the re-send
+    # never left, and must not be reported as of unknown outcome.
     client = make_client(max_attempts=2)
-    requests_mock.post(TOKEN_URL, exc=requests.exceptions.ReadTimeout("slow"))
+    requests_mock.post(TOKEN_URL, exc=failing)
     requests_mock.post(RESEND_URL, json=envelope({"id": "inv_8f2k1"}))
 
     with pytest.raises(TransportError) as caught:
         client.resend_invite("inv_8f2k1")
 
     assert caught.value.maybe_sent is False and not caught.value.outcome_unknown
+    assert caught.value.permanent is (token_tries == 1)
     assert "(while getting a token; this request was not sent)" in str(caught.value)
     assert api_calls(requests_mock) == []
-    assert len(token_calls(requests_mock)) == 2  # the token step had its own retries
-
-
-def test_a_token_request_that_fails_tls_is_not_retried_by_the_request_it_kept_back(
-    make_client: Callable[..., ApiClient], requests_mock: Any
-) -> None:
-    client = make_client(max_attempts=3)
-    requests_mock.post(TOKEN_URL, exc=requests.exceptions.SSLError("certificate verify failed"))
-
-    with pytest.raises(TransportError) as caught:
-        client.get_invite("inv_8f2k1")
-
-    assert caught.value.permanent is True
-    assert len(token_calls(requests_mock)) == 1
+    assert len(token_calls(requests_mock)) == token_tries
 
 
 @pytest.mark.parametrize(
