@@ -2,8 +2,8 @@
 and size, retried only when that is safe, failing with errors that say what
 happened; and ``read_current``, the server's copy of each desired invite read with
 bounded concurrency. The rules live beside it: ``network`` (the session, where
-requests may go, network failures), ``auth`` (the token), ``exchange`` (one request:
-its turn, attempts, answers and retries), ``capacity`` (the pace and the number in
+requests may go, network failures), ``auth`` (the token), ``exchange`` (what ApiClient
+is built on: one request's turn, attempts, answers and retries), ``capacity`` (the pace and the number in
 flight), ``concurrency`` (calls in item order).
 """
 
