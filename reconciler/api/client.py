@@ -2,9 +2,10 @@
 and size, retried only when that is safe, failing with errors that say what
 happened; and ``read_current``, the server's copy of each desired invite read with
 bounded concurrency. The rules live beside it: ``network`` (the session, where
-requests may go, network failures), ``auth`` (the token), ``exchange`` (what ApiClient
-is built on: one request's turn, attempts, answers and retries), ``capacity`` (the pace and the number in
-flight), ``concurrency`` (calls in item order).
+requests may go, network failures), ``auth`` (the token), ``exchange`` (what
+ApiClient is built on: one request's turn, attempts, answers and retries),
+``capacity`` (the pace and the number in flight), ``concurrency`` (calls in item
+order).
 """
 
 from __future__ import annotations
