@@ -24,6 +24,7 @@ from support.api_answers import (
     envelope,
     token_response,
 )
+from support.limits import FakeTime
 from support.values import typed
 from urllib3 import HTTPConnectionPool
 from urllib3.connection import HTTPConnection
@@ -62,21 +63,6 @@ RESEND_URL = INVITE_URL + "/resend"
 SECRETS = (SECRET, TOKEN, TOKEN2)
 
 
-class FakeTime:
-    """A clock that only moves when the code under test sleeps."""
-
-    def __init__(self, start: float = 1000.0) -> None:
-        self.now = start
-        self.sleeps: list[float] = []
-
-    def clock(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += max(seconds, 0.0)
-
-
 def failure(status: int, message: str, request_id: str = "7781", **extra: Any) -> dict[str, Any]:
     return {
         "status_code": status,
@@ -91,7 +77,7 @@ def ok_invite(invite: dict[str, Any] | None = None, request_id: str = "2002") ->
 
 @pytest.fixture
 def fake_time() -> FakeTime:
-    return FakeTime()
+    return FakeTime(1000.0)
 
 
 @pytest.fixture
