@@ -18,7 +18,7 @@ from support.helpers import CA_BUNDLE_VARIABLES
 from support.nginx import Gateway, Nginx, nginx_binary
 
 from reconciler import safetext
-from reconciler.api import capacity, client, exchange
+from reconciler.api import capacity, exchange
 from reconciler.api.capacity import MAX_RATE, RequestPacer
 from reconciler.files import invite_schema_path
 from reconciler.sandbox import Sandbox, SandboxOptions
@@ -76,7 +76,7 @@ def _unpaced_start(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPat
     ):
         return
     unpaced = functools.partial(RequestPacer, start_rate=MAX_RATE)
-    for maker in (client, capacity):  # the client's own pacers, and the run's (capacity_for)
+    for maker in (exchange, capacity):  # the client's own pacers, and the run's (capacity_for)
         monkeypatch.setattr(maker, "RequestPacer", unpaced)
 
 

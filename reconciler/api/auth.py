@@ -3,7 +3,7 @@ token endpoint's answer read (the token bounded and carriable in a header, its l
 within bounds, the scope granted); its refusals in words; and every form a secret may
 be echoed in, registered for redaction.
 
-``BearerAuth`` follows requests' own ``HTTPDigestAuth.handle_401``: the auth
+``BearerAuth`` (the run's token) follows requests' own ``HTTPDigestAuth.handle_401``: the auth
 object sets the header and, when the answer is a 401, renews the token and
 sends the request once more.
 
@@ -74,8 +74,9 @@ class ClientBasicAuth(AuthBase):
         return "<client credentials hidden>"
 
 
-class TokenSource:
-    """The run's token, shared by every worker."""
+class BearerAuth(AuthBase):
+    """The run's token, shared by every worker: fetched once, reused until near expiry;
+    sets ``Authorization: Bearer`` and, on a 401, renews the token and resends once."""
 
     def __init__(self, fetch: Callable[[], Token], clock: Callable[[], float]) -> None:
         self._fetch = fetch
@@ -84,6 +85,7 @@ class TokenSource:
         self._token: Token | None = None  # the token in hand; None: fetch one
         self.last: Token | None = None  # the token in hand or the last one, once issued
         self.failure: ApiError | None = None  # why no token can be had in this run, once known
+        self._local = threading.local()  # per request in flight, as in HTTPDigestAuth
 
     def current(self) -> Token:
         with self._lock:
@@ -107,16 +109,8 @@ class TokenSource:
                 self._token = None
         return self.current()
 
-
-class BearerAuth(AuthBase):
-    """Sets ``Authorization: Bearer``; on a 401, renews the token and resends once."""
-
-    def __init__(self, tokens: TokenSource) -> None:
-        self._tokens = tokens
-        self._local = threading.local()  # per request in flight, as in HTTPDigestAuth
-
     def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
-        token = self._tokens.current()
+        token = self.current()
         self._local.token = token
         request.headers["Authorization"] = f"Bearer {token.value}"
         request.hooks["response"].append(self.handle_401)  # register_hook, typed
@@ -131,7 +125,7 @@ class BearerAuth(AuthBase):
         # Not read: a body we throw away could be endless. The connection goes with it.
         response.close()
         log.debug("%s -> 401, renewing the token and retrying once", response.request.method)
-        token = self._tokens.renew(self._local.token)
+        token = self.renew(self._local.token)
         retry = response.request.copy()
         retry.headers["Authorization"] = f"Bearer {token.value}"
         # kwargs: the same timeouts, CA bundle and proxies as the first attempt.

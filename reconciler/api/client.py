@@ -2,25 +2,23 @@
 and size, retried only when that is safe, failing with errors that say what
 happened; and ``read_current``, the server's copy of each desired invite read with
 bounded concurrency. The rules live beside it: ``network`` (the session, where
-requests may go, network failures), ``auth`` (the token), ``exchange`` (one request:
-its turn, attempts, answers and retries), ``capacity`` (the pace and the number in
-flight), ``concurrency`` (calls in item order).
+requests may go, network failures), ``auth`` (the token), ``exchange`` (what
+ApiClient is built on: one request's turn, attempts, answers and retries),
+``capacity`` (the pace and the number in flight), ``concurrency`` (calls in item
+order).
 """
 
 from __future__ import annotations
 
-import logging
-import random
-import time
 from collections.abc import Callable, Generator, Mapping
-from typing import NamedTuple
+from contextlib import suppress
+from typing import NamedTuple, NoReturn
 
-from reconciler.api.auth import Grant, register_secret_forms
-from reconciler.api.capacity import Limiter, RequestPacer
+from reconciler.api.capacity import Limiter
 from reconciler.api.concurrency import Stop, ordered_map
 from reconciler.api.exceptions import ApiError, BadInviteValue, UnexpectedResponse, WrongInvite
-from reconciler.api.exchange import Answer, AttemptWatch, Exchange, Observer
-from reconciler.api.network import invite_path, parse_base_url
+from reconciler.api.exchange import Answer, AttemptWatch, Exchange
+from reconciler.api.network import invite_path
 from reconciler.model.invite import (
     CurrentInvite,
     DesiredInvite,
@@ -33,9 +31,6 @@ from reconciler.model.invite import (
     fields_json,
 )
 from reconciler.safetext import escape, redact_and_escape
-from reconciler.settings.config import Settings
-
-log = logging.getLogger("reconciler.api")
 
 
 class Receipt(NamedTuple):
@@ -62,62 +57,11 @@ class Written(NamedTuple):
     stored: CurrentInvite | None
 
 
-class ApiClient:
-    def __init__(
-        self,
-        settings: Settings,
-        *,
-        pacer: RequestPacer | None = None,
-        clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], None] = time.sleep,
-        observer: Observer | None = None,
-    ) -> None:
-        credentials = settings.credentials()
-        # Parsed and normalised once: every later decision reads the parsed form.
-        base = parse_base_url(credentials.base_url)
-        self.base_url = base.text
-        # From here on the secret is redacted from anything shown, even if echoed.
-        register_secret_forms(credentials.client_secret)
-        self.settings = settings
-        self.pacer = pacer or RequestPacer(clock=clock, sleep=sleep, max_rate=settings.max_rate)
-        # The re-send's own turns: a gateway may limit the endpoint that sends e-mail
-        # alone (1 a second, say). Its refusals slow the re-sends, not the whole run,
-        # and the run's pace does not hold them back.
-        self.resend_pacer = RequestPacer(clock=clock, sleep=sleep, max_rate=settings.max_rate)
-        if settings.max_rate is not None:  # -v: the pace the user set, said up front
-            log.debug("paced at %g requests per second at most (max_rate)", settings.max_rate)
-        # Set on an interrupt or a run-fatal error: attempts in flight finish,
-        # none is retried, no worker waits for a turn, and no new call starts.
-        self.stop = Stop()
-        self._exchange = Exchange(
-            settings,
-            credentials,
-            base,
-            self.pacer,
-            clock=clock,
-            sleep=sleep,
-            jitter=random.random,
-            observer=observer,
-            stop=self.stop,
-        )
+class ApiClient(Exchange):
+    """The platform's operations on invites, over ``Exchange``'s requests."""
 
     def __repr__(self) -> str:
         return f"ApiClient(base_url={self.base_url!r}, client_id={self.settings.client_id!r})"
-
-    def close(self) -> None:
-        if self.pacer.answers:
-            log.debug("the pacer: %s", self.pacer.describe())
-        self._exchange.close()
-
-    def __enter__(self) -> ApiClient:
-        return self
-
-    def grant(self) -> Grant | None:
-        """The scope the token answer granted (None before a token was issued)."""
-        return self._exchange.grant()
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # -- operations ---------------------------------------------------------
 
@@ -126,7 +70,7 @@ class ApiClient:
 
     def read_invite(self, invite_id: str) -> Read:
         """The invite and the ETag of the answer, for a PATCH's If-Match."""
-        answer = self._exchange.call("GET", self._read_path(invite_id), idempotent=True)
+        answer = self.call("GET", self._read_path(invite_id), idempotent=True)
         return Read(self._current_invite(invite_id, answer), answer.etag)
 
     def _read_path(self, invite_id: str) -> str:
@@ -143,29 +87,34 @@ class ApiClient:
         """PATCH ``patch``; with ``if_match``, only while the invite is as it was read (a
         ``PreconditionFailed`` otherwise: nothing written). An answer about another invite
         raises ``WrongInvite`` (the write's outcome unknown)."""
-        path = invite_path(self.settings.contract.update_invite_path, invite_id)
-        contract = self.settings.contract
-        body = {contract.wire_name(k): v for k, v in fields_json(patch).items()}
-        headers = {"If-Match": if_match} if if_match is not None else None
+        wire = self.settings.contract.wire_name
+        body = {wire(k): v for k, v in fields_json(patch).items()}
         # The same PATCH body twice has the same effect, so it is safe to retry.
-        answer = self._exchange.call(
+        answer = self.call(
             "PATCH",
-            path,
+            invite_path(self.settings.contract.update_invite_path, invite_id),
             json_body=body,
             idempotent=True,
-            headers=headers,
+            headers={"If-Match": if_match} if if_match is not None else None,
             watch=watch,
             confirm=self._read_path(invite_id),
         )
-        return Written(answer.status, answer.request_id, self._stored(invite_id, answer, patch))
+        _about_this(invite_id, answer, "PATCH")
+        data = answer.data
+        stored = None
+        # What the answer says is stored, when it holds the invite with every field sent
+        # and values the contract allows (else None: a GET tells).
+        if isinstance(data, dict) and "id" in data and all(wire(k) in data for k in patch):
+            with suppress(BadInviteValue):
+                stored = self._current_invite(invite_id, answer)
+        return Written(answer.status, answer.request_id, stored)
 
     def resend_invite(self, invite_id: str, *, watch: AttemptWatch | None = None) -> Receipt:
-        path = invite_path(self.settings.contract.resend_invite_path, invite_id)
         # Not idempotent: retried only when the request surely never left, or was refused
         # before it was acted on (a 429, a 503, a gateway's block confirmed by a read).
-        answer = self._exchange.call(
+        answer = self.call(
             "POST",
-            path,
+            invite_path(self.settings.contract.resend_invite_path, invite_id),
             json_body={},
             idempotent=False,
             watch=watch,
@@ -175,68 +124,24 @@ class ApiClient:
         if not (isinstance(answer.body, dict) and answer.body.get("success") is True):
             # A 2xx that is not the envelope saying success: it cannot be checked, and
             # the platform may have sent the e-mail (UnexpectedResponse: outcome unknown).
-            raise UnexpectedResponse(
+            _refuse(
+                UnexpectedResponse,
+                answer,
                 f"the answer to the re-send of {escape(invite_id)} is not the API's envelope "
                 "saying success, so whether the invitation went out cannot be checked",
-                status=answer.status,
-                request_id=answer.request_id,
             )
-        data = answer.data
-        if isinstance(data, dict) and "id" in data and data["id"] != invite_id:
-            # About another invite (a path that led elsewhere): an invitation may have gone,
-            # not necessarily this one's. After a 2xx: outcome unknown, never sent again.
-            raise WrongInvite(
-                f"invite {escape(invite_id)}: the answer to its re-send is about "
-                f"{_answered(data)}; which invitation went out is unknown",
-                status=answer.status,
-                request_id=answer.request_id,
-            )
+        # About another invite (a path that led elsewhere): an invitation may have gone,
+        # not necessarily this one's. After a 2xx: outcome unknown, never sent again.
+        _about_this(invite_id, answer, "POST")
         return Receipt(answer.status, answer.request_id)
-
-    # -- answers ----------------------------------------------------------------
-
-    def _stored(
-        self, invite_id: str, answer: Answer, patch: Mapping[str, FieldValue]
-    ) -> CurrentInvite | None:
-        """What a PATCH's answer says is stored: None when it holds no invite (no ``data``,
-        no ``id``) or not every field sent, or a value the contract refuses (a GET tells);
-        ``WrongInvite`` when it is about another invite."""
-        data = answer.data
-        if not isinstance(data, dict) or "id" not in data:
-            return None
-        if data.get("id") != invite_id:
-            raise WrongInvite(
-                f"invite {escape(invite_id)}: the answer to its update is about "
-                f"{_answered(data)}; whether this invite was updated is unknown",
-                status=answer.status,
-                request_id=answer.request_id,
-            )
-        contract = self.settings.contract
-        if any(contract.wire_name(name) not in data for name in patch):
-            return None
-        try:
-            return self._current_invite(invite_id, answer)
-        except BadInviteValue:
-            return None
 
     def _current_invite(self, invite_id: str, answer: Answer) -> CurrentInvite:
         data = answer.data
         shown = escape(invite_id)
         if not isinstance(data, dict):
-            raise WrongInvite(
-                f"invite {shown}: response has no invite object",
-                status=answer.status,
-                request_id=answer.request_id,
-            )
-        if data.get("id") != invite_id:
-            # Another invite's state taken for this one would be written back over it.
-            answered = _answered(data) if "id" in data else "no id at all"
-            raise WrongInvite(
-                f"invite {shown}: the server answered about {answered} instead; "
-                "this invite is left alone",
-                status=answer.status,
-                request_id=answer.request_id,
-            )
+            _refuse(WrongInvite, answer, f"invite {shown}: response has no invite object")
+        # Another invite's state taken for this one would be written back over it.
+        _about_this(invite_id, answer, "GET")
         raw = {}
         for canonical, kind in field_kinds().items():
             wire = self.settings.contract.wire_name(canonical)
@@ -244,11 +149,11 @@ class ApiClient:
                 raw[canonical] = data[wire]
                 problem = kind.problem(data[wire])
                 if problem is not None:
-                    raise BadInviteValue(
+                    _refuse(
+                        BadInviteValue,
+                        answer,
                         f"invite {shown}: the server's `{escape(canonical)}` {problem}; "
                         "this invite is left alone",
-                        status=answer.status,
-                        request_id=answer.request_id,
                     )
         status = data.get("status")
         status = redact_and_escape(status) if isinstance(status, str) else None
@@ -256,9 +161,30 @@ class ApiClient:
         return CurrentInvite(invite_id, status, fields_from_json(raw))
 
 
-def _answered(data: Mapping[str, object]) -> str:
-    """The id an answer is about, as shown (the server's text: redacted, escaped, cut)."""
-    return redact_and_escape(str(data["id"]))[:140]
+# What an answer about another invite than the one asked for means, by method: the
+# read's invite is left alone, the write's outcome is unknown.
+_ABOUT_ANOTHER = {
+    "GET": ("the server answered about {} instead", "this invite is left alone"),
+    "PATCH": ("the answer to its update is about {}", "whether this invite was updated is unknown"),
+    "POST": ("the answer to its re-send is about {}", "which invitation went out is unknown"),
+}
+
+
+def _about_this(invite_id: str, answer: Answer, method: str) -> None:
+    """``WrongInvite`` when the answer is about another invite (a read's: or about none)."""
+    data = answer.data
+    if not isinstance(data, dict) or data.get("id") == invite_id:
+        return
+    if "id" not in data and method != "GET":
+        return  # no invite in the answer: nothing said about another one
+    # The server's text: redacted, escaped, cut.
+    answered = redact_and_escape(str(data["id"]))[:140] if "id" in data else "no id at all"
+    said, meaning = _ABOUT_ANOTHER[method]
+    _refuse(WrongInvite, answer, f"invite {escape(invite_id)}: {said.format(answered)}; {meaning}")
+
+
+def _refuse(kind: type[ApiError], answer: Answer, message: str) -> NoReturn:
+    raise kind(message, status=answer.status, request_id=answer.request_id)
 
 
 # Told of each invite read (True: the read failed), as the answers come, in file order:

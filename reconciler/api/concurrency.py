@@ -27,25 +27,16 @@ from reconciler.api.exceptions import ApiError, RateLimited, ServerError
 from reconciler.model.invite import Done, Failed, NotRun, Outcome
 
 
-class Stop:
+class Stop(threading.Event):
     """An event with the reason a report gives for it."""
 
-    def __init__(self) -> None:
-        self._event = threading.Event()
-        self.reason: str | None = None  # why the run stopped; None while it has not
+    reason: str | None = None  # why the run stopped; None while it has not
 
-    def set(self, reason: str) -> None:
+    def set(self, reason: str) -> None:  # type: ignore[override]  # a stop says why
         # The latest reason is the one reported: stdout lost after an interrupt is
         # why the report went to stderr. (A second interrupt quits before any report.)
         self.reason = reason
-        self._event.set()
-
-    def is_set(self) -> bool:
-        return self._event.is_set()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        """Block until set or ``timeout`` seconds have passed; True if set."""
-        return self._event.wait(timeout)
+        super().set()
 
     def __repr__(self) -> str:
         return f"Stop(reason={self.reason!r})" if self.is_set() else "Stop()"

@@ -308,8 +308,4 @@ _BY_STATUS: dict[int, type[ApiError]] = {
 
 
 def error_class_for(status: int) -> type[ApiError]:
-    if status in _BY_STATUS:
-        return _BY_STATUS[status]
-    if 500 <= status <= 599:
-        return ServerError
-    return UnexpectedResponse
+    return _BY_STATUS.get(status) or (ServerError if 500 <= status <= 599 else UnexpectedResponse)

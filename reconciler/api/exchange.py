@@ -29,6 +29,7 @@ import json
 import logging
 import math
 import os
+import random
 import re
 import socket
 import threading
@@ -36,7 +37,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, Self
 
 import requests
 import urllib3.exceptions
@@ -54,7 +55,7 @@ from reconciler.api.auth import (
     IssuedTokens,
     OAuthError,
     Token,
-    TokenSource,
+    register_secret_forms,
     token_failure,
     token_from_payload,
 )
@@ -75,9 +76,15 @@ from reconciler.api.exceptions import (
     TransportError,
     error_class_for,
 )
-from reconciler.api.network import CONNECT_TIMEOUT, BaseUrl, host_of, make_session, transport_error
+from reconciler.api.network import (
+    CONNECT_TIMEOUT,
+    host_of,
+    make_session,
+    parse_base_url,
+    transport_error,
+)
 from reconciler.safetext import cut, redact_and_escape, seconds
-from reconciler.settings.config import Credentials, Settings
+from reconciler.settings.config import Settings
 
 # -- answer --------------------------------------------------------------------
 
@@ -382,84 +389,6 @@ READ_FAILURES = (
 )
 
 
-class Attempts:
-    """The session the attempts share, and how each is bounded."""
-
-    def __init__(self, settings: Settings, base: BaseUrl, clock: Callable[[], float]) -> None:
-        self.settings = settings
-        self._base_url = base.text
-        self._host = base.netloc
-        self._clock = clock
-        in_flight = settings.parallelism or settings.max_parallelism
-        adapter = GuardedAdapter(pool_maxsize=max(in_flight, 4))
-        self._session = make_session(base, adapter, settings.ca_path, settings.validate_certs)
-
-    def close(self) -> None:
-        self._session.close()
-
-    def attempt(
-        self,
-        method: str,
-        path: str,
-        auth: AuthBase | None,
-        *,
-        json_body: Any = None,
-        form: dict[str, str] | None = None,
-        give_up_at: float | None = None,
-        headers: Mapping[str, str] | None = None,
-    ) -> Answer:
-        """One HTTP exchange, whole answer included, within the attempt's time."""
-        now = self._clock()
-        allowance = self.settings.timeout
-        if give_up_at is not None:  # a retry ends with the retry budget
-            allowance = min(allowance, max(give_up_at - now, _MIN_ATTEMPT))
-        # Request.prepare, not the session's: the session holds no state a request needs
-        # but its headers (no cookies kept, no auth of its own, the environment read once).
-        prepared = requests.Request(
-            method,
-            self._base_url + path,
-            headers={**self._session.headers, **(headers or {})},
-            json=json_body,
-            data=form,
-            auth=auth,
-        ).prepare()
-        with attempt_deadline(allowance) as deadline:
-            try:
-                response = self._send(prepared, allowance)
-            except TransportError:
-                if deadline.expired:  # the answer had not even begun at the deadline
-                    raise self._too_slow(allowance) from None
-                raise
-        if deadline.expired:  # cut mid-headers: what http.client parsed is not an answer
-            response.close()
-            raise self._too_slow(allowance)
-        limits = Limits(
-            now + allowance, self.settings.max_response_bytes, self._clock, self._host, allowance
-        )
-        try:
-            return read_answer(response, limits)
-        except READ_FAILURES as exc:
-            raise transport_error(exc, self._host, allowance, self._session.proxy_source) from None
-        finally:
-            response.close()
-
-    def _too_slow(self, allowance: float) -> TransportError:
-        return TransportError(
-            f"no complete answer from {self._host} within {allowance:g}s", maybe_sent=True
-        )
-
-    def _send(self, request: requests.PreparedRequest, allowance: float) -> requests.Response:
-        try:
-            return self._session.send(
-                request,
-                stream=True,
-                timeout=(min(CONNECT_TIMEOUT, allowance), allowance),
-                allow_redirects=False,
-            )
-        except OSError as exc:  # requests' errors are OSErrors, as is a CA bundle gone missing
-            raise transport_error(exc, self._host, allowance, self._session.proxy_source) from None
-
-
 # -- the deadline --------------------------------------------------------------------
 
 
@@ -564,23 +493,16 @@ class _Guarded:
             _WATCHDOG.disarm(key)
 
 
-class _HTTPConnection(_Guarded, HTTPConnection):
-    pass
+def _guarded_pool(name: str, pool: type[Any], connection: type[Any]) -> type[Any]:
+    """``pool`` whose connections are ``connection`` with a deadline (``_Guarded``)."""
+    guarded = type(f"_Guarded{connection.__name__}", (_Guarded, connection), {})
+    return type(name, (pool,), {"ConnectionCls": guarded})
 
 
-class _HTTPSConnection(_Guarded, HTTPSConnection):
-    pass
-
-
-class _HTTPPool(HTTPConnectionPool):
-    ConnectionCls = _HTTPConnection
-
-
-class _HTTPSPool(HTTPSConnectionPool):
-    ConnectionCls = _HTTPSConnection
-
-
-_POOLS = {"http": _HTTPPool, "https": _HTTPSPool}
+_POOLS = {
+    "http": _guarded_pool("_HTTPPool", HTTPConnectionPool, HTTPConnection),
+    "https": _guarded_pool("_HTTPSPool", HTTPSConnectionPool, HTTPSConnection),
+}
 
 
 class GuardedAdapter(HTTPAdapter):
@@ -639,35 +561,48 @@ class _Request:
 
 
 class Exchange:
+    """The HTTP side of the client: the session, the token, and each request's turns,
+    attempts and retries (``ApiClient`` adds the invite operations)."""
+
     def __init__(
         self,
         settings: Settings,
-        credentials: Credentials,
-        base: BaseUrl,
-        pacer: RequestPacer,
         *,
-        clock: Callable[[], float],
-        sleep: Callable[[float], None],
-        jitter: Callable[[], float],
-        observer: Observer | None,
-        stop: Stop,
+        pacer: RequestPacer | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+        observer: Observer | None = None,
+        jitter: Callable[[], float] | None = None,
     ) -> None:
         self.settings = settings
-        self._credentials = credentials
-        self._pacer = pacer
-        self._clock = clock
-        self._sleep = sleep
-        self._jitter = jitter
-        self._observer = observer
-        self._attempts = Attempts(settings, base, clock)
-        self._tokens = TokenSource(self._fetch_token, clock)
+        self._credentials = credentials = settings.credentials()
+        # Parsed and normalised once: every later decision reads the parsed form.
+        base = parse_base_url(credentials.base_url)
+        self.base_url, self._host = base.text, base.netloc
+        # From here on the secret is redacted from anything shown, even if echoed.
+        register_secret_forms(credentials.client_secret)
+        self.pacer = pacer or RequestPacer(clock=clock, sleep=sleep, max_rate=settings.max_rate)
+        # The re-send's own turns: a gateway may limit the endpoint that sends e-mail
+        # alone (1 a second, say). Its refusals slow the re-sends, not the whole run,
+        # and the run's pace does not hold them back.
+        self.resend_pacer = RequestPacer(clock=clock, sleep=sleep, max_rate=settings.max_rate)
+        if settings.max_rate is not None:  # -v: the pace the user set, said up front
+            log.debug("paced at %g requests per second at most (max_rate)", settings.max_rate)
+        # Set on an interrupt or a run-fatal error: attempts in flight finish,
+        # none is retried, no worker waits for a turn, and no new call starts.
+        self.stop = Stop()
+        self._clock, self._sleep, self._observer = clock, sleep, observer
+        self._jitter = jitter or random.random
+        in_flight = settings.parallelism or settings.max_parallelism
+        adapter = GuardedAdapter(pool_maxsize=max(in_flight, 4))
+        self._session = make_session(base, adapter, settings.ca_path, settings.validate_certs)
+        self._tokens = BearerAuth(self._fetch_token, clock)
         self._issued = IssuedTokens()  # what redaction keeps of the tokens issued
         self._client_basic = (
             ClientBasicAuth(credentials.client_id, credentials.client_secret)
             if settings.token_auth_method == "client_secret_basic"
             else None
         )
-        self._auth = BearerAuth(self._tokens)
         # A token fetched inside another request's attempt (it expired while that one
         # waited for its turn, or a 401 renewed it) is part of that request's turn: it
         # waits for no turn of the run's pacer, where the probe after a block's quiet
@@ -680,10 +615,17 @@ class Exchange:
         # Whether the last answer to an invite operation was a gateway's block (its 403):
         # a write that leaves while it is on and meets a 403 met the block.
         self._block_on = False
-        self.stop = stop
 
     def close(self) -> None:
-        self._attempts.close()
+        if self.pacer.answers:
+            log.debug("the pacer: %s", self.pacer.describe())
+        self._session.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def grant(self) -> Grant | None:
         """What the token answer granted, once a token was issued in this run."""
@@ -715,10 +657,10 @@ class Exchange:
 
         def send(give_up_at: float | None) -> Answer:
             block_on = self._block_on  # as the attempt leaves
-            answer = self._attempts.attempt(
+            answer = self.attempt(
                 method,
                 path,
-                self._auth,
+                self._tokens,
                 json_body=json_body,
                 give_up_at=give_up_at,
                 headers=headers,
@@ -740,12 +682,12 @@ class Exchange:
             return answer
 
         own = pacer if pacer is not None and self._own_pacer_kept() else None
-        request = _Request(method, path, send, idempotent, own or self._pacer, watch, True)
+        request = _Request(method, path, send, idempotent, own or self.pacer, watch, True)
         return self._with_retries(request, ready=self._tokens.current)
 
     def _own_pacer_kept(self) -> bool:
         """Whether an endpoint's own pacer still paces it (see ``call``)."""
-        return self.settings.max_rate is None and not self._pacer.blocked
+        return self.settings.max_rate is None and not self.pacer.blocked
 
     def _gateway_forbidden(self, answer: Answer) -> Answer:
         """``answer`` with its 403 told for what it is: a gateway's refusal when it is not
@@ -763,7 +705,7 @@ class Exchange:
         if confirm is None:
             return "no read could confirm a block on the client"
         try:
-            answer = self._attempts.attempt("GET", confirm, self._auth)
+            answer = self.attempt("GET", confirm, self._tokens)
         except ApiError as failed:
             log.debug("GET %s (to confirm a block) -> %s", confirm, type(failed).__name__)
             return f"the read sent right after it to confirm a block got no answer ({failed})"
@@ -773,6 +715,65 @@ class Exchange:
             return None
         got = "was answered" if answer.error is None else f"got HTTP {answer.status}"
         return f"a read of the same invite sent right after it {got}: no block on the client"
+
+    # -- one attempt ------------------------------------------------------------
+
+    def attempt(
+        self,
+        method: str,
+        path: str,
+        auth: AuthBase | None,
+        *,
+        json_body: Any = None,
+        form: dict[str, str] | None = None,
+        give_up_at: float | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> Answer:
+        """One HTTP exchange, whole answer included, within the attempt's time."""
+        now = self._clock()
+        allowance = self.settings.timeout
+        if give_up_at is not None:  # a retry ends with the retry budget
+            allowance = min(allowance, max(give_up_at - now, _MIN_ATTEMPT))
+        # Request.prepare, not the session's: the session holds no state a request needs
+        # but its headers (no cookies kept, no auth of its own, the environment read once).
+        prepared = requests.Request(
+            method,
+            self.base_url + path,
+            headers={**self._session.headers, **(headers or {})},
+            json=json_body,
+            data=form,
+            auth=auth,
+        ).prepare()
+        with attempt_deadline(allowance) as deadline:
+            try:
+                response = self._session.send(
+                    prepared,
+                    stream=True,
+                    timeout=(min(CONNECT_TIMEOUT, allowance), allowance),
+                    allow_redirects=False,
+                )
+            except OSError as exc:  # requests' errors are OSErrors, as is a CA bundle gone
+                # The deadline's cut before the answer began is no network failure.
+                raise self._failed(None if deadline.expired else exc, allowance) from None
+        limits = Limits(
+            now + allowance, self.settings.max_response_bytes, self._clock, self._host, allowance
+        )
+        try:
+            if deadline.expired:  # cut mid-headers: what http.client parsed is not an answer
+                raise self._failed(None, allowance)
+            return read_answer(response, limits)
+        except READ_FAILURES as exc:
+            raise self._failed(exc, allowance) from None
+        finally:
+            response.close()
+
+    def _failed(self, exc: BaseException | None, allowance: float) -> TransportError:
+        """The attempt's network failure (None: cut at its deadline)."""
+        if exc is None:
+            return TransportError(
+                f"no complete answer from {self._host} within {allowance:g}s", maybe_sent=True
+            )
+        return transport_error(exc, self._host, allowance, self._session.proxy_source)
 
     # -- the retry loop ---------------------------------------------------------
 
@@ -809,7 +810,19 @@ class Exchange:
             raise
         elapsed = self._clock() - started
         status = answer.status if answer is not None else error.status if error else None
-        self._tell(request, answer, error, status, elapsed)
+        log.debug(
+            "%s %s -> %s (%.0f ms, requestId %s)",
+            request.method,
+            request.path,
+            status or type(error).__name__,
+            elapsed * 1000,
+            (answer.request_id if answer else None) or "-",
+        )
+        if request.observed and self._observer is not None:  # invite operations only
+            try:
+                self._observer(elapsed, status)
+            except Exception:  # a watcher's fault must not fail a request
+                log.debug("the request observer failed", exc_info=True)
         request.error, request.own = error, False
         if status is None:
             request.pacer.on_no_answer(turn)
@@ -830,11 +843,11 @@ class Exchange:
             blocked=blocked,
         )
         request.own = request.refusal is not None and request.refusal.own
-        if blocked and request.pacer is not self._pacer:
+        if blocked and request.pacer is not self.pacer:
             # A block is on the client, not on this endpoint: the run's pacer keeps
             # quiet too, and this request waits for its turn there with every other.
-            self._pacer.block_seen()
-            request.pacer, request.refusal = self._pacer, None
+            self.pacer.block_seen()
+            request.pacer, request.refusal = self.pacer, None
 
     def _send(self, request: _Request) -> tuple[Answer | None, ApiError | None]:
         watch = request.watch
@@ -861,29 +874,6 @@ class Exchange:
         if error is not None and watch is not None:
             watch.failed(error)
         return answer, error
-
-    def _tell(
-        self,
-        request: _Request,
-        answer: Answer | None,
-        error: ApiError | None,
-        status: int | None,
-        elapsed: float,
-    ) -> None:
-        """The attempt in the verbose log, and to the observer (invite operations only)."""
-        log.debug(
-            "%s %s -> %s (%.0f ms, requestId %s)",
-            request.method,
-            request.path,
-            status or type(error).__name__,
-            elapsed * 1000,
-            (answer.request_id if answer else None) or "-",
-        )
-        if request.observed and self._observer is not None:
-            try:
-                self._observer(elapsed, status)
-            except Exception:  # a watcher's fault must not fail a request
-                log.debug("the request observer failed", exc_info=True)
 
     def _retry_or_raise(self, request: _Request) -> None:
         error = request.error
@@ -949,7 +939,7 @@ class Exchange:
             return ""
         return (
             f". A gateway in front of the platform (not the platform) refused this client "
-            f"and kept refusing: {self._pacer.describe_block()}: a block for sending too "
+            f"and kept refusing: {self.pacer.describe_block()}: a block for sending too "
             "fast, or a rule that refuses this client whatever its pace. Run again once "
             "a block would be over with --parallelism 1, or with --max-rate "
             "(RECONCILER_MAX_RATE, setting max_rate) below the gateway's limit; if it "
@@ -1017,7 +1007,7 @@ class Exchange:
         said: list[OAuthError | None] = [None]  # the last answer's RFC 6749 §5.2 error
 
         def send(give_up_at: float | None) -> Answer:
-            answer = self._attempts.attempt("POST", path, auth, form=form, give_up_at=give_up_at)
+            answer = self.attempt("POST", path, auth, form=form, give_up_at=give_up_at)
             said[0] = OAuthError.of(answer.body) if answer.error is not None else None
             if answer.error is not None and said[0] is None:
                 # A token renewed inside a gateway's block: refused like any request.
@@ -1026,7 +1016,7 @@ class Exchange:
 
         try:
             inside = getattr(self._in_turn, "on", False)
-            pacer = self._turn_pacer if inside else self._pacer
+            pacer = self._turn_pacer if inside else self.pacer
             answer = self._with_retries(_Request("POST", path, send, True, pacer))
         except (TransportError, NotSent):
             # No answer (the network's words name the host; _unsent adds the rest), or

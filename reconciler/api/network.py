@@ -486,20 +486,6 @@ def _refused_base(parts: SplitResult, written: str) -> str | None:
     """Why a secret may not be sent to this base URL (None: it may)."""
     if parts.scheme not in ("http", "https") or not parts.hostname:
         return "is not an http(s) URL"
-    refused = _refused_parts(parts, written)
-    if refused is not None:
-        return refused
-    if parts.scheme == "http" and not is_loopback_host(parts.hostname):
-        return _typo_of_localhost(parts.hostname or "") or (
-            "uses plain http://, which would send the client secret and tokens unencrypted; "
-            "use https:// (http:// is allowed only for loopback hosts such as 127.0.0.1, "
-            "where the sandbox runs)"
-        )
-    return None
-
-
-def _refused_parts(parts: SplitResult, written: str) -> str | None:
-    """Why the URL's parts may not carry a secret, whatever its host (None: they may)."""
     if parts.username is not None or parts.password is not None:
         return (
             "must not carry credentials (user info before the host); "
@@ -510,6 +496,12 @@ def _refused_parts(parts: SplitResult, written: str) -> str | None:
     if any(c.isspace() or not c.isprintable() for c in written):
         # urlsplit silently drops tabs and line breaks: what it parsed is not what was written.
         return "holds whitespace or a control character"
+    if parts.scheme == "http" and not is_loopback_host(parts.hostname):
+        return _typo_of_localhost(parts.hostname) or (
+            "uses plain http://, which would send the client secret and tokens unencrypted; "
+            "use https:// (http:// is allowed only for loopback hosts such as 127.0.0.1, "
+            "where the sandbox runs)"
+        )
     return None
 
 
@@ -548,11 +540,7 @@ def _no_scheme(written: str) -> str | None:
 
 def _scheme_host_path(parts: SplitResult) -> str:
     """What a message may show of a URL: never its user info, query or fragment."""
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    port = f":{parts.port}" if parts.port is not None else ""
-    return f"{parts.scheme}://{host}{port}{parts.path}"
+    return BaseUrl(parts.scheme, parts.hostname or "", parts.port, parts.path).text
 
 
 def is_loopback_host(host: str) -> bool:

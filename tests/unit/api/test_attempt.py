@@ -19,7 +19,6 @@ from typing import Any
 
 import pytest
 import requests
-import requests_mock
 from requests.adapters import HTTPAdapter
 from support.hostile_server import CLIENT_ID, HostileServer, Hostility
 from support.loopback import serving
@@ -29,60 +28,12 @@ from reconciler.api.exceptions import ApiError, TransportError
 from reconciler.api.exchange import (
     _WATCHDOG,
     AttemptDeadline,
-    Attempts,
     GuardedAdapter,
     _Watchdog,
     attempt_deadline,
 )
-from reconciler.api.network import make_session, parse_base_url
+from reconciler.api.network import make_session
 from reconciler.settings.config import Settings
-
-BASE = "https://api.example.com/base"
-
-
-@pytest.fixture
-def attempts() -> Iterator[Attempts]:
-    made = Attempts(Settings(base_url=BASE), parse_base_url(BASE), time.monotonic)
-    yield made
-    made.close()
-
-
-def test_an_answer_is_read_whole_under_the_base_path(
-    attempts: Attempts, requests_mock: requests_mock.Mocker
-) -> None:
-    requests_mock.get(
-        BASE + "/things/1",
-        json={"data": {"id": "1"}, "metadata": {"requestId": "r-1"}},
-        headers={"Content-Type": "application/json"},
-    )
-
-    answer = attempts.attempt("GET", "/things/1", None)
-
-    assert (answer.status, answer.data, answer.request_id) == (200, {"id": "1"}, "r-1")
-
-
-def test_a_redirect_is_answered_not_followed(
-    attempts: Attempts, requests_mock: requests_mock.Mocker
-) -> None:
-    requests_mock.get(
-        BASE + "/things/1", status_code=302, headers={"Location": "https://x.example/"}
-    )
-
-    answer = attempts.attempt("GET", "/things/1", None)
-
-    assert answer.status == 302 and requests_mock.call_count == 1
-
-
-def test_a_connection_that_fails_names_the_host(
-    attempts: Attempts, requests_mock: requests_mock.Mocker
-) -> None:
-    requests_mock.get(BASE + "/things/1", exc=requests.ConnectionError("refused"))
-
-    with pytest.raises(TransportError) as failed:
-        attempts.attempt("GET", "/things/1", None)
-
-    assert "api.example.com" in failed.value.message
-
 
 READ_TIMEOUT = 8.0  # far past every deadline here: only the deadline ends these waits in time
 
@@ -199,14 +150,6 @@ def get_cut_by_deadline(url: str, seconds: float, **kwargs: Any) -> tuple[Attemp
     ):
         session.get(url, timeout=(5, READ_TIMEOUT), **kwargs)
     return deadline, time.monotonic() - started
-
-
-def test_headers_dripped_a_byte_at_a_time_end_at_the_attempt_deadline() -> None:
-    with serving(drip_headers) as address:
-        deadline, took = get_cut_by_deadline(f"http://{address}/v1/invites/inv_1", 0.2)
-
-    assert deadline.expired  # the caller can say "no complete answer within 0.5s"
-    assert 0.2 <= took < 3, f"a 0.2 s deadline ended the wait after {took:.1f}s"
 
 
 def test_headers_dripped_through_a_proxy_end_at_the_attempt_deadline() -> None:
@@ -415,11 +358,12 @@ def test_a_body_that_drips_ends_at_the_deadline_with_what_had_arrived(
     error, took = read_with(slow_platform, timeout=0.3, max_attempts=1)
 
     host = re.escape(slow_platform.url.removeprefix("http://"))
-    assert re.fullmatch(
-        rf"no complete answer from {host} within 0.3s \(HTTP 200, \d+ bytes so far\)"
+    said = re.fullmatch(
+        rf"no complete answer from {host} within 0.3s \(HTTP 200, (\d+) bytes so far\)"
         r" \(gave up after 1 attempt\)",
         str(error),
     )
+    assert said and int(said.group(1)) > 0  # what had arrived when the deadline passed
     assert error.maybe_sent
     assert 0.3 <= took < 4
 
@@ -430,7 +374,7 @@ def test_a_slow_read_is_retried_within_the_budget_and_the_retry_is_cut_too(
 ) -> None:
     # No pause before the retry (the jitter pinned at 0): the retry then has the whole
     # timeout again within the budget, and says so.
-    monkeypatch.setattr("reconciler.api.client.random.random", lambda: 0.0)
+    monkeypatch.setattr("random.random", lambda: 0.0)
     error, took = read_with(slow_platform, timeout=0.3, max_attempts=2, retry_max_seconds=0.8)
 
     assert len(slow_platform.calls("GET")) == 2  # a GET is safe to send again

@@ -24,6 +24,7 @@ from support.api_answers import (
     envelope,
     token_response,
 )
+from support.limits import FakeTime
 from support.values import typed
 from urllib3 import HTTPConnectionPool
 from urllib3.connection import HTTPConnection
@@ -62,21 +63,6 @@ RESEND_URL = INVITE_URL + "/resend"
 SECRETS = (SECRET, TOKEN, TOKEN2)
 
 
-class FakeTime:
-    """A clock that only moves when the code under test sleeps."""
-
-    def __init__(self, start: float = 1000.0) -> None:
-        self.now = start
-        self.sleeps: list[float] = []
-
-    def clock(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += max(seconds, 0.0)
-
-
 def failure(status: int, message: str, request_id: str = "7781", **extra: Any) -> dict[str, Any]:
     return {
         "status_code": status,
@@ -91,7 +77,7 @@ def ok_invite(invite: dict[str, Any] | None = None, request_id: str = "2002") ->
 
 @pytest.fixture
 def fake_time() -> FakeTime:
-    return FakeTime()
+    return FakeTime(1000.0)
 
 
 @pytest.fixture
@@ -134,7 +120,7 @@ def debug_log(caplog: pytest.LogCaptureFixture) -> pytest.LogCaptureFixture:
 @pytest.fixture
 def half_jitter(monkeypatch: pytest.MonkeyPatch) -> None:
     """Retry pauses without their randomness: the jitter is always 0.5."""
-    monkeypatch.setattr("reconciler.api.client.random.random", lambda: 0.5)
+    monkeypatch.setattr("random.random", lambda: 0.5)
 
 
 def api_calls(requests_mock: Any) -> list[Any]:
@@ -271,35 +257,33 @@ def test_when_a_token_is_renewed_depends_on_its_lifetime(
     assert len(token_calls(requests_mock)) == 2
 
 
+@pytest.mark.parametrize(
+    ("failing", "token_tries"),
+    [
+        # It may have reached the server: the token step retries it on its own.
+        (requests.exceptions.ReadTimeout("slow"), 2),
+        # A certificate that fails verification: nobody retries it.
+        (requests.exceptions.SSLError("certificate verify failed"), 1),
+    ],
+    ids=["read-timeout", "tls"],
+)
 def test_a_resend_kept_back_by_a_failing_token_request_was_certainly_not_sent(
-    make_client: Callable[..., ApiClient], requests_mock: Any
+    make_client: Callable[..., ApiClient], requests_mock: Any, failing: Exception, token_tries: int
 ) -> None:
-    # The token request itself timed out, so it may have reached the server; the
-    # re-send never left, and must not be reported as of unknown outcome.
+    # The token request itself failed, perhaps after reaching the server; the re-send
+    # never left, and must not be reported as of unknown outcome.
     client = make_client(max_attempts=2)
-    requests_mock.post(TOKEN_URL, exc=requests.exceptions.ReadTimeout("slow"))
+    requests_mock.post(TOKEN_URL, exc=failing)
     requests_mock.post(RESEND_URL, json=envelope({"id": "inv_8f2k1"}))
 
     with pytest.raises(TransportError) as caught:
         client.resend_invite("inv_8f2k1")
 
     assert caught.value.maybe_sent is False and not caught.value.outcome_unknown
+    assert caught.value.permanent is (token_tries == 1)
     assert "(while getting a token; this request was not sent)" in str(caught.value)
     assert api_calls(requests_mock) == []
-    assert len(token_calls(requests_mock)) == 2  # the token step had its own retries
-
-
-def test_a_token_request_that_fails_tls_is_not_retried_by_the_request_it_kept_back(
-    make_client: Callable[..., ApiClient], requests_mock: Any
-) -> None:
-    client = make_client(max_attempts=3)
-    requests_mock.post(TOKEN_URL, exc=requests.exceptions.SSLError("certificate verify failed"))
-
-    with pytest.raises(TransportError) as caught:
-        client.get_invite("inv_8f2k1")
-
-    assert caught.value.permanent is True
-    assert len(token_calls(requests_mock)) == 1
+    assert len(token_calls(requests_mock)) == token_tries
 
 
 @pytest.mark.parametrize(
@@ -678,15 +662,29 @@ def test_status_maps_to_error_with_status_message_and_request_id(
     assert_secrets_kept(error, client, debug_log, requests_mock)
 
 
+INSUFFICIENT_SCOPE = {
+    "status_code": 403,
+    "json": {"error": "insufficient_scope", "error_description": "needs more"},
+}
+
+
 @pytest.mark.parametrize(
-    ("granted", "blames_the_scope"),
-    [(None, False), ("kyb:invites:write", False), ("kyb:invites:read", True)],
-    ids=["no scope named", "granted as asked", "granted less"],
+    ("granted", "refusal", "blames_the_scope"),
+    [
+        (None, failure(403, "not allowed for this invite"), False),
+        ("kyb:invites:write", failure(403, "not allowed for this invite"), False),
+        ("kyb:invites:read", failure(403, "not allowed for this invite"), True),
+        # The resource server says the token lacks a scope (RFC 6750): the scope is the
+        # thing to look at, whatever the token answer said.
+        ("kyb:invites:write", INSUFFICIENT_SCOPE, True),
+    ],
+    ids=["no scope named", "granted as asked", "granted less", "insufficient_scope"],
 )
 def test_a_403_names_the_scope_and_blames_it_only_when_the_token_may_lack_it(
     make_client: Callable[..., ApiClient],
     requests_mock: Any,
     granted: str | None,
+    refusal: dict[str, Any],
     blames_the_scope: bool,
 ) -> None:
     # A token granted every scope asked for, refused all the same: the platform refused
@@ -699,14 +697,17 @@ def test_a_403_names_the_scope_and_blames_it_only_when_the_token_may_lack_it(
         answer["json"]["data"]["scope"] = granted
     requests_mock.post(TOKEN_URL, [answer])
     client = make_client(scope="kyb:invites:write")
-    requests_mock.patch(INVITE_URL, **failure(403, "not allowed for this invite"))
+    requests_mock.patch(INVITE_URL, **refusal)
 
     with pytest.raises(PermissionDenied) as caught:
         client.write_invite("inv_8f2k1", {"name": "X"})
 
     text = str(caught.value)
-    assert "not allowed for this invite" in text
-    assert "'kyb:invites:write'" in text and "RECONCILER_SCOPE" in text
+    if refusal is INSUFFICIENT_SCOPE:
+        assert caught.value.bearer_error == "insufficient_scope"
+    else:
+        assert "not allowed for this invite" in text
+        assert "'kyb:invites:write'" in text and "RECONCILER_SCOPE" in text
     assert ("does not carry the scope this needs" in text) is blames_the_scope
     if not blames_the_scope and granted is not None:
         assert (
@@ -716,28 +717,6 @@ def test_a_403_names_the_scope_and_blames_it_only_when_the_token_may_lack_it(
         )
     if not blames_the_scope:
         assert "permissions on the platform" in text
-
-
-def test_a_403_saying_insufficient_scope_blames_the_scope_whatever_the_token_answer_said(
-    make_client: Callable[..., ApiClient], requests_mock: Any
-) -> None:
-    # The token answer named every scope asked for, and the resource server says the
-    # token lacks one (RFC 6750): the scope is the thing to look at.
-    answer = token_response()
-    answer["json"]["data"]["scope"] = "kyb:invites:write"
-    requests_mock.post(TOKEN_URL, [answer])
-    client = make_client(scope="kyb:invites:write")
-    requests_mock.patch(
-        INVITE_URL,
-        status_code=403,
-        json={"error": "insufficient_scope", "error_description": "needs more"},
-    )
-
-    with pytest.raises(PermissionDenied) as caught:
-        client.write_invite("inv_8f2k1", {"name": "X"})
-
-    assert caught.value.bearer_error == "insufficient_scope"
-    assert "does not carry the scope this needs" in str(caught.value)
 
 
 MALFORMED_BODIES: dict[str, dict[str, Any]] = {
@@ -1319,7 +1298,7 @@ def test_the_echoed_form_and_authorization_header_are_redacted(
 
     with pytest.raises(InvalidRequest) as echoed:
         client.get_invite("inv_8f2k1")
-    tokens = client._exchange._tokens
+    tokens = client._tokens
     with pytest.raises(AuthenticationFailed) as refused:
         tokens.renew(tokens.current())  # the next token request is answered with the echo
 
@@ -1428,60 +1407,24 @@ def test_a_failing_request_observer_is_logged_and_the_request_still_succeeds(
 # -- the retry loop's edges -----------------------------------------------------
 
 
+@pytest.mark.parametrize("retried", ["invite", "token"])
 def test_a_retry_is_given_only_what_is_left_of_the_retry_budget(
-    make_client: Callable[..., ApiClient],
-    requests_mock: Any,
-    token_endpoint: Any,
-    half_jitter: None,
+    make_client: Callable[..., ApiClient], requests_mock: Any, half_jitter: None, retried: str
 ) -> None:
     client = make_client(timeout=30, retry_max_seconds=10)
-    requests_mock.get(INVITE_URL, [failure(503, "busy"), failure(503, "busy"), ok_invite()])
+    busy = failure(503, "busy")
+    requests_mock.post(TOKEN_URL, [busy] * (retried == "token") + [token_response()])
+    requests_mock.get(INVITE_URL, [busy] * 2 * (retried == "invite") + [ok_invite()])
 
     client.get_invite("inv_8f2k1")
 
-    first, second, third = (call.timeout for call in api_calls(requests_mock))
-    assert first[1] == 30  # the first attempt: the whole timeout
-    assert second[1] == pytest.approx(10 - 0.25)  # then what the budget has left
-    assert third[1] == pytest.approx(10 - 0.25 - 0.5)
-    assert all(connect <= read for connect, read in (first, second, third))
-
-
-def test_a_token_request_retried_is_given_only_what_is_left_of_its_budget(
-    make_client: Callable[..., ApiClient], requests_mock: Any, half_jitter: None
-) -> None:
-    client = make_client(timeout=30, retry_max_seconds=10)
-    requests_mock.post(TOKEN_URL, [failure(503, "busy"), token_response()])
-    requests_mock.get(INVITE_URL, **ok_invite())
-
-    client.get_invite("inv_8f2k1")
-
-    first, second = (call.timeout[1] for call in token_calls(requests_mock))
-    assert (first, second) == (30, pytest.approx(10 - 0.25))
-
-
-def test_a_stop_during_the_pause_before_a_retry_raises_the_failure_itself(
-    make_client: Callable[..., ApiClient],
-    requests_mock: Any,
-    token_endpoint: Any,
-    fake_time: FakeTime,
-    half_jitter: None,
-) -> None:
-    # A pause of 0.25 s is one sleep: the stop comes during its last (and only)
-    # slice, and must still keep the retry from being sent.
-    requests_mock.get(INVITE_URL, [failure(503, "busy", request_id="5030"), ok_invite()])
-
-    def interrupted(seconds: float) -> None:
-        retrying.stop.set("interrupted")  # Ctrl-C while waiting to retry
-        fake_time.sleep(seconds)
-
-    settings = Settings(base_url=BASE, client_id=CLIENT_ID, client_secret=SECRET)
-    retrying = ApiClient(settings, clock=fake_time.clock, sleep=interrupted)
-
-    with retrying, pytest.raises(ServerError) as caught:
-        retrying.get_invite("inv_8f2k1")
-
-    assert caught.value.request_id == "5030"
-    assert len(api_calls(requests_mock)) == 1
+    calls = token_calls(requests_mock) if retried == "token" else api_calls(requests_mock)
+    timeouts = [call.timeout for call in calls]
+    assert timeouts[0][1] == 30  # the first attempt: the whole timeout
+    assert timeouts[1][1] == pytest.approx(10 - 0.25)  # then what the budget has left
+    if retried == "invite":
+        assert timeouts[2][1] == pytest.approx(10 - 0.25 - 0.5)
+    assert all(connect <= read for connect, read in timeouts)
 
 
 @pytest.mark.parametrize("token_fetched", [False, True])
