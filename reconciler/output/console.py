@@ -34,72 +34,50 @@ if TYPE_CHECKING:
 
 COLOR_CHOICES = ("auto", "always", "never")
 COLOR_CHOICE = "reconciler.color"  # ctx.meta: the --color given (commands without it: auto)
-_LABELS = {"error:": "red", "warning:": "yellow"}
 
 
 def use_color(
     choice: str = "auto", env: Mapping[str, str] | None = None, stream: TextIO | None = None
 ) -> bool:
     """`always`/`never` as asked; `auto`: a terminal, NO_COLOR unset or empty, TERM not dumb."""
-    if choice == "always":
-        return True
-    if choice == "never":
-        return False
+    if choice != "auto":
+        return choice == "always"
     env = os.environ if env is None else env
-    if env.get("NO_COLOR"):  # https://no-color.org: only a non-empty value counts
-        return False
-    if env.get("TERM") == "dumb":
+    if env.get("NO_COLOR") or env.get("TERM") == "dumb":  # no-color.org: a non-empty value
         return False
     stream = sys.stdout if stream is None else stream
     return bool(getattr(stream, "isatty", lambda: False)())
 
 
-def stderr_color(meta: Mapping[str, object] | None = None) -> bool:
-    """Whether stderr gets colour: ``use_color`` for stderr, with this run's `--color`.
+def _coloured(line: str | FileProblem) -> str:
+    """``line`` with its `error:` or `warning:` label coloured (an input problem: an error's
+    place, or its `warning:` label), as it is said: ``str()`` of a problem, escaped."""
+    text = str(line)
+    if isinstance(line, FileProblem):
+        where = text[: len(text) - len(escape(line.message))]  # "path:line:col: " (+ "warning: ")
+        if line.is_error:
+            return click.style(where.rstrip(), fg="red", bold=True) + text[len(where) - 1 :]
+        text = text[len(where) - len("warning: ") :]
+        return where[: -len("warning: ")] + _coloured(text)
+    for label, fg in (("error:", "red"), ("warning:", "yellow")):
+        if text.startswith(label):
+            return click.style(label, fg=fg, bold=True) + text[len(label) :]
+    return text
 
-    ``meta`` is the run's click meta (the current context's when None): where the
-    option, if the command has one, left its choice.
-    """
+
+def echo_err(line: str | FileProblem, meta: Mapping[str, object] | None = None) -> None:
+    """A line (or an input problem) on stderr, coloured as stderr's rule says: ``use_color``
+    for stderr, with this run's `--color`, which the option left in ``meta`` (the run's
+    click meta; the current context's when None)."""
     if meta is None:
         context = click.get_current_context(silent=True)
         meta = context.meta if context is not None else {}
     choice = meta.get(COLOR_CHOICE, "auto")
-    return use_color(choice if isinstance(choice, str) else "auto", stream=sys.stderr)
+    color = use_color(choice if isinstance(choice, str) else "auto", stream=sys.stderr)
+    click.echo(_coloured(line) if color else str(line), err=True, color=True if color else None)
 
 
-def labelled(line: str, color: bool) -> str:
-    """``line`` with a leading `error:` or `warning:` label coloured when ``color``."""
-    if color:
-        for label, fg in _LABELS.items():
-            if line.startswith(label):
-                return click.style(label, fg=fg, bold=True) + line[len(label) :]
-    return line
-
-
-def echo_err(line: str, meta: Mapping[str, object] | None = None) -> None:
-    """A line on stderr whose `error:` or `warning:` label is coloured as stderr's rule says."""
-    color = stderr_color(meta)
-    click.echo(labelled(line, color), err=True, color=True if color else None)
-
-
-def problem_line(problem: FileProblem, color: bool) -> str:
-    """An input problem as ``str(problem)`` says it, its place (an error's) or its
-    `warning:` label (a warning's) coloured when ``color``."""
-    text = str(problem)
-    if not color:
-        return text
-    message = escape(problem.message)
-    where = text[: len(text) - len(message)]  # "path:line:column: ", then "warning: " or not
-    if problem.is_error:
-        return click.style(where.rstrip(), fg="red", bold=True) + " " + message
-    place = where[: -len("warning: ")]
-    return place + click.style("warning:", fg="yellow", bold=True) + " " + message
-
-
-def echo_problem(problem: FileProblem, meta: Mapping[str, object] | None = None) -> None:
-    """An input problem on stderr, coloured as stderr's rule says."""
-    color = stderr_color(meta)
-    click.echo(problem_line(problem, color), err=True, color=True if color else None)
+echo_problem = echo_err  # the name the input problems' callers know
 
 
 # The `error:` lines every command ends with on stderr when some invites failed.
@@ -121,6 +99,16 @@ def resend_advice(invite_id: str) -> str:
     return f"send it with: reconcile resend {redact_and_escape(invite_id)}"
 
 
+_ADVICE = {  # by the HTTP status an invite failed with; {entry}: what to fix
+    400: "fix {entry} (`reconcile validate`), then try again",
+    422: "fix {entry} (`reconcile validate`), then try again",
+    409: "the invite changed meanwhile; make a new plan",
+    401: "check the credentials and their scopes",
+    403: "check the credentials and their scopes",
+    413: "a proxy or gateway in front of the API limits request bodies; ask its operators",
+}
+
+
 def what_to_do(
     status: int | None, source: SourceLocation | None, request_id: str | None = None
 ) -> str:
@@ -136,36 +124,22 @@ def what_to_do(
             f"(it never creates, deletes or revokes one): create the invite on the platform, "
             f"or remove {entry}, which only stops managing it"
         )
-    if status in (400, 422):
-        return f"fix {entry} (`reconcile validate`), then try again"
-    if status == 409:
-        return "the invite changed meanwhile; make a new plan"
-    if status in (401, 403):
-        return "check the credentials and their scopes"
-    if status == 413:
-        return "a proxy or gateway in front of the API limits request bodies; ask its operators"
+    if status in _ADVICE:
+        return _ADVICE[status].format(entry=entry)
     if request_id:
         return "try again later; if it persists, contact support with the requestId"
     # No requestId: the answer came from something in front of the API, or from nothing.
     return "try again later; if it persists, check the network path to the API (proxy, gateway)"
 
 
-def error_lines(failures: Iterable[FailedInvite]) -> list[str]:
-    failed = list(failures)
-    lines = [
-        f"error: {redact_and_escape(f.id)}: {redact_and_escape(f.message)}; "
-        f"{f.advice or what_to_do(f.status, f.source, f.request_id)}"
-        for f in failed[:SHOWN]
-    ]
-    if len(failed) > SHOWN:
-        lines.append(f"error: and {len(failed) - SHOWN} more failed invites (listed above)")
-    return lines
-
-
 def echo_errors(failures: Iterable[FailedInvite]) -> None:
     """Print the `error:` lines on stderr: call it last, after any summary or progress line."""
-    for line in error_lines(failures):
-        echo_err(line)
+    failed = list(failures)
+    for f in failed[:SHOWN]:
+        advice = f.advice or what_to_do(f.status, f.source, f.request_id)
+        echo_err(f"error: {redact_and_escape(f.id)}: {redact_and_escape(f.message)}; {advice}")
+    if len(failed) > SHOWN:
+        echo_err(f"error: and {len(failed) - SHOWN} more failed invites (listed above)")
 
 
 # `--verbose`: the tool's own log records on stderr (never a secret or token).
