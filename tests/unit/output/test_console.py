@@ -1,10 +1,9 @@
-"""What a CI log shows: progress lines, GitHub annotations, Code Quality reports, colour;
-the advice at the end of each failed invite's `error:` line: only about what exists."""
+"""What a person reads besides the plan: progress lines, colour; the advice at the end of
+each failed invite's `error:` line: only about what exists."""
 
 from __future__ import annotations
 
 import io
-import json
 import logging
 import os
 import sys
@@ -15,15 +14,7 @@ import pytest
 from support.helpers import EXAMPLES, clean_env
 
 from reconciler.cli import main
-from reconciler.errors import FileProblem
 from reconciler.model.invite import SourceLocation
-from reconciler.output.ci import (
-    error_command,
-    escape_property,
-    github_enabled,
-    input_error_commands,
-    render_report,
-)
 from reconciler.output.console import Progress, duration, use_color, what_to_do
 
 
@@ -170,79 +161,6 @@ def test_nothing_to_do_prints_no_progress(capsys: pytest.CaptureFixture[str]) ->
 )
 def test_durations_read_like_a_person_would_say_them(seconds: float, text: str) -> None:
     assert duration(seconds) == text
-
-
-# --- GitHub workflow commands ------------------------------------------------------------
-
-
-def test_input_errors_become_error_commands_with_file_line_and_column() -> None:
-    problem = FileProblem("invites/emea.yaml", 12, 7, "`email` must be text, not a number")
-    assert input_error_commands([problem]) == [
-        "::error file=invites/emea.yaml,line=12,col=7,title=invite-reconciler::"
-        "`email` must be text, not a number"
-    ]
-
-
-def test_a_problem_with_the_path_itself_has_no_line() -> None:
-    (command,) = input_error_commands([FileProblem("invites", 0, 0, "no such file or directory")])
-    assert command == "::error file=invites,title=invite-reconciler::no such file or directory"
-
-
-def test_values_cannot_end_the_command_early_or_start_another() -> None:
-    command = error_command(
-        "50% done\nmore\r::warning::x",
-        file="invites/a,b:c.yaml",
-        line=3,
-        col=1,
-        title="inv_x, ok: yes",
-    )
-    assert "\n" not in command and "\r" not in command
-    assert (
-        command.startswith("::error file=") and command.index("::", 2) == command.index("yes::") + 3
-    )
-    assert "file=invites/a%2Cb%3Ac.yaml" in command
-    assert "title=inv_x%2C ok%3A yes" in command
-    assert command.endswith("::50%25 done%0Amore%0A::warning::x")
-    assert escape_property("%") == "%25"
-
-
-@pytest.mark.parametrize(
-    ("choice", "env", "expected"),
-    [
-        ("auto", {"GITHUB_ACTIONS": "true"}, True),
-        ("auto", {}, False),
-        ("auto", {"GITHUB_ACTIONS": "false"}, False),
-        ("github", {}, True),
-        ("none", {"GITHUB_ACTIONS": "true"}, False),
-    ],
-)
-def test_annotations_follow_the_option_then_github_actions(
-    choice: str, env: dict[str, str], expected: bool
-) -> None:
-    assert github_enabled(choice, env) is expected
-
-
-# --- GitLab Code Quality -----------------------------------------------------------------
-
-
-def test_code_quality_report_has_the_fields_gitlab_reads() -> None:
-    problems = [
-        FileProblem("invites/emea.yaml", 4, 5, "invite id `inv_a` is already defined"),
-        FileProblem("invites/emea.yaml", 9, 5, "invite id `inv_a` is already defined"),
-        FileProblem("invites", 0, 0, "no such file or directory"),
-    ]
-    report = json.loads(render_report(problems))
-    assert [entry["location"] for entry in report] == [
-        {"path": "invites/emea.yaml", "lines": {"begin": 4}},
-        {"path": "invites/emea.yaml", "lines": {"begin": 9}},
-        {"path": "invites", "lines": {"begin": 1}},
-    ]
-    for entry in report:
-        assert entry["description"] and entry["check_name"] and entry["severity"] == "major"
-    fingerprints = [entry["fingerprint"] for entry in report]
-    assert len(set(fingerprints)) == 3
-    assert json.loads(render_report(problems))[0]["fingerprint"] == fingerprints[0]
-    assert json.loads(render_report([])) == []  # an empty report is an empty list
 
 
 # --- colour --------------------------------------------------------------------------------
