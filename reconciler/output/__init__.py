@@ -72,16 +72,14 @@ def echo_chunks(chunks: Iterable[str], err: bool = False, color: bool | None = N
     A plan of 200,000 changes is printed as it is rendered, never held whole. ``color``
     is click.echo's: None keeps or strips styles as the run decided for stdout.
     """
-    batch: list[str] = []
-    size = 0
+    batch = ""
     for chunk in chunks:
-        batch.append(chunk)
-        size += len(chunk)
-        if size >= ECHO_BATCH:
-            click.echo("".join(batch), nl=False, err=err, color=color)
-            batch, size = [], 0
+        batch += chunk
+        if len(batch) >= ECHO_BATCH:
+            click.echo(batch, nl=False, err=err, color=color)
+            batch = ""
     if batch:
-        click.echo("".join(batch), nl=False, err=err, color=color)
+        click.echo(batch, nl=False, err=err, color=color)
 
 
 def stop_writing_to_stdout() -> None:

@@ -182,10 +182,6 @@ class Pace(Protocol):
         """The rate it settles at, once it has had time to (or now, when ``early``)."""
 
 
-def per_second(rate: float) -> str:
-    return f"{rate:.0f}" if rate >= 3 else f"{rate:.1f}"
-
-
 def duration(seconds: float) -> str:
     """A short human duration: "14 s", "3 min", "1 h 5 min"."""
     if seconds < 59.5:
@@ -209,7 +205,7 @@ class Progress:
         pace: Pace | None = None,
         failed_word: str = "failed",
     ) -> None:
-        self.label = label
+        self.label, self.total, self.done, self.failed = label, total, 0, 0
         # What the work counted `failed` is called: apply's is not all failed (a conflict,
         # a diverged value, a re-send whose outcome is unknown), and "failed" would say a
         # re-send that may have gone out did not.
@@ -217,18 +213,13 @@ class Progress:
         # Under a rate limit the time left is the work left over the allowed rate:
         # an average over the run so far would count its slow start and its refusals.
         self._pace = pace
-        self.total = total
-        self.done = 0
-        self.failed = 0
-        self._clock = clock
+        self._clock, self._interval = clock, interval
         self._started = self._last_line = clock()
-        self._interval = interval
         # With stderr closed (``2>&-``) sys.stderr is None: nothing to show, not an error.
         self._enabled = total > 0 and sys.stderr is not None
         self._closed = False
         self._bar: Any = None
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
+        self._lock, self._stop = threading.Lock(), threading.Event()
         self._ticker: threading.Thread | None = None
         if interactive is None:
             interactive = sys.stderr is not None and sys.stderr.isatty()
@@ -257,16 +248,13 @@ class Progress:
             else:
                 self.done += count
             if self._bar is not None:
-                rate = self._rate()
+                rate = self._pace and self._pace.rate
                 if rate:
                     self._bar.avg = [1.0 / rate]  # click's ETA: time per item × items left
                 self._bar.update(count)
             else:
                 self._line_if_due()
             self._say_limited(settled=True)
-
-    def _rate(self) -> float | None:
-        return self._pace.rate if self._pace is not None else None
 
     def _say_limited(self, *, settled: bool) -> None:
         """Once per run, when the pacer has found the server's rate. Hold the lock."""
@@ -277,12 +265,10 @@ class Progress:
         if rate is None:
             return
         pace.said_limited = True
-        self._message(f"the server limits requests: slowed to about {per_second(rate)} per second")
-
-    def _message(self, text: str) -> None:
         if self._bar is not None:
             sys.stderr.write("\r\x1b[2K")  # over the bar's line; the next update draws it again
-        click.echo(text, err=True)
+        shown = f"{rate:.0f}" if rate >= 3 else f"{rate:.1f}"
+        click.echo(f"the server limits requests: slowed to about {shown} per second", err=True)
 
     def _line_if_due(self) -> None:
         if self._enabled and not self._closed and self._clock() - self._last_line >= self._interval:
@@ -334,7 +320,7 @@ class Progress:
         if self.failed:
             line += f", {self.failed:,} {self.failed_word}"
         line += f", {duration(elapsed)} elapsed"
-        rate = self._rate()
+        rate = self._pace and self._pace.rate
         if rate:
             line += f", ~{duration((self.total - finished) / rate)} left"
         elif finished:

@@ -12,7 +12,6 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 
 from reconciler.errors import FileProblem
-from reconciler.model.invite import SourceLocation
 from reconciler.output import (
     CONFLICT_NOTE,
     KEPT_NOTE,
@@ -75,17 +74,9 @@ def problems_markdown(problems: Iterable[FileProblem]) -> str:
     ]
     more = len(listed) - len(rows)
     tail = [f"\nand {plural(more, 'more problem')}, listed in the job's log"] if more > 0 else []
-    return "\n".join(
-        [
-            f"**invite-reconciler**: {' and '.join(c for c in counts if not c.startswith('0 '))} "
-            "in the invite files",
-            "",
-            "| | where | what |",
-            "|---|---|---|",
-            *rows,
-            *tail,
-        ]
-    )
+    said = " and ".join(c for c in counts if not c.startswith("0 "))
+    head = f"**invite-reconciler**: {said} in the invite files\n\n| | where | what |\n|---|---|---|"
+    return "\n".join([head, *rows, *tail])
 
 
 _PROBLEMS_SHOWN = 200
@@ -96,10 +87,6 @@ _ID = re.compile(r"[A-Za-z0-9_.-]{1,128}")
 def _label(text: str) -> str:
     """A field name: as it is when it is a plain word, else shown literally."""
     return text if _PLAIN.fullmatch(text) else _code(text)
-
-
-def _where(source: SourceLocation | None) -> str:
-    return f" ({_code(str(source))})" if source is not None else ""
 
 
 def _id(invite_id: str) -> str:
@@ -119,7 +106,8 @@ class MarkdownRenderer(PlanRenderer):
         if plan.failed:
             yield page.add("#### Errors\n\n")
             errors = (
-                f"- {_id(f.id)}{_where(f.source)}: {_code(f.message)}\n"
+                f"- {_id(f.id)}{f' ({_code(str(f.source))})' if f.source is not None else ''}: "
+                f"{_code(f.message)}\n"
                 for f in map(FailedInvite.redacted, plan.failed)
             )
             yield from page.fill("errors", errors, len(plan.failed))
