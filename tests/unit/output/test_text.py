@@ -15,7 +15,6 @@ from reconciler.output import JsonRenderer, summary_line
 from reconciler.output.markdown import MarkdownRenderer
 from reconciler.output.text import TextRenderer
 from reconciler.plan.model import FailedInvite, InviteChange, NotUpdatable, Plan
-from reconciler.plan.saved import plan_digest, plan_from_document
 from reconciler.plan.write_check import MovedField, StoredOtherwise
 from reconciler.safetext import register_secret
 from reconciler.settings.contract import Contract
@@ -24,14 +23,8 @@ from reconciler.settings.contract import Contract
 def change(index: int, **patch: object) -> InviteChange:
     before = {"email": f"old{index}@x.example", "groups": ["emea"], "primaryContact": None}
     patch = patch or {"email": f"new{index}@x.example"}
-    return InviteChange(
-        id=f"inv_{index:04d}",
-        source=SourceLocation("invites/a.yaml", index * 10 + 2),
-        name=f"Firma Nº{index}",
-        before=held({k: before.get(k) for k in patch}),
-        patch=typed(patch),
-        resend=False,
-    )
+    held_before = {k: before.get(k) for k in patch}
+    return invite(f"inv_{index:04d}", index * 10 + 2, held_before, patch, f"Firma Nº{index}")
 
 
 def invite(
@@ -181,25 +174,7 @@ def test_markdown_shows_a_servers_kept_sub_field_names_literally_in_the_warning(
     assert "https://" not in outside_code and "@" not in outside_code
 
 
-def test_json_is_the_saved_plan_document_and_reads_back():
-    plan = Plan(
-        base_url="https://api.example.test", changes=[change(1)], failed=[problem(1)], unchanged=2
-    )
-    document = json.loads(JsonRenderer().render(plan))
-    assert document["summary"] == {
-        "update": 1,
-        "resend": 0,
-        "unchanged": 2,
-        "error": 1,
-        "conflict": 0,
-    }
-    assert document["changes"][0]["after"] == document["changes"][0]["patch"]
-    again = plan_from_document(document, "plan.json")
-    assert again.changes == plan.changes and again.failed == plan.failed
-    assert plan_digest(again) == plan_digest(plan)
-
-
-def test_every_format_names_where_requests_go_when_reconciler_yaml_sets_the_paths():
+def test_text_and_markdown_name_where_requests_go_when_reconciler_yaml_sets_the_paths():
     base = "https://api.example.test"
     contract = Contract(resend_invite_path="/public-api/v1/kyb/invites/inv_2/resend/{inviteId}")
     plan = Plan(base_url=base, changes=[change(1)], invite_urls=contract.invite_urls(base))
@@ -215,14 +190,10 @@ def test_every_format_names_where_requests_go_when_reconciler_yaml_sets_the_path
         f"<code>{base}/public-api/v1/kyb/invites/{{inviteId}}</code>, " in markdown
     )
     assert f"POST <code>{base}/public-api/v1/kyb/invites/inv&#95;2/resend/" in markdown
-    assert json.loads(JsonRenderer().render(plan))["invite_urls"]["resend"] == (
-        f"{base}/public-api/v1/kyb/invites/inv_2/resend/{{inviteId}}"
-    )
     # At the contract's own paths, nothing is said.
     plain = Plan(base_url=base, changes=[change(1)], invite_urls=Contract().invite_urls(base))
     assert plain.invite_urls is None
     assert "Paths from" not in TextRenderer().render(plain) + MarkdownRenderer().render(plain)
-    assert "invite_urls" not in json.loads(JsonRenderer().render(plain))
 
 
 def test_invite_urls_from_a_plan_file_reach_the_terminal_escaped():
@@ -332,25 +303,8 @@ def test_control_characters_from_files_and_servers_never_reach_a_terminal_raw():
     assert json.loads(document)["changes"][0]["name"] == hostile  # same value, escaped form
 
 
-def test_a_token_a_server_echoes_is_redacted_from_the_text():
+def test_what_the_server_said_is_redacted_and_the_files_values_shown_as_sent():
     register_secret("eyJ.issued-token.sig")
-    plan = Plan(
-        base_url="https://x.test",
-        failed=[
-            FailedInvite(
-                "inv_b",
-                SourceLocation("b.yaml", 1),
-                "HTTP 401: bad Bearer eyJ.issued-token.sig",
-                401,
-            )
-        ],
-    )
-    for renderer in (TextRenderer(), MarkdownRenderer(), JsonRenderer()):
-        shown = renderer.render(plan)
-        assert "issued-token" not in shown and "redacted" in shown
-
-
-def test_the_server_said_parts_are_redacted_and_the_files_values_shown_as_sent():
     secret = "text-echoed-secret-77"
     register_secret(secret)
     before = {
@@ -365,15 +319,18 @@ def test_the_server_said_parts_are_redacted_and_the_files_values_shown_as_sent()
             "title": f"echo {secret}",
         },
     }
+    echoed = "HTTP 401: bad Bearer eyJ.issued-token.sig"  # a server echoing a token
     plan = Plan(
         base_url="https://x.test",
         changes=[invite("inv_1", 1, before, patch, "Flag Bearer Holdings 2 Ltd.")],
+        failed=[FailedInvite("inv_b", SourceLocation("b.yaml", 1), echoed, 401)],
     )
     text = TextRenderer().render(plan)
     assert 'name: "Flag Bearer Ltd." -> "Flag Bearer Holdings 2 Ltd."' in text
     assert 'primaryContact.name: "A" -> "Torch Bearer 2 Team"' in text
     for renderer in (TextRenderer(), MarkdownRenderer(), JsonRenderer()):
-        assert secret not in renderer.render(plan)
+        shown = renderer.render(plan)
+        assert secret not in shown and "issued-token" not in shown and "redacted" in shown
     (record,) = json.loads(JsonRenderer().render(plan))["changes"]
     assert record["after"]["primaryContact"]["title"] == "echo [redacted]"
     assert record["patch"]["primaryContact"]["name"] == "Torch Bearer 2 Team"
@@ -392,27 +349,43 @@ APPLIED = invite(
 )
 
 
-def test_a_conflict_lists_the_three_values_and_writes_nothing() -> None:
-    moved = MovedField("email", "old@acme.example", "support@acme.example", "new@acme.example")
-    line = TextRenderer().apply_result(ChangeResult(APPLIED, WriteOutcome.CONFLICT, moved=(moved,)))
-    assert line.startswith("conflict     inv_1  (invites/a.yaml:3): changed on the platform")
-    assert "nothing written" in line
-    assert (
-        'email: planned from "old@acme.example", now "support@acme.example", '
-        'wanted "new@acme.example"' in line
-    )
+MOVED = MovedField("email", "old@acme.example", "support@acme.example", "new@acme.example")
+REFUSED = PreconditionFailed("precondition failed", status=412, request_id="req-9")
 
 
-@pytest.mark.parametrize("alone", [True, False])
-def test_a_412_says_when_the_invite_reads_as_before_so_the_etag_moved_alone(alone: bool) -> None:
-    refused = PreconditionFailed("precondition failed", status=412, request_id="req-9")
-    result = ChangeResult(APPLIED, WriteOutcome.CONFLICT, refused, etag_moved_alone=alone)
-
+@pytest.mark.parametrize(
+    ("result", "said", "not_said"),
+    [
+        # A conflict lists the three values.
+        (
+            ChangeResult(APPLIED, WriteOutcome.CONFLICT, moved=(MOVED,)),
+            'email: planned from "old@acme.example", now "support@acme.example", '
+            'wanted "new@acme.example"',
+            "ETag",
+        ),
+        # A 412 says when the invite reads as before, so the ETag moved alone.
+        (
+            ChangeResult(APPLIED, WriteOutcome.CONFLICT, REFUSED, etag_moved_alone=True),
+            "(HTTP 412: precondition failed (requestId req-9)); yet read again, it holds what "
+            "it held before: the server's ETag may change at every read",
+            "planned from",
+        ),
+        (
+            ChangeResult(APPLIED, WriteOutcome.CONFLICT, REFUSED),
+            "nothing written to it (HTTP 412: precondition failed (requestId req-9))",
+            "ETag",
+        ),
+    ],
+)
+def test_a_conflict_writes_nothing_and_says_why(
+    result: ChangeResult, said: str, not_said: str
+) -> None:
     line = TextRenderer().apply_result(result)
-
-    assert line.startswith("conflict     inv_1  (invites/a.yaml:3): changed on the platform")
-    assert "HTTP 412: precondition failed" in line and "req-9" in line
-    assert ("the server's ETag may change at every read" in line) is alone
+    assert line.startswith(
+        "conflict     inv_1  (invites/a.yaml:3): changed on the platform since the plan was "
+        "shown; nothing written to it"
+    )
+    assert said in line and not_said not in line
 
 
 def test_diverged_says_what_was_stored_where_to_fix_it_and_that_no_e_mail_went() -> None:
