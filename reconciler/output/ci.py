@@ -238,9 +238,7 @@ def release_output() -> None:
 def _unread_by_runner(stream: Any) -> bool:
     """A terminal, or a regular file: not the runner's log."""
     try:
-        if stream.isatty():
-            return True
-        return stat.S_ISREG(os.fstat(stream.fileno()).st_mode)
+        return bool(stream.isatty()) or stat.S_ISREG(os.fstat(stream.fileno()).st_mode)
     except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
         return False  # no file behind it (captured in a test): treated as the log
 
