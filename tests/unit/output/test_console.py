@@ -26,9 +26,16 @@ class FakeClock:
         return self.now
 
 
+def logged(total: int, clock: FakeClock | None = None, label: str = "Reading invites", **options):
+    """Progress as a CI log shows it, on ``clock``, its lines printed only by advance()."""
+    return Progress(
+        label, total, clock=clock or FakeClock(), interactive=False, ticker=False, **options
+    )
+
+
 def test_progress_off_a_terminal_prints_a_line_about_every_ten_seconds(capsys) -> None:
     clock = FakeClock()
-    progress = Progress("Reading invites", 20_000, clock=clock, interactive=False, ticker=False)
+    progress = logged(20_000, clock)
     for _ in range(1_200):
         clock.now += 14 / 1_200
         progress.advance()
@@ -41,7 +48,7 @@ def test_progress_off_a_terminal_prints_a_line_about_every_ten_seconds(capsys) -
 
 def test_progress_line_wording_matches_the_issue_example(capsys) -> None:
     clock = FakeClock()
-    progress = Progress("Reading invites", 20_000, clock=clock, interactive=False, ticker=False)
+    progress = logged(20_000, clock)
     progress.advance(1_199)
     clock.now += 14
     progress.advance()
@@ -67,9 +74,7 @@ def test_under_a_rate_limit_the_time_left_is_the_work_left_over_the_rate(capsys)
     # two seconds before the end; the rate the server allows says how long is left.
     clock = FakeClock()
     pace = FakePace(10.0)
-    progress = Progress(
-        "Reading invites", 300, clock=clock, interactive=False, ticker=False, pace=pace
-    )
+    progress = logged(300, clock, pace=pace)
     progress.advance(10)
     clock.now += 12  # a crawl at first
     progress.advance(270)  # 20 left at 10 a second
@@ -84,7 +89,7 @@ def test_the_limit_is_said_once_per_run_whatever_the_progress_lines(capsys) -> N
     clock = FakeClock()
     pace = FakePace(4.6)
     for label in ("Reading invites", "Applying"):  # two progress displays, one run
-        progress = Progress(label, 10, clock=clock, interactive=False, ticker=False, pace=pace)
+        progress = logged(10, clock, label, pace=pace)
         progress.advance(10)
         progress.finish()
 
@@ -96,9 +101,7 @@ def test_the_limit_is_said_once_per_run_whatever_the_progress_lines(capsys) -> N
     ("rate", "said"), [(2.5, ["2.5"]), (None, [])], ids=["limited", "unlimited"]
 )
 def test_a_short_run_says_the_rate_it_had_at_the_end_if_limited(capsys, rate, said) -> None:
-    progress = Progress(
-        "Reading invites", 3, interactive=False, ticker=False, pace=FakePace(rate, False)
-    )
+    progress = logged(3, pace=FakePace(rate, False))
     progress.advance(3)
     progress.finish()
     limits = [line for line in capsys.readouterr().err.splitlines() if "limits" in line]
@@ -107,7 +110,7 @@ def test_a_short_run_says_the_rate_it_had_at_the_end_if_limited(capsys, rate, sa
 
 def test_a_run_that_stops_early_never_claims_the_work_it_did_not_do(capsys) -> None:
     clock = FakeClock()
-    progress = Progress("Reading invites", 6, clock=clock, interactive=False, ticker=False)
+    progress = logged(6, clock)
     progress.advance(failed=True)  # the first read failed: a run-fatal error follows
     clock.now += 2
     progress.finish()
@@ -122,9 +125,7 @@ def test_a_run_that_stops_early_never_claims_the_work_it_did_not_do(capsys) -> N
 @pytest.mark.parametrize("word", ["failed", "to look at"])
 def test_a_finished_run_says_what_was_done(capsys, word: str) -> None:
     clock = FakeClock()
-    with Progress(
-        "Applying", 3, clock=clock, interactive=False, ticker=False, failed_word=word
-    ) as p:
+    with logged(3, clock, "Applying", failed_word=word) as p:
         p.advance(2)
         p.advance(failed=True)
         clock.now += 75

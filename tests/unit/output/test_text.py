@@ -36,6 +36,10 @@ def invite(
     return InviteChange(invite_id, source, name, held(before), typed(patch), **fields)  # type: ignore[arg-type]
 
 
+def plan_of(**records: object) -> Plan:
+    return Plan(base_url="https://x.test", **records)  # type: ignore[arg-type]
+
+
 def problem(index: int) -> FailedInvite:
     return FailedInvite(
         f"inv_gone{index}",
@@ -47,8 +51,7 @@ def problem(index: int) -> FailedInvite:
 
 
 def test_text_shows_each_field_the_way_it_changes():
-    plan = Plan(
-        base_url="https://api.example.test",
+    plan = plan_of(
         changes=[
             change(1),
             change(2, groups=["emea", "vip"]),
@@ -81,20 +84,19 @@ def test_text_shows_each_field_the_way_it_changes():
 
 
 def test_text_says_no_changes_and_warns_about_max_changes():
-    empty = Plan(base_url="https://api.example.test", unchanged=4)
+    empty = plan_of(unchanged=4)
     assert TextRenderer().render(empty).splitlines()[-2:] == [
         "No changes.",
         "Plan: 0 to update, 4 unchanged, 0 errors.",
     ]
-    big = Plan(base_url="https://api.example.test", changes=[change(1), change(2)], max_changes=1)
+    big = plan_of(changes=[change(1), change(2)], max_changes=1)
     assert "apply will refuse this plan" in TextRenderer().render(big)
 
 
 def test_markdown_puts_errors_first_and_says_what_it_left_out_never_what_it_shows():
     source = SourceLocation("f.yaml", 1)
     stale = [NotUpdatable("inv_n", source, None, {"name": "a"}, {"name": "b"}, "accepted")]
-    plan = Plan(
-        base_url="https://api.example.test",
+    plan = plan_of(
         changes=[change(i) for i in range(300)],
         failed=[problem(i) for i in range(3)],
         not_updatable=stale,  # shown, and so not counted as left out
@@ -124,8 +126,7 @@ def test_markdown_counts_what_it_left_out_by_kind():
         )
         for i in range(40)
     ]
-    plan = Plan(
-        base_url="https://x.test",
+    plan = plan_of(
         changes=[change(i) for i in range(5)],
         failed=[problem(i) for i in range(3)],
         not_updatable=stale,
@@ -145,7 +146,7 @@ def test_markdown_counts_what_it_left_out_by_kind():
 
 
 def test_markdown_escapes_what_would_break_a_table():
-    plan = Plan(base_url="https://x.test", changes=[change(1, name="A | B <script>")])
+    plan = plan_of(changes=[change(1, name="A | B <script>")])
     comment = MarkdownRenderer().render(plan)
     assert "A &#124; B &lt;script&gt;" in comment
     assert "<script>" not in comment
@@ -159,8 +160,7 @@ def test_markdown_shows_a_servers_kept_sub_field_names_literally_in_the_warning(
     before = {"name": "Old", "email": "old@x.example", link: "v", tick: "w"}
     after = {"name": "New", "email": "new@x.example", link: "v", tick: "w"}
     kept = {"primaryContact": (link, tick)}
-    plan = Plan(
-        base_url="https://x.test",
+    plan = plan_of(
         changes=[
             invite("inv_k", 2, {"primaryContact": before}, {"primaryContact": after}, kept=kept)
         ],
@@ -200,7 +200,7 @@ def test_invite_urls_from_a_plan_file_reach_the_terminal_escaped():
     urls = {
         kind: "https://x.test/\x1b]0;owned\x07{inviteId}" for kind in ("read", "update", "resend")
     }
-    text = TextRenderer().render(Plan(base_url="https://x.test", invite_urls=urls))
+    text = TextRenderer().render(plan_of(invite_urls=urls))
     assert "Paths from reconciler.yaml" in text and "\x1b" not in text and "\x07" not in text
 
 
@@ -216,7 +216,7 @@ def _stale() -> NotUpdatable:
 
 
 def test_text_lists_invites_no_longer_updatable_under_their_own_heading_with_the_fix():
-    plan = Plan(base_url="https://x.test", changes=[change(1)], not_updatable=[_stale()])
+    plan = plan_of(changes=[change(1)], not_updatable=[_stale()])
     text = TextRenderer().render(plan)
     block = text.split("No longer updatable: accepted\n\n")[1]
     assert block.startswith(
@@ -239,9 +239,7 @@ def test_text_groups_invites_no_longer_updatable_by_status_in_first_seen_order()
         return NotUpdatable(f"inv_s{n}", source, None, {"name": "a"}, {"name": "b"}, status)
 
     statuses = ["accepted", "revoked", "accepted", "expired", "revoked", "accepted"]
-    plan = Plan(
-        base_url="https://x.test", not_updatable=[stale(n, s) for n, s in enumerate(statuses)]
-    )
+    plan = plan_of(not_updatable=[stale(n, s) for n, s in enumerate(statuses)])
     lines = TextRenderer().render(plan).splitlines()
     shown = [line.split()[1] if line.startswith("! ") else line for line in lines]
     wanted = [line for line in shown if line.startswith(("No longer", "inv_"))]
@@ -259,8 +257,7 @@ def test_text_groups_invites_no_longer_updatable_by_status_in_first_seen_order()
 
 
 def test_markdown_shows_invites_no_longer_updatable_first():
-    plan = Plan(
-        base_url="https://x.test",
+    plan = plan_of(
         changes=[change(1)],
         failed=[problem(1)],
         not_updatable=[_stale()],
@@ -270,15 +267,12 @@ def test_markdown_shows_invites_no_longer_updatable_first():
     assert first < comment.index("#### Errors") < comment.index("#### `inv_0001`")
     assert "| field | on the platform | in the files |" in comment
     assert "Fix: remove it from <code>invites/d.yaml:4</code>" in comment
-    assert "No changes" not in MarkdownRenderer().render(
-        Plan(base_url="https://x.test", not_updatable=[_stale()])
-    )
+    assert "No changes" not in MarkdownRenderer().render(plan_of(not_updatable=[_stale()]))
 
 
 def test_control_characters_from_files_and_servers_never_reach_a_terminal_raw():
     hostile = "evil\x1b]0;PWNED\x07\u202e\x9b2J\nnext"
-    plan = Plan(
-        base_url="https://x.test",
+    plan = plan_of(
         changes=[
             InviteChange(
                 "inv_a",
@@ -320,8 +314,7 @@ def test_what_the_server_said_is_redacted_and_the_files_values_shown_as_sent():
         },
     }
     echoed = "HTTP 401: bad Bearer eyJ.issued-token.sig"  # a server echoing a token
-    plan = Plan(
-        base_url="https://x.test",
+    plan = plan_of(
         changes=[invite("inv_1", 1, before, patch, "Flag Bearer Holdings 2 Ltd.")],
         failed=[FailedInvite("inv_b", SourceLocation("b.yaml", 1), echoed, 401)],
     )
@@ -448,7 +441,7 @@ def test_a_value_the_platform_does_not_hold_is_not_set_in_text_and_markdown_null
         "primaryContact": {"name": "Jo", "email": "jo@x.example"},
     }
     unset = {"phone": None, "groups": None, "primaryContact": None}
-    plan = Plan(base_url="https://api.example.test", changes=[invite("inv_n", 2, unset, patch)])
+    plan = plan_of(changes=[invite("inv_n", 2, unset, patch)])
     text = TextRenderer(color=False).render(plan)
     assert '    phone: (not set) -> "+442079460000"' in text
     assert '    groups: (not set) -> ["emea"]' in text
@@ -464,8 +457,7 @@ def test_a_value_the_platform_does_not_hold_is_not_set_in_text_and_markdown_null
 def test_an_address_changed_without_a_re_send_says_no_e_mail_goes() -> None:
     # Without resendOnChange the business is never e-mailed at its new address: a reviewer
     # should see that, not find it out from the business.
-    plan = Plan(
-        base_url="https://api.example.test",
+    plan = plan_of(
         changes=[change(1), change(2, groups=["emea", "vip"])],
         failed=[],
         unchanged=0,
