@@ -40,7 +40,7 @@ def use_color(
     choice: str = "auto", env: Mapping[str, str] | None = None, stream: TextIO | None = None
 ) -> bool:
     """`always`/`never` as asked; `auto`: a terminal, NO_COLOR unset or empty, TERM not dumb."""
-    if choice != "auto":
+    if choice in ("always", "never"):
         return choice == "always"
     env = os.environ if env is None else env
     if env.get("NO_COLOR") or env.get("TERM") == "dumb":  # no-color.org: a non-empty value
