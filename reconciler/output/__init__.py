@@ -10,14 +10,15 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import click
 
+from reconciler.model.invite import Contact, IdentifierSet
 from reconciler.safetext import json_text, plural, redact_and_escape
 
 if TYPE_CHECKING:
-    from reconciler.plan.model import InviteChange, NotUpdatable, Plan
+    from reconciler.plan.model import FieldChange, InviteChange, NotUpdatable, Plan
 
 
 class PlanRenderer:
@@ -71,16 +72,14 @@ def echo_chunks(chunks: Iterable[str], err: bool = False, color: bool | None = N
     A plan of 200,000 changes is printed as it is rendered, never held whole. ``color``
     is click.echo's: None keeps or strips styles as the run decided for stdout.
     """
-    batch: list[str] = []
-    size = 0
+    batch = ""
     for chunk in chunks:
-        batch.append(chunk)
-        size += len(chunk)
-        if size >= ECHO_BATCH:
-            click.echo("".join(batch), nl=False, err=err, color=color)
-            batch, size = [], 0
+        batch += chunk
+        if len(batch) >= ECHO_BATCH:
+            click.echo(batch, nl=False, err=err, color=color)
+            batch = ""
     if batch:
-        click.echo("".join(batch), nl=False, err=err, color=color)
+        click.echo(batch, nl=False, err=err, color=color)
 
 
 def stop_writing_to_stdout() -> None:
@@ -169,6 +168,50 @@ def invite_urls_note(plan: Plan, quoted: Callable[[str], str] = redact_and_escap
 def max_changes_warning(plan: Plan) -> str | None:
     problem = plan.too_much_change()
     return None if problem is None else f"apply will refuse this plan: {problem.reason}"
+
+
+class Row(NamedTuple):
+    """One line of what changes in an invite, as every format shows it: a field, or a
+    contact's sub-field. Its label and values as the record holds them, not yet escaped."""
+
+    label: str
+    before: object
+    after: object
+    items: list[str] | None = None  # a set's: `+ "x"` and `- "y"`, each item in JSON
+    kept: bool = False  # a sub-field the PATCH carries from the platform, unchanged
+    conflict: bool = False  # changed on the platform since REF, where it was ``was``
+    was: object = None
+
+
+def field_rows(change: FieldChange) -> list[Row]:
+    """A set's items added and removed, a contact's changed sub-fields, or the value."""
+    before, after, delta = change.before, change.after, change.delta
+    if isinstance(before, IdentifierSet) and isinstance(after, IdentifierSet):
+        items = [f"+ {json_text(i)}" for i in delta.added]
+        return [
+            Row(change.field, before, after, items + [f"- {json_text(i)}" for i in delta.removed])
+        ]
+    if isinstance(before, Contact) and isinstance(after, Contact):
+        return [Row(f"{change.field}.{key}", old, new) for key, old, new in delta.sub_changes]
+    return [Row(change.field, before, after)]
+
+
+def change_rows(change: InviteChange) -> list[Row]:
+    """Each field the PATCH carries, in its order: a field in conflict as one row; else its
+    rows, then every sub-field it carries that the files leave alone."""
+    rows = []
+    for field in change.field_changes:
+        name = field.field
+        if name in change.conflicts:
+            rows.append(
+                Row(name, field.before, field.after, conflict=True, was=change.conflicts[name])
+            )
+            continue
+        rows += field_rows(field)
+        rows += [
+            Row(f"{name}.{sub}", value, value, kept=True) for sub, value in change.kept_values(name)
+        ]
+    return rows
 
 
 NOT_UPDATABLE_HEADING = "No longer updatable"

@@ -23,6 +23,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import stat
 import sys
 import threading
@@ -49,9 +50,8 @@ SUMMARY_LIMIT = 1024 * 1024  # GitHub refuses a step summary over 1 MiB
 
 
 def github_enabled(choice: str = "auto", env: Mapping[str, str] | None = None) -> bool:
-    env = os.environ if env is None else env
     if choice == "auto":
-        return env.get("GITHUB_ACTIONS") == "true"
+        return (os.environ if env is None else env).get("GITHUB_ACTIONS") == "true"
     return choice == "github"
 
 
@@ -92,11 +92,7 @@ def error_command(
 def input_error_commands(problems: Iterable[FileProblem]) -> list[str]:
     return [
         error_command(
-            p.message,
-            file=repo_relative(p.path),
-            line=p.line or None,
-            col=p.column or None,
-            command=p.severity,
+            p.message, file=repo_relative(p.path), line=p.line, col=p.column, command=p.severity
         )
         for p in problems
     ]
@@ -135,6 +131,7 @@ _LEGACY = "##["  # the runner's older command form, matched anywhere in a line
 # (`plan --format json | jq`) the very same text.
 _LEGACY_SHOWN = "#\\u0023["
 _LINE_MARK = "| "  # put before a line that would start with `::`
+_LINE_ENDS = re.compile(r"(?<=[\r\n])")  # the runner ends a line at CR or LF
 
 
 def neutralized(line: str) -> str:
@@ -177,16 +174,9 @@ class RunnerGuard(io.TextIOBase):
         if not isinstance(text, str):  # click asks with b"" whether this is a binary stream
             raise TypeError(f"write() argument must be str, not {type(text).__name__}")
         with self._lock:
-            pending = self._open_line + text
-            ended = []
-            start = 0
-            for index, char in enumerate(pending):
-                if char in "\r\n":
-                    ended.append(neutralized(pending[start:index]) + char)
-                    start = index + 1
-            self._open_line = pending[start:]
+            *ended, self._open_line = _LINE_ENDS.split(self._open_line + text)
             if ended:
-                self.stream.write("".join(ended))
+                self.stream.write("".join(neutralized(line[:-1]) + line[-1] for line in ended))
         return len(text)
 
     def write_command(self, command: str) -> None:
@@ -248,9 +238,7 @@ def release_output() -> None:
 def _unread_by_runner(stream: Any) -> bool:
     """A terminal, or a regular file: not the runner's log."""
     try:
-        if stream.isatty():
-            return True
-        return stat.S_ISREG(os.fstat(stream.fileno()).st_mode)
+        return bool(stream.isatty()) or stat.S_ISREG(os.fstat(stream.fileno()).st_mode)
     except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
         return False  # no file behind it (captured in a test): treated as the log
 

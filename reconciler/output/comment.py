@@ -62,10 +62,18 @@ class Place:
     headers: Mapping[str, str]
     run_url: str
     commit: str
-    limit: int  # characters a comment may hold
-    me: str | None = None  # GitLab: the URL saying who the token is
     author: str = DEFAULT_AUTHOR  # GitHub: the login of this tool's comments
     project_id: int = 0  # GitLab: CI_PROJECT_ID
+
+    @property
+    def limit(self) -> int:
+        """Characters a comment may hold."""
+        return 65_536 if self.platform == "github" else 1_000_000
+
+    @property
+    def me(self) -> str:
+        """GitLab: the URL saying who the token is."""
+        return f"{self.api}/user"
 
 
 def status_line(exitcode: int | None, *, validate_failed: bool, run_url: str) -> str:
@@ -113,11 +121,10 @@ def place_from_env(env: Mapping[str, str] | None = None, *, pull: bool = True) -
     raise ConfigError("not under GitHub Actions or GitLab CI: no pull request to comment on")
 
 
-def _needed(env: Mapping[str, str], *names: str) -> list[str]:
+def _needed(env: Mapping[str, str], *names: str) -> None:
     missing = [name for name in names if not env.get(name)]
     if missing:
         raise ConfigError(f"{', '.join(missing)} not set: cannot tell where to comment")
-    return [env[name] for name in names]
 
 
 def _api(env: Mapping[str, str], name: str) -> str:
@@ -170,22 +177,18 @@ def _github(env: Mapping[str, str], token: str) -> Place:
     if not _REPOSITORY.fullmatch(repo) or any(set(p) == {"."} for p in repo.split("/")):
         raise ConfigError(f"GITHUB_REPOSITORY is not owner/name: {cut(escape(repo), 80)}")
     number, commit = _event(env["GITHUB_EVENT_PATH"])
-    server = env.get("GITHUB_SERVER_URL", "https://github.com")
+    server, project = env.get("GITHUB_SERVER_URL", "https://github.com"), f"{api}/repos/{repo}"
+    headers = {"Authorization": f"Bearer {token}", "Accept": "application/vnd.github+json"}
     return Place(
         "github",
         api,
-        f"{api}/repos/{repo}",
-        f"{api}/repos/{repo}/issues/{number}/comments",
-        f"{api}/repos/{repo}/issues/comments/{{id}}",
-        {
-            "Authorization": f"Bearer {token}",
-            "Accept": "application/vnd.github+json",
-            "X-GitHub-Api-Version": "2022-11-28",
-        },
+        project,
+        f"{project}/issues/{number}/comments",
+        f"{project}/issues/comments/{{id}}",
+        headers | {"X-GitHub-Api-Version": "2022-11-28"},
         f"{server}/{repo}/actions/runs/{env.get('GITHUB_RUN_ID', '')}",
         commit,
-        65_536,
-        author=env.get(AUTHOR_ENV) or DEFAULT_AUTHOR,
+        env.get(AUTHOR_ENV) or DEFAULT_AUTHOR,
     )
 
 
@@ -197,18 +200,10 @@ def _gitlab(env: Mapping[str, str], token: str, pull: bool) -> Place:
     project = f"{api}/projects/{project_id}"
     iid = _number(env, "CI_MERGE_REQUEST_IID") if pull else ""
     notes = f"{project}/merge_requests/{iid}/notes"
+    job, commit = env.get("CI_JOB_URL", ""), env.get("CI_COMMIT_SHA", "")
+    headers = {"PRIVATE-TOKEN": token}
     return Place(
-        "gitlab",
-        api,
-        project,
-        notes,
-        notes + "/{id}",
-        {"PRIVATE-TOKEN": token},
-        env.get("CI_JOB_URL", ""),
-        env.get("CI_COMMIT_SHA", ""),
-        1_000_000,
-        me=f"{api}/user",
-        project_id=project_id,
+        "gitlab", api, project, notes, notes + "/{id}", headers, job, commit, "", project_id
     )
 
 
@@ -287,7 +282,6 @@ def _pages(session: requests.Session, place: Place) -> Iterator[dict[str, Any]]:
 
 def _me(session: requests.Session, place: Place) -> int:
     """GitLab: the token's own user id (refused when the answer has none)."""
-    assert place.me is not None
     found = call(session, place, "GET", place.me)[0]
     me = positive(found.get("id")) if isinstance(found, dict) else None
     if me is None:
@@ -315,11 +309,15 @@ def find_mine(session: requests.Session, place: Place) -> int | None:
         if not isinstance(text, str | None):
             raise wrong_shape(shown, 'a comment\'s "body" is not a string')
         if _author(comment, key, shown).get(field) == me and MARKER in (text or ""):
-            mine = positive(comment.get("id"))
-            if mine is None:
-                raise wrong_shape(shown, 'a comment\'s "id" is not a positive integer')
-            return mine
+            return _id(comment, "id", shown, "comment")
     return None
+
+
+def _id(found: Mapping[str, Any], key: str, shown: str, what: str) -> int:
+    number = positive(found.get(key))
+    if number is None:
+        raise wrong_shape(shown, f'a {what}\'s "{key}" is not a positive integer')
+    return number
 
 
 def post(place: Place, text: str, session: requests.Session | None = None) -> str:
@@ -360,32 +358,17 @@ def propose_adopted(
     me = _me(session, place)  # before any write: a token without a user id writes nothing
     project = place.project
     actions = [{"action": "update", "file_path": p, "content": t} for p, t in files.items()]
-    commit = {
-        "branch": ADOPT_BRANCH,
-        "start_branch": base,
-        "force": True,
-        "commit_message": ADOPT_TITLE,
-        "actions": actions,
-    }
+    commit: dict[str, Any] = {"branch": ADOPT_BRANCH, "start_branch": base, "force": True}
+    commit |= {"commit_message": ADOPT_TITLE, "actions": actions}
     call(session, place, "POST", f"{project}/repository/commits", commit)
     description = cut(ADOPT_INTRO + summary, place.limit)
     iid = _adopt_request(session, place, base, me)
     if iid is not None:
         call(session, place, "PUT", f"{project}/merge_requests/{iid}", {"description": description})
         return "updated"
-    call(
-        session,
-        place,
-        "POST",
-        f"{project}/merge_requests",
-        {
-            "source_branch": ADOPT_BRANCH,
-            "target_branch": base,
-            "title": ADOPT_TITLE,
-            "remove_source_branch": True,
-            "description": description,
-        },
-    )
+    mr: dict[str, Any] = {"source_branch": ADOPT_BRANCH, "target_branch": base}
+    mr |= {"title": ADOPT_TITLE, "remove_source_branch": True, "description": description}
+    call(session, place, "POST", f"{project}/merge_requests", mr)
     return "opened"
 
 
@@ -399,10 +382,7 @@ def _adopt_request(session: requests.Session, place: Place, base: str, me: int) 
         raise wrong_shape(shown, "not a list of merge requests")
     for mr in found:
         if _is_adopt_request(mr, place.project_id, base, me):
-            iid = positive(mr.get("iid"))
-            if iid is None:
-                raise wrong_shape(shown, 'a merge request\'s "iid" is not a positive integer')
-            return iid
+            return _id(mr, "iid", shown, "merge request")
     return None
 
 

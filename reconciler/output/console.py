@@ -34,72 +34,50 @@ if TYPE_CHECKING:
 
 COLOR_CHOICES = ("auto", "always", "never")
 COLOR_CHOICE = "reconciler.color"  # ctx.meta: the --color given (commands without it: auto)
-_LABELS = {"error:": "red", "warning:": "yellow"}
 
 
 def use_color(
     choice: str = "auto", env: Mapping[str, str] | None = None, stream: TextIO | None = None
 ) -> bool:
     """`always`/`never` as asked; `auto`: a terminal, NO_COLOR unset or empty, TERM not dumb."""
-    if choice == "always":
-        return True
-    if choice == "never":
-        return False
+    if choice in ("always", "never"):
+        return choice == "always"
     env = os.environ if env is None else env
-    if env.get("NO_COLOR"):  # https://no-color.org: only a non-empty value counts
-        return False
-    if env.get("TERM") == "dumb":
+    if env.get("NO_COLOR") or env.get("TERM") == "dumb":  # no-color.org: a non-empty value
         return False
     stream = sys.stdout if stream is None else stream
     return bool(getattr(stream, "isatty", lambda: False)())
 
 
-def stderr_color(meta: Mapping[str, object] | None = None) -> bool:
-    """Whether stderr gets colour: ``use_color`` for stderr, with this run's `--color`.
+def _coloured(line: str | FileProblem) -> str:
+    """``line`` with its `error:` or `warning:` label coloured (an input problem: an error's
+    place, or its `warning:` label), as it is said: ``str()`` of a problem, escaped."""
+    text = str(line)
+    if isinstance(line, FileProblem):
+        where = text[: len(text) - len(escape(line.message))]  # "path:line:col: " (+ "warning: ")
+        if line.is_error:
+            return click.style(where.rstrip(), fg="red", bold=True) + text[len(where) - 1 :]
+        text = text[len(where) - len("warning: ") :]
+        return where[: -len("warning: ")] + _coloured(text)
+    for label, fg in (("error:", "red"), ("warning:", "yellow")):
+        if text.startswith(label):
+            return click.style(label, fg=fg, bold=True) + text[len(label) :]
+    return text
 
-    ``meta`` is the run's click meta (the current context's when None): where the
-    option, if the command has one, left its choice.
-    """
+
+def echo_err(line: str | FileProblem, meta: Mapping[str, object] | None = None) -> None:
+    """A line (or an input problem) on stderr, coloured as stderr's rule says: ``use_color``
+    for stderr, with this run's `--color`, which the option left in ``meta`` (the run's
+    click meta; the current context's when None)."""
     if meta is None:
         context = click.get_current_context(silent=True)
         meta = context.meta if context is not None else {}
     choice = meta.get(COLOR_CHOICE, "auto")
-    return use_color(choice if isinstance(choice, str) else "auto", stream=sys.stderr)
+    color = use_color(choice if isinstance(choice, str) else "auto", stream=sys.stderr)
+    click.echo(_coloured(line) if color else str(line), err=True, color=True if color else None)
 
 
-def labelled(line: str, color: bool) -> str:
-    """``line`` with a leading `error:` or `warning:` label coloured when ``color``."""
-    if color:
-        for label, fg in _LABELS.items():
-            if line.startswith(label):
-                return click.style(label, fg=fg, bold=True) + line[len(label) :]
-    return line
-
-
-def echo_err(line: str, meta: Mapping[str, object] | None = None) -> None:
-    """A line on stderr whose `error:` or `warning:` label is coloured as stderr's rule says."""
-    color = stderr_color(meta)
-    click.echo(labelled(line, color), err=True, color=True if color else None)
-
-
-def problem_line(problem: FileProblem, color: bool) -> str:
-    """An input problem as ``str(problem)`` says it, its place (an error's) or its
-    `warning:` label (a warning's) coloured when ``color``."""
-    text = str(problem)
-    if not color:
-        return text
-    message = escape(problem.message)
-    where = text[: len(text) - len(message)]  # "path:line:column: ", then "warning: " or not
-    if problem.is_error:
-        return click.style(where.rstrip(), fg="red", bold=True) + " " + message
-    place = where[: -len("warning: ")]
-    return place + click.style("warning:", fg="yellow", bold=True) + " " + message
-
-
-def echo_problem(problem: FileProblem, meta: Mapping[str, object] | None = None) -> None:
-    """An input problem on stderr, coloured as stderr's rule says."""
-    color = stderr_color(meta)
-    click.echo(problem_line(problem, color), err=True, color=True if color else None)
+echo_problem = echo_err  # the name the input problems' callers know
 
 
 # The `error:` lines every command ends with on stderr when some invites failed.
@@ -121,6 +99,16 @@ def resend_advice(invite_id: str) -> str:
     return f"send it with: reconcile resend {redact_and_escape(invite_id)}"
 
 
+_ADVICE = {  # by the HTTP status an invite failed with; {entry}: what to fix
+    400: "fix {entry} (`reconcile validate`), then try again",
+    422: "fix {entry} (`reconcile validate`), then try again",
+    409: "the invite changed meanwhile; make a new plan",
+    401: "check the credentials and their scopes",
+    403: "check the credentials and their scopes",
+    413: "a proxy or gateway in front of the API limits request bodies; ask its operators",
+}
+
+
 def what_to_do(
     status: int | None, source: SourceLocation | None, request_id: str | None = None
 ) -> str:
@@ -136,36 +124,22 @@ def what_to_do(
             f"(it never creates, deletes or revokes one): create the invite on the platform, "
             f"or remove {entry}, which only stops managing it"
         )
-    if status in (400, 422):
-        return f"fix {entry} (`reconcile validate`), then try again"
-    if status == 409:
-        return "the invite changed meanwhile; make a new plan"
-    if status in (401, 403):
-        return "check the credentials and their scopes"
-    if status == 413:
-        return "a proxy or gateway in front of the API limits request bodies; ask its operators"
+    if status in _ADVICE:
+        return _ADVICE[status].format(entry=entry)
     if request_id:
         return "try again later; if it persists, contact support with the requestId"
     # No requestId: the answer came from something in front of the API, or from nothing.
     return "try again later; if it persists, check the network path to the API (proxy, gateway)"
 
 
-def error_lines(failures: Iterable[FailedInvite]) -> list[str]:
-    failed = list(failures)
-    lines = [
-        f"error: {redact_and_escape(f.id)}: {redact_and_escape(f.message)}; "
-        f"{f.advice or what_to_do(f.status, f.source, f.request_id)}"
-        for f in failed[:SHOWN]
-    ]
-    if len(failed) > SHOWN:
-        lines.append(f"error: and {len(failed) - SHOWN} more failed invites (listed above)")
-    return lines
-
-
 def echo_errors(failures: Iterable[FailedInvite]) -> None:
     """Print the `error:` lines on stderr: call it last, after any summary or progress line."""
-    for line in error_lines(failures):
-        echo_err(line)
+    failed = list(failures)
+    for f in failed[:SHOWN]:
+        advice = f.advice or what_to_do(f.status, f.source, f.request_id)
+        echo_err(f"error: {redact_and_escape(f.id)}: {redact_and_escape(f.message)}; {advice}")
+    if len(failed) > SHOWN:
+        echo_err(f"error: and {len(failed) - SHOWN} more failed invites (listed above)")
 
 
 # `--verbose`: the tool's own log records on stderr (never a secret or token).
@@ -208,10 +182,6 @@ class Pace(Protocol):
         """The rate it settles at, once it has had time to (or now, when ``early``)."""
 
 
-def per_second(rate: float) -> str:
-    return f"{rate:.0f}" if rate >= 3 else f"{rate:.1f}"
-
-
 def duration(seconds: float) -> str:
     """A short human duration: "14 s", "3 min", "1 h 5 min"."""
     if seconds < 59.5:
@@ -235,7 +205,7 @@ class Progress:
         pace: Pace | None = None,
         failed_word: str = "failed",
     ) -> None:
-        self.label = label
+        self.label, self.total, self.done, self.failed = label, total, 0, 0
         # What the work counted `failed` is called: apply's is not all failed (a conflict,
         # a diverged value, a re-send whose outcome is unknown), and "failed" would say a
         # re-send that may have gone out did not.
@@ -243,18 +213,13 @@ class Progress:
         # Under a rate limit the time left is the work left over the allowed rate:
         # an average over the run so far would count its slow start and its refusals.
         self._pace = pace
-        self.total = total
-        self.done = 0
-        self.failed = 0
-        self._clock = clock
+        self._clock, self._interval = clock, interval
         self._started = self._last_line = clock()
-        self._interval = interval
         # With stderr closed (``2>&-``) sys.stderr is None: nothing to show, not an error.
         self._enabled = total > 0 and sys.stderr is not None
         self._closed = False
         self._bar: Any = None
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
+        self._lock, self._stop = threading.Lock(), threading.Event()
         self._ticker: threading.Thread | None = None
         if interactive is None:
             interactive = sys.stderr is not None and sys.stderr.isatty()
@@ -283,16 +248,13 @@ class Progress:
             else:
                 self.done += count
             if self._bar is not None:
-                rate = self._rate()
+                rate = self._pace and self._pace.rate
                 if rate:
                     self._bar.avg = [1.0 / rate]  # click's ETA: time per item × items left
                 self._bar.update(count)
             else:
                 self._line_if_due()
             self._say_limited(settled=True)
-
-    def _rate(self) -> float | None:
-        return self._pace.rate if self._pace is not None else None
 
     def _say_limited(self, *, settled: bool) -> None:
         """Once per run, when the pacer has found the server's rate. Hold the lock."""
@@ -303,12 +265,10 @@ class Progress:
         if rate is None:
             return
         pace.said_limited = True
-        self._message(f"the server limits requests: slowed to about {per_second(rate)} per second")
-
-    def _message(self, text: str) -> None:
         if self._bar is not None:
             sys.stderr.write("\r\x1b[2K")  # over the bar's line; the next update draws it again
-        click.echo(text, err=True)
+        shown = f"{rate:.0f}" if rate >= 3 else f"{rate:.1f}"
+        click.echo(f"the server limits requests: slowed to about {shown} per second", err=True)
 
     def _line_if_due(self) -> None:
         if self._enabled and not self._closed and self._clock() - self._last_line >= self._interval:
@@ -360,7 +320,7 @@ class Progress:
         if self.failed:
             line += f", {self.failed:,} {self.failed_word}"
         line += f", {duration(elapsed)} elapsed"
-        rate = self._rate()
+        rate = self._pace and self._pace.rate
         if rate:
             line += f", ~{duration((self.total - finished) / rate)} left"
         elif finished:

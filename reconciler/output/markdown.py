@@ -12,7 +12,6 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 
 from reconciler.errors import FileProblem
-from reconciler.model.invite import Contact, FieldValue, IdentifierSet, SourceLocation
 from reconciler.output import (
     CONFLICT_NOTE,
     KEPT_NOTE,
@@ -24,20 +23,17 @@ from reconciler.output import (
     OUTSIDE_CHANGE_NOTE,
     SILENT_ADDRESS_NOTE,
     PlanRenderer,
+    Row,
     by_status,
+    change_rows,
+    field_rows,
     invite_urls_note,
     kept_warning,
     max_changes_warning,
     resend_note,
     summary_line,
 )
-from reconciler.plan.model import (
-    FailedInvite,
-    FieldChange,
-    InviteChange,
-    Plan,
-    SetApart,
-)
+from reconciler.plan.model import FailedInvite, InviteChange, Plan, SetApart
 from reconciler.safetext import escape, json_text, plural, redact
 
 COMMENT_LIMIT = 65_000
@@ -78,17 +74,9 @@ def problems_markdown(problems: Iterable[FileProblem]) -> str:
     ]
     more = len(listed) - len(rows)
     tail = [f"\nand {plural(more, 'more problem')}, listed in the job's log"] if more > 0 else []
-    return "\n".join(
-        [
-            f"**invite-reconciler**: {' and '.join(c for c in counts if not c.startswith('0 '))} "
-            "in the invite files",
-            "",
-            "| | where | what |",
-            "|---|---|---|",
-            *rows,
-            *tail,
-        ]
-    )
+    said = " and ".join(c for c in counts if not c.startswith("0 "))
+    head = f"**invite-reconciler**: {said} in the invite files\n\n| | where | what |\n|---|---|---|"
+    return "\n".join([head, *rows, *tail])
 
 
 _PROBLEMS_SHOWN = 200
@@ -99,10 +87,6 @@ _ID = re.compile(r"[A-Za-z0-9_.-]{1,128}")
 def _label(text: str) -> str:
     """A field name: as it is when it is a plain word, else shown literally."""
     return text if _PLAIN.fullmatch(text) else _code(text)
-
-
-def _where(source: SourceLocation | None) -> str:
-    return f" ({_code(str(source))})" if source is not None else ""
 
 
 def _id(invite_id: str) -> str:
@@ -122,7 +106,8 @@ class MarkdownRenderer(PlanRenderer):
         if plan.failed:
             yield page.add("#### Errors\n\n")
             errors = (
-                f"- {_id(f.id)}{_where(f.source)}: {_code(f.message)}\n"
+                f"- {_id(f.id)}{f' ({_code(str(f.source))})' if f.source is not None else ''}: "
+                f"{_code(f.message)}\n"
                 for f in map(FailedInvite.redacted, plan.failed)
             )
             yield from page.fill("errors", errors, len(plan.failed))
@@ -181,7 +166,7 @@ class MarkdownRenderer(PlanRenderer):
     def _set_apart(self, invite: SetApart, note: str = "", tail: str = "") -> str:
         """An invite that differs and that apply leaves alone: a table of its fields."""
         rows = ["| field | on the platform | in the files |", "|---|---|---|"]
-        rows += [row for field in invite.field_changes for row in self._rows(field)]
+        rows += [_row(row) for field in invite.field_changes for row in field_rows(field)]
         title = _title(invite.id, invite.name)
         where = _code(str(invite.source))
         return f"##### {title}\n{where}{note}\n\n" + "\n".join(rows) + "\n\n" + tail
@@ -192,47 +177,25 @@ class MarkdownRenderer(PlanRenderer):
             notes.append(f"**{resend_note(change, _code)}**")
         elif change.address_changes_silently:
             notes.append(SILENT_ADDRESS_NOTE)
-        rows = ["| field | before | after |", "|---|---|---|"]
-        for field in change.field_changes:
-            if field.field not in change.conflicts:
-                rows.extend(self._rows(field))
-                # Every sub-field the PATCH carries, those the files leave alone too.
-                rows.extend(
-                    f"| {_label(f'{field.field}.{sub}')} | {_cell(value)} | "
-                    f"{_cell(value)} _({KEPT_NOTE})_ |"
-                    for sub, value in change.kept_values(field.field)
-                )
-        table = "\n".join(rows) + "\n\n" if len(rows) > 2 else ""
+        rows = [_row(row) for row in change_rows(change) if not row.conflict]
+        table = "\n".join(["| field | before | after |", "|---|---|---|", *rows]) + "\n\n"
+        table = table if rows else ""
         for name, subs in change.kept_riding_along.items():
             table += f"> [!WARNING]\n> {kept_warning(name, subs, _code, _code)}\n\n"
         if change.conflicts:
-            table = self._conflicts(change, ref) + table
+            at = _code(ref or "REF")
+            conflicts = [
+                f"> [!CAUTION]\n> **Conflict**: {CONFLICT_NOTE.format(ref=at)}.\n",
+                f"| field | at {at} | on the platform | wanted |",
+                "|---|---|---|---|",
+                *(
+                    f"| {_label(name)} | {_cell(was)} | {_cell(change.before.get(name))} | "
+                    f"{_cell(change.patch[name])} |"
+                    for name, was in change.conflicts.items()
+                ),
+            ]
+            table = "\n".join(conflicts) + "\n\n" + table
         return f"#### {_title(change.id, change.name)}\n{' · '.join(notes)}\n\n" + table
-
-    def _conflicts(self, change: InviteChange, ref: str | None) -> str:
-        at = _code(ref or "REF")
-        rows = [
-            f"> [!CAUTION]\n> **Conflict**: {CONFLICT_NOTE.format(ref=at)}.\n",
-            f"| field | at {at} | on the platform | wanted |",
-            "|---|---|---|---|",
-        ]
-        rows += [
-            f"| {_label(name)} | {_cell(was)} | {_cell(change.before.get(name))} | "
-            f"{_cell(change.patch[name])} |"
-            for name, was in change.conflicts.items()
-        ]
-        return "\n".join(rows) + "\n\n"
-
-    def _rows(self, change: FieldChange) -> list[str]:
-        before, after, delta = change.before, change.after, change.delta
-        if isinstance(before, IdentifierSet) and isinstance(after, IdentifierSet):
-            items = [f"+ {json_text(i)}" for i in delta.added]
-            items += [f"- {json_text(i)}" for i in delta.removed]
-            shown = "<br>".join(_code(item) for item in items)
-            return [f"| {_label(change.field)} | {_cell(before)} | {shown} |"]
-        if isinstance(before, Contact) and isinstance(after, Contact):
-            return [_row(f"{change.field}.{k}", old, new) for k, old, new in delta.sub_changes]
-        return [_row(change.field, before, after)]
 
 
 class _Page:
@@ -257,8 +220,10 @@ class _Page:
             yield self.add(piece)
 
 
-def _row(label: str, before: FieldValue | None, after: FieldValue | None) -> str:
-    return f"| {_label(label)} | {_cell(before)} | {_cell(after)} |"
+def _row(row: Row) -> str:
+    after = "<br>".join(map(_code, row.items)) if row.items is not None else _cell(row.after)
+    kept = f" _({KEPT_NOTE})_" if row.kept else ""
+    return f"| {_label(row.label)} | {_cell(row.before)} | {after}{kept} |"
 
 
 def _cell(value: object) -> str:

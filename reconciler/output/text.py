@@ -8,7 +8,7 @@ import click
 
 from reconciler.api.exceptions import ApiError
 from reconciler.apply.applier import ApplyReport, ChangeResult, ResendOutcome, WriteOutcome
-from reconciler.model.invite import Contact, FieldValue, IdentifierSet, SourceLocation, kind_of
+from reconciler.model.invite import FieldValue, kind_of
 from reconciler.output import (
     CONFLICT_NOTE,
     KEPT_NOTE,
@@ -19,7 +19,10 @@ from reconciler.output import (
     OUTSIDE_CHANGE_NOTE,
     SILENT_ADDRESS_NOTE,
     PlanRenderer,
+    Row,
     by_status,
+    change_rows,
+    field_rows,
     invite_urls_note,
     kept_warning,
     max_changes_warning,
@@ -28,33 +31,33 @@ from reconciler.output import (
     summary_line,
 )
 from reconciler.output.console import resend_advice
-from reconciler.plan.model import (
-    FailedInvite,
-    FieldChange,
-    InviteChange,
-    NotUpdatable,
-    OutsideChange,
-    Plan,
-    SetApart,
-)
+from reconciler.plan.model import FailedInvite, InviteChange, OutsideChange, Plan, SetApart
 from reconciler.plan.write_check import StoredOtherwise
 from reconciler.safetext import escape, json_text, plural, redact, redact_and_escape
 
-# What an apply did, as plain text: each invite's line as its write ends, and the summary.
-#
-# ``TextRenderer`` (the plan) is one of these, so one renderer says both.
+# How a plan marks each kind of record: its sign and the colour of its heading.
+_MARKS = {
+    "change": ("~", "yellow"),
+    "conflict": ("!", "red"),
+    "failed": ("!", "red"),
+    "not updatable": ("!", "magenta"),
+    "outside": ("?", "magenta"),
+}
+# The colour of an apply outcome's word (the outcome's value); any other is red.
+_COLOURS = {
+    WriteOutcome.NOT_STARTED: "yellow",
+    WriteOutcome.ALREADY_APPLIED: "green",
+    WriteOutcome.UPDATED: "green",
+    ResendOutcome.RESENT: "cyan",
+}
 
 
-def _id(invite: InviteChange | NotUpdatable) -> str:
+def _id(invite: InviteChange | SetApart) -> str:
     return redact_and_escape(invite.id)
 
 
-def _where_from(invite: InviteChange | NotUpdatable) -> str:
-    return redact_and_escape(str(invite.source))
-
-
 def _where(change: InviteChange) -> str:
-    return f"{_id(change)}  ({_where_from(change)})"
+    return f"{_id(change)}  ({redact_and_escape(str(change.source))})"
 
 
 def stored_otherwise_text(part: StoredOtherwise) -> str:
@@ -66,16 +69,14 @@ def stored_otherwise_text(part: StoredOtherwise) -> str:
 
 def diverged_advice(change: InviteChange) -> str:
     target = f"`reconcile adopt --target {_id(change)}`"
-    return f"write the platform's form in {_where_from(change)} (or {target})"
+    return f"write the platform's form in {redact_and_escape(str(change.source))} (or {target})"
 
 
 def _shown_server(name: str, value: FieldValue | None) -> FieldValue | None:
     """A server's value as shown: redacted."""
-    if value is None:
-        return None
     if isinstance(value, str):
         return redact(value)
-    return kind_of(name.partition(".")[0]).redacted(value)
+    return None if value is None else kind_of(name.partition(".")[0]).redacted(value)
 
 
 def fatal_short(error: ApiError) -> str:
@@ -83,17 +84,24 @@ def fatal_short(error: ApiError) -> str:
     return f"HTTP {error.status}" if error.status else "the error"
 
 
+def _said(error: ApiError | None, *, short: bool = False) -> str:
+    """An error's message; with ``short``, a run-fatal one only named (said at the end)."""
+    if short and error is not None and error.run_fatal:
+        return f"{fatal_short(error)} (the error at the end)"
+    return redact_and_escape(str(error))
+
+
 def resend_if_updated(change: InviteChange) -> str:
     """For a re-send due after an update whose outcome is unknown: it was not made."""
-    invite_id = redact_and_escape(change.id)
+    invite_id = _id(change)
     return (
         f"its invitation was not re-sent. If `reconcile plan --target {invite_id}` shows no "
         f"change, the update was made: then send it with: reconcile resend {invite_id}"
     )
 
 
-class ApplyLines:
-    """The lines of an apply's results, coloured when ``color``."""
+class TextRenderer(PlanRenderer):
+    """A plan, and an apply's results, as plain text; coloured when ``color``."""
 
     def __init__(self, color: bool = False) -> None:
         self.color = color
@@ -101,43 +109,36 @@ class ApplyLines:
     def _style(self, text: str, **style: object) -> str:
         return click.style(text, **style) if self.color else text  # type: ignore[arg-type]
 
-    def _label(self, word: str, fg: str) -> str:
+    # -- an apply's results: each invite's lines as its write ends, and the summary -------
+
+    def _label(self, outcome: WriteOutcome | ResendOutcome) -> str:
         """An outcome's word, coloured, and the room that lines up what follows it (the
         width of "not started" and two spaces; a longer word is followed by two)."""
-        return self._style(word, fg=fg) + " " * max(2, 13 - len(word))
+        word = outcome.value
+        return self._style(word, fg=_COLOURS.get(outcome, "red")) + " " * max(2, 13 - len(word))
 
     def apply_result(self, result: ChangeResult) -> str:
         change, outcome = result.change, result.outcome
-        where = _where(change)
-        error = redact_and_escape(str(result.error))
+        head = self._label(outcome) + _where(change)
         if outcome is WriteOutcome.NOT_STARTED:
-            return self._label("not started", "yellow") + where
+            return head
         if outcome is WriteOutcome.ALREADY_APPLIED:
             return "\n".join([self.already_applied(change), *self._resend_lines(result)])
         if outcome is WriteOutcome.CONFLICT:
-            return self._write_conflict(result, where)
+            return self._write_conflict(result, head)
         if outcome is WriteOutcome.FAILED:
-            if result.error is not None and result.error.run_fatal:  # said once, at the end
-                error = f"{fatal_short(result.error)} (the error at the end)"
-            return f"{self._label('failed', 'red')}{where}: {error}"
+            return f"{head}: {_said(result.error, short=True)}"
         if outcome is WriteOutcome.UPDATE_UNKNOWN:
             line = (
-                f"{self._label('update unknown', 'red')}{where}: {error}; the server may have "
-                "applied it. Check before applying again "
-                f"(reconcile plan --target {_id(change)})"
+                f"{head}: {_said(result.error)}; the server may have applied it. Check before "
+                f"applying again (reconcile plan --target {_id(change)})"
             )
             if change.resend:  # due after the update, which may have been made
-                line += f"\n{self._label('not re-sent', 'red')}{_id(change)}: "
+                line += f"\n{self._label(ResendOutcome.NOT_RESENT)}{_id(change)}: "
                 line += resend_if_updated(change)
             return line
-        return self._written(result, where)
-
-    def _written(self, result: ChangeResult, where: str) -> str:
-        """Updated, or diverged: each part stored otherwise, each kept part reformatted."""
-        change = result.change
-        diverged = result.outcome is WriteOutcome.DIVERGED
-        word, fg = ("diverged", "red") if diverged else ("updated", "green")
-        lines = [f"{self._label(word, fg)}{where}: {', '.join(change.patch)}"]
+        # Updated, or diverged: each part stored otherwise, each kept part reformatted.
+        lines = [f"{head}: {', '.join(change.patch)}"]
         advice = diverged_advice(change)
         lines += [f"    {stored_otherwise_text(part)}; {advice}" for part in result.diverged]
         lines += [
@@ -147,13 +148,10 @@ class ApplyLines:
         ]
         return "\n".join(lines + self._resend_lines(result))
 
-    def _write_conflict(self, result: ChangeResult, where: str) -> str:
-        head = (
-            f"{self._label('conflict', 'red')}{where}: changed on the platform since "
-            "the plan was shown; nothing written to it"
-        )
+    def _write_conflict(self, result: ChangeResult, head: str) -> str:
+        head += ": changed on the platform since the plan was shown; nothing written to it"
         if result.error is not None:  # a 412 to If-Match
-            head += f" ({redact_and_escape(str(result.error))})"
+            head += f" ({_said(result.error)})"
             if result.etag_moved_alone:
                 head += (
                     "; yet read again, it holds what it held before: the server's ETag may "
@@ -173,96 +171,73 @@ class ApplyLines:
 
     def _resend_lines(self, result: ChangeResult) -> list[str]:
         change, resend = result.change, result.resend
-        error = redact_and_escape(str(result.resend_error))
+        if resend is None:
+            return []
         if resend is ResendOutcome.RESENT:
             to = result.recipient or change.recipient
             said = f"invitation e-mailed to {redact_and_escape(to)}" if to else "invitation"
-            return [f"{self._label('re-sent', 'cyan')}{_id(change)}: {said}"]
-        if resend is ResendOutcome.RESEND_UNKNOWN:
-            return [
-                f"{self._label('re-send unknown', 'red')}{_id(change)}: {error}; the "
-                "invitation may have gone out: check with the platform or the invitee "
-                "before sending again"
-            ]
-        if resend is ResendOutcome.NOT_RESENT:
-            refusal = result.resend_error
-            if refusal is not None and refusal.run_fatal:  # said once, at the end
-                error = f"{fatal_short(refusal)} (the error at the end)"
-            return [
-                f"{self._label('not re-sent', 'red')}{_id(change)}: {error}; "
-                f"the update was applied: {resend_advice(change.id)}"
-            ]
-        if resend is ResendOutcome.OWED:
-            return [
-                f"{self._label('re-send owed', 'red')}{_id(change)}: "
-                f"{redact_and_escape(result.owed or 'not sent')}; {resend_advice(change.id)}"
-            ]
-        return []
+        elif resend is ResendOutcome.RESEND_UNKNOWN:
+            said = (
+                f"{_said(result.resend_error)}; the invitation may have gone out: check with "
+                "the platform or the invitee before sending again"
+            )
+        elif resend is ResendOutcome.NOT_RESENT:
+            said = f"{_said(result.resend_error, short=True)}; the update was applied: "
+            said += resend_advice(change.id)
+        else:
+            said = f"{redact_and_escape(result.owed or 'not sent')}; {resend_advice(change.id)}"
+        return [f"{self._label(resend)}{_id(change)}: {said}"]
 
     def already_applied(self, change: InviteChange) -> str:
         """A change of a saved plan that an earlier run made: nothing is sent for it."""
         note = "nothing sent" + (", its invitation not e-mailed again" if change.resend else "")
-        return f"{self._label('already applied', 'green')}{_where(change)}: {note}"
+        return f"{self._label(WriteOutcome.ALREADY_APPLIED)}{_where(change)}: {note}"
 
     def apply_summary(self, report: ApplyReport) -> str:
-        count = report.count
-        already = report.already_applied + count(WriteOutcome.ALREADY_APPLIED)
-        updates_unknown = count(WriteOutcome.UPDATE_UNKNOWN)
-        not_resent, owed = count(ResendOutcome.NOT_RESENT), count(ResendOutcome.OWED)
-        resends_unknown = count(ResendOutcome.RESEND_UNKNOWN)
-        parts = [
-            f"{report.updated} updated",
-            *_said_if_any(
-                (count(WriteOutcome.DIVERGED), f"{count(WriteOutcome.DIVERGED)} diverged"),
-                (report.conflicts, f"{plural(report.conflicts, 'conflict')} (not written)"),
-            ),
-            f"{count(WriteOutcome.FAILED)} failed",
-            *_said_if_any(
-                (already, f"{already} already applied"),
-                (updates_unknown, f"{plural(updates_unknown, 'update')} with unknown outcome"),
-                (count(WriteOutcome.NOT_STARTED), f"{count(WriteOutcome.NOT_STARTED)} not started"),
-                (not_resent, f"{plural(not_resent, 'invitation')} not re-sent"),
-                (owed, f"{plural(owed, 're-send')} owed"),
-                (
-                    resends_unknown,
-                    f"{plural(resends_unknown, 'invitation')} with unknown re-send outcome",
-                ),
+        n = report.count
+        already = report.already_applied + n(WriteOutcome.ALREADY_APPLIED)
+        unknown, not_started = n(WriteOutcome.UPDATE_UNKNOWN), n(WriteOutcome.NOT_STARTED)
+        diverged, conflicts = n(WriteOutcome.DIVERGED), report.conflicts
+        not_resent, owed = n(ResendOutcome.NOT_RESENT), n(ResendOutcome.OWED)
+        resends_unknown = n(ResendOutcome.RESEND_UNKNOWN)
+        counted = [  # (said when not 0, or always when None; the words)
+            (None, f"{report.updated} updated"),
+            (diverged, f"{diverged} diverged"),
+            (conflicts, f"{plural(conflicts, 'conflict')} (not written)"),
+            (None, f"{n(WriteOutcome.FAILED)} failed"),
+            (already, f"{already} already applied"),
+            (unknown, f"{plural(unknown, 'update')} with unknown outcome"),
+            (not_started, f"{not_started} not started"),
+            (not_resent, f"{plural(not_resent, 'invitation')} not re-sent"),
+            (owed, f"{plural(owed, 're-send')} owed"),
+            (
+                resends_unknown,
+                f"{plural(resends_unknown, 'invitation')} with unknown re-send outcome",
             ),
         ]
         lines = []
         if report.stopped_by:
             lines.append(self._style(f"Stopped: {report.stopped_by}.", fg="red", bold=True))
-        lines.append(f"Apply: {', '.join(parts)}.")
-        return "\n".join(lines + _resends_to_make(report))
+        lines.append(f"Apply: {', '.join(text for count, text in counted if count != 0)}.")
+        # Every e-mail that was due and not sent, by id, with the way to send it: the next
+        # plan shows no change for an invite already updated, so nothing else would.
+        not_made = [_id(r.change) for r in report.resends_not_made]
+        if not_made:
+            lines.append(
+                f"Not re-sent although updated: {', '.join(not_made)}. "
+                f"Send {'it' if len(not_made) == 1 else 'them'} with: "
+                f"reconcile resend {' '.join(not_made)}"
+            )
+        doubtful = [_id(r.change) for r in report.resends_in_doubt]
+        if doubtful:
+            lines.append(
+                f"Not re-sent, update unknown: {', '.join(doubtful)}. Where "
+                "`reconcile plan --target ID` shows no change, the update was made: send the "
+                "invitation with `reconcile resend ID`; otherwise the next apply sends both."
+            )
+        return "\n".join(lines)
 
-
-def _said_if_any(*counted: tuple[int, str]) -> list[str]:
-    return [text for number, text in counted if number]
-
-
-def _resends_to_make(report: ApplyReport) -> list[str]:
-    """Every e-mail that was due and not sent, by id, with the way to send it: the next
-    plan shows no change for an invite already updated, so nothing else would."""
-    lines = []
-    not_made = [redact_and_escape(r.change.id) for r in report.resends_not_made]
-    if not_made:
-        lines.append(
-            f"Not re-sent although updated: {', '.join(not_made)}. "
-            f"Send {'it' if len(not_made) == 1 else 'them'} with: "
-            f"reconcile resend {' '.join(not_made)}"
-        )
-    doubtful = [redact_and_escape(r.change.id) for r in report.resends_in_doubt]
-    if doubtful:
-        lines.append(
-            f"Not re-sent, update unknown: {', '.join(doubtful)}. Where "
-            "`reconcile plan --target ID` shows no change, the update was made: send the "
-            "invitation with `reconcile resend ID`; otherwise the next apply sends both."
-        )
-    return lines
-
-
-class TextRenderer(ApplyLines, PlanRenderer):
-    """A plan as plain text; an apply's results by ``ApplyLines``."""
+    # -- the plan -------------------------------------------------------------------------
 
     def chunks(self, plan: Plan) -> Iterator[str]:
         """The plan an invite at a time: each block and the blank line after it, then totals."""
@@ -270,25 +245,19 @@ class TextRenderer(ApplyLines, PlanRenderer):
         for change in plan.changes:
             yield self._change(change.redacted(), plan.changed_since) + "\n\n"
         for failed in map(FailedInvite.redacted, plan.failed):
-            heading = self._heading("!", failed.id, None, failed.source, "red")
-            yield f"{heading}\n    {redact_and_escape(failed.message)}\n\n"
+            yield f"{self._heading('failed', failed)}\n    {redact_and_escape(failed.message)}\n\n"
         for status, group in by_status(plan.not_updatable).items():
-            yield self._section(f"{NOT_UPDATABLE_HEADING}: {redact_and_escape(status)}")
-            note = NOT_PENDING_NOTE.format(status=redact_and_escape(status))
+            status = redact_and_escape(status)
+            yield self._section(f"{NOT_UPDATABLE_HEADING}: {status}")
+            note = f"{NOT_PENDING_NOTE.format(status=status)}; these fields differ from the files:"
             for invite in group:
-                fix = NOT_UPDATABLE_FIX.format(source=_where_from(invite), invite_id=_id(invite))
-                note_fields = f"{note}; these fields differ from the files:"
-                yield self._set_apart("!", invite, note_fields, f"\n    fix: {fix}")
+                source = redact_and_escape(str(invite.source))
+                fix = NOT_UPDATABLE_FIX.format(source=source, invite_id=_id(invite))
+                yield self._set_apart("not updatable", invite, note, f"\n    fix: {fix}")
         if plan.outside_change:
             yield self._section(f"{OUTSIDE_CHANGE_HEADING}:")
             for outside in map(OutsideChange.redacted, plan.outside_change):
-                yield self._set_apart("?", outside, f"{OUTSIDE_CHANGE_NOTE}:")
-        yield self._footer(plan)
-
-    def _section(self, heading: str) -> str:
-        return self._style(heading, fg="magenta", bold=True) + "\n\n"
-
-    def _footer(self, plan: Plan) -> str:
+                yield self._set_apart("outside", outside, f"{OUTSIDE_CHANGE_NOTE}:")
         footer = []
         warning = max_changes_warning(plan)
         if warning:
@@ -298,41 +267,35 @@ class TextRenderer(ApplyLines, PlanRenderer):
         urls = invite_urls_note(plan)
         if urls:
             footer.append(f"{urls}.")
-        footer.append(summary_line(plan))
-        return "\n".join(footer) + "\n"
+        yield "\n".join([*footer, summary_line(plan)]) + "\n"
 
-    def _heading(
-        self, mark: str, invite_id: str, name: str | None, source: SourceLocation | None, fg: str
-    ) -> str:
-        parts = [self._style(f"{mark} {escape(invite_id)}", fg=fg, bold=True)]
+    def _section(self, heading: str) -> str:
+        return self._style(heading, fg="magenta", bold=True) + "\n\n"
+
+    def _heading(self, kind: str, record: InviteChange | SetApart | FailedInvite) -> str:
+        mark, fg = _MARKS[kind]
+        parts = [self._style(f"{mark} {escape(record.id)}", fg=fg, bold=True)]
+        name = getattr(record, "name", None)
         if name:
             parts.append(escape(name))  # from the files, as it will be sent
-        if source is not None:  # a failed invite may not come from an entry
-            parts.append(f"({escape(str(source))})")
+        if record.source is not None:  # a failed invite may not come from an entry
+            parts.append(f"({escape(str(record.source))})")
         return "  ".join(parts)
 
     def _change(self, change: InviteChange, ref: str | None) -> str:
         at = redact_and_escape(ref or "REF")
+        lines = [self._heading("conflict" if change.conflicts else "change", change)]
         if change.conflicts:
-            lines = [self._heading("!", change.id, change.name, change.source, "red")]
-            note = CONFLICT_NOTE.format(ref=at)
-            lines.append("    " + self._style(f"conflict: {note}", fg="red"))
-        else:
-            lines = [self._heading("~", change.id, change.name, change.source, "yellow")]
-        for field in change.field_changes:
-            name = redact_and_escape(field.field)
-            if field.field in change.conflicts:
+            conflict = f"conflict: {CONFLICT_NOTE.format(ref=at)}"
+            lines.append("    " + self._style(conflict, fg="red"))
+        for row in change_rows(change):
+            if row.conflict:
                 lines.append(
-                    f"    {name}: conflict: at {at} {shown_value(change.conflicts[field.field])}, "
-                    f"on the platform {self._old(field.before)}, wanted {self._new(field.after)}"
+                    f"    {redact_and_escape(row.label)}: conflict: at {at} {shown_value(row.was)}"
+                    f", on the platform {self._old(row.before)}, wanted {self._new(row.after)}"
                 )
-                continue
-            lines.extend(f"    {line}" for line in self._field(field))
-            # Every sub-field the PATCH carries is shown, those the files leave alone too.
-            lines.extend(
-                f"    {name}.{escape(sub)}: {shown_value(value)} ({KEPT_NOTE})"
-                for sub, value in change.kept_values(field.field)
-            )
+            else:
+                lines.append(f"    {self._line(row)}")
         for name, subs in change.kept_riding_along.items():
             lines.append("    " + self._style(f"warning: {kept_warning(name, subs)}", fg="yellow"))
         if change.resend:
@@ -342,29 +305,23 @@ class TextRenderer(ApplyLines, PlanRenderer):
             lines.append(f"    {SILENT_ADDRESS_NOTE}")
         return "\n".join(lines)
 
-    def _set_apart(self, mark: str, invite: SetApart, note: str, tail: str = "") -> str:
+    def _set_apart(self, kind: str, invite: SetApart, note: str, tail: str = "") -> str:
         """An invite that differs and that apply leaves alone: why, and each field."""
-        lines = [self._heading(mark, invite.id, invite.name, invite.source, "magenta")]
-        lines.append(f"    {note}")
-        lines += [f"      {line}" for field in invite.field_changes for line in self._field(field)]
+        lines = [self._heading(kind, invite), f"    {note}"]
+        lines += [f"      {self._line(row)}" for f in invite.field_changes for row in field_rows(f)]
         return "\n".join(lines) + tail + "\n\n"
 
-    def _field(self, change: FieldChange) -> list[str]:
-        name = redact_and_escape(change.field)
-        before, after, delta = change.before, change.after, change.delta
-        if isinstance(before, IdentifierSet) and isinstance(after, IdentifierSet):
-            items = [self._style(f"+ {json_text(i)}", fg="green") for i in delta.added]
-            items += [self._style(f"- {json_text(i)}", fg="red") for i in delta.removed]
-            return [f"{name}: {', '.join(items)}"]
-        if isinstance(before, Contact) and isinstance(after, Contact):
-            return [
-                f"{name}.{escape(str(key))}: {self._old(old)} -> {self._new(new)}"
-                for key, old, new in delta.sub_changes
-            ]
-        return [f"{name}: {self._old(before)} -> {self._new(after)}"]
+    def _line(self, row: Row) -> str:
+        label = redact_and_escape(row.label)
+        if row.items is not None:
+            items = (self._style(i, fg="green" if i[0] == "+" else "red") for i in row.items)
+            return f"{label}: {', '.join(items)}"
+        if row.kept:
+            return f"{label}: {shown_value(row.after)} ({KEPT_NOTE})"
+        return f"{label}: {self._old(row.before)} -> {self._new(row.after)}"
 
-    def _old(self, value: FieldValue | None) -> str:
+    def _old(self, value: object) -> str:
         return self._style(shown_value(value), fg="red")
 
-    def _new(self, value: FieldValue | None) -> str:
+    def _new(self, value: object) -> str:
         return self._style(shown_value(value), fg="green")

@@ -1,10 +1,9 @@
-"""What a CI log shows: progress lines, GitHub annotations, Code Quality reports, colour;
-the advice at the end of each failed invite's `error:` line: only about what exists."""
+"""What a person reads besides the plan: progress lines, colour; the advice at the end of
+each failed invite's `error:` line: only about what exists."""
 
 from __future__ import annotations
 
 import io
-import json
 import logging
 import os
 import sys
@@ -15,15 +14,7 @@ import pytest
 from support.helpers import EXAMPLES, clean_env
 
 from reconciler.cli import main
-from reconciler.errors import FileProblem
 from reconciler.model.invite import SourceLocation
-from reconciler.output.ci import (
-    error_command,
-    escape_property,
-    github_enabled,
-    input_error_commands,
-    render_report,
-)
 from reconciler.output.console import Progress, duration, use_color, what_to_do
 
 
@@ -35,9 +26,16 @@ class FakeClock:
         return self.now
 
 
+def logged(total: int, clock: FakeClock | None = None, label: str = "Reading invites", **options):
+    """Progress as a CI log shows it, on ``clock``, its lines printed only by advance()."""
+    return Progress(
+        label, total, clock=clock or FakeClock(), interactive=False, ticker=False, **options
+    )
+
+
 def test_progress_off_a_terminal_prints_a_line_about_every_ten_seconds(capsys) -> None:
     clock = FakeClock()
-    progress = Progress("Reading invites", 20_000, clock=clock, interactive=False, ticker=False)
+    progress = logged(20_000, clock)
     for _ in range(1_200):
         clock.now += 14 / 1_200
         progress.advance()
@@ -50,7 +48,7 @@ def test_progress_off_a_terminal_prints_a_line_about_every_ten_seconds(capsys) -
 
 def test_progress_line_wording_matches_the_issue_example(capsys) -> None:
     clock = FakeClock()
-    progress = Progress("Reading invites", 20_000, clock=clock, interactive=False, ticker=False)
+    progress = logged(20_000, clock)
     progress.advance(1_199)
     clock.now += 14
     progress.advance()
@@ -76,9 +74,7 @@ def test_under_a_rate_limit_the_time_left_is_the_work_left_over_the_rate(capsys)
     # two seconds before the end; the rate the server allows says how long is left.
     clock = FakeClock()
     pace = FakePace(10.0)
-    progress = Progress(
-        "Reading invites", 300, clock=clock, interactive=False, ticker=False, pace=pace
-    )
+    progress = logged(300, clock, pace=pace)
     progress.advance(10)
     clock.now += 12  # a crawl at first
     progress.advance(270)  # 20 left at 10 a second
@@ -93,7 +89,7 @@ def test_the_limit_is_said_once_per_run_whatever_the_progress_lines(capsys) -> N
     clock = FakeClock()
     pace = FakePace(4.6)
     for label in ("Reading invites", "Applying"):  # two progress displays, one run
-        progress = Progress(label, 10, clock=clock, interactive=False, ticker=False, pace=pace)
+        progress = logged(10, clock, label, pace=pace)
         progress.advance(10)
         progress.finish()
 
@@ -105,9 +101,7 @@ def test_the_limit_is_said_once_per_run_whatever_the_progress_lines(capsys) -> N
     ("rate", "said"), [(2.5, ["2.5"]), (None, [])], ids=["limited", "unlimited"]
 )
 def test_a_short_run_says_the_rate_it_had_at_the_end_if_limited(capsys, rate, said) -> None:
-    progress = Progress(
-        "Reading invites", 3, interactive=False, ticker=False, pace=FakePace(rate, False)
-    )
+    progress = logged(3, pace=FakePace(rate, False))
     progress.advance(3)
     progress.finish()
     limits = [line for line in capsys.readouterr().err.splitlines() if "limits" in line]
@@ -116,7 +110,7 @@ def test_a_short_run_says_the_rate_it_had_at_the_end_if_limited(capsys, rate, sa
 
 def test_a_run_that_stops_early_never_claims_the_work_it_did_not_do(capsys) -> None:
     clock = FakeClock()
-    progress = Progress("Reading invites", 6, clock=clock, interactive=False, ticker=False)
+    progress = logged(6, clock)
     progress.advance(failed=True)  # the first read failed: a run-fatal error follows
     clock.now += 2
     progress.finish()
@@ -131,9 +125,7 @@ def test_a_run_that_stops_early_never_claims_the_work_it_did_not_do(capsys) -> N
 @pytest.mark.parametrize("word", ["failed", "to look at"])
 def test_a_finished_run_says_what_was_done(capsys, word: str) -> None:
     clock = FakeClock()
-    with Progress(
-        "Applying", 3, clock=clock, interactive=False, ticker=False, failed_word=word
-    ) as p:
+    with logged(3, clock, "Applying", failed_word=word) as p:
         p.advance(2)
         p.advance(failed=True)
         clock.now += 75
@@ -170,79 +162,6 @@ def test_nothing_to_do_prints_no_progress(capsys: pytest.CaptureFixture[str]) ->
 )
 def test_durations_read_like_a_person_would_say_them(seconds: float, text: str) -> None:
     assert duration(seconds) == text
-
-
-# --- GitHub workflow commands ------------------------------------------------------------
-
-
-def test_input_errors_become_error_commands_with_file_line_and_column() -> None:
-    problem = FileProblem("invites/emea.yaml", 12, 7, "`email` must be text, not a number")
-    assert input_error_commands([problem]) == [
-        "::error file=invites/emea.yaml,line=12,col=7,title=invite-reconciler::"
-        "`email` must be text, not a number"
-    ]
-
-
-def test_a_problem_with_the_path_itself_has_no_line() -> None:
-    (command,) = input_error_commands([FileProblem("invites", 0, 0, "no such file or directory")])
-    assert command == "::error file=invites,title=invite-reconciler::no such file or directory"
-
-
-def test_values_cannot_end_the_command_early_or_start_another() -> None:
-    command = error_command(
-        "50% done\nmore\r::warning::x",
-        file="invites/a,b:c.yaml",
-        line=3,
-        col=1,
-        title="inv_x, ok: yes",
-    )
-    assert "\n" not in command and "\r" not in command
-    assert (
-        command.startswith("::error file=") and command.index("::", 2) == command.index("yes::") + 3
-    )
-    assert "file=invites/a%2Cb%3Ac.yaml" in command
-    assert "title=inv_x%2C ok%3A yes" in command
-    assert command.endswith("::50%25 done%0Amore%0A::warning::x")
-    assert escape_property("%") == "%25"
-
-
-@pytest.mark.parametrize(
-    ("choice", "env", "expected"),
-    [
-        ("auto", {"GITHUB_ACTIONS": "true"}, True),
-        ("auto", {}, False),
-        ("auto", {"GITHUB_ACTIONS": "false"}, False),
-        ("github", {}, True),
-        ("none", {"GITHUB_ACTIONS": "true"}, False),
-    ],
-)
-def test_annotations_follow_the_option_then_github_actions(
-    choice: str, env: dict[str, str], expected: bool
-) -> None:
-    assert github_enabled(choice, env) is expected
-
-
-# --- GitLab Code Quality -----------------------------------------------------------------
-
-
-def test_code_quality_report_has_the_fields_gitlab_reads() -> None:
-    problems = [
-        FileProblem("invites/emea.yaml", 4, 5, "invite id `inv_a` is already defined"),
-        FileProblem("invites/emea.yaml", 9, 5, "invite id `inv_a` is already defined"),
-        FileProblem("invites", 0, 0, "no such file or directory"),
-    ]
-    report = json.loads(render_report(problems))
-    assert [entry["location"] for entry in report] == [
-        {"path": "invites/emea.yaml", "lines": {"begin": 4}},
-        {"path": "invites/emea.yaml", "lines": {"begin": 9}},
-        {"path": "invites", "lines": {"begin": 1}},
-    ]
-    for entry in report:
-        assert entry["description"] and entry["check_name"] and entry["severity"] == "major"
-    fingerprints = [entry["fingerprint"] for entry in report]
-    assert len(set(fingerprints)) == 3
-    assert json.loads(render_report(problems))[0]["fingerprint"] == fingerprints[0]
-    assert json.loads(render_report([])) == []  # an empty report is an empty list
 
 
 # --- colour --------------------------------------------------------------------------------
