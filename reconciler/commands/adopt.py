@@ -32,17 +32,11 @@ from reconciler.desired.state import Selection, refuse_bad_ids
 from reconciler.files import refuse_input, write_output
 from reconciler.output.console import echo_err, echo_errors
 from reconciler.safetext import json_text, plural, redact_and_escape
-from reconciler.service.adopt import (
-    Adopted,
-    AdoptRequest,
-    Held,
-    read_for_adopt,
-)
-from reconciler.service.adopt import (
-    adopt as adopt_files,
-)
-from reconciler.service.offline import applied_since, check_writable, run_inputs, settings_for
+from reconciler.service import adopt as service
+from reconciler.service.adopt import Adopted, Held
+from reconciler.service.offline import applied_since, check_writable, run_inputs
 from reconciler.service.online import open_service
+from reconciler.settings.config import load_settings
 
 
 @click.command(epilog=settings_help(api=True, reads_paths=True))
@@ -100,14 +94,14 @@ def adopt(
     ref = applied_since(changed_since, changed_since_applied, action="adopt")
     refuse_bad_ids(targets, "--target")
     refuse_bad_ids(excludes, "--exclude")
-    settings = settings_for(config_file, parallelism=parallelism)
+    settings = load_settings(config_file).with_overrides(parallelism=parallelism)
     check_writable(summary_file, "write the summary")
     where = list(paths or settings.paths)
     refuse_input(summary_file, run_inputs(config_file, where), "--summary", "the summary")
-    request = AdoptRequest(where, Selection(targets, excludes), prune_not_pending, ref)
-    adoption = read_for_adopt(request)
-    with open_service(settings, sandbox) as service:
-        adopted = adopt_files(service, adoption)
+    selection = Selection(targets, excludes)
+    adoption = service.read_for_adopt(where, selection, ref, prune_not_pending=prune_not_pending)
+    with open_service(settings, sandbox) as online:
+        adopted = service.adopt(online, adoption)
     code = _report(adopted)
     if summary_file is not None:
         files = [(path, done.rewritten) for path, done in adopted.files]

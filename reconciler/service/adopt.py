@@ -50,16 +50,6 @@ from reconciler.service.online import Service
 
 
 @dataclass(frozen=True)
-class AdoptRequest:
-    """Which entries to bring in line with the platform, and what to leave alone."""
-
-    paths: list[str]
-    selection: Selection = EVERYTHING
-    prune_not_pending: bool = False  # remove the entries of invites no longer pending
-    changed_since: str | None = None  # never write a field changed in the files since REF
-
-
-@dataclass(frozen=True)
 class Held:
     """A field adopt left alone: changed in the files since the ref."""
 
@@ -76,11 +66,12 @@ class Held:
 class Adoption:
     """The files as read, byte for byte, and the invites chosen: before any request."""
 
-    request: AdoptRequest
     read: dict[str, ReadFile]
     everything: list[DesiredInvite]
     chosen: list[DesiredInvite]
     pending: dict[str, ChangedEntry]  # the files' changes since the ref
+    ref: str | None  # --changed-since: never write a field changed in the files since it
+    prune: bool  # remove the entries of invites no longer pending
 
 
 @dataclass
@@ -93,25 +84,30 @@ class Adopted:
     ref: str | None
 
 
-def read_for_adopt(request: AdoptRequest) -> Adoption:
+def read_for_adopt(
+    where: list[str],
+    selection: Selection = EVERYTHING,
+    changed_since: str | None = None,
+    *,
+    prune_not_pending: bool = False,
+) -> Adoption:
     """Each file as read, byte for byte: the platform's values go into exactly this text,
     and a file is replaced only while it still holds it (an edit meanwhile is refused)."""
-    where = request.paths
     read = read_files(where)
     everything = load_desired_state(where).invites
     refuse_changed_while_loading(read)
-    chosen = select_invites(everything, request.selection, ", ".join(where))
+    chosen = select_invites(everything, selection, ", ".join(where))
     pending: dict[str, ChangedEntry] = {}
-    if request.changed_since is not None:
+    if changed_since is not None:
         # The files' changes since REF, before any request: a bad REF costs nothing.
-        pending = changed_entries(request.changed_since, where, everything) or {}
-    return Adoption(request, read, everything, chosen, pending)
+        pending = changed_entries(changed_since, where, everything) or {}
+    return Adoption(read, everything, chosen, pending, changed_since, prune_not_pending)
 
 
 def adopt(service: Service, adoption: Adoption) -> Adopted:
     """Read the chosen invites, edit the files to their values, and replace those changed
     (all or none). Never writes to the API."""
-    found = _Found(adoption.pending, adoption.request.prune_not_pending)
+    found = _Found(adoption.pending, adoption.prune)
     with service.readings(adoption.chosen) as readings:
         for desired, outcome in readings:
             found.read(desired, outcome)
@@ -120,7 +116,7 @@ def adopt(service: Service, adoption: Adoption) -> Adopted:
         [(adoption.read[path], done.text) for path, done in files if done.changed],
         "the invite file",
     )
-    return Adopted(files, found.failed, found.held, adoption.request.changed_since)
+    return Adopted(files, found.failed, found.held, adoption.ref)
 
 
 @dataclass

@@ -47,9 +47,9 @@ from reconciler.model.invite import (
 )
 from reconciler.output.console import SHOWN
 from reconciler.safetext import ALLOWED_INVISIBLE, escape, holds_secret, plural, redact_and_escape
-from reconciler.service.offline import check_writable, settings_for
+from reconciler.service.offline import check_writable
 from reconciler.service.online import Service
-from reconciler.settings.config import Settings
+from reconciler.settings.config import Settings, load_settings
 from reconciler.yamlload.source import decode_source
 
 SCHEMA_IN_REPO = Path("schemas") / "invites.schema.json"
@@ -200,17 +200,6 @@ def refuse_dropping_invites(out: str, ids: list[str]) -> tuple[ReadFile, set[str
 # -- the export itself -------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ExportRequest:
-    """What to export, and where: ``out`` None is stdout."""
-
-    ids: list[str]
-    out: str | None = None
-    force: bool = False  # replace --out: only a file that defines no other invites
-    skip_defined: bool = False  # leave out the ids defined in the files, each named
-    schema_ref: str | None = None  # the $schema line's, else the configured or the repository's
-
-
 @dataclass
 class Export:
     """An export checked, before any request: the ids to read and where the text goes."""
@@ -225,25 +214,32 @@ class Export:
     text: str = ""
 
 
-def check_export(request: ExportRequest, config_file: str | None) -> Export:
+def check_export(
+    ids: list[str],
+    config_file: str | None,
+    out: str | None = None,  # None: stdout
+    *,
+    force: bool = False,  # replace --out: only a file that defines no other invites
+    skip_defined: bool = False,  # leave out the ids defined in the files, each named
+    schema_ref: str | None = None,  # the $schema line's, else the configured or the repository's
+) -> Export:
     """Everything refused before any request: an --out that cannot be written or would
     be replaced unasked (before the settings are read), ids already in git, a $schema
     reference out of the repository."""
-    out = request.out
     check_writable(out, "write the export", makes_directory=True)
     if out:  # before any request, as plan --out
         refuse_special_file(out, "the export")
-    if out and os.path.exists(out) and not request.force:
+    if out and os.path.exists(out) and not force:
         raise ReconcilerError(
             f"{out} exists; it may hold invites you manage. Choose another --out, "
             f"pass --force to overwrite it, or run `reconcile adopt {out}` to bring the "
             "platform's values into it"
         )
-    settings = settings_for(config_file)
-    ids = list(dict.fromkeys(request.ids))
-    replacing = refuse_dropping_invites(out, ids) if out and request.force else None
-    ids = check_known_ids(ids, settings.paths, out, request.force, request.skip_defined)
-    ref, note = schema_ref_for(out, request.schema_ref, settings.schema_ref)
+    settings = load_settings(config_file)
+    ids = list(dict.fromkeys(ids))
+    replacing = refuse_dropping_invites(out, ids) if out and force else None
+    ids = check_known_ids(ids, settings.paths, out, force, skip_defined)
+    ref, note = schema_ref_for(out, schema_ref, settings.schema_ref)
     return Export(settings, ids, ref, note, replacing)
 
 

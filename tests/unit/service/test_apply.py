@@ -21,11 +21,8 @@ class Seen(Watch):
     def __init__(self) -> None:
         self.events: list[str] = []
 
-    def already_applied(self, change: InviteChange) -> None:
-        self.events.append(f"already {change.id}")
-
-    def started(self, total: int) -> None:
-        self.events.append(f"started {total}")
+    def started(self, done: list[InviteChange], total: int) -> None:
+        self.events += [f"already {change.id}" for change in done] + [f"started {total}"]
 
     def result(self, result: ChangeResult) -> None:
         self.events.append(f"{result.outcome.name.lower()} {result.change.id}")
