@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from support.cli import run_cli, run_cli_process
 from support.helpers import EXAMPLES, clean_env
 
@@ -47,55 +48,41 @@ def _heavy_modules_loaded(*args: str) -> list[str]:
     return sorted(set(report["loaded"]) & set(HEAVY))
 
 
-def test_version_loads_no_http_stack() -> None:
-    assert _heavy_modules_loaded("--version") == []
+@pytest.mark.parametrize(
+    ("args", "heavy"),
+    [(["--version"], []), (["validate", str(EXAMPLES)], ["email_validator"]), (["schema"], [])],
+)
+def test_offline_commands_load_no_http_stack(args: list[str], heavy: list[str]) -> None:
+    assert _heavy_modules_loaded(*args) == heavy
 
 
-def test_validate_loads_no_http_stack() -> None:
-    assert _heavy_modules_loaded("validate", str(EXAMPLES)) == ["email_validator"]
-
-
-def test_schema_loads_no_http_stack() -> None:
-    assert _heavy_modules_loaded("schema") == []
-
-
-def test_plan_and_apply_load_no_sandbox_server() -> None:
+def test_plan_and_apply_load_no_sandbox_server_nor_jsonschema_at_start() -> None:
     # Only `--sandbox` starts one; its credentials come with the package, not the server.
+    # jsonschema is needed only to word a file's errors, to read a saved plan, or by the sandbox.
     code = (
         "import sys\n"
         "import reconciler.commands.plan, reconciler.commands.apply\n"
         "print(sorted(m for m in sys.modules if m.startswith('reconciler.sandbox')))\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code], env=clean_env(), capture_output=True, text=True, check=True
-    )
-    assert done.stdout.strip() == "['reconciler.sandbox']"
-
-
-def test_plan_and_apply_import_no_jsonschema_at_start() -> None:
-    # Needed only to word a file's errors, to read a saved plan, or by the sandbox.
-    code = (
-        "import sys\n"
-        "import reconciler.commands.plan, reconciler.commands.apply\n"
         "print('jsonschema' in sys.modules)\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], env=clean_env(), capture_output=True, text=True, check=True
     )
-    assert done.stdout.strip() == "False"
+    assert done.stdout.split() == ["['reconciler.sandbox']", "False"]
 
 
-def test_a_mistyped_command_is_suggested() -> None:
-    result = run_cli("paln")
+@pytest.mark.parametrize(
+    ("typed", "said"),
+    [
+        ("paln", "No such command 'paln'. Did you mean 'plan'?"),
+        ("frobnicate", "No such command 'frobnicate'."),
+    ],
+)
+def test_a_mistyped_command_is_suggested_when_one_is_close(typed: str, said: str) -> None:
+    result = run_cli(typed)
     assert result.returncode == 1
-    assert "No such command 'paln'. Did you mean 'plan'?" in result.stderr
-
-
-def test_an_unknown_command_with_no_close_name_has_no_suggestion() -> None:
-    result = run_cli("frobnicate")
-    assert result.returncode == 1
-    assert "No such command 'frobnicate'." in result.stderr
-    assert "Did you mean" not in result.stderr
+    assert said in result.stderr
+    assert ("Did you mean" in result.stderr) is (typed == "paln")
 
 
 def test_help_lists_every_command_in_order_with_its_summary() -> None:
