@@ -224,49 +224,48 @@ def _value(value: object) -> str:
     return "(none)" if value is None else _code(json_text(value))
 
 
-def _section(title: str, about: str, rows: list[str]) -> list[str]:
-    return [f"### {title} ({len(rows)})", "", about, "", *(rows or ["_None._"])]
-
-
 def summary_markdown(files: list[tuple[str, Rewritten]], held: list[Held], ref: str | None) -> str:
-    adopted, refused = _adopted_rows(files), _refused_rows(files)
     since = f" since {_code(ref)}" if ref else ""
-    pending = [
-        f"- {_code(h.id)} {_code(h.field)} ({_code(h.source.path)}:{h.source.line}): "
-        f"the files say {_value(h.wanted)}, the platform still {_value(h.platform)}"
-        for h in held
-        if not h.conflict
-    ]
-    conflicts = [
-        f"- {_code(h.id)} {_code(h.field)} ({_code(h.source.path)}:{h.source.line}): "
-        f"at the last apply {_value(h.at_ref)}, on the platform {_value(h.platform)}, "
-        f"in the files {_value(h.wanted)}"
-        for h in held
-        if h.conflict
-    ]
-    parts = [
-        *_section(
+
+    def held_rows(conflict: bool) -> list[str]:
+        return [
+            f"- {_code(h.id)} {_code(h.field)} ({_code(h.source.path)}:{h.source.line}): "
+            + (
+                f"at the last apply {_value(h.at_ref)}, on the platform {_value(h.platform)}, "
+                f"in the files {_value(h.wanted)}"
+                if conflict
+                else f"the files say {_value(h.wanted)}, the platform still {_value(h.platform)}"
+            )
+            for h in held
+            if h.conflict is conflict
+        ]
+
+    sections = [
+        (
             "Adopted from the platform",
             "Changed on the platform, outside git: this pull request writes them into the files.",
-            adopted,
+            _adopted_rows(files),
         ),
-        "",
-        *_section(
+        (
             "Pending apply",
             f"Changed in git{since} and not applied yet: left as they are in the files; the "
             "next successful apply writes them to the platform.",
-            pending,
+            held_rows(False),
         ),
-        "",
-        *_section(
+        (
             "Conflicts",
             f"Changed in git{since} and on the platform: left as they are; decide which to keep.",
-            conflicts,
+            held_rows(True),
         ),
     ]
+    parts = [
+        f"### {title} ({len(rows)})\n\n{about}\n\n" + "\n".join(rows or ["_None._"])
+        for title, about, rows in sections
+    ]
+    refused = _refused_rows(files)
     if refused:
-        parts += ["", f"### Not adopted ({len(refused)})", "", *refused]
-    text = "\n".join(parts) + "\n"
+        parts.append(f"### Not adopted ({len(refused)})\n\n" + "\n".join(refused))
+    text = "\n\n".join(parts) + "\n"
     if len(text) > _LIMIT:
         text = text[:_LIMIT] + "\n\n_Cut short here; the job log lists every value._\n"
     return text
