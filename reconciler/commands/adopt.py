@@ -104,16 +104,16 @@ def adopt(
         adopted = service.adopt(online, adoption)
     code = _report(adopted)
     if summary_file is not None:
-        files = [(path, done.rewritten) for path, done in adopted.files]
-        write_output(summary_file, summary_markdown(files, adopted.held, ref), "the summary")
+        write_output(
+            summary_file, summary_markdown(adopted.files, adopted.held, ref), "the summary"
+        )
     return code
 
 
 def _report(adopted: Adopted) -> int:
     """Each edit, removal and refusal, the values held, then the counts and the errors."""
     values = removed = refused = changed = 0
-    for path, done in adopted.files:
-        result = done.rewritten
+    for path, result in adopted.files:
         _say_edits(redact_and_escape(path), result)
         values += len(result.edits)
         removed += len(result.removed)

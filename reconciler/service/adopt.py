@@ -78,7 +78,7 @@ class Adoption:
 class Adopted:
     """What adopt did: each file edited (written when changed), and what it did not do."""
 
-    files: list[tuple[str, EditedFile]]
+    files: list[tuple[str, Rewritten]]
     failed: list[FailedInvite]  # not read, or holding a secret
     held: list[Held]
     ref: str | None
@@ -112,11 +112,14 @@ def adopt(service: Service, adoption: Adoption) -> Adopted:
         for desired, outcome in readings:
             found.read(desired, outcome)
     files = rewrite_all(found.wanted, adoption.everything, adoption.read)
-    replace_all(
-        [(adoption.read[path], done.text) for path, done in files if done.changed],
-        "the invite file",
+    # Written through a symlink to the file it names (replace_read): the link is the user's.
+    changed = [
+        (adoption.read[path], text) for path, text, done in files if done.edits or done.removed
+    ]
+    replace_all(changed, "the invite file")
+    return Adopted(
+        [(path, done) for path, _, done in files], found.failed, found.held, adoption.ref
     )
-    return Adopted(files, found.failed, found.held, adoption.ref)
 
 
 @dataclass
@@ -236,23 +239,11 @@ def refuse_changed_while_loading(read: dict[str, ReadFile]) -> None:
             )
 
 
-@dataclass
-class EditedFile:
-    text: str  # the new text, BOM included when the file had one
-    rewritten: Rewritten
-
-    @property
-    def changed(self) -> bool:
-        """Whether it is written: written through a symlink to the file it names
-        (replace_read), the link being the user's, which stays."""
-        return bool(self.rewritten.edits or self.rewritten.removed)
-
-
 def rewrite_all(
     wanted: dict[str, list[Wanted]], everything: list[DesiredInvite], read: dict[str, ReadFile]
-) -> list[tuple[str, EditedFile]]:
-    """Each file's new text, from the bytes the values were loaded from, every one read
-    back and checked before any is written."""
+) -> list[tuple[str, str, Rewritten]]:
+    """Each file's new text (BOM included when it had one), from the bytes the values were
+    loaded from, every one read back and checked before any is written."""
     by_file: dict[str, list[DesiredInvite]] = defaultdict(list)
     for invite in everything:
         by_file[invite.source.path].append(invite)
@@ -269,7 +260,7 @@ def rewrite_all(
         rewritten = rewrite(text, wants)
         if rewritten.text != text:
             _check(path, rewritten, by_file[path])
-        done.append((path, EditedFile(bom + rewritten.text, rewritten)))
+        done.append((path, bom + rewritten.text, rewritten))
     return done
 
 

@@ -244,9 +244,24 @@ def check_export(
 
 
 def read_export(service: Service, export: Export) -> Export:
-    """The invites read, and the export's text; an unknown id leaves the others to be
-    exported, unless --force would drop its entry from the file replaced."""
-    export.found, export.unknown = read_invites(service, export.ids)
+    """The invites read, and the export's text. An unknown id leaves the others to be
+    exported, unless --force would drop its entry from the file replaced; any other
+    failure exports nothing (run again, the file is whole), with every id that could not
+    be read named."""
+    problems: list[tuple[str, ApiError]] = []
+    for invite_id, outcome in service.get_invites(export.ids):
+        match outcome:
+            case Done(invite):
+                export.found.append(invite)
+            case Failed(error):
+                stop_if_run_fatal(error)
+                failed = export.unknown if isinstance(error, NotFound) else problems
+                failed.append((invite_id, error))
+    if problems or (export.unknown and not export.found):
+        hint = (
+            "" if problems else "\n(invite ids come from the platform's console or its own export)"
+        )
+        raise ReconcilerError("nothing exported:\n" + listed(problems + export.unknown) + hint)
     if export.replacing is not None:
         # Left out, an unknown id defined in the file replaced would drop its entry from
         # git without a word: the entry is the team's to remove.
@@ -283,34 +298,6 @@ def write_export(export: Export, out: str) -> str:
     else:  # a file that appeared meanwhile is never replaced; a dangling link is
         write_output(out, export.text, "the export", create_only=not os.path.islink(out))
     return made
-
-
-def read_invites(
-    service: Service, ids: list[str]
-) -> tuple[list[CurrentInvite], list[tuple[str, ApiError]]]:
-    """The invites read, and the ids the platform does not know with its answer.
-
-    An unknown id leaves the others to be exported; any other failure exports nothing
-    (run again, the file is whole), with every id that could not be read named.
-    """
-    found: list[CurrentInvite] = []
-    unknown: list[tuple[str, ApiError]] = []
-    problems: list[tuple[str, ApiError]] = []
-    for invite_id, outcome in service.get_invites(ids):
-        match outcome:
-            case Done(invite):
-                found.append(invite)
-            case Failed(error):
-                stop_if_run_fatal(error)
-                (unknown if isinstance(error, NotFound) else problems).append((invite_id, error))
-    if problems or (unknown and not found):
-        hint = (
-            "\n(invite ids come from the platform's console or its own export)"
-            if not problems
-            else ""
-        )
-        raise ReconcilerError("nothing exported:\n" + listed(problems + unknown) + hint)
-    return found, unknown
 
 
 def listed(failures: list[tuple[str, ApiError]]) -> str:

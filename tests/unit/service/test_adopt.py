@@ -30,8 +30,8 @@ def test_the_platforms_values_are_written_in_place(
         assert f"email: {fields['email']}" in text
     assert "# Three APAC/LATAM invites" in text  # the rest of the file as it was
     ((where, edited),) = adopted.files
-    assert where == str(path) and edited.changed
-    assert len(edited.rewritten.edits) == 4  # three e-mails and the name's accents
+    assert where == str(path) and not edited.removed
+    assert len(edited.edits) == 4  # three e-mails and the name's accents
     assert adopted.failed == [] and adopted.held == []
     assert platform.writes() == []  # never writes to the API
 
@@ -42,7 +42,7 @@ def test_only_the_chosen_invites_are_read_and_edited(
     invites = write_invites(tmp_path / "invites")
     adopted = _adopt(settings, read_for_adopt([str(invites)], Selection((IDS[0],), ())))
     ((_, edited),) = adopted.files
-    assert {edit.id for edit in edited.rewritten.edits} == {IDS[0]}
+    assert {edit.id for edit in edited.edits} == {IDS[0]}
     reads = [r.url for r in platform.mock.request_history if r.method == "GET"]
     assert len(reads) == 1 and reads[0].endswith(IDS[0])
 
