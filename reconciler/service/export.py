@@ -35,15 +35,12 @@ from reconciler.model.invite import (
     ID_KEY,
     CurrentInvite,
     DesiredInvite,
-    Done,
-    Failed,
     Fields,
     FlowList,
     Quoted,
     Written,
     field_kinds,
     kind_of,
-    stop_if_run_fatal,
 )
 from reconciler.output.console import SHOWN
 from reconciler.safetext import ALLOWED_INVISIBLE, escape, holds_secret, plural, redact_and_escape
@@ -248,15 +245,9 @@ def read_export(service: Service, export: Export) -> Export:
     exported, unless --force would drop its entry from the file replaced; any other
     failure exports nothing (run again, the file is whole), with every id that could not
     be read named."""
-    problems: list[tuple[str, ApiError]] = []
-    for invite_id, outcome in service.get_invites(export.ids):
-        match outcome:
-            case Done(invite):
-                export.found.append(invite)
-            case Failed(error):
-                stop_if_run_fatal(error)
-                failed = export.unknown if isinstance(error, NotFound) else problems
-                failed.append((invite_id, error))
+    export.found, failed = service.read_invites(export.ids)
+    export.unknown = [(i, error) for i, error in failed if isinstance(error, NotFound)]
+    problems = [(i, error) for i, error in failed if not isinstance(error, NotFound)]
     if problems or (export.unknown and not export.found):
         hint = (
             "" if problems else "\n(invite ids come from the platform's console or its own export)"

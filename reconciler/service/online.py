@@ -20,7 +20,14 @@ from reconciler.api.exceptions import ApiError
 from reconciler.apply.applier import GracefulInterrupt, saved_plan_state
 from reconciler.desired.state import DesiredState
 from reconciler.errors import ReconcilerError
-from reconciler.model.invite import CurrentInvite, DesiredInvite, Outcome
+from reconciler.model.invite import (
+    CurrentInvite,
+    DesiredInvite,
+    Done,
+    Failed,
+    Outcome,
+    stop_if_run_fatal,
+)
 from reconciler.output.console import Progress, echo_err
 from reconciler.plan.make import make_plan
 from reconciler.plan.model import Plan
@@ -65,12 +72,22 @@ class Service:
             readings.close()
             progress.finish()
 
-    def get_invites(
+    def read_invites(
         self, ids: Sequence[str]
-    ) -> Iterator[tuple[str, Outcome[CurrentInvite, ApiError]]]:
-        """Each invite of ``ids`` as the platform has it, in order."""
+    ) -> tuple[list[CurrentInvite], list[tuple[str, ApiError]]]:
+        """The invites of ``ids`` the platform has, in order, and each id it could not
+        read with its answer; an error that would fail every read stops the run."""
         client = self.client
-        return ordered_map(client.get_invite, ids, self.limiter, client.stop)
+        found: list[CurrentInvite] = []
+        failed: list[tuple[str, ApiError]] = []
+        for invite_id, outcome in ordered_map(client.get_invite, ids, self.limiter, client.stop):
+            match outcome:
+                case Done(invite):
+                    found.append(invite)
+                case Failed(error):
+                    stop_if_run_fatal(error)
+                    failed.append((invite_id, error))
+        return found, failed
 
     def plan(self, state: DesiredState) -> Plan:
         """The plan of the desired ``state`` against the invites read now."""
