@@ -61,8 +61,8 @@ def _say_saved(the_plan: Plan, out: str) -> None:
     # Signed with this client's secret: another client's apply refuses it.
     said = f"{caveat}; apply it, with the same client, with: reconcile apply --plan {escape(out)}"
     if the_plan.too_much_change() is not None:
-        said = ", for the record"
-    click.echo(f"Saved the plan to {escape(out)}{said}.", err=True)
+        said = ", for the record."
+    click.echo(f"Saved the plan to {escape(out)}{said}", err=True)
 
 
 def _exit_code(the_plan: Plan, detailed_exitcode: bool) -> int:
