@@ -58,7 +58,7 @@ class LazyGroup(click.Group):
     """Imports a command's module only when that command runs or help lists it.
 
     `--version`, `validate` and `schema` then never load requests, which costs most
-    of the start-up.
+    of the start-up. The list of commands shows each summary whole (``_command``).
     """
 
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -66,17 +66,6 @@ class LazyGroup(click.Group):
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         return _command(cmd_name) if cmd_name in COMMANDS else None
-
-    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        """The command list with each summary whole (click cuts them at the line's width)."""
-        rows = []
-        for name in self.list_commands(ctx):
-            command = self.get_command(ctx, name)
-            if command is not None and not command.hidden:
-                rows.append((name, command.get_short_help_str(limit=1000)))
-        if rows:
-            with formatter.section("Commands"):
-                formatter.write_dl(rows)
 
     def resolve_command(
         self, ctx: click.Context, args: list[str]
@@ -125,6 +114,8 @@ def _command(name: str) -> click.Command:
     title = "Examples:" if len(lines) > 1 else "Example:"
     shown = "\n".join(["\b", title, *(f"  {line}" for line in lines)])
     command.epilog = f"{shown}\n\n{command.epilog}" if command.epilog else shown
+    # Whole in `reconcile --help`: click would cut it at the line's width.
+    command.short_help = command.get_short_help_str(limit=1000)
     return command
 
 

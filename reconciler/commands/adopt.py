@@ -32,17 +32,11 @@ from reconciler.desired.state import Selection, refuse_bad_ids
 from reconciler.files import refuse_input, write_output
 from reconciler.output.console import echo_err, echo_errors
 from reconciler.safetext import json_text, plural, redact_and_escape
-from reconciler.service.adopt import (
-    Adopted,
-    AdoptRequest,
-    Held,
-    read_for_adopt,
-)
-from reconciler.service.adopt import (
-    adopt as adopt_files,
-)
-from reconciler.service.offline import applied_since, check_writable, run_inputs, settings_for
+from reconciler.service import adopt as service
+from reconciler.service.adopt import Adopted, Held
+from reconciler.service.offline import applied_since, check_writable, run_inputs
 from reconciler.service.online import open_service
+from reconciler.settings.config import load_settings
 
 
 @click.command(epilog=settings_help(api=True, reads_paths=True))
@@ -100,26 +94,26 @@ def adopt(
     ref = applied_since(changed_since, changed_since_applied, action="adopt")
     refuse_bad_ids(targets, "--target")
     refuse_bad_ids(excludes, "--exclude")
-    settings = settings_for(config_file, parallelism=parallelism)
+    settings = load_settings(config_file).with_overrides(parallelism=parallelism)
     check_writable(summary_file, "write the summary")
     where = list(paths or settings.paths)
     refuse_input(summary_file, run_inputs(config_file, where), "--summary", "the summary")
-    request = AdoptRequest(where, Selection(targets, excludes), prune_not_pending, ref)
-    adoption = read_for_adopt(request)
-    with open_service(settings, sandbox) as service:
-        adopted = adopt_files(service, adoption)
+    selection = Selection(targets, excludes)
+    adoption = service.read_for_adopt(where, selection, ref, prune_not_pending=prune_not_pending)
+    with open_service(settings, sandbox) as online:
+        adopted = service.adopt(online, adoption)
     code = _report(adopted)
     if summary_file is not None:
-        files = [(path, done.rewritten) for path, done in adopted.files]
-        write_output(summary_file, summary_markdown(files, adopted.held, ref), "the summary")
+        write_output(
+            summary_file, summary_markdown(adopted.files, adopted.held, ref), "the summary"
+        )
     return code
 
 
 def _report(adopted: Adopted) -> int:
     """Each edit, removal and refusal, the values held, then the counts and the errors."""
     values = removed = refused = changed = 0
-    for path, done in adopted.files:
-        result = done.rewritten
+    for path, result in adopted.files:
         _say_edits(redact_and_escape(path), result)
         values += len(result.edits)
         removed += len(result.removed)
@@ -230,49 +224,48 @@ def _value(value: object) -> str:
     return "(none)" if value is None else _code(json_text(value))
 
 
-def _section(title: str, about: str, rows: list[str]) -> list[str]:
-    return [f"### {title} ({len(rows)})", "", about, "", *(rows or ["_None._"])]
-
-
 def summary_markdown(files: list[tuple[str, Rewritten]], held: list[Held], ref: str | None) -> str:
-    adopted, refused = _adopted_rows(files), _refused_rows(files)
     since = f" since {_code(ref)}" if ref else ""
-    pending = [
-        f"- {_code(h.id)} {_code(h.field)} ({_code(h.source.path)}:{h.source.line}): "
-        f"the files say {_value(h.wanted)}, the platform still {_value(h.platform)}"
-        for h in held
-        if not h.conflict
-    ]
-    conflicts = [
-        f"- {_code(h.id)} {_code(h.field)} ({_code(h.source.path)}:{h.source.line}): "
-        f"at the last apply {_value(h.at_ref)}, on the platform {_value(h.platform)}, "
-        f"in the files {_value(h.wanted)}"
-        for h in held
-        if h.conflict
-    ]
-    parts = [
-        *_section(
+
+    def held_rows(conflict: bool) -> list[str]:
+        return [
+            f"- {_code(h.id)} {_code(h.field)} ({_code(h.source.path)}:{h.source.line}): "
+            + (
+                f"at the last apply {_value(h.at_ref)}, on the platform {_value(h.platform)}, "
+                f"in the files {_value(h.wanted)}"
+                if conflict
+                else f"the files say {_value(h.wanted)}, the platform still {_value(h.platform)}"
+            )
+            for h in held
+            if h.conflict is conflict
+        ]
+
+    sections = [
+        (
             "Adopted from the platform",
             "Changed on the platform, outside git: this pull request writes them into the files.",
-            adopted,
+            _adopted_rows(files),
         ),
-        "",
-        *_section(
+        (
             "Pending apply",
             f"Changed in git{since} and not applied yet: left as they are in the files; the "
             "next successful apply writes them to the platform.",
-            pending,
+            held_rows(False),
         ),
-        "",
-        *_section(
+        (
             "Conflicts",
             f"Changed in git{since} and on the platform: left as they are; decide which to keep.",
-            conflicts,
+            held_rows(True),
         ),
     ]
+    parts = [
+        f"### {title} ({len(rows)})\n\n{about}\n\n" + "\n".join(rows or ["_None._"])
+        for title, about, rows in sections
+    ]
+    refused = _refused_rows(files)
     if refused:
-        parts += ["", f"### Not adopted ({len(refused)})", "", *refused]
-    text = "\n".join(parts) + "\n"
+        parts.append(f"### Not adopted ({len(refused)})\n\n" + "\n".join(refused))
+    text = "\n\n".join(parts) + "\n"
     if len(text) > _LIMIT:
         text = text[:_LIMIT] + "\n\n_Cut short here; the job log lists every value._\n"
     return text

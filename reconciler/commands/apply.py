@@ -20,7 +20,6 @@ from reconciler.commands.options import (
     audit_log_option,
     auto_approve_option,
     confirm,
-    force_conflicts_option,
     run_options,
     settings_help,
 )
@@ -61,7 +60,12 @@ from reconciler.service.online import Service, open_service, signing_secret
 )
 @auto_approve_option
 @audit_log_option
-@force_conflicts_option
+@click.option(
+    "--force-conflicts",
+    is_flag=True,
+    help="With --changed-since: also write fields changed on the platform since REF "
+    "(conflicts), which apply otherwise leaves alone.",
+)
 def apply(
     run: RunOptions,
     plan_file: str | None,
@@ -70,7 +74,12 @@ def apply(
     force_conflicts: bool,
 ) -> int:
     """Apply the changes the plan shows, sending only the fields that differ."""
-    run.refuse_narrowing(plan_file, "--plan applies a saved plan as it is")
+    picks = run.targets or run.excludes or run.changed_since or run.changed_since_applied
+    if plan_file and (run.paths or picks):
+        raise click.UsageError(
+            "--plan applies a saved plan as it is; do not give PATH, --target, --exclude, "
+            "--changed-since or --changed-since-applied"
+        )
     selection = run.selection("apply")
     # Before anything is read: nobody could answer the question (a saved plan asks none).
     on_stderr = False if plan_file or auto_approve else ask_first(action="apply", instead=_INSTEAD)
@@ -81,7 +90,7 @@ def apply(
         reviewed = load_signed_plan(plan_file, signing_secret(settings, run.sandbox))
         reviewed.raise_if_unsafe(settings.max_changes, settings.max_resends)
     else:
-        inputs = run_inputs(run.config_file, list(run.paths or settings.paths))
+        inputs = run_inputs(run.config_file, run.paths or settings.paths)
         refuse_input(settings.audit_log, inputs, "--audit-log", "the audit log")
         state = read_desired(settings, run.paths, selection)
     renderer = TextRenderer(color=use_color(run.color))
@@ -156,10 +165,9 @@ class _Shown(Watch):
         self._progress: Progress | None = None
         self.stdout = Stdout(self._client.stop.set)
 
-    def already_applied(self, change: InviteChange) -> None:
-        click.echo(self.renderer.already_applied(change))
-
-    def started(self, total: int) -> None:
+    def started(self, done: list[InviteChange], total: int) -> None:
+        for change in done:
+            click.echo(self.renderer.already_applied(change))
         # Not "failed": a conflict, a diverged value and an unknown re-send are counted here.
         self._progress = Progress(
             "Applying", total, pace=self._client.pacer, failed_word="to look at"

@@ -31,7 +31,6 @@ from reconciler.output.console import SHOWN, echo_err
 from reconciler.safetext import escape, plural, quote_value, redact_and_escape
 from reconciler.service.export import (
     Export,
-    ExportRequest,
     check_export,
     listed,
     read_export,
@@ -97,8 +96,14 @@ def export(
     listed_ids = read_ids(ids_from) if ids_from else []
     if not invite_ids and not listed_ids:
         raise _no_ids(ids_from)
-    request = ExportRequest([*invite_ids, *listed_ids], out, force, skip_defined, schema_ref)
-    checked = check_export(request, config_file)
+    checked = check_export(
+        [*invite_ids, *listed_ids],
+        config_file,
+        out,
+        force=force,
+        skip_defined=skip_defined,
+        schema_ref=schema_ref,
+    )
     if not checked.ids:
         click.echo("Nothing to export: every id given is defined in your invite files.", err=True)
         return 0

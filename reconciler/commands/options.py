@@ -26,22 +26,22 @@ from reconciler.output.ci import (
     guard_output,
 )
 from reconciler.output.console import COLOR_CHOICE, COLOR_CHOICES, setup_logging, use_color
-from reconciler.service.offline import applied_since, settings_for
-from reconciler.settings.config import ENV_VARS, SECRET_ENV, SECRET_FILE_ENV, Settings, SettingType
+from reconciler.service.offline import applied_since
+from reconciler.settings.config import (
+    ENV_VARS,
+    SECRET_ENV,
+    SECRET_FILE_ENV,
+    Settings,
+    SettingType,
+    load_settings,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
-Decorator = Callable[[F], F]
 
 
 def together(*decorators: Callable[[Any], Any]) -> Callable[[F], F]:
     """One decorator of several, applied in the order written (the first outermost)."""
-
-    def apply(f: F) -> F:
-        for decorator in reversed(decorators):
-            f = decorator(f)
-        return f
-
-    return apply
+    return lambda f: functools.reduce(lambda g, decorator: decorator(g), reversed(decorators), f)
 
 
 class FilePath(click.Path):
@@ -58,6 +58,30 @@ class FilePath(click.Path):
         if value == "":
             self.fail("an empty file name (is a variable unset?)", param, ctx)
         return super().convert(value, param, ctx)
+
+
+def _decide_color(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    # click.echo strips styles unless the context says otherwise: one decision for all output.
+    ctx.color = use_color(value)
+    ctx.meta[COLOR_CHOICE] = value  # stderr's colour follows the same rule (output/color.py)
+    return value
+
+
+def _decide_annotations(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    # Read by cli.main, the one place errors become exit codes (and annotations).
+    ctx.meta[GITHUB_ANNOTATIONS] = github_enabled(value)
+    if value == "github":  # shown as on a runner, so guarded as on a runner
+        guard_output(force=True)
+    return value
+
+
+def _limit(setting: str, text: str, tail: str = ").") -> Callable[[F], F]:
+    """A numeric option, converted as the environment and reconciler.yaml are."""
+    return click.option(
+        f"--{setting.replace('_', '-')}",
+        type=SettingType(setting),
+        help=f"{text} (env {ENV_VARS[setting]}, setting {setting}{tail}",
+    )
 
 
 config_option = click.option(
@@ -85,60 +109,27 @@ sandbox_option = click.option(
 auto_approve_option = click.option(
     "--auto-approve", is_flag=True, help="Do not ask for confirmation."
 )
-force_conflicts_option = click.option(
-    "--force-conflicts",
-    is_flag=True,
-    help="With --changed-since: also write fields changed on the platform since REF "
-    "(conflicts), which apply otherwise leaves alone.",
-)
 audit_log_option = click.option(
     "--audit-log",
     type=FilePath(),
     help="Append one JSON line per write attempted to this file "
     f"(env {ENV_VARS['audit_log']}, setting audit_log).",
 )
-
-
-def _decide_color(ctx: click.Context, param: click.Parameter, value: str) -> str:
-    # click.echo strips styles unless the context says otherwise: one decision for all output.
-    ctx.color = use_color(value)
-    ctx.meta[COLOR_CHOICE] = value  # stderr's colour follows the same rule (output/color.py)
-    return value
-
-
-def _decide_annotations(ctx: click.Context, param: click.Parameter, value: str) -> str:
-    # Read by cli.main, the one place errors become exit codes (and annotations).
-    ctx.meta[GITHUB_ANNOTATIONS] = github_enabled(value)
-    if value == "github":  # shown as on a runner, so guarded as on a runner
-        guard_output(force=True)
-    return value
-
-
-def _auto_choice(
-    name: str, choices: tuple[str, ...], decide: Callable[..., str], help: str
-) -> Decorator[Any]:
-    """An auto-or-not option whose decision `decide` records for the whole run."""
-    return click.option(
-        name,
-        type=click.Choice(choices),
-        default="auto",
-        show_default=True,
-        callback=decide,
-        help=help,
-    )
-
-
-color_option = _auto_choice(
+color_option = click.option(
     "--color",
-    COLOR_CHOICES,
-    _decide_color,
-    "Colour on stdout; auto: a terminal, NO_COLOR unset or empty, TERM not dumb.",
+    type=click.Choice(COLOR_CHOICES),
+    default="auto",
+    show_default=True,
+    callback=_decide_color,
+    help="Colour on stdout; auto: a terminal, NO_COLOR unset or empty, TERM not dumb.",
 )
-annotations_option = _auto_choice(
+annotations_option = click.option(
     "--annotations",
-    ANNOTATION_CHOICES,
-    _decide_annotations,
-    "Also print errors as GitHub workflow commands (::error file=...), so they show "
+    type=click.Choice(ANNOTATION_CHOICES),
+    default="auto",
+    show_default=True,
+    callback=_decide_annotations,
+    help="Also print errors as GitHub workflow commands (::error file=...), so they show "
     "on the pull request; auto: when GITHUB_ACTIONS=true.",
 )
 plan_format_option = click.option(
@@ -172,17 +163,6 @@ changed_since_applied_option = click.option(
     "None yet: every invite, with a notice; not trusted: every invite, with a warning "
     "(adopt refuses it, exit 1); a later commit of main than HEAD: nothing to do, exit 0.",
 )
-
-
-def _limit(setting: str, text: str, tail: str = ").") -> Decorator[Any]:
-    """A numeric option, converted as the environment and reconciler.yaml are."""
-    return click.option(
-        f"--{setting.replace('_', '-')}",
-        type=SettingType(setting),
-        help=f"{text} (env {ENV_VARS[setting]}, setting {setting}{tail}",
-    )
-
-
 parallelism_option = _limit(
     "parallelism",
     "Requests in flight, at most N, 1-256",
@@ -208,25 +188,11 @@ class RunOptions:
     color: str
     annotations: str
 
-    def refuse_narrowing(self, given: str | None, why: str) -> None:
-        """Refuse PATH and the options that pick invites of the files beside ``given``."""
-        picks = self.targets or self.excludes or self.changed_since or self.changed_since_applied
-        if given and (self.paths or picks):
-            raise click.UsageError(
-                f"{why}; do not give PATH, --target, --exclude, --changed-since or "
-                "--changed-since-applied"
-            )
-
     def settings(self, **overrides: Any) -> Settings:
         """The settings of the run: its config file, then its own options."""
-        return settings_for(
-            self.config_file,
-            parallelism=self.parallelism,
-            max_rate=self.max_rate,
-            max_changes=self.max_changes,
-            max_resends=self.max_resends,
-            **overrides,
-        )
+        limits = ("parallelism", "max_rate", "max_changes", "max_resends")
+        mine = {name: getattr(self, name) for name in limits}
+        return load_settings(self.config_file).with_overrides(**mine, **overrides)
 
     def selection(self, action: str) -> Selection:
         """The invites the run is about: --target, --exclude, --changed-since (-applied)."""
@@ -289,6 +255,7 @@ _API_SETTINGS = (
     "max_response_bytes",
 )
 _API_FILE_ONLY = ("max_attempts", "retry_max_seconds", "token_path", "*_invite_path", "field_names")
+RUN_ENV = ("NO_COLOR", "TERM", "GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY")
 
 
 def settings_help(
@@ -304,27 +271,20 @@ def settings_help(
     if api:
         env.insert(2, f"{SECRET_ENV} (or {SECRET_FILE_ENV})")
     settings = [*(["paths"] if reads_paths else []), *keys, *(_API_FILE_ONLY if api else ())]
-    lines = []
-    if env or other_env:
-        lines.append("Environment: " + ", ".join([*env, *other_env]) + ".")
+    lines = ["Environment: " + ", ".join([*env, *other_env]) + "."] if env or other_env else []
     lines.append("reconciler.yaml (or --config): " + ", ".join(settings) + ".")
     if api:
         lines.append("Options win over the environment, which wins over the file.")
     return "\n\n".join(lines)
 
 
-RUN_ENV = ("NO_COLOR", "TERM", "GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY")
-
-
 # Asking before a write: yes from a person at a terminal, never from silence.
 
 
 def _is_terminal(stream: TextIO | None) -> bool:
-    if stream is None:  # started with it closed
-        return False
-    try:
-        return stream.isatty()
-    except (OSError, ValueError):  # a stream closed or detached under us
+    try:  # None: started with it closed; an error: closed or detached under us
+        return stream is not None and stream.isatty()
+    except (OSError, ValueError):
         return False
 
 

@@ -30,25 +30,15 @@ from reconciler.service.online import open_service, signing_secret
 )
 @run_options
 @plan_format_option
-@click.option(
-    "--out",
-    type=FilePath(),
-    help="Also save the plan, signed, for `apply --plan FILE`.",
-)
+@click.option("--out", type=FilePath(), help="Also save the plan, signed, for `apply --plan FILE`.")
 @click.option("--detailed-exitcode", is_flag=True, help="Exit 2 when there are changes.")
-def plan(
-    run: RunOptions,
-    output_format: str,
-    out: str | None,
-    detailed_exitcode: bool,
-) -> int:
+def plan(run: RunOptions, output_format: str, out: str | None, detailed_exitcode: bool) -> int:
     """Read the invite files and the current invites; print what apply would change."""
     check_writable(out, "write plan file")
     if out:  # before any request: a device or FIFO at --out would be replaced by a file
         refuse_special_file(out, "plan file")
     settings = run.settings()
-    inputs = run_inputs(run.config_file, list(run.paths or settings.paths))
-    refuse_input(out, inputs, "--out", "the plan")
+    refuse_input(out, run_inputs(run.config_file, run.paths or settings.paths), "--out", "the plan")
     state = read_desired(settings, run.paths, run.selection("plan"))
     with open_service(settings, run.sandbox) as service:
         the_plan = service.plan(state)
@@ -66,17 +56,13 @@ def plan(
 
 
 def _say_saved(the_plan: Plan, out: str) -> None:
-    if the_plan.too_much_change() is not None:
-        click.echo(f"Saved the plan to {escape(out)}, for the record.", err=True)
-        return
     failed = the_plan.failed
     caveat = f" ({plural(len(failed), 'invite')} with errors will be left alone)" if failed else ""
-    click.echo(
-        # Signed with this client's secret: another client's apply refuses it.
-        f"Saved the plan to {escape(out)}{caveat}; apply it, with the same client, with: "
-        f"reconcile apply --plan {escape(out)}",
-        err=True,
-    )
+    # Signed with this client's secret: another client's apply refuses it.
+    said = f"{caveat}; apply it, with the same client, with: reconcile apply --plan {escape(out)}"
+    if the_plan.too_much_change() is not None:
+        said = ", for the record."
+    click.echo(f"Saved the plan to {escape(out)}{said}", err=True)
 
 
 def _exit_code(the_plan: Plan, detailed_exitcode: bool) -> int:

@@ -41,8 +41,9 @@ from reconciler.output.text import fatal_short
 from reconciler.plan.model import FailedInvite
 from reconciler.safetext import plural, quote_value, redact, redact_and_escape
 from reconciler.service.apply import close_audit
-from reconciler.service.offline import check_writable, settings_for
+from reconciler.service.offline import check_writable
 from reconciler.service.online import open_service
+from reconciler.settings.config import load_settings
 
 
 @click.command(epilog=settings_help(api=True, extra=("audit_log",)))
@@ -63,7 +64,7 @@ def resend(
     # Before anything is read; on_stderr: the list shown on the terminal too.
     on_stderr = False if auto_approve else ask_first(action="re-send")
     refuse_bad_ids(invite_ids, "resend")
-    settings = settings_for(config_file, audit_log=audit_log)
+    settings = load_settings(config_file).with_overrides(audit_log=audit_log)
     ids = list(dict.fromkeys(invite_ids))
     check_writable(settings.audit_log, "open the audit log")
     with open_service(settings, sandbox, paced=False) as service:

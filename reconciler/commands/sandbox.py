@@ -9,6 +9,7 @@ import click
 
 from reconciler import safetext
 from reconciler.api.network import is_loopback_host
+from reconciler.commands.options import together
 from reconciler.model.invite import updatable_fields
 from reconciler.output.console import echo_err
 from reconciler.safetext import plural
@@ -46,20 +47,18 @@ class _Client(click.ParamType[tuple[str, str]]):
     type=click.Path(exists=True, dir_okay=False),
     help="Invites to serve, YAML or JSON (default: the bundled example state).",
 )
-@click.option(
-    "--latency", type=click.FloatRange(0), default=0.0, help="Seconds added to every answer."
-)
-@click.option("--error-rate", type=_share, default=0.0, help="Share of answers that are 503.")
-@click.option("--html-error-rate", type=_share, default=0.0, help="Share answered 502 with HTML.")
-@click.option(
-    "--drop-rate", type=_share, default=0.0, help="Share of connections dropped unanswered."
-)
-@click.option("--slow-rate", type=_share, default=0.0, help="Share answered after --slow-seconds.")
-@click.option(
-    "--slow-seconds",
-    type=click.FloatRange(0),
-    default=0.0,
-    help="How slow --slow-rate answers are.",
+@together(
+    *(
+        click.option(name, type=kind, default=0.0, help=text)
+        for name, kind, text in (
+            ("--latency", click.FloatRange(0), "Seconds added to every answer."),
+            ("--error-rate", _share, "Share of answers that are 503."),
+            ("--html-error-rate", _share, "Share answered 502 with HTML."),
+            ("--drop-rate", _share, "Share of connections dropped unanswered."),
+            ("--slow-rate", _share, "Share answered after --slow-seconds."),
+            ("--slow-seconds", click.FloatRange(0), "How slow --slow-rate answers are."),
+        )
+    )
 )
 @click.option(
     "--rate-limit", type=click.FloatRange(0, min_open=True), help="Requests per second, then 429."

@@ -8,7 +8,8 @@ from reconciler.commands.options import FilePath, annotations_option, config_opt
 from reconciler.files import refuse_input
 from reconciler.output.ci import writing_codequality
 from reconciler.safetext import plural
-from reconciler.service.offline import read_desired, run_inputs, settings_for
+from reconciler.service.offline import read_desired, run_inputs
+from reconciler.settings.config import load_settings
 
 
 @click.command(
@@ -36,7 +37,7 @@ def validate(
     # The report is written when the config or a file is refused: never over either.
     refuse_input(codequality, run_inputs(config_file, list(paths)), "--codequality", "the report")
     with writing_codequality(codequality) as warnings:
-        settings = settings_for(config_file)
+        settings = load_settings(config_file)
         inputs = run_inputs(config_file, list(paths or settings.paths))
         refuse_input(codequality, inputs, "--codequality", "the report")
         state = read_desired(settings, paths)

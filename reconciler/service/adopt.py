@@ -50,16 +50,6 @@ from reconciler.service.online import Service
 
 
 @dataclass(frozen=True)
-class AdoptRequest:
-    """Which entries to bring in line with the platform, and what to leave alone."""
-
-    paths: list[str]
-    selection: Selection = EVERYTHING
-    prune_not_pending: bool = False  # remove the entries of invites no longer pending
-    changed_since: str | None = None  # never write a field changed in the files since REF
-
-
-@dataclass(frozen=True)
 class Held:
     """A field adopt left alone: changed in the files since the ref."""
 
@@ -76,51 +66,60 @@ class Held:
 class Adoption:
     """The files as read, byte for byte, and the invites chosen: before any request."""
 
-    request: AdoptRequest
     read: dict[str, ReadFile]
     everything: list[DesiredInvite]
     chosen: list[DesiredInvite]
     pending: dict[str, ChangedEntry]  # the files' changes since the ref
+    ref: str | None  # --changed-since: never write a field changed in the files since it
+    prune: bool  # remove the entries of invites no longer pending
 
 
 @dataclass
 class Adopted:
     """What adopt did: each file edited (written when changed), and what it did not do."""
 
-    files: list[tuple[str, EditedFile]]
+    files: list[tuple[str, Rewritten]]
     failed: list[FailedInvite]  # not read, or holding a secret
     held: list[Held]
     ref: str | None
 
 
-def read_for_adopt(request: AdoptRequest) -> Adoption:
+def read_for_adopt(
+    where: list[str],
+    selection: Selection = EVERYTHING,
+    changed_since: str | None = None,
+    *,
+    prune_not_pending: bool = False,
+) -> Adoption:
     """Each file as read, byte for byte: the platform's values go into exactly this text,
     and a file is replaced only while it still holds it (an edit meanwhile is refused)."""
-    where = request.paths
     read = read_files(where)
     everything = load_desired_state(where).invites
     refuse_changed_while_loading(read)
-    chosen = select_invites(everything, request.selection, ", ".join(where))
+    chosen = select_invites(everything, selection, ", ".join(where))
     pending: dict[str, ChangedEntry] = {}
-    if request.changed_since is not None:
+    if changed_since is not None:
         # The files' changes since REF, before any request: a bad REF costs nothing.
-        pending = changed_entries(request.changed_since, where, everything) or {}
-    return Adoption(request, read, everything, chosen, pending)
+        pending = changed_entries(changed_since, where, everything) or {}
+    return Adoption(read, everything, chosen, pending, changed_since, prune_not_pending)
 
 
 def adopt(service: Service, adoption: Adoption) -> Adopted:
     """Read the chosen invites, edit the files to their values, and replace those changed
     (all or none). Never writes to the API."""
-    found = _Found(adoption.pending, adoption.request.prune_not_pending)
+    found = _Found(adoption.pending, adoption.prune)
     with service.readings(adoption.chosen) as readings:
         for desired, outcome in readings:
             found.read(desired, outcome)
     files = rewrite_all(found.wanted, adoption.everything, adoption.read)
-    replace_all(
-        [(adoption.read[path], done.text) for path, done in files if done.changed],
-        "the invite file",
+    # Written through a symlink to the file it names (replace_read): the link is the user's.
+    changed = [
+        (adoption.read[path], text) for path, text, done in files if done.edits or done.removed
+    ]
+    replace_all(changed, "the invite file")
+    return Adopted(
+        [(path, done) for path, _, done in files], found.failed, found.held, adoption.ref
     )
-    return Adopted(files, found.failed, found.held, adoption.request.changed_since)
 
 
 @dataclass
@@ -240,23 +239,11 @@ def refuse_changed_while_loading(read: dict[str, ReadFile]) -> None:
             )
 
 
-@dataclass
-class EditedFile:
-    text: str  # the new text, BOM included when the file had one
-    rewritten: Rewritten
-
-    @property
-    def changed(self) -> bool:
-        """Whether it is written: written through a symlink to the file it names
-        (replace_read), the link being the user's, which stays."""
-        return bool(self.rewritten.edits or self.rewritten.removed)
-
-
 def rewrite_all(
     wanted: dict[str, list[Wanted]], everything: list[DesiredInvite], read: dict[str, ReadFile]
-) -> list[tuple[str, EditedFile]]:
-    """Each file's new text, from the bytes the values were loaded from, every one read
-    back and checked before any is written."""
+) -> list[tuple[str, str, Rewritten]]:
+    """Each file's new text (BOM included when it had one), from the bytes the values were
+    loaded from, every one read back and checked before any is written."""
     by_file: dict[str, list[DesiredInvite]] = defaultdict(list)
     for invite in everything:
         by_file[invite.source.path].append(invite)
@@ -273,7 +260,7 @@ def rewrite_all(
         rewritten = rewrite(text, wants)
         if rewritten.text != text:
             _check(path, rewritten, by_file[path])
-        done.append((path, EditedFile(bom + rewritten.text, rewritten)))
+        done.append((path, bom + rewritten.text, rewritten))
     return done
 
 

@@ -35,11 +35,8 @@ from reconciler.service.online import Service
 class Watch:
     """What a caller is told as the writes go; by default, nothing."""
 
-    def already_applied(self, change: InviteChange) -> None:
-        pass
-
-    def started(self, total: int) -> None:
-        pass
+    def started(self, done: list[InviteChange], total: int) -> None:
+        """Before the first write: the changes made already, and how many are to make."""
 
     def result(self, result: ChangeResult) -> None:
         pass
@@ -79,11 +76,9 @@ def apply_plan(
     settings, client = service.settings, service.client
     # The log names the plan as reviewed; only its changes not made yet are applied.
     audit = open_audit_log(settings.audit_log, settings.client_id, plan_digest(plan))
-    for change in plan.changes:
-        if change.id in done:
-            watch.already_applied(change)
+    made = [c for c in plan.changes if c.id in done]
     plan = replace(plan, changes=[c for c in plan.changes if c.id not in done])
-    watch.started(len(plan.changes))
+    watch.started(made, len(plan.changes))
     # One stop ends new writes and further retries: an interrupt, a run-fatal error, lost stdout.
     applier = Applier(client, parallelism=service.limiter, stop=client.stop, audit=audit)
     try:

@@ -35,21 +35,18 @@ from reconciler.model.invite import (
     ID_KEY,
     CurrentInvite,
     DesiredInvite,
-    Done,
-    Failed,
     Fields,
     FlowList,
     Quoted,
     Written,
     field_kinds,
     kind_of,
-    stop_if_run_fatal,
 )
 from reconciler.output.console import SHOWN
 from reconciler.safetext import ALLOWED_INVISIBLE, escape, holds_secret, plural, redact_and_escape
-from reconciler.service.offline import check_writable, settings_for
+from reconciler.service.offline import check_writable
 from reconciler.service.online import Service
-from reconciler.settings.config import Settings
+from reconciler.settings.config import Settings, load_settings
 from reconciler.yamlload.source import decode_source
 
 SCHEMA_IN_REPO = Path("schemas") / "invites.schema.json"
@@ -200,17 +197,6 @@ def refuse_dropping_invites(out: str, ids: list[str]) -> tuple[ReadFile, set[str
 # -- the export itself -------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ExportRequest:
-    """What to export, and where: ``out`` None is stdout."""
-
-    ids: list[str]
-    out: str | None = None
-    force: bool = False  # replace --out: only a file that defines no other invites
-    skip_defined: bool = False  # leave out the ids defined in the files, each named
-    schema_ref: str | None = None  # the $schema line's, else the configured or the repository's
-
-
 @dataclass
 class Export:
     """An export checked, before any request: the ids to read and where the text goes."""
@@ -225,32 +211,48 @@ class Export:
     text: str = ""
 
 
-def check_export(request: ExportRequest, config_file: str | None) -> Export:
+def check_export(
+    ids: list[str],
+    config_file: str | None,
+    out: str | None = None,  # None: stdout
+    *,
+    force: bool = False,  # replace --out: only a file that defines no other invites
+    skip_defined: bool = False,  # leave out the ids defined in the files, each named
+    schema_ref: str | None = None,  # the $schema line's, else the configured or the repository's
+) -> Export:
     """Everything refused before any request: an --out that cannot be written or would
     be replaced unasked (before the settings are read), ids already in git, a $schema
     reference out of the repository."""
-    out = request.out
     check_writable(out, "write the export", makes_directory=True)
     if out:  # before any request, as plan --out
         refuse_special_file(out, "the export")
-    if out and os.path.exists(out) and not request.force:
+    if out and os.path.exists(out) and not force:
         raise ReconcilerError(
             f"{out} exists; it may hold invites you manage. Choose another --out, "
             f"pass --force to overwrite it, or run `reconcile adopt {out}` to bring the "
             "platform's values into it"
         )
-    settings = settings_for(config_file)
-    ids = list(dict.fromkeys(request.ids))
-    replacing = refuse_dropping_invites(out, ids) if out and request.force else None
-    ids = check_known_ids(ids, settings.paths, out, request.force, request.skip_defined)
-    ref, note = schema_ref_for(out, request.schema_ref, settings.schema_ref)
+    settings = load_settings(config_file)
+    ids = list(dict.fromkeys(ids))
+    replacing = refuse_dropping_invites(out, ids) if out and force else None
+    ids = check_known_ids(ids, settings.paths, out, force, skip_defined)
+    ref, note = schema_ref_for(out, schema_ref, settings.schema_ref)
     return Export(settings, ids, ref, note, replacing)
 
 
 def read_export(service: Service, export: Export) -> Export:
-    """The invites read, and the export's text; an unknown id leaves the others to be
-    exported, unless --force would drop its entry from the file replaced."""
-    export.found, export.unknown = read_invites(service, export.ids)
+    """The invites read, and the export's text. An unknown id leaves the others to be
+    exported, unless --force would drop its entry from the file replaced; any other
+    failure exports nothing (run again, the file is whole), with every id that could not
+    be read named."""
+    export.found, failed = service.read_invites(export.ids)
+    export.unknown = [(i, error) for i, error in failed if isinstance(error, NotFound)]
+    problems = [(i, error) for i, error in failed if not isinstance(error, NotFound)]
+    if problems or (export.unknown and not export.found):
+        hint = (
+            "" if problems else "\n(invite ids come from the platform's console or its own export)"
+        )
+        raise ReconcilerError("nothing exported:\n" + listed(problems + export.unknown) + hint)
     if export.replacing is not None:
         # Left out, an unknown id defined in the file replaced would drop its entry from
         # git without a word: the entry is the team's to remove.
@@ -287,34 +289,6 @@ def write_export(export: Export, out: str) -> str:
     else:  # a file that appeared meanwhile is never replaced; a dangling link is
         write_output(out, export.text, "the export", create_only=not os.path.islink(out))
     return made
-
-
-def read_invites(
-    service: Service, ids: list[str]
-) -> tuple[list[CurrentInvite], list[tuple[str, ApiError]]]:
-    """The invites read, and the ids the platform does not know with its answer.
-
-    An unknown id leaves the others to be exported; any other failure exports nothing
-    (run again, the file is whole), with every id that could not be read named.
-    """
-    found: list[CurrentInvite] = []
-    unknown: list[tuple[str, ApiError]] = []
-    problems: list[tuple[str, ApiError]] = []
-    for invite_id, outcome in service.get_invites(ids):
-        match outcome:
-            case Done(invite):
-                found.append(invite)
-            case Failed(error):
-                stop_if_run_fatal(error)
-                (unknown if isinstance(error, NotFound) else problems).append((invite_id, error))
-    if problems or (unknown and not found):
-        hint = (
-            "\n(invite ids come from the platform's console or its own export)"
-            if not problems
-            else ""
-        )
-        raise ReconcilerError("nothing exported:\n" + listed(problems + unknown) + hint)
-    return found, unknown
 
 
 def listed(failures: list[tuple[str, ApiError]]) -> str:

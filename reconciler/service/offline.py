@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import errno
 import os
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -42,18 +41,14 @@ from reconciler.output.ci import (
 )
 from reconciler.output.console import echo_err, echo_problem
 from reconciler.safetext import escape, plural
-from reconciler.settings.config import Settings, load_settings
+from reconciler.settings.config import Settings
 
 
-def settings_for(config_file: str | None, **overrides: Any) -> Settings:
-    return load_settings(config_file).with_overrides(**overrides)
-
-
-def run_inputs(config_file: str | None, paths: list[str]) -> list[str]:
+def run_inputs(config_file: str | None, paths: Sequence[str]) -> list[str]:
     """The files a run reads (the config, the invite files under ``paths``), found but not
     read: an output onto one of them is refused before anything is (``refuse_input``)."""
     config = config_file or (CONFIG_FILE if os.path.isfile(CONFIG_FILE) else None)
-    files = [str(f) for f in find_files(paths)[0]]
+    files = [str(f) for f in find_files(list(paths))[0]]
     return [config, *files] if config else files
 
 

@@ -7,11 +7,12 @@ Kept apart from ``service.offline`` because importing it pulls in requests, whic
 from __future__ import annotations
 
 from collections.abc import Generator, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 
 import click
 
+from reconciler.api.auth import Grant
 from reconciler.api.capacity import Limiter, capacity_for
 from reconciler.api.client import ApiClient, read_current
 from reconciler.api.concurrency import ordered_map
@@ -19,7 +20,14 @@ from reconciler.api.exceptions import ApiError
 from reconciler.apply.applier import GracefulInterrupt, saved_plan_state
 from reconciler.desired.state import DesiredState
 from reconciler.errors import ReconcilerError
-from reconciler.model.invite import CurrentInvite, DesiredInvite, Outcome
+from reconciler.model.invite import (
+    CurrentInvite,
+    DesiredInvite,
+    Done,
+    Failed,
+    Outcome,
+    stop_if_run_fatal,
+)
 from reconciler.output.console import Progress, echo_err
 from reconciler.plan.make import make_plan
 from reconciler.plan.model import Plan
@@ -64,12 +72,22 @@ class Service:
             readings.close()
             progress.finish()
 
-    def get_invites(
+    def read_invites(
         self, ids: Sequence[str]
-    ) -> Iterator[tuple[str, Outcome[CurrentInvite, ApiError]]]:
-        """Each invite of ``ids`` as the platform has it, in order."""
+    ) -> tuple[list[CurrentInvite], list[tuple[str, ApiError]]]:
+        """The invites of ``ids`` the platform has, in order, and each id it could not
+        read with its answer; an error that would fail every read stops the run."""
         client = self.client
-        return ordered_map(client.get_invite, ids, self.limiter, client.stop)
+        found: list[CurrentInvite] = []
+        failed: list[tuple[str, ApiError]] = []
+        for invite_id, outcome in ordered_map(client.get_invite, ids, self.limiter, client.stop):
+            match outcome:
+                case Done(invite):
+                    found.append(invite)
+                case Failed(error):
+                    stop_if_run_fatal(error)
+                    failed.append((invite_id, error))
+        return found, failed
 
     def plan(self, state: DesiredState) -> Plan:
         """The plan of the desired ``state`` against the invites read now."""
@@ -109,36 +127,41 @@ class Service:
             )
         return state.done
 
+    def _narrow_grant(self) -> tuple[Grant, str] | None:
+        """The token's grant when narrower than asked for, and the scopes missing (escaped)."""
+        grant = self.client.grant()
+        if grant is None or not grant.missing:
+            return None
+        return grant, ", ".join(redact_and_escape(s) for s in grant.missing)
+
     def say_grant(self) -> None:
         """`plan`: says when the token was granted less than asked for. Information when
         only a writing scope is missing (a read-only client: a plan reads), else a warning."""
-        grant = self.client.grant()
-        if grant is None or not grant.missing:
+        narrow = self._narrow_grant()
+        if narrow is None:
             return
-        missing = ", ".join(redact_and_escape(s) for s in grant.missing)
+        grant, scopes = narrow
         if all("write" in s.lower() for s in grant.missing):
             click.echo(
-                f"Note: the token was granted {grant.shown()}, not {missing}: a read-only "
+                f"Note: the token was granted {grant.shown()}, not {scopes}: a read-only "
                 "client, which is enough for a plan; `apply` would refuse before writing.",
                 err=True,
             )
         else:
             echo_err(
-                f"warning: the token was granted {grant.shown()}, without {missing}, asked for "
+                f"warning: the token was granted {grant.shown()}, without {scopes}, asked for "
                 "with RECONCILER_SCOPE; requests needing it will be refused (403)"
             )
 
     def refuse_narrow_grant(self) -> None:
         """`apply`, `resend`: refuses, before the first write, a token granted less than
         asked for."""
-        client = self.client
-        grant = client.grant()
-        if grant is None or not grant.missing:
+        narrow = self._narrow_grant()
+        if narrow is None:
             return
-        missing = ", ".join(redact_and_escape(s) for s in grant.missing)
-        asked = redact_and_escape(client.settings.contract.scope)
+        asked = redact_and_escape(self.client.settings.contract.scope)
         raise ReconcilerError(
-            f"the token was granted {grant.shown()}, without {missing}, which writing needs "
+            f"the token was granted {narrow[0].shown()}, without {narrow[1]}, which writing needs "
             f"(asked for with RECONCILER_SCOPE: '{asked}'); "
             "nothing was written. Use the write client (RECONCILER_CLIENT_ID and "
             "RECONCILER_CLIENT_SECRET of a client granted that scope)"
@@ -158,25 +181,26 @@ def open_service(
     limiter: Limiter | int = capacity.limiter if capacity else 1
     pacer = capacity.pacer if capacity else None
     observer = capacity.limiter.observe if capacity else None
-    if not sandbox:
-        with ApiClient(settings, pacer=pacer, observer=observer) as client:
-            yield Service(settings, client, limiter)
-        return
-    from reconciler.sandbox import Sandbox  # its HTTP server: only for --sandbox
+    with ExitStack() as stack:
+        local = settings
+        if sandbox:
+            from reconciler.sandbox import Sandbox  # its HTTP server: only for --sandbox
 
-    with Sandbox() as server:
-        click.echo(
-            f"Using a sandbox at {server.url} seeded with the bundled example state "
-            "(nothing real is read or changed).",
-            err=True,
-        )
-        # The sandbox speaks the contract as published: a deployment's renamed
-        # fields, paths or scopes in reconciler.yaml do not apply to it.
-        local = settings.with_overrides(
-            base_url=server.url, client_id=SANDBOX_CLIENT_ID, client_secret=SANDBOX_CLIENT_SECRET
-        ).with_contract(Contract())
-        with ApiClient(local, pacer=pacer, observer=observer) as client:
-            yield Service(settings, client, limiter)
+            server = stack.enter_context(Sandbox())
+            click.echo(
+                f"Using a sandbox at {server.url} seeded with the bundled example state "
+                "(nothing real is read or changed).",
+                err=True,
+            )
+            # The sandbox speaks the contract as published: a deployment's renamed
+            # fields, paths or scopes in reconciler.yaml do not apply to it.
+            local = settings.with_overrides(
+                base_url=server.url,
+                client_id=SANDBOX_CLIENT_ID,
+                client_secret=SANDBOX_CLIENT_SECRET,
+            ).with_contract(Contract())
+        client = stack.enter_context(ApiClient(local, pacer=pacer, observer=observer))
+        yield Service(settings, client, limiter)
 
 
 def signing_secret(settings: Settings, sandbox: bool) -> str | None:

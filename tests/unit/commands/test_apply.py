@@ -103,19 +103,35 @@ def interrupt_during(platform: FakePlatform, invite_id: str) -> None:
     platform.on_update(invite_id, json=ctrl_c)
 
 
+STOPPED = ["Stopped: interrupted; no new writes were started."]
+
+
+@pytest.mark.parametrize(
+    ("during", "resend", "summary", "writes"),
+    [
+        # The write in flight finished, with the re-send that belongs to it; nothing else began.
+        ("inv_6p3j9", True, [*STOPPED, "Apply: 1 updated, 0 failed, 2 not started."], 2),
+        # Every write had started and succeeded: no claim that something was held back.
+        ("inv_8d2s4", False, ["Apply: 3 updated, 0 failed."], 3),
+    ],
+    ids=["first write", "last write"],
+)
 def test_an_interrupt_stops_new_writes_and_says_so(
-    platform: FakePlatform, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    platform: FakePlatform,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    during: str,
+    resend: bool,
+    summary: list[str],
+    writes: int,
 ) -> None:
-    interrupt_during(platform, "inv_6p3j9")
-    assert apply_all(tmp_path, resend=True) == 1
+    interrupt_during(platform, during)
+    assert apply_all(tmp_path, resend=resend) == (1 if resend else 0)
     captured = capsys.readouterr()
     assert "Interrupted" in captured.err
-    assert summary_lines(captured.out) == [
-        "Stopped: interrupted; no new writes were started.",
-        "Apply: 1 updated, 0 failed, 2 not started.",
-    ]
-    # The write in flight finished, with the re-send that belongs to it; nothing else began.
-    assert platform.writes() == [("PATCH", "inv_6p3j9"), ("POST", "inv_6p3j9")]
+    assert summary_lines(captured.out) == summary
+    assert ("PATCH", during) in platform.writes() and len(platform.writes()) == writes
+    assert (("POST", during) in platform.writes()) is resend
 
 
 def test_a_run_that_finishes_says_nothing_about_stopping(
@@ -128,17 +144,6 @@ def test_a_run_that_finishes_says_nothing_about_stopping(
         line.split()[1].rstrip(":") for line in out.splitlines() if line.startswith("re-sent ")
     ]
     assert resent == IDS
-
-
-def test_an_interrupt_during_the_last_write_stopped_nothing(
-    platform: FakePlatform, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    interrupt_during(platform, "inv_8d2s4")
-    assert apply_all(tmp_path) == 0
-    captured = capsys.readouterr()
-    assert "Interrupted" in captured.err
-    # Every write had started and succeeded: no claim that something was held back.
-    assert summary_lines(captured.out) == ["Apply: 3 updated, 0 failed."]
 
 
 # From test_apply_outcomes.py:

@@ -68,7 +68,15 @@ def test_many_bad_ids_name_ten_then_how_many_more() -> None:
         ids_in("".join(f"bad id {n}\n" for n in range(15)), "ids.txt")
 
 
-def test_a_file_past_the_bound_is_refused_without_reading_it_whole(
+def _stdin(monkeypatch: pytest.MonkeyPatch, data: bytes, *, typed: bool = False) -> None:
+    class Typed(io.TextIOWrapper):
+        def isatty(self) -> bool:
+            return typed
+
+    monkeypatch.setattr(sys, "stdin", Typed(io.BytesIO(data), encoding="utf-8"))
+
+
+def test_a_file_or_stdin_past_the_bound_is_refused_without_reading_it_whole(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(export, "MAX_IDS_BYTES", 64)
@@ -78,6 +86,9 @@ def test_a_file_past_the_bound_is_refused_without_reading_it_whole(
         read_ids(str(path))
     path.write_text("inv_1\n" * 10, encoding="utf-8")
     assert read_ids(str(path)) == ["inv_1"]
+    _stdin(monkeypatch, b"inv_1\n" * 11)
+    with pytest.raises(ReconcilerError, match="stdin: larger than"):
+        read_ids("-")
 
 
 def test_a_device_or_a_fifo_is_refused_not_read_forever_naming_the_pipe_to_use(tmp_path) -> None:
@@ -90,19 +101,17 @@ def test_a_device_or_a_fifo_is_refused_not_read_forever_naming_the_pipe_to_use(t
     assert "--ids-from -" in str(caught.value)
 
 
-def test_stdin_is_read_when_the_source_is_a_dash(monkeypatch: pytest.MonkeyPatch) -> None:
-    # A byte-order mark, as some editors save, is no id.
-    stdin = io.TextIOWrapper(io.BytesIO(b"\xef\xbb\xbfinv_1\ninv_2\n"), encoding="utf-8")
-    monkeypatch.setattr(sys, "stdin", stdin)
+def test_stdin_is_read_when_the_source_is_a_dash_and_a_terminal_is_told_how_to_end(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _stdin(
+        monkeypatch, b"\xef\xbb\xbfinv_1\ninv_2\n"
+    )  # a byte-order mark, as some editors save, is no id
     assert read_ids("-") == ["inv_1", "inv_2"]
-
-
-def test_stdin_past_the_bound_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(export, "MAX_IDS_BYTES", 64)
-    stdin = io.TextIOWrapper(io.BytesIO(b"inv_1\n" * 11), encoding="utf-8")
-    monkeypatch.setattr(sys, "stdin", stdin)
-    with pytest.raises(ReconcilerError, match="stdin: larger than"):
-        read_ids("-")
+    assert capsys.readouterr().err == ""
+    _stdin(monkeypatch, b"inv_1\n", typed=True)
+    assert read_ids("-") == ["inv_1"]
+    assert "one a line; Ctrl-D ends" in capsys.readouterr().err
 
 
 def test_text_that_is_not_utf8_is_refused_at_its_line(tmp_path: Path) -> None:
@@ -123,15 +132,3 @@ def test_export_with_no_ids_at_all_says_how_to_give_them(tmp_path: Path) -> None
     assert result.returncode == 1
     assert "ids.txt holds none, only blank lines and comments" in result.stderr
     assert "--ids-from FILE" in result.stderr and "Traceback" not in result.stderr
-
-
-def test_ids_typed_at_a_terminal_are_asked_for_with_how_to_end(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    class Typed(io.TextIOWrapper):
-        def isatty(self) -> bool:
-            return True
-
-    monkeypatch.setattr(sys, "stdin", Typed(io.BytesIO(b"inv_1\n"), encoding="utf-8"))
-    assert read_ids("-") == ["inv_1"]
-    assert "one a line; Ctrl-D ends" in capsys.readouterr().err

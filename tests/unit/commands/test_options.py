@@ -28,55 +28,50 @@ def at_a_terminal(monkeypatch: pytest.MonkeyPatch, typed: TerminalInput) -> None
     monkeypatch.setenv("NO_COLOR", "1")
 
 
-def apply_args(tmp_path: Path) -> list[str]:
-    return ["apply", str(write_invites(tmp_path / "invites", resend=True))]
+@pytest.fixture(params=["apply", "resend"])
+def command(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[list[str], str]:
+    """Each command that asks first: its arguments, and the action its refusal names."""
+    if request.param == "apply":
+        return ["apply", str(write_invites(tmp_path / "invites", resend=True))], "apply"
+    return ["resend", "inv_6p3j9", "inv_2b6n3"], "re-send"
 
 
-RESEND_ARGS = ["resend", "inv_6p3j9", "inv_2b6n3"]
-
-
-@pytest.mark.parametrize("command", ["apply", "resend"])
 def test_without_a_terminal_both_refuse_and_send_nothing(
     platform: FakePlatform,
-    tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
-    command: str,
+    command: tuple[list[str], str],
 ) -> None:
     monkeypatch.setattr(sys, "stdin", io.StringIO("y\n"))  # piped, not typed: not an answer
-    args = apply_args(tmp_path) if command == "apply" else RESEND_ARGS
+    args, action = command
     assert reconcile(*args) == 1
     err = capsys.readouterr().err
-    action = "apply" if command == "apply" else "re-send"
     assert f"refusing to {action} without confirmation: standard input is not a terminal" in err
     assert "pass --auto-approve" in err
     assert platform.writes() == []
     # apply points to a reviewed plan as the other way.
     other = "or save the plan with `reconcile plan --out FILE`, read it (`reconcile show FILE`)"
-    assert (other in err) is (command == "apply")
+    assert (other in err) is (action == "apply")
 
 
-@pytest.mark.parametrize("command", ["apply", "resend"])
 def test_typed_at_a_terminal_with_the_output_in_files_both_refuse_before_any_request(
     platform: FakePlatform,
-    tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
-    command: str,
+    command: tuple[list[str], str],
 ) -> None:
     # `reconcile apply > apply.txt 2> errors.txt` at a terminal: the plan (or the list of
     # whom resend e-mails) would go unseen into a file, and the question with it
     # (issue 39, row 5).
     monkeypatch.setattr(sys, "stdin", TerminalInput("y\n"))
-    args = apply_args(tmp_path) if command == "apply" else RESEND_ARGS
+    args, action = command
     assert reconcile(*args) == 1
     out, err = capsys.readouterr()
-    action = "apply" if command == "apply" else "re-send"
     assert err.splitlines()[-1].startswith(
         f"error: refusing to {action} without confirmation: neither stdout nor stderr is a "
         "terminal, so what you would be asked about could not be seen; pass --auto-approve"
     )
-    if command == "apply":
+    if action == "apply":
         assert err.splitlines()[-1].endswith(
             ", or save the plan with `reconcile plan --out FILE`, read it "
             "(`reconcile show FILE`) and apply it with `reconcile apply --plan FILE`"
@@ -85,19 +80,17 @@ def test_typed_at_a_terminal_with_the_output_in_files_both_refuse_before_any_req
     assert platform.mock.request_history == []  # not even a token: nothing was read
 
 
-@pytest.mark.parametrize("command", ["apply", "resend"])
 def test_on_a_terminal_no_sends_nothing(
     platform: FakePlatform,
-    tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
-    command: str,
+    command: tuple[list[str], str],
 ) -> None:
     at_a_terminal(monkeypatch, TerminalInput("n\n"))
-    args = apply_args(tmp_path) if command == "apply" else RESEND_ARGS
+    args, action = command
     assert reconcile(*args) == 1
     err = capsys.readouterr().err
-    question = "Apply these changes?" if command == "apply" else "E-mail 2 invitations again?"
+    question = "Apply these changes?" if action == "apply" else "E-mail 2 invitations again?"
     assert f"{question} [y/N]" in err
     assert "cancelled; nothing was changed" in err
     assert platform.writes() == []
@@ -139,14 +132,13 @@ def test_with_stderr_in_a_file_the_question_is_asked_on_the_terminal(
     assert out == "Apply these changes? [y/N]: " and err == ""
 
 
-@pytest.mark.parametrize("command", ["apply", "resend"])
 def test_on_a_terminal_yes_goes_ahead(
-    platform: FakePlatform, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+    platform: FakePlatform, monkeypatch: pytest.MonkeyPatch, command: tuple[list[str], str]
 ) -> None:
     at_a_terminal(monkeypatch, TerminalInput("y\n"))
-    args = apply_args(tmp_path) if command == "apply" else RESEND_ARGS
+    args, action = command
     assert reconcile(*args) == 0
     posts = [w for w in platform.writes() if w[0] == "POST"]
     assert posts == [("POST", "inv_6p3j9"), ("POST", "inv_2b6n3")] + (
-        [("POST", "inv_8d2s4")] if command == "apply" else []
+        [("POST", "inv_8d2s4")] if action == "apply" else []
     )

@@ -63,3 +63,14 @@ def test_the_step_summary_is_written_whole_despite_a_lone_surrogate(
     assert SHOWN_IN_MARKDOWN in written
     assert written.startswith("### Invite plan: 3 to update")
     capsys.readouterr()
+
+
+def test_a_saved_plan_is_said_with_how_to_apply_it(
+    platform: FakePlatform, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "plan.json"
+    assert reconcile("plan", "--out", str(out), str(write_invites(tmp_path / "invites"))) == 0
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"Saved the plan to {out}; apply it, with the same client, with: "
+        f"reconcile apply --plan {out}"
+    )

@@ -10,8 +10,8 @@ import pytest
 from support.fake_platform import FakePlatform, serve, write_invites
 
 from reconciler.desired.state import DesiredState
-from reconciler.service.offline import read_desired, settings_for
-from reconciler.settings.config import Settings
+from reconciler.service.offline import read_desired
+from reconciler.settings.config import Settings, load_settings
 
 
 @pytest.fixture
@@ -22,7 +22,7 @@ def platform(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakePl
 
 @pytest.fixture
 def settings(platform: FakePlatform) -> Settings:
-    return settings_for(None)
+    return load_settings(None)
 
 
 @pytest.fixture

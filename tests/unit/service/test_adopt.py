@@ -9,13 +9,12 @@ import pytest
 from support.fake_platform import IDS, SECRET, SERVER, FakePlatform, write_invites
 
 from reconciler.desired.state import Selection
-from reconciler.service.adopt import Adopted, AdoptRequest, adopt, read_for_adopt
+from reconciler.service.adopt import Adopted, Adoption, adopt, read_for_adopt
 from reconciler.service.online import open_service
 from reconciler.settings.config import Settings
 
 
-def _adopt(settings: Settings, request: AdoptRequest) -> Adopted:
-    adoption = read_for_adopt(request)
+def _adopt(settings: Settings, adoption: Adoption) -> Adopted:
     with open_service(settings) as service:
         return adopt(service, adoption)
 
@@ -25,14 +24,14 @@ def test_the_platforms_values_are_written_in_place(
 ) -> None:
     invites = write_invites(tmp_path / "invites")
     path = invites / "apac-latam.yaml"
-    adopted = _adopt(settings, AdoptRequest([str(invites)]))
+    adopted = _adopt(settings, read_for_adopt([str(invites)]))
     text = path.read_text(encoding="utf-8")
     for fields in SERVER.values():
         assert f"email: {fields['email']}" in text
     assert "# Three APAC/LATAM invites" in text  # the rest of the file as it was
     ((where, edited),) = adopted.files
-    assert where == str(path) and edited.changed
-    assert len(edited.rewritten.edits) == 4  # three e-mails and the name's accents
+    assert where == str(path) and not edited.removed
+    assert len(edited.edits) == 4  # three e-mails and the name's accents
     assert adopted.failed == [] and adopted.held == []
     assert platform.writes() == []  # never writes to the API
 
@@ -41,9 +40,9 @@ def test_only_the_chosen_invites_are_read_and_edited(
     settings: Settings, platform: FakePlatform, tmp_path: Path
 ) -> None:
     invites = write_invites(tmp_path / "invites")
-    adopted = _adopt(settings, AdoptRequest([str(invites)], Selection((IDS[0],), ())))
+    adopted = _adopt(settings, read_for_adopt([str(invites)], Selection((IDS[0],), ())))
     ((_, edited),) = adopted.files
-    assert {edit.id for edit in edited.rewritten.edits} == {IDS[0]}
+    assert {edit.id for edit in edited.edits} == {IDS[0]}
     reads = [r.url for r in platform.mock.request_history if r.method == "GET"]
     assert len(reads) == 1 and reads[0].endswith(IDS[0])
 
@@ -53,7 +52,7 @@ def test_a_value_holding_the_client_secret_is_never_written(
 ) -> None:
     invites = write_invites(tmp_path / "invites")
     platform.held[IDS[0]]["email"] = f"{SECRET}@leak.example"
-    adopted = _adopt(settings, AdoptRequest([str(invites)]))
+    adopted = _adopt(settings, read_for_adopt([str(invites)]))
     assert SECRET not in (invites / "apac-latam.yaml").read_text(encoding="utf-8")
     (failed,) = adopted.failed
     assert failed.id == IDS[0] and "holds the client secret or a token" in failed.message

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from support.fake_platform import IDS, FakePlatform, answer, read_records
 
-from reconciler.apply.applier import ChangeResult, WriteOutcome
+from reconciler.apply.applier import ChangeResult
 from reconciler.desired.state import DesiredState
 from reconciler.plan.model import InviteChange
 from reconciler.service.apply import Watch, apply_plan
@@ -21,11 +21,8 @@ class Seen(Watch):
     def __init__(self) -> None:
         self.events: list[str] = []
 
-    def already_applied(self, change: InviteChange) -> None:
-        self.events.append(f"already {change.id}")
-
-    def started(self, total: int) -> None:
-        self.events.append(f"started {total}")
+    def started(self, done: list[InviteChange], total: int) -> None:
+        self.events += [f"already {change.id}" for change in done] + [f"started {total}"]
 
     def result(self, result: ChangeResult) -> None:
         self.events.append(f"{result.outcome.name.lower()} {result.change.id}")
@@ -49,19 +46,6 @@ def test_each_change_is_written_and_watched_as_it_ends(
     assert {r["invite_id"] for r in records if r["record"] == "attempt"} == set(IDS)
 
 
-def test_changes_made_already_are_said_and_not_written_again(
-    settings: Settings, state: DesiredState, platform: FakePlatform
-) -> None:
-    seen = Seen()
-    with open_service(settings) as service:
-        plan = service.plan(state)
-        applied = apply_plan(service, plan, done=frozenset({IDS[0]}), watch=seen)
-    assert seen.events[:2] == [f"already {IDS[0]}", "started 2"]
-    assert platform.writes() == [("PATCH", i) for i in IDS[1:]]
-    assert [c.id for c in applied.plan.changes] == IDS[1:]
-    assert applied.report.already_applied == 1
-
-
 def test_a_failed_write_is_a_failure_with_the_servers_answer(
     settings: Settings, state: DesiredState, platform: FakePlatform
 ) -> None:
@@ -72,18 +56,3 @@ def test_a_failed_write_is_a_failure_with_the_servers_answer(
     (failed,) = applied.failures
     assert (failed.id, failed.status, failed.request_id) == (IDS[1], 422, "r-422")
     assert "email is not deliverable" in failed.message
-
-
-def test_a_run_fatal_error_stops_new_writes_and_is_named_once(
-    settings: Settings, state: DesiredState, platform: FakePlatform
-) -> None:
-    platform.on_update(IDS[0], **answer(403, "token lacks scope kyb:invites:write", "r-403"))
-    with open_service(settings) as service:
-        applied = apply_plan(service, service.plan(state))
-    assert [r.change.id for r in applied.fatal] == [IDS[0]]
-    assert applied.report.stopped_by == (
-        "HTTP 403 (the error at the end); no new writes were started"
-    )
-    outcomes = [r.outcome for r in applied.report.results]
-    assert outcomes.count(WriteOutcome.NOT_STARTED) == 2
-    assert platform.writes() == [("PATCH", IDS[0])]

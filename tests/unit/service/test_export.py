@@ -39,14 +39,21 @@ def test_an_export_never_writes_a_secret_the_server_put_in_a_value(registered_se
     assert "`name` left out: the server's value holds the client secret" in text
 
 
-def test_ordinary_words_are_exported_as_they_are() -> None:
+def test_ordinary_words_are_exported_as_they_are_under_how_a_re_send_is_asked_for() -> None:
     fields = {
         "name": "Flag Bearer Ltd.",
         "primaryContact": {"name": "Torch Bearer 2 Team", "email": "t@b.example"},
     }
     text, entry = _exported(fields)
     assert entry == {"id": "inv_1", **fields}
-    assert "#" not in text.split("invites:", 1)[1]  # nothing left out, no note
+    header, body = text.split("invites:", 1)
+    assert "#" not in body  # nothing left out, no note
+    # The platform holds no re-send rule, so no entry carries one: the file says how.
+    assert "resendOnChange" not in entry
+    assert (
+        "# A changed e-mail re-sends an invitation only where its entry says so: add\n"
+        "# `resendOnChange: true` (or a list such as [email, primaryContact]) to the entry.\n"
+    ) in header
 
 
 def test_a_contact_with_a_sub_field_a_file_cannot_hold_and_no_phone(tmp_path: Path) -> None:
@@ -134,14 +141,3 @@ def test_schema_ref_of_reconciler_yaml_is_under_the_one_path_rule(
     )
     assert schema_ref_for(None, None, "https://example.test/s.json")[0].startswith("https://")
     assert schema_ref_for("a.yaml", "../../etc/passwd", "ignored")[0] == "../../etc/passwd"
-
-
-def test_an_export_says_how_a_changed_e_mail_re_sends_its_invitation() -> None:
-    # The platform holds no re-send rule, so no entry carries one: the file says how.
-    text, entry = _exported({"email": "a@acme.example"})
-    assert "resendOnChange" not in entry
-    header = text.split("invites:", 1)[0]
-    assert (
-        "# A changed e-mail re-sends an invitation only where its entry says so: add\n"
-        "# `resendOnChange: true` (or a list such as [email, primaryContact]) to the entry.\n"
-    ) in header

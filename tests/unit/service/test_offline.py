@@ -9,7 +9,7 @@ from support.fake_platform import IDS, write_invites
 
 from reconciler.desired.state import Selection
 from reconciler.errors import ReconcilerError
-from reconciler.service.offline import applied_since, check_writable, read_desired
+from reconciler.service.offline import check_writable, read_desired
 from reconciler.settings.config import Settings
 
 
@@ -32,8 +32,3 @@ def test_the_invites_read_are_those_selected(tmp_path: Path) -> None:
     assert [i.id for i in excluded.invites] == [IDS[0], IDS[2]]
     with pytest.raises(ReconcilerError):
         read_desired(Settings(), (invites,), Selection(("not an id",), ()))
-
-
-def test_without_the_applied_record_the_ref_is_the_one_given() -> None:
-    assert applied_since("origin/main", False, action="plan") == "origin/main"
-    assert applied_since(None, False, action="adopt") is None

@@ -96,7 +96,6 @@ from ansible_collections.kyb.invites.plugins.module_utils.invite_reconciler impo
 if HAS_LIBRARY:
     from reconciler.desired.state import refuse_bad_ids
     from reconciler.errors import ReconcilerError
-    from reconciler.model.invite import Done, Failed, stop_if_run_fatal
     from reconciler.service.export import export_entry, render_export
     from reconciler.service.online import open_service
 
@@ -119,18 +118,12 @@ def read(module):
     ids = list(dict.fromkeys(module.params["ids"]))
     refuse_bad_ids(ids, "ids")
     settings = module_settings(module)
-    found, problems = [], []
     # The service `reconcile export` calls: the same reads, entries and text.
     with open_service(settings) as service:
-        for invite_id, outcome in service.get_invites(ids):
-            if isinstance(outcome, Done):
-                found.append(outcome.value)
-            elif isinstance(outcome, Failed):
-                stop_if_run_fatal(outcome.error)
-                problems.append(f"{invite_id}: {outcome.error}")
+        found, failed = service.read_invites(ids)
         base_url = service.base_url
-    if problems:
-        raise ReconcilerError("nothing read:\n" + "\n".join(f"  {p}" for p in problems))
+    if failed:
+        raise ReconcilerError("nothing read:\n" + "\n".join(f"  {i}: {e}" for i, e in failed))
     entries, notes = [], {}
     for invite in found:
         entry = export_entry(invite)
