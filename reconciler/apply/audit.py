@@ -31,14 +31,13 @@ import subprocess
 import threading
 import uuid
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from reconciler.api.exceptions import ApiError, GatewayForbidden, PreconditionFailed
 from reconciler.errors import ReconcilerError
 from reconciler.files import open_append
 from reconciler.git import outside_repository, repository_top, try_run
-from reconciler.model.invite import JsonValue
+from reconciler.model.invite import JsonValue, utc_now
 from reconciler.safetext import escape, escape_json_text, redact_and_escape
 
 # What a write record says of each field it carries: {"before": ..., "after": ...}, as JSON.
@@ -98,7 +97,7 @@ class AuditLog:
             {
                 "record": "attempt",
                 "attempt_id": attempt.attempt_id,
-                "time": _now(),
+                "time": utc_now(),
                 "invite_id": attempt.invite_id,
                 "operation": operation,
                 # Given redacted (InviteChange.redacted): redacting here would edit the
@@ -128,7 +127,7 @@ class AuditLog:
         entry: dict[str, Any] = {
             "record": "outcome",
             "attempt_id": attempt.attempt_id,
-            "time": _now(),
+            "time": utc_now(),
             "invite_id": attempt.invite_id,
             "operation": attempt.operation,
             "outcome": outcome,
@@ -154,7 +153,7 @@ class AuditLog:
         self._append(
             {
                 "record": "resend_owed",
-                "time": _now(),
+                "time": utc_now(),
                 "invite_id": redact_and_escape(invite_id),
                 "operation": "resend",
                 "message": redact_and_escape(reason)[:_MAX_MESSAGE],
@@ -276,10 +275,6 @@ def open_audit_log(
     path: str | None, client_id: str | None, plan_hash: str | None = None
 ) -> AuditLog:
     return AuditLog(path, client_id, plan_hash) if path else NoAuditLog()
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 # -- where the log may be, and its file ----------------------------------------------------

@@ -17,6 +17,7 @@ import unicodedata
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from functools import cache
 from typing import Any, Generic, NamedTuple, Protocol, TypeAlias, TypeVar
 
@@ -993,6 +994,11 @@ class NotRun:
 
 
 Outcome: TypeAlias = Done[T_co] | Failed[E_co] | NotRun
+
+
+def utc_now() -> str:
+    """Now, as every record of a run is stamped: UTC to the millisecond, ``Z``-suffixed."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def stop_if_run_fatal(error: ReadError) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from typing import NamedTuple, Self
 
 from reconciler.errors import ReconcilerError
@@ -23,6 +22,7 @@ from reconciler.model.invite import (
     SourceLocation,
     differences,
     kind_of,
+    utc_now,
 )
 from reconciler.safetext import plural, redact
 
@@ -250,7 +250,7 @@ class Plan:
     changes: list[InviteChange] = field(default_factory=list)
     failed: list[FailedInvite] = field(default_factory=list)  # saved as `errors`
     unchanged: int = 0
-    created_at: str = field(default_factory=lambda: _now())
+    created_at: str = field(default_factory=utc_now)
     max_changes: int | None = None
     max_resends: int | None = None
     not_updatable: list[NotUpdatable] = field(default_factory=list)
@@ -315,7 +315,3 @@ class Plan:
         problem = self.too_much_change(limit, resend_limit)
         if problem is not None:
             raise problem
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

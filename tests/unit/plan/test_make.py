@@ -5,6 +5,7 @@ plans scoped to a change.
 from __future__ import annotations
 
 import gc
+import json
 import subprocess
 import sys
 import weakref
@@ -46,8 +47,13 @@ from reconciler.model.invite import (
 from reconciler.output import NOT_UPDATABLE_FIX, resend_note
 from reconciler.plan.make import Reading, compare_invite, make_plan
 from reconciler.plan.model import field_changes
-from reconciler.plan.saved import to_document
+from reconciler.plan.saved import plan_chunks
 from reconciler.safetext import register_secret
+
+
+def saved_document(plan: Any) -> dict[str, Any]:
+    """The plan as `plan --out` writes it, parsed."""
+    return json.loads("".join(plan_chunks(plan)))
 
 
 def test_changes_unchanged_and_per_invite_errors_are_all_kept():
@@ -175,7 +181,7 @@ def test_a_list_rule_re_sends_only_for_a_listed_field_and_names_the_recipient():
     # Without the address changing, the invitation goes to the one the server holds.
     anything = make_plan(BASE, [(_with_rule(True, groups=["b"]), Done(server))])
     assert anything.changes[0].recipient == "old@x.example"
-    assert to_document(anything)["summary"]["resend"] == 1
+    assert saved_document(anything)["summary"]["resend"] == 1
 
 
 # --- plans scoped to a change (--changed-since REF) ------------------------------------------
