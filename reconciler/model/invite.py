@@ -667,9 +667,47 @@ _ALWAYS_QUOTED = "#/$defs/phone"
 
 @cache
 def field_kinds() -> Mapping[str, FieldKind]:
-    """Every field an invite file may manage, in the schema's order, with its kind."""
-    schema = json.loads(invite_schema_path().read_text(encoding="utf-8"))
-    return _Reader(schema).fields()
+    """Every field an invite file may manage, in the schema's order, with its kind; a field
+    of no known kind refused."""
+    definitions: dict[str, Any] = json.loads(invite_schema_path().read_text(encoding="utf-8"))[
+        "$defs"
+    ]
+    text = TextKind(definitions["serverText"]["maxLength"])
+
+    def kind(name: str, node: dict[str, Any]) -> FieldKind:
+        ref = node.get("$ref")
+        resolved = {**definitions[ref.rpartition("/")[2]], **node} if ref else node
+        match resolved.get("type"):
+            case "string":
+                return TextKind(text.max_chars, quoted=ref == _ALWAYS_QUOTED)
+            case "array":
+                return SetKind(definitions["serverSet"]["maxItems"], text)
+            case "object":
+                return contact(name, resolved)
+        raise ReconcilerError(
+            f"{invite_schema_path()}: the invite field `{name}` is of no kind this tool "
+            "knows: text (type string), a set (type array) or an object of text"
+        )
+
+    def contact(name: str, node: dict[str, Any]) -> ContactKind:
+        subs = {sub: kind(f"{name}.{sub}", n) for sub, n in node.get("properties", {}).items()}
+        for sub, sub_kind in subs.items():
+            if not isinstance(sub_kind, TextKind):
+                raise ReconcilerError(
+                    f"{invite_schema_path()}: `{name}.{sub}` must be text: an object's "
+                    "sub-fields are compared one by one as text"
+                )
+        bounds = definitions["serverContact"]
+        return ContactKind(
+            subs,  # type: ignore[arg-type]  # each a TextKind, checked above
+            tuple(node.get("required", ())),
+            max_keys=bounds["maxProperties"],
+            max_key_chars=bounds["propertyNames"]["maxLength"],
+            text=text,
+        )
+
+    properties = definitions["invite"]["properties"]
+    return {n: kind(n, node) for n, node in properties.items() if n not in RECONCILER_KEYS}
 
 
 def updatable_fields() -> tuple[str, ...]:
@@ -693,56 +731,6 @@ def fields_from_json(raw: Mapping[str, object]) -> Fields:
         if typed is not None:
             fields[name] = typed
     return fields
-
-
-class _Reader:
-    """Kinds and bounds from the schema's definitions; a field of no known kind refused."""
-
-    def __init__(self, schema: dict[str, Any]) -> None:
-        self.definitions: dict[str, Any] = schema["$defs"]
-        self.text = TextKind(self.definitions["serverText"]["maxLength"])
-
-    def fields(self) -> dict[str, FieldKind]:
-        properties = self.definitions["invite"]["properties"]
-        return {
-            name: self.kind(name, node)
-            for name, node in properties.items()
-            if name not in RECONCILER_KEYS
-        }
-
-    def kind(self, name: str, node: dict[str, Any]) -> FieldKind:
-        ref = node.get("$ref")
-        resolved = {**self.definitions[ref.rpartition("/")[2]], **node} if ref else node
-        kind = resolved.get("type")
-        if kind == "string":
-            return TextKind(self.text.max_chars, quoted=ref == _ALWAYS_QUOTED)
-        if kind == "array":
-            return SetKind(self.definitions["serverSet"]["maxItems"], self.text)
-        if kind == "object":
-            return self.contact(name, resolved)
-        raise ReconcilerError(
-            f"{invite_schema_path()}: the invite field `{name}` is of no kind this tool "
-            "knows: text (type string), a set (type array) or an object of text"
-        )
-
-    def contact(self, name: str, node: dict[str, Any]) -> ContactKind:
-        sub_fields = {}
-        for sub, sub_node in node.get("properties", {}).items():
-            kind = self.kind(f"{name}.{sub}", sub_node)
-            if not isinstance(kind, TextKind):
-                raise ReconcilerError(
-                    f"{invite_schema_path()}: `{name}.{sub}` must be text: an object's "
-                    "sub-fields are compared one by one as text"
-                )
-            sub_fields[sub] = kind
-        bounds = self.definitions["serverContact"]
-        return ContactKind(
-            sub_fields,
-            tuple(node.get("required", ())),
-            max_keys=bounds["maxProperties"],
-            max_key_chars=bounds["propertyNames"]["maxLength"],
-            text=self.text,
-        )
 
 
 def differences(
