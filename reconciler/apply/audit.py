@@ -93,21 +93,10 @@ class AuditLog:
         fields: WriteFields | None = None,
     ) -> Attempt:
         attempt = Attempt(uuid.uuid4().hex, redact_and_escape(invite_id), operation)
-        self._append(
-            {
-                "record": "attempt",
-                "attempt_id": attempt.attempt_id,
-                "time": utc_now(),
-                "invite_id": attempt.invite_id,
-                "operation": operation,
-                # Given redacted (InviteChange.redacted): redacting here would edit the
-                # record of what was sent, which is the files' values as written.
-                "fields": fields or {},
-                "client_id": self._client_id,
-                "plan_hash": self._plan_hash,
-            },
-            durable=True,
-        )
+        # Given redacted (InviteChange.redacted): redacting here would edit the record of
+        # what was sent, which is the files' values as written.
+        record = self._record("attempt", *attempt, fields=fields or {})
+        self._append(record, durable=True)
         return attempt
 
     def outcome(
@@ -124,18 +113,13 @@ class AuditLog:
         """``stored``: a `diverged` update's fields as the platform stored them (redacted).
         ``resend``: "due" on an update after which a re-send is owed until its own
         attempt says otherwise (a crash between the two leaves the fact here)."""
-        entry: dict[str, Any] = {
-            "record": "outcome",
-            "attempt_id": attempt.attempt_id,
-            "time": utc_now(),
-            "invite_id": attempt.invite_id,
-            "operation": attempt.operation,
-            "outcome": outcome,
-            "http_status": status,
-            "request_id": redact_and_escape(request_id) if request_id else None,
-            "client_id": self._client_id,
-            "plan_hash": self._plan_hash,
-        }
+        entry = self._record(
+            "outcome",
+            *attempt,
+            outcome=outcome,
+            http_status=status,
+            request_id=redact_and_escape(request_id) if request_id else None,
+        )
         if message:
             entry["message"] = redact_and_escape(message)[:_MAX_MESSAGE]
         if stored is not None:
@@ -150,18 +134,21 @@ class AuditLog:
 
     def resend_owed(self, invite_id: str, reason: str) -> None:
         """A re-send that was due after an update and never attempted: `reconcile resend`."""
-        self._append(
-            {
-                "record": "resend_owed",
-                "time": utc_now(),
-                "invite_id": redact_and_escape(invite_id),
-                "operation": "resend",
-                "message": redact_and_escape(reason)[:_MAX_MESSAGE],
-                "client_id": self._client_id,
-                "plan_hash": self._plan_hash,
-            },
-            durable=True,
+        message = redact_and_escape(reason)[:_MAX_MESSAGE]
+        owed = self._record(
+            "resend_owed", None, redact_and_escape(invite_id), "resend", message=message
         )
+        self._append(owed, durable=True)
+
+    def _record(
+        self, record: str, attempt_id: str | None, invite_id: str, operation: str, **said: Any
+    ) -> dict[str, Any]:
+        """A record of a write (the attempt ``attempt_id``, when it has one) saying ``said``."""
+        entry: dict[str, Any] = {"record": record}
+        if attempt_id is not None:
+            entry["attempt_id"] = attempt_id
+        entry.update(time=utc_now(), invite_id=invite_id, operation=operation, **said)
+        return {**entry, "client_id": self._client_id, "plan_hash": self._plan_hash}
 
     # -- the file ---------------------------------------------------------------
 
