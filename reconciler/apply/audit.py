@@ -64,6 +64,11 @@ def outcome_of(error: ApiError) -> str:
     return "unknown" if error.outcome_unknown else "failed"
 
 
+def said(error: ApiError) -> tuple[str, int | None, str | None, str]:
+    """What the outcome line of a write that failed with ``error`` says (``settle``'s)."""
+    return outcome_of(error), error.status, error.request_id, error.message
+
+
 class AuditLog:
     """An append-only JSON Lines file of write attempts and their outcomes (``path``
     None: no file, every record dropped; see ``NoAuditLog``)."""
@@ -238,7 +243,7 @@ class AttemptRecorder:
             self.maybe_done = True
             return
         self.maybe_done = self.maybe_done or error.outcome_unknown
-        self.settle(outcome_of(error), error.status, error.request_id, error.message)
+        self.settle(*said(error))
 
     def settle(
         self,
