@@ -989,19 +989,6 @@ def test_a_file_of_exactly_the_limit_is_read_and_one_byte_more_is_not(tmp_path: 
         read_bounded_text(str(plan), 1048576, WHAT)
 
 
-def test_a_fifo_or_device_is_refused_before_a_byte_is_read(tmp_path: Path) -> None:
-    # `apply --plan FIFO` with no writer would block for ever; /dev/zero never ends.
-    fifo = tmp_path / "plan.json"
-    os.mkfifo(fifo)
-    with pytest.raises(ReconcilerError) as refused:
-        read_bounded_text(str(fifo), 1000, WHAT)
-    assert str(refused.value) == (
-        f"{fifo}: cannot read a plan file: it is a FIFO (named pipe), not a regular file"
-    )
-    with pytest.raises(ReconcilerError, match=r"^/dev/zero: .* it is a device, not a regular"):
-        read_bounded_text("/dev/zero", 1000, WHAT)
-
-
 def test_a_file_name_with_control_characters_is_shown_escaped(tmp_path: Path) -> None:
     message = json_refusal("[", path="evil\x1b]0;PWNED\x07.json")
     assert "\x1b" not in message and "\x07" not in message
