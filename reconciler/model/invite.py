@@ -16,7 +16,7 @@ import re
 import unicodedata
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cache
 from typing import Any, Generic, NamedTuple, Protocol, TypeAlias, TypeVar
@@ -385,14 +385,14 @@ class FieldKind(ABC):
         """``value`` as an export writes it in YAML."""
 
 
+@dataclass(frozen=True, eq=False)  # each kind is the one object field_kinds() made
 class TextKind(FieldKind):
     """Text: a name, an e-mail, a phone number. The same in NFC."""
 
     value_type = str  # str(text) is text itself
 
-    def __init__(self, max_chars: int, *, quoted: bool = False) -> None:
-        self.max_chars = max_chars
-        self.quoted = quoted  # an export writes it in double quotes
+    max_chars: int
+    quoted: bool = field(default=False, kw_only=True)  # an export writes it in double quotes
 
     def _problem(self, raw: object) -> str | None:
         if type(raw) is not str:
@@ -425,14 +425,14 @@ class TextKind(FieldKind):
         return Quoted(text) if self.quoted else text
 
 
+@dataclass(frozen=True, eq=False)
 class SetKind(FieldKind):
     """An identifier set (groups, add-ons, attachments): order and repeats mean nothing."""
 
     value_type = IdentifierSet
 
-    def __init__(self, max_items: int, item: TextKind) -> None:
-        self.max_items = max_items
-        self.item = item
+    max_items: int
+    item: TextKind
 
     def _problem(self, raw: object) -> str | None:
         if type(raw) is not list:
@@ -484,6 +484,7 @@ class SetKind(FieldKind):
 MAX_KEY_SHOWN = 40
 
 
+@dataclass(frozen=True, eq=False)
 class ContactKind(FieldKind):
     """An object (primaryContact): compared sub-field by sub-field, replaced whole on PATCH.
 
@@ -493,22 +494,13 @@ class ContactKind(FieldKind):
 
     value_type = Contact
 
-    def __init__(
-        self,
-        sub_fields: Mapping[str, TextKind],
-        required: tuple[str, ...],
-        *,
-        max_keys: int,
-        max_key_chars: int,
-        text: TextKind,
-    ) -> None:
-        self.sub_fields = dict(sub_fields)  # those a file may hold, in the schema's order
-        self.required = required
-        self.max_keys = max_keys
-        # A sub-field's name is bounded like its value: a server's names are compared,
-        # merged into PATCH bodies and shown, so a plan's cost must not grow with them.
-        self.max_key_chars = max_key_chars
-        self.text = text  # a server's sub-field, whatever its name
+    sub_fields: dict[str, TextKind]  # those a file may hold, in the schema's order
+    required: tuple[str, ...]
+    max_keys: int = field(kw_only=True)
+    # A sub-field's name is bounded like its value: a server's names are compared,
+    # merged into PATCH bodies and shown, so a plan's cost must not grow with them.
+    max_key_chars: int = field(kw_only=True)
+    text: TextKind = field(kw_only=True)  # a server's sub-field, whatever its name
 
     def _problem(self, raw: object) -> str | None:
         if type(raw) is not dict:
