@@ -218,6 +218,18 @@ def read_plan_document(path: str) -> dict[str, Any]:
     return document  # type: ignore[no-any-return]  # the schema says it is an object
 
 
+def shown_document(value: Any) -> Any:
+    """A plan document as `show` prints it: any secret of this run redacted in every text
+    of it, names too (a hand-edited plan is text from outside, like a server's answer)."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, list):
+        return [shown_document(item) for item in value]
+    if isinstance(value, dict):
+        return {redact(key): shown_document(item) for key, item in value.items()}
+    return value
+
+
 def _not_saved(path: str, why: str) -> ReconcilerError:
     return ReconcilerError(
         f"{escape(path)}: not a plan file saved by `reconcile plan --out` ({why})"
