@@ -48,7 +48,7 @@ def show(planfile: str, output_format: str, color: str, config_file: str | None)
     document = read_plan_document(planfile)
     # First: it reads the client secret, then never shown, wherever a hand-edited plan has it.
     verdict, message = _signature_verdict(document, config_file)
-    shown = shown_document(document)
+    shown = shown_document(document)  # in place: the document is not used after
     if output_format == "json":
         click.echo(document_json(shown), nl=False)  # the file's own document, signature too
     else:

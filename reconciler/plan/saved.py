@@ -220,13 +220,16 @@ def read_plan_document(path: str) -> dict[str, Any]:
 
 def shown_document(value: Any) -> Any:
     """A plan document as `show` prints it: any secret of this run redacted in every text
-    of it, names too (a hand-edited plan is text from outside, like a server's answer)."""
+    of it, names too (a hand-edited plan is text from outside, like a server's answer).
+    Lists and objects are redacted in place: a plan of 200,000 changes is not copied."""
     if isinstance(value, str):
         return redact(value)
     if isinstance(value, list):
-        return [shown_document(item) for item in value]
-    if isinstance(value, dict):
-        return {redact(key): shown_document(item) for key, item in value.items()}
+        value[:] = map(shown_document, value)
+    elif isinstance(value, dict):
+        items = [(redact(key), shown_document(item)) for key, item in value.items()]
+        value.clear()
+        value.update(items)
     return value
 
 
