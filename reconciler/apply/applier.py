@@ -92,6 +92,11 @@ class WriteOutcome(Enum):
     UPDATE_UNKNOWN = "update unknown"
     NOT_STARTED = "not started"  # the run stopped before this write left
 
+    @classmethod
+    def failed_by(cls, error: ApiError) -> WriteOutcome:
+        """An update that failed with ``error``: unknown when it may have been made."""
+        return cls.UPDATE_UNKNOWN if error.outcome_unknown else cls.FAILED
+
     @property
     def updated(self) -> bool:
         """The update was written (whatever was stored)."""
@@ -256,9 +261,7 @@ class Applier:
                 case NotRun() | Failed(NotSent()):
                     yield ChangeResult(change, WriteOutcome.NOT_STARTED)
                 case Failed(error):
-                    unknown = error.outcome_unknown
-                    failed = WriteOutcome.UPDATE_UNKNOWN if unknown else WriteOutcome.FAILED
-                    yield ChangeResult(change, failed, error)
+                    yield ChangeResult(change, WriteOutcome.failed_by(error), error)
 
     # -- one invite's write ------------------------------------------------------
 
@@ -333,8 +336,7 @@ class Applier:
         if isinstance(error, NotSent) and not recorder.sent:
             return ChangeResult(change, WriteOutcome.NOT_STARTED)
         self._failed_fatally(error)
-        failed = WriteOutcome.UPDATE_UNKNOWN if error.outcome_unknown else WriteOutcome.FAILED
-        return ChangeResult(change, failed, error)
+        return ChangeResult(change, WriteOutcome.failed_by(error), error)
 
     def _refused(
         self, change: InviteChange, read: Read, refused: PreconditionFailed
