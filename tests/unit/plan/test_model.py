@@ -15,9 +15,7 @@ from reconciler.errors import ReconcilerError
 from reconciler.model.invite import DesiredInvite, Done, SourceLocation
 from reconciler.plan.make import make_plan
 from reconciler.plan.model import (
-    FailedInvite,
     InviteChange,
-    NotUpdatable,
     Plan,
     TooManyResends,
     TooMuchChange,
@@ -33,30 +31,6 @@ def saved_document(plan: Plan) -> dict[str, Any]:
 
 def _plan_with(changes: int, max_changes: int | None = None) -> Plan:
     return make_plan(BASE, [(desired(i), Done(current(i))) for i in range(changes)], max_changes)
-
-
-def test_every_record_reads_back_what_it_wrote():
-    change = InviteChange(
-        "inv_a", SourceLocation("a.yaml", 2), "Müller", {"email": "o@x"}, {"email": "n@x"}, True
-    )
-    stale = NotUpdatable(
-        "inv_b", SourceLocation("a.yaml", 9), None, {"name": "A"}, {"name": "B"}, "accepted"
-    )
-    problem = FailedInvite(
-        "inv_c", SourceLocation("a.yaml", 20), "HTTP 404: not found", 404, "req-1"
-    )
-    plan = Plan(BASE, [change], [problem], 7, max_changes=3, not_updatable=[stale])
-    again = plan_from_document(saved_document(plan), "plan.json")
-    assert again == plan
-    assert plan_digest(again) == plan_digest(plan)
-    assert saved_document(plan)["summary"] == {
-        "update": 1,
-        "resend": 1,
-        "unchanged": 7,
-        "error": 1,
-        "conflict": 0,
-    }
-    assert saved_document(plan)["format_version"] == 2
 
 
 def test_the_audit_logs_plan_hash_changes_with_anything_the_plan_would_write():
