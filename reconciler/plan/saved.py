@@ -483,8 +483,11 @@ def loads_bounded(text: str, path: str, max_depth: int, what: str) -> Any:
         raise ReconcilerError(
             f"{where}:{exc.lineno}:{exc.colno}: not {what} (invalid JSON: {exc.msg})"
         ) from None
-    except ValueError:  # a number of more digits than Python converts
-        line, col = _line_col(text, _long_number_at(text))
+    except (ValueError, RecursionError) as exc:
+        offset = _long_number_at(text)
+        if offset is None:
+            raise ReconcilerError(f"{where}: not {what} ({type(exc).__name__})") from None
+        line, col = _line_col(text, offset)
         limit = sys.get_int_max_str_digits()
         raise ReconcilerError(
             f"{where}:{line}:{col}: not {what} (a number of more than {limit:,} digits)"
@@ -499,11 +502,18 @@ def loads_bounded(text: str, path: str, max_depth: int, what: str) -> Any:
     return document
 
 
-def _long_number_at(text: str) -> int:
-    """The offset of the first number outside a string that int() refuses for its length."""
-    digits = re.compile(rf'"(?:[^"\\]|\\.)*+"|[0-9]{{{sys.get_int_max_str_digits() + 1},}}')
-    found = (m.start() for m in digits.finditer(text) if m.group()[0] != '"')
-    return next(found, 0)
+# A JSON string, or a number (its sign, fraction and exponent included).
+_STRING_OR_NUMBER = re.compile(r'"(?:[^"\\]|\\.)*+"|-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?')
+
+
+def _long_number_at(text: str) -> int | None:
+    """The offset of the first integer of more digits than ``int()`` converts, or None."""
+    limit = sys.get_int_max_str_digits()
+    for match in _STRING_OR_NUMBER.finditer(text):
+        token = match.group().lstrip("-")
+        if limit and token.isdigit() and len(token) > limit:
+            return match.start()
+    return None
 
 
 def _path_to(node: Any, target: object) -> list[str | int] | None:

@@ -1040,9 +1040,10 @@ REFUSED = {
         ' not a plan file (top level: key "Müller" appears twice)',
     ),
     "too-long-a-number": (
-        '[1,\n "' + "2" * 5000 + '", ' + "1" * 5000 + "]",
+        # Digits in a string and a fraction are no integer: the place is the integer's.
+        '[1,\n "' + "2" * 5000 + '", 0.' + "3" * 5000 + ", -" + "1" * 5000 + "]",
         3,
-        "2:5006: not a plan file (a number of more than 4,300 digits)",
+        "2:10010: not a plan file (a number of more than 4,300 digits)",
     ),
 }
 
