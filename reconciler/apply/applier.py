@@ -47,7 +47,7 @@ from reconciler.api.exceptions import (
     PreconditionFailed,
     UnexpectedResponse,
 )
-from reconciler.apply.audit import AttemptRecorder, AuditLog, AuditLogError, NoAuditLog, outcome_of
+from reconciler.apply.audit import AttemptRecorder, AuditLog, AuditLogError, NoAuditLog, said
 from reconciler.errors import ReconcilerError
 from reconciler.model.invite import (
     CurrentInvite,
@@ -91,6 +91,11 @@ class WriteOutcome(Enum):
     # could not be checked: not "failed", which would invite a blind retry.
     UPDATE_UNKNOWN = "update unknown"
     NOT_STARTED = "not started"  # the run stopped before this write left
+
+    @classmethod
+    def failed_by(cls, error: ApiError) -> WriteOutcome:
+        """An update that failed with ``error``: unknown when it may have been made."""
+        return cls.UPDATE_UNKNOWN if error.outcome_unknown else cls.FAILED
 
     @property
     def updated(self) -> bool:
@@ -234,6 +239,11 @@ class Applier:
         if recorder.audit_error is not None:
             self._audit_failed(recorder.audit_error)
 
+    def _settle(self, recorder: AttemptRecorder, *outcome: Any, **extra: Any) -> None:
+        """The outcome of the write's last attempt recorded (``AttemptRecorder.settle``)."""
+        recorder.settle(*outcome, **extra)
+        self._settled(recorder)
+
     def _failed_fatally(self, error: ApiError) -> None:
         if error.run_fatal:
             with self._lock:
@@ -251,9 +261,7 @@ class Applier:
                 case NotRun() | Failed(NotSent()):
                     yield ChangeResult(change, WriteOutcome.NOT_STARTED)
                 case Failed(error):
-                    unknown = error.outcome_unknown
-                    failed = WriteOutcome.UPDATE_UNKNOWN if unknown else WriteOutcome.FAILED
-                    yield ChangeResult(change, failed, error)
+                    yield ChangeResult(change, WriteOutcome.failed_by(error), error)
 
     # -- one invite's write ------------------------------------------------------
 
@@ -324,13 +332,11 @@ class Applier:
             return self._refused_after_unknown(change, recorder, error)
         # An answer taken apart after the exchange (another invite's): its outcome is
         # this one's, not recorded yet. The exchange recorded its own failures.
-        recorder.settle(outcome_of(error), error.status, error.request_id, error.message)
-        self._settled(recorder)
+        self._settle(recorder, *said(error))
         if isinstance(error, NotSent) and not recorder.sent:
             return ChangeResult(change, WriteOutcome.NOT_STARTED)
         self._failed_fatally(error)
-        failed = WriteOutcome.UPDATE_UNKNOWN if error.outcome_unknown else WriteOutcome.FAILED
-        return ChangeResult(change, failed, error)
+        return ChangeResult(change, WriteOutcome.failed_by(error), error)
 
     def _refused(
         self, change: InviteChange, read: Read, refused: PreconditionFailed
@@ -371,20 +377,16 @@ class Applier:
             done = "the gateway let the PATCH through and refused its answer"
         try:
             stored = self._verify(change.id, refused.status, refused.request_id)
+            if stored_as_sent(change, stored).diverged:
+                raise _Unverified(
+                    f"{refused.message}: {what.format('is')}, and the platform does not hold "
+                    "what was sent: whether this update was made is unknown",
+                    status=refused.status,
+                    request_id=refused.request_id,
+                )
         except _Unverified as error:
-            recorder.settle("unknown", refused.status, refused.request_id, error.message)
-            self._settled(recorder)
+            self._settle(recorder, "unknown", refused.status, refused.request_id, error.message)
             return ChangeResult(change, WriteOutcome.UPDATE_UNKNOWN, error)
-        if stored_as_sent(change, stored).diverged:
-            unknown = _Unverified(
-                f"{refused.message}: {what.format('is')}, and the platform does not hold what was "
-                "sent: whether this update was made is unknown",
-                status=refused.status,
-                request_id=refused.request_id,
-            )
-            recorder.settle("unknown", refused.status, refused.request_id, unknown.message)
-            self._settled(recorder)
-            return ChangeResult(change, WriteOutcome.UPDATE_UNKNOWN, unknown)
         return self._checked(
             change,
             recorder,
@@ -411,7 +413,8 @@ class Applier:
         stored, check, owed = self._as_stored(change, stored, from_get)
         due = owed is None and change.triggers_resend(check.as_sent)
         outcome = WriteOutcome.DIVERGED if check.diverged else WriteOutcome.UPDATED
-        recorder.settle(
+        self._settle(
+            recorder,
             outcome.audit,
             status,
             request_id,
@@ -419,7 +422,6 @@ class Applier:
             stored=_stored_json(check.diverged) if check.diverged else None,
             resend="due" if due else None,
         )
-        self._settled(recorder)
         result = ChangeResult(change, outcome, diverged=check.diverged, noted=check.noted)
         if owed is not None:
             return self._owed(result, owed)
@@ -490,8 +492,7 @@ class Applier:
                 ),
             )
         except ApiError as error:
-            recorder.settle(outcome_of(error), error.status, error.request_id, error.message)
-            self._settled(recorder)
+            self._settle(recorder, *said(error))
             if isinstance(error, NotSent) and not recorder.sent:
                 return self._owed(result, _never_attempted(error.message))
             if error.outcome_unknown:
@@ -503,8 +504,7 @@ class Applier:
             # re-send refused again and owed by hand.
             self._failed_fatally(error)
             return replace(result, resend=ResendOutcome.NOT_RESENT, resend_error=error)
-        recorder.settle("ok", receipt.status, receipt.request_id)
-        self._settled(recorder)
+        self._settle(recorder, "ok", receipt.status, receipt.request_id)
         return replace(result, resend=ResendOutcome.RESENT)
 
     def _owed(self, result: ChangeResult, reason: str) -> ChangeResult:

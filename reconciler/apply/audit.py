@@ -31,14 +31,13 @@ import subprocess
 import threading
 import uuid
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from reconciler.api.exceptions import ApiError, GatewayForbidden, PreconditionFailed
 from reconciler.errors import ReconcilerError
 from reconciler.files import open_append
 from reconciler.git import outside_repository, repository_top, try_run
-from reconciler.model.invite import JsonValue
+from reconciler.model.invite import JsonValue, utc_now
 from reconciler.safetext import escape, escape_json_text, redact_and_escape
 
 # What a write record says of each field it carries: {"before": ..., "after": ...}, as JSON.
@@ -63,6 +62,11 @@ class Attempt(NamedTuple):
 def outcome_of(error: ApiError) -> str:
     """``unknown`` when the request may have been carried out, else ``failed``."""
     return "unknown" if error.outcome_unknown else "failed"
+
+
+def said(error: ApiError) -> tuple[str, int | None, str | None, str]:
+    """What the outcome line of a write that failed with ``error`` says (``settle``'s)."""
+    return outcome_of(error), error.status, error.request_id, error.message
 
 
 class AuditLog:
@@ -94,21 +98,10 @@ class AuditLog:
         fields: WriteFields | None = None,
     ) -> Attempt:
         attempt = Attempt(uuid.uuid4().hex, redact_and_escape(invite_id), operation)
-        self._append(
-            {
-                "record": "attempt",
-                "attempt_id": attempt.attempt_id,
-                "time": _now(),
-                "invite_id": attempt.invite_id,
-                "operation": operation,
-                # Given redacted (InviteChange.redacted): redacting here would edit the
-                # record of what was sent, which is the files' values as written.
-                "fields": fields or {},
-                "client_id": self._client_id,
-                "plan_hash": self._plan_hash,
-            },
-            durable=True,
-        )
+        # Given redacted (InviteChange.redacted): redacting here would edit the record of
+        # what was sent, which is the files' values as written.
+        record = self._record("attempt", *attempt, fields=fields or {})
+        self._append(record, durable=True)
         return attempt
 
     def outcome(
@@ -125,18 +118,13 @@ class AuditLog:
         """``stored``: a `diverged` update's fields as the platform stored them (redacted).
         ``resend``: "due" on an update after which a re-send is owed until its own
         attempt says otherwise (a crash between the two leaves the fact here)."""
-        entry: dict[str, Any] = {
-            "record": "outcome",
-            "attempt_id": attempt.attempt_id,
-            "time": _now(),
-            "invite_id": attempt.invite_id,
-            "operation": attempt.operation,
-            "outcome": outcome,
-            "http_status": status,
-            "request_id": redact_and_escape(request_id) if request_id else None,
-            "client_id": self._client_id,
-            "plan_hash": self._plan_hash,
-        }
+        entry = self._record(
+            "outcome",
+            *attempt,
+            outcome=outcome,
+            http_status=status,
+            request_id=redact_and_escape(request_id) if request_id else None,
+        )
         if message:
             entry["message"] = redact_and_escape(message)[:_MAX_MESSAGE]
         if stored is not None:
@@ -151,18 +139,21 @@ class AuditLog:
 
     def resend_owed(self, invite_id: str, reason: str) -> None:
         """A re-send that was due after an update and never attempted: `reconcile resend`."""
-        self._append(
-            {
-                "record": "resend_owed",
-                "time": _now(),
-                "invite_id": redact_and_escape(invite_id),
-                "operation": "resend",
-                "message": redact_and_escape(reason)[:_MAX_MESSAGE],
-                "client_id": self._client_id,
-                "plan_hash": self._plan_hash,
-            },
-            durable=True,
+        message = redact_and_escape(reason)[:_MAX_MESSAGE]
+        owed = self._record(
+            "resend_owed", None, redact_and_escape(invite_id), "resend", message=message
         )
+        self._append(owed, durable=True)
+
+    def _record(
+        self, record: str, attempt_id: str | None, invite_id: str, operation: str, **said: Any
+    ) -> dict[str, Any]:
+        """A record of a write (the attempt ``attempt_id``, when it has one) saying ``said``."""
+        entry: dict[str, Any] = {"record": record}
+        if attempt_id is not None:
+            entry["attempt_id"] = attempt_id
+        entry.update(time=utc_now(), invite_id=invite_id, operation=operation, **said)
+        return {**entry, "client_id": self._client_id, "plan_hash": self._plan_hash}
 
     # -- the file ---------------------------------------------------------------
 
@@ -252,7 +243,7 @@ class AttemptRecorder:
             self.maybe_done = True
             return
         self.maybe_done = self.maybe_done or error.outcome_unknown
-        self.settle(outcome_of(error), error.status, error.request_id, error.message)
+        self.settle(*said(error))
 
     def settle(
         self,
@@ -276,10 +267,6 @@ def open_audit_log(
     path: str | None, client_id: str | None, plan_hash: str | None = None
 ) -> AuditLog:
     return AuditLog(path, client_id, plan_hash) if path else NoAuditLog()
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 # -- where the log may be, and its file ----------------------------------------------------

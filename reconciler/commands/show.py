@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from reconciler.api.auth import register_secret_forms
 from reconciler.commands.options import (
     FilePath,
     color_option,
@@ -21,6 +22,7 @@ from reconciler.plan.saved import (
     document_json,
     plan_from_document,
     read_plan_document,
+    shown_document,
 )
 from reconciler.safetext import escape
 from reconciler.settings.config import SECRET_ENV, SECRET_FILE_ENV, load_settings
@@ -44,23 +46,29 @@ def show(planfile: str, output_format: str, color: str, config_file: str | None)
     shown and stderr says the signature was not checked.
     """
     document = read_plan_document(planfile)
+    # First: it reads the client secret, then never shown, wherever a hand-edited plan has it.
+    verdict, message = _signature_verdict(document, config_file)
+    shown = shown_document(document)  # in place: the document is not used after
     if output_format == "json":
-        click.echo(document_json(document), nl=False)  # the file's own document, signature too
+        click.echo(document_json(shown), nl=False)  # the file's own document, signature too
     else:
         renderer = renderer_for(output_format, use_color(color))
-        echo_chunks(renderer.chunks(plan_from_document(document, planfile)))
-    verdict, message = _signature_verdict(document, config_file)
+        echo_chunks(renderer.chunks(plan_from_document(shown, planfile)))
     click.echo(f"{escape(planfile)}: {message}", err=True)
     return 0 if verdict in (SignatureCheck.VALID, None) else 1
 
 
 def _signature_verdict(document: dict[str, Any], config_file: str | None) -> tuple[str | None, str]:
+    try:
+        secret, unread = load_settings(config_file).client_secret, None
+    except ReconcilerError as exc:
+        secret, unread = None, exc
+    if secret:
+        register_secret_forms(secret)
     if not document.get("signature"):
         return SignatureCheck.UNSIGNED, "the plan is not signed: apply will refuse it."
-    try:
-        secret = load_settings(config_file).client_secret
-    except ReconcilerError as exc:
-        return None, f"signature not checked ({exc})."
+    if unread is not None:
+        return None, f"signature not checked ({unread})."
     if not secret:
         return None, (
             "signature not checked: no client secret is set (RECONCILER_CLIENT_SECRET); "

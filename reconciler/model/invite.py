@@ -16,7 +16,8 @@ import re
 import unicodedata
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from functools import cache
 from typing import Any, Generic, NamedTuple, Protocol, TypeAlias, TypeVar
 
@@ -384,14 +385,14 @@ class FieldKind(ABC):
         """``value`` as an export writes it in YAML."""
 
 
+@dataclass(frozen=True, eq=False)  # each kind is the one object field_kinds() made
 class TextKind(FieldKind):
     """Text: a name, an e-mail, a phone number. The same in NFC."""
 
     value_type = str  # str(text) is text itself
 
-    def __init__(self, max_chars: int, *, quoted: bool = False) -> None:
-        self.max_chars = max_chars
-        self.quoted = quoted  # an export writes it in double quotes
+    max_chars: int
+    quoted: bool = field(default=False, kw_only=True)  # an export writes it in double quotes
 
     def _problem(self, raw: object) -> str | None:
         if type(raw) is not str:
@@ -424,14 +425,14 @@ class TextKind(FieldKind):
         return Quoted(text) if self.quoted else text
 
 
+@dataclass(frozen=True, eq=False)
 class SetKind(FieldKind):
     """An identifier set (groups, add-ons, attachments): order and repeats mean nothing."""
 
     value_type = IdentifierSet
 
-    def __init__(self, max_items: int, item: TextKind) -> None:
-        self.max_items = max_items
-        self.item = item
+    max_items: int
+    item: TextKind
 
     def _problem(self, raw: object) -> str | None:
         if type(raw) is not list:
@@ -483,6 +484,7 @@ class SetKind(FieldKind):
 MAX_KEY_SHOWN = 40
 
 
+@dataclass(frozen=True, eq=False)
 class ContactKind(FieldKind):
     """An object (primaryContact): compared sub-field by sub-field, replaced whole on PATCH.
 
@@ -492,22 +494,13 @@ class ContactKind(FieldKind):
 
     value_type = Contact
 
-    def __init__(
-        self,
-        sub_fields: Mapping[str, TextKind],
-        required: tuple[str, ...],
-        *,
-        max_keys: int,
-        max_key_chars: int,
-        text: TextKind,
-    ) -> None:
-        self.sub_fields = dict(sub_fields)  # those a file may hold, in the schema's order
-        self.required = required
-        self.max_keys = max_keys
-        # A sub-field's name is bounded like its value: a server's names are compared,
-        # merged into PATCH bodies and shown, so a plan's cost must not grow with them.
-        self.max_key_chars = max_key_chars
-        self.text = text  # a server's sub-field, whatever its name
+    sub_fields: dict[str, TextKind]  # those a file may hold, in the schema's order
+    required: tuple[str, ...]
+    max_keys: int = field(kw_only=True)
+    # A sub-field's name is bounded like its value: a server's names are compared,
+    # merged into PATCH bodies and shown, so a plan's cost must not grow with them.
+    max_key_chars: int = field(kw_only=True)
+    text: TextKind = field(kw_only=True)  # a server's sub-field, whatever its name
 
     def _problem(self, raw: object) -> str | None:
         if type(raw) is not dict:
@@ -666,9 +659,47 @@ _ALWAYS_QUOTED = "#/$defs/phone"
 
 @cache
 def field_kinds() -> Mapping[str, FieldKind]:
-    """Every field an invite file may manage, in the schema's order, with its kind."""
-    schema = json.loads(invite_schema_path().read_text(encoding="utf-8"))
-    return _Reader(schema).fields()
+    """Every field an invite file may manage, in the schema's order, with its kind; a field
+    of no known kind refused."""
+    definitions: dict[str, Any] = json.loads(invite_schema_path().read_text(encoding="utf-8"))[
+        "$defs"
+    ]
+    text = TextKind(definitions["serverText"]["maxLength"])
+
+    def kind(name: str, node: dict[str, Any]) -> FieldKind:
+        ref = node.get("$ref")
+        resolved = {**definitions[ref.rpartition("/")[2]], **node} if ref else node
+        match resolved.get("type"):
+            case "string":
+                return TextKind(text.max_chars, quoted=ref == _ALWAYS_QUOTED)
+            case "array":
+                return SetKind(definitions["serverSet"]["maxItems"], text)
+            case "object":
+                return contact(name, resolved)
+        raise ReconcilerError(
+            f"{invite_schema_path()}: the invite field `{name}` is of no kind this tool "
+            "knows: text (type string), a set (type array) or an object of text"
+        )
+
+    def contact(name: str, node: dict[str, Any]) -> ContactKind:
+        subs = {sub: kind(f"{name}.{sub}", n) for sub, n in node.get("properties", {}).items()}
+        for sub, sub_kind in subs.items():
+            if not isinstance(sub_kind, TextKind):
+                raise ReconcilerError(
+                    f"{invite_schema_path()}: `{name}.{sub}` must be text: an object's "
+                    "sub-fields are compared one by one as text"
+                )
+        bounds = definitions["serverContact"]
+        return ContactKind(
+            subs,  # type: ignore[arg-type]  # each a TextKind, checked above
+            tuple(node.get("required", ())),
+            max_keys=bounds["maxProperties"],
+            max_key_chars=bounds["propertyNames"]["maxLength"],
+            text=text,
+        )
+
+    properties = definitions["invite"]["properties"]
+    return {n: kind(n, node) for n, node in properties.items() if n not in RECONCILER_KEYS}
 
 
 def updatable_fields() -> tuple[str, ...]:
@@ -692,56 +723,6 @@ def fields_from_json(raw: Mapping[str, object]) -> Fields:
         if typed is not None:
             fields[name] = typed
     return fields
-
-
-class _Reader:
-    """Kinds and bounds from the schema's definitions; a field of no known kind refused."""
-
-    def __init__(self, schema: dict[str, Any]) -> None:
-        self.definitions: dict[str, Any] = schema["$defs"]
-        self.text = TextKind(self.definitions["serverText"]["maxLength"])
-
-    def fields(self) -> dict[str, FieldKind]:
-        properties = self.definitions["invite"]["properties"]
-        return {
-            name: self.kind(name, node)
-            for name, node in properties.items()
-            if name not in RECONCILER_KEYS
-        }
-
-    def kind(self, name: str, node: dict[str, Any]) -> FieldKind:
-        ref = node.get("$ref")
-        resolved = {**self.definitions[ref.rpartition("/")[2]], **node} if ref else node
-        kind = resolved.get("type")
-        if kind == "string":
-            return TextKind(self.text.max_chars, quoted=ref == _ALWAYS_QUOTED)
-        if kind == "array":
-            return SetKind(self.definitions["serverSet"]["maxItems"], self.text)
-        if kind == "object":
-            return self.contact(name, resolved)
-        raise ReconcilerError(
-            f"{invite_schema_path()}: the invite field `{name}` is of no kind this tool "
-            "knows: text (type string), a set (type array) or an object of text"
-        )
-
-    def contact(self, name: str, node: dict[str, Any]) -> ContactKind:
-        sub_fields = {}
-        for sub, sub_node in node.get("properties", {}).items():
-            kind = self.kind(f"{name}.{sub}", sub_node)
-            if not isinstance(kind, TextKind):
-                raise ReconcilerError(
-                    f"{invite_schema_path()}: `{name}.{sub}` must be text: an object's "
-                    "sub-fields are compared one by one as text"
-                )
-            sub_fields[sub] = kind
-        bounds = self.definitions["serverContact"]
-        return ContactKind(
-            sub_fields,
-            tuple(node.get("required", ())),
-            max_keys=bounds["maxProperties"],
-            max_key_chars=bounds["propertyNames"]["maxLength"],
-            text=self.text,
-        )
 
 
 def differences(
@@ -993,6 +974,11 @@ class NotRun:
 
 
 Outcome: TypeAlias = Done[T_co] | Failed[E_co] | NotRun
+
+
+def utc_now() -> str:
+    """Now, as every record of a run is stamped: UTC to the millisecond, ``Z``-suffixed."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def stop_if_run_fatal(error: ReadError) -> None:

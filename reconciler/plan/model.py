@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from typing import NamedTuple, Self
 
 from reconciler.errors import ReconcilerError
@@ -23,6 +22,7 @@ from reconciler.model.invite import (
     SourceLocation,
     differences,
     kind_of,
+    utc_now,
 )
 from reconciler.safetext import plural, redact
 
@@ -202,38 +202,37 @@ class FailedInvite:
 FORMAT_VERSION = 2  # 2: signed, with `not_updatable`
 
 
+# What each limit's refusal says: what the plan does, and the advice.
+_LIMITS = {
+    "max-changes": ("updates {}", "invite", "Split the change or raise the limit"),
+    "max-resends": (
+        "e-mails {} again",
+        "invitation",
+        "Split the change, use resendOnChange's list form, or raise the limit",
+    ),
+}
+
+
 class TooMuchChange(ReconcilerError):
-    """The plan updates more invites than max_changes allows (octoDNS's TooMuchChange)."""
+    """The plan updates more invites than max_changes allows (octoDNS's TooMuchChange), or
+    e-mails more invitations than max_resends (``TooManyResends``): the irreversible part."""
 
     OPTION = "max-changes"
-    ADVICE = "Split the change or raise the limit"
 
     def __init__(self, count: int, limit: int, *, saved_limit: bool = False) -> None:
-        # A saved plan's own limit wins over a looser one given to apply: say where it came from.
-        option = self.OPTION
-        advice = (
-            f"This plan was made with --{option} {limit}; make a new plan with a higher limit"
-            if saved_limit
-            else self.ADVICE
-        )
+        does, noun, advice = _LIMITS[self.OPTION]
+        if saved_limit:  # a saved plan's own limit wins over a looser one: say where it came from
+            advice = f"This plan was made with --{self.OPTION} {limit}; make a new plan with a "
+            advice += "higher limit"
+        what = self.OPTION.replace("-", "_")
         self.reason = (
-            f"the plan {self._does(count)}, more than {option.replace('-', '_')} ({limit}). "
-            f"{advice}."
+            f"the plan {does.format(plural(count, noun))}, more than {what} ({limit}). {advice}."
         )
         super().__init__(f"refusing to apply, nothing was changed: {self.reason}")
 
-    def _does(self, count: int) -> str:
-        return f"updates {plural(count, 'invite')}"
-
 
 class TooManyResends(TooMuchChange):
-    """The plan e-mails more invitations than max_resends allows: the irreversible part."""
-
     OPTION = "max-resends"
-    ADVICE = "Split the change, use resendOnChange's list form, or raise the limit"
-
-    def _does(self, count: int) -> str:
-        return f"e-mails {plural(count, 'invitation')} again"
 
 
 class Summary(NamedTuple):
@@ -250,7 +249,7 @@ class Plan:
     changes: list[InviteChange] = field(default_factory=list)
     failed: list[FailedInvite] = field(default_factory=list)  # saved as `errors`
     unchanged: int = 0
-    created_at: str = field(default_factory=lambda: _now())
+    created_at: str = field(default_factory=utc_now)
     max_changes: int | None = None
     max_resends: int | None = None
     not_updatable: list[NotUpdatable] = field(default_factory=list)
@@ -315,7 +314,3 @@ class Plan:
         problem = self.too_much_change(limit, resend_limit)
         if problem is not None:
             raise problem
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

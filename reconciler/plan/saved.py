@@ -16,6 +16,7 @@ import hashlib
 import hmac
 import json
 import re
+import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import cache
@@ -89,11 +90,6 @@ def document_parts(plan: Plan) -> list[tuple[str, Any]]:
     if plan.signature is not None:
         parts.append(("signature", redact(plan.signature)))
     return parts
-
-
-def to_document(plan: Plan) -> dict[str, Any]:
-    """The saved plan document whole."""
-    return {k: list(v) if isinstance(v, Iterator) else v for k, v in document_parts(plan)}
 
 
 def plan_chunks(plan: Plan) -> Iterator[str]:
@@ -222,6 +218,21 @@ def read_plan_document(path: str) -> dict[str, Any]:
     return document  # type: ignore[no-any-return]  # the schema says it is an object
 
 
+def shown_document(value: Any) -> Any:
+    """A plan document as `show` prints it: any secret of this run redacted in every text
+    of it, names too (a hand-edited plan is text from outside, like a server's answer).
+    Lists and objects are redacted in place: a plan of 200,000 changes is not copied."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, list):
+        value[:] = map(shown_document, value)
+    elif isinstance(value, dict):
+        items = [(redact(key), shown_document(item)) for key, item in value.items()]
+        value.clear()
+        value.update(items)
+    return value
+
+
 def _not_saved(path: str, why: str) -> ReconcilerError:
     return ReconcilerError(
         f"{escape(path)}: not a plan file saved by `reconcile plan --out` ({why})"
@@ -275,11 +286,6 @@ def _check_each_invite_once(document: dict[str, Any], path: str) -> None:
         )
 
 
-def load_plan(path: str) -> Plan:
-    """The saved plan, signature not checked (for `show`; apply uses load_signed_plan)."""
-    return plan_from_document(read_plan_document(path), path)
-
-
 def load_signed_plan(path: str, secret: str | None) -> Plan:
     """The saved plan, refused unless its signature verifies with ``secret``."""
     document = read_plan_document(path)
@@ -304,21 +310,25 @@ def load_signed_plan(path: str, secret: str | None) -> Plan:
 
 def plan_from_document(document: dict[str, Any], path: str) -> Plan:
     """A plan from a document ``read_plan_document`` has checked; ``path`` names it in errors."""
-    read = _Records(path)
+
+    def each(key: str, record: Callable[[dict[str, Any], str, str], _R]) -> list[_R]:
+        # The records of the list ``key`` (none when a plan of its version has none).
+        return [record(data, f"{key}/{i}", path) for i, data in enumerate(document.get(key, []))]
+
     return Plan(
         base_url=document["base_url"],
         created_at=document["created_at"],
         max_changes=document.get("max_changes"),
         max_resends=document.get("max_resends"),
         unchanged=document["summary"]["unchanged"],
-        changes=read.each(document, "changes", read.change),
-        failed=read.each(document, "errors", read.failed),
-        not_updatable=read.each(document, "not_updatable", read.not_updatable),
+        changes=each("changes", _change),
+        failed=each("errors", _failed),
+        not_updatable=each("not_updatable", _not_updatable),
         format_version=document["format_version"],
         signature=document.get("signature"),
         saved=True,
         changed_since=document.get("changed_since"),
-        outside_change=read.each(document, "out_of_scope", read.outside),
+        outside_change=each("out_of_scope", _outside),
         not_read=document.get("not_read"),
         invite_urls=document.get("invite_urls"),
     )
@@ -353,68 +363,58 @@ def _source(text: str) -> SourceLocation:
     return SourceLocation(text, 0) if match is None else SourceLocation(match[1], int(match[2]))
 
 
-class _Records:
-    """The records of one plan file, each value typed as its field's kind holds it."""
+def _change(data: dict[str, Any], where: str, path: str) -> InviteChange:
+    patch = _fields(data["patch"], f"{where}/patch", path)
+    before = _held(data["before"], f"{where}/before", path, patch)
+    resend = data["resend"]
+    # Saved before plans named the recipient: the updated address, if any.
+    recipient = data["recipient"] if "recipient" in data else patch.get("email")
+    return InviteChange(
+        data["id"],
+        _source(data["source"]),
+        data.get("name"),
+        before,
+        patch,
+        resend,
+        recipient=recipient if resend and isinstance(recipient, str) else None,
+        conflicts=_fields(data.get("conflicts") or {}, f"{where}/conflicts", path),
+        kept=_kept(data, patch, before),
+        resend_on=tuple(data["resend_on"]) if resend and "resend_on" in data else None,
+    )
 
-    def __init__(self, path: str) -> None:
-        self.path = path
 
-    def each(
-        self, document: dict[str, Any], key: str, record: Callable[[dict[str, Any], str], _R]
-    ) -> list[_R]:
-        """The records of the list ``key`` (none when a plan of its version has none)."""
-        return [record(data, f"{key}/{i}") for i, data in enumerate(document.get(key, []))]
+def _outside(data: dict[str, Any], where: str, path: str) -> OutsideChange:
+    after = _fields(data["after"], f"{where}/after", path)
+    before = _held(data["before"], f"{where}/before", path, after)
+    return OutsideChange(data["id"], _source(data["source"]), data.get("name"), before, after)
 
-    def change(self, data: dict[str, Any], where: str) -> InviteChange:
-        patch = self.fields(data["patch"], f"{where}/patch")
-        before = self.held(data["before"], f"{where}/before", patch)
-        # Saved before plans named the recipient: the updated address, if any.
-        recipient = data["recipient"] if "recipient" in data else patch.get("email")
-        return InviteChange(
-            data["id"],
-            _source(data["source"]),
-            data.get("name"),
-            before,
-            patch,
-            data["resend"],
-            recipient=recipient if data["resend"] and isinstance(recipient, str) else None,
-            conflicts=self.fields(data.get("conflicts") or {}, f"{where}/conflicts"),
-            kept=_kept(data, patch, before),
-            resend_on=tuple(data["resend_on"]) if data["resend"] and "resend_on" in data else None,
-        )
 
-    def outside(self, data: dict[str, Any], where: str) -> OutsideChange:
-        after = self.fields(data["after"], f"{where}/after")
-        before = self.held(data["before"], f"{where}/before", after)
-        return OutsideChange(data["id"], _source(data["source"]), data.get("name"), before, after)
+def _not_updatable(data: dict[str, Any], where: str, path: str) -> NotUpdatable:
+    got = _outside(data, where, path)  # the same record, with a status
+    return NotUpdatable(got.id, got.source, got.name, got.before, got.after, data["status"])
 
-    def not_updatable(self, data: dict[str, Any], where: str) -> NotUpdatable:
-        got = self.outside(data, where)  # the same record, with a status
-        return NotUpdatable(got.id, got.source, got.name, got.before, got.after, data["status"])
 
-    def failed(self, data: dict[str, Any], where: str) -> FailedInvite:
-        return FailedInvite(
-            data["id"],
-            _source(data["source"]),
-            data["message"],
-            data.get("status"),
-            data.get("request_id"),
-        )
+def _failed(data: dict[str, Any], where: str, path: str) -> FailedInvite:
+    source, status, request_id = _source(data["source"]), data.get("status"), data.get("request_id")
+    return FailedInvite(data["id"], source, data["message"], status, request_id)
 
-    def fields(self, raw: Mapping[str, Any], where: str) -> Fields:
-        """Values the files gave (the schema has named only fields)."""
-        return {name: self._value(name, value, where) for name, value in raw.items()}
 
-    def held(self, raw: Mapping[str, Any], where: str, named: Mapping[str, object]) -> HeldFields:
-        """The server's values of the fields ``named`` (None: it held none)."""
-        return {n: None if raw.get(n) is None else self._value(n, raw[n], where) for n in named}
+def _fields(raw: Mapping[str, Any], where: str, path: str) -> Fields:
+    """Values the files gave (the schema has named only fields)."""
+    return {name: _value(name, value, where, path) for name, value in raw.items()}
 
-    def _value(self, name: str, value: Any, where: str) -> FieldValue:
-        typed = kind_of(name).from_json(value)
-        if typed is None:
-            shown = f"{redact_and_escape(where)}/{redact_and_escape(name)}"
-            raise _not_saved(self.path, f"{shown}: not a value it holds")
-        return typed
+
+def _held(raw: Mapping[str, Any], where: str, path: str, named: Mapping[str, object]) -> HeldFields:
+    """The server's values of the fields ``named`` (None: it held none)."""
+    return {n: None if raw.get(n) is None else _value(n, raw[n], where, path) for n in named}
+
+
+def _value(name: str, value: Any, where: str, path: str) -> FieldValue:
+    typed = kind_of(name).from_json(value)
+    if typed is None:
+        shown = f"{redact_and_escape(where)}/{redact_and_escape(name)}"
+        raise _not_saved(path, f"{shown}: not a value it holds")
+    return typed
 
 
 # Read JSON from outside within bounds: size, nesting depth, duplicate keys.
@@ -462,30 +462,76 @@ def _line_col(text: str, offset: int) -> tuple[int, int]:
 
 
 def loads_bounded(text: str, path: str, max_depth: int, what: str) -> Any:
-    """``text`` parsed, or a ReconcilerError naming ``path`` (and line:col where known)."""
+    """``text`` parsed, or a ReconcilerError naming ``path`` (and line:col or the field)."""
     where = escape(path)
     offset = too_deep_at(text, max_depth)
     if offset is not None:
         line, col = _line_col(text, offset)
         raise ReconcilerError(f"{where}:{line}:{col}: nested too deeply (limit {max_depth})")
+    repeated: list[tuple[dict[str, Any], str]] = []
 
-    def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        result: dict[str, Any] = {}
-        for key, value in pairs:
-            if key in result:
-                shown = escape(json.dumps(key, ensure_ascii=False))
-                raise ReconcilerError(f"{where}: not {what} (key {shown} appears twice)")
-            result[key] = value
-        return result
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        found = dict(items)
+        if len(found) < len(items) and not repeated:  # the first one is named
+            counts = Counter(key for key, _ in items)
+            repeated.append((found, next(key for key, n in counts.items() if n > 1)))
+        return found
 
     try:
-        return json.loads(text, object_pairs_hook=unique_keys)
+        document = json.loads(text, object_pairs_hook=pairs)
     except json.JSONDecodeError as exc:
         raise ReconcilerError(
             f"{where}:{exc.lineno}:{exc.colno}: not {what} (invalid JSON: {exc.msg})"
         ) from None
-    except (ValueError, RecursionError) as exc:  # absurd numbers
-        raise ReconcilerError(f"{where}: not {what} ({type(exc).__name__})") from None
+    except (ValueError, RecursionError) as exc:
+        offset = _long_number_at(text)
+        if offset is None:
+            raise ReconcilerError(f"{where}: not {what} ({type(exc).__name__})") from None
+        line, col = _line_col(text, offset)
+        limit = sys.get_int_max_str_digits()
+        raise ReconcilerError(
+            f"{where}:{line}:{col}: not {what} (a number of more than {limit:,} digits)"
+        ) from None
+    if repeated:
+        holder, key = repeated[0]
+        field = redact_and_escape("/".join(map(str, _path_to(document, holder) or ())))
+        shown = escape(json.dumps(key, ensure_ascii=False))
+        raise ReconcilerError(
+            f"{where}: not {what} ({field or 'top level'}: key {shown} appears twice)"
+        )
+    return document
+
+
+# A JSON string, or a number (its sign, fraction and exponent included).
+_STRING_OR_NUMBER = re.compile(r'"(?:[^"\\]|\\.)*+"|-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?')
+
+
+def _long_number_at(text: str) -> int | None:
+    """The offset of the first integer of more digits than ``int()`` converts, or None."""
+    limit = sys.get_int_max_str_digits()
+    for match in _STRING_OR_NUMBER.finditer(text):
+        token = match.group().lstrip("-")
+        if limit and token.isdigit() and len(token) > limit:
+            return match.start()
+    return None
+
+
+def _path_to(node: Any, target: object) -> list[str | int] | None:
+    """The keys and indexes from ``node`` to the object ``target`` (the very object)."""
+    if node is target:
+        return []
+    items = (
+        node.items()
+        if isinstance(node, dict)
+        else enumerate(node)
+        if isinstance(node, list)
+        else ()
+    )
+    for key, value in items:
+        below = _path_to(value, target)
+        if below is not None:
+            return [key, *below]
+    return None
 
 
 # JSON text written a record at a time: the text ``json.dumps(document, indent=2)`` gives, for a
@@ -564,11 +610,6 @@ class SignatureCheck:
     VALID = "valid"
     UNSIGNED = "unsigned"
     INVALID = "invalid"
-
-
-def canonical_bytes(document: Mapping[str, Any]) -> bytes:
-    """The bytes that are signed: the document without its signature, canonically."""
-    return "".join(_canonical_pieces(document)).encode("utf-8", "surrogatepass")
 
 
 def signature_for(document: Mapping[str, Any] | Iterable[tuple[str, Any]], secret: str) -> str:

@@ -31,8 +31,8 @@ class Where(NamedTuple):
     prefix: tuple[Any, ...] = ()
 
 
-# Words for one kind of schema error.
-Describer = Callable[["ValidationError", Where, tuple[Any, ...]], list[FileProblem]]
+# Words for one kind of schema error: one message at the value's place, or problems placed.
+Describer = Callable[["ValidationError", Where, tuple[Any, ...]], str | list[FileProblem]]
 
 
 # The schema's `$defs/line` pattern: text without control characters.
@@ -59,8 +59,8 @@ def place(path: tuple[Any, ...]) -> str:
 
 def describe(error: ValidationError, where: Where) -> list[FileProblem]:
     path = tuple(error.absolute_path)
-    describer = MESSAGES.get(str(error.validator), _other)
-    return describer(error, where, path)
+    said = MESSAGES.get(str(error.validator), _other)(error, where, path)
+    return [_at(where, path, said)] if isinstance(said, str) else said
 
 
 def _at(where: Where, path: tuple[Any, ...], message: str, key: bool = False) -> FileProblem:
@@ -104,22 +104,18 @@ def _required(error: ValidationError, where: Where, path: tuple[Any, ...]) -> li
     ]
 
 
-def _type(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[FileProblem]:
+def _type(error: ValidationError, where: Where, path: tuple[Any, ...]) -> str:
     full = where.prefix + path
     expected = error.validator_value
     raw = where.document.raw(path)
     value = error.instance
     if value is None and full == ("invites",):
-        message = "`invites` is empty; list invites under it, or write `invites: []`"
-    elif value is None:
-        message = f"{place(full)} is empty; give it a value or remove it"
-    elif expected == "string" and raw is not None:
-        message = (
-            f"{place(full)} must be text, but YAML reads {reading(raw, value)}; {quote_it(raw)}"
-        )
-    else:
-        message = _not_of_type(full, expected, value)
-    return [_at(where, path, message)]
+        return "`invites` is empty; list invites under it, or write `invites: []`"
+    if value is None:
+        return f"{place(full)} is empty; give it a value or remove it"
+    if expected == "string" and raw is not None:
+        return f"{place(full)} must be text, but YAML reads {reading(raw, value)}; {quote_it(raw)}"
+    return _not_of_type(full, expected, value)
 
 
 def _not_of_type(full: tuple[Any, ...], expected: Any, value: Any) -> str:
@@ -145,7 +141,7 @@ def _as_a_list(text: str) -> str:
     return "; write a list as `[a, b]` or as lines starting with `- `"
 
 
-def _format(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[FileProblem]:
+def _format(error: ValidationError, where: Where, path: tuple[Any, ...]) -> str:
     field = field_name(where.prefix + path)
     kind = "email address" if error.validator_value == "email" else str(error.validator_value)
     message = f"`{field}`: {quote_value(error.instance)} is not a valid {kind}"
@@ -153,30 +149,28 @@ def _format(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list
         why = email_problem(error.instance)
         if why:
             message += f": {escape(why)}"
-    return [_at(where, path, message)]
+    return message
 
 
-def _pattern(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[FileProblem]:
+def _pattern(error: ValidationError, where: Where, path: tuple[Any, ...]) -> str:
     field = field_name(where.prefix + path)
     shown = quote_value(error.instance)
     if field == "phone":
-        message = f'`phone`: {shown} is not E.164 text such as "+442079460000"'
-    elif field == "id":
-        message = f"`id`: {shown} is not a valid inviteId ({ID_RULE})"
-    elif error.validator_value == ONE_LINE:
-        message = f"`{field}`: {shown} {_control_problem(error.instance)}"
-    else:
-        message = f"`{field}`: {shown} does not match `{escape(str(error.validator_value))}`"
-    return [_at(where, path, message)]
+        return f'`phone`: {shown} is not E.164 text such as "+442079460000"'
+    if field == "id":
+        return f"`id`: {shown} is not a valid inviteId ({ID_RULE})"
+    if error.validator_value == ONE_LINE:
+        return f"`{field}`: {shown} {_control_problem(error.instance)}"
+    return f"`{field}`: {shown} does not match `{escape(str(error.validator_value))}`"
 
 
-def _enum(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[FileProblem]:
+def _enum(error: ValidationError, where: Where, path: tuple[Any, ...]) -> str:
     field = field_name(where.prefix + path)
     allowed = [str(a) for a in error.validator_value]
     value = error.instance
     what = place(where.prefix + path)
     kind = "is not a field of an invite" if field == "resendOnChange" else "is not allowed"
-    return [_at(where, path, f"{what}: {quote_value(value)} {kind}; {_advice(value, allowed)}")]
+    return f"{what}: {quote_value(value)} {kind}; {_advice(value, allowed)}"
 
 
 def _advice(word: object, allowed: Sequence[str], more: str = "") -> str:
@@ -205,39 +199,35 @@ def _bound(words: str, noun: str = "") -> Describer:
     """Words for a bound: ``words`` before the limit, and what it counts ("at least" 1
     "character")."""
 
-    def describe(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[FileProblem]:
+    def describe(error: ValidationError, where: Where, path: tuple[Any, ...]) -> str:
         limit = error.validator_value
         unit = "" if not noun else f" {noun}" if limit == 1 else f" {noun}s"
-        return [_at(where, path, f"{place(where.prefix + path)} must be {words} {limit}{unit}")]
+        return f"{place(where.prefix + path)} must be {words} {limit}{unit}"
 
     return describe
 
 
-def _unique(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[FileProblem]:
-    field = field_name(where.prefix + path)
-    return [_at(where, path, f"`{field}` lists the same item twice; it is a set")]
+def _unique(error: ValidationError, where: Where, path: tuple[Any, ...]) -> str:
+    return f"`{field_name(where.prefix + path)}` lists the same item twice; it is a set"
 
 
-def _one_of(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[FileProblem]:
+def _one_of(error: ValidationError, where: Where, path: tuple[Any, ...]) -> str | list[FileProblem]:
     context = error.context or []
     # Branches whose `type` does not fit say nothing about what is wrong inside
     # the value; the deepest error of a branch that fits does.
     fitting = [e for e in context if not (e.validator == "type" and not e.path)]
     if context and not fitting:
         kinds = " or ".join(_a(e.validator_value) for e in context)
-        found = kind_in_words(error.instance)
-        message = f"{place(where.prefix + path)} must be {kinds}, not {found}"
-        return [_at(where, path, message)]
+        return f"{place(where.prefix + path)} must be {kinds}, not {kind_in_words(error.instance)}"
     if not fitting:
         return _other(error, where, path)
     return describe(max(fitting, key=lambda e: len(e.path)), where)
 
 
-def _other(error: ValidationError, where: Where, path: tuple[Any, ...]) -> list[FileProblem]:
+def _other(error: ValidationError, where: Where, path: tuple[Any, ...]) -> str:
     rule = json.dumps(error.validator_value, ensure_ascii=False, default=str)[:QUOTED_CHARS]
     field = field_name(where.prefix + path)
-    message = f"`{field}` does not meet the schema rule `{error.validator}: {escape(rule)}`"
-    return [_at(where, path, message)]
+    return f"`{field}` does not meet the schema rule `{error.validator}: {escape(rule)}`"
 
 
 def _a(expected: Any) -> str:

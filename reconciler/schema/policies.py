@@ -479,18 +479,18 @@ def compile_policy(policy: Policy) -> CompiledPolicy:
     return CompiledPolicy(policy, validator)
 
 
+@dataclass(frozen=True, eq=False)  # compared and hashed as the one object it is
 class CompiledPolicy:
     """A policy ready to run: ``failure(entry)`` is None, or the path its verdict is about."""
 
-    def __init__(self, policy: Policy, validator: Validator) -> None:
-        self.policy = policy
-        self._validator = validator
+    policy: Policy
+    validator: Validator
 
     def failure(self, entry: dict[str, Any]) -> Path | None:
         try:
-            if self._validator.is_valid(entry):
+            if self.validator.is_valid(entry):
                 return None
-            errors = list(self._validator.iter_errors(entry))
+            errors = list(self.validator.iter_errors(entry))
         except RecursionError:
             rule = self.policy
             raise PolicyLoop(
@@ -514,11 +514,11 @@ def _leaves(errors: list[ValidationError]) -> Iterator[ValidationError]:
         yield error
 
 
+@dataclass(frozen=True, eq=False)
 class Policies:
     """The compiled policies of a run, applied to each entry read."""
 
-    def __init__(self, compiled: tuple[CompiledPolicy, ...]) -> None:
-        self.compiled = compiled
+    compiled: tuple[CompiledPolicy, ...]
 
     def check(
         self, entry: dict[str, Any], source: str, mark: Callable[[Path], tuple[int, int]]

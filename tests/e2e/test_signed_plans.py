@@ -186,6 +186,22 @@ def test_show_says_when_apply_would_refuse_the_plan(planned, tmp_path, reconcile
     assert missing.code == 1 and "nowhere.json: cannot read a plan file" in missing.stderr
 
 
+def test_show_never_prints_the_client_secret_a_hand_edited_plan_holds(planned, tmp_path, reconcile):
+    _server, env, document = planned
+    secret = "hand-edited-into-the-plan-6b1f"  # registered by no earlier run of this process
+    first = document["changes"][0]
+    first["name"] = f"Acme {secret}"
+    first["before"]["email"] = f"{secret}@acme.example"  # the server's value, as saved
+    first["patch"]["email"] = first["after"]["email"] = f"new+{secret}@acme.example"
+    (tmp_path / "plan.json").write_text(json.dumps(document), encoding="utf-8")
+    for output in ("text", "json", "markdown"):
+        shown = reconcile(
+            "show", "plan.json", "--format", output, env={**env, "RECONCILER_CLIENT_SECRET": secret}
+        )
+        assert shown.code == 1 and "altered, or made with another credential" in shown.stderr
+        assert secret not in shown.stdout + shown.stderr and "redacted" in shown.stdout
+
+
 def test_plan_and_apply_name_an_unwritable_or_unreadable_plan_file(planned, reconcile):
     server, env, _document = planned
     unwritable = reconcile("plan", "--out", "no/such/dir/plan.json", env=env)

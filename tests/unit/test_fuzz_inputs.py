@@ -26,7 +26,7 @@ from reconciler.errors import FileProblem, InputError, ReconcilerError
 from reconciler.model.invite import CurrentInvite, updatable_fields
 from reconciler.output.text import TextRenderer
 from reconciler.plan.model import Plan
-from reconciler.plan.saved import load_plan, plan_digest, to_document
+from reconciler.plan.saved import plan_chunks, plan_digest, plan_from_document, read_plan_document
 from reconciler.settings.config import Settings
 
 pytestmark = pytest.mark.real  # big fuzz runs: the real-parts stage
@@ -267,7 +267,7 @@ VALID_PLAN: dict[str, Any] = {
 
 def assert_plan_or_error(path: Path) -> None:
     try:
-        plan = load_plan(str(path))
+        plan = plan_from_document(read_plan_document(str(path)), str(path))
     except ReconcilerError as exc:
         assert str(path) in str(exc), f"the error must name the file: {exc}"
     else:
@@ -275,7 +275,7 @@ def assert_plan_or_error(path: Path) -> None:
         # `apply --plan` shows the plan and hashes it for the audit log: neither may crash.
         TextRenderer().render(plan)
         plan_digest(plan)
-        to_document(plan)
+        "".join(plan_chunks(plan))
 
 
 def test_the_plan_from_the_spec_loads(workdir: Path) -> None:
@@ -283,7 +283,7 @@ def test_the_plan_from_the_spec_loads(workdir: Path) -> None:
     path = workdir / "plan.json"
     path.write_text(json.dumps(VALID_PLAN), encoding="utf-8")
 
-    plan = load_plan(str(path))
+    plan = plan_from_document(read_plan_document(str(path)), str(path))
 
     assert [(c.id, c.patch, c.before) for c in plan.changes] == [
         ("inv_8f2k1", {"email": "new@acme.example"}, {"email": "old@acme.example"})

@@ -171,22 +171,6 @@ def test_a_field_moved_since_the_plan_is_a_conflict_and_nothing_is_written() -> 
     assert report.conflicts == 1 and not report.ok
 
 
-def test_a_kept_contact_phone_changed_meanwhile_is_never_put_back() -> None:
-    # Row 4: the files manage the contact's name and e-mail; support changed its phone.
-    contact = {"name": "José", "email": "jose@a.example", "phone": "+5215500000000"}
-    platform = _Platform(
-        {"inv_1": {"id": "inv_1", "primaryContact": {**contact, "phone": "+5215511111111"}}}
-    )
-    wanted = {**contact, "name": "María", "email": "maria@a.example"}
-    change = _change(
-        {"primaryContact": contact}, {"primaryContact": wanted}, kept={"primaryContact": ("phone",)}
-    )
-    (result,) = _apply(platform, change).results
-    assert result.outcome is WriteOutcome.CONFLICT
-    assert platform.calls == [("GET", "inv_1")]
-    assert platform.invites["inv_1"]["primaryContact"]["phone"] == "+5215511111111"
-
-
 def test_fields_already_at_their_value_are_left_out_of_the_patch() -> None:
     platform = _one(name="New", email="old@a.example")
     change = _change(
@@ -219,45 +203,6 @@ def test_a_change_someone_else_made_is_sent_no_more_and_its_re_send_is_owed(
 # -- checked after write ----------------------------------------------------------------
 
 
-def test_a_normalised_email_is_diverged_and_never_triggers_the_re_send() -> None:
-    # Row 1: the platform lower-cases e-mails.
-    platform = _one(email="old@acme.example")
-    platform.store = lambda body: {k: v.lower() if k == "email" else v for k, v in body.items()}
-    change = _change(
-        {"email": "old@acme.example"},
-        {"email": "Compliance@Acme.example"},
-        resend=True,
-        resend_on=("email",),
-    )
-    report = _apply(platform, change)
-    (result,) = report.results
-    assert result.outcome is WriteOutcome.DIVERGED
-    assert [(d.field, d.sent, d.stored) for d in result.diverged] == [
-        ("email", "Compliance@Acme.example", "compliance@acme.example")
-    ]
-    # The address changed (lower-cased), and no e-mail went to it: owed, once checked.
-    assert result.resend is ResendOutcome.OWED
-    assert result.owed == (
-        "withheld: the platform stored `email` otherwise than sent, and the invitation would "
-        'go to the address it holds, "compliance@acme.example"; once you have checked what it '
-        "holds (and the files hold the platform's form)"
-    )
-    assert ("RESEND", "inv_1") not in platform.calls
-    assert [r.change.id for r in report.resends_not_made] == ["inv_1"]
-    assert not report.ok
-
-
-def test_an_ignored_email_owes_no_re_send_the_address_never_changed(tmp_path: Path) -> None:
-    platform = _one(email="old@a.example")
-    platform.store = lambda body: {}
-    change = _change(
-        {"email": "old@a.example"}, {"email": "new@a.example"}, True, resend_on=("email",)
-    )
-    (result,) = _apply(platform, change, log=tmp_path).results
-    assert (result.outcome, result.resend) == (WriteOutcome.DIVERGED, None)
-    assert _owed_records(tmp_path) == []
-
-
 def _owed_records(log: Path) -> list[str]:
     return [r["message"] for r in _records(log) if r["record"] == "resend_owed"]
 
@@ -269,26 +214,6 @@ _HELD_ALREADY = (
 
 
 # -- no e-mail before a GET shows where it goes (issue 51, row 2) --------------------------
-
-
-def test_an_echoed_answer_never_decides_a_re_send_a_get_does(tmp_path: Path) -> None:
-    # The platform lower-cases the address and answers with the body it was sent.
-    platform = _one(email="old@acme.example")
-    platform.store = lambda body: {k: v.lower() for k, v in body.items()}
-    platform.echo = True
-    (result,) = _apply(
-        platform,
-        _change({"email": "old@acme.example"}, {"email": "Compliance@Acme.example"}, True),
-        log=tmp_path,
-    ).results
-    assert platform.calls == [("GET", "inv_1"), ("PATCH", "inv_1"), ("GET", "inv_1")]
-    assert (result.outcome, result.resend) == (WriteOutcome.DIVERGED, ResendOutcome.OWED)
-    records = _records(tmp_path)
-    update = [r for r in records if r["record"] == "outcome"]
-    assert [(r["outcome"], r.get("stored"), r.get("resend")) for r in update] == [
-        ("diverged", {"email": "compliance@acme.example"}, None)
-    ]
-    assert [r["record"] for r in records] == ["attempt", "outcome", "resend_owed"]
 
 
 def test_a_re_send_never_goes_to_an_address_stored_otherwise_than_sent() -> None:
@@ -366,22 +291,6 @@ def test_text_in_another_normal_form_or_a_set_in_another_order_is_stored_as_sent
     assert result.resend is ResendOutcome.RESENT
 
 
-def test_true_re_sends_for_the_fields_stored_as_sent_and_names_the_platforms_recipient() -> None:
-    # Row 2: the platform ignores a changed e-mail; the name is stored.
-    platform = _one(name="A", email="old@a.example")
-    platform.store = lambda body: {k: v for k, v in body.items() if k != "email"}
-    change = _change(
-        {"name": "A", "email": "old@a.example"},
-        {"name": "B", "email": "new@a.example"},
-        True,
-        recipient="new@a.example",
-    )
-    (result,) = _apply(platform, change).results
-    assert result.outcome is WriteOutcome.DIVERGED
-    assert result.resend is ResendOutcome.RESENT
-    assert result.recipient == "old@a.example"  # where it actually went
-
-
 def test_an_answer_about_another_invite_is_unknown_logged_so_and_re_sends_nothing(tmp_path) -> None:
     # Row 3.
     platform = _one(email="old@a.example")
@@ -394,24 +303,6 @@ def test_an_answer_about_another_invite_is_unknown_logged_so_and_re_sends_nothin
     (outcome,) = [r for r in _records(tmp_path) if r["record"] == "outcome"]
     assert _said(outcome) == ("unknown", 200, None)
     assert outcome["message"] == "about inv_9"
-
-
-def test_a_kept_sub_field_the_platform_reformats_is_noted_not_diverged() -> None:
-    contact = {"name": "Ana", "email": "ana@a.example", "phone": "+52 155 0000 0000"}
-    platform = _Platform({"inv_1": {"id": "inv_1", "primaryContact": contact}})
-    platform.store = lambda body: {
-        "primaryContact": {**body["primaryContact"], "phone": "+5215500000000"}
-    }
-    change = _change(
-        {"primaryContact": contact},
-        {"primaryContact": {**contact, "name": "Ana Ruiz"}},
-        kept={"primaryContact": ("phone",)},
-    )
-    (result,) = _apply(platform, change).results
-    assert result.outcome is WriteOutcome.UPDATED
-    assert [(n.field, n.stored) for n in result.noted] == [
-        ("primaryContact.phone", "+5215500000000")
-    ]
 
 
 # -- re-sends: refused, unknown, owed ---------------------------------------------------

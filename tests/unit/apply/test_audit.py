@@ -280,15 +280,6 @@ def test_a_re_send_owed_is_a_record_of_its_own_in_full(tmp_path: Path) -> None:
     assert [r["client_id"] for r in read_records(tmp_path / "other.jsonl")] == [None]
 
 
-def test_a_new_log_is_readable_by_its_owner_only(tmp_path: Path) -> None:
-    previous = os.umask(0o022)
-    try:
-        AuditLog(str(tmp_path / "audit.jsonl"), CLIENT_ID).close()
-    finally:
-        os.umask(previous)
-    assert (tmp_path / "audit.jsonl").stat().st_mode & 0o777 == 0o600  # personal data
-
-
 def test_a_log_that_ends_cleanly_gains_no_blank_line(tmp_path: Path) -> None:
     audit = tmp_path / "audit.jsonl"
     audit.write_text('{"record": "outcome"}\n', encoding="utf-8")

@@ -41,21 +41,19 @@ from reconciler.plan import saved
 from reconciler.plan.model import FailedInvite, InviteChange, NotUpdatable, OutsideChange, Plan
 from reconciler.plan.saved import (
     SignatureCheck,
-    canonical_bytes,
     check,
     document_chunks,
     document_json,
     document_parts,
-    load_plan,
     load_signed_plan,
     loads_bounded,
     plan_digest,
     plan_from_document,
     read_bounded_text,
+    read_plan_document,
     save_plan,
     sign_plan,
     signature_for,
-    to_document,
 )
 from reconciler.safetext import NON_ASCII_UNSAFE, escape, register_secret
 
@@ -95,6 +93,16 @@ def sample_plan() -> Plan:
             )
         ],
     )
+
+
+def to_document(plan: Plan) -> dict[str, Any]:
+    """The saved plan document whole: its parts, each list of records made."""
+    return {k: list(v) if isinstance(v, Iterator) else v for k, v in document_parts(plan)}
+
+
+def load_plan(path: str) -> Plan:
+    """The saved plan as `show` reads it: checked for everything but its signature."""
+    return plan_from_document(read_plan_document(path), path)
 
 
 def write(path: Path, document: Any) -> str:
@@ -175,18 +183,6 @@ def test_a_saved_plan_is_applied_only_at_the_invite_paths_it_names():
     assert saved_plan_state(named, BASE, server.read, 4, invite_urls=dict(URLS)).drift == []
 
 
-def test_a_plan_with_a_bad_signature_or_none_is_refused(tmp_path):
-    plan = sample_plan()
-    sign_plan(plan, "another-credential")
-    save_plan(plan, str(tmp_path / "other.json"))
-    with pytest.raises(ReconcilerError, match="altered, or made with another credential"):
-        load_signed_plan(str(tmp_path / "other.json"), SECRET)
-    unsigned = sample_plan()
-    save_plan(unsigned, str(tmp_path / "unsigned.json"))
-    with pytest.raises(ReconcilerError, match="not signed"):
-        load_signed_plan(str(tmp_path / "unsigned.json"), SECRET)
-
-
 def test_a_plan_naming_an_invite_twice_is_refused_even_when_signed(tmp_path):
     document = to_document(sample_plan())
     document["changes"].append(copy.deepcopy(document["changes"][0]))
@@ -249,17 +245,6 @@ def test_deep_nesting_is_refused_before_parsing_with_its_place(tmp_path):
     assert name is not None and name.startswith("[[")
 
 
-def test_nesting_up_to_the_limit_is_parsed_and_one_more_level_is_not(tmp_path):
-    at_limit = tmp_path / "64.json"
-    at_limit.write_text("[" * 64 + "]" * 64, encoding="utf-8")
-    with pytest.raises(ReconcilerError, match="not a plan file saved by"):  # parsed, then schema
-        load_plan(str(at_limit))
-    past = tmp_path / "65.json"
-    past.write_text("[" * 65 + "]" * 65, encoding="utf-8")
-    with pytest.raises(ReconcilerError, match=r"65.json:1:65: nested too deeply \(limit 64\)"):
-        load_plan(str(past))
-
-
 def test_a_change_whose_before_after_and_patch_disagree_is_refused_as_damaged(tmp_path):
     document = json.loads(json.dumps(to_document(sample_plan())))  # as read from a file
     document["changes"][0]["patch"]["email"] = "evil@attacker.example"  # `after` not edited
@@ -277,14 +262,6 @@ def test_an_oversized_file_is_refused_without_reading_it_all(tmp_path, monkeypat
     document["changes"][1]["name"] = "x" * 2000
     with pytest.raises(ReconcilerError, match="larger than 1,000 bytes: too large for a plan"):
         load_plan(write(tmp_path / "big.json", document))
-
-
-def test_a_duplicate_key_is_refused(tmp_path):
-    path = tmp_path / "dup.json"
-    text = json.dumps(to_document(sample_plan()))
-    path.write_text(text.replace('"resend": true', '"resend": false, "resend": true'), "utf-8")
-    with pytest.raises(ReconcilerError, match='key "resend" appears twice'):
-        load_plan(str(path))
 
 
 def test_an_id_with_a_trailing_newline_is_not_an_id(tmp_path):
@@ -492,15 +469,6 @@ def test_without_a_client_secret_the_signature_cannot_be_checked(tmp_path):
     )
 
 
-def test_a_file_that_is_not_json_is_called_not_a_plan_file(tmp_path):
-    path = tmp_path / "notes.json"
-    path.write_text("changes: all of them\n", encoding="utf-8")
-
-    message = refusal(str(path))
-
-    assert message.startswith(f"{path}:1:1: not a plan file (invalid JSON: ")
-
-
 def test_a_long_schema_complaint_is_cut_to_three_hundred_characters(tmp_path):
     document = to_document(two_change_plan())
     document["base_url"] = list(range(1000))
@@ -592,7 +560,6 @@ def whole_document_signature(plan: Plan) -> str:
     parsed.pop("signature", None)
     canonical = json.dumps(parsed, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     signed = canonical.encode("utf-8", "surrogatepass")
-    assert canonical_bytes(parsed) == signed  # the one canonical form, whole
     return "hmac-sha256:" + hmac.new(key, signed, hashlib.sha256).hexdigest()
 
 
@@ -655,15 +622,6 @@ def a_plan(count: int) -> Plan:
         for n in range(count)
     ]
     return Plan(base_url="https://api.example.test", changes=changes)
-
-
-def test_a_saved_streamed_plan_loads_and_verifies(tmp_path: Path) -> None:
-    plan = a_plan(500)
-    sign_plan(plan, SECRET)
-    save_plan(plan, str(tmp_path / "plan.json"))
-    loaded = load_signed_plan(str(tmp_path / "plan.json"), SECRET)
-    assert [c.id for c in loaded.changes] == [c.id for c in plan.changes]
-    assert (tmp_path / "plan.json").read_text(encoding="utf-8") == whole_document_json(plan)
 
 
 # A typed plan holds no number; the writers' guard stays, for any document given them.
@@ -948,6 +906,7 @@ def test_a_source_that_names_no_line_is_shown_as_saved(tmp_path):
     [
         (("changes", 1, "patch"), "changes/1/patch/name"),
         (("changes", 1, "before"), "changes/1/before/name"),
+        (("changes", 0, "conflicts"), "changes/0/conflicts/name"),
         (("not_updatable", 0, "after"), "not_updatable/0/after/name"),
         (("not_updatable", 0, "before"), "not_updatable/0/before/name"),
         (("out_of_scope", 0, "after"), "out_of_scope/0/after/name"),
@@ -967,16 +926,6 @@ def test_a_value_its_field_cannot_hold_is_refused_naming_where(tmp_path, part, w
     assert str(refused.value) == (
         f"{path}: not a plan file saved by `reconcile plan --out` ({where}: not a value it holds)"
     )
-
-
-def test_conflicts_holding_a_value_no_field_holds_are_refused_naming_where(tmp_path):
-    document = to_document(_scoped_plan("unused-secret-value-2"))
-    document["changes"][0]["conflicts"] = {"name": ["not", "text"]}
-    path = write(tmp_path / "bad.json", document)
-    with pytest.raises(
-        ReconcilerError, match=r"\(changes/0/conflicts/name: not a value it holds\)"
-    ):
-        load_plan(path)
 
 
 def test_a_signed_plan_holding_a_value_no_field_holds_is_refused_naming_the_file(tmp_path):
@@ -1040,19 +989,6 @@ def test_a_file_of_exactly_the_limit_is_read_and_one_byte_more_is_not(tmp_path: 
         read_bounded_text(str(plan), 1048576, WHAT)
 
 
-def test_a_fifo_or_device_is_refused_before_a_byte_is_read(tmp_path: Path) -> None:
-    # `apply --plan FIFO` with no writer would block for ever; /dev/zero never ends.
-    fifo = tmp_path / "plan.json"
-    os.mkfifo(fifo)
-    with pytest.raises(ReconcilerError) as refused:
-        read_bounded_text(str(fifo), 1000, WHAT)
-    assert str(refused.value) == (
-        f"{fifo}: cannot read a plan file: it is a FIFO (named pipe), not a regular file"
-    )
-    with pytest.raises(ReconcilerError, match=r"^/dev/zero: .* it is a device, not a regular"):
-        read_bounded_text("/dev/zero", 1000, WHAT)
-
-
 def test_a_file_name_with_control_characters_is_shown_escaped(tmp_path: Path) -> None:
     message = json_refusal("[", path="evil\x1b]0;PWNED\x07.json")
     assert "\x1b" not in message and "\x07" not in message
@@ -1087,18 +1023,28 @@ REFUSED = {
         3,
         "3:8: not a plan file (invalid JSON: Expecting value)",
     ),
-    "key-twice": ('{"c": [], "c": []}', 3, ' not a plan file (key "c" appears twice)'),
+    "key-twice": ('{"c": [], "c": []}', 3, ' not a plan file (top level: key "c" appears twice)'),
+    "key-twice-named-by-its-field": (
+        '{"changes": [{"id": 1}, {"patch": {"e": 1, "f": 2, "e": 3}}]}',
+        4,
+        ' not a plan file (changes/1/patch: key "e" appears twice)',
+    ),
     "key-twice-escaped": (
         '{"\\u001b[31m": 1, "\\u001b[31m": 2}',
         3,
-        ' not a plan file (key "\\u001b[31m" appears twice)',
+        ' not a plan file (top level: key "\\u001b[31m" appears twice)',
     ),
     "key-twice-as-written": (
         '{"Müller": 1, "Müller": 2}',
         3,
-        ' not a plan file (key "Müller" appears twice)',
+        ' not a plan file (top level: key "Müller" appears twice)',
     ),
-    "too-long-a-number": ("[" + "1" * 5000 + "]", 3, " not a plan file (ValueError)"),
+    "too-long-a-number": (
+        # Digits in a string and a fraction are no integer: the place is the integer's.
+        '[1,\n "' + "2" * 5000 + '", 0.' + "3" * 5000 + ", -" + "1" * 5000 + "]",
+        3,
+        "2:10010: not a plan file (a number of more than 4,300 digits)",
+    ),
 }
 
 
@@ -1139,9 +1085,9 @@ def test_the_signature_is_the_documented_hmac_of_the_canonical_json():
     key = hmac.new(SECRET.encode(), b"invite-reconciler plan v1", hashlib.sha256).digest()
     canonical = json.dumps(DOCUMENT, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     expected = hmac.new(key, canonical.encode("utf-8"), hashlib.sha256).hexdigest()
+    # UTF-8, not \u escapes ("Müller"); the signature itself left out of what is signed.
     assert signature_for(DOCUMENT, SECRET) == f"hmac-sha256:{expected}"
-    assert canonical_bytes(signed(DOCUMENT)) == canonical.encode("utf-8")
-    assert "Müller".encode() in canonical_bytes(DOCUMENT)  # UTF-8, not \u escapes
+    assert signature_for(signed(DOCUMENT), SECRET) == f"hmac-sha256:{expected}"
     text = json.dumps(signed(DOCUMENT))  # neither the secret nor the key in the signed plan
     assert SECRET not in text and key.hex() not in text
 
