@@ -199,7 +199,6 @@ class RateControl:
         self._trial = False  # the rate is the fastest spacing of the run's first second, on trial
         self._paused = 0.0  # seconds of the pause the last cut's refusal named
         self._fresh = -math.inf  # the end of the last cut's hold: what the limit let through since
-        self.explained = False  # a late arrival explained the last refusal: no news
         self._growth = GROWTH  # per start, grown from a lower bound
         self._passed = 0.0  # the fastest spacing the last refusal's limit let through
         self._late = -math.inf  # when the last request let through late reached the server
@@ -305,20 +304,17 @@ class RateControl:
 
     def answered(
         self,
-        rate: float,
-        epoch: int,
-        started: float,
+        turn: Turn,
         seconds: float,
         now: float,
         *,
         refused: bool,
         retry_after: float | None,
-        strikes: int = 0,
-    ) -> bool:
-        """One attempt's answer; ``rate``, ``epoch`` and ``started`` are its turn's;
-        ``strikes``: how many times in a row the server refused this same request while
-        it let others through. True: a refusal that is this request's own, not the
-        server's limit."""
+        again: Refusal | None,
+    ) -> Refusal | None:
+        """One attempt's answer; ``again``: what its request's last refusal said. A
+        refusal says whether it was the request's own (then it waits alone)."""
+        epoch, started = turn.epoch, turn.at
         self.answers += 1
         if not refused:
             self.let += 1
@@ -334,36 +330,41 @@ class RateControl:
             self.starts.answered(now)
             self.latency.add(seconds)
             self._raise(now)
-            return False
+            return None
         self.refusals += 1
         self.starts.refused(started)
-        if strikes >= OWN:
+        # Refused again while others were let through since: a strike.
+        strikes = again.strikes + (self.let > again.let) if again is not None else 0
+        if again is not None and strikes >= OWN:
             # Refused again and again while others were let through: this request's own
             # (a path refused on its own, a broken record), not a limit on all. It
             # waits alone; a limit on all refuses the others too, and they say so. (Once
-            # is no news of the rate either, for the same reason: it only holds.)
-            return True
+            # is no news of the rate either, for the same reason: it only holds.) The
+            # cut its first refusal made said nothing of the limit: the rate grows again
+            # from where it is, as from a lower bound; not after a pause of 0, which sent
+            # a retry at once into a server refusing a steady share.
+            first = not again.own and again.cut == self.cuts
+            if first and retry_after != 0 and self.ceiling is not None and not self.blocks:
+                self._lower_bound, self._level, self._reached = True, self.rate, self.answers
+            return Refusal(self.let, strikes, True, again.cut)
+        cuts = self.cuts
         news = epoch == self.epoch and strikes <= 0  # sent since the last cut or hold
-        self.explained = news and self._jitter(started, seconds, now)
-        if news and not self.explained:
+        explained = news and self._jitter(started, seconds, now)
+        if news and not explained:
             if self.ceiling is not None and not self._let_since:
                 self._hold_longer(now)  # nothing let through since: the same window
             else:
-                self._cut(rate, started, seconds, now, retry_after)
+                self._cut(turn.rate, started, seconds, now, retry_after)
         # Whatever else: no request, the refused one least, goes before its window can
         # have moved (one interval of the rate), nor before a Retry-After.
         self.hold = self._until(self.hold, now, now + 1.0 / self.rate)
         if retry_after:
             self.pause = self._until(self.pause, now, now + retry_after)
-        return False
+        cut = again.cut if again is not None else self.cuts if self.cuts > cuts else -1
+        # Explained by a late arrival: no strike, the next refusal of it is news again.
+        return Refusal(self.let, -1 if explained else strikes, False, cut)
 
-    def regrow(self) -> None:
-        """The last cut came of a request's own refusal: the rate grows again from where
-        it is, as from a lower bound, till the limit refuses."""
-        if self.ceiling is not None and not self.blocks:
-            self._lower_bound, self._level, self._reached = True, self.rate, self.answers
-
-    def blocked(self, rate: float, epoch: int, started: float, now: float) -> None:
+    def blocked(self, turn: Turn, now: float) -> Refusal:
         """A gateway's own 403 to a request that left at ``started`` at ``rate``: nothing
         starts for a quiet period from now. News (sent since the last block or cut): a
         probe refused doubles the quiet; otherwise the gateway blocked at what it let
@@ -372,8 +373,9 @@ class RateControl:
         gateway's block does on every request it refuses."""
         self.answers += 1
         self.refusals += 1
-        self.starts.refused(started)
-        self.block_seen(rate, epoch, started, now)
+        self.starts.refused(turn.at)
+        self.block_seen(turn.rate, turn.epoch, turn.at, now)
+        return Refusal(self.let, 0, False)
 
     def block_seen(self, rate: float, epoch: int, started: float, now: float) -> None:
         """A block, told by ``blocked`` or by another pacer's refusal (the re-send's)."""
@@ -397,19 +399,15 @@ class RateControl:
                 self._lower_bound = False
                 self.blocks += 1
                 log.debug(
-                    "blocked by a gateway at %.3g/s, %d let through in the second before: "
-                    "rate %.3g/s, nothing starts for %.2fs, then one probes",
-                    rate,
-                    let,
-                    self.rate,
-                    self.quiet,
+                    f"blocked by a gateway at {rate:.3g}/s, {let} let through in the second "
+                    f"before: rate {self.rate:.3g}/s, nothing starts for {self.quiet:.2f}s, "
+                    "then one probes"
                 )
-            self.epoch += 1
-            self._updated = self._cut_at = now
-            self._let_since_cut = self._let_since = 0
             self.probing = True
-        self.hold = self._until(self.hold, now, now + self.quiet)
-        self._fresh = self.hold[1]
+            self._close(now, self.quiet, cut=True)
+        else:
+            self.hold = self._until(self.hold, now, now + self.quiet)
+            self._fresh = self.hold[1]
 
     def _blocked_at(self, let: int, started: float) -> float:
         """What a blocker allows a second, from the ``let`` let through in the second
@@ -448,22 +446,24 @@ class RateControl:
             self._growth = GROWTH * (max(1.0 - self.ceiling / rate, FINEST) if let else 1.0)
         # Two intervals of the rate it was refused at, or of what it let through.
         self._hold = min(HOLD / max(self.ceiling, min(rate, measured)), MAX_HOLD)
-        self.hold = self._until(self.hold, now, now + self._hold)
-        self._fresh = self.hold[1]
-        self.epoch += 1
-        self._updated = self._cut_at = now
-        self._let_since_cut = self._let_since = 0
+        self._close(now, self._hold, cut=True)
         self.cuts += 1
         log.debug(
-            "refused at %.3g/s, %d let through in the second before: rate %.3g/s, "
-            "ceiling %.3g/s%s, nothing starts for %.2fs",
-            rate,
-            let,
-            self.rate,
-            self.ceiling,
-            " (at least)" if self._lower_bound else "",
-            self._hold,
+            f"refused at {rate:.3g}/s, {let} let through in the second before: rate "
+            f"{self.rate:.3g}/s, ceiling {self.ceiling:.3g}/s"
+            f"{' (at least)' if self._lower_bound else ''}, nothing starts for {self._hold:.2f}s"
         )
+
+    def _close(self, now: float, seconds: float, *, cut: bool) -> None:
+        """Nothing starts for ``seconds``: a refusal of a request sent before is old news
+        (``epoch``); ``cut``: of the rate, or a block (not a hold doubled)."""
+        self.hold = self._until(self.hold, now, now + seconds)
+        self._fresh = self.hold[1]
+        self.epoch += 1
+        self._updated = now
+        self._let_since = 0
+        if cut:
+            self._cut_at, self._let_since_cut = now, 0
 
     def _measure(
         self, rate: float, started: float, seconds: float, now: float, retry_after: float | None
@@ -591,11 +591,7 @@ class RateControl:
         """Refused again, nothing let through since the last cut: the same window, no
         news of the rate. Nothing starts for twice as long as the last hold."""
         self._hold = min(2 * self._hold, MAX_HOLD)
-        self.hold = self._until(self.hold, now, now + self._hold)
-        self._fresh = self.hold[1]
-        self._updated = now
-        self.epoch += 1
-        self._let_since = 0
+        self._close(now, self._hold, cut=False)
         # A limit that remembers what it was sent (a window, not a spacing): what it
         # let through in the window before it refused is its rate, not a lower bound.
         # (Only within that window: later, after a pause, it is a storm of refusals.)
@@ -606,7 +602,7 @@ class RateControl:
             self.rate = max(MIN_RATE, min(self.rate, CUT * self.ceiling))
             self._level = RECOVERY * self.ceiling
             self._reached = None
-        log.debug("refused again, nothing let through since: nothing starts for %.2fs", self._hold)
+        log.debug(f"refused again, nothing let through since: nothing starts for {self._hold:.2f}s")
 
     # -- answers let through -----------------------------------------------------
 
@@ -648,10 +644,8 @@ class RateControl:
             if not self.probing and clear >= self._regrow_after and self.rate < self._cap:
                 self._lower_bound = True
                 log.debug(
-                    "nothing refused for %.3g s since the gateway's block: the rate "
-                    "(%.3g/s) grows again",
-                    clear,
-                    self.rate,
+                    f"nothing refused for {clear:.3g} s since the gateway's block: the rate "
+                    f"({self.rate:.3g}/s) grows again"
                 )
             return
         # Each refusal that names a pause costs the whole pause: probe as much slower.
@@ -1057,34 +1051,11 @@ class RequestPacer:
                 # or a limit on spacing (nginx's limit_req) sees the two too close.
                 self._arrived = self._control.latency.arrived(turn.at, seconds, now)
                 self._pending = False
-            control = self._control
             if blocked:
-                control.blocked(turn.rate, turn.epoch, turn.at, now)
-                return Refusal(control.let, 0, False)
-            strikes, cuts = 0, control.cuts
-            if again is not None:
-                strikes = again.strikes + (control.let > again.let)
-            own = control.answered(
-                turn.rate,
-                turn.epoch,
-                turn.at,
-                seconds,
-                now,
-                refused=refused,
-                retry_after=retry_after,
-                strikes=strikes,
+                return self._control.blocked(turn, now)
+            return self._control.answered(
+                turn, seconds, now, refused=refused, retry_after=retry_after, again=again
             )
-            if not refused:
-                return None
-            if control.explained:
-                strikes = -1  # no strike: the next refusal of it is news again
-            cut = again.cut if again is not None else control.cuts if control.cuts > cuts else -1
-            # The cut its first refusal made said nothing of the limit; not after a pause
-            # of 0, which sends a retry at once into a server refusing a steady share.
-            first = again is not None and not again.own and again.cut == control.cuts
-            if own and first and retry_after != 0:
-                control.regrow()
-            return Refusal(control.let, strikes, own, cut)
 
     def on_no_answer(self, turn: Turn) -> None:
         """An attempt that got no answer (or was never sent): a probe it was is over."""
