@@ -728,19 +728,17 @@ class RecentStarts:
     def delivery_rate(self) -> float:
         """Answers let through per second over the last RECENT (0: too few to tell)."""
         answered = self._answered
-        if len(answered) < 2 or answered[-1] <= answered[0]:
-            return 0.0
-        return (len(answered) - 1) / (answered[-1] - answered[0])
+        return _per_second(len(answered), answered[0], answered[-1]) if answered else 0.0
 
     def recent_rate(self) -> float:
         """Starts per second over the last RECENT starts (0: too few to tell)."""
-        count = min(len(self._times), RECENT)
-        if count < 2:
-            return 0.0
-        newest, oldest = self._times[-1], self._times[-count]  # read from the newest end
-        if newest <= oldest:
-            return 0.0
-        return (count - 1) / (newest - oldest)
+        count = min(len(self._times), RECENT)  # read from the newest end
+        return _per_second(count, self._times[-count], self._times[-1]) if count else 0.0
+
+
+def _per_second(count: int, oldest: float, newest: float) -> float:
+    """``count`` events from ``oldest`` to ``newest``, per second (0: too few to tell)."""
+    return (count - 1) / (newest - oldest) if count > 1 and newest > oldest else 0.0
 
 
 WEIGHT = 0.2  # share of each answer's time in the moving average
@@ -765,10 +763,8 @@ class Latencies:
         self._counted += 1
         if self._counted % BLOCK == 0:
             self._medians.append(_median(self._last))
-        if self.average is None:
-            self.average = seconds
-        else:
-            self.average += WEIGHT * (seconds - self.average)
+        average = self.average
+        self.average = seconds if average is None else average + WEIGHT * (seconds - average)
 
     def unloaded(self) -> float:
         """What an answer takes when the server is not loaded: the lowest median of the
@@ -870,16 +866,8 @@ class RequestPacer:
         return control.rate if control.ceiling is not None else None
 
     @property
-    def limited(self) -> bool:
-        return self._control.ceiling is not None
-
-    @property
     def answers(self) -> int:
         return self._control.answers
-
-    @property
-    def refusals(self) -> int:
-        return self._control.refusals
 
     @property
     def blocked(self) -> bool:
@@ -898,11 +886,6 @@ class RequestPacer:
             now = self._clock()
             control.block_seen(control.rate, control.epoch, now, now)
             self._turned.notify_all()
-
-    @property
-    def rate_limited_events(self) -> int:
-        """Cuts of the rate."""
-        return self._control.cuts
 
     def settled_rate(self, *, early: bool = False) -> float | None:
         """The rate it settles at, once SETTLE seconds have passed without a cut (or at

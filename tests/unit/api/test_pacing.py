@@ -465,11 +465,11 @@ def test_a_request_that_failed_otherwise_between_two_refusals_is_no_longer_singl
     answered(pacer, 3)  # others let through
     refusal = pacer.on_answer(pacer.wait_turn(), 0.02, refused=False, again=refusal)  # a 500
     answered(pacer, 3)
-    cuts = pacer.rate_limited_events
+    cuts = pacer._control.cuts
     refusal = pacer.on_answer(pacer.wait_turn(), 0.001, refused=True, again=refusal)  # a 429
 
     assert refusal is not None and not refusal.own
-    assert pacer.rate_limited_events == cuts + 1
+    assert pacer._control.cuts == cuts + 1
 
 
 @pytest.mark.parametrize(

@@ -94,7 +94,7 @@ def test_a_run_starts_paced_and_speeds_up_with_every_answer(
     assert gaps[0] == pytest.approx(1 / rate.START_RATE)
     assert gaps[1] == pytest.approx(1 / (rate.START_RATE * rate.SLOW_START_GAIN))
     assert all(b < a for a, b in itertools.pairwise(gaps))  # faster and faster
-    assert pacer.rate is None and not pacer.limited  # nothing refused: no limit known
+    assert pacer.rate is None  # nothing refused: no limit known
 
 
 def test_slow_start_never_runs_far_ahead_of_what_is_sent(
@@ -155,7 +155,7 @@ def test_a_refusal_sets_the_ceiling_from_what_was_let_through_not_the_rate_sent(
 
     assert ceiling == pytest.approx(10.0, rel=0.05)
     assert pacer.rate == pytest.approx(rate.CUT * ceiling)
-    assert pacer.rate_limited_events == 1
+    assert pacer._control.cuts == 1
 
 
 def test_a_window_that_let_a_burst_through_is_measured_by_what_it_held(
@@ -184,8 +184,8 @@ def test_refusals_of_requests_sent_before_a_cut_do_not_cut_again(
         refuse(pacer, turn)
 
     assert pacer.rate == cut
-    assert pacer.rate_limited_events == 1
-    assert pacer.refusals == 5
+    assert pacer._control.cuts == 1
+    assert pacer._control.refusals == 5
 
 
 def test_after_a_refusal_nothing_starts_for_two_intervals(
@@ -211,7 +211,7 @@ def test_refused_again_with_nothing_let_through_is_the_same_window_held_twice_as
         refuse(pacer)
         holds.append(fake_time.now - refused_at)
 
-    assert pacer.rate == cut and pacer.rate_limited_events == 1  # no news of the rate
+    assert pacer.rate == cut and pacer._control.cuts == 1  # no news of the rate
     assert holds[:3] == pytest.approx([first_hold, 2 * first_hold, 4 * first_hold])
     assert max(holds) == pytest.approx(rate.MAX_HOLD)
 
@@ -224,7 +224,7 @@ def test_refused_after_some_were_let_through_again_is_news(
 
     refuse(pacer)
 
-    assert pacer.rate_limited_events == 2
+    assert pacer._control.cuts == 2
 
 
 def test_a_server_refusing_everything_is_asked_again_every_few_seconds_not_given_up(
@@ -265,7 +265,7 @@ def test_a_request_refused_again_and_again_while_others_go_through_is_refused_al
     after_a_cut(pacer, fake_time)
     fake_time.now += 20.0
     answered(pacer, 10)
-    cut, cuts = pacer.rate, pacer.rate_limited_events
+    cut, cuts = pacer.rate, pacer._control.cuts
     assert cut is not None
     said = []
     refusal = None
@@ -276,7 +276,7 @@ def test_a_request_refused_again_and_again_while_others_go_through_is_refused_al
         said.append(refusal.own)
 
     assert said == [False, False, True, True, True]
-    assert pacer.rate_limited_events == cuts + 1  # the first one, not the others
+    assert pacer._control.cuts == cuts + 1  # the first one, not the others
     assert pacer.rate is not None and pacer.rate >= rate.CUT * cut * 0.99
 
 
@@ -397,7 +397,7 @@ def test_a_storm_of_refusals_with_retry_after_is_no_cut(
         fake_time.now += 1.0
         refuse(pacer, pacer.wait_turn(), retry_after=1.0)
 
-    assert pacer.rate == cut and pacer.rate_limited_events == 1
+    assert pacer.rate == cut and pacer._control.cuts == 1
 
 
 # -- the climb and the probe -------------------------------------------------------
@@ -573,7 +573,7 @@ def test_a_refusal_with_one_request_let_through_since_the_hold_cuts_to_its_rate(
 
     pacer.on_answer(refused, 0.002, refused=True)
 
-    assert pacer.rate_limited_events == 2
+    assert pacer._control.cuts == 2
     assert ceiling_of(pacer) == pytest.approx(1.0 / (refused.at - let.at))
 
 
@@ -664,7 +664,7 @@ def test_a_cut_made_the_instant_the_servers_pause_ended_starts_a_cycle(
     fake_time.now = pacer._control.pause[1]  # the pause ends, to the instant
     pacer.on_answer(late, fake_time.now - late.at, refused=True)  # news: a cut, now
     cut_at = fake_time.now
-    assert pacer.rate_limited_events == 2
+    assert pacer._control.cuts == 2
     fake_time.now += 1.0
     sent_at(pacer, fake_time, 0.0, 8)  # a burst, the bucket refilled in the pause
 
@@ -756,7 +756,7 @@ def test_a_refusal_of_a_request_sent_before_the_last_cut_does_not_hold_longer(
 
     pacer.on_answer(in_flight, 0.001, refused=True)  # sent before it: old news
 
-    assert pacer.rate_limited_events == 2
+    assert pacer._control.cuts == 2
     assert pacer._control.hold[1] == held_until
     assert pacer.wait_turn().at == pytest.approx(held_until)
 
@@ -787,7 +787,7 @@ def test_an_answer_to_a_request_sent_before_the_cut_does_not_hide_one_let_throug
 
     refuse(pacer)  # something was let through since the cut: news, a second cut
 
-    assert pacer.rate_limited_events == 2
+    assert pacer._control.cuts == 2
 
 
 def test_after_a_cycle_of_pause_and_burst_the_probe_counts_from_the_cut(
@@ -1036,7 +1036,7 @@ def cycle_of_pause_and_burst(
     fake_time.now = resumed + 1.0
     pacer._control.rate = 1000.0
     refuse(pacer, retry_after=1.0)
-    assert pacer.rate_limited_events == 2
+    assert pacer._control.cuts == 2
     return (before + 64) / (resumed + 1.0 - 101.0)
 
 
