@@ -473,7 +473,7 @@ class RateControl:
         whether a cycle of pause and burst measured it."""
         held, self._held, self._trial = self._held, 0.0, False
         growing, self._lower_bound = self._lower_bound, False
-        first = self.starts.first if self.starts.first is not None else started
+        first = self.starts.first
         since = max(started - WINDOW, first, min(max(self.pause[1], self._fresh), started))
         let = self.starts.let_through(started, since)
         served = self._served(seconds)
@@ -506,7 +506,7 @@ class RateControl:
         elif growing:
             measured = self._crossed(let, started, average, rate)
         else:
-            measured = self._steady(let, started - since, average, burst, rate, started)
+            measured = self._steady(let, started - since, average, burst, rate, gap)
             if self.ceiling is not None:
                 # One refusal (jitter, another pacer's requests) halves the ceiling at most.
                 measured = max(measured, FLOOR * self.ceiling)
@@ -576,15 +576,15 @@ class RateControl:
         return (let.number - 1) / (let.last - let.first) if let.number > 1 else FIRST_CUT * rate
 
     def _steady(
-        self, let: LetThrough, span: float, average: float, burst: bool, rate: float, started: float
+        self, let: LetThrough, span: float, average: float, burst: bool, rate: float, gap: float
     ) -> float:
         """A window or a bucket: what the window (``span`` seconds) before the refusal
         held. A limit on spacing: the fastest it let through, and not far below the rate
-        refused, which crossed it (sent a little too fast, every other one is refused)."""
+        refused, which crossed it (sent a little too fast, every other one is refused):
+        ``gap`` after the start before it (0: none)."""
         if burst:
             return let.number / max(span, 1.0 / rate)
-        before = self.starts.before(started)
-        sent = min(rate, 1.0 / (started - before)) if before is not None else rate
+        sent = min(rate, 1.0 / gap) if gap else rate
         return max(average, 1.0 / let.gap if let.gap else 0.0, CUT * sent)
 
     def _hold_longer(self, now: float) -> None:
@@ -675,11 +675,10 @@ class RecentStarts:
         self._times: deque[float] = deque()  # start times within the last STARTS_KEPT seconds
         self._refused: deque[float] = deque()  # start times of those refused, the same
         self._answered: deque[float] = deque(maxlen=RECENT)  # times of the last answers let through
-        self.first: float | None = None  # the run's first start
+        self.first = math.inf  # the run's first start
 
     def add(self, now: float) -> None:
-        if self.first is None:
-            self.first = now
+        self.first = min(self.first, now)
         self._times.append(now)
         while self._times[0] < now - STARTS_KEPT:
             self._times.popleft()
@@ -1294,9 +1293,11 @@ class ProbedLimit(PacedLimit):
         began), or missed."""
         if not worth:
             self._one_missed |= phase.move == FEWER and phase.limit == 1
-            self._missed()
+            self._misses += 1
+            self._waits = min(WAIT, 2 ** (self._misses + 1))
             return False
-        self._keep(phase.limit, pace, count)
+        self._kept = None if phase.limit >= count else phase.limit
+        self._last, self._misses = pace, 0
         if phase.move == FEWER and phase.limit > 1:
             self._begin(self._fewer(phase.limit), FEWER, now)
             return True
@@ -1314,15 +1315,6 @@ class ProbedLimit(PacedLimit):
 
     def _current(self, count: int) -> int:
         return count if self._kept is None else min(count, self._kept)
-
-    def _keep(self, limit: int, pace: _Pace, count: int) -> None:
-        self._kept = None if limit >= count else limit
-        self._last = pace
-        self._misses = 0
-
-    def _missed(self) -> None:
-        self._misses += 1
-        self._waits = min(WAIT, 2 ** (self._misses + 1))
 
     def _next(self, count: int, pace: _Pace, now: float) -> None:
         """The phase after one that decided: the limit held, or a try."""

@@ -770,33 +770,6 @@ def test_a_storm_of_refusals_with_retry_after_is_no_cut(
     assert pacer.rate == cut and pacer._control.cuts == 1
 
 
-def test_a_pause_the_server_lengthens_while_a_request_waits_is_all_the_servers_wait(
-    fake_time: FakeTime,
-) -> None:
-    # Refused with Retry-After: 2 at 100.1; a request waiting for its turn since then.
-    # At about 101.1 another refusal (sent before the first) says 2 more seconds: the
-    # pause runs from 100.1 to 103.1, all of it the server's doing, charged to the
-    # waiting request's retry budget, none of it queueing.
-    told: list[float] = []
-
-    def sleep(seconds: float) -> None:
-        fake_time.sleep(seconds)
-        if not told and fake_time.now >= 101.0:
-            told.append(fake_time.now)
-            pacer.on_answer(second, 0.001, refused=True, retry_after=2.0)
-
-    pacer = RequestPacer(clock=fake_time.clock, sleep=sleep)
-    first, second = pacer.wait_turn(), pacer.wait_turn()
-    pacer.on_answer(first, 0.001, refused=True, retry_after=2.0)
-    paused_at = fake_time.now
-
-    turn = pacer.wait_turn()
-
-    assert told and turn.at == pytest.approx(told[0] + 2.0)
-    assert turn.at - paused_at > 2.5
-    assert turn.queued == 0.0
-
-
 def test_a_hold_that_begins_while_a_request_waits_is_the_servers_only_from_then(
     fake_time: FakeTime,
 ) -> None:
