@@ -316,21 +316,32 @@ class RateControl:
         refusal says whether it was the request's own (then it waits alone)."""
         epoch, started = turn.epoch, turn.at
         self.answers += 1
-        if not refused:
-            self.let += 1
-            self._let_since_cut += 1
-            self._let_since += epoch == self.epoch
-            if self.probing and epoch == self.epoch:  # sent after a block's quiet: it is over
-                self.probing = False
-                self._resumed = now
-            arrived = self.latency.arrived(started, seconds, now)
-            if arrived > started:  # it reached the server late: the next one soon after
-                self._late = arrived
-                self.starts.arrived(started, arrived)
-            self.starts.answered(now)
-            self.latency.add(seconds)
-            self._raise(now)
-            return None
+        if refused:
+            return self._refused(turn, seconds, now, retry_after, again)
+        self.let += 1
+        self._let_since_cut += 1
+        self._let_since += epoch == self.epoch
+        if self.probing and epoch == self.epoch:  # sent after a block's quiet: it is over
+            self.probing = False
+            self._resumed = now
+        arrived = self.latency.arrived(started, seconds, now)
+        if arrived > started:  # it reached the server late: the next one soon after
+            self._late = arrived
+            self.starts.arrived(started, arrived)
+        self.starts.answered(now)
+        self.latency.add(seconds)
+        self._raise(now)
+        return None
+
+    def _refused(
+        self,
+        turn: Turn,
+        seconds: float,
+        now: float,
+        retry_after: float | None,
+        again: Refusal | None,
+    ) -> Refusal:
+        epoch, started = turn.epoch, turn.at
         self.refusals += 1
         self.starts.refused(started)
         # Refused again while others were let through since: a strike.
