@@ -226,13 +226,10 @@ class RateControl:
     # -- what the pacer reads ----------------------------------------------------
 
     def settled_rate(self, now: float, *, early: bool = False) -> float | None:
-        if self.ceiling is None:
+        if self.ceiling is None or (not early and now - self._cut_at < SETTLE):
             return None
-        if early:  # still climbing, perhaps to a level a burst made look too high
-            return min(self._level, self.rate)
-        if now - self._cut_at < SETTLE:
-            return None
-        return self._level
+        # Early: still climbing, perhaps to a level a burst made look too high.
+        return min(self._level, self.rate) if early else self._level
 
     def servable(self) -> int:
         rate = self.rate
@@ -307,17 +304,17 @@ class RateControl:
         turn: Turn,
         seconds: float,
         now: float,
-        *,
         refused: bool,
         retry_after: float | None,
         again: Refusal | None,
+        blocked: bool,
     ) -> Refusal | None:
         """One attempt's answer; ``again``: what its request's last refusal said. A
         refusal says whether it was the request's own (then it waits alone)."""
         epoch, started = turn.epoch, turn.at
         self.answers += 1
-        if refused:
-            return self._refused(turn, seconds, now, retry_after, again)
+        if refused or blocked:
+            return self._refused(turn, seconds, now, retry_after, again, blocked)
         self.let += 1
         self._let_since_cut += 1
         self._let_since += epoch == self.epoch
@@ -340,10 +337,14 @@ class RateControl:
         now: float,
         retry_after: float | None,
         again: Refusal | None,
+        blocked: bool,
     ) -> Refusal:
         epoch, started = turn.epoch, turn.at
         self.refusals += 1
         self.starts.refused(started)
+        if blocked:  # a gateway's own 403: see block_seen
+            self.block_seen(turn.rate, epoch, started, now)
+            return Refusal(self.let, 0, False)
         # Refused again while others were let through since: a strike.
         strikes = again.strikes + (self.let > again.let) if again is not None else 0
         if again is not None and strikes >= OWN:
@@ -375,21 +376,13 @@ class RateControl:
         # Explained by a late arrival: no strike, the next refusal of it is news again.
         return Refusal(self.let, -1 if explained else strikes, False, cut)
 
-    def blocked(self, turn: Turn, now: float) -> Refusal:
-        """A gateway's own 403 to a request that left at ``started`` at ``rate``: nothing
-        starts for a quiet period from now. News (sent since the last block or cut): a
-        probe refused doubles the quiet; otherwise the gateway blocked at what it let
-        through in the second before, and the rate goes to BLOCK_CUT of that. Old news
-        (in flight when the block began): the quiet starts again from now, as the
-        gateway's block does on every request it refuses."""
-        self.answers += 1
-        self.refusals += 1
-        self.starts.refused(turn.at)
-        self.block_seen(turn.rate, turn.epoch, turn.at, now)
-        return Refusal(self.let, 0, False)
-
     def block_seen(self, rate: float, epoch: int, started: float, now: float) -> None:
-        """A block, told by ``blocked`` or by another pacer's refusal (the re-send's)."""
+        """A gateway's own 403 (or another pacer's, the re-send's) to a request that left
+        at ``started`` at ``rate``: nothing starts for a quiet period from now. News (sent
+        since the last block or cut): a probe refused doubles the quiet; otherwise the
+        gateway blocked at what it let through in the second before, and the rate goes to
+        BLOCK_CUT of that. Old news (in flight when the block began): the quiet starts
+        again from now, as the gateway's block does on every request it refuses."""
         if epoch == self.epoch:
             if self.probing and not self._let_since:
                 self._waited = self.quiet
@@ -1044,11 +1037,7 @@ class RequestPacer:
                 # or a limit on spacing (nginx's limit_req) sees the two too close.
                 self._arrived = self._control.latency.arrived(turn.at, seconds, now)
                 self._pending = False
-            if blocked:
-                return self._control.blocked(turn, now)
-            return self._control.answered(
-                turn, seconds, now, refused=refused, retry_after=retry_after, again=again
-            )
+            return self._control.answered(turn, seconds, now, refused, retry_after, again, blocked)
 
     def on_no_answer(self, turn: Turn) -> None:
         """An attempt that got no answer (or was never sent): a probe it was is over."""
