@@ -109,6 +109,7 @@ import threading
 import time
 from collections import Counter, deque
 from collections.abc import Callable
+from statistics import median_high  # the upper of two middle ones: sorted[n // 2]
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from reconciler.settings.config import Settings
@@ -765,7 +766,7 @@ class Latencies:
         self._last.append(seconds)
         self._counted += 1
         if self._counted % BLOCK == 0:
-            self._medians.append(_median(self._last))
+            self._medians.append(median_high(self._last))
         average = self.average
         self.average = seconds if average is None else average + WEIGHT * (seconds - average)
 
@@ -775,7 +776,7 @@ class Latencies:
         and then nor a queue that builds up at the server moves (0: none yet)."""
         if not self._last:
             return 0.0
-        return min(_median(self._last), min(self._medians, default=math.inf))
+        return min(median_high(self._last), min(self._medians, default=math.inf))
 
     def forget_floor(self) -> None:
         """The server's latency changed: the answers kept say nothing of it now (the
@@ -796,10 +797,6 @@ class Latencies:
         if not unloaded or seconds <= LATE * unloaded:
             return started
         return max(started, now - unloaded)
-
-
-def _median(times: deque[float]) -> float:
-    return sorted(times)[len(times) // 2]
 
 
 # -- pacing --------------------------------------------------------------------
