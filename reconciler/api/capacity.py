@@ -1051,26 +1051,9 @@ class RequestPacer:
 # -- limiter -------------------------------------------------------------------
 
 
-class Limiter(Protocol):
-    """What ``ordered_map`` reads before starting a call, and tells after each."""
-
-    @property
-    def limit(self) -> int: ...
-
-    @property
-    def cap(self) -> int: ...
-
-    def sample(self, seconds: float, refused: bool) -> None:
-        """One whole call: its duration and whether it failed with a refusal."""
-
-    def observe(self, seconds: float, status: int | None) -> None:
-        """One HTTP attempt: its duration and status (None: no answer)."""
-
-    def describe(self) -> str: ...
-
-
 class FixedLimit:
-    """``--parallelism N``: N in flight, whatever the answers."""
+    """``--parallelism N``: N in flight, whatever the answers. Every limiter is one
+    (``Limiter``): what ``ordered_map`` reads before starting a call, and tells after each."""
 
     def __init__(self, limit: int) -> None:
         self.cap = max(1, limit)
@@ -1080,13 +1063,16 @@ class FixedLimit:
         return self.cap
 
     def sample(self, seconds: float, refused: bool) -> None:
-        pass
+        """One whole call: its duration and whether it failed with a refusal."""
 
     def observe(self, seconds: float, status: int | None) -> None:
-        pass
+        """One HTTP attempt: its duration and status (None: no answer)."""
 
     def describe(self) -> str:
         return f"fixed at {self.cap} in flight"
+
+
+Limiter = FixedLimit
 
 
 class Servable(Protocol):
