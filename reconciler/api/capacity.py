@@ -109,6 +109,7 @@ import threading
 import time
 from collections import Counter, deque
 from collections.abc import Callable
+from statistics import median_high  # the upper of two middle ones: sorted[n // 2]
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from reconciler.settings.config import Settings
@@ -199,7 +200,6 @@ class RateControl:
         self._trial = False  # the rate is the fastest spacing of the run's first second, on trial
         self._paused = 0.0  # seconds of the pause the last cut's refusal named
         self._fresh = -math.inf  # the end of the last cut's hold: what the limit let through since
-        self.explained = False  # a late arrival explained the last refusal: no news
         self._growth = GROWTH  # per start, grown from a lower bound
         self._passed = 0.0  # the fastest spacing the last refusal's limit let through
         self._late = -math.inf  # when the last request let through late reached the server
@@ -227,13 +227,10 @@ class RateControl:
     # -- what the pacer reads ----------------------------------------------------
 
     def settled_rate(self, now: float, *, early: bool = False) -> float | None:
-        if self.ceiling is None:
+        if self.ceiling is None or (not early and now - self._cut_at < SETTLE):
             return None
-        if early:  # still climbing, perhaps to a level a burst made look too high
-            return min(self._level, self.rate)
-        if now - self._cut_at < SETTLE:
-            return None
-        return self._level
+        # Early: still climbing, perhaps to a level a burst made look too high.
+        return min(self._level, self.rate) if early else self._level
 
     def servable(self) -> int:
         rate = self.rate
@@ -305,78 +302,88 @@ class RateControl:
 
     def answered(
         self,
-        rate: float,
-        epoch: int,
-        started: float,
+        turn: Turn,
         seconds: float,
         now: float,
-        *,
         refused: bool,
         retry_after: float | None,
-        strikes: int = 0,
-    ) -> bool:
-        """One attempt's answer; ``rate``, ``epoch`` and ``started`` are its turn's;
-        ``strikes``: how many times in a row the server refused this same request while
-        it let others through. True: a refusal that is this request's own, not the
-        server's limit."""
+        again: Refusal | None,
+        blocked: bool,
+    ) -> Refusal | None:
+        """One attempt's answer; ``again``: what its request's last refusal said. A
+        refusal says whether it was the request's own (then it waits alone)."""
+        epoch, started = turn.epoch, turn.at
         self.answers += 1
-        if not refused:
-            self.let += 1
-            self._let_since_cut += 1
-            self._let_since += epoch == self.epoch
-            if self.probing and epoch == self.epoch:  # sent after a block's quiet: it is over
-                self.probing = False
-                self._resumed = now
-            arrived = self.latency.arrived(started, seconds, now)
-            if arrived > started:  # it reached the server late: the next one soon after
-                self._late = arrived
-                self.starts.arrived(started, arrived)
-            self.starts.answered(now)
-            self.latency.add(seconds)
-            self._raise(now)
-            return False
+        if refused or blocked:
+            return self._refused(turn, seconds, now, retry_after, again, blocked)
+        self.let += 1
+        self._let_since_cut += 1
+        self._let_since += epoch == self.epoch
+        if self.probing and epoch == self.epoch:  # sent after a block's quiet: it is over
+            self.probing = False
+            self._resumed = now
+        arrived = self.latency.arrived(started, seconds, now)
+        if arrived > started:  # it reached the server late: the next one soon after
+            self._late = arrived
+            self.starts.arrived(started, arrived)
+        self.starts.answered(now)
+        self.latency.add(seconds)
+        self._raise(now)
+        return None
+
+    def _refused(
+        self,
+        turn: Turn,
+        seconds: float,
+        now: float,
+        retry_after: float | None,
+        again: Refusal | None,
+        blocked: bool,
+    ) -> Refusal:
+        epoch, started = turn.epoch, turn.at
         self.refusals += 1
         self.starts.refused(started)
-        if strikes >= OWN:
+        if blocked:  # a gateway's own 403: see block_seen
+            self.block_seen(turn.rate, epoch, started, now)
+            return Refusal(self.let, 0, False)
+        # Refused again while others were let through since: a strike.
+        strikes = again.strikes + (self.let > again.let) if again is not None else 0
+        if again is not None and strikes >= OWN:
             # Refused again and again while others were let through: this request's own
             # (a path refused on its own, a broken record), not a limit on all. It
             # waits alone; a limit on all refuses the others too, and they say so. (Once
-            # is no news of the rate either, for the same reason: it only holds.)
-            return True
+            # is no news of the rate either, for the same reason: it only holds.) The
+            # cut its first refusal made said nothing of the limit: the rate grows again
+            # from where it is, as from a lower bound; not after a pause of 0, which sent
+            # a retry at once into a server refusing a steady share.
+            first = not again.own and again.cut == self.cuts
+            if first and retry_after != 0 and self.ceiling is not None and not self.blocks:
+                self._lower_bound, self._level, self._reached = True, self.rate, self.answers
+            return Refusal(self.let, strikes, True, again.cut)
+        cuts = self.cuts
         news = epoch == self.epoch and strikes <= 0  # sent since the last cut or hold
-        self.explained = news and self._jitter(started, seconds, now)
-        if news and not self.explained:
+        explained = news and self._jitter(started, seconds, now)
+        if news and not explained:
             if self.ceiling is not None and not self._let_since:
                 self._hold_longer(now)  # nothing let through since: the same window
             else:
-                self._cut(rate, started, seconds, now, retry_after)
+                self._cut(turn.rate, started, seconds, now, retry_after)
         # Whatever else: no request, the refused one least, goes before its window can
         # have moved (one interval of the rate), nor before a Retry-After.
         self.hold = self._until(self.hold, now, now + 1.0 / self.rate)
         if retry_after:
             self.pause = self._until(self.pause, now, now + retry_after)
-        return False
-
-    def regrow(self) -> None:
-        """The last cut came of a request's own refusal: the rate grows again from where
-        it is, as from a lower bound, till the limit refuses."""
-        if self.ceiling is not None and not self.blocks:
-            self._lower_bound, self._level, self._reached = True, self.rate, self.answers
-
-    def blocked(self, rate: float, epoch: int, started: float, now: float) -> None:
-        """A gateway's own 403 to a request that left at ``started`` at ``rate``: nothing
-        starts for a quiet period from now. News (sent since the last block or cut): a
-        probe refused doubles the quiet; otherwise the gateway blocked at what it let
-        through in the second before, and the rate goes to BLOCK_CUT of that. Old news
-        (in flight when the block began): the quiet starts again from now, as the
-        gateway's block does on every request it refuses."""
-        self.answers += 1
-        self.refusals += 1
-        self.starts.refused(started)
-        self.block_seen(rate, epoch, started, now)
+        cut = again.cut if again is not None else self.cuts if self.cuts > cuts else -1
+        # Explained by a late arrival: no strike, the next refusal of it is news again.
+        return Refusal(self.let, -1 if explained else strikes, False, cut)
 
     def block_seen(self, rate: float, epoch: int, started: float, now: float) -> None:
-        """A block, told by ``blocked`` or by another pacer's refusal (the re-send's)."""
+        """A gateway's own 403 (or another pacer's, the re-send's) to a request that left
+        at ``started`` at ``rate``: nothing starts for a quiet period from now. News (sent
+        since the last block or cut): a probe refused doubles the quiet; otherwise the
+        gateway blocked at what it let through in the second before, and the rate goes to
+        BLOCK_CUT of that. Old news (in flight when the block began): the quiet starts
+        again from now, as the gateway's block does on every request it refuses."""
         if epoch == self.epoch:
             if self.probing and not self._let_since:
                 self._waited = self.quiet
@@ -397,19 +404,15 @@ class RateControl:
                 self._lower_bound = False
                 self.blocks += 1
                 log.debug(
-                    "blocked by a gateway at %.3g/s, %d let through in the second before: "
-                    "rate %.3g/s, nothing starts for %.2fs, then one probes",
-                    rate,
-                    let,
-                    self.rate,
-                    self.quiet,
+                    f"blocked by a gateway at {rate:.3g}/s, {let} let through in the second "
+                    f"before: rate {self.rate:.3g}/s, nothing starts for {self.quiet:.2f}s, "
+                    "then one probes"
                 )
-            self.epoch += 1
-            self._updated = self._cut_at = now
-            self._let_since_cut = self._let_since = 0
             self.probing = True
-        self.hold = self._until(self.hold, now, now + self.quiet)
-        self._fresh = self.hold[1]
+            self._close(now, self.quiet, cut=True)
+        else:
+            self.hold = self._until(self.hold, now, now + self.quiet)
+            self._fresh = self.hold[1]
 
     def _blocked_at(self, let: int, started: float) -> float:
         """What a blocker allows a second, from the ``let`` let through in the second
@@ -448,22 +451,24 @@ class RateControl:
             self._growth = GROWTH * (max(1.0 - self.ceiling / rate, FINEST) if let else 1.0)
         # Two intervals of the rate it was refused at, or of what it let through.
         self._hold = min(HOLD / max(self.ceiling, min(rate, measured)), MAX_HOLD)
-        self.hold = self._until(self.hold, now, now + self._hold)
-        self._fresh = self.hold[1]
-        self.epoch += 1
-        self._updated = self._cut_at = now
-        self._let_since_cut = self._let_since = 0
+        self._close(now, self._hold, cut=True)
         self.cuts += 1
         log.debug(
-            "refused at %.3g/s, %d let through in the second before: rate %.3g/s, "
-            "ceiling %.3g/s%s, nothing starts for %.2fs",
-            rate,
-            let,
-            self.rate,
-            self.ceiling,
-            " (at least)" if self._lower_bound else "",
-            self._hold,
+            f"refused at {rate:.3g}/s, {let} let through in the second before: rate "
+            f"{self.rate:.3g}/s, ceiling {self.ceiling:.3g}/s"
+            f"{' (at least)' if self._lower_bound else ''}, nothing starts for {self._hold:.2f}s"
         )
+
+    def _close(self, now: float, seconds: float, *, cut: bool) -> None:
+        """Nothing starts for ``seconds``: a refusal of a request sent before is old news
+        (``epoch``); ``cut``: of the rate, or a block (not a hold doubled)."""
+        self.hold = self._until(self.hold, now, now + seconds)
+        self._fresh = self.hold[1]
+        self.epoch += 1
+        self._updated = now
+        self._let_since = 0
+        if cut:
+            self._cut_at, self._let_since_cut = now, 0
 
     def _measure(
         self, rate: float, started: float, seconds: float, now: float, retry_after: float | None
@@ -473,7 +478,7 @@ class RateControl:
         whether a cycle of pause and burst measured it."""
         held, self._held, self._trial = self._held, 0.0, False
         growing, self._lower_bound = self._lower_bound, False
-        first = self.starts.first if self.starts.first is not None else started
+        first = self.starts.first
         since = max(started - WINDOW, first, min(max(self.pause[1], self._fresh), started))
         let = self.starts.let_through(started, since)
         served = self._served(seconds)
@@ -506,7 +511,7 @@ class RateControl:
         elif growing:
             measured = self._crossed(let, started, average, rate)
         else:
-            measured = self._steady(let, started - since, average, burst, rate, started)
+            measured = self._steady(let, started - since, average, burst, rate, gap)
             if self.ceiling is not None:
                 # One refusal (jitter, another pacer's requests) halves the ceiling at most.
                 measured = max(measured, FLOOR * self.ceiling)
@@ -576,26 +581,22 @@ class RateControl:
         return (let.number - 1) / (let.last - let.first) if let.number > 1 else FIRST_CUT * rate
 
     def _steady(
-        self, let: LetThrough, span: float, average: float, burst: bool, rate: float, started: float
+        self, let: LetThrough, span: float, average: float, burst: bool, rate: float, gap: float
     ) -> float:
         """A window or a bucket: what the window (``span`` seconds) before the refusal
         held. A limit on spacing: the fastest it let through, and not far below the rate
-        refused, which crossed it (sent a little too fast, every other one is refused)."""
+        refused, which crossed it (sent a little too fast, every other one is refused):
+        ``gap`` after the start before it (0: none)."""
         if burst:
             return let.number / max(span, 1.0 / rate)
-        before = self.starts.before(started)
-        sent = min(rate, 1.0 / (started - before)) if before is not None else rate
+        sent = min(rate, 1.0 / gap) if gap else rate
         return max(average, 1.0 / let.gap if let.gap else 0.0, CUT * sent)
 
     def _hold_longer(self, now: float) -> None:
         """Refused again, nothing let through since the last cut: the same window, no
         news of the rate. Nothing starts for twice as long as the last hold."""
         self._hold = min(2 * self._hold, MAX_HOLD)
-        self.hold = self._until(self.hold, now, now + self._hold)
-        self._fresh = self.hold[1]
-        self._updated = now
-        self.epoch += 1
-        self._let_since = 0
+        self._close(now, self._hold, cut=False)
         # A limit that remembers what it was sent (a window, not a spacing): what it
         # let through in the window before it refused is its rate, not a lower bound.
         # (Only within that window: later, after a pause, it is a storm of refusals.)
@@ -606,7 +607,7 @@ class RateControl:
             self.rate = max(MIN_RATE, min(self.rate, CUT * self.ceiling))
             self._level = RECOVERY * self.ceiling
             self._reached = None
-        log.debug("refused again, nothing let through since: nothing starts for %.2fs", self._hold)
+        log.debug(f"refused again, nothing let through since: nothing starts for {self._hold:.2f}s")
 
     # -- answers let through -----------------------------------------------------
 
@@ -648,10 +649,8 @@ class RateControl:
             if not self.probing and clear >= self._regrow_after and self.rate < self._cap:
                 self._lower_bound = True
                 log.debug(
-                    "nothing refused for %.3g s since the gateway's block: the rate "
-                    "(%.3g/s) grows again",
-                    clear,
-                    self.rate,
+                    f"nothing refused for {clear:.3g} s since the gateway's block: the rate "
+                    f"({self.rate:.3g}/s) grows again"
                 )
             return
         # Each refusal that names a pause costs the whole pause: probe as much slower.
@@ -681,11 +680,10 @@ class RecentStarts:
         self._times: deque[float] = deque()  # start times within the last STARTS_KEPT seconds
         self._refused: deque[float] = deque()  # start times of those refused, the same
         self._answered: deque[float] = deque(maxlen=RECENT)  # times of the last answers let through
-        self.first: float | None = None  # the run's first start
+        self.first = math.inf  # the run's first start
 
     def add(self, now: float) -> None:
-        if self.first is None:
-            self.first = now
+        self.first = min(self.first, now)
         self._times.append(now)
         while self._times[0] < now - STARTS_KEPT:
             self._times.popleft()
@@ -734,19 +732,17 @@ class RecentStarts:
     def delivery_rate(self) -> float:
         """Answers let through per second over the last RECENT (0: too few to tell)."""
         answered = self._answered
-        if len(answered) < 2 or answered[-1] <= answered[0]:
-            return 0.0
-        return (len(answered) - 1) / (answered[-1] - answered[0])
+        return _per_second(len(answered), answered[0], answered[-1]) if answered else 0.0
 
     def recent_rate(self) -> float:
         """Starts per second over the last RECENT starts (0: too few to tell)."""
-        count = min(len(self._times), RECENT)
-        if count < 2:
-            return 0.0
-        newest, oldest = self._times[-1], self._times[-count]  # read from the newest end
-        if newest <= oldest:
-            return 0.0
-        return (count - 1) / (newest - oldest)
+        count = min(len(self._times), RECENT)  # read from the newest end
+        return _per_second(count, self._times[-count], self._times[-1]) if count else 0.0
+
+
+def _per_second(count: int, oldest: float, newest: float) -> float:
+    """``count`` events from ``oldest`` to ``newest``, per second (0: too few to tell)."""
+    return (count - 1) / (newest - oldest) if count > 1 and newest > oldest else 0.0
 
 
 WEIGHT = 0.2  # share of each answer's time in the moving average
@@ -770,11 +766,9 @@ class Latencies:
         self._last.append(seconds)
         self._counted += 1
         if self._counted % BLOCK == 0:
-            self._medians.append(_median(self._last))
-        if self.average is None:
-            self.average = seconds
-        else:
-            self.average += WEIGHT * (seconds - self.average)
+            self._medians.append(median_high(self._last))
+        average = self.average
+        self.average = seconds if average is None else average + WEIGHT * (seconds - average)
 
     def unloaded(self) -> float:
         """What an answer takes when the server is not loaded: the lowest median of the
@@ -782,7 +776,7 @@ class Latencies:
         and then nor a queue that builds up at the server moves (0: none yet)."""
         if not self._last:
             return 0.0
-        return min(_median(self._last), min(self._medians, default=math.inf))
+        return min(median_high(self._last), min(self._medians, default=math.inf))
 
     def forget_floor(self) -> None:
         """The server's latency changed: the answers kept say nothing of it now (the
@@ -803,10 +797,6 @@ class Latencies:
         if not unloaded or seconds <= LATE * unloaded:
             return started
         return max(started, now - unloaded)
-
-
-def _median(times: deque[float]) -> float:
-    return sorted(times)[len(times) // 2]
 
 
 # -- pacing --------------------------------------------------------------------
@@ -876,16 +866,8 @@ class RequestPacer:
         return control.rate if control.ceiling is not None else None
 
     @property
-    def limited(self) -> bool:
-        return self._control.ceiling is not None
-
-    @property
     def answers(self) -> int:
         return self._control.answers
-
-    @property
-    def refusals(self) -> int:
-        return self._control.refusals
 
     @property
     def blocked(self) -> bool:
@@ -904,11 +886,6 @@ class RequestPacer:
             now = self._clock()
             control.block_seen(control.rate, control.epoch, now, now)
             self._turned.notify_all()
-
-    @property
-    def rate_limited_events(self) -> int:
-        """Cuts of the rate."""
-        return self._control.cuts
 
     def settled_rate(self, *, early: bool = False) -> float | None:
         """The rate it settles at, once SETTLE seconds have passed without a cut (or at
@@ -1057,34 +1034,7 @@ class RequestPacer:
                 # or a limit on spacing (nginx's limit_req) sees the two too close.
                 self._arrived = self._control.latency.arrived(turn.at, seconds, now)
                 self._pending = False
-            control = self._control
-            if blocked:
-                control.blocked(turn.rate, turn.epoch, turn.at, now)
-                return Refusal(control.let, 0, False)
-            strikes, cuts = 0, control.cuts
-            if again is not None:
-                strikes = again.strikes + (control.let > again.let)
-            own = control.answered(
-                turn.rate,
-                turn.epoch,
-                turn.at,
-                seconds,
-                now,
-                refused=refused,
-                retry_after=retry_after,
-                strikes=strikes,
-            )
-            if not refused:
-                return None
-            if control.explained:
-                strikes = -1  # no strike: the next refusal of it is news again
-            cut = again.cut if again is not None else control.cuts if control.cuts > cuts else -1
-            # The cut its first refusal made said nothing of the limit; not after a pause
-            # of 0, which sends a retry at once into a server refusing a steady share.
-            first = again is not None and not again.own and again.cut == control.cuts
-            if own and first and retry_after != 0:
-                control.regrow()
-            return Refusal(control.let, strikes, own, cut)
+            return self._control.answered(turn, seconds, now, refused, retry_after, again, blocked)
 
     def on_no_answer(self, turn: Turn) -> None:
         """An attempt that got no answer (or was never sent): a probe it was is over."""
@@ -1101,26 +1051,9 @@ class RequestPacer:
 # -- limiter -------------------------------------------------------------------
 
 
-class Limiter(Protocol):
-    """What ``ordered_map`` reads before starting a call, and tells after each."""
-
-    @property
-    def limit(self) -> int: ...
-
-    @property
-    def cap(self) -> int: ...
-
-    def sample(self, seconds: float, refused: bool) -> None:
-        """One whole call: its duration and whether it failed with a refusal."""
-
-    def observe(self, seconds: float, status: int | None) -> None:
-        """One HTTP attempt: its duration and status (None: no answer)."""
-
-    def describe(self) -> str: ...
-
-
 class FixedLimit:
-    """``--parallelism N``: N in flight, whatever the answers."""
+    """``--parallelism N``: N in flight, whatever the answers. Every limiter is one
+    (``Limiter``): what ``ordered_map`` reads before starting a call, and tells after each."""
 
     def __init__(self, limit: int) -> None:
         self.cap = max(1, limit)
@@ -1130,13 +1063,16 @@ class FixedLimit:
         return self.cap
 
     def sample(self, seconds: float, refused: bool) -> None:
-        pass
+        """One whole call: its duration and whether it failed with a refusal."""
 
     def observe(self, seconds: float, status: int | None) -> None:
-        pass
+        """One HTTP attempt: its duration and status (None: no answer)."""
 
     def describe(self) -> str:
         return f"fixed at {self.cap} in flight"
+
+
+Limiter = FixedLimit
 
 
 class Servable(Protocol):
@@ -1340,9 +1276,11 @@ class ProbedLimit(PacedLimit):
         began), or missed."""
         if not worth:
             self._one_missed |= phase.move == FEWER and phase.limit == 1
-            self._missed()
+            self._misses += 1
+            self._waits = min(WAIT, 2 ** (self._misses + 1))
             return False
-        self._keep(phase.limit, pace, count)
+        self._kept = None if phase.limit >= count else phase.limit
+        self._last, self._misses = pace, 0
         if phase.move == FEWER and phase.limit > 1:
             self._begin(self._fewer(phase.limit), FEWER, now)
             return True
@@ -1360,15 +1298,6 @@ class ProbedLimit(PacedLimit):
 
     def _current(self, count: int) -> int:
         return count if self._kept is None else min(count, self._kept)
-
-    def _keep(self, limit: int, pace: _Pace, count: int) -> None:
-        self._kept = None if limit >= count else limit
-        self._last = pace
-        self._misses = 0
-
-    def _missed(self) -> None:
-        self._misses += 1
-        self._waits = min(WAIT, 2 ** (self._misses + 1))
 
     def _next(self, count: int, pace: _Pace, now: float) -> None:
         """The phase after one that decided: the limit held, or a try."""

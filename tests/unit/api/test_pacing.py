@@ -50,31 +50,30 @@ def limited(pacer: RequestPacer, fake_time: FakeTime, latency: float = 0.02) -> 
         fake_time.now += 0.1
 
 
-def test_turns_are_one_interval_of_the_rate_apart(pacer: RequestPacer, fake_time: FakeTime) -> None:
-    limited(pacer, fake_time)
-    fake_time.now -= 0.1
-    first = pacer.wait_turn()
-    pacer.on_answer(first, 0.02, refused=False)
-
-    second = pacer.wait_turn()
-
-    assert second.at - first.at == pytest.approx(0.1, rel=0.01)
-
-
-def test_after_a_request_answered_late_the_next_goes_one_interval_after_it_arrived(
-    pacer: RequestPacer, fake_time: FakeTime
+@pytest.mark.parametrize(
+    ("answered_in", "gap"),
+    [
+        (0.02, 0.1),  # on time: one interval of the rate
+        # Answered 60 ms late (a connection opened, a thread scheduled late): it reached
+        # nginx about 60 ms late too, and nginx's limit_req counts the spacing from there.
+        (0.08, 0.1 + 0.06),
+        (None, 0.2),  # late and not answered yet (it hangs): at most one interval more
+    ],
+    ids=["on time", "answered late", "hanging"],
+)
+def test_turns_are_one_interval_apart_from_when_the_last_reached_the_server(
+    pacer: RequestPacer, fake_time: FakeTime, answered_in: float | None, gap: float
 ) -> None:
-    # Answered 60 ms late (a connection opened, a thread scheduled late): it reached
-    # nginx about 60 ms late too, and nginx's limit_req counts the spacing from there.
     limited(pacer, fake_time)
     fake_time.now -= 0.1
     first = pacer.wait_turn()
-    fake_time.now += 0.08
-    pacer.on_answer(first, 0.08, refused=False)
+    if answered_in is not None:
+        fake_time.now += answered_in
+        pacer.on_answer(first, answered_in, refused=False)
 
     second = pacer.wait_turn()
 
-    assert second.at - first.at == pytest.approx(0.1 + 0.06, rel=0.01)
+    assert second.at - first.at == pytest.approx(gap, rel=0.01)
 
 
 def test_a_worker_first_in_line_sleeps_until_its_turn_comes(
@@ -93,26 +92,21 @@ def test_a_worker_first_in_line_sleeps_until_its_turn_comes(
     assert [t.at for t in turns] == [pytest.approx(101.0)]
 
 
-def test_a_request_late_and_not_answered_yet_holds_the_next_at_most_one_interval(
-    pacer: RequestPacer, fake_time: FakeTime
-) -> None:
-    limited(pacer, fake_time)
-    fake_time.now -= 0.1
-    first = pacer.wait_turn()  # never answered: it hangs
-
-    second = pacer.wait_turn()
-
-    assert second.at - first.at == pytest.approx(0.2, rel=0.01)
-
-
-@pytest.mark.parametrize("out", [0.109375, 0.1171875], ids=["within", "at-the-edge"])
+@pytest.mark.parametrize(
+    ("latency", "out"),
+    [(0.09375, 0.109375), (0.09375, 0.1171875), (0.125, 0.1875)],
+    ids=["within", "at-the-edge", "arrived-already"],
+)
 def test_a_request_out_no_longer_than_late_allows_does_not_hold_the_next(
-    pacer: RequestPacer, fake_time: FakeTime, out: float
+    pacer: RequestPacer, fake_time: FakeTime, latency: float, out: float
 ) -> None:
     # Answers take 94 ms unloaded (3/32 s): one out for up to 1.25 times that (117 ms)
     # is not late yet, so it reached the server as it left, and the next may go one
-    # interval (100 ms at 10/s) after that: now, without waiting.
-    limited(pacer, fake_time, latency=0.09375)
+    # interval (100 ms at 10/s) after that: now, without waiting. At 125 ms unloaded,
+    # more than the interval, one out for 187.5 ms and not answered yet reached the
+    # server 62.5 ms after it left at the latest (its answer could come now): one
+    # interval after that is past, so the next goes now, not a whole interval later.
+    limited(pacer, fake_time, latency=latency)
     fake_time.now = 200.0  # a round instant: the edge below is exact
     first = pacer.wait_turn()  # not answered yet
     fake_time.now += out
@@ -120,23 +114,6 @@ def test_a_request_out_no_longer_than_late_allows_does_not_hold_the_next(
     second = pacer.wait_turn()
 
     assert second.at - first.at == pytest.approx(out)
-
-
-def test_a_request_late_and_not_answered_yet_holds_the_next_only_until_it_can_have_arrived(
-    pacer: RequestPacer, fake_time: FakeTime
-) -> None:
-    # Answers take 125 ms unloaded, more than the interval (100 ms at 10/s). One out for
-    # 187.5 ms and not answered yet reached the server 62.5 ms after it left at the
-    # latest (its answer could come now): one interval after that is past, so the next
-    # goes now, not a whole interval later.
-    limited(pacer, fake_time, latency=0.125)
-    fake_time.now = 200.0
-    first = pacer.wait_turn()  # not answered yet
-    fake_time.now += 0.1875
-
-    second = pacer.wait_turn()
-
-    assert second.at - first.at == pytest.approx(0.1875)
 
 
 def test_requests_that_come_just_as_the_rate_allows_do_not_raise_it(
@@ -179,61 +156,52 @@ def test_a_waiting_worker_looks_up_at_least_four_times_a_second(
     assert sum(fake_time.sleeps) == pytest.approx(5.0)
 
 
-def test_a_pause_the_server_asked_for_as_long_as_the_hold_is_said_to_be_its_ask(
-    pacer: RequestPacer, fake_time: FakeTime
+@pytest.mark.parametrize(
+    ("refusals", "retry_after", "budget", "asked", "wait"),
+    [
+        # Refused again and again, the hold has doubled to its longest (4 s); then a 429
+        # with Retry-After: 4. The wait past the budget is the server's ask, and the error
+        # says so (not "refused for all of retry_max_seconds" after our own hold).
+        (10, MAX_HOLD, 1.0, True, MAX_HOLD),
+        (0, 100000.0, 60.0, True, 100000.0),  # the server's pause: it asked for it
+        (10, None, 1.0, False, MAX_HOLD),  # nothing ever let through: the longest hold
+    ],
+    ids=["a pause as long as the hold", "a pause", "a hold"],
+)
+def test_a_wait_longer_than_the_budget_left_is_refused_at_once_saying_whose_it_is(
+    pacer: RequestPacer,
+    fake_time: FakeTime,
+    refusals: int,
+    retry_after: float | None,
+    budget: float,
+    asked: bool,
+    wait: float,
 ) -> None:
-    # Refused again and again, the hold has doubled to its longest (4 s); then a 429
-    # with Retry-After: 4. The wait past the budget is the server's ask, and the error
-    # says so (not "refused for all of retry_max_seconds" after our own hold).
-    for _ in range(10):
+    for _ in range(refusals):
         refuse(pacer)
-    refuse(pacer, retry_after=MAX_HOLD)
+    refuse(pacer, retry_after=retry_after)
+    slept = len(fake_time.sleeps)
 
     with pytest.raises(NoTurn) as caught:
-        pacer.wait_turn(budget_left=1.0)
+        pacer.wait_turn(budget_left=budget)
 
-    assert caught.value.asked and not caught.value.stopped
-    assert caught.value.wait == pytest.approx(MAX_HOLD)
+    assert caught.value.asked is asked and not caught.value.stopped
+    assert caught.value.wait == pytest.approx(wait)
+    assert fake_time.sleeps[slept:] == []
 
 
 # -- what a wait costs -----------------------------------------------------------
 
 
-def test_the_servers_pause_and_one_interval_are_not_queueing(
-    pacer: RequestPacer, fake_time: FakeTime
+@pytest.mark.parametrize("retry_after", [3.0, None], ids=["a pause", "a hold"])
+def test_the_servers_pause_or_hold_and_one_interval_are_not_queueing(
+    pacer: RequestPacer, fake_time: FakeTime, retry_after: float | None
 ) -> None:
-    refuse(pacer, retry_after=3.0)
+    refuse(pacer, retry_after=retry_after)
 
     turn = pacer.wait_turn()
 
     assert turn.queued == 0.0  # all of it the server's doing: charged to the budget
-
-
-def test_a_pause_longer_than_the_budget_left_is_refused_at_once(
-    pacer: RequestPacer, fake_time: FakeTime
-) -> None:
-    refuse(pacer, retry_after=100000.0)
-
-    with pytest.raises(NoTurn) as caught:
-        pacer.wait_turn(budget_left=60.0)
-
-    assert not caught.value.stopped
-    assert caught.value.asked  # the server's pause: the error says it asked for it
-    assert caught.value.wait == pytest.approx(100000.0)
-    assert fake_time.sleeps == []
-
-
-def test_a_hold_after_refusals_longer_than_the_budget_left_is_refused_at_once(
-    pacer: RequestPacer, fake_time: FakeTime
-) -> None:
-    for _ in range(10):  # nothing ever let through: the hold doubles to its longest
-        refuse(pacer)
-
-    with pytest.raises(NoTurn) as caught:
-        pacer.wait_turn(budget_left=1.0)
-
-    assert not caught.value.stopped and not caught.value.asked
-    assert fake_time.sleeps[-1:] != [pytest.approx(1.0)]
 
 
 def test_in_slow_start_the_rates_interval_is_ours_not_the_servers(
@@ -264,31 +232,21 @@ def test_a_refusal_long_past_does_not_make_later_queueing_the_servers(
     assert second.queued == pytest.approx(interval)  # the one behind first: ours
 
 
-def test_the_hold_after_a_refusal_is_not_queueing(pacer: RequestPacer, fake_time: FakeTime) -> None:
-    refuse(pacer)
-
-    turn = pacer.wait_turn()
-
-    assert turn.queued == 0.0
-
-
-def test_a_pause_within_the_budget_is_waited(pacer: RequestPacer, fake_time: FakeTime) -> None:
-    refuse(pacer, retry_after=5.0)
-
-    pacer.wait_turn(budget_left=5.0)  # the pause ends as the budget does: in time
-
-    assert fake_time.now == pytest.approx(105.0)
-
-
-def test_a_request_not_yet_sent_waits_out_any_pause(
-    pacer: RequestPacer, fake_time: FakeTime
+@pytest.mark.parametrize(
+    ("retry_after", "budget"),
+    # The pause ends as the budget does: in time. A request not yet sent has no budget
+    # running: our queue is not the server refusing it.
+    [(5.0, 5.0), (300.0, None)],
+    ids=["within the budget", "not yet sent"],
+)
+def test_a_pause_within_the_budget_or_before_the_request_is_sent_is_waited(
+    pacer: RequestPacer, fake_time: FakeTime, retry_after: float, budget: float | None
 ) -> None:
-    # Its budget has not started: our queue is not the server refusing it.
-    refuse(pacer, retry_after=300.0)
+    refuse(pacer, retry_after=retry_after)
 
-    pacer.wait_turn(budget_left=None)
+    pacer.wait_turn(budget_left=budget)
 
-    assert fake_time.now == pytest.approx(400.0)
+    assert fake_time.now == pytest.approx(100.0 + retry_after)
 
 
 def test_a_stopped_run_leaves_no_worker_waiting(fake_time: FakeTime) -> None:
@@ -465,11 +423,11 @@ def test_a_request_that_failed_otherwise_between_two_refusals_is_no_longer_singl
     answered(pacer, 3)  # others let through
     refusal = pacer.on_answer(pacer.wait_turn(), 0.02, refused=False, again=refusal)  # a 500
     answered(pacer, 3)
-    cuts = pacer.rate_limited_events
+    cuts = pacer._control.cuts
     refusal = pacer.on_answer(pacer.wait_turn(), 0.001, refused=True, again=refusal)  # a 429
 
     assert refusal is not None and not refusal.own
-    assert pacer.rate_limited_events == cuts + 1
+    assert pacer._control.cuts == cuts + 1
 
 
 @pytest.mark.parametrize(
@@ -506,8 +464,9 @@ def test_a_wait_through_the_servers_pauses_is_all_the_servers(
     turn = paced.wait_turn()
 
     assert told, "the second refusal came while the request waited"
+    assert turn.at == pytest.approx(told[0] + 2.0)  # as the second pause ends
     assert turn.at - paused_at >= waited
-    assert turn.queued == pytest.approx(0.0, abs=1e-9)
+    assert turn.queued == 0.0
 
 
 def test_a_latency_floor_forgotten_lets_the_number_in_flight_follow_a_slower_server(
