@@ -47,8 +47,8 @@ from reconciler.model.invite import (
 from reconciler.safetext import NOT_IN_TEXT, escape, quote_value
 from reconciler.schema.check import invite_validators, validate
 from reconciler.schema.messages import Where, describe
-from reconciler.yamlload.builder import START, Lines, Located
-from reconciler.yamlload.source import FileSource, Item, stream, suspect
+from reconciler.yamlload.builder import START, Lines, Located, Mark
+from reconciler.yamlload.source import FileSource, stream, suspect
 
 if TYPE_CHECKING:
     from reconciler.desired.changed_since import ChangedSince
@@ -122,7 +122,7 @@ def load_text(text: str, path: str) -> tuple[list[DesiredInvite], list[FileProbl
 def _load(
     source: str | FileSource, path: str, lines: Lines, checks: RunChecks | None = None
 ) -> tuple[list[DesiredInvite], list[FileProblem]]:
-    reader = EntryReader(path, lines, checks)
+    reader = EntryReader(path, checks)
     with _collector_paused():
         document, problems = stream(source, path, lines, "invites", reader)
     if document is None:
@@ -191,9 +191,8 @@ def _duplicate_ids(invites: list[DesiredInvite]) -> list[FileProblem]:
 class EntryReader:
     """Takes the entries of one file (the loader's item hook); keeps records and problems."""
 
-    def __init__(self, source: str, lines: Lines, checks: RunChecks | None = None) -> None:
+    def __init__(self, source: str, checks: RunChecks | None = None) -> None:
         self.source = source
-        self.lines = lines
         self.checks = checks  # the policies and built-in checks of the run, if any
         self.schema = invite_validators()
         # Each field's typed value (str, IdentifierSet, Contact), made from a checked value.
@@ -202,8 +201,8 @@ class EntryReader:
         self.problems: list[FileProblem] = []
         self._said: set[FileProblem] = set()
 
-    def __call__(self, item: Item) -> None:
-        entry = item.value
+    def __call__(self, index: int, located: Located, mark: Mark) -> None:
+        entry = located.value
         texts = _texts(entry, (), [])
         if not all(text.isascii() or unicodedata.is_normalized("NFC", text) for _, text in texts):
             # One normal form: what the files say is checked, compared and sent in NFC, so
@@ -211,10 +210,10 @@ class EntryReader:
             # two characters in NFC) and two spellings of one item are one item.
             entry = _in_nfc(entry)
             texts = _texts(entry, (), [])
-        located = item.located(self.lines)._replace(value=entry)
+        located = located._replace(value=entry)
         problems = []
         if not self.schema.entry_is_valid(entry):
-            where = Where(located, self.source, ("invites", item.index))
+            where = Where(located, self.source, ("invites", index))
             problems = validate(self.schema.entry, where)
         self.problems += problems
         # Entries with a usable id are kept even when they have problems, so that
@@ -225,7 +224,7 @@ class EntryReader:
                 message = f"`id`: {quote_value(ident)} is not a valid inviteId ({ID_RULE})"
                 self.problems.append(FileProblem(self.source, *located.mark(("id",)), message))
             refused = self._text_problems(texts, located, problems) or bool(problems)
-            source = SourceLocation(self.source, *item.mark)
+            source = SourceLocation(self.source, *mark)
             self._keep(ident, entry, texts, source, located, refused)
 
     def _keep(

@@ -12,8 +12,8 @@ in chunks (``FileSource``), never held whole, and a syntax error is worded for
 the person who wrote the file (where to look, the usual cause).
 
 ``stream`` reads a file of 200,000 invites without keeping them: each item of the
-list under a chosen top-level key goes to a hook as soon as it is built (an
-``Item``), and ``None`` holds its place in the document.
+list under a chosen top-level key goes to a hook as soon as it is built, and ``None``
+holds its place in the document.
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ from reconciler.yamlload.builder import (
     DEPTH_LIMIT,
     Builder,
     Fatal,
-    Item,
     ItemHook,
     Lines,
     Located,
@@ -41,7 +40,7 @@ from reconciler.yamlload.builder import (
 
 __all__ = [
     "FileSource",
-    "Item",
+    "ItemHook",
     "Located",
     "Mark",
     "MarkedDict",
@@ -139,7 +138,7 @@ def stream(source: str | FileSource, path: str, lines: Lines, key: str, hook: It
         at = spot.position(index) if spot is not None else None
         at = own if at is None else at
         kid = spot.kid(index) if spot is not None else None
-        hook(Item(index, item, kid, at, lines.mark(at)))
+        hook(index, Located(item, kid, at, lines), lines.mark(at))
     return parsed
 
 
@@ -165,7 +164,7 @@ def _read(source: str | FileSource, path: str, lines: Lines, builder: Builder) -
     problems = [
         FileProblem(path, *lines.mark(at), message) for at, message in sorted(builder.problems)
     ]
-    return Parsed(Located(document.value, document.kid, document.position, lines), problems)
+    return Parsed(document, problems)
 
 
 def _unreadable(lines: Lines, path: str) -> list[FileProblem]:

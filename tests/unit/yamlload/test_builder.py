@@ -674,36 +674,32 @@ def located(text: str = TEXT) -> Located:
 
 def test_a_part_that_was_written_is_found_whole() -> None:
     document = located()
-    walked = document.walk(("invites", 0, "name"))
-    assert walked.taken == 3 and walked.spot is None  # a plain value holds nothing
+    spot, _, taken = document.walk(("invites", 0, "name"))
+    assert taken == 3 and spot is None  # a plain value holds nothing
     assert document.mark(("invites", 0, "name")) == Mark(3, 11)
 
 
 def test_a_field_left_out_points_at_its_entry() -> None:
     document = located()
-    entry = document.walk(("invites", 0))
+    spot, position, _ = document.walk(("invites", 0))
 
-    walked = document.walk(("invites", 0, "addOns"))
-
-    assert walked == (entry.spot, entry.position, 2)
+    assert document.walk(("invites", 0, "addOns")) == (spot, position, 2)
     assert document.mark(("invites", 0, "addOns")) == Mark(2, 5)
 
 
 def test_a_field_inside_a_plain_value_points_at_the_value() -> None:
     document = located()
-    name = document.walk(("invites", 0, "name"))
+    position = document.walk(("invites", 0, "name"))[1]
 
-    walked = document.walk(("invites", 0, "name", "first"))
-
-    assert walked == (None, name.position, 3)
+    assert document.walk(("invites", 0, "name", "first")) == (None, position, 3)
     assert document.mark(("invites", 0, "name", "first")) == Mark(3, 11)
 
 
 def test_an_index_past_the_end_or_a_name_in_a_list_points_at_the_list() -> None:
     document = located()
-    listed = document.walk(("invites",))
+    spot, position, _ = document.walk(("invites",))
     for step in (1, 5, -1, "id"):  # 1: one past the only entry
-        assert document.walk(("invites", step, "id")) == (listed.spot, listed.position, 1), step
+        assert document.walk(("invites", step, "id")) == (spot, position, 1), step
         assert document.mark(("invites", step)) == Mark(2, 3), step
 
 
