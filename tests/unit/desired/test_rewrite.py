@@ -496,6 +496,17 @@ ATTACHED = "invites:\n  - id: inv_a\n    attachments:\n{}    name: Müller GmbH\
 PAPERS = ["proof-of-address", "certificate-of-incorporation", "ubo-declaration", "bank"]
 
 
+BLANK_AFTER = (
+    "invites:\n  - id: inv_a\n    name: {}\n      Acme Holdings Ltd\n\n"
+    "  - id: inv_b\n    name: Beta Ltd\n"
+)
+GROUPS = "invites:\n  - id: inv_a\n    groups:\n{}"
+HEADERS = (
+    "invites:\n  - id: inv_a\n    name: Müller | Söhne > Co  # a | b\n    groups:\n      - emea\n"
+    "{}      - amer\n  - id: inv_b\n    name: Ärzte | Zahnärzte > Praxis  # c | d\n"
+)
+
+
 # (the file, the fields the platform holds, the file after): only the value changes, in
 # the style it was written in where YAML reads it back as the same value.
 EDITS = [
@@ -559,6 +570,47 @@ EDITS = [
         "invites:\n  - id: inv_a\n    attachments:\n      - proof-of-address\n"
         "      - ubo-declaration\n      - vat-registration",
         id="block-list-ending-the-file-without-a-line-break",
+    ),
+    *(  # libyaml's end mark takes the blank lines after a block scalar; they are layout, not
+        # its value (but with `+`), and stay where they were; the value is quoted, as any edit is.
+        pytest.param(
+            BLANK_AFTER.format(header),
+            {"name": "Acme Group plc"},
+            BLANK_AFTER.format(header).replace(
+                f"{header}\n      Acme Holdings Ltd\n", '"Acme Group plc"\n'
+            ),
+            id=f"block-scalar-{header}-keeps-the-blank-line-after-it",
+        )
+        for header in ["|-", "|", ">-", "|2-"]
+    ),
+    pytest.param(  # libyaml ends a block scalar past its own line break: the next item stays
+        GROUPS.format("      - |-\n        emea\n      - dach\n      - apac\n"),
+        {"groups": ["dach", "apac"]},
+        GROUPS.format("      - dach\n      - apac\n"),
+        id="block-scalar-item-removed-takes-its-own-lines-alone",
+    ),
+    pytest.param(
+        GROUPS.format("      - emea\n      - |-\n        dach\n") + "  - id: inv_b\n",
+        {"groups": ["emea", "dach", "apac"]},
+        GROUPS.format("      - emea\n      - |-\n        dach\n      - apac\n") + "  - id: inv_b\n",
+        id="block-list-ending-in-a-block-scalar-gains-items-after-it",
+    ),
+    *(
+        pytest.param(
+            GROUPS.format(
+                f"      - emea\n      - {tag}|-  # why apac\n        apac\n      - amer\n"
+            ),
+            {"groups": ["emea", "amer"]},
+            GROUPS.format("      - emea\n      # why apac\n      - amer\n"),
+            id=f"dropped-tagged-block-scalar-item-{tag!r}-keeps-its-comment-on-a-line",
+        )
+        for tag in ["!!str ", "!!str\t"]
+    ),
+    pytest.param(  # `|` and `>` in text above and below the item are not its header
+        HEADERS.format("      - |-  # why apac\n        apac\n"),
+        {"groups": ["emea", "amer"]},
+        HEADERS.format("      # why apac\n"),
+        id="dropped-block-scalar-items-comment-found-on-its-own-header-line",
     ),
 ]
 
@@ -785,40 +837,6 @@ def test_a_block_item_is_removed_though_a_later_line_of_the_file_breaks_where_ya
     assert read(done.text)["inv_a"]["groups"] == ["dach"]
 
 
-def test_a_block_scalar_item_removed_takes_its_own_lines_and_not_the_next_items() -> None:
-    # libyaml ends a block scalar past its own line break: the next item's line is not
-    # part of it, and stays when the platform still holds that item.
-    text = (
-        "invites:\n"
-        "  - id: inv_a\n"
-        "    groups:\n"
-        "      - |-\n"
-        "        emea\n"
-        "      - dach\n"
-        "      - apac\n"
-    )
-    done = rewrite(text, [wanted(text, "inv_a", groups=["dach", "apac"])])
-    assert done.refused == []
-    assert done.text == text.replace("      - |-\n        emea\n", "")
-    assert read(done.text)["inv_a"]["groups"] == ["dach", "apac"]
-
-
-def test_a_block_list_ending_in_a_block_scalar_gains_new_items_after_it() -> None:
-    text = (
-        "invites:\n"
-        "  - id: inv_a\n"
-        "    groups:\n"
-        "      - emea\n"
-        "      - |-\n"
-        "        dach\n"
-        "  - id: inv_b\n"
-    )
-    done = rewrite(text, [wanted(text, "inv_a", groups=["emea", "dach", "apac"])])
-    assert done.refused == []
-    assert done.text == text.replace("        dach\n", "        dach\n      - apac\n")
-    assert read(done.text)["inv_a"]["groups"] == ["emea", "dach", "apac"]
-
-
 @pytest.mark.parametrize("newline", ["\n", "\r\n"], ids=["lf", "crlf"])
 def test_an_entry_ending_in_a_block_scalar_removed_leaves_the_next_entry_whole(
     newline: str,
@@ -836,25 +854,6 @@ def test_an_entry_ending_in_a_block_scalar_removed_leaves_the_next_entry_whole(
     assert done.text == "invites:\n  - id: inv_b\n    name: Zoë Ångström GmbH\n".replace(
         "\n", newline
     )
-
-
-@pytest.mark.parametrize("header", ["|-", "|", ">-", "|2-"])
-def test_a_block_scalar_edited_keeps_the_blank_line_after_it(header: str) -> None:
-    # libyaml's end mark takes the blank lines after a block scalar; they are layout,
-    # not its value (but with `+`), and stay where they were.
-    text = (
-        "invites:\n"
-        "  - id: inv_a\n"
-        f"    name: {header}\n"
-        "      Acme Holdings Ltd\n"
-        "\n"
-        "  - id: inv_b\n"
-        "    name: Beta Ltd\n"
-    )
-    done = rewrite(text, [wanted(text, "inv_a", name="Acme Group plc")])
-    assert done.refused == []
-    # A block scalar is replaced by a quoted one (as any edit of it is), the blank after.
-    assert done.text == text.replace(f"{header}\n      Acme Holdings Ltd\n", '"Acme Group plc"\n')
 
 
 def test_a_block_scalar_edited_and_the_entry_after_it_removed_in_one_run() -> None:
@@ -935,38 +934,6 @@ def test_a_block_scalars_last_line_of_unicode_spaces_is_text(space: str, edit: s
         assert after == {"inv_a": {"name": f"Beta {space}"}}
     else:
         assert after == {"inv_b": {"name": "B"}}
-
-
-@pytest.mark.parametrize("tag", ["!!str ", "!!str\t"])
-def test_a_dropped_tagged_block_scalar_items_comment_stays_on_a_line_of_its_own(tag: str) -> None:
-    text = (
-        "invites:\n  - id: inv_a\n    groups:\n      - emea\n"
-        f"      - {tag}|-  # why apac\n        apac\n      - amer\n"
-    )
-    done = rewrite(text, [wanted(text, "inv_a", groups=["emea", "amer"])])
-    assert done.refused == []
-    assert done.text == (
-        "invites:\n  - id: inv_a\n    groups:\n      - emea\n      # why apac\n      - amer\n"
-    )
-
-
-def test_a_dropped_block_scalar_items_comment_is_found_on_its_own_header_line() -> None:
-    # `|` and `>` in text above and below the item (a name, a comment) are not its header.
-    text = (
-        "invites:\n"
-        "  - id: inv_a\n"
-        "    name: Müller | Söhne > Co  # a | b\n"
-        "    groups:\n"
-        "      - emea\n"
-        "      - |-  # why apac\n"
-        "        apac\n"
-        "      - amer\n"
-        "  - id: inv_b\n"
-        "    name: Ärzte | Zahnärzte > Praxis  # c | d\n"
-    )
-    done = rewrite(text, [wanted(text, "inv_a", groups=["emea", "amer"])])
-    assert done.refused == []
-    assert done.text == text.replace("      - |-  # why apac\n        apac\n", "      # why apac\n")
 
 
 @pytest.mark.parametrize(
