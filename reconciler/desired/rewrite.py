@@ -28,7 +28,7 @@ from reconciler.model.invite import (
     canonical,
     nfc,
 )
-from reconciler.yamlload.builder import Lines, Parser, render_scalar
+from reconciler.yamlload.builder import Lines, Mark, Parser, render_scalar
 
 
 @dataclass(frozen=True)
@@ -93,10 +93,9 @@ class _Rewrite:
         self.result = Rewritten(text)
 
     def run(self, wanted: list[Wanted]) -> Rewritten:
-        starts = [self.lines.offset((w.line, w.column)) for w in wanted]
-        spans = invite_spans(self.text, set(starts))
-        by_start = {entry.start: entry for entry in spans.items} if spans else {}
-        entries = {w.id: by_start.get(at) for w, at in zip(wanted, starts, strict=True)}
+        spans = invite_spans(self.text, {(w.line, w.column) for w in wanted})
+        placed = {self.lines.mark(entry.start): entry for entry in spans.items} if spans else {}
+        entries = {w.id: placed.get(Mark(w.line, w.column)) for w in wanted}
         made = self._removals(spans, self._owned(wanted, entries))
         removed = {edit.id for edit in self.result.removed}
         for want in wanted:
@@ -416,7 +415,10 @@ class Span:
     keys: dict[str, Span] = field(default_factory=dict)  # a `<<`'s value is not one of them
 
 
-def invite_spans(text: str, wanted: Collection[int] | None = None) -> Span | None:
+Places = Collection[tuple[int, int]]  # where entries start: 1-based line and column
+
+
+def invite_spans(text: str, wanted: Places | None = None) -> Span | None:
     """The span of the top-level ``invites`` list of ``text`` (which the loader accepted), its
     entries its items; None when there is no such list.
 
@@ -444,7 +446,7 @@ class _Reader:
         self.text = text
         self.events = events
 
-    def span(self, event: Any, shared: bool, wanted: Collection[int] | None = None) -> Span:
+    def span(self, event: Any, shared: bool, wanted: Places | None = None) -> Span:
         """The value ``event`` begins; ``wanted``: in the top-level mapping, its invites'."""
         start = event.start_mark.index
         if isinstance(event, yaml.AliasEvent):
@@ -474,8 +476,9 @@ class _Reader:
             span.end = max(span.end, _index(part.end_mark))
         return span
 
-    def _entry(self, event: Any, into: Span, wanted: Collection[int] | None) -> Span:
-        if wanted is None or event.start_mark.index in wanted or isinstance(event, _LEAVES):
+    def _entry(self, event: Any, into: Span, wanted: Places | None) -> Span:
+        at = event.start_mark  # placed as the loader places an entry: by libyaml's mark
+        if wanted is None or isinstance(event, _LEAVES) or (at.line + 1, at.column + 1) in wanted:
             return self.span(event, into.shared)
         flow = bool(event.flow_style)
         kind = "mapping" if isinstance(event, yaml.MappingStartEvent) else "list"

@@ -237,12 +237,6 @@ class Lines:
         line = bisect.bisect_right(starts, offset) - 1
         return Mark(line + 1, offset - starts[line] + 1)
 
-    def offset(self, mark: Mark | tuple[int, int]) -> int:
-        """The character offset of a line and column: ``mark``'s inverse."""
-        line, column = mark
-        starts = self._line_starts()
-        return starts[line - 1] + column - 1 if 0 < line <= len(starts) else -1
-
 
 class Spot:
     """Positions of the parts of one mapping or list.

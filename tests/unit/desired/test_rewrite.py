@@ -993,7 +993,7 @@ invites:
 """
 
 
-def entries(text: str, wanted: list[int] | None = None) -> list[Span]:
+def entries(text: str, wanted: list[tuple[int, int]] | None = None) -> list[Span]:
     found = invite_spans(text, wanted)
     return found.items if found is not None else []
 
@@ -1029,7 +1029,7 @@ def test_a_file_without_an_invites_list_has_no_entries() -> None:
 
 
 def test_a_file_without_an_invites_list_has_no_entries_whatever_is_wanted() -> None:
-    assert entries("- - {a: 1}\n", [0]) == []  # a list of lists
+    assert entries("- - {a: 1}\n", [(1, 3)]) == []  # a list of lists
     assert entries("# nothing but a comment\n", []) == []  # no document
     assert entries("other:\n  - {a: 1}\n", []) == []
 
@@ -1037,7 +1037,7 @@ def test_a_file_without_an_invites_list_has_no_entries_whatever_is_wanted() -> N
 def test_an_entry_not_wanted_spans_exactly_its_text_and_its_values_are_not_read() -> None:
     # A 20,000-invite file is read for one edit: the others get their own span only.
     text = "invites:\n  - id: inv_a\n    addOns: [edd, {x: 1}]\n  - id: inv_b\n    name: B\n"
-    first, second = entries(text, wanted=[text.index("id: inv_b")])
+    first, second = entries(text, wanted=[(4, 5)])  # inv_b
     assert text[first.start : first.end] == "id: inv_a\n    addOns: [edd, {x: 1}]"
     assert first.keys == {}
     assert sorted(second.keys) == ["id", "name"]
