@@ -334,23 +334,6 @@ def test_libyaml_stopping_deeper_than_our_limit_is_shown_where_ours_was_passed(l
     assert column < len("    name: ") + DEPTH_LIMIT + 2  # at ours, not at libyaml's stop
 
 
-def test_items_handed_to_the_hook_are_not_kept_in_the_document():
-    # The whole point of the hook: a 60 MB file's invites are never all in memory.
-    text = "invites:\n" + "".join(f"  - id: inv_{n}\n" for n in range(3)) + "other: [1, 2]\n"
-    seen: list[tuple[int, Any]] = []
-    document, problems = source.stream(
-        text,
-        "team.yaml",
-        Lines(text),
-        "invites",
-        lambda index, item, _: seen.append((index, item.value)),
-    )
-    assert problems == []
-    assert seen == [(n, {"id": f"inv_{n}"}) for n in range(3)]
-    assert document is not None
-    assert document.value == {"invites": [None] * 3, "other": [1, 2]}
-
-
 # From test_yaml_mistakes.py: Mistakes people make writing YAML by hand, each shown where it is,
 # with what to fix.
 ENTRY = "invites:\n  - id: inv_1\n"
