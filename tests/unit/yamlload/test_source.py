@@ -568,3 +568,12 @@ def test_the_first_few_are_found_and_the_rest_not_looked_for() -> None:
     text = "invites:\n" + "  - x #1\n" * 1000
     assert [c.line for c in cut_values(text, most=3)] == [2, 3, 4]
     assert len(cut_values(text)) == 100
+
+
+def test_entries_after_a_nel_ls_or_ps_are_placed_on_the_lines_libyaml_counts() -> None:
+    # libyaml's marks (an entry's place) and the line table (every other place) agree.
+    text = "invites:\n  - id: a\x85  - id: b\u2028  - id: c\u2029  - {id: d, name: 5}\n"
+    taken = _stream(text)[1]
+    assert [i.mark for i in taken] == [Mark(2, 5), Mark(3, 5), Mark(4, 5), Mark(5, 5)]
+    assert [i.mark for i in taken] == [Lines(text).mark(i.located.position) for i in taken]
+    assert [(p.line, p.column) for p in load_text(text, "t.yaml")[1]] == [(5, 19)]
