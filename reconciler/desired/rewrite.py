@@ -182,11 +182,9 @@ class _Rewrite:
         text = self.text
         made = [(*cut_lines(text, start, end), "") for start, end in _runs(text, owned)]
         if spans is not None and owned and len(owned) == len(spans.items):
-            # Every entry goes: the list becomes `[]` after its key (a colon in a comment
-            # above the first entry is not it), the file stays valid; a comment on the key's
-            # line or among the entries (none's own) stays, as does the file's line break.
-            colon = text.index(":", spans.key_end)
-            return [(colon + 1, colon + 1, " []"), *made]
+            # Every entry goes: a comment on the key's line or among the entries (none's
+            # own) stays, as does the file's line break.
+            return [_emptied(text, spans), *made]
         return made
 
 
@@ -210,21 +208,18 @@ def _sub_field_refusal(
 
 
 def _value(text: str, span: Span, new: FieldValue) -> list[Replacement] | None:
+    """The edit of a value to ``new`` in its own layout; None when adopt does not edit it."""
     if span.kind == "scalar" and isinstance(new, str):
         return [(span.start, span.end, _scalar(new, span, text, False))]
-    if span.kind == "list" and isinstance(new, IdentifierSet):
-        return _list_value(text, span, new)
-    return None
-
-
-def _list_value(text: str, span: Span, new: IdentifierSet) -> list[Replacement] | None:
+    if span.kind != "list" or not isinstance(new, IdentifierSet):
+        return None
     if any(item.kind != "scalar" or item.shared for item in span.items):
         return None
-    if span.flow and _flow_comments(text, span):
+    if not span.flow:
+        return _block_list(text, span, new)
+    if _flow_comments(text, span):
         return _commented_flow_list(span, new)
-    if span.flow:
-        return [(span.start, span.end, _flow_list(_kept_then_added(span, new)))]
-    return _block_list(text, span, new)
+    return [(span.start, span.end, _flow_list(_kept_then_added(span, new)))]
 
 
 def _flow_comments(text: str, span: Span) -> bool:
@@ -272,45 +267,34 @@ def _item_text(item: Span | None, value: object, flow: bool) -> str:
 
 def _block_list(text: str, span: Span, new: IdentifierSet) -> list[Replacement] | None:
     """Item by item: lines of items the platform no longer holds go, new items follow the last.
-    None when an item is not `- item` on a line of its own."""
-    places = _dash_places(text, span)
-    if places is None:
+    None when an item is not `- item` on a line of its own, or one cannot be cut alone."""
+    places = [place for item in span.items if (place := dash_line(text, item.start))]
+    if not places or len(places) != len(span.items):
         return None
     items = _kept_then_added(span, new)
     kept = {id(item) for item, _ in items if item is not None}
-    made = _items_cut(text, span, places, kept)
-    if made is None:
+    cuts = [
+        _item_cut(text, item, *place)
+        for item, place in zip(span.items, places, strict=True)
+        if id(item) not in kept
+    ]
+    made = [cut for cut in cuts if cut is not None]
+    if len(made) != len(cuts):
         return None
     added = [value for item, value in items if item is None]
-    if not added and not kept:
-        # Nothing left: the list becomes `[]` after its key; comments among its items stay.
-        colon = text.index(":", span.key_end)
-        return [(colon + 1, colon + 1, " []"), *made]
+    if not added and not kept:  # nothing left; comments among its items stay
+        return [_emptied(text, span), *made]
     if added:
         first_line, first_dash = places[0]
         made.append(_items_after(text, span.items[-1], text[first_line:first_dash], added))
     return made
 
 
-def _dash_places(text: str, span: Span) -> list[tuple[int, int]] | None:
-    """Where each item's line and its `- ` begin; None when one is not alone on its line,
-    or the list has no item."""
-    places = [dash_line(text, item.start) for item in span.items]
-    return [p for p in places if p is not None] if places and None not in places else None
-
-
-def _items_cut(
-    text: str, span: Span, places: list[tuple[int, int]], kept: set[int]
-) -> list[Replacement] | None:
-    """The lines of the items not kept, cut; None when one cannot be cut alone."""
-    made = []
-    for item, (start, dash) in zip(span.items, places, strict=True):
-        if id(item) not in kept:
-            cut = _item_cut(text, item, start, dash)
-            if cut is None:
-                return None
-            made.append(cut)
-    return made
+def _emptied(text: str, span: Span) -> Replacement:
+    """A list left with nothing becomes `[]` after its key (a colon in a comment above its
+    first item is not the key's), the file stays valid."""
+    colon = text.index(":", span.key_end)
+    return (colon + 1, colon + 1, " []")
 
 
 def _item_cut(text: str, item: Span, start: int, dash: int) -> Replacement | None:
