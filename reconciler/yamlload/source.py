@@ -46,7 +46,6 @@ __all__ = [
     "MarkedDict",
     "decode_source",
     "load_yaml",
-    "parse",
     "stream",
     "to_plain",
 ]
@@ -111,26 +110,26 @@ _UTF16 = (b"\xff\xfe", b"\xfe\xff")
 _LIBYAML_TOO_DEEP = "exceeded maximum nesting depth"
 
 
-def parse(source: str | FileSource, path: str, lines: Lines) -> Parsed:
-    """The single document in ``source``, located, and every problem found in it.
+def stream(
+    source: str | FileSource,
+    path: str,
+    lines: Lines,
+    key: str | None = None,
+    hook: ItemHook | None = None,
+) -> Parsed:
+    """The single document in ``source``, located, and every problem found in it; ``hook``
+    is handed each item of the top-level ``key`` list in order.
 
-    ``source`` is text or a ``FileSource``; ``lines`` reads it again (a file is
-    decoded only if a problem needs a line number).
-    """
-    return _read(source, path, lines, Builder(lines))
-
-
-def stream(source: str | FileSource, path: str, lines: Lines, key: str, hook: ItemHook) -> Parsed:
-    """As ``parse``, handing ``hook`` each item of the top-level ``key`` list in order.
-
-    Items are handed over as they are read, and ``None`` holds each one's place in the
-    document. A list that came through an alias or a merge could not be streamed: it
-    stays in the document, and its items are handed over once the file is read.
+    ``source`` is text or a ``FileSource``; ``lines`` reads it again (a file is decoded
+    only if a problem needs a line number). Items are handed over as they are read, and
+    ``None`` holds each one's place in the document. A list that came through an alias or
+    a merge could not be streamed: it stays in the document, and its items are handed over
+    once the file is read.
     """
     builder = Builder(lines, key, hook)
     parsed = _read(source, path, lines, builder)
     document = parsed.document
-    if builder.streamed or document is None or not isinstance(document.value, dict):
+    if hook is None or builder.streamed or document is None or not isinstance(document.value, dict):
         return parsed
     items, (spot, own, _) = document.value.get(key), document.walk((key,))
     for index, item in enumerate(items if isinstance(items, list) else ()):
@@ -303,7 +302,7 @@ class LoadedYaml(NamedTuple):
 
 def load_yaml(text: str, path: str) -> LoadedYaml:
     """The single document in ``text`` (a ``MarkedDict`` when a mapping), and its problems."""
-    document, problems = parse(text, path, Lines(text))
+    document, problems = stream(text, path, Lines(text))
     if document is None:
         return LoadedYaml(None, problems)
     value = MarkedDict(document) if isinstance(document.value, dict) else document.value

@@ -18,7 +18,7 @@ from reconciler.model.invite import RECONCILER_KEYS, updatable_fields
 from reconciler.schema.check import invite_validators
 from reconciler.settings.config import load_settings
 from reconciler.yamlload.builder import DEPTH_LIMIT, Lines, Located, Mark, resolve_plain
-from reconciler.yamlload.source import parse
+from reconciler.yamlload.source import stream
 
 ENTRY = "invites:\n  - id: inv_1\n"
 READS_1230 = 'YAML reads 12:30 as a number (750); put it in quotes: "12:30"'
@@ -653,7 +653,7 @@ invites:
 
 
 def located(text: str = TEXT) -> Located:
-    document = parse(text, "t.yaml", Lines(text)).document
+    document = stream(text, "t.yaml", Lines(text)).document
     assert document is not None
     return document
 
