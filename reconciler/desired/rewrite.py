@@ -153,7 +153,14 @@ class _Rewrite:
             label = f"{name}.{key}"
             inner = span.keys.get(key) if span is not None and span.kind == "mapping" else None
             place = self._line(inner or span, want)
-            reason = _sub_field_refusal(want.id, name, key, old, now, span, inner)
+            if now is None:
+                reason: str | None = NO_VALUE
+            elif span is None or inner is None or inner.shared or span.shared:
+                reason = SHARED
+            elif inner.kind != "scalar":
+                reason = _ODD_LAYOUT
+            else:
+                reason = cannot_hold(want.id, name, old.merged(Contact({key: now})), key)
             if reason is not None:
                 self.result.refused.append(Refused(place, want.id, label, now, reason))
                 continue
@@ -186,25 +193,6 @@ class _Rewrite:
             # own) stays, as does the file's line break.
             return [_emptied(text, spans), *made]
         return made
-
-
-def _sub_field_refusal(
-    invite_id: str,
-    name: str,
-    key: str,
-    old: Contact,
-    now: str | None,
-    span: Span | None,
-    inner: Span | None,
-) -> str | None:
-    """Why the sub-field ``key`` of the object ``name`` cannot be edited to ``now``, or None."""
-    if now is None:
-        return NO_VALUE
-    if inner is None or inner.shared or span is None or span.shared:
-        return SHARED
-    if inner.kind != "scalar":
-        return _ODD_LAYOUT
-    return cannot_hold(invite_id, name, old.merged(Contact({key: now})), key)
 
 
 def _value(text: str, span: Span, new: FieldValue) -> list[Replacement] | None:
