@@ -169,18 +169,6 @@ def test_file_with_utf8_byte_order_mark_loads_and_keeps_positions(write_yaml: Wr
     assert str(state.invites[0].source) == f"{path}:2"
 
 
-def test_file_with_windows_line_endings_keeps_its_line_numbers(tmp_path: Path) -> None:
-    path = tmp_path / "crlf.yaml"
-    path.write_bytes(
-        b"invites:\r\n  - id: inv_a\r\n\r\n  - id: inv_b\r\n    emial: b@x.example\r\n"
-    )
-
-    problem = only_problem(path)
-
-    assert where(problem) == (str(path), 5, 5)
-    assert "did you mean `email`?" in problem.message
-
-
 def test_five_hundred_invites_in_one_file_load(write_yaml: WriteYaml) -> None:
     entries = "".join(
         f"  - id: inv_{n:04d}\n"
@@ -214,6 +202,27 @@ ONE_PROBLEM = [
         ["duplicate key `email`", "line 3"],  # at the second, naming the first
         [],
         id="duplicate-key",
+    ),
+    *(  # a key written twice, anywhere: at the second, naming the first's line
+        pytest.param(text, at, [f"duplicate key `{key}`", f"line {first}"], [], id=f"twice-{key}")
+        for text, key, at, first in [
+            ("invites:\n  - id: inv_a\ninvites:\n  - id: inv_b\n", "invites", (3, 1), 1),
+            (
+                "invites:\n  - id: inv_a\n    primaryContact:\n      name: Jane Doe\n"
+                "      email: jane@acme.example\n      name: John Doe\n",
+                "name",
+                (6, 7),
+                4,
+            ),
+            ("invites:\n  - id: inv_a\n    name: Acme\n    id: inv_b\n", "id", (4, 5), 2),
+        ]
+    ),
+    pytest.param(  # Windows line ends: the lines as an editor counts them
+        "invites:\r\n  - id: inv_a\r\n\r\n  - id: inv_b\r\n    emial: b@x.example\r\n",
+        (5, 5),
+        ["did you mean `email`?"],
+        [],
+        id="crlf",
     ),
     pytest.param(
         "invites:\n  - id: inv_8f2k1\n    name: Acme Holdings Ltd\n\n"
@@ -271,50 +280,6 @@ ONE_PROBLEM = [
 
 
 # -- duplicate keys -------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("text", "key", "second", "first_line"),
-    [
-        pytest.param(
-            "invites:\n  - id: inv_a\ninvites:\n  - id: inv_b\n",
-            "invites",
-            (3, 1),
-            1,
-            id="top-level",
-        ),
-        pytest.param(
-            "invites:\n"
-            "  - id: inv_a\n"
-            "    primaryContact:\n"
-            "      name: Jane Doe\n"
-            "      email: jane@acme.example\n"
-            "      name: John Doe\n",
-            "name",
-            (6, 7),
-            4,
-            id="primaryContact",
-        ),
-        pytest.param(
-            "invites:\n  - id: inv_a\n    name: Acme\n    id: inv_b\n",
-            "id",
-            (4, 5),
-            2,
-            id="id",
-        ),
-    ],
-)
-def test_duplicate_key_anywhere_names_both_lines(
-    write_yaml: WriteYaml, text: str, key: str, second: tuple[int, int], first_line: int
-) -> None:
-    path = write_yaml("dup.yaml", text)
-
-    problems = [p for p in problems_of(path) if "duplicate key" in p.message]
-
-    assert len(problems) == 1, problems
-    assert where(problems[0]) == (str(path), *second)
-    assert f"duplicate key `{key}`" in problems[0].message
-    assert f"line {first_line}" in problems[0].message
 
 
 def test_key_given_explicitly_overrides_a_merged_key_without_being_a_duplicate(
