@@ -327,6 +327,14 @@ CASES = {
             "2:6: anchor `&x` is already defined on line 1; give this one another name",
         ],
     ),
+    "two merge keys in one mapping": (
+        "invites:\n  - &base {id: inv_1, name: Acme, groups: [emea]}\n  - <<: *base\n"
+        "    id: inv_2\n    <<: {name: Bolt}\n",
+        [
+            "5:5: duplicate key `<<` (first set on line 3); "
+            "YAML would silently keep only the last one"
+        ],
+    ),
     "two documents": (
         ENTRY + "---\n" + ENTRY,
         ["3:1: holds more than one YAML document; keep one document per file"],
@@ -558,26 +566,6 @@ def test_an_email_with_a_trailing_newline_is_refused(write_yaml: WriteYaml) -> N
 
 
 # -- 4: duplicate merge keys ----------------------------------------------------------------
-
-
-def test_two_merge_keys_in_one_mapping_are_a_duplicate_key(write_yaml: WriteYaml) -> None:
-    path = write_yaml(
-        "merge.yaml",
-        """\
-invites:
-  - &base {id: inv_1, name: Acme, groups: [emea]}
-  - <<: *base
-    id: inv_2
-    <<: {name: Bolt}
-""",
-    )
-
-    problem = only(load_file(path)[1])
-
-    assert (problem.line, problem.column) == (5, 5)
-    assert problem.message == (
-        "duplicate key `<<` (first set on line 3); YAML would silently keep only the last one"
-    )
 
 
 def test_merge_key_in_a_sequence_of_mappings_keeps_the_first_mapping_s_value(
