@@ -210,11 +210,10 @@ def _syntax_problem(exc: yaml.MarkedYAMLError, text: str, path: str) -> FileProb
     """What a syntax error says to the person who wrote the file: where to look (where a
     bracket or quote opened, where a key began), the usual cause in words, a tab or a
     space left out named as such."""
-    if exc.problem_mark is not None and _char_at(text, exc.problem_mark) == "\t":
-        line, column = exc.problem_mark.line + 1, exc.problem_mark.column + 1
-        return FileProblem(
-            path, line, column, "a tab character here; YAML must be indented with spaces"
-        )
+    at = exc.problem_mark
+    if at is not None and text[at.index : at.index + 1] == "\t":  # libyaml's index: characters
+        message = "a tab character here; YAML must be indented with spaces"
+        return FileProblem(path, at.line + 1, at.column + 1, message)
     where = _syntax_mark(exc)
     problem = " ".join(p for p in (exc.context, exc.problem) if p) or "invalid YAML"
     hint = _glued_hint(text, where.line) or next(
@@ -270,13 +269,6 @@ def _glued_hint(text: str, line: int) -> str | None:
         if 0 < number <= len(lines) and _GLUED_DASH.match(lines[number - 1]):
             return f"line {number}: a list item needs a space after its `-`, as in `- id: ...`"
     return None
-
-
-def _char_at(text: str, mark: yaml.Mark) -> str:
-    lines = text.split("\n")
-    if mark.line < len(lines) and mark.column < len(lines[mark.line]):
-        return lines[mark.line][mark.column]
-    return ""
 
 
 # -- the interface reconciler.settings.config reads reconciler.yaml through -----------------------

@@ -258,8 +258,9 @@ ONE_PROBLEM = [
         [],
         id="two-documents",
     ),
-    pytest.param(  # tabs are invisible in most editors: the message says what it is
-        "invites:\n\t- id: inv_8f2k1\n", (2, 1), ["a tab character"], [], id="tab-indentation"
+    *(  # tabs are invisible in most editors: the message says what it is
+        pytest.param(f"invites:{nl}\t- id: inv_8f2k1{nl}", (2, 1), ["a tab character"], [], id=name)
+        for nl, name in (("\n", "tab-indentation"), ("\r", "tab-after-a-lone-cr"))
     ),
     pytest.param(
         "invites:\n  - id: inv_8f2k1\n    name:Acme: x\n   email: a@b.example\n",
