@@ -397,7 +397,7 @@ _TYPE_TRAPS = [
 TYPE_TRAPS = [  # each says what YAML made of it and shows the quoted form to write
     pytest.param(
         f"# business invites\ninvites:\n{entry}   # a comment\n",
-        (2 + entry.count("\n") + 1, column),
+        (3 + str(entry).count("\n"), column),
         ["must be text", read_as, "put it in quotes", f'"{raw}"'],
         [],
         id=p.id,
