@@ -38,18 +38,6 @@ from reconciler.yamlload.builder import (
     Parser,
 )
 
-__all__ = [
-    "FileSource",
-    "ItemHook",
-    "Located",
-    "Mark",
-    "MarkedDict",
-    "decode_source",
-    "load_yaml",
-    "stream",
-    "to_plain",
-]
-
 # Characters YAML does not allow in a stream (YAML 1.1 section 5.1).
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x84\x86-\x9f\ufffe\uffff]")
 
