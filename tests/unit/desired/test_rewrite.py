@@ -299,28 +299,6 @@ def test_a_value_written_in_a_layout_adopt_does_not_edit_is_refused() -> None:
     ]
 
 
-def test_a_removed_entry_takes_its_comment_and_the_blank_line_after_it() -> None:
-    done = rewrite(COMMENTED, [wanted(COMMENTED, "inv_a", remove="accepted")])
-    assert done.text == (
-        "# yaml-language-server: $schema=../schemas/invites.schema.json\n"
-        "# Our invites.\n"
-        "invites:\n" + COMMENTED.split("\n\n", 1)[1]
-    )
-    assert [(r.line, r.id, r.old) for r in done.removed] == [(5, "inv_a", "accepted")]
-
-
-def test_the_last_entry_removed_takes_the_blank_line_before_it() -> None:
-    done = rewrite(COMMENTED, [wanted(COMMENTED, "inv_b", remove="expired")])
-    assert done.text == COMMENTED.split("\n\n", 1)[0] + "\n"
-
-
-def test_every_entry_removed_leaves_an_empty_list() -> None:
-    both = [wanted(COMMENTED, i, remove="accepted") for i in ("inv_a", "inv_b")]
-    done = rewrite(COMMENTED, both)
-    assert read(done.text) == {}
-    assert done.text.startswith(COMMENTED.split("invites:")[0] + "invites: []\n")
-
-
 SPACED = """\
 # Our invites.
 invites:
