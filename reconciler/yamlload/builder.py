@@ -274,9 +274,6 @@ class Spot:
             return at[step]
         return None
 
-    def kid(self, step: Any) -> Spot | None:
-        return self.kids.get(step)
-
 
 class Located(NamedTuple):
     """A loaded value, its spot, its own position and the text's lines."""
@@ -295,7 +292,7 @@ class Located(NamedTuple):
             inner = None if spot is None else spot.position(step)  # a scalar holds none
             if spot is None or inner is None:
                 return spot, position, taken
-            spot, position = spot.kid(step), inner
+            spot, position = spot.kids.get(step), inner
         return spot, position, len(path)
 
     def mark(self, path: tuple[Any, ...] | list[Any] = ()) -> Mark:
@@ -417,7 +414,7 @@ class Builder:
         done = self.document
         if not done.value:
             return Located(None, None, START, self.lines)
-        return Located(done.value[0], done.spot.kid(0), done.items_at[0], self.lines)
+        return Located(done.value[0], done.spot.kids.get(0), done.items_at[0], self.lines)
 
     def _document_start(self, event: Any) -> None:
         self.documents += 1
@@ -617,7 +614,7 @@ def _merged_mappings(child: Any, spot: Spot | None) -> list[tuple[Any, Spot | No
     if isinstance(child, dict):
         return [(child, spot)]
     if isinstance(child, list) and all(isinstance(item, dict) for item in child):
-        return [(item, spot.kid(i) if spot else None) for i, item in enumerate(child)]
+        return [(item, spot.kids.get(i) if spot else None) for i, item in enumerate(child)]
     return None
 
 
@@ -723,7 +720,7 @@ class MappingFrame(Frame):
                     if source_spot is not None:  # a mapping's spot holds every key of it
                         at = source_spot.keys[key]  # type: ignore[index]
                         raw = source_spot.raw.get(key)
-                        self._place(key, at, source_spot.at[key], raw, source_spot.kid(key))
+                        self._place(key, at, source_spot.at[key], raw, source_spot.kids.get(key))
 
     def finish(self) -> Any:
         if self.merged is None:

@@ -124,7 +124,7 @@ def stream(
         # Every list built has its spot; were one missing, the list's place would do.
         at = spot.position(index) if spot is not None else None
         at = own if at is None else at
-        kid = spot.kid(index) if spot is not None else None
+        kid = spot.kids.get(index) if spot is not None else None
         hook(index, Located(item, kid, at, lines), lines.mark(at))
     return parsed
 
