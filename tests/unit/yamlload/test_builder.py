@@ -392,6 +392,12 @@ BOUNDS = {
     "one level more": (in_an_anchor(98), [f"3:102: {TOO_DEEP}"]),
     "99 lists in the top mapping: the limit": (lists(DEPTH_LIMIT - 1), []),
     "one list more": (lists(DEPTH_LIMIT), [f"1:109: {TOO_DEEP}"]),
+    # A bomb built by redefining one anchor, each time nine copies of the last.
+    "an anchor redefined until it multiplies": (
+        'a: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]\n'
+        + "".join(f"k{n}: &a [" + ", ".join(["*a"] * 9) + "]\n" for n in range(12)),
+        ["6:9: " + EXPAND.format(100220)],
+    ),
     # libyaml scans the whole `[[[...` before handing out an event, and refuses it at 1,000
     # levels; the text up to there is read again to find our limit, and the repeated key on
     # the way must not break that second reading.
