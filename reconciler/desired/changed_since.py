@@ -43,17 +43,6 @@ class ChangedSince(NamedTuple):
     not_read: int  # invites the change did not touch, so not read
 
 
-def changed_invite_ids(
-    ref: str, paths: Iterable[str], invites: list[DesiredInvite]
-) -> set[str] | None:
-    """Ids of ``invites`` that are new since ``ref`` or whose entry differs from it.
-
-    None when ``ref`` is the all-zero SHA: there is no base, every invite counts.
-    """
-    entries = changed_entries(ref, paths, invites)
-    return None if entries is None else set(entries)
-
-
 def changed_entries(
     ref: str, paths: Iterable[str], invites: list[DesiredInvite]
 ) -> dict[str, ChangedEntry] | None:

@@ -3,13 +3,6 @@ what is hidden, what git ignores), none read through a link out of the repositor
 
 from __future__ import annotations
 
-__all__ = [
-    "CONFIG_FILE",
-    "DEFAULT_PATH",
-    "find_files",
-    "is_yaml_name",
-]
-
 import os
 from pathlib import Path
 

@@ -12,7 +12,7 @@ hold (``desired.state.unheld``: U+00A0, a tab), and the file stays valid.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +28,7 @@ from reconciler.model.invite import (
     canonical,
     nfc,
 )
-from reconciler.yamlload.builder import Lines, Parser, render_scalar
+from reconciler.yamlload.builder import Lines, Mark, Parser, render_scalar
 
 
 @dataclass(frozen=True)
@@ -93,10 +93,9 @@ class _Rewrite:
         self.result = Rewritten(text)
 
     def run(self, wanted: list[Wanted]) -> Rewritten:
-        starts = [self.lines.offset((w.line, w.column)) for w in wanted]
-        spans = invite_spans(self.text, set(starts))
-        by_start = {entry.start: entry for entry in spans.entries}
-        entries = {w.id: by_start.get(at) for w, at in zip(wanted, starts, strict=True)}
+        spans = invite_spans(self.text, {(w.line, w.column) for w in wanted})
+        placed = {self.lines.mark(entry.start): entry for entry in spans.items} if spans else {}
+        entries = {w.id: placed.get(Mark(w.line, w.column)) for w in wanted}
         made = self._removals(spans, self._owned(wanted, entries))
         removed = {edit.id for edit in self.result.removed}
         for want in wanted:
@@ -154,7 +153,14 @@ class _Rewrite:
             label = f"{name}.{key}"
             inner = span.keys.get(key) if span is not None and span.kind == "mapping" else None
             place = self._line(inner or span, want)
-            reason = _sub_field_refusal(want.id, name, key, old, now, span, inner)
+            if now is None:
+                reason: str | None = NO_VALUE
+            elif span is None or inner is None or inner.shared or span.shared:
+                reason = SHARED
+            elif inner.kind != "scalar":
+                reason = _ODD_LAYOUT
+            else:
+                reason = cannot_hold(want.id, name, old.merged(Contact({key: now})), key)
             if reason is not None:
                 self.result.refused.append(Refused(place, want.id, label, now, reason))
                 continue
@@ -179,53 +185,29 @@ class _Rewrite:
                 self.result.removed.append(Edit(want.line, want.id, "", want.remove, None))
         return owned
 
-    def _removals(self, spans: InviteSpans, owned: list[tuple[int, int]]) -> list[Replacement]:
+    def _removals(self, spans: Span | None, owned: list[tuple[int, int]]) -> list[Replacement]:
         text = self.text
         made = [(*cut_lines(text, start, end), "") for start, end in _runs(text, owned)]
-        if owned and len(owned) == len(spans.entries) and spans.list_span is not None:
-            # Every entry goes: the list becomes `[]` after its key (a colon in a comment
-            # above the first entry is not it), the file stays valid; a comment on the key's
-            # line or among the entries (none's own) stays, as does the file's line break.
-            colon = text.index(":", spans.list_span.key_end)
-            return [(colon + 1, colon + 1, " []"), *made]
+        if spans is not None and owned and len(owned) == len(spans.items):
+            # Every entry goes: a comment on the key's line or among the entries (none's
+            # own) stays, as does the file's line break.
+            return [_emptied(text, spans), *made]
         return made
 
 
-def _sub_field_refusal(
-    invite_id: str,
-    name: str,
-    key: str,
-    old: Contact,
-    now: str | None,
-    span: Span | None,
-    inner: Span | None,
-) -> str | None:
-    """Why the sub-field ``key`` of the object ``name`` cannot be edited to ``now``, or None."""
-    if now is None:
-        return NO_VALUE
-    if inner is None or inner.shared or span is None or span.shared:
-        return SHARED
-    if inner.kind != "scalar":
-        return _ODD_LAYOUT
-    return cannot_hold(invite_id, name, old.merged(Contact({key: now})), key)
-
-
 def _value(text: str, span: Span, new: FieldValue) -> list[Replacement] | None:
+    """The edit of a value to ``new`` in its own layout; None when adopt does not edit it."""
     if span.kind == "scalar" and isinstance(new, str):
         return [(span.start, span.end, _scalar(new, span, text, False))]
-    if span.kind == "list" and isinstance(new, IdentifierSet):
-        return _list_value(text, span, new)
-    return None
-
-
-def _list_value(text: str, span: Span, new: IdentifierSet) -> list[Replacement] | None:
+    if span.kind != "list" or not isinstance(new, IdentifierSet):
+        return None
     if any(item.kind != "scalar" or item.shared for item in span.items):
         return None
-    if span.flow and _flow_comments(text, span):
+    if not span.flow:
+        return _block_list(text, span, new)
+    if _flow_comments(text, span):
         return _commented_flow_list(span, new)
-    if span.flow:
-        return [(span.start, span.end, _flow_list(_kept_then_added(span, new)))]
-    return _block_list(text, span, new)
+    return [(span.start, span.end, _flow_list(_kept_then_added(span, new)))]
 
 
 def _flow_comments(text: str, span: Span) -> bool:
@@ -273,45 +255,34 @@ def _item_text(item: Span | None, value: object, flow: bool) -> str:
 
 def _block_list(text: str, span: Span, new: IdentifierSet) -> list[Replacement] | None:
     """Item by item: lines of items the platform no longer holds go, new items follow the last.
-    None when an item is not `- item` on a line of its own."""
-    places = _dash_places(text, span)
-    if places is None:
+    None when an item is not `- item` on a line of its own, or one cannot be cut alone."""
+    places = [place for item in span.items if (place := dash_line(text, item.start))]
+    if not places or len(places) != len(span.items):
         return None
     items = _kept_then_added(span, new)
     kept = {id(item) for item, _ in items if item is not None}
-    made = _items_cut(text, span, places, kept)
-    if made is None:
+    cuts = [
+        _item_cut(text, item, *place)
+        for item, place in zip(span.items, places, strict=True)
+        if id(item) not in kept
+    ]
+    made = [cut for cut in cuts if cut is not None]
+    if len(made) != len(cuts):
         return None
     added = [value for item, value in items if item is None]
-    if not added and not kept:
-        # Nothing left: the list becomes `[]` after its key; comments among its items stay.
-        colon = text.index(":", span.key_end)
-        return [(colon + 1, colon + 1, " []"), *made]
+    if not added and not kept:  # nothing left; comments among its items stay
+        return [_emptied(text, span), *made]
     if added:
         first_line, first_dash = places[0]
         made.append(_items_after(text, span.items[-1], text[first_line:first_dash], added))
     return made
 
 
-def _dash_places(text: str, span: Span) -> list[tuple[int, int]] | None:
-    """Where each item's line and its `- ` begin; None when one is not alone on its line,
-    or the list has no item."""
-    places = [dash_line(text, item.start) for item in span.items]
-    return [p for p in places if p is not None] if places and None not in places else None
-
-
-def _items_cut(
-    text: str, span: Span, places: list[tuple[int, int]], kept: set[int]
-) -> list[Replacement] | None:
-    """The lines of the items not kept, cut; None when one cannot be cut alone."""
-    made = []
-    for item, (start, dash) in zip(span.items, places, strict=True):
-        if id(item) not in kept:
-            cut = _item_cut(text, item, start, dash)
-            if cut is None:
-                return None
-            made.append(cut)
-    return made
+def _emptied(text: str, span: Span) -> Replacement:
+    """A list left with nothing becomes `[]` after its key (a colon in a comment above its
+    first item is not the key's), the file stays valid."""
+    colon = text.index(":", span.key_end)
+    return (colon + 1, colon + 1, " []")
 
 
 def _item_cut(text: str, item: Span, start: int, dash: int) -> Replacement | None:
@@ -387,13 +358,13 @@ def _apply(text: str, replacements: list[Replacement]) -> str:
 
 # Where each value of an invite file begins and ends in its text, for editing it in place.
 #
-# The loader keeps only where each value begins (``positions``), which is all a message needs.
-# Rewriting a value needs where it ends too, and whether it is shared: a value written under an
+# The loader keeps only where each value begins, which is all a message needs. Rewriting a value
+# needs where it ends too, its style, and whether it is shared: a value written under an
 # ``&anchor`` (or inside one), an ``*alias`` or a ``<<`` merge stands for more than one place, and
 # editing its text would change them all. This reads the same libyaml event stream as the loader,
-# once more and only for a file about to be edited, and keeps for each entry of the top-level
-# ``invites`` list the spans of its values. Offsets are characters of the decoded text (BOM
-# dropped), as libyaml counts them.
+# once more and only for a file about to be edited. The loader accepted the file, so its nesting
+# is bounded (DEPTH_LIMIT) and the reading may recurse. Offsets are characters of the decoded text
+# (BOM dropped), as libyaml counts them.
 
 # A blank line to YAML: spaces, tabs and the line break. Other Unicode spaces (U+3000)
 # are text, and a line of them is a value's.
@@ -408,151 +379,99 @@ class Span:
     end: int  # just past its last character; for a block collection, past its last value
     kind: str  # "scalar", "list", "mapping" or "alias"
     shared: bool  # an anchor, an alias or a merge: editing it would change other places
-    style: str | None = None  # a scalar's: None (plain), "'", '"', "|", ">"; a collection's: flow
+    style: str | None = None  # a scalar's: None (plain), "'", '"', "|", ">"
     flow: bool = False  # a collection written in [ ] or { }
     value: Any = None  # a scalar's text as read
     key_end: int = -1  # just past the key naming this value (in a mapping)
     items: list[Span] = field(default_factory=list)
-    keys: dict[str, Span] = field(default_factory=dict)
-    merged: bool = False  # a mapping with a `<<` key: some of its values come from elsewhere
+    keys: dict[str, Span] = field(default_factory=dict)  # a `<<`'s value is not one of them
 
 
-@dataclass
-class InviteSpans:
-    """The ``invites`` list as written: its span and its entries (None when not a plain list)."""
-
-    list_span: Span | None
-    entries: list[Span]
+Places = Collection[tuple[int, int]]  # where entries start: 1-based line and column
 
 
-def invite_spans(text: str, wanted: Collection[int] | None = None) -> InviteSpans:
-    """The spans of the top-level ``invites`` list of ``text`` (which the loader accepted).
+def invite_spans(text: str, wanted: Places | None = None) -> Span | None:
+    """The span of the top-level ``invites`` list of ``text`` (which the loader accepted), its
+    entries its items; None when there is no such list.
 
     ``wanted``: where the entries to be edited start; the others get their own span
-    only, not one per value (a 20,000-invite file is read for one edit).
+    only, not one per value (a 20,000-invite file is read for one edit: 1 s and 120 MB less).
     """
     parser = Parser(text)
     try:
-        root = _Reader(text, wanted).read(parser)
+        events = iter(parser.get_event, None)
+        root = next((e for e in events if isinstance(e, _PARTS)), None)
+        top = _Reader(text, events).span(root, False, wanted) if root is not None else None
     finally:
         parser.dispose()
-    if root is None or root.kind != "mapping":
-        return InviteSpans(None, [])
-    found = root.keys.get("invites")
-    if found is None or found.kind != "list":
-        return InviteSpans(found, [])
-    return InviteSpans(found, found.items)
+    found = top.keys.get("invites") if top is not None else None
+    return found if found is not None and found.kind == "list" else None
 
 
-class _Open:
-    """A mapping or list being read: its span, a mapping's pending key, and whether its
-    parts are kept (an entry not wanted keeps only where it ends)."""
-
-    __slots__ = ("keep", "key", "span")
-
-    def __init__(self, span: Span, keep: bool) -> None:
-        self.span = span
-        self.key: tuple[str, int] | None = None  # a mapping's pending key and where it ends
-        self.keep = keep
+_PARTS = (yaml.ScalarEvent, yaml.AliasEvent, yaml.CollectionStartEvent)
 
 
 class _Reader:
-    """Spans made from one parser's events: a stack of the collections open."""
+    """Spans made from one parser's events, a value at a time."""
 
-    def __init__(self, text: str, wanted: Collection[int] | None) -> None:
+    def __init__(self, text: str, events: Iterator[Any]) -> None:
         self.text = text
-        self.wanted = wanted
-        self.stack: list[_Open] = []
-        self.top: Span | None = None  # the document's value, once read
+        self.events = events
 
-    def read(self, parser: Any) -> Span | None:
-        while (event := parser.get_event()).__class__ is not yaml.StreamEndEvent:
-            if isinstance(event, yaml.ScalarEvent | yaml.AliasEvent):
-                if self.stack and not self.stack[-1].keep:  # only where it ends counts
-                    _grow(self.stack[-1].span, _end(self.text, event))
-                else:
-                    self._give(self._leaf(event))
-            elif isinstance(event, yaml.CollectionStartEvent):
-                self._open(event)
-            elif isinstance(event, yaml.CollectionEndEvent):
-                self._close(event)
-        return self.top
-
-    def _leaf(self, event: Any) -> Span:
-        start, end = event.start_mark.index, _end(self.text, event)
-        if isinstance(event, yaml.AliasEvent):
-            return Span(start, end, "alias", True)
-        shared = self._inherited() or event.anchor is not None
-        return Span(start, end, "scalar", shared, event.style or None, value=event.value)
-
-    def _open(self, event: Any) -> None:
+    def span(self, event: Any, shared: bool, wanted: Places | None = None) -> Span:
+        """The value ``event`` begins; ``wanted``: in the top-level mapping, its invites'."""
         start = event.start_mark.index
+        if isinstance(event, yaml.AliasEvent):
+            return Span(start, _end(self.text, event), "alias", True)
+        shared = shared or event.anchor is not None
+        if isinstance(event, yaml.ScalarEvent):
+            style = event.style or None
+            return Span(start, _end(self.text, event), "scalar", shared, style, value=event.value)
         kind = "mapping" if isinstance(event, yaml.MappingStartEvent) else "list"
-        # A merge's value is shared whatever it is: its keys belong elsewhere.
-        key = self.stack[-1].key if self.stack else None
-        merging = key is not None and key[0] == "<<"
-        shared = self._inherited() or event.anchor is not None or merging
-        keep = not self.stack or self.stack[-1].keep
-        if keep and self.wanted is not None and self._is_entry():
-            keep = start in self.wanted  # 20,000 entries: 1 s and 120 MB less for one edit
-        self.stack.append(
-            _Open(Span(start, start, kind, shared, flow=bool(event.flow_style)), keep)
-        )
+        span = Span(start, start, kind, shared, flow=bool(event.flow_style))
+        while not isinstance(part := next(self.events), yaml.CollectionEndEvent):
+            if kind == "list":
+                item = self._entry(part, span, wanted)
+                span.items.append(item)
+                span.end = max(span.end, item.end)
+                continue
+            key = self.span(part, shared)
+            name = key.value if key.kind == "scalar" and isinstance(key.value, str) else ""
+            # A merge's value is shared whatever it is: its keys belong elsewhere.
+            inner = wanted if name == "invites" and wanted is not None else None
+            value = self.span(next(self.events), shared or name == "<<", inner)
+            value.key_end = key.end
+            if name != "<<":
+                span.keys.setdefault(name, value)  # a repeated key: refused by the loader
+            span.end = max(span.end, value.end)
+        if span.flow:  # a block collection's end mark is past what follows
+            span.end = max(span.end, _index(part.end_mark))
+        return span
 
-    def _close(self, event: Any) -> None:
-        done = self.stack.pop().span
-        end = event.end_mark.index
-        if done.flow and end > done.end:  # a block collection's end mark is past what follows
-            done.end = end
-        self._give(done)
+    def _entry(self, event: Any, into: Span, wanted: Places | None) -> Span:
+        at = event.start_mark  # placed as the loader places an entry: by libyaml's mark
+        if wanted is None or isinstance(event, _LEAVES) or (at.line + 1, at.column + 1) in wanted:
+            return self.span(event, into.shared)
+        flow = bool(event.flow_style)
+        kind = "mapping" if isinstance(event, yaml.MappingStartEvent) else "list"
+        shared = into.shared or event.anchor is not None
+        return Span(event.start_mark.index, self._end_of(event), kind, shared, flow=flow)
 
-    def _inherited(self) -> bool:
-        return bool(self.stack) and self.stack[-1].span.shared
-
-    def _is_entry(self) -> bool:
-        """Whether a collection opening now is an item of the top-level ``invites`` list."""
-        stack = self.stack
-        if len(stack) != 2 or stack[1].span.kind != "list":
-            return False
-        key = stack[0].key
-        return key is not None and key[0] == "invites"
-
-    def _give(self, span: Span) -> None:
-        """``span`` to the collection being read, or the document's value."""
-        if not self.stack:
-            self.top = span
-        elif not self.stack[-1].keep:
-            _grow(self.stack[-1].span, span)
-        elif self.stack[-1].span.kind == "list":
-            self.stack[-1].span.items.append(span)
-            _grow(self.stack[-1].span, span)
-        elif self.stack[-1].key is None:
-            _take_key(self.stack[-1], span)
-        else:
-            _take_value(self.stack[-1], span)
+    def _end_of(self, event: Any) -> int:
+        """Where the value ``event`` begins ends, its parts read for that alone."""
+        if isinstance(event, _LEAVES):
+            return _end(self.text, event)
+        end = _index(event.start_mark)
+        while not isinstance(part := next(self.events), yaml.CollectionEndEvent):
+            end = max(end, self._end_of(part))
+        return max(end, _index(part.end_mark)) if event.flow_style else end
 
 
-def _grow(parent: Span, part: Span | int) -> None:
-    parent.end = max(parent.end, part if isinstance(part, int) else part.end)
+_LEAVES = (yaml.ScalarEvent, yaml.AliasEvent)
 
 
-def _take_key(holder: _Open, span: Span) -> None:
-    _grow(holder.span, span)
-    key = span.value if span.kind == "scalar" and isinstance(span.value, str) else ""
-    holder.key = (key, span.end)
-    if key == "<<" and span.style is None and span.kind == "scalar":
-        holder.span.merged = True
-
-
-def _take_value(holder: _Open, span: Span) -> None:
-    parent = holder.span
-    _grow(parent, span)
-    assert holder.key is not None
-    key, span.key_end = holder.key
-    holder.key = None
-    if key == "<<" and parent.merged:
-        return
-    parent.keys.setdefault(key, span)  # a repeated key is refused by the loader before this
+def _index(mark: Any) -> int:
+    return int(mark.index)  # every event of libyaml's has its marks
 
 
 # -- the lines a block list's entry stands on ------------------------------------------------

@@ -47,8 +47,8 @@ from reconciler.model.invite import (
 from reconciler.safetext import NOT_IN_TEXT, escape, quote_value
 from reconciler.schema.check import invite_validators, validate
 from reconciler.schema.messages import Where, describe
-from reconciler.yamlload.builder import START, Lines, Located
-from reconciler.yamlload.source import FileSource, Item, stream, suspect
+from reconciler.yamlload.builder import START, Lines, Located, Mark
+from reconciler.yamlload.source import FileSource, stream, suspect
 
 if TYPE_CHECKING:
     from reconciler.desired.changed_since import ChangedSince
@@ -122,7 +122,7 @@ def load_text(text: str, path: str) -> tuple[list[DesiredInvite], list[FileProbl
 def _load(
     source: str | FileSource, path: str, lines: Lines, checks: RunChecks | None = None
 ) -> tuple[list[DesiredInvite], list[FileProblem]]:
-    reader = EntryReader(path, lines, checks)
+    reader = EntryReader(path, checks)
     with _collector_paused():
         document, problems = stream(source, path, lines, "invites", reader)
     if document is None:
@@ -138,7 +138,7 @@ def _load(
     schema = invite_validators()
     if not schema.file_is_valid(document.value):
         problems.extend(validate(schema.file, Where(document, path)))
-    problems += reader.problems
+    problems += dict.fromkeys(reader.problems)  # a value shared through an alias: said once
     # `name: Store #12`, rarely: such a file is parsed again, unless it failed already.
     if checks is not None and _suspect(source) and not any(p.is_error for p in problems):
         problems.extend(checks.cut_by_comments(path, lines.text))
@@ -191,19 +191,17 @@ def _duplicate_ids(invites: list[DesiredInvite]) -> list[FileProblem]:
 class EntryReader:
     """Takes the entries of one file (the loader's item hook); keeps records and problems."""
 
-    def __init__(self, source: str, lines: Lines, checks: RunChecks | None = None) -> None:
+    def __init__(self, source: str, checks: RunChecks | None = None) -> None:
         self.source = source
-        self.lines = lines
         self.checks = checks  # the policies and built-in checks of the run, if any
         self.schema = invite_validators()
         # Each field's typed value (str, IdentifierSet, Contact), made from a checked value.
         self.makers = {name: kind.value_type for name, kind in field_kinds().items()}
         self.invites: list[DesiredInvite] = []
         self.problems: list[FileProblem] = []
-        self._said: set[FileProblem] = set()
 
-    def __call__(self, item: Item) -> None:
-        entry = item.value
+    def __call__(self, index: int, located: Located, mark: Mark) -> None:
+        entry = located.value
         texts = _texts(entry, (), [])
         if not all(text.isascii() or unicodedata.is_normalized("NFC", text) for _, text in texts):
             # One normal form: what the files say is checked, compared and sent in NFC, so
@@ -211,35 +209,22 @@ class EntryReader:
             # two characters in NFC) and two spellings of one item are one item.
             entry = _in_nfc(entry)
             texts = _texts(entry, (), [])
-        located = item.located(self.lines)._replace(value=entry)
+            located = located._replace(value=entry)
         problems = []
         if not self.schema.entry_is_valid(entry):
-            where = Where(located, self.source, ("invites", item.index))
-            problems = validate(self.schema.entry, where)
+            problems = validate(self.schema.entry, Where(located, self.source, ("invites", index)))
         self.problems += problems
-        # Entries with a usable id are kept even when they have problems, so that
-        # duplicate ids are reported in the same run; any problem stops the run anyway.
         ident = entry.get(ID_KEY) if isinstance(entry, dict) else None
-        if isinstance(ident, str):
-            if not INVITE_ID.fullmatch(ident) and not problems:
-                message = f"`id`: {quote_value(ident)} is not a valid inviteId ({ID_RULE})"
-                self.problems.append(FileProblem(self.source, *located.mark(("id",)), message))
-            refused = self._text_problems(texts, located, problems) or bool(problems)
-            source = SourceLocation(self.source, *item.mark)
-            self._keep(ident, entry, texts, source, located, refused)
-
-    def _keep(
-        self,
-        ident: str,
-        entry: dict[str, Any],
-        texts: Texts,
-        source: SourceLocation,
-        located: Located,
-        refused: bool,
-    ) -> None:
-        """The entry's invite kept, and the run's checks made of it unless it is ``refused``:
-        then it is kept for its id alone (the run stops anyway), a value the schema refused
-        left out, not typed."""
+        if not isinstance(ident, str):
+            return
+        if not INVITE_ID.fullmatch(ident) and not problems:
+            message = f"`id`: {quote_value(ident)} is not a valid inviteId ({ID_RULE})"
+            self.problems.append(FileProblem(self.source, *located.mark(("id",)), message))
+        # Entries with a usable id are kept even when they have problems, so that duplicate
+        # ids are reported in the same run; any problem stops the run anyway. One refused is
+        # kept for its id alone: a value the schema refused left out, not typed, not checked.
+        refused = self._text_problems(texts, located, problems) or bool(problems)
+        source = SourceLocation(self.source, *mark)
         resend = resend_rule(entry.get(RESEND_KEY, False))
         fields = {k: v for k, v in entry.items() if k not in RECONCILER_KEYS}
         if refused:
@@ -261,20 +246,15 @@ class EntryReader:
             reasons = [] if path[0] in RECONCILER_KEYS else text_problems(text)
             marked = marked or (bool(reasons) and too_many_marks(text))
             at = located.mark(path) if reasons else None
-            if at is not None and at not in reported:
-                self._say(at, path, text, reasons)
+            if at is None or at in reported:
+                continue
+            where = ".".join(str(p) for p in path if isinstance(p, str))
+            # A value shared through an alias is said once (``_load`` drops repeats).
+            self.problems += [
+                FileProblem(self.source, *at, f"`{escape(where)}`: {quote_value(text)} {reason}")
+                for reason in reasons
+            ]
         return marked
-
-    def _say(
-        self, at: tuple[int, int], path: tuple[Any, ...], text: str, reasons: list[str]
-    ) -> None:
-        where = ".".join(str(p) for p in path if isinstance(p, str))
-        for reason in reasons:
-            message = f"`{escape(where)}`: {quote_value(text)} {reason}"
-            problem = FileProblem(self.source, *at, message)
-            if problem not in self._said:  # a value shared through an alias: said once
-                self._said.add(problem)
-                self.problems.append(problem)
 
 
 def text_problems(text: str) -> list[str]:

@@ -12,8 +12,8 @@ in chunks (``FileSource``), never held whole, and a syntax error is worded for
 the person who wrote the file (where to look, the usual cause).
 
 ``stream`` reads a file of 200,000 invites without keeping them: each item of the
-list under a chosen top-level key goes to a hook as soon as it is built (an
-``Item``), and ``None`` holds its place in the document.
+list under a chosen top-level key goes to a hook as soon as it is built, and ``None``
+holds its place in the document.
 """
 
 from __future__ import annotations
@@ -31,26 +31,12 @@ from reconciler.yamlload.builder import (
     DEPTH_LIMIT,
     Builder,
     Fatal,
-    Item,
     ItemHook,
     Lines,
     Located,
     Mark,
     Parser,
 )
-
-__all__ = [
-    "FileSource",
-    "Item",
-    "Located",
-    "Mark",
-    "MarkedDict",
-    "decode_source",
-    "load_yaml",
-    "parse",
-    "stream",
-    "to_plain",
-]
 
 # Characters YAML does not allow in a stream (YAML 1.1 section 5.1).
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x84\x86-\x9f\ufffe\uffff]")
@@ -112,34 +98,34 @@ _UTF16 = (b"\xff\xfe", b"\xfe\xff")
 _LIBYAML_TOO_DEEP = "exceeded maximum nesting depth"
 
 
-def parse(source: str | FileSource, path: str, lines: Lines) -> Parsed:
-    """The single document in ``source``, located, and every problem found in it.
+def stream(
+    source: str | FileSource,
+    path: str,
+    lines: Lines,
+    key: str | None = None,
+    hook: ItemHook | None = None,
+) -> Parsed:
+    """The single document in ``source``, located, and every problem found in it; ``hook``
+    is handed each item of the top-level ``key`` list in order.
 
-    ``source`` is text or a ``FileSource``; ``lines`` reads it again (a file is
-    decoded only if a problem needs a line number).
-    """
-    return _read(source, path, lines, Builder(lines))
-
-
-def stream(source: str | FileSource, path: str, lines: Lines, key: str, hook: ItemHook) -> Parsed:
-    """As ``parse``, handing ``hook`` each item of the top-level ``key`` list in order.
-
-    Items are handed over as they are read, and ``None`` holds each one's place in the
-    document. A list that came through an alias or a merge could not be streamed: it
-    stays in the document, and its items are handed over once the file is read.
+    ``source`` is text or a ``FileSource``; ``lines`` reads it again (a file is decoded
+    only if a problem needs a line number). Items are handed over as they are read, and
+    ``None`` holds each one's place in the document. A list that came through an alias or
+    a merge could not be streamed: it stays in the document, and its items are handed over
+    once the file is read.
     """
     builder = Builder(lines, key, hook)
     parsed = _read(source, path, lines, builder)
     document = parsed.document
-    if builder.streamed or document is None or not isinstance(document.value, dict):
+    if hook is None or builder.streamed or document is None or not isinstance(document.value, dict):
         return parsed
     items, (spot, own, _) = document.value.get(key), document.walk((key,))
     for index, item in enumerate(items if isinstance(items, list) else ()):
         # Every list built has its spot; were one missing, the list's place would do.
         at = spot.position(index) if spot is not None else None
         at = own if at is None else at
-        kid = spot.kid(index) if spot is not None else None
-        hook(Item(index, item, kid, at, lines.mark(at)))
+        kid = spot.kids.get(index) if spot is not None else None
+        hook(index, Located(item, kid, at, lines), lines.mark(at))
     return parsed
 
 
@@ -165,7 +151,7 @@ def _read(source: str | FileSource, path: str, lines: Lines, builder: Builder) -
     problems = [
         FileProblem(path, *lines.mark(at), message) for at, message in sorted(builder.problems)
     ]
-    return Parsed(Located(document.value, document.kid, document.position, lines), problems)
+    return Parsed(document, problems)
 
 
 def _unreadable(lines: Lines, path: str) -> list[FileProblem]:
@@ -212,11 +198,10 @@ def _syntax_problem(exc: yaml.MarkedYAMLError, text: str, path: str) -> FileProb
     """What a syntax error says to the person who wrote the file: where to look (where a
     bracket or quote opened, where a key began), the usual cause in words, a tab or a
     space left out named as such."""
-    if exc.problem_mark is not None and _char_at(text, exc.problem_mark) == "\t":
-        line, column = exc.problem_mark.line + 1, exc.problem_mark.column + 1
-        return FileProblem(
-            path, line, column, "a tab character here; YAML must be indented with spaces"
-        )
+    at = exc.problem_mark
+    if at is not None and text[at.index : at.index + 1] == "\t":  # libyaml's index: characters
+        message = "a tab character here; YAML must be indented with spaces"
+        return FileProblem(path, at.line + 1, at.column + 1, message)
     where = _syntax_mark(exc)
     problem = " ".join(p for p in (exc.context, exc.problem) if p) or "invalid YAML"
     hint = _glued_hint(text, where.line) or next(
@@ -274,13 +259,6 @@ def _glued_hint(text: str, line: int) -> str | None:
     return None
 
 
-def _char_at(text: str, mark: yaml.Mark) -> str:
-    lines = text.split("\n")
-    if mark.line < len(lines) and mark.column < len(lines[mark.line]):
-        return lines[mark.line][mark.column]
-    return ""
-
-
 # -- the interface reconciler.settings.config reads reconciler.yaml through -----------------------
 
 
@@ -304,7 +282,7 @@ class LoadedYaml(NamedTuple):
 
 def load_yaml(text: str, path: str) -> LoadedYaml:
     """The single document in ``text`` (a ``MarkedDict`` when a mapping), and its problems."""
-    document, problems = parse(text, path, Lines(text))
+    document, problems = stream(text, path, Lines(text))
     if document is None:
         return LoadedYaml(None, problems)
     value = MarkedDict(document) if isinstance(document.value, dict) else document.value

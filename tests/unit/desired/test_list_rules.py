@@ -50,7 +50,7 @@ def test_each_layout_is_read_as_it_claims(layout: str, count: int) -> None:
     text = write(count)
     seen: list[int] = []
     document, problems = stream(
-        text, "t.yaml", Lines(text), "invites", lambda item: seen.append(item.index)
+        text, "t.yaml", Lines(text), "invites", lambda index, *_: seen.append(index)
     )
     assert problems == [] and document is not None and seen == list(range(count))
     kept = document.value["invites"]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from reconciler.desired.rules import BUILT_IN, Level, Rules, business_key
-from reconciler.desired.state import load_desired_state
+from reconciler.desired.state import load_desired_state, load_texts
 from reconciler.errors import InputError
 
 
@@ -50,34 +50,28 @@ invites:
 """
 
 
-def _files(tmp_path: Path) -> list[str]:
-    path = tmp_path / "invites.yaml"
-    path.write_text(ENTRIES, encoding="utf-8")
-    return [str(path)]
+FILES = [("invites.yaml", ENTRIES)]  # the checks are the same for files read elsewhere
 
 
-def test_each_built_in_check_warns_at_its_field(tmp_path: Path) -> None:
-    state = load_desired_state(_files(tmp_path), Rules())
-    said = [str(w).split("invites.yaml:", 1)[1] for w in state.warnings]
+def test_each_built_in_check_warns_at_its_field() -> None:
+    said = [str(w).split("invites.yaml:", 1)[1] for w in load_texts(FILES, Rules()).warnings]
     assert said == [
         "5:20: warning: surrounding-space: `groups`: ' enterprise' starts or ends with a "
         "space, which is sent as is and shows in no UI; remove it",
         "6:28: warning: surrounding-space: `primaryContact.name`: 'Jane Doe ' starts or ends "
         "with a space, which is sent as is and shows in no UI; remove it",
         "8:11: warning: duplicate-name: business name 'ACME  ltd' is the same as the one at "
-        f"{tmp_path / 'invites.yaml'}:2 once case, spacing and compatibility forms are ignored "
+        "invites.yaml:2 once case, spacing and compatibility forms are ignored "
         "(likely the same business invited twice)",
         "9:12: warning: duplicate-email: 'JANE@acme.example' is also the e-mail of the invite "
-        f"at {tmp_path / 'invites.yaml'}:2",
+        "at invites.yaml:2",
     ]
 
 
-def test_a_check_raised_to_an_error_fails_and_one_turned_off_says_nothing(
-    tmp_path: Path,
-) -> None:
+def test_a_check_raised_to_an_error_fails_and_one_turned_off_says_nothing() -> None:
     levels = {**BUILT_IN, "duplicate-email": "error", "surrounding-space": "off"}
     with pytest.raises(InputError) as caught:
-        load_desired_state(_files(tmp_path), Rules(levels=levels))
+        load_texts(FILES, Rules(levels=levels))
     assert [p.message.split(":")[0] for p in caught.value.errors] == ["duplicate-email"]
     assert [p.message.split(":")[0] for p in caught.value.problems] == [
         "duplicate-name",
@@ -85,8 +79,8 @@ def test_a_check_raised_to_an_error_fails_and_one_turned_off_says_nothing(
     ]
 
 
-def test_without_rules_nothing_is_checked_beyond_the_schema(tmp_path: Path) -> None:
-    assert load_desired_state(_files(tmp_path)).warnings == []
+def test_without_rules_nothing_is_checked_beyond_the_schema() -> None:
+    assert load_texts(FILES).warnings == []
 
 
 CUT = """\
@@ -134,51 +128,36 @@ def test_a_file_that_failed_is_not_read_again_for_values_cut_short(tmp_path: Pat
     assert [p.message.split(";")[0] for p in caught.value.problems] == ["unknown field `nmae`"]
 
 
-def _two_files(tmp_path: Path, first: str, second: str) -> tuple[Path, Path]:
-    paths = tmp_path / "a.yaml", tmp_path / "b.yaml"
-    for path, text in zip(paths, (first, second), strict=True):
-        path.write_text(text, encoding="utf-8")
-    return paths
-
-
-def test_duplicates_across_files_name_the_first_file_and_the_value_in_the_second(
-    tmp_path: Path,
-) -> None:
+def test_duplicates_across_files_name_the_first_file_and_the_value_in_the_second() -> None:
     # Compared once each file is read, against every invite of the files before it.
-    first, second = _two_files(
-        tmp_path,
-        "invites:\n  - id: inv_1\n    name: Café Ltd\n    email: jane@cafe.example\n",
+    first = "invites:\n  - id: inv_1\n    name: Café Ltd\n    email: jane@cafe.example\n"
+    second = (
         "# moved here\ninvites:\n"
         "  - id: inv_2\n    email: Jane@Cafe.example\n    name: CAFE\u0301   LTD\n"
-        "  - id: inv_3\n    name: Other Ltd\n    email: other@cafe.example\n",
+        "  - id: inv_3\n    name: Other Ltd\n    email: other@cafe.example\n"
     )
-    state = load_desired_state([str(first), str(second)], Rules())
+    state = load_texts([("a.yaml", first), ("b.yaml", second)], Rules())
     assert [str(w) for w in state.warnings] == [
-        f"{second}:4:12: warning: duplicate-email: 'Jane@Cafe.example' is also the e-mail of "
-        f"the invite at {first}:2",
-        f"{second}:5:11: warning: duplicate-name: business name 'CAFÉ   LTD' is the same as "
-        f"the one at {first}:2 once case, spacing and compatibility forms are ignored "
+        "b.yaml:4:12: warning: duplicate-email: 'Jane@Cafe.example' is also the e-mail of "
+        "the invite at a.yaml:2",
+        "b.yaml:5:11: warning: duplicate-name: business name 'CAFÉ   LTD' is the same as "
+        "the one at a.yaml:2 once case, spacing and compatibility forms are ignored "
         "(likely the same business invited twice)",
     ]
 
 
-def test_invites_read_before_a_file_stopped_still_count_for_the_files_after_it(
-    tmp_path: Path,
-) -> None:
+def test_invites_read_before_a_file_stopped_still_count_for_the_files_after_it() -> None:
     # The attack's reproducer: a.yaml stops at a broken entry after a good one.
-    first, second = _two_files(
-        tmp_path,
-        "invites:\n  - id: a1\n    name: Acme\n    email: x@a.example\n  - id: [unclosed\n",
-        "invites:\n  - id: b1\n    name: Acme\n    email: x@a.example\n",
-    )
+    first = "invites:\n  - id: a1\n    name: Acme\n    email: x@a.example\n  - id: [unclosed\n"
+    second = "invites:\n  - id: b1\n    name: Acme\n    email: x@a.example\n"
     with pytest.raises(InputError) as caught:
-        load_desired_state([str(first), str(second)], Rules())
+        load_texts([("a.yaml", first), ("b.yaml", second)], Rules())
     warned = [str(p) for p in caught.value.problems if not p.is_error]
     assert warned == [
-        f"{second}:3:11: warning: duplicate-name: business name 'Acme' is the same as the one "
-        f"at {first}:2 once case, spacing and compatibility forms are ignored (likely the same "
+        "b.yaml:3:11: warning: duplicate-name: business name 'Acme' is the same as the one "
+        "at a.yaml:2 once case, spacing and compatibility forms are ignored (likely the same "
         "business invited twice)",
-        f"{second}:4:12: warning: duplicate-email: 'x@a.example' is also the e-mail of the "
-        f"invite at {first}:2",
+        "b.yaml:4:12: warning: duplicate-email: 'x@a.example' is also the e-mail of the "
+        "invite at a.yaml:2",
     ]
-    assert [p.path for p in caught.value.errors] == [str(first)]
+    assert [p.path for p in caught.value.errors] == ["a.yaml"]
