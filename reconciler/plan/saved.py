@@ -148,7 +148,9 @@ def _change_json(change: InviteChange) -> dict[str, JsonValue]:
         record["recipient"] = change.recipient
     if change.conflicts:  # only then: a plan without conflicts reads as it always has
         record["conflicts"] = fields_json(change.conflicts)
-    if change.kept:  # added within format_version 2, like the others: only when there are some
+    # Added within format_version 2. With a contact patched, always (``{}`` when none is
+    # kept): a reader takes a plan without it for an older one and works the kept ones out.
+    if change.kept or any(isinstance(value, Contact) for value in change.patch.values()):
         record["kept"] = {name: list(subs) for name, subs in change.kept.items()}
     if change.resend and change.resend_on is not None:
         record["resend_on"] = list(change.resend_on)

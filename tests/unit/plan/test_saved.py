@@ -12,6 +12,7 @@ import re
 import signal
 import unicodedata
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -1156,3 +1157,24 @@ def test_a_nan_in_a_read_document_does_not_verify_and_is_no_crash():
     # json.loads reads NaN; nothing this tool signs holds one (signing refuses it).
     document = {**signed(DOCUMENT), "max_changes": float("nan")}
     assert check(document, SECRET) == SignatureCheck.INVALID
+
+
+def test_a_contact_change_keeping_no_sub_field_reads_back_keeping_none(tmp_path):
+    # A plan whose file manages the whole contact: `show` and `apply --plan` must not take
+    # the sub-fields the PATCH carries unchanged for ones kept from the platform.
+    before = {"name": "José Nuñez", "email": "jose@nunez.example", "phone": None, "title": None}
+    after = {**before, "phone": "+15550000000"}
+    change = InviteChange(
+        "inv_c",
+        SourceLocation("invites/c.yaml", 2),
+        None,
+        held({"primaryContact": before}),
+        typed({"primaryContact": after}),
+        False,
+    )
+    document = to_document(Plan(base_url=BASE, changes=[change]))
+    assert document["changes"][0]["kept"] == {}
+    assert load_plan(write(tmp_path / "p.json", document)).changes[0].kept == {}
+    # A change patching no contact is saved as it always was.
+    plain = replace(change, before=held({"name": "A"}), patch=typed({"name": "B"}))
+    assert "kept" not in to_document(Plan(base_url=BASE, changes=[plain]))["changes"][0]
