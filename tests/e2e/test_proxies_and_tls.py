@@ -170,7 +170,11 @@ def test_without_the_private_ca_the_certificate_is_refused_once_with_the_hint(
 ) -> None:
     result = plan(tmp_path, tls_server.url)
     assert result.returncode == 1
-    assert "certificate verify failed: unable to get local issuer certificate" in result.stderr
+    address = tls_server.url.removeprefix("https://")
+    assert (
+        f"TLS verification failed for {address} (certificate verify failed: unable to get "
+        "local issuer certificate)" in result.stderr
+    )
     assert "point REQUESTS_CA_BUNDLE at its certificate" in result.stderr
     assert tls_server.seen == []
 
