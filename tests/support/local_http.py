@@ -3,7 +3,9 @@ and the quiet handler the token servers share (no pytest here)."""
 
 from __future__ import annotations
 
+import socket
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 
@@ -12,8 +14,10 @@ class LocalServer:
     """Serves ``handler`` while in a ``with`` block; a handler reaches this object as
     ``self.server.owner``."""
 
-    def __init__(self, handler: type[BaseHTTPRequestHandler]) -> None:
-        self._http = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    scheme = "http"
+
+    def __init__(self, handler: type[BaseHTTPRequestHandler], host: str = "127.0.0.1") -> None:
+        self._http = ThreadingHTTPServer((host, 0), handler)
         self._http.daemon_threads = True
         self._http.owner = self  # type: ignore[attr-defined]
         self._thread = threading.Thread(
@@ -23,7 +27,13 @@ class LocalServer:
     @property
     def url(self) -> str:
         host, port = self._http.server_address[:2]
-        return f"http://{host!s}:{port}"
+        return f"{self.scheme}://{host!s}:{port}"
+
+    def use_tls(self, wrap: Callable[[socket.socket], socket.socket]) -> Self:
+        """Serve https: ``wrap`` turns the listening socket into a TLS one (support.tls)."""
+        self._http.socket = wrap(self._http.socket)
+        self.scheme = "https"
+        return self
 
     def __enter__(self) -> Self:
         self._thread.start()
