@@ -237,11 +237,7 @@ def test_a_resend_not_made_or_unknown_fails_the_task_as_changed_with_the_id(
         [desired_entry(ACME, email="new@acme.example", resendOnChange=True)],
     )
     with HostileServer([ACME], hostility, secret=SECRET) as server:
-        env = clean_env(
-            RECONCILER_BASE_URL=server.url,
-            RECONCILER_CLIENT_ID=CLIENT_ID,
-            RECONCILER_CLIENT_SECRET=SECRET,
-        )
+        env = sandbox_env(server)
         played = play(play_text("src: invites/"), env=env)
         assert server.resends["inv_acme"] == sent
         assert len(server.calls("PATCH")) == 1
@@ -268,11 +264,7 @@ def test_a_platform_storing_otherwise_fails_the_task_diverged_with_no_resend(
         return {k: v.lower() if k == "email" else v for k, v in sent.items()}
 
     with HostileServer([ACME], Hostility(patch_store=lower), secret=SECRET) as server:
-        env = clean_env(
-            RECONCILER_BASE_URL=server.url,
-            RECONCILER_CLIENT_ID=CLIENT_ID,
-            RECONCILER_CLIENT_SECRET=SECRET,
-        )
+        env = sandbox_env(server)
         played = play(play_text("src: invites/"), env=env)
         assert server.resends["inv_acme"] == 0
         assert len(server.calls("PATCH")) == 1

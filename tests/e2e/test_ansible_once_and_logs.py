@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from support.ansible import ANSIBLE_BIN, Played, ansible_env, playbook, require_ansible
 from support.helpers import clean_env, sandbox_env
-from support.hostile_server import CLIENT_ID, HostileServer, Hostility
+from support.hostile_server import HostileServer, Hostility
 from support.invites import ACME, desired_entry, write_invites
 from support.tls import Certificates, make_certificates, wrap_server_socket
 
@@ -192,11 +192,7 @@ def test_ca_path_validate_certs_and_timeout_as_options(
     hostile = HostileServer([ACME], secret=SECRET)
     hostile.use_tls(lambda sock: wrap_server_socket(sock, certs))
     with hostile as server:
-        env = clean_env(
-            RECONCILER_BASE_URL=server.url,
-            RECONCILER_CLIENT_ID=CLIENT_ID,
-            RECONCILER_CLIENT_SECRET=SECRET,
-        )
+        env = sandbox_env(server)
         untrusted = play(play_text("src: invites/"), "--check", env=env)
         assert untrusted.result["failed"] is True
         assert "for a private CA, set ca_path to its certificate" in untrusted.result["msg"]
@@ -340,11 +336,7 @@ def test_a_secret_in_the_environment_keyword_is_warned_of_and_the_option_is_neve
 def test_a_failed_update_says_its_reason_in_msg(play: Play, folder: Path) -> None:
     write_invites(folder / "invites", [desired_entry(ACME, email="new@acme.example")])
     with HostileServer([ACME], Hostility(envelope_failure=("PATCH",)), secret=SECRET) as server:
-        env = clean_env(
-            RECONCILER_BASE_URL=server.url,
-            RECONCILER_CLIENT_ID=CLIENT_ID,
-            RECONCILER_CLIENT_SECRET=SECRET,
-        )
+        env = sandbox_env(server)
         played = play(play_text("src: invites/"), env=env)
     result = played.result
     assert result["failed"] is True, played.output

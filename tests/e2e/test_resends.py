@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from support.cli import run_cli, run_cli_process
 from support.helpers import RECONCILE, clean_env, sandbox_env
-from support.hostile_server import CLIENT_ID, HostileServer, Hostility, envelope
+from support.hostile_server import HostileServer, Hostility, envelope
 from support.invites import ACME, desired_entry, write_invites
 from support.nginx import Gateway, Nginx
 
@@ -131,13 +131,7 @@ UNKNOWN_ADVICE = "re-send unknown: check with the platform or the invitee before
 
 
 def hostile_env(server: HostileServer, **extra: str) -> dict[str, str]:
-    return clean_env(
-        RECONCILER_BASE_URL=server.url,
-        RECONCILER_CLIENT_ID=CLIENT_ID,
-        RECONCILER_CLIENT_SECRET=HOSTILE_SECRET,
-        RECONCILER_MAX_RESPONSE_BYTES="65536",
-        **extra,
-    )
+    return sandbox_env(server, RECONCILER_MAX_RESPONSE_BYTES="65536", **extra)
 
 
 GATEWAYS = {

@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 from support.cli import run_cli
-from support.helpers import RECONCILE, REPO, clean_env, sandbox_env
-from support.hostile_server import CLIENT_ID, HostileServer, Hostility, Seen
+from support.helpers import RECONCILE, REPO, sandbox_env
+from support.hostile_server import HostileServer, Hostility, Seen
 from support.invites import ACME, desired_entry, write_invites
 
 from reconciler.sandbox import Sandbox
@@ -32,14 +32,6 @@ pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("quick_backoff")]
 
 SECRET = "hostile-write-secret"
 QUICK = "max_attempts: 3\nretry_max_seconds: 20\ntimeout: 2\nparallelism: 2\n"
-
-
-def hostile_env(server: HostileServer) -> dict[str, str]:
-    return clean_env(
-        RECONCILER_BASE_URL=server.url,
-        RECONCILER_CLIENT_ID=CLIENT_ID,
-        RECONCILER_CLIENT_SECRET=SECRET,
-    )
 
 
 def records(path: Path) -> list[dict[str, Any]]:
@@ -143,7 +135,7 @@ def test_text_stored_in_another_normal_form_or_case_of_a_kept_sub_field(tmp_path
     )
     write_invites(tmp_path / "invites", [entry])
     with HostileServer([invite], Hostility(patch_store=store), secret=SECRET) as server:
-        applied = apply(tmp_path, hostile_env(server))
+        applied = apply(tmp_path, sandbox_env(server))
     assert applied.returncode == 0, applied.stdout + applied.stderr
     assert "updated      inv_acme" in applied.stdout
     assert 'note: the platform stored "+44 20 7946 0001X" for `primaryContact.phone`' in (
@@ -198,7 +190,7 @@ def test_a_patch_answered_with_another_invites_data_is_unknown_and_re_sends_noth
     write_invites(tmp_path / "invites", [entry])
     hostility = Hostility(patch_wrong_ids={"inv_acme": "inv_OTHER"})
     with HostileServer([ACME, other], hostility, secret=SECRET) as server:
-        applied = apply(tmp_path, hostile_env(server))
+        applied = apply(tmp_path, sandbox_env(server))
         assert methods(server.seen) == ["GET", "GET", "PATCH"]  # no re-send
     assert applied.returncode == 1
     assert "update unknown  inv_acme" in applied.stdout
@@ -219,7 +211,7 @@ def test_a_kept_phone_changed_since_the_plan_is_a_conflict_and_nothing_is_writte
     support_edit = {"primaryContact": {**ACME["primaryContact"], "phone": "+442079469999"}}
     hostility = Hostility(change_before_get={"inv_acme": (2, support_edit)})
     with HostileServer([ACME], hostility, secret=SECRET) as server:
-        applied = apply(tmp_path, hostile_env(server))
+        applied = apply(tmp_path, sandbox_env(server))
         assert methods(server.seen) == ["GET", "GET"]  # no PATCH
         assert server.invites["inv_acme"]["primaryContact"]["phone"] == "+442079469999"
     assert applied.returncode == 1
@@ -238,7 +230,7 @@ def test_a_change_between_the_read_and_the_write_is_refused_by_if_match(tmp_path
     write_invites(tmp_path / "invites", [entry])
     hostility = Hostility(etags=True, change_after_get={"inv_acme": (2, {"phone": "+1"})})
     with HostileServer([ACME], hostility, secret=SECRET) as server:
-        applied = apply(tmp_path, hostile_env(server))
+        applied = apply(tmp_path, sandbox_env(server))
         patches = server.calls("PATCH")
         assert [p.headers.get("If-Match") for p in patches] == [patches[0].headers["If-Match"]]
         assert patches[0].headers["If-Match"].startswith('"')
@@ -252,7 +244,7 @@ def test_a_change_between_the_read_and_the_write_is_refused_by_if_match(tmp_path
 def test_a_412_after_a_read_without_an_etag_is_a_conflict_too(tmp_path: Path) -> None:
     write_invites(tmp_path / "invites", [desired_entry(ACME, email="new@acme.example")])
     with HostileServer([ACME], Hostility(always_412=True), secret=SECRET) as server:
-        applied = apply(tmp_path, hostile_env(server))
+        applied = apply(tmp_path, sandbox_env(server))
         assert "If-Match" not in server.calls("PATCH")[0].headers
     assert applied.returncode == 1
     assert "conflict     inv_acme" in applied.stdout
@@ -269,7 +261,7 @@ def test_weak_etags_and_etags_new_on_every_read_let_the_write_through(
         tmp_path / "invites", [desired_entry(ACME, email="new@acme.example", resendOnChange=True)]
     )
     with HostileServer([ACME], Hostility(etags=True, etag_style=style), secret=SECRET) as server:
-        applied = apply(tmp_path, hostile_env(server))
+        applied = apply(tmp_path, sandbox_env(server))
         (patch,) = server.calls("PATCH")
         assert server.resends["inv_acme"] == 1
     assert applied.returncode == 0, applied.stdout + applied.stderr
@@ -347,7 +339,7 @@ def test_a_refused_re_send_is_sent_again_and_one_that_may_have_gone_never_is(
     with HostileServer([ACME], Hostility(resend_answers=list(answers)), secret=SECRET) as server:
         # "timeout" answers after 3.5 s: the client waits a second of it, not QUICK's 2.
         timeout = {"RECONCILER_TIMEOUT": "1"} if "timeout" in answers else {}
-        applied = apply(tmp_path, hostile_env(server) | timeout)
+        applied = apply(tmp_path, sandbox_env(server) | timeout)
         assert server.resends["inv_acme"] == sent  # e-mails that went out: exactly one
         tries = methods(server.seen).count("RESEND")
     assert applied.returncode == code, applied.stdout + applied.stderr
@@ -414,7 +406,7 @@ def test_a_re_send_answered_against_itself_is_unknown_and_never_sent_twice(
         tmp_path / "invites", [desired_entry(ACME, email="new@acme.example", resendOnChange=True)]
     )
     with HostileServer([ACME], Hostility(resend_raw=[answer]), secret=SECRET) as server:
-        applied = apply(tmp_path, hostile_env(server))
+        applied = apply(tmp_path, sandbox_env(server))
         assert server.resends["inv_acme"] == sent  # e-mails that went out: never two
     assert applied.returncode == code, applied.stdout + applied.stderr
     assert f"{said}  " in applied.stdout or f"{said}      " in applied.stdout
@@ -426,7 +418,7 @@ def test_a_re_send_answered_against_itself_is_unknown_and_never_sent_twice(
 def test_every_patch_attempt_is_in_the_audit_log(tmp_path: Path) -> None:
     write_invites(tmp_path / "invites", [desired_entry(ACME, email="new@acme.example")])
     with HostileServer([ACME], Hostility(patch_statuses=[504, 504]), secret=SECRET) as server:
-        applied = apply(tmp_path, hostile_env(server))
+        applied = apply(tmp_path, sandbox_env(server))
         assert methods(server.seen).count("PATCH") == 3
     assert applied.returncode == 0, applied.stdout + applied.stderr
     log = records(tmp_path / "audit.jsonl")
@@ -453,7 +445,7 @@ def apply_signalled(
     process = subprocess.Popen(
         [*RECONCILE, "apply", "--auto-approve", "--audit-log", "audit.jsonl", "invites"],
         cwd=tmp_path,
-        env=hostile_env(server),
+        env=sandbox_env(server),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -538,7 +530,7 @@ def test_a_412_to_a_retry_after_a_504_that_was_written_is_not_a_conflict(
 
     hostility = Hostility(etags=True, patch_landed_statuses=[504], patch_store=stored)
     with HostileServer([ACME], hostility, secret=SECRET) as server:
-        applied = apply(tmp_path, hostile_env(server))
+        applied = apply(tmp_path, sandbox_env(server))
         assert methods(server.seen) == ["GET", "GET", "PATCH", "PATCH", "GET"] + ["RESEND"] * (
             resent
         )
@@ -561,7 +553,7 @@ def test_a_412_after_a_refused_attempt_is_still_a_conflict(tmp_path: Path) -> No
     write_invites(tmp_path / "invites", [desired_entry(ACME, email="new@acme.example")])
     hostility = Hostility(always_412=True, patch_statuses=[503])
     with HostileServer([ACME], hostility, secret=SECRET) as server:
-        applied = apply(tmp_path, hostile_env(server))
+        applied = apply(tmp_path, sandbox_env(server))
         # ... and the invite, read once more, is as it was: what moved is the ETag alone.
         assert methods(server.seen) == ["GET", "GET", "PATCH", "PATCH", "GET"]
     assert applied.returncode == 1
@@ -616,7 +608,7 @@ def test_the_audit_log_says_a_refused_re_send_not_sent_again_is_owed(
         tmp_path / "invites", [desired_entry(ACME, email="new@acme.example", resendOnChange=True)]
     )
     with HostileServer([ACME], Hostility(resend_raw=[answer]), secret=SECRET) as server:
-        apply(tmp_path, hostile_env(server))
+        apply(tmp_path, sandbox_env(server))
     log = records(tmp_path / "audit.jsonl")
     assert [r["invite_id"] for r in log if r["record"] == "resend_owed"] == owed
     listed = subprocess.run(
@@ -646,7 +638,7 @@ def test_an_echoed_answer_never_sends_an_e_mail_a_get_shows_the_address_first(
     )
     hostility = Hostility(patch_store=lower_email, patch_echo=True)
     with HostileServer([ACME], hostility, secret=SECRET) as server:
-        runs = [apply(tmp_path, hostile_env(server)) for _ in range(3)]
+        runs = [apply(tmp_path, sandbox_env(server)) for _ in range(3)]
         # Each apply: its plan's read, the read before the write, the PATCH, and the read
         # that shows what was stored before any e-mail. None went.
         assert methods(server.seen) == ["GET", "GET", "PATCH", "GET"] * 3
@@ -677,7 +669,7 @@ def test_a_re_send_answered_about_another_invite_is_unknown_never_re_sent(
     )
     hostility = Hostility(resend_wrong_ids={"inv_acme": "inv_OTHER"})
     with HostileServer([ACME, other], hostility, secret=SECRET) as server:
-        applied = apply(tmp_path, hostile_env(server))
+        applied = apply(tmp_path, sandbox_env(server))
         assert methods(server.seen) == ["GET", "GET", "PATCH", "GET", "RESEND"]  # never again
         assert server.resends == {"inv_OTHER": 1}
     assert applied.returncode == 1
@@ -702,7 +694,7 @@ def test_a_412_whose_read_again_holds_what_was_sent_is_applied_and_its_re_send_o
     made = {"email": "new@acme.example"}
     hostility = Hostility(etags=True, change_after_get={"inv_acme": (2, made)})
     with HostileServer([ACME], hostility, secret=SECRET) as server:
-        env = hostile_env(server)
+        env = sandbox_env(server)
         applied = apply(tmp_path, env)
         assert methods(server.seen) == ["GET", "GET", "PATCH", "GET"]
         assert server.resends["inv_acme"] == 0  # whether the other writer e-mailed: unknown

@@ -13,6 +13,8 @@ from pathlib import Path
 
 from reconciler.sandbox import Sandbox
 
+from .hostile_server import HostileServer
+
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples" / "invites"
 
@@ -44,6 +46,6 @@ def clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def sandbox_env(sandbox: Sandbox, **extra: str) -> dict[str, str]:
-    """A clean environment that points the CLI at ``sandbox``."""
+def sandbox_env(sandbox: Sandbox | HostileServer, **extra: str) -> dict[str, str]:
+    """A clean environment that points the CLI at ``sandbox`` (or a hostile server)."""
     return clean_env(**sandbox.client_env(), **extra)

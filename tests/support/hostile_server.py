@@ -134,6 +134,14 @@ class HostileServer(LocalServer):
         self.stopping.set()
         super().__exit__()
 
+    def client_env(self) -> dict[str, str]:
+        """The CLI's settings for this server (as ``Sandbox.client_env``)."""
+        return {
+            "RECONCILER_BASE_URL": self.url,
+            "RECONCILER_CLIENT_ID": CLIENT_ID,
+            "RECONCILER_CLIENT_SECRET": self.secret,
+        }
+
     def calls(self, method: str, prefix: str = INVITES) -> list[Seen]:
         return [s for s in self.seen if s.method == method and s.target.startswith(prefix)]
 
