@@ -34,6 +34,7 @@ import pytest
 import yaml
 from support.cli import CliRun, run_cli
 from support.daemon import free_port
+from support.estate import ADD_ONS, ATTACHMENTS, BUSINESSES, CONTACTS, GROUPS
 from support.helpers import clean_env, sandbox_env
 
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox
@@ -49,38 +50,8 @@ MANAGED = ("name", "email", "phone", "primaryContact", "groups", "addOns", "atta
 SET_FIELDS = ("groups", "addOns", "attachments")
 SERVER_MANAGED = ("updatedAt", "lastSentAt")  # the server may change these on a write
 
-NAMES = (
-    "Müller & Söhne GmbH",
-    "Société Générale de Café SARL",
-    "Ørsted Vind ApS",
-    "Nuñez Exportaciones S.A.",
-    "株式会社サクラ商事",
-    "서울 핀테크 주식회사",
-    "Κάππα Εμπορική Α.Ε.",
-    "Łódź Logistyka Sp. z o.o.",
-    "Ünal Dış Ticaret A.Ş.",
-    "مؤسسة النور للتجارة",
-    "Zürcher Ärztekasse AG",
-    "Kiwi Ledger Ltd",
-)
-CONTACTS = (
-    "Jane Doe",
-    "José Nuñez",
-    "김민준",
-    "佐藤 花子",
-    "Zoë Ångström",
-    "Łukasz Żółć",
-    "Αθηνά Παπαδοπούλου",
-    "Søren Ødegård",
-)
-GROUPS = ("emea", "apac", "latam", "na", "enterprise", "mid-market", "smb")
-ADD_ONS = ("edd", "sanctions-plus", "pep-screening", "adverse-media")
-ATTACHMENTS = (
-    "certificate-of-incorporation",
-    "proof-of-address",
-    "ubo-declaration",
-    "bank-statement",
-)
+# Names in many scripts, contacts, and the sets' items: the benchmarks' estate's.
+NAMES = tuple(f"{stem} {suffix}".strip() for stem, suffix, _, _ in BUSINESSES)
 
 # Retries generous enough to ride out every fault below, small enough to stay fast.
 FAULT_CONFIG = "max_attempts: 12\nretry_max_seconds: 30\n"

@@ -23,6 +23,7 @@ import pytest
 import yaml
 from support.cli import CliRun, run_cli
 from support.daemon import free_port
+from support.estate import BUSINESSES
 from support.helpers import clean_env, sandbox_env
 from support.proxy import RecordingProxy
 
@@ -37,16 +38,7 @@ LEAKY_SECRET = "s3cr3t-DO-NOT-LEAK-xyz"
 QUICK_CONFIG = "max_attempts: 2\nretry_max_seconds: 1\nparallelism: 2\n"
 PROXY_ENV = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
 
-NAMES = (
-    "Müller & Söhne GmbH",
-    "株式会社サクラ商事",
-    "서울 핀테크 주식회사",
-    "Société Générale de Café SARL",
-    "Ørsted Vind ApS",
-    "Κάππα Εμπορική Α.Ε.",
-    "Nuñez Exportaciones S.A.",
-    "Łódź Logistyka Sp. z o.o.",
-)
+NAMES = tuple(f"{stem} {suffix}".strip() for stem, suffix, _, _ in BUSINESSES)
 
 
 # -- data ------------------------------------------------------------------------------
