@@ -59,29 +59,11 @@ FAULT_CONFIG = "max_attempts: 12\nretry_max_seconds: 30\n"
 # read currently spends its own retry budget (see test_giving_up_takes_...).
 GIVE_UP_CONFIG = "max_attempts: 3\nretry_max_seconds: 2\nparallelism: 2\n"
 
+# Every audit line has these; an attempt line the fields it writes, an outcome its answer.
+_AUDIT_COMMON = {"record", "attempt_id", "time", "invite_id", "operation", "client_id", "plan_hash"}
 AUDIT_FIELDS = {
-    "attempt": {
-        "record",
-        "attempt_id",
-        "time",
-        "invite_id",
-        "operation",
-        "fields",
-        "client_id",
-        "plan_hash",
-    },
-    "outcome": {
-        "record",
-        "attempt_id",
-        "time",
-        "invite_id",
-        "operation",
-        "outcome",
-        "http_status",
-        "request_id",
-        "client_id",
-        "plan_hash",
-    },
+    "attempt": _AUDIT_COMMON | {"fields"},
+    "outcome": _AUDIT_COMMON | {"outcome", "http_status", "request_id"},
 }
 
 
@@ -270,6 +252,12 @@ def parse_apply(stdout: str) -> ApplyOutput:
     )
 
 
+def apply(ds: Dataset, sandbox: Sandbox, config: Path, audit: Path, **env: str) -> CliRun:
+    """`reconcile apply --auto-approve` of the data set, with its audit log."""
+    args = ("--audit-log", str(audit), "--config", str(config), str(ds.root))
+    return run_cli("apply", "--auto-approve", *args, env=sandbox_env(sandbox, **env))
+
+
 def write_config(directory: Path, text: str) -> Path:
     path = directory / "reconciler-test.yaml"
     path.write_text(text, encoding="utf-8")
@@ -449,19 +437,8 @@ def run_fault_scenario(
 ) -> Scenario:
     ds = build_dataset(tmp_path / "invites", n, seed)
     sandbox = start_sandbox(ds.server, seed=seed, **knobs)
-    config = write_config(tmp_path, FAULT_CONFIG)
-    audit = tmp_path / "audit.jsonl"
-    run_env = sandbox_env(sandbox, **(env or {}))
-    result = run_cli(
-        "apply",
-        "--auto-approve",
-        "--audit-log",
-        str(audit),
-        "--config",
-        str(config),
-        str(ds.root),
-        env=run_env,
-    )
+    config, audit = write_config(tmp_path, FAULT_CONFIG), tmp_path / "audit.jsonl"
+    result = apply(ds, sandbox, config, audit, **(env or {}))
     if settle:
         wait_idle(sandbox)
     assert_no_traceback(result)
@@ -617,18 +594,8 @@ def test_timed_out_resend_is_not_reported_as_not_sent(
         return store_resend(invite_id)
 
     sandbox.store.resend = slow_resend  # type: ignore[method-assign]
-    config = write_config(tmp_path, FAULT_CONFIG)
-    audit = tmp_path / "audit.jsonl"
-    result = run_cli(
-        "apply",
-        "--auto-approve",
-        "--audit-log",
-        str(audit),
-        "--config",
-        str(config),
-        str(ds.root),
-        env=sandbox_env(sandbox, RECONCILER_TIMEOUT="0.15"),
-    )
+    config, audit = write_config(tmp_path, FAULT_CONFIG), tmp_path / "audit.jsonl"
+    result = apply(ds, sandbox, config, audit, RECONCILER_TIMEOUT="0.15")
     wait_idle(sandbox)  # the sandbox finishes the re-sends the client stopped waiting for
     assert_no_traceback(result)
     out = parse_apply(result.stdout)
@@ -736,14 +703,7 @@ def test_missing_and_accepted_invites_fail_alone(
             invite["status"] = "accepted"
     sandbox = start_sandbox(server)
     audit = tmp_path / "audit.jsonl"
-    result = run_cli(
-        "apply",
-        "--auto-approve",
-        "--audit-log",
-        str(audit),
-        str(ds.root),
-        env=sandbox_env(sandbox),
-    )
+    result = apply(ds, sandbox, write_config(tmp_path, FAULT_CONFIG), audit)
     assert_no_traceback(result)
     assert result.returncode == 1, result.stdout + result.stderr
     output = result.stdout + result.stderr
