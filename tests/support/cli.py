@@ -9,6 +9,7 @@ the process is the point (signals, exit of the script, terminals).
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 from pathlib import Path
 from typing import TypeAlias
@@ -16,7 +17,7 @@ from typing import TypeAlias
 from .helpers import RECONCILE, clean_env
 from .inprocess import CliResult, run_in_process
 
-__all__ = ["CliResult", "CliRun", "run_cli", "run_cli_process"]
+__all__ = ["CliResult", "CliRun", "run_cli", "run_cli_process", "run_shell"]
 
 # What a test gets from either runner: both have args, returncode, stdout and stderr.
 CliRun: TypeAlias = CliResult | subprocess.CompletedProcess[str]
@@ -52,5 +53,22 @@ def run_cli_process(
         capture_output=True,
         text=True,
         timeout=timeout,
+        check=False,
+    )
+
+
+def run_shell(
+    command: str, cwd: Path | str | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``reconcile ...`` run by bash, so that a test can close or redirect its streams
+    (``>&-``, ``>/dev/full``, ``<&-``): the first word "reconcile" is the installed one."""
+    reconcile = " ".join(shlex.quote(part) for part in RECONCILE)
+    return subprocess.run(
+        ["bash", "-c", command.replace("reconcile", reconcile, 1)],
+        cwd=cwd,
+        env=env if env is not None else clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
         check=False,
     )
