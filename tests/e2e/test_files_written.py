@@ -12,7 +12,7 @@ import shutil
 import stat
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -366,25 +366,3 @@ def test_export_into_a_new_directory_makes_it_and_says_only_what_is_true(
         assert f"points at {repo / 'schemas' / 'invites.schema.json'}, which does not exist" in (
             result.stderr
         )
-
-
-# -- attacks on the layer, through the commands ---------------------------------------------------
-
-
-@pytest.fixture
-def fifo(repo: Path) -> Iterator[Path]:
-    path = repo / "pipe.json"
-    os.mkfifo(path)
-    yield path
-
-
-def test_a_fifo_as_the_output_is_refused_at_once(
-    repo: Path, start_sandbox: Callable[..., Sandbox], fifo: Path
-) -> None:
-    server = start_sandbox(SERVER)
-    for args in (["plan", "--out", str(fifo)], ["export", "inv_a", "--out", str(fifo), "--force"]):
-        result = run_cli(*args, cwd=repo, env=sandbox_env(server))
-        assert result.returncode == 1, args
-        assert "FIFO" in result.stderr, args
-    assert stat.S_ISFIFO(fifo.lstat().st_mode)
-    assert requests_seen(server) == 0

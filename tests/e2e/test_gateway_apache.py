@@ -11,12 +11,13 @@ import os
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support.apache import Apache, Evasive, apache_binary
 from support.cli import run_cli_process
 from support.helpers import clean_env
-from support.invites import ACME, desired_entry, write_invites
+from support.invites import acme_estate
 
 from reconciler.sandbox import Sandbox
 
@@ -55,14 +56,8 @@ def start_apache() -> Iterator[Callable[..., Apache]]:
         server.stop()
 
 
-def _estate(tmp_path: Path, changed: int, **change: object) -> list[dict[str, object]]:
-    state = [dict(ACME, id=f"inv_{i:03d}", name=f"Firma {i} GmbH") for i in range(COUNT)]
-    entries = [
-        desired_entry(s, email=f"new{i}@acme.example", **change) if i < n else desired_entry(s)
-        for n, (i, s) in ((changed, pair) for pair in enumerate(state))
-    ]
-    write_invites(tmp_path / "invites", entries)
-    return state
+def _estate(tmp_path: Path, changed: int, **change: Any) -> list[dict[str, Any]]:
+    return acme_estate(tmp_path / "invites", COUNT, changed, **change)
 
 
 def _run(apache: Apache, sandbox: Sandbox, *args: str, cwd: Path, ok: tuple[int, ...] = (0,)):

@@ -495,23 +495,6 @@ def test_plan_out_onto_a_symlink_replaces_the_link_not_its_target(
     assert (workdir / "kept.json").read_text(encoding="utf-8") == "kept\n"
 
 
-def test_export_out_onto_a_fifo_is_refused(
-    hostile: Callable[..., HostileServer], reconcile: Callable[..., CliResult], workdir: Path
-) -> None:
-    fifo = workdir / "export.yaml"
-    os.mkfifo(fifo)
-    # A reader keeps a write from blocking, as it would not on a device.
-    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
-    try:
-        result = reconcile(hostile(), "export", "inv_SOMEONE_ELSE", "--out", str(fifo), "--force")
-    finally:
-        os.close(reader)
-
-    assert result.returncode == 1
-    assert "export.yaml: cannot write the export: it is a FIFO" in result.stderr
-    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
-
-
 def test_export_out_never_writes_through_a_symlink(
     hostile: Callable[..., HostileServer], reconcile: Callable[..., CliResult], workdir: Path
 ) -> None:
