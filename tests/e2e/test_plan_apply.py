@@ -257,11 +257,6 @@ def test_invalid_files_stop_the_run_before_any_request(start_sandbox, tmp_path):
     assert server.stats.total == 0
 
 
-def test_examples_directory_is_valid():
-    result = run_cli("validate", str(EXAMPLES))
-    assert result.returncode == 0, result.stderr
-
-
 def test_sandbox_runs_speak_the_contract_whatever_the_config_renames(tmp_path):
     # A team's reconciler.yaml for its real deployment must not break --sandbox.
     (tmp_path / "reconciler.yaml").write_text(
