@@ -359,7 +359,9 @@ def test_export_into_a_new_directory_makes_it_and_says_only_what_is_true(
     assert result.returncode == 0, result.stderr
     written = (repo / "new" / "deeper" / "x.yaml").read_text(encoding="utf-8")
     assert written.startswith("# yaml-language-server: $schema=../../schemas/invites.schema.json")
+    assert "id: inv_c" in written
     assert "made the directory new/deeper" in result.stderr
+    assert run_cli("validate", "new", cwd=repo).returncode == 0
     if schema:
         assert "does not exist" not in result.stderr
     else:
