@@ -11,13 +11,20 @@ import json
 import os
 import re
 import subprocess
-import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from support.ansible import Played, ansible_env, playbook, require_ansible
+from support.ansible import (
+    Played,
+    ansible_env,
+    patches,
+    play_text,
+    playbook,
+    require_ansible,
+    resends,
+)
 from support.helpers import EXAMPLES, RECONCILE, clean_env, sandbox_env
 from support.hostile_server import CLIENT_ID, HostileServer, Hostility
 from support.invites import ACME, desired_entry, write_invites
@@ -36,29 +43,6 @@ def _ansible_installed() -> None:
 
 
 Play = Callable[..., Played]
-
-
-def play_text(options: str, keep: bool = True, module: str = "kyb.invites.invites") -> str:
-    """A playbook of one task of ``module`` with ``options``; its result kept in
-    result.json (a task that writes even in check mode, and shows no diff of its own)."""
-    task = f"""\
-    - name: converge
-      {module}:
-{textwrap.indent(textwrap.dedent(options).strip(), " " * 8)}
-      register: converged
-      ignore_errors: true
-"""
-    kept = """\
-    - name: keep the result
-      ansible.builtin.copy:
-        content: "{{ converged | to_nice_json }}"
-        dest: "{{ playbook_dir }}/result.json"
-        mode: "0600"
-      check_mode: false
-      diff: false
-      changed_when: false
-"""
-    return "- hosts: localhost\n  gather_facts: false\n  tasks:\n" + task + (kept if keep else "")
 
 
 @pytest.fixture
@@ -81,14 +65,6 @@ def examples_in(tmp_path: Path) -> Path:
     for file in EXAMPLES.glob("*.yaml"):
         (folder / file.name).write_text(file.read_text(encoding="utf-8"), encoding="utf-8")
     return folder
-
-
-def patches(server: Sandbox) -> int:
-    return len(server.stats.calls("PATCH"))
-
-
-def resends(server: Sandbox) -> int:
-    return sum(server.store.resends.values())
 
 
 # -- Done when (1): changed, then ok, and check mode after the apply is ok ----------
