@@ -168,23 +168,24 @@ def test_a_ref_holding_a_line_break_starts_no_line_of_output(
     assert sandbox.stats.calls("GET") == [] and sandbox.stats.calls("POST") == []
 
 
-def test_outside_a_git_repository_is_a_clear_error(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("outside", "said"),
+    [(True, "not in a git repository"), (False, "needs git")],
+    ids=["outside-a-repository", "no-git-on-path"],
+)
+def test_without_a_repository_or_git_it_is_a_clear_error(
+    small_repo: Path, monkeypatch: pytest.MonkeyPatch, outside: bool, said: str
 ) -> None:
-    write_invites_text(tmp_path, "invites:\n  - id: inv_a\n")
-    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))
-    result = run_in(tmp_path, {}, "plan", "--sandbox", "--changed-since", "main")
+    if outside:  # git finds no repository above this one
+        where = small_repo.parent
+        write_invites_text(where, "invites:\n  - id: inv_a\n")
+        monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(where.parent))
+    else:
+        where = small_repo
+        monkeypatch.setenv("PATH", str(small_repo))
+    result = run_in(where, {}, "plan", "--sandbox", "--changed-since", "main")
     assert result.returncode == 1
-    assert "not in a git repository" in result.stderr
-
-
-def test_without_git_on_path_is_a_clear_error(
-    small_repo: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("PATH", str(small_repo))
-    result = run_in(small_repo, {}, "plan", "--sandbox", "--changed-since", "main")
-    assert result.returncode == 1
-    assert "needs git" in result.stderr
+    assert said in result.stderr
 
 
 def test_a_changed_option_counts_and_a_reformatted_entry_does_not(

@@ -736,25 +736,29 @@ def test_pre_commit_hook_declares_what_pre_commit_needs() -> None:
         assert {"id", "name", "entry", "language"} <= other.keys()
 
 
-def test_pre_commit_hook_passes_a_valid_file(tmp_path: Path) -> None:
-    result = run_hook("reconcile-validate", "examples/invites/emea.yaml")
-    assert result.returncode == 0, result.stderr
-
-
-def test_pre_commit_hook_fails_an_invalid_file(tmp_path: Path) -> None:
-    bad = tmp_path / "bad.yaml"
-    bad.write_text("invites:\n  - name: No Id Ltd\n", encoding="utf-8")
-    result = run_hook("reconcile-validate", "examples/invites/emea.yaml", str(bad))
-    assert result.returncode == 1
-    assert "bad.yaml" in result.stderr
-
-
-def test_pre_commit_hook_sees_a_duplicate_id_across_the_files_it_is_given(tmp_path: Path) -> None:
-    for name in ("a.yaml", "b.yaml"):
-        (tmp_path / name).write_text("invites:\n  - id: inv_same\n", encoding="utf-8")
-    result = run_hook("reconcile-validate", str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml"))
-    assert result.returncode == 1
-    assert "inv_same" in result.stderr
+@pytest.mark.parametrize(
+    ("files", "code", "said"),
+    [
+        ({}, 0, ""),
+        ({"bad.yaml": "invites:\n  - name: No Id Ltd\n"}, 1, "bad.yaml"),
+        # A duplicate id across the files it is given.
+        (
+            {"a.yaml": "invites:\n  - id: inv_same\n", "b.yaml": "invites:\n  - id: inv_same\n"},
+            1,
+            "inv_same",
+        ),
+    ],
+    ids=["valid", "invalid", "duplicate-id"],
+)
+def test_pre_commit_hook_validates_the_files_it_is_given(
+    tmp_path: Path, files: dict[str, str], code: int, said: str
+) -> None:
+    for name, text in files.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    given = ["examples/invites/emea.yaml", *(str(tmp_path / name) for name in files)]
+    result = run_hook("reconcile-validate", *given)
+    assert result.returncode == code, result.stderr
+    assert said in result.stderr
 
 
 def test_pre_commit_validate_all_hook_checks_the_whole_invites_directory(tmp_path: Path) -> None:
