@@ -333,12 +333,12 @@ def test_a_read_only_grant_fails_the_task_before_any_write(play: Play) -> None:
     # As `reconcile apply` does: the module applied with a read-only grant, each PATCH
     # refused 403 by the platform, where it must refuse before its first write.
     from support.authlib_server import CLIENT_ID as AUTHLIB_CLIENT
-    from support.authlib_server import READ, WRITE, AuthlibPolicy, authlib_server
+    from support.authlib_server import READ, WRITE, AuthlibPolicy, AuthlibServer
     from support.authlib_server import SECRET as AUTHLIB_SECRET
 
     invite = {"id": "inv_acme", "status": "pending", "name": "Acme Old Ltd"}
     policy = AuthlibPolicy(invites={"inv_acme": invite}, allowed=(READ,))
-    with authlib_server(policy) as server:
+    with AuthlibServer(policy) as server:
         env = clean_env(
             RECONCILER_BASE_URL=server.url,
             RECONCILER_CLIENT_ID=AUTHLIB_CLIENT,

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from support.cli import run_cli
 from support.helpers import EXAMPLES, clean_env, sandbox_env
-from support.hostile_server import HostileServer, Hostility, envelope
+from support.hostile_server import HostileServer, Hostility
+from support.local_http import envelope
 from support.terminal import PIPE, run_at_terminal
 
 from reconciler.sandbox import Sandbox

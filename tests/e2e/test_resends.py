@@ -20,8 +20,9 @@ from typing import Any
 import pytest
 from support.cli import run_cli, run_cli_process, run_shell
 from support.helpers import clean_env, sandbox_env
-from support.hostile_server import HostileServer, Hostility, envelope
+from support.hostile_server import HostileServer, Hostility
 from support.invites import ACME, desired_entry, write_invites
+from support.local_http import envelope
 from support.nginx import Gateway, Nginx
 
 from reconciler.sandbox import Sandbox

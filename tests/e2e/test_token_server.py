@@ -16,7 +16,7 @@ import pytest
 from support.cli import run_cli
 from support.helpers import clean_env
 from support.inprocess import CliResult
-from support.oauth_server import CLIENT_ID, SECRET, OAuthServer, TokenPolicy, oauth_server
+from support.oauth_server import CLIENT_ID, SECRET, OAuthServer, TokenPolicy
 
 pytestmark = pytest.mark.e2e
 
@@ -94,7 +94,7 @@ def last_error(result: CliResult) -> str:
 def test_an_rfc_6749_refusal_shows_its_code_with_advice_and_is_not_retried(
     tmp_path: Path, policy: TokenPolicy, env: dict[str, str], said: str
 ) -> None:
-    with oauth_server(policy) as server:
+    with OAuthServer(policy) as server:
         result = plan(server, tmp_path, **env)
     assert result.returncode == 1
     assert last_error(result) == f"error: stopped reading invites: {said}"
@@ -108,7 +108,7 @@ def test_a_server_taking_only_http_basic_is_reached_with_client_secret_basic(
     tmp_path: Path,
 ) -> None:
     policy = TokenPolicy(methods=("client_secret_basic",), invites={"inv_acme": dict(INVITE)})
-    with oauth_server(policy) as server:
+    with OAuthServer(policy) as server:
         refused = plan(server, tmp_path)
         result = plan(server, tmp_path, RECONCILER_TOKEN_AUTH_METHOD="client_secret_basic")
     assert refused.returncode == 1 and "invalid_client" in refused.stderr
@@ -125,7 +125,7 @@ def test_a_server_taking_only_http_basic_is_reached_with_client_secret_basic(
 
 def test_client_secret_basic_from_the_config_file(tmp_path: Path) -> None:
     policy = TokenPolicy(methods=("client_secret_basic",), invites={"inv_acme": dict(INVITE)})
-    with oauth_server(policy) as server:
+    with OAuthServer(policy) as server:
         result = plan(server, tmp_path, config="token_auth_method: client_secret_basic\n")
     assert result.returncode == 0, result.stderr
 
@@ -136,7 +136,7 @@ def test_client_secret_basic_from_the_config_file(tmp_path: Path) -> None:
 @pytest.mark.parametrize("kind", ["DPoP", "mac", "bearer", "BEARER"])
 def test_a_token_of_another_type_is_never_sent_as_a_bearer_token(tmp_path: Path, kind: str) -> None:
     policy = TokenPolicy(token_type=kind, invites={"inv_acme": dict(INVITE)})
-    with oauth_server(policy) as server:
+    with OAuthServer(policy) as server:
         result = plan(server, tmp_path)
     if kind.lower() == "bearer":  # Bearer in any case is a bearer token
         assert result.returncode == 0, result.stderr
@@ -157,7 +157,7 @@ def test_any_announced_lifetime_gives_one_token_and_a_clean_run(
     desired = "invites:\n" + "".join(
         f"  - id: {i}\n    email: compliance@acme.example\n" for i in invites
     )
-    with oauth_server(TokenPolicy(expires_in=expires_in, invites=invites)) as server:
+    with OAuthServer(TokenPolicy(expires_in=expires_in, invites=invites)) as server:
         (tmp_path / "invites.yaml").write_text(desired)
         result = run_cli(
             "plan",

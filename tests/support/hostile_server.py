@@ -19,10 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from .local_http import LocalServer, QuietHandler
+from .local_http import INVITES, LocalServer, QuietHandler, envelope
 
 CLIENT_ID = "hostile-ci"
-INVITES = "/public-api/v1/kyb/invites/"
 
 
 @dataclass
@@ -91,21 +90,6 @@ class Seen(NamedTuple):
 
 def jwt_like() -> str:
     return "eyJhbGciOiJIUzI1NiJ9." + secrets.token_urlsafe(24) + "." + secrets.token_urlsafe(16)
-
-
-def envelope(status: int, data: Any, message: str = "OK", success: bool | None = None) -> bytes:
-    body = {
-        "status": status,
-        "success": 200 <= status < 300 if success is None else success,
-        "message": message,
-        "data": data,
-        "metadata": {
-            "requestId": str(secrets.randbelow(10**9)),
-            "timestamp": "2026-11-23T08:00:00.000Z",
-        },
-        "details": {"hint": "hostile test server"},
-    }
-    return json.dumps(body, ensure_ascii=False).encode("utf-8")
 
 
 class HostileServer(LocalServer):
