@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import shlex
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeAlias
 
 from .helpers import RECONCILE, clean_env
 from .inprocess import CliResult, run_in_process
 
-__all__ = ["CliResult", "CliRun", "run_cli", "run_cli_process", "run_shell"]
+__all__ = ["CliResult", "CliRun", "run_cli", "run_cli_process", "run_shell", "serving_sandbox"]
 
 # What a test gets from either runner: both have args, returncode, stdout and stderr.
 CliRun: TypeAlias = CliResult | subprocess.CompletedProcess[str]
@@ -72,3 +74,25 @@ def run_shell(
         timeout=120,
         check=False,
     )
+
+
+@contextmanager
+def serving_sandbox(*args: str) -> Iterator[list[str]]:
+    """A `reconcile sandbox` child process, serving while in the block: its banner's lines."""
+    with subprocess.Popen(
+        [*RECONCILE, "sandbox", "--port", "0", *args],
+        env=clean_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as server:
+        assert server.stderr is not None
+        lines: list[str] = []
+        try:
+            while not lines or not lines[-1].startswith("Press Ctrl-C"):
+                line = server.stderr.readline()
+                assert line, f"the sandbox ended: {lines}"
+                lines.append(line.rstrip("\n"))
+            yield lines
+        finally:
+            server.terminate()
