@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from support.cli import run_cli
 from support.git import git
 from support.helpers import sandbox_env
@@ -49,30 +50,9 @@ invites:
     groups:   [emea]
 """
 
+# The platform holds what the file says: a test changes what it holds (server_with).
 SERVER: list[dict[str, Any]] = [
-    {
-        "id": "inv_acme",
-        "status": "pending",
-        "name": "Acme Holdings Ltd",
-        "email": "compliance@acme.example",
-        "phone": "+442079460000",
-        "primaryContact": {"name": "Jane Doe", "email": "jane@acme.example"},
-        "groups": ["emea", "enterprise"],
-    },
-    {
-        "id": "inv_beta",
-        "status": "pending",
-        "name": "Bêta Société SA",
-        "email": "ops@beta.example",
-        "attachments": ["proof-of-address", "certificate-of-incorporation"],
-    },
-    {
-        "id": "inv_gamma",
-        "status": "pending",
-        "name": "Gamma GmbH",
-        "email": "kyb@gamma.example",
-        "groups": ["emea"],
-    },
+    {"status": "pending", **invite} for invite in yaml.safe_load(FILE)["invites"]
 ]
 
 
