@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 from support.cli import run_cli
-from support.git import git
+from support.git import commit_repository, git
 from support.helpers import sandbox_env
 
 from reconciler.sandbox import SANDBOX_CLIENT_SECRET, Sandbox
@@ -58,12 +58,7 @@ SERVER: list[dict[str, Any]] = [
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    (tmp_path / "invites").mkdir()
-    (tmp_path / "invites" / "emea.yaml").write_text(FILE, encoding="utf-8")
-    git(tmp_path, "init", "-q", "-b", "main")
-    git(tmp_path, "add", "-A")
-    git(tmp_path, "commit", "-q", "-m", "invites")
-    return tmp_path
+    return commit_repository(tmp_path, {"invites/emea.yaml": FILE})
 
 
 def server_with(**changes: dict[str, Any]) -> list[dict[str, Any]]:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from support.cli import CliResult, run_cli
-from support.git import git
+from support.git import commit_repository, git
 from support.helpers import clean_env, sandbox_env
 from support.invites import ACME
 
@@ -55,10 +55,7 @@ def big_repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[
     repo = tmp_path_factory.mktemp("big") / "repo"
     invites = [server_invite(n) for n in range(FILES * PER_FILE)]
     write_repo(repo, invites)
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "add", ".")
-    git(repo, "commit", "-q", "-m", "2,000 invites")
-    return repo, invites
+    return commit_repository(repo, {}, "2,000 invites"), invites
 
 
 def run_in(repo: Path, env: dict[str, str], *args: str) -> CliResult:
@@ -115,12 +112,8 @@ def test_nothing_changed_reads_nothing(small_repo: Path, sandbox: Sandbox) -> No
 
 @pytest.fixture
 def small_repo(tmp_path: Path) -> Path:
-    repo = tmp_path / "repo"
-    write_invites_text(repo, "invites:\n  - id: inv_a\n    name: Alpha Ltd\n")
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "add", ".")
-    git(repo, "commit", "-q", "-m", "one invite")
-    return repo
+    files = {"invites/a.yaml": "invites:\n  - id: inv_a\n    name: Alpha Ltd\n"}
+    return commit_repository(tmp_path / "repo", files, "one invite")
 
 
 def write_invites_text(repo: Path, text: str) -> None:
@@ -212,17 +205,11 @@ def test_a_changed_option_counts_and_a_reformatted_entry_does_not(
 def test_a_file_name_with_a_line_break_shifts_no_other_files_entries(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    repo = tmp_path / "repo"
-    (repo / "invites").mkdir(parents=True)
-    (repo / "invites" / "a\nb.yaml").write_text(
-        "invites:\n  - id: inv_a\n    name: Odd Name GmbH\n", encoding="utf-8"
-    )
-    (repo / "invites" / "c.yaml").write_text(
-        "invites:\n  - id: inv_c\n    name: Plain Ltd\n", encoding="utf-8"
-    )
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "two files, one oddly named")
+    files = {
+        "invites/a\nb.yaml": "invites:\n  - id: inv_a\n    name: Odd Name GmbH\n",
+        "invites/c.yaml": "invites:\n  - id: inv_c\n    name: Plain Ltd\n",
+    }
+    repo = commit_repository(tmp_path / "repo", files, "two files, one oddly named")
     monkeypatch.chdir(repo)
     invites = load_desired_state(["invites"]).invites
     # Nothing changed: the odd file's invites may count as changed (they are read,

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 from support.cli import run_cli
-from support.git import git
+from support.git import commit_repository
 from support.helpers import sandbox_env
 
 import reconciler.files
@@ -54,14 +54,8 @@ def server_with(**changes: dict[str, Any]) -> list[dict[str, Any]]:
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    (tmp_path / "invites").mkdir()
-    (tmp_path / "invites" / "a.yaml").write_text(A, encoding="utf-8")
-    (tmp_path / "invites" / "b.yaml").write_text(B, encoding="utf-8")
-    (tmp_path / "reconciler.yaml").write_text("paths: [invites]\n", encoding="utf-8")
-    git(tmp_path, "init", "-q", "-b", "main")
-    git(tmp_path, "add", "-A")
-    git(tmp_path, "commit", "-q", "-m", "invites")
-    return tmp_path
+    files = {"invites/a.yaml": A, "invites/b.yaml": B, "reconciler.yaml": "paths: [invites]\n"}
+    return commit_repository(tmp_path, files)
 
 
 def state(root: Path) -> dict[str, tuple[bytes, int]]:

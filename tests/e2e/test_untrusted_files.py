@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from support.cli import run_cli, run_cli_process
-from support.git import git
+from support.git import commit_repository, git
 from support.helpers import sandbox_env
 from support.invites import ACME, desired_entry, write_invites
 
@@ -31,9 +31,8 @@ BLOCKS = 20  # seconds: any of these runs takes well under one; blocking fails h
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     """A git repository holding one invite file, with ACME's email to change."""
-    root = tmp_path / "repo"
+    root = commit_repository(tmp_path / "repo", {})
     write_invites(root / "invites", [desired_entry(ACME, email="new@acme.example")])
-    git(root.parent, "init", "-q", str(root))
     git(root, "add", ".")
     git(root, "commit", "-q", "-m", "invites")
     return root
