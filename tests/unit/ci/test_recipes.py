@@ -368,14 +368,11 @@ def test_every_reconcile_command_uses_real_subcommands_and_options() -> None:
 # --- exit codes: 0 and 2 pass the PR plan, 1 fails it; drift fails on 2 --------------------
 
 
-def github_stub_job(
-    tmp_path: Path,
-    job: str,
-    exit_codes: dict[str, int],
-    stub_env: dict[str, str] | None = None,
-    **github: Any,
-) -> tuple[list[StepResult], list[str], Runner]:
-    """Run a GitHub job with a stub `reconcile` installed where the action installs it."""
+def stub_runner(
+    tmp_path: Path, exit_codes: dict[str, int], stub_env: dict[str, str], **github: Any
+) -> tuple[Runner, Path]:
+    """A runner with a stub `reconcile` installed where the action installs it, exiting as
+    ``exit_codes`` say per subcommand (0 else), and the log of its calls."""
     runner_temp = tmp_path / "runner"
     write_stub(runner_temp / "invite-reconciler" / "bin")
     work = tmp_path / "repo"
@@ -386,9 +383,19 @@ def github_stub_job(
     log.write_text("", encoding="utf-8")
     env = base_env(tmp_path) | {"STUB_LOG": str(log), "STUB_EXIT": "0"}
     env |= {f"STUB_EXIT_{sub.upper()}": str(code) for sub, code in exit_codes.items()}
-    env |= stub_env or {}
+    return Runner(work, runner_temp, env | stub_env, github), log
+
+
+def github_stub_job(
+    tmp_path: Path,
+    job: str,
+    exit_codes: dict[str, int],
+    stub_env: dict[str, str] | None = None,
+    **github: Any,
+) -> tuple[list[StepResult], list[str], Runner]:
+    """Run a GitHub job with a stub `reconcile`: its steps' results, the calls, the runner."""
     context = {"event_name": "push", "ref": "refs/heads/main", "base_ref": "main"} | github
-    runner = Runner(work, runner_temp, env, context)
+    runner, log = stub_runner(tmp_path, exit_codes, stub_env or {}, **context)
     results = runner.run_job(load(GITHUB), job)
     return results, log.read_text(encoding="utf-8").splitlines(), runner
 
@@ -777,16 +784,12 @@ def test_pre_commit_validate_all_hook_checks_the_whole_invites_directory(tmp_pat
 
 def run_action_command(tmp_path: Path, command: str) -> tuple[StepResult, list[str]]:
     """The action's own steps, with `command:` as given and a stub `reconcile`."""
-    runner_temp = tmp_path / "runner"
-    write_stub(runner_temp / "invite-reconciler" / "bin")
-    work = tmp_path / "repo"
-    work.mkdir()
-    log = tmp_path / "stub.log"
-    log.write_text("", encoding="utf-8")
-    env = base_env(tmp_path) | {"STUB_LOG": str(log), "STUB_EXIT": "0"}
-    runner = Runner(work, runner_temp, env, {"event_name": "push"})
-    step: dict[str, Any] = {"name": "the action", "uses": "OWNER/invite-reconciler@TAG", "with": {}}
-    step["with"]["command"] = command
+    runner, log = stub_runner(tmp_path, {}, {}, event_name="push")
+    step = {
+        "name": "the action",
+        "uses": "OWNER/invite-reconciler@TAG",
+        "with": {"command": command},
+    }
     runner.run_steps([step], runner.context({}, {}), {})
     (result,) = runner.results
     return result, log.read_text(encoding="utf-8").splitlines()
