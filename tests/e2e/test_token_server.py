@@ -13,7 +13,7 @@ from pathlib import Path
 from urllib.parse import quote, quote_plus
 
 import pytest
-from support.cli import run_cli
+from support.cli import last_error, run_cli
 from support.helpers import clean_env
 from support.inprocess import CliResult
 from support.oauth_server import CLIENT_ID, SECRET, OAuthServer, TokenPolicy
@@ -52,10 +52,6 @@ def plan(
         assert secret not in said
     assert "Traceback" not in said
     return result
-
-
-def last_error(result: CliResult) -> str:
-    return result.stderr.strip().splitlines()[-1]
 
 
 # -- row 1: RFC 6749 §5.2 error bodies, with advice per code -----------------------

@@ -19,10 +19,23 @@ from typing import TypeAlias
 from .helpers import RECONCILE, clean_env
 from .inprocess import CliResult, run_in_process
 
-__all__ = ["CliResult", "CliRun", "run_cli", "run_cli_process", "run_shell", "serving_sandbox"]
+__all__ = [
+    "CliResult",
+    "CliRun",
+    "last_error",
+    "run_cli",
+    "run_cli_process",
+    "run_shell",
+    "serving_sandbox",
+]
 
 # What a test gets from either runner: both have args, returncode, stdout and stderr.
 CliRun: TypeAlias = CliResult | subprocess.CompletedProcess[str]
+
+
+def last_error(result: CliRun) -> str:
+    """The last line of a run's stderr: where a failed run says why (cli.md)."""
+    return result.stderr.strip().splitlines()[-1]
 
 
 def run_cli(
