@@ -18,7 +18,6 @@ that `apply --auto-approve --audit-log FILE`
 from __future__ import annotations
 
 import copy
-import json
 import random
 import re
 import time
@@ -35,7 +34,7 @@ import yaml
 from support.cli import CliRun, run_cli
 from support.daemon import free_port
 from support.estate import ADD_ONS, ATTACHMENTS, BUSINESSES, CONTACTS, GROUPS
-from support.helpers import clean_env, sandbox_env
+from support.helpers import audit_log, clean_env, sandbox_env
 
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox
 
@@ -269,13 +268,6 @@ def invite_id_of(path: str) -> str:
     return unquote(path[len(INVITES_PREFIX) :].split("/")[0])
 
 
-def read_audit(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    lines = path.read_text(encoding="utf-8").splitlines()
-    return [json.loads(line) for line in lines if line.strip()]
-
-
 def assert_no_traceback(result: CliRun) -> None:
     assert "Traceback" not in result.stderr + result.stdout, result.stderr
 
@@ -354,7 +346,7 @@ def assert_honest_report(
 
 
 def assert_audit_log(path: Path, ds: Dataset, out: ApplyOutput) -> None:
-    entries = read_audit(path)
+    entries = audit_log(path)
     assert entries, "no audit lines written"
     for entry in entries:
         missing = AUDIT_FIELDS[entry["record"]] - set(entry)
@@ -647,7 +639,7 @@ def test_api_down_plan_and_apply_give_up_in_bounded_time(
     assert sandbox.store.snapshot() == before
     assert not [r for r in sandbox.stats.requests if r.method == "PATCH"]
     assert not sandbox.store.resends
-    assert read_audit(audit) == [], "no write was attempted, so nothing to audit"
+    assert audit_log(audit) == [], "no write was attempted, so nothing to audit"
 
 
 def test_giving_up_takes_one_retry_budget_not_one_per_worker(
@@ -737,7 +729,7 @@ def test_missing_and_accepted_invites_fail_alone(
     }
     assert accepted_id not in touched and gone_id not in touched
     assert sandbox.store.resends[accepted_id] == 0
-    assert {e["invite_id"] for e in read_audit(audit)} == others
+    assert {e["invite_id"] for e in audit_log(audit)} == others
     # Planning again: nothing left to update; the two problems are still reported.
     plan = run_cli("plan", str(ds.root), env=sandbox_env(sandbox))
     assert plan.returncode == 1

@@ -22,7 +22,7 @@ from urllib.parse import quote_plus
 
 import pytest
 from support.cli import CliResult, run_cli
-from support.helpers import RECONCILE, clean_env, sandbox_env
+from support.helpers import RECONCILE, audit_log, clean_env, sandbox_env
 from support.hostile_server import CLIENT_ID, HostileServer, Hostility
 
 # Retries back off a hundredth as long (tests/conftest.py): what they do is the point.
@@ -190,7 +190,7 @@ def test_3_success_false_on_writes_is_a_failure_in_the_report_and_audit_log(
 
     assert result.returncode == 1
     assert "success: false" in result.stdout + result.stderr
-    entries = [json.loads(line) for line in files(workdir, "audit.jsonl")[0].splitlines()]
+    entries = audit_log(workdir / "audit.jsonl")
     updates = [e for e in entries if e["operation"] == "update" and e["record"] == "outcome"]
     assert updates and all(e["outcome"] == "failed" for e in updates)
     assert not server.resends  # a failed update is never followed by its re-send
@@ -205,7 +205,7 @@ def test_3_success_false_on_resend_is_a_failed_resend(
 
     assert result.returncode == 1
     assert "failed" in result.stdout and "unknown" not in result.stdout
-    entries = [json.loads(line) for line in files(workdir, "a.jsonl")[0].splitlines()]
+    entries = audit_log(workdir / "a.jsonl")
     assert [e["record"] for e in entries] == ["attempt", "outcome"]
     assert entries[1]["outcome"] == "failed"
 

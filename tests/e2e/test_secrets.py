@@ -24,7 +24,7 @@ import yaml
 from support.cli import CliRun, run_cli
 from support.daemon import free_port
 from support.estate import BUSINESSES
-from support.helpers import clean_env, sandbox_env
+from support.helpers import audit_log, clean_env, sandbox_env
 from support.proxy import RecordingProxy
 
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox
@@ -269,8 +269,7 @@ def test_missing_write_scope_403_on_apply(
     check(result, watch, exit_code=1, files=(audit,))
     assert "403" in result.stdout + result.stderr
     assert "kyb:invites:write" in result.stdout + result.stderr
-    lines = [json.loads(line) for line in audit.read_text(encoding="utf-8").splitlines()]
-    outcomes = [e for e in lines if e["record"] == "outcome"]
+    outcomes = [e for e in audit_log(audit) if e["record"] == "outcome"]
     # The first 403 stops the run: a write whose attempt line was already written is
     # then not sent at all, and says so; every other one is the platform's 403.
     assert outcomes and all(e["outcome"] == "failed" for e in outcomes)

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 from support.cli import run_cli
-from support.helpers import RECONCILE, REPO, sandbox_env
+from support.helpers import RECONCILE, REPO, audit_log, sandbox_env
 from support.hostile_server import HostileServer, Hostility, Seen
 from support.invites import ACME, desired_entry, write_invites
 
@@ -34,14 +34,10 @@ SECRET = "hostile-write-secret"
 QUICK = "max_attempts: 3\nretry_max_seconds: 20\ntimeout: 2\nparallelism: 2\n"
 
 
-def records(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-
-
 def outcomes(path: Path, operation: str) -> list[str]:
     return [
         r["outcome"]
-        for r in records(path)
+        for r in audit_log(path)
         if r["record"] == "outcome" and r["operation"] == operation
     ]
 
@@ -97,7 +93,7 @@ def test_a_normalised_email_is_diverged_and_its_re_send_owed_until_sent_once_by_
         owed = ", 1 re-send owed" if run == 0 else ""
         assert f"Apply: 0 updated, 1 diverged, 0 failed{owed}." in applied.stdout
     assert server.store.resends["inv_acme"] == 0
-    log = records(tmp_path / "audit.jsonl")
+    log = audit_log(tmp_path / "audit.jsonl")
     diverged = [r for r in log if r.get("outcome") == "diverged"]
     assert diverged[0]["stored"] == {"email": "compliance@acme.example"}
     assert [r["invite_id"] for r in log if r["record"] == "resend_owed"] == ["inv_acme"]
@@ -393,7 +389,7 @@ def test_every_patch_attempt_is_in_the_audit_log(tmp_path: Path) -> None:
         applied = apply(tmp_path, sandbox_env(server))
         assert methods(server.seen).count("PATCH") == 3
     assert applied.returncode == 0, applied.stdout + applied.stderr
-    log = records(tmp_path / "audit.jsonl")
+    log = audit_log(tmp_path / "audit.jsonl")
     kinds = [(r["record"], r.get("outcome"), r.get("http_status")) for r in log]
     assert kinds == [
         ("attempt", None, None),
@@ -446,7 +442,7 @@ def test_sighup_during_a_write_finishes_it_and_never_drops_its_re_send(tmp_path:
     assert code == 1, err  # not killed by the signal
     assert "Interrupted" in err
     assert len(patched) == 1  # the second write never started
-    log = records(tmp_path / "audit.jsonl")
+    log = audit_log(tmp_path / "audit.jsonl")
     update = [r for r in log if r["record"] == "outcome" and r["operation"] == "update"]
     assert update[0]["resend"] == "due"  # on disk before the re-send was tried
     if resent:
@@ -510,7 +506,7 @@ def test_a_412_to_a_retry_after_a_504_that_was_written_is_not_a_conflict(
     assert said in applied.stdout, applied.stdout + applied.stderr
     assert "conflict" not in applied.stdout
     assert applied.returncode == (0 if resent else 1)
-    update = [r for r in records(tmp_path / "audit.jsonl") if r["operation"] == "update"]
+    update = [r for r in audit_log(tmp_path / "audit.jsonl") if r["operation"] == "update"]
     assert [(r["record"], r.get("outcome"), r.get("http_status")) for r in update] == [
         ("attempt", None, None),
         ("outcome", "unknown", 504),
@@ -546,7 +542,7 @@ def owed_in(path: Path) -> list[str]:
     """The invites that recipe lists, found in Python as it finds them, and by jq too when
     it is installed: a `resend_owed` record or an update's `"resend": "due"`, with no
     re-send attempt after it but `failed` ones."""
-    log = records(path)
+    log = audit_log(path)
     said = {r["attempt_id"]: r["outcome"] for r in log if r["record"] == "outcome"}
     owed: dict[str, bool] = {}
     for r in log:
@@ -581,7 +577,7 @@ def test_the_audit_log_says_a_refused_re_send_not_sent_again_is_owed(
     )
     with HostileServer([ACME], Hostility(resend_raw=[answer]), secret=SECRET) as server:
         apply(tmp_path, sandbox_env(server))
-    log = records(tmp_path / "audit.jsonl")
+    log = audit_log(tmp_path / "audit.jsonl")
     assert [r["invite_id"] for r in log if r["record"] == "resend_owed"] == owed
     assert owed_in(tmp_path / "audit.jsonl") == owed  # the recipe's jq lists them too
 
@@ -618,7 +614,7 @@ def test_an_echoed_answer_never_sends_an_e_mail_a_get_shows_the_address_first(
         assert (
             "re-send owed  inv_acme: withheld: the platform stored `email`" in (applied.stdout)
         ) is (run == 0)
-    log = records(tmp_path / "audit.jsonl")
+    log = audit_log(tmp_path / "audit.jsonl")
     assert [r["outcome"] for r in log if r["record"] == "outcome"] == ["diverged"] * 3
     assert [r["invite_id"] for r in log if r["record"] == "resend_owed"] == ["inv_acme"]
     assert all(r["operation"] == "update" for r in log if r["record"] == "attempt")
