@@ -7,14 +7,13 @@ each invitation sent once, counted at the sandbox; with --max-rate at its limit,
 
 from __future__ import annotations
 
-import os
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from support.apache import Apache, Evasive, apache_binary
+from support.apache import Apache, Evasive
 from support.cli import run_cli_process
 from support.helpers import clean_env
 from support.invites import acme_estate
@@ -33,27 +32,6 @@ EVASIVE = {
     "site-50-block-5": Evasive(site_count=50, page_count=10, blocking_period=5),
     "site-20-block-10": Evasive(site_count=20, page_count=10, blocking_period=10),
 }
-
-
-@pytest.fixture
-def start_apache() -> Iterator[Callable[..., Apache]]:
-    """Start real Apache processes in front of sandboxes; all are stopped after the test.
-    Without Apache and mod_evasive the test is skipped, except under CI (CI=true), where
-    `.ci/run` installs them."""
-    if apache_binary() is None:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail("apache2 or mod_evasive is missing, and CI=true: .ci/run installs them")
-        pytest.skip("apache2 with mod_evasive is not installed; CI runs these")
-    started: list[Apache] = []
-
-    def start(sandbox: Sandbox, evasive: Evasive) -> Apache:
-        server = Apache(sandbox.url, evasive).start()
-        started.append(server)
-        return server
-
-    yield start
-    for server in started:
-        server.stop()
 
 
 def _estate(tmp_path: Path, changed: int, **change: Any) -> list[dict[str, Any]]:
