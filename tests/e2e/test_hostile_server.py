@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from urllib.parse import quote_plus
 
@@ -82,16 +83,13 @@ def workdir(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def hostile() -> Iterator[Callable[..., HostileServer]]:
-    servers: list[HostileServer] = []
+    """Start hostile servers serving SERVER; all are stopped after the test."""
+    with ExitStack() as started:
 
-    def start(hostility: Hostility | None = None, host: str = "127.0.0.1") -> HostileServer:
-        server = HostileServer(SERVER, hostility, secret=SECRET, host=host).__enter__()
-        servers.append(server)
-        return server
+        def start(hostility: Hostility | None = None, host: str = "127.0.0.1") -> HostileServer:
+            return started.enter_context(HostileServer(SERVER, hostility, secret=SECRET, host=host))
 
-    yield start
-    for server in servers:
-        server.__exit__()
+        yield start
 
 
 @pytest.fixture
