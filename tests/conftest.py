@@ -8,14 +8,16 @@ import functools
 import json
 import os
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import settings
-from support.haproxy import Haproxy, Limit, haproxy_binary
+from support.apache import Apache, apache_binary
+from support.haproxy import Haproxy, haproxy_binary
 from support.helpers import CA_BUNDLE_VARIABLES
-from support.nginx import Gateway, Nginx, nginx_binary
+from support.nginx import Nginx, nginx_binary
 
 from reconciler import safetext
 from reconciler.api import capacity, exchange
@@ -99,64 +101,51 @@ def example_state() -> list[dict[str, Any]]:
 @pytest.fixture
 def start_sandbox() -> Iterator[Callable[..., Sandbox]]:
     """Start sandboxes with given invites and knobs; all are stopped after the test."""
-    started: list[Sandbox] = []
+    with ExitStack() as started:
 
-    def start(invites: list[dict[str, Any]] | None = None, **knobs: Any) -> Sandbox:
-        server = Sandbox(invites, options=SandboxOptions(**knobs)).start()
-        started.append(server)
-        return server
+        def start(invites: list[dict[str, Any]] | None = None, **knobs: Any) -> Sandbox:
+            server = Sandbox(invites, options=SandboxOptions(**knobs)).start()
+            started.callback(server.stop)
+            return server
 
-    yield start
-    for server in started:
-        server.stop()
+        yield start
+
+
+def _real_servers(
+    request: pytest.FixtureRequest, part: str, binary: str | None, missing: str, make: Any
+) -> Iterator[Callable[..., Any]]:
+    """Start real ``part`` processes in front of sandboxes (``make(upstream, knobs)``); all
+    are stopped after the test. Without ``binary`` the test is skipped, saying why, except
+    under CI (CI=true), where `.ci/run` installs it: there a missing part fails the test
+    rather than hide it."""
+    _marked_real(request, part)
+    if binary is None:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"{missing}, and CI=true: .ci/run should have installed it")
+        pytest.skip(f"{missing}; CI runs these")
+    with ExitStack() as started:
+        yield lambda sandbox, knobs=None: started.enter_context(make(sandbox.url, knobs))
 
 
 @pytest.fixture
 def start_nginx(request: pytest.FixtureRequest) -> Iterator[Callable[..., Nginx]]:
-    """Start real nginx processes in front of sandboxes; all are stopped after the test.
-
-    Without nginx the test is skipped, saying why, except under CI (CI=true), where
-    `.ci/run` installs it: there a missing nginx fails the test rather than hide it.
-    """
-    _marked_real(request, "nginx")
-    if nginx_binary() is None:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail("nginx is not installed, and CI=true: .ci/run should have installed it")
-        pytest.skip("nginx is not installed (Debian: apt-get install nginx-light); CI runs these")
-    started: list[Nginx] = []
-
-    def start(sandbox: Sandbox, gateway: Gateway | None = None) -> Nginx:
-        server = Nginx(sandbox.url, gateway).start()
-        started.append(server)
-        return server
-
-    yield start
-    for server in started:
-        server.stop()
+    """``start_nginx(sandbox, gateway=None)``: a real nginx in front of it (_real_servers)."""
+    missing = "nginx is not installed (Debian: apt-get install nginx-light)"
+    yield from _real_servers(request, "nginx", nginx_binary(), missing, Nginx)
 
 
 @pytest.fixture
 def start_haproxy(request: pytest.FixtureRequest) -> Iterator[Callable[..., Haproxy]]:
-    """Start real HAProxy processes in front of sandboxes; all are stopped after the test.
+    """``start_haproxy(sandbox, limit=None)``: a real HAProxy in front of it (_real_servers)."""
+    missing = "haproxy is not installed (Debian: apt-get install haproxy)"
+    yield from _real_servers(request, "HAProxy", haproxy_binary(), missing, Haproxy)
 
-    Without HAProxy the test is skipped, saying why, except under CI (CI=true), where
-    `.ci/run` installs it: there a missing HAProxy fails the test rather than hide it.
-    """
-    _marked_real(request, "HAProxy")
-    if haproxy_binary() is None:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail("haproxy is not installed, and CI=true: .ci/run should have installed it")
-        pytest.skip("haproxy is not installed (Debian: apt-get install haproxy); CI runs these")
-    started: list[Haproxy] = []
 
-    def start(sandbox: Sandbox, limit: Limit | None = None) -> Haproxy:
-        server = Haproxy(sandbox.url, limit).start()
-        started.append(server)
-        return server
-
-    yield start
-    for server in started:
-        server.stop()
+@pytest.fixture
+def start_apache(request: pytest.FixtureRequest) -> Iterator[Callable[..., Apache]]:
+    """``start_apache(sandbox, evasive)``: a real Apache with mod_evasive (_real_servers)."""
+    missing = "apache2 or mod_evasive is not installed"
+    yield from _real_servers(request, "Apache", apache_binary(), missing, Apache)
 
 
 @pytest.fixture

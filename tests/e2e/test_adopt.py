@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from support.cli import run_cli
-from support.git import git
+from support.git import commit_repository, git
 from support.helpers import sandbox_env
 
 from reconciler.sandbox import SANDBOX_CLIENT_SECRET, Sandbox
@@ -49,41 +50,15 @@ invites:
     groups:   [emea]
 """
 
+# The platform holds what the file says: a test changes what it holds (server_with).
 SERVER: list[dict[str, Any]] = [
-    {
-        "id": "inv_acme",
-        "status": "pending",
-        "name": "Acme Holdings Ltd",
-        "email": "compliance@acme.example",
-        "phone": "+442079460000",
-        "primaryContact": {"name": "Jane Doe", "email": "jane@acme.example"},
-        "groups": ["emea", "enterprise"],
-    },
-    {
-        "id": "inv_beta",
-        "status": "pending",
-        "name": "Bêta Société SA",
-        "email": "ops@beta.example",
-        "attachments": ["proof-of-address", "certificate-of-incorporation"],
-    },
-    {
-        "id": "inv_gamma",
-        "status": "pending",
-        "name": "Gamma GmbH",
-        "email": "kyb@gamma.example",
-        "groups": ["emea"],
-    },
+    {"status": "pending", **invite} for invite in yaml.safe_load(FILE)["invites"]
 ]
 
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    (tmp_path / "invites").mkdir()
-    (tmp_path / "invites" / "emea.yaml").write_text(FILE, encoding="utf-8")
-    git(tmp_path, "init", "-q", "-b", "main")
-    git(tmp_path, "add", "-A")
-    git(tmp_path, "commit", "-q", "-m", "invites")
-    return tmp_path
+    return commit_repository(tmp_path, {"invites/emea.yaml": FILE})
 
 
 def server_with(**changes: dict[str, Any]) -> list[dict[str, Any]]:

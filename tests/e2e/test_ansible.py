@@ -11,13 +11,20 @@ import json
 import os
 import re
 import subprocess
-import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from support.ansible import Played, ansible_env, playbook, require_ansible
+from support.ansible import (
+    Played,
+    ansible_env,
+    patches,
+    play_text,
+    playbook,
+    require_ansible,
+    resends,
+)
 from support.helpers import EXAMPLES, RECONCILE, clean_env, sandbox_env
 from support.hostile_server import CLIENT_ID, HostileServer, Hostility
 from support.invites import ACME, desired_entry, write_invites
@@ -36,29 +43,6 @@ def _ansible_installed() -> None:
 
 
 Play = Callable[..., Played]
-
-
-def play_text(options: str, keep: bool = True, module: str = "kyb.invites.invites") -> str:
-    """A playbook of one task of ``module`` with ``options``; its result kept in
-    result.json (a task that writes even in check mode, and shows no diff of its own)."""
-    task = f"""\
-    - name: converge
-      {module}:
-{textwrap.indent(textwrap.dedent(options).strip(), " " * 8)}
-      register: converged
-      ignore_errors: true
-"""
-    kept = """\
-    - name: keep the result
-      ansible.builtin.copy:
-        content: "{{ converged | to_nice_json }}"
-        dest: "{{ playbook_dir }}/result.json"
-        mode: "0600"
-      check_mode: false
-      diff: false
-      changed_when: false
-"""
-    return "- hosts: localhost\n  gather_facts: false\n  tasks:\n" + task + (kept if keep else "")
 
 
 @pytest.fixture
@@ -81,14 +65,6 @@ def examples_in(tmp_path: Path) -> Path:
     for file in EXAMPLES.glob("*.yaml"):
         (folder / file.name).write_text(file.read_text(encoding="utf-8"), encoding="utf-8")
     return folder
-
-
-def patches(server: Sandbox) -> int:
-    return len(server.stats.calls("PATCH"))
-
-
-def resends(server: Sandbox) -> int:
-    return sum(server.store.resends.values())
 
 
 # -- Done when (1): changed, then ok, and check mode after the apply is ok ----------
@@ -237,11 +213,7 @@ def test_a_resend_not_made_or_unknown_fails_the_task_as_changed_with_the_id(
         [desired_entry(ACME, email="new@acme.example", resendOnChange=True)],
     )
     with HostileServer([ACME], hostility, secret=SECRET) as server:
-        env = clean_env(
-            RECONCILER_BASE_URL=server.url,
-            RECONCILER_CLIENT_ID=CLIENT_ID,
-            RECONCILER_CLIENT_SECRET=SECRET,
-        )
+        env = sandbox_env(server)
         played = play(play_text("src: invites/"), env=env)
         assert server.resends["inv_acme"] == sent
         assert len(server.calls("PATCH")) == 1
@@ -268,11 +240,7 @@ def test_a_platform_storing_otherwise_fails_the_task_diverged_with_no_resend(
         return {k: v.lower() if k == "email" else v for k, v in sent.items()}
 
     with HostileServer([ACME], Hostility(patch_store=lower), secret=SECRET) as server:
-        env = clean_env(
-            RECONCILER_BASE_URL=server.url,
-            RECONCILER_CLIENT_ID=CLIENT_ID,
-            RECONCILER_CLIENT_SECRET=SECRET,
-        )
+        env = sandbox_env(server)
         played = play(play_text("src: invites/"), env=env)
         assert server.resends["inv_acme"] == 0
         assert len(server.calls("PATCH")) == 1
@@ -365,12 +333,12 @@ def test_a_read_only_grant_fails_the_task_before_any_write(play: Play) -> None:
     # As `reconcile apply` does: the module applied with a read-only grant, each PATCH
     # refused 403 by the platform, where it must refuse before its first write.
     from support.authlib_server import CLIENT_ID as AUTHLIB_CLIENT
-    from support.authlib_server import READ, WRITE, AuthlibPolicy, authlib_server
+    from support.authlib_server import READ, WRITE, AuthlibPolicy, AuthlibServer
     from support.authlib_server import SECRET as AUTHLIB_SECRET
 
     invite = {"id": "inv_acme", "status": "pending", "name": "Acme Old Ltd"}
     policy = AuthlibPolicy(invites={"inv_acme": invite}, allowed=(READ,))
-    with authlib_server(policy) as server:
+    with AuthlibServer(policy) as server:
         env = clean_env(
             RECONCILER_BASE_URL=server.url,
             RECONCILER_CLIENT_ID=AUTHLIB_CLIENT,

@@ -10,15 +10,23 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from support.ansible import ANSIBLE_BIN, Played, ansible_env, playbook, require_ansible
+from support.ansible import (
+    ANSIBLE_BIN,
+    Played,
+    ansible_env,
+    patches,
+    play_text,
+    playbook,
+    require_ansible,
+    resends,
+)
 from support.helpers import clean_env, sandbox_env
-from support.hostile_server import CLIENT_ID, HostileServer, Hostility
+from support.hostile_server import HostileServer, Hostility
 from support.invites import ACME, desired_entry, write_invites
 from support.tls import Certificates, make_certificates, wrap_server_socket
 
@@ -33,33 +41,6 @@ HOSTS = [f"web{n}" for n in range(5)]
 @pytest.fixture(autouse=True)
 def _ansible_installed() -> None:
     require_ansible()
-
-
-def play_text(options: str, hosts: str = "localhost", keywords: str = "", keep: bool = True) -> str:
-    """A play of one kyb.invites.invites task with ``options`` (and task ``keywords``),
-    its result kept in result.json by the first host."""
-    extra = textwrap.indent(textwrap.dedent(keywords).strip(), " " * 6)
-    task = f"""\
-    - name: converge
-      kyb.invites.invites:
-{textwrap.indent(textwrap.dedent(options).strip(), " " * 8)}
-      register: converged
-      ignore_errors: true
-{extra + chr(10) if extra else ""}"""
-    kept = """\
-    - name: keep the result
-      ansible.builtin.copy:
-        content: "{{ converged | to_nice_json }}"
-        dest: "{{ playbook_dir }}/result.json"
-        mode: "0600"
-      check_mode: false
-      diff: false
-      changed_when: false
-      run_once: true
-      no_log: false
-"""
-    head = f"- hosts: {hosts}\n  gather_facts: false\n  tasks:\n"
-    return head + task + (kept if keep else "")
 
 
 Play = Callable[..., Played]
@@ -87,14 +68,6 @@ def play(folder: Path, tmp_path: Path) -> Iterator[Play]:
         return playbook(folder, *hosts, *args, env=ansible_env(env, tmp_path, ANSIBLE_FORKS="5"))
 
     yield run
-
-
-def patches(server: Sandbox) -> int:
-    return len(server.stats.calls("PATCH"))
-
-
-def resends(server: Sandbox) -> int:
-    return sum(server.store.resends.values())
 
 
 def acme_entry(n: int) -> dict[str, Any]:
@@ -192,11 +165,7 @@ def test_ca_path_validate_certs_and_timeout_as_options(
     hostile = HostileServer([ACME], secret=SECRET)
     hostile.use_tls(lambda sock: wrap_server_socket(sock, certs))
     with hostile as server:
-        env = clean_env(
-            RECONCILER_BASE_URL=server.url,
-            RECONCILER_CLIENT_ID=CLIENT_ID,
-            RECONCILER_CLIENT_SECRET=SECRET,
-        )
+        env = sandbox_env(server)
         untrusted = play(play_text("src: invites/"), "--check", env=env)
         assert untrusted.result["failed"] is True
         assert "for a private CA, set ca_path to its certificate" in untrusted.result["msg"]
@@ -340,11 +309,7 @@ def test_a_secret_in_the_environment_keyword_is_warned_of_and_the_option_is_neve
 def test_a_failed_update_says_its_reason_in_msg(play: Play, folder: Path) -> None:
     write_invites(folder / "invites", [desired_entry(ACME, email="new@acme.example")])
     with HostileServer([ACME], Hostility(envelope_failure=("PATCH",)), secret=SECRET) as server:
-        env = clean_env(
-            RECONCILER_BASE_URL=server.url,
-            RECONCILER_CLIENT_ID=CLIENT_ID,
-            RECONCILER_CLIENT_SECRET=SECRET,
-        )
+        env = sandbox_env(server)
         played = play(play_text("src: invites/"), env=env)
     result = played.result
     assert result["failed"] is True, played.output

@@ -21,7 +21,6 @@ from support.authlib_server import (
     WRITE,
     AuthlibPolicy,
     AuthlibServer,
-    authlib_server,
 )
 from support.cli import run_cli
 from support.helpers import clean_env
@@ -68,7 +67,7 @@ def policy(**knobs: object) -> AuthlibPolicy:
 def test_client_secret_basic_with_a_space_and_a_plus_is_accepted_by_authlib(
     tmp_path: Path,
 ) -> None:
-    with authlib_server(policy(methods=("client_secret_basic",))) as server:
+    with AuthlibServer(policy(methods=("client_secret_basic",))) as server:
         result = run(server, tmp_path, "plan")
     assert result.returncode == 0, result.stderr
     (token_request,) = [h for m, p, h in server.seen if p == "/oauth/token"]
@@ -82,7 +81,7 @@ def test_client_secret_basic_with_a_space_and_a_plus_is_accepted_by_authlib(
 def test_a_read_only_grant_is_noted_by_plan_and_refused_by_apply_before_any_write(
     tmp_path: Path,
 ) -> None:
-    with authlib_server(policy(allowed=(READ,))) as server:
+    with AuthlibServer(policy(allowed=(READ,))) as server:
         planned = run(server, tmp_path, "plan")
         applied = run(server, tmp_path, "apply", "--auto-approve")
     assert planned.returncode == 0, planned.stderr
@@ -104,7 +103,7 @@ def test_a_read_only_grant_is_refused_by_resend_before_any_email(tmp_path: Path)
         "RECONCILER_CLIENT_SECRET": SECRET,
         "RECONCILER_TOKEN_AUTH_METHOD": "client_secret_basic",
     }
-    with authlib_server(policy(allowed=(READ,))) as server:
+    with AuthlibServer(policy(allowed=(READ,))) as server:
         settings["RECONCILER_BASE_URL"] = server.url
         result = run_cli(
             "resend", "inv_acme", "--auto-approve", cwd=tmp_path, env=clean_env(**settings)
@@ -115,14 +114,14 @@ def test_a_read_only_grant_is_refused_by_resend_before_any_email(tmp_path: Path)
 
 
 def test_a_read_only_client_asking_for_read_only_is_told_nothing(tmp_path: Path) -> None:
-    with authlib_server(policy(allowed=(READ,))) as server:
+    with AuthlibServer(policy(allowed=(READ,))) as server:
         result = run(server, tmp_path, "plan", RECONCILER_SCOPE=READ)
     assert result.returncode == 0, result.stderr
     assert "granted" not in result.stderr
 
 
 def test_a_grant_missing_the_read_scope_fails_the_plan_naming_the_grant(tmp_path: Path) -> None:
-    with authlib_server(policy(allowed=(WRITE,))) as server:
+    with AuthlibServer(policy(allowed=(WRITE,))) as server:
         result = run(server, tmp_path, "plan")
     assert result.returncode == 1  # the read is refused: 403, and the run stops
     assert f"granted: '{WRITE}' (so the token answer said)" in result.stderr
@@ -131,7 +130,7 @@ def test_a_grant_missing_the_read_scope_fails_the_plan_naming_the_grant(tmp_path
 
 def test_a_403_names_the_grant_and_the_servers_rfc_6750_error(tmp_path: Path) -> None:
     # The server says it granted both, and gives only read: the PATCH is refused.
-    with authlib_server(policy(allowed=(READ,), said_scope=f"{READ} {WRITE}")) as server:
+    with AuthlibServer(policy(allowed=(READ,), said_scope=f"{READ} {WRITE}")) as server:
         result = run(server, tmp_path, "apply", "--auto-approve")
     assert result.returncode == 1
     assert server.requests("PATCH") == ["/public-api/v1/kyb/invites/inv_acme"]
@@ -154,7 +153,7 @@ def test_a_403_names_the_grant_and_the_servers_rfc_6750_error(tmp_path: Path) ->
 def test_a_scope_answer_that_is_no_scope_is_never_shown_nor_trusted(
     tmp_path: Path, said: object
 ) -> None:
-    with authlib_server(policy(said_scope=said)) as server:
+    with AuthlibServer(policy(said_scope=said)) as server:
         result = run(server, tmp_path, "plan")
     # Not read: as if the answer named no scope (RFC 6749 §5.1: the scope asked for).
     assert result.returncode == 0, result.stderr
@@ -164,7 +163,7 @@ def test_a_scope_answer_that_is_no_scope_is_never_shown_nor_trusted(
 def test_a_hostile_403_description_is_escaped_and_redacted(tmp_path: Path) -> None:
     hostile = f"\x1b[31mdenied\r\n::error::pwned {SECRET} ##[group]x"
     knobs = {"allowed": (READ,), "said_scope": None, "forbidden_description": hostile}
-    with authlib_server(policy(**knobs)) as server:
+    with AuthlibServer(policy(**knobs)) as server:
         result = run(server, tmp_path, "apply", "--auto-approve")
     assert result.returncode == 1
     assert "insufficient_scope (" in result.stderr

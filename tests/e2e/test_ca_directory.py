@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 from support.cli import run_cli
-from support.helpers import clean_env
-from support.hostile_server import CLIENT_ID, HostileServer
+from support.helpers import sandbox_env
+from support.hostile_server import HostileServer
 from support.inprocess import CliResult
 from support.tls import Certificates, make_certificates, wrap_server_socket
 
@@ -55,12 +55,7 @@ def hashed_directory(directory: Path, *cas: Path) -> Path:
 
 def plan(tmp_path: Path, server: HostileServer, bundle: Path) -> CliResult:
     (tmp_path / "invites.yaml").write_text(DESIRED, encoding="utf-8")
-    env = clean_env(
-        RECONCILER_BASE_URL=server.url,
-        RECONCILER_CLIENT_ID=CLIENT_ID,
-        RECONCILER_CLIENT_SECRET=SECRET,
-        REQUESTS_CA_BUNDLE=str(bundle),
-    )
+    env = sandbox_env(server, REQUESTS_CA_BUNDLE=str(bundle))
     env.pop("CURL_CA_BUNDLE", None)
     return run_cli("plan", "invites.yaml", cwd=tmp_path, env=env)
 

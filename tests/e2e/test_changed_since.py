@@ -8,12 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.cli import run_cli
-from support.git import git
-from support.helpers import sandbox_env
+from support.cli import CliResult, run_cli
+from support.git import commit_repository, git
+from support.helpers import clean_env, sandbox_env
 from support.invites import ACME
 
-from reconciler.cli import main
 from reconciler.desired.changed_since import changed_entries
 from reconciler.desired.state import load_desired_state
 from reconciler.sandbox import Sandbox
@@ -56,24 +55,18 @@ def big_repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[
     repo = tmp_path_factory.mktemp("big") / "repo"
     invites = [server_invite(n) for n in range(FILES * PER_FILE)]
     write_repo(repo, invites)
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "add", ".")
-    git(repo, "commit", "-q", "-m", "2,000 invites")
-    return repo, invites
+    return commit_repository(repo, {}, "2,000 invites"), invites
 
 
-def run_in(repo: Path, monkeypatch: pytest.MonkeyPatch, env: dict[str, str], *args: str) -> int:
-    monkeypatch.chdir(repo)
-    for name in [k for k in env if k.startswith("RECONCILER_")]:
-        monkeypatch.setenv(name, env[name])
-    return main(list(args))
+def run_in(repo: Path, env: dict[str, str], *args: str) -> CliResult:
+    """The CLI run in ``repo`` with ``env``'s RECONCILER_ settings (the rest: this process's)."""
+    ours = {k: v for k, v in env.items() if k.startswith("RECONCILER_")}
+    return run_cli(*args, cwd=repo, env=clean_env(**ours))
 
 
 def test_a_three_invite_change_in_2000_reads_three_invites(
     big_repo: tuple[Path, list[dict[str, Any]]],
     start_sandbox: Callable[..., Sandbox],
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
 ) -> None:
     repo, invites = big_repo
     server = start_sandbox(invites)
@@ -93,11 +86,11 @@ def test_a_three_invite_change_in_2000_reads_three_invites(
     other_text = other.read_text(encoding="utf-8")
     other.write_text(other_text.replace("ops1250@", "changed1250@"), encoding="utf-8")
     try:
-        code = run_in(repo, monkeypatch, sandbox_env(server), "plan", "--changed-since", "main")
+        result = run_in(repo, sandbox_env(server), "plan", "--changed-since", "main")
     finally:
         edited.write_text(original, encoding="utf-8")
         other.write_text(other_text, encoding="utf-8")
-    out, err = capsys.readouterr()
+    code, out, err = result.returncode, result.stdout, result.stderr
     reads = server.stats.calls("GET")
     assert sorted(r.path.rsplit("/", 1)[1] for r in reads) == [
         "inv_00701",
@@ -110,26 +103,17 @@ def test_a_three_invite_change_in_2000_reads_three_invites(
     assert "3 to update" in out
 
 
-def test_nothing_changed_reads_nothing(
-    small_repo: Path,
-    sandbox: Sandbox,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    env = sandbox_env(sandbox)
-    assert run_in(small_repo, monkeypatch, env, "plan", "--changed-since", "HEAD") == 0
+def test_nothing_changed_reads_nothing(small_repo: Path, sandbox: Sandbox) -> None:
+    result = run_in(small_repo, sandbox_env(sandbox), "plan", "--changed-since", "HEAD")
+    assert result.returncode == 0
     assert sandbox.stats.calls("GET") == []
-    assert "0 invites of 1 added or changed" in capsys.readouterr().err
+    assert "0 invites of 1 added or changed" in result.stderr
 
 
 @pytest.fixture
 def small_repo(tmp_path: Path) -> Path:
-    repo = tmp_path / "repo"
-    write_invites_text(repo, "invites:\n  - id: inv_a\n    name: Alpha Ltd\n")
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "add", ".")
-    git(repo, "commit", "-q", "-m", "one invite")
-    return repo
+    files = {"invites/a.yaml": "invites:\n  - id: inv_a\n    name: Alpha Ltd\n"}
+    return commit_repository(tmp_path / "repo", files, "one invite")
 
 
 def write_invites_text(repo: Path, text: str) -> None:
@@ -137,18 +121,21 @@ def write_invites_text(repo: Path, text: str) -> None:
     (repo / "invites" / "a.yaml").write_text(text, encoding="utf-8")
 
 
-@pytest.mark.parametrize("ref", ["no-such-branch", "1" * 40, "--output=x"])
+@pytest.mark.parametrize(
+    ("ref", "said"),
+    [
+        ("no-such-branch", "--changed-since"),
+        ("1" * 40, "no such commit in this repository"),  # a commit's form, unknown here
+        ("--output=x", "--changed-since"),
+    ],
+)
 def test_an_unknown_ref_is_a_clear_error(
-    small_repo: Path,
-    ref: str,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-    sandbox: Sandbox,
+    small_repo: Path, ref: str, said: str, sandbox: Sandbox
 ) -> None:
-    code = run_in(small_repo, monkeypatch, sandbox_env(sandbox), "plan", f"--changed-since={ref}")
-    err = capsys.readouterr().err
+    result = run_in(small_repo, sandbox_env(sandbox), "plan", f"--changed-since={ref}")
+    code, err = result.returncode, result.stderr
     assert code == 1
-    assert "--changed-since" in err and "Traceback" not in err
+    assert "--changed-since" in err and said in err and "Traceback" not in err
     assert sandbox.stats.calls("GET") == [] and sandbox.stats.calls("POST") == []
     assert not (small_repo / "x").exists()
 
@@ -160,39 +147,38 @@ def test_a_ref_holding_a_line_break_starts_no_line_of_output(
     small_repo: Path,
     ref: str,
     monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
     sandbox: Sandbox,
 ) -> None:
     # Under GITHUB_ACTIONS=true a runner reads any line starting with `::` or `##[` as a
     # workflow command: the ref's line break is shown as an escape, never kept.
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
-    code = run_in(small_repo, monkeypatch, sandbox_env(sandbox), "plan", f"--changed-since={ref}")
-    captured = capsys.readouterr()
-    assert code == 1
-    lines = (captured.out + captured.err).splitlines()
+    result = run_in(small_repo, sandbox_env(sandbox), "plan", f"--changed-since={ref}")
+    assert result.returncode == 1
+    lines = (result.stdout + result.stderr).splitlines()
     assert lines and all(
         not line.startswith(("::warning::", "::error::forged", "##[")) for line in lines
     )
     assert sandbox.stats.calls("GET") == [] and sandbox.stats.calls("POST") == []
 
 
-def test_outside_a_git_repository_is_a_clear_error(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("outside", "said"),
+    [(True, "not in a git repository"), (False, "needs git")],
+    ids=["outside-a-repository", "no-git-on-path"],
+)
+def test_without_a_repository_or_git_it_is_a_clear_error(
+    small_repo: Path, monkeypatch: pytest.MonkeyPatch, outside: bool, said: str
 ) -> None:
-    write_invites_text(tmp_path, "invites:\n  - id: inv_a\n")
-    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))
-    code = run_in(tmp_path, monkeypatch, {}, "plan", "--sandbox", "--changed-since", "main")
-    assert code == 1
-    assert "not in a git repository" in capsys.readouterr().err
-
-
-def test_without_git_on_path_is_a_clear_error(
-    small_repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    monkeypatch.setenv("PATH", str(small_repo))
-    code = run_in(small_repo, monkeypatch, {}, "plan", "--sandbox", "--changed-since", "main")
-    assert code == 1
-    assert "needs git" in capsys.readouterr().err
+    if outside:  # git finds no repository above this one
+        where = small_repo.parent
+        write_invites_text(where, "invites:\n  - id: inv_a\n")
+        monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(where.parent))
+    else:
+        where = small_repo
+        monkeypatch.setenv("PATH", str(small_repo))
+    result = run_in(where, {}, "plan", "--sandbox", "--changed-since", "main")
+    assert result.returncode == 1
+    assert said in result.stderr
 
 
 def test_a_changed_option_counts_and_a_reformatted_entry_does_not(
@@ -219,17 +205,11 @@ def test_a_changed_option_counts_and_a_reformatted_entry_does_not(
 def test_a_file_name_with_a_line_break_shifts_no_other_files_entries(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    repo = tmp_path / "repo"
-    (repo / "invites").mkdir(parents=True)
-    (repo / "invites" / "a\nb.yaml").write_text(
-        "invites:\n  - id: inv_a\n    name: Odd Name GmbH\n", encoding="utf-8"
-    )
-    (repo / "invites" / "c.yaml").write_text(
-        "invites:\n  - id: inv_c\n    name: Plain Ltd\n", encoding="utf-8"
-    )
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "two files, one oddly named")
+    files = {
+        "invites/a\nb.yaml": "invites:\n  - id: inv_a\n    name: Odd Name GmbH\n",
+        "invites/c.yaml": "invites:\n  - id: inv_c\n    name: Plain Ltd\n",
+    }
+    repo = commit_repository(tmp_path / "repo", files, "two files, one oddly named")
     monkeypatch.chdir(repo)
     invites = load_desired_state(["invites"]).invites
     # Nothing changed: the odd file's invites may count as changed (they are read,
@@ -254,7 +234,6 @@ def test_a_base_version_that_is_not_utf8_counts_every_entry_as_changed(
 
 # From test_changed_since_review.py: --changed-since as a new user meets it: a first push,
 # reordered sets, a filtered --target.
-pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
 
 ZERO = "0" * 40
@@ -299,14 +278,6 @@ def test_the_all_zero_sha_plans_every_invite(repo, start_sandbox):
     assert "Plan: 1 to update, 1 unchanged, 0 errors." in result.stdout
     assert result.stderr.count("no base commit") == 1
     assert "planning every invite" in result.stderr
-
-
-def test_an_unknown_commit_is_still_an_error(repo, start_sandbox):
-    commit(repo)
-    server = start_sandbox([ACME, BETA])
-    result = run_cli("plan", "--changed-since", "1" * 40, cwd=repo, env=sandbox_env(server))
-    assert result.returncode == 1
-    assert "no such commit in this repository" in result.stderr
 
 
 def test_reordering_a_set_field_is_no_change(repo, start_sandbox):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from support.cli import run_cli
-from support.git import git
+from support.git import commit_repository, git
 from support.helpers import clean_env, sandbox_env
 from support.hostile_server import HostileServer
 
@@ -24,11 +24,7 @@ DESIRED = "invites:\n  - id: inv_8f2k1\n    name: Acme Holdings Ltd\n"
 
 def repo(tmp_path: Path, base_url: str) -> Path:
     """A real repository whose last commit, a pull request's, points base_url elsewhere."""
-    git(tmp_path, "init", "-q")
-    (tmp_path / "invites").mkdir()
-    (tmp_path / "invites" / "a.yaml").write_text(DESIRED, encoding="utf-8")
-    git(tmp_path, "add", ".")
-    git(tmp_path, "commit", "-qm", "invites")
+    commit_repository(tmp_path, {"invites/a.yaml": DESIRED})
     (tmp_path / "reconciler.yaml").write_text(f"base_url: {base_url}\n", encoding="utf-8")
     git(tmp_path, "add", ".")
     git(tmp_path, "commit", "-qm", "a pull request: base_url")

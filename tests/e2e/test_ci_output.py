@@ -1,6 +1,6 @@
 """What `reconcile` prints for a CI job: annotations, step summary, help, selection, export.
 
-In-process (reconciler.cli.main) against an in-process sandbox over HTTP on 127.0.0.1.
+In-process (support.cli.run_cli) against an in-process sandbox over HTTP on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -11,32 +11,23 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.helpers import sandbox_env
+from support.cli import run_cli
+from support.helpers import clean_env, sandbox_env
 from support.invites import ACME, desired_entry, write_invites
 
-from reconciler.cli import main
 from reconciler.sandbox import Sandbox
 
 
 @pytest.fixture
-def reconcile(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> Callable[..., tuple[int, str, str]]:
+def reconcile(tmp_path: Path) -> Callable[..., tuple[int, str, str]]:
     """Run `reconcile ARGS` in tmp_path with exactly the RECONCILER_/CI variables given."""
-    monkeypatch.chdir(tmp_path)
+    ours = ("RECONCILER_", "GITHUB_", "NO_COLOR", "TERM")
+    machine = {k: v for k, v in clean_env().items() if not k.startswith(ours)}
 
     def run(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
-        for name in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "NO_COLOR", "TERM"):
-            monkeypatch.delenv(name, raising=False)
-        for name in [n for n in __import__("os").environ if n.startswith("RECONCILER_")]:
-            monkeypatch.delenv(name)
-        for name, value in (env or {}).items():
-            if name.startswith(("RECONCILER_", "GITHUB_", "NO_COLOR", "TERM")):
-                monkeypatch.setenv(name, value)
-        capsys.readouterr()
-        code = main(list(args))
-        out, err = capsys.readouterr()
-        return code, out, err
+        given = {k: v for k, v in (env or {}).items() if k.startswith(ours)}
+        result = run_cli(*args, cwd=tmp_path, env=machine | given)
+        return result.returncode, result.stdout, result.stderr
 
     return run
 

@@ -18,6 +18,7 @@ import pytest
 from support.ci_recipes import EXAMPLE_INVITES, GITHUB, gitlab_job_script, run_shell, shell_env
 from support.ci_runner import Runner, StepResult, base_env, load
 from support.fake_forge import FakeForge, fake_forge
+from support.git import git
 
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox
 
@@ -43,16 +44,6 @@ def clients(job: str, base_url: str) -> tuple[dict[str, str], dict[str, str]]:
         {"RECONCILER_BASE_URL": base_url, "RECONCILER_CLIENT_ID": client_id},
         {"RECONCILER_CLIENT_SECRET": secret},
     )
-
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-c", "user.name=T", "-c", "user.email=t@example.com", *args],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
 
 
 def run_install_step(runner_temp: Path) -> StepResult:
@@ -138,13 +129,23 @@ def repo(tmp_path: Path, start_sandbox: Callable[..., Sandbox]) -> Iterator[Repo
         yield Repo(tmp_path, start_sandbox(read_only_clients=((READ_ID, READ_SECRET),)), forge)
 
 
-def github_job(repo: Repo, installed: Path, job: str, **github: Any) -> list[StepResult]:
-    env = base_env(repo.work.parent, PYTHON_BIN) | repo.forge.github_env(repo.work.parent)
-    context = {"ref": "refs/heads/main", "base_ref": "main", "token": JOB_TOKEN} | github
-    variables, secrets = clients(job, repo.server.url)
+def github_job(
+    repo: Repo,
+    runner_temp: Path,
+    job: str,
+    base_url: str | None = None,
+    work: Path | None = None,
+    **github: Any,
+) -> list[StepResult]:
+    """The GitHub job run in ``work`` (the repository's checkout), its summary fresh."""
+    work = work or repo.work
+    env = base_env(work.parent, PYTHON_BIN) | repo.forge.github_env(work.parent)
+    (work.parent / "step_summary").write_text("", encoding="utf-8")
+    variables, secrets = clients(job, base_url or repo.server.url)
+    context = {"ref": "refs/heads/main", "base_ref": "main", "token": JOB_TOKEN}
     runner = Runner(
-        repo.work, installed, env, context, vars=variables, secrets=secrets,
-        inputs=github.pop("inputs", {}),
+        work, runner_temp, env, context | {"sha": git(work, "rev-parse", "HEAD")} | github,
+        vars=variables, secrets=secrets, inputs=github.pop("inputs", {}),
     )  # fmt: skip
     return runner.run_job(load(GITHUB), job)
 
@@ -359,15 +360,7 @@ class Loop:
     ) -> list[StepResult]:
         work = work or self.checkout()
         runner_temp = self.installed if work == self.repo.work else self._runner_temp(work)
-        env = base_env(work.parent, PYTHON_BIN) | self.repo.forge.github_env(work.parent)
-        (work.parent / "step_summary").write_text("", encoding="utf-8")
-        variables, secrets = clients(job, base_url or self.repo.server.url)
-        context = {"ref": "refs/heads/main", "base_ref": "main", "token": JOB_TOKEN}
-        runner = Runner(
-            work, runner_temp, env, context | {"sha": git(work, "rev-parse", "HEAD")} | github,
-            vars=variables, secrets=secrets, inputs=github.pop("inputs", {}),
-        )  # fmt: skip
-        return runner.run_job(load(GITHUB), job)
+        return github_job(self.repo, runner_temp, job, base_url, work, **github)
 
     def _runner_temp(self, work: Path) -> Path:
         """Another runner's temporary directory, the tool installed there already."""

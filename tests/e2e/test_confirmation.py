@@ -10,14 +10,12 @@ or the terminal is the point; in this process (stdin a pipe's stand-in) elsewher
 from __future__ import annotations
 
 import re
-import shlex
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from support.cli import run_cli, run_cli_process
-from support.helpers import RECONCILE, sandbox_env
+from support.cli import run_cli, run_cli_process, run_shell
+from support.helpers import sandbox_env
 from support.invites import ACME, desired_entry, write_invites
 from support.terminal import run_at_terminal
 
@@ -60,30 +58,15 @@ def test_apply_refuses_before_reading_even_broken_files(server: Sandbox, workdir
     assert "broken.yaml" not in result.stderr  # the files were never read
 
 
-def run_with_stdin_closed(
-    args: list[str], cwd: Path, env: dict[str, str]
-) -> subprocess.CompletedProcess[str]:
-    command = " ".join(shlex.quote(part) for part in [*RECONCILE, *args]) + " <&-"
-    return subprocess.run(
-        ["bash", "-c", command],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-
-
 @pytest.mark.parametrize(
     ("args", "action"),
-    [(["apply"], "apply"), (["resend", "inv_acme"], "re-send")],
+    [("apply", "apply"), ("resend inv_acme", "re-send")],
     ids=["apply", "resend"],
 )
 def test_a_closed_stdin_is_no_terminal_and_no_traceback(
-    server: Sandbox, workdir: Path, args: list[str], action: str
+    server: Sandbox, workdir: Path, args: str, action: str
 ) -> None:
-    result = run_with_stdin_closed(args, workdir, sandbox_env(server))
+    result = run_shell(f"reconcile {args} <&-", workdir, sandbox_env(server))
 
     assert result.returncode == 1
     assert f"refusing to {action} without confirmation: standard input is not a terminal" in (
@@ -95,7 +78,7 @@ def test_a_closed_stdin_is_no_terminal_and_no_traceback(
 
 
 def test_a_closed_stdin_with_auto_approve_applies(server: Sandbox, workdir: Path) -> None:
-    result = run_with_stdin_closed(["apply", "--auto-approve"], workdir, sandbox_env(server))
+    result = run_shell("reconcile apply --auto-approve <&-", workdir, sandbox_env(server))
     assert result.returncode == 0, result.stderr
     assert "Apply: 1 updated, 0 failed." in result.stdout
     assert len(server.stats.calls("PATCH")) == 1

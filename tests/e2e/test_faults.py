@@ -18,7 +18,6 @@ that `apply --auto-approve --audit-log FILE`
 from __future__ import annotations
 
 import copy
-import json
 import random
 import re
 import time
@@ -34,7 +33,8 @@ import pytest
 import yaml
 from support.cli import CliRun, run_cli
 from support.daemon import free_port
-from support.helpers import clean_env, sandbox_env
+from support.estate import ADD_ONS, ATTACHMENTS, BUSINESSES, CONTACTS, GROUPS
+from support.helpers import audit_log, clean_env, sandbox_env
 
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox
 
@@ -49,38 +49,8 @@ MANAGED = ("name", "email", "phone", "primaryContact", "groups", "addOns", "atta
 SET_FIELDS = ("groups", "addOns", "attachments")
 SERVER_MANAGED = ("updatedAt", "lastSentAt")  # the server may change these on a write
 
-NAMES = (
-    "Müller & Söhne GmbH",
-    "Société Générale de Café SARL",
-    "Ørsted Vind ApS",
-    "Nuñez Exportaciones S.A.",
-    "株式会社サクラ商事",
-    "서울 핀테크 주식회사",
-    "Κάππα Εμπορική Α.Ε.",
-    "Łódź Logistyka Sp. z o.o.",
-    "Ünal Dış Ticaret A.Ş.",
-    "مؤسسة النور للتجارة",
-    "Zürcher Ärztekasse AG",
-    "Kiwi Ledger Ltd",
-)
-CONTACTS = (
-    "Jane Doe",
-    "José Nuñez",
-    "김민준",
-    "佐藤 花子",
-    "Zoë Ångström",
-    "Łukasz Żółć",
-    "Αθηνά Παπαδοπούλου",
-    "Søren Ødegård",
-)
-GROUPS = ("emea", "apac", "latam", "na", "enterprise", "mid-market", "smb")
-ADD_ONS = ("edd", "sanctions-plus", "pep-screening", "adverse-media")
-ATTACHMENTS = (
-    "certificate-of-incorporation",
-    "proof-of-address",
-    "ubo-declaration",
-    "bank-statement",
-)
+# Names in many scripts, contacts, and the sets' items: the benchmarks' estate's.
+NAMES = tuple(f"{stem} {suffix}".strip() for stem, suffix, _, _ in BUSINESSES)
 
 # Retries generous enough to ride out every fault below, small enough to stay fast.
 FAULT_CONFIG = "max_attempts: 12\nretry_max_seconds: 30\n"
@@ -88,29 +58,11 @@ FAULT_CONFIG = "max_attempts: 12\nretry_max_seconds: 30\n"
 # read currently spends its own retry budget (see test_giving_up_takes_...).
 GIVE_UP_CONFIG = "max_attempts: 3\nretry_max_seconds: 2\nparallelism: 2\n"
 
+# Every audit line has these; an attempt line the fields it writes, an outcome its answer.
+_AUDIT_COMMON = {"record", "attempt_id", "time", "invite_id", "operation", "client_id", "plan_hash"}
 AUDIT_FIELDS = {
-    "attempt": {
-        "record",
-        "attempt_id",
-        "time",
-        "invite_id",
-        "operation",
-        "fields",
-        "client_id",
-        "plan_hash",
-    },
-    "outcome": {
-        "record",
-        "attempt_id",
-        "time",
-        "invite_id",
-        "operation",
-        "outcome",
-        "http_status",
-        "request_id",
-        "client_id",
-        "plan_hash",
-    },
+    "attempt": _AUDIT_COMMON | {"fields"},
+    "outcome": _AUDIT_COMMON | {"outcome", "http_status", "request_id"},
 }
 
 
@@ -299,6 +251,12 @@ def parse_apply(stdout: str) -> ApplyOutput:
     )
 
 
+def apply(ds: Dataset, sandbox: Sandbox, config: Path, audit: Path, **env: str) -> CliRun:
+    """`reconcile apply --auto-approve` of the data set, with its audit log."""
+    args = ("--audit-log", str(audit), "--config", str(config), str(ds.root))
+    return run_cli("apply", "--auto-approve", *args, env=sandbox_env(sandbox, **env))
+
+
 def write_config(directory: Path, text: str) -> Path:
     path = directory / "reconciler-test.yaml"
     path.write_text(text, encoding="utf-8")
@@ -308,13 +266,6 @@ def write_config(directory: Path, text: str) -> Path:
 def invite_id_of(path: str) -> str:
     assert path.startswith(INVITES_PREFIX), path
     return unquote(path[len(INVITES_PREFIX) :].split("/")[0])
-
-
-def read_audit(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    lines = path.read_text(encoding="utf-8").splitlines()
-    return [json.loads(line) for line in lines if line.strip()]
 
 
 def assert_no_traceback(result: CliRun) -> None:
@@ -395,7 +346,7 @@ def assert_honest_report(
 
 
 def assert_audit_log(path: Path, ds: Dataset, out: ApplyOutput) -> None:
-    entries = read_audit(path)
+    entries = audit_log(path)
     assert entries, "no audit lines written"
     for entry in entries:
         missing = AUDIT_FIELDS[entry["record"]] - set(entry)
@@ -478,19 +429,8 @@ def run_fault_scenario(
 ) -> Scenario:
     ds = build_dataset(tmp_path / "invites", n, seed)
     sandbox = start_sandbox(ds.server, seed=seed, **knobs)
-    config = write_config(tmp_path, FAULT_CONFIG)
-    audit = tmp_path / "audit.jsonl"
-    run_env = sandbox_env(sandbox, **(env or {}))
-    result = run_cli(
-        "apply",
-        "--auto-approve",
-        "--audit-log",
-        str(audit),
-        "--config",
-        str(config),
-        str(ds.root),
-        env=run_env,
-    )
+    config, audit = write_config(tmp_path, FAULT_CONFIG), tmp_path / "audit.jsonl"
+    result = apply(ds, sandbox, config, audit, **(env or {}))
     if settle:
         wait_idle(sandbox)
     assert_no_traceback(result)
@@ -646,18 +586,8 @@ def test_timed_out_resend_is_not_reported_as_not_sent(
         return store_resend(invite_id)
 
     sandbox.store.resend = slow_resend  # type: ignore[method-assign]
-    config = write_config(tmp_path, FAULT_CONFIG)
-    audit = tmp_path / "audit.jsonl"
-    result = run_cli(
-        "apply",
-        "--auto-approve",
-        "--audit-log",
-        str(audit),
-        "--config",
-        str(config),
-        str(ds.root),
-        env=sandbox_env(sandbox, RECONCILER_TIMEOUT="0.15"),
-    )
+    config, audit = write_config(tmp_path, FAULT_CONFIG), tmp_path / "audit.jsonl"
+    result = apply(ds, sandbox, config, audit, RECONCILER_TIMEOUT="0.15")
     wait_idle(sandbox)  # the sandbox finishes the re-sends the client stopped waiting for
     assert_no_traceback(result)
     out = parse_apply(result.stdout)
@@ -709,7 +639,7 @@ def test_api_down_plan_and_apply_give_up_in_bounded_time(
     assert sandbox.store.snapshot() == before
     assert not [r for r in sandbox.stats.requests if r.method == "PATCH"]
     assert not sandbox.store.resends
-    assert read_audit(audit) == [], "no write was attempted, so nothing to audit"
+    assert audit_log(audit) == [], "no write was attempted, so nothing to audit"
 
 
 def test_giving_up_takes_one_retry_budget_not_one_per_worker(
@@ -765,14 +695,7 @@ def test_missing_and_accepted_invites_fail_alone(
             invite["status"] = "accepted"
     sandbox = start_sandbox(server)
     audit = tmp_path / "audit.jsonl"
-    result = run_cli(
-        "apply",
-        "--auto-approve",
-        "--audit-log",
-        str(audit),
-        str(ds.root),
-        env=sandbox_env(sandbox),
-    )
+    result = apply(ds, sandbox, write_config(tmp_path, FAULT_CONFIG), audit)
     assert_no_traceback(result)
     assert result.returncode == 1, result.stdout + result.stderr
     output = result.stdout + result.stderr
@@ -806,7 +729,7 @@ def test_missing_and_accepted_invites_fail_alone(
     }
     assert accepted_id not in touched and gone_id not in touched
     assert sandbox.store.resends[accepted_id] == 0
-    assert {e["invite_id"] for e in read_audit(audit)} == others
+    assert {e["invite_id"] for e in audit_log(audit)} == others
     # Planning again: nothing left to update; the two problems are still reported.
     plan = run_cli("plan", str(ds.root), env=sandbox_env(sandbox))
     assert plan.returncode == 1

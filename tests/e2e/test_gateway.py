@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from support.cli import run_cli_process
 from support.helpers import clean_env
-from support.invites import ACME, desired_entry, write_invites
+from support.invites import acme_estate
 from support.nginx import Gateway, Nginx
 
 from reconciler.sandbox import Sandbox
@@ -31,13 +31,7 @@ SLOWED = re.compile(r"the server limits requests: slowed to about ([\d.]+) per s
 
 
 def _estate(tmp_path: Path) -> tuple[list[dict[str, object]], Path]:
-    state = [dict(ACME, id=f"inv_{i:03d}", name=f"Firma {i} GmbH") for i in range(COUNT)]
-    entries = [
-        desired_entry(s, email=f"new{i}@acme.example") if i < CHANGED else desired_entry(s)
-        for i, s in enumerate(state)
-    ]
-    write_invites(tmp_path / "invites", entries)
-    return state, tmp_path / "invites"
+    return acme_estate(tmp_path / "invites", COUNT, CHANGED), tmp_path / "invites"
 
 
 def _run(nginx: Nginx, sandbox: Sandbox, *args: str, cwd: Path, timeout: float = 60):

@@ -11,14 +11,13 @@ a PATCH is read back, found written, and its re-send made once.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from support.answer_phase_proxy import AnswerPhaseProxy
 from support.cli import run_cli
-from support.helpers import clean_env, sandbox_env
+from support.helpers import audit_outcomes, clean_env, sandbox_env
 from support.invites import ACME, desired_entry, write_invites
 
 from reconciler.sandbox import Sandbox
@@ -27,13 +26,6 @@ pytestmark = pytest.mark.e2e
 
 LIST_FORM = ["email", "primaryContact"]
 IDS = ("inv_0", "inv_1", "inv_2")
-
-
-def _outcomes(path: Path) -> list[tuple[str, str, str]]:
-    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-    return [
-        (r["operation"], r["invite_id"], r["outcome"]) for r in records if r["record"] == "outcome"
-    ]
 
 
 def _estate(start_sandbox: Callable[..., Sandbox], tmp_path: Path) -> Sandbox:
@@ -71,7 +63,7 @@ def test_a_re_send_answered_with_a_403_after_the_platform_sent_it_is_unknown_sen
     # Nothing says it failed, nothing advises sending it again.
     assert "reconcile resend" not in out and "not re-sent" not in out and "failed  " not in out
     assert "Traceback" not in out
-    assert sorted(_outcomes(tmp_path / "audit.jsonl")) == sorted(
+    assert sorted(audit_outcomes(tmp_path / "audit.jsonl")) == sorted(
         [("update", i, "ok") for i in IDS] + [("resend", i, "unknown") for i in IDS]
     )
 
@@ -94,7 +86,7 @@ def test_a_patch_answered_with_a_403_after_the_platform_wrote_it_is_read_back_an
         assert f"updated      {invite_id}  " in applied.stdout
     assert "Apply: 3 updated, 0 failed." in applied.stdout
     assert "failed  " not in out and "not sent" not in out and "Traceback" not in out
-    assert sorted(_outcomes(tmp_path / "audit.jsonl")) == sorted(
+    assert sorted(audit_outcomes(tmp_path / "audit.jsonl")) == sorted(
         [("update", i, "ok") for i in IDS] + [("resend", i, "ok") for i in IDS]
     )
 

@@ -7,16 +7,16 @@ each invitation sent once, counted at the sandbox; with --max-rate at its limit,
 
 from __future__ import annotations
 
-import os
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
-from support.apache import Apache, Evasive, apache_binary
+from support.apache import Apache, Evasive
 from support.cli import run_cli_process
 from support.helpers import clean_env
-from support.invites import ACME, desired_entry, write_invites
+from support.invites import acme_estate
 
 from reconciler.sandbox import Sandbox
 
@@ -34,35 +34,8 @@ EVASIVE = {
 }
 
 
-@pytest.fixture
-def start_apache() -> Iterator[Callable[..., Apache]]:
-    """Start real Apache processes in front of sandboxes; all are stopped after the test.
-    Without Apache and mod_evasive the test is skipped, except under CI (CI=true), where
-    `.ci/run` installs them."""
-    if apache_binary() is None:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail("apache2 or mod_evasive is missing, and CI=true: .ci/run installs them")
-        pytest.skip("apache2 with mod_evasive is not installed; CI runs these")
-    started: list[Apache] = []
-
-    def start(sandbox: Sandbox, evasive: Evasive) -> Apache:
-        server = Apache(sandbox.url, evasive).start()
-        started.append(server)
-        return server
-
-    yield start
-    for server in started:
-        server.stop()
-
-
-def _estate(tmp_path: Path, changed: int, **change: object) -> list[dict[str, object]]:
-    state = [dict(ACME, id=f"inv_{i:03d}", name=f"Firma {i} GmbH") for i in range(COUNT)]
-    entries = [
-        desired_entry(s, email=f"new{i}@acme.example", **change) if i < n else desired_entry(s)
-        for n, (i, s) in ((changed, pair) for pair in enumerate(state))
-    ]
-    write_invites(tmp_path / "invites", entries)
-    return state
+def _estate(tmp_path: Path, changed: int, **change: Any) -> list[dict[str, Any]]:
+    return acme_estate(tmp_path / "invites", COUNT, changed, **change)
 
 
 def _run(apache: Apache, sandbox: Sandbox, *args: str, cwd: Path, ok: tuple[int, ...] = (0,)):

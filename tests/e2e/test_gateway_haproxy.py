@@ -16,7 +16,7 @@ import pytest
 from support.cli import run_cli_process
 from support.haproxy import Haproxy, Limit
 from support.helpers import clean_env
-from support.invites import ACME, desired_entry, write_invites
+from support.invites import acme_estate
 
 from reconciler.sandbox import Sandbox
 
@@ -41,13 +41,7 @@ QUEUE_LATENCY = 0.1
 
 
 def _estate(tmp_path: Path) -> tuple[list[dict[str, object]], Path]:
-    state = [dict(ACME, id=f"inv_{i:03d}", name=f"Firma {i} GmbH") for i in range(COUNT)]
-    entries = [
-        desired_entry(s, email=f"new{i}@acme.example") if i < CHANGED else desired_entry(s)
-        for i, s in enumerate(state)
-    ]
-    write_invites(tmp_path / "invites", entries)
-    return state, tmp_path / "invites"
+    return acme_estate(tmp_path / "invites", COUNT, CHANGED), tmp_path / "invites"
 
 
 def _run(haproxy: Haproxy, sandbox: Sandbox, *args: str, cwd: Path):
@@ -144,12 +138,7 @@ def test_re_sends_behind_a_limit_on_resend_alone_each_go_exactly_once(
     # before the platform sees them; each is sent again, never twice. (The 100 at
     # 1/s is in the benchmarks README: the same run, five times longer.)
     count = 8
-    state = [dict(ACME, id=f"inv_{i:03d}") for i in range(count)]
-    entries = [
-        desired_entry(s, email=f"new{i}@acme.example", resendOnChange=True)
-        for i, s in enumerate(state)
-    ]
-    write_invites(tmp_path / "invites", entries)
+    state = acme_estate(tmp_path / "invites", count, count, name=None, resendOnChange=True)
     sandbox = start_sandbox(state)
     haproxy = start_haproxy(sandbox, limit)
 

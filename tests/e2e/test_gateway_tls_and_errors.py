@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from support.cli import run_cli
+from support.cli import last_error, run_cli
 from support.helpers import clean_env
 from support.inprocess import CliResult
 from support.nginx import Gateway, Nginx
@@ -48,10 +48,6 @@ def reconcile(tmp_path: Path, env: dict[str, str], *args: str, desired: str = DE
     result = run_cli(*(args or ("plan",)), "invites.yaml", cwd=tmp_path, env=clean_env(**env))
     assert "Traceback" not in result.stderr
     return result
-
-
-def last_error(result: CliResult) -> str:
-    return result.stderr.strip().splitlines()[-1]
 
 
 def test_a_server_offering_only_tls_1_0_is_named_so(

@@ -10,12 +10,11 @@ from collections import Counter
 
 import pytest
 from support.helpers import RECONCILE, sandbox_env
-from support.invites import ACME, desired_entry, write_invites
+from support.invites import ACME, acme_estate
 
 
 def _start_apply(start_sandbox, tmp_path, count=40, write_seconds=0.2, parallelism=8):
-    state = [dict(ACME, id=f"inv_{i:03d}") for i in range(count)]
-    server = start_sandbox(state)
+    server = start_sandbox(acme_estate(tmp_path / "invites", count, count, name=None))
     store_update = server.store.update
 
     def slow_update(*args, **kwargs):  # the writes take their time; the reads do not
@@ -23,24 +22,9 @@ def _start_apply(start_sandbox, tmp_path, count=40, write_seconds=0.2, paralleli
         return store_update(*args, **kwargs)
 
     server.store.update = slow_update
-    write_invites(
-        tmp_path / "invites",
-        [desired_entry(s, email=f"n{i}@acme.example") for i, s in enumerate(state)],
-    )
-    proc = subprocess.Popen(
-        [
-            *RECONCILE,
-            "apply",
-            "--auto-approve",
-            f"--parallelism={parallelism}",
-            "--audit-log=audit.jsonl",
-        ],
-        cwd=tmp_path,
-        env=sandbox_env(server),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    args = ("apply", "--auto-approve", f"--parallelism={parallelism}", "--audit-log=audit.jsonl")
+    env, pipe = sandbox_env(server), subprocess.PIPE
+    proc = subprocess.Popen([*RECONCILE, *args], cwd=tmp_path, env=env, stdout=pipe, stderr=pipe)
     return server, proc
 
 
@@ -57,7 +41,7 @@ def test_first_interrupt_finishes_in_flight_writes_and_reports_exactly(
     server, proc = _start_apply(start_sandbox, tmp_path)
     _wait_until(lambda: server.stats.calls("PATCH"))  # some writes done, more to come
     proc.send_signal(signum)
-    stdout, stderr = proc.communicate(timeout=60)
+    stdout, stderr = (out.decode() for out in proc.communicate(timeout=60))
     assert proc.returncode == 1
     assert "Interrupted" in stderr and "Traceback" not in stderr
     updated = {line.split()[1] for line in stdout.splitlines() if line.startswith("updated")}
@@ -89,7 +73,7 @@ def test_second_interrupt_quits_at_once(start_sandbox, tmp_path):
     time.sleep(0.2)
     started = time.monotonic()
     proc.send_signal(signal.SIGINT)
-    _stdout, stderr = proc.communicate(timeout=10)
+    stderr = proc.communicate(timeout=10)[1].decode()
     assert time.monotonic() - started < 0.9  # did not wait for the writes in flight
     assert proc.returncode != 0
     assert "quitting now" in stderr

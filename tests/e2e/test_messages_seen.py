@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from support.cli import run_cli
 from support.helpers import EXAMPLES, clean_env, sandbox_env
-from support.hostile_server import CLIENT_ID, HostileServer, Hostility, envelope
+from support.hostile_server import HostileServer, Hostility
+from support.local_http import envelope
 from support.terminal import PIPE, run_at_terminal
 
 from reconciler.sandbox import Sandbox
@@ -93,12 +94,7 @@ def test_a_403_to_apply_s_first_re_send_stops_the_run_and_is_said_once(tmp_path:
     (tmp_path / "invites" / "a.yaml").write_text(f"invites:\n{entries}", encoding="utf-8")
     (tmp_path / "reconciler.yaml").write_text("parallelism: 1\n", encoding="utf-8")
     with HostileServer(invites, hostility, secret="s3cr3t-resend-403") as server:
-        env = clean_env(
-            RECONCILER_BASE_URL=server.url,
-            RECONCILER_CLIENT_ID=CLIENT_ID,
-            RECONCILER_CLIENT_SECRET="s3cr3t-resend-403",
-        )
-        result = run_cli("apply", "--auto-approve", cwd=tmp_path, env=env)
+        result = run_cli("apply", "--auto-approve", cwd=tmp_path, env=sandbox_env(server))
         patched = [seen.target for seen in server.calls("PATCH")]
         resends = [s.target for s in server.calls("POST") if s.target.endswith("/resend")]
     assert result.returncode == 1

@@ -1,21 +1,24 @@
-"""A reader that stops early (`reconcile plan | head -1`) ends the run quietly.
+"""Output that cannot be written ends the run with a message, never a traceback.
 
-The real `reconcile` process, its stdout a pipe closed after the first line,
-against a sandbox whose plan is larger than a pipe holds: like git, the run
-ends without a traceback or a second complaint at exit; the exit code is 1,
-as the output was cut short.
+A reader that stops early (`reconcile plan | head -1`) ends the run quietly: the real
+`reconcile` process, its stdout a pipe closed after the first line, against a sandbox
+whose plan is larger than a pipe holds: like git, the run ends without a traceback or a
+second complaint at exit; the exit code is 1, as the output was cut short. A full disk
+or a closed stdout (apply and resend: test_resends.py) likewise.
 """
 
 from __future__ import annotations
 
 import re
+import shlex
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from support.cli import run_shell
 from support.estate import make_dataset
-from support.helpers import RECONCILE, sandbox_env
+from support.helpers import EXAMPLES, RECONCILE, sandbox_env
 
 from reconciler.sandbox import Sandbox
 
@@ -103,3 +106,18 @@ def test_a_closed_pipe_during_resend_sends_no_further_e_mail_and_says_which_on_s
     assert sum(server.store.resends.values()) == sent < len(ids)
     not_sent = next(line for line in errors if line.startswith("Not sent: "))
     assert len(not_sent.split(". Send them with")[0].split()) - 2 == len(ids) - sent
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full here")
+def test_a_full_disk_under_stdout_is_an_error_not_a_traceback() -> None:
+    result = run_shell("reconcile schema >/dev/full")
+    assert result.returncode == 1
+    assert "error: cannot write the output: No space left on device" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_closed_stdout_is_not_a_crash() -> None:
+    # Started with stdout closed (`>&-`), Python has no sys.stdout at all.
+    result = run_shell(f"reconcile validate {shlex.quote(str(EXAMPLES))} >&-")
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr

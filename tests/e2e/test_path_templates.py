@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 from support.cli import CliResult, run_cli
-from support.helpers import clean_env
-from support.hostile_server import CLIENT_ID, HostileServer
+from support.helpers import sandbox_env
+from support.hostile_server import HostileServer
 
 pytestmark = pytest.mark.e2e
 
@@ -36,12 +36,7 @@ def run(tmp_path: Path, server: HostileServer, key: str, template: str, *args: s
     (tmp_path / "invites" / "a.yaml").write_text(DESIRED, encoding="utf-8")
     config = f"max_attempts: 2\n{key}: '{template}'\n"
     (tmp_path / "reconciler.yaml").write_text(config, encoding="utf-8")
-    env = clean_env(
-        RECONCILER_BASE_URL=server.url,
-        RECONCILER_CLIENT_ID=CLIENT_ID,
-        RECONCILER_CLIENT_SECRET=SECRET,
-    )
-    return run_cli(*args, cwd=tmp_path, env=env)
+    return run_cli(*args, cwd=tmp_path, env=sandbox_env(server))
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.cli import run_cli
+from support.cli import last_error, run_cli
 from support.helpers import clean_env
 from support.hostile_server import CLIENT_ID, HostileServer
 from support.inprocess import CliResult
@@ -64,10 +64,6 @@ def plan(tmp_path: Path, base_url: str, **env: str) -> CliResult:
     said = result.stdout + result.stderr
     assert SECRET not in said and PROXY_PASSWORD not in said and "Traceback" not in said
     return result
-
-
-def last_error(result: CliResult) -> str:
-    return result.stderr.strip().splitlines()[-1]
 
 
 # -- row 4: the base URL is parsed once; plain http never goes to a proxy ---------------
@@ -170,7 +166,11 @@ def test_without_the_private_ca_the_certificate_is_refused_once_with_the_hint(
 ) -> None:
     result = plan(tmp_path, tls_server.url)
     assert result.returncode == 1
-    assert "certificate verify failed: unable to get local issuer certificate" in result.stderr
+    address = tls_server.url.removeprefix("https://")
+    assert (
+        f"TLS verification failed for {address} (certificate verify failed: unable to get "
+        "local issuer certificate)" in result.stderr
+    )
     assert "point REQUESTS_CA_BUNDLE at its certificate" in result.stderr
     assert tls_server.seen == []
 

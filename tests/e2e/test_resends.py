@@ -10,7 +10,6 @@ from __future__ import annotations
 import errno
 import json
 import os
-import shlex
 import shutil
 import subprocess
 import time
@@ -19,10 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.cli import run_cli, run_cli_process
-from support.helpers import RECONCILE, clean_env, sandbox_env
-from support.hostile_server import CLIENT_ID, HostileServer, Hostility, envelope
+from support.cli import run_cli, run_cli_process, run_shell
+from support.helpers import clean_env, sandbox_env
+from support.hostile_server import HostileServer, Hostility
 from support.invites import ACME, desired_entry, write_invites
+from support.local_http import envelope
 from support.nginx import Gateway, Nginx
 
 from reconciler.sandbox import Sandbox
@@ -131,13 +131,7 @@ UNKNOWN_ADVICE = "re-send unknown: check with the platform or the invitee before
 
 
 def hostile_env(server: HostileServer, **extra: str) -> dict[str, str]:
-    return clean_env(
-        RECONCILER_BASE_URL=server.url,
-        RECONCILER_CLIENT_ID=CLIENT_ID,
-        RECONCILER_CLIENT_SECRET=HOSTILE_SECRET,
-        RECONCILER_MAX_RESPONSE_BYTES="65536",
-        **extra,
-    )
+    return sandbox_env(server, RECONCILER_MAX_RESPONSE_BYTES="65536", **extra)
 
 
 GATEWAYS = {
@@ -253,20 +247,6 @@ def test_re_running_a_partly_failed_apply_finishes_it_and_a_mixed_change_is_stal
 
 
 # -- nothing done goes unreported --------------------------------------------------------
-
-
-def run_shell(command: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """``reconcile ...`` run by bash, so that a test can close or redirect its stdout."""
-    reconcile = " ".join(shlex.quote(part) for part in RECONCILE)
-    return subprocess.run(
-        ["bash", "-c", command.replace("reconcile", reconcile, 1)],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
 
 
 @pytest.mark.parametrize("redirect", [">&-", ">/dev/full"], ids=["closed", "full device"])

@@ -3,45 +3,20 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.cli import run_cli
-from support.helpers import RECONCILE, clean_env
+from support.cli import run_cli, serving_sandbox
+from support.helpers import clean_env
 
 from reconciler.commands.sandbox import _served_ids
 
 pytestmark = pytest.mark.e2e
 
 
-@contextlib.contextmanager
-def _serving(*args: str) -> Iterator[list[str]]:
-    """A `reconcile sandbox` child process, serving while in the block: its banner's lines."""
-    with subprocess.Popen(
-        [*RECONCILE, "sandbox", "--port", "0", *args],
-        env=clean_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    ) as server:
-        assert server.stderr is not None
-        lines: list[str] = []
-        try:
-            while not lines or not lines[-1].startswith("Press Ctrl-C"):
-                line = server.stderr.readline()
-                assert line, f"the sandbox ended: {lines}"
-                lines.append(line.rstrip("\n"))
-            yield lines
-        finally:
-            server.terminate()
-
-
 def _banner(*args: str) -> list[str]:
-    with _serving(*args) as lines:
+    with serving_sandbox(*args) as lines:
         return lines
 
 
@@ -74,7 +49,7 @@ def test_a_read_only_client_plans_and_is_refused_before_any_write(tmp_path: Path
     # CI's two clients rehearsed on the sandbox: the pull request's client reads, and
     # its secret, the user's own, is never echoed.
     secret = "pr-secret-4711:with-colon"
-    with _serving("--read-only-client", f"ci-plan:{secret}") as banner:
+    with serving_sandbox("--read-only-client", f"ci-plan:{secret}") as banner:
         url = banner[3].strip().split("=", 1)[1]
         env = clean_env(
             RECONCILER_BASE_URL=url,

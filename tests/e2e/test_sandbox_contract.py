@@ -13,9 +13,7 @@ import time
 
 import pytest
 import requests
-from support.cli import run_cli
-from support.daemon import free_port
-from support.helpers import RECONCILE, clean_env
+from support.cli import run_cli, serving_sandbox
 
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET
 
@@ -216,64 +214,26 @@ def test_an_oversized_body_gets_413_and_one_connection_close(sandbox):
 
 
 @pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
-def test_reconcile_sandbox_command_serves_curl(tmp_path):
-    port = free_port()
-    proc = subprocess.Popen(
-        [*RECONCILE, "sandbox", "--port", str(port)],
-        env=clean_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        base = f"http://127.0.0.1:{port}"
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
-                break
-            except OSError:
-                time.sleep(0.05)
+def test_reconcile_sandbox_command_serves_curl():
+    def curl(*args: str) -> dict:
+        out = subprocess.run(["curl", "-s", *args], capture_output=True, text=True, timeout=10)
+        return json.loads(out.stdout)
 
-        def curl(*args: str) -> dict:
-            out = subprocess.run(["curl", "-s", *args], capture_output=True, text=True, timeout=10)
-            return json.loads(out.stdout)
-
-        issued = curl(
-            "-X",
-            "POST",
-            base + "/oauth/token",
-            "-d",
-            "grant_type=client_credentials",
-            "-d",
-            f"client_id={SANDBOX_CLIENT_ID}",
-            "-d",
-            f"client_secret={SANDBOX_CLIENT_SECRET}",
-            "-d",
-            "scope=kyb:invites:read kyb:invites:write",
-        )
+    with serving_sandbox() as banner:
+        base = banner[3].strip().split("=", 1)[1]
+        form = f"client_id={SANDBOX_CLIENT_ID}&client_secret={SANDBOX_CLIENT_SECRET}"
+        scope = "scope=kyb:invites:read+kyb:invites:write"
+        issued = curl("-d", f"grant_type=client_credentials&{form}&{scope}", f"{base}/oauth/token")
         auth = "Authorization: Bearer " + issued["data"]["access_token"]
-        assert curl("-H", auth, base + INVITE + "inv_8f2k1")["data"]["name"] == "Acme Holdings Ltd"
-        patched = curl(
-            "-X",
-            "PATCH",
-            "-H",
-            auth,
-            "-H",
-            "Content-Type: application/json",
-            "-d",
-            '{"phone": "+442079460999"}',
-            base + INVITE + "inv_8f2k1",
-        )
+        acme = base + INVITE + "inv_8f2k1"
+        assert curl("-H", auth, acme)["data"]["name"] == "Acme Holdings Ltd"
+        body = '{"phone": "+442079460999"}'
+        json_type = "Content-Type: application/json"
+        patched = curl("-X", "PATCH", "-H", auth, "-H", json_type, "-d", body, acme)
         assert patched["data"]["phone"] == "+442079460999"
-        assert curl("-X", "POST", "-H", auth, "-d", "{}", base + INVITE + "inv_8f2k1/resend")[
-            "success"
-        ]
-    finally:
-        proc.terminate()
-        _out, err = proc.communicate(timeout=10)
-    assert f"listening on http://127.0.0.1:{port}" in err
-    assert f"RECONCILER_CLIENT_ID={SANDBOX_CLIENT_ID}" in err
-    assert "Traceback" not in err
+        assert curl("-X", "POST", "-H", auth, "-d", "{}", acme + "/resend")["success"]
+    assert f"listening on {base} " in banner[0]
+    assert f"RECONCILER_CLIENT_ID={SANDBOX_CLIENT_ID}" in "\n".join(banner)
 
 
 def test_a_busy_port_is_a_plain_error(sandbox):

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from support.cli import run_cli
-from support.git import git
+from support.git import commit_repository, git
 from support.helpers import sandbox_env
 
 from reconciler.sandbox import Sandbox
@@ -63,11 +63,7 @@ PLATFORM = [
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    (tmp_path / "invites").mkdir()
-    (tmp_path / "invites" / "all.yaml").write_text(BASE, encoding="utf-8")
-    git(tmp_path, "init", "-q", "-b", "main")
-    git(tmp_path, "add", "-A")
-    git(tmp_path, "commit", "-q", "-m", "base")
+    commit_repository(tmp_path, {"invites/all.yaml": BASE}, "base")
     git(tmp_path, "checkout", "-q", "-b", "change")
     (tmp_path / "invites" / "all.yaml").write_text(CHANGED, encoding="utf-8")
     git(tmp_path, "commit", "-qam", "three e-mails")

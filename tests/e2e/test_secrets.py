@@ -6,7 +6,7 @@ stderr, the plan file, the audit log, an exported file -- may hold the client
 secret or an access token. Tokens are JWTs; the sandbox's own tokens are
 recorded as it issues them, and every request target it receives is checked
 too (tokens never go in a URL). Also: plain http:// is refused for a remote
-host before anything is sent, and https:// verifies certificates.
+host before anything is sent (https:// verifying certificates: test_proxies_and_tls.py).
 """
 
 from __future__ import annotations
@@ -14,14 +14,8 @@ from __future__ import annotations
 import json
 import random
 import re
-import shutil
-import socket
-import ssl
-import subprocess
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +23,11 @@ import pytest
 import yaml
 from support.cli import CliRun, run_cli
 from support.daemon import free_port
-from support.helpers import clean_env, sandbox_env
+from support.estate import BUSINESSES
+from support.helpers import audit_log, clean_env, sandbox_env
+from support.proxy import RecordingProxy
 
-from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox, SandboxOptions
+from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox
 from reconciler.sandbox.app import Response, SandboxApp
 
 pytestmark = pytest.mark.e2e
@@ -40,19 +36,9 @@ JWT = re.compile(r"eyJ[\w-]+\.[\w-]+\.[\w-]+")
 LEAKY_SECRET = "s3cr3t-DO-NOT-LEAK-xyz"
 # Runs that are meant to fail should fail fast.
 QUICK_CONFIG = "max_attempts: 2\nretry_max_seconds: 1\nparallelism: 2\n"
-TLS_ENV = ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "SSL_CERT_FILE", "SSL_CERT_DIR")
 PROXY_ENV = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
 
-NAMES = (
-    "Müller & Söhne GmbH",
-    "株式会社サクラ商事",
-    "서울 핀테크 주식회사",
-    "Société Générale de Café SARL",
-    "Ørsted Vind ApS",
-    "Κάππα Εμπορική Α.Ε.",
-    "Nuñez Exportaciones S.A.",
-    "Łódź Logistyka Sp. z o.o.",
-)
+NAMES = tuple(f"{stem} {suffix}".strip() for stem, suffix, _, _ in BUSINESSES)
 
 
 # -- data ------------------------------------------------------------------------------
@@ -283,8 +269,7 @@ def test_missing_write_scope_403_on_apply(
     check(result, watch, exit_code=1, files=(audit,))
     assert "403" in result.stdout + result.stderr
     assert "kyb:invites:write" in result.stdout + result.stderr
-    lines = [json.loads(line) for line in audit.read_text(encoding="utf-8").splitlines()]
-    outcomes = [e for e in lines if e["record"] == "outcome"]
+    outcomes = [e for e in audit_log(audit) if e["record"] == "outcome"]
     # The first 403 stops the run: a write whose attempt line was already written is
     # then not sent at all, and says so; every other one is the platform's 403.
     assert outcomes and all(e["outcome"] == "failed" for e in outcomes)
@@ -296,285 +281,71 @@ def test_missing_write_scope_403_on_apply(
 
 # Retries back off a hundredth as long (tests/conftest.py): what they say is the point.
 @pytest.mark.usefixtures("quick_backoff")
-def test_api_down_errors_hold_no_secret_or_token(
-    watched_sandbox: Callable[..., tuple[Sandbox, LeakWatch]], tmp_path: Path
+@pytest.mark.parametrize(("down", "said"), [(True, "503"), (False, "could not connect")])
+def test_errors_of_an_api_down_or_unreachable_hold_no_secret_or_token(
+    watched_sandbox: Callable[..., tuple[Sandbox, LeakWatch]],
+    tmp_path: Path,
+    down: bool,
+    said: str,
 ) -> None:
     ds = build_dataset(tmp_path / "invites", n=40, seed=5)
-    sandbox, watch = watched_sandbox(ds.server, error_rate=1.0)
+    if down:  # the sandbox answers every request 503
+        sandbox, watch = watched_sandbox(ds.server, error_rate=1.0)
+        env, secret = sandbox_env(sandbox), SANDBOX_CLIENT_SECRET
+    else:  # nothing listens on the port
+        watch, secret = LeakWatch(), LEAKY_SECRET
+        env = clean_env(
+            RECONCILER_BASE_URL=f"http://127.0.0.1:{free_port()}",
+            RECONCILER_CLIENT_ID=SANDBOX_CLIENT_ID,
+            RECONCILER_CLIENT_SECRET=secret,
+        )
     config = str(write_config(tmp_path))
-    env = sandbox_env(sandbox)
-    audit = tmp_path / "audit.jsonl"
-    runs = [
-        ("plan", "-v", "--config", config, str(ds.root)),
-        (
-            "apply",
-            "-v",
-            "--auto-approve",
-            "--audit-log",
-            str(audit),
-            "--config",
-            config,
-            str(ds.root),
-        ),
-        ("export", "-v", "--config", config, ds.ids[0]),
-        ("resend", "-v", "--auto-approve", "--config", config, ds.ids[0]),
-    ]
-    for args in runs:
-        result = run_cli(*args, env=env, timeout=60)
-        check(result, watch, exit_code=1)
-        assert "503" in result.stdout + result.stderr
-
-
-# Retries back off a hundredth as long (tests/conftest.py): what they say is the point.
-@pytest.mark.usefixtures("quick_backoff")
-def test_unreachable_port_errors_hold_no_secret(tmp_path: Path) -> None:
-    ds = build_dataset(tmp_path / "invites", n=40, seed=6)
-    config = str(write_config(tmp_path))
-    env = clean_env(
-        RECONCILER_BASE_URL=f"http://127.0.0.1:{free_port()}",
-        RECONCILER_CLIENT_ID=SANDBOX_CLIENT_ID,
-        RECONCILER_CLIENT_SECRET=LEAKY_SECRET,
-    )
-    watch = LeakWatch()
+    audit = str(tmp_path / "audit.jsonl")
     for args in (
         ("plan", "-v", "--config", config, str(ds.root)),
-        ("apply", "-v", "--auto-approve", "--config", config, str(ds.root)),
+        ("apply", "-v", "--auto-approve", "--audit-log", audit, "--config", config, str(ds.root)),
+        ("export", "-v", "--config", config, ds.ids[0]),
         ("resend", "-v", "--auto-approve", "--config", config, ds.ids[0]),
     ):
         result = run_cli(*args, env=env, timeout=60)
-        check(result, watch, secrets=(LEAKY_SECRET,), exit_code=1)
-        assert "could not connect" in result.stdout + result.stderr
+        check(result, watch, secrets=(secret,), exit_code=1)
+        assert said in result.stdout + result.stderr
 
 
 # -- transport security ----------------------------------------------------------------------
 
 
-class _Listener:
-    """A TCP port that counts the connections made to it and closes each at once."""
-
-    def __init__(self) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.port = self.sock.getsockname()[1]
-        self.connections = 0
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.connections += 1
-            conn.close()
-
-    def close(self) -> None:
-        self.sock.close()
-
-
-@pytest.fixture
-def proxy_trap() -> Iterator[_Listener]:
-    listener = _Listener()
-    yield listener
-    listener.close()
-
-
-def _via_proxy(port: int, **extra: str) -> dict[str, str]:
+def _via_proxy(url: str, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in clean_env(**extra).items() if k.upper() not in PROXY_ENV}
-    proxy = f"http://127.0.0.1:{port}"
-    env.update(HTTP_PROXY=proxy, HTTPS_PROXY=proxy, http_proxy=proxy, https_proxy=proxy)
+    env.update(HTTP_PROXY=url, HTTPS_PROXY=url, http_proxy=url, https_proxy=url)
     return env
 
 
-def test_plain_http_to_a_remote_host_is_refused_before_sending(
-    proxy_trap: _Listener, tmp_path: Path
-) -> None:
+def test_plain_http_to_a_remote_host_is_refused_before_sending(tmp_path: Path) -> None:
     ds = build_dataset(tmp_path / "invites", n=40, seed=7)
     config = str(write_config(tmp_path, "max_attempts: 1\nparallelism: 2\n"))
-    # All traffic would go through the trap: if the client sent anything, it would count.
-    env = _via_proxy(
-        proxy_trap.port,
-        RECONCILER_BASE_URL="http://api.example.com",
-        RECONCILER_CLIENT_ID=SANDBOX_CLIENT_ID,
-        RECONCILER_CLIENT_SECRET=LEAKY_SECRET,
-    )
     watch = LeakWatch()
-    for args in (
-        ("plan", "-v", "--config", config, str(ds.root)),
-        ("apply", "-v", "--auto-approve", "--config", config, str(ds.root)),
-        ("export", "-v", "--config", config, ds.ids[0]),
-    ):
-        result = run_cli(*args, env=env, timeout=60)
+    # All traffic would go through the trap (a proxy refusing all), which records it.
+    with RecordingProxy(refuse=True) as trap:
+        env = _via_proxy(
+            trap.url,
+            RECONCILER_BASE_URL="http://api.example.com",
+            RECONCILER_CLIENT_ID=SANDBOX_CLIENT_ID,
+            RECONCILER_CLIENT_SECRET=LEAKY_SECRET,
+        )
+        for args in (
+            ("plan", "-v", "--config", config, str(ds.root)),
+            ("apply", "-v", "--auto-approve", "--config", config, str(ds.root)),
+            ("export", "-v", "--config", config, ds.ids[0]),
+        ):
+            result = run_cli(*args, env=env, timeout=60)
+            check(result, watch, secrets=(LEAKY_SECRET,), exit_code=1)
+            assert "https://" in result.stderr and "api.example.com" in result.stderr
+            assert len(result.stderr.strip().splitlines()) <= 3, result.stderr
+        assert trap.received == [], "a request left for a plain-http remote host"
+
+        # Control: the same trap does catch a request the client is allowed to make.
+        env["RECONCILER_BASE_URL"] = "https://api.example.com"
+        result = run_cli("plan", "--config", config, str(ds.root), env=env, timeout=60)
         check(result, watch, secrets=(LEAKY_SECRET,), exit_code=1)
-        assert "https://" in result.stderr and "api.example.com" in result.stderr
-        assert len(result.stderr.strip().splitlines()) <= 3, result.stderr
-    assert proxy_trap.connections == 0, "a request left for a plain-http remote host"
-
-    # Control: the same trap does catch a request the client is allowed to make.
-    env["RECONCILER_BASE_URL"] = "https://api.example.com"
-    result = run_cli("plan", "--config", config, str(ds.root), env=env, timeout=60)
-    check(result, watch, secrets=(LEAKY_SECRET,), exit_code=1)
-    assert proxy_trap.connections > 0, "the trap never saw a request: this test is void"
-
-
-def _self_signed_cert(directory: Path) -> tuple[Path, Path]:
-    cert, key = directory / "cert.pem", directory / "key.pem"
-    try:
-        from cryptography import x509  # noqa: F401 - only to pick the generator
-    except ImportError:
-        openssl = shutil.which("openssl")
-        if openssl is None:
-            pytest.skip("neither the `cryptography` package nor the `openssl` command exists")
-        subprocess.run(
-            [
-                openssl,
-                "req",
-                "-x509",
-                "-newkey",
-                "ec",
-                "-pkeyopt",
-                "ec_paramgen_curve:prime256v1",
-                "-nodes",
-                "-days",
-                "2",
-                "-subj",
-                "/CN=127.0.0.1",
-                "-addext",
-                "subjectAltName=IP:127.0.0.1",
-                "-keyout",
-                str(key),
-                "-out",
-                str(cert),
-            ],
-            check=True,
-            capture_output=True,
-        )
-        return cert, key
-    return _cryptography_cert(cert, key)
-
-
-def _cryptography_cert(cert: Path, key: Path) -> tuple[Path, Path]:
-    import datetime
-    import ipaddress
-
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    private = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = datetime.datetime.now(datetime.UTC)
-    certificate = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(private.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=2))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False,
-        )
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(private, hashes.SHA256())
-    )
-    cert.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-    key.write_bytes(
-        private.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return cert, key
-
-
-class _AppHandler(BaseHTTPRequestHandler):
-    """Serves a SandboxApp: request in, response out."""
-
-    protocol_version = "HTTP/1.1"
-    # Headers and body go out in two writes: with Nagle's algorithm the second waits for
-    # the client's delayed ACK of the first, 40 ms an answer on Linux.
-    disable_nagle_algorithm = True
-    server: _TlsServer
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def _serve(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(length) if length else b""
-        response = self.server.app.handle(self.command, self.path, self.headers, body)
-        self.send_response(response.status)
-        for name, value in response.headers.items():
-            self.send_header(name, value)
-        self.send_header("Content-Length", str(len(response.body)))
-        self.end_headers()
-        self.wfile.write(response.body)
-
-    do_GET = do_POST = do_PATCH = _serve
-
-
-class _TlsServer(ThreadingHTTPServer):
-    daemon_threads = True
-    app: SandboxApp
-
-
-@pytest.fixture
-def https_sandbox(tmp_path: Path) -> Iterator[tuple[str, Path, SandboxApp, Dataset]]:
-    """The sandbox's API behind TLS with a fresh self-signed certificate."""
-    cert, key = _self_signed_cert(tmp_path)
-    ds = build_dataset(tmp_path / "invites", n=3, seed=8, differ=False)
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(cert, key)
-    server = _TlsServer(("127.0.0.1", 0), _AppHandler)
-    server.app = SandboxApp(ds.server, SandboxOptions())
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
-    thread.start()
-    try:
-        yield f"https://127.0.0.1:{server.server_address[1]}", cert, server.app, ds
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
-
-
-def test_https_verifies_the_certificate(
-    https_sandbox: tuple[str, Path, SandboxApp, Dataset], tmp_path: Path
-) -> None:
-    url, cert, app, ds = https_sandbox
-    watch = LeakWatch()
-    watch.attach(app)
-    config = str(write_config(tmp_path))
-    base = {k: v for k, v in clean_env().items() if k not in TLS_ENV}
-    env = {
-        **base,
-        "RECONCILER_BASE_URL": url,
-        "RECONCILER_CLIENT_ID": SANDBOX_CLIENT_ID,
-        "RECONCILER_CLIENT_SECRET": SANDBOX_CLIENT_SECRET,
-    }
-
-    # Untrusted certificate: refused during the handshake, before any HTTP request.
-    result = run_cli("plan", "-v", "--config", config, str(ds.root), env=env, timeout=60)
-    check(result, watch, exit_code=1)
-    assert "TLS verification failed" in result.stderr, result.stderr
-    assert "certificate verify failed" in result.stderr, result.stderr
-    assert not watch.targets, "an HTTP request went over an unverified connection"
-
-    # Trusted through REQUESTS_CA_BUNDLE: the same command gets through and plans.
-    result = run_cli(
-        "plan",
-        "-v",
-        "--config",
-        config,
-        str(ds.root),
-        env={**env, "REQUESTS_CA_BUNDLE": str(cert)},
-        timeout=60,
-    )
-    check(result, watch, exit_code=0)
-    assert "No changes." in result.stdout
-    assert "/oauth/token" in watch.targets and watch.tokens
-    assert sum(1 for t in watch.targets if t.startswith("/public-api/v1/kyb/invites/")) == 3
+        assert trap.received, "the trap never saw a request: this test is void"

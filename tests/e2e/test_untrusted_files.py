@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from support.cli import run_cli, run_cli_process
-from support.git import git
+from support.git import commit_repository, git
 from support.helpers import sandbox_env
 from support.invites import ACME, desired_entry, write_invites
 
@@ -31,9 +31,8 @@ BLOCKS = 20  # seconds: any of these runs takes well under one; blocking fails h
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     """A git repository holding one invite file, with ACME's email to change."""
-    root = tmp_path / "repo"
+    root = commit_repository(tmp_path / "repo", {})
     write_invites(root / "invites", [desired_entry(ACME, email="new@acme.example")])
-    git(root.parent, "init", "-q", str(root))
     git(root, "add", ".")
     git(root, "commit", "-q", "-m", "invites")
     return root
@@ -86,16 +85,31 @@ def test_a_fifo_is_refused_at_once(
     assert sandbox.stats.total == 0  # nothing was asked of the API
 
 
-def test_codequality_onto_a_fifo_is_refused_before_the_files_are_read(
-    repo: Path, fifo: Path
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["plan", "--out", "{fifo}"], "{fifo}: cannot write plan file: it is a FIFO"),
+        (
+            ["export", "inv_8f2k1", "--out", "{fifo}", "--force"],
+            "{fifo}: cannot write the export: it is a FIFO",
+        ),
+        (
+            ["validate", "--codequality", "{fifo}", "invites"],
+            "cannot write the Code Quality report: it is a FIFO (named pipe)",
+        ),
+    ],
+    ids=["plan-out", "export-out", "codequality"],
+)
+def test_an_output_onto_a_fifo_is_refused_at_once(
+    sandbox: Sandbox, repo: Path, fifo: Path, args: list[str], said: str
 ) -> None:
-    result = run_cli_process(
-        "validate", "--codequality", str(fifo), "invites", cwd=repo, timeout=BLOCKS
-    )
+    argv = [a.format(fifo=fifo) for a in args]
+    result = run_cli_process(*argv, cwd=repo, env=sandbox_env(sandbox), timeout=BLOCKS)
     assert result.returncode == 1
-    assert "cannot write the Code Quality report: it is a FIFO (named pipe)" in result.stderr
-    assert "OK:" not in result.stdout
+    assert said.format(fifo=fifo) in result.stderr
+    assert "OK:" not in result.stdout  # the files were not even validated
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert sandbox.stats.total == 0
 
 
 def test_a_device_as_config_is_refused_not_read_to_its_end(repo: Path) -> None:
@@ -293,15 +307,8 @@ def test_an_audit_log_fifo_is_refused_at_once(
     start_sandbox: Callable[..., Sandbox], repo: Path, fifo: Path
 ) -> None:
     server = start_sandbox([ACME])
-    result = run_cli_process(
-        "apply",
-        "--auto-approve",
-        "--audit-log",
-        str(fifo),
-        cwd=repo,
-        env=sandbox_env(server),
-        timeout=BLOCKS,
-    )
+    args = ("apply", "--auto-approve", "--audit-log", str(fifo))
+    result = run_cli_process(*args, cwd=repo, env=sandbox_env(server), timeout=BLOCKS)
     assert result.returncode == 1
     assert "cannot open the audit log: it is a FIFO (named pipe), not a regular file" in (
         result.stderr

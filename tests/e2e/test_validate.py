@@ -105,19 +105,55 @@ def test_control_character_is_reported_not_a_traceback(tmp_path: Path) -> None:
     assert result.stderr.startswith("invites/a.yaml:3:15: ")
 
 
-def test_validate_needs_no_credentials(tmp_path: Path) -> None:
-    write(tmp_path / "invites" / "a.yaml", "invites:\n  - id: inv_8f2k1\n    name: Acme\n")
-    env = clean_env()
-    assert not any(k.startswith("RECONCILER_") for k in env)
+ONE = {"invites/a.yaml": "invites:\n  - id: inv_8f2k1\n    name: Acme\n"}
 
-    result = run_cli("validate", "invites", env=env, cwd=tmp_path)
+
+@pytest.mark.parametrize(
+    ("files", "args", "said"),
+    [
+        (ONE, ("invites",), "1 invite in 1 file checked"),
+        # Without a path: ./invites, every file under it.
+        (
+            {"invites/a.yaml": "invites:\n  - id: inv_a\n  - id: inv_b\n"}
+            | {"invites/more/b.yml": "invites:\n  - id: inv_c\n"},
+            (),
+            "3 invites in 2 files checked",
+        ),
+        # The config's paths, and only those: ./invites would fail.
+        (
+            {"reconciler.yaml": "paths:\n  - desired/emea\n  - desired/apac.yaml\n"}
+            | {"desired/emea/a.yaml": "invites:\n  - id: inv_a\n  - id: inv_b\n"}
+            | {"desired/apac.yaml": "invites:\n  - id: inv_c\n"}
+            | {"desired/ignored.yaml": "invites:\n  - id: inv_c\n", "invites/x.yaml": "x: [\n"},
+            (),
+            "3 invites in 2 files checked",
+        ),
+        # ... relative to the config file.
+        (
+            {"gitops/reconciler.yaml": "paths: [invites]\n"}
+            | {"gitops/invites/a.yaml": "invites:\n  - id: inv_a\n"},
+            ("--config", "gitops/reconciler.yaml"),
+            "1 invite in 1 file checked",
+        ),
+    ],
+    ids=["a-directory", "without-path", "config-paths", "config-relative"],
+)
+def test_validate_reads_what_it_is_given_and_counts_it(
+    tmp_path: Path, files: dict[str, str], args: tuple[str, ...], said: str
+) -> None:
+    for name, text in files.items():
+        write(tmp_path / name, text)
+    env = clean_env()
+    assert not any(k.startswith("RECONCILER_") for k in env)  # no credentials needed
+
+    result = run_cli("validate", *args, env=env, cwd=tmp_path)
 
     assert result.returncode == 0, result.stderr
-    assert "1 invite in 1 file checked" in result.stdout
+    assert said in result.stdout
 
 
 def test_validate_works_offline_even_with_an_unreachable_api_configured(tmp_path: Path) -> None:
-    write(tmp_path / "invites" / "a.yaml", "invites:\n  - id: inv_8f2k1\n    name: Acme\n")
+    write(tmp_path / "invites" / "a.yaml", ONE["invites/a.yaml"])
     port = dead_port()
     env = clean_env(
         RECONCILER_BASE_URL=f"http://127.0.0.1:{port}",
@@ -134,16 +170,6 @@ def test_validate_works_offline_even_with_an_unreachable_api_configured(tmp_path
     assert "secret" not in result.stdout + result.stderr
 
 
-def test_without_path_reads_invites_in_the_working_directory(tmp_path: Path) -> None:
-    write(tmp_path / "invites" / "a.yaml", "invites:\n  - id: inv_a\n  - id: inv_b\n")
-    write(tmp_path / "invites" / "more" / "b.yml", "invites:\n  - id: inv_c\n")
-
-    result = run_cli("validate", cwd=tmp_path)
-
-    assert result.returncode == 0, result.stderr
-    assert "3 invites in 2 files checked" in result.stdout
-
-
 def test_without_path_and_without_invites_directory_says_what_is_missing(tmp_path: Path) -> None:
     result = run_cli("validate", cwd=tmp_path)
 
@@ -151,30 +177,6 @@ def test_without_path_and_without_invites_directory_says_what_is_missing(tmp_pat
     assert_no_traceback(result)
     assert result.stderr.startswith("invites:")
     assert "no such file or directory" in result.stderr
-
-
-def test_without_path_reads_the_config_paths(tmp_path: Path) -> None:
-    write(tmp_path / "reconciler.yaml", "paths:\n  - desired/emea\n  - desired/apac.yaml\n")
-    write(tmp_path / "desired" / "emea" / "a.yaml", "invites:\n  - id: inv_a\n  - id: inv_b\n")
-    write(tmp_path / "desired" / "apac.yaml", "invites:\n  - id: inv_c\n")
-    write(tmp_path / "desired" / "ignored.yaml", "invites:\n  - id: inv_c\n")  # not listed
-    # ./invites is not read when the config names paths: this file would fail.
-    write(tmp_path / "invites" / "broken.yaml", "invites: [\n")
-
-    result = run_cli("validate", cwd=tmp_path)
-
-    assert result.returncode == 0, result.stderr
-    assert "3 invites in 2 files checked" in result.stdout
-
-
-def test_config_paths_are_relative_to_the_config_file(tmp_path: Path) -> None:
-    write(tmp_path / "gitops" / "reconciler.yaml", "paths: [invites]\n")
-    write(tmp_path / "gitops" / "invites" / "a.yaml", "invites:\n  - id: inv_a\n")
-
-    result = run_cli("validate", "--config", "gitops/reconciler.yaml", cwd=tmp_path)
-
-    assert result.returncode == 0, result.stderr
-    assert "1 invite in 1 file checked" in result.stdout
 
 
 @pytest.mark.parametrize(

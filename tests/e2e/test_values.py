@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from support.cli import CliResult, run_cli
-from support.helpers import clean_env
+from support.helpers import audit_log, clean_env
 from support.hostile_server import CLIENT_ID, HostileServer, Hostility
 
 pytestmark = pytest.mark.e2e
@@ -93,8 +93,7 @@ def no_secret_in(*texts: str) -> None:
 
 
 def audit_updates(work: Path) -> list[dict[str, Any]]:
-    lines = (work / "audit.jsonl").read_text(encoding="utf-8").splitlines()
-    records = [json.loads(line) for line in lines]
+    records = audit_log(work / "audit.jsonl")
     return [r for r in records if r["record"] == "attempt" and r["operation"] == "update"]
 
 

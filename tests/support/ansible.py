@@ -1,4 +1,5 @@
-"""What the ansible-playbook end-to-end tests share: the tools' place and a play's result."""
+"""What the ansible-playbook end-to-end tests share: the tools' place, a play of one task of
+the collection, its run and result, and what the server received."""
 
 from __future__ import annotations
 
@@ -6,11 +7,13 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from reconciler.sandbox import Sandbox
 from support.helpers import REPO
 
 ANSIBLE_BIN = Path(sys.executable).parent
@@ -73,3 +76,45 @@ def playbook(folder: Path, *args: str, env: dict[str, str]) -> Played:
         timeout=240,
     )
     return Played(process, folder)
+
+
+def play_text(
+    options: str,
+    hosts: str = "localhost",
+    keywords: str = "",
+    keep: bool = True,
+    module: str = "kyb.invites.invites",
+) -> str:
+    """A play of one ``module`` task with ``options`` (and task ``keywords``), its result kept
+    in result.json by the first host (a task that writes even in check mode, and shows no
+    diff of its own)."""
+    extra = textwrap.indent(textwrap.dedent(keywords).strip(), " " * 6)
+    task = f"""\
+    - name: converge
+      {module}:
+{textwrap.indent(textwrap.dedent(options).strip(), " " * 8)}
+      register: converged
+      ignore_errors: true
+{extra + chr(10) if extra else ""}"""
+    kept = """\
+    - name: keep the result
+      ansible.builtin.copy:
+        content: "{{ converged | to_nice_json }}"
+        dest: "{{ playbook_dir }}/result.json"
+        mode: "0600"
+      check_mode: false
+      diff: false
+      changed_when: false
+      run_once: true
+      no_log: false
+"""
+    head = f"- hosts: {hosts}\n  gather_facts: false\n  tasks:\n"
+    return head + task + (kept if keep else "")
+
+
+def patches(server: Sandbox) -> int:
+    return len(server.stats.calls("PATCH"))
+
+
+def resends(server: Sandbox) -> int:
+    return sum(server.store.resends.values())

@@ -18,11 +18,9 @@ from __future__ import annotations
 import json
 import secrets
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qsl, unquote
+from urllib.parse import parse_qsl
 
 from authlib.oauth2 import AuthorizationServer
 from authlib.oauth2.rfc6749 import ClientMixin, OAuth2Request
@@ -30,8 +28,7 @@ from authlib.oauth2.rfc6749.grants import ClientCredentialsGrant
 from authlib.oauth2.rfc6749.requests import BasicOAuth2Payload
 from authlib.oauth2.rfc6750 import BearerTokenGenerator, InsufficientScopeError
 
-from .hostile_server import INVITES, envelope
-from .local_http import LocalServer, QuietHandler
+from .local_http import LocalServer, QuietHandler, envelope
 
 CLIENT_ID = "authlib-ci"
 SECRET = "s3cr3t with spaces+plus/é"  # a space and a plus: %20 and %2B tell them apart
@@ -143,13 +140,13 @@ class _Handler(QuietHandler):
             # Authlib checks the transport is secure: the URI says https, as behind a proxy.
             request = _Request(f"https://127.0.0.1{self.path}", body, headers)
             status, data, out = owner.oauth.create_token_response(request)
-            return self._answer(status, data, out)
+            return self.answer(status, data, out)
         auth = headers.get("Authorization", "")
         token = auth[7:] if auth.startswith("Bearer ") else ""
         granted = owner.granted.get(token)
         if granted is None:
             challenge = {"WWW-Authenticate": 'Bearer error="invalid_token"'}
-            return self._answer(401, envelope(401, None, "invalid token"), challenge)
+            return self.answer(401, envelope(401, None, "invalid token"), challenge)
         needed = WRITE if method == "PATCH" else READ
         if needed not in granted:
             error = InsufficientScopeError()
@@ -161,30 +158,5 @@ class _Handler(QuietHandler):
                 f'error_description="{error.description}"'
             )
             headers = {"WWW-Authenticate": scope_challenge}
-            return self._answer(403, json.dumps(payload).encode(), headers)
-        if not self.path.startswith(INVITES):
-            return self._answer(404, envelope(404, None, "no such endpoint"), {})
-        invite_id = unquote(self.path[len(INVITES) :])
-        invite = owner.policy.invites.get(invite_id)
-        if invite is None:
-            return self._answer(404, envelope(404, None, f"invite {invite_id} not found"), {})
-        if method == "PATCH":
-            invite.update(json.loads(body or "{}"))
-        return self._answer(200, envelope(200, invite), {})
-
-    def _answer(self, status: int, body: bytes, headers: dict[str, str]) -> None:
-        self.send_response(status)
-        headers = {k: v for k, v in headers.items() if k.lower() != "content-length"}
-        headers.setdefault("Content-Type", "application/json")
-        for name, value in headers.items():
-            # A header value cannot hold a line break: a hostile description is cut there.
-            self.send_header(name, value.replace("\r", " ").replace("\n", " "))
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-
-@contextmanager
-def authlib_server(policy: AuthlibPolicy | None = None) -> Iterator[AuthlibServer]:
-    with AuthlibServer(policy) as server:
-        yield server
+            return self.answer(403, json.dumps(payload).encode(), headers)
+        return self.answer_invite(method, body, owner.policy.invites)

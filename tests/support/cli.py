@@ -9,17 +9,33 @@ the process is the point (signals, exit of the script, terminals).
 
 from __future__ import annotations
 
+import shlex
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeAlias
 
 from .helpers import RECONCILE, clean_env
 from .inprocess import CliResult, run_in_process
 
-__all__ = ["CliResult", "CliRun", "run_cli", "run_cli_process"]
+__all__ = [
+    "CliResult",
+    "CliRun",
+    "last_error",
+    "run_cli",
+    "run_cli_process",
+    "run_shell",
+    "serving_sandbox",
+]
 
 # What a test gets from either runner: both have args, returncode, stdout and stderr.
 CliRun: TypeAlias = CliResult | subprocess.CompletedProcess[str]
+
+
+def last_error(result: CliRun) -> str:
+    """The last line of a run's stderr: where a failed run says why (cli.md)."""
+    return result.stderr.strip().splitlines()[-1]
 
 
 def run_cli(
@@ -54,3 +70,42 @@ def run_cli_process(
         timeout=timeout,
         check=False,
     )
+
+
+def run_shell(
+    command: str, cwd: Path | str | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``reconcile ...`` run by bash, so that a test can close or redirect its streams
+    (``>&-``, ``>/dev/full``, ``<&-``): the first word "reconcile" is the installed one."""
+    reconcile = " ".join(shlex.quote(part) for part in RECONCILE)
+    return subprocess.run(
+        ["bash", "-c", command.replace("reconcile", reconcile, 1)],
+        cwd=cwd,
+        env=env if env is not None else clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+@contextmanager
+def serving_sandbox(*args: str) -> Iterator[list[str]]:
+    """A `reconcile sandbox` child process, serving while in the block: its banner's lines."""
+    with subprocess.Popen(
+        [*RECONCILE, "sandbox", "--port", "0", *args],
+        env=clean_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as server:
+        assert server.stderr is not None
+        lines: list[str] = []
+        try:
+            while not lines or not lines[-1].startswith("Press Ctrl-C"):
+                line = server.stderr.readline()
+                assert line, f"the sandbox ended: {lines}"
+                lines.append(line.rstrip("\n"))
+            yield lines
+        finally:
+            server.terminate()

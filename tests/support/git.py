@@ -15,3 +15,16 @@ def git(repo: Path, *args: str) -> str:
         check=True,
     )
     return done.stdout.strip()
+
+
+def commit_repository(root: Path, files: dict[str, str], message: str = "invites") -> Path:
+    """A repository on main at ``root`` holding ``files`` (path: text), committed."""
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    root.mkdir(parents=True, exist_ok=True)
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "--allow-empty", "-m", message)
+    return root

@@ -6,12 +6,16 @@ name the tests use: ``benchmarks/__init__.py`` puts ``tests/`` on ``sys.path``).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 from reconciler.sandbox import Sandbox
+
+from .hostile_server import HostileServer
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples" / "invites"
@@ -44,6 +48,20 @@ def clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def sandbox_env(sandbox: Sandbox, **extra: str) -> dict[str, str]:
-    """A clean environment that points the CLI at ``sandbox``."""
+def sandbox_env(sandbox: Sandbox | HostileServer, **extra: str) -> dict[str, str]:
+    """A clean environment that points the CLI at ``sandbox`` (or a hostile server)."""
     return clean_env(**sandbox.client_env(), **extra)
+
+
+def audit_log(path: Path) -> list[dict[str, Any]]:
+    """The records of the audit log at ``path``, one a line (none when it was never written)."""
+    if not path.exists():
+        return []
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def audit_outcomes(path: Path) -> list[tuple[str, str, str]]:
+    """(operation, invite id, outcome) of each outcome record of the audit log at ``path``."""
+    outcomes = [r for r in audit_log(path) if r["record"] == "outcome"]
+    return [(r["operation"], r["invite_id"], r["outcome"]) for r in outcomes]

@@ -11,18 +11,17 @@ import gzip
 import hashlib
 import json
 import secrets
-import socket
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, NamedTuple
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from .local_http import INVITES, LocalServer, QuietHandler, envelope
+
 CLIENT_ID = "hostile-ci"
-INVITES = "/public-api/v1/kyb/invites/"
 
 
 @dataclass
@@ -93,22 +92,7 @@ def jwt_like() -> str:
     return "eyJhbGciOiJIUzI1NiJ9." + secrets.token_urlsafe(24) + "." + secrets.token_urlsafe(16)
 
 
-def envelope(status: int, data: Any, message: str = "OK", success: bool | None = None) -> bytes:
-    body = {
-        "status": status,
-        "success": 200 <= status < 300 if success is None else success,
-        "message": message,
-        "data": data,
-        "metadata": {
-            "requestId": str(secrets.randbelow(10**9)),
-            "timestamp": "2026-11-23T08:00:00.000Z",
-        },
-        "details": {"hint": "hostile test server"},
-    }
-    return json.dumps(body, ensure_ascii=False).encode("utf-8")
-
-
-class HostileServer:
+class HostileServer(LocalServer):
     def __init__(
         self,
         invites: list[dict[str, Any]] | None = None,
@@ -117,6 +101,7 @@ class HostileServer:
         secret: str,
         host: str = "127.0.0.1",
     ) -> None:
+        super().__init__(_Handler, host)
         self.invites = {i["id"]: dict(i) for i in invites or []}
         self.hostility = hostility or Hostility()
         self.secret = secret
@@ -128,35 +113,18 @@ class HostileServer:
         self.bytes_sent = 0
         self.stopping = threading.Event()
         self.lock = threading.Lock()
-        self._server = _Server((host, 0), _Handler)
-        self._server.hostile = self
-        # A short poll: shutdown() waits for it, once per test.
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        )
-
-    @property
-    def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        assert isinstance(host, str)  # an AF_INET server's address, never bytes
-        return f"{self.scheme}://{host}:{port}"
-
-    scheme = "http"
-
-    def use_tls(self, wrap: Callable[[socket.socket], socket.socket]) -> HostileServer:
-        """Serve https: ``wrap`` turns the listening socket into a TLS one (support.tls)."""
-        self._server.socket = wrap(self._server.socket)
-        self.scheme = "https"
-        return self
-
-    def __enter__(self) -> HostileServer:
-        self._thread.start()
-        return self
 
     def __exit__(self, *exc: object) -> None:
         self.stopping.set()
-        self._server.shutdown()
-        self._server.server_close()
+        super().__exit__()
+
+    def client_env(self) -> dict[str, str]:
+        """The CLI's settings for this server (as ``Sandbox.client_env``)."""
+        return {
+            "RECONCILER_BASE_URL": self.url,
+            "RECONCILER_CLIENT_ID": CLIENT_ID,
+            "RECONCILER_CLIENT_SECRET": self.secret,
+        }
 
     def calls(self, method: str, prefix: str = INVITES) -> list[Seen]:
         return [s for s in self.seen if s.method == method and s.target.startswith(prefix)]
@@ -242,34 +210,14 @@ class HostileServer:
         return any(t == self.etag(invite_id) and not t.startswith("W/") for t in tags)
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    hostile: HostileServer
+class _Handler(QuietHandler):
+    @property
+    def hostile(self) -> HostileServer:
+        return self.server.owner  # type: ignore[attr-defined]
 
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    # Headers and body go out in two writes: with Nagle's algorithm the second waits for
-    # the client's delayed ACK of the first, 40 ms an answer on Linux.
-    disable_nagle_algorithm = True
-    server: _Server
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def do_POST(self) -> None:
-        self._handle("POST")
-
-    def do_GET(self) -> None:
-        self._handle("GET")
-
-    def do_PATCH(self) -> None:
-        self._handle("PATCH")
-
-    def _handle(self, method: str) -> None:
-        hostile = self.server.hostile
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length).decode("utf-8", "replace")
+    def handle_method(self, method: str) -> None:
+        hostile = self.hostile
+        raw = self.read_body()
         with hostile.lock:
             hostile.seen.append(Seen(method, self.path, dict(self.headers), raw))
         path = urlsplit(self.path).path
@@ -383,8 +331,8 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError:  # the client hung up: what a bounded client does
             self.close_connection = True
             return False
-        with self.server.hostile.lock:
-            self.server.hostile.bytes_sent += len(data)
+        with self.hostile.lock:
+            self.hostile.bytes_sent += len(data)
         return True
 
     def _drip(self, body: bytes, seconds: float) -> None:
@@ -393,7 +341,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Connection", "close")  # no length: the body ends when we say
         self.end_headers()
         for byte in _endless(body):
-            if self.server.hostile.stopping.is_set() or not self._write(byte):
+            if self.hostile.stopping.is_set() or not self._write(byte):
                 break
             time.sleep(seconds)
         self.close_connection = True
@@ -402,7 +350,7 @@ class _Handler(BaseHTTPRequestHandler):
         """An answer that never gets past its headers: each read gets a byte in time."""
         head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
         for byte in _endless(head, b"X-Padding: " + b"a" * 1000 + b"\r\n"):
-            if self.server.hostile.stopping.is_set() or not self._write(byte):
+            if self.hostile.stopping.is_set() or not self._write(byte):
                 break
             time.sleep(seconds)
         self.close_connection = True
@@ -416,7 +364,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         block = b'{"data": "' + b"x" * (64 * 1024)
         sent = 0
-        while sent < size and not self.server.hostile.stopping.is_set() and self._write(block):
+        while sent < size and not self.hostile.stopping.is_set() and self._write(block):
             sent += len(block)
         self.close_connection = True
 

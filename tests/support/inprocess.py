@@ -36,10 +36,6 @@ class CliResult:
     stdout: str
     stderr: str
 
-    def check_returncode(self) -> None:
-        if self.returncode:
-            raise AssertionError(f"{self.args} exited {self.returncode}:\n{self.stderr}")
-
 
 class _Stream(io.TextIOWrapper):
     """A text stream over bytes that is not a terminal, like a pipe."""

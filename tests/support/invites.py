@@ -1,4 +1,5 @@
-"""Invites for end-to-end runs: one the sandbox serves (ACME), its desired entry, a file of them."""
+"""Invites for end-to-end runs: one the sandbox serves (ACME), its desired entry, a file of them,
+and an estate of ACME's copies."""
 
 from __future__ import annotations
 
@@ -34,3 +35,19 @@ def write_invites(
     path = directory / name
     path.write_text(yaml.safe_dump({"invites": entries}, allow_unicode=True), encoding="utf-8")
     return path
+
+
+def acme_estate(
+    directory: Path, count: int, changed: int, name: str | None = "Firma {} GmbH", **change: Any
+) -> list[dict[str, Any]]:
+    """``count`` copies of ACME (inv_000, inv_001, ...) for the sandbox, their entries written
+    under ``directory``: the first ``changed`` get a new e-mail, new0@acme.example, ... (and
+    ``change``)."""
+    state, entries = [], []
+    for i in range(count):
+        invite = dict(ACME, id=f"inv_{i:03d}", **({"name": name.format(i)} if name else {}))
+        new = {"email": f"new{i}@acme.example", **change} if i < changed else {}
+        state.append(invite)
+        entries.append(desired_entry(invite, **new))
+    write_invites(directory, entries)
+    return state

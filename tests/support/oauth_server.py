@@ -11,18 +11,14 @@ it takes and what it issues; it records every request it receives.
 from __future__ import annotations
 
 import base64
-import json
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
-from urllib.parse import unquote, unquote_plus
+from urllib.parse import unquote_plus
 
 from oauthlib.oauth2 import BackendApplicationServer, RequestValidator
 
-from .hostile_server import INVITES, envelope
-from .local_http import LocalServer, QuietHandler
+from .local_http import LocalServer, QuietHandler, envelope
 
 CLIENT_ID = "oauth-ci"
 # Changes when encoded, holds the ':' Basic splits on, and a space and a plus that "+"
@@ -134,35 +130,11 @@ class _Handler(QuietHandler):
             out_headers, out_body, status = oauth.endpoint.create_token_response(
                 uri, http_method="POST", body=body, headers=headers
             )
-            return self._answer(status, (out_body or "").encode(), out_headers)
+            return self.answer(status, (out_body or "").encode(), out_headers)
         valid, _ = oauth.endpoint.verify_request(
             uri, http_method=method, body=body, headers=headers, scopes=["kyb:invites:read"]
         )
         if not valid:
             challenge = {"WWW-Authenticate": 'Bearer error="invalid_token"'}
-            return self._answer(401, envelope(401, None, "invalid token"), challenge)
-        if not self.path.startswith(INVITES):
-            return self._answer(404, envelope(404, None, "no such endpoint"), {})
-        invite_id = unquote(self.path[len(INVITES) :])
-        invite = oauth.policy.invites.get(invite_id)
-        if invite is None:
-            return self._answer(404, envelope(404, None, f"invite {invite_id} not found"), {})
-        if method == "PATCH":
-            invite.update(json.loads(body or "{}"))
-        return self._answer(200, envelope(200, invite), {})
-
-    def _answer(self, status: int, body: bytes, headers: dict[str, str]) -> None:
-        self.send_response(status)
-        headers = {k: v for k, v in headers.items() if k.lower() != "content-length"}
-        headers.setdefault("Content-Type", "application/json")
-        for name, value in headers.items():
-            self.send_header(name, value)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-
-@contextmanager
-def oauth_server(policy: TokenPolicy | None = None) -> Iterator[OAuthServer]:
-    with OAuthServer(policy) as server:
-        yield server
+            return self.answer(401, envelope(401, None, "invalid token"), challenge)
+        return self.answer_invite(method, body, oauth.policy.invites)

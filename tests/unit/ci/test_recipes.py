@@ -368,14 +368,11 @@ def test_every_reconcile_command_uses_real_subcommands_and_options() -> None:
 # --- exit codes: 0 and 2 pass the PR plan, 1 fails it; drift fails on 2 --------------------
 
 
-def github_stub_job(
-    tmp_path: Path,
-    job: str,
-    exit_codes: dict[str, int],
-    stub_env: dict[str, str] | None = None,
-    **github: Any,
-) -> tuple[list[StepResult], list[str], Runner]:
-    """Run a GitHub job with a stub `reconcile` installed where the action installs it."""
+def stub_runner(
+    tmp_path: Path, exit_codes: dict[str, int], stub_env: dict[str, str], **github: Any
+) -> tuple[Runner, Path]:
+    """A runner with a stub `reconcile` installed where the action installs it, exiting as
+    ``exit_codes`` say per subcommand (0 else), and the log of its calls."""
     runner_temp = tmp_path / "runner"
     write_stub(runner_temp / "invite-reconciler" / "bin")
     work = tmp_path / "repo"
@@ -386,9 +383,19 @@ def github_stub_job(
     log.write_text("", encoding="utf-8")
     env = base_env(tmp_path) | {"STUB_LOG": str(log), "STUB_EXIT": "0"}
     env |= {f"STUB_EXIT_{sub.upper()}": str(code) for sub, code in exit_codes.items()}
-    env |= stub_env or {}
+    return Runner(work, runner_temp, env | stub_env, github), log
+
+
+def github_stub_job(
+    tmp_path: Path,
+    job: str,
+    exit_codes: dict[str, int],
+    stub_env: dict[str, str] | None = None,
+    **github: Any,
+) -> tuple[list[StepResult], list[str], Runner]:
+    """Run a GitHub job with a stub `reconcile`: its steps' results, the calls, the runner."""
     context = {"event_name": "push", "ref": "refs/heads/main", "base_ref": "main"} | github
-    runner = Runner(work, runner_temp, env, context)
+    runner, log = stub_runner(tmp_path, exit_codes, stub_env or {}, **context)
     results = runner.run_job(load(GITHUB), job)
     return results, log.read_text(encoding="utf-8").splitlines(), runner
 
@@ -736,25 +743,29 @@ def test_pre_commit_hook_declares_what_pre_commit_needs() -> None:
         assert {"id", "name", "entry", "language"} <= other.keys()
 
 
-def test_pre_commit_hook_passes_a_valid_file(tmp_path: Path) -> None:
-    result = run_hook("reconcile-validate", "examples/invites/emea.yaml")
-    assert result.returncode == 0, result.stderr
-
-
-def test_pre_commit_hook_fails_an_invalid_file(tmp_path: Path) -> None:
-    bad = tmp_path / "bad.yaml"
-    bad.write_text("invites:\n  - name: No Id Ltd\n", encoding="utf-8")
-    result = run_hook("reconcile-validate", "examples/invites/emea.yaml", str(bad))
-    assert result.returncode == 1
-    assert "bad.yaml" in result.stderr
-
-
-def test_pre_commit_hook_sees_a_duplicate_id_across_the_files_it_is_given(tmp_path: Path) -> None:
-    for name in ("a.yaml", "b.yaml"):
-        (tmp_path / name).write_text("invites:\n  - id: inv_same\n", encoding="utf-8")
-    result = run_hook("reconcile-validate", str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml"))
-    assert result.returncode == 1
-    assert "inv_same" in result.stderr
+@pytest.mark.parametrize(
+    ("files", "code", "said"),
+    [
+        ({}, 0, ""),
+        ({"bad.yaml": "invites:\n  - name: No Id Ltd\n"}, 1, "bad.yaml"),
+        # A duplicate id across the files it is given.
+        (
+            {"a.yaml": "invites:\n  - id: inv_same\n", "b.yaml": "invites:\n  - id: inv_same\n"},
+            1,
+            "inv_same",
+        ),
+    ],
+    ids=["valid", "invalid", "duplicate-id"],
+)
+def test_pre_commit_hook_validates_the_files_it_is_given(
+    tmp_path: Path, files: dict[str, str], code: int, said: str
+) -> None:
+    for name, text in files.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    given = ["examples/invites/emea.yaml", *(str(tmp_path / name) for name in files)]
+    result = run_hook("reconcile-validate", *given)
+    assert result.returncode == code, result.stderr
+    assert said in result.stderr
 
 
 def test_pre_commit_validate_all_hook_checks_the_whole_invites_directory(tmp_path: Path) -> None:
@@ -773,16 +784,12 @@ def test_pre_commit_validate_all_hook_checks_the_whole_invites_directory(tmp_pat
 
 def run_action_command(tmp_path: Path, command: str) -> tuple[StepResult, list[str]]:
     """The action's own steps, with `command:` as given and a stub `reconcile`."""
-    runner_temp = tmp_path / "runner"
-    write_stub(runner_temp / "invite-reconciler" / "bin")
-    work = tmp_path / "repo"
-    work.mkdir()
-    log = tmp_path / "stub.log"
-    log.write_text("", encoding="utf-8")
-    env = base_env(tmp_path) | {"STUB_LOG": str(log), "STUB_EXIT": "0"}
-    runner = Runner(work, runner_temp, env, {"event_name": "push"})
-    step: dict[str, Any] = {"name": "the action", "uses": "OWNER/invite-reconciler@TAG", "with": {}}
-    step["with"]["command"] = command
+    runner, log = stub_runner(tmp_path, {}, {}, event_name="push")
+    step = {
+        "name": "the action",
+        "uses": "OWNER/invite-reconciler@TAG",
+        "with": {"command": command},
+    }
     runner.run_steps([step], runner.context({}, {}), {})
     (result,) = runner.results
     return result, log.read_text(encoding="utf-8").splitlines()
