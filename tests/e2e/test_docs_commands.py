@@ -1,11 +1,13 @@
 """Every command the README and docs/ show runs, against a sandbox, so the guide cannot rot.
 
 The fenced ``sh`` blocks are scripts as they stand; a ``console`` block's commands are its
-lines that start with ``$ `` (what follows them is output, not compared: plans hold dates
-and ports). A document's blocks run in order, in one bash process (``set -euo pipefail``:
-the first command that fails ends it, named by the block it was in), in a temporary
-directory, with the installed `reconcile` first on PATH and a sandbox of the bundled
-state started for that document alone. The sandbox's address takes the place of
+lines that start with ``$ ``; what follows them is output, compared with the command's
+stdout (stderr holds progress and times) where the line above the block says
+``<!-- docs-test: output compared -->``, and not elsewhere (plans hold dates and ports).
+A document's blocks run in order, in one bash process (``set -euo pipefail``: the first
+command that fails ends it, named by the block it was in), in a temporary directory, with
+the installed `reconcile` first on PATH and a sandbox of the bundled state started for
+that document alone. The sandbox's address takes the place of
 ``http://127.0.0.1:8787``, where the README's second terminal would serve it.
 
 A block that cannot run says so on the line above it, visibly in the Markdown source:
@@ -46,6 +48,7 @@ RUN = frozenset({"sh", "console"})
 MARK = re.compile(r"^<!-- docs-test: (?P<what>.+?) -->$")
 NOT_RUN = "not run: "
 ANSWER_Y = "answers y at the prompt"
+COMPARED = "output compared"
 SANDBOX_URL = "http://127.0.0.1:8787"  # where `reconcile sandbox` serves by default
 
 # Every block marked not run, by document and reason's start: a new one must be added here.
@@ -72,13 +75,21 @@ class Block:
     def script(self) -> str:
         if self.language == "sh":
             return self.text
-        commands: list[str] = []
+        return "\n".join(command for command, _ in self.commands())
+
+    def commands(self) -> list[tuple[str, str]]:
+        """A console block's commands, each with the output shown under it."""
+        commands: list[tuple[str, list[str]]] = []
         continued = False
         for line in self.text.splitlines():
-            if continued or line.startswith("$ "):
-                commands.append(line if continued else line[2:])
-                continued = line.endswith("\\")
-        return "\n".join(commands)
+            if continued:
+                commands[-1] = (f"{commands[-1][0]}\n{line}", [])
+            elif line.startswith("$ "):
+                commands.append((line[2:], []))
+            elif commands:
+                commands[-1][1].append(line)
+            continued = line.endswith("\\")
+        return [(command, "\n".join(shown)) for command, shown in commands]
 
 
 def blocks(document: Path) -> Iterator[Block]:
@@ -112,7 +123,7 @@ def test_every_marker_is_known_and_every_block_not_run_is_listed() -> None:
     not_run = set()
     for document in DOCUMENTS:
         for block in runnable(document):
-            if block.mark is None or block.mark.startswith(ANSWER_Y):
+            if block.mark is None or block.mark.startswith(ANSWER_Y) or block.mark == COMPARED:
                 continue
             assert block.mark.startswith(NOT_RUN), f"{block.where}: unknown mark {block.mark!r}"
             reason = block.mark.removeprefix(NOT_RUN).split(";")[0]
@@ -122,7 +133,7 @@ def test_every_marker_is_known_and_every_block_not_run_is_listed() -> None:
 
 def test_the_guide_has_commands_to_run() -> None:
     # The extraction itself: a README with no command found would pass everything.
-    readme = [b for b in runnable(REPO / "README.md") if b.mark is None or ANSWER_Y in b.mark]
+    readme = [b for b in runnable(REPO / "README.md") if not (b.mark or "").startswith(NOT_RUN)]
     assert len(readme) >= 8
     assert any("reconcile adopt" in b.script() for b in readme)
     assert any(ANSWER_Y in (b.mark or "") and "reconcile apply" in b.script() for b in readme)
@@ -143,7 +154,7 @@ def _project(directory: Path) -> str:
 
 @pytest.mark.parametrize(
     "document",
-    [d for d in DOCUMENTS if any(b.mark is None or ANSWER_Y in b.mark for b in runnable(d))],
+    [d for d in DOCUMENTS if any(not (b.mark or "").startswith(NOT_RUN) for b in runnable(d))],
     ids=lambda d: str(d.relative_to(REPO)),
 )
 def test_the_commands_of_a_document_run(
@@ -164,12 +175,19 @@ def test_the_commands_of_a_document_run(
     if document != REPO / "README.md":
         parts.append(_project(tmp_path))
     answers = 0
+    compared: list[tuple[str, str, Path]] = []  # where, the output shown, the output had
     for block in runnable(document):
         if block.mark is not None and block.mark.startswith(NOT_RUN):
             continue
         answered = ANSWER_Y in (block.mark or "")
         answers += answered
         parts.append(f"echo '@@ {block.where}' >&2")
+        if block.mark == COMPARED:
+            for index, (command, output) in enumerate(block.commands()):
+                had = tmp_path.parent / f"{tmp_path.name}-{block.line}-{index}.out"
+                compared.append((f"{block.where}: $ {command}", output, had))
+                parts.append(f"{{\n{command}\n}} >{had}")
+            continue
         script = block.script().replace(SANDBOX_URL, server.url)
         # Typed at the terminal, read there: apply asks only about a plan a person can see.
         parts.append(f"{{\n{script}\n}} >&0 2>&0" if answered else script)
@@ -203,6 +221,8 @@ def test_the_commands_of_a_document_run(
         f"{done.stderr[-3000:]}\n--- stdout:\n{done.stdout[-2000:]}\n"
         f"--- the terminal:\n{terminal[-2000:]}"
     )
+    for where, output, had in compared:
+        assert had.read_text(encoding="utf-8").rstrip("\n") == output, where
 
 
 def _read_all(primary: int, into: list[bytes]) -> None:
