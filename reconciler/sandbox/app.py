@@ -623,10 +623,11 @@ class _Handler(BaseHTTPRequestHandler):
         pass  # a request log would mostly measure the terminal
 
     def _serve(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        if length > _MAX_BODY:
+        said = self.headers.get("Content-Length") or "0"
+        length = int(said) if said.isascii() and said.isdigit() else -1
+        if length < 0 or length > _MAX_BODY:
             # The body is not read, so the connection cannot carry another request.
-            response = Response(413, b"", {"Connection": "close"})
+            response = Response(400 if length < 0 else 413, b"", {"Connection": "close"})
         else:
             body = self.rfile.read(length) if length else b""
             response = self.server.app.handle(self.command, self.path, self.headers, body)

@@ -197,18 +197,23 @@ def test_routes_answer_404_or_405_with_an_envelope(sandbox):
     assert_envelope(requests.get(sandbox.url + "/public-api/v1/accounts", timeout=5), 401)
 
 
-def test_an_oversized_body_gets_413_and_one_connection_close(sandbox):
+@pytest.mark.parametrize(
+    ("length", "status"), [("5000000", 413), ("-5", 400), ("abc", 400), ("\u0663", 400)]
+)
+def test_an_oversized_or_unreadable_length_gets_an_answer_and_one_connection_close(
+    sandbox, length, status
+):
     host, port = sandbox.url.removeprefix("http://").rsplit(":", 1)
     with socket.create_connection((host, int(port)), timeout=5) as conn:
         conn.sendall(
             f"PATCH {INVITE}inv_8f2k1 HTTP/1.1\r\nHost: {host}\r\n"
-            "Content-Type: application/json\r\nContent-Length: 5000000\r\n\r\n".encode()
+            f"Content-Type: application/json\r\nContent-Length: {length}\r\n\r\n".encode()
         )
         answer = b""
         while chunk := conn.recv(65536):  # the server closes the connection
             answer += chunk
     head = answer.decode("latin-1").split("\r\n\r\n", 1)[0].split("\r\n")
-    assert head[0].startswith("HTTP/1.1 413")
+    assert head[0].startswith(f"HTTP/1.1 {status}")
     assert [h.lower() for h in head[1:]].count("connection: close") == 1
     assert "content-length: 0" in [h.lower() for h in head[1:]]
 
