@@ -50,6 +50,8 @@ def find_files(paths: list[str]) -> tuple[list[Path], list[FileProblem]]:
                 outside = inside.outside(str(file))
                 if outside:
                     problems.append(FileProblem(str(file), 0, 0, _link_out(outside)))
+                elif not file.is_file():  # a FIFO, a device, a dangling link: never opened
+                    problems.append(FileProblem(str(file), 0, 0, _not_regular(file)))
                 else:
                     files.append(file)
         elif path.is_file():
@@ -64,7 +66,8 @@ def find_files(paths: list[str]) -> tuple[list[Path], list[FileProblem]]:
 
 def _walk(path: Path) -> list[Path]:
     """The invite files under the directory ``path``, sorted, without what git ignores."""
-    found = sorted(p for p in path.rglob("*") if _walked(p, path) and p.is_file())
+    # Not only regular files: a FIFO named like one is refused, not passed over unsaid.
+    found = sorted(p for p in path.rglob("*") if _walked(p, path) and not p.is_dir())
     if not found or git_top(os.path.abspath(path)) is None:
         return found
     # What the repository ignores (a virtualenv, node_modules/) is not its invites,

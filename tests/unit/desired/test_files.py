@@ -3,6 +3,7 @@ settings' file, what is hidden and what git ignores; a file named is always read
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -99,4 +100,21 @@ def test_a_directory_named_is_judged_where_it_is_written_not_where_it_leads(
             f"({repo.resolve()}); invite files never follow a link out of it (copy the file "
             "in instead)",
         )
+    ]
+
+
+def test_a_fifo_or_a_dangling_link_named_like_an_invite_file_is_refused_not_passed_over(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "acme.yaml").write_text("invites: []\n", encoding="utf-8")
+    os.mkfifo(tmp_path / "pipe.yaml")  # opened, a read would block for ever
+    (tmp_path / "gone.yml").symlink_to(tmp_path / "nowhere.yml")
+    (tmp_path / "dir.yaml").mkdir()  # a directory is walked into, not refused
+
+    files, problems = find_files([str(tmp_path)])
+
+    assert files == [tmp_path / "acme.yaml"]
+    assert [(Path(p.path).name, p.message) for p in problems] == [
+        ("gone.yml", "cannot read: No such file or directory"),
+        ("pipe.yaml", "not read: it is a FIFO (named pipe), not a regular file"),
     ]
