@@ -333,11 +333,11 @@ _ADVICE: dict[str | int | None, str] = {
     "unauthorized_client": "client id {client_id!r} may not use the client_credentials grant; "
     "the platform must allow that grant for this client",
     "unsupported_grant_type": "this endpoint does not offer the client_credentials grant; "
-    "check token_path ({token_path!r}) and RECONCILER_BASE_URL",
+    "check token_path ({token_path!r}) and {base_url}",
     "invalid_request": "the server found the request malformed; check token_path "
     "({token_path!r}) and {sent_as}",
     401: "{credentials}",
-    404: "check token_path ({token_path!r}) and RECONCILER_BASE_URL",
+    404: "check token_path ({token_path!r}) and {base_url}",
     413: "a proxy or gateway in front of the token endpoint limits request bodies; ask its "
     "operators",
     None: "check RECONCILER_SCOPE ({scope!r}), RECONCILER_CLIENT_ID and token_path",
@@ -359,6 +359,7 @@ def _advice(key: str | int | None, settings: Settings) -> str:
         scope=settings.contract.scope,
         client_id=settings.client_id,
         token_path=settings.contract.token_path,
+        base_url=settings.base_url_source,
     )
 
 
@@ -377,7 +378,8 @@ def token_failure(error: ApiError, oauth: OAuthError | None, settings: Settings)
         message = f"{request} was refused: {oauth}; {advice}"
     elif isinstance(error, Redirected):
         message = (
-            f"no token from {request}: {error.message}; check RECONCILER_BASE_URL and token_path"
+            f"no token from {request}: {error.message}; check {settings.base_url_source} "
+            "and token_path"
         )
     elif _gateway_page(error):
         # Not the platform's answer: a gateway's page (a burst blocker's, a run started

@@ -773,7 +773,9 @@ class Exchange:
             return TransportError(
                 f"no complete answer from {self._host} within {allowance:g}s", maybe_sent=True
             )
-        return transport_error(exc, self._host, allowance, self._session.proxy_source)
+        return transport_error(
+            exc, self._host, allowance, self._session.proxy_source, self.settings.base_url_source
+        )
 
     # -- the retry loop ---------------------------------------------------------
 
