@@ -28,7 +28,7 @@ from reconciler.service.online import open_service, signing_secret
         api=True, reads_paths=True, extra=("max_changes", "max_resends"), other_env=RUN_ENV
     )
 )
-@run_options
+@run_options("plan")
 @plan_format_option
 @click.option("--out", type=FilePath(), help="Also save the plan, signed, for `apply --plan FILE`.")
 @click.option("--detailed-exitcode", is_flag=True, help="Exit 2 when there are changes.")
