@@ -17,7 +17,7 @@ import os
 import re
 import subprocess
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, NamedTuple, TypeAlias
 
 from reconciler.errors import ReconcilerError
@@ -36,6 +36,7 @@ _NETWORK_TIMEOUT = 120.0
 _HELPER = f'!f() {{ echo username=x-access-token; echo "password=${TOKEN_ENV}"; }}; f'
 _OBJECT_NAME = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 TRIES = 3  # pushes tried while other records race this one
+_OR = "{}, or --{}"  # a setting named in parentheses
 
 
 @dataclass(frozen=True)
@@ -46,30 +47,51 @@ class Record:
     branch: str = DEFAULT_BRANCH
     main: str = "main"
     remote: str = "origin"
+    # Whether the command at hand has --branch, --main and --remote (`reconcile applied`
+    # has; plan, apply and adopt read the variables only): advice names only what exists.
+    options: bool = field(default=False, compare=False)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **given: str | None) -> Record:
         """Options ``given`` win over RECONCILER_* variables; main's default is CI's
         default branch (GitLab's CI_DEFAULT_BRANCH), else `main`. Never from a file of the
         repository: a pull request would choose which record is trusted."""
-        env = os.environ if env is None else env
+        return cls._checked(os.environ if env is None else env, given, options=False)
+
+    @classmethod
+    def from_options(cls, **given: str | None) -> Record:
+        """`reconcile applied`'s record: its --branch, --main and --remote, then the variables."""
+        return cls._checked(os.environ, given, options=True)
+
+    @classmethod
+    def _checked(
+        cls, env: Mapping[str, str], given: Mapping[str, str | None], *, options: bool
+    ) -> Record:
         record = cls(
             branch=given.get("branch") or env.get(BRANCH_ENV) or DEFAULT_BRANCH,
             main=given.get("main") or env.get(MAIN_ENV) or env.get("CI_DEFAULT_BRANCH") or "main",
             remote=given.get("remote") or env.get(REMOTE_ENV) or "origin",
+            options=options,
         )
         record.check()
         return record
+
+    def setting(self, variable: str, option: str, joined: str = "{} (or --{})") -> str:
+        """How the user sets one of the record's places: the variable, and the option when
+        the command has it."""
+        return joined.format(variable, option) if self.options else variable
 
     def check(self) -> None:
         for what, name, env in (("branch", self.branch, BRANCH_ENV), ("main", self.main, MAIN_ENV)):
             if _git_run(["check-ref-format", f"refs/heads/{name}"], ok=(0, 1)).returncode:
                 raise ReconcilerError(
-                    f"{quote_value(name)} ({env}, or --{what}): not a branch name git accepts"
+                    f"{quote_value(name)} ({self.setting(env, what, _OR)}): not a branch name git "
+                    "accepts"
                 )
         if self.remote.startswith("-") or not self.remote.strip():
             raise ReconcilerError(
-                f"{quote_value(self.remote)} ({REMOTE_ENV}, or --remote): not a git remote"
+                f"{quote_value(self.remote)} ({self.setting(REMOTE_ENV, 'remote', _OR)}): not a "
+                "git remote"
             )
 
     @property
@@ -181,10 +203,12 @@ def _remote_heads(record: Record) -> dict[str, str] | str:
 
 def _main_commit(record: Record, heads: Mapping[str, str]) -> str:
     main = heads.get(record.main)
+    if main is None and not _is_remote(record.remote):
+        raise _no_remote(record)
     if main is None:
         raise ReconcilerError(
-            f"{record.shown_remote} has no branch {escape(record.main)}: set {MAIN_ENV} "
-            "(or --main) to the branch applies run on"
+            f"{record.shown_remote} has no branch {escape(record.main)}: set "
+            f"{record.setting(MAIN_ENV, 'main')} to the branch applies run on"
         )
     if _commit_of(main) is None:
         raise ReconcilerError(
@@ -192,6 +216,21 @@ def _main_commit(record: Record, heads: Mapping[str, str]) -> str:
             f"could not fetch from {record.shown_remote}"
         )
     return main
+
+
+def _no_remote(record: Record) -> ReconcilerError:
+    return ReconcilerError(
+        f"this clone has no git remote {record.shown_remote}: add it (git remote add "
+        f"{record.shown_remote} URL), or set {record.setting(REMOTE_ENV, 'remote')} to "
+        "the remote (a name or a URL) that main and the record are pushed to"
+    )
+
+
+def _is_remote(remote: str) -> bool:
+    """A remote of this clone by name, or a URL or path (git reads either, not judged here)."""
+    if any(c in remote for c in ":/\\") or remote in (".", ".."):
+        return True
+    return _git_run(["remote", "get-url", remote], ok=None).returncode == 0
 
 
 def _fetch_missing(record: Record, heads: Mapping[str, str]) -> None:
@@ -240,6 +279,8 @@ def advance(record: Record, commit: str = "HEAD", tries: int = TRIES) -> Advance
         raise ReconcilerError(f"{quote_value(commit)}: no such commit in this clone")
     for _ in range(tries):
         heads = _remote_heads(record)
+        if isinstance(heads, str) and not _is_remote(record.remote):
+            raise _no_remote(record)
         if isinstance(heads, str):
             raise ReconcilerError(f"cannot read {record.shown_remote}: {heads}; not recorded")
         _fetch_missing(record, heads)
@@ -261,6 +302,13 @@ def _settled(record: Record, old: str | None, new: str, main: str) -> Advance | 
     record must not be moved to ``new``."""
     branch, shown_main = escape(record.branch), escape(record.main)
     if not _on_first_parent_line(new, main):
+        local = _commit_of(f"refs/heads/{record.main}")
+        if local is not None and _is_ancestor(main, new) and _on_first_parent_line(new, local):
+            raise ReconcilerError(
+                f"{new[:12]} is on {shown_main} in this clone but not on "
+                f"{record.shown_remote}'s {shown_main} yet: push it first (git push "
+                f"{record.shown_remote} {shown_main}), then record it; {branch} is not moved"
+            )
         raise ReconcilerError(
             f"{new[:12]} is not on {shown_main}'s first-parent history: a record there "
             f"would never be trusted; {branch} is not moved"

@@ -253,6 +253,46 @@ class Grant(NamedTuple):
         return f"'{redact_and_escape(granted)}' (so the token answer said)"
 
 
+# A scope the platform's refusal names ("token lacks scope kyb:invites:write"): a word
+# after "scope", with a colon in it as the platform's scope names have.
+_SCOPE_NAMED = re.compile(r"\bscopes?\W{0,3}([A-Za-z][\w.-]*(?::[\w.-]+)+)")
+
+
+def refusal_note(grant: Grant | None, message: str, scope_said: bool, scope: str) -> str:
+    """What the client knows of a 403 of the platform's (``message``: its words) and the
+    scopes of the token refused (``scope``: as set); ``scope_said``: RFC 6750's
+    insufficient_scope."""
+    if grant is None or grant.missing or scope_said:
+        granted = f"; granted: {grant.shown()}" if grant is not None else ""
+        return (
+            f"; the client's token does not carry the scope this needs "
+            f"(asked for: {scope!r}, set with RECONCILER_SCOPE{granted})"
+        )
+    # The token carries every scope asked for (named, or as asked), and the refusal does
+    # not say it lacks one: blaming the scope would contradict itself and send the user
+    # to change a setting that is right; unless the platform names one never asked for.
+    unasked = [s for s in dict.fromkeys(_SCOPE_NAMED.findall(message)) if s not in grant.asked]
+    if unasked:
+        return (
+            f"; this command needs scope '{redact_and_escape(' '.join(unasked))}', which the "
+            f"platform names and the client did not ask for: only {scope!r} was requested "
+            "(set with RECONCILER_SCOPE); add that scope to it"
+        )
+    if grant.said is None:
+        return (
+            f"; the token answer named no scope, so the token was granted what was asked "
+            f"for ('{redact_and_escape(' '.join(grant.granted) or 'no scope')}', set with "
+            "RECONCILER_SCOPE): as far as the client can tell no scope is missing, and the "
+            "platform refused this for another reason: the client's permissions on the "
+            "platform (for whoever administers it to check), or this invite"
+        )
+    return (
+        f"; the token was granted every scope asked for ({grant.shown()}, asked for with "
+        "RECONCILER_SCOPE): the platform refused this for another reason (what the client "
+        "may do there, or this invite): check the client's permissions on the platform"
+    )
+
+
 def token_lifetime(expires_in: Any) -> float:
     """Seconds a token is used: what ``expires_in`` says, within MIN and MAX_LIFETIME."""
     if isinstance(expires_in, str) and expires_in.isdigit() and len(expires_in) <= 12:
@@ -333,11 +373,11 @@ _ADVICE: dict[str | int | None, str] = {
     "unauthorized_client": "client id {client_id!r} may not use the client_credentials grant; "
     "the platform must allow that grant for this client",
     "unsupported_grant_type": "this endpoint does not offer the client_credentials grant; "
-    "check token_path ({token_path!r}) and RECONCILER_BASE_URL",
+    "check token_path ({token_path!r}) and {base_url}",
     "invalid_request": "the server found the request malformed; check token_path "
     "({token_path!r}) and {sent_as}",
     401: "{credentials}",
-    404: "check token_path ({token_path!r}) and RECONCILER_BASE_URL",
+    404: "check token_path ({token_path!r}) and {base_url}",
     413: "a proxy or gateway in front of the token endpoint limits request bodies; ask its "
     "operators",
     None: "check RECONCILER_SCOPE ({scope!r}), RECONCILER_CLIENT_ID and token_path",
@@ -359,6 +399,7 @@ def _advice(key: str | int | None, settings: Settings) -> str:
         scope=settings.contract.scope,
         client_id=settings.client_id,
         token_path=settings.contract.token_path,
+        base_url=settings.base_url_source,
     )
 
 
@@ -377,7 +418,8 @@ def token_failure(error: ApiError, oauth: OAuthError | None, settings: Settings)
         message = f"{request} was refused: {oauth}; {advice}"
     elif isinstance(error, Redirected):
         message = (
-            f"no token from {request}: {error.message}; check RECONCILER_BASE_URL and token_path"
+            f"no token from {request}: {error.message}; check {settings.base_url_source} "
+            "and token_path"
         )
     elif _gateway_page(error):
         # Not the platform's answer: a gateway's page (a burst blocker's, a run started

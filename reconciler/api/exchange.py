@@ -55,6 +55,7 @@ from reconciler.api.auth import (
     IssuedTokens,
     OAuthError,
     Token,
+    refusal_note,
     register_secret_forms,
     token_failure,
     token_from_payload,
@@ -773,7 +774,9 @@ class Exchange:
             return TransportError(
                 f"no complete answer from {self._host} within {allowance:g}s", maybe_sent=True
             )
-        return transport_error(exc, self._host, allowance, self._session.proxy_source)
+        return transport_error(
+            exc, self._host, allowance, self._session.proxy_source, self.settings.base_url_source
+        )
 
     # -- the retry loop ---------------------------------------------------------
 
@@ -948,39 +951,14 @@ class Exchange:
         )
 
     def _take_note(self, error: ApiError) -> None:
-        if isinstance(error, PermissionDenied):  # what the server says decides none of it
+        if isinstance(error, PermissionDenied):  # the server's words only name a scope
             if not error.enveloped and error.bearer_error is None:
                 # Not the platform's answer, and no token it accepted yet: a gateway's page.
                 error.message += f"; {GATEWAY_PAGE}"
                 return
-            grant = self.grant()
             scope_said = error.bearer_error == "insufficient_scope"
-            if grant is not None and not grant.missing and not scope_said:
-                # The token carries every scope asked for (named, or as asked), and the
-                # refusal does not say it lacks one: blaming the scope would contradict
-                # itself and send the user to change a setting that is right.
-                if grant.said is None:
-                    error.message += (
-                        f"; the token answer named no scope, so the token was granted what "
-                        f"was asked for ({grant.shown()}, set with RECONCILER_SCOPE): as far "
-                        "as the client can tell no scope is missing, and the platform refused "
-                        "this for another reason: the client's permissions on the platform "
-                        "(for whoever administers it to check), or this invite"
-                    )
-                    return
-                error.message += (
-                    f"; the token was granted every scope asked for ({grant.shown()}, asked "
-                    "for with RECONCILER_SCOPE): the platform refused this for another "
-                    "reason (what the client may do there, or this invite): check the "
-                    "client's permissions on the platform"
-                )
-                return
-            granted = f"; granted: {grant.shown()}" if grant is not None else ""
-            error.message += (
-                f"; the client's token does not carry the scope this needs "
-                f"(asked for: {self.settings.contract.scope!r}, set with RECONCILER_SCOPE"
-                f"{granted})"
-            )
+            scope = self.settings.contract.scope
+            error.message += refusal_note(self.grant(), error.message, scope_said, scope)
 
     def _pause(self, seconds: float, error: ApiError) -> None:
         """Wait before a retry, in short slices so a stopped run does not wait."""

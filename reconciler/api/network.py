@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import http.client
 import importlib.util
-import ipaddress
 import os
 import re
 import ssl
@@ -32,6 +31,8 @@ from reconciler import __version__
 from reconciler.api.exceptions import InvalidRequest, TransportError
 from reconciler.errors import ConfigError
 from reconciler.safetext import escape, quote_value, redact_and_escape
+from reconciler.settings.contract import BASE_URL_VARIABLE, no_scheme
+from reconciler.settings.contract import is_loopback_host as is_loopback_host
 
 CONNECT_TIMEOUT = 10.0
 
@@ -295,11 +296,15 @@ def _first(exc: BaseException, kind: type[BaseException] | tuple[type[BaseExcept
 
 
 def transport_error(
-    exc: BaseException, host: str, timeout: float, proxy: str | None = None
+    exc: BaseException,
+    host: str,
+    timeout: float,
+    proxy: str | None = None,
+    base_url_source: str = BASE_URL_VARIABLE,
 ) -> TransportError:
     """What went wrong on the network, in words a user can act on; ``proxy`` is the
-    variable that named the proxy, if one is used."""
-    unsent = _unsent_failure(exc, host, timeout, proxy)
+    variable that named the proxy, if one is used, ``base_url_source`` what set the URL."""
+    unsent = _unsent_failure(exc, host, timeout, proxy, base_url_source)
     if unsent is not None:
         return unsent
     if _first(exc, (u3.ReadTimeoutError, requests.exceptions.ReadTimeout, TimeoutError)):
@@ -319,7 +324,7 @@ def transport_error(
 
 
 def _unsent_failure(
-    exc: BaseException, host: str, timeout: float, proxy: str | None
+    exc: BaseException, host: str, timeout: float, proxy: str | None, source: str
 ) -> TransportError | None:
     """A failure before the request could reach the server (the proxy, TLS, the name,
     the connection), or None."""
@@ -329,14 +334,12 @@ def _unsent_failure(
         return _tls_error(exc, host)
     if _first(exc, u3.NameResolutionError):
         return TransportError(
-            f"cannot resolve the host of {host}; check RECONCILER_BASE_URL", maybe_sent=False
+            f"cannot resolve the host of {host}; check {source}", maybe_sent=False
         )
     # NewConnectionError is a ConnectTimeoutError in urllib3: look for it first.
     if _first(exc, (u3.NewConnectionError, ConnectionRefusedError)):
         why = " (connection refused)" if _first(exc, ConnectionRefusedError) else ""
-        return TransportError(
-            f"could not connect to {host}{why}; check RECONCILER_BASE_URL", maybe_sent=False
-        )
+        return TransportError(f"could not connect to {host}{why}; check {source}", maybe_sent=False)
     if _first(exc, (u3.ConnectTimeoutError, requests.exceptions.ConnectTimeout)):
         return TransportError(f"could not connect to {host} within {timeout:g}s", maybe_sent=False)
     return None
@@ -464,9 +467,9 @@ def parse_base_url(base_url: str) -> BaseUrl:
     user info or query string of a refused URL is exactly where a credential would sit.
     """
     written = base_url.strip()
-    no_scheme = _no_scheme(written) if "://" not in written else None
-    if no_scheme:
-        raise ConfigError(no_scheme)
+    said = no_scheme(written) if "://" not in written else None
+    if said:
+        raise ConfigError(f"base_url {said}")
     try:
         parts = urlsplit(written)
         parts.port  # noqa: B018 - parsing the port is what raises for a bad one
@@ -518,39 +521,9 @@ def _typo_of_localhost(host: str) -> str | None:
     )
 
 
-def _no_scheme(written: str) -> str | None:
-    """The message for a URL written without its scheme (`api.example.com`, `localhost:8787`):
-    quoted as written, with the URL meant, never read as a scheme (`localhost://8787`)."""
-    try:
-        meant = urlsplit(f"https://{written}")
-        meant.port  # noqa: B018 - parsing the port is what raises for a bad one
-    except ValueError:
-        meant = None
-    if meant is None or not meant.hostname or any(c.isspace() for c in written):
-        return None  # no URL meant can be told: the checks below word it
-    if is_loopback_host(meant.hostname):
-        meant = meant._replace(scheme="http")
-    # Only scheme, host and path are shown: user info or a query may hold a credential.
-    shown = _scheme_host_path(meant)
-    return (
-        f"base_url {quote_value(shown.partition('://')[2], limit=None)} has no scheme; "
-        f"did you mean {quote_value(shown, limit=None)}?"
-    )
-
-
 def _scheme_host_path(parts: SplitResult) -> str:
     """What a message may show of a URL: never its user info, query or fragment."""
     return BaseUrl(parts.scheme, parts.hostname or "", parts.port, parts.path).text
-
-
-def is_loopback_host(host: str) -> bool:
-    """``localhost`` or a loopback address: the hosts plain http is spoken to."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def invite_path(template: str, invite_id: str) -> str:

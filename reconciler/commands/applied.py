@@ -65,7 +65,7 @@ def show(branch: str | None, main: str | None, remote: str | None, output_format
 
     Under GitHub Actions the line is added to the job summary too.
     """
-    record = Record.from_env(branch=branch, main=main, remote=remote)
+    record = Record.from_options(branch=branch, main=main, remote=remote)
     reading = read_record(record)
     line = describe(record, reading)
     if output_format == "json":
@@ -89,7 +89,7 @@ def advance_command(commit: str, branch: str | None, main: str | None, remote: s
     is left there. Never backwards or sideways: that is refused (exit 1). Over https,
     a credential helper gives git the token in RECONCILER_GIT_TOKEN when git asks.
     """
-    record = Record.from_env(branch=branch, main=main, remote=remote)
+    record = Record.from_options(branch=branch, main=main, remote=remote)
     done = advance(record, commit)
     where = escape(record.branch)
     if done.outcome == "moved":

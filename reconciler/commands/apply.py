@@ -51,7 +51,7 @@ from reconciler.service.online import Service, open_service, signing_secret
         other_env=RUN_ENV,
     )
 )
-@run_options
+@run_options("apply")
 @click.option(
     "--plan",
     "plan_file",

@@ -203,42 +203,59 @@ class RunOptions:
 _RUN_FIELDS = tuple(field.name for field in fields(RunOptions))
 
 
-def run_options(f: F) -> F:
-    """Options of plan and apply that pick invites and shape the run, passed as `run`."""
+# What each limit does, said as each command does it (cli.md: plan fails, apply refuses).
+_LIMITS = {
+    "plan": (
+        "Fail (exit 1) when the plan updates more invites than this",
+        "Fail (exit 1) when the plan e-mails more invitations again than this",
+    ),
+    "apply": (
+        "Refuse to apply a plan that updates more invites than this",
+        "Refuse to apply a plan that e-mails more invitations again than this",
+    ),
+}
 
-    @functools.wraps(f)
-    def with_run(**kwargs: Any) -> Any:
-        run = RunOptions(**{name: kwargs.pop(name) for name in _RUN_FIELDS})
-        return f(run=run, **kwargs)
 
-    # functools.wraps keeps f's name and doc but not its type: F is what click sees.
-    return together(
-        paths_argument,
-        config_option,
-        target_options,
-        click.option(
-            "--changed-since",
-            metavar="REF",
-            help="Only invites whose YAML entries differ between git REF and the working tree "
-            "(added or changed entries).",
-        ),
-        changed_since_applied_option,
-        parallelism_option,
-        _limit(
-            "max_rate",
-            "Requests per second at most, all together",
-            "; default: none, the rate the server's answers allow): a gateway's limit, where "
-            "crossing it blocks the client for seconds.",
-        ),
-        _limit("max_changes", "Refuse to apply a plan that updates more invites than this"),
-        _limit(
-            "max_resends", "Refuse to apply a plan that e-mails more invitations again than this"
-        ),
-        sandbox_option,
-        color_option,
-        annotations_option,
-        verbose_option,
-    )(cast(F, with_run))
+def run_options(command: str) -> Callable[[F], F]:
+    """Options of plan and apply that pick invites and shape the run, passed as `run`;
+    ``command``: which of the two, for the help of the limits."""
+    changes, resends = _LIMITS[command]
+
+    def decorate(f: F) -> F:
+        @functools.wraps(f)
+        def with_run(**kwargs: Any) -> Any:
+            run = RunOptions(**{name: kwargs.pop(name) for name in _RUN_FIELDS})
+            return f(run=run, **kwargs)
+
+        # functools.wraps keeps f's name and doc but not its type: F is what click sees.
+        return together(
+            paths_argument,
+            config_option,
+            target_options,
+            click.option(
+                "--changed-since",
+                metavar="REF",
+                help="Only the fields whose YAML value differs between git REF and the "
+                "working tree, field by field (an entry added since REF: all its fields); "
+                "a field the platform changed meanwhile is a conflict.",
+            ),
+            changed_since_applied_option,
+            parallelism_option,
+            _limit(
+                "max_rate",
+                "Requests per second at most, all together",
+                "; default: none, the rate the server's answers allow): a gateway's limit, "
+                "where crossing it blocks the client for seconds.",
+            ),
+            _limit("max_changes", changes),
+            _limit("max_resends", resends),
+            sandbox_option,
+            color_option,
+            annotations_option,
+            verbose_option,
+        )(cast(F, with_run))
+
+    return decorate
 
 
 # What a command's --help says of the settings it reads: the environment variables and the

@@ -28,7 +28,7 @@ from reconciler.service.online import open_service, signing_secret
         api=True, reads_paths=True, extra=("max_changes", "max_resends"), other_env=RUN_ENV
     )
 )
-@run_options
+@run_options("plan")
 @plan_format_option
 @click.option("--out", type=FilePath(), help="Also save the plan, signed, for `apply --plan FILE`.")
 @click.option("--detailed-exitcode", is_flag=True, help="Exit 2 when there are changes.")
@@ -51,15 +51,22 @@ def plan(run: RunOptions, output_format: str, out: str | None, detailed_exitcode
     echo_chunks(renderer_for(output_format, use_color(run.color)).chunks(the_plan))
     report_plan(the_plan, github_enabled(run.annotations))
     if out:
-        _say_saved(the_plan, out)
+        _say_saved(the_plan, out, run.sandbox)
     return _exit_code(the_plan, detailed_exitcode)
 
 
-def _say_saved(the_plan: Plan, out: str) -> None:
+def _say_saved(the_plan: Plan, out: str, sandbox: bool) -> None:
     failed = the_plan.failed
     caveat = f" ({plural(len(failed), 'invite')} with errors will be left alone)" if failed else ""
     # Signed with this client's secret: another client's apply refuses it.
     said = f"{caveat}; apply it, with the same client, with: reconcile apply --plan {escape(out)}"
+    if sandbox:  # its API ends with this run; another --sandbox run starts another
+        said = (
+            f"{caveat}; the in-process sandbox ends with this run, so no apply can use it. "
+            "A saved plan needs a sandbox that outlives the run: start `reconcile sandbox` "
+            "in another terminal, export the three lines it prints (RECONCILER_BASE_URL and "
+            "its client), then plan --out and apply --plan without --sandbox"
+        )
     if the_plan.too_much_change() is not None:
         said = ", for the record."
     click.echo(f"Saved the plan to {escape(out)}{said}", err=True)

@@ -205,12 +205,11 @@ FORMAT_VERSION = 2  # 2: signed, with `not_updatable`
 # What each limit's refusal says: what the plan does, and the advice.
 _LIMITS = {
     "max-changes": ("updates {}", "invite", "Split the change or raise the limit"),
-    "max-resends": (
-        "e-mails {} again",
-        "invitation",
-        "Split the change, use resendOnChange's list form, or raise the limit",
-    ),
+    "max-resends": ("e-mails {} again", "invitation", "Split the change or raise the limit"),
 }
+# Said too when an invite that re-sends has `resendOnChange: true`: a list makes an
+# update of an unlisted field send none. Never when each one already has a list.
+_LIST_FORM = "Split the change, use resendOnChange's list form, or raise the limit"
 
 
 class TooMuchChange(ReconcilerError):
@@ -219,8 +218,12 @@ class TooMuchChange(ReconcilerError):
 
     OPTION = "max-changes"
 
-    def __init__(self, count: int, limit: int, *, saved_limit: bool = False) -> None:
+    def __init__(
+        self, count: int, limit: int, *, saved_limit: bool = False, any_true: bool = False
+    ) -> None:
         does, noun, advice = _LIMITS[self.OPTION]
+        if any_true and self.OPTION == "max-resends":
+            advice = _LIST_FORM
         if saved_limit:  # a saved plan's own limit wins over a looser one: say where it came from
             advice = f"This plan was made with --{self.OPTION} {limit}; make a new plan with a "
             advice += "higher limit"
@@ -306,7 +309,11 @@ class Plan:
             limits = [n for n in (own, given) if n is not None]
             if limits and count > min(limits):
                 binding = min(limits)
-                return refusal(count, binding, saved_limit=self.saved and binding == own)
+                any_true = any(
+                    c.resend and not c.conflicts and c.resend_on is None for c in self.changes
+                )
+                saved_limit = self.saved and binding == own
+                return refusal(count, binding, saved_limit=saved_limit, any_true=any_true)
         return None
 
     def raise_if_unsafe(self, limit: int | None = None, resend_limit: int | None = None) -> None:

@@ -27,7 +27,7 @@ from reconciler.errors import ConfigError
 from reconciler.files import open_regular
 from reconciler.safetext import MIN_SECRET_LENGTH, escape, quote_value
 from reconciler.settings.config_file import find_config_file, read_config_file
-from reconciler.settings.contract import Contract, check_contract
+from reconciler.settings.contract import BASE_URL_VARIABLE, Contract, check_contract
 
 SECRET_ENV = "RECONCILER_CLIENT_SECRET"
 SECRET_FILE_ENV = "RECONCILER_CLIENT_SECRET_FILE"
@@ -222,6 +222,9 @@ class Settings:
     RECONCILER_<NAME> sets it too (``_env``) and the bounds of a number (``rule``)."""
 
     base_url: str | None = field(default=None, metadata=_env())
+    # What set base_url, for the advice of a failure to reach it ("check ..."): the
+    # variable, or the config file's key.
+    base_url_source: str = BASE_URL_VARIABLE
     client_id: str | None = field(default=None, metadata=_env())
     client_secret: str | None = field(default=None, repr=False)  # SECRET_ENV, SECRET_FILE_ENV
     token_auth_method: str = field(default=TOKEN_AUTH_METHODS[0], metadata=_env())
@@ -325,6 +328,8 @@ def load_settings(config_file: str | None, env: Mapping[str, str] | None = None)
             f"{' or '.join(TOKEN_AUTH_METHODS)}"
         )
     values = _numbers_converted(values, ENV_VARS)
+    if "base_url" in values:
+        values["base_url_source"] = BASE_URL_VARIABLE
     secret = secret_from_env(env)
     if secret:
         values["client_secret"] = secret
@@ -343,6 +348,8 @@ def _from_file(path: str, env: Mapping[str, str], *, found: bool) -> Settings:
         # A pull request can change the file: it must not decide where the secret goes.
         del values["base_url"]
         refused = (path, ci)
+    if "base_url" in values:
+        values["base_url_source"] = f"base_url in {escape(path)}"
     return Settings(refused_base_url=refused).with_values(_numbers_converted(values, where))
 
 

@@ -28,7 +28,7 @@ from reconciler.schema.policies import (
     PolicyError,
     compile_policy,
 )
-from reconciler.settings.contract import contract_problems
+from reconciler.settings.contract import contract_problems, no_scheme
 from reconciler.yamlload.source import MarkedDict, decode_source, load_yaml, to_plain
 
 _SECRET_KEYS = {"client_secret", "secret", "access_token", "token", "password", "api_key"}
@@ -104,12 +104,29 @@ def _document(data: bytes, path: str) -> MarkedDict | None:
         # Before the meta-schema judges them: policies too large to be checked.
         problems = problems or _too_many_policy_values(document, path)
         schema = resource_path("schemas/config.schema.json")
-        problems = problems or validate_document(document, path, schema)
+        problems = problems or _no_scheme_said(document, path, schema)
     elif not problems:
         problems.append(FileProblem(path, 1, 1, "config file must be a mapping of settings"))
     if problems or not isinstance(document, MarkedDict):  # the second: a problem is listed
         raise InputError(problems)
     return document
+
+
+def _no_scheme_said(document: MarkedDict, path: str, schema: Any) -> list[FileProblem]:
+    """The schema's problems, a `base_url` written without its scheme worded as the
+    environment's is (with the URL meant), not as the pattern it does not match."""
+    problems = validate_document(document, path, schema)
+    written = document.get("base_url")
+    said = no_scheme(written.strip()) if isinstance(written, str) and "://" not in written else None
+    if not said:
+        return problems
+    line, column = document.located.mark(("base_url",))
+    return [
+        FileProblem(path, line, column, f"`base_url`: {said}")
+        if (p.line, p.column) == (line, column) and p.message.startswith("`base_url`:")
+        else p
+        for p in problems
+    ]
 
 
 def _confine_paths(values: dict[str, Any], document: MarkedDict, path: str) -> None:

@@ -8,16 +8,19 @@ speaks the contract as published, swaps all of them at once.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, NamedTuple
+from urllib.parse import urlsplit
 
 from reconciler.errors import ConfigError
 from reconciler.model.invite import ID_KEY, updatable_fields
 from reconciler.safetext import escape, quote_value
 
 DEFAULT_SCOPE = "kyb:invites:read kyb:invites:write"
+BASE_URL_VARIABLE = "RECONCILER_BASE_URL"
 INVITE_PATH = "/public-api/v1/kyb/invites/{inviteId}"
 
 
@@ -162,3 +165,35 @@ def check_contract(contract: Contract) -> None:
     problems = contract_problems(contract._asdict())
     if problems:
         raise ConfigError("; ".join(message for _, message in problems))
+
+
+def no_scheme(written: str) -> str | None:
+    """What to say of a base URL written without its scheme (`api.example.com`,
+    `localhost:8787`), wherever it was written: quoted as written, with the URL meant,
+    never read as a scheme (`localhost://8787`); None when no URL meant can be told."""
+    try:
+        meant = urlsplit(f"https://{written}")
+        port = meant.port
+    except ValueError:
+        return None
+    host = meant.hostname
+    if not host or any(c.isspace() for c in written):
+        return None
+    # Only host, port and path are shown: user info or a query may hold a credential.
+    shown = (f"[{host}]" if ":" in host else host) + ("" if port is None else f":{port}")
+    shown += meant.path
+    scheme = "http" if is_loopback_host(host) else "https"
+    return (
+        f"{quote_value(shown, limit=None)} has no scheme; "
+        f"did you mean {quote_value(f'{scheme}://{shown}', limit=None)}?"
+    )
+
+
+def is_loopback_host(host: str) -> bool:
+    """``localhost`` or a loopback address: the hosts plain http is spoken to."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

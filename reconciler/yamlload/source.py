@@ -204,8 +204,10 @@ def _syntax_problem(exc: yaml.MarkedYAMLError, text: str, path: str) -> FileProb
         return FileProblem(path, at.line + 1, at.column + 1, message)
     where = _syntax_mark(exc)
     problem = " ".join(p for p in (exc.context, exc.problem) if p) or "invalid YAML"
-    hint = _glued_hint(text, where.line) or next(
-        (h for words, h in _SYNTAX_HINTS if words in problem), None
+    hint = (
+        _conflict_hint(text, where.line)
+        or _glued_hint(text, where.line)
+        or next((h for words, h in _SYNTAX_HINTS if words in problem), None)
     )
     if hint:
         problem += f" ({hint})"
@@ -244,6 +246,25 @@ _GLUED_KEY = re.compile(r"\s*(?:-\s+)?([A-Za-z_][\w-]*):(?=[^\s:/])")
 
 
 _GLUED_DASH = re.compile(r"\s*-(?=[A-Za-z_])")
+
+
+# What git writes into a file it could not merge: `<<<<<<< HEAD`, `|||||||` (diff3),
+# `=======`, `>>>>>>> branch`, each at the start of a line.
+_CONFLICT_MARKER = re.compile(r"^(<{7}|\|{7}|={7}|>{7})(?: |$)", re.MULTILINE)
+
+
+def _conflict_hint(text: str, line: int) -> str | None:
+    """A merge left unresolved: the first of git's conflict markers, by its line."""
+    marker = _CONFLICT_MARKER.search(text)
+    if marker is None:
+        return None
+    number = text.count("\n", 0, marker.start()) + 1
+    where = "this line is" if number == line else f"line {number} is"
+    return (
+        f"{where} a git merge-conflict marker, `{marker.group(1)}`: a merge left "
+        "unresolved; keep the lines meant and remove the `<<<<<<<`, `=======` and "
+        "`>>>>>>>` lines"
+    )
 
 
 def _glued_hint(text: str, line: int) -> str | None:

@@ -240,6 +240,22 @@ def test_sandbox_runs_speak_the_contract_whatever_the_config_renames(tmp_path):
     assert "Apply: 3 updated, 0 failed." in result.stdout
 
 
+def test_a_plan_saved_against_the_in_process_sandbox_says_which_sandbox_can_apply_it(tmp_path):
+    # `apply --plan` with --sandbox starts another sandbox on another port, which the plan
+    # (made against this run's) is refused for: the way that works is said instead.
+    result = run_cli(
+        "plan", "--sandbox", "--out", "p.json", str(EXAMPLES), cwd=tmp_path, env=clean_env()
+    )
+    assert result.returncode == 0, result.stderr
+    assert _last_line(result.stderr) == (
+        "Saved the plan to p.json; the in-process sandbox ends with this run, so no apply can "
+        "use it. A saved plan needs a sandbox that outlives the run: start `reconcile "
+        "sandbox` in another terminal, export the three lines it prints (RECONCILER_BASE_URL "
+        "and its client), then plan --out and apply --plan without --sandbox"
+    )
+    assert "reconcile apply --plan" not in result.stderr
+
+
 # From test_new_user_review.py: What a new user's review found: errors last on stderr, local checks
 # before the network.
 def _last_line(text: str) -> str:

@@ -266,3 +266,42 @@ def test_a_commit_git_would_read_as_an_option_is_refused(forge: Forge) -> None:
     with pytest.raises(ReconcilerError, match="no such commit"):
         advance(ORIGIN, "--output=pwned")
     assert forge.recorded() is None and not (forge.work / "pwned").exists()
+
+
+@pytest.mark.parametrize("options", [False, True])
+def test_no_remote_or_no_main_there_is_said_naming_only_settings_that_exist(
+    forge: Forge, options: bool
+) -> None:
+    # plan, apply and adopt have no --main or --remote; `reconcile applied` has both.
+    where = Record("reconcile/applied", "trunk", "origin", options=options)
+    with pytest.raises(ReconcilerError) as refused:
+        read_record(where)
+    main = "RECONCILER_MAIN_BRANCH (or --main)" if options else "RECONCILER_MAIN_BRANCH to"
+    assert str(refused.value).startswith(f"origin has no branch trunk: set {main}")
+    git(forge.work, "remote", "remove", "origin")
+    remote = "RECONCILER_GIT_REMOTE (or --remote)" if options else "RECONCILER_GIT_REMOTE to"
+    for run in (lambda: read_record(where), lambda: advance(where)):
+        with pytest.raises(ReconcilerError) as refused:
+            run()
+        said = str(refused.value)
+        assert said.startswith("this clone has no git remote origin: add it (git remote add")
+        assert f"set {remote}" in said and ("--" in said) == options
+
+
+def test_a_commit_of_main_not_pushed_yet_is_said_so(forge: Forge) -> None:
+    local = forge.commit("on main, not pushed")
+    with pytest.raises(ReconcilerError) as refused:
+        advance(ORIGIN)
+    assert str(refused.value) == (
+        f"{local[:12]} is on main in this clone but not on origin's main yet: push it first "
+        "(git push origin main), then record it; reconcile/applied is not moved"
+    )
+    assert forge.recorded() is None
+
+
+def test_a_bad_name_names_the_option_only_where_the_command_has_it() -> None:
+    for make, said in ((Record.from_env, "(RECONCILER_MAIN_BRANCH)"),
+                       (Record.from_options, "(RECONCILER_MAIN_BRANCH, or --main)")):  # fmt: skip
+        with pytest.raises(ReconcilerError) as refused:
+            make(main="bad name")
+        assert str(refused.value) == f"'bad name' {said}: not a branch name git accepts"

@@ -119,6 +119,25 @@ def test_each_command_runs_after_a_lazy_import_and_shows_an_example() -> None:
         assert re.search(rf"Examples?:\n    reconcile {name}\b", result.stdout), result.stdout
 
 
+def test_the_limits_and_changed_since_are_helped_as_each_command_does_them() -> None:
+    # cli.md: plan fails (exit 1) and apply refuses a plan over a limit; --changed-since
+    # plans field by field, not whole entries.
+    said = {}
+    for name in ("plan", "apply"):
+        result = run_cli(name, "--help", env=clean_env(COLUMNS="80"))
+        assert result.returncode == 0, name
+        said[name] = " ".join(result.stdout.split())  # as one line, however wrapped
+    for limit in ("updates more invites", "e-mails more invitations again"):
+        assert f"Fail (exit 1) when the plan {limit} than this" in said["plan"]
+        assert f"Refuse to apply a plan that {limit} than this" in said["apply"]
+        assert "Refuse to apply" not in said["plan"] and "Fail (exit 1)" not in said["apply"]
+    for text in said.values():
+        assert (
+            "Only the fields whose YAML value differs between git REF and the working tree, "
+            "field by field (an entry added since REF: all its fields)" in text
+        )
+
+
 def test_stdout_in_an_encoding_that_cannot_hold_the_output_is_said_not_a_traceback(
     tmp_path: Path,
 ) -> None:

@@ -668,6 +668,31 @@ INSUFFICIENT_SCOPE = {
 }
 
 
+@pytest.mark.parametrize("granted", [None, "kyb:invites:read"])
+def test_a_403_naming_a_scope_never_asked_for_says_this_command_needs_it(
+    make_client: Callable[..., ApiClient], requests_mock: Any, granted: str | None
+) -> None:
+    # Asked for read only, granted it (named, or as asked): the platform's refusal names
+    # the scope the write needs, so that scope is what to add, not "no scope is missing".
+    answer = token_response()
+    if granted is not None:
+        answer["json"]["data"]["scope"] = granted
+    requests_mock.post(TOKEN_URL, [answer])
+    client = make_client(scope="kyb:invites:read")
+    requests_mock.patch(INVITE_URL, **failure(403, "token lacks scope kyb:invites:write"))
+
+    with pytest.raises(PermissionDenied) as caught:
+        client.write_invite("inv_8f2k1", {"name": "X"})
+
+    text = str(caught.value)
+    assert text.startswith(
+        "HTTP 403: token lacks scope kyb:invites:write; this command needs scope "
+        "'kyb:invites:write', which the platform names and the client did not ask for: only "
+        "'kyb:invites:read' was requested (set with RECONCILER_SCOPE); add that scope to it"
+    )
+    assert "no scope is missing" not in text and "another reason" not in text
+
+
 @pytest.mark.parametrize(
     ("granted", "refusal", "blames_the_scope"),
     [

@@ -237,12 +237,13 @@ def test_a_403_whose_message_names_reconciler_scope_still_gets_the_note_of_what_
 
     # Granted as asked (the token answer named no scope): no scope is missing as far as
     # the client can tell, and the note says so rather than blame one (issue 55: it
-    # said "does not carry the scope" beside "granted: (the same) as asked").
+    # said "does not carry the scope" beside "granted: (the same) as asked"); "named no
+    # scope" said once, not again in a parenthesis inside it.
     assert str(caught.value) == (
         f"HTTP 403: {said}; the token answer named no scope, so the token was granted what "
-        "was asked for ('kyb:invites:read kyb:invites:write' (as asked: the token answer "
-        "named no scope), set with RECONCILER_SCOPE): as far as the client can tell no scope "
-        "is missing, and the platform refused this for another reason: the client's "
+        "was asked for ('kyb:invites:read kyb:invites:write', set with RECONCILER_SCOPE): as "
+        "far as the client can tell no scope is missing, and the platform refused this for "
+        "another reason: the client's "
         "permissions on the platform (for whoever administers it to check), or this invite "
         "(requestId 1001)"
     )

@@ -167,10 +167,21 @@ def test_a_plan_not_scoped_keeps_its_document_as_it_was():
     assert set(document["summary"]) == {"update", "unchanged", "error", "resend", "conflict"}
 
 
-def _resending(count: int, max_resends: int | None = None) -> Plan:
+def _resending(
+    count: int, max_resends: int | None = None, rule: bool | tuple[str, ...] = True
+) -> Plan:
     readings = [(desired(i), Done(current(i))) for i in range(count)]
-    readings = [(DesiredInvite(d.id, d.fields, d.source, True), outcome) for d, outcome in readings]
+    readings = [(DesiredInvite(d.id, d.fields, d.source, rule), outcome) for d, outcome in readings]
     return make_plan(BASE, readings, None, max_resends)
+
+
+def test_max_resends_advises_the_list_form_only_where_an_entry_has_true() -> None:
+    # `resendOnChange: [email]` already is the list form: advising it cannot help.
+    with pytest.raises(TooManyResends) as raised:
+        _resending(3, max_resends=2, rule=("email",)).raise_if_unsafe()
+    assert str(raised.value).endswith(
+        "more than max_resends (2). Split the change or raise the limit."
+    )
 
 
 def test_max_resends_allows_exactly_the_limit_and_refuses_one_more():

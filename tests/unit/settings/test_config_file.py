@@ -75,6 +75,23 @@ PROBLEMS = {
         "policies:\n  - {name: a, message: m, schema: {}}\n  - {name: a, message: m, schema: {}}\n",
         ["3:12: policy `a` is already defined (item 1 of `policies`); give each its own name"],
     ),
+    # Worded as RECONCILER_BASE_URL's (cli.md), not as the pattern it does not match.
+    "a base_url without its scheme": (
+        "base_url: api.example.com\nparallelism: x\n",
+        [
+            "1:11: `base_url`: 'api.example.com' has no scheme; "
+            "did you mean 'https://api.example.com'?",
+            "2:14: `parallelism` must be a whole number, not text",
+        ],
+    ),
+    "a loopback base_url without its scheme": (
+        "base_url: localhost:8787\n",
+        ["1:11: `base_url`: 'localhost:8787' has no scheme; did you mean 'http://localhost:8787'?"],
+    ),
+    "a base_url no URL meant can be told of": (
+        "base_url: api example\n",
+        ["1:11: `base_url`: 'api example' does not match `^https?://\\S+$(?!\\n)`"],
+    ),
     "an unknown check": (
         "checks: {duplicate-names: error}\n",
         ["1:10: unknown field `duplicate-names`; did you mean `duplicate-name`?"],
@@ -145,3 +162,27 @@ def test_notes_nested_past_50_under_an_unknown_keyword_are_refused_at_the_schema
         "followed (more than 50 schemas one inside another, its `$ref`s followed); an invite "
         "entry nests three levels, and no rule needs so many"
     ]
+
+
+@pytest.mark.parametrize(
+    ("env", "source"),
+    [
+        ({}, "base_url in {path}"),
+        ({"RECONCILER_BASE_URL": "https://api.example"}, "RECONCILER_BASE_URL"),
+    ],
+)
+def test_a_host_not_reached_names_what_set_base_url(
+    tmp_path: Path, env: dict[str, str], source: str
+) -> None:
+    import requests
+
+    from reconciler.api.network import transport_error
+
+    path = tmp_path / "reconciler.yaml"
+    path.write_text("base_url: https://api.example\n", encoding="utf-8")
+    settings = load_settings(str(path), env=env)
+    refused = requests.ConnectionError(ConnectionRefusedError(111, "refused"))
+    said = str(transport_error(refused, "api.example", 30, None, settings.base_url_source))
+    assert said == (
+        f"could not connect to api.example (connection refused); check {source.format(path=path)}"
+    )

@@ -374,6 +374,20 @@ ENTRY = "invites:\n  - id: inv_1\n"
             id="unclosed-bracket: where it opens",
         ),
         pytest.param(
+            ENTRY + "<<<<<<< HEAD\n    name: Acme\n=======\n    name: Acme Ltd\n>>>>>>> b\n",
+            "3:1: while scanning a simple key could not find expected ':' (this line is a "
+            "git merge-conflict marker, `<<<<<<<`: a merge left unresolved; keep the lines "
+            "meant and remove the `<<<<<<<`, `=======` and `>>>>>>>` lines)",
+            id="merge-conflict-markers: at the marker",
+        ),
+        pytest.param(
+            ENTRY + "    name: Acme\n  name: B\n=======\n",
+            "4:3: while parsing a block collection did not find expected '-' indicator "
+            "(line 5 is a git merge-conflict marker, `=======`: a merge left unresolved; "
+            "keep the lines meant and remove the `<<<<<<<`, `=======` and `>>>>>>>` lines)",
+            id="merge-conflict-marker: its line named",
+        ),
+        pytest.param(
             ENTRY + "  name: Acme\n",
             "3:3: while parsing a block collection did not find expected '-' indicator "
             "(check the indentation: an entry's keys line up, and each entry starts with `- `)",
