@@ -314,7 +314,8 @@ def test_hostile_src_files_are_refused_at_their_place_before_any_request(
     message = played.result["msg"]
     assert "d-link.yaml: not read: it leads to" in message
     assert re.search(r"invites/b-bytes\.yaml:3:\d+: ", message)
-    assert "e-fifo.yaml" not in message  # in a directory: not a file, never opened
+    # In a directory as named: refused (never opened), not passed over without a word.
+    assert "invites/e-fifo.yaml: not read: it is a FIFO" in message
     assert sandbox.stats.total == 0
     # Each file alone: the YAML ones are refused at their place by the module.
     for name, expected in (
