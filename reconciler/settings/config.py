@@ -150,19 +150,24 @@ class NumberSetting(NamedTuple):
 
     def convert(self, raw: Any, where: str) -> int | float:
         """``raw`` as this setting's type; ``where`` names the source, as in `--parallelism`."""
+        shown = repr(raw) if len(str(raw)) <= 40 else f"{str(raw)[:40]!r}..."  # 5,000 digits
         if isinstance(raw, bool):  # YAML `true` is not a number of anything
-            raise ConfigError(f"{where}: {raw!r} is not a number")
+            raise ConfigError(f"{where}: {shown} is not a number")
         whole = self.kind is int
+        text = str(raw).strip()
         try:
-            value: int | float = self.kind(str(raw).strip() if whole else raw)
+            # ASCII, no `_`: int() and float() also read `٣` and `1_0`, which no one types.
+            if not text.isascii() or "_" in text:
+                raise ValueError(text)
+            value: int | float = self.kind(text)
         except (TypeError, ValueError):
             said = "a whole number" if whole else f"a number of {self.unit}"
-            raise ConfigError(f"{where}: {raw!r} is not {said}") from None
+            raise ConfigError(f"{where}: {shown} is not {said}") from None
         if not whole and not math.isfinite(value):  # nan or inf: no wait could be bounded by it
-            raise ConfigError(f"{where}: {raw!r} is not a finite number of {self.unit}")
+            raise ConfigError(f"{where}: {shown} is not a finite number of {self.unit}")
         too_low = value <= self.minimum if self.above_minimum else value < self.minimum
         if too_low or (self.maximum is not None and value > self.maximum):
-            raise ConfigError(f"{where}: {raw!r} must be {self.describe()}")
+            raise ConfigError(f"{where}: {shown} must be {self.describe()}")
         return value
 
 

@@ -198,8 +198,9 @@ def test_a_client_secret_file_without_a_secret_is_refused_naming_it_never_its_co
     [
         *(
             ("RECONCILER_PARALLELISM", v, "is not a whole number")
-            for v in ("eight", "4.5", "8 workers")
+            for v in ("eight", "4.5", "8 workers", "\u0663", "1_0", "\uff15")  # ٣, ５: no one types
         ),
+        ("RECONCILER_TIMEOUT", "1_0", "is not a number of seconds"),
         *(
             ("RECONCILER_PARALLELISM", v, "must be at least 1 and at most 256")
             for v in ("0", "257", "1000")
@@ -231,6 +232,12 @@ def test_a_value_from_the_environment_is_refused_naming_the_variable_and_value(
     with pytest.raises(ConfigError) as caught:
         load_settings(None, env={name: value})
     assert str(caught.value) == f"{name}: {value!r} {said}"
+
+
+def test_a_long_value_is_quoted_cut_short() -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_settings(None, env={"RECONCILER_MAX_CHANGES": "1" * 5000})
+    assert str(caught.value) == f"RECONCILER_MAX_CHANGES: {'1' * 40!r}... is not a whole number"
 
 
 def test_missing_config_file_is_a_config_error(tmp_path: Path) -> None:
