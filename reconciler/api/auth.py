@@ -47,6 +47,7 @@ from reconciler.safetext import (
     replace_secrets,
 )
 from reconciler.settings.config import Settings
+from reconciler.settings.contract import SCOPE_TOKEN
 
 log = logging.getLogger("reconciler.api")
 
@@ -208,10 +209,6 @@ def token_from_payload(data: Any, body: Any, now: float, issued: IssuedTokens) -
     return Token(value, lifetime, now, granted)
 
 
-# RFC 6749 §3.3: scope-token = 1*NQCHAR, NQCHAR = %x21 / %x23-5B / %x5D-7E.
-_SCOPE_TOKEN = re.compile(r"[\x21\x23-\x5b\x5d-\x7e]{1,200}")
-
-
 _MAX_SCOPES = 64
 
 
@@ -225,7 +222,7 @@ def granted_scope(said: Any) -> tuple[str, ...] | None:
     scopes = tuple(s for s in scopes if s)
     if not scopes or len(scopes) > _MAX_SCOPES:
         return None
-    if not all(_SCOPE_TOKEN.fullmatch(s) and not holds_secret(s) for s in scopes):
+    if not all(SCOPE_TOKEN.fullmatch(s) and not holds_secret(s) for s in scopes):
         log.debug("the token answer's scope is not a list of scope tokens; not read")
         return None
     return scopes

@@ -20,6 +20,8 @@ from reconciler.model.invite import ID_KEY, updatable_fields
 from reconciler.safetext import escape, quote_value
 
 DEFAULT_SCOPE = "kyb:invites:read kyb:invites:write"
+# RFC 6749 §3.3: scope-token = 1*NQCHAR, NQCHAR = %x21 / %x23-5B / %x5D-7E.
+SCOPE_TOKEN = re.compile(r"[\x21\x23-\x5b\x5d-\x7e]{1,200}")
 BASE_URL_VARIABLE = "RECONCILER_BASE_URL"
 INVITE_PATH = "/public-api/v1/kyb/invites/{inviteId}"
 
@@ -157,6 +159,15 @@ def contract_problems(values: Mapping[str, Any]) -> list[tuple[tuple[str, ...], 
         (("field_names", name), f"`field_names.{escape(name)}`: {why}")
         for name, why in field_name_problems(values.get("field_names", {}))
     ]
+    scope = values.get("scope")
+    if isinstance(scope, str) and not all(map(SCOPE_TOKEN.fullmatch, scope.split(" "))):
+        problems.append(
+            (
+                ("scope",),
+                f"`scope`: {quote_value(scope)} is not scopes separated by single spaces, "
+                'each of printable ASCII without `"` or `\\` (RFC 6749)',
+            )
+        )
     return problems
 
 

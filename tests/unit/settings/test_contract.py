@@ -141,3 +141,18 @@ def test_a_contract_made_in_code_is_held_to_the_same_rules_before_any_request(
     )
     with pytest.raises(ConfigError, match=said):
         settings.with_contract(contract).credentials()
+
+
+@pytest.mark.parametrize("scope", ["kyb:invites:read\x1b[31m", "a  b", "a b ", 'a"b', "a\\b", "é"])
+def test_a_scope_that_is_not_rfc_6749_scope_tokens_is_refused_before_any_request(
+    scope: str,
+) -> None:
+    # Sent in the token request's form as written: a terminal escape, a quote or a double
+    # space is never meant, and a platform's refusal of it would not say why.
+    assert check_contract(Contract(scope="custom:scope other.scope/x")) is None
+    env = {"RECONCILER_BASE_URL": "https://api.example", "RECONCILER_CLIENT_ID": "ci"}
+    env |= {"RECONCILER_CLIENT_SECRET": "cs_live_Zq9x", "RECONCILER_SCOPE": scope}
+    with pytest.raises(ConfigError) as caught:
+        load_settings(None, env=env).credentials()
+    assert "is not scopes separated by single spaces" in str(caught.value)
+    assert "\x1b" not in str(caught.value)
