@@ -122,10 +122,13 @@ def test_nothing_changed_reads_nothing(
     assert "0 invites of 1 added or changed" in capsys.readouterr().err
 
 
+ALPHA = "invites:\n  - id: inv_a\n    name: Alpha Ltd\n"
+
+
 @pytest.fixture
 def small_repo(tmp_path: Path) -> Path:
     repo = tmp_path / "repo"
-    write_invites_text(repo, "invites:\n  - id: inv_a\n    name: Alpha Ltd\n")
+    write_invites_text(repo, ALPHA)
     git(repo, "init", "-q", "-b", "main")
     git(repo, "add", ".")
     git(repo, "commit", "-q", "-m", "one invite")
@@ -137,18 +140,43 @@ def write_invites_text(repo: Path, text: str) -> None:
     (repo / "invites" / "a.yaml").write_text(text, encoding="utf-8")
 
 
-@pytest.mark.parametrize("ref", ["no-such-branch", "1" * 40, "--output=x"])
-def test_an_unknown_ref_is_a_clear_error(
+NO_COMMIT = (
+    ": no such commit in this repository. Fetch it first (in CI: a full clone, e.g. "
+    "actions/checkout with fetch-depth: 0, or GIT_DEPTH: 0), or plan everything by leaving "
+    "out --changed-since"
+)
+REFUSED = {
+    "an unknown branch": ("no-such-branch", [], "--changed-since no-such-branch" + NO_COMMIT),
+    "an unknown commit": ("1" * 40, [], f"--changed-since {'1' * 40}{NO_COMMIT}"),
+    "a ref git would read as an option": (
+        "--output=x",
+        [],
+        "--changed-since '--output=x': not a git revision",
+    ),
+    "a path outside the repository": (
+        "HEAD",
+        ["../elsewhere"],
+        "--changed-since: ../elsewhere is outside the git repository {top}",
+    ),
+}
+
+
+@pytest.mark.parametrize(("ref", "paths", "said"), REFUSED.values(), ids=REFUSED.keys())
+def test_a_ref_or_path_refused_is_said_in_full(
     small_repo: Path,
     ref: str,
+    paths: list[str],
+    said: str,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
     sandbox: Sandbox,
 ) -> None:
-    code = run_in(small_repo, monkeypatch, sandbox_env(sandbox), "plan", f"--changed-since={ref}")
+    write_invites_text(small_repo.parent / "elsewhere", ALPHA)
+    args = ("plan", f"--changed-since={ref}", *paths)
+    code = run_in(small_repo, monkeypatch, sandbox_env(sandbox), *args)
     err = capsys.readouterr().err
     assert code == 1
-    assert "--changed-since" in err and "Traceback" not in err
+    assert f"error: {said.format(top=small_repo.resolve())}" in err.splitlines(), err
     assert sandbox.stats.calls("GET") == [] and sandbox.stats.calls("POST") == []
     assert not (small_repo / "x").exists()
 
@@ -192,7 +220,9 @@ def test_without_git_on_path_is_a_clear_error(
     monkeypatch.setenv("PATH", str(small_repo))
     code = run_in(small_repo, monkeypatch, {}, "plan", "--sandbox", "--changed-since", "main")
     assert code == 1
-    assert "needs git" in capsys.readouterr().err
+    assert "--changed-since needs git, which is not installed or not on PATH" in (
+        capsys.readouterr().err
+    )
 
 
 def test_a_changed_option_counts_and_a_reformatted_entry_does_not(
@@ -236,6 +266,43 @@ def test_a_file_name_with_a_line_break_shifts_no_other_files_entries(
     # never skipped), but the file after it must still be compared with its own past.
     changed = changed_entries("HEAD", ["invites"], invites)
     assert changed is not None and "inv_c" not in changed
+
+
+@pytest.mark.parametrize(
+    ("file", "start", "path"),
+    [
+        ("-invites/a.yaml", ".", "-invites"),
+        ("invites/a.yaml", "invites", "."),
+        ("invites/caf\udce9.yaml", ".", "invites"),
+    ],
+    ids=["a directory named like an option", "run from a subdirectory", "a name not UTF-8"],
+)
+def test_a_file_unchanged_is_unchanged_whatever_its_name_and_wherever_the_run_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, file: str, start: str, path: str
+) -> None:
+    # git reads `-x` as an option, names paths from where it runs, and a file name is bytes.
+    repo = tmp_path / "repo"
+    (repo / file).parent.mkdir(parents=True)
+    (repo / file).write_text(ALPHA, encoding="utf-8")
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "one invite")
+    monkeypatch.chdir(repo / start)
+    invites = load_desired_state([path]).invites
+    assert [i.id for i in invites] == ["inv_a"]
+    assert changed_entries("HEAD", [path], invites) == {}
+
+
+def test_an_entry_git_cannot_show_at_the_base_leaves_the_other_files_compared(
+    small_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A submodule named like a YAML file: `cat-file` answers "<commit>:<name> missing", and
+    # a space in the name must not make that answer read as an object's size.
+    git(small_repo, "update-index", "--add", "--cacheinfo", f"160000,{'1' * 40},invites/b c.yaml")
+    git(small_repo, "commit", "-q", "-m", "a submodule")
+    monkeypatch.chdir(small_repo)
+    invites = load_desired_state(["invites"]).invites
+    assert changed_entries("HEAD", ["invites"], invites) == {}
 
 
 @pytest.mark.parametrize("encoding", ["utf-16", "latin-1"])
