@@ -110,10 +110,12 @@ def test_nothing_changed_reads_nothing(small_repo: Path, sandbox: Sandbox) -> No
     assert "0 invites of 1 added or changed" in result.stderr
 
 
+ALPHA = "invites:\n  - id: inv_a\n    name: Alpha Ltd\n"
+
+
 @pytest.fixture
 def small_repo(tmp_path: Path) -> Path:
-    files = {"invites/a.yaml": "invites:\n  - id: inv_a\n    name: Alpha Ltd\n"}
-    return commit_repository(tmp_path / "repo", files, "one invite")
+    return commit_repository(tmp_path / "repo", {"invites/a.yaml": ALPHA}, "one invite")
 
 
 def write_invites_text(repo: Path, text: str) -> None:
@@ -121,21 +123,37 @@ def write_invites_text(repo: Path, text: str) -> None:
     (repo / "invites" / "a.yaml").write_text(text, encoding="utf-8")
 
 
-@pytest.mark.parametrize(
-    ("ref", "said"),
-    [
-        ("no-such-branch", "--changed-since"),
-        ("1" * 40, "no such commit in this repository"),  # a commit's form, unknown here
-        ("--output=x", "--changed-since"),
-    ],
+NO_COMMIT = (
+    ": no such commit in this repository. Fetch it first (in CI: a full clone, e.g. "
+    "actions/checkout with fetch-depth: 0, or GIT_DEPTH: 0), or plan everything by leaving "
+    "out --changed-since"
 )
-def test_an_unknown_ref_is_a_clear_error(
-    small_repo: Path, ref: str, said: str, sandbox: Sandbox
+REFUSED = {
+    "an unknown branch": ("no-such-branch", [], "--changed-since no-such-branch" + NO_COMMIT),
+    "an unknown commit": ("1" * 40, [], f"--changed-since {'1' * 40}{NO_COMMIT}"),
+    "a ref git would read as an option": (
+        "--output=x",
+        [],
+        "--changed-since '--output=x': not a git revision",
+    ),
+    "a path outside the repository": (
+        "HEAD",
+        ["../elsewhere"],
+        "--changed-since: ../elsewhere is outside the git repository {top}",
+    ),
+}
+
+
+@pytest.mark.parametrize(("ref", "paths", "said"), REFUSED.values(), ids=REFUSED.keys())
+def test_a_ref_or_path_refused_is_said_in_full(
+    small_repo: Path, ref: str, paths: list[str], said: str, sandbox: Sandbox
 ) -> None:
-    result = run_in(small_repo, sandbox_env(sandbox), "plan", f"--changed-since={ref}")
-    code, err = result.returncode, result.stderr
-    assert code == 1
-    assert "--changed-since" in err and said in err and "Traceback" not in err
+    write_invites_text(small_repo.parent / "elsewhere", ALPHA)
+    args = ("plan", f"--changed-since={ref}", *paths)
+    result = run_in(small_repo, sandbox_env(sandbox), *args)
+    err = result.stderr
+    assert result.returncode == 1
+    assert f"error: {said.format(top=small_repo.resolve())}" in err.splitlines(), err
     assert sandbox.stats.calls("GET") == [] and sandbox.stats.calls("POST") == []
     assert not (small_repo / "x").exists()
 
@@ -163,7 +181,10 @@ def test_a_ref_holding_a_line_break_starts_no_line_of_output(
 
 @pytest.mark.parametrize(
     ("outside", "said"),
-    [(True, "not in a git repository"), (False, "needs git")],
+    [
+        (True, "not in a git repository"),
+        (False, "--changed-since needs git, which is not installed or not on PATH"),
+    ],
     ids=["outside-a-repository", "no-git-on-path"],
 )
 def test_without_a_repository_or_git_it_is_a_clear_error(
@@ -216,6 +237,43 @@ def test_a_file_name_with_a_line_break_shifts_no_other_files_entries(
     # never skipped), but the file after it must still be compared with its own past.
     changed = changed_entries("HEAD", ["invites"], invites)
     assert changed is not None and "inv_c" not in changed
+
+
+@pytest.mark.parametrize(
+    ("file", "start", "path"),
+    [
+        ("-invites/a.yaml", ".", "-invites"),
+        ("invites/a.yaml", "invites", "."),
+        ("invites/caf\udce9.yaml", ".", "invites"),
+    ],
+    ids=["a directory named like an option", "run from a subdirectory", "a name not UTF-8"],
+)
+def test_a_file_unchanged_is_unchanged_whatever_its_name_and_wherever_the_run_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, file: str, start: str, path: str
+) -> None:
+    # git reads `-x` as an option, names paths from where it runs, and a file name is bytes.
+    repo = tmp_path / "repo"
+    (repo / file).parent.mkdir(parents=True)
+    (repo / file).write_text(ALPHA, encoding="utf-8")
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "one invite")
+    monkeypatch.chdir(repo / start)
+    invites = load_desired_state([path]).invites
+    assert [i.id for i in invites] == ["inv_a"]
+    assert changed_entries("HEAD", [path], invites) == {}
+
+
+def test_an_entry_git_cannot_show_at_the_base_leaves_the_other_files_compared(
+    small_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A submodule named like a YAML file: `cat-file` answers "<commit>:<name> missing", and
+    # a space in the name must not make that answer read as an object's size.
+    git(small_repo, "update-index", "--add", "--cacheinfo", f"160000,{'1' * 40},invites/b c.yaml")
+    git(small_repo, "commit", "-q", "-m", "a submodule")
+    monkeypatch.chdir(small_repo)
+    invites = load_desired_state(["invites"]).invites
+    assert changed_entries("HEAD", ["invites"], invites) == {}
 
 
 @pytest.mark.parametrize("encoding", ["utf-16", "latin-1"])

@@ -76,6 +76,9 @@ def test_second_interrupt_quits_at_once(start_sandbox, tmp_path):
     stderr = proc.communicate(timeout=10)[1].decode()
     assert time.monotonic() - started < 0.9  # did not wait for the writes in flight
     assert proc.returncode != 0
-    assert "quitting now" in stderr
-    assert "may have completed" in stderr  # and says what that means
+    assert (  # and says what that means
+        "\nSecond interrupt: quitting now. Writes in flight may have completed; run "
+        "`reconcile plan` to see where things stand, and look in the audit log for re-sends "
+        'due and never attempted (README, "Reading the audit log").\n'
+    ) in stderr
     assert "Traceback" not in stderr

@@ -83,6 +83,27 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         _clear_caches()  # every test that compiles the schema is mapped to the compiler
 
 
+# Marks whose stored test ids this session has already reset (see below).
+_IDS_RESET: set[int] = set()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    _IDS_RESET.clear()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    # pytest keeps the ids it made for a parametrize mark with `ids=` on the mark, and
+    # a later session in the same process (mutmut's clean run, after its mapping) takes
+    # them as given and escapes them again: `a\nb` becomes `a\\nb`, no test has that id,
+    # and pytest exits 4 ("not found"; pytest-dev/pytest#11149). Made afresh once a session.
+    for mark in metafunc.definition.iter_markers("parametrize"):
+        source = mark._param_ids_from
+        if source is not None and id(source) not in _IDS_RESET:
+            _IDS_RESET.add(id(source))
+            object.__setattr__(source, "_param_ids_generated", None)
+
+
 def _quiet_hypothesis() -> None:
     # The same examples on every run, and no deadline: the trampolines make every
     # call slower, and a DeadlineExceeded would count as a killed mutant.

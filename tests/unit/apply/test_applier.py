@@ -571,7 +571,10 @@ def test_a_patch_answered_with_a_403_no_block_is_read_back_and_its_re_send_made_
     ]
     outcome, status, _, message = _last_update_outcome(tmp_path)
     assert (outcome, status) == ("ok", 403)
-    assert "read back, the platform holds what was sent" in message
+    assert message == (
+        "refused by a gateway whose 403 was no block on the client; read back, the platform "
+        "holds what was sent: the gateway let the PATCH through and refused its answer"
+    )
 
 
 def test_a_patch_answered_with_a_403_no_block_and_not_held_is_unknown(tmp_path: Path) -> None:

@@ -119,3 +119,14 @@ def test_every_format_says_yes_or_no_of_a_hostile_value_never_raises_nor_warns()
     assert set(verdicts.values()) <= {True, False}
     assert verdicts["regex", "a{99999999999}"] is False
     assert verdicts["regex", "[[a]"] is True
+
+
+def test_a_rule_the_quick_check_cannot_compile_is_still_held(
+    edit_invite_schema: Callable[[Callable[[Any], None]], None],
+) -> None:
+    # fastjsonschema writes a pattern's `$` as `\Z`, inside a class too (`[^\Z]`, which re
+    # refuses): then jsonschema judges every entry.
+    edit_invite_schema(lambda invite: invite["properties"]["name"].update(pattern="^[^$]*$"))
+    text = "invites:\n  - id: inv_1\n    name: A$B\n  - id: inv_2\n    name: Acme\n"
+    problems = load_text(text, "t.yaml")[1]
+    assert [str(p) for p in problems] == ["t.yaml:3:11: `name`: 'A$B' does not match `^[^$]*$`"]

@@ -272,6 +272,16 @@ def test_a_rule_edited_into_the_schema_is_worded_too(
     assert [str(p) for p in problems] == [f"t.yaml:{shown}"]
 
 
+def test_a_rule_edited_into_the_files_top_level_names_the_document(
+    edit_invite_schema: Callable[..., None],
+) -> None:
+    edit_invite_schema(lambda whole: whole.update(maxProperties=1), at=())
+    problems = load_text("x-defaults: {}\n" + ENTRY, "t.yaml")[1]
+    assert [str(p) for p in problems] == [
+        "t.yaml:1:1: `document` does not meet the schema rule `maxProperties: 1`"
+    ]
+
+
 # From test_schema_messages.py:
 # Schema messages name a field by its path in the entry (the full wording of every
 # kind of problem is in test_schema_message_wording.py).
