@@ -20,7 +20,6 @@ from reconciler.errors import FileProblem, ReconcilerError
 from reconciler.files import invite_schema_path
 from reconciler.safetext import escape
 from reconciler.schema.messages import Where, describe, is_email
-from reconciler.yamlload.builder import START, Lines, Located
 from reconciler.yamlload.source import MarkedDict
 
 if TYPE_CHECKING:
@@ -120,13 +119,9 @@ def validate(validator: Draft202012Validator, where: Where) -> list[FileProblem]
     return list(dict.fromkeys(problems))  # one error may word what another already said
 
 
-def validate_document(document: Any, source: str, schema_path: Path) -> list[FileProblem]:
+def validate_document(document: MarkedDict, source: str, schema_path: Path) -> list[FileProblem]:
     """Every schema violation in ``document`` (as ``load_yaml`` gives it), each placed."""
-    if isinstance(document, MarkedDict):
-        located = document.located
-    else:  # a value without positions: every problem is placed at the start
-        located = Located(document, None, START, Lines(""))
-    return validate(_validator_for(schema_path), Where(located, source))
+    return validate(_validator_for(schema_path), Where(document.located, source))
 
 
 class InviteSchema:
