@@ -222,17 +222,41 @@ def read_plan_document(path: str) -> dict[str, Any]:
 
 def shown_document(value: Any) -> Any:
     """A plan document as `show` prints it: any secret of this run redacted in every text
-    of it, names too (a hand-edited plan is text from outside, like a server's answer).
+    of it, names too (a hand-edited plan is text from outside, like a server's answer),
+    but for the names the plan and invite schemas give, which `show` reads the plan by.
     Lists and objects are redacted in place: a plan of 200,000 changes is not copied."""
     if isinstance(value, str):
         return redact(value)
     if isinstance(value, list):
         value[:] = map(shown_document, value)
     elif isinstance(value, dict):
-        items = [(redact(key), shown_document(item)) for key, item in value.items()]
+        names = _schema_names()
+        items = [
+            (key if key in names else redact(key), shown_document(item))
+            for key, item in value.items()
+        ]
         value.clear()
         value.update(items)
     return value
+
+
+@cache
+def _schema_names() -> frozenset[str]:
+    """Every property name the plan schema and the invite schema give."""
+    names: set[str] = set()
+
+    def collect(node: Any) -> None:
+        if isinstance(node, dict):
+            names.update(node.get("properties", {}))
+            for item in node.values():
+                collect(item)
+        elif isinstance(node, list):
+            for item in node:
+                collect(item)
+
+    for path in (resource_path("schemas/plan.schema.json"), invite_schema_path()):
+        collect(json.loads(path.read_text(encoding="utf-8")))
+    return frozenset(names)
 
 
 def _not_saved(path: str, why: str) -> ReconcilerError:

@@ -53,10 +53,11 @@ from reconciler.plan.saved import (
     read_bounded_text,
     read_plan_document,
     save_plan,
+    shown_document,
     sign_plan,
     signature_for,
 )
-from reconciler.safetext import NON_ASCII_UNSAFE, escape, register_secret
+from reconciler.safetext import _REDACTOR, NON_ASCII_UNSAFE, escape, register_secret
 
 SECRET = "s3cr3t-for-the-plan-job"
 BASE = "https://api.example.com"
@@ -1178,3 +1179,20 @@ def test_a_contact_change_keeping_no_sub_field_reads_back_keeping_none(tmp_path)
     # A change patching no contact is saved as it always was.
     plain = replace(change, before=held({"name": "A"}), patch=typed({"name": "B"}))
     assert "kept" not in to_document(Plan(base_url=BASE, changes=[plain]))["changes"][0]
+
+
+@pytest.mark.parametrize("secret", ["changes", "resend", "before"])
+def test_show_reads_a_plan_by_its_own_names_whatever_the_secret(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, secret: str
+) -> None:
+    # A secret that is part of a name the plan is read by (`changes`, `resend`) once made
+    # `show` print "No changes" of a plan of two, or end in a KeyError.
+    for part in ("_secrets", "_pattern"):  # put back after: no later test redacts it
+        monkeypatch.setattr(_REDACTOR, part, getattr(_REDACTOR, part))
+    document = to_document(sample_plan())
+    document[f"note-{secret}"] = f"a {secret} here"  # a name of the editor's own
+    register_secret(secret)
+    shown = shown_document(json.loads(json.dumps(document)))
+    assert len(plan_from_document(shown, "p.json").changes) == 2
+    assert set(document) - set(shown) == {f"note-{secret}"}
+    assert shown["note-[redacted]"] == "a [redacted] here"
