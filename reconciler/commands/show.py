@@ -45,9 +45,10 @@ def show(planfile: str, output_format: str, color: str, config_file: str | None)
     would, and a plan apply would refuse exits 1; without it, the plan is
     shown and stderr says the signature was not checked.
     """
+    # First: the client secret, then never shown, wherever a hand-edited plan has it.
+    secret, unread = _client_secret(config_file)
     document = read_plan_document(planfile)
-    # First: it reads the client secret, then never shown, wherever a hand-edited plan has it.
-    verdict, message = _signature_verdict(document, config_file)
+    verdict, message = _signature_verdict(document, secret, unread)
     shown = shown_document(document)  # in place: the document is not used after
     if output_format == "json":
         click.echo(document_json(shown), nl=False)  # the file's own document, signature too
@@ -58,13 +59,20 @@ def show(planfile: str, output_format: str, color: str, config_file: str | None)
     return 0 if verdict in (SignatureCheck.VALID, None) else 1
 
 
-def _signature_verdict(document: dict[str, Any], config_file: str | None) -> tuple[str | None, str]:
+def _client_secret(config_file: str | None) -> tuple[str | None, ReconcilerError | None]:
+    """The client secret, registered for redaction; or why the settings could not be read."""
     try:
-        secret, unread = load_settings(config_file).client_secret, None
+        secret = load_settings(config_file).client_secret
     except ReconcilerError as exc:
-        secret, unread = None, exc
+        return None, exc
     if secret:
         register_secret_forms(secret)
+    return secret, None
+
+
+def _signature_verdict(
+    document: dict[str, Any], secret: str | None, unread: ReconcilerError | None
+) -> tuple[str | None, str]:
     if not document.get("signature"):
         return SignatureCheck.UNSIGNED, "the plan is not signed: apply will refuse it."
     if unread is not None:

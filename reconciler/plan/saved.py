@@ -521,7 +521,7 @@ def loads_bounded(text: str, path: str, max_depth: int, what: str) -> Any:
     if repeated:
         holder, key = repeated[0]
         field = redact_and_escape("/".join(map(str, _path_to(document, holder) or ())))
-        shown = escape(json.dumps(key, ensure_ascii=False))
+        shown = redact_and_escape(json.dumps(key, ensure_ascii=False))
         raise ReconcilerError(
             f"{where}: not {what} ({field or 'top level'}: key {shown} appears twice)"
         )

@@ -307,3 +307,16 @@ def test_a_plan_too_large_to_read_back_is_not_saved(
     assert "more than `apply --plan` and `show` read" in result.stderr
     assert (tmp_path / "plan.json").read_text(encoding="utf-8") == "the plan saved before"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["invites", "plan.json"]
+
+
+def test_show_names_a_key_written_twice_without_the_client_secret_it_holds(
+    planned, tmp_path, reconcile
+):
+    _server, env, document = planned
+    secret = "twice-in-the-plan-9c4e"  # registered by no earlier run of this process
+    text = json.dumps(document)[:-1] + f', "{secret}": 1, "{secret}": 2}}'
+    (tmp_path / "plan.json").write_text(text, encoding="utf-8")
+    shown = reconcile("show", "plan.json", env={**env, "RECONCILER_CLIENT_SECRET": secret})
+    assert shown.code == 1
+    assert 'not a plan file (top level: key "[redacted]" appears twice)' in shown.stderr
+    assert secret not in shown.stdout + shown.stderr
