@@ -977,7 +977,7 @@ class Exchange:
         """A token, or one error that names the token request and says what to check."""
         contract = self.settings.contract
         path = contract.token_path
-        form = {"grant_type": "client_credentials", "scope": contract.scope}
+        form = {"grant_type": "client_credentials", "scope": " ".join(contract.scope.split())}
         auth = self._client_basic
         if auth is None:  # client_secret_post: the credentials go in the form
             form["client_id"] = self._credentials.client_id

@@ -173,8 +173,10 @@ def assert_secrets_kept(
             "kyb:invites:read kyb:invites:write accounts:read",
             ["kyb:invites:read", "kyb:invites:write", "accounts:read"],
         ),
+        # As a YAML block scalar or a pasted variable has it: sent one space apart.
+        (" kyb:invites:read\tkyb:invites:write\n", ["kyb:invites:read", "kyb:invites:write"]),
     ],
-    ids=["default-scope", "configured-scope"],
+    ids=["default-scope", "configured-scope", "laid-out-scope"],
 )
 def test_token_is_requested_with_client_credentials_form(
     make_client: Callable[..., ApiClient],
@@ -196,7 +198,7 @@ def test_token_is_requested_with_client_credentials_form(
         "grant_type": ["client_credentials"],
         "client_id": [CLIENT_ID],
         "client_secret": [SECRET],
-        "scope": [scope or DEFAULT_SCOPE],
+        "scope": [" ".join(sent)],
     }
     # RFC 6749 §3.3: scope names are space-delimited.
     assert form["scope"][0].split(" ") == sent
