@@ -623,8 +623,10 @@ class _Handler(BaseHTTPRequestHandler):
         pass  # a request log would mostly measure the terminal
 
     def _serve(self) -> None:
-        said = self.headers.get("Content-Length") or "0"
-        length = int(said) if said.isascii() and said.isdigit() else -1
+        said = (self.headers.get("Content-Length") or "0").strip(" \t")  # RFC 9110: OWS
+        length = -1
+        if said.isascii() and said.isdigit():  # not int(): it reads `+5`, `٥`, `1_0`
+            length = int(said) if len(said) <= 12 else _MAX_BODY + 1  # no 5,000-digit int
         if length < 0 or length > _MAX_BODY:
             # The body is not read, so the connection cannot carry another request.
             response = Response(400 if length < 0 else 413, b"", {"Connection": "close"})

@@ -197,8 +197,25 @@ def test_routes_answer_404_or_405_with_an_envelope(sandbox):
     assert_envelope(requests.get(sandbox.url + "/public-api/v1/accounts", timeout=5), 401)
 
 
+def test_a_length_with_spaces_around_it_is_read(sandbox):
+    host, port = sandbox.url.removeprefix("http://").rsplit(":", 1)
+    form = f"grant_type=client_credentials&client_id={SANDBOX_CLIENT_ID}"
+    form += f"&client_secret={SANDBOX_CLIENT_SECRET}"
+    with socket.create_connection((host, int(port)), timeout=5) as conn:
+        conn.sendall(
+            f"POST /oauth/token HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n"
+            "Content-Type: application/x-www-form-urlencoded\r\n"
+            f"Content-Length:\t{len(form)} \r\n\r\n{form}".encode()
+        )
+        answer = b""
+        while chunk := conn.recv(65536):
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 20"), answer[:200]
+
+
 @pytest.mark.parametrize(
-    ("length", "status"), [("5000000", 413), ("-5", 400), ("abc", 400), ("\u0663", 400)]
+    ("length", "status"),
+    [("5000000", 413), ("9" * 5000, 413), ("-5", 400), ("+5", 400), ("abc", 400), ("\u0663", 400)],
 )
 def test_an_oversized_or_unreadable_length_gets_an_answer_and_one_connection_close(
     sandbox, length, status
