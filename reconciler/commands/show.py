@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 from typing import Any
 
 import click
@@ -25,7 +27,12 @@ from reconciler.plan.saved import (
     shown_document,
 )
 from reconciler.safetext import escape
-from reconciler.settings.config import SECRET_ENV, SECRET_FILE_ENV, load_settings
+from reconciler.settings.config import (
+    SECRET_ENV,
+    SECRET_FILE_ENV,
+    load_settings,
+    secret_from_env,
+)
 
 
 @click.command(
@@ -61,9 +68,14 @@ def show(planfile: str, output_format: str, color: str, config_file: str | None)
 
 def _client_secret(config_file: str | None) -> tuple[str | None, ReconcilerError | None]:
     """The client secret, registered for redaction; or why the settings could not be read."""
+    secret: str | None = None
     try:
         secret = load_settings(config_file).client_secret
     except ReconcilerError as exc:
+        with contextlib.suppress(ReconcilerError):  # another setting failed: still redacted
+            secret = secret_from_env(os.environ)
+        if secret:
+            register_secret_forms(secret)
         return None, exc
     if secret:
         register_secret_forms(secret)

@@ -194,6 +194,11 @@ def test_show_never_prints_the_client_secret_a_hand_edited_plan_holds(planned, t
     first["before"]["email"] = f"{secret}@acme.example"  # the server's value, as saved
     first["patch"]["email"] = first["after"]["email"] = f"new+{secret}@acme.example"
     (tmp_path / "plan.json").write_text(json.dumps(document), encoding="utf-8")
+    # First, another setting wrong: the signature is not checked, and the secret still never shown.
+    bad = {**env, "RECONCILER_CLIENT_SECRET": secret, "RECONCILER_TIMEOUT": "abc"}
+    shown = reconcile("show", "plan.json", env=bad)
+    assert "signature not checked (RECONCILER_TIMEOUT: 'abc'" in shown.stderr
+    assert secret not in shown.stdout + shown.stderr and "redacted" in shown.stdout
     for output in ("text", "json", "markdown"):
         shown = reconcile(
             "show", "plan.json", "--format", output, env={**env, "RECONCILER_CLIENT_SECRET": secret}
