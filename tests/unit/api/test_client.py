@@ -202,6 +202,7 @@ def test_token_is_requested_with_client_credentials_form(
     }
     # RFC 6749 §3.3: scope names are space-delimited.
     assert form["scope"][0].split(" ") == sent
+    assert scope is not None or form["scope"][0] == DEFAULT_SCOPE
     (get,) = api_calls(requests_mock)
     assert get.headers["Authorization"] == f"Bearer {TOKEN}"
 
