@@ -250,7 +250,7 @@ _GLUED_DASH = re.compile(r"\s*-(?=[A-Za-z_])")
 
 # What git writes into a file it could not merge: `<<<<<<< HEAD`, `|||||||` (diff3),
 # `=======`, `>>>>>>> branch`, each at the start of a line.
-_CONFLICT_MARKER = re.compile(r"^(<{7}|\|{7}|={7}|>{7})(?: |$)", re.MULTILINE)
+_CONFLICT_MARKER = re.compile(r"^(<{7}|\|{7}|={7}|>{7})(?:[ \t]|\r?$)", re.MULTILINE)
 
 
 def _conflict_hint(text: str, line: int) -> str | None:

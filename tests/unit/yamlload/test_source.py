@@ -388,6 +388,13 @@ ENTRY = "invites:\n  - id: inv_1\n"
             id="merge-conflict-marker: its line named",
         ),
         pytest.param(
+            (ENTRY + "    name: Acme\n  name: B\n=======\n").replace("\n", "\r\n"),
+            "4:3: while parsing a block collection did not find expected '-' indicator "
+            "(line 5 is a git merge-conflict marker, `=======`: a merge left unresolved; "
+            "keep the lines meant and remove the `<<<<<<<`, `=======` and `>>>>>>>` lines)",
+            id="merge-conflict-marker: its line named, CRLF",
+        ),
+        pytest.param(
             ENTRY + "  name: Acme\n",
             "3:3: while parsing a block collection did not find expected '-' indicator "
             "(check the indentation: an entry's keys line up, and each entry starts with `- `)",
