@@ -68,18 +68,16 @@ def show(planfile: str, output_format: str, color: str, config_file: str | None)
 
 def _client_secret(config_file: str | None) -> tuple[str | None, ReconcilerError | None]:
     """The client secret, registered for redaction; or why the settings could not be read."""
-    secret: str | None = None
+    secret, unread = None, None
     try:
         secret = load_settings(config_file).client_secret
     except ReconcilerError as exc:
+        unread = exc
         with contextlib.suppress(ReconcilerError):  # another setting failed: still redacted
             secret = secret_from_env(os.environ)
-        if secret:
-            register_secret_forms(secret)
-        return None, exc
     if secret:
         register_secret_forms(secret)
-    return secret, None
+    return (None, unread) if unread else (secret, None)
 
 
 def _signature_verdict(
