@@ -362,15 +362,20 @@ def plan_from_document(document: dict[str, Any], path: str) -> Plan:
 
 def _kept(data: dict[str, Any], patch: Fields, before: HeldFields) -> dict[str, tuple[str, ...]]:
     """The sub-fields each object field's PATCH carries from the platform: as saved, or in a
-    plan saved before they were, those it carries at the platform's value."""
-    if "kept" in data:
-        kept = data["kept"].items()
-        return {name: tuple(subs) for name, subs in kept if isinstance(patch.get(name), Contact)}
-    return {
+    plan saved before they were, those it carries at the platform's value. A saved one the
+    PATCH changes is not kept (a kept one's stored otherwise is only noted)."""
+    at_held = {
         name: subs
         for name, value in patch.items()
         if (subs := _at_held_value(value, before.get(name)))
     }
+    if "kept" not in data:
+        return at_held
+    kept = {
+        name: tuple(s for s in subs if s in at_held.get(name, ()))
+        for name, subs in data["kept"].items()
+    }
+    return {name: subs for name, subs in kept.items() if subs}
 
 
 def _at_held_value(value: object, held: object) -> tuple[str, ...]:

@@ -894,6 +894,28 @@ def test_the_sub_fields_a_contact_keeps_are_read_as_saved_or_worked_out_for_olde
     }
 
 
+def test_a_saved_kept_sub_field_the_patch_changes_is_not_read_as_kept(tmp_path):
+    # Kept means carried at the platform's value: one the PATCH changes is a change (a
+    # stored-otherwise of it is diverged, not only noted), whatever a signed plan says.
+    before = {"name": "Jane", "email": "j@x.example", "phone": "+15550000000"}
+    after = {"name": "Jane", "email": "jq@x.example", "phone": "+15559999999"}
+    change = InviteChange(
+        "inv_c",
+        SourceLocation("invites/c.yaml", 2),
+        None,
+        held({"primaryContact": before}),
+        typed({"primaryContact": after}),
+        False,
+        kept={"primaryContact": ("name",)},
+    )
+    document = to_document(Plan(base_url=BASE, changes=[change]))
+    document["changes"][0]["kept"] = {"primaryContact": ["phone", "name", "email"]}
+    loaded = load_plan(write(tmp_path / "p.json", document)).changes[0]
+    assert loaded.kept == {"primaryContact": ("name",)}
+    document["changes"][0]["kept"] = {"primaryContact": ["phone"]}
+    assert load_plan(write(tmp_path / "q.json", document)).changes[0].kept == {}
+
+
 def test_a_source_that_names_no_line_is_shown_as_saved(tmp_path):
     document = to_document(sample_plan())
     document["changes"][1]["source"] = "moved elsewhere"
