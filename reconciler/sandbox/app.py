@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import copy
+import difflib
 import hashlib
 import hmac
 import itertools
@@ -45,6 +46,7 @@ from jsonschema import Draft202012Validator
 from reconciler.errors import ReconcilerError
 from reconciler.files import TooLarge, read_regular
 from reconciler.model.invite import updatable_fields
+from reconciler.safetext import escape
 from reconciler.sandbox import SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET
 from reconciler.schema.check import format_checker, invite_schema
 
@@ -148,7 +150,25 @@ def load_state_file(path: str | Path | None) -> list[dict[str, Any]]:
         isinstance(i, dict) and isinstance(i.get("id"), str) for i in invites
     ):
         raise ReconcilerError(f"{file}: sandbox state must be a list of invites, each with an id")
+    known = {*updatable_fields(), *_SERVER_FIELDS}
+    for invite in invites:
+        if unknown := [key for key in invite if key not in known]:
+            raise ReconcilerError(_unknown_field(file, invite["id"], str(unknown[0]), known))
     return invites
+
+
+# What the platform keeps of an invite besides the fields an update may change.
+_SERVER_FIELDS = ("id", "status", "createdAt", "updatedAt", "lastSentAt")
+
+
+def _unknown_field(file: Path, invite_id: str, key: str, known: set[str]) -> str:
+    """A typo'd field would be served as is and never planned: say it, with the field meant."""
+    near = difflib.get_close_matches(key, sorted(known), n=1)
+    meant = f"; did you mean `{near[0]}`?" if near else f" (fields: {', '.join(sorted(known))})"
+    return (
+        f"{escape(str(file))}: cannot load sandbox state: invite '{escape(invite_id)}': "
+        f"`{escape(key)}` is not a field of an invite{meant}"
+    )
 
 
 class InviteStore:

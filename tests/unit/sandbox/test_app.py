@@ -67,3 +67,30 @@ def test_a_state_file_past_the_bound_is_refused_without_reading_it_whole(
     path.write_text("invites:\n" + "  - {id: inv_1}\n" * 20, encoding="utf-8")
     with pytest.raises(ReconcilerError, match="larger than 100 bytes"):
         load_state_file(path)
+
+
+@pytest.mark.parametrize(
+    ("entry", "said"),
+    [
+        (
+            "{id: inv_1, emial: a@b.example}",
+            "`emial` is not a field of an invite; did you mean `email`?",
+        ),
+        (
+            "{id: inv_1, zzz: 1}",
+            "`zzz` is not a field of an invite (fields: addOns, attachments, createdAt, email, "
+            "groups, id, lastSentAt, name, phone, primaryContact, status, updatedAt)",
+        ),
+    ],
+    ids=["typo", "unknown"],
+)
+def test_a_state_file_field_no_invite_has_is_refused_naming_the_invite(
+    tmp_path: Path, entry: str, said: str
+) -> None:
+    # A typo'd field was served as is, never planned: the sandbox looked as if it held
+    # no e-mail for the invite.
+    path = tmp_path / "state.yaml"
+    path.write_text(f"invites:\n  - {{id: inv_0, name: Acme}}\n  - {entry}\n", encoding="utf-8")
+    with pytest.raises(ReconcilerError) as refused:
+        load_state_file(path)
+    assert str(refused.value) == f"{path}: cannot load sandbox state: invite 'inv_1': {said}"
