@@ -70,6 +70,8 @@ class Api:
         """The token endpoint, answering ``answers`` in turn (one token when none)."""
         return self.mock.post(TOKEN_URL, list(answers) or [token_response()])
 
+    assert_no_secrets = staticmethod(assert_no_secrets)
+
     def debug(self) -> pytest.LogCaptureFixture:
         """The client's log, at DEBUG (as --verbose has it)."""
         self.caplog.set_level(logging.DEBUG, logger="reconciler")

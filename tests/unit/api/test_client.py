@@ -20,40 +20,14 @@ from urllib3.connection import HTTPConnection
 from urllib3.exceptions import MaxRetryError, NewConnectionError
 
 from reconciler.api import capacity as rate
+from reconciler.api import exceptions as ex
 from reconciler.api.capacity import RequestPacer
 from reconciler.api.client import ApiClient, Receipt
-from reconciler.api.exceptions import (
-    AnswerTooLarge,
-    ApiError,
-    AuthenticationFailed,
-    BadInviteValue,
-    Conflict,
-    EnvelopeFailure,
-    InvalidRequest,
-    NotFound,
-    NotSent,
-    PermissionDenied,
-    RateLimited,
-    Redirected,
-    ServerError,
-    TransportError,
-    WrongInvite,
-)
 from reconciler.errors import ConfigError, ReconcilerError
 from reconciler.model.invite import CurrentInvite
 from reconciler.settings.config import Settings
 from reconciler.settings.contract import DEFAULT_SCOPE
-from unit.api.conftest import (
-    CLIENT_ID,
-    SECRET,
-    TOKEN2,
-    TOKEN_URL,
-    Api,
-    assert_no_secrets,
-    fails,
-    failure,
-    ok_invite,
-)
+from unit.api.conftest import CLIENT_ID, SECRET, TOKEN2, TOKEN_URL, Api, fails, failure, ok_invite
 
 RESEND_URL = INVITE_URL + "/resend"
 PATH = "/public-api/v1/kyb/invites/inv_8f2k1"
@@ -180,7 +154,7 @@ def test_a_resend_kept_back_by_a_failing_token_request_was_certainly_not_sent(
     api.mock.post(TOKEN_URL, exc=failing)
     api.mock.post(RESEND_URL, json=envelope({"id": "inv_8f2k1"}))
 
-    error = fails(TransportError, client.resend_invite, "inv_8f2k1")
+    error = fails(ex.TransportError, client.resend_invite, "inv_8f2k1")
 
     assert error.maybe_sent is False and not error.outcome_unknown
     assert error.permanent is (token_tries == 1)
@@ -209,7 +183,7 @@ def test_a_bare_rfc6749_token_body_is_accepted_and_one_without_a_token_said(api:
         client.get_invite("inv_8f2k1")
         assert api.calls[0].headers["Authorization"] == f"Bearer {TOKEN}"
         return
-    error = fails(AuthenticationFailed, client.get_invite, "inv_8f2k1")
+    error = fails(ex.AuthenticationFailed, client.get_invite, "inv_8f2k1")
     assert str(error) == "the token endpoint's answer has no access_token"
     assert api.calls == []
 
@@ -238,7 +212,7 @@ def test_second_401_fails_with_authentication_failed(api: Api) -> None:
     api.token(*TOKENS)
     api.mock.get(INVITE_URL, **failure(401, "token revoked", request_id="555"))
 
-    error = fails(AuthenticationFailed, client.get_invite, "inv_8f2k1")
+    error = fails(ex.AuthenticationFailed, client.get_invite, "inv_8f2k1")
 
     assert len(api.tokens) == 2 and len(api.calls) == 2
     assert "401" in str(error) and "token revoked" in str(error) and "555" in str(error)
@@ -250,7 +224,7 @@ def test_token_endpoint_401_names_client_id_and_env_vars_but_not_secret(api: Api
     api.mock.post(TOKEN_URL, **failure(401, "invalid client credentials", "99"))
     get = api.mock.get(INVITE_URL, **ok_invite())
 
-    error = fails(AuthenticationFailed, client.get_invite, "inv_8f2k1")
+    error = fails(ex.AuthenticationFailed, client.get_invite, "inv_8f2k1")
 
     text = str(error)
     assert CLIENT_ID in text
@@ -282,7 +256,7 @@ def test_get_invite_returns_canonical_fields_and_status(api: Api, status: str) -
 def test_a_value_the_invite_cannot_hold_leaves_that_invite_alone_naming_the_field(api: Api):
     api.mock.get(INVITE_URL, **ok_invite({**INVITE, "groups": ["emea", 7]}))
 
-    refused = fails(BadInviteValue, api.client(token=True).get_invite, "inv_8f2k1")
+    refused = fails(ex.BadInviteValue, api.client(token=True).get_invite, "inv_8f2k1")
 
     assert refused.status == 200
     assert refused.message == (
@@ -349,7 +323,7 @@ def test_a_resend_answered_about_another_invite_is_unknown_and_never_sent_again(
     if not unknown:
         assert client.resend_invite("inv_8f2k1").status == 200
         return
-    raised = fails(WrongInvite, client.resend_invite, "inv_8f2k1")
+    raised = fails(ex.WrongInvite, client.resend_invite, "inv_8f2k1")
 
     assert raised.outcome_unknown and not raised.refused_before_acting
     assert raised.message == (
@@ -413,7 +387,7 @@ def test_dot_segment_invite_id_never_addresses_another_resource(api: Api, invite
     api.mock.register_uri("POST", re.compile("/kyb/"), json={})
     try:
         operate(client, operation, invite_id)
-    except (ApiError, ReconcilerError):
+    except (ex.ApiError, ReconcilerError):
         refused = True  # refusing an id that no URL can address is fine
     else:
         refused = False
@@ -445,9 +419,9 @@ def test_renamed_wire_fields_in_both_directions(api: Api) -> None:
 # -- errors -------------------------------------------------------------------------
 
 STATUS_ERRORS = [
-    (400, InvalidRequest), (401, AuthenticationFailed), (403, PermissionDenied), (404, NotFound),
-    (409, Conflict), (429, RateLimited), (500, ServerError), (502, ServerError),
-    (503, ServerError), (504, ServerError),
+    (400, ex.InvalidRequest), (401, ex.AuthenticationFailed), (403, ex.PermissionDenied),
+    (404, ex.NotFound), (409, ex.Conflict), (429, ex.RateLimited), (500, ex.ServerError),
+    (502, ex.ServerError), (503, ex.ServerError), (504, ex.ServerError),
 ]  # fmt: skip
 
 
@@ -480,7 +454,7 @@ def scope_refused(api: Api, asked: str, granted: str | None, refusal: Any) -> st
     api.token(answer)
     client = api.client(scope=asked)
     api.mock.patch(INVITE_URL, **refusal)
-    error = fails(PermissionDenied, client.write_invite, "inv_8f2k1", {"name": "X"})
+    error = fails(ex.PermissionDenied, client.write_invite, "inv_8f2k1", {"name": "X"})
     assert refusal is not INSUFFICIENT_SCOPE or error.bearer_error == "insufficient_scope"
     return str(error)
 
@@ -560,7 +534,7 @@ def test_malformed_failure_body_still_gives_clear_api_error(api: Api, body: str,
     client = api.client(token=True, max_attempts=1)
     api.mock.get(INVITE_URL, status_code=status, **MALFORMED_BODIES[body])
 
-    error = fails(ApiError, client.get_invite, "inv_8f2k1")
+    error = fails(ex.ApiError, client.get_invite, "inv_8f2k1")
 
     assert error.status == status
     assert isinstance(error, dict(STATUS_ERRORS)[status])
@@ -570,21 +544,6 @@ def test_malformed_failure_body_still_gives_clear_api_error(api: Api, body: str,
     assert "Traceback" not in text
     if body == "html":  # described, not dumped
         assert "HTML" in text and "<html>" not in text
-
-
-@pytest.mark.parametrize(
-    "response",
-    [
-        {"text": "<html>maintenance</html>", "headers": {"Content-Type": "text/html"}},
-        {"content": b""},
-        {"json": {"data": "not an invite"}},
-        {"json": ["a", "list"]},
-    ],
-)
-def test_unusable_success_body_on_get_is_an_api_error(api: Api, response: dict[str, Any]):
-    api.mock.get(INVITE_URL, status_code=200, **response)
-
-    assert "inv_8f2k1" in str(fails(ApiError, api.client(token=True).get_invite, "inv_8f2k1"))
 
 
 # -- retries ------------------------------------------------------------------------
@@ -652,7 +611,7 @@ def test_retries_stop_at_max_attempts(api: Api, answer: dict[str, Any], said: li
     client = api.client(token=True, max_attempts=3)
     api.mock.get(INVITE_URL, **answer)
 
-    text = str(fails((ServerError, TransportError), client.get_invite, "inv_8f2k1"))
+    text = str(fails((ex.ServerError, ex.TransportError), client.get_invite, "inv_8f2k1"))
 
     assert len(api.calls) == 3
     assert "gave up after 3 attempts" in text
@@ -664,7 +623,7 @@ def test_retries_stop_at_retry_max_seconds(api: Api) -> None:
     api.mock.get(INVITE_URL, **failure(503, "busy", headers={"Retry-After": "10"}))
     start = api.time.now
 
-    error = fails(ServerError, client.get_invite, "inv_8f2k1")
+    error = fails(ex.ServerError, client.get_invite, "inv_8f2k1")
 
     # Attempts at 0 s, 10 s and 20 s; a fourth at 30 s would pass the 25 s budget.
     assert len(api.calls) == 3
@@ -677,7 +636,7 @@ def test_retries_stop_at_retry_max_seconds(api: Api) -> None:
 def test_client_errors_are_never_retried(api: Api, status: int, method: str) -> None:
     api.mock.register_uri(method, INVITE_URL, **failure(status, "no"))
 
-    error = fails(ApiError, operate, api.client(token=True), method)
+    error = fails(ex.ApiError, operate, api.client(token=True), method)
 
     assert error.status == status
     assert len(api.calls) == 1
@@ -712,7 +671,7 @@ def test_a_resend_is_sent_again_only_when_refused_before_it_was_acted_on(
     if sent_again:
         assert client.resend_invite("inv_8f2k1") == Receipt(200, "78")
     else:
-        fails(ApiError, client.resend_invite, "inv_8f2k1")
+        fails(ex.ApiError, client.resend_invite, "inv_8f2k1")
     assert len(api.calls) == 1 + sent_again
 
 
@@ -721,7 +680,7 @@ def test_halted_client_does_not_retry(api: Api) -> None:
     api.mock.get(INVITE_URL, [failure(503, "busy"), ok_invite()])
     client.stop.set("interrupted")
 
-    fails(ServerError, client.get_invite, "inv_8f2k1")
+    fails(ex.ServerError, client.get_invite, "inv_8f2k1")
 
     assert len(api.calls) == 1
 
@@ -777,7 +736,7 @@ def test_failures_never_reveal_secret_or_token(api: Api, scenario: str, operatio
     api.token(*tokens)
     answer_all(api, answer)
 
-    error = fails(ApiError, operate, client, operation)
+    error = fails(ex.ApiError, operate, client, operation)
 
     assert log.records  # logging was on, so the check below can fail
     api.assert_secrets_kept(error, client)
@@ -795,19 +754,11 @@ def test_successful_run_with_debug_logging_never_logs_secret_or_token(api: Api) 
     client.resend_invite("inv_8f2k1")
 
     assert any("token" in r.getMessage() for r in log.records)
-    assert_no_secrets(log.text, repr(client), repr(client.settings))
-    assert_no_secrets(*(request.url for request in api.mock.request_history))
+    api.assert_no_secrets(log.text, repr(client), repr(client.settings))
+    api.assert_no_secrets(*(request.url for request in api.mock.request_history))
     # The secret travels only in the token request's form body, never to the API.
     for request in api.calls:
         assert SECRET not in (request.text or "") and SECRET not in str(request.headers)
-
-
-def test_the_servers_per_field_problems_are_part_of_the_error(api: Api) -> None:
-    body = envelope({"phoneNumber": "unknown field"}, status=400, message="invalid invite update")
-    api.mock.patch(INVITE_URL, status_code=400, json=body)
-    client = api.client(token=True)
-    error = fails(InvalidRequest, client.write_invite, "inv_8f2k1", {"phone": "+442079460000"})
-    assert "invalid invite update [phoneNumber: unknown field]" in str(error)
 
 
 def test_a_refused_connection_says_what_to_check(api: Api) -> None:
@@ -818,7 +769,7 @@ def test_a_refused_connection_says_what_to_check(api: Api) -> None:
         MaxRetryError(HTTPConnectionPool("127.0.0.1"), TOKEN_URL, cause)
     )
     api.mock.post(TOKEN_URL, exc=refused)
-    message = str(fails(TransportError, api.client(max_attempts=1).get_invite, "inv_8f2k1"))
+    message = str(fails(ex.TransportError, api.client(max_attempts=1).get_invite, "inv_8f2k1"))
     assert "could not connect to api.example.test" in message
     assert "RECONCILER_BASE_URL" in message
 
@@ -832,7 +783,7 @@ def test_a_redirected_token_request_is_not_followed(api: Api, status: int) -> No
     trap = api.mock.post("http://evil.example:8080/x", json={})
     get = api.mock.get(INVITE_URL, **ok_invite())
 
-    text = str(fails(AuthenticationFailed, api.client().get_invite, "inv_8f2k1"))
+    text = str(fails(ex.AuthenticationFailed, api.client().get_invite, "inv_8f2k1"))
 
     assert not trap.called and not get.called
     assert len(api.tokens) == 1  # a redirect is not retried either
@@ -846,39 +797,54 @@ def test_a_redirected_invite_request_is_a_per_invite_error(api: Api, method: str
     api.mock.register_uri(
         method, re.compile("/kyb/"), status_code=302, headers={"Location": location}
     )
-    error = fails(Redirected, operate, api.client(token=True), method)
+    error = fails(ex.Redirected, operate, api.client(token=True), method)
 
     assert len(api.calls) == 1
     assert "other.example" in str(error) and "\x1b" not in str(error)
     assert not error.outcome_unknown
 
 
-@pytest.mark.parametrize(
-    ("answered", "said"),
-    [
-        ({**INVITE, "id": "inv_SOMEONE_ELSE"}, "inv_SOMEONE_ELSE"),
-        ({k: v for k, v in INVITE.items() if k != "id"}, "no id"),
-    ],
-    ids=["another-invite", "no-id"],
+LYING = {**envelope(INVITE, message="could not process", request_id="4711"), "success": False}
+FIELD_PROBLEMS = envelope(
+    {"phoneNumber": "unknown field"}, status=400, message="invalid invite update"
 )
-def test_a_get_answered_about_another_invite_names_both_ids(api: Api, answered, said: str):
-    api.mock.get(INVITE_URL, **ok_invite(answered))
-
-    text = str(fails(WrongInvite, api.client(token=True).get_invite, "inv_8f2k1"))
-
-    assert "inv_8f2k1" in text and said in text
-    assert len(api.calls) == 1
 
 
-@pytest.mark.parametrize("operation", ["get", "update", "resend"])
-def test_success_false_is_a_failure_whatever_the_status(api: Api, operation: str) -> None:
-    lying = {**envelope(INVITE, message="could not process", request_id="4711"), "success": False}
-    answer_all(api, {"json": lying})
+@pytest.mark.parametrize(
+    ("operation", "answer", "error", "said", "sent"),
+    [
+        # A GET answered about another invite names both ids.
+        ("get", ok_invite({**INVITE, "id": "inv_SOMEONE_ELSE"}), ex.WrongInvite,
+         ["inv_8f2k1", "inv_SOMEONE_ELSE"], 1),
+        ("get", ok_invite({k: v for k, v in INVITE.items() if k != "id"}), ex.WrongInvite,
+         ["inv_8f2k1", "no id"], 1),
+        # An unusable success body on a GET is an API error.
+        ("get", {"status_code": 200, "text": "<html>maintenance</html>",
+                 "headers": {"Content-Type": "text/html"}}, ex.ApiError, ["inv_8f2k1"], None),
+        ("get", {"status_code": 200, "content": b""}, ex.ApiError, ["inv_8f2k1"], None),
+        ("get", {"status_code": 200, "json": {"data": "not an invite"}}, ex.ApiError, ["inv_8f2k1"],
+         None),
+        ("get", {"status_code": 200, "json": ["a", "list"]}, ex.ApiError, ["inv_8f2k1"], None),
+        # The server's per-field problems are part of the error.
+        ("update", {"status_code": 400, "json": FIELD_PROBLEMS}, ex.InvalidRequest,
+         ["invalid invite update [phoneNumber: unknown field]"], None),
+        # success: false is a failure whatever the status.
+        *((operation, {"json": LYING}, ex.EnvelopeFailure,
+           ["success: false", "could not process", "4711"], 1)
+          for operation in ("get", "update", "resend")),
+    ],
+    ids=["another-invite", "no-id", "html", "empty", "not-an-invite", "a-list", "field-problems",
+         "success-false-get", "success-false-update", "success-false-resend"],
+)  # fmt: skip
+def test_an_answer_that_is_no_success_says_what_came_back(
+    api, operation, answer, error, said, sent
+):
+    answer_all(api, answer)
 
-    text = str(fails(EnvelopeFailure, operate, api.client(token=True), operation))
+    text = str(fails(error, operate, api.client(token=True), operation))
 
-    assert "success: false" in text and "could not process" in text and "4711" in text
-    assert len(api.calls) == 1
+    assert all(part in text for part in said)
+    assert sent is None or len(api.calls) == sent
 
 
 def test_retry_after_past_the_budget_gives_up_at_once_saying_so(api: Api) -> None:
@@ -886,7 +852,7 @@ def test_retry_after_past_the_budget_gives_up_at_once_saying_so(api: Api) -> Non
     api.mock.get(INVITE_URL, **failure(429, "slow down", headers={"Retry-After": "100000"}))
     start = api.time.now
 
-    error = fails(RateLimited, client.get_invite, "inv_8f2k1")
+    error = fails(ex.RateLimited, client.get_invite, "inv_8f2k1")
 
     assert api.time.now - start < 0.5  # no wait beyond the first turns' spacing
     assert len(api.calls) == 1
@@ -896,7 +862,7 @@ def test_retry_after_past_the_budget_gives_up_at_once_saying_so(api: Api) -> Non
     ) in str(error)
     # Every other request of the run is refused at once too, rather than wait.
     waited = api.time.now
-    other = fails(RateLimited, client.write_invite, "inv_8f2k1", {"name": "X"})
+    other = fails(ex.RateLimited, client.write_invite, "inv_8f2k1", {"name": "X"})
     assert str(other) == (
         "not sent: the server asked that no request start for another "
         "100000 s, more than the 60 s left of this request's retry budget "
@@ -911,7 +877,7 @@ def test_an_http_date_retry_after_is_understood(api: Api) -> None:
     )
     api.mock.get(INVITE_URL, **failure(503, "maintenance", headers={"Retry-After": when}))
 
-    error = fails(ServerError, api.client(token=True).get_invite, "inv_8f2k1")
+    error = fails(ex.ServerError, api.client(token=True).get_invite, "inv_8f2k1")
 
     assert error.retry_after is not None and error.retry_after > 86400
     assert "the server asked to wait" in str(error)
@@ -937,7 +903,7 @@ def test_an_answer_past_the_size_cap_is_a_clear_error(api: Api, cap: int, answer
     client = api.client(token=True, max_response_bytes=cap)
     api.mock.get(INVITE_URL, **answer)
 
-    text = str(fails(AnswerTooLarge, client.get_invite, "inv_8f2k1"))
+    text = str(fails(ex.AnswerTooLarge, client.get_invite, "inv_8f2k1"))
 
     assert "max_response_bytes" in text and f"{cap:,} bytes" in text
     assert len(api.calls) == 1  # not retried: it would be as large again
@@ -966,7 +932,7 @@ def test_a_token_http_cannot_carry_is_refused_at_the_token_step_saying_why(
     resend = api.mock.post(RESEND_URL, json=envelope(None))
 
     for _ in range(2):  # a second call does not ask for another token
-        error = fails(AuthenticationFailed, operate, client, operation)
+        error = fails(ex.AuthenticationFailed, operate, client, operation)
         assert not error.outcome_unknown  # the re-send surely never left
         assert (
             "the token endpoint issued an access token that cannot be sent in an HTTP header "
@@ -996,10 +962,10 @@ def test_the_echoed_form_and_authorization_header_are_redacted(api: Api) -> None
     )
     api.mock.get(INVITE_URL, status_code=400, json=echo_header)
 
-    echoed = fails(InvalidRequest, client.get_invite, "inv_8f2k1")
+    echoed = fails(ex.InvalidRequest, client.get_invite, "inv_8f2k1")
     tokens = client._tokens
     # The next token request is answered with the echo.
-    refused = fails(AuthenticationFailed, tokens.renew, tokens.current())
+    refused = fails(ex.AuthenticationFailed, tokens.renew, tokens.current())
 
     for error in (echoed, refused):
         text = f"{error} {error.message} {error.details}"
@@ -1067,10 +1033,10 @@ def test_the_verbose_log_tells_each_attempt_its_outcome_and_each_retry(api: Api,
 def test_the_verbose_log_names_a_failure_without_an_answer_by_its_kind_and_its_time(api: Api):
     client, log = api.client(token=True, max_attempts=1, max_response_bytes=1000), api.debug()
     api.mock.get(INVITE_URL, exc=requests.exceptions.ConnectionError("reset"))
-    fails(TransportError, client.get_invite, "inv_8f2k1")
+    fails(ex.TransportError, client.get_invite, "inv_8f2k1")
     huge = {"status_code": 200, "content": b"x" * 5000, "headers": {"X-Request-Id": "big-1"}}
     api.mock.get(INVITE_URL, **huge)
-    fails(AnswerTooLarge, client.get_invite, "inv_8f2k1")
+    fails(ex.AnswerTooLarge, client.get_invite, "inv_8f2k1")
 
     def slow_answer(request: Any, context: Any) -> dict[str, Any]:
         api.time.now += 1.25  # the server took a second and a quarter
@@ -1116,7 +1082,7 @@ def test_a_request_waiting_for_its_turn_when_the_run_stops_is_not_sent(api: Api,
     client.pacer.on_answer(client.pacer.wait_turn(), 0.0, refused=True, retry_after=30.0)
     client.stop.set("interrupted")
 
-    error = fails(NotSent, client.get_invite, "inv_8f2k1")
+    error = fails(ex.NotSent, client.get_invite, "inv_8f2k1")
 
     assert str(error) == "not sent: the run is stopping"
     assert not error.outcome_unknown
@@ -1165,7 +1131,7 @@ def test_a_token_endpoint_that_gives_no_token_says_what_to_check(api: Api, answe
     client = api.client(scope="invites:write")
     api.mock.post(TOKEN_URL, **answer)
 
-    error = fails(AuthenticationFailed, client.get_invite, "inv_8f2k1")
+    error = fails(ex.AuthenticationFailed, client.get_invite, "inv_8f2k1")
 
     assert (str(error), error.details) == (said, details)
     assert api.calls == []
