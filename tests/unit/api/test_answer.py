@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from support.api_answers import BASE, INVITE, INVITE_URL, envelope
+from support.api_answers import INVITE, INVITE_URL, envelope
 from support.loopback import serving
 
 from reconciler.api.client import ApiClient
@@ -31,7 +31,6 @@ from reconciler.api.exceptions import (
 )
 from reconciler.api.exchange import GuardedAdapter, Limits, read_body
 from reconciler.api.network import make_session
-from reconciler.settings.config import Settings
 from unit.api.conftest import SECRET, Api, fails
 
 HEADERS = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
@@ -268,12 +267,8 @@ def test_a_413_says_the_body_was_too_large_and_is_not_retried(api: Api) -> None:
     patch = api.mock.patch(
         INVITE_URL, status_code=413, reason="Request Entity Too Large", text=page, headers=HTML
     )
-    with ApiClient(
-        Settings(base_url=BASE, client_id="ci", client_secret="cs_live_Zq9xSECRET"),
-        sleep=lambda seconds: None,
-    ) as client:
-        api.token()
-        error = fails(ApiError, client.write_invite, "inv_8f2k1", {"name": "Acme"})
+    client = api.client(True, None, client_id="ci", client_secret="cs_live_Zq9xSECRET")
+    error = fails(ApiError, client.write_invite, "inv_8f2k1", {"name": "Acme"})
     assert str(error) == (
         "HTTP 413: the request body (16 bytes) was refused as too large, by the server or a "
         "proxy or gateway in front of it: Request Entity Too Large (an HTML page, "
