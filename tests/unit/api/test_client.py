@@ -49,10 +49,24 @@ def operate(client: ApiClient, operation: str, invite_id: str = "inv_8f2k1") -> 
     return client.resend_invite(invite_id)
 
 
+ADDRESS = {"get": ("GET", INVITE_URL), "update": ("PATCH", INVITE_URL)}
+ADDRESS |= {"resend": ("POST", RESEND_URL)}
+ADDRESS |= {address[0]: address for address in ADDRESS.values()}  # "GET", "PATCH", "POST"
+
+
 def answer_all(api: Api, *answers: Any) -> None:
     """GET, PATCH and the re-send of inv_8f2k1 all answered ``answers`` in turn."""
     for method, url in (("GET", INVITE_URL), ("PATCH", INVITE_URL), ("POST", RESEND_URL)):
         api.mock.register_uri(method, url, list(answers))
+
+
+def run(api: Api, operation: str, *answers: Any, error: Any = None, **settings: Any) -> Any:
+    """``operation`` (see ``operate``) by a new client (``settings``) whose token endpoint
+    answers a token, its requests answered ``answers`` in turn: the ``error`` it raises,
+    else what it returns."""
+    api.mock.register_uri(*ADDRESS[operation], list(answers))
+    client = api.client(token=True, **settings)
+    return operate(client, operation) if error is None else fails(error, operate, client, operation)
 
 
 # -- token ----------------------------------------------------------------------
@@ -240,9 +254,7 @@ def test_token_endpoint_401_names_client_id_and_env_vars_but_not_secret(api: Api
 
 @pytest.mark.parametrize("status", ["pending", "accepted"])
 def test_get_invite_returns_canonical_fields_and_status(api: Api, status: str) -> None:
-    api.mock.get(INVITE_URL, **ok_invite({**INVITE, "status": status}))
-
-    invite = api.client(token=True).get_invite("inv_8f2k1")
+    invite = run(api, "get", ok_invite({**INVITE, "status": status}))
 
     assert isinstance(invite, CurrentInvite)
     assert invite.id == "inv_8f2k1"
@@ -254,9 +266,7 @@ def test_get_invite_returns_canonical_fields_and_status(api: Api, status: str) -
 
 
 def test_a_value_the_invite_cannot_hold_leaves_that_invite_alone_naming_the_field(api: Api):
-    api.mock.get(INVITE_URL, **ok_invite({**INVITE, "groups": ["emea", 7]}))
-
-    refused = fails(ex.BadInviteValue, api.client(token=True).get_invite, "inv_8f2k1")
+    refused = run(api, "get", ok_invite({**INVITE, "groups": ["emea", 7]}), error=ex.BadInviteValue)
 
     assert refused.status == 200
     assert refused.message == (
@@ -317,13 +327,11 @@ def test_a_resend_answered_about_another_invite_is_unknown_and_never_sent_again(
     api: Api, data: Any, unknown: bool
 ) -> None:
     # Issue 51, row 8: an answer about inv_2 was printed `re-sent inv_8f2k1`.
-    client = api.client(token=True)
-    api.mock.post(RESEND_URL, [{"json": envelope(data)}, {"json": envelope(None)}])
-
+    answers = ({"json": envelope(data)}, {"json": envelope(None)})
     if not unknown:
-        assert client.resend_invite("inv_8f2k1").status == 200
+        assert run(api, "resend", *answers).status == 200
         return
-    raised = fails(ex.WrongInvite, client.resend_invite, "inv_8f2k1")
+    raised = run(api, "resend", *answers, error=ex.WrongInvite)
 
     assert raised.outcome_unknown and not raised.refused_before_acting
     assert raised.message == (
@@ -531,10 +539,8 @@ MALFORMED_BODIES: dict[str, dict[str, Any]] = {
 @pytest.mark.parametrize("status", [400, 404, 500, 502, 503])
 @pytest.mark.parametrize("body", list(MALFORMED_BODIES))
 def test_malformed_failure_body_still_gives_clear_api_error(api: Api, body: str, status: int):
-    client = api.client(token=True, max_attempts=1)
-    api.mock.get(INVITE_URL, status_code=status, **MALFORMED_BODIES[body])
-
-    error = fails(ex.ApiError, client.get_invite, "inv_8f2k1")
+    answer = {"status_code": status, **MALFORMED_BODIES[body]}
+    error = run(api, "get", answer, error=ex.ApiError, max_attempts=1)
 
     assert error.status == status
     assert isinstance(error, dict(STATUS_ERRORS)[status])
@@ -563,9 +569,7 @@ def test_malformed_failure_body_still_gives_clear_api_error(api: Api, body: str,
 def test_get_and_patch_are_retried_with_the_same_body_until_they_succeed(
     api: Api, failures, method
 ):
-    api.mock.register_uri(method, INVITE_URL, [*failures, ok_invite()])
-
-    operate(api.client(token=True), method)
+    run(api, method, *failures, ok_invite())
 
     assert len(api.calls) == len(failures) + 1
     assert len(api.time.sleeps) >= len(failures)  # it waited between attempts, not really
@@ -589,9 +593,7 @@ def _timed(api: Api, sent_at: list[float], status: int) -> dict[str, Any]:
 def test_a_retry_waits_as_long_as_retry_after_asks(api: Api, status: int, asked: float) -> None:
     sent_at: list[float] = []
     refused = {**_timed(api, sent_at, status), "headers": {"Retry-After": f"{asked:g}"}}
-    api.mock.get(INVITE_URL, [refused, _timed(api, sent_at, 200)])
-
-    assert api.client(token=True).get_invite("inv_8f2k1").is_pending
+    assert run(api, "get", refused, _timed(api, sent_at, 200)).is_pending
 
     assert len(sent_at) == 2
     assert sent_at[1] - sent_at[0] >= asked
@@ -608,10 +610,7 @@ def test_a_retry_waits_as_long_as_retry_after_asks(api: Api, status: int, asked:
     ids=["503", "read-timeout"],
 )
 def test_retries_stop_at_max_attempts(api: Api, answer: dict[str, Any], said: list[str]) -> None:
-    client = api.client(token=True, max_attempts=3)
-    api.mock.get(INVITE_URL, **answer)
-
-    text = str(fails((ex.ServerError, ex.TransportError), client.get_invite, "inv_8f2k1"))
+    text = str(run(api, "get", answer, error=(ex.ServerError, ex.TransportError), max_attempts=3))
 
     assert len(api.calls) == 3
     assert "gave up after 3 attempts" in text
@@ -619,11 +618,9 @@ def test_retries_stop_at_max_attempts(api: Api, answer: dict[str, Any], said: li
 
 
 def test_retries_stop_at_retry_max_seconds(api: Api) -> None:
-    client = api.client(token=True, max_attempts=10, retry_max_seconds=25)
-    api.mock.get(INVITE_URL, **failure(503, "busy", headers={"Retry-After": "10"}))
-    start = api.time.now
+    start, busy = api.time.now, failure(503, "busy", headers={"Retry-After": "10"})
 
-    error = fails(ex.ServerError, client.get_invite, "inv_8f2k1")
+    error = run(api, "get", busy, error=ex.ServerError, max_attempts=10, retry_max_seconds=25)
 
     # Attempts at 0 s, 10 s and 20 s; a fourth at 30 s would pass the 25 s budget.
     assert len(api.calls) == 3
@@ -634,9 +631,7 @@ def test_retries_stop_at_retry_max_seconds(api: Api) -> None:
 @pytest.mark.parametrize("status", [400, 403, 404, 409])
 @pytest.mark.parametrize("method", ["GET", "PATCH"])
 def test_client_errors_are_never_retried(api: Api, status: int, method: str) -> None:
-    api.mock.register_uri(method, INVITE_URL, **failure(status, "no"))
-
-    error = fails(ex.ApiError, operate, api.client(token=True), method)
+    error = run(api, method, failure(status, "no"), error=ex.ApiError)
 
     assert error.status == status
     assert len(api.calls) == 1
@@ -665,13 +660,11 @@ def test_client_errors_are_never_retried(api: Api, status: int, method: str) -> 
 def test_a_resend_is_sent_again_only_when_refused_before_it_was_acted_on(
     api: Api, response: dict[str, Any], sent_again: bool
 ) -> None:
-    client = api.client(token=True)
-    api.mock.post(RESEND_URL, [response, {"json": envelope(None, request_id="78")}])
-
+    answers = (response, {"json": envelope(None, request_id="78")})
     if sent_again:
-        assert client.resend_invite("inv_8f2k1") == Receipt(200, "78")
+        assert run(api, "resend", *answers) == Receipt(200, "78")
     else:
-        fails(ex.ApiError, client.resend_invite, "inv_8f2k1")
+        run(api, "resend", *answers, error=ex.ApiError)
     assert len(api.calls) == 1 + sent_again
 
 
@@ -793,11 +786,8 @@ def test_a_redirected_token_request_is_not_followed(api: Api, status: int) -> No
 
 @pytest.mark.parametrize("method", ["GET", "PATCH", "POST"])
 def test_a_redirected_invite_request_is_a_per_invite_error(api: Api, method: str) -> None:
-    location = "https://other.example/\x1b]0;pwned\x07"
-    api.mock.register_uri(
-        method, re.compile("/kyb/"), status_code=302, headers={"Location": location}
-    )
-    error = fails(ex.Redirected, operate, api.client(token=True), method)
+    location = {"Location": "https://other.example/\x1b]0;pwned\x07"}
+    error = run(api, method, {"status_code": 302, "headers": location}, error=ex.Redirected)
 
     assert len(api.calls) == 1
     assert "other.example" in str(error) and "\x1b" not in str(error)
@@ -839,9 +829,7 @@ FIELD_PROBLEMS = envelope(
 def test_an_answer_that_is_no_success_says_what_came_back(
     api, operation, answer, error, said, sent
 ):
-    answer_all(api, answer)
-
-    text = str(fails(error, operate, api.client(token=True), operation))
+    text = str(run(api, operation, answer, error=error))
 
     assert all(part in text for part in said)
     assert sent is None or len(api.calls) == sent
@@ -875,9 +863,8 @@ def test_an_http_date_retry_after_is_understood(api: Api) -> None:
     when = email.utils.format_datetime(
         datetime.datetime.now(datetime.UTC) + datetime.timedelta(days=2), usegmt=True
     )
-    api.mock.get(INVITE_URL, **failure(503, "maintenance", headers={"Retry-After": when}))
-
-    error = fails(ex.ServerError, api.client(token=True).get_invite, "inv_8f2k1")
+    answer = failure(503, "maintenance", headers={"Retry-After": when})
+    error = run(api, "get", answer, error=ex.ServerError)
 
     assert error.retry_after is not None and error.retry_after > 86400
     assert "the server asked to wait" in str(error)
@@ -900,10 +887,7 @@ BOMB = gzip.compress(b'{"data": "' + b"0" * 20_000_000 + b'"}', compresslevel=9)
 )  # fmt: skip
 def test_an_answer_past_the_size_cap_is_a_clear_error(api: Api, cap: int, answer) -> None:
     assert len(BOMB) < 1024 * 1024
-    client = api.client(token=True, max_response_bytes=cap)
-    api.mock.get(INVITE_URL, **answer)
-
-    text = str(fails(ex.AnswerTooLarge, client.get_invite, "inv_8f2k1"))
+    text = str(run(api, "get", answer, error=ex.AnswerTooLarge, max_response_bytes=cap))
 
     assert "max_response_bytes" in text and f"{cap:,} bytes" in text
     assert len(api.calls) == 1  # not retried: it would be as large again
@@ -1091,9 +1075,7 @@ def test_a_request_waiting_for_its_turn_when_the_run_stops_is_not_sent(api: Api,
 
 
 def test_every_request_says_who_sends_it_and_asks_for_uncompressed_json(api: Api) -> None:
-    api.mock.get(INVITE_URL, **ok_invite())
-
-    api.client(token=True).get_invite("inv_8f2k1")
+    run(api, "get", ok_invite())
 
     for request in api.mock.request_history:  # the token request too
         assert request.headers["User-Agent"].startswith("invite-reconciler/")
