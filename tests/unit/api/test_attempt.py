@@ -38,7 +38,7 @@ from reconciler.settings.config import Settings
 READ_TIMEOUT = 8.0  # far past every deadline here: only the deadline ends these waits in time
 
 
-def test_cutting_an_attempt_ends_a_blocked_read() -> None:
+def test_cutting_an_attempt_ends_a_blocked_read_and_cutting_a_closed_one_is_quiet() -> None:
     left, right = socket.socketpair()
     deadline = AttemptDeadline(0.05)
     got: list[bytes] = []
@@ -52,12 +52,16 @@ def test_cutting_an_attempt_ends_a_blocked_read() -> None:
     assert deadline.expired
     left.close()
     right.close()
+    # The answer may end, and its socket close, just as the deadline passes: the
+    # watchdog thread must not die of it, or no later deadline would fire.
+    (closed := AttemptDeadline(0)).shut_down(left)
+    assert closed.expired
 
 
 # -- the watchdog's order and wake-ups --------------------------------------------------
 
 
-def test_an_earlier_deadline_armed_later_wakes_the_watchdog() -> None:
+def test_an_earlier_deadline_armed_later_wakes_the_named_daemon_watchdog() -> None:
     watchdog = _Watchdog()
     early = threading.Event()
     now = time.monotonic()
@@ -67,6 +71,10 @@ def test_an_earlier_deadline_armed_later_wakes_the_watchdog() -> None:
     watchdog.arm(time.monotonic() + 0.05, early.set)
 
     assert early.wait(5), "an earlier deadline waited behind a later one"
+    # A deadline far away may be pending when the run ends: a daemon thread never
+    # keeps the process alive, and a thread dump names what the thread is for.
+    assert watchdog._thread is not None
+    assert (watchdog._thread.name, watchdog._thread.daemon) == ("deadline", True)
 
 
 def test_actions_run_in_the_order_of_their_times_never_before_and_disarmed_ones_never() -> None:
@@ -223,45 +231,20 @@ def test_a_process_forked_after_the_watchdog_started_still_has_deadlines() -> No
     assert os.waitstatus_to_exitcode(status) == 0
 
 
-def test_cutting_a_connection_already_closed_is_quiet() -> None:
-    # The answer may end, and its socket close, just as the deadline passes: the
-    # watchdog thread must not die of it, or no later deadline would fire.
-    left, right = socket.socketpair()
-    left.close()
-    right.close()
-    deadline = AttemptDeadline(0)
-
-    deadline.shut_down(left)
-
-    assert deadline.expired
-
-
-@pytest.mark.parametrize("proxy", ["socks5://127.0.0.1:1080", "SOCKS5h://127.0.0.1:1080"])
-def test_a_socks_proxy_keeps_the_connection_pools_its_library_brings(proxy, monkeypatch) -> None:
-    # SOCKS pools come from PySocks' manager; ours would bypass the SOCKS tunnel.
+@pytest.mark.parametrize(
+    ("proxy", "pools"),
+    [("socks5://127.0.0.1:1080", ("socks pool", "socks tls")),
+     ("SOCKS5h://127.0.0.1:1080", ("socks pool", "socks tls")),
+     ("HTTP://proxy.example:3128", ("_HTTPPool", "_HTTPSPool"))],
+)  # fmt: skip
+def test_a_socks_proxy_keeps_its_librarys_pools_an_http_one_gets_ours(proxy, pools, monkeypatch):
+    # SOCKS pools come from PySocks' manager; ours (that carry the deadline) would
+    # bypass the SOCKS tunnel.
     manager = SimpleNamespace(pool_classes_by_scheme={"http": "socks pool", "https": "socks tls"})
     monkeypatch.setattr(HTTPAdapter, "proxy_manager_for", lambda self, proxy, **kw: manager)
-    assert GuardedAdapter().proxy_manager_for(proxy).pool_classes_by_scheme == {
-        "http": "socks pool",
-        "https": "socks tls",
-    }
-
-
-def test_an_http_proxy_gets_the_pools_that_carry_the_deadline(monkeypatch) -> None:
-    plain = SimpleNamespace(pool_classes_by_scheme={"http": "plain pool", "https": "plain tls"})
-    monkeypatch.setattr(HTTPAdapter, "proxy_manager_for", lambda self, proxy, **kw: plain)
-    manager = GuardedAdapter().proxy_manager_for("HTTP://proxy.example:3128")
-    assert manager.pool_classes_by_scheme["http"].__name__ == "_HTTPPool"
-    assert manager.pool_classes_by_scheme["https"].__name__ == "_HTTPSPool"
-
-
-def test_the_watchdog_thread_is_named_and_never_keeps_a_process_alive() -> None:
-    # A deadline a minute away may be pending when the run ends: a daemon thread never
-    # keeps the process alive, and a thread dump names what the thread is for.
-    watchdog = _Watchdog()
-    watchdog.arm(time.monotonic() + 60, lambda: None)
-    assert watchdog._thread is not None
-    assert (watchdog._thread.name, watchdog._thread.daemon) == ("deadline", True)
+    classes = GuardedAdapter().proxy_manager_for(proxy).pool_classes_by_scheme
+    named = {scheme: getattr(pool, "__name__", pool) for scheme, pool in classes.items()}
+    assert named == {"http": pools[0], "https": pools[1]}
 
 
 # From test_slow_answers.py:
