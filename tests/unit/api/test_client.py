@@ -437,10 +437,8 @@ def test_status_maps_to_error_with_status_message_and_request_id(api: Api, statu
     api.assert_secrets_kept(error, client)
 
 
-INSUFFICIENT_SCOPE = {
-    "status_code": 403,
-    "json": {"error": "insufficient_scope", "error_description": "needs more"},
-}
+INSUFFICIENT_SCOPE = {"status_code": 403, "json": {"error": "insufficient_scope",
+                                                   "error_description": "needs more"}}  # fmt: skip
 
 
 def scope_refused(api: Api, asked: str, granted: str | None, refusal: Any) -> str:
@@ -867,16 +865,13 @@ def test_an_answer_past_the_size_cap_is_a_clear_error(api: Api, cap: int, answer
 @pytest.mark.parametrize(
     ("token", "why"),
     [
-        ("", "it is empty"),
-        ("tokABC\r\nX-Injected: 1", "it holds a line break"),
-        ("tokABC\nDEF", "it holds a line break"),
-        ("tokABC DEF", "it holds whitespace"),
-        ("\ttokABCDEF", "it holds whitespace"),
-        ("tokABC\x00DEF", "it holds a control character"),
+        ("", "it is empty"), ("tokABC\r\nX-Injected: 1", "it holds a line break"),
+        ("tokABC\nDEF", "it holds a line break"), ("tokABC DEF", "it holds whitespace"),
+        ("\ttokABCDEF", "it holds whitespace"), ("tokABC\x00DEF", "it holds a control character"),
         ("tökén-€ABC", "it holds a character outside Latin-1"),
     ],
     ids=["empty", "crlf", "lf", "space", "tab", "nul", "non-latin-1"],
-)
+)  # fmt: skip
 @pytest.mark.parametrize("operation", ["get", "resend"])
 def test_a_token_http_cannot_carry_is_refused_at_the_token_step_saying_why(
     api: Api, token: str, why: str, operation: str
