@@ -10,12 +10,11 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from support.api_answers import INVITE, INVITE_URL, envelope, token_response
+from support.api_answers import INVITE, INVITE_URL, envelope
 from support.loopback import serving
 
 from reconciler.api.client import ApiClient
@@ -32,57 +31,49 @@ from reconciler.api.exceptions import (
 )
 from reconciler.api.exchange import GuardedAdapter, Limits, read_body
 from reconciler.api.network import make_session
-from reconciler.settings.config import Settings
+from unit.api.conftest import SECRET, Api, fails
 
 HEADERS = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
 READ_TIMEOUT = 8.0
+BODY = json.dumps({"data": {"id": "inv_1"}}).encode()
 
 
-@contextmanager
-def answered_by(send: Callable[[socket.socket, threading.Event], None]) -> Iterator[str]:
-    """The URL of a server on 127.0.0.1 that reads a request and answers with ``send``."""
-
-    def answer(conn: socket.socket, done: threading.Event) -> None:
-        with conn:
-            conn.recv(65536)
-            send(conn, done)
-
-    with serving(answer) as address:
-        yield f"http://{address}/v1/invites/inv_1"
-
-
-def stop_after_ten_bytes(conn: socket.socket, done: threading.Event) -> None:
-    conn.sendall(HEADERS + b'{"data": {')
-    done.wait(READ_TIMEOUT + 2)
-
-
-def read_within(url: str, seconds: float) -> tuple[BaseException, float]:
-    response = make_session(url, GuardedAdapter()).get(url, stream=True, timeout=(5, READ_TIMEOUT))
-    started = time.monotonic()
-    limits = Limits(started + seconds, 10**6, time.monotonic, "127.0.0.1", seconds)
-    with pytest.raises(Exception) as failed:
-        read_body(response, limits)
-    return failed.value, time.monotonic() - started
+def body_read(session: Any, url: str, seconds: float) -> tuple[Any, bytearray]:
+    """A GET of ``url`` and its body, read within ``seconds``."""
+    response = session.get(url, stream=True, timeout=(5, READ_TIMEOUT))
+    limits = Limits(time.monotonic() + seconds, 10**6, time.monotonic, "127.0.0.1", seconds)
+    return response, read_body(response, limits)
 
 
 def test_a_body_that_stops_arriving_fails_at_the_deadline_not_the_read_timeout() -> None:
-    with answered_by(stop_after_ten_bytes) as url:
-        error, took = read_within(url, 0.2)
+    def stop_after_ten_bytes(conn: socket.socket, done: threading.Event) -> None:
+        with conn:
+            conn.recv(65536)
+            conn.sendall(HEADERS + b'{"data": {')
+            done.wait(READ_TIMEOUT + 2)
+
+    with serving(stop_after_ten_bytes) as address:
+        url = f"http://{address}/v1/invites/inv_1"
+        started = time.monotonic()
+        error = fails(TransportError, body_read, make_session(url, GuardedAdapter()), url, 0.2)
+        took = time.monotonic() - started
     assert 0.2 <= took < 2.5, f"waited {took:.1f}s for a 0.2s deadline"
-    assert isinstance(error, TransportError)
     assert str(error) == "no complete answer from 127.0.0.1 within 0.2s (HTTP 200, 10 bytes so far)"
     assert error.maybe_sent
 
 
-def test_a_body_of_its_declared_length_is_whole_and_its_connection_kept() -> None:
-    body = json.dumps({"data": {"id": "inv_1"}}).encode()
-    answers = [b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)] * 2
+@pytest.mark.parametrize("coding", [None, "gzip"])
+def test_a_body_of_its_declared_length_is_whole_and_its_connection_kept(coding) -> None:
+    # With a content coding, it is read to its end too.
+    sent = gzip.compress(BODY) if coding else BODY
+    head = f"Content-Encoding: {coding}\r\n" if coding else ""
+    answer = f"HTTP/1.1 200 OK\r\n{head}Content-Length: {len(sent)}\r\n\r\n".encode() + sent
     connections: list[socket.socket] = []
 
     def keep_alive(conn: socket.socket, done: threading.Event) -> None:
         connections.append(conn)
         with conn:
-            for answer in answers:
+            for _ in range(2):
                 conn.recv(65536)
                 conn.sendall(answer)
             done.wait(5)
@@ -90,95 +81,56 @@ def test_a_body_of_its_declared_length_is_whole_and_its_connection_kept() -> Non
     with serving(keep_alive) as address:
         url = f"http://{address}/v1/invites/inv_1"
         session = make_session(url, GuardedAdapter())
-        for _ in answers:
-            response = session.get(url, stream=True, timeout=(5, READ_TIMEOUT))
-            limits = Limits(time.monotonic() + 5, 10**6, time.monotonic, "127.0.0.1", 5)
-            assert read_body(response, limits) == body
+        for _ in range(2):
+            response, body = body_read(session, url, 5)
+            assert body == BODY
             assert response.raw.connection is None  # back in the pool, not closed
             response.close()
 
     assert len(connections) == 1
 
 
-def test_a_body_with_a_content_coding_is_read_to_its_end() -> None:
-    body = json.dumps({"data": {"id": "inv_1"}}).encode()
-    packed = gzip.compress(body)
-    answer = b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\n\r\n" % len(
-        packed
-    )
-
-    with answered_by(lambda conn, done: conn.sendall(answer + packed)) as url:
-        response = make_session(url, GuardedAdapter()).get(
-            url, stream=True, timeout=(5, READ_TIMEOUT)
-        )
-        limits = Limits(time.monotonic() + 5, 10**6, time.monotonic, "127.0.0.1", 5)
-        assert read_body(response, limits) == body
-
-
-# From test_answer_messages.py:
 # What a user is told about a server's failure answer: the server's words where it
 # gave some, a description of the body where it did not, always bounded in length,
 # with the status and requestId that support will ask for.
 @pytest.fixture
-def client(requests_mock: Any) -> Iterator[ApiClient]:
-    requests_mock.post("https://api.example.test/oauth/token", [token_response()])
-    settings = Settings(
-        base_url="https://api.example.test",
-        client_id="ci",
-        client_secret="cs_live_Zq9xSECRETvalue",
-        max_attempts=1,
-        retry_max_seconds=1,  # a 429 is not counted against max_attempts: this ends it
-        max_response_bytes=65536,
-    )
-    now = [0.0]  # a clock that moves only when the client sleeps: no real waits
-    api = ApiClient(
-        settings, clock=lambda: now[0], sleep=lambda seconds: now.__setitem__(0, now[0] + seconds)
-    )
-    yield api
-    api.close()
+def client(api: Api) -> ApiClient:
+    # A 429 is not counted against max_attempts: retry_max_seconds ends it.
+    return api.client(True, None, max_attempts=1, retry_max_seconds=1, max_response_bytes=65536)
 
 
-def failure_shown(client: ApiClient, requests_mock: Any, **answer: Any) -> ApiError:
-    requests_mock.get(INVITE_URL, **answer)
-    with pytest.raises(ApiError) as failed:
-        client.get_invite("inv_8f2k1")
-    return failed.value
+@pytest.fixture
+def shown(api: Api, client: ApiClient) -> Callable[..., ApiError]:
+    """The error a GET answered with ``answer`` (requests-mock's words) ends in."""
+
+    def failure_shown(**answer: Any) -> ApiError:
+        api.mock.get(INVITE_URL, **answer)
+        return fails(ApiError, client.get_invite, "inv_8f2k1")
+
+    return failure_shown
 
 
 @pytest.mark.parametrize(
     ("answer", "kept"),
     [
-        (
-            {"status_code": 502, "content": b"x" * 100_000, "headers": {"X-Request-Id": "r\x1b-7"}},
-            ("AnswerTooLarge", 502, "r\\x1b-7"),
-        ),
+        ({"status_code": 502, "content": b"x" * 100_000, "headers": {"X-Request-Id": "r\x1b-7"}},
+         ("AnswerTooLarge", 502, "r\\x1b-7")),
         ({"status_code": 200, "content": b"x" * 100_000}, ("AnswerTooLarge", 200, None)),
-        (
-            {"status_code": 403, "text": "denied", "headers": {"X-Request-Id": "edge-1"}},
-            ("PermissionDenied", 403, "edge-1"),  # from the header when the body has none
-        ),
-        (  # a requestId that is not a value is none
-            {"status_code": 400, "json": {**envelope(None), "metadata": {"requestId": {"x": 1}}}},
-            ("InvalidRequest", 400, None),
-        ),
-        (  # a 300 is a redirect too
-            {
-                "status_code": 300,
-                "headers": {"Location": "https://b.example/", "X-Request-Id": "r-3"},
-            },
-            ("Redirected", 300, "r-3"),
-        ),
-        (
-            {"status_code": 200, "json": {**envelope(None, request_id="r-env"), "success": False}},
-            ("EnvelopeFailure", 200, "r-env"),
-        ),
+        ({"status_code": 403, "text": "denied", "headers": {"X-Request-Id": "edge-1"}},
+         ("PermissionDenied", 403, "edge-1")),  # from the header when the body has none
+        # A requestId that is not a value is none.
+        ({"status_code": 400, "json": {**envelope(None), "metadata": {"requestId": {"x": 1}}}},
+         ("InvalidRequest", 400, None)),
+        # A 300 is a redirect too.
+        ({"status_code": 300, "headers": {"Location": "https://b.example/", "X-Request-Id": "r-3"}},
+         ("Redirected", 300, "r-3")),
+        ({"status_code": 200, "json": {**envelope(None, request_id="r-env"), "success": False}},
+         ("EnvelopeFailure", 200, "r-env")),
     ],
     ids=["oversized", "oversized-no-id", "id-header", "id-not-a-value", "300", "success-false"],
-)
-def test_an_error_keeps_its_status_and_request_id_escaped_or_none(
-    client: ApiClient, requests_mock: Any, answer: dict[str, Any], kept: tuple[str, int, str | None]
-) -> None:
-    error = failure_shown(client, requests_mock, **answer)
+)  # fmt: skip
+def test_an_error_keeps_its_status_and_request_id_escaped_or_none(shown, answer, kept) -> None:
+    error = shown(**answer)
     assert (type(error).__name__, error.status, error.request_id) == kept
     if kept[2] is None:
         assert "requestId" not in str(error)
@@ -186,106 +138,63 @@ def test_an_error_keeps_its_status_and_request_id_escaped_or_none(
         assert str(error).startswith(f"HTTP {kept[1]}: the answer from api.example.test is larger")
 
 
-def test_success_false_shows_the_servers_message_when_it_gave_one(
-    client: ApiClient, requests_mock: Any
-) -> None:
-    body = {**envelope(None), "success": False, "message": "invite is locked"}
-    error = failure_shown(client, requests_mock, status_code=200, json=body)
-    assert (
-        error.message == "the envelope says success: false (invite is locked); treated as a failure"
-    )
-    body = {**envelope(None), "success": False, "message": ""}
-    error = failure_shown(client, requests_mock, status_code=200, json=body)
-    assert error.message == "the envelope says success: false; treated as a failure"
-    body = {**envelope(None), "success": "no-no-no-no-no-no-no-no", "message": ""}
-    error = failure_shown(client, requests_mock, status_code=200, json=body)
-    assert error.message == 'the envelope says success: "no-no-no-no-no-no-n; treated as a failure'
-
-
-def test_a_long_server_message_is_cut_at_500_characters(
-    client: ApiClient, requests_mock: Any
-) -> None:
-    exactly = "x" * 500
-    error = failure_shown(
-        client, requests_mock, status_code=400, json=envelope(None, message=exactly)
-    )
-    assert error.message == exactly
-    longer = "y" * 501
-    error = failure_shown(
-        client, requests_mock, status_code=400, json=envelope(None, message=longer)
-    )
-    assert error.message == "y" * 500 + "…"
-
-
 @pytest.mark.parametrize(
-    ("answer", "shown"),
+    ("answer", "message"),
     [
-        ({"content": b"", "reason": "Bad Gateway"}, "Bad Gateway (empty body)"),
-        ({"content": b"", "reason": ""}, "error (empty body)"),
-        (
-            {"text": "<html>down</html>", "headers": {"Content-Type": "text/html; charset=utf-8"}},
-            "OK (an HTML page, probably from a proxy or gateway)",
-        ),
-        (
-            {
-                "text": "upstream timed out",
-                "headers": {"Content-Type": "text/plain; charset=utf-8"},
-            },
-            "OK (body is not the API's JSON envelope: text/plain)",
-        ),
-        (
-            {"content": b"\x00\x01", "headers": {"Content-Type": ""}},
-            "OK (body is not the API's JSON envelope: unknown type)",
-        ),
-        (
-            {"content": b"\x00\x01"},  # no Content-Type header at all
-            "OK (body is not the API's JSON envelope: unknown type)",
-        ),
-        (
-            {"text": "x", "headers": {"Content-Type": "a" * 100}, "reason": "R" * 100},
-            "R" * 80 + " (body is not the API's JSON envelope: " + "a" * 80 + ")",
-        ),
+        # success: false shows the server's message when it gave one
+        ({"status_code": 200, "json": {**envelope(None), "success": False,
+                                       "message": "invite is locked"}},
+         "the envelope says success: false (invite is locked); treated as a failure"),
+        ({"status_code": 200, "json": {**envelope(None), "success": False, "message": ""}},
+         "the envelope says success: false; treated as a failure"),
+        ({"status_code": 200, "json": {**envelope(None), "success": "no-no-no-no-no-no-no-no",
+                                       "message": ""}},
+         'the envelope says success: "no-no-no-no-no-no-n; treated as a failure'),
+        # A long server message is cut at 500 characters.
+        ({"status_code": 400, "json": envelope(None, message="x" * 500)}, "x" * 500),
+        ({"status_code": 400, "json": envelope(None, message="y" * 501)}, "y" * 500 + "…"),
+        # A failure without the envelope describes the body.
+        ({"status_code": 400, "content": b"", "reason": "Bad Gateway"}, "Bad Gateway (empty body)"),
+        ({"status_code": 400, "content": b"", "reason": ""}, "error (empty body)"),
+        ({"status_code": 400, "text": "<html>down</html>", "reason": "OK",
+          "headers": {"Content-Type": "text/html; charset=utf-8"}},
+         "OK (an HTML page, probably from a proxy or gateway)"),
+        ({"status_code": 400, "text": "upstream timed out", "reason": "OK",
+          "headers": {"Content-Type": "text/plain; charset=utf-8"}},
+         "OK (body is not the API's JSON envelope: text/plain)"),
+        ({"status_code": 400, "content": b"\x00\x01", "reason": "OK",
+          "headers": {"Content-Type": ""}},
+         "OK (body is not the API's JSON envelope: unknown type)"),
+        ({"status_code": 400, "content": b"\x00\x01", "reason": "OK"},  # no Content-Type at all
+         "OK (body is not the API's JSON envelope: unknown type)"),
+        ({"status_code": 400, "text": "x", "headers": {"Content-Type": "a" * 100},
+          "reason": "R" * 100},
+         "R" * 80 + " (body is not the API's JSON envelope: " + "a" * 80 + ")"),
     ],
-    ids=[
-        "empty",
-        "empty-no-reason",
-        "html",
-        "plain-text",
-        "empty-type",
-        "no-type",
-        "long-type-and-reason",
-    ],
-)
-def test_a_failure_without_the_envelope_describes_the_body(
-    client: ApiClient, requests_mock: Any, answer: dict[str, Any], shown: str
-) -> None:
-    answer.setdefault("reason", "OK")
-    error = failure_shown(client, requests_mock, status_code=400, **answer)
-    assert error.message == shown
+    ids=["success-false-said", "success-false", "success-not-a-bool", "500-characters",
+         "501-characters", "empty", "empty-no-reason", "html", "plain-text", "empty-type",
+         "no-type", "long-type-and-reason"],
+)  # fmt: skip
+def test_the_message_shown_is_the_servers_bounded_or_describes_the_body(shown, answer, message):
+    assert shown(**answer).message == message
 
 
-def test_per_field_problems_are_kept_bounded(client: ApiClient, requests_mock: Any) -> None:
+def test_per_field_problems_are_kept_bounded(shown) -> None:
     data = {f"field{i:02d}" + "k" * 120: "v" * 300 for i in range(25)}
-    body = envelope(data, status=400, message="validation failed")
-    error = failure_shown(client, requests_mock, status_code=400, json=body)
+    error = shown(status_code=400, json=envelope(data, status=400, message="validation failed"))
     assert len(error.details) == 20
     key, value = next(iter(error.details.items()))
     assert (key, value) == (("field00" + "k" * 120)[:100], "v" * 200)
 
 
 @pytest.mark.parametrize(("header", "wait"), [("0", 0.0), ("7", 7.0), ("-5", None), ("soon", None)])
-def test_retry_after_is_read_as_a_wait_or_ignored_when_unreadable(
-    client: ApiClient, requests_mock: Any, header: str, wait: float | None
-) -> None:
-    error = failure_shown(
-        client, requests_mock, status_code=429, headers={"Retry-After": header},
-        json=envelope(None, status=429, message="slow down"),
-    )  # fmt: skip
-    assert error.retry_after == wait
+def test_retry_after_is_read_as_a_wait_or_ignored_when_unreadable(shown, header, wait) -> None:
+    refused = envelope(None, status=429, message="slow down")
+    assert shown(status_code=429, headers={"Retry-After": header}, json=refused).retry_after == wait
 
 
 @pytest.mark.parametrize(
-    ("location", "shown"),
+    ("location", "where"),
     [
         ("https://user:pw@evil.example:8443/x?token=abc", "evil.example:8443"),
         ("https://evil.example/x", "evil.example"),
@@ -294,16 +203,13 @@ def test_retry_after_is_read_as_a_wait_or_ignored_when_unreadable(
         (None, "nowhere (no Location header)"),
     ],
 )
-def test_a_redirect_names_only_the_host_it_points_to(
-    client: ApiClient, requests_mock: Any, location: str | None, shown: str
-) -> None:
+def test_a_redirect_names_only_the_host_it_points_to(api: Api, shown, location, where) -> None:
     headers = {"Location": location} if location is not None else {}
-    error = failure_shown(client, requests_mock, status_code=307, headers=headers, text="")
-    assert error.message == (
-        f"the server answered with a redirect to {shown}; the API never redirects, "
+    assert shown(status_code=307, headers=headers, text="").message == (
+        f"the server answered with a redirect to {where}; the API never redirects, "
         "so it was not followed and nothing was re-sent there"
     )
-    assert len(requests_mock.request_history) == 2  # the token, the one request
+    assert len(api.mock.request_history) == 2  # the token, the one request
 
 
 def padded_to(size: int) -> bytes:
@@ -311,30 +217,19 @@ def padded_to(size: int) -> bytes:
     return body + b" " * (size - len(body))
 
 
-@pytest.mark.parametrize("announced", [True, False], ids=["content-length", "streamed"])
-def test_an_answer_of_exactly_the_cap_is_read(
-    client: ApiClient, requests_mock: Any, announced: bool
-) -> None:
-    headers = {"Content-Length": "65536" if announced else ""}
-    requests_mock.get(INVITE_URL, content=padded_to(65536), headers=headers)
-    assert client.get_invite("inv_8f2k1").fields["name"] == INVITE["name"]
-
-
 @pytest.mark.parametrize(
     ("headers", "detail"),
-    [
-        ({"Content-Length": "65537"}, "it announced 65,537 bytes"),
-        ({"Content-Length": ""}, "stopped reading there"),
-    ],
+    [({"Content-Length": "65537"}, "it announced 65,537 bytes"),
+     ({"Content-Length": ""}, "stopped reading there")],
     ids=["content-length", "streamed"],
-)
-def test_one_byte_over_the_cap_says_how_it_was_found(
-    client: ApiClient, requests_mock: Any, headers: dict[str, str], detail: str
+)  # fmt: skip
+def test_an_answer_of_exactly_the_cap_is_read_and_one_byte_more_says_how_it_was_found(
+    api: Api, client: ApiClient, shown, headers: dict[str, str], detail: str
 ) -> None:
-    error = failure_shown(
-        client, requests_mock, status_code=200, content=padded_to(65537), headers=headers
-    )
-    assert error.message == (
+    exactly = {"Content-Length": "65536" if headers["Content-Length"] else ""}
+    api.mock.get(INVITE_URL, content=padded_to(65536), headers=exactly)
+    assert client.get_invite("inv_8f2k1").fields["name"] == INVITE["name"]
+    assert shown(status_code=200, content=padded_to(65537), headers=headers).message == (
         "the answer from api.example.test is larger than max_response_bytes "
         f"(65,536 bytes; {detail}); API answers are a few KiB"
     )
@@ -344,56 +239,37 @@ HTML = {"Content-Type": "text/html"}
 
 
 @pytest.mark.parametrize(
-    ("page", "shown"),
+    ("page", "title"),
     [
-        (
-            "<html><head><title>400 No required SSL certificate was sent</title></head>"
-            "<body><center><h1>400 Bad Request</h1></center><hr><center>nginx</center>",
-            "No required SSL certificate was sent",  # its status is said already
-        ),
+        ("<html><head><title>400 No required SSL certificate was sent</title></head>"
+         "<body><center><h1>400 Bad Request</h1></center><hr><center>nginx</center>",
+         "No required SSL certificate was sent"),  # its status is said already
         ("<TITLE lang=en>\n  Access\tDenied &amp; logged \n</TITLE>", "Access Denied & logged"),
-        (
-            "<title>\x1b]0;owned\x07" + "T" * 500 + "</title>",
-            "\\x1b]0;owned\\x07" + "T" * 104 + "…",
-        ),
+        ("<title>\x1b]0;owned\x07" + "T" * 500 + "</title>",
+         "\\x1b]0;owned\\x07" + "T" * 104 + "…"),
         ("<title></title><h1>no title</h1>", "Bad Request"),
         ("<p>" + "x" * 20000 + "<title>too far down</title>", "Bad Request"),
         ("<title>" + "a" * 40000, "Bad Request"),  # never closed
         ("<title" * 9000, "Bad Request"),  # no pattern to backtrack over
     ],
-    ids=[
-        "nginx-mtls",
-        "entities-whitespace",
-        "controls-bounded",
-        "empty-title",
-        "too-far-down",
-        "unterminated",
-        "title-repeated",
-    ],
-)
-def test_an_html_error_page_is_shown_by_its_title(
-    client: ApiClient, requests_mock: Any, page: str, shown: str
-) -> None:
-    error = failure_shown(
-        client, requests_mock, status_code=400, reason="Bad Request", text=page, headers=HTML
-    )
-    assert error.message.startswith(shown)
+    ids=["nginx-mtls", "entities-whitespace", "controls-bounded", "empty-title", "too-far-down",
+         "unterminated", "title-repeated"],
+)  # fmt: skip
+def test_an_html_error_page_is_shown_by_its_title(shown, page: str, title: str) -> None:
+    error = shown(status_code=400, reason="Bad Request", text=page, headers=HTML)
+    assert error.message.startswith(title)
     assert error.message.endswith(" (an HTML page, probably from a proxy or gateway)")
     assert error.request_id is None
 
 
-def test_a_413_says_the_body_was_too_large_and_is_not_retried(requests_mock: Any) -> None:
-    requests_mock.post("https://api.example.test/oauth/token", [token_response()])
+def test_a_413_says_the_body_was_too_large_and_is_not_retried(api: Api) -> None:
     page = "<html><head><title>413 Request Entity Too Large</title></head></html>"
-    patch = requests_mock.patch(
+    patch = api.mock.patch(
         INVITE_URL, status_code=413, reason="Request Entity Too Large", text=page, headers=HTML
     )
-    settings = Settings(
-        base_url="https://api.example.test", client_id="ci", client_secret="cs_live_Zq9xSECRET"
-    )
-    with ApiClient(settings, sleep=lambda seconds: None) as api, pytest.raises(ApiError) as failed:
-        api.write_invite("inv_8f2k1", {"name": "Acme"})
-    assert str(failed.value) == (
+    client = api.client(True, None, client_id="ci", client_secret="cs_live_Zq9xSECRET")
+    error = fails(ApiError, client.write_invite, "inv_8f2k1", {"name": "Acme"})
+    assert str(error) == (
         "HTTP 413: the request body (16 bytes) was refused as too large, by the server or a "
         "proxy or gateway in front of it: Request Entity Too Large (an HTML page, "
         "probably from a proxy or gateway)"
@@ -433,30 +309,21 @@ def test_a_write_is_unknown_when_the_platform_may_have_done_it(error: ApiError, 
     assert error.outcome_unknown is unknown
 
 
-def test_a_gateway_title_cut_short_never_shows_the_start_of_the_secret(
-    client: ApiClient, requests_mock: Any
-) -> None:
+def test_a_gateway_title_cut_short_never_shows_the_start_of_the_secret(shown) -> None:
     # Spaces collapse after the cut: 1,000 of them and the secret made its first 24
     # characters the whole title, which redaction (whole secrets only) let through.
-    secret = "cs_live_Zq9xSECRETvalue"
-    page = "<html><title>" + " " * 1010 + secret + "</title></html>"
-    error = failure_shown(
-        client, requests_mock, status_code=502, text=page,
-        headers={"Content-Type": "text/html"},
-    )  # fmt: skip
-    assert secret[:6] not in error.message and "SECRET" not in error.message
+    page = "<html><title>" + " " * 1010 + SECRET + "</title></html>"
+    message = shown(status_code=502, text=page, headers={"Content-Type": "text/html"}).message
+    assert SECRET[:6] not in message and "SECRET" not in message
 
 
 @pytest.mark.parametrize("status", [429, 503])
-def test_a_refusal_whose_envelope_says_success_is_not_a_refusal(
-    client: ApiClient, requests_mock: Any, status: int
-) -> None:
+def test_a_refusal_whose_envelope_says_success_is_not_a_refusal(api: Api, client, status) -> None:
     # A re-send refused before acting is sent again; one whose answer also says it
     # succeeded may have gone out, so it is never sent again.
-    requests_mock.post(INVITE_URL + "/resend", status_code=status, json=envelope(None))
-    with pytest.raises(ApiError) as failed:
-        client.resend_invite("inv_8f2k1")
-    assert failed.value.outcome_unknown
-    assert not failed.value.refused_before_acting
-    assert "yet its envelope says success: true" in failed.value.message
-    assert requests_mock.call_count == 2  # the token, then the one re-send
+    api.mock.post(INVITE_URL + "/resend", status_code=status, json=envelope(None))
+    error = fails(ApiError, client.resend_invite, "inv_8f2k1")
+    assert error.outcome_unknown
+    assert not error.refused_before_acting
+    assert "yet its envelope says success: true" in error.message
+    assert api.mock.call_count == 2  # the token, then the one re-send

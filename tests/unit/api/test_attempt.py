@@ -38,7 +38,7 @@ from reconciler.settings.config import Settings
 READ_TIMEOUT = 8.0  # far past every deadline here: only the deadline ends these waits in time
 
 
-def test_cutting_an_attempt_ends_a_blocked_read() -> None:
+def test_cutting_an_attempt_ends_a_blocked_read_and_cutting_a_closed_one_is_quiet() -> None:
     left, right = socket.socketpair()
     deadline = AttemptDeadline(0.05)
     got: list[bytes] = []
@@ -52,12 +52,16 @@ def test_cutting_an_attempt_ends_a_blocked_read() -> None:
     assert deadline.expired
     left.close()
     right.close()
+    # The answer may end, and its socket close, just as the deadline passes: the
+    # watchdog thread must not die of it, or no later deadline would fire.
+    (closed := AttemptDeadline(0)).shut_down(left)
+    assert closed.expired
 
 
 # -- the watchdog's order and wake-ups --------------------------------------------------
 
 
-def test_an_earlier_deadline_armed_later_wakes_the_watchdog() -> None:
+def test_an_earlier_deadline_armed_later_wakes_the_named_daemon_watchdog() -> None:
     watchdog = _Watchdog()
     early = threading.Event()
     now = time.monotonic()
@@ -67,6 +71,10 @@ def test_an_earlier_deadline_armed_later_wakes_the_watchdog() -> None:
     watchdog.arm(time.monotonic() + 0.05, early.set)
 
     assert early.wait(5), "an earlier deadline waited behind a later one"
+    # A deadline far away may be pending when the run ends: a daemon thread never
+    # keeps the process alive, and a thread dump names what the thread is for.
+    assert watchdog._thread is not None
+    assert (watchdog._thread.name, watchdog._thread.daemon) == ("deadline", True)
 
 
 def test_actions_run_in_the_order_of_their_times_never_before_and_disarmed_ones_never() -> None:
@@ -122,44 +130,22 @@ def drip_headers(conn: socket.socket, done: threading.Event) -> None:
                 return
 
 
-def answer_every_request(conn: socket.socket, done: threading.Event) -> None:
-    """A keep-alive connection: each request gets a small, whole answer at once."""
-    conn.settimeout(0.05)
-    with conn:
-        while not done.is_set():
-            try:
-                request = conn.recv(65536)
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            if not request:
-                return
-            conn.sendall(ANSWER)
-
-
-def get_cut_by_deadline(url: str, seconds: float, **kwargs: Any) -> tuple[AttemptDeadline, float]:
-    started = time.monotonic()
-    # Cut mid-headers, http.client may hand back what it parsed as an answer:
-    # the caller tells by ``expired`` (see ``exchange``), not by an exception.
-    with (
-        # The session's base only decides proxies and trust; the URL is what is asked.
-        make_session("http://127.0.0.1:1", GuardedAdapter()) as session,
-        attempt_deadline(seconds) as deadline,
-        suppress(requests.RequestException),
-    ):
-        session.get(url, timeout=(5, READ_TIMEOUT), **kwargs)
-    return deadline, time.monotonic() - started
-
-
 def test_headers_dripped_through_a_proxy_end_at_the_attempt_deadline() -> None:
     # The proxy drips: the request goes to it (an absolute URL), through the
-    # proxy manager's pools, which must carry the deadline too.
-    with serving(drip_headers) as address:
-        proxy = f"http://{address}"
-        deadline, took = get_cut_by_deadline(
-            "http://api.example/v1/invites/inv_1", 0.2, proxies={"http": proxy}
-        )
+    # proxy manager's pools, which must carry the deadline too. Cut mid-headers,
+    # http.client may hand back what it parsed as an answer: the caller tells by
+    # ``expired`` (see ``exchange``), not by an exception.
+    started = time.monotonic()
+    with (
+        serving(drip_headers) as address,
+        # The session's base only decides proxies and trust; the URL is what is asked.
+        make_session("http://127.0.0.1:1", GuardedAdapter()) as session,
+        attempt_deadline(0.2) as deadline,
+        suppress(requests.RequestException),
+    ):
+        url, proxies = "http://api.example/v1/invites/inv_1", {"http": f"http://{address}"}
+        session.get(url, timeout=(5, READ_TIMEOUT), proxies=proxies)
+    took = time.monotonic() - started
 
     assert deadline.expired
     assert 0.2 <= took < 3, f"a 0.2 s deadline ended the wait after {took:.1f}s"
@@ -183,20 +169,6 @@ def test_without_an_attempt_deadline_only_the_read_timeout_bounds_a_slow_answer(
     assert response.status_code == 200 and response.json() == {}
 
 
-def test_an_answer_in_time_disarms_the_deadline_and_its_connection_is_kept() -> None:
-    with serving(answer_every_request) as address:
-        url = f"http://{address}/v1/invites/inv_1"
-        with make_session(url, GuardedAdapter()) as session:
-            with attempt_deadline(0.2) as first:
-                assert session.get(url, timeout=(5, READ_TIMEOUT)).json() == {}
-            time.sleep(0.3)  # past the first attempt's deadline
-            with attempt_deadline(5) as second:
-                assert session.get(url, timeout=(5, READ_TIMEOUT)).json() == {}
-
-    # Disarmed once answered: the watchdog never cut the kept-alive connection.
-    assert not first.expired and not second.expired
-
-
 COOKIE_ANSWER = (
     b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nSet-Cookie: s=1; Path=/\r\n"
     b"X-Request-Id: r-1\r\nContent-Length: 2\r\n\r\n{}"
@@ -217,16 +189,22 @@ def answer_with_a_cookie(conn: socket.socket, done: threading.Event) -> None:
             conn.sendall(COOKIE_ANSWER)
 
 
-def test_an_answers_cookies_are_not_kept_and_its_headers_read_in_any_case() -> None:
+def test_an_answer_in_time_disarms_the_deadline_keeps_its_connection_but_not_its_cookies():
+    # A keep-alive connection: each request gets a small, whole answer at once.
     with (
         serving(answer_with_a_cookie) as address,
         make_session(f"http://{address}", GuardedAdapter()) as s,
     ):
         url = f"http://{address}/v1/invites/inv_1"
-        answer = s.get(url, timeout=(5, READ_TIMEOUT))
-        again = s.get(url, timeout=(5, READ_TIMEOUT))
+        with attempt_deadline(0.2) as first:
+            answer = s.get(url, timeout=(5, READ_TIMEOUT))
+        time.sleep(0.3)  # past the first attempt's deadline
+        with attempt_deadline(5) as second:
+            again = s.get(url, timeout=(5, READ_TIMEOUT))
 
-    assert answer.json() == {} and answer.url == url
+    # Disarmed once answered: the watchdog never cut the kept-alive connection.
+    assert not first.expired and not second.expired
+    assert answer.json() == {} == again.json() and answer.url == url
     assert answer.headers.get("x-request-id") == answer.headers["X-REQUEST-ID"] == "r-1"
     assert answer.encoding == "utf-8"  # as requests gives it for application/json
     assert not s.cookies
@@ -253,49 +231,20 @@ def test_a_process_forked_after_the_watchdog_started_still_has_deadlines() -> No
     assert os.waitstatus_to_exitcode(status) == 0
 
 
-def test_cutting_a_connection_already_closed_is_quiet() -> None:
-    # The answer may end, and its socket close, just as the deadline passes: the
-    # watchdog thread must not die of it, or no later deadline would fire.
-    left, right = socket.socketpair()
-    left.close()
-    right.close()
-    deadline = AttemptDeadline(0)
-
-    deadline.shut_down(left)
-
-    assert deadline.expired
-
-
-@pytest.mark.parametrize("proxy", ["socks5://127.0.0.1:1080", "SOCKS5h://127.0.0.1:1080"])
-def test_a_socks_proxy_keeps_the_connection_pools_its_library_brings(
-    proxy: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # SOCKS pools come from PySocks' manager; ours would bypass the SOCKS tunnel.
+@pytest.mark.parametrize(
+    ("proxy", "pools"),
+    [("socks5://127.0.0.1:1080", ("socks pool", "socks tls")),
+     ("SOCKS5h://127.0.0.1:1080", ("socks pool", "socks tls")),
+     ("HTTP://proxy.example:3128", ("_HTTPPool", "_HTTPSPool"))],
+)  # fmt: skip
+def test_a_socks_proxy_keeps_its_librarys_pools_an_http_one_gets_ours(proxy, pools, monkeypatch):
+    # SOCKS pools come from PySocks' manager; ours (that carry the deadline) would
+    # bypass the SOCKS tunnel.
     manager = SimpleNamespace(pool_classes_by_scheme={"http": "socks pool", "https": "socks tls"})
     monkeypatch.setattr(HTTPAdapter, "proxy_manager_for", lambda self, proxy, **kw: manager)
-    assert GuardedAdapter().proxy_manager_for(proxy).pool_classes_by_scheme == {
-        "http": "socks pool",
-        "https": "socks tls",
-    }
-
-
-def test_an_http_proxy_gets_the_pools_that_carry_the_deadline(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    plain = SimpleNamespace(pool_classes_by_scheme={"http": "plain pool", "https": "plain tls"})
-    monkeypatch.setattr(HTTPAdapter, "proxy_manager_for", lambda self, proxy, **kw: plain)
-    manager = GuardedAdapter().proxy_manager_for("HTTP://proxy.example:3128")
-    assert manager.pool_classes_by_scheme["http"].__name__ == "_HTTPPool"
-    assert manager.pool_classes_by_scheme["https"].__name__ == "_HTTPSPool"
-
-
-def test_the_watchdog_thread_is_named_and_never_keeps_a_process_alive() -> None:
-    # A deadline a minute away may be pending when the run ends: a daemon thread never
-    # keeps the process alive, and a thread dump names what the thread is for.
-    watchdog = _Watchdog()
-    watchdog.arm(time.monotonic() + 60, lambda: None)
-    assert watchdog._thread is not None
-    assert (watchdog._thread.name, watchdog._thread.daemon) == ("deadline", True)
+    classes = GuardedAdapter().proxy_manager_for(proxy).pool_classes_by_scheme
+    named = {scheme: getattr(pool, "__name__", pool) for scheme, pool in classes.items()}
+    assert named == {"http": pools[0], "https": pools[1]}
 
 
 # From test_slow_answers.py:
@@ -304,8 +253,6 @@ def test_the_watchdog_thread_is_named_and_never_keeps_a_process_alive() -> None:
 # possibly received, and the retry budget still bounds the run. Real sockets; the
 # runs are in-process.
 SECRET = "cs_slow_answers_secret"
-
-
 INVITE = {"id": "inv_1", "status": "pending", "name": "Acme", "email": "a@acme.example"}
 
 
@@ -320,9 +267,9 @@ def slow_platform(request: pytest.FixtureRequest) -> Iterator[HostileServer]:
         give_up.cancel()
 
 
-def client_of(base_url: str, **settings: Any) -> ApiClient:
+def client_of(base_url: str, **values: Any) -> ApiClient:
     return ApiClient(
-        Settings(base_url=base_url, client_id=CLIENT_ID, client_secret=SECRET, **settings)
+        Settings(base_url=base_url, client_id=CLIENT_ID, client_secret=SECRET, **values)
     )
 
 
@@ -334,44 +281,33 @@ def read_with(server: HostileServer, **settings: float) -> tuple[TransportError,
 
 
 HEADERS_DRIP = Hostility(header_drip_seconds=0.02)
-
-
 BODY_DRIP = Hostility(drip_seconds=0.05)
 
 
-@pytest.mark.parametrize("slow_platform", [HEADERS_DRIP], indirect=True, ids=["headers"])
-def test_headers_that_drip_end_at_the_deadline_as_no_complete_answer(
-    slow_platform: HostileServer,
-) -> None:
-    error, took = read_with(slow_platform, timeout=0.3, max_attempts=1)
-
-    host = slow_platform.url.removeprefix("http://")
-    assert str(error) == f"no complete answer from {host} within 0.3s (gave up after 1 attempt)"
-    assert error.maybe_sent  # the server was answering: a re-send would be repeated
-    assert 0.3 <= took < 4, f"a 0.3 s deadline ended the attempt after {took:.1f}s"
-
-
-@pytest.mark.parametrize("slow_platform", [BODY_DRIP], indirect=True, ids=["body"])
-def test_a_body_that_drips_ends_at_the_deadline_with_what_had_arrived(
-    slow_platform: HostileServer,
-) -> None:
+@pytest.mark.parametrize(
+    ("slow_platform", "so_far"),
+    [(HEADERS_DRIP, ""), (BODY_DRIP, r" \(HTTP 200, (\d+) bytes so far\)")],
+    indirect=["slow_platform"],
+    ids=["headers", "body"],
+)
+def test_an_answer_that_drips_ends_at_the_deadline_with_what_had_arrived(slow_platform, so_far):
     error, took = read_with(slow_platform, timeout=0.3, max_attempts=1)
 
     host = re.escape(slow_platform.url.removeprefix("http://"))
     said = re.fullmatch(
-        rf"no complete answer from {host} within 0.3s \(HTTP 200, (\d+) bytes so far\)"
-        r" \(gave up after 1 attempt\)",
+        rf"no complete answer from {host} within 0\.3s{so_far} \(gave up after 1 attempt\)",
         str(error),
     )
-    assert said and int(said.group(1)) > 0  # what had arrived when the deadline passed
-    assert error.maybe_sent
-    assert 0.3 <= took < 4
+    assert said, str(error)
+    assert not so_far or int(said.group(1)) > 0  # what had arrived when the deadline passed
+    assert error.maybe_sent  # the server was answering: a re-send would be repeated
+    assert 0.3 <= took < 4, f"a 0.3 s deadline ended the attempt after {took:.1f}s"
 
 
 @pytest.mark.parametrize("slow_platform", [HEADERS_DRIP], indirect=True, ids=["headers"])
 def test_a_slow_read_is_retried_within_the_budget_and_the_retry_is_cut_too(
-    slow_platform: HostileServer, monkeypatch: pytest.MonkeyPatch
-) -> None:
+    slow_platform, monkeypatch
+):
     # No pause before the retry (the jitter pinned at 0): the retry then has the whole
     # timeout again within the budget, and says so.
     monkeypatch.setattr("random.random", lambda: 0.0)
