@@ -207,6 +207,7 @@ def _syntax_problem(exc: yaml.MarkedYAMLError, text: str, path: str) -> FileProb
     hint = (
         _conflict_hint(text, where.line)
         or _glued_hint(text, where.line)
+        or (_colon_hint(text, where.line) if "mapping values" in problem else None)
         or next((h for words, h in _SYNTAX_HINTS if words in problem), None)
     )
     if hint:
@@ -265,6 +266,19 @@ def _conflict_hint(text: str, line: int) -> str | None:
         "unresolved; keep the lines meant and remove the `<<<<<<<`, `=======` and "
         "`>>>>>>>` lines"
     )
+
+
+# `name: Acme: Holdings`: a plain value that holds `: ` (YAML reads a second key).
+_COLON_IN_VALUE = re.compile(r"\s*(?:-\s+)?([A-Za-z_][\w-]*):\s+([^'\"\[{&*!|>#\s].*?:\s.*?)\s*$")
+
+
+def _colon_hint(text: str, line: int) -> str | None:
+    lines = text.split("\n", line)[:line]
+    found = _COLON_IN_VALUE.match(lines[-1]) if len(lines) == line else None
+    if found is None or len(found.group(2)) > 60:
+        return None
+    key, value = escape(found.group(1)), escape(found.group(2).replace('"', '\\"'))
+    return f'a value holding `: ` needs quotes, as in `{key}: "{value}"`'
 
 
 def _glued_hint(text: str, line: int) -> str | None:
