@@ -269,16 +269,19 @@ def _conflict_hint(text: str, line: int) -> str | None:
 
 
 # `name: Acme: Holdings`: a plain value that holds `: ` (YAML reads a second key).
-_COLON_IN_VALUE = re.compile(r"\s*(?:-\s+)?([A-Za-z_][\w-]*):\s+([^'\"\[{&*!|>#\s].*?:\s.*?)\s*$")
+_KEY_AND_VALUE = re.compile(r"\s*(?:-\s+)?([A-Za-z_][\w-]*):\s+(.*)")
 
 
 def _colon_hint(text: str, line: int) -> str | None:
     lines = text.split("\n", line)[:line]
-    found = _COLON_IN_VALUE.match(lines[-1]) if len(lines) == line else None
-    if found is None or len(found.group(2)) > 60:
+    found = _KEY_AND_VALUE.fullmatch(lines[-1]) if len(lines) == line else None
+    key, value = (found.group(1), found.group(2).rstrip()) if found else ("", "")
+    # Only a short plain value is quoted back: one that starts with a quote, a bracket,
+    # an anchor or a comment is some other mistake.
+    if not 0 < len(value) <= 60 or ": " not in value or value[0] in "'\"[{&*!|>#":
         return None
-    key, value = escape(found.group(1)), escape(found.group(2).replace('"', '\\"'))
-    return f'a value holding `: ` needs quotes, as in `{key}: "{value}"`'
+    quoted = escape(value.replace("\\", "\\\\").replace('"', '\\"'))
+    return f'a value holding `: ` needs quotes, as in `{escape(key)}: "{quoted}"`'
 
 
 def _glued_hint(text: str, line: int) -> str | None:
