@@ -345,10 +345,10 @@ def _uncarriable(value: str) -> str | None:
         return "it holds whitespace"
     if not value.isprintable():
         return "it holds a control character"
-    try:
-        value.encode("latin-1")
-    except UnicodeEncodeError:
-        return "it holds a character outside Latin-1"
+    if not value.isascii():
+        # RFC 6750's b64token is ASCII: Latin-1 bytes on the wire would not be the token issued.
+        char = next(c for c in value if not c.isascii())
+        return f"it holds U+{ord(char):04X}, a character outside ASCII"
     return None
 
 

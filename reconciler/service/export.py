@@ -381,7 +381,7 @@ _ExportDumper.add_representer(str, _double_quoted_joiners)
 # would be e-mailed at a changed address unless the file says so.
 RESEND_HINT = (
     "# A changed e-mail re-sends an invitation only where its entry says so: add\n"
-    "# `resendOnChange: true` (or a list such as [email, primaryContact]) to the entry.\n"
+    "# `resendOnChange: [email, primaryContact]` to the entry (`true`: on any change).\n"
 )
 
 

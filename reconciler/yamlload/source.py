@@ -207,6 +207,7 @@ def _syntax_problem(exc: yaml.MarkedYAMLError, text: str, path: str) -> FileProb
     hint = (
         _conflict_hint(text, where.line)
         or _glued_hint(text, where.line)
+        or (_colon_hint(text, where.line) if "mapping values" in problem else None)
         or next((h for words, h in _SYNTAX_HINTS if words in problem), None)
     )
     if hint:
@@ -265,6 +266,22 @@ def _conflict_hint(text: str, line: int) -> str | None:
         "unresolved; keep the lines meant and remove the `<<<<<<<`, `=======` and "
         "`>>>>>>>` lines"
     )
+
+
+# `name: Acme: Holdings`: a plain value that holds `: ` (YAML reads a second key).
+_KEY_AND_VALUE = re.compile(r"\s*(?:-\s+)?([A-Za-z_][\w-]*):\s+(.*)")
+
+
+def _colon_hint(text: str, line: int) -> str | None:
+    lines = text.split("\n", line)[:line]
+    found = _KEY_AND_VALUE.fullmatch(lines[-1]) if len(lines) == line else None
+    key, value = (found.group(1), found.group(2).rstrip()) if found else ("", "")
+    # Only a short plain value is quoted back: one that starts with a quote, a bracket,
+    # an anchor or a comment is some other mistake.
+    if not 0 < len(value) <= 60 or ": " not in value or value[0] in "'\"[{&*!|>#":
+        return None
+    quoted = escape(value.replace("\\", "\\\\").replace('"', '\\"'))
+    return f'a value holding `: ` needs quotes, as in `{escape(key)}: "{quoted}"`'
 
 
 def _glued_hint(text: str, line: int) -> str | None:

@@ -868,9 +868,10 @@ def test_an_answer_past_the_size_cap_is_a_clear_error(api: Api, cap: int, answer
         ("", "it is empty"), ("tokABC\r\nX-Injected: 1", "it holds a line break"),
         ("tokABC\nDEF", "it holds a line break"), ("tokABC DEF", "it holds whitespace"),
         ("\ttokABCDEF", "it holds whitespace"), ("tokABC\x00DEF", "it holds a control character"),
-        ("tökén-€ABC", "it holds a character outside Latin-1"),
+        ("tökén-€ABC", "it holds U+00F6, a character outside ASCII"),
+        ("tokABC\u20acDEF", "it holds U+20AC, a character outside ASCII"),
     ],
-    ids=["empty", "crlf", "lf", "space", "tab", "nul", "non-latin-1"],
+    ids=["empty", "crlf", "lf", "space", "tab", "nul", "latin-1", "non-latin-1"],
 )  # fmt: skip
 @pytest.mark.parametrize("operation", ["get", "resend"])
 def test_a_token_http_cannot_carry_is_refused_at_the_token_step_saying_why(

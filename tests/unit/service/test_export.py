@@ -52,7 +52,7 @@ def test_ordinary_words_are_exported_as_they_are_under_how_a_re_send_is_asked_fo
     assert "resendOnChange" not in entry
     assert (
         "# A changed e-mail re-sends an invitation only where its entry says so: add\n"
-        "# `resendOnChange: true` (or a list such as [email, primaryContact]) to the entry.\n"
+        "# `resendOnChange: [email, primaryContact]` to the entry (`true`: on any change).\n"
     ) in header
 
 

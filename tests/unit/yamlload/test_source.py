@@ -353,8 +353,14 @@ ENTRY = "invites:\n  - id: inv_1\n"
         pytest.param(
             ENTRY + "    name: Acme: Holdings\n",
             "3:15: mapping values are not allowed in this context "
-            "(often a missing space after `:`, or a line indented wrongly)",
+            '(a value holding `: ` needs quotes, as in `name: "Acme: Holdings"`)',
             id="colon-in-a-plain-value",
+        ),
+        pytest.param(
+            ENTRY + "    name: Acme\n     email: a@acme.example\n",
+            "4:11: mapping values are not allowed in this context "
+            "(often a missing space after `:`, or a line indented wrongly)",
+            id="indented-wrongly",
         ),
         pytest.param(
             ENTRY + "\tname: Acme\n",
