@@ -15,8 +15,9 @@ from __future__ import annotations
 import base64
 import json
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 import requests
@@ -92,6 +93,16 @@ def resend(client: Exchange, **kw: Any) -> Answer:
     return client.call("POST", RESEND_PATH, json_body={}, idempotent=False, **kw)
 
 
+E = TypeVar("E", bound=BaseException)
+
+
+def raises(kind: type[E], call: Callable[..., object], *args: Any, **kw: Any) -> E:
+    """What ``call`` raised, checked to be a ``kind``."""
+    with pytest.raises(kind) as caught:
+        call(*args, **kw)
+    return caught.value
+
+
 def methods(api: Any) -> list[str]:
     return [r.method for r in api.request_history]
 
@@ -127,20 +138,18 @@ def test_a_403_names_the_scope_the_token_answer_granted(api):
     api.post(TOKEN_URL, status_code=201, json=envelope(granted, status=201))
     api.patch(INVITE_URL, status_code=403, json=envelope(None, status=403, message="forbidden"))
 
-    with pytest.raises(PermissionDenied) as caught:
-        patch(exchange(), idempotent=False)
+    error = raises(PermissionDenied, patch, exchange(), idempotent=False)
 
-    assert "; granted: 'invites:read' (so the token answer said))" in str(caught.value)
+    assert "; granted: 'invites:read' (so the token answer said))" in str(error)
 
 
 def test_a_token_refused_with_an_oauth_error_names_it(api):
     refusal = {"error": "invalid_client", "error_description": "no such client"}
     api.post(TOKEN_URL, status_code=401, json=refusal)
 
-    with pytest.raises(ApiError) as caught:
-        read(exchange())
+    error = raises(ApiError, read, exchange())
 
-    assert str(caught.value) == (
+    assert str(error) == (
         "HTTP 401: the token request (POST /oauth/token) was refused: invalid_client (no such "
         "client); check RECONCILER_CLIENT_ID and RECONCILER_CLIENT_SECRET; they were sent with "
         "token_auth_method client_secret_post: the id and secret in the form (a server that "
@@ -222,11 +231,10 @@ def test_a_retry_held_past_its_budget_by_another_requests_pause_was_not_retried(
     api.get(INVITE_URL, [refused(500), OK])
     api.get(OTHER_URL, **refused(429, retry_after="3600"))
 
-    with pytest.raises(RateLimited) as caught:
-        read(client, watch=other)
+    error = raises(RateLimited, read, client, watch=other)
 
     assert len(other.left) == 1 and [type(e) for e in other.others] == [RateLimited]
-    assert str(caught.value) == (
+    assert str(error) == (
         "not retried: the server asked that no request start for another 3600 s, more than "
         "the 60 s left of this request's retry budget (retry_max_seconds: 60)"
     )
@@ -240,14 +248,13 @@ def test_a_403_whose_message_names_reconciler_scope_still_gets_the_note_of_what_
     said = "forbidden: ask for invites:write with RECONCILER_SCOPE"
     api.patch(INVITE_URL, status_code=403, json=envelope(None, status=403, message=said))
 
-    with pytest.raises(PermissionDenied) as caught:
-        patch(exchange(), idempotent=False)
+    error = raises(PermissionDenied, patch, exchange(), idempotent=False)
 
     # Granted as asked (the token answer named no scope): no scope is missing as far as
     # the client can tell, and the note says so rather than blame one (issue 55: it
     # said "does not carry the scope" beside "granted: (the same) as asked"); "named no
     # scope" said once, not again in a parenthesis inside it.
-    assert str(caught.value) == (
+    assert str(error) == (
         f"HTTP 403: {said}; the token answer named no scope, so the token was granted what "
         "was asked for ('kyb:invites:read kyb:invites:write', set with RECONCILER_SCOPE): as "
         "far as the client can tell no scope is missing, and the platform refused this for "
@@ -267,11 +274,10 @@ def test_a_request_after_refusals_is_not_sent_when_the_hold_outlasts_its_budget(
 
     with pytest.raises(RateLimited):
         read(client)
-    with pytest.raises(RateLimited) as caught:
-        read(client, OTHER_PATH)
+    error = raises(RateLimited, read, client, OTHER_PATH)
 
     # No Retry-After: the wait is the run's own hold, not something the server asked.
-    assert str(caught.value) == (
+    assert str(error) == (
         "not sent: no request may start for another 1.2 s after the server's refusals, "
         "more than the 1.0 s left of this request's retry budget (retry_max_seconds: 1)"
     )
@@ -284,10 +290,9 @@ def test_a_read_refused_again_and_again_is_not_retried_past_its_budget(api, time
     # time (that would leave after its budget ended), and the error says why.
     api.get(INVITE_URL, [refused(429), refused(429), refused(429), OK])
 
-    with pytest.raises(RateLimited) as caught:
-        read(exchange(time, retry_max_seconds=2))
+    error = raises(RateLimited, read, exchange(time, retry_max_seconds=2))
 
-    assert str(caught.value) == (
+    assert str(error) == (
         "HTTP 429: refused (refused for all of retry_max_seconds: no request may start for "
         "another 1.6 s after the server's refusals, more than the 0.4 s left) (requestId 1001)"
     )
@@ -323,20 +328,17 @@ def update_whose_token_renewal_fails(
     api.post(TOKEN_URL, [token_response(), renewal])
     expired = envelope(None, status=401, message="token revoked", request_id="4011")
     api.patch(INVITE_URL, status_code=401, json=expired)
-    body = {"name": "Müller & Söhne GmbH"}
+    write = {"json_body": {"name": "Müller & Söhne GmbH"}, "idempotent": False, "watch": recorder}
 
-    with pytest.raises(ApiError) as caught:
-        exchange(**values).call(
-            "PATCH", INVITE_PATH, json_body=body, idempotent=False, watch=recorder
-        )
+    error = raises(ApiError, exchange(**values).call, "PATCH", INVITE_PATH, **write)
     log.close()
 
     records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
     outcomes = [(r["record"], r.get("outcome")) for r in records]
     assert outcomes == [("attempt", None), ("outcome", "failed")]
-    assert records[1]["message"] == str(caught.value)
+    assert records[1]["message"] == str(error)
     assert records[1].get("http_status") is None and records[1].get("request_id") is None
-    return caught.value
+    return error
 
 
 def test_an_update_whose_token_renewal_failed_is_logged_failed_not_unknown(api, tmp_path):
@@ -381,10 +383,9 @@ def test_a_token_request_failing_as_the_run_stops_is_still_named(api):
 
     api.post(TOKEN_URL, status_code=500, json=failing_while_stopped)
 
-    with pytest.raises(ApiError) as caught:
-        read(client)
+    error = raises(ApiError, read, client)
 
-    assert str(caught.value) == (
+    assert str(error) == (
         "HTTP 500: no token from the token request (POST /oauth/token): internal error "
         "(requestId 5001)"
     )
@@ -404,10 +405,9 @@ def test_a_run_stopped_while_a_retry_waits_ends_with_the_error_it_waited_to_retr
     failed = envelope(None, status=500, message="internal error", request_id="5001")
     api.get(INVITE_URL, status_code=500, json=failed)
 
-    with pytest.raises(ApiError) as caught:
-        read(client)
+    error = raises(ApiError, read, client)
 
-    assert str(caught.value) == "HTTP 500: internal error (requestId 5001)"
+    assert str(error) == "HTTP 500: internal error (requestId 5001)"
     assert methods(api) == ["POST", "GET"]
 
 
@@ -454,6 +454,18 @@ def rate_limited(retry_after: float) -> RateLimited:
     return RateLimited("slow", status=429, retry_after=retry_after)
 
 
+def after(attempt: int = 1, time_left: float = 60.0, **kw: object) -> dict[str, Any]:
+    """decide's options: ``attempt`` attempts failed, ``time_left`` of the budget left."""
+    return {"attempt": attempt, "time_left": time_left, **kw}
+
+
+def asked(wait: str, left: str) -> str:
+    return ASKED.format(wait, left)
+
+
+WRITE = {"idempotent": False}
+
+
 def busy(retry_after: float) -> ServerError:
     return ServerError("busy", status=503, retry_after=retry_after)
 
@@ -465,87 +477,67 @@ def busy(retry_after: float) -> ServerError:
 # its reason, "1 attempt" in the singular, never a negative number of seconds left, never
 # a wait of 0 s asked, the wait and the time left as precise as it takes to read apart.
 DECISIONS: dict[str, tuple[ApiError, dict[str, Any], RetryDecision]] = {
-    **{type(error).__name__: (error, {}, NOT) for error in NEVER_RETRIED},
+    **{type(error).__name__: (error, after(), NOT) for error in NEVER_RETRIED},
     # passing failures of idempotent requests are retried
-    "5xx": (DOWN, {}, retried(0.25)),
-    "429": (SLOW, {}, retried(0.0)),
-    "timeout": (TransportError("no answer within 30s", maybe_sent=True), {}, retried(0.25)),
-    "refused": (TransportError("could not connect", maybe_sent=False), {}, retried(0.25)),
-    "5xx-retry-after": (busy(7.0), {}, retried(7.0)),
-    "429-waits-in-the-pacer": (rate_limited(3.0), {}, retried(0.0)),
+    "5xx": (DOWN, after(), retried(0.25)),
+    "429": (SLOW, after(), retried(0.0)),
+    "timeout": (TransportError("no answer within 30s", maybe_sent=True), after(), retried(0.25)),
+    "refused": (TransportError("could not connect", maybe_sent=False), after(), retried(0.25)),
+    "5xx-retry-after": (busy(7.0), after(), retried(7.0)),
+    "429-waits-in-the-pacer": (rate_limited(3.0), after(), retried(0.0)),
     "retry-after-past-budget": (
         rate_limited(100000.0),
-        dict(time_left=59.6),
-        gave_up("1 attempt", ASKED.format("100000", "60")),
+        after(1, 59.6),
+        gave_up("1 attempt", asked("100000", "60")),
     ),
-    "below-max-attempts": (DOWN, dict(attempt=4), retried(2.0)),
-    "max-attempts": (DOWN, dict(attempt=5), gave_up("5 attempts")),
-    "backoff-spends-budget": (
-        DOWN,
-        dict(attempt=4, jitter=0.99, time_left=2.0),
-        gave_up("4 attempts", SPENT),
-    ),
-    "429-through-pacer": (SLOW, dict(time_left=0.5), retried(0.0)),
-    "bare-503-through-pacer": (BARE_503, dict(time_left=0.5), retried(0.0)),
-    "429-not-counted": (SLOW, dict(attempt=12), retried(0.0)),
-    "bare-503-not-counted": (BARE_503, dict(attempt=12), retried(0.0)),
-    "429-past-budget": (SLOW, dict(attempt=9, time_left=-0.2), gave_up("9 attempts", REFUSED)),
-    "bare-503-past-budget": (
-        BARE_503,
-        dict(attempt=9, time_left=-0.2),
-        gave_up("9 attempts", REFUSED),
-    ),
+    "below-max-attempts": (DOWN, after(4), retried(2.0)),
+    "max-attempts": (DOWN, after(5), gave_up("5 attempts")),
+    "backoff-spends-budget": (DOWN, after(4, 2.0, jitter=0.99), gave_up("4 attempts", SPENT)),
+    "429-through-pacer": (SLOW, after(1, 0.5), retried(0.0)),
+    "bare-503-through-pacer": (BARE_503, after(1, 0.5), retried(0.0)),
+    "429-not-counted": (SLOW, after(12), retried(0.0)),
+    "bare-503-not-counted": (BARE_503, after(12), retried(0.0)),
+    "429-past-budget": (SLOW, after(9, -0.2), gave_up("9 attempts", REFUSED)),
+    "bare-503-past-budget": (BARE_503, after(9, -0.2), gave_up("9 attempts", REFUSED)),
     "api-503-backs-off": (
         ServerError("service temporarily unavailable", status=503),
-        {},
+        after(),
         retried(0.25),
     ),
-    "one-attempt": (DOWN, dict(max_attempts=1), gave_up("1 attempt")),
-    "two-attempts": (DOWN, dict(attempt=2, max_attempts=2), gave_up("2 attempts")),
+    "one-attempt": (DOWN, after(max_attempts=1), gave_up("1 attempt")),
+    "two-attempts": (DOWN, after(2, max_attempts=2), gave_up("2 attempts")),
     "budget-spent-said-as-0": (
         rate_limited(30.0),
-        dict(time_left=-4.0),
-        gave_up("1 attempt", ASKED.format("30", "0")),
+        after(1, -4.0),
+        gave_up("1 attempt", asked("30", "0")),
     ),
-    "asked-exactly-the-time-left": (busy(20.0), dict(time_left=20.0), gave_up("1 attempt", SPENT)),
-    "backoff-fits": (DOWN, dict(attempt=2, time_left=0.6), retried(0.5)),
-    "write-never-sent": (NEVER_LEFT, dict(idempotent=False), retried(0.25)),
-    "write-maybe-sent": (MAYBE_LEFT, dict(idempotent=False), NOT),
-    "read-maybe-sent": (MAYBE_LEFT, {}, retried(0.25)),
-    "write-after-500": (ServerError("down", status=500), dict(idempotent=False), NOT),
+    "asked-exactly-the-time-left": (busy(20.0), after(1, 20.0), gave_up("1 attempt", SPENT)),
+    "backoff-fits": (DOWN, after(2, 0.6), retried(0.5)),
+    "write-never-sent": (NEVER_LEFT, after(**WRITE), retried(0.25)),
+    "write-maybe-sent": (MAYBE_LEFT, after(**WRITE), NOT),
+    "read-maybe-sent": (MAYBE_LEFT, after(), retried(0.25)),
+    "write-after-500": (ServerError("down", status=500), after(**WRITE), NOT),
     "write-after-500-enveloped": (
         ServerError("fault", status=500, enveloped=True),
-        dict(idempotent=False),
+        after(**WRITE),
         NOT,
     ),
-    "write-after-502": (ServerError("bad gateway", status=502), dict(idempotent=False), NOT),
-    "write-after-504": (ServerError("timed out", status=504), dict(idempotent=False), NOT),
-    "write-refused-503": (DOWN, dict(idempotent=False), retried(0.25)),
-    "write-refused-429": (SLOW, dict(idempotent=False), retried(0.0)),
-    "own-refusal-backs-off": (SLOW, dict(jitter=1.0, own=True), retried(0.5)),
-    "own-refusal-capped": (SLOW, dict(attempt=9, jitter=1.0, own=True), retried(8.0)),
-    "shared-refusal": (SLOW, dict(jitter=1.0), retried(0.0)),
-    "own-thousands-of-times": (
-        SLOW,
-        dict(attempt=5000, jitter=1.0, own=True, idempotent=False),
-        retried(8.0),
-    ),
-    "refused-no-time-left": (SLOW, dict(attempt=3, time_left=0.0), gave_up("3 attempts", REFUSED)),
-    "own-outlasts-budget": (
-        SLOW,
-        dict(attempt=5, time_left=4.0, own=True),
-        gave_up("5 attempts", SPENT),
-    ),
-    "own-fits-budget": (SLOW, dict(attempt=5, time_left=4.5, own=True), retried(4.0)),
-    "retry-after-0-spent": (
-        rate_limited(0.0),
-        dict(attempt=3, time_left=-0.2),
-        gave_up("3 attempts", REFUSED),
-    ),
+    "write-after-502": (ServerError("bad gateway", status=502), after(**WRITE), NOT),
+    "write-after-504": (ServerError("timed out", status=504), after(**WRITE), NOT),
+    "write-refused-503": (DOWN, after(**WRITE), retried(0.25)),
+    "write-refused-429": (SLOW, after(**WRITE), retried(0.0)),
+    "own-refusal-backs-off": (SLOW, after(jitter=1.0, own=True), retried(0.5)),
+    "own-refusal-capped": (SLOW, after(9, jitter=1.0, own=True), retried(8.0)),
+    "shared-refusal": (SLOW, after(jitter=1.0), retried(0.0)),
+    "own-thousands-of-times": (SLOW, after(5000, jitter=1.0, own=True, **WRITE), retried(8.0)),
+    "refused-no-time-left": (SLOW, after(3, 0.0), gave_up("3 attempts", REFUSED)),
+    "own-outlasts-budget": (SLOW, after(5, 4.0, own=True), gave_up("5 attempts", SPENT)),
+    "own-fits-budget": (SLOW, after(5, 4.5, own=True), retried(4.0)),
+    "retry-after-0-spent": (rate_limited(0.0), after(3, -0.2), gave_up("3 attempts", REFUSED)),
     "asked-reads-as-left": (
         rate_limited(1.0),
-        dict(attempt=2, time_left=0.96),
-        gave_up("2 attempts", ASKED.format("1.00", "0.96")),
+        after(2, 0.96),
+        gave_up("2 attempts", asked("1.00", "0.96")),
     ),
 }
 
@@ -666,10 +658,7 @@ def test_the_platforms_own_403_stops_at_once_naming_the_permission_and_request_i
     client = accepted(api, time)
     api.patch(INVITE_URL, [PLATFORM_403, OK])
 
-    with pytest.raises(PermissionDenied) as caught:
-        patch(client)
-
-    text = str(caught.value)
+    text = str(raises(PermissionDenied, patch, client))
     assert text.startswith("HTTP 403: client ci-client may not update invites; ")
     assert text.endswith("(requestId 1001)")
     assert "permissions on the platform" in text
@@ -683,10 +672,7 @@ def test_a_403_page_before_any_token_was_accepted_names_no_scope_and_is_not_retr
     # client through, so it is no rate signal; but it is not the platform's either.
     api.get(INVITE_URL, [BLOCKED, OK])
 
-    with pytest.raises(PermissionDenied) as caught:
-        read(exchange(time))
-
-    text = str(caught.value)
+    text = str(raises(PermissionDenied, read, exchange(time)))
     assert "not the platform's answer (no envelope)" in text
     assert "--max-rate" in text and "scope" not in text
     assert len(api.request_history) == 2
@@ -733,10 +719,7 @@ def test_giving_up_behind_a_gateway_says_who_refused_what_got_through_and_what_t
     client = accepted(api, time, retry_max_seconds=20)
     api.get(OTHER_URL, **BLOCKED)
 
-    with pytest.raises(GatewayForbidden) as caught:
-        read(client, OTHER_PATH)
-
-    text = str(caught.value)
+    text = str(raises(GatewayForbidden, read, client, OTHER_PATH))
     assert text.startswith("HTTP 403: Forbidden (an HTML page, probably from a proxy or gateway)")
     assert "A gateway in front of the platform (not the platform) refused this client" in text
     assert "2 answers got through before it first refused" in text  # the token, the read
@@ -773,10 +756,7 @@ def test_a_token_request_answered_with_a_gateways_page_blames_no_setting(api, ti
     # A run started inside a block: its token request meets the gateway's page first.
     api.post(TOKEN_URL, **BLOCKED)
 
-    with pytest.raises(ApiError) as caught:
-        read(exchange(time))
-
-    text = str(caught.value)
+    text = str(raises(ApiError, read, exchange(time)))
     assert text.startswith("HTTP 403: no token from the token request (POST /oauth/token): ")
     assert "not the platform's answer (no envelope)" in text
     assert "--max-rate" in text
@@ -799,10 +779,7 @@ def test_a_re_send_refused_by_a_403_a_read_gets_past_is_unknown_and_never_sent_a
     api.post(RESEND_URL, [refusal, RESENT])
     watch = AttemptWatch()
 
-    with pytest.raises(GatewayForbidden) as caught:
-        resend(client, watch=watch, confirm=INVITE_PATH)
-
-    error = caught.value
+    error = raises(GatewayForbidden, resend, client, watch=watch, confirm=INVITE_PATH)
     assert error.outcome_unknown and not error.refused_before_acting and not error.run_fatal
     assert "whether it was carried out is unknown" in str(error)
     assert "for speed" not in str(error)  # no block: nothing says the rate was the cause
@@ -815,10 +792,9 @@ def test_a_patch_refused_by_a_403_a_read_gets_past_is_not_sent_again_its_outcome
     client = accepted(api, time)
     api.patch(INVITE_URL, [BLOCKED, OK])
 
-    with pytest.raises(GatewayForbidden) as caught:
-        patch(client, confirm=INVITE_PATH)
+    error = raises(GatewayForbidden, patch, client, confirm=INVITE_PATH)
 
-    assert caught.value.outcome_unknown  # the applier reads it back
+    assert error.outcome_unknown  # the applier reads it back
     assert methods(api) == ["POST", "GET", "PATCH", "GET"]
 
 
@@ -826,10 +802,9 @@ def test_a_write_refused_with_no_read_to_confirm_a_block_is_unknown(api, time):
     client = accepted(api, time)
     api.post(RESEND_URL, [BLOCKED, RESENT])
 
-    with pytest.raises(GatewayForbidden) as caught:
-        resend(client)
+    error = raises(GatewayForbidden, resend, client)
 
-    assert caught.value.outcome_unknown
+    assert error.outcome_unknown
     assert urls(api).count(RESEND_URL) == 1
 
 
