@@ -13,38 +13,17 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pytest import approx
-from support.limits import (
-    FakeTime,
-    LeakyBucket,
-    Limit,
-    OneRequestRefused,
-    ServerQueue,
-    SlidingWindow,
-    TokenBucket,
-    Unlimited,
-    answered,
-    refuse,
-    run_behind,
-    start_times,
-)
+from support import limits
+from support.limits import FakeTime, answered, refuse, run_behind, start_times
 
 from reconciler.api import capacity as rate
-from reconciler.api.capacity import (
-    BLOCK,
-    RECENT,
-    STARTS_KEPT,
-    WINDOW,
-    Latencies,
-    RecentStarts,
-    Refusal,
-    RequestPacer,
-    Turn,
-)
+from reconciler.api.capacity import Refusal, RequestPacer, Turn
 
 
 class Scene:
@@ -100,16 +79,10 @@ class Scene:
         return self.pacer.wait_turn()
 
     def answer(
-        self,
-        turn: Turn,
-        latency: float = 0.002,
-        refused: bool = False,
-        retry_after: float | None = None,
-        again: Refusal | None = None,
+        self, turn: Turn, latency: float = 0.002, refused: bool = False, **kw: Any
     ) -> Refusal | None:
-        return self.pacer.on_answer(
-            turn, latency, refused=refused, retry_after=retry_after, again=again
-        )
+        """``turn`` answered ``latency`` after it left; ``kw``: on_answer's others."""
+        return self.pacer.on_answer(turn, latency, refused=refused, **kw)
 
     def cut_at_10(self) -> float:
         """Ten a second for two seconds, then one refused: the ceiling (about 10/s)."""
@@ -276,7 +249,7 @@ def within_a_window_of_a_pause(s: Scene) -> object:
     s.cut_at_10()
     s.later(10.0).refused(retry_after=2.0).sent(0.0, 4)
     s.answer(s.turn(), refused=True)
-    return approx(4 / WINDOW)
+    return approx(4 / rate.WINDOW)
 
 
 def exactly_a_window_after_a_pause(s: Scene) -> object:
@@ -457,17 +430,9 @@ def test_a_refusal_of_a_request_sent_before_the_last_hold_or_cut_holds_no_longer
     assert s.turn().at == approx(held_until)
 
 
-def test_after_a_refusal_nothing_starts_for_two_intervals(s):
-    s.cut_at_10()
-    refused_at = s.time.now
-
-    s.turn()
-
-    assert s.time.now - refused_at == approx(rate.HOLD / s.ceiling)
-
-
 def test_refused_again_with_nothing_let_through_is_the_same_window_held_twice_as_long(s):
     # HAProxy counts refused requests too: knocking on a closed window keeps it closed.
+    # After the first refusal nothing starts for two intervals at the ceiling (HOLD).
     first_hold = rate.HOLD / s.cut_at_10()
     cut = s.pacer.rate
     holds = []
@@ -804,25 +769,29 @@ def test_refused_again_with_nothing_let_through_is_logged_with_the_longer_hold(s
 
 
 def limit(
-    make: Callable[[], Limit], its_rate: float, count: int = 301, latency: float = 0.02
-) -> tuple[Callable[[], Limit], int, float, float]:
+    make: Callable[[], limits.Limit], its_rate: float, count: int = 301, latency: float = 0.02
+) -> tuple[Callable[[], limits.Limit], int, float, float]:
     return make, count, its_rate, latency
 
 
 LIMITS = {  # (limit, requests, its rate, latency)
-    "nginx limit_req 10/s": limit(lambda: LeakyBucket(10), 10.0),
-    "nginx limit_req 5/s": limit(lambda: LeakyBucket(5), 5.0),
-    "nginx limit_req 20/s burst 10": limit(lambda: LeakyBucket(20, burst=10), 20.0),
+    "nginx limit_req 10/s": limit(lambda: limits.LeakyBucket(10), 10.0),
+    "nginx limit_req 5/s": limit(lambda: limits.LeakyBucket(5), 5.0),
+    "nginx limit_req 20/s burst 10": limit(lambda: limits.LeakyBucket(20, burst=10), 20.0),
     # nginx adding a Retry-After to its refusals (the end-to-end gateway's, issue 55):
-    "nginx limit_req 10/s, Retry-After: 1": limit(lambda: LeakyBucket(10, retry_after=1.0), 10.0),
-    "nginx limit_req 30/s, Retry-After: 1": limit(
-        lambda: LeakyBucket(30, retry_after=1.0), 30.0, count=901, latency=0.005
+    "nginx limit_req 10/s, Retry-After: 1": limit(
+        lambda: limits.LeakyBucket(10, retry_after=1.0), 10.0
     ),
-    "HAProxy http_req_rate 10/s": limit(lambda: SlidingWindow(10), 10.0),
-    "the same, Retry-After: 1": limit(lambda: SlidingWindow(10, retry_after=1.0), 10.0),
-    "HAProxy gpc0_rate 10/s": limit(lambda: SlidingWindow(10, counts_refused=False), 10.0),
-    "token bucket 10/s, no Retry-After": limit(lambda: TokenBucket(10, retry_after=False), 10.0),
-    "HAProxy maxconn 2, 300 ms": limit(lambda: ServerQueue(), 2 / 0.3, latency=0.0),
+    "nginx limit_req 30/s, Retry-After: 1": limit(
+        lambda: limits.LeakyBucket(30, retry_after=1.0), 30.0, count=901, latency=0.005
+    ),
+    "HAProxy http_req_rate 10/s": limit(lambda: limits.SlidingWindow(10), 10.0),
+    "the same, Retry-After: 1": limit(lambda: limits.SlidingWindow(10, retry_after=1.0), 10.0),
+    "HAProxy gpc0_rate 10/s": limit(lambda: limits.SlidingWindow(10, counts_refused=False), 10.0),
+    "token bucket 10/s, no Retry-After": limit(
+        lambda: limits.TokenBucket(10, retry_after=False), 10.0
+    ),
+    "HAProxy maxconn 2, 300 ms": limit(lambda: limits.ServerQueue(), 2 / 0.3, latency=0.0),
 }
 
 
@@ -844,9 +813,9 @@ def test_a_run_converges_behind_each_limit_with_few_refusals(name, late):
 def test_one_request_refused_on_its_own_does_not_slow_the_others():
     # Refused at every try while the others go through (a path limited on its own):
     # it gives up after six tries; the others finish as with nothing refused.
-    alone = run_behind(Unlimited(), 300)
-    one_refused = run_behind(OneRequestRefused(Unlimited(), 5), 300, attempts=6)
-    behind_nginx = run_behind(OneRequestRefused(LeakyBucket(10), 5), 301, attempts=6)
+    alone = run_behind(limits.Unlimited(), 300)
+    one_refused = run_behind(limits.OneRequestRefused(limits.Unlimited(), 5), 300, attempts=6)
+    behind_nginx = run_behind(limits.OneRequestRefused(limits.LeakyBucket(10), 5), 301, attempts=6)
 
     assert one_refused.seconds <= alone.seconds + 10  # its own backoff, about 8 s
     assert behind_nginx.seconds <= 1.1 * 301 / 10
@@ -857,7 +826,7 @@ def test_the_platforms_token_bucket_is_met_with_few_refusals(latency):
     # Issue 23's target b, without the network: 800 requests to a server allowing 100 a
     # second (a second's burst, Retry-After) finish within 5% of 8 s, under 1% refused;
     # 50 ms away as well.
-    run = run_behind(TokenBucket(100), 800, latency=latency, overhead=0.0005)
+    run = run_behind(limits.TokenBucket(100), 800, latency=latency, overhead=0.0005)
 
     assert run.seconds <= 1.05 * 800 / 100
     assert run.refused < 0.01 * run.sent
@@ -866,7 +835,7 @@ def test_the_platforms_token_bucket_is_met_with_few_refusals(latency):
 def test_without_a_limit_slow_start_reaches_many_in_flight_within_a_few_round_trips():
     # Scenario a without the client's CPU: 1,000 reads at 50 ms take about half the
     # time 16 in flight would.
-    run = run_behind(Unlimited(), 1000, latency=0.05)
+    run = run_behind(limits.Unlimited(), 1000, latency=0.05)
 
     assert run.refused == 0
     assert run.seconds <= 0.55 * 1000 * 0.05 / 16
@@ -875,8 +844,8 @@ def test_without_a_limit_slow_start_reaches_many_in_flight_within_a_few_round_tr
 # -- RecentStarts --------------------------------------------------------------------
 
 
-def started(*times: float) -> RecentStarts:
-    starts = RecentStarts()
+def started(*times: float) -> rate.RecentStarts:
+    starts = rate.RecentStarts()
     for t in times:
         starts.add(t)
     return starts
@@ -912,7 +881,7 @@ def test_starts_are_kept_long_enough_for_a_queues_refusal():
     # A queue refuses a request a second or more after it left.
     count = started(*(10.0 + i * 0.1 for i in range(40))).let_through(12.0, since=11.0)[0]
 
-    assert STARTS_KEPT >= 2.0 and count == 10
+    assert rate.STARTS_KEPT >= 2.0 and count == 10
 
 
 @settings(max_examples=200, deadline=None)
@@ -920,7 +889,7 @@ def test_starts_are_kept_long_enough_for_a_queues_refusal():
 def test_the_recent_rate_is_that_of_the_last_recent_starts(gaps):
     # Slow start measures only the last few starts (none: no rate, one: none either).
     times = list(itertools.accumulate(gaps, initial=100.0))
-    recent = times[::-1][:RECENT]  # newest first, as the rate is read
+    recent = times[::-1][: rate.RECENT]  # newest first, as the rate is read
     expected = 0.0
     if len(recent) >= 2 and recent[0] > recent[-1]:
         expected = (len(recent) - 1) / (recent[0] - recent[-1])
@@ -931,8 +900,8 @@ def test_the_recent_rate_is_that_of_the_last_recent_starts(gaps):
 # -- Latencies -----------------------------------------------------------------------
 
 
-def latencies_of(*times: float) -> Latencies:
-    latencies = Latencies()
+def latencies_of(*times: float) -> rate.Latencies:
+    latencies = rate.Latencies()
     for seconds in times:
         latencies.add(seconds)
     return latencies
@@ -948,14 +917,14 @@ def test_the_average_moves_a_fifth_of_the_way_to_each_answer():
         # One answer in ten from a cache, at 5 ms; the rest 200 ms.
         ([0.005 if i % 10 == 0 else 0.2 for i in range(100)], 0.2),
         # 300 ms while nothing waits, then later and later as a queue builds.
-        ([0.3] * BLOCK + [0.3 + 0.05 * i for i in range(2 * BLOCK)], 0.3),
+        ([0.3] * rate.BLOCK + [0.3 + 0.05 * i for i in range(2 * rate.BLOCK)], 0.3),
         # A server that slowed down for good.
-        ([0.02] * BLOCK + [0.2] * (6 * BLOCK), 0.2),
+        ([0.02] * rate.BLOCK + [0.2] * (6 * rate.BLOCK), 0.2),
         # A block is sixteen answers, its median the ninth fastest: seven of sixteen
         # from a cache leave the server's; half of the first block fast would be taken
         # for the server's pace by a block of eight, or of fifteen.
         ([0.005] * 7 + [0.2] * 9, 0.2),
-        ([0.01] * 8 + [0.2] * (BLOCK + 8), 0.2),
+        ([0.01] * 8 + [0.2] * (rate.BLOCK + 8), 0.2),
     ],
     ids=["a cache hit now and then", "a queue building", "slowed down", "7 of 16", "8 of 24"],
 )
@@ -965,15 +934,18 @@ def test_unloaded_is_the_servers_pace_whatever_some_answers_take(times, unloaded
 
 @pytest.mark.parametrize(
     ("times", "fastest"),
-    [([0.005 if i % 10 == 0 else 0.2 for i in range(100)], 0.005), ([0.001] + [0.2] * BLOCK, 0.2)],
+    [
+        ([0.005 if i % 10 == 0 else 0.2 for i in range(100)], 0.005),
+        ([0.001] + [0.2] * rate.BLOCK, 0.2),
+    ],
 )
 def test_the_fastest_is_of_the_last_sixteen_answers_and_none_before_any(times, fastest):
     assert latencies_of(*times).fastest() == approx(fastest)
-    assert Latencies().fastest() == 0.0
+    assert rate.Latencies().fastest() == 0.0
 
 
 def test_a_floor_forgotten_is_what_the_next_answers_take_the_average_kept():
-    latencies = latencies_of(*[0.002] * (4 * BLOCK))
+    latencies = latencies_of(*[0.002] * (4 * rate.BLOCK))
     latencies.forget_floor()  # the server slowed down, seen at one in flight (probe)
 
     assert latencies.unloaded() == 0.0  # nothing known: the count reads the average
@@ -985,13 +957,13 @@ def test_a_floor_forgotten_is_what_the_next_answers_take_the_average_kept():
 @pytest.mark.parametrize(
     ("times", "seconds", "arrived"),
     [
-        ([0.02] * BLOCK, 0.08, 10.06),  # answered late: it reached the server as late
-        ([0.02] * BLOCK, 0.024, 10.0),  # not much slower: on time
+        ([0.02] * rate.BLOCK, 0.08, 10.06),  # answered late: it reached the server as late
+        ([0.02] * rate.BLOCK, 0.024, 10.0),  # not much slower: on time
         ([], 0.08, 10.0),  # before any answer: when it left ...
         ([], 5.0, 10.0),  # ... however long its answer took
         # Up to a quarter slower than unloaded is on time (exact in binary).
-        ([0.5] * BLOCK, 0.625, 10.0),
-        ([0.5] * BLOCK, 0.75, 10.25),
+        ([0.5] * rate.BLOCK, 0.625, 10.0),
+        ([0.5] * rate.BLOCK, 0.75, 10.25),
     ],
 )
 def test_a_request_answered_late_reached_the_server_as_late(times, seconds, arrived):
