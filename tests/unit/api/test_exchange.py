@@ -24,25 +24,9 @@ import requests
 from support.api_answers import BASE, INVITE, INVITE_URL, INVITES, TOKEN, envelope, token_response
 from support.limits import FakeTime
 
+from reconciler.api import exceptions as errors
 from reconciler.api.capacity import QUIET, RequestPacer
-from reconciler.api.exceptions import (
-    AnswerTooLarge,
-    ApiError,
-    AuthenticationFailed,
-    Conflict,
-    EnvelopeFailure,
-    GatewayForbidden,
-    GatewayRefused,
-    InvalidRequest,
-    NotFound,
-    PermissionDenied,
-    RateLimited,
-    Redirected,
-    ServerError,
-    TokenRefused,
-    TransportError,
-    WrongInvite,
-)
+from reconciler.api.exceptions import ApiError, GatewayForbidden, PermissionDenied, RateLimited
 from reconciler.api.exchange import BACKOFF_CAP, Answer, Exchange, RetryDecision, decide_retry
 from reconciler.apply.audit import AttemptRecorder, AuditLog
 from reconciler.settings.config import Settings
@@ -349,7 +333,7 @@ def test_an_update_whose_token_renewal_failed_is_logged_failed_not_unknown(api, 
     slow = {"exc": requests.exceptions.ReadTimeout("read timed out")}
     error = update_whose_token_renewal_fails(api, tmp_path, slow, max_attempts=2)
 
-    assert isinstance(error, TransportError)
+    assert isinstance(error, errors.TransportError)
     assert error.maybe_sent is False and not error.outcome_unknown
     assert str(error).endswith("(while getting a token; this request was not sent)")
     assert methods(api) == ["POST", "PATCH", "POST", "POST"]
@@ -419,26 +403,30 @@ def decide(error: ApiError, attempt: int = 1, time_left: float = 60.0, **kw: obj
 # Answers that cannot change are never retried, and say nothing of a retry ("gave up
 # after 1 attempt" would suggest it tried to).
 NEVER_RETRIED = [
-    InvalidRequest("bad email", status=400),
-    AuthenticationFailed("revoked", status=401),
+    errors.InvalidRequest("bad email", status=400),
+    errors.AuthenticationFailed("revoked", status=401),
     PermissionDenied("scope", status=403),
-    NotFound("gone", status=404),
-    Conflict("accepted", status=409),
-    Redirected("redirect to evil.example", status=307),
-    EnvelopeFailure("success: false", status=200),
-    WrongInvite("answered about inv_other", status=200),
-    AnswerTooLarge("too large", status=200),
-    TokenRefused("token holds a line break"),
-    TransportError("certificate verify failed", maybe_sent=False, permanent=True),
+    errors.NotFound("gone", status=404),
+    errors.Conflict("accepted", status=409),
+    errors.Redirected("redirect to evil.example", status=307),
+    errors.EnvelopeFailure("success: false", status=200),
+    errors.WrongInvite("answered about inv_other", status=200),
+    errors.AnswerTooLarge("too large", status=200),
+    errors.TokenRefused("token holds a line break"),
+    errors.TransportError("certificate verify failed", maybe_sent=False, permanent=True),
 ]
-DOWN = ServerError("down", status=503)
+DOWN = errors.ServerError("down", status=503)
 SLOW = RateLimited("slow", status=429)
-BARE_503 = GatewayRefused("an HTML page", status=503)
+BARE_503 = errors.GatewayRefused("an HTML page", status=503)
 ASKED = "the server asked to wait {} s, more than the {} s left of retry_max_seconds"
 REFUSED = "refused for all of retry_max_seconds, not counting the time it waited for its turn"
 SPENT = "retry_max_seconds spent"
-NEVER_LEFT = TransportError("connection refused", maybe_sent=False)
-MAYBE_LEFT = TransportError("read timed out", maybe_sent=True)
+NEVER_LEFT = errors.TransportError("connection refused", maybe_sent=False)
+MAYBE_LEFT = errors.TransportError("read timed out", maybe_sent=True)
+NO_ANSWER = errors.TransportError("no answer within 30s", maybe_sent=True)
+NO_CONNECT = errors.TransportError("could not connect", maybe_sent=False)
+UNAVAILABLE = errors.ServerError("service temporarily unavailable", status=503)
+FAULT = errors.ServerError("fault", status=500, enveloped=True)
 NOT = RetryDecision(False)
 
 
@@ -466,8 +454,8 @@ def asked(wait: str, left: str) -> str:
 WRITE = {"idempotent": False}
 
 
-def busy(retry_after: float) -> ServerError:
-    return ServerError("busy", status=503, retry_after=retry_after)
+def busy(retry_after: float) -> errors.ServerError:
+    return errors.ServerError("busy", status=503, retry_after=retry_after)
 
 
 # id: (the error, decide's options, the decision): a refusal (a 429, a bare 503) waits in
@@ -481,8 +469,8 @@ DECISIONS: dict[str, tuple[ApiError, dict[str, Any], RetryDecision]] = {
     # passing failures of idempotent requests are retried
     "5xx": (DOWN, after(), retried(0.25)),
     "429": (SLOW, after(), retried(0.0)),
-    "timeout": (TransportError("no answer within 30s", maybe_sent=True), after(), retried(0.25)),
-    "refused": (TransportError("could not connect", maybe_sent=False), after(), retried(0.25)),
+    "timeout": (NO_ANSWER, after(), retried(0.25)),
+    "refused": (NO_CONNECT, after(), retried(0.25)),
     "5xx-retry-after": (busy(7.0), after(), retried(7.0)),
     "429-waits-in-the-pacer": (rate_limited(3.0), after(), retried(0.0)),
     "retry-after-past-budget": (
@@ -499,11 +487,7 @@ DECISIONS: dict[str, tuple[ApiError, dict[str, Any], RetryDecision]] = {
     "bare-503-not-counted": (BARE_503, after(12), retried(0.0)),
     "429-past-budget": (SLOW, after(9, -0.2), gave_up("9 attempts", REFUSED)),
     "bare-503-past-budget": (BARE_503, after(9, -0.2), gave_up("9 attempts", REFUSED)),
-    "api-503-backs-off": (
-        ServerError("service temporarily unavailable", status=503),
-        after(),
-        retried(0.25),
-    ),
+    "api-503-backs-off": (UNAVAILABLE, after(), retried(0.25)),
     "one-attempt": (DOWN, after(max_attempts=1), gave_up("1 attempt")),
     "two-attempts": (DOWN, after(2, max_attempts=2), gave_up("2 attempts")),
     "budget-spent-said-as-0": (
@@ -516,14 +500,10 @@ DECISIONS: dict[str, tuple[ApiError, dict[str, Any], RetryDecision]] = {
     "write-never-sent": (NEVER_LEFT, after(**WRITE), retried(0.25)),
     "write-maybe-sent": (MAYBE_LEFT, after(**WRITE), NOT),
     "read-maybe-sent": (MAYBE_LEFT, after(), retried(0.25)),
-    "write-after-500": (ServerError("down", status=500), after(**WRITE), NOT),
-    "write-after-500-enveloped": (
-        ServerError("fault", status=500, enveloped=True),
-        after(**WRITE),
-        NOT,
-    ),
-    "write-after-502": (ServerError("bad gateway", status=502), after(**WRITE), NOT),
-    "write-after-504": (ServerError("timed out", status=504), after(**WRITE), NOT),
+    "write-after-500": (errors.ServerError("down", status=500), after(**WRITE), NOT),
+    "write-after-500-enveloped": (FAULT, after(**WRITE), NOT),
+    "write-after-502": (errors.ServerError("bad gateway", status=502), after(**WRITE), NOT),
+    "write-after-504": (errors.ServerError("timed out", status=504), after(**WRITE), NOT),
     "write-refused-503": (DOWN, after(**WRITE), retried(0.25)),
     "write-refused-429": (SLOW, after(**WRITE), retried(0.0)),
     "own-refusal-backs-off": (SLOW, after(jitter=1.0, own=True), retried(0.5)),
