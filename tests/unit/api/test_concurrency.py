@@ -12,14 +12,7 @@ from reconciler.api.capacity import PacedLimit
 from reconciler.api.concurrency import Stop, ordered_map
 from reconciler.api.exceptions import NotFound
 from reconciler.model.invite import Done, Failed, NotRun
-
-
-class Rate:
-    def servable(self) -> int:
-        return 3
-
-    def forget_latency_floor(self) -> None:
-        pass
+from unit.api.test_limiter import Count
 
 
 def test_no_more_threads_than_calls_in_flight() -> None:
@@ -31,7 +24,7 @@ def test_no_more_threads_than_calls_in_flight() -> None:
         return item
 
     # At most 3 in flight of a cap of 64: a thread for each of the 64 would only wait.
-    limit = PacedLimit(64, Rate())
+    limit = PacedLimit(64, Count(3))
     results = [outcome for _, outcome in ordered_map(call, list(range(200)), limit)]
 
     assert results == [Done(i) for i in range(200)]

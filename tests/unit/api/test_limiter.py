@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from support.limits import FakeTime
+from support.limits import FakeTime, answered
 
 from reconciler.api.capacity import FixedLimit, PacedLimit, ProbedLimit, RequestPacer, capacity_for
 from reconciler.api.concurrency import ordered_map
@@ -22,17 +22,19 @@ from reconciler.model.invite import Done
 from reconciler.settings.config import Settings, load_settings
 
 
-class Rate:
-    """A pacer's answer to how many in flight its rate keeps busy."""
+class Count:
+    """A pacer's answer to how many in flight its rate keeps busy (its servable), and
+    whether it was told to forget its latency floor."""
 
-    def __init__(self, servable: int) -> None:
-        self.count = servable
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self.forgotten = False
 
     def servable(self) -> int:
         return self.count
 
     def forget_latency_floor(self) -> None:
-        pass
+        self.forgotten = True
 
 
 def test_fixed_limit_ignores_every_answer() -> None:
@@ -45,7 +47,7 @@ def test_fixed_limit_ignores_every_answer() -> None:
 
 
 def test_the_rate_bounds_the_number_in_flight_below_the_cap() -> None:
-    rate = Rate(3)
+    rate = Count(3)
     limiter = PacedLimit(64, rate)
     assert (limiter.limit, limiter.cap) == (3, 64)  # a slow start, or a rate limit
     rate.count = 500
@@ -63,8 +65,7 @@ def test_a_fresh_pacer_starts_with_one_in_flight_and_grows_with_its_answers() ->
     pacer = RequestPacer(clock=time.clock, sleep=time.sleep)
     limiter = ProbedLimit(64, pacer)
     assert limiter.limit == 1  # nothing known: one request, then as the answers say
-    for _ in range(20):
-        pacer.on_answer(pacer.wait_turn(), 0.05, refused=False)
+    answered(pacer, 20, latency=0.05)
     assert limiter.limit > 4
 
 
@@ -111,7 +112,7 @@ def test_ordered_map_obeys_the_limit_and_keeps_item_order() -> None:
             raise NotFound("gone", status=404)
         return item * 2
 
-    results = list(ordered_map(call, list(range(6)), PacedLimit(64, Rate(4))))
+    results = list(ordered_map(call, list(range(6)), PacedLimit(64, Count(4))))
     assert [item for item, _ in results] == list(range(6))
     values = [outcome.value if isinstance(outcome, Done) else None for _, outcome in results]
     assert values == [0, 2, 4, None, 8, None]
@@ -120,20 +121,6 @@ def test_ordered_map_obeys_the_limit_and_keeps_item_order() -> None:
 
 Pace = Callable[[int], float]  # answers per second with so many in flight
 Cost = Callable[[int], float]  # the client's CPU seconds per answer, the same
-
-
-class Count:
-    """The rate's count of what it keeps busy (the pacer's servable)."""
-
-    def __init__(self, count: int) -> None:
-        self.count = count
-        self.forgotten = False
-
-    def servable(self) -> int:
-        return self.count
-
-    def forget_latency_floor(self) -> None:
-        self.forgotten = True
 
 
 class Client:

@@ -7,47 +7,41 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 
 import pytest
-from support.limits import FakeTime, answered, refuse
+from pytest import approx
+from support.limits import FakeTime
 
 from reconciler.api.capacity import MAX_HOLD, START_RATE, NoTurn, RequestPacer, Turn
 from reconciler.api.concurrency import Stop
 from reconciler.output.console import Progress
+from unit.api.test_rate import Scene
 
 
 @pytest.fixture
-def fake_time() -> FakeTime:
-    return FakeTime()
-
-
-@pytest.fixture
-def pacer(fake_time: FakeTime) -> RequestPacer:
-    return RequestPacer(clock=fake_time.clock, sleep=fake_time.sleep)
+def s() -> Scene:
+    return Scene()
 
 
 # -- spacing ---------------------------------------------------------------------
 
 
-def test_the_first_request_never_waits_whatever_the_clock_reads() -> None:
+def test_the_first_request_never_waits_whatever_the_clock_reads():
     # A monotonic clock has no fixed origin: it may read 0.2 s just after boot.
     fake = FakeTime(start=0.0)
-    pacer = RequestPacer(clock=fake.clock, sleep=fake.sleep)
-
-    pacer.wait_turn()
+    RequestPacer(clock=fake.clock, sleep=fake.sleep).wait_turn()
 
     assert fake.sleeps == []
 
 
-def limited(pacer: RequestPacer, fake_time: FakeTime, latency: float = 0.02) -> None:
+def limited(s: Scene, latency: float = 0.02) -> Scene:
     """Paced at 10/s, a limit known, answers coming ``latency`` after they leave."""
-    pacer._control.rate = pacer._control.ceiling = pacer._control._level = 10.0
-    pacer._control._reached = 0  # probing from here: 0.1% after these answers
+    s.control.rate = s.control.ceiling = s.control._level = 10.0
+    s.control._reached = 0  # probing from here: 0.1% after these answers
     for _ in range(16):
-        turn = pacer.wait_turn()
-        pacer.on_answer(turn, latency, refused=False)
-        fake_time.now += 0.1
+        s.answer(s.turn(), latency)
+        s.later(0.1)
+    return s
 
 
 @pytest.mark.parametrize(
@@ -61,35 +55,26 @@ def limited(pacer: RequestPacer, fake_time: FakeTime, latency: float = 0.02) -> 
     ],
     ids=["on time", "answered late", "hanging"],
 )
-def test_turns_are_one_interval_apart_from_when_the_last_reached_the_server(
-    pacer: RequestPacer, fake_time: FakeTime, answered_in: float | None, gap: float
-) -> None:
-    limited(pacer, fake_time)
-    fake_time.now -= 0.1
-    first = pacer.wait_turn()
+def test_turns_are_one_interval_apart_from_when_the_last_reached_the_server(s, answered_in, gap):
+    first = limited(s).later(-0.1).turn()
     if answered_in is not None:
-        fake_time.now += answered_in
-        pacer.on_answer(first, answered_in, refused=False)
+        s.later(answered_in).answer(first, answered_in)
 
-    second = pacer.wait_turn()
-
-    assert second.at - first.at == pytest.approx(gap, rel=0.01)
+    assert s.turn().at - first.at == approx(gap, rel=0.01)
 
 
-def test_a_worker_first_in_line_sleeps_until_its_turn_comes(
-    pacer: RequestPacer, fake_time: FakeTime
-) -> None:
+def test_a_worker_first_in_line_sleeps_until_its_turn_comes(s):
     # Its wait is a sleep (here the clock moves only then). Waiting on the line's lock
     # instead, it would wait for ever here, and in a run wake a quarter second late.
-    refuse(pacer, retry_after=1.0)
+    s.refused(retry_after=1.0)
     turns: list[Turn] = []
-    worker = threading.Thread(target=lambda: turns.append(pacer.wait_turn()), daemon=True)
+    worker = threading.Thread(target=lambda: turns.append(s.turn()), daemon=True)
 
     worker.start()
     worker.join(5)
 
     assert not worker.is_alive(), "no turn within 5 s"
-    assert [t.at for t in turns] == [pytest.approx(101.0)]
+    assert [t.at for t in turns] == [approx(101.0)]
 
 
 @pytest.mark.parametrize(
@@ -97,63 +82,47 @@ def test_a_worker_first_in_line_sleeps_until_its_turn_comes(
     [(0.09375, 0.109375), (0.09375, 0.1171875), (0.125, 0.1875)],
     ids=["within", "at-the-edge", "arrived-already"],
 )
-def test_a_request_out_no_longer_than_late_allows_does_not_hold_the_next(
-    pacer: RequestPacer, fake_time: FakeTime, latency: float, out: float
-) -> None:
+def test_a_request_out_no_longer_than_late_allows_does_not_hold_the_next(s, latency, out):
     # Answers take 94 ms unloaded (3/32 s): one out for up to 1.25 times that (117 ms)
     # is not late yet, so it reached the server as it left, and the next may go one
     # interval (100 ms at 10/s) after that: now, without waiting. At 125 ms unloaded,
     # more than the interval, one out for 187.5 ms and not answered yet reached the
     # server 62.5 ms after it left at the latest (its answer could come now): one
     # interval after that is past, so the next goes now, not a whole interval later.
-    limited(pacer, fake_time, latency=latency)
-    fake_time.now = 200.0  # a round instant: the edge below is exact
-    first = pacer.wait_turn()  # not answered yet
-    fake_time.now += out
+    first = limited(s, latency=latency).at(200.0).turn()  # a round instant: the edge is exact
 
-    second = pacer.wait_turn()
-
-    assert second.at - first.at == pytest.approx(out)
+    assert s.later(out).turn().at - first.at == approx(out)  # the first not answered yet
 
 
-def test_requests_that_come_just_as_the_rate_allows_do_not_raise_it(
-    pacer: RequestPacer, fake_time: FakeTime
-) -> None:
+def test_requests_that_come_just_as_the_rate_allows_do_not_raise_it(s):
     # Each comes at the very instant its turn does: the rate held none of them back, so
     # slow start has nothing to raise it for (the run sends no faster than this).
     for _ in range(20):
-        turn = pacer.wait_turn()
-        pacer.on_answer(turn, 0.001, refused=False)
-        fake_time.now = turn.at + 1.0 / START_RATE
+        turn = s.turn()
+        s.answer(turn, 0.001)
+        s.at(turn.at + 1.0 / START_RATE)
 
-    assert fake_time.sleeps == []
-    assert pacer.describe() == "no refusal in 20 answers; paced at up to 10/s"
+    assert s.time.sleeps == []
+    assert s.pacer.describe() == "no refusal in 20 answers; paced at up to 10/s"
 
 
-def test_the_first_request_is_not_held_back_by_the_rate_either(
-    pacer: RequestPacer, fake_time: FakeTime
-) -> None:
+def test_the_first_request_is_not_held_back_by_the_rate_either(s):
     # Two start as the rate allows (the first at once), then both are answered: the
     # rate held neither back, so slow start does not raise it.
-    first = pacer.wait_turn()
-    fake_time.now = first.at + 1.0 / START_RATE
-    second = pacer.wait_turn()
-    pacer.on_answer(first, 0.001, refused=False)
-    pacer.on_answer(second, 0.001, refused=False)
+    first = s.turn()
+    second = s.at(first.at + 1.0 / START_RATE).turn()
+    s.answer(first, 0.001)
+    s.answer(second, 0.001)
 
-    assert fake_time.sleeps == []
-    assert pacer.describe() == "no refusal in 2 answers; paced at up to 10/s"
+    assert s.time.sleeps == []
+    assert s.pacer.describe() == "no refusal in 2 answers; paced at up to 10/s"
 
 
-def test_a_waiting_worker_looks_up_at_least_four_times_a_second(
-    pacer: RequestPacer, fake_time: FakeTime
-) -> None:
-    refuse(pacer, retry_after=5.0)
+def test_a_waiting_worker_looks_up_at_least_four_times_a_second(s):
+    s.refused(retry_after=5.0).turn()
 
-    pacer.wait_turn()
-
-    assert fake_time.sleeps and max(fake_time.sleeps) <= 0.25
-    assert sum(fake_time.sleeps) == pytest.approx(5.0)
+    assert s.time.sleeps and max(s.time.sleeps) <= 0.25
+    assert sum(s.time.sleeps) == approx(5.0)
 
 
 @pytest.mark.parametrize(
@@ -169,67 +138,49 @@ def test_a_waiting_worker_looks_up_at_least_four_times_a_second(
     ids=["a pause as long as the hold", "a pause", "a hold"],
 )
 def test_a_wait_longer_than_the_budget_left_is_refused_at_once_saying_whose_it_is(
-    pacer: RequestPacer,
-    fake_time: FakeTime,
-    refusals: int,
-    retry_after: float | None,
-    budget: float,
-    asked: bool,
-    wait: float,
-) -> None:
+    s, refusals, retry_after, budget, asked, wait
+):
     for _ in range(refusals):
-        refuse(pacer)
-    refuse(pacer, retry_after=retry_after)
-    slept = len(fake_time.sleeps)
+        s.refused()
+    slept = len(s.refused(retry_after=retry_after).time.sleeps)
 
     with pytest.raises(NoTurn) as caught:
-        pacer.wait_turn(budget_left=budget)
+        s.pacer.wait_turn(budget_left=budget)
 
     assert caught.value.asked is asked and not caught.value.stopped
-    assert caught.value.wait == pytest.approx(wait)
-    assert fake_time.sleeps[slept:] == []
+    assert caught.value.wait == approx(wait)
+    assert s.time.sleeps[slept:] == []
 
 
 # -- what a wait costs -----------------------------------------------------------
 
 
 @pytest.mark.parametrize("retry_after", [3.0, None], ids=["a pause", "a hold"])
-def test_the_servers_pause_or_hold_and_one_interval_are_not_queueing(
-    pacer: RequestPacer, fake_time: FakeTime, retry_after: float | None
-) -> None:
-    refuse(pacer, retry_after=retry_after)
-
-    turn = pacer.wait_turn()
-
-    assert turn.queued == 0.0  # all of it the server's doing: charged to the budget
+def test_the_servers_pause_or_hold_and_one_interval_are_not_queueing(s, retry_after):
+    # All of it the server's doing: charged to the budget.
+    assert s.refused(retry_after=retry_after).turn().queued == 0.0
 
 
-def test_in_slow_start_the_rates_interval_is_ours_not_the_servers(
-    pacer: RequestPacer, fake_time: FakeTime
-) -> None:
+def test_in_slow_start_the_rates_interval_is_ours_not_the_servers(s):
     # No limit known yet: the pace is the run's own guess, so waiting for it is not
     # charged to a request's retry budget.
-    first = pacer.wait_turn()
+    first = s.turn()
 
-    second = pacer.wait_turn()
+    second = s.turn()
 
-    assert second.at - first.at == pytest.approx(1.0 / START_RATE)
-    assert second.queued == pytest.approx(1.0 / START_RATE)
+    assert second.at - first.at == approx(1.0 / START_RATE)
+    assert second.queued == approx(1.0 / START_RATE)
 
 
-def test_a_refusal_long_past_does_not_make_later_queueing_the_servers(
-    pacer: RequestPacer, fake_time: FakeTime
-) -> None:
-    limited(pacer, fake_time)
-    refuse(pacer)
-    fake_time.now += 60.0  # its hold long over
-    first = pacer.wait_turn()  # never answered: it holds the next one more interval
+def test_a_refusal_long_past_does_not_make_later_queueing_the_servers(s):
+    # Its hold long over; the first never answered: it holds the next one more interval.
+    first = limited(s).refused().later(60.0).turn()
 
-    second = pacer.wait_turn()
+    second = s.turn()
 
     interval = 1.0 / second.rate
-    assert second.at - first.at == pytest.approx(2 * interval)
-    assert second.queued == pytest.approx(interval)  # the one behind first: ours
+    assert second.at - first.at == approx(2 * interval)
+    assert second.queued == approx(interval)  # the one behind first: ours
 
 
 @pytest.mark.parametrize(
@@ -239,41 +190,35 @@ def test_a_refusal_long_past_does_not_make_later_queueing_the_servers(
     [(5.0, 5.0), (300.0, None)],
     ids=["within the budget", "not yet sent"],
 )
-def test_a_pause_within_the_budget_or_before_the_request_is_sent_is_waited(
-    pacer: RequestPacer, fake_time: FakeTime, retry_after: float, budget: float | None
-) -> None:
-    refuse(pacer, retry_after=retry_after)
+def test_a_pause_within_the_budget_or_before_the_request_is_sent_is_waited(s, retry_after, budget):
+    s.refused(retry_after=retry_after).pacer.wait_turn(budget_left=budget)
 
-    pacer.wait_turn(budget_left=budget)
-
-    assert fake_time.now == pytest.approx(100.0 + retry_after)
+    assert s.time.now == approx(100.0 + retry_after)
 
 
-def test_a_stopped_run_leaves_no_worker_waiting(fake_time: FakeTime) -> None:
+def test_a_stopped_run_leaves_no_worker_waiting():
     stop = Stop()
 
     def sleep(seconds: float) -> None:
-        fake_time.sleep(seconds)
+        scene.time.sleep(seconds)
         stop.set("interrupted")  # the run stops while this worker waits out a long pause
 
-    pacer = RequestPacer(clock=fake_time.clock, sleep=sleep)
-    refuse(pacer, retry_after=100000.0)
+    scene = Scene(sleep)
+    scene.refused(retry_after=100000.0)
 
     with pytest.raises(NoTurn) as caught:
-        pacer.wait_turn(stop=stop)
+        scene.pacer.wait_turn(stop=stop)
 
     assert caught.value.stopped
-    assert len(fake_time.sleeps) == 1 and fake_time.sleeps[0] <= 0.25
+    assert len(scene.time.sleeps) == 1 and scene.time.sleeps[0] <= 0.25
 
 
-def test_a_stopped_run_still_lets_a_worker_go_when_no_wait_is_needed(
-    pacer: RequestPacer,
-) -> None:
+def test_a_stopped_run_still_lets_a_worker_go_when_no_wait_is_needed(s):
     # The re-send of a write already done must finish after an interrupt.
     stop = Stop()
     stop.set("interrupted")
 
-    pacer.wait_turn(stop=stop)
+    s.pacer.wait_turn(stop=stop)
 
 
 # -- in arrival order, with real threads ------------------------------------------
@@ -286,7 +231,7 @@ def paced_at(rate: float) -> RequestPacer:
     return pacer
 
 
-def test_turns_are_given_in_arrival_order() -> None:
+def test_turns_are_given_in_arrival_order():
     pacer = paced_at(200.0)
     pacer.wait_turn()  # the next turn is 5 ms away: everyone below queues
     order: list[int] = []
@@ -307,7 +252,7 @@ def test_turns_are_given_in_arrival_order() -> None:
     assert order == list(range(8))
 
 
-def test_time_behind_other_requests_is_queueing(fake_time: FakeTime) -> None:
+def test_time_behind_other_requests_is_queueing():
     pacer = paced_at(20.0)
     turns: list[Turn] = []
     arrived = threading.Barrier(7)
@@ -333,7 +278,7 @@ def test_time_behind_other_requests_is_queueing(fake_time: FakeTime) -> None:
     assert 0.15 < last.queued < 0.5
 
 
-def test_a_worker_that_gives_up_does_not_hold_up_the_line() -> None:
+def test_a_worker_that_gives_up_does_not_hold_up_the_line():
     pacer = paced_at(2.0)
     pacer.wait_turn()
     stop = Stop()
@@ -364,7 +309,7 @@ def in_line(pacer: RequestPacer, count: int) -> None:
         time.sleep(0.001)
 
 
-def test_a_retry_behind_another_gives_up_at_once_when_a_new_pause_outlasts_its_budget() -> None:
+def test_a_retry_behind_another_gives_up_at_once_when_a_new_pause_outlasts_its_budget():
     # A retry queued behind a request waiting for its turn hears of a 429 asking for a
     # minute's pause (another request's answer). With 5 s of its budget left it gives up
     # now ("not retried"), not once the one ahead of it has waited the minute out.
@@ -393,17 +338,15 @@ def test_a_retry_behind_another_gives_up_at_once_when_a_new_pause_outlasts_its_b
 
     assert isinstance(given_up, NoTurn), "the retry still waits for its turn"
     assert given_up.asked and not given_up.stopped
-    assert given_up.wait == pytest.approx(60.0, abs=1.0)
+    assert given_up.wait == approx(60.0, abs=1.0)
 
 
 # -- what the run is told -----------------------------------------------------------
 
 
-def test_the_progress_line_tells_of_the_limit_a_refusal_showed(
-    pacer: RequestPacer, fake_time: FakeTime, capsys: pytest.CaptureFixture[str]
-) -> None:
-    refuse(pacer)  # the server refused: the rate is cut to 8.5 a second
-    progress = Progress("Reading invites", 3, interactive=False, ticker=False, pace=pacer)
+def test_the_progress_line_tells_of_the_limit_a_refusal_showed(s, capsys):
+    s.refused()  # the server refused: the rate is cut to 8.5 a second
+    progress = Progress("Reading invites", 3, interactive=False, ticker=False, pace=s.pacer)
 
     progress.advance(3)
     progress.finish()
@@ -412,22 +355,18 @@ def test_the_progress_line_tells_of_the_limit_a_refusal_showed(
     assert said == ["the server limits requests: slowed to about 8 per second"]
 
 
-def test_a_request_that_failed_otherwise_between_two_refusals_is_no_longer_singled_out(
-    pacer: RequestPacer, fake_time: FakeTime
-) -> None:
+def test_a_request_that_failed_otherwise_between_two_refusals_is_no_longer_singled_out(s):
     # Its strikes count refusals in a row while others were let through. A 500 between
     # two ends the row: refused again after it, the request's refusal is news of the
     # rate for every request (a cut), not its own (a backoff alone, the others going on).
-    limited(pacer, fake_time)
-    refusal = pacer.on_answer(pacer.wait_turn(), 0.001, refused=True)  # a 429: news, a cut
-    answered(pacer, 3)  # others let through
-    refusal = pacer.on_answer(pacer.wait_turn(), 0.02, refused=False, again=refusal)  # a 500
-    answered(pacer, 3)
-    cuts = pacer._control.cuts
-    refusal = pacer.on_answer(pacer.wait_turn(), 0.001, refused=True, again=refusal)  # a 429
+    refusal = limited(s).answer(s.turn(), 0.001, refused=True)  # a 429: news, a cut
+    s.answered(3)  # others let through
+    refusal = s.answer(s.turn(), 0.02, again=refusal)  # a 500
+    cuts = s.answered(3).control.cuts
+    refusal = s.answer(s.turn(), 0.001, refused=True, again=refusal)  # a 429
 
     assert refusal is not None and not refusal.own
-    assert pacer._control.cuts == cuts + 1
+    assert s.control.cuts == cuts + 1
 
 
 @pytest.mark.parametrize(
@@ -440,9 +379,7 @@ def test_a_request_that_failed_otherwise_between_two_refusals_is_no_longer_singl
     ],
     ids=["back-to-back", "lengthened"],
 )
-def test_a_wait_through_the_servers_pauses_is_all_the_servers(
-    fake_time: FakeTime, second_429_at: Callable[[tuple[float, float]], float], waited: float
-) -> None:
+def test_a_wait_through_the_servers_pauses_is_all_the_servers(second_429_at, waited):
     # A second `429, Retry-After: 2` comes while a request is still in line: all it waited
     # are pauses the server asked for, charged to its retry budget (docs/troubleshooting.md),
     # none of it queueing that would extend the budget.
@@ -450,30 +387,27 @@ def test_a_wait_through_the_servers_pauses_is_all_the_servers(
     refused: list[Turn] = []  # the request whose 429 comes while the other waits
 
     def sleep(seconds: float) -> None:
-        fake_time.sleep(seconds)
-        if refused and not told and fake_time.now >= second_429_at(paced._control.pause):
-            told.append(fake_time.now)
-            paced.on_answer(refused[0], 0.001, refused=True, retry_after=2.0)
+        scene.time.sleep(seconds)
+        if refused and not told and scene.time.now >= second_429_at(scene.control.pause):
+            told.append(scene.time.now)
+            scene.answer(refused[0], 0.001, refused=True, retry_after=2.0)
 
-    paced = RequestPacer(clock=fake_time.clock, sleep=sleep)
-    first, second = paced.wait_turn(), paced.wait_turn()
-    paced.on_answer(first, 0.001, refused=True, retry_after=2.0)
-    paused_at = fake_time.now
+    scene = Scene(sleep)
+    first, second = scene.turn(), scene.turn()
+    scene.answer(first, 0.001, refused=True, retry_after=2.0)
+    paused_at = scene.time.now
     refused.append(second)
 
-    turn = paced.wait_turn()
+    turn = scene.turn()
 
     assert told, "the second refusal came while the request waited"
-    assert turn.at == pytest.approx(told[0] + 2.0)  # as the second pause ends
+    assert turn.at == approx(told[0] + 2.0)  # as the second pause ends
     assert turn.at - paused_at >= waited
     assert turn.queued == 0.0
 
 
-def test_a_latency_floor_forgotten_lets_the_number_in_flight_follow_a_slower_server(
-    pacer: RequestPacer,
-) -> None:
-    answered(pacer, 64, latency=0.002)
-    answered(pacer, 8, latency=0.1)  # the server slowed down: 2 ms answers still the floor
-    before = pacer.servable()
-    pacer.forget_latency_floor()
-    assert pacer.servable() > 5 * before
+def test_a_latency_floor_forgotten_lets_the_number_in_flight_follow_a_slower_server(s):
+    # The server slowed down: 2 ms answers still the floor.
+    before = s.answered(64, latency=0.002).answered(8, latency=0.1).pacer.servable()
+    s.pacer.forget_latency_floor()
+    assert s.pacer.servable() > 5 * before
